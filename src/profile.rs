@@ -1,0 +1,258 @@
+//! The workload Profile: what the user is building. Filled from flags, an answers YAML
+//! file or prompts (see `choose::prompts`), saved by `choose --save`, read by `audit`.
+use crate::units::{serde_duration, serde_opt_duration};
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+use std::time::Duration;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum Upstream {
+    None,
+    Sparse,
+    Dense,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum Loss {
+    /// Newer replaces older (price, position, online count).
+    Replaceable,
+    /// Must not lose; everyone sees the same stream.
+    Shared,
+    /// Must not lose; data is per user.
+    PerUser,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum Transport {
+    Polling,
+    Sse,
+    Websocket,
+}
+
+impl Transport {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Transport::Polling => "polling",
+            Transport::Sse => "sse",
+            Transport::Websocket => "websocket",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum Role {
+    /// Terminates client connections (one fd per client).
+    #[default]
+    Server,
+    /// Forwards connections to upstreams (one outbound port per connection).
+    Proxy,
+    /// Opens connections to a server (one outbound port per connection).
+    Loadgen,
+}
+
+impl Role {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Server => "server",
+            Role::Proxy => "proxy",
+            Role::Loadgen => "loadgen",
+        }
+    }
+}
+
+pub const DEFAULT_CONNECTIONS: u64 = 10_000;
+pub const DEFAULT_MACHINES: u64 = 1;
+pub const DEFAULT_RATE: f64 = 10.0;
+pub const DEFAULT_SIZE: u64 = 1024;
+pub const DEFAULT_MAX_DISCONNECT: Duration = Duration::from_secs(3);
+
+/// The workload. Question answers are optional until asked; the rest has defaults.
+/// Field names are the YAML keys (snake_case) and mirror the `choose` flags.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Profile {
+    /// Q1: how soon a change must be visible to the user.
+    #[serde(
+        default,
+        with = "serde_opt_duration",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub visible_within: Option<Duration>,
+    /// Q2: client-to-server traffic.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upstream: Option<Upstream>,
+    /// Q2: binary payloads.
+    #[serde(default)]
+    pub binary: bool,
+    /// Q3: what losing one message means.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loss: Option<Loss>,
+    /// Q4: concurrent connections in total.
+    #[serde(default = "default_connections")]
+    pub connections: u64,
+    /// Q4: machines serving them.
+    #[serde(default = "default_machines")]
+    pub machines: u64,
+    /// Messages per second sent to each client.
+    #[serde(default = "default_rate")]
+    pub rate: f64,
+    /// Bytes per message.
+    #[serde(default = "default_size")]
+    pub size: u64,
+    /// Longest client disconnect that must not lose data.
+    #[serde(default = "default_max_disconnect", with = "serde_duration")]
+    pub max_disconnect: Duration,
+    /// Transport in use (audit); filled by `choose --save` from the recommendation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transport: Option<Transport>,
+    /// What the audited host does.
+    #[serde(default)]
+    pub role: Role,
+}
+
+fn default_connections() -> u64 {
+    DEFAULT_CONNECTIONS
+}
+fn default_machines() -> u64 {
+    DEFAULT_MACHINES
+}
+fn default_rate() -> f64 {
+    DEFAULT_RATE
+}
+fn default_size() -> u64 {
+    DEFAULT_SIZE
+}
+fn default_max_disconnect() -> Duration {
+    DEFAULT_MAX_DISCONNECT
+}
+
+impl Default for Profile {
+    fn default() -> Self {
+        Profile {
+            visible_within: None,
+            upstream: None,
+            binary: false,
+            loss: None,
+            connections: DEFAULT_CONNECTIONS,
+            machines: DEFAULT_MACHINES,
+            rate: DEFAULT_RATE,
+            size: DEFAULT_SIZE,
+            max_disconnect: DEFAULT_MAX_DISCONNECT,
+            transport: None,
+            role: Role::Server,
+        }
+    }
+}
+
+impl Profile {
+    /// Connections one machine carries (rounded up).
+    pub fn connections_per_machine(&self) -> u64 {
+        self.connections.div_ceil(self.machines.max(1))
+    }
+
+    /// Range checks that serde cannot express. Errors name the field.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.connections == 0 {
+            return Err("connections: must be at least 1".into());
+        }
+        if self.machines == 0 {
+            return Err("machines: must be at least 1".into());
+        }
+        if !(self.rate.is_finite() && self.rate > 0.0) {
+            return Err(format!(
+                "rate: must be a positive number of messages/s, got {}",
+                self.rate
+            ));
+        }
+        if self.size == 0 {
+            return Err("size: must be at least 1 byte".into());
+        }
+        if self.visible_within == Some(Duration::ZERO) {
+            return Err("visible_within: must be greater than 0".into());
+        }
+        Ok(())
+    }
+
+    /// Parse a profile YAML; `origin` names the file in errors.
+    pub fn from_yaml(text: &str, origin: &str) -> anyhow::Result<Profile> {
+        let p: Profile = serde_yaml::from_str(text).map_err(|e| {
+            let loc = e
+                .location()
+                .map(|l| format!(":{}:{}", l.line(), l.column()))
+                .unwrap_or_default();
+            // serde_yaml appends " at line X column Y"; the prefix already says where.
+            let msg = e.to_string();
+            let msg = msg.split(" at line ").next().unwrap_or(&msg).to_string();
+            anyhow::anyhow!("{origin}{loc}: {msg}")
+        })?;
+        p.validate().map_err(|e| anyhow::anyhow!("{origin}: {e}"))?;
+        Ok(p)
+    }
+
+    pub fn load(path: &Path) -> anyhow::Result<Profile> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| anyhow::anyhow!("{}: cannot read: {e}", path.display()))?;
+        Profile::from_yaml(&text, &path.display().to_string())
+    }
+
+    pub fn to_yaml(&self) -> String {
+        serde_yaml::to_string(self).expect("profile serializes")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn yaml_round_trip_keeps_every_field() {
+        let p = Profile {
+            visible_within: Some(Duration::from_millis(200)),
+            upstream: Some(Upstream::Dense),
+            binary: true,
+            loss: Some(Loss::PerUser),
+            connections: 5000,
+            machines: 2,
+            rate: 5.0,
+            size: 512,
+            max_disconnect: Duration::from_secs(10),
+            transport: Some(Transport::Websocket),
+            role: Role::Proxy,
+        };
+        let back = Profile::from_yaml(&p.to_yaml(), "x.yaml").unwrap();
+        assert_eq!(back, p);
+    }
+
+    #[test]
+    fn unknown_key_names_file_line_and_field() {
+        let err = Profile::from_yaml("connections: 10\nvisible_withn: 5s\n", "a.yaml")
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with("a.yaml:2:"), "{err}");
+        assert!(err.contains("visible_withn"), "{err}");
+    }
+
+    #[test]
+    fn bad_values_are_rejected_with_the_field() {
+        let e = Profile::from_yaml("connections: 0\n", "p.yaml")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("connections"), "{e}");
+        let e = Profile::from_yaml("connections: -5\n", "p.yaml")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("p.yaml:1"), "{e}");
+        let e = Profile::from_yaml("visible_within: soon\n", "p.yaml")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("invalid duration"), "{e}");
+        let e = Profile::from_yaml("loss: maybe\n", "p.yaml")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("maybe"), "{e}");
+    }
+}

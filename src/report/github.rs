@@ -1,0 +1,1 @@
+//! GitHub Actions workflow annotations (::error / ::warning) for findings.

@@ -1,0 +1,1 @@
+//! JUnit XML for findings (audit, verify): one testcase per check.

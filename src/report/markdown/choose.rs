@@ -1,0 +1,1 @@
+//! markdown rendering of choose results.

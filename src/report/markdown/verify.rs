@@ -1,0 +1,1 @@
+//! markdown rendering of verify results.

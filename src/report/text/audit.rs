@@ -1,0 +1,1 @@
+//! text rendering of audit results.

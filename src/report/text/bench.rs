@@ -1,0 +1,1 @@
+//! text rendering of bench results.

@@ -1,0 +1,6 @@
+//! text renderers, one file per result kind.
+pub mod audit;
+pub mod bench;
+pub mod choose;
+pub mod evidence;
+pub mod verify;
