@@ -1,0 +1,312 @@
+//! fd-limit: a child process with its soft RLIMIT_NOFILE set to --limit opens connections
+//! to a loopback listener until the first EMFILE, then tries to read its own /proc.
+//!
+//! The child counts its descriptors before the loop; the independent check is that
+//! connections + descriptors already open = the limit exactly (the kernel hands out the
+//! lowest free number, so EMFILE means every number below the limit is taken).
+use super::listener::{Acceptor, OnAccept};
+use super::{guard, sys, verification, Run};
+use crate::evidence::fmt_num;
+use crate::report::Verification;
+use anyhow::{anyhow, bail, Context};
+use serde::{Deserialize, Serialize};
+use std::io::Write;
+use std::net::{SocketAddr, TcpStream};
+use std::process::{Command, ExitCode, Stdio};
+use std::time::{Duration, Instant};
+
+/// What the child reports on stdout (one JSON object).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChildReport {
+    pub limit: u64,
+    /// Descriptors open before the first connection (stdin/stdout/stderr...).
+    pub fds_before: u64,
+    pub connections: u64,
+    /// errno name of the failure that stopped the loop ("EMFILE").
+    pub error: String,
+    pub error_message: String,
+    /// At the limit: could the process read /proc/self/status?
+    pub proc_at_limit: Result<(), String>,
+    /// Could it still write on a connection it already had?
+    pub write_at_limit: Result<(), String>,
+    /// After closing one connection: /proc readable again?
+    pub proc_after_close: Result<(), String>,
+    pub elapsed_ms: u64,
+}
+
+pub fn errno_name(e: &std::io::Error) -> String {
+    match e.raw_os_error() {
+        Some(libc::EMFILE) => "EMFILE".into(),
+        Some(libc::ENFILE) => "ENFILE".into(),
+        Some(libc::EADDRNOTAVAIL) => "EADDRNOTAVAIL".into(),
+        Some(libc::ECONNREFUSED) => "ECONNREFUSED".into(),
+        Some(libc::ETIMEDOUT) => "ETIMEDOUT".into(),
+        Some(libc::EINTR) => "EINTR".into(),
+        Some(libc::ENOBUFS) => "ENOBUFS".into(),
+        Some(libc::ECONNRESET) => "ECONNRESET".into(),
+        Some(n) => format!("errno {n}"),
+        None if e.kind() == std::io::ErrorKind::TimedOut => "ETIMEDOUT".into(),
+        None => e.kind().to_string(),
+    }
+}
+
+/// The validity check, pure: the count must fill the limit exactly and lie within
+/// limit - 16 ..= limit, and the loop must have stopped on EMFILE.
+pub fn check(r: &ChildReport) -> Result<(), String> {
+    if r.error != "EMFILE" {
+        return Err(format!(
+            "the loop stopped on {} ({}), not EMFILE",
+            r.error, r.error_message
+        ));
+    }
+    if r.connections + r.fds_before != r.limit {
+        return Err(format!(
+            "{} connections + {} descriptors already open = {}, not the limit {}",
+            r.connections,
+            r.fds_before,
+            r.connections + r.fds_before,
+            r.limit
+        ));
+    }
+    if r.connections + 16 < r.limit || r.connections > r.limit {
+        return Err(format!(
+            "{} connections is outside {}..={}",
+            r.connections,
+            r.limit.saturating_sub(16),
+            r.limit
+        ));
+    }
+    Ok(())
+}
+
+pub fn run(run: &Run) -> anyhow::Result<Vec<Verification>> {
+    let started = Instant::now();
+    let (soft, hard) = sys::nofile()?;
+    let limit = run.opts.limit.unwrap_or(soft);
+    if limit > hard {
+        bail!("--limit {limit}: above the hard open-files limit {hard}");
+    }
+    // Hold the server side while this process has room, so the child's sockets are
+    // established connections; beyond that the listener closes them at once (the child's
+    // descriptors count either way).
+    let cap = (hard.saturating_sub(sys::open_fds("self")? + 64)) as usize;
+    let acceptor = Acceptor::start("127.0.0.1:0".parse()?, OnAccept::Hold { cap })?;
+    run.progress.note(&format!("fd-limit: child at limit {limit}"));
+    let exe = std::env::current_exe().context("cannot find the rtcheck binary")?;
+    let mut cmd = Command::new(exe);
+    cmd.args([
+        "verify",
+        "--child",
+        "fd-limit",
+        "--limit",
+        &limit.to_string(),
+        "--target",
+        &acceptor.addr.to_string(),
+    ])
+    .stdin(Stdio::null())
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped());
+    let mut child = guard::ChildGuard::spawn(cmd, "the fd-limit child")?;
+    let budget = run.budget.within(Duration::from_secs(60));
+    let status = loop {
+        if let Some(st) = child.child.try_wait()? {
+            break st;
+        }
+        budget.check("fd-limit")?;
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let mut out = String::new();
+    let mut err = String::new();
+    use std::io::Read;
+    if let Some(mut o) = child.child.stdout.take() {
+        o.read_to_string(&mut out)?;
+    }
+    if let Some(mut e) = child.child.stderr.take() {
+        e.read_to_string(&mut err)?;
+    }
+    if !status.success() {
+        bail!(
+            "the fd-limit child failed ({status}): {}",
+            err.lines().last().unwrap_or("no message")
+        );
+    }
+    let rep: ChildReport = serde_json::from_str(out.trim())
+        .map_err(|e| anyhow!("the fd-limit child's report is not valid JSON: {e}"))?;
+    let held = acceptor.accepted().min(cap);
+    drop(acceptor);
+
+    let reference_limit = crate::evidence::num("ulimit-n", "limit");
+    let reference = crate::evidence::num("ulimit-n", "connections_reached");
+    let mut details = vec![
+        format!(
+            "target: rtcheck's own loopback listener (held {} of the server sides open)",
+            fmt_num(held as f64)
+        ),
+        format!(
+            "child: soft limit {}, {} descriptors open before the loop, stopped on {} after {} ms",
+            fmt_num(rep.limit as f64),
+            rep.fds_before,
+            rep.error,
+            rep.elapsed_ms
+        ),
+        format!(
+            "at the limit: read /proc/self/status: {}; write on an open connection: {}",
+            describe(&rep.proc_at_limit),
+            describe(&rep.write_at_limit)
+        ),
+        format!(
+            "after closing one connection: read /proc/self/status: {}",
+            describe(&rep.proc_after_close)
+        ),
+        format!(
+            "reference overhead: {} - {} = {} descriptors besides connections; here {}",
+            fmt_num(reference_limit),
+            fmt_num(reference),
+            fmt_num(reference_limit - reference),
+            rep.fds_before
+        ),
+    ];
+    let name = "fd-limit";
+    let v = match check(&rep) {
+        Err(why) => verification(
+            name,
+            None,
+            "connections",
+            super::reference_for(name),
+            format!("invalid: {why}"),
+            details,
+            false,
+            started,
+        ),
+        Ok(()) => {
+            let blind = rep.proc_at_limit.is_err();
+            let verdict = format!(
+                "confirms: the limit, not the server, stopped it at {} connections ({} - {}){}",
+                fmt_num(rep.connections as f64),
+                fmt_num(rep.limit as f64),
+                rep.fds_before,
+                if blind {
+                    "; the process could not read its own /proc at the limit"
+                } else {
+                    "; /proc stayed readable"
+                }
+            );
+            if rep.limit == reference_limit as u64 {
+                details.push(format!(
+                    "same limit as the reference: {} here vs {}",
+                    fmt_num(rep.connections as f64),
+                    fmt_num(reference)
+                ));
+            }
+            verification(
+                name,
+                Some(rep.connections as f64),
+                "connections",
+                super::reference_for(name),
+                verdict,
+                details,
+                true,
+                started,
+            )
+        }
+    };
+    Ok(vec![v])
+}
+
+fn describe(r: &Result<(), String>) -> String {
+    match r {
+        Ok(()) => "ok".into(),
+        Err(e) => format!("failed ({e})"),
+    }
+}
+
+fn try_proc() -> Result<(), String> {
+    std::fs::read_to_string("/proc/self/status")
+        .map(|_| ())
+        .map_err(|e| format!("{}: {e}", errno_name(&e)))
+}
+
+/// The child: lower the soft limit, connect until the first error, probe, report JSON.
+pub fn child(limit: u64, target: SocketAddr) -> anyhow::Result<ExitCode> {
+    guard::ensure_loopback(&target)?;
+    let started = Instant::now();
+    let (_, hard) = sys::nofile()?;
+    if limit > hard {
+        bail!("--limit {limit}: above the hard limit {hard}");
+    }
+    nix::sys::resource::setrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE, limit, hard)
+        .map_err(|e| anyhow!("setrlimit(RLIMIT_NOFILE, {limit}): {e}"))?;
+    // read_dir holds one descriptor for the directory itself while listing.
+    let fds_before = sys::open_fds("self")?.saturating_sub(1);
+    let mut conns: Vec<TcpStream> = Vec::new();
+    let deadline = started + Duration::from_secs(50);
+    let failure = loop {
+        if Instant::now() > deadline {
+            bail!("fd-limit child: no EMFILE after 50 s ({} connections)", conns.len());
+        }
+        if conns.len() as u64 > limit {
+            bail!("fd-limit child: more connections than the limit: the limit was not applied");
+        }
+        match TcpStream::connect_timeout(&target, Duration::from_secs(2)) {
+            Ok(s) => conns.push(s),
+            Err(e) if e.raw_os_error() == Some(libc::EINTR) => continue,
+            Err(e) => break e,
+        }
+    };
+    let proc_at_limit = try_proc();
+    let write_at_limit = match conns.first_mut() {
+        Some(c) => c
+            .write_all(b"x")
+            .map_err(|e| format!("{}: {e}", errno_name(&e))),
+        None => Err("no connection".into()),
+    };
+    let n = conns.len() as u64;
+    conns.pop();
+    let proc_after_close = try_proc();
+    let rep = ChildReport {
+        limit,
+        fds_before,
+        connections: n,
+        error: errno_name(&failure),
+        error_message: failure.to_string(),
+        proc_at_limit,
+        write_at_limit,
+        proc_after_close,
+        elapsed_ms: started.elapsed().as_millis() as u64,
+    };
+    // stdout (fd 1) is already open: printing needs no new descriptor.
+    println!("{}", serde_json::to_string(&rep)?);
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rep(limit: u64, before: u64, conns: u64, err: &str) -> ChildReport {
+        ChildReport {
+            limit,
+            fds_before: before,
+            connections: conns,
+            error: err.into(),
+            error_message: String::new(),
+            proc_at_limit: Err("EMFILE".into()),
+            write_at_limit: Ok(()),
+            proc_after_close: Ok(()),
+            elapsed_ms: 1,
+        }
+    }
+
+    #[test]
+    fn check_requires_exact_fill_and_emfile() {
+        assert!(check(&rep(1024, 6, 1018, "EMFILE")).is_ok());
+        assert!(check(&rep(256, 3, 253, "EMFILE")).is_ok());
+        // Stopped early for another reason.
+        let e = check(&rep(256, 3, 100, "ECONNREFUSED")).unwrap_err();
+        assert!(e.contains("ECONNREFUSED"), "{e}");
+        // Numbers that do not add up to the limit.
+        assert!(check(&rep(256, 3, 250, "EMFILE")).is_err());
+        // Adds up, but too many descriptors were open before: outside limit - 16.
+        assert!(check(&rep(256, 40, 216, "EMFILE")).is_err());
+    }
+}

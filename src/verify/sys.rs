@@ -1,0 +1,266 @@
+//! Host readings the experiments compare against: /proc/net/sockstat, /proc/net/tcp,
+//! sysctls (read only, never written), limits and per-process fds/RSS. Parsers are pure.
+use anyhow::{anyhow, bail, Context};
+use std::net::{Ipv4Addr, SocketAddrV4};
+use std::path::Path;
+
+/// TCP line of /proc/net/sockstat (namespace-wide counters).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Sockstat {
+    pub inuse: u64,
+    pub orphan: u64,
+    pub tw: u64,
+    pub alloc: u64,
+    /// Kernel TCP memory in pages.
+    pub mem_pages: u64,
+}
+
+impl Sockstat {
+    pub fn mem_bytes(&self) -> u64 {
+        self.mem_pages * page_size()
+    }
+}
+
+pub fn parse_sockstat(text: &str) -> anyhow::Result<Sockstat> {
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("TCP:"))
+        .ok_or_else(|| anyhow!("no `TCP:` line"))?;
+    let mut s = Sockstat::default();
+    let words: Vec<&str> = line.split_whitespace().skip(1).collect();
+    for pair in words.chunks(2) {
+        if let [k, v] = pair {
+            let v: u64 = v
+                .parse()
+                .map_err(|_| anyhow!("TCP line: `{k}` value `{v}` is not a number"))?;
+            match *k {
+                "inuse" => s.inuse = v,
+                "orphan" => s.orphan = v,
+                "tw" => s.tw = v,
+                "alloc" => s.alloc = v,
+                "mem" => s.mem_pages = v,
+                _ => {}
+            }
+        }
+    }
+    Ok(s)
+}
+
+pub fn read_sockstat() -> anyhow::Result<Sockstat> {
+    let p = "/proc/net/sockstat";
+    let t = std::fs::read_to_string(p).with_context(|| p.to_string())?;
+    parse_sockstat(&t).with_context(|| p.to_string())
+}
+
+pub fn page_size() -> u64 {
+    // SAFETY: sysconf has no preconditions.
+    let v = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    if v > 0 {
+        v as u64
+    } else {
+        4096
+    }
+}
+
+/// TCP socket states as printed in /proc/net/tcp.
+pub const ESTABLISHED: u8 = 0x01;
+pub const TIME_WAIT: u8 = 0x06;
+pub const CLOSE_WAIT: u8 = 0x08;
+pub const LISTEN: u8 = 0x0A;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TcpRow {
+    pub local: SocketAddrV4,
+    pub remote: SocketAddrV4,
+    pub state: u8,
+}
+
+fn parse_hex_addr(s: &str) -> Option<SocketAddrV4> {
+    let (ip, port) = s.split_once(':')?;
+    // The address is the in-memory (network order) u32 printed as hex on a little-endian
+    // host: 0100007F is 127.0.0.1.
+    let raw = u32::from_str_radix(ip, 16).ok()?;
+    let ip = Ipv4Addr::from(raw.to_le_bytes());
+    let port = u16::from_str_radix(port, 16).ok()?;
+    Some(SocketAddrV4::new(ip, port))
+}
+
+/// Rows of /proc/net/tcp (IPv4 only).
+pub fn parse_proc_net_tcp(text: &str) -> anyhow::Result<Vec<TcpRow>> {
+    let mut rows = Vec::new();
+    for (i, line) in text.lines().enumerate().skip(1) {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if f.len() < 4 {
+            continue;
+        }
+        let bad = || anyhow!("line {}: cannot parse `{}`", i + 1, line.trim());
+        let local = parse_hex_addr(f[1]).ok_or_else(bad)?;
+        let remote = parse_hex_addr(f[2]).ok_or_else(bad)?;
+        let state = u8::from_str_radix(f[3], 16).map_err(|_| bad())?;
+        rows.push(TcpRow {
+            local,
+            remote,
+            state,
+        });
+    }
+    Ok(rows)
+}
+
+pub fn read_proc_net_tcp() -> anyhow::Result<Vec<TcpRow>> {
+    let p = "/proc/net/tcp";
+    let t = std::fs::read_to_string(p).with_context(|| p.to_string())?;
+    parse_proc_net_tcp(&t).with_context(|| p.to_string())
+}
+
+/// Sockets whose remote end is `dest` in `state` (client-side view of one destination).
+pub fn count_to(rows: &[TcpRow], dest: SocketAddrV4, state: u8) -> usize {
+    rows.iter()
+        .filter(|r| r.remote == dest && r.state == state)
+        .count()
+}
+
+/// All client sockets toward `dest` that hold a local port (every state but LISTEN).
+pub fn count_ports_to(rows: &[TcpRow], dest: SocketAddrV4) -> usize {
+    rows.iter()
+        .filter(|r| r.remote == dest && r.state != LISTEN)
+        .count()
+}
+
+/// `net.ipv4.ip_local_port_range` as (low, high).
+pub fn parse_port_range(text: &str) -> anyhow::Result<(u16, u16)> {
+    let v: Vec<&str> = text.split_whitespace().collect();
+    match v.as_slice() {
+        [lo, hi] => {
+            let lo: u16 = lo.parse().map_err(|_| anyhow!("low port `{lo}`"))?;
+            let hi: u16 = hi.parse().map_err(|_| anyhow!("high port `{hi}`"))?;
+            if lo > hi {
+                bail!("low port {lo} above high port {hi}");
+            }
+            Ok((lo, hi))
+        }
+        _ => bail!("expected two numbers, got `{}`", text.trim()),
+    }
+}
+
+pub fn read_sysctl(path: &str) -> anyhow::Result<String> {
+    let full = Path::new("/proc/sys").join(path);
+    std::fs::read_to_string(&full).with_context(|| full.display().to_string())
+}
+
+pub fn read_sysctl_u64(path: &str) -> anyhow::Result<u64> {
+    let t = read_sysctl(path)?;
+    t.trim()
+        .parse()
+        .map_err(|_| anyhow!("/proc/sys/{path}: `{}` is not a number", t.trim()))
+}
+
+pub fn port_range() -> anyhow::Result<(u16, u16)> {
+    let t = read_sysctl("net/ipv4/ip_local_port_range")?;
+    parse_port_range(&t).context("/proc/sys/net/ipv4/ip_local_port_range")
+}
+
+/// The three numbers of tcp_wmem / tcp_rmem (min, default, max).
+pub fn parse_triple(text: &str) -> anyhow::Result<[u64; 3]> {
+    let v: Vec<u64> = text
+        .split_whitespace()
+        .map(|w| w.parse().map_err(|_| anyhow!("`{w}` is not a number")))
+        .collect::<anyhow::Result<_>>()?;
+    match v.as_slice() {
+        [a, b, c] => Ok([*a, *b, *c]),
+        _ => bail!("expected three numbers, got `{}`", text.trim()),
+    }
+}
+
+/// RLIMIT_NOFILE (soft, hard) of this process.
+pub fn nofile() -> anyhow::Result<(u64, u64)> {
+    nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE)
+        .map_err(|e| anyhow!("getrlimit(RLIMIT_NOFILE): {e}"))
+}
+
+/// Raise the soft open-files limit to the hard one (experiments that hold many sockets).
+pub fn raise_nofile_to_hard() -> anyhow::Result<u64> {
+    let (soft, hard) = nofile()?;
+    if soft < hard {
+        nix::sys::resource::setrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE, hard, hard)
+            .map_err(|e| anyhow!("setrlimit(RLIMIT_NOFILE, {hard}): {e}"))?;
+    }
+    Ok(hard)
+}
+
+/// Open descriptors of a process (entries of /proc/PID/fd).
+pub fn open_fds(pid: &str) -> anyhow::Result<u64> {
+    let p = format!("/proc/{pid}/fd");
+    Ok(std::fs::read_dir(&p).with_context(|| p.clone())?.count() as u64)
+}
+
+/// VmRSS of a process in bytes, from /proc/PID/status.
+pub fn parse_vmrss(status: &str) -> Option<u64> {
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+pub fn rss_bytes(pid: u32) -> anyhow::Result<u64> {
+    let p = format!("/proc/{pid}/status");
+    let t = std::fs::read_to_string(&p).with_context(|| p.clone())?;
+    parse_vmrss(&t).ok_or_else(|| anyhow!("{p}: no VmRSS line"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sockstat_tcp_line() {
+        let t = "sockets: used 14\nTCP: inuse 1 orphan 0 tw 37 alloc 2 mem 206\nUDP: inuse 0 mem 0\n";
+        let s = parse_sockstat(t).unwrap();
+        assert_eq!((s.inuse, s.tw, s.alloc, s.mem_pages), (1, 37, 2, 206));
+        assert!(parse_sockstat("UDP: inuse 0\n").is_err());
+        assert!(parse_sockstat("TCP: inuse x\n").is_err());
+    }
+
+    #[test]
+    fn proc_net_tcp_rows() {
+        let t = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n   0: 0100007F:1F90 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 1 1 0 100 0 0 10 0\n   1: 0100007F:9C40 0500007F:1F90 06 00000000:00000000 03:00001770 00000000     0        0 0 3 0\n";
+        let rows = parse_proc_net_tcp(t).unwrap();
+        assert_eq!(rows.len(), 2);
+        assert_eq!(rows[0].local, "127.0.0.1:8080".parse().unwrap());
+        assert_eq!(rows[0].state, LISTEN);
+        let dest: SocketAddrV4 = "127.0.0.5:8080".parse().unwrap();
+        assert_eq!(rows[1].remote, dest);
+        assert_eq!(rows[1].local.port(), 40000);
+        assert_eq!(count_to(&rows, dest, TIME_WAIT), 1);
+        assert_eq!(count_ports_to(&rows, dest), 1);
+        assert!(parse_proc_net_tcp("h\n 0: zz:1 00:0 01\n").is_err());
+    }
+
+    #[test]
+    fn sysctl_values() {
+        assert_eq!(parse_port_range("32768\t60999\n").unwrap(), (32768, 60999));
+        assert!(parse_port_range("61000 32768").is_err());
+        assert!(parse_port_range("1").is_err());
+        assert_eq!(
+            parse_triple("4096\t16384\t4194304\n").unwrap(),
+            [4096, 16384, 4194304]
+        );
+        assert!(parse_triple("1 2").is_err());
+        assert_eq!(
+            parse_vmrss("Name: x\nVmRSS:\t  2048 kB\n"),
+            Some(2048 * 1024)
+        );
+    }
+
+    #[test]
+    fn live_host_readings_are_consistent() {
+        let (lo, hi) = port_range().unwrap();
+        assert!(lo <= hi);
+        let (soft, hard) = nofile().unwrap();
+        assert!(soft <= hard);
+        let me = std::process::id();
+        assert!(rss_bytes(me).unwrap() > 0);
+        assert!(open_fds("self").unwrap() >= 3);
+        read_sockstat().unwrap();
+        let rows = read_proc_net_tcp().unwrap();
+        let _ = rows.len();
+    }
+}
