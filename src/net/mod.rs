@@ -1,4 +1,6 @@
 //! Embedded realtime server, payload format, and client-side protocol code.
+pub mod payload;
+pub mod sse;
 use crate::cli::Ctx;
 use std::process::ExitCode;
 
