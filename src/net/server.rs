@@ -102,6 +102,8 @@ async fn handle_http(hub: Arc<Hub>, stream: TcpStream) {
             _ => {}
         }
         let (status, ctype, body) = route(&hub, &req);
+        // After an error, close: the client may be confused about framing.
+        let keep = keep && status < 400;
         if !send(
             &stream,
             &http::response(status, ctype, body.as_bytes(), keep),
