@@ -132,6 +132,8 @@ pub struct Host {
     pub cgroup_cpu: Read<CgroupCpu>,
     /// Ok(None): conntrack not loaded.
     pub conntrack: Read<Option<Conntrack>>,
+    /// The nf_conntrack_max file looked for (named when it is absent).
+    pub conntrack_file: String,
 }
 
 /// Read a whole small file; errors name the path.
@@ -409,6 +411,7 @@ impl Host {
             affinity,
             cgroup_cpu,
             conntrack,
+            conntrack_file: ct_path.display().to_string(),
         })
     }
 }

@@ -255,8 +255,17 @@ pub(crate) fn sysctl_fix(file: &str, settings: &[(&str, String)]) -> (Vec<String
     (runtime, persistent)
 }
 
+/// Integer with thousands separators, exact for every u64 (f64 is not above 2^53).
 pub(crate) fn n(v: u64) -> String {
-    fmt_num(v as f64)
+    let s = v.to_string();
+    let mut out = String::with_capacity(s.len() + s.len() / 3);
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
 }
 
 pub(crate) fn bytes(v: u64) -> String {

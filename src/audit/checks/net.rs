@@ -280,7 +280,10 @@ fn conntrack(w: &Workload, h: &Host) -> Finding {
         Ok(None) => {
             return skipped(
                 &CONNTRACK,
-                "nf_conntrack is not loaded (no <procfs>/sys/net/netfilter/nf_conntrack_max): connections are not tracked, nothing to size",
+                format!(
+                    "nf_conntrack is not loaded ({} absent): connections are not tracked, nothing to size",
+                    h.conntrack_file
+                ),
                 expected,
             )
         }
