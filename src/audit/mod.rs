@@ -57,6 +57,13 @@ pub struct AuditArgs {
     /// Write the report to FILE atomically instead of stdout.
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// Demonstrate each finding live on loopback (`rtcheck verify`) and attach the
+    /// measurement (findings[].verification); an invalid measurement gives exit 1.
+    #[arg(long)]
+    pub verify: bool,
+    /// Time bound for --verify.
+    #[arg(long, value_name = "DURATION", default_value = "3m", value_parser = crate::units::parse_duration)]
+    pub verify_timeout: std::time::Duration,
 }
 
 /// The pure audit: every check of `host` against `profile`, in report order. Ids in
@@ -159,7 +166,20 @@ pub fn run(a: AuditArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
         sysfs: a.sysfs.clone(),
         pid: a.pid,
     };
-    let r = build_report(profile, &roots, &a.skip)?;
+    let mut r = build_report(profile, &roots, &a.skip)?;
+    if a.verify {
+        let opts = crate::verify::VerifyOptions {
+            timeout: a.verify_timeout,
+            // Memory per connection measured at the workload's size, bounded for a live run.
+            connections: r.profile.connections.clamp(100, 10_000),
+            ..Default::default()
+        };
+        crate::verify::attach(&mut r.findings, &opts)?;
+    }
+    let invalid_measurement = r
+        .findings
+        .iter()
+        .any(|f| f.verification.as_ref().is_some_and(|v| !v.valid));
     // `auto` colours a terminal, never a file (--color always still can).
     let ctx = if a.output.is_some() && ctx.color == report::ColorChoice::Auto {
         Ctx {
@@ -170,7 +190,7 @@ pub fn run(a: AuditArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
     };
     let out = render(&r, a.format, a.fail_on, ctx)?;
     report::output::emit(&out, a.output.as_deref())?;
-    Ok(if a.fail_on.trips(&r.summary) {
+    Ok(if a.fail_on.trips(&r.summary) || invalid_measurement {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS

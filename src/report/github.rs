@@ -32,6 +32,13 @@ pub fn render(r: &FindingsReport) -> String {
         if let Some(v) = &f.verify {
             msg.push_str(&format!("\nverify: rtcheck verify {v}"));
         }
+        if let Some(v) = &f.verification {
+            msg.push_str(&format!(
+                "\nmeasured live: {} ({})",
+                crate::report::text::verify::measured(v),
+                v.verdict
+            ));
+        }
         out.push_str(&format!(
             "::{level} title={}::{}\n",
             prop(&format!(

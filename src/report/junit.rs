@@ -34,6 +34,15 @@ fn details(f: &Finding) -> String {
     if let Some(v) = &f.verify {
         s.push_str(&format!("verify: rtcheck verify {v}\n"));
     }
+    if let Some(v) = &f.verification {
+        s.push_str(&format!(
+            "measured live: {} ({}); reference: {}\nverdict: {}\n",
+            crate::report::text::verify::measured(v),
+            if v.valid { "valid" } else { "INVALID" },
+            v.reference,
+            v.verdict
+        ));
+    }
     s
 }
 

@@ -139,7 +139,8 @@ pub struct VerifyArgs {
     /// Total time bound for the whole run.
     #[arg(long, default_value = "3m", value_parser = crate::units::parse_duration)]
     pub timeout: Duration,
-    /// Output format.
+    /// Output format: text, json, yaml, markdown, junit, github (json/yaml/junit/github
+    /// carry the findings schema of `audit --verify`: findings[].verification).
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
     /// Write the report to this file (atomically) instead of stdout.
@@ -456,13 +457,26 @@ pub fn run_selected(
 }
 
 /// `audit --verify`: run the experiments named by the findings' `verify` fields (each
-/// once) and attach the matching measurement to every finding that names it.
+/// once; skipped findings are left alone) and attach the matching measurement to every
+/// finding that names it. Without `opts.limit`, fd-limit runs at the soft limit the audit
+/// read (numbers.soft), so an audited service's 1024 is reproduced, not rtcheck's own.
 pub fn attach(findings: &mut [Finding], opts: &VerifyOptions) -> anyhow::Result<()> {
+    let mut opts = opts.clone();
     let mut wanted = std::collections::BTreeSet::new();
     for f in findings.iter() {
-        if let Some(name) = &f.verify {
-            if let Some(names) = expand(name) {
-                wanted.extend(names);
+        if f.status == crate::report::Status::Skip {
+            continue;
+        }
+        let Some(name) = f.verify.as_deref().and_then(headline) else {
+            continue;
+        };
+        wanted.insert(name);
+        if name == "fd-limit" && opts.limit.is_none() {
+            let hard = sys::nofile().map(|(_, h)| h).unwrap_or(0);
+            if let Some(&soft) = f.numbers.get("soft") {
+                if soft >= 32.0 && soft <= hard as f64 {
+                    opts.limit = Some(soft as u64);
+                }
             }
         }
     }
@@ -474,38 +488,105 @@ pub fn attach(findings: &mut [Finding], opts: &VerifyOptions) -> anyhow::Result<
         .copied()
         .filter(|n| wanted.contains(n))
         .collect();
-    let results = run_selected(&wanted, opts)?;
+    let results = run_selected(&wanted, &opts)?;
     for f in findings.iter_mut() {
-        let Some(name) = &f.verify else { continue };
-        let Some(first) = headline(name) else {
+        if f.status == crate::report::Status::Skip {
+            continue;
+        }
+        let Some(name) = f.verify.as_deref().and_then(headline) else {
             continue;
         };
-        if let Some(v) = results.iter().find(|v| v.name == first) {
+        if let Some(v) = results.iter().find(|v| v.name == name) {
             f.verification = Some(v.clone());
         }
     }
     Ok(())
 }
 
+/// The evidence entry each measurement is compared with.
+pub fn evidence_id(name: &str) -> &'static str {
+    match name {
+        "fd-limit" => "ulimit-n",
+        "time-wait" => "tw-sockstat",
+        "ephemeral-ports" => "ephemeral-ports",
+        "tcp-wmem" => "kernel-sndbuf",
+        "memory" | "memory-sse" => "conn-ram",
+        "tcp-keepalive" => "ping-timing",
+        _ => "read-deadline-alone",
+    }
+}
+
+fn title_for(name: &str) -> &'static str {
+    match name {
+        "fd-limit" => "Connections a process opens before EMFILE at its open-files limit",
+        "time-wait" => "TIME_WAIT sockets left on the client side by closed connections",
+        "ephemeral-ports" => "Connects that fail with EADDRNOTAVAIL toward one destination",
+        "tcp-wmem" => "Bytes the kernel accepts for a client that never reads",
+        "memory" => "Server RSS per idle WebSocket connection",
+        "memory-sse" => "Server RSS per idle SSE connection",
+        "tcp-keepalive" => "Time until the server notices a silent peer (ping/pong)",
+        _ => "A read deadline alone closes a healthy quiet client",
+    }
+}
+
+/// Verifications as findings (kind "verify"), for the findings formats: a valid
+/// measurement passes, an invalid one fails. Same schema as `audit --verify`.
+pub fn to_findings_report(results: &[Verification], duration_ms: f64) -> crate::report::FindingsReport {
+    use crate::report::{Finding, Fix, Status};
+    let findings = results
+        .iter()
+        .map(|v| Finding {
+            id: v.name.clone(),
+            title: title_for(&v.name).to_string(),
+            status: if v.valid { Status::Pass } else { Status::Fail },
+            observed: crate::report::text::verify::measured(v),
+            expected: v.reference.clone(),
+            rule: v.verdict.clone(),
+            reason: None,
+            evidence: vec![crate::evidence::reference(evidence_id(&v.name))],
+            fix: Fix::default(),
+            verify: Some(v.name.clone()),
+            verification: Some(v.clone()),
+            numbers: v
+                .measured
+                .map(|m| [("measured".to_string(), m)].into_iter().collect())
+                .unwrap_or_default(),
+        })
+        .collect();
+    crate::report::FindingsReport::new(
+        "verify",
+        crate::profile::Profile::default(),
+        Some("loopback (127.0.0.0/8) only".into()),
+        findings,
+        duration_ms,
+    )
+}
+
 pub fn run(a: VerifyArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
     if let Some(child) = &a.child {
         return run_child(child, &a);
     }
-    a.format.ensure_one_of(
-        &[Format::Text, Format::Json, Format::Yaml, Format::Markdown],
-        "verify",
-    )?;
     let wanted = select(&a.names)?;
     let opts = a.options();
     opts.validate()?;
     let started = Instant::now();
     let results = run_selected(&wanted, &opts)?;
     let report = VerifyReport::new(results, opts, started);
+    // `auto` colours a terminal, never a file.
+    let ctx = if a.output.is_some() && ctx.color == crate::report::ColorChoice::Auto {
+        Ctx {
+            color: crate::report::ColorChoice::Never,
+        }
+    } else {
+        ctx
+    };
     let content = match a.format {
-        Format::Json => crate::report::json::render(&report)?,
-        Format::Yaml => crate::report::yaml::render(&report)?,
+        Format::Text => crate::report::text::verify::render(&report, &ctx.palette()),
         Format::Markdown => crate::report::markdown::verify::render(&report),
-        _ => crate::report::text::verify::render(&report, &ctx.palette()),
+        f => {
+            let fr = to_findings_report(&report.verifications, report.duration_ms as f64);
+            crate::audit::render(&fr, f, crate::report::FailOn::Fail, ctx)?
+        }
     };
     crate::report::output::emit(&content, a.output.as_deref())?;
     Ok(if report.summary.invalid > 0 {

@@ -83,7 +83,12 @@ pub fn render(r: &FindingsReport, pal: Palette) -> String {
             out.push_str(&format!("  verify:   rtcheck verify {v}\n"));
         }
         if let Some(v) = &f.verification {
-            out.push_str(&format!("  measured: {}\n", v.verdict));
+            out.push_str(&format!(
+                "  measured: {} live on loopback ({})\n            {}\n",
+                crate::report::text::verify::measured(v),
+                v.name,
+                v.verdict
+            ));
         }
     }
     let s = &r.summary;
