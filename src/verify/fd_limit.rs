@@ -8,7 +8,7 @@ use super::listener::{Acceptor, OnAccept};
 use super::{guard, sys, verification, Run};
 use crate::evidence::fmt_num;
 use crate::report::Verification;
-use anyhow::{anyhow, bail, Context};
+use anyhow::{anyhow, bail};
 use serde::{Deserialize, Serialize};
 use std::io::Write;
 use std::net::{SocketAddr, TcpStream};
@@ -91,8 +91,9 @@ pub fn run(run: &Run) -> anyhow::Result<Vec<Verification>> {
     // descriptors count either way).
     let cap = (hard.saturating_sub(sys::open_fds("self")? + 64)) as usize;
     let acceptor = Acceptor::start("127.0.0.1:0".parse()?, OnAccept::Hold { cap })?;
-    run.progress.note(&format!("fd-limit: child at limit {limit}"));
-    let exe = std::env::current_exe().context("cannot find the rtcheck binary")?;
+    run.progress
+        .note(&format!("fd-limit: child at limit {limit}"));
+    let exe = guard::exe()?;
     let mut cmd = Command::new(exe);
     cmd.args([
         "verify",
@@ -226,6 +227,13 @@ fn try_proc() -> Result<(), String> {
         .map_err(|e| format!("{}: {e}", errno_name(&e)))
 }
 
+fn open_below(limit: u64) -> u64 {
+    (0..limit.min(i32::MAX as u64) as i32)
+        // SAFETY: F_GETFD on any number only reads the descriptor flags.
+        .filter(|fd| unsafe { libc::fcntl(*fd, libc::F_GETFD) } != -1)
+        .count() as u64
+}
+
 /// The child: lower the soft limit, connect until the first error, probe, report JSON.
 pub fn child(limit: u64, target: SocketAddr) -> anyhow::Result<ExitCode> {
     guard::ensure_loopback(&target)?;
@@ -236,13 +244,17 @@ pub fn child(limit: u64, target: SocketAddr) -> anyhow::Result<ExitCode> {
     }
     nix::sys::resource::setrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE, limit, hard)
         .map_err(|e| anyhow!("setrlimit(RLIMIT_NOFILE, {limit}): {e}"))?;
-    // read_dir holds one descriptor for the directory itself while listing.
-    let fds_before = sys::open_fds("self")?.saturating_sub(1);
+    // Only numbers below the limit compete with the connections (an inherited fd 900 does
+    // not); probing with fcntl needs no descriptor of its own.
+    let fds_before = open_below(limit);
     let mut conns: Vec<TcpStream> = Vec::new();
     let deadline = started + Duration::from_secs(50);
     let failure = loop {
         if Instant::now() > deadline {
-            bail!("fd-limit child: no EMFILE after 50 s ({} connections)", conns.len());
+            bail!(
+                "fd-limit child: no EMFILE after 50 s ({} connections)",
+                conns.len()
+            );
         }
         if conns.len() as u64 > limit {
             bail!("fd-limit child: more connections than the limit: the limit was not applied");

@@ -113,7 +113,9 @@ impl ChildGuard {
                 Ok(())
             });
         }
-        let child = cmd.spawn().with_context(|| format!("cannot start {name}"))?;
+        let child = cmd
+            .spawn()
+            .with_context(|| format!("cannot start {name}"))?;
         Ok(ChildGuard {
             child,
             name: name.to_string(),
@@ -146,6 +148,15 @@ impl ChildGuard {
 impl Drop for ChildGuard {
     fn drop(&mut self) {
         self.stop();
+    }
+}
+
+/// The rtcheck binary that children re-execute: this executable, or `RTCHECK_BIN` when a
+/// library caller (a test binary, an embedding program) is not rtcheck itself.
+pub fn exe() -> anyhow::Result<std::path::PathBuf> {
+    match std::env::var_os("RTCHECK_BIN") {
+        Some(p) if !p.is_empty() => Ok(p.into()),
+        _ => std::env::current_exe().context("cannot find the rtcheck binary"),
     }
 }
 

@@ -9,8 +9,8 @@
 //! silent for D), and a healthy client that reads everything but sends nothing.
 use super::server::Server;
 use super::{verification, Run};
-use crate::units::fmt_duration;
 use crate::report::Verification;
+use crate::units::fmt_duration;
 use anyhow::{anyhow, bail};
 use std::net::TcpStream;
 use std::os::fd::AsRawFd;
@@ -22,13 +22,18 @@ pub const SILENCE_PHASE: f64 = 0.6;
 
 /// Detection time after silence if the server removes a peer `pong_wait` after its last
 /// inbound frame, checking continuously (low) or only at its ping ticks (high).
-pub fn predicted_detection(ping: Duration, pong_wait: Duration, since_last_pong: Duration) -> (f64, f64) {
+pub fn predicted_detection(
+    ping: Duration,
+    pong_wait: Duration,
+    since_last_pong: Duration,
+) -> (f64, f64) {
     let low = (pong_wait.as_secs_f64() - since_last_pong.as_secs_f64()).max(0.0);
     (low, low + ping.as_secs_f64())
 }
 
+/// A read that returned without data: timeout, or EINTR (Ctrl-C; the loop then sees the flag).
 fn is_timeout(e: &tungstenite::Error) -> bool {
-    matches!(e, tungstenite::Error::Io(io) if matches!(io.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut))
+    matches!(e, tungstenite::Error::Io(io) if matches!(io.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut | std::io::ErrorKind::Interrupted))
 }
 
 fn connect(server: &Server) -> anyhow::Result<tungstenite::WebSocket<TcpStream>> {
@@ -37,7 +42,8 @@ fn connect(server: &Server) -> anyhow::Result<tungstenite::WebSocket<TcpStream>>
     s.set_read_timeout(Some(Duration::from_secs(5)))?;
     let (ws, _) = tungstenite::client(format!("ws://{}/ws", server.addr), s)
         .map_err(|e| anyhow!("WebSocket handshake with {}/ws: {e}", server.addr))?;
-    ws.get_ref().set_read_timeout(Some(Duration::from_millis(10)))?;
+    ws.get_ref()
+        .set_read_timeout(Some(Duration::from_millis(10)))?;
     Ok(ws)
 }
 
@@ -83,7 +89,10 @@ fn dead_peer(run: &Run) -> anyhow::Result<Verification> {
                 break at;
             }
         } else if connected.elapsed() > ping + wait + Duration::from_secs(2) {
-            bail!("no ping from the server within {}", fmt_duration(ping + wait));
+            bail!(
+                "no ping from the server within {}",
+                fmt_duration(ping + wait)
+            );
         }
         match ws.read() {
             Ok(Message::Ping(_)) => {
@@ -92,7 +101,9 @@ fn dead_peer(run: &Run) -> anyhow::Result<Verification> {
                 pings += 1;
                 last_pong = Some(Instant::now());
             }
-            Ok(Message::Close(_)) => bail!("the server closed a healthy peer before it went silent"),
+            Ok(Message::Close(_)) => {
+                bail!("the server closed a healthy peer before it went silent")
+            }
             Ok(_) => {}
             Err(e) if is_timeout(&e) => {}
             Err(e) => bail!("reading from the server before the silence: {e}"),
@@ -100,8 +111,10 @@ fn dead_peer(run: &Run) -> anyhow::Result<Verification> {
     };
     let since_pong = silence_at - last_pong.unwrap_or(silence_at);
     let silent = Instant::now();
-    run.progress
-        .note(&format!("tcp-keepalive: peer silent, pong-wait {}", fmt_duration(wait)));
+    run.progress.note(&format!(
+        "tcp-keepalive: peer silent, pong-wait {}",
+        fmt_duration(wait)
+    ));
     // From now on nothing is read and no pong is sent.
     let fd = ws.get_ref().as_raw_fd();
     let give_up = silent + ping + wait + Duration::from_secs(2);
@@ -277,7 +290,10 @@ fn read_deadline(run: &Run) -> anyhow::Result<Verification> {
         if healthy {
             "invalid: the connection closed but the server did not count a removal".into()
         } else {
-            format!("invalid: the client stalled {} ms, so it was not healthy", max_gap.as_millis())
+            format!(
+                "invalid: the client stalled {} ms, so it was not healthy",
+                max_gap.as_millis()
+            )
         }
     } else if (measured - target).abs() <= 0.05 * target + 0.25 {
         format!(
@@ -285,7 +301,10 @@ fn read_deadline(run: &Run) -> anyhow::Result<Verification> {
             fmt_duration(d)
         )
     } else {
-        format!("differs: closed after {measured:.2} s, deadline {}", fmt_duration(d))
+        format!(
+            "differs: closed after {measured:.2} s, deadline {}",
+            fmt_duration(d)
+        )
     };
     Ok(verification(
         "read-deadline",
@@ -302,7 +321,10 @@ fn read_deadline(run: &Run) -> anyhow::Result<Verification> {
 pub fn run(run: &Run) -> anyhow::Result<Vec<Verification>> {
     let mut out = Vec::new();
     type Part = fn(&Run) -> anyhow::Result<Verification>;
-    let parts: [(&str, Part); 2] = [("tcp-keepalive", dead_peer), ("read-deadline", read_deadline)];
+    let parts: [(&str, Part); 2] = [
+        ("tcp-keepalive", dead_peer),
+        ("read-deadline", read_deadline),
+    ];
     for (name, f) in parts {
         if !run.wants(name) {
             continue;

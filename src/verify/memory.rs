@@ -159,7 +159,10 @@ fn measure(run: &Run, t: Transport) -> anyhow::Result<Verification> {
         ));
     }
     if stats.removed > 0 {
-        problems.push(format!("the server removed {} clients during the run", stats.removed));
+        problems.push(format!(
+            "the server removed {} clients during the run",
+            stats.removed
+        ));
     }
     if rss1 <= rss0 {
         problems.push("RSS did not grow".into());

@@ -215,10 +215,7 @@ impl VerifyOptions {
             bail!("--closed/--opened: at most 100,000 each");
         }
         if self.connections == 0 || self.connections > 100_000 {
-            bail!(
-                "--connections {}: expected 1 to 100,000",
-                self.connections
-            );
+            bail!("--connections {}: expected 1 to 100,000", self.connections);
         }
         if self.ping.is_zero() || self.pong_wait.is_zero() || self.read_deadline.is_zero() {
             bail!("--ping, --pong-wait and --read-deadline must be above 0");
@@ -315,6 +312,8 @@ impl Run<'_> {
 }
 
 /// Build a verification. `measured: None` marks an invalid run (the verdict says why).
+/// The arguments are the fields of `Verification` in order, plus the start time.
+#[allow(clippy::too_many_arguments)]
 pub fn verification(
     name: &str,
     measured: Option<f64>,
@@ -403,10 +402,18 @@ pub fn run_selected(
     type Exp = fn(&Run) -> anyhow::Result<Vec<Verification>>;
     let experiments: [(&[&str], &str, Exp); 5] = [
         (&["fd-limit"], "fd-limit", fd_limit::run),
-        (&["time-wait", "ephemeral-ports"], "ephemeral-ports", ports::run),
+        (
+            &["time-wait", "ephemeral-ports"],
+            "ephemeral-ports",
+            ports::run,
+        ),
         (&["tcp-wmem"], "tcp-wmem", tcp_wmem::run),
         (&["memory", "memory-sse"], "memory", memory::run),
-        (&["tcp-keepalive", "read-deadline"], "tcp-keepalive", keepalive::run),
+        (
+            &["tcp-keepalive", "read-deadline"],
+            "tcp-keepalive",
+            keepalive::run,
+        ),
     ];
     let todo: Vec<_> = experiments
         .iter()
@@ -531,7 +538,10 @@ fn title_for(name: &str) -> &'static str {
 
 /// Verifications as findings (kind "verify"), for the findings formats: a valid
 /// measurement passes, an invalid one fails. Same schema as `audit --verify`.
-pub fn to_findings_report(results: &[Verification], duration_ms: f64) -> crate::report::FindingsReport {
+pub fn to_findings_report(
+    results: &[Verification],
+    duration_ms: f64,
+) -> crate::report::FindingsReport {
     use crate::report::{Finding, Fix, Status};
     let findings = results
         .iter()
@@ -665,7 +675,11 @@ mod tests {
             limit: Some(4),
             ..ok.clone()
         };
-        assert!(bad.validate().unwrap_err().to_string().contains("--limit 4"));
+        assert!(bad
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("--limit 4"));
         let bad = VerifyOptions {
             limit: Some(u64::MAX),
             ..ok.clone()

@@ -11,11 +11,11 @@ use super::listener::{Acceptor, OnAccept};
 use super::{guard, sys, verification, Run};
 use crate::evidence::fmt_num;
 use crate::report::Verification;
-use anyhow::{anyhow, bail, Context};
+use anyhow::{anyhow, bail};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashSet};
 use std::io::{BufRead, BufReader, Read};
-use std::net::{IpAddr, Ipv4Addr, SocketAddr, SocketAddrV4, TcpStream};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpStream};
 use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
@@ -170,7 +170,7 @@ pub fn run(run: &Run) -> anyhow::Result<Vec<Verification>> {
     acceptor.set_mode(OnAccept::Close);
     let (_, hard) = sys::nofile()?;
     let per_child = hard.saturating_sub(64).clamp(64, 8000);
-    let exe = std::env::current_exe().context("cannot find the rtcheck binary")?;
+    let exe = guard::exe()?;
     let mut children = Vec::new();
     let mut total = HoldReport::default();
     let t2 = Instant::now();
@@ -198,7 +198,11 @@ pub fn run(run: &Run) -> anyhow::Result<Vec<Verification>> {
         .stdout(Stdio::piped())
         .stderr(Stdio::null());
         let mut g = guard::ChildGuard::spawn(cmd, "an ephemeral-ports child")?;
-        let stdout = g.child.stdout.take().ok_or_else(|| anyhow!("no child stdout"))?;
+        let stdout = g
+            .child
+            .stdout
+            .take()
+            .ok_or_else(|| anyhow!("no child stdout"))?;
         let rep = read_report(stdout, &budget)?;
         total.opened += rep.opened;
         total.failed += rep.failed;
@@ -211,9 +215,7 @@ pub fn run(run: &Run) -> anyhow::Result<Vec<Verification>> {
     let rows2 = sys::read_proc_net_tcp()?;
     let held_now = rows2
         .iter()
-        .filter(|r| {
-            r.remote == dest && matches!(r.state, sys::ESTABLISHED | sys::CLOSE_WAIT)
-        })
+        .filter(|r| r.remote == dest && matches!(r.state, sys::ESTABLISHED | sys::CLOSE_WAIT))
         .count() as u64;
     let tw_left = sys::count_to(&rows2, dest, sys::TIME_WAIT) as u64;
     // Release: closing stdin tells each child to exit; the guards reap them.
@@ -233,7 +235,10 @@ pub fn run(run: &Run) -> anyhow::Result<Vec<Verification>> {
     let other: u64 = total.failed - eaddr;
     let mut problems = Vec::new();
     if other > 0 {
-        problems.push(format!("{other} connects failed with other errors: {:?}", total.errors));
+        problems.push(format!(
+            "{other} connects failed with other errors: {:?}",
+            total.errors
+        ));
     }
     if total.opened + total.failed != m {
         problems.push(format!(
@@ -328,7 +333,10 @@ pub fn run(run: &Run) -> anyhow::Result<Vec<Verification>> {
 }
 
 /// Read one JSON line from a child's stdout within the budget.
-fn read_report(stdout: std::process::ChildStdout, budget: &guard::Budget) -> anyhow::Result<HoldReport> {
+fn read_report(
+    stdout: std::process::ChildStdout,
+    budget: &guard::Budget,
+) -> anyhow::Result<HoldReport> {
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let mut line = String::new();
@@ -383,11 +391,6 @@ pub fn child_open_hold(target: SocketAddr, count: u64) -> anyhow::Result<ExitCod
     let _ = std::io::stdin().read_to_end(&mut sink);
     drop(held);
     Ok(ExitCode::SUCCESS)
-}
-
-/// Destination as printed: `127.0.0.x:port`.
-pub fn describe_dest(d: SocketAddrV4) -> String {
-    d.to_string()
 }
 
 #[cfg(test)]

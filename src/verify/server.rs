@@ -55,7 +55,7 @@ impl Server {
         let dir = temp_dir()?;
         let addr_file = dir.join("addr");
         let log = dir.join("stderr.log");
-        let exe = std::env::current_exe().context("cannot find the rtcheck binary")?;
+        let exe = guard::exe()?;
         let mut cmd = Command::new(exe);
         cmd.args(["serve", "--listen", "127.0.0.1:0", "--addr-file"])
             .arg(&addr_file)
@@ -81,7 +81,10 @@ impl Server {
             if let Ok(t) = std::fs::read_to_string(&addr_file) {
                 if let Some(line) = t.lines().next().filter(|_| t.ends_with('\n')) {
                     let a: SocketAddr = line.trim().parse().map_err(|e| {
-                        anyhow!("serve --addr-file: `{}` is not an address ({e})", line.trim())
+                        anyhow!(
+                            "serve --addr-file: `{}` is not an address ({e})",
+                            line.trim()
+                        )
                     })?;
                     guard::ensure_loopback(&a)?;
                     s.addr = a;

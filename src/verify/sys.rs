@@ -212,7 +212,8 @@ mod tests {
 
     #[test]
     fn sockstat_tcp_line() {
-        let t = "sockets: used 14\nTCP: inuse 1 orphan 0 tw 37 alloc 2 mem 206\nUDP: inuse 0 mem 0\n";
+        let t =
+            "sockets: used 14\nTCP: inuse 1 orphan 0 tw 37 alloc 2 mem 206\nUDP: inuse 0 mem 0\n";
         let s = parse_sockstat(t).unwrap();
         assert_eq!((s.inuse, s.tw, s.alloc, s.mem_pages), (1, 37, 2, 206));
         assert!(parse_sockstat("UDP: inuse 0\n").is_err());

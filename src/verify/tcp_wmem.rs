@@ -9,7 +9,7 @@ use crate::units::fmt_bytes;
 use anyhow::{anyhow, Context};
 use socket2::{Domain, Protocol, Socket, Type};
 use std::io::Write;
-use std::net::{SocketAddr, TcpStream};
+use std::net::TcpStream;
 use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 
@@ -56,7 +56,7 @@ pub fn run(run: &Run) -> anyhow::Result<Vec<Verification>> {
     let client = Socket::new(Domain::IPV4, Type::STREAM, Some(Protocol::TCP))?;
     client.set_recv_buffer_size(run.opts.rcvbuf as usize)?;
     client
-        .connect_timeout(&SocketAddr::from(addr).into(), Duration::from_secs(2))
+        .connect_timeout(&addr.into(), Duration::from_secs(2))
         .context("connect to the tcp-wmem listener")?;
     let client: TcpStream = client.into();
     let (mut server, _) = listener.accept()?;
@@ -75,7 +75,8 @@ pub fn run(run: &Run) -> anyhow::Result<Vec<Verification>> {
     let budget = run.budget.within(Duration::from_secs(30));
     // Bounded: never more than 256 MiB whatever the buffers.
     let cap: u64 = 256 << 20;
-    run.progress.note("tcp-wmem: writing to a client that never reads");
+    run.progress
+        .note("tcp-wmem: writing to a client that never reads");
     'outer: loop {
         budget.check("tcp-wmem")?;
         loop {

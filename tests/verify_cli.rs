@@ -1,0 +1,294 @@
+use assert_cmd::Command;
+use std::time::{Duration, Instant};
+
+fn rtcheck() -> Command {
+    Command::cargo_bin("rtcheck").unwrap()
+}
+
+#[test]
+fn unknown_experiment_is_one_line_and_exit_2() {
+    let out = rtcheck()
+        .args(["verify", "tcp-wmem,nope"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("unknown experiment `nope`"), "{err}");
+    assert!(out.stdout.is_empty());
+}
+
+#[test]
+fn bad_durations_and_sizes_are_usage_errors() {
+    for args in [
+        vec!["verify", "tcp-keepalive", "--ping", "fast"],
+        vec!["verify", "tcp-wmem", "--message-size", "1"],
+        vec!["verify", "memory", "--connections", "0"],
+    ] {
+        let out = rtcheck().args(&args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
+}
+
+#[test]
+fn junit_markdown_yaml_and_file_output_carry_the_same_measurement() {
+    let dir = tempfile::tempdir().unwrap();
+    let xml_path = dir.path().join("verify.xml");
+    let out = rtcheck()
+        .args([
+            "verify",
+            "time-wait",
+            "--closed",
+            "100",
+            "--format",
+            "junit",
+            "--quiet",
+            "-o",
+        ])
+        .arg(&xml_path)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.stdout.is_empty());
+    let xml = std::fs::read_to_string(&xml_path).unwrap();
+    let doc = roxmltree::Document::parse(&xml).unwrap();
+    let cases: Vec<_> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("testcase"))
+        .collect();
+    assert_eq!(cases.len(), 1);
+    assert_eq!(cases[0].attribute("name"), Some("time-wait"));
+    assert!(!cases[0].children().any(|c| c.has_tag_name("failure")));
+    let sysout = cases[0]
+        .children()
+        .find(|c| c.has_tag_name("system-out"))
+        .and_then(|c| c.text())
+        .unwrap();
+    assert!(
+        sysout.contains("measured live: 100 sockets (valid)"),
+        "{sysout}"
+    );
+
+    let md = rtcheck()
+        .args([
+            "verify",
+            "time-wait",
+            "--closed",
+            "100",
+            "--format",
+            "markdown",
+            "--quiet",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(md.status.code(), Some(0));
+    let md = String::from_utf8(md.stdout).unwrap();
+    let row = md
+        .lines()
+        .find(|l| l.starts_with("| time-wait |"))
+        .unwrap_or_else(|| panic!("{md}"));
+    let cells: Vec<&str> = row
+        .split(" | ")
+        .map(|c| c.trim_matches('|').trim())
+        .collect();
+    assert_eq!(cells[1], "100 sockets");
+    assert_eq!(cells[4], "yes");
+
+    let y = rtcheck()
+        .args([
+            "verify",
+            "time-wait",
+            "--closed",
+            "50",
+            "--format",
+            "yaml",
+            "--quiet",
+        ])
+        .output()
+        .unwrap();
+    let y: serde_yaml::Value = serde_yaml::from_slice(&y.stdout).unwrap();
+    let v = &y["findings"][0]["verification"];
+    assert_eq!(v["name"].as_str(), Some("time-wait"));
+    assert_eq!(v["measured"].as_f64(), Some(50.0));
+}
+
+fn children_of(pid: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(p) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        if let Ok(stat) = std::fs::read_to_string(format!("/proc/{p}/stat")) {
+            // Field 4 (after the parenthesised command) is the parent pid.
+            let after = &stat[stat.rfind(')').unwrap() + 2..];
+            let ppid: u32 = after.split_whitespace().nth(1).unwrap().parse().unwrap();
+            if ppid == pid {
+                out.push(p);
+            }
+        }
+    }
+    out
+}
+
+fn alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => {
+            let after = &stat[stat.rfind(')').unwrap() + 2..];
+            !after.starts_with('Z')
+        }
+        Err(_) => false,
+    }
+}
+
+#[test]
+fn ctrl_c_stops_the_run_and_leaves_no_server_behind() {
+    let bin = assert_cmd::cargo::cargo_bin("rtcheck");
+    let mut child = std::process::Command::new(bin)
+        .args([
+            "verify",
+            "read-deadline",
+            "--read-deadline",
+            "30s",
+            "--quiet",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    // Wait for the embedded server child to be up.
+    let until = Instant::now() + Duration::from_secs(10);
+    let servers = loop {
+        let c = children_of(pid);
+        if !c.is_empty() {
+            break c;
+        }
+        assert!(Instant::now() < until, "no server child started");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    std::thread::sleep(Duration::from_millis(300));
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let until = Instant::now() + Duration::from_secs(10);
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        assert!(Instant::now() < until, "verify did not stop after Ctrl-C");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("interrupted"), "{err}");
+    assert!(out.stdout.is_empty(), "no partial report");
+    for s in servers {
+        assert!(!alive(s), "server child {s} still running");
+    }
+}
+
+#[test]
+fn audit_verify_attaches_measurements_to_the_findings_that_name_them() {
+    let out = rtcheck()
+        .args([
+            "audit",
+            "--verify",
+            "--connections",
+            "200",
+            "--skip",
+            "fd-limit,ephemeral-ports,memory,tcp-keepalive",
+            "--format",
+            "json",
+            "--fail-on",
+            "never",
+        ])
+        .timeout(Duration::from_secs(60))
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let find = |id: &str| {
+        json["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["id"] == id)
+            .unwrap()
+            .clone()
+    };
+    let wmem = find("tcp-wmem");
+    let v = &wmem["verification"];
+    assert_eq!(v["name"], "tcp-wmem");
+    assert_eq!(v["valid"], true);
+    assert!(v["measured"].as_f64().unwrap() >= 1024.0);
+    assert!(v["reference"].as_str().unwrap().contains("[kernel-sndbuf]"));
+    let tw = find("time-wait");
+    assert_eq!(tw["verification"]["name"], "time-wait");
+    assert_eq!(tw["verification"]["measured"].as_f64(), Some(2000.0));
+    // Skipped findings are not run.
+    assert!(find("fd-limit").get("verification").is_none());
+    assert!(find("memory").get("verification").is_none());
+}
+
+#[test]
+fn attach_as_a_library_call_uses_the_audited_soft_limit() {
+    use rtcheck::report::{Finding, Fix, Status};
+    std::env::set_var("RTCHECK_BIN", assert_cmd::cargo::cargo_bin("rtcheck"));
+    let finding = |id: &str, status: Status, verify: Option<&str>| Finding {
+        id: id.into(),
+        title: id.into(),
+        status,
+        observed: String::new(),
+        expected: String::new(),
+        rule: String::new(),
+        reason: None,
+        evidence: vec![],
+        fix: Fix::default(),
+        verify: verify.map(str::to_string),
+        verification: None,
+        numbers: Default::default(),
+    };
+    let mut fd = finding("fd-limit", Status::Fail, Some("fd-limit"));
+    fd.numbers.insert("soft".into(), 128.0);
+    let mut findings = vec![
+        fd,
+        finding("tcp-wmem", Status::Warn, Some("tcp-wmem")),
+        finding("somaxconn", Status::Pass, None),
+        finding("memory", Status::Skip, Some("memory")),
+    ];
+    let opts = rtcheck::verify::VerifyOptions {
+        progress: false,
+        timeout: Duration::from_secs(60),
+        ..Default::default()
+    };
+    rtcheck::verify::attach(&mut findings, &opts).unwrap();
+    let fd = findings[0].verification.as_ref().unwrap();
+    assert!(fd.valid, "{fd:?}");
+    let n = fd.measured.unwrap();
+    assert!(
+        (112.0..=128.0).contains(&n),
+        "fd-limit at the audited 128: {n}"
+    );
+    let w = findings[1].verification.as_ref().unwrap();
+    assert_eq!(w.name, "tcp-wmem");
+    assert!(w.valid);
+    assert!(findings[2].verification.is_none());
+    assert!(
+        findings[3].verification.is_none(),
+        "skipped findings are not run"
+    );
+}
