@@ -59,11 +59,9 @@ fn peer_closed(fd: i32) -> bool {
     r > 0 && (p.revents & (libc::POLLRDHUP | libc::POLLHUP | libc::POLLERR)) != 0
 }
 
-fn dead_peer(run: &Run) -> anyhow::Result<Verification> {
-    let started = Instant::now();
+fn dead_peer_server(run: &Run) -> anyhow::Result<Server> {
     let (ping, wait) = (run.opts.ping, run.opts.pong_wait);
-    let budget = run.budget.within(ping * 2 + wait + Duration::from_secs(10));
-    let server = Server::start(
+    Server::start(
         &[
             "--wait-start".into(),
             "--ping".into(),
@@ -71,8 +69,14 @@ fn dead_peer(run: &Run) -> anyhow::Result<Verification> {
             "--pong-wait".into(),
             fmt_duration(wait),
         ],
-        &budget,
-    )?;
+        &run.budget,
+    )
+}
+
+fn dead_peer(run: &Run, server: Server) -> anyhow::Result<Verification> {
+    let started = Instant::now();
+    let (ping, wait) = (run.opts.ping, run.opts.pong_wait);
+    let budget = run.budget.within(ping * 2 + wait + Duration::from_secs(10));
     let mut ws = connect(&server)?;
     let connected = Instant::now();
     let mut pings = 0u32;
@@ -194,20 +198,23 @@ fn dead_peer(run: &Run) -> anyhow::Result<Verification> {
     ))
 }
 
-fn read_deadline(run: &Run) -> anyhow::Result<Verification> {
-    let started = Instant::now();
-    let d = run.opts.read_deadline;
-    let budget = run.budget.within(d * 2 + Duration::from_secs(10));
-    let server = Server::start(
+fn read_deadline_server(run: &Run) -> anyhow::Result<Server> {
+    Server::start(
         &[
             "--wait-start".into(),
             "--ping".into(),
             "0".into(),
             "--pong-wait".into(),
-            fmt_duration(d),
+            fmt_duration(run.opts.read_deadline),
         ],
-        &budget,
-    )?;
+        &run.budget,
+    )
+}
+
+fn read_deadline(run: &Run, server: Server) -> anyhow::Result<Verification> {
+    let started = Instant::now();
+    let d = run.opts.read_deadline;
+    let budget = run.budget.within(d * 2 + Duration::from_secs(10));
     let mut ws = connect(&server)?;
     let connected = Instant::now();
     run.progress.note(&format!(
@@ -318,19 +325,46 @@ fn read_deadline(run: &Run) -> anyhow::Result<Verification> {
     ))
 }
 
+/// Both halves mostly wait, so they run side by side. The servers are started here, on
+/// the calling thread, because the children's death signal follows the spawning thread.
 pub fn run(run: &Run) -> anyhow::Result<Vec<Verification>> {
-    let mut out = Vec::new();
-    type Part = fn(&Run) -> anyhow::Result<Verification>;
-    let parts: [(&str, Part); 2] = [
-        ("tcp-keepalive", dead_peer),
-        ("read-deadline", read_deadline),
+    type Setup = fn(&Run) -> anyhow::Result<Server>;
+    type Measure = fn(&Run, Server) -> anyhow::Result<Verification>;
+    let parts: [(&str, Setup, Measure); 2] = [
+        ("tcp-keepalive", dead_peer_server, dead_peer),
+        ("read-deadline", read_deadline_server, read_deadline),
     ];
-    for (name, f) in parts {
+    let started = Instant::now();
+    let mut ready = Vec::new();
+    let mut failed = Vec::new();
+    for (name, setup, measure) in parts {
         if !run.wants(name) {
             continue;
         }
-        let started = Instant::now();
-        match f(run) {
+        match setup(run) {
+            Ok(server) => ready.push((name, server, measure)),
+            Err(e) if super::guard::interrupted() => return Err(e),
+            Err(e) => failed.push((name, Err(e))),
+        }
+    }
+    let results: Vec<(&str, anyhow::Result<Verification>)> = std::thread::scope(|sc| {
+        let handles: Vec<_> = ready
+            .into_iter()
+            .map(|(name, server, measure)| (name, sc.spawn(move || measure(run, server))))
+            .collect();
+        handles
+            .into_iter()
+            .map(|(name, h)| {
+                let r = h
+                    .join()
+                    .unwrap_or_else(|_| Err(anyhow!("{name}: the measuring thread panicked")));
+                (name, r)
+            })
+            .collect()
+    });
+    let mut out = Vec::new();
+    for (name, r) in results.into_iter().chain(failed) {
+        match r {
             Ok(v) => out.push(v),
             Err(e) if super::guard::interrupted() => return Err(e),
             Err(e) => out.push(verification(
@@ -345,6 +379,8 @@ pub fn run(run: &Run) -> anyhow::Result<Vec<Verification>> {
             )),
         }
     }
+    // Report order: dead peer first.
+    out.sort_by_key(|v| v.name != "tcp-keepalive");
     Ok(out)
 }
 

@@ -510,6 +510,18 @@ pub fn attach(findings: &mut [Finding], opts: &VerifyOptions) -> anyhow::Result<
     Ok(())
 }
 
+/// The `rtcheck audit` check each measurement demonstrates.
+pub fn finding_for(name: &str) -> &'static str {
+    match name {
+        "fd-limit" => "fd-limit",
+        "time-wait" => "time-wait",
+        "ephemeral-ports" => "ephemeral-ports",
+        "tcp-wmem" => "tcp-wmem",
+        "memory" | "memory-sse" => "memory",
+        _ => "tcp-keepalive",
+    }
+}
+
 /// The evidence entry each measurement is compared with.
 pub fn evidence_id(name: &str) -> &'static str {
     match name {
@@ -660,6 +672,16 @@ mod tests {
             let r = reference_for(n);
             assert!(r.contains('['), "{n}: {r}");
             assert!(!r.starts_with("no reference"), "{n}");
+        }
+        for n in NAMES {
+            assert_eq!(
+                headline(finding_for(n)).map(finding_for),
+                Some(finding_for(n))
+            );
+            assert!(
+                crate::evidence::store().get(evidence_id(n)).is_some(),
+                "{n}"
+            );
         }
         assert_eq!(
             reference_for("fd-limit"),

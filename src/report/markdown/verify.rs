@@ -7,16 +7,17 @@ fn cell(s: &str) -> String {
 
 pub fn render(r: &VerifyReport) -> String {
     let mut s = String::from("## rtcheck verify (loopback)\n\n");
-    s.push_str("| experiment | measured | reference | verdict | valid |\n");
-    s.push_str("|---|---|---|---|---|\n");
+    s.push_str("| experiment | measured | reference | verdict | valid | audit check |\n");
+    s.push_str("|---|---|---|---|---|---|\n");
     for v in &r.verifications {
         s.push_str(&format!(
-            "| {} | {} | {} | {} | {} |\n",
+            "| {} | {} | {} | {} | {} | {} |\n",
             cell(&v.name),
             cell(&crate::report::text::verify::measured(v)),
             cell(&v.reference),
             cell(&v.verdict),
-            if v.valid { "yes" } else { "**no**" }
+            if v.valid { "yes" } else { "**no**" },
+            crate::verify::finding_for(&v.name)
         ));
     }
     for v in &r.verifications {

@@ -29,6 +29,11 @@ pub fn render_one(v: &Verification, p: &Palette, indent: &str) -> String {
         v.duration_ms as f64 / 1000.0
     ));
     s.push_str(&format!("{indent}  reference: {}\n", v.reference));
+    s.push_str(&format!(
+        "{indent}  finding:   audit check {} (evidence {})\n",
+        crate::verify::finding_for(&v.name),
+        crate::verify::evidence_id(&v.name)
+    ));
     let verdict = if v.valid {
         v.verdict.clone()
     } else {
