@@ -113,11 +113,19 @@ pub fn run(run: &Run) -> anyhow::Result<Vec<Verification>> {
     }
     // The server closes after the clients did: the clients' sockets go to TIME_WAIT.
     acceptor.release_held();
-    std::thread::sleep(Duration::from_millis(200));
     let closed_ms = t1.elapsed().as_millis();
-    let rows1 = sys::read_proc_net_tcp()?;
+    // The FIN exchange finishes asynchronously: wait (bounded) until it settles.
+    let settle = Instant::now() + Duration::from_secs(3);
+    let tw = loop {
+        let rows = sys::read_proc_net_tcp()?;
+        let tw = sys::count_to(&rows, dest, sys::TIME_WAIT) as u64;
+        if tw >= k || Instant::now() >= settle {
+            break tw;
+        }
+        budget.check("time-wait")?;
+        std::thread::sleep(Duration::from_millis(50));
+    };
     let ss1 = sys::read_sockstat()?;
-    let tw = sys::count_to(&rows1, dest, sys::TIME_WAIT) as u64;
     let mut out = Vec::new();
 
     if run.wants("time-wait") {
