@@ -19,8 +19,11 @@ use std::time::{Duration, Instant};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ChildReport {
     pub limit: u64,
-    /// Descriptors open before the first connection (stdin/stdout/stderr...).
+    /// Descriptors open below the limit before the first connection (stdin/stdout/stderr...).
     pub fds_before: u64,
+    /// What they are ("0 /dev/null"), so an inherited descriptor is visible.
+    #[serde(default)]
+    pub fd_targets: Vec<String>,
     pub connections: u64,
     /// errno name of the failure that stopped the loop ("EMFILE").
     pub error: String,
@@ -133,6 +136,8 @@ pub fn run(run: &Run) -> anyhow::Result<Vec<Verification>> {
     }
     let rep: ChildReport = serde_json::from_str(out.trim())
         .map_err(|e| anyhow!("the fd-limit child's report is not valid JSON: {e}"))?;
+    // Let the listener drain its queue so the count of held server sides is final.
+    acceptor.wait_accepted(rep.connections as usize, Duration::from_secs(3));
     let held = acceptor.accepted().min(cap);
     drop(acceptor);
 
@@ -144,9 +149,10 @@ pub fn run(run: &Run) -> anyhow::Result<Vec<Verification>> {
             fmt_num(held as f64)
         ),
         format!(
-            "child: soft limit {}, {} descriptors open before the loop, stopped on {} after {} ms",
+            "child: soft limit {}, {} descriptors open before the loop ({}), stopped on {} after {} ms",
             fmt_num(rep.limit as f64),
             rep.fds_before,
+            rep.fd_targets.join(", "),
             rep.error,
             rep.elapsed_ms
         ),
@@ -227,6 +233,25 @@ fn try_proc() -> Result<(), String> {
         .map_err(|e| format!("{}: {e}", errno_name(&e)))
 }
 
+/// "3 socket:[123]" for each descriptor below the limit (read before the loop, when a
+/// descriptor for /proc is still available).
+fn describe_fds(limit: u64) -> Vec<String> {
+    let Ok(dir) = std::fs::read_dir("/proc/self/fd") else {
+        return vec![];
+    };
+    let mut v: Vec<(u64, String)> = dir
+        .flatten()
+        .filter_map(|e| {
+            let n: u64 = e.file_name().to_str()?.parse().ok()?;
+            let t = std::fs::read_link(e.path()).ok()?;
+            Some((n, t.display().to_string()))
+        })
+        .filter(|(n, t)| *n < limit && !t.ends_with("/fd"))
+        .collect();
+    v.sort();
+    v.into_iter().map(|(n, t)| format!("{n} {t}")).collect()
+}
+
 fn open_below(limit: u64) -> u64 {
     (0..limit.min(i32::MAX as u64) as i32)
         // SAFETY: F_GETFD on any number only reads the descriptor flags.
@@ -247,6 +272,7 @@ pub fn child(limit: u64, target: SocketAddr) -> anyhow::Result<ExitCode> {
     // Only numbers below the limit compete with the connections (an inherited fd 900 does
     // not); probing with fcntl needs no descriptor of its own.
     let fds_before = open_below(limit);
+    let fd_targets = describe_fds(limit);
     let mut conns: Vec<TcpStream> = Vec::new();
     let deadline = started + Duration::from_secs(50);
     let failure = loop {
@@ -278,6 +304,7 @@ pub fn child(limit: u64, target: SocketAddr) -> anyhow::Result<ExitCode> {
     let rep = ChildReport {
         limit,
         fds_before,
+        fd_targets,
         connections: n,
         error: errno_name(&failure),
         error_message: failure.to_string(),
@@ -302,6 +329,7 @@ mod tests {
             connections: conns,
             error: err.into(),
             error_message: String::new(),
+            fd_targets: vec![],
             proc_at_limit: Err("EMFILE".into()),
             write_at_limit: Ok(()),
             proc_after_close: Ok(()),
