@@ -293,3 +293,89 @@ fn attach_as_a_library_call_uses_the_audited_soft_limit() {
         "skipped findings are not run"
     );
 }
+
+#[test]
+fn no_progress_bar_when_stderr_is_not_a_terminal() {
+    let out = rtcheck()
+        .args(["verify", "time-wait", "--closed", "50", "--format", "json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["summary"]["pass"], 1);
+}
+
+#[test]
+fn progress_bar_on_a_terminal() {
+    let bin = assert_cmd::cargo::cargo_bin("rtcheck");
+    let mut cmd = std::process::Command::new(bin);
+    cmd.args([
+        "verify",
+        "time-wait",
+        "--closed",
+        "3000",
+        "--color",
+        "never",
+    ]);
+    let mut p = expectrl::Session::spawn(cmd).unwrap();
+    p.set_expect_timeout(Some(Duration::from_secs(30)));
+    // The bar shows steps done / total and the current experiment.
+    p.expect("0/1").unwrap();
+    // Then the report, and the bar is cleared.
+    p.expect("1 measurement(s): 1 valid, 0 invalid").unwrap();
+}
+
+#[test]
+fn a_run_that_cannot_measure_says_why_prints_no_number_and_exits_1() {
+    // The children (embedded server, fd-limit child) are re-executed from RTCHECK_BIN:
+    // /bin/false makes every one of them fail at once.
+    let out = rtcheck()
+        .env("RTCHECK_BIN", "/bin/false")
+        .args([
+            "verify",
+            "memory-sse,fd-limit",
+            "--connections",
+            "10",
+            "--format",
+            "json",
+            "--quiet",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["summary"]["fail"], 2);
+    for f in json["findings"].as_array().unwrap() {
+        let v = &f["verification"];
+        assert_eq!(f["status"], "fail");
+        assert_eq!(v["valid"], false);
+        assert!(v["measured"].is_null(), "{v:#}");
+        assert!(
+            v["verdict"].as_str().unwrap().starts_with("invalid: "),
+            "{v:#}"
+        );
+    }
+    let sse = json["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == "memory-sse")
+        .unwrap();
+    assert!(
+        sse["verification"]["verdict"]
+            .as_str()
+            .unwrap()
+            .contains("the embedded server exited"),
+        "{sse:#}"
+    );
+}
