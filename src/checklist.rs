@@ -73,7 +73,10 @@ pub fn parse(text: &str, origin: &str) -> anyhow::Result<Checklist> {
             .location()
             .map(|l| format!(":{}:{}", l.line(), l.column()))
             .unwrap_or_default();
-        anyhow::anyhow!("{origin}{loc}: {e}")
+        // serde_yaml appends " at line X column Y"; the prefix already says where.
+        let msg = e.to_string();
+        let msg = msg.split(" at line ").next().unwrap_or(&msg).to_string();
+        anyhow::anyhow!("{origin}{loc}: {msg}")
     })?;
     let mut seen = std::collections::HashSet::new();
     for i in &c.items {

@@ -489,3 +489,205 @@ fn compare(p: &Profile, visible: Duration, push: Transport, push_wins: bool) -> 
         },
     ]
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn answers(visible_ms: u64, upstream: Upstream, loss: Loss) -> Profile {
+        Profile {
+            visible_within: Some(Duration::from_millis(visible_ms)),
+            upstream: Some(upstream),
+            loss: Some(loss),
+            ..Profile::default()
+        }
+    }
+
+    fn transport_at(ms: u64) -> Transport {
+        decide(&answers(ms, Upstream::Sparse, Loss::Replaceable))
+            .unwrap()
+            .transport
+    }
+
+    #[test]
+    fn seed_examples_prices_positions_online_counts_are_replaceable() {
+        // A price ticker: sub-second, nothing upstream, newer replaces older.
+        let r = decide(&answers(200, Upstream::None, Loss::Replaceable)).unwrap();
+        assert_eq!(
+            (r.transport, r.delivery, r.topology),
+            (Transport::Sse, Delivery::Snapshot, Topology::SingleProcess)
+        );
+        // Online count refreshed every couple of minutes: polling, snapshot.
+        let r = decide(&answers(120_000, Upstream::None, Loss::Replaceable)).unwrap();
+        assert_eq!(r.transport, Transport::Polling);
+        assert_eq!(r.poll_interval_ms, Some(120_000));
+        assert_eq!(r.delivery, Delivery::Snapshot);
+    }
+
+    #[test]
+    fn shared_stream_that_must_not_lose_gets_seq_ring() {
+        let r = decide(&answers(500, Upstream::Sparse, Loss::Shared)).unwrap();
+        assert_eq!(r.delivery, Delivery::SeqRing);
+        let q3 = &r.reasons[2];
+        assert_eq!((q3.id.as_str(), q3.decision.as_str()), ("q3", "seq-ring"));
+        let ids: Vec<&str> = q3.evidence.iter().map(|e| e.id.as_str()).collect();
+        assert_eq!(ids, ["ring-buffer", "ring-sizing", "seq-numbers"]);
+    }
+
+    #[test]
+    fn per_user_data_gets_session_ack() {
+        // Chat: dense upstream, per-user inbox.
+        let r = decide(&answers(300, Upstream::Dense, Loss::PerUser)).unwrap();
+        assert_eq!(r.transport, Transport::Websocket);
+        assert_eq!(r.delivery, Delivery::SessionAck);
+        assert!(r.reasons[2].evidence.iter().any(|e| e.id == "session-expiry"));
+    }
+
+    #[test]
+    fn one_machine_is_single_process_several_are_pubsub() {
+        let mut p = answers(200, Upstream::Sparse, Loss::Shared);
+        p.machines = 1;
+        assert_eq!(decide(&p).unwrap().topology, Topology::SingleProcess);
+        p.machines = 2;
+        p.connections = 20_000;
+        let r = decide(&p).unwrap();
+        assert_eq!(r.topology, Topology::Pubsub);
+        let ids: Vec<&str> = r.reasons[3].evidence.iter().map(|e| e.id.as_str()).collect();
+        assert_eq!(ids, ["redis-pubsub", "single-path", "presence-ttl"]);
+        assert_eq!(r.sizing.connections_per_machine, 10_000);
+    }
+
+    #[test]
+    fn q1_boundaries_1s_5s_60s() {
+        assert_eq!(transport_at(999), Transport::Sse);
+        assert_eq!(transport_at(1_000), Transport::Sse);
+        assert_eq!(transport_at(4_999), Transport::Sse);
+        assert_eq!(transport_at(5_000), Transport::Polling);
+        assert_eq!(transport_at(59_999), Transport::Polling);
+        assert_eq!(transport_at(60_000), Transport::Polling);
+        // The comparison is shown from 1 s up to (not including) 60 s.
+        let alts = |ms| {
+            decide(&answers(ms, Upstream::Sparse, Loss::Replaceable))
+                .unwrap()
+                .alternatives
+                .len()
+        };
+        assert_eq!(alts(999), 0);
+        assert_eq!(alts(1_000), 2);
+        assert_eq!(alts(59_999), 2);
+        assert_eq!(alts(60_000), 0);
+    }
+
+    #[test]
+    fn between_zone_shows_both_costs() {
+        let mut p = answers(5_000, Upstream::Sparse, Loss::Replaceable);
+        p.connections = 10_000;
+        let r = decide(&p).unwrap();
+        let poll = &r.alternatives[0];
+        let push = &r.alternatives[1];
+        assert_eq!(poll.transport, Transport::Polling);
+        assert!(poll.recommended && !push.recommended);
+        // p50 about half the interval (poll-5s measured 2.3 s at 5 s).
+        assert_eq!(poll.delivery_p50_ms, 2_500.0);
+        assert_eq!(poll.requests_per_s, 2_000.0);
+        // 8.4 KB/min at 1 s scales to 1.68 KB/min at 5 s.
+        assert_eq!(poll.idle_bytes_per_client_minute, 1_680);
+        assert_eq!(push.transport, Transport::Sse);
+        assert_eq!(push.delivery_p50_ms, 0.3);
+        assert_eq!(push.idle_bytes_per_client_minute, 1_200);
+        assert_eq!(push.open_connections, 10_000);
+        // At 2 s push is the recommended one, and a websocket costs 1.3 KB/min.
+        let r = decide(&answers(2_000, Upstream::Dense, Loss::Replaceable)).unwrap();
+        assert!(r.alternatives[1].recommended && !r.alternatives[0].recommended);
+        assert_eq!(r.alternatives[1].idle_bytes_per_client_minute, 1_300);
+    }
+
+    #[test]
+    fn q2_dense_or_binary_is_websocket_else_sse() {
+        let t = |up, binary| {
+            let mut p = answers(200, up, Loss::Replaceable);
+            p.binary = binary;
+            decide(&p).unwrap().transport
+        };
+        assert_eq!(t(Upstream::None, false), Transport::Sse);
+        assert_eq!(t(Upstream::Sparse, false), Transport::Sse);
+        assert_eq!(t(Upstream::Dense, false), Transport::Websocket);
+        assert_eq!(t(Upstream::None, true), Transport::Websocket);
+        // Binary alone answers Q2: upstream may be left out.
+        let p = Profile {
+            visible_within: Some(Duration::from_millis(100)),
+            binary: true,
+            loss: Some(Loss::Shared),
+            ..Profile::default()
+        };
+        assert!(missing_answers(&p).is_empty());
+        assert_eq!(decide(&p).unwrap().transport, Transport::Websocket);
+    }
+
+    #[test]
+    fn with_polling_q2_only_decides_how_upstream_travels() {
+        let r = decide(&answers(120_000, Upstream::Dense, Loss::Replaceable)).unwrap();
+        assert_eq!(r.transport, Transport::Polling);
+        assert!(r.reasons[1].decision.starts_with("upstream via POST"), "{}", r.reasons[1].decision);
+        assert!(!r.notes.is_empty());
+    }
+
+    #[test]
+    fn must_haves_mark_what_does_not_apply_to_polling() {
+        let push = decide(&answers(200, Upstream::Sparse, Loss::Shared)).unwrap();
+        let ids: Vec<&str> = push.must_haves.iter().map(|m| m.id.as_str()).collect();
+        assert_eq!(
+            ids,
+            ["write-deadline", "writer-isolation", "ping-pong", "seq-numbers", "hot-path-alloc", "proxy-config"]
+        );
+        assert!(push.must_haves.iter().all(|m| m.applies && !m.evidence.is_empty()));
+        let poll = decide(&answers(120_000, Upstream::Sparse, Loss::Shared)).unwrap();
+        let applies: Vec<(&str, bool)> = poll
+            .must_haves
+            .iter()
+            .map(|m| (m.id.as_str(), m.applies))
+            .collect();
+        assert_eq!(
+            applies,
+            [
+                ("write-deadline", false),
+                ("writer-isolation", false),
+                ("ping-pong", false),
+                ("seq-numbers", true),
+                ("hot-path-alloc", true),
+                ("proxy-config", false)
+            ]
+        );
+        assert!(poll.must_haves.iter().all(|m| m.applies == m.not_applicable.is_none()));
+    }
+
+    #[test]
+    fn missing_answers_are_named_and_refused() {
+        let p = Profile::default();
+        assert_eq!(missing_answers(&p), ["visible_within", "upstream", "loss"]);
+        let e = decide(&p).unwrap_err();
+        assert!(e.contains("visible_within, upstream, loss"), "{e}");
+    }
+
+    #[test]
+    fn recommendation_carries_the_transport_into_the_profile_and_json_keys() {
+        let r = decide(&answers(200, Upstream::Dense, Loss::Shared)).unwrap();
+        assert_eq!(r.profile.transport, Some(Transport::Websocket));
+        let v = serde_json::to_value(&r).unwrap();
+        assert_eq!(v["transport"], "websocket");
+        assert_eq!(v["delivery"], "seq-ring");
+        assert_eq!(v["topology"], "single-process");
+        assert_eq!(v["reasons"].as_array().unwrap().len(), 4);
+        assert!(v["sizing"]["ring_bytes"].is_u64());
+        assert_eq!(v["must_haves"][0]["applies"], true);
+    }
+
+    #[test]
+    fn a_stale_transport_in_the_profile_is_noted_and_replaced() {
+        let mut p = answers(200, Upstream::Sparse, Loss::Shared);
+        p.transport = Some(Transport::Polling);
+        let r = decide(&p).unwrap();
+        assert_eq!(r.profile.transport, Some(Transport::Sse));
+        assert!(r.notes.iter().any(|n| n.contains("transport polling")));
+    }
+}

@@ -30,7 +30,7 @@ fn replay_bytes(p: &Profile) -> u64 {
 }
 
 fn to_u64(v: f64) -> u64 {
-    if !v.is_finite() || v <= 0.0 {
+    if v.is_nan() || v <= 0.0 {
         0
     } else if v >= u64::MAX as f64 {
         u64::MAX
