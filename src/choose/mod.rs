@@ -55,16 +55,16 @@ pub struct ChooseArgs {
     #[arg(long, value_enum)]
     pub loss: Option<Loss>,
     /// Q4: concurrent connections in total [default: 10000].
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, value_name = "N", value_parser = parse_count, allow_negative_numbers = true)]
     pub connections: Option<u64>,
     /// Q4: machines serving them [default: 1].
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, value_name = "N", value_parser = parse_count, allow_negative_numbers = true)]
     pub machines: Option<u64>,
     /// Messages per second sent to each client [default: 10].
-    #[arg(long, value_name = "MSGS_PER_S", value_parser = parse_rate)]
+    #[arg(long, value_name = "MSGS_PER_S", value_parser = parse_rate, allow_negative_numbers = true)]
     pub rate: Option<f64>,
     /// Bytes per message [default: 1024].
-    #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, value_name = "BYTES", value_parser = parse_count, allow_negative_numbers = true)]
     pub size: Option<u64>,
     /// Longest client disconnect that must not lose data [default: 3s].
     #[arg(long, value_name = "DUR", value_parser = parse_duration)]
@@ -90,6 +90,16 @@ fn parse_positive_duration(s: &str) -> Result<Duration, String> {
     match parse_duration(s)? {
         d if d.is_zero() => Err("must be greater than 0".into()),
         d => Ok(d),
+    }
+}
+
+/// A whole number of at least 1 (negative and zero are named, not "unexpected argument").
+fn parse_count(s: &str) -> Result<u64, String> {
+    let t = s.trim().replace('_', "");
+    match t.parse::<i128>() {
+        Ok(v) if v < 1 => Err(format!("must be at least 1, got {v}")),
+        Ok(v) => u64::try_from(v).map_err(|_| format!("`{s}` is too large")),
+        Err(_) => Err(format!("`{s}` is not a whole number")),
     }
 }
 
