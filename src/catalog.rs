@@ -226,7 +226,11 @@ pub fn closest(query: &str, candidates: &[&str], n: usize) -> Vec<String> {
         .collect();
     scored.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.cmp(b.1)));
     scored.dedup_by(|a, b| a.1 == b.1);
-    scored.into_iter().take(n).map(|(_, c)| c.to_string()).collect()
+    scored
+        .into_iter()
+        .take(n)
+        .map(|(_, c)| c.to_string())
+        .collect()
 }
 
 fn levenshtein(a: &str, b: &str) -> usize {

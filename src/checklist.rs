@@ -104,9 +104,7 @@ pub fn by_name(name: &str) -> Option<&'static Checklist> {
 
 /// An item by id, with the checklist holding it.
 pub fn find_item(id: &str) -> Option<(&'static Checklist, &'static Item)> {
-    all()
-        .iter()
-        .find_map(|c| c.item(id).map(|i| (c, i)))
+    all().iter().find_map(|c| c.item(id).map(|i| (c, i)))
 }
 
 /// A must-have of the realtime-ops checklist (used by `choose`).

@@ -13,7 +13,11 @@ fn rtcheck() -> Command {
 
 fn json(args: &[&str]) -> Value {
     let out = rtcheck().args(args).output().unwrap();
-    assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
@@ -74,8 +78,14 @@ fn evidence_shows_one_entry_in_every_format() {
         .output()
         .unwrap();
     let text = String::from_utf8(out.stdout).unwrap();
-    assert!(text.starts_with("ulimit-n  The default `ulimit -n` of 1024"), "{text}");
-    let row = text.lines().find(|l| l.contains("connections_reached")).unwrap();
+    assert!(
+        text.starts_with("ulimit-n  The default `ulimit -n` of 1024"),
+        "{text}"
+    );
+    let row = text
+        .lines()
+        .find(|l| l.contains("connections_reached"))
+        .unwrap();
     assert!(row.contains("1,018 connections"), "{row}");
 }
 
@@ -97,7 +107,10 @@ fn unknown_ids_exit_2_with_one_line_of_suggestions() {
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.contains("closest: ping-pong"), "{err}");
 
-    let out = rtcheck().args(["checklist", "qqqqqqqqqqqqq"]).output().unwrap();
+    let out = rtcheck()
+        .args(["checklist", "qqqqqqqqqqqqq"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(!String::from_utf8(out.stderr).unwrap().contains("closest"));
 }
@@ -143,7 +156,11 @@ fn checklist_item_expands_its_evidence() {
     assert_eq!(item["verify"], "tcp-keepalive");
     let ev = item["evidence"].as_array().unwrap();
     assert_eq!(ev[0]["id"], "ping-timing");
-    assert!(ev[0]["value"].as_str().unwrap().contains("detected 4.9 s"), "{}", ev[0]);
+    assert!(
+        ev[0]["value"].as_str().unwrap().contains("detected 4.9 s"),
+        "{}",
+        ev[0]
+    );
     assert!(ev[0]["source"].as_str().unwrap().ends_with("part 4"));
 }
 
@@ -156,7 +173,10 @@ fn checklist_markdown_has_one_row_per_item() {
     assert!(out.status.success());
     let md = String::from_utf8(out.stdout).unwrap();
     let rows = md.lines().filter(|l| l.starts_with("| `")).count();
-    let n = rtcheck::checklist::by_name("async-service").unwrap().items.len();
+    let n = rtcheck::checklist::by_name("async-service")
+        .unwrap()
+        .items
+        .len();
     assert_eq!(rows, n, "{md}");
 }
 
@@ -180,7 +200,10 @@ fn output_file_is_written_and_unsupported_formats_are_refused() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8(out.stderr).unwrap();
-    assert!(err.contains("--format junit: not supported by `checklist`"), "{err}");
+    assert!(
+        err.contains("--format junit: not supported by `checklist`"),
+        "{err}"
+    );
 }
 
 #[test]

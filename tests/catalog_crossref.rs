@@ -54,7 +54,10 @@ fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
 
 fn source_ids() -> Vec<(String, bool, String)> {
     let mut files = Vec::new();
-    rust_files(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"), &mut files);
+    rust_files(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
+        &mut files,
+    );
     assert!(files.len() > 10, "scanned too few files: {files:?}");
     let mut out = Vec::new();
     for f in files {
@@ -85,7 +88,12 @@ fn every_checklist_reference_exists() {
     for c in checklist::all() {
         assert!(!c.items.is_empty(), "{} is empty", c.name);
         for i in &c.items {
-            assert!(!i.evidence.is_empty(), "{}/{} cites no evidence", c.name, i.id);
+            assert!(
+                !i.evidence.is_empty(),
+                "{}/{} cites no evidence",
+                c.name,
+                i.id
+            );
             for id in &i.evidence {
                 assert!(
                     store.get(id).is_some(),
@@ -102,7 +110,12 @@ fn every_checklist_reference_exists() {
                     i.id
                 );
             }
-            assert!(!i.title.is_empty() && !i.fix.is_empty(), "{}/{}", c.name, i.id);
+            assert!(
+                !i.title.is_empty() && !i.fix.is_empty(),
+                "{}/{}",
+                c.name,
+                i.id
+            );
             let sentences = i.why.matches(". ").count() + 1;
             assert!(
                 i.why.ends_with('.') && sentences <= 2,
@@ -167,21 +180,41 @@ fn async_latency_and_golden_signal_evidence_is_in_the_async_checklist_or_choose(
     for e in &evidence::store().entries {
         if seeds.iter().any(|s| e.source.seed.starts_with(s)) {
             checked += 1;
-            assert!(used.contains(&e.id), "`{}` is not in async-service nor choose", e.id);
+            assert!(
+                used.contains(&e.id),
+                "`{}` is not in async-service nor choose",
+                e.id
+            );
         }
     }
-    assert!(checked >= 20, "only {checked} entries from seeds 001/003/004");
+    assert!(
+        checked >= 20,
+        "only {checked} entries from seeds 001/003/004"
+    );
 }
 
 #[test]
 fn checklists_have_the_shape_of_the_reference() {
     let ops = checklist::by_name("realtime-ops").unwrap();
     let groups = ops.groups();
-    assert_eq!(groups, ["system-limits", "timeouts", "metrics", "must-have"]);
-    let must: Vec<&str> = checklist::must_haves().iter().map(|i| i.id.as_str()).collect();
+    assert_eq!(
+        groups,
+        ["system-limits", "timeouts", "metrics", "must-have"]
+    );
+    let must: Vec<&str> = checklist::must_haves()
+        .iter()
+        .map(|i| i.id.as_str())
+        .collect();
     assert_eq!(
         must,
-        ["write-deadline", "writer-isolation", "ping-pong", "seq-numbers", "hot-path-alloc", "proxy-config"]
+        [
+            "write-deadline",
+            "writer-isolation",
+            "ping-pong",
+            "seq-numbers",
+            "hot-path-alloc",
+            "proxy-config"
+        ]
     );
     let asy = checklist::by_name("async-service").unwrap();
     let production = asy.items.iter().filter(|i| i.group == "production").count();
@@ -189,7 +222,11 @@ fn checklists_have_the_shape_of_the_reference() {
     // Item ids are unique across checklists, so `rtcheck checklist ITEM-ID` is unambiguous.
     let mut ids = HashSet::new();
     for c in checklist::all() {
-        assert!(!ids.contains(&c.name), "checklist name `{}` clashes", c.name);
+        assert!(
+            !ids.contains(&c.name),
+            "checklist name `{}` clashes",
+            c.name
+        );
         for i in &c.items {
             assert!(ids.insert(i.id.clone()), "duplicate item id `{}`", i.id);
         }
@@ -224,8 +261,13 @@ fn embedded_files_match_the_files_on_disk() {
 #[test]
 fn a_bad_checklist_names_file_line_and_field() {
     let text = "name: x\ntitle: t\ndescription: d\nitems:\n  - id: a\n    group: g\n    title: t\n    why: w.\n    evidence: []\n    fix: f\n    verfy: fd-limit\n";
-    let e = checklist::parse(text, "checklists/x.yaml").unwrap_err().to_string();
-    assert!(e.starts_with("checklists/x.yaml:11:5: items[0]: unknown field `verfy`"), "{e}");
+    let e = checklist::parse(text, "checklists/x.yaml")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.starts_with("checklists/x.yaml:11:5: items[0]: unknown field `verfy`"),
+        "{e}"
+    );
     assert!(!e.contains(" at line "), "location said twice: {e}");
     assert!(e.contains("verfy"), "{e}");
 }

@@ -64,7 +64,10 @@ fn flags_give_the_three_decisions_with_reasons_sizing_and_must_haves() {
         "How often does the data change, and how soon must the user see it?"
     );
     assert_eq!(reasons[0]["answer"], "visible within 200ms");
-    assert_eq!(ids(&reasons[3]["evidence"]), ["redis-pubsub", "single-path", "presence-ttl"]);
+    assert_eq!(
+        ids(&reasons[3]["evidence"]),
+        ["redis-pubsub", "single-path", "presence-ttl"]
+    );
     let pubsub = &reasons[3]["evidence"][0];
     assert_eq!(pubsub["value"], "p50_added 0.4 ms; p99_added 12 ms");
 
@@ -117,16 +120,36 @@ fn defaulted_connections_and_machines_are_said() {
         .iter()
         .map(|n| n.as_str().unwrap())
         .collect();
-    assert!(notes.contains(&"connections = 10,000 is the default; set --connections for your workload."), "{notes:?}");
+    assert!(
+        notes
+            .contains(&"connections = 10,000 is the default; set --connections for your workload."),
+        "{notes:?}"
+    );
 
     // Text says it too.
     let out = rtcheck()
-        .args(["--color", "never", "choose", "--visible-within", "2m", "--upstream", "none", "--loss", "replaceable"])
+        .args([
+            "--color",
+            "never",
+            "choose",
+            "--visible-within",
+            "2m",
+            "--upstream",
+            "none",
+            "--loss",
+            "replaceable",
+        ])
         .output()
         .unwrap();
     let text = String::from_utf8(out.stdout).unwrap();
-    assert!(text.starts_with("transport polling  delivery snapshot  topology single-process\n"), "{text}");
-    assert!(text.contains("  - machines = 1 is the default; set --machines for your workload.\n"), "{text}");
+    assert!(
+        text.starts_with("transport polling  delivery snapshot  topology single-process\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("  - machines = 1 is the default; set --machines for your workload.\n"),
+        "{text}"
+    );
     assert!(text.contains("  [-] ping-pong"), "{text}");
 }
 
@@ -184,7 +207,12 @@ fn between_1s_and_60s_both_options_are_costed() {
         .collect();
     assert_eq!(
         not_applicable,
-        ["write-deadline", "writer-isolation", "ping-pong", "proxy-config"]
+        [
+            "write-deadline",
+            "writer-isolation",
+            "ping-pong",
+            "proxy-config"
+        ]
     );
 }
 
@@ -202,16 +230,31 @@ fn answers_file_flags_override_and_save_round_trips() {
         .arg("choose")
         .arg("--answers")
         .arg(&answers)
-        .args(["--upstream", "dense", "--machines", "1", "--format", "json", "--save"])
+        .args([
+            "--upstream",
+            "dense",
+            "--machines",
+            "1",
+            "--format",
+            "json",
+            "--save",
+        ])
         .arg(&save)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["transport"], "websocket");
     assert_eq!(v["topology"], "single-process");
     // The file's connections and rate were given: only size and max_disconnect defaulted.
-    assert_eq!(v["defaulted"], serde_json::json!(["size", "max_disconnect"]));
+    assert_eq!(
+        v["defaulted"],
+        serde_json::json!(["size", "max_disconnect"])
+    );
 
     let saved = Profile::load(&save).unwrap();
     assert_eq!(
@@ -238,7 +281,11 @@ fn answers_file_flags_override_and_save_round_trips() {
         .args(["--format", "json"])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let again: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(again["transport"], "websocket");
     assert_eq!(again["defaulted"], serde_json::json!([]));
@@ -257,16 +304,27 @@ fn yaml_and_markdown_formats() {
         "--machines",
         "4",
     ];
-    let out = rtcheck().args(args).args(["--format", "yaml"]).output().unwrap();
+    let out = rtcheck()
+        .args(args)
+        .args(["--format", "yaml"])
+        .output()
+        .unwrap();
     let y: serde_yaml::Value = serde_yaml::from_slice(&out.stdout).unwrap();
     assert_eq!(y["transport"].as_str(), Some("sse"));
     assert_eq!(y["delivery"].as_str(), Some("session-ack"));
     assert_eq!(y["topology"].as_str(), Some("pubsub"));
     assert_eq!(y["sizing"]["ring_bytes"].as_u64(), Some(30_720));
 
-    let out = rtcheck().args(args).args(["--format", "markdown"]).output().unwrap();
+    let out = rtcheck()
+        .args(args)
+        .args(["--format", "markdown"])
+        .output()
+        .unwrap();
     let md = String::from_utf8(out.stdout).unwrap();
-    assert_eq!(md.lines().next(), Some("## rtcheck choose: sse + session-ack + pubsub"));
+    assert_eq!(
+        md.lines().next(),
+        Some("## rtcheck choose: sse + session-ack + pubsub")
+    );
     let question_rows = md.lines().filter(|l| l.starts_with("| **Q")).count();
     assert_eq!(question_rows, 4, "{md}");
     let must_rows = md.lines().filter(|l| l.starts_with("| `")).count();
@@ -278,7 +336,17 @@ fn output_file_and_help() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("rec.json");
     let out = rtcheck()
-        .args(["choose", "--visible-within", "3s", "--binary", "--loss", "shared", "--format", "json", "-o"])
+        .args([
+            "choose",
+            "--visible-within",
+            "3s",
+            "--binary",
+            "--loss",
+            "shared",
+            "--format",
+            "json",
+            "-o",
+        ])
         .arg(&path)
         .output()
         .unwrap();
@@ -300,8 +368,19 @@ fn output_file_and_help() {
 
 #[test]
 fn colour_only_when_asked_or_on_a_terminal() {
-    let args = ["choose", "--visible-within", "3s", "--binary", "--loss", "shared"];
-    let out = rtcheck().args(["--color", "always"]).args(args).output().unwrap();
+    let args = [
+        "choose",
+        "--visible-within",
+        "3s",
+        "--binary",
+        "--loss",
+        "shared",
+    ];
+    let out = rtcheck()
+        .args(["--color", "always"])
+        .args(args)
+        .output()
+        .unwrap();
     assert!(String::from_utf8(out.stdout).unwrap().contains("\x1b["));
     let out = rtcheck().args(args).output().unwrap();
     assert!(!String::from_utf8(out.stdout).unwrap().contains("\x1b["));

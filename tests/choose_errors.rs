@@ -57,11 +57,16 @@ fn wrong_type_names_file_line_and_field() {
     let d = tempfile::tempdir().unwrap();
     let err = fails_with_answers(d.path(), &format!("{GOOD}connections: lots\n"));
     assert!(
-        err.starts_with("rtcheck: error: answers.yaml:4:14: connections: invalid type: string \"lots\""),
+        err.starts_with(
+            "rtcheck: error: answers.yaml:4:14: connections: invalid type: string \"lots\""
+        ),
         "{err}"
     );
     let err = fails_with_answers(d.path(), &format!("{GOOD}binary: maybe\n"));
-    assert!(err.starts_with("rtcheck: error: answers.yaml:4:9: binary:"), "{err}");
+    assert!(
+        err.starts_with("rtcheck: error: answers.yaml:4:9: binary:"),
+        "{err}"
+    );
     let err = fails_with_answers(d.path(), "loss: sometimes\n");
     assert!(err.starts_with("rtcheck: error: answers.yaml:1"), "{err}");
     assert!(err.contains("sometimes"), "{err}");
@@ -70,7 +75,10 @@ fn wrong_type_names_file_line_and_field() {
 #[test]
 fn bad_duration_names_file_line_and_field() {
     let d = tempfile::tempdir().unwrap();
-    let err = fails_with_answers(d.path(), "upstream: sparse\nloss: shared\nvisible_within: soon\n");
+    let err = fails_with_answers(
+        d.path(),
+        "upstream: sparse\nloss: shared\nvisible_within: soon\n",
+    );
     assert!(
         err.starts_with("rtcheck: error: answers.yaml:3: visible_within: invalid duration `soon`"),
         "{err}"
@@ -83,13 +91,23 @@ fn bad_duration_names_file_line_and_field() {
 
     // The same through a flag: clap names the flag, exit 2.
     let out = rtcheck()
-        .args(["choose", "--visible-within", "soon", "--upstream", "none", "--loss", "shared"])
+        .args([
+            "choose",
+            "--visible-within",
+            "soon",
+            "--upstream",
+            "none",
+            "--loss",
+            "shared",
+        ])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8(out.stderr).unwrap();
     assert!(
-        err.starts_with("error: invalid value 'soon' for '--visible-within <DUR>': invalid duration `soon`"),
+        err.starts_with(
+            "error: invalid value 'soon' for '--visible-within <DUR>': invalid duration `soon`"
+        ),
         "{err}"
     );
 }
@@ -98,21 +116,48 @@ fn bad_duration_names_file_line_and_field() {
 fn zero_or_negative_connections_are_refused() {
     let d = tempfile::tempdir().unwrap();
     let err = fails_with_answers(d.path(), &format!("{GOOD}connections: 0\n"));
-    assert_eq!(err, "rtcheck: error: answers.yaml:4: connections: must be at least 1");
+    assert_eq!(
+        err,
+        "rtcheck: error: answers.yaml:4: connections: must be at least 1"
+    );
     let err = fails_with_answers(d.path(), &format!("{GOOD}connections: -5\n"));
     assert!(
-        err.starts_with("rtcheck: error: answers.yaml:4:14: connections: invalid type: integer `-5`"),
+        err.starts_with(
+            "rtcheck: error: answers.yaml:4:14: connections: invalid type: integer `-5`"
+        ),
         "{err}"
     );
     let err = fails_with_answers(d.path(), &format!("{GOOD}machines: 0\n"));
-    assert_eq!(err, "rtcheck: error: answers.yaml:4: machines: must be at least 1");
+    assert_eq!(
+        err,
+        "rtcheck: error: answers.yaml:4: machines: must be at least 1"
+    );
     let err = fails_with_answers(d.path(), &format!("{GOOD}rate: -1\n"));
-    assert!(err.starts_with("rtcheck: error: answers.yaml:4: rate: must be a positive"), "{err}");
+    assert!(
+        err.starts_with("rtcheck: error: answers.yaml:4: rate: must be a positive"),
+        "{err}"
+    );
 
-    for (flag, value) in [("--connections", "0"), ("--connections", "-5"), ("--machines", "0"), ("--size", "0")] {
+    for (flag, value) in [
+        ("--connections", "0"),
+        ("--connections", "-5"),
+        ("--machines", "0"),
+        ("--size", "0"),
+    ] {
         let save = d.path().join("flag-save.yaml");
         let out = rtcheck()
-            .args(["choose", "--visible-within", "1s", "--upstream", "none", "--loss", "shared", flag, value, "--save"])
+            .args([
+                "choose",
+                "--visible-within",
+                "1s",
+                "--upstream",
+                "none",
+                "--loss",
+                "shared",
+                flag,
+                value,
+                "--save",
+            ])
             .arg(&save)
             .output()
             .unwrap();
@@ -140,7 +185,10 @@ fn unreadable_answers_file_is_named() {
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8(out.stderr).unwrap();
     assert_eq!(err.lines().count(), 1);
-    assert!(err.starts_with("rtcheck: error: missing.yaml: cannot read: "), "{err}");
+    assert!(
+        err.starts_with("rtcheck: error: missing.yaml: cannot read: "),
+        "{err}"
+    );
     assert!(!save.exists());
 
     // A directory is not a file either.
@@ -150,11 +198,16 @@ fn unreadable_answers_file_is_named() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8(out.stderr).unwrap().starts_with("rtcheck: error: .: cannot read: "));
+    assert!(String::from_utf8(out.stderr)
+        .unwrap()
+        .starts_with("rtcheck: error: .: cannot read: "));
 
     // Not a mapping.
     let err = fails_with_answers(d.path(), "- visible_within\n");
-    assert!(err.starts_with("rtcheck: error: answers.yaml:1:1: invalid type: sequence"), "{err}");
+    assert!(
+        err.starts_with("rtcheck: error: answers.yaml:1:1: invalid type: sequence"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -182,7 +235,10 @@ fn without_a_terminal_missing_answers_are_named_and_nothing_hangs() {
         .output()
         .unwrap();
     let err = String::from_utf8(out.stderr).unwrap();
-    assert!(err.contains("missing answers: visible_within (--visible-within DUR);"), "{err}");
+    assert!(
+        err.contains("missing answers: visible_within (--visible-within DUR);"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -190,20 +246,42 @@ fn save_into_a_missing_directory_fails_cleanly() {
     let d = tempfile::tempdir().unwrap();
     let save = d.path().join("no-such-dir").join("p.yaml");
     let out = rtcheck()
-        .args(["choose", "--visible-within", "1s", "--upstream", "none", "--loss", "shared", "--save"])
+        .args([
+            "choose",
+            "--visible-within",
+            "1s",
+            "--upstream",
+            "none",
+            "--loss",
+            "shared",
+            "--save",
+        ])
         .arg(&save)
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8(out.stderr).unwrap();
     assert!(err.contains("no-such-dir/p.yaml: cannot write"), "{err}");
-    assert!(out.stdout.is_empty(), "no result printed when the save failed");
+    assert!(
+        out.stdout.is_empty(),
+        "no result printed when the save failed"
+    );
 }
 
 #[test]
 fn unsupported_format_is_a_usage_error() {
     let out = rtcheck()
-        .args(["choose", "--visible-within", "1s", "--upstream", "none", "--loss", "shared", "--format", "junit"])
+        .args([
+            "choose",
+            "--visible-within",
+            "1s",
+            "--upstream",
+            "none",
+            "--loss",
+            "shared",
+            "--format",
+            "junit",
+        ])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));

@@ -445,7 +445,7 @@ pub fn decide(p: &Profile) -> Result<Recommendation, String> {
         transport,
         delivery,
         topology,
-        poll_interval_ms: (transport == Transport::Polling).then(|| visible.as_millis() as u64),
+        poll_interval_ms: (transport == Transport::Polling).then_some(visible.as_millis() as u64),
         reasons: vec![q1, q2, q3, q4],
         alternatives,
         sizing: sizing::size(p),
@@ -540,7 +540,10 @@ mod tests {
         let r = decide(&answers(300, Upstream::Dense, Loss::PerUser)).unwrap();
         assert_eq!(r.transport, Transport::Websocket);
         assert_eq!(r.delivery, Delivery::SessionAck);
-        assert!(r.reasons[2].evidence.iter().any(|e| e.id == "session-expiry"));
+        assert!(r.reasons[2]
+            .evidence
+            .iter()
+            .any(|e| e.id == "session-expiry"));
     }
 
     #[test]
@@ -552,7 +555,11 @@ mod tests {
         p.connections = 20_000;
         let r = decide(&p).unwrap();
         assert_eq!(r.topology, Topology::Pubsub);
-        let ids: Vec<&str> = r.reasons[3].evidence.iter().map(|e| e.id.as_str()).collect();
+        let ids: Vec<&str> = r.reasons[3]
+            .evidence
+            .iter()
+            .map(|e| e.id.as_str())
+            .collect();
         assert_eq!(ids, ["redis-pubsub", "single-path", "presence-ttl"]);
         assert_eq!(r.sizing.connections_per_machine, 10_000);
     }
@@ -628,7 +635,11 @@ mod tests {
     fn with_polling_q2_only_decides_how_upstream_travels() {
         let r = decide(&answers(120_000, Upstream::Dense, Loss::Replaceable)).unwrap();
         assert_eq!(r.transport, Transport::Polling);
-        assert!(r.reasons[1].decision.starts_with("upstream via POST"), "{}", r.reasons[1].decision);
+        assert!(
+            r.reasons[1].decision.starts_with("upstream via POST"),
+            "{}",
+            r.reasons[1].decision
+        );
         assert!(!r.notes.is_empty());
     }
 
@@ -638,9 +649,19 @@ mod tests {
         let ids: Vec<&str> = push.must_haves.iter().map(|m| m.id.as_str()).collect();
         assert_eq!(
             ids,
-            ["write-deadline", "writer-isolation", "ping-pong", "seq-numbers", "hot-path-alloc", "proxy-config"]
+            [
+                "write-deadline",
+                "writer-isolation",
+                "ping-pong",
+                "seq-numbers",
+                "hot-path-alloc",
+                "proxy-config"
+            ]
         );
-        assert!(push.must_haves.iter().all(|m| m.applies && !m.evidence.is_empty()));
+        assert!(push
+            .must_haves
+            .iter()
+            .all(|m| m.applies && !m.evidence.is_empty()));
         let poll = decide(&answers(120_000, Upstream::Sparse, Loss::Shared)).unwrap();
         let applies: Vec<(&str, bool)> = poll
             .must_haves
@@ -658,7 +679,10 @@ mod tests {
                 ("proxy-config", false)
             ]
         );
-        assert!(poll.must_haves.iter().all(|m| m.applies == m.not_applicable.is_none()));
+        assert!(poll
+            .must_haves
+            .iter()
+            .all(|m| m.applies == m.not_applicable.is_none()));
     }
 
     #[test]

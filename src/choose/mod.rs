@@ -227,7 +227,9 @@ pub fn run(a: ChooseArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
                 "size" => format!("{} B", p.size),
                 _ => crate::units::fmt_duration(p.max_disconnect),
             };
-            rec.notes.push(format!("{name} = {value} is the default; set {flag} for your workload."));
+            rec.notes.push(format!(
+                "{name} = {value} is the default; set {flag} for your workload."
+            ));
         }
     }
     let out = render(&rec, a.format, &ctx)?;

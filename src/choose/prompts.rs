@@ -108,7 +108,10 @@ fn prompt(mut p: Profile, only_missing: bool) -> anyhow::Result<Profile> {
         return Ok(p);
     }
 
-    explain(color, "Q4 scale: concurrent connections in total, and machines serving them.");
+    explain(
+        color,
+        "Q4 scale: concurrent connections in total, and machines serving them.",
+    );
     p.connections = ask_count(theme, "Connections", p.connections).map_err(err)?;
     p.machines = ask_count(theme, "Machines", p.machines).map_err(err)?;
 

@@ -56,9 +56,15 @@ pub fn render(r: &Recommendation) -> String {
         fmt_bytes(z.ram_bytes_per_machine),
         fmt_bytes(z.per_connection_bytes)
     ));
-    s.push_str("\n### Six must-haves\n\n| must-have | applies | why | evidence |\n|---|---|---|---|\n");
+    s.push_str(
+        "\n### Six must-haves\n\n| must-have | applies | why | evidence |\n|---|---|---|---|\n",
+    );
     for m in &r.must_haves {
-        let ev: Vec<String> = m.evidence.iter().map(|e| format!("`{}` {}", e.id, e.value)).collect();
+        let ev: Vec<String> = m
+            .evidence
+            .iter()
+            .map(|e| format!("`{}` {}", e.id, e.value))
+            .collect();
         s.push_str(&format!(
             "| `{}` {} | {} | {} | {} |\n",
             m.id,

@@ -28,7 +28,10 @@ pub fn evidence_list(all: &[EvidenceView]) -> String {
 }
 
 pub fn evidence_one(e: &EvidenceView) -> String {
-    let mut s = format!("### `{}`\n\n{}\n\n| value | measured |\n|---|---|\n", e.id, e.claim);
+    let mut s = format!(
+        "### `{}`\n\n{}\n\n| value | measured |\n|---|---|\n",
+        e.id, e.claim
+    );
     for v in &e.values {
         s.push_str(&format!("| {} | {} |\n", cell(&v.name), cell(&v.display())));
     }

@@ -31,7 +31,11 @@ pub fn render(r: &Recommendation, p: &Palette) -> String {
         p.bold(r.topology.as_str())
     ));
     for q in &r.reasons {
-        s.push_str(&format!("{}  {}\n", p.bold(&q.id.to_uppercase()), q.question));
+        s.push_str(&format!(
+            "{}  {}\n",
+            p.bold(&q.id.to_uppercase()),
+            q.question
+        ));
         s.push_str(&format!("    answer    {}\n", q.answer));
         s.push_str(&format!("    decision  {}\n", p.good(&q.decision)));
         s.push_str(&format!("    why       {}\n", q.detail));
@@ -64,7 +68,13 @@ pub fn render(r: &Recommendation, p: &Palette) -> String {
         fmt_num(pr.size as f64),
         fmt_num(z.messages_to_replay as f64)
     ));
-    let used = |d: Delivery| if r.delivery == d { "  <- your delivery" } else { "" };
+    let used = |d: Delivery| {
+        if r.delivery == d {
+            "  <- your delivery"
+        } else {
+            ""
+        }
+    };
     s.push_str(&format!(
         "    ring buffer (seq-ring)              {:>10}{}\n",
         fmt_bytes(z.ring_bytes),
@@ -92,7 +102,10 @@ pub fn render(r: &Recommendation, p: &Palette) -> String {
     evidence_lines(&mut s, &z.evidence, p);
     s.push('\n');
 
-    s.push_str(&format!("{}\n", p.bold("Six must-haves (whatever the branch)")));
+    s.push_str(&format!(
+        "{}\n",
+        p.bold("Six must-haves (whatever the branch)")
+    ));
     for m in &r.must_haves {
         let mark = if m.applies {
             p.good("[x]")
@@ -101,7 +114,10 @@ pub fn render(r: &Recommendation, p: &Palette) -> String {
         };
         s.push_str(&format!("  {mark} {:<17} {}\n", m.id, m.title));
         match &m.not_applicable {
-            Some(na) => s.push_str(&format!("      {}\n", p.dim(&format!("does not apply to polling: {na}")))),
+            Some(na) => s.push_str(&format!(
+                "      {}\n",
+                p.dim(&format!("does not apply to polling: {na}"))
+            )),
             None => {
                 s.push_str(&format!("      {}\n", m.why));
                 // The headline number in full; the scenarios behind it by id (`rtcheck evidence ID`).

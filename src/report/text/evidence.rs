@@ -102,7 +102,11 @@ pub fn item(v: &ItemView, p: &Palette) -> String {
     s.push('\n');
     let mut t = table(&["evidence", "measured", "source"]);
     for e in &v.evidence {
-        t.add_row(vec![e.id.clone(), e.value.replace("; ", "\n"), e.source.clone()]);
+        t.add_row(vec![
+            e.id.clone(),
+            e.value.replace("; ", "\n"),
+            e.source.clone(),
+        ]);
     }
     s.push_str(&format!("{t}\n"));
     s
