@@ -256,7 +256,8 @@ mod tests {
     fn closest_prefers_substrings_then_edit_distance() {
         let ids = ["ulimit-n", "ping-pong", "ping-timing", "conn-ram"];
         assert_eq!(closest("ulimit", &ids, 3), vec!["ulimit-n"]);
-        assert_eq!(closest("ping-pomg", &ids, 3), vec!["ping-pong"]);
+        assert_eq!(closest("ping-pomg", &ids, 1), vec!["ping-pong"]);
+        assert_eq!(closest("ulimt", &ids, 3), vec!["ulimit-n"]);
         assert_eq!(closest("ping", &ids, 3), vec!["ping-pong", "ping-timing"]);
         assert!(closest("zzzzzzzzzz", &ids, 3).is_empty());
         assert_eq!(levenshtein("kitten", "sitting"), 3);
