@@ -1,1 +1,74 @@
 //! JUnit XML for findings (audit, verify): one testcase per check.
+//! fail -> <failure>; warn -> <failure> only with --fail-on warn, else passes with the
+//! details in <system-out>; skip -> <skipped>; pass -> success with <system-out>.
+use crate::report::{FailOn, Finding, FindingsReport, Status};
+use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
+use std::time::Duration;
+
+fn details(f: &Finding) -> String {
+    let mut s = format!(
+        "status: {}\nobserved: {}\nexpected: {}\nrule: {}\n",
+        f.status.as_str(),
+        f.observed,
+        f.expected,
+        f.rule
+    );
+    if let Some(r) = &f.reason {
+        s.push_str(&format!("reason: {r}\n"));
+    }
+    for e in &f.evidence {
+        s.push_str(&format!(
+            "evidence [{}]: {} ({})\n",
+            e.id, e.value, e.source
+        ));
+    }
+    if !f.fix.summary.is_empty() {
+        s.push_str(&format!("fix: {}\n", f.fix.summary));
+    }
+    for c in &f.fix.runtime {
+        s.push_str(&format!("  now: {c}\n"));
+    }
+    for c in &f.fix.persistent {
+        s.push_str(&format!("  persistent: {c}\n"));
+    }
+    if let Some(v) = &f.verify {
+        s.push_str(&format!("verify: rtcheck verify {v}\n"));
+    }
+    s
+}
+
+pub fn render(r: &FindingsReport, fail_on: FailOn) -> anyhow::Result<String> {
+    let name = format!("rtcheck {}", r.kind);
+    let mut report = Report::new(name.clone());
+    let mut suite = TestSuite::new(name);
+    suite.set_time(Duration::from_secs_f64(r.duration_ms.max(0.0) / 1000.0));
+    for f in &r.findings {
+        let failing = match f.status {
+            Status::Fail => fail_on != FailOn::Never,
+            Status::Warn => fail_on == FailOn::Warn,
+            _ => false,
+        };
+        let text = details(f);
+        let status = if f.status == Status::Skip {
+            let mut s = TestCaseStatus::skipped();
+            s.set_message(f.reason.clone().unwrap_or_else(|| "skipped".into()));
+            s
+        } else if failing {
+            let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
+            s.set_message(format!("{}: {}", f.status.as_str(), f.observed))
+                .set_type(f.status.as_str())
+                .set_description(text.clone());
+            s
+        } else {
+            TestCaseStatus::success()
+        };
+        let mut tc = TestCase::new(f.id.clone(), status);
+        tc.set_classname(format!("rtcheck.{}", r.kind));
+        if f.status != Status::Skip {
+            tc.set_system_out(text);
+        }
+        suite.add_test_case(tc);
+    }
+    report.add_test_suite(suite);
+    Ok(report.to_string()?)
+}

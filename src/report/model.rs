@@ -2,6 +2,7 @@
 //! logic. `choose` (Recommendation) and `bench` (BenchReport) keep their result types next
 //! to their decision code and render through the same format modules.
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -84,6 +85,47 @@ pub struct Finding {
     pub verify: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verification: Option<Verification>,
+    /// The numbers behind `observed` and `expected`, machine-readable (e.g. "soft": 1024,
+    /// "needed": 10000), so CI can alert on values instead of parsing sentences.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub numbers: BTreeMap<String, f64>,
+}
+
+/// A findings result (audit, verify): what the JSON/YAML formats print and every findings
+/// renderer (text, markdown, junit, github) takes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FindingsReport {
+    /// "audit" or "verify".
+    pub kind: String,
+    /// The workload the findings were judged against (defaults filled in).
+    pub profile: crate::profile::Profile,
+    /// What was examined, e.g. "procfs /proc, sysfs /sys, process self".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
+    pub findings: Vec<Finding>,
+    pub summary: Summary,
+    /// Wall time of the work (snapshot + checks), in milliseconds.
+    pub duration_ms: f64,
+}
+
+impl FindingsReport {
+    pub fn new(
+        kind: &str,
+        profile: crate::profile::Profile,
+        target: Option<String>,
+        findings: Vec<Finding>,
+        duration_ms: f64,
+    ) -> Self {
+        FindingsReport {
+            kind: kind.to_string(),
+            profile,
+            target,
+            summary: Summary::of(&findings),
+            findings,
+            // Microsecond resolution is plenty and keeps the JSON readable.
+            duration_ms: (duration_ms * 1000.0).round() / 1000.0,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]

@@ -1,1 +1,100 @@
-//! text rendering of audit results.
+//! Text rendering of a findings report (audit, and verify through the same function):
+//! one table row per check, then the details of everything that is not a plain pass.
+use crate::report::{FindingsReport, Palette, Status};
+use comfy_table::{presets::UTF8_FULL_CONDENSED, ContentArrangement, Table};
+
+pub fn render(r: &FindingsReport, pal: Palette) -> String {
+    let mut out = String::new();
+    let p = &r.profile;
+    let transport = p.transport.map(|t| t.as_str()).unwrap_or("websocket");
+    out.push_str(&pal.bold(&format!(
+        "rtcheck {}: {} {} connections{}, role {}",
+        r.kind,
+        crate::evidence::fmt_num(p.connections as f64),
+        transport,
+        if p.machines > 1 {
+            format!(" over {} machines", p.machines)
+        } else {
+            String::new()
+        },
+        p.role.as_str()
+    )));
+    out.push('\n');
+    if let Some(t) = &r.target {
+        out.push_str(&pal.dim(t));
+        out.push('\n');
+    }
+    let mut table = Table::new();
+    table
+        .load_preset(UTF8_FULL_CONDENSED)
+        .set_content_arrangement(ContentArrangement::Dynamic)
+        .set_width(120)
+        .set_header(vec!["status", "check", "observed", "expected"]);
+    for f in &r.findings {
+        let observed = match (&f.status, &f.reason) {
+            (Status::Skip, Some(reason)) if f.observed == "not read" => reason.clone(),
+            _ => f.observed.clone(),
+        };
+        table.add_row(vec![
+            pal.status(f.status),
+            f.id.clone(),
+            observed,
+            f.expected.clone(),
+        ]);
+    }
+    out.push_str(&table.to_string());
+    out.push('\n');
+
+    for f in r.findings.iter().filter(|f| f.status != Status::Pass) {
+        out.push('\n');
+        out.push_str(&format!(
+            "{} {}: {}\n",
+            pal.status(f.status),
+            pal.bold(&f.id),
+            f.title
+        ));
+        if let Some(reason) = &f.reason {
+            out.push_str(&format!("  reason:   {reason}\n"));
+        }
+        if f.status == Status::Skip
+            && f.reason
+                .as_deref()
+                .is_some_and(|r| !r.starts_with("skipped by request"))
+        {
+            continue;
+        }
+        out.push_str(&format!("  rule:     {}\n", f.rule));
+        for e in &f.evidence {
+            out.push_str(&format!(
+                "  evidence: [{}] {} ({})\n",
+                e.id, e.value, e.source
+            ));
+        }
+        if !f.fix.summary.is_empty() {
+            out.push_str(&format!("  fix:      {}\n", f.fix.summary));
+        }
+        for c in &f.fix.runtime {
+            out.push_str(&format!("    now:    {c}\n"));
+        }
+        for c in &f.fix.persistent {
+            out.push_str(&format!("    keep:   {c}\n"));
+        }
+        if let Some(v) = &f.verify {
+            out.push_str(&format!("  verify:   rtcheck verify {v}\n"));
+        }
+        if let Some(v) = &f.verification {
+            out.push_str(&format!("  measured: {}\n", v.verdict));
+        }
+    }
+    let s = &r.summary;
+    out.push('\n');
+    out.push_str(&format!(
+        "{} pass, {} warn, {} fail, {} skip in {} ms\n",
+        pal.good(&s.pass.to_string()),
+        pal.warn(&s.warn.to_string()),
+        pal.bad(&s.fail.to_string()),
+        s.skip,
+        r.duration_ms
+    ));
+    out
+}

@@ -1,0 +1,212 @@
+//! File descriptors: the process limit (fd-limit) and the system-wide limits (fd-system).
+use super::{lim, n, skipped, sysctl_fix, Draft, Meta, Workload};
+use crate::audit::host::Host;
+use crate::evidence::num;
+use crate::report::{Finding, Status};
+
+pub const FD_LIMIT: Meta = Meta {
+    id: "fd-limit",
+    title: "Open-files limit (RLIMIT_NOFILE) of the audited process",
+    evidence: &["ulimit-n", "fds-goroutines"],
+    verify: Some("fd-limit"),
+    run: fd_limit,
+};
+
+pub const FD_SYSTEM: Meta = Meta {
+    id: "fd-system",
+    title: "System-wide file handles (fs.file-max, fs.nr_open, fs/file-nr)",
+    evidence: &["ulimit-n", "fds-goroutines"],
+    verify: None,
+    run: fd_system,
+};
+
+/// fds the workload needs, and the recommended limit with headroom for listeners,
+/// log files and upstreams: 1.2 x needed + 64.
+pub fn fd_need(w: &Workload) -> (u64, u64) {
+    let needed = w.connections * w.fds_per_connection();
+    let recommended = (needed as f64 * 1.2).ceil() as u64 + 64;
+    (needed, recommended)
+}
+
+fn need_rule(w: &Workload) -> String {
+    let (needed, recommended) = fd_need(w);
+    let per = if w.fds_per_connection() == 2 {
+        "2 fds per connection for a proxy (client side + upstream side)".to_string()
+    } else {
+        "1 fd per connection".to_string()
+    };
+    format!(
+        "{per}: needed = {}; recommended = 1.2 x {} + 64 (listeners, files, upstreams) = {}",
+        n(needed),
+        n(needed),
+        n(recommended)
+    )
+}
+
+fn fd_limit(w: &Workload, h: &Host) -> Finding {
+    let (needed, recommended) = fd_need(w);
+    let expected = format!("soft >= {} (fail below {})", n(recommended), n(needed));
+    let l = match &h.nofile {
+        Ok(l) => *l,
+        Err(e) => return skipped(&FD_LIMIT, e.clone(), expected),
+    };
+    let status = if l.soft < needed {
+        Status::Fail
+    } else if l.soft < recommended {
+        Status::Warn
+    } else {
+        Status::Pass
+    };
+    let mut observed = format!(
+        "soft {}, hard {} (process {})",
+        lim(l.soft),
+        lim(l.hard),
+        h.process
+    );
+    if let Ok(open) = h.open_fds {
+        observed.push_str(&format!(", {} fds open now", n(open)));
+    }
+    let can_raise = l.hard >= recommended;
+    let summary = match (status, can_raise) {
+        (Status::Pass, _) => format!(
+            "Nothing to do: soft {} covers {} with headroom.",
+            lim(l.soft),
+            n(recommended)
+        ),
+        (_, true) => format!(
+            "The process can raise its soft limit to the hard limit ({}) by itself with setrlimit(RLIMIT_NOFILE), no root needed; or raise the soft limit before it starts.",
+            lim(l.hard)
+        ),
+        (_, false) => format!(
+            "The hard limit ({}) is below {} too: only root can raise it (limits.conf, systemd LimitNOFILE=, docker --ulimit).",
+            lim(l.hard),
+            n(recommended)
+        ),
+    };
+    // Commands carry plain numbers (no separators) so they can be pasted.
+    let target = if status == Status::Pass {
+        l.soft
+    } else {
+        recommended
+    };
+    let t = plain(target);
+    let pid = if h.process == "self" {
+        "PID".to_string()
+    } else {
+        h.process.clone()
+    };
+    let mut d = Draft::new(&FD_LIMIT)
+        .status(status)
+        .observed(observed)
+        .expected(expected)
+        .rule(format!(
+            "fail when soft < {}; warn when soft < {}. {}. The 1024 default stopped a server at {} connections.",
+            n(needed),
+            n(recommended),
+            need_rule(w),
+            n(num("ulimit-n", "connections_reached") as u64)
+        ))
+        .fix(
+            summary,
+            vec![
+                format!("ulimit -n {t}   # in the shell that starts the server"),
+                format!("sudo prlimit --pid {pid} --nofile={t}:{}", plain(target.max(l.hard))),
+            ],
+            vec![
+                format!("/etc/security/limits.conf: `<user> soft nofile {t}` and `<user> hard nofile {t}`"),
+                format!("systemd unit, [Service]: LimitNOFILE={t}  then systemctl daemon-reload and restart"),
+                format!("docker run --ulimit nofile={t}:{t}"),
+            ],
+        )
+        .num("soft", l.soft as f64)
+        .num("hard", l.hard as f64)
+        .num("needed", needed as f64)
+        .num("recommended", recommended as f64);
+    if let Ok(open) = h.open_fds {
+        d = d.num("open_fds", open as f64);
+    }
+    d.build()
+}
+
+fn fd_system(w: &Workload, h: &Host) -> Finding {
+    let (needed, recommended) = fd_need(w);
+    let expected = format!(
+        "fs.nr_open and free handles (file-max - allocated) >= {} (fail below {})",
+        n(recommended),
+        n(needed)
+    );
+    let (file_max, nr_open) = match (&h.file_max, &h.nr_open) {
+        (Ok(a), Ok(b)) => (*a, *b),
+        (Err(e), _) | (_, Err(e)) => return skipped(&FD_SYSTEM, e.clone(), expected),
+    };
+    let allocated = h.file_nr.as_ref().map(|f| f.allocated).unwrap_or(0);
+    let free = file_max.saturating_sub(allocated);
+    let worst = nr_open.min(free);
+    let status = if worst < needed {
+        Status::Fail
+    } else if worst < recommended {
+        Status::Warn
+    } else {
+        Status::Pass
+    };
+    let alloc_txt = match &h.file_nr {
+        Ok(f) => format!("{} allocated now", n(f.allocated)),
+        Err(e) => format!("allocated unknown ({e})"),
+    };
+    let (runtime, persistent) = sysctl_fix(
+        "fd",
+        &[
+            (
+                "fs.file-max",
+                n_plain(file_max.max(allocated + recommended * 2)),
+            ),
+            ("fs.nr_open", n_plain(nr_open.max(recommended))),
+        ],
+    );
+    let summary = if status == Status::Pass {
+        "Nothing to do: the kernel allows enough handles.".to_string()
+    } else if nr_open < recommended {
+        format!(
+            "fs.nr_open ({}) caps every process's hard limit: raise it first, then the process limit (fd-limit).",
+            n(nr_open)
+        )
+    } else {
+        "Raise fs.file-max: the whole host shares it.".to_string()
+    };
+    Draft::new(&FD_SYSTEM)
+        .status(status)
+        .observed(format!(
+            "fs.file-max {}, fs.nr_open {}, {alloc_txt}: {} free",
+            n(file_max),
+            n(nr_open),
+            n(free)
+        ))
+        .expected(expected)
+        .rule(format!(
+            "no process can hold more fds than fs.nr_open, and all processes share fs.file-max; fail when either leaves < {}, warn when < {}. {}.",
+            n(needed),
+            n(recommended),
+            need_rule(w)
+        ))
+        .fix(summary, runtime, persistent)
+        .num("file_max", file_max as f64)
+        .num("nr_open", nr_open as f64)
+        .num("allocated", allocated as f64)
+        .num("free", free as f64)
+        .num("needed", needed as f64)
+        .num("recommended", recommended as f64)
+        .build()
+}
+
+/// Numbers for commands: no thousands separators.
+fn plain(v: u64) -> String {
+    if v == u64::MAX {
+        "unlimited".into()
+    } else {
+        v.to_string()
+    }
+}
+
+fn n_plain(v: u64) -> String {
+    plain(v)
+}

@@ -1,0 +1,289 @@
+//! The audit checks: pure functions of (Workload, Host) -> Finding, one file per group.
+//! Ids are a contract (users grep, suppress and alert on them): never rename one.
+use super::host::Host;
+use crate::evidence::{self, fmt_num};
+use crate::profile::{Loss, Profile, Role, Transport};
+use crate::report::{Finding, Fix, Status};
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+mod fds;
+mod net;
+mod resources;
+mod tcp;
+
+/// The workload as the checks see it: defaults resolved, per-machine share computed.
+#[derive(Debug, Clone, Copy)]
+pub struct Workload {
+    /// Connections this host carries (total / machines, rounded up).
+    pub connections: u64,
+    pub total_connections: u64,
+    pub machines: u64,
+    pub transport: Transport,
+    pub role: Role,
+    pub rate: f64,
+    pub size: u64,
+    pub max_disconnect: Duration,
+    pub loss: Option<Loss>,
+}
+
+/// Transport audited when the profile names none.
+pub const DEFAULT_TRANSPORT: Transport = Transport::Websocket;
+
+impl Workload {
+    pub fn of(p: &Profile) -> Workload {
+        Workload {
+            connections: p.connections_per_machine(),
+            total_connections: p.connections,
+            machines: p.machines.max(1),
+            transport: p.transport.unwrap_or(DEFAULT_TRANSPORT),
+            role: p.role,
+            rate: p.rate,
+            size: p.size,
+            max_disconnect: p.max_disconnect,
+            loss: p.loss,
+        }
+    }
+
+    /// File descriptors (and tracked flows) per connection: a proxy holds the client side
+    /// and the upstream side.
+    pub fn fds_per_connection(&self) -> u64 {
+        match self.role {
+            Role::Proxy => 2,
+            Role::Server | Role::Loadgen => 1,
+        }
+    }
+
+    /// "10,000 websocket connections (role server)", naming the per-machine split.
+    pub fn describe(&self) -> String {
+        let split = if self.machines > 1 {
+            format!(
+                " ({} over {} machines)",
+                fmt_num(self.total_connections as f64),
+                self.machines
+            )
+        } else {
+            String::new()
+        };
+        format!(
+            "{} {} connections{split}, role {}",
+            fmt_num(self.connections as f64),
+            self.transport.as_str(),
+            self.role.as_str()
+        )
+    }
+}
+
+/// Static facts of a check: its stable id, title, evidence and live verification.
+pub struct Meta {
+    pub id: &'static str,
+    pub title: &'static str,
+    pub evidence: &'static [&'static str],
+    pub verify: Option<&'static str>,
+    pub run: fn(&Workload, &Host) -> Finding,
+}
+
+/// Every check, in report order.
+pub const CHECKS: &[Meta] = &[
+    fds::FD_LIMIT,
+    fds::FD_SYSTEM,
+    net::EPHEMERAL_PORTS,
+    net::TIME_WAIT,
+    tcp::TCP_WMEM,
+    tcp::TCP_KEEPALIVE,
+    net::SOMAXCONN,
+    resources::MEMORY,
+    resources::CPU,
+    net::CONNTRACK,
+];
+
+pub fn ids() -> Vec<&'static str> {
+    CHECKS.iter().map(|c| c.id).collect()
+}
+
+/// Run every check; ids in `skip` are shown as skipped by request, never hidden.
+/// Unknown ids in `skip` are ignored here (the CLI rejects them before).
+pub fn run_all(profile: &Profile, host: &Host, skip: &[String]) -> Vec<Finding> {
+    let w = Workload::of(profile);
+    CHECKS
+        .iter()
+        .map(|c| {
+            let mut f = (c.run)(&w, host);
+            if skip.iter().any(|s| s == c.id) {
+                // Keep what was observed: the user sees what they chose to ignore.
+                let was = f.status;
+                f.status = Status::Skip;
+                f.reason = Some(format!(
+                    "skipped by request (--skip {}); the check alone says {}",
+                    c.id,
+                    was.as_str()
+                ));
+            }
+            f
+        })
+        .collect()
+}
+
+/// Builder shared by the checks so every finding has the same shape.
+pub(crate) struct Draft<'a> {
+    meta: &'a Meta,
+    status: Status,
+    observed: String,
+    expected: String,
+    rule: String,
+    reason: Option<String>,
+    evidence: Vec<&'static str>,
+    fix: Fix,
+    numbers: BTreeMap<String, f64>,
+}
+
+impl<'a> Draft<'a> {
+    pub fn new(meta: &'a Meta) -> Self {
+        Draft {
+            meta,
+            status: Status::Pass,
+            observed: String::new(),
+            expected: String::new(),
+            rule: String::new(),
+            reason: None,
+            evidence: meta.evidence.to_vec(),
+            fix: Fix::default(),
+            numbers: BTreeMap::new(),
+        }
+    }
+    pub fn status(mut self, s: Status) -> Self {
+        self.status = s;
+        self
+    }
+    pub fn observed(mut self, s: impl Into<String>) -> Self {
+        self.observed = s.into();
+        self
+    }
+    pub fn expected(mut self, s: impl Into<String>) -> Self {
+        self.expected = s.into();
+        self
+    }
+    pub fn rule(mut self, s: impl Into<String>) -> Self {
+        self.rule = s.into();
+        self
+    }
+    pub fn reason(mut self, s: impl Into<String>) -> Self {
+        self.reason = Some(s.into());
+        self
+    }
+    pub fn evidence(mut self, ids: &[&'static str]) -> Self {
+        for id in ids {
+            if !self.evidence.contains(id) {
+                self.evidence.push(id);
+            }
+        }
+        self
+    }
+    pub fn fix(
+        mut self,
+        summary: impl Into<String>,
+        runtime: Vec<String>,
+        persistent: Vec<String>,
+    ) -> Self {
+        self.fix = Fix {
+            summary: summary.into(),
+            runtime,
+            persistent,
+        };
+        self
+    }
+    pub fn num(mut self, name: &str, v: f64) -> Self {
+        self.numbers.insert(name.to_string(), v);
+        self
+    }
+    pub fn build(self) -> Finding {
+        Finding {
+            id: self.meta.id.to_string(),
+            title: self.meta.title.to_string(),
+            status: self.status,
+            observed: self.observed,
+            expected: self.expected,
+            rule: self.rule,
+            reason: self.reason,
+            evidence: self
+                .evidence
+                .iter()
+                .map(|id| evidence::reference(id))
+                .collect(),
+            fix: self.fix,
+            verify: self.meta.verify.map(str::to_string),
+            verification: None,
+            numbers: self.numbers,
+        }
+    }
+}
+
+/// A check that cannot run: skip with the reason (names the file).
+pub(crate) fn skipped(
+    meta: &Meta,
+    reason: impl Into<String>,
+    expected: impl Into<String>,
+) -> Finding {
+    Draft::new(meta)
+        .status(Status::Skip)
+        .observed("not read")
+        .expected(expected)
+        .reason(reason)
+        .build()
+}
+
+/// Runtime and persistent fix for sysctls: `sysctl -w` now, a file in /etc/sysctl.d/.
+pub(crate) fn sysctl_fix(file: &str, settings: &[(&str, String)]) -> (Vec<String>, Vec<String>) {
+    let runtime = settings
+        .iter()
+        .map(|(k, v)| {
+            if v.contains(' ') {
+                format!("sudo sysctl -w {k}=\"{v}\"")
+            } else {
+                format!("sudo sysctl -w {k}={v}")
+            }
+        })
+        .collect();
+    let lines: Vec<String> = settings.iter().map(|(k, v)| format!("{k} = {v}")).collect();
+    let persistent = vec![
+        format!(
+            "printf '{}\\n' | sudo tee /etc/sysctl.d/90-rtcheck-{file}.conf",
+            lines.join("\\n")
+        ),
+        "sudo sysctl --system".to_string(),
+    ];
+    (runtime, persistent)
+}
+
+/// Integer with thousands separators, exact for every u64 (f64 is not above 2^53).
+pub(crate) fn n(v: u64) -> String {
+    let s = v.to_string();
+    let mut out = String::with_capacity(s.len() + s.len() / 3);
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+pub(crate) fn bytes(v: u64) -> String {
+    crate::units::fmt_bytes(v)
+}
+
+/// "unlimited" for the u64::MAX sentinel of an unlimited rlimit.
+pub(crate) fn lim(v: u64) -> String {
+    if v == u64::MAX {
+        "unlimited".into()
+    } else {
+        n(v)
+    }
+}
+
+pub(crate) fn pct(part: f64, whole: f64) -> f64 {
+    if whole <= 0.0 {
+        return f64::INFINITY;
+    }
+    (part / whole * 1000.0).round() / 10.0
+}

@@ -1,0 +1,339 @@
+//! Connection setup: ephemeral ports, TIME_WAIT, accept backlog, conntrack.
+use super::{n, pct, skipped, sysctl_fix, Draft, Meta, Workload};
+use crate::audit::host::Host;
+use crate::evidence::num;
+use crate::profile::Role;
+use crate::report::{Finding, Status};
+
+pub const EPHEMERAL_PORTS: Meta = Meta {
+    id: "ephemeral-ports",
+    title: "Ephemeral ports per destination address (ip_local_port_range)",
+    evidence: &["ephemeral-ports"],
+    verify: Some("ephemeral-ports"),
+    run: ephemeral_ports,
+};
+
+pub const TIME_WAIT: Meta = Meta {
+    id: "time-wait",
+    title: "TIME_WAIT sockets now vs the ephemeral port range",
+    evidence: &["tw-sockstat", "ephemeral-ports"],
+    verify: Some("time-wait"),
+    run: time_wait,
+};
+
+pub const SOMAXCONN: Meta = Meta {
+    id: "somaxconn",
+    title: "Accept backlog (net.core.somaxconn, tcp_max_syn_backlog) vs a reconnect burst",
+    evidence: &["ephemeral-ports"],
+    verify: None,
+    run: somaxconn,
+};
+
+pub const CONNTRACK: Meta = Meta {
+    id: "conntrack",
+    title: "Connection tracking table (nf_conntrack_max)",
+    evidence: &["ephemeral-ports"],
+    verify: None,
+    run: conntrack,
+};
+
+fn storm_text() -> String {
+    format!(
+        "a reconnect storm closes N and opens N inside TIME_WAIT's {} s: {} closed + {} opened gave {} failures",
+        num("ephemeral-ports", "time_wait"),
+        n(num("ephemeral-ports", "closed") as u64),
+        n(num("ephemeral-ports", "opened") as u64),
+        n(num("ephemeral-ports", "failed") as u64)
+    )
+}
+
+const TW_REUSE_NOTE: &str = "net.ipv4.tcp_tw_reuse=1 lets a new outbound connection take a port still in TIME_WAIT (needs TCP timestamps; 2 = loopback only); it adds no ports: N open connections to one destination still need N ports, and it does nothing for inbound connections";
+
+fn ephemeral_ports(w: &Workload, h: &Host) -> Finding {
+    let outbound = w.connections;
+    let expected_outbound = format!(
+        "usable ports >= {} (2 x {} outbound per destination; fail below {})",
+        n(2 * outbound),
+        n(outbound),
+        n(outbound)
+    );
+    let range = match &h.port_range {
+        Ok(r) => *r,
+        Err(e) => return skipped(&EPHEMERAL_PORTS, e.clone(), expected_outbound),
+    };
+    let (reserved, reserved_txt) = match &h.reserved_in_range {
+        Ok(r) => (
+            *r,
+            format!("{} reserved in range (ip_local_reserved_ports)", n(*r)),
+        ),
+        Err(e) => (0, format!("reserved ports unknown ({e})")),
+    };
+    let usable = range.size().saturating_sub(reserved);
+    let reuse = match &h.tcp_tw_reuse {
+        Ok(v) => format!("tcp_tw_reuse {v}"),
+        Err(_) => "tcp_tw_reuse unknown".into(),
+    };
+    let observed = format!(
+        "ip_local_port_range {}-{} = {} ports, {reserved_txt}: {} usable; {reuse}",
+        range.low,
+        range.high,
+        n(range.size()),
+        n(usable)
+    );
+    let mut base = Draft::new(&EPHEMERAL_PORTS)
+        .observed(observed)
+        .num("range_low", range.low as f64)
+        .num("range_high", range.high as f64)
+        .num("range_size", range.size() as f64)
+        .num("reserved", reserved as f64)
+        .num("usable", usable as f64);
+    if let Ok(v) = h.tcp_tw_reuse {
+        base = base.num("tcp_tw_reuse", v as f64);
+    }
+    if w.role == Role::Server {
+        return base
+            .status(Status::Pass)
+            .expected("no ephemeral ports needed (role server)")
+            .rule(format!(
+                "role server: inbound connections all arrive on the listening port and take no ephemeral port. The ports run out on the proxy or load generator in front of it ({} per destination address by default; {}): audit that host with --role proxy or --role loadgen.",
+                n(num("ephemeral-ports", "port_range") as u64),
+                storm_text()
+            ))
+            .fix(
+                format!("Nothing to do on a server. On its proxies and load generators: {TW_REUSE_NOTE}."),
+                vec![],
+                vec![],
+            )
+            .num("outbound", 0.0)
+            .build();
+    }
+    let status = if outbound > usable {
+        Status::Fail
+    } else if 2 * outbound > usable {
+        Status::Warn
+    } else {
+        Status::Pass
+    };
+    // A wider range (keeping below 10240 for listeners) helps up to its size; beyond that
+    // only more destination addresses or source IPs do.
+    let wide = 65535 - 10240 + 1;
+    let summary = if status == Status::Pass {
+        format!("Nothing to do. {TW_REUSE_NOTE}.")
+    } else if 2 * outbound <= wide {
+        format!(
+            "Widen the range (reserve your listening ports with ip_local_reserved_ports first), or spread connections over more destination addresses or source IPs: each (source IP, destination IP, destination port) has its own range. {TW_REUSE_NOTE}."
+        )
+    } else {
+        format!(
+            "{} outbound connections (x2 for a storm) exceed even a 10240-65535 range ({} ports): spread them over several destination addresses (IPs or ports) or source IPs. {TW_REUSE_NOTE}.",
+            n(outbound),
+            n(wide)
+        )
+    };
+    let (runtime, persistent) = sysctl_fix(
+        "ports",
+        &[("net.ipv4.ip_local_port_range", "10240 65535".to_string())],
+    );
+    base.status(status)
+        .expected(expected_outbound)
+        .rule(format!(
+            "role {}: one ephemeral port per outbound connection to one destination address; fail when {} connections > {} usable ports; warn when 2 x connections > usable, because {}.",
+            w.role.as_str(),
+            n(outbound),
+            n(usable),
+            storm_text()
+        ))
+        .fix(summary, runtime, persistent)
+        .num("outbound", outbound as f64)
+        .build()
+}
+
+fn time_wait(w: &Workload, h: &Host) -> Finding {
+    let expected = "TIME_WAIT <= 50% of the usable port range".to_string();
+    let (ss, range) = match (&h.sockstat, &h.port_range) {
+        (Ok(s), Ok(r)) => (*s, *r),
+        (Err(e), _) | (_, Err(e)) => return skipped(&TIME_WAIT, e.clone(), expected),
+    };
+    let usable = range
+        .size()
+        .saturating_sub(*h.reserved_in_range.as_ref().unwrap_or(&0));
+    let ratio = pct(ss.tcp_tw as f64, usable as f64);
+    let status = if ratio > 50.0 {
+        Status::Warn
+    } else {
+        Status::Pass
+    };
+    let side = if w.role == Role::Server {
+        " On a server, TIME_WAIT sockets from connections it closed first sit on its listening port; the ports run out on the client side, so check the proxy or load generator too."
+    } else {
+        ""
+    };
+    let (runtime, mut persistent) = sysctl_fix("tw", &[("net.ipv4.tcp_tw_reuse", "1".to_string())]);
+    let mut runtime: Vec<String> = runtime;
+    runtime.insert(
+        0,
+        "ss -Htan state time-wait | awk '{print $4}' | sort | uniq -c | sort -rn | head   # which destinations".to_string(),
+    );
+    persistent.push("reuse connections (HTTP keep-alive, pools) and let the client close first, so TIME_WAIT lands where ports are plentiful".to_string());
+    Draft::new(&TIME_WAIT)
+        .status(status)
+        .observed(format!(
+            "{} sockets in TIME_WAIT (net/sockstat tw), {} TCP in use; {}% of {} usable ports",
+            n(ss.tcp_tw),
+            n(ss.tcp_inuse),
+            ratio,
+            n(usable)
+        ))
+        .expected(expected)
+        .rule(format!(
+            "TIME_WAIT lasts {} s and keeps its port; warn above 50% of the usable range, since a reconnect storm of this workload ({} connections) needs the rest.{side}",
+            num("ephemeral-ports", "time_wait"),
+            n(w.connections)
+        ))
+        .fix(
+            if status == Status::Pass {
+                "Nothing to do now; watch tw in /proc/net/sockstat on the client or load-balancer side during a reconnect.".to_string()
+            } else {
+                format!("Find who closes first and to which destination; reuse connections. {TW_REUSE_NOTE}.")
+            },
+            runtime,
+            persistent,
+        )
+        .num("time_wait", ss.tcp_tw as f64)
+        .num("tcp_inuse", ss.tcp_inuse as f64)
+        .num("usable", usable as f64)
+        .num("ratio_pct", ratio)
+        .build()
+}
+
+fn somaxconn(w: &Workload, h: &Host) -> Finding {
+    let burst = w.connections.min(65535);
+    let expected = format!("somaxconn and tcp_max_syn_backlog >= {}", n(burst));
+    if w.role == Role::Loadgen {
+        return Draft::new(&SOMAXCONN)
+            .status(Status::Pass)
+            .observed(match (&h.somaxconn, &h.tcp_max_syn_backlog) {
+                (Ok(a), Ok(b)) => format!("somaxconn {}, tcp_max_syn_backlog {}", n(*a), n(*b)),
+                _ => "not needed".into(),
+            })
+            .expected("no accept queue needed (role loadgen)")
+            .rule("role loadgen: a load generator does not accept connections; the accept backlog matters on the server it targets.")
+            .fix("Nothing to do on a load generator.", vec![], vec![])
+            .build();
+    }
+    let (smc, syn) = match (&h.somaxconn, &h.tcp_max_syn_backlog) {
+        (Ok(a), Ok(b)) => (*a, *b),
+        (Err(e), _) | (_, Err(e)) => return skipped(&SOMAXCONN, e.clone(), expected),
+    };
+    let status = if smc < burst || syn < burst {
+        Status::Warn
+    } else {
+        Status::Pass
+    };
+    let (runtime, mut persistent) = sysctl_fix(
+        "backlog",
+        &[
+            ("net.core.somaxconn", burst.max(smc).to_string()),
+            ("net.ipv4.tcp_max_syn_backlog", burst.max(syn).to_string()),
+        ],
+    );
+    persistent.push(
+        "the listen() backlog is capped by somaxconn: pass a large backlog (nginx `listen ... backlog=N`; Go uses somaxconn)".into(),
+    );
+    Draft::new(&SOMAXCONN)
+        .status(status)
+        .observed(format!(
+            "net.core.somaxconn {}, net.ipv4.tcp_max_syn_backlog {}",
+            n(smc),
+            n(syn)
+        ))
+        .expected(expected)
+        .rule(format!(
+            "after a restart or network blip every client reconnects at once ({} connections, capped at 65,535); handshakes beyond the SYN and accept queues are dropped and retried after 1 s, 3 s, ... ; warn when either queue is smaller than the burst. In the evidence {}.",
+            n(w.connections),
+            storm_text()
+        ))
+        .fix(
+            if status == Status::Pass {
+                "Nothing to do.".to_string()
+            } else {
+                "Raise both queues to the burst size.".to_string()
+            },
+            runtime,
+            persistent,
+        )
+        .num("somaxconn", smc as f64)
+        .num("tcp_max_syn_backlog", syn as f64)
+        .num("burst", burst as f64)
+        .build()
+}
+
+fn conntrack(w: &Workload, h: &Host) -> Finding {
+    let flows = w.connections * w.fds_per_connection();
+    let expected = format!(
+        "nf_conntrack_max >= {} (fail below {})",
+        n(2 * flows),
+        n(flows)
+    );
+    let ct = match &h.conntrack {
+        Ok(Some(c)) => *c,
+        Ok(None) => {
+            return skipped(
+                &CONNTRACK,
+                format!(
+                    "nf_conntrack is not loaded ({} absent): connections are not tracked, nothing to size",
+                    h.conntrack_file
+                ),
+                expected,
+            )
+        }
+        Err(e) => return skipped(&CONNTRACK, e.clone(), expected),
+    };
+    let status = if ct.max < flows {
+        Status::Fail
+    } else if ct.max < 2 * flows {
+        Status::Warn
+    } else {
+        Status::Pass
+    };
+    let count = ct
+        .count
+        .map(|c| format!(", {} tracked now", n(c)))
+        .unwrap_or_default();
+    let (runtime, mut persistent) = sysctl_fix(
+        "conntrack",
+        &[(
+            "net.netfilter.nf_conntrack_max",
+            (2 * flows).max(ct.max).to_string(),
+        )],
+    );
+    persistent.push(
+        "echo nf_conntrack | sudo tee /etc/modules-load.d/nf_conntrack.conf   # so the sysctl exists when sysctl.d is applied".into(),
+    );
+    let mut d = Draft::new(&CONNTRACK)
+        .status(status)
+        .observed(format!("nf_conntrack_max {}{count}", n(ct.max)))
+        .expected(expected)
+        .rule(format!(
+            "one entry per tracked flow ({} for {} connections{}); a full table drops new connections (\"nf_conntrack: table full, dropping packet\"). fail below the flows; warn below 2x, because {} and closed flows keep their entries through TIME_WAIT.",
+            n(flows),
+            n(w.connections),
+            if w.fds_per_connection() == 2 { ", client and upstream side" } else { "" },
+            storm_text()
+        ))
+        .fix(
+            if status == Status::Pass {
+                "Nothing to do.".to_string()
+            } else {
+                "Raise nf_conntrack_max, or exempt the service port from tracking (iptables -t raw ... -j NOTRACK).".to_string()
+            },
+            runtime,
+            persistent,
+        )
+        .num("max", ct.max as f64)
+        .num("flows", flows as f64);
+    if let Some(c) = ct.count {
+        d = d.num("count", c as f64);
+    }
+    d.build()
+}

@@ -1,0 +1,239 @@
+//! Memory and CPU for the load.
+use super::{bytes, n, pct, skipped, Draft, Meta, Workload};
+use crate::audit::host::Host;
+use crate::evidence::{fmt_num, num};
+use crate::profile::Loss;
+use crate::report::{Finding, Status};
+
+pub const MEMORY: Meta = Meta {
+    id: "memory",
+    title: "Memory for connections and delivery state",
+    evidence: &["conn-ram", "ring-sizing"],
+    verify: Some("memory"),
+    run: memory,
+};
+
+pub const CPU: Meta = Meta {
+    id: "cpu",
+    title: "CPUs usable for the fan-out load (affinity, cgroup quota)",
+    evidence: &["cpu-baseline", "scenario-p1"],
+    verify: None,
+    run: cpu,
+};
+
+/// Delivery state from the profile's loss answer: (bytes, explanation, evidence ids).
+pub fn delivery_state(w: &Workload) -> (u64, String, &'static [&'static str]) {
+    let ring = (w.max_disconnect.as_secs_f64() * w.rate * w.size as f64).ceil() as u64;
+    let per = format!(
+        "{} s x {} msg/s x {}",
+        fmt_num(w.max_disconnect.as_secs_f64()),
+        fmt_num(w.rate),
+        bytes(w.size)
+    );
+    match w.loss {
+        Some(Loss::Shared) => (
+            ring,
+            format!("one shared ring = max_disconnect x rate x size = {per} = {}", bytes(ring)),
+            &["ring-buffer"],
+        ),
+        Some(Loss::PerUser) => (
+            ring.saturating_mul(w.connections),
+            format!(
+                "a session per user = {} x ({per}) = {} (sessions must expire: 10,000 disconnected clients held {})",
+                n(w.connections),
+                bytes(ring.saturating_mul(w.connections)),
+                bytes(num("session-expiry", "bytes") as u64)
+            ),
+            &["session-ack", "session-expiry"],
+        ),
+        Some(Loss::Replaceable) => (0, "replaceable data: a snapshot on reconnect, no delivery state".into(), &[]),
+        None => (0, "loss not set in the profile: no delivery state counted".into(), &[]),
+    }
+}
+
+fn memory(w: &Workload, h: &Host) -> Finding {
+    let per_conn = num("conn-ram", "rss_per_conn") as u64;
+    let conn_bytes = per_conn * w.connections;
+    let (delivery, delivery_txt, extra_ev) = delivery_state(w);
+    let need = conn_bytes + delivery;
+    let expected = format!("need {} <= 50% of the memory limit", bytes(need));
+    let mem = match &h.meminfo {
+        Ok(m) => *m,
+        Err(e) => return skipped(&MEMORY, e.clone(), expected),
+    };
+    let cg_limit = h.cgroup_memory.as_ref().ok().and_then(|c| c.limit);
+    let limit = cg_limit.map_or(mem.available, |c| c.min(mem.available));
+    let ratio = pct(need as f64, limit as f64);
+    let status = if need > limit {
+        Status::Fail
+    } else if need * 2 > limit {
+        Status::Warn
+    } else {
+        Status::Pass
+    };
+    let cg_txt = match &h.cgroup_memory {
+        Ok(c) => match c.limit {
+            Some(l) => format!("cgroup v{} limit {} ({})", c.version, bytes(l), c.file),
+            None => format!("no cgroup v{} limit ({})", c.version, c.file),
+        },
+        Err(e) => format!("cgroup limit unknown ({e})"),
+    };
+    let target = need * 2;
+    let mut d = Draft::new(&MEMORY)
+        .status(status)
+        .observed(format!(
+            "MemAvailable {} of {}; {cg_txt}; limit used {}: need is {}% of it",
+            bytes(mem.available),
+            bytes(mem.total),
+            bytes(limit),
+            ratio
+        ))
+        .expected(expected)
+        .rule(format!(
+            "need = {} connections x {} (idle WebSocket RSS with default buffers; {} for 10,000) = {} + delivery state: {delivery_txt}; total {}. Limit = the lower of MemAvailable and the cgroup limit. fail above the limit; warn above 50%.",
+            n(w.connections),
+            bytes(per_conn),
+            bytes(num("conn-ram", "rss_10k") as u64),
+            bytes(conn_bytes),
+            bytes(need)
+        ))
+        .evidence(extra_ev)
+        .fix(
+            if status == Status::Pass {
+                "Nothing to do.".to_string()
+            } else {
+                format!(
+                    "Give the process at least {} (2 x need), or need less: 1 KB buffers cost {} per connection, and delivery state needs a TTL.",
+                    bytes(target),
+                    bytes(num("conn-ram", "rss_per_conn_small_buffers") as u64)
+                )
+            },
+            vec![
+                format!("sudo systemctl set-property SERVICE MemoryMax={target}"),
+                format!("docker update --memory {target} --memory-swap {target} CONTAINER"),
+            ],
+            vec![
+                format!("systemd unit, [Service]: MemoryMax={target}"),
+                format!("compose: mem_limit: {target}; Kubernetes: resources.limits.memory: {target}"),
+            ],
+        )
+        .num("connections", w.connections as f64)
+        .num("per_connection_bytes", per_conn as f64)
+        .num("connection_bytes", conn_bytes as f64)
+        .num("delivery_bytes", delivery as f64)
+        .num("need_bytes", need as f64)
+        .num("mem_available", mem.available as f64)
+        .num("limit_bytes", limit as f64)
+        .num("ratio_pct", ratio);
+    if let Some(c) = cg_limit {
+        d = d.num("cgroup_limit", c as f64);
+    }
+    d.build()
+}
+
+fn cpu(w: &Workload, h: &Host) -> Finding {
+    let ref_cores = num("cpu-baseline", "cores");
+    let ref_rate = num("cpu-baseline", "messages_per_s");
+    let ref_busy = num("cpu-baseline", "cpu_seconds") / num("cpu-baseline", "run");
+    let starved_cores = 2.0; // scenario P1: GOMAXPROCS=2 at the same load
+    let load = w.connections as f64 * w.rate;
+    let scale = load / ref_rate;
+    // Average CPU the reference server spent for this load, and the cores P1 had for it.
+    let demand = scale * ref_busy;
+    let starved = scale * starved_cores;
+    let baseline = scale * ref_cores;
+    let expected = format!(
+        "usable CPUs > {} (fail below {})",
+        fmt_num(round2(starved)),
+        fmt_num(round2(demand))
+    );
+    let affinity = h.affinity.as_ref().ok();
+    let quota = h.cgroup_cpu.as_ref().ok().and_then(|c| c.cpus);
+    let usable = match (affinity, quota) {
+        (Some(a), Some(q)) => (a.count as f64).min(q),
+        (Some(a), None) => a.count as f64,
+        (None, Some(q)) => q,
+        (None, None) => {
+            let e = h.affinity.as_ref().err().cloned().unwrap_or_default();
+            return skipped(&CPU, e, expected);
+        }
+    };
+    let status = if usable < demand {
+        Status::Fail
+    } else if usable <= starved {
+        Status::Warn
+    } else {
+        Status::Pass
+    };
+    let aff_txt = match &h.affinity {
+        Ok(a) => format!("affinity {} ({} CPUs)", a.list, a.count),
+        Err(e) => format!("affinity unknown ({e})"),
+    };
+    let q_txt = match &h.cgroup_cpu {
+        Ok(c) => match c.cpus {
+            Some(q) => format!(
+                "cgroup v{} quota {} CPUs ({})",
+                c.version,
+                fmt_num(round2(q)),
+                c.file
+            ),
+            None => format!("no cgroup v{} quota", c.version),
+        },
+        Err(e) => format!("cgroup quota unknown ({e})"),
+    };
+    // Ask for more than the starved ratio, at least 2 CPUs, at most the reference ratio.
+    let want =
+        ((starved.floor() + 1.0).max(demand.ceil()).max(2.0)).min(baseline.ceil().max(2.0)) as u64;
+    let mut d = Draft::new(&CPU)
+        .status(status)
+        .observed(format!("{aff_txt}; {q_txt}: {} usable", fmt_num(round2(usable))))
+        .expected(expected)
+        .rule(format!(
+            "load = {} connections x {} msg/s = {} msg/s. The reference server fanned out {} msg/s on {} cores, busy {} of them on average; scaled to this load: {} CPUs busy on average (fail below: queues grow without bound); with {} cores instead of {} at the reference load p50 rose +{}% and p99.9 +{}%, i.e. {} CPUs for this load (warn at or below). The reference tail had {} CPUs for this load.",
+            n(w.connections),
+            fmt_num(w.rate),
+            n(load as u64),
+            n(ref_rate as u64),
+            fmt_num(ref_cores),
+            fmt_num(ref_busy),
+            fmt_num(round2(demand)),
+            fmt_num(starved_cores),
+            fmt_num(ref_cores),
+            fmt_num(num("scenario-p1", "p50_increase")),
+            fmt_num(num("scenario-p1", "p999_increase")),
+            fmt_num(round2(starved)),
+            fmt_num(round2(baseline))
+        ))
+        .fix(
+            if status == Status::Pass {
+                "Nothing to do.".to_string()
+            } else {
+                format!("Give the process {want} CPUs (affinity and quota), or spread the connections over more machines. Make the runtime see them (e.g. GOMAXPROCS = usable CPUs).")
+            },
+            vec![
+                format!("sudo taskset -apc 0-{} PID", want.saturating_sub(1)),
+                format!("sudo systemctl set-property SERVICE CPUQuota={}%", want * 100),
+                format!("docker update --cpus {want} CONTAINER"),
+            ],
+            vec![
+                format!("systemd unit, [Service]: CPUQuota={}% and CPUAffinity=0-{}", want * 100, want.saturating_sub(1)),
+                format!("Kubernetes: resources.limits.cpu: {want}"),
+            ],
+        )
+        .num("usable_cpus", round2(usable))
+        .num("load_msgs_per_s", load)
+        .num("demand_cpus", round2(demand))
+        .num("starved_cpus", round2(starved))
+        .num("baseline_cpus", round2(baseline));
+    if let Some(a) = affinity {
+        d = d.num("affinity_cpus", a.count as f64);
+    }
+    if let Some(q) = quota {
+        d = d.num("quota_cpus", round2(q));
+    }
+    d.build()
+}
+
+fn round2(v: f64) -> f64 {
+    (v * 100.0).round() / 100.0
+}
