@@ -20,13 +20,19 @@ fn sse_events(addr: std::net::SocketAddr, last_id: Option<u64>, n: usize) -> Vec
     }
     let head = String::from_utf8(head).unwrap();
     assert!(head.starts_with("HTTP/1.1 200"), "{head}");
-    assert!(head.to_ascii_lowercase().contains("content-type: text/event-stream"));
+    assert!(head
+        .to_ascii_lowercase()
+        .contains("content-type: text/event-stream"));
     let mut p = sse::Parser::new(64 * 1024);
     let mut out = Vec::new();
     let mut buf = [0u8; 4096];
     let t0 = Instant::now();
     while out.len() < n {
-        assert!(t0.elapsed() < Duration::from_secs(10), "got {} events", out.len());
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "got {} events",
+            out.len()
+        );
         let k = s.read(&mut buf).unwrap();
         assert!(k > 0, "server closed the SSE stream");
         p.feed(&buf[..k], &mut out).unwrap();
@@ -37,7 +43,9 @@ fn sse_events(addr: std::net::SocketAddr, last_id: Option<u64>, n: usize) -> Vec
 #[test]
 fn sse_resumes_from_last_event_id_and_reports_a_gap() {
     let srv = Server::start(&["--rate", "50", "--size", "100", "--ring", "20"]);
-    srv.wait_stats(Duration::from_secs(10), |s| s["rounds_sent"].as_u64() >= Some(30));
+    srv.wait_stats(Duration::from_secs(10), |s| {
+        s["rounds_sent"].as_u64() >= Some(30)
+    });
 
     // Resume inside the ring: the next events are exactly last+1, last+2, ...
     let latest = srv.stats()["rounds_sent"].as_u64().unwrap();
@@ -76,7 +84,9 @@ fn sse_resumes_from_last_event_id_and_reports_a_gap() {
 
 #[test]
 fn poll_since_returns_newer_messages_and_marks_gaps() {
-    let srv = Server::start(&["--rate", "100", "--size", "64", "--ring", "10", "--rounds", "25"]);
+    let srv = Server::start(&[
+        "--rate", "100", "--size", "64", "--ring", "10", "--rounds", "25",
+    ]);
     srv.wait_stats(Duration::from_secs(10), |s| s["finished"] == true);
 
     let (st, body) = http_get(srv.addr, "/poll?since=20");
@@ -116,7 +126,8 @@ fn poll_keep_alive_serves_several_requests_on_one_connection() {
     let mut s = TcpStream::connect(srv.addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
     for _ in 0..3 {
-        s.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+        s.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+            .unwrap();
         let mut buf = vec![0u8; 4096];
         let n = s.read(&mut buf).unwrap();
         let text = String::from_utf8_lossy(&buf[..n]);
@@ -127,7 +138,15 @@ fn poll_keep_alive_serves_several_requests_on_one_connection() {
 
 #[test]
 fn metrics_parse_as_prometheus_with_the_right_values() {
-    let srv = Server::start(&["--rate", "100", "--size", "64", "--rounds", "10", "--wait-start"]);
+    let srv = Server::start(&[
+        "--rate",
+        "100",
+        "--size",
+        "64",
+        "--rounds",
+        "10",
+        "--wait-start",
+    ]);
     // Two SSE clients, then publish 10 rounds to them.
     let a = srv.addr;
     let t1 = std::thread::spawn(move || sse_events(a, None, 10));
@@ -148,9 +167,7 @@ fn metrics_parse_as_prometheus_with_the_right_values() {
         let s = scrape
             .samples
             .iter()
-            .find(|s| {
-                s.metric == name && label.is_none_or(|(k, v)| s.labels.get(k) == Some(v))
-            })
+            .find(|s| s.metric == name && label.is_none_or(|(k, v)| s.labels.get(k) == Some(v)))
             .unwrap_or_else(|| panic!("no sample {name} {label:?}"));
         match s.value {
             prometheus_parse::Value::Counter(v)
@@ -160,8 +177,14 @@ fn metrics_parse_as_prometheus_with_the_right_values() {
         }
     };
     assert_eq!(get("rtcheck_rounds_sent_total", None), 10.0);
-    assert_eq!(get("rtcheck_messages_sent_total", Some(("transport", "sse"))), 20.0);
-    assert_eq!(get("rtcheck_messages_sent_total", Some(("transport", "ws"))), 0.0);
+    assert_eq!(
+        get("rtcheck_messages_sent_total", Some(("transport", "sse"))),
+        20.0
+    );
+    assert_eq!(
+        get("rtcheck_messages_sent_total", Some(("transport", "ws"))),
+        0.0
+    );
     assert_eq!(get("rtcheck_drops_total", None), 0.0);
     assert_eq!(get("rtcheck_slow_clients_removed_total", None), 0.0);
     assert!(get("rtcheck_max_queue_depth", None) >= 1.0);
@@ -187,7 +210,10 @@ fn garbage_and_bad_requests_get_4xx_and_the_server_keeps_serving() {
     let srv = Server::start(&["--rate", "10"]);
     let (st, _) = http(srv.addr, "\x00\x01garbage\r\n\r\n");
     assert_eq!(st, 400);
-    let (st, _) = http(srv.addr, &format!("GET /{} HTTP/1.1\r\n\r\n", "a".repeat(10_000)));
+    let (st, _) = http(
+        srv.addr,
+        &format!("GET /{} HTTP/1.1\r\n\r\n", "a".repeat(10_000)),
+    );
     assert_eq!(st, 400);
     assert_eq!(http_get(srv.addr, "/nope").0, 404);
     assert_eq!(http_get(srv.addr, "/ws").0, 426);

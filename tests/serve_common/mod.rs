@@ -35,7 +35,10 @@ impl Server {
                     break t;
                 }
             }
-            assert!(t0.elapsed() < Duration::from_secs(20), "server did not start");
+            assert!(
+                t0.elapsed() < Duration::from_secs(20),
+                "server did not start"
+            );
             std::thread::sleep(Duration::from_millis(20));
         };
         let mut lines = text.lines().map(|l| l.parse::<SocketAddr>().unwrap());
@@ -73,14 +76,21 @@ impl Server {
     }
 
     /// Poll /control/stats until `pred` holds (or panic after `limit`).
-    pub fn wait_stats(&self, limit: Duration, pred: impl Fn(&serde_json::Value) -> bool) -> serde_json::Value {
+    pub fn wait_stats(
+        &self,
+        limit: Duration,
+        pred: impl Fn(&serde_json::Value) -> bool,
+    ) -> serde_json::Value {
         let t0 = Instant::now();
         loop {
             let s = self.stats();
             if pred(&s) {
                 return s;
             }
-            assert!(t0.elapsed() < limit, "condition not reached; last stats: {s}");
+            assert!(
+                t0.elapsed() < limit,
+                "condition not reached; last stats: {s}"
+            );
             std::thread::sleep(Duration::from_millis(20));
         }
     }
