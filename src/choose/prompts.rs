@@ -41,7 +41,16 @@ fn prompt(mut p: Profile, only_missing: bool) -> anyhow::Result<Profile> {
     let colorful = ColorfulTheme::default();
     let simple = SimpleTheme;
     let theme: &dyn Theme = if color { &colorful } else { &simple };
-    let err = |e: dialoguer::Error| anyhow::anyhow!("prompt: {e}");
+    let err = |e: dialoguer::Error| {
+        // Ctrl-C inside a Select leaves the cursor hidden; give it back before exiting.
+        let _ = dialoguer::console::Term::stderr().show_cursor();
+        let dialoguer::Error::IO(io) = &e;
+        if io.kind() == std::io::ErrorKind::Interrupted {
+            anyhow::anyhow!("prompt interrupted; nothing saved")
+        } else {
+            anyhow::anyhow!("prompt: {e}")
+        }
+    };
 
     if !only_missing || p.visible_within.is_none() {
         explain(color, "Q1 freshness: how soon must a change be visible to the user? Under 1s needs push, 60s or more is polling (e.g. 200ms, 5s, 2m).");
