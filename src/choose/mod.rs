@@ -210,10 +210,10 @@ pub fn run(a: ChooseArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
         }
         if given.is_empty() {
             // Nothing answered yet: the full walk, every question with its default.
-            p = prompt_profile(p)?;
+            p = prompts::prompt_profile_with(p, ctx.color)?;
             given.extend(DEFAULTABLE.iter().map(|(n, _)| n.to_string()));
         } else {
-            p = prompts::prompt_missing(p)?;
+            p = prompts::prompt_missing(p, ctx.color)?;
         }
         p.validate().map_err(|e| anyhow::anyhow!("answers: {e}"))?;
     }
