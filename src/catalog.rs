@@ -9,6 +9,13 @@ use std::process::ExitCode;
 
 const FORMATS: &[Format] = &[Format::Text, Format::Json, Format::Yaml, Format::Markdown];
 
+/// `--format` parser offering only the human and serde formats (help lists just these).
+pub fn human_formats() -> impl clap::builder::TypedValueParser<Value = Format> {
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(["text", "json", "yaml", "markdown"])
+        .map(|s| <Format as clap::ValueEnum>::from_str(&s, false).unwrap_or(Format::Text))
+}
+
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Examples:
   rtcheck evidence                     all measured numbers, as a table
@@ -18,7 +25,7 @@ pub struct EvidenceArgs {
     /// Evidence id to show (all when omitted).
     pub id: Option<String>,
     /// Output format.
-    #[arg(long, value_enum, default_value_t = Format::Text)]
+    #[arg(long, value_parser = human_formats(), default_value = "text")]
     pub format: Format,
     /// Write to FILE (atomically) instead of stdout.
     #[arg(long, short = 'o', value_name = "FILE")]
@@ -35,7 +42,7 @@ pub struct ChecklistArgs {
     /// Checklist name (realtime-ops, async-service) or item id.
     pub name: Option<String>,
     /// Output format.
-    #[arg(long, value_enum, default_value_t = Format::Text)]
+    #[arg(long, value_parser = human_formats(), default_value = "text")]
     pub format: Format,
     /// Write to FILE (atomically) instead of stdout.
     #[arg(long, short = 'o', value_name = "FILE")]

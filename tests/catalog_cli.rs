@@ -201,7 +201,11 @@ fn output_file_is_written_and_unsupported_formats_are_refused() {
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8(out.stderr).unwrap();
     assert!(
-        err.contains("--format junit: not supported by `checklist`"),
+        err.starts_with("error: invalid value 'junit' for '--format <FORMAT>'"),
+        "{err}"
+    );
+    assert!(
+        err.contains("[possible values: text, json, yaml, markdown]"),
         "{err}"
     );
 }

@@ -152,3 +152,24 @@ fn no_input_on_a_terminal_fails_instead_of_asking() {
         expectrl::WaitStatus::Exited(s.get_process().pid(), 2)
     );
 }
+
+#[test]
+fn ctrl_c_at_a_prompt_exits_2_and_saves_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let save = dir.path().join("p.yaml");
+    let mut s = spawn(&["choose", "--save", save.to_str().unwrap()]);
+    answer(&mut s, "Visible within", &format!("1s{ENTER}"));
+    answer(&mut s, "Upstream", "\x03");
+    s.expect(Eof).unwrap();
+    let status = s.get_process().wait().unwrap();
+    // Ctrl-C stops the process (SIGINT, or exit 2 when the prompt reads it as a key).
+    let pid = s.get_process().pid();
+    assert!(
+        matches!(
+            status,
+            expectrl::WaitStatus::Signaled(p, expectrl::Signal::SIGINT, _) if p == pid
+        ) || status == expectrl::WaitStatus::Exited(pid, 2),
+        "{status:?}"
+    );
+    assert!(!save.exists());
+}

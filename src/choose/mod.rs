@@ -20,10 +20,11 @@ const FORMATS: &[Format] = &[Format::Text, Format::Json, Format::Yaml, Format::M
 const EXAMPLES: &str = "\
 Examples:
   rtcheck choose                                   ask the questions (on a terminal)
-  rtcheck choose --visible-within 200ms --upstream sparse --loss shared --connections 20000 --machines 2
+  rtcheck choose --visible-within 200ms --upstream sparse --loss shared --machines 2
   rtcheck choose --visible-within 2m --upstream none --loss replaceable --format json
-  rtcheck choose --visible-within 100ms --binary --loss per-user --rate 20 --size 200 --max-disconnect 10s
-  rtcheck choose --answers answers.yaml --save profile.yaml && rtcheck audit --profile profile.yaml
+  rtcheck choose --visible-within 100ms --binary --loss per-user --max-disconnect 10s
+  rtcheck choose --answers answers.yaml --save profile.yaml
+  rtcheck audit --profile profile.yaml             reuse the saved profile
 
 Answers file (YAML, same names in snake_case; flags override it):
   visible_within: 200ms      # Q1: under 1s push, 60s or more polling
@@ -76,7 +77,7 @@ pub struct ChooseArgs {
     #[arg(long, value_name = "FILE")]
     pub save: Option<PathBuf>,
     /// Output format.
-    #[arg(long, value_enum, default_value_t = Format::Text)]
+    #[arg(long, value_parser = crate::catalog::human_formats(), default_value = "text")]
     pub format: Format,
     /// Write the result to FILE (atomically) instead of stdout.
     #[arg(long, short = 'o', value_name = "FILE")]
@@ -209,10 +210,10 @@ pub fn run(a: ChooseArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
         }
         if given.is_empty() {
             // Nothing answered yet: the full walk, every question with its default.
-            p = prompt_profile(p)?;
+            p = prompts::prompt_profile_with(p, ctx.color)?;
             given.extend(DEFAULTABLE.iter().map(|(n, _)| n.to_string()));
         } else {
-            p = prompts::prompt_missing(p)?;
+            p = prompts::prompt_missing(p, ctx.color)?;
         }
         p.validate().map_err(|e| anyhow::anyhow!("answers: {e}"))?;
     }

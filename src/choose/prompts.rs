@@ -1,5 +1,6 @@
 //! Interactive prompts (dialoguer) that fill a Profile. Reused by the guided run.
 use crate::profile::{Loss, Profile, Upstream};
+use crate::report::ColorChoice;
 use crate::units::{fmt_duration, parse_duration};
 use dialoguer::theme::{ColorfulTheme, SimpleTheme, Theme};
 use dialoguer::{Confirm, Input, Select};
@@ -14,14 +15,29 @@ pub fn can_prompt() -> bool {
     std::io::stdin().is_terminal() && std::io::stderr().is_terminal()
 }
 
-/// Ask every question, offering `defaults` as the default answers. Prompts go to stderr.
+/// Ask every question, offering `defaults` as the default answers. Prompts go to stderr,
+/// coloured unless NO_COLOR is set.
 pub fn prompt_profile(defaults: Profile) -> anyhow::Result<Profile> {
-    prompt(defaults, false)
+    prompt(defaults, false, ColorChoice::Auto)
+}
+
+/// Same as [`prompt_profile`] with an explicit `--color` choice.
+pub fn prompt_profile_with(defaults: Profile, color: ColorChoice) -> anyhow::Result<Profile> {
+    prompt(defaults, false, color)
 }
 
 /// Ask only the required answers that `p` lacks (flags or --answers gave the rest).
-pub fn prompt_missing(p: Profile) -> anyhow::Result<Profile> {
-    prompt(p, true)
+pub fn prompt_missing(p: Profile, color: ColorChoice) -> anyhow::Result<Profile> {
+    prompt(p, true, color)
+}
+
+/// Prompts draw on stderr, which is a terminal whenever they run.
+fn colour_enabled(c: ColorChoice) -> bool {
+    match c {
+        ColorChoice::Always => true,
+        ColorChoice::Never => false,
+        ColorChoice::Auto => std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
+    }
 }
 
 fn explain(color: bool, text: &str) {
@@ -33,15 +49,24 @@ fn explain(color: bool, text: &str) {
     }
 }
 
-fn prompt(mut p: Profile, only_missing: bool) -> anyhow::Result<Profile> {
+fn prompt(mut p: Profile, only_missing: bool, color: ColorChoice) -> anyhow::Result<Profile> {
     if !can_prompt() {
         anyhow::bail!("prompts need a terminal (give the answers as flags or with --answers FILE)");
     }
-    let color = std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+    let color = colour_enabled(color);
     let colorful = ColorfulTheme::default();
     let simple = SimpleTheme;
     let theme: &dyn Theme = if color { &colorful } else { &simple };
-    let err = |e: dialoguer::Error| anyhow::anyhow!("prompt: {e}");
+    let err = |e: dialoguer::Error| {
+        // Ctrl-C inside a Select leaves the cursor hidden; give it back before exiting.
+        let _ = dialoguer::console::Term::stderr().show_cursor();
+        let dialoguer::Error::IO(io) = &e;
+        if io.kind() == std::io::ErrorKind::Interrupted {
+            anyhow::anyhow!("prompt interrupted; nothing saved")
+        } else {
+            anyhow::anyhow!("prompt: {e}")
+        }
+    };
 
     if !only_missing || p.visible_within.is_none() {
         explain(color, "Q1 freshness: how soon must a change be visible to the user? Under 1s needs push, 60s or more is polling (e.g. 200ms, 5s, 2m).");

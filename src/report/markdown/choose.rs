@@ -31,10 +31,10 @@ pub fn render(r: &Recommendation) -> String {
         s.push_str("\n### Polling or push\n\n| option | recommended | delivery p50 | idle bytes/client-min | requests/s | open connections |\n|---|---|---|---|---|---|\n");
         for a in &r.alternatives {
             s.push_str(&format!(
-                "| {} | {} | {} ms | {} | {} | {} |\n",
+                "| {} | {} | {} | {} | {} | {} |\n",
                 a.label,
                 if a.recommended { "yes" } else { "" },
-                fmt_num(a.delivery_p50_ms),
+                crate::choose::decide::fmt_ms(a.delivery_p50_ms),
                 fmt_bytes(a.idle_bytes_per_client_minute),
                 fmt_num(a.requests_per_s.round()),
                 fmt_num(a.open_connections as f64)

@@ -61,41 +61,52 @@ pub fn render(r: &Recommendation, p: &Palette) -> String {
     let z = &r.sizing;
     let pr = &r.profile;
     s.push_str(&format!(
-        "{}  max disconnect {} x {} msg/s x {} B = {} messages to replay\n",
+        "{}  max disconnect {} x {} msg/s = {} messages to replay, {} B each\n",
         p.bold("Sizing"),
         crate::units::fmt_duration(pr.max_disconnect),
         fmt_num(pr.rate),
-        fmt_num(pr.size as f64),
-        fmt_num(z.messages_to_replay as f64)
+        fmt_num(z.messages_to_replay as f64),
+        fmt_num(pr.size as f64)
     ));
-    let used = |d: Delivery| {
-        if r.delivery == d {
-            "  <- your delivery"
-        } else {
-            ""
-        }
-    };
-    s.push_str(&format!(
-        "    ring buffer (seq-ring)              {:>10}{}\n",
-        fmt_bytes(z.ring_bytes),
-        used(Delivery::SeqRing)
-    ));
-    s.push_str(&format!(
-        "    session per client (session-ack)    {:>10}{}\n",
-        fmt_bytes(z.session_bytes_per_client),
-        used(Delivery::SessionAck)
-    ));
-    s.push_str(&format!(
-        "    all {} sessions at once        {:>10}   reference: 10,000 clients = 830.0 MB, so give sessions a TTL\n",
-        fmt_num(pr.connections as f64),
-        fmt_bytes(z.sessions_worst_case_bytes)
-    ));
-    s.push_str(&format!(
-        "    RAM per machine ({} conns)      {:>10}   at {} per idle connection: the reference host (Go + gorilla/websocket), not this host\n",
-        fmt_num(z.connections_per_machine as f64),
-        fmt_bytes(z.ram_bytes_per_machine),
-        fmt_bytes(z.per_connection_bytes)
-    ));
+    let used = |d: Delivery| if r.delivery == d { "your delivery" } else { "" };
+    let rows = [
+        (
+            "ring buffer (seq-ring)".to_string(),
+            z.ring_bytes,
+            used(Delivery::SeqRing).to_string(),
+        ),
+        (
+            "session per client (session-ack)".to_string(),
+            z.session_bytes_per_client,
+            used(Delivery::SessionAck).to_string(),
+        ),
+        (
+            format!("all {} sessions at once", fmt_num(pr.connections as f64)),
+            z.sessions_worst_case_bytes,
+            "reference: 10,000 clients = 830.0 MB, so give sessions a TTL".to_string(),
+        ),
+        (
+            format!(
+                "RAM per machine ({} conns)",
+                fmt_num(z.connections_per_machine as f64)
+            ),
+            z.ram_bytes_per_machine,
+            format!(
+                "at {} per idle connection: the reference host (Go + gorilla/websocket), not this host",
+                fmt_bytes(z.per_connection_bytes)
+            ),
+        ),
+    ];
+    let w = rows.iter().map(|r| r.0.len()).max().unwrap_or(0);
+    for (label, bytes, note) in rows {
+        let line = format!(
+            "    {label:<w$}  {:>10}   {}",
+            fmt_bytes(bytes),
+            p.dim(&note)
+        );
+        s.push_str(line.trim_end());
+        s.push('\n');
+    }
     if r.transport == Transport::Polling {
         s.push_str(&p.dim("    (polling holds no connection between requests; the RAM figure is what long-lived connections would cost)\n"));
     }

@@ -4,12 +4,26 @@ use crate::checklist::Checklist;
 use crate::report::Palette;
 use comfy_table::{presets, ContentArrangement, Table};
 
-/// A table that wraps to the terminal width when there is one.
+/// Width for tables that do not go to a terminal: $COLUMNS, else 120.
+fn pipe_width() -> u16 {
+    std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.trim().parse::<u16>().ok())
+        .filter(|w| *w >= 40)
+        .unwrap_or(120)
+}
+
+/// A table that wraps to the terminal width, or to a fixed width when piped or written
+/// to a file (otherwise long claims make lines hundreds of columns wide).
 pub fn table(header: &[&str]) -> Table {
+    use std::io::IsTerminal;
     let mut t = Table::new();
     t.load_preset(presets::UTF8_FULL_CONDENSED)
         .set_content_arrangement(ContentArrangement::Dynamic)
         .set_header(header.iter().map(|h| h.to_string()));
+    if !std::io::stdout().is_terminal() {
+        t.set_width(pipe_width());
+    }
     t
 }
 
