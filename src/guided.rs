@@ -19,7 +19,7 @@ pub fn run(ctx: Ctx) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(2));
     }
     eprintln!("rtcheck guided run: four questions, then an audit of this host for your answer.\n");
-    let profile = prompts::prompt_profile(Profile::default())?;
+    let profile = prompts::prompt_profile_with(Profile::default(), ctx.color)?;
     let mut rec = choose::decide::decide(&profile).map_err(|e| anyhow::anyhow!(e))?;
     rec.notes
         .push("Profile from the guided run; `rtcheck choose --help` shows every flag.".into());
