@@ -249,7 +249,7 @@ fn somaxconn(w: &Workload, h: &Host) -> Finding {
         ))
         .expected(expected)
         .rule(format!(
-            "after a restart or network blip every client reconnects at once ({} connections, capped at 65,535); handshakes beyond the SYN and accept queues are dropped and retried after 1 s, 3 s, ... ; warn when either queue is smaller than the burst. In the evidence {}.",
+            "after a restart or network blip every client reconnects at once ({} connections, capped at 65,535); handshakes beyond the SYN and accept queues are dropped and retried seconds later (SYN retransmits start at 1 s and double); warn when either queue is smaller than the burst. In the evidence {}.",
             n(w.connections),
             storm_text()
         ))
