@@ -158,7 +158,8 @@ fn time_wait(w: &Workload, h: &Host) -> Finding {
         .size()
         .saturating_sub(*h.reserved_in_range.as_ref().unwrap_or(&0));
     let ratio = pct(ss.tcp_tw as f64, usable as f64);
-    let status = if ratio > 50.0 {
+    // Decide on exact integers; the rounded percentage is for display only.
+    let status = if ss.tcp_tw * 2 > usable {
         Status::Warn
     } else {
         Status::Pass
