@@ -187,7 +187,7 @@ fn time_wait(w: &Workload, h: &Host) -> Finding {
         ))
         .expected(expected)
         .rule(format!(
-            "TIME_WAIT lasts {} s and keeps its port; warn above 50% of the usable range, since a reconnect storm of this workload ({} connections) needs the rest.{side}",
+            "TIME_WAIT lasts {} s and keeps its port; warn above 50% of the usable range, since a reconnect storm of this workload ({} connections) needs the rest. sockstat counts every destination together, so this is an upper bound for one destination (the first command below splits it).{side}",
             num("ephemeral-ports", "time_wait"),
             n(w.connections)
         ))
