@@ -44,10 +44,20 @@ fn usage_error(e: clap::Error) -> ExitCode {
     }
 }
 
-/// First meaningful line of a clap message, without its `error: ` prefix.
+/// First meaningful line of a clap message, without its `error: ` prefix, plus the
+/// `[possible values: ...]` hint when clap gave one (it is what the user needs next).
 pub fn one_line(msg: &str) -> String {
     let first = msg.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
-    first.trim().trim_start_matches("error: ").to_string()
+    let mut line = first.trim().trim_start_matches("error: ").to_string();
+    if let Some(hint) = msg
+        .lines()
+        .map(str::trim)
+        .find(|l| l.starts_with("[possible values"))
+    {
+        line.push(' ');
+        line.push_str(hint);
+    }
+    line
 }
 
 pub fn run(command: Option<Command>, ctx: Ctx) -> anyhow::Result<ExitCode> {

@@ -201,13 +201,14 @@ fn output_file_is_written_and_unsupported_formats_are_refused() {
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8(out.stderr).unwrap();
     assert!(
-        err.starts_with("error: invalid value 'junit' for '--format <FORMAT>'"),
+        err.starts_with("rtcheck: error: invalid value 'junit' for '--format <FORMAT>'"),
         "{err}"
     );
     assert!(
         err.contains("[possible values: text, json, yaml, markdown]"),
         "{err}"
     );
+    assert_eq!(err.lines().count(), 1, "{err}");
 }
 
 #[test]
