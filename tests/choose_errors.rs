@@ -106,7 +106,7 @@ fn bad_duration_names_file_line_and_field() {
     let err = String::from_utf8(out.stderr).unwrap();
     assert!(
         err.starts_with(
-            "error: invalid value 'soon' for '--visible-within <DUR>': invalid duration `soon`"
+            "rtcheck: error: invalid value 'soon' for '--visible-within <DUR>': invalid duration `soon`"
         ),
         "{err}"
     );
@@ -164,7 +164,9 @@ fn zero_or_negative_connections_are_refused() {
         assert_eq!(out.status.code(), Some(2), "{flag} {value}");
         let err = String::from_utf8(out.stderr).unwrap();
         assert!(
-            err.starts_with(&format!("error: invalid value '{value}' for '{flag} <")),
+            err.starts_with(&format!(
+                "rtcheck: error: invalid value '{value}' for '{flag} <"
+            )),
             "{err}"
         );
         assert!(err.contains("must be at least 1"), "{err}");
@@ -287,7 +289,7 @@ fn unsupported_format_is_a_usage_error() {
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8(out.stderr).unwrap();
     assert!(
-        err.starts_with("error: invalid value 'junit' for '--format <FORMAT>'"),
+        err.starts_with("rtcheck: error: invalid value 'junit' for '--format <FORMAT>'"),
         "{err}"
     );
     assert!(
