@@ -1,10 +1,14 @@
 //! Parse, dispatch, and map errors to exit codes (0 ok, 1 findings, 2 usage/runtime error).
 use crate::cli::{Cli, Command, Ctx};
 use clap::{CommandFactory, Parser};
+
 use std::process::ExitCode;
 
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => return usage_error(e),
+    };
     let ctx = Ctx { color: cli.color };
     match run(cli.command, ctx) {
         Ok(code) => code,
@@ -19,6 +23,41 @@ pub fn main() -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+/// clap errors as one line (the standard for bad input); help and version as clap prints them.
+fn usage_error(e: clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    match e.kind() {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+            let _ = e.print();
+            ExitCode::SUCCESS
+        }
+        ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            let _ = e.print();
+            ExitCode::from(2)
+        }
+        _ => {
+            eprintln!("rtcheck: error: {} (see --help)", one_line(&e.to_string()));
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// First meaningful line of a clap message, without its `error: ` prefix, plus the
+/// `[possible values: ...]` hint when clap gave one (it is what the user needs next).
+pub fn one_line(msg: &str) -> String {
+    let first = msg.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+    let mut line = first.trim().trim_start_matches("error: ").to_string();
+    if let Some(hint) = msg
+        .lines()
+        .map(str::trim)
+        .find(|l| l.starts_with("[possible values"))
+    {
+        line.push(' ');
+        line.push_str(hint);
+    }
+    line
 }
 
 pub fn run(command: Option<Command>, ctx: Ctx) -> anyhow::Result<ExitCode> {

@@ -3,6 +3,7 @@ pub mod app;
 pub mod audit;
 pub mod bench;
 pub mod catalog;
+pub mod checklist;
 pub mod choose;
 pub mod cli;
 pub mod evidence;

@@ -177,19 +177,33 @@ impl Profile {
         Ok(())
     }
 
-    /// Parse a profile YAML; `origin` names the file in errors.
+    /// Parse a profile YAML; `origin` names the file in errors, with the line and field.
     pub fn from_yaml(text: &str, origin: &str) -> anyhow::Result<Profile> {
         let p: Profile = serde_yaml::from_str(text).map_err(|e| {
-            let loc = e
+            // serde_yaml appends " at line X column Y"; the prefix already says where.
+            let msg = e.to_string();
+            let mut msg = msg.split(" at line ").next().unwrap_or(&msg).to_string();
+            let mut loc = e
                 .location()
                 .map(|l| format!(":{}:{}", l.line(), l.column()))
                 .unwrap_or_default();
-            // serde_yaml appends " at line X column Y"; the prefix already says where.
-            let msg = e.to_string();
-            let msg = msg.split(" at line ").next().unwrap_or(&msg).to_string();
+            // Errors from custom deserializers (durations) carry neither the field nor its
+            // line: find the key that fails on its own and point at it.
+            if let Some((key, line)) = failing_key(text) {
+                if !msg.starts_with(&format!("{key}:")) && !msg.contains(&format!("`{key}`")) {
+                    msg = format!("{key}: {msg}");
+                    loc = format!(":{line}");
+                }
+            }
             anyhow::anyhow!("{origin}{loc}: {msg}")
         })?;
-        p.validate().map_err(|e| anyhow::anyhow!("{origin}: {e}"))?;
+        p.validate().map_err(|e| {
+            let field = e.split(':').next().unwrap_or_default();
+            let loc = key_line(text, field)
+                .map(|l| format!(":{l}"))
+                .unwrap_or_default();
+            anyhow::anyhow!("{origin}{loc}: {e}")
+        })?;
         Ok(p)
     }
 
@@ -202,6 +216,37 @@ impl Profile {
     pub fn to_yaml(&self) -> String {
         serde_yaml::to_string(self).expect("profile serializes")
     }
+}
+
+/// The first top-level key whose value alone fails to deserialize, with its line.
+fn failing_key(text: &str) -> Option<(String, usize)> {
+    let Ok(serde_yaml::Value::Mapping(m)) = serde_yaml::from_str::<serde_yaml::Value>(text) else {
+        return None;
+    };
+    m.into_iter().find_map(|(k, v)| {
+        let key = k.as_str()?.to_string();
+        let mut one = serde_yaml::Mapping::new();
+        one.insert(k, v);
+        serde_yaml::from_value::<Profile>(serde_yaml::Value::Mapping(one))
+            .is_err()
+            .then(|| {
+                let line = key_line(text, &key).unwrap_or(1);
+                (key, line)
+            })
+    })
+}
+
+/// 1-based line of a top-level `key:` in the YAML text.
+fn key_line(text: &str, key: &str) -> Option<usize> {
+    if key.is_empty() {
+        return None;
+    }
+    text.lines()
+        .position(|l| {
+            l.strip_prefix(key)
+                .is_some_and(|rest| rest.trim_start().starts_with(':'))
+        })
+        .map(|i| i + 1)
 }
 
 #[cfg(test)]
@@ -238,18 +283,21 @@ mod tests {
 
     #[test]
     fn bad_values_are_rejected_with_the_field() {
-        let e = Profile::from_yaml("connections: 0\n", "p.yaml")
+        let e = Profile::from_yaml("loss: shared\nconnections: 0\n", "p.yaml")
             .unwrap_err()
             .to_string();
-        assert!(e.contains("connections"), "{e}");
+        assert_eq!(e, "p.yaml:2: connections: must be at least 1");
         let e = Profile::from_yaml("connections: -5\n", "p.yaml")
             .unwrap_err()
             .to_string();
         assert!(e.contains("p.yaml:1"), "{e}");
-        let e = Profile::from_yaml("visible_within: soon\n", "p.yaml")
+        let e = Profile::from_yaml("loss: shared\nvisible_within: soon\n", "p.yaml")
             .unwrap_err()
             .to_string();
-        assert!(e.contains("invalid duration"), "{e}");
+        assert!(
+            e.starts_with("p.yaml:2: visible_within: invalid duration `soon`"),
+            "{e}"
+        );
         let e = Profile::from_yaml("loss: maybe\n", "p.yaml")
             .unwrap_err()
             .to_string();

@@ -164,28 +164,32 @@ fn junit_has_one_testcase_per_check_and_maps_statuses() {
     assert_eq!(m["time-wait"], "failure");
     assert_eq!(m["tcp-keepalive"], "failure");
     assert_eq!(m["fd-limit"], "ok");
-    // A fail is a failure whatever --fail-on (except never).
-    let out = audit("small-container")
-        .args(["--format", "junit"])
-        .assert()
-        .code(1)
-        .get_output()
-        .stdout
-        .clone();
-    let xml = String::from_utf8(out).unwrap();
-    let doc = roxmltree::Document::parse(&xml).unwrap();
-    let failing: Vec<&str> = doc
-        .descendants()
-        .filter(|n| n.has_tag_name("testcase") && n.children().any(|c| c.has_tag_name("failure")))
-        .map(|n| n.attribute("name").unwrap())
-        .collect();
-    assert_eq!(failing, ["memory", "cpu"]);
-    let suite = doc
-        .descendants()
-        .find(|n| n.has_tag_name("testsuite"))
-        .unwrap();
-    assert_eq!(suite.attribute("tests"), Some("10"));
-    assert_eq!(suite.attribute("failures"), Some("2"));
+    // A fail is a failure whatever --fail-on (even never, which only sets the exit code).
+    for (fail_on, code) in [("fail", 1), ("never", 0)] {
+        let out = audit("small-container")
+            .args(["--format", "junit", "--fail-on", fail_on])
+            .assert()
+            .code(code)
+            .get_output()
+            .stdout
+            .clone();
+        let xml = String::from_utf8(out).unwrap();
+        let doc = roxmltree::Document::parse(&xml).unwrap();
+        let failing: Vec<&str> = doc
+            .descendants()
+            .filter(|n| {
+                n.has_tag_name("testcase") && n.children().any(|c| c.has_tag_name("failure"))
+            })
+            .map(|n| n.attribute("name").unwrap())
+            .collect();
+        assert_eq!(failing, ["memory", "cpu"]);
+        let suite = doc
+            .descendants()
+            .find(|n| n.has_tag_name("testsuite"))
+            .unwrap();
+        assert_eq!(suite.attribute("tests"), Some("10"));
+        assert_eq!(suite.attribute("failures"), Some("2"));
+    }
 }
 
 #[test]

@@ -650,4 +650,30 @@ mod tests {
         let m = parse_meminfo(p, "MemTotal: 100 kB\nMemFree: 1 kB\nMemAvailable: 50 kB\n").unwrap();
         assert_eq!((m.total, m.available), (102_400, 51_200));
     }
+
+    #[test]
+    fn cgroup_limits_take_the_lowest_on_the_path_up() {
+        let d = tempfile::tempdir().unwrap();
+        let cg = d.path().join("fs/cgroup");
+        let leaf = cg.join("system.slice/app.service");
+        std::fs::create_dir_all(&leaf).unwrap();
+        std::fs::write(cg.join("cgroup.controllers"), "cpu memory\n").unwrap();
+        std::fs::write(cg.join("system.slice/memory.max"), "1000000\n").unwrap();
+        std::fs::write(leaf.join("memory.max"), "max\n").unwrap();
+        std::fs::write(cg.join("system.slice/cpu.max"), "max 100000\n").unwrap();
+        std::fs::write(leaf.join("cpu.max"), "150000 100000\n").unwrap();
+        let procs = Some("0::/system.slice/app.service\n");
+        let m = cgroup_memory(&cg, procs).unwrap();
+        assert_eq!((m.limit, m.version), (Some(1_000_000), 2));
+        assert!(m.file.ends_with("system.slice/memory.max"), "{}", m.file);
+        let c = cgroup_cpu(&cg, procs).unwrap();
+        assert_eq!(c.cpus, Some(1.5));
+        // Garbage in a limit file names it.
+        std::fs::write(leaf.join("cpu.max"), "lots\n").unwrap();
+        let e = cgroup_cpu(&cg, procs).unwrap_err();
+        assert!(
+            e.contains("app.service/cpu.max: unexpected content `lots`"),
+            "{e}"
+        );
+    }
 }

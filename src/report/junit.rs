@@ -1,5 +1,5 @@
 //! JUnit XML for findings (audit, verify): one testcase per check.
-//! fail -> <failure>; warn -> <failure> only with --fail-on warn, else passes with the
+//! fail -> <failure> (always); warn -> <failure> only with --fail-on warn, else passes with the
 //! details in <system-out>; skip -> <skipped>; pass -> success with <system-out>.
 use crate::report::{FailOn, Finding, FindingsReport, Status};
 use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
@@ -53,7 +53,7 @@ pub fn render(r: &FindingsReport, fail_on: FailOn) -> anyhow::Result<String> {
     suite.set_time(Duration::from_secs_f64(r.duration_ms.max(0.0) / 1000.0));
     for f in &r.findings {
         let failing = match f.status {
-            Status::Fail => fail_on != FailOn::Never,
+            Status::Fail => true,
             Status::Warn => fail_on == FailOn::Warn,
             _ => false,
         };

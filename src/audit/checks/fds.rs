@@ -67,6 +67,13 @@ fn fd_limit(w: &Workload, h: &Host) -> Finding {
         observed.push_str(&format!(", {} fds open now", n(open)));
     }
     let can_raise = l.hard >= recommended;
+    if status != Status::Pass {
+        observed.push_str(if can_raise {
+            "; hard allows it: the process can raise soft to hard by itself"
+        } else {
+            "; hard is too low as well: needs root"
+        });
+    }
     let summary = match (status, can_raise) {
         (Status::Pass, _) => format!(
             "Nothing to do: soft {} covers {} with headroom.",

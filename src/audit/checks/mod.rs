@@ -287,3 +287,182 @@ pub(crate) fn pct(part: f64, whole: f64) -> f64 {
     }
     (part / whole * 1000.0).round() / 10.0
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::audit::host::*;
+
+    /// A comfortable host; each test degrades one field.
+    fn host() -> Host {
+        Host {
+            process: "self".into(),
+            nofile: Ok(NofileLimit {
+                soft: 100_000,
+                hard: 100_000,
+            }),
+            open_fds: Ok(5),
+            file_max: Ok(1_000_000),
+            nr_open: Ok(1_048_576),
+            file_nr: Ok(FileNr {
+                allocated: 1000,
+                max: 1_000_000,
+            }),
+            port_range: Ok(PortRange {
+                low: 32768,
+                high: 60999,
+            }),
+            reserved_in_range: Ok(0),
+            tcp_tw_reuse: Ok(2),
+            sockstat: Ok(Sockstat {
+                tcp_inuse: 1,
+                tcp_tw: 0,
+            }),
+            tcp_wmem: Ok([4096, 16384, 65536]),
+            tcp_mem: Ok([1 << 20, 1 << 21, 1 << 22]),
+            page_size: 4096,
+            keepalive: Ok(Keepalive {
+                time_s: 60,
+                intvl_s: 10,
+                probes: 6,
+            }),
+            somaxconn: Ok(65535),
+            tcp_max_syn_backlog: Ok(65535),
+            meminfo: Ok(MemInfo {
+                total: 64 << 30,
+                available: 60 << 30,
+            }),
+            cgroup_memory: Ok(CgroupMemory {
+                limit: None,
+                file: "memory.max".into(),
+                version: 2,
+            }),
+            affinity: Ok(Affinity {
+                list: "0-31".into(),
+                count: 32,
+            }),
+            cgroup_cpu: Ok(CgroupCpu {
+                cpus: None,
+                file: "cpu.max".into(),
+                version: 2,
+            }),
+            conntrack: Ok(None),
+            conntrack_file: "nf_conntrack_max".into(),
+        }
+    }
+
+    fn status(p: &Profile, h: &Host, id: &str) -> Status {
+        run_all(p, h, &[])
+            .into_iter()
+            .find(|f| f.id == id)
+            .unwrap()
+            .status
+    }
+
+    #[test]
+    fn comfortable_host_passes_everything_but_conntrack_skips() {
+        let fs = run_all(&Profile::default(), &host(), &[]);
+        for f in &fs {
+            let want = if f.id == "conntrack" {
+                Status::Skip
+            } else {
+                Status::Pass
+            };
+            assert_eq!(f.status, want, "{}: {}", f.id, f.observed);
+        }
+    }
+
+    #[test]
+    fn fd_limit_boundaries() {
+        let p = Profile::default(); // 10,000: needed 10,000, recommended 12,064
+        let mut h = host();
+        for (soft, want) in [
+            (9_999, Status::Fail),
+            (10_000, Status::Warn),
+            (12_063, Status::Warn),
+            (12_064, Status::Pass),
+        ] {
+            h.nofile = Ok(NofileLimit {
+                soft,
+                hard: 100_000,
+            });
+            assert_eq!(status(&p, &h, "fd-limit"), want, "soft {soft}");
+        }
+    }
+
+    #[test]
+    fn memory_boundaries_and_cgroup_below_mem_available() {
+        let p = Profile::default(); // need 270 MB
+        let mut h = host();
+        for (limit, want) in [
+            (269_999_999u64, Status::Fail),
+            (270_000_000, Status::Warn),
+            (539_999_999, Status::Warn),
+            (540_000_000, Status::Pass),
+        ] {
+            h.cgroup_memory = Ok(CgroupMemory {
+                limit: Some(limit),
+                file: "memory.max".into(),
+                version: 2,
+            });
+            assert_eq!(status(&p, &h, "memory"), want, "limit {limit}");
+        }
+    }
+
+    #[test]
+    fn ports_time_wait_keepalive_and_per_machine_share() {
+        let mut p = Profile {
+            role: Role::Loadgen,
+            connections: 14_116, // 2 x 14,116 = 28,232: exactly the range
+            ..Profile::default()
+        };
+        let mut h = host();
+        assert_eq!(status(&p, &h, "ephemeral-ports"), Status::Pass);
+        p.connections += 1;
+        assert_eq!(status(&p, &h, "ephemeral-ports"), Status::Warn);
+        p.connections = 28_233;
+        assert_eq!(status(&p, &h, "ephemeral-ports"), Status::Fail);
+        // Over two machines each host carries half.
+        p.machines = 2;
+        assert_eq!(status(&p, &h, "ephemeral-ports"), Status::Warn);
+
+        h.sockstat = Ok(Sockstat {
+            tcp_inuse: 1,
+            tcp_tw: 14_116,
+        });
+        assert_eq!(status(&p, &h, "time-wait"), Status::Pass);
+        h.sockstat = Ok(Sockstat {
+            tcp_inuse: 1,
+            tcp_tw: 14_117,
+        });
+        assert_eq!(status(&p, &h, "time-wait"), Status::Warn);
+
+        h.keepalive = Ok(Keepalive {
+            time_s: 240,
+            intvl_s: 10,
+            probes: 6,
+        });
+        assert_eq!(status(&p, &h, "tcp-keepalive"), Status::Pass);
+        h.keepalive = Ok(Keepalive {
+            time_s: 241,
+            intvl_s: 10,
+            probes: 6,
+        });
+        assert_eq!(status(&p, &h, "tcp-keepalive"), Status::Warn);
+    }
+
+    #[test]
+    fn tcp_wmem_against_tcp_mem_and_memory() {
+        let p = Profile::default();
+        let mut h = host();
+        // 4 MB x 10,000 = 41.9 GB > tcp_mem (16 GB), pinned 16 GB < 30 GB: warn.
+        h.tcp_wmem = Ok([4096, 16384, 4_194_304]);
+        assert_eq!(status(&p, &h, "tcp-wmem"), Status::Warn);
+        // Kernel may pin more than is available: fail.
+        h.meminfo = Ok(MemInfo {
+            total: 16 << 30,
+            available: 8 << 30,
+        });
+        assert_eq!(status(&p, &h, "tcp-wmem"), Status::Fail);
+    }
+}

@@ -158,7 +158,8 @@ fn time_wait(w: &Workload, h: &Host) -> Finding {
         .size()
         .saturating_sub(*h.reserved_in_range.as_ref().unwrap_or(&0));
     let ratio = pct(ss.tcp_tw as f64, usable as f64);
-    let status = if ratio > 50.0 {
+    // Decide on exact integers; the rounded percentage is for display only.
+    let status = if ss.tcp_tw * 2 > usable {
         Status::Warn
     } else {
         Status::Pass
@@ -186,7 +187,7 @@ fn time_wait(w: &Workload, h: &Host) -> Finding {
         ))
         .expected(expected)
         .rule(format!(
-            "TIME_WAIT lasts {} s and keeps its port; warn above 50% of the usable range, since a reconnect storm of this workload ({} connections) needs the rest.{side}",
+            "TIME_WAIT lasts {} s and keeps its port; warn above 50% of the usable range, since a reconnect storm of this workload ({} connections) needs the rest. sockstat counts every destination together, so this is an upper bound for one destination (the first command below splits it).{side}",
             num("ephemeral-ports", "time_wait"),
             n(w.connections)
         ))
@@ -249,7 +250,7 @@ fn somaxconn(w: &Workload, h: &Host) -> Finding {
         ))
         .expected(expected)
         .rule(format!(
-            "after a restart or network blip every client reconnects at once ({} connections, capped at 65,535); handshakes beyond the SYN and accept queues are dropped and retried after 1 s, 3 s, ... ; warn when either queue is smaller than the burst. In the evidence {}.",
+            "after a restart or network blip every client reconnects at once ({} connections, capped at 65,535); handshakes beyond the SYN and accept queues are dropped and retried seconds later (SYN retransmits start at 1 s and double); warn when either queue is smaller than the burst. In the evidence {}.",
             n(w.connections),
             storm_text()
         ))

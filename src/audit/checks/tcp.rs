@@ -161,7 +161,7 @@ fn tcp_keepalive(w: &Workload, h: &Host) -> Finding {
             Status::Warn,
             format!(
                 "TCP alone needs {} to drop a vanished peer: the application must ping ({} {ping}). Lowering keepalive only helps sockets that enable SO_KEEPALIVE.",
-                crate::units::fmt_duration(std::time::Duration::from_secs(detect)),
+                human_secs(detect),
                 if w.transport == Transport::Sse { "SSE: a comment line as heartbeat;" } else { "WebSocket ping/pong;" }
             ),
         )
@@ -206,4 +206,17 @@ fn tcp_keepalive(w: &Workload, h: &Host) -> Finding {
         .num("probes", ka.probes as f64)
         .num("detect_s", detect as f64)
         .build()
+}
+
+/// "7,875 s (2 h 11 min)": seconds as measured plus a human reading.
+fn human_secs(s: u64) -> String {
+    if s < 120 {
+        return format!("{s} s");
+    }
+    let (h, m) = (s / 3600, (s % 3600) / 60);
+    if h == 0 {
+        format!("{} s ({m} min)", n(s))
+    } else {
+        format!("{} s ({h} h {m} min)", n(s))
+    }
 }

@@ -1,7 +1,23 @@
 //! Text rendering of a findings report (audit, and verify through the same function):
 //! one table row per check, then the details of everything that is not a plain pass.
 use crate::report::{FindingsReport, Palette, Status};
-use comfy_table::{presets::UTF8_FULL_CONDENSED, ContentArrangement, Table};
+use comfy_table::{
+    presets::UTF8_FULL_CONDENSED, Attribute, Cell, Color, ContentArrangement, Table,
+};
+
+/// Status cell styled by comfy-table itself, so column widths ignore escape codes.
+fn status_cell(st: Status, colour: bool) -> Cell {
+    let c = Cell::new(st.as_str());
+    if !colour {
+        return c;
+    }
+    match st {
+        Status::Pass => c.fg(Color::Green),
+        Status::Warn => c.fg(Color::Yellow),
+        Status::Fail => c.fg(Color::Red).add_attribute(Attribute::Bold),
+        Status::Skip => c.add_attribute(Attribute::Dim),
+    }
+}
 
 pub fn render(r: &FindingsReport, pal: Palette) -> String {
     let mut out = String::new();
@@ -30,16 +46,21 @@ pub fn render(r: &FindingsReport, pal: Palette) -> String {
         .set_content_arrangement(ContentArrangement::Dynamic)
         .set_width(120)
         .set_header(vec!["status", "check", "observed", "expected"]);
+    if pal.enabled {
+        table.enforce_styling();
+    } else {
+        table.force_no_tty();
+    }
     for f in &r.findings {
         let observed = match (&f.status, &f.reason) {
             (Status::Skip, Some(reason)) if f.observed == "not read" => reason.clone(),
             _ => f.observed.clone(),
         };
         table.add_row(vec![
-            pal.status(f.status),
-            f.id.clone(),
-            observed,
-            f.expected.clone(),
+            status_cell(f.status, pal.enabled),
+            Cell::new(&f.id),
+            Cell::new(observed),
+            Cell::new(&f.expected),
         ]);
     }
     out.push_str(&table.to_string());
@@ -56,12 +77,8 @@ pub fn render(r: &FindingsReport, pal: Palette) -> String {
         if let Some(reason) = &f.reason {
             out.push_str(&format!("  reason:   {reason}\n"));
         }
-        if f.status == Status::Skip
-            && f.reason
-                .as_deref()
-                .is_some_and(|r| !r.starts_with("skipped by request"))
-        {
-            continue;
+        if f.status == Status::Skip {
+            continue; // the reason says it all; the table shows what was observed
         }
         out.push_str(&format!("  rule:     {}\n", f.rule));
         for e in &f.evidence {

@@ -1,1 +1,154 @@
-//! text rendering of choose results.
+//! text rendering of choose results: the four questions, sizing, then the six must-haves.
+use crate::choose::{Delivery, Recommendation};
+use crate::evidence::fmt_num;
+use crate::profile::Transport;
+use crate::report::{EvidenceRef, Palette};
+use crate::units::fmt_bytes;
+
+fn evidence_lines(s: &mut String, ev: &[EvidenceRef], p: &Palette) {
+    let w = ev.iter().map(|e| e.id.len()).max().unwrap_or(0);
+    for (i, e) in ev.iter().enumerate() {
+        let label = if i == 0 { "evidence" } else { "" };
+        s.push_str(&format!(
+            "    {label:<9} {}  {}\n",
+            p.dim(&format!("{:<w$}", e.id)),
+            e.value
+        ));
+    }
+}
+
+use crate::choose::decide::fmt_ms as ms;
+
+pub fn render(r: &Recommendation, p: &Palette) -> String {
+    let mut s = String::new();
+    s.push_str(&format!(
+        "{} {}  {} {}  {} {}\n\n",
+        p.dim("transport"),
+        p.bold(r.transport.as_str()),
+        p.dim("delivery"),
+        p.bold(r.delivery.as_str()),
+        p.dim("topology"),
+        p.bold(r.topology.as_str())
+    ));
+    for q in &r.reasons {
+        s.push_str(&format!(
+            "{}  {}\n",
+            p.bold(&q.id.to_uppercase()),
+            q.question
+        ));
+        s.push_str(&format!("    answer    {}\n", q.answer));
+        s.push_str(&format!("    decision  {}\n", p.good(&q.decision)));
+        s.push_str(&format!("    why       {}\n", q.detail));
+        evidence_lines(&mut s, &q.evidence, p);
+        if q.id == "q1" && !r.alternatives.is_empty() {
+            s.push_str("    compare   option                delivery p50   idle/client-min   requests/s   open connections\n");
+            for a in &r.alternatives {
+                let mark = if a.recommended { "*" } else { " " };
+                s.push_str(&format!(
+                    "            {mark} {:<20} {:>12}   {:>15}   {:>10}   {:>16}\n",
+                    a.label,
+                    ms(a.delivery_p50_ms),
+                    fmt_bytes(a.idle_bytes_per_client_minute),
+                    fmt_num(a.requests_per_s.round()),
+                    fmt_num(a.open_connections as f64)
+                ));
+            }
+            s.push_str(&p.dim("              * recommended (polling from 5s up, push below). Polling: p50 about half the interval (486 ms at 1s, 2.3 s at 5s), idle bytes scaled from 8.4 KB/min at 1s, requests/s = connections / interval.\n"));
+        }
+        s.push('\n');
+    }
+
+    let z = &r.sizing;
+    let pr = &r.profile;
+    s.push_str(&format!(
+        "{}  max disconnect {} x {} msg/s = {} messages to replay, {} B each\n",
+        p.bold("Sizing"),
+        crate::units::fmt_duration(pr.max_disconnect),
+        fmt_num(pr.rate),
+        fmt_num(z.messages_to_replay as f64),
+        fmt_num(pr.size as f64)
+    ));
+    let used = |d: Delivery| if r.delivery == d { "your delivery" } else { "" };
+    let rows = [
+        (
+            "ring buffer (seq-ring)".to_string(),
+            z.ring_bytes,
+            used(Delivery::SeqRing).to_string(),
+        ),
+        (
+            "session per client (session-ack)".to_string(),
+            z.session_bytes_per_client,
+            used(Delivery::SessionAck).to_string(),
+        ),
+        (
+            format!("all {} sessions at once", fmt_num(pr.connections as f64)),
+            z.sessions_worst_case_bytes,
+            "reference: 10,000 clients = 830.0 MB, so give sessions a TTL".to_string(),
+        ),
+        (
+            format!(
+                "RAM per machine ({} conns)",
+                fmt_num(z.connections_per_machine as f64)
+            ),
+            z.ram_bytes_per_machine,
+            format!(
+                "at {} per idle connection: the reference host (Go + gorilla/websocket), not this host",
+                fmt_bytes(z.per_connection_bytes)
+            ),
+        ),
+    ];
+    let w = rows.iter().map(|r| r.0.len()).max().unwrap_or(0);
+    for (label, bytes, note) in rows {
+        let line = format!(
+            "    {label:<w$}  {:>10}   {}",
+            fmt_bytes(bytes),
+            p.dim(&note)
+        );
+        s.push_str(line.trim_end());
+        s.push('\n');
+    }
+    if r.transport == Transport::Polling {
+        s.push_str(&p.dim("    (polling holds no connection between requests; the RAM figure is what long-lived connections would cost)\n"));
+    }
+    evidence_lines(&mut s, &z.evidence, p);
+    s.push('\n');
+
+    s.push_str(&format!(
+        "{}\n",
+        p.bold("Six must-haves (whatever the branch)")
+    ));
+    for m in &r.must_haves {
+        let mark = if m.applies {
+            p.good("[x]")
+        } else {
+            p.dim("[-]")
+        };
+        s.push_str(&format!("  {mark} {:<17} {}\n", m.id, m.title));
+        match &m.not_applicable {
+            Some(na) => s.push_str(&format!(
+                "      {}\n",
+                p.dim(&format!("does not apply to polling: {na}"))
+            )),
+            None => {
+                s.push_str(&format!("      {}\n", m.why));
+                // The headline number in full; the scenarios behind it by id (`rtcheck evidence ID`).
+                if let Some((first, rest)) = m.evidence.split_first() {
+                    let mut line = format!("{}: {}", first.id, first.value);
+                    if !rest.is_empty() {
+                        let ids: Vec<&str> = rest.iter().map(|e| e.id.as_str()).collect();
+                        line.push_str(&format!("; see also {}", ids.join(", ")));
+                    }
+                    s.push_str(&format!("      {}\n", p.dim(&line)));
+                }
+            }
+        }
+    }
+    if !r.notes.is_empty() {
+        s.push_str(&format!("\n{}\n", p.bold("Notes")));
+        for n in &r.notes {
+            s.push_str(&format!("  - {n}\n"));
+        }
+    }
+    s.push_str(&p.dim("\nNumbers: Go 1.23 + gorilla/websocket in Docker on one host, no TLS (`rtcheck evidence ID`). Yours will differ; mechanisms and orders of magnitude do not.\n"));
+    s
+}

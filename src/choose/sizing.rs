@@ -1,0 +1,121 @@
+//! Sizing of the replay buffers and memory, from the profile and the reference numbers.
+use crate::evidence;
+use crate::profile::Profile;
+use crate::report::EvidenceRef;
+use serde::{Deserialize, Serialize};
+
+/// All byte figures are integers (bytes, decimal units when printed).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Sizing {
+    /// Shared ring buffer: max_disconnect x rate x size (seq-ring delivery).
+    pub ring_bytes: u64,
+    /// What one disconnected client's session holds: the same product (session-ack delivery).
+    pub session_bytes_per_client: u64,
+    /// Every client disconnected at once: connections x session_bytes_per_client.
+    pub sessions_worst_case_bytes: u64,
+    /// Connections per machine x the reference RSS per idle connection.
+    pub ram_bytes_per_machine: u64,
+    pub connections_per_machine: u64,
+    /// The per-connection figure used (reference, not measured on this host).
+    pub per_connection_bytes: u64,
+    /// Messages a disconnected client must get back: max_disconnect x rate.
+    pub messages_to_replay: u64,
+    pub evidence: Vec<EvidenceRef>,
+}
+
+/// max_disconnect x rate x size, rounded up; saturates instead of overflowing.
+fn replay_bytes(p: &Profile) -> u64 {
+    let bytes = p.max_disconnect.as_secs_f64() * p.rate * p.size as f64;
+    to_u64(bytes.ceil())
+}
+
+fn to_u64(v: f64) -> u64 {
+    if v.is_nan() || v <= 0.0 {
+        0
+    } else if v >= u64::MAX as f64 {
+        u64::MAX
+    } else {
+        v as u64
+    }
+}
+
+pub fn size(p: &Profile) -> Sizing {
+    let per_client = replay_bytes(p);
+    let per_conn = evidence::num("conn-ram", "rss_per_conn") as u64;
+    let cpm = p.connections_per_machine();
+    Sizing {
+        ring_bytes: per_client,
+        session_bytes_per_client: per_client,
+        sessions_worst_case_bytes: p.connections.saturating_mul(per_client),
+        ram_bytes_per_machine: cpm.saturating_mul(per_conn),
+        connections_per_machine: cpm,
+        per_connection_bytes: per_conn,
+        messages_to_replay: to_u64((p.max_disconnect.as_secs_f64() * p.rate).ceil()),
+        evidence: vec![
+            evidence::reference("ring-sizing"),
+            evidence::reference("session-ack"),
+            evidence::reference("session-expiry"),
+            evidence::reference("conn-ram"),
+        ],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn profile(connections: u64, machines: u64, rate: f64, size: u64, secs: f64) -> Profile {
+        Profile {
+            connections,
+            machines,
+            rate,
+            size,
+            max_disconnect: Duration::from_secs_f64(secs),
+            ..Profile::default()
+        }
+    }
+
+    #[test]
+    fn reproduces_the_reference_830_mb_for_10000_sessions() {
+        // 83 KB per client per disconnect (session-ack) x 10,000 clients = 830 MB.
+        let per_client = evidence::num("session-ack", "bytes_per_client");
+        let clients = evidence::num("session-expiry", "clients") as u64;
+        // 1 s x 83 msg/s x 1,000 B = 83,000 B.
+        let s = size(&profile(clients, 1, per_client / 1000.0, 1000, 1.0));
+        assert_eq!(s.session_bytes_per_client, 83_000);
+        assert_eq!(
+            s.sessions_worst_case_bytes,
+            evidence::num("session-expiry", "bytes") as u64
+        );
+    }
+
+    #[test]
+    fn ring_is_disconnect_times_rate_times_size() {
+        let s = size(&profile(10, 1, 10.0, 1024, 3.0));
+        assert_eq!(s.ring_bytes, 30_720);
+        assert_eq!(s.messages_to_replay, 30);
+        // Fractions round up: 0.5 s x 3 msg/s x 1 B = 1.5 B -> 2 B.
+        assert_eq!(size(&profile(1, 1, 3.0, 1, 0.5)).ring_bytes, 2);
+    }
+
+    #[test]
+    fn ram_per_machine_uses_the_27_kb_reference() {
+        // 10,000 connections on one machine: 270 MB (the article measured 280 MB).
+        let s = size(&profile(10_000, 1, 1.0, 1, 1.0));
+        assert_eq!(s.per_connection_bytes, 27_000);
+        assert_eq!(s.ram_bytes_per_machine, 270_000_000);
+        // Split over 3 machines, rounded up per machine.
+        let s = size(&profile(10_000, 3, 1.0, 1, 1.0));
+        assert_eq!(s.connections_per_machine, 3_334);
+        assert_eq!(s.ram_bytes_per_machine, 3_334 * 27_000);
+    }
+
+    #[test]
+    fn huge_inputs_saturate_instead_of_panicking() {
+        let s = size(&profile(u64::MAX, 1, 1e300, u64::MAX, 1e6));
+        assert_eq!(s.ring_bytes, u64::MAX);
+        assert_eq!(s.sessions_worst_case_bytes, u64::MAX);
+        assert_eq!(s.ram_bytes_per_machine, u64::MAX);
+    }
+}

@@ -1,0 +1,174 @@
+//! The interactive flow through a real pseudo-terminal: spawn the built binary, answer the
+//! prompts like a user, and read the saved profile back.
+use expectrl::{Eof, Session};
+use rtcheck::profile::{Loss, Profile, Transport, Upstream};
+use std::process::Command;
+use std::time::Duration;
+
+const DOWN: &str = "\x1b[B";
+const ENTER: &str = "\r";
+
+fn spawn(args: &[&str]) -> Session {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_rtcheck"));
+    cmd.args(args).env("NO_COLOR", "1").env("TERM", "xterm");
+    let mut s = Session::spawn(cmd).expect("spawn rtcheck in a pty");
+    s.set_expect_timeout(Some(Duration::from_secs(20)));
+    s
+}
+
+/// Wait for a prompt, give the terminal a moment to switch to raw mode, then type.
+fn answer(s: &mut Session, prompt: &str, keys: &str) {
+    s.expect(prompt)
+        .unwrap_or_else(|e| panic!("prompt `{prompt}` not shown: {e}"));
+    std::thread::sleep(Duration::from_millis(150));
+    s.send(keys).unwrap();
+}
+
+fn wait_success(mut s: Session) {
+    s.expect(Eof).expect("rtcheck exits");
+    let status = s.get_process().wait().expect("exit status");
+    assert_eq!(
+        status,
+        expectrl::WaitStatus::Exited(s.get_process().pid(), 0),
+        "rtcheck exited with {status:?}"
+    );
+}
+
+#[test]
+fn full_walk_on_a_terminal_saves_the_answers() {
+    let dir = tempfile::tempdir().unwrap();
+    let save = dir.path().join("profile.yaml");
+    let save_s = save.to_str().unwrap();
+    let mut s = spawn(&["choose", "--format", "json", "--save", save_s]);
+
+    // Each question has a one-line explanation before its prompt.
+    s.expect("Q1 freshness").unwrap();
+    answer(&mut s, "Visible within", &format!("200ms{ENTER}"));
+    s.expect("Q2 upstream").unwrap();
+    answer(&mut s, "Upstream", &format!("{DOWN}{ENTER}")); // sparse (default) -> dense
+    answer(&mut s, "Binary payloads?", ENTER); // default: no
+    s.expect("Q3 loss").unwrap();
+    answer(&mut s, "If one message is lost", &format!("{DOWN}{ENTER}")); // shared
+    s.expect("Q4 scale").unwrap();
+    answer(&mut s, "Connections", &format!("20000{ENTER}"));
+    answer(&mut s, "Machines", &format!("2{ENTER}"));
+    answer(&mut s, "Messages per second per client", ENTER); // default 10
+    answer(&mut s, "Bytes per message", &format!("512{ENTER}"));
+    answer(&mut s, "Max disconnect", &format!("5s{ENTER}"));
+    s.expect("\"transport\": \"websocket\"").unwrap();
+    wait_success(s);
+
+    let p = Profile::load(&save).unwrap();
+    assert_eq!(
+        p,
+        Profile {
+            visible_within: Some(Duration::from_millis(200)),
+            upstream: Some(Upstream::Dense),
+            binary: false,
+            loss: Some(Loss::Shared),
+            connections: 20_000,
+            machines: 2,
+            rate: 10.0,
+            size: 512,
+            max_disconnect: Duration::from_secs(5),
+            transport: Some(Transport::Websocket),
+            ..Profile::default()
+        }
+    );
+}
+
+#[test]
+fn a_bad_answer_is_asked_again_not_fatal() {
+    let dir = tempfile::tempdir().unwrap();
+    let save = dir.path().join("p.yaml");
+    let mut s = spawn(&["choose", "--save", save.to_str().unwrap()]);
+    answer(&mut s, "Visible within", &format!("soon{ENTER}"));
+    // dialoguer shows the validation error and asks again.
+    s.expect("invalid duration").unwrap();
+    answer(&mut s, "Visible within", &format!("2m{ENTER}"));
+    answer(&mut s, "Upstream", ENTER);
+    answer(&mut s, "Binary payloads?", ENTER);
+    answer(&mut s, "If one message is lost", ENTER); // replaceable
+    answer(&mut s, "Connections", &format!("0{ENTER}"));
+    s.expect("must be at least 1").unwrap();
+    answer(&mut s, "Connections", &format!("300{ENTER}"));
+    for prompt in [
+        "Machines",
+        "Messages per second per client",
+        "Bytes per message",
+        "Max disconnect",
+    ] {
+        answer(&mut s, prompt, ENTER);
+    }
+    s.expect("transport").unwrap();
+    wait_success(s);
+    let p = Profile::load(&save).unwrap();
+    assert_eq!(p.visible_within, Some(Duration::from_secs(120)));
+    assert_eq!(p.connections, 300);
+    assert_eq!(p.transport, Some(Transport::Polling));
+    assert_eq!(p.loss, Some(Loss::Replaceable));
+}
+
+#[test]
+fn only_the_missing_answers_are_asked_when_some_flags_are_given() {
+    let dir = tempfile::tempdir().unwrap();
+    let save = dir.path().join("p.yaml");
+    let mut s = spawn(&[
+        "choose",
+        "--visible-within",
+        "5m",
+        "--upstream",
+        "none",
+        "--connections",
+        "1000",
+        "--save",
+        save.to_str().unwrap(),
+    ]);
+    // Q1 and Q2 are answered by flags: the first prompt is Q3.
+    answer(
+        &mut s,
+        "If one message is lost",
+        &format!("{DOWN}{DOWN}{ENTER}"),
+    ); // per-user
+    s.expect("transport").unwrap();
+    let rest = s.expect(Eof).unwrap();
+    let shown = String::from_utf8_lossy(rest.before());
+    assert!(!shown.contains("Visible within"), "{shown}");
+    assert!(!shown.contains("Connections"), "{shown}");
+    let p = Profile::load(&save).unwrap();
+    assert_eq!(p.loss, Some(Loss::PerUser));
+    assert_eq!(p.connections, 1000);
+    assert_eq!(p.transport, Some(Transport::Polling));
+}
+
+#[test]
+fn no_input_on_a_terminal_fails_instead_of_asking() {
+    let mut s = spawn(&["choose", "--no-input", "--loss", "shared"]);
+    s.expect("missing answers: visible_within").unwrap();
+    s.expect(Eof).unwrap();
+    let status = s.get_process().wait().unwrap();
+    assert_eq!(
+        status,
+        expectrl::WaitStatus::Exited(s.get_process().pid(), 2)
+    );
+}
+
+#[test]
+fn ctrl_c_at_a_prompt_exits_130_and_saves_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let save = dir.path().join("p.yaml");
+    let mut s = spawn(&["choose", "--save", save.to_str().unwrap()]);
+    answer(&mut s, "Visible within", &format!("1s{ENTER}"));
+    answer(&mut s, "Upstream", "\x03");
+    s.expect(Eof).unwrap();
+    let status = s.get_process().wait().unwrap();
+    // Ctrl-C stops the process: 130 from the guard that restores the cursor, or exit 2 when
+    // the prompt reads it as a key.
+    let pid = s.get_process().pid();
+    assert!(
+        status == expectrl::WaitStatus::Exited(pid, 130)
+            || status == expectrl::WaitStatus::Exited(pid, 2),
+        "{status:?}"
+    );
+    assert!(!save.exists());
+}
