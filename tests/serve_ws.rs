@@ -228,9 +228,9 @@ async fn slow_client_is_dropped_then_removed_while_others_keep_receiving() {
         "--size",
         "16KiB",
         "--queue",
-        "4",
+        "16",
         "--write-deadline",
-        "300ms",
+        "500ms",
         "--sndbuf",
         "4096",
         "--wait-start",
@@ -260,9 +260,9 @@ async fn slow_client_is_dropped_then_removed_while_others_keep_receiving() {
     assert_eq!(s["closed"]["write_deadline"], 1);
     assert!(
         s["drops"].as_u64().unwrap() >= 1,
-        "queue of 4 must overflow: {s}"
+        "queue of 16 must overflow: {s}"
     );
-    assert_eq!(s["max_queue_depth"], 4);
+    assert_eq!(s["max_queue_depth"], 16);
     // Accounting: the slow client's 100 messages are written, dropped or missed.
     let slow_written = s["messages_sent"]["ws"].as_u64().unwrap() - 1000;
     assert_eq!(
@@ -275,13 +275,13 @@ async fn slow_client_is_dropped_then_removed_while_others_keep_receiving() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn silent_client_is_removed_after_pong_wait_and_a_live_one_stays() {
-    let srv = Server::start(&["--rate", "5", "--ping", "100ms", "--pong-wait", "400ms"]);
+    let srv = Server::start(&["--rate", "5", "--ping", "100ms", "--pong-wait", "1s"]);
     let mut live = connect(srv.addr).await;
     // Reading makes tungstenite answer pings.
     let reader = tokio::spawn(async move {
         let t0 = Instant::now();
         let mut pings = 0;
-        while t0.elapsed() < Duration::from_millis(1500) {
+        while t0.elapsed() < Duration::from_millis(2500) {
             if let Ok(Some(Ok(Message::Ping(_)))) =
                 tokio::time::timeout(Duration::from_millis(100), live.next()).await
             {

@@ -489,7 +489,7 @@ impl Hub {
             }
             let offset = Duration::from_nanos((seq - 1) * period_ns);
             tokio::select! {
-                _ = tokio::time::sleep_until(start + offset) => {}
+                _ = sleep_precisely_until(start + offset) => {}
                 _ = self.shutdown_signalled() => return,
             }
             let round = Round::build(
@@ -628,6 +628,16 @@ impl Hub {
             });
         }
         while set.join_next().await.is_some() {}
+    }
+}
+
+/// The tokio timer has 1 ms granularity and fires late; sleep to ~1 ms before the
+/// scheduled instant, then yield until it (costs < 1 ms of polling per round).
+async fn sleep_precisely_until(due: tokio::time::Instant) {
+    let coarse = due.checked_sub(Duration::from_millis(1)).unwrap_or(due);
+    tokio::time::sleep_until(coarse).await;
+    while tokio::time::Instant::now() < due {
+        tokio::task::yield_now().await;
     }
 }
 

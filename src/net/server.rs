@@ -182,6 +182,13 @@ async fn upgrade_ws(hub: Arc<Hub>, stream: TcpStream, req: Request, leftover: Ve
         return;
     };
     let accept = tokio_tungstenite::tungstenite::handshake::derive_accept_key(key.as_bytes());
+    // Nothing of the HTTP request may stay allocated for the connection's lifetime.
+    drop(req);
+    let leftover = if leftover.is_empty() {
+        Vec::new()
+    } else {
+        leftover
+    };
     let resp = format!(
         "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: {accept}\r\n\r\n"
     );
@@ -248,8 +255,12 @@ async fn ws_loop(hub: &Hub, conn: &Conn, mut inbuf: Vec<u8>) -> (CloseReason, u6
                 continue;
             }
         }
-        let ping_at = next_ping;
+        // One timer for both ping and pong deadline keeps the idle task small.
         let dead_at = pong_wait.map(|w| last_in + w);
+        let wake_at = match (next_ping, dead_at) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
         tokio::select! {
             _ = conn.notify.notified() => {}
             r = s.readable() => {
@@ -275,11 +286,16 @@ async fn ws_loop(hub: &Hub, conn: &Conn, mut inbuf: Vec<u8>) -> (CloseReason, u6
                     Ok(ReadOutcome::Eof) | Err(_) => return (CloseReason::Peer, 0),
                 }
             }
-            _ = sleep_opt(ping_at) => {
-                control.extend_from_slice(&wsframe::frame(wsframe::OP_PING, b""));
-                next_ping = ping.map(|p| Instant::now() + p);
+            _ = sleep_opt(wake_at) => {
+                let now = Instant::now();
+                if dead_at.is_some_and(|d| now >= d) {
+                    return (CloseReason::PongTimeout, 0);
+                }
+                if next_ping.is_some_and(|p| now >= p) {
+                    control.extend_from_slice(&wsframe::frame(wsframe::OP_PING, b""));
+                    next_ping = ping.map(|p| now + p);
+                }
             }
-            _ = sleep_opt(dead_at) => return (CloseReason::PongTimeout, 0),
         }
     }
 }
@@ -359,6 +375,7 @@ async fn serve_sse(hub: Arc<Hub>, stream: TcpStream, req: Request) {
     if hub.is_shutting_down() {
         return;
     }
+    drop(req);
     let head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-store\r\nConnection: keep-alive\r\nX-Accel-Buffering: no\r\n\r\n";
     let (conn, replay, gap) = hub.register_sse(stream, last_id);
     let (reason, in_flight) = sse_loop(&hub, &conn, head, replay, gap).await;
