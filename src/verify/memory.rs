@@ -89,6 +89,12 @@ fn measure(run: &Run, t: Transport) -> anyhow::Result<Verification> {
     let started = Instant::now();
     let n = run.opts.connections;
     let budget = run.budget.within(Duration::from_secs(120));
+    // One descriptor per client here (the server raises its own limit to the hard one).
+    let (_, hard) = sys::nofile()?;
+    let room = hard.saturating_sub(sys::open_fds("self")? + 64);
+    if n > room {
+        bail!("--connections {n}: needs {n} descriptors in this process, the open-files limit leaves {room}");
+    }
     // Idle: no publishing; pings stay on (default 20 s) as in production, pong-wait long
     // enough that no client is removed during the run.
     let server = Server::start(

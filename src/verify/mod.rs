@@ -211,8 +211,8 @@ impl VerifyOptions {
                 bail!("--limit {l}: above the hard open-files limit {hard} (raise it with `ulimit -Hn` first)");
             }
         }
-        if self.closed > 100_000 || self.opened > 100_000 {
-            bail!("--closed/--opened: at most 100,000 each");
+        if !(1..=100_000).contains(&self.closed) || !(1..=100_000).contains(&self.opened) {
+            bail!("--closed/--opened: expected 1 to 100,000 each");
         }
         if self.connections == 0 || self.connections > 100_000 {
             bail!("--connections {}: expected 1 to 100,000", self.connections);

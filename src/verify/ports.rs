@@ -67,6 +67,13 @@ pub fn run(run: &Run) -> anyhow::Result<Vec<Verification>> {
     } else {
         0
     };
+    // The server side of every closed connection is held until the clients have closed
+    // (so the clients, not the server, end in TIME_WAIT): K descriptors here.
+    let (_, hard) = sys::nofile()?;
+    let room = hard.saturating_sub(sys::open_fds("self")? + 64);
+    if k > room {
+        bail!("--closed {k}: needs {k} descriptors in this process, the open-files limit leaves {room}");
+    }
     let (lo, hi) = sys::port_range()?;
     let range = (hi - lo) as u64 + 1;
     let tw_reuse = sys::read_sysctl_u64("net/ipv4/tcp_tw_reuse").unwrap_or(0);
@@ -176,7 +183,6 @@ pub fn run(run: &Run) -> anyhow::Result<Vec<Verification>> {
 
     // Phase 2: M connections held at once, in children of at most 8,000 each.
     acceptor.set_mode(OnAccept::Close);
-    let (_, hard) = sys::nofile()?;
     let per_child = hard.saturating_sub(64).clamp(64, 8000);
     let exe = guard::exe()?;
     let mut children = Vec::new();
