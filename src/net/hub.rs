@@ -3,7 +3,7 @@
 use super::config::{Config, Strategy};
 use super::{io, payload, sse, sys, wsframe};
 use bytes::Bytes;
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -209,7 +209,7 @@ pub struct Snapshot {
     pub finished: bool,
     // Extra (not in the contract's minimum; ignored by its readers).
     pub messages_sent: ClientCounts,
-    pub closed: HashMap<&'static str, u64>,
+    pub closed: BTreeMap<&'static str, u64>,
     #[serde(skip)]
     pub hub_buckets: Vec<(f64, u64)>,
     #[serde(skip)]
@@ -452,7 +452,8 @@ impl Hub {
     fn record_round(&self, ms: f64) {
         let mut t = lock(&self.times);
         if t.round_ms.len() < MAX_ROUND_TIMES {
-            t.round_ms.push(ms);
+            // Nanosecond resolution is plenty and keeps the JSON readable.
+            t.round_ms.push((ms * 1e6).round() / 1e6);
         }
         for (i, b) in HUB_BUCKETS_MS.iter().enumerate() {
             if ms <= *b {

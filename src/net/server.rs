@@ -214,6 +214,11 @@ async fn ws_loop(hub: &Hub, conn: &Conn, mut inbuf: Vec<u8>) -> (CloseReason, u6
     let mut control: Vec<u8> = Vec::new();
     let mut last_in = Instant::now();
     let mut next_ping = ping.map(|p| Instant::now() + p);
+    // One long-lived timer, re-armed only when its deadline moves: creating a timer per
+    // loop iteration would cost two timer-wheel lock round trips per message.
+    let timer = tokio::time::sleep_until(Instant::now());
+    tokio::pin!(timer);
+    let mut armed: Option<Instant> = None;
 
     // Frames the client sent together with its handshake.
     if !inbuf.is_empty() {
@@ -261,6 +266,12 @@ async fn ws_loop(hub: &Hub, conn: &Conn, mut inbuf: Vec<u8>) -> (CloseReason, u6
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
+        if wake_at != armed {
+            if let Some(t) = wake_at {
+                timer.as_mut().reset(t);
+            }
+            armed = wake_at;
+        }
         tokio::select! {
             _ = conn.notify.notified() => {}
             r = s.readable() => {
@@ -286,7 +297,8 @@ async fn ws_loop(hub: &Hub, conn: &Conn, mut inbuf: Vec<u8>) -> (CloseReason, u6
                     Ok(ReadOutcome::Eof) | Err(_) => return (CloseReason::Peer, 0),
                 }
             }
-            _ = sleep_opt(wake_at) => {
+            _ = &mut timer, if armed.is_some() => {
+                armed = None;
                 let now = Instant::now();
                 if dead_at.is_some_and(|d| now >= d) {
                     return (CloseReason::PongTimeout, 0);
@@ -339,13 +351,6 @@ async fn bad_input(s: &TcpStream, code: u16) -> (CloseReason, u64) {
     let bye = wsframe::close_frame(code);
     let _ = tokio::time::timeout(GOODBYE, io::write_all(s, &bye)).await;
     (CloseReason::BadInput, 0)
-}
-
-async fn sleep_opt(at: Option<Instant>) {
-    match at {
-        Some(t) => tokio::time::sleep_until(t).await,
-        None => std::future::pending().await,
-    }
 }
 
 /// SSE: replay from Last-Event-ID out of the ring, then live events; comments as
@@ -414,6 +419,9 @@ async fn sse_loop(
     drop(first);
     let ping = cfg.ping.filter(|_| writer);
     let mut next_ping = ping.map(|p| Instant::now() + p);
+    let timer = tokio::time::sleep_until(Instant::now());
+    tokio::pin!(timer);
+    let mut armed: Option<Instant> = None;
     loop {
         if hub.is_shutting_down() {
             return (CloseReason::Shutdown, 0);
@@ -432,6 +440,12 @@ async fn sse_loop(
                 continue;
             }
         }
+        if next_ping != armed {
+            if let Some(t) = next_ping {
+                timer.as_mut().reset(t);
+            }
+            armed = next_ping;
+        }
         tokio::select! {
             _ = conn.notify.notified() => {}
             r = s.readable() => {
@@ -444,7 +458,8 @@ async fn sse_loop(
                     Ok(ReadOutcome::Eof) | Err(_) => return (CloseReason::Peer, 0),
                 }
             }
-            _ = sleep_opt(next_ping) => {
+            _ = &mut timer, if armed.is_some() => {
+                armed = None;
                 match io::write_with_deadline(s, b": ping\n\n", cfg.write_deadline).await {
                     Ok(()) => {}
                     Err(WriteError::Timeout) => return (CloseReason::WriteDeadline, 0),
