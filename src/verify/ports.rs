@@ -313,12 +313,13 @@ pub fn run(run: &Run) -> anyhow::Result<Vec<Verification>> {
         format!("invalid: {}", problems.join("; "))
     } else if eaddr > 0 {
         format!(
-            "confirms: {} of {} connects failed with EADDRNOTAVAIL: {} TIME_WAIT + {} new > {} ports toward one destination",
+            "confirms: {} of {} connects failed with EADDRNOTAVAIL once {} ports toward one destination were taken ({} free in the range, {} in TIME_WAIT at the start, {} of them left after)",
             fmt_num(eaddr as f64),
             fmt_num(m as f64),
+            fmt_num(held_now as f64),
+            fmt_num(free as f64),
             fmt_num(tw as f64),
-            fmt_num(m as f64),
-            fmt_num(free as f64)
+            fmt_num(tw_left as f64)
         )
     } else if high == 0 {
         format!(
