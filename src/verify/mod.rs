@@ -94,7 +94,7 @@ pub fn select(words: &[String]) -> anyhow::Result<Vec<&'static str>> {
 #[command(after_help = "\
 Experiments (all when none is named):
   fd-limit         child at --limit opens connections until EMFILE; can it still read /proc?
-  ephemeral-ports  close --closed connections (TIME_WAIT), then hold --opened at once (EADDRNOTAVAIL)
+  ephemeral-ports  close --closed (TIME_WAIT), hold --opened at once: any EADDRNOTAVAIL?
   time-wait        only the first half of ephemeral-ports: TIME_WAIT rising in sockstat
   tcp-wmem         a client that never reads: bytes the kernel accepts before a write blocks
   memory           server RSS per idle WebSocket and SSE connection (--connections)
