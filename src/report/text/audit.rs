@@ -108,6 +108,28 @@ pub fn render(r: &FindingsReport, pal: Palette) -> String {
             ));
         }
     }
+    // `audit --verify`: passing checks have no details block, so their live
+    // measurements are listed here.
+    let passed: Vec<_> = r
+        .findings
+        .iter()
+        .filter(|f| f.status == Status::Pass)
+        .filter_map(|f| f.verification.as_ref().map(|v| (f, v)))
+        .collect();
+    if !passed.is_empty() {
+        out.push('\n');
+        out.push_str(&pal.bold("measured live on loopback (passing checks)"));
+        out.push('\n');
+        for (f, v) in passed {
+            out.push_str(&format!(
+                "  {}: {} ({})\n            {}\n",
+                f.id,
+                crate::report::text::verify::measured(v),
+                v.name,
+                v.verdict
+            ));
+        }
+    }
     let s = &r.summary;
     out.push('\n');
     out.push_str(&format!(
