@@ -1,7 +1,7 @@
 //! markdown rendering of verify results: a summary table, then the details per measurement.
 use crate::verify::VerifyReport;
 
-fn cell(s: &str) -> String {
+pub fn cell(s: &str) -> String {
     s.replace('|', "\\|").replace('\n', " ")
 }
 

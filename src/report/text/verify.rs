@@ -64,3 +64,65 @@ pub fn render(r: &VerifyReport, p: &Palette) -> String {
     s.push('\n');
     s
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v(name: &str, measured: Option<f64>, unit: &str, valid: bool) -> Verification {
+        Verification {
+            name: name.into(),
+            measured,
+            unit: unit.into(),
+            reference: "ref".into(),
+            verdict: if valid { "confirms" } else { "invalid: why" }.into(),
+            details: vec!["d1".into()],
+            valid,
+            duration_ms: 1500,
+        }
+    }
+
+    #[test]
+    fn numbers_print_with_their_units() {
+        assert_eq!(
+            measured(&v("a", Some(1019.0), "connections", true)),
+            "1,019 connections"
+        );
+        assert_eq!(measured(&v("a", Some(2_177_024.0), "B", true)), "2.2 MB");
+        assert_eq!(measured(&v("a", Some(4.987), "s", true)), "4.99 s");
+        assert_eq!(measured(&v("a", None, "s", false)), "no number");
+    }
+
+    #[test]
+    fn report_lists_each_block_and_the_summary() {
+        let r = VerifyReport::new(
+            vec![
+                v("fd-limit", Some(253.0), "connections", true),
+                v("tcp-wmem", None, "B", false),
+            ],
+            crate::verify::VerifyOptions::default(),
+            std::time::Instant::now(),
+        );
+        let t = render(&r, &Palette::plain());
+        assert!(
+            t.starts_with("fd-limit  253 connections  [valid, 1.5 s]\n"),
+            "{t}"
+        );
+        assert!(t.contains("tcp-wmem  no number  [INVALID, 1.5 s]\n"), "{t}");
+        assert!(t.contains("  finding:   audit check fd-limit (evidence ulimit-n)\n"));
+        assert!(
+            t.ends_with("2 measurement(s): 1 valid, 1 invalid, in 0.0 s (loopback only)\n"),
+            "{t}"
+        );
+        let md = crate::report::markdown::verify::render(&r);
+        let rows: Vec<&str> = md
+            .lines()
+            .filter(|l| l.starts_with("| tcp-wmem |"))
+            .collect();
+        assert_eq!(
+            rows,
+            vec!["| tcp-wmem | no number | ref | invalid: why | **no** | tcp-wmem |"]
+        );
+        assert_eq!(crate::report::markdown::verify::cell("a|b\nc"), "a\\|b c");
+    }
+}
