@@ -82,18 +82,59 @@ pub fn check(r: &ChildReport) -> Result<(), String> {
     Ok(())
 }
 
+/// The largest limit this experiment opens connections up to (bounded in count).
+pub const MAX_LIMIT: u64 = 65_536;
+
+/// The limit to run at: `--limit`, else the current soft limit, else (when that is above
+/// [`MAX_LIMIT`], as with a 1,048,576 container default) the reference's 1,024, with a
+/// note saying so.
+pub fn choose_limit(explicit: Option<u64>, soft: u64, hard: u64) -> (u64, Option<String>) {
+    match explicit {
+        Some(l) => (l, None),
+        None if soft <= MAX_LIMIT => (soft, None),
+        None => {
+            let l = 1024.min(hard);
+            (
+                l,
+                Some(format!(
+                    "the current soft limit {} is above the {} connections this experiment opens: measured at {} instead (--limit to choose)",
+                    fmt_num(soft as f64),
+                    fmt_num(MAX_LIMIT as f64),
+                    fmt_num(l as f64)
+                )),
+            )
+        }
+    }
+}
+
+/// Listener ports needed so that `limit` connections never run out of ephemeral ports
+/// toward one destination before EMFILE (the 4-tuple must be unique per destination).
+pub fn destinations(limit: u64, port_range: u64) -> u64 {
+    let per = port_range.saturating_sub(1024).max(512);
+    limit.div_ceil(per).max(1)
+}
+
 pub fn run(run: &Run) -> anyhow::Result<Vec<Verification>> {
     let started = Instant::now();
     let (soft, hard) = sys::nofile()?;
-    let limit = run.opts.limit.unwrap_or(soft);
+    let (limit, note) = choose_limit(run.opts.limit, soft, hard);
     if limit > hard {
         bail!("--limit {limit}: above the hard open-files limit {hard}");
     }
+    let (lo, hi) = sys::port_range()?;
+    let n_dest = destinations(limit, (hi - lo) as u64 + 1);
     // Hold the server side while this process has room, so the child's sockets are
     // established connections; beyond that the listener closes them at once (the child's
     // descriptors count either way).
-    let cap = (hard.saturating_sub(sys::open_fds("self")? + 64)) as usize;
-    let acceptor = Acceptor::start("127.0.0.1:0".parse()?, OnAccept::Hold { cap })?;
+    let cap = (hard.saturating_sub(sys::open_fds("self")? + 64) / n_dest) as usize;
+    let acceptors = (0..n_dest)
+        .map(|_| Acceptor::start("127.0.0.1:0".parse()?, OnAccept::Hold { cap }))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let targets = acceptors
+        .iter()
+        .map(|a| a.addr.to_string())
+        .collect::<Vec<_>>()
+        .join(",");
     run.progress
         .note(&format!("fd-limit: child at limit {limit}"));
     let exe = guard::exe()?;
@@ -105,7 +146,7 @@ pub fn run(run: &Run) -> anyhow::Result<Vec<Verification>> {
         "--limit",
         &limit.to_string(),
         "--target",
-        &acceptor.addr.to_string(),
+        &targets,
     ])
     .stdin(Stdio::null())
     .stdout(Stdio::piped())
@@ -136,16 +177,21 @@ pub fn run(run: &Run) -> anyhow::Result<Vec<Verification>> {
     }
     let rep: ChildReport = serde_json::from_str(out.trim())
         .map_err(|e| anyhow!("the fd-limit child's report is not valid JSON: {e}"))?;
-    // Let the listener drain its queue so the count of held server sides is final.
-    acceptor.wait_accepted(rep.connections as usize, Duration::from_secs(3));
-    let held = acceptor.accepted().min(cap);
-    drop(acceptor);
+    // Let the listeners drain their queues so the count of held server sides is final.
+    let per = (rep.connections / n_dest) as usize;
+    let mut held = 0;
+    for a in &acceptors {
+        a.wait_accepted(per, Duration::from_secs(3));
+        held += a.accepted().min(cap);
+    }
+    drop(acceptors);
 
     let reference_limit = crate::evidence::num("ulimit-n", "limit");
     let reference = crate::evidence::num("ulimit-n", "connections_reached");
-    let mut details = vec![
+    let mut details: Vec<String> = note.into_iter().collect();
+    details.extend([
         format!(
-            "target: rtcheck's own loopback listener (held {} of the server sides open)",
+            "target: rtcheck's own loopback listener on {targets} (held {} of the server sides open)",
             fmt_num(held as f64)
         ),
         format!(
@@ -172,7 +218,7 @@ pub fn run(run: &Run) -> anyhow::Result<Vec<Verification>> {
             fmt_num(reference_limit - reference),
             rep.fds_before
         ),
-    ];
+    ]);
     let name = "fd-limit";
     let v = match check(&rep) {
         Err(why) => verification(
@@ -260,8 +306,13 @@ fn open_below(limit: u64) -> u64 {
 }
 
 /// The child: lower the soft limit, connect until the first error, probe, report JSON.
-pub fn child(limit: u64, target: SocketAddr) -> anyhow::Result<ExitCode> {
-    guard::ensure_loopback(&target)?;
+pub fn child(limit: u64, targets: &[SocketAddr]) -> anyhow::Result<ExitCode> {
+    for t in targets {
+        guard::ensure_loopback(t)?;
+    }
+    if targets.is_empty() {
+        bail!("fd-limit child: no target");
+    }
     let started = Instant::now();
     let (_, hard) = sys::nofile()?;
     if limit > hard {
@@ -285,7 +336,8 @@ pub fn child(limit: u64, target: SocketAddr) -> anyhow::Result<ExitCode> {
         if conns.len() as u64 > limit {
             bail!("fd-limit child: more connections than the limit: the limit was not applied");
         }
-        match TcpStream::connect_timeout(&target, Duration::from_secs(2)) {
+        let target = &targets[conns.len() % targets.len()];
+        match TcpStream::connect_timeout(target, Duration::from_secs(2)) {
             Ok(s) => conns.push(s),
             Err(e) if e.raw_os_error() == Some(libc::EINTR) => continue,
             Err(e) => break e,
@@ -335,6 +387,18 @@ mod tests {
             proc_after_close: Ok(()),
             elapsed_ms: 1,
         }
+    }
+
+    #[test]
+    fn limit_choice_and_destinations() {
+        assert_eq!(choose_limit(Some(256), 20_000, 20_000), (256, None));
+        assert_eq!(choose_limit(None, 20_000, 20_000), (20_000, None));
+        let (l, note) = choose_limit(None, 1_048_576, 1_048_576);
+        assert_eq!(l, 1024);
+        assert!(note.unwrap().contains("1,048,576"));
+        assert_eq!(destinations(20_000, 28_232), 1);
+        assert_eq!(destinations(65_536, 28_232), 3);
+        assert_eq!(destinations(1024, 100), 2);
     }
 
     #[test]

@@ -207,6 +207,12 @@ impl VerifyOptions {
             if l < 32 {
                 bail!("--limit {l}: too low to measure (minimum 32)");
             }
+            if l > fd_limit::MAX_LIMIT {
+                bail!(
+                    "--limit {l}: above the {} connections this experiment opens",
+                    fd_limit::MAX_LIMIT
+                );
+            }
             if l > hard {
                 bail!("--limit {l}: above the hard open-files limit {hard} (raise it with `ulimit -Hn` first)");
             }
@@ -481,7 +487,8 @@ pub fn attach(findings: &mut [Finding], opts: &VerifyOptions) -> anyhow::Result<
         if name == "fd-limit" && opts.limit.is_none() {
             let hard = sys::nofile().map(|(_, h)| h).unwrap_or(0);
             if let Some(&soft) = f.numbers.get("soft") {
-                if soft >= 32.0 && soft <= hard as f64 {
+                // Above the experiment's cap, fd-limit picks its own (and says so).
+                if soft >= 32.0 && soft <= hard as f64 && soft <= fd_limit::MAX_LIMIT as f64 {
                     opts.limit = Some(soft as u64);
                 }
             }
@@ -621,23 +628,26 @@ pub fn run(a: VerifyArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
 /// The hidden `--child` entry points: re-executed experiment halves that must live in their
 /// own process (their own fd limit, their own fd table).
 fn run_child(kind: &str, a: &VerifyArgs) -> anyhow::Result<ExitCode> {
-    let target = guard::parse_target(
-        a.target
-            .as_deref()
-            .ok_or_else(|| anyhow::anyhow!("--child needs --target"))?,
-    )?;
+    let list = a
+        .target
+        .as_deref()
+        .ok_or_else(|| anyhow::anyhow!("--child needs --target"))?;
+    let targets = list
+        .split(',')
+        .map(guard::parse_target)
+        .collect::<anyhow::Result<Vec<_>>>()?;
     match kind {
         "fd-limit" => {
             let limit = a
                 .limit
                 .ok_or_else(|| anyhow::anyhow!("--child fd-limit needs --limit"))?;
-            fd_limit::child(limit, target)
+            fd_limit::child(limit, &targets)
         }
         "open-hold" => {
             let count = a
                 .count
                 .ok_or_else(|| anyhow::anyhow!("--child open-hold needs --count"))?;
-            ports::child_open_hold(target, count)
+            ports::child_open_hold(targets[0], count)
         }
         other => bail!("--child `{other}`: unknown"),
     }
