@@ -95,6 +95,12 @@ fn measure(run: &Run, t: Transport) -> anyhow::Result<Verification> {
     if n > room {
         bail!("--connections {n}: needs {n} descriptors in this process, the open-files limit leaves {room}");
     }
+    // Every client connects to one server address: one ephemeral port each.
+    let (lo, hi) = sys::port_range()?;
+    let ports = (hi - lo) as u64 + 1;
+    if n + 1024 > ports {
+        bail!("--connections {n}: needs {n} ephemeral ports toward one server address, the port range {lo}-{hi} has {ports}");
+    }
     // Idle: no publishing; pings stay on (default 20 s) as in production, pong-wait long
     // enough that no client is removed during the run.
     let server = Server::start(
