@@ -216,9 +216,10 @@ fn measure(run: &Run, t: Transport) -> anyhow::Result<Verification> {
         format!("invalid: {}", problems.join("; "))
     } else {
         format!(
-            "{} per idle {} connection, {:.2}x the reference {}: memory per connection is predictable, size it before load",
+            "{} per idle {} connection ({} for 10,000), {:.2}x the Go + gorilla reference {}: size memory per connection of your own server before load",
             fmt_bytes(per as u64),
             t.label(),
+            fmt_bytes((per * 10_000.0) as u64),
             per / reference,
             fmt_bytes(reference as u64)
         )
