@@ -713,10 +713,20 @@ mod tests {
             .to_string()
             .contains("--limit 4"));
         let bad = VerifyOptions {
-            limit: Some(u64::MAX),
+            limit: Some(fd_limit::MAX_LIMIT + 1),
             ..ok.clone()
         };
-        assert!(bad.validate().unwrap_err().to_string().contains("hard"));
+        let e = bad.validate().unwrap_err().to_string();
+        assert!(e.contains("this experiment opens"), "{e}");
+        let (_, hard) = sys::nofile().unwrap();
+        if hard < fd_limit::MAX_LIMIT {
+            let bad = VerifyOptions {
+                limit: Some(hard + 1),
+                ..ok.clone()
+            };
+            let e = bad.validate().unwrap_err().to_string();
+            assert!(e.contains("hard open-files limit"), "{e}");
+        }
         let bad = VerifyOptions {
             message_size: 1,
             ..ok
