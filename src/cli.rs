@@ -5,7 +5,7 @@ use clap::{Parser, Subcommand};
 const EXAMPLES: &str = "\
 Examples:
   rtcheck                                   guided run: choose, then audit this host
-  rtcheck choose --visible-within 200ms --upstream sparse --loss shared --connections 20000 --machines 2
+  rtcheck choose --visible-within 200ms --upstream sparse --loss shared --machines 2
   rtcheck choose --answers answers.yaml --save profile.yaml
   rtcheck audit --profile profile.yaml --format junit > audit.xml
   rtcheck audit --connections 50000 --role proxy --fail-on warn
