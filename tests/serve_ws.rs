@@ -107,7 +107,18 @@ fn read_close_code(s: &mut std::net::TcpStream) -> u16 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_client_gets_every_round_in_order_on_schedule() {
-    let srv = Server::start(&["--rate", "50", "--size", "1024", "--wait-start"]);
+    every_client_case(&[]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_client_gets_every_round_in_order_with_queue_only() {
+    every_client_case(&["--queue-only"]).await;
+}
+
+async fn every_client_case(extra: &[&str]) {
+    let mut args = vec!["--rate", "50", "--size", "1024", "--wait-start"];
+    args.extend_from_slice(extra);
+    let srv = Server::start(&args);
     let mut clients = Vec::new();
     for _ in 0..200 {
         clients.push(connect(srv.addr).await);
@@ -222,7 +233,16 @@ async fn bad_input_closes_that_client_never_the_server() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn slow_client_is_dropped_then_removed_while_others_keep_receiving() {
-    let srv = Server::start(&[
+    slow_client_case(&[]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slow_client_is_dropped_then_removed_with_queue_only() {
+    slow_client_case(&["--queue-only"]).await;
+}
+
+async fn slow_client_case(extra: &[&str]) {
+    let mut args = vec![
         "--rate",
         "100",
         "--size",
@@ -234,7 +254,9 @@ async fn slow_client_is_dropped_then_removed_while_others_keep_receiving() {
         "--sndbuf",
         "4096",
         "--wait-start",
-    ]);
+    ];
+    args.extend_from_slice(extra);
+    let srv = Server::start(&args);
     let mut fast = Vec::new();
     for _ in 0..10 {
         fast.push(connect(srv.addr).await);

@@ -244,7 +244,10 @@ async fn ws_loop(hub: &Hub, conn: &Conn, mut inbuf: Vec<u8>) -> (CloseReason, u6
         }
         if !control.is_empty() {
             let c = std::mem::take(&mut control);
-            match io::write_with_deadline(s, &c, cfg.write_deadline).await {
+            conn.begin_writing();
+            let r = io::write_with_deadline(s, &c, cfg.write_deadline).await;
+            conn.done_writing();
+            match r {
                 Ok(()) => {}
                 Err(WriteError::Timeout) => return (CloseReason::WriteDeadline, 0),
                 Err(WriteError::Io(_)) => return (CloseReason::Peer, 0),
@@ -252,7 +255,9 @@ async fn ws_loop(hub: &Hub, conn: &Conn, mut inbuf: Vec<u8>) -> (CloseReason, u6
         }
         if writer {
             if let Some(item) = conn.pop() {
-                match io::write_with_deadline(s, &item.bytes, cfg.write_deadline).await {
+                let r = io::write_with_deadline(s, &item.bytes, cfg.write_deadline).await;
+                conn.done_writing();
+                match r {
                     Ok(()) => hub.counters.sent(Transport::Ws, item.bytes.len()),
                     Err(WriteError::Timeout) => return (CloseReason::WriteDeadline, 1),
                     Err(WriteError::Io(_)) => return (CloseReason::Peer, 1),
@@ -403,10 +408,8 @@ async fn sse_loop(
             format!("event: gap\ndata: {{\"from\":{a},\"to\":{b}}}\n\n").as_bytes(),
         );
     }
-    let mut last_written = 0u64;
     for r in &replay {
         first.extend_from_slice(&r.sse);
-        last_written = r.seq;
     }
     match io::write_with_deadline(s, &first, Some(REQUEST_TIMEOUT)).await {
         Ok(()) => {
@@ -417,6 +420,7 @@ async fn sse_loop(
         Err(_) => return (CloseReason::Peer, 0),
     }
     drop(first);
+    conn.done_writing();
     let ping = cfg.ping.filter(|_| writer);
     let mut next_ping = ping.map(|p| Instant::now() + p);
     let timer = tokio::time::sleep_until(Instant::now());
@@ -428,15 +432,13 @@ async fn sse_loop(
         }
         if writer {
             if let Some(item) = conn.pop() {
-                if item.seq <= last_written {
-                    continue; // already sent from the ring
-                }
-                match io::write_with_deadline(s, &item.bytes, cfg.write_deadline).await {
+                let r = io::write_with_deadline(s, &item.bytes, cfg.write_deadline).await;
+                conn.done_writing();
+                match r {
                     Ok(()) => hub.counters.sent(Transport::Sse, item.bytes.len()),
                     Err(WriteError::Timeout) => return (CloseReason::WriteDeadline, 1),
                     Err(WriteError::Io(_)) => return (CloseReason::Peer, 1),
                 }
-                last_written = item.seq;
                 continue;
             }
         }
@@ -460,7 +462,10 @@ async fn sse_loop(
             }
             _ = &mut timer, if armed.is_some() => {
                 armed = None;
-                match io::write_with_deadline(s, b": ping\n\n", cfg.write_deadline).await {
+                conn.begin_writing();
+                let r = io::write_with_deadline(s, b": ping\n\n", cfg.write_deadline).await;
+                conn.done_writing();
+                match r {
                     Ok(()) => {}
                     Err(WriteError::Timeout) => return (CloseReason::WriteDeadline, 0),
                     Err(WriteError::Io(_)) => return (CloseReason::Peer, 0),
