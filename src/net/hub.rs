@@ -122,9 +122,22 @@ impl Conn {
         }
         it
     }
-    /// Mark the task as writing something of its own (control frames, SSE comments).
-    pub fn begin_writing(&self) {
-        lock(&self.queue).writing = true;
+    /// Mark the task as writing something of its own (control frames, SSE comments),
+    /// unless messages are queued (one may be the rest of a partial direct write, which
+    /// must go first).
+    pub fn try_begin_writing(&self) -> bool {
+        let mut q = lock(&self.queue);
+        if q.items.is_empty() {
+            q.writing = true;
+        }
+        q.items.is_empty()
+    }
+    /// Before a final frame: from now on the publisher only queues. True if nothing is
+    /// queued (so the frame cannot land inside a partly written message).
+    pub fn claim_for_goodbye(&self) -> bool {
+        let mut q = lock(&self.queue);
+        q.writing = true;
+        q.items.is_empty()
     }
     pub fn done_writing(&self) {
         lock(&self.queue).writing = false;

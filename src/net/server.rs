@@ -226,25 +226,28 @@ async fn ws_loop(hub: &Hub, conn: &Conn, mut inbuf: Vec<u8>) -> (CloseReason, u6
             Ok(n) => {
                 inbuf.drain(..n);
             }
-            Err(e) => return bad_input(s, e.close_code()).await,
+            Err(e) => return bad_input(conn, writer, e.close_code()).await,
         }
     }
     loop {
         if let Some(r) = handle_inbound(hub, &mut inbound, &mut control) {
-            if r == CloseReason::Peer {
-                // Echo the close, best effort.
-                let _ = tokio::time::timeout(GOODBYE, io::write_all(s, &control)).await;
+            if r == CloseReason::Peer && !control.is_empty() {
+                goodbye(conn, writer, &control).await; // echo the close
             }
             return (r, 0);
         }
         if hub.is_shutting_down() {
-            let bye = wsframe::close_frame(wsframe::CLOSE_GOING_AWAY);
-            let _ = tokio::time::timeout(GOODBYE, io::write_all(s, &bye)).await;
+            goodbye(
+                conn,
+                writer,
+                &wsframe::close_frame(wsframe::CLOSE_GOING_AWAY),
+            )
+            .await;
             return (CloseReason::Shutdown, 0);
         }
-        if !control.is_empty() {
+        // Not while the publisher's partial write waits in the queue: that goes first.
+        if !control.is_empty() && conn.try_begin_writing() {
             let c = std::mem::take(&mut control);
-            conn.begin_writing();
             let r = io::write_with_deadline(s, &c, cfg.write_deadline).await;
             conn.done_writing();
             match r {
@@ -295,7 +298,7 @@ async fn ws_loop(hub: &Hub, conn: &Conn, mut inbuf: Vec<u8>) -> (CloseReason, u6
                     inbuf = Vec::new(); // idle clients hold no read buffer
                 }
                 if let Some(e) = err {
-                    return bad_input(s, e.close_code()).await;
+                    return bad_input(conn, writer, e.close_code()).await;
                 }
                 match out {
                     Ok(ReadOutcome::Data(n)) => if n > 0 { last_in = Instant::now() },
@@ -352,10 +355,18 @@ fn handle_inbound(
     None
 }
 
-async fn bad_input(s: &TcpStream, code: u16) -> (CloseReason, u64) {
-    let bye = wsframe::close_frame(code);
-    let _ = tokio::time::timeout(GOODBYE, io::write_all(s, &bye)).await;
+async fn bad_input(conn: &Conn, writer: bool, code: u16) -> (CloseReason, u64) {
+    goodbye(conn, writer, &wsframe::close_frame(code)).await;
     (CloseReason::BadInput, 0)
+}
+
+/// A last frame, best effort and briefly. Skipped if a partly written message is queued
+/// (the frame would land inside it); afterwards the publisher only queues. Never with
+/// shards (`writer` false): a shard task may be in the middle of a write.
+async fn goodbye(conn: &Conn, writer: bool, bytes: &[u8]) {
+    if writer && conn.claim_for_goodbye() {
+        let _ = tokio::time::timeout(GOODBYE, io::write_all(&conn.stream, bytes)).await;
+    }
 }
 
 /// SSE: replay from Last-Event-ID out of the ring, then live events; comments as
@@ -462,13 +473,15 @@ async fn sse_loop(
             }
             _ = &mut timer, if armed.is_some() => {
                 armed = None;
-                conn.begin_writing();
-                let r = io::write_with_deadline(s, b": ping\n\n", cfg.write_deadline).await;
-                conn.done_writing();
-                match r {
-                    Ok(()) => {}
-                    Err(WriteError::Timeout) => return (CloseReason::WriteDeadline, 0),
-                    Err(WriteError::Io(_)) => return (CloseReason::Peer, 0),
+                // Skip this keepalive if messages are queued: they are written next.
+                if conn.try_begin_writing() {
+                    let r = io::write_with_deadline(s, b": ping\n\n", cfg.write_deadline).await;
+                    conn.done_writing();
+                    match r {
+                        Ok(()) => {}
+                        Err(WriteError::Timeout) => return (CloseReason::WriteDeadline, 0),
+                        Err(WriteError::Io(_)) => return (CloseReason::Peer, 0),
+                    }
                 }
                 next_ping = ping.map(|p| Instant::now() + p);
             }
