@@ -187,7 +187,10 @@ fn metrics_parse_as_prometheus_with_the_right_values() {
     );
     assert_eq!(get("rtcheck_drops_total", None), 0.0);
     assert_eq!(get("rtcheck_slow_clients_removed_total", None), 0.0);
-    assert!(get("rtcheck_max_queue_depth", None) >= 1.0);
+    // Same figure as /control/stats, and bounded by --queue.
+    let depth = get("rtcheck_max_queue_depth", None);
+    assert_eq!(depth, srv.stats()["max_queue_depth"].as_f64().unwrap());
+    assert!(depth <= 64.0);
     assert!(get("process_resident_memory_bytes", None) > 1e6);
     assert!(get("process_open_fds", None) >= 4.0);
     // The hub histogram counted every round.

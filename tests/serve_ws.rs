@@ -107,7 +107,18 @@ fn read_close_code(s: &mut std::net::TcpStream) -> u16 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_client_gets_every_round_in_order_on_schedule() {
-    let srv = Server::start(&["--rate", "50", "--size", "1024", "--wait-start"]);
+    every_client_case(&[]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_client_gets_every_round_in_order_with_queue_only() {
+    every_client_case(&["--queue-only"]).await;
+}
+
+async fn every_client_case(extra: &[&str]) {
+    let mut args = vec!["--rate", "50", "--size", "1024", "--wait-start"];
+    args.extend_from_slice(extra);
+    let srv = Server::start(&args);
     let mut clients = Vec::new();
     for _ in 0..200 {
         clients.push(connect(srv.addr).await);
@@ -222,7 +233,16 @@ async fn bad_input_closes_that_client_never_the_server() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn slow_client_is_dropped_then_removed_while_others_keep_receiving() {
-    let srv = Server::start(&[
+    slow_client_case(&[]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slow_client_is_dropped_then_removed_with_queue_only() {
+    slow_client_case(&["--queue-only"]).await;
+}
+
+async fn slow_client_case(extra: &[&str]) {
+    let mut args = vec![
         "--rate",
         "100",
         "--size",
@@ -234,7 +254,9 @@ async fn slow_client_is_dropped_then_removed_while_others_keep_receiving() {
         "--sndbuf",
         "4096",
         "--wait-start",
-    ]);
+    ];
+    args.extend_from_slice(extra);
+    let srv = Server::start(&args);
     let mut fast = Vec::new();
     for _ in 0..10 {
         fast.push(connect(srv.addr).await);
@@ -366,4 +388,56 @@ fn shard_hub_with_deadline_removes_the_slow_client_and_recovers() {
     srv.wait_stats(Duration::from_secs(5), |s| {
         s["rounds_sent"].as_u64() > Some(r + 5)
     });
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pongs_never_land_inside_a_partly_written_message() {
+    // Big messages into small buffers: the publisher's direct write is often partial and
+    // the client's task finishes it; pongs must wait for that.
+    let srv = Server::start(&[
+        "--rate",
+        "500",
+        "--size",
+        "16KiB",
+        "--sndbuf",
+        "4096",
+        "--write-deadline",
+        "5s",
+    ]);
+    let sock = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+    sock.set_recv_buffer_size(4096).unwrap();
+    sock.connect(&srv.addr.into()).unwrap();
+    sock.set_nonblocking(true).unwrap();
+    let tcp = tokio::net::TcpStream::from_std(sock.into()).unwrap();
+    let (mut ws, _) = tokio_tungstenite::client_async(format!("ws://{}/ws", srv.addr), tcp)
+        .await
+        .unwrap();
+    let mut last = 0;
+    let (mut data, mut pongs) = (0, 0);
+    let t0 = Instant::now();
+    while t0.elapsed() < Duration::from_millis(1500) {
+        ws.send(Message::Ping(b"p".to_vec().into())).await.unwrap();
+        let m = tokio::time::timeout(Duration::from_secs(5), ws.next())
+            .await
+            .unwrap()
+            .unwrap()
+            .expect("valid framing");
+        match m {
+            Message::Binary(b) => {
+                let (seq, _) = payload::decode(&b).unwrap();
+                assert_eq!(b.len(), 16384);
+                assert!(seq > last, "seq {seq} after {last}");
+                last = seq;
+                data += 1;
+            }
+            Message::Pong(p) => {
+                assert_eq!(&p[..], b"p");
+                pongs += 1;
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    assert!(data >= 10 && pongs >= 10, "data {data} pongs {pongs}");
+    let s = srv.stats();
+    assert_eq!(s["closed"]["bad_input"], 0);
 }

@@ -226,25 +226,31 @@ async fn ws_loop(hub: &Hub, conn: &Conn, mut inbuf: Vec<u8>) -> (CloseReason, u6
             Ok(n) => {
                 inbuf.drain(..n);
             }
-            Err(e) => return bad_input(s, e.close_code()).await,
+            Err(e) => return bad_input(conn, writer, e.close_code()).await,
         }
     }
     loop {
         if let Some(r) = handle_inbound(hub, &mut inbound, &mut control) {
-            if r == CloseReason::Peer {
-                // Echo the close, best effort.
-                let _ = tokio::time::timeout(GOODBYE, io::write_all(s, &control)).await;
+            if r == CloseReason::Peer && !control.is_empty() {
+                goodbye(conn, writer, &control).await; // echo the close
             }
             return (r, 0);
         }
         if hub.is_shutting_down() {
-            let bye = wsframe::close_frame(wsframe::CLOSE_GOING_AWAY);
-            let _ = tokio::time::timeout(GOODBYE, io::write_all(s, &bye)).await;
+            goodbye(
+                conn,
+                writer,
+                &wsframe::close_frame(wsframe::CLOSE_GOING_AWAY),
+            )
+            .await;
             return (CloseReason::Shutdown, 0);
         }
-        if !control.is_empty() {
+        // Not while the publisher's partial write waits in the queue: that goes first.
+        if !control.is_empty() && conn.try_begin_writing() {
             let c = std::mem::take(&mut control);
-            match io::write_with_deadline(s, &c, cfg.write_deadline).await {
+            let r = io::write_with_deadline(s, &c, cfg.write_deadline).await;
+            conn.done_writing();
+            match r {
                 Ok(()) => {}
                 Err(WriteError::Timeout) => return (CloseReason::WriteDeadline, 0),
                 Err(WriteError::Io(_)) => return (CloseReason::Peer, 0),
@@ -252,7 +258,9 @@ async fn ws_loop(hub: &Hub, conn: &Conn, mut inbuf: Vec<u8>) -> (CloseReason, u6
         }
         if writer {
             if let Some(item) = conn.pop() {
-                match io::write_with_deadline(s, &item.bytes, cfg.write_deadline).await {
+                let r = io::write_with_deadline(s, &item.bytes, cfg.write_deadline).await;
+                conn.done_writing();
+                match r {
                     Ok(()) => hub.counters.sent(Transport::Ws, item.bytes.len()),
                     Err(WriteError::Timeout) => return (CloseReason::WriteDeadline, 1),
                     Err(WriteError::Io(_)) => return (CloseReason::Peer, 1),
@@ -290,7 +298,7 @@ async fn ws_loop(hub: &Hub, conn: &Conn, mut inbuf: Vec<u8>) -> (CloseReason, u6
                     inbuf = Vec::new(); // idle clients hold no read buffer
                 }
                 if let Some(e) = err {
-                    return bad_input(s, e.close_code()).await;
+                    return bad_input(conn, writer, e.close_code()).await;
                 }
                 match out {
                     Ok(ReadOutcome::Data(n)) => if n > 0 { last_in = Instant::now() },
@@ -347,10 +355,18 @@ fn handle_inbound(
     None
 }
 
-async fn bad_input(s: &TcpStream, code: u16) -> (CloseReason, u64) {
-    let bye = wsframe::close_frame(code);
-    let _ = tokio::time::timeout(GOODBYE, io::write_all(s, &bye)).await;
+async fn bad_input(conn: &Conn, writer: bool, code: u16) -> (CloseReason, u64) {
+    goodbye(conn, writer, &wsframe::close_frame(code)).await;
     (CloseReason::BadInput, 0)
+}
+
+/// A last frame, best effort and briefly. Skipped if a partly written message is queued
+/// (the frame would land inside it); afterwards the publisher only queues. Never with
+/// shards (`writer` false): a shard task may be in the middle of a write.
+async fn goodbye(conn: &Conn, writer: bool, bytes: &[u8]) {
+    if writer && conn.claim_for_goodbye() {
+        let _ = tokio::time::timeout(GOODBYE, io::write_all(&conn.stream, bytes)).await;
+    }
 }
 
 /// SSE: replay from Last-Event-ID out of the ring, then live events; comments as
@@ -403,10 +419,8 @@ async fn sse_loop(
             format!("event: gap\ndata: {{\"from\":{a},\"to\":{b}}}\n\n").as_bytes(),
         );
     }
-    let mut last_written = 0u64;
     for r in &replay {
         first.extend_from_slice(&r.sse);
-        last_written = r.seq;
     }
     match io::write_with_deadline(s, &first, Some(REQUEST_TIMEOUT)).await {
         Ok(()) => {
@@ -417,6 +431,7 @@ async fn sse_loop(
         Err(_) => return (CloseReason::Peer, 0),
     }
     drop(first);
+    conn.done_writing();
     let ping = cfg.ping.filter(|_| writer);
     let mut next_ping = ping.map(|p| Instant::now() + p);
     let timer = tokio::time::sleep_until(Instant::now());
@@ -428,15 +443,13 @@ async fn sse_loop(
         }
         if writer {
             if let Some(item) = conn.pop() {
-                if item.seq <= last_written {
-                    continue; // already sent from the ring
-                }
-                match io::write_with_deadline(s, &item.bytes, cfg.write_deadline).await {
+                let r = io::write_with_deadline(s, &item.bytes, cfg.write_deadline).await;
+                conn.done_writing();
+                match r {
                     Ok(()) => hub.counters.sent(Transport::Sse, item.bytes.len()),
                     Err(WriteError::Timeout) => return (CloseReason::WriteDeadline, 1),
                     Err(WriteError::Io(_)) => return (CloseReason::Peer, 1),
                 }
-                last_written = item.seq;
                 continue;
             }
         }
@@ -460,10 +473,15 @@ async fn sse_loop(
             }
             _ = &mut timer, if armed.is_some() => {
                 armed = None;
-                match io::write_with_deadline(s, b": ping\n\n", cfg.write_deadline).await {
-                    Ok(()) => {}
-                    Err(WriteError::Timeout) => return (CloseReason::WriteDeadline, 0),
-                    Err(WriteError::Io(_)) => return (CloseReason::Peer, 0),
+                // Skip this keepalive if messages are queued: they are written next.
+                if conn.try_begin_writing() {
+                    let r = io::write_with_deadline(s, b": ping\n\n", cfg.write_deadline).await;
+                    conn.done_writing();
+                    match r {
+                        Ok(()) => {}
+                        Err(WriteError::Timeout) => return (CloseReason::WriteDeadline, 0),
+                        Err(WriteError::Io(_)) => return (CloseReason::Peer, 0),
+                    }
                 }
                 next_ping = ping.map(|p| Instant::now() + p);
             }
