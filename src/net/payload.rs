@@ -19,7 +19,10 @@ pub const RAW_PREFIX: usize = 4;
 /// Panics if `buf` is shorter than [`MIN_SIZE`] (a programming error: sizes are validated
 /// at the flag boundary).
 pub fn encode_into(buf: &mut [u8], seq: u64, sched_ns: u64) {
-    assert!(buf.len() >= MIN_SIZE, "payload buffer shorter than 16 bytes");
+    assert!(
+        buf.len() >= MIN_SIZE,
+        "payload buffer shorter than 16 bytes"
+    );
     buf[0..8].copy_from_slice(&seq.to_le_bytes());
     buf[8..16].copy_from_slice(&sched_ns.to_le_bytes());
     buf[16..].fill(0);
@@ -141,7 +144,10 @@ mod tests {
 
     #[test]
     fn text_other_field_orders_and_garbage() {
-        assert_eq!(decode_text(r#"{"ts": 5, "x": [1], "seq": 9}"#), Some((9, 5)));
+        assert_eq!(
+            decode_text(r#"{"ts": 5, "x": [1], "seq": 9}"#),
+            Some((9, 5))
+        );
         assert_eq!(decode_text(r#"{"seq":1,"ts":2}"#), Some((1, 2)));
         assert_eq!(decode_text(r#"{"seq":1}"#), None);
         assert_eq!(decode_text(r#"{"seq":-1,"ts":2}"#), None);

@@ -166,7 +166,8 @@ mod tests {
     fn crlf_multiline_and_event_name() {
         let mut p = Parser::new(100);
         let mut out = Vec::new();
-        p.feed(b"event: gap\r\ndata: a\r\ndata: b\r", &mut out).unwrap();
+        p.feed(b"event: gap\r\ndata: a\r\ndata: b\r", &mut out)
+            .unwrap();
         p.feed(b"\n\r\n", &mut out).unwrap();
         assert_eq!(out.len(), 1);
         assert_eq!(out[0].data, "a\nb");
