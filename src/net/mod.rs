@@ -1,12 +1,180 @@
-//! Embedded realtime server, payload format, and client-side protocol code.
+//! Embedded realtime server (`rtcheck serve`), payload format, and client-side protocol
+//! code (payload decode, SSE parser, WebSocket framing) shared with bench and verify.
+pub mod config;
+pub mod garbage;
+pub mod http;
+pub mod hub;
+pub mod io;
+pub mod metrics;
 pub mod payload;
+pub mod server;
 pub mod sse;
+pub mod sys;
+pub mod wsframe;
+
 use crate::cli::Ctx;
+use anyhow::Context;
+pub use config::ServeArgs;
+use config::{Config, Protocol};
+use hub::Hub;
+use std::net::SocketAddr;
+use std::path::Path;
 use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
 
-#[derive(Debug, clap::Args)]
-pub struct ServeArgs {}
+/// How long shutdown waits for clients to take their close frames.
+const DRAIN: Duration = Duration::from_secs(1);
 
-pub fn run_serve(_a: ServeArgs, _ctx: Ctx) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("serve: not built yet")
+pub fn run_serve(a: ServeArgs, _ctx: Ctx) -> anyhow::Result<ExitCode> {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let cfg = Config::from_args(&a, cpus).map_err(anyhow::Error::msg)?;
+    if a.exit_with_parent {
+        sys::exit_with_parent().context("--exit-with-parent")?;
+    }
+    let (soft, hard) = sys::raise_nofile().context("raising RLIMIT_NOFILE")?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(cfg.workers)
+        .enable_all()
+        .build()
+        .context("starting the runtime")?;
+    let res = rt.block_on(serve(cfg, a.addr_file.as_deref(), (soft, hard)));
+    // Tasks blocked on a stuck write (the C1 scenario) must not hold the exit.
+    rt.shutdown_timeout(Duration::from_millis(100));
+    res.map(|()| ExitCode::SUCCESS)
+}
+
+fn bind(addr: SocketAddr) -> anyhow::Result<tokio::net::TcpListener> {
+    let sock = match addr {
+        SocketAddr::V4(_) => tokio::net::TcpSocket::new_v4(),
+        SocketAddr::V6(_) => tokio::net::TcpSocket::new_v6(),
+    }
+    .with_context(|| format!("socket for {addr}"))?;
+    sock.set_reuseaddr(true)?;
+    sock.bind(addr).with_context(|| format!("bind {addr}"))?;
+    // A large backlog: thousands of clients connect at once in benchmarks.
+    sock.listen(8192).with_context(|| format!("listen {addr}"))
+}
+
+async fn serve(cfg: Config, addr_file: Option<&Path>, nofile: (u64, u64)) -> anyhow::Result<()> {
+    use tokio::signal::unix::{signal, SignalKind};
+    // Install handlers before announcing the address, so a prompt SIGTERM is clean.
+    let mut term = signal(SignalKind::terminate()).context("SIGTERM handler")?;
+    let mut int = signal(SignalKind::interrupt()).context("SIGINT handler")?;
+
+    let main = bind(cfg.listen)?;
+    let main_addr = main.local_addr()?;
+    let control = match cfg.control_listen {
+        Some(a) => Some(bind(a)?),
+        None => None,
+    };
+    let control_addr = control.as_ref().map(|l| l.local_addr()).transpose()?;
+    let hub = Hub::new(cfg.clone());
+
+    let raw = cfg.protocol == Protocol::Raw;
+    tokio::spawn(server::accept_loop(hub.clone(), main, raw));
+    if let Some(l) = control {
+        tokio::spawn(server::accept_loop(hub.clone(), l, false));
+    }
+    let publisher = tokio::spawn(hub.clone().publish());
+    if cfg.garbage_mbps > 0 {
+        tokio::spawn(garbage::run(hub.clone(), cfg.garbage_mbps));
+    }
+
+    eprintln!("{}", banner(&cfg, main_addr, control_addr, nofile));
+    if let Some(p) = addr_file {
+        let mut text = format!("{main_addr}\n");
+        if let Some(c) = control_addr {
+            text.push_str(&format!("{c}\n"));
+        }
+        crate::report::output::write_atomic(p, text.as_bytes())
+            .with_context(|| format!("--addr-file {}", p.display()))?;
+    }
+
+    let sig = tokio::select! {
+        _ = term.recv() => "SIGTERM",
+        _ = int.recv() => "SIGINT",
+    };
+    eprintln!(
+        "rtcheck serve: {sig}: closing {} client(s)",
+        hub.client_count()
+    );
+    hub.shutdown();
+    publisher.abort();
+    let deadline = tokio::time::Instant::now() + DRAIN;
+    while hub.client_count() > 0 && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let left = hub.client_count();
+    if left > 0 {
+        eprintln!("rtcheck serve: {left} client(s) still blocked after {DRAIN:?}; closing them");
+    }
+    let s = hub.snapshot();
+    eprintln!(
+        "rtcheck serve: stopped after {} round(s); drops {}, removed {}",
+        s.rounds_sent, s.drops, s.removed
+    );
+    Ok(())
+}
+
+fn banner(
+    cfg: &Config,
+    addr: SocketAddr,
+    control: Option<SocketAddr>,
+    (soft, hard): (u64, u64),
+) -> String {
+    let mut b = String::new();
+    match cfg.protocol {
+        Protocol::Ws => {
+            b.push_str(&format!("rtcheck serve listening on http://{addr}\n"));
+            b.push_str(&format!(
+                "  endpoints: ws://{addr}/ws  http://{addr}/sse  http://{addr}/poll?since=SEQ  http://{addr}/metrics  http://{addr}/healthz  http://{addr}/control/stats\n"
+            ));
+        }
+        Protocol::Raw => {
+            b.push_str(&format!(
+                "rtcheck serve (raw TCP floor: u32 LE length + payload frames) on {addr}\n"
+            ));
+            if let Some(c) = control {
+                b.push_str(&format!(
+                    "  control: http://{c}/metrics  http://{c}/healthz  http://{c}/control/stats\n"
+                ));
+            }
+        }
+    }
+    let deadline = cfg
+        .write_deadline
+        .map_or("none".into(), crate::units::fmt_duration);
+    b.push_str(&format!(
+        "  publishing {} B at {}/s{}{}; strategy {}, queue {}, write deadline {}, workers {}\n",
+        cfg.size,
+        cfg.rate,
+        cfg.rounds
+            .map_or(String::new(), |n| format!(" for {n} rounds")),
+        if cfg.wait_start {
+            " after POST /control/start"
+        } else {
+            ""
+        },
+        match cfg.strategy {
+            config::Strategy::PerClient => "per-client".to_string(),
+            config::Strategy::Shards => format!("shards x{}", cfg.shards),
+        },
+        cfg.queue,
+        deadline,
+        cfg.workers
+    ));
+    b.push_str(&format!(
+        "  open files limit: soft {soft}, hard {hard} (soft raised to hard at start)"
+    ));
+    if !addr.ip().is_loopback() {
+        b.push_str("\n  WARNING: listening on a non-loopback address");
+    }
+    b
+}
+
+/// Keep the compiler honest about the shared Hub type being Send + Sync.
+#[allow(dead_code)]
+fn _hub_is_sync(h: Arc<Hub>) -> impl Send + Sync {
+    h
 }

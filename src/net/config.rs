@@ -1,0 +1,299 @@
+//! `serve` flags and their validation into a [`Config`] (pure: tested without sockets).
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Strategy {
+    /// One writer task per client with a bounded queue; drop and count when full.
+    PerClient,
+    /// --shards writer tasks, each writing sequentially to its clients (unsafe hub).
+    Shards,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Protocol {
+    /// HTTP front: /ws, /sse, /poll, /metrics, /healthz, /control on one port.
+    Ws,
+    /// Raw-TCP floor: length-prefixed frames, one non-blocking write per client per round.
+    Raw,
+}
+
+/// `serve` flags, boxed so the CLI's command enum stays small.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ServeArgs {
+    #[command(flatten)]
+    pub flags: Box<ServeFlags>,
+}
+
+impl std::ops::Deref for ServeArgs {
+    type Target = ServeFlags;
+    fn deref(&self) -> &ServeFlags {
+        &self.flags
+    }
+}
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct ServeFlags {
+    /// Address to listen on (loopback by default; other addresses only when given).
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    pub listen: SocketAddr,
+    /// Write the bound address(es) to this file atomically once accepting.
+    #[arg(long, value_name = "PATH")]
+    pub addr_file: Option<PathBuf>,
+    /// Messages per second sent to every client.
+    #[arg(long, default_value_t = 5.0)]
+    pub rate: f64,
+    /// Payload bytes per message (minimum 16).
+    #[arg(long, default_value = "1024", value_parser = parse_size)]
+    pub size: u64,
+    /// Stop publishing after N messages (0 = until stopped).
+    #[arg(long, default_value_t = 0)]
+    pub rounds: u64,
+    /// Do not publish until POST /control/start.
+    #[arg(long)]
+    pub wait_start: bool,
+    /// Send JSON text frames ({"seq","ts"}) on /ws instead of binary frames.
+    #[arg(long)]
+    pub text: bool,
+    /// Per-client queue length; when full the message is dropped and counted.
+    #[arg(long, default_value_t = 64)]
+    pub queue: usize,
+    /// Remove a client whose write takes longer than this (0 = never).
+    #[arg(long, default_value = "1s", value_parser = crate::units::parse_duration)]
+    pub write_deadline: Duration,
+    /// WebSocket ping interval (SSE: comment keepalive) (0 = off).
+    #[arg(long, default_value = "20s", value_parser = crate::units::parse_duration)]
+    pub ping: Duration,
+    /// Remove a WebSocket client silent for this long (0 = never).
+    #[arg(long, default_value = "30s", value_parser = crate::units::parse_duration)]
+    pub pong_wait: Duration,
+    /// Largest inbound WebSocket message; larger closes that client with 1009.
+    #[arg(long, default_value = "64KiB", value_parser = parse_size)]
+    pub max_message: u64,
+    /// Messages kept for SSE resume (Last-Event-ID) and /poll.
+    #[arg(long, default_value_t = 1024)]
+    pub ring: usize,
+    /// Exit when the parent process dies (prctl PR_SET_PDEATHSIG).
+    #[arg(long)]
+    pub exit_with_parent: bool,
+
+    // Scenario knobs for `bench fanout`: unsafe on purpose, hidden.
+    #[arg(long, value_enum, default_value_t = Strategy::PerClient, hide = true)]
+    pub strategy: Strategy,
+    #[arg(long, default_value_t = 10, hide = true)]
+    pub shards: usize,
+    #[arg(long, value_parser = parse_size, hide = true)]
+    pub sndbuf: Option<u64>,
+    #[arg(long, hide = true)]
+    pub percopy: bool,
+    #[arg(long, default_value_t = 0, hide = true)]
+    pub garbage_mbps: u64,
+    #[arg(long, hide = true)]
+    pub workers: Option<usize>,
+    #[arg(long, value_enum, default_value_t = Protocol::Ws, hide = true)]
+    pub protocol: Protocol,
+    #[arg(long, default_value = "127.0.0.1:0", hide = true)]
+    pub control_listen: SocketAddr,
+}
+
+/// Validated settings.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Config {
+    pub listen: SocketAddr,
+    pub control_listen: Option<SocketAddr>,
+    pub period: Duration,
+    pub rate: f64,
+    pub size: usize,
+    pub rounds: Option<u64>,
+    pub wait_start: bool,
+    pub text: bool,
+    pub queue: usize,
+    pub write_deadline: Option<Duration>,
+    pub ping: Option<Duration>,
+    pub pong_wait: Option<Duration>,
+    pub max_message: usize,
+    pub ring: usize,
+    pub strategy: Strategy,
+    pub shards: usize,
+    pub sndbuf: Option<usize>,
+    pub percopy: bool,
+    pub garbage_mbps: u64,
+    pub workers: usize,
+    pub protocol: Protocol,
+}
+
+fn nonzero(d: Duration) -> Option<Duration> {
+    (!d.is_zero()).then_some(d)
+}
+
+impl Config {
+    pub fn from_args(a: &ServeFlags, cpus: usize) -> Result<Config, String> {
+        if !(a.rate > 0.0 && a.rate <= 10_000.0) {
+            return Err(format!("--rate {}: must be > 0 and <= 10000", a.rate));
+        }
+        if a.size < 16 || a.size > 16 << 20 {
+            return Err(format!("--size {}: must be 16 B ..= 16 MiB", a.size));
+        }
+        if a.queue == 0 || a.queue > 1 << 20 {
+            return Err(format!("--queue {}: must be 1 ..= 1048576", a.queue));
+        }
+        if a.ring == 0 || a.ring > 1 << 20 {
+            return Err(format!("--ring {}: must be 1 ..= 1048576", a.ring));
+        }
+        if a.max_message < 125 || a.max_message > 64 << 20 {
+            return Err(format!(
+                "--max-message {}: must be 125 B ..= 64 MiB",
+                a.max_message
+            ));
+        }
+        if a.shards == 0 || a.shards > 1024 {
+            return Err(format!("--shards {}: must be 1 ..= 1024", a.shards));
+        }
+        let workers = a.workers.unwrap_or(cpus.max(1));
+        if workers == 0 || workers > 256 {
+            return Err(format!("--workers {workers}: must be 1 ..= 256"));
+        }
+        if a.garbage_mbps > 10_000 {
+            return Err(format!("--garbage-mbps {}: at most 10000", a.garbage_mbps));
+        }
+        if let Some(s) = a.sndbuf {
+            if !(1024..=64 << 20).contains(&s) {
+                return Err(format!("--sndbuf {s}: must be 1 KiB ..= 64 MiB"));
+            }
+        }
+        if a.protocol == Protocol::Raw && a.control_listen == a.listen && a.listen.port() != 0 {
+            return Err("--control-listen must differ from --listen with --protocol raw".into());
+        }
+        Ok(Config {
+            listen: a.listen,
+            control_listen: (a.protocol == Protocol::Raw).then_some(a.control_listen),
+            period: Duration::from_secs_f64(1.0 / a.rate),
+            rate: a.rate,
+            size: a.size as usize,
+            rounds: (a.rounds > 0).then_some(a.rounds),
+            wait_start: a.wait_start,
+            text: a.text,
+            queue: a.queue,
+            write_deadline: nonzero(a.write_deadline),
+            ping: nonzero(a.ping),
+            pong_wait: nonzero(a.pong_wait),
+            max_message: a.max_message as usize,
+            ring: a.ring,
+            strategy: a.strategy,
+            shards: a.shards,
+            sndbuf: a.sndbuf.map(|s| s as usize),
+            percopy: a.percopy,
+            garbage_mbps: a.garbage_mbps,
+            workers,
+            protocol: a.protocol,
+        })
+    }
+}
+
+/// Parse a size: `4096`, `4KB` (1000), `4KiB`/`4K` (1024), `1MB`, `1MiB`/`1M`.
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: u64 = num
+        .parse()
+        .map_err(|_| format!("invalid size `{t}` (expected e.g. 1024, 4KiB, 1MB)"))?;
+    let mult: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "kb" => 1000,
+        "k" | "kib" => 1024,
+        "mb" => 1_000_000,
+        "m" | "mib" => 1 << 20,
+        "gb" => 1_000_000_000,
+        "g" | "gib" => 1 << 30,
+        _ => {
+            return Err(format!(
+                "invalid size unit in `{t}` (B, KB, KiB, MB, MiB, GB, GiB)"
+            ))
+        }
+    };
+    n.checked_mul(mult)
+        .ok_or_else(|| format!("size `{t}` is too large"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct T {
+        #[command(flatten)]
+        a: ServeArgs,
+    }
+
+    fn cfg(args: &[&str]) -> Result<Config, String> {
+        let t = T::try_parse_from(std::iter::once("x").chain(args.iter().copied()))
+            .map_err(|e| e.to_string())?;
+        Config::from_args(&t.a.flags, 2)
+    }
+
+    #[test]
+    fn defaults_are_the_safe_ones() {
+        let c = cfg(&[]).unwrap();
+        assert_eq!(c.listen.to_string(), "127.0.0.1:8080");
+        assert_eq!(c.queue, 64);
+        assert_eq!(c.write_deadline, Some(Duration::from_secs(1)));
+        assert_eq!(c.ping, Some(Duration::from_secs(20)));
+        assert_eq!(c.pong_wait, Some(Duration::from_secs(30)));
+        assert_eq!(c.max_message, 65536);
+        assert_eq!(c.size, 1024);
+        assert_eq!(c.period, Duration::from_millis(200));
+        assert_eq!(c.strategy, Strategy::PerClient);
+        assert_eq!(c.workers, 2);
+        assert_eq!(c.rounds, None);
+        assert!(c.control_listen.is_none());
+    }
+
+    #[test]
+    fn scenario_knobs() {
+        let c = cfg(&[
+            "--strategy",
+            "shards",
+            "--write-deadline",
+            "0",
+            "--sndbuf",
+            "4096",
+            "--workers",
+            "1",
+            "--rounds",
+            "100",
+            "--protocol",
+            "raw",
+        ])
+        .unwrap();
+        assert_eq!(c.strategy, Strategy::Shards);
+        assert_eq!(c.write_deadline, None);
+        assert_eq!(c.sndbuf, Some(4096));
+        assert_eq!(c.workers, 1);
+        assert_eq!(c.rounds, Some(100));
+        assert!(c.control_listen.is_some());
+    }
+
+    #[test]
+    fn bad_values_name_the_flag() {
+        assert!(cfg(&["--size", "8"]).unwrap_err().contains("--size"));
+        assert!(cfg(&["--rate", "0"]).unwrap_err().contains("--rate"));
+        assert!(cfg(&["--queue", "0"]).unwrap_err().contains("--queue"));
+        assert!(cfg(&["--size", "1XB"]).unwrap_err().contains("unit"));
+        assert!(cfg(&["--listen", "nope"]).is_err());
+    }
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("4096"), Ok(4096));
+        assert_eq!(parse_size("4KB"), Ok(4000));
+        assert_eq!(parse_size("64KiB"), Ok(65536));
+        assert_eq!(parse_size("1M"), Ok(1 << 20));
+        assert!(parse_size("").is_err());
+        assert!(parse_size("99999999999999GB").is_err());
+    }
+}

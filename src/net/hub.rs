@@ -1,0 +1,685 @@
+//! The hub: registered clients, the message ring, counters, and the publisher with its
+//! fan-out strategies (per-client queues, sequential shards, raw-TCP floor).
+use super::config::{Config, Strategy};
+use super::{io, payload, sse, sys, wsframe};
+use bytes::Bytes;
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+use tokio::net::TcpStream;
+use tokio::sync::Notify;
+
+/// Lock, ignoring poisoning: every critical section leaves the data consistent.
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Transport {
+    Ws,
+    Sse,
+    Raw,
+}
+
+impl Transport {
+    pub const ALL: [Transport; 3] = [Transport::Ws, Transport::Sse, Transport::Raw];
+    pub fn name(self) -> &'static str {
+        match self {
+            Transport::Ws => "ws",
+            Transport::Sse => "sse",
+            Transport::Raw => "raw",
+        }
+    }
+    fn idx(self) -> usize {
+        self as usize
+    }
+}
+
+/// Why a connection ended. `WriteDeadline` and `PongTimeout` are server removals.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CloseReason {
+    /// The client closed or its socket failed.
+    Peer,
+    /// The client sent something invalid (oversized, garbage, not WebSocket).
+    BadInput,
+    WriteDeadline,
+    PongTimeout,
+    Shutdown,
+}
+
+impl CloseReason {
+    pub const ALL: [CloseReason; 5] = [
+        CloseReason::Peer,
+        CloseReason::BadInput,
+        CloseReason::WriteDeadline,
+        CloseReason::PongTimeout,
+        CloseReason::Shutdown,
+    ];
+    pub fn name(self) -> &'static str {
+        match self {
+            CloseReason::Peer => "peer",
+            CloseReason::BadInput => "bad_input",
+            CloseReason::WriteDeadline => "write_deadline",
+            CloseReason::PongTimeout => "pong_timeout",
+            CloseReason::Shutdown => "shutdown",
+        }
+    }
+    pub fn is_removal(self) -> bool {
+        matches!(self, CloseReason::WriteDeadline | CloseReason::PongTimeout)
+    }
+}
+
+/// One queued message for one client: the bytes are shared across clients unless
+/// --percopy.
+#[derive(Debug, Clone)]
+pub struct Item {
+    pub seq: u64,
+    pub bytes: Bytes,
+}
+
+/// A connected client. Idle, it owns no buffers: the queue allocates only while
+/// messages wait.
+#[derive(Debug)]
+pub struct Conn {
+    pub id: u64,
+    pub transport: Transport,
+    pub stream: TcpStream,
+    queue: Mutex<VecDeque<Item>>,
+    pub notify: Notify,
+    last_offered: AtomicU64,
+}
+
+impl Conn {
+    pub fn pop(&self) -> Option<Item> {
+        let mut q = lock(&self.queue);
+        let it = q.pop_front();
+        if q.is_empty() && q.capacity() > 0 {
+            // Give the memory back: an idle client should hold nothing.
+            *q = VecDeque::new();
+        }
+        it
+    }
+    fn queued(&self) -> usize {
+        lock(&self.queue).len()
+    }
+}
+
+/// A published message in every encoding, built once per round.
+#[derive(Debug, Clone)]
+pub struct Round {
+    pub seq: u64,
+    pub ts: u64,
+    /// WebSocket frame (header + binary or JSON payload).
+    pub ws: Bytes,
+    /// SSE event.
+    pub sse: Bytes,
+    /// Raw-TCP frame (length prefix + binary payload).
+    pub raw: Bytes,
+    /// JSON text payload (ring, /poll).
+    pub json: Bytes,
+}
+
+impl Round {
+    pub fn build(size: usize, text: bool, seq: u64, ts: u64) -> Round {
+        let json = payload::encode_text(size, seq, ts);
+        let ws = if text {
+            wsframe::frame(wsframe::OP_TEXT, json.as_bytes())
+        } else {
+            wsframe::frame(wsframe::OP_BINARY, &payload::encode(size, seq, ts))
+        };
+        Round {
+            seq,
+            ts,
+            ws: Bytes::from(ws),
+            sse: Bytes::from(sse::encode_event(seq, &json)),
+            raw: Bytes::from(payload::encode_raw_frame(size, seq, ts)),
+            json: Bytes::from(json),
+        }
+    }
+    fn for_transport(&self, t: Transport) -> &Bytes {
+        match t {
+            Transport::Ws => &self.ws,
+            Transport::Sse => &self.sse,
+            Transport::Raw => &self.raw,
+        }
+    }
+}
+
+/// Upper bounds (ms) of the hub round time histogram.
+pub const HUB_BUCKETS_MS: [f64; 14] = [
+    0.5, 1.0, 2.5, 5.0, 10.0, 25.0, 50.0, 100.0, 250.0, 500.0, 1000.0, 2500.0, 5000.0, 10000.0,
+];
+/// Round times kept for /control/stats (a day at 1/s); the histogram keeps counting.
+const MAX_ROUND_TIMES: usize = 100_000;
+
+#[derive(Debug, Default)]
+pub struct Counters {
+    pub sent: [AtomicU64; 3],
+    pub bytes_sent: [AtomicU64; 3],
+    pub accepted: [AtomicU64; 3],
+    pub closed: [AtomicU64; 5],
+    pub drops: AtomicU64,
+    pub max_queue_depth: AtomicU64,
+    pub rounds_sent: AtomicU64,
+    pub polls: AtomicU64,
+    pub http_requests: AtomicU64,
+    pub bad_requests: AtomicU64,
+    pub inbound_messages: AtomicU64,
+}
+
+impl Counters {
+    pub fn sent(&self, t: Transport, bytes: usize) {
+        self.sent[t.idx()].fetch_add(1, Relaxed);
+        self.bytes_sent[t.idx()].fetch_add(bytes as u64, Relaxed);
+    }
+}
+
+#[derive(Debug, Default)]
+struct Removed {
+    count: u64,
+    /// Σ (in-flight at removal − last seq offered); missed = base + count × rounds_sent.
+    base: i64,
+}
+
+#[derive(Debug, Default)]
+pub struct HubTimes {
+    pub round_ms: Vec<f64>,
+    pub buckets: [u64; HUB_BUCKETS_MS.len()],
+    pub count: u64,
+    pub sum_ms: f64,
+}
+
+/// A point-in-time view for /control/stats and /metrics.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Snapshot {
+    pub rounds_sent: u64,
+    pub rounds_total: Option<u64>,
+    pub hub_round_ms: Vec<f64>,
+    pub publish_start_ns: u64,
+    pub drops: u64,
+    pub removed: u64,
+    pub missed_by_removed: u64,
+    pub clients: ClientCounts,
+    pub max_queue_depth: u64,
+    pub rss_bytes: u64,
+    pub cpu_seconds: f64,
+    pub nodelay: bool,
+    pub open_fds: u64,
+    pub finished: bool,
+    // Extra (not in the contract's minimum; ignored by its readers).
+    pub messages_sent: ClientCounts,
+    pub closed: HashMap<&'static str, u64>,
+    #[serde(skip)]
+    pub hub_buckets: Vec<(f64, u64)>,
+    #[serde(skip)]
+    pub hub_count: u64,
+    #[serde(skip)]
+    pub hub_sum_ms: f64,
+    #[serde(skip)]
+    pub bytes_sent: ClientCounts,
+}
+
+#[derive(Debug, Clone, Copy, Default, serde::Serialize)]
+pub struct ClientCounts {
+    pub ws: u64,
+    pub sse: u64,
+    pub poll: u64,
+    pub raw: u64,
+}
+
+pub struct Hub {
+    pub cfg: Config,
+    conns: Mutex<HashMap<u64, Arc<Conn>>>,
+    next_id: AtomicU64,
+    ring: Mutex<VecDeque<Round>>,
+    pub counters: Counters,
+    removed: Mutex<Removed>,
+    times: Mutex<HubTimes>,
+    publish_start_ns: AtomicU64,
+    rounds_total: Mutex<Option<u64>>,
+    started: AtomicBool,
+    start_notify: Notify,
+    finished: AtomicBool,
+    shutting_down: AtomicBool,
+    shutdown_notify: Notify,
+    pub nodelay: AtomicBool,
+}
+
+impl Hub {
+    pub fn new(cfg: Config) -> Arc<Hub> {
+        let rounds = cfg.rounds;
+        Arc::new(Hub {
+            cfg,
+            conns: Mutex::new(HashMap::new()),
+            next_id: AtomicU64::new(1),
+            ring: Mutex::new(VecDeque::new()),
+            counters: Counters::default(),
+            removed: Mutex::new(Removed::default()),
+            times: Mutex::new(HubTimes::default()),
+            publish_start_ns: AtomicU64::new(0),
+            rounds_total: Mutex::new(rounds),
+            started: AtomicBool::new(false),
+            start_notify: Notify::new(),
+            finished: AtomicBool::new(false),
+            shutting_down: AtomicBool::new(false),
+            shutdown_notify: Notify::new(),
+            nodelay: AtomicBool::new(true),
+        })
+    }
+
+    /// Register a client; it receives every round published from now on.
+    pub fn register(&self, stream: TcpStream, transport: Transport) -> Arc<Conn> {
+        let mut conns = lock(&self.conns);
+        self.add(&mut conns, stream, transport)
+    }
+
+    fn add(
+        &self,
+        conns: &mut HashMap<u64, Arc<Conn>>,
+        stream: TcpStream,
+        transport: Transport,
+    ) -> Arc<Conn> {
+        let conn = Arc::new(Conn {
+            id: self.next_id.fetch_add(1, Relaxed),
+            transport,
+            stream,
+            queue: Mutex::new(VecDeque::new()),
+            notify: Notify::new(),
+            last_offered: AtomicU64::new(self.counters.rounds_sent.load(Relaxed)),
+        });
+        self.counters.accepted[transport.idx()].fetch_add(1, Relaxed);
+        conns.insert(conn.id, conn.clone());
+        conn
+    }
+
+    /// Register an SSE client and return what it missed after `last_id` that the ring
+    /// still holds, plus the lost range if the ring no longer reaches back that far.
+    /// Atomic with respect to the publisher: nothing is missed, duplicates are possible
+    /// (a round in the ring and also queued) and the writer skips seq <= last written.
+    pub fn register_sse(
+        &self,
+        stream: TcpStream,
+        last_id: Option<u64>,
+    ) -> (Arc<Conn>, Vec<Round>, Option<(u64, u64)>) {
+        let mut conns = lock(&self.conns);
+        let ring = lock(&self.ring);
+        let (replay, gap) = match last_id {
+            Some(id) => replay_after(&ring, id),
+            None => (Vec::new(), None),
+        };
+        drop(ring);
+        (self.add(&mut conns, stream, Transport::Sse), replay, gap)
+    }
+
+    /// Remove a client (idempotent) and count why.
+    pub fn deregister(&self, conn: &Conn, reason: CloseReason, in_flight: u64) {
+        let mut conns = lock(&self.conns);
+        if conns.remove(&conn.id).is_none() {
+            return;
+        }
+        self.counters.closed[reason as usize].fetch_add(1, Relaxed);
+        if reason.is_removal() {
+            let queued = conn.queued() as i64;
+            let offered = conn.last_offered.load(Relaxed) as i64;
+            let mut r = lock(&self.removed);
+            r.count += 1;
+            r.base += queued + in_flight as i64 - offered;
+        }
+        drop(conns);
+        // Free any queued messages now.
+        *lock(&conn.queue) = VecDeque::new();
+    }
+
+    pub fn client_count(&self) -> usize {
+        lock(&self.conns).len()
+    }
+
+    /// /poll: ring messages with seq > since, as a JSON document (see contract).
+    pub fn poll_json(&self, since: u64) -> String {
+        let ring = lock(&self.ring);
+        let latest = self.counters.rounds_sent.load(Relaxed);
+        let oldest = ring.front().map(|r| r.seq);
+        let gap = oldest.is_some_and(|o| o > since.saturating_add(1));
+        let mut out = format!(
+            "{{\"latest\":{latest},\"gap\":{gap},\"oldest\":{},\"messages\":[",
+            oldest.map_or("null".to_string(), |o| o.to_string())
+        );
+        let mut first = true;
+        for r in ring.iter().filter(|r| r.seq > since) {
+            if !first {
+                out.push(',');
+            }
+            first = false;
+            out.push_str(std::str::from_utf8(&r.json).unwrap_or("{}"));
+        }
+        out.push_str("]}");
+        out
+    }
+
+    pub fn start(&self, rounds: Option<u64>) -> bool {
+        if self.started.swap(true, Relaxed) {
+            return false;
+        }
+        if let Some(n) = rounds {
+            *lock(&self.rounds_total) = (n > 0).then_some(n);
+        }
+        self.start_notify.notify_one();
+        true
+    }
+
+    pub fn is_shutting_down(&self) -> bool {
+        self.shutting_down.load(Relaxed)
+    }
+
+    /// Resolves once shutdown begins.
+    pub async fn shutdown_signalled(&self) {
+        let n = self.shutdown_notify.notified();
+        if self.is_shutting_down() {
+            return;
+        }
+        n.await
+    }
+
+    /// Ask every connection to close and stop the publisher and the listeners.
+    pub fn shutdown(&self) {
+        self.shutting_down.store(true, Relaxed);
+        self.shutdown_notify.notify_waiters();
+        let conns: Vec<_> = lock(&self.conns).values().cloned().collect();
+        for c in conns {
+            c.notify.notify_one();
+            if c.transport == Transport::Raw {
+                self.deregister(&c, CloseReason::Shutdown, 0);
+            }
+        }
+    }
+
+    pub fn snapshot(&self) -> Snapshot {
+        let mut clients = ClientCounts::default();
+        for c in lock(&self.conns).values() {
+            match c.transport {
+                Transport::Ws => clients.ws += 1,
+                Transport::Sse => clients.sse += 1,
+                Transport::Raw => clients.raw += 1,
+            }
+        }
+        let c = &self.counters;
+        clients.poll = c.polls.load(Relaxed);
+        let rounds_sent = c.rounds_sent.load(Relaxed);
+        let (removed, missed) = {
+            let r = lock(&self.removed);
+            let m = r.base + (r.count * rounds_sent) as i64;
+            (r.count, m.max(0) as u64)
+        };
+        let times = lock(&self.times);
+        let per = |a: &[AtomicU64; 3]| ClientCounts {
+            ws: a[0].load(Relaxed),
+            sse: a[1].load(Relaxed),
+            poll: 0,
+            raw: a[2].load(Relaxed),
+        };
+        Snapshot {
+            rounds_sent,
+            rounds_total: *lock(&self.rounds_total),
+            hub_round_ms: times.round_ms.clone(),
+            publish_start_ns: self.publish_start_ns.load(Relaxed),
+            drops: c.drops.load(Relaxed),
+            removed,
+            missed_by_removed: missed,
+            clients,
+            max_queue_depth: c.max_queue_depth.load(Relaxed),
+            rss_bytes: sys::rss_bytes(),
+            cpu_seconds: sys::cpu_seconds(),
+            nodelay: self.nodelay.load(Relaxed),
+            open_fds: sys::open_fds(),
+            finished: self.finished.load(Relaxed),
+            messages_sent: per(&c.sent),
+            closed: CloseReason::ALL
+                .iter()
+                .map(|r| (r.name(), c.closed[*r as usize].load(Relaxed)))
+                .collect(),
+            hub_buckets: HUB_BUCKETS_MS
+                .iter()
+                .copied()
+                .zip(times.buckets.iter().copied())
+                .collect(),
+            hub_count: times.count,
+            hub_sum_ms: times.sum_ms,
+            bytes_sent: per(&c.bytes_sent),
+        }
+    }
+
+    fn record_round(&self, ms: f64) {
+        let mut t = lock(&self.times);
+        if t.round_ms.len() < MAX_ROUND_TIMES {
+            t.round_ms.push(ms);
+        }
+        for (i, b) in HUB_BUCKETS_MS.iter().enumerate() {
+            if ms <= *b {
+                t.buckets[i] += 1;
+            }
+        }
+        t.count += 1;
+        t.sum_ms += ms;
+    }
+
+    /// The publisher: one round every 1/rate on a fixed schedule (sleep until the
+    /// scheduled instant; a late round is sent at once, stamped with its scheduled time).
+    pub async fn publish(self: Arc<Self>) {
+        if self.cfg.wait_start {
+            let n = self.start_notify.notified();
+            if !self.started.load(Relaxed) {
+                tokio::select! {
+                    _ = n => {}
+                    _ = self.shutdown_signalled() => return,
+                }
+            }
+        } else {
+            self.started.store(true, Relaxed);
+        }
+        let start = tokio::time::Instant::now();
+        let start_ns = sys::now_ns();
+        self.publish_start_ns.store(start_ns, Relaxed);
+        let period_ns = self.cfg.period.as_nanos() as u64;
+        let mut seq = 1u64;
+        loop {
+            if lock(&self.rounds_total).is_some_and(|n| seq > n) {
+                self.finished.store(true, Relaxed);
+                return;
+            }
+            let offset = Duration::from_nanos((seq - 1) * period_ns);
+            tokio::select! {
+                _ = tokio::time::sleep_until(start + offset) => {}
+                _ = self.shutdown_signalled() => return,
+            }
+            let round = Round::build(
+                self.cfg.size,
+                self.cfg.text,
+                seq,
+                start_ns + offset.as_nanos() as u64,
+            );
+            {
+                let mut ring = lock(&self.ring);
+                if ring.len() >= self.cfg.ring {
+                    ring.pop_front();
+                }
+                ring.push_back(round.clone());
+            }
+            let t0 = Instant::now();
+            match self.cfg.strategy {
+                Strategy::PerClient => self.offer_all(&round),
+                Strategy::Shards => self.clone().shard_pass(&round).await,
+            }
+            self.record_round(t0.elapsed().as_secs_f64() * 1e3);
+            self.counters.rounds_sent.store(seq, Relaxed);
+            seq += 1;
+        }
+    }
+
+    /// Per-client strategy: enqueue to every client (drop and count when its queue is
+    /// full); raw clients get one non-blocking write each.
+    fn offer_all(&self, round: &Round) {
+        let cap = self.cfg.queue;
+        let mut failed = Vec::new();
+        {
+            let conns = lock(&self.conns);
+            for c in conns.values() {
+                c.last_offered.store(round.seq, Relaxed);
+                if c.transport == Transport::Raw {
+                    if let Err(reason) = self.raw_write(c, round) {
+                        failed.push((c.clone(), reason));
+                    }
+                    continue;
+                }
+                let bytes = self.bytes_for(round, c.transport);
+                let depth = {
+                    let mut q = lock(&c.queue);
+                    if q.len() >= cap {
+                        None
+                    } else {
+                        q.push_back(Item {
+                            seq: round.seq,
+                            bytes,
+                        });
+                        Some(q.len())
+                    }
+                };
+                match depth {
+                    Some(d) => {
+                        self.counters.max_queue_depth.fetch_max(d as u64, Relaxed);
+                        c.notify.notify_one();
+                    }
+                    None => {
+                        self.counters.drops.fetch_add(1, Relaxed);
+                    }
+                }
+            }
+        }
+        for (c, reason) in failed {
+            self.deregister(&c, reason, 1);
+        }
+    }
+
+    fn bytes_for(&self, round: &Round, t: Transport) -> Bytes {
+        let b = round.for_transport(t);
+        if self.cfg.percopy {
+            // G1: a fresh allocation and copy per client per round.
+            Bytes::copy_from_slice(b)
+        } else {
+            b.clone()
+        }
+    }
+
+    /// Raw floor: one non-blocking write. A client that cannot take the whole frame at
+    /// once is removed (a partial frame would corrupt its stream).
+    fn raw_write(&self, c: &Conn, round: &Round) -> Result<(), CloseReason> {
+        let bytes = self.bytes_for(round, Transport::Raw);
+        match c.stream.try_write(&bytes) {
+            Ok(n) if n == bytes.len() => {
+                self.counters.sent(Transport::Raw, n);
+                Ok(())
+            }
+            Ok(_) => Err(CloseReason::WriteDeadline),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                self.counters.drops.fetch_add(1, Relaxed);
+                Ok(())
+            }
+            Err(_) => Err(CloseReason::Peer),
+        }
+    }
+
+    /// Shards strategy (unsafe hub, C1/C2): --shards tasks each write the round to their
+    /// clients one after another; the round ends when every shard has finished.
+    async fn shard_pass(self: Arc<Self>, round: &Round) {
+        let n = self.cfg.shards;
+        let mut shards: Vec<Vec<Arc<Conn>>> = vec![Vec::new(); n];
+        let mut raw = Vec::new();
+        {
+            let conns = lock(&self.conns);
+            for (i, c) in conns.values().enumerate() {
+                c.last_offered.store(round.seq, Relaxed);
+                if c.transport == Transport::Raw {
+                    raw.push(c.clone());
+                } else {
+                    shards[i % n].push(c.clone());
+                }
+            }
+        }
+        for c in raw {
+            if let Err(r) = self.raw_write(&c, round) {
+                self.deregister(&c, r, 1);
+            }
+        }
+        let mut set = tokio::task::JoinSet::new();
+        for shard in shards.into_iter().filter(|s| !s.is_empty()) {
+            let hub = self.clone();
+            let round = round.clone();
+            set.spawn(async move {
+                for c in shard {
+                    let bytes = hub.bytes_for(&round, c.transport);
+                    match io::write_with_deadline(&c.stream, &bytes, hub.cfg.write_deadline).await {
+                        Ok(()) => hub.counters.sent(c.transport, bytes.len()),
+                        Err(io::WriteError::Timeout) => {
+                            hub.deregister(&c, CloseReason::WriteDeadline, 1)
+                        }
+                        Err(io::WriteError::Io(_)) => hub.deregister(&c, CloseReason::Peer, 1),
+                    }
+                }
+            });
+        }
+        while set.join_next().await.is_some() {}
+    }
+}
+
+fn replay_after(ring: &VecDeque<Round>, id: u64) -> (Vec<Round>, Option<(u64, u64)>) {
+    let replay: Vec<Round> = ring.iter().filter(|r| r.seq > id).cloned().collect();
+    let gap = match ring.front() {
+        Some(o) if o.seq > id + 1 => Some((id + 1, o.seq - 1)),
+        _ => None,
+    };
+    (replay, gap)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ring(seqs: std::ops::RangeInclusive<u64>) -> VecDeque<Round> {
+        seqs.map(|s| Round::build(64, false, s, s * 100)).collect()
+    }
+
+    #[test]
+    fn replay_from_inside_the_ring() {
+        let (r, gap) = replay_after(&ring(5..=10), 7);
+        assert_eq!(r.iter().map(|r| r.seq).collect::<Vec<_>>(), vec![8, 9, 10]);
+        assert_eq!(gap, None);
+        let (r, gap) = replay_after(&ring(5..=10), 4);
+        assert_eq!(r.len(), 6);
+        assert_eq!(gap, None);
+    }
+
+    #[test]
+    fn replay_reports_lost_range() {
+        let (r, gap) = replay_after(&ring(5..=10), 1);
+        assert_eq!(r.len(), 6);
+        assert_eq!(gap, Some((2, 4)));
+        let (r, gap) = replay_after(&ring(5..=10), 10);
+        assert!(r.is_empty());
+        assert_eq!(gap, None);
+    }
+
+    #[test]
+    fn round_encodings_agree() {
+        let r = Round::build(1024, false, 3, 77);
+        // ws: 4-byte header for 1024 B, then the binary payload.
+        assert_eq!(r.ws.len(), 1028);
+        assert_eq!(payload::decode(&r.ws[4..]), Some((3, 77)));
+        assert_eq!(payload::decode(&r.raw[4..]), Some((3, 77)));
+        assert_eq!(
+            payload::decode_text(std::str::from_utf8(&r.json).unwrap()),
+            Some((3, 77))
+        );
+        assert!(r.sse.starts_with(b"id: 3\ndata: {\"seq\":3,"));
+        assert!(r.sse.ends_with(b"\n\n"));
+    }
+}

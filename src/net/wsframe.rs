@@ -1,0 +1,300 @@
+//! Minimal RFC 6455 framing for the server side. Hand-rolled (instead of tungstenite's
+//! stream) so an idle connection holds no read or write buffer at all, and a published
+//! message is framed once and shared by every client (server frames are unmasked).
+
+/// Opcodes we use.
+pub const OP_CONT: u8 = 0x0;
+pub const OP_TEXT: u8 = 0x1;
+pub const OP_BINARY: u8 = 0x2;
+pub const OP_CLOSE: u8 = 0x8;
+pub const OP_PING: u8 = 0x9;
+pub const OP_PONG: u8 = 0xA;
+
+/// Close codes.
+pub const CLOSE_NORMAL: u16 = 1000;
+pub const CLOSE_GOING_AWAY: u16 = 1001;
+pub const CLOSE_PROTOCOL: u16 = 1002;
+pub const CLOSE_INVALID_DATA: u16 = 1007;
+pub const CLOSE_TOO_BIG: u16 = 1009;
+
+/// A complete unmasked server frame (FIN set) with `payload`.
+pub fn frame(opcode: u8, payload: &[u8]) -> Vec<u8> {
+    let mut v = Vec::with_capacity(payload.len() + 10);
+    push_header(&mut v, opcode, payload.len());
+    v.extend_from_slice(payload);
+    v
+}
+
+fn push_header(v: &mut Vec<u8>, opcode: u8, len: usize) {
+    v.push(0x80 | opcode);
+    if len < 126 {
+        v.push(len as u8);
+    } else if len <= u16::MAX as usize {
+        v.push(126);
+        v.extend_from_slice(&(len as u16).to_be_bytes());
+    } else {
+        v.push(127);
+        v.extend_from_slice(&(len as u64).to_be_bytes());
+    }
+}
+
+/// A close frame with a status code.
+pub fn close_frame(code: u16) -> Vec<u8> {
+    frame(OP_CLOSE, &code.to_be_bytes())
+}
+
+/// A message received from the client (data reassembled, control frames as they come).
+#[derive(Debug, PartialEq, Eq)]
+pub enum Inbound {
+    Text(Vec<u8>),
+    Binary(Vec<u8>),
+    Ping(Vec<u8>),
+    Pong,
+    Close(Option<u16>),
+}
+
+/// Why a client's input is rejected; maps to the close code we send before closing.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+pub enum FrameError {
+    #[error("message larger than {0} bytes")]
+    TooBig(usize),
+    #[error("protocol error: {0}")]
+    Protocol(&'static str),
+    #[error("text message is not UTF-8")]
+    BadUtf8,
+}
+
+impl FrameError {
+    pub fn close_code(&self) -> u16 {
+        match self {
+            FrameError::TooBig(_) => CLOSE_TOO_BIG,
+            FrameError::Protocol(_) => CLOSE_PROTOCOL,
+            FrameError::BadUtf8 => CLOSE_INVALID_DATA,
+        }
+    }
+}
+
+/// Incremental decoder of client frames. Holds only a partial fragmented message, which
+/// is empty (no allocation) between messages.
+#[derive(Debug, Default)]
+pub struct Decoder {
+    frag: Vec<u8>,
+    frag_op: Option<u8>,
+}
+
+impl Decoder {
+    /// Decode as many complete frames as `buf` holds. Returns the bytes consumed; the
+    /// caller keeps the rest for the next read. `max` bounds a frame and a whole message.
+    pub fn decode(
+        &mut self,
+        buf: &[u8],
+        max: usize,
+        out: &mut Vec<Inbound>,
+    ) -> Result<usize, FrameError> {
+        let mut pos = 0;
+        while let Some((hdr, len)) = parse_header(&buf[pos..], max)? {
+            let total = hdr + len;
+            if buf.len() - pos < total {
+                break;
+            }
+            let b0 = buf[pos];
+            let fin = b0 & 0x80 != 0;
+            let opcode = b0 & 0x0F;
+            let mask: [u8; 4] = buf[pos + hdr - 4..pos + hdr].try_into().expect("4 bytes");
+            let mut payload = buf[pos + hdr..pos + total].to_vec();
+            for (i, b) in payload.iter_mut().enumerate() {
+                *b ^= mask[i & 3];
+            }
+            pos += total;
+            self.frame(fin, opcode, payload, max, out)?;
+        }
+        Ok(pos)
+    }
+
+    fn frame(
+        &mut self,
+        fin: bool,
+        opcode: u8,
+        payload: Vec<u8>,
+        max: usize,
+        out: &mut Vec<Inbound>,
+    ) -> Result<(), FrameError> {
+        match opcode {
+            OP_CLOSE | OP_PING | OP_PONG => {
+                if !fin || payload.len() > 125 {
+                    return Err(FrameError::Protocol("bad control frame"));
+                }
+                out.push(match opcode {
+                    OP_PING => Inbound::Ping(payload),
+                    OP_PONG => Inbound::Pong,
+                    _ => {
+                        let code = (payload.len() >= 2)
+                            .then(|| u16::from_be_bytes([payload[0], payload[1]]));
+                        if payload.len() == 1 {
+                            return Err(FrameError::Protocol("bad close payload"));
+                        }
+                        Inbound::Close(code)
+                    }
+                });
+            }
+            OP_TEXT | OP_BINARY => {
+                if self.frag_op.is_some() {
+                    return Err(FrameError::Protocol("new message inside a fragmented one"));
+                }
+                if fin {
+                    out.push(data(opcode, payload)?);
+                } else {
+                    self.frag_op = Some(opcode);
+                    self.frag = payload;
+                }
+            }
+            OP_CONT => {
+                let Some(op) = self.frag_op else {
+                    return Err(FrameError::Protocol("continuation without a message"));
+                };
+                if self.frag.len() + payload.len() > max {
+                    return Err(FrameError::TooBig(max));
+                }
+                self.frag.extend_from_slice(&payload);
+                if fin {
+                    self.frag_op = None;
+                    out.push(data(op, std::mem::take(&mut self.frag))?);
+                }
+            }
+            _ => return Err(FrameError::Protocol("unknown opcode")),
+        }
+        Ok(())
+    }
+}
+
+fn data(opcode: u8, payload: Vec<u8>) -> Result<Inbound, FrameError> {
+    if opcode == OP_TEXT {
+        std::str::from_utf8(&payload).map_err(|_| FrameError::BadUtf8)?;
+        Ok(Inbound::Text(payload))
+    } else {
+        Ok(Inbound::Binary(payload))
+    }
+}
+
+/// `(header length incl. mask, payload length)` once enough bytes are there.
+fn parse_header(b: &[u8], max: usize) -> Result<Option<(usize, usize)>, FrameError> {
+    if b.len() < 2 {
+        return Ok(None);
+    }
+    if b[0] & 0x70 != 0 {
+        return Err(FrameError::Protocol("reserved bits set"));
+    }
+    if b[1] & 0x80 == 0 {
+        return Err(FrameError::Protocol("client frame not masked"));
+    }
+    let (ext, len) = match b[1] & 0x7F {
+        126 => {
+            if b.len() < 4 {
+                return Ok(None);
+            }
+            (2, u16::from_be_bytes([b[2], b[3]]) as u64)
+        }
+        127 => {
+            if b.len() < 10 {
+                return Ok(None);
+            }
+            (8, u64::from_be_bytes(b[2..10].try_into().expect("8 bytes")))
+        }
+        n => (0, n as u64),
+    };
+    if len > max as u64 {
+        return Err(FrameError::TooBig(max));
+    }
+    Ok(Some((2 + ext + 4, len as usize)))
+}
+
+/// A masked client frame (for tests and the load generator's pings).
+pub fn client_frame(opcode: u8, fin: bool, payload: &[u8], mask: [u8; 4]) -> Vec<u8> {
+    let mut v = Vec::with_capacity(payload.len() + 14);
+    push_header(&mut v, opcode, payload.len());
+    if !fin {
+        v[0] &= 0x7F;
+    }
+    v[1] |= 0x80;
+    v.extend_from_slice(&mask);
+    v.extend(payload.iter().enumerate().map(|(i, b)| b ^ mask[i & 3]));
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    const M: [u8; 4] = [1, 2, 3, 4];
+
+    #[test]
+    fn server_frame_lengths() {
+        assert_eq!(frame(OP_BINARY, &[0; 125])[..2], [0x82, 125]);
+        assert_eq!(frame(OP_BINARY, &[0; 1024])[..4], [0x82, 126, 4, 0]);
+        let big = frame(OP_BINARY, &vec![0; 70_000]);
+        assert_eq!(big[1], 127);
+        assert_eq!(u64::from_be_bytes(big[2..10].try_into().unwrap()), 70_000);
+        assert_eq!(big.len(), 70_010);
+    }
+
+    #[test]
+    fn decodes_split_masked_frames() {
+        let mut wire = client_frame(OP_TEXT, true, b"hello", M);
+        wire.extend(client_frame(OP_PING, true, b"p", M));
+        wire.extend(client_frame(OP_BINARY, false, &[1; 200], M));
+        wire.extend(client_frame(OP_CONT, true, &[2; 10], M));
+        wire.extend(client_frame(OP_CLOSE, true, &1000u16.to_be_bytes(), M));
+        for split in 0..wire.len() {
+            let mut d = Decoder::default();
+            let mut out = Vec::new();
+            let n = d.decode(&wire[..split], 1024, &mut out).unwrap();
+            let mut rest = wire[n..split].to_vec();
+            rest.extend_from_slice(&wire[split..]);
+            let m = d.decode(&rest, 1024, &mut out).unwrap();
+            assert_eq!(m, rest.len());
+            let mut bin = vec![1u8; 200];
+            bin.extend([2u8; 10]);
+            assert_eq!(
+                out,
+                vec![
+                    Inbound::Text(b"hello".to_vec()),
+                    Inbound::Ping(b"p".to_vec()),
+                    Inbound::Binary(bin),
+                    Inbound::Close(Some(1000)),
+                ]
+            );
+        }
+    }
+
+    #[test]
+    fn rejects_bad_input_with_close_codes() {
+        let mut out = Vec::new();
+        let big = client_frame(OP_BINARY, true, &[0; 2000], M);
+        let e = Decoder::default().decode(&big, 1024, &mut out).unwrap_err();
+        assert_eq!(e.close_code(), CLOSE_TOO_BIG);
+        // Header alone is enough to reject an oversized frame (no buffering of it).
+        let e = Decoder::default()
+            .decode(&big[..8], 1024, &mut out)
+            .unwrap_err();
+        assert_eq!(e, FrameError::TooBig(1024));
+        // Fragments adding up over the limit.
+        let mut w = client_frame(OP_BINARY, false, &[0; 600], M);
+        w.extend(client_frame(OP_CONT, true, &[0; 600], M));
+        let e = Decoder::default().decode(&w, 1024, &mut out).unwrap_err();
+        assert_eq!(e.close_code(), CLOSE_TOO_BIG);
+        let unmasked = frame(OP_TEXT, b"hi");
+        let e = Decoder::default()
+            .decode(&unmasked, 1024, &mut out)
+            .unwrap_err();
+        assert_eq!(e.close_code(), CLOSE_PROTOCOL);
+        let e = Decoder::default()
+            .decode(b"GET / HTTP/1.1\r\n", 1024, &mut out)
+            .unwrap_err();
+        assert_eq!(e.close_code(), CLOSE_PROTOCOL);
+        let bad = client_frame(OP_TEXT, true, &[0xff, 0xfe], M);
+        let e = Decoder::default().decode(&bad, 1024, &mut out).unwrap_err();
+        assert_eq!(e.close_code(), CLOSE_INVALID_DATA);
+        let cont = client_frame(OP_CONT, true, b"x", M);
+        assert!(Decoder::default().decode(&cont, 1024, &mut out).is_err());
+        assert!(out.is_empty());
+    }
+}
