@@ -30,8 +30,9 @@ pub struct FanoutArgs {
     #[arg(long, default_value_t = 5.0)]
     pub rate: f64,
     /// Slow clients in C1, C2, C3 (never read; SO_RCVBUF 2 KB; server SO_SNDBUF 4 KB).
-    #[arg(long, default_value_t = 50)]
-    pub slow: u64,
+    /// Default 50; with --server, none unless given.
+    #[arg(long)]
+    pub slow: Option<u64>,
     /// Comma-separated: F (raw-TCP floor), A, C1, C2, C3, G1, G3, P1.
     #[arg(long, default_value = "F,A,C1,C2,C3,G1,G3,P1", value_parser = scenario::parse_list_arg)]
     pub scenario: scenario::ScenarioList,
@@ -52,9 +53,20 @@ pub struct FanoutArgs {
     pub drain: Duration,
 }
 
+pub const DEFAULT_SLOW: u64 = 50;
+
 impl FanoutArgs {
     pub fn scenarios(&self) -> Vec<Scenario> {
         self.scenario.0.clone()
+    }
+
+    /// Slow clients for a scenario (None = --server run).
+    pub fn slow_for(&self, sc: Option<Scenario>) -> u64 {
+        match sc {
+            Some(s) if s.has_slow_clients() => self.slow.unwrap_or(DEFAULT_SLOW),
+            Some(_) => 0,
+            None => self.slow.unwrap_or(0),
+        }
     }
 }
 
@@ -74,12 +86,19 @@ pub fn validate(a: &FanoutArgs) -> anyhow::Result<()> {
     if !(a.rate > 0.0 && a.rate <= 1000.0) {
         anyhow::bail!("--rate {}: must be in (0, 1000] rounds per second", a.rate);
     }
-    if a.scenarios().iter().any(|s| s.has_slow_clients()) && a.slow >= a.connections {
-        anyhow::bail!(
-            "--slow {} must be below --connections {}",
-            a.slow,
-            a.connections
-        );
+    let runs: Vec<Option<Scenario>> = if a.server.is_some() {
+        vec![None]
+    } else {
+        a.scenarios().into_iter().map(Some).collect()
+    };
+    for sc in runs {
+        let slow = a.slow_for(sc);
+        if slow > 0 && slow >= a.connections {
+            anyhow::bail!(
+                "--slow {slow} must be below --connections {}",
+                a.connections
+            );
+        }
     }
     if let Some(url) = &a.server {
         let (proto, _, _) = parse_target(url)?;
@@ -121,7 +140,9 @@ pub fn run(a: FanoutArgs, _ctx: crate::cli::Ctx) -> anyhow::Result<std::process:
         rounds: a.rounds,
         size: a.size,
         rate: a.rate,
-        slow: a.slow,
+        slow: a
+            .slow
+            .unwrap_or(if a.server.is_some() { 0 } else { DEFAULT_SLOW }),
         host_cores: sys::cores(),
         valid: results.iter().all(|r| r.valid),
         scenarios: results,
@@ -353,17 +374,7 @@ fn run_one(sc: Option<Scenario>, a: &FanoutArgs) -> anyhow::Result<ScenarioResul
         .map(|s| s.name().to_string())
         .unwrap_or_else(|| "external".into());
     let scratch = Scratch::new(&name)?;
-    let slow = match sc {
-        Some(s) if s.has_slow_clients() => a.slow,
-        Some(_) => 0,
-        None => {
-            if a.slow > 0 && std::env::args().any(|x| x == "--slow" || x.starts_with("--slow=")) {
-                a.slow
-            } else {
-                0
-            }
-        }
-    };
+    let slow = a.slow_for(sc);
     let mut server = None;
     let (url, ctrl) = match sc {
         Some(s) => {
@@ -460,6 +471,8 @@ fn run_one(sc: Option<Scenario>, a: &FanoutArgs) -> anyhow::Result<ScenarioResul
         }
     }
     pb.finish_and_clear();
+    // Where the hub stood at the time bound, before anything was released.
+    let at_bound = control::stats(ctrl).ok().or_else(|| last_stats.clone());
     if slow > 0 {
         // As in the seed: closing the slow clients at the end releases stuck writers, and
         // what they then deliver (20 s late in C1) is part of the result.
@@ -519,30 +532,42 @@ fn run_one(sc: Option<Scenario>, a: &FanoutArgs) -> anyhow::Result<ScenarioResul
             }
         ),
     });
+    r.rounds_published_at_bound = at_bound.as_ref().map(|s| s.rounds_sent);
     if let Some(s) = sc {
         r.reference = s.evidence().map(crate::evidence::reference);
-        add_shape_notes(s, &mut r, a);
+        add_shape_notes(s, &mut r, a, at_bound.as_ref().map(|s| s.rounds_sent));
     }
     Ok(r)
 }
 
 /// What each scenario is meant to show, said plainly next to its numbers.
-fn add_shape_notes(s: Scenario, r: &mut ScenarioResult, a: &FanoutArgs) {
+fn add_shape_notes(
+    s: Scenario,
+    r: &mut ScenarioResult,
+    a: &FanoutArgs,
+    sent_at_bound: Option<u64>,
+) {
     match s {
         Scenario::C1 => {
-            if r.rounds_completed < r.rounds_total {
+            let hub_max = r.hub_max_ms.unwrap_or(0.0);
+            let stalled_at_bound = sent_at_bound.is_some_and(|n| n < r.rounds_total);
+            if stalled_at_bound || hub_max >= 1000.0 || r.rounds_completed < r.rounds_total {
                 r.notes.push(format!(
-                    "stall shown: {} of {} rounds reached every healthy client; the run still ended at its time bound and the slow clients were closed",
-                    r.rounds_completed, r.rounds_total
+                    "stall shown: the hub had published {} of {} rounds at the time bound (hub max {} ms); closing the slow clients released it, as in the seed, and {} of {} rounds then reached every healthy client",
+                    sent_at_bound.map(|n| n.to_string()).unwrap_or_else(|| "?".into()),
+                    r.rounds_total,
+                    crate::evidence::fmt_num(hub_max.round()),
+                    r.rounds_completed,
+                    r.rounds_total
                 ));
             } else {
-                r.notes.push("no stall observed: every round completed (buffers larger than the seed's, or fewer slow clients than shards)".into());
+                r.notes.push("no stall observed: every round completed in time (buffers larger than the seed's, too few rounds to fill them, or fewer slow clients than shards)".into());
             }
         }
         Scenario::C2 => r.notes.push(format!(
             "the 1 s deadline bounds each stall: {} slow clients over 10 shards wait up to about {} s per shard before removal",
-            a.slow,
-            a.slow.div_ceil(10)
+            a.slow_for(Some(s)),
+            a.slow_for(Some(s)).div_ceil(10)
         )),
         Scenario::C3 => r.notes.push(
             "per-client queues: a slow client fills only its own queue; the others never wait".into(),

@@ -606,6 +606,10 @@ async fn sse_session(
             .feed(bytes, &mut events)
             .map_err(|e| format!("{}: {e}", cfg.url))?;
         for ev in events.drain(..) {
+            // Named events (`gap`) are not payloads; a gap shows as missing seqs.
+            if ev.event.is_some() {
+                continue;
+            }
             record(
                 out,
                 counters,

@@ -45,6 +45,8 @@ pub struct ScenarioResult {
     pub samples: u64,
     pub rounds_completed: u64,
     pub rounds_total: u64,
+    /// Rounds the hub had published when the time bound hit (before slow clients closed).
+    pub rounds_published_at_bound: Option<u64>,
     pub last_client_median_ms: Option<f64>,
     pub last_client_max_ms: Option<f64>,
     /// Hub time per round from the server (null without /control/stats).

@@ -299,6 +299,7 @@ pub fn analyze(inp: &Inputs) -> ScenarioResult {
         samples: lg.samples,
         rounds_completed,
         rounds_total: inp.rounds_total,
+        rounds_published_at_bound: None,
         last_client_median_ms: if valid && !lasts.is_empty() {
             Some(stats::median(&lasts))
         } else {
