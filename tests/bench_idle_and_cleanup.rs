@@ -108,7 +108,7 @@ fn alive(pid: u32) -> bool {
 #[test]
 fn ctrl_c_stops_server_and_load_generator() {
     // A 40 s scenario, interrupted once both children run.
-    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("rtcheck"))
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("rtcheck"))
         .args([
             "bench",
             "fanout",
