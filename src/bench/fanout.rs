@@ -7,7 +7,7 @@ use super::scenario::{self, Scenario};
 use super::sys::{self, ChildGuard};
 use super::validity::{self, Inputs};
 use super::wire::{Event, LoadgenResult, CMD_CLOSE_SLOW, CMD_STOP};
-use crate::report::{Format, Status};
+use crate::report::Status;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::{BufRead, IsTerminal, Write};
 use std::net::SocketAddr;
@@ -21,6 +21,7 @@ pub struct FanoutArgs {
     /// Clients (the seed: 10,000; on 2 cores 2,000 is the seed's load per core).
     #[arg(long, default_value_t = 10_000)]
     pub connections: u64,
+    /// Messages per client (one per round).
     #[arg(long, default_value_t = 100)]
     pub rounds: u64,
     /// Payload bytes per message (at least 16).
@@ -40,8 +41,9 @@ pub struct FanoutArgs {
     /// not apply: one run, with --slow slow clients if given.
     #[arg(long)]
     pub server: Option<String>,
-    #[arg(long, value_enum, default_value_t = Format::Text)]
-    pub format: Format,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = super::BenchFormat::Text)]
+    pub format: super::BenchFormat,
     /// Write the report here (atomically) instead of stdout.
     #[arg(long)]
     pub output: Option<PathBuf>,
@@ -111,11 +113,7 @@ pub fn validate(a: &FanoutArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-pub fn run(a: FanoutArgs, _ctx: crate::cli::Ctx) -> anyhow::Result<std::process::ExitCode> {
-    a.format.ensure_one_of(
-        &[Format::Text, Format::Json, Format::Markdown],
-        "bench fanout",
-    )?;
+pub fn run(a: FanoutArgs, ctx: crate::cli::Ctx) -> anyhow::Result<std::process::ExitCode> {
     validate(&a)?;
     sys::install_interrupt_handler();
     let mut results = Vec::new();
@@ -148,9 +146,9 @@ pub fn run(a: FanoutArgs, _ctx: crate::cli::Ctx) -> anyhow::Result<std::process:
         scenarios: results,
     };
     let text = match a.format {
-        Format::Json => crate::report::json::render(&report)?,
-        Format::Markdown => crate::report::markdown::bench::render(&report),
-        _ => crate::report::text::bench::render(&report, &_ctx.palette()),
+        super::BenchFormat::Json => crate::report::json::render(&report)?,
+        super::BenchFormat::Markdown => crate::report::markdown::bench::render(&report),
+        super::BenchFormat::Text => crate::report::text::bench::render(&report, &ctx.palette()),
     };
     crate::report::output::emit(&text, a.output.as_deref())?;
     Ok(if report.valid {

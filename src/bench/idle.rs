@@ -4,7 +4,6 @@ use super::control;
 use super::fanout::{start_loadgen, start_server, Scratch};
 use super::model::{IdleReport, IdleResult};
 use super::sys;
-use crate::report::Format;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -29,8 +28,8 @@ pub struct IdleArgs {
     pub settle: Duration,
     #[arg(long, default_value = "120s", value_parser = crate::units::parse_duration)]
     pub connect_timeout: Duration,
-    #[arg(long, value_enum, default_value_t = Format::Text)]
-    pub format: Format,
+    #[arg(long, value_enum, default_value_t = super::BenchFormat::Text)]
+    pub format: super::BenchFormat,
     #[arg(long)]
     pub output: Option<PathBuf>,
 }
@@ -44,10 +43,6 @@ pub fn per_connection(before: u64, after: u64, connected: u64) -> Option<f64> {
 }
 
 pub fn run(a: IdleArgs, ctx: crate::cli::Ctx) -> anyhow::Result<std::process::ExitCode> {
-    a.format.ensure_one_of(
-        &[Format::Text, Format::Json, Format::Markdown],
-        "bench idle",
-    )?;
     if a.connections == 0 {
         anyhow::bail!("--connections must be at least 1");
     }
@@ -68,9 +63,11 @@ pub fn run(a: IdleArgs, ctx: crate::cli::Ctx) -> anyhow::Result<std::process::Ex
         reference: crate::evidence::reference("conn-ram"),
     };
     let text = match a.format {
-        Format::Json => crate::report::json::render(&report)?,
-        Format::Markdown => crate::report::markdown::bench::render_idle(&report),
-        _ => crate::report::text::bench::render_idle(&report, &ctx.palette()),
+        super::BenchFormat::Json => crate::report::json::render(&report)?,
+        super::BenchFormat::Markdown => crate::report::markdown::bench::render_idle(&report),
+        super::BenchFormat::Text => {
+            crate::report::text::bench::render_idle(&report, &ctx.palette())
+        }
     };
     crate::report::output::emit(&text, a.output.as_deref())?;
     Ok(if report.valid {

@@ -18,6 +18,17 @@ pub mod wire;
 use crate::cli::Ctx;
 use std::process::ExitCode;
 
+/// Output formats of `bench fanout` and `bench idle`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum BenchFormat {
+    /// Tables, checks and notes for a terminal.
+    Text,
+    /// The canonical machine format.
+    Json,
+    /// Tables for BENCHMARKS.md or a PR comment.
+    Markdown,
+}
+
 #[derive(Debug, clap::Args)]
 pub struct BenchArgs {
     #[command(subcommand)]
