@@ -162,6 +162,9 @@ fn shard_writers_stall_without_deadline_and_are_bounded_with_one() {
     assert!(f(c1, "hub_max_ms") >= 1000.0, "{c1:#}");
     assert!(u(c1, "over_1s") > 0, "{c1:#}");
     assert_eq!(u(c1, "removed"), 0, "no deadline: nobody is removed");
+    assert!(u(c1, "rounds_completed") < 12, "{c1:#}");
+    // The stall lives in the tail: rounds before it were delivered normally.
+    assert!(f(c1, "p50_ms") < 1000.0, "{c1:#}");
     assert!(f(c1, "duration_s") <= f(c1, "time_bound_s") + 2.0, "{c1:#}");
     assert_eq!(check(c1, "cleanup"), "pass");
     assert!(c1["notes"]

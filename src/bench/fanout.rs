@@ -6,7 +6,7 @@ use super::model::{BenchReport, Check, ScenarioResult};
 use super::scenario::{self, Scenario};
 use super::sys::{self, ChildGuard};
 use super::validity::{self, Inputs};
-use super::wire::{Event, LoadgenResult, CMD_CLOSE_SLOW, CMD_STOP};
+use super::wire::{Event, LoadgenResult, CMD_CLOSE_SLOW, CMD_CUTOFF, CMD_STOP};
 use crate::report::Status;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::{BufRead, IsTerminal, Write};
@@ -471,6 +471,13 @@ fn run_one(sc: Option<Scenario>, a: &FanoutArgs) -> anyhow::Result<ScenarioResul
     pb.finish_and_clear();
     // Where the hub stood at the time bound, before anything was released.
     let at_bound = control::stats(ctrl).ok().or_else(|| last_stats.clone());
+    // The round in progress at the bound counts; rounds begun later (C1: the hub catching
+    // up once the slow clients are closed) are outside the measurement window.
+    let cutoff = at_bound
+        .as_ref()
+        .map(|s| (s.rounds_sent + 1).min(a.rounds))
+        .unwrap_or(a.rounds);
+    lg.send(&format!("{CMD_CUTOFF} {cutoff}"));
     if slow > 0 {
         // As in the seed: closing the slow clients at the end releases stuck writers, and
         // what they then deliver (20 s late in C1) is part of the result.
@@ -481,7 +488,10 @@ fn run_one(sc: Option<Scenario>, a: &FanoutArgs) -> anyhow::Result<ScenarioResul
             let _ = lg.next(Duration::from_millis(100))?;
         }
     }
-    let final_stats = control::stats(ctrl).ok().or(last_stats);
+    let mut final_stats = control::stats(ctrl).ok().or(last_stats);
+    if let Some(s) = final_stats.as_mut() {
+        s.rounds_sent = s.rounds_sent.min(cutoff);
+    }
     if let Some(s) = &final_stats {
         peak_rss = Some(peak_rss.unwrap_or(0).max(s.rss_bytes));
     }

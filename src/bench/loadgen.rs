@@ -5,7 +5,7 @@
 //! allocator and scheduler are not measured together with it.
 use super::stats::{self, ClientSamples};
 use super::sys;
-use super::wire::{Event, LoadgenResult, CMD_CLOSE_SLOW, CMD_STOP};
+use super::wire::{Event, LoadgenResult, CMD_CLOSE_SLOW, CMD_CUTOFF, CMD_STOP};
 use futures_util::StreamExt;
 use std::io::Write;
 use std::net::SocketAddr;
@@ -227,6 +227,7 @@ async fn drive(a: LoadgenArgs, cfg: Arc<Cfg>, cores: u64) -> anyhow::Result<Load
 
     // Run phase: progress until told to stop (or the hard bound).
     let mut tick = tokio::time::interval(Duration::from_millis(250));
+    let mut cutoff: Option<u64> = None;
     loop {
         tokio::select! {
             _ = tick.tick() => {
@@ -240,7 +241,11 @@ async fn drive(a: LoadgenArgs, cfg: Arc<Cfg>, cores: u64) -> anyhow::Result<Load
             c = cmd_rx.recv() => match c.as_deref() {
                 Some(CMD_CLOSE_SLOW) => { let _ = stop_tx.send(CLOSE_SLOW); }
                 Some(CMD_STOP) | None => break,
-                Some(_) => {}
+                Some(other) => {
+                    if let Some(n) = other.strip_prefix(CMD_CUTOFF).and_then(|n| n.trim().parse().ok()) {
+                        cutoff = Some(n);
+                    }
+                }
             }
         }
     }
@@ -258,12 +263,21 @@ async fn drive(a: LoadgenArgs, cfg: Arc<Cfg>, cores: u64) -> anyhow::Result<Load
             }),
         }
     }
-    Ok(summarize(&a, outs, cores, cpu1 - cpu0, cpu2 - cpu1, wall))
+    Ok(summarize(
+        &a,
+        outs,
+        cutoff,
+        cores,
+        cpu1 - cpu0,
+        cpu2 - cpu1,
+        wall,
+    ))
 }
 
 fn summarize(
     a: &LoadgenArgs,
     outs: Vec<ClientOut>,
+    cutoff: Option<u64>,
     cores: u64,
     cpu_connect: f64,
     cpu_run: f64,
@@ -275,6 +289,7 @@ fn summarize(
         connections: a.connections,
         slow: a.slow,
         cores,
+        cutoff,
         cpu_connect_s: cpu_connect,
         cpu_run_s: cpu_run,
         wall_run_s: wall,
@@ -307,11 +322,17 @@ fn summarize(
         if o.removed {
             r.removed_healthy += 1;
         }
-        for &(_, lat) in &o.samples {
+        let mut samples = o.samples;
+        if let Some(c) = cutoff {
+            let before = samples.len();
+            samples.retain(|&(seq, _)| u64::from(seq) <= c);
+            r.after_cutoff += (before - samples.len()) as u64;
+        }
+        for &(_, lat) in &samples {
             let _ = hist.record(u64::from(lat).max(1));
         }
         healthy.push(ClientSamples {
-            samples: o.samples,
+            samples,
             removed: o.removed,
         });
     }

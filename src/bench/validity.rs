@@ -254,8 +254,9 @@ pub fn analyze(inp: &Inputs) -> ScenarioResult {
     if let Some(s) = inp.server {
         if s.rounds_sent < inp.rounds_total {
             notes.push(format!(
-                "the hub published {} of {} rounds before the time bound",
-                s.rounds_sent, inp.rounds_total
+                "rounds {}..={} were not published within the measurement window",
+                s.rounds_sent + 1,
+                inp.rounds_total
             ));
         }
         if lg.slow > 0 {
@@ -268,6 +269,12 @@ pub fn analyze(inp: &Inputs) -> ScenarioResult {
                 s.missed_by_removed
             ));
         }
+    }
+    if lg.after_cutoff > 0 {
+        notes.push(format!(
+            "{} samples of rounds the hub began after the time bound (once the slow clients were closed) are outside the measurement window",
+            lg.after_cutoff
+        ));
     }
     if lg.beyond_rounds > 0 {
         notes.push(format!(

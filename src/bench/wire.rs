@@ -5,6 +5,9 @@ use serde::{Deserialize, Serialize};
 /// Commands the orchestrator writes to the load generator's stdin, one per line.
 pub const CMD_CLOSE_SLOW: &str = "close-slow";
 pub const CMD_STOP: &str = "stop";
+/// `cutoff N`: rounds above N began after the time bound and are outside the measurement
+/// window (C1: the hub catching up once the slow clients are closed).
+pub const CMD_CUTOFF: &str = "cutoff";
 
 /// One line of load generator output.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -62,6 +65,10 @@ pub struct LoadgenResult {
     pub rounds: Vec<RoundStat>,
     /// Samples with seq above --rounds (another server publishing more): not in `rounds`.
     pub beyond_rounds: u64,
+    /// Last round inside the measurement window (from `cutoff`), and the samples of later
+    /// rounds left out.
+    pub cutoff: Option<u64>,
+    pub after_cutoff: u64,
     /// Per-client seq not strictly increasing (duplicates or reordering).
     pub order_violations: u64,
     /// Frames we could not decode as the payload.
