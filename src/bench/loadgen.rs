@@ -222,7 +222,6 @@ async fn drive(a: LoadgenArgs, cfg: Arc<Cfg>, cores: u64) -> anyhow::Result<Load
     emit(&Event::Connected {
         connected: counters.connected.load(Relaxed),
         failed: counters.failed.load(Relaxed),
-        errors: Vec::new(),
     });
 
     // Run phase: progress until told to stop (or the hard bound).
@@ -682,6 +681,56 @@ mod tests {
         ] {
             assert!(parse_target(bad).is_err(), "{bad}");
         }
+    }
+
+    fn args(rounds: u64, slow: u64) -> LoadgenArgs {
+        LoadgenArgs {
+            url: "ws://127.0.0.1:1/ws".into(),
+            connections: 3,
+            slow,
+            rounds,
+            slow_rcvbuf: 2048,
+            max_seconds: 1,
+            connect_concurrency: 1,
+            read_buffer: 4096,
+        }
+    }
+
+    #[test]
+    fn summary_leaves_out_rounds_after_the_cutoff_and_slow_clients() {
+        let healthy = ClientOut {
+            samples: vec![(1, 1000), (2, 2000), (3, 30_000_000)],
+            nodelay: Some(true),
+            ..Default::default()
+        };
+        let slow = ClientOut {
+            slow: true,
+            nodelay: Some(true),
+            rcvbuf: Some(4608),
+            ..Default::default()
+        };
+        let failed = ClientOut {
+            error: Some("connect: refused".into()),
+            ..Default::default()
+        };
+        let r = summarize(
+            &args(3, 1),
+            vec![healthy, slow, failed],
+            Some(2),
+            2,
+            0.1,
+            0.2,
+            3.0,
+        );
+        assert_eq!((r.connected, r.connect_failed), (2, 1));
+        assert_eq!(r.connect_errors, vec!["connect: refused".to_string()]);
+        assert_eq!(r.samples, 2, "seq 3 began after the cutoff");
+        assert_eq!(r.after_cutoff, 1);
+        assert_eq!(r.max_ms, 2.0);
+        assert_eq!(r.rounds[2].received, 0);
+        assert_eq!(r.rounds[2].missing_live, 1);
+        assert_eq!(r.slow_rcvbuf, Some(4608));
+        assert_eq!((r.nodelay_checked, r.nodelay_off), (2, 0));
     }
 
     #[test]

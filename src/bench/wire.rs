@@ -16,11 +16,7 @@ pub enum Event {
     /// While connecting.
     Connecting { done: u64, failed: u64, total: u64 },
     /// Every client has connected (or failed); measurement starts now.
-    Connected {
-        connected: u64,
-        failed: u64,
-        errors: Vec<String>,
-    },
+    Connected { connected: u64, failed: u64 },
     /// Periodically while running.
     Progress {
         received: u64,
