@@ -578,7 +578,7 @@ fn add_shape_notes(
             }
         }
         Scenario::C2 => r.notes.push(format!(
-            "the 1 s deadline bounds each stall: {} slow clients over 10 shards wait up to about {} s per shard before removal",
+            "the 1 s deadline bounds each stall: {} slow clients over 10 shards wait up to about {} s per shard before removal; rounds sent late carry their scheduled time, so every one counts its full delay until the hub has caught up (the seed's hub skipped rounds instead: 67 of 100)",
             a.slow_for(Some(s)),
             a.slow_for(Some(s)).div_ceil(10)
         )),
