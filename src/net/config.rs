@@ -97,6 +97,10 @@ pub struct ServeFlags {
     pub protocol: Protocol,
     #[arg(long, default_value = "127.0.0.1:0", hide = true)]
     pub control_listen: SocketAddr,
+    /// Per-client strategy without the direct-write pass: the publisher only enqueues and
+    /// every message goes through the client's task (like a Go channel per client).
+    #[arg(long, hide = true)]
+    pub queue_only: bool,
 }
 
 /// Validated settings.
@@ -123,6 +127,9 @@ pub struct Config {
     pub garbage_mbps: u64,
     pub workers: usize,
     pub protocol: Protocol,
+    /// Per-client strategy: the publisher tries one non-blocking write per client whose
+    /// task is idle (split over the worker threads) and queues only what does not fit.
+    pub direct: bool,
 }
 
 fn nonzero(d: Duration) -> Option<Duration> {
@@ -189,6 +196,7 @@ impl Config {
             garbage_mbps: a.garbage_mbps,
             workers,
             protocol: a.protocol,
+            direct: !a.queue_only,
         })
     }
 }
@@ -251,6 +259,8 @@ mod tests {
         assert_eq!(c.workers, 2);
         assert_eq!(c.rounds, None);
         assert!(c.control_listen.is_none());
+        assert!(c.direct);
+        assert!(!cfg(&["--queue-only"]).unwrap().direct);
     }
 
     #[test]

@@ -71,6 +71,9 @@ pub fn parse_head(buf: &[u8]) -> Result<Option<(Request, usize)>, String> {
                 Ok(None)
             }
         }
+        Ok(httparse::Status::Complete(n)) if n > MAX_HEAD => {
+            Err(format!("request head larger than {MAX_HEAD} bytes"))
+        }
         Ok(httparse::Status::Complete(n)) => {
             let target = r.path.unwrap_or("/");
             let (path, query) = target.split_once('?').unwrap_or((target, ""));

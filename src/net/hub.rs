@@ -3,7 +3,7 @@
 use super::config::{Config, Strategy};
 use super::{io, payload, sse, sys, wsframe};
 use bytes::Bytes;
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -85,23 +85,62 @@ pub struct Conn {
     pub id: u64,
     pub transport: Transport,
     pub stream: TcpStream,
-    queue: Mutex<VecDeque<Item>>,
+    queue: Mutex<Queue>,
     pub notify: Notify,
     last_offered: AtomicU64,
+    /// Rounds up to this seq were already sent from the ring (SSE resume).
+    skip_until: u64,
+}
+
+#[derive(Debug, Default)]
+struct Queue {
+    items: VecDeque<Item>,
+    /// The connection's task is writing: the publisher must not write directly.
+    writing: bool,
+    /// Deregistered: offer nothing more.
+    closed: bool,
+}
+
+enum Offer {
+    Done,
+    Queued(usize),
+    Dropped,
+    Failed(CloseReason),
 }
 
 impl Conn {
+    /// Take the next message and mark the task as writing until [`Conn::done_writing`].
     pub fn pop(&self) -> Option<Item> {
         let mut q = lock(&self.queue);
-        let it = q.pop_front();
-        if q.is_empty() && q.capacity() > 0 {
+        let it = q.items.pop_front();
+        if it.is_some() {
+            q.writing = true;
+        }
+        if q.items.is_empty() && q.items.capacity() > 0 {
             // Give the memory back: an idle client should hold nothing.
-            *q = VecDeque::new();
+            q.items = VecDeque::new();
         }
         it
     }
-    fn queued(&self) -> usize {
-        lock(&self.queue).len()
+    /// Mark the task as writing something of its own (control frames, SSE comments),
+    /// unless messages are queued (one may be the rest of a partial direct write, which
+    /// must go first).
+    pub fn try_begin_writing(&self) -> bool {
+        let mut q = lock(&self.queue);
+        if q.items.is_empty() {
+            q.writing = true;
+        }
+        q.items.is_empty()
+    }
+    /// Before a final frame: from now on the publisher only queues. True if nothing is
+    /// queued (so the frame cannot land inside a partly written message).
+    pub fn claim_for_goodbye(&self) -> bool {
+        let mut q = lock(&self.queue);
+        q.writing = true;
+        q.items.is_empty()
+    }
+    pub fn done_writing(&self) {
+        lock(&self.queue).writing = false;
     }
 }
 
@@ -209,7 +248,7 @@ pub struct Snapshot {
     pub finished: bool,
     // Extra (not in the contract's minimum; ignored by its readers).
     pub messages_sent: ClientCounts,
-    pub closed: HashMap<&'static str, u64>,
+    pub closed: BTreeMap<&'static str, u64>,
     #[serde(skip)]
     pub hub_buckets: Vec<(f64, u64)>,
     #[serde(skip)]
@@ -271,7 +310,7 @@ impl Hub {
     /// Register a client; it receives every round published from now on.
     pub fn register(&self, stream: TcpStream, transport: Transport) -> Arc<Conn> {
         let mut conns = lock(&self.conns);
-        self.add(&mut conns, stream, transport)
+        self.add(&mut conns, stream, transport, 0, false)
     }
 
     fn add(
@@ -279,14 +318,21 @@ impl Hub {
         conns: &mut HashMap<u64, Arc<Conn>>,
         stream: TcpStream,
         transport: Transport,
+        skip_until: u64,
+        writing: bool,
     ) -> Arc<Conn> {
         let conn = Arc::new(Conn {
             id: self.next_id.fetch_add(1, Relaxed),
             transport,
             stream,
-            queue: Mutex::new(VecDeque::new()),
+            queue: Mutex::new(Queue {
+                items: VecDeque::new(),
+                writing,
+                closed: false,
+            }),
             notify: Notify::new(),
             last_offered: AtomicU64::new(self.counters.rounds_sent.load(Relaxed)),
+            skip_until,
         });
         self.counters.accepted[transport.idx()].fetch_add(1, Relaxed);
         conns.insert(conn.id, conn.clone());
@@ -295,8 +341,9 @@ impl Hub {
 
     /// Register an SSE client and return what it missed after `last_id` that the ring
     /// still holds, plus the lost range if the ring no longer reaches back that far.
-    /// Atomic with respect to the publisher: nothing is missed, duplicates are possible
-    /// (a round in the ring and also queued) and the writer skips seq <= last written.
+    /// Atomic with respect to the publisher: nothing is missed, and rounds already in the
+    /// replay are not offered again. The connection starts as "writing" so the publisher
+    /// queues (never writes directly) until the task has sent the head and the replay.
     pub fn register_sse(
         &self,
         stream: TcpStream,
@@ -309,7 +356,12 @@ impl Hub {
             None => (Vec::new(), None),
         };
         drop(ring);
-        (self.add(&mut conns, stream, Transport::Sse), replay, gap)
+        let skip = replay.last().map_or(0, |r| r.seq);
+        (
+            self.add(&mut conns, stream, Transport::Sse, skip, true),
+            replay,
+            gap,
+        )
     }
 
     /// Remove a client (idempotent) and count why.
@@ -318,17 +370,19 @@ impl Hub {
         if conns.remove(&conn.id).is_none() {
             return;
         }
+        drop(conns);
         self.counters.closed[reason as usize].fetch_add(1, Relaxed);
+        let mut q = lock(&conn.queue);
+        q.closed = true;
         if reason.is_removal() {
-            let queued = conn.queued() as i64;
+            let queued = q.items.len() as i64;
             let offered = conn.last_offered.load(Relaxed) as i64;
             let mut r = lock(&self.removed);
             r.count += 1;
             r.base += queued + in_flight as i64 - offered;
         }
-        drop(conns);
         // Free any queued messages now.
-        *lock(&conn.queue) = VecDeque::new();
+        q.items = VecDeque::new();
     }
 
     pub fn client_count(&self) -> usize {
@@ -452,7 +506,8 @@ impl Hub {
     fn record_round(&self, ms: f64) {
         let mut t = lock(&self.times);
         if t.round_ms.len() < MAX_ROUND_TIMES {
-            t.round_ms.push(ms);
+            // Nanosecond resolution is plenty and keeps the JSON readable.
+            t.round_ms.push((ms * 1e6).round() / 1e6);
         }
         for (i, b) in HUB_BUCKETS_MS.iter().enumerate() {
             if ms <= *b {
@@ -489,7 +544,7 @@ impl Hub {
             }
             let offset = Duration::from_nanos((seq - 1) * period_ns);
             tokio::select! {
-                _ = tokio::time::sleep_until(start + offset) => {}
+                _ = sleep_precisely_until(start + offset) => {}
                 _ = self.shutdown_signalled() => return,
             }
             let round = Round::build(
@@ -507,7 +562,7 @@ impl Hub {
             }
             let t0 = Instant::now();
             match self.cfg.strategy {
-                Strategy::PerClient => self.offer_all(&round),
+                Strategy::PerClient => self.clone().offer_all(&round).await,
                 Strategy::Shards => self.clone().shard_pass(&round).await,
             }
             self.record_round(t0.elapsed().as_secs_f64() * 1e3);
@@ -516,48 +571,97 @@ impl Hub {
         }
     }
 
-    /// Per-client strategy: enqueue to every client (drop and count when its queue is
-    /// full); raw clients get one non-blocking write each.
-    fn offer_all(&self, round: &Round) {
-        let cap = self.cfg.queue;
+    /// Per-client strategy: hand the round to every client; returns when all have it.
+    /// Queue mode: enqueue (drop and count when full) and wake the client's task.
+    /// Direct mode: one non-blocking write to each client whose task is idle, queueing
+    /// only what does not fit; the pass is split over the worker threads.
+    /// Raw clients always get one non-blocking write.
+    async fn offer_all(self: Arc<Self>, round: &Round) {
+        let conns: Vec<Arc<Conn>> = lock(&self.conns).values().cloned().collect();
+        let parts = if self.cfg.direct { self.cfg.workers } else { 1 };
+        if parts <= 1 || conns.len() < 64 {
+            self.offer_to(&conns, round);
+            return;
+        }
+        let chunk = conns.len().div_ceil(parts);
+        let conns = Arc::new(conns);
+        let mut set = tokio::task::JoinSet::new();
+        for k in 0..parts {
+            let (hub, conns, round) = (self.clone(), conns.clone(), round.clone());
+            set.spawn(async move {
+                let lo = (k * chunk).min(conns.len());
+                let hi = ((k + 1) * chunk).min(conns.len());
+                hub.offer_to(&conns[lo..hi], &round);
+            });
+        }
+        while set.join_next().await.is_some() {}
+    }
+
+    fn offer_to(&self, conns: &[Arc<Conn>], round: &Round) {
         let mut failed = Vec::new();
-        {
-            let conns = lock(&self.conns);
-            for c in conns.values() {
-                c.last_offered.store(round.seq, Relaxed);
-                if c.transport == Transport::Raw {
-                    if let Err(reason) = self.raw_write(c, round) {
-                        failed.push((c.clone(), reason));
-                    }
-                    continue;
+        for c in conns {
+            if round.seq <= c.skip_until {
+                continue;
+            }
+            match self.offer_one(c, round) {
+                Offer::Done => {}
+                Offer::Queued(depth) => {
+                    self.counters
+                        .max_queue_depth
+                        .fetch_max(depth as u64, Relaxed);
+                    c.notify.notify_one();
                 }
-                let bytes = self.bytes_for(round, c.transport);
-                let depth = {
-                    let mut q = lock(&c.queue);
-                    if q.len() >= cap {
-                        None
-                    } else {
-                        q.push_back(Item {
-                            seq: round.seq,
-                            bytes,
-                        });
-                        Some(q.len())
-                    }
-                };
-                match depth {
-                    Some(d) => {
-                        self.counters.max_queue_depth.fetch_max(d as u64, Relaxed);
-                        c.notify.notify_one();
-                    }
-                    None => {
-                        self.counters.drops.fetch_add(1, Relaxed);
-                    }
+                Offer::Dropped => {
+                    self.counters.drops.fetch_add(1, Relaxed);
                 }
+                Offer::Failed(reason) => failed.push((c.clone(), reason)),
             }
         }
         for (c, reason) in failed {
             self.deregister(&c, reason, 1);
         }
+    }
+
+    /// Everything under the client's queue lock, so it is atomic with its task's writes
+    /// and with [`Hub::deregister`] (whose accounting reads `last_offered`).
+    fn offer_one(&self, c: &Conn, round: &Round) -> Offer {
+        let mut q = lock(&c.queue);
+        if q.closed {
+            return Offer::Done;
+        }
+        c.last_offered.store(round.seq, Relaxed);
+        let mut bytes = self.bytes_for(round, c.transport);
+        if c.transport == Transport::Raw {
+            return match c.stream.try_write(&bytes) {
+                Ok(n) if n == bytes.len() => {
+                    self.counters.sent(Transport::Raw, n);
+                    Offer::Done
+                }
+                // A partial frame would corrupt the stream: remove the client.
+                Ok(_) => Offer::Failed(CloseReason::WriteDeadline),
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => Offer::Dropped,
+                Err(_) => Offer::Failed(CloseReason::Peer),
+            };
+        }
+        if self.cfg.direct && q.items.is_empty() && !q.writing {
+            match c.stream.try_write(&bytes) {
+                Ok(n) if n == bytes.len() => {
+                    self.counters.sent(c.transport, n);
+                    return Offer::Done;
+                }
+                Ok(n) => bytes = bytes.slice(n..),
+                // WouldBlock or an error: the task writes (or fails) later.
+                Err(_) => {}
+            }
+        }
+        if q.items.len() >= self.cfg.queue {
+            return Offer::Dropped;
+        }
+        q.items.push_back(Item {
+            seq: round.seq,
+            bytes,
+        });
+        Offer::Queued(q.items.len())
     }
 
     fn bytes_for(&self, round: &Round, t: Transport) -> Bytes {
@@ -567,24 +671,6 @@ impl Hub {
             Bytes::copy_from_slice(b)
         } else {
             b.clone()
-        }
-    }
-
-    /// Raw floor: one non-blocking write. A client that cannot take the whole frame at
-    /// once is removed (a partial frame would corrupt its stream).
-    fn raw_write(&self, c: &Conn, round: &Round) -> Result<(), CloseReason> {
-        let bytes = self.bytes_for(round, Transport::Raw);
-        match c.stream.try_write(&bytes) {
-            Ok(n) if n == bytes.len() => {
-                self.counters.sent(Transport::Raw, n);
-                Ok(())
-            }
-            Ok(_) => Err(CloseReason::WriteDeadline),
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                self.counters.drops.fetch_add(1, Relaxed);
-                Ok(())
-            }
-            Err(_) => Err(CloseReason::Peer),
         }
     }
 
@@ -598,6 +684,9 @@ impl Hub {
             let conns = lock(&self.conns);
             for (i, c) in conns.values().enumerate() {
                 c.last_offered.store(round.seq, Relaxed);
+                if round.seq <= c.skip_until {
+                    continue;
+                }
                 if c.transport == Transport::Raw {
                     raw.push(c.clone());
                 } else {
@@ -605,11 +694,7 @@ impl Hub {
                 }
             }
         }
-        for c in raw {
-            if let Err(r) = self.raw_write(&c, round) {
-                self.deregister(&c, r, 1);
-            }
-        }
+        self.offer_to(&raw, round);
         let mut set = tokio::task::JoinSet::new();
         for shard in shards.into_iter().filter(|s| !s.is_empty()) {
             let hub = self.clone();
@@ -628,6 +713,16 @@ impl Hub {
             });
         }
         while set.join_next().await.is_some() {}
+    }
+}
+
+/// The tokio timer has 1 ms granularity and fires late; sleep to ~1 ms before the
+/// scheduled instant, then yield until it (costs < 1 ms of polling per round).
+async fn sleep_precisely_until(due: tokio::time::Instant) {
+    let coarse = due.checked_sub(Duration::from_millis(1)).unwrap_or(due);
+    tokio::time::sleep_until(coarse).await;
+    while tokio::time::Instant::now() < due {
+        tokio::task::yield_now().await;
     }
 }
 

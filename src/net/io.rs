@@ -28,6 +28,19 @@ pub async fn write_with_deadline(
     buf: &[u8],
     deadline: Option<Duration>,
 ) -> Result<(), WriteError> {
+    // Fast path: a healthy client's socket takes the whole message at once, and then no
+    // timer is created (a timer per write costs timer-wheel locking on every message).
+    let mut buf = buf;
+    loop {
+        match s.try_write(buf) {
+            Ok(n) if n == buf.len() => return Ok(()),
+            Ok(0) => return Err(WriteError::Io(ErrorKind::WriteZero.into())),
+            Ok(n) => buf = &buf[n..],
+            Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) => return Err(WriteError::Io(e)),
+        }
+    }
     match deadline {
         None => write_all(s, buf).await.map_err(WriteError::Io),
         Some(d) => match tokio::time::timeout(d, write_all(s, buf)).await {

@@ -69,8 +69,7 @@ pub fn render(s: &Snapshot) -> String {
         "Messages removed clients never got (queued at removal plus published after).",
         &one(s.missed_by_removed.to_string()),
     );
-    let mut closed: Vec<_> = s.closed.iter().collect();
-    closed.sort();
+    let closed: Vec<_> = s.closed.iter().collect();
     metric(
         "rtcheck_connections_closed_total",
         "counter",

@@ -157,7 +157,10 @@ fn banner(
             ""
         },
         match cfg.strategy {
-            config::Strategy::PerClient => "per-client".to_string(),
+            config::Strategy::PerClient if cfg.direct => {
+                "per-client (direct write, then queue)".to_string()
+            }
+            config::Strategy::PerClient => "per-client (queue only)".to_string(),
             config::Strategy::Shards => format!("shards x{}", cfg.shards),
         },
         cfg.queue,

@@ -102,6 +102,8 @@ async fn handle_http(hub: Arc<Hub>, stream: TcpStream) {
             _ => {}
         }
         let (status, ctype, body) = route(&hub, &req);
+        // After an error, close: the client may be confused about framing.
+        let keep = keep && status < 400;
         if !send(
             &stream,
             &http::response(status, ctype, body.as_bytes(), keep),
@@ -180,6 +182,13 @@ async fn upgrade_ws(hub: Arc<Hub>, stream: TcpStream, req: Request, leftover: Ve
         return;
     };
     let accept = tokio_tungstenite::tungstenite::handshake::derive_accept_key(key.as_bytes());
+    // Nothing of the HTTP request may stay allocated for the connection's lifetime.
+    drop(req);
+    let leftover = if leftover.is_empty() {
+        Vec::new()
+    } else {
+        leftover
+    };
     let resp = format!(
         "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: {accept}\r\n\r\n"
     );
@@ -205,6 +214,11 @@ async fn ws_loop(hub: &Hub, conn: &Conn, mut inbuf: Vec<u8>) -> (CloseReason, u6
     let mut control: Vec<u8> = Vec::new();
     let mut last_in = Instant::now();
     let mut next_ping = ping.map(|p| Instant::now() + p);
+    // One long-lived timer, re-armed only when its deadline moves: creating a timer per
+    // loop iteration would cost two timer-wheel lock round trips per message.
+    let timer = tokio::time::sleep_until(Instant::now());
+    tokio::pin!(timer);
+    let mut armed: Option<Instant> = None;
 
     // Frames the client sent together with its handshake.
     if !inbuf.is_empty() {
@@ -212,25 +226,31 @@ async fn ws_loop(hub: &Hub, conn: &Conn, mut inbuf: Vec<u8>) -> (CloseReason, u6
             Ok(n) => {
                 inbuf.drain(..n);
             }
-            Err(e) => return bad_input(s, e.close_code()).await,
+            Err(e) => return bad_input(conn, writer, e.close_code()).await,
         }
     }
     loop {
         if let Some(r) = handle_inbound(hub, &mut inbound, &mut control) {
-            if r == CloseReason::Peer {
-                // Echo the close, best effort.
-                let _ = tokio::time::timeout(GOODBYE, io::write_all(s, &control)).await;
+            if r == CloseReason::Peer && !control.is_empty() {
+                goodbye(conn, writer, &control).await; // echo the close
             }
             return (r, 0);
         }
         if hub.is_shutting_down() {
-            let bye = wsframe::close_frame(wsframe::CLOSE_GOING_AWAY);
-            let _ = tokio::time::timeout(GOODBYE, io::write_all(s, &bye)).await;
+            goodbye(
+                conn,
+                writer,
+                &wsframe::close_frame(wsframe::CLOSE_GOING_AWAY),
+            )
+            .await;
             return (CloseReason::Shutdown, 0);
         }
-        if !control.is_empty() {
+        // Not while the publisher's partial write waits in the queue: that goes first.
+        if !control.is_empty() && conn.try_begin_writing() {
             let c = std::mem::take(&mut control);
-            match io::write_with_deadline(s, &c, cfg.write_deadline).await {
+            let r = io::write_with_deadline(s, &c, cfg.write_deadline).await;
+            conn.done_writing();
+            match r {
                 Ok(()) => {}
                 Err(WriteError::Timeout) => return (CloseReason::WriteDeadline, 0),
                 Err(WriteError::Io(_)) => return (CloseReason::Peer, 0),
@@ -238,7 +258,9 @@ async fn ws_loop(hub: &Hub, conn: &Conn, mut inbuf: Vec<u8>) -> (CloseReason, u6
         }
         if writer {
             if let Some(item) = conn.pop() {
-                match io::write_with_deadline(s, &item.bytes, cfg.write_deadline).await {
+                let r = io::write_with_deadline(s, &item.bytes, cfg.write_deadline).await;
+                conn.done_writing();
+                match r {
                     Ok(()) => hub.counters.sent(Transport::Ws, item.bytes.len()),
                     Err(WriteError::Timeout) => return (CloseReason::WriteDeadline, 1),
                     Err(WriteError::Io(_)) => return (CloseReason::Peer, 1),
@@ -246,8 +268,18 @@ async fn ws_loop(hub: &Hub, conn: &Conn, mut inbuf: Vec<u8>) -> (CloseReason, u6
                 continue;
             }
         }
-        let ping_at = next_ping;
+        // One timer for both ping and pong deadline keeps the idle task small.
         let dead_at = pong_wait.map(|w| last_in + w);
+        let wake_at = match (next_ping, dead_at) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        if wake_at != armed {
+            if let Some(t) = wake_at {
+                timer.as_mut().reset(t);
+            }
+            armed = wake_at;
+        }
         tokio::select! {
             _ = conn.notify.notified() => {}
             r = s.readable() => {
@@ -266,18 +298,24 @@ async fn ws_loop(hub: &Hub, conn: &Conn, mut inbuf: Vec<u8>) -> (CloseReason, u6
                     inbuf = Vec::new(); // idle clients hold no read buffer
                 }
                 if let Some(e) = err {
-                    return bad_input(s, e.close_code()).await;
+                    return bad_input(conn, writer, e.close_code()).await;
                 }
                 match out {
                     Ok(ReadOutcome::Data(n)) => if n > 0 { last_in = Instant::now() },
                     Ok(ReadOutcome::Eof) | Err(_) => return (CloseReason::Peer, 0),
                 }
             }
-            _ = sleep_opt(ping_at) => {
-                control.extend_from_slice(&wsframe::frame(wsframe::OP_PING, b""));
-                next_ping = ping.map(|p| Instant::now() + p);
+            _ = &mut timer, if armed.is_some() => {
+                armed = None;
+                let now = Instant::now();
+                if dead_at.is_some_and(|d| now >= d) {
+                    return (CloseReason::PongTimeout, 0);
+                }
+                if next_ping.is_some_and(|p| now >= p) {
+                    control.extend_from_slice(&wsframe::frame(wsframe::OP_PING, b""));
+                    next_ping = ping.map(|p| now + p);
+                }
             }
-            _ = sleep_opt(dead_at) => return (CloseReason::PongTimeout, 0),
         }
     }
 }
@@ -317,16 +355,17 @@ fn handle_inbound(
     None
 }
 
-async fn bad_input(s: &TcpStream, code: u16) -> (CloseReason, u64) {
-    let bye = wsframe::close_frame(code);
-    let _ = tokio::time::timeout(GOODBYE, io::write_all(s, &bye)).await;
+async fn bad_input(conn: &Conn, writer: bool, code: u16) -> (CloseReason, u64) {
+    goodbye(conn, writer, &wsframe::close_frame(code)).await;
     (CloseReason::BadInput, 0)
 }
 
-async fn sleep_opt(at: Option<Instant>) {
-    match at {
-        Some(t) => tokio::time::sleep_until(t).await,
-        None => std::future::pending().await,
+/// A last frame, best effort and briefly. Skipped if a partly written message is queued
+/// (the frame would land inside it); afterwards the publisher only queues. Never with
+/// shards (`writer` false): a shard task may be in the middle of a write.
+async fn goodbye(conn: &Conn, writer: bool, bytes: &[u8]) {
+    if writer && conn.claim_for_goodbye() {
+        let _ = tokio::time::timeout(GOODBYE, io::write_all(&conn.stream, bytes)).await;
     }
 }
 
@@ -357,6 +396,7 @@ async fn serve_sse(hub: Arc<Hub>, stream: TcpStream, req: Request) {
     if hub.is_shutting_down() {
         return;
     }
+    drop(req);
     let head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-store\r\nConnection: keep-alive\r\nX-Accel-Buffering: no\r\n\r\n";
     let (conn, replay, gap) = hub.register_sse(stream, last_id);
     let (reason, in_flight) = sse_loop(&hub, &conn, head, replay, gap).await;
@@ -379,10 +419,8 @@ async fn sse_loop(
             format!("event: gap\ndata: {{\"from\":{a},\"to\":{b}}}\n\n").as_bytes(),
         );
     }
-    let mut last_written = 0u64;
     for r in &replay {
         first.extend_from_slice(&r.sse);
-        last_written = r.seq;
     }
     match io::write_with_deadline(s, &first, Some(REQUEST_TIMEOUT)).await {
         Ok(()) => {
@@ -393,25 +431,33 @@ async fn sse_loop(
         Err(_) => return (CloseReason::Peer, 0),
     }
     drop(first);
+    conn.done_writing();
     let ping = cfg.ping.filter(|_| writer);
     let mut next_ping = ping.map(|p| Instant::now() + p);
+    let timer = tokio::time::sleep_until(Instant::now());
+    tokio::pin!(timer);
+    let mut armed: Option<Instant> = None;
     loop {
         if hub.is_shutting_down() {
             return (CloseReason::Shutdown, 0);
         }
         if writer {
             if let Some(item) = conn.pop() {
-                if item.seq <= last_written {
-                    continue; // already sent from the ring
-                }
-                match io::write_with_deadline(s, &item.bytes, cfg.write_deadline).await {
+                let r = io::write_with_deadline(s, &item.bytes, cfg.write_deadline).await;
+                conn.done_writing();
+                match r {
                     Ok(()) => hub.counters.sent(Transport::Sse, item.bytes.len()),
                     Err(WriteError::Timeout) => return (CloseReason::WriteDeadline, 1),
                     Err(WriteError::Io(_)) => return (CloseReason::Peer, 1),
                 }
-                last_written = item.seq;
                 continue;
             }
+        }
+        if next_ping != armed {
+            if let Some(t) = next_ping {
+                timer.as_mut().reset(t);
+            }
+            armed = next_ping;
         }
         tokio::select! {
             _ = conn.notify.notified() => {}
@@ -425,11 +471,17 @@ async fn sse_loop(
                     Ok(ReadOutcome::Eof) | Err(_) => return (CloseReason::Peer, 0),
                 }
             }
-            _ = sleep_opt(next_ping) => {
-                match io::write_with_deadline(s, b": ping\n\n", cfg.write_deadline).await {
-                    Ok(()) => {}
-                    Err(WriteError::Timeout) => return (CloseReason::WriteDeadline, 0),
-                    Err(WriteError::Io(_)) => return (CloseReason::Peer, 0),
+            _ = &mut timer, if armed.is_some() => {
+                armed = None;
+                // Skip this keepalive if messages are queued: they are written next.
+                if conn.try_begin_writing() {
+                    let r = io::write_with_deadline(s, b": ping\n\n", cfg.write_deadline).await;
+                    conn.done_writing();
+                    match r {
+                        Ok(()) => {}
+                        Err(WriteError::Timeout) => return (CloseReason::WriteDeadline, 0),
+                        Err(WriteError::Io(_)) => return (CloseReason::Peer, 0),
+                    }
                 }
                 next_ping = ping.map(|p| Instant::now() + p);
             }

@@ -1,0 +1,151 @@
+//! Shared helpers for the serve_* tests: run `rtcheck serve` on an ephemeral loopback
+//! port, talk to it, and always kill it (also when a test fails).
+#![allow(dead_code)]
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+pub struct Server {
+    pub child: Child,
+    pub addr: SocketAddr,
+    pub control: Option<SocketAddr>,
+    pub dir: tempfile::TempDir,
+}
+
+impl Server {
+    pub fn start(args: &[&str]) -> Server {
+        let dir = tempfile::tempdir().unwrap();
+        let addr_file = dir.path().join("addr");
+        let stderr = std::fs::File::create(dir.path().join("stderr")).unwrap();
+        let child = Command::new(assert_cmd::cargo::cargo_bin("rtcheck"))
+            .args(["serve", "--listen", "127.0.0.1:0", "--exit-with-parent"])
+            .arg("--addr-file")
+            .arg(&addr_file)
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(stderr)
+            .spawn()
+            .unwrap();
+        let t0 = Instant::now();
+        let text = loop {
+            if let Ok(t) = std::fs::read_to_string(&addr_file) {
+                if t.ends_with('\n') {
+                    break t;
+                }
+            }
+            assert!(
+                t0.elapsed() < Duration::from_secs(20),
+                "server did not start"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let mut lines = text.lines().map(|l| l.parse::<SocketAddr>().unwrap());
+        let addr = lines.next().unwrap();
+        let control = lines.next();
+        Server {
+            child,
+            addr,
+            control,
+            dir,
+        }
+    }
+
+    /// Where control endpoints live (the main port unless --protocol raw).
+    pub fn control_addr(&self) -> SocketAddr {
+        self.control.unwrap_or(self.addr)
+    }
+
+    pub fn stderr(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("stderr")).unwrap_or_default()
+    }
+
+    pub fn stats(&self) -> serde_json::Value {
+        let (status, body) = http_get(self.control_addr(), "/control/stats");
+        assert_eq!(status, 200, "{body}");
+        serde_json::from_str(&body).unwrap()
+    }
+
+    pub fn start_publishing(&self, rounds: u64) {
+        let (status, body) = http(
+            self.control_addr(),
+            &format!("POST /control/start?rounds={rounds} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"),
+        );
+        assert_eq!(status, 200, "{body}");
+    }
+
+    /// Poll /control/stats until `pred` holds (or panic after `limit`).
+    pub fn wait_stats(
+        &self,
+        limit: Duration,
+        pred: impl Fn(&serde_json::Value) -> bool,
+    ) -> serde_json::Value {
+        let t0 = Instant::now();
+        loop {
+            let s = self.stats();
+            if pred(&s) {
+                return s;
+            }
+            assert!(
+                t0.elapsed() < limit,
+                "condition not reached; last stats: {s}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    pub fn signal(&self, sig: i32) {
+        // SAFETY: plain kill(2) on our own child's pid.
+        unsafe {
+            libc::kill(self.child.id() as i32, sig);
+        }
+    }
+
+    /// Wait for exit; None if it did not exit within `limit`.
+    pub fn wait_exit(&mut self, limit: Duration) -> Option<std::process::ExitStatus> {
+        let t0 = Instant::now();
+        while t0.elapsed() < limit {
+            if let Some(st) = self.child.try_wait().unwrap() {
+                return Some(st);
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        None
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+pub fn binary() -> PathBuf {
+    assert_cmd::cargo::cargo_bin("rtcheck")
+}
+
+/// One raw HTTP exchange on a fresh connection (Connection: close): (status, body).
+pub fn http(addr: SocketAddr, request: &str) -> (u16, String) {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s.write_all(request.as_bytes()).unwrap();
+    let mut out = Vec::new();
+    let _ = s.read_to_end(&mut out);
+    let text = String::from_utf8_lossy(&out).into_owned();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    (status, body.to_string())
+}
+
+pub fn http_get(addr: SocketAddr, path: &str) -> (u16, String) {
+    http(
+        addr,
+        &format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"),
+    )
+}

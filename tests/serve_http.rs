@@ -1,0 +1,234 @@
+//! `rtcheck serve` plain-HTTP side: /sse resume, /poll, /metrics, /healthz, bad requests.
+mod serve_common;
+use rtcheck::net::{payload, sse};
+use serve_common::*;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+/// Read SSE events until `n` data events arrived (or panic after 10 s).
+fn sse_events(addr: std::net::SocketAddr, last_id: Option<u64>, n: usize) -> Vec<sse::Event> {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let hdr = last_id.map_or(String::new(), |id| format!("Last-Event-ID: {id}\r\n"));
+    write!(s, "GET /sse HTTP/1.1\r\nHost: x\r\n{hdr}\r\n").unwrap();
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        s.read_exact(&mut byte).unwrap();
+        head.push(byte[0]);
+    }
+    let head = String::from_utf8(head).unwrap();
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    assert!(head
+        .to_ascii_lowercase()
+        .contains("content-type: text/event-stream"));
+    let mut p = sse::Parser::new(64 * 1024);
+    let mut out = Vec::new();
+    let mut buf = [0u8; 4096];
+    let t0 = Instant::now();
+    while out.len() < n {
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "got {} events",
+            out.len()
+        );
+        let k = s.read(&mut buf).unwrap();
+        assert!(k > 0, "server closed the SSE stream");
+        p.feed(&buf[..k], &mut out).unwrap();
+    }
+    out
+}
+
+#[test]
+fn sse_resumes_from_last_event_id_and_reports_a_gap() {
+    let srv = Server::start(&["--rate", "50", "--size", "100", "--ring", "20"]);
+    srv.wait_stats(Duration::from_secs(10), |s| {
+        s["rounds_sent"].as_u64() >= Some(30)
+    });
+
+    // Resume inside the ring: the next events are exactly last+1, last+2, ...
+    let latest = srv.stats()["rounds_sent"].as_u64().unwrap();
+    let from = latest - 5;
+    let ev = sse_events(srv.addr, Some(from), 8);
+    let seqs: Vec<u64> = ev
+        .iter()
+        .map(|e| {
+            let (seq, ts) = payload::decode_text(&e.data).unwrap();
+            assert!(ts > 1_600_000_000_000_000_000, "ts is ns since epoch");
+            assert_eq!(e.id.as_deref(), Some(seq.to_string().as_str()));
+            assert_eq!(e.data.len(), 100, "data padded to --size");
+            seq
+        })
+        .collect();
+    assert_eq!(seqs, ((from + 1)..=(from + 8)).collect::<Vec<_>>());
+
+    // Resume from before the ring: a gap event names the lost range, then the ring.
+    let ev = sse_events(srv.addr, Some(1), 3);
+    assert_eq!(ev[0].event.as_deref(), Some("gap"));
+    let gap: serde_json::Value = serde_json::from_str(&ev[0].data).unwrap();
+    assert_eq!(gap["from"], 2);
+    let oldest = payload::decode_text(&ev[1].data).unwrap().0;
+    assert_eq!(gap["to"].as_u64().unwrap(), oldest - 1);
+    assert_eq!(payload::decode_text(&ev[2].data).unwrap().0, oldest + 1);
+
+    // No Last-Event-ID: live only, strictly increasing by one.
+    let ev = sse_events(srv.addr, None, 5);
+    let seqs: Vec<u64> = ev
+        .iter()
+        .map(|e| payload::decode_text(&e.data).unwrap().0)
+        .collect();
+    assert!(seqs.windows(2).all(|w| w[1] == w[0] + 1), "{seqs:?}");
+    assert!(seqs[0] > latest);
+}
+
+#[test]
+fn poll_since_returns_newer_messages_and_marks_gaps() {
+    let srv = Server::start(&[
+        "--rate", "100", "--size", "64", "--ring", "10", "--rounds", "25",
+    ]);
+    srv.wait_stats(Duration::from_secs(10), |s| s["finished"] == true);
+
+    let (st, body) = http_get(srv.addr, "/poll?since=20");
+    assert_eq!(st, 200);
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(v["latest"], 25);
+    assert_eq!(v["gap"], false);
+    assert_eq!(v["oldest"], 16);
+    let seqs: Vec<u64> = v["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["seq"].as_u64().unwrap())
+        .collect();
+    assert_eq!(seqs, vec![21, 22, 23, 24, 25]);
+    let m = &v["messages"][0];
+    assert!(m["ts"].as_u64().unwrap() > 1_600_000_000_000_000_000);
+
+    let (_, body) = http_get(srv.addr, "/poll?since=3");
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(v["gap"], true);
+    assert_eq!(v["messages"].as_array().unwrap().len(), 10);
+
+    let (_, body) = http_get(srv.addr, "/poll?since=25");
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(v["messages"].as_array().unwrap().len(), 0);
+
+    assert_eq!(http_get(srv.addr, "/poll").0, 400);
+    assert_eq!(http_get(srv.addr, "/poll?since=-1").0, 400);
+    assert_eq!(srv.stats()["clients"]["poll"], 3, "valid polls counted");
+}
+
+#[test]
+fn poll_keep_alive_serves_several_requests_on_one_connection() {
+    let srv = Server::start(&["--rate", "100", "--rounds", "3"]);
+    srv.wait_stats(Duration::from_secs(10), |s| s["finished"] == true);
+    let mut s = TcpStream::connect(srv.addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    for _ in 0..3 {
+        s.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+            .unwrap();
+        let mut buf = vec![0u8; 4096];
+        let n = s.read(&mut buf).unwrap();
+        let text = String::from_utf8_lossy(&buf[..n]);
+        assert!(text.starts_with("HTTP/1.1 200 OK"), "{text}");
+        assert!(text.ends_with("\r\n\r\nok"), "{text}");
+    }
+}
+
+#[test]
+fn metrics_parse_as_prometheus_with_the_right_values() {
+    let srv = Server::start(&[
+        "--rate",
+        "100",
+        "--size",
+        "64",
+        "--rounds",
+        "10",
+        "--wait-start",
+    ]);
+    // Two SSE clients, then publish 10 rounds to them.
+    let a = srv.addr;
+    let t1 = std::thread::spawn(move || sse_events(a, None, 10));
+    let t2 = std::thread::spawn(move || sse_events(a, None, 10));
+    srv.wait_stats(Duration::from_secs(10), |s| s["clients"]["sse"] == 2);
+    srv.start_publishing(10);
+    let e1 = t1.join().unwrap();
+    let e2 = t2.join().unwrap();
+    assert_eq!(e1.len(), 10);
+    assert_eq!(e2.len(), 10);
+    srv.wait_stats(Duration::from_secs(10), |s| s["finished"] == true);
+
+    let (st, body) = http_get(srv.addr, "/metrics");
+    assert_eq!(st, 200);
+    let lines = body.lines().map(|l| Ok(l.to_string()));
+    let scrape = prometheus_parse::Scrape::parse(lines).unwrap();
+    let get = |name: &str, label: Option<(&str, &str)>| -> f64 {
+        let s = scrape
+            .samples
+            .iter()
+            .find(|s| s.metric == name && label.is_none_or(|(k, v)| s.labels.get(k) == Some(v)))
+            .unwrap_or_else(|| panic!("no sample {name} {label:?}"));
+        match s.value {
+            prometheus_parse::Value::Counter(v)
+            | prometheus_parse::Value::Gauge(v)
+            | prometheus_parse::Value::Untyped(v) => v,
+            ref other => panic!("{name}: unexpected {other:?}"),
+        }
+    };
+    assert_eq!(get("rtcheck_rounds_sent_total", None), 10.0);
+    assert_eq!(
+        get("rtcheck_messages_sent_total", Some(("transport", "sse"))),
+        20.0
+    );
+    assert_eq!(
+        get("rtcheck_messages_sent_total", Some(("transport", "ws"))),
+        0.0
+    );
+    assert_eq!(get("rtcheck_drops_total", None), 0.0);
+    assert_eq!(get("rtcheck_slow_clients_removed_total", None), 0.0);
+    // Same figure as /control/stats, and bounded by --queue.
+    let depth = get("rtcheck_max_queue_depth", None);
+    assert_eq!(depth, srv.stats()["max_queue_depth"].as_f64().unwrap());
+    assert!(depth <= 64.0);
+    assert!(get("process_resident_memory_bytes", None) > 1e6);
+    assert!(get("process_open_fds", None) >= 4.0);
+    // The hub histogram counted every round.
+    let hist = scrape
+        .samples
+        .iter()
+        .find(|s| s.metric == "rtcheck_hub_round_seconds")
+        .expect("hub histogram");
+    match &hist.value {
+        prometheus_parse::Value::Histogram(h) => {
+            let inf = h.iter().map(|b| b.count).fold(0.0, f64::max);
+            assert_eq!(inf, 10.0);
+        }
+        other => panic!("hub round time is not a histogram: {other:?}"),
+    }
+}
+
+#[test]
+fn garbage_and_bad_requests_get_4xx_and_the_server_keeps_serving() {
+    let srv = Server::start(&["--rate", "10"]);
+    let (st, _) = http(srv.addr, "\x00\x01garbage\r\n\r\n");
+    assert_eq!(st, 400);
+    let (st, _) = http(
+        srv.addr,
+        &format!("GET /{} HTTP/1.1\r\n\r\n", "a".repeat(10_000)),
+    );
+    assert_eq!(st, 400);
+    assert_eq!(http_get(srv.addr, "/nope").0, 404);
+    assert_eq!(http_get(srv.addr, "/ws").0, 426);
+    let (st, _) = http(srv.addr, "GET /sse HTTP/1.1\r\nLast-Event-ID: abc\r\n\r\n");
+    assert_eq!(st, 400);
+    let (st, _) = http(srv.addr, "POST /control/start?rounds=x HTTP/1.1\r\n\r\n");
+    assert_eq!(st, 400);
+    // A client that connects and vanishes mid-request.
+    {
+        let mut s = TcpStream::connect(srv.addr).unwrap();
+        s.write_all(b"GET /healthz HTTP/1.1\r\nHo").unwrap();
+    }
+    let (st, body) = http_get(srv.addr, "/healthz");
+    assert_eq!((st, body.as_str()), (200, "ok"));
+}

@@ -1,0 +1,443 @@
+//! `rtcheck serve` WebSocket side: delivery and order at a few hundred clients, bad input,
+//! slow clients, ping/pong, and the unsafe shard hub.
+mod serve_common;
+use futures_util::{SinkExt, StreamExt};
+use rtcheck::net::{payload, wsframe};
+use serve_common::*;
+use std::io::{Read, Write};
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+use tokio_tungstenite::tungstenite::Message;
+
+type Ws =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+async fn connect(addr: SocketAddr) -> Ws {
+    let (ws, resp) = tokio_tungstenite::connect_async(format!("ws://{addr}/ws"))
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 101);
+    ws
+}
+
+/// Read `n` data messages; returns (seq, ts, len) for each.
+async fn read_n(ws: &mut Ws, n: usize) -> Vec<(u64, u64, usize)> {
+    let mut out = Vec::new();
+    while out.len() < n {
+        let m = tokio::time::timeout(Duration::from_secs(10), ws.next())
+            .await
+            .expect("timed out waiting for a message")
+            .expect("stream ended")
+            .expect("websocket error");
+        match m {
+            Message::Binary(b) => {
+                let (seq, ts) = payload::decode(&b).expect("binary payload");
+                out.push((seq, ts, b.len()));
+            }
+            Message::Text(t) => {
+                let (seq, ts) = payload::decode_text(&t).expect("text payload");
+                out.push((seq, ts, t.len()));
+            }
+            Message::Ping(_) | Message::Pong(_) => {}
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    out
+}
+
+/// A blocking raw WebSocket client (handshake by hand) for misbehaving-client tests.
+fn raw_ws(addr: SocketAddr, rcvbuf: Option<usize>) -> std::net::TcpStream {
+    let sock = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+    if let Some(n) = rcvbuf {
+        sock.set_recv_buffer_size(n).unwrap();
+    }
+    sock.connect(&addr.into()).unwrap();
+    let mut s: std::net::TcpStream = sock.into();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(
+        s,
+        "GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
+    )
+    .unwrap();
+    let mut head = Vec::new();
+    let mut b = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        s.read_exact(&mut b).unwrap();
+        head.push(b[0]);
+    }
+    let head = String::from_utf8(head).unwrap();
+    assert!(head.starts_with("HTTP/1.1 101"), "{head}");
+    assert!(head.contains("Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo="));
+    s
+}
+
+/// Read until the server's close frame; returns its status code.
+fn read_close_code(s: &mut std::net::TcpStream) -> u16 {
+    let mut all = Vec::new();
+    let mut buf = [0u8; 65536];
+    loop {
+        let n = s.read(&mut buf).unwrap_or(0);
+        assert!(n > 0, "connection ended without a close frame");
+        all.extend_from_slice(&buf[..n]);
+        // Walk server frames (unmasked) looking for a close.
+        let mut pos = 0;
+        while all.len() >= pos + 2 {
+            let op = all[pos] & 0x0F;
+            let (hdr, len) = match all[pos + 1] & 0x7F {
+                126 if all.len() >= pos + 4 => {
+                    (4, u16::from_be_bytes([all[pos + 2], all[pos + 3]]) as usize)
+                }
+                127 if all.len() >= pos + 10 => (
+                    10,
+                    u64::from_be_bytes(all[pos + 2..pos + 10].try_into().unwrap()) as usize,
+                ),
+                126 | 127 => break,
+                n => (2, n as usize),
+            };
+            if all.len() < pos + hdr + len {
+                break;
+            }
+            if op == wsframe::OP_CLOSE {
+                return u16::from_be_bytes([all[pos + hdr], all[pos + hdr + 1]]);
+            }
+            pos += hdr + len;
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_client_gets_every_round_in_order_on_schedule() {
+    every_client_case(&[]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_client_gets_every_round_in_order_with_queue_only() {
+    every_client_case(&["--queue-only"]).await;
+}
+
+async fn every_client_case(extra: &[&str]) {
+    let mut args = vec!["--rate", "50", "--size", "1024", "--wait-start"];
+    args.extend_from_slice(extra);
+    let srv = Server::start(&args);
+    let mut clients = Vec::new();
+    for _ in 0..200 {
+        clients.push(connect(srv.addr).await);
+    }
+    srv.wait_stats(Duration::from_secs(10), |s| s["clients"]["ws"] == 200);
+    srv.start_publishing(5);
+    let mut tasks = Vec::new();
+    for mut ws in clients {
+        tasks.push(tokio::spawn(async move { read_n(&mut ws, 5).await }));
+    }
+    let mut all = Vec::new();
+    for t in tasks {
+        all.push(t.await.unwrap());
+    }
+    let stats = srv.wait_stats(Duration::from_secs(10), |s| s["finished"] == true);
+    let start = stats["publish_start_ns"].as_u64().unwrap();
+    for got in &all {
+        let seqs: Vec<u64> = got.iter().map(|g| g.0).collect();
+        assert_eq!(seqs, vec![1, 2, 3, 4, 5]);
+        for (seq, ts, len) in got {
+            assert_eq!(*len, 1024);
+            // Scheduled time = publish start + (seq-1)/rate, exactly.
+            assert_eq!(*ts, start + (seq - 1) * 20_000_000);
+        }
+    }
+    assert_eq!(stats["rounds_sent"], 5);
+    assert_eq!(stats["rounds_total"], 5);
+    assert_eq!(stats["messages_sent"]["ws"], 1000);
+    assert_eq!(stats["drops"], 0);
+    assert_eq!(stats["removed"], 0);
+    assert_eq!(stats["nodelay"], true);
+    assert_eq!(stats["hub_round_ms"].as_array().unwrap().len(), 5);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn text_mode_sends_json_frames() {
+    let srv = Server::start(&["--rate", "50", "--size", "200", "--text", "--wait-start"]);
+    let mut ws = connect(srv.addr).await;
+    srv.wait_stats(Duration::from_secs(10), |s| s["clients"]["ws"] == 1);
+    srv.start_publishing(3);
+    let got = read_n(&mut ws, 3).await;
+    assert_eq!(
+        got.iter().map(|g| (g.0, g.2)).collect::<Vec<_>>(),
+        vec![(1, 200), (2, 200), (3, 200)]
+    );
+    // Client ping gets a pong; client text is accepted.
+    ws.send(Message::Ping(b"hi".to_vec().into())).await.unwrap();
+    ws.send(Message::Text("hello".into())).await.unwrap();
+    let m = tokio::time::timeout(Duration::from_secs(5), ws.next())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert_eq!(m, Message::Pong(b"hi".to_vec().into()));
+    ws.close(None).await.unwrap();
+    srv.wait_stats(Duration::from_secs(5), |s| {
+        s["closed"]["peer"] == 1 && s["clients"]["ws"] == 0
+    });
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_input_closes_that_client_never_the_server() {
+    let srv = Server::start(&["--rate", "100", "--size", "64KiB", "--max-message", "1KiB"]);
+    let mut good = connect(srv.addr).await;
+
+    // Oversized frame: 1009.
+    let mut s = raw_ws(srv.addr, None);
+    s.write_all(&wsframe::client_frame(
+        wsframe::OP_BINARY,
+        true,
+        &[7; 2048],
+        [1, 2, 3, 4],
+    ))
+    .unwrap();
+    assert_eq!(read_close_code(&mut s), wsframe::CLOSE_TOO_BIG);
+
+    // Garbage bytes (unmasked, reserved bits): 1002.
+    let mut s = raw_ws(srv.addr, None);
+    s.write_all(b"\xff\xff\xff\xff garbage").unwrap();
+    assert_eq!(read_close_code(&mut s), wsframe::CLOSE_PROTOCOL);
+
+    // Invalid UTF-8 text: 1007.
+    let mut s = raw_ws(srv.addr, None);
+    s.write_all(&wsframe::client_frame(
+        wsframe::OP_TEXT,
+        true,
+        &[0xff],
+        [9, 9, 9, 9],
+    ))
+    .unwrap();
+    assert_eq!(read_close_code(&mut s), wsframe::CLOSE_INVALID_DATA);
+
+    // Clients that vanish while 64 KiB messages are being written to them.
+    for _ in 0..20 {
+        let s = raw_ws(srv.addr, Some(4096));
+        std::thread::sleep(Duration::from_millis(15));
+        drop(s);
+    }
+
+    // The good client kept receiving, in order, with no gap.
+    let got = read_n(&mut good, 30).await;
+    assert!(
+        got.windows(2).all(|w| w[1].0 == w[0].0 + 1),
+        "{:?}",
+        got.iter().map(|g| g.0).collect::<Vec<_>>()
+    );
+    let s = srv.wait_stats(Duration::from_secs(5), |s| s["clients"]["ws"] == 1);
+    assert_eq!(s["closed"]["bad_input"], 3);
+    assert_eq!(s["closed"]["peer"], 20);
+    assert_eq!(http_get(srv.addr, "/healthz"), (200, "ok".to_string()));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slow_client_is_dropped_then_removed_while_others_keep_receiving() {
+    slow_client_case(&[]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slow_client_is_dropped_then_removed_with_queue_only() {
+    slow_client_case(&["--queue-only"]).await;
+}
+
+async fn slow_client_case(extra: &[&str]) {
+    let mut args = vec![
+        "--rate",
+        "100",
+        "--size",
+        "16KiB",
+        "--queue",
+        "16",
+        "--write-deadline",
+        "500ms",
+        "--sndbuf",
+        "4096",
+        "--wait-start",
+    ];
+    args.extend_from_slice(extra);
+    let srv = Server::start(&args);
+    let mut fast = Vec::new();
+    for _ in 0..10 {
+        fast.push(connect(srv.addr).await);
+    }
+    // Never reads; a tiny receive buffer so the server's writes stall at once.
+    let slow = raw_ws(srv.addr, Some(2048));
+    srv.wait_stats(Duration::from_secs(10), |s| s["clients"]["ws"] == 11);
+    srv.start_publishing(100);
+    let mut tasks = Vec::new();
+    for mut ws in fast {
+        tasks.push(tokio::spawn(async move { read_n(&mut ws, 100).await }));
+    }
+    for t in tasks {
+        let got = t.await.unwrap();
+        assert_eq!(
+            got.iter().map(|g| g.0).collect::<Vec<_>>(),
+            (1..=100).collect::<Vec<_>>()
+        );
+    }
+    let s = srv.wait_stats(Duration::from_secs(10), |s| {
+        s["finished"] == true && s["removed"] == 1
+    });
+    assert_eq!(s["closed"]["write_deadline"], 1);
+    assert!(
+        s["drops"].as_u64().unwrap() >= 1,
+        "queue of 16 must overflow: {s}"
+    );
+    assert_eq!(s["max_queue_depth"], 16);
+    // Accounting: the slow client's 100 messages are written, dropped or missed.
+    let slow_written = s["messages_sent"]["ws"].as_u64().unwrap() - 1000;
+    assert_eq!(
+        slow_written + s["drops"].as_u64().unwrap() + s["missed_by_removed"].as_u64().unwrap(),
+        100,
+        "{s}"
+    );
+    drop(slow);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn silent_client_is_removed_after_pong_wait_and_a_live_one_stays() {
+    let srv = Server::start(&["--rate", "5", "--ping", "100ms", "--pong-wait", "1s"]);
+    let mut live = connect(srv.addr).await;
+    // Reading makes tungstenite answer pings.
+    let reader = tokio::spawn(async move {
+        let t0 = Instant::now();
+        let mut pings = 0;
+        while t0.elapsed() < Duration::from_millis(2500) {
+            if let Ok(Some(Ok(Message::Ping(_)))) =
+                tokio::time::timeout(Duration::from_millis(100), live.next()).await
+            {
+                pings += 1;
+            }
+        }
+        (live, pings)
+    });
+    let _silent = raw_ws(srv.addr, None);
+    let s = srv.wait_stats(Duration::from_secs(5), |s| s["removed"] == 1);
+    assert_eq!(s["closed"]["pong_timeout"], 1);
+    let (_live, pings) = reader.await.unwrap();
+    assert!(pings >= 5, "pings {pings}");
+    let s = srv.stats();
+    assert_eq!(s["clients"]["ws"], 1, "the live client stays");
+}
+
+#[test]
+fn shard_hub_stalls_on_a_slow_client_without_deadline_and_still_exits_on_sigterm() {
+    // C1 in miniature: 2 shards, no deadline, 4 KB send buffer.
+    let mut srv = Server::start(&[
+        "--strategy",
+        "shards",
+        "--shards",
+        "2",
+        "--write-deadline",
+        "0",
+        "--sndbuf",
+        "4096",
+        "--rate",
+        "100",
+        "--size",
+        "16KiB",
+    ]);
+    let _slow = raw_ws(srv.addr, Some(2048));
+    let s1 = srv.wait_stats(Duration::from_secs(10), |s| {
+        s["rounds_sent"].as_u64() >= Some(1)
+    });
+    std::thread::sleep(Duration::from_millis(600));
+    let a = srv.stats()["rounds_sent"].as_u64().unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    let b = srv.stats()["rounds_sent"].as_u64().unwrap();
+    assert_eq!(a, b, "hub should be stalled (first stats {s1})");
+    assert!(b < 100, "stalled after {b} rounds instead of ~110");
+    srv.signal(libc::SIGTERM);
+    let st = srv
+        .wait_exit(Duration::from_secs(5))
+        .expect("exit within 5 s");
+    assert!(st.success(), "{st:?}");
+}
+
+#[test]
+fn shard_hub_with_deadline_removes_the_slow_client_and_recovers() {
+    // C2 in miniature.
+    let srv = Server::start(&[
+        "--strategy",
+        "shards",
+        "--shards",
+        "2",
+        "--write-deadline",
+        "300ms",
+        "--sndbuf",
+        "4096",
+        "--rate",
+        "50",
+        "--size",
+        "16KiB",
+    ]);
+    let _slow = raw_ws(srv.addr, Some(2048));
+    let s = srv.wait_stats(Duration::from_secs(10), |s| s["removed"] == 1);
+    let max_hub = s["hub_round_ms"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_f64().unwrap())
+        .fold(0.0, f64::max);
+    assert!(
+        max_hub >= 300.0,
+        "the stalled round lasted the deadline: {max_hub}"
+    );
+    let r = s["rounds_sent"].as_u64().unwrap();
+    srv.wait_stats(Duration::from_secs(5), |s| {
+        s["rounds_sent"].as_u64() > Some(r + 5)
+    });
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pongs_never_land_inside_a_partly_written_message() {
+    // Big messages into small buffers: the publisher's direct write is often partial and
+    // the client's task finishes it; pongs must wait for that.
+    let srv = Server::start(&[
+        "--rate",
+        "500",
+        "--size",
+        "16KiB",
+        "--sndbuf",
+        "4096",
+        "--write-deadline",
+        "5s",
+    ]);
+    let sock = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+    sock.set_recv_buffer_size(4096).unwrap();
+    sock.connect(&srv.addr.into()).unwrap();
+    sock.set_nonblocking(true).unwrap();
+    let tcp = tokio::net::TcpStream::from_std(sock.into()).unwrap();
+    let (mut ws, _) = tokio_tungstenite::client_async(format!("ws://{}/ws", srv.addr), tcp)
+        .await
+        .unwrap();
+    let mut last = 0;
+    let (mut data, mut pongs) = (0, 0);
+    let t0 = Instant::now();
+    while t0.elapsed() < Duration::from_millis(1500) {
+        ws.send(Message::Ping(b"p".to_vec().into())).await.unwrap();
+        let m = tokio::time::timeout(Duration::from_secs(5), ws.next())
+            .await
+            .unwrap()
+            .unwrap()
+            .expect("valid framing");
+        match m {
+            Message::Binary(b) => {
+                let (seq, _) = payload::decode(&b).unwrap();
+                assert_eq!(b.len(), 16384);
+                assert!(seq > last, "seq {seq} after {last}");
+                last = seq;
+                data += 1;
+            }
+            Message::Pong(p) => {
+                assert_eq!(&p[..], b"p");
+                pongs += 1;
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    assert!(data >= 10 && pongs >= 10, "data {data} pongs {pongs}");
+    let s = srv.stats();
+    assert_eq!(s["closed"]["bad_input"], 0);
+}
