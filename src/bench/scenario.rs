@@ -62,7 +62,7 @@ impl Scenario {
     pub fn describe(self) -> &'static str {
         match self {
             Scenario::F => "floor: raw TCP, length-prefixed frames, one write per client per round",
-            Scenario::A => "baseline: per-client queue 64 + drop, write deadline 1s",
+            Scenario::A => "baseline: per-client queue 64 + drop, write deadline 1s (server default: one direct write per idle client, the queue for the rest)",
             Scenario::C1 => "slow clients, 10 shard writers, no write deadline",
             Scenario::C2 => "slow clients, 10 shard writers, write deadline 1s",
             Scenario::C3 => "slow clients, per-client queue 64 + drop, write deadline 1s",
