@@ -83,3 +83,100 @@ pub fn render_idle(rep: &IdleReport) -> String {
     ));
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::bench::control::ServerStats;
+    use crate::bench::model::BenchReport;
+    use crate::bench::validity::{analyze, Inputs};
+    use crate::bench::wire::{LoadgenResult, RoundStat};
+
+    /// One valid row (A) and one with an unexplained gap (C3).
+    fn report() -> BenchReport {
+        let round = |received, live| RoundStat {
+            received,
+            first_ms: 1.0,
+            last_ms: 5.0,
+            missing_removed: 0,
+            missing_live: live,
+        };
+        let lg = |rounds: Vec<RoundStat>| LoadgenResult {
+            connections: 10,
+            connected: 10,
+            rounds,
+            cores: 2,
+            cpu_run_s: 1.0,
+            wall_run_s: 10.0,
+            nodelay_checked: 10,
+            p50_ms: 1.5,
+            p99_ms: 4.0,
+            p999_ms: 4.5,
+            max_ms: 5.0,
+            samples: 20,
+            ..Default::default()
+        };
+        let s = ServerStats {
+            rounds_sent: 2,
+            nodelay: Some(true),
+            hub_round_ms: vec![1.0, 2.0],
+            ..Default::default()
+        };
+        let good = lg(vec![round(10, 0), round(10, 0)]);
+        let gap = lg(vec![round(10, 0), round(7, 3)]);
+        let inp = |name: &str, l| Inputs {
+            name: name.into(),
+            description: "d".into(),
+            stall_expected: false,
+            lg: l,
+            server: Some(&s),
+            server_cpu_start: Some(0.0),
+            server_peak_rss: Some(9_000_000),
+            rounds_total: 2,
+            rate: 5.0,
+            duration_s: 1.0,
+            time_bound_s: 6.0,
+        };
+        let scenarios = vec![analyze(&inp("A", &good)), analyze(&inp("C3", &gap))];
+        BenchReport {
+            command: "bench fanout".into(),
+            server: "embedded".into(),
+            connections: 10,
+            rounds: 2,
+            size: 1024,
+            rate: 5.0,
+            slow: 0,
+            host_cores: 2,
+            valid: false,
+            scenarios,
+        }
+    }
+
+    #[test]
+    fn invalid_rows_show_no_numbers() {
+        let md = super::render(&report());
+        let row = |name: &str| -> Vec<String> {
+            let l = md
+                .lines()
+                .find(|l| l.starts_with(&format!("| {name} |")))
+                .unwrap();
+            l.trim_matches('|')
+                .split('|')
+                .map(|c| c.trim().to_string())
+                .collect()
+        };
+        let a = row("A");
+        assert_eq!(
+            (a[1].as_str(), a[3].as_str(), a[17].as_str()),
+            ("1.5", "4.5", "yes")
+        );
+        let c3 = row("C3");
+        assert_eq!((c3[1].as_str(), c3[3].as_str()), ("-", "-"));
+        assert_eq!(c3[17], "**INVALID**");
+        assert!(md.contains("3 samples unexplained"), "{md}");
+        let text = crate::report::text::bench::render(&report(), &crate::report::Palette::plain());
+        let line = text.lines().find(|l| l.contains("C3 INVALID")).unwrap();
+        let cells: Vec<&str> = line.split('┆').map(str::trim).collect();
+        assert_eq!(cells[1], "-", "{line}");
+        assert!(text.contains("scenario(s) invalid"));
+    }
+}
