@@ -1,0 +1,599 @@
+//! `rtcheck bench fanout`: for each scenario, start the embedded server in its own process
+//! (or use --server), start the load generator in another, drive both, and judge the result.
+use super::control::{self, ServerStats};
+use super::loadgen::{parse_target, Proto};
+use super::model::{BenchReport, Check, ScenarioResult};
+use super::scenario::{self, Scenario};
+use super::sys::{self, ChildGuard};
+use super::validity::{self, Inputs};
+use super::wire::{Event, LoadgenResult, CMD_CLOSE_SLOW, CMD_CUTOFF, CMD_STOP};
+use crate::report::Status;
+use indicatif::{ProgressBar, ProgressStyle};
+use std::io::{BufRead, IsTerminal, Write};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct FanoutArgs {
+    /// Clients (the seed: 10,000; on 2 cores 2,000 is the seed's load per core).
+    #[arg(long, default_value_t = 10_000)]
+    pub connections: u64,
+    /// Messages per client (one per round).
+    #[arg(long, default_value_t = 100)]
+    pub rounds: u64,
+    /// Payload bytes per message (at least 16).
+    #[arg(long, default_value_t = 1024)]
+    pub size: u64,
+    /// Rounds per second.
+    #[arg(long, default_value_t = 5.0)]
+    pub rate: f64,
+    /// Slow clients in C1, C2, C3 (never read; SO_RCVBUF 2 KB; server SO_SNDBUF 4 KB).
+    /// Default 50; with --server, none unless given.
+    #[arg(long)]
+    pub slow: Option<u64>,
+    /// Comma-separated: F (raw-TCP floor), A, C1, C2, C3, G1, G3, P1.
+    #[arg(long, default_value = "F,A,C1,C2,C3,G1,G3,P1", value_parser = scenario::parse_list_arg)]
+    pub scenario: scenario::ScenarioList,
+    /// Measure another server instead: ws://HOST:PORT/PATH on loopback. Scenarios then do
+    /// not apply: one run, with --slow slow clients if given.
+    #[arg(long)]
+    pub server: Option<String>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = super::BenchFormat::Text)]
+    pub format: super::BenchFormat,
+    /// Write the report here (atomically) instead of stdout.
+    #[arg(long)]
+    pub output: Option<PathBuf>,
+    /// Also write the JSON report here (atomically), whatever --format says.
+    #[arg(long, value_name = "PATH")]
+    pub save_json: Option<PathBuf>,
+    /// Longest wait for all clients to connect.
+    #[arg(long, default_value = "120s", value_parser = crate::units::parse_duration)]
+    pub connect_timeout: Duration,
+    /// How long to wait past the last scheduled round for stragglers.
+    #[arg(long, default_value = "5s", value_parser = crate::units::parse_duration, hide = true)]
+    pub drain: Duration,
+}
+
+pub const DEFAULT_SLOW: u64 = 50;
+
+impl FanoutArgs {
+    pub fn scenarios(&self) -> Vec<Scenario> {
+        self.scenario.0.clone()
+    }
+
+    /// Slow clients for a scenario (None = --server run).
+    pub fn slow_for(&self, sc: Option<Scenario>) -> u64 {
+        match sc {
+            Some(s) if s.has_slow_clients() => self.slow.unwrap_or(DEFAULT_SLOW),
+            Some(_) => 0,
+            None => self.slow.unwrap_or(0),
+        }
+    }
+}
+
+pub fn validate(a: &FanoutArgs) -> anyhow::Result<()> {
+    if a.connections == 0 {
+        anyhow::bail!("--connections must be at least 1");
+    }
+    if a.rounds == 0 || a.rounds > 1_000_000 {
+        anyhow::bail!("--rounds {}: must be 1..=1000000", a.rounds);
+    }
+    if a.size < crate::net::payload::MIN_SIZE as u64 || a.size > 1 << 20 {
+        anyhow::bail!(
+            "--size {}: must be 16..=1048576 bytes (seq + timestamp need 16)",
+            a.size
+        );
+    }
+    if !(a.rate > 0.0 && a.rate <= 1000.0) {
+        anyhow::bail!("--rate {}: must be in (0, 1000] rounds per second", a.rate);
+    }
+    let runs: Vec<Option<Scenario>> = if a.server.is_some() {
+        vec![None]
+    } else {
+        a.scenarios().into_iter().map(Some).collect()
+    };
+    for sc in runs {
+        let slow = a.slow_for(sc);
+        if slow > 0 && slow >= a.connections {
+            anyhow::bail!(
+                "--slow {slow} must be below --connections {}",
+                a.connections
+            );
+        }
+    }
+    if let Some(url) = &a.server {
+        let (proto, _, _) = parse_target(url)?;
+        if proto != Proto::Ws {
+            anyhow::bail!("--server {url}: expected ws://HOST:PORT/PATH");
+        }
+    }
+    let (_, hard) = sys::raise_nofile()?;
+    sys::check_fd_budget(a.connections, hard)?;
+    Ok(())
+}
+
+pub fn run(a: FanoutArgs, ctx: crate::cli::Ctx) -> anyhow::Result<std::process::ExitCode> {
+    validate(&a)?;
+    sys::install_interrupt_handler();
+    let mut results = Vec::new();
+    let runs: Vec<Option<Scenario>> = if a.server.is_some() {
+        vec![None]
+    } else {
+        a.scenarios().into_iter().map(Some).collect()
+    };
+    for sc in runs {
+        let r = run_one(sc, &a)?;
+        results.push(r);
+        sys::check_interrupted()?;
+    }
+    validity::apply_floor(&mut results, Scenario::F.name());
+    let report = BenchReport {
+        command: "bench fanout".into(),
+        server: a
+            .server
+            .clone()
+            .unwrap_or_else(|| "embedded (rtcheck serve)".into()),
+        connections: a.connections,
+        rounds: a.rounds,
+        size: a.size,
+        rate: a.rate,
+        slow: a
+            .slow
+            .unwrap_or(if a.server.is_some() { 0 } else { DEFAULT_SLOW }),
+        host_cores: sys::cores(),
+        valid: results.iter().all(|r| r.valid),
+        scenarios: results,
+    };
+    let text = match a.format {
+        super::BenchFormat::Json => crate::report::json::render(&report)?,
+        super::BenchFormat::Markdown => crate::report::markdown::bench::render(&report),
+        super::BenchFormat::Text => crate::report::text::bench::render(&report, &ctx.palette()),
+    };
+    if let Some(p) = &a.save_json {
+        crate::report::output::write_atomic(p, crate::report::json::render(&report)?.as_bytes())?;
+    }
+    crate::report::output::emit(&text, a.output.as_deref())?;
+    Ok(if report.valid {
+        std::process::ExitCode::SUCCESS
+    } else {
+        std::process::ExitCode::from(1)
+    })
+}
+
+/// A scratch directory for one scenario's address file and logs, removed on drop.
+pub struct Scratch(pub PathBuf);
+
+impl Scratch {
+    pub fn new(tag: &str) -> anyhow::Result<Scratch> {
+        let p = std::env::temp_dir().join(format!(
+            "rtcheck-bench-{}-{tag}-{}",
+            std::process::id(),
+            sys::now_ns() % 1_000_000_000
+        ));
+        std::fs::create_dir_all(&p)
+            .map_err(|e| anyhow::anyhow!("{}: cannot create: {e}", p.display()))?;
+        Ok(Scratch(p))
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn tail(path: &Path, lines: usize) -> String {
+    let s = std::fs::read_to_string(path).unwrap_or_default();
+    let v: Vec<&str> = s.lines().filter(|l| !l.trim().is_empty()).collect();
+    v[v.len().saturating_sub(lines)..].join(" | ")
+}
+
+pub fn progress_bar(len: u64, msg: String) -> ProgressBar {
+    if !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let pb = ProgressBar::new(len);
+    pb.set_style(
+        ProgressStyle::with_template("{msg:32} [{bar:30}] {pos}/{len} {elapsed}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .progress_chars("=> "),
+    );
+    pb.set_message(msg);
+    pb
+}
+
+/// The embedded server for one scenario, started with --wait-start.
+pub struct Server {
+    pub guard: ChildGuard,
+    pub data: SocketAddr,
+    pub control: SocketAddr,
+    pub log: PathBuf,
+}
+
+pub fn start_server(flags: &[String], scratch: &Scratch, raw: bool) -> anyhow::Result<Server> {
+    let exe = std::env::current_exe()?;
+    let addr_file = scratch.0.join("addr");
+    let log = scratch.0.join("server.log");
+    let logf = std::fs::File::create(&log)?;
+    let child = Command::new(exe)
+        .arg("serve")
+        .args(["--listen", "127.0.0.1:0", "--exit-with-parent"])
+        .arg("--addr-file")
+        .arg(&addr_file)
+        .args(flags)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::from(logf))
+        .spawn()
+        .map_err(|e| anyhow::anyhow!("cannot start the server process: {e}"))?;
+    let mut guard = ChildGuard::new(child, "server");
+    let want = if raw { 2 } else { 1 };
+    let until = Instant::now() + Duration::from_secs(15);
+    loop {
+        sys::check_interrupted()?;
+        if let Some(st) = guard.try_exited() {
+            anyhow::bail!("server exited ({st}) before listening: {}", tail(&log, 3));
+        }
+        if let Ok(s) = std::fs::read_to_string(&addr_file) {
+            let lines: Vec<&str> = s.lines().filter(|l| !l.trim().is_empty()).collect();
+            if lines.len() >= want && s.ends_with('\n') {
+                let parse = |l: &str| -> anyhow::Result<SocketAddr> {
+                    l.trim()
+                        .parse()
+                        .map_err(|_| anyhow::anyhow!("{}: bad address `{l}`", addr_file.display()))
+                };
+                let data = parse(lines[0])?;
+                let control = if raw { parse(lines[1])? } else { data };
+                return Ok(Server {
+                    guard,
+                    data,
+                    control,
+                    log,
+                });
+            }
+        }
+        if Instant::now() > until {
+            anyhow::bail!(
+                "server did not write {} within 15 s: {}",
+                addr_file.display(),
+                tail(&log, 3)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The load generator process and its event stream.
+pub struct Loadgen {
+    pub guard: ChildGuard,
+    pub stdin: std::process::ChildStdin,
+    pub events: mpsc::Receiver<Result<Event, String>>,
+    pub log: PathBuf,
+}
+
+pub fn start_loadgen(args: &[String], scratch: &Scratch) -> anyhow::Result<Loadgen> {
+    let exe = std::env::current_exe()?;
+    let log = scratch.0.join("loadgen.log");
+    let logf = std::fs::File::create(&log)?;
+    let mut child = Command::new(exe)
+        .args(["bench", "loadgen"])
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::from(logf))
+        .spawn()
+        .map_err(|e| anyhow::anyhow!("cannot start the load generator process: {e}"))?;
+    let stdin = child.stdin.take().expect("piped stdin");
+    let stdout = child.stdout.take().expect("piped stdout");
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines() {
+            let Ok(line) = line else { return };
+            let ev = serde_json::from_str::<Event>(&line)
+                .map_err(|e| format!("load generator: unreadable line ({e}): {line:.80}"));
+            if tx.send(ev).is_err() {
+                return;
+            }
+        }
+    });
+    Ok(Loadgen {
+        guard: ChildGuard::new(child, "load generator"),
+        stdin,
+        events: rx,
+        log,
+    })
+}
+
+impl Loadgen {
+    pub fn send(&mut self, cmd: &str) {
+        let _ = writeln!(self.stdin, "{cmd}");
+        let _ = self.stdin.flush();
+    }
+
+    /// Next event within `wait`; Ok(None) on timeout; error when the process is gone.
+    pub fn next(&mut self, wait: Duration) -> anyhow::Result<Option<Event>> {
+        match self.events.recv_timeout(wait) {
+            Ok(Ok(ev)) => Ok(Some(ev)),
+            Ok(Err(e)) => Err(anyhow::anyhow!(e)),
+            Err(mpsc::RecvTimeoutError::Timeout) => Ok(None),
+            Err(mpsc::RecvTimeoutError::Disconnected) => Err(anyhow::anyhow!(
+                "load generator exited: {}",
+                tail(&self.log, 3)
+            )),
+        }
+    }
+
+    /// Wait until every client connected (or failed). Returns (connected, failed).
+    pub fn wait_connected(
+        &mut self,
+        total: u64,
+        limit: Duration,
+        label: &str,
+    ) -> anyhow::Result<(u64, u64)> {
+        let pb = progress_bar(total, format!("{label}: connecting"));
+        let until = Instant::now() + limit;
+        let out = loop {
+            sys::check_interrupted()?;
+            if Instant::now() > until {
+                pb.finish_and_clear();
+                anyhow::bail!(
+                    "{label}: clients not connected within {} (raise --connect-timeout or lower --connections)",
+                    crate::units::fmt_duration(limit)
+                );
+            }
+            match self.next(Duration::from_millis(100))? {
+                Some(Event::Connecting { done, .. }) => pb.set_position(done),
+                Some(Event::Connected {
+                    connected, failed, ..
+                }) => break (connected, failed),
+                _ => {}
+            }
+        };
+        pb.finish_and_clear();
+        Ok(out)
+    }
+
+    /// Send stop and wait for the result.
+    pub fn finish(&mut self, limit: Duration) -> anyhow::Result<LoadgenResult> {
+        self.send(CMD_STOP);
+        let until = Instant::now() + limit;
+        while Instant::now() < until {
+            if let Some(Event::Result(r)) = self.next(Duration::from_millis(200))? {
+                return Ok(*r);
+            }
+        }
+        anyhow::bail!(
+            "load generator gave no result within {}",
+            crate::units::fmt_duration(limit)
+        )
+    }
+}
+
+fn run_one(sc: Option<Scenario>, a: &FanoutArgs) -> anyhow::Result<ScenarioResult> {
+    let name = sc
+        .map(|s| s.name().to_string())
+        .unwrap_or_else(|| "external".into());
+    let scratch = Scratch::new(&name)?;
+    let slow = a.slow_for(sc);
+    let mut server = None;
+    let (url, ctrl) = match sc {
+        Some(s) => {
+            let mut flags = vec![
+                "--wait-start".to_string(),
+                "--rounds".into(),
+                a.rounds.to_string(),
+                "--rate".into(),
+                a.rate.to_string(),
+                "--size".into(),
+                a.size.to_string(),
+            ];
+            flags.extend(s.server_flags());
+            let srv = start_server(&flags, &scratch, s.is_floor())?;
+            let url = if s.is_floor() {
+                format!("tcp://{}", srv.data)
+            } else {
+                format!("ws://{}/ws", srv.data)
+            };
+            let c = srv.control;
+            server = Some(srv);
+            (url, c)
+        }
+        None => {
+            let url = a.server.clone().unwrap_or_default();
+            let (_, addr, _) = parse_target(&url)?;
+            (url, addr)
+        }
+    };
+    let drain = a.drain.as_secs_f64();
+    let slow_release = if slow > 0 { 1.5 } else { 0.0 };
+    let schedule_s = a.rounds as f64 / a.rate;
+    let bound_s = schedule_s + drain + slow_release;
+    let lg_args = vec![
+        "--url".to_string(),
+        url.clone(),
+        "--connections".into(),
+        a.connections.to_string(),
+        "--slow".into(),
+        slow.to_string(),
+        "--rounds".into(),
+        a.rounds.to_string(),
+        "--max-seconds".into(),
+        ((bound_s + a.connect_timeout.as_secs_f64() + 30.0) as u64).to_string(),
+    ];
+    let mut lg = start_loadgen(&lg_args, &scratch)?;
+    let (connected, _failed) = lg.wait_connected(a.connections, a.connect_timeout, &name)?;
+
+    let stats_before = control::stats(ctrl).ok();
+    if sc.is_some() && stats_before.is_none() {
+        anyhow::bail!("{name}: server at {ctrl} has no /control/stats");
+    }
+    // Embedded servers wait for this; another server may already be publishing.
+    let started = control::start(ctrl, a.rounds);
+    if sc.is_some() {
+        started?;
+    }
+    let t0 = Instant::now();
+    let healthy = connected.saturating_sub(slow);
+    let mut peak_rss = stats_before.as_ref().map(|s| s.rss_bytes);
+    let mut last_stats: Option<ServerStats> = stats_before.clone();
+    let pb = progress_bar(a.rounds, format!("{name}: rounds"));
+    let (mut complete, mut removed) = (0u64, 0u64);
+    // /control/stats costs the server a walk of /proc/self/fd (about 8 ms at 10,000
+    // connections), so it is polled once a second: enough for peak RSS, small perturbation.
+    let mut next_poll = Instant::now() + Duration::from_secs(1);
+    loop {
+        sys::check_interrupted()?;
+        let el = t0.elapsed().as_secs_f64();
+        if el > schedule_s + drain {
+            break;
+        }
+        if Instant::now() >= next_poll {
+            next_poll = Instant::now() + Duration::from_secs(1);
+            if let Ok(s) = control::stats(ctrl) {
+                peak_rss = Some(peak_rss.unwrap_or(0).max(s.rss_bytes));
+                last_stats = Some(s);
+            }
+        }
+        if let Some(Event::Progress {
+            received,
+            complete: c,
+            removed: r,
+        }) = lg.next(Duration::from_millis(50))?
+        {
+            complete = c;
+            removed = r;
+            pb.set_position((received / healthy.max(1)).min(a.rounds));
+        }
+        // A healthy client that got the last round proves the last round was published.
+        if complete > 0 && complete + removed >= healthy {
+            break;
+        }
+    }
+    pb.finish_and_clear();
+    // Where the hub stood at the time bound, before anything was released.
+    let at_bound = control::stats(ctrl).ok().or_else(|| last_stats.clone());
+    // The round in progress at the bound counts; rounds begun later (C1: the hub catching
+    // up once the slow clients are closed) are outside the measurement window.
+    let cutoff = at_bound
+        .as_ref()
+        .map(|s| (s.rounds_sent + 1).min(a.rounds))
+        .unwrap_or(a.rounds);
+    lg.send(&format!("{CMD_CUTOFF} {cutoff}"));
+    if slow > 0 {
+        // As in the seed: closing the slow clients at the end releases stuck writers, and
+        // what they then deliver (20 s late in C1) is part of the result.
+        lg.send(CMD_CLOSE_SLOW);
+        let until = Instant::now() + Duration::from_secs_f64(slow_release);
+        while Instant::now() < until {
+            sys::check_interrupted()?;
+            let _ = lg.next(Duration::from_millis(100))?;
+        }
+    }
+    let mut final_stats = control::stats(ctrl).ok().or(last_stats);
+    if let Some(s) = final_stats.as_mut() {
+        s.rounds_sent = s.rounds_sent.min(cutoff);
+    }
+    if let Some(s) = &final_stats {
+        peak_rss = Some(peak_rss.unwrap_or(0).max(s.rss_bytes));
+    }
+    let duration_s = t0.elapsed().as_secs_f64();
+    // Frames already in flight when the snapshot was taken still arrive.
+    std::thread::sleep(Duration::from_millis(300));
+    let result = lg.finish(Duration::from_secs(30))?;
+    let lg_clean = lg.guard.wait_or_terminate(Duration::from_secs(5));
+    let srv_clean = match server.as_mut() {
+        Some(s) => s.guard.terminate(Duration::from_secs(5)),
+        None => true,
+    };
+    let mut r = validity::analyze(&Inputs {
+        name: name.clone(),
+        description: sc
+            .map(|s| s.describe().to_string())
+            .unwrap_or_else(|| format!("external server {url}")),
+        stall_expected: sc.map(|s| s.stall_expected()).unwrap_or(false),
+        lg: &result,
+        server: final_stats.as_ref(),
+        server_cpu_start: stats_before.as_ref().map(|s| s.cpu_seconds),
+        server_peak_rss: peak_rss,
+        rounds_total: a.rounds,
+        rate: a.rate,
+        duration_s,
+        time_bound_s: bound_s,
+    });
+    r.checks.push(Check {
+        name: "cleanup".into(),
+        status: if lg_clean && srv_clean {
+            Status::Pass
+        } else {
+            Status::Warn
+        },
+        detail: format!(
+            "load generator {}; server {}",
+            if lg_clean {
+                "exited by itself"
+            } else {
+                "had to be killed"
+            },
+            if srv_clean {
+                "exited on SIGTERM"
+            } else {
+                "had to be killed (SIGKILL)"
+            }
+        ),
+    });
+    r.rounds_published_at_bound = at_bound.as_ref().map(|s| s.rounds_sent);
+    if let Some(s) = sc {
+        r.reference = s.evidence().map(crate::evidence::reference);
+        add_shape_notes(s, &mut r, a, at_bound.as_ref().map(|s| s.rounds_sent));
+    }
+    Ok(r)
+}
+
+/// What each scenario is meant to show, said plainly next to its numbers.
+fn add_shape_notes(
+    s: Scenario,
+    r: &mut ScenarioResult,
+    a: &FanoutArgs,
+    sent_at_bound: Option<u64>,
+) {
+    match s {
+        Scenario::C1 => {
+            let hub_max = r.hub_max_ms.unwrap_or(0.0);
+            let stalled_at_bound = sent_at_bound.is_some_and(|n| n < r.rounds_total);
+            if stalled_at_bound || hub_max >= 1000.0 || r.rounds_completed < r.rounds_total {
+                r.notes.push(format!(
+                    "stall shown: the hub had published {} of {} rounds at the time bound (hub max {} ms); closing the slow clients released it, as in the seed, and {} of {} rounds then reached every healthy client",
+                    sent_at_bound.map(|n| n.to_string()).unwrap_or_else(|| "?".into()),
+                    r.rounds_total,
+                    crate::evidence::fmt_num(hub_max.round()),
+                    r.rounds_completed,
+                    r.rounds_total
+                ));
+            } else {
+                r.notes.push("no stall observed: every round completed in time (buffers larger than the seed's, too few rounds to fill them, or fewer slow clients than shards)".into());
+            }
+        }
+        Scenario::C2 => r.notes.push(format!(
+            "the 1 s deadline bounds each stall: {} slow clients over 10 shards wait up to about {} s per shard before removal; rounds sent late carry their scheduled time, so every one counts its full delay until the hub has caught up (the seed's hub skipped rounds instead: 67 of 100)",
+            a.slow_for(Some(s)),
+            a.slow_for(Some(s)).div_ceil(10)
+        )),
+        Scenario::C3 => r.notes.push(
+            "per-client queues: a slow client fills only its own queue; the others never wait".into(),
+        ),
+        Scenario::G1 | Scenario::G3 => r.notes.push(
+            "Rust has no GC: the 100 MB/s background allocation costs allocator CPU and cache, not stop-the-world pauses or mark assists; compare with A".into(),
+        ),
+        Scenario::P1 => r
+            .notes
+            .push("the server runs on 1 tokio worker thread: every writer queues on one core".into()),
+        Scenario::F => r.notes.push(
+            "the floor: no WebSocket framing, no per-client tasks; what this host can do at best".into(),
+        ),
+        Scenario::A => {}
+    }
+}

@@ -1,0 +1,163 @@
+//! `rtcheck bench idle`: server RSS per idle connection (WebSocket and SSE), read from the
+//! server's own /control/stats before and after N idle clients connect.
+use super::control;
+use super::fanout::{start_loadgen, start_server, Scratch};
+use super::model::{IdleReport, IdleResult};
+use super::sys;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// The target: at most 6 KB RSS per idle WebSocket connection at 10,000.
+pub const TARGET_BYTES: u64 = 6_000;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum IdleProto {
+    Ws,
+    Sse,
+}
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct IdleArgs {
+    #[arg(long, default_value_t = 10_000)]
+    pub connections: u64,
+    /// Protocols to measure, comma-separated.
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "ws,sse")]
+    pub protocol: Vec<IdleProto>,
+    /// Time to let the server settle after the last connection before reading RSS.
+    #[arg(long, default_value = "2s", value_parser = crate::units::parse_duration)]
+    pub settle: Duration,
+    #[arg(long, default_value = "120s", value_parser = crate::units::parse_duration)]
+    pub connect_timeout: Duration,
+    #[arg(long, value_enum, default_value_t = super::BenchFormat::Text)]
+    pub format: super::BenchFormat,
+    #[arg(long)]
+    pub output: Option<PathBuf>,
+}
+
+/// Bytes per connection, or None when nothing connected.
+pub fn per_connection(before: u64, after: u64, connected: u64) -> Option<f64> {
+    if connected == 0 {
+        return None;
+    }
+    Some(after.saturating_sub(before) as f64 / connected as f64)
+}
+
+pub fn run(a: IdleArgs, ctx: crate::cli::Ctx) -> anyhow::Result<std::process::ExitCode> {
+    if a.connections == 0 {
+        anyhow::bail!("--connections must be at least 1");
+    }
+    let (_, hard) = sys::raise_nofile()?;
+    sys::check_fd_budget(a.connections, hard)?;
+    sys::install_interrupt_handler();
+    let mut results = Vec::new();
+    for p in &a.protocol {
+        results.push(measure(*p, &a)?);
+        sys::check_interrupted()?;
+    }
+    let report = IdleReport {
+        command: "bench idle".into(),
+        connections: a.connections,
+        target_bytes_per_connection: TARGET_BYTES,
+        valid: results.iter().all(|r| r.valid),
+        results,
+        reference: crate::evidence::reference("conn-ram"),
+    };
+    let text = match a.format {
+        super::BenchFormat::Json => crate::report::json::render(&report)?,
+        super::BenchFormat::Markdown => crate::report::markdown::bench::render_idle(&report),
+        super::BenchFormat::Text => {
+            crate::report::text::bench::render_idle(&report, &ctx.palette())
+        }
+    };
+    crate::report::output::emit(&text, a.output.as_deref())?;
+    Ok(if report.valid {
+        std::process::ExitCode::SUCCESS
+    } else {
+        std::process::ExitCode::from(1)
+    })
+}
+
+fn measure(p: IdleProto, a: &IdleArgs) -> anyhow::Result<IdleResult> {
+    let name = match p {
+        IdleProto::Ws => "ws",
+        IdleProto::Sse => "sse",
+    };
+    let scratch = Scratch::new(&format!("idle-{name}"))?;
+    // --wait-start and never started: the clients stay idle.
+    let flags: Vec<String> = ["--wait-start", "--rounds", "1"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let mut srv = start_server(&flags, &scratch, false)?;
+    let before = control::stats(srv.control)?;
+    let url = match p {
+        IdleProto::Ws => format!("ws://{}/ws", srv.data),
+        IdleProto::Sse => format!("http://{}/sse", srv.data),
+    };
+    let args = vec![
+        "--url".to_string(),
+        url,
+        "--connections".into(),
+        a.connections.to_string(),
+        "--rounds".into(),
+        "0".into(),
+        "--max-seconds".into(),
+        (a.connect_timeout.as_secs() + a.settle.as_secs() + 60).to_string(),
+    ];
+    let mut lg = start_loadgen(&args, &scratch)?;
+    let (connected, failed) = lg.wait_connected(a.connections, a.connect_timeout, name)?;
+    std::thread::sleep(a.settle);
+    let after = control::stats(srv.control)?;
+    let _ = lg.finish(Duration::from_secs(30));
+    lg.guard.wait_or_terminate(Duration::from_secs(5));
+    srv.guard.terminate(Duration::from_secs(5));
+
+    let seen = after.clients.get(name).and_then(|v| v.as_u64());
+    let mut notes = Vec::new();
+    let mut valid = failed == 0 && connected == a.connections;
+    if !valid {
+        notes.push(format!(
+            "INVALID: {connected} of {} clients connected",
+            a.connections
+        ));
+    }
+    match seen {
+        Some(n) if n != connected => {
+            valid = false;
+            notes.push(format!(
+                "INVALID: the server counts {n} {name} clients, the load generator {connected}"
+            ));
+        }
+        None => notes.push("the server does not report its client count".into()),
+        _ => {}
+    }
+    if before.rss_bytes == 0 || after.rss_bytes == 0 {
+        valid = false;
+        notes.push("INVALID: the server reported no rss_bytes".into());
+    }
+    let per = per_connection(before.rss_bytes, after.rss_bytes, connected);
+    Ok(IdleResult {
+        protocol: name.into(),
+        connections: a.connections,
+        connected,
+        rss_before_bytes: before.rss_bytes,
+        rss_after_bytes: after.rss_bytes,
+        bytes_per_connection: if valid { per } else { None },
+        server_clients_seen: seen,
+        valid,
+        notes,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn per_connection_math() {
+        assert_eq!(
+            super::per_connection(10_000_000, 60_000_000, 10_000),
+            Some(5000.0)
+        );
+        assert_eq!(super::per_connection(10, 5, 1), Some(0.0));
+        assert_eq!(super::per_connection(1, 2, 0), None);
+    }
+}

@@ -1,0 +1,756 @@
+//! `rtcheck bench loadgen` (hidden): the load generator process. Opens N clients against
+//! one server on loopback, records receive time - scheduled send time for every frame,
+//! and reports to the orchestrator as JSON lines on stdout (see [`super::wire`]).
+//! Runs in its own process so it stays under its own open-files limit and the server's
+//! allocator and scheduler are not measured together with it.
+use super::stats::{self, ClientSamples};
+use super::sys;
+use super::wire::{Event, LoadgenResult, CMD_CLOSE_SLOW, CMD_CUTOFF, CMD_STOP};
+use futures_util::StreamExt;
+use std::io::Write;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::sync::{watch, Semaphore};
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct LoadgenArgs {
+    /// ws://HOST:PORT/PATH (WebSocket), tcp://HOST:PORT (raw length-prefixed frames),
+    /// http://HOST:PORT/PATH (Server-Sent Events). Loopback only.
+    #[arg(long)]
+    pub url: String,
+    #[arg(long, default_value_t = 100)]
+    pub connections: u64,
+    /// Clients that connect with a small receive buffer and never read.
+    #[arg(long, default_value_t = 0)]
+    pub slow: u64,
+    /// Rounds expected (seq 1..=rounds); 0 = idle clients, nothing expected.
+    #[arg(long, default_value_t = 100)]
+    pub rounds: u64,
+    #[arg(long, default_value_t = 2048)]
+    pub slow_rcvbuf: u32,
+    /// Hard stop: the process ends by itself after this long even without a stop command.
+    #[arg(long, default_value_t = 300)]
+    pub max_seconds: u64,
+    #[arg(long, default_value_t = 64)]
+    pub connect_concurrency: usize,
+    /// WebSocket read buffer per client (small: 10,000 clients share one process).
+    #[arg(long, default_value_t = 4096)]
+    pub read_buffer: usize,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Proto {
+    Ws,
+    Raw,
+    Sse,
+}
+
+/// Parse and check a target URL: scheme, loopback host, port, path.
+pub fn parse_target(url: &str) -> anyhow::Result<(Proto, SocketAddr, String)> {
+    let (proto, rest) = if let Some(r) = url.strip_prefix("ws://") {
+        (Proto::Ws, r)
+    } else if let Some(r) = url.strip_prefix("tcp://") {
+        (Proto::Raw, r)
+    } else if let Some(r) = url.strip_prefix("http://") {
+        (Proto::Sse, r)
+    } else {
+        anyhow::bail!("{url}: expected ws://HOST:PORT/PATH (wss is not supported)");
+    };
+    let (hostport, path) = match rest.find('/') {
+        Some(i) => (&rest[..i], rest[i..].to_string()),
+        None => (rest, "/".to_string()),
+    };
+    let host_port = hostport.replace("localhost", "127.0.0.1");
+    let addr: SocketAddr = host_port.parse().map_err(|_| {
+        anyhow::anyhow!(
+            "{url}: host must be a loopback IP with a port, e.g. ws://127.0.0.1:8080/ws"
+        )
+    })?;
+    if !addr.ip().is_loopback() {
+        anyhow::bail!(
+            "{url}: {} is not a loopback address; live traffic goes only to 127.0.0.0/8 or ::1",
+            addr.ip()
+        );
+    }
+    if addr.port() == 0 {
+        anyhow::bail!("{url}: port 0 is not a server address");
+    }
+    Ok((proto, addr, path))
+}
+
+#[derive(Default)]
+struct Counters {
+    connected: AtomicU64,
+    failed: AtomicU64,
+    received: AtomicU64,
+    complete: AtomicU64,
+    removed: AtomicU64,
+}
+
+struct Cfg {
+    proto: Proto,
+    addr: SocketAddr,
+    url: String,
+    path: String,
+    rounds: u64,
+    slow_rcvbuf: u32,
+    read_buffer: usize,
+}
+
+#[derive(Default)]
+struct ClientOut {
+    slow: bool,
+    samples: Vec<(u32, u32)>,
+    removed: bool,
+    nodelay: Option<bool>,
+    rcvbuf: Option<u32>,
+    error: Option<String>,
+    undecodable: u64,
+    beyond: u64,
+}
+
+/// Stop levels on the watch channel.
+const RUN: u8 = 0;
+const CLOSE_SLOW: u8 = 1;
+const STOP: u8 = 2;
+
+pub fn run(a: LoadgenArgs) -> anyhow::Result<std::process::ExitCode> {
+    let (proto, addr, path) = parse_target(&a.url)?;
+    if a.slow > a.connections {
+        anyhow::bail!("--slow {} exceeds --connections {}", a.slow, a.connections);
+    }
+    let (_, hard) = sys::raise_nofile()?;
+    sys::check_fd_budget(a.connections, hard)?;
+    let cores = sys::cores();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(cores as usize)
+        .enable_all()
+        .build()?;
+    let cfg = Arc::new(Cfg {
+        proto,
+        addr,
+        url: a.url.clone(),
+        path,
+        rounds: a.rounds,
+        slow_rcvbuf: a.slow_rcvbuf,
+        read_buffer: a.read_buffer.max(1024),
+    });
+    let result = rt.block_on(drive(a, cfg, cores))?;
+    emit(&Event::Result(Box::new(result)));
+    // Sockets close with the runtime; do not wait for lingering tasks.
+    rt.shutdown_timeout(Duration::from_millis(500));
+    Ok(std::process::ExitCode::SUCCESS)
+}
+
+fn emit(ev: &Event) {
+    let mut out = std::io::stdout().lock();
+    if let Ok(s) = serde_json::to_string(ev) {
+        // A closed pipe means the orchestrator is gone; the stdin watcher stops us.
+        let _ = writeln!(out, "{s}");
+        let _ = out.flush();
+    }
+}
+
+async fn drive(a: LoadgenArgs, cfg: Arc<Cfg>, cores: u64) -> anyhow::Result<LoadgenResult> {
+    let hard_stop = Instant::now() + Duration::from_secs(a.max_seconds);
+    let counters = Arc::new(Counters::default());
+    let (stop_tx, stop_rx) = watch::channel(RUN);
+    let sem = Arc::new(Semaphore::new(a.connect_concurrency.max(1)));
+    let cpu0 = sys::cpu_seconds();
+
+    // Commands from the orchestrator; EOF (orchestrator gone) means stop.
+    let (cmd_tx, mut cmd_rx) = tokio::sync::mpsc::unbounded_channel::<String>();
+    std::thread::spawn(move || {
+        let stdin = std::io::stdin();
+        let mut line = String::new();
+        loop {
+            line.clear();
+            match stdin.read_line(&mut line) {
+                Ok(0) | Err(_) => {
+                    let _ = cmd_tx.send(CMD_STOP.to_string());
+                    return;
+                }
+                Ok(_) => {
+                    if cmd_tx.send(line.trim().to_string()).is_err() {
+                        return;
+                    }
+                }
+            }
+        }
+    });
+
+    let mut tasks = Vec::with_capacity(a.connections as usize);
+    for i in 0..a.connections {
+        let slow = is_slow(i, a.connections, a.slow);
+        tasks.push(tokio::spawn(client(
+            slow,
+            cfg.clone(),
+            counters.clone(),
+            sem.clone(),
+            stop_rx.clone(),
+        )));
+    }
+
+    // Connect phase.
+    let mut tick = tokio::time::interval(Duration::from_millis(200));
+    loop {
+        tick.tick().await;
+        let done = counters.connected.load(Relaxed);
+        let failed = counters.failed.load(Relaxed);
+        if done + failed >= a.connections {
+            break;
+        }
+        emit(&Event::Connecting {
+            done,
+            failed,
+            total: a.connections,
+        });
+        if let Ok(c) = cmd_rx.try_recv() {
+            if c == CMD_STOP {
+                break;
+            }
+        }
+        if Instant::now() > hard_stop {
+            break;
+        }
+    }
+    let cpu1 = sys::cpu_seconds();
+    let t_run = Instant::now();
+    emit(&Event::Connected {
+        connected: counters.connected.load(Relaxed),
+        failed: counters.failed.load(Relaxed),
+    });
+
+    // Run phase: progress until told to stop (or the hard bound).
+    let mut tick = tokio::time::interval(Duration::from_millis(250));
+    let mut cutoff: Option<u64> = None;
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {
+                emit(&Event::Progress {
+                    received: counters.received.load(Relaxed),
+                    complete: counters.complete.load(Relaxed),
+                    removed: counters.removed.load(Relaxed),
+                });
+                if Instant::now() > hard_stop { break; }
+            }
+            c = cmd_rx.recv() => match c.as_deref() {
+                Some(CMD_CLOSE_SLOW) => { let _ = stop_tx.send(CLOSE_SLOW); }
+                Some(CMD_STOP) | None => break,
+                Some(other) => {
+                    if let Some(n) = other.strip_prefix(CMD_CUTOFF).and_then(|n| n.trim().parse().ok()) {
+                        cutoff = Some(n);
+                    }
+                }
+            }
+        }
+    }
+    let _ = stop_tx.send(STOP);
+    let cpu2 = sys::cpu_seconds();
+    let wall = t_run.elapsed().as_secs_f64();
+
+    let mut outs = Vec::with_capacity(tasks.len());
+    for t in tasks {
+        match tokio::time::timeout(Duration::from_secs(5), t).await {
+            Ok(Ok(o)) => outs.push(o),
+            _ => outs.push(ClientOut {
+                error: Some("client task did not stop".into()),
+                ..Default::default()
+            }),
+        }
+    }
+    Ok(summarize(
+        &a,
+        outs,
+        cutoff,
+        cores,
+        cpu1 - cpu0,
+        cpu2 - cpu1,
+        wall,
+    ))
+}
+
+fn summarize(
+    a: &LoadgenArgs,
+    outs: Vec<ClientOut>,
+    cutoff: Option<u64>,
+    cores: u64,
+    cpu_connect: f64,
+    cpu_run: f64,
+    wall: f64,
+) -> LoadgenResult {
+    let mut hist = stats::new_hist();
+    let mut healthy = Vec::new();
+    let mut r = LoadgenResult {
+        connections: a.connections,
+        slow: a.slow,
+        cores,
+        cutoff,
+        cpu_connect_s: cpu_connect,
+        cpu_run_s: cpu_run,
+        wall_run_s: wall,
+        ..Default::default()
+    };
+    for o in outs {
+        if let Some(e) = &o.error {
+            r.connect_failed += 1;
+            if r.connect_errors.len() < 3 && !r.connect_errors.contains(e) {
+                r.connect_errors.push(e.clone());
+            }
+            continue;
+        }
+        r.connected += 1;
+        if let Some(nd) = o.nodelay {
+            r.nodelay_checked += 1;
+            if !nd {
+                r.nodelay_off += 1;
+            }
+        }
+        if o.slow {
+            if let Some(b) = o.rcvbuf {
+                r.slow_rcvbuf = Some(b as u64);
+            }
+            continue;
+        }
+        r.undecodable += o.undecodable;
+        r.beyond_rounds += o.beyond;
+        r.order_violations += stats::order_violations(&o.samples);
+        if o.removed {
+            r.removed_healthy += 1;
+        }
+        let mut samples = o.samples;
+        if let Some(c) = cutoff {
+            let before = samples.len();
+            samples.retain(|&(seq, _)| u64::from(seq) <= c);
+            r.after_cutoff += (before - samples.len()) as u64;
+        }
+        for &(_, lat) in &samples {
+            let _ = hist.record(u64::from(lat).max(1));
+        }
+        healthy.push(ClientSamples {
+            samples,
+            removed: o.removed,
+        });
+    }
+    let q = stats::quantiles(&hist);
+    r.samples = q.count;
+    r.p50_ms = q.p50_ms;
+    r.p99_ms = q.p99_ms;
+    r.p999_ms = q.p999_ms;
+    r.max_ms = q.max_ms;
+    r.over_100ms = q.over_100ms;
+    r.over_1s = q.over_1s;
+    r.rounds = stats::per_round(&healthy, a.rounds as usize);
+    r
+}
+
+/// Slow clients are spread so every shard of a sharded hub gets its share, whether the
+/// server assigns shards in blocks of accept order or round-robin (k*step + k%10).
+pub fn is_slow(i: u64, n: u64, slow: u64) -> bool {
+    if slow == 0 || n == 0 {
+        return false;
+    }
+    let step = n / slow;
+    if step < 10 {
+        return i % step.max(1) == 0 && i / step.max(1) < slow;
+    }
+    let k = i / step;
+    k < slow && i == k * step + k % 10
+}
+
+async fn client(
+    slow: bool,
+    cfg: Arc<Cfg>,
+    counters: Arc<Counters>,
+    sem: Arc<Semaphore>,
+    stop: watch::Receiver<u8>,
+) -> ClientOut {
+    let mut out = ClientOut {
+        slow,
+        samples: Vec::with_capacity(if slow { 0 } else { cfg.rounds as usize }),
+        ..Default::default()
+    };
+    let permit = sem.acquire().await;
+    let stream = match connect_tcp(&cfg, slow, &mut out).await {
+        Ok(s) => s,
+        Err(e) => {
+            out.error = Some(e);
+            counters.failed.fetch_add(1, Relaxed);
+            return out;
+        }
+    };
+    let res = match cfg.proto {
+        Proto::Ws => ws_session(stream, slow, &cfg, &counters, permit, stop, &mut out).await,
+        Proto::Raw => {
+            drop(permit);
+            counters.connected.fetch_add(1, Relaxed);
+            raw_session(stream, slow, &cfg, &counters, stop, &mut out).await
+        }
+        Proto::Sse => sse_session(stream, slow, &cfg, &counters, permit, stop, &mut out).await,
+    };
+    if let Err(e) = res {
+        out.error = Some(e);
+        counters.failed.fetch_add(1, Relaxed);
+    }
+    out
+}
+
+async fn connect_tcp(
+    cfg: &Cfg,
+    slow: bool,
+    out: &mut ClientOut,
+) -> Result<tokio::net::TcpStream, String> {
+    let sock = if cfg.addr.is_ipv4() {
+        tokio::net::TcpSocket::new_v4()
+    } else {
+        tokio::net::TcpSocket::new_v6()
+    }
+    .map_err(|e| format!("socket: {e}"))?;
+    if slow {
+        // Before connect, so the window is small from the SYN on.
+        sock.set_recv_buffer_size(cfg.slow_rcvbuf)
+            .map_err(|e| format!("SO_RCVBUF: {e}"))?;
+        out.rcvbuf = sock.recv_buffer_size().ok();
+    }
+    sock.set_nodelay(true)
+        .map_err(|e| format!("TCP_NODELAY: {e}"))?;
+    let s = tokio::time::timeout(Duration::from_secs(10), sock.connect(cfg.addr))
+        .await
+        .map_err(|_| format!("{}: connect timed out after 10s", cfg.addr))?
+        .map_err(|e| format!("{}: connect: {e}", cfg.addr))?;
+    // Read back: what the kernel actually has, not what we asked for.
+    out.nodelay = s.nodelay().ok();
+    Ok(s)
+}
+
+/// Record one payload. Hot path: decode, clock read, push.
+#[inline]
+fn record(out: &mut ClientOut, counters: &Counters, rounds: u64, decoded: Option<(u64, u64)>) {
+    let Some((seq, sched)) = decoded else {
+        out.undecodable += 1;
+        return;
+    };
+    let lat_us = (sys::now_ns().saturating_sub(sched) / 1000).min(u32::MAX as u64) as u32;
+    counters.received.fetch_add(1, Relaxed);
+    if seq == 0 || seq > rounds {
+        out.beyond += 1;
+        return;
+    }
+    out.samples.push((seq as u32, lat_us));
+    if seq == rounds {
+        counters.complete.fetch_add(1, Relaxed);
+    }
+}
+
+async fn wait_level(stop: &mut watch::Receiver<u8>, level: u8) {
+    loop {
+        if *stop.borrow_and_update() >= level {
+            return;
+        }
+        if stop.changed().await.is_err() {
+            return;
+        }
+    }
+}
+
+fn mark_removed(out: &mut ClientOut, counters: &Counters, stop: &watch::Receiver<u8>) {
+    if *stop.borrow() < STOP {
+        out.removed = true;
+        counters.removed.fetch_add(1, Relaxed);
+    }
+}
+
+async fn ws_session(
+    stream: tokio::net::TcpStream,
+    slow: bool,
+    cfg: &Cfg,
+    counters: &Counters,
+    permit: Result<tokio::sync::SemaphorePermit<'_>, tokio::sync::AcquireError>,
+    mut stop: watch::Receiver<u8>,
+    out: &mut ClientOut,
+) -> Result<(), String> {
+    use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
+    use tokio_tungstenite::tungstenite::Message;
+    let wcfg = WebSocketConfig::default()
+        .read_buffer_size(cfg.read_buffer)
+        .write_buffer_size(0);
+    let (mut ws, _) = tokio::time::timeout(
+        Duration::from_secs(10),
+        tokio_tungstenite::client_async_with_config(cfg.url.as_str(), stream, Some(wcfg)),
+    )
+    .await
+    .map_err(|_| format!("{}: WebSocket handshake timed out after 10s", cfg.url))?
+    .map_err(|e| format!("{}: WebSocket handshake: {e}", cfg.url))?;
+    drop(permit);
+    counters.connected.fetch_add(1, Relaxed);
+    if slow {
+        // Never read: the server's writes pile up in our 2 KB window and its send buffer.
+        wait_level(&mut stop, CLOSE_SLOW).await;
+        return Ok(());
+    }
+    loop {
+        tokio::select! {
+            biased;
+            m = ws.next() => match m {
+                Some(Ok(Message::Binary(b))) => {
+                    record(out, counters, cfg.rounds, crate::net::payload::decode(&b))
+                }
+                Some(Ok(Message::Text(t))) => {
+                    record(out, counters, cfg.rounds, crate::net::payload::decode_text(t.as_str()))
+                }
+                Some(Ok(Message::Close(_))) | None | Some(Err(_)) => {
+                    mark_removed(out, counters, &stop);
+                    return Ok(());
+                }
+                Some(Ok(_)) => {}
+            },
+            r = stop.changed() => {
+                if r.is_err() || *stop.borrow() >= STOP {
+                    return Ok(());
+                }
+            }
+        }
+    }
+}
+
+async fn raw_session(
+    stream: tokio::net::TcpStream,
+    slow: bool,
+    cfg: &Cfg,
+    counters: &Counters,
+    mut stop: watch::Receiver<u8>,
+    out: &mut ClientOut,
+) -> Result<(), String> {
+    if slow {
+        let _keep = stream;
+        wait_level(&mut stop, CLOSE_SLOW).await;
+        return Ok(());
+    }
+    let mut rd = tokio::io::BufReader::with_capacity(cfg.read_buffer, stream);
+    let mut body = vec![0u8; 1 << 16];
+    loop {
+        tokio::select! {
+            biased;
+            r = read_raw_frame(&mut rd, &mut body) => match r {
+                Ok(n) => record(out, counters, cfg.rounds, crate::net::payload::decode(&body[..n])),
+                Err(_) => {
+                    mark_removed(out, counters, &stop);
+                    return Ok(());
+                }
+            },
+            r = stop.changed() => {
+                if r.is_err() || *stop.borrow() >= STOP {
+                    return Ok(());
+                }
+            }
+        }
+    }
+}
+
+async fn read_raw_frame(
+    rd: &mut tokio::io::BufReader<tokio::net::TcpStream>,
+    body: &mut Vec<u8>,
+) -> std::io::Result<usize> {
+    let mut len = [0u8; 4];
+    rd.read_exact(&mut len).await?;
+    let n = u32::from_le_bytes(len) as usize;
+    if n > 16 << 20 {
+        return Err(std::io::Error::other("raw frame longer than 16 MiB"));
+    }
+    if n > body.len() {
+        body.resize(n, 0);
+    }
+    rd.read_exact(&mut body[..n]).await?;
+    Ok(n)
+}
+
+async fn sse_session(
+    mut stream: tokio::net::TcpStream,
+    slow: bool,
+    cfg: &Cfg,
+    counters: &Counters,
+    permit: Result<tokio::sync::SemaphorePermit<'_>, tokio::sync::AcquireError>,
+    mut stop: watch::Receiver<u8>,
+    out: &mut ClientOut,
+) -> Result<(), String> {
+    let req = format!(
+        "GET {} HTTP/1.1\r\nHost: {}\r\nAccept: text/event-stream\r\nCache-Control: no-cache\r\n\r\n",
+        cfg.path, cfg.addr
+    );
+    stream
+        .write_all(req.as_bytes())
+        .await
+        .map_err(|e| format!("{}: write request: {e}", cfg.url))?;
+    // Read the response head (bounded).
+    let mut head = Vec::with_capacity(512);
+    let mut buf = vec![0u8; cfg.read_buffer];
+    let rest = loop {
+        let n = tokio::time::timeout(Duration::from_secs(10), stream.read(&mut buf))
+            .await
+            .map_err(|_| format!("{}: no SSE response within 10s", cfg.url))?
+            .map_err(|e| format!("{}: read: {e}", cfg.url))?;
+        if n == 0 {
+            return Err(format!("{}: closed before the response head", cfg.url));
+        }
+        head.extend_from_slice(&buf[..n]);
+        if let Some(i) = head.windows(4).position(|w| w == b"\r\n\r\n") {
+            break head.split_off(i + 4);
+        }
+        if head.len() > 16 * 1024 {
+            return Err(format!("{}: response head over 16 KiB", cfg.url));
+        }
+    };
+    let status_ok = head.starts_with(b"HTTP/1.1 200") || head.starts_with(b"HTTP/1.0 200");
+    if !status_ok {
+        let line = String::from_utf8_lossy(&head);
+        return Err(format!(
+            "{}: SSE status: {}",
+            cfg.url,
+            line.lines().next().unwrap_or("")
+        ));
+    }
+    drop(permit);
+    counters.connected.fetch_add(1, Relaxed);
+    if slow {
+        wait_level(&mut stop, CLOSE_SLOW).await;
+        return Ok(());
+    }
+    // Chunked framing (if any) is tolerated: chunk-size lines are not `data:` lines.
+    let mut parser = crate::net::sse::Parser::new(1 << 20);
+    let mut events = Vec::new();
+    let mut feed = |bytes: &[u8], out: &mut ClientOut| -> Result<(), String> {
+        parser
+            .feed(bytes, &mut events)
+            .map_err(|e| format!("{}: {e}", cfg.url))?;
+        for ev in events.drain(..) {
+            // Named events (`gap`) are not payloads; a gap shows as missing seqs.
+            if ev.event.is_some() {
+                continue;
+            }
+            record(
+                out,
+                counters,
+                cfg.rounds,
+                crate::net::payload::decode_text(&ev.data),
+            );
+        }
+        Ok(())
+    };
+    feed(&rest, out)?;
+    loop {
+        tokio::select! {
+            biased;
+            r = stream.read(&mut buf) => match r {
+                Ok(0) | Err(_) => {
+                    mark_removed(out, counters, &stop);
+                    return Ok(());
+                }
+                Ok(n) => feed(&buf[..n], out)?,
+            },
+            r = stop.changed() => {
+                if r.is_err() || *stop.borrow() >= STOP {
+                    return Ok(());
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn targets_must_be_loopback() {
+        let (p, a, path) = parse_target("ws://127.0.0.1:8080/ws").unwrap();
+        assert_eq!((p, a.port(), path.as_str()), (Proto::Ws, 8080, "/ws"));
+        let (p, _, _) = parse_target("tcp://127.0.0.2:9").unwrap();
+        assert_eq!(p, Proto::Raw);
+        let (p, a, _) = parse_target("ws://[::1]:80/x").unwrap();
+        assert!(a.is_ipv6() && p == Proto::Ws);
+        assert!(parse_target("ws://localhost:80/").is_ok());
+        for bad in [
+            "ws://10.0.0.1:80/ws",
+            "ws://example.com:80/",
+            "wss://127.0.0.1:443/",
+            "ws://127.0.0.1/ws",
+            "ws://127.0.0.1:0/ws",
+        ] {
+            assert!(parse_target(bad).is_err(), "{bad}");
+        }
+    }
+
+    fn args(rounds: u64, slow: u64) -> LoadgenArgs {
+        LoadgenArgs {
+            url: "ws://127.0.0.1:1/ws".into(),
+            connections: 3,
+            slow,
+            rounds,
+            slow_rcvbuf: 2048,
+            max_seconds: 1,
+            connect_concurrency: 1,
+            read_buffer: 4096,
+        }
+    }
+
+    #[test]
+    fn summary_leaves_out_rounds_after_the_cutoff_and_slow_clients() {
+        let healthy = ClientOut {
+            samples: vec![(1, 1000), (2, 2000), (3, 30_000_000)],
+            nodelay: Some(true),
+            ..Default::default()
+        };
+        let slow = ClientOut {
+            slow: true,
+            nodelay: Some(true),
+            rcvbuf: Some(4608),
+            ..Default::default()
+        };
+        let failed = ClientOut {
+            error: Some("connect: refused".into()),
+            ..Default::default()
+        };
+        let r = summarize(
+            &args(3, 1),
+            vec![healthy, slow, failed],
+            Some(2),
+            2,
+            0.1,
+            0.2,
+            3.0,
+        );
+        assert_eq!((r.connected, r.connect_failed), (2, 1));
+        assert_eq!(r.connect_errors, vec!["connect: refused".to_string()]);
+        assert_eq!(r.samples, 2, "seq 3 began after the cutoff");
+        assert_eq!(r.after_cutoff, 1);
+        assert_eq!(r.max_ms, 2.0);
+        assert_eq!(r.rounds[2].received, 0);
+        assert_eq!(r.rounds[2].missing_live, 1);
+        assert_eq!(r.slow_rcvbuf, Some(4608));
+        assert_eq!((r.nodelay_checked, r.nodelay_off), (2, 0));
+    }
+
+    #[test]
+    fn slow_clients_spread_evenly() {
+        for (n, s) in [
+            (1000u64, 50u64),
+            (2000, 50),
+            (10000, 50),
+            (300, 50),
+            (100, 100),
+            (7, 3),
+        ] {
+            let slow: Vec<u64> = (0..n).filter(|&i| is_slow(i, n, s)).collect();
+            assert_eq!(slow.len() as u64, s, "n={n} s={s}");
+        }
+        // Round-robin over 10 shards and blocks of n/10 both get 5 each.
+        let slow: Vec<u64> = (0..2000).filter(|&i| is_slow(i, 2000, 50)).collect();
+        for shard in 0..10 {
+            assert_eq!(slow.iter().filter(|&&i| i % 10 == shard).count(), 5);
+            assert_eq!(slow.iter().filter(|&&i| i / 200 == shard).count(), 5);
+        }
+    }
+}

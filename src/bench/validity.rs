@@ -1,0 +1,510 @@
+//! Pure: turn what the load generator and the server reported into one scenario result,
+//! with its independent checks. A check that fails makes the result invalid, and an invalid
+//! result carries no latency numbers.
+use super::control::ServerStats;
+use super::model::{Accounting, Check, ScenarioResult};
+use super::stats;
+use super::wire::LoadgenResult;
+use crate::report::Status;
+
+/// Load generator CPU above this share of its cores means it measured itself.
+pub const LOADGEN_CPU_LIMIT: f64 = 0.90;
+
+pub struct Inputs<'a> {
+    pub name: String,
+    pub description: String,
+    pub stall_expected: bool,
+    pub lg: &'a LoadgenResult,
+    /// Final server stats (after the run), None when the server has no /control/stats.
+    pub server: Option<&'a ServerStats>,
+    /// Server CPU seconds when measurement started.
+    pub server_cpu_start: Option<f64>,
+    pub server_peak_rss: Option<u64>,
+    pub rounds_total: u64,
+    pub rate: f64,
+    pub duration_s: f64,
+    pub time_bound_s: f64,
+}
+
+pub fn account(inp: &Inputs) -> Accounting {
+    let lg = inp.lg;
+    let healthy_connected = lg.connected.saturating_sub(lg.slow);
+    let healthy_total = lg.connections.saturating_sub(lg.slow);
+    let rounds_sent = inp
+        .server
+        .map(|s| s.rounds_sent)
+        .unwrap_or(inp.rounds_total);
+    let mut drops_left = inp.server.map(|s| s.drops).unwrap_or(0);
+    let mut a = Accounting {
+        expected: healthy_total * inp.rounds_total,
+        never_connected: healthy_total.saturating_sub(healthy_connected) * inp.rounds_total,
+        ..Default::default()
+    };
+    for (i, r) in lg.rounds.iter().enumerate() {
+        let seq = i as u64 + 1;
+        a.received += r.received;
+        let missing = r.missing_live + r.missing_removed;
+        if seq > rounds_sent {
+            a.unpublished += missing;
+            continue;
+        }
+        a.after_removal += r.missing_removed;
+        let dropped = r.missing_live.min(drops_left);
+        drops_left -= dropped;
+        a.dropped += dropped;
+        let rest = r.missing_live - dropped;
+        if inp.stall_expected {
+            a.stalled += rest;
+        } else {
+            a.unexplained += rest;
+        }
+    }
+    // Rounds the loadgen never saw at all (rounds vector shorter than expected).
+    let seen = lg.rounds.len() as u64;
+    if seen < inp.rounds_total {
+        a.unexplained += (inp.rounds_total - seen) * healthy_connected;
+    }
+    a
+}
+
+fn check(name: &str, status: Status, detail: String) -> Check {
+    Check {
+        name: name.to_string(),
+        status,
+        detail,
+    }
+}
+
+pub fn analyze(inp: &Inputs) -> ScenarioResult {
+    let lg = inp.lg;
+    let acc = account(inp);
+    let mut checks = Vec::new();
+    let mut notes = Vec::new();
+
+    // 1. Every expected sample accounted for.
+    let named = format!(
+        "expected {} = received {} + dropped {} + after removal {} + unpublished {} + stalled {} + never connected {}",
+        acc.expected, acc.received, acc.dropped, acc.after_removal, acc.unpublished, acc.stalled,
+        acc.never_connected
+    );
+    if acc.unexplained == 0 && acc.never_connected == 0 {
+        checks.push(check("samples accounted", Status::Pass, named));
+    } else {
+        checks.push(check(
+            "samples accounted",
+            Status::Fail,
+            format!("{named}; {} samples unexplained", acc.unexplained),
+        ));
+    }
+    // 2. Connections.
+    if lg.connect_failed == 0 && lg.connected == lg.connections {
+        checks.push(check(
+            "connections",
+            Status::Pass,
+            format!("{} of {} connected", lg.connected, lg.connections),
+        ));
+    } else {
+        checks.push(check(
+            "connections",
+            Status::Fail,
+            format!(
+                "{} of {} connected; {} failed: {}",
+                lg.connected,
+                lg.connections,
+                lg.connect_failed,
+                lg.connect_errors.join("; ")
+            ),
+        ));
+    }
+    // 3. Load generator not saturated.
+    let share = if lg.wall_run_s > 0.0 && lg.cores > 0 {
+        lg.cpu_run_s / (lg.wall_run_s * lg.cores as f64)
+    } else {
+        0.0
+    };
+    let cpu_detail = format!(
+        "{:.1} CPU s over {:.1} s on {} cores = {:.0}% (limit {:.0}%)",
+        lg.cpu_run_s,
+        lg.wall_run_s,
+        lg.cores,
+        share * 100.0,
+        LOADGEN_CPU_LIMIT * 100.0
+    );
+    checks.push(check(
+        "load generator CPU",
+        if share < LOADGEN_CPU_LIMIT {
+            Status::Pass
+        } else {
+            Status::Fail
+        },
+        if share < LOADGEN_CPU_LIMIT {
+            cpu_detail
+        } else {
+            format!("{cpu_detail}: it measured itself")
+        },
+    ));
+    // 4. Round start drift (first arrival per round vs schedule).
+    let firsts: Vec<f64> = lg
+        .rounds
+        .iter()
+        .filter(|r| r.received > 0)
+        .map(|r| r.first_ms)
+        .collect();
+    let lasts: Vec<f64> = lg
+        .rounds
+        .iter()
+        .filter(|r| r.received > 0)
+        .map(|r| r.last_ms)
+        .collect();
+    let period_ms = 1000.0 / inp.rate;
+    let (drift_med, drift_max) = if firsts.is_empty() {
+        (None, None)
+    } else {
+        (Some(stats::median(&firsts)), Some(stats::max(&firsts)))
+    };
+    match drift_max {
+        None => checks.push(check(
+            "round start drift",
+            Status::Warn,
+            "no round received".into(),
+        )),
+        Some(m) => {
+            let detail = format!(
+                "first arrival vs schedule: median {:.2} ms, max {:.2} ms (period {:.0} ms)",
+                drift_med.unwrap_or(0.0),
+                m,
+                period_ms
+            );
+            let st = if m <= period_ms || inp.stall_expected {
+                Status::Pass
+            } else {
+                Status::Warn
+            };
+            checks.push(check("round start drift", st, detail));
+        }
+    }
+    // 5. TCP_NODELAY on both ends.
+    let client_nd = lg.nodelay_off == 0 && lg.nodelay_checked == lg.connected;
+    let server_nd = inp.server.and_then(|s| s.nodelay);
+    let (st, d) = match (client_nd, server_nd) {
+        (true, Some(true)) => (
+            Status::Pass,
+            format!(
+                "client {} sockets read back on; server reports on",
+                lg.nodelay_checked
+            ),
+        ),
+        (true, None) => (
+            Status::Warn,
+            "client sockets on; the server does not report it".to_string(),
+        ),
+        _ => (
+            Status::Fail,
+            format!(
+                "client off on {} of {} sockets; server {:?}: Nagle can add 40 ms+ per write",
+                lg.nodelay_off, lg.nodelay_checked, server_nd
+            ),
+        ),
+    };
+    checks.push(check("TCP_NODELAY", st, d));
+    // 6. Per-client seq strictly increasing, every frame decodable.
+    if lg.order_violations == 0 && lg.undecodable == 0 {
+        checks.push(check(
+            "seq order",
+            Status::Pass,
+            "seq strictly increasing on every client".into(),
+        ));
+    } else {
+        checks.push(check(
+            "seq order",
+            Status::Fail,
+            format!(
+                "{} out-of-order or duplicate, {} undecodable frames",
+                lg.order_violations, lg.undecodable
+            ),
+        ));
+    }
+    // 7. Ended on time.
+    if inp.duration_s > inp.time_bound_s + 5.0 {
+        checks.push(check(
+            "time bound",
+            Status::Warn,
+            format!(
+                "ran {:.1} s, bound {:.1} s",
+                inp.duration_s, inp.time_bound_s
+            ),
+        ));
+    }
+
+    let valid = checks.iter().all(|c| c.status != Status::Fail);
+    let rounds_completed = lg
+        .rounds
+        .iter()
+        .filter(|r| r.received > 0 && r.missing_live == 0)
+        .count() as u64;
+    let hub = inp
+        .server
+        .map(|s| s.hub_round_ms.clone())
+        .unwrap_or_default();
+    let (hub_med, hub_max) = if hub.is_empty() {
+        (None, None)
+    } else {
+        (Some(stats::median(&hub)), Some(stats::max(&hub)))
+    };
+    if let Some(s) = inp.server {
+        if s.rounds_sent < inp.rounds_total {
+            notes.push(format!(
+                "rounds {}..={} were not published within the measurement window",
+                s.rounds_sent + 1,
+                inp.rounds_total
+            ));
+        }
+        if lg.slow > 0 {
+            notes.push(format!(
+                "{} slow clients never read (SO_RCVBUF read back {} B); server: {} drops, {} clients removed, {} messages missed by removed clients",
+                lg.slow,
+                lg.slow_rcvbuf.map(|b| b.to_string()).unwrap_or_else(|| "?".into()),
+                s.drops,
+                s.removed,
+                s.missed_by_removed
+            ));
+        }
+    }
+    if lg.after_cutoff > 0 {
+        notes.push(format!(
+            "{} samples of rounds the hub began after the time bound (once the slow clients were closed) are outside the measurement window",
+            lg.after_cutoff
+        ));
+    }
+    if lg.beyond_rounds > 0 {
+        notes.push(format!(
+            "{} frames with seq above {} ignored",
+            lg.beyond_rounds, inp.rounds_total
+        ));
+    }
+    if !valid {
+        let failed: Vec<String> = checks
+            .iter()
+            .filter(|c| c.status == Status::Fail)
+            .map(|c| format!("{}: {}", c.name, c.detail))
+            .collect();
+        notes.insert(0, format!("INVALID: {}", failed.join("; ")));
+    }
+    let keep = |v: f64| if valid { Some(v) } else { None };
+    let keep_u = |v: u64| if valid { Some(v) } else { None };
+    ScenarioResult {
+        name: inp.name.clone(),
+        description: inp.description.clone(),
+        connections: lg.connections,
+        slow_clients: lg.slow,
+        p50_ms: keep(lg.p50_ms),
+        p99_ms: keep(lg.p99_ms),
+        p999_ms: keep(lg.p999_ms),
+        max_ms: keep(lg.max_ms),
+        over_100ms: keep_u(lg.over_100ms),
+        over_1s: keep_u(lg.over_1s),
+        samples: lg.samples,
+        rounds_completed,
+        rounds_total: inp.rounds_total,
+        rounds_published_at_bound: None,
+        last_client_median_ms: if valid && !lasts.is_empty() {
+            Some(stats::median(&lasts))
+        } else {
+            None
+        },
+        last_client_max_ms: if valid && !lasts.is_empty() {
+            Some(stats::max(&lasts))
+        } else {
+            None
+        },
+        hub_median_ms: hub_med,
+        hub_max_ms: hub_max,
+        drops: inp.server.map(|s| s.drops),
+        removed: inp.server.map(|s| s.removed),
+        server_rss_mb: inp.server_peak_rss.map(|b| b as f64 / 1e6),
+        server_cpu_s: match (inp.server, inp.server_cpu_start) {
+            (Some(s), Some(c0)) => Some((s.cpu_seconds - c0).max(0.0)),
+            _ => None,
+        },
+        client_cpu_s: lg.cpu_run_s,
+        p99_vs_floor: None,
+        p999_vs_floor: None,
+        round_start_drift_median_ms: drift_med,
+        round_start_drift_max_ms: drift_max,
+        duration_s: inp.duration_s,
+        time_bound_s: inp.time_bound_s,
+        valid,
+        notes,
+        checks,
+        accounting: acc,
+        reference: None,
+    }
+}
+
+/// Fill the ratio-to-floor columns from a valid floor row.
+pub fn apply_floor(results: &mut [ScenarioResult], floor_name: &str) {
+    let Some(f) = results
+        .iter()
+        .find(|r| r.name == floor_name && r.valid)
+        .map(|r| (r.p99_ms, r.p999_ms))
+    else {
+        return;
+    };
+    for r in results.iter_mut().filter(|r| r.name != floor_name) {
+        r.p99_vs_floor = ratio(r.p99_ms, f.0);
+        r.p999_vs_floor = ratio(r.p999_ms, f.1);
+    }
+}
+
+fn ratio(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+    match (a, b) {
+        (Some(a), Some(b)) if b > 0.0 => Some(a / b),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench::wire::RoundStat;
+
+    fn lg(rounds: Vec<RoundStat>, connections: u64, slow: u64) -> LoadgenResult {
+        LoadgenResult {
+            connections,
+            slow,
+            connected: connections,
+            rounds,
+            cores: 2,
+            cpu_run_s: 1.0,
+            wall_run_s: 10.0,
+            nodelay_checked: connections,
+            p50_ms: 1.0,
+            p99_ms: 2.0,
+            p999_ms: 3.0,
+            max_ms: 4.0,
+            ..Default::default()
+        }
+    }
+
+    fn round(received: u64, live: u64, removed: u64) -> RoundStat {
+        RoundStat {
+            received,
+            first_ms: 0.5,
+            last_ms: 2.0,
+            missing_removed: removed,
+            missing_live: live,
+        }
+    }
+
+    fn inputs<'a>(lg: &'a LoadgenResult, s: &'a ServerStats, stall: bool) -> Inputs<'a> {
+        Inputs {
+            name: "A".into(),
+            description: String::new(),
+            stall_expected: stall,
+            lg,
+            server: Some(s),
+            server_cpu_start: Some(1.0),
+            server_peak_rss: Some(50_000_000),
+            rounds_total: lg.rounds.len() as u64,
+            rate: 5.0,
+            duration_s: 3.0,
+            time_bound_s: 10.0,
+        }
+    }
+
+    fn stats(sent: u64, drops: u64) -> ServerStats {
+        ServerStats {
+            rounds_sent: sent,
+            drops,
+            nodelay: Some(true),
+            cpu_seconds: 3.5,
+            hub_round_ms: vec![1.0, 2.0, 9.0],
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn complete_run_is_valid() {
+        let l = lg(vec![round(10, 0, 0); 3], 10, 0);
+        let s = stats(3, 0);
+        let r = analyze(&inputs(&l, &s, false));
+        assert!(r.valid, "{:?}", r.checks);
+        assert_eq!(r.accounting.expected, 30);
+        assert_eq!(r.accounting.received, 30);
+        assert_eq!(r.rounds_completed, 3);
+        assert_eq!(r.p999_ms, Some(3.0));
+        assert_eq!(r.hub_max_ms, Some(9.0));
+        assert_eq!(r.hub_median_ms, Some(2.0));
+        assert_eq!(r.server_cpu_s, Some(2.5));
+    }
+
+    #[test]
+    fn unexplained_gap_invalidates_and_hides_numbers() {
+        let l = lg(
+            vec![round(10, 0, 0), round(9, 1, 0), round(10, 0, 0)],
+            10,
+            0,
+        );
+        let s = stats(3, 0);
+        let r = analyze(&inputs(&l, &s, false));
+        assert!(!r.valid);
+        assert_eq!(r.accounting.unexplained, 1);
+        assert_eq!(r.p999_ms, None);
+        assert!(r.notes[0].starts_with("INVALID"), "{:?}", r.notes);
+        // The same gap covered by the server's drop counter is named, so valid.
+        let s = stats(3, 1);
+        let r = analyze(&inputs(&l, &s, false));
+        assert!(r.valid);
+        assert_eq!(r.accounting.dropped, 1);
+    }
+
+    #[test]
+    fn stall_is_named_in_c1_and_unpublished_rounds_are_named() {
+        // Round 2 partly stuck behind a stalled shard, round 3 never published.
+        let l = lg(
+            vec![round(10, 0, 0), round(6, 4, 0), round(0, 10, 0)],
+            10,
+            0,
+        );
+        let s = stats(2, 0);
+        let r = analyze(&inputs(&l, &s, true));
+        assert!(r.valid, "{:?}", r.checks);
+        assert_eq!(r.accounting.stalled, 4);
+        assert_eq!(r.accounting.unpublished, 10);
+        assert_eq!(r.rounds_completed, 1);
+        let r = analyze(&inputs(&l, &s, false));
+        assert!(!r.valid);
+    }
+
+    #[test]
+    fn saturated_loadgen_and_nagle_invalidate() {
+        let mut l = lg(vec![round(10, 0, 0)], 10, 0);
+        l.cpu_run_s = 19.0; // 95% of 2 cores over 10 s
+        let s = stats(1, 0);
+        let r = analyze(&inputs(&l, &s, false));
+        assert!(!r.valid);
+        assert!(r
+            .checks
+            .iter()
+            .any(|c| c.name == "load generator CPU" && c.status == Status::Fail));
+        let mut l = lg(vec![round(10, 0, 0)], 10, 0);
+        l.nodelay_off = 1;
+        let r = analyze(&inputs(&l, &s, false));
+        assert!(!r.valid);
+    }
+
+    #[test]
+    fn floor_ratios() {
+        let l = lg(vec![round(10, 0, 0)], 10, 0);
+        let s = stats(1, 0);
+        let mut f = analyze(&inputs(&l, &s, false));
+        f.name = "F".into();
+        let mut a = analyze(&inputs(&l, &s, false));
+        a.p99_ms = Some(4.0);
+        let mut v = vec![f, a];
+        apply_floor(&mut v, "F");
+        assert_eq!(v[1].p99_vs_floor, Some(2.0));
+        assert_eq!(v[1].p999_vs_floor, Some(1.0));
+        assert_eq!(v[0].p99_vs_floor, None);
+    }
+}

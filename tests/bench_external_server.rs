@@ -1,0 +1,115 @@
+//! `bench fanout --server` against a minimal WebSocket server written here (not rtcheck's):
+//! no /control endpoints, publishes the public payload once every client is connected.
+use futures_util::SinkExt;
+use serde_json::Value;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio_tungstenite::tungstenite::Message;
+
+const CLIENTS: usize = 40;
+const ROUNDS: u64 = 5;
+
+fn now_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64
+}
+
+/// Accept WebSocket clients; once CLIENTS are in, publish ROUNDS at 20/s, each stamped with
+/// its scheduled time. Anything that is not a WebSocket upgrade (bench's /control probes)
+/// fails the handshake and is dropped.
+async fn serve(listener: tokio::net::TcpListener) {
+    let (tx, _) = tokio::sync::broadcast::channel::<Vec<u8>>(64);
+    let joined = Arc::new(AtomicUsize::new(0));
+    let ready = Arc::new(tokio::sync::Notify::new());
+    {
+        let (tx, ready) = (tx.clone(), ready.clone());
+        tokio::spawn(async move {
+            ready.notified().await;
+            let start = now_ns() + 50_000_000;
+            for seq in 1..=ROUNDS {
+                let sched = start + (seq - 1) * 50_000_000;
+                while now_ns() < sched {
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                }
+                let _ = tx.send(rtcheck::net::payload::encode(1024, seq, sched));
+            }
+        });
+    }
+    loop {
+        let Ok((sock, _)) = listener.accept().await else {
+            return;
+        };
+        let (mut rx, joined, ready) = (tx.subscribe(), joined.clone(), ready.clone());
+        tokio::spawn(async move {
+            let _ = sock.set_nodelay(true);
+            let Ok(mut ws) = tokio_tungstenite::accept_async(sock).await else {
+                return;
+            };
+            if joined.fetch_add(1, Ordering::SeqCst) + 1 == CLIENTS {
+                ready.notify_one();
+            }
+            while let Ok(b) = rx.recv().await {
+                if ws.send(Message::Binary(b.into())).await.is_err() {
+                    return;
+                }
+            }
+        });
+    }
+}
+
+#[test]
+fn measures_a_server_without_control_endpoints() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let listener = rt
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .unwrap();
+    let addr = listener.local_addr().unwrap();
+    rt.spawn(serve(listener));
+    let url = format!("ws://{addr}/ws");
+    let out = assert_cmd::Command::cargo_bin("rtcheck")
+        .unwrap()
+        .args([
+            "bench", "fanout", "--server", &url, "--format", "json", "--drain", "2s",
+        ])
+        .args([
+            "--connections",
+            &CLIENTS.to_string(),
+            "--rounds",
+            &ROUNDS.to_string(),
+        ])
+        .args(["--rate", "20"])
+        .timeout(Duration::from_secs(60))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let s = &v["scenarios"][0];
+    assert_eq!(s["name"], "external");
+    assert_eq!(s["valid"], true, "{s:#}");
+    assert_eq!(s["accounting"]["received"], CLIENTS as u64 * ROUNDS);
+    assert_eq!(s["rounds_completed"], ROUNDS);
+    assert_eq!(s["slow_clients"], 0);
+    // No /control/stats: server columns are empty, and NODELAY is only half known.
+    for k in [
+        "hub_max_ms",
+        "drops",
+        "removed",
+        "server_rss_mb",
+        "server_cpu_s",
+    ] {
+        assert!(s[k].is_null(), "{k}: {}", s[k]);
+    }
+    let nd = s["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "TCP_NODELAY")
+        .unwrap();
+    assert_eq!(nd["status"], "warn");
+    let p50 = s["p50_ms"].as_f64().unwrap();
+    assert!(p50 > 0.0 && p50 <= s["max_ms"].as_f64().unwrap());
+}

@@ -1,0 +1,159 @@
+//! `rtcheck bench idle` values, markdown/text output parsed back, and Ctrl-C cleanup.
+use assert_cmd::Command;
+use serde_json::Value;
+use std::time::{Duration, Instant};
+
+#[test]
+fn idle_rss_per_connection_for_ws_and_sse() {
+    let out = Command::cargo_bin("rtcheck")
+        .unwrap()
+        .args([
+            "bench",
+            "idle",
+            "--connections",
+            "150",
+            "--settle",
+            "500ms",
+            "--format",
+            "json",
+        ])
+        .timeout(Duration::from_secs(60))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["target_bytes_per_connection"], 6000);
+    assert_eq!(v["reference"]["id"], "conn-ram");
+    let rs = v["results"].as_array().unwrap();
+    assert_eq!(
+        rs.iter()
+            .map(|r| r["protocol"].as_str().unwrap())
+            .collect::<Vec<_>>(),
+        ["ws", "sse"]
+    );
+    for r in rs {
+        assert_eq!(r["valid"], true, "{r:#}");
+        assert_eq!(r["connected"], 150);
+        assert_eq!(r["server_clients_seen"], 150, "the server saw every client");
+        let before = r["rss_before_bytes"].as_u64().unwrap();
+        let after = r["rss_after_bytes"].as_u64().unwrap();
+        let per = r["bytes_per_connection"].as_f64().unwrap();
+        assert!(before > 0 && after >= before);
+        assert_eq!(per, (after - before) as f64 / 150.0);
+    }
+}
+
+#[test]
+fn markdown_table_row_parses_back() {
+    let out = Command::cargo_bin("rtcheck")
+        .unwrap()
+        .args([
+            "bench",
+            "fanout",
+            "--connections",
+            "50",
+            "--rounds",
+            "4",
+            "--rate",
+            "20",
+            "--scenario",
+            "A",
+            "--format",
+            "markdown",
+        ])
+        .timeout(Duration::from_secs(60))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let md = String::from_utf8(out.stdout).unwrap();
+    let row = md
+        .lines()
+        .find(|l| l.starts_with("| A |"))
+        .expect("a row for scenario A");
+    let cols: Vec<&str> = row.trim_matches('|').split('|').map(str::trim).collect();
+    assert_eq!(cols.len(), 18, "{row}");
+    let p50: f64 = cols[1].parse().unwrap();
+    let p999: f64 = cols[3].parse().unwrap();
+    assert!(p50 > 0.0 && p999 >= p50, "{row}");
+    assert_eq!(cols[7], "4/4");
+    assert_eq!(cols[17], "yes");
+}
+
+fn children_of(pid: u32) -> Vec<u32> {
+    let mut v = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(p) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{p}/stat")) else {
+            continue;
+        };
+        // Fields after the `(comm)`: state, ppid.
+        let rest = &stat[stat.rfind(')').unwrap() + 2..];
+        let ppid: u32 = rest.split(' ').nth(1).unwrap().parse().unwrap();
+        if ppid == pid {
+            v.push(p);
+        }
+    }
+    v
+}
+
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|s| !s[s.rfind(')').unwrap() + 2..].starts_with('Z'))
+        .unwrap_or(false)
+}
+
+#[test]
+fn ctrl_c_stops_server_and_load_generator() {
+    // A 40 s scenario, interrupted once both children run.
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("rtcheck"))
+        .args([
+            "bench",
+            "fanout",
+            "--connections",
+            "50",
+            "--rounds",
+            "200",
+            "--rate",
+            "5",
+            "--scenario",
+            "A",
+            "--format",
+            "json",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let start = Instant::now();
+    let mut kids = Vec::new();
+    while start.elapsed() < Duration::from_secs(20) {
+        kids = children_of(pid);
+        if kids.len() >= 2 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(kids.len(), 2, "server and load generator processes");
+    std::thread::sleep(Duration::from_millis(500));
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        start.elapsed() < Duration::from_secs(30),
+        "stopped promptly"
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(out.stdout.is_empty(), "no partial report");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("interrupted"), "{err}");
+    for k in kids {
+        assert!(!alive(k), "child {k} left running");
+    }
+}
