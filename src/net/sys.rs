@@ -38,11 +38,17 @@ pub fn rss_bytes() -> u64 {
         .unwrap_or(0)
 }
 
-/// Number of open file descriptors (/proc/self/fd entries).
+/// Number of open file descriptors. Linux 6.2+ reports it as the size of /proc/self/fd
+/// (a bitmap count), which stays cheap at 10,000 connections; walking the directory took
+/// about 8 ms there, on a worker thread, during a measurement. Older kernels report 0:
+/// then walk it (the walk's own directory fd is not counted).
 pub fn open_fds() -> u64 {
-    std::fs::read_dir("/proc/self/fd")
-        .map(|d| d.count() as u64)
-        .unwrap_or(0)
+    match std::fs::metadata("/proc/self/fd") {
+        Ok(m) if m.len() > 0 => m.len(),
+        _ => std::fs::read_dir("/proc/self/fd")
+            .map(|d| (d.count() as u64).saturating_sub(1))
+            .unwrap_or(0),
+    }
 }
 
 /// User + system CPU time of this process.

@@ -193,17 +193,20 @@ pub fn open_fds(pid: &str) -> anyhow::Result<u64> {
     Ok(std::fs::read_dir(&p).with_context(|| p.clone())?.count() as u64)
 }
 
-/// VmRSS of a process in bytes, from /proc/PID/status.
-pub fn parse_vmrss(status: &str) -> Option<u64> {
-    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
-    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kb * 1024)
-}
-
+/// Resident set size of another process (the server child), read from outside it with
+/// sysinfo: an independent check of the RSS the server reports about itself.
 pub fn rss_bytes(pid: u32) -> anyhow::Result<u64> {
-    let p = format!("/proc/{pid}/status");
-    let t = std::fs::read_to_string(&p).with_context(|| p.clone())?;
-    parse_vmrss(&t).ok_or_else(|| anyhow!("{p}: no VmRSS line"))
+    use sysinfo::{Pid, ProcessRefreshKind, ProcessesToUpdate, System};
+    let pid = Pid::from_u32(pid);
+    let mut sys = System::new();
+    sys.refresh_processes_specifics(
+        ProcessesToUpdate::Some(&[pid]),
+        true,
+        ProcessRefreshKind::nothing().with_memory(),
+    );
+    sys.process(pid)
+        .map(|p| p.memory())
+        .ok_or_else(|| anyhow!("process {pid}: gone before its RSS could be read"))
 }
 
 #[cfg(test)]
@@ -245,10 +248,18 @@ mod tests {
             [4096, 16384, 4194304]
         );
         assert!(parse_triple("1 2").is_err());
-        assert_eq!(
-            parse_vmrss("Name: x\nVmRSS:\t  2048 kB\n"),
-            Some(2048 * 1024)
-        );
+    }
+
+    #[test]
+    fn rss_of_another_process_matches_its_statm() {
+        // This process stands in for the child: sysinfo's reading vs /proc/self/statm.
+        let sysinfo_rss = rss_bytes(std::process::id()).unwrap();
+        let statm = std::fs::read_to_string("/proc/self/statm").unwrap();
+        let pages: u64 = statm.split_whitespace().nth(1).unwrap().parse().unwrap();
+        let statm_rss = pages * 4096;
+        let diff = sysinfo_rss.abs_diff(statm_rss);
+        assert!(diff < 8 << 20, "sysinfo {sysinfo_rss} vs statm {statm_rss}");
+        assert!(rss_bytes(u32::MAX - 1).is_err());
     }
 
     #[test]
