@@ -20,17 +20,17 @@ pub fn fmt_duration(d: Duration) -> String {
     if ms == 0 {
         return format!("{}us", d.as_micros());
     }
-    if ms < 1000 || ms % 1000 != 0 {
+    if ms < 1000 || !ms.is_multiple_of(1000) {
         return format!("{ms}ms");
     }
     let s = d.as_secs();
-    if s < 60 || s % 60 != 0 {
+    if s < 60 || !s.is_multiple_of(60) {
         if s >= 60 {
             return format!("{}m{}s", s / 60, s % 60);
         }
         return format!("{s}s");
     }
-    if s % 3600 == 0 {
+    if s.is_multiple_of(3600) {
         return format!("{}h", s / 3600);
     }
     format!("{}m", s / 60)

@@ -17,6 +17,17 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 #[derive(Debug, Clone, clap::Args)]
+#[command(after_help = "\
+Examples:
+  rtcheck bench fanout                                     the seed's load: every scenario at 10,000
+  rtcheck bench fanout --connections 2000 --scenario F,A,C3
+  rtcheck bench fanout --connections 2000 --format markdown --output bench.md
+  rtcheck bench fanout --server ws://127.0.0.1:8080/ws --connections 1000   another server (loopback only)
+
+Scenarios: F raw-TCP floor, A baseline, C1/C2 slow clients with shard writers (no deadline /
+1 s deadline), C3 slow clients with per-client queues, G1 per-client copy + allocation, G3
+shared buffer + allocation, P1 one server worker thread.
+Exit codes: 0 every result valid, 1 a result failed its validity check, 2 error.")]
 pub struct FanoutArgs {
     /// Clients (the seed: 10,000; on 2 cores 2,000 is the seed's load per core).
     #[arg(long, default_value_t = 10_000)]

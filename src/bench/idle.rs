@@ -17,6 +17,10 @@ pub enum IdleProto {
 }
 
 #[derive(Debug, Clone, clap::Args)]
+#[command(after_help = "\
+Examples:
+  rtcheck bench idle --connections 10000           RSS per idle WebSocket and SSE connection
+  rtcheck bench idle --connections 2000 --format json")]
 pub struct IdleArgs {
     #[arg(long, default_value_t = 10_000)]
     pub connections: u64,

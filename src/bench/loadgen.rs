@@ -355,7 +355,7 @@ pub fn is_slow(i: u64, n: u64, slow: u64) -> bool {
     }
     let step = n / slow;
     if step < 10 {
-        return i % step.max(1) == 0 && i / step.max(1) < slow;
+        return i.is_multiple_of(step.max(1)) && i / step.max(1) < slow;
     }
     let k = i / step;
     k < slow && i == k * step + k % 10

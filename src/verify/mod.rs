@@ -101,6 +101,13 @@ Experiments (all when none is named):
   tcp-keepalive    time until the server notices a silent peer (--ping/--pong-wait), and
                    read-deadline: a read deadline alone closes a healthy quiet client
 
+Examples:
+  rtcheck verify                                   every experiment at its default scale
+  rtcheck verify fd-limit --limit 1024             reproduce ulimit -n 1024 (reference: 1,018)
+  rtcheck verify ephemeral-ports --full            10,000 closed + 20,000 opened
+  rtcheck verify memory --connections 2000 --format json
+  rtcheck audit --verify                           attach each measurement to its finding
+
 Everything runs on loopback only, bounded by --timeout, and cleans up on error and Ctrl-C.
 Exit codes: 0 every measurement valid, 1 a measurement failed its validity check, 2 error.")]
 pub struct VerifyArgs {
