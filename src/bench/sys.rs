@@ -9,14 +9,7 @@ pub const FD_MARGIN: u64 = 64;
 
 /// Raise the soft RLIMIT_NOFILE to the hard limit; returns (soft, hard) after the change.
 pub fn raise_nofile() -> anyhow::Result<(u64, u64)> {
-    use nix::sys::resource::{getrlimit, setrlimit, Resource};
-    let (soft, hard) = getrlimit(Resource::RLIMIT_NOFILE)
-        .map_err(|e| anyhow::anyhow!("getrlimit(RLIMIT_NOFILE): {e}"))?;
-    if soft < hard {
-        setrlimit(Resource::RLIMIT_NOFILE, hard, hard)
-            .map_err(|e| anyhow::anyhow!("setrlimit(RLIMIT_NOFILE, {hard}): {e}"))?;
-    }
-    Ok((hard.max(soft), hard))
+    crate::net::sys::raise_nofile().map_err(|e| anyhow::anyhow!("RLIMIT_NOFILE: {e}"))
 }
 
 /// Refuse a connection count the limits cannot hold, with the fix in the message.
@@ -33,30 +26,13 @@ pub fn check_fd_budget(connections: u64, hard: u64) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// User + system CPU seconds of this process (all threads).
-pub fn cpu_seconds() -> f64 {
-    // SAFETY: getrusage only writes into the zeroed struct we pass.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    let rc = unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
-    if rc != 0 {
-        return 0.0;
-    }
-    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-    tv(ru.ru_utime) + tv(ru.ru_stime)
-}
+/// CPU time and the payload's clock: the same readings as the server's.
+pub use crate::net::sys::{cpu_seconds, now_ns};
 
 pub fn cores() -> u64 {
     std::thread::available_parallelism()
         .map(|n| n.get() as u64)
         .unwrap_or(1)
-}
-
-/// Wall clock ns since the Unix epoch: the clock the payload's scheduled time uses.
-pub fn now_ns() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .unwrap_or(0)
 }
 
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);

@@ -179,11 +179,8 @@ pub fn nofile() -> anyhow::Result<(u64, u64)> {
 
 /// Raise the soft open-files limit to the hard one (experiments that hold many sockets).
 pub fn raise_nofile_to_hard() -> anyhow::Result<u64> {
-    let (soft, hard) = nofile()?;
-    if soft < hard {
-        nix::sys::resource::setrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE, hard, hard)
-            .map_err(|e| anyhow!("setrlimit(RLIMIT_NOFILE, {hard}): {e}"))?;
-    }
+    let (_, hard) =
+        crate::net::sys::raise_nofile().map_err(|e| anyhow!("raise RLIMIT_NOFILE: {e}"))?;
     Ok(hard)
 }
 
