@@ -154,6 +154,7 @@ fn shard_writers_stall_without_deadline_and_are_bounded_with_one() {
         "20",
         "--scenario",
         "C1,C2",
+        "--no-floor",
     ]);
     assert_eq!(code, 0, "{err}\n{v:#}");
     // C1: the hub stalls behind slow clients; the run still ends at its bound and cleans up.
@@ -197,6 +198,7 @@ fn allocation_and_one_worker_scenarios_run_clean() {
         "20",
         "--scenario",
         "G1,G3,P1",
+        "--no-floor",
     ]);
     assert_eq!(code, 0, "{err}\n{v:#}");
     for name in ["G1", "G3", "P1"] {

@@ -59,6 +59,7 @@ fn markdown_table_row_parses_back() {
             "20",
             "--scenario",
             "A",
+            "--no-floor",
             "--format",
             "markdown",
         ])
@@ -120,6 +121,7 @@ fn ctrl_c_stops_server_and_load_generator() {
             "5",
             "--scenario",
             "A",
+            "--no-floor",
             "--format",
             "json",
         ])

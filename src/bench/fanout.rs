@@ -45,9 +45,13 @@ pub struct FanoutArgs {
     /// Default 50; with --server, none unless given.
     #[arg(long)]
     pub slow: Option<u64>,
-    /// Comma-separated: F (raw-TCP floor), A, C1, C2, C3, G1, G3, P1.
+    /// Comma-separated: F (raw-TCP floor), A, C1, C2, C3, G1, G3, P1. F runs first even when
+    /// not listed, so every row is also shown as a ratio to what this host can do at best.
     #[arg(long, default_value = "F,A,C1,C2,C3,G1,G3,P1", value_parser = scenario::parse_list_arg)]
     pub scenario: scenario::ScenarioList,
+    /// Do not add the floor F to the scenarios (rows then have no ratio to F).
+    #[arg(long)]
+    pub no_floor: bool,
     /// Measure another server instead: ws://HOST:PORT/PATH on loopback. Scenarios then do
     /// not apply: one run, with --slow slow clients if given.
     #[arg(long)]
@@ -72,8 +76,13 @@ pub struct FanoutArgs {
 pub const DEFAULT_SLOW: u64 = 50;
 
 impl FanoutArgs {
+    /// The runs in order: F first (added unless --no-floor), then the listed scenarios.
     pub fn scenarios(&self) -> Vec<Scenario> {
-        self.scenario.0.clone()
+        let mut v = self.scenario.0.clone();
+        if !self.no_floor && !v.contains(&Scenario::F) {
+            v.insert(0, Scenario::F);
+        }
+        v
     }
 
     /// Slow clients for a scenario (None = --server run).
@@ -606,5 +615,30 @@ fn add_shape_notes(
             "the floor: no WebSocket framing, no per-client tasks; what this host can do at best".into(),
         ),
         Scenario::A => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Wrap {
+        #[command(flatten)]
+        a: FanoutArgs,
+    }
+
+    fn runs(args: &[&str]) -> Vec<&'static str> {
+        let w = Wrap::try_parse_from(std::iter::once("x").chain(args.iter().copied())).unwrap();
+        w.a.scenarios().iter().map(|s| s.name()).collect()
+    }
+
+    #[test]
+    fn the_floor_runs_first_unless_refused() {
+        assert_eq!(runs(&["--scenario", "A,C1"]), ["F", "A", "C1"]);
+        assert_eq!(runs(&["--scenario", "C3,F"]), ["F", "C3"]);
+        assert_eq!(runs(&["--scenario", "A", "--no-floor"]), ["A"]);
+        assert_eq!(runs(&[]).len(), 8);
     }
 }
