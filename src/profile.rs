@@ -65,6 +65,12 @@ impl Role {
 }
 
 pub const DEFAULT_CONNECTIONS: u64 = 10_000;
+pub const MAX_CONNECTIONS: u64 = 100_000_000;
+pub const MIN_RATE: f64 = 0.001;
+pub const MAX_RATE: f64 = 1_000_000.0;
+pub const MAX_SIZE: u64 = 64 << 20;
+pub const MAX_DISCONNECT: Duration = Duration::from_secs(86_400);
+pub const MAX_VISIBLE: Duration = Duration::from_secs(30 * 86_400);
 pub const DEFAULT_MACHINES: u64 = 1;
 pub const DEFAULT_RATE: f64 = 10.0;
 pub const DEFAULT_SIZE: u64 = 1024;
@@ -171,8 +177,41 @@ impl Profile {
         if self.size == 0 {
             return Err("size: must be at least 1 byte".into());
         }
-        if self.visible_within == Some(Duration::ZERO) {
-            return Err("visible_within: must be greater than 0".into());
+        // Upper bounds keep every product (connections x bytes, ring x sessions) far from
+        // u64 overflow and name the field instead of printing nonsense.
+        if self.connections > MAX_CONNECTIONS {
+            return Err(format!(
+                "connections: at most {MAX_CONNECTIONS} (100 million), got {}",
+                self.connections
+            ));
+        }
+        if self.machines > self.connections {
+            return Err(format!(
+                "machines: {} is more than the {} connections",
+                self.machines, self.connections
+            ));
+        }
+        if self.rate < MIN_RATE || self.rate > MAX_RATE {
+            return Err(format!(
+                "rate: must be between {MIN_RATE} and {MAX_RATE} messages/s, got {}",
+                self.rate
+            ));
+        }
+        if self.size > MAX_SIZE {
+            return Err(format!(
+                "size: at most {MAX_SIZE} bytes (64 MiB), got {}",
+                self.size
+            ));
+        }
+        if self.max_disconnect > MAX_DISCONNECT {
+            return Err("max_disconnect: at most 1 day".into());
+        }
+        match self.visible_within {
+            Some(d) if d < Duration::from_millis(1) => {
+                return Err("visible_within: must be at least 1ms".into())
+            }
+            Some(d) if d > MAX_VISIBLE => return Err("visible_within: at most 30 days".into()),
+            _ => {}
         }
         Ok(())
     }
@@ -279,6 +318,29 @@ mod tests {
             .to_string();
         assert!(err.starts_with("a.yaml:2:"), "{err}");
         assert!(err.contains("visible_withn"), "{err}");
+    }
+
+    #[test]
+    fn absurd_values_are_refused_with_the_field() {
+        for (yaml, field) in [
+            ("connections: 18446744073709551615\n", "connections"),
+            ("rate: 1e300\n", "rate"),
+            ("rate: 0.0000001\n", "rate"),
+            ("size: 999999999999\n", "size"),
+            ("max_disconnect: 3000h\n", "max_disconnect"),
+            ("visible_within: 500ns\n", "visible_within"),
+            ("visible_within: 1000d\n", "visible_within"),
+            ("connections: 3\nmachines: 5\n", "machines"),
+        ] {
+            let e = Profile::from_yaml(yaml, "p.yaml").unwrap_err().to_string();
+            assert!(e.starts_with("p.yaml"), "{yaml}: {e}");
+            assert!(e.contains(field), "{yaml}: {e}");
+        }
+        let top = "connections: 100000000\nrate: 1000000\nsize: 67108864\nmax_disconnect: 1day\n";
+        assert!(
+            Profile::from_yaml(top, "p.yaml").is_ok(),
+            "the bounds themselves are allowed"
+        );
     }
 
     #[test]

@@ -16,10 +16,14 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
 
 /// Print a duration compactly (`200ms`, `5s`, `2m`, `1m30s`).
 pub fn fmt_duration(d: Duration) -> String {
-    let ms = d.as_millis();
-    if ms == 0 {
+    // Exact: a saved profile must read back to the same value.
+    if !d.subsec_nanos().is_multiple_of(1000) {
+        return format!("{}ns", d.as_nanos());
+    }
+    if !d.subsec_nanos().is_multiple_of(1_000_000) {
         return format!("{}us", d.as_micros());
     }
+    let ms = d.as_millis();
     if ms < 1000 || !ms.is_multiple_of(1000) {
         return format!("{ms}ms");
     }
@@ -93,7 +97,9 @@ mod tests {
 
     #[test]
     fn durations_round_trip() {
-        for s in ["200ms", "5s", "2m", "1h", "1m30s", "1500ms"] {
+        for s in [
+            "200ms", "5s", "2m", "1h", "1m30s", "1500ms", "1500us", "1001ns", "0s",
+        ] {
             let d = parse_duration(s).unwrap();
             assert_eq!(parse_duration(&fmt_duration(d)).unwrap(), d, "{s}");
         }

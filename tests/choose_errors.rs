@@ -271,6 +271,60 @@ fn save_into_a_missing_directory_fails_cleanly() {
 }
 
 #[test]
+fn a_failed_output_leaves_no_saved_profile_behind() {
+    let d = tempfile::tempdir().unwrap();
+    let save = d.path().join("p.yaml");
+    let output = d.path().join("no-such-dir").join("out.json");
+    let out = rtcheck()
+        .args([
+            "choose",
+            "--visible-within",
+            "1s",
+            "--upstream",
+            "none",
+            "--loss",
+            "shared",
+        ])
+        .arg("--save")
+        .arg(&save)
+        .arg("--output")
+        .arg(&output)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(!save.exists(), "--save written although --output failed");
+    assert_eq!(
+        std::fs::read_dir(d.path()).unwrap().count(),
+        0,
+        "temp files left"
+    );
+    // Both succeed together.
+    let output = d.path().join("out.json");
+    let out = rtcheck()
+        .args([
+            "choose",
+            "--visible-within",
+            "1s",
+            "--upstream",
+            "none",
+            "--loss",
+            "shared",
+        ])
+        .args(["--format", "json", "--save"])
+        .arg(&save)
+        .arg("--output")
+        .arg(&output)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&output).unwrap()).unwrap();
+    assert_eq!(v["transport"], "sse");
+    let p = rtcheck::profile::Profile::load(&save).unwrap();
+    assert_eq!(p.transport, Some(rtcheck::profile::Transport::Sse));
+}
+
+#[test]
 fn unsupported_format_is_a_usage_error() {
     let out = rtcheck()
         .args([

@@ -222,7 +222,7 @@ pub fn parse_meminfo(path: &Path, text: &str) -> Read<MemInfo> {
         let mut w = l[name.len()..].split_whitespace();
         let v: u64 = w.next()?.parse().ok()?;
         match w.next() {
-            Some("kB") => Some(v * 1024),
+            Some("kB") => v.checked_mul(1024),
             None => Some(v),
             _ => None,
         }
@@ -240,13 +240,16 @@ pub fn parse_cpu_list(s: &str) -> Option<u64> {
         match part.split_once('-') {
             Some((a, b)) => {
                 let (a, b): (u64, u64) = (a.parse().ok()?, b.parse().ok()?);
-                if b < a {
+                // A CPU number above 1M is garbage, not a machine.
+                if b < a || b >= 1 << 20 {
                     return None;
                 }
                 n += b - a + 1;
             }
             None => {
-                part.parse::<u64>().ok()?;
+                if part.parse::<u64>().ok()? >= 1 << 20 {
+                    return None;
+                }
                 n += 1;
             }
         }
@@ -649,6 +652,17 @@ mod tests {
         assert!(parse_reserved(p, "a-b", r).is_err());
         let m = parse_meminfo(p, "MemTotal: 100 kB\nMemFree: 1 kB\nMemAvailable: 50 kB\n").unwrap();
         assert_eq!((m.total, m.available), (102_400, 51_200));
+    }
+
+    #[test]
+    fn huge_numbers_in_proc_are_garbage_not_overflow() {
+        let p = Path::new("/proc/meminfo");
+        let e = parse_meminfo(p, "MemTotal: 18446744073709551615 kB\nMemAvailable: 1 kB\n")
+            .unwrap_err();
+        assert!(e.contains("/proc/meminfo"), "{e}");
+        assert_eq!(parse_cpu_list("0-18446744073709551615"), None);
+        assert_eq!(parse_cpu_list("18446744073709551615"), None);
+        assert_eq!(parse_cpu_list("0-1048575"), Some(1 << 20));
     }
 
     #[test]

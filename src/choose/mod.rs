@@ -243,7 +243,16 @@ pub fn run(a: ChooseArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
             path.display(),
             rec.profile.to_yaml()
         );
-        crate::report::output::write_atomic(path, text.as_bytes())?;
+        // --save and --output land together or not at all.
+        let mut files: Vec<(&std::path::Path, &[u8])> = vec![(path, text.as_bytes())];
+        if let Some(o) = &a.output {
+            files.push((o, out.as_bytes()));
+        }
+        crate::report::output::write_all_atomic(&files)?;
+        if a.output.is_none() {
+            crate::report::output::emit(&out, None)?;
+        }
+        return Ok(ExitCode::SUCCESS);
     }
     crate::report::output::emit(&out, a.output.as_deref())?;
     Ok(ExitCode::SUCCESS)

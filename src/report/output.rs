@@ -94,6 +94,43 @@ pub fn emit(content: &str, path: Option<&Path>) -> anyhow::Result<()> {
 }
 
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    write_all_atomic(&[(path, bytes)])
+}
+
+/// Several files that belong together (a saved profile and a report): every temp file is
+/// written first, and only when all succeeded are they renamed into place, so a failed run
+/// leaves none of them behind.
+pub fn write_all_atomic(files: &[(&Path, &[u8])]) -> anyhow::Result<()> {
+    let mut temps = Vec::new();
+    let mut failure = None;
+    for (path, bytes) in files {
+        match write_temp(path, bytes) {
+            Ok(tmp) => temps.push((tmp, *path)),
+            Err(e) => {
+                failure = Some(e);
+                break;
+            }
+        }
+    }
+    if failure.is_none() {
+        for (tmp, path) in &temps {
+            if let Err(e) = std::fs::rename(tmp, path) {
+                failure = Some(anyhow::anyhow!("{}: cannot write: {e}", path.display()));
+                break;
+            }
+        }
+    }
+    for (tmp, _) in &temps {
+        let _ = std::fs::remove_file(tmp);
+    }
+    match failure {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}
+
+/// Write `bytes` to a temp file beside `path`; returns the temp path.
+fn write_temp(path: &Path, bytes: &[u8]) -> anyhow::Result<std::path::PathBuf> {
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
@@ -109,14 +146,13 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     let res = (|| -> std::io::Result<()> {
         let mut f = std::fs::File::create(&tmp)?;
         f.write_all(bytes)?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
+        f.sync_all()
     })();
     if let Err(e) = res {
         let _ = std::fs::remove_file(&tmp);
         return Err(anyhow::anyhow!("{}: cannot write: {e}", path.display()));
     }
-    Ok(())
+    Ok(tmp)
 }
 
 #[cfg(test)]

@@ -165,7 +165,7 @@ fn fd_system(w: &Workload, h: &Host) -> Finding {
         &[
             (
                 "fs.file-max",
-                n_plain(file_max.max(allocated + recommended * 2)),
+                n_plain(file_max.max(allocated.saturating_add(recommended.saturating_mul(2)))),
             ),
             ("fs.nr_open", n_plain(nr_open.max(recommended))),
         ],

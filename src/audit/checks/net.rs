@@ -159,7 +159,7 @@ fn time_wait(w: &Workload, h: &Host) -> Finding {
         .saturating_sub(*h.reserved_in_range.as_ref().unwrap_or(&0));
     let ratio = pct(ss.tcp_tw as f64, usable as f64);
     // Decide on exact integers; the rounded percentage is for display only.
-    let status = if ss.tcp_tw * 2 > usable {
+    let status = if ss.tcp_tw.saturating_mul(2) > usable {
         Status::Warn
     } else {
         Status::Pass

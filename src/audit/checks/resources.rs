@@ -53,9 +53,9 @@ pub fn delivery_state(w: &Workload) -> (u64, String, &'static [&'static str]) {
 
 fn memory(w: &Workload, h: &Host) -> Finding {
     let per_conn = num("conn-ram", "rss_per_conn") as u64;
-    let conn_bytes = per_conn * w.connections;
+    let conn_bytes = per_conn.saturating_mul(w.connections);
     let (delivery, delivery_txt, extra_ev) = delivery_state(w);
-    let need = conn_bytes + delivery;
+    let need = conn_bytes.saturating_add(delivery);
     let expected = format!("need {} <= 50% of the memory limit", bytes(need));
     let mem = match &h.meminfo {
         Ok(m) => *m,
@@ -66,7 +66,7 @@ fn memory(w: &Workload, h: &Host) -> Finding {
     let ratio = pct(need as f64, limit as f64);
     let status = if need > limit {
         Status::Fail
-    } else if need * 2 > limit {
+    } else if need.saturating_mul(2) > limit {
         Status::Warn
     } else {
         Status::Pass
@@ -78,7 +78,7 @@ fn memory(w: &Workload, h: &Host) -> Finding {
         },
         Err(e) => format!("cgroup limit unknown ({e})"),
     };
-    let target = need * 2;
+    let target = need.saturating_mul(2);
     let mut d = Draft::new(&MEMORY)
         .status(status)
         .observed(format!(

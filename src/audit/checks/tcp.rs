@@ -48,7 +48,7 @@ fn tcp_wmem(w: &Workload, h: &Host) -> Finding {
     let over_cap = tcp_mem_max.is_some_and(|m| worst > m);
     let status = match avail {
         Some(a) if pinned > a => Status::Fail,
-        Some(a) if pinned * 2 > a => Status::Warn,
+        Some(a) if pinned.saturating_mul(2) > a => Status::Warn,
         _ if over_cap => Status::Warn,
         _ => Status::Pass,
     };
@@ -141,7 +141,9 @@ fn tcp_keepalive(w: &Workload, h: &Host) -> Finding {
         Ok(k) => *k,
         Err(e) => return skipped(&TCP_KEEPALIVE, e.clone(), expected),
     };
-    let detect = ka.time_s + ka.intvl_s * ka.probes;
+    let detect = ka
+        .time_s
+        .saturating_add(ka.intvl_s.saturating_mul(ka.probes));
     let ping = format!(
         "ping {} s + pongWait {} s detected a dead peer in {} s; mobile networks go silent 5-10 s, so production uses {}-{} s",
         fmt_num(num("ping-timing", "ping")),
