@@ -193,7 +193,7 @@ impl Profile {
         }
         if self.rate < MIN_RATE || self.rate > MAX_RATE {
             return Err(format!(
-                "rate: must be between {MIN_RATE} and {MAX_RATE} messages/s, got {}",
+                "rate: must be between {MIN_RATE} and {MAX_RATE} messages/s, got {:?}",
                 self.rate
             ));
         }
