@@ -53,7 +53,12 @@ pub fn render(r: &Recommendation, p: &Palette) -> String {
                     fmt_num(a.open_connections as f64)
                 ));
             }
-            s.push_str(&p.dim("              * recommended (polling from 5s up, push below). Polling: p50 about half the interval (486 ms at 1s, 2.3 s at 5s), idle bytes scaled from 8.4 KB/min at 1s, requests/s = connections / interval.\n"));
+            s.push_str(&p.dim(&format!(
+                "              * recommended (polling from 5s up, push below). Polling: p50 about half the interval ({} ms at 1s, {} ms at 5s), idle bytes scaled from {}/min at 1s, requests/s = connections / interval.\n",
+                fmt_num(crate::evidence::num("poll-1s", "delivery_p50")),
+                fmt_num(crate::evidence::num("poll-5s", "delivery_p50")),
+                fmt_bytes(crate::evidence::num("poll-1s", "idle_bytes_per_min") as u64),
+            )));
         }
         s.push('\n');
     }
@@ -83,7 +88,11 @@ pub fn render(r: &Recommendation, p: &Palette) -> String {
         (
             format!("all {} sessions at once", fmt_num(pr.connections as f64)),
             z.sessions_worst_case_bytes,
-            "reference: 10,000 clients = 830.0 MB, so give sessions a TTL".to_string(),
+            format!(
+                "reference: {} clients = {}, so give sessions a TTL",
+                fmt_num(crate::evidence::num("session-expiry", "clients")),
+                fmt_bytes(crate::evidence::num("session-expiry", "bytes") as u64)
+            ),
         ),
         (
             format!(
