@@ -137,6 +137,56 @@ fn poll_keep_alive_serves_several_requests_on_one_connection() {
 }
 
 #[test]
+fn head_has_headers_but_no_body_so_keep_alive_framing_holds() {
+    let srv = Server::start(&["--rate", "100", "--rounds", "1"]);
+    let mut s = TcpStream::connect(srv.addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    // Pipelined: HEAD then GET on one connection.
+    s.write_all(b"HEAD /healthz HTTP/1.1\r\nHost: x\r\n\r\nGET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let mut all = Vec::new();
+    s.read_to_end(&mut all).unwrap();
+    let text = String::from_utf8_lossy(&all);
+    let parts: Vec<&str> = text.split("HTTP/1.1 ").filter(|p| !p.is_empty()).collect();
+    assert_eq!(parts.len(), 2, "{text}");
+    assert!(parts[0].contains("Content-Length: 2\r\n"), "{text}");
+    assert!(
+        parts[0].ends_with("\r\n\r\n"),
+        "HEAD carried a body: {text}"
+    );
+    assert!(
+        parts[1].starts_with("200 OK") && parts[1].ends_with("\r\n\r\nok"),
+        "{text}"
+    );
+}
+
+#[test]
+fn last_event_id_at_u64_max_is_not_a_gap() {
+    let srv = Server::start(&["--rate", "100", "--rounds", "5", "--ring", "8"]);
+    srv.wait_stats(Duration::from_secs(10), |s| s["finished"] == true);
+    let mut s = TcpStream::connect(srv.addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_millis(800)))
+        .unwrap();
+    s.write_all(b"GET /sse HTTP/1.1\r\nHost: x\r\nLast-Event-ID: 18446744073709551615\r\n\r\n")
+        .unwrap();
+    let mut buf = vec![0u8; 8192];
+    let mut got = Vec::new();
+    while let Ok(n) = s.read(&mut buf) {
+        if n == 0 {
+            break;
+        }
+        got.extend_from_slice(&buf[..n]);
+    }
+    let text = String::from_utf8_lossy(&got);
+    assert!(text.starts_with("HTTP/1.1 200"), "{text}");
+    assert!(!text.contains("event: gap"), "{text}");
+    assert!(
+        !text.contains("\nid: "),
+        "nothing is newer than u64::MAX: {text}"
+    );
+}
+
+#[test]
 fn metrics_parse_as_prometheus_with_the_right_values() {
     let srv = Server::start(&[
         "--rate",

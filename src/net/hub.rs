@@ -383,6 +383,13 @@ impl Hub {
         }
         // Free any queued messages now.
         q.items = VecDeque::new();
+        drop(q);
+        if reason.is_removal() {
+            // A shard writer removes without its connection task noticing: close the
+            // socket so that task ends and the fd is freed now, not when the peer leaves.
+            let _ = socket2::SockRef::from(&conn.stream).shutdown(std::net::Shutdown::Both);
+            conn.notify.notify_one();
+        }
     }
 
     pub fn client_count(&self) -> usize {
@@ -649,7 +656,11 @@ impl Hub {
                     self.counters.sent(c.transport, n);
                     return Offer::Done;
                 }
-                Ok(n) => bytes = bytes.slice(n..),
+                Ok(n) => {
+                    // The message is counted once, when its task finishes the rest.
+                    self.counters.bytes_sent[c.transport.idx()].fetch_add(n as u64, Relaxed);
+                    bytes = bytes.slice(n..);
+                }
                 // WouldBlock or an error: the task writes (or fails) later.
                 Err(_) => {}
             }
@@ -729,7 +740,7 @@ async fn sleep_precisely_until(due: tokio::time::Instant) {
 fn replay_after(ring: &VecDeque<Round>, id: u64) -> (Vec<Round>, Option<(u64, u64)>) {
     let replay: Vec<Round> = ring.iter().filter(|r| r.seq > id).cloned().collect();
     let gap = match ring.front() {
-        Some(o) if o.seq > id + 1 => Some((id + 1, o.seq - 1)),
+        Some(o) if o.seq > id.saturating_add(1) => Some((id + 1, o.seq - 1)),
         _ => None,
     };
     (replay, gap)
@@ -759,6 +770,9 @@ mod tests {
         assert_eq!(r.len(), 6);
         assert_eq!(gap, Some((2, 4)));
         let (r, gap) = replay_after(&ring(5..=10), 10);
+        assert!(r.is_empty());
+        assert_eq!(gap, None); // A client's Last-Event-ID is any u64: the largest is "nothing newer", not a gap.
+        let (r, gap) = replay_after(&ring(5..=10), u64::MAX);
         assert!(r.is_empty());
         assert_eq!(gap, None);
     }

@@ -104,13 +104,12 @@ async fn handle_http(hub: Arc<Hub>, stream: TcpStream) {
         let (status, ctype, body) = route(&hub, &req);
         // After an error, close: the client may be confused about framing.
         let keep = keep && status < 400;
-        if !send(
-            &stream,
-            &http::response(status, ctype, body.as_bytes(), keep),
-        )
-        .await
-            || !keep
-        {
+        let mut resp = http::response(status, ctype, body.as_bytes(), keep);
+        if req.method == "HEAD" {
+            // Same headers (Content-Length included), no body: keep-alive framing holds.
+            resp.truncate(resp.len() - body.len());
+        }
+        if !send(&stream, &resp).await || !keep {
             return;
         }
     }
@@ -340,9 +339,7 @@ fn handle_inbound(
             Inbound::Close(code) => {
                 control.clear();
                 if writer {
-                    control.extend_from_slice(&wsframe::close_frame(
-                        code.unwrap_or(wsframe::CLOSE_NORMAL),
-                    ));
+                    control.extend_from_slice(&wsframe::close_frame(echo_close_code(code)));
                 }
                 return Some(CloseReason::Peer);
             }
@@ -485,6 +482,32 @@ async fn sse_loop(
                 }
                 next_ping = ping.map(|p| Instant::now() + p);
             }
+        }
+    }
+}
+
+/// The close code to answer a client's close with (RFC 6455 7.4): its own code when that may
+/// be sent on the wire, 1000 for an empty close, 1002 for a code that must never be sent
+/// (1005, 1006, 1015, below 1000, unassigned).
+pub fn echo_close_code(code: Option<u16>) -> u16 {
+    match code {
+        None => wsframe::CLOSE_NORMAL,
+        Some(c @ (1000..=1003 | 1007..=1011 | 3000..=4999)) => c,
+        Some(_) => 1002,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn close_codes_that_must_not_be_sent_are_not_echoed() {
+        assert_eq!(echo_close_code(None), 1000);
+        assert_eq!(echo_close_code(Some(1001)), 1001);
+        assert_eq!(echo_close_code(Some(4000)), 4000);
+        for bad in [0, 999, 1004, 1005, 1006, 1015, 2999, 5000] {
+            assert_eq!(echo_close_code(Some(bad)), 1002, "{bad}");
         }
     }
 }
