@@ -116,7 +116,7 @@ pub fn validate(a: &FanoutArgs) -> anyhow::Result<()> {
     }
     // A tiny rate plans a run of years (and 1e-300 overflows the server's clock math).
     let schedule_s = a.rounds as f64 / a.rate;
-    if !(schedule_s <= MAX_SCHEDULE_S) {
+    if !schedule_s.is_finite() || schedule_s > MAX_SCHEDULE_S {
         anyhow::bail!(
             "--rounds {} at --rate {}: the run would take {:.0} s; the bound is {MAX_SCHEDULE_S:.0} s (rounds / rate)",
             a.rounds,
