@@ -520,7 +520,7 @@ fn run_one(sc: Option<Scenario>, a: &FanoutArgs) -> anyhow::Result<ScenarioResul
     // A server's rounds_sent is a peer's claim: clamp it, never let it overflow.
     let cutoff = at_bound
         .as_ref()
-        .map(|s| s.rounds_sent.min(a.rounds).saturating_add(1).min(a.rounds))
+        .map(|s| cutoff_after(s.rounds_sent, a.rounds))
         .unwrap_or(a.rounds);
     lg.send(&format!("{CMD_CUTOFF} {cutoff}"));
     if slow > 0 {
@@ -593,6 +593,12 @@ fn run_one(sc: Option<Scenario>, a: &FanoutArgs) -> anyhow::Result<ScenarioResul
         add_shape_notes(s, &mut r, a, at_bound.as_ref().map(|s| s.rounds_sent));
     }
     Ok(r)
+}
+
+/// Last round inside the measurement window: the one in progress at the bound counts. The
+/// server's count is a peer's claim, so it is clamped and cannot overflow.
+pub fn cutoff_after(rounds_sent: u64, rounds: u64) -> u64 {
+    rounds_sent.min(rounds).saturating_add(1).min(rounds)
 }
 
 /// What each scenario is meant to show, said plainly next to its numbers.
@@ -684,5 +690,13 @@ mod tests {
         assert!(e
             .as_ref()
             .map_or_else(|e| !e.to_string().contains("bound is"), |_| true));
+    }
+
+    #[test]
+    fn cutoff_survives_a_hostile_rounds_sent() {
+        assert_eq!(cutoff_after(u64::MAX, 100), 100);
+        assert_eq!(cutoff_after(3, 100), 4);
+        assert_eq!(cutoff_after(100, 100), 100);
+        assert_eq!(cutoff_after(0, 5), 1);
     }
 }
