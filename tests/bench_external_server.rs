@@ -113,3 +113,69 @@ fn measures_a_server_without_control_endpoints() {
     let p50 = s["p50_ms"].as_f64().unwrap();
     assert!(p50 > 0.0 && p50 <= s["max_ms"].as_f64().unwrap());
 }
+
+/// Completes the WebSocket handshake, then never sends a frame (holds the socket open).
+async fn serve_silent(listener: tokio::net::TcpListener) {
+    use futures_util::StreamExt;
+    loop {
+        let Ok((sock, _)) = listener.accept().await else {
+            return;
+        };
+        tokio::spawn(async move {
+            let _ = sock.set_nodelay(true);
+            let Ok(mut ws) = tokio_tungstenite::accept_async(sock).await else {
+                return;
+            };
+            // Read (and discard) until the client goes away; write nothing.
+            while let Some(Ok(_)) = ws.next().await {}
+        });
+    }
+}
+
+#[test]
+fn a_silent_server_is_invalid_with_no_latency() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let listener = rt
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .unwrap();
+    let addr = listener.local_addr().unwrap();
+    rt.spawn(serve_silent(listener));
+    let url = format!("ws://{addr}/ws");
+    let out = assert_cmd::Command::cargo_bin("rtcheck")
+        .unwrap()
+        .args([
+            "bench", "fanout", "--server", &url, "--format", "json", "--drain", "1s",
+        ])
+        .args(["--connections", "10", "--rounds", "3", "--rate", "20"])
+        .timeout(Duration::from_secs(60))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["valid"], false);
+    let s = &v["scenarios"][0];
+    assert_eq!(s["valid"], false, "{s:#}");
+    assert_eq!(s["samples"], 0);
+    assert_eq!(s["accounting"]["received"], 0);
+    assert_eq!(s["accounting"]["expected"], 30);
+    for k in ["p50_ms", "p99_ms", "p999_ms", "max_ms"] {
+        assert!(s[k].is_null(), "{k}: {}", s[k]);
+    }
+    let checks = s["checks"].as_array().unwrap();
+    let status = |name: &str| {
+        checks
+            .iter()
+            .find(|c| c["name"] == name)
+            .map(|c| c["status"].as_str().unwrap().to_string())
+    };
+    assert_eq!(status("samples received").as_deref(), Some("fail"));
+    assert_eq!(status("accounting identity").as_deref(), Some("pass"));
+    // Nothing of ours to stop: the cleanup line says so instead of claiming a SIGTERM.
+    let cleanup = checks.iter().find(|c| c["name"] == "cleanup").unwrap();
+    let detail = cleanup["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("external server: not ours to stop") && !detail.contains("SIGTERM"),
+        "{detail}"
+    );
+}

@@ -296,6 +296,11 @@ fn bad_input_is_one_clear_line_and_exit_2() {
     usage_error(&["--connections", "30000"], "RLIMIT_NOFILE");
     usage_error(&["--size", "8"], "--size 8");
     usage_error(&["--rate", "0"], "--rate 0");
+    usage_error(&["--rate", "0.000001"], "the bound is 3600 s");
+    usage_error(
+        &["--rate", "1e-300", "--rounds", "2"],
+        "the bound is 3600 s",
+    );
     usage_error(&["--format", "junit"], "invalid value 'junit'");
     usage_error(
         &["--slow", "300", "--connections", "300", "--scenario", "C3"],

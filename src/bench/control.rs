@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// `GET /control/stats` (contract in contracts/net.md). Every field optional so another
 /// server's partial stats still parse.
@@ -26,22 +26,78 @@ pub struct ServerStats {
     pub finished: bool,
 }
 
+/// Whole-request time budget: a peer that drips one byte at a time cannot stretch it.
+pub const REQUEST_DEADLINE: Duration = Duration::from_secs(5);
+/// Largest body accepted (stats are a few KB); the head gets a further 16 KiB.
+pub const MAX_BODY: usize = 1 << 20;
+const MAX_HEAD: usize = 16 << 10;
+
 pub fn request(addr: SocketAddr, method: &str, path: &str) -> anyhow::Result<(u16, String)> {
+    request_within(addr, method, path, REQUEST_DEADLINE, MAX_BODY)
+}
+
+/// One request with one overall deadline (checked between reads, each read bounded by
+/// what is left) and a body cap. Errors name the peer.
+pub fn request_within(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    deadline: Duration,
+    max_body: usize,
+) -> anyhow::Result<(u16, String)> {
     let peer = format!("{addr}{path}");
-    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(2))
+    let t0 = Instant::now();
+    let left = || deadline.checked_sub(t0.elapsed()).filter(|d| !d.is_zero());
+    let too_slow = || {
+        anyhow::anyhow!(
+            "{peer}: no complete response within {}",
+            crate::units::fmt_duration(deadline)
+        )
+    };
+    let mut s = TcpStream::connect_timeout(&addr, deadline.min(Duration::from_secs(2)))
         .map_err(|e| anyhow::anyhow!("{peer}: connect: {e}"))?;
-    s.set_read_timeout(Some(Duration::from_secs(5)))?;
-    s.set_write_timeout(Some(Duration::from_secs(5)))?;
+    s.set_write_timeout(Some(left().ok_or_else(too_slow)?))?;
     let _ = s.set_nodelay(true);
-    write!(
-        s,
+    // One write: a formatted write! on a raw socket can go out in pieces.
+    let req = format!(
         "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"
-    )
-    .map_err(|e| anyhow::anyhow!("{peer}: write: {e}"))?;
+    );
+    s.write_all(req.as_bytes())
+        .map_err(|e| anyhow::anyhow!("{peer}: write: {e}"))?;
     let mut raw = Vec::new();
-    s.take(8 << 20)
-        .read_to_end(&mut raw)
-        .map_err(|e| anyhow::anyhow!("{peer}: read: {e}"))?;
+    let mut buf = [0u8; 8192];
+    loop {
+        let Some(rest) = left() else {
+            return Err(too_slow());
+        };
+        s.set_read_timeout(Some(rest))?;
+        let n = match s.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                return Err(too_slow());
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => anyhow::bail!("{peer}: read: {e}"),
+        };
+        raw.extend_from_slice(&buf[..n]);
+        let head_end = raw.windows(4).position(|w| w == b"\r\n\r\n");
+        let body_len = match head_end {
+            Some(e) => raw.len() - (e + 4),
+            None if raw.len() > MAX_HEAD => {
+                anyhow::bail!("{peer}: response head exceeds {MAX_HEAD} bytes")
+            }
+            None => 0,
+        };
+        if body_len > max_body {
+            anyhow::bail!("{peer}: response body exceeds {max_body} bytes");
+        }
+    }
     parse_response(&raw).map_err(|e| anyhow::anyhow!("{peer}: {e}"))
 }
 
@@ -132,5 +188,69 @@ mod tests {
     fn stats_tolerate_missing_fields() {
         let s: ServerStats = serde_json::from_str(r#"{"rounds_sent":3,"rss_bytes":10}"#).unwrap();
         assert_eq!((s.rounds_sent, s.rss_bytes, s.nodelay), (3, 10, None));
+    }
+
+    /// A one-shot peer on loopback: reads the request, then runs `act` on the socket.
+    fn peer(act: impl FnOnce(&mut TcpStream) + Send + 'static) -> SocketAddr {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        std::thread::spawn(move || {
+            if let Ok((mut s, _)) = l.accept() {
+                let (mut got, mut b) = (Vec::new(), [0u8; 1024]);
+                while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match s.read(&mut b) {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => got.extend_from_slice(&b[..n]),
+                    }
+                }
+                act(&mut s);
+            }
+        });
+        addr
+    }
+
+    #[test]
+    fn a_dripping_peer_hits_one_overall_deadline() {
+        // One byte every 50 ms, for ~10 s: each read succeeds, the request must not.
+        let addr = peer(|s| {
+            for _ in 0..200 {
+                if s.write_all(b"H").is_err() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        });
+        let t0 = Instant::now();
+        let e = request_within(
+            addr,
+            "GET",
+            "/control/stats",
+            Duration::from_millis(400),
+            MAX_BODY,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(t0.elapsed() < Duration::from_secs(3), "{:?}", t0.elapsed());
+        assert!(e.contains(&format!("{addr}/control/stats")), "{e}");
+        assert!(e.contains("no complete response within"), "{e}");
+    }
+
+    #[test]
+    fn an_oversized_body_is_refused() {
+        let addr = peer(|s| {
+            let _ = s.write_all(b"HTTP/1.1 200 OK\r\n\r\n");
+            let _ = s.write_all(&vec![b'x'; 5000]);
+        });
+        let e = request_within(addr, "GET", "/control/stats", Duration::from_secs(5), 1000)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("body exceeds 1000 bytes"), "{e}");
+        assert!(e.contains(&addr.to_string()), "{e}");
+        // The same body within the cap parses.
+        let addr = peer(|s| {
+            let _ = s.write_all(b"HTTP/1.1 200 OK\r\n\r\n{}");
+        });
+        let r = request_within(addr, "GET", "/x", Duration::from_secs(5), 1000).unwrap();
+        assert_eq!(r, (200, "{}".into()));
     }
 }

@@ -95,6 +95,9 @@ impl FanoutArgs {
     }
 }
 
+/// Longest planned publishing schedule (rounds / rate) a run may have: one hour.
+pub const MAX_SCHEDULE_S: f64 = 3600.0;
+
 pub fn validate(a: &FanoutArgs) -> anyhow::Result<()> {
     if a.connections == 0 {
         anyhow::bail!("--connections must be at least 1");
@@ -110,6 +113,16 @@ pub fn validate(a: &FanoutArgs) -> anyhow::Result<()> {
     }
     if !(a.rate > 0.0 && a.rate <= 1000.0) {
         anyhow::bail!("--rate {}: must be in (0, 1000] rounds per second", a.rate);
+    }
+    // A tiny rate plans a run of years (and 1e-300 overflows the server's clock math).
+    let schedule_s = a.rounds as f64 / a.rate;
+    if !schedule_s.is_finite() || schedule_s > MAX_SCHEDULE_S {
+        anyhow::bail!(
+            "--rounds {} at --rate {}: the run would take {:.0} s; the bound is {MAX_SCHEDULE_S:.0} s (rounds / rate)",
+            a.rounds,
+            a.rate,
+            schedule_s
+        );
     }
     let runs: Vec<Option<Scenario>> = if a.server.is_some() {
         vec![None]
@@ -495,12 +508,19 @@ fn run_one(sc: Option<Scenario>, a: &FanoutArgs) -> anyhow::Result<ScenarioResul
     }
     pb.finish_and_clear();
     // Where the hub stood at the time bound, before anything was released.
-    let at_bound = control::stats(ctrl).ok().or_else(|| last_stats.clone());
+    let at_bound = control::stats(ctrl)
+        .ok()
+        .or_else(|| last_stats.clone())
+        .map(|mut s| {
+            s.rounds_sent = s.rounds_sent.min(a.rounds);
+            s
+        });
     // The round in progress at the bound counts; rounds begun later (C1: the hub catching
     // up once the slow clients are closed) are outside the measurement window.
+    // A server's rounds_sent is a peer's claim: clamp it, never let it overflow.
     let cutoff = at_bound
         .as_ref()
-        .map(|s| (s.rounds_sent + 1).min(a.rounds))
+        .map(|s| cutoff_after(s.rounds_sent, a.rounds))
         .unwrap_or(a.rounds);
     lg.send(&format!("{CMD_CUTOFF} {cutoff}"));
     if slow > 0 {
@@ -552,16 +572,18 @@ fn run_one(sc: Option<Scenario>, a: &FanoutArgs) -> anyhow::Result<ScenarioResul
             Status::Warn
         },
         detail: format!(
-            "load generator {}; server {}",
+            "load generator {}; {}",
             if lg_clean {
                 "exited by itself"
             } else {
                 "had to be killed"
             },
-            if srv_clean {
-                "exited on SIGTERM"
+            if server.is_none() {
+                "external server: not ours to stop"
+            } else if srv_clean {
+                "server exited on SIGTERM"
             } else {
-                "had to be killed (SIGKILL)"
+                "server had to be killed (SIGKILL)"
             }
         ),
     });
@@ -571,6 +593,12 @@ fn run_one(sc: Option<Scenario>, a: &FanoutArgs) -> anyhow::Result<ScenarioResul
         add_shape_notes(s, &mut r, a, at_bound.as_ref().map(|s| s.rounds_sent));
     }
     Ok(r)
+}
+
+/// Last round inside the measurement window: the one in progress at the bound counts. The
+/// server's count is a peer's claim, so it is clamped and cannot overflow.
+pub fn cutoff_after(rounds_sent: u64, rounds: u64) -> u64 {
+    rounds_sent.min(rounds).saturating_add(1).min(rounds)
 }
 
 /// What each scenario is meant to show, said plainly next to its numbers.
@@ -640,5 +668,35 @@ mod tests {
         assert_eq!(runs(&["--scenario", "C3,F"]), ["F", "C3"]);
         assert_eq!(runs(&["--scenario", "A", "--no-floor"]), ["A"]);
         assert_eq!(runs(&[]).len(), 8);
+    }
+
+    fn parse(args: &[&str]) -> FanoutArgs {
+        Wrap::try_parse_from(std::iter::once("x").chain(args.iter().copied()))
+            .unwrap()
+            .a
+    }
+
+    #[test]
+    fn a_schedule_longer_than_an_hour_is_refused() {
+        for rate in ["0.000001", "1e-300"] {
+            let e = validate(&parse(&["--rounds", "10", "--rate", rate]))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("the bound is 3600 s"), "{e}");
+            assert!(!e.contains('\n'), "{e}");
+        }
+        // 3600 rounds at 1/s is exactly the bound: not refused for its length.
+        let e = validate(&parse(&["--rounds", "3600", "--rate", "1"]));
+        assert!(e
+            .as_ref()
+            .map_or_else(|e| !e.to_string().contains("bound is"), |_| true));
+    }
+
+    #[test]
+    fn cutoff_survives_a_hostile_rounds_sent() {
+        assert_eq!(cutoff_after(u64::MAX, 100), 100);
+        assert_eq!(cutoff_after(3, 100), 4);
+        assert_eq!(cutoff_after(100, 100), 100);
+        assert_eq!(cutoff_after(0, 5), 1);
     }
 }

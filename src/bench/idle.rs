@@ -38,12 +38,24 @@ pub struct IdleArgs {
     pub output: Option<PathBuf>,
 }
 
-/// Bytes per connection, or None when nothing connected.
+/// Bytes per connection, or None when nothing connected or RSS did not grow (a shrinking
+/// RSS says the reading is disturbed, not that connections are free).
 pub fn per_connection(before: u64, after: u64, connected: u64) -> Option<f64> {
-    if connected == 0 {
+    if connected == 0 || rss_growth_problem(before, after).is_some() {
         return None;
     }
-    Some(after.saturating_sub(before) as f64 / connected as f64)
+    Some((after - before) as f64 / connected as f64)
+}
+
+/// Why the RSS pair cannot give a per-connection figure, if it cannot.
+pub fn rss_growth_problem(before: u64, after: u64) -> Option<String> {
+    if after > before {
+        None
+    } else {
+        Some(format!(
+            "RSS did not grow ({before} B before, {after} B after): no per-connection figure (the server released memory, or its RSS reading is wrong)"
+        ))
+    }
 }
 
 pub fn run(a: IdleArgs, ctx: crate::cli::Ctx) -> anyhow::Result<std::process::ExitCode> {
@@ -139,6 +151,10 @@ fn measure(p: IdleProto, a: &IdleArgs) -> anyhow::Result<IdleResult> {
         valid = false;
         notes.push("INVALID: the server reported no rss_bytes".into());
     }
+    if let Some(why) = rss_growth_problem(before.rss_bytes, after.rss_bytes) {
+        valid = false;
+        notes.push(format!("INVALID: {why}"));
+    }
     let per = per_connection(before.rss_bytes, after.rss_bytes, connected);
     Ok(IdleResult {
         protocol: name.into(),
@@ -161,7 +177,19 @@ mod tests {
             super::per_connection(10_000_000, 60_000_000, 10_000),
             Some(5000.0)
         );
-        assert_eq!(super::per_connection(10, 5, 1), Some(0.0));
         assert_eq!(super::per_connection(1, 2, 0), None);
+    }
+
+    #[test]
+    fn rss_that_did_not_grow_gives_no_figure() {
+        // Shrinking or flat RSS once read as 0 B per connection and passed the 6 KB target.
+        assert_eq!(super::per_connection(10, 5, 1), None);
+        assert_eq!(super::per_connection(10, 10, 1), None);
+        let why = super::rss_growth_problem(10, 5).unwrap();
+        assert!(
+            why.starts_with("RSS did not grow (10 B before, 5 B after)"),
+            "{why}"
+        );
+        assert_eq!(super::rss_growth_problem(10, 11), None);
     }
 }

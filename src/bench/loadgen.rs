@@ -112,6 +112,18 @@ struct ClientOut {
     beyond: u64,
 }
 
+/// The loadgen never outlives this, whatever --max-seconds says: 7 days.
+pub const MAX_SECONDS_CAP: u64 = 7 * 24 * 3600;
+
+/// When the hard stop falls: --max-seconds clamped to the cap, and Instant arithmetic that
+/// cannot overflow (an unrepresentable instant falls back to the cap, then to now).
+pub fn hard_stop_at(now: Instant, max_seconds: u64) -> Instant {
+    let secs = max_seconds.min(MAX_SECONDS_CAP);
+    now.checked_add(Duration::from_secs(secs))
+        .or_else(|| now.checked_add(Duration::from_secs(MAX_SECONDS_CAP)))
+        .unwrap_or(now)
+}
+
 /// Stop levels on the watch channel.
 const RUN: u8 = 0;
 const CLOSE_SLOW: u8 = 1;
@@ -155,7 +167,7 @@ fn emit(ev: &Event) {
 }
 
 async fn drive(a: LoadgenArgs, cfg: Arc<Cfg>, cores: u64) -> anyhow::Result<LoadgenResult> {
-    let hard_stop = Instant::now() + Duration::from_secs(a.max_seconds);
+    let hard_stop = hard_stop_at(Instant::now(), a.max_seconds);
     let counters = Arc::new(Counters::default());
     let (stop_tx, stop_rx) = watch::channel(RUN);
     let sem = Arc::new(Semaphore::new(a.connect_concurrency.max(1)));
@@ -752,5 +764,14 @@ mod tests {
             assert_eq!(slow.iter().filter(|&&i| i % 10 == shard).count(), 5);
             assert_eq!(slow.iter().filter(|&&i| i / 200 == shard).count(), 5);
         }
+    }
+
+    #[test]
+    fn hard_stop_is_capped_and_never_overflows() {
+        let now = Instant::now();
+        assert_eq!(hard_stop_at(now, 5), now + Duration::from_secs(5));
+        let cap = now + Duration::from_secs(MAX_SECONDS_CAP);
+        assert_eq!(hard_stop_at(now, MAX_SECONDS_CAP + 1), cap);
+        assert_eq!(hard_stop_at(now, u64::MAX), cap);
     }
 }

@@ -30,10 +30,12 @@ pub fn account(inp: &Inputs) -> Accounting {
     let lg = inp.lg;
     let healthy_connected = lg.connected.saturating_sub(lg.slow);
     let healthy_total = lg.connections.saturating_sub(lg.slow);
+    // A server's count above what was asked for means nothing more: clamp it.
     let rounds_sent = inp
         .server
         .map(|s| s.rounds_sent)
-        .unwrap_or(inp.rounds_total);
+        .unwrap_or(inp.rounds_total)
+        .min(inp.rounds_total);
     let mut drops_left = inp.server.map(|s| s.drops).unwrap_or(0);
     let mut a = Accounting {
         expected: healthy_total * inp.rounds_total,
@@ -67,6 +69,43 @@ pub fn account(inp: &Inputs) -> Accounting {
     a
 }
 
+/// None when received + dropped + after_removal + unpublished + stalled + never_connected +
+/// unexplained == expected; otherwise the gap, named.
+pub fn accounting_gap(a: &Accounting) -> Option<String> {
+    let sum = [
+        a.received,
+        a.dropped,
+        a.after_removal,
+        a.unpublished,
+        a.stalled,
+        a.never_connected,
+        a.unexplained,
+    ]
+    .iter()
+    .fold(0u128, |s, &v| s + u128::from(v));
+    let expected = u128::from(a.expected);
+    if sum == expected {
+        return None;
+    }
+    let (word, n) = if sum > expected {
+        ("more", sum - expected)
+    } else {
+        ("fewer", expected - sum)
+    };
+    Some(format!(
+        "categories sum to {sum}, {n} {word} than expected {expected} (received {} + dropped {} + after removal {} + unpublished {} + stalled {} + never connected {} + unexplained {})",
+        a.received, a.dropped, a.after_removal, a.unpublished, a.stalled, a.never_connected, a.unexplained
+    ))
+}
+
+/// Highest round with at least one healthy client's frame (1-based), None if none.
+pub fn highest_seq_received(lg: &LoadgenResult) -> Option<u64> {
+    lg.rounds
+        .iter()
+        .rposition(|r| r.received > 0)
+        .map(|i| i as u64 + 1)
+}
+
 fn check(name: &str, status: Status, detail: String) -> Check {
     Check {
         name: name.to_string(),
@@ -81,6 +120,59 @@ pub fn analyze(inp: &Inputs) -> ScenarioResult {
     let mut checks = Vec::new();
     let mut notes = Vec::new();
 
+    // 0. Something was measured at all: a peer that never sends a frame has no latency.
+    if lg.samples == 0 || acc.received == 0 {
+        checks.push(check(
+            "samples received",
+            Status::Fail,
+            format!(
+                "{} samples, {} of {} expected received: the server sent nothing to measure",
+                lg.samples, acc.received, acc.expected
+            ),
+        ));
+    } else {
+        checks.push(check(
+            "samples received",
+            Status::Pass,
+            format!("{} samples", lg.samples),
+        ));
+    }
+    // 0b. The categories must add up to the expectation exactly; a gap means the
+    // accounting itself is wrong, whatever the other checks say.
+    if let Some(gap) = accounting_gap(&acc) {
+        checks.push(check("accounting identity", Status::Fail, gap));
+    } else {
+        checks.push(check(
+            "accounting identity",
+            Status::Pass,
+            format!("categories sum to expected {}", acc.expected),
+        ));
+    }
+    // 0c. Rounds never published are only a result where a stall is the point (C1/C2).
+    if acc.unpublished > 0 && !inp.stall_expected {
+        checks.push(check(
+            "rounds published",
+            Status::Fail,
+            format!(
+                "{} samples in rounds the server never published ({} rounds asked); only C1/C2 expect a stall",
+                acc.unpublished, inp.rounds_total
+            ),
+        ));
+    }
+    // 0d. The server's own count must not contradict what the clients saw. One round may be
+    // in progress when stats are read (rounds_sent counts finished rounds), hence the + 1.
+    if let (Some(s), Some(top)) = (inp.server, highest_seq_received(lg)) {
+        let sent = s.rounds_sent.min(inp.rounds_total);
+        if top > sent.saturating_add(1) {
+            checks.push(check(
+                "server stats",
+                Status::Fail,
+                format!(
+                    "server stats contradict the clients: rounds_sent {sent}, but clients received seq {top}"
+                ),
+            ));
+        }
+    }
     // 1. Every expected sample accounted for.
     let named = format!(
         "expected {} = received {} + dropped {} + after removal {} + unpublished {} + stalled {} + never connected {}",
@@ -184,7 +276,9 @@ pub fn analyze(inp: &Inputs) -> ScenarioResult {
         }
     }
     // 5. TCP_NODELAY on both ends.
-    let client_nd = lg.nodelay_off == 0 && lg.nodelay_checked == lg.connected;
+    // No socket read back proves nothing: 0 of 0 is not "on everywhere".
+    let client_nd =
+        lg.nodelay_checked > 0 && lg.nodelay_off == 0 && lg.nodelay_checked == lg.connected;
     let server_nd = inp.server.and_then(|s| s.nodelay);
     let (st, d) = match (client_nd, server_nd) {
         (true, Some(true)) => (
@@ -201,8 +295,8 @@ pub fn analyze(inp: &Inputs) -> ScenarioResult {
         _ => (
             Status::Fail,
             format!(
-                "client off on {} of {} sockets; server {:?}: Nagle can add 40 ms+ per write",
-                lg.nodelay_off, lg.nodelay_checked, server_nd
+                "client off on {} of {} sockets read back ({} connected); server {:?}: Nagle can add 40 ms+ per write",
+                lg.nodelay_off, lg.nodelay_checked, lg.connected, server_nd
             ),
         ),
     };
@@ -370,6 +464,7 @@ mod tests {
 
     fn lg(rounds: Vec<RoundStat>, connections: u64, slow: u64) -> LoadgenResult {
         LoadgenResult {
+            samples: rounds.iter().map(|r| r.received).sum(),
             connections,
             slow,
             connected: connections,
@@ -506,5 +601,123 @@ mod tests {
         assert_eq!(v[1].p99_vs_floor, Some(2.0));
         assert_eq!(v[1].p999_vs_floor, Some(1.0));
         assert_eq!(v[0].p99_vs_floor, None);
+    }
+
+    fn failed(r: &ScenarioResult, name: &str) -> bool {
+        r.checks
+            .iter()
+            .any(|c| c.name == name && c.status == Status::Fail)
+    }
+
+    #[test]
+    fn silent_peer_is_invalid_without_stats() {
+        // Handshake done, no frame ever: the loadgen reports zeros everywhere.
+        let mut l = lg(vec![round(0, 10, 0); 3], 10, 0);
+        l.nodelay_checked = 10;
+        let r = analyze(&Inputs {
+            server: None,
+            ..inputs(&l, &stats(3, 0), false)
+        });
+        assert!(!r.valid);
+        assert!(failed(&r, "samples received"), "{:?}", r.checks);
+        assert_eq!((r.p50_ms, r.p99_ms, r.max_ms), (None, None, None));
+    }
+
+    #[test]
+    fn silent_peer_reporting_nothing_published_is_invalid() {
+        // The same peer answering stats with rounds_sent 0: every sample is "unpublished".
+        let l = lg(vec![round(0, 10, 0); 3], 10, 0);
+        let s = stats(0, 0);
+        let r = analyze(&inputs(&l, &s, false));
+        assert_eq!(r.accounting.unpublished, 30);
+        assert!(!r.valid);
+        assert!(failed(&r, "samples received"));
+        assert!(failed(&r, "rounds published"));
+        assert_eq!(r.p99_ms, None);
+    }
+
+    #[test]
+    fn unpublished_rounds_fail_unless_a_stall_is_expected() {
+        let l = lg(
+            vec![round(10, 0, 0), round(10, 0, 0), round(0, 10, 0)],
+            10,
+            0,
+        );
+        let s = stats(2, 0);
+        let r = analyze(&inputs(&l, &s, false));
+        assert!(failed(&r, "rounds published"), "{:?}", r.checks);
+        assert!(!r.valid);
+        let r = analyze(&inputs(&l, &s, true));
+        assert!(!failed(&r, "rounds published"));
+        assert!(r.valid, "{:?}", r.checks);
+    }
+
+    #[test]
+    fn nodelay_read_back_on_no_socket_fails() {
+        let mut l = lg(vec![round(10, 0, 0)], 10, 0);
+        l.nodelay_checked = 0;
+        l.connected = 0;
+        let s = stats(1, 0);
+        let r = analyze(&inputs(&l, &s, false));
+        assert!(failed(&r, "TCP_NODELAY"), "{:?}", r.checks);
+        assert!(!r.valid);
+    }
+
+    #[test]
+    fn accounting_identity_names_the_gap() {
+        let a = Accounting {
+            expected: 30,
+            received: 25,
+            dropped: 2,
+            ..Default::default()
+        };
+        let gap = accounting_gap(&a).unwrap();
+        assert!(gap.contains("3 fewer than expected 30"), "{gap}");
+        let a = Accounting {
+            expected: 30,
+            received: 31,
+            ..Default::default()
+        };
+        assert!(accounting_gap(&a).unwrap().contains("1 more"));
+        let a = Accounting {
+            expected: 30,
+            received: 20,
+            dropped: 1,
+            after_removal: 2,
+            unpublished: 3,
+            stalled: 1,
+            never_connected: 2,
+            unexplained: 1,
+        };
+        assert_eq!(accounting_gap(&a), None);
+        // More rounds reported than asked for break the identity in analyze.
+        let l = lg(vec![round(10, 0, 0); 4], 10, 0);
+        let s = stats(3, 0);
+        let r = analyze(&Inputs {
+            rounds_total: 3,
+            ..inputs(&l, &s, false)
+        });
+        assert!(failed(&r, "accounting identity"), "{:?}", r.checks);
+        assert!(!r.valid);
+    }
+
+    #[test]
+    fn server_stats_contradicting_the_clients_fail() {
+        let l = lg(vec![round(10, 0, 0); 3], 10, 0);
+        // rounds_sent 1 but clients got seq 3: more than the one round in progress.
+        let s = stats(1, 0);
+        let r = analyze(&inputs(&l, &s, true));
+        assert!(failed(&r, "server stats"), "{:?}", r.checks);
+        assert!(!r.valid);
+        // One round in progress at the read is allowed.
+        let s = stats(2, 0);
+        let r = analyze(&inputs(&l, &s, false));
+        assert!(!failed(&r, "server stats"));
+        assert!(r.valid, "{:?}", r.checks);
+        // A hostile huge count is clamped to the rounds asked for, no overflow.
+        let s = stats(u64::MAX, 0);
+        let r = analyze(&inputs(&l, &s, false));
+        assert!(r.valid, "{:?}", r.checks);
+        assert_eq!(r.accounting.unpublished, 0);
     }
 }
