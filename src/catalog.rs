@@ -146,7 +146,7 @@ pub fn run_evidence(a: EvidenceArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
             }
         }
     };
-    crate::report::output::emit(&out, a.output.as_deref())?;
+    crate::outfile::emit(&out, a.output.as_deref())?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -199,7 +199,7 @@ pub fn run_checklist(a: ChecklistArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
             }
         }
     };
-    crate::report::output::emit(&out, a.output.as_deref())?;
+    crate::outfile::emit(&out, a.output.as_deref())?;
     Ok(ExitCode::SUCCESS)
 }
 

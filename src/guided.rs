@@ -4,8 +4,9 @@
 use crate::audit::{self, Roots};
 use crate::choose::{self, prompts};
 use crate::cli::{Cli, Ctx};
+use crate::outfile;
 use crate::profile::{Profile, Role};
-use crate::report::{output, FailOn, Format};
+use crate::report::{FailOn, Format};
 use clap::CommandFactory;
 use dialoguer::{Confirm, Input, Select};
 use std::path::{Path, PathBuf};
@@ -52,7 +53,7 @@ pub fn run(ctx: Ctx) -> anyhow::Result<ExitCode> {
 
     if confirm("Save the profile (reuse with `rtcheck audit --profile FILE`)?")? {
         let path = ask_path("Profile file", "rtcheck-profile.yaml")?;
-        output::write_atomic(&path, profile.to_yaml().as_bytes())?;
+        outfile::write_atomic(&path, profile.to_yaml().as_bytes())?;
         eprintln!("saved {}", path.display());
     }
     if confirm("Save the audit report (.json, .xml = JUnit, .md, anything else = text)?")? {
@@ -62,7 +63,7 @@ pub fn run(ctx: Ctx) -> anyhow::Result<ExitCode> {
             color: crate::report::ColorChoice::Never,
         };
         let text = audit::render(&report, format, FailOn::Fail, plain)?;
-        output::write_atomic(&path, text.as_bytes())?;
+        outfile::write_atomic(&path, text.as_bytes())?;
         eprintln!("saved {} ({})", path.display(), format.as_str());
     }
     Ok(if FailOn::Fail.trips(&report.summary) {

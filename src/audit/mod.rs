@@ -189,7 +189,7 @@ pub fn run(a: AuditArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
         ctx
     };
     let out = render(&r, a.format, a.fail_on, ctx)?;
-    report::output::emit(&out, a.output.as_deref())?;
+    crate::outfile::emit(&out, a.output.as_deref())?;
     Ok(if a.fail_on.trips(&r.summary) || invalid_measurement {
         ExitCode::from(1)
     } else {

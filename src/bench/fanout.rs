@@ -187,9 +187,9 @@ pub fn run(a: FanoutArgs, ctx: crate::cli::Ctx) -> anyhow::Result<std::process::
         super::BenchFormat::Text => crate::report::text::bench::render(&report, &ctx.palette()),
     };
     if let Some(p) = &a.save_json {
-        crate::report::output::write_atomic(p, crate::report::json::render(&report)?.as_bytes())?;
+        crate::outfile::write_atomic(p, crate::report::json::render(&report)?.as_bytes())?;
     }
-    crate::report::output::emit(&text, a.output.as_deref())?;
+    crate::outfile::emit(&text, a.output.as_deref())?;
     Ok(if report.valid {
         std::process::ExitCode::SUCCESS
     } else {

@@ -85,7 +85,7 @@ pub fn run(a: IdleArgs, ctx: crate::cli::Ctx) -> anyhow::Result<std::process::Ex
             crate::report::text::bench::render_idle(&report, &ctx.palette())
         }
     };
-    crate::report::output::emit(&text, a.output.as_deref())?;
+    crate::outfile::emit(&text, a.output.as_deref())?;
     Ok(if report.valid {
         std::process::ExitCode::SUCCESS
     } else {

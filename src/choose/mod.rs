@@ -248,13 +248,13 @@ pub fn run(a: ChooseArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
         if let Some(o) = &a.output {
             files.push((o, out.as_bytes()));
         }
-        crate::report::output::write_all_atomic(&files)?;
+        crate::outfile::write_all_atomic(&files)?;
         if a.output.is_none() {
-            crate::report::output::emit(&out, None)?;
+            crate::outfile::emit(&out, None)?;
         }
         return Ok(ExitCode::SUCCESS);
     }
-    crate::report::output::emit(&out, a.output.as_deref())?;
+    crate::outfile::emit(&out, a.output.as_deref())?;
     Ok(ExitCode::SUCCESS)
 }
 

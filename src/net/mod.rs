@@ -87,7 +87,7 @@ async fn serve(cfg: Config, addr_file: Option<&Path>, nofile: (u64, u64)) -> any
         if let Some(c) = control_addr {
             text.push_str(&format!("{c}\n"));
         }
-        crate::report::output::write_atomic(p, text.as_bytes())
+        crate::outfile::write_atomic(p, text.as_bytes())
             .with_context(|| format!("--addr-file {}", p.display()))?;
     }
 

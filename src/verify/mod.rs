@@ -624,7 +624,7 @@ pub fn run(a: VerifyArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
             crate::audit::render(&fr, f, crate::report::FailOn::Fail, ctx)?
         }
     };
-    crate::report::output::emit(&content, a.output.as_deref())?;
+    crate::outfile::emit(&content, a.output.as_deref())?;
     Ok(if report.summary.invalid > 0 {
         ExitCode::from(1)
     } else {

@@ -1,0 +1,93 @@
+//! `-o PATH` through the binary: devices, FIFOs and symlinks are written, never replaced;
+//! `-o -` is stdout. (The unit tests in src/outfile.rs cover every kind of path.)
+use assert_cmd::Command;
+use std::os::unix::fs::FileTypeExt;
+
+fn rtcheck() -> Command {
+    let mut c = Command::cargo_bin("rtcheck").unwrap();
+    c.env_remove("NO_COLOR");
+    c.timeout(std::time::Duration::from_secs(60));
+    c
+}
+
+#[test]
+fn audit_to_a_character_device_leaves_it_a_device() {
+    let dir = tempfile::tempdir().unwrap();
+    let n = dir.path().join("n");
+    nix::sys::stat::mknod(
+        &n,
+        nix::sys::stat::SFlag::S_IFCHR,
+        nix::sys::stat::Mode::from_bits_truncate(0o666),
+        nix::sys::stat::makedev(1, 3),
+    )
+    .expect("mknod needs root (CI runs as root)");
+    for path in [n.as_path(), std::path::Path::new("/dev/null")] {
+        let out = rtcheck()
+            .args(["audit", "--format", "json", "--fail-on", "never", "-o"])
+            .arg(path)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let ft = std::fs::symlink_metadata(path).unwrap().file_type();
+        assert!(
+            ft.is_char_device(),
+            "{} is no longer a device",
+            path.display()
+        );
+    }
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+}
+
+#[test]
+fn dash_means_stdout_and_no_file_named_dash() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = rtcheck()
+        .current_dir(dir.path())
+        .args(["evidence", "ulimit-n", "--format", "json", "-o", "-"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["id"], "ulimit-n");
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+}
+
+#[test]
+fn a_symlinked_output_keeps_the_link() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("report.json");
+    let link = dir.path().join("latest.json");
+    std::os::unix::fs::symlink("report.json", &link).unwrap();
+    let out = rtcheck()
+        .args(["evidence", "ulimit-n", "--format", "json", "-o"])
+        .arg(&link)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert!(std::fs::symlink_metadata(&link)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&target).unwrap()).unwrap();
+    assert_eq!(v["id"], "ulimit-n");
+}
+
+#[test]
+fn a_missing_directory_is_one_line_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = rtcheck()
+        .args(["checklist", "-o"])
+        .arg(dir.path().join("nope").join("x.txt"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("nope/x.txt: cannot write"), "{err}");
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+}
