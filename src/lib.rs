@@ -7,6 +7,7 @@ pub mod checklist;
 pub mod choose;
 pub mod cli;
 pub mod evidence;
+pub mod findings;
 pub mod guided;
 pub mod net;
 pub mod outfile;

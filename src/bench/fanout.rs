@@ -7,7 +7,7 @@ use super::scenario::{self, Scenario};
 use super::sys::{self, ChildGuard};
 use super::validity::{self, Inputs};
 use super::wire::{Event, LoadgenResult, CMD_CLOSE_SLOW, CMD_CUTOFF, CMD_STOP};
-use crate::report::Status;
+use crate::findings::Status;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::{BufRead, IsTerminal, Write};
 use std::net::SocketAddr;
