@@ -12,7 +12,6 @@ pub mod sse;
 pub mod sys;
 pub mod wsframe;
 
-use crate::cli::Ctx;
 use anyhow::Context;
 pub use config::ServeArgs;
 use config::{Config, Protocol};
@@ -26,7 +25,7 @@ use std::time::Duration;
 /// How long shutdown waits for clients to take their close frames.
 const DRAIN: Duration = Duration::from_secs(1);
 
-pub fn run_serve(a: ServeArgs, _ctx: Ctx) -> anyhow::Result<ExitCode> {
+pub fn run_serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     let cfg = Config::from_args(&a, cpus).map_err(anyhow::Error::msg)?;
     if a.exit_with_parent {

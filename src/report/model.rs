@@ -1,8 +1,8 @@
-//! Report envelopes the renderers take: `FindingsReport` (audit). The findings themselves
-//! (`Finding`, `Status`, `Summary`, ...) are made by the domain and live in
-//! `crate::findings`; `choose` (Recommendation), `bench` (BenchReport) and `verify`
-//! (VerifyReport) keep their result types next to their domain code. Renderers import
-//! models, never the reverse.
+//! Report envelopes the renderers take: `FindingsReport` (audit, and verify as findings for
+//! junit/github) and `VerifyReport` (verify), built by the command layer from what the
+//! domain produced. The findings themselves (`Finding`, `Status`, `Summary`, ...) live in
+//! `crate::findings`; `choose` (Recommendation) and `bench` (BenchReport) keep their result
+//! types next to their domain code. Renderers import models, never the reverse.
 pub use crate::evidence::EvidenceRef;
 pub use crate::findings::*;
 use serde::{Deserialize, Serialize};
@@ -40,6 +40,54 @@ impl FindingsReport {
             findings,
             // Microsecond resolution is plenty and keeps the JSON readable.
             duration_ms: (duration_ms * 1000.0).round() / 1000.0,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct VerifySummary {
+    pub total: usize,
+    pub valid: usize,
+    pub invalid: usize,
+}
+
+/// The result of `rtcheck verify`: what the JSON/YAML formats print and the text and
+/// markdown renderers take (junit/github render it as findings, one per measurement).
+#[derive(Debug, Clone, Serialize)]
+pub struct VerifyReport {
+    /// Always "verify".
+    pub kind: String,
+    /// Where everything ran.
+    pub target: String,
+    /// The experiments run, in order (`crate::verify::EXPERIMENTS` names).
+    pub experiments: Vec<String>,
+    /// The options they ran with (defaults filled in).
+    pub options: crate::verify::VerifyOptions,
+    pub verifications: Vec<Verification>,
+    pub summary: VerifySummary,
+    pub duration_ms: u64,
+}
+
+impl VerifyReport {
+    pub fn new(
+        experiments: Vec<String>,
+        verifications: Vec<Verification>,
+        options: crate::verify::VerifyOptions,
+        started: std::time::Instant,
+    ) -> Self {
+        let valid = verifications.iter().filter(|v| v.valid).count();
+        VerifyReport {
+            kind: "verify".into(),
+            target: "loopback (127.0.0.0/8) only".into(),
+            experiments,
+            options,
+            summary: VerifySummary {
+                total: verifications.len(),
+                valid,
+                invalid: verifications.len() - valid,
+            },
+            verifications,
+            duration_ms: started.elapsed().as_millis() as u64,
         }
     }
 }

@@ -1,28 +1,5 @@
-//! Colour decisions (files are written by `crate::outfile`).
-use std::io::IsTerminal;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
-pub enum ColorChoice {
-    #[default]
-    Auto,
-    Always,
-    Never,
-}
-
-impl ColorChoice {
-    /// `always` wins over NO_COLOR (explicit flag beats environment); `auto` honours
-    /// NO_COLOR (any non-empty value) and colours only a terminal.
-    pub fn enabled_for_stdout(self) -> bool {
-        match self {
-            ColorChoice::Always => true,
-            ColorChoice::Never => false,
-            ColorChoice::Auto => {
-                let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
-                !no_color && std::io::stdout().is_terminal()
-            }
-        }
-    }
-}
+//! The palette renderers paint with; whether it is enabled is decided once, in
+//! `crate::cmd::output::color_enabled`.
 
 /// Colours for statuses and emphasis; a disabled palette returns text unchanged.
 #[derive(Debug, Clone, Copy)]
