@@ -91,3 +91,46 @@ fn a_missing_directory_is_one_line_exit_2() {
     assert!(err.contains("nope/x.txt: cannot write"), "{err}");
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
 }
+
+/// Run `args` on a pseudo-terminal (stdout is a tty), NO_COLOR unset; returns what the
+/// terminal showed once rtcheck exited.
+fn on_a_terminal(args: &[&str]) -> String {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_rtcheck"));
+    cmd.args(args).env_remove("NO_COLOR").env("TERM", "xterm");
+    let mut s = expectrl::Session::spawn(cmd).expect("spawn rtcheck in a pty");
+    s.set_expect_timeout(Some(std::time::Duration::from_secs(30)));
+    let shown = s.expect(expectrl::Eof).expect("rtcheck exits");
+    String::from_utf8_lossy(shown.as_bytes()).into_owned()
+}
+
+#[test]
+fn auto_colour_goes_to_a_terminal_never_into_a_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("choice.txt");
+    let answers = [
+        "choose",
+        "--visible-within",
+        "200ms",
+        "--upstream",
+        "sparse",
+        "--loss",
+        "shared",
+    ];
+    // The control: the same command on the terminal is coloured.
+    let screen = on_a_terminal(&answers);
+    assert!(
+        screen.contains("\x1b["),
+        "no colour on a terminal: {screen}"
+    );
+    let mut to_file = answers.to_vec();
+    let path = file.to_str().unwrap();
+    to_file.extend(["-o", path]);
+    on_a_terminal(&to_file);
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(text.contains("websocket") || text.contains("sse"), "{text}");
+    assert!(!text.contains('\x1b'), "escape codes in the file: {text:?}");
+    // `-o -` is the terminal again: coloured.
+    to_file.truncate(answers.len());
+    to_file.extend(["-o", "-"]);
+    assert!(on_a_terminal(&to_file).contains("\x1b["));
+}

@@ -3,7 +3,8 @@ use super::output::{BenchFormats, OutputArgs};
 use super::{parse_count, Ctx, DEFAULT_CONNECTIONS};
 use crate::bench::fanout::{self, FanoutOptions};
 use crate::bench::idle::{self, IdleOptions, IdleProto};
-use crate::bench::{loadgen, scenario};
+use crate::bench::loadgen::{self, LoadgenOptions};
+use crate::bench::scenario;
 use crate::report::Format;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -23,14 +24,56 @@ pub enum BenchCommand {
     Idle(IdleArgs),
     /// The load generator process (started by `fanout` and `idle`).
     #[command(hide = true)]
-    Loadgen(loadgen::LoadgenArgs),
+    Loadgen(LoadgenArgs),
 }
 
 pub fn run(a: BenchArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
     match a.command {
         BenchCommand::Fanout(f) => run_fanout(f, ctx),
         BenchCommand::Idle(i) => run_idle(i, ctx),
-        BenchCommand::Loadgen(l) => loadgen::run(l),
+        BenchCommand::Loadgen(l) => loadgen::run(l.options()),
+    }
+}
+
+/// Flags of the hidden load generator process (started by `fanout` and `idle`).
+#[derive(Debug, Clone, clap::Args)]
+pub struct LoadgenArgs {
+    /// ws://HOST:PORT/PATH (WebSocket), tcp://HOST:PORT (raw length-prefixed frames),
+    /// http://HOST:PORT/PATH (Server-Sent Events). Loopback only.
+    #[arg(long)]
+    pub url: String,
+    #[arg(long, value_name = "N", default_value_t = 100, value_parser = parse_count, allow_negative_numbers = true)]
+    pub connections: u64,
+    /// Clients that connect with a small receive buffer and never read.
+    #[arg(long, default_value_t = 0)]
+    pub slow: u64,
+    /// Rounds expected (seq 1..=rounds); 0 = idle clients, nothing expected.
+    #[arg(long, default_value_t = 100)]
+    pub rounds: u64,
+    #[arg(long, default_value_t = 2048)]
+    pub slow_rcvbuf: u32,
+    /// Hard stop: the process ends by itself after this long even without a stop command.
+    #[arg(long, default_value_t = 300)]
+    pub max_seconds: u64,
+    #[arg(long, default_value_t = 64)]
+    pub connect_concurrency: usize,
+    /// WebSocket read buffer per client (small: 10,000 clients share one process).
+    #[arg(long, default_value_t = 4096)]
+    pub read_buffer: usize,
+}
+
+impl LoadgenArgs {
+    pub fn options(&self) -> LoadgenOptions {
+        LoadgenOptions {
+            url: self.url.clone(),
+            connections: self.connections,
+            slow: self.slow,
+            rounds: self.rounds,
+            slow_rcvbuf: self.slow_rcvbuf,
+            max_seconds: self.max_seconds,
+            connect_concurrency: self.connect_concurrency,
+            read_buffer: self.read_buffer,
+        }
     }
 }
 

@@ -85,7 +85,9 @@ impl VerifyArgs {
     /// The options these flags give (`--full` is the reference scale).
     pub fn options(&self) -> VerifyOptions {
         let (closed, opened) = if self.full {
-            (10_000, 20_000)
+            // The reference run's scale, from the evidence.
+            let n = |v| crate::evidence::num("ephemeral-ports", v) as u64;
+            (n("closed"), n("opened"))
         } else {
             (self.closed, self.opened)
         };
@@ -209,6 +211,18 @@ mod tests {
         assert_eq!(d.timeout, Duration::from_secs(180));
         assert!(d.progress);
         d.validate().unwrap();
+    }
+
+    #[test]
+    fn full_is_the_reference_scale_of_the_evidence() {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct W {
+            #[command(flatten)]
+            a: VerifyArgs,
+        }
+        let o = W::try_parse_from(["v", "--full"]).unwrap().a.options();
+        assert_eq!((o.closed, o.opened), (10_000, 20_000));
     }
 
     #[test]
