@@ -134,3 +134,27 @@ fn auto_colour_goes_to_a_terminal_never_into_a_file() {
     to_file.extend(["-o", "-"]);
     assert!(on_a_terminal(&to_file).contains("\x1b["));
 }
+
+#[test]
+fn every_command_with_a_report_has_dash_o_and_lists_only_its_formats() {
+    let cases: [(&[&str], &str); 7] = [
+        (&["choose"], "text, json, yaml, markdown]"),
+        (&["audit"], "text, json, yaml, markdown, junit, github]"),
+        (&["verify"], "text, json, yaml, markdown, junit, github]"),
+        (&["evidence"], "text, json, yaml, markdown]"),
+        (&["checklist"], "text, json, yaml, markdown]"),
+        (&["bench", "fanout"], "text, json, markdown]"),
+        (&["bench", "idle"], "text, json, markdown]"),
+    ];
+    for (cmd, formats) in cases {
+        let out = rtcheck().args(cmd).arg("--help").output().unwrap();
+        // Joined, since clap wraps long lines.
+        let help = String::from_utf8(out.stdout).unwrap();
+        let help = help.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(help.contains("-o, --output <FILE>"), "{cmd:?}: {help}");
+        assert!(
+            help.contains(&format!("[possible values: {formats}")),
+            "{cmd:?}: {help}"
+        );
+    }
+}

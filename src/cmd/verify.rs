@@ -64,8 +64,8 @@ pub struct VerifyArgs {
     /// Total time bound for the whole run.
     #[arg(long, default_value = "3m", value_parser = crate::units::parse_duration)]
     pub timeout: Duration,
-    /// json/yaml: verify's own report (experiments, options, verifications, summary);
-    /// junit/github: one test case or annotation per measurement.
+    // json/yaml: verify's own report (experiments, options, verifications, summary);
+    // junit/github: one test case or annotation per measurement.
     #[command(flatten)]
     pub out: OutputArgs<AllFormats>,
     /// No progress bar.
