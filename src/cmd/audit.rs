@@ -101,7 +101,7 @@ pub fn build_report(
     ))
 }
 
-/// Render a findings report in any findings format (shared with `verify`).
+/// Render an audit report in any format (also used by the guided run).
 pub fn render(
     r: &FindingsReport,
     format: Format,
