@@ -40,7 +40,7 @@ fn main() {
         let t = Instant::now();
         let r = build_report(profile.clone(), &roots, &[]).expect("audit runs");
         audit.push(t.elapsed());
-        let out = json::render(&r).unwrap() + &text::audit::render(&r, Palette::plain());
+        let out = json::render(&r).unwrap() + &text::audit::render(&r, Palette::plain(), false);
         full.push(t.elapsed());
         std::hint::black_box(out);
     }

@@ -56,6 +56,9 @@ pub struct AuditArgs {
     /// measurement (findings[].verification); an invalid measurement gives exit 1.
     #[arg(long)]
     pub verify: bool,
+    /// Text: every check in full (rule, evidence, every fix line), not only what needs action.
+    #[arg(long)]
+    pub explain: bool,
     /// Time bound for --verify.
     #[arg(long, value_name = "DURATION", default_value = "3m", value_parser = crate::units::parse_duration)]
     pub verify_timeout: std::time::Duration,
@@ -107,9 +110,10 @@ pub fn render(
     format: Format,
     fail_on: FailOn,
     p: Palette,
+    explain: bool,
 ) -> anyhow::Result<String> {
     Ok(match format {
-        Format::Text => report::text::audit::render(r, p),
+        Format::Text => report::text::audit::render(r, p, explain),
         Format::Json => report::json::render(r)?,
         Format::Yaml => report::yaml::render(r)?,
         Format::Markdown => report::markdown::audit::render(r),
@@ -141,7 +145,13 @@ pub fn run(a: AuditArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
         .findings
         .iter()
         .any(|f| f.verification.as_ref().is_some_and(|v| !v.valid));
-    let out = render(&r, a.out.format, a.fail_on, a.out.palette(ctx.color))?;
+    let out = render(
+        &r,
+        a.out.format,
+        a.fail_on,
+        a.out.palette(ctx.color),
+        a.explain,
+    )?;
     a.out.emit(&out)?;
     Ok(if a.fail_on.trips(&r.summary) || invalid_measurement {
         ExitCode::from(1)

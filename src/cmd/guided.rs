@@ -50,7 +50,7 @@ pub fn run(ctx: Ctx) -> anyhow::Result<ExitCode> {
     let report = audit::build_report(profile.clone(), &roots, &[])?;
     println!(
         "{}",
-        audit::render(&report, Format::Text, FailOn::Fail, screen)?
+        audit::render(&report, Format::Text, FailOn::Fail, screen, false)?
     );
 
     if confirm("Save the profile (reuse with `rtcheck audit --profile FILE`)?")? {
@@ -61,7 +61,13 @@ pub fn run(ctx: Ctx) -> anyhow::Result<ExitCode> {
     if confirm("Save the audit report (.json, .xml = JUnit, .md, anything else = text)?")? {
         let path = ask_path("Report file", "rtcheck-audit.md")?;
         let format = format_for(&path);
-        let text = audit::render(&report, format, FailOn::Fail, ctx.palette_for(Some(&path)))?;
+        let text = audit::render(
+            &report,
+            format,
+            FailOn::Fail,
+            ctx.palette_for(Some(&path)),
+            false,
+        )?;
         outfile::write_atomic(&path, text.as_bytes())?;
         eprintln!("saved {} ({})", path.display(), format.as_str());
     }

@@ -7,6 +7,7 @@ pub mod audit;
 pub mod bench;
 pub mod catalog;
 pub mod choose;
+pub mod explain;
 pub mod guided;
 pub mod output;
 pub mod prompts;
@@ -63,6 +64,8 @@ pub enum Command {
     Bench(bench::BenchArgs),
     /// Demonstrate audit findings live on loopback.
     Verify(verify::VerifyArgs),
+    /// The full rule, evidence and fix of one audit check, or one evidence entry.
+    Explain(explain::ExplainArgs),
     /// Print a shell completion script.
     Completions {
         #[arg(value_enum)]
@@ -79,11 +82,13 @@ pub struct Ctx {
 impl Ctx {
     /// The palette for a report written to `output` (None or `-` is stdout).
     pub fn palette_for(&self, output: Option<&std::path::Path>) -> crate::report::Palette {
+        let sink = output::Sink::of(output);
         crate::report::Palette::new(output::color_enabled(
             self.color,
-            output::Sink::of(output),
+            sink,
             output::no_color_env(),
         ))
+        .with_width(output::width_for(sink))
     }
 }
 

@@ -46,6 +46,24 @@ pub fn color_enabled(choice: ColorChoice, sink: Sink, no_color_env: bool) -> boo
     }
 }
 
+/// Columns of the terminal on stdout; None when stdout is not a terminal.
+fn stdout_columns() -> Option<usize> {
+    // SAFETY: TIOCGWINSZ fills a winsize struct we own; fd 1 may be anything, and any
+    // failure is just "not a terminal".
+    let mut ws: libc::winsize = unsafe { std::mem::zeroed() };
+    let r = unsafe { libc::ioctl(libc::STDOUT_FILENO, libc::TIOCGWINSZ, &mut ws) };
+    (r == 0 && ws.ws_col > 0).then_some(ws.ws_col as usize)
+}
+
+/// The width text output fits: the terminal's on a terminal, 80 columns anywhere else
+/// (files, pipes, CI logs), so the same report reads the same in every log.
+pub fn width_for(sink: Sink) -> usize {
+    match sink {
+        Sink::Terminal => stdout_columns().unwrap_or(crate::report::output::DEFAULT_WIDTH),
+        _ => crate::report::output::DEFAULT_WIDTH,
+    }
+}
+
 /// NO_COLOR set to a non-empty value.
 pub fn no_color_env() -> bool {
     std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty())
@@ -119,11 +137,8 @@ impl<F: FormatSet> OutputArgs<F> {
 
     /// The palette for this output under `--color`.
     pub fn palette(&self, color: ColorChoice) -> Palette {
-        Palette::new(color_enabled(
-            color,
-            Sink::of(self.output.as_deref()),
-            no_color_env(),
-        ))
+        let sink = Sink::of(self.output.as_deref());
+        Palette::new(color_enabled(color, sink, no_color_env())).with_width(width_for(sink))
     }
 
     /// Write the rendered report to stdout or `-o`.

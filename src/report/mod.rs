@@ -40,3 +40,51 @@ impl Format {
         }
     }
 }
+
+/// Whether a fix line is a shell command (copyable into a terminal) rather than prose
+/// ("in the application: ...", "systemd unit, [Service]: ..."), so renderers keep prose out
+/// of code blocks.
+pub fn is_shell_command(line: &str) -> bool {
+    const COMMANDS: &[&str] = &[
+        "sudo",
+        "printf",
+        "ulimit",
+        "docker",
+        "ss",
+        "echo",
+        "sysctl",
+        "systemctl",
+        "taskset",
+        "prlimit",
+        "cat",
+        "ip",
+        "kubectl",
+        "ethtool",
+        "modprobe",
+    ];
+    let word = line.split_whitespace().next().unwrap_or("");
+    COMMANDS.contains(&word)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn prose_is_not_a_command() {
+        assert!(super::is_shell_command(
+            "sudo sysctl -w net.core.somaxconn=10000"
+        ));
+        assert!(super::is_shell_command("ulimit -n 20000   # in the shell"));
+        assert!(!super::is_shell_command(
+            "in the application: ping every 20-30 s"
+        ));
+        assert!(!super::is_shell_command(
+            "systemd unit, [Service]: LimitNOFILE=20000"
+        ));
+        assert!(!super::is_shell_command(
+            "/etc/security/limits.conf: `<user> soft nofile`"
+        ));
+        assert!(!super::is_shell_command(
+            "Kubernetes: resources.limits.cpu: 5"
+        ));
+    }
+}

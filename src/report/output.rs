@@ -1,18 +1,34 @@
 //! The palette renderers paint with; whether it is enabled is decided once, in
 //! `crate::cmd::output::color_enabled`.
 
-/// Colours for statuses and emphasis; a disabled palette returns text unchanged.
+/// Width of text output when it does not go to a terminal (files, pipes, CI logs).
+pub const DEFAULT_WIDTH: usize = 80;
+
+/// Colours for statuses and emphasis, and the width text output fits in; a disabled
+/// palette returns text unchanged.
 #[derive(Debug, Clone, Copy)]
 pub struct Palette {
     pub enabled: bool,
+    /// Columns the text renderers wrap and size tables to.
+    pub width: usize,
 }
 
 impl Palette {
     pub fn new(enabled: bool) -> Self {
-        Palette { enabled }
+        Palette {
+            enabled,
+            width: DEFAULT_WIDTH,
+        }
     }
     pub fn plain() -> Self {
-        Palette { enabled: false }
+        Palette::new(false)
+    }
+    /// The same palette fitted to `width` columns (at least 40, so tables stay readable).
+    pub fn with_width(self, width: usize) -> Self {
+        Palette {
+            width: width.max(40),
+            ..self
+        }
     }
     fn paint(&self, s: &str, f: impl Fn(&str) -> String) -> String {
         if self.enabled {

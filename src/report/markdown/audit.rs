@@ -15,6 +15,39 @@ fn icon(s: Status) -> &'static str {
     }
 }
 
+/// The fix lines: commands in one ```sh block (safe to copy and run), prose as a list
+/// below it.
+fn fix_block(fix: &crate::report::Fix) -> String {
+    type Lines<'a> = Vec<(&'static str, &'a String)>;
+    let (commands, prose): (Lines, Lines) = fix
+        .runtime
+        .iter()
+        .map(|c| ("now", c))
+        .chain(fix.persistent.iter().map(|c| ("persistent", c)))
+        .partition(|(_, c)| crate::report::is_shell_command(c));
+    let mut out = String::new();
+    if !commands.is_empty() {
+        out.push_str("\n```sh\n");
+        let mut last = "";
+        for (when, c) in commands {
+            if when != last {
+                out.push_str(&format!("# {when}\n"));
+                last = when;
+            }
+            out.push_str(c);
+            out.push('\n');
+        }
+        out.push_str("```\n");
+    }
+    if !prose.is_empty() {
+        out.push('\n');
+        for (_, c) in prose {
+            out.push_str(&format!("- {c}\n"));
+        }
+    }
+    out
+}
+
 pub fn render(r: &FindingsReport) -> String {
     let p = &r.profile;
     let s = &r.summary;
@@ -67,22 +100,41 @@ pub fn render(r: &FindingsReport) -> String {
             ));
         }
         out.push_str(&format!("- **fix:** {}\n", f.fix.summary));
-        if !f.fix.runtime.is_empty() || !f.fix.persistent.is_empty() {
-            out.push_str("\n```sh\n# now\n");
-            for c in &f.fix.runtime {
-                out.push_str(c);
-                out.push('\n');
-            }
-            out.push_str("# persistent\n");
-            for c in &f.fix.persistent {
-                out.push_str(c);
-                out.push('\n');
-            }
-            out.push_str("```\n");
-        }
+        out.push_str(&fix_block(&f.fix));
         if let Some(v) = &f.verify {
             out.push_str(&format!("\nLive demonstration: `rtcheck verify {v}`\n"));
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn code_blocks_hold_only_commands() {
+        let fix = crate::report::Fix {
+            summary: "s".into(),
+            runtime: vec!["sudo sysctl -w a=1".into()],
+            persistent: vec![
+                "printf 'a = 1\\n' | sudo tee /etc/sysctl.d/x.conf".into(),
+                "in the application: ping every 20-30 s".into(),
+            ],
+        };
+        let md = super::fix_block(&fix);
+        let block = md
+            .split("```sh\n")
+            .nth(1)
+            .unwrap()
+            .split("```")
+            .next()
+            .unwrap();
+        assert_eq!(
+            block,
+            "# now\nsudo sysctl -w a=1\n# persistent\nprintf 'a = 1\\n' | sudo tee /etc/sysctl.d/x.conf\n"
+        );
+        assert!(
+            md.ends_with("\n- in the application: ping every 20-30 s\n"),
+            "{md}"
+        );
+    }
 }

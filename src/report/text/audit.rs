@@ -1,9 +1,12 @@
 //! Text rendering of a findings report (audit, and verify through the same function):
-//! one table row per check, then the details of everything that is not a plain pass.
-use crate::report::{FindingsReport, Palette, Status};
-use comfy_table::{
-    presets::UTF8_FULL_CONDENSED, Attribute, Cell, Color, ContentArrangement, Table,
-};
+//! the verdict, one table row per check fitted to the width, then the details of what needs
+//! action (fail, warn; the reason of a skip). `--explain` prints every check in full.
+use super::{first_sentence, wrap};
+use crate::report::{Finding, FindingsReport, Palette, Status};
+use comfy_table::{Attribute, Cell, Color, ContentArrangement, Table};
+
+/// Only a line under the header: no borders, so every column goes to content.
+const PRESET: &str = "     ─             ";
 
 /// Status cell styled by comfy-table itself, so column widths ignore escape codes.
 fn status_cell(st: Status, colour: bool) -> Cell {
@@ -19,11 +22,10 @@ fn status_cell(st: Status, colour: bool) -> Cell {
     }
 }
 
-pub fn render(r: &FindingsReport, pal: Palette) -> String {
-    let mut out = String::new();
+fn header(r: &FindingsReport, pal: Palette) -> String {
     let p = &r.profile;
     let transport = p.transport.map(|t| t.as_str()).unwrap_or("websocket");
-    out.push_str(&pal.bold(&format!(
+    let title = format!(
         "rtcheck {}: {} {} connections{}, role {}",
         r.kind,
         crate::evidence::fmt_num(p.connections as f64),
@@ -34,82 +36,207 @@ pub fn render(r: &FindingsReport, pal: Palette) -> String {
             String::new()
         },
         p.role.as_str()
-    )));
+    );
+    let mut out = pal.bold(wrap(&title, pal.width, "", "  ").trim_end());
     out.push('\n');
     if let Some(t) = &r.target {
-        out.push_str(&pal.dim(t));
+        out.push_str(&pal.dim(wrap(t, pal.width, "", "  ").trim_end()));
         out.push('\n');
     }
+    out
+}
+
+/// The verdict line, in the order every format uses: fail, warn, pass, skip.
+pub fn summary_line(r: &FindingsReport, pal: Palette) -> String {
+    let s = &r.summary;
+    format!(
+        "{} fail, {} warn, {} pass, {} skip in {} ms\n",
+        pal.bad(&s.fail.to_string()),
+        pal.warn(&s.warn.to_string()),
+        pal.good(&s.pass.to_string()),
+        s.skip,
+        r.duration_ms
+    )
+}
+
+/// What the table shows as observed: the reason for a check that read nothing.
+fn observed(f: &Finding) -> &str {
+    match (&f.status, &f.reason) {
+        (Status::Skip, Some(reason)) => reason,
+        _ => &f.observed,
+    }
+}
+
+/// One line per check: status, id, observed, the fix's first sentence; cells that do not
+/// fit are cut with "…" (the details and `--explain` have them whole).
+fn table(r: &FindingsReport, pal: Palette) -> String {
     let mut table = Table::new();
     table
-        .load_preset(UTF8_FULL_CONDENSED)
+        .load_preset(PRESET)
         .set_content_arrangement(ContentArrangement::Dynamic)
-        .set_width(120)
-        .set_header(vec!["status", "check", "observed", "expected"]);
+        .set_width(pal.width as u16)
+        .set_truncation_indicator("…")
+        .set_header(vec!["status", "check", "observed", "fix"]);
     if pal.enabled {
         table.enforce_styling();
     } else {
         table.force_no_tty();
     }
     for f in &r.findings {
-        let observed = match (&f.status, &f.reason) {
-            (Status::Skip, Some(reason)) if f.observed == "not read" => reason.clone(),
-            _ => f.observed.clone(),
+        let fix = match f.status {
+            Status::Pass | Status::Skip => "-",
+            _ => first_sentence(&f.fix.summary),
         };
-        table.add_row(vec![
+        let mut row = comfy_table::Row::from(vec![
             status_cell(f.status, pal.enabled),
             Cell::new(&f.id),
-            Cell::new(observed),
-            Cell::new(&f.expected),
+            Cell::new(observed(f)),
+            Cell::new(fix),
         ]);
+        row.max_height(1);
+        table.add_row(row);
     }
-    out.push_str(&table.to_string());
-    out.push('\n');
-
-    for f in r.findings.iter().filter(|f| f.status != Status::Pass) {
+    // Cut, never wrap: comfy-table pads to the width, trailing blanks are noise.
+    let mut out: String = table
+        .to_string()
+        .lines()
+        .map(|l| format!("{}\n", l.trim_end()))
+        .collect();
+    if out.is_empty() {
         out.push('\n');
-        out.push_str(&format!(
-            "{} {}: {}\n",
-            pal.status(f.status),
-            pal.bold(&f.id),
-            f.title
-        ));
-        if let Some(reason) = &f.reason {
-            out.push_str(&format!("  reason:   {reason}\n"));
+    }
+    out
+}
+
+/// The compact block of a fail or warn: what was seen, what is needed, the fix and the
+/// commands to run now.
+fn details(f: &Finding, pal: Palette) -> String {
+    let w = pal.width;
+    let mut out = wrap(
+        &format!("{} {}: {}", f.status.as_str(), f.id, f.title),
+        w,
+        "",
+        "  ",
+    );
+    out = out.replacen(f.status.as_str(), &pal.status(f.status), 1);
+    out.push_str(&wrap(&f.observed, w, "  observed: ", "            "));
+    out.push_str(&wrap(&f.expected, w, "  expected: ", "            "));
+    if !f.fix.summary.is_empty() {
+        out.push_str(&wrap(&f.fix.summary, w, "  fix:      ", "            "));
+    }
+    for c in &f.fix.runtime {
+        // Commands stay on one line so they can be copied.
+        out.push_str(&format!("    $ {c}\n"));
+    }
+    if let Some(v) = &f.verification {
+        out.push_str(&measured_line(v, w));
+    }
+    out
+}
+
+fn measured_line(v: &crate::report::Verification, w: usize) -> String {
+    wrap(
+        &format!(
+            "{} live on loopback ({}): {}",
+            crate::report::text::verify::measured(v),
+            v.name,
+            v.verdict
+        ),
+        w,
+        "  measured: ",
+        "            ",
+    )
+}
+
+/// A fix line: a command stays whole (to be copied), prose wraps.
+fn fix_line(label: &str, line: &str, w: usize) -> String {
+    let first = format!("    {:<8}", format!("{label}:"));
+    if crate::report::is_shell_command(line) {
+        format!("{first}{line}\n")
+    } else {
+        wrap(line, w, &first, "            ")
+    }
+}
+
+/// Everything about one check: the rule, the evidence, every fix line, the experiment.
+pub fn explain(f: &Finding, pal: Palette) -> String {
+    let w = pal.width;
+    let ind = "            ";
+    let mut out = wrap(
+        &format!("{} {}: {}", f.status.as_str(), f.id, f.title),
+        w,
+        "",
+        "  ",
+    );
+    out = out.replacen(f.status.as_str(), &pal.status(f.status), 1);
+    if let Some(reason) = &f.reason {
+        out.push_str(&wrap(reason, w, "  reason:   ", ind));
+    }
+    out.push_str(&wrap(&f.observed, w, "  observed: ", ind));
+    out.push_str(&wrap(&f.expected, w, "  expected: ", ind));
+    out.push_str(&wrap(&f.rule, w, "  rule:     ", ind));
+    for e in &f.evidence {
+        let text = format!("[{}] {} ({})", e.id, e.value, e.source);
+        out.push_str(&wrap(&text, w, "  evidence: ", ind));
+    }
+    if !f.fix.summary.is_empty() {
+        out.push_str(&wrap(&f.fix.summary, w, "  fix:      ", ind));
+    }
+    for (label, lines) in [("now", &f.fix.runtime), ("keep", &f.fix.persistent)] {
+        for c in lines {
+            out.push_str(&fix_line(label, c, w));
         }
-        if f.status == Status::Skip {
-            continue; // the reason says it all; the table shows what was observed
+    }
+    if let Some(v) = &f.verify {
+        out.push_str(&format!("  verify:   rtcheck verify {v}\n"));
+    }
+    if let Some(v) = &f.verification {
+        out.push_str(&measured_line(v, w));
+    }
+    out
+}
+
+/// The report: verdict, table, then details for what needs action (`explain`: every
+/// check in full).
+pub fn render(r: &FindingsReport, pal: Palette, explain_all: bool) -> String {
+    let mut out = header(r, pal);
+    out.push_str(&summary_line(r, pal));
+    out.push('\n');
+    out.push_str(&table(r, pal));
+    if explain_all {
+        for f in &r.findings {
+            out.push('\n');
+            out.push_str(&explain(f, pal));
         }
-        out.push_str(&format!("  rule:     {}\n", f.rule));
-        for e in &f.evidence {
-            out.push_str(&format!(
-                "  evidence: [{}] {} ({})\n",
-                e.id, e.value, e.source
-            ));
-        }
-        if !f.fix.summary.is_empty() {
-            out.push_str(&format!("  fix:      {}\n", f.fix.summary));
-        }
-        for c in &f.fix.runtime {
-            out.push_str(&format!("    now:    {c}\n"));
-        }
-        for c in &f.fix.persistent {
-            out.push_str(&format!("    keep:   {c}\n"));
-        }
-        if let Some(v) = &f.verify {
-            out.push_str(&format!("  verify:   rtcheck verify {v}\n"));
-        }
-        if let Some(v) = &f.verification {
-            out.push_str(&format!(
-                "  measured: {} live on loopback ({})\n            {}\n",
-                crate::report::text::verify::measured(v),
-                v.name,
-                v.verdict
+        return out;
+    }
+    for f in r
+        .findings
+        .iter()
+        .filter(|f| matches!(f.status, Status::Fail | Status::Warn))
+    {
+        out.push('\n');
+        out.push_str(&details(f, pal));
+    }
+    let skips: Vec<_> = r
+        .findings
+        .iter()
+        .filter(|f| f.status == Status::Skip)
+        .collect();
+    if !skips.is_empty() {
+        out.push('\n');
+        for f in skips {
+            let reason = f.reason.as_deref().unwrap_or("not measured");
+            out.push_str(&wrap(
+                &format!("{}: {reason}", f.id),
+                pal.width,
+                &format!("{} ", pal.status(Status::Skip)),
+                "       ",
             ));
         }
     }
     // `audit --verify`: passing checks have no details block, so their live
-    // measurements are listed here.
+    // measurements are listed here, one line each.
     let passed: Vec<_> = r
         .findings
         .iter()
@@ -121,24 +248,29 @@ pub fn render(r: &FindingsReport, pal: Palette) -> String {
         out.push_str(&pal.bold("measured live on loopback (passing checks)"));
         out.push('\n');
         for (f, v) in passed {
-            out.push_str(&format!(
-                "  {}: {} ({})\n            {}\n",
-                f.id,
-                crate::report::text::verify::measured(v),
-                v.name,
-                v.verdict
+            out.push_str(&wrap(
+                &format!(
+                    "{}: {} ({}): {}",
+                    f.id,
+                    crate::report::text::verify::measured(v),
+                    v.name,
+                    v.verdict
+                ),
+                pal.width,
+                "  ",
+                "    ",
             ));
         }
     }
-    let s = &r.summary;
     out.push('\n');
-    out.push_str(&format!(
-        "{} pass, {} warn, {} fail, {} skip in {} ms\n",
-        pal.good(&s.pass.to_string()),
-        pal.warn(&s.warn.to_string()),
-        pal.bad(&s.fail.to_string()),
-        s.skip,
-        r.duration_ms
+    out.push_str(&wrap(
+        &format!(
+            "Rule, evidence and every fix: `rtcheck {} --explain`, or `rtcheck explain ID`.",
+            r.kind
+        ),
+        pal.width,
+        "",
+        "",
     ));
     out
 }

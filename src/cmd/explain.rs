@@ -1,0 +1,90 @@
+//! `rtcheck explain ID`: everything behind one audit check (its rule, evidence and every fix,
+//! computed for this host and a workload) or one evidence entry.
+use super::Ctx;
+use crate::audit::Roots;
+use crate::profile::Profile;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Debug, clap::Args)]
+#[command(after_help = "Examples:
+  rtcheck explain fd-limit                       the check, computed for this host and the default workload
+  rtcheck explain tcp-wmem --profile profile.yaml
+  rtcheck explain ulimit-n                       an evidence entry (same as `rtcheck evidence ulimit-n`)")]
+pub struct ExplainArgs {
+    /// An audit check id (fd-limit, tcp-wmem, ...) or an evidence id (ulimit-n, ...).
+    pub id: String,
+    /// Workload the check's numbers are computed for (from `rtcheck choose --save`).
+    #[arg(long, value_name = "FILE")]
+    pub profile: Option<PathBuf>,
+    /// procfs root, as for `rtcheck audit`.
+    #[arg(long, value_name = "DIR", default_value = "/proc")]
+    pub procfs: PathBuf,
+    /// sysfs root, as for `rtcheck audit`.
+    #[arg(long, value_name = "DIR", default_value = "/sys")]
+    pub sysfs: PathBuf,
+}
+
+pub fn run(a: ExplainArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
+    let pal = ctx.palette_for(None);
+    let checks = crate::audit::check_ids();
+    let out = if checks.contains(&a.id.as_str()) {
+        let mut profile = match &a.profile {
+            Some(path) => Profile::load(path)?,
+            None => Profile::default(),
+        };
+        profile
+            .transport
+            .get_or_insert(crate::audit::checks::DEFAULT_TRANSPORT);
+        let roots = Roots {
+            procfs: a.procfs.clone(),
+            sysfs: a.sysfs.clone(),
+            pid: None,
+        };
+        let r = super::audit::build_report(profile, &roots, &[])?;
+        let f = r
+            .findings
+            .iter()
+            .find(|f| f.id == a.id)
+            .ok_or_else(|| anyhow::anyhow!("check `{}` produced no finding", a.id))?;
+        let mut s = crate::report::text::audit::explain(f, pal);
+        let note = format!(
+            "Computed for this host ({}) and {} {} connections, role {}; \
+             `--profile FILE` for your workload.",
+            r.target.as_deref().unwrap_or("-"),
+            crate::evidence::fmt_num(r.profile.connections as f64),
+            r.profile
+                .transport
+                .map(|t| t.as_str())
+                .unwrap_or("websocket"),
+            r.profile.role.as_str()
+        );
+        s.push('\n');
+        s.push_str(&crate::report::text::wrap(&note, pal.width, "", ""));
+        s
+    } else if let Some(e) = crate::evidence::store().get(&a.id) {
+        let v = crate::catalog::EvidenceView::of(e);
+        crate::report::text::evidence::evidence_one(&v, &pal)
+    } else {
+        let mut ids = checks.clone();
+        ids.extend(
+            crate::evidence::store()
+                .entries
+                .iter()
+                .map(|e| e.id.as_str()),
+        );
+        let near = crate::catalog::closest(&a.id, &ids, 3);
+        let hint = if near.is_empty() {
+            String::new()
+        } else {
+            format!("; closest: {}", near.join(", "))
+        };
+        anyhow::bail!(
+            "unknown check or evidence id `{}`{hint} (check ids: {}; evidence ids: `rtcheck evidence`)",
+            a.id,
+            checks.join(" ")
+        );
+    };
+    print!("{out}");
+    Ok(ExitCode::SUCCESS)
+}
