@@ -216,6 +216,14 @@ impl Profile {
         Ok(())
     }
 
+    /// The bound error of `field` as [`Profile::validate`] words it ("connections: at most
+    /// ..."), or None when that field is within bounds. Prompts check each answer with it.
+    pub fn field_error(&self, field: &str) -> Option<String> {
+        self.validate()
+            .err()
+            .filter(|e| e.starts_with(&format!("{field}:")))
+    }
+
     /// Parse a profile YAML; `origin` names the file in errors, with the line and field.
     pub fn from_yaml(text: &str, origin: &str) -> anyhow::Result<Profile> {
         let p: Profile = serde_yaml::from_str(text).map_err(|e| {

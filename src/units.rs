@@ -76,6 +76,32 @@ pub mod serde_opt_duration {
 
 /// Human bytes with binary prefixes: `830.0 MB`-style output uses decimal units like the
 /// articles do (1 KB = 1000 B), so printed figures compare directly with the evidence.
+/// Parse a size: `4096`, `4KB` (1000), `4KiB`/`4K` (1024), `1MB`, `1MiB`/`1M`.
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: u64 = num
+        .parse()
+        .map_err(|_| format!("invalid size `{t}` (expected e.g. 1024, 4KiB, 1MB)"))?;
+    let mult: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "kb" => 1000,
+        "k" | "kib" => 1024,
+        "mb" => 1_000_000,
+        "m" | "mib" => 1 << 20,
+        "gb" => 1_000_000_000,
+        "g" | "gib" => 1 << 30,
+        _ => {
+            return Err(format!(
+                "invalid size unit in `{t}` (B, KB, KiB, MB, MiB, GB, GiB)"
+            ))
+        }
+    };
+    n.checked_mul(mult)
+        .ok_or_else(|| format!("size `{t}` is too large"))
+}
+
 pub fn fmt_bytes(b: u64) -> String {
     const UNITS: [&str; 5] = ["B", "KB", "MB", "GB", "TB"];
     let mut v = b as f64;

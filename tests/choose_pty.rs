@@ -91,20 +91,22 @@ fn a_bad_answer_is_asked_again_not_fatal() {
     answer(&mut s, "If one message is lost", ENTER); // replaceable
     answer(&mut s, "Connections", &format!("0{ENTER}"));
     s.expect("must be at least 1").unwrap();
+    // Upper bounds too, with the words the flags and profile files use.
+    answer(&mut s, "Connections", &format!("200000000{ENTER}"));
+    s.expect("connections: at most 100000000").unwrap();
     answer(&mut s, "Connections", &format!("300{ENTER}"));
-    for prompt in [
-        "Machines",
-        "Messages per second per client",
-        "Bytes per message",
-        "Max disconnect",
-    ] {
-        answer(&mut s, prompt, ENTER);
-    }
+    answer(&mut s, "Machines", ENTER);
+    answer(&mut s, "Messages per second per client", ENTER);
+    answer(&mut s, "Bytes per message", &format!("128MiB{ENTER}"));
+    s.expect("size: at most").unwrap();
+    answer(&mut s, "Bytes per message", &format!("4KiB{ENTER}"));
+    answer(&mut s, "Max disconnect", ENTER);
     s.expect("transport").unwrap();
     wait_success(s);
     let p = Profile::load(&save).unwrap();
     assert_eq!(p.visible_within, Some(Duration::from_secs(120)));
     assert_eq!(p.connections, 300);
+    assert_eq!(p.size, 4096);
     assert_eq!(p.transport, Some(Transport::Polling));
     assert_eq!(p.loss, Some(Loss::Replaceable));
 }

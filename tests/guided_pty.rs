@@ -25,18 +25,32 @@ fn guided_run_chooses_audits_and_saves_both_files() {
     let mut s = Session::spawn(cmd).expect("spawn rtcheck in a pty");
     s.set_expect_timeout(Some(Duration::from_secs(30)));
 
-    answer(&mut s, "Visible within", &format!("10m{ENTER}"));
+    // A bad answer is refused as it is typed, with the profile's own bound, and asked again.
+    answer(&mut s, "Visible within", &format!("40d{ENTER}"));
+    s.expect("visible_within: at most 30 days").unwrap();
+    std::thread::sleep(Duration::from_millis(150));
+    s.send(format!("{}10m{ENTER}", "\x7f".repeat(3))).unwrap();
     answer(&mut s, "Upstream", ENTER);
     answer(&mut s, "Binary payloads?", ENTER);
     answer(&mut s, "If one message is lost", ENTER); // replaceable
     answer(&mut s, "Connections", &format!("3000{ENTER}"));
-    answer(&mut s, "Machines", ENTER);
+    answer(&mut s, "Machines", &format!("2000000{ENTER}"));
+    s.expect("machines: 2000000 is more than the 3000 connections")
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(150));
+    s.send(format!("{}1{ENTER}", "\x7f".repeat(7))).unwrap();
     answer(&mut s, "Messages per second per client", ENTER);
     answer(&mut s, "Bytes per message", ENTER);
     answer(&mut s, "Max disconnect", ENTER);
+    // The recommendation is a few lines, still on screen when the role is asked.
+    s.expect("Recommendation").unwrap();
+    s.expect("transport polling").unwrap();
     answer(&mut s, "What does this host do", &format!("{DOWN}{ENTER}")); // proxy
+    s.expect("rtcheck's own process").unwrap();
+    answer(&mut s, "Service PID", ENTER);
     s.expect("rtcheck audit: 3,000 polling connections, role proxy")
         .unwrap();
+    s.expect("Summary: transport polling").unwrap();
     answer(&mut s, "Save the profile", "y");
     answer(
         &mut s,
@@ -53,6 +67,19 @@ fn guided_run_chooses_audits_and_saves_both_files() {
     let status = s.get_process().wait().expect("exit status");
 
     let p = Profile::load(&profile_path).unwrap();
+    // The saved profile is one `audit --profile` accepts.
+    let audit = Command::new(env!("CARGO_BIN_EXE_rtcheck"))
+        .args(["audit", "--format", "json", "--profile"])
+        .arg(&profile_path)
+        .output()
+        .unwrap();
+    assert!(
+        matches!(audit.status.code(), Some(0 | 1)),
+        "audit --profile refused the saved profile: {}",
+        String::from_utf8_lossy(&audit.stderr)
+    );
+    let again: serde_json::Value = serde_json::from_slice(&audit.stdout).unwrap();
+    assert_eq!(again["profile"]["connections"], 3000);
     assert_eq!(p.transport, Some(Transport::Polling));
     assert_eq!(p.loss, Some(Loss::Replaceable));
     assert_eq!(p.role, Role::Proxy);

@@ -1,5 +1,6 @@
 //! Interactive prompts (dialoguer) that fill a Profile. Reused by the guided run.
 use super::output::{self, ColorChoice, Sink};
+use super::parse_count;
 use crate::profile::{Loss, Profile, Upstream};
 use crate::units::{fmt_duration, parse_duration};
 use dialoguer::theme::{ColorfulTheme, SimpleTheme, Theme};
@@ -87,20 +88,26 @@ fn prompt(mut p: Profile, only_missing: bool, color: ColorChoice) -> anyhow::Res
     };
 
     if !only_missing || p.visible_within.is_none() {
-        explain(color, "Q1 freshness: how soon must a change be visible to the user? Under 1s needs push, 60s or more is polling (e.g. 200ms, 5s, 2m).");
+        explain(
+            color,
+            &format!(
+                "Q1 freshness: how soon must a change be visible to the user? Below {} needs push; from {} up, polling does (e.g. 200ms, 5s, 2m).",
+                fmt_duration(crate::choose::decide::POLLING_FROM),
+                fmt_duration(crate::choose::decide::POLLING_FROM)
+            ),
+        );
         let def = fmt_duration(p.visible_within.unwrap_or(SUGGESTED_VISIBLE));
-        let s: String = Input::with_theme(theme)
-            .with_prompt("Visible within")
-            .default(def)
-            .validate_with(|s: &String| -> Result<(), String> {
-                match parse_duration(s)? {
-                    d if d.is_zero() => Err("must be greater than 0".into()),
-                    _ => Ok(()),
-                }
-            })
-            .interact_text()
-            .map_err(err)?;
-        p.visible_within = Some(parse_duration(&s).map_err(|e| anyhow::anyhow!(e))?);
+        let v = ask(
+            theme,
+            "Visible within",
+            def,
+            &p,
+            "visible_within",
+            parse_visible,
+            |p, v| p.visible_within = Some(v),
+        )
+        .map_err(err)?;
+        p.visible_within = Some(v);
     }
 
     if !only_missing || (p.upstream.is_none() && !p.binary) {
@@ -155,44 +162,96 @@ fn prompt(mut p: Profile, only_missing: bool, color: ColorChoice) -> anyhow::Res
         color,
         "Q4 scale: concurrent connections in total, and machines serving them.",
     );
-    p.connections = ask_count(theme, "Connections", p.connections).map_err(err)?;
-    p.machines = ask_count(theme, "Machines", p.machines).map_err(err)?;
+    let def = p.connections.to_string();
+    p.connections = ask(
+        theme,
+        "Connections",
+        def,
+        &p,
+        "connections",
+        parse_count,
+        |p, v| p.connections = v,
+    )
+    .map_err(err)?;
+    let def = p.machines.to_string();
+    p.machines = ask(
+        theme,
+        "Machines",
+        def,
+        &p,
+        "machines",
+        parse_count,
+        |p, v| p.machines = v,
+    )
+    .map_err(err)?;
 
-    explain(color, "Sizing: messages per second to each client, bytes per message, longest disconnect that must not lose data.");
-    let rate: String = Input::with_theme(theme)
-        .with_prompt("Messages per second per client")
-        .default(crate::evidence::fmt_num(p.rate).replace(',', ""))
-        .validate_with(|s: &String| -> Result<(), String> {
-            match s.trim().parse::<f64>() {
-                Ok(v) if v.is_finite() && v > 0.0 => Ok(()),
-                _ => Err("a positive number, e.g. 10 or 0.5".into()),
-            }
-        })
-        .interact_text()
-        .map_err(err)?;
-    p.rate = rate.trim().parse()?;
-    p.size = ask_count(theme, "Bytes per message", p.size).map_err(err)?;
-    let s: String = Input::with_theme(theme)
-        .with_prompt("Max disconnect")
-        .default(fmt_duration(p.max_disconnect))
-        .validate_with(|s: &String| parse_duration(s).map(|_| ()))
-        .interact_text()
-        .map_err(err)?;
-    p.max_disconnect = parse_duration(&s).map_err(|e| anyhow::anyhow!(e))?;
+    explain(color, "Sizing: messages per second to each client, bytes per message (units allowed: 512, 4KiB), longest disconnect that must not lose data.");
+    let def = crate::evidence::fmt_num(p.rate).replace(',', "");
+    p.rate = ask(
+        theme,
+        "Messages per second per client",
+        def,
+        &p,
+        "rate",
+        super::choose::parse_rate,
+        |p, v| p.rate = v,
+    )
+    .map_err(err)?;
+    let def = p.size.to_string();
+    p.size = ask(
+        theme,
+        "Bytes per message",
+        def,
+        &p,
+        "size",
+        super::choose::parse_message_size,
+        |p, v| p.size = v,
+    )
+    .map_err(err)?;
+    let def = fmt_duration(p.max_disconnect);
+    p.max_disconnect = ask(
+        theme,
+        "Max disconnect",
+        def,
+        &p,
+        "max_disconnect",
+        parse_duration,
+        |p, v| p.max_disconnect = v,
+    )
+    .map_err(err)?;
     Ok(p)
 }
 
-fn ask_count(theme: &dyn Theme, prompt: &str, default: u64) -> Result<u64, dialoguer::Error> {
+/// `--visible-within`'s parser: a duration greater than zero (the profile bounds the rest).
+fn parse_visible(s: &str) -> Result<Duration, String> {
+    match parse_duration(s)? {
+        d if d.is_zero() => Err("must be greater than 0".into()),
+        d => Ok(d),
+    }
+}
+
+/// Ask one answer, checked as it is typed with the flag's parser and the profile's bound
+/// for `field` (the same messages as `choose --FLAG` and a profile file); a bad answer is
+/// shown with its reason and asked again, so no answer typed before it is lost.
+fn ask<T>(
+    theme: &dyn Theme,
+    prompt: &str,
+    default: String,
+    p: &Profile,
+    field: &str,
+    parse: fn(&str) -> Result<T, String>,
+    set: fn(&mut Profile, T),
+) -> Result<T, dialoguer::Error> {
+    let check = |s: &String| -> Result<(), String> {
+        let mut candidate = p.clone();
+        set(&mut candidate, parse(s)?);
+        candidate.field_error(field).map_or(Ok(()), Err)
+    };
     let s: String = Input::with_theme(theme)
         .with_prompt(prompt)
-        .default(default.to_string())
-        .validate_with(|s: &String| -> Result<(), String> {
-            match s.trim().replace(['_', ','], "").parse::<u64>() {
-                Ok(0) => Err("must be at least 1".into()),
-                Ok(_) => Ok(()),
-                Err(_) => Err("a whole number, e.g. 10000".into()),
-            }
-        })
+        .default(default)
+        .validate_with(check)
         .interact_text()?;
-    Ok(s.trim().replace(['_', ','], "").parse().unwrap_or(default))
+    // Validated above, so it parses.
+    parse(&s).map_err(|e| dialoguer::Error::IO(std::io::Error::other(e)))
 }

@@ -68,6 +68,9 @@ pub struct VerifyArgs {
     // junit/github: one test case or annotation per measurement.
     #[command(flatten)]
     pub out: OutputArgs<AllFormats>,
+    /// Text: each run's reference, finding and details (invalid runs always show them).
+    #[arg(long)]
+    pub explain: bool,
     /// No progress bar.
     #[arg(long)]
     pub quiet: bool,
@@ -138,7 +141,7 @@ pub fn run(a: VerifyArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
         .map(String::from)
         .collect();
     let report = VerifyReport::new(experiments, results, opts, started);
-    let content = render(&report, a.out.format, &a.out.palette(ctx.color))?;
+    let content = render(&report, a.out.format, &a.out.palette(ctx.color), a.explain)?;
     a.out.emit(&content)?;
     Ok(if report.summary.invalid > 0 {
         ExitCode::from(1)
@@ -149,9 +152,14 @@ pub fn run(a: VerifyArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
 
 /// The renderer for `format`: verify's own model for text, markdown, json and yaml; the
 /// CI formats take it as findings.
-pub fn render(r: &VerifyReport, format: Format, p: &Palette) -> anyhow::Result<String> {
+pub fn render(
+    r: &VerifyReport,
+    format: Format,
+    p: &Palette,
+    explain: bool,
+) -> anyhow::Result<String> {
     Ok(match format {
-        Format::Text => crate::report::text::verify::render(r, p),
+        Format::Text => crate::report::text::verify::render(r, p, explain),
         Format::Markdown => crate::report::markdown::verify::render(r),
         Format::Json => crate::report::json::render(r)?,
         Format::Yaml => crate::report::yaml::render(r)?,
@@ -277,7 +285,8 @@ mod tests {
         };
         let r = VerifyReport::new(vec!["tcp-wmem".into()], vec![v], opts, Instant::now());
         let j: serde_json::Value =
-            serde_json::from_str(&render(&r, Format::Json, &Palette::plain()).unwrap()).unwrap();
+            serde_json::from_str(&render(&r, Format::Json, &Palette::plain(), false).unwrap())
+                .unwrap();
         assert_eq!(j["kind"], "verify");
         assert_eq!(j["experiments"], serde_json::json!(["tcp-wmem"]));
         assert_eq!(j["options"]["rcvbuf"], 4096);

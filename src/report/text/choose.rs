@@ -19,6 +19,26 @@ fn evidence_lines(s: &mut String, ev: &[EvidenceRef], p: &Palette) {
 
 use crate::choose::decide::fmt_ms as ms;
 
+/// The recommendation in a few lines (the guided run): the verdict, then one line per
+/// question with its decision. `rtcheck choose` prints the reasoning in full.
+pub fn brief(r: &Recommendation, p: &Palette) -> String {
+    let mut s = format!(
+        "{} {}  {} {}  {} {}\n",
+        p.dim("transport"),
+        p.bold(r.transport.as_str()),
+        p.dim("delivery"),
+        p.bold(r.delivery.as_str()),
+        p.dim("topology"),
+        p.bold(r.topology.as_str())
+    );
+    for q in &r.reasons {
+        let line = format!("{}: {}", q.answer, q.decision);
+        let label = format!("  {:<4}", q.id.to_uppercase());
+        s.push_str(&super::wrap(&line, p.width, &label, "        "));
+    }
+    s
+}
+
 pub fn render(r: &Recommendation, p: &Palette) -> String {
     let mut s = String::new();
     s.push_str(&format!(

@@ -14,8 +14,10 @@ pub fn measured(v: &Verification) -> String {
     }
 }
 
-/// One verification as an indented block (also used under an audit finding).
-pub fn render_one(v: &Verification, p: &Palette, indent: &str) -> String {
+/// One verification: the measurement and its verdict; the reference, the finding and the
+/// run's details when `explain` is set or the run was invalid (then they say why).
+pub fn render_one(v: &Verification, p: &Palette, explain: bool) -> String {
+    use super::wrap;
     let mut s = String::new();
     let status = if v.valid {
         p.good("valid")
@@ -23,33 +25,36 @@ pub fn render_one(v: &Verification, p: &Palette, indent: &str) -> String {
         p.bad("INVALID")
     };
     s.push_str(&format!(
-        "{indent}{}  {}  [{status}, {:.1} s]\n",
+        "{}  {}  [{status}, {:.1} s]\n",
         p.bold(&v.name),
         p.bold(&measured(v)),
         v.duration_ms as f64 / 1000.0
     ));
-    s.push_str(&format!("{indent}  reference: {}\n", v.reference));
-    s.push_str(&format!(
-        "{indent}  finding:   audit check {} (evidence {})\n",
-        crate::verify::finding_for(&v.name).unwrap_or("-"),
-        crate::verify::evidence_id(&v.name).unwrap_or("-")
-    ));
-    let verdict = if v.valid {
-        v.verdict.clone()
-    } else {
-        p.bad(&v.verdict)
-    };
-    s.push_str(&format!("{indent}  verdict:   {verdict}\n"));
-    for d in &v.details {
-        s.push_str(&format!("{indent}  {} {}\n", p.dim("-"), d));
+    let w = p.width;
+    let ind = "             ";
+    let full = explain || !v.valid;
+    if full {
+        s.push_str(&wrap(&v.reference, w, "  reference: ", ind));
+        s.push_str(&format!(
+            "  finding:   audit check {} (evidence {})\n",
+            crate::verify::finding_for(&v.name).unwrap_or("-"),
+            crate::verify::evidence_id(&v.name).unwrap_or("-")
+        ));
+    }
+    let verdict = wrap(&v.verdict, w, "  verdict:   ", ind);
+    s.push_str(&if v.valid { verdict } else { p.bad(&verdict) });
+    if full {
+        for d in &v.details {
+            s.push_str(&wrap(d, w, &format!("  {} ", p.dim("-")), "    "));
+        }
     }
     s
 }
 
-pub fn render(r: &VerifyReport, p: &Palette) -> String {
+pub fn render(r: &VerifyReport, p: &Palette, explain: bool) -> String {
     let mut s = String::new();
     for v in &r.verifications {
-        s.push_str(&render_one(v, p, ""));
+        s.push_str(&render_one(v, p, explain));
         s.push('\n');
     }
     let sum = &r.summary;
@@ -62,6 +67,9 @@ pub fn render(r: &VerifyReport, p: &Palette) -> String {
     );
     s.push_str(&if sum.invalid > 0 { p.bad(&tail) } else { tail });
     s.push('\n');
+    if !explain {
+        s.push_str("Reference, finding and the run's details: --explain.\n");
+    }
     s
 }
 
@@ -118,7 +126,7 @@ mod tests {
             options,
             std::time::Instant::now(),
         );
-        let t = render(&r, &Palette::plain());
+        let t = render(&r, &Palette::plain(), true);
         assert!(
             t.starts_with("fd-limit  253 connections  [valid, 1.5 s]\n"),
             "{t}"
@@ -127,6 +135,13 @@ mod tests {
         assert!(t.contains("  finding:   audit check fd-limit (evidence ulimit-n)\n"));
         assert!(
             t.ends_with("2 measurement(s): 1 valid, 1 invalid, in 0.0 s (loopback only)\n"),
+            "{t}"
+        );
+        let short = render(&r, &Palette::plain(), false);
+        assert!(
+            short.starts_with(
+                "fd-limit  253 connections  [valid, 1.5 s]\n  verdict:   confirms\n\n"
+            ),
             "{t}"
         );
         let md = crate::report::markdown::verify::render(&r);
