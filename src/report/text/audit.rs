@@ -49,8 +49,19 @@ fn header(r: &FindingsReport, pal: Palette) -> String {
 /// The verdict line, in the order every format uses: fail, warn, pass, skip.
 pub fn summary_line(r: &FindingsReport, pal: Palette) -> String {
     let s = &r.summary;
+    // An invalid live measurement makes the exit code 1 too: the verdict line says so.
+    let invalid = r
+        .findings
+        .iter()
+        .filter(|f| f.verification.as_ref().is_some_and(|v| !v.valid))
+        .count();
+    let invalid = if invalid > 0 {
+        pal.bad(&format!(", {invalid} measurement(s) invalid"))
+    } else {
+        String::new()
+    };
     format!(
-        "{} fail, {} warn, {} pass, {} skip in {} ms\n",
+        "{} fail, {} warn, {} pass, {} skip{invalid} in {} ms\n",
         pal.bad(&s.fail.to_string()),
         pal.warn(&s.warn.to_string()),
         pal.good(&s.pass.to_string()),
@@ -273,4 +284,60 @@ pub fn render(r: &FindingsReport, pal: Palette, explain_all: bool) -> String {
         "",
     ));
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn verdict_line_counts_invalid_measurements() {
+        let mut f = crate::report::Finding {
+            id: "memory".into(),
+            title: "t".into(),
+            status: Status::Pass,
+            observed: "o".into(),
+            expected: "e".into(),
+            rule: "r".into(),
+            reason: None,
+            evidence: vec![],
+            fix: Default::default(),
+            verify: None,
+            verification: None,
+            numbers: Default::default(),
+        };
+        let r = FindingsReport::new(
+            "audit",
+            crate::profile::Profile::default(),
+            None,
+            vec![f.clone()],
+            1.0,
+        );
+        assert!(
+            summary_line(&r, Palette::plain()).starts_with("0 fail, 0 warn, 1 pass, 0 skip in ")
+        );
+        f.verification = Some(crate::report::Verification {
+            name: "memory-ws".into(),
+            measured: None,
+            unit: "B".into(),
+            reference: "ref".into(),
+            verdict: "invalid: why".into(),
+            details: vec![],
+            valid: false,
+            duration_ms: 1,
+        });
+        let r = FindingsReport::new(
+            "audit",
+            crate::profile::Profile::default(),
+            None,
+            vec![f],
+            1.0,
+        );
+        assert!(
+            summary_line(&r, Palette::plain())
+                .starts_with("0 fail, 0 warn, 1 pass, 0 skip, 1 measurement(s) invalid in "),
+            "{}",
+            summary_line(&r, Palette::plain())
+        );
+    }
 }
