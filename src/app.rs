@@ -12,6 +12,10 @@ pub fn main() -> ExitCode {
     let ctx = Ctx { color: cli.color };
     match run(cli.command, ctx) {
         Ok(code) => code,
+        Err(e) if e.downcast_ref::<crate::bench::sys::Interrupted>().is_some() => {
+            eprintln!("rtcheck: {e}");
+            ExitCode::from(130)
+        }
         Err(e) => {
             // One line: the chain joined, most specific last.
             let msg = e

@@ -116,6 +116,18 @@ pub fn validate(a: &FanoutOptions) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// One TCP connect to --server before anything starts: a refused or unreachable server is
+/// one line at once, not a report of nothing.
+fn probe(url: &str, timeout: Duration) -> anyhow::Result<()> {
+    let (_, addr, _) = parse_target(url)?;
+    let limit = timeout
+        .min(Duration::from_secs(5))
+        .max(Duration::from_millis(100));
+    std::net::TcpStream::connect_timeout(&addr, limit)
+        .map(drop)
+        .map_err(|e| anyhow::anyhow!("--server {url}: cannot connect to {addr}: {e}"))
+}
+
 /// Run every scenario (or the one --server run) and judge each: the report every format
 /// renders. Usage errors come before anything starts.
 pub fn run(a: &FanoutOptions) -> anyhow::Result<BenchReport> {
@@ -127,8 +139,16 @@ pub fn run(a: &FanoutOptions) -> anyhow::Result<BenchReport> {
     } else {
         a.scenarios().into_iter().map(Some).collect()
     };
+    if let Some(url) = &a.server {
+        probe(url, a.connect_timeout)?;
+    }
     for sc in runs {
-        let r = run_one(sc, a)?;
+        // Ctrl-C also reaches the children, whose exit then looks like a failure: the
+        // interrupt is the cause to report.
+        let r = match run_one(sc, a) {
+            Err(_) if sys::interrupted() => return Err(sys::Interrupted.into()),
+            r => r?,
+        };
         results.push(r);
         sys::check_interrupted()?;
     }

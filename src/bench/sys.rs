@@ -59,9 +59,24 @@ pub fn interrupted() -> bool {
     INTERRUPTED.load(Ordering::SeqCst)
 }
 
+/// Ctrl-C (or SIGTERM) stopped a bench: the children are stopped and the temp dir removed by
+/// their guards; the command layer exits 130 on it.
+#[derive(Debug)]
+pub struct Interrupted;
+
+impl std::fmt::Display for Interrupted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(
+            "interrupted: stopped the server and load generator, removed the temp files; no report",
+        )
+    }
+}
+
+impl std::error::Error for Interrupted {}
+
 pub fn check_interrupted() -> anyhow::Result<()> {
     if interrupted() {
-        anyhow::bail!("interrupted: stopped the server and load generator");
+        return Err(Interrupted.into());
     }
     Ok(())
 }
