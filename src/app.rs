@@ -64,6 +64,22 @@ pub fn one_line(msg: &str) -> String {
     line
 }
 
+/// The command tree without hidden flags and subcommands (internal plumbing such as
+/// `bench loadgen` and `--child`), so completions offer only what `--help` shows.
+fn visible_only(cmd: &'static clap::Command) -> clap::Command {
+    let mut out = clap::Command::new(cmd.get_name());
+    if let Some(about) = cmd.get_about() {
+        out = out.about(about.clone());
+    }
+    for a in cmd.get_arguments().filter(|a| !a.is_hide_set()) {
+        out = out.arg(a.clone());
+    }
+    for s in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
+        out = out.subcommand(visible_only(s));
+    }
+    out
+}
+
 pub fn run(command: Option<Command>, ctx: Ctx) -> anyhow::Result<ExitCode> {
     match command {
         None => cmd::guided::run(ctx),
@@ -77,7 +93,10 @@ pub fn run(command: Option<Command>, ctx: Ctx) -> anyhow::Result<ExitCode> {
         Some(Command::Verify(a)) => cmd::verify::run(a, ctx),
         Some(Command::Explain(a)) => cmd::explain::run(a, ctx),
         Some(Command::Completions { shell }) => {
-            let mut cmd = Cli::command();
+            // Leaked once: the names borrowed into the copy must be 'static, and the
+            // process prints the script and exits.
+            let full: &'static clap::Command = Box::leak(Box::new(Cli::command()));
+            let mut cmd = visible_only(full);
             clap_complete::generate(shell, &mut cmd, "rtcheck", &mut std::io::stdout());
             Ok(ExitCode::SUCCESS)
         }

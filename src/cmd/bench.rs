@@ -96,8 +96,8 @@ pub struct FanoutArgs {
     /// Messages per client (one per round).
     #[arg(long, default_value_t = 100)]
     pub rounds: u64,
-    /// Payload bytes per message (at least 16).
-    #[arg(long, default_value_t = 1024)]
+    /// Payload bytes per message, units allowed (1024, 4KiB) (at least 16).
+    #[arg(long, default_value = "1024", value_parser = crate::units::parse_size)]
     pub size: u64,
     /// Rounds per second.
     #[arg(long, default_value_t = 5.0)]
@@ -176,6 +176,7 @@ pub struct IdleArgs {
     /// Time to let the server settle after the last connection before reading RSS.
     #[arg(long, default_value = "2s", value_parser = crate::units::parse_duration)]
     pub settle: Duration,
+    /// Longest wait for all clients to connect.
     #[arg(long, default_value = "120s", value_parser = crate::units::parse_duration)]
     pub connect_timeout: Duration,
     #[command(flatten)]

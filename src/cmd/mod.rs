@@ -68,6 +68,7 @@ pub enum Command {
     Explain(explain::ExplainArgs),
     /// Print a shell completion script.
     Completions {
+        /// The shell to complete for.
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
