@@ -106,8 +106,11 @@ pub struct Profile {
     /// Messages per second sent to each client.
     #[serde(default = "default_rate")]
     pub rate: f64,
-    /// Bytes per message.
-    #[serde(default = "default_size")]
+    /// Bytes per message (YAML: a number or with a unit, `64KiB`).
+    #[serde(
+        default = "default_size",
+        deserialize_with = "crate::units::serde_size::deserialize"
+    )]
     pub size: u64,
     /// Longest client disconnect that must not lose data.
     #[serde(default = "default_max_disconnect", with = "serde_duration")]
@@ -229,7 +232,12 @@ impl Profile {
         let p: Profile = serde_yaml::from_str(text).map_err(|e| {
             // serde_yaml appends " at line X column Y"; the prefix already says where.
             let msg = e.to_string();
-            let mut msg = msg.split(" at line ").next().unwrap_or(&msg).to_string();
+            let msg = msg.split(" at line ").next().unwrap_or(&msg);
+            let line_text = e
+                .location()
+                .and_then(|l| text.lines().nth(l.line().saturating_sub(1)))
+                .unwrap_or("");
+            let mut msg = plain_yaml_error(msg, line_text);
             let mut loc = e
                 .location()
                 .map(|l| format!(":{}:{}", l.line(), l.column()))
@@ -263,6 +271,48 @@ impl Profile {
     pub fn to_yaml(&self) -> String {
         serde_yaml::to_string(self).expect("profile serializes")
     }
+}
+
+/// serde's words for a type mismatch in a user's words: "invalid type: string \"abc\",
+/// expected u64" becomes "expected a whole number, got `abc`"; an unclosed `[` is named
+/// instead of serde_yaml's "expected a YAML tag". `line` is the YAML line it points at.
+pub fn plain_yaml_error(msg: &str, line: &str) -> String {
+    if msg.contains("did not find expected") || msg.contains("while parsing a flow") {
+        return "unclosed `[` or `{` (the YAML ends inside it)".to_string();
+    }
+    let Some((head, expected)) = msg.split_once(", expected ") else {
+        return msg.to_string();
+    };
+    let (field, got) = match head
+        .split_once("invalid type: ")
+        .or(head.split_once("invalid value: "))
+    {
+        Some((field, got)) => (field, got),
+        None => return msg.to_string(),
+    };
+    let got = match got {
+        "sequence" => "a list".to_string(),
+        "map" => "a map".to_string(),
+        g => g
+            .split_once(' ')
+            .map(|(_, v)| v.trim_matches(|c| c == '"' || c == '`').to_string())
+            .map(|v| format!("`{v}`"))
+            .unwrap_or_else(|| g.to_string()),
+    };
+    let expected = match expected {
+        "u8" | "u16" | "u32" | "u64" | "usize" | "i32" | "i64" => "a whole number",
+        "f32" | "f64" => "a number",
+        "a boolean" => "true or false",
+        e if e.starts_with("struct ") => "`key: value` lines",
+        e if e.contains("YAML tag") => "a single value, not a list or map",
+        e => e,
+    };
+    let unclosed = line.matches('[').count() > line.matches(']').count()
+        || line.matches('{').count() > line.matches('}').count();
+    if unclosed {
+        return format!("{field}unclosed `[` or `{{` on this line");
+    }
+    format!("{field}expected {expected}, got {got}")
 }
 
 /// The first top-level key whose value alone fails to deserialize, with its line.

@@ -55,6 +55,28 @@ pub mod serde_duration {
     }
 }
 
+/// Serde adapter: a size as a number of bytes or with a unit (`64KiB`); written as a number.
+pub mod serde_size {
+    use serde::{Deserialize, Deserializer};
+
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Raw {
+        Bytes(u64),
+        Text(String),
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+        match Raw::deserialize(d) {
+            Ok(Raw::Bytes(b)) => Ok(b),
+            Ok(Raw::Text(t)) => super::parse_size(&t).map_err(serde::de::Error::custom),
+            Err(_) => Err(serde::de::Error::custom(
+                "expected a size: a whole number of bytes or with a unit (1024, 4KiB, 1MB)",
+            )),
+        }
+    }
+}
+
 /// Same as [`serde_duration`] for `Option<Duration>`.
 pub mod serde_opt_duration {
     use serde::{Deserialize, Deserializer, Serializer};
@@ -74,8 +96,6 @@ pub mod serde_opt_duration {
     }
 }
 
-/// Human bytes with binary prefixes: `830.0 MB`-style output uses decimal units like the
-/// articles do (1 KB = 1000 B), so printed figures compare directly with the evidence.
 /// Parse a size: `4096`, `4KB` (1000), `4KiB`/`4K` (1024), `1MB`, `1MiB`/`1M`.
 pub fn parse_size(s: &str) -> Result<u64, String> {
     let t = s.trim();
@@ -102,6 +122,8 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
         .ok_or_else(|| format!("size `{t}` is too large"))
 }
 
+/// Human bytes with binary prefixes: `830.0 MB`-style output uses decimal units like the
+/// articles do (1 KB = 1000 B), so printed figures compare directly with the evidence.
 pub fn fmt_bytes(b: u64) -> String {
     const UNITS: [&str; 5] = ["B", "KB", "MB", "GB", "TB"];
     let mut v = b as f64;

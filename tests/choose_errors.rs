@@ -53,12 +53,34 @@ fn unknown_key_names_file_line_and_key() {
 }
 
 #[test]
+fn yaml_errors_carry_no_rust_type_names() {
+    let d = tempfile::tempdir().unwrap();
+    for (yaml, want) in [
+        (
+            "rate: fast\n",
+            "answers.yaml:1:7: rate: expected a number, got `fast`",
+        ),
+        ("upstream: [none\n", "upstream: unclosed `[`"),
+        (
+            "visible_within: 5s\nupstream: [none\nloss: shared\n",
+            "unclosed `[`",
+        ),
+    ] {
+        let err = fails_with_answers(d.path(), yaml);
+        assert!(err.contains(want), "{yaml:?}: {err}");
+        for internal in ["u64", "f64", "YAML tag", "struct Profile"] {
+            assert!(!err.contains(internal), "{yaml:?}: {err}");
+        }
+    }
+}
+
+#[test]
 fn wrong_type_names_file_line_and_field() {
     let d = tempfile::tempdir().unwrap();
     let err = fails_with_answers(d.path(), &format!("{GOOD}connections: lots\n"));
     assert!(
         err.starts_with(
-            "rtcheck: error: answers.yaml:4:14: connections: invalid type: string \"lots\""
+            "rtcheck: error: answers.yaml:4:14: connections: expected a whole number, got `lots`"
         ),
         "{err}"
     );
@@ -123,7 +145,7 @@ fn zero_or_negative_connections_are_refused() {
     let err = fails_with_answers(d.path(), &format!("{GOOD}connections: -5\n"));
     assert!(
         err.starts_with(
-            "rtcheck: error: answers.yaml:4:14: connections: invalid type: integer `-5`"
+            "rtcheck: error: answers.yaml:4:14: connections: expected a whole number, got `-5`"
         ),
         "{err}"
     );
@@ -207,7 +229,9 @@ fn unreadable_answers_file_is_named() {
     // Not a mapping.
     let err = fails_with_answers(d.path(), "- visible_within\n");
     assert!(
-        err.starts_with("rtcheck: error: answers.yaml:1:1: invalid type: sequence"),
+        err.starts_with(
+            "rtcheck: error: answers.yaml:1:1: expected `key: value` lines, got a list"
+        ),
         "{err}"
     );
 }

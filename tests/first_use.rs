@@ -127,3 +127,24 @@ fn sizes_take_units_in_choose() {
     let err = String::from_utf8(out.stderr).unwrap();
     assert!(err.contains("size: at most"), "{err}");
 }
+
+#[test]
+fn sizes_take_units_in_a_profile_file() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("p.yaml");
+    std::fs::write(&p, "size: 64KiB\n").unwrap();
+    let out = rtcheck(&[
+        "audit",
+        "--format",
+        "json",
+        "--profile",
+        p.to_str().unwrap(),
+    ]);
+    assert!(
+        matches!(out.status.code(), Some(0 | 1)),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["profile"]["size"], 65536);
+}
