@@ -148,3 +148,41 @@ fn sizes_take_units_in_a_profile_file() {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["profile"]["size"], 65536);
 }
+
+#[test]
+fn readme_is_short_and_every_command_page_exists_with_every_check_id() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    assert!(
+        readme.lines().count() <= 200,
+        "README has {} lines",
+        readme.lines().count()
+    );
+    for page in [
+        "choose",
+        "audit",
+        "verify",
+        "serve",
+        "bench",
+        "evidence",
+        "checklist",
+    ] {
+        assert!(
+            readme.contains(&format!("(docs/{page}.md)")),
+            "README does not link {page}"
+        );
+        let text = std::fs::read_to_string(root.join(format!("docs/{page}.md")))
+            .unwrap_or_else(|e| panic!("docs/{page}.md: {e}"));
+        assert!(
+            text.contains("<!-- regen: rtcheck "),
+            "docs/{page}.md has no regenerated output"
+        );
+    }
+    let audit = std::fs::read_to_string(root.join("docs/audit.md")).unwrap();
+    for id in rtcheck::audit::check_ids() {
+        assert!(
+            audit.contains(&format!("| `{id}` |")),
+            "docs/audit.md: no row for {id}"
+        );
+    }
+}
