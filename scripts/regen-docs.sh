@@ -8,8 +8,8 @@
 # a non-zero exit code is written under the output. Usage: scripts/regen-docs.sh [FILE...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# RTCHECK_BIN=target/debug/rtcheck skips the release build.
-bin="${RTCHECK_BIN:-}"
+# RTCHECK_DOCS_BIN=target/debug/rtcheck skips the release build.
+bin="${RTCHECK_DOCS_BIN:-}"
 if [ -z "$bin" ]; then
   cargo build --release --quiet
   bin="$PWD/target/release/rtcheck"

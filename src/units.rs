@@ -40,6 +40,23 @@ pub fn fmt_duration(d: Duration) -> String {
     format!("{}m", s / 60)
 }
 
+/// The one wording of a bound error, for every flag and field:
+/// "--size 8: must be between 16 and 1048576 bytes".
+pub fn out_of_bounds(
+    name: &str,
+    got: impl std::fmt::Display,
+    min: impl std::fmt::Display,
+    max: impl std::fmt::Display,
+    unit: &str,
+) -> String {
+    let unit = if unit.is_empty() {
+        String::new()
+    } else {
+        format!(" {unit}")
+    };
+    format!("{name} {got}: must be between {min} and {max}{unit}")
+}
+
 /// Serde adapter: durations as human strings (`3s`) in YAML/JSON.
 pub mod serde_duration {
     use serde::{Deserialize, Deserializer, Serializer};
@@ -136,6 +153,21 @@ pub fn fmt_bytes(b: u64) -> String {
         format!("{b} B")
     } else {
         format!("{v:.1} {}", UNITS[i])
+    }
+}
+
+#[cfg(test)]
+mod bound_tests {
+    #[test]
+    fn one_wording_for_bounds() {
+        assert_eq!(
+            super::out_of_bounds("--size", 8, 16, 1_048_576, "bytes"),
+            "--size 8: must be between 16 and 1048576 bytes"
+        );
+        assert_eq!(
+            super::out_of_bounds("--shards", 0, 1, 1024, ""),
+            "--shards 0: must be between 1 and 1024"
+        );
     }
 }
 

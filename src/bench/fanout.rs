@@ -69,17 +69,17 @@ pub fn validate(a: &FanoutOptions) -> anyhow::Result<()> {
     if a.connections == 0 {
         anyhow::bail!("--connections must be at least 1");
     }
+    use crate::units::out_of_bounds as oob;
     if a.rounds == 0 || a.rounds > 1_000_000 {
-        anyhow::bail!("--rounds {}: must be 1..=1000000", a.rounds);
+        anyhow::bail!(oob("--rounds", a.rounds, 1, 1_000_000, ""));
     }
-    if a.size < crate::net::payload::MIN_SIZE as u64 || a.size > 1 << 20 {
-        anyhow::bail!(
-            "--size {}: must be 16..=1048576 bytes (seq + timestamp need 16)",
-            a.size
-        );
+    let min = crate::net::payload::MIN_SIZE;
+    if a.size < min as u64 || a.size > 1 << 20 {
+        // The payload carries seq and timestamp in its first 16 bytes.
+        anyhow::bail!(oob("--size", a.size, min, 1 << 20, "bytes"));
     }
     if !(a.rate > 0.0 && a.rate <= 1000.0) {
-        anyhow::bail!("--rate {}: must be in (0, 1000] rounds per second", a.rate);
+        anyhow::bail!(oob("--rate", a.rate, "0 (excluded)", 1000, "rounds/s"));
     }
     // A tiny rate plans a run of years (and 1e-300 overflows the server's clock math).
     let schedule_s = a.rounds as f64 / a.rate;

@@ -149,36 +149,33 @@ fn nonzero(d: Duration) -> Option<Duration> {
 impl Config {
     pub fn from_args(a: &ServeFlags, cpus: usize) -> Result<Config, String> {
         if !(a.rate > 0.0 && a.rate <= 10_000.0) {
-            return Err(format!("--rate {}: must be > 0 and <= 10000", a.rate));
+            return Err(oob("--rate", a.rate, "0 (excluded)", 10_000, "messages/s"));
         }
         if a.size < 16 || a.size > 16 << 20 {
-            return Err(format!("--size {}: must be 16 B ..= 16 MiB", a.size));
+            return Err(oob("--size", a.size, 16, 16 << 20, "bytes"));
         }
         if a.queue == 0 || a.queue > 1 << 20 {
-            return Err(format!("--queue {}: must be 1 ..= 1048576", a.queue));
+            return Err(oob("--queue", a.queue, 1, 1 << 20, "messages"));
         }
         if a.ring == 0 || a.ring > 1 << 20 {
-            return Err(format!("--ring {}: must be 1 ..= 1048576", a.ring));
+            return Err(oob("--ring", a.ring, 1, 1 << 20, "messages"));
         }
         if a.max_message < 125 || a.max_message > 64 << 20 {
-            return Err(format!(
-                "--max-message {}: must be 125 B ..= 64 MiB",
-                a.max_message
-            ));
+            return Err(oob("--max-message", a.max_message, 125, 64 << 20, "bytes"));
         }
         if a.shards == 0 || a.shards > 1024 {
-            return Err(format!("--shards {}: must be 1 ..= 1024", a.shards));
+            return Err(oob("--shards", a.shards, 1, 1024, ""));
         }
         let workers = a.workers.unwrap_or(cpus.max(1));
         if workers == 0 || workers > 256 {
-            return Err(format!("--workers {workers}: must be 1 ..= 256"));
+            return Err(oob("--workers", workers, 1, 256, ""));
         }
         if a.garbage_mbps > 10_000 {
             return Err(format!("--garbage-mbps {}: at most 10000", a.garbage_mbps));
         }
         if let Some(s) = a.sndbuf {
             if !(1024..=64 << 20).contains(&s) {
-                return Err(format!("--sndbuf {s}: must be 1 KiB ..= 64 MiB"));
+                return Err(oob("--sndbuf", s, 1024, 64 << 20, "bytes"));
             }
         }
         if a.protocol == Protocol::Raw && a.control_listen == a.listen && a.listen.port() != 0 {
@@ -211,6 +208,7 @@ impl Config {
     }
 }
 
+use crate::units::out_of_bounds as oob;
 pub use crate::units::parse_size;
 
 #[cfg(test)]
