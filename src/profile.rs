@@ -163,64 +163,44 @@ impl Profile {
         self.connections.div_ceil(self.machines.max(1))
     }
 
-    /// Range checks that serde cannot express. Errors name the field.
+    /// Range checks that serde cannot express. Errors name the field, in the one wording
+    /// every bound error uses ("size: must be between 1 and 67108864 bytes, got 0").
     pub fn validate(&self) -> Result<(), String> {
-        if self.connections == 0 {
-            return Err("connections: must be at least 1".into());
-        }
-        if self.machines == 0 {
-            return Err("machines: must be at least 1".into());
-        }
-        if !(self.rate.is_finite() && self.rate > 0.0) {
-            return Err(format!(
-                "rate: must be a positive number of messages/s, got {}",
-                self.rate
-            ));
-        }
-        if self.size == 0 {
-            return Err("size: must be at least 1 byte".into());
-        }
+        use crate::units::{fmt_duration as d, out_of_bounds as oob};
         // Upper bounds keep every product (connections x bytes, ring x sessions) far from
         // u64 overflow and name the field instead of printing nonsense.
-        if self.connections > MAX_CONNECTIONS {
-            return Err(format!(
-                "connections: at most {MAX_CONNECTIONS} (100 million), got {}",
-                self.connections
+        if !(1..=MAX_CONNECTIONS).contains(&self.connections) {
+            return Err(oob("connections", self.connections, 1, MAX_CONNECTIONS, ""));
+        }
+        if !(1..=self.connections).contains(&self.machines) {
+            return Err(oob(
+                "machines",
+                self.machines,
+                1,
+                format!("{} (the connections)", self.connections),
+                "",
             ));
         }
-        if self.machines > self.connections {
-            return Err(format!(
-                "machines: {} is more than the {} connections",
-                self.machines, self.connections
-            ));
+        if !(self.rate.is_finite() && (MIN_RATE..=MAX_RATE).contains(&self.rate)) {
+            return Err(oob("rate", self.rate, MIN_RATE, MAX_RATE, "messages/s"));
         }
-        if self.rate < MIN_RATE || self.rate > MAX_RATE {
-            return Err(format!(
-                "rate: must be between {MIN_RATE} and {MAX_RATE} messages/s, got {:?}",
-                self.rate
-            ));
-        }
-        if self.size > MAX_SIZE {
-            return Err(format!(
-                "size: at most {MAX_SIZE} bytes (64 MiB), got {}",
-                self.size
-            ));
+        if !(1..=MAX_SIZE).contains(&self.size) {
+            return Err(oob("size", self.size, 1, MAX_SIZE, "bytes (64 MiB)"));
         }
         if self.max_disconnect > MAX_DISCONNECT {
-            return Err("max_disconnect: at most 1 day".into());
+            let got = d(self.max_disconnect);
+            return Err(oob("max_disconnect", got, "0s", d(MAX_DISCONNECT), ""));
         }
-        match self.visible_within {
-            Some(d) if d < Duration::from_millis(1) => {
-                return Err("visible_within: must be at least 1ms".into())
+        if let Some(v) = self.visible_within {
+            if !(Duration::from_millis(1)..=MAX_VISIBLE).contains(&v) {
+                return Err(oob("visible_within", d(v), "1ms", d(MAX_VISIBLE), ""));
             }
-            Some(d) if d > MAX_VISIBLE => return Err("visible_within: at most 30 days".into()),
-            _ => {}
         }
         Ok(())
     }
 
-    /// The bound error of `field` as [`Profile::validate`] words it ("connections: at most
-    /// ..."), or None when that field is within bounds. Prompts check each answer with it.
+    /// The bound error of `field` as [`Profile::validate`] words it ("connections: must be
+    /// between ..."), or None when that field is within bounds. Prompts check each answer with it.
     pub fn field_error(&self, field: &str) -> Option<String> {
         self.validate()
             .err()
@@ -406,7 +386,10 @@ mod tests {
         let e = Profile::from_yaml("loss: shared\nconnections: 0\n", "p.yaml")
             .unwrap_err()
             .to_string();
-        assert_eq!(e, "p.yaml:2: connections: must be at least 1");
+        assert_eq!(
+            e,
+            "p.yaml:2: connections: must be between 1 and 100000000, got 0"
+        );
         let e = Profile::from_yaml("connections: -5\n", "p.yaml")
             .unwrap_err()
             .to_string();

@@ -40,8 +40,8 @@ pub fn fmt_duration(d: Duration) -> String {
     format!("{}m", s / 60)
 }
 
-/// The one wording of a bound error, for every flag and field:
-/// "--size 8: must be between 16 and 1048576 bytes".
+/// The one wording of a bound error, for every flag and profile field:
+/// "--size: must be between 16 and 1048576 bytes, got 8".
 pub fn out_of_bounds(
     name: &str,
     got: impl std::fmt::Display,
@@ -54,7 +54,7 @@ pub fn out_of_bounds(
     } else {
         format!(" {unit}")
     };
-    format!("{name} {got}: must be between {min} and {max}{unit}")
+    format!("{name}: must be between {min} and {max}{unit}, got {got}")
 }
 
 /// Serde adapter: durations as human strings (`3s`) in YAML/JSON.
@@ -162,11 +162,11 @@ mod bound_tests {
     fn one_wording_for_bounds() {
         assert_eq!(
             super::out_of_bounds("--size", 8, 16, 1_048_576, "bytes"),
-            "--size 8: must be between 16 and 1048576 bytes"
+            "--size: must be between 16 and 1048576 bytes, got 8"
         );
         assert_eq!(
             super::out_of_bounds("--shards", 0, 1, 1024, ""),
-            "--shards 0: must be between 1 and 1024"
+            "--shards: must be between 1 and 1024, got 0"
         );
     }
 }

@@ -140,7 +140,7 @@ fn zero_or_negative_connections_are_refused() {
     let err = fails_with_answers(d.path(), &format!("{GOOD}connections: 0\n"));
     assert_eq!(
         err,
-        "rtcheck: error: answers.yaml:4: connections: must be at least 1"
+        "rtcheck: error: answers.yaml:4: connections: must be between 1 and 100000000, got 0"
     );
     let err = fails_with_answers(d.path(), &format!("{GOOD}connections: -5\n"));
     assert!(
@@ -152,11 +152,11 @@ fn zero_or_negative_connections_are_refused() {
     let err = fails_with_answers(d.path(), &format!("{GOOD}machines: 0\n"));
     assert_eq!(
         err,
-        "rtcheck: error: answers.yaml:4: machines: must be at least 1"
+        "rtcheck: error: answers.yaml:4: machines: must be between 1 and 10000 (the connections), got 0"
     );
     let err = fails_with_answers(d.path(), &format!("{GOOD}rate: -1\n"));
     assert!(
-        err.starts_with("rtcheck: error: answers.yaml:4: rate: must be a positive"),
+        err.starts_with("rtcheck: error: answers.yaml:4: rate: must be between 0.001 and 1000000 messages/s, got -1"),
         "{err}"
     );
 

@@ -93,12 +93,14 @@ fn a_bad_answer_is_asked_again_not_fatal() {
     s.expect("must be at least 1").unwrap();
     // Upper bounds too, with the words the flags and profile files use.
     answer(&mut s, "Connections", &format!("200000000{ENTER}"));
-    s.expect("connections: at most 100000000").unwrap();
+    s.expect("connections: must be between 1 and 100000000, got 200000000")
+        .unwrap();
     answer(&mut s, "Connections", &format!("300{ENTER}"));
     answer(&mut s, "Machines", ENTER);
     answer(&mut s, "Messages per second per client", ENTER);
     answer(&mut s, "Bytes per message", &format!("128MiB{ENTER}"));
-    s.expect("size: at most").unwrap();
+    s.expect("size: must be between 1 and 67108864 bytes")
+        .unwrap();
     answer(&mut s, "Bytes per message", &format!("4KiB{ENTER}"));
     answer(&mut s, "Max disconnect", ENTER);
     s.expect("transport").unwrap();

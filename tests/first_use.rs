@@ -125,7 +125,10 @@ fn sizes_take_units_in_choose() {
     ]);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8(out.stderr).unwrap();
-    assert!(err.contains("size: at most"), "{err}");
+    assert!(
+        err.contains("size: must be between 1 and 67108864 bytes (64 MiB), got 134217728"),
+        "{err}"
+    );
 }
 
 #[test]

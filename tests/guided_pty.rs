@@ -27,7 +27,8 @@ fn guided_run_chooses_audits_and_saves_both_files() {
 
     // A bad answer is refused as it is typed, with the profile's own bound, and asked again.
     answer(&mut s, "Visible within", &format!("40d{ENTER}"));
-    s.expect("visible_within: at most 30 days").unwrap();
+    s.expect("visible_within: must be between 1ms and 720h, got 960h")
+        .unwrap();
     std::thread::sleep(Duration::from_millis(150));
     s.send(format!("{}10m{ENTER}", "\x7f".repeat(3))).unwrap();
     answer(&mut s, "Upstream", ENTER);
@@ -35,7 +36,7 @@ fn guided_run_chooses_audits_and_saves_both_files() {
     answer(&mut s, "If one message is lost", ENTER); // replaceable
     answer(&mut s, "Connections", &format!("3000{ENTER}"));
     answer(&mut s, "Machines", &format!("2000000{ENTER}"));
-    s.expect("machines: 2000000 is more than the 3000 connections")
+    s.expect("machines: must be between 1 and 3000 (the connections), got 2000000")
         .unwrap();
     std::thread::sleep(Duration::from_millis(150));
     s.send(format!("{}1{ENTER}", "\x7f".repeat(7))).unwrap();

@@ -80,7 +80,12 @@ pub fn resolve_profile(a: &AuditArgs) -> anyhow::Result<Profile> {
         p.role = r;
     }
     p.transport.get_or_insert(audit::checks::DEFAULT_TRANSPORT);
-    p.validate().map_err(|e| anyhow::anyhow!("profile: {e}"))?;
+    // Named like choose does: the file when one was given, else the flags.
+    let origin = a
+        .profile
+        .as_ref()
+        .map_or("flags".to_string(), |f| f.display().to_string());
+    p.validate().map_err(|e| anyhow::anyhow!("{origin}: {e}"))?;
     Ok(p)
 }
 
