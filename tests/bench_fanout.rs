@@ -294,8 +294,11 @@ fn bad_input_is_one_clear_line_and_exit_2() {
     usage_error(&["--server", "ws://example.com:80/ws"], "loopback IP");
     usage_error(&["--scenario", "A,G2"], "unknown scenario `G2`");
     usage_error(&["--connections", "30000"], "RLIMIT_NOFILE");
-    usage_error(&["--size", "8"], "--size 8");
-    usage_error(&["--rate", "0"], "--rate 0");
+    usage_error(
+        &["--size", "8"],
+        "--size: must be between 16 and 1048576 bytes, got 8",
+    );
+    usage_error(&["--rate", "0"], "--rate: must be between");
     usage_error(&["--rate", "0.000001"], "the bound is 3600 s");
     usage_error(
         &["--rate", "1e-300", "--rounds", "2"],
