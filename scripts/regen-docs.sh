@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Regenerate the output blocks in docs/*.md and README.md from the current binary.
-# A block is a marker line followed by a fenced block, which is replaced:
+# A block is a marker line followed by a block fenced with four backticks (the output may
+# hold ``` blocks itself, e.g. markdown), which is replaced:
 #   <!-- regen: rtcheck audit --procfs tests/fixtures/stock-distro/proc ... -->
-#   ```text
-#   ```
+#   ````text
+#   ````
 # Commands run from the repository root with NO_COLOR=1 and no terminal (80 columns), and
 # a non-zero exit code is written under the output. Usage: scripts/regen-docs.sh [FILE...]
 set -euo pipefail
@@ -23,12 +24,12 @@ regen() {
   tmp="$(mktemp)"
   while IFS= read -r line || [ -n "$line" ]; do
     if [ "$in_block" = 1 ]; then
-      if [ "$line" = '```' ]; then in_block=0; printf '```\n' >>"$tmp"; fi
+      if [ "$line" = '````' ]; then in_block=0; printf '````\n' >>"$tmp"; fi
       continue
     fi
-    if [ -n "$pending" ] && [[ "$line" == '```'* ]]; then
+    if [ -n "$pending" ] && [[ "$line" == '````'* ]]; then
       in_block=1
-      printf '```text\n$ %s\n' "$pending" >>"$tmp"
+      printf '````text\n$ %s\n' "$pending" >>"$tmp"
       rc=0
       # The marker's command, run with this build's binary (word-split like a shell line).
       NO_COLOR=1 eval "\"$bin\" ${pending#rtcheck }" </dev/null >>"$tmp" 2>&1 || rc=$?
