@@ -61,16 +61,17 @@ TMP=$(mktemp -d "${TMPDIR:-/tmp}/rtcheck-peers.XXXXXX")
 PEER_PID="" BENCH_PID=""
 
 stop_pid() { # pid signal: signal it, wait up to 5 s, then SIGKILL
-  local pid=$1 sig=$2 i
+  local pid=$1 sig=$2 _
   kill -0 "$pid" 2>/dev/null || return 0
   kill "-$sig" "$pid" 2>/dev/null || true
-  for i in $(seq 50); do
+  for _ in $(seq 50); do
     kill -0 "$pid" 2>/dev/null || break
     sleep 0.1
   done
   kill -KILL "$pid" 2>/dev/null || true
   wait "$pid" 2>/dev/null || true
 }
+# shellcheck disable=SC2317  # invoked by the EXIT trap
 cleanup() {
   [ -n "$BENCH_PID" ] && stop_pid "$BENCH_PID" TERM
   [ -n "$PEER_PID" ] && stop_pid "$PEER_PID" TERM
@@ -94,9 +95,9 @@ fi
 # --- one measurement ---------------------------------------------------------------------
 COMMON=(--connections "$CONNS" --rounds "$ROUNDS" --rate "$RATE" --size "$SIZE" --format json)
 
-bench() { # name out-json args...: run bench fanout in the background so traps fire at once
-  local name=$1 out=$2 rc=0
-  shift 2
+bench() { # out-json args...: run bench fanout in the background so traps fire at once
+  local out=$1 rc=0
+  shift
   "$RTCHECK" bench fanout "${COMMON[@]}" --output "$out" "$@" 2>"$out.stderr" &
   BENCH_PID=$!
   wait "$BENCH_PID" || rc=$?
@@ -105,7 +106,7 @@ bench() { # name out-json args...: run bench fanout in the background so traps f
 }
 
 measure_peer() { # out-json
-  local out=$1 addr_file="$TMP/peer.addr" i
+  local out=$1 addr_file="$TMP/peer.addr" _
   rm -f "$addr_file"
   # Bounded by itself too: the schedule plus generous connect and drain time.
   local bound
@@ -114,7 +115,7 @@ measure_peer() { # out-json
     -size "$SIZE" -rounds "$ROUNDS" -max-time "${bound}s" -exit-with-parent \
     2>"$out.peer.log" </dev/null &
   PEER_PID=$!
-  for i in $(seq 150); do
+  for _ in $(seq 150); do
     [ -s "$addr_file" ] && break
     kill -0 "$PEER_PID" 2>/dev/null || break
     sleep 0.1
@@ -123,7 +124,7 @@ measure_peer() { # out-json
     echo "peer did not listen within 15 s: $(tail -n 3 "$out.peer.log")" >"$out.stderr"
     echo 2 >"$out.rc"
   else
-    bench P "$out" --server "ws://$(cat "$addr_file")/ws"
+    bench "$out" --server "ws://$(cat "$addr_file")/ws"
   fi
   stop_pid "$PEER_PID" TERM
   PEER_PID=""
@@ -140,8 +141,8 @@ for run in $(seq "$RUNS"); do
     cut -d' ' -f1 /proc/loadavg >"$out.load"
     echo "run $run/$RUNS: $who (load $(cat "$out.load"))" >&2
     case $who in
-      F) bench F "$out" --scenario F ;;
-      A) bench A "$out" --scenario A --no-floor ;;
+      F) bench "$out" --scenario F ;;
+      A) bench "$out" --scenario A --no-floor ;;
       P) measure_peer "$out" ;;
     esac
   done
