@@ -198,20 +198,22 @@ pub fn parse_limits(path: &Path, text: &str) -> Read<NofileLimit> {
     }
 }
 
-/// `TCP: inuse 5 orphan 0 tw 3 alloc 7 mem 2` in <procfs>/net/sockstat.
+/// `TCP: inuse 5 orphan 0 tw 3 alloc 7 mem 2` in <procfs>/net/sockstat (the one parser
+/// in [`crate::sys::proc`]; a skip names the file).
 pub fn parse_sockstat(path: &Path, text: &str) -> Read<Sockstat> {
-    let line = text
-        .lines()
-        .find(|l| l.starts_with("TCP:"))
-        .ok_or_else(|| garbage(path, "a `TCP:` line", text))?;
-    let words: Vec<&str> = line.split_whitespace().collect();
-    let field = |name: &str| -> Option<u64> {
-        let i = words.iter().position(|w| *w == name)?;
-        words.get(i + 1)?.parse().ok()
-    };
-    match (field("inuse"), field("tw")) {
-        (Some(tcp_inuse), Some(tcp_tw)) => Ok(Sockstat { tcp_inuse, tcp_tw }),
-        _ => Err(garbage(path, "`TCP: inuse N ... tw N`", line)),
+    match crate::sys::proc::parse_sockstat(text) {
+        Ok(s) => Ok(Sockstat {
+            tcp_inuse: s.inuse,
+            tcp_tw: s.tw,
+        }),
+        Err(why) => {
+            let line = text.lines().find(|l| l.starts_with("TCP:")).unwrap_or(text);
+            Err(format!(
+                "{}: {}",
+                garbage(path, "`TCP: inuse N ... tw N`", line),
+                why
+            ))
+        }
     }
 }
 
@@ -405,7 +407,7 @@ impl Host {
             sockstat,
             tcp_wmem: arr3(sys("net/ipv4/tcp_wmem")),
             tcp_mem: arr3(sys("net/ipv4/tcp_mem")),
-            page_size: page_size(),
+            page_size: crate::sys::proc::page_size(),
             keepalive,
             somaxconn: read_u64(&sys("net/core/somaxconn")),
             tcp_max_syn_backlog: read_u64(&sys("net/ipv4/tcp_max_syn_backlog")),
@@ -416,16 +418,6 @@ impl Host {
             conntrack,
             conntrack_file: ct_path.display().to_string(),
         })
-    }
-}
-
-fn page_size() -> u64 {
-    // SAFETY: sysconf has no preconditions; it returns -1 on error.
-    let v = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    if v > 0 {
-        v as u64
-    } else {
-        4096
     }
 }
 
@@ -640,6 +632,9 @@ mod tests {
         )
         .unwrap();
         assert_eq!((s.tcp_inuse, s.tcp_tw), (1, 7));
+        let e = parse_sockstat(Path::new("/p/net/sockstat"), "TCP: inuse 1 tw x\n").unwrap_err();
+        assert!(e.starts_with("/p/net/sockstat: unexpected content"), "{e}");
+        assert!(e.contains("`tw` value `x` is not a number"), "{e}");
         assert_eq!(parse_cpu_list("0-3,8,10-11"), Some(7));
         assert_eq!(parse_cpu_list("3-1"), None);
         let r = PortRange {

@@ -11,7 +11,7 @@ use crate::report::Status;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::{BufRead, IsTerminal, Write};
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -197,33 +197,7 @@ pub fn run(a: FanoutArgs, ctx: crate::cli::Ctx) -> anyhow::Result<std::process::
     })
 }
 
-/// A scratch directory for one scenario's address file and logs, removed on drop.
-pub struct Scratch(pub PathBuf);
-
-impl Scratch {
-    pub fn new(tag: &str) -> anyhow::Result<Scratch> {
-        let p = std::env::temp_dir().join(format!(
-            "rtcheck-bench-{}-{tag}-{}",
-            std::process::id(),
-            sys::now_ns() % 1_000_000_000
-        ));
-        std::fs::create_dir_all(&p)
-            .map_err(|e| anyhow::anyhow!("{}: cannot create: {e}", p.display()))?;
-        Ok(Scratch(p))
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-fn tail(path: &Path, lines: usize) -> String {
-    let s = std::fs::read_to_string(path).unwrap_or_default();
-    let v: Vec<&str> = s.lines().filter(|l| !l.trim().is_empty()).collect();
-    v[v.len().saturating_sub(lines)..].join(" | ")
-}
+pub use crate::sys::serve::{tail, Scratch};
 
 pub fn progress_bar(len: u64, msg: String) -> ProgressBar {
     if !std::io::stderr().is_terminal() {
@@ -248,56 +222,15 @@ pub struct Server {
 }
 
 pub fn start_server(flags: &[String], scratch: &Scratch, raw: bool) -> anyhow::Result<Server> {
-    let exe = std::env::current_exe()?;
-    let addr_file = scratch.0.join("addr");
-    let log = scratch.0.join("server.log");
-    let logf = std::fs::File::create(&log)?;
-    let child = Command::new(exe)
-        .arg("serve")
-        .args(["--listen", "127.0.0.1:0", "--exit-with-parent"])
-        .arg("--addr-file")
-        .arg(&addr_file)
-        .args(flags)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::from(logf))
-        .spawn()
-        .map_err(|e| anyhow::anyhow!("cannot start the server process: {e}"))?;
-    let mut guard = ChildGuard::new(child, "server");
     let want = if raw { 2 } else { 1 };
-    let until = Instant::now() + Duration::from_secs(15);
-    loop {
-        sys::check_interrupted()?;
-        if let Some(st) = guard.try_exited() {
-            anyhow::bail!("server exited ({st}) before listening: {}", tail(&log, 3));
-        }
-        if let Ok(s) = std::fs::read_to_string(&addr_file) {
-            let lines: Vec<&str> = s.lines().filter(|l| !l.trim().is_empty()).collect();
-            if lines.len() >= want && s.ends_with('\n') {
-                let parse = |l: &str| -> anyhow::Result<SocketAddr> {
-                    l.trim()
-                        .parse()
-                        .map_err(|_| anyhow::anyhow!("{}: bad address `{l}`", addr_file.display()))
-                };
-                let data = parse(lines[0])?;
-                let control = if raw { parse(lines[1])? } else { data };
-                return Ok(Server {
-                    guard,
-                    data,
-                    control,
-                    log,
-                });
-            }
-        }
-        if Instant::now() > until {
-            anyhow::bail!(
-                "server did not write {} within 15 s: {}",
-                addr_file.display(),
-                tail(&log, 3)
-            );
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let wait = crate::sys::budget::Budget::new(crate::sys::serve::START_WAIT);
+    let c = crate::sys::serve::start(flags, &scratch.0, want, &wait)?;
+    Ok(Server {
+        data: c.addrs[0],
+        control: c.addrs[want - 1],
+        guard: c.guard,
+        log: c.log,
+    })
 }
 
 /// The load generator process and its event stream.
@@ -309,19 +242,17 @@ pub struct Loadgen {
 }
 
 pub fn start_loadgen(args: &[String], scratch: &Scratch) -> anyhow::Result<Loadgen> {
-    let exe = std::env::current_exe()?;
     let log = scratch.0.join("loadgen.log");
     let logf = std::fs::File::create(&log)?;
-    let mut child = Command::new(exe)
-        .args(["bench", "loadgen"])
+    let mut cmd = Command::new(crate::sys::child::exe()?);
+    cmd.args(["bench", "loadgen"])
         .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::from(logf))
-        .spawn()
-        .map_err(|e| anyhow::anyhow!("cannot start the load generator process: {e}"))?;
-    let stdin = child.stdin.take().expect("piped stdin");
-    let stdout = child.stdout.take().expect("piped stdout");
+        .stderr(Stdio::from(logf));
+    let mut guard = ChildGuard::spawn(cmd, "the load generator process")?;
+    let stdin = guard.child.stdin.take().expect("piped stdin");
+    let stdout = guard.child.stdout.take().expect("piped stdout");
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
         for line in std::io::BufReader::new(stdout).lines() {
@@ -334,7 +265,7 @@ pub fn start_loadgen(args: &[String], scratch: &Scratch) -> anyhow::Result<Loadg
         }
     });
     Ok(Loadgen {
-        guard: ChildGuard::new(child, "load generator"),
+        guard,
         stdin,
         events: rx,
         log,
@@ -546,7 +477,7 @@ fn run_one(sc: Option<Scenario>, a: &FanoutArgs) -> anyhow::Result<ScenarioResul
     let result = lg.finish(Duration::from_secs(30))?;
     let lg_clean = lg.guard.wait_or_terminate(Duration::from_secs(5));
     let srv_clean = match server.as_mut() {
-        Some(s) => s.guard.terminate(Duration::from_secs(5)),
+        Some(s) => s.guard.terminate(Duration::from_secs(5)).1,
         None => true,
     };
     let mut r = validity::analyze(&Inputs {

@@ -126,7 +126,7 @@ pub fn run(run: &Run) -> anyhow::Result<Vec<Verification>> {
     // Hold the server side while this process has room, so the child's sockets are
     // established connections; beyond that the listener closes them at once (the child's
     // descriptors count either way).
-    let cap = (hard.saturating_sub(sys::open_fds("self")? + 64) / n_dest) as usize;
+    let cap = (sys::socket_room(hard, sys::open_fds("self")?) / n_dest) as usize;
     let acceptors = (0..n_dest)
         .map(|_| Acceptor::start("127.0.0.1:0".parse()?, OnAccept::Hold { cap }))
         .collect::<anyhow::Result<Vec<_>>>()?;

@@ -13,7 +13,6 @@ use crate::report::Verification;
 use crate::units::fmt_duration;
 use anyhow::{anyhow, bail};
 use std::net::TcpStream;
-use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 use tokio_tungstenite::tungstenite::{self, Message};
 
@@ -48,15 +47,9 @@ fn connect(server: &Server) -> anyhow::Result<tungstenite::WebSocket<TcpStream>>
 }
 
 /// Peer-closed (FIN or RST) on a socket we no longer read.
-fn peer_closed(fd: i32) -> bool {
-    let mut p = libc::pollfd {
-        fd,
-        events: libc::POLLRDHUP,
-        revents: 0,
-    };
-    // SAFETY: one valid pollfd.
-    let r = unsafe { libc::poll(&mut p, 1, 0) };
-    r > 0 && (p.revents & (libc::POLLRDHUP | libc::POLLHUP | libc::POLLERR)) != 0
+fn peer_closed(s: &impl std::os::fd::AsFd) -> bool {
+    use crate::sys::fd::{poll_one, POLLERR, POLLHUP, POLLRDHUP};
+    poll_one(s, POLLRDHUP, 0) & (POLLRDHUP | POLLHUP | POLLERR) != 0
 }
 
 fn dead_peer_server(run: &Run) -> anyhow::Result<Server> {
@@ -120,11 +113,10 @@ fn dead_peer(run: &Run, server: Server) -> anyhow::Result<Verification> {
         fmt_duration(wait)
     ));
     // From now on nothing is read and no pong is sent.
-    let fd = ws.get_ref().as_raw_fd();
     let give_up = silent + ping + wait + Duration::from_secs(2);
     let detected = loop {
         budget.check("tcp-keepalive")?;
-        if peer_closed(fd) {
+        if peer_closed(ws.get_ref()) {
             break Some(Instant::now());
         }
         if Instant::now() > give_up {

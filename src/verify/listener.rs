@@ -5,7 +5,6 @@
 use anyhow::Context;
 use socket2::{Domain, Protocol, Socket, Type};
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -104,15 +103,8 @@ fn accept_loop(
     mode: Arc<Mutex<OnAccept>>,
     held: Arc<Mutex<Vec<TcpStream>>>,
 ) {
-    let fd = listener.as_raw_fd();
     while !stop.load(Ordering::SeqCst) {
-        let mut pfd = libc::pollfd {
-            fd,
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        // SAFETY: one valid pollfd for the duration of the call.
-        unsafe { libc::poll(&mut pfd, 1, 20) };
+        crate::sys::fd::poll_one(&listener, crate::sys::fd::POLLIN, 20);
         loop {
             match listener.accept() {
                 Ok((s, _)) => {

@@ -91,7 +91,7 @@ fn measure(run: &Run, t: Transport) -> anyhow::Result<Verification> {
     let budget = run.budget.within(Duration::from_secs(120));
     // One descriptor per client here (the server raises its own limit to the hard one).
     let (_, hard) = sys::nofile()?;
-    let room = hard.saturating_sub(sys::open_fds("self")? + 64);
+    let room = sys::socket_room(hard, sys::open_fds("self")?);
     if n > room {
         bail!("--connections {n}: needs {n} descriptors in this process, the open-files limit leaves {room}");
     }
@@ -109,7 +109,7 @@ fn measure(run: &Run, t: Transport) -> anyhow::Result<Verification> {
     )?;
     let pid = server.pid();
     std::thread::sleep(Duration::from_millis(300));
-    let rss0 = sys::rss_bytes(pid)?;
+    let rss0 = sys::rss_of(pid)?;
     let fds0 = sys::open_fds(&pid.to_string())?;
     let ss0 = sys::read_sockstat()?;
     let mut clients = Vec::with_capacity(n as usize);
@@ -136,8 +136,8 @@ fn measure(run: &Run, t: Transport) -> anyhow::Result<Verification> {
     let mut stats = server.stats()?;
     let until = Instant::now() + Duration::from_secs(10);
     let count = |s: &super::server::Stats| match t {
-        Transport::Ws => s.clients.ws,
-        Transport::Sse => s.clients.sse,
+        Transport::Ws => s.clients_of("ws"),
+        Transport::Sse => s.clients_of("sse"),
     };
     while count(&stats) < n && Instant::now() < until {
         budget.check(t.name())?;
@@ -145,7 +145,7 @@ fn measure(run: &Run, t: Transport) -> anyhow::Result<Verification> {
         stats = server.stats()?;
     }
     std::thread::sleep(Duration::from_millis(500));
-    let rss1 = sys::rss_bytes(pid)?;
+    let rss1 = sys::rss_of(pid)?;
     let fds1 = sys::open_fds(&pid.to_string())?;
     let ss1 = sys::read_sockstat()?;
     let stats = server.stats()?;

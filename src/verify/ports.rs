@@ -70,7 +70,7 @@ pub fn run(run: &Run) -> anyhow::Result<Vec<Verification>> {
     // The server side of every closed connection is held until the clients have closed
     // (so the clients, not the server, end in TIME_WAIT): K descriptors here.
     let (_, hard) = sys::nofile()?;
-    let room = hard.saturating_sub(sys::open_fds("self")? + 64);
+    let room = sys::socket_room(hard, sys::open_fds("self")?);
     if k > room {
         bail!("--closed {k}: needs {k} descriptors in this process, the open-files limit leaves {room}");
     }

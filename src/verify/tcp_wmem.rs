@@ -36,15 +36,9 @@ fn ioctl_int(fd: i32, req: libc::c_ulong) -> anyhow::Result<u64> {
     Ok(v.max(0) as u64)
 }
 
-fn wait_writable(fd: i32, ms: i32) -> bool {
-    let mut p = libc::pollfd {
-        fd,
-        events: libc::POLLOUT,
-        revents: 0,
-    };
-    // SAFETY: one valid pollfd.
-    let r = unsafe { libc::poll(&mut p, 1, ms) };
-    r > 0 && (p.revents & libc::POLLOUT) != 0
+fn wait_writable(s: &TcpStream, ms: u16) -> bool {
+    use crate::sys::fd::{poll_one, POLLOUT};
+    poll_one(s, POLLOUT, ms) & POLLOUT != 0
 }
 
 pub fn run(run: &Run) -> anyhow::Result<Vec<Verification>> {
@@ -100,7 +94,7 @@ pub fn run(run: &Run) -> anyhow::Result<Vec<Verification>> {
         }
         first_block.get_or_insert(written);
         // Blocked: wait a while for room; if none comes, the kernel is full.
-        if !wait_writable(sfd, 300) {
+        if !wait_writable(&server, 300) {
             break;
         }
     }
