@@ -63,13 +63,13 @@ pub fn parse_target(url: &str) -> anyhow::Result<(Proto, SocketAddr, String)> {
         Some(i) => (&rest[..i], rest[i..].to_string()),
         None => (rest, "/".to_string()),
     };
-    let host_port = hostport.replace("localhost", "127.0.0.1");
-    let addr: SocketAddr = host_port.parse().map_err(|_| {
+    // One loopback check for the whole crate: an IP literal or the name `localhost`.
+    let addr = crate::sys::addr::parse_host_port(hostport).ok_or_else(|| {
         anyhow::anyhow!(
             "{url}: host must be a loopback IP with a port, e.g. ws://127.0.0.1:8080/ws"
         )
     })?;
-    if !addr.ip().is_loopback() {
+    if !crate::sys::addr::is_loopback(addr.ip()) {
         anyhow::bail!(
             "{url}: {} is not a loopback address; live traffic goes only to 127.0.0.0/8 or ::1",
             addr.ip()
@@ -684,12 +684,17 @@ mod tests {
         let (p, a, _) = parse_target("ws://[::1]:80/x").unwrap();
         assert!(a.is_ipv6() && p == Proto::Ws);
         assert!(parse_target("ws://localhost:80/").is_ok());
+        let (_, a, _) = parse_target("ws://[::ffff:127.0.0.1]:80/").unwrap();
+        assert_eq!(a.port(), 80);
         for bad in [
             "ws://10.0.0.1:80/ws",
             "ws://example.com:80/",
             "wss://127.0.0.1:443/",
             "ws://127.0.0.1/ws",
             "ws://127.0.0.1:0/ws",
+            "ws://localhost.example.com:80/",
+            "ws://notlocalhost:80/",
+            "ws://[::ffff:10.0.0.1]:80/",
         ] {
             assert!(parse_target(bad).is_err(), "{bad}");
         }
