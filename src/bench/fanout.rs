@@ -343,42 +343,109 @@ fn run_one(sc: Option<Scenario>, a: &FanoutArgs) -> anyhow::Result<ScenarioResul
         .unwrap_or_else(|| "external".into());
     let scratch = Scratch::new(&name)?;
     let slow = a.slow_for(sc);
-    let mut server = None;
-    let (url, ctrl) = match sc {
-        Some(s) => {
-            let mut flags = vec![
-                "--wait-start".to_string(),
-                "--rounds".into(),
-                a.rounds.to_string(),
-                "--rate".into(),
-                a.rate.to_string(),
-                "--size".into(),
-                a.size.to_string(),
-            ];
-            flags.extend(s.server_flags());
-            let srv = start_server(&flags, &scratch, s.is_floor())?;
-            let url = if s.is_floor() {
-                format!("tcp://{}", srv.data)
-            } else {
-                format!("ws://{}/ws", srv.data)
-            };
-            let c = srv.control;
-            server = Some(srv);
-            (url, c)
-        }
-        None => {
-            let url = a.server.clone().unwrap_or_default();
-            let (_, addr, _) = parse_target(&url)?;
-            (url, addr)
-        }
+    let (mut server, url, ctrl) = target(sc, a, &scratch)?;
+    let sched = Schedule::new(a, slow);
+    let mut lg = start_loadgen(&loadgen_args(a, &url, slow, &sched), &scratch)?;
+    let (connected, _failed) = lg.wait_connected(a.connections, a.connect_timeout, &name)?;
+    let stats_before = begin(sc.is_some(), &name, ctrl, a.rounds)?;
+    let healthy = connected.saturating_sub(slow);
+    let mut w = watch_rounds(a, &mut lg, ctrl, healthy, &sched, &name, &stats_before)?;
+    let (at_bound, cutoff) = stop_at_bound(a, &mut lg, ctrl, slow, &sched, &w.last)?;
+    let mut final_stats = control::stats(ctrl).ok().or(w.last.take());
+    if let Some(s) = final_stats.as_mut() {
+        s.rounds_sent = s.rounds_sent.min(cutoff);
+        w.peak_rss = Some(w.peak_rss.unwrap_or(0).max(s.rss_bytes));
+    }
+    let duration_s = w.t0.elapsed().as_secs_f64();
+    // Frames already in flight when the snapshot was taken still arrive.
+    std::thread::sleep(Duration::from_millis(300));
+    let result = lg.finish(Duration::from_secs(30))?;
+    let lg_clean = lg.guard.wait_or_terminate(Duration::from_secs(5));
+    let srv_clean = server
+        .as_mut()
+        .map(|s| s.guard.terminate(Duration::from_secs(5)).1);
+    let mut r = validity::analyze(&Inputs {
+        name: name.clone(),
+        description: sc
+            .map(|s| s.describe().to_string())
+            .unwrap_or_else(|| format!("external server {url}")),
+        stall_expected: sc.map(|s| s.stall_expected()).unwrap_or(false),
+        lg: &result,
+        server: final_stats.as_ref(),
+        server_cpu_start: stats_before.as_ref().map(|s| s.cpu_seconds),
+        server_peak_rss: w.peak_rss,
+        rounds_total: a.rounds,
+        rate: a.rate,
+        duration_s,
+        time_bound_s: sched.bound_s,
+    });
+    r.checks.push(cleanup_check(lg_clean, srv_clean));
+    r.rounds_published_at_bound = at_bound.as_ref().map(|s| s.rounds_sent);
+    if let Some(s) = sc {
+        r.reference = s.evidence().map(crate::evidence::reference);
+        add_shape_notes(s, &mut r, a, at_bound.as_ref().map(|s| s.rounds_sent));
+    }
+    Ok(r)
+}
+
+/// Where the load goes: the scenario's own embedded server (started here), or `--server`.
+/// Returns the server guard (None for an external one), the load URL and the control address.
+fn target(
+    sc: Option<Scenario>,
+    a: &FanoutArgs,
+    scratch: &Scratch,
+) -> anyhow::Result<(Option<Server>, String, SocketAddr)> {
+    let Some(s) = sc else {
+        let url = a.server.clone().unwrap_or_default();
+        let (_, addr, _) = parse_target(&url)?;
+        return Ok((None, url, addr));
     };
-    let drain = a.drain.as_secs_f64();
-    let slow_release = if slow > 0 { 1.5 } else { 0.0 };
-    let schedule_s = a.rounds as f64 / a.rate;
-    let bound_s = schedule_s + drain + slow_release;
-    let lg_args = vec![
+    let mut flags = vec![
+        "--wait-start".to_string(),
+        "--rounds".into(),
+        a.rounds.to_string(),
+        "--rate".into(),
+        a.rate.to_string(),
+        "--size".into(),
+        a.size.to_string(),
+    ];
+    flags.extend(s.server_flags());
+    let srv = start_server(&flags, scratch, s.is_floor())?;
+    let url = if s.is_floor() {
+        format!("tcp://{}", srv.data)
+    } else {
+        format!("ws://{}/ws", srv.data)
+    };
+    let c = srv.control;
+    Ok((Some(srv), url, c))
+}
+
+/// The run's timing: publishing schedule, drain, slow-client release, and the time bound.
+struct Schedule {
+    schedule_s: f64,
+    drain_s: f64,
+    slow_release_s: f64,
+    bound_s: f64,
+}
+
+impl Schedule {
+    fn new(a: &FanoutArgs, slow: u64) -> Schedule {
+        let drain_s = a.drain.as_secs_f64();
+        let slow_release_s = if slow > 0 { 1.5 } else { 0.0 };
+        let schedule_s = a.rounds as f64 / a.rate;
+        Schedule {
+            schedule_s,
+            drain_s,
+            slow_release_s,
+            bound_s: schedule_s + drain_s + slow_release_s,
+        }
+    }
+}
+
+fn loadgen_args(a: &FanoutArgs, url: &str, slow: u64, sched: &Schedule) -> Vec<String> {
+    vec![
         "--url".to_string(),
-        url.clone(),
+        url.to_string(),
         "--connections".into(),
         a.connections.to_string(),
         "--slow".into(),
@@ -386,24 +453,52 @@ fn run_one(sc: Option<Scenario>, a: &FanoutArgs) -> anyhow::Result<ScenarioResul
         "--rounds".into(),
         a.rounds.to_string(),
         "--max-seconds".into(),
-        ((bound_s + a.connect_timeout.as_secs_f64() + 30.0) as u64).to_string(),
-    ];
-    let mut lg = start_loadgen(&lg_args, &scratch)?;
-    let (connected, _failed) = lg.wait_connected(a.connections, a.connect_timeout, &name)?;
+        ((sched.bound_s + a.connect_timeout.as_secs_f64() + 30.0) as u64).to_string(),
+    ]
+}
 
+/// Stats before publishing, then start it. Embedded servers wait for the start and must
+/// answer both; another server may already be publishing and may have no stats.
+fn begin(
+    embedded: bool,
+    name: &str,
+    ctrl: SocketAddr,
+    rounds: u64,
+) -> anyhow::Result<Option<ServerStats>> {
     let stats_before = control::stats(ctrl).ok();
-    if sc.is_some() && stats_before.is_none() {
+    if embedded && stats_before.is_none() {
         anyhow::bail!("{name}: server at {ctrl} has no /control/stats");
     }
-    // Embedded servers wait for this; another server may already be publishing.
-    let started = control::start(ctrl, a.rounds);
-    if sc.is_some() {
+    let started = control::start(ctrl, rounds);
+    if embedded {
         started?;
     }
-    let t0 = Instant::now();
-    let healthy = connected.saturating_sub(slow);
-    let mut peak_rss = stats_before.as_ref().map(|s| s.rss_bytes);
-    let mut last_stats: Option<ServerStats> = stats_before.clone();
+    Ok(stats_before)
+}
+
+/// What watching the rounds left: when it started, peak server RSS, last stats read.
+struct Watch {
+    t0: Instant,
+    peak_rss: Option<u64>,
+    last: Option<ServerStats>,
+}
+
+/// Follow the rounds until the schedule and drain are over or every healthy client has
+/// the last round (or was removed).
+fn watch_rounds(
+    a: &FanoutArgs,
+    lg: &mut Loadgen,
+    ctrl: SocketAddr,
+    healthy: u64,
+    sched: &Schedule,
+    name: &str,
+    stats_before: &Option<ServerStats>,
+) -> anyhow::Result<Watch> {
+    let mut w = Watch {
+        t0: Instant::now(),
+        peak_rss: stats_before.as_ref().map(|s| s.rss_bytes),
+        last: stats_before.clone(),
+    };
     let pb = progress_bar(a.rounds, format!("{name}: rounds"));
     let (mut complete, mut removed) = (0u64, 0u64);
     // /control/stats costs the server a walk of /proc/self/fd (about 8 ms at 10,000
@@ -411,15 +506,14 @@ fn run_one(sc: Option<Scenario>, a: &FanoutArgs) -> anyhow::Result<ScenarioResul
     let mut next_poll = Instant::now() + Duration::from_secs(1);
     loop {
         sys::check_interrupted()?;
-        let el = t0.elapsed().as_secs_f64();
-        if el > schedule_s + drain {
+        if w.t0.elapsed().as_secs_f64() > sched.schedule_s + sched.drain_s {
             break;
         }
         if Instant::now() >= next_poll {
             next_poll = Instant::now() + Duration::from_secs(1);
             if let Ok(s) = control::stats(ctrl) {
-                peak_rss = Some(peak_rss.unwrap_or(0).max(s.rss_bytes));
-                last_stats = Some(s);
+                w.peak_rss = Some(w.peak_rss.unwrap_or(0).max(s.rss_bytes));
+                w.last = Some(s);
             }
         }
         if let Some(Event::Progress {
@@ -438,10 +532,23 @@ fn run_one(sc: Option<Scenario>, a: &FanoutArgs) -> anyhow::Result<ScenarioResul
         }
     }
     pb.finish_and_clear();
+    Ok(w)
+}
+
+/// Snapshot the hub at the time bound, tell the load generator the cutoff, then release
+/// the slow clients. Returns the snapshot and the cutoff round.
+fn stop_at_bound(
+    a: &FanoutArgs,
+    lg: &mut Loadgen,
+    ctrl: SocketAddr,
+    slow: u64,
+    sched: &Schedule,
+    last: &Option<ServerStats>,
+) -> anyhow::Result<(Option<ServerStats>, u64)> {
     // Where the hub stood at the time bound, before anything was released.
     let at_bound = control::stats(ctrl)
         .ok()
-        .or_else(|| last_stats.clone())
+        .or_else(|| last.clone())
         .map(|mut s| {
             s.rounds_sent = s.rounds_sent.min(a.rounds);
             s
@@ -458,50 +565,21 @@ fn run_one(sc: Option<Scenario>, a: &FanoutArgs) -> anyhow::Result<ScenarioResul
         // As in the seed: closing the slow clients at the end releases stuck writers, and
         // what they then deliver (20 s late in C1) is part of the result.
         lg.send(CMD_CLOSE_SLOW);
-        let until = Instant::now() + Duration::from_secs_f64(slow_release);
+        let until = Instant::now() + Duration::from_secs_f64(sched.slow_release_s);
         while Instant::now() < until {
             sys::check_interrupted()?;
             let _ = lg.next(Duration::from_millis(100))?;
         }
     }
-    let mut final_stats = control::stats(ctrl).ok().or(last_stats);
-    if let Some(s) = final_stats.as_mut() {
-        s.rounds_sent = s.rounds_sent.min(cutoff);
-    }
-    if let Some(s) = &final_stats {
-        peak_rss = Some(peak_rss.unwrap_or(0).max(s.rss_bytes));
-    }
-    let duration_s = t0.elapsed().as_secs_f64();
-    // Frames already in flight when the snapshot was taken still arrive.
-    std::thread::sleep(Duration::from_millis(300));
-    let result = lg.finish(Duration::from_secs(30))?;
-    let lg_clean = lg.guard.wait_or_terminate(Duration::from_secs(5));
-    let srv_clean = match server.as_mut() {
-        Some(s) => s.guard.terminate(Duration::from_secs(5)).1,
-        None => true,
-    };
-    let mut r = validity::analyze(&Inputs {
-        name: name.clone(),
-        description: sc
-            .map(|s| s.describe().to_string())
-            .unwrap_or_else(|| format!("external server {url}")),
-        stall_expected: sc.map(|s| s.stall_expected()).unwrap_or(false),
-        lg: &result,
-        server: final_stats.as_ref(),
-        server_cpu_start: stats_before.as_ref().map(|s| s.cpu_seconds),
-        server_peak_rss: peak_rss,
-        rounds_total: a.rounds,
-        rate: a.rate,
-        duration_s,
-        time_bound_s: bound_s,
-    });
-    r.checks.push(Check {
+    Ok((at_bound, cutoff))
+}
+
+/// Did both children leave cleanly? `server_clean` is None for an external server.
+fn cleanup_check(lg_clean: bool, server_clean: Option<bool>) -> Check {
+    let clean = lg_clean && server_clean != Some(false);
+    Check {
         name: "cleanup".into(),
-        status: if lg_clean && srv_clean {
-            Status::Pass
-        } else {
-            Status::Warn
-        },
+        status: if clean { Status::Pass } else { Status::Warn },
         detail: format!(
             "load generator {}; {}",
             if lg_clean {
@@ -509,21 +587,13 @@ fn run_one(sc: Option<Scenario>, a: &FanoutArgs) -> anyhow::Result<ScenarioResul
             } else {
                 "had to be killed"
             },
-            if server.is_none() {
-                "external server: not ours to stop"
-            } else if srv_clean {
-                "server exited on SIGTERM"
-            } else {
-                "server had to be killed (SIGKILL)"
+            match server_clean {
+                None => "external server: not ours to stop",
+                Some(true) => "server exited on SIGTERM",
+                Some(false) => "server had to be killed (SIGKILL)",
             }
         ),
-    });
-    r.rounds_published_at_bound = at_bound.as_ref().map(|s| s.rounds_sent);
-    if let Some(s) = sc {
-        r.reference = s.evidence().map(crate::evidence::reference);
-        add_shape_notes(s, &mut r, a, at_bound.as_ref().map(|s| s.rounds_sent));
     }
-    Ok(r)
 }
 
 /// Last round inside the measurement window: the one in progress at the bound counts. The
@@ -629,5 +699,26 @@ mod tests {
         assert_eq!(cutoff_after(3, 100), 4);
         assert_eq!(cutoff_after(100, 100), 100);
         assert_eq!(cutoff_after(0, 5), 1);
+    }
+
+    #[test]
+    fn schedule_and_cleanup_pieces() {
+        let a = parse(&["--rounds", "100", "--rate", "5", "--slow", "3"]);
+        let s = Schedule::new(&a, 3);
+        assert!((s.schedule_s - 20.0).abs() < 1e-9);
+        assert!((s.bound_s - (20.0 + a.drain.as_secs_f64() + 1.5)).abs() < 1e-9);
+        assert_eq!(Schedule::new(&a, 0).slow_release_s, 0.0);
+        let args = loadgen_args(&a, "ws://127.0.0.1:1/ws", 3, &s);
+        let at = |k: &str| args[args.iter().position(|x| x == k).unwrap() + 1].clone();
+        assert_eq!((at("--slow"), at("--rounds")), ("3".into(), "100".into()));
+        assert_eq!(cleanup_check(true, Some(true)).status, Status::Pass);
+        assert_eq!(cleanup_check(true, None).status, Status::Pass);
+        assert!(cleanup_check(true, None)
+            .detail
+            .contains("not ours to stop"));
+        assert_eq!(cleanup_check(false, None).status, Status::Warn);
+        let c = cleanup_check(true, Some(false));
+        assert_eq!(c.status, Status::Warn);
+        assert!(c.detail.contains("SIGKILL"), "{}", c.detail);
     }
 }
