@@ -434,7 +434,10 @@ mod tests {
             d[0].contains("127.0.0.1:9") && d[0].contains("held 1,018"),
             "{d:?}"
         );
-        assert!(d[2].contains("read /proc/self/status: failed (EMFILE)"), "{d:?}");
+        assert!(
+            d[2].contains("read /proc/self/status: failed (EMFILE)"),
+            "{d:?}"
+        );
         let v = judge(&ok, d, t0);
         assert!(v.valid && v.measured == Some(1018.0), "{v:?}");
         assert!(
