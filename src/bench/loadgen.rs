@@ -172,9 +172,44 @@ async fn drive(a: LoadgenArgs, cfg: Arc<Cfg>, cores: u64) -> anyhow::Result<Load
     let (stop_tx, stop_rx) = watch::channel(RUN);
     let sem = Arc::new(Semaphore::new(a.connect_concurrency.max(1)));
     let cpu0 = sys::cpu_seconds();
+    let mut cmd_rx = read_commands();
+    let tasks: Vec<_> = (0..a.connections)
+        .map(|i| {
+            tokio::spawn(client(
+                is_slow(i, a.connections, a.slow),
+                cfg.clone(),
+                counters.clone(),
+                sem.clone(),
+                stop_rx.clone(),
+            ))
+        })
+        .collect();
+    connect_phase(a.connections, &counters, &mut cmd_rx, hard_stop).await;
+    let cpu1 = sys::cpu_seconds();
+    let t_run = Instant::now();
+    emit(&Event::Connected {
+        connected: counters.connected.load(Relaxed),
+        failed: counters.failed.load(Relaxed),
+    });
+    let cutoff = run_phase(&counters, &mut cmd_rx, &stop_tx, hard_stop).await;
+    let _ = stop_tx.send(STOP);
+    let cpu2 = sys::cpu_seconds();
+    let wall = t_run.elapsed().as_secs_f64();
+    let outs = collect(tasks).await;
+    Ok(summarize(
+        &a,
+        outs,
+        cutoff,
+        cores,
+        cpu1 - cpu0,
+        cpu2 - cpu1,
+        wall,
+    ))
+}
 
-    // Commands from the orchestrator; EOF (orchestrator gone) means stop.
-    let (cmd_tx, mut cmd_rx) = tokio::sync::mpsc::unbounded_channel::<String>();
+/// Commands from the orchestrator, one per stdin line; EOF (orchestrator gone) means stop.
+fn read_commands() -> tokio::sync::mpsc::UnboundedReceiver<String> {
+    let (cmd_tx, cmd_rx) = tokio::sync::mpsc::unbounded_channel::<String>();
     std::thread::spawn(move || {
         let stdin = std::io::stdin();
         let mut line = String::new();
@@ -193,32 +228,28 @@ async fn drive(a: LoadgenArgs, cfg: Arc<Cfg>, cores: u64) -> anyhow::Result<Load
             }
         }
     });
+    cmd_rx
+}
 
-    let mut tasks = Vec::with_capacity(a.connections as usize);
-    for i in 0..a.connections {
-        let slow = is_slow(i, a.connections, a.slow);
-        tasks.push(tokio::spawn(client(
-            slow,
-            cfg.clone(),
-            counters.clone(),
-            sem.clone(),
-            stop_rx.clone(),
-        )));
-    }
-
-    // Connect phase.
+/// Report connect progress until every client connected or failed (or stop, or the bound).
+async fn connect_phase(
+    total: u64,
+    counters: &Counters,
+    cmd_rx: &mut tokio::sync::mpsc::UnboundedReceiver<String>,
+    hard_stop: Instant,
+) {
     let mut tick = tokio::time::interval(Duration::from_millis(200));
     loop {
         tick.tick().await;
         let done = counters.connected.load(Relaxed);
         let failed = counters.failed.load(Relaxed);
-        if done + failed >= a.connections {
+        if done + failed >= total {
             break;
         }
         emit(&Event::Connecting {
             done,
             failed,
-            total: a.connections,
+            total,
         });
         if let Ok(c) = cmd_rx.try_recv() {
             if c == CMD_STOP {
@@ -229,14 +260,16 @@ async fn drive(a: LoadgenArgs, cfg: Arc<Cfg>, cores: u64) -> anyhow::Result<Load
             break;
         }
     }
-    let cpu1 = sys::cpu_seconds();
-    let t_run = Instant::now();
-    emit(&Event::Connected {
-        connected: counters.connected.load(Relaxed),
-        failed: counters.failed.load(Relaxed),
-    });
+}
 
-    // Run phase: progress until told to stop (or the hard bound).
+/// Report progress until told to stop (or the hard bound); returns the cutoff round if
+/// the orchestrator sent one. `close-slow` is passed on to the clients.
+async fn run_phase(
+    counters: &Counters,
+    cmd_rx: &mut tokio::sync::mpsc::UnboundedReceiver<String>,
+    stop_tx: &watch::Sender<u8>,
+    hard_stop: Instant,
+) -> Option<u64> {
     let mut tick = tokio::time::interval(Duration::from_millis(250));
     let mut cutoff: Option<u64> = None;
     loop {
@@ -260,10 +293,11 @@ async fn drive(a: LoadgenArgs, cfg: Arc<Cfg>, cores: u64) -> anyhow::Result<Load
             }
         }
     }
-    let _ = stop_tx.send(STOP);
-    let cpu2 = sys::cpu_seconds();
-    let wall = t_run.elapsed().as_secs_f64();
+    cutoff
+}
 
+/// Every client's outcome; a task that does not stop within 5 s counts as an error.
+async fn collect(tasks: Vec<tokio::task::JoinHandle<ClientOut>>) -> Vec<ClientOut> {
     let mut outs = Vec::with_capacity(tasks.len());
     for t in tasks {
         match tokio::time::timeout(Duration::from_secs(5), t).await {
@@ -274,15 +308,7 @@ async fn drive(a: LoadgenArgs, cfg: Arc<Cfg>, cores: u64) -> anyhow::Result<Load
             }),
         }
     }
-    Ok(summarize(
-        &a,
-        outs,
-        cutoff,
-        cores,
-        cpu1 - cpu0,
-        cpu2 - cpu1,
-        wall,
-    ))
+    outs
 }
 
 fn summarize(
