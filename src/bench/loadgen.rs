@@ -4,8 +4,8 @@
 //! Runs in its own process so it stays under its own open-files limit and the server's
 //! allocator and scheduler are not measured together with it.
 use super::stats::{self, ClientSamples};
-use super::sys;
 use super::wire::{Event, LoadgenResult, CMD_CLOSE_SLOW, CMD_CUTOFF, CMD_STOP};
+use crate::sys::{clock, limits};
 use futures_util::StreamExt;
 use std::io::Write;
 use std::net::SocketAddr;
@@ -134,9 +134,9 @@ pub fn run(a: LoadgenArgs) -> anyhow::Result<std::process::ExitCode> {
     if a.slow > a.connections {
         anyhow::bail!("--slow {} exceeds --connections {}", a.slow, a.connections);
     }
-    let (_, hard) = sys::raise_nofile()?;
-    sys::check_fd_budget(a.connections, hard)?;
-    let cores = sys::cores();
+    let (_, hard) = limits::raise_nofile_to_hard()?;
+    limits::check_fd_budget(a.connections, hard)?;
+    let cores = clock::cores();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(cores as usize)
         .enable_all()
@@ -171,7 +171,7 @@ async fn drive(a: LoadgenArgs, cfg: Arc<Cfg>, cores: u64) -> anyhow::Result<Load
     let counters = Arc::new(Counters::default());
     let (stop_tx, stop_rx) = watch::channel(RUN);
     let sem = Arc::new(Semaphore::new(a.connect_concurrency.max(1)));
-    let cpu0 = sys::cpu_seconds();
+    let cpu0 = clock::cpu_seconds();
     let mut cmd_rx = read_commands();
     let tasks: Vec<_> = (0..a.connections)
         .map(|i| {
@@ -185,7 +185,7 @@ async fn drive(a: LoadgenArgs, cfg: Arc<Cfg>, cores: u64) -> anyhow::Result<Load
         })
         .collect();
     connect_phase(a.connections, &counters, &mut cmd_rx, hard_stop).await;
-    let cpu1 = sys::cpu_seconds();
+    let cpu1 = clock::cpu_seconds();
     let t_run = Instant::now();
     emit(&Event::Connected {
         connected: counters.connected.load(Relaxed),
@@ -193,7 +193,7 @@ async fn drive(a: LoadgenArgs, cfg: Arc<Cfg>, cores: u64) -> anyhow::Result<Load
     });
     let cutoff = run_phase(&counters, &mut cmd_rx, &stop_tx, hard_stop).await;
     let _ = stop_tx.send(STOP);
-    let cpu2 = sys::cpu_seconds();
+    let cpu2 = clock::cpu_seconds();
     let wall = t_run.elapsed().as_secs_f64();
     let outs = collect(tasks).await;
     Ok(summarize(
@@ -471,7 +471,7 @@ fn record(out: &mut ClientOut, counters: &Counters, rounds: u64, decoded: Option
         out.undecodable += 1;
         return;
     };
-    let lat_us = (sys::now_ns().saturating_sub(sched) / 1000).min(u32::MAX as u64) as u32;
+    let lat_us = (clock::now_ns().saturating_sub(sched) / 1000).min(u32::MAX as u64) as u32;
     counters.received.fetch_add(1, Relaxed);
     if seq == 0 || seq > rounds {
         out.beyond += 1;

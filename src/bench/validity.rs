@@ -1,11 +1,11 @@
 //! Pure: turn what the load generator and the server reported into one scenario result,
 //! with its independent checks. A check that fails makes the result invalid, and an invalid
 //! result carries no latency numbers.
-use super::control::ServerStats;
 use super::model::{Accounting, Check, ScenarioResult};
 use super::stats;
 use super::wire::LoadgenResult;
 use crate::report::Status;
+use crate::sys::control::ServerStats;
 
 /// Load generator CPU above this share of its cores means it measured itself.
 pub const LOADGEN_CPU_LIMIT: f64 = 0.90;

@@ -15,6 +15,11 @@ pub fn raise_nofile() -> std::io::Result<(u64, u64)> {
     Ok((soft, hard))
 }
 
+/// [`raise_nofile`] for experiments that hold many sockets, with the error in one line.
+pub fn raise_nofile_to_hard() -> anyhow::Result<(u64, u64)> {
+    raise_nofile().map_err(|e| anyhow!("raising RLIMIT_NOFILE: {e}"))
+}
+
 /// RLIMIT_NOFILE (soft, hard) of this process.
 pub fn nofile() -> anyhow::Result<(u64, u64)> {
     nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE)

@@ -5,9 +5,10 @@
 //! connections + descriptors already open = the limit exactly (the kernel hands out the
 //! lowest free number, so EMFILE means every number below the limit is taken).
 use super::listener::{Acceptor, OnAccept};
-use super::{guard, sys, verification, Run};
+use super::{verification, Run};
 use crate::evidence::fmt_num;
 use crate::report::Verification;
+use crate::sys::{addr, child, limits, proc};
 use anyhow::{anyhow, bail};
 use serde::{Deserialize, Serialize};
 use std::io::Write;
@@ -116,17 +117,17 @@ pub fn destinations(limit: u64, port_range: u64) -> u64 {
 
 pub fn run(run: &Run) -> anyhow::Result<Vec<Verification>> {
     let started = Instant::now();
-    let (soft, hard) = sys::nofile()?;
+    let (soft, hard) = limits::nofile()?;
     let (limit, note) = choose_limit(run.opts.limit, soft, hard);
     if limit > hard {
         bail!("--limit {limit}: above the hard open-files limit {hard}");
     }
-    let (lo, hi) = sys::port_range()?;
+    let (lo, hi) = proc::port_range()?;
     let n_dest = destinations(limit, (hi - lo) as u64 + 1);
     // Hold the server side while this process has room, so the child's sockets are
     // established connections; beyond that the listener closes them at once (the child's
     // descriptors count either way).
-    let cap = (sys::socket_room(hard, sys::open_fds("self")?) / n_dest) as usize;
+    let cap = (limits::socket_room(hard, proc::open_fds("self")?) / n_dest) as usize;
     let acceptors = (0..n_dest)
         .map(|_| Acceptor::start("127.0.0.1:0".parse()?, OnAccept::Hold { cap }))
         .collect::<anyhow::Result<Vec<_>>>()?;
@@ -153,7 +154,7 @@ pub fn run(run: &Run) -> anyhow::Result<Vec<Verification>> {
 
 /// Run the fd-limit child against `targets` (within 60 s of the budget) and read its report.
 fn run_child(run: &Run, limit: u64, targets: &str) -> anyhow::Result<ChildReport> {
-    let mut cmd = Command::new(guard::exe()?);
+    let mut cmd = Command::new(child::exe()?);
     cmd.args([
         "verify",
         "--child",
@@ -166,7 +167,7 @@ fn run_child(run: &Run, limit: u64, targets: &str) -> anyhow::Result<ChildReport
     .stdin(Stdio::null())
     .stdout(Stdio::piped())
     .stderr(Stdio::piped());
-    let mut child = guard::ChildGuard::spawn(cmd, "the fd-limit child")?;
+    let mut child = child::ChildGuard::spawn(cmd, "the fd-limit child")?;
     let budget = run.budget.within(Duration::from_secs(60));
     let status = loop {
         if let Some(st) = child.child.try_wait()? {
@@ -319,13 +320,13 @@ fn open_below(limit: u64) -> u64 {
 /// The child: lower the soft limit, connect until the first error, probe, report JSON.
 pub fn child(limit: u64, targets: &[SocketAddr]) -> anyhow::Result<ExitCode> {
     for t in targets {
-        guard::ensure_loopback(t)?;
+        addr::ensure_loopback(t)?;
     }
     if targets.is_empty() {
         bail!("fd-limit child: no target");
     }
     let started = Instant::now();
-    let (_, hard) = sys::nofile()?;
+    let (_, hard) = limits::nofile()?;
     if limit > hard {
         bail!("--limit {limit}: above the hard limit {hard}");
     }

@@ -11,6 +11,7 @@ use super::server::Server;
 use super::{verification, Run};
 use crate::report::Verification;
 use crate::sys::budget::Budget;
+use crate::sys::signal;
 use crate::units::fmt_duration;
 use anyhow::{anyhow, bail};
 use std::net::TcpStream;
@@ -421,7 +422,7 @@ pub fn run(run: &Run) -> anyhow::Result<Vec<Verification>> {
         }
         match setup(run) {
             Ok(server) => ready.push((name, server, measure)),
-            Err(e) if super::guard::interrupted() => return Err(e),
+            Err(e) if signal::interrupted() => return Err(e),
             Err(e) => failed.push((name, Err(e))),
         }
     }
@@ -444,7 +445,7 @@ pub fn run(run: &Run) -> anyhow::Result<Vec<Verification>> {
     for (name, r) in results.into_iter().chain(failed) {
         match r {
             Ok(v) => out.push(v),
-            Err(e) if super::guard::interrupted() => return Err(e),
+            Err(e) if signal::interrupted() => return Err(e),
             Err(e) => out.push(verification(
                 name,
                 None,

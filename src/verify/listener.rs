@@ -2,6 +2,7 @@
 //! tcp-wmem need only TCP semantics). Accepting happens on a thread; the accepted sockets
 //! are held (so the client side stays established) or closed at once (so the experiment
 //! needs no server-side descriptors). Dropping the acceptor closes everything.
+use crate::sys::{addr, signal};
 use anyhow::Context;
 use socket2::{Domain, Protocol, Socket, Type};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -29,7 +30,7 @@ pub struct Acceptor {
 
 /// A listener on `bind` (loopback only) with a deep accept queue.
 pub fn listen(bind: SocketAddr, backlog: i32) -> anyhow::Result<TcpListener> {
-    super::guard::ensure_loopback(&bind)?;
+    addr::ensure_loopback(&bind)?;
     let s = Socket::new(Domain::for_address(bind), Type::STREAM, Some(Protocol::TCP))?;
     s.set_reuse_address(true)?;
     s.bind(&bind.into())
@@ -87,7 +88,7 @@ impl Acceptor {
     pub fn wait_accepted(&self, n: usize, timeout: Duration) -> bool {
         let until = Instant::now() + timeout;
         while self.accepted() < n {
-            if Instant::now() >= until || super::guard::interrupted() {
+            if Instant::now() >= until || signal::interrupted() {
                 return false;
             }
             std::thread::sleep(Duration::from_millis(2));

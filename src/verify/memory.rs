@@ -3,9 +3,10 @@
 //! server. Plus kernel TCP memory from sockstat. Checked against the server's own client
 //! counter and its descriptor count.
 use super::server::Server;
-use super::{sys, verification, Run};
+use super::{verification, Run};
 use crate::evidence::fmt_num;
 use crate::report::Verification;
+use crate::sys::{budget, limits, proc, signal};
 use crate::units::fmt_bytes;
 use anyhow::{anyhow, bail, Context};
 use std::io::{Read, Write};
@@ -141,12 +142,12 @@ fn measure(run: &Run, t: Transport) -> anyhow::Result<Verification> {
 /// One descriptor per client here (the server raises its own limit to the hard one), and
 /// one ephemeral port each toward the one server address.
 fn check_room(n: u64) -> anyhow::Result<()> {
-    let (_, hard) = sys::nofile()?;
-    let room = sys::socket_room(hard, sys::open_fds("self")?);
+    let (_, hard) = limits::nofile()?;
+    let room = limits::socket_room(hard, proc::open_fds("self")?);
     if n > room {
         bail!("--connections {n}: needs {n} descriptors in this process, the open-files limit leaves {room}");
     }
-    let (lo, hi) = sys::port_range()?;
+    let (lo, hi) = proc::port_range()?;
     let ports = (hi - lo) as u64 + 1;
     if n + 1024 > ports {
         bail!("--connections {n}: needs {n} ephemeral ports toward one server address, the port range {lo}-{hi} has {ports}");
@@ -158,15 +159,15 @@ fn check_room(n: u64) -> anyhow::Result<()> {
 struct Reading {
     rss: u64,
     fds: u64,
-    ss: sys::Sockstat,
+    ss: proc::Sockstat,
 }
 
 impl Reading {
     fn of(pid: u32) -> anyhow::Result<Reading> {
         Ok(Reading {
-            rss: sys::rss_of(pid)?,
-            fds: sys::open_fds(&pid.to_string())?,
-            ss: sys::read_sockstat()?,
+            rss: proc::rss_of(pid)?,
+            fds: proc::open_fds(&pid.to_string())?,
+            ss: proc::read_sockstat()?,
         })
     }
 }
@@ -176,7 +177,7 @@ fn open_idle(
     t: Transport,
     server: &Server,
     n: u64,
-    budget: &super::guard::Budget,
+    budget: &budget::Budget,
 ) -> anyhow::Result<Vec<Idle>> {
     let mut clients = Vec::with_capacity(n as usize);
     for i in 0..n {
@@ -213,7 +214,7 @@ fn wait_counted(
     server: &Server,
     t: Transport,
     n: u64,
-    budget: &super::guard::Budget,
+    budget: &budget::Budget,
 ) -> anyhow::Result<()> {
     let mut stats = server.stats()?;
     let until = Instant::now() + Duration::from_secs(10);
@@ -317,7 +318,7 @@ pub fn run(run: &Run) -> anyhow::Result<Vec<Verification>> {
         let started = Instant::now();
         match measure(run, t) {
             Ok(v) => out.push(v),
-            Err(e) if super::guard::interrupted() => return Err(e),
+            Err(e) if signal::interrupted() => return Err(e),
             Err(e) => out.push(verification(
                 t.name(),
                 None,

@@ -8,9 +8,10 @@
 //! TIME_WAIT entries are kernel state without a descriptor; they expire after 60 s.
 use super::fd_limit::errno_name;
 use super::listener::{Acceptor, OnAccept};
-use super::{guard, sys, verification, Run};
+use super::{verification, Run};
 use crate::evidence::fmt_num;
 use crate::report::Verification;
+use crate::sys::{addr, budget, child, limits, proc};
 use anyhow::{anyhow, bail};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashSet};
@@ -47,7 +48,7 @@ pub fn reuse_applies(tw_reuse: u64, loopback: bool) -> bool {
 
 /// Pick a 127.0.0.x (2..=254) that no TCP socket uses, starting from a per-process offset
 /// so concurrent runs do not collide.
-pub fn fresh_address(rows: &[sys::TcpRow]) -> Option<Ipv4Addr> {
+pub fn fresh_address(rows: &[proc::TcpRow]) -> Option<Ipv4Addr> {
     let used: HashSet<Ipv4Addr> = rows
         .iter()
         .flat_map(|r| [*r.local.ip(), *r.remote.ip()])
@@ -101,16 +102,16 @@ struct PortsHost {
 /// fresh 127.0.0.x that holds the server side of the K closed connections (so the clients,
 /// not the server, end in TIME_WAIT).
 fn prepare(k: u64) -> anyhow::Result<(PortsHost, Acceptor)> {
-    let (_, hard) = sys::nofile()?;
-    let room = sys::socket_room(hard, sys::open_fds("self")?);
+    let (_, hard) = limits::nofile()?;
+    let room = limits::socket_room(hard, proc::open_fds("self")?);
     if k > room {
         bail!("--closed {k}: needs {k} descriptors in this process, the open-files limit leaves {room}");
     }
-    let (lo, hi) = sys::port_range()?;
+    let (lo, hi) = proc::port_range()?;
     let range = (hi - lo) as u64 + 1;
-    let tw_reuse = sys::read_sysctl_u64("net/ipv4/tcp_tw_reuse").unwrap_or(0);
-    let timestamps = sys::read_sysctl_u64("net/ipv4/tcp_timestamps").unwrap_or(1);
-    let rows = sys::read_proc_net_tcp()?;
+    let tw_reuse = proc::read_sysctl_u64("net/ipv4/tcp_tw_reuse").unwrap_or(0);
+    let timestamps = proc::read_sysctl_u64("net/ipv4/tcp_timestamps").unwrap_or(1);
+    let rows = proc::read_proc_net_tcp()?;
     let addr = fresh_address(&rows).ok_or_else(|| anyhow!("no unused 127.0.0.x address"))?;
     let acceptor = Acceptor::start(
         SocketAddr::new(IpAddr::V4(addr), 0),
@@ -125,7 +126,7 @@ fn prepare(k: u64) -> anyhow::Result<(PortsHost, Acceptor)> {
     // Ports a connect() cannot take: listeners bound inside the range.
     let bound: HashSet<u16> = rows
         .iter()
-        .filter(|r| r.state == sys::LISTEN && (lo..=hi).contains(&r.local.port()))
+        .filter(|r| r.state == proc::LISTEN && (lo..=hi).contains(&r.local.port()))
         .map(|r| r.local.port())
         .collect();
     let host = PortsHost {
@@ -144,8 +145,8 @@ fn prepare(k: u64) -> anyhow::Result<(PortsHost, Acceptor)> {
 /// Phase 1 as measured: TIME_WAIT toward the destination and sockstat before and after.
 struct Closed {
     tw: u64,
-    ss0: sys::Sockstat,
-    ss1: sys::Sockstat,
+    ss0: proc::Sockstat,
+    ss1: proc::Sockstat,
     closed_ms: u128,
 }
 
@@ -155,10 +156,10 @@ fn close_connections(
     host: &PortsHost,
     acceptor: &Acceptor,
     k: u64,
-    budget: &guard::Budget,
+    budget: &budget::Budget,
 ) -> anyhow::Result<Closed> {
     let dest = host.dest;
-    let ss0 = sys::read_sockstat()?;
+    let ss0 = proc::read_sockstat()?;
     let t1 = Instant::now();
     for i in 0..k {
         if i % 256 == 0 {
@@ -182,15 +183,15 @@ fn close_connections(
     // The FIN exchange finishes asynchronously: wait (bounded) until it settles.
     let settle = Instant::now() + Duration::from_secs(3);
     let tw = loop {
-        let rows = sys::read_proc_net_tcp()?;
-        let tw = sys::count_to(&rows, dest, sys::TIME_WAIT) as u64;
+        let rows = proc::read_proc_net_tcp()?;
+        let tw = proc::count_to(&rows, dest, proc::TIME_WAIT) as u64;
         if tw >= k || Instant::now() >= settle {
             break tw;
         }
         budget.check("time-wait")?;
         std::thread::sleep(Duration::from_millis(50));
     };
-    let ss1 = sys::read_sockstat()?;
+    let ss1 = proc::read_sockstat()?;
     Ok(Closed {
         tw,
         ss0,
@@ -258,10 +259,10 @@ fn hold_connections(
     run: &Run,
     host: &PortsHost,
     m: u64,
-    budget: &guard::Budget,
+    budget: &budget::Budget,
 ) -> anyhow::Result<Held> {
     let dest = host.dest;
-    let per_child = host.hard.saturating_sub(sys::FD_MARGIN).clamp(64, 8000);
+    let per_child = host.hard.saturating_sub(limits::FD_MARGIN).clamp(64, 8000);
     let mut children = Vec::new();
     let mut total = HoldReport::default();
     let t2 = Instant::now();
@@ -284,12 +285,12 @@ fn hold_connections(
         children.push(g);
     }
     let open_ms = t2.elapsed().as_millis();
-    let rows2 = sys::read_proc_net_tcp()?;
+    let rows2 = proc::read_proc_net_tcp()?;
     let held_now = rows2
         .iter()
-        .filter(|r| r.remote == dest && matches!(r.state, sys::ESTABLISHED | sys::CLOSE_WAIT))
+        .filter(|r| r.remote == dest && matches!(r.state, proc::ESTABLISHED | proc::CLOSE_WAIT))
         .count() as u64;
-    let tw_left = sys::count_to(&rows2, dest, sys::TIME_WAIT) as u64;
+    let tw_left = proc::count_to(&rows2, dest, proc::TIME_WAIT) as u64;
     // Release: closing stdin tells each child to exit; the guards reap them.
     for mut g in children {
         drop(g.child.stdin.take());
@@ -310,9 +311,9 @@ fn hold_connections(
 fn spawn_holder(
     dest: SocketAddrV4,
     n: u64,
-    budget: &guard::Budget,
-) -> anyhow::Result<(guard::ChildGuard, HoldReport)> {
-    let mut cmd = Command::new(guard::exe()?);
+    budget: &budget::Budget,
+) -> anyhow::Result<(child::ChildGuard, HoldReport)> {
+    let mut cmd = Command::new(child::exe()?);
     cmd.args([
         "verify",
         "--child",
@@ -325,7 +326,7 @@ fn spawn_holder(
     .stdin(Stdio::piped())
     .stdout(Stdio::piped())
     .stderr(Stdio::null());
-    let mut g = guard::ChildGuard::spawn(cmd, "an ephemeral-ports child")?;
+    let mut g = child::ChildGuard::spawn(cmd, "an ephemeral-ports child")?;
     let stdout = g
         .child
         .stdout
@@ -478,7 +479,7 @@ fn hold_details(
 /// Read one JSON line from a child's stdout within the budget.
 fn read_report(
     stdout: std::process::ChildStdout,
-    budget: &guard::Budget,
+    budget: &budget::Budget,
 ) -> anyhow::Result<HoldReport> {
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
@@ -504,8 +505,8 @@ fn read_report(
 /// The child: open `count` connections toward `target` and hold them, report, then wait
 /// for stdin to close (the parent's release, or its death) before exiting.
 pub fn child_open_hold(target: SocketAddr, count: u64) -> anyhow::Result<ExitCode> {
-    guard::ensure_loopback(&target)?;
-    sys::raise_nofile_to_hard()?;
+    addr::ensure_loopback(&target)?;
+    limits::raise_nofile_to_hard()?;
     let mut held = Vec::with_capacity(count as usize);
     let mut rep = HoldReport::default();
     let deadline = Instant::now() + Duration::from_secs(100);
@@ -560,10 +561,10 @@ mod tests {
 
     #[test]
     fn fresh_address_skips_used_ones() {
-        let row = |l: &str, r: &str| sys::TcpRow {
+        let row = |l: &str, r: &str| proc::TcpRow {
             local: l.parse().unwrap(),
             remote: r.parse().unwrap(),
-            state: sys::ESTABLISHED,
+            state: proc::ESTABLISHED,
         };
         let mut rows = Vec::new();
         for x in 2..=254u8 {

@@ -2,10 +2,11 @@
 //! without blocking until a write would block and stays blocked. Every byte the kernel
 //! accepted is then accounted for in the two kernel queues (server send queue + client
 //! receive queue) while the client application has read none of them.
-use super::{sys, verification, Run};
+use super::{verification, Run};
 use crate::evidence::fmt_num;
 use crate::report::Verification;
 use crate::sys::budget::Budget;
+use crate::sys::proc;
 use crate::units::fmt_bytes;
 use anyhow::{anyhow, Context};
 use socket2::{Domain, Protocol, Socket, Type};
@@ -138,9 +139,9 @@ struct Queues {
 impl Queues {
     fn read(server: &TcpStream, client: &TcpStream) -> anyhow::Result<Queues> {
         let triple = |p: &str| {
-            sys::read_sysctl(p)
+            proc::read_sysctl(p)
                 .ok()
-                .and_then(|t| sys::parse_triple(&t).ok())
+                .and_then(|t| proc::parse_triple(&t).ok())
         };
         Ok(Queues {
             outq: ioctl_int(server.as_raw_fd(), libc::TIOCOUTQ)?,
