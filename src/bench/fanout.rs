@@ -341,7 +341,7 @@ fn run_one(sc: Option<Scenario>, a: &FanoutArgs) -> anyhow::Result<ScenarioResul
     let name = sc
         .map(|s| s.name().to_string())
         .unwrap_or_else(|| "external".into());
-    let scratch = Scratch::new(&name)?;
+    let scratch = Scratch::new(&format!("bench-{name}"))?;
     let slow = a.slow_for(sc);
     let (mut server, url, ctrl) = target(sc, a, &scratch)?;
     let sched = Schedule::new(a, slow);
