@@ -12,5 +12,6 @@ pub mod net;
 pub mod outfile;
 pub mod profile;
 pub mod report;
+pub mod sys;
 pub mod units;
 pub mod verify;
