@@ -22,7 +22,8 @@ Examples:
   rtcheck audit --pid $(pidof myserver)                the limits of a running service
   docker run -v /proc:/host/proc:ro -v /sys:/host/sys:ro ... rtcheck audit --procfs /host/proc --sysfs /host/sys
 
-Exit codes: 0 nothing at or above --fail-on, 1 something is, 2 usage or runtime error.")]
+Exit codes: 0 nothing at or above --fail-on, 1 something is (or a required check was not
+measured), 2 usage or runtime error (or nothing could be measured).")]
 pub struct AuditArgs {
     /// Workload profile (from `rtcheck choose --save`); flags override its values.
     #[arg(long, value_name = "FILE")]
@@ -48,7 +49,8 @@ pub struct AuditArgs {
     /// Output format: text, json, yaml, junit, markdown, github.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
-    /// Lowest status that makes the exit code 1.
+    /// Lowest status that makes the exit code 1 (skip: also a check that could not be
+    /// measured). A required check not measured is exit 1, nothing measured exit 2.
     #[arg(long, value_enum, default_value_t = FailOn::Fail)]
     pub fail_on: FailOn,
     /// Show these checks as skipped (by request); they still appear in the report.
@@ -188,11 +190,17 @@ pub fn run(a: AuditArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
     } else {
         ctx
     };
+    let outcome = report::outcome(&r.findings, a.fail_on, &checks::required_ids(), &a.skip);
+    if let report::Outcome::Nothing(why) = &outcome {
+        anyhow::bail!("audit: {why}");
+    }
     let out = render(&r, a.format, a.fail_on, ctx)?;
     report::output::emit(&out, a.output.as_deref())?;
-    Ok(if a.fail_on.trips(&r.summary) || invalid_measurement {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
+    if let report::Outcome::Unmeasured(why) = &outcome {
+        eprintln!("rtcheck: audit: {why}");
+    }
+    Ok(match outcome {
+        report::Outcome::Clean if !invalid_measurement => ExitCode::SUCCESS,
+        _ => ExitCode::from(1),
     })
 }
