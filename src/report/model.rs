@@ -31,8 +31,18 @@ pub struct EvidenceRef {
     /// The measured number(s) as printed, e.g. "1,018 connections".
     pub value: String,
     pub claim: String,
-    /// Seed file and part, e.g. "002_62b3c7fd33ca2a37.txt, part 6".
+    /// The article's title, seed and part, e.g.
+    /// "Tail latency at 10,000 connections (seed 000), part 11".
     pub source: String,
+    /// The article's subject in English (None only for an unknown seed file).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source_title: Option<String>,
+    /// The seed file, e.g. "000_e1c3734766ed1120.txt" (the secondary key).
+    #[serde(default)]
+    pub source_file: String,
+    /// "part 11", "parts 5 and 11", "section Why".
+    #[serde(default)]
+    pub part: String,
 }
 
 /// How to fix a finding: now (runtime) and across reboots (persistent).
