@@ -20,10 +20,14 @@ pub fn human_formats() -> impl clap::builder::TypedValueParser<Value = Format> {
 #[command(after_help = "Examples:
   rtcheck evidence                     all measured numbers, as a table
   rtcheck evidence ulimit-n            one entry, with the checklist items citing it
-  rtcheck evidence --format json       every entry as JSON (id, claim, values, context, source)")]
+  rtcheck evidence --format json       every entry as JSON (id, claim, values, context, source)
+  rtcheck evidence --sources           the five articles: id, title, file, parts cited")]
 pub struct EvidenceArgs {
     /// Evidence id to show (all when omitted).
     pub id: Option<String>,
+    /// List the five source articles (id, title, seed file, parts cited) instead.
+    #[arg(long, conflicts_with = "id")]
+    pub sources: bool,
     /// Output format.
     #[arg(long, value_parser = human_formats(), default_value = "text")]
     pub format: Format,
@@ -115,6 +119,15 @@ impl ItemView {
 pub fn run_evidence(a: EvidenceArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
     a.format.ensure_one_of(FORMATS, "evidence")?;
     let out = match &a.id {
+        None if a.sources => {
+            let all = evidence::sources();
+            match a.format {
+                Format::Json => crate::report::json::render(&all)?,
+                Format::Yaml => crate::report::yaml::render(&all)?,
+                Format::Markdown => crate::report::markdown::evidence::sources(&all),
+                _ => crate::report::text::evidence::sources(&all, &ctx.palette()),
+            }
+        }
         None => {
             let all: Vec<EvidenceView> = evidence::store()
                 .entries

@@ -230,6 +230,58 @@ pub fn num(id: &str, name: &str) -> f64 {
         .unwrap_or_else(|| panic!("evidence `{id}` has no value `{name}`"))
 }
 
+/// A source as `rtcheck evidence --sources` lists it: the article and what cites it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SourceView {
+    pub id: String,
+    pub title: String,
+    pub file: String,
+    pub series: String,
+    /// Part labels cited by evidence entries, by part number ("part 5", "parts 5 and 8").
+    pub parts_cited: Vec<String>,
+    /// Evidence ids citing this source.
+    pub entries: Vec<String>,
+}
+
+/// The five sources with the parts and entries citing each, in seed order.
+pub fn sources() -> Vec<SourceView> {
+    SOURCES
+        .iter()
+        .map(|d| {
+            let citing: Vec<&Evidence> = store()
+                .entries
+                .iter()
+                .filter(|e| e.source.seed == d.file)
+                .collect();
+            let mut parts_cited: Vec<String> = Vec::new();
+            for e in &citing {
+                let p = e.source.part_label();
+                if !parts_cited.contains(&p) {
+                    parts_cited.push(p);
+                }
+            }
+            // By first part number ("parts 5 and 8" after "part 5"), sections after parts.
+            let first = |p: &String| {
+                let digits: String = p
+                    .chars()
+                    .skip_while(|c| !c.is_ascii_digit())
+                    .take_while(|c| c.is_ascii_digit())
+                    .collect();
+                (digits.parse::<u32>().unwrap_or(u32::MAX), p.len())
+            };
+            parts_cited.sort_by_key(first);
+            SourceView {
+                id: d.id.into(),
+                title: d.title.into(),
+                file: d.file.into(),
+                series: d.series.into(),
+                parts_cited,
+                entries: citing.iter().map(|e| e.id.clone()).collect(),
+            }
+        })
+        .collect()
+}
+
 /// Evidence reference for a report.
 pub fn reference(id: &str) -> EvidenceRef {
     get(id).to_ref()
@@ -269,6 +321,23 @@ mod tests {
             reference("ulimit-n").value,
             "limit 1,024 fds; connections_reached 1,018 connections"
         );
+    }
+
+    #[test]
+    fn five_sources_each_cited() {
+        let all = sources();
+        let ids: Vec<&str> = all.iter().map(|s| s.id.as_str()).collect();
+        assert_eq!(ids, ["000", "001", "002", "003", "004"]);
+        let cited: usize = all.iter().map(|s| s.entries.len()).sum();
+        assert_eq!(
+            cited,
+            store().entries.len(),
+            "every entry cites one of the five"
+        );
+        for s in &all {
+            assert!(!s.parts_cited.is_empty(), "{}", s.id);
+        }
+        assert_eq!(all[4].parts_cited, ["part 45"]);
     }
 
     #[test]
