@@ -547,7 +547,7 @@ mod tests {
         // Polling: the printed rule is the pass rule, not "warn above 300 s".
         let f = at(Transport::Polling, None);
         assert_eq!(f.status, Status::Pass);
-        assert!(f.rule.contains("transport polling") && !f.rule.contains("warn above"));
+        assert!(f.rule.contains("Transport polling") && !f.rule.contains("warn above"));
         // SSE has no pong: its fix never cites pong wait; WebSocket's does.
         let sse = at(Transport::Sse, None);
         let text = format!("{} {:?}", sse.fix.summary, sse.fix.persistent);

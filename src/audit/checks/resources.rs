@@ -206,7 +206,7 @@ fn cpu(w: &Workload, h: &Host) -> Finding {
         .observed(format!("{aff_txt}; {q_txt}: {} usable", fmt_num(round2(usable))))
         .expected(expected)
         .rule(format!(
-            "load = {} connections x {} msg/s = {} msg/s. The reference server fanned out {} msg/s on {} cores, busy {} of them on average; scaled to this load: {} CPUs busy on average (fail below: queues grow without bound); with {} cores instead of {} at the reference load p50 rose +{}% and p99.9 +{}%, i.e. {} CPUs for this load (warn at or below). The reference tail had {} CPUs for this load.",
+            "load = {} connections x {} msg/s = {} msg/s. The reference server fanned out {} msg/s (10,000 clients x 5 rounds/s, derived) on {} cores, busy {} of them on average; scaled to this load: {} CPUs busy on average (fail below: queues grow without bound); with {} cores instead of {} at the reference load p50 rose +{}% and p99.9 +{}%, i.e. {} CPUs for this load (warn at or below). The reference tail had {} CPUs for this load.",
             n(w.connections),
             fmt_num(w.rate),
             n(load as u64),

@@ -147,12 +147,12 @@ fn keepalive_verdict(w: &Workload, detect: u64) -> (Status, String) {
     match (w.transport, w.ping) {
         (Transport::Polling, _) => (
             Status::Pass,
-            "transport polling: no connection waits idle for data between requests, so TCP keepalive does not decide when a dead client is noticed (a dead client stops asking): pass whatever it is".into(),
+            "Transport polling: no connection waits idle for data between requests, so TCP keepalive does not decide when a dead client is noticed (a dead client stops asking): pass whatever it is".into(),
         ),
         (t, Some(p)) if p <= bound => (
             Status::Pass,
             format!(
-                "the server sends its own heartbeat ({} every {}), under the {KEEPALIVE_WARN_S} s bound: it notices a dead peer, not TCP keepalive: pass whatever keepalive is",
+                "The server sends its own heartbeat ({} every {}), under the {KEEPALIVE_WARN_S} s bound: it notices a dead peer, not TCP keepalive: pass whatever keepalive is",
                 heartbeat(t),
                 crate::units::fmt_duration(p)
             ),
@@ -160,11 +160,11 @@ fn keepalive_verdict(w: &Workload, detect: u64) -> (Status, String) {
         (t, ping) => {
             let why = match ping {
                 Some(p) => format!(
-                    "the server's heartbeat every {} is above the bound",
+                    "The server's heartbeat every {} is above the bound",
                     crate::units::fmt_duration(p)
                 ),
                 None => format!(
-                    "the profile names no server heartbeat (set `ping:` when the server sends a {})",
+                    "The profile names no server heartbeat (set `ping:` when the server sends a {})",
                     heartbeat(t)
                 ),
             };
