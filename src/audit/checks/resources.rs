@@ -86,7 +86,7 @@ fn memory(w: &Workload, h: &Host) -> Finding {
     };
     let target = need.saturating_mul(2);
     let conn_txt = if polling {
-        "0 for connections (transport polling: no connection is held between requests, so the idle-WebSocket RSS does not apply; requests in flight are not modelled)".to_string()
+        "0 for connections (transport polling: the measured per-connection RSS is an idle WebSocket's, goroutines and buffers included; a polling client holds at most an HTTP keep-alive connection between requests, which no measurement here sizes)".to_string()
     } else {
         format!(
             "{} {} connections x {} (idle connection RSS with default buffers; {} for 10,000) = {}",

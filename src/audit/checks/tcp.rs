@@ -147,7 +147,7 @@ fn keepalive_verdict(w: &Workload, detect: u64) -> (Status, String) {
     match (w.transport, w.ping) {
         (Transport::Polling, _) => (
             Status::Pass,
-            "Transport polling: no connection waits idle for data between requests, so TCP keepalive does not decide when a dead client is noticed (a dead client stops asking): pass whatever it is".into(),
+            "Transport polling: nothing is pushed, so a client that dies simply stops asking, and a keep-alive connection it leaves ends at the server's idle timeout; TCP keepalive does not decide when a dead client is noticed: pass whatever it is".into(),
         ),
         (t, Some(p)) if p <= bound => (
             Status::Pass,
@@ -192,7 +192,7 @@ fn heartbeat(t: Transport) -> &'static str {
 
 fn tcp_keepalive(w: &Workload, h: &Host) -> Finding {
     let expected = match (w.transport, w.ping) {
-        (Transport::Polling, _) => "nothing (polling holds no idle connection)".to_string(),
+        (Transport::Polling, _) => "nothing (polling pushes nothing to a dead client)".to_string(),
         (_, Some(p)) if p.as_secs() <= KEEPALIVE_WARN_S => format!(
             "a server heartbeat under {KEEPALIVE_WARN_S} s (profile: every {})",
             crate::units::fmt_duration(p)
