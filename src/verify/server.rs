@@ -98,7 +98,11 @@ impl Server {
                     msg.lines().last().unwrap_or("no message")
                 );
             }
-            if wait.check("starting the embedded server").is_err() {
+            if let Err(e) = wait.check("starting the embedded server") {
+                // Ctrl-C while the server starts is an interruption, not a slow server.
+                if guard::interrupted() {
+                    return Err(e);
+                }
                 bail!("the embedded server did not write its address within 15 s");
             }
             std::thread::sleep(Duration::from_millis(20));
