@@ -50,6 +50,8 @@ pub enum Command {
     Bench(crate::bench::BenchArgs),
     /// Demonstrate audit findings live on loopback.
     Verify(crate::verify::VerifyArgs),
+    /// Walk the application checklist, check declared values against the rules, gate CI.
+    Review(crate::review::ReviewArgs),
     /// Print a shell completion script.
     Completions {
         #[arg(value_enum)]

@@ -11,5 +11,6 @@ pub mod guided;
 pub mod net;
 pub mod profile;
 pub mod report;
+pub mod review;
 pub mod units;
 pub mod verify;

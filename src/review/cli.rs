@@ -1,0 +1,151 @@
+//! `rtcheck review` arguments and glue: read the profile, answers and evidence, prompt on
+//! a terminal, evaluate, render, save.
+use super::{answers, evaluate, measured, prompts, ReviewReport};
+use crate::cli::Ctx;
+use crate::profile::Profile;
+use crate::report::{self, ColorChoice, FailOn, FindingsReport, Format};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+#[derive(Debug, clap::Args)]
+#[command(after_help = "\
+Answers file (YAML), written by --save and read by --answers:
+  answers:
+    - id: ping-interval
+      answer: yes              # yes, no, na (with a reason), later
+      value: {ping: 25s, pong_wait: 30s, idle_timeout: 60s}
+      when: 2026-12-01T10:00:00Z
+
+Examples:
+  rtcheck review --profile profile.yaml --save review.yaml     walk the items on a terminal
+  rtcheck review --save review.yaml                            again: only unanswered, later or changed
+  rtcheck review --answers review.yaml --format markdown       CI: never prompts; PR comment
+  rtcheck review --answers review.yaml --format junit -o review.xml --fail-on warn
+  rtcheck review --answers review.yaml --evidence bench.json --evidence verify.json
+  rtcheck review --only ping-interval,bounded-queue
+
+Exit codes: 0 nothing at or above --fail-on, 1 something is, 2 usage or runtime error.")]
+pub struct ReviewArgs {
+    /// Workload profile (from `rtcheck choose --save`): chooses the items and sizes the rules.
+    #[arg(long, value_name = "FILE")]
+    pub profile: Option<PathBuf>,
+    /// Answers file (YAML); never prompts (CI).
+    #[arg(long, value_name = "FILE")]
+    pub answers: Option<PathBuf>,
+    /// Write the answers (YAML) to FILE; read it first when it exists, so a second run asks
+    /// only what is unanswered, marked later, or whose rule changed.
+    #[arg(long, value_name = "FILE")]
+    pub save: Option<PathBuf>,
+    /// Checklists to walk.
+    #[arg(long, value_name = "NAME", value_delimiter = ',', default_values_t = super::CHECKLISTS.iter().map(|s| s.to_string()))]
+    pub checklist: Vec<String>,
+    /// Review only these item ids.
+    #[arg(long, value_name = "ID", value_delimiter = ',')]
+    pub only: Vec<String>,
+    /// JSON output of `verify`, `bench fanout`, `probe` or `verify delivery`: marks the
+    /// matching items measured (repeatable).
+    #[arg(long, value_name = "FILE")]
+    pub evidence: Vec<PathBuf>,
+    /// Output format: text, json, yaml, junit, github, markdown (a PR-comment summary).
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+    /// Lowest status that makes the exit code 1 (no and broken rules fail; later and
+    /// unanswered warn).
+    #[arg(long, value_enum, default_value_t = FailOn::Fail)]
+    pub fail_on: FailOn,
+    /// Write the report to FILE atomically instead of stdout.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+fn load_profile(a: &ReviewArgs) -> anyhow::Result<Profile> {
+    let p = match &a.profile {
+        Some(path) => Profile::load(path)?,
+        None => Profile::default(),
+    };
+    p.validate().map_err(|e| anyhow::anyhow!("profile: {e}"))?;
+    Ok(p)
+}
+
+pub fn render(
+    r: &ReviewReport,
+    format: Format,
+    fail_on: FailOn,
+    ctx: Ctx,
+) -> anyhow::Result<String> {
+    Ok(match format {
+        Format::Text => report::text::review::render(r, ctx.palette()),
+        Format::Json => report::json::render(r)?,
+        Format::Yaml => report::yaml::render(r)?,
+        Format::Markdown => report::markdown::review::render(r),
+        Format::Junit => report::junit::render(&r.report, fail_on)?,
+        Format::Github => report::github::render(&r.report),
+    })
+}
+
+pub fn run(a: ReviewArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
+    let start = Instant::now();
+    let profile = load_profile(&a)?;
+    let (selected, left_out) = super::select(&a.checklist, &a.only, &profile)?;
+    let known = super::known_ids();
+    let mut ans = match (&a.answers, &a.save) {
+        (Some(p), _) => answers::load(p, &known)?,
+        (None, Some(s)) if s.exists() => answers::load(s, &known)?,
+        _ => answers::Answers::default(),
+    };
+    let mut ms = Vec::new();
+    for f in &a.evidence {
+        ms.extend(measured::load(f)?);
+    }
+    if a.answers.is_none() {
+        let todo: Vec<_> = selected
+            .iter()
+            .filter(|(_, i)| evaluate::needs_asking(i, ans.get(&i.id)))
+            .copied()
+            .collect();
+        if !todo.is_empty() {
+            if !prompts::can_prompt() {
+                anyhow::bail!(
+                    "{} item(s) to answer and no terminal: give --answers FILE (write one with --save on a terminal)",
+                    todo.len()
+                );
+            }
+            ans = prompts::walk(&todo, ans, &profile, ctx.color)?;
+        }
+    }
+    let (findings, items) = evaluate::evaluate(&selected, &ans, &ms, &profile);
+    let ms_total = start.elapsed().as_secs_f64() * 1000.0;
+    let r = ReviewReport {
+        notes: super::notes(&profile),
+        report: FindingsReport::new("review", profile, None, findings, ms_total),
+        items,
+        left_out,
+    };
+    let ctx = if a.output.is_some() && ctx.color == ColorChoice::Auto {
+        Ctx {
+            color: ColorChoice::Never,
+        }
+    } else {
+        ctx
+    };
+    let out = render(&r, a.format, a.fail_on, ctx)?;
+    let saved = ans.to_yaml();
+    let mut files: Vec<(&std::path::Path, &[u8])> = Vec::new();
+    if let Some(s) = &a.save {
+        files.push((s, saved.as_bytes()));
+    }
+    if let Some(o) = &a.output {
+        files.push((o, out.as_bytes()));
+    }
+    // --save and --output land together or not at all.
+    report::output::write_all_atomic(&files)?;
+    if a.output.is_none() {
+        report::output::emit(&out, None)?;
+    }
+    Ok(if a.fail_on.trips(&r.report.summary) {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
