@@ -276,3 +276,108 @@ pub fn evaluate(
     }
     (findings, out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::checklist::find_item;
+
+    fn entry(id: &str, answer: Answer, value: &[(&str, &str)]) -> Entry {
+        Entry {
+            id: id.into(),
+            answer,
+            value: value
+                .iter()
+                .map(|(k, v)| (k.to_string(), serde_yaml::Value::String(v.to_string())))
+                .collect(),
+            reason: None,
+            when: None,
+            rule: None,
+        }
+    }
+
+    #[test]
+    fn asks_again_when_unanswered_later_or_the_rule_changed() {
+        let item = find_item("ping-interval").unwrap().1;
+        assert!(needs_asking(item, None));
+        let mut e = entry("ping-interval", Answer::Yes, &[]);
+        assert!(
+            !needs_asking(item, Some(&e)),
+            "hand-written, no fingerprint"
+        );
+        e.rule = Some(rule_fingerprint(item));
+        assert!(!needs_asking(item, Some(&e)));
+        e.rule = Some("00000000".into());
+        assert!(needs_asking(item, Some(&e)));
+        let f = judge(item, Some(&e), None, &Profile::default());
+        assert_eq!(f.status, Status::Warn);
+        assert!(f.observed.contains("rule changed"), "{}", f.observed);
+        e.rule = None;
+        e.answer = Answer::Later;
+        assert!(needs_asking(item, Some(&e)));
+        // Another item's fingerprint differs.
+        let other = find_item("bounded-queue").unwrap().1;
+        assert_ne!(rule_fingerprint(item), rule_fingerprint(other));
+    }
+
+    #[test]
+    fn answers_map_to_statuses() {
+        let p = Profile::default();
+        let item = find_item("seq-numbers").unwrap().1;
+        let st = |e: Option<&Entry>| judge(item, e, None, &p).status;
+        assert_eq!(st(None), Status::Warn);
+        assert_eq!(
+            st(Some(&entry("seq-numbers", Answer::Yes, &[]))),
+            Status::Pass
+        );
+        assert_eq!(
+            st(Some(&entry("seq-numbers", Answer::No, &[]))),
+            Status::Fail
+        );
+        assert_eq!(
+            st(Some(&entry("seq-numbers", Answer::Later, &[]))),
+            Status::Warn
+        );
+        assert_eq!(
+            st(Some(&entry("seq-numbers", Answer::Na, &[]))),
+            Status::Skip
+        );
+        // A yes without the values the rule needs is not trusted.
+        let ping = find_item("ping-interval").unwrap().1;
+        let bare = judge(
+            ping,
+            Some(&entry("ping-interval", Answer::Yes, &[])),
+            None,
+            &p,
+        );
+        assert_eq!(bare.status, Status::Warn);
+        assert!(
+            bare.observed.contains("ping, pong_wait"),
+            "{}",
+            bare.observed
+        );
+        let bad = entry(
+            "ping-interval",
+            Answer::Yes,
+            &[("ping", "30s"), ("pong_wait", "20s")],
+        );
+        assert_eq!(judge(ping, Some(&bad), None, &p).status, Status::Fail);
+    }
+
+    #[test]
+    fn a_measurement_wins_over_a_declaration() {
+        let item = find_item("proxy-config").unwrap().1;
+        let m = Measurement {
+            id: "proxy-buffering".into(),
+            status: Status::Fail,
+            value: Some(6.6),
+            unit: "s".into(),
+            detail: "silent 6.6 s".into(),
+            file: "probe.json".into(),
+        };
+        let yes = entry("proxy-config", Answer::Yes, &[]);
+        let f = judge(item, Some(&yes), Some(&m), &Profile::default());
+        assert_eq!(f.status, Status::Fail);
+        assert_eq!(f.numbers["measured"], 6.6);
+    }
+}
