@@ -13,6 +13,10 @@ pub const Q2: &str = "Is the upstream (client to server) dense, or is it binary?
 pub const Q3: &str = "What happens if one message is lost?";
 pub const Q4: &str = "How many connections, on how many machines?";
 
+/// Said wherever pub/sub meets a replay design (seq-ring, session-ack): the series
+/// measured replay on one node only (REFERENCE "not measured": Redis Streams).
+pub const CROSS_NODE_REPLAY_NOTE: &str = "Replay across nodes (a client reconnecting to another node with its last sequence number) was not measured by the series; plan it (e.g. Redis Streams) and measure it with rtcheck's cluster bench once it lands.";
+
 /// Below this, only push meets the freshness target.
 pub const PUSH_ONLY_BELOW: Duration = Duration::from_secs(1);
 /// From this up, polling is recommended (push below).
@@ -409,6 +413,9 @@ pub fn decide(p: &Profile) -> Result<Recommendation, String> {
             fmt_num(cpm as f64)
         ));
     }
+    if topology == Topology::Pubsub && delivery != Delivery::Snapshot {
+        notes.push(CROSS_NODE_REPLAY_NOTE.into());
+    }
     if transport == Transport::Polling && topology == Topology::Pubsub {
         notes.push("With polling the meeting point can be the store the polls read from; each event still takes one path.".into());
     }
@@ -562,6 +569,10 @@ mod tests {
             .collect();
         assert_eq!(ids, ["redis-pubsub", "single-path", "presence-ttl"]);
         assert_eq!(r.sizing.connections_per_machine, 10_000);
+        assert!(r.notes.iter().any(|n| n == CROSS_NODE_REPLAY_NOTE));
+        p.loss = Some(Loss::Replaceable);
+        let r = decide(&p).unwrap();
+        assert!(!r.notes.iter().any(|n| n == CROSS_NODE_REPLAY_NOTE));
     }
 
     #[test]

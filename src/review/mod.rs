@@ -85,7 +85,7 @@ pub fn notes(p: &Profile) -> Vec<String> {
     use crate::choose::decide::{Delivery, Topology};
     let mut out = Vec::new();
     if let (Some(Delivery::SeqRing | Delivery::SessionAck), Topology::Pubsub) = items::design(p) {
-        out.push("Replay across nodes (a client reconnecting to another node) was not measured by the series; `rtcheck bench` will measure it once the cluster bench lands.".into());
+        out.push(crate::choose::decide::CROSS_NODE_REPLAY_NOTE.into());
     }
     out
 }
