@@ -237,6 +237,51 @@ fn save_writes_answers_that_read_back() {
     assert_eq!(json(&again)["summary"], v["summary"]);
 }
 
+/// A valid bench scenario as `bench fanout --format json` writes it.
+fn scenario(name: &str, p999: f64) -> rtcheck::bench::model::ScenarioResult {
+    use rtcheck::bench::model::{Check, ScenarioResult};
+    ScenarioResult {
+        name: name.into(),
+        description: String::new(),
+        connections: 1000,
+        slow_clients: 50,
+        p50_ms: Some(20.0),
+        p99_ms: Some(45.0),
+        p999_ms: Some(p999),
+        max_ms: Some(p999 + 3.0),
+        over_100ms: Some(0),
+        over_1s: Some(0),
+        samples: 95_000,
+        rounds_completed: 100,
+        rounds_total: 100,
+        rounds_published_at_bound: None,
+        last_client_median_ms: None,
+        last_client_max_ms: None,
+        hub_median_ms: None,
+        hub_max_ms: None,
+        drops: Some(0),
+        removed: Some(50),
+        server_rss_mb: None,
+        server_cpu_s: None,
+        client_cpu_s: 1.0,
+        p99_vs_floor: None,
+        p999_vs_floor: None,
+        round_start_drift_median_ms: None,
+        round_start_drift_max_ms: None,
+        duration_s: 20.0,
+        time_bound_s: 60.0,
+        valid: true,
+        notes: vec![],
+        checks: vec![Check {
+            name: "samples".into(),
+            status: rtcheck::report::Status::Pass,
+            detail: String::new(),
+        }],
+        accounting: Default::default(),
+        reference: None,
+    }
+}
+
 #[test]
 fn evidence_json_marks_items_measured() {
     let dir = tempfile::tempdir().unwrap();
@@ -254,12 +299,9 @@ fn evidence_json_marks_items_measured() {
         {"id":"delivery-loss","status":"pass","observed":"0 lost of 1,000","verification":
           {"name":"delivery","measured":0,"unit":"events","reference":"615","verdict":"0 lost after 3 s away","details":[],"valid":true,"duration_ms":10}}]}"#,
     );
-    let bench = write(
-        dir.path(),
-        "bench.json",
-        r#"{"command":"bench fanout","scenarios":[
-        {"name":"C3","valid":true,"p999_ms":50.5,"rounds_completed":100,"rounds_total":100,"checks":[]}]}"#,
-    );
+    let bench_json =
+        serde_json::json!({"command": "bench fanout", "scenarios": [scenario("C3", 50.5)]});
+    let bench = write(dir.path(), "bench.json", &bench_json.to_string());
     let out = review(&[
         "--answers",
         &a,

@@ -1,6 +1,7 @@
 //! `--evidence FILE`: the JSON output of `verify`, `bench fanout` (and, by finding id,
 //! `probe` and `verify delivery`) turned into measurements that mark review items
 //! measured instead of declared.
+use crate::bench::model::ScenarioResult;
 use crate::report::Status;
 use serde::Serialize;
 use serde_json::Value;
@@ -68,51 +69,42 @@ fn from_findings(list: &[Value], file: &str) -> Vec<Measurement> {
         .collect()
 }
 
-/// `bench fanout --format json`: one measurement per scenario, valid runs only counted.
-fn from_bench(list: &[Value], file: &str) -> Vec<Measurement> {
+/// `bench fanout --format json`: one measurement per scenario. Typed through the bench's
+/// own result model, so a renamed field breaks the build instead of reading as missing.
+fn from_bench(list: &[ScenarioResult], file: &str) -> Vec<Measurement> {
     list.iter()
-        .filter_map(|s| {
-            let id = s.get("name")?.as_str()?.to_string();
-            let valid = s.get("valid").and_then(Value::as_bool).unwrap_or(false);
-            let p999 = s.get("p999_ms").and_then(Value::as_f64);
+        .map(|s| {
             let worst = s
-                .get("checks")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .filter_map(|c| status_of(c.get("status").and_then(Value::as_str)))
+                .checks
+                .iter()
+                .map(|c| c.status)
                 .max()
                 .unwrap_or(Status::Pass);
-            let rounds = format!(
-                "{}/{} rounds",
-                s.get("rounds_completed")
-                    .and_then(Value::as_u64)
-                    .unwrap_or(0),
-                s.get("rounds_total").and_then(Value::as_u64).unwrap_or(0)
-            );
-            let (status, value, detail) = match (valid, p999) {
+            let rounds = format!("{}/{} rounds", s.rounds_completed, s.rounds_total);
+            let (status, value, detail) = match (s.valid, s.p999_ms) {
                 (true, Some(p)) => (
-                    worst.max(Status::Pass),
+                    worst,
                     Some(p),
                     format!(
-                        "bench scenario {id}: p99.9 {} ms, {rounds}",
+                        "bench scenario {}: p99.9 {} ms, {rounds}",
+                        s.name,
                         crate::evidence::fmt_num(p)
                     ),
                 ),
                 _ => (
                     Status::Warn,
                     None,
-                    format!("bench scenario {id}: invalid run, no number"),
+                    format!("bench scenario {}: invalid run, no number", s.name),
                 ),
             };
-            Some(Measurement {
-                id,
+            Measurement {
+                id: s.name.clone(),
                 status,
                 value,
                 unit: "ms".into(),
                 detail,
                 file: file.into(),
-            })
+            }
         })
         .collect()
 }
@@ -129,8 +121,10 @@ pub fn parse(text: &str, file: &str) -> anyhow::Result<Vec<Measurement>> {
     if let Some(list) = v.get("findings").and_then(Value::as_array) {
         return Ok(from_findings(list, file));
     }
-    if let Some(list) = v.get("scenarios").and_then(Value::as_array) {
-        return Ok(from_bench(list, file));
+    if let Some(list) = v.get("scenarios") {
+        let list: Vec<ScenarioResult> = serde_json::from_value(list.clone())
+            .map_err(|e| anyhow::anyhow!("{file}: scenarios: not `bench fanout` JSON: {e}"))?;
+        return Ok(from_bench(&list, file));
     }
     anyhow::bail!(
         "{file}: neither `findings` (verify, probe, verify delivery) nor `scenarios` (bench fanout): not an rtcheck JSON report"
@@ -176,13 +170,59 @@ mod tests {
         assert!(for_item("presence-ttl", &ms).is_none());
     }
 
+    /// A bench scenario as `bench fanout` serializes it.
+    pub fn scenario(
+        name: &str,
+        valid: bool,
+        p999: Option<f64>,
+    ) -> crate::bench::model::ScenarioResult {
+        crate::bench::model::ScenarioResult {
+            name: name.into(),
+            description: String::new(),
+            connections: 1000,
+            slow_clients: 0,
+            p50_ms: p999,
+            p99_ms: p999,
+            p999_ms: p999,
+            max_ms: p999,
+            over_100ms: Some(0),
+            over_1s: Some(0),
+            samples: 100_000,
+            rounds_completed: 100,
+            rounds_total: 100,
+            rounds_published_at_bound: None,
+            last_client_median_ms: None,
+            last_client_max_ms: None,
+            hub_median_ms: None,
+            hub_max_ms: None,
+            drops: None,
+            removed: None,
+            server_rss_mb: None,
+            server_cpu_s: None,
+            client_cpu_s: 1.0,
+            p99_vs_floor: None,
+            p999_vs_floor: None,
+            round_start_drift_median_ms: None,
+            round_start_drift_max_ms: None,
+            duration_s: 20.0,
+            time_bound_s: 60.0,
+            valid,
+            notes: vec![],
+            checks: vec![crate::bench::model::Check {
+                name: "samples".into(),
+                status: Status::Pass,
+                detail: String::new(),
+            }],
+            accounting: Default::default(),
+            reference: None,
+        }
+    }
+
     #[test]
     fn bench_json_marks_scenarios() {
-        let j = r#"{"command":"bench fanout","scenarios":[
-            {"name":"C3","valid":true,"p999_ms":50.5,"rounds_completed":100,"rounds_total":100,
-             "checks":[{"name":"samples","status":"pass","detail":""}]},
-            {"name":"A","valid":false,"p999_ms":null,"checks":[]}]}"#;
-        let ms = parse(j, "b.json").unwrap();
+        let j = serde_json::json!({"command": "bench fanout", "scenarios": [
+            scenario("C3", true, Some(50.5)), scenario("A", false, None)]});
+        let ms = parse(&j.to_string(), "b.json").unwrap();
         let c3 = for_item("writer-isolation", &ms).unwrap();
         assert_eq!((c3.status, c3.value), (Status::Pass, Some(50.5)));
         assert!(c3.detail.contains("100/100"), "{}", c3.detail);
@@ -190,6 +230,11 @@ mod tests {
             for_item("hub-round-time", &ms).unwrap().status,
             Status::Warn
         );
+        // A scenario list that is not the bench's shape is refused, naming the file.
+        let e = parse(r#"{"scenarios":[{"name":"A"}]}"#, "b.json")
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("b.json: scenarios:"), "{e}");
     }
 
     #[test]
