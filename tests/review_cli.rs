@@ -100,7 +100,9 @@ fn answers_file_gives_findings_with_consequences_and_exit_codes() {
         .map(|k| s[k].as_u64().unwrap())
         .sum();
     assert_eq!(total as usize, ids.len());
-    assert!(v["notes"][0].as_str().unwrap().contains("not measured"));
+    let notes = v["notes"].as_array().unwrap();
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    assert!(notes[0].as_str().unwrap().contains("not measured"));
 
     // Only settled, passing items: exit 0 under --fail-on fail, 1 under warn when one is later.
     let only = [
@@ -356,6 +358,12 @@ fn every_format_renders_and_parses_back() {
     };
     let y: serde_yaml::Value = serde_yaml::from_str(&run("yaml")).unwrap();
     assert_eq!(y["kind"].as_str(), Some("review"));
+    // Without --profile the note says which defaults sized the rules.
+    let note = y["notes"][0].as_str().unwrap();
+    assert!(
+        note.starts_with("No --profile") && note.contains("10 msg/s"),
+        "{note}"
+    );
     let junit = run("junit");
     let doc = roxmltree::Document::parse(&junit).unwrap();
     let cases = doc

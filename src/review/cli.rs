@@ -112,12 +112,15 @@ pub fn run(a: ReviewArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
                 );
             }
             ans = prompts::walk(&todo, ans, &profile, ctx.color)?;
+            if a.save.is_none() {
+                eprintln!("rtcheck: note: answers not saved (add --save FILE to keep them)");
+            }
         }
     }
     let (findings, items) = evaluate::evaluate(&selected, &ans, &ms, &profile);
     let ms_total = start.elapsed().as_secs_f64() * 1000.0;
     let r = ReviewReport {
-        notes: super::notes(&profile),
+        notes: super::notes(&profile, a.profile.is_some()),
         report: FindingsReport::new("review", profile, None, findings, ms_total),
         items,
         left_out,

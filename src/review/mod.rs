@@ -80,10 +80,21 @@ pub fn select(
     Ok((selected, left))
 }
 
-/// Notes the review adds for a profile (things the series did not measure).
-pub fn notes(p: &Profile) -> Vec<String> {
+/// Notes the review adds for a profile: defaults that sized the rules, and what the series
+/// did not measure.
+pub fn notes(p: &Profile, profile_given: bool) -> Vec<String> {
     use crate::choose::decide::{Delivery, Topology};
     let mut out = Vec::new();
+    if !profile_given {
+        out.push(format!(
+            "No --profile: the rules are sized for the defaults ({} connections on {} machine, {} msg/s of {} B per client, max disconnect {}); save yours with `rtcheck choose --save profile.yaml`.",
+            crate::evidence::fmt_num(p.connections as f64),
+            p.machines,
+            crate::evidence::fmt_num(p.rate),
+            p.size,
+            crate::units::fmt_duration(p.max_disconnect)
+        ));
+    }
     if let (Some(Delivery::SeqRing | Delivery::SessionAck), Topology::Pubsub) = items::design(p) {
         out.push(crate::choose::decide::CROSS_NODE_REPLAY_NOTE.into());
     }
