@@ -388,3 +388,45 @@ fn every_format_renders_and_parses_back() {
     assert!(text.starts_with("rtcheck review: 2 fail,"), "{text}");
     assert!(text.lines().all(|l| l.chars().count() <= 80), "{text}");
 }
+
+#[test]
+fn session_ack_profile_asks_the_session_ttl_and_computes_worst_case_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = write(
+        dir.path(),
+        "p.yaml",
+        "loss: per-user\nconnections: 10000\nrate: 10\nsize: 1000\nmax_disconnect: 30s\ntransport: sse\n",
+    );
+    let a = write(
+        dir.path(),
+        "a.yaml",
+        "answers:\n  - id: session-ttl\n    answer: yes\n    value: {ttl: 1m}\n",
+    );
+    let out = review(&[
+        "--profile",
+        &p,
+        "--answers",
+        &a,
+        "--format",
+        "json",
+        "--fail-on",
+        "never",
+    ])
+    .code(0)
+    .get_output()
+    .stdout
+    .clone();
+    let v = json(&out);
+    let f = finding(&v, "session-ttl");
+    // No cap: every one of the 10,000 connections may hold 10 x 1 KB x 60 s = 600 KB.
+    assert_eq!(f["status"], "warn", "{f}");
+    assert_eq!(f["numbers"]["worst_case_bytes"], 6_000_000_000.0);
+    assert!(f["observed"].as_str().unwrap().contains("= 6.0 GB"), "{f}");
+    let ids: Vec<&str> = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["id"].as_str().unwrap())
+        .collect();
+    assert!(ids.contains(&"sse-http2") && !ids.contains(&"replay-window"));
+}

@@ -101,6 +101,8 @@ pub fn run(a: ReviewArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
     if a.answers.is_none() {
         let todo: Vec<_> = selected
             .iter()
+            // A measured item needs no declaration.
+            .filter(|(_, i)| measured::for_item(&i.id, &ms).is_none())
             .filter(|(_, i)| evaluate::needs_asking(i, ans.get(&i.id)))
             .copied()
             .collect();
