@@ -19,7 +19,7 @@ Answers file (YAML), written by --save and read by --answers:
 
 Examples:
   rtcheck review --profile profile.yaml --save review.yaml     walk the items on a terminal
-  rtcheck review --save review.yaml                            again: only unanswered, later or changed
+  rtcheck review --save review.yaml                            again: asks only what is open
   rtcheck review --answers review.yaml --format markdown       CI: never prompts; PR comment
   rtcheck review --answers review.yaml --format junit -o review.xml --fail-on warn
   rtcheck review --answers review.yaml --evidence bench.json --evidence verify.json

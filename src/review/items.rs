@@ -307,6 +307,9 @@ pub fn left_out(item: &str, p: &Profile) -> Option<String> {
         "writer-isolation",
         "proxy-config",
         "hub-round-time",
+        "hub-time-with-latency",
+        "cpu-fall-alert",
+        "isolation-memory",
     ];
     if transport == Transport::Polling && long_lived.contains(&item) {
         return Some("polling holds no long-lived connection (no ping/pong, no hub writer)".into());
