@@ -84,41 +84,73 @@ pub fn render(
     })
 }
 
+/// Previous answers: --answers, else the --save file when it exists.
+fn previous_answers(a: &ReviewArgs) -> anyhow::Result<answers::Answers> {
+    let known = super::known_ids();
+    Ok(match (&a.answers, &a.save) {
+        (Some(p), _) => answers::load(p, &known)?,
+        (None, Some(s)) if s.exists() => answers::load(s, &known)?,
+        _ => answers::Answers::default(),
+    })
+}
+
+/// On a terminal, ask what is open (unanswered, later, rule changed, not measured).
+fn ask_open(
+    a: &ReviewArgs,
+    selected: &super::Selected,
+    ans: answers::Answers,
+    ms: &[measured::Measurement],
+    profile: &Profile,
+    ctx: Ctx,
+) -> anyhow::Result<answers::Answers> {
+    let todo: Vec<_> = selected
+        .iter()
+        // A measured item needs no declaration.
+        .filter(|(_, i)| measured::for_item(&i.id, ms).is_none())
+        .filter(|(_, i)| evaluate::needs_asking(i, ans.get(&i.id)))
+        .copied()
+        .collect();
+    if a.answers.is_some() || todo.is_empty() {
+        return Ok(ans);
+    }
+    if !prompts::can_prompt() {
+        anyhow::bail!(
+            "{} item(s) to answer and no terminal: give --answers FILE (write one with --save on a terminal)",
+            todo.len()
+        );
+    }
+    let ans = prompts::walk(&todo, ans, profile, ctx.color)?;
+    if a.save.is_none() {
+        eprintln!("rtcheck: note: answers not saved (add --save FILE to keep them)");
+    }
+    Ok(ans)
+}
+
+/// Write --save and --output together (or neither); stdout when no --output.
+fn write_out(a: &ReviewArgs, saved: &str, out: &str) -> anyhow::Result<()> {
+    let mut files: Vec<(&std::path::Path, &[u8])> = Vec::new();
+    if let Some(s) = &a.save {
+        files.push((s, saved.as_bytes()));
+    }
+    if let Some(o) = &a.output {
+        files.push((o, out.as_bytes()));
+    }
+    report::output::write_all_atomic(&files)?;
+    if a.output.is_none() {
+        report::output::emit(out, None)?;
+    }
+    Ok(())
+}
+
 pub fn run(a: ReviewArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
     let start = Instant::now();
     let profile = load_profile(&a)?;
     let (selected, left_out) = super::select(&a.checklist, &a.only, &profile)?;
-    let known = super::known_ids();
-    let mut ans = match (&a.answers, &a.save) {
-        (Some(p), _) => answers::load(p, &known)?,
-        (None, Some(s)) if s.exists() => answers::load(s, &known)?,
-        _ => answers::Answers::default(),
-    };
     let mut ms = Vec::new();
     for f in &a.evidence {
         ms.extend(measured::load(f)?);
     }
-    if a.answers.is_none() {
-        let todo: Vec<_> = selected
-            .iter()
-            // A measured item needs no declaration.
-            .filter(|(_, i)| measured::for_item(&i.id, &ms).is_none())
-            .filter(|(_, i)| evaluate::needs_asking(i, ans.get(&i.id)))
-            .copied()
-            .collect();
-        if !todo.is_empty() {
-            if !prompts::can_prompt() {
-                anyhow::bail!(
-                    "{} item(s) to answer and no terminal: give --answers FILE (write one with --save on a terminal)",
-                    todo.len()
-                );
-            }
-            ans = prompts::walk(&todo, ans, &profile, ctx.color)?;
-            if a.save.is_none() {
-                eprintln!("rtcheck: note: answers not saved (add --save FILE to keep them)");
-            }
-        }
-    }
+    let ans = ask_open(&a, &selected, previous_answers(&a)?, &ms, &profile, ctx)?;
     let (findings, items) = evaluate::evaluate(&selected, &ans, &ms, &profile);
     let ms_total = start.elapsed().as_secs_f64() * 1000.0;
     let r = ReviewReport {
@@ -127,6 +159,7 @@ pub fn run(a: ReviewArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
         items,
         left_out,
     };
+    // `auto` colours a terminal, never a file.
     let ctx = if a.output.is_some() && ctx.color == ColorChoice::Auto {
         Ctx {
             color: ColorChoice::Never,
@@ -135,19 +168,7 @@ pub fn run(a: ReviewArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
         ctx
     };
     let out = render(&r, a.format, a.fail_on, ctx)?;
-    let saved = ans.to_yaml();
-    let mut files: Vec<(&std::path::Path, &[u8])> = Vec::new();
-    if let Some(s) = &a.save {
-        files.push((s, saved.as_bytes()));
-    }
-    if let Some(o) = &a.output {
-        files.push((o, out.as_bytes()));
-    }
-    // --save and --output land together or not at all.
-    report::output::write_all_atomic(&files)?;
-    if a.output.is_none() {
-        report::output::emit(&out, None)?;
-    }
+    write_out(&a, &ans.to_yaml(), &out)?;
     Ok(if a.fail_on.trips(&r.report.summary) {
         ExitCode::from(1)
     } else {
