@@ -33,6 +33,20 @@ fn colour(c: ColorChoice) -> bool {
     }
 }
 
+/// Title, why in one line, the measured number, and what can measure it.
+fn show(item: &Item, n: usize, total: usize, pal: &crate::report::Palette) {
+    eprintln!();
+    eprintln!("{}", pal.bold(&format!("[{n}/{total}] {}", item.title)));
+    eprintln!("  why: {}", item.why);
+    if let Some(e) = item.evidence.first() {
+        let ev = crate::evidence::get(e);
+        eprintln!("  measured: {} ({e})", ev.values_display());
+    }
+    if let Some(h) = items::measure_hint(&item.id) {
+        eprintln!("  {}", pal.dim(&format!("measure it: {h}")));
+    }
+}
+
 /// Ask every item of `todo`, starting from `ans`; returns the updated answers.
 pub fn walk(
     todo: &[(&Checklist, &Item)],
@@ -47,19 +61,7 @@ pub fn walk(
     let theme: &dyn Theme = if color { &colorful } else { &simple };
     let pal = crate::report::Palette::new(color);
     for (n, (_, item)) in todo.iter().enumerate() {
-        eprintln!();
-        eprintln!(
-            "{}",
-            pal.bold(&format!("[{}/{}] {}", n + 1, todo.len(), item.title))
-        );
-        eprintln!("  why: {}", item.why);
-        if let Some(e) = item.evidence.first() {
-            let ev = crate::evidence::get(e);
-            eprintln!("  measured: {} ({e})", ev.values_display());
-        }
-        if let Some(h) = items::measure_hint(&item.id) {
-            eprintln!("  {}", pal.dim(&format!("measure it: {h}")));
-        }
+        show(item, n + 1, todo.len(), &pal);
         let prev = ans.get(&item.id).cloned();
         let i = Select::with_theme(theme)
             .with_prompt("Done?")
