@@ -239,6 +239,36 @@ fn save_writes_answers_that_read_back() {
     assert_eq!(json(&again)["summary"], v["summary"]);
 }
 
+/// A findings report as `verify` writes it, with one verified finding (the shape
+/// `verify delivery` and `probe` plug into by finding id).
+fn delivery_report() -> rtcheck::report::FindingsReport {
+    use rtcheck::report::{Finding, FindingsReport, Fix, Status, Verification};
+    let f = Finding {
+        id: "delivery-loss".into(),
+        title: "Loss across a reconnect".into(),
+        status: Status::Pass,
+        observed: "0 lost of 1,000".into(),
+        expected: "0 lost".into(),
+        rule: "seq in the payload".into(),
+        reason: None,
+        evidence: vec![],
+        fix: Fix::default(),
+        verify: None,
+        verification: Some(Verification {
+            name: "delivery".into(),
+            measured: Some(0.0),
+            unit: "events".into(),
+            reference: "615 lost without seq".into(),
+            verdict: "0 lost after 3 s away".into(),
+            details: vec![],
+            valid: true,
+            duration_ms: 10,
+        }),
+        numbers: Default::default(),
+    };
+    FindingsReport::new("verify", Default::default(), None, vec![f], 1.0)
+}
+
 /// A valid bench scenario as `bench fanout --format json` writes it.
 fn scenario(name: &str, p999: f64) -> rtcheck::bench::model::ScenarioResult {
     use rtcheck::bench::model::{Check, ScenarioResult};
@@ -294,13 +324,9 @@ fn evidence_json_marks_items_measured() {
         r#"{"kind":"probe","findings":[
         {"id":"proxy-buffering","status":"fail","observed":"SSE first byte after 6.6 s through nginx"}]}"#,
     );
-    let delivery = write(
-        dir.path(),
-        "delivery.json",
-        r#"{"kind":"verify delivery","findings":[
-        {"id":"delivery-loss","status":"pass","observed":"0 lost of 1,000","verification":
-          {"name":"delivery","measured":0,"unit":"events","reference":"615","verdict":"0 lost after 3 s away","details":[],"valid":true,"duration_ms":10}}]}"#,
-    );
+    // `verify delivery` will write the common findings report: build it from the real types.
+    let delivery_json = serde_json::to_string(&delivery_report()).unwrap();
+    let delivery = write(dir.path(), "delivery.json", &delivery_json);
     let bench_json =
         serde_json::json!({"command": "bench fanout", "scenarios": [scenario("C3", 50.5)]});
     let bench = write(dir.path(), "bench.json", &bench_json.to_string());
