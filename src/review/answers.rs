@@ -34,8 +34,13 @@ pub struct Entry {
     /// Checklist item id.
     pub id: String,
     pub answer: Answer,
-    /// Declared values by name (`ping: 25s`), for items that ask them.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    /// Declared values by name (`ping: 25s`), for items that ask them; a single scalar
+    /// (`value: 100KB`) is the item's first value.
+    #[serde(
+        default,
+        skip_serializing_if = "BTreeMap::is_empty",
+        deserialize_with = "map_or_scalar"
+    )]
     pub value: BTreeMap<String, serde_yaml::Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
@@ -45,6 +50,29 @@ pub struct Entry {
     /// Fingerprint of the rule the answer was given against; a change asks again.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rule: Option<String>,
+}
+
+/// Key under which a scalar `value:` waits until `parse` names it.
+const SCALAR: &str = "";
+
+fn map_or_scalar<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<BTreeMap<String, serde_yaml::Value>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum V {
+        Map(BTreeMap<String, serde_yaml::Value>),
+        Scalar(serde_yaml::Value),
+    }
+    match V::deserialize(d)? {
+        V::Map(m) => Ok(m),
+        V::Scalar(v @ (serde_yaml::Value::String(_) | serde_yaml::Value::Number(_))) => {
+            Ok(BTreeMap::from([(SCALAR.to_string(), v)]))
+        }
+        V::Scalar(_) => Err(serde::de::Error::custom(
+            "value: a mapping of names to values, or one scalar",
+        )),
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -195,7 +223,7 @@ fn entry_line(text: &str, index: usize) -> Option<usize> {
 /// Parse and check an answers file: known item ids (`known`), no duplicates, values of
 /// the right type, a reason for `na`. `origin` names the file in the one-line error.
 pub fn parse(text: &str, origin: &str, known: &[&str]) -> anyhow::Result<Answers> {
-    let a: Answers = serde_yaml::from_str(text).map_err(|e| {
+    let mut a: Answers = serde_yaml::from_str(text).map_err(|e| {
         let msg = e.to_string();
         let msg = msg.split(" at line ").next().unwrap_or(&msg).to_string();
         let loc = e
@@ -204,6 +232,15 @@ pub fn parse(text: &str, origin: &str, known: &[&str]) -> anyhow::Result<Answers
             .unwrap_or_default();
         anyhow::anyhow!("{origin}{loc}: {msg}")
     })?;
+    // A scalar value is the item's first value (unknown items are refused below).
+    for e in &mut a.answers {
+        if let Some(v) = e.value.remove(SCALAR) {
+            let name = items::spec(&e.id)
+                .map(|s| s.values[0].name)
+                .unwrap_or("value");
+            e.value.insert(name.to_string(), v);
+        }
+    }
     let mut seen = std::collections::HashSet::new();
     for (i, e) in a.answers.iter().enumerate() {
         let at = entry_line(text, i);
@@ -333,6 +370,21 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("a:4:"));
+    }
+
+    #[test]
+    fn a_scalar_value_is_the_first_value() {
+        let text = "answers:\n  - id: replay-window\n    answer: yes\n    value: 100KB\n";
+        let a = parse(text, "a.yaml", KNOWN).unwrap();
+        assert_eq!(
+            values_of(&a.answers[0]).unwrap()["ring"],
+            Val::Bytes(100_000)
+        );
+        let none = "answers:\n  - id: seq-numbers\n    answer: yes\n    value: 3\n";
+        let e = parse(none, "a.yaml", KNOWN).unwrap_err().to_string();
+        assert!(e.contains("answers[0].value.value: unknown value"), "{e}");
+        let list = "answers:\n  - id: replay-window\n    answer: yes\n    value: [1, 2]\n";
+        assert!(parse(list, "a.yaml", KNOWN).is_err());
     }
 
     #[test]
