@@ -7,7 +7,7 @@ use super::scenario::{self, Scenario};
 use super::sys::{self, ChildGuard};
 use super::validity::{self, Inputs};
 use super::wire::{Event, LoadgenResult, CMD_CLOSE_SLOW, CMD_CUTOFF, CMD_STOP};
-use crate::report::Status;
+use crate::findings::Status;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::{BufRead, IsTerminal, Write};
 use std::net::SocketAddr;
@@ -16,66 +16,33 @@ use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-#[derive(Debug, Clone, clap::Args)]
-#[command(after_help = "\
-Examples:
-  rtcheck bench fanout                                     the seed's load: every scenario at 10,000
-  rtcheck bench fanout --connections 2000 --scenario F,A,C3
-  rtcheck bench fanout --connections 2000 --format markdown --output bench.md
-  rtcheck bench fanout --server ws://127.0.0.1:8080/ws --connections 1000   another server (loopback only)
-
-Scenarios: F raw-TCP floor, A baseline, C1/C2 slow clients with shard writers (no deadline /
-1 s deadline), C3 slow clients with per-client queues, G1 per-client copy + allocation, G3
-shared buffer + allocation, P1 one server worker thread.
-Exit codes: 0 every result valid, 1 a result failed its validity check, 2 error.")]
-pub struct FanoutArgs {
-    /// Clients (the seed: 10,000; on 2 cores 2,000 is the seed's load per core).
-    #[arg(long, default_value_t = 10_000)]
+/// What `bench fanout` runs (the command layer fills it from its flags).
+#[derive(Debug, Clone)]
+pub struct FanoutOptions {
+    /// Clients.
     pub connections: u64,
     /// Messages per client (one per round).
-    #[arg(long, default_value_t = 100)]
     pub rounds: u64,
     /// Payload bytes per message (at least 16).
-    #[arg(long, default_value_t = 1024)]
     pub size: u64,
     /// Rounds per second.
-    #[arg(long, default_value_t = 5.0)]
     pub rate: f64,
-    /// Slow clients in C1, C2, C3 (never read; SO_RCVBUF 2 KB; server SO_SNDBUF 4 KB).
-    /// Default 50; with --server, none unless given.
-    #[arg(long)]
+    /// Slow clients in C1, C2, C3 (default 50; with --server, none unless given).
     pub slow: Option<u64>,
-    /// Comma-separated: F (raw-TCP floor), A, C1, C2, C3, G1, G3, P1. F runs first even when
-    /// not listed, so every row is also shown as a ratio to what this host can do at best.
-    #[arg(long, default_value = "F,A,C1,C2,C3,G1,G3,P1", value_parser = scenario::parse_list_arg)]
+    /// The listed scenarios (F is added first unless `no_floor`).
     pub scenario: scenario::ScenarioList,
-    /// Do not add the floor F to the scenarios (rows then have no ratio to F).
-    #[arg(long)]
     pub no_floor: bool,
-    /// Measure another server instead: ws://HOST:PORT/PATH on loopback. Scenarios then do
-    /// not apply: one run, with --slow slow clients if given.
-    #[arg(long)]
+    /// Another server to measure (ws://HOST:PORT/PATH on loopback) instead of scenarios.
     pub server: Option<String>,
-    /// Output format.
-    #[arg(long, value_enum, default_value_t = super::BenchFormat::Text)]
-    pub format: super::BenchFormat,
-    /// Write the report here (atomically) instead of stdout.
-    #[arg(long)]
-    pub output: Option<PathBuf>,
-    /// Also write the JSON report here (atomically), whatever --format says.
-    #[arg(long, value_name = "PATH")]
-    pub save_json: Option<PathBuf>,
     /// Longest wait for all clients to connect.
-    #[arg(long, default_value = "120s", value_parser = crate::units::parse_duration)]
     pub connect_timeout: Duration,
     /// How long to wait past the last scheduled round for stragglers.
-    #[arg(long, default_value = "5s", value_parser = crate::units::parse_duration, hide = true)]
     pub drain: Duration,
 }
 
 pub const DEFAULT_SLOW: u64 = 50;
 
-impl FanoutArgs {
+impl FanoutOptions {
     /// The runs in order: F first (added unless --no-floor), then the listed scenarios.
     pub fn scenarios(&self) -> Vec<Scenario> {
         let mut v = self.scenario.0.clone();
@@ -98,7 +65,7 @@ impl FanoutArgs {
 /// Longest planned publishing schedule (rounds / rate) a run may have: one hour.
 pub const MAX_SCHEDULE_S: f64 = 3600.0;
 
-pub fn validate(a: &FanoutArgs) -> anyhow::Result<()> {
+pub fn validate(a: &FanoutOptions) -> anyhow::Result<()> {
     if a.connections == 0 {
         anyhow::bail!("--connections must be at least 1");
     }
@@ -149,8 +116,10 @@ pub fn validate(a: &FanoutArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-pub fn run(a: FanoutArgs, ctx: crate::cli::Ctx) -> anyhow::Result<std::process::ExitCode> {
-    validate(&a)?;
+/// Run every scenario (or the one --server run) and judge each: the report every format
+/// renders. Usage errors come before anything starts.
+pub fn run(a: &FanoutOptions) -> anyhow::Result<BenchReport> {
+    validate(a)?;
     sys::install_interrupt_handler();
     let mut results = Vec::new();
     let runs: Vec<Option<Scenario>> = if a.server.is_some() {
@@ -159,7 +128,7 @@ pub fn run(a: FanoutArgs, ctx: crate::cli::Ctx) -> anyhow::Result<std::process::
         a.scenarios().into_iter().map(Some).collect()
     };
     for sc in runs {
-        let r = run_one(sc, &a)?;
+        let r = run_one(sc, a)?;
         results.push(r);
         sys::check_interrupted()?;
     }
@@ -181,20 +150,7 @@ pub fn run(a: FanoutArgs, ctx: crate::cli::Ctx) -> anyhow::Result<std::process::
         valid: results.iter().all(|r| r.valid),
         scenarios: results,
     };
-    let text = match a.format {
-        super::BenchFormat::Json => crate::report::json::render(&report)?,
-        super::BenchFormat::Markdown => crate::report::markdown::bench::render(&report),
-        super::BenchFormat::Text => crate::report::text::bench::render(&report, &ctx.palette()),
-    };
-    if let Some(p) = &a.save_json {
-        crate::report::output::write_atomic(p, crate::report::json::render(&report)?.as_bytes())?;
-    }
-    crate::report::output::emit(&text, a.output.as_deref())?;
-    Ok(if report.valid {
-        std::process::ExitCode::SUCCESS
-    } else {
-        std::process::ExitCode::from(1)
-    })
+    Ok(report)
 }
 
 /// A scratch directory for one scenario's address file and logs, removed on drop.
@@ -406,7 +362,7 @@ impl Loadgen {
     }
 }
 
-fn run_one(sc: Option<Scenario>, a: &FanoutArgs) -> anyhow::Result<ScenarioResult> {
+fn run_one(sc: Option<Scenario>, a: &FanoutOptions) -> anyhow::Result<ScenarioResult> {
     let name = sc
         .map(|s| s.name().to_string())
         .unwrap_or_else(|| "external".into());
@@ -605,7 +561,7 @@ pub fn cutoff_after(rounds_sent: u64, rounds: u64) -> u64 {
 fn add_shape_notes(
     s: Scenario,
     r: &mut ScenarioResult,
-    a: &FanoutArgs,
+    a: &FanoutOptions,
     sent_at_bound: Option<u64>,
 ) {
     match s {
@@ -649,48 +605,6 @@ fn add_shape_notes(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::Parser;
-
-    #[derive(Parser)]
-    struct Wrap {
-        #[command(flatten)]
-        a: FanoutArgs,
-    }
-
-    fn runs(args: &[&str]) -> Vec<&'static str> {
-        let w = Wrap::try_parse_from(std::iter::once("x").chain(args.iter().copied())).unwrap();
-        w.a.scenarios().iter().map(|s| s.name()).collect()
-    }
-
-    #[test]
-    fn the_floor_runs_first_unless_refused() {
-        assert_eq!(runs(&["--scenario", "A,C1"]), ["F", "A", "C1"]);
-        assert_eq!(runs(&["--scenario", "C3,F"]), ["F", "C3"]);
-        assert_eq!(runs(&["--scenario", "A", "--no-floor"]), ["A"]);
-        assert_eq!(runs(&[]).len(), 8);
-    }
-
-    fn parse(args: &[&str]) -> FanoutArgs {
-        Wrap::try_parse_from(std::iter::once("x").chain(args.iter().copied()))
-            .unwrap()
-            .a
-    }
-
-    #[test]
-    fn a_schedule_longer_than_an_hour_is_refused() {
-        for rate in ["0.000001", "1e-300"] {
-            let e = validate(&parse(&["--rounds", "10", "--rate", rate]))
-                .unwrap_err()
-                .to_string();
-            assert!(e.contains("the bound is 3600 s"), "{e}");
-            assert!(!e.contains('\n'), "{e}");
-        }
-        // 3600 rounds at 1/s is exactly the bound: not refused for its length.
-        let e = validate(&parse(&["--rounds", "3600", "--rate", "1"]));
-        assert!(e
-            .as_ref()
-            .map_or_else(|e| !e.to_string().contains("bound is"), |_| true));
-    }
 
     #[test]
     fn cutoff_survives_a_hostile_rounds_sent() {

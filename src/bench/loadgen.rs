@@ -15,29 +15,21 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::{watch, Semaphore};
 
-#[derive(Debug, Clone, clap::Args)]
-pub struct LoadgenArgs {
-    /// ws://HOST:PORT/PATH (WebSocket), tcp://HOST:PORT (raw length-prefixed frames),
-    /// http://HOST:PORT/PATH (Server-Sent Events). Loopback only.
-    #[arg(long)]
+/// What the load generator process does (`cmd::bench::LoadgenOptions` are its flags).
+#[derive(Debug, Clone)]
+pub struct LoadgenOptions {
+    /// ws://, tcp:// or http:// target on loopback.
     pub url: String,
-    #[arg(long, default_value_t = 100)]
     pub connections: u64,
     /// Clients that connect with a small receive buffer and never read.
-    #[arg(long, default_value_t = 0)]
     pub slow: u64,
     /// Rounds expected (seq 1..=rounds); 0 = idle clients, nothing expected.
-    #[arg(long, default_value_t = 100)]
     pub rounds: u64,
-    #[arg(long, default_value_t = 2048)]
     pub slow_rcvbuf: u32,
     /// Hard stop: the process ends by itself after this long even without a stop command.
-    #[arg(long, default_value_t = 300)]
     pub max_seconds: u64,
-    #[arg(long, default_value_t = 64)]
     pub connect_concurrency: usize,
-    /// WebSocket read buffer per client (small: 10,000 clients share one process).
-    #[arg(long, default_value_t = 4096)]
+    /// WebSocket read buffer per client.
     pub read_buffer: usize,
 }
 
@@ -129,7 +121,7 @@ const RUN: u8 = 0;
 const CLOSE_SLOW: u8 = 1;
 const STOP: u8 = 2;
 
-pub fn run(a: LoadgenArgs) -> anyhow::Result<std::process::ExitCode> {
+pub fn run(a: LoadgenOptions) -> anyhow::Result<std::process::ExitCode> {
     let (proto, addr, path) = parse_target(&a.url)?;
     if a.slow > a.connections {
         anyhow::bail!("--slow {} exceeds --connections {}", a.slow, a.connections);
@@ -166,7 +158,7 @@ fn emit(ev: &Event) {
     }
 }
 
-async fn drive(a: LoadgenArgs, cfg: Arc<Cfg>, cores: u64) -> anyhow::Result<LoadgenResult> {
+async fn drive(a: LoadgenOptions, cfg: Arc<Cfg>, cores: u64) -> anyhow::Result<LoadgenResult> {
     let hard_stop = hard_stop_at(Instant::now(), a.max_seconds);
     let counters = Arc::new(Counters::default());
     let (stop_tx, stop_rx) = watch::channel(RUN);
@@ -286,7 +278,7 @@ async fn drive(a: LoadgenArgs, cfg: Arc<Cfg>, cores: u64) -> anyhow::Result<Load
 }
 
 fn summarize(
-    a: &LoadgenArgs,
+    a: &LoadgenOptions,
     outs: Vec<ClientOut>,
     cutoff: Option<u64>,
     cores: u64,
@@ -695,8 +687,8 @@ mod tests {
         }
     }
 
-    fn args(rounds: u64, slow: u64) -> LoadgenArgs {
-        LoadgenArgs {
+    fn args(rounds: u64, slow: u64) -> LoadgenOptions {
+        LoadgenOptions {
             url: "ws://127.0.0.1:1/ws".into(),
             connections: 3,
             slow,

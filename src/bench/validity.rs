@@ -5,7 +5,7 @@ use super::control::ServerStats;
 use super::model::{Accounting, Check, ScenarioResult};
 use super::stats;
 use super::wire::LoadgenResult;
-use crate::report::Status;
+use crate::findings::Status;
 
 /// Load generator CPU above this share of its cores means it measured itself.
 pub const LOADGEN_CPU_LIMIT: f64 = 0.90;

@@ -1,9 +1,9 @@
 //! The four-question framework (REFERENCE section 1) as a pure function:
 //! `decide(&Profile) -> Recommendation`. No I/O here; prompts and flags live elsewhere.
 use super::sizing::{self, Sizing};
+use crate::evidence::EvidenceRef;
 use crate::evidence::{self, fmt_num};
 use crate::profile::{Loss, Profile, Transport, Upstream};
-use crate::report::EvidenceRef;
 use crate::units::fmt_duration;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;

@@ -4,8 +4,8 @@ use super::items::{self, Rule, Spec};
 use super::measured::Measurement;
 use super::rules::{self, Outcome};
 use crate::checklist::{Checklist, Item};
+use crate::findings::{Finding, Fix, Status};
 use crate::profile::Profile;
-use crate::report::{Finding, FindingsReport, Fix, Status};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -51,16 +51,6 @@ pub struct ReviewItem {
 pub struct LeftOut {
     pub id: String,
     pub reason: String,
-}
-
-/// The review result: the common findings report plus the review's own details.
-#[derive(Debug, Clone, Serialize)]
-pub struct ReviewReport {
-    #[serde(flatten)]
-    pub report: FindingsReport,
-    pub items: Vec<ReviewItem>,
-    pub left_out: Vec<LeftOut>,
-    pub notes: Vec<String>,
 }
 
 /// Fingerprint of an item's rule: its evidence numbers and the values it asks. When the

@@ -2,7 +2,7 @@
 //! `probe` and `verify delivery`) turned into measurements that mark review items
 //! measured instead of declared.
 use crate::bench::model::ScenarioResult;
-use crate::report::Status;
+use crate::findings::Status;
 use serde::Serialize;
 use serde_json::Value;
 

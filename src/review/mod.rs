@@ -6,17 +6,16 @@
 //! - `answers`: the answers file (`--answers`, `--save`)
 //! - `measured`: `--evidence FILE` JSON to measurements
 //! - `evaluate`: items + answers + measurements to findings (pure)
-//! - `prompts`: the interactive walk; `cli`: arguments and glue
+//!
+//! The flags, the interactive walk and the writing live in the command layer
+//! (`cmd::review`); the report envelope is `report::model::ReviewReport`.
 pub mod answers;
-pub mod cli;
 pub mod evaluate;
 pub mod items;
 pub mod measured;
-pub mod prompts;
 pub mod rules;
 
-pub use cli::{run, ReviewArgs};
-pub use evaluate::{LeftOut, ReviewItem, ReviewReport};
+pub use evaluate::{LeftOut, ReviewItem, Source};
 
 use crate::checklist::{self, Checklist, Item};
 use crate::profile::Profile;

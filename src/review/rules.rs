@@ -1,7 +1,7 @@
 //! The review's rule checks as pure functions: the values a team declares, checked against
 //! the measured rules of data/evidence.yaml, each returning the computed consequence.
 use crate::evidence::{self, fmt_num};
-use crate::report::Status;
+use crate::findings::Status;
 use crate::units::fmt_bytes;
 use std::collections::BTreeMap;
 use std::time::Duration;

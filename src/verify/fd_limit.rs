@@ -7,7 +7,7 @@
 use super::listener::{Acceptor, OnAccept};
 use super::{guard, sys, verification, Run};
 use crate::evidence::fmt_num;
-use crate::report::Verification;
+use crate::findings::Verification;
 use anyhow::{anyhow, bail};
 use serde::{Deserialize, Serialize};
 use std::io::Write;

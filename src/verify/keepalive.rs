@@ -9,7 +9,7 @@
 //! silent for D), and a healthy client that reads everything but sends nothing.
 use super::server::Server;
 use super::{verification, Run};
-use crate::report::Verification;
+use crate::findings::Verification;
 use crate::units::fmt_duration;
 use anyhow::{anyhow, bail};
 use std::net::TcpStream;

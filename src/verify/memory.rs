@@ -5,7 +5,7 @@
 use super::server::Server;
 use super::{sys, verification, Run};
 use crate::evidence::fmt_num;
-use crate::report::Verification;
+use crate::findings::Verification;
 use crate::units::fmt_bytes;
 use anyhow::{anyhow, bail, Context};
 use std::io::{Read, Write};

@@ -10,7 +10,7 @@ use super::fd_limit::errno_name;
 use super::listener::{Acceptor, OnAccept};
 use super::{guard, sys, verification, Run};
 use crate::evidence::fmt_num;
-use crate::report::Verification;
+use crate::findings::Verification;
 use anyhow::{anyhow, bail};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashSet};

@@ -4,7 +4,7 @@
 //! receive queue) while the client application has read none of them.
 use super::{sys, verification, Run};
 use crate::evidence::fmt_num;
-use crate::report::Verification;
+use crate::findings::Verification;
 use crate::units::fmt_bytes;
 use anyhow::{anyhow, Context};
 use socket2::{Domain, Protocol, Socket, Type};

@@ -1,5 +1,5 @@
 //! Shared by the verify_* tests: run `rtcheck verify ... --format json` and read the
-//! measurements back from findings[].verification.
+//! measurements back from verify's own report (verifications[]).
 #![allow(dead_code)]
 use assert_cmd::Command;
 use serde_json::Value;
@@ -32,12 +32,11 @@ pub fn verify_json(args: &[&str]) -> Out {
 
 /// The verification of experiment `name` (panics with the whole report if absent).
 pub fn verification<'a>(json: &'a Value, name: &str) -> &'a Value {
-    json["findings"]
+    json["verifications"]
         .as_array()
-        .expect("findings array")
+        .expect("verifications array")
         .iter()
-        .find(|f| f["id"] == name)
-        .map(|f| &f["verification"])
+        .find(|v| v["name"] == name)
         .unwrap_or_else(|| panic!("no `{name}` in {json:#}"))
 }
 

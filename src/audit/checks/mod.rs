@@ -2,8 +2,8 @@
 //! Ids are a contract (users grep, suppress and alert on them): never rename one.
 use super::host::Host;
 use crate::evidence::{self, fmt_num};
+use crate::findings::{Finding, Fix, Status};
 use crate::profile::{Loss, Profile, Role, Transport};
-use crate::report::{Finding, Fix, Status};
 use std::collections::BTreeMap;
 use std::time::Duration;
 

@@ -1,7 +1,8 @@
 //! Text rendering of `rtcheck review`: the verdict first, then what needs action (fail,
 //! warn) with the computed consequence and the fix, then one line per settled item.
+use crate::report::ReviewReport;
 use crate::report::{Palette, Status};
-use crate::review::evaluate::{ReviewReport, Source};
+use crate::review::Source;
 
 fn counts(r: &ReviewReport) -> String {
     let n = |s: Source| r.items.iter().filter(|i| i.source == s).count();

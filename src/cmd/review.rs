@@ -1,12 +1,17 @@
-//! `rtcheck review` arguments and glue: read the profile, answers and evidence, prompt on
-//! a terminal, evaluate, render, save.
-use super::{answers, evaluate, measured, prompts, ReviewReport};
-use crate::cli::Ctx;
+//! `rtcheck review`: read the profile, answers and evidence, prompt on a terminal (the walk
+//! is in `review/prompts.rs`), evaluate with the domain (`crate::review`), render, and write
+//! `--save` and `-o` together.
+use super::output::{AllFormats, OutputArgs};
+use super::Ctx;
+use crate::findings::FailOn;
 use crate::profile::Profile;
-use crate::report::{self, ColorChoice, FailOn, FindingsReport, Format};
+use crate::report::{self, FindingsReport, Format, Palette, ReviewReport};
+use crate::review::{answers, evaluate, measured};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
+
+mod prompts;
 
 #[derive(Debug, clap::Args)]
 #[command(after_help = "\
@@ -38,7 +43,7 @@ pub struct ReviewArgs {
     #[arg(long, value_name = "FILE")]
     pub save: Option<PathBuf>,
     /// Checklists to walk.
-    #[arg(long, value_name = "NAME", value_delimiter = ',', default_values_t = super::CHECKLISTS.iter().map(|s| s.to_string()))]
+    #[arg(long, value_name = "NAME", value_delimiter = ',', default_values_t = crate::review::CHECKLISTS.iter().map(|s| s.to_string()))]
     pub checklist: Vec<String>,
     /// Review only these item ids.
     #[arg(long, value_name = "ID", value_delimiter = ',')]
@@ -47,16 +52,13 @@ pub struct ReviewArgs {
     /// matching items measured (repeatable).
     #[arg(long, value_name = "FILE")]
     pub evidence: Vec<PathBuf>,
-    /// Output format: text, json, yaml, junit, github, markdown (a PR-comment summary).
-    #[arg(long, value_enum, default_value_t = Format::Text)]
-    pub format: Format,
+    // markdown is a summary fit for a PR comment; junit and github for CI.
+    #[command(flatten)]
+    pub out: OutputArgs<AllFormats>,
     /// Lowest status that makes the exit code 1 (no and broken rules fail; later and
     /// unanswered warn).
     #[arg(long, value_enum, default_value_t = FailOn::Fail)]
     pub fail_on: FailOn,
-    /// Write the report to FILE atomically instead of stdout.
-    #[arg(long, short = 'o', value_name = "FILE")]
-    pub output: Option<PathBuf>,
 }
 
 fn load_profile(a: &ReviewArgs) -> anyhow::Result<Profile> {
@@ -68,14 +70,16 @@ fn load_profile(a: &ReviewArgs) -> anyhow::Result<Profile> {
     Ok(p)
 }
 
+/// The renderer for `format`: the review's own model for text, markdown, json and yaml; the
+/// CI formats take its findings report.
 pub fn render(
     r: &ReviewReport,
     format: Format,
     fail_on: FailOn,
-    ctx: Ctx,
+    pal: Palette,
 ) -> anyhow::Result<String> {
     Ok(match format {
-        Format::Text => report::text::review::render(r, ctx.palette()),
+        Format::Text => report::text::review::render(r, pal),
         Format::Json => report::json::render(r)?,
         Format::Yaml => report::yaml::render(r)?,
         Format::Markdown => report::markdown::review::render(r),
@@ -86,7 +90,7 @@ pub fn render(
 
 /// Previous answers: --answers, else the --save file when it exists.
 fn previous_answers(a: &ReviewArgs) -> anyhow::Result<answers::Answers> {
-    let known = super::known_ids();
+    let known = crate::review::known_ids();
     Ok(match (&a.answers, &a.save) {
         (Some(p), _) => answers::load(p, &known)?,
         (None, Some(s)) if s.exists() => answers::load(s, &known)?,
@@ -97,7 +101,7 @@ fn previous_answers(a: &ReviewArgs) -> anyhow::Result<answers::Answers> {
 /// On a terminal, ask what is open (unanswered, later, rule changed, not measured).
 fn ask_open(
     a: &ReviewArgs,
-    selected: &super::Selected,
+    selected: &crate::review::Selected,
     ans: answers::Answers,
     ms: &[measured::Measurement],
     profile: &Profile,
@@ -126,18 +130,19 @@ fn ask_open(
     Ok(ans)
 }
 
-/// Write --save and --output together (or neither); stdout when no --output.
+/// Write --save and -o together or not at all (`outfile` renames regular files only after
+/// every temp file is written; devices, FIFOs and `-` are written in place); stdout when no -o.
 fn write_out(a: &ReviewArgs, saved: &str, out: &str) -> anyhow::Result<()> {
     let mut files: Vec<(&std::path::Path, &[u8])> = Vec::new();
     if let Some(s) = &a.save {
         files.push((s, saved.as_bytes()));
     }
-    if let Some(o) = &a.output {
+    if let Some(o) = &a.out.output {
         files.push((o, out.as_bytes()));
     }
-    report::output::write_all_atomic(&files)?;
-    if a.output.is_none() {
-        report::output::emit(out, None)?;
+    crate::outfile::write_all_atomic(&files)?;
+    if a.out.output.is_none() {
+        crate::outfile::emit(out, None)?;
     }
     Ok(())
 }
@@ -145,7 +150,7 @@ fn write_out(a: &ReviewArgs, saved: &str, out: &str) -> anyhow::Result<()> {
 pub fn run(a: ReviewArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
     let start = Instant::now();
     let profile = load_profile(&a)?;
-    let (selected, left_out) = super::select(&a.checklist, &a.only, &profile)?;
+    let (selected, left_out) = crate::review::select(&a.checklist, &a.only, &profile)?;
     let mut ms = Vec::new();
     for f in &a.evidence {
         ms.extend(measured::load(f)?);
@@ -154,20 +159,12 @@ pub fn run(a: ReviewArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
     let (findings, items) = evaluate::evaluate(&selected, &ans, &ms, &profile);
     let ms_total = start.elapsed().as_secs_f64() * 1000.0;
     let r = ReviewReport {
-        notes: super::notes(&profile, a.profile.is_some()),
+        notes: crate::review::notes(&profile, a.profile.is_some()),
         report: FindingsReport::new("review", profile, None, findings, ms_total),
         items,
         left_out,
     };
-    // `auto` colours a terminal, never a file.
-    let ctx = if a.output.is_some() && ctx.color == ColorChoice::Auto {
-        Ctx {
-            color: ColorChoice::Never,
-        }
-    } else {
-        ctx
-    };
-    let out = render(&r, a.format, a.fail_on, ctx)?;
+    let out = render(&r, a.out.format, a.fail_on, a.out.palette(ctx.color))?;
     write_out(&a, &ans.to_yaml(), &out)?;
     Ok(if a.fail_on.trips(&r.report.summary) {
         ExitCode::from(1)

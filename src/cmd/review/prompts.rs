@@ -1,17 +1,19 @@
 //! The interactive walk (dialoguer on stderr): per item its title, why in one line and the
 //! measured number, then yes / no / not applicable / later; values are asked, type-checked
 //! (re-asked when malformed) and checked against the rule before a yes is recorded.
-use super::answers::{self, Answer, Answers, Entry};
-use super::evaluate::{check, rule_fingerprint};
-use super::items::{self, Spec};
 use crate::checklist::{Checklist, Item};
+use crate::cmd::output::{self, ColorChoice, Sink};
+use crate::findings::Status;
 use crate::profile::Profile;
-use crate::report::{ColorChoice, Status};
+use crate::report::Palette;
+use crate::review::answers::{self, Answer, Answers, Entry};
+use crate::review::evaluate::{check, rule_fingerprint};
+use crate::review::items::{self, Spec};
 use dialoguer::theme::{ColorfulTheme, SimpleTheme, Theme};
 use dialoguer::{Input, Select};
 use std::collections::BTreeMap;
 
-pub use crate::choose::prompts::can_prompt;
+pub use crate::cmd::prompts::can_prompt;
 
 const CHOICES: [&str; 4] = ["yes", "no", "not applicable", "later"];
 
@@ -25,16 +27,13 @@ fn err(e: dialoguer::Error) -> anyhow::Error {
     }
 }
 
+/// The prompts draw on stderr, a terminal whenever they run.
 fn colour(c: ColorChoice) -> bool {
-    match c {
-        ColorChoice::Always => true,
-        ColorChoice::Never => false,
-        ColorChoice::Auto => std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
-    }
+    output::color_enabled(c, Sink::Terminal, output::no_color_env())
 }
 
 /// Title, why in one line, the measured number, and what can measure it.
-fn show(item: &Item, n: usize, total: usize, pal: &crate::report::Palette) {
+fn show(item: &Item, n: usize, total: usize, pal: &Palette) {
     eprintln!();
     eprintln!("{}", pal.bold(&format!("[{n}/{total}] {}", item.title)));
     eprintln!("  why: {}", item.why);
@@ -54,12 +53,12 @@ pub fn walk(
     p: &Profile,
     color: ColorChoice,
 ) -> anyhow::Result<Answers> {
-    crate::choose::prompts::install_interrupt_guard();
+    crate::cmd::prompts::install_interrupt_guard();
     let color = colour(color);
     let colorful = ColorfulTheme::default();
     let simple = SimpleTheme;
     let theme: &dyn Theme = if color { &colorful } else { &simple };
-    let pal = crate::report::Palette::new(color);
+    let pal = Palette::new(color);
     for (n, (_, item)) in todo.iter().enumerate() {
         show(item, n + 1, todo.len(), &pal);
         let prev = ans.get(&item.id).cloned();
@@ -112,7 +111,7 @@ fn ask_values(
     spec: &Spec,
     prev: Option<&Entry>,
     p: &Profile,
-    pal: &crate::report::Palette,
+    pal: &Palette,
 ) -> anyhow::Result<BTreeMap<String, serde_yaml::Value>> {
     let mut last: BTreeMap<String, String> = prev
         .map(|e| {

@@ -1,6 +1,6 @@
 //! Interactive prompts (dialoguer) that fill a Profile. Reused by the guided run.
+use super::output::{self, ColorChoice, Sink};
 use crate::profile::{Loss, Profile, Upstream};
-use crate::report::ColorChoice;
 use crate::units::{fmt_duration, parse_duration};
 use dialoguer::theme::{ColorfulTheme, SimpleTheme, Theme};
 use dialoguer::{Confirm, Input, Select};
@@ -33,11 +33,7 @@ pub fn prompt_missing(p: Profile, color: ColorChoice) -> anyhow::Result<Profile>
 
 /// Prompts draw on stderr, which is a terminal whenever they run.
 fn colour_enabled(c: ColorChoice) -> bool {
-    match c {
-        ColorChoice::Always => true,
-        ColorChoice::Never => false,
-        ColorChoice::Auto => std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
-    }
+    output::color_enabled(c, Sink::Terminal, output::no_color_env())
 }
 
 fn explain(color: bool, text: &str) {
