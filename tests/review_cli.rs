@@ -239,6 +239,49 @@ fn save_writes_answers_that_read_back() {
     assert_eq!(json(&again)["summary"], v["summary"]);
 }
 
+#[test]
+fn save_and_output_land_together_or_not_at_all() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = write(dir.path(), "a.yaml", ANSWERS);
+    let saved = dir.path().join("saved.yaml");
+    let run = |out: &Path| {
+        review(&[
+            "--answers",
+            &a,
+            "--save",
+            saved.to_str().unwrap(),
+            "--fail-on",
+            "never",
+            "-o",
+            out.to_str().unwrap(),
+        ])
+    };
+    // The report cannot be written: the answers file is not written either.
+    let err = run(&dir.path().join("nope").join("r.txt"))
+        .code(2)
+        .get_output()
+        .stderr
+        .clone();
+    let err = String::from_utf8(err).unwrap();
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("nope/r.txt: cannot write"), "{err}");
+    assert!(!saved.exists());
+    // A symlinked report keeps its link; its target gets the report, beside the answers.
+    let link = dir.path().join("latest.txt");
+    std::os::unix::fs::symlink("report.txt", &link).unwrap();
+    run(&link).code(0).stdout("");
+    assert!(std::fs::symlink_metadata(&link)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    let text = std::fs::read_to_string(dir.path().join("report.txt")).unwrap();
+    assert!(text.starts_with("rtcheck review:"), "{text}");
+    assert!(!text.contains('\x1b'), "{text:?}");
+    assert!(std::fs::read_to_string(&saved)
+        .unwrap()
+        .contains("id: ping-interval"));
+}
+
 /// A findings report as `verify` writes it, with one verified finding (the shape
 /// `verify delivery` and `probe` plug into by finding id).
 fn delivery_report() -> rtcheck::report::FindingsReport {
@@ -366,6 +409,69 @@ fn evidence_json_marks_items_measured() {
     assert_eq!(item("ping-interval")["source"], "declared");
     let bad = write(dir.path(), "bad.json", "{\"hello\": 1}");
     review(&["--answers", &a, "--evidence", &bad]).code(2);
+}
+
+/// `rtcheck verify --format json` as verify writes it: its own report (verifications[],
+/// experiments, options), serialized from the real types.
+fn verify_report(valid: bool) -> String {
+    use rtcheck::report::{Verification, VerifyReport};
+    let v = Verification {
+        name: "tcp-keepalive".into(),
+        measured: valid.then_some(12.1),
+        unit: "s".into(),
+        reference: "dead peer detected in 13 s".into(),
+        verdict: if valid {
+            "confirms: the server noticed the silent peer after 12.10 s".into()
+        } else {
+            "invalid: the server did not count a removal".into()
+        },
+        details: vec![],
+        valid,
+        duration_ms: 12_100,
+    };
+    let r = VerifyReport::new(
+        vec!["tcp-keepalive".into()],
+        vec![v],
+        rtcheck::cmd::verify::default_options(),
+        std::time::Instant::now(),
+    );
+    serde_json::to_string(&r).unwrap()
+}
+
+#[test]
+fn verify_json_marks_ping_pong_measured() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = write(dir.path(), "a.yaml", ANSWERS);
+    let run = |verify_json: &str| {
+        let f = write(dir.path(), "verify.json", verify_json);
+        let out = review(&[
+            "--answers",
+            &a,
+            "--evidence",
+            &f,
+            "--only",
+            "ping-pong",
+            "--format",
+            "json",
+            "--fail-on",
+            "never",
+        ])
+        .code(0)
+        .get_output()
+        .stdout
+        .clone();
+        json(&out)
+    };
+    let v = run(&verify_report(true));
+    let item = &v["items"][0];
+    assert_eq!(item["id"], "ping-pong");
+    assert_eq!(item["source"], "measured", "{item}");
+    assert_eq!(item["measured"]["value"], 12.1);
+    assert_eq!(finding(&v, "ping-pong")["status"], "pass");
+    // An invalid run marks the item measured without a number, and warns.
+    let v = run(&verify_report(false));
+    assert!(v["items"][0]["measured"].get("value").is_none(), "{v}");
+    assert_eq!(finding(&v, "ping-pong")["status"], "warn");
 }
 
 #[test]

@@ -48,8 +48,8 @@ pub struct ReviewArgs {
     /// Review only these item ids.
     #[arg(long, value_name = "ID", value_delimiter = ',')]
     pub only: Vec<String>,
-    /// JSON output of `verify`, `bench fanout`, `probe` or `verify delivery`: marks the
-    /// matching items measured (repeatable).
+    /// JSON output of `verify`, `audit --verify`, `bench fanout`, `probe` or `verify
+    /// delivery`: marks the matching items measured (repeatable).
     #[arg(long, value_name = "FILE")]
     pub evidence: Vec<PathBuf>,
     // markdown is a summary fit for a PR comment; junit and github for CI.

@@ -1,8 +1,9 @@
-//! `--evidence FILE`: the JSON output of `verify`, `bench fanout` (and, by finding id,
-//! `probe` and `verify delivery`) turned into measurements that mark review items
-//! measured instead of declared.
+//! `--evidence FILE`: the JSON output of `verify` (its own report, `verifications[]`),
+//! `bench fanout` (`scenarios[]`) and findings reports (`audit --verify`, and by finding id
+//! `probe` and `verify delivery`) turned into measurements that mark review items measured
+//! instead of declared.
 use crate::bench::model::ScenarioResult;
-use crate::findings::Status;
+use crate::findings::{Status, Verification};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -69,6 +70,34 @@ fn from_findings(list: &[Value], file: &str) -> Vec<Measurement> {
         .collect()
 }
 
+/// `verify --format json` (`report::model::VerifyReport`): one measurement per
+/// verification, by its name (`tcp-keepalive`, `read-deadline`, ...). Typed through the
+/// findings model, so a renamed field breaks the build instead of reading as missing. A
+/// valid run is a measurement (its verdict says whether it confirms the reference); an
+/// invalid one carries no number.
+fn from_verifications(list: &[Verification], file: &str) -> Vec<Measurement> {
+    list.iter()
+        .map(|v| {
+            let (status, value, detail) = match (v.valid, v.measured) {
+                (true, Some(m)) => (Status::Pass, Some(m), v.verdict.clone()),
+                _ => (
+                    Status::Warn,
+                    None,
+                    format!("invalid measurement: {}", v.verdict),
+                ),
+            };
+            Measurement {
+                id: v.name.clone(),
+                status,
+                value,
+                unit: v.unit.clone(),
+                detail,
+                file: file.into(),
+            }
+        })
+        .collect()
+}
+
 /// `bench fanout --format json`: one measurement per scenario. Typed through the bench's
 /// own result model, so a renamed field breaks the build instead of reading as missing.
 fn from_bench(list: &[ScenarioResult], file: &str) -> Vec<Measurement> {
@@ -121,13 +150,18 @@ pub fn parse(text: &str, file: &str) -> anyhow::Result<Vec<Measurement>> {
     if let Some(list) = v.get("findings").and_then(Value::as_array) {
         return Ok(from_findings(list, file));
     }
+    if let Some(list) = v.get("verifications") {
+        let list: Vec<Verification> = serde_json::from_value(list.clone())
+            .map_err(|e| anyhow::anyhow!("{file}: verifications: not `verify` JSON: {e}"))?;
+        return Ok(from_verifications(&list, file));
+    }
     if let Some(list) = v.get("scenarios") {
         let list: Vec<ScenarioResult> = serde_json::from_value(list.clone())
             .map_err(|e| anyhow::anyhow!("{file}: scenarios: not `bench fanout` JSON: {e}"))?;
         return Ok(from_bench(&list, file));
     }
     anyhow::bail!(
-        "{file}: neither `findings` (verify, probe, verify delivery) nor `scenarios` (bench fanout): not an rtcheck JSON report"
+        "{file}: none of `findings` (audit --verify, probe, verify delivery), `verifications` (verify) or `scenarios` (bench fanout): not an rtcheck JSON report"
     )
 }
 
@@ -237,10 +271,53 @@ mod tests {
         assert!(e.starts_with("b.json: scenarios:"), "{e}");
     }
 
+    fn verification(name: &str, measured: Option<f64>, valid: bool) -> Verification {
+        Verification {
+            name: name.into(),
+            measured,
+            unit: "s".into(),
+            reference: "dead peer detected in 13 s".into(),
+            verdict: if valid {
+                "confirms: noticed after 12.00 s".into()
+            } else {
+                "invalid: the server did not count a removal".into()
+            },
+            details: vec![],
+            valid,
+            duration_ms: 12_000,
+        }
+    }
+
+    #[test]
+    fn verify_json_marks_by_verification_name() {
+        // verify's own report shape: verifications[], no findings.
+        let j = serde_json::json!({"kind": "verify", "experiments": ["tcp-keepalive"],
+            "verifications": [verification("tcp-keepalive", Some(12.0), true),
+                              verification("read-deadline", None, false)],
+            "summary": {"total": 2, "valid": 1, "invalid": 1}});
+        let ms = parse(&j.to_string(), "v.json").unwrap();
+        assert_eq!(ms.len(), 2);
+        let ping = for_item("ping-pong", &ms).unwrap();
+        assert_eq!((ping.status, ping.value), (Status::Pass, Some(12.0)));
+        assert!(ping.detail.starts_with("confirms:"), "{}", ping.detail);
+        let rd = ms.iter().find(|m| m.id == "read-deadline").unwrap();
+        assert_eq!((rd.status, rd.value), (Status::Warn, None));
+        assert!(
+            rd.detail.starts_with("invalid measurement:"),
+            "{}",
+            rd.detail
+        );
+        // A list that is not verify's shape is refused, naming the file.
+        let e = parse(r#"{"verifications":[{"name":"x"}]}"#, "v.json")
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("v.json: verifications:"), "{e}");
+    }
+
     #[test]
     fn other_json_is_one_line_error() {
         let e = parse("{\"x\":1}", "o.json").unwrap_err().to_string();
-        assert!(e.starts_with("o.json: neither"), "{e}");
+        assert!(e.starts_with("o.json: none of"), "{e}");
         let e = parse("{", "o.json").unwrap_err().to_string();
         assert!(e.starts_with("o.json:1:"), "{e}");
     }
