@@ -58,14 +58,7 @@ pub struct Evidence {
 /// Format a number the way the articles print it: thousands separators, no trailing zeros.
 pub fn fmt_num(v: f64) -> String {
     if v.fract() == 0.0 && v.abs() < 1e15 {
-        let s = format!("{}", v.abs() as u64);
-        let mut out = String::new();
-        for (i, c) in s.chars().enumerate() {
-            if i > 0 && (s.len() - i) % 3 == 0 {
-                out.push(',');
-            }
-            out.push(c);
-        }
+        let mut out = crate::units::fmt_thousands(v.abs() as u64);
         if v < 0.0 {
             out.insert(0, '-');
         }

@@ -13,5 +13,6 @@ pub mod outfile;
 pub mod profile;
 pub mod report;
 pub mod review;
+pub mod sys;
 pub mod units;
 pub mod verify;

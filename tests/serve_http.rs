@@ -1,7 +1,7 @@
 //! `rtcheck serve` plain-HTTP side: /sse resume, /poll, /metrics, /healthz, bad requests.
-mod serve_common;
+mod common;
+use common::*;
 use rtcheck::net::{payload, sse};
-use serve_common::*;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};

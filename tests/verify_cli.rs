@@ -1,9 +1,6 @@
-use assert_cmd::Command;
+mod common;
+use common::rtcheck;
 use std::time::{Duration, Instant};
-
-fn rtcheck() -> Command {
-    Command::cargo_bin("rtcheck").unwrap()
-}
 
 #[test]
 fn unknown_experiment_is_one_line_and_exit_2() {

@@ -53,7 +53,7 @@ pub fn walk(
     p: &Profile,
     color: ColorChoice,
 ) -> anyhow::Result<Answers> {
-    crate::cmd::prompts::install_interrupt_guard();
+    crate::sys::signal::exit_on_sigint_showing_cursor();
     let color = colour(color);
     let colorful = ColorfulTheme::default();
     let simple = SimpleTheme;
