@@ -19,6 +19,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("verify", 2),
     ("bench", 2),
     ("net", 2),
+    ("review", 2),
     ("report", 3),
     ("cmd", 4),
     ("app", 4),
