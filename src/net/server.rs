@@ -289,7 +289,8 @@ async fn ws_loop(hub: &Hub, conn: &Conn, mut inbuf: Vec<u8>) -> (CloseReason, u6
                 let out = io::read_available(s, 64 * 1024, |b| {
                     inbuf.extend_from_slice(b);
                     match dec.decode(&inbuf, cfg.max_message, &mut inbound) {
-                        Ok(n) => { inbuf.drain(..n); true }
+                        // After a Close nothing more is read (RFC 6455 5.5.1).
+                        Ok(n) => { inbuf.drain(..n); !dec.is_closed() }
                         Err(e) => { err = Some(e); false }
                     }
                 });

@@ -80,6 +80,8 @@ impl FrameError {
 pub struct Decoder {
     frag: Vec<u8>,
     frag_op: Option<u8>,
+    /// A Close was decoded: nothing after it is parsed (RFC 6455 5.5.1).
+    closed: bool,
 }
 
 impl Decoder {
@@ -91,6 +93,9 @@ impl Decoder {
         max: usize,
         out: &mut Vec<Inbound>,
     ) -> Result<usize, FrameError> {
+        if self.closed {
+            return Ok(buf.len());
+        }
         let mut pos = 0;
         while let Some((hdr, len)) = parse_header(&buf[pos..], max)? {
             let total = hdr + len;
@@ -107,8 +112,26 @@ impl Decoder {
             }
             pos += total;
             self.frame(fin, opcode, payload, max, out)?;
+            if self.closed {
+                return Ok(buf.len());
+            }
         }
         Ok(pos)
+    }
+
+    /// A Close frame was decoded; later bytes are discarded unparsed.
+    pub fn is_closed(&self) -> bool {
+        self.closed
+    }
+
+    /// Bytes of a fragmented message held until its last fragment.
+    pub fn held_bytes(&self) -> usize {
+        self.frag.len()
+    }
+
+    /// Inside a fragmented message (its first fragment came, its last did not).
+    pub fn in_message(&self) -> bool {
+        self.frag_op.is_some()
     }
 
     fn frame(
@@ -128,12 +151,8 @@ impl Decoder {
                     OP_PING => Inbound::Ping(payload),
                     OP_PONG => Inbound::Pong,
                     _ => {
-                        let code = (payload.len() >= 2)
-                            .then(|| u16::from_be_bytes([payload[0], payload[1]]));
-                        if payload.len() == 1 {
-                            return Err(FrameError::Protocol("bad close payload"));
-                        }
-                        Inbound::Close(code)
+                        self.closed = true;
+                        Inbound::Close(close_code(&payload)?)
                     }
                 });
             }
@@ -164,6 +183,19 @@ impl Decoder {
             _ => return Err(FrameError::Protocol("unknown opcode")),
         }
         Ok(())
+    }
+}
+
+/// The status code of a close payload: none, or 2 bytes then a UTF-8 reason (RFC 6455 5.5.1;
+/// an invalid reason fails the connection with 1007, 8.1).
+fn close_code(payload: &[u8]) -> Result<Option<u16>, FrameError> {
+    match payload {
+        [] => Ok(None),
+        [_] => Err(FrameError::Protocol("bad close payload")),
+        [a, b, reason @ ..] => {
+            std::str::from_utf8(reason).map_err(|_| FrameError::BadUtf8)?;
+            Ok(Some(u16::from_be_bytes([*a, *b])))
+        }
     }
 }
 
@@ -296,5 +328,33 @@ mod tests {
         let cont = client_frame(OP_CONT, true, b"x", M);
         assert!(Decoder::default().decode(&cont, 1024, &mut out).is_err());
         assert!(out.is_empty());
+    }
+
+    #[test]
+    fn close_reason_must_be_utf8() {
+        let mut out = Vec::new();
+        let mut p = 1000u16.to_be_bytes().to_vec();
+        p.extend_from_slice(&[0xce, 0xba, 0xe1, 0xbd]); // truncated UTF-8
+        let bad = client_frame(OP_CLOSE, true, &p, M);
+        let e = Decoder::default().decode(&bad, 1024, &mut out).unwrap_err();
+        assert_eq!(e.close_code(), CLOSE_INVALID_DATA);
+        let mut p = 1000u16.to_be_bytes().to_vec();
+        p.extend_from_slice("bye κόσμε".as_bytes());
+        let good = client_frame(OP_CLOSE, true, &p, M);
+        Decoder::default().decode(&good, 1024, &mut out).unwrap();
+        assert_eq!(out, vec![Inbound::Close(Some(1000))]);
+    }
+
+    #[test]
+    fn nothing_after_a_close_is_parsed() {
+        let mut wire = client_frame(OP_CLOSE, true, &1000u16.to_be_bytes(), M);
+        wire.extend(client_frame(OP_TEXT, true, &[0xff, 0xfe], M));
+        wire.extend_from_slice(b"garbage");
+        let (mut d, mut out) = (Decoder::default(), Vec::new());
+        assert_eq!(d.decode(&wire, 1024, &mut out), Ok(wire.len()));
+        assert_eq!(out, vec![Inbound::Close(Some(1000))]);
+        assert!(d.is_closed());
+        assert_eq!(d.decode(b"\xff\xff", 1024, &mut out), Ok(2));
+        assert_eq!(out.len(), 1);
     }
 }
