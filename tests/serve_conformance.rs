@@ -54,3 +54,82 @@ fn frames_after_a_close_in_the_same_read_are_not_parsed() {
     assert_eq!(st["closed"]["peer"], 1, "{st}");
     assert_eq!(st["closed"]["bad_input"], 0, "{st}");
 }
+
+/// 200 pings of 125 bytes, each payload ending in its index.
+fn ping_burst() -> (Vec<u8>, Vec<Vec<u8>>) {
+    let mut wire = Vec::new();
+    let mut payloads = Vec::new();
+    for i in 0..200u8 {
+        let mut p = vec![b'p'; 124];
+        p.push(i);
+        wire.extend(client_frame(wsframe::OP_PING, true, &p, M));
+        payloads.push(p);
+    }
+    (wire, payloads)
+}
+
+/// Send the burst in pieces of `chunk` bytes, then a close; the server must answer the
+/// most recent ping and echo the close, never close silently.
+fn ping_burst_case(chunk: usize) {
+    let srv = Server::start(&["--wait-start"]);
+    let mut s = raw_ws(srv.addr, None);
+    s.set_nodelay(true).unwrap();
+    let (wire, payloads) = ping_burst();
+    for piece in wire.chunks(chunk) {
+        s.write_all(piece).unwrap();
+    }
+    // Wait for the pong to the last ping before closing (bounded).
+    let mut frames = Vec::new();
+    let t0 = std::time::Instant::now();
+    let mut raw = Vec::new();
+    s.set_read_timeout(Some(Duration::from_millis(100)))
+        .unwrap();
+    while t0.elapsed() < Duration::from_secs(10) {
+        let mut b = [0u8; 65536];
+        if let Ok(n) = std::io::Read::read(&mut s, &mut b) {
+            assert!(n > 0, "server closed during the ping burst (chunk {chunk})");
+            raw.extend_from_slice(&b[..n]);
+        }
+        frames = parse_server_frames(&raw);
+        if frames
+            .last()
+            .is_some_and(|(_, p)| p == payloads.last().unwrap())
+        {
+            break;
+        }
+    }
+    assert!(!frames.is_empty(), "no pong at all (chunk {chunk})");
+    for (op, p) in &frames {
+        assert_eq!(*op, wsframe::OP_PONG, "chunk {chunk}");
+        assert!(
+            payloads.contains(p),
+            "pong payload is a ping's (chunk {chunk})"
+        );
+    }
+    assert_eq!(
+        &frames.last().unwrap().1,
+        payloads.last().unwrap(),
+        "chunk {chunk}"
+    );
+    s.write_all(&client_frame(
+        wsframe::OP_CLOSE,
+        true,
+        &1000u16.to_be_bytes(),
+        M,
+    ))
+    .unwrap();
+    assert_eq!(read_close_code(&mut s), 1000, "chunk {chunk}");
+    let st = srv.wait_stats(Duration::from_secs(5), |s| s["clients"]["ws"] == 0);
+    assert_eq!(st["closed"]["bad_input"], 0, "{st}");
+}
+
+#[test]
+fn a_ping_burst_gets_the_latest_pong_whole() {
+    ping_burst_case(usize::MAX);
+}
+
+#[test]
+fn a_ping_burst_gets_the_latest_pong_in_odd_pieces() {
+    ping_burst_case(1000);
+    ping_burst_case(131);
+}

@@ -14,8 +14,6 @@ use tokio::time::Instant;
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 /// Best-effort time for a goodbye (close frame) at shutdown or after bad input.
 const GOODBYE: Duration = Duration::from_millis(200);
-/// Bound on control frames (pongs) waiting to be written to one client.
-const MAX_PENDING_CONTROL: usize = 4096;
 
 /// Accept loop for the HTTP front (or the raw floor when `raw`).
 pub async fn accept_loop(hub: Arc<Hub>, listener: TcpListener, raw: bool) {
@@ -210,7 +208,7 @@ async fn ws_loop(hub: &Hub, conn: &Conn, mut inbuf: Vec<u8>) -> (CloseReason, u6
     let pong_wait = cfg.pong_wait.filter(|_| writer);
     let mut dec = wsframe::Decoder::default();
     let mut inbound = Vec::new();
-    let mut control: Vec<u8> = Vec::new();
+    let mut control = Pending::default();
     let mut last_in = Instant::now();
     let mut next_ping = ping.map(|p| Instant::now() + p);
     // One long-lived timer, re-armed only when its deadline moves: creating a timer per
@@ -230,8 +228,8 @@ async fn ws_loop(hub: &Hub, conn: &Conn, mut inbuf: Vec<u8>) -> (CloseReason, u6
     }
     loop {
         if let Some(r) = handle_inbound(hub, &mut inbound, &mut control) {
-            if r == CloseReason::Peer && !control.is_empty() {
-                goodbye(conn, writer, &control).await; // echo the close
+            if let Some(code) = control.close.filter(|_| writer) {
+                goodbye(conn, writer, &wsframe::close_frame(code)).await; // echo the close
             }
             return (r, 0);
         }
@@ -246,7 +244,7 @@ async fn ws_loop(hub: &Hub, conn: &Conn, mut inbuf: Vec<u8>) -> (CloseReason, u6
         }
         // Not while the publisher's partial write waits in the queue: that goes first.
         if !control.is_empty() && conn.try_begin_writing() {
-            let c = std::mem::take(&mut control);
+            let c = control.take_bytes();
             let r = io::write_with_deadline(s, &c, cfg.write_deadline).await;
             conn.done_writing();
             match r {
@@ -312,7 +310,7 @@ async fn ws_loop(hub: &Hub, conn: &Conn, mut inbuf: Vec<u8>) -> (CloseReason, u6
                     return (CloseReason::PongTimeout, 0);
                 }
                 if next_ping.is_some_and(|p| now >= p) {
-                    control.extend_from_slice(&wsframe::frame(wsframe::OP_PING, b""));
+                    control.ping = true;
                     next_ping = ping.map(|p| now + p);
                 }
             }
@@ -320,35 +318,55 @@ async fn ws_loop(hub: &Hub, conn: &Conn, mut inbuf: Vec<u8>) -> (CloseReason, u6
     }
 }
 
+/// Control frames waiting for the socket, bounded whatever the client sends: only the
+/// most recent ping is answered (RFC 6455 5.5.3 allows it), so a ping burst collapses into
+/// one pong however TCP split it.
+#[derive(Debug, Default)]
+struct Pending {
+    /// Payload of the latest unanswered ping.
+    pong: Option<Vec<u8>>,
+    /// Our own keepalive ping is due.
+    ping: bool,
+    /// The client closed: the code to echo.
+    close: Option<u16>,
+}
+
+impl Pending {
+    fn is_empty(&self) -> bool {
+        self.pong.is_none() && !self.ping
+    }
+    fn take_bytes(&mut self) -> Vec<u8> {
+        let mut v = Vec::new();
+        if let Some(p) = self.pong.take() {
+            v.extend_from_slice(&wsframe::frame(wsframe::OP_PONG, &p));
+        }
+        if std::mem::take(&mut self.ping) {
+            v.extend_from_slice(&wsframe::frame(wsframe::OP_PING, b""));
+        }
+        v
+    }
+}
+
 /// Act on decoded client frames; Some(reason) when the connection must end.
 fn handle_inbound(
     hub: &Hub,
     inbound: &mut Vec<wsframe::Inbound>,
-    control: &mut Vec<u8>,
+    control: &mut Pending,
 ) -> Option<CloseReason> {
     use wsframe::Inbound;
     let writer = hub.cfg.strategy == Strategy::PerClient;
     for m in inbound.drain(..) {
         match m {
-            Inbound::Ping(p) if writer => {
-                control.extend_from_slice(&wsframe::frame(wsframe::OP_PONG, &p))
-            }
+            Inbound::Ping(p) if writer => control.pong = Some(p),
             Inbound::Ping(_) | Inbound::Pong => {}
             Inbound::Text(_) | Inbound::Binary(_) => {
                 hub.counters.inbound_messages.fetch_add(1, Relaxed);
             }
             Inbound::Close(code) => {
-                control.clear();
-                if writer {
-                    control.extend_from_slice(&wsframe::close_frame(echo_close_code(code)));
-                }
+                control.close = Some(echo_close_code(code));
                 return Some(CloseReason::Peer);
             }
         }
-    }
-    if control.len() > MAX_PENDING_CONTROL {
-        // A ping flood that outruns our pongs.
-        return Some(CloseReason::BadInput);
     }
     None
 }
