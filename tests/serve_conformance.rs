@@ -133,3 +133,145 @@ fn a_ping_burst_gets_the_latest_pong_in_odd_pieces() {
     ping_burst_case(1000);
     ping_burst_case(131);
 }
+
+const KEY: &str = "dGhlIHNhbXBsZSBub25jZQ==";
+
+fn upgrade(version: &str, host: bool, key: &str, proto: &str) -> Vec<u8> {
+    format!(
+        "GET /ws {proto}\r\n{}Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: {version}\r\n\r\n",
+        if host { "Host: x\r\n" } else { "" }
+    )
+    .into_bytes()
+}
+
+#[test]
+fn an_unsupported_version_gets_426_naming_version_13() {
+    let srv = Server::start(&["--wait-start"]);
+    let (st, head, _) = http_full(srv.addr, &upgrade("8", true, KEY, "HTTP/1.1"));
+    assert_eq!(st, 426, "{head}");
+    assert_eq!(header(&head, "Sec-WebSocket-Version"), Some("13"), "{head}");
+    assert_eq!(header(&head, "Upgrade"), Some("websocket"), "{head}");
+    // A plain GET of the WebSocket endpoint says what it needs the same way.
+    let (st, head, _) = http_full(srv.addr, b"GET /ws HTTP/1.1\r\nHost: x\r\n\r\n");
+    assert_eq!(st, 426, "{head}");
+    assert_eq!(header(&head, "Sec-WebSocket-Version"), Some("13"), "{head}");
+    assert_eq!(header(&head, "Upgrade"), Some("websocket"), "{head}");
+}
+
+#[test]
+fn lenient_handshakes_get_400() {
+    let srv = Server::start(&["--wait-start"]);
+    let cases: [(&str, Vec<u8>); 5] = [
+        ("HTTP/1.0", upgrade("13", true, KEY, "HTTP/1.0")),
+        ("no Host", upgrade("13", false, KEY, "HTTP/1.1")),
+        (
+            "15-byte key",
+            upgrade("13", true, "dGhlIHNhbXBsZSBub25j", "HTTP/1.1"),
+        ),
+        (
+            "key not base64",
+            upgrade("13", true, "not a key at all!!!!!!==", "HTTP/1.1"),
+        ),
+        ("no key", upgrade("13", true, "", "HTTP/1.1")),
+    ];
+    for (what, req) in cases {
+        let (st, head, _) = http_full(srv.addr, &req);
+        assert_eq!(st, 400, "{what}: {head}");
+    }
+    // The well-formed handshake still upgrades.
+    drop(raw_ws(srv.addr, None));
+}
+
+#[test]
+fn http_framing_is_strict() {
+    let srv = Server::start(&["--wait-start"]);
+    let post = |extra: &str| {
+        http_full(
+            srv.addr,
+            format!("POST /control/start HTTP/1.1\r\nHost: x\r\n{extra}\r\nabcde").as_bytes(),
+        )
+        .0
+    };
+    assert_eq!(post("Content-Length: -1\r\n"), 400);
+    assert_eq!(post("Content-Length: 5\r\nContent-Length: 6\r\n"), 400);
+    assert_eq!(post("Content-Length: 5, 6\r\n"), 400);
+    // Headers over 8 KiB in total, and too many header fields: 431.
+    let big = format!("X-Big: {}\r\n", "a".repeat(9000));
+    assert_eq!(
+        http_full(
+            srv.addr,
+            format!("GET /healthz HTTP/1.1\r\nHost: x\r\n{big}\r\n").as_bytes()
+        )
+        .0,
+        431
+    );
+    let many: String = (0..100).map(|i| format!("X-{i}: y\r\n")).collect();
+    assert_eq!(
+        http_full(
+            srv.addr,
+            format!("GET /healthz HTTP/1.1\r\nHost: x\r\n{many}\r\n").as_bytes()
+        )
+        .0,
+        431
+    );
+    // HTTP/1.1 without Host.
+    assert_eq!(http_full(srv.addr, b"GET /healthz HTTP/1.1\r\n\r\n").0, 400);
+    // Two equal Content-Lengths are one length: the request is served.
+    assert_eq!(
+        post("Content-Length: 5\r\nContent-Length: 5\r\nConnection: close\r\n"),
+        200
+    );
+}
+
+#[test]
+fn expect_100_continue_is_answered_before_the_body() {
+    let srv = Server::start(&["--wait-start"]);
+    let mut s = std::net::TcpStream::connect(srv.addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s.write_all(b"POST /control/start?rounds=1 HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let mut got = Vec::new();
+    let mut b = [0u8; 1];
+    while !got.ends_with(b"\r\n\r\n") {
+        std::io::Read::read_exact(&mut s, &mut b).expect("an interim 100 response");
+        got.push(b[0]);
+    }
+    assert!(
+        got.starts_with(b"HTTP/1.1 100 Continue\r\n"),
+        "{}",
+        String::from_utf8_lossy(&got)
+    );
+    s.write_all(b"body").unwrap();
+    let mut rest = String::new();
+    let _ = std::io::Read::read_to_string(&mut s, &mut rest);
+    assert!(rest.starts_with("HTTP/1.1 200 "), "{rest}");
+    assert!(rest.contains("\"started\":true"), "{rest}");
+}
+
+#[test]
+fn absolute_form_targets_are_routed_and_query_values_decoded() {
+    let srv = Server::start(&["--rate", "200", "--rounds", "5"]);
+    srv.wait_stats(Duration::from_secs(10), |s| s["rounds_sent"] == 5);
+    let (st, _, body) = http_full(
+        srv.addr,
+        format!(
+            "GET http://{}/healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+            srv.addr
+        )
+        .as_bytes(),
+    );
+    assert_eq!((st, body.as_str()), (200, "ok"));
+    let (st, _, body) = http_full(
+        srv.addr,
+        b"GET /poll?s%69nce=%33 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+    );
+    assert_eq!(st, 200, "{body}");
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let seqs: Vec<u64> = v["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["seq"].as_u64().unwrap())
+        .collect();
+    assert_eq!(seqs, vec![4, 5], "{body}");
+}

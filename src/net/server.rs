@@ -66,33 +66,21 @@ async fn handle_http(hub: Arc<Hub>, stream: TcpStream) {
     loop {
         let req = match http::read_request(&stream, &mut buf, REQUEST_TIMEOUT).await {
             Ok(r) => r,
-            Err(ReadError::Bad(msg)) => {
+            Err(ReadError::Bad(e)) => {
                 hub.counters.bad_requests.fetch_add(1, Relaxed);
-                send(&stream, &http::error(400, &msg)).await;
+                send(&stream, &http::error(e.status, &e.msg)).await;
                 return;
             }
             Err(_) => return,
         };
         hub.counters.http_requests.fetch_add(1, Relaxed);
         let keep = req.keep_alive();
-        match req.content_length() {
-            Ok(0) => {}
-            Ok(n) if n <= http::MAX_BODY => {
-                if http::discard_body(&stream, &mut buf, n, REQUEST_TIMEOUT)
-                    .await
-                    .is_err()
-                {
-                    return;
-                }
+        if let Err((status, msg)) = read_body(&stream, &mut buf, &req).await {
+            if status != 0 {
+                hub.counters.bad_requests.fetch_add(1, Relaxed);
+                send(&stream, &http::error(status, &msg)).await;
             }
-            Ok(_) => {
-                send(&stream, &http::error(413, "body too large")).await;
-                return;
-            }
-            Err(msg) => {
-                send(&stream, &http::error(501, &msg)).await;
-                return;
-            }
+            return;
         }
         match req.path.as_str() {
             "/ws" => return upgrade_ws(hub, stream, req, buf).await,
@@ -113,6 +101,41 @@ async fn handle_http(hub: Arc<Hub>, stream: TcpStream) {
     }
 }
 
+/// Check the request's framing and discard its body (answering `Expect: 100-continue`).
+/// Err((status, why)) ends the connection; status 0 means the peer went away.
+async fn read_body(s: &TcpStream, buf: &mut Vec<u8>, req: &Request) -> Result<(), (u16, String)> {
+    if !req.host_ok() {
+        return Err((
+            400,
+            "an HTTP/1.1 request needs exactly one Host header".into(),
+        ));
+    }
+    if req.header("transfer-encoding").is_some() {
+        return Err((501, "Transfer-Encoding is not supported".into()));
+    }
+    let n = req.content_length().map_err(|m| (400, m))?;
+    if n > http::MAX_BODY as u64 {
+        return Err((413, "body too large".into()));
+    }
+    match req.header("expect").map(str::trim) {
+        None => {}
+        // Ask for the body only when one is announced.
+        Some(e) if e.eq_ignore_ascii_case("100-continue") => {
+            let go_on = n == 0 || send(s, b"HTTP/1.1 100 Continue\r\n\r\n").await;
+            if !go_on {
+                return Err((0, String::new()));
+            }
+        }
+        Some(e) => return Err((417, format!("unsupported Expect `{e}`"))),
+    }
+    if n > 0 {
+        http::discard_body(s, buf, n as usize, REQUEST_TIMEOUT)
+            .await
+            .map_err(|_| (0, String::new()))?;
+    }
+    Ok(())
+}
+
 /// Plain (non-streaming) endpoints: `(status, content type, body)`.
 fn route(hub: &Hub, req: &Request) -> (u16, &'static str, String) {
     const TEXT: &str = "text/plain; charset=utf-8";
@@ -125,7 +148,7 @@ fn route(hub: &Hub, req: &Request) -> (u16, &'static str, String) {
             "text/plain; version=0.0.4; charset=utf-8",
             metrics::render(&hub.snapshot()),
         ),
-        ("/poll", true) => match req.query_param("since").map(str::parse::<u64>) {
+        ("/poll", true) => match req.query_param("since").map(|v| v.parse::<u64>()) {
             Some(Ok(since)) => {
                 hub.counters.polls.fetch_add(1, Relaxed);
                 (200, JSON, hub.poll_json(since))
@@ -138,7 +161,7 @@ fn route(hub: &Hub, req: &Request) -> (u16, &'static str, String) {
             serde_json::to_string(&hub.snapshot()).unwrap_or_else(|_| "{}".into()),
         ),
         ("/control/start", false) if req.method == "POST" => {
-            let rounds = match req.query_param("rounds").map(str::parse::<u64>) {
+            let rounds = match req.query_param("rounds").map(|v| v.parse::<u64>()) {
                 None => None,
                 Some(Ok(n)) => Some(n),
                 Some(Err(_)) => {
@@ -163,20 +186,56 @@ fn route(hub: &Hub, req: &Request) -> (u16, &'static str, String) {
     }
 }
 
+/// The client's handshake checked (RFC 6455 4.2.1): its Sec-WebSocket-Key, or the response
+/// refusing it.
+fn check_handshake(req: &Request) -> Result<&str, Vec<u8>> {
+    const UPGRADE: [(&str, &str); 3] = [
+        ("Upgrade", "websocket"),
+        ("Connection", "Upgrade"),
+        ("Sec-WebSocket-Version", "13"),
+    ];
+    if !req.header_has("upgrade", "websocket") || !req.header_has("connection", "upgrade") {
+        return Err(http::error_with(
+            426,
+            "WebSocket upgrade required (GET, HTTP/1.1, Upgrade: websocket, Sec-WebSocket-Version: 13, Sec-WebSocket-Key)",
+            &UPGRADE,
+        ));
+    }
+    if req.method != "GET" || !req.http11 {
+        return Err(http::error(400, "a WebSocket handshake is an HTTP/1.1 GET"));
+    }
+    if req.header("sec-websocket-version").map(str::trim) != Some("13") {
+        return Err(http::error_with(
+            426,
+            "unsupported Sec-WebSocket-Version (this server speaks 13)",
+            &UPGRADE,
+        ));
+    }
+    match req.header("sec-websocket-key").map(str::trim) {
+        Some(k) if is_websocket_key(k) => Ok(k),
+        _ => Err(http::error(
+            400,
+            "Sec-WebSocket-Key must be 16 bytes in base64",
+        )),
+    }
+}
+
+/// A base64 encoding of exactly 16 bytes: 22 significant characters, the last of which
+/// carries no stray bits, then `==`.
+fn is_websocket_key(k: &str) -> bool {
+    let b = k.as_bytes();
+    let b64 = |c: &u8| c.is_ascii_alphanumeric() || *c == b'+' || *c == b'/';
+    b.len() == 24 && b[..22].iter().all(b64) && b"AQgw".contains(&b[21]) && &b[22..] == b"=="
+}
+
 async fn upgrade_ws(hub: Arc<Hub>, stream: TcpStream, req: Request, leftover: Vec<u8>) {
-    let key = req.header("sec-websocket-key").map(str::trim);
-    let ok = req.method == "GET"
-        && req.header_has("upgrade", "websocket")
-        && req.header_has("connection", "upgrade")
-        && req.header("sec-websocket-version").map(str::trim) == Some("13");
-    let Some(key) = key.filter(|_| ok) else {
-        hub.counters.bad_requests.fetch_add(1, Relaxed);
-        send(
-            &stream,
-            &http::error(426, "WebSocket upgrade required (GET, Upgrade: websocket, Sec-WebSocket-Version: 13, Sec-WebSocket-Key)"),
-        )
-        .await;
-        return;
+    let key = match check_handshake(&req) {
+        Ok(k) => k,
+        Err(resp) => {
+            hub.counters.bad_requests.fetch_add(1, Relaxed);
+            send(&stream, &resp).await;
+            return;
+        }
     };
     let accept = tokio_tungstenite::tungstenite::handshake::derive_accept_key(key.as_bytes());
     // Nothing of the HTTP request may stay allocated for the connection's lifetime.
@@ -394,6 +453,7 @@ async fn serve_sse(hub: Arc<Hub>, stream: TcpStream, req: Request) {
     }
     let last_id = match req
         .header("last-event-id")
+        .map(str::to_string)
         .or_else(|| req.query_param("last_event_id"))
         .map(|v| v.trim().parse::<u64>())
     {
@@ -519,6 +579,17 @@ pub fn echo_close_code(code: Option<u16>) -> u16 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn websocket_keys_are_16_bytes_of_base64() {
+        assert!(is_websocket_key("dGhlIHNhbXBsZSBub25jZQ=="));
+        assert!(is_websocket_key("AAAAAAAAAAAAAAAAAAAAAA=="));
+        assert!(!is_websocket_key("dGhlIHNhbXBsZSBub25jZR==")); // stray bits
+        assert!(!is_websocket_key("dGhlIHNhbXBsZSBub25j")); // 15 bytes
+        assert!(!is_websocket_key("dGhlIHNhbXBsZSBub25jZQ="));
+        assert!(!is_websocket_key("dGhlIHNhbXBsZSBub25jZ!=="));
+        assert!(!is_websocket_key(""));
+    }
 
     #[test]
     fn close_codes_that_must_not_be_sent_are_not_echoed() {
