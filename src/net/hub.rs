@@ -399,7 +399,9 @@ impl Hub {
     /// /poll: ring messages with seq > since, as a JSON document (see contract).
     pub fn poll_json(&self, since: u64) -> String {
         let ring = lock(&self.ring);
-        let latest = self.counters.rounds_sent.load(Relaxed);
+        // The highest seq in the ring, not rounds_sent: a round is in the ring while it is
+        // still being handed out, and `since=latest` must not get it again.
+        let latest = ring.back().map_or(0, |r| r.seq);
         let oldest = ring.front().map(|r| r.seq);
         let gap = oldest.is_some_and(|o| o > since.saturating_add(1));
         let mut out = format!(
