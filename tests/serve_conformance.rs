@@ -275,3 +275,74 @@ fn absolute_form_targets_are_routed_and_query_values_decoded() {
         .collect();
     assert_eq!(seqs, vec![4, 5], "{body}");
 }
+
+fn metric(addr: std::net::SocketAddr, name: &str) -> Option<f64> {
+    let (st, body) = http_get(addr, "/metrics");
+    assert_eq!(st, 200);
+    body.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+}
+
+#[test]
+fn a_dripped_frame_is_counted_then_closed_after_the_message_timeout() {
+    let srv = Server::start(&[
+        "--wait-start",
+        "--message-timeout",
+        "1s",
+        "--pong-wait",
+        "30s",
+    ]);
+    let mut s = raw_ws(srv.addr, None);
+    s.set_nodelay(true).unwrap();
+    let frame = client_frame(wsframe::OP_BINARY, true, &[7; 2000], M);
+    // 8 header bytes (2 + 2 extended length + 4 mask) and 1000 of 2000 payload bytes.
+    s.write_all(&frame[..1008]).unwrap();
+    let st = srv.wait_stats(Duration::from_secs(5), |s| s["partial_frame_bytes"] == 1008);
+    assert_eq!(st["clients"]["ws"], 1, "{st}");
+    assert_eq!(
+        metric(srv.addr, "rtcheck_partial_frame_bytes"),
+        Some(1008.0)
+    );
+    // Drip: one byte every 100 ms keeps the socket busy but never finishes the message.
+    let t0 = std::time::Instant::now();
+    let mut closed_at = None;
+    for b in &frame[1008..1100] {
+        if s.write_all(std::slice::from_ref(b)).is_err() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+        let st = srv.stats();
+        if st["closed"]["message_timeout"] == 1 {
+            closed_at = Some(t0.elapsed());
+            break;
+        }
+    }
+    let closed_at = closed_at.expect("the dripping client was never closed");
+    assert!(closed_at < Duration::from_secs(8), "{closed_at:?}");
+    let frames = read_frames_until_eof(&mut s, Duration::from_secs(5));
+    assert_eq!(
+        frames.last().map(|(op, p)| (*op, p[..2].to_vec())),
+        Some((
+            wsframe::OP_CLOSE,
+            wsframe::CLOSE_POLICY.to_be_bytes().to_vec()
+        )),
+        "{frames:?}"
+    );
+    let st = srv.wait_stats(Duration::from_secs(5), |s| s["clients"]["ws"] == 0);
+    assert_eq!(st["partial_frame_bytes"], 0, "{st}");
+    assert_eq!(metric(srv.addr, "rtcheck_partial_frame_bytes"), Some(0.0));
+}
+
+#[test]
+fn a_slow_but_complete_message_is_not_cut() {
+    let srv = Server::start(&["--wait-start", "--message-timeout", "5s"]);
+    let mut s = raw_ws(srv.addr, None);
+    let frame = client_frame(wsframe::OP_TEXT, true, &[b'a'; 300], M);
+    for piece in frame.chunks(100) {
+        s.write_all(piece).unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let st = srv.wait_stats(Duration::from_secs(5), |s| s["partial_frame_bytes"] == 0);
+    assert_eq!(st["closed"]["message_timeout"], 0, "{st}");
+    assert_eq!(st["clients"]["ws"], 1, "{st}");
+}

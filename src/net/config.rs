@@ -80,6 +80,10 @@ pub struct ServeFlags {
     /// Remove a WebSocket client silent for this long (0 = never).
     #[arg(long, default_value = "30s", value_parser = crate::units::parse_duration)]
     pub pong_wait: Duration,
+    /// Time a client may take to complete a WebSocket message it began (0 = no bound);
+    /// slower closes it with 1008, so dripped partial frames cannot hold memory.
+    #[arg(long, default_value = "10s", value_parser = crate::units::parse_duration)]
+    pub message_timeout: Duration,
     /// Largest inbound WebSocket message; larger closes that client with 1009.
     #[arg(long, default_value = "64KiB", value_parser = parse_size)]
     pub max_message: u64,
@@ -128,6 +132,7 @@ pub struct Config {
     pub write_deadline: Option<Duration>,
     pub ping: Option<Duration>,
     pub pong_wait: Option<Duration>,
+    pub message_timeout: Option<Duration>,
     pub max_message: usize,
     pub ring: usize,
     pub strategy: Strategy,
@@ -197,6 +202,7 @@ impl Config {
             write_deadline: nonzero(a.write_deadline),
             ping: nonzero(a.ping),
             pong_wait: nonzero(a.pong_wait),
+            message_timeout: nonzero(a.message_timeout),
             max_message: a.max_message as usize,
             ring: a.ring,
             strategy: a.strategy,
@@ -262,6 +268,7 @@ mod tests {
         assert_eq!(c.write_deadline, Some(Duration::from_secs(1)));
         assert_eq!(c.ping, Some(Duration::from_secs(20)));
         assert_eq!(c.pong_wait, Some(Duration::from_secs(30)));
+        assert_eq!(c.message_timeout, Some(Duration::from_secs(10)));
         assert_eq!(c.max_message, 65536);
         assert_eq!(c.size, 1024);
         assert_eq!(c.period, Duration::from_millis(200));

@@ -46,15 +46,22 @@ pub enum CloseReason {
     WriteDeadline,
     PongTimeout,
     Shutdown,
+    /// A message the client began did not complete within --message-timeout.
+    MessageTimeout,
+    /// The kernel gave up on the peer (TCP_USER_TIMEOUT or keepalive: ETIMEDOUT), e.g. a
+    /// half-open SSE client whose packets vanish.
+    TcpTimeout,
 }
 
 impl CloseReason {
-    pub const ALL: [CloseReason; 5] = [
+    pub const ALL: [CloseReason; 7] = [
         CloseReason::Peer,
         CloseReason::BadInput,
         CloseReason::WriteDeadline,
         CloseReason::PongTimeout,
         CloseReason::Shutdown,
+        CloseReason::MessageTimeout,
+        CloseReason::TcpTimeout,
     ];
     pub fn name(self) -> &'static str {
         match self {
@@ -63,10 +70,24 @@ impl CloseReason {
             CloseReason::WriteDeadline => "write_deadline",
             CloseReason::PongTimeout => "pong_timeout",
             CloseReason::Shutdown => "shutdown",
+            CloseReason::MessageTimeout => "message_timeout",
+            CloseReason::TcpTimeout => "tcp_timeout",
         }
     }
+    /// Liveness removals by the server (they count in `removed` and `missed_by_removed`).
     pub fn is_removal(self) -> bool {
-        matches!(self, CloseReason::WriteDeadline | CloseReason::PongTimeout)
+        matches!(
+            self,
+            CloseReason::WriteDeadline | CloseReason::PongTimeout | CloseReason::TcpTimeout
+        )
+    }
+    /// How a failed socket operation ends a connection.
+    pub fn from_io(e: &std::io::Error) -> CloseReason {
+        if e.raw_os_error() == Some(libc::ETIMEDOUT) {
+            CloseReason::TcpTimeout
+        } else {
+            CloseReason::Peer
+        }
     }
 }
 
@@ -197,7 +218,9 @@ pub struct Counters {
     pub sent: [AtomicU64; 3],
     pub bytes_sent: [AtomicU64; 3],
     pub accepted: [AtomicU64; 3],
-    pub closed: [AtomicU64; 5],
+    pub closed: [AtomicU64; CloseReason::ALL.len()],
+    /// Gauge: bytes of unfinished client frames and fragmented messages held.
+    pub partial_frame_bytes: AtomicU64,
     pub drops: AtomicU64,
     pub max_queue_depth: AtomicU64,
     pub rounds_sent: AtomicU64,
@@ -249,6 +272,7 @@ pub struct Snapshot {
     // Extra (not in the contract's minimum; ignored by its readers).
     pub messages_sent: ClientCounts,
     pub closed: BTreeMap<&'static str, u64>,
+    pub partial_frame_bytes: u64,
     #[serde(skip)]
     pub hub_buckets: Vec<(f64, u64)>,
     #[serde(skip)]
@@ -501,6 +525,7 @@ impl Hub {
                 .iter()
                 .map(|r| (r.name(), c.closed[*r as usize].load(Relaxed)))
                 .collect(),
+            partial_frame_bytes: c.partial_frame_bytes.load(Relaxed),
             hub_buckets: HUB_BUCKETS_MS
                 .iter()
                 .copied()

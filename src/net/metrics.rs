@@ -80,6 +80,12 @@ pub fn render(s: &Snapshot) -> String {
             .collect::<Vec<_>>(),
     );
     metric(
+        "rtcheck_partial_frame_bytes",
+        "gauge",
+        "Bytes held in unfinished client frames and fragmented messages.",
+        &one(s.partial_frame_bytes.to_string()),
+    );
+    metric(
         "rtcheck_max_queue_depth",
         "gauge",
         "Largest per-client queue length seen.",

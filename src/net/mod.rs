@@ -4,6 +4,7 @@ pub mod config;
 pub mod garbage;
 pub mod http;
 pub mod hub;
+pub mod inbox;
 pub mod io;
 pub mod metrics;
 pub mod payload;

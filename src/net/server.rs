@@ -2,6 +2,7 @@
 use super::config::Strategy;
 use super::http::{self, ReadError, Request};
 use super::hub::{CloseReason, Conn, Hub, Transport};
+use super::inbox::{Inbox, ReadEnd};
 use super::io::{self, ReadOutcome, WriteError};
 use super::{metrics, wsframe};
 use std::sync::atomic::Ordering::Relaxed;
@@ -258,15 +259,18 @@ async fn upgrade_ws(hub: Arc<Hub>, stream: TcpStream, req: Request, leftover: Ve
 
 /// Everything a WebSocket client does: receive queued messages (per-client strategy),
 /// answer pings, get pinged, and be removed when silent or too slow.
-async fn ws_loop(hub: &Hub, conn: &Conn, mut inbuf: Vec<u8>) -> (CloseReason, u64) {
+async fn ws_loop(hub: &Hub, conn: &Conn, leftover: Vec<u8>) -> (CloseReason, u64) {
     let cfg = &hub.cfg;
     let s = &conn.stream;
     // With shards, a shard task writes to this socket: this task must not write.
     let writer = cfg.strategy == Strategy::PerClient;
     let ping = cfg.ping.filter(|_| writer);
     let pong_wait = cfg.pong_wait.filter(|_| writer);
-    let mut dec = wsframe::Decoder::default();
-    let mut inbound = Vec::new();
+    let gauge = &hub.counters.partial_frame_bytes;
+    let mut inbox = match Inbox::new(leftover, cfg.max_message, gauge) {
+        Ok(b) => b,
+        Err(e) => return bad_input(conn, writer, e.close_code()).await,
+    };
     let mut control = Pending::default();
     let mut last_in = Instant::now();
     let mut next_ping = ping.map(|p| Instant::now() + p);
@@ -275,18 +279,8 @@ async fn ws_loop(hub: &Hub, conn: &Conn, mut inbuf: Vec<u8>) -> (CloseReason, u6
     let timer = tokio::time::sleep_until(Instant::now());
     tokio::pin!(timer);
     let mut armed: Option<Instant> = None;
-
-    // Frames the client sent together with its handshake.
-    if !inbuf.is_empty() {
-        match dec.decode(&inbuf, cfg.max_message, &mut inbound) {
-            Ok(n) => {
-                inbuf.drain(..n);
-            }
-            Err(e) => return bad_input(conn, writer, e.close_code()).await,
-        }
-    }
     loop {
-        if let Some(r) = handle_inbound(hub, &mut inbound, &mut control) {
+        if let Some(r) = handle_inbound(hub, &mut inbox.frames, &mut control) {
             if let Some(code) = control.close.filter(|_| writer) {
                 goodbye(conn, writer, &wsframe::close_frame(code)).await; // echo the close
             }
@@ -306,10 +300,8 @@ async fn ws_loop(hub: &Hub, conn: &Conn, mut inbuf: Vec<u8>) -> (CloseReason, u6
             let c = control.take_bytes();
             let r = io::write_with_deadline(s, &c, cfg.write_deadline).await;
             conn.done_writing();
-            match r {
-                Ok(()) => {}
-                Err(WriteError::Timeout) => return (CloseReason::WriteDeadline, 0),
-                Err(WriteError::Io(_)) => return (CloseReason::Peer, 0),
+            if let Err(e) = r {
+                return (write_failure(e), 0);
             }
         }
         if writer {
@@ -318,18 +310,15 @@ async fn ws_loop(hub: &Hub, conn: &Conn, mut inbuf: Vec<u8>) -> (CloseReason, u6
                 conn.done_writing();
                 match r {
                     Ok(()) => hub.counters.sent(Transport::Ws, item.bytes.len()),
-                    Err(WriteError::Timeout) => return (CloseReason::WriteDeadline, 1),
-                    Err(WriteError::Io(_)) => return (CloseReason::Peer, 1),
+                    Err(e) => return (write_failure(e), 1),
                 }
                 continue;
             }
         }
-        // One timer for both ping and pong deadline keeps the idle task small.
+        // One timer for ping, pong deadline and message deadline keeps the idle task small.
         let dead_at = pong_wait.map(|w| last_in + w);
-        let wake_at = match (next_ping, dead_at) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
+        let msg_dead = inbox.message_deadline(cfg.message_timeout);
+        let wake_at = [next_ping, dead_at, msg_dead].into_iter().flatten().min();
         if wake_at != armed {
             if let Some(t) = wake_at {
                 timer.as_mut().reset(t);
@@ -342,29 +331,20 @@ async fn ws_loop(hub: &Hub, conn: &Conn, mut inbuf: Vec<u8>) -> (CloseReason, u6
                 if r.is_err() {
                     return (CloseReason::Peer, 0);
                 }
-                let mut err = None;
-                let out = io::read_available(s, 64 * 1024, |b| {
-                    inbuf.extend_from_slice(b);
-                    match dec.decode(&inbuf, cfg.max_message, &mut inbound) {
-                        // After a Close nothing more is read (RFC 6455 5.5.1).
-                        Ok(n) => { inbuf.drain(..n); !dec.is_closed() }
-                        Err(e) => { err = Some(e); false }
-                    }
-                });
-                if inbuf.is_empty() {
-                    inbuf = Vec::new(); // idle clients hold no read buffer
-                }
-                if let Some(e) = err {
-                    return bad_input(conn, writer, e.close_code()).await;
-                }
-                match out {
-                    Ok(ReadOutcome::Data(n)) => if n > 0 { last_in = Instant::now() },
-                    Ok(ReadOutcome::Eof) | Err(_) => return (CloseReason::Peer, 0),
+                match inbox.read(s) {
+                    Ok(0) => {}
+                    Ok(_) => last_in = Instant::now(),
+                    Err(ReadEnd::Bad(e)) => return bad_input(conn, writer, e.close_code()).await,
+                    Err(ReadEnd::Gone(r)) => return (r, 0),
                 }
             }
             _ = &mut timer, if armed.is_some() => {
                 armed = None;
                 let now = Instant::now();
+                if msg_dead.is_some_and(|d| now >= d) {
+                    goodbye(conn, writer, &wsframe::close_frame(wsframe::CLOSE_POLICY)).await;
+                    return (CloseReason::MessageTimeout, 0);
+                }
                 if dead_at.is_some_and(|d| now >= d) {
                     return (CloseReason::PongTimeout, 0);
                 }
@@ -374,6 +354,14 @@ async fn ws_loop(hub: &Hub, conn: &Conn, mut inbuf: Vec<u8>) -> (CloseReason, u6
                 }
             }
         }
+    }
+}
+
+/// The close reason for a failed write.
+fn write_failure(e: WriteError) -> CloseReason {
+    match e {
+        WriteError::Timeout => CloseReason::WriteDeadline,
+        WriteError::Io(e) => CloseReason::from_io(&e),
     }
 }
 

@@ -14,6 +14,7 @@ pub const OP_PONG: u8 = 0xA;
 pub const CLOSE_NORMAL: u16 = 1000;
 pub const CLOSE_GOING_AWAY: u16 = 1001;
 pub const CLOSE_PROTOCOL: u16 = 1002;
+pub const CLOSE_POLICY: u16 = 1008;
 pub const CLOSE_INVALID_DATA: u16 = 1007;
 pub const CLOSE_TOO_BIG: u16 = 1009;
 
