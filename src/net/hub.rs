@@ -745,7 +745,9 @@ impl Hub {
                         Err(io::WriteError::Timeout) => {
                             hub.deregister(&c, CloseReason::WriteDeadline, 1)
                         }
-                        Err(io::WriteError::Io(_)) => hub.deregister(&c, CloseReason::Peer, 1),
+                        Err(io::WriteError::Io(e)) => {
+                            hub.deregister(&c, CloseReason::from_io(&e), 1)
+                        }
                     }
                 }
             });

@@ -461,10 +461,31 @@ async fn serve_sse(hub: Arc<Hub>, stream: TcpStream, req: Request) {
         return;
     }
     drop(req);
+    if let Err(e) = sse_liveness(&stream, &hub.cfg) {
+        eprintln!("rtcheck serve: SSE socket options: {e}");
+    }
     let head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-store\r\nConnection: keep-alive\r\nX-Accel-Buffering: no\r\n\r\n";
     let (conn, replay, gap) = hub.register_sse(stream, last_id);
     let (reason, in_flight) = sse_loop(&hub, &conn, head, replay, gap).await;
     hub.deregister(&conn, reason, in_flight);
+}
+
+/// An SSE client sends nothing after its request, so the server cannot wait for pongs:
+/// the kernel bounds its liveness instead. Unacknowledged data (events, keepalive comments)
+/// fails the socket after --pong-wait (TCP_USER_TIMEOUT), and TCP keepalive probes an idle
+/// one within about --pong-wait. Either ends as ETIMEDOUT: closed reason `tcp_timeout`.
+fn sse_liveness(s: &TcpStream, cfg: &super::config::Config) -> std::io::Result<()> {
+    let Some(wait) = cfg.pong_wait else {
+        return Ok(());
+    };
+    let sock = socket2::SockRef::from(s);
+    sock.set_tcp_user_timeout(Some(wait))?;
+    let second = Duration::from_secs(1);
+    let ka = socket2::TcpKeepalive::new()
+        .with_time((wait / 2).max(second))
+        .with_interval((wait / 6).max(second))
+        .with_retries(3);
+    sock.set_tcp_keepalive(&ka)
 }
 
 async fn sse_loop(
@@ -511,8 +532,7 @@ async fn sse_loop(
                 conn.done_writing();
                 match r {
                     Ok(()) => hub.counters.sent(Transport::Sse, item.bytes.len()),
-                    Err(WriteError::Timeout) => return (CloseReason::WriteDeadline, 1),
-                    Err(WriteError::Io(_)) => return (CloseReason::Peer, 1),
+                    Err(e) => return (write_failure(e), 1),
                 }
                 continue;
             }
@@ -532,7 +552,8 @@ async fn sse_loop(
                 // Discard whatever the client sends; EOF means it left.
                 match io::read_available(s, 64 * 1024, |_| true) {
                     Ok(ReadOutcome::Data(_)) => {}
-                    Ok(ReadOutcome::Eof) | Err(_) => return (CloseReason::Peer, 0),
+                    Ok(ReadOutcome::Eof) => return (CloseReason::Peer, 0),
+                    Err(e) => return (CloseReason::from_io(&e), 0),
                 }
             }
             _ = &mut timer, if armed.is_some() => {
@@ -541,10 +562,8 @@ async fn sse_loop(
                 if conn.try_begin_writing() {
                     let r = io::write_with_deadline(s, b": ping\n\n", cfg.write_deadline).await;
                     conn.done_writing();
-                    match r {
-                        Ok(()) => {}
-                        Err(WriteError::Timeout) => return (CloseReason::WriteDeadline, 0),
-                        Err(WriteError::Io(_)) => return (CloseReason::Peer, 0),
+                    if let Err(e) = r {
+                        return (write_failure(e), 0);
                     }
                 }
                 next_ping = ping.map(|p| Instant::now() + p);
