@@ -3,7 +3,6 @@
 //! Runs server and client in a private network namespace (`unshare -n`, root) whose
 //! loopback is taken down once the stream is established: nothing leaves this test.
 mod serve_common;
-use std::process::Command;
 
 /// Runs inside the namespace: server, an SSE client over bash's /dev/tcp, loopback down
 /// until the server's socket is gone (or a bound passes), loopback up, stats printed.
@@ -35,32 +34,7 @@ echo
 "#;
 
 fn run(pong_wait: &str, bound_s: u32) -> serde_json::Value {
-    for (tool, pkg) in [
-        ("unshare", "util-linux"),
-        ("ip", "iproute2"),
-        ("ss", "iproute2"),
-    ] {
-        let found = Command::new("sh")
-            .args(["-c", &format!("command -v {tool}")])
-            .status()
-            .is_ok_and(|s| s.success());
-        assert!(
-            found,
-            "`{tool}` not found: install the Debian package {pkg}"
-        );
-    }
-    let out = Command::new("unshare")
-        .args(["-n", "bash", "-c", SCRIPT, "liveness"])
-        .arg(serve_common::binary())
-        .args([pong_wait, &bound_s.to_string()])
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "needs root for `unshare -n` (a private network namespace): {stdout} {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let stdout = serve_common::in_netns(SCRIPT, &[pong_wait, &bound_s.to_string()]);
     let json = stdout
         .lines()
         .rev()

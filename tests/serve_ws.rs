@@ -381,3 +381,54 @@ async fn pongs_never_land_inside_a_partly_written_message() {
     let s = srv.stats();
     assert_eq!(s["closed"]["bad_input"], 0);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn echo_endpoint_echoes_and_is_off_the_fan_out_path() {
+    let srv = Server::start(&["--rate", "200"]);
+    let (mut ws, resp) = tokio_tungstenite::connect_async(format!("ws://{}/echo", srv.addr))
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 101);
+    let big = vec![7u8; 65_000];
+    let sent = [
+        Message::Text("héllo".into()),
+        Message::Binary(big.clone().into()),
+        Message::Text(String::new().into()),
+    ];
+    for m in &sent {
+        ws.send(m.clone()).await.unwrap();
+    }
+    ws.send(Message::Ping(b"p1".to_vec().into())).await.unwrap();
+    let mut got = Vec::new();
+    let mut pong = false;
+    while got.len() < sent.len() || !pong {
+        let m = tokio::time::timeout(Duration::from_secs(10), ws.next())
+            .await
+            .expect("echo within 10 s")
+            .unwrap()
+            .unwrap();
+        match m {
+            Message::Pong(p) => {
+                assert_eq!(&p[..], b"p1");
+                pong = true;
+            }
+            m => got.push(m),
+        }
+    }
+    // Exactly the echoes, no published round among them.
+    assert_eq!(got, sent.to_vec());
+    let s = srv.stats();
+    assert_eq!(s["clients"]["ws"], 0, "{s}");
+    assert_eq!(s["echo_connections"], 1, "{s}");
+    // Rounds are being published, and none reaches the echo client.
+    srv.wait_stats(Duration::from_secs(10), |s| {
+        s["rounds_sent"].as_u64() >= Some(10)
+    });
+    let extra = tokio::time::timeout(Duration::from_millis(300), ws.next()).await;
+    assert!(extra.is_err(), "unexpected {extra:?}");
+    ws.close(None).await.unwrap();
+    let end = tokio::time::timeout(Duration::from_secs(10), ws.next())
+        .await
+        .unwrap();
+    assert!(matches!(end, Some(Ok(Message::Close(_))) | None), "{end:?}");
+}

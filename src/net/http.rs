@@ -273,6 +273,7 @@ pub fn reason(status: u16) -> &'static str {
         101 => "Switching Protocols",
         200 => "OK",
         400 => "Bad Request",
+        401 => "Unauthorized",
         404 => "Not Found",
         405 => "Method Not Allowed",
         403 => "Forbidden",

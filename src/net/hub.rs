@@ -221,6 +221,8 @@ pub struct Counters {
     pub closed: [AtomicU64; CloseReason::ALL.len()],
     /// Gauge: bytes of unfinished client frames and fragmented messages held.
     pub partial_frame_bytes: AtomicU64,
+    /// WebSocket connections accepted on /echo (off the fan-out path).
+    pub echo_connections: AtomicU64,
     pub drops: AtomicU64,
     pub max_queue_depth: AtomicU64,
     pub rounds_sent: AtomicU64,
@@ -273,6 +275,7 @@ pub struct Snapshot {
     pub messages_sent: ClientCounts,
     pub closed: BTreeMap<&'static str, u64>,
     pub partial_frame_bytes: u64,
+    pub echo_connections: u64,
     #[serde(skip)]
     pub hub_buckets: Vec<(f64, u64)>,
     #[serde(skip)]
@@ -526,6 +529,7 @@ impl Hub {
                 .map(|r| (r.name(), c.closed[*r as usize].load(Relaxed)))
                 .collect(),
             partial_frame_bytes: c.partial_frame_bytes.load(Relaxed),
+            echo_connections: c.echo_connections.load(Relaxed),
             hub_buckets: HUB_BUCKETS_MS
                 .iter()
                 .copied()

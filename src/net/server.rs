@@ -4,7 +4,7 @@ use super::http::{self, ReadError, Request};
 use super::hub::{CloseReason, Conn, Hub, Transport};
 use super::inbox::{Inbox, ReadEnd};
 use super::io::{self, ReadOutcome, WriteError};
-use super::{metrics, wsframe};
+use super::{access, echo, metrics, wsframe};
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::Duration;
@@ -55,7 +55,7 @@ fn tune(hub: &Hub, s: &TcpStream) -> std::io::Result<()> {
     Ok(())
 }
 
-async fn send(s: &TcpStream, bytes: &[u8]) -> bool {
+pub(crate) async fn send(s: &TcpStream, bytes: &[u8]) -> bool {
     io::write_with_deadline(s, bytes, Some(REQUEST_TIMEOUT))
         .await
         .is_ok()
@@ -83,15 +83,42 @@ async fn handle_http(hub: Arc<Hub>, stream: TcpStream) {
             }
             return;
         }
+        if req.path.starts_with("/control/") {
+            let auth = req.header("authorization");
+            if let Err((status, msg)) = access::check(&hub.cfg.access, auth) {
+                hub.counters.bad_requests.fetch_add(1, Relaxed);
+                let extra = [("WWW-Authenticate", "Bearer")];
+                send(
+                    &stream,
+                    &http::error_with(status, msg, &extra[..(status == 401) as usize]),
+                )
+                .await;
+                return;
+            }
+        }
         match req.path.as_str() {
             "/ws" => return upgrade_ws(hub, stream, req, buf).await,
-            "/sse" => return serve_sse(hub, stream, req).await,
+            "/echo" => {
+                if accept_ws(&hub, &stream, req).await {
+                    echo::run(&hub, &stream, buf).await;
+                }
+                return;
+            }
+            "/sse" if req.method != "OPTIONS" => return serve_sse(hub, stream, req).await,
             _ => {}
         }
-        let (status, ctype, body) = route(&hub, &req);
+        let cors = access::cors_headers(hub.cfg.cors.as_deref(), &req.path);
+        let (status, ctype, body) = match preflight(&req, &cors) {
+            Some(r) => r,
+            None => route(&hub, &req),
+        };
         // After an error, close: the client may be confused about framing.
         let keep = keep && status < 400;
-        let mut resp = http::response(status, ctype, body.as_bytes(), keep);
+        let mut extra = cors.clone();
+        if req.method == "OPTIONS" && !cors.is_empty() {
+            extra.extend(PREFLIGHT);
+        }
+        let mut resp = http::response_with(status, ctype, body.as_bytes(), keep, &extra);
         if req.method == "HEAD" {
             // Same headers (Content-Length included), no body: keep-alive framing holds.
             resp.truncate(resp.len() - body.len());
@@ -135,6 +162,21 @@ async fn read_body(s: &TcpStream, buf: &mut Vec<u8>, req: &Request) -> Result<()
             .map_err(|_| (0, String::new()))?;
     }
     Ok(())
+}
+
+/// CORS preflight answers for the browser-readable endpoints.
+const PREFLIGHT: [(&str, &str); 3] = [
+    ("Access-Control-Allow-Methods", "GET, HEAD, OPTIONS"),
+    (
+        "Access-Control-Allow-Headers",
+        "Last-Event-ID, Cache-Control",
+    ),
+    ("Access-Control-Max-Age", "600"),
+];
+
+/// An OPTIONS request to a CORS-enabled path gets an empty 200 (headers added by the caller).
+fn preflight(req: &Request, cors: &[(&str, &str)]) -> Option<(u16, &'static str, String)> {
+    (req.method == "OPTIONS" && !cors.is_empty()).then(|| (200, "text/plain", String::new()))
 }
 
 /// Plain (non-streaming) endpoints: `(status, content type, body)`.
@@ -229,27 +271,27 @@ fn is_websocket_key(k: &str) -> bool {
     b.len() == 24 && b[..22].iter().all(b64) && b"AQgw".contains(&b[21]) && &b[22..] == b"=="
 }
 
-async fn upgrade_ws(hub: Arc<Hub>, stream: TcpStream, req: Request, leftover: Vec<u8>) {
+/// Check the handshake and answer it: true once the 101 is sent.
+async fn accept_ws(hub: &Hub, stream: &TcpStream, req: Request) -> bool {
     let key = match check_handshake(&req) {
         Ok(k) => k,
         Err(resp) => {
             hub.counters.bad_requests.fetch_add(1, Relaxed);
-            send(&stream, &resp).await;
-            return;
+            send(stream, &resp).await;
+            return false;
         }
     };
     let accept = tokio_tungstenite::tungstenite::handshake::derive_accept_key(key.as_bytes());
     // Nothing of the HTTP request may stay allocated for the connection's lifetime.
     drop(req);
-    let leftover = if leftover.is_empty() {
-        Vec::new()
-    } else {
-        leftover
-    };
     let resp = format!(
         "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: {accept}\r\n\r\n"
     );
-    if hub.is_shutting_down() || !send(&stream, resp.as_bytes()).await {
+    !hub.is_shutting_down() && send(stream, resp.as_bytes()).await
+}
+
+async fn upgrade_ws(hub: Arc<Hub>, stream: TcpStream, req: Request, leftover: Vec<u8>) {
+    if !accept_ws(&hub, &stream, req).await {
         return;
     }
     let conn = hub.register(stream, Transport::Ws);
@@ -358,7 +400,7 @@ async fn ws_loop(hub: &Hub, conn: &Conn, leftover: Vec<u8>) -> (CloseReason, u64
 }
 
 /// The close reason for a failed write.
-fn write_failure(e: WriteError) -> CloseReason {
+pub(crate) fn write_failure(e: WriteError) -> CloseReason {
     match e {
         WriteError::Timeout => CloseReason::WriteDeadline,
         WriteError::Io(e) => CloseReason::from_io(&e),
@@ -464,9 +506,13 @@ async fn serve_sse(hub: Arc<Hub>, stream: TcpStream, req: Request) {
     if let Err(e) = sse_liveness(&stream, &hub.cfg) {
         eprintln!("rtcheck serve: SSE socket options: {e}");
     }
-    let head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-store\r\nConnection: keep-alive\r\nX-Accel-Buffering: no\r\n\r\n";
+    let mut head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-store\r\nConnection: keep-alive\r\nX-Accel-Buffering: no\r\n".to_string();
+    for (k, v) in access::cors_headers(hub.cfg.cors.as_deref(), "/sse") {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    head.push_str("\r\n");
     let (conn, replay, gap) = hub.register_sse(stream, last_id);
-    let (reason, in_flight) = sse_loop(&hub, &conn, head, replay, gap).await;
+    let (reason, in_flight) = sse_loop(&hub, &conn, &head, replay, gap).await;
     hub.deregister(&conn, reason, in_flight);
 }
 

@@ -21,6 +21,7 @@ impl Server {
         let stderr = std::fs::File::create(dir.path().join("stderr")).unwrap();
         let child = Command::new(assert_cmd::cargo::cargo_bin("rtcheck"))
             .args(["serve", "--listen", "127.0.0.1:0", "--exit-with-parent"])
+            .env_remove("RTCHECK_CONTROL_TOKEN")
             .arg("--addr-file")
             .arg(&addr_file)
             .args(args)
@@ -279,4 +280,39 @@ pub fn header<'a>(head: &'a str, name: &str) -> Option<&'a str> {
         let (k, v) = l.split_once(':')?;
         k.trim().eq_ignore_ascii_case(name).then(|| v.trim())
     })
+}
+
+/// Run a bash script as root in a private network namespace (`unshare -n`): nothing it
+/// binds is reachable from outside. Fails with the package to install when a tool is
+/// missing. Returns stdout.
+pub fn in_netns(script: &str, args: &[&str]) -> String {
+    for (tool, pkg) in [
+        ("unshare", "util-linux"),
+        ("ip", "iproute2"),
+        ("ss", "iproute2"),
+    ] {
+        let found = Command::new("sh")
+            .args(["-c", &format!("command -v {tool}")])
+            .stdout(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(
+            found,
+            "`{tool}` not found: install the Debian package {pkg}"
+        );
+    }
+    let out = Command::new("unshare")
+        .args(["-n", "bash", "-c", script, "netns"])
+        .arg(binary())
+        .args(args)
+        .env_remove("RTCHECK_CONTROL_TOKEN")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "needs root for `unshare -n` (a private network namespace): {stdout} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
 }
