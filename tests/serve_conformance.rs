@@ -346,3 +346,50 @@ fn a_slow_but_complete_message_is_not_cut() {
     assert_eq!(st["closed"]["message_timeout"], 0, "{st}");
     assert_eq!(st["clients"]["ws"], 1, "{st}");
 }
+
+/// Read server frames until `n` have arrived (bounded).
+fn read_n_frames(s: &mut std::net::TcpStream, n: usize) -> Vec<(u8, Vec<u8>)> {
+    let t0 = std::time::Instant::now();
+    let mut raw = Vec::new();
+    s.set_read_timeout(Some(Duration::from_millis(100)))
+        .unwrap();
+    loop {
+        let frames = parse_server_frames(&raw);
+        if frames.len() >= n || t0.elapsed() > Duration::from_secs(10) {
+            return frames;
+        }
+        let mut b = [0u8; 65536];
+        if let Ok(k) = std::io::Read::read(s, &mut b) {
+            assert!(k > 0, "closed early: {frames:?}");
+            raw.extend_from_slice(&b[..k]);
+        }
+    }
+}
+
+#[test]
+fn echo_answers_every_ping_of_a_short_burst_and_pongs_before_a_fragmented_message() {
+    let srv = Server::start(&["--wait-start"]);
+    // Autobahn 2.10: ten pings in one write, ten pongs in order.
+    let mut s = raw_ws_at(srv.addr, "/echo", None);
+    let wire: Vec<u8> = (0..10u8)
+        .flat_map(|i| client_frame(wsframe::OP_PING, true, &[i; 20], M))
+        .collect();
+    s.write_all(&wire).unwrap();
+    let frames = read_n_frames(&mut s, 10);
+    let want: Vec<(u8, Vec<u8>)> = (0..10u8).map(|i| (wsframe::OP_PONG, vec![i; 20])).collect();
+    assert_eq!(frames, want);
+    // Autobahn 5.6: a ping between two fragments is answered before the message's echo.
+    let mut s = raw_ws_at(srv.addr, "/echo", None);
+    let mut wire = client_frame(wsframe::OP_TEXT, false, b"frag", M);
+    wire.extend(client_frame(wsframe::OP_PING, true, b"p", M));
+    wire.extend(client_frame(wsframe::OP_CONT, true, b"ment", M));
+    s.write_all(&wire).unwrap();
+    let frames = read_n_frames(&mut s, 2);
+    assert_eq!(
+        frames,
+        vec![
+            (wsframe::OP_PONG, b"p".to_vec()),
+            (wsframe::OP_TEXT, b"fragment".to_vec())
+        ]
+    );
+}

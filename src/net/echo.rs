@@ -10,27 +10,31 @@ use std::sync::atomic::Ordering::Relaxed;
 use tokio::net::TcpStream;
 use tokio::time::Instant;
 
-/// The replies to a batch of frames: data echoed with its opcode, one pong for the latest
-/// ping, and the close echo last (nothing after a Close). Returns (bytes, closing).
+/// The replies to a batch of frames, in order: data echoed with its opcode, a pong for
+/// each of the latest [`wsframe::MAX_PONGS`] pings (older ones in a burst go unanswered),
+/// and the close echo (nothing after a Close). Returns (bytes, closing).
 pub fn replies(frames: &mut Vec<Inbound>) -> (Vec<u8>, Option<u16>) {
-    let (mut out, mut pong, mut close) = (Vec::new(), None, None);
+    let pings = frames
+        .iter()
+        .take_while(|f| !matches!(f, Inbound::Close(_)))
+        .filter(|f| matches!(f, Inbound::Ping(_)))
+        .count();
+    let mut skip = pings.saturating_sub(wsframe::MAX_PONGS);
+    let (mut out, mut close) = (Vec::new(), None);
     for f in frames.drain(..) {
         match f {
             Inbound::Text(p) => out.extend(wsframe::frame(wsframe::OP_TEXT, &p)),
             Inbound::Binary(p) => out.extend(wsframe::frame(wsframe::OP_BINARY, &p)),
-            Inbound::Ping(p) => pong = Some(p),
+            Inbound::Ping(_) if skip > 0 => skip -= 1,
+            Inbound::Ping(p) => out.extend(wsframe::frame(wsframe::OP_PONG, &p)),
             Inbound::Pong => {}
             Inbound::Close(code) => {
-                close = Some(echo_close_code(code));
+                let c = echo_close_code(code);
+                out.extend(wsframe::close_frame(c));
+                close = Some(c);
                 break;
             }
         }
-    }
-    if let Some(p) = pong {
-        out.extend(wsframe::frame(wsframe::OP_PONG, &p));
-    }
-    if let Some(c) = close {
-        out.extend(wsframe::close_frame(c));
     }
     (out, close)
 }
@@ -73,7 +77,14 @@ pub async fn run(hub: &Hub, s: &TcpStream, leftover: Vec<u8>) {
                 match inbox.read(s) {
                     Ok(0) => {}
                     Ok(_) => last_in = Instant::now(),
-                    Err(ReadEnd::Bad(e)) => return goodbye(e.close_code()).await,
+                    Err(ReadEnd::Bad(e)) => {
+                        // What came before the bad frame is answered first.
+                        let (out, _) = replies(&mut inbox.frames);
+                        if !out.is_empty() && write_failure_of(s, &out, cfg.write_deadline).await {
+                            return;
+                        }
+                        return goodbye(e.close_code()).await;
+                    }
                     Err(ReadEnd::Gone(_)) => return,
                 }
             }
@@ -114,11 +125,19 @@ mod tests {
         ];
         let (out, close) = replies(&mut f);
         let mut want = wsframe::frame(wsframe::OP_TEXT, b"hi");
+        want.extend(wsframe::frame(wsframe::OP_PONG, b"1"));
         want.extend(wsframe::frame(wsframe::OP_BINARY, &[1, 2]));
         want.extend(wsframe::frame(wsframe::OP_PONG, b"2"));
         want.extend(wsframe::close_frame(1000));
         assert_eq!(out, want);
         assert_eq!(close, Some(1000));
         assert!(f.is_empty());
+        // A burst: only the latest 16 pings are answered.
+        let mut f: Vec<Inbound> = (0..20u8).map(|i| Inbound::Ping(vec![i])).collect();
+        let (out, close) = replies(&mut f);
+        let want: Vec<u8> = (4..20u8)
+            .flat_map(|i| wsframe::frame(wsframe::OP_PONG, &[i]))
+            .collect();
+        assert_eq!((out, close), (want, None));
     }
 }

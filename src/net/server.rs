@@ -407,13 +407,12 @@ pub(crate) fn write_failure(e: WriteError) -> CloseReason {
     }
 }
 
-/// Control frames waiting for the socket, bounded whatever the client sends: only the
-/// most recent ping is answered (RFC 6455 5.5.3 allows it), so a ping burst collapses into
-/// one pong however TCP split it.
+/// Control frames waiting for the socket, bounded whatever the client sends: a ping burst
+/// collapses into pongs for its latest pings ([`wsframe::Pongs`]) however TCP split it.
 #[derive(Debug, Default)]
 struct Pending {
-    /// Payload of the latest unanswered ping.
-    pong: Option<Vec<u8>>,
+    /// Pongs for the latest unanswered pings.
+    pongs: wsframe::Pongs,
     /// Our own keepalive ping is due.
     ping: bool,
     /// The client closed: the code to echo.
@@ -422,13 +421,11 @@ struct Pending {
 
 impl Pending {
     fn is_empty(&self) -> bool {
-        self.pong.is_none() && !self.ping
+        self.pongs.is_empty() && !self.ping
     }
     fn take_bytes(&mut self) -> Vec<u8> {
         let mut v = Vec::new();
-        if let Some(p) = self.pong.take() {
-            v.extend_from_slice(&wsframe::frame(wsframe::OP_PONG, &p));
-        }
+        self.pongs.drain_into(&mut v);
         if std::mem::take(&mut self.ping) {
             v.extend_from_slice(&wsframe::frame(wsframe::OP_PING, b""));
         }
@@ -446,7 +443,7 @@ fn handle_inbound(
     let writer = hub.cfg.strategy == Strategy::PerClient;
     for m in inbound.drain(..) {
         match m {
-            Inbound::Ping(p) if writer => control.pong = Some(p),
+            Inbound::Ping(p) if writer => control.pongs.push(p),
             Inbound::Ping(_) | Inbound::Pong => {}
             Inbound::Text(_) | Inbound::Binary(_) => {
                 hub.counters.inbound_messages.fetch_add(1, Relaxed);

@@ -39,6 +39,34 @@ fn push_header(v: &mut Vec<u8>, opcode: u8, len: usize) {
     }
 }
 
+/// Pongs owed to one client answer at most this many pings (the latest ones).
+pub const MAX_PONGS: usize = 16;
+
+/// Pongs owed to a client, bounded: past [`MAX_PONGS`] the oldest are dropped, so the most
+/// recent ping is always answered (RFC 6455 5.5.3 allows answering only the latest) and a
+/// ping flood holds at most 16 x 125 bytes, however TCP split it.
+#[derive(Debug, Default)]
+pub struct Pongs(std::collections::VecDeque<Vec<u8>>);
+
+impl Pongs {
+    pub fn push(&mut self, payload: Vec<u8>) {
+        if self.0.len() == MAX_PONGS {
+            self.0.pop_front();
+        }
+        self.0.push_back(payload);
+    }
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+    /// Append the pong frames, oldest first, and forget them.
+    pub fn drain_into(&mut self, v: &mut Vec<u8>) {
+        for p in self.0.drain(..) {
+            v.extend_from_slice(&frame(OP_PONG, &p));
+        }
+        self.0 = Default::default();
+    }
+}
+
 /// A close frame with a status code.
 pub fn close_frame(code: u16) -> Vec<u8> {
     frame(OP_CLOSE, &code.to_be_bytes())
@@ -81,6 +109,8 @@ impl FrameError {
 pub struct Decoder {
     frag: Vec<u8>,
     frag_op: Option<u8>,
+    /// Bytes at the start of a fragmented text message known to be whole UTF-8.
+    checked: usize,
     /// A Close was decoded: nothing after it is parsed (RFC 6455 5.5.1).
     closed: bool,
 }
@@ -166,6 +196,8 @@ impl Decoder {
                 } else {
                     self.frag_op = Some(opcode);
                     self.frag = payload;
+                    self.checked = 0;
+                    self.check_text()?;
                 }
             }
             OP_CONT => {
@@ -176,6 +208,7 @@ impl Decoder {
                     return Err(FrameError::TooBig(max));
                 }
                 self.frag.extend_from_slice(&payload);
+                self.check_text()?;
                 if fin {
                     self.frag_op = None;
                     out.push(data(op, std::mem::take(&mut self.frag))?);
@@ -197,6 +230,22 @@ fn close_code(payload: &[u8]) -> Result<Option<u16>, FrameError> {
             std::str::from_utf8(reason).map_err(|_| FrameError::BadUtf8)?;
             Ok(Some(u16::from_be_bytes([*a, *b])))
         }
+    }
+}
+
+impl Decoder {
+    /// Fail a fragmented text message at the first invalid UTF-8 byte, not at its end
+    /// (RFC 6455 8.1: fail fast); a sequence cut by a fragment boundary waits for the next.
+    fn check_text(&mut self) -> Result<(), FrameError> {
+        if self.frag_op != Some(OP_TEXT) {
+            return Ok(());
+        }
+        match std::str::from_utf8(&self.frag[self.checked..]) {
+            Ok(_) => self.checked = self.frag.len(),
+            Err(e) if e.error_len().is_none() => self.checked += e.valid_up_to(),
+            Err(_) => return Err(FrameError::BadUtf8),
+        }
+        Ok(())
     }
 }
 
@@ -329,6 +378,33 @@ mod tests {
         let cont = client_frame(OP_CONT, true, b"x", M);
         assert!(Decoder::default().decode(&cont, 1024, &mut out).is_err());
         assert!(out.is_empty());
+    }
+
+    #[test]
+    fn fragmented_text_fails_at_the_first_bad_fragment() {
+        let mut out = Vec::new();
+        let mut d = Decoder::default();
+        // "κ" split across fragments is fine...
+        let mut w = client_frame(OP_TEXT, false, &[b'a', 0xce], M);
+        w.extend(client_frame(OP_CONT, false, &[0xba], M));
+        assert_eq!(d.decode(&w, 1024, &mut out), Ok(w.len()));
+        // ...an invalid byte fails before the message ends.
+        let bad = client_frame(OP_CONT, false, &[0xff], M);
+        assert_eq!(d.decode(&bad, 1024, &mut out), Err(FrameError::BadUtf8));
+        assert!(out.is_empty());
+    }
+
+    #[test]
+    fn pongs_keep_the_latest_sixteen() {
+        let mut p = Pongs::default();
+        for i in 0..40u8 {
+            p.push(vec![i]);
+        }
+        let mut v = Vec::new();
+        p.drain_into(&mut v);
+        let want: Vec<u8> = (24..40u8).flat_map(|i| frame(OP_PONG, &[i])).collect();
+        assert_eq!(v, want);
+        assert!(p.is_empty());
     }
 
     #[test]

@@ -153,6 +153,11 @@ pub fn http_get(addr: SocketAddr, path: &str) -> (u16, String) {
 
 /// A blocking raw WebSocket client (handshake by hand) for misbehaving-client tests.
 pub fn raw_ws(addr: SocketAddr, rcvbuf: Option<usize>) -> std::net::TcpStream {
+    raw_ws_at(addr, "/ws", rcvbuf)
+}
+
+/// [`raw_ws`] on another WebSocket path (`/echo`).
+pub fn raw_ws_at(addr: SocketAddr, path: &str, rcvbuf: Option<usize>) -> std::net::TcpStream {
     let sock = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
     if let Some(n) = rcvbuf {
         sock.set_recv_buffer_size(n).unwrap();
@@ -162,7 +167,7 @@ pub fn raw_ws(addr: SocketAddr, rcvbuf: Option<usize>) -> std::net::TcpStream {
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     write!(
         s,
-        "GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
+        "GET {path} HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
     )
     .unwrap();
     let mut head = Vec::new();
