@@ -148,7 +148,7 @@ fn banner(
         Protocol::Ws => {
             b.push_str(&format!("rtcheck serve listening on http://{addr}\n"));
             b.push_str(&format!(
-                "  endpoints: ws://{addr}/ws  http://{addr}/sse  http://{addr}/poll?since=SEQ  http://{addr}/metrics  http://{addr}/healthz  http://{addr}/control/stats\n"
+                "  endpoints: ws://{addr}/ws  http://{addr}/sse  http://{addr}/poll?since=SEQ  http://{addr}/metrics  http://{addr}/healthz  http://{addr}/control/stats  ws://{addr}/echo\n"
             ));
         }
         Protocol::Raw => {

@@ -223,7 +223,7 @@ fn route(hub: &Hub, req: &Request) -> (u16, &'static str, String) {
         _ => (
             404,
             TEXT,
-            "not found; endpoints: /ws /sse /poll?since=SEQ /metrics /healthz /control/stats /control/start\n"
+            "not found; endpoints: /ws /sse /poll?since=SEQ /metrics /healthz /control/stats /control/start /echo\n"
                 .into(),
         ),
     }
