@@ -1,9 +1,19 @@
 //! Measured numbers (data/evidence.yaml), embedded in the binary and looked up by id.
-use crate::report::EvidenceRef;
 use serde::{Deserialize, Serialize};
 use std::sync::OnceLock;
 
 pub const EVIDENCE_YAML: &str = include_str!("../data/evidence.yaml");
+
+/// A measured number backing a rule, copied from data/evidence.yaml.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EvidenceRef {
+    pub id: String,
+    /// The measured number(s) as printed, e.g. "1,018 connections".
+    pub value: String,
+    pub claim: String,
+    /// Seed file and part, e.g. "002_62b3c7fd33ca2a37.txt, part 6".
+    pub source: String,
+}
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -48,14 +58,7 @@ pub struct Evidence {
 /// Format a number the way the articles print it: thousands separators, no trailing zeros.
 pub fn fmt_num(v: f64) -> String {
     if v.fract() == 0.0 && v.abs() < 1e15 {
-        let s = format!("{}", v.abs() as u64);
-        let mut out = String::new();
-        for (i, c) in s.chars().enumerate() {
-            if i > 0 && (s.len() - i) % 3 == 0 {
-                out.push(',');
-            }
-            out.push(c);
-        }
+        let mut out = crate::units::fmt_thousands(v.abs() as u64);
         if v < 0.0 {
             out.insert(0, '-');
         }

@@ -1,6 +1,6 @@
 //! Who may control `rtcheck serve` (token off loopback, or refused) and CORS for browsers.
-mod serve_common;
-use serve_common::*;
+mod common;
+use common::*;
 use std::io::{Read, Write};
 use std::time::Duration;
 

@@ -1,8 +1,8 @@
 //! `rtcheck serve` against hand-made raw-socket input: the RFC 6455 / HTTP defects of
 //! issue 10 (close reasons, ping bursts, handshake strictness, partial frames).
-mod serve_common;
+mod common;
+use common::*;
 use rtcheck::net::wsframe::{self, client_frame};
-use serve_common::*;
 use std::io::Write;
 use std::time::Duration;
 

@@ -1,7 +1,7 @@
 //! `rtcheck serve` plain-HTTP side: /sse resume, /poll, /metrics, /healthz, bad requests.
-mod serve_common;
+mod common;
+use common::*;
 use rtcheck::net::{payload, sse};
-use serve_common::*;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
@@ -293,9 +293,7 @@ fn garbage_and_bad_requests_get_4xx_and_the_server_keeps_serving() {
 fn poll_latest_is_the_highest_seq_served_so_since_latest_never_repeats() {
     // A round in progress (300 clients to hand it to) while one client polls since=latest.
     let srv = Server::start(&["--rate", "1000", "--size", "256", "--rounds", "3000"]);
-    let clients: Vec<_> = (0..300)
-        .map(|_| serve_common::raw_ws(srv.addr, None))
-        .collect();
+    let clients: Vec<_> = (0..300).map(|_| common::raw_ws(srv.addr, None)).collect();
     let (mut since, mut seen) = (0u64, std::collections::HashSet::new());
     let (mut dups, mut polls) = (0, 0);
     while polls < 2000 {

@@ -1,8 +1,8 @@
 //! Idle memory per connection of `rtcheck serve` (a measurement, so #[ignore]d: run with
 //! `cargo test --release --test serve_memory -- --ignored --nocapture`;
 //! RTCHECK_IDLE_CONNS sets the count, default 2000).
-mod serve_common;
-use serve_common::*;
+mod common;
+use common::*;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;

@@ -1,8 +1,8 @@
 //! `rtcheck serve` as a process: banner, addr file, signals, parent death, flag errors,
 //! and the raw-TCP floor.
-mod serve_common;
+mod common;
+use common::*;
 use rtcheck::net::payload;
-use serve_common::*;
 use std::io::Read;
 use std::net::TcpStream;
 use std::time::Duration;

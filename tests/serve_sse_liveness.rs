@@ -2,7 +2,7 @@
 //! bound (TCP_USER_TIMEOUT from --pong-wait, keepalive), counted as `tcp_timeout`.
 //! Runs server and client in a private network namespace (`unshare -n`, root) whose
 //! loopback is taken down once the stream is established: nothing leaves this test.
-mod serve_common;
+mod common;
 
 /// Runs inside the namespace: server, an SSE client over bash's /dev/tcp, loopback down
 /// until the server's socket is gone (or a bound passes), loopback up, stats printed.
@@ -34,7 +34,7 @@ echo
 "#;
 
 fn run(pong_wait: &str, bound_s: u32) -> serde_json::Value {
-    let stdout = serve_common::in_netns(SCRIPT, &[pong_wait, &bound_s.to_string()]);
+    let stdout = common::in_netns(SCRIPT, &[pong_wait, &bound_s.to_string()]);
     let json = stdout
         .lines()
         .rev()

@@ -1,9 +1,9 @@
 //! `rtcheck serve` WebSocket side: delivery and order at a few hundred clients, bad input,
 //! slow clients, ping/pong, and the unsafe shard hub.
-mod serve_common;
+mod common;
+use common::*;
 use futures_util::{SinkExt, StreamExt};
 use rtcheck::net::{payload, wsframe};
-use serve_common::*;
 use std::io::Write;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};

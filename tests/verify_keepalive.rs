@@ -1,5 +1,5 @@
-mod verify_common;
-use verify_common::*;
+mod common;
+use common::*;
 
 #[test]
 fn dead_peer_detected_within_pong_wait_and_read_deadline_closes_at_its_deadline() {

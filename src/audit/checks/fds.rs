@@ -2,7 +2,7 @@
 use super::{lim, n, skipped, sysctl_fix, Draft, Meta, Workload};
 use crate::audit::host::Host;
 use crate::evidence::num;
-use crate::report::{Finding, Status};
+use crate::findings::{Finding, Status};
 
 pub const FD_LIMIT: Meta = Meta {
     id: "fd-limit",

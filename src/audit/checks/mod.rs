@@ -2,8 +2,8 @@
 //! Ids are a contract (users grep, suppress and alert on them): never rename one.
 use super::host::Host;
 use crate::evidence::{self, fmt_num};
+use crate::findings::{Finding, Fix, Status};
 use crate::profile::{Loss, Profile, Role, Transport};
-use crate::report::{Finding, Fix, Status};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -257,15 +257,7 @@ pub(crate) fn sysctl_fix(file: &str, settings: &[(&str, String)]) -> (Vec<String
 
 /// Integer with thousands separators, exact for every u64 (f64 is not above 2^53).
 pub(crate) fn n(v: u64) -> String {
-    let s = v.to_string();
-    let mut out = String::with_capacity(s.len() + s.len() / 3);
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
+    crate::units::fmt_thousands(v)
 }
 
 pub(crate) fn bytes(v: u64) -> String {

@@ -2,8 +2,8 @@
 use super::{n, pct, skipped, sysctl_fix, Draft, Meta, Workload};
 use crate::audit::host::Host;
 use crate::evidence::num;
+use crate::findings::{Finding, Status};
 use crate::profile::Role;
-use crate::report::{Finding, Status};
 
 pub const EPHEMERAL_PORTS: Meta = Meta {
     id: "ephemeral-ports",

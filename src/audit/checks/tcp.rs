@@ -2,8 +2,8 @@
 use super::{bytes, n, pct, skipped, sysctl_fix, Draft, Meta, Workload};
 use crate::audit::host::Host;
 use crate::evidence::{fmt_num, num};
+use crate::findings::{Finding, Status};
 use crate::profile::Transport;
-use crate::report::{Finding, Status};
 
 pub const TCP_WMEM: Meta = Meta {
     id: "tcp-wmem",

@@ -1,11 +1,34 @@
-//! Shared helpers for the serve_* tests: run `rtcheck serve` on an ephemeral loopback
-//! port, talk to it, and always kill it (also when a test fails).
+//! Helpers shared by the integration tests (`mod common;`): the rtcheck command, the
+//! embedded server as a child (`rtcheck serve` on an ephemeral loopback port, always
+//! killed), raw HTTP to it, and `verify --format json` read back.
 #![allow(dead_code)]
+use serde_json::Value;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+
+/// How long any one rtcheck run may take before the test fails (a hang is a failure).
+pub const RUN_LIMIT: Duration = Duration::from_secs(120);
+
+/// The rtcheck binary under test, bounded by [`RUN_LIMIT`].
+pub fn rtcheck() -> assert_cmd::Command {
+    let mut c = assert_cmd::Command::cargo_bin("rtcheck").unwrap();
+    c.timeout(RUN_LIMIT);
+    c
+}
+
+/// [`rtcheck`] run from the temp dir (embedded data, not files in the working directory)
+/// with `NO_COLOR` unset (colour decided by the flags alone).
+pub fn rtcheck_isolated() -> assert_cmd::Command {
+    let mut c = rtcheck();
+    c.current_dir(std::env::temp_dir());
+    c.env_remove("NO_COLOR");
+    c
+}
+
+// ---- the embedded server as a child process ----
 
 pub struct Server {
     pub child: Child,
@@ -150,6 +173,150 @@ pub fn http_get(addr: SocketAddr, path: &str) -> (u16, String) {
         &format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"),
     )
 }
+
+// ---- `rtcheck verify --format json` ----
+
+pub struct Out {
+    pub code: i32,
+    pub json: Value,
+    pub stderr: String,
+}
+
+pub fn verify_json(args: &[&str]) -> Out {
+    let out = rtcheck()
+        .arg("verify")
+        .args(args)
+        .args(["--format", "json", "--quiet", "--color", "never"])
+        .timeout(std::time::Duration::from_secs(120))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    let json = serde_json::from_str(&stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {stdout}\nstderr: {stderr}"));
+    Out {
+        code: out.status.code().unwrap_or(-1),
+        json,
+        stderr,
+    }
+}
+
+/// The verification of experiment `name` from verify's own report (panics with the whole report if absent).
+pub fn verification<'a>(json: &'a Value, name: &str) -> &'a Value {
+    json["verifications"]
+        .as_array()
+        .expect("verifications array")
+        .iter()
+        .find(|v| v["name"] == name)
+        .unwrap_or_else(|| panic!("no `{name}` in {json:#}"))
+}
+
+pub fn measured(v: &Value) -> f64 {
+    v["measured"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("no number: {v:#}"))
+}
+
+pub fn assert_valid(v: &Value) {
+    assert_eq!(v["valid"], true, "invalid measurement: {v:#}");
+}
+
+pub fn sysctl(path: &str) -> String {
+    std::fs::read_to_string(format!("/proc/sys/{path}")).unwrap()
+}
+
+pub fn nofile_hard() -> u64 {
+    let limits = std::fs::read_to_string("/proc/self/limits").unwrap();
+    let line = limits
+        .lines()
+        .find(|l| l.starts_with("Max open files"))
+        .unwrap();
+    line.split_whitespace().nth(4).unwrap().parse().unwrap()
+}
+
+// ---- external services (nginx, HAProxy, Redis, ...) on loopback ----
+
+/// The path of an external program, or a panic naming the Debian package that has it:
+/// a missing binary fails the test, never skips it.
+pub fn require_binary(name: &str, debian_package: &str) -> PathBuf {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain(["/usr/sbin".into(), "/sbin".into()])
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| {
+            panic!("`{name}` not found: install the Debian package {debian_package} (apt-get install {debian_package})")
+        })
+}
+
+/// A loopback port free at the time of the call (bound to :0, then released).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .unwrap()
+        .port()
+}
+
+/// An external service with its config dir: killed and reaped on drop (also when the test
+/// panics), the dir removed after.
+pub struct Service {
+    pub child: Child,
+    pub name: String,
+    pub dir: tempfile::TempDir,
+}
+
+impl Service {
+    /// Spawn `cmd` (stdout and stderr to `dir`/NAME.log).
+    pub fn start(mut cmd: Command, name: &str, dir: tempfile::TempDir) -> Service {
+        let log = std::fs::File::create(dir.path().join(format!("{name}.log"))).unwrap();
+        let child = cmd
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {name}: {e}"));
+        Service {
+            child,
+            name: name.to_string(),
+            dir,
+        }
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join(format!("{}.log", self.name)))
+            .unwrap_or_default()
+    }
+
+    /// Wait until `addr` accepts connections (panics with the log after `limit`).
+    pub fn wait_listening(&mut self, addr: SocketAddr, limit: Duration) {
+        let t0 = Instant::now();
+        while TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_err() {
+            if let Some(st) = self.child.try_wait().unwrap() {
+                panic!(
+                    "{} exited ({st}) before listening: {}",
+                    self.name,
+                    self.log()
+                );
+            }
+            assert!(
+                t0.elapsed() < limit,
+                "{} not listening on {addr} within {limit:?}: {}",
+                self.name,
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Service {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+// ---- raw WebSocket and HTTP clients, network namespaces (serve conformance tests) ----
 
 /// A blocking raw WebSocket client (handshake by hand) for misbehaving-client tests.
 pub fn raw_ws(addr: SocketAddr, rcvbuf: Option<usize>) -> std::net::TcpStream {
