@@ -131,6 +131,7 @@ impl Decoder {
         while let Some((hdr, len)) = parse_header(&buf[pos..], max)? {
             let total = hdr + len;
             if buf.len() - pos < total {
+                self.check_partial_text(&buf[pos..], hdr)?;
                 break;
             }
             let b0 = buf[pos];
@@ -234,6 +235,37 @@ fn close_code(payload: &[u8]) -> Result<Option<u16>, FrameError> {
 }
 
 impl Decoder {
+    /// Fail fast inside an unfinished text frame too (Autobahn 6.4.3-6.4.4): the payload
+    /// received so far, after what the message already holds, must be UTF-8 up to a
+    /// sequence the next bytes may complete.
+    fn check_partial_text(&self, frame: &[u8], hdr: usize) -> Result<(), FrameError> {
+        let opcode = frame[0] & 0x0F;
+        let text = match opcode {
+            OP_TEXT => self.frag_op.is_none(),
+            OP_CONT => self.frag_op == Some(OP_TEXT),
+            _ => false,
+        };
+        if !text || frame.len() <= hdr {
+            return Ok(());
+        }
+        let mask: [u8; 4] = frame[hdr - 4..hdr].try_into().expect("4 bytes");
+        let mut v = if opcode == OP_CONT {
+            self.frag[self.checked..].to_vec()
+        } else {
+            Vec::new()
+        };
+        v.extend(
+            frame[hdr..]
+                .iter()
+                .enumerate()
+                .map(|(i, b)| b ^ mask[i & 3]),
+        );
+        match std::str::from_utf8(&v) {
+            Err(e) if e.error_len().is_some() => Err(FrameError::BadUtf8),
+            _ => Ok(()),
+        }
+    }
+
     /// Fail a fragmented text message at the first invalid UTF-8 byte, not at its end
     /// (RFC 6455 8.1: fail fast); a sequence cut by a fragment boundary waits for the next.
     fn check_text(&mut self) -> Result<(), FrameError> {
@@ -391,6 +423,21 @@ mod tests {
         // ...an invalid byte fails before the message ends.
         let bad = client_frame(OP_CONT, false, &[0xff], M);
         assert_eq!(d.decode(&bad, 1024, &mut out), Err(FrameError::BadUtf8));
+        assert!(out.is_empty());
+    }
+
+    #[test]
+    fn an_unfinished_text_frame_fails_at_its_first_invalid_byte() {
+        let mut out = Vec::new();
+        let f = client_frame(OP_TEXT, true, &[b'a', 0xce, 0xba, 0xff, b'b', b'c'], M);
+        // Header + "a" + half of "κ": fine so far, nothing decoded.
+        assert_eq!(Decoder::default().decode(&f[..8], 1024, &mut out), Ok(0));
+        // The 0xff arrives: fail now, before the frame is complete.
+        let e = Decoder::default().decode(&f[..10], 1024, &mut out);
+        assert_eq!(e, Err(FrameError::BadUtf8));
+        // Binary frames are not checked.
+        let b = client_frame(OP_BINARY, true, &[0xff, 0xff, 0], M);
+        assert_eq!(Decoder::default().decode(&b[..8], 1024, &mut out), Ok(0));
         assert!(out.is_empty());
     }
 
