@@ -393,3 +393,15 @@ fn echo_answers_every_ping_of_a_short_burst_and_pongs_before_a_fragmented_messag
         ]
     );
 }
+
+#[test]
+fn an_unfinished_text_frame_with_invalid_utf8_fails_at_once() {
+    let srv = Server::start(&["--wait-start", "--message-timeout", "60s"]);
+    let mut s = raw_ws_at(srv.addr, "/echo", None);
+    // 100-byte text frame (6-byte header): only 12 payload bytes come, the 4th invalid.
+    let mut payload = vec![b'a'; 100];
+    payload[3] = 0xff;
+    let f = client_frame(wsframe::OP_TEXT, true, &payload, M);
+    s.write_all(&f[..6 + 12]).unwrap();
+    assert_eq!(read_close_code(&mut s), wsframe::CLOSE_INVALID_DATA);
+}
