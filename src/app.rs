@@ -12,7 +12,10 @@ pub fn main() -> ExitCode {
     let ctx = Ctx { color: cli.color };
     match run(cli.command, ctx) {
         Ok(code) => code,
-        Err(e) if e.downcast_ref::<crate::bench::sys::Interrupted>().is_some() => {
+        Err(e)
+            if e.downcast_ref::<crate::sys::signal::Interrupted>()
+                .is_some() =>
+        {
             eprintln!("rtcheck: {e}");
             ExitCode::from(130)
         }
@@ -92,6 +95,7 @@ pub fn run(command: Option<Command>, ctx: Ctx) -> anyhow::Result<ExitCode> {
         Some(Command::Bench(a)) => cmd::bench::run(a, ctx),
         Some(Command::Verify(a)) => cmd::verify::run(a, ctx),
         Some(Command::Explain(a)) => cmd::explain::run(a, ctx),
+        Some(Command::Review(a)) => cmd::review::run(a, ctx),
         Some(Command::Completions { shell }) => {
             // Leaked once: the names borrowed into the copy must be 'static, and the
             // process prints the script and exits.

@@ -121,6 +121,14 @@ pub struct Profile {
     /// What the audited host does.
     #[serde(default)]
     pub role: Role,
+    /// How often the server sends its own heartbeat (WebSocket ping or SSE comment line);
+    /// absent when unknown or none. `tcp-keepalive` passes when it is under the bound.
+    #[serde(
+        default,
+        with = "serde_opt_duration",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub ping: Option<Duration>,
 }
 
 fn default_connections() -> u64 {
@@ -153,6 +161,7 @@ impl Default for Profile {
             max_disconnect: DEFAULT_MAX_DISCONNECT,
             transport: None,
             role: Role::Server,
+            ping: None,
         }
     }
 }
@@ -190,6 +199,11 @@ impl Profile {
         if self.max_disconnect > MAX_DISCONNECT {
             let got = d(self.max_disconnect);
             return Err(oob("max_disconnect", got, "0s", d(MAX_DISCONNECT), ""));
+        }
+        if let Some(p) = self.ping {
+            if !(Duration::from_millis(100)..=MAX_DISCONNECT).contains(&p) {
+                return Err(oob("ping", d(p), "100ms", d(MAX_DISCONNECT), ""));
+            }
         }
         if let Some(v) = self.visible_within {
             if !(Duration::from_millis(1)..=MAX_VISIBLE).contains(&v) {
@@ -344,6 +358,7 @@ mod tests {
             max_disconnect: Duration::from_secs(10),
             transport: Some(Transport::Websocket),
             role: Role::Proxy,
+            ping: Some(Duration::from_secs(25)),
         };
         let back = Profile::from_yaml(&p.to_yaml(), "x.yaml").unwrap();
         assert_eq!(back, p);

@@ -1,5 +1,5 @@
-mod verify_common;
-use verify_common::*;
+mod common;
+use common::*;
 
 #[test]
 fn child_at_limit_256_fills_the_limit_and_goes_blind_to_proc() {

@@ -75,7 +75,7 @@ fn measure(p: IdleProto, a: &IdleOptions) -> anyhow::Result<IdleResult> {
         IdleProto::Ws => "ws",
         IdleProto::Sse => "sse",
     };
-    let scratch = Scratch::new(&format!("idle-{name}"))?;
+    let scratch = Scratch::new(&format!("bench-idle-{name}"))?;
     // --wait-start and never started: the clients stay idle.
     let flags: Vec<String> = ["--wait-start", "--rounds", "1"]
         .iter()

@@ -2,7 +2,7 @@
 //! the renderer, write). Nothing below this layer imports it.
 //!
 //! Layers point down: data (units, evidence, checklist, profile) <- domain (findings,
-//! choose, audit, verify, bench, net) <- report (models, one renderer per format) <- cmd.
+//! choose, audit, verify, bench, net, review) <- report (models, one renderer per format) <- cmd.
 pub mod audit;
 pub mod bench;
 pub mod catalog;
@@ -11,6 +11,7 @@ pub mod explain;
 pub mod guided;
 pub mod output;
 pub mod prompts;
+pub mod review;
 pub mod verify;
 
 use clap::{Parser, Subcommand};
@@ -66,6 +67,8 @@ pub enum Command {
     Verify(verify::VerifyArgs),
     /// The full rule, evidence and fix of one audit check, or one evidence entry.
     Explain(explain::ExplainArgs),
+    /// Walk the application checklist, check declared values against the rules, gate CI.
+    Review(review::ReviewArgs),
     /// Print a shell completion script.
     Completions {
         /// The shell to complete for.

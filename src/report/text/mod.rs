@@ -3,6 +3,7 @@ pub mod audit;
 pub mod bench;
 pub mod choose;
 pub mod evidence;
+pub mod review;
 pub mod verify;
 
 /// Word-wrap `text` to `width` columns: the first line after `first`, the rest after
