@@ -10,8 +10,17 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     if t.starts_with('-') {
         return Err(format!("negative duration `{t}`"));
     }
-    humantime::parse_duration(t)
-        .map_err(|e| format!("invalid duration `{t}`: {e} (expected e.g. 200ms, 5s, 2m)"))
+    // humantime's own messages name byte offsets ("expected number at 0"): say it plainly.
+    use humantime::DurationError as E;
+    humantime::parse_duration(t).map_err(|e| {
+        let why = match e {
+            E::UnknownUnit { unit, .. } if unit.is_empty() => "a unit is needed".to_string(),
+            E::UnknownUnit { unit, .. } => format!("unknown unit `{unit}`"),
+            E::NumberOverflow => "too large".to_string(),
+            _ => "not a number with a unit".to_string(),
+        };
+        format!("invalid duration `{t}`: {why} (expected e.g. 200ms, 5s, 2m)")
+    })
 }
 
 /// Print a duration compactly (`200ms`, `5s`, `2m`, `1m30s`).
@@ -200,6 +209,15 @@ mod tests {
         assert_eq!(parse_duration("5s").unwrap(), Duration::from_secs(5));
         assert!(parse_duration("-5s").is_err());
         assert!(parse_duration("fast").is_err());
+        // Plain words, no byte offsets from the parser underneath.
+        for (bad, why) in [
+            ("soon", "not a number with a unit"),
+            ("5", "a unit is needed"),
+            ("5xs", "unknown unit `xs`"),
+        ] {
+            let e = parse_duration(bad).unwrap_err();
+            assert!(e.contains(why) && !e.contains(" at "), "{e}");
+        }
         assert!(parse_duration("").is_err());
     }
 
