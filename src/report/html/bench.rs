@@ -162,11 +162,8 @@ fn rounds(s: &ScenarioResult) -> String {
         .map(|r| r.hub_ms.map(|v| (r.round as f64, v)))
         .collect();
     let has_hub = hub.iter().any(Option::is_some);
-    let mut series = vec![Series {
-        name: "last client",
-        color: plot::RED_,
-        points: last,
-    }];
+    // The hub first, so the last client's line is drawn on top where they meet.
+    let mut series = Vec::new();
     if has_hub {
         series.push(Series {
             name: "hub",
@@ -174,6 +171,11 @@ fn rounds(s: &ScenarioResult) -> String {
             points: hub,
         });
     }
+    series.push(Series {
+        name: "last client",
+        color: plot::RED_,
+        points: last,
+    });
     plot::xy(
         &format!("rounds-{}", s.name),
         &format!(

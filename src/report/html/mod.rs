@@ -29,7 +29,7 @@ tr.invalid td,.invalid{background:repeating-linear-gradient(45deg,#fdf1f1,#fdf1f
 div.invalid{padding:.5em .8em;border:1px solid #e0b4b4;margin:.5em 0}
 .card{border:1px solid #ddd;border-left:6px solid #777;padding:.4em .9em;margin:.8em 0}
 .card.pass{border-left-color:#1a7f37}.card.warn{border-left-color:#b86e00}.card.fail{border-left-color:#c62828}
-figure.plot{display:inline-block;margin:.4em .6em .4em 0;vertical-align:top}figcaption{font-size:.9em;color:#555}
+figure.plot{display:inline-block;margin:.4em .6em .4em 0;vertical-align:top}figcaption{font-size:.9em;color:#555;max-width:500px}
 .plots{display:flex;flex-wrap:wrap}pre{background:#f6f6f8;padding:.4em .6em;overflow-x:auto;margin:.3em 0}
 .dim{color:#666}ul{margin:.3em 0}";
 

@@ -107,6 +107,7 @@ where
     chart
         .configure_series_labels()
         .position(SeriesLabelPosition::UpperLeft)
+        .label_font(("sans-serif", 12))
         .background_style(WHITE.mix(0.85))
         .border_style(BLACK.mix(0.3))
         .draw()?;
@@ -126,31 +127,45 @@ fn failed(id: &str, e: &dyn std::fmt::Display) -> String {
 /// Latency (log ms) against percentile (log axis, 50 .. 99.99): one line per series.
 pub fn distribution(id: &str, caption: &str, series: &[Series]) -> String {
     let (x, y) = ("percentile", "latency (ms)");
-    let Some((_, _, lo, hi)) = bounds(series) else {
+    // Both axes are drawn in log10 units (plotters' own log axis crowds its labels within
+    // a decade); the labels map back to percentiles and milliseconds.
+    let logged: Vec<Series> = series
+        .iter()
+        .map(|s| Series {
+            name: s.name,
+            color: s.color,
+            points: s
+                .points
+                .iter()
+                .map(|p| p.map(|(x, y)| (x, y.max(0.001).log10())))
+                .collect(),
+        })
+        .collect();
+    let Some((_, _, lo, hi)) = bounds(&logged) else {
         return failed(id, &"no points");
     };
     let mut svg = String::new();
     let drawn = (|| -> DrawResult<()> {
         let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
         root.fill(&WHITE)?;
-        // From the decade below the lowest point: plotters labels a log axis from there.
-        let lo = 10f64.powf((lo.max(0.001) * 0.8).log10().floor());
-        let hi = (hi * 1.25).max(lo * 10.0);
+        let pad = ((hi - lo) * 0.08).max(0.1);
         let mut chart = ChartBuilder::on(&root)
             .margin(12)
             .x_label_area_size(38)
             .y_label_area_size(56)
             // Ticks at whole axis units: 0, 90, 99, 99.9, 99.99.
-            .build_cartesian_2d(0f64..4.05, (lo..hi).log_scale())?;
+            .build_cartesian_2d(0f64..4.05, (lo - pad)..(hi + pad))?;
         chart
             .configure_mesh()
             .x_desc(x)
             .y_desc(y)
             .x_labels(5)
+            .label_style(("sans-serif", 12))
+            .axis_desc_style(("sans-serif", 13))
             .x_label_formatter(&|v| pct_label(*v))
-            .y_label_formatter(&|v| super::fmt_ms(*v))
+            .y_label_formatter(&|v| super::fmt_ms(10f64.powf(*v)))
             .draw()?;
-        draw_lines(&mut chart, series, true)?;
+        draw_lines(&mut chart, &logged, true)?;
         root.present()?;
         Ok(())
     })();
@@ -179,6 +194,8 @@ pub fn xy(id: &str, caption: &str, axes: (&str, &str), series: &[Series], marker
             .configure_mesh()
             .x_desc(axes.0)
             .y_desc(axes.1)
+            .label_style(("sans-serif", 12))
+            .axis_desc_style(("sans-serif", 13))
             .x_label_formatter(&|v| crate::evidence::fmt_num(v.round()))
             .y_label_formatter(&|v| super::fmt_ms(*v))
             .draw()?;
