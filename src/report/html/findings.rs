@@ -119,7 +119,10 @@ fn verification(path: &str, v: &Verification) -> String {
         .collect();
     format!(
         "<table class=\"verification {cls}\" data-name=\"{name}\"><tr><th>{}</th><th>measured</th><th>reference</th></tr><tr><td>{name}</td><td class=\"n\">{measured}</td><td>{}</td></tr><tr><td colspan=\"3\">{}</td></tr></table><ul>{details}</ul>\n",
-        status(st),
+        // A measurement is valid or invalid, not pass or fail: the colour, its own word.
+        status(st)
+            .replace(">pass<", ">valid<")
+            .replace(">fail<", ">invalid<"),
         esc(&v.reference),
         esc(&v.verdict),
         cls = if v.valid { "" } else { "invalid" },
