@@ -42,6 +42,27 @@ fn figure(id: &str, caption: &str, x: &str, y: &str, series: &[Series], svg: &st
     )
 }
 
+/// Beyond this a value is not drawable (plotters loops on ranges near f64::MAX); it can
+/// only come from a peer's claim (another server's hub times) and stays in the tables.
+const DRAWABLE: f64 = 1e12;
+
+/// The series with undrawable points turned into gaps.
+fn drawable<'a>(series: &[Series<'a>]) -> Vec<Series<'a>> {
+    let ok = |v: f64| v.is_finite() && v.abs() <= DRAWABLE;
+    series
+        .iter()
+        .map(|s| Series {
+            name: s.name,
+            color: s.color,
+            points: s
+                .points
+                .iter()
+                .map(|p| p.filter(|&(x, y)| ok(x) && ok(y)))
+                .collect(),
+        })
+        .collect()
+}
+
 fn bounds(series: &[Series]) -> Option<(f64, f64, f64, f64)> {
     let pts: Vec<(f64, f64)> = series
         .iter()
@@ -129,7 +150,7 @@ pub fn distribution(id: &str, caption: &str, series: &[Series]) -> String {
     let (x, y) = ("percentile", "latency (ms)");
     // Both axes are drawn in log10 units (plotters' own log axis crowds its labels within
     // a decade); the labels map back to percentiles and milliseconds.
-    let logged: Vec<Series> = series
+    let logged: Vec<Series> = drawable(series)
         .iter()
         .map(|s| Series {
             name: s.name,
@@ -177,6 +198,7 @@ pub fn distribution(id: &str, caption: &str, series: &[Series]) -> String {
 
 /// Linear y against linear x (rounds, connections): one line per series.
 pub fn xy(id: &str, caption: &str, axes: (&str, &str), series: &[Series], markers: bool) -> String {
+    let series = &drawable(series);
     let Some((x0, x1, _, y1)) = bounds(series) else {
         return failed(id, &"no points");
     };
@@ -254,5 +276,26 @@ mod tests {
         let d = distribution("d", "c", &s);
         assert!(d.contains("99.9") && d.contains("percentile"), "{d}");
         assert!(xy("e", "c", ("x", "y"), &[], true).contains("could not be drawn"));
+        // A peer's numbers (hub times of another server) are drawn or refused, never a panic.
+        let wild = [Series {
+            name: "hub",
+            color: GREEN_,
+            points: vec![
+                Some((1.0, 1e308)),
+                Some((2.0, -5.0)),
+                Some((3.0, f64::NAN)),
+                Some((f64::INFINITY, 1.0)),
+            ],
+        }];
+        let f = xy("w", "c", ("round", "ms"), &wild, true);
+        assert!(
+            f.contains("<svg") || f.contains("could not be drawn"),
+            "{f}"
+        );
+        let d = distribution("w", "c", &wild);
+        assert!(
+            d.contains("<svg") || d.contains("could not be drawn"),
+            "{d}"
+        );
     }
 }
