@@ -341,7 +341,7 @@ fn unsupported_format_is_a_usage_error() {
         "{err}"
     );
     assert!(
-        err.contains("[possible values: text, json, yaml, markdown]"),
+        err.contains("[possible values: text, json, yaml, markdown, html]"),
         "{err}"
     );
 }

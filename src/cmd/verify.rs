@@ -157,6 +157,7 @@ pub fn render(r: &VerifyReport, format: Format, p: &Palette) -> anyhow::Result<S
         Format::Yaml => crate::report::yaml::render(r)?,
         Format::Junit => crate::report::junit::render(&as_findings(r), FailOn::Fail)?,
         Format::Github => crate::report::github::render(&as_findings(r)),
+        Format::Html => crate::report::html::findings::render_verify(r)?,
     })
 }
 
