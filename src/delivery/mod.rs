@@ -2,3 +2,4 @@
 //! clients do, reconnect, resume, and count from the seq numbers what they lost, saw
 //! twice or out of order, and whether every loss was announced by a gap marker.
 pub mod account;
+pub mod client;

@@ -1,0 +1,229 @@
+//! One delivery client over SSE (std sockets, one thread each): connect with or without
+//! `Last-Event-ID`, read events and gap markers into a [`Trace`], disconnect the way real
+//! clients do, stay away, reconnect and resume.
+use super::account::Trace;
+use crate::net::{payload, sse};
+use crate::sys::signal::interrupted;
+use anyhow::{anyhow, bail, Context};
+use serde::Serialize;
+use std::io::{Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpStream};
+use std::time::{Duration, Instant};
+
+/// How a client leaves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Disconnect {
+    /// FIN: the client closes its socket.
+    Clean,
+    /// RST: SO_LINGER 0, as when a process dies or a NAT forgets the flow.
+    Reset,
+    /// Stops reading with the socket open (a frozen tab); closes when it comes back.
+    Silent,
+    /// Every client of the run closes at the same instant and reconnects at once.
+    Storm,
+}
+
+impl Disconnect {
+    pub const ALL: [Disconnect; 4] = [
+        Disconnect::Clean,
+        Disconnect::Reset,
+        Disconnect::Silent,
+        Disconnect::Storm,
+    ];
+    pub fn name(self) -> &'static str {
+        match self {
+            Disconnect::Clean => "clean",
+            Disconnect::Reset => "reset",
+            Disconnect::Silent => "silent",
+            Disconnect::Storm => "storm",
+        }
+    }
+}
+
+/// Bytes of one SSE line we accept (a hostile or broken server is an error, not memory).
+const MAX_LINE: usize = 1 << 20;
+/// Read timeout: how often a blocked read looks at the clock and Ctrl-C.
+const TICK: Duration = Duration::from_millis(50);
+
+/// An open SSE stream.
+pub struct SseConn {
+    stream: TcpStream,
+    parser: sse::Parser,
+    peer: SocketAddr,
+}
+
+impl SseConn {
+    /// `GET /sse`, with `Last-Event-ID: last_id` when resuming; fails unless 200.
+    pub fn open(addr: SocketAddr, last_id: Option<&str>) -> anyhow::Result<SseConn> {
+        let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(5))
+            .with_context(|| format!("{addr}: connect"))?;
+        stream.set_nodelay(true)?;
+        stream.set_read_timeout(Some(TICK))?;
+        let mut req = format!("GET /sse HTTP/1.1\r\nHost: {addr}\r\nAccept: text/event-stream\r\n");
+        if let Some(id) = last_id {
+            req.push_str(&format!("Last-Event-ID: {id}\r\n"));
+        }
+        req.push_str("\r\n");
+        stream.write_all(req.as_bytes())?;
+        let rest = read_head(&mut stream, addr)?;
+        let mut c = SseConn {
+            stream,
+            parser: sse::Parser::new(MAX_LINE),
+            peer: addr,
+        };
+        c.feed(&rest, &mut Trace::default(), &mut |_| {})?;
+        Ok(c)
+    }
+
+    /// The seq of the last event read (what a resuming client sends).
+    pub fn last_id(&self) -> Option<String> {
+        self.parser.last_id().map(String::from)
+    }
+
+    /// Read until `until` (or EOF), appending seqs and gap markers to `t`; `on_msg` sees
+    /// each seq as it arrives.
+    pub fn recv_until(
+        &mut self,
+        until: Instant,
+        t: &mut Trace,
+        on_msg: &mut dyn FnMut(u64),
+    ) -> anyhow::Result<()> {
+        let mut buf = vec![0u8; 64 * 1024];
+        while Instant::now() < until && !interrupted() {
+            match self.stream.read(&mut buf) {
+                Ok(0) => return Ok(()),
+                Ok(n) => self.feed(&buf[..n], t, on_msg)?,
+                Err(e) if is_timeout(&e) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return Ok(()),
+                Err(e) => return Err(anyhow!("{}: read: {e}", self.peer)),
+            }
+        }
+        Ok(())
+    }
+
+    fn feed(
+        &mut self,
+        bytes: &[u8],
+        t: &mut Trace,
+        on_msg: &mut dyn FnMut(u64),
+    ) -> anyhow::Result<()> {
+        let mut out = Vec::new();
+        self.parser
+            .feed(bytes, &mut out)
+            .map_err(|e| anyhow!("{}: {e}", self.peer))?;
+        for ev in out {
+            match ev.event.as_deref() {
+                Some("gap") => t.gaps.push(
+                    parse_gap(&ev.data)
+                        .ok_or_else(|| anyhow!("{}: bad gap marker `{}`", self.peer, ev.data))?,
+                ),
+                _ => {
+                    let (seq, _) = payload::decode_text(&ev.data).ok_or_else(|| {
+                        anyhow!("{}: event without an integer seq: `{}`", self.peer, ev.data)
+                    })?;
+                    t.seqs.push(seq);
+                    on_msg(seq);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Leave the way `kind` says. `Silent` keeps the socket: drop the returned stream
+    /// when the client comes back.
+    pub fn leave(self, kind: Disconnect) -> Option<TcpStream> {
+        match kind {
+            Disconnect::Clean | Disconnect::Storm => {
+                let _ = self.stream.shutdown(Shutdown::Both);
+                None
+            }
+            Disconnect::Reset => {
+                let _ = socket2::SockRef::from(&self.stream).set_linger(Some(Duration::ZERO));
+                None
+            }
+            Disconnect::Silent => Some(self.stream),
+        }
+    }
+}
+
+fn is_timeout(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::WouldBlock
+            | std::io::ErrorKind::TimedOut
+            | std::io::ErrorKind::Interrupted
+    )
+}
+
+/// Read the HTTP response head; return the bytes after it. Non-200 names the status line.
+fn read_head(stream: &mut TcpStream, peer: SocketAddr) -> anyhow::Result<Vec<u8>> {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        if let Some(end) = got.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&got[..end]).to_string();
+            let status = head.lines().next().unwrap_or("").to_string();
+            if status.split(' ').nth(1) != Some("200") {
+                bail!("{peer}: GET /sse answered `{status}`");
+            }
+            return Ok(got[end + 4..].to_vec());
+        }
+        if got.len() > 16 * 1024 || Instant::now() > deadline || interrupted() {
+            bail!("{peer}: no complete HTTP response head within 5 s");
+        }
+        match stream.read(&mut buf) {
+            Ok(0) => bail!("{peer}: closed before answering GET /sse"),
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+            Err(e) if is_timeout(&e) => {}
+            Err(e) => bail!("{peer}: read: {e}"),
+        }
+    }
+}
+
+/// `{"from":A,"to":B}` of a gap marker.
+pub fn parse_gap(data: &str) -> Option<(u64, u64)> {
+    #[derive(serde::Deserialize)]
+    struct G {
+        from: u64,
+        to: u64,
+    }
+    let g: G = serde_json::from_str(data).ok()?;
+    (g.from <= g.to).then_some((g.from, g.to))
+}
+
+/// The server's latest published seq from `/poll` (rtcheck's format), to tell replayed
+/// messages from live ones; None for a server without it.
+pub fn latest_seq(addr: SocketAddr) -> Option<u64> {
+    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(2)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
+    let req = format!(
+        "GET /poll?since={} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n",
+        u64::MAX
+    );
+    s.write_all(req.as_bytes()).ok()?;
+    let mut body = Vec::new();
+    s.take(1 << 20).read_to_end(&mut body).ok()?;
+    let text = String::from_utf8_lossy(&body);
+    let json = &text[text.find("\r\n\r\n")? + 4..];
+    let v: serde_json::Value = serde_json::from_str(json.trim()).ok()?;
+    v.get("latest")?.as_u64()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gap_markers_parse_or_are_refused() {
+        assert_eq!(parse_gap(r#"{"from":3,"to":9}"#), Some((3, 9)));
+        assert_eq!(parse_gap(r#"{"to":9,"from":3}"#), Some((3, 9)));
+        assert_eq!(parse_gap(r#"{"from":9,"to":3}"#), None);
+        assert_eq!(parse_gap("nope"), None);
+        assert_eq!(
+            Disconnect::ALL.map(|d| d.name()),
+            ["clean", "reset", "silent", "storm"]
+        );
+    }
+}
