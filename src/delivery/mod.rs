@@ -3,3 +3,4 @@
 //! twice or out of order, and whether every loss was announced by a gap marker.
 pub mod account;
 pub mod client;
+pub mod run;
