@@ -51,6 +51,8 @@ pub struct SseConn {
     stream: TcpStream,
     parser: sse::Parser,
     peer: SocketAddr,
+    /// Bytes that came with the response head (the replay and gap marker often do).
+    pending: Vec<u8>,
 }
 
 impl SseConn {
@@ -67,13 +69,12 @@ impl SseConn {
         req.push_str("\r\n");
         stream.write_all(req.as_bytes())?;
         let rest = read_head(&mut stream, addr)?;
-        let mut c = SseConn {
+        Ok(SseConn {
             stream,
             parser: sse::Parser::new(MAX_LINE),
             peer: addr,
-        };
-        c.feed(&rest, &mut Trace::default(), &mut |_| {})?;
-        Ok(c)
+            pending: rest,
+        })
     }
 
     /// The seq of the last event read (what a resuming client sends).
@@ -89,6 +90,8 @@ impl SseConn {
         t: &mut Trace,
         on_msg: &mut dyn FnMut(u64),
     ) -> anyhow::Result<()> {
+        let pending = std::mem::take(&mut self.pending);
+        self.feed(&pending, t, on_msg)?;
         let mut buf = vec![0u8; 64 * 1024];
         while Instant::now() < until && !interrupted() {
             match self.stream.read(&mut buf) {
