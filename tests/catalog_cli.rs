@@ -1,6 +1,6 @@
 //! `rtcheck evidence` and `rtcheck checklist` through the binary: values, formats, errors.
 mod common;
-use common::rtcheck_isolated;
+use common::{rtcheck, rtcheck_isolated};
 use serde_json::Value;
 
 fn json(args: &[&str]) -> Value {
@@ -222,4 +222,38 @@ fn colour_follows_the_flag() {
         .output()
         .unwrap();
     assert!(!String::from_utf8(out.stdout).unwrap().contains("\x1b["));
+}
+
+#[test]
+fn evidence_sources_lists_the_five_articles() {
+    let out = rtcheck()
+        .args(["evidence", "--sources", "--format", "json"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    let all = v.as_array().unwrap();
+    assert_eq!(all.len(), 5);
+    assert_eq!(all[0]["id"], "000");
+    assert_eq!(all[0]["title"], "Tail latency at 10,000 connections");
+    assert_eq!(all[0]["file"], "000_e1c3734766ed1120.txt");
+    assert_eq!(all[0]["parts_cited"], serde_json::json!(["part 11"]));
+    assert_eq!(all[4]["parts_cited"], serde_json::json!(["part 45"]));
+    let text = rtcheck()
+        .args(["evidence", "--sources"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let text = String::from_utf8(text).unwrap();
+    for id in ["000", "001", "002", "003", "004"] {
+        assert!(text.contains(&format!("{id}_")), "{text}");
+    }
+    rtcheck()
+        .args(["evidence", "ulimit-n", "--sources"])
+        .assert()
+        .code(2);
 }

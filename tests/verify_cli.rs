@@ -160,7 +160,7 @@ fn ctrl_c_stops_the_run_and_leaves_no_server_behind() {
         .unwrap();
     let pid = child.id();
     // Wait for the embedded server child to be up.
-    let until = Instant::now() + Duration::from_secs(10);
+    let until = Instant::now() + Duration::from_secs(30);
     let servers = loop {
         let c = children_of(pid);
         if !c.is_empty() {
@@ -175,7 +175,7 @@ fn ctrl_c_stops_the_run_and_leaves_no_server_behind() {
         nix::sys::signal::Signal::SIGINT,
     )
     .unwrap();
-    let until = Instant::now() + Duration::from_secs(10);
+    let until = Instant::now() + Duration::from_secs(30);
     let status = loop {
         if let Some(st) = child.try_wait().unwrap() {
             break st;

@@ -3,7 +3,7 @@
 use super::output::{AllFormats, OutputArgs};
 use super::{parse_count, Ctx, DEFAULT_CONNECTIONS};
 use crate::audit::{self, Host, Roots};
-use crate::findings::FailOn;
+use crate::findings::{outcome, FailOn, Outcome};
 use crate::profile::{Profile, Role, Transport};
 use crate::report::{self, FindingsReport, Format, Palette};
 use std::path::PathBuf;
@@ -21,7 +21,8 @@ Examples:
   rtcheck audit --pid $(pidof myserver)                the limits of a running service
   docker run -v /proc:/host/proc:ro -v /sys:/host/sys:ro ... rtcheck audit --procfs /host/proc --sysfs /host/sys
 
-Exit codes: 0 nothing at or above --fail-on, 1 something is, 2 usage or runtime error.")]
+Exit codes: 0 nothing at or above --fail-on, 1 something is (or a required check was not
+measured), 2 usage or runtime error (or nothing could be measured).")]
 pub struct AuditArgs {
     /// Workload profile (from `rtcheck choose --save`); flags override its values.
     #[arg(long, value_name = "FILE")]
@@ -46,7 +47,8 @@ pub struct AuditArgs {
     pub pid: Option<u32>,
     #[command(flatten)]
     pub out: OutputArgs<AllFormats>,
-    /// Lowest status that makes the exit code 1.
+    /// Lowest status that makes the exit code 1 (skip: also a check that could not be
+    /// measured). A required check not measured is exit 1, nothing measured exit 2.
     #[arg(long, value_enum, default_value_t = FailOn::Fail)]
     pub fail_on: FailOn,
     /// Show these checks as skipped (by request); they still appear in the report.
@@ -141,11 +143,22 @@ pub fn run(a: AuditArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
         .findings
         .iter()
         .any(|f| f.verification.as_ref().is_some_and(|v| !v.valid));
+    let outcome = outcome(
+        &r.findings,
+        a.fail_on,
+        &audit::checks::required_ids(),
+        &a.skip,
+    );
+    if let Outcome::Nothing(why) = &outcome {
+        anyhow::bail!("audit: {why}");
+    }
     let out = render(&r, a.out.format, a.fail_on, a.out.palette(ctx.color))?;
     a.out.emit(&out)?;
-    Ok(if a.fail_on.trips(&r.summary) || invalid_measurement {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
+    if let Outcome::Unmeasured(why) = &outcome {
+        eprintln!("rtcheck: audit: {why}");
+    }
+    Ok(match outcome {
+        Outcome::Clean if !invalid_measurement => ExitCode::SUCCESS,
+        _ => ExitCode::from(1),
     })
 }

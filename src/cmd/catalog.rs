@@ -11,10 +11,14 @@ use std::process::ExitCode;
 #[command(after_help = "Examples:
   rtcheck evidence                     all measured numbers, as a table
   rtcheck evidence ulimit-n            one entry, with the checklist items citing it
-  rtcheck evidence --format json       every entry as JSON (id, claim, values, context, source)")]
+  rtcheck evidence --format json       every entry as JSON (id, claim, values, context, source)
+  rtcheck evidence --sources           the five articles: id, title, file, parts cited")]
 pub struct EvidenceArgs {
     /// Evidence id to show (all when omitted).
     pub id: Option<String>,
+    /// List the five source articles (id, title, seed file, parts cited) instead.
+    #[arg(long, conflicts_with = "id")]
+    pub sources: bool,
     #[command(flatten)]
     pub out: OutputArgs<HumanFormats>,
 }
@@ -35,6 +39,15 @@ pub struct ChecklistArgs {
 pub fn run_evidence(a: EvidenceArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
     let p = a.out.palette(ctx.color);
     let out = match &a.id {
+        None if a.sources => {
+            let all = evidence::sources();
+            match a.out.format {
+                Format::Json => crate::report::json::render(&all)?,
+                Format::Yaml => crate::report::yaml::render(&all)?,
+                Format::Markdown => crate::report::markdown::evidence::sources(&all),
+                _ => crate::report::text::evidence::sources(&all, &p),
+            }
+        }
         None => {
             let all: Vec<EvidenceView> = evidence::store()
                 .entries

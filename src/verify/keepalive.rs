@@ -189,7 +189,7 @@ fn dead_peer_verdict(
             h.since_pong.as_secs_f64()
         ),
         format!(
-            "expected {low:.2}..{high:.2} s: pong-wait after the last pong, at most one ping interval later"
+            "expected {low:.2}..{high:.2} s (± {SLACK_S} s of timer and scheduling slack): pong-wait after the last pong, at most one ping interval later"
         ),
         "the silent peer's kernel still ACKs: TCP alone never reports it (Go's default keepalive needed 150 s)".into(),
     ];
@@ -215,14 +215,14 @@ fn dead_peer_verdict(
     let valid = matches!(removed, Ok(r) if *r >= 1);
     let verdict = if !valid {
         "invalid: the connection closed but the server did not count a removal".to_string()
-    } else if measured >= low - 0.25 && measured <= high + 0.25 {
+    } else if within_window(measured, low, high) {
         format!(
-            "confirms: the server noticed the silent peer after {measured:.2} s (pong-wait {} after the last pong); reference {ref_s} s at 5 s/8 s",
+            "confirms: the server noticed the silent peer after {measured:.2} s, inside {low:.2}..{high:.2} s ± {SLACK_S} s (pong-wait {} after the last pong); reference {ref_s} s at 5 s/8 s",
             fmt_duration(wait)
         )
     } else {
         format!(
-            "differs: {measured:.2} s is outside the expected {low:.2}..{high:.2} s; reference {ref_s} s at 5 s/8 s"
+            "differs: {measured:.2} s is outside the expected {low:.2}..{high:.2} s ± {SLACK_S} s; reference {ref_s} s at 5 s/8 s"
         )
     };
     verification(
@@ -381,14 +381,14 @@ fn read_deadline_verdict(
                 max_gap.as_millis()
             )
         }
-    } else if (measured - target).abs() <= 0.05 * target + 0.25 {
+    } else if (measured - target).abs() <= 0.05 * target + SLACK_S {
         format!(
-            "confirms: a healthy but quiet client was closed after {measured:.2} s, its deadline {}; pair a read deadline with ping (reference {ref_d} s)",
+            "confirms: a healthy but quiet client was closed after {measured:.2} s, its deadline {} (± 5% + {SLACK_S} s); pair a read deadline with ping (reference {ref_d} s)",
             fmt_duration(d)
         )
     } else {
         format!(
-            "differs: closed after {measured:.2} s, deadline {}",
+            "differs: closed after {measured:.2} s, deadline {} (± 5% + {SLACK_S} s)",
             fmt_duration(d)
         )
     };
@@ -463,9 +463,28 @@ pub fn run(run: &Run) -> anyhow::Result<Vec<Verification>> {
     Ok(out)
 }
 
+/// Slack on every expected window, printed with it: the server's timers, this 5 ms poll
+/// loop and scheduling on a loaded host shift an observed close by up to this much.
+pub const SLACK_S: f64 = 0.25;
+
+/// Whether a measured detection time is inside the predicted window widened by the slack.
+pub fn within_window(measured: f64, low: f64, high: f64) -> bool {
+    measured >= low - SLACK_S && measured <= high + SLACK_S
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_window_is_the_printed_one() {
+        // The case: 0.548 s against 0.56..0.96 s is inside only with the slack,
+        // which the text now prints.
+        assert!(within_window(0.548, 0.56, 0.96));
+        assert!(within_window(1.21, 0.56, 0.96));
+        assert!(!within_window(0.30, 0.56, 0.96));
+        assert!(!within_window(1.22, 0.56, 0.96));
+    }
 
     #[test]
     fn prediction_window() {

@@ -152,7 +152,7 @@ pub fn binary() -> PathBuf {
 /// One raw HTTP exchange on a fresh connection (Connection: close): (status, body).
 pub fn http(addr: SocketAddr, request: &str) -> (u16, String) {
     let mut s = TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
     s.write_all(request.as_bytes()).unwrap();
     let mut out = Vec::new();
     let _ = s.read_to_end(&mut out);
