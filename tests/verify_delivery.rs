@@ -105,7 +105,7 @@ fn bad_flags_are_one_line_exit_2() {
         (vec!["--ring", "lots"], "--ring"),
         (vec!["--server", "http://10.0.0.1:80"], "not a loopback"),
         (vec!["--server", "127.0.0.1:80"], "http://HOST:PORT"),
-        (vec!["--transport", "websocket"], "sse only"),
+        (vec!["--transport", "websocket"], "sse and poll only"),
         (vec!["--connections", "100000"], "at most 500"),
         (vec!["--rate", "0"], "--rate"),
         (vec!["fd-limit"], "runs alone"),
@@ -175,4 +175,30 @@ fn bad_resume_ids_get_a_defined_answer() {
     );
     let (code, _) = common::http_get(srv.addr, "/healthz");
     assert_eq!(code, 200);
+}
+
+#[test]
+fn polling_clients_resume_with_since_and_see_the_same_gaps() {
+    let (code, v) = delivery_json(&["--delivery", "seq-ring", "--transport", "poll"]);
+    assert_eq!(code, 0, "{v:#}");
+    let kinds: Vec<&str> = v["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["disconnect"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["clean", "storm", "clean", "clean"], "{v:#}");
+    for d in ["clean", "storm"] {
+        let r = run(&v, "seq-ring", d, "within-ring");
+        assert_eq!(
+            (r["lost"].as_u64(), r["lost_silently"].as_u64()),
+            (Some(0), Some(0)),
+            "{r}"
+        );
+    }
+    let over = run(&v, "seq-ring", "clean", "beyond-ring");
+    assert!(over["gaps"].as_u64().unwrap() > 0, "{over}");
+    assert_eq!(over["lost_silently"], 0, "{over}");
+    let ctl = run(&v, "no-seq", "clean", "within-ring");
+    assert!(ctl["lost_silently"].as_u64().unwrap() > 0, "{ctl}");
 }

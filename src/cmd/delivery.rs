@@ -115,8 +115,8 @@ pub fn run(
     out: &super::OutputArgs<super::output::AllFormats>,
     ctx: Ctx,
 ) -> anyhow::Result<ExitCode> {
-    if f.transport != "sse" {
-        bail!("--transport {}: this build measures delivery over sse only (websocket and poll resume are not built yet)", f.transport);
+    if f.transport == "websocket" {
+        bail!("--transport websocket: this build measures delivery over sse and poll only (WebSocket resume is not built yet)");
     }
     let o = options(f, connections, timeout)?;
     o.validate()?;

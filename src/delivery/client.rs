@@ -196,22 +196,130 @@ pub fn parse_gap(data: &str) -> Option<(u64, u64)> {
     (g.from <= g.to).then_some((g.from, g.to))
 }
 
+/// One `GET path` with a Content-Length body (5 s bound): (status, body).
+pub fn get(addr: SocketAddr, path: &str) -> anyhow::Result<(u16, String)> {
+    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(2))
+        .with_context(|| format!("{addr}: connect"))?;
+    s.set_read_timeout(Some(TICK))?;
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )?;
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let (mut got, mut buf) = (Vec::new(), [0u8; 16 * 1024]);
+    loop {
+        if let Some(end) = got.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&got[..end]).to_ascii_lowercase();
+            let status = head
+                .split(' ')
+                .nth(1)
+                .and_then(|c| c.parse().ok())
+                .unwrap_or(0);
+            let len = head
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length:"))
+                .and_then(|v| v.trim().parse::<usize>().ok());
+            if let Some(len) = len.filter(|&l| got.len() >= end + 4 + l) {
+                let body = String::from_utf8_lossy(&got[end + 4..end + 4 + len]).into_owned();
+                return Ok((status, body));
+            }
+        }
+        if got.len() > 64 << 20 || Instant::now() > deadline || interrupted() {
+            bail!("{addr}: GET {path}: no complete response within 5 s");
+        }
+        match s.read(&mut buf) {
+            Ok(0) => bail!("{addr}: GET {path}: closed before a complete response"),
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+            Err(e) if is_timeout(&e) => {}
+            Err(e) => bail!("{addr}: GET {path}: {e}"),
+        }
+    }
+}
+
 /// The server's latest published seq from `/poll` (rtcheck's format), to tell replayed
 /// messages from live ones; None for a server without it.
 pub fn latest_seq(addr: SocketAddr) -> Option<u64> {
-    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(2)).ok()?;
-    s.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
-    let req = format!(
-        "GET /poll?since={} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n",
-        u64::MAX
-    );
-    s.write_all(req.as_bytes()).ok()?;
-    let mut body = Vec::new();
-    s.take(1 << 20).read_to_end(&mut body).ok()?;
-    let text = String::from_utf8_lossy(&body);
-    let json = &text[text.find("\r\n\r\n")? + 4..];
-    let v: serde_json::Value = serde_json::from_str(json.trim()).ok()?;
+    let (code, body) = get(addr, &format!("/poll?since={}", u64::MAX)).ok()?;
+    let v: serde_json::Value = serde_json::from_str(&body).ok().filter(|_| code == 200)?;
     v.get("latest")?.as_u64()
+}
+
+/// A polling client: `GET /poll?since=S`; "leaving" is not polling.
+pub struct PollConn {
+    addr: SocketAddr,
+    since: u64,
+    every: Duration,
+}
+
+impl PollConn {
+    /// Start after `since` (the last seq it has; for a fresh client, the server's latest).
+    pub fn new(addr: SocketAddr, since: u64, rate: f64) -> PollConn {
+        // Twice per message, between 10 ms and 500 ms: the gap is the server's ring, not us.
+        let every = Duration::from_secs_f64((0.5 / rate.max(1e-3)).clamp(0.01, 0.5));
+        PollConn { addr, since, every }
+    }
+
+    pub fn since(&self) -> u64 {
+        self.since
+    }
+
+    pub fn recv_until(
+        &mut self,
+        until: Instant,
+        t: &mut Trace,
+        on_msg: &mut dyn FnMut(u64),
+    ) -> anyhow::Result<()> {
+        while Instant::now() < until && !interrupted() {
+            let (code, body) = get(self.addr, &format!("/poll?since={}", self.since))?;
+            if code != 200 {
+                bail!("{}: /poll answered {code}", self.addr);
+            }
+            let p = parse_poll(&body)
+                .ok_or_else(|| anyhow!("{}: /poll: not the poll format: {body:.200}", self.addr))?;
+            if let Some(g) = poll_gap(self.since, &p) {
+                t.gaps.push(g);
+            }
+            for &seq in &p.seqs {
+                t.seqs.push(seq);
+                on_msg(seq);
+                self.since = self.since.max(seq);
+            }
+            std::thread::sleep(
+                self.every
+                    .min(until.saturating_duration_since(Instant::now())),
+            );
+        }
+        Ok(())
+    }
+}
+
+/// One `/poll` answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Poll {
+    pub gap: bool,
+    pub oldest: Option<u64>,
+    pub seqs: Vec<u64>,
+}
+
+pub fn parse_poll(body: &str) -> Option<Poll> {
+    let v: serde_json::Value = serde_json::from_str(body).ok()?;
+    let seqs = v
+        .get("messages")?
+        .as_array()?
+        .iter()
+        .map(|m| m.get("seq")?.as_u64())
+        .collect::<Option<Vec<u64>>>()?;
+    Some(Poll {
+        gap: v.get("gap").and_then(|g| g.as_bool()).unwrap_or(false),
+        oldest: v.get("oldest").and_then(|o| o.as_u64()),
+        seqs,
+    })
+}
+
+/// The range a poll answer says is gone: `since + 1 ..= oldest - 1` when `gap`.
+pub fn poll_gap(since: u64, p: &Poll) -> Option<(u64, u64)> {
+    let oldest = p.oldest.filter(|_| p.gap)?;
+    (oldest > since.saturating_add(1)).then(|| (since + 1, oldest - 1))
 }
 
 #[cfg(test)]

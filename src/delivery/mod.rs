@@ -63,9 +63,9 @@ impl DeliveryOptions {
                 self.ring_messages
             );
         }
-        if self.transport != "sse" {
+        if !["sse", "poll"].contains(&self.transport.as_str()) {
             bail!(
-                "--transport {}: this build measures delivery over sse only",
+                "--transport {}: this build measures delivery over sse and poll only",
                 self.transport
             );
         }
@@ -95,7 +95,12 @@ pub fn specs(o: &DeliveryOptions) -> Vec<RunSpec> {
     let n = o.connections as usize;
     let mut v = Vec::new();
     if o.delivery.iter().any(|d| d == "seq-ring") {
-        for d in Disconnect::ALL {
+        // A polling client has no connection to close: it only stops polling.
+        let kinds: &[Disconnect] = match o.transport.as_str() {
+            "poll" => &[Disconnect::Clean, Disconnect::Storm],
+            _ => &Disconnect::ALL,
+        };
+        for &d in kinds {
             v.push(RunSpec {
                 delivery: "seq-ring",
                 disconnect: d,
@@ -162,7 +167,11 @@ pub fn measure(o: &DeliveryOptions) -> anyhow::Result<DeliveryReport> {
     };
     let specs = specs(o);
     let ring_bytes = if child.is_some() { o.ring_bytes() } else { 0 };
-    let runs = run::run_all(addr, &specs, Phases::for_rate(o.rate), ring_bytes)?;
+    let phases = Phases {
+        poll: o.transport == "poll",
+        ..Phases::for_rate(o.rate)
+    };
+    let runs = run::run_all(addr, &specs, phases, ring_bytes)?;
     drop(child);
     let findings = findings(o, &runs);
     Ok(DeliveryReport {

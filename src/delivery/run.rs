@@ -2,7 +2,7 @@
 //! reconnect and resume; then count. Runs share one server and go at the same time, so
 //! the whole experiment takes about the longest run.
 use super::account::{self, Counts, Trace};
-use super::client::{latest_seq, Disconnect, SseConn};
+use super::client::{latest_seq, Disconnect, PollConn, SseConn};
 use crate::sys::signal::interrupted;
 use anyhow::{anyhow, bail};
 use serde::Serialize;
@@ -28,6 +28,9 @@ pub struct Phases {
     /// Receiving before leaving, and after coming back.
     pub before: Duration,
     pub after: Duration,
+    /// Poll `/poll?since` instead of holding an SSE stream.
+    pub poll: bool,
+    pub rate: f64,
 }
 
 impl Phases {
@@ -37,6 +40,8 @@ impl Phases {
         Phases {
             before: d,
             after: d,
+            poll: false,
+            rate,
         }
     }
 }
@@ -49,6 +54,54 @@ pub struct ClientResult {
     pub resume_ms: Option<f64>,
 }
 
+/// A client's current connection.
+enum Conn {
+    Sse(SseConn),
+    Poll(PollConn),
+}
+
+impl Conn {
+    /// Connect fresh (`resume` None) or resume after a seq.
+    fn open(addr: SocketAddr, ph: Phases, resume: Option<String>) -> anyhow::Result<Conn> {
+        if !ph.poll {
+            return Ok(Conn::Sse(SseConn::open(addr, resume.as_deref())?));
+        }
+        let since = match resume.and_then(|r| r.parse().ok()) {
+            Some(s) => s,
+            None => latest_seq(addr).ok_or_else(|| anyhow!("{addr}: /poll has no `latest`"))?,
+        };
+        Ok(Conn::Poll(PollConn::new(addr, since, ph.rate)))
+    }
+
+    fn recv_until(
+        &mut self,
+        until: Instant,
+        t: &mut Trace,
+        f: &mut dyn FnMut(u64),
+    ) -> anyhow::Result<()> {
+        match self {
+            Conn::Sse(c) => c.recv_until(until, t, f),
+            Conn::Poll(c) => c.recv_until(until, t, f),
+        }
+    }
+
+    /// Where it would resume: the last seq it has.
+    fn resume_point(&self) -> Option<String> {
+        match self {
+            Conn::Sse(c) => c.last_id(),
+            Conn::Poll(c) => Some(c.since().to_string()),
+        }
+    }
+
+    /// Leave; a silent SSE client keeps its socket until it comes back.
+    fn leave(self, kind: Disconnect) -> Option<std::net::TcpStream> {
+        match self {
+            Conn::Sse(c) => c.leave(kind),
+            Conn::Poll(_) => None,
+        }
+    }
+}
+
 /// One client's whole life.
 pub fn client(
     addr: SocketAddr,
@@ -57,13 +110,15 @@ pub fn client(
     storm: &Barrier,
 ) -> anyhow::Result<ClientResult> {
     let mut t = Trace::default();
-    let mut c = SseConn::open(addr, None)?;
+    let mut c = Conn::open(addr, ph, None)?;
     c.recv_until(Instant::now() + ph.before, &mut t, &mut |_| {})?;
     let Some(&first) = t.seqs.first() else {
         bail!("{addr}: no message within {:?} of connecting", ph.before);
     };
     t.first_expected = first;
-    let resume_id = (spec.delivery != "no-seq").then(|| c.last_id()).flatten();
+    let resume_id = (spec.delivery != "no-seq")
+        .then(|| c.resume_point())
+        .flatten();
     if spec.disconnect == Disconnect::Storm {
         storm.wait();
     }
@@ -75,7 +130,7 @@ pub fn client(
     }
     let latest = latest_seq(addr);
     let t0 = Instant::now();
-    let mut c = SseConn::open(addr, resume_id.as_deref())?;
+    let mut c = Conn::open(addr, ph, resume_id)?;
     let mut resume_ms = None;
     c.recv_until(Instant::now() + ph.after, &mut t, &mut |seq| {
         if resume_ms.is_none() && latest.is_none_or(|l| seq > l) {
