@@ -13,6 +13,7 @@ pub mod net;
 pub mod outfile;
 pub mod profile;
 pub mod report;
+pub mod review;
 pub mod sys;
 pub mod units;
 pub mod verify;

@@ -20,6 +20,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("bench", 2),
     ("delivery", 2),
     ("net", 2),
+    ("review", 2),
     ("report", 3),
     ("cmd", 4),
     ("app", 4),

@@ -137,10 +137,11 @@ fn auto_colour_goes_to_a_terminal_never_into_a_file() {
 
 #[test]
 fn every_command_with_a_report_has_dash_o_and_lists_only_its_formats() {
-    let cases: [(&[&str], &str); 7] = [
+    let cases: [(&[&str], &str); 8] = [
         (&["choose"], "text, json, yaml, markdown]"),
         (&["audit"], "text, json, yaml, markdown, junit, github]"),
         (&["verify"], "text, json, yaml, markdown, junit, github]"),
+        (&["review"], "text, json, yaml, markdown, junit, github]"),
         (&["evidence"], "text, json, yaml, markdown]"),
         (&["checklist"], "text, json, yaml, markdown]"),
         (&["bench", "fanout"], "text, json, markdown]"),

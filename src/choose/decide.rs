@@ -13,6 +13,10 @@ pub const Q2: &str = "Is the upstream (client to server) dense, or is it binary?
 pub const Q3: &str = "What happens if one message is lost?";
 pub const Q4: &str = "How many connections, on how many machines?";
 
+/// Said wherever pub/sub meets a replay design (seq-ring, session-ack): the series
+/// measured replay on one node only (REFERENCE "not measured": Redis Streams).
+pub const CROSS_NODE_REPLAY_NOTE: &str = "Replay across nodes (a client reconnecting to another node with its last sequence number) was not measured by the series; plan it (e.g. Redis Streams) and measure it with rtcheck's cluster bench once it lands.";
+
 /// Below this, only push meets the freshness target.
 pub const PUSH_ONLY_BELOW: Duration = Duration::from_secs(1);
 /// From this up, polling is recommended (push below).
@@ -193,7 +197,7 @@ pub fn decide(p: &Profile) -> Result<Recommendation, String> {
     let q2 = q2(p, transport, push_transport, &mut notes);
     let (delivery, q3) = q3(loss);
     let (topology, q4) = q4(p);
-    notes.extend(shape_notes(p, transport, topology));
+    notes.extend(shape_notes(p, transport, delivery, topology));
 
     let mut profile = p.clone();
     profile.transport = Some(transport);
@@ -443,8 +447,14 @@ fn q4(p: &Profile) -> (Topology, Reason) {
 }
 
 /// Notes on the shape of the deployment: scale beyond what was measured, polling with a
-/// meeting point, a transport the profile gave that the answers now contradict.
-fn shape_notes(p: &Profile, transport: Transport, topology: Topology) -> Vec<String> {
+/// meeting point, replay across nodes (not measured), a transport the profile gave that the
+/// answers now contradict.
+fn shape_notes(
+    p: &Profile,
+    transport: Transport,
+    delivery: Delivery,
+    topology: Topology,
+) -> Vec<String> {
     let cpm = p.connections_per_machine();
     let mut notes = Vec::new();
     if cpm > ONE_PROCESS_LIMIT && transport != Transport::Polling {
@@ -452,6 +462,9 @@ fn shape_notes(p: &Profile, transport: Transport, topology: Topology) -> Vec<Str
             "{} connections per machine is above the 10,000 the series measured on one machine; check the host with `rtcheck audit` (open files, RAM, ports).",
             fmt_num(cpm as f64)
         ));
+    }
+    if topology == Topology::Pubsub && delivery != Delivery::Snapshot {
+        notes.push(CROSS_NODE_REPLAY_NOTE.into());
     }
     if transport == Transport::Polling && topology == Topology::Pubsub {
         notes.push("With polling the meeting point can be the store the polls read from; each event still takes one path.".into());
@@ -594,6 +607,10 @@ mod tests {
             .collect();
         assert_eq!(ids, ["redis-pubsub", "single-path", "presence-ttl"]);
         assert_eq!(r.sizing.connections_per_machine, 10_000);
+        assert!(r.notes.iter().any(|n| n == CROSS_NODE_REPLAY_NOTE));
+        p.loss = Some(Loss::Replaceable);
+        let r = decide(&p).unwrap();
+        assert!(!r.notes.iter().any(|n| n == CROSS_NODE_REPLAY_NOTE));
     }
 
     #[test]
@@ -768,7 +785,7 @@ mod tests {
         let r = q2(&p, Transport::Polling, Transport::Websocket, &mut notes);
         assert!(r.decision.contains("POST"), "{}", r.decision);
         assert_eq!(notes.len(), 1, "dense upstream with polling is named");
-        let n = shape_notes(&p, Transport::Polling, Topology::Pubsub);
+        let n = shape_notes(&p, Transport::Polling, Delivery::Snapshot, Topology::Pubsub);
         assert!(n.iter().any(|n| n.contains("meeting point")), "{n:?}");
         let polling = must_haves(Transport::Polling);
         let push = must_haves(Transport::Sse);

@@ -2,7 +2,7 @@
 //! the renderer, write). Nothing below this layer imports it.
 //!
 //! Layers point down: data (units, evidence, checklist, profile) <- domain (findings,
-//! choose, audit, verify, bench, net) <- report (models, one renderer per format) <- cmd.
+//! choose, audit, verify, bench, net, review) <- report (models, one renderer per format) <- cmd.
 pub mod audit;
 pub mod bench;
 pub mod catalog;
@@ -11,6 +11,7 @@ pub mod delivery;
 pub mod guided;
 pub mod output;
 pub mod prompts;
+pub mod review;
 pub mod verify;
 
 use clap::{Parser, Subcommand};
@@ -64,6 +65,8 @@ pub enum Command {
     Bench(bench::BenchArgs),
     /// Demonstrate audit findings live on loopback.
     Verify(verify::VerifyArgs),
+    /// Walk the application checklist, check declared values against the rules, gate CI.
+    Review(review::ReviewArgs),
     /// Print a shell completion script.
     Completions {
         #[arg(value_enum)]

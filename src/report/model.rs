@@ -1,5 +1,5 @@
 //! Report envelopes the renderers take: `FindingsReport` (audit, and verify as findings for
-//! junit/github) and `VerifyReport` (verify), built by the command layer from what the
+//! junit/github), `VerifyReport` (verify) and `ReviewReport` (review), built by the command layer from what the
 //! domain produced. The findings themselves (`Finding`, `Status`, `Summary`, ...) live in
 //! `crate::findings`; `choose` (Recommendation) and `bench` (BenchReport) keep their result
 //! types next to their domain code. Renderers import models, never the reverse.
@@ -42,6 +42,17 @@ impl FindingsReport {
             duration_ms: (duration_ms * 1000.0).round() / 1000.0,
         }
     }
+}
+
+/// The result of `rtcheck review`: the common findings report (so junit and github render
+/// it like an audit) plus the review's own details.
+#[derive(Debug, Clone, Serialize)]
+pub struct ReviewReport {
+    #[serde(flatten)]
+    pub report: FindingsReport,
+    pub items: Vec<crate::review::ReviewItem>,
+    pub left_out: Vec<crate::review::LeftOut>,
+    pub notes: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
