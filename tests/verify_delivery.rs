@@ -202,3 +202,62 @@ fn polling_clients_resume_with_since_and_see_the_same_gaps() {
     let ctl = run(&v, "no-seq", "clean", "within-ring");
     assert!(ctl["lost_silently"].as_u64().unwrap() > 0, "{ctl}");
 }
+
+/// Messages of a WebSocket resumed with `/ws?since=SEQ` until `n` binary payloads: the
+/// text frames (gap markers) and the seqs.
+fn ws_resume(addr: std::net::SocketAddr, since: &str, n: usize) -> (Vec<String>, Vec<u64>) {
+    use tokio_tungstenite::tungstenite::{connect, Message};
+    let (mut ws, _) = connect(format!("ws://{addr}/ws?since={since}")).unwrap();
+    let (mut texts, mut seqs) = (Vec::new(), Vec::new());
+    while seqs.len() < n {
+        match ws.read().unwrap() {
+            Message::Text(t) => texts.push(t.to_string()),
+            Message::Binary(b) => seqs.push(rtcheck::net::payload::decode(&b).unwrap().0),
+            _ => {}
+        }
+    }
+    (texts, seqs)
+}
+
+#[test]
+fn websocket_resume_replays_the_ring_or_sends_the_same_gap_marker_as_sse() {
+    let srv = Server::start(&["--rate", "50", "--size", "128", "--ring", "10"]);
+    let t0 = Instant::now();
+    let mut oldest = 0;
+    while t0.elapsed() < Duration::from_secs(20) && oldest <= 5 {
+        let (_, body) = common::http_get(srv.addr, "/poll?since=0");
+        let v: Value = serde_json::from_str(&body).unwrap();
+        oldest = v["oldest"].as_u64().unwrap_or(0);
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // Far in the past: the gap marker first, then the ring from its oldest, in order.
+    let (texts, seqs) = ws_resume(srv.addr, "1", 12);
+    let gap: Value = serde_json::from_str(&texts[0]).unwrap();
+    assert_eq!(gap["from"], 2, "{texts:?}");
+    let to = gap["to"].as_u64().unwrap();
+    assert_eq!(
+        seqs[0],
+        to + 1,
+        "replay starts right after the gap: {seqs:?}"
+    );
+    assert!(
+        seqs.windows(2).all(|w| w[1] == w[0] + 1),
+        "no loss, no dup: {seqs:?}"
+    );
+    // Inside the ring: no gap, the replay continues from since + 1.
+    let (_, body) = common::http_get(srv.addr, "/poll?since=0");
+    let latest = serde_json::from_str::<Value>(&body).unwrap()["latest"]
+        .as_u64()
+        .unwrap();
+    let (texts, seqs) = ws_resume(srv.addr, &(latest - 3).to_string(), 5);
+    assert!(texts.is_empty(), "{texts:?}");
+    assert_eq!(seqs[0], latest - 2, "{seqs:?}");
+    assert!(seqs.windows(2).all(|w| w[1] == w[0] + 1), "{seqs:?}");
+    // From the future: live messages, no gap.
+    let (texts, seqs) = ws_resume(srv.addr, "18446744073709551615", 2);
+    assert!(texts.is_empty() && seqs.len() == 2, "{texts:?}");
+    // Not a number: a 400 naming the parameter, before any upgrade.
+    let (code, body) = common::http_get(srv.addr, "/ws?since=abc");
+    assert_eq!(code, 400, "{body}");
+    assert!(body.contains("since"), "{body}");
+}
