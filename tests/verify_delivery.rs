@@ -105,7 +105,6 @@ fn bad_flags_are_one_line_exit_2() {
         (vec!["--ring", "lots"], "--ring"),
         (vec!["--server", "http://10.0.0.1:80"], "not a loopback"),
         (vec!["--server", "127.0.0.1:80"], "http://HOST:PORT"),
-        (vec!["--transport", "websocket"], "sse and poll only"),
         (vec!["--connections", "100000"], "at most 500"),
         (vec!["--rate", "0"], "--rate"),
         (vec!["fd-limit"], "runs alone"),
@@ -260,4 +259,22 @@ fn websocket_resume_replays_the_ring_or_sends_the_same_gap_marker_as_sse() {
     let (code, body) = common::http_get(srv.addr, "/ws?since=abc");
     assert_eq!(code, 400, "{body}");
     assert!(body.contains("since"), "{body}");
+}
+
+#[test]
+fn websocket_clients_resume_with_since_for_every_way_of_leaving() {
+    let (code, v) = delivery_json(&["--delivery", "seq-ring", "--transport", "websocket"]);
+    assert_eq!(code, 0, "{v:#}");
+    for d in ["clean", "reset", "silent", "storm"] {
+        let r = run(&v, "seq-ring", d, "within-ring");
+        assert_eq!(
+            (r["lost"].as_u64(), r["lost_silently"].as_u64()),
+            (Some(0), Some(0)),
+            "{d}: {r}"
+        );
+        assert!(r["received"].as_u64().unwrap() > 0, "{r}");
+    }
+    let over = run(&v, "seq-ring", "clean", "beyond-ring");
+    assert!(over["gaps"].as_u64().unwrap() > 0, "{over}");
+    assert_eq!(over["lost_silently"], 0, "{over}");
 }

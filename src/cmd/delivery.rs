@@ -5,7 +5,7 @@ use crate::delivery::{self, DeliveryOptions, DeliveryReport};
 use crate::findings::FailOn;
 use crate::profile::Profile;
 use crate::report::{FindingsReport, Format, Palette};
-use anyhow::{anyhow, bail};
+use anyhow::anyhow;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -115,9 +115,6 @@ pub fn run(
     out: &super::OutputArgs<super::output::AllFormats>,
     ctx: Ctx,
 ) -> anyhow::Result<ExitCode> {
-    if f.transport == "websocket" {
-        bail!("--transport websocket: this build measures delivery over sse and poll only (WebSocket resume is not built yet)");
-    }
     let o = options(f, connections, timeout)?;
     o.validate()?;
     crate::sys::signal::install_interrupt_handler();

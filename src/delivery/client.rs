@@ -196,6 +196,97 @@ pub fn parse_gap(data: &str) -> Option<(u64, u64)> {
     (g.from <= g.to).then_some((g.from, g.to))
 }
 
+/// A WebSocket client (sync tungstenite): `/ws`, or `/ws?since=SEQ` to resume; binary
+/// payloads or JSON text with seq; a text frame `{"from","to"}` is a gap marker.
+pub struct WsConn {
+    ws: tungstenite::WebSocket<TcpStream>,
+    peer: SocketAddr,
+    last: Option<u64>,
+}
+
+use tokio_tungstenite::tungstenite;
+
+impl WsConn {
+    pub fn open(addr: SocketAddr, since: Option<&str>) -> anyhow::Result<WsConn> {
+        let stream = TcpStream::connect_timeout(&addr, Duration::from_secs(5))
+            .with_context(|| format!("{addr}: connect"))?;
+        stream.set_nodelay(true)?;
+        stream.set_read_timeout(Some(Duration::from_secs(5)))?;
+        let url = match since {
+            Some(s) => format!("ws://{addr}/ws?since={s}"),
+            None => format!("ws://{addr}/ws"),
+        };
+        let (ws, _) = tungstenite::client(url.as_str(), stream)
+            .map_err(|e| anyhow!("{addr}: WebSocket handshake: {e}"))?;
+        ws.get_ref().set_read_timeout(Some(TICK))?;
+        Ok(WsConn {
+            ws,
+            peer: addr,
+            last: None,
+        })
+    }
+
+    pub fn last_id(&self) -> Option<String> {
+        self.last.map(|l| l.to_string())
+    }
+
+    pub fn recv_until(
+        &mut self,
+        until: Instant,
+        t: &mut Trace,
+        on_msg: &mut dyn FnMut(u64),
+    ) -> anyhow::Result<()> {
+        use tungstenite::{Error, Message};
+        while Instant::now() < until && !interrupted() {
+            let seq = match self.ws.read() {
+                Ok(Message::Binary(b)) => payload::decode(&b),
+                Ok(Message::Text(txt)) => match payload::decode_text(&txt) {
+                    Some(v) => Some(v),
+                    None => {
+                        let g = parse_gap(&txt).ok_or_else(|| {
+                            anyhow!(
+                                "{}: text frame is neither payload nor gap: `{txt:.200}`",
+                                self.peer
+                            )
+                        })?;
+                        t.gaps.push(g);
+                        continue;
+                    }
+                },
+                Ok(Message::Close(_)) => return Ok(()),
+                Ok(_) => continue,
+                Err(Error::Io(e)) if is_timeout(&e) => continue,
+                Err(Error::ConnectionClosed | Error::AlreadyClosed) => return Ok(()),
+                Err(Error::Io(e)) if e.kind() == std::io::ErrorKind::ConnectionReset => {
+                    return Ok(())
+                }
+                Err(e) => return Err(anyhow!("{}: WebSocket read: {e}", self.peer)),
+            };
+            let (seq, _) = seq.ok_or_else(|| anyhow!("{}: a payload without a seq", self.peer))?;
+            t.seqs.push(seq);
+            self.last = Some(seq);
+            on_msg(seq);
+        }
+        Ok(())
+    }
+
+    pub fn leave(mut self, kind: Disconnect) -> Option<TcpStream> {
+        match kind {
+            Disconnect::Clean | Disconnect::Storm => {
+                let _ = self.ws.close(None);
+                let _ = self.ws.flush();
+                let _ = self.ws.get_ref().shutdown(Shutdown::Both);
+                None
+            }
+            Disconnect::Reset => {
+                let _ = socket2::SockRef::from(self.ws.get_ref()).set_linger(Some(Duration::ZERO));
+                None
+            }
+            Disconnect::Silent => self.ws.get_ref().try_clone().ok(),
+        }
+    }
+}
+
 /// One `GET path` with a Content-Length body (5 s bound): (status, body).
 pub fn get(addr: SocketAddr, path: &str) -> anyhow::Result<(u16, String)> {
     let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(2))

@@ -63,11 +63,8 @@ impl DeliveryOptions {
                 self.ring_messages
             );
         }
-        if !["sse", "poll"].contains(&self.transport.as_str()) {
-            bail!(
-                "--transport {}: this build measures delivery over sse and poll only",
-                self.transport
-            );
+        if !["sse", "websocket", "poll"].contains(&self.transport.as_str()) {
+            bail!("--transport {}: sse, websocket or poll", self.transport);
         }
         Ok(())
     }
@@ -169,6 +166,7 @@ pub fn measure(o: &DeliveryOptions) -> anyhow::Result<DeliveryReport> {
     let ring_bytes = if child.is_some() { o.ring_bytes() } else { 0 };
     let phases = Phases {
         poll: o.transport == "poll",
+        ws: o.transport == "websocket",
         ..Phases::for_rate(o.rate)
     };
     let runs = run::run_all(addr, &specs, phases, ring_bytes)?;

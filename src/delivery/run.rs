@@ -2,7 +2,7 @@
 //! reconnect and resume; then count. Runs share one server and go at the same time, so
 //! the whole experiment takes about the longest run.
 use super::account::{self, Counts, Trace};
-use super::client::{latest_seq, Disconnect, PollConn, SseConn};
+use super::client::{latest_seq, Disconnect, PollConn, SseConn, WsConn};
 use crate::sys::signal::interrupted;
 use anyhow::{anyhow, bail};
 use serde::Serialize;
@@ -30,6 +30,8 @@ pub struct Phases {
     pub after: Duration,
     /// Poll `/poll?since` instead of holding an SSE stream.
     pub poll: bool,
+    /// A WebSocket (`/ws?since`) instead of SSE.
+    pub ws: bool,
     pub rate: f64,
 }
 
@@ -41,6 +43,7 @@ impl Phases {
             before: d,
             after: d,
             poll: false,
+            ws: false,
             rate,
         }
     }
@@ -57,12 +60,16 @@ pub struct ClientResult {
 /// A client's current connection.
 enum Conn {
     Sse(SseConn),
+    Ws(WsConn),
     Poll(PollConn),
 }
 
 impl Conn {
     /// Connect fresh (`resume` None) or resume after a seq.
     fn open(addr: SocketAddr, ph: Phases, resume: Option<String>) -> anyhow::Result<Conn> {
+        if ph.ws {
+            return Ok(Conn::Ws(WsConn::open(addr, resume.as_deref())?));
+        }
         if !ph.poll {
             return Ok(Conn::Sse(SseConn::open(addr, resume.as_deref())?));
         }
@@ -81,6 +88,7 @@ impl Conn {
     ) -> anyhow::Result<()> {
         match self {
             Conn::Sse(c) => c.recv_until(until, t, f),
+            Conn::Ws(c) => c.recv_until(until, t, f),
             Conn::Poll(c) => c.recv_until(until, t, f),
         }
     }
@@ -89,6 +97,7 @@ impl Conn {
     fn resume_point(&self) -> Option<String> {
         match self {
             Conn::Sse(c) => c.last_id(),
+            Conn::Ws(c) => c.last_id(),
             Conn::Poll(c) => Some(c.since().to_string()),
         }
     }
@@ -97,6 +106,7 @@ impl Conn {
     fn leave(self, kind: Disconnect) -> Option<std::net::TcpStream> {
         match self {
             Conn::Sse(c) => c.leave(kind),
+            Conn::Ws(c) => c.leave(kind),
             Conn::Poll(_) => None,
         }
     }
