@@ -6,6 +6,7 @@ pub mod catalog;
 pub mod checklist;
 pub mod choose;
 pub mod cmd;
+pub mod delivery;
 pub mod evidence;
 pub mod findings;
 pub mod net;

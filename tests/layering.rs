@@ -18,6 +18,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("audit", 2),
     ("verify", 2),
     ("bench", 2),
+    ("delivery", 2),
     ("net", 2),
     ("review", 2),
     ("report", 3),

@@ -7,6 +7,7 @@ pub mod audit;
 pub mod bench;
 pub mod catalog;
 pub mod choose;
+pub mod delivery;
 pub mod guided;
 pub mod output;
 pub mod prompts;

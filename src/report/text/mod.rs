@@ -2,6 +2,7 @@
 pub mod audit;
 pub mod bench;
 pub mod choose;
+pub mod delivery;
 pub mod evidence;
 pub mod review;
 pub mod verify;
