@@ -48,6 +48,8 @@ pub enum Command {
     Serve(crate::net::ServeArgs),
     /// Reproduce the published tail-latency scenarios against the embedded or another server.
     Bench(crate::bench::BenchArgs),
+    /// Latency budget of a request calling N backends: sequential vs parallel, new vs reused.
+    Budget(crate::budget::BudgetArgs),
     /// Demonstrate audit findings live on loopback.
     Verify(crate::verify::VerifyArgs),
     /// Print a shell completion script.

@@ -2,12 +2,14 @@
 pub mod app;
 pub mod audit;
 pub mod bench;
+pub mod budget;
 pub mod catalog;
 pub mod checklist;
 pub mod choose;
 pub mod cli;
 pub mod evidence;
 pub mod guided;
+pub mod load;
 pub mod net;
 pub mod profile;
 pub mod report;

@@ -1,6 +1,7 @@
 //! markdown renderers, one file per result kind.
 pub mod audit;
 pub mod bench;
+pub mod budget;
 pub mod choose;
 pub mod evidence;
 pub mod verify;

@@ -1,0 +1,215 @@
+//! A minimal HTTP/1.1 client over hyper: one connection per virtual user, reused, with
+//! TCP_NODELAY set on our side, timing the response head and the body separately (a body
+//! that arrives tens of ms after its head is the server-side Nagle stall).
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::client::conn::http1::SendRequest;
+use hyper_util::rt::TokioIo;
+use serde::{Deserialize, Serialize};
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::time::{Duration, Instant};
+use tokio::net::TcpStream;
+
+/// Why a request did not give a 2xx-4xx answer in time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ErrorKind {
+    /// No full answer within --timeout.
+    Timeout,
+    /// Connection refused (nothing listening).
+    Refused,
+    /// Other connect failure (unreachable, reset during connect).
+    Connect,
+    /// The peer's bytes were not HTTP, or the connection broke mid-answer.
+    Protocol,
+    /// A 5xx status.
+    #[serde(rename = "5xx")]
+    Status5xx,
+}
+
+impl ErrorKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorKind::Timeout => "timeout",
+            ErrorKind::Refused => "refused",
+            ErrorKind::Connect => "connect",
+            ErrorKind::Protocol => "protocol",
+            ErrorKind::Status5xx => "5xx",
+        }
+    }
+}
+
+/// What to send: parsed once, cloned per request.
+#[derive(Debug, Clone)]
+pub struct Target {
+    pub url: String,
+    pub addr: SocketAddr,
+    pub authority: String,
+    pub path: String,
+    pub method: hyper::Method,
+    pub headers: Vec<(hyper::header::HeaderName, hyper::header::HeaderValue)>,
+    pub body: Bytes,
+}
+
+/// Parse `http://host[:port]/path?query` and resolve the host. https is refused (the
+/// measurement is of the server, not of TLS).
+pub fn parse_url(url: &str) -> Result<Target, String> {
+    let uri: hyper::Uri = url.parse().map_err(|e| format!("URL `{url}`: {e}"))?;
+    match uri.scheme_str() {
+        Some("http") => {}
+        Some(s) => {
+            return Err(format!(
+                "URL `{url}`: scheme {s} is not supported (use http://)"
+            ))
+        }
+        None => return Err(format!("URL `{url}`: expected http://HOST[:PORT]/PATH")),
+    }
+    let host = uri
+        .host()
+        .ok_or_else(|| format!("URL `{url}`: no host"))?
+        .trim_matches(|c| c == '[' || c == ']')
+        .to_string();
+    let port = uri.port_u16().unwrap_or(80);
+    let addr = (host.as_str(), port)
+        .to_socket_addrs()
+        .map_err(|e| format!("URL `{url}`: cannot resolve {host}: {e}"))?
+        .next()
+        .ok_or_else(|| format!("URL `{url}`: {host} has no address"))?;
+    Ok(Target {
+        url: url.to_string(),
+        addr,
+        authority: uri.authority().map_or(host.clone(), |a| a.to_string()),
+        path: uri.path_and_query().map_or("/".into(), |p| p.to_string()),
+        method: hyper::Method::GET,
+        headers: Vec::new(),
+        body: Bytes::new(),
+    })
+}
+
+/// One open connection.
+pub struct Conn {
+    sender: SendRequest<Full<Bytes>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Conn {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// One answered request.
+#[derive(Debug, Clone, Copy)]
+pub struct Timing {
+    pub total: Duration,
+    /// From the response head to the end of the body.
+    pub body_gap: Duration,
+    pub body_bytes: usize,
+    pub status: u16,
+}
+
+fn connect_error(e: &std::io::Error) -> ErrorKind {
+    if e.kind() == std::io::ErrorKind::ConnectionRefused {
+        ErrorKind::Refused
+    } else {
+        ErrorKind::Connect
+    }
+}
+
+/// Open a connection (TCP_NODELAY on) within `timeout`.
+pub async fn connect(t: &Target, timeout: Duration) -> Result<Conn, ErrorKind> {
+    let fut = async {
+        let s = TcpStream::connect(t.addr)
+            .await
+            .map_err(|e| connect_error(&e))?;
+        let _ = s.set_nodelay(true);
+        let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(s))
+            .await
+            .map_err(|_| ErrorKind::Protocol)?;
+        let task = tokio::spawn(async move {
+            let _ = conn.await;
+        });
+        Ok(Conn { sender, task })
+    };
+    tokio::time::timeout(timeout, fut)
+        .await
+        .unwrap_or(Err(ErrorKind::Timeout))
+}
+
+fn build(t: &Target) -> hyper::Request<Full<Bytes>> {
+    let mut b = hyper::Request::builder()
+        .method(t.method.clone())
+        .uri(t.path.as_str())
+        .header(hyper::header::HOST, t.authority.as_str());
+    for (k, v) in &t.headers {
+        b = b.header(k, v);
+    }
+    b.body(Full::new(t.body.clone()))
+        .expect("request parts were validated when parsed")
+}
+
+/// One request on `conn` within `timeout` (head and body). After an error the connection
+/// must be dropped: a late answer would be read as the next one's.
+pub async fn request(conn: &mut Conn, t: &Target, timeout: Duration) -> Result<Timing, ErrorKind> {
+    let start = Instant::now();
+    let fut = async {
+        conn.sender.ready().await.map_err(|_| ErrorKind::Protocol)?;
+        let resp = conn
+            .sender
+            .send_request(build(t))
+            .await
+            .map_err(|_| ErrorKind::Protocol)?;
+        let head = Instant::now();
+        let status = resp.status().as_u16();
+        let body = resp
+            .into_body()
+            .collect()
+            .await
+            .map_err(|_| ErrorKind::Protocol)?
+            .to_bytes();
+        Ok((status, head.elapsed(), body.len()))
+    };
+    let (status, body_gap, body_bytes) = tokio::time::timeout(timeout, fut)
+        .await
+        .unwrap_or(Err(ErrorKind::Timeout))?;
+    if status >= 500 {
+        return Err(ErrorKind::Status5xx);
+    }
+    Ok(Timing {
+        total: start.elapsed(),
+        body_gap,
+        body_bytes,
+        status,
+    })
+}
+
+/// Connect and make one request (a new connection per call), timed from before connect.
+pub async fn once(t: &Target, timeout: Duration) -> Result<Timing, ErrorKind> {
+    let start = Instant::now();
+    let mut c = connect(t, timeout).await?;
+    let left = timeout.saturating_sub(start.elapsed());
+    let mut timing = request(&mut c, t, left).await?;
+    timing.total = start.elapsed();
+    Ok(timing)
+}
+
+/// Load and measurement traffic stays on loopback unless the user says otherwise.
+pub fn check_loopback(t: &Target, allow_remote: bool) -> Result<(), String> {
+    if allow_remote || crate::verify::guard::is_loopback(t.addr.ip()) {
+        Ok(())
+    } else {
+        Err(format!(
+            "{}: {} is not a loopback address (127.0.0.0/8, ::1); pass --allow-remote to send this traffic to another host",
+            t.url,
+            t.addr.ip()
+        ))
+    }
+}
+
+/// A runtime for a command's network work (the caller's thread blocks on it).
+pub fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| anyhow::anyhow!("starting the runtime: {e}"))
+}
