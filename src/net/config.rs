@@ -86,6 +86,13 @@ pub struct ServeFlags {
     /// Messages kept for SSE resume (Last-Event-ID) and /poll.
     #[arg(long, default_value_t = 1024)]
     pub ring: usize,
+    /// Workers in the /work?ms=N pool (capacity = workers / work time).
+    #[arg(long = "workers", default_value_t = 8, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=4096))]
+    pub work_workers: usize,
+    /// Answer /work with header and body in two writes and Nagle on (no TCP_NODELAY):
+    /// reproduces the Nagle + delayed-ACK stall.
+    #[arg(long)]
+    pub split_writes: bool,
     /// Exit when the parent process dies (prctl PR_SET_PDEATHSIG).
     #[arg(long)]
     pub exit_with_parent: bool,
@@ -101,7 +108,8 @@ pub struct ServeFlags {
     pub percopy: bool,
     #[arg(long, default_value_t = 0, hide = true)]
     pub garbage_mbps: u64,
-    #[arg(long, hide = true)]
+    /// Runtime worker threads (default: one per CPU).
+    #[arg(long = "threads", hide = true)]
     pub workers: Option<usize>,
     #[arg(long, value_enum, default_value_t = Protocol::Ws, hide = true)]
     pub protocol: Protocol,
@@ -171,7 +179,7 @@ impl Config {
         }
         let workers = a.workers.unwrap_or(cpus.max(1));
         if workers == 0 || workers > 256 {
-            return Err(format!("--workers {workers}: must be 1 ..= 256"));
+            return Err(format!("--threads {workers}: must be 1 ..= 256"));
         }
         if a.garbage_mbps > 10_000 {
             return Err(format!("--garbage-mbps {}: at most 10000", a.garbage_mbps));
@@ -282,7 +290,7 @@ mod tests {
             "0",
             "--sndbuf",
             "4096",
-            "--workers",
+            "--threads",
             "1",
             "--rounds",
             "100",

@@ -99,6 +99,8 @@ async fn handle_http(hub: Arc<Hub>, stream: TcpStream) {
         match req.path.as_str() {
             "/ws" => return upgrade_ws(hub, stream, req, buf).await,
             "/sse" => return serve_sse(hub, stream, req).await,
+            "/work" if super::work::serve(&stream, &req, keep).await => continue,
+            "/work" => return,
             _ => {}
         }
         let (status, ctype, body) = route(&hub, &req);
@@ -125,7 +127,7 @@ fn route(hub: &Hub, req: &Request) -> (u16, &'static str, String) {
         ("/metrics", true) => (
             200,
             "text/plain; version=0.0.4; charset=utf-8",
-            metrics::render(&hub.snapshot()),
+            metrics::render(&hub.snapshot()) + &super::work::metrics(),
         ),
         ("/poll", true) => match req.query_param("since").map(str::parse::<u64>) {
             Some(Ok(since)) => {
