@@ -71,6 +71,7 @@ pub fn run(command: Option<Command>, ctx: Ctx) -> anyhow::Result<ExitCode> {
         Some(Command::Bench(a)) => crate::bench::run(a, ctx),
         Some(Command::Verify(a)) => crate::verify::run(a, ctx),
         Some(Command::Budget(a)) => crate::budget::run(a, ctx),
+        Some(Command::Load(a)) => crate::load::run(a, ctx),
         Some(Command::Completions { shell }) => {
             let mut cmd = Cli::command();
             clap_complete::generate(shell, &mut cmd, "rtcheck", &mut std::io::stdout());

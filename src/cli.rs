@@ -50,6 +50,8 @@ pub enum Command {
     Bench(crate::bench::BenchArgs),
     /// Latency budget of a request calling N backends: sequential vs parallel, new vs reused.
     Budget(crate::budget::BudgetArgs),
+    /// Concurrency sweep of an HTTP endpoint: throughput, latency, errors, saturation.
+    Load(crate::load::LoadArgs),
     /// Demonstrate audit findings live on loopback.
     Verify(crate::verify::VerifyArgs),
     /// Print a shell completion script.

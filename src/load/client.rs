@@ -213,3 +213,30 @@ pub fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
         .build()
         .map_err(|e| anyhow::anyhow!("starting the runtime: {e}"))
 }
+
+/// GET `t` on `conn` and return its status and body (small answers: metrics pages).
+pub async fn fetch(
+    conn: &mut Conn,
+    t: &Target,
+    timeout: Duration,
+) -> Result<(u16, Bytes), ErrorKind> {
+    let fut = async {
+        conn.sender.ready().await.map_err(|_| ErrorKind::Protocol)?;
+        let resp = conn
+            .sender
+            .send_request(build(t))
+            .await
+            .map_err(|_| ErrorKind::Protocol)?;
+        let status = resp.status().as_u16();
+        let body = resp
+            .into_body()
+            .collect()
+            .await
+            .map_err(|_| ErrorKind::Protocol)?
+            .to_bytes();
+        Ok((status, body))
+    };
+    tokio::time::timeout(timeout, fut)
+        .await
+        .unwrap_or(Err(ErrorKind::Timeout))
+}

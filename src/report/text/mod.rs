@@ -4,4 +4,5 @@ pub mod bench;
 pub mod budget;
 pub mod choose;
 pub mod evidence;
+pub mod load;
 pub mod verify;
