@@ -4,12 +4,11 @@ use crate::report::{Palette, Status};
 
 fn row(l: &Level, p: &Palette) -> String {
     if !l.valid {
-        return format!(
-            "{:>5}  {} {}\n",
-            l.concurrency,
-            p.bad("INVALID:"),
-            l.invalid.join("; ")
-        );
+        let mut s = format!("{:>5}  {}\n", l.concurrency, p.bad("INVALID:"));
+        for line in wrap(&l.invalid.join("; "), 70) {
+            s.push_str(&format!("{:9}{line}\n", ""));
+        }
+        return s;
     }
     let sat = l
         .saturation
@@ -35,7 +34,7 @@ fn row(l: &Level, p: &Palette) -> String {
 
 pub fn render(r: &LoadReport, p: &Palette) -> String {
     let mut s = format!(
-        "{} {} ({} loop, latency from the {}; {} levels x {:.1} s)\n",
+        "{} {}\n{} loop, latency from the {}; {} level(s) x {:.1} s\n\n",
         r.method,
         r.url,
         r.mode,
@@ -44,12 +43,12 @@ pub fn render(r: &LoadReport, p: &Palette) -> String {
         r.step_ms / 1000.0
     );
     for f in &r.findings {
-        s.push_str(&format!(
-            "{:<4} {:<11} {}\n",
-            p.status(f.status),
-            f.id,
-            f.observed
-        ));
+        let mut lines = wrap(&f.observed, 62).into_iter();
+        let first = lines.next().unwrap_or_default();
+        s.push_str(&format!("{:<4} {:<11} {first}\n", p.status(f.status), f.id));
+        for l in lines {
+            s.push_str(&format!("{:17}{l}\n", ""));
+        }
     }
     s.push_str(&format!(
         "\n    C    req/s  p50 ms  p99 ms  max ms  errors  W=C/X  mean ms   sat  cpu\n{}\n{}\n",
@@ -62,25 +61,42 @@ pub fn render(r: &LoadReport, p: &Palette) -> String {
     for l in &r.levels {
         s.push_str(&row(l, p));
     }
-    let reacted: Vec<String> = r
-        .order_of_reaction
-        .iter()
-        .map(|x| match x.concurrency {
-            Some(c) => format!("{} at C = {c}", x.signal),
-            None => format!("{}: not within the sweep", x.signal),
-        })
-        .collect();
-    s.push_str(&format!("\norder of reaction: {}\n", reacted.join(", ")));
+    s.push_str("\norder of reaction on this target:\n");
+    for x in &r.order_of_reaction {
+        let at = x
+            .concurrency
+            .map_or("not within the sweep".into(), |c| format!("C = {c}"));
+        s.push_str(&format!("  {:<11} {at}\n", x.signal));
+    }
     for f in r.findings.iter().filter(|f| f.status >= Status::Warn) {
-        s.push_str(&format!(
-            "\n{} {}: {}\n",
-            p.status(f.status),
-            f.id,
-            f.fix.summary
-        ));
-        for c in &f.fix.runtime {
-            s.push_str(&format!("  {c}\n"));
+        s.push_str(&format!("\n{} {}:\n", p.status(f.status), f.id));
+        let runtime = f
+            .fix
+            .runtime
+            .iter()
+            .flat_map(|c| wrap(&format!("- {c}"), 76));
+        for line in wrap(&f.fix.summary, 76).into_iter().chain(runtime) {
+            s.push_str(&format!("  {line}\n"));
         }
     }
     s
+}
+
+/// Greedy word wrap (fixes are sentences; the terminal may be 80 columns).
+pub fn wrap(text: &str, width: usize) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut cur = String::new();
+    for w in text.split_whitespace() {
+        if !cur.is_empty() && cur.chars().count() + 1 + w.chars().count() > width {
+            lines.push(std::mem::take(&mut cur));
+        }
+        if !cur.is_empty() {
+            cur.push(' ');
+        }
+        cur.push_str(w);
+    }
+    if !cur.is_empty() {
+        lines.push(cur);
+    }
+    lines
 }
