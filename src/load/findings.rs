@@ -40,7 +40,10 @@ pub fn littles_law(levels: &[Level], tolerance: f64, closed_loop: bool) -> Findi
         "every level within the tolerance",
         &rule,
     );
-    f.evidence = vec![evidence::reference("littles-law")];
+    f.evidence = vec![
+        evidence::reference("littles-law"),
+        evidence::reference("littles-law-rows"),
+    ];
     if !closed_loop {
         f.status = Status::Skip;
         f.reason = Some("open loop (--rate): the number in the system is not fixed".into());
@@ -87,6 +90,10 @@ pub fn knee(k: Option<&Knee>, levels: &[Level]) -> Finding {
         evidence::reference("saturation-first"),
         evidence::reference("saturation-point"),
         evidence::reference("capacity-ceiling"),
+        evidence::reference("throughput-alone"),
+        evidence::reference("saturation-alert"),
+        evidence::reference("closed-loop-queue"),
+        evidence::reference("timeout-errors"),
     ];
     match k {
         None => {
@@ -131,6 +138,8 @@ pub fn nagle(levels: &[Level]) -> Finding {
     f.evidence = vec![
         evidence::reference("nagle-delayed-ack"),
         evidence::reference("self-nagle"),
+        evidence::reference("nagle-40ms"),
+        evidence::reference("fixed-cost-invisible"),
     ];
     match analysis::nagle_level(levels) {
         None => {
