@@ -60,6 +60,14 @@ fn yaml_hops_budget_finding_and_fail_on() {
     assert_eq!(v["findings"][0]["status"], "warn");
     assert_eq!(v["tail"]["hop"], "db");
     assert_eq!(v["deadline"]["tail_cut"][0], "db");
+    // Within the budget in sequence (108 ms), but db at its p99 takes 144 ms: warn.
+    let v = json(&["--hops", path, "--budget", "120ms"]);
+    assert_eq!(v["findings"][0]["status"], "warn", "{v}");
+    let obs = v["findings"][0]["observed"].as_str().unwrap();
+    assert!(
+        obs.contains("p99 of db the request takes 144.0 ms"),
+        "{obs}"
+    );
     // warn trips --fail-on warn only
     rtcheck()
         .args(["budget", "--hops", path, "--budget", "100ms"])

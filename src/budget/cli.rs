@@ -89,7 +89,7 @@ fn read_hops(a: &BudgetArgs) -> anyhow::Result<Vec<Hop>> {
 /// not at all (fail), with each hop's connection setting.
 pub fn budget_finding(r: &BudgetReport, budget_ms: f64) -> Finding {
     let c = &r.as_configured;
-    let (status, observed) = if c.sequential_ms <= budget_ms {
+    let (mut status, observed) = if c.sequential_ms <= budget_ms {
         (Status::Pass, "within the budget even in sequence")
     } else if c.parallel_ms <= budget_ms {
         (
@@ -99,12 +99,25 @@ pub fn budget_finding(r: &BudgetReport, budget_ms: f64) -> Finding {
     } else {
         (Status::Fail, "over the budget even in parallel")
     };
+    // Fan-out makes one hop's p99 common: over the budget there, a warning at least.
+    let tail = r.tail.as_ref().filter(|t| t.parallel_p99_ms > budget_ms);
+    if tail.is_some() {
+        status = status.max(Status::Warn);
+    }
+    let tail_text = tail.map_or(String::new(), |t| {
+        format!(
+            "; at the p99 of {} the request takes {:.1} ms ({:.1}% of requests meet a p99)",
+            t.hop,
+            t.parallel_p99_ms,
+            t.share * 100.0
+        )
+    });
     let mut f = Finding {
         id: "latency-budget".into(),
         title: "The request fits its latency budget".into(),
         status,
         observed: format!(
-            "{observed}: sequential {:.1} ms, parallel {:.1} ms (slowest hop {})",
+            "{observed}: sequential {:.1} ms, parallel {:.1} ms (slowest hop {}){tail_text}",
             c.sequential_ms, c.parallel_ms, r.slowest_hop.name
         ),
         expected: format!("total <= {budget_ms:.1} ms"),

@@ -1,5 +1,6 @@
 //! text rendering of a latency budget: the verdict line first, then the hops.
 use crate::budget::model::{BudgetReport, Live};
+use crate::report::text::load::wrap;
 use crate::report::Palette;
 
 fn row(s: &mut String, label: &str, new: f64, reused: f64) {
@@ -73,7 +74,7 @@ pub fn render(r: &BudgetReport, p: &Palette) -> String {
     }
     if let Some(d) = &r.deadline {
         s.push_str(&format!(
-            "  deadline {:.0} ms: parallel {:.1} ms, p99 {:.1} ms; always cut: {}; tail cut: {}\n",
+            "  deadline {:.0} ms: parallel {:.1} ms, p99 {:.1} ms\n    always cut: {}; tail cut: {}\n",
             d.deadline_ms,
             d.parallel_ms,
             d.parallel_p99_ms,
@@ -91,15 +92,16 @@ pub fn render(r: &BudgetReport, p: &Palette) -> String {
         live(&mut s, l, p);
     }
     for f in &r.findings {
-        s.push_str(&format!(
-            "\n{} {}: {}\n  expected {}\n",
-            p.status(f.status),
-            f.id,
-            f.observed,
-            f.expected
-        ));
+        s.push_str(&format!("\n{} {}:\n", p.status(f.status), f.id));
+        let text = format!("{}; expected {}", f.observed, f.expected);
+        for line in wrap(&text, 76) {
+            s.push_str(&format!("  {line}\n"));
+        }
     }
-    s.push_str(&format!("\n{}\n", p.dim(&format!("model: {}", r.model))));
+    s.push('\n');
+    for line in wrap(&format!("model: {}", r.model), 78) {
+        s.push_str(&format!("{}\n", p.dim(&line)));
+    }
     s
 }
 
