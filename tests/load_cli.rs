@@ -250,6 +250,8 @@ fn bad_input_is_one_line_and_exit_2() {
     let s_url = format!("http://{}/", silent.local_addr().unwrap());
     one_line_exit_2(&[&s_url, "--timeout", "300ms"], "no answer within");
     drop(silent);
+    let s = Server::start(&[]);
+    one_line_exit_2(&[&format!("http://{}/nope", s.addr)], "answers 4xx");
     let ok = "http://127.0.0.1:9/";
     one_line_exit_2(&[ok, "--concurrency", "0"], "--concurrency");
     one_line_exit_2(&[ok, "--concurrency", "1,100000"], "--concurrency");

@@ -162,6 +162,9 @@ async fn preflight(t: &Target, timeout: Duration, what: &str) -> anyhow::Result<
                     "no answer within {}",
                     crate::units::fmt_duration(timeout.max(Duration::from_millis(500)))
                 ),
+                ErrorKind::Status4xx => {
+                    "answers 4xx (check the URL, --method and --header)".to_string()
+                }
                 ErrorKind::Status5xx => "answers 5xx before any load".to_string(),
             };
             let what = if what.is_empty() {

@@ -22,6 +22,9 @@ pub enum ErrorKind {
     Connect,
     /// The peer's bytes were not HTTP, or the connection broke mid-answer.
     Protocol,
+    /// A 4xx status (the request is wrong for this target).
+    #[serde(rename = "4xx")]
+    Status4xx,
     /// A 5xx status.
     #[serde(rename = "5xx")]
     Status5xx,
@@ -34,6 +37,7 @@ impl ErrorKind {
             ErrorKind::Refused => "refused",
             ErrorKind::Connect => "connect",
             ErrorKind::Protocol => "protocol",
+            ErrorKind::Status4xx => "4xx",
             ErrorKind::Status5xx => "5xx",
         }
     }
@@ -174,6 +178,9 @@ pub async fn request(conn: &mut Conn, t: &Target, timeout: Duration) -> Result<T
         .unwrap_or(Err(ErrorKind::Timeout))?;
     if status >= 500 {
         return Err(ErrorKind::Status5xx);
+    }
+    if status >= 400 {
+        return Err(ErrorKind::Status4xx);
     }
     Ok(Timing {
         total: start.elapsed(),
