@@ -3,10 +3,11 @@
 //! that arrives tens of ms after its head is the server-side Nagle stall).
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
-use hyper::client::conn::http1::SendRequest;
+use hyper::client::conn::http1::{Connection, SendRequest};
 use hyper_util::rt::TokioIo;
 use serde::{Deserialize, Serialize};
 use std::net::{SocketAddr, ToSocketAddrs};
+use std::pin::Pin;
 use std::time::{Duration, Instant};
 use tokio::net::TcpStream;
 
@@ -91,14 +92,41 @@ pub fn parse_url(url: &str) -> Result<Target, String> {
 }
 
 /// One open connection.
+/// The connection is driven by the task that uses it (polled beside each request), not by
+/// a task of its own: no cross-task wake-up per request, which halves the client's CPU.
 pub struct Conn {
     sender: SendRequest<Full<Bytes>>,
-    task: tokio::task::JoinHandle<()>,
+    driver: Pin<Box<Connection<TokioIo<TcpStream>, Full<Bytes>>>>,
+    /// The driver finished (peer closed): never poll it again.
+    closed: bool,
 }
 
-impl Drop for Conn {
-    fn drop(&mut self) {
-        self.task.abort();
+impl Conn {
+    /// Run `f` (a request on `sender`) while driving the connection.
+    async fn drive<T>(
+        &mut self,
+        f: impl AsyncFnOnce(&mut SendRequest<Full<Bytes>>) -> Result<T, ErrorKind>,
+    ) -> Result<T, ErrorKind> {
+        let Conn {
+            sender,
+            driver,
+            closed,
+        } = self;
+        if *closed {
+            return Err(ErrorKind::Protocol);
+        }
+        let fut = f(sender);
+        tokio::pin!(fut);
+        tokio::select! {
+            biased;
+            r = &mut fut => r,
+            // The connection ended (a `Connection: close` answer, a reset): what it
+            // delivered before ending is still the answer, or the request fails.
+            _ = driver.as_mut() => {
+                *closed = true;
+                fut.await
+            }
+        }
     }
 }
 
@@ -130,10 +158,11 @@ pub async fn connect(t: &Target, timeout: Duration) -> Result<Conn, ErrorKind> {
         let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(s))
             .await
             .map_err(|_| ErrorKind::Protocol)?;
-        let task = tokio::spawn(async move {
-            let _ = conn.await;
-        });
-        Ok(Conn { sender, task })
+        Ok(Conn {
+            sender,
+            driver: Box::pin(conn),
+            closed: false,
+        })
     };
     tokio::time::timeout(timeout, fut)
         .await
@@ -156,10 +185,9 @@ fn build(t: &Target) -> hyper::Request<Full<Bytes>> {
 /// must be dropped: a late answer would be read as the next one's.
 pub async fn request(conn: &mut Conn, t: &Target, timeout: Duration) -> Result<Timing, ErrorKind> {
     let start = Instant::now();
-    let fut = async {
-        conn.sender.ready().await.map_err(|_| ErrorKind::Protocol)?;
-        let resp = conn
-            .sender
+    let fut = conn.drive(async |sender| {
+        sender.ready().await.map_err(|_| ErrorKind::Protocol)?;
+        let resp = sender
             .send_request(build(t))
             .await
             .map_err(|_| ErrorKind::Protocol)?;
@@ -172,7 +200,7 @@ pub async fn request(conn: &mut Conn, t: &Target, timeout: Duration) -> Result<T
             .map_err(|_| ErrorKind::Protocol)?
             .to_bytes();
         Ok((status, head.elapsed(), body.len()))
-    };
+    });
     let (status, body_gap, body_bytes) = tokio::time::timeout(timeout, fut)
         .await
         .unwrap_or(Err(ErrorKind::Timeout))?;
@@ -227,10 +255,9 @@ pub async fn fetch(
     t: &Target,
     timeout: Duration,
 ) -> Result<(u16, Bytes), ErrorKind> {
-    let fut = async {
-        conn.sender.ready().await.map_err(|_| ErrorKind::Protocol)?;
-        let resp = conn
-            .sender
+    let fut = conn.drive(async |sender| {
+        sender.ready().await.map_err(|_| ErrorKind::Protocol)?;
+        let resp = sender
             .send_request(build(t))
             .await
             .map_err(|_| ErrorKind::Protocol)?;
@@ -242,7 +269,7 @@ pub async fn fetch(
             .map_err(|_| ErrorKind::Protocol)?
             .to_bytes();
         Ok((status, body))
-    };
+    });
     tokio::time::timeout(timeout, fut)
         .await
         .unwrap_or(Err(ErrorKind::Timeout))
