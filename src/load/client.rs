@@ -51,6 +51,9 @@ pub struct Target {
     pub addr: SocketAddr,
     pub authority: String,
     pub path: String,
+    /// `path` and the Host header, parsed once (not per request).
+    pub path_uri: hyper::Uri,
+    pub host_value: hyper::header::HeaderValue,
     pub method: hyper::Method,
     pub headers: Vec<(hyper::header::HeaderName, hyper::header::HeaderValue)>,
     pub body: Bytes,
@@ -85,6 +88,16 @@ pub fn parse_url(url: &str) -> Result<Target, String> {
         addr,
         authority: uri.authority().map_or(host.clone(), |a| a.to_string()),
         path: uri.path_and_query().map_or("/".into(), |p| p.to_string()),
+        path_uri: uri
+            .path_and_query()
+            .map_or("/", |p| p.as_str())
+            .parse()
+            .map_err(|e| format!("URL `{url}`: {e}"))?,
+        host_value: uri
+            .authority()
+            .map_or(host.as_str(), |a| a.as_str())
+            .parse()
+            .map_err(|_| format!("URL `{url}`: bad host"))?,
         method: hyper::Method::GET,
         headers: Vec::new(),
         body: Bytes::new(),
@@ -172,8 +185,8 @@ pub async fn connect(t: &Target, timeout: Duration) -> Result<Conn, ErrorKind> {
 fn build(t: &Target) -> hyper::Request<Full<Bytes>> {
     let mut b = hyper::Request::builder()
         .method(t.method.clone())
-        .uri(t.path.as_str())
-        .header(hyper::header::HOST, t.authority.as_str());
+        .uri(t.path_uri.clone())
+        .header(hyper::header::HOST, t.host_value.clone());
     for (k, v) in &t.headers {
         b = b.header(k, v);
     }
