@@ -1,6 +1,6 @@
 //! `rtcheck budget --live` against two `rtcheck serve` instances standing in for hops.
-mod serve_common;
-use serve_common::Server;
+mod common;
+use common::Server;
 
 #[test]
 fn live_measures_the_four_ways_against_serve_work() {

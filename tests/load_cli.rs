@@ -1,8 +1,8 @@
 //! `rtcheck load` against `rtcheck serve` /work on loopback: the knee near capacity,
 //! Little's law holding, the Nagle stall with --split-writes and not without, the open
 //! loop, formats, and bad input. Shapes with generous tolerances: the host is shared.
-mod serve_common;
-use serve_common::Server;
+mod common;
+use common::Server;
 use std::io::{Read, Write};
 use std::time::{Duration, Instant};
 

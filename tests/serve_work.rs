@@ -1,7 +1,7 @@
 //! `rtcheck serve --workers N`: /work?ms=N on a fixed pool with a queue, saturation in
 //! /metrics, and bad parameters answered 400.
-mod serve_common;
-use serve_common::{http_get, Server};
+mod common;
+use common::{http_get, Server};
 use std::time::{Duration, Instant};
 
 fn gauge(metrics: &str, name: &str) -> f64 {
@@ -65,7 +65,7 @@ fn bad_work_parameters_are_400() {
 
 #[test]
 fn workers_flag_is_validated() {
-    let out = std::process::Command::new(serve_common::binary())
+    let out = std::process::Command::new(common::binary())
         .args(["serve", "--listen", "127.0.0.1:0", "--workers", "0"])
         .output()
         .unwrap();

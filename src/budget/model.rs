@@ -1,5 +1,5 @@
 //! The budget result model: what json/yaml print and the text/markdown renderers take.
-use crate::report::Finding;
+use crate::findings::Finding;
 use serde::{Deserialize, Serialize};
 
 /// One backend call. Times in milliseconds.

@@ -243,7 +243,7 @@ pub async fn once(t: &Target, timeout: Duration) -> Result<Timing, ErrorKind> {
 
 /// Load and measurement traffic stays on loopback unless the user says otherwise.
 pub fn check_loopback(t: &Target, allow_remote: bool) -> Result<(), String> {
-    if allow_remote || crate::verify::guard::is_loopback(t.addr.ip()) {
+    if allow_remote || crate::sys::addr::is_loopback(t.addr.ip()) {
         Ok(())
     } else {
         Err(format!(

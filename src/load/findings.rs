@@ -2,7 +2,7 @@
 use super::analysis;
 use super::model::{Knee, Level};
 use crate::evidence;
-use crate::report::{Finding, Fix, Status};
+use crate::findings::{Finding, Fix, Status};
 
 fn finding(
     id: &str,

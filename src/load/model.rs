@@ -1,5 +1,5 @@
 //! The load result model: json/yaml print it, text/markdown render it.
-use crate::report::Finding;
+use crate::findings::Finding;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 

@@ -5,4 +5,5 @@ pub mod budget;
 pub mod choose;
 pub mod evidence;
 pub mod load;
+pub mod review;
 pub mod verify;

@@ -1,10 +1,11 @@
 //! `rtcheck load`: flags and glue (validate, preflight, sweep, read, render).
-use super::client::{self, ErrorKind, Target};
-use super::model::LoadReport;
-use super::{analysis, findings, sweep};
-use crate::cli::Ctx;
-use crate::report::{self, FailOn, Format};
-use std::path::PathBuf;
+use super::output::{FindingsFormats, OutputArgs};
+use super::Ctx;
+use crate::findings::{FailOn, Summary};
+use crate::load::client::{self, ErrorKind, Target};
+use crate::load::model::LoadReport;
+use crate::load::{analysis, findings, sweep};
+use crate::report::{self, FindingsReport, Format};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -64,15 +65,11 @@ pub struct LoadArgs {
     /// Allow a target (or --metrics) that is not loopback.
     #[arg(long)]
     pub allow_remote: bool,
-    /// Output format: text, json, yaml, markdown, junit (findings).
-    #[arg(long, value_enum, default_value_t = Format::Text)]
-    pub format: Format,
+    #[command(flatten)]
+    pub out: OutputArgs<FindingsFormats>,
     /// Lowest finding status that makes the exit code 1.
     #[arg(long, value_enum, default_value_t = FailOn::Fail)]
     pub fail_on: FailOn,
-    /// Write the report to FILE atomically instead of stdout.
-    #[arg(long, short = 'o', value_name = "FILE")]
-    pub output: Option<PathBuf>,
 }
 
 /// Longest sweep accepted (levels x step).
@@ -80,16 +77,6 @@ const MAX_TOTAL: Duration = Duration::from_secs(3600);
 
 fn validate(a: &LoadArgs) -> anyhow::Result<()> {
     use anyhow::bail;
-    a.format.ensure_one_of(
-        &[
-            Format::Text,
-            Format::Json,
-            Format::Yaml,
-            Format::Markdown,
-            Format::Junit,
-        ],
-        "load",
-    )?;
     if a.concurrency.len() > 32 {
         bail!("--concurrency: {} levels, at most 32", a.concurrency.len());
     }
@@ -253,7 +240,7 @@ pub fn run(a: LoadArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
         })
         .transpose()
         .map_err(|e| anyhow::anyhow!("--metrics {e}"))?;
-    let _ = crate::net::sys::raise_nofile();
+    let _ = crate::sys::limits::raise_nofile();
     let threads = a
         .threads
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get() as u32));
@@ -277,28 +264,21 @@ pub fn run(a: LoadArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
         Ok::<_, anyhow::Error>(sweep_report(&a, plan).await)
     })?;
     rt.shutdown_timeout(Duration::from_millis(100));
-    let palette = if a.output.is_some() && ctx.color != report::ColorChoice::Always {
-        report::Palette::plain()
-    } else {
-        ctx.palette()
-    };
-    let out = match a.format {
+    let palette = a.out.palette(ctx.color);
+    let out = match a.out.format {
         Format::Json => report::json::render(&r)?,
         Format::Yaml => report::yaml::render(&r)?,
         Format::Markdown => report::markdown::load::render(&r),
-        Format::Junit => report::junit::render(
-            &crate::budget::cli::findings_report("load", &r.findings),
-            a.fail_on,
-        )?,
+        Format::Junit => {
+            report::junit::render(&FindingsReport::of_findings("load", &r.findings), a.fail_on)?
+        }
         _ => report::text::load::render(&r, &palette),
     };
-    report::output::emit(&out, a.output.as_deref())?;
+    a.out.emit(&out)?;
     let invalid = r.levels.iter().any(|l| !l.valid);
-    Ok(
-        if a.fail_on.trips(&report::Summary::of(&r.findings)) || invalid {
-            ExitCode::from(1)
-        } else {
-            ExitCode::SUCCESS
-        },
-    )
+    Ok(if a.fail_on.trips(&Summary::of(&r.findings)) || invalid {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
 }

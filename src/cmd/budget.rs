@@ -1,9 +1,11 @@
 //! `rtcheck budget`: flags and glue (parse hops, compute, optionally measure, render).
-use super::model::{BudgetReport, Hop};
-use super::{hops, live, plan};
-use crate::cli::Ctx;
-use crate::evidence;
-use crate::report::{self, FailOn, Finding, Fix, Format, Status};
+use super::output::{FindingsFormats, OutputArgs};
+use super::Ctx;
+use crate::budget::findings::{budget_finding, live_finding};
+use crate::budget::model::{BudgetReport, Hop};
+use crate::budget::{hops, live, plan};
+use crate::findings::{FailOn, Summary};
+use crate::report::{self, FindingsReport, Format, Palette};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -52,15 +54,11 @@ pub struct BudgetArgs {
     /// Price hedged requests (a second call after DURATION, first answer wins).
     #[arg(long, value_name = "DURATION", value_parser = crate::units::parse_duration)]
     pub hedge_after: Option<Duration>,
-    /// Output format: text, json, yaml, markdown, junit (findings).
-    #[arg(long, value_enum, default_value_t = Format::Text)]
-    pub format: Format,
+    #[command(flatten)]
+    pub out: OutputArgs<FindingsFormats>,
     /// Lowest finding status that makes the exit code 1.
     #[arg(long, value_enum, default_value_t = FailOn::Fail)]
     pub fail_on: FailOn,
-    /// Write the report to FILE atomically instead of stdout.
-    #[arg(long, short = 'o', value_name = "FILE")]
-    pub output: Option<PathBuf>,
 }
 
 fn ms(d: Duration) -> f64 {
@@ -85,104 +83,7 @@ fn read_hops(a: &BudgetArgs) -> anyhow::Result<Vec<Hop>> {
     Ok(v)
 }
 
-/// `latency-budget`: within the budget in sequence (pass), only in parallel (warn), or
-/// not at all (fail), with each hop's connection setting.
-pub fn budget_finding(r: &BudgetReport, budget_ms: f64) -> Finding {
-    let c = &r.as_configured;
-    let (mut status, observed) = if c.sequential_ms <= budget_ms {
-        (Status::Pass, "within the budget even in sequence")
-    } else if c.parallel_ms <= budget_ms {
-        (
-            Status::Warn,
-            "over the budget in sequence, within it only in parallel",
-        )
-    } else {
-        (Status::Fail, "over the budget even in parallel")
-    };
-    // Fan-out makes one hop's p99 common: over the budget there, a warning at least.
-    let tail = r.tail.as_ref().filter(|t| t.parallel_p99_ms > budget_ms);
-    if tail.is_some() {
-        status = status.max(Status::Warn);
-    }
-    let tail_text = tail.map_or(String::new(), |t| {
-        format!(
-            "; at the p99 of {} the request takes {:.1} ms ({:.1}% of requests meet a p99)",
-            t.hop,
-            t.parallel_p99_ms,
-            t.share * 100.0
-        )
-    });
-    let mut f = Finding {
-        id: "latency-budget".into(),
-        title: "The request fits its latency budget".into(),
-        status,
-        observed: format!(
-            "{observed}: sequential {:.1} ms, parallel {:.1} ms (slowest hop {}){tail_text}",
-            c.sequential_ms, c.parallel_ms, r.slowest_hop.name
-        ),
-        expected: format!("total <= {budget_ms:.1} ms"),
-        rule: plan::MODEL.into(),
-        reason: None,
-        evidence: vec![
-            evidence::reference("sequential-hops"),
-            evidence::reference("fanout-slowest"),
-            evidence::reference("connection-reuse"),
-        ],
-        fix: Fix {
-            summary: "Call independent hops in parallel, reuse connections (pool, keep-alive), and give each call a deadline; speed up the slowest hop first.".into(),
-            ..Default::default()
-        },
-        verify: None,
-        verification: None,
-        numbers: Default::default(),
-    };
-    f.numbers.insert("budget_ms".into(), budget_ms);
-    f.numbers.insert("sequential_ms".into(), c.sequential_ms);
-    f.numbers.insert("parallel_ms".into(), c.parallel_ms);
-    f
-}
-
-/// `live-budget`: the measured totals against the model fed with the measured hops.
-pub fn live_finding(l: &super::model::Live) -> Finding {
-    let off = live::agrees(l, 25.0, 5.0);
-    let (status, observed) = match &l.invalid {
-        Some(why) => (Status::Fail, format!("invalid run: {why}")),
-        None if off.is_empty() => (
-            Status::Pass,
-            "all four ways within 25% (or 5 ms) of the model".to_string(),
-        ),
-        None => (Status::Warn, off.join("; ")),
-    };
-    Finding {
-        id: "live-budget".into(),
-        title: "Measured hops add up as the model says".into(),
-        status,
-        observed,
-        expected: "measured within 25% or 5 ms of computed".into(),
-        rule: plan::MODEL.into(),
-        reason: None,
-        evidence: vec![evidence::reference("self-nagle")],
-        fix: Fix {
-            summary: "A gap is the tool or server talking (Nagle, pool limits, queueing): find it before trusting the totals.".into(),
-            ..Default::default()
-        },
-        verify: None,
-        verification: None,
-        numbers: Default::default(),
-    }
-}
-
 pub fn run(a: BudgetArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
-    a.format.ensure_one_of(
-        &[
-            Format::Text,
-            Format::Json,
-            Format::Yaml,
-            Format::Markdown,
-            Format::Junit,
-        ],
-        "budget",
-    )?;
     let mut hop_list = read_hops(&a)?;
     let targets = a
         .live
@@ -221,9 +122,9 @@ pub fn run(a: BudgetArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
         r.live = Some(l);
     }
     let invalid = r.live.as_ref().is_some_and(|l| l.invalid.is_some());
-    let out = render(&r, a.format, a.fail_on, &ctx, a.output.is_some())?;
-    report::output::emit(&out, a.output.as_deref())?;
-    let summary = report::Summary::of(&r.findings);
+    let out = render(&r, a.out.format, a.fail_on, a.out.palette(ctx.color))?;
+    a.out.emit(&out)?;
+    let summary = Summary::of(&r.findings);
     Ok(if a.fail_on.trips(&summary) || invalid {
         ExitCode::from(1)
     } else {
@@ -231,37 +132,14 @@ pub fn run(a: BudgetArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
     })
 }
 
-fn render(
-    r: &BudgetReport,
-    format: Format,
-    fail_on: FailOn,
-    ctx: &Ctx,
-    to_file: bool,
-) -> anyhow::Result<String> {
-    let colour = !to_file || ctx.color == report::ColorChoice::Always;
+fn render(r: &BudgetReport, format: Format, fail_on: FailOn, p: Palette) -> anyhow::Result<String> {
     Ok(match format {
         Format::Json => report::json::render(r)?,
         Format::Yaml => report::yaml::render(r)?,
         Format::Markdown => report::markdown::budget::render(r),
-        Format::Junit => report::junit::render(&findings_report("budget", &r.findings), fail_on)?,
-        _ => report::text::budget::render(
-            r,
-            &if colour {
-                ctx.palette()
-            } else {
-                report::Palette::plain()
-            },
-        ),
+        Format::Junit => {
+            report::junit::render(&FindingsReport::of_findings("budget", &r.findings), fail_on)?
+        }
+        _ => report::text::budget::render(r, &p),
     })
-}
-
-/// The findings of a non-audit command as a findings report (for junit).
-pub fn findings_report(kind: &str, findings: &[Finding]) -> report::FindingsReport {
-    report::FindingsReport::new(
-        kind,
-        crate::profile::Profile::default(),
-        None,
-        findings.to_vec(),
-        0.0,
-    )
 }
