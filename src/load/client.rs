@@ -206,13 +206,14 @@ pub async fn request(conn: &mut Conn, t: &Target, timeout: Duration) -> Result<T
             .map_err(|_| ErrorKind::Protocol)?;
         let head = Instant::now();
         let status = resp.status().as_u16();
-        let body = resp
-            .into_body()
-            .collect()
-            .await
-            .map_err(|_| ErrorKind::Protocol)?
-            .to_bytes();
-        Ok((status, head.elapsed(), body.len()))
+        // Counted frame by frame, never gathered: the sweep needs the length only.
+        let mut body = resp.into_body();
+        let mut len = 0;
+        while let Some(frame) = body.frame().await {
+            let frame = frame.map_err(|_| ErrorKind::Protocol)?;
+            len += frame.data_ref().map_or(0, |d| d.len());
+        }
+        Ok((status, head.elapsed(), len))
     });
     let (status, body_gap, body_bytes) = tokio::time::timeout(timeout, fut)
         .await

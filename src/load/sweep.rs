@@ -84,6 +84,53 @@ async fn user(p: Arc<Plan>, start: Instant, deadline: Instant) -> (Raw, f64) {
     (raw, (end - start).as_secs_f64())
 }
 
+/// Closed loop: C users spread over `threads` OS threads, each a current-thread runtime
+/// with its own epoll and timers (as wrk does): no work stealing and no cross-thread
+/// wake-up per answer, which a shared multi-thread runtime pays on every request.
+async fn closed_loop(p: &Arc<Plan>, c: u32, start: Instant, deadline: Instant) -> Vec<(Raw, f64)> {
+    let n = p.threads.clamp(1, c);
+    let mut done = Vec::new();
+    for i in 0..n {
+        // Users i, i + n, i + 2n, ... run on thread i.
+        let share = (c - i).div_ceil(n);
+        let p = p.clone();
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let spawned = std::thread::Builder::new()
+            .name(format!("rtcheck-load-{i}"))
+            .spawn(move || {
+                let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                else {
+                    return;
+                };
+                let out = rt.block_on(async {
+                    let users: Vec<_> = (0..share)
+                        .map(|_| tokio::spawn(user(p.clone(), start, deadline)))
+                        .collect();
+                    let mut out = Vec::with_capacity(users.len());
+                    for u in users {
+                        if let Ok(r) = u.await {
+                            out.push(r);
+                        }
+                    }
+                    out
+                });
+                let _ = tx.send(out);
+            });
+        if spawned.is_ok() {
+            done.push(rx);
+        }
+    }
+    let mut all = Vec::new();
+    for rx in done {
+        // A thread that could not start its runtime sends nothing: its users are missing,
+        // and Little's law (which counts all C users) marks the level invalid.
+        all.extend(rx.await.unwrap_or_default());
+    }
+    all
+}
+
 /// Open loop: requests arrive on a schedule; latency counts from the scheduled start,
 /// so time waiting for a free connection is in it.
 async fn open_worker(
@@ -199,15 +246,10 @@ pub async fn level(p: Arc<Plan>, c: u32) -> Raw {
     let mut raw = Raw::new(c);
     match p.rate {
         None => {
-            let users: Vec<_> = (0..c)
-                .map(|_| tokio::spawn(user(p.clone(), start, deadline)))
-                .collect();
             let mut active = 0.0;
-            for u in users {
-                if let Ok((r, a)) = u.await {
-                    raw.merge(&r);
-                    active += a;
-                }
+            for (r, a) in closed_loop(&p, c, start, deadline).await {
+                raw.merge(&r);
+                active += a;
             }
             raw.active_s = active / c as f64;
         }
