@@ -72,6 +72,8 @@ pub fn run(command: Option<Command>, ctx: Ctx) -> anyhow::Result<ExitCode> {
         Some(Command::Bench(a)) => cmd::bench::run(a, ctx),
         Some(Command::Verify(a)) => cmd::verify::run(a, ctx),
         Some(Command::Review(a)) => cmd::review::run(a, ctx),
+        Some(Command::Budget(a)) => cmd::budget::run(a, ctx),
+        Some(Command::Load(a)) => cmd::load::run(a, ctx),
         Some(Command::Completions { shell }) => {
             let mut cmd = Cli::command();
             clap_complete::generate(shell, &mut cmd, "rtcheck", &mut std::io::stdout());

@@ -21,6 +21,8 @@ const LAYERS: &[(&str, u8)] = &[
     ("delivery", 2),
     ("net", 2),
     ("review", 2),
+    ("budget", 2),
+    ("load", 2),
     ("report", 3),
     ("cmd", 4),
     ("app", 4),

@@ -5,10 +5,12 @@
 //! choose, audit, verify, bench, net, review) <- report (models, one renderer per format) <- cmd.
 pub mod audit;
 pub mod bench;
+pub mod budget;
 pub mod catalog;
 pub mod choose;
 pub mod delivery;
 pub mod guided;
+pub mod load;
 pub mod output;
 pub mod prompts;
 pub mod review;
@@ -63,6 +65,10 @@ pub enum Command {
     Serve(crate::net::ServeArgs),
     /// Reproduce the published tail-latency scenarios against the embedded or another server.
     Bench(bench::BenchArgs),
+    /// Latency budget of a request calling N backends: sequential vs parallel, new vs reused.
+    Budget(budget::BudgetArgs),
+    /// Concurrency sweep of an HTTP endpoint: throughput, latency, errors, saturation.
+    Load(load::LoadArgs),
     /// Demonstrate audit findings live on loopback.
     Verify(verify::VerifyArgs),
     /// Walk the application checklist, check declared values against the rules, gate CI.

@@ -81,6 +81,10 @@ format_set!(
     AllFormats = [Text, Json, Yaml, Markdown, Junit, Github, Html]
 );
 format_set!(
+    /// budget and load: their own report in the human and serde formats, findings in junit.
+    FindingsFormats = [Text, Json, Yaml, Markdown, Junit]
+);
+format_set!(
     /// bench fanout and bench idle.
     BenchFormats = [Text, Json, Markdown, Html]
 );

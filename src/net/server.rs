@@ -105,6 +105,8 @@ async fn handle_http(hub: Arc<Hub>, stream: TcpStream) {
                 }
                 return;
             }
+            "/work" if super::work::serve(&stream, &req, keep).await => continue,
+            "/work" => return,
             "/sse" if req.method != "OPTIONS" => return serve_sse(hub, stream, req).await,
             _ => {}
         }
@@ -190,7 +192,7 @@ fn route(hub: &Hub, req: &Request) -> (u16, &'static str, String) {
         ("/metrics", true) => (
             200,
             "text/plain; version=0.0.4; charset=utf-8",
-            metrics::render(&hub.snapshot()),
+            metrics::render(&hub.snapshot()) + &super::work::metrics(),
         ),
         ("/poll", true) => match req.query_param("since").map(|v| v.parse::<u64>()) {
             Some(Ok(since)) => {
