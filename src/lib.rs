@@ -2,12 +2,15 @@
 pub mod app;
 pub mod audit;
 pub mod bench;
+pub mod budget;
 pub mod catalog;
 pub mod checklist;
 pub mod choose;
 pub mod cmd;
+pub mod delivery;
 pub mod evidence;
 pub mod findings;
+pub mod load;
 pub mod net;
 pub mod outfile;
 pub mod profile;

@@ -365,7 +365,7 @@ fn unsupported_format_is_a_usage_error() {
         "{err}"
     );
     assert!(
-        err.contains("[possible values: text, json, yaml, markdown]"),
+        err.contains("[possible values: text, json, yaml, markdown, html]"),
         "{err}"
     );
 }

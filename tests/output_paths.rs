@@ -138,14 +138,23 @@ fn auto_colour_goes_to_a_terminal_never_into_a_file() {
 #[test]
 fn every_command_with_a_report_has_dash_o_and_lists_only_its_formats() {
     let cases: [(&[&str], &str); 8] = [
-        (&["choose"], "text, json, yaml, markdown]"),
-        (&["audit"], "text, json, yaml, markdown, junit, github]"),
-        (&["verify"], "text, json, yaml, markdown, junit, github]"),
-        (&["review"], "text, json, yaml, markdown, junit, github]"),
+        (&["choose"], "text, json, yaml, markdown, html]"),
+        (
+            &["audit"],
+            "text, json, yaml, markdown, junit, github, html]",
+        ),
+        (
+            &["verify"],
+            "text, json, yaml, markdown, junit, github, html]",
+        ),
+        (
+            &["review"],
+            "text, json, yaml, markdown, junit, github, html]",
+        ),
         (&["evidence"], "text, json, yaml, markdown]"),
         (&["checklist"], "text, json, yaml, markdown]"),
-        (&["bench", "fanout"], "text, json, markdown]"),
-        (&["bench", "idle"], "text, json, markdown]"),
+        (&["bench", "fanout"], "text, json, markdown, html]"),
+        (&["bench", "idle"], "text, json, markdown, html]"),
     ];
     for (cmd, formats) in cases {
         let out = rtcheck().args(cmd).arg("--help").output().unwrap();

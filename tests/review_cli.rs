@@ -338,6 +338,8 @@ fn scenario(name: &str, p999: f64) -> rtcheck::bench::model::ScenarioResult {
         removed: Some(50),
         server_rss_mb: None,
         server_cpu_s: None,
+        per_round: vec![],
+        percentiles: vec![],
         client_cpu_s: 1.0,
         p99_vs_floor: None,
         p999_vs_floor: None,

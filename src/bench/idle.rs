@@ -1,10 +1,11 @@
 //! `rtcheck bench idle`: server RSS per idle connection (WebSocket and SSE), read from the
 //! server's own /control/stats before and after N idle clients connect.
 use super::control;
-use super::fanout::{start_loadgen, start_server, Scratch};
-use super::model::{IdleReport, IdleResult};
+use super::fanout::{progress_bar, start_loadgen, start_server, Loadgen, Scratch, Server};
+use super::model::{IdleReport, IdleResult, RssSample};
 use super::sys;
-use std::time::Duration;
+use super::wire::Event;
+use std::time::{Duration, Instant};
 
 /// The target: at most 6 KB RSS per idle WebSocket connection at 10,000.
 pub const TARGET_BYTES: u64 = 6_000;
@@ -98,9 +99,11 @@ fn measure(p: IdleProto, a: &IdleOptions) -> anyhow::Result<IdleResult> {
         (a.connect_timeout.as_secs() + a.settle.as_secs() + 60).to_string(),
     ];
     let mut lg = start_loadgen(&args, &scratch)?;
-    let (connected, failed) = lg.wait_connected(a.connections, a.connect_timeout, name)?;
+    let mut samples = vec![sample(&before, name, 0)];
+    let (connected, failed) = connect_sampling(&mut lg, &srv, a, name, |s| samples.push(s))?;
     std::thread::sleep(a.settle);
     let after = control::stats(srv.control)?;
+    samples.push(sample(&after, name, connected));
     let _ = lg.finish(Duration::from_secs(30));
     lg.guard.wait_or_terminate(Duration::from_secs(5));
     srv.guard.terminate(Duration::from_secs(5));
@@ -143,7 +146,58 @@ fn measure(p: IdleProto, a: &IdleOptions) -> anyhow::Result<IdleResult> {
         server_clients_seen: seen,
         valid,
         notes,
+        samples,
     })
+}
+
+/// An RSS sample: the server's own client count when it reports one, else `fallback`.
+fn sample(s: &control::ServerStats, name: &str, fallback: u64) -> RssSample {
+    RssSample {
+        connections: s
+            .clients
+            .get(name)
+            .and_then(|v| v.as_u64())
+            .unwrap_or(fallback),
+        rss_bytes: s.rss_bytes,
+    }
+}
+
+/// Wait until every client connected (or failed), sampling the server's RSS on each
+/// progress event (the load generator sends one every 200 ms). Returns (connected, failed).
+fn connect_sampling(
+    lg: &mut Loadgen,
+    srv: &Server,
+    a: &IdleOptions,
+    name: &str,
+    mut on_sample: impl FnMut(RssSample),
+) -> anyhow::Result<(u64, u64)> {
+    let pb = progress_bar(a.connections, format!("{name}: connecting"));
+    let until = Instant::now() + a.connect_timeout;
+    let out = loop {
+        sys::check_interrupted()?;
+        if Instant::now() > until {
+            pb.finish_and_clear();
+            anyhow::bail!(
+                "{name}: clients not connected within {} (raise --connect-timeout or lower --connections)",
+                crate::units::fmt_duration(a.connect_timeout)
+            );
+        }
+        match lg.next(Duration::from_millis(100))? {
+            Some(Event::Connecting { done, .. }) => {
+                pb.set_position(done);
+                // A missed sample only thins the curve; the before/after pair is what counts.
+                if let Ok(s) = control::stats(srv.control) {
+                    on_sample(sample(&s, name, done));
+                }
+            }
+            Some(Event::Connected {
+                connected, failed, ..
+            }) => break (connected, failed),
+            _ => {}
+        }
+    };
+    pb.finish_and_clear();
+    Ok(out)
 }
 
 #[cfg(test)]

@@ -373,6 +373,7 @@ fn summarize(
     r.max_ms = q.max_ms;
     r.over_100ms = q.over_100ms;
     r.over_1s = q.over_1s;
+    r.percentiles = stats::percentiles(&hist);
     r.rounds = stats::per_round(&healthy, a.rounds as usize);
     r
 }

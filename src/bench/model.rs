@@ -30,6 +30,24 @@ pub struct Accounting {
     pub unexplained: u64,
 }
 
+/// One point of the latency distribution: the latency (ms) at a percentile (50 .. 99.99).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Percentile {
+    pub percentile: f64,
+    pub ms: f64,
+}
+
+/// One round as the clients and the hub saw it (None: nobody received it / no hub stats).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct RoundPoint {
+    /// 1-based seq.
+    pub round: u64,
+    /// The last healthy client's latency in this round.
+    pub last_client_ms: Option<f64>,
+    /// The server's time to hand this round to every client.
+    pub hub_ms: Option<f64>,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ScenarioResult {
     pub name: String,
@@ -73,6 +91,12 @@ pub struct ScenarioResult {
     /// The seed's row for the same scenario (10,000 clients, Go + gorilla, 10 vCPU).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reference: Option<EvidenceRef>,
+    /// The latency distribution over healthy clients (empty when invalid).
+    #[serde(default)]
+    pub percentiles: Vec<Percentile>,
+    /// Per round: last client's latency and hub time (empty when invalid).
+    #[serde(default)]
+    pub per_round: Vec<RoundPoint>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -101,6 +125,17 @@ pub struct IdleResult {
     pub server_clients_seen: Option<u64>,
     pub valid: bool,
     pub notes: Vec<String>,
+    /// Server RSS sampled while the clients connected, first before any, last after all.
+    #[serde(default)]
+    pub samples: Vec<RssSample>,
+}
+
+/// The server's RSS with this many clients connected (the server's own count when it
+/// reports one, else the load generator's).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct RssSample {
+    pub connections: u64,
+    pub rss_bytes: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

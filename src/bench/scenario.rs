@@ -144,7 +144,7 @@ impl Scenario {
             ],
             Scenario::G1 => &["--percopy", "--garbage-mbps", "100"],
             Scenario::G3 => &["--garbage-mbps", "100"],
-            Scenario::P1 => &["--workers", "1"],
+            Scenario::P1 => &["--threads", "1"],
         };
         v.iter().map(|s| s.to_string()).collect()
     }

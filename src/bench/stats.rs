@@ -1,4 +1,5 @@
 //! Pure aggregation: latency histograms and per-round statistics.
+use super::model::Percentile;
 use super::wire::RoundStat;
 use hdrhistogram::Histogram;
 
@@ -40,6 +41,23 @@ pub fn quantiles(h: &Histogram<u64>) -> Quantiles {
         over_100ms: above(100_000),
         over_1s: above(1_000_000),
     }
+}
+
+/// The percentiles the distribution plot shows (HdrHistogram's log-scaled axis).
+pub const PERCENTILES: [f64; 9] = [50.0, 75.0, 90.0, 95.0, 99.0, 99.5, 99.9, 99.95, 99.99];
+
+/// Latency (ms) at each of `PERCENTILES`; empty when nothing was recorded.
+pub fn percentiles(h: &Histogram<u64>) -> Vec<Percentile> {
+    if h.is_empty() {
+        return Vec::new();
+    }
+    PERCENTILES
+        .iter()
+        .map(|&p| Percentile {
+            percentile: p,
+            ms: h.value_at_quantile(p / 100.0) as f64 / 1000.0,
+        })
+        .collect()
 }
 
 /// What one healthy client saw: (seq, latency us) in arrival order, and whether the server
@@ -130,6 +148,11 @@ mod tests {
         assert_eq!(q.over_100ms, 900);
         assert_eq!(q.over_1s, 0);
         assert_eq!(quantiles(&new_hist()), Quantiles::default());
+        let p = percentiles(&h);
+        assert_eq!(p.len(), PERCENTILES.len());
+        assert!((p[0].ms - q.p50_ms).abs() < 1e-9 && (p[4].ms - q.p99_ms).abs() < 1e-9);
+        assert!(p.windows(2).all(|w| w[0].ms <= w[1].ms));
+        assert!(percentiles(&new_hist()).is_empty());
     }
 
     #[test]

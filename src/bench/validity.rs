@@ -1,9 +1,9 @@
 //! Pure: turn what the load generator and the server reported into one scenario result,
 //! with its independent checks. A check that fails makes the result invalid, and an invalid
 //! result carries no latency numbers.
-use super::model::{Accounting, Check, ScenarioResult};
+use super::model::{Accounting, Check, RoundPoint, ScenarioResult};
 use super::stats;
-use super::wire::LoadgenResult;
+use super::wire::{LoadgenResult, RoundStat};
 use crate::findings::Status;
 use crate::sys::control::ServerStats;
 
@@ -483,7 +483,29 @@ fn result(
         checks,
         accounting: acc,
         reference: None,
+        percentiles: if valid {
+            lg.percentiles.clone()
+        } else {
+            Vec::new()
+        },
+        per_round: if valid {
+            per_round(&lg.rounds, &hub, inp.rounds_total)
+        } else {
+            Vec::new()
+        },
     }
+}
+
+/// Per round: the last healthy client's latency (None when nobody received it) and the
+/// hub's time (None past what the server reported).
+pub fn per_round(rounds: &[RoundStat], hub_ms: &[f64], total: u64) -> Vec<RoundPoint> {
+    (0..total as usize)
+        .map(|i| RoundPoint {
+            round: i as u64 + 1,
+            last_client_ms: rounds.get(i).filter(|r| r.received > 0).map(|r| r.last_ms),
+            hub_ms: hub_ms.get(i).copied(),
+        })
+        .collect()
 }
 
 /// Fill the ratio-to-floor columns from a valid floor row.
@@ -511,7 +533,6 @@ fn ratio(a: Option<f64>, b: Option<f64>) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::wire::RoundStat;
 
     fn lg(rounds: Vec<RoundStat>, connections: u64, slow: u64) -> LoadgenResult {
         LoadgenResult {
@@ -582,6 +603,18 @@ mod tests {
         assert_eq!(r.hub_max_ms, Some(9.0));
         assert_eq!(r.hub_median_ms, Some(2.0));
         assert_eq!(r.server_cpu_s, Some(2.5));
+        assert_eq!(r.per_round.len(), 3);
+        assert_eq!(r.per_round[2].round, 3);
+        assert_eq!(r.per_round[2].last_client_ms, Some(2.0));
+        assert_eq!(r.per_round[2].hub_ms, Some(9.0));
+    }
+
+    #[test]
+    fn per_round_names_rounds_nobody_received() {
+        let p = per_round(&[round(1, 0, 0), round(0, 1, 0)], &[4.0], 3);
+        assert_eq!(p[0].last_client_ms, Some(2.0));
+        assert_eq!((p[1].last_client_ms, p[1].hub_ms), (None, None));
+        assert_eq!((p[2].round, p[2].last_client_ms), (3, None));
     }
 
     #[test]
@@ -596,6 +629,7 @@ mod tests {
         assert!(!r.valid);
         assert_eq!(r.accounting.unexplained, 1);
         assert_eq!(r.p999_ms, None);
+        assert!(r.percentiles.is_empty() && r.per_round.is_empty());
         assert!(r.notes[0].starts_with("INVALID"), "{:?}", r.notes);
         // The same gap covered by the server's drop counter is named, so valid.
         let s = stats(3, 1);

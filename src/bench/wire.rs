@@ -57,6 +57,9 @@ pub struct LoadgenResult {
     pub max_ms: f64,
     pub over_100ms: u64,
     pub over_1s: u64,
+    /// The distribution at `stats::PERCENTILES`.
+    #[serde(default)]
+    pub percentiles: Vec<super::model::Percentile>,
     /// Index 0 = seq 1.
     pub rounds: Vec<RoundStat>,
     /// Samples with seq above --rounds (another server publishing more): not in `rounds`.

@@ -126,6 +126,7 @@ pub fn render(
         Format::Markdown => report::markdown::audit::render(r),
         Format::Junit => report::junit::render(r, fail_on)?,
         Format::Github => report::github::render(r),
+        Format::Html => report::html::findings::render_audit(r)?,
     })
 }
 

@@ -152,6 +152,7 @@ fn run_fanout(a: FanoutArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
     let text = match a.out.format {
         Format::Json => crate::report::json::render(&report)?,
         Format::Markdown => crate::report::markdown::bench::render(&report),
+        Format::Html => crate::report::html::bench::render(&report)?,
         _ => crate::report::text::bench::render(&report, &a.out.palette(ctx.color)),
     };
     if let Some(p) = &a.save_json {
@@ -193,6 +194,7 @@ fn run_idle(a: IdleArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
     let text = match a.out.format {
         Format::Json => crate::report::json::render(&report)?,
         Format::Markdown => crate::report::markdown::bench::render_idle(&report),
+        Format::Html => crate::report::html::idle::render(&report)?,
         _ => crate::report::text::bench::render_idle(&report, &a.out.palette(ctx.color)),
     };
     a.out.emit(&text)?;

@@ -1,6 +1,6 @@
 //! `rtcheck choose`: fill a Profile (answers file, flags, prompts), run `decide` and
 //! `sizing`, render, and optionally save the profile next to the report.
-use super::output::{HumanFormats, OutputArgs};
+use super::output::{ChooseFormats, OutputArgs};
 use super::{parse_count, prompts, Ctx};
 use crate::choose::{decide, missing_answers, Recommendation};
 use crate::profile::{Loss, Profile, Upstream};
@@ -70,7 +70,7 @@ pub struct ChooseArgs {
     #[arg(long, value_name = "FILE")]
     pub save: Option<PathBuf>,
     #[command(flatten)]
-    pub out: OutputArgs<HumanFormats>,
+    pub out: OutputArgs<ChooseFormats>,
     /// Never prompt, even on a terminal: fail naming the missing answers instead.
     #[arg(long)]
     pub no_input: bool,
@@ -244,12 +244,13 @@ pub fn run(a: ChooseArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The renderer for `format` (one of [`HumanFormats`]).
+/// The renderer for `format` (one of [`ChooseFormats`]).
 pub fn render(rec: &Recommendation, format: Format, p: &Palette) -> anyhow::Result<String> {
     Ok(match format {
         Format::Json => crate::report::json::render(rec)?,
         Format::Yaml => crate::report::yaml::render(rec)?,
         Format::Markdown => crate::report::markdown::choose::render(rec),
+        Format::Html => crate::report::html::choose::render(rec)?,
         _ => crate::report::text::choose::render(rec, p),
     })
 }

@@ -5,10 +5,13 @@
 //! choose, audit, verify, bench, net, review) <- report (models, one renderer per format) <- cmd.
 pub mod audit;
 pub mod bench;
+pub mod budget;
 pub mod catalog;
 pub mod choose;
+pub mod delivery;
 pub mod explain;
 pub mod guided;
+pub mod load;
 pub mod output;
 pub mod prompts;
 pub mod review;
@@ -63,6 +66,10 @@ pub enum Command {
     Serve(crate::net::ServeArgs),
     /// Reproduce the published tail-latency scenarios against the embedded or another server.
     Bench(bench::BenchArgs),
+    /// Latency budget of a request calling N backends: sequential vs parallel, new vs reused.
+    Budget(budget::BudgetArgs),
+    /// Concurrency sweep of an HTTP endpoint: throughput, latency, errors, saturation.
+    Load(load::LoadArgs),
     /// Demonstrate audit findings live on loopback.
     Verify(verify::VerifyArgs),
     /// The full rule, evidence and fix of one audit check, or one evidence entry.

@@ -87,16 +87,24 @@ macro_rules! format_set {
 }
 
 format_set!(
-    /// choose, evidence, checklist: the human and serde formats.
+    /// evidence, checklist: the human and serde formats.
     HumanFormats = [Text, Json, Yaml, Markdown]
 );
 format_set!(
-    /// audit and verify: every format, CI formats included.
-    AllFormats = [Text, Json, Yaml, Markdown, Junit, Github]
+    /// choose: the human and serde formats, and an HTML page.
+    ChooseFormats = [Text, Json, Yaml, Markdown, Html]
+);
+format_set!(
+    /// audit and verify: every format, CI formats and HTML included.
+    AllFormats = [Text, Json, Yaml, Markdown, Junit, Github, Html]
+);
+format_set!(
+    /// budget and load: their own report in the human and serde formats, findings in junit.
+    FindingsFormats = [Text, Json, Yaml, Markdown, Junit]
 );
 format_set!(
     /// bench fanout and bench idle.
-    BenchFormats = [Text, Json, Markdown]
+    BenchFormats = [Text, Json, Markdown, Html]
 );
 
 /// `--format` parser offering only `F`'s formats: an unsupported one is clap's one-line
@@ -178,6 +186,9 @@ mod tests {
             .err()
             .unwrap()
             .to_string();
-        assert!(e.contains("[possible values: text, json, markdown]"), "{e}");
+        assert!(
+            e.contains("[possible values: text, json, markdown, html]"),
+            "{e}"
+        );
     }
 }

@@ -71,7 +71,7 @@ fn load_profile(a: &ReviewArgs) -> anyhow::Result<Profile> {
 }
 
 /// The renderer for `format`: the review's own model for text, markdown, json and yaml; the
-/// CI formats take its findings report.
+/// CI formats and html take its findings report.
 pub fn render(
     r: &ReviewReport,
     format: Format,
@@ -85,6 +85,7 @@ pub fn render(
         Format::Markdown => report::markdown::review::render(r),
         Format::Junit => report::junit::render(&r.report, fail_on)?,
         Format::Github => report::github::render(&r.report),
+        Format::Html => report::html::findings::render_audit(&r.report)?,
     })
 }
 

@@ -16,6 +16,9 @@ Experiments (all when none is named):
   time-wait        only the first half of ephemeral-ports: TIME_WAIT rising in sockstat
   tcp-wmem         a client that never reads: bytes the kernel accepts before a write blocks
   memory           server RSS per idle WebSocket and SSE connection (--connections)
+  delivery         clients disconnect (clean, reset, silent, storm), resume with seq
+                   numbers from the ring, and count lost, silently lost, duplicated
+                   (run alone: rtcheck verify delivery --rate 50 --max-disconnect 1s)
   tcp-keepalive    time until the server notices a silent peer (--ping/--pong-wait), and
                    read-deadline: a read deadline alone closes a healthy quiet client
 
@@ -43,9 +46,10 @@ pub struct VerifyArgs {
     /// ephemeral-ports: the reference scale, 10,000 closed + 20,000 opened.
     #[arg(long)]
     pub full: bool,
-    /// memory: idle connections per transport.
-    #[arg(long, value_name = "N", default_value_t = DEFAULT_CONNECTIONS, value_parser = parse_count, allow_negative_numbers = true)]
-    pub connections: u64,
+    /// memory: idle connections per transport (default 10000); delivery: clients per run
+    /// (default 10).
+    #[arg(long, value_name = "N", value_parser = parse_count, allow_negative_numbers = true)]
+    pub connections: Option<u64>,
     /// tcp-keepalive: server ping interval.
     #[arg(long, default_value = "5s", value_parser = crate::units::parse_duration)]
     pub ping: Duration,
@@ -74,6 +78,8 @@ pub struct VerifyArgs {
     /// No progress bar.
     #[arg(long)]
     pub quiet: bool,
+    #[command(flatten)]
+    pub delivery: Box<super::delivery::DeliveryFlags>,
 
     // Internal: the re-executed child of an experiment.
     #[arg(long, hide = true)]
@@ -98,7 +104,7 @@ impl VerifyArgs {
             limit: self.limit,
             closed,
             opened,
-            connections: self.connections,
+            connections: self.connections.unwrap_or(DEFAULT_CONNECTIONS),
             ping: self.ping,
             pong_wait: self.pong_wait,
             read_deadline: self.read_deadline,
@@ -130,6 +136,12 @@ pub fn default_options() -> VerifyOptions {
 pub fn run(a: VerifyArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
     if let Some(child) = &a.child {
         return verify::run_child(child, a.target.as_deref(), a.limit, a.count);
+    }
+    if a.names.iter().any(|n| n == "delivery") {
+        if a.names.len() > 1 {
+            anyhow::bail!("`verify delivery` runs alone; run the other experiments separately");
+        }
+        return super::delivery::run(&a.delivery, a.connections, a.timeout, &a.out, ctx);
     }
     let wanted = verify::select(&a.names)?;
     let opts = a.options();
@@ -165,6 +177,7 @@ pub fn render(
         Format::Yaml => crate::report::yaml::render(r)?,
         Format::Junit => crate::report::junit::render(&as_findings(r), FailOn::Fail)?,
         Format::Github => crate::report::github::render(&as_findings(r)),
+        Format::Html => crate::report::html::findings::render_verify(r)?,
     })
 }
 

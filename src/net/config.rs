@@ -90,6 +90,13 @@ pub struct ServeFlags {
     /// Messages kept for SSE resume (Last-Event-ID) and /poll.
     #[arg(long, default_value_t = 1024)]
     pub ring: usize,
+    /// Workers in the /work?ms=N pool (capacity = workers / work time).
+    #[arg(long = "workers", default_value_t = 8, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=4096))]
+    pub work_workers: usize,
+    /// Answer /work with header and body in two writes and Nagle on (no TCP_NODELAY):
+    /// reproduces the Nagle + delayed-ACK stall.
+    #[arg(long)]
+    pub split_writes: bool,
     /// Send Access-Control-Allow-Origin: ORIGIN on /sse, /poll and /metrics (browsers on
     /// another origin; `*` for any). Off by default.
     #[arg(long, value_name = "ORIGIN", value_parser = super::access::parse_origin)]
@@ -113,7 +120,8 @@ pub struct ServeFlags {
     pub percopy: bool,
     #[arg(long, default_value_t = 0, hide = true)]
     pub garbage_mbps: u64,
-    #[arg(long, hide = true)]
+    /// Runtime worker threads (default: one per CPU).
+    #[arg(long = "threads", hide = true)]
     pub workers: Option<usize>,
     #[arg(long, value_enum, default_value_t = Protocol::Ws, hide = true)]
     pub protocol: Protocol,
@@ -187,7 +195,7 @@ impl Config {
         }
         let workers = a.workers.unwrap_or(cpus.max(1));
         if workers == 0 || workers > 256 {
-            return Err(oob("--workers", workers, 1, 256, ""));
+            return Err(oob("--threads", workers, 1, 256, ""));
         }
         if a.garbage_mbps > 10_000 {
             return Err(format!("--garbage-mbps {}: at most 10000", a.garbage_mbps));
@@ -292,7 +300,7 @@ mod tests {
             "0",
             "--sndbuf",
             "4096",
-            "--workers",
+            "--threads",
             "1",
             "--rounds",
             "100",

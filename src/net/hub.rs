@@ -383,6 +383,17 @@ impl Hub {
         stream: TcpStream,
         last_id: Option<u64>,
     ) -> (Arc<Conn>, Vec<Round>, Option<(u64, u64)>) {
+        self.register_resume(stream, Transport::Sse, last_id)
+    }
+
+    /// [`Hub::register_sse`] for any transport: WebSocket resumes with `/ws?since=SEQ`
+    /// the same way, so the three transports replay and report gaps alike.
+    pub fn register_resume(
+        &self,
+        stream: TcpStream,
+        transport: Transport,
+        last_id: Option<u64>,
+    ) -> (Arc<Conn>, Vec<Round>, Option<(u64, u64)>) {
         let mut conns = lock(&self.conns);
         let ring = lock(&self.ring);
         let (replay, gap) = match last_id {
@@ -392,7 +403,7 @@ impl Hub {
         drop(ring);
         let skip = replay.last().map_or(0, |r| r.seq);
         (
-            self.add(&mut conns, stream, Transport::Sse, skip, true),
+            self.add(&mut conns, stream, transport, skip, true),
             replay,
             gap,
         )

@@ -13,6 +13,7 @@ pub mod payload;
 pub mod server;
 pub mod sse;
 pub mod sys;
+pub mod work;
 pub mod wsframe;
 
 use anyhow::Context;
@@ -31,6 +32,7 @@ const DRAIN: Duration = Duration::from_secs(1);
 pub fn run_serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     let cfg = Config::from_args(&a, cpus).map_err(anyhow::Error::msg)?;
+    work::init(a.work_workers, a.split_writes);
     if a.exit_with_parent {
         sys::exit_with_parent().context("--exit-with-parent")?;
     }
@@ -165,7 +167,7 @@ fn banner(
         .write_deadline
         .map_or("none".into(), crate::units::fmt_duration);
     b.push_str(&format!(
-        "  publishing {} B at {}/s{}{}; strategy {}, queue {}, write deadline {}, workers {}\n",
+        "  publishing {} B at {}/s{}{}; strategy {}, queue {}, write deadline {}, threads {}\n",
         cfg.size,
         cfg.rate,
         cfg.rounds
@@ -186,6 +188,7 @@ fn banner(
         deadline,
         cfg.workers
     ));
+    b.push_str(&work::banner_line());
     b.push_str(&format!(
         "  open files limit: soft {soft}, hard {hard} (soft raised to hard at start)"
     ));

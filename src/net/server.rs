@@ -105,6 +105,8 @@ async fn handle_http(hub: Arc<Hub>, stream: TcpStream) {
                 }
                 return;
             }
+            "/work" if super::work::serve(&stream, &req, keep).await => continue,
+            "/work" => return,
             "/sse" if req.method != "OPTIONS" => return serve_sse(hub, stream, req).await,
             _ => {}
         }
@@ -190,7 +192,7 @@ fn route(hub: &Hub, req: &Request) -> (u16, &'static str, String) {
         ("/metrics", true) => (
             200,
             "text/plain; version=0.0.4; charset=utf-8",
-            metrics::render(&hub.snapshot()),
+            metrics::render(&hub.snapshot()) + &super::work::metrics(),
         ),
         ("/poll", true) => match req.query_param("since").map(|v| v.parse::<u64>()) {
             Some(Ok(since)) => {
@@ -292,12 +294,65 @@ async fn accept_ws(hub: &Hub, stream: &TcpStream, req: Request) -> bool {
 }
 
 async fn upgrade_ws(hub: Arc<Hub>, stream: TcpStream, req: Request, leftover: Vec<u8>) {
+    // Resume like SSE's Last-Event-ID: `/ws?since=SEQ`; not a number is a 400, as for SSE.
+    let since = match req.query_param("since").map(|v| v.trim().parse::<u64>()) {
+        None => None,
+        Some(Ok(s)) => Some(s),
+        Some(Err(_)) => {
+            hub.counters.bad_requests.fetch_add(1, Relaxed);
+            send(
+                &stream,
+                &http::error(400, "/ws?since= must be an unsigned integer (a seq)"),
+            )
+            .await;
+            return;
+        }
+    };
     if !accept_ws(&hub, &stream, req).await {
         return;
     }
-    let conn = hub.register(stream, Transport::Ws);
+    let conn = match since {
+        None => hub.register(stream, Transport::Ws),
+        Some(since) => {
+            let (conn, replay, gap) = hub.register_resume(stream, Transport::Ws, Some(since));
+            if !ws_replay(&hub, &conn, &replay, gap).await {
+                hub.deregister(&conn, CloseReason::Peer, 0);
+                return;
+            }
+            conn
+        }
+    };
     let (reason, in_flight) = ws_loop(&hub, &conn, leftover).await;
     hub.deregister(&conn, reason, in_flight);
+}
+
+/// The resume head of a WebSocket client: a gap marker as a text frame with the same
+/// `{"from":A,"to":B}` as SSE's `event: gap`, then the ring's replay. The connection was
+/// registered as writing, so the publisher only queues until this is out.
+async fn ws_replay(
+    hub: &Hub,
+    conn: &Conn,
+    replay: &[super::hub::Round],
+    gap: Option<(u64, u64)>,
+) -> bool {
+    let mut first = Vec::new();
+    if let Some((a, b)) = gap {
+        let marker = format!("{{\"from\":{a},\"to\":{b}}}");
+        first.extend_from_slice(&wsframe::frame(wsframe::OP_TEXT, marker.as_bytes()));
+    }
+    for r in replay {
+        first.extend_from_slice(&r.ws);
+    }
+    let ok = io::write_with_deadline(&conn.stream, &first, Some(REQUEST_TIMEOUT))
+        .await
+        .is_ok();
+    if ok {
+        for r in replay {
+            hub.counters.sent(Transport::Ws, r.ws.len());
+        }
+    }
+    conn.done_writing();
+    ok
 }
 
 /// Everything a WebSocket client does: receive queued messages (per-client strategy),

@@ -2,9 +2,10 @@
 //!
 //! - `model`: findings, verifications, summaries shared by audit and verify.
 //! - `json` / `yaml`: serde of the model (canonical machine output).
-//! - `text`, `markdown`: human renderers; `junit`, `github`: CI renderers for findings.
+//! - `text`, `markdown`, `html` (self-contained page with plots): human renderers; `junit`, `github`: CI renderers for findings.
 //! - `output`: the palette (colour is decided in `cmd::output`, files written by `outfile`).
 pub mod github;
+pub mod html;
 pub mod json;
 pub mod junit;
 pub mod markdown;
@@ -26,6 +27,7 @@ pub enum Format {
     Markdown,
     Junit,
     Github,
+    Html,
 }
 
 impl Format {
@@ -37,6 +39,7 @@ impl Format {
             Format::Markdown => "markdown",
             Format::Junit => "junit",
             Format::Github => "github",
+            Format::Html => "html",
         }
     }
 }

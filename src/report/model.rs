@@ -42,6 +42,18 @@ impl FindingsReport {
             duration_ms: (duration_ms * 1000.0).round() / 1000.0,
         }
     }
+
+    /// The findings of a command whose own report is not a findings report (budget, load),
+    /// for the findings formats (junit): default profile, no target, no duration.
+    pub fn of_findings(kind: &str, findings: &[Finding]) -> Self {
+        Self::new(
+            kind,
+            crate::profile::Profile::default(),
+            None,
+            findings.to_vec(),
+            0.0,
+        )
+    }
 }
 
 /// The result of `rtcheck review`: the common findings report (so junit and github render

@@ -233,6 +233,8 @@ mod tests {
             removed: None,
             server_rss_mb: None,
             server_cpu_s: None,
+            per_round: vec![],
+            percentiles: vec![],
             client_cpu_s: 1.0,
             p99_vs_floor: None,
             p999_vs_floor: None,

@@ -1,7 +1,10 @@
 //! markdown renderers, one file per result kind.
 pub mod audit;
 pub mod bench;
+pub mod budget;
 pub mod choose;
+pub mod delivery;
 pub mod evidence;
+pub mod load;
 pub mod review;
 pub mod verify;

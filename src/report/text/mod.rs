@@ -1,8 +1,11 @@
 //! text renderers, one file per result kind.
 pub mod audit;
 pub mod bench;
+pub mod budget;
 pub mod choose;
+pub mod delivery;
 pub mod evidence;
+pub mod load;
 pub mod review;
 pub mod verify;
 

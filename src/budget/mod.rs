@@ -1,0 +1,10 @@
+//! `rtcheck budget`: the latency budget of a request that calls N backends (seed 004).
+//! `plan` is the pure arithmetic, `hops` parses the hop list and YAML, `live` measures real
+//! endpoints the same four ways, `findings` judges the result; flags live in `cmd::budget`.
+pub mod findings;
+pub mod hops;
+pub mod live;
+pub mod model;
+pub mod plan;
+
+pub use model::{BudgetReport, Hop};

@@ -1,0 +1,177 @@
+//! `rtcheck verify delivery`: the delivery flags (flattened into `verify`), resolved
+//! against the profile, the experiment, and its renderers.
+use super::Ctx;
+use crate::delivery::{self, DeliveryOptions, DeliveryReport};
+use crate::findings::FailOn;
+use crate::profile::Profile;
+use crate::report::{FindingsReport, Format, Palette};
+use anyhow::anyhow;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+/// Clients per run when `--connections` is not given (the profile's connections size
+/// the memory, they are not all opened).
+pub const DEFAULT_CLIENTS: u64 = 10;
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct DeliveryFlags {
+    /// delivery: snapshot, seq-ring, session-ack or all.
+    #[arg(long, default_value = "all", value_parser = ["snapshot", "seq-ring", "session-ack", "all"])]
+    pub delivery: String,
+    /// delivery: workload profile (rate, size, max_disconnect) from `choose --save`.
+    #[arg(long, value_name = "FILE")]
+    pub profile: Option<PathBuf>,
+    /// delivery: transport of the clients.
+    #[arg(long, default_value = "sse", value_parser = ["sse", "websocket", "poll"])]
+    pub transport: String,
+    /// delivery: messages per second (default: the profile's rate).
+    #[arg(long, value_name = "MSGS_PER_S")]
+    pub rate: Option<f64>,
+    /// delivery: bytes per message (default: the profile's size).
+    #[arg(long, value_name = "BYTES", value_parser = crate::net::config::parse_size)]
+    pub size: Option<u64>,
+    /// delivery: how long clients stay away (default: the profile's max_disconnect).
+    #[arg(long, value_name = "DUR", value_parser = crate::units::parse_duration)]
+    pub max_disconnect: Option<Duration>,
+    /// delivery: server ring, bytes (100KiB) or messages (1024); default: max_disconnect
+    /// x rate plus one second.
+    #[arg(long, value_name = "SIZE")]
+    pub ring: Option<String>,
+    /// delivery: session TTL for session-ack (not measured by this build).
+    #[arg(long, value_name = "DUR", value_parser = crate::units::parse_duration)]
+    pub session_ttl: Option<Duration>,
+    /// delivery: measure another server on loopback (http://127.0.0.1:PORT).
+    #[arg(long, value_name = "URL")]
+    pub server: Option<String>,
+    /// delivery: lowest finding status that exits 1.
+    #[arg(long, value_enum, default_value_t = FailOn::Fail)]
+    pub fail_on: FailOn,
+}
+
+/// `--ring`: a bare number is messages, a size with a unit is bytes (rounded up to
+/// whole messages of `size`).
+pub fn ring_messages(s: &str, size: u64) -> anyhow::Result<u64> {
+    let t = s.trim();
+    if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) {
+        return t.parse().map_err(|_| anyhow!("--ring {t}: too large"));
+    }
+    let bytes = crate::net::config::parse_size(t).map_err(|e| anyhow!("--ring: {e}"))?;
+    Ok(bytes.div_ceil(size.max(1)))
+}
+
+/// `http://HOST:PORT[/]` on loopback.
+pub fn server_addr(url: &str) -> anyhow::Result<SocketAddr> {
+    let rest = url
+        .strip_prefix("http://")
+        .ok_or_else(|| anyhow!("--server {url}: expected http://HOST:PORT"))?;
+    let hp = rest.trim_end_matches('/');
+    let a = crate::sys::addr::parse_host_port(hp).ok_or_else(|| {
+        anyhow!("--server {url}: expected http://HOST:PORT with an IP or localhost")
+    })?;
+    crate::sys::addr::ensure_loopback(&a)?;
+    Ok(a)
+}
+
+/// Flags over the profile over the defaults.
+pub fn options(
+    f: &DeliveryFlags,
+    connections: Option<u64>,
+    timeout: Duration,
+) -> anyhow::Result<DeliveryOptions> {
+    let p = match &f.profile {
+        Some(path) => Profile::load(path)?,
+        None => Profile::default(),
+    };
+    let rate = f.rate.unwrap_or(p.rate);
+    let size = f.size.unwrap_or(p.size);
+    let max_disconnect = f.max_disconnect.unwrap_or(p.max_disconnect);
+    let ring_messages = match &f.ring {
+        Some(s) => ring_messages(s, size)?,
+        None => delivery::default_ring_messages(rate, max_disconnect),
+    };
+    let delivery = match f.delivery.as_str() {
+        "all" => delivery::MODES.iter().map(|m| m.to_string()).collect(),
+        m => vec![m.to_string()],
+    };
+    Ok(DeliveryOptions {
+        delivery,
+        transport: f.transport.clone(),
+        connections: connections.unwrap_or(DEFAULT_CLIENTS),
+        rate,
+        size,
+        max_disconnect,
+        ring_messages,
+        server: f.server.as_deref().map(server_addr).transpose()?,
+        timeout,
+    })
+}
+
+pub fn run(
+    f: &DeliveryFlags,
+    connections: Option<u64>,
+    timeout: Duration,
+    out: &super::OutputArgs<super::output::AllFormats>,
+    ctx: Ctx,
+) -> anyhow::Result<ExitCode> {
+    let o = options(f, connections, timeout)?;
+    o.validate()?;
+    crate::sys::signal::install_interrupt_handler();
+    let r = delivery::measure(&o)?;
+    let content = render(&r, out.format, &out.palette(ctx.color))?;
+    out.emit(&content)?;
+    Ok(if f.fail_on.trips(&r.summary) {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+pub fn render(r: &DeliveryReport, format: Format, p: &Palette) -> anyhow::Result<String> {
+    Ok(match format {
+        Format::Text => crate::report::text::delivery::render(r, p),
+        Format::Markdown => crate::report::markdown::delivery::render(r),
+        Format::Json => crate::report::json::render(r)?,
+        Format::Yaml => crate::report::yaml::render(r)?,
+        Format::Junit => crate::report::junit::render(&as_findings(r), FailOn::Fail)?,
+        Format::Github => crate::report::github::render(&as_findings(r)),
+        // No html page for delivery runs yet: a usage error rather than a page that drops
+        // the per-run counts.
+        Format::Html => anyhow::bail!(
+            "--format html: not supported by `verify delivery` yet (use text, json, yaml, markdown, junit, github)"
+        ),
+    })
+}
+
+fn as_findings(r: &DeliveryReport) -> FindingsReport {
+    FindingsReport::new(
+        "verify",
+        Profile::default(),
+        Some(r.target.clone()),
+        r.findings.clone(),
+        r.duration_ms as f64,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ring_is_messages_or_bytes() {
+        assert_eq!(ring_messages("1024", 100).unwrap(), 1024);
+        assert_eq!(ring_messages("100KiB", 1024).unwrap(), 100);
+        assert_eq!(ring_messages("100KB", 1024).unwrap(), 98);
+        assert!(ring_messages("lots", 1024).is_err());
+    }
+
+    #[test]
+    fn servers_must_be_loopback_urls() {
+        assert_eq!(server_addr("http://127.0.0.1:8080/").unwrap().port(), 8080);
+        assert!(server_addr("http://localhost:1").is_ok());
+        assert!(server_addr("127.0.0.1:80").is_err());
+        let e = server_addr("http://10.0.0.1:80").unwrap_err().to_string();
+        assert!(e.contains("not a loopback"), "{e}");
+    }
+}

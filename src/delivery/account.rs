@@ -1,0 +1,177 @@
+//! Per-client delivery accounting from seq numbers (evidence `loss-dup-order`): pure
+//! functions over what one client received, so every verdict is unit-tested.
+use serde::Serialize;
+use std::collections::BTreeSet;
+
+/// What one client saw, in arrival order.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Trace {
+    /// Seq of every message, in arrival order (duplicates kept).
+    pub seqs: Vec<u64>,
+    /// Gap markers: inclusive ranges the server said it could not deliver.
+    pub gaps: Vec<(u64, u64)>,
+    /// The first seq the client expected (1 for a fresh client).
+    pub first_expected: u64,
+    /// The last seq the server had published when the client stopped (the span's end).
+    pub last_published: u64,
+}
+
+/// The counts of one client, or summed over clients.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Counts {
+    pub received: u64,
+    /// Span − unique: messages of the span never received.
+    pub lost: u64,
+    /// Lost and not covered by a gap marker: the loss nobody was told about.
+    pub lost_silently: u64,
+    /// Received more than once.
+    pub duplicated: u64,
+    /// Arrived with a seq below one already seen.
+    pub out_of_order: u64,
+    /// Messages of the span covered by gap markers.
+    pub gaps: u64,
+}
+
+impl Counts {
+    pub fn add(&mut self, o: &Counts) {
+        self.received += o.received;
+        self.lost += o.lost;
+        self.lost_silently += o.lost_silently;
+        self.duplicated += o.duplicated;
+        self.out_of_order += o.out_of_order;
+        self.gaps += o.gaps;
+    }
+}
+
+/// Count one client's trace. The span is `first_expected ..= last_published`; seqs
+/// outside it are counted as received but not as part of the span.
+pub fn count(t: &Trace) -> Counts {
+    let (lo, hi) = (t.first_expected.max(1), t.last_published);
+    let mut seen = BTreeSet::new();
+    let mut c = Counts {
+        received: t.seqs.len() as u64,
+        ..Counts::default()
+    };
+    let mut max_seen = 0u64;
+    for &s in &t.seqs {
+        if !seen.insert(s) {
+            c.duplicated += 1;
+        } else if s < max_seen {
+            c.out_of_order += 1;
+        }
+        max_seen = max_seen.max(s);
+    }
+    if hi < lo {
+        return c;
+    }
+    let covered = |s: u64| t.gaps.iter().any(|&(a, b)| a <= s && s <= b);
+    for s in lo..=hi {
+        let g = covered(s);
+        if g {
+            c.gaps += 1;
+        }
+        if !seen.contains(&s) {
+            c.lost += 1;
+            if !g {
+                c.lost_silently += 1;
+            }
+        }
+    }
+    c
+}
+
+/// The control without seq numbers: a client that only counts messages cannot tell what
+/// it missed, so everything lost is lost silently and it sees no gap.
+pub fn count_without_seq(t: &Trace) -> Counts {
+    let with = count(&Trace {
+        gaps: Vec::new(),
+        ..t.clone()
+    });
+    Counts {
+        lost_silently: with.lost,
+        gaps: 0,
+        ..with
+    }
+}
+
+/// p50 and max of a set of durations in ms (0 for none).
+pub fn p50_max(v: &[f64]) -> (f64, f64) {
+    if v.is_empty() {
+        return (0.0, 0.0);
+    }
+    let mut s = v.to_vec();
+    s.sort_by(|a, b| a.total_cmp(b));
+    (s[(s.len() - 1) / 2], s[s.len() - 1])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn trace(seqs: &[u64], gaps: &[(u64, u64)], hi: u64) -> Trace {
+        Trace {
+            seqs: seqs.to_vec(),
+            gaps: gaps.to_vec(),
+            first_expected: 1,
+            last_published: hi,
+        }
+    }
+
+    #[test]
+    fn complete_stream_has_no_loss() {
+        let c = count(&trace(&[1, 2, 3, 4], &[], 4));
+        assert_eq!(c.received, 4);
+        assert_eq!(
+            (c.lost, c.lost_silently, c.duplicated, c.out_of_order),
+            (0, 0, 0, 0)
+        );
+    }
+
+    #[test]
+    fn loss_inside_a_gap_marker_is_not_silent() {
+        let c = count(&trace(&[1, 2, 6, 7], &[(3, 5)], 7));
+        assert_eq!((c.lost, c.lost_silently, c.gaps), (3, 0, 3));
+        let c = count(&trace(&[1, 2, 6, 7], &[(3, 4)], 7));
+        assert_eq!((c.lost, c.lost_silently, c.gaps), (3, 1, 2));
+    }
+
+    #[test]
+    fn duplicates_and_reordering_are_counted_once_each() {
+        let c = count(&trace(&[1, 2, 3, 2, 3, 5, 4], &[], 5));
+        assert_eq!(c.received, 7);
+        assert_eq!(c.duplicated, 2);
+        assert_eq!(c.out_of_order, 1); // 4 after 5; the duplicates are not reorders
+        assert_eq!(c.lost, 0);
+    }
+
+    #[test]
+    fn tail_not_received_is_lost_and_span_respects_first_expected() {
+        let c = count(&trace(&[1, 2], &[], 4));
+        assert_eq!((c.lost, c.lost_silently), (2, 2));
+        let t = Trace {
+            seqs: vec![10, 11],
+            gaps: vec![],
+            first_expected: 10,
+            last_published: 11,
+        };
+        assert_eq!(count(&t).lost, 0);
+        // An empty span (nothing published yet) counts nothing as lost.
+        assert_eq!(count(&trace(&[], &[], 0)).lost, 0);
+    }
+
+    #[test]
+    fn control_without_seq_makes_every_loss_silent() {
+        let c = count_without_seq(&trace(&[1, 2, 6, 7], &[(3, 5)], 7));
+        assert_eq!((c.lost, c.lost_silently, c.gaps), (3, 3, 0));
+    }
+
+    #[test]
+    fn sums_and_percentiles() {
+        let mut a = count(&trace(&[1, 3], &[], 3));
+        a.add(&count(&trace(&[1, 1], &[], 2)));
+        assert_eq!((a.received, a.lost, a.duplicated), (4, 2, 1));
+        assert_eq!(p50_max(&[]), (0.0, 0.0));
+        assert_eq!(p50_max(&[5.0, 1.0, 3.0]), (3.0, 5.0));
+        assert_eq!(p50_max(&[2.0, 1.0]), (1.0, 2.0));
+    }
+}

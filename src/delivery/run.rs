@@ -1,0 +1,388 @@
+//! The experiment: per run, N clients connect, receive, leave one way, stay away,
+//! reconnect and resume; then count. Runs share one server and go at the same time, so
+//! the whole experiment takes about the longest run.
+use super::account::{self, Counts, Trace};
+use super::client::{latest_seq, Disconnect, PollConn, SseConn, WsConn};
+use crate::sys::signal::interrupted;
+use anyhow::{anyhow, bail};
+use serde::Serialize;
+use std::net::SocketAddr;
+use std::sync::Barrier;
+use std::time::{Duration, Instant};
+
+/// What one run does.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunSpec {
+    /// `seq-ring` or `no-seq` (the control: reconnects without Last-Event-ID).
+    pub delivery: &'static str,
+    pub disconnect: Disconnect,
+    /// `within-ring` or `beyond-ring`.
+    pub case: &'static str,
+    pub clients: usize,
+    pub away: Duration,
+}
+
+/// Timing shared by every run.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Phases {
+    /// Receiving before leaving, and after coming back.
+    pub before: Duration,
+    pub after: Duration,
+    /// Poll `/poll?since` instead of holding an SSE stream.
+    pub poll: bool,
+    /// A WebSocket (`/ws?since`) instead of SSE.
+    pub ws: bool,
+    pub rate: f64,
+}
+
+impl Phases {
+    /// At least 1 s, and at least 3 messages at `rate`.
+    pub fn for_rate(rate: f64) -> Phases {
+        let d = Duration::from_secs_f64((3.0 / rate.max(1e-3)).clamp(1.0, 60.0));
+        Phases {
+            before: d,
+            after: d,
+            poll: false,
+            ws: false,
+            rate,
+        }
+    }
+}
+
+/// The result of one client.
+#[derive(Debug, Clone, Default)]
+pub struct ClientResult {
+    pub trace: Trace,
+    /// From reconnect to the first message published after it.
+    pub resume_ms: Option<f64>,
+}
+
+/// A client's current connection.
+enum Conn {
+    Sse(SseConn),
+    Ws(WsConn),
+    Poll(PollConn),
+}
+
+impl Conn {
+    /// Connect fresh (`resume` None) or resume after a seq.
+    fn open(addr: SocketAddr, ph: Phases, resume: Option<String>) -> anyhow::Result<Conn> {
+        if ph.ws {
+            return Ok(Conn::Ws(WsConn::open(addr, resume.as_deref())?));
+        }
+        if !ph.poll {
+            return Ok(Conn::Sse(SseConn::open(addr, resume.as_deref())?));
+        }
+        let since = match resume.and_then(|r| r.parse().ok()) {
+            Some(s) => s,
+            None => latest_seq(addr).ok_or_else(|| anyhow!("{addr}: /poll has no `latest`"))?,
+        };
+        Ok(Conn::Poll(PollConn::new(addr, since, ph.rate)))
+    }
+
+    fn recv_until(
+        &mut self,
+        until: Instant,
+        t: &mut Trace,
+        f: &mut dyn FnMut(u64),
+    ) -> anyhow::Result<()> {
+        match self {
+            Conn::Sse(c) => c.recv_until(until, t, f),
+            Conn::Ws(c) => c.recv_until(until, t, f),
+            Conn::Poll(c) => c.recv_until(until, t, f),
+        }
+    }
+
+    /// Where it would resume: the last seq it has.
+    fn resume_point(&self) -> Option<String> {
+        match self {
+            Conn::Sse(c) => c.last_id(),
+            Conn::Ws(c) => c.last_id(),
+            Conn::Poll(c) => Some(c.since().to_string()),
+        }
+    }
+
+    /// Leave; a silent SSE client keeps its socket until it comes back.
+    fn leave(self, kind: Disconnect) -> Option<std::net::TcpStream> {
+        match self {
+            Conn::Sse(c) => c.leave(kind),
+            Conn::Ws(c) => c.leave(kind),
+            Conn::Poll(_) => None,
+        }
+    }
+}
+
+/// One client's whole life.
+pub fn client(
+    addr: SocketAddr,
+    spec: &RunSpec,
+    ph: Phases,
+    storm: &Barrier,
+) -> anyhow::Result<ClientResult> {
+    let mut t = Trace::default();
+    let mut c = Conn::open(addr, ph, None)?;
+    c.recv_until(Instant::now() + ph.before, &mut t, &mut |_| {})?;
+    let Some(&first) = t.seqs.first() else {
+        bail!("{addr}: no message within {:?} of connecting", ph.before);
+    };
+    t.first_expected = first;
+    let resume_id = (spec.delivery != "no-seq")
+        .then(|| c.resume_point())
+        .flatten();
+    if spec.disconnect == Disconnect::Storm {
+        storm.wait();
+    }
+    let held = c.leave(spec.disconnect);
+    sleep_checked(spec.away)?;
+    drop(held);
+    if spec.disconnect == Disconnect::Storm {
+        storm.wait();
+    }
+    let latest = latest_seq(addr);
+    let t0 = Instant::now();
+    let mut c = Conn::open(addr, ph, resume_id)?;
+    let mut resume_ms = None;
+    c.recv_until(Instant::now() + ph.after, &mut t, &mut |seq| {
+        if resume_ms.is_none() && latest.is_none_or(|l| seq > l) {
+            resume_ms = Some(t0.elapsed().as_secs_f64() * 1e3);
+        }
+    })?;
+    t.last_published = t.seqs.iter().copied().max().unwrap_or(0);
+    Ok(ClientResult {
+        trace: t,
+        resume_ms,
+    })
+}
+
+fn sleep_checked(d: Duration) -> anyhow::Result<()> {
+    let end = Instant::now() + d;
+    while Instant::now() < end {
+        if interrupted() {
+            bail!("interrupted");
+        }
+        std::thread::sleep(Duration::from_millis(20).min(end - Instant::now()));
+    }
+    Ok(())
+}
+
+/// p50 and max of the resume time.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct ResumeMs {
+    pub p50: f64,
+    pub max: f64,
+}
+
+/// One row of `runs[]` (the JSON contract of issue 12).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Run {
+    pub delivery: String,
+    pub disconnect: String,
+    pub case: String,
+    pub away_ms: u64,
+    pub clients: u64,
+    #[serde(flatten)]
+    pub counts: Counts,
+    pub resume_ms: ResumeMs,
+    /// The server's ring (messages × size), as `choose` sizes it; 0 when unknown.
+    pub ring_bytes: u64,
+    /// Session memory per client: 0 for seq-ring and the control (no sessions).
+    pub session_bytes_per_client: u64,
+    /// pass, warn or fail, and why.
+    pub verdict: String,
+    pub status: crate::findings::Status,
+}
+
+/// Sum the clients of a run and judge it.
+pub fn summarize(spec: &RunSpec, results: &[ClientResult], ring_bytes: u64) -> Run {
+    let mut counts = Counts::default();
+    for r in results {
+        let c = if spec.delivery == "no-seq" {
+            account::count_without_seq(&r.trace)
+        } else {
+            account::count(&r.trace)
+        };
+        counts.add(&c);
+    }
+    let resumes: Vec<f64> = results.iter().filter_map(|r| r.resume_ms).collect();
+    let (p50, max) = account::p50_max(&resumes);
+    let (status, verdict) = verdict(spec, &counts, resumes.len(), results.len());
+    Run {
+        delivery: spec.delivery.into(),
+        disconnect: spec.disconnect.name().into(),
+        case: spec.case.into(),
+        away_ms: spec.away.as_millis() as u64,
+        clients: results.len() as u64,
+        counts,
+        resume_ms: ResumeMs { p50, max },
+        ring_bytes,
+        session_bytes_per_client: 0,
+        verdict,
+        status,
+    }
+}
+
+/// The rules of issue 12: seq-ring passes only with 0 lost silently; within the ring it
+/// loses 0; beyond it every loss is in a gap marker (and there must be one, or the run
+/// did not test the overflow). The no-seq control shows silent loss.
+pub fn verdict(
+    spec: &RunSpec,
+    c: &Counts,
+    resumed: usize,
+    clients: usize,
+) -> (crate::findings::Status, String) {
+    use crate::findings::Status::*;
+    if resumed < clients {
+        return (
+            Fail,
+            format!(
+                "invalid: {} of {clients} client(s) got no live message after reconnecting",
+                clients - resumed
+            ),
+        );
+    }
+    match (spec.delivery, spec.case) {
+        ("no-seq", _) if c.lost_silently > 0 => (
+            Pass,
+            format!(
+                "control: {} message(s) vanished silently without seq numbers",
+                c.lost_silently
+            ),
+        ),
+        ("no-seq", _) => (
+            Warn,
+            "control lost nothing: the disconnect was too short to show silent loss".into(),
+        ),
+        (_, _) if c.lost_silently > 0 => (
+            Fail,
+            format!(
+                "{} message(s) lost silently (no gap marker)",
+                c.lost_silently
+            ),
+        ),
+        (_, "within-ring") if c.lost > 0 => (
+            Fail,
+            format!(
+                "{} message(s) lost within the ring (reported in gap markers)",
+                c.lost
+            ),
+        ),
+        (_, "within-ring") => (Pass, "0 lost within the ring".into()),
+        (_, _) if c.gaps == 0 => (
+            Warn,
+            "the ring did not overflow: no gap to check (stay away longer)".into(),
+        ),
+        _ => (
+            Pass,
+            format!(
+                "beyond the ring: all {} lost message(s) announced in gap markers",
+                c.lost
+            ),
+        ),
+    }
+}
+
+/// Run every spec at once against `addr`; each client is a thread.
+pub fn run_all(
+    addr: SocketAddr,
+    specs: &[RunSpec],
+    ph: Phases,
+    ring_bytes: u64,
+) -> anyhow::Result<Vec<Run>> {
+    let out = std::thread::scope(|s| {
+        let handles: Vec<_> = specs
+            .iter()
+            .map(|spec| {
+                s.spawn(move || {
+                    let storm = Barrier::new(spec.clients);
+                    let results = std::thread::scope(|s2| {
+                        let hs: Vec<_> = (0..spec.clients)
+                            .map(|_| s2.spawn(|| client(addr, spec, ph, &storm)))
+                            .collect();
+                        hs.into_iter()
+                            .map(|h| {
+                                h.join()
+                                    .map_err(|_| anyhow!("a delivery client panicked"))?
+                            })
+                            .collect::<anyhow::Result<Vec<_>>>()
+                    })?;
+                    Ok::<_, anyhow::Error>(summarize(spec, &results, ring_bytes))
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().map_err(|_| anyhow!("a delivery run panicked"))?)
+            .collect::<anyhow::Result<Vec<_>>>()
+    })?;
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::findings::Status;
+
+    fn spec(delivery: &'static str, case: &'static str) -> RunSpec {
+        RunSpec {
+            delivery,
+            disconnect: Disconnect::Clean,
+            case,
+            clients: 2,
+            away: Duration::from_secs(1),
+        }
+    }
+
+    fn counts(lost: u64, silent: u64, gaps: u64) -> Counts {
+        Counts {
+            received: 10,
+            lost,
+            lost_silently: silent,
+            gaps,
+            ..Counts::default()
+        }
+    }
+
+    #[test]
+    fn seq_ring_verdicts() {
+        let v = |case, c| verdict(&spec("seq-ring", case), &c, 2, 2).0;
+        assert_eq!(v("within-ring", counts(0, 0, 0)), Status::Pass);
+        assert_eq!(v("within-ring", counts(3, 0, 3)), Status::Fail);
+        assert_eq!(v("within-ring", counts(3, 1, 2)), Status::Fail);
+        assert_eq!(v("beyond-ring", counts(5, 0, 5)), Status::Pass);
+        assert_eq!(v("beyond-ring", counts(5, 2, 3)), Status::Fail);
+        assert_eq!(v("beyond-ring", counts(0, 0, 0)), Status::Warn);
+    }
+
+    #[test]
+    fn control_and_invalid_runs() {
+        let s = spec("no-seq", "within-ring");
+        assert_eq!(verdict(&s, &counts(7, 7, 0), 2, 2).0, Status::Pass);
+        assert_eq!(verdict(&s, &counts(0, 0, 0), 2, 2).0, Status::Warn);
+        let (st, why) = verdict(&spec("seq-ring", "within-ring"), &counts(0, 0, 0), 1, 2);
+        assert_eq!(st, Status::Fail);
+        assert!(why.starts_with("invalid"), "{why}");
+    }
+
+    #[test]
+    fn summary_sums_clients_and_uses_the_control_counting() {
+        let r = |seqs: &[u64], gaps: &[(u64, u64)]| ClientResult {
+            trace: Trace {
+                seqs: seqs.to_vec(),
+                gaps: gaps.to_vec(),
+                first_expected: 1,
+                last_published: 6,
+            },
+            resume_ms: Some(2.0),
+        };
+        let results = [r(&[1, 2, 5, 6], &[(3, 4)]), r(&[1, 2, 3, 4, 5, 6], &[])];
+        let run = summarize(&spec("seq-ring", "beyond-ring"), &results, 100);
+        assert_eq!(
+            (run.counts.lost, run.counts.lost_silently, run.counts.gaps),
+            (2, 0, 2)
+        );
+        assert_eq!(run.status, Status::Pass);
+        let run = summarize(&spec("no-seq", "within-ring"), &results, 100);
+        assert_eq!((run.counts.lost_silently, run.counts.gaps), (2, 0));
+        assert_eq!(run.resume_ms, ResumeMs { p50: 2.0, max: 2.0 });
+    }
+}

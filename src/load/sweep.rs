@@ -1,0 +1,271 @@
+//! Running the sweep (I/O): virtual users on one connection each, the open-loop
+//! scheduler, the metrics sampler, and the load generator's own CPU.
+use super::analysis::Raw;
+use super::client::{self, Conn, ErrorKind, Target};
+use super::model::Saturation;
+use super::saturation;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::time::Instant;
+
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub target: Arc<Target>,
+    pub step: Duration,
+    pub timeout: Duration,
+    /// Open loop: arrivals per second.
+    pub rate: Option<f64>,
+    pub metrics: Option<Arc<Target>>,
+    pub threads: u32,
+}
+
+/// Back-off after a failed connect, so a dead target is not hammered in a spin.
+const RECONNECT_PAUSE: Duration = Duration::from_millis(10);
+/// Metrics scrape interval.
+const SCRAPE_EVERY: Duration = Duration::from_millis(100);
+
+fn record(raw: &mut Raw, from: Instant, r: Result<client::Timing, ErrorKind>) -> bool {
+    let us = from.elapsed().as_micros().max(1) as u64;
+    let _ = raw.latency_us.record(us.min(raw.latency_us.high()));
+    raw.sum_latency_us += us as f64;
+    match r {
+        Ok(t) => {
+            raw.ok += 1;
+            raw.body_bytes += t.body_bytes as u64;
+            let g = t.body_gap.as_micros().max(1) as u64;
+            let _ = raw.gap_us.record(g.min(raw.gap_us.high()));
+            true
+        }
+        Err(e) => {
+            *raw.errors.entry(e.as_str().to_string()).or_default() += 1;
+            false
+        }
+    }
+}
+
+/// One attempt on `conn` (connecting first when needed); the connection is dropped after
+/// an error (a late answer would be read as the next one's).
+async fn attempt(
+    conn: &mut Option<Conn>,
+    t: &Target,
+    timeout: Duration,
+) -> Result<client::Timing, ErrorKind> {
+    let start = std::time::Instant::now();
+    if conn.is_none() {
+        *conn = Some(client::connect(t, timeout).await?);
+    }
+    let left = timeout.saturating_sub(start.elapsed());
+    let c = conn.as_mut().expect("connected above");
+    let r = client::request(c, t, left).await;
+    if r.is_err() {
+        *conn = None;
+    }
+    r
+}
+
+/// Closed loop: send, wait for the answer, send again, until `deadline`.
+async fn user(p: Arc<Plan>, start: Instant, deadline: Instant) -> (Raw, f64) {
+    let mut raw = Raw::new(0);
+    let mut conn = client::connect(&p.target, p.timeout).await.ok();
+    tokio::time::sleep_until(start).await;
+    let mut end = start;
+    while Instant::now() < deadline {
+        raw.started += 1;
+        let t0 = Instant::now();
+        let r = attempt(&mut conn, &p.target, p.timeout).await;
+        let refused = matches!(r, Err(ErrorKind::Refused | ErrorKind::Connect));
+        record(&mut raw, t0, r);
+        end = Instant::now();
+        if refused {
+            tokio::time::sleep(RECONNECT_PAUSE).await;
+        }
+    }
+    (raw, (end - start).as_secs_f64())
+}
+
+/// Closed loop: C users spread over `threads` OS threads, each a current-thread runtime
+/// with its own epoll and timers (as wrk does): no work stealing and no cross-thread
+/// wake-up per answer, which a shared multi-thread runtime pays on every request.
+async fn closed_loop(p: &Arc<Plan>, c: u32, start: Instant, deadline: Instant) -> Vec<(Raw, f64)> {
+    let n = p.threads.clamp(1, c);
+    let mut done = Vec::new();
+    for i in 0..n {
+        // Users i, i + n, i + 2n, ... run on thread i.
+        let share = (c - i).div_ceil(n);
+        let p = p.clone();
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let spawned = std::thread::Builder::new()
+            .name(format!("rtcheck-load-{i}"))
+            .spawn(move || {
+                let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                else {
+                    return;
+                };
+                let out = rt.block_on(async {
+                    let users: Vec<_> = (0..share)
+                        .map(|_| tokio::spawn(user(p.clone(), start, deadline)))
+                        .collect();
+                    let mut out = Vec::with_capacity(users.len());
+                    for u in users {
+                        if let Ok(r) = u.await {
+                            out.push(r);
+                        }
+                    }
+                    out
+                });
+                let _ = tx.send(out);
+            });
+        if spawned.is_ok() {
+            done.push(rx);
+        }
+    }
+    let mut all = Vec::new();
+    for rx in done {
+        // A thread that could not start its runtime sends nothing: its users are missing,
+        // and Little's law (which counts all C users) marks the level invalid.
+        all.extend(rx.await.unwrap_or_default());
+    }
+    all
+}
+
+/// Open loop: requests arrive on a schedule; latency counts from the scheduled start,
+/// so time waiting for a free connection is in it.
+async fn open_worker(
+    p: Arc<Plan>,
+    rx: Arc<tokio::sync::Mutex<tokio::sync::mpsc::UnboundedReceiver<Instant>>>,
+) -> Raw {
+    let mut raw = Raw::new(0);
+    let mut conn = client::connect(&p.target, p.timeout).await.ok();
+    loop {
+        let next = rx.lock().await.recv().await;
+        let Some(scheduled) = next else { break };
+        raw.started += 1;
+        if scheduled.elapsed() >= p.timeout {
+            // Waited out its whole timeout in the client's queue.
+            record(&mut raw, scheduled, Err(ErrorKind::Timeout));
+            continue;
+        }
+        let r = attempt(&mut conn, &p.target, p.timeout - scheduled.elapsed()).await;
+        record(&mut raw, scheduled, r);
+    }
+    raw
+}
+
+async fn open_loop(
+    p: &Arc<Plan>,
+    c: u32,
+    rate: f64,
+    start: Instant,
+    deadline: Instant,
+) -> (Vec<Raw>, f64) {
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let rx = Arc::new(tokio::sync::Mutex::new(rx));
+    let workers: Vec<_> = (0..c)
+        .map(|_| tokio::spawn(open_worker(p.clone(), rx.clone())))
+        .collect();
+    let period = Duration::from_secs_f64(1.0 / rate);
+    let mut at = start;
+    while at < deadline {
+        tokio::time::sleep_until(at).await;
+        if tx.send(at).is_err() {
+            break;
+        }
+        at += period;
+    }
+    drop(tx);
+    let mut raws = Vec::new();
+    for w in workers {
+        if let Ok(r) = w.await {
+            raws.push(r);
+        }
+    }
+    (raws, start.elapsed().as_secs_f64())
+}
+
+/// Scrape the target's metrics until `stop`; busy workers, pool size, queue length.
+async fn sampler(
+    t: Arc<Target>,
+    timeout: Duration,
+    start: Instant,
+    stop: Arc<AtomicBool>,
+) -> Option<Saturation> {
+    let mut conn = client::connect(&t, timeout).await.ok();
+    // Only the level's own span: users connecting beforehand are not load.
+    tokio::time::sleep_until(start).await;
+    let (mut n, mut sum, mut max, mut qmax) = (0u32, 0.0, 0.0f64, None::<f64>);
+    let mut last = None;
+    while !stop.load(Ordering::Relaxed) {
+        if conn.is_none() {
+            conn = client::connect(&t, timeout).await.ok();
+        }
+        if let Some(c) = conn.as_mut() {
+            match client::fetch(c, &t, timeout).await {
+                Ok((200, body)) => {
+                    if let Some(s) = saturation::parse(&String::from_utf8_lossy(&body)) {
+                        n += 1;
+                        sum += s.busy;
+                        max = max.max(s.busy);
+                        if let Some(q) = s.queue {
+                            qmax = Some(qmax.map_or(q, |m: f64| m.max(q)));
+                        }
+                        last = Some(s);
+                    }
+                }
+                _ => conn = None,
+            }
+        }
+        tokio::time::sleep(SCRAPE_EVERY).await;
+    }
+    let s = last?;
+    let mean = sum / n as f64;
+    Some(Saturation {
+        metric: s.metric,
+        busy_mean: (mean * 100.0).round() / 100.0,
+        busy_max: max,
+        workers: s.workers,
+        saturation_pct: s.workers.map(|w| (mean / w * 1000.0).round() / 10.0),
+        queue_max: qmax,
+        samples: n,
+    })
+}
+
+/// One level: C users (or an open loop capped at C connections) for one step.
+pub async fn level(p: Arc<Plan>, c: u32) -> Raw {
+    let stop = Arc::new(AtomicBool::new(false));
+    // Connections open before the clock starts (bounded by one timeout).
+    let start = Instant::now() + p.timeout.min(Duration::from_secs(2));
+    let sampler = p
+        .metrics
+        .clone()
+        .map(|m| tokio::spawn(sampler(m, p.timeout, start, stop.clone())));
+    let deadline = start + p.step;
+    let cpu0 = crate::sys::clock::cpu_seconds();
+    let mut raw = Raw::new(c);
+    match p.rate {
+        None => {
+            let mut active = 0.0;
+            for (r, a) in closed_loop(&p, c, start, deadline).await {
+                raw.merge(&r);
+                active += a;
+            }
+            raw.active_s = active / c as f64;
+        }
+        Some(rate) => {
+            let (raws, wall) = open_loop(&p, c, rate, start, deadline).await;
+            raws.iter().for_each(|r| raw.merge(r));
+            raw.active_s = wall;
+            raw.offered_rps = Some(rate);
+        }
+    }
+    // The pre-connect wait is idle time, not load: count CPU over the level's own span.
+    raw.cpu_s = crate::sys::clock::cpu_seconds() - cpu0;
+    raw.threads = p.threads;
+    stop.store(true, Ordering::Relaxed);
+    if let Some(s) = sampler {
+        raw.saturation = s.await.ok().flatten();
+    }
+    raw
+}

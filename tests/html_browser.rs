@@ -1,0 +1,456 @@
+//! `--format html` checked in a real browser: every report kind is rendered from a real
+//! small run, loaded in headless Chromium (Debian package `chromium`; a missing browser
+//! fails naming it), screenshotted, and read back from the DOM Chromium built: each plot
+//! with its axes and series, every number on the page equal to the JSON of the same run,
+//! and nothing on the page that could make a request (CSP, no external src/href).
+//! A DevTools-protocol network log is not used: the static checks plus the CSP cover it.
+use assert_cmd::Command;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+const CSP: &str = "default-src 'none'; style-src 'unsafe-inline'; img-src data:";
+
+fn chromium() -> PathBuf {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .map(|d| d.join("chromium"))
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| {
+            panic!("headless Chromium not found on PATH: install the Debian package `chromium` (apt-get install -y chromium; .ci/run does)")
+        })
+}
+
+/// One headless Chromium run with a fresh profile, bounded in time.
+fn browse(action: &str, page: &Path) -> Vec<u8> {
+    let profile = tempfile::tempdir().unwrap();
+    let out = Command::new(chromium())
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--window-size=1200,1600",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .arg(action)
+        .arg(format!("file://{}", page.display()))
+        .timeout(Duration::from_secs(90))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "chromium {action} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
+struct Page {
+    dom: String,
+    /// The report's JSON as the page carries it.
+    json: Value,
+}
+
+/// Dump the DOM and take a screenshot (in parallel), check the screenshot is a PNG of the
+/// window's width, and the page's offline guarantees.
+fn load(html: &Path) -> Page {
+    let png = html.with_extension("png");
+    let (h, p) = (html.to_path_buf(), png.clone());
+    let shot = std::thread::spawn(move || browse(&format!("--screenshot={}", p.display()), &h));
+    let dom = String::from_utf8(browse("--dump-dom", html)).unwrap();
+    shot.join().unwrap();
+    let img = std::fs::read(&png).unwrap();
+    assert_eq!(&img[..8], b"\x89PNG\r\n\x1a\n", "not a PNG");
+    assert_eq!(u32::from_be_bytes(img[16..20].try_into().unwrap()), 1200);
+    let file = std::fs::read_to_string(html).unwrap();
+    offline(&file);
+    offline(&dom);
+    let data = between(
+        &dom,
+        "<script type=\"application/json\" id=\"report-json\">",
+        "</script>",
+    )
+    .expect("the page carries its JSON");
+    let json = serde_json::from_str(data).unwrap();
+    Page { dom, json }
+}
+
+fn between<'a>(s: &'a str, a: &str, b: &str) -> Option<&'a str> {
+    let i = s.find(a)? + a.len();
+    Some(&s[i..i + s[i..].find(b)?])
+}
+
+/// No element that fetches, every src/href local, the CSP in place, no script but data.
+fn offline(html: &str) {
+    assert!(
+        html.contains(&format!(
+            "http-equiv=\"Content-Security-Policy\" content=\"{CSP}\""
+        )),
+        "no CSP"
+    );
+    for tag in [
+        "<link", "<img", "<iframe", "<object", "<embed", "<base", "<audio", "<video",
+    ] {
+        assert!(!html.contains(tag), "{tag} on the page");
+    }
+    assert_eq!(html.matches("<script").count(), 1, "one script element");
+    assert!(html.contains("<script type=\"application/json\""));
+    for attr in ["src=", "href=", "xlink:href=", "url("] {
+        for part in html.split(attr).skip(1) {
+            let v = part.trim_start_matches(['"', '\'']);
+            assert!(
+                !(v.starts_with("http") || v.starts_with("//") || v.starts_with("ftp")),
+                "a network reference: {attr}{:.60}",
+                part
+            );
+        }
+    }
+}
+
+/// The value at `a.0.b` in the JSON.
+fn at<'a>(v: &'a Value, path: &str) -> &'a Value {
+    path.split('.').fold(v, |v, k| match k.parse::<usize>() {
+        Ok(i) if v.is_array() => &v[i],
+        _ => &v[k],
+    })
+}
+
+/// Every tagged number on the page equals its JSON value at the precision shown.
+/// Returns how many were compared.
+fn numbers_match(p: &Page) -> usize {
+    let mut n = 0;
+    for part in p.dom.split("data-path=\"").skip(1) {
+        let path = &part[..part.find('"').unwrap()];
+        let text = between(part, ">", "<").unwrap();
+        let clean = text.replace(',', "");
+        let shown: f64 = clean
+            .parse()
+            .unwrap_or_else(|_| panic!("{path}: `{text}` is not a number"));
+        let want = at(&p.json, path)
+            .as_f64()
+            .unwrap_or_else(|| panic!("{path}: no number in the JSON"));
+        let decimals = clean.split('.').nth(1).map_or(0, str::len) as i32;
+        let tol = 0.5 * 10f64.powi(-decimals) + 1e-9 * want.abs();
+        assert!(
+            (shown - want).abs() <= tol,
+            "{path}: page shows {text}, JSON has {want}"
+        );
+        n += 1;
+    }
+    n
+}
+
+struct Plot<'a> {
+    id: &'a str,
+    /// The SVG's text elements, trimmed (plotters puts them on lines of their own).
+    texts: Vec<String>,
+}
+
+impl Plot<'_> {
+    fn has(&self, t: &str) -> bool {
+        self.texts.iter().any(|x| x == t)
+    }
+}
+
+fn attr<'a>(tag: &'a str, name: &str) -> &'a str {
+    between(tag, &format!("{name}=\""), "\"").unwrap_or_else(|| panic!("no {name} in {tag:.200}"))
+}
+
+/// Every plot on the page: an SVG with its axis titles, one line and legend entry per
+/// series.
+fn plots(dom: &str) -> Vec<Plot<'_>> {
+    let mut out = Vec::new();
+    for part in dom.split("<figure class=\"plot\"").skip(1) {
+        let body = &part[..part.find("</figure>").unwrap()];
+        let tag = &body[..body.find('>').unwrap()];
+        let (id, x, y) = (
+            attr(tag, "data-plot"),
+            attr(tag, "data-x"),
+            attr(tag, "data-y"),
+        );
+        let series: Vec<&str> = attr(tag, "data-series").split('|').collect();
+        assert!(body.contains("<svg"), "{id}: no svg");
+        let texts: Vec<String> = body
+            .split("<text")
+            .skip(1)
+            .filter_map(|t| between(t, ">", "</text>"))
+            .map(|t| t.trim().to_string())
+            .collect();
+        let p = Plot { id, texts };
+        for axis in [x, y] {
+            assert!(p.has(axis), "{id}: no axis {axis}");
+        }
+        assert!(
+            body.matches("<polyline").count() >= series.len(),
+            "{id}: fewer lines than series {series:?}"
+        );
+        for s in &series {
+            assert!(p.has(s), "{id}: no legend {s}");
+        }
+        out.push(p);
+    }
+    out
+}
+
+fn rtcheck(args: &[&str]) -> std::process::Output {
+    Command::cargo_bin("rtcheck")
+        .unwrap()
+        .args(args)
+        .timeout(Duration::from_secs(180))
+        .output()
+        .unwrap()
+}
+
+fn ok(args: &[&str]) {
+    let out = rtcheck(args);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+#[test]
+fn fanout_page_plots_each_scenario_against_the_floor_with_the_runs_numbers() {
+    let dir = tempfile::tempdir().unwrap();
+    let (html, json) = (
+        dir.path().join("fanout.html"),
+        dir.path().join("fanout.json"),
+    );
+    ok(&[
+        "bench",
+        "fanout",
+        "--connections",
+        "30",
+        "--rounds",
+        "12",
+        "--rate",
+        "20",
+        "--scenario",
+        "A",
+        "--drain",
+        "2s",
+        "--format",
+        "html",
+        "-o",
+        s(&html),
+        "--save-json",
+        s(&json),
+    ]);
+    let page = load(&html);
+    let saved: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(page.json, saved, "the page carries this run's JSON");
+    let n = numbers_match(&page);
+    assert!(n >= 2 * 9 + 10, "only {n} numbers on the page");
+    let ids: Vec<&str> = plots(&page.dom).iter().map(|p| p.id).collect();
+    assert_eq!(
+        ids,
+        ["distribution-F", "rounds-F", "distribution-A", "rounds-A"]
+    );
+    let p = plots(&page.dom);
+    assert!(p[2].has("A") && p[2].has("F (floor)"));
+    for label in ["90", "99", "99.9", "99.99"] {
+        assert!(p[2].has(label), "no tick {label}");
+    }
+    assert!(p[3].has("last client") && p[3].has("hub"));
+    assert!(page.dom.contains("every result valid"));
+
+    // The same run with A judged invalid: drawn as invalid, with its reason, no number.
+    let mut rep: rtcheck::bench::model::BenchReport = serde_json::from_value(saved).unwrap();
+    let a = &mut rep.scenarios[1];
+    a.valid = false;
+    (a.p50_ms, a.p99_ms, a.p999_ms, a.max_ms) = (None, None, None, None);
+    (
+        a.last_client_median_ms,
+        a.last_client_max_ms,
+        a.p99_vs_floor,
+    ) = (None, None, None);
+    a.percentiles.clear();
+    a.per_round.clear();
+    a.notes.insert(
+        0,
+        "INVALID: samples accounted: 3 samples unexplained".into(),
+    );
+    rep.valid = false;
+    let bad = dir.path().join("invalid.html");
+    std::fs::write(&bad, rtcheck::report::html::bench::render(&rep).unwrap()).unwrap();
+    let page = load(&bad);
+    numbers_match(&page);
+    let ids: Vec<&str> = plots(&page.dom).iter().map(|p| p.id).collect();
+    assert_eq!(ids, ["distribution-F", "rounds-F"]);
+    assert!(
+        !page.dom.contains("data-path=\"scenarios.1."),
+        "a number for the invalid row"
+    );
+    let row = between(
+        &page.dom,
+        "<tr class=\"invalid\" data-scenario=\"A\">",
+        "</tr>",
+    )
+    .unwrap();
+    assert!(row.contains("3 samples unexplained"), "{row}");
+    assert!(page.dom.contains("INVALID: A"));
+}
+
+#[test]
+fn idle_page_plots_rss_against_connections() {
+    let dir = tempfile::tempdir().unwrap();
+    let html = dir.path().join("idle.html");
+    ok(&[
+        "bench",
+        "idle",
+        "--connections",
+        "120",
+        "--settle",
+        "0s",
+        "--format",
+        "html",
+        "-o",
+        s(&html),
+    ]);
+    let page = load(&html);
+    assert!(numbers_match(&page) >= 2 * 4);
+    let p = plots(&page.dom);
+    assert_eq!(p.len(), 1);
+    assert!(p[0].has("ws") && p[0].has("sse"));
+    for r in page.json["results"].as_array().unwrap() {
+        let samples = r["samples"].as_array().unwrap();
+        assert!(samples.len() >= 2, "{r}");
+        assert_eq!(samples[0]["connections"], 0);
+        assert_eq!(samples.last().unwrap()["connections"], r["connected"]);
+    }
+}
+
+#[test]
+fn audit_page_shows_every_finding_with_its_status_fix_and_evidence() {
+    let dir = tempfile::tempdir().unwrap();
+    let html = dir.path().join("audit.html");
+    let tree = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/stock-distro");
+    let (procfs, sysfs) = (tree.join("proc"), tree.join("sys"));
+    let args = [
+        "audit",
+        "--procfs",
+        s(&procfs),
+        "--sysfs",
+        s(&sysfs),
+        "--fail-on",
+        "never",
+    ];
+    ok(&[&args[..], &["--format", "html", "-o", s(&html)]].concat());
+    let page = load(&html);
+    let out = rtcheck(&[&args[..], &["--format", "json"]].concat());
+    let mut json: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mut carried = page.json.clone();
+    json["duration_ms"] = Value::Null;
+    carried["duration_ms"] = Value::Null;
+    assert_eq!(carried, json, "the page's findings are the audit's");
+    assert!(numbers_match(&page) >= 4);
+    let findings = json["findings"].as_array().unwrap();
+    assert!(
+        findings.iter().any(|f| f["status"] == "fail"),
+        "fixture has a fail"
+    );
+    for f in findings {
+        let id = f["id"].as_str().unwrap();
+        let st = f["status"].as_str().unwrap();
+        let card = between(&page.dom, &format!("id=\"finding-{id}\""), "</div>").unwrap();
+        assert!(card.contains(&format!("data-status=\"{st}\"")), "{id}");
+        assert!(
+            card.contains(&format!("class=\"status s-{st}\">{st}</span>")),
+            "{id}"
+        );
+        for e in f["evidence"].as_array().unwrap() {
+            assert!(
+                card.contains(&format!("<b>{}</b>", e["id"].as_str().unwrap())),
+                "{id}"
+            );
+        }
+        if st == "fail" {
+            assert!(card.contains("<b>Fix</b>"), "{id}: no fix");
+        }
+    }
+    assert!(
+        page.dom.contains(".s-fail{background:#c62828}"),
+        "status colours"
+    );
+}
+
+#[test]
+fn verify_page_shows_measurements_beside_their_references() {
+    let dir = tempfile::tempdir().unwrap();
+    let html = dir.path().join("verify.html");
+    ok(&[
+        "verify",
+        "tcp-wmem",
+        "fd-limit",
+        "--limit",
+        "64",
+        "--quiet",
+        "--format",
+        "html",
+        "-o",
+        s(&html),
+    ]);
+    let page = load(&html);
+    assert!(numbers_match(&page) >= 2 + 3);
+    let v = page.json["verifications"].as_array().unwrap();
+    assert!(v.len() >= 2);
+    for (i, m) in v.iter().enumerate() {
+        let name = m["name"].as_str().unwrap();
+        let t = between(&page.dom, &format!("data-name=\"{name}\""), "</table>").unwrap();
+        let reference = m["reference"].as_str().unwrap().replace('&', "&amp;");
+        assert!(t.contains(&reference), "{name}: no reference beside it");
+        if m["valid"] == true {
+            assert!(
+                t.contains(&format!("data-path=\"verifications.{i}.measured\"")),
+                "{name}"
+            );
+        }
+    }
+}
+
+#[test]
+fn choose_page_is_the_recommendation_with_its_numbers() {
+    let dir = tempfile::tempdir().unwrap();
+    let html = dir.path().join("choose.html");
+    let args = [
+        "choose",
+        "--visible-within",
+        "5s",
+        "--upstream",
+        "sparse",
+        "--loss",
+        "shared",
+    ];
+    ok(&[&args[..], &["--format", "html", "-o", s(&html)]].concat());
+    let page = load(&html);
+    let json: Value =
+        serde_json::from_slice(&rtcheck(&[&args[..], &["--format", "json"]].concat()).stdout)
+            .unwrap();
+    assert_eq!(page.json, json);
+    assert!(
+        !json["alternatives"].as_array().unwrap().is_empty(),
+        "5s shows both"
+    );
+    assert!(numbers_match(&page) >= 7 + 4 * 2);
+    let verdict = between(&page.dom, "id=\"verdict\">", "<").unwrap();
+    assert!(
+        verdict.starts_with(json["transport"].as_str().unwrap()),
+        "{verdict}"
+    );
+    for r in json["reasons"].as_array().unwrap() {
+        assert!(page
+            .dom
+            .contains(&format!("id=\"reason-{}\"", r["id"].as_str().unwrap())));
+    }
+}

@@ -1,0 +1,266 @@
+//! `rtcheck load` against `rtcheck serve` /work on loopback: the knee near capacity,
+//! Little's law holding, the Nagle stall with --split-writes and not without, the open
+//! loop, formats, and bad input. Shapes with generous tolerances: the host is shared.
+mod common;
+use common::Server;
+use std::io::{Read, Write};
+use std::time::{Duration, Instant};
+
+fn load(args: &[&str]) -> (Option<i32>, serde_json::Value) {
+    let out = assert_cmd::Command::cargo_bin("rtcheck")
+        .unwrap()
+        .arg("load")
+        .args(args)
+        .args(["--format", "json"])
+        .output()
+        .unwrap();
+    let v = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    (out.status.code(), v)
+}
+
+fn finding<'a>(v: &'a serde_json::Value, id: &str) -> &'a serde_json::Value {
+    v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == id)
+        .unwrap_or_else(|| panic!("no finding {id}: {v}"))
+}
+
+fn f(v: &serde_json::Value, k: &str) -> f64 {
+    v[k].as_f64()
+        .unwrap_or_else(|| panic!("{k} missing in {v}"))
+}
+
+#[test]
+fn knee_near_capacity_and_littles_law_holds() {
+    // 4 workers x 20 ms: capacity 200 req/s.
+    let s = Server::start(&["--workers", "4"]);
+    let url = format!("http://{}/work?ms=20", s.addr);
+    let metrics = format!("http://{}/metrics", s.addr);
+    let (code, v) = load(&[
+        &url,
+        "--concurrency",
+        "1,2,4,8,16",
+        "--step",
+        "1500ms",
+        "--metrics",
+        &metrics,
+        "--littles-tolerance",
+        "10",
+    ]);
+    let levels = v["levels"].as_array().unwrap();
+    assert_eq!(levels.len(), 5, "{v}");
+    for l in levels {
+        for k in [
+            "concurrency",
+            "throughput_rps",
+            "p50_ms",
+            "p99_ms",
+            "max_ms",
+            "errors",
+            "error_rate",
+            "littles_law_w_ms",
+            "mean_ms",
+            "valid",
+        ] {
+            assert!(!l[k].is_null(), "{k} missing: {l}");
+        }
+        assert!(l["valid"].as_bool().unwrap(), "{l}");
+        // Little's law: W = C / X agrees with the measured mean (stated tolerance 10%).
+        let (w, mean) = (f(l, "littles_law_w_ms"), f(l, "mean_ms"));
+        assert!(((mean - w) / w).abs() <= 0.10, "{l}");
+        // Never above the physical ceiling of the pool (plus rounding slack).
+        assert!(f(l, "throughput_rps") <= 200.0 * 1.05, "{l}");
+        assert!(f(l, "p50_ms") >= 19.0, "{l}");
+    }
+    assert_eq!(finding(&v, "littles-law")["status"], "pass");
+    let knee = finding(&v, "knee");
+    assert_eq!(knee["status"], "warn", "{knee}");
+    let kc = v["knee"]["concurrency"].as_u64().unwrap();
+    assert!((4..=8).contains(&kc), "knee at {kc}: {v}");
+    // Past the knee: throughput flat, p99 multiplied, the pool saturated.
+    let (first, last) = (&levels[0], &levels[4]);
+    assert!(f(last, "p99_ms") >= 2.0 * f(first, "p99_ms"), "{v}");
+    assert!(
+        f(last, "throughput_rps") >= 2.0 * f(first, "throughput_rps"),
+        "{v}"
+    );
+    let sat = &last["saturation"];
+    assert!(sat["saturation_pct"].as_f64().unwrap() >= 80.0, "{sat}");
+    assert!(sat["queue_max"].as_f64().unwrap() >= 4.0, "{sat}");
+    assert_eq!(finding(&v, "nagle")["status"], "pass");
+    assert_eq!(code, Some(0), "{v}");
+    assert_eq!(v["mode"], "closed");
+    assert_eq!(v["latency_from"], "request start");
+}
+
+#[test]
+fn nagle_detected_with_split_writes_and_absent_without() {
+    let split = Server::start(&["--workers", "8", "--split-writes"]);
+    let url = format!("http://{}/work?ms=20", split.addr);
+    let (code, v) = load(&[&url, "--concurrency", "1,2", "--step", "2500ms"]);
+    let n = finding(&v, "nagle");
+    assert_eq!(n["status"], "fail", "{v}");
+    assert!(
+        n["fix"]["summary"].as_str().unwrap().contains("SERVER"),
+        "{n}"
+    );
+    let gap = n["numbers"]["body_gap_p50_ms"].as_f64().unwrap();
+    assert!((30.0..=250.0).contains(&gap), "{n}");
+    assert_eq!(code, Some(1));
+
+    let plain = Server::start(&["--workers", "8"]);
+    let url = format!("http://{}/work?ms=20", plain.addr);
+    let (_, v2) = load(&[&url, "--concurrency", "1,2", "--step", "2500ms"]);
+    assert_eq!(finding(&v2, "nagle")["status"], "pass", "{v2}");
+    // The stall costs tens of ms at the median (seed: 70.9 vs 26.9 ms).
+    let p50 = |v: &serde_json::Value| f(&v["levels"][1], "p50_ms");
+    assert!(p50(&v) >= p50(&v2) + 20.0, "{} vs {}", p50(&v), p50(&v2));
+}
+
+#[test]
+fn open_loop_latency_from_schedule() {
+    let s = Server::start(&["--workers", "8"]);
+    let url = format!("http://{}/work?ms=5", s.addr);
+    let (_, v) = load(&[
+        &url,
+        "--rate",
+        "100",
+        "--concurrency",
+        "4",
+        "--step",
+        "1500ms",
+    ]);
+    assert_eq!(v["mode"], "open");
+    assert_eq!(v["latency_from"], "scheduled start");
+    let l = &v["levels"][0];
+    assert_eq!(f(l, "offered_rps"), 100.0);
+    assert!(l["littles_law_w_ms"].is_null());
+    let x = f(l, "throughput_rps");
+    assert!((50.0..=130.0).contains(&x), "{l}");
+    assert_eq!(finding(&v, "littles-law")["status"], "skip");
+}
+
+#[test]
+fn formats_and_output_file() {
+    let s = Server::start(&["--workers", "8"]);
+    let url = format!("http://{}/work?ms=2", s.addr);
+    let run = |fmt: &str| {
+        assert_cmd::Command::cargo_bin("rtcheck")
+            .unwrap()
+            .args([
+                "load",
+                &url,
+                "--concurrency",
+                "2",
+                "--step",
+                "300ms",
+                "--format",
+                fmt,
+            ])
+            .output()
+            .unwrap()
+    };
+    let xml = String::from_utf8(run("junit").stdout).unwrap();
+    let doc = roxmltree::Document::parse(&xml).unwrap();
+    let ids: Vec<_> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("testcase"))
+        .map(|n| n.attribute("name").unwrap().to_string())
+        .collect();
+    assert_eq!(ids, ["littles-law", "knee", "nagle"]);
+    let md = String::from_utf8(run("markdown").stdout).unwrap();
+    assert!(md.contains("| C | req/s |"), "{md}");
+    let y: serde_yaml::Value = serde_yaml::from_slice(&run("yaml").stdout).unwrap();
+    assert_eq!(y["levels"][0]["concurrency"].as_u64(), Some(2));
+    let text = String::from_utf8(run("text").stdout).unwrap();
+    assert!(
+        text.lines()
+            .all(|l| l.chars().count() <= 80 || l.contains(&url)),
+        "{text}"
+    );
+    assert!(
+        text.contains("littles-law") && text.contains("timeout 500 ms"),
+        "{text}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let o = dir.path().join("load.json");
+    assert_cmd::Command::cargo_bin("rtcheck")
+        .unwrap()
+        .args([
+            "load",
+            &url,
+            "--concurrency",
+            "1",
+            "--step",
+            "300ms",
+            "--format",
+            "json",
+            "-o",
+        ])
+        .arg(&o)
+        .assert()
+        .code(predicates::ord::lt(2));
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(o).unwrap()).unwrap();
+    assert_eq!(v["levels"][0]["concurrency"], 1);
+}
+
+fn one_line_exit_2(args: &[&str], needle: &str) {
+    let t0 = Instant::now();
+    let out = assert_cmd::Command::cargo_bin("rtcheck")
+        .unwrap()
+        .arg("load")
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        t0.elapsed() < Duration::from_secs(20),
+        "{args:?} took {:?}",
+        t0.elapsed()
+    );
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {out:?}");
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(err.contains(needle), "{args:?}: {err}");
+    assert!(out.stdout.is_empty());
+}
+
+#[test]
+fn bad_input_is_one_line_and_exit_2() {
+    let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let dead_url = format!("http://{}/", dead.local_addr().unwrap());
+    drop(dead);
+    one_line_exit_2(&[&dead_url], "connection refused");
+    // A peer that answers something that is not HTTP.
+    let garbage = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let g_url = format!("http://{}/", garbage.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for s in garbage.incoming().flatten() {
+            let mut s = s;
+            let mut b = [0u8; 512];
+            let _ = s.read(&mut b);
+            let _ = s.write_all(b"SSH-2.0-OpenSSH_9.2\r\n\r\n");
+        }
+    });
+    one_line_exit_2(&[&g_url], "not HTTP");
+    // A peer that accepts and never answers: bounded by the timeout.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let s_url = format!("http://{}/", silent.local_addr().unwrap());
+    one_line_exit_2(&[&s_url, "--timeout", "300ms"], "no answer within");
+    drop(silent);
+    let s = Server::start(&[]);
+    one_line_exit_2(&[&format!("http://{}/nope", s.addr)], "answers 4xx");
+    let ok = "http://127.0.0.1:9/";
+    one_line_exit_2(&[ok, "--concurrency", "0"], "--concurrency");
+    one_line_exit_2(&[ok, "--concurrency", "1,100000"], "--concurrency");
+    one_line_exit_2(
+        &[ok, "--step", "10m", "--concurrency", "1,2,4,8,16,32,64"],
+        "over an hour",
+    );
+    one_line_exit_2(&["http://192.0.2.7/"], "--allow-remote");
+    one_line_exit_2(&["https://127.0.0.1/"], "scheme");
+    one_line_exit_2(&[ok, "--header", "nocolon"], "--header");
+    one_line_exit_2(&[ok, "--rate", "0"], "--rate");
+}

@@ -1,0 +1,280 @@
+//! `rtcheck verify delivery` end to end at small scale, and the server's answers to bad
+//! resume ids. Counts are read back from the JSON, never from text.
+mod common;
+use common::{rtcheck, Server};
+use serde_json::Value;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+fn delivery_json(extra: &[&str]) -> (i32, Value) {
+    let mut args = vec![
+        "verify",
+        "delivery",
+        "--rate",
+        "50",
+        "--size",
+        "256",
+        "--max-disconnect",
+        "600ms",
+        "--connections",
+        "3",
+        "--format",
+        "json",
+    ];
+    args.extend_from_slice(extra);
+    let out = rtcheck().args(&args).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let v: Value = serde_json::from_str(&text).unwrap_or_else(|e| {
+        panic!(
+            "not JSON ({e}): {text}\nstderr: {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    (out.status.code().unwrap_or(-1), v)
+}
+
+fn run<'a>(v: &'a Value, delivery: &str, disconnect: &str, case: &str) -> &'a Value {
+    v["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["delivery"] == delivery && r["disconnect"] == disconnect && r["case"] == case)
+        .unwrap_or_else(|| panic!("no run {delivery}/{disconnect}/{case}: {v}"))
+}
+
+#[test]
+fn seq_ring_loses_nothing_within_the_ring_and_announces_every_loss_beyond_it() {
+    let (code, v) = delivery_json(&["--delivery", "seq-ring"]);
+    assert_eq!(code, 0, "{v:#}");
+    assert_eq!(v["runs"].as_array().unwrap().len(), 6, "{v:#}");
+    for d in ["clean", "reset", "silent", "storm"] {
+        let r = run(&v, "seq-ring", d, "within-ring");
+        assert_eq!(r["clients"], 3);
+        assert!(r["received"].as_u64().unwrap() > 0, "{r}");
+        assert_eq!(r["lost"], 0, "{d}: {r}");
+        assert_eq!(r["lost_silently"], 0, "{d}: {r}");
+        assert_eq!(r["verdict"].as_str().unwrap(), "0 lost within the ring");
+        assert!(r["resume_ms"]["max"].as_f64().unwrap() >= r["resume_ms"]["p50"].as_f64().unwrap());
+        assert_eq!(r["session_bytes_per_client"], 0);
+    }
+    let over = run(&v, "seq-ring", "clean", "beyond-ring");
+    assert!(
+        over["gaps"].as_u64().unwrap() > 0,
+        "the ring overflowed: {over}"
+    );
+    assert_eq!(over["lost_silently"], 0, "{over}");
+    assert_eq!(over["lost"], over["gaps"], "{over}");
+    // The default ring is max_disconnect x rate plus one second: 30 + 50 messages.
+    assert_eq!(v["options"]["ring_messages"], 80);
+    assert_eq!(over["ring_bytes"], 80 * 256);
+    let f = &v["findings"][0];
+    assert_eq!(f["status"], "pass");
+    assert_eq!(f["evidence"][0]["id"], "ring-buffer");
+    assert_eq!(f["evidence"][1]["id"], "loss-dup-order");
+    assert_eq!(f["numbers"]["lost_silently"], 0.0);
+}
+
+#[test]
+fn the_no_seq_control_shows_silent_loss_and_unbuilt_modes_are_skipped_not_passed() {
+    // A ring of 10 messages (0.2 s) cannot cover 0.6 s away: within-ring fails, loudly.
+    let (code, v) = delivery_json(&["--ring", "2560B"]);
+    assert_eq!(code, 1, "a failed run exits 1: {v:#}");
+    assert_eq!(v["options"]["ring_messages"], 10);
+    let ctl = run(&v, "no-seq", "clean", "within-ring");
+    let silent = ctl["lost_silently"].as_u64().unwrap();
+    assert!(silent >= 10, "0.6 s at 50/s for 3 clients: {ctl}");
+    assert_eq!(ctl["gaps"], 0);
+    let r = run(&v, "seq-ring", "clean", "within-ring");
+    assert!(r["lost"].as_u64().unwrap() > 0, "{r}");
+    assert_eq!(r["lost_silently"], 0, "every loss is in a gap marker: {r}");
+    let skipped: Vec<&str> = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["status"] == "skip")
+        .map(|f| f["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(skipped, ["delivery-snapshot", "delivery-session-ack"]);
+    assert!(v["summary"]["fail"].as_u64().unwrap() >= 1);
+}
+
+#[test]
+fn bad_flags_are_one_line_exit_2() {
+    for (args, needle) in [
+        (vec!["--ring", "lots"], "--ring"),
+        (vec!["--server", "http://10.0.0.1:80"], "not a loopback"),
+        (vec!["--server", "127.0.0.1:80"], "http://HOST:PORT"),
+        (vec!["--connections", "100000"], "at most 500"),
+        (vec!["--rate", "0"], "--rate"),
+        (vec!["fd-limit"], "runs alone"),
+    ] {
+        let out = rtcheck()
+            .args(["verify", "delivery"])
+            .args(&args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+    }
+}
+
+/// Read an SSE response until `want` is in it (or 10 s).
+fn sse(addr: std::net::SocketAddr, last_id: &str, want: &str) -> String {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_millis(100)))
+        .unwrap();
+    write!(
+        s,
+        "GET /sse HTTP/1.1\r\nHost: x\r\nLast-Event-ID: {last_id}\r\n\r\n"
+    )
+    .unwrap();
+    let (mut got, mut buf, t0) = (Vec::new(), [0u8; 8192], Instant::now());
+    while t0.elapsed() < Duration::from_secs(10) {
+        match s.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+            Err(_) => {}
+        }
+        if String::from_utf8_lossy(&got).contains(want) {
+            break;
+        }
+    }
+    String::from_utf8_lossy(&got).into_owned()
+}
+
+#[test]
+fn bad_resume_ids_get_a_defined_answer() {
+    let srv = Server::start(&["--rate", "50", "--size", "128", "--ring", "10"]);
+    // Wait until the ring has wrapped.
+    let t0 = Instant::now();
+    while t0.elapsed() < Duration::from_secs(20) {
+        let (_, body) = common::http_get(srv.addr, "/poll?since=0");
+        let v: Value = serde_json::from_str(&body).unwrap();
+        if v["oldest"].as_u64().unwrap_or(0) > 5 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // Far in the past: a gap marker from the id + 1 to just before the ring, then data.
+    let r = sse(srv.addr, "1", "\"seq\"");
+    assert!(r.contains("event: gap\ndata: {\"from\":2,\"to\":"), "{r}");
+    // From the future: no replay and no gap, live messages continue.
+    let r = sse(srv.addr, "18446744073709551615", "\"seq\"");
+    assert!(r.starts_with("HTTP/1.1 200"), "{r}");
+    assert!(!r.contains("event: gap"), "{r}");
+    // Not a number: a 400 naming the header, and the server keeps serving.
+    let r = sse(srv.addr, "abc", "Last-Event-ID");
+    assert!(r.starts_with("HTTP/1.1 400"), "{r}");
+    assert!(
+        r.contains("Last-Event-ID must be an unsigned integer"),
+        "{r}"
+    );
+    let (code, _) = common::http_get(srv.addr, "/healthz");
+    assert_eq!(code, 200);
+}
+
+#[test]
+fn polling_clients_resume_with_since_and_see_the_same_gaps() {
+    let (code, v) = delivery_json(&["--delivery", "seq-ring", "--transport", "poll"]);
+    assert_eq!(code, 0, "{v:#}");
+    let kinds: Vec<&str> = v["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["disconnect"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["clean", "storm", "clean", "clean"], "{v:#}");
+    for d in ["clean", "storm"] {
+        let r = run(&v, "seq-ring", d, "within-ring");
+        assert_eq!(
+            (r["lost"].as_u64(), r["lost_silently"].as_u64()),
+            (Some(0), Some(0)),
+            "{r}"
+        );
+    }
+    let over = run(&v, "seq-ring", "clean", "beyond-ring");
+    assert!(over["gaps"].as_u64().unwrap() > 0, "{over}");
+    assert_eq!(over["lost_silently"], 0, "{over}");
+    let ctl = run(&v, "no-seq", "clean", "within-ring");
+    assert!(ctl["lost_silently"].as_u64().unwrap() > 0, "{ctl}");
+}
+
+/// Messages of a WebSocket resumed with `/ws?since=SEQ` until `n` binary payloads: the
+/// text frames (gap markers) and the seqs.
+fn ws_resume(addr: std::net::SocketAddr, since: &str, n: usize) -> (Vec<String>, Vec<u64>) {
+    use tokio_tungstenite::tungstenite::{connect, Message};
+    let (mut ws, _) = connect(format!("ws://{addr}/ws?since={since}")).unwrap();
+    let (mut texts, mut seqs) = (Vec::new(), Vec::new());
+    while seqs.len() < n {
+        match ws.read().unwrap() {
+            Message::Text(t) => texts.push(t.to_string()),
+            Message::Binary(b) => seqs.push(rtcheck::net::payload::decode(&b).unwrap().0),
+            _ => {}
+        }
+    }
+    (texts, seqs)
+}
+
+#[test]
+fn websocket_resume_replays_the_ring_or_sends_the_same_gap_marker_as_sse() {
+    let srv = Server::start(&["--rate", "50", "--size", "128", "--ring", "10"]);
+    let t0 = Instant::now();
+    let mut oldest = 0;
+    while t0.elapsed() < Duration::from_secs(20) && oldest <= 5 {
+        let (_, body) = common::http_get(srv.addr, "/poll?since=0");
+        let v: Value = serde_json::from_str(&body).unwrap();
+        oldest = v["oldest"].as_u64().unwrap_or(0);
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // Far in the past: the gap marker first, then the ring from its oldest, in order.
+    let (texts, seqs) = ws_resume(srv.addr, "1", 12);
+    let gap: Value = serde_json::from_str(&texts[0]).unwrap();
+    assert_eq!(gap["from"], 2, "{texts:?}");
+    let to = gap["to"].as_u64().unwrap();
+    assert_eq!(
+        seqs[0],
+        to + 1,
+        "replay starts right after the gap: {seqs:?}"
+    );
+    assert!(
+        seqs.windows(2).all(|w| w[1] == w[0] + 1),
+        "no loss, no dup: {seqs:?}"
+    );
+    // Inside the ring: no gap, the replay continues from since + 1.
+    let (_, body) = common::http_get(srv.addr, "/poll?since=0");
+    let latest = serde_json::from_str::<Value>(&body).unwrap()["latest"]
+        .as_u64()
+        .unwrap();
+    let (texts, seqs) = ws_resume(srv.addr, &(latest - 3).to_string(), 5);
+    assert!(texts.is_empty(), "{texts:?}");
+    assert_eq!(seqs[0], latest - 2, "{seqs:?}");
+    assert!(seqs.windows(2).all(|w| w[1] == w[0] + 1), "{seqs:?}");
+    // From the future: live messages, no gap.
+    let (texts, seqs) = ws_resume(srv.addr, "18446744073709551615", 2);
+    assert!(texts.is_empty() && seqs.len() == 2, "{texts:?}");
+    // Not a number: a 400 naming the parameter, before any upgrade.
+    let (code, body) = common::http_get(srv.addr, "/ws?since=abc");
+    assert_eq!(code, 400, "{body}");
+    assert!(body.contains("since"), "{body}");
+}
+
+#[test]
+fn websocket_clients_resume_with_since_for_every_way_of_leaving() {
+    let (code, v) = delivery_json(&["--delivery", "seq-ring", "--transport", "websocket"]);
+    assert_eq!(code, 0, "{v:#}");
+    for d in ["clean", "reset", "silent", "storm"] {
+        let r = run(&v, "seq-ring", d, "within-ring");
+        assert_eq!(
+            (r["lost"].as_u64(), r["lost_silently"].as_u64()),
+            (Some(0), Some(0)),
+            "{d}: {r}"
+        );
+        assert!(r["received"].as_u64().unwrap() > 0, "{r}");
+    }
+    let over = run(&v, "seq-ring", "clean", "beyond-ring");
+    assert!(over["gaps"].as_u64().unwrap() > 0, "{over}");
+    assert_eq!(over["lost_silently"], 0, "{over}");
+}
