@@ -70,6 +70,7 @@ pub fn run(command: Option<Command>, ctx: Ctx) -> anyhow::Result<ExitCode> {
         Some(Command::Serve(a)) => crate::net::run_serve(a, ctx),
         Some(Command::Bench(a)) => crate::bench::run(a, ctx),
         Some(Command::Verify(a)) => crate::verify::run(a, ctx),
+        Some(Command::Probe(a)) => crate::probe::run(a, ctx),
         Some(Command::Completions { shell }) => {
             let mut cmd = Cli::command();
             clap_complete::generate(shell, &mut cmd, "rtcheck", &mut std::io::stdout());

@@ -50,6 +50,8 @@ pub enum Command {
     Bench(crate::bench::BenchArgs),
     /// Demonstrate audit findings live on loopback.
     Verify(crate::verify::VerifyArgs),
+    /// Check a deployed realtime path (proxy + server) from outside: upgrade, buffering, idle timeout, heartbeat, resume.
+    Probe(crate::probe::ProbeArgs),
     /// Print a shell completion script.
     Completions {
         #[arg(value_enum)]

@@ -9,6 +9,7 @@ pub mod cli;
 pub mod evidence;
 pub mod guided;
 pub mod net;
+pub mod probe;
 pub mod profile;
 pub mod report;
 pub mod units;

@@ -1,0 +1,242 @@
+//! `rtcheck probe` flags and the glue from them to the report (kept in one small file so
+//! the command layer can take it as it is).
+use super::session::{Progress, StreamObs};
+use super::target::{parse_header, Target};
+use super::{client::ClientOpts, Options, TransportChoice};
+use crate::cli::Ctx;
+use crate::profile::{Profile, Transport};
+use crate::report::{self, FailOn, FindingsReport, Format};
+use anyhow::anyhow;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+#[derive(Debug, clap::Args)]
+#[command(after_help = "\
+Check ids: upgrade sse-buffering idle-timeout heartbeat resume compression http2 origin
+
+Examples:
+  rtcheck probe wss://app.example.com/ws https://app.example.com/events
+  rtcheck probe --quick http://127.0.0.1:8080/sse ws://127.0.0.1:8080/ws
+  rtcheck probe --header 'Authorization: Bearer $TOKEN' --idle-for 90s wss://app.example.com/ws
+  rtcheck probe --direct http://10.0.0.5:8080/sse https://app.example.com/sse
+  rtcheck probe --ca ./ca.pem --format junit -o probe.xml https://staging.internal/sse
+
+Header values and URL query values are secrets: they never appear in any output.
+Exit codes: 0 nothing at or above --fail-on, 1 something is, 2 usage or runtime error.")]
+pub struct ProbeArgs {
+    /// Endpoints to probe: ws://, wss://, http://, https://.
+    #[arg(value_name = "URL", required = true)]
+    pub urls: Vec<String>,
+    /// auto: ws(s) is WebSocket; http(s) asks for an event stream and falls back to polling.
+    #[arg(long, value_enum)]
+    pub transport: Option<TransportChoice>,
+    /// Extra request header `Name: value` (repeatable; e.g. Authorization, Cookie).
+    #[arg(long = "header", short = 'H', value_name = "NAME: VALUE", value_parser = parse_header)]
+    pub headers: Vec<(String, String)>,
+    /// Origin of the WebSocket handshake [default: the URL's own origin].
+    #[arg(long, value_name = "ORIGIN")]
+    pub origin: Option<String>,
+    /// The endpoint is meant for any site: a foreign Origin accepted is not a warning.
+    #[arg(long)]
+    pub public: bool,
+    /// Extra trusted root certificate(s), PEM.
+    #[arg(long, value_name = "FILE")]
+    pub ca: Option<PathBuf>,
+    /// Accept any TLS certificate (said loudly in the report).
+    #[arg(long)]
+    pub insecure: bool,
+    /// How long to hold a connection with no client traffic (past the common 60 s defaults).
+    #[arg(long, value_name = "DURATION", default_value = "75s", value_parser = crate::units::parse_duration)]
+    pub idle_for: Duration,
+    /// Skip the idle test (idle-timeout and heartbeat are reported as skipped).
+    #[arg(long)]
+    pub quick: bool,
+    /// The same endpoint without the proxy, to compare event delivery against.
+    #[arg(long, value_name = "URL")]
+    pub direct: Option<String>,
+    /// Workload profile (from `rtcheck choose --save`): its transport is the default.
+    #[arg(long, value_name = "FILE")]
+    pub profile: Option<PathBuf>,
+    /// Bound of each step (DNS, connect, TLS, response).
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = crate::units::parse_duration)]
+    pub timeout: Duration,
+    /// Output format: text, json, yaml, junit, markdown, github.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+    /// Lowest status that makes the exit code 1.
+    #[arg(long, value_enum, default_value_t = FailOn::Fail)]
+    pub fail_on: FailOn,
+    /// Show these checks as skipped (by request); they still appear in the report.
+    #[arg(long, value_name = "ID", num_args = 1.., value_delimiter = ',')]
+    pub skip: Vec<String>,
+    /// Write the report to FILE atomically instead of stdout.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+fn options(a: &ProbeArgs, profile: &Profile) -> anyhow::Result<Options> {
+    if a.timeout.is_zero() || a.idle_for.is_zero() {
+        anyhow::bail!("--timeout and --idle-for must be above zero");
+    }
+    if a.timeout > Duration::from_secs(3600) || a.idle_for > Duration::from_secs(24 * 3600) {
+        anyhow::bail!("--timeout is at most 1h and --idle-for at most 24h");
+    }
+    let transport = a.transport.unwrap_or(match profile.transport {
+        Some(Transport::Websocket) if a.profile.is_some() => TransportChoice::Websocket,
+        Some(Transport::Sse) if a.profile.is_some() => TransportChoice::Sse,
+        Some(Transport::Polling) if a.profile.is_some() => TransportChoice::Poll,
+        _ => TransportChoice::Auto,
+    });
+    let direct = a
+        .direct
+        .as_deref()
+        .map(|d| Target::parse(d).map_err(|e| anyhow!("--direct: {e}")))
+        .transpose()?;
+    Ok(Options {
+        client: ClientOpts {
+            timeout: a.timeout,
+            ca: a.ca.clone(),
+            insecure: a.insecure,
+            headers: a.headers.clone(),
+        },
+        transport,
+        origin: a.origin.clone(),
+        idle_for: a.idle_for,
+        quick: a.quick,
+        public: a.public,
+        direct,
+    })
+}
+
+fn validate_skip(skip: &[String]) -> anyhow::Result<()> {
+    if let Some(bad) = skip.iter().find(|s| !super::IDS.contains(&s.as_str())) {
+        anyhow::bail!(
+            "--skip: unknown check id `{bad}` (known: {})",
+            super::IDS.join(", ")
+        );
+    }
+    Ok(())
+}
+
+/// Elapsed of the watch and what was seen, on a terminal only.
+struct Bar(Option<indicatif::ProgressBar>);
+
+impl Bar {
+    fn new(enabled: bool) -> Bar {
+        use std::io::IsTerminal;
+        if !enabled || !std::io::stderr().is_terminal() {
+            return Bar(None);
+        }
+        let b = indicatif::ProgressBar::new(1000);
+        b.set_style(
+            indicatif::ProgressStyle::with_template("{spinner} {bar:20} {msg}")
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        Bar(Some(b))
+    }
+    fn label(&self, what: &str) {
+        if let Some(b) = &self.0 {
+            b.set_position(0);
+            b.set_message(what.to_string());
+        }
+    }
+    fn finish(&self) {
+        if let Some(b) = &self.0 {
+            b.finish_and_clear();
+        }
+    }
+}
+
+impl Progress for Bar {
+    fn update(&self, elapsed: Duration, window: Duration, s: &StreamObs) {
+        if let Some(b) = &self.0 {
+            let frac = elapsed.as_secs_f64() / window.as_secs_f64().max(1e-9);
+            b.set_position((frac.min(1.0) * 1000.0) as u64);
+            b.set_message(format!(
+                "holding {:.0}/{:.0} s: {} event(s), {} heartbeat(s), longest silence {}",
+                elapsed.as_secs_f64(),
+                window.as_secs_f64(),
+                s.events.len(),
+                s.heartbeats_ms.len(),
+                super::fmt_s(s.longest_silence_ms().max(0.0))
+            ));
+        }
+    }
+}
+
+pub fn run(a: ProbeArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
+    validate_skip(&a.skip)?;
+    let profile = match &a.profile {
+        Some(p) => Profile::load(p)?,
+        None => Profile::default(),
+    };
+    let o = options(&a, &profile)?;
+    let targets: Vec<Target> = a
+        .urls
+        .iter()
+        .map(|u| Target::parse(u).map_err(|e| anyhow!("URL {}: {e}", shown(u))))
+        .collect::<anyhow::Result<_>>()?;
+    if a.insecure {
+        eprintln!("rtcheck probe: WARNING: --insecure: TLS certificates are NOT verified");
+    }
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let start = Instant::now();
+    let bar = Bar::new(true);
+    let mut findings = Vec::new();
+    for t in &targets {
+        bar.label(&format!("probing {t}"));
+        let u = rt.block_on(super::probe_url(t, &o, &a.skip, &bar));
+        let u = match u {
+            Ok(u) => u,
+            Err(e) => {
+                bar.finish();
+                return Err(e.context(format!("probe {t}")));
+            }
+        };
+        findings.extend(super::judge(&u, &a.skip));
+    }
+    bar.finish();
+    let mut target = targets
+        .iter()
+        .map(|t| t.to_string())
+        .collect::<Vec<_>>()
+        .join(", ");
+    if a.insecure {
+        target.push_str(" (TLS NOT VERIFIED: --insecure)");
+    }
+    let ms = start.elapsed().as_secs_f64() * 1000.0;
+    let r = FindingsReport::new("probe", profile, Some(target), findings, ms);
+    let ctx = if a.output.is_some() && ctx.color == report::ColorChoice::Auto {
+        Ctx {
+            color: report::ColorChoice::Never,
+        }
+    } else {
+        ctx
+    };
+    let out = crate::audit::render(&r, a.format, a.fail_on, ctx)?;
+    report::output::emit(&out, a.output.as_deref())?;
+    Ok(if a.fail_on.trips(&r.summary) {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// A URL as it may be printed in an error: redacted when it parses, else its scheme only.
+fn shown(u: &str) -> String {
+    match Target::parse(u) {
+        Ok(t) => t.to_string(),
+        Err(_) => {
+            u.split("://")
+                .next()
+                .unwrap_or("")
+                .chars()
+                .take(10)
+                .collect::<String>()
+                + "://…"
+        }
+    }
+}

@@ -1,0 +1,294 @@
+//! `rtcheck probe URL`: the deployed realtime path (proxy + server) checked from outside.
+//! `session` makes a handful of connections and records what each saw, timed per read;
+//! one file per check judges those observations (pure); `proxy` names the proxy and
+//! writes its fix. `cli` holds the flags and the glue to the report.
+pub mod cli;
+pub mod client;
+pub mod compression;
+pub mod heartbeat;
+pub mod http2;
+pub mod idle_timeout;
+pub mod origin;
+pub mod proxy;
+pub mod resume;
+pub mod session;
+pub mod sse_buffering;
+pub mod target;
+pub mod upgrade;
+pub mod wire;
+
+pub use cli::{run, ProbeArgs};
+
+use crate::report::{Finding, Fix, Status};
+use client::ClientOpts;
+use proxy::Proxy;
+use session::{Progress, SseObs, Watch, WsObs};
+use std::collections::BTreeMap;
+use std::time::Duration;
+use target::{Scheme, Target};
+
+/// Every check id, in report order.
+pub const IDS: [&str; 8] = [
+    upgrade::ID,
+    sse_buffering::ID,
+    idle_timeout::ID,
+    heartbeat::ID,
+    resume::ID,
+    compression::ID,
+    http2::ID,
+    origin::ID,
+];
+
+/// The Origin of the cross-site handshake (`.invalid` never resolves: RFC 2606).
+pub const FOREIGN_ORIGIN: &str = "https://rtcheck-probe.invalid";
+/// Events a quick watch waits for before it stops.
+const QUICK_EVENTS: usize = 5;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum TransportChoice {
+    Auto,
+    Websocket,
+    Sse,
+    Poll,
+}
+
+/// What a URL was probed as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    WebSocket,
+    Sse,
+    Poll,
+}
+
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub client: ClientOpts,
+    pub transport: TransportChoice,
+    pub origin: Option<String>,
+    pub idle_for: Duration,
+    pub quick: bool,
+    pub public: bool,
+    pub direct: Option<Target>,
+}
+
+/// Everything observed for one URL: the checks' only input.
+#[derive(Debug, Clone)]
+pub struct UrlObs {
+    pub target: Target,
+    pub kind: Kind,
+    pub ws: Option<WsObs>,
+    pub origin_status: Option<u16>,
+    pub sse: Option<SseObs>,
+    pub resume: Option<resume::ResumeObs>,
+    /// None: plain http (not measured); Some(None): TLS without ALPN.
+    pub alpn: Option<Option<String>>,
+    pub direct: Option<SseObs>,
+    pub quick: bool,
+    pub public: bool,
+    pub idle_for_ms: f64,
+    pub proxy: Proxy,
+}
+
+/// Seconds with one decimal below 10 s, whole seconds above ("0.2 s", "75 s").
+pub fn fmt_s(ms: f64) -> String {
+    let s = ms / 1000.0;
+    if s < 10.0 {
+        format!("{s:.1} s")
+    } else {
+        format!("{s:.0} s")
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn finding(
+    id: &str,
+    u: &UrlObs,
+    title: &str,
+    status: Status,
+    observed: String,
+    expected: &str,
+    rule: &str,
+    evidence: &[&str],
+    fix: Fix,
+) -> Finding {
+    let mut rule = rule.to_string();
+    if u.proxy != Proxy::Unknown {
+        rule.push_str(&format!(" (path: {})", u.proxy.name()));
+    }
+    Finding {
+        id: id.to_string(),
+        title: format!("{title}: {}", u.target),
+        status,
+        observed,
+        expected: expected.to_string(),
+        rule,
+        reason: None,
+        evidence: evidence
+            .iter()
+            .map(|e| crate::evidence::reference(e))
+            .collect(),
+        fix: if status == Status::Pass {
+            Fix::default()
+        } else {
+            fix
+        },
+        verify: None,
+        verification: None,
+        numbers: BTreeMap::new(),
+    }
+}
+
+/// All checks of one URL, in report order; `skip` ids become skipped by request.
+pub fn judge(u: &UrlObs, skip: &[String]) -> Vec<Finding> {
+    let checks: [fn(&UrlObs) -> Option<Finding>; 8] = [
+        upgrade::check,
+        sse_buffering::check,
+        idle_timeout::check,
+        heartbeat::check,
+        resume::check,
+        compression::check,
+        http2::check,
+        origin::check,
+    ];
+    checks
+        .iter()
+        .filter_map(|c| c(u))
+        .map(|mut f| {
+            if skip.contains(&f.id) {
+                f.status = Status::Skip;
+                f.reason = Some("skipped by request (--skip)".into());
+                f.fix = Fix::default();
+            }
+            f
+        })
+        .collect()
+}
+
+/// What to probe a URL as.
+pub fn kind_for(t: &Target, choice: TransportChoice) -> (Target, Kind) {
+    let ws_twin = |t: &Target| match t.scheme {
+        Scheme::Http => t.with_scheme(Scheme::Ws),
+        Scheme::Https => t.with_scheme(Scheme::Wss),
+        _ => t.clone(),
+    };
+    let http_twin = |t: &Target| match t.scheme {
+        Scheme::Ws => t.with_scheme(Scheme::Http),
+        Scheme::Wss => t.with_scheme(Scheme::Https),
+        _ => t.clone(),
+    };
+    match choice {
+        TransportChoice::Websocket => (ws_twin(t), Kind::WebSocket),
+        TransportChoice::Auto if t.scheme.websocket() => (t.clone(), Kind::WebSocket),
+        TransportChoice::Auto | TransportChoice::Sse => (http_twin(t), Kind::Sse),
+        TransportChoice::Poll => (http_twin(t), Kind::Poll),
+    }
+}
+
+/// The page origin a browser would send for this URL.
+pub fn own_origin(t: &Target) -> String {
+    let scheme = if t.scheme.tls() { "https" } else { "http" };
+    let mut o = t.with_scheme(if t.scheme.tls() {
+        Scheme::Https
+    } else {
+        Scheme::Http
+    });
+    o.path_and_query = String::new();
+    format!("{scheme}://{}", o.host_header())
+}
+
+/// Probe one URL: the connections its kind needs, then the observations for the checks.
+pub async fn probe_url(
+    t: &Target,
+    o: &Options,
+    skip: &[String],
+    progress: &dyn Progress,
+) -> anyhow::Result<UrlObs> {
+    let (t, mut kind) = kind_for(t, o.transport);
+    let quick = o.quick
+        || (skip.iter().any(|s| s == idle_timeout::ID) && skip.iter().any(|s| s == heartbeat::ID));
+    let watch = if quick {
+        Watch {
+            window: o.client.timeout,
+            max_events: Some(QUICK_EVENTS),
+        }
+    } else {
+        Watch {
+            window: o.idle_for,
+            max_events: None,
+        }
+    };
+    let mut u = UrlObs {
+        target: t.clone(),
+        kind,
+        ws: None,
+        origin_status: None,
+        sse: None,
+        resume: None,
+        alpn: None,
+        direct: None,
+        quick,
+        public: o.public,
+        idle_for_ms: o.idle_for.as_secs_f64() * 1000.0,
+        proxy: Proxy::Unknown,
+    };
+    match kind {
+        Kind::WebSocket => {
+            let origin = o.origin.clone().unwrap_or_else(|| own_origin(&t));
+            let ws = session::websocket(&t, &o.client, &origin, Some(watch), progress).await?;
+            let foreign =
+                session::websocket(&t, &o.client, FOREIGN_ORIGIN, None, &session::NoProgress)
+                    .await?;
+            u.origin_status = Some(foreign.head.status);
+            u.ws = Some(ws);
+        }
+        Kind::Sse | Kind::Poll => {
+            let sse = session::sse(&t, &o.client, None, watch, progress).await?;
+            if kind == Kind::Sse && o.transport == TransportChoice::Auto && !sse.is_event_stream() {
+                kind = Kind::Poll;
+                u.kind = kind;
+            }
+            if kind == Kind::Sse {
+                u.resume = resume_session(&t, o, &sse).await?;
+            }
+            u.sse = Some(sse);
+            if t.scheme.tls() {
+                u.alpn = Some(session::alpn(&t, &o.client).await?);
+            }
+            if let (Some(d), Kind::Sse) = (&o.direct, kind) {
+                let w = Watch {
+                    window: o.client.timeout,
+                    max_events: Some(1),
+                };
+                u.direct = Some(session::sse(d, &o.client, None, w, &session::NoProgress).await?);
+            }
+        }
+    }
+    let heads = [
+        u.ws.as_ref().map(|w| &w.head),
+        u.sse.as_ref().map(|s| &s.head),
+    ];
+    u.proxy = proxy::identify(heads.into_iter().flatten());
+    Ok(u)
+}
+
+/// Reconnect with the first id seen; watch until the first event (or --timeout).
+async fn resume_session(
+    t: &Target,
+    o: &Options,
+    first: &SseObs,
+) -> anyhow::Result<Option<resume::ResumeObs>> {
+    let Some(s) = &first.stream else {
+        return Ok(None);
+    };
+    let Some(pos) = s.events.iter().position(|e| e.id.is_some()) else {
+        return Ok(None);
+    };
+    let sent = s.events[pos].id.clone().unwrap_or_default();
+    let next = s.events.get(pos + 1).and_then(|e| e.id.clone());
+    let w = Watch {
+        window: o.client.timeout,
+        max_events: Some(1),
+    };
+    let obs = session::sse(t, &o.client, Some(&sent), w, &session::NoProgress).await?;
+    Ok(Some(resume::ResumeObs { sent, next, obs }))
+}
