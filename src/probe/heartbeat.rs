@@ -21,6 +21,7 @@ pub fn interval_ms(s: &StreamObs) -> Option<f64> {
     worst
 }
 
+/// The heartbeat's verdict from a watched stream (`quick`: the watch was short).
 pub fn judge(s: &StreamObs, quick: bool) -> (Status, String, Option<String>) {
     let closed = !matches!(s.ending, Some(Ending::Open) | None);
     let timeout = idle_timeout::silence_before_close(s);
@@ -75,7 +76,12 @@ pub fn judge(s: &StreamObs, quick: bool) -> (Status, String, Option<String>) {
 
 pub fn check(u: &UrlObs) -> Option<Finding> {
     let s = idle_timeout::stream(u)?;
-    let (status, observed, reason) = judge(s, u.quick);
+    let (status, observed, reason) = if u.quick {
+        let r = "--quick: measured during the idle test only".to_string();
+        (Status::Skip, "not run".to_string(), Some(r))
+    } else {
+        judge(s, false)
+    };
     let mut f = finding(
         ID,
         u,

@@ -42,7 +42,7 @@ pub const IDS: [&str; 8] = [
 /// The Origin of the cross-site handshake (`.invalid` never resolves: RFC 2606).
 pub const FOREIGN_ORIGIN: &str = "https://rtcheck-probe.invalid";
 /// Events a quick watch waits for before it stops.
-const QUICK_EVENTS: usize = 5;
+const QUICK_EVENTS: usize = 10;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum TransportChoice {

@@ -11,7 +11,12 @@ pub fn check(u: &UrlObs) -> Option<Finding> {
         return None;
     }
     let code = u.origin_status?;
+    let upgraded = u.ws.as_ref().is_some_and(|w| w.head.status == 101);
     let (status, observed) = match (code, u.public) {
+        _ if !upgraded => (
+            Status::Skip,
+            "not tested: the upgrade with the page's own Origin already failed".to_string(),
+        ),
         (101, true) => (
             Status::Pass,
             format!("Origin {FOREIGN_ORIGIN} accepted (101); declared public with --public"),
@@ -36,6 +41,9 @@ pub fn check(u: &UrlObs) -> Option<Finding> {
         &[],
         proxy::origin(),
     );
+    if status == Status::Skip {
+        f.reason = Some("the WebSocket upgrade failed (see `upgrade`)".into());
+    }
     f.numbers.insert("status".into(), code as f64);
     Some(f)
 }

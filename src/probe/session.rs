@@ -22,7 +22,7 @@ pub enum Ending {
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct EventRec {
-    /// Milliseconds since the stream opened (response head received).
+    /// Milliseconds since the request was sent.
     pub at_ms: f64,
     /// Index of the read that completed this event.
     pub read: usize,
@@ -37,7 +37,10 @@ pub struct EventRec {
 /// One timed stream (SSE body or WebSocket frames).
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct StreamObs {
-    /// Milliseconds since open of each read that returned bytes.
+    /// When the response head arrived (ms since the request was sent: every time here
+    /// counts from then, so a proxy that holds the head back shows it).
+    pub head_ms: f64,
+    /// Milliseconds since the request of each read that returned bytes.
     pub reads_ms: Vec<f64>,
     pub events: Vec<EventRec>,
     /// Heartbeats: WebSocket pings or SSE comments, ms since open.
@@ -150,10 +153,12 @@ pub async fn sse(
 ) -> anyhow::Result<SseObs> {
     let mut conn = client::connect(t, o, &["http/1.1"]).await?;
     let req = client::request(t, o, &sse_headers(last_id));
+    let start = Instant::now();
     let (head, rest) = client::exchange(&mut conn, t, o, &req).await?;
     let mut obs = SseObs { head, stream: None };
     if obs.is_event_stream() {
-        obs.stream = Some(watch_sse(&mut conn, &obs.head, rest, watch, progress).await);
+        let s = watch_sse(&mut conn, &obs.head, rest, start, watch, progress).await;
+        obs.stream = Some(s);
     }
     Ok(obs)
 }
@@ -162,11 +167,12 @@ async fn watch_sse(
     conn: &mut Conn,
     head: &Head,
     rest: Vec<u8>,
+    start: Instant,
     watch: Watch,
     progress: &dyn Progress,
 ) -> StreamObs {
-    let start = Instant::now();
     let mut s = StreamObs {
+        head_ms: ms(start),
         window_ms: watch.window.as_secs_f64() * 1000.0,
         ..Default::default()
     };
@@ -276,6 +282,7 @@ pub async fn websocket(
         ("Origin", origin.to_string()),
     ];
     let req = client::request(t, o, &extra);
+    let start = Instant::now();
     let (head, rest) = client::exchange(&mut conn, t, o, &req).await?;
     let accept_ok = head.header("sec-websocket-accept") == Some(&derive_accept_key(key.as_bytes()));
     let mut obs = WsObs {
@@ -285,7 +292,7 @@ pub async fn websocket(
     };
     if obs.head.status == 101 {
         if let Some(w) = watch {
-            obs.stream = Some(watch_ws(&mut conn, rest, w, progress).await);
+            obs.stream = Some(watch_ws(&mut conn, rest, start, w, progress).await);
         }
         let close = crate::net::wsframe::client_frame(
             crate::net::wsframe::OP_CLOSE,
@@ -302,12 +309,13 @@ pub async fn websocket(
 async fn watch_ws(
     conn: &mut Conn,
     rest: Vec<u8>,
+    start: Instant,
     watch: Watch,
     progress: &dyn Progress,
 ) -> StreamObs {
     use crate::net::{payload, wsframe};
-    let start = Instant::now();
     let mut s = StreamObs {
+        head_ms: ms(start),
         window_ms: watch.window.as_secs_f64() * 1000.0,
         ..Default::default()
     };
