@@ -68,7 +68,8 @@ pub struct ProbeArgs {
     #[arg(long, value_enum, default_value_t = FailOn::Fail)]
     pub fail_on: FailOn,
     /// Show these checks as skipped (by request); they still appear in the report.
-    #[arg(long, value_name = "ID", num_args = 1.., value_delimiter = ',')]
+    /// (One value per flag, so it never swallows the URLs that follow.)
+    #[arg(long, value_name = "ID", value_delimiter = ',')]
     pub skip: Vec<String>,
     /// Write the report to FILE atomically instead of stdout.
     #[arg(long, short = 'o', value_name = "FILE")]
@@ -216,7 +217,10 @@ pub fn run(a: ProbeArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
     } else {
         ctx
     };
-    let out = crate::audit::render(&r, a.format, a.fail_on, ctx)?;
+    let out = match a.format {
+        Format::Text => report::text::probe::render(&r, ctx.palette()),
+        f => crate::audit::render(&r, f, a.fail_on, ctx)?,
+    };
     report::output::emit(&out, a.output.as_deref())?;
     Ok(if a.fail_on.trips(&r.summary) {
         ExitCode::from(1)

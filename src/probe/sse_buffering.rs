@@ -101,10 +101,10 @@ pub fn judge(t: &Timing, same_clock: bool, direct_first_ms: Option<f64>) -> (Sta
 }
 
 pub fn check(u: &UrlObs) -> Option<Finding> {
-    if u.kind != Kind::Sse {
-        return None;
-    }
     let sse = u.sse.as_ref()?;
+    if u.kind == Kind::Poll {
+        return Some(polled(u, sse));
+    }
     let expected = "each event delivered as it is sent (added delay < 0.5 s, no bursts)";
     let (status, observed, reason, numbers) = match &sse.stream {
         None => (
@@ -166,6 +166,33 @@ pub fn check(u: &UrlObs) -> Option<Finding> {
         f.numbers.insert(k.into(), (v * 10.0).round() / 10.0);
     }
     Some(f)
+}
+
+/// The answer was not an event stream: say what it was (probed as polling).
+fn polled(u: &UrlObs, sse: &super::session::SseObs) -> Finding {
+    let mut f = finding(
+        ID,
+        u,
+        "SSE delivery through the path (buffering)",
+        Status::Skip,
+        format!(
+            "HTTP {} {}",
+            sse.head.status,
+            sse.head
+                .header("content-type")
+                .unwrap_or("(no content type)")
+        ),
+        "an event stream (text/event-stream)",
+        "polling holds no stream: nothing to buffer",
+        &["proxy-config"],
+        Default::default(),
+    );
+    f.reason = Some(format!(
+        "not an event stream (HTTP {}, {}): probed as polling",
+        sse.head.status,
+        sse.head.header("content-type").unwrap_or("no content type")
+    ));
+    f
 }
 
 #[cfg(test)]
