@@ -342,3 +342,34 @@ fn bad_peers_fail_in_one_line_within_the_timeout() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn profile_transport_and_direct_comparison() {
+    let s = Serve::start(&["--rate", "5", "--size", "256"]);
+    let dir = tempfile::tempdir().unwrap();
+    let profile = dir.path().join("p.yaml");
+    std::fs::write(&profile, "transport: sse\n").unwrap();
+    // The profile says SSE: a ws:// URL is probed as its http twin's event stream.
+    let ws = format!("ws://{}/sse", s.addr);
+    let direct = format!("http://{}/sse", s.addr);
+    let (r, code, _) = probe_json(&[
+        "--quick",
+        "--profile",
+        profile.to_str().unwrap(),
+        "--direct",
+        &direct,
+        &ws,
+    ]);
+    let ctx = summary(&r);
+    assert_eq!(code, 0, "{ctx}");
+    assert_eq!(status(&r, "sse-buffering", "http://"), "pass", "{ctx}");
+    let f = &r["findings"][0];
+    assert!(
+        f["observed"]
+            .as_str()
+            .unwrap()
+            .contains("direct: first event after"),
+        "{f}"
+    );
+    assert_eq!(r["profile"]["transport"], "sse");
+}

@@ -79,7 +79,8 @@ pub struct UrlObs {
     pub ws: Option<WsObs>,
     pub origin_status: Option<u16>,
     pub sse: Option<SseObs>,
-    pub resume: Option<resume::ResumeObs>,
+    /// The reconnect with Last-Event-ID, or why it could not be made.
+    pub resume: Option<Result<resume::ResumeObs, String>>,
     /// None: plain http (not measured); Some(None): TLS without ALPN.
     pub alpn: Option<Option<String>>,
     pub direct: Option<SseObs>,
@@ -235,10 +236,10 @@ pub async fn probe_url(
         Kind::WebSocket => {
             let origin = o.origin.clone().unwrap_or_else(|| own_origin(&t));
             let ws = session::websocket(&t, &o.client, &origin, Some(watch), progress).await?;
+            // A server may refuse a foreign Origin by closing without an answer (0).
             let foreign =
-                session::websocket(&t, &o.client, FOREIGN_ORIGIN, None, &session::NoProgress)
-                    .await?;
-            u.origin_status = Some(foreign.head.status);
+                session::websocket(&t, &o.client, FOREIGN_ORIGIN, None, &session::NoProgress).await;
+            u.origin_status = Some(foreign.map_or(0, |f| f.head.status));
             u.ws = Some(ws);
         }
         Kind::Sse | Kind::Poll => {
@@ -248,7 +249,9 @@ pub async fn probe_url(
                 u.kind = kind;
             }
             if kind == Kind::Sse {
-                u.resume = resume_session(&t, o, &sse).await?;
+                u.resume = resume_session(&t, o, &sse)
+                    .await
+                    .map(|r| r.map_err(|e| format!("{e:#}")));
             }
             u.sse = Some(sse);
             if t.scheme.tls() {
@@ -276,13 +279,18 @@ async fn resume_session(
     t: &Target,
     o: &Options,
     first: &SseObs,
-) -> anyhow::Result<Option<resume::ResumeObs>> {
-    let Some(s) = &first.stream else {
-        return Ok(None);
-    };
-    let Some(pos) = s.events.iter().position(|e| e.id.is_some()) else {
-        return Ok(None);
-    };
+) -> Option<anyhow::Result<resume::ResumeObs>> {
+    let s = first.stream.as_ref()?;
+    let pos = s.events.iter().position(|e| e.id.is_some())?;
+    Some(resume_from(t, o, s, pos).await)
+}
+
+async fn resume_from(
+    t: &Target,
+    o: &Options,
+    s: &session::StreamObs,
+    pos: usize,
+) -> anyhow::Result<resume::ResumeObs> {
     let sent = s.events[pos].id.clone().unwrap_or_default();
     let next = s.events.get(pos + 1).and_then(|e| e.id.clone());
     let w = Watch {
@@ -290,5 +298,5 @@ async fn resume_session(
         max_events: Some(1),
     };
     let obs = session::sse(t, &o.client, Some(&sent), w, &session::NoProgress).await?;
-    Ok(Some(resume::ResumeObs { sent, next, obs }))
+    Ok(resume::ResumeObs { sent, next, obs })
 }

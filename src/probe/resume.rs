@@ -81,10 +81,15 @@ pub fn check(u: &UrlObs) -> Option<Finding> {
     }
     let stream = u.sse.as_ref()?.stream.as_ref();
     let (status, observed, reason) = match (&u.resume, stream) {
-        (Some(r), _) => {
+        (Some(Ok(r)), _) => {
             let (s, o) = judge(r);
             (s, o, None)
         }
+        (Some(Err(e)), _) => (
+            Status::Warn,
+            format!("the reconnect with Last-Event-ID failed: {e}"),
+            None,
+        ),
         (None, Some(s)) if !s.events.is_empty() => (
             Status::Warn,
             "events carry no `id:`: EventSource cannot resume with Last-Event-ID".to_string(),
@@ -109,4 +114,65 @@ pub fn check(u: &UrlObs) -> Option<Finding> {
     );
     f.reason = reason;
     Some(f)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::session::{EventRec, StreamObs};
+    use super::super::wire::Head;
+    use super::*;
+
+    fn after(sent: &str, next: Option<&str>, first: Option<(&str, Option<&str>)>) -> ResumeObs {
+        let events = first
+            .map(|(id, name)| EventRec {
+                at_ms: 1.0,
+                read: 0,
+                id: Some(id.to_string()),
+                name: name.map(str::to_string),
+                seq_ts: None,
+                wall_ns: 0,
+            })
+            .into_iter()
+            .collect();
+        ResumeObs {
+            sent: sent.into(),
+            next: next.map(str::to_string),
+            obs: SseObs {
+                head: Head {
+                    status: 200,
+                    ..Default::default()
+                },
+                stream: Some(StreamObs {
+                    events,
+                    ended_ms: 10.0,
+                    ..Default::default()
+                }),
+            },
+        }
+    }
+
+    #[test]
+    fn replay_gap_restart() {
+        assert_eq!(
+            judge(&after("10", Some("11"), Some(("11", None)))).0,
+            Status::Pass
+        );
+        assert_eq!(
+            judge(&after("10", None, Some(("11", None)))).0,
+            Status::Pass
+        );
+        assert_eq!(
+            judge(&after("a", Some("b"), Some(("b", None)))).0,
+            Status::Pass
+        );
+        let (st, text) = judge(&after("10", Some("11"), Some(("50", None))));
+        assert_eq!(st, Status::Fail);
+        assert!(text.contains("39 lost"), "{text}");
+        assert_eq!(
+            judge(&after("10", None, Some(("x", Some("gap"))))).0,
+            Status::Warn
+        );
+        assert_eq!(judge(&after("10", None, None)).0, Status::Warn);
+        assert_eq!(judge(&after("a", None, Some(("c", None)))).0, Status::Warn);
+    }
 }
