@@ -240,6 +240,12 @@ fn haproxy_mistaken_and_correct_differ_check_by_check() {
         assert_eq!(status(&good.quiet, "idle-timeout", url), "pass", "{ctx}");
         assert_eq!(status(&good.quiet, "heartbeat", url), "pass", "{ctx}");
     }
+    // HAProxy sends no Server/Via: the fix lists every proxy's lines, HAProxy's included.
+    let fixes = bad.quiet.to_string();
+    assert!(
+        fixes.contains("timeout tunnel 1h") && fixes.contains("proxy_read_timeout"),
+        "{fixes}"
+    );
     // HAProxy upgrades and streams by itself: those pass in both.
     for r in [&bad.busy, &good.busy] {
         assert_eq!(status(r, "upgrade", "/busy/ws"), "pass", "{ctx}");

@@ -55,6 +55,9 @@ pub struct ProbeArgs {
     /// The same endpoint without the proxy, to compare event delivery against.
     #[arg(long, value_name = "URL")]
     pub direct: Option<String>,
+    /// The proxy on the path, for its fixes, when Server/Via do not name it (HAProxy adds neither).
+    #[arg(long, value_enum, value_name = "KIND")]
+    pub proxy: Option<super::proxy::Proxy>,
     /// Workload profile (from `rtcheck choose --save`): its transport is the default.
     #[arg(long, value_name = "FILE")]
     pub profile: Option<PathBuf>,
@@ -107,6 +110,7 @@ fn options(a: &ProbeArgs, profile: &Profile) -> anyhow::Result<Options> {
         quick: a.quick,
         public: a.public,
         direct,
+        proxy: a.proxy,
     })
 }
 

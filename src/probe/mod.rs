@@ -69,6 +69,8 @@ pub struct Options {
     pub quick: bool,
     pub public: bool,
     pub direct: Option<Target>,
+    /// `--proxy`: the proxy on the path when its headers do not name it.
+    pub proxy: Option<Proxy>,
 }
 
 /// Everything observed for one URL: the checks' only input.
@@ -270,7 +272,9 @@ pub async fn probe_url(
         u.ws.as_ref().map(|w| &w.head),
         u.sse.as_ref().map(|s| &s.head),
     ];
-    u.proxy = proxy::identify(heads.into_iter().flatten());
+    u.proxy = o
+        .proxy
+        .unwrap_or_else(|| proxy::identify(heads.into_iter().flatten()));
     Ok(u)
 }
 

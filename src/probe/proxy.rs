@@ -3,13 +3,14 @@
 use super::wire::Head;
 use crate::report::Fix;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum Proxy {
     Nginx,
     Haproxy,
     Caddy,
     /// AWS Application Load Balancer (`Server: awselb/2.0`).
+    #[value(name = "aws-alb")]
     AwsAlb,
     Cloudflare,
     Unknown,
@@ -74,6 +75,24 @@ fn fix(summary: &str, lines: &[&str]) -> Fix {
     }
 }
 
+/// Not identified: nginx's fix, then HAProxy's and Caddy's lines.
+fn any_proxy(f: fn(Proxy) -> Fix) -> Fix {
+    let mut out = f(Proxy::Nginx);
+    out.summary = format!(
+        "{} (proxy not identified from Server/Via: lines for nginx, HAProxy and Caddy; --proxy names it)",
+        out.summary
+    );
+    for p in [Proxy::Haproxy, Proxy::Caddy] {
+        let g = f(p);
+        if g.persistent.is_empty() {
+            out.persistent.push(format!("{}: {}", p.name(), g.summary));
+        } else {
+            out.persistent.extend(g.persistent);
+        }
+    }
+    out
+}
+
 const NGINX_UPGRADE: [&str; 4] = [
     "nginx (http): map $http_upgrade $connection_upgrade { default upgrade; '' close; }",
     "nginx (location): proxy_http_version 1.1;",
@@ -83,7 +102,8 @@ const NGINX_UPGRADE: [&str; 4] = [
 
 pub fn upgrade(p: Proxy) -> Fix {
     match p {
-        Proxy::Nginx | Proxy::Unknown => fix(
+        Proxy::Unknown => any_proxy(upgrade),
+        Proxy::Nginx => fix(
             "forward the Upgrade and Connection headers over HTTP/1.1 to the backend",
             &NGINX_UPGRADE,
         ),
@@ -104,7 +124,8 @@ pub fn upgrade(p: Proxy) -> Fix {
 
 pub fn buffering(p: Proxy) -> Fix {
     match p {
-        Proxy::Nginx | Proxy::Unknown => fix(
+        Proxy::Unknown => any_proxy(buffering),
+        Proxy::Nginx => fix(
             "turn response buffering off on the event-stream location (or have the backend send X-Accel-Buffering: no and do not ignore it)",
             &[
                 "nginx (location): proxy_buffering off;",
@@ -130,7 +151,8 @@ pub fn buffering(p: Proxy) -> Fix {
 
 pub fn idle(p: Proxy) -> Fix {
     match p {
-        Proxy::Nginx | Proxy::Unknown => fix(
+        Proxy::Unknown => any_proxy(idle),
+        Proxy::Nginx => fix(
             "raise the proxy's read timeout above the server's heartbeat interval (nginx default 60 s), or send a heartbeat more often",
             &[
                 "nginx (location): proxy_read_timeout 3600s;",
@@ -178,7 +200,8 @@ pub fn resume() -> Fix {
 
 pub fn compression(p: Proxy) -> Fix {
     match p {
-        Proxy::Nginx | Proxy::Unknown => fix(
+        Proxy::Unknown => any_proxy(compression),
+        Proxy::Nginx => fix(
             "do not compress text/event-stream: gzip holds events until its buffer fills",
             &["nginx (location): gzip off;"],
         ),
@@ -196,7 +219,8 @@ pub fn compression(p: Proxy) -> Fix {
 
 pub fn http2(p: Proxy) -> Fix {
     match p {
-        Proxy::Nginx | Proxy::Unknown => fix(
+        Proxy::Unknown => any_proxy(http2),
+        Proxy::Nginx => fix(
             "offer HTTP/2 at the TLS edge (ALPN h2)",
             &["nginx >= 1.25.1 (server): http2 on;   older: listen 443 ssl http2;"],
         ),
@@ -250,5 +274,10 @@ mod tests {
             Proxy::Cloudflare
         );
         assert_eq!(identify([&head(&[("server", "rtcheck")])]), Proxy::Unknown);
+        let any = idle(Proxy::Unknown).persistent.join("\n");
+        assert!(
+            any.contains("proxy_read_timeout") && any.contains("timeout tunnel"),
+            "{any}"
+        );
     }
 }
