@@ -103,26 +103,26 @@ start() { # $1 kind, $2 port, $3 config file
   wait_port "$2"
 }
 
-show() { # $1 title, $2 lang, $3 config file, $4 port
+show() { # $1 title, $2 lang, $3 config file, $4 port, $5 extra probe flags
   printf '### %s\n\n```%s\n%s\n```\n\n' "$1" "$2" "$(sed "s#$D/[a-z0-9-]*#/tmp/probe#g" "$3")"
-  for args in "--quick --public ws://127.0.0.1:$4/busy/ws http://127.0.0.1:$4/busy/sse" \
-              "--idle-for 5s --public ws://127.0.0.1:$4/quiet/ws http://127.0.0.1:$4/quiet/sse"; do
-    printf '```console\n$ rtcheck probe %s\n' "$args"
+  for args in "--quick --public $5 ws://127.0.0.1:$4/busy/ws http://127.0.0.1:$4/busy/sse" \
+              "--idle-for 5s --public $5 ws://127.0.0.1:$4/quiet/ws http://127.0.0.1:$4/quiet/sse"; do
+    printf '```console\n$ rtcheck probe %s\n' "$(echo $args)"
     # shellcheck disable=SC2086
     NO_COLOR=1 COLUMNS=80 "$RT" probe $args || true
     printf '```\n\n'
   done
 }
 
-run() { # $1 kind, $2 title, $3 lang, $4 port, $5 config text
+run() { # $1 kind, $2 title, $3 lang, $4 port, $5 config text, $6 extra probe flags
   mkdir -p "$D/$4"; f="$D/$4/conf"; printf '%s\n' "$5" > "$f"
   start "$1" "$4" "$f"
-  show "$2" "$3" "$f" "$4"
+  show "$2" "$3" "$f" "$4" "${6:-}"
 }
 
 run nginx "nginx: mistaken (no Upgrade headers, buffering on, proxy_read_timeout 3s)" nginx 18081 "$(nginx_conf 18081 "$D/18081" "$NGINX_MISTAKEN")"
 run nginx "nginx: correct" nginx 18082 "$(nginx_conf 18082 "$D/18082" "$NGINX_CORRECT")"
-run haproxy "HAProxy: mistaken (timeout server 3s, no timeout tunnel)" haproxy 18083 "$(haproxy_conf 18083 '  timeout server 3s')"
+run haproxy "HAProxy: mistaken (timeout server 3s, no timeout tunnel)" haproxy 18083 "$(haproxy_conf 18083 '  timeout server 3s')" "--proxy haproxy"
 run haproxy "HAProxy: correct" haproxy 18084 "$(haproxy_conf 18084 '  timeout server 30s
-  timeout tunnel 1h')"
+  timeout tunnel 1h')" "--proxy haproxy"
 run caddy "Caddy: default reverse_proxy" caddy 18085 "$(caddy_conf 18085 "$D/18085")"
