@@ -185,25 +185,8 @@ pub fn run(a: ProbeArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
     if a.insecure {
         eprintln!("rtcheck probe: WARNING: --insecure: TLS certificates are NOT verified");
     }
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
     let start = Instant::now();
-    let bar = Bar::new(true);
-    let mut findings = Vec::new();
-    for t in &targets {
-        bar.label(&format!("probing {t}"));
-        let u = rt.block_on(super::probe_url(t, &o, &a.skip, &bar));
-        let u = match u {
-            Ok(u) => u,
-            Err(e) => {
-                bar.finish();
-                return Err(e.context(format!("probe {t}")));
-            }
-        };
-        findings.extend(super::judge(&u, &a.skip));
-    }
-    bar.finish();
+    let findings = probe_all(&targets, &o, &a.skip)?;
     let mut target = targets
         .iter()
         .map(|t| t.to_string())
@@ -231,6 +214,34 @@ pub fn run(a: ProbeArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// Every URL in turn; the first that cannot be probed ends the run (exit 2).
+fn probe_all(
+    targets: &[Target],
+    o: &Options,
+    skip: &[String],
+) -> anyhow::Result<Vec<crate::report::Finding>> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let bar = Bar::new(true);
+    let mut findings = Vec::new();
+    let mut result = Ok(());
+    for t in targets {
+        bar.label(&format!("probing {t}"));
+        match rt.block_on(super::probe_url(t, o, skip, &bar)) {
+            Ok(u) => findings.extend(super::judge(&u, skip)),
+            Err(e) => {
+                result = Err(e.context(format!("probe {t}")));
+                break;
+            }
+        }
+    }
+    bar.finish();
+    // A DNS lookup that outlived --timeout runs on a blocking thread: do not wait for it.
+    rt.shutdown_timeout(Duration::from_millis(100));
+    result.map(|()| findings)
 }
 
 /// A URL as it may be printed in an error: redacted when it parses, else its scheme only.

@@ -91,6 +91,9 @@ impl SseObs {
     }
 }
 
+/// Events recorded per stream at most: a probe needs a few; a flood must not grow memory.
+pub const MAX_EVENTS: usize = 100_000;
+
 /// When to stop watching a stream.
 #[derive(Debug, Clone, Copy)]
 pub struct Watch {
@@ -204,7 +207,7 @@ async fn watch_sse(
                 s.ending = Some(Ending::Eof);
                 break;
             }
-            if watch.max_events.is_some_and(|m| s.events.len() >= m) {
+            if s.events.len() >= watch.max_events.unwrap_or(MAX_EVENTS).min(MAX_EVENTS) {
                 break;
             }
         }
@@ -374,7 +377,7 @@ async fn watch_ws(
                     },
                 }
             }
-            if watch.max_events.is_some_and(|m| s.events.len() >= m) {
+            if s.events.len() >= watch.max_events.unwrap_or(MAX_EVENTS).min(MAX_EVENTS) {
                 break;
             }
         }
