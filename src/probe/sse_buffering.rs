@@ -128,8 +128,12 @@ pub fn check(u: &UrlObs) -> Option<Finding> {
         Some(s) if s.events.is_empty() => (
             Status::Skip,
             format!("no event in {}", fmt_s(s.ended_ms)),
-            Some(format!("no event arrived in {} to time", fmt_s(s.ended_ms))),
-            vec![],
+            Some(format!(
+                "no event arrived in {} to time{}",
+                fmt_s(s.ended_ms),
+                held_head(s)
+            )),
+            vec![("head_ms", s.head_ms)],
         ),
         Some(s) => {
             let t = timing(s);
@@ -139,7 +143,11 @@ pub fn check(u: &UrlObs) -> Option<Finding> {
                 .and_then(|d| d.stream.as_ref())
                 .and_then(|d| d.events.first())
                 .map(|e| e.at_ms);
-            let (st, obs) = judge(&t, u.target.is_loopback(), direct);
+            let (mut st, mut obs) = judge(&t, u.target.is_loopback(), direct);
+            let (hst, notes) = header_notes(&sse.head);
+            st = st.max(hst);
+            obs.push_str(&notes);
+            obs.push_str(&held_head(s));
             let mut nums = vec![("events", t.events as f64), ("bursts", t.bursts as f64)];
             if let Some(d) = t.max_delay_ms {
                 nums.push(("max_delay_ms", d));
@@ -166,6 +174,34 @@ pub fn check(u: &UrlObs) -> Option<Finding> {
         f.numbers.insert(k.into(), (v * 10.0).round() / 10.0);
     }
     Some(f)
+}
+
+/// A response head that took over a second: a buffering proxy may hold it with the body.
+fn held_head(s: &StreamObs) -> String {
+    if s.head_ms >= BURST_SILENCE_MS {
+        format!("; the response head itself came after {}", fmt_s(s.head_ms))
+    } else {
+        String::new()
+    }
+}
+
+/// What the headers say about buffering and caching on the way: a stream without
+/// `Cache-Control: no-cache`/`no-store` may be held or replayed by a cache (warn).
+pub fn header_notes(h: &super::wire::Head) -> (Status, String) {
+    let mut notes = String::new();
+    let mut st = Status::Pass;
+    if h.has_token("x-accel-buffering", "no") {
+        notes.push_str("; X-Accel-Buffering: no");
+    }
+    let cc = h.header("cache-control").unwrap_or("").to_ascii_lowercase();
+    if !(cc.contains("no-cache") || cc.contains("no-store")) {
+        st = Status::Warn;
+        notes.push_str(&format!(
+            "; Cache-Control `{}` lets a cache hold the stream (send no-cache)",
+            if cc.is_empty() { "(none)" } else { cc.as_str() }
+        ));
+    }
+    (st, notes)
 }
 
 /// The answer was not an event stream: say what it was (probed as polling).
@@ -209,6 +245,27 @@ mod tests {
             seq_ts: Some((1, 1_000_000_000_000)),
             wall_ns: 1_000_000_000_000 + (delay_ms * 1e6) as u64,
         }
+    }
+
+    #[test]
+    fn headers_decide_cache_and_note_accel() {
+        let head = |pairs: &[(&str, &str)]| super::super::wire::Head {
+            status: 200,
+            reason: String::new(),
+            headers: pairs
+                .iter()
+                .map(|(n, v)| (n.to_string(), v.to_string()))
+                .collect(),
+        };
+        let (st, n) = header_notes(&head(&[
+            ("cache-control", "no-store"),
+            ("x-accel-buffering", "no"),
+        ]));
+        assert_eq!(st, Status::Pass);
+        assert!(n.contains("X-Accel-Buffering"));
+        let (st, n) = header_notes(&head(&[("cache-control", "public, max-age=60")]));
+        assert_eq!(st, Status::Warn, "{n}");
+        assert_eq!(header_notes(&head(&[])).0, Status::Warn);
     }
 
     #[test]

@@ -16,6 +16,30 @@ fn width() -> u16 {
         .clamp(60, 160)
 }
 
+/// `label` then `text` word-wrapped to the width, continuation lines under the text.
+fn wrapped(label: &str, text: &str, width: usize) -> String {
+    let pad = " ".repeat(label.chars().count());
+    let mut out = String::new();
+    let mut line = label.to_string();
+    let mut empty = true;
+    for word in text.split_whitespace() {
+        if !empty && line.chars().count() + 1 + word.chars().count() > width {
+            out.push_str(line.trim_end());
+            out.push('\n');
+            line = pad.clone();
+            empty = true;
+        }
+        if !empty {
+            line.push(' ');
+        }
+        line.push_str(word);
+        empty = false;
+    }
+    out.push_str(line.trim_end());
+    out.push('\n');
+    out
+}
+
 pub fn render(r: &FindingsReport, pal: Palette) -> String {
     let s = &r.summary;
     let verdict = if s.fail > 0 {
@@ -84,18 +108,18 @@ pub fn render(r: &FindingsReport, pal: Palette) -> String {
             pal.status(f.status),
             pal.bold(&f.id)
         ));
-        out.push_str(&format!("  expected: {}\n", f.expected));
-        out.push_str(&format!("  rule:     {}\n", f.rule));
+        let w = width() as usize;
+        out.push_str(&wrapped("  expected: ", &f.expected, w));
+        out.push_str(&wrapped("  rule:     ", &f.rule, w));
         for e in &f.evidence {
-            out.push_str(&format!(
-                "  evidence: [{}] {} ({})\n",
-                e.id, e.value, e.source
-            ));
+            let text = format!("[{}] {} ({})", e.id, e.value, e.source);
+            out.push_str(&wrapped("  evidence: ", &text, w));
         }
         if !f.fix.summary.is_empty() {
-            out.push_str(&format!("  fix:      {}\n", f.fix.summary));
+            out.push_str(&wrapped("  fix:      ", &f.fix.summary, w));
         }
         for c in &f.fix.persistent {
+            // Config lines stay whole: they are copied, not read.
             out.push_str(&format!("    {c}\n"));
         }
     }
@@ -108,4 +132,20 @@ pub fn render(r: &FindingsReport, pal: Palette) -> String {
     }
     out.push_str(&pal.dim(&format!("\nprobed in {:.1} s\n", r.duration_ms / 1000.0)));
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::wrapped;
+
+    #[test]
+    fn wraps_under_the_label() {
+        let w = wrapped("  rule:     ", &"word ".repeat(40), 40);
+        assert!(w.lines().all(|l| l.chars().count() <= 40), "{w}");
+        assert!(
+            w.lines().skip(1).all(|l| l.starts_with("            word")),
+            "{w}"
+        );
+        assert_eq!(w.split_whitespace().filter(|x| *x == "word").count(), 40);
+    }
 }
