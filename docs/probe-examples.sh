@@ -106,7 +106,7 @@ start() { # $1 kind, $2 port, $3 config file
 show() { # $1 title, $2 lang, $3 config file, $4 port, $5 extra probe flags
   printf '### %s\n\n```%s\n%s\n```\n\n' "$1" "$2" "$(sed "s#$D/[a-z0-9-]*#/tmp/probe#g" "$3")"
   for args in "--quick --public $5 ws://127.0.0.1:$4/busy/ws http://127.0.0.1:$4/busy/sse" \
-              "--idle-for 5s --public $5 ws://127.0.0.1:$4/quiet/ws http://127.0.0.1:$4/quiet/sse"; do
+              "--idle-for 6s --public $5 ws://127.0.0.1:$4/quiet/ws http://127.0.0.1:$4/quiet/sse"; do
     printf '```console\n$ rtcheck probe %s\n' "$(echo $args)"
     # shellcheck disable=SC2086
     NO_COLOR=1 COLUMNS=80 "$RT" probe $args || true

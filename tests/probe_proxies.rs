@@ -2,7 +2,8 @@
 //! each mistaken config is told from its correct one check by check, and the correct
 //! ones pass. Two backends behind every proxy: a busy one (events at 5/s, for delivery
 //! and resume) under /busy/ and a quiet one (no events, a heartbeat every 4 s, for the
-//! idle test) under /quiet/. Mistaken timeouts are 3 s, so a 5 s idle test shows them.
+//! idle test) under /quiet/. Mistaken timeouts are 3 s, so a 6 s idle test shows them
+//! and still sees the 4 s heartbeat with 2 s to spare.
 mod probe_common;
 use probe_common::*;
 
@@ -137,7 +138,7 @@ fn probe_both(p: &Proxy) -> Run {
     assert!(!err.contains("error"), "{err}");
     let (quiet, _, err) = probe_json(&[
         "--idle-for",
-        "5s",
+        "6s",
         "--public",
         &p.url("ws", "/quiet/ws"),
         &p.url("http", "/quiet/sse"),
