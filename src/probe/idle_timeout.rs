@@ -100,3 +100,29 @@ pub fn check(u: &UrlObs) -> Option<Finding> {
     }
     Some(f)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn silence_before_a_close_is_the_timeout_found() {
+        let cut = StreamObs {
+            head_ms: 5.0,
+            reads_ms: vec![5.0, 400.0],
+            ended_ms: 3400.0,
+            ending: Some(Ending::Eof),
+            ..Default::default()
+        };
+        assert_eq!(silence_before_close(&cut), Some(3000.0));
+        assert_eq!(cut.longest_silence_ms(), 3000.0);
+        let open = StreamObs {
+            ending: Some(Ending::Open),
+            ended_ms: 6000.0,
+            ..cut.clone()
+        };
+        assert_eq!(silence_before_close(&open), None);
+        assert_eq!(open.longest_silence_ms(), 5600.0);
+        assert!(ending_text(&Ending::CloseFrame(Some(1001))).contains("1001"));
+    }
+}

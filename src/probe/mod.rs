@@ -304,3 +304,23 @@ async fn resume_from(
     let obs = session::sse(t, &o.client, Some(&sent), w, &session::NoProgress).await?;
     Ok(resume::ResumeObs { sent, next, obs })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn transport_choice_and_origin() {
+        let t = Target::parse("https://app.example.com/events?token=x").unwrap();
+        assert_eq!(kind_for(&t, TransportChoice::Auto).1, Kind::Sse);
+        let (ws, k) = kind_for(&t, TransportChoice::Websocket);
+        assert_eq!((ws.scheme, k), (Scheme::Wss, Kind::WebSocket));
+        let w = Target::parse("ws://127.0.0.1:8080/ws").unwrap();
+        assert_eq!(kind_for(&w, TransportChoice::Auto).1, Kind::WebSocket);
+        assert_eq!(kind_for(&w, TransportChoice::Poll).0.scheme, Scheme::Http);
+        assert_eq!(own_origin(&w), "http://127.0.0.1:8080");
+        assert_eq!(own_origin(&t), "https://app.example.com");
+        assert_eq!(fmt_s(260.0), "0.3 s");
+        assert_eq!(fmt_s(75_000.0), "75 s");
+    }
+}
