@@ -244,6 +244,10 @@ fn secrets_never_appear_in_any_output() {
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         );
+        if fmt == "markdown" {
+            assert!(written.starts_with("## rtcheck probe\n"), "{written}");
+            assert!(written.contains("| `upgrade` |"), "{written}");
+        }
         if !matches!(fmt, "junit" | "github") {
             assert!(
                 written.contains("token=***"),

@@ -206,6 +206,7 @@ pub fn run(a: ProbeArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
     };
     let out = match a.format {
         Format::Text => report::text::probe::render(&r, ctx.palette()),
+        Format::Markdown => report::markdown::probe::render(&r),
         f => crate::audit::render(&r, f, a.fail_on, ctx)?,
     };
     report::output::emit(&out, a.output.as_deref())?;

@@ -3,4 +3,5 @@ pub mod audit;
 pub mod bench;
 pub mod choose;
 pub mod evidence;
+pub mod probe;
 pub mod verify;
