@@ -316,7 +316,6 @@ async fn watch_ws(
     watch: Watch,
     progress: &dyn Progress,
 ) -> StreamObs {
-    use crate::net::{payload, wsframe};
     let mut s = StreamObs {
         head_ms: ms(start),
         window_ms: watch.window.as_secs_f64() * 1000.0,
@@ -326,56 +325,17 @@ async fn watch_ws(
     let mut fresh = !buf.is_empty();
     let deadline = tokio::time::Instant::now() + watch.window;
     let mut tick = tokio::time::interval(Duration::from_millis(250));
-    'outer: loop {
+    loop {
         if fresh {
             fresh = false;
-            let at = ms(start);
-            let idx = s.reads_ms.len();
-            s.reads_ms.push(at);
-            loop {
-                match wire::take_frame(&mut buf) {
-                    Ok(None) => break,
-                    Err(e) => {
-                        s.ending = Some(Ending::Error(e));
-                        break 'outer;
-                    }
-                    Ok(Some(f)) => match f.opcode {
-                        wsframe::OP_PING => {
-                            s.heartbeats_ms.push(at);
-                            let pong = wsframe::client_frame(
-                                wsframe::OP_PONG,
-                                true,
-                                &f.payload,
-                                [7, 7, 7, 7],
-                            );
-                            if conn.io.write_all(&pong).await.is_err() {
-                                s.ending = Some(Ending::Reset);
-                                break 'outer;
-                            }
-                        }
-                        wsframe::OP_CLOSE => {
-                            let code = (f.payload.len() >= 2)
-                                .then(|| u16::from_be_bytes([f.payload[0], f.payload[1]]));
-                            s.ending = Some(Ending::CloseFrame(code));
-                            break 'outer;
-                        }
-                        wsframe::OP_PONG => {}
-                        _ => s.events.push(EventRec {
-                            at_ms: at,
-                            read: idx,
-                            id: None,
-                            name: None,
-                            seq_ts: payload::decode(&f.payload)
-                                .filter(|_| f.opcode == wsframe::OP_BINARY)
-                                .or_else(|| {
-                                    std::str::from_utf8(&f.payload)
-                                        .ok()
-                                        .and_then(payload::decode_text)
-                                }),
-                            wall_ns: wall_ns(),
-                        }),
-                    },
-                }
+            let mut pongs = Vec::new();
+            if let Some(end) = record_frames(&mut buf, ms(start), &mut s, &mut pongs) {
+                s.ending = Some(end);
+                break;
+            }
+            if !pongs.is_empty() && conn.io.write_all(&pongs).await.is_err() {
+                s.ending = Some(Ending::Reset);
+                break;
             }
             if s.events.len() >= watch.max_events.unwrap_or(MAX_EVENTS).min(MAX_EVENTS) {
                 break;
@@ -397,6 +357,62 @@ async fn watch_ws(
     s
 }
 
+/// Take every complete frame from `buf` (one read, at `at` ms): pings are heartbeats
+/// (their pongs appended to `pongs`), data frames are events. Some(ending) on a close
+/// frame or a protocol error.
+pub fn record_frames(
+    buf: &mut Vec<u8>,
+    at: f64,
+    s: &mut StreamObs,
+    pongs: &mut Vec<u8>,
+) -> Option<Ending> {
+    use crate::net::{payload, wsframe};
+    let read = s.reads_ms.len();
+    s.reads_ms.push(at);
+    loop {
+        let f = match wire::take_frame(buf) {
+            Ok(None) => return None,
+            Err(e) => return Some(Ending::Error(e)),
+            Ok(Some(f)) => f,
+        };
+        match f.opcode {
+            wsframe::OP_PING => {
+                s.heartbeats_ms.push(at);
+                // A fixed mask is fine for a probe: it only has to be present.
+                pongs.extend(wsframe::client_frame(
+                    wsframe::OP_PONG,
+                    true,
+                    &f.payload,
+                    [7; 4],
+                ));
+            }
+            wsframe::OP_CLOSE => {
+                let code = (f.payload.len() >= 2)
+                    .then(|| u16::from_be_bytes([f.payload[0], f.payload[1]]));
+                return Some(Ending::CloseFrame(code));
+            }
+            wsframe::OP_PONG => {}
+            op => {
+                let seq_ts = if op == wsframe::OP_BINARY {
+                    payload::decode(&f.payload)
+                } else {
+                    std::str::from_utf8(&f.payload)
+                        .ok()
+                        .and_then(payload::decode_text)
+                };
+                s.events.push(EventRec {
+                    at_ms: at,
+                    read,
+                    id: None,
+                    name: None,
+                    seq_ts,
+                    wall_ns: wall_ns(),
+                });
+            }
+        }
+    }
+}
+
 /// ALPN offer h2 + http/1.1 on a fresh TLS connection: what the edge would speak.
 pub async fn alpn(t: &Target, o: &ClientOpts) -> anyhow::Result<Option<String>> {
     let mut conn = client::connect(t, o, &["h2", "http/1.1"])
@@ -404,4 +420,35 @@ pub async fn alpn(t: &Target, o: &ClientOpts) -> anyhow::Result<Option<String>> 
         .context("ALPN check")?;
     let _ = tokio::time::timeout(Duration::from_millis(500), conn.io.shutdown()).await;
     Ok(conn.alpn)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::net::{payload, wsframe};
+
+    #[test]
+    fn frames_become_heartbeats_events_and_endings() {
+        let mut buf = wsframe::frame(wsframe::OP_PING, b"p");
+        buf.extend(wsframe::frame(
+            wsframe::OP_BINARY,
+            &payload::encode(32, 9, 1),
+        ));
+        buf.extend(wsframe::frame(wsframe::OP_TEXT, b"{\"seq\":10,\"ts\":2}"));
+        let mut s = StreamObs::default();
+        let mut pongs = Vec::new();
+        assert_eq!(record_frames(&mut buf, 5.0, &mut s, &mut pongs), None);
+        assert_eq!(s.heartbeats_ms, vec![5.0]);
+        let seqs: Vec<_> = s.events.iter().map(|e| e.seq_ts).collect();
+        assert_eq!(seqs, vec![Some((9, 1)), Some((10, 2))]);
+        assert_eq!(pongs[0], 0x80 | wsframe::OP_PONG);
+        let mut close = wsframe::close_frame(1001);
+        let end = record_frames(&mut close, 6.0, &mut s, &mut pongs);
+        assert_eq!(end, Some(Ending::CloseFrame(Some(1001))));
+        let mut junk = vec![0x89, 0xFE, 0, 200];
+        assert!(matches!(
+            record_frames(&mut junk, 7.0, &mut s, &mut pongs),
+            Some(Ending::Error(_))
+        ));
+    }
 }
