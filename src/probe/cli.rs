@@ -1,6 +1,5 @@
 //! `rtcheck probe` flags and the glue from them to the report (kept in one small file so
 //! the command layer can take it as it is).
-use super::session::{Progress, StreamObs};
 use super::target::{parse_header, Target};
 use super::{client::ClientOpts, Options, TransportChoice};
 use crate::cli::Ctx;
@@ -124,52 +123,6 @@ fn validate_skip(skip: &[String]) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Elapsed of the watch and what was seen, on a terminal only.
-struct Bar(Option<indicatif::ProgressBar>);
-
-impl Bar {
-    fn new(enabled: bool) -> Bar {
-        use std::io::IsTerminal;
-        if !enabled || !std::io::stderr().is_terminal() {
-            return Bar(None);
-        }
-        let b = indicatif::ProgressBar::new(1000);
-        b.set_style(
-            indicatif::ProgressStyle::with_template("{spinner} {bar:20} {msg}")
-                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-        );
-        Bar(Some(b))
-    }
-    fn label(&self, what: &str) {
-        if let Some(b) = &self.0 {
-            b.set_position(0);
-            b.set_message(what.to_string());
-        }
-    }
-    fn finish(&self) {
-        if let Some(b) = &self.0 {
-            b.finish_and_clear();
-        }
-    }
-}
-
-impl Progress for Bar {
-    fn update(&self, elapsed: Duration, window: Duration, s: &StreamObs) {
-        if let Some(b) = &self.0 {
-            let frac = elapsed.as_secs_f64() / window.as_secs_f64().max(1e-9);
-            b.set_position((frac.min(1.0) * 1000.0) as u64);
-            b.set_message(format!(
-                "holding {:.0}/{:.0} s: {} event(s), {} heartbeat(s), longest silence {}",
-                elapsed.as_secs_f64(),
-                window.as_secs_f64(),
-                s.events.len(),
-                s.heartbeats_ms.len(),
-                super::fmt_s(s.longest_silence_ms().max(0.0))
-            ));
-        }
-    }
-}
-
 pub fn run(a: ProbeArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
     validate_skip(&a.skip)?;
     let profile = match &a.profile {
@@ -186,7 +139,7 @@ pub fn run(a: ProbeArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
         eprintln!("rtcheck probe: WARNING: --insecure: TLS certificates are NOT verified");
     }
     let start = Instant::now();
-    let findings = probe_all(&targets, &o, &a.skip)?;
+    let findings = super::probe_all(&targets, &o, &a.skip)?;
     let mut target = targets
         .iter()
         .map(|t| t.to_string())
@@ -215,34 +168,6 @@ pub fn run(a: ProbeArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
-}
-
-/// Every URL in turn; the first that cannot be probed ends the run (exit 2).
-fn probe_all(
-    targets: &[Target],
-    o: &Options,
-    skip: &[String],
-) -> anyhow::Result<Vec<crate::report::Finding>> {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    let bar = Bar::new(true);
-    let mut findings = Vec::new();
-    let mut result = Ok(());
-    for t in targets {
-        bar.label(&format!("probing {t}"));
-        match rt.block_on(super::probe_url(t, o, skip, &bar)) {
-            Ok(u) => findings.extend(super::judge(&u, skip)),
-            Err(e) => {
-                result = Err(e.context(format!("probe {t}")));
-                break;
-            }
-        }
-    }
-    bar.finish();
-    // A DNS lookup that outlived --timeout runs on a blocking thread: do not wait for it.
-    rt.shutdown_timeout(Duration::from_millis(100));
-    result.map(|()| findings)
 }
 
 /// A URL as it may be printed in an error: redacted when it parses, else its scheme only.

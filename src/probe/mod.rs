@@ -9,6 +9,7 @@ pub mod heartbeat;
 pub mod http2;
 pub mod idle_timeout;
 pub mod origin;
+pub mod progress;
 pub mod proxy;
 pub mod resume;
 pub mod session;
@@ -206,7 +207,7 @@ pub async fn probe_url(
     skip: &[String],
     progress: &dyn Progress,
 ) -> anyhow::Result<UrlObs> {
-    let (t, mut kind) = kind_for(t, o.transport);
+    let (t, kind) = kind_for(t, o.transport);
     let quick = o.quick
         || (skip.iter().any(|s| s == idle_timeout::ID) && skip.iter().any(|s| s == heartbeat::ID));
     let watch = if quick {
@@ -235,38 +236,8 @@ pub async fn probe_url(
         proxy: Proxy::Unknown,
     };
     match kind {
-        Kind::WebSocket => {
-            let origin = o.origin.clone().unwrap_or_else(|| own_origin(&t));
-            let ws = session::websocket(&t, &o.client, &origin, Some(watch), progress).await?;
-            // A server may refuse a foreign Origin by closing without an answer (0).
-            let foreign =
-                session::websocket(&t, &o.client, FOREIGN_ORIGIN, None, &session::NoProgress).await;
-            u.origin_status = Some(foreign.map_or(0, |f| f.head.status));
-            u.ws = Some(ws);
-        }
-        Kind::Sse | Kind::Poll => {
-            let sse = session::sse(&t, &o.client, None, watch, progress).await?;
-            if kind == Kind::Sse && o.transport == TransportChoice::Auto && !sse.is_event_stream() {
-                kind = Kind::Poll;
-                u.kind = kind;
-            }
-            if kind == Kind::Sse {
-                u.resume = resume_session(&t, o, &sse)
-                    .await
-                    .map(|r| r.map_err(|e| format!("{e:#}")));
-            }
-            u.sse = Some(sse);
-            if t.scheme.tls() {
-                u.alpn = Some(session::alpn(&t, &o.client).await?);
-            }
-            if let (Some(d), Kind::Sse) = (&o.direct, kind) {
-                let w = Watch {
-                    window: o.client.timeout,
-                    max_events: Some(1),
-                };
-                u.direct = Some(session::sse(d, &o.client, None, w, &session::NoProgress).await?);
-            }
-        }
+        Kind::WebSocket => probe_ws(&t, o, watch, progress, &mut u).await?,
+        Kind::Sse | Kind::Poll => probe_sse(&t, o, watch, progress, &mut u).await?,
     }
     let heads = [
         u.ws.as_ref().map(|w| &w.head),
@@ -276,6 +247,79 @@ pub async fn probe_url(
         .proxy
         .unwrap_or_else(|| proxy::identify(heads.into_iter().flatten()));
     Ok(u)
+}
+
+/// The own-Origin handshake watched for the window, then a foreign-Origin one.
+async fn probe_ws(
+    t: &Target,
+    o: &Options,
+    watch: Watch,
+    progress: &dyn Progress,
+    u: &mut UrlObs,
+) -> anyhow::Result<()> {
+    let origin = o.origin.clone().unwrap_or_else(|| own_origin(t));
+    let ws = session::websocket(t, &o.client, &origin, Some(watch), progress).await?;
+    // A server may refuse a foreign Origin by closing without an answer (0).
+    let foreign = session::websocket(t, &o.client, FOREIGN_ORIGIN, None, &session::NoProgress);
+    u.origin_status = Some(foreign.await.map_or(0, |f| f.head.status));
+    u.ws = Some(ws);
+    Ok(())
+}
+
+/// The event stream watched for the window (or the polling answer), then resume, ALPN
+/// and the direct endpoint.
+async fn probe_sse(
+    t: &Target,
+    o: &Options,
+    watch: Watch,
+    progress: &dyn Progress,
+    u: &mut UrlObs,
+) -> anyhow::Result<()> {
+    let sse = session::sse(t, &o.client, None, watch, progress).await?;
+    if u.kind == Kind::Sse && o.transport == TransportChoice::Auto && !sse.is_event_stream() {
+        u.kind = Kind::Poll;
+    }
+    if u.kind == Kind::Sse {
+        u.resume = resume_session(t, o, &sse)
+            .await
+            .map(|r| r.map_err(|e| format!("{e:#}")));
+    }
+    u.sse = Some(sse);
+    if t.scheme.tls() {
+        u.alpn = Some(session::alpn(t, &o.client).await?);
+    }
+    if let (Some(d), Kind::Sse) = (&o.direct, u.kind) {
+        let w = Watch {
+            window: o.client.timeout,
+            max_events: Some(1),
+        };
+        u.direct = Some(session::sse(d, &o.client, None, w, &session::NoProgress).await?);
+    }
+    Ok(())
+}
+
+/// Every URL in turn; the first that cannot be probed ends the run (exit 2).
+fn probe_all(targets: &[Target], o: &Options, skip: &[String]) -> anyhow::Result<Vec<Finding>> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let bar = progress::Bar::new(true);
+    let mut findings = Vec::new();
+    let mut result = Ok(());
+    for t in targets {
+        bar.label(&format!("probing {t}"));
+        match rt.block_on(probe_url(t, o, skip, &bar)) {
+            Ok(u) => findings.extend(judge(&u, skip)),
+            Err(e) => {
+                result = Err(e.context(format!("probe {t}")));
+                break;
+            }
+        }
+    }
+    bar.finish();
+    // A DNS lookup that outlived --timeout runs on a blocking thread: do not wait for it.
+    rt.shutdown_timeout(Duration::from_millis(100));
+    result.map(|()| findings)
 }
 
 /// Reconnect with the first id seen; watch until the first event (or --timeout).
