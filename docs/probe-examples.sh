@@ -22,6 +22,7 @@ wait_port 18091; wait_port 18092
 nginx_conf() { # $1 port, $2 dir, $3 location body
   cat <<CONF
 daemon off;
+master_process off;
 worker_processes 1;
 pid $2/nginx.pid;
 events { worker_connections 256; }

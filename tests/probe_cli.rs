@@ -159,7 +159,7 @@ fn tls_through_nginx_with_ca_h2_and_failures() {
     make_certs(certs.path());
     let c = certs.path().display().to_string();
     let conf = format!(
-        "daemon off;\nworker_processes 1;\npid {{DIR}}/nginx.pid;\nevents {{ worker_connections 64; }}\n\
+        "daemon off;\nmaster_process off;\nworker_processes 1;\npid {{DIR}}/nginx.pid;\nevents {{ worker_connections 64; }}\n\
 http {{\n  access_log off;\n  client_body_temp_path {{DIR}}/body; proxy_temp_path {{DIR}}/proxy;\n\
   fastcgi_temp_path {{DIR}}/fcgi; uwsgi_temp_path {{DIR}}/uwsgi; scgi_temp_path {{DIR}}/scgi;\n\
   server {{\n    listen 127.0.0.1:{{PORT}} ssl http2;\n    ssl_certificate {c}/leaf.pem;\n    ssl_certificate_key {c}/leaf.key;\n\

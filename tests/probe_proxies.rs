@@ -26,6 +26,7 @@ fn fill(cfg: &str, b: &Backends) -> String {
 }
 
 const NGINX_HEAD: &str = "daemon off;
+master_process off;
 worker_processes 1;
 pid {DIR}/nginx.pid;
 events { worker_connections 256; }
@@ -162,7 +163,20 @@ fn nginx_mistaken_and_correct_differ_check_by_check() {
         Kind::Nginx,
         &fill(&format!("{NGINX_HEAD}{NGINX_CORRECT}"), &b),
     );
-    let (bad, good) = (probe_both(&bad), probe_both(&good));
+    let ports = [bad.port, good.port];
+    let (bad, good) = {
+        let r = (probe_both(&bad), probe_both(&good));
+        drop((bad, good));
+        r
+    };
+    // Stopped means stopped: nothing of theirs still listens (a master-process nginx
+    // killed by SIGKILL would leave its workers listening).
+    for p in ports {
+        assert!(
+            std::net::TcpStream::connect(("127.0.0.1", p)).is_err(),
+            "nginx on {p} still answers after being stopped"
+        );
+    }
     let ctx = format!(
         "mistaken busy:\n{}\nmistaken quiet:\n{}\ncorrect busy:\n{}\ncorrect quiet:\n{}",
         summary(&bad.busy),
