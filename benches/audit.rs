@@ -2,7 +2,8 @@
 //! process, on this machine's real /proc. Not a test: it prints figures, asserts nothing.
 //!
 //!     cargo bench --bench audit            # RTCHECK_BENCH_RUNS=500 to change the count
-use rtcheck::audit::{build_report, Roots};
+use rtcheck::audit::Roots;
+use rtcheck::cmd::audit::build_report;
 use rtcheck::profile::Profile;
 use rtcheck::report::{json, text, Palette};
 use std::time::{Duration, Instant};

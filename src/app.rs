@@ -1,5 +1,5 @@
 //! Parse, dispatch, and map errors to exit codes (0 ok, 1 findings, 2 usage/runtime error).
-use crate::cli::{Cli, Command, Ctx};
+use crate::cmd::{self, Cli, Command, Ctx};
 use clap::{CommandFactory, Parser};
 
 use std::process::ExitCode;
@@ -62,15 +62,17 @@ pub fn one_line(msg: &str) -> String {
 
 pub fn run(command: Option<Command>, ctx: Ctx) -> anyhow::Result<ExitCode> {
     match command {
-        None => crate::guided::run(ctx),
-        Some(Command::Choose(a)) => crate::choose::run(a, ctx),
-        Some(Command::Audit(a)) => crate::audit::run(a, ctx),
-        Some(Command::Evidence(a)) => crate::catalog::run_evidence(a, ctx),
-        Some(Command::Checklist(a)) => crate::catalog::run_checklist(a, ctx),
-        Some(Command::Serve(a)) => crate::net::run_serve(a, ctx),
-        Some(Command::Bench(a)) => crate::bench::run(a, ctx),
-        Some(Command::Verify(a)) => crate::verify::run(a, ctx),
-        Some(Command::Probe(a)) => crate::probe::run(a, ctx),
+        None => cmd::guided::run(ctx),
+        Some(Command::Choose(a)) => cmd::choose::run(a, ctx),
+        Some(Command::Audit(a)) => cmd::audit::run(a, ctx),
+        Some(Command::Evidence(a)) => cmd::catalog::run_evidence(a, ctx),
+        Some(Command::Checklist(a)) => cmd::catalog::run_checklist(a, ctx),
+        // serve prints no report: it takes its own flags only, no command-layer context.
+        Some(Command::Serve(a)) => crate::net::run_serve(a),
+        Some(Command::Bench(a)) => cmd::bench::run(a, ctx),
+        Some(Command::Verify(a)) => cmd::verify::run(a, ctx),
+        Some(Command::Probe(a)) => cmd::probe::run(a, ctx),
+        Some(Command::Review(a)) => cmd::review::run(a, ctx),
         Some(Command::Completions { shell }) => {
             let mut cmd = Cli::command();
             clap_complete::generate(shell, &mut cmd, "rtcheck", &mut std::io::stdout());

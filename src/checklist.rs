@@ -1,5 +1,5 @@
 //! Checklists (checklists/*.yaml), embedded in the binary and looked up by name or item id.
-use crate::report::EvidenceRef;
+use crate::evidence::EvidenceRef;
 use serde::{Deserialize, Serialize};
 use std::sync::OnceLock;
 

@@ -1,9 +1,29 @@
 //! Measured numbers (data/evidence.yaml), embedded in the binary and looked up by id.
-use crate::report::EvidenceRef;
 use serde::{Deserialize, Serialize};
 use std::sync::OnceLock;
 
 pub const EVIDENCE_YAML: &str = include_str!("../data/evidence.yaml");
+
+/// A measured number backing a rule, copied from data/evidence.yaml.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EvidenceRef {
+    pub id: String,
+    /// The measured number(s) as printed, e.g. "1,018 connections".
+    pub value: String,
+    pub claim: String,
+    /// The article's title, seed and part, e.g.
+    /// "Tail latency at 10,000 connections (seed 000), part 11".
+    pub source: String,
+    /// The article's subject in English (None only for an unknown seed file).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source_title: Option<String>,
+    /// The seed file, e.g. "000_e1c3734766ed1120.txt" (the secondary key).
+    #[serde(default)]
+    pub source_file: String,
+    /// "part 11", "parts 5 and 11", "section Why".
+    #[serde(default)]
+    pub part: String,
+}
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -11,19 +31,81 @@ pub struct Value {
     pub name: String,
     pub value: f64,
     pub unit: String,
+    /// True when rtcheck computed the number from what the article states (then `how`
+    /// says from what); false when the article prints it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub derived: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub how: Option<String>,
 }
+
+/// One of the five articles the numbers come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct SourceDoc {
+    /// The seed number, "000".."004".
+    pub id: &'static str,
+    /// The article's subject, in English.
+    pub title: &'static str,
+    /// The seed file (not in the repository; the id is its key).
+    pub file: &'static str,
+    /// Where the article sits in its series.
+    pub series: &'static str,
+}
+
+/// The five articles, in seed order.
+pub const SOURCES: &[SourceDoc] = &[
+    SourceDoc {
+        id: "000",
+        title: "Tail latency at 10,000 connections",
+        file: "000_e1c3734766ed1120.txt",
+        series: "part 11 of a 12-part series on realtime delivery in Go",
+    },
+    SourceDoc {
+        id: "001",
+        title: "The four golden signals, measured on one HTTP service",
+        file: "001_f9a4bcbf1de4c34a.txt",
+        series: "a single article (no part number); parts are its sections",
+    },
+    SourceDoc {
+        id: "002",
+        title: "Polling, SSE or WebSocket: four questions and an ops checklist",
+        file: "002_62b3c7fd33ca2a37.txt",
+        series: "part 12 of the realtime series; it cites the part of each number",
+    },
+    SourceDoc {
+        id: "003",
+        title: "Async services in production: a 50-part Vert.x series summed up",
+        file: "003_4d3cfa7f83e7d5c2.txt",
+        series: "the series' last article; it names parts 27, 31, 40, 44, 45, 48",
+    },
+    SourceDoc {
+        id: "004",
+        title: "Latency budget: hops in sequence and in parallel",
+        file: "004_7df5a7aa455b7e3b.txt",
+        series: "part 45, the last of a 45-part networking series",
+    },
+];
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Source {
+    /// The seed file, e.g. "002_62b3c7fd33ca2a37.txt" (a key into [`SOURCES`]).
     pub seed: String,
-    /// Part of the article series, e.g. "6" or "5 and 8".
+    /// Part of the article series, e.g. 6 or "5 and 8", or the section of an article that
+    /// has no part numbers (seed 001), e.g. "section Why".
     pub part: serde_yaml::Value,
 }
 
 impl Source {
-    pub fn describe(&self) -> String {
-        let part = match &self.part {
+    /// The article this cites; None only for a seed file missing from [`SOURCES`]
+    /// (the catalog test forbids it).
+    pub fn doc(&self) -> Option<&'static SourceDoc> {
+        SOURCES.iter().find(|d| d.file == self.seed)
+    }
+
+    /// "part 11", "parts 5 and 11", "section Why", "series summary".
+    pub fn part_label(&self) -> String {
+        let raw = match &self.part {
             serde_yaml::Value::Number(n) => n.to_string(),
             serde_yaml::Value::String(s) => s.clone(),
             other => serde_yaml::to_string(other)
@@ -31,7 +113,21 @@ impl Source {
                 .trim()
                 .to_string(),
         };
-        format!("{}, part {}", self.seed, part)
+        if !raw.starts_with(|c: char| c.is_ascii_digit()) {
+            raw
+        } else if raw.contains(" and ") || raw.contains(',') {
+            format!("parts {raw}")
+        } else {
+            format!("part {raw}")
+        }
+    }
+
+    /// "Tail latency at 10,000 connections (seed 000), part 11".
+    pub fn describe(&self) -> String {
+        match self.doc() {
+            Some(d) => format!("{} (seed {}), {}", d.title, d.id, self.part_label()),
+            None => format!("{}, {}", self.seed, self.part_label()),
+        }
     }
 }
 
@@ -48,14 +144,7 @@ pub struct Evidence {
 /// Format a number the way the articles print it: thousands separators, no trailing zeros.
 pub fn fmt_num(v: f64) -> String {
     if v.fract() == 0.0 && v.abs() < 1e15 {
-        let s = format!("{}", v.abs() as u64);
-        let mut out = String::new();
-        for (i, c) in s.chars().enumerate() {
-            if i > 0 && (s.len() - i) % 3 == 0 {
-                out.push(',');
-            }
-            out.push(c);
-        }
+        let mut out = crate::units::fmt_thousands(v.abs() as u64);
         if v < 0.0 {
             out.insert(0, '-');
         }
@@ -83,11 +172,18 @@ impl Evidence {
         self.values.iter().find(|v| v.name == name).map(|v| v.value)
     }
 
-    /// All values as one string: "limit 1,024 fds; connections_reached 1,018 connections".
+    /// All values as one string: "limit 1,024 fds; connections_reached 1,018 connections";
+    /// a derived value says so: "messages_per_s 50,000 msg/s (derived)".
     pub fn values_display(&self) -> String {
+        if self.values.is_empty() {
+            return "no number (an incident the article reports)".into();
+        }
         self.values
             .iter()
-            .map(|v| format!("{} {}", v.name, v.display()))
+            .map(|v| {
+                let d = if v.derived { " (derived)" } else { "" };
+                format!("{} {}{d}", v.name, v.display())
+            })
             .collect::<Vec<_>>()
             .join("; ")
     }
@@ -98,6 +194,9 @@ impl Evidence {
             value: self.values_display(),
             claim: self.claim.clone(),
             source: self.source.describe(),
+            source_title: self.source.doc().map(|d| d.title.to_string()),
+            source_file: self.source.seed.clone(),
+            part: self.source.part_label(),
         }
     }
 }
@@ -144,6 +243,58 @@ pub fn num(id: &str, name: &str) -> f64 {
         .unwrap_or_else(|| panic!("evidence `{id}` has no value `{name}`"))
 }
 
+/// A source as `rtcheck evidence --sources` lists it: the article and what cites it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SourceView {
+    pub id: String,
+    pub title: String,
+    pub file: String,
+    pub series: String,
+    /// Part labels cited by evidence entries, by part number ("part 5", "parts 5 and 8").
+    pub parts_cited: Vec<String>,
+    /// Evidence ids citing this source.
+    pub entries: Vec<String>,
+}
+
+/// The five sources with the parts and entries citing each, in seed order.
+pub fn sources() -> Vec<SourceView> {
+    SOURCES
+        .iter()
+        .map(|d| {
+            let citing: Vec<&Evidence> = store()
+                .entries
+                .iter()
+                .filter(|e| e.source.seed == d.file)
+                .collect();
+            let mut parts_cited: Vec<String> = Vec::new();
+            for e in &citing {
+                let p = e.source.part_label();
+                if !parts_cited.contains(&p) {
+                    parts_cited.push(p);
+                }
+            }
+            // By first part number ("parts 5 and 8" after "part 5"), sections after parts.
+            let first = |p: &String| {
+                let digits: String = p
+                    .chars()
+                    .skip_while(|c| !c.is_ascii_digit())
+                    .take_while(|c| c.is_ascii_digit())
+                    .collect();
+                (digits.parse::<u32>().unwrap_or(u32::MAX), p.len())
+            };
+            parts_cited.sort_by_key(first);
+            SourceView {
+                id: d.id.into(),
+                title: d.title.into(),
+                file: d.file.into(),
+                series: d.series.into(),
+                parts_cited,
+                entries: citing.iter().map(|e| e.id.clone()).collect(),
+            }
+        })
+        .collect()
+}
+
 /// Evidence reference for a report.
 pub fn reference(id: &str) -> EvidenceRef {
     get(id).to_ref()
@@ -161,7 +312,14 @@ mod tests {
         assert_eq!(num("ephemeral-ports", "port_range"), 28232.0);
         assert_eq!(num("session-expiry", "bytes"), 830_000_000.0);
         for e in &s.entries {
-            assert!(!e.values.is_empty(), "{} has no values", e.id);
+            // Incidents the articles report without a number: listed here on purpose.
+            let qualitative = ["liveness-readiness", "cluster-only-failure"];
+            assert_eq!(
+                e.values.is_empty(),
+                qualitative.contains(&e.id.as_str()),
+                "{} values",
+                e.id
+            );
             assert!(e.claim.ends_with('.'), "{}: claim is one sentence", e.id);
         }
     }
@@ -176,5 +334,39 @@ mod tests {
             reference("ulimit-n").value,
             "limit 1,024 fds; connections_reached 1,018 connections"
         );
+    }
+
+    #[test]
+    fn five_sources_each_cited() {
+        let all = sources();
+        let ids: Vec<&str> = all.iter().map(|s| s.id.as_str()).collect();
+        assert_eq!(ids, ["000", "001", "002", "003", "004"]);
+        let cited: usize = all.iter().map(|s| s.entries.len()).sum();
+        assert_eq!(
+            cited,
+            store().entries.len(),
+            "every entry cites one of the five"
+        );
+        for s in &all {
+            assert!(!s.parts_cited.is_empty(), "{}", s.id);
+        }
+        assert_eq!(all[4].parts_cited, ["part 45"]);
+    }
+
+    #[test]
+    fn sources_print_as_title_seed_and_part() {
+        let r = reference("scenario-c1");
+        assert_eq!(
+            r.source,
+            "Tail latency at 10,000 connections (seed 000), part 11"
+        );
+        assert_eq!(r.source_file, "000_e1c3734766ed1120.txt");
+        assert_eq!(r.part, "part 11");
+        assert_eq!(
+            reference("hub-gap").part,
+            "parts 5 and 11",
+            "hub-gap cites seed 002, parts 5 and 11"
+        );
+        assert!(reference("cpu-baseline").value.contains("(derived)"));
     }
 }

@@ -118,6 +118,14 @@ pub struct Profile {
     /// What the audited host does.
     #[serde(default)]
     pub role: Role,
+    /// How often the server sends its own heartbeat (WebSocket ping or SSE comment line);
+    /// absent when unknown or none. `tcp-keepalive` passes when it is under the bound.
+    #[serde(
+        default,
+        with = "serde_opt_duration",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub ping: Option<Duration>,
 }
 
 fn default_connections() -> u64 {
@@ -150,6 +158,7 @@ impl Default for Profile {
             max_disconnect: DEFAULT_MAX_DISCONNECT,
             transport: None,
             role: Role::Server,
+            ping: None,
         }
     }
 }
@@ -205,6 +214,13 @@ impl Profile {
         }
         if self.max_disconnect > MAX_DISCONNECT {
             return Err("max_disconnect: at most 1 day".into());
+        }
+        match self.ping {
+            Some(d) if d < Duration::from_millis(100) => {
+                return Err("ping: must be at least 100ms".into())
+            }
+            Some(d) if d > MAX_DISCONNECT => return Err("ping: at most 1 day".into()),
+            _ => {}
         }
         match self.visible_within {
             Some(d) if d < Duration::from_millis(1) => {
@@ -306,6 +322,7 @@ mod tests {
             max_disconnect: Duration::from_secs(10),
             transport: Some(Transport::Websocket),
             role: Role::Proxy,
+            ping: Some(Duration::from_secs(25)),
         };
         let back = Profile::from_yaml(&p.to_yaml(), "x.yaml").unwrap();
         assert_eq!(back, p);

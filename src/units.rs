@@ -76,6 +76,20 @@ pub mod serde_opt_duration {
 
 /// Human bytes with binary prefixes: `830.0 MB`-style output uses decimal units like the
 /// articles do (1 KB = 1000 B), so printed figures compare directly with the evidence.
+/// An integer with thousands separators (`10,000`), exact for every u64 (an f64 is not
+/// above 2^53). The one formatter for counts in every report.
+pub fn fmt_thousands(v: u64) -> String {
+    let s = v.to_string();
+    let mut out = String::with_capacity(s.len() + s.len() / 3);
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 pub fn fmt_bytes(b: u64) -> String {
     const UNITS: [&str; 5] = ["B", "KB", "MB", "GB", "TB"];
     let mut v = b as f64;
@@ -114,5 +128,14 @@ mod tests {
         assert_eq!(fmt_bytes(830_000_000), "830.0 MB");
         assert_eq!(fmt_bytes(512), "512 B");
         assert_eq!(fmt_bytes(27_000), "27.0 KB");
+    }
+
+    #[test]
+    fn thousands_are_exact_for_every_u64() {
+        assert_eq!(fmt_thousands(0), "0");
+        assert_eq!(fmt_thousands(999), "999");
+        assert_eq!(fmt_thousands(1_018), "1,018");
+        assert_eq!(fmt_thousands(100_000), "100,000");
+        assert_eq!(fmt_thousands(u64::MAX), "18,446,744,073,709,551,615");
     }
 }

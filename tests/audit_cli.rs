@@ -81,8 +81,11 @@ fn json_has_the_canonical_keys_and_values() {
     );
     assert_eq!(
         fd["evidence"][0]["source"],
-        "002_62b3c7fd33ca2a37.txt, part 6"
+        "Polling, SSE or WebSocket: four questions and an ops checklist (seed 002), part 6"
     );
+    assert_eq!(fd["evidence"][0]["source_file"], "002_62b3c7fd33ca2a37.txt");
+    assert_eq!(fd["evidence"][0]["part"], "part 6");
+    assert!(fd["evidence"][0]["source_title"].is_string());
     assert!(fd["fix"]["runtime"]
         .as_array()
         .unwrap()
@@ -157,11 +160,13 @@ fn junit_has_one_testcase_per_check_and_maps_statuses() {
     let m = parse("fail");
     assert_eq!(m.len(), 10);
     assert_eq!(m["fd-limit"], "ok");
-    assert_eq!(m["time-wait"], "ok"); // warn, but --fail-on fail
+    assert_eq!(m["tcp-wmem"], "ok"); // warn, but --fail-on fail
     assert_eq!(m["conntrack"], "skipped");
     assert_eq!(m["memory"], "skipped");
     let m = parse("warn");
-    assert_eq!(m["time-wait"], "failure");
+    assert_eq!(m["tcp-wmem"], "failure");
+    // Role server: inbound TIME_WAIT holds no ephemeral port (as ephemeral-ports says).
+    assert_eq!(m["time-wait"], "ok");
     assert_eq!(m["tcp-keepalive"], "failure");
     assert_eq!(m["fd-limit"], "ok");
     // A fail is a failure whatever --fail-on (even never, which only sets the exit code).
@@ -340,7 +345,7 @@ fn output_file_is_written_whole() {
         .code(0)
         .stdout("");
     let v: Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
-    assert_eq!(v["summary"]["warn"], 4);
+    assert_eq!(v["summary"]["warn"], 3);
     // An unwritable destination is an error (exit 2) and leaves nothing behind.
     let bad = dir.path().join("missing").join("x.json");
     audit("proxy")
@@ -375,15 +380,104 @@ fn bad_inputs_exit_2_with_one_line() {
         audit("stock-distro").arg("--profile").arg(&p).assert(),
         "bad.yaml:2",
     );
-    // A broken tree is not an error: every check skips, exit 0.
-    let out = audit("broken")
-        .args(["--format", "json", "--fail-on", "warn"])
+    // A tree where nothing can be measured is not a report: one line, exit 2, no stdout,
+    // whatever --fail-on (a wrong container mount must not be green in CI).
+    for fail_on in ["warn", "never"] {
+        let a = audit("broken")
+            .args(["--format", "json", "--fail-on", fail_on])
+            .assert();
+        assert!(a.get_output().stdout.is_empty(), "no report of nothing");
+        one_line(a, "nothing could be measured: all 10 checks skipped");
+    }
+    let empty = tempfile::tempdir().unwrap();
+    let mut c = Command::cargo_bin("rtcheck").unwrap();
+    one_line(
+        c.args(["audit", "--format", "junit", "--procfs"])
+            .arg(empty.path())
+            .arg("--sysfs")
+            .arg(empty.path())
+            .assert(),
+        "(first: fd-limit: ",
+    );
+}
+
+/// Copy a fixture tree so a test can remove one file from it.
+fn copy_tree(from: &Path, to: &Path) {
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let dst = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            std::fs::create_dir_all(&dst).unwrap();
+            copy_tree(&e.path(), &dst);
+        } else {
+            std::fs::copy(e.path(), &dst).unwrap();
+        }
+    }
+}
+
+#[test]
+fn a_required_check_not_measured_fails_ci_and_skips_are_counted() {
+    // proxy passes at --fail-on fail; without /proc/meminfo, memory cannot be measured.
+    let dir = tempfile::tempdir().unwrap();
+    copy_tree(&tree("proxy"), dir.path());
+    std::fs::remove_file(dir.path().join("proc/meminfo")).unwrap();
+    let run = |extra: &[&str]| {
+        let mut c = Command::cargo_bin("rtcheck").unwrap();
+        c.arg("audit")
+            .arg("--procfs")
+            .arg(dir.path().join("proc"))
+            .arg("--sysfs")
+            .arg(dir.path().join("sys"))
+            .args(["--format", "junit"])
+            .args(extra);
+        c.assert()
+    };
+    let a = run(&[]).code(1);
+    let err = String::from_utf8(a.get_output().stderr.clone()).unwrap();
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(
+        err.contains("required check not measured: memory (memory: ") && err.contains("meminfo"),
+        "{err}"
+    );
+    let xml = String::from_utf8(a.get_output().stdout.clone()).unwrap();
+    let doc = roxmltree::Document::parse(&xml).unwrap();
+    let suite = doc
+        .descendants()
+        .find(|n| n.has_tag_name("testsuite"))
+        .unwrap();
+    assert_eq!(suite.attribute("skipped"), Some("1"), "{xml}");
+    let memory = doc
+        .descendants()
+        .find(|n| n.has_tag_name("testcase") && n.attribute("name") == Some("memory"))
+        .unwrap();
+    assert!(memory.children().any(|c| c.has_tag_name("skipped")));
+    // Skipped on purpose: not a CI failure, still reported as skipped.
+    run(&["--skip", "memory"]).code(0);
+    run(&["--fail-on", "never"]).code(0);
+}
+
+#[test]
+fn fail_on_skip_trips_on_a_check_not_measured_but_not_on_a_requested_skip() {
+    // no-conntrack: conntrack skips (module not loaded); 5 warns.
+    audit("no-conntrack")
+        .args(["--fail-on", "skip", "--format", "json"])
         .assert()
-        .code(0)
+        .code(1);
+    audit("no-conntrack")
+        .args(["--fail-on", "fail"])
+        .assert()
+        .code(0);
+    // proxy: nothing skipped, warns trip --fail-on skip as they trip warn.
+    audit("proxy").args(["--fail-on", "skip"]).assert().code(1);
+    let out = audit("no-conntrack")
+        .args(["--format", "junit", "--fail-on", "skip"])
+        .assert()
+        .code(1)
         .get_output()
         .stdout
         .clone();
-    assert_eq!(json(&out)["summary"]["skip"], 10);
+    let xml = String::from_utf8(out).unwrap();
+    assert!(xml.contains("<testsuite skipped=\"1\""), "{xml}");
 }
 
 /// Every file under `dir` with its bytes and modification time.
@@ -419,11 +513,13 @@ fn audit_never_writes_under_its_roots() {
         "broken",
     ] {
         let before = snapshot(&tree(name));
+        // broken: nothing measurable, exit 2 (no report) whatever --fail-on.
+        let code = if name == "broken" { 2 } else { 0 };
         for format in ["text", "json", "junit", "markdown", "github", "yaml"] {
             audit(name)
                 .args(["--format", format, "--fail-on", "never"])
                 .assert()
-                .code(0);
+                .code(code);
         }
         assert_eq!(snapshot(&tree(name)), before, "{name} changed");
     }

@@ -71,7 +71,12 @@ fn every_check_reports_once_in_order_with_evidence_and_fix() {
     for f in &fs {
         assert!(!f.evidence.is_empty(), "{} has no evidence", f.id);
         for e in &f.evidence {
-            assert!(e.source.contains(".txt, part "), "{}: {}", f.id, e.source);
+            assert!(
+                e.source.contains(" (seed 00") && e.source.contains("), part"),
+                "{}: {}",
+                f.id,
+                e.source
+            );
         }
         assert!(!f.rule.is_empty() && !f.expected.is_empty(), "{}", f.id);
         if matches!(f.status, Status::Warn | Status::Fail) {

@@ -42,6 +42,9 @@ fn huge_proc_values_skip_or_judge_never_panic() {
             "json",
             "--fail-on",
             "never",
+            // A proxy's TIME_WAIT holds ephemeral ports (a server's does not).
+            "--role",
+            "proxy",
             "--procfs",
         ])
         .arg(&proc)

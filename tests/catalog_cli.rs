@@ -1,18 +1,10 @@
 //! `rtcheck evidence` and `rtcheck checklist` through the binary: values, formats, errors.
-use assert_cmd::Command;
+mod common;
+use common::{rtcheck, rtcheck_isolated};
 use serde_json::Value;
 
-fn rtcheck() -> Command {
-    let mut c = Command::cargo_bin("rtcheck").unwrap();
-    // Run from elsewhere: the data must be embedded, not read from the working directory.
-    c.current_dir(std::env::temp_dir());
-    c.env_remove("NO_COLOR");
-    c.timeout(std::time::Duration::from_secs(30));
-    c
-}
-
 fn json(args: &[&str]) -> Value {
-    let out = rtcheck().args(args).output().unwrap();
+    let out = rtcheck_isolated().args(args).output().unwrap();
     assert!(
         out.status.success(),
         "{args:?}: {}",
@@ -55,14 +47,14 @@ fn evidence_shows_one_entry_in_every_format() {
     assert_eq!(e["id"], "session-expiry");
     assert_eq!(value_of(&e, "bytes"), 830_000_000.0);
 
-    let out = rtcheck()
+    let out = rtcheck_isolated()
         .args(["evidence", "session-expiry", "--format", "yaml"])
         .output()
         .unwrap();
     let y: serde_yaml::Value = serde_yaml::from_slice(&out.stdout).unwrap();
     assert_eq!(y["id"].as_str(), Some("session-expiry"));
 
-    let out = rtcheck()
+    let out = rtcheck_isolated()
         .args(["evidence", "conn-ram", "--format", "markdown"])
         .output()
         .unwrap();
@@ -73,7 +65,7 @@ fn evidence_shows_one_entry_in_every_format() {
         .unwrap_or_else(|| panic!("{md}"));
     assert_eq!(row, "| rss_per_conn | 27.0 KB |");
 
-    let out = rtcheck()
+    let out = rtcheck_isolated()
         .args(["--color", "never", "evidence", "ulimit-n"])
         .output()
         .unwrap();
@@ -91,7 +83,10 @@ fn evidence_shows_one_entry_in_every_format() {
 
 #[test]
 fn unknown_ids_exit_2_with_one_line_of_suggestions() {
-    let out = rtcheck().args(["evidence", "ulimit"]).output().unwrap();
+    let out = rtcheck_isolated()
+        .args(["evidence", "ulimit"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8(out.stderr).unwrap();
     assert_eq!(err.lines().count(), 1, "{err}");
@@ -101,13 +96,16 @@ fn unknown_ids_exit_2_with_one_line_of_suggestions() {
     );
     assert!(out.stdout.is_empty());
 
-    let out = rtcheck().args(["checklist", "ping-pnog"]).output().unwrap();
+    let out = rtcheck_isolated()
+        .args(["checklist", "ping-pnog"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8(out.stderr).unwrap();
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.contains("closest: ping-pong"), "{err}");
 
-    let out = rtcheck()
+    let out = rtcheck_isolated()
         .args(["checklist", "qqqqqqqqqqqqq"])
         .output()
         .unwrap();
@@ -166,7 +164,7 @@ fn checklist_item_expands_its_evidence() {
 
 #[test]
 fn checklist_markdown_has_one_row_per_item() {
-    let out = rtcheck()
+    let out = rtcheck_isolated()
         .args(["checklist", "async-service", "--format", "markdown"])
         .output()
         .unwrap();
@@ -184,7 +182,7 @@ fn checklist_markdown_has_one_row_per_item() {
 fn output_file_is_written_and_unsupported_formats_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("ev.json");
-    let out = rtcheck()
+    let out = rtcheck_isolated()
         .args(["evidence", "--format", "json", "--output"])
         .arg(&path)
         .output()
@@ -194,7 +192,7 @@ fn output_file_is_written_and_unsupported_formats_are_refused() {
     let v: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     assert!(v.as_array().unwrap().len() >= 60);
 
-    let out = rtcheck()
+    let out = rtcheck_isolated()
         .args(["checklist", "--format", "junit"])
         .output()
         .unwrap();
@@ -213,15 +211,49 @@ fn output_file_is_written_and_unsupported_formats_are_refused() {
 
 #[test]
 fn colour_follows_the_flag() {
-    let out = rtcheck()
+    let out = rtcheck_isolated()
         .args(["--color", "always", "checklist", "open-files"])
         .output()
         .unwrap();
     assert!(String::from_utf8(out.stdout).unwrap().contains("\x1b["));
-    let out = rtcheck()
+    let out = rtcheck_isolated()
         .env("NO_COLOR", "1")
         .args(["checklist", "open-files"])
         .output()
         .unwrap();
     assert!(!String::from_utf8(out.stdout).unwrap().contains("\x1b["));
+}
+
+#[test]
+fn evidence_sources_lists_the_five_articles() {
+    let out = rtcheck()
+        .args(["evidence", "--sources", "--format", "json"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    let all = v.as_array().unwrap();
+    assert_eq!(all.len(), 5);
+    assert_eq!(all[0]["id"], "000");
+    assert_eq!(all[0]["title"], "Tail latency at 10,000 connections");
+    assert_eq!(all[0]["file"], "000_e1c3734766ed1120.txt");
+    assert_eq!(all[0]["parts_cited"], serde_json::json!(["part 11"]));
+    assert_eq!(all[4]["parts_cited"], serde_json::json!(["part 45"]));
+    let text = rtcheck()
+        .args(["evidence", "--sources"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let text = String::from_utf8(text).unwrap();
+    for id in ["000", "001", "002", "003", "004"] {
+        assert!(text.contains(&format!("{id}_")), "{text}");
+    }
+    rtcheck()
+        .args(["evidence", "ulimit-n", "--sources"])
+        .assert()
+        .code(2);
 }

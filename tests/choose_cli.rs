@@ -1,19 +1,12 @@
 //! `rtcheck choose` through the binary: flags, answers files, --save, formats.
-use assert_cmd::Command;
+mod common;
+use common::rtcheck_isolated;
 use rtcheck::profile::{Loss, Profile, Transport, Upstream};
 use serde_json::Value;
 use std::time::Duration;
 
-fn rtcheck() -> Command {
-    let mut c = Command::cargo_bin("rtcheck").unwrap();
-    c.current_dir(std::env::temp_dir());
-    c.env_remove("NO_COLOR");
-    c.timeout(Duration::from_secs(30));
-    c
-}
-
 fn choose_json(args: &[&str]) -> Value {
-    let out = rtcheck()
+    let out = rtcheck_isolated()
         .arg("choose")
         .args(args)
         .args(["--format", "json"])
@@ -127,7 +120,7 @@ fn defaulted_connections_and_machines_are_said() {
     );
 
     // Text says it too.
-    let out = rtcheck()
+    let out = rtcheck_isolated()
         .args([
             "--color",
             "never",
@@ -226,7 +219,7 @@ fn answers_file_flags_override_and_save_round_trips() {
     )
     .unwrap();
     let save = dir.path().join("profile.yaml");
-    let out = rtcheck()
+    let out = rtcheck_isolated()
         .arg("choose")
         .arg("--answers")
         .arg(&answers)
@@ -274,7 +267,7 @@ fn answers_file_flags_override_and_save_round_trips() {
         }
     );
     // The saved profile answers every question: reusing it needs no flags and no terminal.
-    let out = rtcheck()
+    let out = rtcheck_isolated()
         .arg("choose")
         .arg("--answers")
         .arg(&save)
@@ -304,7 +297,7 @@ fn yaml_and_markdown_formats() {
         "--machines",
         "4",
     ];
-    let out = rtcheck()
+    let out = rtcheck_isolated()
         .args(args)
         .args(["--format", "yaml"])
         .output()
@@ -315,7 +308,7 @@ fn yaml_and_markdown_formats() {
     assert_eq!(y["topology"].as_str(), Some("pubsub"));
     assert_eq!(y["sizing"]["ring_bytes"].as_u64(), Some(30_720));
 
-    let out = rtcheck()
+    let out = rtcheck_isolated()
         .args(args)
         .args(["--format", "markdown"])
         .output()
@@ -335,7 +328,7 @@ fn yaml_and_markdown_formats() {
 fn output_file_and_help() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("rec.json");
-    let out = rtcheck()
+    let out = rtcheck_isolated()
         .args([
             "choose",
             "--visible-within",
@@ -355,11 +348,14 @@ fn output_file_and_help() {
     let v: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     assert_eq!(v["transport"], "websocket");
 
-    let out = rtcheck().args(["choose", "--help"]).output().unwrap();
+    let out = rtcheck_isolated()
+        .args(["choose", "--help"])
+        .output()
+        .unwrap();
     let help = String::from_utf8(out.stdout).unwrap();
     assert!(help.contains("Examples:\n  rtcheck choose "), "{help}");
     assert!(help.contains("--visible-within <DUR>"), "{help}");
-    let out = rtcheck().arg("--version").output().unwrap();
+    let out = rtcheck_isolated().arg("--version").output().unwrap();
     assert_eq!(
         String::from_utf8(out.stdout).unwrap().trim(),
         format!("rtcheck {}", env!("CARGO_PKG_VERSION"))
@@ -376,12 +372,12 @@ fn colour_only_when_asked_or_on_a_terminal() {
         "--loss",
         "shared",
     ];
-    let out = rtcheck()
+    let out = rtcheck_isolated()
         .args(["--color", "always"])
         .args(args)
         .output()
         .unwrap();
     assert!(String::from_utf8(out.stdout).unwrap().contains("\x1b["));
-    let out = rtcheck().args(args).output().unwrap();
+    let out = rtcheck_isolated().args(args).output().unwrap();
     assert!(!String::from_utf8(out.stdout).unwrap().contains("\x1b["));
 }

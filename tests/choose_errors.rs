@@ -1,14 +1,8 @@
 //! Bad input to `rtcheck choose`: one line naming file, line and field; exit 2; no panic;
 //! no --save file; never a prompt without a terminal.
-use assert_cmd::Command;
+mod common;
+use common::rtcheck;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
-
-fn rtcheck() -> Command {
-    let mut c = Command::cargo_bin("rtcheck").unwrap();
-    c.timeout(Duration::from_secs(30));
-    c
-}
 
 /// Run `choose --answers FILE --save OUT`, expect exit 2 and one stderr line; return it.
 fn fails_with_answers(dir: &Path, yaml: &str) -> String {

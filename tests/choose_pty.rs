@@ -20,7 +20,7 @@ fn spawn(args: &[&str]) -> Session {
 fn answer(s: &mut Session, prompt: &str, keys: &str) {
     s.expect(prompt)
         .unwrap_or_else(|e| panic!("prompt `{prompt}` not shown: {e}"));
-    std::thread::sleep(Duration::from_millis(150));
+    wait_for_raw_mode(s);
     s.send(keys).unwrap();
 }
 
@@ -171,4 +171,24 @@ fn ctrl_c_at_a_prompt_exits_130_and_saves_nothing() {
         "{status:?}"
     );
     assert!(!save.exists());
+}
+
+/// Keys typed before the prompt switches the terminal to raw mode would be line-buffered:
+/// wait until the pty leaves canonical mode (the master reads the slave's termios on
+/// Linux), bounded; a prompt that reads in line mode gets its keys after the bound.
+fn wait_for_raw_mode(s: &Session) {
+    use std::os::fd::AsRawFd;
+    let pty = s.get_process().get_raw_handle().expect("pty handle");
+    let until = std::time::Instant::now() + Duration::from_secs(5);
+    while std::time::Instant::now() < until {
+        // SAFETY: tcgetattr fills a plain C struct from an open descriptor.
+        let raw = unsafe {
+            let mut t: libc::termios = std::mem::zeroed();
+            libc::tcgetattr(pty.as_raw_fd(), &mut t) == 0 && t.c_lflag & libc::ICANON == 0
+        };
+        if raw {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
 }

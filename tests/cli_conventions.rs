@@ -1,10 +1,7 @@
 //! Conventions every command shares: one-line usage errors with exit 2, help with examples,
 //! version, and shell completions that the shells accept.
-use assert_cmd::Command;
-
-fn rtcheck() -> Command {
-    Command::cargo_bin("rtcheck").unwrap()
-}
+mod common;
+use common::rtcheck;
 
 #[test]
 fn bad_flags_are_one_line_and_exit_2() {

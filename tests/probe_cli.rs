@@ -1,5 +1,6 @@
 //! `rtcheck probe` directly against `serve`, over TLS through nginx, secrets redacted in
 //! every output, and bad peers: one line, exit 2, within the step timeout.
+mod common;
 mod probe_common;
 use probe_common::*;
 use std::io::{Read, Write};
@@ -90,11 +91,11 @@ fn polling_fallback_and_skip() {
 /// certificate used as the server's own).
 fn make_certs(dir: &std::path::Path) {
     let run = |args: &[&str]| {
-        let out = Command::new("openssl")
+        let out = Command::new(common::require_binary("openssl", "openssl"))
             .args(args)
             .current_dir(dir)
             .output()
-            .expect("openssl not found: install the Debian package `openssl`");
+            .expect("running openssl");
         assert!(
             out.status.success(),
             "openssl {args:?}: {}",

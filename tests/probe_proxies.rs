@@ -4,6 +4,7 @@
 //! and resume) under /busy/ and a quiet one (no events, a heartbeat every 4 s, for the
 //! idle test) under /quiet/. Mistaken timeouts are 3 s, so a 6 s idle test shows them
 //! and still sees the 4 s heartbeat with 2 s to spare.
+mod common;
 mod probe_common;
 use probe_common::*;
 

@@ -1,5 +1,6 @@
 //! The idle test's progress: on a terminal it shows the elapsed part of --idle-for and
 //! what has been seen; piped, stderr stays quiet.
+mod common;
 mod probe_common;
 use expectrl::{Eof, Session};
 use probe_common::*;

@@ -1,8 +1,8 @@
 //! Idle memory per connection of `rtcheck serve` (a measurement, so #[ignore]d: run with
 //! `cargo test --release --test serve_memory -- --ignored --nocapture`;
 //! RTCHECK_IDLE_CONNS sets the count, default 2000).
-mod serve_common;
-use serve_common::*;
+mod common;
+use common::*;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
@@ -15,7 +15,7 @@ fn raise_nofile() {
 
 fn open(addr: std::net::SocketAddr, path: &str) -> TcpStream {
     let mut s = TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
     let req = if path == "/ws" {
         "GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
     } else {

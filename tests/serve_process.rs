@@ -1,8 +1,8 @@
 //! `rtcheck serve` as a process: banner, addr file, signals, parent death, flag errors,
 //! and the raw-TCP floor.
-mod serve_common;
+mod common;
+use common::*;
 use rtcheck::net::payload;
-use serve_common::*;
 use std::io::Read;
 use std::net::TcpStream;
 use std::time::Duration;
@@ -32,13 +32,13 @@ fn sigterm_or_sigint_exits_cleanly(sig: i32) {
     .unwrap();
     let mut sse = std::net::TcpStream::connect(srv.addr).unwrap();
     std::io::Write::write_all(&mut sse, b"GET /sse HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
-    srv.wait_stats(Duration::from_secs(5), |s| {
+    srv.wait_stats(Duration::from_secs(30), |s| {
         s["clients"]["ws"] == 1 && s["clients"]["sse"] == 1
     });
     srv.signal(sig);
     let st = srv
-        .wait_exit(Duration::from_secs(5))
-        .expect("exits within 5 s");
+        .wait_exit(Duration::from_secs(20))
+        .expect("exits within 20 s");
     assert_eq!(st.code(), Some(0));
     // The client saw its connection closed (EOF after whatever was sent).
     ws.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
@@ -152,9 +152,9 @@ fn raw_floor_sends_length_prefixed_frames() {
     let mut clients: Vec<TcpStream> = (0..50)
         .map(|_| TcpStream::connect(srv.addr).unwrap())
         .collect();
-    srv.wait_stats(Duration::from_secs(5), |s| s["clients"]["raw"] == 50);
+    srv.wait_stats(Duration::from_secs(30), |s| s["clients"]["raw"] == 50);
     srv.start_publishing(4);
-    let s = srv.wait_stats(Duration::from_secs(5), |s| s["finished"] == true);
+    let s = srv.wait_stats(Duration::from_secs(30), |s| s["finished"] == true);
     let start = s["publish_start_ns"].as_u64().unwrap();
     for c in &mut clients {
         c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();

@@ -1,9 +1,6 @@
-use assert_cmd::Command;
+mod common;
+use common::rtcheck;
 use std::time::{Duration, Instant};
-
-fn rtcheck() -> Command {
-    Command::cargo_bin("rtcheck").unwrap()
-}
 
 #[test]
 fn unknown_experiment_is_one_line_and_exit_2() {
@@ -111,7 +108,8 @@ fn junit_markdown_yaml_and_file_output_carry_the_same_measurement() {
         .output()
         .unwrap();
     let y: serde_yaml::Value = serde_yaml::from_slice(&y.stdout).unwrap();
-    let v = &y["findings"][0]["verification"];
+    assert_eq!(y["options"]["closed"].as_u64(), Some(50));
+    let v = &y["verifications"][0];
     assert_eq!(v["name"].as_str(), Some("time-wait"));
     let n = v["measured"].as_f64().unwrap();
     assert!((48.0..=50.0).contains(&n), "{n}");
@@ -162,7 +160,7 @@ fn ctrl_c_stops_the_run_and_leaves_no_server_behind() {
         .unwrap();
     let pid = child.id();
     // Wait for the embedded server child to be up.
-    let until = Instant::now() + Duration::from_secs(10);
+    let until = Instant::now() + Duration::from_secs(30);
     let servers = loop {
         let c = children_of(pid);
         if !c.is_empty() {
@@ -177,7 +175,7 @@ fn ctrl_c_stops_the_run_and_leaves_no_server_behind() {
         nix::sys::signal::Signal::SIGINT,
     )
     .unwrap();
-    let until = Instant::now() + Duration::from_secs(10);
+    let until = Instant::now() + Duration::from_secs(30);
     let status = loop {
         if let Some(st) = child.try_wait().unwrap() {
             break st;
@@ -274,7 +272,7 @@ fn attach_as_a_library_call_uses_the_audited_soft_limit() {
     let opts = rtcheck::verify::VerifyOptions {
         progress: false,
         timeout: Duration::from_secs(60),
-        ..Default::default()
+        ..rtcheck::cmd::verify::default_options()
     };
     rtcheck::verify::attach(&mut findings, &opts).unwrap();
     let fd = findings[0].verification.as_ref().unwrap();
@@ -307,7 +305,9 @@ fn no_progress_bar_when_stderr_is_not_a_terminal() {
         String::from_utf8_lossy(&out.stderr)
     );
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(json["summary"]["pass"], 1);
+    assert_eq!(json["summary"]["valid"], 1);
+    assert_eq!(json["experiments"], serde_json::json!(["ephemeral-ports"]));
+    assert_eq!(json["options"]["closed"], 50);
 }
 
 #[test]
@@ -354,10 +354,8 @@ fn a_run_that_cannot_measure_says_why_prints_no_number_and_exits_1() {
         String::from_utf8_lossy(&out.stderr)
     );
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(json["summary"]["fail"], 2);
-    for f in json["findings"].as_array().unwrap() {
-        let v = &f["verification"];
-        assert_eq!(f["status"], "fail");
+    assert_eq!(json["summary"]["invalid"], 2);
+    for v in json["verifications"].as_array().unwrap() {
         assert_eq!(v["valid"], false);
         assert!(v["measured"].is_null(), "{v:#}");
         assert!(
@@ -365,14 +363,14 @@ fn a_run_that_cannot_measure_says_why_prints_no_number_and_exits_1() {
             "{v:#}"
         );
     }
-    let sse = json["findings"]
+    let sse = json["verifications"]
         .as_array()
         .unwrap()
         .iter()
-        .find(|f| f["id"] == "memory-sse")
+        .find(|v| v["name"] == "memory-sse")
         .unwrap();
     assert!(
-        sse["verification"]["verdict"]
+        sse["verdict"]
             .as_str()
             .unwrap()
             .contains("the embedded server exited"),

@@ -1,5 +1,5 @@
-mod verify_common;
-use verify_common::*;
+mod common;
+use common::*;
 
 #[test]
 fn dead_peer_detected_within_pong_wait_and_read_deadline_closes_at_its_deadline() {
@@ -15,6 +15,10 @@ fn dead_peer_detected_within_pong_wait_and_read_deadline_closes_at_its_deadline(
     assert_eq!(out.code, 0, "{}", out.stderr);
     let v = verification(&out.json, "tcp-keepalive");
     assert_valid(v);
+    // The window the verdict uses is the one printed, slack included.
+    let details = v["details"].to_string();
+    assert!(details.contains("± 0.25 s"), "{details}");
+    assert!(v["verdict"].as_str().unwrap().contains("± 0.25 s"), "{v}");
     // Silent 0.6 x ping after the last pong: pong-wait minus that, at most one ping later.
     let low = 0.8 - 0.6 * 0.4;
     let high = low + 0.4;

@@ -1,5 +1,5 @@
-mod verify_common;
-use verify_common::*;
+mod common;
+use common::*;
 
 #[test]
 fn rss_per_idle_connection_ws_and_sse_on_the_embedded_server() {

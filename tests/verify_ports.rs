@@ -1,5 +1,5 @@
-mod verify_common;
-use verify_common::*;
+mod common;
+use common::*;
 
 #[test]
 fn time_wait_rises_by_the_closed_count_and_ports_follow_the_host_range() {

@@ -1,5 +1,5 @@
-mod verify_common;
-use verify_common::*;
+mod common;
+use common::*;
 
 #[test]
 fn kernel_accepts_bytes_bounded_by_the_host_buffers_and_delivers_none() {

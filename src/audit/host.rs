@@ -198,20 +198,22 @@ pub fn parse_limits(path: &Path, text: &str) -> Read<NofileLimit> {
     }
 }
 
-/// `TCP: inuse 5 orphan 0 tw 3 alloc 7 mem 2` in <procfs>/net/sockstat.
+/// `TCP: inuse 5 orphan 0 tw 3 alloc 7 mem 2` in <procfs>/net/sockstat (the one parser
+/// in [`crate::sys::proc`]; a skip names the file).
 pub fn parse_sockstat(path: &Path, text: &str) -> Read<Sockstat> {
-    let line = text
-        .lines()
-        .find(|l| l.starts_with("TCP:"))
-        .ok_or_else(|| garbage(path, "a `TCP:` line", text))?;
-    let words: Vec<&str> = line.split_whitespace().collect();
-    let field = |name: &str| -> Option<u64> {
-        let i = words.iter().position(|w| *w == name)?;
-        words.get(i + 1)?.parse().ok()
-    };
-    match (field("inuse"), field("tw")) {
-        (Some(tcp_inuse), Some(tcp_tw)) => Ok(Sockstat { tcp_inuse, tcp_tw }),
-        _ => Err(garbage(path, "`TCP: inuse N ... tw N`", line)),
+    match crate::sys::proc::parse_sockstat(text) {
+        Ok(s) => Ok(Sockstat {
+            tcp_inuse: s.inuse,
+            tcp_tw: s.tw,
+        }),
+        Err(why) => {
+            let line = text.lines().find(|l| l.starts_with("TCP:")).unwrap_or(text);
+            Err(format!(
+                "{}: {}",
+                garbage(path, "`TCP: inuse N ... tw N`", line),
+                why
+            ))
+        }
     }
 }
 
@@ -286,24 +288,10 @@ impl Host {
     /// Read the snapshot. Fails only when a root itself is unusable (usage error);
     /// every missing or bad file becomes a `Read` error for its check.
     pub fn read(roots: &Roots) -> anyhow::Result<Host> {
-        if !roots.procfs.is_dir() {
-            anyhow::bail!("--procfs {}: not a directory", roots.procfs.display());
-        }
-        if !roots.sysfs.is_dir() {
-            anyhow::bail!("--sysfs {}: not a directory", roots.sysfs.display());
-        }
-        let process = match roots.pid {
-            Some(pid) => {
-                let dir = roots.procfs.join(pid.to_string());
-                if !dir.is_dir() {
-                    anyhow::bail!("--pid {pid}: no such process ({} missing)", dir.display());
-                }
-                pid.to_string()
-            }
-            None => "self".to_string(),
-        };
+        let process = check_roots(roots)?;
         let p = |rel: &str| roots.procfs.join(rel);
-        let sys = |rel: &str| roots.procfs.join("sys").join(rel);
+        let sys_root = roots.procfs.join("sys");
+        let sys = |rel: &str| sys_root.join(rel);
         let proc_dir = roots.procfs.join(&process);
 
         let limits_path = proc_dir.join("limits");
@@ -318,80 +306,17 @@ impl Host {
             allocated: v[0],
             max: v[2],
         });
-
-        let range_path = sys("net/ipv4/ip_local_port_range");
-        let port_range = read_nums(&range_path, 2).and_then(|v| {
-            let ok = v[0] <= v[1] && v[1] <= 65535;
-            if ok {
-                Ok(PortRange {
-                    low: v[0] as u32,
-                    high: v[1] as u32,
-                })
-            } else {
-                Err(garbage(
-                    &range_path,
-                    "`low high` with low <= high <= 65535",
-                    &format!("{} {}", v[0], v[1]),
-                ))
-            }
-        });
-        let reserved_path = sys("net/ipv4/ip_local_reserved_ports");
-        let reserved_in_range = match &port_range {
-            Ok(r) => read(&reserved_path).and_then(|t| parse_reserved(&reserved_path, &t, *r)),
-            Err(e) => Err(e.clone()),
-        };
+        let (port_range, reserved_in_range) = read_ports(&sys_root);
 
         let sockstat_path = p("net/sockstat");
         let sockstat = read(&sockstat_path).and_then(|t| parse_sockstat(&sockstat_path, &t));
-
         let arr3 = |path: PathBuf| read_nums(&path, 3).map(|v| [v[0], v[1], v[2]]);
-
-        let ka = (
-            read_u64(&sys("net/ipv4/tcp_keepalive_time")),
-            read_u64(&sys("net/ipv4/tcp_keepalive_intvl")),
-            read_u64(&sys("net/ipv4/tcp_keepalive_probes")),
-        );
-        let keepalive = match ka {
-            (Ok(time_s), Ok(intvl_s), Ok(probes)) => Ok(Keepalive {
-                time_s,
-                intvl_s,
-                probes,
-            }),
-            (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => Err(e),
-        };
-
         let meminfo_path = p("meminfo");
         let meminfo = read(&meminfo_path).and_then(|t| parse_meminfo(&meminfo_path, &t));
 
-        let status_path = proc_dir.join("status");
-        let affinity = read(&status_path).and_then(|t| {
-            let l = t
-                .lines()
-                .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
-                .ok_or_else(|| garbage(&status_path, "a `Cpus_allowed_list:` line", &t))?;
-            let list = l.trim().to_string();
-            let count = parse_cpu_list(&list)
-                .ok_or_else(|| garbage(&status_path, "a CPU list like `0-3,8`", &list))?;
-            Ok(Affinity { list, count })
-        });
-
         let cgroups = read(&proc_dir.join("cgroup")).ok();
         let cg_root = roots.sysfs.join("fs/cgroup");
-        let cgroup_memory = cgroup_memory(&cg_root, cgroups.as_deref());
-        let cgroup_cpu = cgroup_cpu(&cg_root, cgroups.as_deref());
-
         let ct_path = sys("net/netfilter/nf_conntrack_max");
-        let conntrack = if ct_path.exists() {
-            read_u64(&ct_path).map(|max| {
-                Some(Conntrack {
-                    max,
-                    count: read_u64(&sys("net/netfilter/nf_conntrack_count")).ok(),
-                })
-            })
-        } else {
-            Ok(None)
-        };
-
         Ok(Host {
             process,
             nofile,
@@ -405,28 +330,109 @@ impl Host {
             sockstat,
             tcp_wmem: arr3(sys("net/ipv4/tcp_wmem")),
             tcp_mem: arr3(sys("net/ipv4/tcp_mem")),
-            page_size: page_size(),
-            keepalive,
+            page_size: crate::sys::proc::page_size(),
+            keepalive: read_keepalive(&sys_root),
             somaxconn: read_u64(&sys("net/core/somaxconn")),
             tcp_max_syn_backlog: read_u64(&sys("net/ipv4/tcp_max_syn_backlog")),
             meminfo,
-            cgroup_memory,
-            affinity,
-            cgroup_cpu,
-            conntrack,
+            cgroup_memory: cgroup_memory(&cg_root, cgroups.as_deref()),
+            affinity: read_affinity(&proc_dir.join("status")),
+            cgroup_cpu: cgroup_cpu(&cg_root, cgroups.as_deref()),
+            conntrack: read_conntrack(&sys_root),
             conntrack_file: ct_path.display().to_string(),
         })
     }
 }
 
-fn page_size() -> u64 {
-    // SAFETY: sysconf has no preconditions; it returns -1 on error.
-    let v = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    if v > 0 {
-        v as u64
-    } else {
-        4096
+/// The roots must be directories and `--pid` a process: usage errors, not skips. Returns
+/// the process directory name under procfs (`self` or the pid).
+fn check_roots(roots: &Roots) -> anyhow::Result<String> {
+    if !roots.procfs.is_dir() {
+        anyhow::bail!("--procfs {}: not a directory", roots.procfs.display());
     }
+    if !roots.sysfs.is_dir() {
+        anyhow::bail!("--sysfs {}: not a directory", roots.sysfs.display());
+    }
+    match roots.pid {
+        Some(pid) => {
+            let dir = roots.procfs.join(pid.to_string());
+            if !dir.is_dir() {
+                anyhow::bail!("--pid {pid}: no such process ({} missing)", dir.display());
+            }
+            Ok(pid.to_string())
+        }
+        None => Ok("self".to_string()),
+    }
+}
+
+/// ip_local_port_range and the reserved ports inside it, under <procfs>/sys.
+fn read_ports(sys: &Path) -> (Read<PortRange>, Read<u64>) {
+    let range_path = sys.join("net/ipv4/ip_local_port_range");
+    let port_range = read_nums(&range_path, 2).and_then(|v| {
+        let ok = v[0] <= v[1] && v[1] <= 65535;
+        if ok {
+            Ok(PortRange {
+                low: v[0] as u32,
+                high: v[1] as u32,
+            })
+        } else {
+            Err(garbage(
+                &range_path,
+                "`low high` with low <= high <= 65535",
+                &format!("{} {}", v[0], v[1]),
+            ))
+        }
+    });
+    let reserved_path = sys.join("net/ipv4/ip_local_reserved_ports");
+    let reserved_in_range = match &port_range {
+        Ok(r) => read(&reserved_path).and_then(|t| parse_reserved(&reserved_path, &t, *r)),
+        Err(e) => Err(e.clone()),
+    };
+    (port_range, reserved_in_range)
+}
+
+/// The three tcp_keepalive sysctls; the first unreadable one names itself.
+fn read_keepalive(sys: &Path) -> Read<Keepalive> {
+    let ka = (
+        read_u64(&sys.join("net/ipv4/tcp_keepalive_time")),
+        read_u64(&sys.join("net/ipv4/tcp_keepalive_intvl")),
+        read_u64(&sys.join("net/ipv4/tcp_keepalive_probes")),
+    );
+    match ka {
+        (Ok(time_s), Ok(intvl_s), Ok(probes)) => Ok(Keepalive {
+            time_s,
+            intvl_s,
+            probes,
+        }),
+        (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => Err(e),
+    }
+}
+
+/// `Cpus_allowed_list:` of <procfs>/<pid>/status.
+fn read_affinity(status_path: &Path) -> Read<Affinity> {
+    let t = read(status_path)?;
+    let l = t
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        .ok_or_else(|| garbage(status_path, "a `Cpus_allowed_list:` line", &t))?;
+    let list = l.trim().to_string();
+    let count = parse_cpu_list(&list)
+        .ok_or_else(|| garbage(status_path, "a CPU list like `0-3,8`", &list))?;
+    Ok(Affinity { list, count })
+}
+
+/// nf_conntrack_max and count; None when the module is not loaded (no sysctl).
+fn read_conntrack(sys: &Path) -> Read<Option<Conntrack>> {
+    let ct_path = sys.join("net/netfilter/nf_conntrack_max");
+    if !ct_path.exists() {
+        return Ok(None);
+    }
+    read_u64(&ct_path).map(|max| {
+        Some(Conntrack {
+            max,
+            count: read_u64(&sys.join("net/netfilter/nf_conntrack_count")).ok(),
+        })
+    })
 }
 
 /// The cgroup path of `controller` from <procfs>/<pid>/cgroup: v1 `N:memory,...:/path`,
@@ -640,6 +646,9 @@ mod tests {
         )
         .unwrap();
         assert_eq!((s.tcp_inuse, s.tcp_tw), (1, 7));
+        let e = parse_sockstat(Path::new("/p/net/sockstat"), "TCP: inuse 1 tw x\n").unwrap_err();
+        assert!(e.starts_with("/p/net/sockstat: unexpected content"), "{e}");
+        assert!(e.contains("`tw` value `x` is not a number"), "{e}");
         assert_eq!(parse_cpu_list("0-3,8,10-11"), Some(7));
         assert_eq!(parse_cpu_list("3-1"), None);
         let r = PortRange {

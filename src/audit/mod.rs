@@ -1,70 +1,12 @@
-//! `rtcheck audit`: preflight audit of a Linux host (or a mounted host, or one process)
-//! for N realtime connections. `host` reads the snapshot once; `checks` are pure.
+//! The preflight audit of a Linux host (or a mounted host, or one process) for N realtime
+//! connections. `host` reads the snapshot once; `checks` are pure. Flags, `--verify` and
+//! rendering live in `crate::cmd::audit`.
 pub mod checks;
 pub mod host;
 
-use crate::cli::Ctx;
-use crate::profile::{Profile, Role, Transport};
-use crate::report::{self, FailOn, Finding, FindingsReport, Format};
+use crate::findings::Finding;
+use crate::profile::Profile;
 pub use host::{Host, Roots};
-use std::path::PathBuf;
-use std::process::ExitCode;
-use std::time::Instant;
-
-#[derive(Debug, clap::Args)]
-#[command(after_help = "\
-Check ids: fd-limit fd-system ephemeral-ports time-wait tcp-wmem tcp-keepalive somaxconn memory cpu conntrack
-
-Examples:
-  rtcheck audit                                        this host, 10,000 websocket connections, role server
-  rtcheck audit --profile profile.yaml --format junit --output audit.xml
-  rtcheck audit --connections 50000 --role proxy --fail-on warn
-  rtcheck audit --pid $(pidof myserver)                the limits of a running service
-  docker run -v /proc:/host/proc:ro -v /sys:/host/sys:ro ... rtcheck audit --procfs /host/proc --sysfs /host/sys
-
-Exit codes: 0 nothing at or above --fail-on, 1 something is, 2 usage or runtime error.")]
-pub struct AuditArgs {
-    /// Workload profile (from `rtcheck choose --save`); flags override its values.
-    #[arg(long, value_name = "FILE")]
-    pub profile: Option<PathBuf>,
-    /// Concurrent connections in total [default: 10000].
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
-    pub connections: Option<u64>,
-    /// Transport in use [default: websocket].
-    #[arg(long, value_enum)]
-    pub transport: Option<Transport>,
-    /// What the audited host does [default: server].
-    #[arg(long, value_enum)]
-    pub role: Option<Role>,
-    /// procfs root (a container audits its host with -v /proc:/host/proc:ro).
-    #[arg(long, value_name = "DIR", default_value = "/proc")]
-    pub procfs: PathBuf,
-    /// sysfs root (cgroup limits are read under DIR/fs/cgroup).
-    #[arg(long, value_name = "DIR", default_value = "/sys")]
-    pub sysfs: PathBuf,
-    /// Audit this process's own limits, fds, affinity and cgroup (default: rtcheck itself).
-    #[arg(long, value_name = "PID")]
-    pub pid: Option<u32>,
-    /// Output format: text, json, yaml, junit, markdown, github.
-    #[arg(long, value_enum, default_value_t = Format::Text)]
-    pub format: Format,
-    /// Lowest status that makes the exit code 1.
-    #[arg(long, value_enum, default_value_t = FailOn::Fail)]
-    pub fail_on: FailOn,
-    /// Show these checks as skipped (by request); they still appear in the report.
-    #[arg(long, value_name = "ID", num_args = 1.., value_delimiter = ',')]
-    pub skip: Vec<String>,
-    /// Write the report to FILE atomically instead of stdout.
-    #[arg(long, short = 'o', value_name = "FILE")]
-    pub output: Option<PathBuf>,
-    /// Demonstrate each finding live on loopback (`rtcheck verify`) and attach the
-    /// measurement (findings[].verification); an invalid measurement gives exit 1.
-    #[arg(long)]
-    pub verify: bool,
-    /// Time bound for --verify.
-    #[arg(long, value_name = "DURATION", default_value = "3m", value_parser = crate::units::parse_duration)]
-    pub verify_timeout: std::time::Duration,
-}
 
 /// The pure audit: every check of `host` against `profile`, in report order. Ids in
 /// `skip` are reported as skipped by request (the `audit --verify` hook reuses this).
@@ -96,103 +38,12 @@ pub fn validate_skip(skip: &[String]) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Profile from --profile (or defaults), then flags on top; transport resolved.
-pub fn resolve_profile(a: &AuditArgs) -> anyhow::Result<Profile> {
-    let mut p = match &a.profile {
-        Some(path) => Profile::load(path)?,
-        None => Profile::default(),
-    };
-    if let Some(c) = a.connections {
-        p.connections = c;
-    }
-    if let Some(t) = a.transport {
-        p.transport = Some(t);
-    }
-    if let Some(r) = a.role {
-        p.role = r;
-    }
-    p.transport.get_or_insert(checks::DEFAULT_TRANSPORT);
-    p.validate().map_err(|e| anyhow::anyhow!("profile: {e}"))?;
-    Ok(p)
-}
-
-/// Snapshot + checks, timed: the report every format renders.
-pub fn build_report(
-    profile: Profile,
-    roots: &Roots,
-    skip: &[String],
-) -> anyhow::Result<FindingsReport> {
-    let start = Instant::now();
-    let host = Host::read(roots)?;
-    let findings = audit(&profile, &host, skip);
-    let ms = start.elapsed().as_secs_f64() * 1000.0;
-    let target = format!(
+/// What was examined, for the report.
+pub fn describe_target(roots: &Roots, host: &Host) -> String {
+    format!(
         "procfs {}, sysfs {}, process {}",
         roots.procfs.display(),
         roots.sysfs.display(),
         host.process
-    );
-    Ok(FindingsReport::new(
-        "audit",
-        profile,
-        Some(target),
-        findings,
-        ms,
-    ))
-}
-
-/// Render a findings report in any findings format (shared with `verify`).
-pub fn render(
-    r: &FindingsReport,
-    format: Format,
-    fail_on: FailOn,
-    ctx: Ctx,
-) -> anyhow::Result<String> {
-    Ok(match format {
-        Format::Text => report::text::audit::render(r, ctx.palette()),
-        Format::Json => report::json::render(r)?,
-        Format::Yaml => report::yaml::render(r)?,
-        Format::Markdown => report::markdown::audit::render(r),
-        Format::Junit => report::junit::render(r, fail_on)?,
-        Format::Github => report::github::render(r),
-    })
-}
-
-pub fn run(a: AuditArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
-    validate_skip(&a.skip)?;
-    let profile = resolve_profile(&a)?;
-    let roots = Roots {
-        procfs: a.procfs.clone(),
-        sysfs: a.sysfs.clone(),
-        pid: a.pid,
-    };
-    let mut r = build_report(profile, &roots, &a.skip)?;
-    if a.verify {
-        let opts = crate::verify::VerifyOptions {
-            timeout: a.verify_timeout,
-            // Memory per connection measured at the workload's size, bounded for a live run.
-            connections: r.profile.connections.clamp(100, 10_000),
-            ..Default::default()
-        };
-        crate::verify::attach(&mut r.findings, &opts)?;
-    }
-    let invalid_measurement = r
-        .findings
-        .iter()
-        .any(|f| f.verification.as_ref().is_some_and(|v| !v.valid));
-    // `auto` colours a terminal, never a file (--color always still can).
-    let ctx = if a.output.is_some() && ctx.color == report::ColorChoice::Auto {
-        Ctx {
-            color: report::ColorChoice::Never,
-        }
-    } else {
-        ctx
-    };
-    let out = render(&r, a.format, a.fail_on, ctx)?;
-    report::output::emit(&out, a.output.as_deref())?;
-    Ok(if a.fail_on.trips(&r.summary) || invalid_measurement {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
+    )
 }

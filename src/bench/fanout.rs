@@ -7,75 +7,42 @@ use super::scenario::{self, Scenario};
 use super::sys::{self, ChildGuard};
 use super::validity::{self, Inputs};
 use super::wire::{Event, LoadgenResult, CMD_CLOSE_SLOW, CMD_CUTOFF, CMD_STOP};
-use crate::report::Status;
+use crate::findings::Status;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::{BufRead, IsTerminal, Write};
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-#[derive(Debug, Clone, clap::Args)]
-#[command(after_help = "\
-Examples:
-  rtcheck bench fanout                                     the seed's load: every scenario at 10,000
-  rtcheck bench fanout --connections 2000 --scenario F,A,C3
-  rtcheck bench fanout --connections 2000 --format markdown --output bench.md
-  rtcheck bench fanout --server ws://127.0.0.1:8080/ws --connections 1000   another server (loopback only)
-
-Scenarios: F raw-TCP floor, A baseline, C1/C2 slow clients with shard writers (no deadline /
-1 s deadline), C3 slow clients with per-client queues, G1 per-client copy + allocation, G3
-shared buffer + allocation, P1 one server worker thread.
-Exit codes: 0 every result valid, 1 a result failed its validity check, 2 error.")]
-pub struct FanoutArgs {
-    /// Clients (the seed: 10,000; on 2 cores 2,000 is the seed's load per core).
-    #[arg(long, default_value_t = 10_000)]
+/// What `bench fanout` runs (the command layer fills it from its flags).
+#[derive(Debug, Clone)]
+pub struct FanoutOptions {
+    /// Clients.
     pub connections: u64,
     /// Messages per client (one per round).
-    #[arg(long, default_value_t = 100)]
     pub rounds: u64,
     /// Payload bytes per message (at least 16).
-    #[arg(long, default_value_t = 1024)]
     pub size: u64,
     /// Rounds per second.
-    #[arg(long, default_value_t = 5.0)]
     pub rate: f64,
-    /// Slow clients in C1, C2, C3 (never read; SO_RCVBUF 2 KB; server SO_SNDBUF 4 KB).
-    /// Default 50; with --server, none unless given.
-    #[arg(long)]
+    /// Slow clients in C1, C2, C3 (default 50; with --server, none unless given).
     pub slow: Option<u64>,
-    /// Comma-separated: F (raw-TCP floor), A, C1, C2, C3, G1, G3, P1. F runs first even when
-    /// not listed, so every row is also shown as a ratio to what this host can do at best.
-    #[arg(long, default_value = "F,A,C1,C2,C3,G1,G3,P1", value_parser = scenario::parse_list_arg)]
+    /// The listed scenarios (F is added first unless `no_floor`).
     pub scenario: scenario::ScenarioList,
-    /// Do not add the floor F to the scenarios (rows then have no ratio to F).
-    #[arg(long)]
     pub no_floor: bool,
-    /// Measure another server instead: ws://HOST:PORT/PATH on loopback. Scenarios then do
-    /// not apply: one run, with --slow slow clients if given.
-    #[arg(long)]
+    /// Another server to measure (ws://HOST:PORT/PATH on loopback) instead of scenarios.
     pub server: Option<String>,
-    /// Output format.
-    #[arg(long, value_enum, default_value_t = super::BenchFormat::Text)]
-    pub format: super::BenchFormat,
-    /// Write the report here (atomically) instead of stdout.
-    #[arg(long)]
-    pub output: Option<PathBuf>,
-    /// Also write the JSON report here (atomically), whatever --format says.
-    #[arg(long, value_name = "PATH")]
-    pub save_json: Option<PathBuf>,
     /// Longest wait for all clients to connect.
-    #[arg(long, default_value = "120s", value_parser = crate::units::parse_duration)]
     pub connect_timeout: Duration,
     /// How long to wait past the last scheduled round for stragglers.
-    #[arg(long, default_value = "5s", value_parser = crate::units::parse_duration, hide = true)]
     pub drain: Duration,
 }
 
 pub const DEFAULT_SLOW: u64 = 50;
 
-impl FanoutArgs {
+impl FanoutOptions {
     /// The runs in order: F first (added unless --no-floor), then the listed scenarios.
     pub fn scenarios(&self) -> Vec<Scenario> {
         let mut v = self.scenario.0.clone();
@@ -98,7 +65,7 @@ impl FanoutArgs {
 /// Longest planned publishing schedule (rounds / rate) a run may have: one hour.
 pub const MAX_SCHEDULE_S: f64 = 3600.0;
 
-pub fn validate(a: &FanoutArgs) -> anyhow::Result<()> {
+pub fn validate(a: &FanoutOptions) -> anyhow::Result<()> {
     if a.connections == 0 {
         anyhow::bail!("--connections must be at least 1");
     }
@@ -149,8 +116,10 @@ pub fn validate(a: &FanoutArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-pub fn run(a: FanoutArgs, ctx: crate::cli::Ctx) -> anyhow::Result<std::process::ExitCode> {
-    validate(&a)?;
+/// Run every scenario (or the one --server run) and judge each: the report every format
+/// renders. Usage errors come before anything starts.
+pub fn run(a: &FanoutOptions) -> anyhow::Result<BenchReport> {
+    validate(a)?;
     sys::install_interrupt_handler();
     let mut results = Vec::new();
     let runs: Vec<Option<Scenario>> = if a.server.is_some() {
@@ -159,7 +128,7 @@ pub fn run(a: FanoutArgs, ctx: crate::cli::Ctx) -> anyhow::Result<std::process::
         a.scenarios().into_iter().map(Some).collect()
     };
     for sc in runs {
-        let r = run_one(sc, &a)?;
+        let r = run_one(sc, a)?;
         results.push(r);
         sys::check_interrupted()?;
     }
@@ -181,49 +150,10 @@ pub fn run(a: FanoutArgs, ctx: crate::cli::Ctx) -> anyhow::Result<std::process::
         valid: results.iter().all(|r| r.valid),
         scenarios: results,
     };
-    let text = match a.format {
-        super::BenchFormat::Json => crate::report::json::render(&report)?,
-        super::BenchFormat::Markdown => crate::report::markdown::bench::render(&report),
-        super::BenchFormat::Text => crate::report::text::bench::render(&report, &ctx.palette()),
-    };
-    if let Some(p) = &a.save_json {
-        crate::report::output::write_atomic(p, crate::report::json::render(&report)?.as_bytes())?;
-    }
-    crate::report::output::emit(&text, a.output.as_deref())?;
-    Ok(if report.valid {
-        std::process::ExitCode::SUCCESS
-    } else {
-        std::process::ExitCode::from(1)
-    })
+    Ok(report)
 }
 
-/// A scratch directory for one scenario's address file and logs, removed on drop.
-pub struct Scratch(pub PathBuf);
-
-impl Scratch {
-    pub fn new(tag: &str) -> anyhow::Result<Scratch> {
-        let p = std::env::temp_dir().join(format!(
-            "rtcheck-bench-{}-{tag}-{}",
-            std::process::id(),
-            sys::now_ns() % 1_000_000_000
-        ));
-        std::fs::create_dir_all(&p)
-            .map_err(|e| anyhow::anyhow!("{}: cannot create: {e}", p.display()))?;
-        Ok(Scratch(p))
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-fn tail(path: &Path, lines: usize) -> String {
-    let s = std::fs::read_to_string(path).unwrap_or_default();
-    let v: Vec<&str> = s.lines().filter(|l| !l.trim().is_empty()).collect();
-    v[v.len().saturating_sub(lines)..].join(" | ")
-}
+pub use crate::sys::serve::{tail, Scratch};
 
 pub fn progress_bar(len: u64, msg: String) -> ProgressBar {
     if !std::io::stderr().is_terminal() {
@@ -248,56 +178,15 @@ pub struct Server {
 }
 
 pub fn start_server(flags: &[String], scratch: &Scratch, raw: bool) -> anyhow::Result<Server> {
-    let exe = std::env::current_exe()?;
-    let addr_file = scratch.0.join("addr");
-    let log = scratch.0.join("server.log");
-    let logf = std::fs::File::create(&log)?;
-    let child = Command::new(exe)
-        .arg("serve")
-        .args(["--listen", "127.0.0.1:0", "--exit-with-parent"])
-        .arg("--addr-file")
-        .arg(&addr_file)
-        .args(flags)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::from(logf))
-        .spawn()
-        .map_err(|e| anyhow::anyhow!("cannot start the server process: {e}"))?;
-    let mut guard = ChildGuard::new(child, "server");
     let want = if raw { 2 } else { 1 };
-    let until = Instant::now() + Duration::from_secs(15);
-    loop {
-        sys::check_interrupted()?;
-        if let Some(st) = guard.try_exited() {
-            anyhow::bail!("server exited ({st}) before listening: {}", tail(&log, 3));
-        }
-        if let Ok(s) = std::fs::read_to_string(&addr_file) {
-            let lines: Vec<&str> = s.lines().filter(|l| !l.trim().is_empty()).collect();
-            if lines.len() >= want && s.ends_with('\n') {
-                let parse = |l: &str| -> anyhow::Result<SocketAddr> {
-                    l.trim()
-                        .parse()
-                        .map_err(|_| anyhow::anyhow!("{}: bad address `{l}`", addr_file.display()))
-                };
-                let data = parse(lines[0])?;
-                let control = if raw { parse(lines[1])? } else { data };
-                return Ok(Server {
-                    guard,
-                    data,
-                    control,
-                    log,
-                });
-            }
-        }
-        if Instant::now() > until {
-            anyhow::bail!(
-                "server did not write {} within 15 s: {}",
-                addr_file.display(),
-                tail(&log, 3)
-            );
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let wait = crate::sys::budget::Budget::new(crate::sys::serve::START_WAIT);
+    let c = crate::sys::serve::start(flags, &scratch.0, want, &wait)?;
+    Ok(Server {
+        data: c.addrs[0],
+        control: c.addrs[want - 1],
+        guard: c.guard,
+        log: c.log,
+    })
 }
 
 /// The load generator process and its event stream.
@@ -309,19 +198,17 @@ pub struct Loadgen {
 }
 
 pub fn start_loadgen(args: &[String], scratch: &Scratch) -> anyhow::Result<Loadgen> {
-    let exe = std::env::current_exe()?;
     let log = scratch.0.join("loadgen.log");
     let logf = std::fs::File::create(&log)?;
-    let mut child = Command::new(exe)
-        .args(["bench", "loadgen"])
+    let mut cmd = Command::new(crate::sys::child::exe()?);
+    cmd.args(["bench", "loadgen"])
         .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::from(logf))
-        .spawn()
-        .map_err(|e| anyhow::anyhow!("cannot start the load generator process: {e}"))?;
-    let stdin = child.stdin.take().expect("piped stdin");
-    let stdout = child.stdout.take().expect("piped stdout");
+        .stderr(Stdio::from(logf));
+    let mut guard = ChildGuard::spawn(cmd, "the load generator process")?;
+    let stdin = guard.child.stdin.take().expect("piped stdin");
+    let stdout = guard.child.stdout.take().expect("piped stdout");
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
         for line in std::io::BufReader::new(stdout).lines() {
@@ -334,7 +221,7 @@ pub fn start_loadgen(args: &[String], scratch: &Scratch) -> anyhow::Result<Loadg
         }
     });
     Ok(Loadgen {
-        guard: ChildGuard::new(child, "load generator"),
+        guard,
         stdin,
         events: rx,
         log,
@@ -406,48 +293,115 @@ impl Loadgen {
     }
 }
 
-fn run_one(sc: Option<Scenario>, a: &FanoutArgs) -> anyhow::Result<ScenarioResult> {
+fn run_one(sc: Option<Scenario>, a: &FanoutOptions) -> anyhow::Result<ScenarioResult> {
     let name = sc
         .map(|s| s.name().to_string())
         .unwrap_or_else(|| "external".into());
-    let scratch = Scratch::new(&name)?;
+    let scratch = Scratch::new(&format!("bench-{name}"))?;
     let slow = a.slow_for(sc);
-    let mut server = None;
-    let (url, ctrl) = match sc {
-        Some(s) => {
-            let mut flags = vec![
-                "--wait-start".to_string(),
-                "--rounds".into(),
-                a.rounds.to_string(),
-                "--rate".into(),
-                a.rate.to_string(),
-                "--size".into(),
-                a.size.to_string(),
-            ];
-            flags.extend(s.server_flags());
-            let srv = start_server(&flags, &scratch, s.is_floor())?;
-            let url = if s.is_floor() {
-                format!("tcp://{}", srv.data)
-            } else {
-                format!("ws://{}/ws", srv.data)
-            };
-            let c = srv.control;
-            server = Some(srv);
-            (url, c)
-        }
-        None => {
-            let url = a.server.clone().unwrap_or_default();
-            let (_, addr, _) = parse_target(&url)?;
-            (url, addr)
-        }
+    let (mut server, url, ctrl) = target(sc, a, &scratch)?;
+    let sched = Schedule::new(a, slow);
+    let mut lg = start_loadgen(&loadgen_args(a, &url, slow, &sched), &scratch)?;
+    let (connected, _failed) = lg.wait_connected(a.connections, a.connect_timeout, &name)?;
+    let stats_before = begin(sc.is_some(), &name, ctrl, a.rounds)?;
+    let healthy = connected.saturating_sub(slow);
+    let mut w = watch_rounds(a, &mut lg, ctrl, healthy, &sched, &name, &stats_before)?;
+    let (at_bound, cutoff) = stop_at_bound(a, &mut lg, ctrl, slow, &sched, &w.last)?;
+    let mut final_stats = control::stats(ctrl).ok().or(w.last.take());
+    if let Some(s) = final_stats.as_mut() {
+        s.rounds_sent = s.rounds_sent.min(cutoff);
+        w.peak_rss = Some(w.peak_rss.unwrap_or(0).max(s.rss_bytes));
+    }
+    let duration_s = w.t0.elapsed().as_secs_f64();
+    // Frames already in flight when the snapshot was taken still arrive.
+    std::thread::sleep(Duration::from_millis(300));
+    let result = lg.finish(Duration::from_secs(30))?;
+    let lg_clean = lg.guard.wait_or_terminate(Duration::from_secs(5));
+    let srv_clean = server
+        .as_mut()
+        .map(|s| s.guard.terminate(Duration::from_secs(5)).1);
+    let mut r = validity::analyze(&Inputs {
+        name: name.clone(),
+        description: sc
+            .map(|s| s.describe().to_string())
+            .unwrap_or_else(|| format!("external server {url}")),
+        stall_expected: sc.map(|s| s.stall_expected()).unwrap_or(false),
+        lg: &result,
+        server: final_stats.as_ref(),
+        server_cpu_start: stats_before.as_ref().map(|s| s.cpu_seconds),
+        server_peak_rss: w.peak_rss,
+        rounds_total: a.rounds,
+        rate: a.rate,
+        duration_s,
+        time_bound_s: sched.bound_s,
+    });
+    r.checks.push(cleanup_check(lg_clean, srv_clean));
+    r.rounds_published_at_bound = at_bound.as_ref().map(|s| s.rounds_sent);
+    if let Some(s) = sc {
+        r.reference = s.evidence().map(crate::evidence::reference);
+        add_shape_notes(s, &mut r, a, at_bound.as_ref().map(|s| s.rounds_sent));
+    }
+    Ok(r)
+}
+
+/// Where the load goes: the scenario's own embedded server (started here), or `--server`.
+/// Returns the server guard (None for an external one), the load URL and the control address.
+fn target(
+    sc: Option<Scenario>,
+    a: &FanoutOptions,
+    scratch: &Scratch,
+) -> anyhow::Result<(Option<Server>, String, SocketAddr)> {
+    let Some(s) = sc else {
+        let url = a.server.clone().unwrap_or_default();
+        let (_, addr, _) = parse_target(&url)?;
+        return Ok((None, url, addr));
     };
-    let drain = a.drain.as_secs_f64();
-    let slow_release = if slow > 0 { 1.5 } else { 0.0 };
-    let schedule_s = a.rounds as f64 / a.rate;
-    let bound_s = schedule_s + drain + slow_release;
-    let lg_args = vec![
+    let mut flags = vec![
+        "--wait-start".to_string(),
+        "--rounds".into(),
+        a.rounds.to_string(),
+        "--rate".into(),
+        a.rate.to_string(),
+        "--size".into(),
+        a.size.to_string(),
+    ];
+    flags.extend(s.server_flags());
+    let srv = start_server(&flags, scratch, s.is_floor())?;
+    let url = if s.is_floor() {
+        format!("tcp://{}", srv.data)
+    } else {
+        format!("ws://{}/ws", srv.data)
+    };
+    let c = srv.control;
+    Ok((Some(srv), url, c))
+}
+
+/// The run's timing: publishing schedule, drain, slow-client release, and the time bound.
+struct Schedule {
+    schedule_s: f64,
+    drain_s: f64,
+    slow_release_s: f64,
+    bound_s: f64,
+}
+
+impl Schedule {
+    fn new(a: &FanoutOptions, slow: u64) -> Schedule {
+        let drain_s = a.drain.as_secs_f64();
+        let slow_release_s = if slow > 0 { 1.5 } else { 0.0 };
+        let schedule_s = a.rounds as f64 / a.rate;
+        Schedule {
+            schedule_s,
+            drain_s,
+            slow_release_s,
+            bound_s: schedule_s + drain_s + slow_release_s,
+        }
+    }
+}
+
+fn loadgen_args(a: &FanoutOptions, url: &str, slow: u64, sched: &Schedule) -> Vec<String> {
+    vec![
         "--url".to_string(),
-        url.clone(),
+        url.to_string(),
         "--connections".into(),
         a.connections.to_string(),
         "--slow".into(),
@@ -455,24 +409,52 @@ fn run_one(sc: Option<Scenario>, a: &FanoutArgs) -> anyhow::Result<ScenarioResul
         "--rounds".into(),
         a.rounds.to_string(),
         "--max-seconds".into(),
-        ((bound_s + a.connect_timeout.as_secs_f64() + 30.0) as u64).to_string(),
-    ];
-    let mut lg = start_loadgen(&lg_args, &scratch)?;
-    let (connected, _failed) = lg.wait_connected(a.connections, a.connect_timeout, &name)?;
+        ((sched.bound_s + a.connect_timeout.as_secs_f64() + 30.0) as u64).to_string(),
+    ]
+}
 
+/// Stats before publishing, then start it. Embedded servers wait for the start and must
+/// answer both; another server may already be publishing and may have no stats.
+fn begin(
+    embedded: bool,
+    name: &str,
+    ctrl: SocketAddr,
+    rounds: u64,
+) -> anyhow::Result<Option<ServerStats>> {
     let stats_before = control::stats(ctrl).ok();
-    if sc.is_some() && stats_before.is_none() {
+    if embedded && stats_before.is_none() {
         anyhow::bail!("{name}: server at {ctrl} has no /control/stats");
     }
-    // Embedded servers wait for this; another server may already be publishing.
-    let started = control::start(ctrl, a.rounds);
-    if sc.is_some() {
+    let started = control::start(ctrl, rounds);
+    if embedded {
         started?;
     }
-    let t0 = Instant::now();
-    let healthy = connected.saturating_sub(slow);
-    let mut peak_rss = stats_before.as_ref().map(|s| s.rss_bytes);
-    let mut last_stats: Option<ServerStats> = stats_before.clone();
+    Ok(stats_before)
+}
+
+/// What watching the rounds left: when it started, peak server RSS, last stats read.
+struct Watch {
+    t0: Instant,
+    peak_rss: Option<u64>,
+    last: Option<ServerStats>,
+}
+
+/// Follow the rounds until the schedule and drain are over or every healthy client has
+/// the last round (or was removed).
+fn watch_rounds(
+    a: &FanoutOptions,
+    lg: &mut Loadgen,
+    ctrl: SocketAddr,
+    healthy: u64,
+    sched: &Schedule,
+    name: &str,
+    stats_before: &Option<ServerStats>,
+) -> anyhow::Result<Watch> {
+    let mut w = Watch {
+        t0: Instant::now(),
+        peak_rss: stats_before.as_ref().map(|s| s.rss_bytes),
+        last: stats_before.clone(),
+    };
     let pb = progress_bar(a.rounds, format!("{name}: rounds"));
     let (mut complete, mut removed) = (0u64, 0u64);
     // /control/stats costs the server a walk of /proc/self/fd (about 8 ms at 10,000
@@ -480,15 +462,14 @@ fn run_one(sc: Option<Scenario>, a: &FanoutArgs) -> anyhow::Result<ScenarioResul
     let mut next_poll = Instant::now() + Duration::from_secs(1);
     loop {
         sys::check_interrupted()?;
-        let el = t0.elapsed().as_secs_f64();
-        if el > schedule_s + drain {
+        if w.t0.elapsed().as_secs_f64() > sched.schedule_s + sched.drain_s {
             break;
         }
         if Instant::now() >= next_poll {
             next_poll = Instant::now() + Duration::from_secs(1);
             if let Ok(s) = control::stats(ctrl) {
-                peak_rss = Some(peak_rss.unwrap_or(0).max(s.rss_bytes));
-                last_stats = Some(s);
+                w.peak_rss = Some(w.peak_rss.unwrap_or(0).max(s.rss_bytes));
+                w.last = Some(s);
             }
         }
         if let Some(Event::Progress {
@@ -507,10 +488,23 @@ fn run_one(sc: Option<Scenario>, a: &FanoutArgs) -> anyhow::Result<ScenarioResul
         }
     }
     pb.finish_and_clear();
+    Ok(w)
+}
+
+/// Snapshot the hub at the time bound, tell the load generator the cutoff, then release
+/// the slow clients. Returns the snapshot and the cutoff round.
+fn stop_at_bound(
+    a: &FanoutOptions,
+    lg: &mut Loadgen,
+    ctrl: SocketAddr,
+    slow: u64,
+    sched: &Schedule,
+    last: &Option<ServerStats>,
+) -> anyhow::Result<(Option<ServerStats>, u64)> {
     // Where the hub stood at the time bound, before anything was released.
     let at_bound = control::stats(ctrl)
         .ok()
-        .or_else(|| last_stats.clone())
+        .or_else(|| last.clone())
         .map(|mut s| {
             s.rounds_sent = s.rounds_sent.min(a.rounds);
             s
@@ -527,50 +521,21 @@ fn run_one(sc: Option<Scenario>, a: &FanoutArgs) -> anyhow::Result<ScenarioResul
         // As in the seed: closing the slow clients at the end releases stuck writers, and
         // what they then deliver (20 s late in C1) is part of the result.
         lg.send(CMD_CLOSE_SLOW);
-        let until = Instant::now() + Duration::from_secs_f64(slow_release);
+        let until = Instant::now() + Duration::from_secs_f64(sched.slow_release_s);
         while Instant::now() < until {
             sys::check_interrupted()?;
             let _ = lg.next(Duration::from_millis(100))?;
         }
     }
-    let mut final_stats = control::stats(ctrl).ok().or(last_stats);
-    if let Some(s) = final_stats.as_mut() {
-        s.rounds_sent = s.rounds_sent.min(cutoff);
-    }
-    if let Some(s) = &final_stats {
-        peak_rss = Some(peak_rss.unwrap_or(0).max(s.rss_bytes));
-    }
-    let duration_s = t0.elapsed().as_secs_f64();
-    // Frames already in flight when the snapshot was taken still arrive.
-    std::thread::sleep(Duration::from_millis(300));
-    let result = lg.finish(Duration::from_secs(30))?;
-    let lg_clean = lg.guard.wait_or_terminate(Duration::from_secs(5));
-    let srv_clean = match server.as_mut() {
-        Some(s) => s.guard.terminate(Duration::from_secs(5)),
-        None => true,
-    };
-    let mut r = validity::analyze(&Inputs {
-        name: name.clone(),
-        description: sc
-            .map(|s| s.describe().to_string())
-            .unwrap_or_else(|| format!("external server {url}")),
-        stall_expected: sc.map(|s| s.stall_expected()).unwrap_or(false),
-        lg: &result,
-        server: final_stats.as_ref(),
-        server_cpu_start: stats_before.as_ref().map(|s| s.cpu_seconds),
-        server_peak_rss: peak_rss,
-        rounds_total: a.rounds,
-        rate: a.rate,
-        duration_s,
-        time_bound_s: bound_s,
-    });
-    r.checks.push(Check {
+    Ok((at_bound, cutoff))
+}
+
+/// Did both children leave cleanly? `server_clean` is None for an external server.
+fn cleanup_check(lg_clean: bool, server_clean: Option<bool>) -> Check {
+    let clean = lg_clean && server_clean != Some(false);
+    Check {
         name: "cleanup".into(),
-        status: if lg_clean && srv_clean {
-            Status::Pass
-        } else {
-            Status::Warn
-        },
+        status: if clean { Status::Pass } else { Status::Warn },
         detail: format!(
             "load generator {}; {}",
             if lg_clean {
@@ -578,21 +543,13 @@ fn run_one(sc: Option<Scenario>, a: &FanoutArgs) -> anyhow::Result<ScenarioResul
             } else {
                 "had to be killed"
             },
-            if server.is_none() {
-                "external server: not ours to stop"
-            } else if srv_clean {
-                "server exited on SIGTERM"
-            } else {
-                "server had to be killed (SIGKILL)"
+            match server_clean {
+                None => "external server: not ours to stop",
+                Some(true) => "server exited on SIGTERM",
+                Some(false) => "server had to be killed (SIGKILL)",
             }
         ),
-    });
-    r.rounds_published_at_bound = at_bound.as_ref().map(|s| s.rounds_sent);
-    if let Some(s) = sc {
-        r.reference = s.evidence().map(crate::evidence::reference);
-        add_shape_notes(s, &mut r, a, at_bound.as_ref().map(|s| s.rounds_sent));
     }
-    Ok(r)
 }
 
 /// Last round inside the measurement window: the one in progress at the bound counts. The
@@ -605,7 +562,7 @@ pub fn cutoff_after(rounds_sent: u64, rounds: u64) -> u64 {
 fn add_shape_notes(
     s: Scenario,
     r: &mut ScenarioResult,
-    a: &FanoutArgs,
+    a: &FanoutOptions,
     sent_at_bound: Option<u64>,
 ) {
     match s {
@@ -649,48 +606,6 @@ fn add_shape_notes(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::Parser;
-
-    #[derive(Parser)]
-    struct Wrap {
-        #[command(flatten)]
-        a: FanoutArgs,
-    }
-
-    fn runs(args: &[&str]) -> Vec<&'static str> {
-        let w = Wrap::try_parse_from(std::iter::once("x").chain(args.iter().copied())).unwrap();
-        w.a.scenarios().iter().map(|s| s.name()).collect()
-    }
-
-    #[test]
-    fn the_floor_runs_first_unless_refused() {
-        assert_eq!(runs(&["--scenario", "A,C1"]), ["F", "A", "C1"]);
-        assert_eq!(runs(&["--scenario", "C3,F"]), ["F", "C3"]);
-        assert_eq!(runs(&["--scenario", "A", "--no-floor"]), ["A"]);
-        assert_eq!(runs(&[]).len(), 8);
-    }
-
-    fn parse(args: &[&str]) -> FanoutArgs {
-        Wrap::try_parse_from(std::iter::once("x").chain(args.iter().copied()))
-            .unwrap()
-            .a
-    }
-
-    #[test]
-    fn a_schedule_longer_than_an_hour_is_refused() {
-        for rate in ["0.000001", "1e-300"] {
-            let e = validate(&parse(&["--rounds", "10", "--rate", rate]))
-                .unwrap_err()
-                .to_string();
-            assert!(e.contains("the bound is 3600 s"), "{e}");
-            assert!(!e.contains('\n'), "{e}");
-        }
-        // 3600 rounds at 1/s is exactly the bound: not refused for its length.
-        let e = validate(&parse(&["--rounds", "3600", "--rate", "1"]));
-        assert!(e
-            .as_ref()
-            .map_or_else(|e| !e.to_string().contains("bound is"), |_| true));
-    }
 
     #[test]
     fn cutoff_survives_a_hostile_rounds_sent() {
@@ -698,5 +613,37 @@ mod tests {
         assert_eq!(cutoff_after(3, 100), 4);
         assert_eq!(cutoff_after(100, 100), 100);
         assert_eq!(cutoff_after(0, 5), 1);
+    }
+
+    #[test]
+    fn schedule_and_cleanup_pieces() {
+        let a = FanoutOptions {
+            connections: 2000,
+            rounds: 100,
+            size: 1024,
+            rate: 5.0,
+            slow: Some(3),
+            scenario: scenario::ScenarioList(vec![Scenario::A]),
+            no_floor: false,
+            server: None,
+            connect_timeout: Duration::from_secs(60),
+            drain: Duration::from_secs(5),
+        };
+        let s = Schedule::new(&a, 3);
+        assert!((s.schedule_s - 20.0).abs() < 1e-9);
+        assert!((s.bound_s - (20.0 + a.drain.as_secs_f64() + 1.5)).abs() < 1e-9);
+        assert_eq!(Schedule::new(&a, 0).slow_release_s, 0.0);
+        let args = loadgen_args(&a, "ws://127.0.0.1:1/ws", 3, &s);
+        let at = |k: &str| args[args.iter().position(|x| x == k).unwrap() + 1].clone();
+        assert_eq!((at("--slow"), at("--rounds")), ("3".into(), "100".into()));
+        assert_eq!(cleanup_check(true, Some(true)).status, Status::Pass);
+        assert_eq!(cleanup_check(true, None).status, Status::Pass);
+        assert!(cleanup_check(true, None)
+            .detail
+            .contains("not ours to stop"));
+        assert_eq!(cleanup_check(false, None).status, Status::Warn);
+        let c = cleanup_check(true, Some(false));
+        assert_eq!(c.status, Status::Warn);
+        assert!(c.detail.contains("SIGKILL"), "{}", c.detail);
     }
 }

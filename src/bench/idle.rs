@@ -4,7 +4,6 @@ use super::control;
 use super::fanout::{start_loadgen, start_server, Scratch};
 use super::model::{IdleReport, IdleResult};
 use super::sys;
-use std::path::PathBuf;
 use std::time::Duration;
 
 /// The issue's target: at most 6 KB RSS per idle WebSocket connection at 10,000.
@@ -16,26 +15,15 @@ pub enum IdleProto {
     Sse,
 }
 
-#[derive(Debug, Clone, clap::Args)]
-#[command(after_help = "\
-Examples:
-  rtcheck bench idle --connections 10000           RSS per idle WebSocket and SSE connection
-  rtcheck bench idle --connections 2000 --format json")]
-pub struct IdleArgs {
-    #[arg(long, default_value_t = 10_000)]
+/// What `bench idle` measures (the command layer fills it from its flags).
+#[derive(Debug, Clone)]
+pub struct IdleOptions {
     pub connections: u64,
-    /// Protocols to measure, comma-separated.
-    #[arg(long, value_enum, value_delimiter = ',', default_value = "ws,sse")]
+    /// Protocols to measure, in order.
     pub protocol: Vec<IdleProto>,
     /// Time to let the server settle after the last connection before reading RSS.
-    #[arg(long, default_value = "2s", value_parser = crate::units::parse_duration)]
     pub settle: Duration,
-    #[arg(long, default_value = "120s", value_parser = crate::units::parse_duration)]
     pub connect_timeout: Duration,
-    #[arg(long, value_enum, default_value_t = super::BenchFormat::Text)]
-    pub format: super::BenchFormat,
-    #[arg(long)]
-    pub output: Option<PathBuf>,
 }
 
 /// Bytes per connection, or None when nothing connected or RSS did not grow (a shrinking
@@ -58,7 +46,8 @@ pub fn rss_growth_problem(before: u64, after: u64) -> Option<String> {
     }
 }
 
-pub fn run(a: IdleArgs, ctx: crate::cli::Ctx) -> anyhow::Result<std::process::ExitCode> {
+/// Measure each protocol in turn: the report every format renders.
+pub fn run(a: &IdleOptions) -> anyhow::Result<IdleReport> {
     if a.connections == 0 {
         anyhow::bail!("--connections must be at least 1");
     }
@@ -67,7 +56,7 @@ pub fn run(a: IdleArgs, ctx: crate::cli::Ctx) -> anyhow::Result<std::process::Ex
     sys::install_interrupt_handler();
     let mut results = Vec::new();
     for p in &a.protocol {
-        results.push(measure(*p, &a)?);
+        results.push(measure(*p, a)?);
         sys::check_interrupted()?;
     }
     let report = IdleReport {
@@ -78,27 +67,15 @@ pub fn run(a: IdleArgs, ctx: crate::cli::Ctx) -> anyhow::Result<std::process::Ex
         results,
         reference: crate::evidence::reference("conn-ram"),
     };
-    let text = match a.format {
-        super::BenchFormat::Json => crate::report::json::render(&report)?,
-        super::BenchFormat::Markdown => crate::report::markdown::bench::render_idle(&report),
-        super::BenchFormat::Text => {
-            crate::report::text::bench::render_idle(&report, &ctx.palette())
-        }
-    };
-    crate::report::output::emit(&text, a.output.as_deref())?;
-    Ok(if report.valid {
-        std::process::ExitCode::SUCCESS
-    } else {
-        std::process::ExitCode::from(1)
-    })
+    Ok(report)
 }
 
-fn measure(p: IdleProto, a: &IdleArgs) -> anyhow::Result<IdleResult> {
+fn measure(p: IdleProto, a: &IdleOptions) -> anyhow::Result<IdleResult> {
     let name = match p {
         IdleProto::Ws => "ws",
         IdleProto::Sse => "sse",
     };
-    let scratch = Scratch::new(&format!("idle-{name}"))?;
+    let scratch = Scratch::new(&format!("bench-idle-{name}"))?;
     // --wait-start and never started: the clients stay idle.
     let flags: Vec<String> = ["--wait-start", "--rounds", "1"]
         .iter()

@@ -4,8 +4,8 @@
 //! Runs in its own process so it stays under its own open-files limit and the server's
 //! allocator and scheduler are not measured together with it.
 use super::stats::{self, ClientSamples};
-use super::sys;
 use super::wire::{Event, LoadgenResult, CMD_CLOSE_SLOW, CMD_CUTOFF, CMD_STOP};
+use crate::sys::{clock, limits};
 use futures_util::StreamExt;
 use std::io::Write;
 use std::net::SocketAddr;
@@ -15,29 +15,21 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::{watch, Semaphore};
 
-#[derive(Debug, Clone, clap::Args)]
-pub struct LoadgenArgs {
-    /// ws://HOST:PORT/PATH (WebSocket), tcp://HOST:PORT (raw length-prefixed frames),
-    /// http://HOST:PORT/PATH (Server-Sent Events). Loopback only.
-    #[arg(long)]
+/// What the load generator process does (`cmd::bench::LoadgenOptions` are its flags).
+#[derive(Debug, Clone)]
+pub struct LoadgenOptions {
+    /// ws://, tcp:// or http:// target on loopback.
     pub url: String,
-    #[arg(long, default_value_t = 100)]
     pub connections: u64,
     /// Clients that connect with a small receive buffer and never read.
-    #[arg(long, default_value_t = 0)]
     pub slow: u64,
     /// Rounds expected (seq 1..=rounds); 0 = idle clients, nothing expected.
-    #[arg(long, default_value_t = 100)]
     pub rounds: u64,
-    #[arg(long, default_value_t = 2048)]
     pub slow_rcvbuf: u32,
     /// Hard stop: the process ends by itself after this long even without a stop command.
-    #[arg(long, default_value_t = 300)]
     pub max_seconds: u64,
-    #[arg(long, default_value_t = 64)]
     pub connect_concurrency: usize,
-    /// WebSocket read buffer per client (small: 10,000 clients share one process).
-    #[arg(long, default_value_t = 4096)]
+    /// WebSocket read buffer per client.
     pub read_buffer: usize,
 }
 
@@ -63,13 +55,13 @@ pub fn parse_target(url: &str) -> anyhow::Result<(Proto, SocketAddr, String)> {
         Some(i) => (&rest[..i], rest[i..].to_string()),
         None => (rest, "/".to_string()),
     };
-    let host_port = hostport.replace("localhost", "127.0.0.1");
-    let addr: SocketAddr = host_port.parse().map_err(|_| {
+    // One loopback check for the whole crate: an IP literal or the name `localhost`.
+    let addr = crate::sys::addr::parse_host_port(hostport).ok_or_else(|| {
         anyhow::anyhow!(
             "{url}: host must be a loopback IP with a port, e.g. ws://127.0.0.1:8080/ws"
         )
     })?;
-    if !addr.ip().is_loopback() {
+    if !crate::sys::addr::is_loopback(addr.ip()) {
         anyhow::bail!(
             "{url}: {} is not a loopback address; live traffic goes only to 127.0.0.0/8 or ::1",
             addr.ip()
@@ -129,14 +121,14 @@ const RUN: u8 = 0;
 const CLOSE_SLOW: u8 = 1;
 const STOP: u8 = 2;
 
-pub fn run(a: LoadgenArgs) -> anyhow::Result<std::process::ExitCode> {
+pub fn run(a: LoadgenOptions) -> anyhow::Result<std::process::ExitCode> {
     let (proto, addr, path) = parse_target(&a.url)?;
     if a.slow > a.connections {
         anyhow::bail!("--slow {} exceeds --connections {}", a.slow, a.connections);
     }
-    let (_, hard) = sys::raise_nofile()?;
-    sys::check_fd_budget(a.connections, hard)?;
-    let cores = sys::cores();
+    let (_, hard) = limits::raise_nofile_to_hard()?;
+    limits::check_fd_budget(a.connections, hard)?;
+    let cores = clock::cores();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(cores as usize)
         .enable_all()
@@ -166,15 +158,50 @@ fn emit(ev: &Event) {
     }
 }
 
-async fn drive(a: LoadgenArgs, cfg: Arc<Cfg>, cores: u64) -> anyhow::Result<LoadgenResult> {
+async fn drive(a: LoadgenOptions, cfg: Arc<Cfg>, cores: u64) -> anyhow::Result<LoadgenResult> {
     let hard_stop = hard_stop_at(Instant::now(), a.max_seconds);
     let counters = Arc::new(Counters::default());
     let (stop_tx, stop_rx) = watch::channel(RUN);
     let sem = Arc::new(Semaphore::new(a.connect_concurrency.max(1)));
-    let cpu0 = sys::cpu_seconds();
+    let cpu0 = clock::cpu_seconds();
+    let mut cmd_rx = read_commands();
+    let tasks: Vec<_> = (0..a.connections)
+        .map(|i| {
+            tokio::spawn(client(
+                is_slow(i, a.connections, a.slow),
+                cfg.clone(),
+                counters.clone(),
+                sem.clone(),
+                stop_rx.clone(),
+            ))
+        })
+        .collect();
+    connect_phase(a.connections, &counters, &mut cmd_rx, hard_stop).await;
+    let cpu1 = clock::cpu_seconds();
+    let t_run = Instant::now();
+    emit(&Event::Connected {
+        connected: counters.connected.load(Relaxed),
+        failed: counters.failed.load(Relaxed),
+    });
+    let cutoff = run_phase(&counters, &mut cmd_rx, &stop_tx, hard_stop).await;
+    let _ = stop_tx.send(STOP);
+    let cpu2 = clock::cpu_seconds();
+    let wall = t_run.elapsed().as_secs_f64();
+    let outs = collect(tasks).await;
+    Ok(summarize(
+        &a,
+        outs,
+        cutoff,
+        cores,
+        cpu1 - cpu0,
+        cpu2 - cpu1,
+        wall,
+    ))
+}
 
-    // Commands from the orchestrator; EOF (orchestrator gone) means stop.
-    let (cmd_tx, mut cmd_rx) = tokio::sync::mpsc::unbounded_channel::<String>();
+/// Commands from the orchestrator, one per stdin line; EOF (orchestrator gone) means stop.
+fn read_commands() -> tokio::sync::mpsc::UnboundedReceiver<String> {
+    let (cmd_tx, cmd_rx) = tokio::sync::mpsc::unbounded_channel::<String>();
     std::thread::spawn(move || {
         let stdin = std::io::stdin();
         let mut line = String::new();
@@ -193,32 +220,28 @@ async fn drive(a: LoadgenArgs, cfg: Arc<Cfg>, cores: u64) -> anyhow::Result<Load
             }
         }
     });
+    cmd_rx
+}
 
-    let mut tasks = Vec::with_capacity(a.connections as usize);
-    for i in 0..a.connections {
-        let slow = is_slow(i, a.connections, a.slow);
-        tasks.push(tokio::spawn(client(
-            slow,
-            cfg.clone(),
-            counters.clone(),
-            sem.clone(),
-            stop_rx.clone(),
-        )));
-    }
-
-    // Connect phase.
+/// Report connect progress until every client connected or failed (or stop, or the bound).
+async fn connect_phase(
+    total: u64,
+    counters: &Counters,
+    cmd_rx: &mut tokio::sync::mpsc::UnboundedReceiver<String>,
+    hard_stop: Instant,
+) {
     let mut tick = tokio::time::interval(Duration::from_millis(200));
     loop {
         tick.tick().await;
         let done = counters.connected.load(Relaxed);
         let failed = counters.failed.load(Relaxed);
-        if done + failed >= a.connections {
+        if done + failed >= total {
             break;
         }
         emit(&Event::Connecting {
             done,
             failed,
-            total: a.connections,
+            total,
         });
         if let Ok(c) = cmd_rx.try_recv() {
             if c == CMD_STOP {
@@ -229,14 +252,16 @@ async fn drive(a: LoadgenArgs, cfg: Arc<Cfg>, cores: u64) -> anyhow::Result<Load
             break;
         }
     }
-    let cpu1 = sys::cpu_seconds();
-    let t_run = Instant::now();
-    emit(&Event::Connected {
-        connected: counters.connected.load(Relaxed),
-        failed: counters.failed.load(Relaxed),
-    });
+}
 
-    // Run phase: progress until told to stop (or the hard bound).
+/// Report progress until told to stop (or the hard bound); returns the cutoff round if
+/// the orchestrator sent one. `close-slow` is passed on to the clients.
+async fn run_phase(
+    counters: &Counters,
+    cmd_rx: &mut tokio::sync::mpsc::UnboundedReceiver<String>,
+    stop_tx: &watch::Sender<u8>,
+    hard_stop: Instant,
+) -> Option<u64> {
     let mut tick = tokio::time::interval(Duration::from_millis(250));
     let mut cutoff: Option<u64> = None;
     loop {
@@ -260,10 +285,11 @@ async fn drive(a: LoadgenArgs, cfg: Arc<Cfg>, cores: u64) -> anyhow::Result<Load
             }
         }
     }
-    let _ = stop_tx.send(STOP);
-    let cpu2 = sys::cpu_seconds();
-    let wall = t_run.elapsed().as_secs_f64();
+    cutoff
+}
 
+/// Every client's outcome; a task that does not stop within 5 s counts as an error.
+async fn collect(tasks: Vec<tokio::task::JoinHandle<ClientOut>>) -> Vec<ClientOut> {
     let mut outs = Vec::with_capacity(tasks.len());
     for t in tasks {
         match tokio::time::timeout(Duration::from_secs(5), t).await {
@@ -274,19 +300,11 @@ async fn drive(a: LoadgenArgs, cfg: Arc<Cfg>, cores: u64) -> anyhow::Result<Load
             }),
         }
     }
-    Ok(summarize(
-        &a,
-        outs,
-        cutoff,
-        cores,
-        cpu1 - cpu0,
-        cpu2 - cpu1,
-        wall,
-    ))
+    outs
 }
 
 fn summarize(
-    a: &LoadgenArgs,
+    a: &LoadgenOptions,
     outs: Vec<ClientOut>,
     cutoff: Option<u64>,
     cores: u64,
@@ -445,7 +463,7 @@ fn record(out: &mut ClientOut, counters: &Counters, rounds: u64, decoded: Option
         out.undecodable += 1;
         return;
     };
-    let lat_us = (sys::now_ns().saturating_sub(sched) / 1000).min(u32::MAX as u64) as u32;
+    let lat_us = (clock::now_ns().saturating_sub(sched) / 1000).min(u32::MAX as u64) as u32;
     counters.received.fetch_add(1, Relaxed);
     if seq == 0 || seq > rounds {
         out.beyond += 1;
@@ -684,19 +702,24 @@ mod tests {
         let (p, a, _) = parse_target("ws://[::1]:80/x").unwrap();
         assert!(a.is_ipv6() && p == Proto::Ws);
         assert!(parse_target("ws://localhost:80/").is_ok());
+        let (_, a, _) = parse_target("ws://[::ffff:127.0.0.1]:80/").unwrap();
+        assert_eq!(a.port(), 80);
         for bad in [
             "ws://10.0.0.1:80/ws",
             "ws://example.com:80/",
             "wss://127.0.0.1:443/",
             "ws://127.0.0.1/ws",
             "ws://127.0.0.1:0/ws",
+            "ws://localhost.example.com:80/",
+            "ws://notlocalhost:80/",
+            "ws://[::ffff:10.0.0.1]:80/",
         ] {
             assert!(parse_target(bad).is_err(), "{bad}");
         }
     }
 
-    fn args(rounds: u64, slow: u64) -> LoadgenArgs {
-        LoadgenArgs {
+    fn args(rounds: u64, slow: u64) -> LoadgenOptions {
+        LoadgenOptions {
             url: "ws://127.0.0.1:1/ws".into(),
             connections: 3,
             slow,

@@ -1,6 +1,7 @@
 //! Result types of `bench fanout` and `bench idle` (rendered by report::{text,markdown}::bench
 //! and serialized as JSON).
-use crate::report::{EvidenceRef, Status};
+use crate::evidence::EvidenceRef;
+use crate::findings::Status;
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

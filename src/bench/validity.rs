@@ -1,11 +1,11 @@
 //! Pure: turn what the load generator and the server reported into one scenario result,
 //! with its independent checks. A check that fails makes the result invalid, and an invalid
 //! result carries no latency numbers.
-use super::control::ServerStats;
 use super::model::{Accounting, Check, ScenarioResult};
 use super::stats;
 use super::wire::LoadgenResult;
-use crate::report::Status;
+use crate::findings::Status;
+use crate::sys::control::ServerStats;
 
 /// Load generator CPU above this share of its cores means it measured itself.
 pub const LOADGEN_CPU_LIMIT: f64 = 0.90;
@@ -115,88 +115,124 @@ fn check(name: &str, status: Status, detail: String) -> Check {
 }
 
 pub fn analyze(inp: &Inputs) -> ScenarioResult {
-    let lg = inp.lg;
     let acc = account(inp);
-    let mut checks = Vec::new();
-    let mut notes = Vec::new();
+    let checks = checks(inp, &acc);
+    let valid = checks.iter().all(|c| c.status != Status::Fail);
+    let notes = notes(inp, &checks, valid);
+    result(inp, acc, checks, notes, valid)
+}
 
-    // 0. Something was measured at all: a peer that never sends a frame has no latency.
+/// Every independent check, in report order; a check that does not apply is absent.
+fn checks(inp: &Inputs, acc: &Accounting) -> Vec<Check> {
+    let lg = inp.lg;
+    [
+        Some(samples_received(lg, acc)),
+        Some(accounting_identity(acc)),
+        rounds_published(inp, acc),
+        server_agrees(inp),
+        Some(samples_accounted(acc)),
+        Some(connections(lg)),
+        Some(loadgen_cpu(lg)),
+        Some(round_start_drift(inp)),
+        Some(nodelay(inp)),
+        Some(seq_order(lg)),
+        time_bound(inp),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
+}
+
+/// Something was measured at all: a peer that never sends a frame has no latency.
+fn samples_received(lg: &LoadgenResult, acc: &Accounting) -> Check {
     if lg.samples == 0 || acc.received == 0 {
-        checks.push(check(
+        check(
             "samples received",
             Status::Fail,
             format!(
                 "{} samples, {} of {} expected received: the server sent nothing to measure",
                 lg.samples, acc.received, acc.expected
             ),
-        ));
+        )
     } else {
-        checks.push(check(
+        check(
             "samples received",
             Status::Pass,
             format!("{} samples", lg.samples),
-        ));
+        )
     }
-    // 0b. The categories must add up to the expectation exactly; a gap means the
-    // accounting itself is wrong, whatever the other checks say.
-    if let Some(gap) = accounting_gap(&acc) {
-        checks.push(check("accounting identity", Status::Fail, gap));
-    } else {
-        checks.push(check(
+}
+
+/// The categories must add up to the expectation exactly; a gap means the accounting
+/// itself is wrong, whatever the other checks say.
+fn accounting_identity(acc: &Accounting) -> Check {
+    match accounting_gap(acc) {
+        Some(gap) => check("accounting identity", Status::Fail, gap),
+        None => check(
             "accounting identity",
             Status::Pass,
             format!("categories sum to expected {}", acc.expected),
-        ));
+        ),
     }
-    // 0c. Rounds never published are only a result where a stall is the point (C1/C2).
-    if acc.unpublished > 0 && !inp.stall_expected {
-        checks.push(check(
+}
+
+/// Rounds never published are only a result where a stall is the point (C1/C2).
+fn rounds_published(inp: &Inputs, acc: &Accounting) -> Option<Check> {
+    (acc.unpublished > 0 && !inp.stall_expected).then(|| {
+        check(
             "rounds published",
             Status::Fail,
             format!(
                 "{} samples in rounds the server never published ({} rounds asked); only C1/C2 expect a stall",
                 acc.unpublished, inp.rounds_total
             ),
-        ));
-    }
-    // 0d. The server's own count must not contradict what the clients saw. One round may be
-    // in progress when stats are read (rounds_sent counts finished rounds), hence the + 1.
-    if let (Some(s), Some(top)) = (inp.server, highest_seq_received(lg)) {
-        let sent = s.rounds_sent.min(inp.rounds_total);
-        if top > sent.saturating_add(1) {
-            checks.push(check(
-                "server stats",
-                Status::Fail,
-                format!(
-                    "server stats contradict the clients: rounds_sent {sent}, but clients received seq {top}"
-                ),
-            ));
-        }
-    }
-    // 1. Every expected sample accounted for.
+        )
+    })
+}
+
+/// The server's own count must not contradict what the clients saw. One round may be in
+/// progress when stats are read (rounds_sent counts finished rounds), hence the + 1.
+fn server_agrees(inp: &Inputs) -> Option<Check> {
+    let (s, top) = (inp.server?, highest_seq_received(inp.lg)?);
+    let sent = s.rounds_sent.min(inp.rounds_total);
+    (top > sent.saturating_add(1)).then(|| {
+        check(
+            "server stats",
+            Status::Fail,
+            format!(
+                "server stats contradict the clients: rounds_sent {sent}, but clients received seq {top}"
+            ),
+        )
+    })
+}
+
+/// Every expected sample accounted for.
+fn samples_accounted(acc: &Accounting) -> Check {
     let named = format!(
         "expected {} = received {} + dropped {} + after removal {} + unpublished {} + stalled {} + never connected {}",
         acc.expected, acc.received, acc.dropped, acc.after_removal, acc.unpublished, acc.stalled,
         acc.never_connected
     );
     if acc.unexplained == 0 && acc.never_connected == 0 {
-        checks.push(check("samples accounted", Status::Pass, named));
+        check("samples accounted", Status::Pass, named)
     } else {
-        checks.push(check(
+        check(
             "samples accounted",
             Status::Fail,
             format!("{named}; {} samples unexplained", acc.unexplained),
-        ));
+        )
     }
-    // 2. Connections.
+}
+
+fn connections(lg: &LoadgenResult) -> Check {
     if lg.connect_failed == 0 && lg.connected == lg.connections {
-        checks.push(check(
+        check(
             "connections",
             Status::Pass,
             format!("{} of {} connected", lg.connected, lg.connections),
-        ));
+        )
     } else {
-        checks.push(check(
+        check(
             "connections",
             Status::Fail,
             format!(
@@ -206,15 +242,18 @@ pub fn analyze(inp: &Inputs) -> ScenarioResult {
                 lg.connect_failed,
                 lg.connect_errors.join("; ")
             ),
-        ));
+        )
     }
-    // 3. Load generator not saturated.
+}
+
+/// The load generator was not saturated (else it measured itself).
+fn loadgen_cpu(lg: &LoadgenResult) -> Check {
     let share = if lg.wall_run_s > 0.0 && lg.cores > 0 {
         lg.cpu_run_s / (lg.wall_run_s * lg.cores as f64)
     } else {
         0.0
     };
-    let cpu_detail = format!(
+    let detail = format!(
         "{:.1} CPU s over {:.1} s on {} cores = {:.0}% (limit {:.0}%)",
         lg.cpu_run_s,
         lg.wall_run_s,
@@ -222,61 +261,62 @@ pub fn analyze(inp: &Inputs) -> ScenarioResult {
         share * 100.0,
         LOADGEN_CPU_LIMIT * 100.0
     );
-    checks.push(check(
-        "load generator CPU",
-        if share < LOADGEN_CPU_LIMIT {
-            Status::Pass
-        } else {
-            Status::Fail
-        },
-        if share < LOADGEN_CPU_LIMIT {
-            cpu_detail
-        } else {
-            format!("{cpu_detail}: it measured itself")
-        },
-    ));
-    // 4. Round start drift (first arrival per round vs schedule).
-    let firsts: Vec<f64> = lg
-        .rounds
+    if share < LOADGEN_CPU_LIMIT {
+        check("load generator CPU", Status::Pass, detail)
+    } else {
+        check(
+            "load generator CPU",
+            Status::Fail,
+            format!("{detail}: it measured itself"),
+        )
+    }
+}
+
+/// First (or last) arrival per received round, ms after its schedule.
+fn arrivals(lg: &LoadgenResult, last: bool) -> Vec<f64> {
+    lg.rounds
         .iter()
         .filter(|r| r.received > 0)
-        .map(|r| r.first_ms)
-        .collect();
-    let lasts: Vec<f64> = lg
-        .rounds
-        .iter()
-        .filter(|r| r.received > 0)
-        .map(|r| r.last_ms)
-        .collect();
-    let period_ms = 1000.0 / inp.rate;
-    let (drift_med, drift_max) = if firsts.is_empty() {
+        .map(|r| if last { r.last_ms } else { r.first_ms })
+        .collect()
+}
+
+/// (median, max), None for no values.
+fn median_max(v: &[f64]) -> (Option<f64>, Option<f64>) {
+    if v.is_empty() {
         (None, None)
     } else {
-        (Some(stats::median(&firsts)), Some(stats::max(&firsts)))
-    };
-    match drift_max {
-        None => checks.push(check(
-            "round start drift",
-            Status::Warn,
-            "no round received".into(),
-        )),
-        Some(m) => {
+        (Some(stats::median(v)), Some(stats::max(v)))
+    }
+}
+
+/// Round start drift: first arrival per round vs the schedule, within one period.
+fn round_start_drift(inp: &Inputs) -> Check {
+    let period_ms = 1000.0 / inp.rate;
+    match median_max(&arrivals(inp.lg, false)) {
+        (Some(med), Some(m)) => {
             let detail = format!(
-                "first arrival vs schedule: median {:.2} ms, max {:.2} ms (period {:.0} ms)",
-                drift_med.unwrap_or(0.0),
-                m,
-                period_ms
+                "first arrival vs schedule: median {med:.2} ms, max {m:.2} ms (period {period_ms:.0} ms)"
             );
             let st = if m <= period_ms || inp.stall_expected {
                 Status::Pass
             } else {
                 Status::Warn
             };
-            checks.push(check("round start drift", st, detail));
+            check("round start drift", st, detail)
         }
+        _ => check(
+            "round start drift",
+            Status::Warn,
+            "no round received".into(),
+        ),
     }
-    // 5. TCP_NODELAY on both ends.
-    // No socket read back proves nothing: 0 of 0 is not "on everywhere".
+}
+
+/// TCP_NODELAY on both ends. No socket read back proves nothing: 0 of 0 is not "on
+/// everywhere".
+fn nodelay(inp: &Inputs) -> Check {
+    let lg = inp.lg;
     let client_nd =
         lg.nodelay_checked > 0 && lg.nodelay_off == 0 && lg.nodelay_checked == lg.connected;
     let server_nd = inp.server.and_then(|s| s.nodelay);
@@ -300,51 +340,55 @@ pub fn analyze(inp: &Inputs) -> ScenarioResult {
             ),
         ),
     };
-    checks.push(check("TCP_NODELAY", st, d));
-    // 6. Per-client seq strictly increasing, every frame decodable.
+    check("TCP_NODELAY", st, d)
+}
+
+/// Per-client seq strictly increasing, every frame decodable.
+fn seq_order(lg: &LoadgenResult) -> Check {
     if lg.order_violations == 0 && lg.undecodable == 0 {
-        checks.push(check(
+        check(
             "seq order",
             Status::Pass,
             "seq strictly increasing on every client".into(),
-        ));
+        )
     } else {
-        checks.push(check(
+        check(
             "seq order",
             Status::Fail,
             format!(
                 "{} out-of-order or duplicate, {} undecodable frames",
                 lg.order_violations, lg.undecodable
             ),
-        ));
+        )
     }
-    // 7. Ended on time.
-    if inp.duration_s > inp.time_bound_s + 5.0 {
-        checks.push(check(
+}
+
+/// Ended on time (5 s of slack for start-up and teardown).
+fn time_bound(inp: &Inputs) -> Option<Check> {
+    (inp.duration_s > inp.time_bound_s + 5.0).then(|| {
+        check(
             "time bound",
             Status::Warn,
             format!(
                 "ran {:.1} s, bound {:.1} s",
                 inp.duration_s, inp.time_bound_s
             ),
-        ));
-    }
+        )
+    })
+}
 
-    let valid = checks.iter().all(|c| c.status != Status::Fail);
-    let rounds_completed = lg
-        .rounds
-        .iter()
-        .filter(|r| r.received > 0 && r.missing_live == 0)
-        .count() as u64;
-    let hub = inp
-        .server
-        .map(|s| s.hub_round_ms.clone())
-        .unwrap_or_default();
-    let (hub_med, hub_max) = if hub.is_empty() {
-        (None, None)
-    } else {
-        (Some(stats::median(&hub)), Some(stats::max(&hub)))
-    };
+/// What a reader needs besides the checks; an invalid result starts with why.
+fn notes(inp: &Inputs, checks: &[Check], valid: bool) -> Vec<String> {
+    let lg = inp.lg;
+    let mut notes = Vec::new();
+    if !valid {
+        let failed: Vec<String> = checks
+            .iter()
+            .filter(|c| c.status == Status::Fail)
+            .map(|c| format!("{}: {}", c.name, c.detail))
+            .collect();
+        notes.push(format!("INVALID: {}", failed.join("; ")));
+    }
     if let Some(s) = inp.server {
         if s.rounds_sent < inp.rounds_total {
             notes.push(format!(
@@ -376,16 +420,27 @@ pub fn analyze(inp: &Inputs) -> ScenarioResult {
             lg.beyond_rounds, inp.rounds_total
         ));
     }
-    if !valid {
-        let failed: Vec<String> = checks
-            .iter()
-            .filter(|c| c.status == Status::Fail)
-            .map(|c| format!("{}: {}", c.name, c.detail))
-            .collect();
-        notes.insert(0, format!("INVALID: {}", failed.join("; ")));
-    }
+    notes
+}
+
+/// The result row: an invalid result carries no latency numbers.
+fn result(
+    inp: &Inputs,
+    acc: Accounting,
+    checks: Vec<Check>,
+    notes: Vec<String>,
+    valid: bool,
+) -> ScenarioResult {
+    let lg = inp.lg;
     let keep = |v: f64| if valid { Some(v) } else { None };
     let keep_u = |v: u64| if valid { Some(v) } else { None };
+    let (drift_med, drift_max) = median_max(&arrivals(lg, false));
+    let (last_med, last_max) = median_max(&arrivals(lg, true));
+    let hub = inp
+        .server
+        .map(|s| s.hub_round_ms.clone())
+        .unwrap_or_default();
+    let (hub_med, hub_max) = median_max(&hub);
     ScenarioResult {
         name: inp.name.clone(),
         description: inp.description.clone(),
@@ -398,19 +453,15 @@ pub fn analyze(inp: &Inputs) -> ScenarioResult {
         over_100ms: keep_u(lg.over_100ms),
         over_1s: keep_u(lg.over_1s),
         samples: lg.samples,
-        rounds_completed,
+        rounds_completed: lg
+            .rounds
+            .iter()
+            .filter(|r| r.received > 0 && r.missing_live == 0)
+            .count() as u64,
         rounds_total: inp.rounds_total,
         rounds_published_at_bound: None,
-        last_client_median_ms: if valid && !lasts.is_empty() {
-            Some(stats::median(&lasts))
-        } else {
-            None
-        },
-        last_client_max_ms: if valid && !lasts.is_empty() {
-            Some(stats::max(&lasts))
-        } else {
-            None
-        },
+        last_client_median_ms: last_med.filter(|_| valid),
+        last_client_max_ms: last_max.filter(|_| valid),
         hub_median_ms: hub_med,
         hub_max_ms: hub_max,
         drops: inp.server.map(|s| s.drops),
@@ -719,5 +770,39 @@ mod tests {
         let r = analyze(&inputs(&l, &s, false));
         assert!(r.valid, "{:?}", r.checks);
         assert_eq!(r.accounting.unpublished, 0);
+    }
+
+    #[test]
+    fn each_check_on_its_own() {
+        let l = lg(vec![round(10, 0, 0); 3], 10, 0);
+        let s = stats(3, 0);
+        let mut inp = inputs(&l, &s, false);
+        assert_eq!(median_max(&[]), (None, None));
+        assert_eq!(median_max(&[3.0, 1.0, 2.0]), (Some(2.0), Some(3.0)));
+        assert_eq!(arrivals(&l, true), vec![2.0; 3]);
+        assert!(time_bound(&inp).is_none());
+        inp.duration_s = 15.1;
+        assert_eq!(time_bound(&inp).unwrap().status, Status::Warn);
+        // The server claims one round; the clients saw seq 3: a contradiction.
+        let one = stats(1, 0);
+        inp.server = Some(&one);
+        assert_eq!(server_agrees(&inp).unwrap().status, Status::Fail);
+        inp.server = None;
+        assert!(server_agrees(&inp).is_none());
+        // Clients read back on, the server silent: a warning, not a pass.
+        assert_eq!(nodelay(&inp).status, Status::Warn);
+        let mut busy = l.clone();
+        busy.cpu_run_s = 19.0;
+        let c = loadgen_cpu(&busy);
+        assert_eq!(c.status, Status::Fail);
+        assert!(
+            c.detail.contains("95%") && c.detail.contains("measured itself"),
+            "{}",
+            c.detail
+        );
+        inp.rate = 1000.0; // period 1 ms: first arrivals at 0.5 ms still within it
+        assert_eq!(round_start_drift(&inp).status, Status::Pass);
+        inp.rate = 4000.0;
+        assert_eq!(round_start_drift(&inp).status, Status::Warn);
     }
 }

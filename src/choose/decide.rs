@@ -1,9 +1,9 @@
 //! The four-question framework (REFERENCE section 1) as a pure function:
 //! `decide(&Profile) -> Recommendation`. No I/O here; prompts and flags live elsewhere.
 use super::sizing::{self, Sizing};
+use crate::evidence::EvidenceRef;
 use crate::evidence::{self, fmt_num};
 use crate::profile::{Loss, Profile, Transport, Upstream};
-use crate::report::EvidenceRef;
 use crate::units::fmt_duration;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
@@ -12,6 +12,10 @@ pub const Q1: &str = "How often does the data change, and how soon must the user
 pub const Q2: &str = "Is the upstream (client to server) dense, or is it binary?";
 pub const Q3: &str = "What happens if one message is lost?";
 pub const Q4: &str = "How many connections, on how many machines?";
+
+/// Said wherever pub/sub meets a replay design (seq-ring, session-ack): the series
+/// measured replay on one node only (REFERENCE "not measured": Redis Streams).
+pub const CROSS_NODE_REPLAY_NOTE: &str = "Replay across nodes (a client reconnecting to another node with its last sequence number) was not measured by the series; plan it (e.g. Redis Streams) and measure it with rtcheck's cluster bench once it lands.";
 
 /// Below this, only push meets the freshness target.
 pub const PUSH_ONLY_BELOW: Duration = Duration::from_secs(1);
@@ -174,7 +178,6 @@ pub fn decide(p: &Profile) -> Result<Recommendation, String> {
     }
     let visible = p.visible_within.expect("checked above");
     let loss = p.loss.expect("checked above");
-    let mut notes = Vec::new();
 
     // Q1: freshness decides push or polling.
     let push = visible < POLLING_FROM;
@@ -184,6 +187,37 @@ pub fn decide(p: &Profile) -> Result<Recommendation, String> {
     } else {
         Transport::Polling
     };
+    let q1 = q1(visible, push);
+    let alternatives = if visible >= PUSH_ONLY_BELOW && visible < POLLING_ONLY_FROM {
+        compare(p, visible, push_transport, push)
+    } else {
+        Vec::new()
+    };
+    let mut notes = Vec::new();
+    let q2 = q2(p, transport, push_transport, &mut notes);
+    let (delivery, q3) = q3(loss);
+    let (topology, q4) = q4(p);
+    notes.extend(shape_notes(p, transport, delivery, topology));
+
+    let mut profile = p.clone();
+    profile.transport = Some(transport);
+    Ok(Recommendation {
+        transport,
+        delivery,
+        topology,
+        poll_interval_ms: (transport == Transport::Polling).then_some(visible.as_millis() as u64),
+        reasons: vec![q1, q2, q3, q4],
+        alternatives,
+        sizing: sizing::size(p),
+        must_haves: must_haves(transport),
+        notes,
+        defaulted: Vec::new(),
+        profile,
+    })
+}
+
+/// Q1: how soon the user must see a change decides push or polling.
+fn q1(visible: Duration, push: bool) -> Reason {
     let poll_1s = evidence::num("poll-1s", "delivery_p50");
     let poll_5s = evidence::num("poll-5s", "delivery_p50");
     let vis = fmt_duration(visible);
@@ -219,7 +253,7 @@ pub fn decide(p: &Profile) -> Result<Recommendation, String> {
             "Minutes, not instant: polling needs no long connection, no heartbeat and no reconnect, and passes every proxy and cache.".to_string(),
         )
     };
-    let q1 = Reason {
+    Reason {
         id: "q1".into(),
         question: Q1.into(),
         answer: format!("visible within {vis}"),
@@ -230,15 +264,17 @@ pub fn decide(p: &Profile) -> Result<Recommendation, String> {
             evidence::reference("poll-5s"),
             evidence::reference("push-latency"),
         ],
-    };
+    }
+}
 
-    let alternatives = if visible >= PUSH_ONLY_BELOW && visible < POLLING_ONLY_FROM {
-        compare(p, visible, push_transport, push)
-    } else {
-        Vec::new()
-    };
-
-    // Q2: upstream and binary decide SSE or WebSocket (or how upstream travels with polling).
+/// Q2: upstream and binary decide SSE or WebSocket (or how upstream travels with polling).
+/// A caveat for the reader goes to `notes`.
+fn q2(
+    p: &Profile,
+    transport: Transport,
+    push_transport: Transport,
+    notes: &mut Vec<String>,
+) -> Reason {
     let up = match p.upstream {
         Some(Upstream::None) => "upstream none",
         Some(Upstream::Sparse) => "upstream sparse",
@@ -248,7 +284,7 @@ pub fn decide(p: &Profile) -> Result<Recommendation, String> {
     let q2_answer = format!("{up}, {}", if p.binary { "binary" } else { "text" });
     let post_ms = fmt_num(evidence::num("post-upstream", "post_ms"));
     let echo_ms = fmt_num(evidence::num("post-upstream", "ws_echo_ms"));
-    let q2 = match (transport, push_transport) {
+    match (transport, push_transport) {
         (Transport::Polling, _) => {
             let how = match (p.upstream, p.binary) {
                 (_, true) | (Some(Upstream::Dense), _) => {
@@ -299,9 +335,11 @@ pub fn decide(p: &Profile) -> Result<Recommendation, String> {
                 evidence::reference("proxy-config"),
             ],
         },
-    };
+    }
+}
 
-    // Q3: what losing a message means decides the application protocol.
+/// Q3: what losing a message means decides the application protocol.
+fn q3(loss: Loss) -> (Delivery, Reason) {
     let (delivery, q3_answer, q3_detail, q3_evidence) = match loss {
         Loss::Replaceable => (
             Delivery::Snapshot,
@@ -352,8 +390,11 @@ pub fn decide(p: &Profile) -> Result<Recommendation, String> {
         detail: q3_detail,
         evidence: q3_evidence,
     };
+    (delivery, q3)
+}
 
-    // Q4: machines decide one process or a meeting point.
+/// Q4: machines decide one process or a meeting point.
+fn q4(p: &Profile) -> (Topology, Reason) {
     let cpm = p.connections_per_machine();
     let q4_answer = format!(
         "{} connections on {} machine{} ({} per machine)",
@@ -362,7 +403,7 @@ pub fn decide(p: &Profile) -> Result<Recommendation, String> {
         if p.machines == 1 { "" } else { "s" },
         fmt_num(cpm as f64)
     );
-    let (topology, q4) = if p.machines <= 1 {
+    if p.machines <= 1 {
         (
             Topology::SingleProcess,
             Reason {
@@ -402,12 +443,28 @@ pub fn decide(p: &Profile) -> Result<Recommendation, String> {
                 ],
             },
         )
-    };
+    }
+}
+
+/// Notes on the shape of the deployment: scale beyond what was measured, polling with a
+/// meeting point, replay across nodes (not measured), a transport the profile gave that the
+/// answers now contradict.
+fn shape_notes(
+    p: &Profile,
+    transport: Transport,
+    delivery: Delivery,
+    topology: Topology,
+) -> Vec<String> {
+    let cpm = p.connections_per_machine();
+    let mut notes = Vec::new();
     if cpm > ONE_PROCESS_LIMIT && transport != Transport::Polling {
         notes.push(format!(
             "{} connections per machine is above the 10,000 the series measured on one machine; check the host with `rtcheck audit` (open files, RAM, ports).",
             fmt_num(cpm as f64)
         ));
+    }
+    if topology == Topology::Pubsub && delivery != Delivery::Snapshot {
+        notes.push(CROSS_NODE_REPLAY_NOTE.into());
     }
     if transport == Transport::Polling && topology == Topology::Pubsub {
         notes.push("With polling the meeting point can be the store the polls read from; each event still takes one path.".into());
@@ -421,8 +478,12 @@ pub fn decide(p: &Profile) -> Result<Recommendation, String> {
             ));
         }
     }
+    notes
+}
 
-    let must_haves = crate::checklist::must_haves()
+/// The checklist's must-haves, with the long-connection ones marked not applicable to polling.
+fn must_haves(transport: Transport) -> Vec<MustHave> {
+    crate::checklist::must_haves()
         .into_iter()
         .map(|item| {
             let na = (transport == Transport::Polling)
@@ -437,23 +498,7 @@ pub fn decide(p: &Profile) -> Result<Recommendation, String> {
                 evidence: item.evidence_refs(),
             }
         })
-        .collect();
-
-    let mut profile = p.clone();
-    profile.transport = Some(transport);
-    Ok(Recommendation {
-        transport,
-        delivery,
-        topology,
-        poll_interval_ms: (transport == Transport::Polling).then_some(visible.as_millis() as u64),
-        reasons: vec![q1, q2, q3, q4],
-        alternatives,
-        sizing: sizing::size(p),
-        must_haves,
-        notes,
-        defaulted: Vec::new(),
-        profile,
-    })
+        .collect()
 }
 
 /// Polling at the freshness interval vs push, with the costs the articles measured.
@@ -562,6 +607,10 @@ mod tests {
             .collect();
         assert_eq!(ids, ["redis-pubsub", "single-path", "presence-ttl"]);
         assert_eq!(r.sizing.connections_per_machine, 10_000);
+        assert!(r.notes.iter().any(|n| n == CROSS_NODE_REPLAY_NOTE));
+        p.loss = Some(Loss::Replaceable);
+        let r = decide(&p).unwrap();
+        assert!(!r.notes.iter().any(|n| n == CROSS_NODE_REPLAY_NOTE));
     }
 
     #[test]
@@ -713,5 +762,36 @@ mod tests {
         let r = decide(&p).unwrap();
         assert_eq!(r.profile.transport, Some(Transport::Sse));
         assert!(r.notes.iter().any(|n| n.contains("transport polling")));
+    }
+
+    #[test]
+    fn each_question_on_its_own() {
+        assert_eq!(q1(Duration::from_millis(300), true).decision, "push");
+        assert_eq!(
+            q1(Duration::from_secs(10), false).decision,
+            "polling every 10s"
+        );
+        let (d, r) = q3(Loss::Shared);
+        assert_eq!((d, r.decision.as_str()), (Delivery::SeqRing, "seq-ring"));
+        let mut p = answers(300, Upstream::Dense, Loss::PerUser);
+        let (t, r) = q4(&p);
+        assert_eq!(
+            (t, r.decision.as_str()),
+            (Topology::SingleProcess, "single-process")
+        );
+        p.machines = 3;
+        assert_eq!(q4(&p).0, Topology::Pubsub);
+        let mut notes = Vec::new();
+        let r = q2(&p, Transport::Polling, Transport::Websocket, &mut notes);
+        assert!(r.decision.contains("POST"), "{}", r.decision);
+        assert_eq!(notes.len(), 1, "dense upstream with polling is named");
+        let n = shape_notes(&p, Transport::Polling, Delivery::Snapshot, Topology::Pubsub);
+        assert!(n.iter().any(|n| n.contains("meeting point")), "{n:?}");
+        let polling = must_haves(Transport::Polling);
+        let push = must_haves(Transport::Sse);
+        assert!(push.iter().all(|m| m.applies));
+        assert!(polling
+            .iter()
+            .any(|m| !m.applies && m.not_applicable.is_some()));
     }
 }

@@ -1,7 +1,7 @@
 //! Sizing of the replay buffers and memory, from the profile and the reference numbers.
 use crate::evidence;
+use crate::evidence::EvidenceRef;
 use crate::profile::Profile;
-use crate::report::EvidenceRef;
 use serde::{Deserialize, Serialize};
 
 /// All byte figures are integers (bytes, decimal units when printed).

@@ -12,7 +12,6 @@ pub mod sse;
 pub mod sys;
 pub mod wsframe;
 
-use crate::cli::Ctx;
 use anyhow::Context;
 pub use config::ServeArgs;
 use config::{Config, Protocol};
@@ -26,7 +25,7 @@ use std::time::Duration;
 /// How long shutdown waits for clients to take their close frames.
 const DRAIN: Duration = Duration::from_secs(1);
 
-pub fn run_serve(a: ServeArgs, _ctx: Ctx) -> anyhow::Result<ExitCode> {
+pub fn run_serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     let cfg = Config::from_args(&a, cpus).map_err(anyhow::Error::msg)?;
     if a.exit_with_parent {
@@ -87,7 +86,7 @@ async fn serve(cfg: Config, addr_file: Option<&Path>, nofile: (u64, u64)) -> any
         if let Some(c) = control_addr {
             text.push_str(&format!("{c}\n"));
         }
-        crate::report::output::write_atomic(p, text.as_bytes())
+        crate::outfile::write_atomic(p, text.as_bytes())
             .with_context(|| format!("--addr-file {}", p.display()))?;
     }
 

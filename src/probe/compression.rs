@@ -1,7 +1,7 @@
 //! `compression`: permessage-deflate negotiated or not (informational), and gzip on an
 //! event stream (a compressor holds events until its buffer fills: evidence proxy-config).
 use super::{finding, proxy, Kind, UrlObs};
-use crate::report::{Finding, Status};
+use crate::findings::{Finding, Status};
 
 pub const ID: &str = "compression";
 

@@ -3,7 +3,7 @@
 //! 20-30 s in production) and against the idle timeout the path showed.
 use super::session::{Ending, StreamObs};
 use super::{finding, fmt_s, idle_timeout, proxy, UrlObs};
-use crate::report::{Finding, Status};
+use crate::findings::{Finding, Status};
 
 pub const ID: &str = "heartbeat";
 /// Above this a heartbeat is slower than production practice (seed: 20-30 s).

@@ -1,7 +1,7 @@
 //! `http2`: SSE over HTTP/1.1 hits the browsers' 6 connections per host; the edge must
 //! offer h2 in ALPN (evidence sse-conditions).
 use super::{finding, proxy, Kind, UrlObs};
-use crate::report::{Finding, Status};
+use crate::findings::{Finding, Status};
 
 pub const ID: &str = "http2";
 

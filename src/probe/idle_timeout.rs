@@ -4,7 +4,7 @@
 //! ping-timing.
 use super::session::{Ending, StreamObs};
 use super::{finding, fmt_s, proxy, Kind, UrlObs};
-use crate::report::{Finding, Status};
+use crate::findings::{Finding, Status};
 
 pub const ID: &str = "idle-timeout";
 

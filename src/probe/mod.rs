@@ -1,8 +1,7 @@
 //! `rtcheck probe URL`: the deployed realtime path (proxy + server) checked from outside.
 //! `session` makes a handful of connections and records what each saw, timed per read;
 //! one file per check judges those observations (pure); `proxy` names the proxy and
-//! writes its fix. `cli` holds the flags and the glue to the report.
-pub mod cli;
+//! writes its fix. The flags and the glue to the report are `cmd::probe`.
 pub mod client;
 pub mod compression;
 pub mod heartbeat;
@@ -18,9 +17,7 @@ pub mod target;
 pub mod upgrade;
 pub mod wire;
 
-pub use cli::{run, ProbeArgs};
-
-use crate::report::{Finding, Fix, Status};
+use crate::findings::{Finding, Fix, Status};
 use client::ClientOpts;
 use proxy::Proxy;
 use session::{Progress, SseObs, Watch, WsObs};
@@ -298,8 +295,19 @@ async fn probe_sse(
     Ok(())
 }
 
+/// `--skip` names only probe check ids.
+pub fn validate_skip(skip: &[String]) -> anyhow::Result<()> {
+    if let Some(bad) = skip.iter().find(|s| !IDS.contains(&s.as_str())) {
+        anyhow::bail!(
+            "--skip: unknown check id `{bad}` (known: {})",
+            IDS.join(", ")
+        );
+    }
+    Ok(())
+}
+
 /// Every URL in turn; the first that cannot be probed ends the run (exit 2).
-fn probe_all(targets: &[Target], o: &Options, skip: &[String]) -> anyhow::Result<Vec<Finding>> {
+pub fn probe_all(targets: &[Target], o: &Options, skip: &[String]) -> anyhow::Result<Vec<Finding>> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;

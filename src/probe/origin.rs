@@ -2,7 +2,7 @@
 //! socket with the user's cookies (cross-site WebSocket hijacking). Not measured by the
 //! series: no evidence number, the rule is the WebSocket RFC's (RFC 6455 10.2).
 use super::{finding, proxy, Kind, UrlObs, FOREIGN_ORIGIN};
-use crate::report::{Finding, Status};
+use crate::findings::{Finding, Status};
 
 pub const ID: &str = "origin";
 

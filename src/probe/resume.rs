@@ -3,7 +3,7 @@
 //! events vanished with no error; ring-buffer).
 use super::session::SseObs;
 use super::{finding, fmt_s, proxy, Kind, UrlObs};
-use crate::report::{Finding, Status};
+use crate::findings::{Finding, Status};
 
 pub const ID: &str = "resume";
 

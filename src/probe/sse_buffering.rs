@@ -5,7 +5,7 @@
 //! proxy).
 use super::session::StreamObs;
 use super::{finding, fmt_s, proxy, Kind, UrlObs};
-use crate::report::{Finding, Status};
+use crate::findings::{Finding, Status};
 
 pub const ID: &str = "sse-buffering";
 /// Added delay (same clock) above which events were held on the path. A second: far

@@ -116,11 +116,7 @@ impl Target {
 
     /// Loopback: clocks are shared, so a payload timestamp gives an exact delay.
     pub fn is_loopback(&self) -> bool {
-        self.host == "localhost"
-            || self
-                .host
-                .parse::<std::net::IpAddr>()
-                .is_ok_and(|ip| ip.is_loopback())
+        crate::sys::addr::parse_host(&self.host).is_some_and(crate::sys::addr::is_loopback)
     }
 }
 

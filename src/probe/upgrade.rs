@@ -1,7 +1,7 @@
 //! `upgrade`: the WebSocket handshake through the path answers 101 with a valid
 //! `Sec-WebSocket-Accept` (evidence proxy-config: without the Upgrade headers, 400 at once).
 use super::{finding, proxy, Kind, UrlObs};
-use crate::report::{Finding, Status};
+use crate::findings::{Finding, Status};
 
 pub const ID: &str = "upgrade";
 

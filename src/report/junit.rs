@@ -1,6 +1,7 @@
 //! JUnit XML for findings (audit, verify): one testcase per check.
 //! fail -> <failure> (always); warn -> <failure> only with --fail-on warn, else passes with the
-//! details in <system-out>; skip -> <skipped>; pass -> success with <system-out>.
+//! details in <system-out>; skip -> <skipped> (counted in the suite's `skipped`); pass ->
+//! success with <system-out>.
 use crate::report::{FailOn, Finding, FindingsReport, Status};
 use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
 use std::time::Duration;
@@ -54,7 +55,7 @@ pub fn render(r: &FindingsReport, fail_on: FailOn) -> anyhow::Result<String> {
     for f in &r.findings {
         let failing = match f.status {
             Status::Fail => true,
-            Status::Warn => fail_on == FailOn::Warn,
+            Status::Warn => matches!(fail_on, FailOn::Warn | FailOn::Skip),
             _ => false,
         };
         let text = details(f);
@@ -79,5 +80,15 @@ pub fn render(r: &FindingsReport, fail_on: FailOn) -> anyhow::Result<String> {
         suite.add_test_case(tc);
     }
     report.add_test_suite(suite);
-    Ok(report.to_string()?)
+    // quick-junit counts skips as `disabled`; CI readers (surefire, GitLab) read `skipped`.
+    let skipped = r
+        .findings
+        .iter()
+        .filter(|f| f.status == Status::Skip)
+        .count();
+    Ok(report.to_string()?.replacen(
+        "<testsuite name=",
+        &format!("<testsuite skipped=\"{skipped}\" name="),
+        1,
+    ))
 }

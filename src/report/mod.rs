@@ -3,7 +3,7 @@
 //! - `model`: findings, verifications, summaries shared by audit and verify.
 //! - `json` / `yaml`: serde of the model (canonical machine output).
 //! - `text`, `markdown`: human renderers; `junit`, `github`: CI renderers for findings.
-//! - `output`: colour decisions and atomic file output.
+//! - `output`: the palette (colour is decided in `cmd::output`, files written by `outfile`).
 pub mod github;
 pub mod json;
 pub mod junit;
@@ -14,7 +14,7 @@ pub mod text;
 pub mod yaml;
 
 pub use model::*;
-pub use output::{ColorChoice, Palette};
+pub use output::Palette;
 
 /// Output formats. Not every command supports every format; each command lists its own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
@@ -37,20 +37,6 @@ impl Format {
             Format::Markdown => "markdown",
             Format::Junit => "junit",
             Format::Github => "github",
-        }
-    }
-
-    /// Usage error when a command does not support this format.
-    pub fn ensure_one_of(self, allowed: &[Format], command: &str) -> anyhow::Result<()> {
-        if allowed.contains(&self) {
-            Ok(())
-        } else {
-            let names: Vec<_> = allowed.iter().map(|f| f.as_str()).collect();
-            Err(anyhow::anyhow!(
-                "--format {}: not supported by `{command}` (use one of: {})",
-                self.as_str(),
-                names.join(", ")
-            ))
         }
     }
 }

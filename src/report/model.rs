@@ -1,95 +1,11 @@
-//! Result model shared by `audit` and `verify` (findings), with the summary and exit-code
-//! logic. `choose` (Recommendation) and `bench` (BenchReport) keep their result types next
-//! to their decision code and render through the same format modules.
+//! Report envelopes the renderers take: `FindingsReport` (audit, and verify as findings for
+//! junit/github), `VerifyReport` (verify) and `ReviewReport` (review), built by the command layer from what the
+//! domain produced. The findings themselves (`Finding`, `Status`, `Summary`, ...) live in
+//! `crate::findings`; `choose` (Recommendation) and `bench` (BenchReport) keep their result
+//! types next to their domain code. Renderers import models, never the reverse.
+pub use crate::evidence::EvidenceRef;
+pub use crate::findings::*;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Status {
-    Pass,
-    Skip,
-    Warn,
-    Fail,
-}
-
-impl Status {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Status::Pass => "pass",
-            Status::Warn => "warn",
-            Status::Fail => "fail",
-            Status::Skip => "skip",
-        }
-    }
-}
-
-/// A measured number backing a rule, copied from data/evidence.yaml.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct EvidenceRef {
-    pub id: String,
-    /// The measured number(s) as printed, e.g. "1,018 connections".
-    pub value: String,
-    pub claim: String,
-    /// Seed file and part, e.g. "002_62b3c7fd33ca2a37.txt, part 6".
-    pub source: String,
-}
-
-/// How to fix a finding: now (runtime) and across reboots (persistent).
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-pub struct Fix {
-    pub summary: String,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub runtime: Vec<String>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub persistent: Vec<String>,
-}
-
-/// A live measurement attached to a finding (`verify`, `audit --verify`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Verification {
-    /// Experiment name, e.g. "fd-limit".
-    pub name: String,
-    /// None when the run was invalid: then `verdict` says why, and no number is shown.
-    pub measured: Option<f64>,
-    pub unit: String,
-    /// The reference number from the evidence, e.g. "1,018 at ulimit 1024".
-    pub reference: String,
-    /// One line: what the measurement shows (confirms / differs / invalid: reason).
-    pub verdict: String,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub details: Vec<String>,
-    pub valid: bool,
-    pub duration_ms: u64,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Finding {
-    /// Stable check id, e.g. "fd-limit".
-    pub id: String,
-    pub title: String,
-    pub status: Status,
-    /// What was read on the host ("soft 1024, hard 4096").
-    pub observed: String,
-    /// What the workload needs ("soft >= 12,064").
-    pub expected: String,
-    /// The rule that turned the workload into `expected`.
-    pub rule: String,
-    /// Why the check was skipped (missing file, --skip), when status is skip.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
-    pub evidence: Vec<EvidenceRef>,
-    pub fix: Fix,
-    /// Name of the live experiment that demonstrates this finding (`rtcheck verify NAME`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub verify: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub verification: Option<Verification>,
-    /// The numbers behind `observed` and `expected`, machine-readable (e.g. "soft": 1024,
-    /// "needed": 10000), so CI can alert on values instead of parsing sentences.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub numbers: BTreeMap<String, f64>,
-}
 
 /// A findings result (audit, verify): what the JSON/YAML formats print and every findings
 /// renderer (text, markdown, junit, github) takes.
@@ -128,68 +44,61 @@ impl FindingsReport {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub struct Summary {
-    pub pass: usize,
-    pub warn: usize,
-    pub fail: usize,
-    pub skip: usize,
+/// The result of `rtcheck review`: the common findings report (so junit and github render
+/// it like an audit) plus the review's own details.
+#[derive(Debug, Clone, Serialize)]
+pub struct ReviewReport {
+    #[serde(flatten)]
+    pub report: FindingsReport,
+    pub items: Vec<crate::review::ReviewItem>,
+    pub left_out: Vec<crate::review::LeftOut>,
+    pub notes: Vec<String>,
 }
 
-impl Summary {
-    pub fn of(findings: &[Finding]) -> Summary {
-        let mut s = Summary::default();
-        for f in findings {
-            match f.status {
-                Status::Pass => s.pass += 1,
-                Status::Warn => s.warn += 1,
-                Status::Fail => s.fail += 1,
-                Status::Skip => s.skip += 1,
-            }
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct VerifySummary {
+    pub total: usize,
+    pub valid: usize,
+    pub invalid: usize,
+}
+
+/// The result of `rtcheck verify`: what the JSON/YAML formats print and the text and
+/// markdown renderers take (junit/github render it as findings, one per measurement).
+#[derive(Debug, Clone, Serialize)]
+pub struct VerifyReport {
+    /// Always "verify".
+    pub kind: String,
+    /// Where everything ran.
+    pub target: String,
+    /// The experiments run, in order (`crate::verify::EXPERIMENTS` names).
+    pub experiments: Vec<String>,
+    /// The options they ran with (defaults filled in).
+    pub options: crate::verify::VerifyOptions,
+    pub verifications: Vec<Verification>,
+    pub summary: VerifySummary,
+    pub duration_ms: u64,
+}
+
+impl VerifyReport {
+    pub fn new(
+        experiments: Vec<String>,
+        verifications: Vec<Verification>,
+        options: crate::verify::VerifyOptions,
+        started: std::time::Instant,
+    ) -> Self {
+        let valid = verifications.iter().filter(|v| v.valid).count();
+        VerifyReport {
+            kind: "verify".into(),
+            target: "loopback (127.0.0.0/8) only".into(),
+            experiments,
+            options,
+            summary: VerifySummary {
+                total: verifications.len(),
+                valid,
+                invalid: verifications.len() - valid,
+            },
+            verifications,
+            duration_ms: started.elapsed().as_millis() as u64,
         }
-        s
-    }
-}
-
-/// `--fail-on`: the lowest status that makes the exit code 1.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum FailOn {
-    #[default]
-    Fail,
-    Warn,
-    Never,
-}
-
-impl FailOn {
-    pub fn trips(self, s: &Summary) -> bool {
-        match self {
-            FailOn::Fail => s.fail > 0,
-            FailOn::Warn => s.fail + s.warn > 0,
-            FailOn::Never => false,
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn fail_on_thresholds() {
-        let warn_only = Summary {
-            pass: 3,
-            warn: 1,
-            fail: 0,
-            skip: 1,
-        };
-        let with_fail = Summary {
-            fail: 1,
-            ..warn_only
-        };
-        assert!(!FailOn::Fail.trips(&warn_only));
-        assert!(FailOn::Warn.trips(&warn_only));
-        assert!(FailOn::Fail.trips(&with_fail));
-        assert!(!FailOn::Never.trips(&with_fail));
     }
 }

@@ -5,9 +5,10 @@
 //! connections + descriptors already open = the limit exactly (the kernel hands out the
 //! lowest free number, so EMFILE means every number below the limit is taken).
 use super::listener::{Acceptor, OnAccept};
-use super::{guard, sys, verification, Run};
+use super::{verification, Run};
 use crate::evidence::fmt_num;
-use crate::report::Verification;
+use crate::findings::Verification;
+use crate::sys::{addr, child, limits, proc};
 use anyhow::{anyhow, bail};
 use serde::{Deserialize, Serialize};
 use std::io::Write;
@@ -116,17 +117,17 @@ pub fn destinations(limit: u64, port_range: u64) -> u64 {
 
 pub fn run(run: &Run) -> anyhow::Result<Vec<Verification>> {
     let started = Instant::now();
-    let (soft, hard) = sys::nofile()?;
+    let (soft, hard) = limits::nofile()?;
     let (limit, note) = choose_limit(run.opts.limit, soft, hard);
     if limit > hard {
         bail!("--limit {limit}: above the hard open-files limit {hard}");
     }
-    let (lo, hi) = sys::port_range()?;
+    let (lo, hi) = proc::port_range()?;
     let n_dest = destinations(limit, (hi - lo) as u64 + 1);
     // Hold the server side while this process has room, so the child's sockets are
     // established connections; beyond that the listener closes them at once (the child's
     // descriptors count either way).
-    let cap = (hard.saturating_sub(sys::open_fds("self")? + 64) / n_dest) as usize;
+    let cap = (limits::socket_room(hard, proc::open_fds("self")?) / n_dest) as usize;
     let acceptors = (0..n_dest)
         .map(|_| Acceptor::start("127.0.0.1:0".parse()?, OnAccept::Hold { cap }))
         .collect::<anyhow::Result<Vec<_>>>()?;
@@ -137,8 +138,23 @@ pub fn run(run: &Run) -> anyhow::Result<Vec<Verification>> {
         .join(",");
     run.progress
         .note(&format!("fd-limit: child at limit {limit}"));
-    let exe = guard::exe()?;
-    let mut cmd = Command::new(exe);
+    let rep = run_child(run, limit, &targets)?;
+    // Let the listeners drain their queues so the count of held server sides is final.
+    let per = (rep.connections / n_dest) as usize;
+    let mut held = 0;
+    for a in &acceptors {
+        a.wait_accepted(per, Duration::from_secs(3));
+        held += a.accepted().min(cap);
+    }
+    drop(acceptors);
+    let mut details: Vec<String> = note.into_iter().collect();
+    details.extend(details_of(&rep, &targets, held));
+    Ok(vec![judge(&rep, details, started)])
+}
+
+/// Run the fd-limit child against `targets` (within 60 s of the budget) and read its report.
+fn run_child(run: &Run, limit: u64, targets: &str) -> anyhow::Result<ChildReport> {
+    let mut cmd = Command::new(child::exe()?);
     cmd.args([
         "verify",
         "--child",
@@ -146,12 +162,12 @@ pub fn run(run: &Run) -> anyhow::Result<Vec<Verification>> {
         "--limit",
         &limit.to_string(),
         "--target",
-        &targets,
+        targets,
     ])
     .stdin(Stdio::null())
     .stdout(Stdio::piped())
     .stderr(Stdio::piped());
-    let mut child = guard::ChildGuard::spawn(cmd, "the fd-limit child")?;
+    let mut child = child::ChildGuard::spawn(cmd, "the fd-limit child")?;
     let budget = run.budget.within(Duration::from_secs(60));
     let status = loop {
         if let Some(st) = child.child.try_wait()? {
@@ -175,21 +191,15 @@ pub fn run(run: &Run) -> anyhow::Result<Vec<Verification>> {
             err.lines().last().unwrap_or("no message")
         );
     }
-    let rep: ChildReport = serde_json::from_str(out.trim())
-        .map_err(|e| anyhow!("the fd-limit child's report is not valid JSON: {e}"))?;
-    // Let the listeners drain their queues so the count of held server sides is final.
-    let per = (rep.connections / n_dest) as usize;
-    let mut held = 0;
-    for a in &acceptors {
-        a.wait_accepted(per, Duration::from_secs(3));
-        held += a.accepted().min(cap);
-    }
-    drop(acceptors);
+    serde_json::from_str(out.trim())
+        .map_err(|e| anyhow!("the fd-limit child's report is not valid JSON: {e}"))
+}
 
+/// What the child saw, beside the reference's overhead.
+fn details_of(rep: &ChildReport, targets: &str, held: usize) -> Vec<String> {
     let reference_limit = crate::evidence::num("ulimit-n", "limit");
     let reference = crate::evidence::num("ulimit-n", "connections_reached");
-    let mut details: Vec<String> = note.into_iter().collect();
-    details.extend([
+    vec![
         format!(
             "target: rtcheck's own loopback listener on {targets} (held {} of the server sides open)",
             fmt_num(held as f64)
@@ -218,10 +228,14 @@ pub fn run(run: &Run) -> anyhow::Result<Vec<Verification>> {
             fmt_num(reference_limit - reference),
             rep.fds_before
         ),
-    ]);
+    ]
+}
+
+/// The verdict: invalid when the child's report fails its check, else what stopped it.
+fn judge(rep: &ChildReport, mut details: Vec<String>, started: Instant) -> Verification {
     let name = "fd-limit";
-    let v = match check(&rep) {
-        Err(why) => verification(
+    if let Err(why) = check(rep) {
+        return verification(
             name,
             None,
             "connections",
@@ -230,40 +244,38 @@ pub fn run(run: &Run) -> anyhow::Result<Vec<Verification>> {
             details,
             false,
             started,
-        ),
-        Ok(()) => {
-            let blind = rep.proc_at_limit.is_err();
-            let verdict = format!(
-                "confirms: the limit, not the server, stopped it at {} connections ({} - {}){}",
-                fmt_num(rep.connections as f64),
-                fmt_num(rep.limit as f64),
-                rep.fds_before,
-                if blind {
-                    "; the process could not read its own /proc at the limit"
-                } else {
-                    "; /proc stayed readable"
-                }
-            );
-            if rep.limit == reference_limit as u64 {
-                details.push(format!(
-                    "same limit as the reference: {} here vs {}",
-                    fmt_num(rep.connections as f64),
-                    fmt_num(reference)
-                ));
-            }
-            verification(
-                name,
-                Some(rep.connections as f64),
-                "connections",
-                super::reference_for(name),
-                verdict,
-                details,
-                true,
-                started,
-            )
+        );
+    }
+    let blind = rep.proc_at_limit.is_err();
+    let verdict = format!(
+        "confirms: the limit, not the server, stopped it at {} connections ({} - {}){}",
+        fmt_num(rep.connections as f64),
+        fmt_num(rep.limit as f64),
+        rep.fds_before,
+        if blind {
+            "; the process could not read its own /proc at the limit"
+        } else {
+            "; /proc stayed readable"
         }
-    };
-    Ok(vec![v])
+    );
+    let reference_limit = crate::evidence::num("ulimit-n", "limit");
+    if rep.limit == reference_limit as u64 {
+        details.push(format!(
+            "same limit as the reference: {} here vs {}",
+            fmt_num(rep.connections as f64),
+            fmt_num(crate::evidence::num("ulimit-n", "connections_reached"))
+        ));
+    }
+    verification(
+        name,
+        Some(rep.connections as f64),
+        "connections",
+        super::reference_for(name),
+        verdict,
+        details,
+        true,
+        started,
+    )
 }
 
 fn describe(r: &Result<(), String>) -> String {
@@ -308,13 +320,13 @@ fn open_below(limit: u64) -> u64 {
 /// The child: lower the soft limit, connect until the first error, probe, report JSON.
 pub fn child(limit: u64, targets: &[SocketAddr]) -> anyhow::Result<ExitCode> {
     for t in targets {
-        guard::ensure_loopback(t)?;
+        addr::ensure_loopback(t)?;
     }
     if targets.is_empty() {
         bail!("fd-limit child: no target");
     }
     let started = Instant::now();
-    let (_, hard) = sys::nofile()?;
+    let (_, hard) = limits::nofile()?;
     if limit > hard {
         bail!("--limit {limit}: above the hard limit {hard}");
     }
@@ -412,5 +424,29 @@ mod tests {
         assert!(check(&rep(256, 3, 250, "EMFILE")).is_err());
         // Adds up, but too many descriptors were open before: outside limit - 16.
         assert!(check(&rep(256, 40, 216, "EMFILE")).is_err());
+    }
+
+    #[test]
+    fn the_verdict_reads_the_report() {
+        let t0 = Instant::now();
+        let ok = rep(1024, 6, 1018, "EMFILE");
+        let d = details_of(&ok, "127.0.0.1:9", 1018);
+        assert!(
+            d[0].contains("127.0.0.1:9") && d[0].contains("held 1,018"),
+            "{d:?}"
+        );
+        assert!(
+            d[2].contains("read /proc/self/status: failed (EMFILE)"),
+            "{d:?}"
+        );
+        let v = judge(&ok, d, t0);
+        assert!(v.valid && v.measured == Some(1018.0), "{v:?}");
+        assert!(
+            v.verdict.contains("could not read its own /proc"),
+            "{}",
+            v.verdict
+        );
+        let v = judge(&rep(256, 3, 100, "ECONNREFUSED"), vec![], t0);
+        assert!(!v.valid && v.measured.is_none() && v.verdict.starts_with("invalid:"));
     }
 }

@@ -2,10 +2,10 @@
 //! tcp-wmem need only TCP semantics). Accepting happens on a thread; the accepted sockets
 //! are held (so the client side stays established) or closed at once (so the experiment
 //! needs no server-side descriptors). Dropping the acceptor closes everything.
+use crate::sys::{addr, signal};
 use anyhow::Context;
 use socket2::{Domain, Protocol, Socket, Type};
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -30,7 +30,7 @@ pub struct Acceptor {
 
 /// A listener on `bind` (loopback only) with a deep accept queue.
 pub fn listen(bind: SocketAddr, backlog: i32) -> anyhow::Result<TcpListener> {
-    super::guard::ensure_loopback(&bind)?;
+    addr::ensure_loopback(&bind)?;
     let s = Socket::new(Domain::for_address(bind), Type::STREAM, Some(Protocol::TCP))?;
     s.set_reuse_address(true)?;
     s.bind(&bind.into())
@@ -88,7 +88,7 @@ impl Acceptor {
     pub fn wait_accepted(&self, n: usize, timeout: Duration) -> bool {
         let until = Instant::now() + timeout;
         while self.accepted() < n {
-            if Instant::now() >= until || super::guard::interrupted() {
+            if Instant::now() >= until || signal::interrupted() {
                 return false;
             }
             std::thread::sleep(Duration::from_millis(2));
@@ -104,15 +104,8 @@ fn accept_loop(
     mode: Arc<Mutex<OnAccept>>,
     held: Arc<Mutex<Vec<TcpStream>>>,
 ) {
-    let fd = listener.as_raw_fd();
     while !stop.load(Ordering::SeqCst) {
-        let mut pfd = libc::pollfd {
-            fd,
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        // SAFETY: one valid pollfd for the duration of the call.
-        unsafe { libc::poll(&mut pfd, 1, 20) };
+        crate::sys::fd::poll_one(&listener, crate::sys::fd::POLLIN, 20);
         loop {
             match listener.accept() {
                 Ok((s, _)) => {

@@ -3,9 +3,10 @@
 //! server. Plus kernel TCP memory from sockstat. Checked against the server's own client
 //! counter and its descriptor count.
 use super::server::Server;
-use super::{sys, verification, Run};
+use super::{verification, Run};
 use crate::evidence::fmt_num;
-use crate::report::Verification;
+use crate::findings::Verification;
+use crate::sys::{budget, limits, proc, signal};
 use crate::units::fmt_bytes;
 use anyhow::{anyhow, bail, Context};
 use std::io::{Read, Write};
@@ -89,18 +90,7 @@ fn measure(run: &Run, t: Transport) -> anyhow::Result<Verification> {
     let started = Instant::now();
     let n = run.opts.connections;
     let budget = run.budget.within(Duration::from_secs(120));
-    // One descriptor per client here (the server raises its own limit to the hard one).
-    let (_, hard) = sys::nofile()?;
-    let room = hard.saturating_sub(sys::open_fds("self")? + 64);
-    if n > room {
-        bail!("--connections {n}: needs {n} descriptors in this process, the open-files limit leaves {room}");
-    }
-    // Every client connects to one server address: one ephemeral port each.
-    let (lo, hi) = sys::port_range()?;
-    let ports = (hi - lo) as u64 + 1;
-    if n + 1024 > ports {
-        bail!("--connections {n}: needs {n} ephemeral ports toward one server address, the port range {lo}-{hi} has {ports}");
-    }
+    check_room(n)?;
     // Idle: no publishing; pings stay on (default 20 s) as in production, pong-wait long
     // enough that no client is removed during the run.
     let server = Server::start(
@@ -109,108 +99,21 @@ fn measure(run: &Run, t: Transport) -> anyhow::Result<Verification> {
     )?;
     let pid = server.pid();
     std::thread::sleep(Duration::from_millis(300));
-    let rss0 = sys::rss_bytes(pid)?;
-    let fds0 = sys::open_fds(&pid.to_string())?;
-    let ss0 = sys::read_sockstat()?;
-    let mut clients = Vec::with_capacity(n as usize);
+    let before = Reading::of(pid)?;
     let t0 = Instant::now();
-    for i in 0..n {
-        if i % 250 == 0 {
-            budget.check(t.name())?;
-            run.progress.note(&format!(
-                "{}: {} idle {} connections",
-                t.name(),
-                fmt_num(i as f64),
-                t.label()
-            ));
-        }
-        let c = match t {
-            Transport::Ws => open_ws(server.addr),
-            Transport::Sse => open_sse(server.addr),
-        }
-        .with_context(|| format!("connection {}", i + 1))?;
-        clients.push(c);
-    }
+    let clients = open_idle(run, t, &server, n, &budget)?;
     let open_ms = t0.elapsed().as_millis();
-    // Wait until the server counts them all (its own counter: the independent check).
-    let mut stats = server.stats()?;
-    let until = Instant::now() + Duration::from_secs(10);
-    let count = |s: &super::server::Stats| match t {
-        Transport::Ws => s.clients.ws,
-        Transport::Sse => s.clients.sse,
-    };
-    while count(&stats) < n && Instant::now() < until {
-        budget.check(t.name())?;
-        std::thread::sleep(Duration::from_millis(50));
-        stats = server.stats()?;
-    }
+    wait_counted(&server, t, n, &budget)?;
     std::thread::sleep(Duration::from_millis(500));
-    let rss1 = sys::rss_bytes(pid)?;
-    let fds1 = sys::open_fds(&pid.to_string())?;
-    let ss1 = sys::read_sockstat()?;
+    let after = Reading::of(pid)?;
     let stats = server.stats()?;
     drop(clients);
     drop(server);
 
-    let per = per_connection(rss0, rss1, n);
-    let kernel = ss1.mem_bytes().saturating_sub(ss0.mem_bytes());
+    let per = per_connection(before.rss, after.rss, n);
     let reference = crate::evidence::num("conn-ram", "rss_per_conn");
-    let mut problems = Vec::new();
-    if count(&stats) != n {
-        problems.push(format!(
-            "the server counts {} {} clients, {} were opened",
-            count(&stats),
-            t.label(),
-            n
-        ));
-    }
-    if fds1.saturating_sub(fds0) < n {
-        problems.push(format!(
-            "the server's descriptors grew by {}, less than {n} connections",
-            fds1.saturating_sub(fds0)
-        ));
-    }
-    if stats.removed > 0 {
-        problems.push(format!(
-            "the server removed {} clients during the run",
-            stats.removed
-        ));
-    }
-    if rss1 <= rss0 {
-        problems.push("RSS did not grow".into());
-    }
-    let details = vec![
-        format!(
-            "target: rtcheck serve (child pid {pid}, idle: --wait-start, ping 20 s); {} {} connections opened in {open_ms} ms",
-            fmt_num(n as f64),
-            t.label()
-        ),
-        format!(
-            "server RSS {} -> {} (+{}); server's own stats: {} clients, rss {}",
-            fmt_bytes(rss0),
-            fmt_bytes(rss1),
-            fmt_bytes(rss1.saturating_sub(rss0)),
-            fmt_num(count(&stats) as f64),
-            fmt_bytes(stats.rss_bytes)
-        ),
-        format!(
-            "server descriptors {} -> {} (one per connection is normal, not a leak)",
-            fmt_num(fds0 as f64),
-            fmt_num(fds1 as f64)
-        ),
-        format!(
-            "kernel TCP memory (sockstat mem, both loopback ends, namespace-wide): {} -> {} (+{}, {} per connection)",
-            fmt_bytes(ss0.mem_bytes()),
-            fmt_bytes(ss1.mem_bytes()),
-            fmt_bytes(kernel),
-            fmt_bytes(kernel / n.max(1))
-        ),
-        format!(
-            "projected for 10,000: {} (reference {} with Go + gorilla)",
-            fmt_bytes((per * 10_000.0) as u64),
-            fmt_bytes(crate::evidence::num("conn-ram", "rss_10k") as u64)
-        ),
-    ];
+    let problems = problems(t, n, &before, &after, &stats);
+    let details = details(t, n, pid, open_ms, &before, &after, &stats);
     let valid = problems.is_empty();
     let verdict = if !valid {
         format!("invalid: {}", problems.join("; "))
@@ -236,6 +139,176 @@ fn measure(run: &Run, t: Transport) -> anyhow::Result<Verification> {
     ))
 }
 
+/// One descriptor per client here (the server raises its own limit to the hard one), and
+/// one ephemeral port each toward the one server address.
+fn check_room(n: u64) -> anyhow::Result<()> {
+    let (_, hard) = limits::nofile()?;
+    let room = limits::socket_room(hard, proc::open_fds("self")?);
+    if n > room {
+        bail!("--connections {n}: needs {n} descriptors in this process, the open-files limit leaves {room}");
+    }
+    let (lo, hi) = proc::port_range()?;
+    let ports = (hi - lo) as u64 + 1;
+    if n + 1024 > ports {
+        bail!("--connections {n}: needs {n} ephemeral ports toward one server address, the port range {lo}-{hi} has {ports}");
+    }
+    Ok(())
+}
+
+/// The server's memory and descriptors, and kernel TCP memory, read from outside it.
+struct Reading {
+    rss: u64,
+    fds: u64,
+    ss: proc::Sockstat,
+}
+
+impl Reading {
+    fn of(pid: u32) -> anyhow::Result<Reading> {
+        Ok(Reading {
+            rss: proc::rss_of(pid)?,
+            fds: proc::open_fds(&pid.to_string())?,
+            ss: proc::read_sockstat()?,
+        })
+    }
+}
+
+fn open_idle(
+    run: &Run,
+    t: Transport,
+    server: &Server,
+    n: u64,
+    budget: &budget::Budget,
+) -> anyhow::Result<Vec<Idle>> {
+    let mut clients = Vec::with_capacity(n as usize);
+    for i in 0..n {
+        if i % 250 == 0 {
+            budget.check(t.name())?;
+            run.progress.note(&format!(
+                "{}: {} idle {} connections",
+                t.name(),
+                fmt_num(i as f64),
+                t.label()
+            ));
+        }
+        let c = match t {
+            Transport::Ws => open_ws(server.addr),
+            Transport::Sse => open_sse(server.addr),
+        }
+        .with_context(|| format!("connection {}", i + 1))?;
+        clients.push(c);
+    }
+    Ok(clients)
+}
+
+/// The server's own count of clients of this transport.
+fn counted(t: Transport, s: &super::server::Stats) -> u64 {
+    match t {
+        Transport::Ws => s.clients_of("ws"),
+        Transport::Sse => s.clients_of("sse"),
+    }
+}
+
+/// Wait (up to 10 s) until the server counts them all: its own counter is the
+/// independent check.
+fn wait_counted(
+    server: &Server,
+    t: Transport,
+    n: u64,
+    budget: &budget::Budget,
+) -> anyhow::Result<()> {
+    let mut stats = server.stats()?;
+    let until = Instant::now() + Duration::from_secs(10);
+    while counted(t, &stats) < n && Instant::now() < until {
+        budget.check(t.name())?;
+        std::thread::sleep(Duration::from_millis(50));
+        stats = server.stats()?;
+    }
+    Ok(())
+}
+
+/// What makes the reading invalid: a client count, descriptors or RSS that do not match
+/// `n` connections, or clients removed during the run.
+fn problems(
+    t: Transport,
+    n: u64,
+    before: &Reading,
+    after: &Reading,
+    stats: &super::server::Stats,
+) -> Vec<String> {
+    let mut problems = Vec::new();
+    if counted(t, stats) != n {
+        problems.push(format!(
+            "the server counts {} {} clients, {} were opened",
+            counted(t, stats),
+            t.label(),
+            n
+        ));
+    }
+    let grew = after.fds.saturating_sub(before.fds);
+    if grew < n {
+        problems.push(format!(
+            "the server's descriptors grew by {grew}, less than {n} connections"
+        ));
+    }
+    if stats.removed > 0 {
+        problems.push(format!(
+            "the server removed {} clients during the run",
+            stats.removed
+        ));
+    }
+    if after.rss <= before.rss {
+        problems.push("RSS did not grow".into());
+    }
+    problems
+}
+
+fn details(
+    t: Transport,
+    n: u64,
+    pid: u32,
+    open_ms: u128,
+    before: &Reading,
+    after: &Reading,
+    stats: &super::server::Stats,
+) -> Vec<String> {
+    let (rss0, rss1) = (before.rss, after.rss);
+    let (m0, m1) = (before.ss.mem_bytes(), after.ss.mem_bytes());
+    let kernel = m1.saturating_sub(m0);
+    let per = per_connection(rss0, rss1, n);
+    vec![
+        format!(
+            "target: rtcheck serve (child pid {pid}, idle: --wait-start, ping 20 s); {} {} connections opened in {open_ms} ms",
+            fmt_num(n as f64),
+            t.label()
+        ),
+        format!(
+            "server RSS {} -> {} (+{}); server's own stats: {} clients, rss {}",
+            fmt_bytes(rss0),
+            fmt_bytes(rss1),
+            fmt_bytes(rss1.saturating_sub(rss0)),
+            fmt_num(counted(t, stats) as f64),
+            fmt_bytes(stats.rss_bytes)
+        ),
+        format!(
+            "server descriptors {} -> {} (one per connection is normal, not a leak)",
+            fmt_num(before.fds as f64),
+            fmt_num(after.fds as f64)
+        ),
+        format!(
+            "kernel TCP memory (sockstat mem, both loopback ends, namespace-wide): {} -> {} (+{}, {} per connection)",
+            fmt_bytes(m0),
+            fmt_bytes(m1),
+            fmt_bytes(kernel),
+            fmt_bytes(kernel / n.max(1))
+        ),
+        format!(
+            "projected for 10,000: {} (reference {} with Go + gorilla)",
+            fmt_bytes((per * 10_000.0) as u64),
+            fmt_bytes(crate::evidence::num("conn-ram", "rss_10k") as u64)
+        ),
+    ]
+}
+
 pub fn run(run: &Run) -> anyhow::Result<Vec<Verification>> {
     let mut out = Vec::new();
     for t in [Transport::Ws, Transport::Sse] {
@@ -245,7 +318,7 @@ pub fn run(run: &Run) -> anyhow::Result<Vec<Verification>> {
         let started = Instant::now();
         match measure(run, t) {
             Ok(v) => out.push(v),
-            Err(e) if super::guard::interrupted() => return Err(e),
+            Err(e) if signal::interrupted() => return Err(e),
             Err(e) => out.push(verification(
                 t.name(),
                 None,
@@ -270,5 +343,42 @@ mod tests {
         assert_eq!(per_connection(1000, 28_000, 1), 27_000.0);
         assert_eq!(per_connection(5000, 4000, 10), 0.0);
         assert_eq!(per_connection(0, 100, 0), 100.0);
+    }
+
+    #[test]
+    fn the_reading_is_checked_against_the_server_count() {
+        let r = |rss, fds| Reading {
+            rss,
+            fds,
+            ss: Default::default(),
+        };
+        let stats = |ws: u64, removed: u64| -> super::super::server::Stats {
+            serde_json::from_value(
+                serde_json::json!({"clients": {"ws": ws, "sse": 0}, "removed": removed}),
+            )
+            .unwrap()
+        };
+        let ok = problems(Transport::Ws, 10, &r(1000, 5), &r(9000, 15), &stats(10, 0));
+        assert!(ok.is_empty(), "{ok:?}");
+        let p = problems(Transport::Sse, 10, &r(1000, 5), &r(9000, 15), &stats(10, 0));
+        assert!(p[0].contains("counts 0 SSE clients"), "{p:?}");
+        let p = problems(Transport::Ws, 10, &r(1000, 5), &r(900, 9), &stats(10, 2));
+        assert_eq!(p.len(), 3, "{p:?}");
+        assert!(p[0].contains("descriptors grew by 4"), "{p:?}");
+        assert!(p[1].contains("removed 2 clients"), "{p:?}");
+        assert_eq!(p[2], "RSS did not grow");
+        let d = details(
+            Transport::Ws,
+            10,
+            7,
+            3,
+            &r(1000, 5),
+            &r(9000, 15),
+            &stats(10, 0),
+        );
+        assert!(
+            d[0].contains("child pid 7") && d[2].contains("5 -> 15"),
+            "{d:?}"
+        );
     }
 }

@@ -8,14 +8,15 @@
 //! TIME_WAIT entries are kernel state without a descriptor; they expire after 60 s.
 use super::fd_limit::errno_name;
 use super::listener::{Acceptor, OnAccept};
-use super::{guard, sys, verification, Run};
+use super::{verification, Run};
 use crate::evidence::fmt_num;
-use crate::report::Verification;
+use crate::findings::Verification;
+use crate::sys::{addr, budget, child, limits, proc};
 use anyhow::{anyhow, bail};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashSet};
 use std::io::{BufRead, BufReader, Read};
-use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpStream};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, SocketAddrV4, TcpStream};
 use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
@@ -47,7 +48,7 @@ pub fn reuse_applies(tw_reuse: u64, loopback: bool) -> bool {
 
 /// Pick a 127.0.0.x (2..=254) that no TCP socket uses, starting from a per-process offset
 /// so concurrent runs do not collide.
-pub fn fresh_address(rows: &[sys::TcpRow]) -> Option<Ipv4Addr> {
+pub fn fresh_address(rows: &[proc::TcpRow]) -> Option<Ipv4Addr> {
     let used: HashSet<Ipv4Addr> = rows
         .iter()
         .flat_map(|r| [*r.local.ip(), *r.remote.ip()])
@@ -67,18 +68,50 @@ pub fn run(run: &Run) -> anyhow::Result<Vec<Verification>> {
     } else {
         0
     };
-    // The server side of every closed connection is held until the clients have closed
-    // (so the clients, not the server, end in TIME_WAIT): K descriptors here.
-    let (_, hard) = sys::nofile()?;
-    let room = hard.saturating_sub(sys::open_fds("self")? + 64);
+    let (host, acceptor) = prepare(k)?;
+    let budget = run.budget.within(Duration::from_secs(120));
+    let closed = close_connections(run, &host, &acceptor, k, &budget)?;
+    let mut out = Vec::new();
+    if run.wants("time-wait") {
+        out.push(time_wait_verification(&host, &closed, k, started));
+    }
+    if m == 0 {
+        return Ok(out);
+    }
+    acceptor.set_mode(OnAccept::Close);
+    let held = hold_connections(run, &host, m, &budget)?;
+    drop(acceptor);
+    out.push(ephemeral_verification(&host, &closed, &held, m, started));
+    Ok(out)
+}
+
+/// The host readings and the fresh destination both phases use.
+struct PortsHost {
+    hard: u64,
+    lo: u16,
+    hi: u16,
+    /// Ports in the range, and those not taken by a listener.
+    range: u64,
+    free: u64,
+    tw_reuse: u64,
+    timestamps: u64,
+    dest: SocketAddrV4,
+}
+
+/// Check the descriptor room, read the port range and sysctls, and start a listener on a
+/// fresh 127.0.0.x that holds the server side of the K closed connections (so the clients,
+/// not the server, end in TIME_WAIT).
+fn prepare(k: u64) -> anyhow::Result<(PortsHost, Acceptor)> {
+    let (_, hard) = limits::nofile()?;
+    let room = limits::socket_room(hard, proc::open_fds("self")?);
     if k > room {
         bail!("--closed {k}: needs {k} descriptors in this process, the open-files limit leaves {room}");
     }
-    let (lo, hi) = sys::port_range()?;
+    let (lo, hi) = proc::port_range()?;
     let range = (hi - lo) as u64 + 1;
-    let tw_reuse = sys::read_sysctl_u64("net/ipv4/tcp_tw_reuse").unwrap_or(0);
-    let timestamps = sys::read_sysctl_u64("net/ipv4/tcp_timestamps").unwrap_or(1);
-    let rows = sys::read_proc_net_tcp()?;
+    let tw_reuse = proc::read_sysctl_u64("net/ipv4/tcp_tw_reuse").unwrap_or(0);
+    let timestamps = proc::read_sysctl_u64("net/ipv4/tcp_timestamps").unwrap_or(1);
+    let rows = proc::read_proc_net_tcp()?;
     let addr = fresh_address(&rows).ok_or_else(|| anyhow!("no unused 127.0.0.x address"))?;
     let acceptor = Acceptor::start(
         SocketAddr::new(IpAddr::V4(addr), 0),
@@ -93,15 +126,41 @@ pub fn run(run: &Run) -> anyhow::Result<Vec<Verification>> {
     // Ports a connect() cannot take: listeners bound inside the range.
     let bound: HashSet<u16> = rows
         .iter()
-        .filter(|r| r.state == sys::LISTEN && (lo..=hi).contains(&r.local.port()))
+        .filter(|r| r.state == proc::LISTEN && (lo..=hi).contains(&r.local.port()))
         .map(|r| r.local.port())
         .collect();
-    let free = range.saturating_sub(bound.len() as u64);
+    let host = PortsHost {
+        hard,
+        lo,
+        hi,
+        range,
+        free: range.saturating_sub(bound.len() as u64),
+        tw_reuse,
+        timestamps,
+        dest,
+    };
+    Ok((host, acceptor))
+}
 
-    // Phase 1: K connections, each closed by the client.
-    let ss0 = sys::read_sockstat()?;
+/// Phase 1 as measured: TIME_WAIT toward the destination and sockstat before and after.
+struct Closed {
+    tw: u64,
+    ss0: proc::Sockstat,
+    ss1: proc::Sockstat,
+    closed_ms: u128,
+}
+
+/// Phase 1: K connections, each closed by the client first.
+fn close_connections(
+    run: &Run,
+    host: &PortsHost,
+    acceptor: &Acceptor,
+    k: u64,
+    budget: &budget::Budget,
+) -> anyhow::Result<Closed> {
+    let dest = host.dest;
+    let ss0 = proc::read_sockstat()?;
     let t1 = Instant::now();
-    let budget = run.budget.within(Duration::from_secs(120));
     for i in 0..k {
         if i % 256 == 0 {
             budget.check("ephemeral-ports")?;
@@ -124,67 +183,86 @@ pub fn run(run: &Run) -> anyhow::Result<Vec<Verification>> {
     // The FIN exchange finishes asynchronously: wait (bounded) until it settles.
     let settle = Instant::now() + Duration::from_secs(3);
     let tw = loop {
-        let rows = sys::read_proc_net_tcp()?;
-        let tw = sys::count_to(&rows, dest, sys::TIME_WAIT) as u64;
+        let rows = proc::read_proc_net_tcp()?;
+        let tw = proc::count_to(&rows, dest, proc::TIME_WAIT) as u64;
         if tw >= k || Instant::now() >= settle {
             break tw;
         }
         budget.check("time-wait")?;
         std::thread::sleep(Duration::from_millis(50));
     };
-    let ss1 = sys::read_sockstat()?;
-    let mut out = Vec::new();
+    let ss1 = proc::read_sockstat()?;
+    Ok(Closed {
+        tw,
+        ss0,
+        ss1,
+        closed_ms,
+    })
+}
 
-    if run.wants("time-wait") {
-        let tol = (k / 100).max(2);
-        let valid = tw + tol >= k;
-        let details = vec![
-            format!("target: rtcheck's own loopback listener on {dest} (fresh address)"),
-            format!(
-                "{} connections opened and closed by the client in {closed_ms} ms",
-                fmt_num(k as f64)
-            ),
-            format!(
-                "sockstat tw {} -> {} (+{}, namespace-wide); TIME_WAIT toward {dest} in /proc/net/tcp: {}",
-                fmt_num(ss0.tw as f64),
-                fmt_num(ss1.tw as f64),
-                fmt_num(ss1.tw.saturating_sub(ss0.tw) as f64),
-                fmt_num(tw as f64)
-            ),
-            "each keeps its local port for 60 s without any descriptor; closing first puts the client (load tester, proxy) in TIME_WAIT".into(),
-        ];
-        let verdict = if valid {
-            format!(
-                "confirms: {} TIME_WAIT sockets on the client side after {} closes, each holding a port toward {dest}",
-                fmt_num(tw as f64),
-                fmt_num(k as f64)
-            )
-        } else {
-            format!(
-                "invalid: only {} of {} closed connections are in TIME_WAIT",
-                fmt_num(tw as f64),
-                fmt_num(k as f64)
-            )
-        };
-        out.push(verification(
-            "time-wait",
-            Some(tw as f64),
-            "sockets",
-            super::reference_for("time-wait"),
-            verdict,
-            details,
-            valid,
-            started,
-        ));
-    }
-    if m == 0 {
-        return Ok(out);
-    }
+fn time_wait_verification(host: &PortsHost, c: &Closed, k: u64, started: Instant) -> Verification {
+    let (dest, tw) = (host.dest, c.tw);
+    let tol = (k / 100).max(2);
+    let valid = tw + tol >= k;
+    let details = vec![
+        format!("target: rtcheck's own loopback listener on {dest} (fresh address)"),
+        format!(
+            "{} connections opened and closed by the client in {} ms",
+            fmt_num(k as f64),
+            c.closed_ms
+        ),
+        format!(
+            "sockstat tw {} -> {} (+{}, namespace-wide); TIME_WAIT toward {dest} in /proc/net/tcp: {}",
+            fmt_num(c.ss0.tw as f64),
+            fmt_num(c.ss1.tw as f64),
+            fmt_num(c.ss1.tw.saturating_sub(c.ss0.tw) as f64),
+            fmt_num(tw as f64)
+        ),
+        "each keeps its local port for 60 s without any descriptor; closing first puts the client (load tester, proxy) in TIME_WAIT".into(),
+    ];
+    let verdict = if valid {
+        format!(
+            "confirms: {} TIME_WAIT sockets on the client side after {} closes, each holding a port toward {dest}",
+            fmt_num(tw as f64),
+            fmt_num(k as f64)
+        )
+    } else {
+        format!(
+            "invalid: only {} of {} closed connections are in TIME_WAIT",
+            fmt_num(tw as f64),
+            fmt_num(k as f64)
+        )
+    };
+    verification(
+        "time-wait",
+        Some(tw as f64),
+        "sockets",
+        super::reference_for("time-wait"),
+        verdict,
+        details,
+        valid,
+        started,
+    )
+}
 
-    // Phase 2: M connections held at once, in children of at most 8,000 each.
-    acceptor.set_mode(OnAccept::Close);
-    let per_child = hard.saturating_sub(64).clamp(64, 8000);
-    let exe = guard::exe()?;
+/// Phase 2 as measured: what the children opened and what the kernel shows.
+struct Held {
+    total: HoldReport,
+    open_ms: u128,
+    held_now: u64,
+    tw_left: u64,
+}
+
+/// Phase 2: M connections held at once, in children of at most 8,000 each; released
+/// (and the children reaped) before returning.
+fn hold_connections(
+    run: &Run,
+    host: &PortsHost,
+    m: u64,
+    budget: &budget::Budget,
+) -> anyhow::Result<Held> {
+    let dest = host.dest;
+    let per_child = host.hard.saturating_sub(limits::FD_MARGIN).clamp(64, 8000);
     let mut children = Vec::new();
     let mut total = HoldReport::default();
     let t2 = Instant::now();
@@ -198,26 +276,7 @@ pub fn run(run: &Run) -> anyhow::Result<Vec<Verification>> {
             fmt_num(total.opened as f64),
             fmt_num(m as f64)
         ));
-        let mut cmd = Command::new(&exe);
-        cmd.args([
-            "verify",
-            "--child",
-            "open-hold",
-            "--target",
-            &dest.to_string(),
-            "--count",
-            &n.to_string(),
-        ])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null());
-        let mut g = guard::ChildGuard::spawn(cmd, "an ephemeral-ports child")?;
-        let stdout = g
-            .child
-            .stdout
-            .take()
-            .ok_or_else(|| anyhow!("no child stdout"))?;
-        let rep = read_report(stdout, &budget)?;
+        let (g, rep) = spawn_holder(dest, n, budget)?;
         total.opened += rep.opened;
         total.failed += rep.failed;
         for (e, c) in rep.errors {
@@ -226,12 +285,12 @@ pub fn run(run: &Run) -> anyhow::Result<Vec<Verification>> {
         children.push(g);
     }
     let open_ms = t2.elapsed().as_millis();
-    let rows2 = sys::read_proc_net_tcp()?;
+    let rows2 = proc::read_proc_net_tcp()?;
     let held_now = rows2
         .iter()
-        .filter(|r| r.remote == dest && matches!(r.state, sys::ESTABLISHED | sys::CLOSE_WAIT))
+        .filter(|r| r.remote == dest && matches!(r.state, proc::ESTABLISHED | proc::CLOSE_WAIT))
         .count() as u64;
-    let tw_left = sys::count_to(&rows2, dest, sys::TIME_WAIT) as u64;
+    let tw_left = proc::count_to(&rows2, dest, proc::TIME_WAIT) as u64;
     // Release: closing stdin tells each child to exit; the guards reap them.
     for mut g in children {
         drop(g.child.stdin.take());
@@ -240,13 +299,50 @@ pub fn run(run: &Run) -> anyhow::Result<Vec<Verification>> {
             std::thread::sleep(Duration::from_millis(10));
         }
     }
-    drop(acceptor);
+    Ok(Held {
+        total,
+        open_ms,
+        held_now,
+        tw_left,
+    })
+}
 
-    let reuse = reuse_applies(tw_reuse, true) && timestamps != 0;
-    let (low, high) = predict_failures(free, tw, m, reuse);
+/// One open-hold child for `n` connections, and its report once they are all open.
+fn spawn_holder(
+    dest: SocketAddrV4,
+    n: u64,
+    budget: &budget::Budget,
+) -> anyhow::Result<(child::ChildGuard, HoldReport)> {
+    let mut cmd = Command::new(child::exe()?);
+    cmd.args([
+        "verify",
+        "--child",
+        "open-hold",
+        "--target",
+        &dest.to_string(),
+        "--count",
+        &n.to_string(),
+    ])
+    .stdin(Stdio::piped())
+    .stdout(Stdio::piped())
+    .stderr(Stdio::null());
+    let mut g = child::ChildGuard::spawn(cmd, "an ephemeral-ports child")?;
+    let stdout = g
+        .child
+        .stdout
+        .take()
+        .ok_or_else(|| anyhow!("no child stdout"))?;
+    let rep = read_report(stdout, budget)?;
+    Ok((g, rep))
+}
+
+/// What contradicts the port arithmetic or the kernel's own count (each makes the
+/// measurement invalid).
+fn hold_problems(host: &PortsHost, held: &Held, m: u64, (low, high): (u64, u64)) -> Vec<String> {
+    let total = &held.total;
     let tol = (m / 100).max(16);
     let eaddr = total.errors.get("EADDRNOTAVAIL").copied().unwrap_or(0);
-    let other: u64 = total.failed - eaddr;
+    let other: u64 = total.failed.saturating_sub(eaddr);
     let mut problems = Vec::new();
     if other > 0 {
         problems.push(format!(
@@ -260,10 +356,11 @@ pub fn run(run: &Run) -> anyhow::Result<Vec<Verification>> {
             total.opened, total.failed, m
         ));
     }
+    let held_now = held.held_now;
     if held_now + tol < total.opened || held_now > total.opened + tol {
         problems.push(format!(
-            "the kernel shows {held_now} sockets toward {dest}, the children report {} open",
-            total.opened
+            "the kernel shows {held_now} sockets toward {}, the children report {} open",
+            host.dest, total.opened
         ));
     }
     if eaddr + tol < low || eaddr > high + tol {
@@ -271,22 +368,89 @@ pub fn run(run: &Run) -> anyhow::Result<Vec<Verification>> {
             "{eaddr} failures outside the predicted {low}..={high}"
         ));
     }
-    let details = vec![
+    problems
+}
+
+fn ephemeral_verification(
+    host: &PortsHost,
+    closed: &Closed,
+    held: &Held,
+    m: u64,
+    started: Instant,
+) -> Verification {
+    let reuse = reuse_applies(host.tw_reuse, true) && host.timestamps != 0;
+    let (low, high) = predict_failures(host.free, closed.tw, m, reuse);
+    let eaddr = held.total.errors.get("EADDRNOTAVAIL").copied().unwrap_or(0);
+    let problems = hold_problems(host, held, m, (low, high));
+    let details = hold_details(host, closed, held, m, (low, high));
+    let (tw, free) = (closed.tw, host.free);
+    let verdict = if !problems.is_empty() {
+        format!("invalid: {}", problems.join("; "))
+    } else if eaddr > 0 {
         format!(
-            "port range {lo}-{hi} = {} ports ({} free of listeners); tcp_tw_reuse = {tw_reuse} ({}), tcp_timestamps = {timestamps}",
-            fmt_num(range as f64),
+            "confirms: {} of {} connects failed with EADDRNOTAVAIL once {} ports toward one destination were taken ({} free in the range, {} in TIME_WAIT at the start, {} of them left after)",
+            fmt_num(eaddr as f64),
+            fmt_num(m as f64),
+            fmt_num(held.held_now as f64),
             fmt_num(free as f64),
+            fmt_num(tw as f64),
+            fmt_num(held.tw_left as f64)
+        )
+    } else if high == 0 {
+        format!(
+            "0 failed, as predicted: {} TIME_WAIT + {} new stay under the {} ports toward one destination (--full reaches the range)",
+            fmt_num(tw as f64),
+            fmt_num(m as f64),
+            fmt_num(free as f64)
+        )
+    } else {
+        format!(
+            "differs: 0 failed because tcp_tw_reuse = {} reused TIME_WAIT ports on loopback; without reuse (between hosts) {} would fail",
+            host.tw_reuse,
+            fmt_num(high as f64)
+        )
+    };
+    verification(
+        "ephemeral-ports",
+        Some(eaddr as f64),
+        "connections",
+        super::reference_for("ephemeral-ports"),
+        verdict,
+        details,
+        problems.is_empty(),
+        started,
+    )
+}
+
+fn hold_details(
+    host: &PortsHost,
+    closed: &Closed,
+    held: &Held,
+    m: u64,
+    (low, high): (u64, u64),
+) -> Vec<String> {
+    let total = &held.total;
+    let tw_reuse = host.tw_reuse;
+    vec![
+        format!(
+            "port range {}-{} = {} ports ({} free of listeners); tcp_tw_reuse = {tw_reuse} ({}), tcp_timestamps = {}",
+            host.lo,
+            host.hi,
+            fmt_num(host.range as f64),
+            fmt_num(host.free as f64),
             match tw_reuse {
                 0 => "off",
                 1 => "on",
                 2 => "loopback only: applies here",
                 _ => "unknown",
-            }
+            },
+            host.timestamps
         ),
         format!(
-            "{} in TIME_WAIT, then {} opened at once in {open_ms} ms: {} held, {} failed ({})",
-            fmt_num(tw as f64),
+            "{} in TIME_WAIT, then {} opened at once in {} ms: {} held, {} failed ({})",
+            fmt_num(closed.tw as f64),
             fmt_num(m as f64),
+            held.open_ms,
             fmt_num(total.opened as f64),
             fmt_num(total.failed as f64),
             if total.errors.is_empty() {
@@ -302,55 +466,20 @@ pub fn run(run: &Run) -> anyhow::Result<Vec<Verification>> {
         ),
         format!(
             "predicted failures {low}..={high} (all TIME_WAIT ports reused .. none reused); {} still in TIME_WAIT after",
-            fmt_num(tw_left as f64)
+            fmt_num(held.tw_left as f64)
         ),
         format!(
-            "kernel count of held sockets toward {dest}: {}",
-            fmt_num(held_now as f64)
+            "kernel count of held sockets toward {}: {}",
+            host.dest,
+            fmt_num(held.held_now as f64)
         ),
-    ];
-    let verdict = if !problems.is_empty() {
-        format!("invalid: {}", problems.join("; "))
-    } else if eaddr > 0 {
-        format!(
-            "confirms: {} of {} connects failed with EADDRNOTAVAIL once {} ports toward one destination were taken ({} free in the range, {} in TIME_WAIT at the start, {} of them left after)",
-            fmt_num(eaddr as f64),
-            fmt_num(m as f64),
-            fmt_num(held_now as f64),
-            fmt_num(free as f64),
-            fmt_num(tw as f64),
-            fmt_num(tw_left as f64)
-        )
-    } else if high == 0 {
-        format!(
-            "0 failed, as predicted: {} TIME_WAIT + {} new stay under the {} ports toward one destination (--full reaches the range)",
-            fmt_num(tw as f64),
-            fmt_num(m as f64),
-            fmt_num(free as f64)
-        )
-    } else {
-        format!(
-            "differs: 0 failed because tcp_tw_reuse = {tw_reuse} reused TIME_WAIT ports on loopback; without reuse (between hosts) {} would fail",
-            fmt_num(high as f64)
-        )
-    };
-    out.push(verification(
-        "ephemeral-ports",
-        Some(eaddr as f64),
-        "connections",
-        super::reference_for("ephemeral-ports"),
-        verdict,
-        details,
-        problems.is_empty(),
-        started,
-    ));
-    Ok(out)
+    ]
 }
 
 /// Read one JSON line from a child's stdout within the budget.
 fn read_report(
     stdout: std::process::ChildStdout,
-    budget: &guard::Budget,
+    budget: &budget::Budget,
 ) -> anyhow::Result<HoldReport> {
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
@@ -376,8 +505,8 @@ fn read_report(
 /// The child: open `count` connections toward `target` and hold them, report, then wait
 /// for stdin to close (the parent's release, or its death) before exiting.
 pub fn child_open_hold(target: SocketAddr, count: u64) -> anyhow::Result<ExitCode> {
-    guard::ensure_loopback(&target)?;
-    sys::raise_nofile_to_hard()?;
+    addr::ensure_loopback(&target)?;
+    limits::raise_nofile_to_hard()?;
     let mut held = Vec::with_capacity(count as usize);
     let mut rep = HoldReport::default();
     let deadline = Instant::now() + Duration::from_secs(100);
@@ -432,10 +561,10 @@ mod tests {
 
     #[test]
     fn fresh_address_skips_used_ones() {
-        let row = |l: &str, r: &str| sys::TcpRow {
+        let row = |l: &str, r: &str| proc::TcpRow {
             local: l.parse().unwrap(),
             remote: r.parse().unwrap(),
-            state: sys::ESTABLISHED,
+            state: proc::ESTABLISHED,
         };
         let mut rows = Vec::new();
         for x in 2..=254u8 {
@@ -446,5 +575,65 @@ mod tests {
         assert_eq!(fresh_address(&rows), Some(Ipv4Addr::new(127, 0, 0, 77)));
         rows.push(row("127.0.0.1:1", "127.0.0.77:9"));
         assert_eq!(fresh_address(&rows), None);
+    }
+
+    #[test]
+    fn the_hold_phase_is_judged_against_the_arithmetic_and_the_kernel() {
+        let host = PortsHost {
+            hard: 20000,
+            lo: 32768,
+            hi: 32867,
+            range: 100,
+            free: 100,
+            tw_reuse: 0,
+            timestamps: 1,
+            dest: "127.0.0.9:5000".parse().unwrap(),
+        };
+        let held = |opened: u64, eaddr: u64, other: u64, kernel: u64| Held {
+            total: HoldReport {
+                opened,
+                failed: eaddr + other,
+                errors: [
+                    ("EADDRNOTAVAIL".to_string(), eaddr),
+                    ("ECONNREFUSED".into(), other),
+                ]
+                .into_iter()
+                .filter(|(_, c)| *c > 0)
+                .collect(),
+            },
+            open_ms: 10,
+            held_now: kernel,
+            tw_left: 0,
+        };
+        let m = 150;
+        let predicted = predict_failures(host.free, 0, m, false);
+        assert!(hold_problems(&host, &held(100, 50, 0, 100), m, predicted).is_empty());
+        let p = hold_problems(&host, &held(100, 40, 10, 100), m, predicted);
+        assert!(
+            p[0].contains("10 connects failed with other errors"),
+            "{p:?}"
+        );
+        let p = hold_problems(&host, &held(100, 50, 0, 10), m, predicted);
+        assert!(
+            p[0].contains("the kernel shows 10 sockets toward 127.0.0.9:5000"),
+            "{p:?}"
+        );
+        let p = hold_problems(&host, &held(150, 0, 0, 150), m, predicted);
+        assert!(
+            p[0].contains("0 failures outside the predicted 50..=50"),
+            "{p:?}"
+        );
+        let closed = Closed {
+            tw: 0,
+            ss0: Default::default(),
+            ss1: Default::default(),
+            closed_ms: 1,
+        };
+        let d = hold_details(&host, &closed, &held(100, 50, 0, 100), m, predicted);
+        assert!(
+            d[0].starts_with("port range 32768-32867 = 100 ports"),
+            "{d:?}"
+        );
+        assert!(d[1].contains("EADDRNOTAVAIL 50"), "{d:?}");
     }
 }

@@ -2,14 +2,16 @@
 //! without blocking until a write would block and stays blocked. Every byte the kernel
 //! accepted is then accounted for in the two kernel queues (server send queue + client
 //! receive queue) while the client application has read none of them.
-use super::{sys, verification, Run};
+use super::{verification, Run};
 use crate::evidence::fmt_num;
-use crate::report::Verification;
+use crate::findings::Verification;
+use crate::sys::budget::Budget;
+use crate::sys::proc;
 use crate::units::fmt_bytes;
 use anyhow::{anyhow, Context};
 use socket2::{Domain, Protocol, Socket, Type};
 use std::io::Write;
-use std::net::TcpStream;
+use std::net::{SocketAddr, TcpStream};
 use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 
@@ -36,60 +38,77 @@ fn ioctl_int(fd: i32, req: libc::c_ulong) -> anyhow::Result<u64> {
     Ok(v.max(0) as u64)
 }
 
-fn wait_writable(fd: i32, ms: i32) -> bool {
-    let mut p = libc::pollfd {
-        fd,
-        events: libc::POLLOUT,
-        revents: 0,
-    };
-    // SAFETY: one valid pollfd.
-    let r = unsafe { libc::poll(&mut p, 1, ms) };
-    r > 0 && (p.revents & libc::POLLOUT) != 0
+fn wait_writable(s: &TcpStream, ms: u16) -> bool {
+    use crate::sys::fd::{poll_one, POLLOUT};
+    poll_one(s, POLLOUT, ms) & POLLOUT != 0
 }
 
 pub fn run(run: &Run) -> anyhow::Result<Vec<Verification>> {
     let started = Instant::now();
     let size = run.opts.message_size as usize;
+    let (server, client, addr) = silent_pair(run.opts.rcvbuf as usize)?;
+    let budget = run.budget.within(Duration::from_secs(30));
+    run.progress
+        .note("tcp-wmem: writing to a client that never reads");
+    let w = fill(&server, size, &budget)?;
+    std::thread::sleep(Duration::from_millis(50));
+    let q = Queues::read(&server, &client)?;
+    drop(client);
+    drop(server);
+    let details = details(run, addr, size, &w, &q);
+    Ok(vec![judge(size, &w, &q, details, started)])
+}
+
+/// A loopback connection whose client never reads, SO_RCVBUF `rcvbuf` set before connect
+/// (so the window is small from the handshake on). The server side is non-blocking.
+fn silent_pair(rcvbuf: usize) -> anyhow::Result<(TcpStream, TcpStream, SocketAddr)> {
     let listener = super::listener::listen("127.0.0.1:0".parse()?, 16)?;
     let addr = listener.local_addr()?;
-    // SO_RCVBUF before connect, so the window is small from the handshake on.
     let client = Socket::new(Domain::IPV4, Type::STREAM, Some(Protocol::TCP))?;
-    client.set_recv_buffer_size(run.opts.rcvbuf as usize)?;
+    client.set_recv_buffer_size(rcvbuf)?;
     client
         .connect_timeout(&addr.into(), Duration::from_secs(2))
         .context("connect to the tcp-wmem listener")?;
     let client: TcpStream = client.into();
-    let (mut server, _) = listener.accept()?;
+    let (server, _) = listener.accept()?;
     drop(listener);
     server.set_nodelay(true)?;
     client.set_nodelay(true)?;
     server.set_nonblocking(true)?;
-    let sfd = server.as_raw_fd();
-    let cfd = client.as_raw_fd();
+    Ok((server, client, addr))
+}
 
+/// What the writer got away with.
+struct Written {
+    bytes: u64,
+    messages: u64,
+    first_block: Option<u64>,
+}
+
+/// Write `size`-byte messages until a write stays blocked for 300 ms (the kernel is full)
+/// or 256 MiB, whatever the buffers.
+fn fill(mut server: &TcpStream, size: usize, budget: &Budget) -> anyhow::Result<Written> {
     let msg = vec![b'x'; size];
-    let mut written: u64 = 0;
-    let mut messages: u64 = 0;
-    let mut first_block: Option<u64> = None;
+    let mut w = Written {
+        bytes: 0,
+        messages: 0,
+        first_block: None,
+    };
     let mut offset = 0usize;
-    let budget = run.budget.within(Duration::from_secs(30));
-    // Bounded: never more than 256 MiB whatever the buffers.
     let cap: u64 = 256 << 20;
-    run.progress
-        .note("tcp-wmem: writing to a client that never reads");
     'outer: loop {
         budget.check("tcp-wmem")?;
         loop {
             match server.write(&msg[offset..]) {
                 Ok(0) => break 'outer,
                 Ok(n) => {
-                    written += n as u64;
+                    w.bytes += n as u64;
                     offset += n;
                     if offset == size {
                         offset = 0;
-                        messages += 1;
+                        w.messages += 1;
                     }
-                    if written >= cap {
+                    if w.bytes >= cap {
                         break 'outer;
                     }
                 }
@@ -98,61 +117,88 @@ pub fn run(run: &Run) -> anyhow::Result<Vec<Verification>> {
                 Err(e) => return Err(anyhow!("write to the silent client: {e}")),
             }
         }
-        first_block.get_or_insert(written);
+        w.first_block.get_or_insert(w.bytes);
         // Blocked: wait a while for room; if none comes, the kernel is full.
-        if !wait_writable(sfd, 300) {
+        if !wait_writable(server, 300) {
             break;
         }
     }
-    std::thread::sleep(Duration::from_millis(50));
-    let outq = ioctl_int(sfd, libc::TIOCOUTQ)?;
-    let inq = ioctl_int(cfd, libc::FIONREAD)?;
-    let sndbuf = socket2::SockRef::from(&server).send_buffer_size()? as u64;
-    let rcvbuf = socket2::SockRef::from(&client).recv_buffer_size()? as u64;
-    let wmem = sys::read_sysctl("net/ipv4/tcp_wmem")
-        .ok()
-        .and_then(|t| sys::parse_triple(&t).ok());
-    let rmem = sys::read_sysctl("net/ipv4/tcp_rmem")
-        .ok()
-        .and_then(|t| sys::parse_triple(&t).ok());
-    drop(client);
-    drop(server);
+    Ok(w)
+}
 
-    let check = accounted(written, outq, inq, size as u64);
-    let ref_bytes = crate::evidence::num("kernel-sndbuf", "bytes_accepted");
+/// Where the written bytes are, and the buffer sizes and sysctls behind them.
+struct Queues {
+    outq: u64,
+    inq: u64,
+    sndbuf: u64,
+    rcvbuf: u64,
+    wmem: Option<[u64; 3]>,
+    rmem: Option<[u64; 3]>,
+}
+
+impl Queues {
+    fn read(server: &TcpStream, client: &TcpStream) -> anyhow::Result<Queues> {
+        let triple = |p: &str| {
+            proc::read_sysctl(p)
+                .ok()
+                .and_then(|t| proc::parse_triple(&t).ok())
+        };
+        Ok(Queues {
+            outq: ioctl_int(server.as_raw_fd(), libc::TIOCOUTQ)?,
+            inq: ioctl_int(client.as_raw_fd(), libc::FIONREAD)?,
+            sndbuf: socket2::SockRef::from(server).send_buffer_size()? as u64,
+            rcvbuf: socket2::SockRef::from(client).recv_buffer_size()? as u64,
+            wmem: triple("net/ipv4/tcp_wmem"),
+            rmem: triple("net/ipv4/tcp_rmem"),
+        })
+    }
+}
+
+fn details(run: &Run, addr: SocketAddr, size: usize, w: &Written, q: &Queues) -> Vec<String> {
     let ref_events = crate::evidence::num("kernel-sndbuf", "events_written_dead");
     let fmt3 = |t: Option<[u64; 3]>| match t {
         Some([a, b, c]) => format!("{a} {b} {c}"),
         None => "unreadable".into(),
     };
-    let details = vec![
+    vec![
         format!("target: rtcheck's own loopback listener on {addr}; {size} B messages, TCP_NODELAY both ends"),
         format!(
             "accepted {} in {} whole messages before a write stayed blocked for 300 ms (first block after {})",
-            fmt_bytes(written),
-            fmt_num(messages as f64),
-            fmt_bytes(first_block.unwrap_or(written))
+            fmt_bytes(w.bytes),
+            fmt_num(w.messages as f64),
+            fmt_bytes(w.first_block.unwrap_or(w.bytes))
         ),
         format!(
             "where the bytes are: {} in the server's send queue + {} in the client's receive queue; read by the client: 0 B",
-            fmt_bytes(outq),
-            fmt_bytes(inq)
+            fmt_bytes(q.outq),
+            fmt_bytes(q.inq)
         ),
         format!(
             "SO_SNDBUF {} (tcp_wmem {}), client SO_RCVBUF {} (asked {}, tcp_rmem {})",
-            fmt_bytes(sndbuf),
-            fmt3(wmem),
-            fmt_bytes(rcvbuf),
+            fmt_bytes(q.sndbuf),
+            fmt3(q.wmem),
+            fmt_bytes(q.rcvbuf),
             run.opts.rcvbuf,
-            fmt3(rmem)
+            fmt3(q.rmem)
         ),
         format!(
             "reference: {} messages of 1 KB = {} \"written\" into a dead connection",
             fmt_num(ref_events),
             fmt_bytes((ref_events * 1024.0) as u64)
         ),
-    ];
-    let v = match check {
+    ]
+}
+
+/// Valid when every written byte is in one of the two queues (one message of slack).
+fn judge(
+    size: usize,
+    w: &Written,
+    q: &Queues,
+    details: Vec<String>,
+    started: Instant,
+) -> Verification {
+    let ref_bytes = crate::evidence::num("kernel-sndbuf", "bytes_accepted");
+    match accounted(w.bytes, q.outq, q.inq, size as u64) {
         Err(why) => verification(
             "tcp-wmem",
             None,
@@ -165,22 +211,21 @@ pub fn run(run: &Run) -> anyhow::Result<Vec<Verification>> {
         ),
         Ok(()) => verification(
             "tcp-wmem",
-            Some(written as f64),
+            Some(w.bytes as f64),
             "B",
             super::reference_for("tcp-wmem"),
             format!(
                 "confirms: {} writes ({}) succeeded and none was delivered to the application; {:.1}x the reference {}",
-                fmt_num(messages as f64),
-                fmt_bytes(written),
-                written as f64 / ref_bytes,
+                fmt_num(w.messages as f64),
+                fmt_bytes(w.bytes),
+                w.bytes as f64 / ref_bytes,
                 fmt_bytes(ref_bytes as u64)
             ),
             details,
             true,
             started,
         ),
-    };
-    Ok(vec![v])
+    }
 }
 
 #[cfg(test)]
@@ -193,5 +238,43 @@ mod tests {
         assert!(accounted(10_000, 6_000, 3_500, 1024).is_ok());
         let e = accounted(10_000, 2_000, 1_000, 1024).unwrap_err();
         assert!(e.contains("3000"), "{e}");
+    }
+
+    #[test]
+    fn the_verdict_needs_every_byte_in_a_queue() {
+        let w = Written {
+            bytes: 100_000,
+            messages: 97,
+            first_block: Some(50_000),
+        };
+        let q = |outq, inq| Queues {
+            outq,
+            inq,
+            sndbuf: 4096,
+            rcvbuf: 2048,
+            wmem: None,
+            rmem: None,
+        };
+        let t0 = Instant::now();
+        let v = judge(1024, &w, &q(60_000, 40_000), vec![], t0);
+        assert!(v.valid && v.measured == Some(100_000.0), "{v:?}");
+        assert!(
+            v.verdict.starts_with("confirms: 97 writes"),
+            "{}",
+            v.verdict
+        );
+        let v = judge(1024, &w, &q(10_000, 40_000), vec![], t0);
+        assert!(!v.valid && v.measured.is_none() && v.verdict.starts_with("invalid:"));
+    }
+
+    #[test]
+    fn a_silent_client_fills_the_kernel_and_stops_the_writer() {
+        let (server, client, _) = silent_pair(4096).unwrap();
+        let budget = Budget::new(Duration::from_secs(60));
+        let w = fill(&server, 1024, &budget).unwrap();
+        assert!(w.bytes > 0 && w.bytes < 256 << 20, "{}", w.bytes);
+        std::thread::sleep(Duration::from_millis(50));
+        let q = Queues::read(&server, &client).unwrap();
+        assert!(accounted(w.bytes, q.outq, q.inq, 1024).is_ok());
     }
 }

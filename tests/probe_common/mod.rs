@@ -1,62 +1,14 @@
 //! Real proxies in front of `rtcheck serve` for the probe tests: each started in the
-//! foreground on 127.0.0.1 with a config generated in a temp dir, awaited until it
-//! answers, and killed on drop. A missing binary fails the test naming its Debian package.
+//! foreground on 127.0.0.1 with a config generated in a temp dir (nginx with
+//! `master_process off`, HAProxy with `-db`, Caddy with `run`), awaited until it answers,
+//! and killed on drop (`common::Service`). A missing binary fails the test naming its
+//! Debian package (`common::require_binary`). Test files declare `mod common;` too.
 #![allow(dead_code)]
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
-
-/// A child process killed (and reaped) on drop.
-pub struct Guard(pub Child);
-
-impl Drop for Guard {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-pub struct Serve {
-    pub addr: SocketAddr,
-    _child: Guard,
-    _dir: tempfile::TempDir,
-}
-
-impl Serve {
-    pub fn start(args: &[&str]) -> Serve {
-        let dir = tempfile::tempdir().unwrap();
-        let addr_file = dir.path().join("addr");
-        let child = Command::new(assert_cmd::cargo::cargo_bin("rtcheck"))
-            .args(["serve", "--listen", "127.0.0.1:0", "--exit-with-parent"])
-            .arg("--addr-file")
-            .arg(&addr_file)
-            .args(args)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let child = Guard(child);
-        let t0 = Instant::now();
-        let addr = loop {
-            if let Ok(t) = std::fs::read_to_string(&addr_file) {
-                if let Some(l) = t.lines().next().filter(|_| t.ends_with('\n')) {
-                    break l.parse().unwrap();
-                }
-            }
-            assert!(
-                t0.elapsed() < Duration::from_secs(30),
-                "serve did not start"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        };
-        Serve {
-            addr,
-            _child: child,
-            _dir: dir,
-        }
-    }
-}
+pub use crate::common::{free_port, Server as Serve};
+use crate::common::{require_binary, Service};
+use std::net::SocketAddr;
+use std::process::{Command, Output};
+use std::time::Duration;
 
 /// Which proxy binary, and the Debian package that provides it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -67,49 +19,27 @@ pub enum Kind {
 }
 
 impl Kind {
-    fn binary(self) -> (&'static str, &'static str, &'static str) {
+    /// (binary, Debian package)
+    fn binary(self) -> (&'static str, &'static str) {
         match self {
-            Kind::Nginx => ("nginx", "/usr/sbin/nginx", "nginx-light"),
-            Kind::Haproxy => ("haproxy", "/usr/sbin/haproxy", "haproxy"),
-            Kind::Caddy => ("caddy", "/usr/bin/caddy", "caddy"),
+            Kind::Nginx => ("nginx", "nginx-light"),
+            Kind::Haproxy => ("haproxy", "haproxy"),
+            Kind::Caddy => ("caddy", "caddy"),
         }
     }
-
-    /// The binary's path; panics naming the package when it is missing.
-    pub fn find(self) -> PathBuf {
-        let (name, usual, package) = self.binary();
-        if Path::new(usual).exists() {
-            return usual.into();
-        }
-        let path = std::env::var_os("PATH").unwrap_or_default();
-        std::env::split_paths(&path)
-            .map(|d| d.join(name))
-            .find(|p| p.exists())
-            .unwrap_or_else(|| {
-                panic!("{name} not found: install the Debian package `{package}` (apt-get install -y {package})")
-            })
-    }
-}
-
-pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 pub struct Proxy {
     pub port: u16,
-    pub dir: tempfile::TempDir,
-    _child: Guard,
+    service: Service,
 }
 
 impl Proxy {
     /// Start `kind` with `config` (where `{DIR}` and `{PORT}` are replaced); wait until
     /// the port accepts.
     pub fn start(kind: Kind, config: &str) -> Proxy {
-        let bin = kind.find();
+        let (name, package) = kind.binary();
+        let bin = require_binary(name, package);
         let dir = tempfile::tempdir().unwrap();
         let port = free_port();
         let d = dir.path().to_str().unwrap().to_string();
@@ -144,38 +74,22 @@ impl Proxy {
             ),
         };
         std::fs::write(dir.path().join(file), &text).unwrap();
-        let log = std::fs::File::create(dir.path().join("proxy.log")).unwrap();
-        let child = Command::new(&bin)
-            .args(&args)
+        let mut cmd = Command::new(&bin);
+        cmd.args(&args)
             .env("HOME", &d)
             .env("XDG_DATA_HOME", &d)
-            .env("XDG_CONFIG_HOME", &d)
-            .stdin(Stdio::null())
-            .stdout(log.try_clone().unwrap())
-            .stderr(log)
-            .spawn()
-            .unwrap_or_else(|e| panic!("starting {}: {e}", bin.display()));
-        let mut child = Guard(child);
-        let t0 = Instant::now();
-        loop {
-            if TcpStream::connect(("127.0.0.1", port)).is_ok() {
-                break;
-            }
-            if let Ok(Some(st)) = child.0.try_wait() {
-                let log = std::fs::read_to_string(dir.path().join("proxy.log")).unwrap_or_default();
-                panic!("{kind:?} exited ({st}) before answering:\n{log}\nconfig:\n{text}");
-            }
-            assert!(
-                t0.elapsed() < Duration::from_secs(30),
-                "{kind:?} did not start"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        Proxy {
-            port,
-            dir,
-            _child: child,
-        }
+            .env("XDG_CONFIG_HOME", &d);
+        let mut service = Service::start(cmd, name, dir);
+        service.wait_listening(
+            SocketAddr::from(([127, 0, 0, 1], port)),
+            Duration::from_secs(30),
+        );
+        Proxy { port, service }
+    }
+
+    /// The proxy's config dir (its config file, logs).
+    pub fn dir(&self) -> &std::path::Path {
+        self.service.dir.path()
     }
 
     pub fn url(&self, scheme: &str, path: &str) -> String {
@@ -185,7 +99,8 @@ impl Proxy {
 
 /// Run `rtcheck probe ARGS --format json`; the parsed report and the exit code.
 pub fn probe_json(args: &[&str]) -> (serde_json::Value, i32, String) {
-    let out: Output = Command::new(assert_cmd::cargo::cargo_bin("rtcheck"))
+    // Bounded: a probe that hangs fails the test after common::RUN_LIMIT.
+    let out: Output = crate::common::rtcheck()
         .arg("probe")
         .args(args)
         .args(["--format", "json"])

@@ -2,14 +2,14 @@
 use super::{lim, n, skipped, sysctl_fix, Draft, Meta, Workload};
 use crate::audit::host::Host;
 use crate::evidence::num;
-use crate::report::{Finding, Status};
+use crate::findings::{Finding, Status};
 
 pub const FD_LIMIT: Meta = Meta {
     id: "fd-limit",
     title: "Open-files limit (RLIMIT_NOFILE) of the audited process",
     evidence: &["ulimit-n", "fds-goroutines"],
     verify: Some("fd-limit"),
-    run: fd_limit,
+    run: fd_limit_of_process,
 };
 
 pub const FD_SYSTEM: Meta = Meta {
@@ -19,6 +19,21 @@ pub const FD_SYSTEM: Meta = Meta {
     verify: None,
     run: fd_system,
 };
+
+/// The title names the process audited: rtcheck's own limits are not the service's.
+fn fd_limit_of_process(w: &Workload, h: &Host) -> Finding {
+    let mut f = fd_limit(w, h);
+    f.title = process_title(&h.process);
+    f
+}
+
+pub(crate) fn process_title(process: &str) -> String {
+    if process == "self" {
+        "Open-files limit of process self (rtcheck itself; --pid PID audits your service)".into()
+    } else {
+        format!("Open-files limit (RLIMIT_NOFILE) of process {process}")
+    }
+}
 
 /// fds the workload needs, and the recommended limit with headroom for listeners,
 /// log files and upstreams: 1.2 x needed + 64.

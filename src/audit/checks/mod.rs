@@ -2,15 +2,15 @@
 //! Ids are a contract (users grep, suppress and alert on them): never rename one.
 use super::host::Host;
 use crate::evidence::{self, fmt_num};
+use crate::findings::{Finding, Fix, Status};
 use crate::profile::{Loss, Profile, Role, Transport};
-use crate::report::{Finding, Fix, Status};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 mod fds;
 mod net;
 mod resources;
-mod tcp;
+pub(crate) mod tcp;
 
 /// The workload as the checks see it: defaults resolved, per-machine share computed.
 #[derive(Debug, Clone, Copy)]
@@ -25,6 +25,8 @@ pub struct Workload {
     pub size: u64,
     pub max_disconnect: Duration,
     pub loss: Option<Loss>,
+    /// The server's own heartbeat interval, when the profile says.
+    pub ping: Option<Duration>,
 }
 
 /// Transport audited when the profile names none.
@@ -42,6 +44,7 @@ impl Workload {
             size: p.size,
             max_disconnect: p.max_disconnect,
             loss: p.loss,
+            ping: p.ping,
         }
     }
 
@@ -99,6 +102,17 @@ pub const CHECKS: &[Meta] = &[
 
 pub fn ids() -> Vec<&'static str> {
     CHECKS.iter().map(|c| c.id).collect()
+}
+
+/// Checks every Linux host can answer from /proc and /sys: one skipped means the audit
+/// read the wrong place (e.g. an empty --procfs), so CI must not pass. conntrack is
+/// absent whenever the module is not loaded, which is a fine answer.
+pub fn required_ids() -> Vec<&'static str> {
+    CHECKS
+        .iter()
+        .map(|c| c.id)
+        .filter(|id| *id != "conntrack")
+        .collect()
 }
 
 /// Run every check; ids in `skip` are shown as skipped by request, never hidden.
@@ -257,15 +271,7 @@ pub(crate) fn sysctl_fix(file: &str, settings: &[(&str, String)]) -> (Vec<String
 
 /// Integer with thousands separators, exact for every u64 (f64 is not above 2^53).
 pub(crate) fn n(v: u64) -> String {
-    let s = v.to_string();
-    let mut out = String::with_capacity(s.len() + s.len() / 3);
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
+    crate::units::fmt_thousands(v)
 }
 
 pub(crate) fn bytes(v: u64) -> String {
@@ -464,5 +470,148 @@ mod tests {
             available: 8 << 30,
         });
         assert_eq!(status(&p, &h, "tcp-wmem"), Status::Fail);
+    }
+
+    fn finding(p: &Profile, h: &Host, id: &str) -> Finding {
+        run_all(p, h, &[]).into_iter().find(|f| f.id == id).unwrap()
+    }
+
+    #[test]
+    fn role_server_ports_and_time_wait_follow_one_rule() {
+        let mut h = host();
+        // 57% of the range in TIME_WAIT: a proxy/loadgen warns, a server does not need ports.
+        h.sockstat = Ok(Sockstat {
+            tcp_inuse: 1,
+            tcp_tw: 16_100,
+        });
+        for (role, want) in [
+            (Role::Server, Status::Pass),
+            (Role::Proxy, Status::Warn),
+            (Role::Loadgen, Status::Warn),
+        ] {
+            let p = Profile {
+                role,
+                connections: 1000,
+                ..Profile::default()
+            };
+            let tw = finding(&p, &h, "time-wait");
+            assert_eq!(tw.status, want, "{role:?}: {}", tw.rule);
+            if role == Role::Server {
+                assert_eq!(status(&p, &h, "ephemeral-ports"), Status::Pass);
+                assert!(tw.rule.contains("role server") && tw.rule.contains("pass"));
+                assert!(tw.expected.contains("role server"));
+            } else {
+                assert!(tw.rule.contains("warn above 50%"));
+            }
+        }
+    }
+
+    #[test]
+    fn keepalive_verdict_per_transport_and_server_heartbeat() {
+        let mut h = host();
+        h.keepalive = Ok(Keepalive {
+            time_s: 7200,
+            intvl_s: 75,
+            probes: 9,
+        }); // 7,875 s
+        let at = |t: Transport, ping: Option<u64>| {
+            let p = Profile {
+                transport: Some(t),
+                ping: ping.map(Duration::from_secs),
+                ..Profile::default()
+            };
+            finding(&p, &h, "tcp-keepalive")
+        };
+        // Nothing pings: only keepalive notices, 7,875 s > 300 s: warn, and the rule says so.
+        for t in [Transport::Websocket, Transport::Sse] {
+            let f = at(t, None);
+            assert_eq!(f.status, Status::Warn);
+            assert!(f.rule.contains("warn above 300 s"), "{}", f.rule);
+        }
+        // The server pings under the bound: pass, and the rule says why.
+        for t in [Transport::Websocket, Transport::Sse] {
+            let f = at(t, Some(25));
+            assert_eq!(f.status, Status::Pass, "{}", f.rule);
+            assert!(f.rule.contains("pass whatever keepalive is"), "{}", f.rule);
+        }
+        // A heartbeat above the bound does not count.
+        assert_eq!(at(Transport::Websocket, Some(301)).status, Status::Warn);
+        // Polling: the printed rule is the pass rule, not "warn above 300 s".
+        let f = at(Transport::Polling, None);
+        assert_eq!(f.status, Status::Pass);
+        assert!(f.rule.contains("Transport polling") && !f.rule.contains("warn above"));
+        // SSE has no pong: its fix never cites pong wait; WebSocket's does.
+        let sse = at(Transport::Sse, None);
+        let text = format!("{} {:?}", sse.fix.summary, sse.fix.persistent);
+        assert!(!text.to_lowercase().contains("pong"), "{text}");
+        assert!(text.contains("comment line"));
+        assert!(at(Transport::Websocket, None)
+            .fix
+            .summary
+            .contains("pongWait"));
+    }
+
+    #[test]
+    fn polling_is_not_charged_websocket_memory_nor_push_cpu() {
+        let mut h = host();
+        h.cgroup_memory = Ok(CgroupMemory {
+            limit: Some(300_000_000),
+            file: "memory.max".into(),
+            version: 2,
+        });
+        h.affinity = Ok(Affinity {
+            list: "0".into(),
+            count: 1,
+        });
+        let p = |t: Transport| Profile {
+            transport: Some(t),
+            connections: 100_000,
+            rate: 10.0,
+            ..Profile::default()
+        };
+        // 100,000 WebSocket connections x 27 KB = 2.7 GB > 300 MB: fail; 1 CPU for a
+        // 1,000,000 msg/s fan-out: fail.
+        assert_eq!(status(&p(Transport::Websocket), &h, "memory"), Status::Fail);
+        assert_eq!(status(&p(Transport::Websocket), &h, "cpu"), Status::Fail);
+        let m = finding(&p(Transport::Polling), &h, "memory");
+        assert_eq!(m.status, Status::Pass, "{}", m.rule);
+        assert_eq!(m.numbers["connection_bytes"], 0.0);
+        assert!(m.rule.contains("transport polling"));
+        let c = finding(&p(Transport::Polling), &h, "cpu");
+        assert_eq!(c.status, Status::Pass, "{}", c.rule);
+        assert!(c.rule.contains("transport polling") && c.rule.contains("warn below 1"));
+        h.cgroup_cpu = Ok(CgroupCpu {
+            cpus: Some(0.5),
+            file: "cpu.max".into(),
+            version: 2,
+        });
+        assert_eq!(status(&p(Transport::Polling), &h, "cpu"), Status::Warn);
+    }
+
+    #[test]
+    fn tcp_wmem_advice_names_the_host_wide_cost_and_the_per_socket_fix() {
+        assert_eq!(tcp::mbit_at_rtt(233_472, 0.1), "18.7 Mbit/s");
+        let p = Profile::default();
+        let mut h = host();
+        h.tcp_wmem = Ok([4096, 16384, 4_194_304]);
+        let f = finding(&p, &h, "tcp-wmem");
+        assert_eq!(f.status, Status::Warn);
+        assert!(f.fix.summary.contains("SO_SNDBUF"), "{}", f.fix.summary);
+        assert!(
+            f.fix.summary.contains("Mbit/s at 100 ms RTT"),
+            "{}",
+            f.fix.summary
+        );
+        assert!(f.fix.persistent[0].contains("SO_SNDBUF"));
+    }
+
+    #[test]
+    fn fd_limit_title_names_the_process() {
+        let mut h = host();
+        let f = finding(&Profile::default(), &h, "fd-limit");
+        assert!(f.title.contains("process self") && f.title.contains("--pid"));
+        h.process = "4242".into();
+        let f = finding(&Profile::default(), &h, "fd-limit");
+        assert!(f.title.ends_with("of process 4242"), "{}", f.title);
     }
 }

@@ -2,8 +2,8 @@
 use super::{n, pct, skipped, sysctl_fix, Draft, Meta, Workload};
 use crate::audit::host::Host;
 use crate::evidence::num;
+use crate::findings::{Finding, Status};
 use crate::profile::Role;
-use crate::report::{Finding, Status};
 
 pub const EPHEMERAL_PORTS: Meta = Meta {
     id: "ephemeral-ports",
@@ -149,7 +149,11 @@ fn ephemeral_ports(w: &Workload, h: &Host) -> Finding {
 }
 
 fn time_wait(w: &Workload, h: &Host) -> Finding {
-    let expected = "TIME_WAIT <= 50% of the usable port range".to_string();
+    let expected = if w.role == Role::Server {
+        "no ephemeral port held by inbound TIME_WAIT (role server)".to_string()
+    } else {
+        "TIME_WAIT <= 50% of the usable port range".to_string()
+    };
     let (ss, range) = match (&h.sockstat, &h.port_range) {
         (Ok(s), Ok(r)) => (*s, *r),
         (Err(e), _) | (_, Err(e)) => return skipped(&TIME_WAIT, e.clone(), expected),
@@ -158,14 +162,17 @@ fn time_wait(w: &Workload, h: &Host) -> Finding {
         .size()
         .saturating_sub(*h.reserved_in_range.as_ref().unwrap_or(&0));
     let ratio = pct(ss.tcp_tw as f64, usable as f64);
-    // Decide on exact integers; the rounded percentage is for display only.
-    let status = if ss.tcp_tw.saturating_mul(2) > usable {
+    // Decide on exact integers; the rounded percentage is for display only. A server's
+    // inbound connections take no ephemeral port (ephemeral-ports passes it for that
+    // reason), so their TIME_WAIT cannot exhaust the range: the same rule for both checks.
+    let server = w.role == Role::Server;
+    let status = if !server && ss.tcp_tw.saturating_mul(2) > usable {
         Status::Warn
     } else {
         Status::Pass
     };
-    let side = if w.role == Role::Server {
-        " On a server, TIME_WAIT sockets from connections it closed first sit on its listening port; the ports run out on the client side, so check the proxy or load generator too."
+    let side = if server {
+        " role server: TIME_WAIT of inbound connections sits on the listening port, not on an ephemeral port, so it cannot exhaust the range: pass whatever the ratio (as ephemeral-ports). Outbound connections from this host (database, Redis) do use the range: the first command below shows their destinations. The ports run out on the proxy or load generator: audit it with --role proxy or --role loadgen."
     } else {
         ""
     };
@@ -187,7 +194,7 @@ fn time_wait(w: &Workload, h: &Host) -> Finding {
         ))
         .expected(expected)
         .rule(format!(
-            "TIME_WAIT lasts {} s and keeps its port; warn above 50% of the usable range, since a reconnect storm of this workload ({} connections) needs the rest. sockstat counts every destination together, so this is an upper bound for one destination (the first command below splits it).{side}",
+            "TIME_WAIT lasts {} s and keeps its port; for outbound connections (roles proxy, loadgen) warn above 50% of the usable range, since a reconnect storm of this workload ({} connections) needs the rest. sockstat counts every destination together, so this is an upper bound for one destination (the first command below splits it).{side}",
             num("ephemeral-ports", "time_wait"),
             n(w.connections)
         ))

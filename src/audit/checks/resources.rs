@@ -2,8 +2,8 @@
 use super::{bytes, n, pct, skipped, Draft, Meta, Workload};
 use crate::audit::host::Host;
 use crate::evidence::{fmt_num, num};
-use crate::profile::Loss;
-use crate::report::{Finding, Status};
+use crate::findings::{Finding, Status};
+use crate::profile::{Loss, Transport};
 
 pub const MEMORY: Meta = Meta {
     id: "memory",
@@ -52,7 +52,13 @@ pub fn delivery_state(w: &Workload) -> (u64, String, &'static [&'static str]) {
 }
 
 fn memory(w: &Workload, h: &Host) -> Finding {
-    let per_conn = num("conn-ram", "rss_per_conn") as u64;
+    // Polling holds no connection between requests: the idle-WebSocket figure is not its.
+    let polling = w.transport == Transport::Polling;
+    let per_conn = if polling {
+        0
+    } else {
+        num("conn-ram", "rss_per_conn") as u64
+    };
     let conn_bytes = per_conn.saturating_mul(w.connections);
     let (delivery, delivery_txt, extra_ev) = delivery_state(w);
     let need = conn_bytes.saturating_add(delivery);
@@ -79,6 +85,18 @@ fn memory(w: &Workload, h: &Host) -> Finding {
         Err(e) => format!("cgroup limit unknown ({e})"),
     };
     let target = need.saturating_mul(2);
+    let conn_txt = if polling {
+        "0 for connections (transport polling: the measured per-connection RSS is an idle WebSocket's, goroutines and buffers included; a polling client holds at most an HTTP keep-alive connection between requests, which no measurement here sizes)".to_string()
+    } else {
+        format!(
+            "{} {} connections x {} (idle connection RSS with default buffers; {} for 10,000) = {}",
+            n(w.connections),
+            w.transport.as_str(),
+            bytes(per_conn),
+            bytes(num("conn-ram", "rss_10k") as u64),
+            bytes(conn_bytes)
+        )
+    };
     let mut d = Draft::new(&MEMORY)
         .status(status)
         .observed(format!(
@@ -90,11 +108,7 @@ fn memory(w: &Workload, h: &Host) -> Finding {
         ))
         .expected(expected)
         .rule(format!(
-            "need = {} connections x {} (idle WebSocket RSS with default buffers; {} for 10,000) = {} + delivery state: {delivery_txt}; total {}. Limit = the lower of MemAvailable and the cgroup limit. fail above the limit; warn above 50%.",
-            n(w.connections),
-            bytes(per_conn),
-            bytes(num("conn-ram", "rss_10k") as u64),
-            bytes(conn_bytes),
+            "need = {conn_txt} + delivery state: {delivery_txt}; total {}. Limit = the lower of MemAvailable and the cgroup limit. fail above the limit; warn above 50%.",
             bytes(need)
         ))
         .evidence(extra_ev)
@@ -132,6 +146,9 @@ fn memory(w: &Workload, h: &Host) -> Finding {
 }
 
 fn cpu(w: &Workload, h: &Host) -> Finding {
+    if w.transport == Transport::Polling {
+        return cpu_polling(w, h);
+    }
     let ref_cores = num("cpu-baseline", "cores");
     let ref_rate = num("cpu-baseline", "messages_per_s");
     let ref_busy = num("cpu-baseline", "cpu_seconds") / num("cpu-baseline", "run");
@@ -189,7 +206,7 @@ fn cpu(w: &Workload, h: &Host) -> Finding {
         .observed(format!("{aff_txt}; {q_txt}: {} usable", fmt_num(round2(usable))))
         .expected(expected)
         .rule(format!(
-            "load = {} connections x {} msg/s = {} msg/s. The reference server fanned out {} msg/s on {} cores, busy {} of them on average; scaled to this load: {} CPUs busy on average (fail below: queues grow without bound); with {} cores instead of {} at the reference load p50 rose +{}% and p99.9 +{}%, i.e. {} CPUs for this load (warn at or below). The reference tail had {} CPUs for this load.",
+            "load = {} connections x {} msg/s = {} msg/s. The reference server fanned out {} msg/s (10,000 clients x 5 rounds/s, derived) on {} cores, busy {} of them on average; scaled to this load: {} CPUs busy on average (fail below: queues grow without bound); with {} cores instead of {} at the reference load p50 rose +{}% and p99.9 +{}%, i.e. {} CPUs for this load (warn at or below). The reference tail had {} CPUs for this load.",
             n(w.connections),
             fmt_num(w.rate),
             n(load as u64),
@@ -232,6 +249,43 @@ fn cpu(w: &Workload, h: &Host) -> Finding {
         d = d.num("quota_cpus", round2(q));
     }
     d.build()
+}
+
+/// Polling is one request per client per interval, not a push fan-out: the reference
+/// (a WebSocket fan-out) does not size it, so only usable CPUs are checked.
+fn cpu_polling(w: &Workload, h: &Host) -> Finding {
+    let expected = "usable CPUs >= 1".to_string();
+    let usable = match (&h.affinity, h.cgroup_cpu.as_ref().ok().and_then(|c| c.cpus)) {
+        (Ok(a), Some(q)) => (a.count as f64).min(q),
+        (Ok(a), None) => a.count as f64,
+        (Err(_), Some(q)) => q,
+        (Err(e), None) => return skipped(&CPU, e.clone(), expected),
+    };
+    let status = if usable < 1.0 {
+        Status::Warn
+    } else {
+        Status::Pass
+    };
+    Draft::new(&CPU)
+        .status(status)
+        .observed(format!("{} usable CPUs", fmt_num(round2(usable))))
+        .expected(expected)
+        .rule(format!(
+            "transport polling: {} clients each send one request per interval; the measured fan-out ({} msg/s pushed to 10,000 clients) does not apply and no measurement here sizes polling, so only usable CPUs are checked: warn below 1. Size it with a load test at your poll interval.",
+            n(w.connections),
+            n(num("cpu-baseline", "messages_per_s") as u64)
+        ))
+        .fix(
+            if status == Status::Pass {
+                "Nothing to do; size the poll rate with a load test.".to_string()
+            } else {
+                "Give the process at least 1 CPU (cgroup quota).".to_string()
+            },
+            vec![],
+            vec![],
+        )
+        .num("usable_cpus", round2(usable))
+        .build()
 }
 
 fn round2(v: f64) -> f64 {

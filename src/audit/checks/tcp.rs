@@ -2,8 +2,9 @@
 use super::{bytes, n, pct, skipped, sysctl_fix, Draft, Meta, Workload};
 use crate::audit::host::Host;
 use crate::evidence::{fmt_num, num};
+use crate::findings::{Finding, Status};
 use crate::profile::Transport;
-use crate::report::{Finding, Status};
+use std::time::Duration;
 
 pub const TCP_WMEM: Meta = Meta {
     id: "tcp-wmem",
@@ -90,6 +91,12 @@ fn tcp_wmem(w: &Workload, h: &Host) -> Finding {
             format!("{} {} {}", wmem[0], wmem[1].min(suggested), suggested),
         )],
     );
+    persistent.insert(
+        0,
+        format!(
+            "in the server (per socket, preferred): setsockopt(SO_SNDBUF, {suggested}) on each client connection; the host keeps its tcp_wmem for other flows"
+        ),
+    );
     persistent.push("in the application: a write deadline, a bounded per-client queue, and acks/sequence numbers for delivery (a successful write is not delivery)".into());
     let mut d = Draft::new(&TCP_WMEM)
         .status(status)
@@ -108,10 +115,12 @@ fn tcp_wmem(w: &Workload, h: &Host) -> Finding {
                 "Nothing to do on the host; the application still needs write deadlines and acks.".to_string()
             } else {
                 format!(
-                    "Lower tcp_wmem max to {} (fits {} connections in {}), or set SO_SNDBUF per socket in the server.",
+                    "Prefer SO_SNDBUF on the server's client sockets (e.g. {}): it bounds only them. Lowering tcp_wmem max to {} host-wide (fits {} connections in {}) also caps every other TCP flow on the host near {} at 100 ms RTT.",
+                    bytes(suggested),
                     bytes(suggested),
                     n(conns),
-                    bytes(budget)
+                    bytes(budget),
+                    mbit_at_rtt(suggested, 0.1)
                 )
             },
             runtime,
@@ -132,11 +141,64 @@ fn tcp_wmem(w: &Workload, h: &Host) -> Finding {
     d.build()
 }
 
+/// Who notices a dead peer under this profile, and the verdict that follows (pure).
+fn keepalive_verdict(w: &Workload, detect: u64) -> (Status, String) {
+    let bound = Duration::from_secs(KEEPALIVE_WARN_S);
+    match (w.transport, w.ping) {
+        (Transport::Polling, _) => (
+            Status::Pass,
+            "Transport polling: nothing is pushed, so a client that dies simply stops asking, and a keep-alive connection it leaves ends at the server's idle timeout; TCP keepalive does not decide when a dead client is noticed: pass whatever it is".into(),
+        ),
+        (t, Some(p)) if p <= bound => (
+            Status::Pass,
+            format!(
+                "The server sends its own heartbeat ({} every {}), under the {KEEPALIVE_WARN_S} s bound: it notices a dead peer, not TCP keepalive: pass whatever keepalive is",
+                heartbeat(t),
+                crate::units::fmt_duration(p)
+            ),
+        ),
+        (t, ping) => {
+            let why = match ping {
+                Some(p) => format!(
+                    "The server's heartbeat every {} is above the bound",
+                    crate::units::fmt_duration(p)
+                ),
+                None => format!(
+                    "The profile names no server heartbeat (set `ping:` when the server sends a {})",
+                    heartbeat(t)
+                ),
+            };
+            let status = if detect > KEEPALIVE_WARN_S {
+                Status::Warn
+            } else {
+                Status::Pass
+            };
+            (
+                status,
+                format!(
+                    "{why}, so only TCP keepalive notices a dead peer: warn above {KEEPALIVE_WARN_S} s"
+                ),
+            )
+        }
+    }
+}
+
+fn heartbeat(t: Transport) -> &'static str {
+    match t {
+        Transport::Sse => "SSE comment line",
+        _ => "WebSocket ping",
+    }
+}
+
 fn tcp_keepalive(w: &Workload, h: &Host) -> Finding {
-    let expected = format!(
-        "dead peer noticed within {} s, and an application ping",
-        KEEPALIVE_WARN_S
-    );
+    let expected = match (w.transport, w.ping) {
+        (Transport::Polling, _) => "nothing (polling pushes nothing to a dead client)".to_string(),
+        (_, Some(p)) if p.as_secs() <= KEEPALIVE_WARN_S => format!(
+            "a server heartbeat under {KEEPALIVE_WARN_S} s (profile: every {})",
+            crate::units::fmt_duration(p)
+        ),
+        _ => format!("dead peer noticed within {KEEPALIVE_WARN_S} s"),
+    };
     let ka = match &h.keepalive {
         Ok(k) => *k,
         Err(e) => return skipped(&TCP_KEEPALIVE, e.clone(), expected),
@@ -144,34 +206,31 @@ fn tcp_keepalive(w: &Workload, h: &Host) -> Finding {
     let detect = ka
         .time_s
         .saturating_add(ka.intvl_s.saturating_mul(ka.probes));
-    let ping = format!(
-        "ping {} s + pongWait {} s detected a dead peer in {} s; mobile networks go silent 5-10 s, so production uses {}-{} s",
-        fmt_num(num("ping-timing", "ping")),
-        fmt_num(num("ping-timing", "pong_wait")),
-        fmt_num(num("ping-timing", "detected")),
+    let (status, decision) = keepalive_verdict(w, detect);
+    let (lo, hi) = (
         fmt_num(num("ping-timing", "production_min")),
-        fmt_num(num("ping-timing", "production_max"))
+        fmt_num(num("ping-timing", "production_max")),
     );
-    let (status, summary) = if w.transport == Transport::Polling {
-        (
-            Status::Pass,
-            "polling holds no idle connection between requests: a dead client simply stops asking"
-                .to_string(),
-        )
-    } else if detect > KEEPALIVE_WARN_S {
-        (
-            Status::Warn,
-            format!(
-                "TCP alone needs {} to drop a vanished peer: the application must ping ({} {ping}). Lowering keepalive only helps sockets that enable SO_KEEPALIVE.",
-                human_secs(detect),
-                if w.transport == Transport::Sse { "SSE: a comment line as heartbeat;" } else { "WebSocket ping/pong;" }
-            ),
-        )
-    } else {
-        (
-            Status::Pass,
-            format!("keepalive is tuned; the application still needs its own ping: {ping}"),
-        )
+    // SSE has no pong: its heartbeat is a comment line whose write fails on a dead peer.
+    let app = match w.transport {
+        Transport::Sse => format!(
+            "SSE: send a comment line (`: ping`) every {lo}-{hi} s and drop the client when the write fails"
+        ),
+        _ => format!(
+            "WebSocket: ping every {lo}-{hi} s and drop the peer after a missed pong (ping {} s + pongWait {} s detected a dead peer in {} s)",
+            fmt_num(num("ping-timing", "ping")),
+            fmt_num(num("ping-timing", "pong_wait")),
+            fmt_num(num("ping-timing", "detected"))
+        ),
+    };
+    let summary = match (status, w.transport) {
+        (_, Transport::Polling) => "Nothing to do for polling.".to_string(),
+        (Status::Warn, _) => format!(
+            "TCP alone needs {} to drop a vanished peer. {app}; then say so in the profile (`ping:`). Lowering keepalive only helps sockets that enable SO_KEEPALIVE.",
+            human_secs(detect)
+        ),
+        _ if w.ping.is_some() => "Nothing to do: the server's heartbeat notices dead peers.".to_string(),
+        _ => format!("Keepalive is tuned; the application still needs its own heartbeat. {app}."),
     };
     let (runtime, mut persistent) = sysctl_fix(
         "keepalive",
@@ -181,12 +240,10 @@ fn tcp_keepalive(w: &Workload, h: &Host) -> Finding {
             ("net.ipv4.tcp_keepalive_probes", "6".to_string()),
         ],
     );
-    persistent.push(format!(
-        "in the application: ping every {}-{} s, drop the peer after a missed pong",
-        fmt_num(num("ping-timing", "production_min")),
-        fmt_num(num("ping-timing", "production_max"))
-    ));
-    Draft::new(&TCP_KEEPALIVE)
+    if w.transport != Transport::Polling {
+        persistent.push(format!("in the application: {app}"));
+    }
+    let mut d = Draft::new(&TCP_KEEPALIVE)
         .status(status)
         .observed(format!(
             "tcp_keepalive_time {} s + intvl {} s x probes {} = {} s",
@@ -197,17 +254,24 @@ fn tcp_keepalive(w: &Workload, h: &Host) -> Finding {
         ))
         .expected(expected)
         .rule(format!(
-            "TCP does not report a vanished peer; keepalive notices it after time + intvl x probes (7,200 + 75 x 9 s by default). warn above {} s ({} transport). Measured: {ping}; Go's default keepalive needed {} s.",
-            KEEPALIVE_WARN_S,
-            w.transport.as_str(),
+            "TCP does not report a vanished peer; keepalive notices it after time + intvl x probes (7,200 + 75 x 9 s by default; Go's default keepalive needed {} s). {decision}.",
             fmt_num(num("ping-pong", "go_keepalive_detect"))
         ))
         .fix(summary, runtime, persistent)
         .num("time_s", ka.time_s as f64)
         .num("intvl_s", ka.intvl_s as f64)
         .num("probes", ka.probes as f64)
-        .num("detect_s", detect as f64)
-        .build()
+        .num("detect_s", detect as f64);
+    if let Some(p) = w.ping {
+        d = d.num("ping_s", p.as_secs_f64());
+    }
+    d.build()
+}
+
+/// The throughput one flow gets when its send buffer caps the bytes in flight:
+/// buffer / RTT, e.g. 233,472 B at 100 ms = about 18.7 Mbit/s.
+pub(crate) fn mbit_at_rtt(buffer: u64, rtt_s: f64) -> String {
+    format!("{:.1} Mbit/s", buffer as f64 * 8.0 / rtt_s / 1e6)
 }
 
 /// "7,875 s (2 h 11 min)": seconds as measured plus a human reading.

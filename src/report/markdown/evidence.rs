@@ -27,13 +27,33 @@ pub fn evidence_list(all: &[EvidenceView]) -> String {
     s
 }
 
+/// `rtcheck evidence --sources`: one row per article.
+pub fn sources(all: &[crate::evidence::SourceView]) -> String {
+    let mut s = String::from("| seed | title | file | parts cited |\n|---|---|---|---|\n");
+    for x in all {
+        s.push_str(&format!(
+            "| {} | {} ({}) | `{}` | {} |\n",
+            x.id,
+            cell(&x.title),
+            cell(&x.series),
+            x.file,
+            cell(&x.parts_cited.join(", "))
+        ));
+    }
+    s
+}
+
 pub fn evidence_one(e: &EvidenceView) -> String {
     let mut s = format!(
         "### `{}`\n\n{}\n\n| value | measured |\n|---|---|\n",
         e.id, e.claim
     );
     for v in &e.values {
-        s.push_str(&format!("| {} | {} |\n", cell(&v.name), cell(&v.display())));
+        let shown = match (&v.how, v.derived) {
+            (Some(how), true) => format!("{} (derived: {how})", v.display()),
+            _ => v.display(),
+        };
+        s.push_str(&format!("| {} | {} |\n", cell(&v.name), cell(&shown)));
     }
     s.push_str(&format!(
         "\n- context: {}\n- source: {}\n",

@@ -4,4 +4,5 @@ pub mod bench;
 pub mod choose;
 pub mod evidence;
 pub mod probe;
+pub mod review;
 pub mod verify;

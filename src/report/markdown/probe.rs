@@ -1,6 +1,7 @@
 //! Markdown rendering of a probe report (for a CI step summary): the verdict, one table
 //! per URL, then the fix of everything not passing.
-use crate::report::{Finding, FindingsReport, Status};
+use crate::findings::{Finding, Status};
+use crate::report::FindingsReport;
 
 fn cell(s: &str) -> String {
     s.replace('|', "\\|").replace('\n', " ")

@@ -1,5 +1,5 @@
 //! markdown rendering of verify results: a summary table, then the details per measurement.
-use crate::verify::VerifyReport;
+use crate::report::VerifyReport;
 
 pub fn cell(s: &str) -> String {
     s.replace('|', "\\|").replace('\n', " ")
@@ -17,7 +17,7 @@ pub fn render(r: &VerifyReport) -> String {
             cell(&v.reference),
             cell(&v.verdict),
             if v.valid { "yes" } else { "**no**" },
-            crate::verify::finding_for(&v.name)
+            crate::verify::finding_for(&v.name).unwrap_or("-")
         ));
     }
     for v in &r.verifications {

@@ -34,7 +34,10 @@ pub fn evidence_list(all: &[EvidenceView], p: &Palette) -> String {
             e.id.clone(),
             e.values
                 .iter()
-                .map(|v| format!("{} {}", v.name, v.display()))
+                .map(|v| {
+                    let d = if v.derived { " (derived)" } else { "" };
+                    format!("{} {}{d}", v.name, v.display())
+                })
                 .collect::<Vec<_>>()
                 .join("\n"),
             e.claim.clone(),
@@ -50,11 +53,36 @@ pub fn evidence_list(all: &[EvidenceView], p: &Palette) -> String {
     )
 }
 
+/// `rtcheck evidence --sources`: one row per article.
+pub fn sources(all: &[crate::evidence::SourceView], p: &Palette) -> String {
+    let mut t = table(&["seed", "title", "file", "parts cited"]);
+    for s in all {
+        t.add_row(vec![
+            s.id.clone(),
+            format!("{}\n{}", s.title, s.series),
+            s.file.clone(),
+            s.parts_cited.join(", "),
+        ]);
+    }
+    format!(
+        "{t}\n{}\n",
+        p.dim("The articles are Vietnamese; findings cite them as \"TITLE (seed ID), part N\".")
+    )
+}
+
+/// "50,000 msg/s (derived: 10,000 clients x 5 rounds/s ...)" for a derived value.
+fn shown(v: &crate::evidence::Value) -> String {
+    match (&v.how, v.derived) {
+        (Some(how), true) => format!("{} (derived: {how})", v.display()),
+        _ => v.display(),
+    }
+}
+
 pub fn evidence_one(e: &EvidenceView, p: &Palette) -> String {
     let mut s = format!("{}  {}\n\n", p.bold(&e.id), e.claim);
     let mut t = table(&["value", "measured"]);
     for v in &e.values {
-        t.add_row(vec![v.name.clone(), v.display()]);
+        t.add_row(vec![v.name.clone(), shown(v)]);
     }
     s.push_str(&format!("{t}\n"));
     s.push_str(&format!("context   {}\n", e.context));

@@ -1,6 +1,7 @@
 //! Text rendering of a probe report: the verdict first, then one table per URL (status,
 //! check, what was measured on the path), then the fix for everything not passing.
-use crate::report::{Finding, FindingsReport, Palette, Status};
+use crate::findings::{Finding, Status};
+use crate::report::{FindingsReport, Palette};
 use comfy_table::{presets::NOTHING, ContentArrangement, Table};
 
 /// Probe titles end with ": URL" (the redacted URL); split it off.

@@ -1,6 +1,6 @@
 //! text rendering of verify results: one block per measurement, beside its reference.
+use crate::report::VerifyReport;
 use crate::report::{Palette, Verification};
-use crate::verify::VerifyReport;
 
 /// "253 connections", "2.6 MB", "4.93 s"; "no number" for an invalid run.
 pub fn measured(v: &Verification) -> String {
@@ -31,8 +31,8 @@ pub fn render_one(v: &Verification, p: &Palette, indent: &str) -> String {
     s.push_str(&format!("{indent}  reference: {}\n", v.reference));
     s.push_str(&format!(
         "{indent}  finding:   audit check {} (evidence {})\n",
-        crate::verify::finding_for(&v.name),
-        crate::verify::evidence_id(&v.name)
+        crate::verify::finding_for(&v.name).unwrap_or("-"),
+        crate::verify::evidence_id(&v.name).unwrap_or("-")
     ));
     let verdict = if v.valid {
         v.verdict.clone()
@@ -95,12 +95,27 @@ mod tests {
 
     #[test]
     fn report_lists_each_block_and_the_summary() {
+        let secs = std::time::Duration::from_secs;
+        let options = crate::verify::VerifyOptions {
+            limit: None,
+            closed: 1,
+            opened: 1,
+            connections: 1,
+            ping: secs(1),
+            pong_wait: secs(1),
+            read_deadline: secs(1),
+            rcvbuf: 256,
+            message_size: 16,
+            timeout: secs(1),
+            progress: false,
+        };
         let r = VerifyReport::new(
+            vec!["fd-limit".into(), "tcp-wmem".into()],
             vec![
                 v("fd-limit", Some(253.0), "connections", true),
                 v("tcp-wmem", None, "B", false),
             ],
-            crate::verify::VerifyOptions::default(),
+            options,
             std::time::Instant::now(),
         );
         let t = render(&r, &Palette::plain());

@@ -1,6 +1,21 @@
-//! Command-line types (clap derive). Each subcommand's arguments live next to its code.
-use crate::report::ColorChoice;
+//! The command layer: clap types, one file per command (parse flags, run the domain, pick
+//! the renderer, write). Nothing below this layer imports it.
+//!
+//! Layers point down: data (units, evidence, checklist, profile) <- domain (findings,
+//! choose, audit, verify, bench, net, review) <- report (models, one renderer per format) <- cmd.
+pub mod audit;
+pub mod bench;
+pub mod catalog;
+pub mod choose;
+pub mod guided;
+pub mod output;
+pub mod probe;
+pub mod prompts;
+pub mod review;
+pub mod verify;
+
 use clap::{Parser, Subcommand};
+pub use output::{ColorChoice, OutputArgs};
 
 const EXAMPLES: &str = "\
 Examples:
@@ -37,21 +52,23 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Walk the four questions and recommend transport, delivery design and topology.
-    Choose(crate::choose::ChooseArgs),
+    Choose(choose::ChooseArgs),
     /// Preflight audit of this host (or a mounted host, or a process) for a workload.
-    Audit(crate::audit::AuditArgs),
+    Audit(audit::AuditArgs),
     /// List or show the measured numbers behind every rule.
-    Evidence(crate::catalog::EvidenceArgs),
+    Evidence(catalog::EvidenceArgs),
     /// List or show the ops and async-service checklists.
-    Checklist(crate::catalog::ChecklistArgs),
+    Checklist(catalog::ChecklistArgs),
     /// Run the embedded realtime server (WebSocket, SSE, polling, metrics) on loopback.
     Serve(crate::net::ServeArgs),
     /// Reproduce the published tail-latency scenarios against the embedded or another server.
-    Bench(crate::bench::BenchArgs),
+    Bench(bench::BenchArgs),
     /// Demonstrate audit findings live on loopback.
-    Verify(crate::verify::VerifyArgs),
+    Verify(verify::VerifyArgs),
+    /// Walk the application checklist, check declared values against the rules, gate CI.
+    Review(review::ReviewArgs),
     /// Check a deployed realtime path (proxy + server) from outside: upgrade, buffering, idle timeout, heartbeat, resume.
-    Probe(crate::probe::ProbeArgs),
+    Probe(probe::ProbeArgs),
     /// Print a shell completion script.
     Completions {
         #[arg(value_enum)]
@@ -66,7 +83,26 @@ pub struct Ctx {
 }
 
 impl Ctx {
-    pub fn palette(&self) -> crate::report::Palette {
-        crate::report::Palette::new(self.color.enabled_for_stdout())
+    /// The palette for a report written to `output` (None or `-` is stdout).
+    pub fn palette_for(&self, output: Option<&std::path::Path>) -> crate::report::Palette {
+        crate::report::Palette::new(output::color_enabled(
+            self.color,
+            output::Sink::of(output),
+            output::no_color_env(),
+        ))
+    }
+}
+
+/// Default of `--connections` everywhere it has one (the workload default).
+pub use crate::profile::DEFAULT_CONNECTIONS;
+
+/// The one parser for `--connections` and other counts: a whole number of at least 1
+/// (negative and zero are named, not "unexpected argument"; `10_000` is accepted).
+pub fn parse_count(s: &str) -> Result<u64, String> {
+    let t = s.trim().replace('_', "");
+    match t.parse::<i128>() {
+        Ok(v) if v < 1 => Err(format!("must be at least 1, got {v}")),
+        Ok(v) => u64::try_from(v).map_err(|_| format!("`{s}` is too large")),
+        Err(_) => Err(format!("`{s}` is not a whole number")),
     }
 }

@@ -1,10 +1,12 @@
-//! `rtcheck probe` flags and the glue from them to the report (kept in one small file so
-//! the command layer can take it as it is).
-use super::target::{parse_header, Target};
-use super::{client::ClientOpts, Options, TransportChoice};
-use crate::cli::Ctx;
+//! `rtcheck probe`: flags to `probe::Options`, the run over the URLs (`crate::probe`), the
+//! report in the chosen format.
+use super::output::{AllFormats, OutputArgs};
+use super::Ctx;
+use crate::findings::{FailOn, Finding, Status, Summary};
+use crate::probe::target::{parse_header, Target};
+use crate::probe::{self, client::ClientOpts, Options, TransportChoice};
 use crate::profile::{Profile, Transport};
-use crate::report::{self, FailOn, FindingsReport, Format};
+use crate::report::{self, FindingsReport, Format, Palette};
 use anyhow::anyhow;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -56,16 +58,15 @@ pub struct ProbeArgs {
     pub direct: Option<String>,
     /// The proxy on the path, for its fixes, when Server/Via do not name it (HAProxy adds neither).
     #[arg(long, value_enum, value_name = "KIND")]
-    pub proxy: Option<super::proxy::Proxy>,
+    pub proxy: Option<probe::proxy::Proxy>,
     /// Workload profile (from `rtcheck choose --save`): its transport is the default.
     #[arg(long, value_name = "FILE")]
     pub profile: Option<PathBuf>,
     /// Bound of each step (DNS, connect, TLS, response).
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = crate::units::parse_duration)]
     pub timeout: Duration,
-    /// Output format: text, json, yaml, junit, markdown, github.
-    #[arg(long, value_enum, default_value_t = Format::Text)]
-    pub format: Format,
+    #[command(flatten)]
+    pub out: OutputArgs<AllFormats>,
     /// Lowest status that makes the exit code 1.
     #[arg(long, value_enum, default_value_t = FailOn::Fail)]
     pub fail_on: FailOn,
@@ -73,9 +74,6 @@ pub struct ProbeArgs {
     /// (One value per flag, so it never swallows the URLs that follow.)
     #[arg(long, value_name = "ID", value_delimiter = ',')]
     pub skip: Vec<String>,
-    /// Write the report to FILE atomically instead of stdout.
-    #[arg(long, short = 'o', value_name = "FILE")]
-    pub output: Option<PathBuf>,
 }
 
 fn options(a: &ProbeArgs, profile: &Profile) -> anyhow::Result<Options> {
@@ -113,18 +111,8 @@ fn options(a: &ProbeArgs, profile: &Profile) -> anyhow::Result<Options> {
     })
 }
 
-fn validate_skip(skip: &[String]) -> anyhow::Result<()> {
-    if let Some(bad) = skip.iter().find(|s| !super::IDS.contains(&s.as_str())) {
-        anyhow::bail!(
-            "--skip: unknown check id `{bad}` (known: {})",
-            super::IDS.join(", ")
-        );
-    }
-    Ok(())
-}
-
 pub fn run(a: ProbeArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
-    validate_skip(&a.skip)?;
+    probe::validate_skip(&a.skip)?;
     let profile = match &a.profile {
         Some(p) => Profile::load(p)?,
         None => Profile::default(),
@@ -139,7 +127,7 @@ pub fn run(a: ProbeArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
         eprintln!("rtcheck probe: WARNING: --insecure: TLS certificates are NOT verified");
     }
     let start = Instant::now();
-    let findings = super::probe_all(&targets, &o, &a.skip)?;
+    let findings = probe::probe_all(&targets, &o, &a.skip)?;
     let mut target = targets
         .iter()
         .map(|t| t.to_string())
@@ -150,24 +138,42 @@ pub fn run(a: ProbeArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
     }
     let ms = start.elapsed().as_secs_f64() * 1000.0;
     let r = FindingsReport::new("probe", profile, Some(target), findings, ms);
-    let ctx = if a.output.is_some() && ctx.color == report::ColorChoice::Auto {
-        Ctx {
-            color: report::ColorChoice::Never,
-        }
-    } else {
-        ctx
-    };
-    let out = match a.format {
-        Format::Text => report::text::probe::render(&r, ctx.palette()),
-        Format::Markdown => report::markdown::probe::render(&r),
-        f => crate::audit::render(&r, f, a.fail_on, ctx)?,
-    };
-    report::output::emit(&out, a.output.as_deref())?;
-    Ok(if a.fail_on.trips(&r.summary) {
+    let out = render(&r, a.out.format, a.fail_on, a.out.palette(ctx.color))?;
+    a.out.emit(&out)?;
+    let mut requested = a.skip.clone();
+    if a.quick {
+        requested.extend([probe::idle_timeout::ID, probe::heartbeat::ID].map(String::from));
+    }
+    Ok(if a.fail_on.trips(&unrequested(&r.findings, &requested)) {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// Render a probe report: its own text and markdown, the shared findings formats otherwise.
+pub fn render(
+    r: &FindingsReport,
+    format: Format,
+    fail_on: FailOn,
+    p: Palette,
+) -> anyhow::Result<String> {
+    Ok(match format {
+        Format::Text => report::text::probe::render(r, p),
+        Format::Markdown => report::markdown::probe::render(r),
+        f => super::audit::render(r, f, fail_on, p)?,
+    })
+}
+
+/// The summary `--fail-on` judges: a check skipped on request (`--skip`, `--quick`) is not
+/// a skip to fail on.
+fn unrequested(findings: &[Finding], requested: &[String]) -> Summary {
+    let mut s = Summary::of(findings);
+    s.skip = findings
+        .iter()
+        .filter(|f| f.status == Status::Skip && !requested.contains(&f.id))
+        .count();
+    s
 }
 
 /// A URL as it may be printed in an error: redacted when it parses, else its scheme only.

@@ -1,11 +1,12 @@
 //! `rtcheck` with no subcommand: on a terminal, walk `choose`, audit this host for that
 //! profile, then offer to save the profile and the report. Without a terminal: usage, exit 2
 //! (a CI job that forgot its subcommand must fail loudly, not hang on a prompt).
-use crate::audit::{self, Roots};
-use crate::choose::{self, prompts};
-use crate::cli::{Cli, Ctx};
+use super::{audit, choose, prompts, Cli, Ctx};
+use crate::audit::Roots;
+use crate::findings::FailOn;
+use crate::outfile;
 use crate::profile::{Profile, Role};
-use crate::report::{output, FailOn, Format};
+use crate::report::Format;
 use clap::CommandFactory;
 use dialoguer::{Confirm, Input, Select};
 use std::path::{Path, PathBuf};
@@ -20,10 +21,12 @@ pub fn run(ctx: Ctx) -> anyhow::Result<ExitCode> {
     }
     eprintln!("rtcheck guided run: four questions, then an audit of this host for your answer.\n");
     let profile = prompts::prompt_profile_with(Profile::default(), ctx.color)?;
-    let mut rec = choose::decide::decide(&profile).map_err(|e| anyhow::anyhow!(e))?;
+    let mut rec = crate::choose::decide(&profile).map_err(|e| anyhow::anyhow!(e))?;
     rec.notes
         .push("Profile from the guided run; `rtcheck choose --help` shows every flag.".into());
-    println!("{}", choose::render(&rec, Format::Text, &ctx)?);
+    // Printed on the terminal the prompts ran on.
+    let screen = ctx.palette_for(None);
+    println!("{}", choose::render(&rec, Format::Text, &screen)?);
 
     let roles = [Role::Server, Role::Proxy, Role::Loadgen];
     let role_idx = Select::new()
@@ -47,22 +50,19 @@ pub fn run(ctx: Ctx) -> anyhow::Result<ExitCode> {
     let report = audit::build_report(profile.clone(), &roots, &[])?;
     println!(
         "{}",
-        audit::render(&report, Format::Text, FailOn::Fail, ctx)?
+        audit::render(&report, Format::Text, FailOn::Fail, screen)?
     );
 
     if confirm("Save the profile (reuse with `rtcheck audit --profile FILE`)?")? {
         let path = ask_path("Profile file", "rtcheck-profile.yaml")?;
-        output::write_atomic(&path, profile.to_yaml().as_bytes())?;
+        outfile::write_atomic(&path, profile.to_yaml().as_bytes())?;
         eprintln!("saved {}", path.display());
     }
     if confirm("Save the audit report (.json, .xml = JUnit, .md, anything else = text)?")? {
         let path = ask_path("Report file", "rtcheck-audit.md")?;
         let format = format_for(&path);
-        let plain = Ctx {
-            color: crate::report::ColorChoice::Never,
-        };
-        let text = audit::render(&report, format, FailOn::Fail, plain)?;
-        output::write_atomic(&path, text.as_bytes())?;
+        let text = audit::render(&report, format, FailOn::Fail, ctx.palette_for(Some(&path)))?;
+        outfile::write_atomic(&path, text.as_bytes())?;
         eprintln!("saved {} ({})", path.display(), format.as_str());
     }
     Ok(if FailOn::Fail.trips(&report.summary) {

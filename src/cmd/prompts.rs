@@ -1,6 +1,6 @@
 //! Interactive prompts (dialoguer) that fill a Profile. Reused by the guided run.
+use super::output::{self, ColorChoice, Sink};
 use crate::profile::{Loss, Profile, Upstream};
-use crate::report::ColorChoice;
 use crate::units::{fmt_duration, parse_duration};
 use dialoguer::theme::{ColorfulTheme, SimpleTheme, Theme};
 use dialoguer::{Confirm, Input, Select};
@@ -33,11 +33,7 @@ pub fn prompt_missing(p: Profile, color: ColorChoice) -> anyhow::Result<Profile>
 
 /// Prompts draw on stderr, which is a terminal whenever they run.
 fn colour_enabled(c: ColorChoice) -> bool {
-    match c {
-        ColorChoice::Always => true,
-        ColorChoice::Never => false,
-        ColorChoice::Auto => std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
-    }
+    output::color_enabled(c, Sink::Terminal, output::no_color_env())
 }
 
 fn explain(color: bool, text: &str) {
@@ -49,32 +45,12 @@ fn explain(color: bool, text: &str) {
     }
 }
 
-/// Ctrl-C during a prompt: dialoguer may have hidden the cursor, so show it again and exit
-/// 130 (128 + SIGINT) without saving anything. Only async-signal-safe calls in the handler.
-pub fn install_interrupt_guard() {
-    extern "C" fn on_sigint(_: libc::c_int) {
-        const SHOW_CURSOR: &[u8] = b"\x1b[?25h\n";
-        // SAFETY: write(2) and _exit(2) are async-signal-safe.
-        unsafe {
-            libc::write(2, SHOW_CURSOR.as_ptr().cast(), SHOW_CURSOR.len());
-            libc::_exit(130);
-        }
-    }
-    use nix::sys::signal::{sigaction, SaFlags, SigAction, SigHandler, SigSet, Signal};
-    let action = SigAction::new(
-        SigHandler::Handler(on_sigint),
-        SaFlags::empty(),
-        SigSet::empty(),
-    );
-    // SAFETY: the handler only calls async-signal-safe functions.
-    let _ = unsafe { sigaction(Signal::SIGINT, &action) };
-}
-
 fn prompt(mut p: Profile, only_missing: bool, color: ColorChoice) -> anyhow::Result<Profile> {
     if !can_prompt() {
         anyhow::bail!("prompts need a terminal (give the answers as flags or with --answers FILE)");
     }
-    install_interrupt_guard();
+    // Ctrl-C: show the cursor again and exit 130 without saving anything.
+    crate::sys::signal::exit_on_sigint_showing_cursor();
     let color = colour_enabled(color);
     let colorful = ColorfulTheme::default();
     let simple = SimpleTheme;

@@ -1,0 +1,164 @@
+//! `rtcheck audit`: flags to a Profile, the host snapshot and its pure checks, optionally
+//! each finding demonstrated live (`--verify`, composed here with `crate::verify`).
+use super::output::{AllFormats, OutputArgs};
+use super::{parse_count, Ctx, DEFAULT_CONNECTIONS};
+use crate::audit::{self, Host, Roots};
+use crate::findings::{outcome, FailOn, Outcome};
+use crate::profile::{Profile, Role, Transport};
+use crate::report::{self, FindingsReport, Format, Palette};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+#[derive(Debug, clap::Args)]
+#[command(after_help = "\
+Check ids: fd-limit fd-system ephemeral-ports time-wait tcp-wmem tcp-keepalive somaxconn memory cpu conntrack
+
+Examples:
+  rtcheck audit                                        this host, 10,000 websocket connections, role server
+  rtcheck audit --profile profile.yaml --format junit --output audit.xml
+  rtcheck audit --connections 50000 --role proxy --fail-on warn
+  rtcheck audit --pid $(pidof myserver)                the limits of a running service
+  docker run -v /proc:/host/proc:ro -v /sys:/host/sys:ro ... rtcheck audit --procfs /host/proc --sysfs /host/sys
+
+Exit codes: 0 nothing at or above --fail-on, 1 something is (or a required check was not
+measured), 2 usage or runtime error (or nothing could be measured).")]
+pub struct AuditArgs {
+    /// Workload profile (from `rtcheck choose --save`); flags override its values.
+    #[arg(long, value_name = "FILE")]
+    pub profile: Option<PathBuf>,
+    /// Concurrent connections in total [default: 10000].
+    #[arg(long, value_name = "N", value_parser = parse_count, allow_negative_numbers = true)]
+    pub connections: Option<u64>,
+    /// Transport in use [default: websocket].
+    #[arg(long, value_enum)]
+    pub transport: Option<Transport>,
+    /// What the audited host does [default: server].
+    #[arg(long, value_enum)]
+    pub role: Option<Role>,
+    /// procfs root (a container audits its host with -v /proc:/host/proc:ro).
+    #[arg(long, value_name = "DIR", default_value = "/proc")]
+    pub procfs: PathBuf,
+    /// sysfs root (cgroup limits are read under DIR/fs/cgroup).
+    #[arg(long, value_name = "DIR", default_value = "/sys")]
+    pub sysfs: PathBuf,
+    /// Audit this process's own limits, fds, affinity and cgroup (default: rtcheck itself).
+    #[arg(long, value_name = "PID")]
+    pub pid: Option<u32>,
+    #[command(flatten)]
+    pub out: OutputArgs<AllFormats>,
+    /// Lowest status that makes the exit code 1 (skip: also a check that could not be
+    /// measured). A required check not measured is exit 1, nothing measured exit 2.
+    #[arg(long, value_enum, default_value_t = FailOn::Fail)]
+    pub fail_on: FailOn,
+    /// Show these checks as skipped (by request); they still appear in the report.
+    #[arg(long, value_name = "ID", num_args = 1.., value_delimiter = ',')]
+    pub skip: Vec<String>,
+    /// Demonstrate each finding live on loopback (`rtcheck verify`) and attach the
+    /// measurement (findings[].verification); an invalid measurement gives exit 1.
+    #[arg(long)]
+    pub verify: bool,
+    /// Time bound for --verify.
+    #[arg(long, value_name = "DURATION", default_value = "3m", value_parser = crate::units::parse_duration)]
+    pub verify_timeout: std::time::Duration,
+}
+
+/// Profile from --profile (or defaults), then flags on top; transport resolved.
+pub fn resolve_profile(a: &AuditArgs) -> anyhow::Result<Profile> {
+    let mut p = match &a.profile {
+        Some(path) => Profile::load(path)?,
+        None => Profile::default(),
+    };
+    if let Some(c) = a.connections {
+        p.connections = c;
+    }
+    if let Some(t) = a.transport {
+        p.transport = Some(t);
+    }
+    if let Some(r) = a.role {
+        p.role = r;
+    }
+    p.transport.get_or_insert(audit::checks::DEFAULT_TRANSPORT);
+    p.validate().map_err(|e| anyhow::anyhow!("profile: {e}"))?;
+    Ok(p)
+}
+
+/// Snapshot + checks, timed: the report every format renders.
+pub fn build_report(
+    profile: Profile,
+    roots: &Roots,
+    skip: &[String],
+) -> anyhow::Result<FindingsReport> {
+    let start = Instant::now();
+    let host = Host::read(roots)?;
+    let findings = audit::audit(&profile, &host, skip);
+    let ms = start.elapsed().as_secs_f64() * 1000.0;
+    let target = audit::describe_target(roots, &host);
+    Ok(FindingsReport::new(
+        "audit",
+        profile,
+        Some(target),
+        findings,
+        ms,
+    ))
+}
+
+/// Render an audit report in any format (also used by the guided run).
+pub fn render(
+    r: &FindingsReport,
+    format: Format,
+    fail_on: FailOn,
+    p: Palette,
+) -> anyhow::Result<String> {
+    Ok(match format {
+        Format::Text => report::text::audit::render(r, p),
+        Format::Json => report::json::render(r)?,
+        Format::Yaml => report::yaml::render(r)?,
+        Format::Markdown => report::markdown::audit::render(r),
+        Format::Junit => report::junit::render(r, fail_on)?,
+        Format::Github => report::github::render(r),
+    })
+}
+
+pub fn run(a: AuditArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
+    audit::validate_skip(&a.skip)?;
+    let profile = resolve_profile(&a)?;
+    let roots = Roots {
+        procfs: a.procfs.clone(),
+        sysfs: a.sysfs.clone(),
+        pid: a.pid,
+    };
+    let mut r = build_report(profile, &roots, &a.skip)?;
+    if a.verify {
+        // `audit --verify` is composed here: the audit never calls verify.
+        let opts = crate::verify::VerifyOptions {
+            timeout: a.verify_timeout,
+            // Memory per connection measured at the workload's size, bounded for a live run.
+            connections: r.profile.connections.clamp(100, DEFAULT_CONNECTIONS),
+            ..super::verify::default_options()
+        };
+        crate::verify::attach(&mut r.findings, &opts)?;
+    }
+    let invalid_measurement = r
+        .findings
+        .iter()
+        .any(|f| f.verification.as_ref().is_some_and(|v| !v.valid));
+    let outcome = outcome(
+        &r.findings,
+        a.fail_on,
+        &audit::checks::required_ids(),
+        &a.skip,
+    );
+    if let Outcome::Nothing(why) = &outcome {
+        anyhow::bail!("audit: {why}");
+    }
+    let out = render(&r, a.out.format, a.fail_on, a.out.palette(ctx.color))?;
+    a.out.emit(&out)?;
+    if let Outcome::Unmeasured(why) = &outcome {
+        eprintln!("rtcheck: audit: {why}");
+    }
+    Ok(match outcome {
+        Outcome::Clean if !invalid_measurement => ExitCode::SUCCESS,
+        _ => ExitCode::from(1),
+    })
+}

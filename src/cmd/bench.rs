@@ -1,0 +1,273 @@
+//! `rtcheck bench fanout|idle`: flags to options, run the orchestrator, render, write.
+use super::output::{BenchFormats, OutputArgs};
+use super::{parse_count, Ctx, DEFAULT_CONNECTIONS};
+use crate::bench::fanout::{self, FanoutOptions};
+use crate::bench::idle::{self, IdleOptions, IdleProto};
+use crate::bench::loadgen::{self, LoadgenOptions};
+use crate::bench::scenario;
+use crate::report::Format;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+#[derive(Debug, clap::Args)]
+pub struct BenchArgs {
+    #[command(subcommand)]
+    pub command: BenchCommand,
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum BenchCommand {
+    /// Fan-out tail latency: scenarios F, A, C1, C2, C3, G1, G3, P1 (seed 000, part 11).
+    Fanout(FanoutArgs),
+    /// Server RSS per idle WebSocket / SSE connection.
+    Idle(IdleArgs),
+    /// The load generator process (started by `fanout` and `idle`).
+    #[command(hide = true)]
+    Loadgen(LoadgenArgs),
+}
+
+pub fn run(a: BenchArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
+    match a.command {
+        BenchCommand::Fanout(f) => run_fanout(f, ctx),
+        BenchCommand::Idle(i) => run_idle(i, ctx),
+        BenchCommand::Loadgen(l) => loadgen::run(l.options()),
+    }
+}
+
+/// Flags of the hidden load generator process (started by `fanout` and `idle`).
+#[derive(Debug, Clone, clap::Args)]
+pub struct LoadgenArgs {
+    /// ws://HOST:PORT/PATH (WebSocket), tcp://HOST:PORT (raw length-prefixed frames),
+    /// http://HOST:PORT/PATH (Server-Sent Events). Loopback only.
+    #[arg(long)]
+    pub url: String,
+    #[arg(long, value_name = "N", default_value_t = 100, value_parser = parse_count, allow_negative_numbers = true)]
+    pub connections: u64,
+    /// Clients that connect with a small receive buffer and never read.
+    #[arg(long, default_value_t = 0)]
+    pub slow: u64,
+    /// Rounds expected (seq 1..=rounds); 0 = idle clients, nothing expected.
+    #[arg(long, default_value_t = 100)]
+    pub rounds: u64,
+    #[arg(long, default_value_t = 2048)]
+    pub slow_rcvbuf: u32,
+    /// Hard stop: the process ends by itself after this long even without a stop command.
+    #[arg(long, default_value_t = 300)]
+    pub max_seconds: u64,
+    #[arg(long, default_value_t = 64)]
+    pub connect_concurrency: usize,
+    /// WebSocket read buffer per client (small: 10,000 clients share one process).
+    #[arg(long, default_value_t = 4096)]
+    pub read_buffer: usize,
+}
+
+impl LoadgenArgs {
+    pub fn options(&self) -> LoadgenOptions {
+        LoadgenOptions {
+            url: self.url.clone(),
+            connections: self.connections,
+            slow: self.slow,
+            rounds: self.rounds,
+            slow_rcvbuf: self.slow_rcvbuf,
+            max_seconds: self.max_seconds,
+            connect_concurrency: self.connect_concurrency,
+            read_buffer: self.read_buffer,
+        }
+    }
+}
+
+#[derive(Debug, Clone, clap::Args)]
+#[command(after_help = "\
+Examples:
+  rtcheck bench fanout                                     the seed's load: every scenario at 10,000
+  rtcheck bench fanout --connections 2000 --scenario F,A,C3
+  rtcheck bench fanout --connections 2000 --format markdown --output bench.md
+  rtcheck bench fanout --server ws://127.0.0.1:8080/ws --connections 1000   another server (loopback only)
+
+Scenarios: F raw-TCP floor, A baseline, C1/C2 slow clients with shard writers (no deadline /
+1 s deadline), C3 slow clients with per-client queues, G1 per-client copy + allocation, G3
+shared buffer + allocation, P1 one server worker thread.
+Exit codes: 0 every result valid, 1 a result failed its validity check, 2 error.")]
+pub struct FanoutArgs {
+    /// Clients (the seed: 10,000; on 2 cores 2,000 is the seed's load per core).
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_CONNECTIONS, value_parser = parse_count, allow_negative_numbers = true)]
+    pub connections: u64,
+    /// Messages per client (one per round).
+    #[arg(long, default_value_t = 100)]
+    pub rounds: u64,
+    /// Payload bytes per message (at least 16).
+    #[arg(long, default_value_t = 1024)]
+    pub size: u64,
+    /// Rounds per second.
+    #[arg(long, default_value_t = 5.0)]
+    pub rate: f64,
+    /// Slow clients in C1, C2, C3 (never read; SO_RCVBUF 2 KB; server SO_SNDBUF 4 KB).
+    /// Default 50; with --server, none unless given.
+    #[arg(long)]
+    pub slow: Option<u64>,
+    /// Comma-separated: F (raw-TCP floor), A, C1, C2, C3, G1, G3, P1. F runs first even when
+    /// not listed, so every row is also shown as a ratio to what this host can do at best.
+    #[arg(long, default_value = "F,A,C1,C2,C3,G1,G3,P1", value_parser = scenario::parse_list_arg)]
+    pub scenario: scenario::ScenarioList,
+    /// Do not add the floor F to the scenarios (rows then have no ratio to F).
+    #[arg(long)]
+    pub no_floor: bool,
+    /// Measure another server instead: ws://HOST:PORT/PATH on loopback. Scenarios then do
+    /// not apply: one run, with --slow slow clients if given.
+    #[arg(long)]
+    pub server: Option<String>,
+    #[command(flatten)]
+    pub out: OutputArgs<BenchFormats>,
+    /// Also write the JSON report here (atomically), whatever --format says.
+    #[arg(long, value_name = "PATH")]
+    pub save_json: Option<PathBuf>,
+    /// Longest wait for all clients to connect.
+    #[arg(long, default_value = "120s", value_parser = crate::units::parse_duration)]
+    pub connect_timeout: Duration,
+    /// How long to wait past the last scheduled round for stragglers.
+    #[arg(long, default_value = "5s", value_parser = crate::units::parse_duration, hide = true)]
+    pub drain: Duration,
+}
+
+impl FanoutArgs {
+    pub fn options(&self) -> FanoutOptions {
+        FanoutOptions {
+            connections: self.connections,
+            rounds: self.rounds,
+            size: self.size,
+            rate: self.rate,
+            slow: self.slow,
+            scenario: self.scenario.clone(),
+            no_floor: self.no_floor,
+            server: self.server.clone(),
+            connect_timeout: self.connect_timeout,
+            drain: self.drain,
+        }
+    }
+}
+
+fn run_fanout(a: FanoutArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
+    let report = fanout::run(&a.options())?;
+    let text = match a.out.format {
+        Format::Json => crate::report::json::render(&report)?,
+        Format::Markdown => crate::report::markdown::bench::render(&report),
+        _ => crate::report::text::bench::render(&report, &a.out.palette(ctx.color)),
+    };
+    if let Some(p) = &a.save_json {
+        crate::outfile::write_atomic(p, crate::report::json::render(&report)?.as_bytes())?;
+    }
+    a.out.emit(&text)?;
+    Ok(exit_for(report.valid))
+}
+
+#[derive(Debug, Clone, clap::Args)]
+#[command(after_help = "\
+Examples:
+  rtcheck bench idle --connections 10000           RSS per idle WebSocket and SSE connection
+  rtcheck bench idle --connections 2000 --format json")]
+pub struct IdleArgs {
+    /// Idle clients per protocol.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_CONNECTIONS, value_parser = parse_count, allow_negative_numbers = true)]
+    pub connections: u64,
+    /// Protocols to measure, comma-separated.
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "ws,sse")]
+    pub protocol: Vec<IdleProto>,
+    /// Time to let the server settle after the last connection before reading RSS.
+    #[arg(long, default_value = "2s", value_parser = crate::units::parse_duration)]
+    pub settle: Duration,
+    #[arg(long, default_value = "120s", value_parser = crate::units::parse_duration)]
+    pub connect_timeout: Duration,
+    #[command(flatten)]
+    pub out: OutputArgs<BenchFormats>,
+}
+
+fn run_idle(a: IdleArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
+    let report = idle::run(&IdleOptions {
+        connections: a.connections,
+        protocol: a.protocol.clone(),
+        settle: a.settle,
+        connect_timeout: a.connect_timeout,
+    })?;
+    let text = match a.out.format {
+        Format::Json => crate::report::json::render(&report)?,
+        Format::Markdown => crate::report::markdown::bench::render_idle(&report),
+        _ => crate::report::text::bench::render_idle(&report, &a.out.palette(ctx.color)),
+    };
+    a.out.emit(&text)?;
+    Ok(exit_for(report.valid))
+}
+
+fn exit_for(valid: bool) -> ExitCode {
+    if valid {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Wrap {
+        #[command(flatten)]
+        a: FanoutArgs,
+    }
+
+    fn parse(args: &[&str]) -> FanoutArgs {
+        Wrap::try_parse_from(std::iter::once("x").chain(args.iter().copied()))
+            .unwrap()
+            .a
+    }
+
+    fn runs(args: &[&str]) -> Vec<&'static str> {
+        parse(args)
+            .options()
+            .scenarios()
+            .iter()
+            .map(|s| s.name())
+            .collect()
+    }
+
+    #[test]
+    fn the_floor_runs_first_unless_refused() {
+        assert_eq!(runs(&["--scenario", "A,C1"]), ["F", "A", "C1"]);
+        assert_eq!(runs(&["--scenario", "C3,F"]), ["F", "C3"]);
+        assert_eq!(runs(&["--scenario", "A", "--no-floor"]), ["A"]);
+        assert_eq!(runs(&[]).len(), 8);
+    }
+
+    #[test]
+    fn a_schedule_longer_than_an_hour_is_refused() {
+        for rate in ["0.000001", "1e-300"] {
+            let e = fanout::validate(&parse(&["--rounds", "10", "--rate", rate]).options())
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("the bound is 3600 s"), "{e}");
+            assert!(!e.contains('\n'), "{e}");
+        }
+        // 3600 rounds at 1/s is exactly the bound: not refused for its length.
+        let e = fanout::validate(&parse(&["--rounds", "3600", "--rate", "1"]).options());
+        assert!(e
+            .as_ref()
+            .map_or_else(|e| !e.to_string().contains("bound is"), |_| true));
+    }
+
+    #[test]
+    fn fanout_has_an_output_file_and_the_shared_connections_parser() {
+        let a = parse(&["-o", "bench.md", "--format", "markdown"]);
+        assert_eq!(
+            a.out.output.as_deref(),
+            Some(std::path::Path::new("bench.md"))
+        );
+        assert_eq!(a.connections, DEFAULT_CONNECTIONS);
+        let e = Wrap::try_parse_from(["x", "--connections", "0"])
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("must be at least 1, got 0"), "{e}");
+    }
+}

@@ -1,0 +1,148 @@
+//! `rtcheck evidence` and `rtcheck checklist`: look up the embedded data, pick the renderer.
+use super::output::{HumanFormats, OutputArgs};
+use super::Ctx;
+use crate::catalog::{EvidenceView, ItemView};
+use crate::checklist;
+use crate::evidence;
+use crate::report::Format;
+use std::process::ExitCode;
+
+#[derive(Debug, clap::Args)]
+#[command(after_help = "Examples:
+  rtcheck evidence                     all measured numbers, as a table
+  rtcheck evidence ulimit-n            one entry, with the checklist items citing it
+  rtcheck evidence --format json       every entry as JSON (id, claim, values, context, source)
+  rtcheck evidence --sources           the five articles: id, title, file, parts cited")]
+pub struct EvidenceArgs {
+    /// Evidence id to show (all when omitted).
+    pub id: Option<String>,
+    /// List the five source articles (id, title, seed file, parts cited) instead.
+    #[arg(long, conflicts_with = "id")]
+    pub sources: bool,
+    #[command(flatten)]
+    pub out: OutputArgs<HumanFormats>,
+}
+
+#[derive(Debug, clap::Args)]
+#[command(after_help = "Examples:
+  rtcheck checklist                    the checklists and their item counts
+  rtcheck checklist realtime-ops       every item of one checklist
+  rtcheck checklist open-files         one item, with its measured numbers
+  rtcheck checklist async-service --format markdown > CHECKLIST.md")]
+pub struct ChecklistArgs {
+    /// Checklist name (realtime-ops, async-service) or item id.
+    pub name: Option<String>,
+    #[command(flatten)]
+    pub out: OutputArgs<HumanFormats>,
+}
+
+pub fn run_evidence(a: EvidenceArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
+    let p = a.out.palette(ctx.color);
+    let out = match &a.id {
+        None if a.sources => {
+            let all = evidence::sources();
+            match a.out.format {
+                Format::Json => crate::report::json::render(&all)?,
+                Format::Yaml => crate::report::yaml::render(&all)?,
+                Format::Markdown => crate::report::markdown::evidence::sources(&all),
+                _ => crate::report::text::evidence::sources(&all, &p),
+            }
+        }
+        None => {
+            let all: Vec<EvidenceView> = evidence::store()
+                .entries
+                .iter()
+                .map(EvidenceView::of)
+                .collect();
+            match a.out.format {
+                Format::Json => crate::report::json::render(&all)?,
+                Format::Yaml => crate::report::yaml::render(&all)?,
+                Format::Markdown => crate::report::markdown::evidence::evidence_list(&all),
+                _ => crate::report::text::evidence::evidence_list(&all, &p),
+            }
+        }
+        Some(id) => {
+            let e = evidence::store().get(id).ok_or_else(|| {
+                let ids: Vec<&str> = evidence::store()
+                    .entries
+                    .iter()
+                    .map(|e| e.id.as_str())
+                    .collect();
+                unknown("evidence id", id, &ids, "rtcheck evidence")
+            })?;
+            let v = EvidenceView::of(e);
+            match a.out.format {
+                Format::Json => crate::report::json::render(&v)?,
+                Format::Yaml => crate::report::yaml::render(&v)?,
+                Format::Markdown => crate::report::markdown::evidence::evidence_one(&v),
+                _ => crate::report::text::evidence::evidence_one(&v, &p),
+            }
+        }
+    };
+    a.out.emit(&out)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn run_checklist(a: ChecklistArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
+    let p = a.out.palette(ctx.color);
+    let out = match &a.name {
+        None => {
+            let all = checklist::all();
+            match a.out.format {
+                Format::Json => crate::report::json::render(&all)?,
+                Format::Yaml => crate::report::yaml::render(&all)?,
+                Format::Markdown => all
+                    .iter()
+                    .map(crate::report::markdown::evidence::checklist)
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+                _ => crate::report::text::evidence::checklists(all, &p),
+            }
+        }
+        Some(name) => {
+            if let Some(c) = checklist::by_name(name) {
+                match a.out.format {
+                    Format::Json => crate::report::json::render(c)?,
+                    Format::Yaml => crate::report::yaml::render(c)?,
+                    Format::Markdown => crate::report::markdown::evidence::checklist(c),
+                    _ => crate::report::text::evidence::checklist(c, &p),
+                }
+            } else if let Some((c, i)) = checklist::find_item(name) {
+                let v = ItemView::of(c, i);
+                match a.out.format {
+                    Format::Json => crate::report::json::render(&v)?,
+                    Format::Yaml => crate::report::yaml::render(&v)?,
+                    Format::Markdown => crate::report::markdown::evidence::item(&v),
+                    _ => crate::report::text::evidence::item(&v, &p),
+                }
+            } else {
+                let mut ids: Vec<&str> = checklist::all().iter().map(|c| c.name.as_str()).collect();
+                ids.extend(
+                    checklist::all()
+                        .iter()
+                        .flat_map(|c| c.items.iter().map(|i| i.id.as_str())),
+                );
+                return Err(unknown(
+                    "checklist or item id",
+                    name,
+                    &ids,
+                    "rtcheck checklist",
+                ));
+            }
+        }
+    };
+    a.out.emit(&out)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn unknown(what: &str, given: &str, ids: &[&str], list_cmd: &str) -> anyhow::Error {
+    let near = crate::catalog::closest(given, ids, 3);
+    if near.is_empty() {
+        anyhow::anyhow!("unknown {what} `{given}` (list them with `{list_cmd}`)")
+    } else {
+        anyhow::anyhow!(
+            "unknown {what} `{given}`; closest: {} (list them with `{list_cmd}`)",
+            near.join(", ")
+        )
+    }
+}

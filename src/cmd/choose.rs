@@ -1,0 +1,247 @@
+//! `rtcheck choose`: fill a Profile (answers file, flags, prompts), run `decide` and
+//! `sizing`, render, and optionally save the profile next to the report.
+use super::output::{HumanFormats, OutputArgs};
+use super::{parse_count, prompts, Ctx};
+use crate::choose::{decide, missing_answers, Recommendation};
+use crate::profile::{Loss, Profile, Upstream};
+use crate::report::{Format, Palette};
+use crate::units::parse_duration;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+const EXAMPLES: &str = "\
+Examples:
+  rtcheck choose                                   ask the questions (on a terminal)
+  rtcheck choose --visible-within 200ms --upstream sparse --loss shared --machines 2
+  rtcheck choose --visible-within 2m --upstream none --loss replaceable --format json
+  rtcheck choose --visible-within 100ms --binary --loss per-user --max-disconnect 10s
+  rtcheck choose --answers answers.yaml --save profile.yaml
+  rtcheck audit --profile profile.yaml             reuse the saved profile
+
+Answers file (YAML, same names in snake_case; flags override it):
+  visible_within: 200ms      # Q1: under 1s push, 60s or more polling
+  upstream: sparse           # Q2: none | sparse | dense
+  binary: false              # Q2: binary payloads mean WebSocket
+  loss: shared               # Q3: replaceable | shared | per-user
+  connections: 20000         # Q4 (default 10000)
+  machines: 2                # Q4 (default 1)
+  rate: 10                   # messages/s per client (default 10)
+  size: 1024                 # bytes per message (default 1024)
+  max_disconnect: 3s         # longest disconnect that must not lose data (default 3s)
+
+Without a terminal every required answer (visible_within, upstream or --binary, loss) must be
+given; otherwise rtcheck exits 2 naming the missing ones.";
+
+#[derive(Debug, clap::Args)]
+#[command(after_help = EXAMPLES)]
+pub struct ChooseArgs {
+    /// Q1: how soon a change must be visible (e.g. 200ms, 5s, 2m).
+    #[arg(long, value_name = "DUR", value_parser = parse_positive_duration)]
+    pub visible_within: Option<Duration>,
+    /// Q2: client-to-server traffic.
+    #[arg(long, value_enum)]
+    pub upstream: Option<Upstream>,
+    /// Q2: payloads are binary (means WebSocket).
+    #[arg(long)]
+    pub binary: bool,
+    /// Q3: what losing one message means.
+    #[arg(long, value_enum)]
+    pub loss: Option<Loss>,
+    /// Q4: concurrent connections in total [default: 10000].
+    #[arg(long, value_name = "N", value_parser = parse_count, allow_negative_numbers = true)]
+    pub connections: Option<u64>,
+    /// Q4: machines serving them [default: 1].
+    #[arg(long, value_name = "N", value_parser = parse_count, allow_negative_numbers = true)]
+    pub machines: Option<u64>,
+    /// Messages per second sent to each client [default: 10].
+    #[arg(long, value_name = "MSGS_PER_S", value_parser = parse_rate, allow_negative_numbers = true)]
+    pub rate: Option<f64>,
+    /// Bytes per message [default: 1024].
+    #[arg(long, value_name = "BYTES", value_parser = parse_count, allow_negative_numbers = true)]
+    pub size: Option<u64>,
+    /// Longest client disconnect that must not lose data [default: 3s].
+    #[arg(long, value_name = "DUR", value_parser = parse_duration)]
+    pub max_disconnect: Option<Duration>,
+    /// Read answers from a YAML file (keys as in the flags, snake_case).
+    #[arg(long, value_name = "FILE")]
+    pub answers: Option<PathBuf>,
+    /// Save the full profile used (answers, defaults and the recommended transport) for `audit --profile`.
+    #[arg(long, value_name = "FILE")]
+    pub save: Option<PathBuf>,
+    #[command(flatten)]
+    pub out: OutputArgs<HumanFormats>,
+    /// Never prompt, even on a terminal: fail naming the missing answers instead.
+    #[arg(long)]
+    pub no_input: bool,
+}
+
+fn parse_positive_duration(s: &str) -> Result<Duration, String> {
+    match parse_duration(s)? {
+        d if d.is_zero() => Err("must be greater than 0".into()),
+        d => Ok(d),
+    }
+}
+
+fn parse_rate(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+        _ => Err(format!(
+            "`{s}` is not a positive number of messages per second"
+        )),
+    }
+}
+
+/// Fields that can default, in output order, with the flag that sets them.
+const DEFAULTABLE: &[(&str, &str)] = &[
+    ("connections", "--connections"),
+    ("machines", "--machines"),
+    ("rate", "--rate"),
+    ("size", "--size"),
+    ("max_disconnect", "--max-disconnect"),
+];
+
+/// The profile from --answers and flags, plus the names of the fields given explicitly.
+pub fn profile_from_args(a: &ChooseArgs) -> anyhow::Result<(Profile, Vec<String>)> {
+    let mut given: Vec<String> = Vec::new();
+    let mut p = match &a.answers {
+        Some(path) => {
+            let p = Profile::load(path)?;
+            // Profile::load validated the text; the keys present tell what was answered.
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| anyhow::anyhow!("{}: cannot read: {e}", path.display()))?;
+            if let Ok(serde_yaml::Value::Mapping(m)) = serde_yaml::from_str(&text) {
+                given.extend(m.keys().filter_map(|k| k.as_str().map(String::from)));
+            }
+            p
+        }
+        None => Profile::default(),
+    };
+    let mut set = |name: &str| given.push(name.to_string());
+    if let Some(v) = a.visible_within {
+        p.visible_within = Some(v);
+        set("visible_within");
+    }
+    if let Some(v) = a.upstream {
+        p.upstream = Some(v);
+        set("upstream");
+    }
+    if a.binary {
+        p.binary = true;
+        set("binary");
+    }
+    if let Some(v) = a.loss {
+        p.loss = Some(v);
+        set("loss");
+    }
+    if let Some(v) = a.connections {
+        p.connections = v;
+        set("connections");
+    }
+    if let Some(v) = a.machines {
+        p.machines = v;
+        set("machines");
+    }
+    if let Some(v) = a.rate {
+        p.rate = v;
+        set("rate");
+    }
+    if let Some(v) = a.size {
+        p.size = v;
+        set("size");
+    }
+    if let Some(v) = a.max_disconnect {
+        p.max_disconnect = v;
+        set("max_disconnect");
+    }
+    let origin = a
+        .answers
+        .as_ref()
+        .map(|p| format!("{} (with flags)", p.display()))
+        .unwrap_or_else(|| "flags".into());
+    p.validate().map_err(|e| anyhow::anyhow!("{origin}: {e}"))?;
+    Ok((p, given))
+}
+
+fn missing_message(missing: &[&str]) -> String {
+    let named: Vec<String> = missing
+        .iter()
+        .map(|m| match *m {
+            "visible_within" => "visible_within (--visible-within DUR)".to_string(),
+            "upstream" => "upstream (--upstream none|sparse|dense, or --binary)".to_string(),
+            "loss" => "loss (--loss replaceable|shared|per-user)".to_string(),
+            other => other.to_string(),
+        })
+        .collect();
+    format!(
+        "missing answers: {}; give them as flags or in --answers FILE (no terminal to ask on)",
+        named.join(", ")
+    )
+}
+
+pub fn run(a: ChooseArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
+    let (mut p, mut given) = profile_from_args(&a)?;
+    let missing = missing_answers(&p);
+    if !missing.is_empty() {
+        if a.no_input || !prompts::can_prompt() {
+            anyhow::bail!(missing_message(&missing));
+        }
+        if given.is_empty() {
+            // Nothing answered yet: the full walk, every question with its default.
+            p = prompts::prompt_profile_with(p, ctx.color)?;
+            given.extend(DEFAULTABLE.iter().map(|(n, _)| n.to_string()));
+        } else {
+            p = prompts::prompt_missing(p, ctx.color)?;
+        }
+        p.validate().map_err(|e| anyhow::anyhow!("answers: {e}"))?;
+    }
+    let mut rec = decide(&p).map_err(|e| anyhow::anyhow!(e))?;
+    for (name, flag) in DEFAULTABLE {
+        if !given.iter().any(|g| g == name) {
+            rec.defaulted.push(name.to_string());
+            let value = match *name {
+                "connections" => crate::evidence::fmt_num(p.connections as f64),
+                "machines" => p.machines.to_string(),
+                "rate" => format!("{} msg/s", crate::evidence::fmt_num(p.rate)),
+                "size" => format!("{} B", p.size),
+                _ => crate::units::fmt_duration(p.max_disconnect),
+            };
+            rec.notes.push(format!(
+                "{name} = {value} is the default; set {flag} for your workload."
+            ));
+        }
+    }
+    let out = render(&rec, a.out.format, &a.out.palette(ctx.color))?;
+    if let Some(path) = &a.save {
+        let text = format!(
+            "# rtcheck choose: {} + {} + {}; reuse with `rtcheck audit --profile {}`\n{}",
+            rec.transport.as_str(),
+            rec.delivery.as_str(),
+            rec.topology.as_str(),
+            path.display(),
+            rec.profile.to_yaml()
+        );
+        // --save and --output land together or not at all.
+        let mut files: Vec<(&std::path::Path, &[u8])> = vec![(path, text.as_bytes())];
+        if let Some(o) = &a.out.output {
+            files.push((o, out.as_bytes()));
+        }
+        crate::outfile::write_all_atomic(&files)?;
+        if a.out.output.is_none() {
+            crate::outfile::emit(&out, None)?;
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    a.out.emit(&out)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The renderer for `format` (one of [`HumanFormats`]).
+pub fn render(rec: &Recommendation, format: Format, p: &Palette) -> anyhow::Result<String> {
+    Ok(match format {
+        Format::Json => crate::report::json::render(rec)?,
+        Format::Yaml => crate::report::yaml::render(rec)?,
+        Format::Markdown => crate::report::markdown::choose::render(rec),
+        _ => crate::report::text::choose::render(rec, p),
+    })
+}

@@ -1,0 +1,174 @@
+//! `rtcheck review`: read the profile, answers and evidence, prompt on a terminal (the walk
+//! is in `review/prompts.rs`), evaluate with the domain (`crate::review`), render, and write
+//! `--save` and `-o` together.
+use super::output::{AllFormats, OutputArgs};
+use super::Ctx;
+use crate::findings::FailOn;
+use crate::profile::Profile;
+use crate::report::{self, FindingsReport, Format, Palette, ReviewReport};
+use crate::review::{answers, evaluate, measured};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+mod prompts;
+
+#[derive(Debug, clap::Args)]
+#[command(after_help = "\
+Answers file (YAML), written by --save and read by --answers:
+  answers:
+    - id: ping-interval
+      answer: yes              # yes, no, na (with a reason), later
+      value: {ping: 25s, pong_wait: 30s, idle_timeout: 60s}
+      when: 2026-12-01T10:00:00Z
+
+Examples:
+  rtcheck review --profile profile.yaml --save review.yaml     walk the items on a terminal
+  rtcheck review --save review.yaml                            again: asks only what is open
+  rtcheck review --answers review.yaml --format markdown       CI: never prompts; PR comment
+  rtcheck review --answers review.yaml --format junit -o review.xml --fail-on warn
+  rtcheck review --answers review.yaml --evidence bench.json --evidence verify.json
+  rtcheck review --only ping-interval,bounded-queue
+
+Exit codes: 0 nothing at or above --fail-on, 1 something is, 2 usage or runtime error.")]
+pub struct ReviewArgs {
+    /// Workload profile (from `rtcheck choose --save`): chooses the items and sizes the rules.
+    #[arg(long, value_name = "FILE")]
+    pub profile: Option<PathBuf>,
+    /// Answers file (YAML); never prompts (CI).
+    #[arg(long, value_name = "FILE")]
+    pub answers: Option<PathBuf>,
+    /// Write the answers (YAML) to FILE; read it first when it exists, so a second run asks
+    /// only what is unanswered, marked later, or whose rule changed.
+    #[arg(long, value_name = "FILE")]
+    pub save: Option<PathBuf>,
+    /// Checklists to walk.
+    #[arg(long, value_name = "NAME", value_delimiter = ',', default_values_t = crate::review::CHECKLISTS.iter().map(|s| s.to_string()))]
+    pub checklist: Vec<String>,
+    /// Review only these item ids.
+    #[arg(long, value_name = "ID", value_delimiter = ',')]
+    pub only: Vec<String>,
+    /// JSON output of `verify`, `audit --verify`, `bench fanout`, `probe` or `verify
+    /// delivery`: marks the matching items measured (repeatable).
+    #[arg(long, value_name = "FILE")]
+    pub evidence: Vec<PathBuf>,
+    // markdown is a summary fit for a PR comment; junit and github for CI.
+    #[command(flatten)]
+    pub out: OutputArgs<AllFormats>,
+    /// Lowest status that makes the exit code 1 (no and broken rules fail; later and
+    /// unanswered warn).
+    #[arg(long, value_enum, default_value_t = FailOn::Fail)]
+    pub fail_on: FailOn,
+}
+
+fn load_profile(a: &ReviewArgs) -> anyhow::Result<Profile> {
+    let p = match &a.profile {
+        Some(path) => Profile::load(path)?,
+        None => Profile::default(),
+    };
+    p.validate().map_err(|e| anyhow::anyhow!("profile: {e}"))?;
+    Ok(p)
+}
+
+/// The renderer for `format`: the review's own model for text, markdown, json and yaml; the
+/// CI formats take its findings report.
+pub fn render(
+    r: &ReviewReport,
+    format: Format,
+    fail_on: FailOn,
+    pal: Palette,
+) -> anyhow::Result<String> {
+    Ok(match format {
+        Format::Text => report::text::review::render(r, pal),
+        Format::Json => report::json::render(r)?,
+        Format::Yaml => report::yaml::render(r)?,
+        Format::Markdown => report::markdown::review::render(r),
+        Format::Junit => report::junit::render(&r.report, fail_on)?,
+        Format::Github => report::github::render(&r.report),
+    })
+}
+
+/// Previous answers: --answers, else the --save file when it exists.
+fn previous_answers(a: &ReviewArgs) -> anyhow::Result<answers::Answers> {
+    let known = crate::review::known_ids();
+    Ok(match (&a.answers, &a.save) {
+        (Some(p), _) => answers::load(p, &known)?,
+        (None, Some(s)) if s.exists() => answers::load(s, &known)?,
+        _ => answers::Answers::default(),
+    })
+}
+
+/// On a terminal, ask what is open (unanswered, later, rule changed, not measured).
+fn ask_open(
+    a: &ReviewArgs,
+    selected: &crate::review::Selected,
+    ans: answers::Answers,
+    ms: &[measured::Measurement],
+    profile: &Profile,
+    ctx: Ctx,
+) -> anyhow::Result<answers::Answers> {
+    let todo: Vec<_> = selected
+        .iter()
+        // A measured item needs no declaration.
+        .filter(|(_, i)| measured::for_item(&i.id, ms).is_none())
+        .filter(|(_, i)| evaluate::needs_asking(i, ans.get(&i.id)))
+        .copied()
+        .collect();
+    if a.answers.is_some() || todo.is_empty() {
+        return Ok(ans);
+    }
+    if !prompts::can_prompt() {
+        anyhow::bail!(
+            "{} item(s) to answer and no terminal: give --answers FILE (write one with --save on a terminal)",
+            todo.len()
+        );
+    }
+    let ans = prompts::walk(&todo, ans, profile, ctx.color)?;
+    if a.save.is_none() {
+        eprintln!("rtcheck: note: answers not saved (add --save FILE to keep them)");
+    }
+    Ok(ans)
+}
+
+/// Write --save and -o together or not at all (`outfile` renames regular files only after
+/// every temp file is written; devices, FIFOs and `-` are written in place); stdout when no -o.
+fn write_out(a: &ReviewArgs, saved: &str, out: &str) -> anyhow::Result<()> {
+    let mut files: Vec<(&std::path::Path, &[u8])> = Vec::new();
+    if let Some(s) = &a.save {
+        files.push((s, saved.as_bytes()));
+    }
+    if let Some(o) = &a.out.output {
+        files.push((o, out.as_bytes()));
+    }
+    crate::outfile::write_all_atomic(&files)?;
+    if a.out.output.is_none() {
+        crate::outfile::emit(out, None)?;
+    }
+    Ok(())
+}
+
+pub fn run(a: ReviewArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
+    let start = Instant::now();
+    let profile = load_profile(&a)?;
+    let (selected, left_out) = crate::review::select(&a.checklist, &a.only, &profile)?;
+    let mut ms = Vec::new();
+    for f in &a.evidence {
+        ms.extend(measured::load(f)?);
+    }
+    let ans = ask_open(&a, &selected, previous_answers(&a)?, &ms, &profile, ctx)?;
+    let (findings, items) = evaluate::evaluate(&selected, &ans, &ms, &profile);
+    let ms_total = start.elapsed().as_secs_f64() * 1000.0;
+    let r = ReviewReport {
+        notes: crate::review::notes(&profile, a.profile.is_some()),
+        report: FindingsReport::new("review", profile, None, findings, ms_total),
+        items,
+        left_out,
+    };
+    let out = render(&r, a.out.format, a.fail_on, a.out.palette(ctx.color))?;
+    write_out(&a, &ans.to_yaml(), &out)?;
+    Ok(if a.fail_on.trips(&r.report.summary) {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}

@@ -1,0 +1,187 @@
+//! The interactive walk (dialoguer on stderr): per item its title, why in one line and the
+//! measured number, then yes / no / not applicable / later; values are asked, type-checked
+//! (re-asked when malformed) and checked against the rule before a yes is recorded.
+use crate::checklist::{Checklist, Item};
+use crate::cmd::output::{self, ColorChoice, Sink};
+use crate::findings::Status;
+use crate::profile::Profile;
+use crate::report::Palette;
+use crate::review::answers::{self, Answer, Answers, Entry};
+use crate::review::evaluate::{check, rule_fingerprint};
+use crate::review::items::{self, Spec};
+use dialoguer::theme::{ColorfulTheme, SimpleTheme, Theme};
+use dialoguer::{Input, Select};
+use std::collections::BTreeMap;
+
+pub use crate::cmd::prompts::can_prompt;
+
+const CHOICES: [&str; 4] = ["yes", "no", "not applicable", "later"];
+
+fn err(e: dialoguer::Error) -> anyhow::Error {
+    let _ = dialoguer::console::Term::stderr().show_cursor();
+    let dialoguer::Error::IO(io) = &e;
+    if io.kind() == std::io::ErrorKind::Interrupted {
+        anyhow::anyhow!("prompt interrupted; nothing saved")
+    } else {
+        anyhow::anyhow!("prompt: {e}")
+    }
+}
+
+/// The prompts draw on stderr, a terminal whenever they run.
+fn colour(c: ColorChoice) -> bool {
+    output::color_enabled(c, Sink::Terminal, output::no_color_env())
+}
+
+/// Title, why in one line, the measured number, and what can measure it.
+fn show(item: &Item, n: usize, total: usize, pal: &Palette) {
+    eprintln!();
+    eprintln!("{}", pal.bold(&format!("[{n}/{total}] {}", item.title)));
+    eprintln!("  why: {}", item.why);
+    if let Some(e) = item.evidence.first() {
+        let ev = crate::evidence::get(e);
+        eprintln!("  measured: {} ({e})", ev.values_display());
+    }
+    if let Some(h) = items::measure_hint(&item.id) {
+        eprintln!("  {}", pal.dim(&format!("measure it: {h}")));
+    }
+}
+
+/// Ask every item of `todo`, starting from `ans`; returns the updated answers.
+pub fn walk(
+    todo: &[(&Checklist, &Item)],
+    mut ans: Answers,
+    p: &Profile,
+    color: ColorChoice,
+) -> anyhow::Result<Answers> {
+    crate::sys::signal::exit_on_sigint_showing_cursor();
+    let color = colour(color);
+    let colorful = ColorfulTheme::default();
+    let simple = SimpleTheme;
+    let theme: &dyn Theme = if color { &colorful } else { &simple };
+    let pal = Palette::new(color);
+    for (n, (_, item)) in todo.iter().enumerate() {
+        show(item, n + 1, todo.len(), &pal);
+        let prev = ans.get(&item.id).cloned();
+        let i = Select::with_theme(theme)
+            .with_prompt("Done?")
+            .items(&CHOICES)
+            .default(0)
+            .interact()
+            .map_err(err)?;
+        let answer = [Answer::Yes, Answer::No, Answer::Na, Answer::Later][i];
+        let mut entry = Entry {
+            id: item.id.clone(),
+            answer,
+            value: BTreeMap::new(),
+            reason: None,
+            when: Some(answers::now()),
+            rule: Some(rule_fingerprint(item)),
+        };
+        match answer {
+            Answer::Na => {
+                let r: String = Input::with_theme(theme)
+                    .with_prompt("Why not applicable")
+                    .validate_with(|s: &String| {
+                        if s.trim().is_empty() {
+                            Err("a reason, one line")
+                        } else {
+                            Ok(())
+                        }
+                    })
+                    .interact_text()
+                    .map_err(err)?;
+                entry.reason = Some(r.trim().to_string());
+            }
+            Answer::Yes => {
+                if let Some(spec) = items::spec(&item.id) {
+                    entry.value = ask_values(theme, spec, prev.as_ref(), p, &pal)?;
+                }
+            }
+            _ => {}
+        }
+        ans.put(entry);
+    }
+    Ok(ans)
+}
+
+/// Ask the values until they meet the rule, or the user keeps them (then the review
+/// records the broken rule as a finding).
+fn ask_values(
+    theme: &dyn Theme,
+    spec: &Spec,
+    prev: Option<&Entry>,
+    p: &Profile,
+    pal: &Palette,
+) -> anyhow::Result<BTreeMap<String, serde_yaml::Value>> {
+    let mut last: BTreeMap<String, String> = prev
+        .map(|e| {
+            e.value
+                .iter()
+                .map(|(k, v)| (k.clone(), scalar(v)))
+                .collect()
+        })
+        .unwrap_or_default();
+    loop {
+        let mut typed = BTreeMap::new();
+        let mut raw = BTreeMap::new();
+        for vs in spec.values {
+            let mut input = Input::<String>::with_theme(theme)
+                .with_prompt(if vs.required {
+                    vs.prompt.to_string()
+                } else {
+                    format!("{} (optional)", vs.prompt)
+                })
+                .allow_empty(!vs.required)
+                .validate_with(move |s: &String| -> Result<(), String> {
+                    if s.trim().is_empty() && !vs.required {
+                        return Ok(());
+                    }
+                    answers::parse_text(vs.kind, s).map(|_| ())
+                });
+            if let Some(d) = last.get(vs.name) {
+                input = input.default(d.clone());
+            }
+            let s = input.interact_text().map_err(err)?;
+            if s.trim().is_empty() {
+                continue;
+            }
+            let v = answers::parse_text(vs.kind, &s).map_err(|e| anyhow::anyhow!(e))?;
+            last.insert(vs.name.to_string(), s.trim().to_string());
+            raw.insert(vs.name.to_string(), v.to_yaml());
+            typed.insert(vs.name.to_string(), v);
+        }
+        let Ok(o) = check(spec, &typed, p) else {
+            return Ok(raw);
+        };
+        match o.status {
+            Status::Pass => {
+                eprintln!("  {} {}", pal.good("ok:"), o.consequence);
+                return Ok(raw);
+            }
+            st => {
+                eprintln!("  {} {}", pal.status(st), o.consequence);
+                eprintln!("  rule: {}", o.expected);
+                let keep = Select::with_theme(theme)
+                    .with_prompt("Values break the rule")
+                    .items(&["enter them again", "keep them (recorded as a finding)"])
+                    .default(0)
+                    .interact()
+                    .map_err(err)?;
+                if keep == 1 {
+                    return Ok(raw);
+                }
+            }
+        }
+    }
+}
+
+fn scalar(v: &serde_yaml::Value) -> String {
+    match v {
+        serde_yaml::Value::String(s) => s.clone(),
+        serde_yaml::Value::Number(n) => n.to_string(),
+        other => serde_yaml::to_string(other)
+            .unwrap_or_default()
+            .trim()
+            .to_string(),
+    }
+}

@@ -1,0 +1,344 @@
+//! Output files that are never half-written and never replace what is not a regular file.
+//!
+//! A regular file (or a path that does not exist yet) is written to a temp file beside it
+//! and renamed into place, keeping the old file's mode. Symlinks are followed first: the
+//! link survives and its target is written. Anything else (a character or block device such
+//! as `/dev/null`, a FIFO, `/dev/stdout`) is opened and written in place: renaming over
+//! `/dev/null` as root once turned it into a regular file for the whole machine. `-` is
+//! stdout. This module sits below every layer (net writes its address file with it).
+use std::io::Write;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+/// Where bytes for an output path go.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    /// `-o -`.
+    Stdout,
+    /// A regular file (existing with this mode, or new): temp file beside it, then rename.
+    Replace { path: PathBuf, mode: Option<u32> },
+    /// A device, FIFO or /proc fd link: opened and written where it is.
+    InPlace(PathBuf),
+}
+
+/// Symlink hops followed before giving up (the kernel's own bound is 40).
+const MAX_HOPS: usize = 40;
+
+/// Decide how `path` is written. Symlinks are followed by hand so that a dangling link
+/// still writes its target; `/proc/*/fd` and `/dev/fd` links (what `/dev/stdout` is) are
+/// magic, so such paths are opened as given.
+pub fn classify(path: &Path) -> anyhow::Result<Target> {
+    if path.as_os_str() == "-" {
+        return Ok(Target::Stdout);
+    }
+    let mut p = path.to_path_buf();
+    for _ in 0..MAX_HOPS {
+        if p.starts_with("/proc") || p.starts_with("/dev/fd") {
+            return Ok(Target::InPlace(path.to_path_buf()));
+        }
+        let meta = match std::fs::symlink_metadata(&p) {
+            Ok(m) => m,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Ok(Target::Replace {
+                    path: p,
+                    mode: None,
+                })
+            }
+            Err(e) => anyhow::bail!("{}: cannot write: {e}", path.display()),
+        };
+        let ft = meta.file_type();
+        if ft.is_symlink() {
+            let to = std::fs::read_link(&p)
+                .map_err(|e| anyhow::anyhow!("{}: cannot write: {e}", path.display()))?;
+            p = match p.parent() {
+                Some(dir) if to.is_relative() => dir.join(to),
+                _ => to,
+            };
+        } else if ft.is_dir() {
+            anyhow::bail!("{}: cannot write: is a directory", path.display());
+        } else if ft.is_file() {
+            return Ok(Target::Replace {
+                path: p,
+                mode: Some(meta.permissions().mode() & 0o7777),
+            });
+        } else {
+            return Ok(Target::InPlace(p));
+        }
+    }
+    anyhow::bail!(
+        "{}: cannot write: too many levels of symbolic links",
+        path.display()
+    )
+}
+
+/// Write `content` to stdout (`path` None or `-`) or to the file at `path`.
+pub fn emit(content: &str, path: Option<&Path>) -> anyhow::Result<()> {
+    match path {
+        None => write_stdout(content.as_bytes()),
+        Some(p) => write_atomic(p, content.as_bytes()),
+    }
+}
+
+fn write_stdout(bytes: &[u8]) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    // A closed pipe (`| head`) is not an error worth a message.
+    match out.write_all(bytes).and_then(|_| out.flush()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        r => r.map_err(|e| anyhow::anyhow!("stdout: {e}")),
+    }
+}
+
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    write_all_atomic(&[(path, bytes)])
+}
+
+/// Several files that belong together (a saved profile and a report): every regular file
+/// is first written to its temp file, and only when all succeeded are they renamed into
+/// place, so a failed run leaves none of them behind. Devices, FIFOs and stdout are written
+/// last, after the renames (they cannot be taken back).
+pub fn write_all_atomic(files: &[(&Path, &[u8])]) -> anyhow::Result<()> {
+    let targets = files
+        .iter()
+        .map(|(p, _)| classify(p))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let mut temps = Vec::new();
+    let mut failure = None;
+    for ((shown, bytes), t) in files.iter().zip(&targets) {
+        if let Target::Replace { path, mode } = t {
+            match write_temp(shown, path, *mode, bytes) {
+                Ok(tmp) => temps.push((tmp, path, *shown)),
+                Err(e) => {
+                    failure = Some(e);
+                    break;
+                }
+            }
+        }
+    }
+    if failure.is_none() {
+        for (tmp, path, shown) in &temps {
+            if let Err(e) = std::fs::rename(tmp, path) {
+                failure = Some(anyhow::anyhow!("{}: cannot write: {e}", shown.display()));
+                break;
+            }
+        }
+    }
+    for (tmp, _, _) in &temps {
+        let _ = std::fs::remove_file(tmp);
+    }
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    for ((shown, bytes), t) in files.iter().zip(&targets) {
+        match t {
+            Target::Stdout => write_stdout(bytes)?,
+            Target::InPlace(p) => write_in_place(shown, p, bytes)?,
+            Target::Replace { .. } => {}
+        }
+    }
+    Ok(())
+}
+
+/// Open an existing non-regular file for writing (no create, no rename) and write to it.
+fn write_in_place(shown: &Path, path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    let res = std::fs::OpenOptions::new()
+        .write(true)
+        .open(path)
+        .and_then(|mut f| f.write_all(bytes).and_then(|_| f.flush()));
+    match res {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        r => r.map_err(|e| anyhow::anyhow!("{}: cannot write: {e}", shown.display())),
+    }
+}
+
+/// Write `bytes` to a new temp file beside `path` (with `mode` when the file existed);
+/// returns the temp path. `shown` is the path as the user gave it, for the error.
+fn write_temp(
+    shown: &Path,
+    path: &Path,
+    mode: Option<u32>,
+    bytes: &[u8],
+) -> anyhow::Result<PathBuf> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let name = path
+        .file_name()
+        .ok_or_else(|| anyhow::anyhow!("{}: not a file path", shown.display()))?;
+    let tmp = dir.join(format!(
+        ".{}.{}.tmp",
+        name.to_string_lossy(),
+        std::process::id()
+    ));
+    let res = (|| -> std::io::Result<()> {
+        // create_new: never follow or reuse something planted at the temp name.
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)?;
+        if let Some(m) = mode {
+            f.set_permissions(std::fs::Permissions::from_mode(m))?;
+        }
+        f.write_all(bytes)?;
+        f.sync_all()
+    })();
+    if let Err(e) = res {
+        if e.kind() != std::io::ErrorKind::AlreadyExists {
+            let _ = std::fs::remove_file(&tmp);
+        }
+        return Err(anyhow::anyhow!("{}: cannot write: {e}", shown.display()));
+    }
+    Ok(tmp)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::FileTypeExt;
+
+    fn entries(dir: &Path) -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn a_new_regular_file_is_created() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("out.json");
+        write_atomic(&p, b"one").unwrap();
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "one");
+        assert_eq!(entries(dir.path()), ["out.json"]);
+    }
+
+    #[test]
+    fn an_existing_regular_file_is_replaced_with_its_mode_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("out.json");
+        std::fs::write(&p, "old, longer content").unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o640)).unwrap();
+        write_atomic(&p, b"two").unwrap();
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "two");
+        let mode = std::fs::metadata(&p).unwrap().permissions().mode() & 0o7777;
+        assert_eq!(mode, 0o640);
+        assert_eq!(entries(dir.path()), ["out.json"]);
+    }
+
+    #[test]
+    fn a_symlink_survives_and_its_target_is_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let sub = dir.path().join("real");
+        std::fs::create_dir(&sub).unwrap();
+        let target = sub.join("report.txt");
+        std::fs::write(&target, "old").unwrap();
+        let link = dir.path().join("link.txt");
+        std::os::unix::fs::symlink("real/report.txt", &link).unwrap();
+        write_atomic(&link, b"new").unwrap();
+        assert!(std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "new");
+        // The temp file went beside the target, and is gone.
+        assert_eq!(entries(&sub), ["report.txt"]);
+        // A dangling link writes (creates) its target.
+        let dangling = dir.path().join("dangling");
+        std::os::unix::fs::symlink("real/new.txt", &dangling).unwrap();
+        write_atomic(&dangling, b"x").unwrap();
+        assert_eq!(std::fs::read_to_string(sub.join("new.txt")).unwrap(), "x");
+    }
+
+    #[test]
+    fn dev_null_stays_a_character_device() {
+        assert_eq!(
+            classify(Path::new("/dev/null")).unwrap(),
+            Target::InPlace("/dev/null".into())
+        );
+        write_atomic(Path::new("/dev/null"), b"discarded").unwrap();
+        let ft = std::fs::symlink_metadata("/dev/null").unwrap().file_type();
+        assert!(ft.is_char_device(), "/dev/null is no longer a device");
+    }
+
+    #[test]
+    fn a_character_device_made_with_mknod_is_written_in_place() {
+        // CI runs as root, like the report of /dev/null being replaced.
+        let dir = tempfile::tempdir().unwrap();
+        let n = dir.path().join("null");
+        let dev = nix::sys::stat::makedev(1, 3);
+        nix::sys::stat::mknod(
+            &n,
+            nix::sys::stat::SFlag::S_IFCHR,
+            nix::sys::stat::Mode::from_bits_truncate(0o666),
+            dev,
+        )
+        .expect("mknod needs root (CI runs as root)");
+        write_atomic(&n, b"discarded").unwrap();
+        let ft = std::fs::symlink_metadata(&n).unwrap().file_type();
+        assert!(ft.is_char_device(), "the device became a regular file");
+        assert_eq!(entries(dir.path()), ["null"]);
+        // Through a symlink too.
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(&n, &link).unwrap();
+        write_atomic(&link, b"discarded").unwrap();
+        assert!(std::fs::symlink_metadata(&n)
+            .unwrap()
+            .file_type()
+            .is_char_device());
+        assert!(std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+    }
+
+    #[test]
+    fn a_fifo_is_written_to_its_reader() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("fifo");
+        nix::unistd::mkfifo(&f, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+        let reader = {
+            let f = f.clone();
+            std::thread::spawn(move || std::fs::read_to_string(f).unwrap())
+        };
+        write_atomic(&f, b"through the pipe").unwrap();
+        assert_eq!(reader.join().unwrap(), "through the pipe");
+        assert!(std::fs::symlink_metadata(&f).unwrap().file_type().is_fifo());
+        assert_eq!(entries(dir.path()), ["fifo"]);
+    }
+
+    #[test]
+    fn dash_is_stdout_and_proc_fd_links_are_written_in_place() {
+        assert_eq!(classify(Path::new("-")).unwrap(), Target::Stdout);
+        assert_eq!(
+            classify(Path::new("/dev/stdout")).unwrap(),
+            Target::InPlace("/dev/stdout".into())
+        );
+    }
+
+    #[test]
+    fn a_missing_directory_is_one_line_and_leaves_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let bad = dir.path().join("missing-dir").join("x.json");
+        let e = write_atomic(&bad, b"x").unwrap_err().to_string();
+        assert!(e.contains("missing-dir/x.json: cannot write"), "{e}");
+        assert!(!e.contains('\n'), "{e}");
+        assert!(entries(dir.path()).is_empty());
+        let e = write_atomic(dir.path(), b"x").unwrap_err().to_string();
+        assert!(e.contains("is a directory"), "{e}");
+    }
+
+    #[test]
+    fn files_that_belong_together_land_together_or_not_at_all() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = dir.path().join("a.yaml");
+        let bad = dir.path().join("missing").join("b.txt");
+        let e = write_all_atomic(&[(&a, b"a"), (&bad, b"b")]).unwrap_err();
+        assert!(e.to_string().contains("missing"), "{e}");
+        assert!(entries(dir.path()).is_empty());
+        let b = dir.path().join("b.txt");
+        write_all_atomic(&[(&a, b"a"), (&b, b"b")]).unwrap();
+        assert_eq!(entries(dir.path()), ["a.yaml", "b.txt"]);
+    }
+}

@@ -1,0 +1,110 @@
+//! Markdown summary of `rtcheck review`, fit for a PR comment: the verdict, a table of what
+//! needs action with its consequence, then the settled items folded away.
+use crate::report::ReviewReport;
+use crate::report::Status;
+use crate::review::Source;
+
+fn cell(s: &str) -> String {
+    s.replace('|', "\\|").replace('\n', " ")
+}
+
+fn icon(s: Status) -> &'static str {
+    match s {
+        Status::Pass => "✅",
+        Status::Warn => "⚠️",
+        Status::Fail => "❌",
+        Status::Skip => "➖",
+    }
+}
+
+pub fn render(r: &ReviewReport) -> String {
+    let s = &r.report.summary;
+    let n = |src: Source| r.items.iter().filter(|i| i.source == src).count();
+    let mut out = format!(
+        "## rtcheck review\n\n**{} fail, {} warn, {} pass, {} n/a** ({} measured, {} declared, {} unanswered)\n\n",
+        s.fail,
+        s.warn,
+        s.pass,
+        s.skip,
+        n(Source::Measured),
+        n(Source::Declared),
+        n(Source::Unanswered)
+    );
+    let open: Vec<&str> = r
+        .items
+        .iter()
+        .filter(|i| i.source == Source::Unanswered)
+        .map(|i| i.id.as_str())
+        .collect();
+    let mut action: Vec<_> = r
+        .report
+        .findings
+        .iter()
+        .filter(|f| matches!(f.status, Status::Fail | Status::Warn))
+        .filter(|f| !open.contains(&f.id.as_str()))
+        .collect();
+    action.sort_by_key(|f| std::cmp::Reverse(f.status));
+    if !action.is_empty() {
+        out.push_str("| | item | consequence | fix |\n|---|---|---|---|\n");
+        for f in action {
+            out.push_str(&format!(
+                "| {} | `{}` {} | {} | {} |\n",
+                icon(f.status),
+                f.id,
+                cell(&f.title),
+                cell(&f.observed),
+                cell(&f.fix.summary)
+            ));
+        }
+        out.push('\n');
+    }
+    if !open.is_empty() {
+        out.push_str(&format!(
+            "<details><summary>{} to answer (unanswered, later or rule changed)</summary>\n\n",
+            open.len()
+        ));
+        for f in r
+            .report
+            .findings
+            .iter()
+            .filter(|f| open.contains(&f.id.as_str()))
+        {
+            out.push_str(&format!(
+                "- `{}` {}: {}\n",
+                f.id,
+                cell(&f.title),
+                cell(&f.observed)
+            ));
+        }
+        out.push_str("\n</details>\n\n");
+    }
+    let settled: Vec<_> = r
+        .report
+        .findings
+        .iter()
+        .filter(|f| matches!(f.status, Status::Pass | Status::Skip))
+        .collect();
+    if !settled.is_empty() {
+        out.push_str(&format!(
+            "<details><summary>{} settled items</summary>\n\n| | item | answer |\n|---|---|---|\n",
+            settled.len()
+        ));
+        for f in settled {
+            let what = match f.status {
+                Status::Skip => format!("n/a: {}", f.reason.as_deref().unwrap_or("")),
+                _ => f.observed.clone(),
+            };
+            out.push_str(&format!(
+                "| {} | `{}` | {} |\n",
+                icon(f.status),
+                f.id,
+                cell(&what)
+            ));
+        }
+        out.push_str("\n</details>\n");
+    }
+    for note in &r.notes {
+        out.push_str(&format!("\n> {}\n", cell(note)));
+    }
+    out
+}

@@ -1,0 +1,139 @@
+//! Text rendering of `rtcheck review`: the verdict first, then what needs action (fail,
+//! warn) with the computed consequence and the fix, then one line per settled item.
+use crate::report::ReviewReport;
+use crate::report::{Palette, Status};
+use crate::review::Source;
+
+fn counts(r: &ReviewReport) -> String {
+    let n = |s: Source| r.items.iter().filter(|i| i.source == s).count();
+    format!(
+        "{} measured, {} declared, {} unanswered",
+        n(Source::Measured),
+        n(Source::Declared),
+        n(Source::Unanswered)
+    )
+}
+
+/// Wrap `text` at `width` columns with `indent` before every line.
+fn wrap(text: &str, indent: &str, width: usize) -> String {
+    let mut out = String::new();
+    let mut line = String::new();
+    for w in text.split_whitespace() {
+        if !line.is_empty() && indent.len() + line.len() + 1 + w.len() > width {
+            out.push_str(&format!("{indent}{line}\n"));
+            line.clear();
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(w);
+    }
+    if !line.is_empty() {
+        out.push_str(&format!("{indent}{line}\n"));
+    }
+    out
+}
+
+/// One line, cut to `width` columns.
+fn clip(line: &str, width: usize) -> String {
+    if line.chars().count() > width {
+        line.chars().take(width - 3).collect::<String>() + "..."
+    } else {
+        line.to_string()
+    }
+}
+
+pub fn render(r: &ReviewReport, pal: Palette) -> String {
+    let s = &r.report.summary;
+    let mut out = pal.bold(&format!(
+        "rtcheck review: {} fail, {} warn, {} pass, {} n/a",
+        s.fail, s.warn, s.pass, s.skip
+    ));
+    out.push('\n');
+    out.push_str(&pal.dim(&format!("{} items: {}", r.items.len(), counts(r))));
+    out.push('\n');
+    let open: Vec<&str> = r
+        .items
+        .iter()
+        .filter(|i| i.source == Source::Unanswered)
+        .map(|i| i.id.as_str())
+        .collect();
+    let mut action: Vec<_> = r
+        .report
+        .findings
+        .iter()
+        .filter(|f| matches!(f.status, Status::Fail | Status::Warn))
+        .filter(|f| !open.contains(&f.id.as_str()))
+        .collect();
+    action.sort_by_key(|f| std::cmp::Reverse(f.status));
+    for f in action {
+        out.push('\n');
+        out.push_str(&format!(
+            "{} {}: {}\n",
+            pal.status(f.status),
+            pal.bold(&f.id),
+            f.title
+        ));
+        out.push_str(&wrap(&f.observed, "  ", 78));
+        if f.expected != "done" {
+            out.push_str(&wrap(&format!("rule: {}", f.expected), "  ", 78));
+        }
+        out.push_str(&wrap(&format!("fix: {}", f.fix.summary), "  ", 78));
+        if let Some(e) = f.evidence.first() {
+            out.push_str(&pal.dim(&wrap(&format!("evidence {}: {}", e.id, e.value), "  ", 78)));
+        }
+    }
+    let to_answer: Vec<_> = r
+        .report
+        .findings
+        .iter()
+        .filter(|f| open.contains(&f.id.as_str()))
+        .collect();
+    if !to_answer.is_empty() {
+        out.push('\n');
+        out.push_str(&pal.warn(&format!(
+            "{} to answer (unanswered, later or rule changed):",
+            to_answer.len()
+        )));
+        out.push('\n');
+        for f in to_answer {
+            out.push_str(&clip(&format!("  {}: {}", f.id, f.observed), 78));
+            out.push('\n');
+        }
+    }
+    let settled: Vec<_> = r
+        .report
+        .findings
+        .iter()
+        .filter(|f| matches!(f.status, Status::Pass | Status::Skip))
+        .collect();
+    if !settled.is_empty() {
+        out.push('\n');
+        for f in settled {
+            let tail = match f.status {
+                Status::Skip => format!("n/a: {}", f.reason.as_deref().unwrap_or("")),
+                _ => f.observed.clone(),
+            };
+            let line = clip(&format!("{} {}: {}", f.status.as_str(), f.id, tail), 78);
+            out.push_str(&line.replacen(f.status.as_str(), &pal.status(f.status), 1));
+            out.push('\n');
+        }
+    }
+    for n in &r.notes {
+        out.push('\n');
+        out.push_str(&wrap(&format!("note: {n}"), "", 78));
+    }
+    if !r.left_out.is_empty() {
+        out.push('\n');
+        let ids: Vec<&str> = r.left_out.iter().map(|l| l.id.as_str()).collect();
+        out.push_str(&pal.dim(&wrap(
+            &format!(
+                "left out for this profile or to `rtcheck audit`: {}",
+                ids.join(", ")
+            ),
+            "",
+            78,
+        )));
+    }
+    out
+}

@@ -1,0 +1,397 @@
+//! Review-only metadata of checklist items: which values an item asks, which rule checks
+//! them, which command can measure it, and which items a profile leaves out.
+use crate::choose::decide::{Delivery, Topology};
+use crate::profile::{Loss, Profile, Transport};
+
+/// The type of a declared value, as the answers file and the prompts accept it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// `25s`, `500ms`, `2m`.
+    Duration,
+    /// A whole number (`0` allowed: "none", e.g. an unbounded queue).
+    Count,
+    /// `102400`, `100KB`, `1MiB`.
+    Bytes,
+}
+
+impl Kind {
+    pub fn example(self) -> &'static str {
+        match self {
+            Kind::Duration => "a duration such as 25s or 500ms",
+            Kind::Count => "a whole number such as 64",
+            Kind::Bytes => "a size such as 102400, 100KB or 1MiB",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ValueSpec {
+    pub name: &'static str,
+    pub kind: Kind,
+    /// The prompt, short: "Ping interval".
+    pub prompt: &'static str,
+    pub required: bool,
+}
+
+const fn v(name: &'static str, kind: Kind, prompt: &'static str, required: bool) -> ValueSpec {
+    ValueSpec {
+        name,
+        kind,
+        prompt,
+        required,
+    }
+}
+
+/// Which rule of `rules` an item's values go through.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rule {
+    Ping,
+    WriteDeadline,
+    Queue,
+    Ring,
+    Session,
+    Presence,
+    Retries,
+    Pool,
+}
+
+/// Review metadata of one item with values.
+#[derive(Debug, Clone, Copy)]
+pub struct Spec {
+    pub item: &'static str,
+    pub rule: Rule,
+    pub values: &'static [ValueSpec],
+}
+
+pub const SPECS: &[Spec] = &[
+    Spec {
+        item: "ping-interval",
+        rule: Rule::Ping,
+        values: &[
+            v("ping", Kind::Duration, "Ping interval", true),
+            v("pong_wait", Kind::Duration, "Pong wait", true),
+            v(
+                "idle_timeout",
+                Kind::Duration,
+                "Shortest idle timeout on the path (proxy, LB)",
+                false,
+            ),
+        ],
+    },
+    Spec {
+        item: "write-deadline-value",
+        rule: Rule::WriteDeadline,
+        values: &[
+            v(
+                "deadline",
+                Kind::Duration,
+                "Write deadline (0 = none)",
+                true,
+            ),
+            v(
+                "slow_per_writer",
+                Kind::Count,
+                "Slow clients that can share one writer (1 = isolated)",
+                true,
+            ),
+        ],
+    },
+    Spec {
+        item: "bounded-queue",
+        rule: Rule::Queue,
+        values: &[
+            v(
+                "queue",
+                Kind::Count,
+                "Per-client queue length in messages (0 = unbounded)",
+                true,
+            ),
+            v(
+                "tolerance",
+                Kind::Duration,
+                "Slowness a client must survive before it is dropped",
+                false,
+            ),
+        ],
+    },
+    Spec {
+        item: "replay-window",
+        rule: Rule::Ring,
+        values: &[v("ring", Kind::Bytes, "Replay ring size", true)],
+    },
+    Spec {
+        item: "session-ttl",
+        rule: Rule::Session,
+        values: &[
+            v(
+                "ttl",
+                Kind::Duration,
+                "Session TTL (0 = never expires)",
+                true,
+            ),
+            v("cap", Kind::Count, "Cap on retained sessions", false),
+        ],
+    },
+    Spec {
+        item: "presence-ttl",
+        rule: Rule::Presence,
+        values: &[
+            v("ttl", Kind::Duration, "Presence key TTL", true),
+            v(
+                "refresh",
+                Kind::Duration,
+                "Presence key refresh interval",
+                true,
+            ),
+        ],
+    },
+    Spec {
+        item: "one-retry-layer",
+        rule: Rule::Retries,
+        values: &[
+            v(
+                "layers",
+                Kind::Count,
+                "Layers that retry (client, gateway, service...)",
+                true,
+            ),
+            v("tries", Kind::Count, "Tries per layer", true),
+        ],
+    },
+    Spec {
+        item: "pool-per-dependency",
+        rule: Rule::Pool,
+        values: &[
+            v(
+                "pool",
+                Kind::Count,
+                "Connection pool size per instance",
+                true,
+            ),
+            v(
+                "instances",
+                Kind::Count,
+                "Instances (processes x verticles) holding a pool",
+                true,
+            ),
+            v(
+                "downstream_max",
+                Kind::Count,
+                "Connection limit of the downstream, as it reports it",
+                false,
+            ),
+        ],
+    },
+];
+
+pub fn spec(item: &str) -> Option<&'static Spec> {
+    SPECS.iter().find(|s| s.item == item)
+}
+
+/// Items the host audit measures (`rtcheck audit`): the review leaves them to it.
+pub const LEFT_TO_AUDIT: &[&str] = &[
+    "open-files",
+    "ephemeral-ports",
+    "send-buffer",
+    "memory-per-connection",
+    "fds-per-connection",
+    "time-wait-sockstat",
+];
+
+/// Commands that can measure an item, and the finding or scenario ids in their JSON that
+/// mark it measured (`--evidence FILE`).
+pub const MEASURED_BY: &[(&str, &[&str], &[&str])] = &[
+    (
+        "ping-pong",
+        &["verify tcp-keepalive", "probe"],
+        &["tcp-keepalive", "ping-pong", "probe-ping"],
+    ),
+    (
+        "ping-interval",
+        &["probe"],
+        &["ping-interval", "probe-ping"],
+    ),
+    (
+        "write-deadline",
+        &["bench fanout --scenario C1,C2"],
+        &["C1", "C2", "write-deadline"],
+    ),
+    (
+        "writer-isolation",
+        &["bench fanout --scenario C3"],
+        &["C3", "writer-isolation"],
+    ),
+    (
+        "tail-and-last-client",
+        &["bench fanout"],
+        &["A", "tail-and-last-client"],
+    ),
+    (
+        "hub-round-time",
+        &["bench fanout"],
+        &["A", "hub-round-time"],
+    ),
+    (
+        "hot-path-alloc",
+        &["bench fanout --scenario G1,G3"],
+        &["G3", "hot-path-alloc"],
+    ),
+    (
+        "proxy-config",
+        &["probe"],
+        &["proxy-config", "proxy-buffering", "proxy-upgrade"],
+    ),
+    (
+        "seq-numbers",
+        &["verify delivery"],
+        &["seq-numbers", "delivery-loss"],
+    ),
+    (
+        "loss-dup-order",
+        &["verify delivery"],
+        &["loss-dup-order", "delivery-loss", "delivery-duplicates"],
+    ),
+    (
+        "replay-window",
+        &["verify delivery"],
+        &["replay-window", "delivery-gap"],
+    ),
+];
+
+/// The commands (without `rtcheck`) and the JSON ids that measure an item.
+pub fn measured_by(item: &str) -> Option<(&'static [&'static str], &'static [&'static str])> {
+    MEASURED_BY
+        .iter()
+        .find(|(i, _, _)| *i == item)
+        .map(|(_, c, ids)| (*c, *ids))
+}
+
+/// "`rtcheck verify tcp-keepalive` or `rtcheck probe`".
+pub fn measure_hint(item: &str) -> Option<String> {
+    measured_by(item).map(|(cmds, _)| {
+        cmds.iter()
+            .map(|c| format!("`rtcheck {c}`"))
+            .collect::<Vec<_>>()
+            .join(" or ")
+    })
+}
+
+/// Delivery design and topology a profile implies (the same answers as `choose`).
+pub fn design(p: &Profile) -> (Option<Delivery>, Topology) {
+    let delivery = p.loss.map(|l| match l {
+        Loss::Replaceable => Delivery::Snapshot,
+        Loss::Shared => Delivery::SeqRing,
+        Loss::PerUser => Delivery::SessionAck,
+    });
+    let topo = if p.machines > 1 {
+        Topology::Pubsub
+    } else {
+        Topology::SingleProcess
+    };
+    (delivery, topo)
+}
+
+/// Why a profile leaves an item out of the review (None: it is asked).
+pub fn left_out(item: &str, p: &Profile) -> Option<String> {
+    if LEFT_TO_AUDIT.contains(&item) {
+        return Some("measured on the host by `rtcheck audit`".into());
+    }
+    let transport = p.transport.unwrap_or(Transport::Websocket);
+    let (delivery, topo) = design(p);
+    let long_lived = [
+        "ping-interval",
+        "ping-pong",
+        "read-deadline-with-ping",
+        "write-deadline",
+        "write-deadline-value",
+        "writer-isolation",
+        "proxy-config",
+        "hub-round-time",
+        "hub-time-with-latency",
+        "cpu-fall-alert",
+        "isolation-memory",
+    ];
+    if transport == Transport::Polling && long_lived.contains(&item) {
+        return Some("polling holds no long-lived connection (no ping/pong, no hub writer)".into());
+    }
+    if item == "sse-http2" && transport != Transport::Sse {
+        return Some(format!("transport is {}", transport.as_str()));
+    }
+    match item {
+        "replay-window" if delivery != Some(Delivery::SeqRing) => {
+            Some("only the seq-ring design (loss: shared) keeps a replay ring".into())
+        }
+        "session-ttl" if delivery != Some(Delivery::SessionAck) => {
+            Some("only the session-ack design (loss: per-user) keeps sessions".into())
+        }
+        "presence-ttl" | "single-path" if topo != Topology::Pubsub => {
+            Some("one machine: no pub/sub between nodes".into())
+        }
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn profile(transport: Transport, loss: Loss, machines: u64) -> Profile {
+        Profile {
+            transport: Some(transport),
+            loss: Some(loss),
+            machines,
+            connections: 20_000,
+            ..Profile::default()
+        }
+    }
+
+    #[test]
+    fn polling_skips_ping_pong_and_write_deadline() {
+        let p = profile(Transport::Polling, Loss::Replaceable, 1);
+        for id in [
+            "ping-interval",
+            "ping-pong",
+            "write-deadline",
+            "write-deadline-value",
+        ] {
+            assert!(left_out(id, &p).is_some(), "{id}");
+        }
+        assert!(left_out("seq-numbers", &p).is_none());
+        let ws = profile(Transport::Websocket, Loss::Replaceable, 1);
+        assert!(left_out("ping-interval", &ws).is_none());
+        assert!(left_out("write-deadline-value", &ws).is_none());
+    }
+
+    #[test]
+    fn delivery_and_topology_choose_the_sizing_items() {
+        let ring = profile(Transport::Websocket, Loss::Shared, 1);
+        assert!(left_out("replay-window", &ring).is_none());
+        assert!(left_out("session-ttl", &ring).is_some());
+        let sess = profile(Transport::Websocket, Loss::PerUser, 1);
+        assert!(left_out("session-ttl", &sess).is_none());
+        assert!(left_out("replay-window", &sess).is_some());
+        assert!(left_out("presence-ttl", &sess).is_some());
+        let cluster = profile(Transport::Sse, Loss::Shared, 3);
+        assert!(left_out("presence-ttl", &cluster).is_none());
+        assert!(left_out("single-path", &cluster).is_none());
+        assert!(left_out("sse-http2", &cluster).is_none());
+        assert!(left_out("sse-http2", &ring).is_some());
+    }
+
+    #[test]
+    fn audit_items_are_left_to_audit() {
+        let p = Profile::default();
+        assert!(left_out("open-files", &p).unwrap().contains("audit"));
+        assert!(left_out("ephemeral-ports", &p).is_some());
+    }
+
+    #[test]
+    fn specs_name_existing_items_and_unique_values() {
+        for s in SPECS {
+            let mut names: Vec<_> = s.values.iter().map(|v| v.name).collect();
+            names.sort();
+            names.dedup();
+            assert_eq!(names.len(), s.values.len(), "{}", s.item);
+        }
+    }
+}

@@ -1,0 +1,339 @@
+//! The embedded server's control plane (`/control/stats`, `/control/start`) over a minimal
+//! HTTP/1.1 client: one request per connection, loopback only, bounded in time (one overall
+//! deadline) and size (a body cap); errors name the peer.
+use serde::{Deserialize, Serialize};
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::time::{Duration, Instant};
+
+/// `GET /control/stats` (contract in contracts/net.md). Every field optional so another
+/// server's partial stats still parse.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ServerStats {
+    pub rounds_sent: u64,
+    pub rounds_total: Option<u64>,
+    pub hub_round_ms: Vec<f64>,
+    pub publish_start_ns: u64,
+    pub drops: u64,
+    pub removed: u64,
+    pub missed_by_removed: u64,
+    pub clients: serde_json::Value,
+    pub max_queue_depth: u64,
+    pub rss_bytes: u64,
+    pub cpu_seconds: f64,
+    pub nodelay: Option<bool>,
+    pub open_fds: u64,
+    pub finished: bool,
+}
+
+impl ServerStats {
+    /// Open clients of one transport (`ws`, `sse`, `raw`), 0 when not reported.
+    pub fn clients_of(&self, transport: &str) -> u64 {
+        self.clients
+            .get(transport)
+            .and_then(|v| v.as_u64())
+            .unwrap_or(0)
+    }
+}
+
+/// Whole-request time budget: a peer that drips one byte at a time cannot stretch it.
+pub const REQUEST_DEADLINE: Duration = Duration::from_secs(5);
+/// Largest body accepted (stats are a few KB); the head gets a further 16 KiB.
+pub const MAX_BODY: usize = 1 << 20;
+const MAX_HEAD: usize = 16 << 10;
+
+pub fn request(addr: SocketAddr, method: &str, path: &str) -> anyhow::Result<(u16, String)> {
+    request_within(addr, method, path, REQUEST_DEADLINE, MAX_BODY)
+}
+
+/// One request with one overall deadline (checked between reads, each read bounded by
+/// what is left) and a body cap. Errors name the peer.
+pub fn request_within(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    deadline: Duration,
+    max_body: usize,
+) -> anyhow::Result<(u16, String)> {
+    let peer = format!("{addr}{path}");
+    super::addr::ensure_loopback(&addr)?;
+    let t0 = Instant::now();
+    let left = || deadline.checked_sub(t0.elapsed()).filter(|d| !d.is_zero());
+    let too_slow = || {
+        anyhow::anyhow!(
+            "{peer}: no complete response within {}",
+            crate::units::fmt_duration(deadline)
+        )
+    };
+    let mut s = TcpStream::connect_timeout(&addr, deadline.min(Duration::from_secs(2)))
+        .map_err(|e| anyhow::anyhow!("{peer}: connect: {e}"))?;
+    s.set_write_timeout(Some(left().ok_or_else(too_slow)?))?;
+    let _ = s.set_nodelay(true);
+    // One write: a formatted write! on a raw socket can go out in pieces.
+    let req = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"
+    );
+    s.write_all(req.as_bytes())
+        .map_err(|e| anyhow::anyhow!("{peer}: write: {e}"))?;
+    let mut raw = Vec::new();
+    let mut buf = [0u8; 8192];
+    loop {
+        let Some(rest) = left() else {
+            return Err(too_slow());
+        };
+        s.set_read_timeout(Some(rest))?;
+        let n = match s.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                return Err(too_slow());
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => anyhow::bail!("{peer}: read: {e}"),
+        };
+        raw.extend_from_slice(&buf[..n]);
+        let head_end = raw.windows(4).position(|w| w == b"\r\n\r\n");
+        let body_len = match head_end {
+            Some(e) => raw.len() - (e + 4),
+            None if raw.len() > MAX_HEAD => {
+                anyhow::bail!("{peer}: response head exceeds {MAX_HEAD} bytes")
+            }
+            None => 0,
+        };
+        if body_len > max_body {
+            anyhow::bail!("{peer}: response body exceeds {max_body} bytes");
+        }
+    }
+    parse_response(&raw).map_err(|e| anyhow::anyhow!("{peer}: {e}"))
+}
+
+/// Status and body of an HTTP/1.1 response (Content-Length, chunked or close-delimited).
+/// The head is parsed by httparse; a body shorter than its Content-Length or a chunked body
+/// without its last chunk is an error, never a silently short body.
+pub fn parse_response(raw: &[u8]) -> Result<(u16, String), String> {
+    let mut headers = [httparse::EMPTY_HEADER; 64];
+    let mut resp = httparse::Response::new(&mut headers);
+    let head_len = match resp.parse(raw) {
+        Ok(httparse::Status::Complete(n)) => n,
+        Ok(httparse::Status::Partial) => return Err("response has no header end".into()),
+        Err(e) => return Err(format!("bad response head: {e}")),
+    };
+    let status = resp.code.ok_or("response without a status code")?;
+    let header = |name: &str| {
+        resp.headers
+            .iter()
+            .find(|h| h.name.eq_ignore_ascii_case(name))
+            .map(|h| String::from_utf8_lossy(h.value).trim().to_ascii_lowercase())
+    };
+    let body = &raw[head_len..];
+    let body = if header("transfer-encoding").is_some_and(|v| v.contains("chunked")) {
+        dechunk(body)?
+    } else if let Some(v) = header("content-length") {
+        let n: usize = v.parse().map_err(|_| format!("bad Content-Length `{v}`"))?;
+        body.get(..n)
+            .ok_or_else(|| format!("truncated body: {} of {n} bytes", body.len()))?
+            .to_vec()
+    } else {
+        body.to_vec()
+    };
+    Ok((status, String::from_utf8_lossy(&body).into_owned()))
+}
+
+fn dechunk(mut b: &[u8]) -> Result<Vec<u8>, String> {
+    let mut out = Vec::new();
+    loop {
+        let (used, size) = match httparse::parse_chunk_size(b) {
+            Ok(httparse::Status::Complete(v)) => v,
+            Ok(httparse::Status::Partial) => return Err("truncated chunk size".into()),
+            Err(_) => {
+                let shown: String = String::from_utf8_lossy(b).chars().take(20).collect();
+                return Err(format!("bad chunk size `{}`", shown.escape_debug()));
+            }
+        };
+        b = &b[used..];
+        if size == 0 {
+            return Ok(out);
+        }
+        let size = usize::try_from(size).map_err(|_| "chunk too large".to_string())?;
+        let chunk = b.get(..size).ok_or("truncated chunk")?;
+        out.extend_from_slice(chunk);
+        b = b.get(size + 2..).unwrap_or(&[]);
+    }
+}
+
+pub fn stats(addr: SocketAddr) -> anyhow::Result<ServerStats> {
+    let (status, body) = request(addr, "GET", "/control/stats")?;
+    if status != 200 {
+        anyhow::bail!("{addr}/control/stats: HTTP {status}");
+    }
+    serde_json::from_str(&body)
+        .map_err(|e| anyhow::anyhow!("{addr}/control/stats: not the stats JSON: {e}"))
+}
+
+pub fn start(addr: SocketAddr, rounds: u64) -> anyhow::Result<()> {
+    let (status, body) = request(addr, "POST", &format!("/control/start?rounds={rounds}"))?;
+    if !(200..300).contains(&status) {
+        anyhow::bail!(
+            "{addr}/control/start: HTTP {status}: {}",
+            body.lines().next().unwrap_or("")
+        );
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_plain_and_chunked() {
+        let r = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}";
+        assert_eq!(parse_response(r).unwrap(), (200, "{}".into()));
+        let r = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\n{\"a\r\n4\r\n\":1}\r\n0\r\n\r\n";
+        assert_eq!(parse_response(r).unwrap(), (200, "{\"a\":1}".into()));
+        assert!(parse_response(b"garbage").is_err());
+        assert!(parse_response(b"HTTP/1.1 xx\r\n\r\n").is_err());
+        // Close-delimited, chunk extensions, and a Content-Length shorter than what came.
+        let r = b"HTTP/1.1 404 Not Found\r\n\r\nnope";
+        assert_eq!(parse_response(r).unwrap(), (404, "nope".into()));
+        let r = b"HTTP/1.1 200 OK\r\ntransfer-encoding: Chunked\r\n\r\n2;x=y\r\nok\r\n0\r\n\r\n";
+        assert_eq!(parse_response(r).unwrap(), (200, "ok".into()));
+        let r = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}junk";
+        assert_eq!(parse_response(r).unwrap(), (200, "{}".into()));
+    }
+
+    #[test]
+    fn truncated_and_hostile_responses_are_errors() {
+        for (raw, want) in [
+            (
+                &b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n{}"[..],
+                "truncated body: 2 of 10",
+            ),
+            (
+                b"HTTP/1.1 200 OK\r\nContent-Length: lots\r\n\r\n{}",
+                "bad Content-Length",
+            ),
+            (
+                b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nab",
+                "truncated chunk",
+            ),
+            (
+                b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nab\r\n",
+                "truncated chunk size",
+            ),
+            (
+                b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nab\r\n0\r\n\r\n",
+                "bad chunk size",
+            ),
+            // A chunk size far beyond anything sent: refused, no allocation of it.
+            (
+                b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nffffffffffffffff\r\nab",
+                "truncated chunk",
+            ),
+            (b"HTTP/1.1 200 OK\r\nX: 1", "no header end"),
+            (
+                b"HTTP/1.1 200 OK\r\nBad Header\r\n\r\n",
+                "bad response head",
+            ),
+            (b"\x00\x01\x02\r\n\r\n", "bad response head"),
+        ] {
+            let e = parse_response(raw).unwrap_err();
+            assert!(e.contains(want), "{:?}: {e}", String::from_utf8_lossy(raw));
+        }
+        // More headers than the parser holds: an error, not a panic.
+        let mut many = b"HTTP/1.1 200 OK\r\n".to_vec();
+        for i in 0..100 {
+            many.extend_from_slice(format!("X-{i}: 1\r\n").as_bytes());
+        }
+        many.extend_from_slice(b"\r\n");
+        assert!(parse_response(&many).is_err());
+    }
+
+    #[test]
+    fn stats_tolerate_missing_fields() {
+        let s: ServerStats = serde_json::from_str(r#"{"rounds_sent":3,"rss_bytes":10}"#).unwrap();
+        assert_eq!((s.rounds_sent, s.rss_bytes, s.nodelay), (3, 10, None));
+        let s: ServerStats = serde_json::from_str(r#"{"clients":{"ws":3,"sse":1,"poll":0,"raw":0},"removed":2,"rss_bytes":5,"open_fds":9,"extra":1}"#).unwrap();
+        assert_eq!(
+            (s.clients_of("ws"), s.clients_of("sse"), s.removed),
+            (3, 1, 2)
+        );
+        assert_eq!(s.clients_of("nope"), 0);
+    }
+
+    #[test]
+    fn only_loopback_peers_are_asked() {
+        let e = request("10.0.0.1:9".parse().unwrap(), "GET", "/control/stats").unwrap_err();
+        assert!(e.to_string().contains("not a loopback"), "{e}");
+    }
+
+    /// A one-shot peer on loopback: reads the request, then runs `act` on the socket.
+    fn peer(act: impl FnOnce(&mut TcpStream) + Send + 'static) -> SocketAddr {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        std::thread::spawn(move || {
+            if let Ok((mut s, _)) = l.accept() {
+                let (mut got, mut b) = (Vec::new(), [0u8; 1024]);
+                while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match s.read(&mut b) {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => got.extend_from_slice(&b[..n]),
+                    }
+                }
+                act(&mut s);
+            }
+        });
+        addr
+    }
+
+    #[test]
+    fn a_dripping_peer_hits_one_overall_deadline() {
+        // One byte every 50 ms, for ~10 s: each read succeeds, the request must not.
+        let addr = peer(|s| {
+            for _ in 0..200 {
+                if s.write_all(b"H").is_err() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        });
+        let t0 = Instant::now();
+        let e = request_within(
+            addr,
+            "GET",
+            "/control/stats",
+            Duration::from_millis(400),
+            MAX_BODY,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(t0.elapsed() < Duration::from_secs(3), "{:?}", t0.elapsed());
+        assert!(e.contains(&format!("{addr}/control/stats")), "{e}");
+        assert!(e.contains("no complete response within"), "{e}");
+    }
+
+    #[test]
+    fn an_oversized_body_is_refused() {
+        let addr = peer(|s| {
+            let _ = s.write_all(b"HTTP/1.1 200 OK\r\n\r\n");
+            let _ = s.write_all(&vec![b'x'; 5000]);
+        });
+        let e = request_within(addr, "GET", "/control/stats", Duration::from_secs(5), 1000)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("body exceeds 1000 bytes"), "{e}");
+        assert!(e.contains(&addr.to_string()), "{e}");
+        // The same body within the cap parses.
+        let addr = peer(|s| {
+            let _ = s.write_all(b"HTTP/1.1 200 OK\r\n\r\n{}");
+        });
+        let r = request_within(addr, "GET", "/x", Duration::from_secs(5), 1000).unwrap();
+        assert_eq!(r, (200, "{}".into()));
+    }
+}

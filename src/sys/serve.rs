@@ -1,0 +1,172 @@
+//! `rtcheck serve` as a child process, per the net contract: `serve --listen 127.0.0.1:0
+//! --addr-file F --exit-with-parent FLAGS`, then wait for the address file. The child is
+//! the binary from [`exe`] (`RTCHECK_BIN` honoured), its stderr goes to a log in a scratch
+//! directory that is removed with the guard.
+use super::addr::ensure_loopback;
+use super::budget::Budget;
+use super::child::{exe, ChildGuard};
+use anyhow::{anyhow, bail, Context};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+/// How long `serve` gets to bind and write its address file.
+pub const START_WAIT: Duration = Duration::from_secs(15);
+
+/// A scratch directory (address file, logs) removed on drop.
+pub struct Scratch(pub PathBuf);
+
+impl Scratch {
+    /// `$TMPDIR/rtcheck-TAG-PID-N`.
+    pub fn new(tag: &str) -> anyhow::Result<Scratch> {
+        use std::sync::atomic::{AtomicU32, Ordering};
+        static N: AtomicU32 = AtomicU32::new(0);
+        let p = std::env::temp_dir().join(format!(
+            "rtcheck-{tag}-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::SeqCst)
+        ));
+        std::fs::create_dir_all(&p).map_err(|e| anyhow!("{}: cannot create: {e}", p.display()))?;
+        Ok(Scratch(p))
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// The last `lines` non-empty lines of a log, joined with ` | ` (for one-line errors).
+pub fn tail(path: &Path, lines: usize) -> String {
+    let s = std::fs::read_to_string(path).unwrap_or_default();
+    let v: Vec<&str> = s.lines().filter(|l| !l.trim().is_empty()).collect();
+    let t = v[v.len().saturating_sub(lines)..].join(" | ");
+    if t.is_empty() {
+        "no message".into()
+    } else {
+        t
+    }
+}
+
+/// A running `rtcheck serve` child.
+pub struct ServeChild {
+    pub guard: ChildGuard,
+    /// The addresses it wrote, in order (data, then control with a raw listener).
+    pub addrs: Vec<SocketAddr>,
+    /// Its stderr.
+    pub log: PathBuf,
+}
+
+/// Complete address lines of an address file: `None` until `want` lines and the final
+/// newline are there (the server may be mid-write); each must be a loopback address.
+pub fn parse_addr_file(
+    file: &Path,
+    text: &str,
+    want: usize,
+) -> anyhow::Result<Option<Vec<SocketAddr>>> {
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    if lines.len() < want || !text.ends_with('\n') {
+        return Ok(None);
+    }
+    let parse = |l: &str| -> anyhow::Result<SocketAddr> {
+        let a: SocketAddr = l
+            .trim()
+            .parse()
+            .map_err(|_| anyhow!("{}: bad address `{}`", file.display(), l.trim()))?;
+        ensure_loopback(&a)?;
+        Ok(a)
+    };
+    lines[..want]
+        .iter()
+        .map(|l| parse(l))
+        .collect::<Result<_, _>>()
+        .map(Some)
+}
+
+/// Start `rtcheck serve` on 127.0.0.1:0 with `flags`, in `dir`, and wait (within `wait`
+/// and [`START_WAIT`]) until it wrote `want` addresses.
+pub fn start(
+    flags: &[String],
+    dir: &Path,
+    want: usize,
+    wait: &Budget,
+) -> anyhow::Result<ServeChild> {
+    let addr_file = dir.join("addr");
+    let log = dir.join("server.log");
+    let logf = std::fs::File::create(&log).with_context(|| log.display().to_string())?;
+    let mut cmd = Command::new(exe()?);
+    cmd.args(["serve", "--listen", "127.0.0.1:0", "--exit-with-parent"])
+        .arg("--addr-file")
+        .arg(&addr_file)
+        .args(flags)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::from(logf));
+    let mut guard = ChildGuard::spawn(cmd, "the embedded server")?;
+    let wait = wait.within(START_WAIT);
+    loop {
+        wait.check("starting the embedded server").map_err(|e| {
+            match wait.remaining().is_zero() {
+                true => anyhow!(
+                    "the embedded server did not write {} within {} s: {}",
+                    addr_file.display(),
+                    START_WAIT.as_secs(),
+                    tail(&log, 3)
+                ),
+                false => e,
+            }
+        })?;
+        if let Some(st) = guard.try_exited() {
+            bail!(
+                "the embedded server exited ({st}) before listening: {}",
+                tail(&log, 3)
+            );
+        }
+        if let Ok(text) = std::fs::read_to_string(&addr_file) {
+            if let Some(addrs) = parse_addr_file(&addr_file, &text, want)? {
+                return Ok(ServeChild { guard, addrs, log });
+            }
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn address_files_are_read_only_when_complete() {
+        let f = Path::new("/t/addr");
+        assert_eq!(parse_addr_file(f, "", 1).unwrap(), None);
+        assert_eq!(parse_addr_file(f, "127.0.0.1:5", 1).unwrap(), None);
+        let a = parse_addr_file(f, "127.0.0.1:5\n", 1).unwrap().unwrap();
+        assert_eq!(a, vec!["127.0.0.1:5".parse().unwrap()]);
+        assert_eq!(parse_addr_file(f, "127.0.0.1:5\n", 2).unwrap(), None);
+        let a = parse_addr_file(f, "127.0.0.1:5\n[::1]:6\n", 2)
+            .unwrap()
+            .unwrap();
+        assert_eq!(a.len(), 2);
+        let e = parse_addr_file(f, "nope\n", 1).unwrap_err().to_string();
+        assert!(e.contains("/t/addr: bad address `nope`"), "{e}");
+        let e = parse_addr_file(f, "10.1.1.1:80\n", 1)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("not a loopback"), "{e}");
+    }
+
+    #[test]
+    fn scratch_dirs_are_unique_and_removed() {
+        let (a, b) = (Scratch::new("t").unwrap(), Scratch::new("t").unwrap());
+        assert_ne!(a.0, b.0);
+        std::fs::write(a.0.join("f"), "x").unwrap();
+        let p = a.0.clone();
+        drop(a);
+        assert!(!p.exists());
+        std::fs::write(b.0.join("log"), "one\n\ntwo\nthree\n").unwrap();
+        assert_eq!(tail(&b.0.join("log"), 2), "two | three");
+        assert_eq!(tail(&b.0.join("none"), 2), "no message");
+    }
+}

@@ -1,0 +1,316 @@
+//! Helpers shared by the integration tests (`mod common;`): the rtcheck command, the
+//! embedded server as a child (`rtcheck serve` on an ephemeral loopback port, always
+//! killed), raw HTTP to it, and `verify --format json` read back.
+#![allow(dead_code)]
+use serde_json::Value;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// How long any one rtcheck run may take before the test fails (a hang is a failure).
+pub const RUN_LIMIT: Duration = Duration::from_secs(120);
+
+/// The rtcheck binary under test, bounded by [`RUN_LIMIT`].
+pub fn rtcheck() -> assert_cmd::Command {
+    let mut c = assert_cmd::Command::cargo_bin("rtcheck").unwrap();
+    c.timeout(RUN_LIMIT);
+    c
+}
+
+/// [`rtcheck`] run from the temp dir (embedded data, not files in the working directory)
+/// with `NO_COLOR` unset (colour decided by the flags alone).
+pub fn rtcheck_isolated() -> assert_cmd::Command {
+    let mut c = rtcheck();
+    c.current_dir(std::env::temp_dir());
+    c.env_remove("NO_COLOR");
+    c
+}
+
+// ---- the embedded server as a child process ----
+
+pub struct Server {
+    pub child: Child,
+    pub addr: SocketAddr,
+    pub control: Option<SocketAddr>,
+    pub dir: tempfile::TempDir,
+}
+
+impl Server {
+    pub fn start(args: &[&str]) -> Server {
+        let dir = tempfile::tempdir().unwrap();
+        let addr_file = dir.path().join("addr");
+        let stderr = std::fs::File::create(dir.path().join("stderr")).unwrap();
+        let child = Command::new(assert_cmd::cargo::cargo_bin("rtcheck"))
+            .args(["serve", "--listen", "127.0.0.1:0", "--exit-with-parent"])
+            .arg("--addr-file")
+            .arg(&addr_file)
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(stderr)
+            .spawn()
+            .unwrap();
+        let t0 = Instant::now();
+        let text = loop {
+            if let Ok(t) = std::fs::read_to_string(&addr_file) {
+                if t.ends_with('\n') {
+                    break t;
+                }
+            }
+            assert!(
+                t0.elapsed() < Duration::from_secs(20),
+                "server did not start"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let mut lines = text.lines().map(|l| l.parse::<SocketAddr>().unwrap());
+        let addr = lines.next().unwrap();
+        let control = lines.next();
+        Server {
+            child,
+            addr,
+            control,
+            dir,
+        }
+    }
+
+    /// Where control endpoints live (the main port unless --protocol raw).
+    pub fn control_addr(&self) -> SocketAddr {
+        self.control.unwrap_or(self.addr)
+    }
+
+    pub fn stderr(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("stderr")).unwrap_or_default()
+    }
+
+    pub fn stats(&self) -> serde_json::Value {
+        let (status, body) = http_get(self.control_addr(), "/control/stats");
+        assert_eq!(status, 200, "{body}");
+        serde_json::from_str(&body).unwrap()
+    }
+
+    pub fn start_publishing(&self, rounds: u64) {
+        let (status, body) = http(
+            self.control_addr(),
+            &format!("POST /control/start?rounds={rounds} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"),
+        );
+        assert_eq!(status, 200, "{body}");
+    }
+
+    /// Poll /control/stats until `pred` holds (or panic after `limit`).
+    pub fn wait_stats(
+        &self,
+        limit: Duration,
+        pred: impl Fn(&serde_json::Value) -> bool,
+    ) -> serde_json::Value {
+        let t0 = Instant::now();
+        loop {
+            let s = self.stats();
+            if pred(&s) {
+                return s;
+            }
+            assert!(
+                t0.elapsed() < limit,
+                "condition not reached; last stats: {s}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    pub fn signal(&self, sig: i32) {
+        // SAFETY: plain kill(2) on our own child's pid.
+        unsafe {
+            libc::kill(self.child.id() as i32, sig);
+        }
+    }
+
+    /// Wait for exit; None if it did not exit within `limit`.
+    pub fn wait_exit(&mut self, limit: Duration) -> Option<std::process::ExitStatus> {
+        let t0 = Instant::now();
+        while t0.elapsed() < limit {
+            if let Some(st) = self.child.try_wait().unwrap() {
+                return Some(st);
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        None
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+pub fn binary() -> PathBuf {
+    assert_cmd::cargo::cargo_bin("rtcheck")
+}
+
+/// One raw HTTP exchange on a fresh connection (Connection: close): (status, body).
+pub fn http(addr: SocketAddr, request: &str) -> (u16, String) {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    s.write_all(request.as_bytes()).unwrap();
+    let mut out = Vec::new();
+    let _ = s.read_to_end(&mut out);
+    let text = String::from_utf8_lossy(&out).into_owned();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    (status, body.to_string())
+}
+
+pub fn http_get(addr: SocketAddr, path: &str) -> (u16, String) {
+    http(
+        addr,
+        &format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"),
+    )
+}
+
+// ---- `rtcheck verify --format json` ----
+
+pub struct Out {
+    pub code: i32,
+    pub json: Value,
+    pub stderr: String,
+}
+
+pub fn verify_json(args: &[&str]) -> Out {
+    let out = rtcheck()
+        .arg("verify")
+        .args(args)
+        .args(["--format", "json", "--quiet", "--color", "never"])
+        .timeout(std::time::Duration::from_secs(120))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    let json = serde_json::from_str(&stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {stdout}\nstderr: {stderr}"));
+    Out {
+        code: out.status.code().unwrap_or(-1),
+        json,
+        stderr,
+    }
+}
+
+/// The verification of experiment `name` from verify's own report (panics with the whole report if absent).
+pub fn verification<'a>(json: &'a Value, name: &str) -> &'a Value {
+    json["verifications"]
+        .as_array()
+        .expect("verifications array")
+        .iter()
+        .find(|v| v["name"] == name)
+        .unwrap_or_else(|| panic!("no `{name}` in {json:#}"))
+}
+
+pub fn measured(v: &Value) -> f64 {
+    v["measured"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("no number: {v:#}"))
+}
+
+pub fn assert_valid(v: &Value) {
+    assert_eq!(v["valid"], true, "invalid measurement: {v:#}");
+}
+
+pub fn sysctl(path: &str) -> String {
+    std::fs::read_to_string(format!("/proc/sys/{path}")).unwrap()
+}
+
+pub fn nofile_hard() -> u64 {
+    let limits = std::fs::read_to_string("/proc/self/limits").unwrap();
+    let line = limits
+        .lines()
+        .find(|l| l.starts_with("Max open files"))
+        .unwrap();
+    line.split_whitespace().nth(4).unwrap().parse().unwrap()
+}
+
+// ---- external services (nginx, HAProxy, Redis, ...) on loopback ----
+
+/// The path of an external program, or a panic naming the Debian package that has it:
+/// a missing binary fails the test, never skips it.
+pub fn require_binary(name: &str, debian_package: &str) -> PathBuf {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain(["/usr/sbin".into(), "/sbin".into()])
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| {
+            panic!("`{name}` not found: install the Debian package {debian_package} (apt-get install {debian_package})")
+        })
+}
+
+/// A loopback port free at the time of the call (bound to :0, then released).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .unwrap()
+        .port()
+}
+
+/// An external service with its config dir: killed and reaped on drop (also when the test
+/// panics), the dir removed after.
+pub struct Service {
+    pub child: Child,
+    pub name: String,
+    pub dir: tempfile::TempDir,
+}
+
+impl Service {
+    /// Spawn `cmd` (stdout and stderr to `dir`/NAME.log).
+    pub fn start(mut cmd: Command, name: &str, dir: tempfile::TempDir) -> Service {
+        let log = std::fs::File::create(dir.path().join(format!("{name}.log"))).unwrap();
+        let child = cmd
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {name}: {e}"));
+        Service {
+            child,
+            name: name.to_string(),
+            dir,
+        }
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join(format!("{}.log", self.name)))
+            .unwrap_or_default()
+    }
+
+    /// Wait until `addr` accepts connections (panics with the log after `limit`).
+    pub fn wait_listening(&mut self, addr: SocketAddr, limit: Duration) {
+        let t0 = Instant::now();
+        while TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_err() {
+            if let Some(st) = self.child.try_wait().unwrap() {
+                panic!(
+                    "{} exited ({st}) before listening: {}",
+                    self.name,
+                    self.log()
+                );
+            }
+            assert!(
+                t0.elapsed() < limit,
+                "{} not listening on {addr} within {limit:?}: {}",
+                self.name,
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Service {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

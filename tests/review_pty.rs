@@ -1,0 +1,185 @@
+//! `rtcheck review` on a real pseudo-terminal: answer the prompts like a user (a value of
+//! the wrong type re-asked, a value breaking its rule entered again, `na` with a reason,
+//! `later`), read the saved answers back, and check a second run asks only what is open.
+use expectrl::{Eof, Session};
+use rtcheck::review::answers::{self, Answer, Val};
+use std::process::Command;
+use std::time::Duration;
+
+const DOWN: &str = "\x1b[B";
+const ENTER: &str = "\r";
+const PROFILE: &str = "loss: shared\nrate: 1000\nsize: 1000\ntransport: websocket\n";
+
+fn spawn(args: &[&str]) -> Session {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_rtcheck"));
+    cmd.arg("review")
+        .args(args)
+        .env("NO_COLOR", "1")
+        .env("TERM", "xterm");
+    let mut s = Session::spawn(cmd).expect("spawn rtcheck in a pty");
+    s.set_expect_timeout(Some(Duration::from_secs(20)));
+    s
+}
+
+fn answer(s: &mut Session, prompt: &str, keys: &str) {
+    s.expect(prompt)
+        .unwrap_or_else(|e| panic!("prompt `{prompt}` not shown: {e}"));
+    std::thread::sleep(Duration::from_millis(150));
+    s.send(keys).unwrap();
+}
+
+/// Wait for the exit; returns everything printed after the last expect.
+fn finish(mut s: Session, code: i32) -> String {
+    let rest = s.expect(Eof).expect("rtcheck exits");
+    // Eof matches the whole remaining buffer: the text is the match, not what precedes it.
+    let mut bytes = rest.before().to_vec();
+    for m in rest.matches() {
+        bytes.extend_from_slice(m);
+    }
+    let text = String::from_utf8_lossy(&bytes).to_string();
+    let status = s.get_process().wait().expect("exit status");
+    assert_eq!(
+        status,
+        expectrl::WaitStatus::Exited(s.get_process().pid(), code),
+        "{text}"
+    );
+    text
+}
+
+#[test]
+fn walk_reasks_bad_values_records_na_and_later_then_asks_only_what_is_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let profile = dir.path().join("p.yaml");
+    std::fs::write(&profile, PROFILE).unwrap();
+    let save = dir.path().join("review.yaml");
+    let (p, sv) = (profile.to_str().unwrap(), save.to_str().unwrap());
+    let only = "bounded-queue,seq-numbers,hot-path-alloc";
+    let mut s = spawn(&[
+        "--profile",
+        p,
+        "--save",
+        sv,
+        "--only",
+        only,
+        "--fail-on",
+        "never",
+    ]);
+
+    // Title, why and the measured number come before the question.
+    s.expect("Bound every per-client queue").unwrap();
+    s.expect("measured: queue_len 256 messages").unwrap();
+    answer(&mut s, "Done?", ENTER); // yes
+    answer(&mut s, "Per-client queue length", &format!("lots{ENTER}"));
+    s.expect("expected a whole number").unwrap(); // re-asked, not accepted
+    std::thread::sleep(Duration::from_millis(150));
+    s.send(format!("64{ENTER}")).unwrap();
+    answer(
+        &mut s,
+        "Slowness a client must survive",
+        &format!("1s{ENTER}"),
+    );
+    // 64 messages at 1,000 msg/s last 64 ms, less than the 1 s asked: enter them again.
+    s.expect("tolerates 64 ms of slowness").unwrap();
+    answer(&mut s, "Values break the rule", ENTER);
+    answer(&mut s, "Per-client queue length", &format!("1024{ENTER}"));
+    answer(&mut s, "Slowness a client must survive", ENTER); // keeps 1s
+    s.expect("ok:").unwrap();
+
+    s.expect("Put sequence numbers in the payload").unwrap();
+    answer(&mut s, "Done?", &format!("{DOWN}{DOWN}{ENTER}")); // not applicable
+    answer(
+        &mut s,
+        "Why not applicable",
+        &format!("prices replace each other{ENTER}"),
+    );
+
+    s.expect("Do not allocate per client").unwrap();
+    answer(&mut s, "Done?", &format!("{DOWN}{DOWN}{DOWN}{ENTER}")); // later
+    finish(s, 0);
+
+    let text = std::fs::read_to_string(&save).unwrap();
+    let a = answers::parse(&text, "review.yaml", &rtcheck::review::known_ids()).unwrap();
+    let q = a.get("bounded-queue").unwrap();
+    assert_eq!(q.answer, Answer::Yes);
+    let v = answers::values_of(q).unwrap();
+    assert_eq!(v["queue"], Val::Count(1024));
+    assert_eq!(v["tolerance"], Val::Duration(Duration::from_secs(1)));
+    assert!(q.when.is_some() && q.rule.is_some(), "{text}");
+    let na = a.get("seq-numbers").unwrap();
+    assert_eq!(na.answer, Answer::Na);
+    assert_eq!(na.reason.as_deref(), Some("prices replace each other"));
+    assert_eq!(a.get("hot-path-alloc").unwrap().answer, Answer::Later);
+
+    // Second run: only the item marked later is asked.
+    let mut s = spawn(&[
+        "--profile",
+        p,
+        "--save",
+        sv,
+        "--only",
+        only,
+        "--fail-on",
+        "never",
+        "--format",
+        "json",
+    ]);
+    s.expect("[1/1] Do not allocate per client").unwrap();
+    answer(&mut s, "Done?", ENTER);
+    let out = finish(s, 0);
+    // Each asked item prints its `why:` line; none may follow the first.
+    assert!(!out.contains("  why: "), "asked more than one item: {out}");
+    let a = answers::load(&save, &rtcheck::review::known_ids()).unwrap();
+    assert_eq!(a.get("hot-path-alloc").unwrap().answer, Answer::Yes);
+    assert_eq!(a.get("seq-numbers").unwrap().answer, Answer::Na);
+}
+
+#[test]
+fn a_value_kept_against_the_rule_is_a_finding() {
+    let dir = tempfile::tempdir().unwrap();
+    let save = dir.path().join("review.yaml");
+    let mut s = spawn(&[
+        "--save",
+        save.to_str().unwrap(),
+        "--only",
+        "one-retry-layer",
+        "--format",
+        "json",
+    ]);
+    answer(&mut s, "Done?", ENTER);
+    answer(&mut s, "Layers that retry", &format!("3{ENTER}"));
+    answer(&mut s, "Tries per layer", &format!("3{ENTER}"));
+    s.expect("27 hits downstream").unwrap();
+    answer(&mut s, "Values break the rule", &format!("{DOWN}{ENTER}")); // keep them
+    s.expect("\"downstream_hits\": 27.0").unwrap();
+    finish(s, 1);
+    let a = answers::load(&save, &rtcheck::review::known_ids()).unwrap();
+    let v = answers::values_of(a.get("one-retry-layer").unwrap()).unwrap();
+    assert_eq!(v["layers"], Val::Count(3));
+}
+
+#[test]
+fn an_item_measured_by_evidence_is_not_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let probe = dir.path().join("probe.json");
+    std::fs::write(
+        &probe,
+        r#"{"findings":[{"id":"proxy-buffering","status":"pass","observed":"first byte at once"}]}"#,
+    )
+    .unwrap();
+    let save = dir.path().join("review.yaml");
+    let mut s = spawn(&[
+        "--only",
+        "proxy-config,seq-numbers",
+        "--evidence",
+        probe.to_str().unwrap(),
+        "--save",
+        save.to_str().unwrap(),
+    ]);
+    s.expect("[1/1] Put sequence numbers in the payload")
+        .unwrap();
+    answer(&mut s, "Done?", ENTER);
+    let out = finish(s, 0);
+    assert!(out.contains("1 measured, 1 declared"), "{out}");
+    let a = answers::load(&save, &rtcheck::review::known_ids()).unwrap();
+    assert!(a.get("proxy-config").is_none());
+}
