@@ -381,3 +381,46 @@ fn colour_only_when_asked_or_on_a_terminal() {
     let out = rtcheck_isolated().args(args).output().unwrap();
     assert!(!String::from_utf8(out.stdout).unwrap().contains("\x1b["));
 }
+
+#[test]
+fn a_saturated_worst_case_says_so() {
+    let args = [
+        "--visible-within",
+        "1s",
+        "--upstream",
+        "none",
+        "--loss",
+        "replaceable",
+        "--connections",
+        "100000000",
+        "--rate",
+        "1000000",
+        "--size",
+        "67108864",
+        "--max-disconnect",
+        "1d",
+    ];
+    let v = choose_json(&args);
+    let z = &v["sizing"];
+    assert_eq!(z["sessions_worst_case_bytes"].as_u64(), Some(u64::MAX));
+    assert_eq!(
+        z["saturated"],
+        serde_json::json!(["sessions_worst_case_bytes"])
+    );
+    let out = rtcheck_isolated()
+        .arg("choose")
+        .args(args)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("(saturated)"), "{text}");
+    assert!(!text.contains("18446744"), "{text}");
+    let md = rtcheck_isolated()
+        .arg("choose")
+        .args(args)
+        .args(["--format", "markdown"])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&md.stdout).contains("(saturated)"));
+}

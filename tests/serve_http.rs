@@ -274,12 +274,18 @@ fn garbage_and_bad_requests_get_4xx_and_the_server_keeps_serving() {
         srv.addr,
         &format!("GET /{} HTTP/1.1\r\n\r\n", "a".repeat(10_000)),
     );
-    assert_eq!(st, 400);
+    assert_eq!(st, 414);
     assert_eq!(http_get(srv.addr, "/nope").0, 404);
     assert_eq!(http_get(srv.addr, "/ws").0, 426);
-    let (st, _) = http(srv.addr, "GET /sse HTTP/1.1\r\nLast-Event-ID: abc\r\n\r\n");
+    let (st, _) = http(
+        srv.addr,
+        "GET /sse HTTP/1.1\r\nHost: x\r\nLast-Event-ID: abc\r\n\r\n",
+    );
     assert_eq!(st, 400);
-    let (st, _) = http(srv.addr, "POST /control/start?rounds=x HTTP/1.1\r\n\r\n");
+    let (st, _) = http(
+        srv.addr,
+        "POST /control/start?rounds=x HTTP/1.1\r\nHost: x\r\n\r\n",
+    );
     assert_eq!(st, 400);
     // A client that connects and vanishes mid-request.
     {
@@ -288,4 +294,40 @@ fn garbage_and_bad_requests_get_4xx_and_the_server_keeps_serving() {
     }
     let (st, body) = http_get(srv.addr, "/healthz");
     assert_eq!((st, body.as_str()), (200, "ok"));
+}
+
+#[test]
+fn poll_latest_is_the_highest_seq_served_so_since_latest_never_repeats() {
+    // A round in progress (300 clients to hand it to) while one client polls since=latest.
+    let srv = Server::start(&["--rate", "1000", "--size", "256", "--rounds", "3000"]);
+    let clients: Vec<_> = (0..300).map(|_| common::raw_ws(srv.addr, None)).collect();
+    let (mut since, mut seen) = (0u64, std::collections::HashSet::new());
+    let (mut dups, mut polls) = (0, 0);
+    while polls < 2000 {
+        let (st, body) = http_get(srv.addr, &format!("/poll?since={since}"));
+        assert_eq!(st, 200, "{body}");
+        let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+        let seqs: Vec<u64> = v["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["seq"].as_u64().unwrap())
+            .collect();
+        let latest = v["latest"].as_u64().unwrap();
+        if let Some(max) = seqs.iter().max() {
+            assert_eq!(
+                latest, *max,
+                "latest must be the highest seq served: {seqs:?}"
+            );
+        }
+        dups += seqs.iter().filter(|s| !seen.insert(**s)).count();
+        since = latest;
+        polls += 1;
+        if latest >= 3000 {
+            break;
+        }
+    }
+    assert_eq!(dups, 0, "duplicates in {polls} polls");
+    assert!(seen.len() > 100, "only {} messages seen", seen.len());
+    drop(clients);
 }

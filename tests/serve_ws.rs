@@ -4,7 +4,7 @@ mod common;
 use common::*;
 use futures_util::{SinkExt, StreamExt};
 use rtcheck::net::{payload, wsframe};
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 use tokio_tungstenite::tungstenite::Message;
@@ -43,66 +43,6 @@ async fn read_n(ws: &mut Ws, n: usize) -> Vec<(u64, u64, usize)> {
         }
     }
     out
-}
-
-/// A blocking raw WebSocket client (handshake by hand) for misbehaving-client tests.
-fn raw_ws(addr: SocketAddr, rcvbuf: Option<usize>) -> std::net::TcpStream {
-    let sock = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
-    if let Some(n) = rcvbuf {
-        sock.set_recv_buffer_size(n).unwrap();
-    }
-    sock.connect(&addr.into()).unwrap();
-    let mut s: std::net::TcpStream = sock.into();
-    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-    write!(
-        s,
-        "GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
-    )
-    .unwrap();
-    let mut head = Vec::new();
-    let mut b = [0u8; 1];
-    while !head.ends_with(b"\r\n\r\n") {
-        s.read_exact(&mut b).unwrap();
-        head.push(b[0]);
-    }
-    let head = String::from_utf8(head).unwrap();
-    assert!(head.starts_with("HTTP/1.1 101"), "{head}");
-    assert!(head.contains("Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo="));
-    s
-}
-
-/// Read until the server's close frame; returns its status code.
-fn read_close_code(s: &mut std::net::TcpStream) -> u16 {
-    let mut all = Vec::new();
-    let mut buf = [0u8; 65536];
-    loop {
-        let n = s.read(&mut buf).unwrap_or(0);
-        assert!(n > 0, "connection ended without a close frame");
-        all.extend_from_slice(&buf[..n]);
-        // Walk server frames (unmasked) looking for a close.
-        let mut pos = 0;
-        while all.len() >= pos + 2 {
-            let op = all[pos] & 0x0F;
-            let (hdr, len) = match all[pos + 1] & 0x7F {
-                126 if all.len() >= pos + 4 => {
-                    (4, u16::from_be_bytes([all[pos + 2], all[pos + 3]]) as usize)
-                }
-                127 if all.len() >= pos + 10 => (
-                    10,
-                    u64::from_be_bytes(all[pos + 2..pos + 10].try_into().unwrap()) as usize,
-                ),
-                126 | 127 => break,
-                n => (2, n as usize),
-            };
-            if all.len() < pos + hdr + len {
-                break;
-            }
-            if op == wsframe::OP_CLOSE {
-                return u16::from_be_bytes([all[pos + hdr], all[pos + hdr + 1]]);
-            }
-            pos += hdr + len;
-        }
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -470,4 +410,55 @@ async fn pongs_never_land_inside_a_partly_written_message() {
     assert!(data >= 10 && pongs >= 10, "data {data} pongs {pongs}");
     let s = srv.stats();
     assert_eq!(s["closed"]["bad_input"], 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn echo_endpoint_echoes_and_is_off_the_fan_out_path() {
+    let srv = Server::start(&["--rate", "200"]);
+    let (mut ws, resp) = tokio_tungstenite::connect_async(format!("ws://{}/echo", srv.addr))
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 101);
+    let big = vec![7u8; 65_000];
+    let sent = [
+        Message::Text("héllo".into()),
+        Message::Binary(big.clone().into()),
+        Message::Text(String::new().into()),
+    ];
+    for m in &sent {
+        ws.send(m.clone()).await.unwrap();
+    }
+    ws.send(Message::Ping(b"p1".to_vec().into())).await.unwrap();
+    let mut got = Vec::new();
+    let mut pong = false;
+    while got.len() < sent.len() || !pong {
+        let m = tokio::time::timeout(Duration::from_secs(10), ws.next())
+            .await
+            .expect("echo within 10 s")
+            .unwrap()
+            .unwrap();
+        match m {
+            Message::Pong(p) => {
+                assert_eq!(&p[..], b"p1");
+                pong = true;
+            }
+            m => got.push(m),
+        }
+    }
+    // Exactly the echoes, no published round among them.
+    assert_eq!(got, sent.to_vec());
+    let s = srv.stats();
+    assert_eq!(s["clients"]["ws"], 0, "{s}");
+    assert_eq!(s["echo_connections"], 1, "{s}");
+    // Rounds are being published, and none reaches the echo client.
+    srv.wait_stats(Duration::from_secs(10), |s| {
+        s["rounds_sent"].as_u64() >= Some(10)
+    });
+    let extra = tokio::time::timeout(Duration::from_millis(300), ws.next()).await;
+    assert!(extra.is_err(), "unexpected {extra:?}");
+    ws.close(None).await.unwrap();
+    let end = tokio::time::timeout(Duration::from_secs(10), ws.next())
+        .await
+        .unwrap();
+    assert!(matches!(end, Some(Ok(Message::Close(_))) | None), "{end:?}");
 }

@@ -20,13 +20,31 @@ pub struct Sizing {
     pub per_connection_bytes: u64,
     /// Messages a disconnected client must get back: max_disconnect x rate.
     pub messages_to_replay: u64,
+    /// Keys of the figures that overflowed u64 and hold u64::MAX: a floor, not a figure.
+    #[serde(default)]
+    pub saturated: Vec<String>,
     pub evidence: Vec<EvidenceRef>,
 }
 
-/// max_disconnect x rate x size, rounded up; saturates instead of overflowing.
-fn replay_bytes(p: &Profile) -> u64 {
-    let bytes = p.max_disconnect.as_secs_f64() * p.rate * p.size as f64;
-    to_u64(bytes.ceil())
+impl Sizing {
+    pub fn is_saturated(&self, key: &str) -> bool {
+        self.saturated.iter().any(|k| k == key)
+    }
+}
+
+/// A byte figure for people: a saturated one says so instead of printing u64::MAX.
+pub fn fmt_figure(bytes: u64, saturated: bool) -> String {
+    if saturated {
+        "> 18.4 EB (saturated)".into()
+    } else {
+        crate::units::fmt_bytes(bytes)
+    }
+}
+
+/// max_disconnect x rate x size, rounded up; None when it does not fit in u64.
+fn replay_bytes(p: &Profile) -> Option<u64> {
+    let bytes = (p.max_disconnect.as_secs_f64() * p.rate * p.size as f64).ceil();
+    (bytes < u64::MAX as f64).then(|| to_u64(bytes))
 }
 
 fn to_u64(v: f64) -> u64 {
@@ -40,17 +58,31 @@ fn to_u64(v: f64) -> u64 {
 }
 
 pub fn size(p: &Profile) -> Sizing {
-    let per_client = replay_bytes(p);
     let per_conn = evidence::num("conn-ram", "rss_per_conn") as u64;
     let cpm = p.connections_per_machine();
+    let per_client = replay_bytes(p);
+    let worst = per_client.and_then(|b| p.connections.checked_mul(b));
+    let ram = cpm.checked_mul(per_conn);
+    let saturated = [
+        ("ring_bytes", per_client),
+        ("session_bytes_per_client", per_client),
+        ("sessions_worst_case_bytes", worst),
+        ("ram_bytes_per_machine", ram),
+    ]
+    .iter()
+    .filter(|(_, v)| v.is_none())
+    .map(|(k, _)| k.to_string())
+    .collect();
+    let max = |v: Option<u64>| v.unwrap_or(u64::MAX);
     Sizing {
-        ring_bytes: per_client,
-        session_bytes_per_client: per_client,
-        sessions_worst_case_bytes: p.connections.saturating_mul(per_client),
-        ram_bytes_per_machine: cpm.saturating_mul(per_conn),
+        ring_bytes: max(per_client),
+        session_bytes_per_client: max(per_client),
+        sessions_worst_case_bytes: max(worst),
+        ram_bytes_per_machine: max(ram),
         connections_per_machine: cpm,
         per_connection_bytes: per_conn,
         messages_to_replay: to_u64((p.max_disconnect.as_secs_f64() * p.rate).ceil()),
+        saturated,
         evidence: vec![
             evidence::reference("ring-sizing"),
             evidence::reference("session-ack"),
@@ -117,5 +149,26 @@ mod tests {
         assert_eq!(s.ring_bytes, u64::MAX);
         assert_eq!(s.sessions_worst_case_bytes, u64::MAX);
         assert_eq!(s.ram_bytes_per_machine, u64::MAX);
+        assert_eq!(
+            s.saturated,
+            [
+                "ring_bytes",
+                "session_bytes_per_client",
+                "sessions_worst_case_bytes",
+                "ram_bytes_per_machine"
+            ]
+        );
+        assert_eq!(fmt_figure(u64::MAX, true), "> 18.4 EB (saturated)");
+    }
+
+    #[test]
+    fn the_largest_valid_profile_saturates_only_the_worst_case() {
+        // 1 day x 1e6 msg/s x 64 MiB fits in u64; x 100 million connections does not.
+        let s = size(&profile(100_000_000, 1, 1e6, 64 << 20, 86_400.0));
+        assert_eq!(s.saturated, ["sessions_worst_case_bytes"]);
+        assert!(s.is_saturated("sessions_worst_case_bytes"));
+        assert!(!s.is_saturated("ring_bytes"));
+        assert_eq!(s.sessions_worst_case_bytes, u64::MAX);
+        assert!(size(&profile(10, 1, 10.0, 1024, 3.0)).saturated.is_empty());
     }
 }

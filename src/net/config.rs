@@ -80,12 +80,24 @@ pub struct ServeFlags {
     /// Remove a WebSocket client silent for this long (0 = never).
     #[arg(long, default_value = "30s", value_parser = crate::units::parse_duration)]
     pub pong_wait: Duration,
+    /// Time a client may take to complete a WebSocket message it began (0 = no bound);
+    /// slower closes it with 1008, so dripped partial frames cannot hold memory.
+    #[arg(long, default_value = "10s", value_parser = crate::units::parse_duration)]
+    pub message_timeout: Duration,
     /// Largest inbound WebSocket message; larger closes that client with 1009.
     #[arg(long, default_value = "64KiB", value_parser = parse_size)]
     pub max_message: u64,
     /// Messages kept for SSE resume (Last-Event-ID) and /poll.
     #[arg(long, default_value_t = 1024)]
     pub ring: usize,
+    /// Send Access-Control-Allow-Origin: ORIGIN on /sse, /poll and /metrics (browsers on
+    /// another origin; `*` for any). Off by default.
+    #[arg(long, value_name = "ORIGIN", value_parser = super::access::parse_origin)]
+    pub cors: Option<String>,
+    /// Require `Authorization: Bearer TOKEN` on /control/*. Off loopback without it, a
+    /// token is generated and written to <addr-file>.token, or /control/* is refused.
+    #[arg(long, value_name = "TOKEN", env = "RTCHECK_CONTROL_TOKEN", hide_env_values = true, value_parser = parse_token)]
+    pub control_token: Option<String>,
     /// Exit when the parent process dies (prctl PR_SET_PDEATHSIG).
     #[arg(long)]
     pub exit_with_parent: bool,
@@ -128,6 +140,7 @@ pub struct Config {
     pub write_deadline: Option<Duration>,
     pub ping: Option<Duration>,
     pub pong_wait: Option<Duration>,
+    pub message_timeout: Option<Duration>,
     pub max_message: usize,
     pub ring: usize,
     pub strategy: Strategy,
@@ -140,6 +153,12 @@ pub struct Config {
     /// Per-client strategy: the publisher tries one non-blocking write per client whose
     /// task is idle (split over the worker threads) and queues only what does not fit.
     pub direct: bool,
+    pub cors: Option<String>,
+    #[serde(skip)]
+    pub control_token: Option<String>,
+    /// Decided at start from the bound address (see [`super::access::plan`]).
+    #[serde(skip)]
+    pub access: super::access::Access,
 }
 
 fn nonzero(d: Duration) -> Option<Duration> {
@@ -197,6 +216,7 @@ impl Config {
             write_deadline: nonzero(a.write_deadline),
             ping: nonzero(a.ping),
             pong_wait: nonzero(a.pong_wait),
+            message_timeout: nonzero(a.message_timeout),
             max_message: a.max_message as usize,
             ring: a.ring,
             strategy: a.strategy,
@@ -207,7 +227,22 @@ impl Config {
             workers,
             protocol: a.protocol,
             direct: !a.queue_only,
+            cors: a.cors.clone(),
+            control_token: a.control_token.clone(),
+            access: super::access::Access::Open,
         })
+    }
+}
+
+/// A bearer token: 8 to 256 characters that are safe in a header (token68, RFC 9110 11.2).
+pub fn parse_token(s: &str) -> Result<String, String> {
+    let ok = (8..=256).contains(&s.len())
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-._~+/=".contains(&b));
+    if ok {
+        Ok(s.to_string())
+    } else {
+        Err("expected 8-256 characters of A-Z a-z 0-9 - . _ ~ + / =".into())
     }
 }
 
@@ -262,6 +297,7 @@ mod tests {
         assert_eq!(c.write_deadline, Some(Duration::from_secs(1)));
         assert_eq!(c.ping, Some(Duration::from_secs(20)));
         assert_eq!(c.pong_wait, Some(Duration::from_secs(30)));
+        assert_eq!(c.message_timeout, Some(Duration::from_secs(10)));
         assert_eq!(c.max_message, 65536);
         assert_eq!(c.size, 1024);
         assert_eq!(c.period, Duration::from_millis(200));
@@ -305,6 +341,18 @@ mod tests {
         assert!(cfg(&["--queue", "0"]).unwrap_err().contains("--queue"));
         assert!(cfg(&["--size", "1XB"]).unwrap_err().contains("unit"));
         assert!(cfg(&["--listen", "nope"]).is_err());
+        assert!(cfg(&["--control-token", "short"]).is_err());
+        assert!(cfg(&["--control-token", "has space in it"]).is_err());
+        assert!(cfg(&["--cors", "https://a.com/x"]).is_err());
+        let c = cfg(&[
+            "--cors",
+            "https://a.com",
+            "--control-token",
+            "0123456789abcdef",
+        ])
+        .unwrap();
+        assert_eq!(c.cors.as_deref(), Some("https://a.com"));
+        assert_eq!(c.control_token.as_deref(), Some("0123456789abcdef"));
     }
 
     #[test]

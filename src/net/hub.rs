@@ -46,15 +46,22 @@ pub enum CloseReason {
     WriteDeadline,
     PongTimeout,
     Shutdown,
+    /// A message the client began did not complete within --message-timeout.
+    MessageTimeout,
+    /// The kernel gave up on the peer (TCP_USER_TIMEOUT or keepalive: ETIMEDOUT), e.g. a
+    /// half-open SSE client whose packets vanish.
+    TcpTimeout,
 }
 
 impl CloseReason {
-    pub const ALL: [CloseReason; 5] = [
+    pub const ALL: [CloseReason; 7] = [
         CloseReason::Peer,
         CloseReason::BadInput,
         CloseReason::WriteDeadline,
         CloseReason::PongTimeout,
         CloseReason::Shutdown,
+        CloseReason::MessageTimeout,
+        CloseReason::TcpTimeout,
     ];
     pub fn name(self) -> &'static str {
         match self {
@@ -63,10 +70,24 @@ impl CloseReason {
             CloseReason::WriteDeadline => "write_deadline",
             CloseReason::PongTimeout => "pong_timeout",
             CloseReason::Shutdown => "shutdown",
+            CloseReason::MessageTimeout => "message_timeout",
+            CloseReason::TcpTimeout => "tcp_timeout",
         }
     }
+    /// Liveness removals by the server (they count in `removed` and `missed_by_removed`).
     pub fn is_removal(self) -> bool {
-        matches!(self, CloseReason::WriteDeadline | CloseReason::PongTimeout)
+        matches!(
+            self,
+            CloseReason::WriteDeadline | CloseReason::PongTimeout | CloseReason::TcpTimeout
+        )
+    }
+    /// How a failed socket operation ends a connection.
+    pub fn from_io(e: &std::io::Error) -> CloseReason {
+        if e.raw_os_error() == Some(libc::ETIMEDOUT) {
+            CloseReason::TcpTimeout
+        } else {
+            CloseReason::Peer
+        }
     }
 }
 
@@ -197,7 +218,11 @@ pub struct Counters {
     pub sent: [AtomicU64; 3],
     pub bytes_sent: [AtomicU64; 3],
     pub accepted: [AtomicU64; 3],
-    pub closed: [AtomicU64; 5],
+    pub closed: [AtomicU64; CloseReason::ALL.len()],
+    /// Gauge: bytes of unfinished client frames and fragmented messages held.
+    pub partial_frame_bytes: AtomicU64,
+    /// WebSocket connections accepted on /echo (off the fan-out path).
+    pub echo_connections: AtomicU64,
     pub drops: AtomicU64,
     pub max_queue_depth: AtomicU64,
     pub rounds_sent: AtomicU64,
@@ -249,6 +274,8 @@ pub struct Snapshot {
     // Extra (not in the contract's minimum; ignored by its readers).
     pub messages_sent: ClientCounts,
     pub closed: BTreeMap<&'static str, u64>,
+    pub partial_frame_bytes: u64,
+    pub echo_connections: u64,
     #[serde(skip)]
     pub hub_buckets: Vec<(f64, u64)>,
     #[serde(skip)]
@@ -399,7 +426,9 @@ impl Hub {
     /// /poll: ring messages with seq > since, as a JSON document (see contract).
     pub fn poll_json(&self, since: u64) -> String {
         let ring = lock(&self.ring);
-        let latest = self.counters.rounds_sent.load(Relaxed);
+        // The highest seq in the ring, not rounds_sent: a round is in the ring while it is
+        // still being handed out, and `since=latest` must not get it again.
+        let latest = ring.back().map_or(0, |r| r.seq);
         let oldest = ring.front().map(|r| r.seq);
         let gap = oldest.is_some_and(|o| o > since.saturating_add(1));
         let mut out = format!(
@@ -499,6 +528,8 @@ impl Hub {
                 .iter()
                 .map(|r| (r.name(), c.closed[*r as usize].load(Relaxed)))
                 .collect(),
+            partial_frame_bytes: c.partial_frame_bytes.load(Relaxed),
+            echo_connections: c.echo_connections.load(Relaxed),
             hub_buckets: HUB_BUCKETS_MS
                 .iter()
                 .copied()
@@ -718,7 +749,9 @@ impl Hub {
                         Err(io::WriteError::Timeout) => {
                             hub.deregister(&c, CloseReason::WriteDeadline, 1)
                         }
-                        Err(io::WriteError::Io(_)) => hub.deregister(&c, CloseReason::Peer, 1),
+                        Err(io::WriteError::Io(e)) => {
+                            hub.deregister(&c, CloseReason::from_io(&e), 1)
+                        }
                     }
                 }
             });

@@ -80,6 +80,18 @@ pub fn render(s: &Snapshot) -> String {
             .collect::<Vec<_>>(),
     );
     metric(
+        "rtcheck_partial_frame_bytes",
+        "gauge",
+        "Bytes held in unfinished client frames and fragmented messages.",
+        &one(s.partial_frame_bytes.to_string()),
+    );
+    metric(
+        "rtcheck_echo_connections_total",
+        "counter",
+        "WebSocket connections accepted on /echo (off the fan-out path).",
+        &one(s.echo_connections.to_string()),
+    );
+    metric(
         "rtcheck_max_queue_depth",
         "gauge",
         "Largest per-client queue length seen.",

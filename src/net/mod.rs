@@ -1,9 +1,12 @@
 //! Embedded realtime server (`rtcheck serve`), payload format, and client-side protocol
 //! code (payload decode, SSE parser, WebSocket framing) shared with bench and verify.
+pub mod access;
 pub mod config;
+pub mod echo;
 pub mod garbage;
 pub mod http;
 pub mod hub;
+pub mod inbox;
 pub mod io;
 pub mod metrics;
 pub mod payload;
@@ -55,7 +58,11 @@ fn bind(addr: SocketAddr) -> anyhow::Result<tokio::net::TcpListener> {
     sock.listen(8192).with_context(|| format!("listen {addr}"))
 }
 
-async fn serve(cfg: Config, addr_file: Option<&Path>, nofile: (u64, u64)) -> anyhow::Result<()> {
+async fn serve(
+    mut cfg: Config,
+    addr_file: Option<&Path>,
+    nofile: (u64, u64),
+) -> anyhow::Result<()> {
     use tokio::signal::unix::{signal, SignalKind};
     // Install handlers before announcing the address, so a prompt SIGTERM is clean.
     let mut term = signal(SignalKind::terminate()).context("SIGTERM handler")?;
@@ -68,6 +75,15 @@ async fn serve(cfg: Config, addr_file: Option<&Path>, nofile: (u64, u64)) -> any
         None => None,
     };
     let control_addr = control.as_ref().map(|l| l.local_addr()).transpose()?;
+    // Decided before anyone can connect; a generated token is on disk before the addr file.
+    let plan = access::plan(
+        control_addr.unwrap_or(main_addr),
+        cfg.control_token.as_deref(),
+        addr_file,
+    );
+    let (policy, token_file) = access::resolve(plan)?;
+    let access_line = access::describe(&policy, token_file.as_deref());
+    cfg.access = policy;
     let hub = Hub::new(cfg.clone());
 
     let raw = cfg.protocol == Protocol::Raw;
@@ -81,6 +97,10 @@ async fn serve(cfg: Config, addr_file: Option<&Path>, nofile: (u64, u64)) -> any
     }
 
     eprintln!("{}", banner(&cfg, main_addr, control_addr, nofile));
+    eprintln!("  {access_line}");
+    if let Some(o) = &cfg.cors {
+        eprintln!("  CORS: Access-Control-Allow-Origin: {o} on /sse, /poll, /metrics");
+    }
     if let Some(p) = addr_file {
         let mut text = format!("{main_addr}\n");
         if let Some(c) = control_addr {
@@ -127,7 +147,7 @@ fn banner(
         Protocol::Ws => {
             b.push_str(&format!("rtcheck serve listening on http://{addr}\n"));
             b.push_str(&format!(
-                "  endpoints: ws://{addr}/ws  http://{addr}/sse  http://{addr}/poll?since=SEQ  http://{addr}/metrics  http://{addr}/healthz  http://{addr}/control/stats\n"
+                "  endpoints: ws://{addr}/ws  http://{addr}/sse  http://{addr}/poll?since=SEQ  http://{addr}/metrics  http://{addr}/healthz  http://{addr}/control/stats  ws://{addr}/echo\n"
             ));
         }
         Protocol::Raw => {

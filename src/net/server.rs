@@ -2,8 +2,9 @@
 use super::config::Strategy;
 use super::http::{self, ReadError, Request};
 use super::hub::{CloseReason, Conn, Hub, Transport};
+use super::inbox::{Inbox, ReadEnd};
 use super::io::{self, ReadOutcome, WriteError};
-use super::{metrics, wsframe};
+use super::{access, echo, metrics, wsframe};
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::Duration;
@@ -14,8 +15,6 @@ use tokio::time::Instant;
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 /// Best-effort time for a goodbye (close frame) at shutdown or after bad input.
 const GOODBYE: Duration = Duration::from_millis(200);
-/// Bound on control frames (pongs) waiting to be written to one client.
-const MAX_PENDING_CONTROL: usize = 4096;
 
 /// Accept loop for the HTTP front (or the raw floor when `raw`).
 pub async fn accept_loop(hub: Arc<Hub>, listener: TcpListener, raw: bool) {
@@ -56,7 +55,7 @@ fn tune(hub: &Hub, s: &TcpStream) -> std::io::Result<()> {
     Ok(())
 }
 
-async fn send(s: &TcpStream, bytes: &[u8]) -> bool {
+pub(crate) async fn send(s: &TcpStream, bytes: &[u8]) -> bool {
     io::write_with_deadline(s, bytes, Some(REQUEST_TIMEOUT))
         .await
         .is_ok()
@@ -68,43 +67,58 @@ async fn handle_http(hub: Arc<Hub>, stream: TcpStream) {
     loop {
         let req = match http::read_request(&stream, &mut buf, REQUEST_TIMEOUT).await {
             Ok(r) => r,
-            Err(ReadError::Bad(msg)) => {
+            Err(ReadError::Bad(e)) => {
                 hub.counters.bad_requests.fetch_add(1, Relaxed);
-                send(&stream, &http::error(400, &msg)).await;
+                send(&stream, &http::error(e.status, &e.msg)).await;
                 return;
             }
             Err(_) => return,
         };
         hub.counters.http_requests.fetch_add(1, Relaxed);
         let keep = req.keep_alive();
-        match req.content_length() {
-            Ok(0) => {}
-            Ok(n) if n <= http::MAX_BODY => {
-                if http::discard_body(&stream, &mut buf, n, REQUEST_TIMEOUT)
-                    .await
-                    .is_err()
-                {
-                    return;
-                }
+        if let Err((status, msg)) = read_body(&stream, &mut buf, &req).await {
+            if status != 0 {
+                hub.counters.bad_requests.fetch_add(1, Relaxed);
+                send(&stream, &http::error(status, &msg)).await;
             }
-            Ok(_) => {
-                send(&stream, &http::error(413, "body too large")).await;
-                return;
-            }
-            Err(msg) => {
-                send(&stream, &http::error(501, &msg)).await;
+            return;
+        }
+        if req.path.starts_with("/control/") {
+            let auth = req.header("authorization");
+            if let Err((status, msg)) = access::check(&hub.cfg.access, auth) {
+                hub.counters.bad_requests.fetch_add(1, Relaxed);
+                let extra = [("WWW-Authenticate", "Bearer")];
+                send(
+                    &stream,
+                    &http::error_with(status, msg, &extra[..(status == 401) as usize]),
+                )
+                .await;
                 return;
             }
         }
         match req.path.as_str() {
             "/ws" => return upgrade_ws(hub, stream, req, buf).await,
-            "/sse" => return serve_sse(hub, stream, req).await,
+            "/echo" => {
+                if accept_ws(&hub, &stream, req).await {
+                    echo::run(&hub, &stream, buf).await;
+                }
+                return;
+            }
+            "/sse" if req.method != "OPTIONS" => return serve_sse(hub, stream, req).await,
             _ => {}
         }
-        let (status, ctype, body) = route(&hub, &req);
+        let cors = access::cors_headers(hub.cfg.cors.as_deref(), &req.path);
+        let (status, ctype, body) = match preflight(&req, &cors) {
+            Some(r) => r,
+            None => route(&hub, &req),
+        };
         // After an error, close: the client may be confused about framing.
         let keep = keep && status < 400;
-        let mut resp = http::response(status, ctype, body.as_bytes(), keep);
+        let mut extra = cors.clone();
+        if req.method == "OPTIONS" && !cors.is_empty() {
+            extra.extend(PREFLIGHT);
+        }
+        let mut resp = http::response_with(status, ctype, body.as_bytes(), keep, &extra);
         if req.method == "HEAD" {
             // Same headers (Content-Length included), no body: keep-alive framing holds.
             resp.truncate(resp.len() - body.len());
@@ -113,6 +127,56 @@ async fn handle_http(hub: Arc<Hub>, stream: TcpStream) {
             return;
         }
     }
+}
+
+/// Check the request's framing and discard its body (answering `Expect: 100-continue`).
+/// Err((status, why)) ends the connection; status 0 means the peer went away.
+async fn read_body(s: &TcpStream, buf: &mut Vec<u8>, req: &Request) -> Result<(), (u16, String)> {
+    if !req.host_ok() {
+        return Err((
+            400,
+            "an HTTP/1.1 request needs exactly one Host header".into(),
+        ));
+    }
+    if req.header("transfer-encoding").is_some() {
+        return Err((501, "Transfer-Encoding is not supported".into()));
+    }
+    let n = req.content_length().map_err(|m| (400, m))?;
+    if n > http::MAX_BODY as u64 {
+        return Err((413, "body too large".into()));
+    }
+    match req.header("expect").map(str::trim) {
+        None => {}
+        // Ask for the body only when one is announced.
+        Some(e) if e.eq_ignore_ascii_case("100-continue") => {
+            let go_on = n == 0 || send(s, b"HTTP/1.1 100 Continue\r\n\r\n").await;
+            if !go_on {
+                return Err((0, String::new()));
+            }
+        }
+        Some(e) => return Err((417, format!("unsupported Expect `{e}`"))),
+    }
+    if n > 0 {
+        http::discard_body(s, buf, n as usize, REQUEST_TIMEOUT)
+            .await
+            .map_err(|_| (0, String::new()))?;
+    }
+    Ok(())
+}
+
+/// CORS preflight answers for the browser-readable endpoints.
+const PREFLIGHT: [(&str, &str); 3] = [
+    ("Access-Control-Allow-Methods", "GET, HEAD, OPTIONS"),
+    (
+        "Access-Control-Allow-Headers",
+        "Last-Event-ID, Cache-Control",
+    ),
+    ("Access-Control-Max-Age", "600"),
+];
+
+/// An OPTIONS request to a CORS-enabled path gets an empty 200 (headers added by the caller).
+fn preflight(req: &Request, cors: &[(&str, &str)]) -> Option<(u16, &'static str, String)> {
+    (req.method == "OPTIONS" && !cors.is_empty()).then(|| (200, "text/plain", String::new()))
 }
 
 /// Plain (non-streaming) endpoints: `(status, content type, body)`.
@@ -127,7 +191,7 @@ fn route(hub: &Hub, req: &Request) -> (u16, &'static str, String) {
             "text/plain; version=0.0.4; charset=utf-8",
             metrics::render(&hub.snapshot()),
         ),
-        ("/poll", true) => match req.query_param("since").map(str::parse::<u64>) {
+        ("/poll", true) => match req.query_param("since").map(|v| v.parse::<u64>()) {
             Some(Ok(since)) => {
                 hub.counters.polls.fetch_add(1, Relaxed);
                 (200, JSON, hub.poll_json(since))
@@ -140,7 +204,7 @@ fn route(hub: &Hub, req: &Request) -> (u16, &'static str, String) {
             serde_json::to_string(&hub.snapshot()).unwrap_or_else(|_| "{}".into()),
         ),
         ("/control/start", false) if req.method == "POST" => {
-            let rounds = match req.query_param("rounds").map(str::parse::<u64>) {
+            let rounds = match req.query_param("rounds").map(|v| v.parse::<u64>()) {
                 None => None,
                 Some(Ok(n)) => Some(n),
                 Some(Err(_)) => {
@@ -159,39 +223,75 @@ fn route(hub: &Hub, req: &Request) -> (u16, &'static str, String) {
         _ => (
             404,
             TEXT,
-            "not found; endpoints: /ws /sse /poll?since=SEQ /metrics /healthz /control/stats /control/start\n"
+            "not found; endpoints: /ws /sse /poll?since=SEQ /metrics /healthz /control/stats /control/start /echo\n"
                 .into(),
         ),
     }
 }
 
-async fn upgrade_ws(hub: Arc<Hub>, stream: TcpStream, req: Request, leftover: Vec<u8>) {
-    let key = req.header("sec-websocket-key").map(str::trim);
-    let ok = req.method == "GET"
-        && req.header_has("upgrade", "websocket")
-        && req.header_has("connection", "upgrade")
-        && req.header("sec-websocket-version").map(str::trim) == Some("13");
-    let Some(key) = key.filter(|_| ok) else {
-        hub.counters.bad_requests.fetch_add(1, Relaxed);
-        send(
-            &stream,
-            &http::error(426, "WebSocket upgrade required (GET, Upgrade: websocket, Sec-WebSocket-Version: 13, Sec-WebSocket-Key)"),
-        )
-        .await;
-        return;
+/// The client's handshake checked (RFC 6455 4.2.1): its Sec-WebSocket-Key, or the response
+/// refusing it.
+fn check_handshake(req: &Request) -> Result<&str, Vec<u8>> {
+    const UPGRADE: [(&str, &str); 3] = [
+        ("Upgrade", "websocket"),
+        ("Connection", "Upgrade"),
+        ("Sec-WebSocket-Version", "13"),
+    ];
+    if !req.header_has("upgrade", "websocket") || !req.header_has("connection", "upgrade") {
+        return Err(http::error_with(
+            426,
+            "WebSocket upgrade required (GET, HTTP/1.1, Upgrade: websocket, Sec-WebSocket-Version: 13, Sec-WebSocket-Key)",
+            &UPGRADE,
+        ));
+    }
+    if req.method != "GET" || !req.http11 {
+        return Err(http::error(400, "a WebSocket handshake is an HTTP/1.1 GET"));
+    }
+    if req.header("sec-websocket-version").map(str::trim) != Some("13") {
+        return Err(http::error_with(
+            426,
+            "unsupported Sec-WebSocket-Version (this server speaks 13)",
+            &UPGRADE,
+        ));
+    }
+    match req.header("sec-websocket-key").map(str::trim) {
+        Some(k) if is_websocket_key(k) => Ok(k),
+        _ => Err(http::error(
+            400,
+            "Sec-WebSocket-Key must be 16 bytes in base64",
+        )),
+    }
+}
+
+/// A base64 encoding of exactly 16 bytes: 22 significant characters, the last of which
+/// carries no stray bits, then `==`.
+fn is_websocket_key(k: &str) -> bool {
+    let b = k.as_bytes();
+    let b64 = |c: &u8| c.is_ascii_alphanumeric() || *c == b'+' || *c == b'/';
+    b.len() == 24 && b[..22].iter().all(b64) && b"AQgw".contains(&b[21]) && &b[22..] == b"=="
+}
+
+/// Check the handshake and answer it: true once the 101 is sent.
+async fn accept_ws(hub: &Hub, stream: &TcpStream, req: Request) -> bool {
+    let key = match check_handshake(&req) {
+        Ok(k) => k,
+        Err(resp) => {
+            hub.counters.bad_requests.fetch_add(1, Relaxed);
+            send(stream, &resp).await;
+            return false;
+        }
     };
     let accept = tokio_tungstenite::tungstenite::handshake::derive_accept_key(key.as_bytes());
     // Nothing of the HTTP request may stay allocated for the connection's lifetime.
     drop(req);
-    let leftover = if leftover.is_empty() {
-        Vec::new()
-    } else {
-        leftover
-    };
     let resp = format!(
         "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: {accept}\r\n\r\n"
     );
-    if hub.is_shutting_down() || !send(&stream, resp.as_bytes()).await {
+    !hub.is_shutting_down() && send(stream, resp.as_bytes()).await
+}
+
+async fn upgrade_ws(hub: Arc<Hub>, stream: TcpStream, req: Request, leftover: Vec<u8>) {
+    if !accept_ws(&hub, &stream, req).await {
         return;
     }
     let conn = hub.register(stream, Transport::Ws);
@@ -201,16 +301,19 @@ async fn upgrade_ws(hub: Arc<Hub>, stream: TcpStream, req: Request, leftover: Ve
 
 /// Everything a WebSocket client does: receive queued messages (per-client strategy),
 /// answer pings, get pinged, and be removed when silent or too slow.
-async fn ws_loop(hub: &Hub, conn: &Conn, mut inbuf: Vec<u8>) -> (CloseReason, u64) {
+async fn ws_loop(hub: &Hub, conn: &Conn, leftover: Vec<u8>) -> (CloseReason, u64) {
     let cfg = &hub.cfg;
     let s = &conn.stream;
     // With shards, a shard task writes to this socket: this task must not write.
     let writer = cfg.strategy == Strategy::PerClient;
     let ping = cfg.ping.filter(|_| writer);
     let pong_wait = cfg.pong_wait.filter(|_| writer);
-    let mut dec = wsframe::Decoder::default();
-    let mut inbound = Vec::new();
-    let mut control: Vec<u8> = Vec::new();
+    let gauge = &hub.counters.partial_frame_bytes;
+    let mut inbox = match Inbox::new(leftover, cfg.max_message, gauge) {
+        Ok(b) => b,
+        Err(e) => return bad_input(conn, writer, e.close_code()).await,
+    };
+    let mut control = Pending::default();
     let mut last_in = Instant::now();
     let mut next_ping = ping.map(|p| Instant::now() + p);
     // One long-lived timer, re-armed only when its deadline moves: creating a timer per
@@ -218,20 +321,10 @@ async fn ws_loop(hub: &Hub, conn: &Conn, mut inbuf: Vec<u8>) -> (CloseReason, u6
     let timer = tokio::time::sleep_until(Instant::now());
     tokio::pin!(timer);
     let mut armed: Option<Instant> = None;
-
-    // Frames the client sent together with its handshake.
-    if !inbuf.is_empty() {
-        match dec.decode(&inbuf, cfg.max_message, &mut inbound) {
-            Ok(n) => {
-                inbuf.drain(..n);
-            }
-            Err(e) => return bad_input(conn, writer, e.close_code()).await,
-        }
-    }
     loop {
-        if let Some(r) = handle_inbound(hub, &mut inbound, &mut control) {
-            if r == CloseReason::Peer && !control.is_empty() {
-                goodbye(conn, writer, &control).await; // echo the close
+        if let Some(r) = handle_inbound(hub, &mut inbox.frames, &mut control) {
+            if let Some(code) = control.close.filter(|_| writer) {
+                goodbye(conn, writer, &wsframe::close_frame(code)).await; // echo the close
             }
             return (r, 0);
         }
@@ -246,13 +339,11 @@ async fn ws_loop(hub: &Hub, conn: &Conn, mut inbuf: Vec<u8>) -> (CloseReason, u6
         }
         // Not while the publisher's partial write waits in the queue: that goes first.
         if !control.is_empty() && conn.try_begin_writing() {
-            let c = std::mem::take(&mut control);
+            let c = control.take_bytes();
             let r = io::write_with_deadline(s, &c, cfg.write_deadline).await;
             conn.done_writing();
-            match r {
-                Ok(()) => {}
-                Err(WriteError::Timeout) => return (CloseReason::WriteDeadline, 0),
-                Err(WriteError::Io(_)) => return (CloseReason::Peer, 0),
+            if let Err(e) = r {
+                return (write_failure(e), 0);
             }
         }
         if writer {
@@ -261,18 +352,15 @@ async fn ws_loop(hub: &Hub, conn: &Conn, mut inbuf: Vec<u8>) -> (CloseReason, u6
                 conn.done_writing();
                 match r {
                     Ok(()) => hub.counters.sent(Transport::Ws, item.bytes.len()),
-                    Err(WriteError::Timeout) => return (CloseReason::WriteDeadline, 1),
-                    Err(WriteError::Io(_)) => return (CloseReason::Peer, 1),
+                    Err(e) => return (write_failure(e), 1),
                 }
                 continue;
             }
         }
-        // One timer for both ping and pong deadline keeps the idle task small.
+        // One timer for ping, pong deadline and message deadline keeps the idle task small.
         let dead_at = pong_wait.map(|w| last_in + w);
-        let wake_at = match (next_ping, dead_at) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
+        let msg_dead = inbox.message_deadline(cfg.message_timeout);
+        let wake_at = [next_ping, dead_at, msg_dead].into_iter().flatten().min();
         if wake_at != armed {
             if let Some(t) = wake_at {
                 timer.as_mut().reset(t);
@@ -285,33 +373,25 @@ async fn ws_loop(hub: &Hub, conn: &Conn, mut inbuf: Vec<u8>) -> (CloseReason, u6
                 if r.is_err() {
                     return (CloseReason::Peer, 0);
                 }
-                let mut err = None;
-                let out = io::read_available(s, 64 * 1024, |b| {
-                    inbuf.extend_from_slice(b);
-                    match dec.decode(&inbuf, cfg.max_message, &mut inbound) {
-                        Ok(n) => { inbuf.drain(..n); true }
-                        Err(e) => { err = Some(e); false }
-                    }
-                });
-                if inbuf.is_empty() {
-                    inbuf = Vec::new(); // idle clients hold no read buffer
-                }
-                if let Some(e) = err {
-                    return bad_input(conn, writer, e.close_code()).await;
-                }
-                match out {
-                    Ok(ReadOutcome::Data(n)) => if n > 0 { last_in = Instant::now() },
-                    Ok(ReadOutcome::Eof) | Err(_) => return (CloseReason::Peer, 0),
+                match inbox.read(s) {
+                    Ok(0) => {}
+                    Ok(_) => last_in = Instant::now(),
+                    Err(ReadEnd::Bad(e)) => return bad_input(conn, writer, e.close_code()).await,
+                    Err(ReadEnd::Gone(r)) => return (r, 0),
                 }
             }
             _ = &mut timer, if armed.is_some() => {
                 armed = None;
                 let now = Instant::now();
+                if msg_dead.is_some_and(|d| now >= d) {
+                    goodbye(conn, writer, &wsframe::close_frame(wsframe::CLOSE_POLICY)).await;
+                    return (CloseReason::MessageTimeout, 0);
+                }
                 if dead_at.is_some_and(|d| now >= d) {
                     return (CloseReason::PongTimeout, 0);
                 }
                 if next_ping.is_some_and(|p| now >= p) {
-                    control.extend_from_slice(&wsframe::frame(wsframe::OP_PING, b""));
+                    control.ping = true;
                     next_ping = ping.map(|p| now + p);
                 }
             }
@@ -319,35 +399,60 @@ async fn ws_loop(hub: &Hub, conn: &Conn, mut inbuf: Vec<u8>) -> (CloseReason, u6
     }
 }
 
+/// The close reason for a failed write.
+pub(crate) fn write_failure(e: WriteError) -> CloseReason {
+    match e {
+        WriteError::Timeout => CloseReason::WriteDeadline,
+        WriteError::Io(e) => CloseReason::from_io(&e),
+    }
+}
+
+/// Control frames waiting for the socket, bounded whatever the client sends: a ping burst
+/// collapses into pongs for its latest pings ([`wsframe::Pongs`]) however TCP split it.
+#[derive(Debug, Default)]
+struct Pending {
+    /// Pongs for the latest unanswered pings.
+    pongs: wsframe::Pongs,
+    /// Our own keepalive ping is due.
+    ping: bool,
+    /// The client closed: the code to echo.
+    close: Option<u16>,
+}
+
+impl Pending {
+    fn is_empty(&self) -> bool {
+        self.pongs.is_empty() && !self.ping
+    }
+    fn take_bytes(&mut self) -> Vec<u8> {
+        let mut v = Vec::new();
+        self.pongs.drain_into(&mut v);
+        if std::mem::take(&mut self.ping) {
+            v.extend_from_slice(&wsframe::frame(wsframe::OP_PING, b""));
+        }
+        v
+    }
+}
+
 /// Act on decoded client frames; Some(reason) when the connection must end.
 fn handle_inbound(
     hub: &Hub,
     inbound: &mut Vec<wsframe::Inbound>,
-    control: &mut Vec<u8>,
+    control: &mut Pending,
 ) -> Option<CloseReason> {
     use wsframe::Inbound;
     let writer = hub.cfg.strategy == Strategy::PerClient;
     for m in inbound.drain(..) {
         match m {
-            Inbound::Ping(p) if writer => {
-                control.extend_from_slice(&wsframe::frame(wsframe::OP_PONG, &p))
-            }
+            Inbound::Ping(p) if writer => control.pongs.push(p),
             Inbound::Ping(_) | Inbound::Pong => {}
             Inbound::Text(_) | Inbound::Binary(_) => {
                 hub.counters.inbound_messages.fetch_add(1, Relaxed);
             }
             Inbound::Close(code) => {
-                control.clear();
-                if writer {
-                    control.extend_from_slice(&wsframe::close_frame(echo_close_code(code)));
-                }
+                control.close = Some(echo_close_code(code));
                 return Some(CloseReason::Peer);
             }
         }
-    }
-    if control.len() > MAX_PENDING_CONTROL {
-        // A ping flood that outruns our pongs.
-        return Some(CloseReason::BadInput);
     }
     None
 }
@@ -375,6 +480,7 @@ async fn serve_sse(hub: Arc<Hub>, stream: TcpStream, req: Request) {
     }
     let last_id = match req
         .header("last-event-id")
+        .map(str::to_string)
         .or_else(|| req.query_param("last_event_id"))
         .map(|v| v.trim().parse::<u64>())
     {
@@ -394,10 +500,35 @@ async fn serve_sse(hub: Arc<Hub>, stream: TcpStream, req: Request) {
         return;
     }
     drop(req);
-    let head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-store\r\nConnection: keep-alive\r\nX-Accel-Buffering: no\r\n\r\n";
+    if let Err(e) = sse_liveness(&stream, &hub.cfg) {
+        eprintln!("rtcheck serve: SSE socket options: {e}");
+    }
+    let mut head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-store\r\nConnection: keep-alive\r\nX-Accel-Buffering: no\r\n".to_string();
+    for (k, v) in access::cors_headers(hub.cfg.cors.as_deref(), "/sse") {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    head.push_str("\r\n");
     let (conn, replay, gap) = hub.register_sse(stream, last_id);
-    let (reason, in_flight) = sse_loop(&hub, &conn, head, replay, gap).await;
+    let (reason, in_flight) = sse_loop(&hub, &conn, &head, replay, gap).await;
     hub.deregister(&conn, reason, in_flight);
+}
+
+/// An SSE client sends nothing after its request, so the server cannot wait for pongs:
+/// the kernel bounds its liveness instead. Unacknowledged data (events, keepalive comments)
+/// fails the socket after --pong-wait (TCP_USER_TIMEOUT), and TCP keepalive probes an idle
+/// one within about --pong-wait. Either ends as ETIMEDOUT: closed reason `tcp_timeout`.
+fn sse_liveness(s: &TcpStream, cfg: &super::config::Config) -> std::io::Result<()> {
+    let Some(wait) = cfg.pong_wait else {
+        return Ok(());
+    };
+    let sock = socket2::SockRef::from(s);
+    sock.set_tcp_user_timeout(Some(wait))?;
+    let second = Duration::from_secs(1);
+    let ka = socket2::TcpKeepalive::new()
+        .with_time((wait / 2).max(second))
+        .with_interval((wait / 6).max(second))
+        .with_retries(3);
+    sock.set_tcp_keepalive(&ka)
 }
 
 async fn sse_loop(
@@ -444,8 +575,7 @@ async fn sse_loop(
                 conn.done_writing();
                 match r {
                     Ok(()) => hub.counters.sent(Transport::Sse, item.bytes.len()),
-                    Err(WriteError::Timeout) => return (CloseReason::WriteDeadline, 1),
-                    Err(WriteError::Io(_)) => return (CloseReason::Peer, 1),
+                    Err(e) => return (write_failure(e), 1),
                 }
                 continue;
             }
@@ -465,7 +595,8 @@ async fn sse_loop(
                 // Discard whatever the client sends; EOF means it left.
                 match io::read_available(s, 64 * 1024, |_| true) {
                     Ok(ReadOutcome::Data(_)) => {}
-                    Ok(ReadOutcome::Eof) | Err(_) => return (CloseReason::Peer, 0),
+                    Ok(ReadOutcome::Eof) => return (CloseReason::Peer, 0),
+                    Err(e) => return (CloseReason::from_io(&e), 0),
                 }
             }
             _ = &mut timer, if armed.is_some() => {
@@ -474,10 +605,8 @@ async fn sse_loop(
                 if conn.try_begin_writing() {
                     let r = io::write_with_deadline(s, b": ping\n\n", cfg.write_deadline).await;
                     conn.done_writing();
-                    match r {
-                        Ok(()) => {}
-                        Err(WriteError::Timeout) => return (CloseReason::WriteDeadline, 0),
-                        Err(WriteError::Io(_)) => return (CloseReason::Peer, 0),
+                    if let Err(e) = r {
+                        return (write_failure(e), 0);
                     }
                 }
                 next_ping = ping.map(|p| Instant::now() + p);
@@ -500,6 +629,17 @@ pub fn echo_close_code(code: Option<u16>) -> u16 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn websocket_keys_are_16_bytes_of_base64() {
+        assert!(is_websocket_key("dGhlIHNhbXBsZSBub25jZQ=="));
+        assert!(is_websocket_key("AAAAAAAAAAAAAAAAAAAAAA=="));
+        assert!(!is_websocket_key("dGhlIHNhbXBsZSBub25jZR==")); // stray bits
+        assert!(!is_websocket_key("dGhlIHNhbXBsZSBub25j")); // 15 bytes
+        assert!(!is_websocket_key("dGhlIHNhbXBsZSBub25jZQ="));
+        assert!(!is_websocket_key("dGhlIHNhbXBsZSBub25jZ!=="));
+        assert!(!is_websocket_key(""));
+    }
 
     #[test]
     fn close_codes_that_must_not_be_sent_are_not_echoed() {

@@ -14,6 +14,7 @@ pub const OP_PONG: u8 = 0xA;
 pub const CLOSE_NORMAL: u16 = 1000;
 pub const CLOSE_GOING_AWAY: u16 = 1001;
 pub const CLOSE_PROTOCOL: u16 = 1002;
+pub const CLOSE_POLICY: u16 = 1008;
 pub const CLOSE_INVALID_DATA: u16 = 1007;
 pub const CLOSE_TOO_BIG: u16 = 1009;
 
@@ -35,6 +36,34 @@ fn push_header(v: &mut Vec<u8>, opcode: u8, len: usize) {
     } else {
         v.push(127);
         v.extend_from_slice(&(len as u64).to_be_bytes());
+    }
+}
+
+/// Pongs owed to one client answer at most this many pings (the latest ones).
+pub const MAX_PONGS: usize = 16;
+
+/// Pongs owed to a client, bounded: past [`MAX_PONGS`] the oldest are dropped, so the most
+/// recent ping is always answered (RFC 6455 5.5.3 allows answering only the latest) and a
+/// ping flood holds at most 16 x 125 bytes, however TCP split it.
+#[derive(Debug, Default)]
+pub struct Pongs(std::collections::VecDeque<Vec<u8>>);
+
+impl Pongs {
+    pub fn push(&mut self, payload: Vec<u8>) {
+        if self.0.len() == MAX_PONGS {
+            self.0.pop_front();
+        }
+        self.0.push_back(payload);
+    }
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+    /// Append the pong frames, oldest first, and forget them.
+    pub fn drain_into(&mut self, v: &mut Vec<u8>) {
+        for p in self.0.drain(..) {
+            v.extend_from_slice(&frame(OP_PONG, &p));
+        }
+        self.0 = Default::default();
     }
 }
 
@@ -80,6 +109,10 @@ impl FrameError {
 pub struct Decoder {
     frag: Vec<u8>,
     frag_op: Option<u8>,
+    /// Bytes at the start of a fragmented text message known to be whole UTF-8.
+    checked: usize,
+    /// A Close was decoded: nothing after it is parsed (RFC 6455 5.5.1).
+    closed: bool,
 }
 
 impl Decoder {
@@ -91,10 +124,14 @@ impl Decoder {
         max: usize,
         out: &mut Vec<Inbound>,
     ) -> Result<usize, FrameError> {
+        if self.closed {
+            return Ok(buf.len());
+        }
         let mut pos = 0;
         while let Some((hdr, len)) = parse_header(&buf[pos..], max)? {
             let total = hdr + len;
             if buf.len() - pos < total {
+                self.check_partial_text(&buf[pos..], hdr)?;
                 break;
             }
             let b0 = buf[pos];
@@ -107,8 +144,26 @@ impl Decoder {
             }
             pos += total;
             self.frame(fin, opcode, payload, max, out)?;
+            if self.closed {
+                return Ok(buf.len());
+            }
         }
         Ok(pos)
+    }
+
+    /// A Close frame was decoded; later bytes are discarded unparsed.
+    pub fn is_closed(&self) -> bool {
+        self.closed
+    }
+
+    /// Bytes of a fragmented message held until its last fragment.
+    pub fn held_bytes(&self) -> usize {
+        self.frag.len()
+    }
+
+    /// Inside a fragmented message (its first fragment came, its last did not).
+    pub fn in_message(&self) -> bool {
+        self.frag_op.is_some()
     }
 
     fn frame(
@@ -128,12 +183,8 @@ impl Decoder {
                     OP_PING => Inbound::Ping(payload),
                     OP_PONG => Inbound::Pong,
                     _ => {
-                        let code = (payload.len() >= 2)
-                            .then(|| u16::from_be_bytes([payload[0], payload[1]]));
-                        if payload.len() == 1 {
-                            return Err(FrameError::Protocol("bad close payload"));
-                        }
-                        Inbound::Close(code)
+                        self.closed = true;
+                        Inbound::Close(close_code(&payload)?)
                     }
                 });
             }
@@ -146,6 +197,8 @@ impl Decoder {
                 } else {
                     self.frag_op = Some(opcode);
                     self.frag = payload;
+                    self.checked = 0;
+                    self.check_text()?;
                 }
             }
             OP_CONT => {
@@ -156,12 +209,73 @@ impl Decoder {
                     return Err(FrameError::TooBig(max));
                 }
                 self.frag.extend_from_slice(&payload);
+                self.check_text()?;
                 if fin {
                     self.frag_op = None;
                     out.push(data(op, std::mem::take(&mut self.frag))?);
                 }
             }
             _ => return Err(FrameError::Protocol("unknown opcode")),
+        }
+        Ok(())
+    }
+}
+
+/// The status code of a close payload: none, or 2 bytes then a UTF-8 reason (RFC 6455 5.5.1;
+/// an invalid reason fails the connection with 1007, 8.1).
+fn close_code(payload: &[u8]) -> Result<Option<u16>, FrameError> {
+    match payload {
+        [] => Ok(None),
+        [_] => Err(FrameError::Protocol("bad close payload")),
+        [a, b, reason @ ..] => {
+            std::str::from_utf8(reason).map_err(|_| FrameError::BadUtf8)?;
+            Ok(Some(u16::from_be_bytes([*a, *b])))
+        }
+    }
+}
+
+impl Decoder {
+    /// Fail fast inside an unfinished text frame too (Autobahn 6.4.3-6.4.4): the payload
+    /// received so far, after what the message already holds, must be UTF-8 up to a
+    /// sequence the next bytes may complete.
+    fn check_partial_text(&self, frame: &[u8], hdr: usize) -> Result<(), FrameError> {
+        let opcode = frame[0] & 0x0F;
+        let text = match opcode {
+            OP_TEXT => self.frag_op.is_none(),
+            OP_CONT => self.frag_op == Some(OP_TEXT),
+            _ => false,
+        };
+        if !text || frame.len() <= hdr {
+            return Ok(());
+        }
+        let mask: [u8; 4] = frame[hdr - 4..hdr].try_into().expect("4 bytes");
+        let mut v = if opcode == OP_CONT {
+            self.frag[self.checked..].to_vec()
+        } else {
+            Vec::new()
+        };
+        v.extend(
+            frame[hdr..]
+                .iter()
+                .enumerate()
+                .map(|(i, b)| b ^ mask[i & 3]),
+        );
+        match std::str::from_utf8(&v) {
+            Err(e) if e.error_len().is_some() => Err(FrameError::BadUtf8),
+            _ => Ok(()),
+        }
+    }
+
+    /// Fail a fragmented text message at the first invalid UTF-8 byte, not at its end
+    /// (RFC 6455 8.1: fail fast); a sequence cut by a fragment boundary waits for the next.
+    fn check_text(&mut self) -> Result<(), FrameError> {
+        if self.frag_op != Some(OP_TEXT) {
+            return Ok(());
+        }
+        match std::str::from_utf8(&self.frag[self.checked..]) {
+            Ok(_) => self.checked = self.frag.len(),
+            Err(e) if e.error_len().is_none() => self.checked += e.valid_up_to(),
+            Err(_) => return Err(FrameError::BadUtf8),
         }
         Ok(())
     }
@@ -296,5 +410,75 @@ mod tests {
         let cont = client_frame(OP_CONT, true, b"x", M);
         assert!(Decoder::default().decode(&cont, 1024, &mut out).is_err());
         assert!(out.is_empty());
+    }
+
+    #[test]
+    fn fragmented_text_fails_at_the_first_bad_fragment() {
+        let mut out = Vec::new();
+        let mut d = Decoder::default();
+        // "κ" split across fragments is fine...
+        let mut w = client_frame(OP_TEXT, false, &[b'a', 0xce], M);
+        w.extend(client_frame(OP_CONT, false, &[0xba], M));
+        assert_eq!(d.decode(&w, 1024, &mut out), Ok(w.len()));
+        // ...an invalid byte fails before the message ends.
+        let bad = client_frame(OP_CONT, false, &[0xff], M);
+        assert_eq!(d.decode(&bad, 1024, &mut out), Err(FrameError::BadUtf8));
+        assert!(out.is_empty());
+    }
+
+    #[test]
+    fn an_unfinished_text_frame_fails_at_its_first_invalid_byte() {
+        let mut out = Vec::new();
+        let f = client_frame(OP_TEXT, true, &[b'a', 0xce, 0xba, 0xff, b'b', b'c'], M);
+        // Header + "a" + half of "κ": fine so far, nothing decoded.
+        assert_eq!(Decoder::default().decode(&f[..8], 1024, &mut out), Ok(0));
+        // The 0xff arrives: fail now, before the frame is complete.
+        let e = Decoder::default().decode(&f[..10], 1024, &mut out);
+        assert_eq!(e, Err(FrameError::BadUtf8));
+        // Binary frames are not checked.
+        let b = client_frame(OP_BINARY, true, &[0xff, 0xff, 0], M);
+        assert_eq!(Decoder::default().decode(&b[..8], 1024, &mut out), Ok(0));
+        assert!(out.is_empty());
+    }
+
+    #[test]
+    fn pongs_keep_the_latest_sixteen() {
+        let mut p = Pongs::default();
+        for i in 0..40u8 {
+            p.push(vec![i]);
+        }
+        let mut v = Vec::new();
+        p.drain_into(&mut v);
+        let want: Vec<u8> = (24..40u8).flat_map(|i| frame(OP_PONG, &[i])).collect();
+        assert_eq!(v, want);
+        assert!(p.is_empty());
+    }
+
+    #[test]
+    fn close_reason_must_be_utf8() {
+        let mut out = Vec::new();
+        let mut p = 1000u16.to_be_bytes().to_vec();
+        p.extend_from_slice(&[0xce, 0xba, 0xe1, 0xbd]); // truncated UTF-8
+        let bad = client_frame(OP_CLOSE, true, &p, M);
+        let e = Decoder::default().decode(&bad, 1024, &mut out).unwrap_err();
+        assert_eq!(e.close_code(), CLOSE_INVALID_DATA);
+        let mut p = 1000u16.to_be_bytes().to_vec();
+        p.extend_from_slice("bye κόσμε".as_bytes());
+        let good = client_frame(OP_CLOSE, true, &p, M);
+        Decoder::default().decode(&good, 1024, &mut out).unwrap();
+        assert_eq!(out, vec![Inbound::Close(Some(1000))]);
+    }
+
+    #[test]
+    fn nothing_after_a_close_is_parsed() {
+        let mut wire = client_frame(OP_CLOSE, true, &1000u16.to_be_bytes(), M);
+        wire.extend(client_frame(OP_TEXT, true, &[0xff, 0xfe], M));
+        wire.extend_from_slice(b"garbage");
+        let (mut d, mut out) = (Decoder::default(), Vec::new());
+        assert_eq!(d.decode(&wire, 1024, &mut out), Ok(wire.len()));
+        assert_eq!(out, vec![Inbound::Close(Some(1000))]);
+        assert!(d.is_closed());
+        assert_eq!(d.decode(b"\xff\xff", 1024, &mut out), Ok(2));
+        assert_eq!(out.len(), 1);
     }
 }

@@ -70,10 +70,10 @@ pub fn request_within(
         .map_err(|e| anyhow::anyhow!("{peer}: connect: {e}"))?;
     s.set_write_timeout(Some(left().ok_or_else(too_slow)?))?;
     let _ = s.set_nodelay(true);
+    // A server started with `serve --control-token` wants it (same variable).
+    let token = std::env::var("RTCHECK_CONTROL_TOKEN").ok();
     // One write: a formatted write! on a raw socket can go out in pieces.
-    let req = format!(
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"
-    );
+    let req = request_head(method, path, addr, token.as_deref());
     s.write_all(req.as_bytes())
         .map_err(|e| anyhow::anyhow!("{peer}: write: {e}"))?;
     let mut raw = Vec::new();
@@ -187,9 +187,32 @@ pub fn start(addr: SocketAddr, rounds: u64) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The request, with `Authorization: Bearer` when a control token is configured.
+fn request_head(method: &str, path: &str, addr: SocketAddr, token: Option<&str>) -> String {
+    let auth = token
+        .map(|t| format!("Authorization: Bearer {}\r\n", t.trim()))
+        .unwrap_or_default();
+    format!(
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\n{auth}Connection: close\r\nContent-Length: 0\r\n\r\n"
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_token_is_sent_only_when_configured() {
+        let a: SocketAddr = "127.0.0.1:9".parse().unwrap();
+        let plain = request_head("GET", "/control/stats", a, None);
+        assert!(!plain.contains("Authorization"), "{plain}");
+        let t = request_head("GET", "/control/stats", a, Some("0123456789abcdef\n"));
+        assert!(
+            t.contains("\r\nAuthorization: Bearer 0123456789abcdef\r\n"),
+            "{t}"
+        );
+        assert!(t.ends_with("\r\n\r\n"));
+    }
 
     #[test]
     fn parses_plain_and_chunked() {

@@ -44,6 +44,7 @@ impl Server {
         let stderr = std::fs::File::create(dir.path().join("stderr")).unwrap();
         let child = Command::new(assert_cmd::cargo::cargo_bin("rtcheck"))
             .args(["serve", "--listen", "127.0.0.1:0", "--exit-with-parent"])
+            .env_remove("RTCHECK_CONTROL_TOKEN")
             .arg("--addr-file")
             .arg(&addr_file)
             .args(args)
@@ -313,4 +314,177 @@ impl Drop for Service {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+// ---- raw WebSocket and HTTP clients, network namespaces (serve conformance tests) ----
+
+/// A blocking raw WebSocket client (handshake by hand) for misbehaving-client tests.
+pub fn raw_ws(addr: SocketAddr, rcvbuf: Option<usize>) -> std::net::TcpStream {
+    raw_ws_at(addr, "/ws", rcvbuf)
+}
+
+/// [`raw_ws`] on another WebSocket path (`/echo`).
+pub fn raw_ws_at(addr: SocketAddr, path: &str, rcvbuf: Option<usize>) -> std::net::TcpStream {
+    let sock = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+    if let Some(n) = rcvbuf {
+        sock.set_recv_buffer_size(n).unwrap();
+    }
+    sock.connect(&addr.into()).unwrap();
+    let mut s: std::net::TcpStream = sock.into();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
+    )
+    .unwrap();
+    let mut head = Vec::new();
+    let mut b = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        s.read_exact(&mut b).unwrap();
+        head.push(b[0]);
+    }
+    let head = String::from_utf8(head).unwrap();
+    assert!(head.starts_with("HTTP/1.1 101"), "{head}");
+    assert!(head.contains("Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo="));
+    s
+}
+
+/// Read until the server's close frame; returns its status code.
+pub fn read_close_code(s: &mut std::net::TcpStream) -> u16 {
+    let mut all = Vec::new();
+    let mut buf = [0u8; 65536];
+    loop {
+        let n = s.read(&mut buf).unwrap_or(0);
+        assert!(n > 0, "connection ended without a close frame");
+        all.extend_from_slice(&buf[..n]);
+        // Walk server frames (unmasked) looking for a close.
+        let mut pos = 0;
+        while all.len() >= pos + 2 {
+            let op = all[pos] & 0x0F;
+            let (hdr, len) = match all[pos + 1] & 0x7F {
+                126 if all.len() >= pos + 4 => {
+                    (4, u16::from_be_bytes([all[pos + 2], all[pos + 3]]) as usize)
+                }
+                127 if all.len() >= pos + 10 => (
+                    10,
+                    u64::from_be_bytes(all[pos + 2..pos + 10].try_into().unwrap()) as usize,
+                ),
+                126 | 127 => break,
+                n => (2, n as usize),
+            };
+            if all.len() < pos + hdr + len {
+                break;
+            }
+            if op == rtcheck::net::wsframe::OP_CLOSE {
+                return u16::from_be_bytes([all[pos + hdr], all[pos + hdr + 1]]);
+            }
+            pos += hdr + len;
+        }
+    }
+}
+
+/// Server frames (unmasked) read until the server closes the connection or `limit`
+/// passes: (opcode, payload) each.
+pub fn read_frames_until_eof(s: &mut std::net::TcpStream, limit: Duration) -> Vec<(u8, Vec<u8>)> {
+    let t0 = Instant::now();
+    let mut all = Vec::new();
+    let mut buf = [0u8; 65536];
+    s.set_read_timeout(Some(Duration::from_millis(200)))
+        .unwrap();
+    while t0.elapsed() < limit {
+        match s.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => all.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+            Err(e) if e.kind() == std::io::ErrorKind::TimedOut => {}
+            Err(_) => break,
+        }
+    }
+    parse_server_frames(&all)
+}
+
+/// Complete unmasked server frames in `all`.
+pub fn parse_server_frames(all: &[u8]) -> Vec<(u8, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut pos = 0;
+    while all.len() >= pos + 2 {
+        let op = all[pos] & 0x0F;
+        let (hdr, len) = match all[pos + 1] & 0x7F {
+            126 if all.len() >= pos + 4 => {
+                (4, u16::from_be_bytes([all[pos + 2], all[pos + 3]]) as usize)
+            }
+            127 if all.len() >= pos + 10 => (
+                10,
+                u64::from_be_bytes(all[pos + 2..pos + 10].try_into().unwrap()) as usize,
+            ),
+            126 | 127 => break,
+            n => (2, n as usize),
+        };
+        if all.len() < pos + hdr + len {
+            break;
+        }
+        out.push((op, all[pos + hdr..pos + hdr + len].to_vec()));
+        pos += hdr + len;
+    }
+    out
+}
+
+/// One raw HTTP exchange: (status, head, body); the head keeps its header lines.
+pub fn http_full(addr: SocketAddr, request: &[u8]) -> (u16, String, String) {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s.write_all(request).unwrap();
+    let mut out = Vec::new();
+    let _ = s.read_to_end(&mut out);
+    let text = String::from_utf8_lossy(&out).into_owned();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    (status, head.to_string(), body.to_string())
+}
+
+/// The value of header `name` (case-insensitive) in a response head.
+pub fn header<'a>(head: &'a str, name: &str) -> Option<&'a str> {
+    head.lines().skip(1).find_map(|l| {
+        let (k, v) = l.split_once(':')?;
+        k.trim().eq_ignore_ascii_case(name).then(|| v.trim())
+    })
+}
+
+/// Run a bash script as root in a private network namespace (`unshare -n`): nothing it
+/// binds is reachable from outside. Fails with the package to install when a tool is
+/// missing. Returns stdout.
+pub fn in_netns(script: &str, args: &[&str]) -> String {
+    for (tool, pkg) in [
+        ("unshare", "util-linux"),
+        ("ip", "iproute2"),
+        ("ss", "iproute2"),
+    ] {
+        let found = Command::new("sh")
+            .args(["-c", &format!("command -v {tool}")])
+            .stdout(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(
+            found,
+            "`{tool}` not found: install the Debian package {pkg}"
+        );
+    }
+    let out = Command::new("unshare")
+        .args(["-n", "bash", "-c", script, "netns"])
+        .arg(binary())
+        .args(args)
+        .env_remove("RTCHECK_CONTROL_TOKEN")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "needs root for `unshare -n` (a private network namespace): {stdout} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
 }

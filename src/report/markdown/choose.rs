@@ -48,14 +48,17 @@ pub fn render(r: &Recommendation) -> String {
          | session per disconnected client (session-ack) | {} | same product, per client |\n\
          | all {} sessions at once | {} | reference: {} clients = {} |\n\
          | RAM per machine ({} connections) | {} | {} per idle connection: reference host, not this host |\n",
-        fmt_bytes(z.ring_bytes),
-        fmt_bytes(z.session_bytes_per_client),
+        crate::choose::sizing::fmt_figure(z.ring_bytes, z.is_saturated("ring_bytes")),
+        crate::choose::sizing::fmt_figure(z.session_bytes_per_client, z.is_saturated("session_bytes_per_client")),
         fmt_num(r.profile.connections as f64),
-        fmt_bytes(z.sessions_worst_case_bytes),
+        crate::choose::sizing::fmt_figure(
+            z.sessions_worst_case_bytes,
+            z.is_saturated("sessions_worst_case_bytes")
+        ),
         fmt_num(crate::evidence::num("session-expiry", "clients")),
         fmt_bytes(crate::evidence::num("session-expiry", "bytes") as u64),
         fmt_num(z.connections_per_machine as f64),
-        fmt_bytes(z.ram_bytes_per_machine),
+        crate::choose::sizing::fmt_figure(z.ram_bytes_per_machine, z.is_saturated("ram_bytes_per_machine")),
         fmt_bytes(z.per_connection_bytes)
     ));
     s.push_str(

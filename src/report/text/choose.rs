@@ -77,16 +77,19 @@ pub fn render(r: &Recommendation, p: &Palette) -> String {
     let rows = [
         (
             "ring buffer (seq-ring)".to_string(),
+            "ring_bytes",
             z.ring_bytes,
             used(Delivery::SeqRing).to_string(),
         ),
         (
             "session per client (session-ack)".to_string(),
+            "session_bytes_per_client",
             z.session_bytes_per_client,
             used(Delivery::SessionAck).to_string(),
         ),
         (
             format!("all {} sessions at once", fmt_num(pr.connections as f64)),
+            "sessions_worst_case_bytes",
             z.sessions_worst_case_bytes,
             format!(
                 "reference: {} clients = {}, so give sessions a TTL",
@@ -99,6 +102,7 @@ pub fn render(r: &Recommendation, p: &Palette) -> String {
                 "RAM per machine ({} conns)",
                 fmt_num(z.connections_per_machine as f64)
             ),
+            "ram_bytes_per_machine",
             z.ram_bytes_per_machine,
             format!(
                 "at {} per idle connection: the reference host (Go + gorilla/websocket), not this host",
@@ -107,10 +111,10 @@ pub fn render(r: &Recommendation, p: &Palette) -> String {
         ),
     ];
     let w = rows.iter().map(|r| r.0.len()).max().unwrap_or(0);
-    for (label, bytes, note) in rows {
+    for (label, key, bytes, note) in rows {
         let line = format!(
             "    {label:<w$}  {:>10}   {}",
-            fmt_bytes(bytes),
+            crate::choose::sizing::fmt_figure(bytes, z.is_saturated(key)),
             p.dim(&note)
         );
         s.push_str(line.trim_end());

@@ -1,0 +1,257 @@
+//! Who may use the control endpoints (`/control/*`), and CORS for browser readers.
+//! On loopback they answer anyone who can reach the port (the load generator); elsewhere
+//! a bearer token is required (given, or generated and written beside --addr-file), or
+//! they are refused.
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+/// The control policy in force.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Access {
+    /// Loopback, no token configured.
+    Open,
+    /// `Authorization: Bearer <token>` required.
+    Token(String),
+    /// Off loopback with no token and nowhere to write one: 403.
+    Refused,
+}
+
+/// What to do at start (pure: tested without sockets or files).
+#[derive(Debug, PartialEq, Eq)]
+pub enum Plan {
+    Open,
+    Given(String),
+    /// Generate a token and write it to this path.
+    Generate(PathBuf),
+    Refuse,
+}
+
+pub fn plan(control_addr: SocketAddr, token: Option<&str>, addr_file: Option<&Path>) -> Plan {
+    match (token, addr_file) {
+        (Some(t), _) => Plan::Given(t.to_string()),
+        _ if control_addr.ip().is_loopback() => Plan::Open,
+        (None, Some(f)) => Plan::Generate(token_path(f)),
+        (None, None) => Plan::Refuse,
+    }
+}
+
+/// `<addr-file>.token`.
+pub fn token_path(addr_file: &Path) -> PathBuf {
+    let mut s = addr_file.as_os_str().to_owned();
+    s.push(".token");
+    PathBuf::from(s)
+}
+
+/// Carry out a plan: a generated token is written (mode 0600) before anyone can connect.
+pub fn resolve(plan: Plan) -> anyhow::Result<(Access, Option<PathBuf>)> {
+    Ok(match plan {
+        Plan::Open => (Access::Open, None),
+        Plan::Given(t) => (Access::Token(t), None),
+        Plan::Refuse => (Access::Refused, None),
+        Plan::Generate(path) => {
+            let t = random_token()?;
+            write_private(&path, format!("{t}\n").as_bytes())?;
+            (Access::Token(t), Some(path))
+        }
+    })
+}
+
+/// The startup line that says who may control the server.
+pub fn describe(a: &Access, written: Option<&Path>) -> String {
+    match (a, written) {
+        (Access::Open, _) => "control: open to loopback clients (no token)".into(),
+        (Access::Token(_), Some(p)) => format!(
+            "control: token required (Authorization: Bearer), generated and written to {}",
+            p.display()
+        ),
+        (Access::Token(_), None) => {
+            "control: token required (Authorization: Bearer, from --control-token)".into()
+        }
+        (Access::Refused, _) => "control: /control/* refused off loopback (give --control-token, or --addr-file to have a token written beside it)".into(),
+    }
+}
+
+/// Check a request's Authorization header: Ok, or the status and message to answer.
+pub fn check(a: &Access, authorization: Option<&str>) -> Result<(), (u16, &'static str)> {
+    match a {
+        Access::Open => Ok(()),
+        Access::Refused => Err((
+            403,
+            "control endpoints are refused off loopback; start serve with --control-token",
+        )),
+        Access::Token(t) => {
+            let given = authorization
+                .and_then(|v| v.trim().strip_prefix("Bearer "))
+                .map(str::trim)
+                .unwrap_or("");
+            if eq_const_time(given.as_bytes(), t.as_bytes()) {
+                Ok(())
+            } else {
+                Err((401, "control endpoints need Authorization: Bearer <token>"))
+            }
+        }
+    }
+}
+
+/// Compare without an early exit on the first differing byte.
+fn eq_const_time(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+fn random_token() -> anyhow::Result<String> {
+    use std::io::Read;
+    let mut b = [0u8; 16];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut b))
+        .map_err(|e| anyhow::anyhow!("/dev/urandom: {e}"))?;
+    Ok(b.iter().map(|x| format!("{x:02x}")).collect())
+}
+
+/// Write a file only its owner can read: temp file (0600) beside it, then rename. An
+/// existing symlink, device or FIFO at `path` is never replaced.
+fn write_private(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let shown = path.display();
+    if let Ok(m) = std::fs::symlink_metadata(path) {
+        if !m.file_type().is_file() {
+            anyhow::bail!("{shown}: exists and is not a regular file; not replaced");
+        }
+    }
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(format!(".{}.tmp", std::process::id()));
+    let tmp = PathBuf::from(tmp);
+    let res = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&tmp)
+        .and_then(|mut f| f.write_all(bytes).and_then(|()| f.sync_all()))
+        .and_then(|()| std::fs::rename(&tmp, path));
+    if let Err(e) = res {
+        let _ = std::fs::remove_file(&tmp);
+        anyhow::bail!("{shown}: cannot write the control token: {e}");
+    }
+    Ok(())
+}
+
+/// Validate a --cors value: `*` or an origin `scheme://host[:port]` (no path, no spaces).
+pub fn parse_origin(s: &str) -> Result<String, String> {
+    let ok = s == "*"
+        || s.split_once("://").is_some_and(|(scheme, host)| {
+            !scheme.is_empty()
+                && scheme
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"+-.".contains(&b))
+                && !host.is_empty()
+                && host
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"-.:[]".contains(&b))
+        });
+    if ok {
+        Ok(s.to_string())
+    } else {
+        Err(format!(
+            "`{s}`: expected `*` or an origin like https://app.example.com:8443 (no path)"
+        ))
+    }
+}
+
+/// Paths that send CORS headers when --cors is given.
+pub const CORS_PATHS: [&str; 3] = ["/sse", "/poll", "/metrics"];
+
+/// CORS response headers for `path`, if any.
+pub fn cors_headers<'a>(origin: Option<&'a str>, path: &str) -> Vec<(&'static str, &'a str)> {
+    match origin {
+        Some(o) if CORS_PATHS.contains(&path) => {
+            let mut h = vec![("Access-Control-Allow-Origin", o)];
+            if o != "*" {
+                h.push(("Vary", "Origin"));
+            }
+            h
+        }
+        _ => Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn addr(s: &str) -> SocketAddr {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn loopback_is_open_elsewhere_a_token_or_refusal() {
+        let f = Path::new("/tmp/a");
+        assert_eq!(plan(addr("127.0.0.1:1"), None, Some(f)), Plan::Open);
+        assert_eq!(plan(addr("[::1]:1"), None, None), Plan::Open);
+        assert_eq!(
+            plan(addr("127.0.0.1:1"), Some("t"), None),
+            Plan::Given("t".into())
+        );
+        assert_eq!(
+            plan(addr("0.0.0.0:1"), None, Some(f)),
+            Plan::Generate(PathBuf::from("/tmp/a.token"))
+        );
+        assert_eq!(plan(addr("10.1.2.3:1"), None, None), Plan::Refuse);
+        assert_eq!(
+            plan(addr("0.0.0.0:1"), Some("t"), None),
+            Plan::Given("t".into())
+        );
+    }
+
+    #[test]
+    fn bearer_token_check() {
+        let a = Access::Token("abc".into());
+        assert_eq!(check(&a, Some("Bearer abc")), Ok(()));
+        assert_eq!(check(&a, Some("Bearer abd")).unwrap_err().0, 401);
+        assert_eq!(check(&a, Some("abc")).unwrap_err().0, 401);
+        assert_eq!(check(&a, None).unwrap_err().0, 401);
+        assert_eq!(check(&Access::Open, None), Ok(()));
+        assert_eq!(
+            check(&Access::Refused, Some("Bearer x")).unwrap_err().0,
+            403
+        );
+    }
+
+    #[test]
+    fn generated_token_is_private_and_never_replaces_a_symlink() {
+        use std::os::unix::fs::PermissionsExt;
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("addr.token");
+        let (a, written) = resolve(Plan::Generate(p.clone())).unwrap();
+        let Access::Token(t) = a else { panic!() };
+        assert_eq!(t.len(), 32);
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), format!("{t}\n"));
+        assert_eq!(written.as_deref(), Some(p.as_path()));
+        let mode = std::fs::metadata(&p).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+        let link = d.path().join("link.token");
+        std::os::unix::fs::symlink("/dev/null", &link).unwrap();
+        let e = resolve(Plan::Generate(link)).unwrap_err().to_string();
+        assert!(e.contains("not a regular file"), "{e}");
+        assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 2);
+    }
+
+    #[test]
+    fn cors_origins_and_headers() {
+        assert!(parse_origin("*").is_ok());
+        assert!(parse_origin("https://app.example.com:8443").is_ok());
+        assert!(parse_origin("http://[::1]:3000").is_ok());
+        assert!(parse_origin("https://a.com/path").is_err());
+        assert!(parse_origin("https://a.com\r\nX: y").is_err());
+        assert!(parse_origin("a.com").is_err());
+        let h = cors_headers(Some("https://a.com"), "/sse");
+        assert_eq!(
+            h,
+            vec![
+                ("Access-Control-Allow-Origin", "https://a.com"),
+                ("Vary", "Origin")
+            ]
+        );
+        assert!(cors_headers(Some("*"), "/control/stats").is_empty());
+        assert!(cors_headers(None, "/poll").is_empty());
+    }
+}
