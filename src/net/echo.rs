@@ -1,10 +1,11 @@
 //! `/echo`: a WebSocket echo endpoint off the fan-out path (never registered with the hub,
 //! never sent a published round), so a conformance suite can run every case against the
 //! same framing code as `/ws`.
+use super::hub::CloseReason;
 use super::hub::Hub;
 use super::inbox::{Inbox, ReadEnd};
 use super::io;
-use super::server::{echo_close_code, write_failure};
+use super::wsframe::echo_close_code;
 use super::wsframe::{self, Inbound};
 use std::sync::atomic::Ordering::Relaxed;
 use tokio::net::TcpStream;
@@ -105,7 +106,7 @@ async fn write_failure_of(
 ) -> bool {
     io::write_with_deadline(s, bytes, deadline)
         .await
-        .map_err(write_failure)
+        .map_err(CloseReason::from_write)
         .is_err()
 }
 

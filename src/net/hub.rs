@@ -89,6 +89,13 @@ impl CloseReason {
             CloseReason::Peer
         }
     }
+    /// The close reason for a failed write.
+    pub fn from_write(e: io::WriteError) -> CloseReason {
+        match e {
+            io::WriteError::Timeout => CloseReason::WriteDeadline,
+            io::WriteError::Io(e) => CloseReason::from_io(&e),
+        }
+    }
 }
 
 /// One queued message for one client: the bytes are shared across clients unless

@@ -4,6 +4,7 @@ use super::http::{self, ReadError, Request};
 use super::hub::{CloseReason, Conn, Hub, Transport};
 use super::inbox::{Inbox, ReadEnd};
 use super::io::{self, ReadOutcome, WriteError};
+use super::wsframe::echo_close_code;
 use super::{access, echo, metrics, wsframe};
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
@@ -401,10 +402,7 @@ async fn ws_loop(hub: &Hub, conn: &Conn, leftover: Vec<u8>) -> (CloseReason, u64
 
 /// The close reason for a failed write.
 pub(crate) fn write_failure(e: WriteError) -> CloseReason {
-    match e {
-        WriteError::Timeout => CloseReason::WriteDeadline,
-        WriteError::Io(e) => CloseReason::from_io(&e),
-    }
+    CloseReason::from_write(e)
 }
 
 /// Control frames waiting for the socket, bounded whatever the client sends: a ping burst
@@ -612,17 +610,6 @@ async fn sse_loop(
                 next_ping = ping.map(|p| Instant::now() + p);
             }
         }
-    }
-}
-
-/// The close code to answer a client's close with (RFC 6455 7.4): its own code when that may
-/// be sent on the wire, 1000 for an empty close, 1002 for a code that must never be sent
-/// (1005, 1006, 1015, below 1000, unassigned).
-pub fn echo_close_code(code: Option<u16>) -> u16 {
-    match code {
-        None => wsframe::CLOSE_NORMAL,
-        Some(c @ (1000..=1003 | 1007..=1011 | 3000..=4999)) => c,
-        Some(_) => 1002,
     }
 }
 

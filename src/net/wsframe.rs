@@ -335,6 +335,17 @@ pub fn client_frame(opcode: u8, fin: bool, payload: &[u8], mask: [u8; 4]) -> Vec
     v
 }
 
+/// The close code to answer a client's close with (RFC 6455 7.4): its own code when that may
+/// be sent on the wire, 1000 for an empty close, 1002 for a code that must never be sent
+/// (1005, 1006, 1015, below 1000, unassigned).
+pub fn echo_close_code(code: Option<u16>) -> u16 {
+    match code {
+        None => CLOSE_NORMAL,
+        Some(c @ (1000..=1003 | 1007..=1011 | 3000..=4999)) => c,
+        Some(_) => 1002,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
