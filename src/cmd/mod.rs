@@ -12,6 +12,7 @@ pub mod delivery;
 pub mod guided;
 pub mod load;
 pub mod output;
+pub mod probe;
 pub mod prompts;
 pub mod review;
 pub mod verify;
@@ -73,6 +74,8 @@ pub enum Command {
     Verify(verify::VerifyArgs),
     /// Walk the application checklist, check declared values against the rules, gate CI.
     Review(review::ReviewArgs),
+    /// Check a deployed realtime path (proxy + server) from outside: upgrade, buffering, idle timeout, heartbeat, resume.
+    Probe(probe::ProbeArgs),
     /// Print a shell completion script.
     Completions {
         #[arg(value_enum)]
