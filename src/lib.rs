@@ -13,6 +13,7 @@ pub mod findings;
 pub mod load;
 pub mod net;
 pub mod outfile;
+pub mod probe;
 pub mod profile;
 pub mod report;
 pub mod review;

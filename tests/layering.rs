@@ -23,6 +23,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("review", 2),
     ("budget", 2),
     ("load", 2),
+    ("probe", 2),
     ("report", 3),
     ("cmd", 4),
     ("app", 4),

@@ -13,6 +13,7 @@ pub mod explain;
 pub mod guided;
 pub mod load;
 pub mod output;
+pub mod probe;
 pub mod prompts;
 pub mod review;
 pub mod verify;
@@ -76,6 +77,8 @@ pub enum Command {
     Explain(explain::ExplainArgs),
     /// Walk the application checklist, check declared values against the rules, gate CI.
     Review(review::ReviewArgs),
+    /// Check a deployed realtime path (proxy + server) from outside: upgrade, buffering, idle timeout, heartbeat, resume.
+    Probe(probe::ProbeArgs),
     /// Print a shell completion script.
     Completions {
         /// The shell to complete for.

@@ -6,6 +6,7 @@ pub mod choose;
 pub mod delivery;
 pub mod evidence;
 pub mod load;
+pub mod probe;
 pub mod review;
 pub mod verify;
 

@@ -1,0 +1,193 @@
+//! `rtcheck probe`: flags to `probe::Options`, the run over the URLs (`crate::probe`), the
+//! report in the chosen format.
+use super::output::{AllFormats, OutputArgs};
+use super::Ctx;
+use crate::findings::{FailOn, Finding, Status, Summary};
+use crate::probe::target::{parse_header, Target};
+use crate::probe::{self, client::ClientOpts, Options, TransportChoice};
+use crate::profile::{Profile, Transport};
+use crate::report::{self, FindingsReport, Format, Palette};
+use anyhow::anyhow;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+#[derive(Debug, clap::Args)]
+#[command(after_help = "\
+Check ids: upgrade sse-buffering idle-timeout heartbeat resume compression http2 origin
+
+Examples:
+  rtcheck probe wss://app.example.com/ws https://app.example.com/events
+  rtcheck probe --quick http://127.0.0.1:8080/sse ws://127.0.0.1:8080/ws
+  rtcheck probe --header 'Authorization: Bearer $TOKEN' --idle-for 90s wss://app.example.com/ws
+  rtcheck probe --direct http://10.0.0.5:8080/sse https://app.example.com/sse
+  rtcheck probe --ca ./ca.pem --format junit -o probe.xml https://staging.internal/sse
+
+Header values and URL query values are secrets: they never appear in any output.
+Exit codes: 0 nothing at or above --fail-on, 1 something is, 2 usage or runtime error.")]
+pub struct ProbeArgs {
+    /// Endpoints to probe: ws://, wss://, http://, https://.
+    #[arg(value_name = "URL", required = true)]
+    pub urls: Vec<String>,
+    /// auto: ws(s) is WebSocket; http(s) asks for an event stream and falls back to polling.
+    #[arg(long, value_enum)]
+    pub transport: Option<TransportChoice>,
+    /// Extra request header `Name: value` (repeatable; e.g. Authorization, Cookie).
+    #[arg(long = "header", short = 'H', value_name = "NAME: VALUE", value_parser = parse_header)]
+    pub headers: Vec<(String, String)>,
+    /// Origin of the WebSocket handshake [default: the URL's own origin].
+    #[arg(long, value_name = "ORIGIN")]
+    pub origin: Option<String>,
+    /// The endpoint is meant for any site: a foreign Origin accepted is not a warning.
+    #[arg(long)]
+    pub public: bool,
+    /// Extra trusted root certificate(s), PEM.
+    #[arg(long, value_name = "FILE")]
+    pub ca: Option<PathBuf>,
+    /// Accept any TLS certificate (said loudly in the report).
+    #[arg(long)]
+    pub insecure: bool,
+    /// How long to hold a connection with no client traffic (past the common 60 s defaults).
+    #[arg(long, value_name = "DURATION", default_value = "75s", value_parser = crate::units::parse_duration)]
+    pub idle_for: Duration,
+    /// Skip the idle test (idle-timeout and heartbeat are reported as skipped).
+    #[arg(long)]
+    pub quick: bool,
+    /// The same endpoint without the proxy, to compare event delivery against.
+    #[arg(long, value_name = "URL")]
+    pub direct: Option<String>,
+    /// The proxy on the path, for its fixes, when Server/Via do not name it (HAProxy adds neither).
+    #[arg(long, value_enum, value_name = "KIND")]
+    pub proxy: Option<probe::proxy::Proxy>,
+    /// Workload profile (from `rtcheck choose --save`): its transport is the default.
+    #[arg(long, value_name = "FILE")]
+    pub profile: Option<PathBuf>,
+    /// Bound of each step (DNS, connect, TLS, response).
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = crate::units::parse_duration)]
+    pub timeout: Duration,
+    #[command(flatten)]
+    pub out: OutputArgs<AllFormats>,
+    /// Lowest status that makes the exit code 1.
+    #[arg(long, value_enum, default_value_t = FailOn::Fail)]
+    pub fail_on: FailOn,
+    /// Show these checks as skipped (by request); they still appear in the report.
+    /// (One value per flag, so it never swallows the URLs that follow.)
+    #[arg(long, value_name = "ID", value_delimiter = ',')]
+    pub skip: Vec<String>,
+}
+
+fn options(a: &ProbeArgs, profile: &Profile) -> anyhow::Result<Options> {
+    if a.timeout.is_zero() || a.idle_for.is_zero() {
+        anyhow::bail!("--timeout and --idle-for must be above zero");
+    }
+    if a.timeout > Duration::from_secs(3600) || a.idle_for > Duration::from_secs(24 * 3600) {
+        anyhow::bail!("--timeout is at most 1h and --idle-for at most 24h");
+    }
+    let transport = a.transport.unwrap_or(match profile.transport {
+        Some(Transport::Websocket) if a.profile.is_some() => TransportChoice::Websocket,
+        Some(Transport::Sse) if a.profile.is_some() => TransportChoice::Sse,
+        Some(Transport::Polling) if a.profile.is_some() => TransportChoice::Poll,
+        _ => TransportChoice::Auto,
+    });
+    let direct = a
+        .direct
+        .as_deref()
+        .map(|d| Target::parse(d).map_err(|e| anyhow!("--direct: {e}")))
+        .transpose()?;
+    Ok(Options {
+        client: ClientOpts {
+            timeout: a.timeout,
+            ca: a.ca.clone(),
+            insecure: a.insecure,
+            headers: a.headers.clone(),
+        },
+        transport,
+        origin: a.origin.clone(),
+        idle_for: a.idle_for,
+        quick: a.quick,
+        public: a.public,
+        direct,
+        proxy: a.proxy,
+    })
+}
+
+pub fn run(a: ProbeArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
+    probe::validate_skip(&a.skip)?;
+    let profile = match &a.profile {
+        Some(p) => Profile::load(p)?,
+        None => Profile::default(),
+    };
+    let o = options(&a, &profile)?;
+    let targets: Vec<Target> = a
+        .urls
+        .iter()
+        .map(|u| Target::parse(u).map_err(|e| anyhow!("URL {}: {e}", shown(u))))
+        .collect::<anyhow::Result<_>>()?;
+    if a.insecure {
+        eprintln!("rtcheck probe: WARNING: --insecure: TLS certificates are NOT verified");
+    }
+    let start = Instant::now();
+    let findings = probe::probe_all(&targets, &o, &a.skip)?;
+    let mut target = targets
+        .iter()
+        .map(|t| t.to_string())
+        .collect::<Vec<_>>()
+        .join(", ");
+    if a.insecure {
+        target.push_str(" (TLS NOT VERIFIED: --insecure)");
+    }
+    let ms = start.elapsed().as_secs_f64() * 1000.0;
+    let r = FindingsReport::new("probe", profile, Some(target), findings, ms);
+    let out = render(&r, a.out.format, a.fail_on, a.out.palette(ctx.color))?;
+    a.out.emit(&out)?;
+    let mut requested = a.skip.clone();
+    if a.quick {
+        requested.extend([probe::idle_timeout::ID, probe::heartbeat::ID].map(String::from));
+    }
+    Ok(if a.fail_on.trips(&unrequested(&r.findings, &requested)) {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// Render a probe report: its own text and markdown, the shared findings formats otherwise.
+pub fn render(
+    r: &FindingsReport,
+    format: Format,
+    fail_on: FailOn,
+    p: Palette,
+) -> anyhow::Result<String> {
+    Ok(match format {
+        Format::Text => report::text::probe::render(r, p),
+        Format::Markdown => report::markdown::probe::render(r),
+        f => super::audit::render(r, f, fail_on, p, false)?,
+    })
+}
+
+/// The summary `--fail-on` judges: a check skipped on request (`--skip`, `--quick`) is not
+/// a skip to fail on.
+fn unrequested(findings: &[Finding], requested: &[String]) -> Summary {
+    let mut s = Summary::of(findings);
+    s.skip = findings
+        .iter()
+        .filter(|f| f.status == Status::Skip && !requested.contains(&f.id))
+        .count();
+    s
+}
+
+/// A URL as it may be printed in an error: redacted when it parses, else its scheme only.
+fn shown(u: &str) -> String {
+    match Target::parse(u) {
+        Ok(t) => t.to_string(),
+        Err(_) => {
+            u.split("://")
+                .next()
+                .unwrap_or("")
+                .chars()
+                .take(10)
+                .collect::<String>()
+                + "://…"
+        }
+    }
+}

@@ -1,0 +1,231 @@
+//! The probe's client edge: DNS, TCP, TLS (rustls) and one HTTP/1.1 request, each step
+//! bounded by `--timeout`. Errors name the step and the peer, never a secret.
+use super::target::Target;
+use super::wire::{self, Head};
+use anyhow::{anyhow, Context};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio_rustls::rustls;
+
+pub trait Io: AsyncRead + AsyncWrite + Unpin + Send {}
+impl<T: AsyncRead + AsyncWrite + Unpin + Send> Io for T {}
+
+/// Everything a connection needs from the flags.
+#[derive(Debug, Clone)]
+pub struct ClientOpts {
+    pub timeout: Duration,
+    pub ca: Option<PathBuf>,
+    pub insecure: bool,
+    /// `--header` pairs, sent on every request (values are secrets).
+    pub headers: Vec<(String, String)>,
+}
+
+pub struct Conn {
+    pub io: Box<dyn Io>,
+    /// ALPN protocol the TLS server chose.
+    pub alpn: Option<String>,
+}
+
+/// Bound one step; the error names it.
+pub async fn step<T>(
+    timeout: Duration,
+    what: impl FnOnce() -> String,
+    f: impl std::future::Future<Output = anyhow::Result<T>>,
+) -> anyhow::Result<T> {
+    match tokio::time::timeout(timeout, f).await {
+        Ok(r) => r,
+        Err(_) => Err(anyhow!("{}: no answer within {:?}", what(), timeout)),
+    }
+}
+
+pub async fn connect(t: &Target, o: &ClientOpts, alpn: &[&str]) -> anyhow::Result<Conn> {
+    let peer = format!("{}:{}", t.host, t.port);
+    let addrs: Vec<_> = step(o.timeout, || format!("DNS lookup of {}", t.host), async {
+        let it = tokio::net::lookup_host((t.host.as_str(), t.port))
+            .await
+            .with_context(|| format!("DNS lookup of {}", t.host))?;
+        Ok(it.collect())
+    })
+    .await?;
+    let mut last = None;
+    let mut tcp = None;
+    for a in addrs {
+        match tokio::time::timeout(o.timeout, TcpStream::connect(a)).await {
+            Ok(Ok(s)) => {
+                tcp = Some(s);
+                break;
+            }
+            Ok(Err(e)) => last = Some(anyhow!("connect {a}: {e}")),
+            Err(_) => last = Some(anyhow!("connect {a}: no answer within {:?}", o.timeout)),
+        }
+    }
+    let tcp = tcp.ok_or_else(|| last.unwrap_or_else(|| anyhow!("{peer}: no address")))?;
+    let _ = tcp.set_nodelay(true);
+    if !t.scheme.tls() {
+        return Ok(Conn {
+            io: Box::new(tcp),
+            alpn: None,
+        });
+    }
+    let cfg = tls_config(o, alpn)?;
+    let name = rustls::pki_types::ServerName::try_from(t.host.clone())
+        .map_err(|_| anyhow!("{}: not a valid TLS server name", t.host))?;
+    let tls = step(o.timeout, || format!("TLS handshake with {peer}"), async {
+        tokio_rustls::TlsConnector::from(Arc::new(cfg))
+            .connect(name, tcp)
+            .await
+            .with_context(|| format!("TLS handshake with {peer}"))
+    })
+    .await?;
+    let alpn = tls
+        .get_ref()
+        .1
+        .alpn_protocol()
+        .map(|p| String::from_utf8_lossy(p).into_owned());
+    Ok(Conn {
+        io: Box::new(tls),
+        alpn,
+    })
+}
+
+fn tls_config(o: &ClientOpts, alpn: &[&str]) -> anyhow::Result<rustls::ClientConfig> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .context("TLS setup")?;
+    let mut cfg = if o.insecure {
+        builder
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(NoVerify(provider)))
+            .with_no_client_auth()
+    } else {
+        let mut roots = rustls::RootCertStore::empty();
+        roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+        if let Some(ca) = &o.ca {
+            add_ca(&mut roots, ca)?;
+        }
+        builder.with_root_certificates(roots).with_no_client_auth()
+    };
+    cfg.alpn_protocols = alpn.iter().map(|p| p.as_bytes().to_vec()).collect();
+    Ok(cfg)
+}
+
+fn add_ca(roots: &mut rustls::RootCertStore, path: &std::path::Path) -> anyhow::Result<()> {
+    use rustls::pki_types::{pem::PemObject, CertificateDer};
+    let what = || format!("--ca {}", path.display());
+    let mut n = 0;
+    for c in CertificateDer::pem_file_iter(path).map_err(|e| anyhow!("{}: {e}", what()))? {
+        let c = c.map_err(|e| anyhow!("{}: {e}", what()))?;
+        roots
+            .add(c)
+            .map_err(|e| anyhow!("{}: certificate rejected: {e}", what()))?;
+        n += 1;
+    }
+    if n == 0 {
+        anyhow::bail!("{}: no PEM certificate in the file", what());
+    }
+    Ok(())
+}
+
+/// `--insecure`: accept any certificate (the report says so loudly).
+#[derive(Debug)]
+struct NoVerify(Arc<rustls::crypto::CryptoProvider>);
+
+impl rustls::client::danger::ServerCertVerifier for NoVerify {
+    fn verify_server_cert(
+        &self,
+        _: &rustls::pki_types::CertificateDer<'_>,
+        _: &[rustls::pki_types::CertificateDer<'_>],
+        _: &rustls::pki_types::ServerName<'_>,
+        _: &[u8],
+        _: rustls::pki_types::UnixTime,
+    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
+        Ok(rustls::client::danger::ServerCertVerified::assertion())
+    }
+    fn verify_tls12_signature(
+        &self,
+        _: &[u8],
+        _: &rustls::pki_types::CertificateDer<'_>,
+        _: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        Ok(rustls::client::danger::HandshakeSignatureValid::assertion())
+    }
+    fn verify_tls13_signature(
+        &self,
+        _: &[u8],
+        _: &rustls::pki_types::CertificateDer<'_>,
+        _: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        Ok(rustls::client::danger::HandshakeSignatureValid::assertion())
+    }
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+/// A request head: the caller's headers, then `--header` flags (which win by coming last).
+pub fn request(t: &Target, o: &ClientOpts, extra: &[(&str, String)]) -> Vec<u8> {
+    let mut r = format!(
+        "GET {} HTTP/1.1\r\nHost: {}\r\nUser-Agent: rtcheck-probe/{}\r\n",
+        t.path_and_query,
+        t.host_header(),
+        env!("CARGO_PKG_VERSION")
+    );
+    for (n, v) in extra {
+        r.push_str(&format!("{n}: {v}\r\n"));
+    }
+    for (n, v) in &o.headers {
+        r.push_str(&format!("{n}: {v}\r\n"));
+    }
+    r.push_str("\r\n");
+    r.into_bytes()
+}
+
+/// Send a request, read the response head. Returns the head and bytes read past it.
+pub async fn exchange(
+    conn: &mut Conn,
+    t: &Target,
+    o: &ClientOpts,
+    req: &[u8],
+) -> anyhow::Result<(Head, Vec<u8>)> {
+    let peer = format!("{}:{}", t.host, t.port);
+    step(
+        o.timeout,
+        || format!("{peer}: sending the request"),
+        async {
+            conn.io
+                .write_all(req)
+                .await
+                .with_context(|| format!("{peer}: sending the request"))
+        },
+    )
+    .await?;
+    step(
+        o.timeout,
+        || format!("{peer}: waiting for the response"),
+        async {
+            let mut buf = Vec::with_capacity(4096);
+            loop {
+                let mut chunk = [0u8; 8192];
+                let n = conn
+                    .io
+                    .read(&mut chunk)
+                    .await
+                    .with_context(|| format!("{peer}: reading the response"))?;
+                if n == 0 {
+                    anyhow::bail!("{peer}: closed the connection without an HTTP response");
+                }
+                buf.extend_from_slice(&chunk[..n]);
+                if let Some((head, used)) =
+                    wire::parse_head(&buf).map_err(|e| anyhow!("{peer}: {e}"))?
+                {
+                    return Ok((head, buf.split_off(used)));
+                }
+            }
+        },
+    )
+    .await
+}

@@ -1,0 +1,128 @@
+//! `idle-timeout`: hold the connection with no traffic from the client for --idle-for and
+//! record when and how the path closed it. A proxy cuts a connection silent longer than its
+//! idle timeout (nginx proxy_read_timeout 60 s by default): evidence proxy-config,
+//! ping-timing.
+use super::session::{Ending, StreamObs};
+use super::{finding, fmt_s, proxy, Kind, UrlObs};
+use crate::findings::{Finding, Status};
+
+pub const ID: &str = "idle-timeout";
+
+pub fn ending_text(e: &Ending) -> String {
+    match e {
+        Ending::Open => "still open".into(),
+        Ending::CloseFrame(Some(c)) => format!("close frame {c}"),
+        Ending::CloseFrame(None) => "close frame without a code".into(),
+        Ending::Eof => "EOF (the proxy or the server ended the connection)".into(),
+        Ending::Reset => "connection reset".into(),
+        Ending::Error(e) => format!("read error: {e}"),
+    }
+}
+
+/// The silence that preceded a close: the path's idle timeout as measured (ms).
+pub fn silence_before_close(s: &StreamObs) -> Option<f64> {
+    if matches!(s.ending, Some(Ending::Open) | None) {
+        return None;
+    }
+    Some(s.ended_ms - s.reads_ms.last().copied().unwrap_or(0.0))
+}
+
+pub fn stream(u: &UrlObs) -> Option<&StreamObs> {
+    match u.kind {
+        Kind::WebSocket => u.ws.as_ref()?.stream.as_ref(),
+        Kind::Sse => u.sse.as_ref()?.stream.as_ref(),
+        Kind::Poll => None,
+    }
+}
+
+pub fn check(u: &UrlObs) -> Option<Finding> {
+    let mut reason = None;
+    let mut numbers = Vec::new();
+    let (status, observed) = match (stream(u), u.quick, u.kind) {
+        (_, _, Kind::Poll) => {
+            reason = Some("polling holds no connection open".to_string());
+            (Status::Skip, "polling".to_string())
+        }
+        (_, true, _) => {
+            reason = Some("--quick: idle test not run".to_string());
+            (Status::Skip, "not run".to_string())
+        }
+        (None, _, _) => {
+            reason = Some("no connection was established to hold".to_string());
+            (Status::Skip, "no stream".to_string())
+        }
+        (Some(s), false, _) => {
+            let silence = s.longest_silence_ms();
+            numbers.push(("longest_silence_s", silence / 1000.0));
+            numbers.push(("held_s", s.ended_ms / 1000.0));
+            match &s.ending {
+                Some(Ending::Open) | None => (
+                    Status::Pass,
+                    format!(
+                        "held open {} with nothing sent by the client; longest silence from the server {}",
+                        fmt_s(s.ended_ms),
+                        fmt_s(silence)
+                    ),
+                ),
+                Some(e) => {
+                    let before = silence_before_close(s).unwrap_or(silence);
+                    numbers.push(("closed_after_s", s.ended_ms / 1000.0));
+                    numbers.push(("idle_timeout_s", before / 1000.0));
+                    (
+                        Status::Fail,
+                        format!(
+                            "closed after {} by {} following {} of silence; {} heartbeat(s) seen",
+                            fmt_s(s.ended_ms),
+                            ending_text(e),
+                            fmt_s(before),
+                            s.heartbeats_ms.len()
+                        ),
+                    )
+                }
+            }
+        }
+    };
+    let expected = format!("open for --idle-for {}", fmt_s(u.idle_for_ms));
+    let mut f = finding(
+        ID,
+        u,
+        "Idle connection held by the path",
+        status,
+        observed,
+        &expected,
+        "every proxy cuts a connection silent longer than its idle timeout (nginx: proxy_read_timeout 60 s); the heartbeat must come sooner",
+        &["proxy-config", "ping-timing"],
+        proxy::idle(u.proxy),
+    );
+    f.reason = reason;
+    for (k, v) in numbers {
+        f.numbers.insert(k.into(), (v * 1000.0).round() / 1000.0);
+    }
+    Some(f)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn silence_before_a_close_is_the_timeout_found() {
+        let cut = StreamObs {
+            head_ms: 5.0,
+            reads_ms: vec![5.0, 400.0],
+            ended_ms: 3400.0,
+            ending: Some(Ending::Eof),
+            ..Default::default()
+        };
+        assert_eq!(silence_before_close(&cut), Some(3000.0));
+        assert_eq!(cut.longest_silence_ms(), 3000.0);
+        let open = StreamObs {
+            ending: Some(Ending::Open),
+            ended_ms: 6000.0,
+            ..cut.clone()
+        };
+        assert_eq!(silence_before_close(&open), None);
+        assert_eq!(open.longest_silence_ms(), 5600.0);
+        assert!(ending_text(&Ending::CloseFrame(Some(1001))).contains("1001"));
+    }
+}

@@ -1,0 +1,178 @@
+//! `resume`: reconnect with `Last-Event-ID` (what EventSource does by itself) and see what
+//! comes first: the replay, a gap marker, or a silent restart (evidence seq-numbers: 615
+//! events vanished with no error; ring-buffer).
+use super::session::SseObs;
+use super::{finding, fmt_s, proxy, Kind, UrlObs};
+use crate::findings::{Finding, Status};
+
+pub const ID: &str = "resume";
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ResumeObs {
+    /// The Last-Event-ID sent (the first id seen on the first connection).
+    pub sent: String,
+    /// The id that followed it on the first connection, when one did.
+    pub next: Option<String>,
+    pub obs: SseObs,
+}
+
+pub fn judge(r: &ResumeObs) -> (Status, String) {
+    if r.obs.head.status != 200 {
+        return (
+            Status::Fail,
+            format!(
+                "reconnect with Last-Event-ID {} answered HTTP {}",
+                r.sent, r.obs.head.status
+            ),
+        );
+    }
+    let first = r.obs.stream.as_ref().and_then(|s| s.events.first());
+    let Some(first) = first else {
+        let waited = r.obs.stream.as_ref().map_or(0.0, |s| s.ended_ms);
+        return (
+            Status::Warn,
+            format!("no event within {} after reconnecting", fmt_s(waited)),
+        );
+    };
+    if first.name.as_deref() == Some("gap") {
+        return (
+            Status::Warn,
+            format!(
+                "a gap marker came first after Last-Event-ID {}: events were lost but reported",
+                r.sent
+            ),
+        );
+    }
+    let got = first.id.clone().unwrap_or_default();
+    if r.next.as_deref() == Some(got.as_str()) {
+        return (
+            Status::Pass,
+            format!(
+                "replayed from Last-Event-ID {}: next event {got} first",
+                r.sent
+            ),
+        );
+    }
+    match (r.sent.parse::<u64>(), got.parse::<u64>()) {
+        (Ok(a), Ok(b)) if b == a.saturating_add(1) => (
+            Status::Pass,
+            format!("replayed from Last-Event-ID {a}: event {b} first"),
+        ),
+        (Ok(a), Ok(b)) if b > a => (
+            Status::Fail,
+            format!(
+                "silently restarted: after Last-Event-ID {a} the first event was {b} ({} lost, no gap marker)",
+                b - a - 1
+            ),
+        ),
+        _ => (
+            Status::Warn,
+            format!(
+                "after Last-Event-ID {} the first event had id `{got}`: cannot tell replay from restart",
+                r.sent
+            ),
+        ),
+    }
+}
+
+pub fn check(u: &UrlObs) -> Option<Finding> {
+    if u.kind != Kind::Sse {
+        return None;
+    }
+    let stream = u.sse.as_ref()?.stream.as_ref();
+    let (status, observed, reason) = match (&u.resume, stream) {
+        (Some(Ok(r)), _) => {
+            let (s, o) = judge(r);
+            (s, o, None)
+        }
+        (Some(Err(e)), _) => (
+            Status::Warn,
+            format!("the reconnect with Last-Event-ID failed: {e}"),
+            None,
+        ),
+        (None, Some(s)) if !s.events.is_empty() => (
+            Status::Warn,
+            "events carry no `id:`: EventSource cannot resume with Last-Event-ID".to_string(),
+            None,
+        ),
+        _ => (
+            Status::Skip,
+            "no event to resume from".to_string(),
+            Some("no event arrived on the first connection".to_string()),
+        ),
+    };
+    let mut f = finding(
+        ID,
+        u,
+        "SSE resume with Last-Event-ID",
+        status,
+        observed,
+        "the events after Last-Event-ID replayed, or a gap marker",
+        "without sequence numbers loss is silent (615 events vanished with no error); a ring replays a short disconnect, a gap marker reports a long one",
+        &["seq-numbers", "ring-buffer"],
+        proxy::resume(),
+    );
+    f.reason = reason;
+    Some(f)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::session::{EventRec, StreamObs};
+    use super::super::wire::Head;
+    use super::*;
+
+    fn after(sent: &str, next: Option<&str>, first: Option<(&str, Option<&str>)>) -> ResumeObs {
+        let events = first
+            .map(|(id, name)| EventRec {
+                at_ms: 1.0,
+                read: 0,
+                id: Some(id.to_string()),
+                name: name.map(str::to_string),
+                seq_ts: None,
+                wall_ns: 0,
+            })
+            .into_iter()
+            .collect();
+        ResumeObs {
+            sent: sent.into(),
+            next: next.map(str::to_string),
+            obs: SseObs {
+                head: Head {
+                    status: 200,
+                    ..Default::default()
+                },
+                stream: Some(StreamObs {
+                    events,
+                    ended_ms: 10.0,
+                    ..Default::default()
+                }),
+            },
+        }
+    }
+
+    #[test]
+    fn replay_gap_restart() {
+        assert_eq!(
+            judge(&after("10", Some("11"), Some(("11", None)))).0,
+            Status::Pass
+        );
+        assert_eq!(
+            judge(&after("10", None, Some(("11", None)))).0,
+            Status::Pass
+        );
+        assert_eq!(
+            judge(&after("a", Some("b"), Some(("b", None)))).0,
+            Status::Pass
+        );
+        let (st, text) = judge(&after("10", Some("11"), Some(("50", None))));
+        assert_eq!(st, Status::Fail);
+        assert!(text.contains("39 lost"), "{text}");
+        assert_eq!(
+            judge(&after("10", None, Some(("x", Some("gap"))))).0,
+            Status::Warn
+        );
+        assert_eq!(judge(&after("10", None, None)).0, Status::Warn);
+        assert_eq!(judge(&after("a", None, Some(("c", None)))).0, Status::Warn);
+    }
+}

@@ -1,0 +1,454 @@
+//! The connections a probe makes and what each one saw, timed per read. Observations are
+//! plain data: the checks (one file each) judge them without I/O.
+use super::client::{self, ClientOpts, Conn};
+use super::target::Target;
+use super::wire::{self, Chunked, Head, SseItem};
+use anyhow::Context;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// How a stream ended during the observation.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Ending {
+    /// Still open when the probe stopped watching.
+    Open,
+    /// WebSocket close frame (code) from the far side.
+    CloseFrame(Option<u16>),
+    /// Clean EOF (or the end of a chunked response).
+    Eof,
+    Reset,
+    Error(String),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct EventRec {
+    /// Milliseconds since the request was sent.
+    pub at_ms: f64,
+    /// Index of the read that completed this event.
+    pub read: usize,
+    pub id: Option<String>,
+    pub name: Option<String>,
+    /// seq and ts (ns since the epoch) when the payload is rtcheck's format.
+    pub seq_ts: Option<(u64, u64)>,
+    /// Wall clock at receipt, ns since the epoch (for the payload's ts).
+    pub wall_ns: u64,
+}
+
+/// One timed stream (SSE body or WebSocket frames).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct StreamObs {
+    /// When the response head arrived (ms since the request was sent: every time here
+    /// counts from then, so a proxy that holds the head back shows it).
+    pub head_ms: f64,
+    /// Milliseconds since the request of each read that returned bytes.
+    pub reads_ms: Vec<f64>,
+    pub events: Vec<EventRec>,
+    /// Heartbeats: WebSocket pings or SSE comments, ms since open.
+    pub heartbeats_ms: Vec<f64>,
+    /// When and how it ended (`Open` at `watched_ms`).
+    pub ended_ms: f64,
+    pub ending: Option<Ending>,
+    /// How long the probe watched (the window it asked for).
+    pub window_ms: f64,
+    /// The body could not be read as events (e.g. compressed); reason.
+    pub unreadable: Option<String>,
+}
+
+impl StreamObs {
+    /// The longest time with nothing received, start and end included.
+    pub fn longest_silence_ms(&self) -> f64 {
+        let mut prev = 0.0;
+        let mut best: f64 = 0.0;
+        for &r in &self.reads_ms {
+            best = best.max(r - prev);
+            prev = r;
+        }
+        best.max(self.ended_ms - prev)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct WsObs {
+    pub head: Head,
+    /// `Sec-WebSocket-Accept` matches our key.
+    pub accept_ok: bool,
+    pub stream: Option<StreamObs>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct SseObs {
+    pub head: Head,
+    pub stream: Option<StreamObs>,
+}
+
+impl SseObs {
+    pub fn is_event_stream(&self) -> bool {
+        self.head.status == 200
+            && self
+                .head
+                .header("content-type")
+                .is_some_and(|c| c.to_ascii_lowercase().starts_with("text/event-stream"))
+    }
+}
+
+/// Events recorded per stream at most: a probe needs a few; a flood must not grow memory.
+pub const MAX_EVENTS: usize = 100_000;
+
+/// When to stop watching a stream.
+#[derive(Debug, Clone, Copy)]
+pub struct Watch {
+    pub window: Duration,
+    /// Stop early after this many events (quick mode).
+    pub max_events: Option<usize>,
+}
+
+/// Progress of a long watch: told about elapsed time and what was seen.
+pub trait Progress {
+    fn update(&self, elapsed: Duration, window: Duration, seen: &StreamObs);
+}
+
+pub struct NoProgress;
+impl Progress for NoProgress {
+    fn update(&self, _: Duration, _: Duration, _: &StreamObs) {}
+}
+
+fn wall_ns() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+}
+
+fn ms(since: Instant) -> f64 {
+    since.elapsed().as_secs_f64() * 1000.0
+}
+
+fn ending_of(e: &std::io::Error) -> Ending {
+    match e.kind() {
+        std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::ConnectionAborted => {
+            Ending::Reset
+        }
+        std::io::ErrorKind::UnexpectedEof => Ending::Eof,
+        _ => Ending::Error(e.to_string()),
+    }
+}
+
+/// Accept header a browser's EventSource sends, plus the encodings a browser accepts (so a
+/// proxy that compresses shows it).
+fn sse_headers(last_id: Option<&str>) -> Vec<(&'static str, String)> {
+    let mut h = vec![
+        ("Accept", "text/event-stream".to_string()),
+        ("Accept-Encoding", "gzip, deflate, br".to_string()),
+        ("Cache-Control", "no-cache".to_string()),
+    ];
+    if let Some(id) = last_id {
+        h.push(("Last-Event-ID", id.to_string()));
+    }
+    h
+}
+
+/// GET with `Accept: text/event-stream`; watch the body when it is an event stream.
+pub async fn sse(
+    t: &Target,
+    o: &ClientOpts,
+    last_id: Option<&str>,
+    watch: Watch,
+    progress: &dyn Progress,
+) -> anyhow::Result<SseObs> {
+    let mut conn = client::connect(t, o, &["http/1.1"]).await?;
+    let req = client::request(t, o, &sse_headers(last_id));
+    let start = Instant::now();
+    let (head, rest) = client::exchange(&mut conn, t, o, &req).await?;
+    let mut obs = SseObs { head, stream: None };
+    if obs.is_event_stream() {
+        let s = watch_sse(&mut conn, &obs.head, rest, start, watch, progress).await;
+        obs.stream = Some(s);
+    }
+    Ok(obs)
+}
+
+async fn watch_sse(
+    conn: &mut Conn,
+    head: &Head,
+    rest: Vec<u8>,
+    start: Instant,
+    watch: Watch,
+    progress: &dyn Progress,
+) -> StreamObs {
+    let mut s = StreamObs {
+        head_ms: ms(start),
+        window_ms: watch.window.as_secs_f64() * 1000.0,
+        ..Default::default()
+    };
+    let encoded = head
+        .header("content-encoding")
+        .filter(|e| !e.eq_ignore_ascii_case("identity"));
+    if let Some(e) = encoded {
+        s.unreadable = Some(format!(
+            "the event stream is compressed (Content-Encoding: {e})"
+        ));
+    }
+    let mut chunked = head.chunked().then(Chunked::default);
+    let mut scanner = wire::SseScanner::default();
+    let mut pending = rest;
+    let deadline = tokio::time::Instant::now() + watch.window;
+    let mut tick = tokio::time::interval(Duration::from_millis(250));
+    loop {
+        if !pending.is_empty() {
+            let at = ms(start);
+            let idx = s.reads_ms.len();
+            s.reads_ms.push(at);
+            if s.unreadable.is_none() {
+                if let Err(e) = feed_sse(&mut chunked, &mut scanner, &pending, at, idx, &mut s) {
+                    s.unreadable = Some(e);
+                }
+            }
+            pending.clear();
+            if chunked.as_ref().is_some_and(|c| c.done) {
+                s.ending = Some(Ending::Eof);
+                break;
+            }
+            if s.events.len() >= watch.max_events.unwrap_or(MAX_EVENTS).min(MAX_EVENTS) {
+                break;
+            }
+        }
+        let mut buf = [0u8; 16384];
+        tokio::select! {
+            r = conn.io.read(&mut buf) => match r {
+                Ok(0) => { s.ending = Some(Ending::Eof); break; }
+                Ok(n) => pending.extend_from_slice(&buf[..n]),
+                Err(e) => { s.ending = Some(ending_of(&e)); break; }
+            },
+            _ = tokio::time::sleep_until(deadline) => break,
+            _ = tick.tick() => progress.update(start.elapsed(), watch.window, &s),
+        }
+    }
+    s.ended_ms = ms(start);
+    s.ending.get_or_insert(Ending::Open);
+    s
+}
+
+fn feed_sse(
+    chunked: &mut Option<Chunked>,
+    scanner: &mut wire::SseScanner,
+    raw: &[u8],
+    at: f64,
+    idx: usize,
+    s: &mut StreamObs,
+) -> Result<(), String> {
+    let mut body = Vec::new();
+    let bytes: &[u8] = match chunked {
+        Some(c) => {
+            c.feed(raw, &mut body)?;
+            &body
+        }
+        None => raw,
+    };
+    let mut items = Vec::new();
+    scanner.feed(bytes, &mut items)?;
+    for it in items {
+        match it {
+            SseItem::Comment => s.heartbeats_ms.push(at),
+            SseItem::Event { id, event, data } => s.events.push(EventRec {
+                at_ms: at,
+                read: idx,
+                id,
+                name: event,
+                seq_ts: crate::net::payload::decode_text(&data),
+                wall_ns: wall_ns(),
+            }),
+        }
+    }
+    Ok(())
+}
+
+/// WebSocket handshake (offering permessage-deflate like browsers do), then watch frames,
+/// answering pings. `watch` None: handshake only.
+pub async fn websocket(
+    t: &Target,
+    o: &ClientOpts,
+    origin: &str,
+    watch: Option<Watch>,
+    progress: &dyn Progress,
+) -> anyhow::Result<WsObs> {
+    use tokio_tungstenite::tungstenite::handshake::{client::generate_key, derive_accept_key};
+    let mut conn = client::connect(t, o, &["http/1.1"]).await?;
+    let key = generate_key();
+    let extra = [
+        ("Upgrade", "websocket".to_string()),
+        ("Connection", "Upgrade".to_string()),
+        ("Sec-WebSocket-Version", "13".to_string()),
+        ("Sec-WebSocket-Key", key.clone()),
+        (
+            "Sec-WebSocket-Extensions",
+            "permessage-deflate; client_max_window_bits".to_string(),
+        ),
+        ("Origin", origin.to_string()),
+    ];
+    let req = client::request(t, o, &extra);
+    let start = Instant::now();
+    let (head, rest) = client::exchange(&mut conn, t, o, &req).await?;
+    let accept_ok = head.header("sec-websocket-accept") == Some(&derive_accept_key(key.as_bytes()));
+    let mut obs = WsObs {
+        head,
+        accept_ok,
+        stream: None,
+    };
+    if obs.head.status == 101 {
+        if let Some(w) = watch {
+            obs.stream = Some(watch_ws(&mut conn, rest, start, w, progress).await);
+        }
+        let close = crate::net::wsframe::client_frame(
+            crate::net::wsframe::OP_CLOSE,
+            true,
+            &1000u16.to_be_bytes(),
+            [1, 2, 3, 4],
+        );
+        let _ = tokio::time::timeout(Duration::from_millis(500), conn.io.write_all(&close)).await;
+    }
+    let _ = tokio::time::timeout(Duration::from_millis(500), conn.io.shutdown()).await;
+    Ok(obs)
+}
+
+async fn watch_ws(
+    conn: &mut Conn,
+    rest: Vec<u8>,
+    start: Instant,
+    watch: Watch,
+    progress: &dyn Progress,
+) -> StreamObs {
+    let mut s = StreamObs {
+        head_ms: ms(start),
+        window_ms: watch.window.as_secs_f64() * 1000.0,
+        ..Default::default()
+    };
+    let mut buf = rest;
+    let mut fresh = !buf.is_empty();
+    let deadline = tokio::time::Instant::now() + watch.window;
+    let mut tick = tokio::time::interval(Duration::from_millis(250));
+    loop {
+        if fresh {
+            fresh = false;
+            let mut pongs = Vec::new();
+            if let Some(end) = record_frames(&mut buf, ms(start), &mut s, &mut pongs) {
+                s.ending = Some(end);
+                break;
+            }
+            if !pongs.is_empty() && conn.io.write_all(&pongs).await.is_err() {
+                s.ending = Some(Ending::Reset);
+                break;
+            }
+            if s.events.len() >= watch.max_events.unwrap_or(MAX_EVENTS).min(MAX_EVENTS) {
+                break;
+            }
+        }
+        let mut chunk = [0u8; 16384];
+        tokio::select! {
+            r = conn.io.read(&mut chunk) => match r {
+                Ok(0) => { s.ending = Some(Ending::Eof); break; }
+                Ok(n) => { buf.extend_from_slice(&chunk[..n]); fresh = true; }
+                Err(e) => { s.ending = Some(ending_of(&e)); break; }
+            },
+            _ = tokio::time::sleep_until(deadline) => break,
+            _ = tick.tick() => progress.update(start.elapsed(), watch.window, &s),
+        }
+    }
+    s.ended_ms = ms(start);
+    s.ending.get_or_insert(Ending::Open);
+    s
+}
+
+/// Take every complete frame from `buf` (one read, at `at` ms): pings are heartbeats
+/// (their pongs appended to `pongs`), data frames are events. Some(ending) on a close
+/// frame or a protocol error.
+pub fn record_frames(
+    buf: &mut Vec<u8>,
+    at: f64,
+    s: &mut StreamObs,
+    pongs: &mut Vec<u8>,
+) -> Option<Ending> {
+    use crate::net::{payload, wsframe};
+    let read = s.reads_ms.len();
+    s.reads_ms.push(at);
+    loop {
+        let f = match wire::take_frame(buf) {
+            Ok(None) => return None,
+            Err(e) => return Some(Ending::Error(e)),
+            Ok(Some(f)) => f,
+        };
+        match f.opcode {
+            wsframe::OP_PING => {
+                s.heartbeats_ms.push(at);
+                // A fixed mask is fine for a probe: it only has to be present.
+                pongs.extend(wsframe::client_frame(
+                    wsframe::OP_PONG,
+                    true,
+                    &f.payload,
+                    [7; 4],
+                ));
+            }
+            wsframe::OP_CLOSE => {
+                let code = (f.payload.len() >= 2)
+                    .then(|| u16::from_be_bytes([f.payload[0], f.payload[1]]));
+                return Some(Ending::CloseFrame(code));
+            }
+            wsframe::OP_PONG => {}
+            op => {
+                let seq_ts = if op == wsframe::OP_BINARY {
+                    payload::decode(&f.payload)
+                } else {
+                    std::str::from_utf8(&f.payload)
+                        .ok()
+                        .and_then(payload::decode_text)
+                };
+                s.events.push(EventRec {
+                    at_ms: at,
+                    read,
+                    id: None,
+                    name: None,
+                    seq_ts,
+                    wall_ns: wall_ns(),
+                });
+            }
+        }
+    }
+}
+
+/// ALPN offer h2 + http/1.1 on a fresh TLS connection: what the edge would speak.
+pub async fn alpn(t: &Target, o: &ClientOpts) -> anyhow::Result<Option<String>> {
+    let mut conn = client::connect(t, o, &["h2", "http/1.1"])
+        .await
+        .context("ALPN check")?;
+    let _ = tokio::time::timeout(Duration::from_millis(500), conn.io.shutdown()).await;
+    Ok(conn.alpn)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::net::{payload, wsframe};
+
+    #[test]
+    fn frames_become_heartbeats_events_and_endings() {
+        let mut buf = wsframe::frame(wsframe::OP_PING, b"p");
+        buf.extend(wsframe::frame(
+            wsframe::OP_BINARY,
+            &payload::encode(32, 9, 1),
+        ));
+        buf.extend(wsframe::frame(wsframe::OP_TEXT, b"{\"seq\":10,\"ts\":2}"));
+        let mut s = StreamObs::default();
+        let mut pongs = Vec::new();
+        assert_eq!(record_frames(&mut buf, 5.0, &mut s, &mut pongs), None);
+        assert_eq!(s.heartbeats_ms, vec![5.0]);
+        let seqs: Vec<_> = s.events.iter().map(|e| e.seq_ts).collect();
+        assert_eq!(seqs, vec![Some((9, 1)), Some((10, 2))]);
+        assert_eq!(pongs[0], 0x80 | wsframe::OP_PONG);
+        let mut close = wsframe::close_frame(1001);
+        let end = record_frames(&mut close, 6.0, &mut s, &mut pongs);
+        assert_eq!(end, Some(Ending::CloseFrame(Some(1001))));
+        let mut junk = vec![0x89, 0xFE, 0, 200];
+        assert!(matches!(
+            record_frames(&mut junk, 7.0, &mut s, &mut pongs),
+            Some(Ending::Error(_))
+        ));
+    }
+}

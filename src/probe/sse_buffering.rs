@@ -1,0 +1,307 @@
+//! `sse-buffering`: how events arrive through the path. Each read is timed: with rtcheck's
+//! payload (seq + ts) the added delay is exact on one host, and its spread is exact across
+//! hosts (clock offset cancels); otherwise several events in one read after a silence
+//! mean a buffer released them (evidence proxy-config: 6.6 s of silence behind a buffering
+//! proxy).
+use super::session::StreamObs;
+use super::{finding, fmt_s, proxy, Kind, UrlObs};
+use crate::findings::{Finding, Status};
+
+pub const ID: &str = "sse-buffering";
+/// Added delay (same clock) above which events were held on the path. A second: far
+/// above a proxy's forwarding time, far below the 6.6 s measured behind a buffering proxy,
+/// and above the stalls of a loaded machine.
+pub const DELAY_FAIL_MS: f64 = 1000.0;
+/// Spread of one-way delays (different clocks) above which events were held.
+pub const SPREAD_FAIL_MS: f64 = 1000.0;
+/// A read with several events after this much silence is a released buffer.
+pub const BURST_SILENCE_MS: f64 = 1000.0;
+
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Timing {
+    pub events: usize,
+    pub reads: usize,
+    pub first_event_ms: Option<f64>,
+    /// Max of (receipt − payload ts), ms.
+    pub max_delay_ms: Option<f64>,
+    /// Max − min of (receipt − payload ts), ms.
+    pub spread_ms: Option<f64>,
+    /// Reads that delivered ≥ 2 events after ≥ BURST_SILENCE_MS of silence.
+    pub bursts: usize,
+}
+
+pub fn timing(s: &StreamObs) -> Timing {
+    let delays: Vec<f64> = s
+        .events
+        .iter()
+        .filter_map(|e| e.seq_ts.map(|(_, ts)| (e.wall_ns as f64 - ts as f64) / 1e6))
+        .collect();
+    let max = delays
+        .iter()
+        .cloned()
+        .fold(None, |m: Option<f64>, d| Some(m.map_or(d, |m| m.max(d))));
+    let min = delays
+        .iter()
+        .cloned()
+        .fold(None, |m: Option<f64>, d| Some(m.map_or(d, |m| m.min(d))));
+    let mut bursts = 0;
+    for (i, &at) in s.reads_ms.iter().enumerate() {
+        let n = s.events.iter().filter(|e| e.read == i).count();
+        let before = if i == 0 { at } else { at - s.reads_ms[i - 1] };
+        if n >= 2 && before >= BURST_SILENCE_MS {
+            bursts += 1;
+        }
+    }
+    Timing {
+        events: s.events.len(),
+        reads: s.reads_ms.len(),
+        first_event_ms: s.events.first().map(|e| e.at_ms),
+        max_delay_ms: max,
+        spread_ms: max.zip(min).map(|(a, b)| a - b),
+        bursts,
+    }
+}
+
+/// The verdict and what to print, from the timing alone (pure).
+pub fn judge(t: &Timing, same_clock: bool, direct_first_ms: Option<f64>) -> (Status, String) {
+    let mut parts = vec![format!(
+        "{} event(s) in {} read(s), first after {}",
+        t.events,
+        t.reads,
+        t.first_event_ms.map_or("-".into(), fmt_s)
+    )];
+    let mut status = Status::Pass;
+    if let (true, Some(d)) = (same_clock, t.max_delay_ms) {
+        parts.push(format!(
+            "added delay up to {} (payload ts, same clock)",
+            fmt_s(d)
+        ));
+        if d > DELAY_FAIL_MS {
+            status = Status::Fail;
+        }
+    } else if let Some(sp) = t.spread_ms {
+        parts.push(format!("delay spread {} (payload ts)", fmt_s(sp)));
+        if sp > SPREAD_FAIL_MS {
+            status = Status::Fail;
+        }
+    }
+    // Bursts decide only without the payload's timestamps (which measure the delay itself).
+    if t.bursts > 0 && t.max_delay_ms.is_none() {
+        parts.push(format!(
+            "{} read(s) delivered several events after >= {} of silence",
+            t.bursts,
+            fmt_s(BURST_SILENCE_MS)
+        ));
+        status = Status::Fail;
+    }
+    if let (Some(direct), Some(path)) = (direct_first_ms, t.first_event_ms) {
+        parts.push(format!("direct: first event after {}", fmt_s(direct)));
+        if path - direct > SPREAD_FAIL_MS {
+            status = Status::Fail;
+        }
+    }
+    (status, parts.join("; "))
+}
+
+pub fn check(u: &UrlObs) -> Option<Finding> {
+    let sse = u.sse.as_ref()?;
+    if u.kind == Kind::Poll {
+        return Some(polled(u, sse));
+    }
+    let expected = "each event delivered as it is sent (added delay < 1 s, no bursts)";
+    let (status, observed, reason, numbers) = match &sse.stream {
+        None => (
+            Status::Fail,
+            format!(
+                "HTTP {} {}: not an event stream",
+                sse.head.status,
+                sse.head
+                    .header("content-type")
+                    .unwrap_or("(no content type)")
+            ),
+            None,
+            vec![],
+        ),
+        Some(s) if s.unreadable.is_some() => (
+            Status::Fail,
+            s.unreadable.clone().unwrap_or_default(),
+            None,
+            vec![],
+        ),
+        Some(s) if s.events.is_empty() => (
+            Status::Skip,
+            format!("no event in {}", fmt_s(s.ended_ms)),
+            Some(format!(
+                "no event arrived in {} to time{}",
+                fmt_s(s.ended_ms),
+                held_head(s)
+            )),
+            vec![("head_ms", s.head_ms)],
+        ),
+        Some(s) => {
+            let t = timing(s);
+            let direct = u
+                .direct
+                .as_ref()
+                .and_then(|d| d.stream.as_ref())
+                .and_then(|d| d.events.first())
+                .map(|e| e.at_ms);
+            let (mut st, mut obs) = judge(&t, u.target.is_loopback(), direct);
+            let (hst, notes) = header_notes(&sse.head);
+            st = st.max(hst);
+            obs.push_str(&notes);
+            obs.push_str(&held_head(s));
+            let mut nums = vec![("events", t.events as f64), ("bursts", t.bursts as f64)];
+            if let Some(d) = t.max_delay_ms {
+                nums.push(("max_delay_ms", d));
+            }
+            if let Some(f) = t.first_event_ms {
+                nums.push(("first_event_ms", f));
+            }
+            (st, obs, None, nums)
+        }
+    };
+    let mut f = finding(
+        ID,
+        u,
+        "SSE delivery through the path (buffering)",
+        status,
+        observed,
+        expected,
+        "a buffering proxy completes the SSE handshake, then holds events (6.6 s of silence measured)",
+        &["proxy-config"],
+        proxy::buffering(u.proxy),
+    );
+    f.reason = reason;
+    for (k, v) in numbers {
+        f.numbers.insert(k.into(), (v * 10.0).round() / 10.0);
+    }
+    Some(f)
+}
+
+/// A response head that took over a second: a buffering proxy may hold it with the body.
+fn held_head(s: &StreamObs) -> String {
+    if s.head_ms >= BURST_SILENCE_MS {
+        format!("; the response head itself came after {}", fmt_s(s.head_ms))
+    } else {
+        String::new()
+    }
+}
+
+/// What the headers say about buffering and caching on the way: a stream without
+/// `Cache-Control: no-cache`/`no-store` may be held or replayed by a cache (warn).
+pub fn header_notes(h: &super::wire::Head) -> (Status, String) {
+    let mut notes = String::new();
+    let mut st = Status::Pass;
+    if h.has_token("x-accel-buffering", "no") {
+        notes.push_str("; X-Accel-Buffering: no");
+    }
+    let cc = h.header("cache-control").unwrap_or("").to_ascii_lowercase();
+    if !(cc.contains("no-cache") || cc.contains("no-store")) {
+        st = Status::Warn;
+        notes.push_str(&format!(
+            "; Cache-Control `{}` lets a cache hold the stream (send no-cache)",
+            if cc.is_empty() { "(none)" } else { cc.as_str() }
+        ));
+    }
+    (st, notes)
+}
+
+/// The answer was not an event stream: say what it was (probed as polling).
+fn polled(u: &UrlObs, sse: &super::session::SseObs) -> Finding {
+    let mut f = finding(
+        ID,
+        u,
+        "SSE delivery through the path (buffering)",
+        Status::Skip,
+        format!(
+            "HTTP {} {}",
+            sse.head.status,
+            sse.head
+                .header("content-type")
+                .unwrap_or("(no content type)")
+        ),
+        "an event stream (text/event-stream)",
+        "polling holds no stream: nothing to buffer",
+        &["proxy-config"],
+        Default::default(),
+    );
+    f.reason = Some(format!(
+        "not an event stream (HTTP {}, {}): probed as polling",
+        sse.head.status,
+        sse.head.header("content-type").unwrap_or("no content type")
+    ));
+    f
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::session::EventRec;
+    use super::*;
+
+    fn ev(at: f64, read: usize, delay_ms: f64) -> EventRec {
+        EventRec {
+            at_ms: at,
+            read,
+            id: None,
+            name: None,
+            seq_ts: Some((1, 1_000_000_000_000)),
+            wall_ns: 1_000_000_000_000 + (delay_ms * 1e6) as u64,
+        }
+    }
+
+    #[test]
+    fn headers_decide_cache_and_note_accel() {
+        let head = |pairs: &[(&str, &str)]| super::super::wire::Head {
+            status: 200,
+            reason: String::new(),
+            headers: pairs
+                .iter()
+                .map(|(n, v)| (n.to_string(), v.to_string()))
+                .collect(),
+        };
+        let (st, n) = header_notes(&head(&[
+            ("cache-control", "no-store"),
+            ("x-accel-buffering", "no"),
+        ]));
+        assert_eq!(st, Status::Pass);
+        assert!(n.contains("X-Accel-Buffering"));
+        let (st, n) = header_notes(&head(&[("cache-control", "public, max-age=60")]));
+        assert_eq!(st, Status::Warn, "{n}");
+        assert_eq!(header_notes(&head(&[])).0, Status::Warn);
+    }
+
+    #[test]
+    fn prompt_events_pass_held_events_fail() {
+        let ok = StreamObs {
+            reads_ms: vec![200.0, 400.0],
+            events: vec![ev(200.0, 0, 2.0), ev(400.0, 1, 3.0)],
+            ..Default::default()
+        };
+        assert_eq!(judge(&timing(&ok), true, None).0, Status::Pass);
+        let held = StreamObs {
+            reads_ms: vec![3000.0],
+            events: vec![ev(3000.0, 0, 2800.0), ev(3000.0, 0, 2600.0)],
+            ..Default::default()
+        };
+        let t = timing(&held);
+        assert_eq!(t.bursts, 1);
+        let (st, text) = judge(&t, true, None);
+        assert_eq!(st, Status::Fail);
+        assert!(text.contains("added delay up to 2.8 s"), "{text}");
+        // A foreign payload (no ts): the burst pattern decides.
+        let mut foreign = held.clone();
+        foreign.events.iter_mut().for_each(|e| e.seq_ts = None);
+        assert_eq!(judge(&timing(&foreign), true, None).0, Status::Fail);
+        foreign.reads_ms = vec![300.0];
+        foreign.events.iter_mut().for_each(|e| e.at_ms = 300.0);
+        assert_eq!(judge(&timing(&foreign), true, None).0, Status::Pass);
+        // Different clocks: only the spread counts (offset cancels).
+        let skewed = StreamObs {
+            reads_ms: vec![200.0, 400.0],
+            events: vec![ev(200.0, 0, 5000.0), ev(400.0, 1, 5010.0)],
+            ..Default::default()
+        };
+        assert_eq!(judge(&timing(&skewed), false, None).0, Status::Pass);
+    }
+}

@@ -1,0 +1,45 @@
+//! `upgrade`: the WebSocket handshake through the path answers 101 with a valid
+//! `Sec-WebSocket-Accept` (evidence proxy-config: without the Upgrade headers, 400 at once).
+use super::{finding, proxy, Kind, UrlObs};
+use crate::findings::{Finding, Status};
+
+pub const ID: &str = "upgrade";
+
+pub fn check(u: &UrlObs) -> Option<Finding> {
+    let ws = match (&u.kind, &u.ws) {
+        (Kind::WebSocket, Some(ws)) => ws,
+        _ => return None,
+    };
+    let h = &ws.head;
+    let (status, observed) = match (h.status, ws.accept_ok) {
+        (101, true) => (
+            Status::Pass,
+            "101 Switching Protocols, Sec-WebSocket-Accept valid".to_string(),
+        ),
+        (101, false) => (
+            Status::Fail,
+            "101 but Sec-WebSocket-Accept missing or wrong (a proxy answered for the server?)"
+                .to_string(),
+        ),
+        (s, _) => (
+            Status::Fail,
+            format!(
+                "HTTP {s} {} instead of 101: the upgrade did not reach the server",
+                h.reason
+            ),
+        ),
+    };
+    let mut f = finding(
+        ID,
+        u,
+        "WebSocket upgrade through the path",
+        status,
+        observed,
+        "101 Switching Protocols with a valid Sec-WebSocket-Accept",
+        "a proxy must forward Upgrade and Connection over HTTP/1.1; without them WebSocket dies at once with 400",
+        &["proxy-config"],
+        proxy::upgrade(u.proxy),
+    );
+    f.numbers.insert("status".into(), h.status as f64);
+    Some(f)
+}

@@ -1,0 +1,152 @@
+//! Text rendering of a probe report: the verdict first, then one table per URL (status,
+//! check, what was measured on the path), then the fix for everything not passing.
+use crate::findings::{Finding, Status};
+use crate::report::{FindingsReport, Palette};
+use comfy_table::{presets::NOTHING, ContentArrangement, Table};
+
+/// Probe titles end with ": URL" (the redacted URL); split it off.
+fn split_title(f: &Finding) -> (&str, &str) {
+    f.title.rsplit_once(": ").unwrap_or((f.title.as_str(), ""))
+}
+
+fn width() -> u16 {
+    std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.parse::<u16>().ok())
+        .unwrap_or(80)
+        .clamp(60, 160)
+}
+
+/// `label` then `text` word-wrapped to the width, continuation lines under the text.
+fn wrapped(label: &str, text: &str, width: usize) -> String {
+    let pad = " ".repeat(label.chars().count());
+    let mut out = String::new();
+    let mut line = label.to_string();
+    let mut empty = true;
+    for word in text.split_whitespace() {
+        if !empty && line.chars().count() + 1 + word.chars().count() > width {
+            out.push_str(line.trim_end());
+            out.push('\n');
+            line = pad.clone();
+            empty = true;
+        }
+        if !empty {
+            line.push(' ');
+        }
+        line.push_str(word);
+        empty = false;
+    }
+    out.push_str(line.trim_end());
+    out.push('\n');
+    out
+}
+
+pub fn render(r: &FindingsReport, pal: Palette) -> String {
+    let s = &r.summary;
+    let verdict = if s.fail > 0 {
+        pal.bad("FAIL")
+    } else if s.warn > 0 {
+        pal.warn("WARN")
+    } else {
+        pal.good("PASS")
+    };
+    let mut out = format!(
+        "{} {verdict}: {} fail, {} warn, {} pass, {} skip\n",
+        pal.bold("rtcheck probe"),
+        s.fail,
+        s.warn,
+        s.pass,
+        s.skip
+    );
+    let mut urls: Vec<&str> = Vec::new();
+    for f in &r.findings {
+        let u = split_title(f).1;
+        if !urls.contains(&u) {
+            urls.push(u);
+        }
+    }
+    for u in &urls {
+        out.push('\n');
+        out.push_str(&pal.bold(u));
+        out.push('\n');
+        let mut t = Table::new();
+        t.load_preset(NOTHING)
+            .set_content_arrangement(ContentArrangement::Dynamic)
+            .set_width(width());
+        t.force_no_tty();
+        for f in r.findings.iter().filter(|f| split_title(f).1 == *u) {
+            let observed = match (&f.status, &f.reason) {
+                (Status::Skip, Some(reason)) => reason.clone(),
+                _ => f.observed.clone(),
+            };
+            t.add_row(vec![f.status.as_str().to_string(), f.id.clone(), observed]);
+        }
+        for line in t.to_string().lines() {
+            // Colour the status word after layout, so widths stay right.
+            let line = line.trim_end();
+            let colored = [Status::Fail, Status::Warn, Status::Pass, Status::Skip]
+                .iter()
+                .find_map(|st| {
+                    let w = st.as_str();
+                    line.trim_start()
+                        .strip_prefix(w)
+                        .map(|rest| format!(" {}{rest}", pal.status(*st)))
+                })
+                .unwrap_or_else(|| line.to_string());
+            out.push_str(&colored);
+            out.push('\n');
+        }
+    }
+    for f in r
+        .findings
+        .iter()
+        .filter(|f| matches!(f.status, Status::Fail | Status::Warn))
+    {
+        let (title, url) = split_title(f);
+        out.push('\n');
+        out.push_str(&format!(
+            "{} {} ({url}): {title}\n",
+            pal.status(f.status),
+            pal.bold(&f.id)
+        ));
+        let w = width() as usize;
+        out.push_str(&wrapped("  expected: ", &f.expected, w));
+        out.push_str(&wrapped("  rule:     ", &f.rule, w));
+        for e in &f.evidence {
+            let text = format!("[{}] {} ({})", e.id, e.value, e.source);
+            out.push_str(&wrapped("  evidence: ", &text, w));
+        }
+        if !f.fix.summary.is_empty() {
+            out.push_str(&wrapped("  fix:      ", &f.fix.summary, w));
+        }
+        for c in &f.fix.persistent {
+            // Config lines stay whole: they are copied, not read.
+            out.push_str(&format!("    {c}\n"));
+        }
+    }
+    if let Some(t) = &r.target {
+        if t.contains("NOT VERIFIED") {
+            out.push('\n');
+            out.push_str(&pal.bad("TLS certificates were NOT verified (--insecure)"));
+            out.push('\n');
+        }
+    }
+    out.push_str(&pal.dim(&format!("\nprobed in {:.1} s\n", r.duration_ms / 1000.0)));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::wrapped;
+
+    #[test]
+    fn wraps_under_the_label() {
+        let w = wrapped("  rule:     ", &"word ".repeat(40), 40);
+        assert!(w.lines().all(|l| l.chars().count() <= 40), "{w}");
+        assert!(
+            w.lines().skip(1).all(|l| l.starts_with("            word")),
+            "{w}"
+        );
+        assert_eq!(w.split_whitespace().filter(|x| *x == "word").count(), 40);
+    }
+}

@@ -1,0 +1,141 @@
+//! Real proxies in front of `rtcheck serve` for the probe tests: each started in the
+//! foreground on 127.0.0.1 with a config generated in a temp dir (nginx with
+//! `master_process off`, HAProxy with `-db`, Caddy with `run`), awaited until it answers,
+//! and killed on drop (`common::Service`). A missing binary fails the test naming its
+//! Debian package (`common::require_binary`). Test files declare `mod common;` too.
+#![allow(dead_code)]
+pub use crate::common::{free_port, Server as Serve};
+use crate::common::{require_binary, Service};
+use std::net::SocketAddr;
+use std::process::{Command, Output};
+use std::time::Duration;
+
+/// Which proxy binary, and the Debian package that provides it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Nginx,
+    Haproxy,
+    Caddy,
+}
+
+impl Kind {
+    /// (binary, Debian package)
+    fn binary(self) -> (&'static str, &'static str) {
+        match self {
+            Kind::Nginx => ("nginx", "nginx-light"),
+            Kind::Haproxy => ("haproxy", "haproxy"),
+            Kind::Caddy => ("caddy", "caddy"),
+        }
+    }
+}
+
+pub struct Proxy {
+    pub port: u16,
+    service: Service,
+}
+
+impl Proxy {
+    /// Start `kind` with `config` (where `{DIR}` and `{PORT}` are replaced); wait until
+    /// the port accepts.
+    pub fn start(kind: Kind, config: &str) -> Proxy {
+        let (name, package) = kind.binary();
+        let bin = require_binary(name, package);
+        let dir = tempfile::tempdir().unwrap();
+        let port = free_port();
+        let d = dir.path().to_str().unwrap().to_string();
+        let text = config
+            .replace("{DIR}", &d)
+            .replace("{PORT}", &port.to_string());
+        let (file, args): (&str, Vec<String>) = match kind {
+            Kind::Nginx => (
+                "nginx.conf",
+                vec![
+                    "-p".into(),
+                    d.clone(),
+                    "-c".into(),
+                    format!("{d}/nginx.conf"),
+                    "-e".into(),
+                    format!("{d}/error.log"),
+                ],
+            ),
+            Kind::Haproxy => (
+                "haproxy.cfg",
+                vec!["-db".into(), "-f".into(), format!("{d}/haproxy.cfg")],
+            ),
+            Kind::Caddy => (
+                "Caddyfile",
+                vec![
+                    "run".into(),
+                    "--config".into(),
+                    format!("{d}/Caddyfile"),
+                    "--adapter".into(),
+                    "caddyfile".into(),
+                ],
+            ),
+        };
+        std::fs::write(dir.path().join(file), &text).unwrap();
+        let mut cmd = Command::new(&bin);
+        cmd.args(&args)
+            .env("HOME", &d)
+            .env("XDG_DATA_HOME", &d)
+            .env("XDG_CONFIG_HOME", &d);
+        let mut service = Service::start(cmd, name, dir);
+        service.wait_listening(
+            SocketAddr::from(([127, 0, 0, 1], port)),
+            Duration::from_secs(30),
+        );
+        Proxy { port, service }
+    }
+
+    /// The proxy's config dir (its config file, logs).
+    pub fn dir(&self) -> &std::path::Path {
+        self.service.dir.path()
+    }
+
+    pub fn url(&self, scheme: &str, path: &str) -> String {
+        format!("{scheme}://127.0.0.1:{}{path}", self.port)
+    }
+}
+
+/// Run `rtcheck probe ARGS --format json`; the parsed report and the exit code.
+pub fn probe_json(args: &[&str]) -> (serde_json::Value, i32, String) {
+    // Bounded: a probe that hangs fails the test after common::RUN_LIMIT.
+    let out: Output = crate::common::rtcheck()
+        .arg("probe")
+        .args(args)
+        .args(["--format", "json"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    let v = serde_json::from_str(&stdout)
+        .unwrap_or_else(|e| panic!("probe output is not JSON ({e}):\n{stdout}\nstderr:\n{stderr}"));
+    (v, out.status.code().unwrap_or(-1), stderr)
+}
+
+/// Status of check `id` on the URL whose title contains `url_part`.
+pub fn status(report: &serde_json::Value, id: &str, url_part: &str) -> String {
+    let f = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == id && f["title"].as_str().unwrap().contains(url_part))
+        .unwrap_or_else(|| panic!("no finding {id} for {url_part} in {report:#}"));
+    f["status"].as_str().unwrap().to_string()
+}
+
+/// Every finding's (id, status, observed) for failure messages.
+pub fn summary(report: &serde_json::Value) -> String {
+    report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            format!(
+                "{} {} {}: {}",
+                f["status"], f["id"], f["title"], f["observed"]
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
