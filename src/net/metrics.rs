@@ -1,103 +1,147 @@
 //! Prometheus text exposition of a hub [`Snapshot`] (pure).
-use super::hub::Snapshot;
+use super::hub::{ClientCounts, Snapshot};
 use std::fmt::Write;
+
+/// Label set (with braces, or a suffix such as `_bucket{...}`) and value of one sample.
+type Rows = Vec<(String, String)>;
 
 pub fn render(s: &Snapshot) -> String {
     let mut o = String::with_capacity(4096);
-    let mut metric = |name: &str, kind: &str, help: &str, rows: &[(String, String)]| {
-        let _ = writeln!(o, "# HELP {name} {help}");
-        let _ = writeln!(o, "# TYPE {name} {kind}");
-        for (labels, v) in rows {
-            let _ = writeln!(o, "{name}{labels} {v}");
-        }
-    };
-    let one = |v: String| vec![(String::new(), v)];
-    let by_transport = |ws: u64, sse: u64, raw: u64| {
-        [("ws", ws), ("sse", sse), ("raw", raw)]
-            .iter()
-            .map(|(t, v)| (format!("{{transport=\"{t}\"}}"), v.to_string()))
-            .collect::<Vec<_>>()
-    };
-    let c = &s.clients;
+    connections(&mut o, s);
+    delivery(&mut o, s);
+    losses(&mut o, s);
+    server_state(&mut o, s);
+    hub_round_histogram(&mut o, s);
+    process(&mut o, s);
+    o
+}
+
+/// One metric family: HELP, TYPE, then a line per row.
+fn metric(o: &mut String, name: &str, kind: &str, help: &str, rows: &[(String, String)]) {
+    let _ = writeln!(o, "# HELP {name} {help}");
+    let _ = writeln!(o, "# TYPE {name} {kind}");
+    for (labels, v) in rows {
+        let _ = writeln!(o, "{name}{labels} {v}");
+    }
+}
+
+/// A single unlabelled sample.
+fn one(v: impl ToString) -> Rows {
+    vec![(String::new(), v.to_string())]
+}
+
+/// One sample per push transport (polling is counted by requests, not connections).
+fn by_transport(c: &ClientCounts) -> Rows {
+    [("ws", c.ws), ("sse", c.sse), ("raw", c.raw)]
+        .iter()
+        .map(|(t, v)| (format!("{{transport=\"{t}\"}}"), v.to_string()))
+        .collect()
+}
+
+fn connections(o: &mut String, s: &Snapshot) {
     metric(
+        o,
         "rtcheck_connections",
         "gauge",
         "Open client connections by transport.",
-        &by_transport(c.ws, c.sse, c.raw),
+        &by_transport(&s.clients),
     );
     metric(
+        o,
         "rtcheck_poll_requests_total",
         "counter",
         "GET /poll requests served.",
-        &one(c.poll.to_string()),
+        &one(s.clients.poll),
     );
-    let m = &s.messages_sent;
+}
+
+fn delivery(o: &mut String, s: &Snapshot) {
     metric(
+        o,
         "rtcheck_messages_sent_total",
         "counter",
         "Messages fully written to clients, by transport.",
-        &by_transport(m.ws, m.sse, m.raw),
+        &by_transport(&s.messages_sent),
     );
-    let b = &s.bytes_sent;
     metric(
+        o,
         "rtcheck_bytes_sent_total",
         "counter",
         "Message bytes written to clients, by transport.",
-        &by_transport(b.ws, b.sse, b.raw),
+        &by_transport(&s.bytes_sent),
     );
     metric(
+        o,
         "rtcheck_rounds_sent_total",
         "counter",
         "Rounds published (one message to every client each).",
-        &one(s.rounds_sent.to_string()),
+        &one(s.rounds_sent),
     );
+}
+
+fn losses(o: &mut String, s: &Snapshot) {
     metric(
+        o,
         "rtcheck_drops_total",
         "counter",
         "Messages not queued for a client because its queue was full.",
-        &one(s.drops.to_string()),
+        &one(s.drops),
     );
     metric(
+        o,
         "rtcheck_slow_clients_removed_total",
         "counter",
         "Clients removed by the server (write deadline or pong timeout).",
-        &one(s.removed.to_string()),
+        &one(s.removed),
     );
     metric(
+        o,
         "rtcheck_missed_by_removed_total",
         "counter",
         "Messages removed clients never got (queued at removal plus published after).",
-        &one(s.missed_by_removed.to_string()),
+        &one(s.missed_by_removed),
     );
-    let closed: Vec<_> = s.closed.iter().collect();
+    let closed: Rows = s
+        .closed
+        .iter()
+        .map(|(r, v)| (format!("{{reason=\"{r}\"}}"), v.to_string()))
+        .collect();
     metric(
+        o,
         "rtcheck_connections_closed_total",
         "counter",
         "Closed client connections by reason.",
-        &closed
-            .iter()
-            .map(|(r, v)| (format!("{{reason=\"{r}\"}}"), v.to_string()))
-            .collect::<Vec<_>>(),
+        &closed,
     );
+}
+
+fn server_state(o: &mut String, s: &Snapshot) {
     metric(
+        o,
         "rtcheck_partial_frame_bytes",
         "gauge",
         "Bytes held in unfinished client frames and fragmented messages.",
-        &one(s.partial_frame_bytes.to_string()),
+        &one(s.partial_frame_bytes),
     );
     metric(
+        o,
         "rtcheck_echo_connections_total",
         "counter",
         "WebSocket connections accepted on /echo (off the fan-out path).",
-        &one(s.echo_connections.to_string()),
+        &one(s.echo_connections),
     );
     metric(
+        o,
         "rtcheck_max_queue_depth",
         "gauge",
         "Largest per-client queue length seen.",
-        &one(s.max_queue_depth.to_string()),
+        &one(s.max_queue_depth),
     );
-    let mut rows: Vec<(String, String)> = s
+}
+
+/// Cumulative buckets in seconds (the hub keeps milliseconds), then +Inf, sum and count.
+fn hub_round_rows(s: &Snapshot) -> Rows {
+    let mut rows: Rows = s
         .hub_buckets
         .iter()
         .map(|(le, n)| (format!("_bucket{{le=\"{}\"}}", le / 1e3), n.to_string()))
@@ -105,29 +149,124 @@ pub fn render(s: &Snapshot) -> String {
     rows.push(("_bucket{le=\"+Inf\"}".into(), s.hub_count.to_string()));
     rows.push(("_sum".into(), format!("{}", s.hub_sum_ms / 1e3)));
     rows.push(("_count".into(), s.hub_count.to_string()));
+    rows
+}
+
+fn hub_round_histogram(o: &mut String, s: &Snapshot) {
     metric(
+        o,
         "rtcheck_hub_round_seconds",
         "histogram",
         "Time for the publisher to hand a round to every client.",
-        &rows,
+        &hub_round_rows(s),
     );
+}
+
+fn process(o: &mut String, s: &Snapshot) {
     metric(
+        o,
         "process_resident_memory_bytes",
         "gauge",
         "Resident set size.",
-        &one(s.rss_bytes.to_string()),
+        &one(s.rss_bytes),
     );
     metric(
+        o,
         "process_open_fds",
         "gauge",
         "Open file descriptors.",
-        &one(s.open_fds.to_string()),
+        &one(s.open_fds),
     );
     metric(
+        o,
         "process_cpu_seconds_total",
         "counter",
         "User and system CPU time.",
-        &one(format!("{}", s.cpu_seconds)),
+        &one(s.cpu_seconds),
     );
-    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    fn counts(ws: u64, sse: u64, poll: u64, raw: u64) -> ClientCounts {
+        ClientCounts { ws, sse, poll, raw }
+    }
+
+    fn sample() -> Snapshot {
+        Snapshot {
+            rounds_sent: 7,
+            rounds_total: Some(10),
+            hub_round_ms: vec![],
+            publish_start_ns: 0,
+            drops: 3,
+            removed: 2,
+            missed_by_removed: 11,
+            clients: counts(4, 5, 6, 1),
+            max_queue_depth: 9,
+            rss_bytes: 1 << 20,
+            cpu_seconds: 1.25,
+            nodelay: true,
+            open_fds: 42,
+            finished: false,
+            messages_sent: counts(28, 35, 0, 7),
+            closed: BTreeMap::from([("eof", 2), ("deadline", 1)]),
+            partial_frame_bytes: 12,
+            echo_connections: 1,
+            hub_buckets: vec![(0.5, 1), (1.0, 5), (250.0, 7)],
+            hub_count: 7,
+            hub_sum_ms: 4.5,
+            bytes_sent: counts(2800, 3500, 0, 700),
+        }
+    }
+
+    /// Parse `name{labels} value` back into a map for the sample lines.
+    fn samples(text: &str) -> BTreeMap<String, String> {
+        text.lines()
+            .filter(|l| !l.starts_with('#'))
+            .map(|l| {
+                let (k, v) = l.rsplit_once(' ').expect("sample line has a value");
+                (k.to_string(), v.to_string())
+            })
+            .collect()
+    }
+
+    #[test]
+    fn every_family_has_help_type_and_parsed_values() {
+        let text = render(&sample());
+        let families = text.lines().filter(|l| l.starts_with("# TYPE ")).count();
+        assert_eq!(families, 16);
+        assert_eq!(
+            text.lines().filter(|l| l.starts_with("# HELP ")).count(),
+            16
+        );
+        let m = samples(&text);
+        assert_eq!(m["rtcheck_connections{transport=\"sse\"}"], "5");
+        assert_eq!(m["rtcheck_poll_requests_total"], "6");
+        assert_eq!(m["rtcheck_bytes_sent_total{transport=\"raw\"}"], "700");
+        assert_eq!(m["rtcheck_connections_closed_total{reason=\"eof\"}"], "2");
+        assert_eq!(m["process_cpu_seconds_total"], "1.25");
+        assert_eq!(m["process_resident_memory_bytes"], "1048576");
+    }
+
+    #[test]
+    fn hub_round_rows_are_in_seconds_and_end_with_inf_sum_count() {
+        let rows = hub_round_rows(&sample());
+        let keys: Vec<&str> = rows.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(
+            keys,
+            [
+                "_bucket{le=\"0.0005\"}",
+                "_bucket{le=\"0.001\"}",
+                "_bucket{le=\"0.25\"}",
+                "_bucket{le=\"+Inf\"}",
+                "_sum",
+                "_count"
+            ]
+        );
+        assert_eq!(rows[3].1, "7");
+        assert_eq!(rows[4].1, "0.0045");
+    }
 }

@@ -145,43 +145,107 @@ fn memory(w: &Workload, h: &Host) -> Finding {
     d.build()
 }
 
+/// Cores scenario P1 gave the reference server at the same load (GOMAXPROCS=2).
+const P1_CORES: f64 = 2.0;
+
+/// The reference fan-out scaled to this load (pure): CPUs it needs.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct CpuNeed {
+    /// Messages per second pushed: connections x rate.
+    load: f64,
+    /// Average CPUs the reference server was busy, scaled (fail below).
+    demand: f64,
+    /// CPUs scenario P1 had, scaled (warn at or below).
+    starved: f64,
+    /// CPUs the reference server had, scaled.
+    baseline: f64,
+}
+
+fn cpu_need(connections: u64, rate: f64) -> CpuNeed {
+    let ref_busy = num("cpu-baseline", "cpu_seconds") / num("cpu-baseline", "run");
+    let load = connections as f64 * rate;
+    let scale = load / num("cpu-baseline", "messages_per_s");
+    CpuNeed {
+        load,
+        demand: scale * ref_busy,
+        starved: scale * P1_CORES,
+        baseline: scale * num("cpu-baseline", "cores"),
+    }
+}
+
 fn cpu(w: &Workload, h: &Host) -> Finding {
     if w.transport == Transport::Polling {
         return cpu_polling(w, h);
     }
-    let ref_cores = num("cpu-baseline", "cores");
-    let ref_rate = num("cpu-baseline", "messages_per_s");
-    let ref_busy = num("cpu-baseline", "cpu_seconds") / num("cpu-baseline", "run");
-    let starved_cores = 2.0; // scenario P1: GOMAXPROCS=2 at the same load
-    let load = w.connections as f64 * w.rate;
-    let scale = load / ref_rate;
-    // Average CPU the reference server spent for this load, and the cores P1 had for it.
-    let demand = scale * ref_busy;
-    let starved = scale * starved_cores;
-    let baseline = scale * ref_cores;
+    let need = cpu_need(w.connections, w.rate);
     let expected = format!(
         "usable CPUs > {} (fail below {})",
-        fmt_num(round2(starved)),
-        fmt_num(round2(demand))
+        fmt_num(round2(need.starved)),
+        fmt_num(round2(need.demand))
     );
     let affinity = h.affinity.as_ref().ok();
     let quota = h.cgroup_cpu.as_ref().ok().and_then(|c| c.cpus);
-    let usable = match (affinity, quota) {
-        (Some(a), Some(q)) => (a.count as f64).min(q),
-        (Some(a), None) => a.count as f64,
-        (None, Some(q)) => q,
-        (None, None) => {
-            let e = h.affinity.as_ref().err().cloned().unwrap_or_default();
-            return skipped(&CPU, e, expected);
-        }
+    let Some(usable) = usable_cpus(affinity.map(|a| a.count), quota) else {
+        let e = h.affinity.as_ref().err().cloned().unwrap_or_default();
+        return skipped(&CPU, e, expected);
     };
-    let status = if usable < demand {
+    let status = cpu_status(usable, &need);
+    let want = cpu_want(&need);
+    let (runtime, persistent) = cpu_fix_steps(want);
+    let summary = if status == Status::Pass {
+        "Nothing to do.".to_string()
+    } else {
+        format!("Give the process {want} CPUs (affinity and quota), or spread the connections over more machines. Make the runtime see them (e.g. GOMAXPROCS = usable CPUs).")
+    };
+    let mut d = Draft::new(&CPU)
+        .status(status)
+        .observed(cpu_observed(h, usable))
+        .expected(expected)
+        .rule(cpu_rule(w, &need))
+        .fix(summary, runtime, persistent)
+        .num("usable_cpus", round2(usable))
+        .num("load_msgs_per_s", need.load)
+        .num("demand_cpus", round2(need.demand))
+        .num("starved_cpus", round2(need.starved))
+        .num("baseline_cpus", round2(need.baseline));
+    if let Some(a) = affinity {
+        d = d.num("affinity_cpus", a.count as f64);
+    }
+    if let Some(q) = quota {
+        d = d.num("quota_cpus", round2(q));
+    }
+    d.build()
+}
+
+/// CPUs the process may use: the smaller of affinity and cgroup quota, None when neither is known (pure).
+fn usable_cpus(affinity: Option<u64>, quota: Option<f64>) -> Option<f64> {
+    match (affinity, quota) {
+        (Some(a), Some(q)) => Some((a as f64).min(q)),
+        (Some(a), None) => Some(a as f64),
+        (None, Some(q)) => Some(q),
+        (None, None) => None,
+    }
+}
+
+fn cpu_status(usable: f64, need: &CpuNeed) -> Status {
+    if usable < need.demand {
         Status::Fail
-    } else if usable <= starved {
+    } else if usable <= need.starved {
         Status::Warn
     } else {
         Status::Pass
-    };
+    }
+}
+
+/// CPUs to ask for: more than the starved ratio, at least 2, at most the reference ratio (pure).
+fn cpu_want(need: &CpuNeed) -> u64 {
+    ((need.starved.floor() + 1.0)
+        .max(need.demand.ceil())
+        .max(2.0))
+    .min(need.baseline.ceil().max(2.0)) as u64
+}
+
+fn cpu_observed(h: &Host, usable: f64) -> String {
     let aff_txt = match &h.affinity {
         Ok(a) => format!("affinity {} ({} CPUs)", a.list, a.count),
         Err(e) => format!("affinity unknown ({e})"),
@@ -198,57 +262,49 @@ fn cpu(w: &Workload, h: &Host) -> Finding {
         },
         Err(e) => format!("cgroup quota unknown ({e})"),
     };
-    // Ask for more than the starved ratio, at least 2 CPUs, at most the reference ratio.
-    let want =
-        ((starved.floor() + 1.0).max(demand.ceil()).max(2.0)).min(baseline.ceil().max(2.0)) as u64;
-    let mut d = Draft::new(&CPU)
-        .status(status)
-        .observed(format!("{aff_txt}; {q_txt}: {} usable", fmt_num(round2(usable))))
-        .expected(expected)
-        .rule(format!(
-            "load = {} connections x {} msg/s = {} msg/s. The reference server fanned out {} msg/s (10,000 clients x 5 rounds/s, derived) on {} cores, busy {} of them on average; scaled to this load: {} CPUs busy on average (fail below: queues grow without bound); with {} cores instead of {} at the reference load p50 rose +{}% and p99.9 +{}%, i.e. {} CPUs for this load (warn at or below). The reference tail had {} CPUs for this load.",
-            n(w.connections),
-            fmt_num(w.rate),
-            n(load as u64),
-            n(ref_rate as u64),
-            fmt_num(ref_cores),
-            fmt_num(ref_busy),
-            fmt_num(round2(demand)),
-            fmt_num(starved_cores),
-            fmt_num(ref_cores),
-            fmt_num(num("scenario-p1", "p50_increase")),
-            fmt_num(num("scenario-p1", "p999_increase")),
-            fmt_num(round2(starved)),
-            fmt_num(round2(baseline))
-        ))
-        .fix(
-            if status == Status::Pass {
-                "Nothing to do.".to_string()
-            } else {
-                format!("Give the process {want} CPUs (affinity and quota), or spread the connections over more machines. Make the runtime see them (e.g. GOMAXPROCS = usable CPUs).")
-            },
-            vec![
-                format!("sudo taskset -apc 0-{} PID", want.saturating_sub(1)),
-                format!("sudo systemctl set-property SERVICE CPUQuota={}%", want * 100),
-                format!("docker update --cpus {want} CONTAINER"),
-            ],
-            vec![
-                format!("systemd unit, [Service]: CPUQuota={}% and CPUAffinity=0-{}", want * 100, want.saturating_sub(1)),
-                format!("Kubernetes: resources.limits.cpu: {want}"),
-            ],
-        )
-        .num("usable_cpus", round2(usable))
-        .num("load_msgs_per_s", load)
-        .num("demand_cpus", round2(demand))
-        .num("starved_cpus", round2(starved))
-        .num("baseline_cpus", round2(baseline));
-    if let Some(a) = affinity {
-        d = d.num("affinity_cpus", a.count as f64);
-    }
-    if let Some(q) = quota {
-        d = d.num("quota_cpus", round2(q));
-    }
-    d.build()
+    format!("{aff_txt}; {q_txt}: {} usable", fmt_num(round2(usable)))
+}
+
+fn cpu_rule(w: &Workload, need: &CpuNeed) -> String {
+    let ref_cores = num("cpu-baseline", "cores");
+    format!(
+        "load = {} connections x {} msg/s = {} msg/s. The reference server fanned out {} msg/s (10,000 clients x 5 rounds/s, derived) on {} cores, busy {} of them on average; scaled to this load: {} CPUs busy on average (fail below: queues grow without bound); with {} cores instead of {} at the reference load p50 rose +{}% and p99.9 +{}%, i.e. {} CPUs for this load (warn at or below). The reference tail had {} CPUs for this load.",
+        n(w.connections),
+        fmt_num(w.rate),
+        n(need.load as u64),
+        n(num("cpu-baseline", "messages_per_s") as u64),
+        fmt_num(ref_cores),
+        fmt_num(num("cpu-baseline", "cpu_seconds") / num("cpu-baseline", "run")),
+        fmt_num(round2(need.demand)),
+        fmt_num(P1_CORES),
+        fmt_num(ref_cores),
+        fmt_num(num("scenario-p1", "p50_increase")),
+        fmt_num(num("scenario-p1", "p999_increase")),
+        fmt_num(round2(need.starved)),
+        fmt_num(round2(need.baseline))
+    )
+}
+
+/// Runtime and persistent steps that give the process `want` CPUs.
+fn cpu_fix_steps(want: u64) -> (Vec<String>, Vec<String>) {
+    let last = want.saturating_sub(1);
+    (
+        vec![
+            format!("sudo taskset -apc 0-{last} PID"),
+            format!(
+                "sudo systemctl set-property SERVICE CPUQuota={}%",
+                want * 100
+            ),
+            format!("docker update --cpus {want} CONTAINER"),
+        ],
+        vec![
+            format!(
+                "systemd unit, [Service]: CPUQuota={}% and CPUAffinity=0-{last}",
+                want * 100
+            ),
+            format!("Kubernetes: resources.limits.cpu: {want}"),
+        ],
+    )
 }
 
 /// Polling is one request per client per interval, not a push fan-out: the reference
@@ -290,4 +346,48 @@ fn cpu_polling(w: &Workload, h: &Host) -> Finding {
 
 fn round2(v: f64) -> f64 {
     (v * 100.0).round() / 100.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn need(demand: f64, starved: f64, baseline: f64) -> CpuNeed {
+        CpuNeed {
+            load: 0.0,
+            demand,
+            starved,
+            baseline,
+        }
+    }
+
+    #[test]
+    fn usable_cpus_is_the_smaller_of_affinity_and_quota() {
+        assert_eq!(usable_cpus(Some(8), Some(2.5)), Some(2.5));
+        assert_eq!(usable_cpus(Some(2), Some(4.0)), Some(2.0));
+        assert_eq!(usable_cpus(None, Some(1.5)), Some(1.5));
+        assert_eq!(usable_cpus(None, None), None);
+    }
+
+    #[test]
+    fn cpu_status_and_want_follow_demand_starved_and_baseline() {
+        let n = need(1.2, 3.0, 12.0);
+        assert_eq!(cpu_status(1.0, &n), Status::Fail);
+        assert_eq!(cpu_status(3.0, &n), Status::Warn);
+        assert_eq!(cpu_status(3.5, &n), Status::Pass);
+        assert_eq!(cpu_want(&n), 4);
+        // Never below 2, never above the (rounded-up) reference ratio.
+        assert_eq!(cpu_want(&need(0.1, 0.2, 0.8)), 2);
+        assert_eq!(cpu_want(&need(5.0, 9.5, 6.2)), 7);
+    }
+
+    #[test]
+    fn cpu_need_scales_linearly_with_load() {
+        let a = cpu_need(1000, 1.0);
+        let b = cpu_need(2000, 1.0);
+        assert_eq!(b.load, 2000.0);
+        assert!((b.demand - 2.0 * a.demand).abs() < 1e-9);
+        assert!((b.starved - 2.0 * a.starved).abs() < 1e-9);
+        assert!((b.baseline - 2.0 * a.baseline).abs() < 1e-9);
+    }
 }

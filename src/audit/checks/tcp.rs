@@ -46,14 +46,72 @@ fn tcp_wmem(w: &Workload, h: &Host) -> Finding {
     let avail = h.meminfo.as_ref().ok().map(|m| m.available);
     // What the kernel can actually pin: tcp_mem caps all TCP buffers together.
     let pinned = tcp_mem_max.map_or(worst, |m| worst.min(m));
+    let status = wmem_status(worst, pinned, tcp_mem_max, avail);
+    let events_dead = wmem[2] / w.size.max(1);
+    let budget = wmem_budget(tcp_mem_max, avail, worst);
+    let suggested = suggested_sndbuf(budget, conns, wmem[2]);
+    let (runtime, persistent) = wmem_fix_steps(wmem, suggested);
+    let mut d = Draft::new(&TCP_WMEM)
+        .status(status)
+        .observed(wmem_observed(wmem, conns, worst, h, tcp_mem_max, avail))
+        .expected("worst case <= tcp_mem max and <= 50% of MemAvailable (fail above MemAvailable)")
+        .rule(wmem_rule(w, conns, events_dead))
+        .fix(
+            wmem_fix_summary(status, suggested, conns, budget),
+            runtime,
+            persistent,
+        )
+        .num("wmem_max", wmem[2] as f64)
+        .num("connections", conns as f64)
+        .num("worst_case_bytes", worst as f64)
+        .num("events_per_dead_connection", events_dead as f64);
+    if let Some(m) = tcp_mem_max {
+        d = d.num("tcp_mem_max_bytes", m as f64);
+    }
+    if let Some(a) = avail {
+        d = d
+            .num("mem_available", a as f64)
+            .num("pinned_pct_of_available", pct(pinned as f64, a as f64));
+    }
+    d.build()
+}
+
+/// tcp-wmem verdict (pure): fail when the kernel can pin more than MemAvailable,
+/// warn above half of it or when the worst case exceeds tcp_mem.
+fn wmem_status(worst: u64, pinned: u64, tcp_mem_max: Option<u64>, avail: Option<u64>) -> Status {
     let over_cap = tcp_mem_max.is_some_and(|m| worst > m);
-    let status = match avail {
+    match avail {
         Some(a) if pinned > a => Status::Fail,
         Some(a) if pinned.saturating_mul(2) > a => Status::Warn,
         _ if over_cap => Status::Warn,
         _ => Status::Pass,
-    };
-    let events_dead = wmem[2] / w.size.max(1);
+    }
+}
+
+/// The bytes the send buffers may take: the smaller of tcp_mem and half of MemAvailable (pure).
+fn wmem_budget(tcp_mem_max: Option<u64>, avail: Option<u64>, worst: u64) -> u64 {
+    match (tcp_mem_max, avail) {
+        (Some(m), Some(a)) => m.min(a / 2),
+        (Some(m), None) => m,
+        (None, Some(a)) => a / 2,
+        (None, None) => worst,
+    }
+}
+
+/// A per-socket send buffer that fits `budget` over `conns`, in whole pages,
+/// never below 16 KiB nor above the current max (pure).
+fn suggested_sndbuf(budget: u64, conns: u64, wmem_max: u64) -> u64 {
+    ((budget / conns.max(1)) / 4096 * 4096).clamp(16384, wmem_max.max(16384))
+}
+
+fn wmem_observed(
+    wmem: [u64; 3],
+    conns: u64,
+    worst: u64,
+    h: &Host,
+    tcp_mem_max: Option<u64>,
+    avail: Option<u64>,
+) -> String {
     let mut observed = format!(
         "tcp_wmem {} {} {} (max {}); worst case {} x {} = {}",
         wmem[0],
@@ -76,14 +134,22 @@ fn tcp_wmem(w: &Workload, h: &Host) -> Finding {
         (Err(e), _) => observed.push_str(&format!("; MemAvailable unknown ({e})")),
         _ => {}
     }
-    // Suggest a max that fits the smaller of tcp_mem and half of MemAvailable.
-    let budget = match (tcp_mem_max, avail) {
-        (Some(m), Some(a)) => m.min(a / 2),
-        (Some(m), None) => m,
-        (None, Some(a)) => a / 2,
-        (None, None) => worst,
-    };
-    let suggested = ((budget / conns.max(1)) / 4096 * 4096).clamp(16384, wmem[2].max(16384));
+    observed
+}
+
+fn wmem_rule(w: &Workload, conns: u64, events_dead: u64) -> String {
+    format!(
+        "a client that stops reading lets the kernel queue up to tcp_wmem max on its socket: worst case = max x {} connections. tcp_mem caps all TCP buffers together, and past it every socket on the host is under memory pressure. fail when the kernel can pin more than MemAvailable; warn above 50% of it or when the worst case exceeds tcp_mem. A successful write proves nothing: up to {} messages of {} can be \"written\" into one dead connection (the kernel swallowed {} and {} events into a dead connection).",
+        n(conns),
+        n(events_dead),
+        bytes(w.size),
+        bytes(num("kernel-sndbuf", "bytes_accepted") as u64),
+        fmt_num(num("kernel-sndbuf", "events_written_dead"))
+    )
+}
+
+/// Runtime and persistent steps: SO_SNDBUF first, the host-wide sysctl, then the app.
+fn wmem_fix_steps(wmem: [u64; 3], suggested: u64) -> (Vec<String>, Vec<String>) {
     let (runtime, mut persistent) = sysctl_fix(
         "wmem",
         &[(
@@ -98,47 +164,22 @@ fn tcp_wmem(w: &Workload, h: &Host) -> Finding {
         ),
     );
     persistent.push("in the application: a write deadline, a bounded per-client queue, and acks/sequence numbers for delivery (a successful write is not delivery)".into());
-    let mut d = Draft::new(&TCP_WMEM)
-        .status(status)
-        .observed(observed)
-        .expected("worst case <= tcp_mem max and <= 50% of MemAvailable (fail above MemAvailable)")
-        .rule(format!(
-            "a client that stops reading lets the kernel queue up to tcp_wmem max on its socket: worst case = max x {} connections. tcp_mem caps all TCP buffers together, and past it every socket on the host is under memory pressure. fail when the kernel can pin more than MemAvailable; warn above 50% of it or when the worst case exceeds tcp_mem. A successful write proves nothing: up to {} messages of {} can be \"written\" into one dead connection (the kernel swallowed {} and {} events into a dead connection).",
-            n(conns),
-            n(events_dead),
-            bytes(w.size),
-            bytes(num("kernel-sndbuf", "bytes_accepted") as u64),
-            fmt_num(num("kernel-sndbuf", "events_written_dead"))
-        ))
-        .fix(
-            if status == Status::Pass {
-                "Nothing to do on the host; the application still needs write deadlines and acks.".to_string()
-            } else {
-                format!(
-                    "Prefer SO_SNDBUF on the server's client sockets (e.g. {}): it bounds only them. Lowering tcp_wmem max to {} host-wide (fits {} connections in {}) also caps every other TCP flow on the host near {} at 100 ms RTT.",
-                    bytes(suggested),
-                    bytes(suggested),
-                    n(conns),
-                    bytes(budget),
-                    mbit_at_rtt(suggested, 0.1)
-                )
-            },
-            runtime,
-            persistent,
-        )
-        .num("wmem_max", wmem[2] as f64)
-        .num("connections", conns as f64)
-        .num("worst_case_bytes", worst as f64)
-        .num("events_per_dead_connection", events_dead as f64);
-    if let Some(m) = tcp_mem_max {
-        d = d.num("tcp_mem_max_bytes", m as f64);
+    (runtime, persistent)
+}
+
+fn wmem_fix_summary(status: Status, suggested: u64, conns: u64, budget: u64) -> String {
+    if status == Status::Pass {
+        return "Nothing to do on the host; the application still needs write deadlines and acks."
+            .to_string();
     }
-    if let Some(a) = avail {
-        d = d
-            .num("mem_available", a as f64)
-            .num("pinned_pct_of_available", pct(pinned as f64, a as f64));
-    }
-    d.build()
+    format!(
+        "Prefer SO_SNDBUF on the server's client sockets (e.g. {}): it bounds only them. Lowering tcp_wmem max to {} host-wide (fits {} connections in {}) also caps every other TCP flow on the host near {} at 100 ms RTT.",
+        bytes(suggested),
+        bytes(suggested),
+        n(conns),
+        bytes(budget),
+        mbit_at_rtt(suggested, 0.1)
+    )
 }
 
 /// Who notices a dead peer under this profile, and the verdict that follows (pure).
@@ -284,5 +325,30 @@ fn human_secs(s: u64) -> String {
         format!("{} s ({m} min)", n(s))
     } else {
         format!("{} s ({h} h {m} min)", n(s))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wmem_status_weighs_pinned_bytes_against_memory_and_tcp_mem() {
+        assert_eq!(wmem_status(10, 10, None, Some(9)), Status::Fail);
+        assert_eq!(wmem_status(10, 10, None, Some(19)), Status::Warn);
+        assert_eq!(wmem_status(10, 10, None, Some(20)), Status::Pass);
+        // Capped by tcp_mem: pinned is small, but the worst case exceeds the cap.
+        assert_eq!(wmem_status(100, 5, Some(5), Some(1000)), Status::Warn);
+        assert_eq!(wmem_status(10, 10, None, None), Status::Pass);
+    }
+
+    #[test]
+    fn suggested_sndbuf_fits_the_budget_in_pages_within_bounds() {
+        assert_eq!(wmem_budget(Some(100), Some(60), 7), 30);
+        assert_eq!(wmem_budget(None, None, 7), 7);
+        // 1 GiB over 1,000 connections = 1,073,741 B, rounded down to pages.
+        assert_eq!(suggested_sndbuf(1 << 30, 1000, 4 << 20), 1_073_152);
+        assert_eq!(suggested_sndbuf(0, 1000, 4 << 20), 16384);
+        assert_eq!(suggested_sndbuf(1 << 40, 1, 65536), 65536);
     }
 }
