@@ -55,10 +55,10 @@ pub struct ChooseArgs {
     #[arg(long, value_name = "N", value_parser = parse_count, allow_negative_numbers = true)]
     pub machines: Option<u64>,
     /// Messages per second sent to each client [default: 10].
-    #[arg(long, value_name = "MSGS_PER_S", value_parser = parse_rate, allow_negative_numbers = true)]
+    #[arg(long, value_name = "MSGS_PER_S", value_parser = super::parse_rate, allow_negative_numbers = true)]
     pub rate: Option<f64>,
     /// Bytes per message, units allowed (512, 4KiB, 1MB) [default: 1024].
-    #[arg(long, value_name = "SIZE", value_parser = parse_message_size, allow_negative_numbers = true)]
+    #[arg(long, value_name = "SIZE", value_parser = super::parse_message_size, allow_negative_numbers = true)]
     pub size: Option<u64>,
     /// Longest client disconnect that must not lose data [default: 3s].
     #[arg(long, value_name = "DUR", value_parser = parse_duration)]
@@ -80,15 +80,6 @@ fn parse_positive_duration(s: &str) -> Result<Duration, String> {
     match parse_duration(s)? {
         d if d.is_zero() => Err("must be greater than 0".into()),
         d => Ok(d),
-    }
-}
-
-pub fn parse_rate(s: &str) -> Result<f64, String> {
-    match s.trim().parse::<f64>() {
-        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
-        _ => Err(format!(
-            "`{s}` is not a positive number of messages per second"
-        )),
     }
 }
 
@@ -177,14 +168,6 @@ fn missing_message(missing: &[&str]) -> String {
         "missing answers: {}; give them as flags or in --answers FILE (no terminal to ask on)",
         named.join(", ")
     )
-}
-
-/// `--size`: a size with an optional unit, at least 1 byte (the profile bounds the top).
-pub fn parse_message_size(s: &str) -> Result<u64, String> {
-    match crate::units::parse_size(s)? {
-        0 => Err("must be at least 1 byte".into()),
-        v => Ok(v),
-    }
 }
 
 pub fn run(a: ChooseArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {

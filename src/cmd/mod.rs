@@ -119,3 +119,21 @@ pub fn parse_count(s: &str) -> Result<u64, String> {
         Err(_) => Err(format!("`{s}` is not a whole number")),
     }
 }
+
+/// `--rate`: messages per second, a finite number above 0.
+pub fn parse_rate(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+        _ => Err(format!(
+            "`{s}` is not a positive number of messages per second"
+        )),
+    }
+}
+
+/// `--size`: a size with an optional unit, at least 1 byte (the profile bounds the top).
+pub fn parse_message_size(s: &str) -> Result<u64, String> {
+    match crate::units::parse_size(s)? {
+        0 => Err("must be at least 1 byte".into()),
+        v => Ok(v),
+    }
+}

@@ -173,7 +173,7 @@ fn prompt(mut p: Profile, only_missing: bool, color: ColorChoice) -> anyhow::Res
         def,
         &p,
         "rate",
-        super::choose::parse_rate,
+        super::parse_rate,
         |p, v| p.rate = v,
     )
     .map_err(err)?;
@@ -184,7 +184,7 @@ fn prompt(mut p: Profile, only_missing: bool, color: ColorChoice) -> anyhow::Res
         def,
         &p,
         "size",
-        super::choose::parse_message_size,
+        super::parse_message_size,
         |p, v| p.size = v,
     )
     .map_err(err)?;
