@@ -161,6 +161,7 @@ pub fn render(
     Ok(match format {
         Format::Text => report::text::probe::render(r, p),
         Format::Markdown => report::markdown::probe::render(r),
+        Format::Html => report::html::probe::render(r)?,
         f => super::audit::render(r, f, fail_on, p, false)?,
     })
 }
