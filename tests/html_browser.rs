@@ -2,8 +2,10 @@
 //! small run, loaded in headless Chromium (Debian package `chromium`; a missing browser
 //! fails naming it), screenshotted, and read back from the DOM Chromium built: each plot
 //! with its axes and series, every number on the page equal to the JSON of the same run,
-//! and nothing on the page that could make a request (CSP, no external src/href).
-//! A DevTools-protocol network log is not used: the static checks plus the CSP cover it.
+//! and that the page made no request: Chromium's own network log (`--log-net-log`) of the
+//! page load lists no request the page started, besides the static checks (CSP, no
+//! external src/href). A control page with an image on a loopback port shows the log
+//! check can fail.
 mod common;
 use assert_cmd::Command;
 use common::Server;
@@ -23,8 +25,9 @@ fn chromium() -> PathBuf {
         })
 }
 
-/// One headless Chromium run with a fresh profile, bounded in time.
-fn browse(action: &str, page: &Path) -> Vec<u8> {
+/// One headless Chromium run with a fresh profile, bounded in time; `net_log` writes
+/// Chromium's network log there.
+fn browse(action: &str, page: &Path, net_log: Option<&Path>) -> Vec<u8> {
     let profile = tempfile::tempdir().unwrap();
     let out = Command::new(chromium())
         .args([
@@ -39,6 +42,7 @@ fn browse(action: &str, page: &Path) -> Vec<u8> {
             "--window-size=1200,1600",
         ])
         .arg(format!("--user-data-dir={}", profile.path().display()))
+        .args(net_log.map(|p| format!("--log-net-log={}", p.display())))
         .arg(action)
         .arg(format!("file://{}", page.display()))
         .timeout(Duration::from_secs(90))
@@ -63,9 +67,13 @@ struct Page {
 fn load(html: &Path) -> Page {
     let png = html.with_extension("png");
     let (h, p) = (html.to_path_buf(), png.clone());
-    let shot = std::thread::spawn(move || browse(&format!("--screenshot={}", p.display()), &h));
-    let dom = String::from_utf8(browse("--dump-dom", html)).unwrap();
+    let shot =
+        std::thread::spawn(move || browse(&format!("--screenshot={}", p.display()), &h, None));
+    let log = html.with_extension("netlog.json");
+    let dom = String::from_utf8(browse("--dump-dom", html, Some(&log))).unwrap();
     shot.join().unwrap();
+    let fetched = page_requests(&log);
+    assert!(fetched.is_empty(), "the page made requests: {fetched:?}");
     let img = std::fs::read(&png).unwrap();
     assert_eq!(&img[..8], b"\x89PNG\r\n\x1a\n", "not a PNG");
     assert_eq!(u32::from_be_bytes(img[16..20].try_into().unwrap()), 1200);
@@ -80,6 +88,29 @@ fn load(html: &Path) -> Page {
     .expect("the page carries its JSON");
     let json = serde_json::from_str(data).unwrap();
     Page { dom, json }
+}
+
+/// The URLs of the requests the page started, from Chromium's network log. Chromium's own
+/// background requests (updates, time) have no origin as initiator; a request from a
+/// `file://` page has the opaque origin `null`, from any other page its origin.
+fn page_requests(net_log: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(net_log).unwrap();
+    let log: Value = serde_json::from_str(&text)
+        .unwrap_or_else(|e| panic!("{}: not a complete network log: {e}", net_log.display()));
+    let start = log["constants"]["logEventTypes"]["URL_REQUEST_START_JOB"].clone();
+    assert!(
+        start.is_u64(),
+        "no URL_REQUEST_START_JOB in the log's constants"
+    );
+    log["events"]
+        .as_array()
+        .expect("events in the network log")
+        .iter()
+        .filter(|e| e["type"] == start)
+        .map(|e| &e["params"])
+        .filter(|p| p["url"].is_string() && p["initiator"] != "not an origin")
+        .map(|p| p["url"].as_str().unwrap().to_string())
+        .collect()
 }
 
 fn between<'a>(s: &'a str, a: &str, b: &str) -> Option<&'a str> {
@@ -818,4 +849,27 @@ fn probe_page_groups_checks_per_url_and_renders_any_finding() {
     assert!(section.contains(&format!(
         "data-path=\"findings.{i}.numbers.seventh_wait_ms\">1,234<"
     )));
+}
+
+#[test]
+fn the_network_log_check_catches_a_page_that_fetches() {
+    // An image on a loopback port nobody answers well: the request is made, then fails.
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let html = dir.path().join("fetches.html");
+    let url = format!("http://{}/x.png", l.local_addr().unwrap());
+    std::fs::write(
+        &html,
+        format!("<!DOCTYPE html><html><body><img src=\"{url}\"><p>x</p></body></html>"),
+    )
+    .unwrap();
+    let log = dir.path().join("net.json");
+    std::thread::spawn(move || {
+        // Answer nothing and close: the browser gives up at once.
+        for c in l.incoming() {
+            drop(c);
+        }
+    });
+    browse("--dump-dom", &html, Some(&log));
+    assert_eq!(page_requests(&log), [url]);
 }
