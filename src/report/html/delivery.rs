@@ -142,7 +142,9 @@ fn runs(runs: &[Value]) -> String {
         })
         .collect();
     let cols = columns(&rows);
-    let mut t = String::from("<h2>Runs</h2>\n<table id=\"runs\"><tr>");
+    let mut t = String::from(
+        "<h2>Runs</h2>\n<div class=\"wide\"><table id=\"runs\" class=\"compact\"><tr>",
+    );
     for c in &cols {
         t.push_str(&format!("<th>{}</th>", esc(&c.replace('_', " "))));
     }
@@ -176,7 +178,7 @@ fn runs(runs: &[Value]) -> String {
             ));
         }
     }
-    t.push_str("</table>\n");
+    t.push_str("</table></div>\n");
     t
 }
 

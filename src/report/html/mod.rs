@@ -36,7 +36,8 @@ div.invalid{padding:.5em .8em;border:1px solid #e0b4b4;margin:.5em 0}
 .card.pass{border-left-color:#1a7f37}.card.warn{border-left-color:#b86e00}.card.fail{border-left-color:#c62828}
 figure.plot{display:inline-block;margin:.4em .6em .4em 0;vertical-align:top}figcaption{font-size:.9em;color:#555;max-width:500px}
 .plots{display:flex;flex-wrap:wrap}pre{background:#f6f6f8;padding:.4em .6em;overflow-x:auto;margin:.3em 0}
-.dim{color:#666}ul{margin:.3em 0}";
+.dim{color:#666}ul{margin:.3em 0}
+tr.knee td{background:#fff8ec;font-weight:600}.wide{overflow-x:auto}table.compact{font-size:.88em}table.compact td,table.compact th{padding:.2em .4em}tr.verdict-row td{border-top:0;color:#444;font-size:.92em}";
 
 /// Escape text for HTML content and attribute values.
 pub fn esc(s: &str) -> String {
