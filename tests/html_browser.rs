@@ -570,6 +570,9 @@ fn load_page_plots_throughput_and_p99_against_concurrency_with_the_knee() {
             assert!(plot.has("concurrency"), "{}", plot.id);
             assert_eq!(plot.has("knee"), rep.knee.is_some(), "{}", plot.id);
         }
+        // One marker per valid level, two for the knee line's ends.
+        let knee_ends = if rep.knee.is_some() { 2 } else { 0 };
+        assert_eq!(circles(&page.dom, "throughput"), valid + knee_ends);
         let first = rep.levels.iter().find(|l| l.valid).unwrap();
         assert!(p[0].has(&first.concurrency.to_string()), "a tick at C");
         assert!(p[0].has("throughput") && p[1].has("p99"));
@@ -610,6 +613,18 @@ fn load_page_plots_throughput_and_p99_against_concurrency_with_the_knee() {
     for plot in plots(&page.dom) {
         assert!(!plot.has("knee"));
     }
+    let still_valid = bad.levels.iter().filter(|l| l.valid).count();
+    assert_eq!(
+        circles(&page.dom, "p99"),
+        still_valid,
+        "a marker for the invalid level"
+    );
+}
+
+/// Point markers in one plot.
+fn circles(dom: &str, plot: &str) -> usize {
+    let fig = between(dom, &format!("data-plot=\"{plot}\""), "</figure>").unwrap();
+    fig.matches("<circle").count()
 }
 
 #[test]

@@ -160,18 +160,21 @@ fn row(i: usize, l: &Level, knee: Option<u32>) -> String {
     )
 }
 
-/// Throughput and p99 against concurrency, valid levels only, the knee as a vertical line.
+/// Throughput and p99 against concurrency, valid levels only (an invalid one is a gap),
+/// the knee as a vertical line.
 fn plots(r: &LoadReport) -> String {
     let valid: Vec<&Level> = r.levels.iter().filter(|l| l.valid).collect();
     if valid.is_empty() {
         return "<div class=\"invalid\">no valid level to plot</div>\n".into();
     }
+    // An invalid level is a gap in the line: nothing is drawn through a level not measured.
     let line = |name, color, f: fn(&Level) -> f64| Series {
         name,
         color,
-        points: valid
+        points: r
+            .levels
             .iter()
-            .map(|l| Some((l.concurrency as f64, f(l))))
+            .map(|l| l.valid.then(|| (l.concurrency as f64, f(l))))
             .collect(),
     };
     let knee = |top: f64| {
@@ -193,13 +196,13 @@ fn plots(r: &LoadReport) -> String {
         "<div class=\"plots\">{}{}</div>\n",
         plot::xy_log2(
             "throughput",
-            "successful answers per second at each concurrency (valid levels); the knee in red",
+            "successful answers per second at each concurrency (a gap: an invalid level); the knee in red",
             ("concurrency", "req/s"),
             &tput
         ),
         plot::xy_log2(
             "p99",
-            "p99 latency at each concurrency (valid levels); the knee in red",
+            "p99 latency at each concurrency (a gap: an invalid level); the knee in red",
             ("concurrency", "p99 (ms)"),
             &p99
         )
