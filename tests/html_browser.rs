@@ -787,6 +787,16 @@ fn delivery_page_has_every_run_and_finding_with_the_runs_numbers() {
         f["id"].as_str().unwrap().to_string()
     });
     assert!(page.dom.contains("id=\"verdict\">verify delivery"));
+    let p = plots(&page.dom);
+    assert_eq!(p.len(), 1);
+    assert_eq!(p[0].id, "losses");
+    for t in ["lost silently", "announced in gaps", "duplicated"] {
+        assert!(p[0].has(t), "no {t}");
+    }
+    assert!(
+        p[0].has("1") && p[0].has(&runs.len().to_string()),
+        "run ticks"
+    );
 }
 
 #[test]

@@ -3,6 +3,7 @@
 //! JSON, so a key or a delivery mode added later renders without a change here: the known
 //! columns come first in a fixed order, any other key after them, the verdict in a row
 //! under its run.
+use super::plot::{self, Series};
 use super::{esc, findings::finding, num, page, status};
 use crate::delivery::DeliveryReport;
 use crate::findings::Status;
@@ -55,7 +56,9 @@ pub fn render(r: &DeliveryReport) -> anyhow::Result<String> {
         num("duration_ms", &r.duration_ms.to_string()),
     );
     b.push_str(&options(&v["options"]));
-    b.push_str(&runs(v["runs"].as_array().map_or(&[], |a| a.as_slice())));
+    let all = v["runs"].as_array().map_or(&[][..], |a| a.as_slice());
+    b.push_str(&runs(all));
+    b.push_str(&losses(all));
     b.push_str("<h2>Findings</h2>\n");
     for (i, f) in r.findings.iter().enumerate() {
         b.push_str(&finding(i, f));
@@ -143,7 +146,7 @@ fn runs(runs: &[Value]) -> String {
         .collect();
     let cols = columns(&rows);
     let mut t = String::from(
-        "<h2>Runs</h2>\n<div class=\"wide\"><table id=\"runs\" class=\"compact\"><tr>",
+        "<h2>Runs</h2>\n<div class=\"wide\"><table id=\"runs\" class=\"compact\"><tr><th>#</th>",
     );
     for c in &cols {
         t.push_str(&format!("<th>{}</th>", esc(&c.replace('_', " "))));
@@ -158,10 +161,11 @@ fn runs(runs: &[Value]) -> String {
             .collect::<Vec<_>>()
             .join("/");
         t.push_str(&format!(
-            "<tr class=\"run {}\" data-run=\"{}\" data-status=\"{}\">",
+            "<tr class=\"run {}\" data-run=\"{}\" data-status=\"{}\"><td>{}</td>",
             esc(st),
             esc(&name),
-            esc(st)
+            esc(st),
+            i + 1
         ));
         for c in &cols {
             t.push_str(&cell(&format!("runs.{i}"), c, get(c)));
@@ -171,7 +175,7 @@ fn runs(runs: &[Value]) -> String {
         if let Some(v) = get(LAST) {
             let text = v.as_str().map_or(v.to_string(), str::to_string);
             t.push_str(&format!(
-                "<tr class=\"verdict-row {}\"><td></td><td colspan=\"{}\">{}</td></tr>\n",
+                "<tr class=\"verdict-row {}\"><td></td><td></td><td colspan=\"{}\">{}</td></tr>\n",
                 esc(st),
                 cols.len().saturating_sub(1).max(1),
                 esc(&text)
@@ -180,6 +184,44 @@ fn runs(runs: &[Value]) -> String {
     }
     t.push_str("</table></div>\n");
     t
+}
+
+/// Per run (by its number in the table): messages lost silently, announced by gap
+/// markers, and duplicated, the counts that tell the delivery modes apart.
+fn losses(runs: &[Value]) -> String {
+    const KINDS: [(&str, &str, plot::RGBColor); 3] = [
+        ("lost_silently", "lost silently", plot::RED_),
+        ("gaps", "announced in gaps", plot::BLUE_),
+        ("duplicated", "duplicated", plot::GREY_),
+    ];
+    let series: Vec<Series> = KINDS
+        .iter()
+        .filter(|(k, _, _)| runs.iter().any(|r| r[*k].is_number()))
+        .map(|&(k, name, color)| Series {
+            name,
+            color,
+            points: runs
+                .iter()
+                .enumerate()
+                .map(|(i, r)| r[k].as_f64().map(|v| (i as f64, v)))
+                .collect(),
+        })
+        .collect();
+    if series.is_empty() {
+        return String::new();
+    }
+    let labels: Vec<String> = (1..=runs.len()).map(|i| i.to_string()).collect();
+    let labels: Vec<&str> = labels.iter().map(String::as_str).collect();
+    format!(
+        "<div class=\"plots\">{}</div>\n",
+        plot::bars(
+            "losses",
+            "messages lost silently, announced in gap markers, and duplicated, per run (# as in the table)",
+            ("run", "messages"),
+            &labels,
+            &series
+        )
+    )
 }
 
 /// The options as the JSON has them (durations as written, lists joined).
@@ -240,6 +282,7 @@ mod tests {
         assert_eq!(
             heads,
             [
+                "#",
                 "status",
                 "delivery",
                 "disconnect",

@@ -3,6 +3,7 @@
 use super::esc;
 use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
+pub use plotters::style::RGBColor;
 
 pub const SIZE: (u32, u32) = (500, 290);
 
@@ -346,7 +347,7 @@ pub fn bars(
     let mut frame = linear_frame(b, axes, &x_label);
     frame.x = -0.5..(categories.len() as f64 - 0.5);
     // Room above the tallest bar for the legend (a line per series).
-    frame.y = 0f64..(b.3 * (1.25 + 0.15 * series.len() as f64)).max(0.01);
+    frame.y = 0f64..(b.3 * (1.25 + 0.15 * series.len() as f64)).max(1.0);
     frame.x_ticks = categories.len();
     draw(id, caption, frame, &names(series), Body::Bars(series))
 }
