@@ -28,6 +28,16 @@ const ORDER: &[&str] = &[
     "ring_bytes",
     "session_bytes_per_client",
 ];
+/// Top-level keys with a place of their own on the page.
+const SHOWN: &[&str] = &[
+    "kind",
+    "target",
+    "options",
+    "runs",
+    "findings",
+    "summary",
+    "duration_ms",
+];
 /// Not a column: the sentence, in a row of its own under its run.
 const LAST: &str = "verdict";
 
@@ -55,10 +65,17 @@ pub fn render(r: &DeliveryReport) -> anyhow::Result<String> {
         esc(&r.target),
         num("duration_ms", &r.duration_ms.to_string()),
     );
-    b.push_str(&options(&v["options"]));
+    b.push_str(&fields("options", &v["options"]));
     let all = v["runs"].as_array().map_or(&[][..], |a| a.as_slice());
     b.push_str(&runs(all));
     b.push_str(&losses(all));
+    // Any other part of the report (sizing, ...) as the JSON has it.
+    for (k, x) in v.as_object().into_iter().flatten() {
+        if !SHOWN.contains(&k.as_str()) {
+            b.push_str(&format!("<h2>{}</h2>\n", esc(&k.replace('_', " "))));
+            b.push_str(&fields(k, x));
+        }
+    }
     b.push_str("<h2>Findings</h2>\n");
     for (i, f) in r.findings.iter().enumerate() {
         b.push_str(&finding(i, f));
@@ -224,11 +241,19 @@ fn losses(runs: &[Value]) -> String {
     )
 }
 
-/// The options as the JSON has them (durations as written, lists joined).
-fn options(v: &Value) -> String {
+/// A part of the report as a table of its keys (flattened), numbers tagged with their
+/// path under `path`.
+fn fields(path: &str, v: &Value) -> String {
     let mut rows = Vec::new();
     flatten("", v, &mut rows);
-    let mut t = String::from("<table id=\"options\">");
+    let mut t = format!("<table id=\"{}\">", esc(path));
+    let p = |k: &str| {
+        if k.is_empty() {
+            path.to_string()
+        } else {
+            format!("{path}.{k}")
+        }
+    };
     for (k, x) in &rows {
         let shown = match x {
             Value::Array(a) => esc(&a
@@ -236,9 +261,9 @@ fn options(v: &Value) -> String {
                 .map(|e| e.as_str().map_or(e.to_string(), str::to_string))
                 .collect::<Vec<_>>()
                 .join(", ")),
-            Value::Number(n) if !n.is_f64() => num(&format!("options.{k}"), &n.to_string()),
+            Value::Number(n) if !n.is_f64() => num(&p(k), &n.to_string()),
             Value::Number(n) => num(
-                &format!("options.{k}"),
+                &p(k),
                 &crate::evidence::fmt_num(n.as_f64().unwrap_or(0.0)).replace(',', ""),
             ),
             Value::Null => "-".into(),
@@ -247,7 +272,7 @@ fn options(v: &Value) -> String {
         };
         t.push_str(&format!(
             "<tr><th>{}</th><td>{shown}</td></tr>",
-            esc(&k.replace('_', " "))
+            esc(&if k.is_empty() { path } else { k }.replace('_', " "))
         ));
     }
     t.push_str("</table>\n");
@@ -305,5 +330,17 @@ mod tests {
         );
         assert!(t.contains("class=\"status s-pass\""), "{t}");
         assert_eq!(t.matches("colspan=\"7\">fine</td>").count(), 2, "{t}");
+    }
+
+    #[test]
+    fn another_part_of_the_report_is_a_table_with_its_paths() {
+        let t = fields(
+            "sizing",
+            &serde_json::json!({"ring_bytes": 20480, "per": {"session": 1.5}, "mode": "x"}),
+        );
+        assert!(t.contains("<table id=\"sizing\">"), "{t}");
+        assert!(t.contains("data-path=\"sizing.ring_bytes\">20480<"), "{t}");
+        assert!(t.contains("data-path=\"sizing.per.session\">1.5<"), "{t}");
+        assert!(t.contains("<th>mode</th><td>x</td>"), "{t}");
     }
 }
