@@ -159,9 +159,9 @@ pub fn render(
     p: Palette,
 ) -> anyhow::Result<String> {
     Ok(match format {
-        Format::Html => report::html::probe::render(r)?,
         Format::Text => report::text::probe::render(r, p),
         Format::Markdown => report::markdown::probe::render(r),
+        Format::Html => report::html::probe::render(r)?,
         f => super::audit::render(r, f, fail_on, p, false)?,
     })
 }
