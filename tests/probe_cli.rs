@@ -17,7 +17,8 @@ fn probe_against_serve_directly_passes_every_check() {
     let s = Serve::start(&["--rate", "5", "--size", "256", "--ping", "2s"]);
     let ws = format!("ws://{}/ws", s.addr);
     let sse = format!("http://{}/sse", s.addr);
-    let (r, code, _) = probe_json(&["--idle-for", "5s", "--public", &ws, &sse]);
+    // No --public: serve refuses a foreign Origin on /ws, so the origin check passes as is.
+    let (r, code, _) = probe_json(&["--idle-for", "5s", &ws, &sse]);
     let ctx = summary(&r);
     assert_eq!(code, 0, "{ctx}");
     assert_eq!(r["kind"], "probe");
@@ -51,12 +52,26 @@ fn probe_against_serve_directly_passes_every_check() {
         .unwrap();
     let interval = f["numbers"]["interval_s"].as_f64().unwrap();
     assert!((1.0..=3.5).contains(&interval), "{interval}");
-    // Without --public the foreign Origin the server accepts is a warning.
+    let f = r["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == "origin")
+        .unwrap();
+    assert!(f["observed"].as_str().unwrap().contains("403"), "{f}");
+}
+
+#[test]
+fn a_server_open_to_any_origin_is_a_warning_unless_public() {
+    let s = Serve::start(&["--rate", "5", "--cors", "*"]);
+    let ws = format!("ws://{}/ws", s.addr);
     let (r, code, _) = probe_json(&["--quick", &ws]);
     assert_eq!(status(&r, "origin", "/ws"), "warn", "{}", summary(&r));
     assert_eq!(code, 0, "warn is below the default --fail-on fail");
     let (_, code, _) = probe_json(&["--quick", "--fail-on", "warn", &ws]);
     assert_eq!(code, 1);
+    let (r, _, _) = probe_json(&["--quick", "--public", &ws]);
+    assert_eq!(status(&r, "origin", "/ws"), "pass", "{}", summary(&r));
 }
 
 #[test]
