@@ -1,5 +1,7 @@
 //! The guided run (`rtcheck` with no subcommand) through a real pseudo-terminal: the four
-//! questions, the role, the audit of this host, then both files saved and parsed back.
+//! questions, the role, the audit of this host, both files saved and parsed back, then the
+//! offers: a probe of `rtcheck serve` on loopback and the review, each read back.
+mod common;
 use expectrl::{Eof, Session};
 use rtcheck::profile::{Loss, Profile, Role, Transport};
 use std::process::Command;
@@ -16,10 +18,25 @@ fn answer(s: &mut Session, prompt: &str, keys: &str) {
 }
 
 #[test]
-fn guided_run_chooses_audits_and_saves_both_files() {
+fn guided_run_chooses_audits_saves_then_probes_and_reviews() {
     let dir = tempfile::tempdir().unwrap();
     let profile_path = dir.path().join("p.yaml");
     let report_path = dir.path().join("audit.json");
+    let probe_path = dir.path().join("probe.json");
+    let review_path = dir.path().join("review.yaml");
+    // Every item answered but one, so the review asks exactly that one.
+    let open = "hot-path-alloc";
+    let mut answered = String::from("answers:\n");
+    for id in rtcheck::review::known_ids()
+        .into_iter()
+        .filter(|i| *i != open)
+    {
+        answered.push_str(&format!(
+            "  - id: {id}\n    answer: na\n    reason: not here\n"
+        ));
+    }
+    std::fs::write(&review_path, answered).unwrap();
+    let serve = common::Server::start(&["--rate", "5", "--size", "256"]);
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_rtcheck"));
     cmd.env("NO_COLOR", "1").env("TERM", "xterm");
     let mut s = Session::spawn(cmd).expect("spawn rtcheck in a pty");
@@ -64,6 +81,30 @@ fn guided_run_chooses_audits_and_saves_both_files() {
         "Report file",
         &format!("{}{ENTER}", report_path.display()),
     );
+
+    // Offer 1: probe a URL the user types (here `serve` on loopback), quick, saved as JSON.
+    answer(&mut s, "Probe a deployed endpoint", "y");
+    let url = format!("http://{}/sse?token=s3cret", serve.addr);
+    answer(&mut s, "URL to probe", &format!("{url}{ENTER}"));
+    s.expect(format!("probing http://{}/sse?token=***", serve.addr).as_str())
+        .unwrap();
+    answer(&mut s, "Also hold a connection idle", "n");
+    s.expect("sse-buffering").unwrap();
+    answer(&mut s, "Save the probe report", "y");
+    answer(
+        &mut s,
+        "Probe report file",
+        &format!("{}{ENTER}", probe_path.display()),
+    );
+    // Offer 2: the review asks only the item left open, and saves to the same file.
+    answer(&mut s, "Walk the application checklist", "y");
+    answer(
+        &mut s,
+        "Answers file",
+        &format!("{}{ENTER}", review_path.display()),
+    );
+    s.expect("[1/1] Do not allocate per client").unwrap();
+    answer(&mut s, "Done?", ENTER); // yes
     s.expect(Eof).expect("rtcheck exits");
     let status = s.get_process().wait().expect("exit status");
 
@@ -92,7 +133,30 @@ fn guided_run_chooses_audits_and_saves_both_files() {
     assert_eq!(findings.len(), rtcheck::audit::check_ids().len());
     assert_eq!(report["profile"]["role"], "proxy");
     assert_eq!(report["profile"]["connections"], 3000);
-    // Exit code follows the audit: 1 exactly when something failed on this host.
+    let probe: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&probe_path).unwrap()).unwrap();
+    assert_eq!(probe["kind"], "probe");
+    let pf = probe["findings"].as_array().unwrap();
+    let buffering = pf.iter().find(|f| f["id"] == "sse-buffering").unwrap();
+    assert_eq!(buffering["status"], "pass", "{probe:#}");
+    let idle = pf.iter().find(|f| f["id"] == "idle-timeout").unwrap();
+    assert_eq!(idle["status"], "skip", "declined idle test is --quick");
+    let probe_text = std::fs::read_to_string(&probe_path).unwrap();
+    assert!(!probe_text.contains("s3cret"), "{probe_text}");
+    assert_eq!(probe["summary"]["fail"], 0, "{probe:#}");
+
+    let a = rtcheck::review::answers::load(&review_path, &rtcheck::review::known_ids()).unwrap();
+    assert_eq!(
+        a.get(open).unwrap().answer,
+        rtcheck::review::answers::Answer::Yes
+    );
+    assert_eq!(
+        a.get("seq-numbers").unwrap().answer,
+        rtcheck::review::answers::Answer::Na
+    );
+
+    // Exit code follows the audit (the probe and the review above failed nothing): 1
+    // exactly when something failed on this host.
     let fails = report["summary"]["fail"].as_u64().unwrap();
     let expected = if fails > 0 { 1 } else { 0 };
     assert_eq!(
