@@ -2,6 +2,7 @@
 //! questions, the role, the audit of this host, both files saved and parsed back, then the
 //! offers: a probe of `rtcheck serve` on loopback and the review, each read back.
 mod common;
+use common::pty::answer;
 use expectrl::{Eof, Session};
 use rtcheck::profile::{Loss, Profile, Role, Transport};
 use std::process::Command;
@@ -9,13 +10,6 @@ use std::time::Duration;
 
 const DOWN: &str = "\x1b[B";
 const ENTER: &str = "\r";
-
-fn answer(s: &mut Session, prompt: &str, keys: &str) {
-    s.expect(prompt)
-        .unwrap_or_else(|e| panic!("prompt `{prompt}` not shown: {e}"));
-    wait_for_raw_mode(s);
-    s.send(keys).unwrap();
-}
 
 #[test]
 fn guided_run_chooses_audits_saves_then_probes_and_reviews() {
@@ -46,8 +40,8 @@ fn guided_run_chooses_audits_saves_then_probes_and_reviews() {
     answer(&mut s, "Visible within", &format!("40d{ENTER}"));
     s.expect("visible_within: must be between 1ms and 720h, got 960h")
         .unwrap();
-    std::thread::sleep(Duration::from_millis(150));
-    s.send(format!("{}10m{ENTER}", "\x7f".repeat(3))).unwrap();
+    // Asked again: the prompt is drawn anew, empty.
+    answer(&mut s, "Visible within", &format!("10m{ENTER}"));
     answer(&mut s, "Upstream", ENTER);
     answer(&mut s, "Binary payloads?", ENTER);
     answer(&mut s, "If one message is lost", ENTER); // replaceable
@@ -55,8 +49,7 @@ fn guided_run_chooses_audits_saves_then_probes_and_reviews() {
     answer(&mut s, "Machines", &format!("2000000{ENTER}"));
     s.expect("machines: must be between 1 and 3000 (the connections), got 2000000")
         .unwrap();
-    std::thread::sleep(Duration::from_millis(150));
-    s.send(format!("{}1{ENTER}", "\x7f".repeat(7))).unwrap();
+    answer(&mut s, "Machines", &format!("1{ENTER}"));
     answer(&mut s, "Messages per second per client", ENTER);
     answer(&mut s, "Bytes per message", ENTER);
     answer(&mut s, "Max disconnect", ENTER);
@@ -175,24 +168,4 @@ fn without_a_terminal_it_prints_usage_and_exits_2() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("Usage: rtcheck"), "{err}");
     assert!(out.stdout.is_empty());
-}
-
-/// Keys typed before the prompt switches the terminal to raw mode would be line-buffered:
-/// wait until the pty leaves canonical mode (the master reads the slave's termios on
-/// Linux), bounded; a prompt that reads in line mode gets its keys after the bound.
-fn wait_for_raw_mode(s: &Session) {
-    use std::os::fd::AsRawFd;
-    let pty = s.get_process().get_raw_handle().expect("pty handle");
-    let until = std::time::Instant::now() + Duration::from_secs(5);
-    while std::time::Instant::now() < until {
-        // SAFETY: tcgetattr fills a plain C struct from an open descriptor.
-        let raw = unsafe {
-            let mut t: libc::termios = std::mem::zeroed();
-            libc::tcgetattr(pty.as_raw_fd(), &mut t) == 0 && t.c_lflag & libc::ICANON == 0
-        };
-        if raw {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
 }
