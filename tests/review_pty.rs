@@ -157,7 +157,7 @@ fn an_item_measured_by_evidence_is_not_asked() {
     let probe = dir.path().join("probe.json");
     std::fs::write(
         &probe,
-        r#"{"findings":[{"id":"proxy-buffering","status":"pass","observed":"first byte at once"}]}"#,
+        r#"{"findings":[{"id":"sse-buffering","status":"pass","observed":"first byte at once"}]}"#,
     )
     .unwrap();
     let save = dir.path().join("review.yaml");
