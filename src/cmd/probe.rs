@@ -177,6 +177,7 @@ pub fn render(
     Ok(match format {
         Format::Text => report::text::probe::render(r, p),
         Format::Markdown => report::markdown::probe::render(r),
+        Format::Junit => report::junit::render_named(r, fail_on, &probe::case_name)?,
         f => super::audit::render(r, f, fail_on, p, false)?,
     })
 }
