@@ -76,3 +76,53 @@ fn audit_verify_without_a_profile_runs_no_delivery() {
     let v = audit_json(&["--connections", "200"]);
     assert!(!ids(&v).iter().any(|i| i.starts_with("delivery-")), "{v:#}");
 }
+
+const CHOOSE: [&str; 12] = [
+    "choose",
+    "--visible-within",
+    "200ms",
+    "--upstream",
+    "none",
+    "--loss",
+    "shared",
+    "--rate",
+    "20",
+    "--size",
+    "256",
+    "--max-disconnect=500ms",
+];
+
+#[test]
+fn choose_verify_measures_the_recommended_delivery() {
+    let out = rtcheck()
+        .args(CHOOSE)
+        .args(["--verify", "--format", "json"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["delivery"], "seq-ring");
+    let storm = finding(&v, "delivery-seq-ring-storm-within-ring");
+    assert_eq!(storm["status"], "pass", "{storm:#}");
+    assert_eq!(storm["numbers"]["lost"], 0.0, "{storm:#}");
+    finding(&v, "delivery-no-seq-clean-within-ring");
+    assert!(!ids(&v).iter().any(|i| i.contains("session-ack")));
+    // Text shows the measured runs after the recommendation.
+    let text = rtcheck()
+        .args(CHOOSE)
+        .args(["--verify", "--color", "never"])
+        .output()
+        .unwrap();
+    let t = String::from_utf8_lossy(&text.stdout);
+    assert!(t.contains("Delivery measured on loopback"), "{t}");
+    assert!(t.contains("delivery-seq-ring-clean-beyond-ring"), "{t}");
+    // Without --verify nothing runs and the JSON has no findings key.
+    let plain = rtcheck()
+        .args(CHOOSE)
+        .args(["--format", "json"])
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&plain.stdout).unwrap();
+    assert!(v.get("findings").is_none(), "{v:#}");
+}
