@@ -138,7 +138,20 @@ pub fn for_profile(
     o.validate()
         .map_err(|e| anyhow!("verify delivery for the profile: {e}"))?;
     crate::sys::signal::install_interrupt_handler();
-    Ok(delivery::measure(&o)?.findings)
+    Ok(measure(&o)?.findings)
+}
+
+/// The experiment; after Ctrl-C any outcome is `Interrupted` (exit 130, no partial report).
+fn measure(o: &DeliveryOptions) -> anyhow::Result<DeliveryReport> {
+    use crate::sys::signal::{interrupted, Interrupted};
+    const STOPPED: &str = "verify delivery interrupted; its server and clients were stopped";
+    match delivery::measure(o) {
+        Err(e) if interrupted() => Err(e.context(Interrupted(STOPPED))),
+        r => {
+            crate::sys::signal::check_interrupted(STOPPED)?;
+            r
+        }
+    }
 }
 
 pub fn run(
@@ -151,7 +164,7 @@ pub fn run(
     let o = options(f, connections, timeout)?;
     o.validate()?;
     crate::sys::signal::install_interrupt_handler();
-    let r = delivery::measure(&o)?;
+    let r = measure(&o)?;
     let content = render(&r, out.format, &out.palette(ctx.color))?;
     out.emit(&content)?;
     Ok(if f.fail_on.trips(&r.summary) {
