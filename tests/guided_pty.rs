@@ -159,6 +159,51 @@ fn guided_run_chooses_audits_saves_then_probes_and_reviews() {
 }
 
 #[test]
+fn a_url_that_cannot_be_probed_is_one_line_and_the_review_is_still_offered() {
+    let refused = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = refused.local_addr().unwrap().port();
+    drop(refused);
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_rtcheck"));
+    cmd.env("NO_COLOR", "1").env("TERM", "xterm");
+    let mut s = Session::spawn(cmd).expect("spawn rtcheck in a pty");
+    s.set_expect_timeout(Some(Duration::from_secs(30)));
+    answer(&mut s, "Visible within", &format!("10m{ENTER}"));
+    for p in [
+        "Upstream",
+        "Binary payloads?",
+        "If one message is lost",
+        "Connections",
+        "Machines",
+        "Messages per second per client",
+        "Bytes per message",
+        "Max disconnect",
+        "What does this host do",
+        "Service PID",
+    ] {
+        answer(&mut s, p, ENTER);
+    }
+    answer(&mut s, "Save the profile", "n");
+    answer(&mut s, "Save the audit report", "n");
+    answer(&mut s, "Probe a deployed endpoint", "y");
+    answer(
+        &mut s,
+        "URL to probe",
+        &format!("http://127.0.0.1:{port}/sse{ENTER}"),
+    );
+    answer(&mut s, "Also hold a connection idle", "n");
+    s.expect("rtcheck: probe: ").unwrap();
+    s.expect("refused").unwrap();
+    answer(&mut s, "Walk the application checklist", "n");
+    s.expect(Eof).expect("rtcheck exits");
+    let status = s.get_process().wait().expect("exit status");
+    // Something failed (the probe), so 1; not 2: the run itself completed.
+    assert_eq!(
+        status,
+        expectrl::WaitStatus::Exited(s.get_process().pid(), 1)
+    );
+}
+
+#[test]
 fn without_a_terminal_it_prints_usage_and_exits_2() {
     let out = Command::new(env!("CARGO_BIN_EXE_rtcheck"))
         .stdin(std::process::Stdio::null())

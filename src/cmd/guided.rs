@@ -92,7 +92,12 @@ pub fn run(ctx: Ctx) -> anyhow::Result<ExitCode> {
     }
     let mut failed = FailOn::Fail.trips(&report.summary);
     if confirm("Probe a deployed endpoint (proxy + server) from here (rtcheck probe)?")? {
-        failed |= offers::probe(&profile, ctx)?;
+        // A URL that cannot be probed is one line, not the end of the run: the review
+        // is still offered, and the exit code says something failed.
+        failed |= offers::probe(&profile, ctx).unwrap_or_else(|e| {
+            eprintln!("rtcheck: probe: {e:#}");
+            true
+        });
     }
     if confirm("Walk the application checklist now (rtcheck review)?")? {
         failed |= offers::review(&profile, ctx)?;
