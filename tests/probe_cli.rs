@@ -237,6 +237,47 @@ fn capture_server(reply: &'static [u8]) -> (u16, std::sync::mpsc::Receiver<Strin
 }
 
 #[test]
+fn junit_names_are_unique_over_several_urls_and_carry_no_query() {
+    let s = Serve::start(&["--rate", "5"]);
+    let ws = format!("ws://{}/ws?token=SECRET", s.addr);
+    let sse = format!("http://{}/sse", s.addr);
+    let out = rtcheck()
+        .args([
+            "probe", "--quick", "--public", "--format", "junit", &ws, &sse,
+        ])
+        .output()
+        .unwrap();
+    let xml = String::from_utf8(out.stdout).unwrap();
+    let doc = roxmltree::Document::parse(&xml).unwrap_or_else(|e| panic!("{e}\n{xml}"));
+    let names: Vec<&str> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("testcase"))
+        .map(|n| n.attribute("name").unwrap())
+        .collect();
+    let unique: std::collections::BTreeSet<&str> = names.iter().copied().collect();
+    assert_eq!(unique.len(), names.len(), "{names:?}");
+    // 5 checks apply to a WebSocket URL, 6 to an SSE one; idle-timeout, heartbeat and
+    // compression appear for both.
+    assert_eq!(names.len(), 11, "{names:?}");
+    assert!(
+        names.contains(&format!("upgrade ws://{}/ws", s.addr).as_str()),
+        "{names:?}"
+    );
+    assert!(
+        names.contains(&format!("sse-buffering http://{}/sse", s.addr).as_str()),
+        "{names:?}"
+    );
+    assert!(
+        names.contains(&format!("compression http://{}/sse", s.addr).as_str()),
+        "{names:?}"
+    );
+    assert!(
+        !xml.contains("SECRET") && !names.iter().any(|n| n.contains('?')),
+        "{xml}"
+    );
+}
+
+#[test]
 fn secrets_never_appear_in_any_output() {
     let s = Serve::start(&["--rate", "5"]);
     let secrets = ["SECRET-BEARER-123", "SECRET-COOKIE-456", "SECRET-QUERY-789"];
