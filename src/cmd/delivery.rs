@@ -182,11 +182,7 @@ pub fn render(r: &DeliveryReport, format: Format, p: &Palette) -> anyhow::Result
         Format::Yaml => crate::report::yaml::render(r)?,
         Format::Junit => crate::report::junit::render(&as_findings(r), FailOn::Fail)?,
         Format::Github => crate::report::github::render(&as_findings(r)),
-        // No html page for delivery runs yet: a usage error rather than a page that drops
-        // the per-run counts.
-        Format::Html => anyhow::bail!(
-            "--format html: not supported by `verify delivery` yet (use text, json, yaml, markdown, junit, github)"
-        ),
+        Format::Html => crate::report::html::delivery::render(r)?,
     })
 }
 

@@ -178,6 +178,7 @@ pub fn render(
         Format::Text => report::text::probe::render(r, p),
         Format::Markdown => report::markdown::probe::render(r),
         Format::Junit => report::junit::render_named(r, fail_on, &probe::case_name)?,
+        Format::Html => report::html::probe::render(r)?,
         f => super::audit::render(r, f, fail_on, p, false)?,
     })
 }
