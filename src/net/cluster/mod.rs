@@ -19,20 +19,20 @@ use std::time::Duration;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum PathMode {
-    /// Every round goes publisher -> Redis -> every node, the publishing node included.
+    // Every round goes publisher -> Redis -> every node, the publishing node included.
     OnePath,
-    /// DEMONSTRATION ONLY: also deliver this node's own rounds locally, so its clients get
-    /// each of them twice (the seed's 50 % duplicates).
+    // DEMONSTRATION ONLY: also deliver this node's own rounds locally, so its clients get
+    // each of them twice (the seed's 50 % duplicates).
     Naive,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum PresenceMode {
-    /// An alive key per client with a TTL, refreshed by the node's heartbeat: a dead node's
-    /// clients vanish within TTL + one heartbeat.
+    // An alive key per client with a TTL, refreshed by the node's heartbeat: a dead node's
+    // clients vanish within TTL + one heartbeat.
     Ttl,
-    /// DEMONSTRATION: join/leave events over pub/sub into a set; a dead node leaves ghosts.
+    // DEMONSTRATION: join/leave events over pub/sub into a set; a dead node leaves ghosts.
     Events,
 }
 
