@@ -260,12 +260,19 @@ pub fn gap_round(from: u64, to: u64) -> Round {
     }
 }
 
-/// Rounds after `since` from the Stream for a resume (empty without a cluster or when
-/// Redis does not answer: the node's own ring then decides, gap included).
+/// Rounds after `since` from the Stream for a resume (empty without a cluster, when the
+/// node's own ring reaches back far enough (a reconnect storm after a node dies costs Redis
+/// nothing), or when Redis does not answer: the node's own ring then decides, gap included).
 pub async fn resume_from(hub: &Hub, since: u64) -> Vec<Round> {
     let Some(c) = hub.cluster.get() else {
         return Vec::new();
     };
+    if hub
+        .ring_oldest()
+        .is_some_and(|o| o <= since.saturating_add(1))
+    {
+        return Vec::new();
+    }
     match store::range(c, since.saturating_add(1), u64::MAX).await {
         Ok(v) => v
             .into_iter()
