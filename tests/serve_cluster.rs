@@ -444,3 +444,23 @@ fn a_lost_subscription_catches_up_from_the_stream() {
     );
     assert_eq!(metric(&b, "rtcheck_redis_gap_messages_total"), 0.0);
 }
+
+#[test]
+fn two_publishers_share_one_history() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = redis(dir.path());
+    let flags = ["--rate", "20", "--wait-start"];
+    let (a, b) = (node(&r, "a", &flags), node(&r, "b", &flags));
+    let (mut ca, mut cb) = (Sse::connect(a.addr, None), Sse::connect(b.addr, None));
+    for s in [&a, &b] {
+        s.wait_stats(LIMIT, |v| v["clients"]["sse"] == 1);
+    }
+    a.start_publishing(20);
+    b.start_publishing(20);
+    for c in [&mut ca, &mut cb] {
+        c.until("40 rounds", |ev| ev.len() >= 40);
+    }
+    // One global seq (no collision, no hole) and one order on every node.
+    assert_eq!(ca.seqs(), (1..=40).collect::<Vec<_>>());
+    assert_eq!(ca.events, cb.events);
+}

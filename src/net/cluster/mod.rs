@@ -66,13 +66,13 @@ pub struct ClusterFlags {
     pub node: Option<String>,
     /// The path of a published round: one-path, or naive (DEMONSTRATION ONLY: duplicates
     /// on the publishing node).
-    #[arg(long, value_enum, default_value_t = PathMode::OnePath, help_heading = "Cluster (several nodes over Redis)")]
+    #[arg(long, value_enum, default_value_t = PathMode::OnePath, requires = "redis", help_heading = "Cluster (several nodes over Redis)")]
     pub path: PathMode,
     /// Presence: ttl (alive keys) or events (DEMONSTRATION: join/leave, ghosts).
-    #[arg(long, value_enum, default_value_t = PresenceMode::Ttl, help_heading = "Cluster (several nodes over Redis)")]
+    #[arg(long, value_enum, default_value_t = PresenceMode::Ttl, requires = "redis", help_heading = "Cluster (several nodes over Redis)")]
     pub presence: PresenceMode,
     /// TTL of a client's alive key; the heartbeat refreshes it every TTL/3.
-    #[arg(long, default_value = "3s", value_parser = crate::units::parse_duration, help_heading = "Cluster (several nodes over Redis)")]
+    #[arg(long, default_value = "3s", value_parser = crate::units::parse_duration, requires = "redis", help_heading = "Cluster (several nodes over Redis)")]
     pub presence_ttl: Duration,
     /// Relay only: do not publish rounds from this node.
     #[arg(
@@ -417,6 +417,8 @@ mod tests {
         assert!(cfg(&["--redis", "redis://h/", "--node", "a b"]).is_err());
         assert!(cfg(&["--redis", "redis://h/", "--presence-ttl", "10ms"]).is_err());
         assert!(cfg(&["--node", "a"]).is_err(), "--node without --redis");
+        assert!(cfg(&["--path", "naive"]).is_err(), "--path without --redis");
+        assert!(cfg(&["--presence", "events"]).is_err());
         let c = cfg(&["--redis", "redis://h/", "--path", "naive", "--no-publish"])
             .unwrap()
             .unwrap();
