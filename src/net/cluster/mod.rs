@@ -102,7 +102,10 @@ impl ClusterConfig {
             return Ok(None);
         };
         ::redis::Client::open(url.as_str()).map_err(|_| {
-            format!("--redis {url}: not a Redis URL (redis://HOST:PORT/ or unix:///PATH)")
+            format!(
+                "--redis {}: not a Redis URL (redis://HOST:PORT/ or unix:///PATH)",
+                redact(url)
+            )
         })?;
         let node = f
             .node
@@ -144,7 +147,7 @@ impl ClusterConfig {
         format!(
             "cluster: node {}, redis {}, path {path}, presence {} (ttl {}, heartbeat {}), {}",
             self.node,
-            self.url,
+            redact(&self.url),
             self.presence.name(),
             crate::units::fmt_duration(self.ttl),
             crate::units::fmt_duration(self.heartbeat),
@@ -154,6 +157,27 @@ impl ClusterConfig {
                 "not publishing (--no-publish)"
             }
         )
+    }
+}
+
+/// A Redis URL fit for logs and /healthz: a password (`redis://user:pass@host/`) becomes
+/// `***`.
+pub fn redact(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_string();
+    };
+    let host_end = rest.find('/').unwrap_or(rest.len());
+    match rest[..host_end].rfind('@') {
+        Some(at) => {
+            let user = rest[..at].split(':').next().unwrap_or("");
+            let user = if rest[..at].contains(':') {
+                format!("{user}:***")
+            } else {
+                "***".to_string()
+            };
+            format!("{scheme}://{user}{}", &rest[at..])
+        }
+        None => url.to_string(),
     }
 }
 
@@ -218,8 +242,8 @@ pub async fn start(hub: &Arc<Hub>, cfg: ClusterConfig) -> anyhow::Result<Arc<Clu
         ::redis::aio::ConnectionManager::new_with_config(client.clone(), mc),
     )
     .await
-    .map_err(|_| anyhow::anyhow!("--redis {}: no answer within 3 s", cfg.url))?
-    .map_err(|e| anyhow::anyhow!("--redis {}: cannot connect: {e}", cfg.url))?;
+    .map_err(|_| anyhow::anyhow!("--redis {}: no answer within 3 s", redact(&cfg.url)))?
+    .map_err(|e| anyhow::anyhow!("--redis {}: cannot connect: {e}", redact(&cfg.url)))?;
     let (tx, rx) = tokio::sync::mpsc::channel(OUT_QUEUE);
     let c = Arc::new(Cluster {
         cfg,
@@ -320,7 +344,7 @@ pub fn health(hub: &Hub) -> (u16, String) {
             format!(
                 "redis down (node {}, {}): serving local clients, reconnecting: {}",
                 c.cfg.node,
-                c.cfg.url,
+                redact(&c.cfg.url),
                 lock(&c.last_error)
             ),
         ),
@@ -424,6 +448,17 @@ mod tests {
             .unwrap();
         assert!(c.banner().contains("DEMONSTRATION"));
         assert!(c.banner().contains("not publishing"));
+    }
+
+    #[test]
+    fn passwords_never_reach_logs() {
+        assert_eq!(redact("redis://h:1/"), "redis://h:1/");
+        assert_eq!(redact("redis://:pw@h:1/0"), "redis://:***@h:1/0");
+        assert_eq!(redact("redis://u:pw@h/"), "redis://u:***@h/");
+        assert_eq!(redact("rediss://tok@h/"), "rediss://***@h/");
+        assert_eq!(redact("unix:///run/redis.sock"), "unix:///run/redis.sock");
+        let e = cfg(&["--redis", "nope://u:secret@h"]).unwrap_err();
+        assert!(!e.contains("secret"), "{e}");
     }
 
     #[test]
