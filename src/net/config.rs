@@ -30,6 +30,7 @@ Examples:
   rtcheck serve --listen 127.0.0.1:0 --addr-file /tmp/addr --rounds 100
   curl -N -H 'Last-Event-ID: 10' http://127.0.0.1:8080/sse
   curl -s 'http://127.0.0.1:8080/poll?since=0'; curl -s http://127.0.0.1:8080/metrics
+  rtcheck serve --redis redis://127.0.0.1:6379/ --node a     one node of several (docs/serve.md)
 
 Payload: binary frame, bytes 0-7 seq (u64 LE), 8-15 scheduled send time (u64 LE, ns since
 the Unix epoch), then padding; or JSON text with \"seq\" and \"ts\" (README: payload format).")]
@@ -132,6 +133,9 @@ pub struct ServeFlags {
     /// every message goes through the client's task (like a Go channel per client).
     #[arg(long, hide = true)]
     pub queue_only: bool,
+
+    #[command(flatten)]
+    pub cluster: super::cluster::ClusterFlags,
 }
 
 /// Validated settings.
@@ -168,6 +172,8 @@ pub struct Config {
     /// Decided at start from the bound address (see [`super::access::plan`]).
     #[serde(skip)]
     pub access: super::access::Access,
+    /// `--redis`: this node's cluster settings.
+    pub cluster: Option<super::cluster::ClusterConfig>,
 }
 
 fn nonzero(d: Duration) -> Option<Duration> {
@@ -206,6 +212,10 @@ impl Config {
                 return Err(oob("--sndbuf", s, 1024, 64 << 20, "bytes"));
             }
         }
+        let cluster = super::cluster::ClusterConfig::from_flags(&a.cluster)?;
+        if cluster.is_some() && a.protocol == Protocol::Raw {
+            return Err("--redis works with the HTTP front, not --protocol raw".into());
+        }
         if a.protocol == Protocol::Raw && a.control_listen == a.listen && a.listen.port() != 0 {
             return Err("--control-listen must differ from --listen with --protocol raw".into());
         }
@@ -236,6 +246,7 @@ impl Config {
             cors: a.cors.clone(),
             control_token: a.control_token.clone(),
             access: super::access::Access::Open,
+            cluster,
         })
     }
 }
