@@ -290,7 +290,9 @@ fn a_redis_restart_is_survived_without_silent_loss() {
     }
     r.stop();
     for s in [&a, &b] {
-        let body = wait_http(s, "/healthz", "outage reported", |st, _| st == 503);
+        let body = wait_http(s, "/healthz", "outage reported", |st, b| {
+            st == 200 && b.starts_with("degraded: redis down")
+        });
         assert!(body.contains("redis"), "{body}");
         assert_eq!(metric(s, "rtcheck_redis_up"), 0.0);
         assert_eq!(s.stats()["redis_up"], false);

@@ -336,16 +336,18 @@ pub async fn route(hub: &Arc<Hub>, req: &Request) -> Option<(u16, &'static str, 
     }
 }
 
-/// GET /healthz: `ok` alone; with a cluster, 503 and a body naming Redis while it is down
-/// (the node keeps serving its clients from its own ring).
+/// GET /healthz: `ok` alone; with a cluster, a body naming Redis while it is down. Still 200:
+/// every node loses the same Redis at once, and a 503 would make a load balancer drain them
+/// all and meet a reconnect storm when Redis returns; the node keeps its clients and
+/// catches them up from the Stream.
 pub fn health(hub: &Hub) -> (u16, String) {
     match hub.cluster.get() {
         None => (200, "ok".into()),
         Some(c) if c.redis_up() => (200, format!("ok (node {}, redis up)", c.cfg.node)),
         Some(c) => (
-            503,
+            200,
             format!(
-                "redis down (node {}, {}): serving local clients, reconnecting: {}",
+                "degraded: redis down (node {}, {}): serving local clients, reconnecting: {}",
                 c.cfg.node,
                 redact(&c.cfg.url),
                 lock(&c.last_error)
