@@ -3,6 +3,7 @@
 //! that arrives tens of ms after its head is the server-side Nagle stall).
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
+use hyper::body::Body;
 use hyper::client::conn::http1::{Connection, SendRequest};
 use hyper_util::rt::TokioIo;
 use serde::{Deserialize, Serialize};
@@ -246,10 +247,15 @@ pub async fn exchange(
             .map_err(|_| ErrorKind::Protocol)?;
         let head = Instant::now();
         let status = resp.status().as_u16();
-        // Counted frame by frame, never gathered: the sweep needs the length only.
+        // Counted frame by frame, never gathered: the sweep needs the length only. A body
+        // whose Content-Length is used up is complete (hyper has already gone back to
+        // keep-alive), so it is not polled once more for its end.
         let mut body = resp.into_body();
         let mut len = 0;
-        while let Some(frame) = body.frame().await {
+        while !body.is_end_stream() {
+            let Some(frame) = body.frame().await else {
+                break;
+            };
             let frame = frame.map_err(|_| ErrorKind::Protocol)?;
             len += frame.data_ref().map_or(0, |d| d.len());
         }
