@@ -82,7 +82,9 @@ fn knee_near_capacity_and_littles_law_holds() {
     assert!((4..=8).contains(&kc), "knee at {kc}: {v}");
     // Past the knee: throughput flat, p99 multiplied, the pool saturated.
     let (first, last) = (&levels[0], &levels[4]);
-    assert!(f(last, "p99_ms") >= 2.0 * f(first, "p99_ms"), "{v}");
+    // Against C = 1's median, not its p99: at a 1.5 s step C = 1 has ~70 answers, so its
+    // p99 is one sample, which a scheduling hiccup on a loaded host moves by 20 ms or more.
+    assert!(f(last, "p99_ms") >= 2.0 * f(first, "p50_ms"), "{v}");
     assert!(
         f(last, "throughput_rps") >= 2.0 * f(first, "throughput_rps"),
         "{v}"

@@ -3,6 +3,7 @@
 //! that arrives tens of ms after its head is the server-side Nagle stall).
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
+use hyper::body::Body;
 use hyper::client::conn::http1::{Connection, SendRequest};
 use hyper_util::rt::TokioIo;
 use serde::{Deserialize, Serialize};
@@ -163,6 +164,16 @@ fn connect_error(e: &std::io::Error) -> ErrorKind {
 
 /// Open a connection (TCP_NODELAY on) within `timeout`.
 pub async fn connect(t: &Target, timeout: Duration) -> Result<Conn, ErrorKind> {
+    let timer = tokio::time::sleep(timeout);
+    tokio::pin!(timer);
+    connect_by(t, timer).await
+}
+
+/// Open a connection (TCP_NODELAY on) before `timer` fires.
+pub async fn connect_by(
+    t: &Target,
+    timer: Pin<&mut tokio::time::Sleep>,
+) -> Result<Conn, ErrorKind> {
     let fut = async {
         let s = TcpStream::connect(t.addr)
             .await
@@ -177,27 +188,57 @@ pub async fn connect(t: &Target, timeout: Duration) -> Result<Conn, ErrorKind> {
             closed: false,
         })
     };
-    tokio::time::timeout(timeout, fut)
-        .await
-        .unwrap_or(Err(ErrorKind::Timeout))
-}
-
-fn build(t: &Target) -> hyper::Request<Full<Bytes>> {
-    let mut b = hyper::Request::builder()
-        .method(t.method.clone())
-        .uri(t.path_uri.clone())
-        .header(hyper::header::HOST, t.host_value.clone());
-    for (k, v) in &t.headers {
-        b = b.header(k, v);
+    tokio::select! {
+        biased;
+        r = fut => r,
+        _ = timer => Err(ErrorKind::Timeout),
     }
-    b.body(Full::new(t.body.clone()))
-        .expect("request parts were validated when parsed")
 }
 
-/// One request on `conn` within `timeout` (head and body). After an error the connection
-/// must be dropped: a late answer would be read as the next one's.
-pub async fn request(conn: &mut Conn, t: &Target, timeout: Duration) -> Result<Timing, ErrorKind> {
-    let start = Instant::now();
+/// The request, set field by field (not through `Request::builder`, which moves the
+/// parts through a `Result` at every step).
+fn build(t: &Target) -> hyper::Request<Full<Bytes>> {
+    let mut r = hyper::Request::new(Full::new(t.body.clone()));
+    *r.method_mut() = t.method.clone();
+    *r.uri_mut() = t.path_uri.clone();
+    let h = r.headers_mut();
+    h.reserve(1 + t.headers.len());
+    h.insert(hyper::header::HOST, t.host_value.clone());
+    for (k, v) in &t.headers {
+        h.append(k, v.clone());
+    }
+    r
+}
+
+/// What came back for one request: the caller reads the clock at the end, so a request
+/// costs two clock reads in the sweep (start, which is the previous end, and the head).
+#[derive(Debug, Clone, Copy)]
+pub struct Answer {
+    pub status: u16,
+    /// When the response head arrived.
+    pub head: Instant,
+    pub body_bytes: usize,
+}
+
+/// A 4xx or 5xx status is an error of its kind.
+pub fn check_status(status: u16) -> Result<(), ErrorKind> {
+    match status {
+        500.. => Err(ErrorKind::Status5xx),
+        400.. => Err(ErrorKind::Status4xx),
+        _ => Ok(()),
+    }
+}
+
+/// One request on `conn` (head and body), bounded by `timer`: the caller owns it and moves
+/// it forward per request (one timer per virtual user; pushing a tokio timer later is an
+/// atomic store, while a fresh `timeout` registers and removes a wheel entry per request).
+/// After an error the connection must be dropped: a late answer would be read as the next
+/// one's.
+pub async fn exchange(
+    conn: &mut Conn,
+    t: &Target,
+    timer: Pin<&mut tokio::time::Sleep>,
+) -> Result<Answer, ErrorKind> {
     let fut = conn.drive(async |sender| {
         sender.ready().await.map_err(|_| ErrorKind::Protocol)?;
         let resp = sender
@@ -206,29 +247,45 @@ pub async fn request(conn: &mut Conn, t: &Target, timeout: Duration) -> Result<T
             .map_err(|_| ErrorKind::Protocol)?;
         let head = Instant::now();
         let status = resp.status().as_u16();
-        // Counted frame by frame, never gathered: the sweep needs the length only.
+        // Counted frame by frame, never gathered: the sweep needs the length only. A body
+        // whose Content-Length is used up is complete (hyper has already gone back to
+        // keep-alive), so it is not polled once more for its end.
         let mut body = resp.into_body();
         let mut len = 0;
-        while let Some(frame) = body.frame().await {
+        while !body.is_end_stream() {
+            let Some(frame) = body.frame().await else {
+                break;
+            };
             let frame = frame.map_err(|_| ErrorKind::Protocol)?;
             len += frame.data_ref().map_or(0, |d| d.len());
         }
-        Ok((status, head.elapsed(), len))
+        Ok(Answer {
+            status,
+            head,
+            body_bytes: len,
+        })
     });
-    let (status, body_gap, body_bytes) = tokio::time::timeout(timeout, fut)
-        .await
-        .unwrap_or(Err(ErrorKind::Timeout))?;
-    if status >= 500 {
-        return Err(ErrorKind::Status5xx);
+    tokio::select! {
+        biased;
+        r = fut => r,
+        _ = timer => Err(ErrorKind::Timeout),
     }
-    if status >= 400 {
-        return Err(ErrorKind::Status4xx);
-    }
+}
+
+/// One request on `conn` within `timeout` (head and body). After an error the connection
+/// must be dropped: a late answer would be read as the next one's.
+pub async fn request(conn: &mut Conn, t: &Target, timeout: Duration) -> Result<Timing, ErrorKind> {
+    let start = Instant::now();
+    let timer = tokio::time::sleep(timeout);
+    tokio::pin!(timer);
+    let a = exchange(conn, t, timer).await?;
+    let end = Instant::now();
+    check_status(a.status)?;
     Ok(Timing {
-        total: start.elapsed(),
-        body_gap,
-        body_bytes,
-        status,
+        total: end - start,
+        body_gap: end - a.head,
+        body_bytes: a.body_bytes,
+        status: a.status,
     })
 }
 

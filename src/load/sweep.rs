@@ -1,13 +1,14 @@
 //! Running the sweep (I/O): virtual users on one connection each, the open-loop
 //! scheduler, the metrics sampler, and the load generator's own CPU.
 use super::analysis::Raw;
-use super::client::{self, Conn, ErrorKind, Target};
+use super::client::{self, Answer, Conn, ErrorKind, Target};
 use super::model::Saturation;
 use super::saturation;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::time::Instant;
+use tokio::time::{Instant, Sleep};
 
 #[derive(Debug, Clone)]
 pub struct Plan {
@@ -25,60 +26,64 @@ const RECONNECT_PAUSE: Duration = Duration::from_millis(10);
 /// Metrics scrape interval.
 const SCRAPE_EVERY: Duration = Duration::from_millis(100);
 
-fn record(raw: &mut Raw, from: Instant, r: Result<client::Timing, ErrorKind>) -> bool {
-    let us = from.elapsed().as_micros().max(1) as u64;
+/// Account for one finished attempt: `latency` from its start (or its schedule), `end`
+/// the clock read when it finished (the body's end for an answer).
+fn record(raw: &mut Raw, latency: Duration, end: Instant, r: Result<Answer, ErrorKind>) {
+    let us = latency.as_micros().max(1) as u64;
     let _ = raw.latency_us.record(us.min(raw.latency_us.high()));
     raw.sum_latency_us += us as f64;
-    match r {
-        Ok(t) => {
+    match r.and_then(|a| client::check_status(a.status).map(|()| a)) {
+        Ok(a) => {
             raw.ok += 1;
-            raw.body_bytes += t.body_bytes as u64;
-            let g = t.body_gap.as_micros().max(1) as u64;
+            raw.body_bytes += a.body_bytes as u64;
+            let gap = end.into_std().saturating_duration_since(a.head);
+            let g = gap.as_micros().max(1) as u64;
             let _ = raw.gap_us.record(g.min(raw.gap_us.high()));
-            true
         }
-        Err(e) => {
-            *raw.errors.entry(e.as_str().to_string()).or_default() += 1;
-            false
-        }
+        Err(e) => *raw.errors.entry(e.as_str().to_string()).or_default() += 1,
     }
 }
 
-/// One attempt on `conn` (connecting first when needed); the connection is dropped after
-/// an error (a late answer would be read as the next one's).
+/// One attempt on `conn` (connecting first when needed) before `timer` fires; the
+/// connection is dropped after an error (a late answer would be read as the next one's).
 async fn attempt(
     conn: &mut Option<Conn>,
     t: &Target,
-    timeout: Duration,
-) -> Result<client::Timing, ErrorKind> {
-    let start = std::time::Instant::now();
+    mut timer: Pin<&mut Sleep>,
+) -> Result<Answer, ErrorKind> {
     if conn.is_none() {
-        *conn = Some(client::connect(t, timeout).await?);
+        *conn = Some(client::connect_by(t, timer.as_mut()).await?);
     }
-    let left = timeout.saturating_sub(start.elapsed());
     let c = conn.as_mut().expect("connected above");
-    let r = client::request(c, t, left).await;
+    let r = client::exchange(c, t, timer).await;
     if r.is_err() {
         *conn = None;
     }
     r
 }
 
-/// Closed loop: send, wait for the answer, send again, until `deadline`.
+/// Closed loop: send, wait for the answer, send again, until `deadline`. Two clock reads
+/// per request (the answer's head and its end, which is the next request's start) and one
+/// timer per user, moved forward per request.
 async fn user(p: Arc<Plan>, start: Instant, deadline: Instant) -> (Raw, f64) {
     let mut raw = Raw::new(0);
     let mut conn = client::connect(&p.target, p.timeout).await.ok();
     tokio::time::sleep_until(start).await;
+    let timer = tokio::time::sleep_until(start + p.timeout);
+    tokio::pin!(timer);
+    let mut t0 = Instant::now();
     let mut end = start;
-    while Instant::now() < deadline {
+    while t0 < deadline {
         raw.started += 1;
-        let t0 = Instant::now();
-        let r = attempt(&mut conn, &p.target, p.timeout).await;
-        let refused = matches!(r, Err(ErrorKind::Refused | ErrorKind::Connect));
-        record(&mut raw, t0, r);
+        timer.as_mut().reset(t0 + p.timeout);
+        let r = attempt(&mut conn, &p.target, timer.as_mut()).await;
         end = Instant::now();
+        let refused = matches!(r, Err(ErrorKind::Refused | ErrorKind::Connect));
+        record(&mut raw, end - t0, end, r);
+        t0 = end;
         if refused {
             tokio::time::sleep(RECONNECT_PAUSE).await;
+            t0 = Instant::now();
         }
     }
     (raw, (end - start).as_secs_f64())
@@ -139,17 +144,23 @@ async fn open_worker(
 ) -> Raw {
     let mut raw = Raw::new(0);
     let mut conn = client::connect(&p.target, p.timeout).await.ok();
+    let timer = tokio::time::sleep(p.timeout);
+    tokio::pin!(timer);
     loop {
         let next = rx.lock().await.recv().await;
         let Some(scheduled) = next else { break };
         raw.started += 1;
-        if scheduled.elapsed() >= p.timeout {
+        let due = scheduled + p.timeout;
+        if Instant::now() >= due {
             // Waited out its whole timeout in the client's queue.
-            record(&mut raw, scheduled, Err(ErrorKind::Timeout));
+            let now = Instant::now();
+            record(&mut raw, now - scheduled, now, Err(ErrorKind::Timeout));
             continue;
         }
-        let r = attempt(&mut conn, &p.target, p.timeout - scheduled.elapsed()).await;
-        record(&mut raw, scheduled, r);
+        timer.as_mut().reset(due);
+        let r = attempt(&mut conn, &p.target, timer.as_mut()).await;
+        let end = Instant::now();
+        record(&mut raw, end - scheduled, end, r);
     }
     raw
 }
