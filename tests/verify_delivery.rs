@@ -165,13 +165,11 @@ fn bad_resume_ids_get_a_defined_answer() {
     let r = sse(srv.addr, "18446744073709551615", "\"seq\"");
     assert!(r.starts_with("HTTP/1.1 200"), "{r}");
     assert!(!r.contains("event: gap"), "{r}");
-    // Not a number: a 400 naming the header, and the server keeps serving.
-    let r = sse(srv.addr, "abc", "Last-Event-ID");
-    assert!(r.starts_with("HTTP/1.1 400"), "{r}");
-    assert!(
-        r.contains("Last-Event-ID must be an unsigned integer"),
-        "{r}"
-    );
+    // Not a number: an unknown position, answered like 0: a gap marker from seq 1 to just
+    // before the ring, then the ring; never a 400.
+    let r = sse(srv.addr, "abc", "\"seq\"");
+    assert!(r.starts_with("HTTP/1.1 200"), "{r}");
+    assert!(r.contains("event: gap\ndata: {\"from\":1,\"to\":"), "{r}");
     let (code, _) = common::http_get(srv.addr, "/healthz");
     assert_eq!(code, 200);
 }
@@ -255,10 +253,11 @@ fn websocket_resume_replays_the_ring_or_sends_the_same_gap_marker_as_sse() {
     // From the future: live messages, no gap.
     let (texts, seqs) = ws_resume(srv.addr, "18446744073709551615", 2);
     assert!(texts.is_empty() && seqs.len() == 2, "{texts:?}");
-    // Not a number: a 400 naming the parameter, before any upgrade.
-    let (code, body) = common::http_get(srv.addr, "/ws?since=abc");
-    assert_eq!(code, 400, "{body}");
-    assert!(body.contains("since"), "{body}");
+    // Not a number: an unknown position, the same gap marker from seq 1 as SSE's.
+    let (texts, seqs) = ws_resume(srv.addr, "abc", 3);
+    let gap: Value = serde_json::from_str(&texts[0]).unwrap();
+    assert_eq!(gap["from"], 1, "{texts:?}");
+    assert_eq!(seqs[0], gap["to"].as_u64().unwrap() + 1, "{seqs:?}");
 }
 
 #[test]

@@ -204,6 +204,10 @@ impl Round {
             json: Bytes::from(json),
         }
     }
+    /// Bytes held for this round: every encoding (what a ring entry really costs).
+    pub fn bytes(&self) -> u64 {
+        (self.ws.len() + self.sse.len() + self.raw.len() + self.json.len()) as u64
+    }
     fn for_transport(&self, t: Transport) -> &Bytes {
         match t {
             Transport::Ws => &self.ws,
@@ -283,6 +287,10 @@ pub struct Snapshot {
     pub closed: BTreeMap<&'static str, u64>,
     pub partial_frame_bytes: u64,
     pub echo_connections: u64,
+    /// Messages in the resume ring and their bytes in every encoding it keeps.
+    pub ring_messages: u64,
+    pub ring_bytes: u64,
+    pub sessions: super::session::SessionStats,
     #[serde(skip)]
     pub hub_buckets: Vec<(f64, u64)>,
     #[serde(skip)]
@@ -317,12 +325,16 @@ pub struct Hub {
     shutting_down: AtomicBool,
     shutdown_notify: Notify,
     pub nodelay: AtomicBool,
+    /// Session-ack state (empty in the other delivery modes).
+    pub sessions: super::session::Sessions,
 }
 
 impl Hub {
     pub fn new(cfg: Config) -> Arc<Hub> {
         let rounds = cfg.rounds;
+        let sessions = super::session::Sessions::new(&cfg);
         Arc::new(Hub {
+            sessions,
             cfg,
             conns: Mutex::new(HashMap::new()),
             next_id: AtomicU64::new(1),
@@ -394,12 +406,25 @@ impl Hub {
         transport: Transport,
         last_id: Option<u64>,
     ) -> (Arc<Conn>, Vec<Round>, Option<(u64, u64)>) {
+        let snapshot = self.cfg.delivery == super::session::Delivery::Snapshot;
+        self.register_with(stream, transport, |ring| match last_id {
+            _ if snapshot => super::session::snapshot_replay(ring, last_id),
+            Some(id) => replay_after(ring, id),
+            None => (Vec::new(), None),
+        })
+    }
+
+    /// Register with a replay decided by `first` (given the ring) atomically with the
+    /// publisher: rounds in the replay are not offered again, later ones are.
+    pub fn register_with(
+        &self,
+        stream: TcpStream,
+        transport: Transport,
+        first: impl FnOnce(&VecDeque<Round>) -> (Vec<Round>, Option<(u64, u64)>),
+    ) -> (Arc<Conn>, Vec<Round>, Option<(u64, u64)>) {
         let mut conns = lock(&self.conns);
         let ring = lock(&self.ring);
-        let (replay, gap) = match last_id {
-            Some(id) => replay_after(&ring, id),
-            None => (Vec::new(), None),
-        };
+        let (replay, gap) = first(&ring);
         drop(ring);
         let skip = replay.last().map_or(0, |r| r.seq);
         (
@@ -416,6 +441,7 @@ impl Hub {
             return;
         }
         drop(conns);
+        self.sessions.detach(conn.id);
         self.counters.closed[reason as usize].fetch_add(1, Relaxed);
         let mut q = lock(&conn.queue);
         q.closed = true;
@@ -448,13 +474,18 @@ impl Hub {
         // still being handed out, and `since=latest` must not get it again.
         let latest = ring.back().map_or(0, |r| r.seq);
         let oldest = ring.front().map(|r| r.seq);
-        let gap = oldest.is_some_and(|o| o > since.saturating_add(1));
+        // Snapshot delivery: only the latest state matters, never a gap.
+        let snapshot = self.cfg.delivery == super::session::Delivery::Snapshot;
+        let gap = !snapshot && oldest.is_some_and(|o| o > since.saturating_add(1));
         let mut out = format!(
             "{{\"latest\":{latest},\"gap\":{gap},\"oldest\":{},\"messages\":[",
             oldest.map_or("null".to_string(), |o| o.to_string())
         );
         let mut first = true;
-        for r in ring.iter().filter(|r| r.seq > since) {
+        for r in ring
+            .iter()
+            .filter(|r| r.seq > since && (!snapshot || r.seq == latest))
+        {
             if !first {
                 out.push(',');
             }
@@ -519,6 +550,10 @@ impl Hub {
             let m = r.base + (r.count * rounds_sent) as i64;
             (r.count, m.max(0) as u64)
         };
+        let (ring_messages, ring_bytes) = {
+            let ring = lock(&self.ring);
+            (ring.len() as u64, ring.iter().map(Round::bytes).sum())
+        };
         let times = lock(&self.times);
         let per = |a: &[AtomicU64; 3]| ClientCounts {
             ws: a[0].load(Relaxed),
@@ -548,6 +583,9 @@ impl Hub {
                 .collect(),
             partial_frame_bytes: c.partial_frame_bytes.load(Relaxed),
             echo_connections: c.echo_connections.load(Relaxed),
+            ring_messages,
+            ring_bytes,
+            sessions: self.sessions.stats(),
             hub_buckets: HUB_BUCKETS_MS
                 .iter()
                 .copied()
@@ -616,6 +654,7 @@ impl Hub {
                 }
                 ring.push_back(round.clone());
             }
+            self.sessions.publish(&round);
             let t0 = Instant::now();
             match self.cfg.strategy {
                 Strategy::PerClient => self.clone().offer_all(&round).await,
