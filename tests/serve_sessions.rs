@@ -100,6 +100,11 @@ fn sse(addr: SocketAddr, path: &str, want: &str) -> (TcpStream, String) {
     (s, String::from_utf8_lossy(&got).into_owned())
 }
 
+fn first_id(text: &str) -> u64 {
+    let rest = text.split("id: ").nth(1).unwrap();
+    rest.lines().next().unwrap().parse().unwrap()
+}
+
 fn event_data<'a>(text: &'a str, event: &str) -> Option<&'a str> {
     let at = text.find(&format!("event: {event}\ndata: "))?;
     let rest = &text[at + event.len() + 14..];
@@ -123,7 +128,8 @@ fn sse_session_overflow_is_a_gap_marker_and_unknown_sessions_reset() {
     let id = hello["session"].as_str().unwrap().to_string();
     assert_eq!(hello["reset"], false);
     // Ack over HTTP, then leave for long enough to overflow the 5-message queue.
-    let (code, body) = post(srv.addr, &format!("/ack?session={id}&seq=1"));
+    let first = first_id(&text);
+    let (code, body) = post(srv.addr, &format!("/ack?session={id}&seq={first}"));
     assert_eq!(code, 200, "{body}");
     drop(s);
     let t = srv.wait_stats(Duration::from_secs(30), |s| {
@@ -132,18 +138,9 @@ fn sse_session_overflow_is_a_gap_marker_and_unknown_sessions_reset() {
     assert_eq!(t["sessions"]["messages"], 5, "bounded: {t}");
     let (_, text) = sse(srv.addr, &format!("/sse?session={id}"), "id: ");
     let gap: Value = serde_json::from_str(event_data(&text, "gap").unwrap()).unwrap();
-    assert_eq!(gap["from"], 2, "{text}");
-    assert!(gap["to"].as_u64().unwrap() > 10, "{text}");
-    let first_id: u64 = text
-        .split("id: ")
-        .nth(1)
-        .unwrap()
-        .lines()
-        .next()
-        .unwrap()
-        .parse()
-        .unwrap();
-    assert_eq!(first_id, gap["to"].as_u64().unwrap() + 1, "{text}");
+    assert_eq!(gap["from"], first + 1, "what followed the ack: {text}");
+    assert!(gap["to"].as_u64().unwrap() > first + 10, "{text}");
+    assert_eq!(first_id(&text), gap["to"].as_u64().unwrap() + 1, "{text}");
     // Unknown session: a new one, reset true, counted.
     let (_, text) = sse(srv.addr, "/sse?session=doesnotexist", "\"reset\"");
     let hello: Value = serde_json::from_str(event_data(&text, "session").unwrap()).unwrap();
@@ -191,7 +188,7 @@ fn expired_sessions_give_their_memory_back() {
     let base = rss(&srv);
     let n = 200u64;
     for _ in 0..n {
-        let (code, body) = http_get(srv.addr, "/poll?since=0");
+        let (code, body) = http_get(srv.addr, "/poll?session=&since=0");
         let v: Value = serde_json::from_str(&body).unwrap();
         assert_eq!((code, v["reset"].as_bool()), (200, Some(false)), "{body}");
         assert_eq!(v["session"].as_str().unwrap().len(), 32);
@@ -232,7 +229,12 @@ fn snapshot_clients_get_the_latest_message_first() {
     let (_, body) = http_get(srv.addr, "/poll?since=0");
     let v: Value = serde_json::from_str(&body).unwrap();
     let latest = v["latest"].as_u64().unwrap();
-    assert_eq!(v["gap"], false, "{v}");
+    // The skipped seqs are announced: gap from since + 1 to just before the latest.
+    assert_eq!(
+        (&v["gap"], &v["oldest"]),
+        (&Value::Bool(true), &v["latest"]),
+        "{v}"
+    );
     let items = v["messages"].as_array().unwrap();
     assert_eq!(items.len(), 1, "only the latest state: {v}");
     assert_eq!(items[0]["seq"], latest);

@@ -473,10 +473,13 @@ impl Hub {
         // The highest seq in the ring, not rounds_sent: a round is in the ring while it is
         // still being handed out, and `since=latest` must not get it again.
         let latest = ring.back().map_or(0, |r| r.seq);
-        let oldest = ring.front().map(|r| r.seq);
-        // Snapshot delivery: only the latest state matters, never a gap.
+        // Snapshot delivery: only the latest state is served; the gap flag says so.
         let snapshot = self.cfg.delivery == super::session::Delivery::Snapshot;
-        let gap = !snapshot && oldest.is_some_and(|o| o > since.saturating_add(1));
+        let oldest = match snapshot {
+            true => ring.back().map(|r| r.seq),
+            false => ring.front().map(|r| r.seq),
+        };
+        let gap = oldest.is_some_and(|o| o > since.saturating_add(1));
         let mut out = format!(
             "{{\"latest\":{latest},\"gap\":{gap},\"oldest\":{},\"messages\":[",
             oldest.map_or("null".to_string(), |o| o.to_string())

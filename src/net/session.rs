@@ -513,11 +513,13 @@ pub fn route(hub: &Hub, req: &Request) -> Option<(u16, &'static str, String)> {
             // client racing an expiry must not be broken by it.
             Some((200, JSON, "{\"ok\":true}".into()))
         }
+        // With a `session` parameter (empty: issue one); without, the plain ring poll.
         "/poll" if on && (req.method == "GET" || req.method == "HEAD") => {
+            let presented = req.query_param("session")?;
             hub.counters.polls.fetch_add(1, Relaxed);
             let since = req.query_param("since").map(|v| resume_id(&v));
-            let presented = req.query_param("session");
-            Some((200, JSON, hub.sessions.poll(presented.as_deref(), since)))
+            let presented = Some(presented.as_str()).filter(|p| !p.is_empty());
+            Some((200, JSON, hub.sessions.poll(presented, since)))
         }
         "/session" => {
             let id = req.query_param("id").unwrap_or_default();

@@ -2,6 +2,7 @@
 //! (80 columns), then the evidence.
 use crate::delivery::DeliveryReport;
 use crate::report::Palette;
+use crate::units::fmt_bytes;
 
 pub fn render(r: &DeliveryReport, p: &Palette) -> String {
     let s = &r.summary;
@@ -46,6 +47,23 @@ pub fn render(r: &DeliveryReport, p: &Palette) -> String {
             run.resume_ms.p50,
             run.resume_ms.max
         )));
+        if run.delivery == "session-ack" {
+            out.push_str(&p.dim(&format!(
+                "     session {} per client (choose: {}); x {} clients: {}\n",
+                fmt_bytes(run.session_bytes_per_client),
+                fmt_bytes(r.sizing.session_bytes_per_client),
+                r.sizing.connections,
+                fmt_bytes(run.sessions_worst_case_bytes)
+            )));
+        }
+    }
+    if let Some(ring) = r.runs.iter().map(|r| r.ring_bytes).max().filter(|&b| b > 0) {
+        out.push_str(&format!(
+            "  ring held by the server: {} in every encoding it keeps ({} of payload; choose's\n  sizing for max_disconnect: {})\n",
+            fmt_bytes(ring),
+            fmt_bytes(r.options.ring_bytes()),
+            fmt_bytes(r.sizing.ring_bytes)
+        ));
     }
     for f in r.findings.iter().filter(|f| f.reason.is_some()) {
         out.push_str(&format!(
@@ -56,7 +74,7 @@ pub fn render(r: &DeliveryReport, p: &Palette) -> String {
         ));
     }
     out.push_str(
-        "\nevidence: seq-numbers (615 silent), ring-buffer (0 lost, 100 KB, 3 s), loss-dup-order\n",
+        "\nevidence: seq-numbers (615 silent), ring-buffer (0 lost, 100 KB, 3 s), session-ack (83 KB\nper client per 3 s), session-expiry (830 MB at 10,000), loss-dup-order\n",
     );
     out
 }
