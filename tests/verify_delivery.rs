@@ -387,3 +387,52 @@ fn bad_session_flags_are_one_line_exit_2() {
         assert!(err.contains(needle), "{args:?}: {err}");
     }
 }
+
+#[test]
+fn a_websocket_resume_message_replays_what_the_client_missed_before_joining() {
+    use tokio_tungstenite::tungstenite::{connect, Message};
+    let srv = Server::start(&["--rate", "50", "--size", "128", "--ring", "20"]);
+    srv.wait_stats(Duration::from_secs(30), |s| {
+        s["rounds_sent"].as_u64() > Some(30)
+    });
+    let latest = |srv: &Server| {
+        let (_, body) = common::http_get(srv.addr, "/poll?since=0");
+        serde_json::from_str::<Value>(&body).unwrap()["latest"]
+            .as_u64()
+            .unwrap()
+    };
+    // Within the ring: every seq after `since` exactly once (live ones may come first).
+    let since = latest(&srv) - 5;
+    let (mut ws, _) = connect(format!("ws://{}/ws", srv.addr)).unwrap();
+    ws.send(Message::text(format!("{{\"since\":{since}}}")))
+        .unwrap();
+    let mut seqs = Vec::new();
+    let mut texts = Vec::new();
+    while seqs.len() < 15 {
+        match ws.read().unwrap() {
+            Message::Binary(b) => seqs.push(rtcheck::net::payload::decode(&b).unwrap().0),
+            Message::Text(t) => texts.push(t.to_string()),
+            _ => {}
+        }
+    }
+    assert!(texts.is_empty(), "{texts:?}");
+    let mut sorted = seqs.clone();
+    sorted.sort_unstable();
+    sorted.dedup();
+    assert_eq!(sorted.len(), seqs.len(), "no duplicates: {seqs:?}");
+    assert_eq!(sorted[0], since + 1, "{seqs:?}");
+    assert!(
+        sorted.windows(2).all(|w| w[1] == w[0] + 1),
+        "no hole: {seqs:?}"
+    );
+    // Far in the past, as a string id: the same gap marker as SSE, then the ring.
+    let (mut ws, _) = connect(format!("ws://{}/ws", srv.addr)).unwrap();
+    ws.send(Message::text("{\"since\":\"1\"}")).unwrap();
+    let gap = loop {
+        if let Message::Text(t) = ws.read().unwrap() {
+            break serde_json::from_str::<Value>(t.as_str()).unwrap();
+        }
+    };
+    assert_eq!(gap["from"], 2, "{gap}");
+    assert!(gap["to"].as_u64().unwrap() >= 10, "{gap}");
+}

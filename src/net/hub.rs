@@ -434,6 +434,14 @@ impl Hub {
         )
     }
 
+    /// The ring after `since` up to `upto` (a WebSocket resume message: what the client
+    /// missed before it joined at `upto`), and the lost range if the ring is too short.
+    pub fn replay_between(&self, since: u64, upto: u64) -> (Vec<Round>, Option<(u64, u64)>) {
+        let (mut replay, gap) = replay_after(&lock(&self.ring), since);
+        replay.retain(|r| r.seq <= upto);
+        (replay, gap.filter(|g| g.0 <= upto))
+    }
+
     /// Remove a client (idempotent) and count why.
     pub fn deregister(&self, conn: &Conn, reason: CloseReason, in_flight: u64) {
         let mut conns = lock(&self.conns);

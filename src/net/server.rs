@@ -317,7 +317,7 @@ async fn upgrade_ws(hub: Arc<Hub>, stream: TcpStream, req: Request, leftover: Ve
             conn
         }
         _ if since.is_none() && hub.cfg.delivery == Delivery::SeqRing => {
-            hub.register(stream, Transport::Ws)
+            session::register_ws(&hub, stream)
         }
         _ => {
             let (conn, replay, gap) = hub.register_resume(stream, Transport::Ws, since);
@@ -477,14 +477,16 @@ struct Pending {
     ping: bool,
     /// The client closed: the code to echo.
     close: Option<u16>,
+    /// Frames answering a client message (a resume message's replay).
+    extra: Vec<u8>,
 }
 
 impl Pending {
     fn is_empty(&self) -> bool {
-        self.pongs.is_empty() && !self.ping
+        self.pongs.is_empty() && !self.ping && self.extra.is_empty()
     }
     fn take_bytes(&mut self) -> Vec<u8> {
-        let mut v = Vec::new();
+        let mut v = std::mem::take(&mut self.extra);
         self.pongs.drain_into(&mut v);
         if std::mem::take(&mut self.ping) {
             v.extend_from_slice(&wsframe::frame(wsframe::OP_PING, b""));
@@ -508,7 +510,9 @@ fn handle_inbound(
             Inbound::Ping(_) | Inbound::Pong => {}
             Inbound::Text(t) => {
                 hub.counters.inbound_messages.fetch_add(1, Relaxed);
-                session::on_ws_text(hub, conn, &t);
+                if let Some(b) = session::on_ws_text(hub, conn, &t).filter(|_| writer) {
+                    control.extra.extend_from_slice(&b);
+                }
             }
             Inbound::Binary(_) => {
                 hub.counters.inbound_messages.fetch_add(1, Relaxed);

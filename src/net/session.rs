@@ -184,6 +184,9 @@ pub struct Sessions {
     size: usize,
     text: bool,
     enabled: bool,
+    /// Plain `/ws` connections that may still send a resume message: the ring's last seq
+    /// when each joined (everything after it is sent live).
+    joined: Mutex<HashMap<u64, u64>>,
     created: AtomicU64,
     expired: AtomicU64,
     resets: AtomicU64,
@@ -221,6 +224,7 @@ impl Sessions {
             size: cfg.size,
             text: cfg.text,
             enabled: cfg.delivery == Delivery::SessionAck,
+            joined: Mutex::new(HashMap::new()),
             created: AtomicU64::new(0),
             expired: AtomicU64::new(0),
             resets: AtomicU64::new(0),
@@ -313,6 +317,7 @@ impl Sessions {
 
     /// The hub's deregister hook: the session stays, its TTL starts.
     pub fn detach(&self, conn: u64) {
+        lock(&self.joined).remove(&conn);
         if !self.enabled {
             return;
         }
@@ -471,18 +476,53 @@ pub fn register(
     (conn, replay, gap, hello)
 }
 
-/// A WebSocket text message from a client: `{"ack":SEQ}` acks up to SEQ. Anything else
-/// is ignored (as before). Parsing is bounded by --max-message.
-pub fn on_ws_text(hub: &Hub, conn: u64, text: &[u8]) {
-    if hub.cfg.delivery != Delivery::SessionAck {
-        return;
-    }
-    #[derive(serde::Deserialize)]
-    struct Ack {
-        ack: u64,
-    }
-    if let Ok(a) = serde_json::from_slice::<Ack>(text) {
-        hub.sessions.ack_conn(conn, a.ack);
+/// Register a plain `/ws` client (no `since`) that may resume with a message: remember
+/// the ring's last seq at the moment it joined.
+pub fn register_ws(hub: &Hub, stream: TcpStream) -> Arc<Conn> {
+    let mut joined = 0;
+    let (conn, ..) = hub.register_with(stream, Transport::Ws, |ring| {
+        joined = ring.back().map_or(0, |r| r.seq);
+        (Vec::new(), None)
+    });
+    lock(&hub.sessions.joined).insert(conn.id, joined);
+    conn.done_writing();
+    conn
+}
+
+/// A WebSocket text message from a client. session-ack: `{"ack":SEQ}` acks up to SEQ.
+/// seq-ring: `{"since":SEQ}` (the resume message, for clients that cannot set the URL;
+/// once per connection) returns what to send: the gap marker and the ring after SEQ up to
+/// where the client joined. Anything else is ignored, as before.
+pub fn on_ws_text(hub: &Hub, conn: u64, text: &[u8]) -> Option<Vec<u8>> {
+    let v: serde_json::Value = serde_json::from_slice(text).ok()?;
+    match hub.cfg.delivery {
+        Delivery::SessionAck => {
+            let seq = v.get("ack")?.as_u64()?;
+            hub.sessions.ack_conn(conn, seq);
+            None
+        }
+        Delivery::SeqRing => {
+            let since = match v.get("since")? {
+                serde_json::Value::String(s) => resume_id(s),
+                n => n.as_u64().unwrap_or(0),
+            };
+            let upto = lock(&hub.sessions.joined).remove(&conn)?;
+            let (replay, gap) = hub.replay_between(since, upto);
+            let mut out = Vec::new();
+            if let Some((a, b)) = gap {
+                let marker = format!("{{\"from\":{a},\"to\":{b}}}");
+                out.extend_from_slice(&super::wsframe::frame(
+                    super::wsframe::OP_TEXT,
+                    marker.as_bytes(),
+                ));
+            }
+            for r in &replay {
+                out.extend_from_slice(&r.ws);
+                hub.counters.sent(Transport::Ws, r.ws.len());
+            }
+            Some(out)
+        }
+        Delivery::Snapshot => None,
     }
 }
 
