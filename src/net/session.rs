@@ -14,12 +14,13 @@ use tokio::net::TcpStream;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
+// Plain comments, not doc comments: clap would turn them into a long help layout.
 pub enum Delivery {
-    /// Replay after the client's seq from the shared ring, or a gap marker.
+    // Replay after the client's seq from the shared ring, or a gap marker.
     SeqRing,
-    /// A session per client, a queue of unacked messages, acks by seq.
+    // A session per client, a queue of unacked messages, acks by seq.
     SessionAck,
-    /// The latest message first, then live.
+    // The latest message first, then live.
     Snapshot,
 }
 
