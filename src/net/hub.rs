@@ -407,31 +407,32 @@ impl Hub {
         last_id: Option<u64>,
     ) -> (Arc<Conn>, Vec<Round>, Option<(u64, u64)>) {
         let snapshot = self.cfg.delivery == super::session::Delivery::Snapshot;
-        self.register_with(stream, transport, |ring| match last_id {
-            _ if snapshot => super::session::snapshot_replay(ring, last_id),
-            Some(id) => replay_after(ring, id),
-            None => (Vec::new(), None),
-        })
+        let (conn, (replay, gap)) = self.register_with(stream, transport, |ring| {
+            let (replay, gap) = match last_id {
+                _ if snapshot => super::session::snapshot_replay(ring, last_id),
+                Some(id) => replay_after(ring, id),
+                None => (Vec::new(), None),
+            };
+            let skip = replay.last().map_or(0, |r| r.seq);
+            ((replay, gap), skip)
+        });
+        (conn, replay, gap)
     }
 
-    /// Register with a replay decided by `first` (given the ring) atomically with the
-    /// publisher: rounds in the replay are not offered again, later ones are.
-    pub fn register_with(
+    /// Register with a first part decided by `first` (given the ring) atomically with the
+    /// publisher: it returns what to send first and the last seq in it; rounds up to that
+    /// seq are not offered again, later ones are. The connection starts as "writing".
+    pub fn register_with<T>(
         &self,
         stream: TcpStream,
         transport: Transport,
-        first: impl FnOnce(&VecDeque<Round>) -> (Vec<Round>, Option<(u64, u64)>),
-    ) -> (Arc<Conn>, Vec<Round>, Option<(u64, u64)>) {
+        first: impl FnOnce(&VecDeque<Round>) -> (T, u64),
+    ) -> (Arc<Conn>, T) {
         let mut conns = lock(&self.conns);
         let ring = lock(&self.ring);
-        let (replay, gap) = first(&ring);
+        let (head, skip) = first(&ring);
         drop(ring);
-        let skip = replay.last().map_or(0, |r| r.seq);
-        (
-            self.add(&mut conns, stream, transport, skip, true),
-            replay,
-            gap,
-        )
+        (self.add(&mut conns, stream, transport, skip, true), head)
     }
 
     /// The ring after `since` up to `upto` (a WebSocket resume message: what the client

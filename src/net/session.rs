@@ -68,6 +68,10 @@ pub fn snapshot_replay(
     (latest.cloned().into_iter().collect(), None)
 }
 
+/// A client's session found or made: its hello, the (seq, ts) of its unacked messages and
+/// the gap marker it is owed.
+type Attached = (Hello, Vec<(u64, u64)>, Option<(u64, u64)>);
+
 /// Per-entry bookkeeping beyond the payload (seq, ts, the payload's pointer and length).
 const ENTRY_OVERHEAD: usize = std::mem::size_of::<Entry>();
 /// A session's fixed part: the struct, its id twice (map key and the conn index) and the
@@ -255,21 +259,12 @@ impl Sessions {
     /// Find or create the client's session and take what it must get first: the unacked
     /// messages (after `ack_upto`, an implicit ack from Last-Event-ID / since) and the gap
     /// marker for an overflow. Called under the hub's registration lock.
-    fn attach(
-        &self,
-        presented: Option<&str>,
-        ack_upto: Option<u64>,
-    ) -> (Hello, Vec<Round>, Option<(u64, u64)>) {
+    fn attach(&self, presented: Option<&str>, ack_upto: Option<u64>) -> Attached {
         self.attach_as(presented, ack_upto, false)
     }
 
     /// `polling`: no connection holds the session, so its TTL runs from this request.
-    fn attach_as(
-        &self,
-        presented: Option<&str>,
-        ack_upto: Option<u64>,
-        polling: bool,
-    ) -> (Hello, Vec<Round>, Option<(u64, u64)>) {
+    fn attach_as(&self, presented: Option<&str>, ack_upto: Option<u64>, polling: bool) -> Attached {
         let mut g = lock(&self.inner);
         let inner = &mut *g;
         let known = presented.filter(|p| inner.by_id.contains_key(*p));
@@ -294,16 +289,20 @@ impl Sessions {
             inner.by_conn.remove(&old);
         }
         s.away_since = polling.then(Instant::now);
+        // (seq, ts) only: the rounds are encoded after the locks are released.
         let replay = s
             .queue
             .iter()
-            .map(|e| {
-                let (seq, ts) = payload::decode(&e.payload).unwrap_or((e.seq, e.ts));
-                Round::build(self.size, self.text, seq, ts)
-            })
+            .map(|e| payload::decode(&e.payload).unwrap_or((e.seq, e.ts)))
             .collect();
         let gap = s.gap();
         (Hello { session: id, reset }, replay, gap)
+    }
+
+    /// Encode a replay from a session's (seq, ts) pairs.
+    fn encode(&self, replay: &[(u64, u64)]) -> Vec<Round> {
+        let b = |&(seq, ts): &(u64, u64)| Round::build(self.size, self.text, seq, ts);
+        replay.iter().map(b).collect()
     }
 
     fn bind(&self, conn: u64, id: &str) {
@@ -401,6 +400,7 @@ impl Sessions {
     /// session's unacked messages after it and the usual keys, plus `session` and `reset`.
     fn poll(&self, presented: Option<&str>, since: Option<u64>) -> String {
         let (hello, replay, gap) = self.attach_as(presented, since, true);
+        let replay = self.encode(&replay);
         let since = since.unwrap_or(0);
         let mut out = format!(
             "{{\"session\":\"{}\",\"reset\":{},\"latest\":{},\"gap\":{},\"oldest\":{},\"messages\":[",
@@ -466,24 +466,20 @@ pub fn register(
     presented: Option<&str>,
     ack_upto: Option<u64>,
 ) -> Registered {
-    let mut hello = None;
-    let (conn, replay, gap) = hub.register_with(stream, transport, |_| {
-        let (h, replay, gap) = hub.sessions.attach(presented, ack_upto);
-        hello = Some(h);
-        (replay, gap)
+    let (conn, (hello, replay, gap)) = hub.register_with(stream, transport, |_| {
+        let a = hub.sessions.attach(presented, ack_upto);
+        let skip = a.1.last().map_or(0, |r| r.0);
+        (a, skip)
     });
-    let hello = hello.expect("register_with calls its closure");
     hub.sessions.bind(conn.id, &hello.session);
-    (conn, replay, gap, hello)
+    (conn, hub.sessions.encode(&replay), gap, hello)
 }
 
 /// Register a plain `/ws` client (no `since`) that may resume with a message: remember
 /// the ring's last seq at the moment it joined.
 pub fn register_ws(hub: &Hub, stream: TcpStream) -> Arc<Conn> {
-    let mut joined = 0;
-    let (conn, ..) = hub.register_with(stream, Transport::Ws, |ring| {
-        joined = ring.back().map_or(0, |r| r.seq);
-        (Vec::new(), None)
+    let (conn, joined) = hub.register_with(stream, Transport::Ws, |ring| {
+        (ring.back().map_or(0, |r| r.seq), 0)
     });
     lock(&hub.sessions.joined).insert(conn.id, joined);
     conn.done_writing();
@@ -728,8 +724,8 @@ mod tests {
                 reset: false
             }
         );
-        assert_eq!(replay.iter().map(|r| r.seq).collect::<Vec<_>>(), [4, 5]);
-        assert_eq!(replay[0].ts, 40);
+        assert_eq!(replay, [(4, 40), (5, 50)]);
+        assert_eq!(s.encode(&replay)[1].seq, 5);
         assert!(gap.is_none());
         // A seq never sent, or an unknown session: ignored and counted.
         s.ack(&h.session, 99);
@@ -748,7 +744,7 @@ mod tests {
         assert_eq!(s.stats().overflow_messages, 4);
         let (_, replay, gap) = s.attach(Some(&h.session), Some(2));
         assert_eq!(gap, Some((3, 4)), "acked 2 through Last-Event-ID");
-        assert_eq!(replay.iter().map(|r| r.seq).collect::<Vec<_>>(), [5, 6, 7]);
+        assert_eq!(replay.iter().map(|r| r.0).collect::<Vec<_>>(), [5, 6, 7]);
         s.ack(&h.session, 5);
         let (_, _, gap) = s.attach(Some(&h.session), None);
         assert_eq!(gap, None);
