@@ -436,3 +436,23 @@ fn a_websocket_resume_message_replays_what_the_client_missed_before_joining() {
     assert_eq!(gap["from"], 2, "{gap}");
     assert!(gap["to"].as_u64().unwrap() >= 10, "{gap}");
 }
+
+#[test]
+fn polling_session_clients_ack_with_since_and_lose_nothing() {
+    let (code, v) = delivery_json(&["--delivery", "session-ack", "--transport", "poll"]);
+    assert_eq!(code, 0, "{v:#}");
+    for d in ["clean", "storm"] {
+        let r = run(&v, "session-ack", d, "within-queue");
+        assert_eq!(
+            (r["lost"].as_u64(), r["lost_silently"].as_u64()),
+            (Some(0), Some(0)),
+            "{d}: {r}"
+        );
+        assert!(
+            r["session_bytes_per_client"].as_u64().unwrap() > 30 * 256,
+            "{r}"
+        );
+    }
+    let exp = run(&v, "session-ack", "clean", "beyond-ttl");
+    assert_eq!(exp["resets"], 3, "{exp}");
+}
