@@ -456,3 +456,34 @@ fn polling_session_clients_ack_with_since_and_lose_nothing() {
     let exp = run(&v, "session-ack", "clean", "beyond-ttl");
     assert_eq!(exp["resets"], 3, "{exp}");
 }
+
+#[test]
+fn text_output_fits_80_columns_verdict_first() {
+    let out = rtcheck()
+        .args([
+            "verify",
+            "delivery",
+            "--delivery",
+            "snapshot",
+            "--transport",
+            "poll",
+        ])
+        .args(["--rate", "50", "--size", "256", "--max-disconnect", "600ms"])
+        .args(["--connections", "2"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(
+        text.starts_with("verify delivery (rtcheck serve): 3 pass"),
+        "{text}"
+    );
+    for l in text.lines() {
+        assert!(
+            l.chars().count() <= 80,
+            "{} columns: {l}",
+            l.chars().count()
+        );
+    }
+    assert!(text.contains("pass snapshot clean latest-first"), "{text}");
+}

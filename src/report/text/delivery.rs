@@ -16,26 +16,27 @@ pub fn render(r: &DeliveryReport, p: &Palette) -> String {
         r.duration_ms as f64 / 1000.0
     );
     let mut out = p.bold(&head) + "\n";
-    out.push_str(&format!(
-        "  {} client(s) per run over {}, {} msg/s of {} B, ring {} messages ({} B)\n\n",
+    let setup = format!(
+        "{} clients per run over {}, {} msg/s x {} B, ring {} messages ({} B)",
         r.options.connections,
         r.options.transport,
         r.options.rate,
         r.options.size,
         r.options.ring_messages,
         r.options.ring_bytes()
-    ));
+    );
+    out.push_str(&crate::report::text::wrap(&setup, p.width, "  ", "  "));
+    out.push('\n');
     for run in &r.runs {
         let c = &run.counts;
-        out.push_str(&format!(
-            "{} {} {} {} (away {} ms): {}\n",
-            p.status(run.status),
-            run.delivery,
-            run.disconnect,
-            run.case,
-            run.away_ms,
-            run.verdict
-        ));
+        // Wrapped to the width with a 4-column placeholder where the coloured status goes.
+        let line = format!(
+            "{} {} {} (away {} ms): {}",
+            run.delivery, run.disconnect, run.case, run.away_ms, run.verdict
+        );
+        let wrapped = crate::report::text::wrap(&line, p.width, "____ ", "     ");
+        out.push_str(&p.status(run.status));
+        out.push_str(&wrapped[4..]);
         out.push_str(&p.dim(&format!(
             "     recv {} lost {} silent {} dup {} order {} gaps {} resume p50 {:.0} max {:.0} ms\n",
             c.received,
@@ -58,23 +59,20 @@ pub fn render(r: &DeliveryReport, p: &Palette) -> String {
         }
     }
     if let Some(ring) = r.runs.iter().map(|r| r.ring_bytes).max().filter(|&b| b > 0) {
-        out.push_str(&format!(
-            "  ring held by the server: {} in every encoding it keeps ({} of payload; choose's\n  sizing for max_disconnect: {})\n",
+        let line = format!(
+            "ring held by the server: {} in every encoding it keeps ({} of payload; choose's sizing for max_disconnect: {})",
             fmt_bytes(ring),
             fmt_bytes(r.options.ring_bytes()),
             fmt_bytes(r.sizing.ring_bytes)
-        ));
+        );
+        out.push_str(&crate::report::text::wrap(&line, p.width, "  ", "  "));
     }
-    for f in r.findings.iter().filter(|f| f.reason.is_some()) {
-        out.push_str(&format!(
-            "{} {}: {}\n",
-            p.status(f.status),
-            f.id,
-            f.reason.as_deref().unwrap_or("")
-        ));
-    }
-    out.push_str(
-        "\nevidence: seq-numbers (615 silent), ring-buffer (0 lost, 100 KB, 3 s), session-ack (83 KB\nper client per 3 s), session-expiry (830 MB at 10,000), loss-dup-order\n",
-    );
+    out.push('\n');
+    out.push_str(&crate::report::text::wrap(
+        "evidence: seq-numbers (615 silent), ring-buffer (0 lost, 100 KB, 3 s), session-ack (83 KB per client per 3 s), session-expiry (830 MB at 10,000), loss-dup-order",
+        p.width,
+        "",
+        "  ",
+    ));
     out
 }
