@@ -39,7 +39,8 @@ pub struct DeliveryFlags {
     /// x rate plus one second.
     #[arg(long, value_name = "SIZE")]
     pub ring: Option<String>,
-    /// delivery: session TTL for session-ack (not measured by this build).
+    /// delivery: session TTL for session-ack (default: twice the longer of max_disconnect and
+    /// the ring's span).
     #[arg(long, value_name = "DUR", value_parser = crate::units::parse_duration)]
     pub session_ttl: Option<Duration>,
     /// delivery: measure another server on loopback (http://127.0.0.1:PORT).
@@ -103,6 +104,11 @@ pub fn options(
         size,
         max_disconnect,
         ring_messages,
+        session_ttl: f.session_ttl.unwrap_or_else(|| {
+            let span = Duration::from_secs_f64(ring_messages as f64 / rate.max(1e-3));
+            delivery::default_session_ttl(max_disconnect, span.min(Duration::from_secs(86_400)))
+        }),
+        profile_connections: p.connections,
         server: f.server.as_deref().map(server_addr).transpose()?,
         timeout,
     })
@@ -124,6 +130,8 @@ pub fn for_profile(
         Some(crate::profile::Transport::Polling) => "poll",
         _ => "sse",
     };
+    let ring_messages = delivery::default_ring_messages(p.rate, p.max_disconnect);
+    let span = Duration::from_secs_f64(ring_messages as f64 / p.rate.max(1e-3));
     let o = DeliveryOptions {
         delivery,
         transport: transport.into(),
@@ -131,7 +139,9 @@ pub fn for_profile(
         rate: p.rate,
         size: p.size,
         max_disconnect: p.max_disconnect,
-        ring_messages: delivery::default_ring_messages(p.rate, p.max_disconnect),
+        ring_messages,
+        session_ttl: delivery::default_session_ttl(p.max_disconnect, span),
+        profile_connections: p.connections,
         server: None,
         timeout,
     };

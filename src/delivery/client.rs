@@ -41,6 +41,50 @@ impl Disconnect {
     }
 }
 
+/// How often a session-ack client acks what it has (the duplicates after a reconnect are
+/// what arrived since the last ack: the seed's "duplicates to filter").
+pub const ACK_EVERY: Duration = Duration::from_millis(100);
+
+/// A session-ack client's session: issued by the server's hello, acked by seq.
+#[derive(Debug, Clone, Default)]
+pub struct SessionState {
+    pub id: Option<String>,
+    /// The server did not know the session presented: a new one, everything unacked lost.
+    pub reset: bool,
+    acked: u64,
+    last_ack: Option<Instant>,
+}
+
+impl SessionState {
+    /// Read a hello `{"session":ID,"reset":bool}`; false if it is not one.
+    pub fn hello(&mut self, data: &str) -> bool {
+        #[derive(serde::Deserialize)]
+        struct H {
+            session: String,
+            #[serde(default)]
+            reset: bool,
+        }
+        match serde_json::from_str::<H>(data) {
+            Ok(h) => {
+                self.id = Some(h.session);
+                self.reset |= h.reset;
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    /// The seq to ack now, if one is due.
+    fn due(&mut self, seq: u64) -> Option<u64> {
+        let due = self.last_ack.is_none_or(|t| t.elapsed() >= ACK_EVERY);
+        (self.id.is_some() && due && seq > self.acked).then(|| {
+            self.acked = seq;
+            self.last_ack = Some(Instant::now());
+            seq
+        })
+    }
+}
+
 /// Bytes of one SSE line we accept (a hostile or broken server is an error, not memory).
 const MAX_LINE: usize = 1 << 20;
 /// Read timeout: how often a blocked read looks at the clock and Ctrl-C.
@@ -53,16 +97,28 @@ pub struct SseConn {
     peer: SocketAddr,
     /// Bytes that came with the response head (the replay and gap marker often do).
     pending: Vec<u8>,
+    /// session-ack: the session (acked with POST /ack); None in the other modes.
+    pub session: Option<SessionState>,
 }
 
 impl SseConn {
     /// `GET /sse`, with `Last-Event-ID: last_id` when resuming; fails unless 200.
-    pub fn open(addr: SocketAddr, last_id: Option<&str>) -> anyhow::Result<SseConn> {
+    /// `session`: Some for session-ack (Some("") for a fresh one), presented as `?session=`.
+    pub fn open(
+        addr: SocketAddr,
+        last_id: Option<&str>,
+        session: Option<&str>,
+    ) -> anyhow::Result<SseConn> {
         let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(5))
             .with_context(|| format!("{addr}: connect"))?;
         stream.set_nodelay(true)?;
         stream.set_read_timeout(Some(TICK))?;
-        let mut req = format!("GET /sse HTTP/1.1\r\nHost: {addr}\r\nAccept: text/event-stream\r\n");
+        let path = match session {
+            Some(id) if !id.is_empty() => format!("/sse?session={id}"),
+            _ => "/sse".into(),
+        };
+        let mut req =
+            format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nAccept: text/event-stream\r\n");
         if let Some(id) = last_id {
             req.push_str(&format!("Last-Event-ID: {id}\r\n"));
         }
@@ -74,6 +130,7 @@ impl SseConn {
             parser: sse::Parser::new(MAX_LINE),
             peer: addr,
             pending: rest,
+            session: session.map(|_| SessionState::default()),
         })
     }
 
@@ -117,6 +174,15 @@ impl SseConn {
             .map_err(|e| anyhow!("{}: {e}", self.peer))?;
         for ev in out {
             match ev.event.as_deref() {
+                // A client that does not use sessions ignores the hello, as EventSource
+                // ignores an event type nobody listens to.
+                Some("session") => {
+                    let mut ignored = SessionState::default();
+                    let s = self.session.as_mut().unwrap_or(&mut ignored);
+                    if !s.hello(&ev.data) {
+                        bail!("{}: bad session event `{}`", self.peer, ev.data);
+                    }
+                }
                 Some("gap") => t.gaps.push(
                     parse_gap(&ev.data)
                         .ok_or_else(|| anyhow!("{}: bad gap marker `{}`", self.peer, ev.data))?,
@@ -128,6 +194,21 @@ impl SseConn {
                     t.seqs.push(seq);
                     on_msg(seq);
                 }
+            }
+        }
+        self.ack(t)
+    }
+
+    /// session-ack: POST /ack?session=ID&seq=S every [`ACK_EVERY`].
+    fn ack(&mut self, t: &Trace) -> anyhow::Result<()> {
+        let Some(s) = self.session.as_mut() else {
+            return Ok(());
+        };
+        let last = t.seqs.last().copied().unwrap_or(0);
+        if let (Some(seq), Some(id)) = (s.due(last), s.id.clone()) {
+            let (code, body) = request(self.peer, "POST", &format!("/ack?session={id}&seq={seq}"))?;
+            if code != 200 {
+                bail!("{}: POST /ack answered {code}: {body:.200}", self.peer);
             }
         }
         Ok(())
@@ -202,19 +283,26 @@ pub struct WsConn {
     ws: tungstenite::WebSocket<TcpStream>,
     peer: SocketAddr,
     last: Option<u64>,
+    /// session-ack: the session (acked with `{"ack":SEQ}` text frames).
+    pub session: Option<SessionState>,
 }
 
 use tokio_tungstenite::tungstenite;
 
 impl WsConn {
-    pub fn open(addr: SocketAddr, since: Option<&str>) -> anyhow::Result<WsConn> {
+    pub fn open(
+        addr: SocketAddr,
+        since: Option<&str>,
+        session: Option<&str>,
+    ) -> anyhow::Result<WsConn> {
         let stream = TcpStream::connect_timeout(&addr, Duration::from_secs(5))
             .with_context(|| format!("{addr}: connect"))?;
         stream.set_nodelay(true)?;
         stream.set_read_timeout(Some(Duration::from_secs(5)))?;
-        let url = match since {
-            Some(s) => format!("ws://{addr}/ws?since={s}"),
-            None => format!("ws://{addr}/ws"),
+        let url = match (since, session) {
+            (_, Some(id)) if !id.is_empty() => format!("ws://{addr}/ws?session={id}"),
+            (Some(s), _) => format!("ws://{addr}/ws?since={s}"),
+            _ => format!("ws://{addr}/ws"),
         };
         let (ws, _) = tungstenite::client(url.as_str(), stream)
             .map_err(|e| anyhow!("{addr}: WebSocket handshake: {e}"))?;
@@ -223,6 +311,7 @@ impl WsConn {
             ws,
             peer: addr,
             last: None,
+            session: session.map(|_| SessionState::default()),
         })
     }
 
@@ -242,6 +331,13 @@ impl WsConn {
                 Ok(Message::Binary(b)) => payload::decode(&b),
                 Ok(Message::Text(txt)) => match payload::decode_text(&txt) {
                     Some(v) => Some(v),
+                    None if self
+                        .session
+                        .get_or_insert_with(SessionState::default)
+                        .hello(&txt) =>
+                    {
+                        continue
+                    }
                     None => {
                         let g = parse_gap(&txt).ok_or_else(|| {
                             anyhow!(
@@ -266,6 +362,11 @@ impl WsConn {
             t.seqs.push(seq);
             self.last = Some(seq);
             on_msg(seq);
+            if let Some(a) = self.session.as_mut().and_then(|s| s.due(seq)) {
+                self.ws
+                    .send(Message::text(format!("{{\"ack\":{a}}}")))
+                    .map_err(|e| anyhow!("{}: WebSocket ack: {e}", self.peer))?;
+            }
         }
         Ok(())
     }
@@ -289,12 +390,17 @@ impl WsConn {
 
 /// One `GET path` with a Content-Length body (5 s bound): (status, body).
 pub fn get(addr: SocketAddr, path: &str) -> anyhow::Result<(u16, String)> {
+    request(addr, "GET", path)
+}
+
+/// One request without a body (5 s bound): (status, body).
+pub fn request(addr: SocketAddr, method: &str, path: &str) -> anyhow::Result<(u16, String)> {
     let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(2))
         .with_context(|| format!("{addr}: connect"))?;
     s.set_read_timeout(Some(TICK))?;
     write!(
         s,
-        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
     )?;
     let deadline = Instant::now() + Duration::from_secs(5);
     let (mut got, mut buf) = (Vec::new(), [0u8; 16 * 1024]);
@@ -316,15 +422,22 @@ pub fn get(addr: SocketAddr, path: &str) -> anyhow::Result<(u16, String)> {
             }
         }
         if got.len() > 64 << 20 || Instant::now() > deadline || interrupted() {
-            bail!("{addr}: GET {path}: no complete response within 5 s");
+            bail!("{addr}: {method} {path}: no complete response within 5 s");
         }
         match s.read(&mut buf) {
-            Ok(0) => bail!("{addr}: GET {path}: closed before a complete response"),
+            Ok(0) => bail!("{addr}: {method} {path}: closed before a complete response"),
             Ok(n) => got.extend_from_slice(&buf[..n]),
             Err(e) if is_timeout(&e) => {}
-            Err(e) => bail!("{addr}: GET {path}: {e}"),
+            Err(e) => bail!("{addr}: {method} {path}: {e}"),
         }
     }
+}
+
+/// One session's bytes on rtcheck's server (`GET /session?id=`); None elsewhere.
+pub fn session_bytes(addr: SocketAddr, id: &str) -> Option<u64> {
+    let (code, body) = get(addr, &format!("/session?id={id}")).ok()?;
+    let v: serde_json::Value = serde_json::from_str(&body).ok().filter(|_| code == 200)?;
+    v.get("bytes")?.as_u64()
 }
 
 /// The server's latest published seq from `/poll` (rtcheck's format), to tell replayed
@@ -340,6 +453,9 @@ pub struct PollConn {
     addr: SocketAddr,
     since: u64,
     every: Duration,
+    /// session-ack: `/poll?session=ID&since=S` (since acks).
+    pub session: Option<SessionState>,
+    presented: Option<String>,
 }
 
 impl PollConn {
@@ -347,7 +463,20 @@ impl PollConn {
     pub fn new(addr: SocketAddr, since: u64, rate: f64) -> PollConn {
         // Twice per message, between 10 ms and 500 ms: the gap is the server's ring, not us.
         let every = Duration::from_secs_f64((0.5 / rate.max(1e-3)).clamp(0.01, 0.5));
-        PollConn { addr, since, every }
+        PollConn {
+            addr,
+            since,
+            every,
+            session: None,
+            presented: None,
+        }
+    }
+
+    /// A session-ack poller presenting `session` ("" for a new one).
+    pub fn with_session(mut self, session: &str) -> PollConn {
+        self.session = Some(SessionState::default());
+        self.presented = Some(session.to_string());
+        self
     }
 
     pub fn since(&self) -> u64 {
@@ -361,12 +490,24 @@ impl PollConn {
         on_msg: &mut dyn FnMut(u64),
     ) -> anyhow::Result<()> {
         while Instant::now() < until && !interrupted() {
-            let (code, body) = get(self.addr, &format!("/poll?since={}", self.since))?;
+            let path = match (&self.presented, &self.session) {
+                (Some(p), Some(s)) => {
+                    let id = s.id.as_deref().unwrap_or(p);
+                    format!("/poll?session={id}&since={}", self.since)
+                }
+                _ => format!("/poll?since={}", self.since),
+            };
+            let (code, body) = get(self.addr, &path)?;
             if code != 200 {
                 bail!("{}: /poll answered {code}", self.addr);
             }
             let p = parse_poll(&body)
                 .ok_or_else(|| anyhow!("{}: /poll: not the poll format: {body:.200}", self.addr))?;
+            if let Some(s) = self.session.as_mut() {
+                if !s.hello(&body) {
+                    bail!("{}: /poll with a session answered no session", self.addr);
+                }
+            }
             if let Some(g) = poll_gap(self.since, &p) {
                 t.gaps.push(g);
             }

@@ -17,17 +17,25 @@ use std::time::{Duration, Instant};
 /// Delivery modes of `--delivery`.
 pub const MODES: [&str; 3] = ["snapshot", "seq-ring", "session-ack"];
 /// Modes this build can measure; the others are reported as skipped, never as passed.
-pub const MEASURED: [&str; 1] = ["seq-ring"];
-/// A run's case: within the ring, or away long enough to overflow it.
-pub const CASES: [&str; 2] = ["within-ring", "beyond-ring"];
+pub const MEASURED: [&str; 3] = ["snapshot", "seq-ring", "session-ack"];
+/// A run's case: within the ring or the session queue, beyond them, beyond the session
+/// TTL, or (snapshot) the latest state first.
+pub const CASES: [&str; 6] = [
+    "within-ring",
+    "beyond-ring",
+    "within-queue",
+    "beyond-queue",
+    "beyond-ttl",
+    "latest-first",
+];
 
 /// The finding id of one run (`delivery-seq-ring-reset-within-ring`).
 pub fn finding_id(delivery: &str, disconnect: &str, case: &str) -> String {
     format!("delivery-{delivery}-{disconnect}-{case}")
 }
 
-/// Every finding id `verify delivery` can emit: one per mode (or the no-seq control),
-/// disconnect kind and case, and `delivery-MODE` for a mode reported as not measured.
+/// Every finding id `verify delivery` can emit (a superset): one per mode (or the no-seq
+/// control), disconnect kind and case, and `delivery-MODE` for a mode not measured.
 pub fn finding_ids() -> Vec<String> {
     let mut v: Vec<String> = MODES.iter().map(|m| format!("delivery-{m}")).collect();
     for m in MODES.iter().chain(&["no-seq"]) {
@@ -52,6 +60,11 @@ pub struct DeliveryOptions {
     pub max_disconnect: Duration,
     /// Ring in messages (a byte size is converted by the caller: bytes / size).
     pub ring_messages: u64,
+    /// session-ack: how long the server keeps a disconnected client's session.
+    #[serde(with = "crate::units::serde_duration")]
+    pub session_ttl: Duration,
+    /// The profile's connections: sizes `sessions_worst_case_bytes` (not all opened).
+    pub profile_connections: u64,
     /// Another server (loopback only); None starts `rtcheck serve`.
     pub server: Option<SocketAddr>,
     #[serde(with = "crate::units::serde_duration")]
@@ -84,6 +97,9 @@ impl DeliveryOptions {
                 self.ring_messages
             );
         }
+        if self.session_ttl.is_zero() || self.session_ttl > Duration::from_secs(86_400) {
+            bail!("--session-ttl: must be more than 0 and at most 1day");
+        }
         if !["sse", "websocket", "poll"].contains(&self.transport.as_str()) {
             bail!("--transport {}: sse, websocket or poll", self.transport);
         }
@@ -93,6 +109,15 @@ impl DeliveryOptions {
     /// The ring's bytes as `choose` counts them: messages × size.
     pub fn ring_bytes(&self) -> u64 {
         self.ring_messages * self.size
+    }
+
+    /// The server modes to start, in order: the asked ones (the control runs on the first).
+    pub fn servers(&self) -> Vec<&'static str> {
+        MODES
+            .iter()
+            .copied()
+            .filter(|m| self.delivery.iter().any(|d| d == m))
+            .collect()
     }
 
     /// Time the ring covers at the rate.
@@ -107,18 +132,80 @@ pub fn default_ring_messages(rate: f64, max_disconnect: Duration) -> u64 {
     ((max_disconnect.as_secs_f64() * rate).ceil() + rate.ceil()).max(16.0) as u64
 }
 
-/// The runs: seq-ring for every disconnect kind within the ring and one clean run
-/// beyond it, plus the no-seq control.
+/// The default session TTL: twice the longer of the max disconnect and the ring's span
+/// (the session queue holds the ring's messages), plus one second for the reconnect, so a
+/// client within both keeps its session with margin, and one that overflows its queue
+/// still finds it.
+pub fn default_session_ttl(max_disconnect: Duration, ring_span: Duration) -> Duration {
+    max_disconnect.max(ring_span) * 2 + Duration::from_secs(1)
+}
+
+/// Longest away time of a `beyond-ttl` run: beyond it the case is left out (say so).
+const MAX_TTL_CASE: Duration = Duration::from_secs(60);
+
+fn kinds(o: &DeliveryOptions) -> &'static [Disconnect] {
+    // A polling client has no connection to close: it only stops polling.
+    match o.transport.as_str() {
+        "poll" => &[Disconnect::Clean, Disconnect::Storm],
+        _ => &Disconnect::ALL,
+    }
+}
+
+fn spec(
+    delivery: &'static str,
+    d: Disconnect,
+    case: &'static str,
+    n: usize,
+    away: Duration,
+) -> RunSpec {
+    RunSpec {
+        delivery,
+        disconnect: d,
+        case,
+        clients: n,
+        away,
+    }
+}
+
+/// The runs of each asked mode, plus the no-seq control: seq-ring for every disconnect
+/// kind within the ring and one clean run beyond it; session-ack for every kind within
+/// the queue, one beyond the queue and one beyond the TTL; snapshot for every kind.
 pub fn specs(o: &DeliveryOptions) -> Vec<RunSpec> {
     let n = o.connections as usize;
     let mut v = Vec::new();
-    if o.delivery.iter().any(|d| d == "seq-ring") {
-        // A polling client has no connection to close: it only stops polling.
-        let kinds: &[Disconnect] = match o.transport.as_str() {
-            "poll" => &[Disconnect::Clean, Disconnect::Storm],
-            _ => &Disconnect::ALL,
-        };
-        for &d in kinds {
+    let has = |m: &str| o.delivery.iter().any(|d| d == m);
+    if has("snapshot") {
+        for &d in kinds(o) {
+            v.push(spec("snapshot", d, "latest-first", n, o.max_disconnect));
+        }
+    }
+    if has("session-ack") {
+        for &d in kinds(o) {
+            v.push(spec("session-ack", d, "within-queue", n, o.max_disconnect));
+        }
+        let over = o.ring_span().mul_f64(1.5).max(o.max_disconnect * 2);
+        if over + Duration::from_secs(1) < o.session_ttl {
+            v.push(spec(
+                "session-ack",
+                Disconnect::Clean,
+                "beyond-queue",
+                n,
+                over,
+            ));
+        }
+        if o.session_ttl <= MAX_TTL_CASE {
+            let away = o.session_ttl + Duration::from_secs(1);
+            v.push(spec(
+                "session-ack",
+                Disconnect::Clean,
+                "beyond-ttl",
+                n,
+                away,
+            ));
+        }
+    }
+    if has("seq-ring") {
+        for &d in kinds(o) {
             v.push(RunSpec {
                 delivery: "seq-ring",
                 disconnect: d,
@@ -145,53 +232,150 @@ pub fn specs(o: &DeliveryOptions) -> Vec<RunSpec> {
     v
 }
 
+/// `choose`'s sizing for the profile (evidence `ring-sizing`, `session-ack`,
+/// `session-expiry`), to compare the measured memory with.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Sized {
+    pub ring_bytes: u64,
+    pub session_bytes_per_client: u64,
+    pub sessions_worst_case_bytes: u64,
+    pub connections: u64,
+}
+
+impl Sized {
+    pub fn of(o: &DeliveryOptions) -> Sized {
+        let p = crate::profile::Profile {
+            rate: o.rate,
+            size: o.size,
+            max_disconnect: o.max_disconnect,
+            connections: o.profile_connections,
+            ..crate::profile::Profile::default()
+        };
+        let s = crate::choose::sizing::size(&p);
+        Sized {
+            ring_bytes: s.ring_bytes,
+            session_bytes_per_client: s.session_bytes_per_client,
+            sessions_worst_case_bytes: s.sessions_worst_case_bytes,
+            connections: o.profile_connections,
+        }
+    }
+}
+
 /// What `verify delivery` reports.
 #[derive(Debug, Clone, Serialize)]
 pub struct DeliveryReport {
     pub kind: &'static str,
     pub target: String,
     pub options: DeliveryOptions,
+    /// `choose`'s sizing for these options, beside which the runs' measured memory sits.
+    pub sizing: Sized,
     pub runs: Vec<Run>,
     pub findings: Vec<Finding>,
     pub summary: Summary,
     pub duration_ms: u64,
 }
 
-/// Start the server (unless `--server`), run every spec at once, judge.
-pub fn measure(o: &DeliveryOptions) -> anyhow::Result<DeliveryReport> {
-    o.validate()?;
-    let started = Instant::now();
-    let budget = Budget::new(o.timeout);
+/// The `rtcheck serve` flags for one delivery mode.
+fn serve_flags(o: &DeliveryOptions, mode: &str) -> Vec<String> {
+    let mut f: Vec<String> = vec![
+        "--rate".into(),
+        o.rate.to_string(),
+        "--size".into(),
+        o.size.to_string(),
+        "--ring".into(),
+        o.ring_messages.to_string(),
+        "--delivery".into(),
+        mode.into(),
+    ];
+    if mode == "session-ack" {
+        f.push("--session-ttl".into());
+        f.push(format!("{}ms", o.session_ttl.as_millis()));
+    }
+    f
+}
+
+/// The ring's bytes as the server holds them (every encoding), from /control/stats.
+fn measured_ring_bytes(addr: SocketAddr) -> u64 {
+    client::get(addr, "/control/stats")
+        .ok()
+        .and_then(|(_, b)| serde_json::from_str::<serde_json::Value>(&b).ok())
+        .and_then(|v| v.get("ring_bytes")?.as_u64())
+        .unwrap_or(0)
+}
+
+/// One mode's runs against one server (started here unless `--server`).
+fn measure_mode(
+    o: &DeliveryOptions,
+    mode: &str,
+    specs: &[RunSpec],
+    budget: &Budget,
+) -> anyhow::Result<Vec<Run>> {
     let scratch = serve::Scratch::new("delivery")?;
     let (child, addr) = match o.server {
-        Some(a) => {
-            crate::sys::addr::ensure_loopback(&a)?;
-            (None, a)
-        }
+        Some(a) => (None, a),
         None => {
-            let flags: Vec<String> = [
-                "--rate".to_string(),
-                o.rate.to_string(),
-                "--size".into(),
-                o.size.to_string(),
-                "--ring".into(),
-                o.ring_messages.to_string(),
-            ]
-            .into();
-            let c = serve::start(&flags, &scratch.0, 1, &budget)?;
+            let c = serve::start(&serve_flags(o, mode), &scratch.0, 1, budget)?;
             let a = c.addrs[0];
             (Some(c), a)
         }
     };
-    let specs = specs(o);
-    let ring_bytes = if child.is_some() { o.ring_bytes() } else { 0 };
     let phases = Phases {
         poll: o.transport == "poll",
         ws: o.transport == "websocket",
         ..Phases::for_rate(o.rate)
     };
-    let runs = run::run_all(addr, &specs, phases, ring_bytes)?;
+    let mut runs = run::run_all(addr, specs, phases, 0)?;
+    if child.is_some() {
+        let ring = measured_ring_bytes(addr);
+        for r in &mut runs {
+            r.ring_bytes = ring;
+        }
+    }
+    for r in runs.iter_mut().filter(|r| r.delivery == "session-ack") {
+        r.sessions_worst_case_bytes = r
+            .session_bytes_per_client
+            .saturating_mul(o.profile_connections);
+    }
     drop(child);
+    Ok(runs)
+}
+
+/// Start one server per asked mode (unless `--server`), run every mode's specs at once,
+/// judge.
+pub fn measure(o: &DeliveryOptions) -> anyhow::Result<DeliveryReport> {
+    o.validate()?;
+    if let Some(a) = o.server {
+        crate::sys::addr::ensure_loopback(&a)?;
+    }
+    let started = Instant::now();
+    let budget = Budget::new(o.timeout);
+    let all = specs(o);
+    let servers = o.servers();
+    let groups: Vec<(&str, Vec<RunSpec>)> = servers
+        .iter()
+        .enumerate()
+        .map(|(i, &m)| {
+            let mine = all
+                .iter()
+                .filter(|s| s.delivery == m || (i == 0 && s.delivery == "no-seq"))
+                .cloned()
+                .collect();
+            (m, mine)
+        })
+        .collect();
+    let results = std::thread::scope(|s| {
+        let hs: Vec<_> = groups
+            .iter()
+            .map(|(m, specs)| s.spawn(|| measure_mode(o, m, specs, &budget)))
+            .collect();
+        hs.into_iter()
+            .map(|h| {
+                h.join()
+                    .map_err(|_| anyhow::anyhow!("a delivery mode panicked"))?
+            })
+            .collect::<anyhow::Result<Vec<_>>>()
+    })?;
+    let runs: Vec<Run> = results.into_iter().flatten().collect();
     let findings = findings(o, &runs);
     Ok(DeliveryReport {
         kind: "verify-delivery",
@@ -199,6 +383,7 @@ pub fn measure(o: &DeliveryOptions) -> anyhow::Result<DeliveryReport> {
             .server
             .map_or("rtcheck serve".into(), |a| format!("http://{a}")),
         options: o.clone(),
+        sizing: Sized::of(o),
         summary: Summary::of(&findings),
         runs,
         findings,
@@ -239,6 +424,7 @@ fn evidence_for(delivery: &str, case: &str) -> &'static str {
         ("no-seq", _) => "seq-numbers",
         ("seq-ring", "beyond-ring") => "ring-sizing",
         ("seq-ring", _) => "ring-buffer",
+        ("session-ack", "beyond-ttl") => "session-expiry",
         ("session-ack", _) => "session-ack",
         _ => "loss-dup-order",
     }
@@ -256,6 +442,14 @@ fn finding(r: &Run) -> Finding {
         ("resume_ms_p50", r.resume_ms.p50),
         ("resume_ms_max", r.resume_ms.max),
         ("ring_bytes", r.ring_bytes as f64),
+        (
+            "session_bytes_per_client",
+            r.session_bytes_per_client as f64,
+        ),
+        (
+            "sessions_worst_case_bytes",
+            r.sessions_worst_case_bytes as f64,
+        ),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_string(), v))
@@ -273,6 +467,8 @@ fn finding(r: &Run) -> Finding {
         ),
         expected: match r.delivery.as_str() {
             "no-seq" => "the control: loss without seq numbers is silent".into(),
+            "snapshot" => "the latest state first after reconnecting; 0 lost silently".into(),
+            "session-ack" => "0 lost silently; 0 lost within the queue and TTL; duplicates filtered by seq".into(),
             _ => "0 lost silently; 0 lost within the ring".into(),
         },
         rule: r.verdict.clone(),

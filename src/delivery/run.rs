@@ -13,10 +13,12 @@ use std::time::{Duration, Instant};
 /// What one run does.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunSpec {
-    /// `seq-ring` or `no-seq` (the control: reconnects without Last-Event-ID).
+    /// `seq-ring`, `session-ack`, `snapshot`, or `no-seq` (the control: reconnects
+    /// without Last-Event-ID).
     pub delivery: &'static str,
     pub disconnect: Disconnect,
-    /// `within-ring` or `beyond-ring`.
+    /// `within-ring` or `beyond-ring` (seq-ring, no-seq, snapshot); `within-queue`,
+    /// `beyond-queue` or `beyond-ttl` (session-ack).
     pub case: &'static str,
     pub clients: usize,
     pub away: Duration,
@@ -55,6 +57,13 @@ pub struct ClientResult {
     pub trace: Trace,
     /// From reconnect to the first message published after it.
     pub resume_ms: Option<f64>,
+    /// session-ack: the server's bytes for this client's session just before it came back.
+    pub session_bytes: Option<u64>,
+    /// snapshot: the first message after reconnecting was older than the latest published
+    /// before it (not the latest state).
+    pub stale_first: bool,
+    /// session-ack: the server answered the reconnect with a new session (reset).
+    pub reset: bool,
 }
 
 /// A client's current connection.
@@ -65,19 +74,48 @@ enum Conn {
 }
 
 impl Conn {
-    /// Connect fresh (`resume` None) or resume after a seq.
-    fn open(addr: SocketAddr, ph: Phases, resume: Option<String>) -> anyhow::Result<Conn> {
+    /// Connect fresh (`resume` None) or resume: after a seq, or (session-ack) with the
+    /// session id.
+    fn open(
+        addr: SocketAddr,
+        ph: Phases,
+        delivery: &str,
+        resume: Option<String>,
+    ) -> anyhow::Result<Conn> {
+        let session = (delivery == "session-ack").then(|| resume.clone().unwrap_or_default());
+        let (since, session) = match session {
+            Some(id) => (None, Some(id)),
+            None => (resume, None),
+        };
         if ph.ws {
-            return Ok(Conn::Ws(WsConn::open(addr, resume.as_deref())?));
+            let c = WsConn::open(addr, since.as_deref(), session.as_deref())?;
+            return Ok(Conn::Ws(c));
         }
         if !ph.poll {
-            return Ok(Conn::Sse(SseConn::open(addr, resume.as_deref())?));
+            let c = SseConn::open(addr, since.as_deref(), session.as_deref())?;
+            return Ok(Conn::Sse(c));
         }
-        let since = match resume.and_then(|r| r.parse().ok()) {
-            Some(s) => s,
-            None => latest_seq(addr).ok_or_else(|| anyhow!("{addr}: /poll has no `latest`"))?,
+        let from = match (since.and_then(|r| r.parse().ok()), &session) {
+            (Some(s), _) => s,
+            // A new session holds nothing from before it: start at 0.
+            (None, Some(_)) => 0,
+            (None, None) => {
+                latest_seq(addr).ok_or_else(|| anyhow!("{addr}: /poll has no `latest`"))?
+            }
         };
-        Ok(Conn::Poll(PollConn::new(addr, since, ph.rate)))
+        let c = PollConn::new(addr, from, ph.rate);
+        Ok(Conn::Poll(match session {
+            Some(id) => c.with_session(&id),
+            None => c,
+        }))
+    }
+
+    fn session(&self) -> Option<&super::client::SessionState> {
+        match self {
+            Conn::Sse(c) => c.session.as_ref(),
+            Conn::Ws(c) => c.session.as_ref(),
+            Conn::Poll(c) => c.session.as_ref(),
+        }
     }
 
     fn recv_until(
@@ -93,8 +131,11 @@ impl Conn {
         }
     }
 
-    /// Where it would resume: the last seq it has.
+    /// Where it would resume: the last seq it has, or (session-ack) its session.
     fn resume_point(&self) -> Option<String> {
+        if let Some(s) = self.session() {
+            return s.id.clone();
+        }
         match self {
             Conn::Sse(c) => c.last_id(),
             Conn::Ws(c) => c.last_id(),
@@ -120,7 +161,7 @@ pub fn client(
     storm: &Barrier,
 ) -> anyhow::Result<ClientResult> {
     let mut t = Trace::default();
-    let mut c = Conn::open(addr, ph, None)?;
+    let mut c = Conn::open(addr, ph, spec.delivery, None)?;
     c.recv_until(Instant::now() + ph.before, &mut t, &mut |_| {})?;
     let Some(&first) = t.seqs.first() else {
         bail!("{addr}: no message within {:?} of connecting", ph.before);
@@ -129,28 +170,47 @@ pub fn client(
     let resume_id = (spec.delivery != "no-seq")
         .then(|| c.resume_point())
         .flatten();
+    if spec.delivery == "session-ack" && resume_id.is_none() {
+        bail!("{addr}: no session issued at connect (session-ack)");
+    }
+    let last_before = t.seqs.iter().copied().max().unwrap_or(0);
     if spec.disconnect == Disconnect::Storm {
         storm.wait();
     }
     let held = c.leave(spec.disconnect);
     sleep_checked(spec.away)?;
     drop(held);
+    let session_bytes = match (spec.delivery, &resume_id) {
+        ("session-ack", Some(id)) => super::client::session_bytes(addr, id),
+        _ => None,
+    };
     if spec.disconnect == Disconnect::Storm {
         storm.wait();
     }
     let latest = latest_seq(addr);
     let t0 = Instant::now();
-    let mut c = Conn::open(addr, ph, resume_id)?;
-    let mut resume_ms = None;
+    let mut c = Conn::open(addr, ph, spec.delivery, resume_id)?;
+    let (mut resume_ms, mut first_after) = (None, None);
     c.recv_until(Instant::now() + ph.after, &mut t, &mut |seq| {
+        first_after.get_or_insert(seq);
         if resume_ms.is_none() && latest.is_none_or(|l| seq > l) {
             resume_ms = Some(t0.elapsed().as_secs_f64() * 1e3);
         }
     })?;
     t.last_published = t.seqs.iter().copied().max().unwrap_or(0);
+    let reset = c.session().is_some_and(|s| s.reset);
+    let first_after = first_after.unwrap_or(0);
+    // What the server announced instead of a gap marker: a reset session (everything
+    // after the client's last seq is gone), or a snapshot replacing what came between.
+    if (reset || spec.delivery == "snapshot") && first_after > last_before + 1 {
+        t.gaps.push((last_before + 1, first_after - 1));
+    }
     Ok(ClientResult {
         trace: t,
         resume_ms,
+        session_bytes,
+        stale_first: spec.delivery == "snapshot" && latest.is_some_and(|l| first_after < l),
+        reset,
     })
 }
 
@@ -185,8 +245,15 @@ pub struct Run {
     pub resume_ms: ResumeMs,
     /// The server's ring (messages × size), as `choose` sizes it; 0 when unknown.
     pub ring_bytes: u64,
-    /// Session memory per client: 0 for seq-ring and the control (no sessions).
+    /// Session memory per client (session-ack: the largest session measured on the server
+    /// just before its client came back); 0 in the other modes.
     pub session_bytes_per_client: u64,
+    /// session-ack: session_bytes_per_client x the profile's connections, all away at once.
+    pub sessions_worst_case_bytes: u64,
+    /// session-ack: clients whose session was gone on reconnect (a reported reset).
+    pub resets: u64,
+    /// snapshot: clients whose first message after reconnecting was not the latest state.
+    pub stale_snapshots: u64,
     /// pass, warn or fail, and why.
     pub verdict: String,
     pub status: crate::findings::Status,
@@ -205,7 +272,16 @@ pub fn summarize(spec: &RunSpec, results: &[ClientResult], ring_bytes: u64) -> R
     }
     let resumes: Vec<f64> = results.iter().filter_map(|r| r.resume_ms).collect();
     let (p50, max) = account::p50_max(&resumes);
+    let stale = results.iter().filter(|r| r.stale_first).count() as u64;
+    let resets = results.iter().filter(|r| r.reset).count() as u64;
     let (status, verdict) = verdict(spec, &counts, resumes.len(), results.len());
+    let (status, verdict) = match stale {
+        0 => (status, verdict),
+        n => (
+            crate::findings::Status::Fail,
+            format!("{n} client(s) got an older message than the latest state first"),
+        ),
+    };
     Run {
         delivery: spec.delivery.into(),
         disconnect: spec.disconnect.name().into(),
@@ -215,7 +291,14 @@ pub fn summarize(spec: &RunSpec, results: &[ClientResult], ring_bytes: u64) -> R
         counts,
         resume_ms: ResumeMs { p50, max },
         ring_bytes,
-        session_bytes_per_client: 0,
+        session_bytes_per_client: results
+            .iter()
+            .filter_map(|r| r.session_bytes)
+            .max()
+            .unwrap_or(0),
+        sessions_worst_case_bytes: 0,
+        resets,
+        stale_snapshots: stale,
         verdict,
         status,
     }
@@ -259,6 +342,24 @@ pub fn verdict(
                 c.lost_silently
             ),
         ),
+        ("snapshot", _) => (
+            Pass,
+            format!(
+                "the first message after reconnecting was the latest state ({} older one(s) replaced by it)",
+                c.gaps
+            ),
+        ),
+        ("session-ack", "within-queue") if c.lost > 0 => (
+            Fail,
+            format!("{} message(s) lost within the session's queue and TTL", c.lost),
+        ),
+        ("session-ack", "within-queue") => (
+            Pass,
+            format!(
+                "0 lost; {} duplicate(s), all filtered by seq",
+                c.duplicated
+            ),
+        ),
         (_, "within-ring") if c.lost > 0 => (
             Fail,
             format!(
@@ -269,12 +370,23 @@ pub fn verdict(
         (_, "within-ring") => (Pass, "0 lost within the ring".into()),
         (_, _) if c.gaps == 0 => (
             Warn,
-            "the ring did not overflow: no gap to check (stay away longer)".into(),
+            format!(
+                "nothing overflowed or expired: no gap to check ({}; stay away longer)",
+                spec.case
+            ),
+        ),
+        ("session-ack", "beyond-ttl") => (
+            Pass,
+            format!(
+                "session expired: all {} lost message(s) announced by a reset",
+                c.lost
+            ),
         ),
         _ => (
             Pass,
             format!(
-                "beyond the ring: all {} lost message(s) announced in gap markers",
+                "beyond the {}: all {} lost message(s) announced in gap markers",
+                if spec.case == "beyond-ring" { "ring" } else { "queue" },
                 c.lost
             ),
         ),
@@ -373,6 +485,7 @@ mod tests {
                 last_published: 6,
             },
             resume_ms: Some(2.0),
+            ..ClientResult::default()
         };
         let results = [r(&[1, 2, 5, 6], &[(3, 4)]), r(&[1, 2, 3, 4, 5, 6], &[])];
         let run = summarize(&spec("seq-ring", "beyond-ring"), &results, 100);

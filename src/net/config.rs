@@ -88,9 +88,23 @@ pub struct ServeFlags {
     /// Largest inbound WebSocket message; larger closes that client with 1009.
     #[arg(long, default_value = "64KiB", value_parser = parse_size)]
     pub max_message: u64,
-    /// Messages kept for SSE resume (Last-Event-ID) and /poll.
-    #[arg(long, default_value_t = 1024)]
-    pub ring: usize,
+    /// Ring kept for resume (Last-Event-ID, /ws?since=, /poll): messages (1024) or bytes
+    /// of payload (100KiB: rounded up to whole messages of --size).
+    #[arg(long, default_value = "1024", value_parser = super::session::parse_ring)]
+    pub ring: super::session::RingSize,
+    /// What a reconnecting client gets: seq-ring (replay after its seq from the ring, or
+    /// a gap marker), session-ack (a session per client with acks, see README), or
+    /// snapshot (the latest message first, then live).
+    #[arg(long, value_enum, default_value_t = super::session::Delivery::SeqRing)]
+    pub delivery: super::session::Delivery,
+    /// session-ack: forget a disconnected client's session after this long (a stated
+    /// default: serve has no profile; verify delivery passes the profile's max_disconnect).
+    #[arg(long, default_value = "30s", value_parser = crate::units::parse_duration)]
+    pub session_ttl: Duration,
+    /// session-ack: unacked messages a session holds (default: the ring's messages); beyond
+    /// it the oldest go and the client gets a gap marker for them on reconnect.
+    #[arg(long, value_name = "N")]
+    pub session_queue: Option<usize>,
     /// Workers in the /work?ms=N pool (capacity = workers / work time).
     #[arg(long = "workers", default_value_t = 8, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=4096))]
     pub work_workers: usize,
@@ -156,6 +170,9 @@ pub struct Config {
     pub message_timeout: Option<Duration>,
     pub max_message: usize,
     pub ring: usize,
+    pub delivery: super::session::Delivery,
+    pub session_ttl: Duration,
+    pub session_queue: usize,
     pub strategy: Strategy,
     pub shards: usize,
     pub sndbuf: Option<usize>,
@@ -191,8 +208,22 @@ impl Config {
         if a.queue == 0 || a.queue > 1 << 20 {
             return Err(oob("--queue", a.queue, 1, 1 << 20, "messages"));
         }
-        if a.ring == 0 || a.ring > 1 << 20 {
-            return Err(oob("--ring", a.ring, 1, 1 << 20, "messages"));
+        let ring = a.ring.messages(a.size);
+        if ring == 0 || ring > 1 << 20 {
+            return Err(oob("--ring", ring, 1, 1 << 20, "messages"));
+        }
+        let session_queue = a.session_queue.unwrap_or(ring as usize);
+        if session_queue == 0 || session_queue > 1 << 20 {
+            return Err(oob(
+                "--session-queue",
+                session_queue,
+                1,
+                1 << 20,
+                "messages",
+            ));
+        }
+        if a.session_ttl.is_zero() || a.session_ttl > Duration::from_secs(86_400) {
+            return Err("--session-ttl: must be more than 0 and at most 1day".into());
         }
         if a.max_message < 125 || a.max_message > 64 << 20 {
             return Err(oob("--max-message", a.max_message, 125, 64 << 20, "bytes"));
@@ -234,7 +265,10 @@ impl Config {
             pong_wait: nonzero(a.pong_wait),
             message_timeout: nonzero(a.message_timeout),
             max_message: a.max_message as usize,
-            ring: a.ring,
+            ring: ring as usize,
+            delivery: a.delivery,
+            session_ttl: a.session_ttl,
+            session_queue,
             strategy: a.strategy,
             shards: a.shards,
             sndbuf: a.sndbuf.map(|s| s as usize),
@@ -347,6 +381,34 @@ mod tests {
         .unwrap();
         assert_eq!(c.cors.as_deref(), Some("https://a.com"));
         assert_eq!(c.control_token.as_deref(), Some("0123456789abcdef"));
+    }
+
+    #[test]
+    fn ring_in_messages_or_bytes_and_session_flags() {
+        assert_eq!(cfg(&[]).unwrap().ring, 1024);
+        assert_eq!(
+            cfg(&["--ring", "100KiB", "--size", "1KiB"]).unwrap().ring,
+            100
+        );
+        assert_eq!(
+            cfg(&["--ring", "100KB", "--size", "1KiB"]).unwrap().ring,
+            98
+        );
+        assert_eq!(cfg(&["--ring", "64"]).unwrap().ring, 64);
+        assert!(cfg(&["--ring", "0"]).unwrap_err().contains("--ring"));
+        assert!(cfg(&["--ring", "lots"]).is_err());
+        let c = cfg(&["--delivery", "session-ack", "--ring", "50"]).unwrap();
+        assert_eq!(c.delivery, super::super::session::Delivery::SessionAck);
+        assert_eq!(
+            (c.session_queue, c.session_ttl),
+            (50, Duration::from_secs(30))
+        );
+        assert!(cfg(&["--session-ttl", "0"])
+            .unwrap_err()
+            .contains("--session-ttl"));
+        assert!(cfg(&["--session-queue", "0"])
+            .unwrap_err()
+            .contains("--session-queue"));
     }
 
     #[test]

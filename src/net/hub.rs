@@ -204,6 +204,10 @@ impl Round {
             json: Bytes::from(json),
         }
     }
+    /// Bytes held for this round: every encoding (what a ring entry really costs).
+    pub fn bytes(&self) -> u64 {
+        (self.ws.len() + self.sse.len() + self.raw.len() + self.json.len()) as u64
+    }
     fn for_transport(&self, t: Transport) -> &Bytes {
         match t {
             Transport::Ws => &self.ws,
@@ -288,6 +292,10 @@ pub struct Snapshot {
     pub node: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub redis_up: Option<bool>,
+    /// Messages in the resume ring and their bytes in every encoding it keeps.
+    pub ring_messages: u64,
+    pub ring_bytes: u64,
+    pub sessions: super::session::SessionStats,
     #[serde(skip)]
     pub hub_buckets: Vec<(f64, u64)>,
     #[serde(skip)]
@@ -324,12 +332,16 @@ pub struct Hub {
     pub nodelay: AtomicBool,
     /// `serve --redis`: rounds go out through Redis and come back through the relay.
     pub cluster: std::sync::OnceLock<Arc<super::cluster::Cluster>>,
+    /// Session-ack state (empty in the other delivery modes).
+    pub sessions: super::session::Sessions,
 }
 
 impl Hub {
     pub fn new(cfg: Config) -> Arc<Hub> {
         let rounds = cfg.rounds;
+        let sessions = super::session::Sessions::new(&cfg);
         Arc::new(Hub {
+            sessions,
             cfg,
             conns: Mutex::new(HashMap::new()),
             next_id: AtomicU64::new(1),
@@ -406,7 +418,7 @@ impl Hub {
     }
 
     /// [`Hub::register_resume`] with rounds from the cluster's Redis ring (`extra`),
-    /// merged with the local ring by seq.
+    /// merged with the local ring by seq. Snapshot delivery sends the latest state first.
     pub fn register_resume_with(
         &self,
         stream: TcpStream,
@@ -414,26 +426,48 @@ impl Hub {
         last_id: Option<u64>,
         extra: &[Round],
     ) -> (Arc<Conn>, Vec<Round>, Option<(u64, u64)>) {
+        let snapshot = self.cfg.delivery == super::session::Delivery::Snapshot;
+        let (conn, (replay, gap)) = self.register_with(stream, transport, |local| {
+            let merged;
+            let ring = if extra.is_empty() {
+                local
+            } else {
+                merged = merge_rings(local, extra);
+                &merged
+            };
+            let (replay, gap) = match last_id {
+                _ if snapshot => super::session::snapshot_replay(ring, last_id),
+                Some(id) => replay_after(ring, id),
+                None => (Vec::new(), None),
+            };
+            let skip = replay.last().map_or(0, |r| r.seq);
+            ((replay, gap), skip)
+        });
+        (conn, replay, gap)
+    }
+
+    /// Register with a first part decided by `first` (given the ring) atomically with the
+    /// publisher: it returns what to send first and the last seq in it; rounds up to that
+    /// seq are not offered again, later ones are. The connection starts as "writing".
+    pub fn register_with<T>(
+        &self,
+        stream: TcpStream,
+        transport: Transport,
+        first: impl FnOnce(&VecDeque<Round>) -> (T, u64),
+    ) -> (Arc<Conn>, T) {
         let mut conns = lock(&self.conns);
-        let local = lock(&self.ring);
-        let merged;
-        let ring = if extra.is_empty() {
-            &*local
-        } else {
-            merged = merge_rings(&local, extra);
-            &merged
-        };
-        let (replay, gap) = match last_id {
-            Some(id) => replay_after(ring, id),
-            None => (Vec::new(), None),
-        };
-        drop(local);
-        let skip = replay.last().map_or(0, |r| r.seq);
-        (
-            self.add(&mut conns, stream, transport, skip, true),
-            replay,
-            gap,
-        )
+        let ring = lock(&self.ring);
+        let (head, skip) = first(&ring);
+        drop(ring);
+        (self.add(&mut conns, stream, transport, skip, true), head)
+    }
+
+    /// The ring after `since` up to `upto` (a WebSocket resume message: what the client
+    /// missed before it joined at `upto`), and the lost range if the ring is too short.
+    pub fn replay_between(&self, since: u64, upto: u64) -> (Vec<Round>, Option<(u64, u64)>) {
+        let (mut replay, gap) = replay_after(&lock(&self.ring), since);
+        replay.retain(|r| r.seq <= upto);
+        (replay, gap.filter(|g| g.0 <= upto))
     }
 
     /// Remove a client (idempotent) and count why.
@@ -443,6 +477,7 @@ impl Hub {
             return;
         }
         drop(conns);
+        self.sessions.detach(conn.id);
         self.counters.closed[reason as usize].fetch_add(1, Relaxed);
         let mut q = lock(&conn.queue);
         q.closed = true;
@@ -496,14 +531,22 @@ impl Hub {
         // The highest seq in the ring, not rounds_sent: a round is in the ring while it is
         // still being handed out, and `since=latest` must not get it again.
         let latest = ring.back().map_or(0, |r| r.seq);
-        let oldest = ring.front().map(|r| r.seq);
+        // Snapshot delivery: only the latest state is served; the gap flag says so.
+        let snapshot = self.cfg.delivery == super::session::Delivery::Snapshot;
+        let oldest = match snapshot {
+            true => ring.back().map(|r| r.seq),
+            false => ring.front().map(|r| r.seq),
+        };
         let gap = oldest.is_some_and(|o| o > since.saturating_add(1));
         let mut out = format!(
             "{{\"latest\":{latest},\"gap\":{gap},\"oldest\":{},\"messages\":[",
             oldest.map_or("null".to_string(), |o| o.to_string())
         );
         let mut first = true;
-        for r in ring.iter().filter(|r| r.seq > since) {
+        for r in ring
+            .iter()
+            .filter(|r| r.seq > since && (!snapshot || r.seq == latest))
+        {
             if !first {
                 out.push(',');
             }
@@ -568,6 +611,10 @@ impl Hub {
             let m = r.base + (r.count * rounds_sent) as i64;
             (r.count, m.max(0) as u64)
         };
+        let (ring_messages, ring_bytes) = {
+            let ring = lock(&self.ring);
+            (ring.len() as u64, ring.iter().map(Round::bytes).sum())
+        };
         let times = lock(&self.times);
         let per = |a: &[AtomicU64; 3]| ClientCounts {
             ws: a[0].load(Relaxed),
@@ -599,6 +646,9 @@ impl Hub {
             echo_connections: c.echo_connections.load(Relaxed),
             node: self.cluster.get().map(|c| c.cfg.node.clone()),
             redis_up: self.cluster.get().map(|c| c.redis_up()),
+            ring_messages,
+            ring_bytes,
+            sessions: self.sessions.stats(),
             hub_buckets: HUB_BUCKETS_MS
                 .iter()
                 .copied()
@@ -680,6 +730,7 @@ impl Hub {
             }
             ring.push_back(round.clone());
         }
+        self.sessions.publish(&round);
         let t0 = Instant::now();
         match self.cfg.strategy {
             Strategy::PerClient => self.clone().offer_all(&round).await,

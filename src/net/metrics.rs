@@ -13,6 +13,7 @@ pub fn render(s: &Snapshot) -> String {
     server_state(&mut o, s);
     hub_round_histogram(&mut o, s);
     process(&mut o, s);
+    super::session::metrics(&mut o, s);
     o
 }
 
@@ -217,6 +218,9 @@ mod tests {
             echo_connections: 1,
             node: None,
             redis_up: None,
+            ring_messages: 3,
+            ring_bytes: 4096,
+            sessions: Default::default(),
             hub_buckets: vec![(0.5, 1), (1.0, 5), (250.0, 7)],
             hub_count: 7,
             hub_sum_ms: 4.5,
@@ -239,10 +243,12 @@ mod tests {
     fn every_family_has_help_type_and_parsed_values() {
         let text = render(&sample());
         let families = text.lines().filter(|l| l.starts_with("# TYPE ")).count();
-        assert_eq!(families, 16);
+        // The delivery families (ring, sessions) come from session.rs.
+        let delivery = super::super::session::METRIC_FAMILIES;
+        assert_eq!(families, 16 + delivery);
         assert_eq!(
             text.lines().filter(|l| l.starts_with("# HELP ")).count(),
-            16
+            16 + delivery
         );
         let m = samples(&text);
         assert_eq!(m["rtcheck_connections{transport=\"sse\"}"], "5");
@@ -251,6 +257,8 @@ mod tests {
         assert_eq!(m["rtcheck_connections_closed_total{reason=\"eof\"}"], "2");
         assert_eq!(m["process_cpu_seconds_total"], "1.25");
         assert_eq!(m["process_resident_memory_bytes"], "1048576");
+        assert_eq!(m["rtcheck_ring_bytes"], "4096");
+        assert_eq!(m["rtcheck_sessions"], "0");
     }
 
     #[test]

@@ -12,6 +12,7 @@ pub mod io;
 pub mod metrics;
 pub mod payload;
 pub mod server;
+pub mod session;
 pub mod sse;
 pub mod sys;
 pub mod work;
@@ -99,6 +100,9 @@ async fn serve(
         tokio::spawn(server::accept_loop(hub.clone(), l, false));
     }
     let publisher = tokio::spawn(hub.clone().publish());
+    if cfg.delivery == session::Delivery::SessionAck {
+        tokio::spawn(session::expire_loop(hub.clone()));
+    }
     if cfg.garbage_mbps > 0 {
         tokio::spawn(garbage::run(hub.clone(), cfg.garbage_mbps));
     }

@@ -4,6 +4,7 @@ use super::http::{self, ReadError, Request};
 use super::hub::{CloseReason, Conn, Hub, Transport};
 use super::inbox::{Inbox, ReadEnd};
 use super::io::{self, ReadOutcome, WriteError};
+use super::session::{self, Delivery};
 use super::wsframe::echo_close_code;
 use super::{access, echo, metrics, wsframe};
 use std::sync::atomic::Ordering::Relaxed;
@@ -190,6 +191,9 @@ fn route(hub: &Hub, req: &Request) -> (u16, &'static str, String) {
     const TEXT: &str = "text/plain; charset=utf-8";
     const JSON: &str = "application/json";
     let get = req.method == "GET" || req.method == "HEAD";
+    if let Some(r) = session::route(hub, req) {
+        return r;
+    }
     match (req.path.as_str(), get) {
         ("/healthz", true) => {
             let (status, body) = super::cluster::health(hub);
@@ -202,12 +206,12 @@ fn route(hub: &Hub, req: &Request) -> (u16, &'static str, String) {
                 + &super::work::metrics()
                 + &super::cluster::metrics(hub),
         ),
-        ("/poll", true) => match req.query_param("since").map(|v| v.parse::<u64>()) {
-            Some(Ok(since)) => {
+        ("/poll", true) => match req.query_param("since").map(|v| session::resume_id(&v)) {
+            Some(since) => {
                 hub.counters.polls.fetch_add(1, Relaxed);
                 (200, JSON, hub.poll_json(since))
             }
-            _ => (400, TEXT, "/poll needs ?since=SEQ (an unsigned integer)\n".into()),
+            None => (400, TEXT, "/poll needs ?since=SEQ\n".into()),
         },
         ("/control/stats", true) => (
             200,
@@ -309,30 +313,35 @@ async fn accept_ws(hub: &Hub, stream: &TcpStream, req: Request) -> bool {
 }
 
 async fn upgrade_ws(hub: Arc<Hub>, stream: TcpStream, req: Request, leftover: Vec<u8>) {
-    // Resume like SSE's Last-Event-ID: `/ws?since=SEQ`; not a number is a 400, as for SSE.
-    let since = match req.query_param("since").map(|v| v.trim().parse::<u64>()) {
-        None => None,
-        Some(Ok(s)) => Some(s),
-        Some(Err(_)) => {
-            hub.counters.bad_requests.fetch_add(1, Relaxed);
-            send(
-                &stream,
-                &http::error(400, "/ws?since= must be an unsigned integer (a seq)"),
-            )
-            .await;
-            return;
-        }
-    };
+    // Resume like SSE's Last-Event-ID: `/ws?since=SEQ`; an id that is not a number is an
+    // unknown position (the whole ring after a gap marker), as for SSE.
+    let since = req.query_param("since").map(|v| session::resume_id(&v));
+    let presented = req.query_param("session");
     if !accept_ws(&hub, &stream, req).await {
         return;
     }
-    let conn = match since {
-        None => hub.register(stream, Transport::Ws),
-        Some(since) => {
-            let extra = super::cluster::resume_from(&hub, since).await;
+    let conn = match hub.cfg.delivery {
+        Delivery::SessionAck => {
+            let (conn, replay, gap, hello) =
+                session::register(&hub, stream, Transport::Ws, presented.as_deref(), since);
+            let head = wsframe::frame(wsframe::OP_TEXT, hello.json().as_bytes());
+            if !ws_replay(&hub, &conn, &head, &replay, gap).await {
+                hub.deregister(&conn, CloseReason::Peer, 0);
+                return;
+            }
+            conn
+        }
+        _ if since.is_none() && hub.cfg.delivery == Delivery::SeqRing => {
+            session::register_ws(&hub, stream)
+        }
+        _ => {
+            let extra = match since {
+                Some(s) => super::cluster::resume_from(&hub, s).await,
+                None => Vec::new(),
+            };
             let (conn, replay, gap) =
-                hub.register_resume_with(stream, Transport::Ws, Some(since), &extra);
-            if !ws_replay(&hub, &conn, &replay, gap).await {
+                hub.register_resume_with(stream, Transport::Ws, since, &extra);
+            if !ws_replay(&hub, &conn, &[], &replay, gap).await {
                 hub.deregister(&conn, CloseReason::Peer, 0);
                 return;
             }
@@ -349,10 +358,11 @@ async fn upgrade_ws(hub: Arc<Hub>, stream: TcpStream, req: Request, leftover: Ve
 async fn ws_replay(
     hub: &Hub,
     conn: &Conn,
+    head: &[u8],
     replay: &[super::hub::Round],
     gap: Option<(u64, u64)>,
 ) -> bool {
-    let mut first = Vec::new();
+    let mut first = head.to_vec();
     if let Some((a, b)) = gap {
         let marker = format!("{{\"from\":{a},\"to\":{b}}}");
         first.extend_from_slice(&wsframe::frame(wsframe::OP_TEXT, marker.as_bytes()));
@@ -395,7 +405,7 @@ async fn ws_loop(hub: &Hub, conn: &Conn, leftover: Vec<u8>) -> (CloseReason, u64
     tokio::pin!(timer);
     let mut armed: Option<Instant> = None;
     loop {
-        if let Some(r) = handle_inbound(hub, &mut inbox.frames, &mut control) {
+        if let Some(r) = handle_inbound(hub, conn.id, &mut inbox.frames, &mut control) {
             if let Some(code) = control.close.filter(|_| writer) {
                 goodbye(conn, writer, &wsframe::close_frame(code)).await; // echo the close
             }
@@ -487,14 +497,16 @@ struct Pending {
     ping: bool,
     /// The client closed: the code to echo.
     close: Option<u16>,
+    /// Frames answering a client message (a resume message's replay).
+    extra: Vec<u8>,
 }
 
 impl Pending {
     fn is_empty(&self) -> bool {
-        self.pongs.is_empty() && !self.ping
+        self.pongs.is_empty() && !self.ping && self.extra.is_empty()
     }
     fn take_bytes(&mut self) -> Vec<u8> {
-        let mut v = Vec::new();
+        let mut v = std::mem::take(&mut self.extra);
         self.pongs.drain_into(&mut v);
         if std::mem::take(&mut self.ping) {
             v.extend_from_slice(&wsframe::frame(wsframe::OP_PING, b""));
@@ -506,6 +518,7 @@ impl Pending {
 /// Act on decoded client frames; Some(reason) when the connection must end.
 fn handle_inbound(
     hub: &Hub,
+    conn: u64,
     inbound: &mut Vec<wsframe::Inbound>,
     control: &mut Pending,
 ) -> Option<CloseReason> {
@@ -515,7 +528,13 @@ fn handle_inbound(
         match m {
             Inbound::Ping(p) if writer => control.pongs.push(p),
             Inbound::Ping(_) | Inbound::Pong => {}
-            Inbound::Text(_) | Inbound::Binary(_) => {
+            Inbound::Text(t) => {
+                hub.counters.inbound_messages.fetch_add(1, Relaxed);
+                if let Some(b) = session::on_ws_text(hub, conn, &t).filter(|_| writer) {
+                    control.extra.extend_from_slice(&b);
+                }
+            }
+            Inbound::Binary(_) => {
                 hub.counters.inbound_messages.fetch_add(1, Relaxed);
             }
             Inbound::Close(code) => {
@@ -548,24 +567,13 @@ async fn serve_sse(hub: Arc<Hub>, stream: TcpStream, req: Request) {
         send(&stream, &http::error(405, "GET /sse")).await;
         return;
     }
-    let last_id = match req
+    // Not a number: an unknown position, answered with the whole ring after a gap marker.
+    let last_id = req
         .header("last-event-id")
         .map(str::to_string)
         .or_else(|| req.query_param("last_event_id"))
-        .map(|v| v.trim().parse::<u64>())
-    {
-        None => None,
-        Some(Ok(id)) => Some(id),
-        Some(Err(_)) => {
-            hub.counters.bad_requests.fetch_add(1, Relaxed);
-            send(
-                &stream,
-                &http::error(400, "Last-Event-ID must be an unsigned integer (a seq)"),
-            )
-            .await;
-            return;
-        }
-    };
+        .map(|v| session::resume_id(&v));
+    let presented = req.query_param("session");
     if hub.is_shutting_down() {
         return;
     }
@@ -578,11 +586,18 @@ async fn serve_sse(hub: Arc<Hub>, stream: TcpStream, req: Request) {
         head.push_str(&format!("{k}: {v}\r\n"));
     }
     head.push_str("\r\n");
-    let extra = match last_id {
-        Some(id) => super::cluster::resume_from(&hub, id).await,
-        None => Vec::new(),
+    let (conn, replay, gap) = if hub.cfg.delivery == Delivery::SessionAck {
+        let (conn, replay, gap, hello) =
+            session::register(&hub, stream, Transport::Sse, presented.as_deref(), last_id);
+        head.push_str(&hello.sse());
+        (conn, replay, gap)
+    } else {
+        let extra = match last_id {
+            Some(id) => super::cluster::resume_from(&hub, id).await,
+            None => Vec::new(),
+        };
+        hub.register_resume_with(stream, Transport::Sse, last_id, &extra)
     };
-    let (conn, replay, gap) = hub.register_resume_with(stream, Transport::Sse, last_id, &extra);
     let (reason, in_flight) = sse_loop(&hub, &conn, &head, replay, gap).await;
     hub.deregister(&conn, reason, in_flight);
 }

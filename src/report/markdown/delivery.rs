@@ -4,12 +4,12 @@ use crate::delivery::DeliveryReport;
 
 pub fn render(r: &DeliveryReport) -> String {
     let mut s = format!("## rtcheck verify delivery ({})\n\n", r.target);
-    s.push_str("| status | delivery | disconnect | case | away ms | received | lost | lost silently | duplicated | out of order | gaps | resume p50/max ms | verdict |\n");
-    s.push_str("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    s.push_str("| status | delivery | disconnect | case | away ms | received | lost | lost silently | duplicated | out of order | gaps | resume p50/max ms | session bytes/client | verdict |\n");
+    s.push_str("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     for run in &r.runs {
         let c = &run.counts;
         s.push_str(&format!(
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.0}/{:.0} | {} |\n",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.0}/{:.0} | {} | {} |\n",
             run.status.as_str(),
             run.delivery,
             run.disconnect,
@@ -23,9 +23,19 @@ pub fn render(r: &DeliveryReport) -> String {
             c.gaps,
             run.resume_ms.p50,
             run.resume_ms.max,
+            run.session_bytes_per_client,
             cell(&run.verdict)
         ));
     }
+    let z = &r.sizing;
+    s.push_str(&format!(
+        "\nchoose's sizing: ring {} B, session {} B per client, {} B for {} clients; the server's ring holds {} B (every encoding).\n",
+        z.ring_bytes,
+        z.session_bytes_per_client,
+        z.sessions_worst_case_bytes,
+        z.connections,
+        r.runs.iter().map(|r| r.ring_bytes).max().unwrap_or(0)
+    ));
     for f in r.findings.iter().filter(|f| f.reason.is_some()) {
         s.push_str(&format!(
             "\n- {} {}: {}\n",

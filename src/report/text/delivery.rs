@@ -2,6 +2,7 @@
 //! (80 columns), then the evidence.
 use crate::delivery::DeliveryReport;
 use crate::report::Palette;
+use crate::units::fmt_bytes;
 
 pub fn render(r: &DeliveryReport, p: &Palette) -> String {
     let s = &r.summary;
@@ -15,26 +16,27 @@ pub fn render(r: &DeliveryReport, p: &Palette) -> String {
         r.duration_ms as f64 / 1000.0
     );
     let mut out = p.bold(&head) + "\n";
-    out.push_str(&format!(
-        "  {} client(s) per run over {}, {} msg/s of {} B, ring {} messages ({} B)\n\n",
+    let setup = format!(
+        "{} clients per run over {}, {} msg/s x {} B, ring {} messages ({} B)",
         r.options.connections,
         r.options.transport,
         r.options.rate,
         r.options.size,
         r.options.ring_messages,
         r.options.ring_bytes()
-    ));
+    );
+    out.push_str(&crate::report::text::wrap(&setup, p.width, "  ", "  "));
+    out.push('\n');
     for run in &r.runs {
         let c = &run.counts;
-        out.push_str(&format!(
-            "{} {} {} {} (away {} ms): {}\n",
-            p.status(run.status),
-            run.delivery,
-            run.disconnect,
-            run.case,
-            run.away_ms,
-            run.verdict
-        ));
+        // Wrapped to the width with a 4-column placeholder where the coloured status goes.
+        let line = format!(
+            "{} {} {} (away {} ms): {}",
+            run.delivery, run.disconnect, run.case, run.away_ms, run.verdict
+        );
+        let wrapped = crate::report::text::wrap(&line, p.width, "____ ", "     ");
+        out.push_str(&p.status(run.status));
+        out.push_str(&wrapped[4..]);
         out.push_str(&p.dim(&format!(
             "     recv {} lost {} silent {} dup {} order {} gaps {} resume p50 {:.0} max {:.0} ms\n",
             c.received,
@@ -46,17 +48,31 @@ pub fn render(r: &DeliveryReport, p: &Palette) -> String {
             run.resume_ms.p50,
             run.resume_ms.max
         )));
+        if run.delivery == "session-ack" {
+            out.push_str(&p.dim(&format!(
+                "     session {} per client (choose: {}); x {} clients: {}\n",
+                fmt_bytes(run.session_bytes_per_client),
+                fmt_bytes(r.sizing.session_bytes_per_client),
+                r.sizing.connections,
+                fmt_bytes(run.sessions_worst_case_bytes)
+            )));
+        }
     }
-    for f in r.findings.iter().filter(|f| f.reason.is_some()) {
-        out.push_str(&format!(
-            "{} {}: {}\n",
-            p.status(f.status),
-            f.id,
-            f.reason.as_deref().unwrap_or("")
-        ));
+    if let Some(ring) = r.runs.iter().map(|r| r.ring_bytes).max().filter(|&b| b > 0) {
+        let line = format!(
+            "ring held by the server: {} in every encoding it keeps ({} of payload; choose's sizing for max_disconnect: {})",
+            fmt_bytes(ring),
+            fmt_bytes(r.options.ring_bytes()),
+            fmt_bytes(r.sizing.ring_bytes)
+        );
+        out.push_str(&crate::report::text::wrap(&line, p.width, "  ", "  "));
     }
-    out.push_str(
-        "\nevidence: seq-numbers (615 silent), ring-buffer (0 lost, 100 KB, 3 s), loss-dup-order\n",
-    );
+    out.push('\n');
+    out.push_str(&crate::report::text::wrap(
+        "evidence: seq-numbers (615 silent), ring-buffer (0 lost, 100 KB, 3 s), session-ack (83 KB per client per 3 s), session-expiry (830 MB at 10,000), loss-dup-order",
+        p.width,
+        "",
+        "  ",
+    ));
     out
 }

@@ -1,0 +1,785 @@
+//! Delivery modes beyond the shared ring (issue 12): `--delivery session-ack` (a session
+//! per client: a bounded queue of unacked messages kept while it is away, acks by seq,
+//! expiry after `--session-ttl`) and `--delivery snapshot` (the latest message first).
+//! The hub calls in at four points: publish, register, deregister and snapshot.
+use super::http::Request;
+use super::hub::{lock, Conn, Hub, Round, Transport};
+use super::payload;
+use std::collections::{HashMap, VecDeque};
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::net::TcpStream;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+// Plain comments, not doc comments: clap would turn them into a long help layout.
+pub enum Delivery {
+    // Replay after the client's seq from the shared ring, or a gap marker.
+    SeqRing,
+    // A session per client, a queue of unacked messages, acks by seq.
+    SessionAck,
+    // The latest message first, then live.
+    Snapshot,
+}
+
+/// `--ring`: a bare number is messages, a size with a unit is bytes of payload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RingSize {
+    Messages(u64),
+    Bytes(u64),
+}
+
+impl RingSize {
+    /// Whole messages of `size` bytes (bytes are rounded up).
+    pub fn messages(self, size: u64) -> u64 {
+        match self {
+            RingSize::Messages(n) => n,
+            RingSize::Bytes(b) => b.div_ceil(size.max(1)),
+        }
+    }
+}
+
+pub fn parse_ring(s: &str) -> Result<RingSize, String> {
+    let t = s.trim();
+    if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) {
+        return t
+            .parse()
+            .map(RingSize::Messages)
+            .map_err(|_| format!("{t}: too large"));
+    }
+    crate::units::parse_size(t).map(RingSize::Bytes)
+}
+
+/// A resume id as the client sent it: a number, or anything else, which the server
+/// answers as an unknown position (replay the whole ring after a gap marker from seq 1),
+/// never with an error.
+pub fn resume_id(v: &str) -> u64 {
+    v.trim().parse().unwrap_or(0)
+}
+
+/// Snapshot delivery: the latest message, unless the client already has it.
+pub fn snapshot_replay(
+    ring: &VecDeque<Round>,
+    last_id: Option<u64>,
+) -> (Vec<Round>, Option<(u64, u64)>) {
+    let latest = ring.back().filter(|r| r.seq > last_id.unwrap_or(0));
+    (latest.cloned().into_iter().collect(), None)
+}
+
+/// A client's session found or made: its hello, the (seq, ts) of its unacked messages and
+/// the gap marker it is owed.
+type Attached = (Hello, Vec<(u64, u64)>, Option<(u64, u64)>);
+
+/// Per-entry bookkeeping beyond the payload (seq, ts, the payload's pointer and length).
+const ENTRY_OVERHEAD: usize = std::mem::size_of::<Entry>();
+/// A session's fixed part: the struct, its id twice (map key and the conn index) and the
+/// map slots.
+const SESSION_OVERHEAD: usize = std::mem::size_of::<Session>() + 2 * (32 + 48);
+
+/// One unacked message. The session holds its own copy of the payload, as a server with
+/// per-user data would; a replay re-encodes from it.
+#[derive(Debug)]
+struct Entry {
+    seq: u64,
+    ts: u64,
+    payload: Box<[u8]>,
+}
+
+#[derive(Debug, Default)]
+struct Session {
+    queue: VecDeque<Entry>,
+    /// Seqs dropped by overflow and not yet acked past: the next gap marker.
+    lost: Option<(u64, u64)>,
+    acked: u64,
+    /// The last seq queued for this session (acks above it were never sent).
+    last_queued: u64,
+    conn: Option<u64>,
+    /// When the client left (None while connected).
+    away_since: Option<Instant>,
+    bytes: usize,
+}
+
+impl Session {
+    /// Queue a message, dropping the oldest when full; returns how many were dropped.
+    fn push(&mut self, seq: u64, ts: u64, payload: &[u8], cap: usize) -> u64 {
+        let mut freed = 0;
+        let mut dropped = 0;
+        while self.queue.len() >= cap {
+            let Some(e) = self.queue.pop_front() else {
+                break;
+            };
+            freed += e.payload.len() + ENTRY_OVERHEAD;
+            dropped += 1;
+            self.lost = Some((self.lost.map_or(e.seq, |l| l.0), e.seq));
+        }
+        self.queue.push_back(Entry {
+            seq,
+            ts,
+            payload: payload.into(),
+        });
+        self.last_queued = seq;
+        let added = payload.len() + ENTRY_OVERHEAD;
+        self.bytes = self.bytes + added - freed;
+        dropped
+    }
+
+    /// Drop everything up to `seq`; returns the bytes freed.
+    fn ack(&mut self, seq: u64) -> usize {
+        let mut freed = 0;
+        while self.queue.front().is_some_and(|e| e.seq <= seq) {
+            if let Some(e) = self.queue.pop_front() {
+                freed += e.payload.len() + ENTRY_OVERHEAD;
+            }
+        }
+        if self.queue.is_empty() {
+            self.queue = VecDeque::new(); // an idle session holds no buffer
+        }
+        self.acked = self.acked.max(seq);
+        if self.lost.is_some_and(|(_, b)| b <= self.acked) {
+            self.lost = None;
+        }
+        self.bytes -= freed;
+        freed
+    }
+
+    /// The gap marker still owed (beyond what the client acked).
+    fn gap(&self) -> Option<(u64, u64)> {
+        let (a, b) = self.lost?;
+        (b > self.acked).then(|| (a.max(self.acked + 1), b))
+    }
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    by_id: HashMap<String, Session>,
+    by_conn: HashMap<u64, String>,
+    bytes: usize,
+}
+
+/// Session counters (`/metrics`, `/control/stats` under `sessions`).
+#[derive(Debug, Clone, Copy, Default, serde::Serialize)]
+pub struct SessionStats {
+    /// Sessions held (connected or away).
+    pub count: u64,
+    pub connected: u64,
+    /// Bytes of session state held: payload copies plus bookkeeping (counted, not the
+    /// allocator's view; RSS is the independent check).
+    pub bytes: u64,
+    /// Unacked messages held over every session.
+    pub messages: u64,
+    pub created: u64,
+    pub expired: u64,
+    /// A client presented an unknown or expired session and got a new one (reset: true).
+    pub resets: u64,
+    /// Messages dropped from a full session queue (each reported in a gap marker).
+    pub overflow_messages: u64,
+    pub acks: u64,
+    /// Acks for a seq never sent to that session, or for no session: ignored.
+    pub acks_ignored: u64,
+}
+
+/// Every session of the server. Empty and idle unless `--delivery session-ack`.
+#[derive(Debug)]
+pub struct Sessions {
+    inner: Mutex<Inner>,
+    pub ttl: Duration,
+    cap: usize,
+    size: usize,
+    text: bool,
+    enabled: bool,
+    /// Plain `/ws` connections that may still send a resume message: the ring's last seq
+    /// when each joined (everything after it is sent live).
+    joined: Mutex<HashMap<u64, u64>>,
+    created: AtomicU64,
+    expired: AtomicU64,
+    resets: AtomicU64,
+    overflow: AtomicU64,
+    acks: AtomicU64,
+    acks_ignored: AtomicU64,
+}
+
+/// What a client is told at connect: its session and whether the one it presented was
+/// gone (then everything it had not acked is lost, and it is told so).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hello {
+    pub session: String,
+    pub reset: bool,
+}
+
+impl Hello {
+    pub fn json(&self) -> String {
+        format!(
+            "{{\"session\":\"{}\",\"reset\":{}}}",
+            self.session, self.reset
+        )
+    }
+    pub fn sse(&self) -> String {
+        format!("event: session\ndata: {}\n\n", self.json())
+    }
+}
+
+impl Sessions {
+    pub fn new(cfg: &super::config::Config) -> Sessions {
+        Sessions {
+            inner: Mutex::new(Inner::default()),
+            ttl: cfg.session_ttl,
+            cap: cfg.session_queue.max(1),
+            size: cfg.size,
+            text: cfg.text,
+            enabled: cfg.delivery == Delivery::SessionAck,
+            joined: Mutex::new(HashMap::new()),
+            created: AtomicU64::new(0),
+            expired: AtomicU64::new(0),
+            resets: AtomicU64::new(0),
+            overflow: AtomicU64::new(0),
+            acks: AtomicU64::new(0),
+            acks_ignored: AtomicU64::new(0),
+        }
+    }
+
+    /// The publisher's hook: queue the round in every session (connected or away).
+    pub fn publish(&self, r: &Round) {
+        if !self.enabled {
+            return;
+        }
+        let body = payload::encode(self.size, r.seq, r.ts);
+        let mut g = lock(&self.inner);
+        let inner = &mut *g;
+        let mut dropped = 0;
+        for s in inner.by_id.values_mut() {
+            let before = s.bytes;
+            dropped += s.push(r.seq, r.ts, &body, self.cap);
+            inner.bytes = inner.bytes + s.bytes - before;
+        }
+        self.overflow.fetch_add(dropped, Relaxed);
+    }
+
+    /// Find or create the client's session and take what it must get first: the unacked
+    /// messages (after `ack_upto`, an implicit ack from Last-Event-ID / since) and the gap
+    /// marker for an overflow. Called under the hub's registration lock.
+    fn attach(&self, presented: Option<&str>, ack_upto: Option<u64>) -> Attached {
+        self.attach_as(presented, ack_upto, false)
+    }
+
+    /// `polling`: no connection holds the session, so its TTL runs from this request.
+    fn attach_as(&self, presented: Option<&str>, ack_upto: Option<u64>, polling: bool) -> Attached {
+        let mut g = lock(&self.inner);
+        let inner = &mut *g;
+        let known = presented.filter(|p| inner.by_id.contains_key(*p));
+        let (id, reset) = match known {
+            Some(p) => (p.to_string(), false),
+            None => {
+                let id = new_id();
+                inner.by_id.insert(id.clone(), Session::default());
+                inner.bytes += SESSION_OVERHEAD;
+                self.created.fetch_add(1, Relaxed);
+                if presented.is_some() {
+                    self.resets.fetch_add(1, Relaxed);
+                }
+                (id, presented.is_some())
+            }
+        };
+        let s = inner.by_id.get_mut(&id).expect("just found or inserted");
+        if let Some(a) = ack_upto.filter(|&a| a <= s.last_queued && !reset) {
+            inner.bytes -= s.ack(a);
+        }
+        if let Some(old) = s.conn.take() {
+            inner.by_conn.remove(&old);
+        }
+        s.away_since = polling.then(Instant::now);
+        // (seq, ts) only: the rounds are encoded after the locks are released.
+        let replay = s
+            .queue
+            .iter()
+            .map(|e| payload::decode(&e.payload).unwrap_or((e.seq, e.ts)))
+            .collect();
+        let gap = s.gap();
+        (Hello { session: id, reset }, replay, gap)
+    }
+
+    /// Encode a replay from a session's (seq, ts) pairs.
+    fn encode(&self, replay: &[(u64, u64)]) -> Vec<Round> {
+        let b = |&(seq, ts): &(u64, u64)| Round::build(self.size, self.text, seq, ts);
+        replay.iter().map(b).collect()
+    }
+
+    fn bind(&self, conn: u64, id: &str) {
+        let mut g = lock(&self.inner);
+        if let Some(s) = g.by_id.get_mut(id) {
+            if s.conn.is_none() && s.away_since.is_none() {
+                s.conn = Some(conn);
+                g.by_conn.insert(conn, id.to_string());
+            }
+        }
+    }
+
+    /// The hub's deregister hook: the session stays, its TTL starts.
+    pub fn detach(&self, conn: u64) {
+        lock(&self.joined).remove(&conn);
+        if !self.enabled {
+            return;
+        }
+        let mut g = lock(&self.inner);
+        if let Some(id) = g.by_conn.remove(&conn) {
+            if let Some(s) = g.by_id.get_mut(&id) {
+                s.conn = None;
+                s.away_since = Some(Instant::now());
+            }
+        }
+    }
+
+    /// Ack everything up to `seq` for a connection's session.
+    pub fn ack_conn(&self, conn: u64, seq: u64) {
+        let id = lock(&self.inner).by_conn.get(&conn).cloned();
+        match id {
+            Some(id) => self.ack(&id, seq),
+            None => {
+                self.acks_ignored.fetch_add(1, Relaxed);
+            }
+        }
+    }
+
+    /// Ack by session id; an unknown session or a seq never sent is ignored and counted.
+    /// Returns whether the ack was applied.
+    pub fn ack(&self, id: &str, seq: u64) {
+        let mut g = lock(&self.inner);
+        let inner = &mut *g;
+        match inner.by_id.get_mut(id) {
+            Some(s) if seq <= s.last_queued => {
+                inner.bytes -= s.ack(seq);
+                self.acks.fetch_add(1, Relaxed);
+            }
+            _ => {
+                self.acks_ignored.fetch_add(1, Relaxed);
+            }
+        }
+    }
+
+    /// Forget sessions away for longer than the TTL; returns how many.
+    pub fn expire(&self, now: Instant) -> usize {
+        let mut g = lock(&self.inner);
+        let inner = &mut *g;
+        let ttl = self.ttl;
+        let mut freed = 0;
+        let before = inner.by_id.len();
+        inner.by_id.retain(|_, s| {
+            let keep = s.away_since.is_none_or(|t| now.duration_since(t) < ttl);
+            if !keep {
+                freed += s.bytes + SESSION_OVERHEAD;
+            }
+            keep
+        });
+        let n = before - inner.by_id.len();
+        inner.bytes -= freed;
+        if n > 0 && inner.by_id.capacity() > 4 * inner.by_id.len().max(16) {
+            inner.by_id.shrink_to_fit();
+        }
+        self.expired.fetch_add(n as u64, Relaxed);
+        n
+    }
+
+    pub fn stats(&self) -> SessionStats {
+        let g = lock(&self.inner);
+        SessionStats {
+            count: g.by_id.len() as u64,
+            connected: g.by_conn.len() as u64,
+            bytes: g.bytes as u64,
+            messages: g.by_id.values().map(|s| s.queue.len() as u64).sum(),
+            created: self.created.load(Relaxed),
+            expired: self.expired.load(Relaxed),
+            resets: self.resets.load(Relaxed),
+            overflow_messages: self.overflow.load(Relaxed),
+            acks: self.acks.load(Relaxed),
+            acks_ignored: self.acks_ignored.load(Relaxed),
+        }
+    }
+
+    /// `/poll?session=ID&since=SEQ` under session-ack: `since` acks, the answer holds the
+    /// session's unacked messages after it and the usual keys, plus `session` and `reset`.
+    fn poll(&self, presented: Option<&str>, since: Option<u64>) -> String {
+        let (hello, replay, gap) = self.attach_as(presented, since, true);
+        let replay = self.encode(&replay);
+        let since = since.unwrap_or(0);
+        let mut out = format!(
+            "{{\"session\":\"{}\",\"reset\":{},\"latest\":{},\"gap\":{},\"oldest\":{},\"messages\":[",
+            hello.session,
+            hello.reset,
+            replay.last().map_or(since, |r| r.seq),
+            gap.is_some(),
+            gap.map(|g| g.1 + 1)
+                .or(replay.first().map(|r| r.seq))
+                .map_or("null".into(), |o| o.to_string()),
+        );
+        let items: Vec<&str> = replay
+            .iter()
+            .filter(|r| r.seq > since)
+            .map(|r| std::str::from_utf8(&r.json).unwrap_or("{}"))
+            .collect();
+        out.push_str(&items.join(","));
+        out.push_str("]}");
+        out
+    }
+
+    /// `GET /session?id=ID`: one session's state, for clients and `verify delivery`.
+    fn describe(&self, id: &str) -> Option<String> {
+        let g = lock(&self.inner);
+        let s = g.by_id.get(id)?;
+        Some(format!(
+            "{{\"session\":\"{id}\",\"connected\":{},\"messages\":{},\"bytes\":{},\"acked\":{},\"gap\":{}}}",
+            s.conn.is_some(),
+            s.queue.len(),
+            s.bytes + SESSION_OVERHEAD,
+            s.acked,
+            s.gap().map_or("null".into(), |(a, b)| format!("{{\"from\":{a},\"to\":{b}}}"))
+        ))
+    }
+}
+
+/// 128 random bits in hex (the kernel's getrandom; a clock-and-counter mix if it fails).
+fn new_id() -> String {
+    let mut b = [0u8; 16];
+    // SAFETY: b is a valid 16-byte buffer.
+    let n = unsafe { libc::getrandom(b.as_mut_ptr().cast(), b.len(), 0) };
+    if n != b.len() as isize {
+        static N: AtomicU64 = AtomicU64::new(0);
+        let t = super::sys::now_ns() ^ N.fetch_add(1, Relaxed).rotate_left(40);
+        b[..8].copy_from_slice(&t.to_le_bytes());
+        b[8..].copy_from_slice(&(std::process::id() as u64 ^ t.rotate_left(17)).to_le_bytes());
+    }
+    b.iter().fold(String::with_capacity(32), |mut s, x| {
+        let _ = write!(s, "{x:02x}");
+        s
+    })
+}
+
+/// A registered session client: its connection, what it gets first, and its hello.
+pub type Registered = (Arc<Conn>, Vec<Round>, Option<(u64, u64)>, Hello);
+
+/// Register a session-ack client: attach its session under the hub's registration lock
+/// (so no message is missed or sent twice by the hub), bind the connection to it.
+pub fn register(
+    hub: &Hub,
+    stream: TcpStream,
+    transport: Transport,
+    presented: Option<&str>,
+    ack_upto: Option<u64>,
+) -> Registered {
+    let (conn, (hello, replay, gap)) = hub.register_with(stream, transport, |_| {
+        let a = hub.sessions.attach(presented, ack_upto);
+        let skip = a.1.last().map_or(0, |r| r.0);
+        (a, skip)
+    });
+    hub.sessions.bind(conn.id, &hello.session);
+    (conn, hub.sessions.encode(&replay), gap, hello)
+}
+
+/// Register a plain `/ws` client (no `since`) that may resume with a message: remember
+/// the ring's last seq at the moment it joined.
+pub fn register_ws(hub: &Hub, stream: TcpStream) -> Arc<Conn> {
+    let (conn, joined) = hub.register_with(stream, Transport::Ws, |ring| {
+        (ring.back().map_or(0, |r| r.seq), 0)
+    });
+    lock(&hub.sessions.joined).insert(conn.id, joined);
+    conn.done_writing();
+    conn
+}
+
+/// A WebSocket text message from a client. session-ack: `{"ack":SEQ}` acks up to SEQ.
+/// seq-ring: `{"since":SEQ}` (the resume message, for clients that cannot set the URL;
+/// once per connection) returns what to send: the gap marker and the ring after SEQ up to
+/// where the client joined. Anything else is ignored, as before.
+pub fn on_ws_text(hub: &Hub, conn: u64, text: &[u8]) -> Option<Vec<u8>> {
+    let v: serde_json::Value = serde_json::from_slice(text).ok()?;
+    match hub.cfg.delivery {
+        Delivery::SessionAck => {
+            let seq = v.get("ack")?.as_u64()?;
+            hub.sessions.ack_conn(conn, seq);
+            None
+        }
+        Delivery::SeqRing => {
+            let since = match v.get("since")? {
+                serde_json::Value::String(s) => resume_id(s),
+                n => n.as_u64().unwrap_or(0),
+            };
+            let upto = lock(&hub.sessions.joined).remove(&conn)?;
+            let (replay, gap) = hub.replay_between(since, upto);
+            let mut out = Vec::new();
+            if let Some((a, b)) = gap {
+                let marker = format!("{{\"from\":{a},\"to\":{b}}}");
+                out.extend_from_slice(&super::wsframe::frame(
+                    super::wsframe::OP_TEXT,
+                    marker.as_bytes(),
+                ));
+            }
+            for r in &replay {
+                out.extend_from_slice(&r.ws);
+                hub.counters.sent(Transport::Ws, r.ws.len());
+            }
+            Some(out)
+        }
+        Delivery::Snapshot => None,
+    }
+}
+
+/// `POST /ack?session=ID&seq=SEQ` and `GET /session?id=ID`: `(status, type, body)`, or
+/// None for other paths.
+pub fn route(hub: &Hub, req: &Request) -> Option<(u16, &'static str, String)> {
+    const JSON: &str = "application/json";
+    const TEXT: &str = "text/plain; charset=utf-8";
+    let on = hub.cfg.delivery == Delivery::SessionAck;
+    match req.path.as_str() {
+        "/ack" if req.method != "POST" => Some((405, TEXT, "POST /ack\n".into())),
+        "/ack" if !on => Some((
+            404,
+            TEXT,
+            "/ack needs serve --delivery session-ack\n".into(),
+        )),
+        "/ack" => {
+            let id = req.query_param("session").unwrap_or_default();
+            let Some(Ok(seq)) = req.query_param("seq").map(|v| v.trim().parse::<u64>()) else {
+                return Some((
+                    400,
+                    TEXT,
+                    "/ack needs ?session=ID&seq=SEQ (an unsigned integer)\n".into(),
+                ));
+            };
+            hub.sessions.ack(&id, seq);
+            // Ignored acks (unknown session, never-sent seq) are counted, not refused: a
+            // client racing an expiry must not be broken by it.
+            Some((200, JSON, "{\"ok\":true}".into()))
+        }
+        // With a `session` parameter (empty: issue one); without, the plain ring poll.
+        "/poll" if on && (req.method == "GET" || req.method == "HEAD") => {
+            let presented = req.query_param("session")?;
+            hub.counters.polls.fetch_add(1, Relaxed);
+            let since = req.query_param("since").map(|v| resume_id(&v));
+            let presented = Some(presented.as_str()).filter(|p| !p.is_empty());
+            Some((200, JSON, hub.sessions.poll(presented, since)))
+        }
+        "/session" => {
+            let id = req.query_param("id").unwrap_or_default();
+            Some(match hub.sessions.describe(&id) {
+                Some(body) => (200, JSON, body),
+                None => (404, JSON, "{\"error\":\"no such session\"}".into()),
+            })
+        }
+        _ => None,
+    }
+}
+
+/// Expire sessions in the background (a few times per TTL, at most every second) and give
+/// the freed memory back to the OS.
+pub async fn expire_loop(hub: Arc<Hub>) {
+    let every = (hub.sessions.ttl / 4).clamp(Duration::from_millis(50), Duration::from_secs(1));
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(every) => {}
+            _ = hub.shutdown_signalled() => return,
+        }
+        if hub.sessions.expire(Instant::now()) > 0 {
+            trim_heap();
+        }
+    }
+}
+
+/// glibc keeps freed small blocks in its arenas; hand them back so RSS follows the
+/// session gauge.
+fn trim_heap() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim has no preconditions.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
+/// Families [`metrics`] renders.
+pub const METRIC_FAMILIES: usize = 11;
+
+/// Ring and session families for `/metrics`.
+pub fn metrics(o: &mut String, snap: &super::hub::Snapshot) {
+    let s = &snap.sessions;
+    let rows: [(&str, &str, &str, u64); METRIC_FAMILIES] = [
+        (
+            "rtcheck_ring_messages",
+            "gauge",
+            "Messages held in the resume ring.",
+            snap.ring_messages,
+        ),
+        (
+            "rtcheck_ring_bytes",
+            "gauge",
+            "Bytes of the resume ring in every encoding it keeps (WebSocket, SSE, raw, JSON).",
+            snap.ring_bytes,
+        ),
+        (
+            "rtcheck_sessions",
+            "gauge",
+            "Sessions held (session-ack).",
+            s.count,
+        ),
+        (
+            "rtcheck_session_bytes",
+            "gauge",
+            "Bytes of session state held: unacked payload copies plus bookkeeping.",
+            s.bytes,
+        ),
+        (
+            "rtcheck_session_messages",
+            "gauge",
+            "Unacked messages held over every session.",
+            s.messages,
+        ),
+        (
+            "rtcheck_sessions_expired_total",
+            "counter",
+            "Sessions forgotten after --session-ttl away.",
+            s.expired,
+        ),
+        (
+            "rtcheck_session_resets_total",
+            "counter",
+            "Unknown or expired sessions presented: a new session with reset true.",
+            s.resets,
+        ),
+        (
+            "rtcheck_session_overflow_messages_total",
+            "counter",
+            "Messages dropped from full session queues, each reported in a gap marker.",
+            s.overflow_messages,
+        ),
+        (
+            "rtcheck_session_acks_total",
+            "counter",
+            "Acks applied.",
+            s.acks,
+        ),
+        (
+            "rtcheck_session_acks_ignored_total",
+            "counter",
+            "Acks ignored: a seq never sent, or no such session.",
+            s.acks_ignored,
+        ),
+        (
+            "rtcheck_sessions_created_total",
+            "counter",
+            "Sessions issued.",
+            s.created,
+        ),
+    ];
+    for (name, kind, help, v) in rows {
+        let _ = writeln!(o, "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {v}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sessions(cap: usize) -> Sessions {
+        let mut cfg = super::super::config::Config::from_args(
+            &<TestArgs as clap::Parser>::parse_from(["x"]).a,
+            1,
+        )
+        .unwrap();
+        cfg.delivery = Delivery::SessionAck;
+        cfg.session_queue = cap;
+        cfg.size = 64;
+        Sessions::new(&cfg)
+    }
+
+    #[derive(clap::Parser)]
+    struct TestArgs {
+        #[command(flatten)]
+        a: super::super::config::ServeFlags,
+    }
+
+    fn round(seq: u64) -> Round {
+        Round::build(64, false, seq, seq * 10)
+    }
+
+    #[test]
+    fn unacked_messages_replay_and_acks_free_them() {
+        let s = sessions(100);
+        let (h, replay, gap) = s.attach(None, None);
+        assert!(!h.reset && replay.is_empty() && gap.is_none());
+        assert_eq!(h.session.len(), 32);
+        for q in 1..=5 {
+            s.publish(&round(q));
+        }
+        let st = s.stats();
+        assert_eq!((st.count, st.messages), (1, 5));
+        assert_eq!(
+            st.bytes as usize,
+            SESSION_OVERHEAD + 5 * (64 + ENTRY_OVERHEAD)
+        );
+        s.ack(&h.session, 3);
+        assert_eq!(s.stats().messages, 2);
+        let (h2, replay, gap) = s.attach(Some(&h.session), None);
+        assert_eq!(
+            h2,
+            Hello {
+                session: h.session.clone(),
+                reset: false
+            }
+        );
+        assert_eq!(replay, [(4, 40), (5, 50)]);
+        assert_eq!(s.encode(&replay)[1].seq, 5);
+        assert!(gap.is_none());
+        // A seq never sent, or an unknown session: ignored and counted.
+        s.ack(&h.session, 99);
+        s.ack("nope", 1);
+        let st = s.stats();
+        assert_eq!((st.acks, st.acks_ignored, st.messages), (1, 2, 2));
+    }
+
+    #[test]
+    fn overflow_is_a_gap_marker_until_acked_past() {
+        let s = sessions(3);
+        let (h, ..) = s.attach(None, None);
+        for q in 1..=7 {
+            s.publish(&round(q));
+        }
+        assert_eq!(s.stats().overflow_messages, 4);
+        let (_, replay, gap) = s.attach(Some(&h.session), Some(2));
+        assert_eq!(gap, Some((3, 4)), "acked 2 through Last-Event-ID");
+        assert_eq!(replay.iter().map(|r| r.0).collect::<Vec<_>>(), [5, 6, 7]);
+        s.ack(&h.session, 5);
+        let (_, _, gap) = s.attach(Some(&h.session), None);
+        assert_eq!(gap, None);
+    }
+
+    #[test]
+    fn unknown_sessions_reset_and_away_sessions_expire() {
+        let s = sessions(10);
+        let (h, ..) = s.attach(Some("gone"), None);
+        assert!(h.reset);
+        assert_eq!(s.stats().resets, 1);
+        s.bind(7, &h.session);
+        s.publish(&round(1));
+        let t0 = Instant::now();
+        assert_eq!(s.expire(t0 + Duration::from_secs(3600)), 0, "connected");
+        s.detach(7);
+        assert_eq!(s.expire(Instant::now()), 0, "within the TTL");
+        assert_eq!(s.expire(Instant::now() + s.ttl), 1);
+        let st = s.stats();
+        assert_eq!((st.count, st.bytes, st.expired), (0, 0, 1));
+        let (h2, ..) = s.attach(Some(&h.session), None);
+        assert!(h2.reset && h2.session != h.session);
+    }
+
+    #[test]
+    fn ring_sizes_and_resume_ids() {
+        assert_eq!(parse_ring("1024"), Ok(RingSize::Messages(1024)));
+        assert_eq!(parse_ring("100KiB").unwrap().messages(1024), 100);
+        assert!(parse_ring("x").is_err());
+        assert_eq!(resume_id(" 42 "), 42);
+        assert_eq!(resume_id("abc"), 0);
+        assert_eq!(resume_id("-1"), 0);
+        let ring: VecDeque<Round> = (3..=5).map(round).collect();
+        assert_eq!(snapshot_replay(&ring, None).0[0].seq, 5);
+        assert_eq!(snapshot_replay(&ring, Some(2)).0[0].seq, 5);
+        assert!(snapshot_replay(&ring, Some(5)).0.is_empty());
+    }
+}
