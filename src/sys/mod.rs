@@ -10,5 +10,6 @@ pub mod control;
 pub mod fd;
 pub mod limits;
 pub mod proc;
+pub mod redis;
 pub mod serve;
 pub mod signal;
