@@ -8,25 +8,7 @@ use std::net::{SocketAddr, TcpStream};
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// Until s13-server's `sys::redis` is merged: the same API, refusing to start.
-mod pending_launcher {
-    pub struct RedisServer;
-    impl RedisServer {
-        pub fn start(_: &std::path::Path) -> anyhow::Result<RedisServer> {
-            anyhow::bail!(
-                "the redis-server launcher (sys::redis) is not merged yet; use --redis URL"
-            )
-        }
-        pub fn url(&self) -> String {
-            String::new()
-        }
-        pub fn stop(&mut self) {}
-        pub fn restart(&mut self) -> anyhow::Result<()> {
-            Ok(())
-        }
-    }
-}
-use pending_launcher::RedisServer;
+use crate::sys::redis::RedisServer;
 
 pub const NAMES: [&str; 4] = ["a", "b", "c", "d"];
 
@@ -84,7 +66,7 @@ pub enum Redis {
 }
 
 impl Redis {
-    /// The user's URL (checked: loopback, answers a TCP connect within 2 s), or our own.
+    /// The user's URL (checked: loopback, connects within 2 s, answers PING), or our own.
     pub fn open(user: Option<&str>, dir: &std::path::Path) -> anyhow::Result<Redis> {
         let Some(url) = user else {
             return Ok(Redis::Ours(RedisServer::start(dir)?));
@@ -92,6 +74,10 @@ impl Redis {
         let (addr, shown) = parse_redis_url(url)?;
         TcpStream::connect_timeout(&addr, Duration::from_secs(2))
             .map_err(|e| anyhow!("--redis {shown}: cannot connect to {addr}: {e}"))?;
+        crate::sys::redis::ping(url).map_err(|e| {
+            let e = e.to_string().replace(url, &shown);
+            anyhow!("--redis {shown}: no answer to PING: {e}")
+        })?;
         Ok(Redis::User {
             url: url.to_string(),
             shown,

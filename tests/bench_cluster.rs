@@ -1,0 +1,151 @@
+//! `rtcheck bench cluster` end to end at small scale over a real redis-server (Debian
+//! package `redis-server`, started by rtcheck on a free loopback port in a temp dir): JSON
+//! parsed back and the shapes checked by value (one path: 0 duplicates; naive: duplicates
+//! on the publishing node only; a killed node: TTL ghosts clear, event ghosts stay). No
+//! timing asserts beyond generous bounds.
+mod common;
+use serde_json::Value;
+use std::time::Duration;
+
+/// Small and quick: 2 nodes, 8 clients, 40 rounds at 20/s.
+const SMALL: [&str; 10] = [
+    "--nodes",
+    "2",
+    "--connections",
+    "8",
+    "--rounds",
+    "40",
+    "--rate",
+    "20",
+    "--drain",
+    "5s",
+];
+
+fn cluster(args: &[&str]) -> (i32, Value, String) {
+    common::require_binary("redis-server", "redis-server");
+    let out = common::rtcheck()
+        .args(["bench", "cluster", "--format", "json"])
+        .args(SMALL)
+        .args(args)
+        .timeout(Duration::from_secs(240))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    let v: Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {stderr}"));
+    (out.status.code().unwrap_or(-1), v, stderr)
+}
+
+fn scenario<'a>(v: &'a Value, name: &str) -> &'a Value {
+    v["scenarios"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == name)
+        .unwrap_or_else(|| panic!("no scenario {name} in {v}"))
+}
+
+fn u(s: &Value, k: &str) -> u64 {
+    s[k].as_u64()
+        .unwrap_or_else(|| panic!("{k} missing in {s}"))
+}
+
+/// The keys issue 13 names, on every row.
+const KEYS: [&str; 14] = [
+    "name",
+    "nodes",
+    "p50_ms",
+    "p99_ms",
+    "p999_ms",
+    "received",
+    "lost",
+    "lost_silently",
+    "duplicates",
+    "duplicates_by_node",
+    "order_hash_agree",
+    "ghosts",
+    "valid",
+    "notes",
+];
+
+fn assert_valid_row(s: &Value) {
+    for k in KEYS {
+        assert!(s.get(k).is_some(), "key {k} missing in {s}");
+    }
+    assert_eq!(s["valid"], true, "{s:#}");
+    let (p50, p99, p999) = (
+        s["p50_ms"].as_f64().unwrap(),
+        s["p99_ms"].as_f64().unwrap(),
+        s["p999_ms"].as_f64().unwrap(),
+    );
+    assert!(p50 > 0.0 && p50 <= p99 + 1e-9 && p99 <= p999 + 1e-9, "{s}");
+    assert!(u(s, "received") >= u(s, "expected") - u(s, "lost"), "{s}");
+}
+
+#[test]
+fn single_json_carries_the_issue_keys_and_counts_every_message() {
+    let (code, v, err) = cluster(&["--scenario", "single"]);
+    assert_eq!(code, 0, "{err}\n{v:#}");
+    let s = scenario(&v, "single");
+    assert_valid_row(s);
+    assert_eq!(u(s, "nodes"), 1);
+    assert_eq!(
+        (u(s, "received"), u(s, "lost"), u(s, "duplicates")),
+        (8 * 40, 0, 0)
+    );
+    assert_eq!(s["order_hash_agree"], true);
+    assert_eq!(v["valid"], true);
+}
+
+fn usage_error(args: &[&str]) -> String {
+    let out = common::rtcheck()
+        .args(["bench", "cluster"])
+        .args(args)
+        .timeout(Duration::from_secs(30))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+    assert!(out.stdout.is_empty(), "{args:?}: a report of nothing");
+    assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+    err
+}
+
+#[test]
+fn bad_input_is_one_line_and_exit_2() {
+    assert!(usage_error(&["--nodes", "1"]).contains("--nodes"));
+    assert!(usage_error(&["--nodes", "9"]).contains("between 2 and 4"));
+    assert!(usage_error(&["--scenario", "split-brain"]).contains("unknown scenario"));
+    let port = common::free_port();
+    let url = format!("redis://127.0.0.1:{port}");
+    let e = usage_error(&["--redis", &url, "--scenario", "one-path"]);
+    assert!(e.contains(&url) && e.contains("cannot connect"), "{e}");
+    let e = usage_error(&["--redis", "redis://192.0.2.1:6379"]);
+    assert!(e.contains("not a loopback"), "{e}");
+}
+
+#[test]
+fn single_renders_in_every_format() {
+    for (fmt, needle) in [
+        ("text", "rtcheck bench cluster: all 1 scenarios valid"),
+        ("markdown", "| single | 1 |"),
+        ("yaml", "name: single"),
+    ] {
+        let out = common::rtcheck()
+            .args(["bench", "cluster", "--scenario", "single", "--format", fmt])
+            .args(SMALL)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{fmt}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(text.contains(needle), "{fmt}:\n{text}");
+        if fmt == "text" {
+            assert!(text.lines().all(|l| l.chars().count() <= 80), "{text}");
+        }
+    }
+}
