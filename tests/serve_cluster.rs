@@ -1,9 +1,329 @@
 //! `rtcheck serve --redis` over a real redis-server (Debian package `redis-server`), started
-//! by the test on a free loopback port in a temp dir.
+//! by the test on a free loopback port in a temp dir: one path, the naive path's duplicates,
+//! resume on another node from the Redis ring, TTL presence against join/leave ghosts, and a
+//! Redis restart survived.
+mod common;
+use common::{http_get, require_binary, Server};
 use rtcheck::sys::redis::{ping, RedisServer};
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::time::{Duration, Instant};
+
+/// Generous bound for anything to happen on a loaded 2-core machine.
+const LIMIT: Duration = Duration::from_secs(60);
 
 fn redis(dir: &std::path::Path) -> RedisServer {
+    require_binary("redis-server", "redis-server");
     RedisServer::start(dir).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// A node of the cluster on 127.0.0.1:0.
+fn node(r: &RedisServer, name: &str, extra: &[&str]) -> Server {
+    let url = r.url();
+    let mut args = vec!["--redis", &url, "--node", name, "--size", "64"];
+    args.extend_from_slice(extra);
+    Server::start(&args)
+}
+
+/// What an SSE client saw: a round's seq, or a gap marker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ev {
+    Msg(u64),
+    Gap(u64, u64),
+}
+
+/// A minimal SSE client: `GET /sse` (with Last-Event-ID), events parsed as they come.
+struct Sse {
+    s: TcpStream,
+    buf: String,
+    events: Vec<Ev>,
+}
+
+impl Sse {
+    fn connect(addr: SocketAddr, last_id: Option<u64>) -> Sse {
+        let mut s = TcpStream::connect(addr).unwrap();
+        let resume = last_id.map_or(String::new(), |i| format!("Last-Event-ID: {i}\r\n"));
+        write!(s, "GET /sse HTTP/1.1\r\nHost: x\r\n{resume}\r\n").unwrap();
+        s.set_read_timeout(Some(Duration::from_millis(200)))
+            .unwrap();
+        Sse {
+            s,
+            buf: String::new(),
+            events: Vec::new(),
+        }
+    }
+
+    /// Read until `pred(events)` holds; panics after [`LIMIT`].
+    fn until(&mut self, what: &str, pred: impl Fn(&[Ev]) -> bool) {
+        let t0 = Instant::now();
+        let mut chunk = [0u8; 16384];
+        while !pred(&self.events) {
+            assert!(
+                t0.elapsed() < LIMIT,
+                "{what}: not reached; saw {:?}",
+                self.events
+            );
+            match self.s.read(&mut chunk) {
+                Ok(0) => panic!(
+                    "{what}: the server closed the stream; saw {:?}",
+                    self.events
+                ),
+                Ok(n) => {
+                    self.buf.push_str(&String::from_utf8_lossy(&chunk[..n]));
+                    self.parse();
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                Err(e) if e.kind() == std::io::ErrorKind::TimedOut => {}
+                Err(e) => panic!("{what}: {e}"),
+            }
+        }
+    }
+
+    fn parse(&mut self) {
+        while let Some(end) = self.buf.find("\n\n") {
+            let block: String = self.buf.drain(..end + 2).collect();
+            let block = block
+                .rsplit("\r\n\r\n")
+                .next()
+                .unwrap_or(&block)
+                .to_string();
+            if let Some(id) = block.lines().find_map(|l| l.strip_prefix("id: ")) {
+                self.events.push(Ev::Msg(id.trim().parse().unwrap()));
+            } else if block.contains("event: gap") {
+                let data = block
+                    .lines()
+                    .find_map(|l| l.strip_prefix("data: "))
+                    .unwrap();
+                let v: serde_json::Value = serde_json::from_str(data).unwrap();
+                let n = |k: &str| v[k].as_u64().unwrap();
+                self.events.push(Ev::Gap(n("from"), n("to")));
+            }
+        }
+    }
+
+    fn seqs(&self) -> Vec<u64> {
+        self.events
+            .iter()
+            .filter_map(|e| match e {
+                Ev::Msg(s) => Some(*s),
+                Ev::Gap(..) => None,
+            })
+            .collect()
+    }
+
+    /// Copies beyond the first, per seq.
+    fn duplicates(&self) -> usize {
+        let mut seen = BTreeMap::new();
+        for s in self.seqs() {
+            *seen.entry(s).or_insert(0usize) += 1;
+        }
+        seen.values().map(|n| n - 1).sum()
+    }
+}
+
+fn has(seq: u64) -> impl Fn(&[Ev]) -> bool {
+    move |ev| ev.contains(&Ev::Msg(seq))
+}
+
+/// Wait until `pred(status, body)` holds for GET `path`.
+fn wait_http(s: &Server, path: &str, what: &str, pred: impl Fn(u16, &str) -> bool) -> String {
+    let t0 = Instant::now();
+    loop {
+        let (status, body) = http_get(s.addr, path);
+        if pred(status, &body) {
+            return body;
+        }
+        assert!(t0.elapsed() < LIMIT, "{what}: last {status} {body}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn metric(s: &Server, name: &str) -> f64 {
+    let (_, body) = http_get(s.addr, "/metrics");
+    body.lines()
+        .find_map(|l| l.strip_prefix(&format!("{name} ")))
+        .unwrap_or_else(|| panic!("{name} missing from /metrics"))
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+fn presence(s: &Server) -> serde_json::Value {
+    let (status, body) = http_get(s.addr, "/presence");
+    assert_eq!(status, 200, "{body}");
+    serde_json::from_str(&body).unwrap()
+}
+
+/// Clients connected before the start on the publishing node `a` and the relay `b`; both
+/// read all `rounds`; returns (a's client, b's client).
+fn one_round_trip(path: &str, rounds: u64) -> (Sse, Sse) {
+    let dir = tempfile::tempdir().unwrap();
+    let r = redis(dir.path());
+    let a = node(&r, "a", &["--rate", "20", "--wait-start", "--path", path]);
+    let b = node(&r, "b", &["--no-publish"]);
+    let (mut ca, mut cb) = (Sse::connect(a.addr, None), Sse::connect(b.addr, None));
+    for s in [&a, &b] {
+        s.wait_stats(LIMIT, |v| v["clients"]["sse"] == 1);
+    }
+    if path == "naive" {
+        assert!(a.stderr().contains("DEMONSTRATION"), "{}", a.stderr());
+    }
+    a.start_publishing(rounds);
+    let n = rounds as usize;
+    let want = if path == "naive" { 2 * n } else { n };
+    ca.until("a's client", |ev| ev.len() >= want && has(rounds)(ev));
+    cb.until("b's client", has(rounds));
+    let st = b.stats();
+    assert_eq!(st["node"], "b");
+    assert_eq!(st["redis_up"], true);
+    (ca, cb)
+}
+
+#[test]
+fn one_path_gives_every_client_every_round_once() {
+    let (a, b) = one_round_trip("one-path", 30);
+    for (name, c) in [("a", &a), ("b", &b)] {
+        assert_eq!(c.seqs(), (1..=30).collect::<Vec<_>>(), "node {name}");
+        assert_eq!(c.duplicates(), 0, "node {name}");
+    }
+}
+
+#[test]
+fn the_naive_path_duplicates_on_the_publishing_node_only() {
+    let (a, b) = one_round_trip("naive", 30);
+    // Every round twice on the publishing node (locally, then back from Redis): 50 %.
+    assert_eq!(a.duplicates(), 30, "{:?}", a.events);
+    assert_eq!(b.duplicates(), 0, "{:?}", b.events);
+    assert_eq!(b.seqs(), (1..=30).collect::<Vec<_>>());
+}
+
+#[test]
+fn a_client_resumes_on_another_node_from_the_redis_ring() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = redis(dir.path());
+    let a = node(&r, "a", &["--rate", "50", "--rounds", "40", "--ring", "16"]);
+    let mut c = Sse::connect(a.addr, None);
+    c.until("first rounds on a", |ev| !ev.is_empty());
+    a.wait_stats(LIMIT, |v| v["finished"] == true && v["rounds_sent"] == 40);
+    // b starts after the last round: its own ring is empty, only Redis holds the rounds.
+    let b = node(&r, "b", &["--no-publish", "--ring", "16"]);
+    let mut within = Sse::connect(b.addr, Some(30));
+    within.until("resume within the ring", has(40));
+    assert_eq!(within.events, (31..=40).map(Ev::Msg).collect::<Vec<_>>());
+    let (_, poll) = http_get(b.addr, "/poll?since=35");
+    let poll: serde_json::Value = serde_json::from_str(&poll).unwrap();
+    assert_eq!(poll["gap"], false, "{poll}");
+    let seqs: Vec<u64> = poll["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["seq"].as_u64().unwrap())
+        .collect();
+    assert_eq!(seqs, vec![36, 37, 38, 39, 40]);
+    // Beyond the ring (16 of 40 kept): the usual gap marker, then what is left.
+    let mut beyond = Sse::connect(b.addr, Some(10));
+    beyond.until("resume beyond the ring", has(40));
+    assert_eq!(beyond.events[0], Ev::Gap(11, 24), "{:?}", beyond.events);
+    assert_eq!(beyond.seqs(), (25..=40).collect::<Vec<_>>());
+}
+
+/// Three clients (two on b, one on a), then b is SIGKILLed: what a's /presence says.
+fn presence_after_kill(mode: &str) -> (serde_json::Value, Duration) {
+    let dir = tempfile::tempdir().unwrap();
+    let r = redis(dir.path());
+    let flags = [
+        "--presence",
+        mode,
+        "--presence-ttl",
+        "1500ms",
+        "--no-publish",
+    ];
+    let a = node(&r, "a", &flags);
+    let mut b = node(&r, "b", &flags);
+    let _clients = [
+        Sse::connect(a.addr, None),
+        Sse::connect(b.addr, None),
+        Sse::connect(b.addr, None),
+    ];
+    wait_http(&a, "/presence", "three online", |_, body| {
+        body.contains("\"online\":3")
+    });
+    b.signal(libc::SIGKILL);
+    b.wait_exit(LIMIT).expect("b killed");
+    let t0 = Instant::now();
+    // TTL 1.5 s + one heartbeat 0.5 s, with room for a loaded machine.
+    let window = Duration::from_secs(6);
+    let mut last = presence(&a);
+    while t0.elapsed() < window && last["online"] != 1 {
+        std::thread::sleep(Duration::from_millis(50));
+        last = presence(&a);
+    }
+    (last, t0.elapsed())
+}
+
+#[test]
+fn ttl_presence_corrects_itself_after_a_node_dies_and_events_keep_ghosts() {
+    let (ttl, took) = presence_after_kill("ttl");
+    assert_eq!(ttl["online"], 1, "ttl presence after {took:?}: {ttl}");
+    assert_eq!(ttl["mode"], "ttl");
+    assert_eq!(ttl["local"], 1);
+    let (ev, took) = presence_after_kill("events");
+    assert!(took >= Duration::from_secs(6), "{took:?}");
+    assert_eq!(
+        ev["online"], 3,
+        "events presence keeps the dead node's 2 ghosts: {ev}"
+    );
+    assert_eq!(ev["mode"], "events");
+    assert_eq!(ev["local"], 1);
+}
+
+#[test]
+fn a_redis_restart_is_survived_without_silent_loss() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut r = redis(dir.path());
+    let a = node(&r, "a", &["--rate", "20"]);
+    let b = node(&r, "b", &["--no-publish"]);
+    let mut clients = [Sse::connect(a.addr, None), Sse::connect(b.addr, None)];
+    for c in clients.iter_mut() {
+        c.until("rounds before the outage", |ev| ev.len() >= 5);
+    }
+    r.stop();
+    for s in [&a, &b] {
+        let body = wait_http(s, "/healthz", "outage reported", |st, _| st == 503);
+        assert!(body.contains("redis"), "{body}");
+        assert_eq!(metric(s, "rtcheck_redis_up"), 0.0);
+        assert_eq!(s.stats()["redis_up"], false);
+        assert_eq!(s.stats()["clients"]["sse"], 1, "the client stays");
+    }
+    r.restart().unwrap();
+    for s in [&a, &b] {
+        wait_http(s, "/healthz", "recovery", |st, body| {
+            st == 200 && body.contains("redis up")
+        });
+        assert!(metric(s, "rtcheck_redis_reconnects_total") >= 1.0);
+    }
+    assert!(metric(&a, "rtcheck_redis_publish_failures_total") >= 1.0);
+    for c in clients.iter_mut() {
+        let before = *c.seqs().last().unwrap();
+        c.until("rounds after the restart", |ev| {
+            ev.iter()
+                .filter(|e| matches!(e, Ev::Msg(s) if *s > before))
+                .count()
+                >= 5
+        });
+        // Every seq from the first to the last arrived once or is inside a gap marker.
+        let seqs = c.seqs();
+        assert_eq!(c.duplicates(), 0, "{:?}", c.events);
+        let (lo, hi) = (seqs[0], *seqs.last().unwrap());
+        for s in lo..=hi {
+            let covered = c.events.iter().any(|e| match e {
+                Ev::Msg(x) => *x == s,
+                Ev::Gap(f, t) => (*f..=*t).contains(&s),
+            });
+            assert!(covered, "seq {s} lost silently: {:?}", c.events);
+        }
+    }
 }
 
 #[test]
@@ -27,4 +347,21 @@ fn the_launcher_starts_stops_and_restarts_on_the_same_port() {
     let gone = nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(pid), None);
     assert!(gone.is_err());
     assert!(ping(&url).is_err(), "PING answered after drop");
+}
+
+#[test]
+fn a_bad_or_unreachable_redis_is_one_line_and_exit_2() {
+    for (url, want) in [
+        ("nope://x", "not a Redis URL"),
+        ("redis://127.0.0.1:1/", "cannot connect"),
+    ] {
+        let out = common::rtcheck()
+            .args(["serve", "--listen", "127.0.0.1:0", "--redis", url])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{url}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        assert!(err.contains(want) && err.contains(url), "{err}");
+    }
 }

@@ -131,6 +131,9 @@ pub struct ServeFlags {
     /// every message goes through the client's task (like a Go channel per client).
     #[arg(long, hide = true)]
     pub queue_only: bool,
+
+    #[command(flatten)]
+    pub cluster: super::cluster::ClusterFlags,
 }
 
 /// Validated settings.
@@ -167,6 +170,8 @@ pub struct Config {
     /// Decided at start from the bound address (see [`super::access::plan`]).
     #[serde(skip)]
     pub access: super::access::Access,
+    /// `--redis`: this node's cluster settings.
+    pub cluster: Option<super::cluster::ClusterConfig>,
 }
 
 fn nonzero(d: Duration) -> Option<Duration> {
@@ -205,6 +210,10 @@ impl Config {
                 return Err(oob("--sndbuf", s, 1024, 64 << 20, "bytes"));
             }
         }
+        let cluster = super::cluster::ClusterConfig::from_flags(&a.cluster)?;
+        if cluster.is_some() && a.protocol == Protocol::Raw {
+            return Err("--redis works with the HTTP front, not --protocol raw".into());
+        }
         if a.protocol == Protocol::Raw && a.control_listen == a.listen && a.listen.port() != 0 {
             return Err("--control-listen must differ from --listen with --protocol raw".into());
         }
@@ -235,6 +244,7 @@ impl Config {
             cors: a.cors.clone(),
             control_token: a.control_token.clone(),
             access: super::access::Access::Open,
+            cluster,
         })
     }
 }

@@ -283,6 +283,11 @@ pub struct Snapshot {
     pub closed: BTreeMap<&'static str, u64>,
     pub partial_frame_bytes: u64,
     pub echo_connections: u64,
+    /// `serve --redis`: this node's name and whether it reaches Redis.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub redis_up: Option<bool>,
     #[serde(skip)]
     pub hub_buckets: Vec<(f64, u64)>,
     #[serde(skip)]
@@ -317,6 +322,8 @@ pub struct Hub {
     shutting_down: AtomicBool,
     shutdown_notify: Notify,
     pub nodelay: AtomicBool,
+    /// `serve --redis`: rounds go out through Redis and come back through the relay.
+    pub cluster: std::sync::OnceLock<Arc<super::cluster::Cluster>>,
 }
 
 impl Hub {
@@ -338,6 +345,7 @@ impl Hub {
             shutting_down: AtomicBool::new(false),
             shutdown_notify: Notify::new(),
             nodelay: AtomicBool::new(true),
+            cluster: std::sync::OnceLock::new(),
         })
     }
 
@@ -394,13 +402,32 @@ impl Hub {
         transport: Transport,
         last_id: Option<u64>,
     ) -> (Arc<Conn>, Vec<Round>, Option<(u64, u64)>) {
+        self.register_resume_with(stream, transport, last_id, &[])
+    }
+
+    /// [`Hub::register_resume`] with rounds from the cluster's Redis ring (`extra`),
+    /// merged with the local ring by seq.
+    pub fn register_resume_with(
+        &self,
+        stream: TcpStream,
+        transport: Transport,
+        last_id: Option<u64>,
+        extra: &[Round],
+    ) -> (Arc<Conn>, Vec<Round>, Option<(u64, u64)>) {
         let mut conns = lock(&self.conns);
-        let ring = lock(&self.ring);
+        let local = lock(&self.ring);
+        let merged;
+        let ring = if extra.is_empty() {
+            &*local
+        } else {
+            merged = merge_rings(&local, extra);
+            &merged
+        };
         let (replay, gap) = match last_id {
-            Some(id) => replay_after(&ring, id),
+            Some(id) => replay_after(ring, id),
             None => (Vec::new(), None),
         };
-        drop(ring);
+        drop(local);
         let skip = replay.last().map_or(0, |r| r.seq);
         (
             self.add(&mut conns, stream, transport, skip, true),
@@ -441,9 +468,26 @@ impl Hub {
         lock(&self.conns).len()
     }
 
+    /// Ids of the connected clients (presence).
+    pub fn conn_ids(&self) -> Vec<u64> {
+        lock(&self.conns).keys().copied().collect()
+    }
+
     /// /poll: ring messages with seq > since, as a JSON document (see contract).
     pub fn poll_json(&self, since: u64) -> String {
-        let ring = lock(&self.ring);
+        self.poll_json_with(since, &[])
+    }
+
+    /// [`Hub::poll_json`] over the local ring merged with the cluster's (`extra`).
+    pub fn poll_json_with(&self, since: u64, extra: &[Round]) -> String {
+        let local = lock(&self.ring);
+        let merged;
+        let ring = if extra.is_empty() {
+            &*local
+        } else {
+            merged = merge_rings(&local, extra);
+            &merged
+        };
         // The highest seq in the ring, not rounds_sent: a round is in the ring while it is
         // still being handed out, and `since=latest` must not get it again.
         let latest = ring.back().map_or(0, |r| r.seq);
@@ -548,6 +592,8 @@ impl Hub {
                 .collect(),
             partial_frame_bytes: c.partial_frame_bytes.load(Relaxed),
             echo_connections: c.echo_connections.load(Relaxed),
+            node: self.cluster.get().map(|c| c.cfg.node.clone()),
+            redis_up: self.cluster.get().map(|c| c.redis_up()),
             hub_buckets: HUB_BUCKETS_MS
                 .iter()
                 .copied()
@@ -577,6 +623,9 @@ impl Hub {
     /// The publisher: one round every 1/rate on a fixed schedule (sleep until the
     /// scheduled instant; a late round is sent at once, stamped with its scheduled time).
     pub async fn publish(self: Arc<Self>) {
+        if self.cluster.get().is_some_and(|c| !c.cfg.publish) {
+            return; // --no-publish: a relay-only node
+        }
         if self.cfg.wait_start {
             let n = self.start_notify.notified();
             if !self.started.load(Relaxed) {
@@ -603,28 +652,36 @@ impl Hub {
                 _ = sleep_precisely_until(start + offset) => {}
                 _ = self.shutdown_signalled() => return,
             }
-            let round = Round::build(
-                self.cfg.size,
-                self.cfg.text,
-                seq,
-                start_ns + offset.as_nanos() as u64,
-            );
-            {
-                let mut ring = lock(&self.ring);
-                if ring.len() >= self.cfg.ring {
-                    ring.pop_front();
+            let ts = start_ns + offset.as_nanos() as u64;
+            match self.cluster.get() {
+                // One path: the round comes back to every node, this one included.
+                Some(c) => c.emit(ts),
+                None => {
+                    let round = Round::build(self.cfg.size, self.cfg.text, seq, ts);
+                    self.clone().deliver(round, true).await;
                 }
-                ring.push_back(round.clone());
             }
-            let t0 = Instant::now();
-            match self.cfg.strategy {
-                Strategy::PerClient => self.clone().offer_all(&round).await,
-                Strategy::Shards => self.clone().shard_pass(&round).await,
-            }
-            self.record_round(t0.elapsed().as_secs_f64() * 1e3);
-            self.counters.rounds_sent.store(seq, Relaxed);
             seq += 1;
         }
+    }
+
+    /// Hand one round to every client (and keep it in the ring when `ring`); the
+    /// publisher's step, and the cluster relay's for each round that comes back.
+    pub async fn deliver(self: Arc<Self>, round: Round, ring: bool) {
+        if ring {
+            let mut ring = lock(&self.ring);
+            if ring.len() >= self.cfg.ring {
+                ring.pop_front();
+            }
+            ring.push_back(round.clone());
+        }
+        let t0 = Instant::now();
+        match self.cfg.strategy {
+            Strategy::PerClient => self.clone().offer_all(&round).await,
+            Strategy::Shards => self.clone().shard_pass(&round).await,
+        }
+        self.record_round(t0.elapsed().as_secs_f64() * 1e3);
+        self.counters.rounds_sent.fetch_max(round.seq, Relaxed);
     }
 
     /// Per-client strategy: hand the round to every client; returns when all have it.
@@ -786,6 +843,13 @@ async fn sleep_precisely_until(due: tokio::time::Instant) {
     while tokio::time::Instant::now() < due {
         tokio::task::yield_now().await;
     }
+}
+
+/// The local ring and the cluster's, by seq, without duplicates.
+fn merge_rings(local: &VecDeque<Round>, extra: &[Round]) -> VecDeque<Round> {
+    let mut m: BTreeMap<u64, Round> = extra.iter().map(|r| (r.seq, r.clone())).collect();
+    m.extend(local.iter().map(|r| (r.seq, r.clone())));
+    m.into_values().collect()
 }
 
 fn replay_after(ring: &VecDeque<Round>, id: u64) -> (Vec<Round>, Option<(u64, u64)>) {

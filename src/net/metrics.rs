@@ -215,6 +215,8 @@ mod tests {
             closed: BTreeMap::from([("eof", 2), ("deadline", 1)]),
             partial_frame_bytes: 12,
             echo_connections: 1,
+            node: None,
+            redis_up: None,
             hub_buckets: vec![(0.5, 1), (1.0, 5), (250.0, 7)],
             hub_count: 7,
             hub_sum_ms: 4.5,

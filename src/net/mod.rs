@@ -1,6 +1,7 @@
 //! Embedded realtime server (`rtcheck serve`), payload format, and client-side protocol
 //! code (payload decode, SSE parser, WebSocket framing) shared with bench and verify.
 pub mod access;
+pub mod cluster;
 pub mod config;
 pub mod echo;
 pub mod garbage;
@@ -87,6 +88,10 @@ async fn serve(
     let access_line = access::describe(&policy, token_file.as_deref());
     cfg.access = policy;
     let hub = Hub::new(cfg.clone());
+    // The cluster link first: resumes and rounds go through Redis from the first client on.
+    if let Some(cc) = cfg.cluster.clone() {
+        cluster::start(&hub, cc).await?;
+    }
 
     let raw = cfg.protocol == Protocol::Raw;
     tokio::spawn(server::accept_loop(hub.clone(), main, raw));
@@ -100,6 +105,9 @@ async fn serve(
 
     eprintln!("{}", banner(&cfg, main_addr, control_addr, nofile));
     eprintln!("  {access_line}");
+    if let Some(cc) = &cfg.cluster {
+        eprintln!("  {}", cc.banner());
+    }
     if let Some(o) = &cfg.cors {
         eprintln!("  CORS: Access-Control-Allow-Origin: {o} on /sse, /poll, /metrics");
     }

@@ -113,7 +113,10 @@ async fn handle_http(hub: Arc<Hub>, stream: TcpStream) {
         let cors = access::cors_headers(hub.cfg.cors.as_deref(), &req.path);
         let (status, ctype, body) = match preflight(&req, &cors) {
             Some(r) => r,
-            None => route(&hub, &req),
+            None => match super::cluster::route(&hub, &req).await {
+                Some(r) => r,
+                None => route(&hub, &req),
+            },
         };
         // After an error, close: the client may be confused about framing.
         let keep = keep && status < 400;
@@ -188,11 +191,16 @@ fn route(hub: &Hub, req: &Request) -> (u16, &'static str, String) {
     const JSON: &str = "application/json";
     let get = req.method == "GET" || req.method == "HEAD";
     match (req.path.as_str(), get) {
-        ("/healthz", true) => (200, TEXT, "ok".into()),
+        ("/healthz", true) => {
+            let (status, body) = super::cluster::health(hub);
+            (status, TEXT, body)
+        }
         ("/metrics", true) => (
             200,
             "text/plain; version=0.0.4; charset=utf-8",
-            metrics::render(&hub.snapshot()) + &super::work::metrics(),
+            metrics::render(&hub.snapshot())
+                + &super::work::metrics()
+                + &super::cluster::metrics(hub),
         ),
         ("/poll", true) => match req.query_param("since").map(|v| v.parse::<u64>()) {
             Some(Ok(since)) => {
@@ -314,7 +322,9 @@ async fn upgrade_ws(hub: Arc<Hub>, stream: TcpStream, req: Request, leftover: Ve
     let conn = match since {
         None => hub.register(stream, Transport::Ws),
         Some(since) => {
-            let (conn, replay, gap) = hub.register_resume(stream, Transport::Ws, Some(since));
+            let extra = super::cluster::resume_from(&hub, since).await;
+            let (conn, replay, gap) =
+                hub.register_resume_with(stream, Transport::Ws, Some(since), &extra);
             if !ws_replay(&hub, &conn, &replay, gap).await {
                 hub.deregister(&conn, CloseReason::Peer, 0);
                 return;
@@ -561,7 +571,11 @@ async fn serve_sse(hub: Arc<Hub>, stream: TcpStream, req: Request) {
         head.push_str(&format!("{k}: {v}\r\n"));
     }
     head.push_str("\r\n");
-    let (conn, replay, gap) = hub.register_sse(stream, last_id);
+    let extra = match last_id {
+        Some(id) => super::cluster::resume_from(&hub, id).await,
+        None => Vec::new(),
+    };
+    let (conn, replay, gap) = hub.register_resume_with(stream, Transport::Sse, last_id, &extra);
     let (reason, in_flight) = sse_loop(&hub, &conn, &head, replay, gap).await;
     hub.deregister(&conn, reason, in_flight);
 }

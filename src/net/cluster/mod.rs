@@ -1,0 +1,436 @@
+//! `serve --redis URL --node NAME`: several nodes meet in one Redis. Every published round
+//! takes one path (publisher -> Redis -> every node, the publisher included), seqs are global
+//! (INCR in the same script as XADD and PUBLISH, so the Stream and the channel share one
+//! order), the ring is a Redis Stream capped at `--ring` (resume on any node), and presence
+//! is an alive key per client with a TTL (or join/leave events, the demonstration that
+//! leaves ghosts). Losing Redis never takes the node's clients: the link reconnects with a
+//! bounded backoff and catches up from the Stream, or sends the usual gap marker.
+pub mod presence;
+pub mod store;
+
+use super::hub::{lock, Hub, Round};
+use super::{http::Request, wsframe};
+use bytes::Bytes;
+use std::fmt::Write;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PathMode {
+    /// Every round goes publisher -> Redis -> every node, the publishing node included.
+    OnePath,
+    /// DEMONSTRATION ONLY: also deliver this node's own rounds locally, so its clients get
+    /// each of them twice (the seed's 50 % duplicates).
+    Naive,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PresenceMode {
+    /// An alive key per client with a TTL, refreshed by the node's heartbeat: a dead node's
+    /// clients vanish within TTL + one heartbeat.
+    Ttl,
+    /// DEMONSTRATION: join/leave events over pub/sub into a set; a dead node leaves ghosts.
+    Events,
+}
+
+impl PresenceMode {
+    pub fn name(self) -> &'static str {
+        match self {
+            PresenceMode::Ttl => "ttl",
+            PresenceMode::Events => "events",
+        }
+    }
+}
+
+/// The cluster flags of `serve` (flattened into its flags).
+#[derive(Debug, Clone, clap::Args)]
+pub struct ClusterFlags {
+    /// Join a cluster through Redis (redis://HOST:PORT/): rounds travel over a Redis
+    /// channel, the ring is a Redis Stream, presence is kept in Redis.
+    #[arg(
+        long,
+        value_name = "URL",
+        help_heading = "Cluster (several nodes over Redis)"
+    )]
+    pub redis: Option<String>,
+    /// This node's name (letters, digits, `.`, `_`, `-`; default node-PID).
+    #[arg(
+        long,
+        value_name = "NAME",
+        requires = "redis",
+        help_heading = "Cluster (several nodes over Redis)"
+    )]
+    pub node: Option<String>,
+    /// The path of a published round: one-path, or naive (DEMONSTRATION ONLY: duplicates
+    /// on the publishing node).
+    #[arg(long, value_enum, default_value_t = PathMode::OnePath, help_heading = "Cluster (several nodes over Redis)")]
+    pub path: PathMode,
+    /// Presence: ttl (alive keys) or events (DEMONSTRATION: join/leave, ghosts).
+    #[arg(long, value_enum, default_value_t = PresenceMode::Ttl, help_heading = "Cluster (several nodes over Redis)")]
+    pub presence: PresenceMode,
+    /// TTL of a client's alive key; the heartbeat refreshes it every TTL/3.
+    #[arg(long, default_value = "3s", value_parser = crate::units::parse_duration, help_heading = "Cluster (several nodes over Redis)")]
+    pub presence_ttl: Duration,
+    /// Relay only: do not publish rounds from this node.
+    #[arg(
+        long,
+        requires = "redis",
+        help_heading = "Cluster (several nodes over Redis)"
+    )]
+    pub no_publish: bool,
+}
+
+/// Validated cluster settings.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ClusterConfig {
+    pub url: String,
+    pub node: String,
+    pub path: PathMode,
+    pub presence: PresenceMode,
+    pub ttl: Duration,
+    pub heartbeat: Duration,
+    pub publish: bool,
+}
+
+impl ClusterConfig {
+    /// None without --redis; the URL is parsed here (no connection yet).
+    pub fn from_flags(f: &ClusterFlags) -> Result<Option<ClusterConfig>, String> {
+        let Some(url) = &f.redis else {
+            return Ok(None);
+        };
+        ::redis::Client::open(url.as_str()).map_err(|_| {
+            format!("--redis {url}: not a Redis URL (redis://HOST:PORT/ or unix:///PATH)")
+        })?;
+        let node = f
+            .node
+            .clone()
+            .unwrap_or_else(|| format!("node-{}", std::process::id()));
+        let ok = |c: char| c.is_ascii_alphanumeric() || "._-".contains(c);
+        if node.is_empty() || node.len() > 64 || !node.chars().all(ok) {
+            return Err(format!(
+                "--node `{node}`: 1 to 64 letters, digits, `.`, `_` or `-`"
+            ));
+        }
+        let ttl = f.presence_ttl;
+        if ttl < Duration::from_millis(300) || ttl > Duration::from_secs(3600) {
+            return Err(format!(
+                "--presence-ttl {}: out of bounds 300ms..=1h",
+                crate::units::fmt_duration(ttl)
+            ));
+        }
+        Ok(Some(ClusterConfig {
+            url: url.clone(),
+            node,
+            path: f.path,
+            presence: f.presence,
+            ttl,
+            heartbeat: ttl / 3,
+            publish: !f.no_publish,
+        }))
+    }
+
+    /// The startup line.
+    pub fn banner(&self) -> String {
+        let path = match self.path {
+            PathMode::OnePath => "one-path (publisher -> Redis -> every node)".to_string(),
+            PathMode::Naive => {
+                "naive (DEMONSTRATION ONLY: own rounds also delivered locally = duplicates on this node)"
+                    .to_string()
+            }
+        };
+        format!(
+            "cluster: node {}, redis {}, path {path}, presence {} (ttl {}, heartbeat {}), {}",
+            self.node,
+            self.url,
+            self.presence.name(),
+            crate::units::fmt_duration(self.ttl),
+            crate::units::fmt_duration(self.heartbeat),
+            if self.publish {
+                "publishing"
+            } else {
+                "not publishing (--no-publish)"
+            }
+        )
+    }
+}
+
+/// One node's link to the cluster: its Redis connections and what it reports.
+pub struct Cluster {
+    pub cfg: ClusterConfig,
+    pub client: ::redis::Client,
+    pub con: ::redis::aio::ConnectionManager,
+    /// The relay's subscription is live (and caught up).
+    pub link_up: AtomicBool,
+    /// The last heartbeat got its answers.
+    pub cmd_up: AtomicBool,
+    pub reconnects: AtomicU64,
+    pub gap_messages: AtomicU64,
+    pub publish_failures: AtomicU64,
+    /// The highest seq this node has delivered (a publish never reuses one below it).
+    pub last_seq: AtomicU64,
+    pub last_error: Mutex<String>,
+    /// Stream cap: the node's --ring.
+    pub ring: usize,
+    out: tokio::sync::mpsc::Sender<u64>,
+    deliver_lock: tokio::sync::Mutex<()>,
+}
+
+/// Scheduled rounds waiting for their publish; more means Redis is too slow (counted).
+const OUT_QUEUE: usize = 1024;
+
+impl Cluster {
+    pub fn redis_up(&self) -> bool {
+        self.link_up.load(Relaxed) && self.cmd_up.load(Relaxed)
+    }
+
+    /// The hub's publisher hands over the scheduled time of its next round.
+    pub fn emit(&self, ts: u64) {
+        if self.out.try_send(ts).is_err() {
+            self.publish_failures.fetch_add(1, Relaxed);
+        }
+    }
+
+    pub fn set_error(&self, e: impl std::fmt::Display) {
+        *lock(&self.last_error) = e.to_string();
+    }
+
+    /// Hand a round to the hub, one at a time (relay and naive publisher alike).
+    pub async fn deliver(&self, hub: &Arc<Hub>, round: Round, ring: bool) {
+        let _one = self.deliver_lock.lock().await;
+        hub.clone().deliver(round, ring).await;
+    }
+}
+
+/// Connect (bounded: a wrong URL fails the start), then spawn the relay, the publisher and
+/// the heartbeat. The hub knows its cluster before any client or round.
+pub async fn start(hub: &Arc<Hub>, cfg: ClusterConfig) -> anyhow::Result<Arc<Cluster>> {
+    let client = ::redis::Client::open(cfg.url.as_str())?;
+    let mc = ::redis::aio::ConnectionManagerConfig::new()
+        .set_connection_timeout(store::OP_TIMEOUT)
+        .set_response_timeout(store::OP_TIMEOUT)
+        .set_number_of_retries(1)
+        .set_max_delay(500);
+    let con = tokio::time::timeout(
+        Duration::from_secs(3),
+        ::redis::aio::ConnectionManager::new_with_config(client.clone(), mc),
+    )
+    .await
+    .map_err(|_| anyhow::anyhow!("--redis {}: no answer within 3 s", cfg.url))?
+    .map_err(|e| anyhow::anyhow!("--redis {}: cannot connect: {e}", cfg.url))?;
+    let (tx, rx) = tokio::sync::mpsc::channel(OUT_QUEUE);
+    let c = Arc::new(Cluster {
+        cfg,
+        client,
+        con,
+        link_up: AtomicBool::new(false),
+        cmd_up: AtomicBool::new(true),
+        reconnects: AtomicU64::new(0),
+        gap_messages: AtomicU64::new(0),
+        publish_failures: AtomicU64::new(0),
+        last_seq: AtomicU64::new(0),
+        last_error: Mutex::new(String::new()),
+        ring: hub.cfg.ring,
+        out: tx,
+        deliver_lock: tokio::sync::Mutex::new(()),
+    });
+    let _ = hub.cluster.set(c.clone());
+    let ready = Arc::new(tokio::sync::Notify::new());
+    tokio::spawn(store::relay(hub.clone(), c.clone(), ready.clone()));
+    tokio::spawn(store::publisher(hub.clone(), c.clone(), rx));
+    tokio::spawn(presence::heartbeat(hub.clone(), c.clone()));
+    // The first subscription, so a round published right after start reaches this node.
+    let _ = tokio::time::timeout(Duration::from_secs(3), ready.notified()).await;
+    Ok(c)
+}
+
+/// A gap marker as a round (not kept in the ring): SSE `event: gap`, WebSocket text frame,
+/// both `{"from":A,"to":B}` as on a resume.
+pub fn gap_round(from: u64, to: u64) -> Round {
+    let m = format!("{{\"from\":{from},\"to\":{to}}}");
+    Round {
+        seq: to,
+        ts: 0,
+        ws: Bytes::from(wsframe::frame(wsframe::OP_TEXT, m.as_bytes())),
+        sse: Bytes::from(format!("event: gap\ndata: {m}\n\n")),
+        raw: Bytes::new(),
+        json: Bytes::from(m),
+    }
+}
+
+/// Rounds after `since` from the Stream for a resume (empty without a cluster or when
+/// Redis does not answer: the node's own ring then decides, gap included).
+pub async fn resume_from(hub: &Hub, since: u64) -> Vec<Round> {
+    let Some(c) = hub.cluster.get() else {
+        return Vec::new();
+    };
+    match store::range(c, since.saturating_add(1), u64::MAX).await {
+        Ok(v) => v
+            .into_iter()
+            .map(|(seq, ts)| Round::build(hub.cfg.size, hub.cfg.text, seq, ts))
+            .collect(),
+        Err(e) => {
+            c.set_error(e);
+            Vec::new()
+        }
+    }
+}
+
+/// Routes answered by the cluster (async: they ask Redis): `/presence`, and `/poll` with a
+/// cluster. None: not ours.
+pub async fn route(hub: &Arc<Hub>, req: &Request) -> Option<(u16, &'static str, String)> {
+    const JSON: &str = "application/json";
+    let get = req.method == "GET" || req.method == "HEAD";
+    let c = hub.cluster.get();
+    match (req.path.as_str(), c) {
+        ("/presence", _) if !get => Some((405, "text/plain", "method not allowed\n".into())),
+        ("/presence", None) => Some((
+            404,
+            "text/plain",
+            "/presence needs `serve --redis URL --node NAME`\n".into(),
+        )),
+        ("/presence", Some(c)) => Some((200, JSON, presence::json(hub, c).await)),
+        ("/poll", Some(_)) if get => {
+            let since = req.query_param("since")?.parse::<u64>().ok()?;
+            let extra = resume_from(hub, since).await;
+            hub.counters.polls.fetch_add(1, Relaxed);
+            Some((200, JSON, hub.poll_json_with(since, &extra)))
+        }
+        _ => None,
+    }
+}
+
+/// GET /healthz: `ok` alone; with a cluster, 503 and a body naming Redis while it is down
+/// (the node keeps serving its clients from its own ring).
+pub fn health(hub: &Hub) -> (u16, String) {
+    match hub.cluster.get() {
+        None => (200, "ok".into()),
+        Some(c) if c.redis_up() => (200, format!("ok (node {}, redis up)", c.cfg.node)),
+        Some(c) => (
+            503,
+            format!(
+                "redis down (node {}, {}): serving local clients, reconnecting: {}",
+                c.cfg.node,
+                c.cfg.url,
+                lock(&c.last_error)
+            ),
+        ),
+    }
+}
+
+/// The cluster's /metrics families (empty without one).
+pub fn metrics(hub: &Hub) -> String {
+    let Some(c) = hub.cluster.get() else {
+        return String::new();
+    };
+    let rows = [
+        (
+            "rtcheck_redis_up",
+            "gauge",
+            "Whether this node reaches Redis (subscribed and answering).",
+            c.redis_up() as u64,
+        ),
+        (
+            "rtcheck_redis_reconnects_total",
+            "counter",
+            "Times the Redis link came back after a loss.",
+            c.reconnects.load(Relaxed),
+        ),
+        (
+            "rtcheck_redis_gap_messages_total",
+            "counter",
+            "Rounds the Stream no longer held when the link came back (sent as gap markers).",
+            c.gap_messages.load(Relaxed),
+        ),
+        (
+            "rtcheck_redis_publish_failures_total",
+            "counter",
+            "Scheduled rounds this node could not publish (Redis down or too slow).",
+            c.publish_failures.load(Relaxed),
+        ),
+    ];
+    let mut o = String::new();
+    for (name, kind, help, v) in rows {
+        let _ = writeln!(o, "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {v}");
+    }
+    o
+}
+
+/// Bounded exponential backoff for reconnects: 100 ms doubling to 2 s.
+#[derive(Debug, Default)]
+pub struct Backoff(u32);
+
+impl Backoff {
+    pub const MAX: Duration = Duration::from_secs(2);
+    pub fn next_delay(&mut self) -> Duration {
+        let d = Duration::from_millis(100) * 2u32.pow(self.0.min(5));
+        self.0 += 1;
+        d.min(Self::MAX)
+    }
+    /// Delays handed out since the last reset.
+    pub fn attempts(&self) -> u32 {
+        self.0
+    }
+    pub fn reset(&mut self) {
+        self.0 = 0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct T {
+        #[command(flatten)]
+        f: ClusterFlags,
+    }
+
+    fn cfg(args: &[&str]) -> Result<Option<ClusterConfig>, String> {
+        let t = T::try_parse_from(std::iter::once("x").chain(args.iter().copied()))
+            .map_err(|e| e.to_string())?;
+        ClusterConfig::from_flags(&t.f)
+    }
+
+    #[test]
+    fn flags_validate_into_a_config() {
+        assert!(cfg(&[]).unwrap().is_none());
+        let c = cfg(&["--redis", "redis://127.0.0.1:6379/", "--node", "a"])
+            .unwrap()
+            .unwrap();
+        assert_eq!((c.node.as_str(), c.path), ("a", PathMode::OnePath));
+        assert_eq!(c.ttl, Duration::from_secs(3));
+        assert_eq!(c.heartbeat, Duration::from_secs(1));
+        assert!(c.publish);
+        let e = cfg(&["--redis", "nope://x"]).unwrap_err();
+        assert!(e.starts_with("--redis nope://x:"), "{e}");
+        assert!(cfg(&["--redis", "redis://h/", "--node", "a b"]).is_err());
+        assert!(cfg(&["--redis", "redis://h/", "--presence-ttl", "10ms"]).is_err());
+        assert!(cfg(&["--node", "a"]).is_err(), "--node without --redis");
+        let c = cfg(&["--redis", "redis://h/", "--path", "naive", "--no-publish"])
+            .unwrap()
+            .unwrap();
+        assert!(c.banner().contains("DEMONSTRATION"));
+        assert!(c.banner().contains("not publishing"));
+    }
+
+    #[test]
+    fn backoff_is_bounded() {
+        let mut b = Backoff::default();
+        let d: Vec<_> = (0..8).map(|_| b.next_delay().as_millis()).collect();
+        assert_eq!(d, vec![100, 200, 400, 800, 1600, 2000, 2000, 2000]);
+        b.reset();
+        assert_eq!(b.next_delay().as_millis(), 100);
+    }
+
+    #[test]
+    fn gap_markers_match_the_resume_ones() {
+        let g = gap_round(3, 7);
+        assert_eq!(&g.sse[..], b"event: gap\ndata: {\"from\":3,\"to\":7}\n\n");
+        assert_eq!(&g.json[..], b"{\"from\":3,\"to\":7}");
+        assert_eq!(g.seq, 7);
+    }
+}

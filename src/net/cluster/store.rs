@@ -1,0 +1,310 @@
+//! The Redis side of a node: the publish script (global seq, Stream, channel in one atomic
+//! step), the relay (subscribe, catch up from the Stream, deliver in seq order, gap markers)
+//! and Stream reads for resume. Every Redis call is bounded by [`OP_TIMEOUT`].
+use super::{gap_round, Backoff, Cluster, PathMode};
+use crate::net::hub::{Hub, Round};
+use futures_util::StreamExt;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Bound of any one Redis operation: a dead Redis costs at most this, never a hang.
+pub const OP_TIMEOUT: Duration = Duration::from_secs(1);
+/// Global seq counter.
+pub const SEQ_KEY: &str = "rtcheck:seq";
+/// The ring: a Stream whose entry ids are `SEQ-0`, capped at --ring entries.
+pub const RING_KEY: &str = "rtcheck:ring";
+/// The channel every node subscribes to: `SEQ TS NODE`.
+pub const ROUNDS_CHANNEL: &str = "rtcheck:rounds";
+
+/// INCR, XADD and PUBLISH in one script, so the Stream and the channel carry one order and
+/// two publishers never share a seq. ARGV[1] is the publisher's highest seen seq: after a
+/// Redis restart (no persistence) the counter starts above it instead of at 1.
+const PUBLISH_LUA: &str = r"
+local s = redis.call('INCR', KEYS[1])
+local floor = tonumber(ARGV[1])
+if s <= floor then
+  s = floor + 1
+  redis.call('SET', KEYS[1], s)
+end
+redis.call('XADD', KEYS[2], 'MAXLEN', ARGV[2], s .. '-0', 'ts', ARGV[3], 'node', ARGV[4])
+redis.call('PUBLISH', ARGV[5], s .. ' ' .. ARGV[3] .. ' ' .. ARGV[4])
+return s
+";
+
+async fn bounded<T>(
+    f: impl std::future::Future<Output = ::redis::RedisResult<T>>,
+) -> anyhow::Result<T> {
+    match tokio::time::timeout(OP_TIMEOUT, f).await {
+        Ok(r) => Ok(r?),
+        Err(_) => anyhow::bail!("no answer within {} ms", OP_TIMEOUT.as_millis()),
+    }
+}
+
+/// Publish one round scheduled at `ts`; returns its global seq.
+pub async fn publish_one(c: &Cluster, script: &::redis::Script, ts: u64) -> anyhow::Result<u64> {
+    let mut con = c.con.clone();
+    let mut inv = script.prepare_invoke();
+    inv.key(SEQ_KEY)
+        .key(RING_KEY)
+        .arg(c.last_seq.load(Relaxed))
+        .arg(ring_cap(c))
+        .arg(ts)
+        .arg(&c.cfg.node)
+        .arg(ROUNDS_CHANNEL);
+    bounded(inv.invoke_async::<u64>(&mut con)).await
+}
+
+fn ring_cap(c: &Cluster) -> usize {
+    c.ring
+}
+
+/// `(seq, ts)` of the Stream entries with `from <= seq <= to`, in order.
+pub async fn range(c: &Cluster, from: u64, to: u64) -> anyhow::Result<Vec<(u64, u64)>> {
+    let mut con = c.con.clone();
+    let end = if to == u64::MAX {
+        "+".to_string()
+    } else {
+        to.to_string()
+    };
+    let reply: ::redis::streams::StreamRangeReply = bounded(
+        ::redis::cmd("XRANGE")
+            .arg(RING_KEY)
+            .arg(from)
+            .arg(end)
+            .arg("COUNT")
+            .arg(ring_cap(c))
+            .query_async(&mut con),
+    )
+    .await?;
+    Ok(reply
+        .ids
+        .iter()
+        .filter_map(|e| Some((entry_seq(&e.id)?, e.get::<u64>("ts")?)))
+        .collect())
+}
+
+/// The seq in a Stream id `SEQ-0`.
+pub fn entry_seq(id: &str) -> Option<u64> {
+    id.split('-').next()?.parse().ok()
+}
+
+/// `SEQ TS NODE` from the channel.
+pub fn parse_message(m: &[u8]) -> Option<(u64, u64, &str)> {
+    let s = std::str::from_utf8(m).ok()?;
+    let mut it = s.split(' ');
+    let seq = it.next()?.parse().ok()?;
+    let ts = it.next()?.parse().ok()?;
+    let node = it.next()?;
+    Some((seq, ts, node))
+}
+
+/// What to hand the clients for seqs `from..=to` given what the Stream still holds
+/// (`have`, ascending): each held round, and a gap marker for each missing run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Step {
+    Deliver(u64, u64),
+    Gap(u64, u64),
+}
+
+pub fn plan_fill(from: u64, to: u64, have: &[(u64, u64)]) -> Vec<Step> {
+    let mut out = Vec::new();
+    let mut next = from;
+    for &(seq, ts) in have.iter().filter(|(s, _)| (from..=to).contains(s)) {
+        if seq < next {
+            continue;
+        }
+        if seq > next {
+            out.push(Step::Gap(next, seq - 1));
+        }
+        out.push(Step::Deliver(seq, ts));
+        next = seq + 1;
+    }
+    if next <= to {
+        out.push(Step::Gap(next, to));
+    }
+    out
+}
+
+/// Deliver `from..=to` from the Stream (gap markers for what it no longer holds).
+async fn fill(hub: &Arc<Hub>, c: &Cluster, from: u64, to: u64) -> anyhow::Result<()> {
+    let have = range(c, from, to).await?;
+    for step in plan_fill(from, to, &have) {
+        match step {
+            Step::Deliver(seq, ts) => {
+                let r = Round::build(hub.cfg.size, hub.cfg.text, seq, ts);
+                c.deliver(hub, r, true).await;
+            }
+            Step::Gap(a, b) => {
+                c.gap_messages.fetch_add(b - a + 1, Relaxed);
+                eprintln!(
+                    "rtcheck serve: node {}: rounds {a}..={b} are no longer in the Redis ring: gap marker sent",
+                    c.cfg.node
+                );
+                c.deliver(hub, gap_round(a, b), false).await;
+            }
+        }
+    }
+    c.last_seq.fetch_max(to, Relaxed);
+    Ok(())
+}
+
+/// Everything the Stream holds after the last seq this node delivered (after a loss).
+async fn catch_up(hub: &Arc<Hub>, c: &Cluster) -> anyhow::Result<()> {
+    let last = c.last_seq.load(Relaxed);
+    if last == 0 {
+        return Ok(());
+    }
+    let have = range(c, last + 1, u64::MAX).await?;
+    if let Some(&(top, _)) = have.last() {
+        fill(hub, c, last + 1, top).await?;
+    }
+    Ok(())
+}
+
+/// One round from the channel: in order, filling any hole from the Stream first.
+async fn on_round(hub: &Arc<Hub>, c: &Cluster, seq: u64, ts: u64) -> anyhow::Result<()> {
+    let last = c.last_seq.load(Relaxed);
+    if last != 0 && seq <= last {
+        return Ok(()); // already delivered by a catch-up
+    }
+    if last != 0 && seq > last + 1 {
+        fill(hub, c, last + 1, seq - 1).await?;
+    }
+    c.deliver(hub, Round::build(hub.cfg.size, hub.cfg.text, seq, ts), true)
+        .await;
+    c.last_seq.fetch_max(seq, Relaxed);
+    Ok(())
+}
+
+/// The relay: subscribed to the rounds channel for the node's lifetime; on a loss it
+/// reconnects with [`Backoff`], catches up from the Stream, and carries on.
+pub async fn relay(hub: Arc<Hub>, c: Arc<Cluster>, ready: Arc<tokio::sync::Notify>) {
+    let mut backoff = Backoff::default();
+    let mut first = true;
+    loop {
+        let r = relay_once(&hub, &c, &mut backoff, first, &ready).await;
+        c.link_up.store(false, Relaxed);
+        if hub.is_shutting_down() {
+            return;
+        }
+        if let Err(e) = r {
+            if first || backoff.attempts() == 0 {
+                eprintln!(
+                    "rtcheck serve: node {}: redis link lost ({e}); clients stay, reconnecting",
+                    c.cfg.node
+                );
+            }
+            c.set_error(e);
+        }
+        first = false;
+        tokio::select! {
+            _ = tokio::time::sleep(backoff.next_delay()) => {}
+            _ = hub.shutdown_signalled() => return,
+        }
+    }
+}
+
+async fn relay_once(
+    hub: &Arc<Hub>,
+    c: &Cluster,
+    backoff: &mut Backoff,
+    first: bool,
+    ready: &tokio::sync::Notify,
+) -> anyhow::Result<()> {
+    let mut ps = bounded(c.client.get_async_pubsub()).await?;
+    bounded(ps.subscribe(ROUNDS_CHANNEL)).await?;
+    // Subscribed before the catch-up: nothing published meanwhile is missed.
+    catch_up(hub, c).await?;
+    c.link_up.store(true, Relaxed);
+    if !first {
+        c.reconnects.fetch_add(1, Relaxed);
+        eprintln!(
+            "rtcheck serve: node {}: redis link back after {} attempt(s)",
+            c.cfg.node,
+            backoff.attempts()
+        );
+    }
+    backoff.reset();
+    ready.notify_one();
+    let mut msgs = ps.on_message();
+    let mut check = tokio::time::interval(Duration::from_millis(250));
+    loop {
+        tokio::select! {
+            m = msgs.next() => {
+                let m = m.ok_or_else(|| anyhow::anyhow!("subscription closed"))?;
+                match parse_message(m.get_payload_bytes()) {
+                    Some((seq, ts, _)) => on_round(hub, c, seq, ts).await?,
+                    None => eprintln!("rtcheck serve: {ROUNDS_CHANNEL}: a message that is not `SEQ TS NODE`"),
+                }
+            }
+            _ = check.tick() => {
+                if !c.cmd_up.load(Relaxed) {
+                    anyhow::bail!("redis stopped answering the heartbeat");
+                }
+            }
+            _ = hub.shutdown_signalled() => return Ok(()),
+        }
+    }
+}
+
+/// The publisher: the hub schedules rounds, this gives each a global seq in Redis. With
+/// `--path naive` the round is also delivered here at once (the demonstrated mistake).
+pub async fn publisher(hub: Arc<Hub>, c: Arc<Cluster>, mut rx: tokio::sync::mpsc::Receiver<u64>) {
+    let script = ::redis::Script::new(PUBLISH_LUA);
+    let mut down = false;
+    while let Some(ts) = rx.recv().await {
+        match publish_one(&c, &script, ts).await {
+            Ok(seq) => {
+                down = false;
+                if c.cfg.path == PathMode::Naive {
+                    let r = Round::build(hub.cfg.size, hub.cfg.text, seq, ts);
+                    c.deliver(&hub, r, false).await;
+                }
+            }
+            Err(e) => {
+                c.publish_failures.fetch_add(1, Relaxed);
+                if !down {
+                    eprintln!(
+                        "rtcheck serve: node {}: cannot publish ({e}); counting unpublished rounds",
+                        c.cfg.node
+                    );
+                }
+                down = true;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn channel_messages_and_stream_ids_parse() {
+        assert_eq!(parse_message(b"7 123 a"), Some((7, 123, "a")));
+        assert_eq!(parse_message(b"7 x a"), None);
+        assert_eq!(parse_message(b"7 1"), None);
+        assert_eq!(entry_seq("42-0"), Some(42));
+        assert_eq!(entry_seq("x-0"), None);
+    }
+
+    #[test]
+    fn fill_delivers_what_the_stream_holds_and_marks_the_rest() {
+        use Step::*;
+        assert_eq!(
+            plan_fill(5, 9, &[(5, 50), (6, 60), (9, 90)]),
+            vec![Deliver(5, 50), Deliver(6, 60), Gap(7, 8), Deliver(9, 90)]
+        );
+        assert_eq!(plan_fill(5, 9, &[]), vec![Gap(5, 9)]);
+        assert_eq!(
+            plan_fill(5, 9, &[(8, 80), (9, 90)]),
+            vec![Gap(5, 7), Deliver(8, 80), Deliver(9, 90)]
+        );
+        assert_eq!(plan_fill(5, 9, &[(5, 50)]), vec![Deliver(5, 50), Gap(6, 9)]);
+        assert_eq!(
+            plan_fill(5, 6, &[(4, 40), (5, 50), (6, 60), (7, 70)]),
+            vec![Deliver(5, 50), Deliver(6, 60)]
+        );
+    }
+}
