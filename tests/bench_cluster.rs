@@ -83,6 +83,102 @@ fn assert_valid_row(s: &Value) {
 }
 
 #[test]
+fn one_path_has_no_duplicates_and_naive_doubles_only_the_publishing_node() {
+    let (code, v, err) = cluster(&["--scenario", "single,one-path,naive"]);
+    assert_eq!(code, 0, "{err}\n{v:#}");
+    let single = scenario(&v, "single");
+    assert_valid_row(single);
+    assert_eq!(u(single, "nodes"), 1);
+    assert_eq!((u(single, "lost"), u(single, "duplicates")), (0, 0));
+
+    let one = scenario(&v, "one-path");
+    assert_valid_row(one);
+    assert_eq!(u(one, "nodes"), 2);
+    assert_eq!(u(one, "duplicates"), 0, "{one:#}");
+    assert_eq!(u(one, "lost"), 0, "{one:#}");
+    assert_eq!(u(one, "received"), 8 * 40);
+    assert_eq!(one["order_hash_agree"], true);
+    assert!(
+        one["delta_p50_ms"].is_number(),
+        "delta against single: {one}"
+    );
+
+    let naive = scenario(&v, "naive");
+    assert_valid_row(naive);
+    let by = naive["duplicates_by_node"].as_object().unwrap();
+    assert_eq!(by.keys().collect::<Vec<_>>(), ["a"], "{naive:#}");
+    // 4 of 8 clients sit on node a: each gets every message twice.
+    assert_eq!(by["a"].as_u64(), Some(4 * 40), "{naive:#}");
+    assert_eq!(u(naive, "duplicates"), 4 * 40);
+    assert_eq!(u(naive, "lost"), 0);
+    assert_eq!(naive["order_hash_agree"], true);
+}
+
+#[test]
+fn a_killed_node_ttl_ghosts_clear_while_event_ghosts_stay() {
+    let (code, v, err) = cluster(&["--scenario", "node-kill", "--presence-ttl", "2s"]);
+    assert_eq!(code, 0, "{err}\n{v:#}");
+    let s = scenario(&v, "node-kill");
+    assert_valid_row(s);
+    assert!(u(s, "reconnects") >= 4, "node b's 4 clients moved: {s:#}");
+    assert_eq!(u(s, "lost_silently"), 0, "{s:#}");
+    assert_eq!(u(s, "duplicates"), 0, "{s:#}");
+    let ghosts = s["ghosts"].as_array().unwrap();
+    let series = |mode: &str| {
+        ghosts
+            .iter()
+            .find(|g| g["presence"] == mode)
+            .unwrap_or_else(|| panic!("no {mode} series: {s:#}"))
+    };
+    let ttl = series("ttl");
+    let cleared = ttl["cleared_after_s"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("TTL ghosts never cleared: {ttl:#}"));
+    // TTL + one heartbeat, with room for a loaded 2-core host.
+    assert!(cleared <= 2.0 + 1.0 + 3.0, "{ttl:#}");
+    assert!(
+        ttl["samples"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|x| x["ghosts"].as_u64() > Some(0)),
+        "the kill left no ghost at all: {ttl:#}"
+    );
+    let events = series("events");
+    assert!(events["cleared_after_s"].is_null(), "{events:#}");
+    let last = events["samples"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert_eq!(
+        last["ghosts"].as_u64(),
+        Some(4),
+        "node b's 4 clients stay online: {events:#}"
+    );
+    assert!(last["t_s"].as_f64().unwrap() > 2.0, "{events:#}");
+}
+
+#[test]
+fn a_redis_restart_is_survived_and_counted() {
+    let (code, v, err) = cluster(&["--scenario", "redis-restart"]);
+    let s = scenario(&v, "redis-restart");
+    assert_eq!(code, 0, "{err}\n{v:#}");
+    assert_valid_row(s);
+    // Whatever was lost was said: a gap marker, never silence.
+    assert_eq!(u(s, "lost_silently"), 0, "{s:#}");
+    assert_eq!(u(s, "duplicates"), 0, "{s:#}");
+    let notes = s["notes"].as_array().unwrap();
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.as_str().unwrap().contains("Redis started again")),
+        "{s:#}"
+    );
+}
+
+#[test]
 fn single_json_carries_the_issue_keys_and_counts_every_message() {
     let (code, v, err) = cluster(&["--scenario", "single"]);
     assert_eq!(code, 0, "{err}\n{v:#}");

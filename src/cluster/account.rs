@@ -35,6 +35,10 @@ pub struct ClientLog {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Tally {
     pub clients: u64,
+    /// The span counted: first and last seq.
+    pub span: (u64, u64),
+    /// Highest seq any client received (0: none).
+    pub max_seen: u64,
     pub counts: Counts,
     /// Span (lo..=hi) length × clients.
     pub expected: u64,
@@ -128,6 +132,12 @@ pub fn duplicates_by_node(c: &ClientLog, names: &[String], out: &mut BTreeMap<St
 pub fn tally(clients: &[ClientLog], (lo, hi): (u64, u64), names: &[String]) -> Tally {
     let mut t = Tally {
         clients: clients.len() as u64,
+        span: (lo, hi),
+        max_seen: clients
+            .iter()
+            .flat_map(|c| c.arrivals.iter().map(|a| a.seq))
+            .max()
+            .unwrap_or(0),
         ..Tally::default()
     };
     let mut hist = stats::new_hist();

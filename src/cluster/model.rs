@@ -59,6 +59,14 @@ pub struct ClusterScenario {
     pub clients: u64,
     /// Rounds the publishing node says it published.
     pub published: u64,
+    /// Rounds node a could not publish (Redis down), from its /metrics.
+    pub unpublished: u64,
+    /// The seqs counted (first..=last): lowest seen to highest seen, or further when node
+    /// a published more rounds than the highest seq shows.
+    pub first_seq: u64,
+    pub last_seq: u64,
+    /// Highest seq any client received.
+    pub max_seq_seen: u64,
     /// Messages every client should have had (span × clients).
     pub expected: u64,
     pub reconnects: u64,

@@ -101,6 +101,7 @@ fn empty_inputs(k: Kind, a: &ClusterOptions) -> Inputs {
         connect_errors: vec![],
         published: 0,
         rounds: a.rounds,
+        publish_failures: 0,
         cpu_s: 0.0,
         wall_s: 0.0,
         cores: cores(),
@@ -177,6 +178,18 @@ pub fn presence_online(addr: SocketAddr) -> Option<u64> {
         control::request_within(addr, "GET", "/presence", Duration::from_secs(2), 64 << 10).ok()?;
     let v: serde_json::Value = serde_json::from_str(&body).ok().filter(|_| code == 200)?;
     v.get("online")?.as_u64()
+}
+
+/// One counter from a node's /metrics (Prometheus text: `name value`).
+pub fn metric(addr: SocketAddr, name: &str) -> Option<u64> {
+    let (code, body) = control::request(addr, "GET", "/metrics").ok()?;
+    parse_metric(&body, name).filter(|_| code == 200)
+}
+
+pub fn parse_metric(body: &str, name: &str) -> Option<u64> {
+    body.lines()
+        .filter(|l| !l.starts_with('#'))
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
 }
 
 /// Presence samples after a kill, and when the ghosts cleared.
@@ -423,6 +436,10 @@ fn run_one(
     let wall_s = t0.elapsed().as_secs_f64();
     let cpu_s = cpu_seconds() - cpu0;
     let logs = clients.finish();
+    let publish_failures = match k.uses_redis() {
+        true => metric(addrs[0], "rtcheck_redis_publish_failures_total").unwrap_or(0),
+        false => 0,
+    };
     let mut ghosts = Vec::new();
     if let Fault::Kill { watch, .. } = fault {
         let series = watch.series(1.0);
@@ -442,7 +459,10 @@ fn run_one(
     let nodes_clean = nodes::stop_all(&mut nodes);
     let leftover = nodes::still_listening(&addrs);
     let names: Vec<String> = nodes.iter().map(|n| n.name.clone()).collect();
-    let tally = account::tally(&logs, account::span(&logs, published), &names);
+    // In naive mode node a's rounds_sent counts a round twice (local and relayed): the
+    // span is extended by at most the rounds asked for.
+    let span = account::span(&logs, published.min(a.rounds));
+    let tally = account::tally(&logs, span, &names);
     let errors: Vec<String> = logs
         .iter()
         .filter_map(|l| l.error.clone())
@@ -453,6 +473,7 @@ fn run_one(
         connected,
         connect_errors: errors,
         published,
+        publish_failures,
         cpu_s,
         wall_s,
         nodes_clean,
@@ -571,4 +592,20 @@ fn events_ghosts(
     clients.finish();
     nodes::stop_all(&mut nodes);
     Ok(w.series(1.0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn metrics_counters_are_read_by_exact_name() {
+        let body = "# HELP x\nrtcheck_redis_publish_failures_total 2\nrtcheck_redis_publish_failures_total_x 9\n";
+        assert_eq!(
+            parse_metric(body, "rtcheck_redis_publish_failures_total"),
+            Some(2)
+        );
+        assert_eq!(parse_metric(body, "rtcheck_redis_up"), None);
+        assert_eq!(ghost_bound(Duration::from_secs(3)), Duration::from_secs(11));
+    }
 }

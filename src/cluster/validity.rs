@@ -22,6 +22,8 @@ pub struct Inputs {
     /// Rounds node a says it published, and the rounds asked for.
     pub published: u64,
     pub rounds: u64,
+    /// Rounds node a could not publish (Redis down): its rtcheck_redis_publish_failures_total.
+    pub publish_failures: u64,
     /// This process's CPU seconds (the clients) over the run's wall time, and the cores.
     pub cpu_s: f64,
     pub wall_s: f64,
@@ -64,8 +66,16 @@ pub fn checks(inp: &Inputs) -> Vec<Check> {
         ),
         check(
             "rounds published",
-            inp.published >= inp.rounds,
-            format!("node a published {} of {} rounds", inp.published, inp.rounds),
+            inp.published + inp.publish_failures >= inp.rounds,
+            format!(
+                "node a published {} of {} rounds{}",
+                inp.published.min(inp.rounds),
+                inp.rounds,
+                match inp.publish_failures {
+                    0 => String::new(),
+                    n => format!(" and counted {n} it could not publish"),
+                }
+            ),
         ),
         match identity_gap(t) {
             None => check(
@@ -158,8 +168,9 @@ pub fn notes(inp: &Inputs) -> Vec<String> {
             v.push("one path: 0 duplicates".into())
         }
         Kind::OnePath | Kind::NodeKill | Kind::RedisRestart => v.push(format!(
-            "{dups} duplicates ({} clients) on the one-path cluster",
-            t.clients_with_duplicates
+            "{dups} duplicates ({} clients; by node: {}) on the one-path cluster",
+            t.clients_with_duplicates,
+            by_node(&t.duplicates_by_node)
         )),
         Kind::Single => {}
     }
@@ -167,6 +178,20 @@ pub fn notes(inp: &Inputs) -> Vec<String> {
         v.push(format!(
             "lost {} of {} ({} gap-reported, {} silently); {} reconnects",
             t.counts.lost, t.expected, t.counts.gaps, t.counts.lost_silently, t.reconnects
+        ));
+    }
+    if inp.publish_failures > 0 {
+        v.push(format!(
+            "{} round(s) scheduled while Redis was down were never published (node a counts them in rtcheck_redis_publish_failures_total; clients get no seq for them, so no gap marker either)",
+            inp.publish_failures
+        ));
+    }
+    if t.span.1 > t.max_seen && t.max_seen > 0 {
+        v.push(format!(
+            "node a published {} rounds but no client ever saw a seq above {}: {} published round(s) reached nobody and no gap marker named them",
+            inp.published.min(inp.rounds),
+            t.max_seen,
+            t.span.1 - t.max_seen
         ));
     }
     match t.order_hash_agree {
@@ -183,6 +208,11 @@ pub fn notes(inp: &Inputs) -> Vec<String> {
         v.push(ghost_note(g, inp.presence_ttl_s));
     }
     v
+}
+
+fn by_node(m: &std::collections::BTreeMap<String, u64>) -> String {
+    let v: Vec<String> = m.iter().map(|(n, c)| format!("{n} {c}")).collect();
+    v.join(", ")
 }
 
 fn ghost_note(g: &GhostSeries, ttl_s: f64) -> String {
@@ -231,6 +261,10 @@ pub fn analyze(name: &str, description: &str, inp: Inputs, duration_s: f64) -> C
         ghosts: inp.ghosts.clone(),
         clients: t.clients,
         published: inp.published,
+        unpublished: inp.publish_failures,
+        first_seq: t.span.0,
+        last_seq: t.span.1,
+        max_seq_seen: t.max_seen,
         expected: t.expected,
         reconnects: t.reconnects,
         client_cpu_s: inp.cpu_s,
@@ -295,6 +329,7 @@ mod tests {
             connect_errors: vec![],
             published: 3,
             rounds: 3,
+            publish_failures: 0,
             cpu_s: 0.5,
             wall_s: 2.0,
             cores: 2,
@@ -343,7 +378,17 @@ mod tests {
         assert!(!analyze("redis-restart", "d", i, 1.0).valid);
         let mut i = inputs(Kind::OnePath, &c);
         i.published = 2;
-        assert!(!analyze("one-path", "d", i, 1.0).valid);
+        assert!(!analyze("one-path", "d", i.clone(), 1.0).valid);
+        i.publish_failures = 1;
+        let r = analyze("one-path", "d", i, 1.0);
+        assert!(
+            r.valid,
+            "an unpublished round the publisher counted is accounted for"
+        );
+        assert!(r
+            .notes
+            .iter()
+            .any(|n| n.contains("1 round(s) scheduled while Redis was down")));
     }
 
     #[test]
