@@ -245,3 +245,78 @@ fn single_renders_in_every_format() {
         }
     }
 }
+
+/// Child pids of `pid` (from every process's /proc/PID/stat parent field).
+fn children(pid: u32) -> Vec<i32> {
+    let parent_of = |p: i32| -> Option<u32> {
+        let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).ok()?;
+        stat.rsplit_once(") ")?
+            .1
+            .split_whitespace()
+            .nth(1)?
+            .parse()
+            .ok()
+    };
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_string_lossy().parse::<i32>().ok())
+        .filter(|&p| parent_of(p) == Some(pid))
+        .collect()
+}
+
+#[test]
+fn ctrl_c_stops_nodes_and_redis_and_removes_the_temp_dirs() {
+    common::require_binary("redis-server", "redis-server");
+    let mut child = std::process::Command::new(common::binary())
+        .args([
+            "bench",
+            "cluster",
+            "--scenario",
+            "one-path",
+            "--format",
+            "json",
+        ])
+        .args(["--nodes", "2", "--connections", "8", "--rounds", "400"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    // Redis and both nodes running.
+    let until = std::time::Instant::now() + Duration::from_secs(60);
+    let kids = loop {
+        let k = children(pid);
+        if k.len() >= 3 {
+            break k;
+        }
+        assert!(std::time::Instant::now() < until, "nodes never started");
+        assert!(child.try_wait().unwrap().is_none(), "exited before Ctrl-C");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    assert!(out.stdout.is_empty(), "no report after Ctrl-C");
+    assert!(err.contains("interrupted"), "{err}");
+    for k in kids {
+        let alive = std::fs::read_to_string(format!("/proc/{k}/stat"))
+            .is_ok_and(|s| !s.split(") ").nth(1).unwrap_or("").starts_with('Z'));
+        assert!(!alive, "child {k} left running");
+    }
+    let left: Vec<_> = std::fs::read_dir(std::env::temp_dir())
+        .unwrap()
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with(&format!("rtcheck-cluster-{pid}-"))
+        })
+        .collect();
+    assert!(left.is_empty(), "temp dirs left: {left:?}");
+}
