@@ -9,7 +9,7 @@ use super::validity::{self, Inputs};
 use super::{ClusterOptions, Kind};
 use crate::bench::fanout::progress_bar;
 use crate::sys::clock::{cores, cpu_seconds};
-use crate::sys::control;
+use crate::sys::control::{self, ServerStats};
 use crate::sys::serve::Scratch;
 use crate::sys::signal::{self, interrupted};
 use std::net::SocketAddr;
@@ -423,7 +423,7 @@ fn run_one(
     let cpu0 = cpu_seconds();
     control::start(addrs[0], a.rounds)?;
     let mut fault = Fault::for_kind(k, schedule);
-    let published = watch(
+    let last_stats = watch(
         k,
         a,
         &mut nodes,
@@ -440,6 +440,7 @@ fn run_one(
         true => metric(addrs[0], "rtcheck_redis_publish_failures_total").unwrap_or(0),
         false => 0,
     };
+    let published = published_in_run(k, a.rounds, last_stats.as_ref(), publish_failures);
     let mut ghosts = Vec::new();
     if let Fault::Kill { watch, .. } = fault {
         let series = watch.series(1.0);
@@ -459,9 +460,7 @@ fn run_one(
     let nodes_clean = nodes::stop_all(&mut nodes);
     let leftover = nodes::still_listening(&addrs);
     let names: Vec<String> = nodes.iter().map(|n| n.name.clone()).collect();
-    // In naive mode node a's rounds_sent counts a round twice (local and relayed): the
-    // span is extended by at most the rounds asked for.
-    let span = account::span(&logs, published.min(a.rounds));
+    let span = account::span(&logs, published);
     let tally = account::tally(&logs, span, &names);
     let errors: Vec<String> = logs
         .iter()
@@ -510,7 +509,7 @@ fn wait_presence(addr: SocketAddr, connected: u64) -> Option<String> {
 }
 
 /// Follow the run until node a published every round and deliveries went quiet (or the
-/// time bound), acting the fault on time. Returns the rounds node a published.
+/// time bound), acting the fault on time. Returns node a's last stats.
 #[allow(clippy::too_many_arguments)]
 fn watch(
     k: Kind,
@@ -521,7 +520,7 @@ fn watch(
     fault: &mut Fault,
     events: &mut Vec<String>,
     t0: Instant,
-) -> anyhow::Result<u64> {
+) -> anyhow::Result<Option<ServerStats>> {
     let schedule = Duration::from_secs_f64(a.rounds as f64 / a.rate);
     // Recovery (resume, reconnect with backoff) may deliver in bursts: a longer quiet.
     let quiet = if k == Kind::NodeKill || k == Kind::RedisRestart {
@@ -530,24 +529,22 @@ fn watch(
         Duration::from_millis(500)
     };
     let pb = progress_bar(a.rounds, format!("{}: rounds", k.name()));
-    let (mut published, mut last_recv, mut last_change) = (0u64, 0u64, Instant::now());
+    let (mut done, mut last_recv, mut last_change) = (false, 0u64, Instant::now());
     let mut next_stats = Instant::now();
     loop {
         check_interrupted()?;
         let t = t0.elapsed();
         fault.step(t, nodes, redis.as_deref_mut(), sh, events)?;
+        pb.set_position(((t.as_secs_f64() * a.rate) as u64).min(a.rounds));
         if Instant::now() >= next_stats {
             next_stats = Instant::now() + Duration::from_millis(250);
-            if let Ok(s) = control::stats(nodes[0].addr) {
-                published = s.rounds_sent;
-                pb.set_position(published.min(a.rounds));
-            }
+            done = control::stats(nodes[0].addr).is_ok_and(|s| s.finished);
         }
         let recv = sh.received.load(SeqCst);
         if recv != last_recv {
             (last_recv, last_change) = (recv, Instant::now());
         }
-        let settled = published >= a.rounds && last_change.elapsed() >= quiet;
+        let settled = done && last_change.elapsed() >= quiet;
         let pending = fault.pending(a.presence_ttl);
         if (settled && !pending) || t > schedule + a.drain + ghost_bound(a.presence_ttl) {
             break;
@@ -555,9 +552,20 @@ fn watch(
         std::thread::sleep(Duration::from_millis(20));
     }
     pb.finish_and_clear();
-    Ok(control::stats(nodes[0].addr)
-        .map(|s| s.rounds_sent)
-        .unwrap_or(published))
+    Ok(control::stats(nodes[0].addr).ok())
+}
+
+/// Rounds node a published in this run. Alone: its rounds_sent. In a cluster rounds_sent
+/// is the highest global seq (a long-lived Redis continues from earlier runs) and naive
+/// counts a round twice, so: the rounds its schedule handed over (all, once finished)
+/// minus those it counted as not published.
+pub fn published_in_run(k: Kind, rounds: u64, stats: Option<&ServerStats>, failures: u64) -> u64 {
+    match (k, stats) {
+        (_, None) => 0,
+        (Kind::Single, Some(s)) => s.rounds_sent.min(rounds),
+        (_, Some(s)) if s.finished => rounds.saturating_sub(failures),
+        (_, Some(_)) => 0,
+    }
 }
 
 /// The same kill with `--presence events` (join/leave over pub/sub): idle clients, no
@@ -607,5 +615,32 @@ mod tests {
         );
         assert_eq!(parse_metric(body, "rtcheck_redis_up"), None);
         assert_eq!(ghost_bound(Duration::from_secs(3)), Duration::from_secs(11));
+    }
+
+    #[test]
+    fn published_counts_this_run_not_the_global_seq() {
+        let s = |sent, finished| ServerStats {
+            rounds_sent: sent,
+            finished,
+            ..ServerStats::default()
+        };
+        // A Redis that served earlier runs: the highest seq is far above the rounds.
+        assert_eq!(
+            published_in_run(Kind::OnePath, 60, Some(&s(238, true)), 2),
+            58
+        );
+        assert_eq!(
+            published_in_run(Kind::Naive, 60, Some(&s(120, true)), 0),
+            60
+        );
+        assert_eq!(
+            published_in_run(Kind::OnePath, 60, Some(&s(30, false)), 0),
+            0
+        );
+        assert_eq!(
+            published_in_run(Kind::Single, 60, Some(&s(60, true)), 0),
+            60
+        );
+        assert_eq!(published_in_run(Kind::Single, 60, None, 0), 0);
     }
 }
