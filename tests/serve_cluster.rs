@@ -365,3 +365,102 @@ fn a_bad_or_unreachable_redis_is_one_line_and_exit_2() {
         assert!(err.contains(want) && err.contains(url), "{err}");
     }
 }
+
+/// WebSocket frames from a raw client until `n` complete frames arrived.
+fn ws_frames(s: &mut TcpStream, n: usize) -> Vec<(u8, Vec<u8>)> {
+    let t0 = Instant::now();
+    let mut all = Vec::new();
+    let mut buf = [0u8; 65536];
+    s.set_read_timeout(Some(Duration::from_millis(200)))
+        .unwrap();
+    loop {
+        let frames = common::parse_server_frames(&all);
+        if frames.len() >= n {
+            return frames;
+        }
+        assert!(t0.elapsed() < LIMIT, "{} of {n} frames", frames.len());
+        match s.read(&mut buf) {
+            Ok(0) => panic!("closed after {} frames", frames.len()),
+            Ok(k) => all.extend_from_slice(&buf[..k]),
+            Err(_) => {}
+        }
+    }
+}
+
+#[test]
+fn websocket_resume_on_another_node_gets_the_gap_marker_then_the_ring() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = redis(dir.path());
+    let a = node(&r, "a", &["--rate", "50", "--rounds", "30", "--ring", "8"]);
+    a.wait_stats(LIMIT, |v| v["finished"] == true && v["rounds_sent"] == 30);
+    let b = node(&r, "b", &["--no-publish", "--ring", "8"]);
+    let mut s = common::raw_ws_at(b.addr, "/ws?since=5", None);
+    let frames = ws_frames(&mut s, 9);
+    assert_eq!(frames[0].0, rtcheck::net::wsframe::OP_TEXT);
+    assert_eq!(frames[0].1, br#"{"from":6,"to":22}"#);
+    let seqs: Vec<u64> = frames[1..]
+        .iter()
+        .map(|(_, p)| rtcheck::net::payload::decode(p).unwrap().0)
+        .collect();
+    assert_eq!(seqs, (23..=30).collect::<Vec<_>>());
+}
+
+#[test]
+fn a_lost_subscription_catches_up_from_the_stream() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = redis(dir.path());
+    let a = node(&r, "a", &["--rate", "50"]);
+    let b = node(&r, "b", &["--no-publish"]);
+    let mut c = Sse::connect(b.addr, None);
+    c.until("rounds before", |ev| ev.len() >= 5);
+    // Redis drops every subscriber (both relays); rounds keep being published meanwhile.
+    let client = redis::Client::open(r.url()).unwrap();
+    let mut con = client.get_connection().unwrap();
+    let killed: u64 = redis::cmd("CLIENT")
+        .arg("KILL")
+        .arg("TYPE")
+        .arg("pubsub")
+        .query(&mut con)
+        .unwrap();
+    assert!(killed >= 2, "{killed}");
+    for s in [&a, &b] {
+        let t0 = Instant::now();
+        while metric(s, "rtcheck_redis_reconnects_total") < 1.0 {
+            assert!(t0.elapsed() < LIMIT, "no reconnect");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+    let before = *c.seqs().last().unwrap();
+    c.until("rounds after", |ev| {
+        ev.iter()
+            .any(|e| matches!(e, Ev::Msg(s) if *s > before + 20))
+    });
+    let seqs = c.seqs();
+    let first = seqs[0];
+    assert_eq!(
+        seqs,
+        (first..first + seqs.len() as u64).collect::<Vec<_>>(),
+        "every round once, in order"
+    );
+    assert_eq!(metric(&b, "rtcheck_redis_gap_messages_total"), 0.0);
+}
+
+#[test]
+fn two_publishers_share_one_history() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = redis(dir.path());
+    let flags = ["--rate", "20", "--wait-start"];
+    let (a, b) = (node(&r, "a", &flags), node(&r, "b", &flags));
+    let (mut ca, mut cb) = (Sse::connect(a.addr, None), Sse::connect(b.addr, None));
+    for s in [&a, &b] {
+        s.wait_stats(LIMIT, |v| v["clients"]["sse"] == 1);
+    }
+    a.start_publishing(20);
+    b.start_publishing(20);
+    for c in [&mut ca, &mut cb] {
+        c.until("40 rounds", |ev| ev.len() >= 40);
+    }
+    // One global seq (no collision, no hole) and one order on every node.
+    assert_eq!(ca.seqs(), (1..=40).collect::<Vec<_>>());
+    assert_eq!(ca.events, cb.events);
+}

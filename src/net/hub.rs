@@ -468,6 +468,11 @@ impl Hub {
         lock(&self.conns).len()
     }
 
+    /// The oldest seq in the local ring.
+    pub fn ring_oldest(&self) -> Option<u64> {
+        lock(&self.ring).front().map(|r| r.seq)
+    }
+
     /// Ids of the connected clients (presence).
     pub fn conn_ids(&self) -> Vec<u64> {
         lock(&self.conns).keys().copied().collect()

@@ -19,20 +19,20 @@ use std::time::Duration;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum PathMode {
-    /// Every round goes publisher -> Redis -> every node, the publishing node included.
+    // Every round goes publisher -> Redis -> every node, the publishing node included.
     OnePath,
-    /// DEMONSTRATION ONLY: also deliver this node's own rounds locally, so its clients get
-    /// each of them twice (the seed's 50 % duplicates).
+    // DEMONSTRATION ONLY: also deliver this node's own rounds locally, so its clients get
+    // each of them twice (the seed's 50 % duplicates).
     Naive,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum PresenceMode {
-    /// An alive key per client with a TTL, refreshed by the node's heartbeat: a dead node's
-    /// clients vanish within TTL + one heartbeat.
+    // An alive key per client with a TTL, refreshed by the node's heartbeat: a dead node's
+    // clients vanish within TTL + one heartbeat.
     Ttl,
-    /// DEMONSTRATION: join/leave events over pub/sub into a set; a dead node leaves ghosts.
+    // DEMONSTRATION: join/leave events over pub/sub into a set; a dead node leaves ghosts.
     Events,
 }
 
@@ -66,13 +66,13 @@ pub struct ClusterFlags {
     pub node: Option<String>,
     /// The path of a published round: one-path, or naive (DEMONSTRATION ONLY: duplicates
     /// on the publishing node).
-    #[arg(long, value_enum, default_value_t = PathMode::OnePath, help_heading = "Cluster (several nodes over Redis)")]
+    #[arg(long, value_enum, default_value_t = PathMode::OnePath, requires = "redis", help_heading = "Cluster (several nodes over Redis)")]
     pub path: PathMode,
     /// Presence: ttl (alive keys) or events (DEMONSTRATION: join/leave, ghosts).
-    #[arg(long, value_enum, default_value_t = PresenceMode::Ttl, help_heading = "Cluster (several nodes over Redis)")]
+    #[arg(long, value_enum, default_value_t = PresenceMode::Ttl, requires = "redis", help_heading = "Cluster (several nodes over Redis)")]
     pub presence: PresenceMode,
     /// TTL of a client's alive key; the heartbeat refreshes it every TTL/3.
-    #[arg(long, default_value = "3s", value_parser = crate::units::parse_duration, help_heading = "Cluster (several nodes over Redis)")]
+    #[arg(long, default_value = "3s", value_parser = crate::units::parse_duration, requires = "redis", help_heading = "Cluster (several nodes over Redis)")]
     pub presence_ttl: Duration,
     /// Relay only: do not publish rounds from this node.
     #[arg(
@@ -102,7 +102,10 @@ impl ClusterConfig {
             return Ok(None);
         };
         ::redis::Client::open(url.as_str()).map_err(|_| {
-            format!("--redis {url}: not a Redis URL (redis://HOST:PORT/ or unix:///PATH)")
+            format!(
+                "--redis {}: not a Redis URL (redis://HOST:PORT/ or unix:///PATH)",
+                redact(url)
+            )
         })?;
         let node = f
             .node
@@ -144,7 +147,7 @@ impl ClusterConfig {
         format!(
             "cluster: node {}, redis {}, path {path}, presence {} (ttl {}, heartbeat {}), {}",
             self.node,
-            self.url,
+            redact(&self.url),
             self.presence.name(),
             crate::units::fmt_duration(self.ttl),
             crate::units::fmt_duration(self.heartbeat),
@@ -154,6 +157,27 @@ impl ClusterConfig {
                 "not publishing (--no-publish)"
             }
         )
+    }
+}
+
+/// A Redis URL fit for logs and /healthz: a password (`redis://user:pass@host/`) becomes
+/// `***`.
+pub fn redact(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_string();
+    };
+    let host_end = rest.find('/').unwrap_or(rest.len());
+    match rest[..host_end].rfind('@') {
+        Some(at) => {
+            let user = rest[..at].split(':').next().unwrap_or("");
+            let user = if rest[..at].contains(':') {
+                format!("{user}:***")
+            } else {
+                "***".to_string()
+            };
+            format!("{scheme}://{user}{}", &rest[at..])
+        }
+        None => url.to_string(),
     }
 }
 
@@ -218,8 +242,8 @@ pub async fn start(hub: &Arc<Hub>, cfg: ClusterConfig) -> anyhow::Result<Arc<Clu
         ::redis::aio::ConnectionManager::new_with_config(client.clone(), mc),
     )
     .await
-    .map_err(|_| anyhow::anyhow!("--redis {}: no answer within 3 s", cfg.url))?
-    .map_err(|e| anyhow::anyhow!("--redis {}: cannot connect: {e}", cfg.url))?;
+    .map_err(|_| anyhow::anyhow!("--redis {}: no answer within 3 s", redact(&cfg.url)))?
+    .map_err(|e| anyhow::anyhow!("--redis {}: cannot connect: {e}", redact(&cfg.url)))?;
     let (tx, rx) = tokio::sync::mpsc::channel(OUT_QUEUE);
     let c = Arc::new(Cluster {
         cfg,
@@ -260,12 +284,19 @@ pub fn gap_round(from: u64, to: u64) -> Round {
     }
 }
 
-/// Rounds after `since` from the Stream for a resume (empty without a cluster or when
-/// Redis does not answer: the node's own ring then decides, gap included).
+/// Rounds after `since` from the Stream for a resume (empty without a cluster, when the
+/// node's own ring reaches back far enough (a reconnect storm after a node dies costs Redis
+/// nothing), or when Redis does not answer: the node's own ring then decides, gap included).
 pub async fn resume_from(hub: &Hub, since: u64) -> Vec<Round> {
     let Some(c) = hub.cluster.get() else {
         return Vec::new();
     };
+    if hub
+        .ring_oldest()
+        .is_some_and(|o| o <= since.saturating_add(1))
+    {
+        return Vec::new();
+    }
     match store::range(c, since.saturating_add(1), u64::MAX).await {
         Ok(v) => v
             .into_iter()
@@ -313,7 +344,7 @@ pub fn health(hub: &Hub) -> (u16, String) {
             format!(
                 "redis down (node {}, {}): serving local clients, reconnecting: {}",
                 c.cfg.node,
-                c.cfg.url,
+                redact(&c.cfg.url),
                 lock(&c.last_error)
             ),
         ),
@@ -410,11 +441,24 @@ mod tests {
         assert!(cfg(&["--redis", "redis://h/", "--node", "a b"]).is_err());
         assert!(cfg(&["--redis", "redis://h/", "--presence-ttl", "10ms"]).is_err());
         assert!(cfg(&["--node", "a"]).is_err(), "--node without --redis");
+        assert!(cfg(&["--path", "naive"]).is_err(), "--path without --redis");
+        assert!(cfg(&["--presence", "events"]).is_err());
         let c = cfg(&["--redis", "redis://h/", "--path", "naive", "--no-publish"])
             .unwrap()
             .unwrap();
         assert!(c.banner().contains("DEMONSTRATION"));
         assert!(c.banner().contains("not publishing"));
+    }
+
+    #[test]
+    fn passwords_never_reach_logs() {
+        assert_eq!(redact("redis://h:1/"), "redis://h:1/");
+        assert_eq!(redact("redis://:pw@h:1/0"), "redis://:***@h:1/0");
+        assert_eq!(redact("redis://u:pw@h/"), "redis://u:***@h/");
+        assert_eq!(redact("rediss://tok@h/"), "rediss://***@h/");
+        assert_eq!(redact("unix:///run/redis.sock"), "unix:///run/redis.sock");
+        let e = cfg(&["--redis", "nope://u:secret@h"]).unwrap_err();
+        assert!(!e.contains("secret"), "{e}");
     }
 
     #[test]
