@@ -6,7 +6,10 @@
 #   ````text
 #   ````
 # Commands run from the repository root with NO_COLOR=1 and no terminal (80 columns), and
-# a non-zero exit code is written under the output. Usage: scripts/regen-docs.sh [FILE...]
+# a non-zero exit code is written under the output. A command may name $SERVE: the
+# HOST:PORT of one `rtcheck serve` this script starts on loopback (5 msg/s, ping 2s) for
+# the pages whose commands need a live server (probe, load, budget --live), and stops.
+# Usage: scripts/regen-docs.sh [FILE...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # RTCHECK_DOCS_BIN=target/debug/rtcheck skips the release build.
@@ -16,6 +19,20 @@ if [ -z "$bin" ]; then
   bin="$PWD/target/release/rtcheck"
 fi
 bin="$(realpath "$bin")"
+
+# The live server the $SERVE markers point at; stopped on exit, also on failure.
+serve_dir="$(mktemp -d)"
+"$bin" serve --listen 127.0.0.1:0 --addr-file "$serve_dir/addr" --rate 5 --size 256 \
+  --ping 2s --exit-with-parent >/dev/null 2>&1 &
+serve_pid=$!
+trap 'kill "$serve_pid" 2>/dev/null; wait "$serve_pid" 2>/dev/null; rm -rf "$serve_dir"' EXIT
+for _ in $(seq 200); do
+  [ -s "$serve_dir/addr" ] && break
+  sleep 0.05
+done
+SERVE="$(head -n 1 "$serve_dir/addr")"
+[ -n "$SERVE" ] || { echo "regen-docs: rtcheck serve did not start" >&2; exit 1; }
+export SERVE
 files=("$@")
 [ ${#files[@]} -gt 0 ] || files=(README.md docs/*.md)
 

@@ -60,8 +60,8 @@ async fn serve(listener: tokio::net::TcpListener) {
     }
 }
 
-#[test]
-fn measures_a_server_without_control_endpoints() {
+/// `bench fanout --server` against the server above at the given --rate: (exit code, JSON).
+fn bench_at(rate: &str) -> (Option<i32>, Value, String) {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let listener = rt
         .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
@@ -80,13 +80,42 @@ fn measures_a_server_without_control_endpoints() {
             "--rounds",
             &ROUNDS.to_string(),
         ])
-        .args(["--rate", "20"])
+        .args(["--rate", rate])
         .timeout(Duration::from_secs(60))
         .output()
         .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{err}");
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {err}"));
+    (out.status.code(), v, err)
+}
+
+#[test]
+fn a_server_publishing_at_another_rate_is_invalid_not_a_number() {
+    // The server publishes every 50 ms (20/s); the run says 10/s.
+    let (_, v, err) = bench_at("10");
+    let s = &v["scenarios"][0];
+    assert_eq!(s["valid"], false, "{s:#}\n{err}");
+    assert!(
+        s["p50_ms"].is_null(),
+        "an invalid run prints no latency: {s:#}"
+    );
+    let c = s["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "server schedule")
+        .unwrap_or_else(|| panic!("no server schedule check: {s:#}"));
+    assert_eq!(c["status"], "fail", "{c}");
+    assert!(
+        c["detail"].as_str().unwrap().contains("every 50.0 ms"),
+        "{c}"
+    );
+}
+
+#[test]
+fn measures_a_server_without_control_endpoints() {
+    let (code, v, err) = bench_at("20");
+    assert_eq!(code, Some(0), "{err}");
     let s = &v["scenarios"][0];
     assert_eq!(s["name"], "external");
     assert_eq!(s["valid"], true, "{s:#}");

@@ -1,7 +1,9 @@
 //! `rtcheck bench idle` values, markdown/text output parsed back, and Ctrl-C cleanup.
+mod common;
 use assert_cmd::Command;
+use common::procs;
 use serde_json::Value;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 #[test]
 fn idle_rss_per_connection_for_ws_and_sse() {
@@ -86,35 +88,10 @@ fn markdown_table_row_parses_back() {
     assert_eq!(cols[17], "yes");
 }
 
-fn children_of(pid: u32) -> Vec<u32> {
-    let mut v = Vec::new();
-    for e in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(p) = e.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{p}/stat")) else {
-            continue;
-        };
-        // Fields after the `(comm)`: state, ppid.
-        let rest = &stat[stat.rfind(')').unwrap() + 2..];
-        let ppid: u32 = rest.split(' ').nth(1).unwrap().parse().unwrap();
-        if ppid == pid {
-            v.push(p);
-        }
-    }
-    v
-}
-
-fn alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .map(|s| !s[s.rfind(')').unwrap() + 2..].starts_with('Z'))
-        .unwrap_or(false)
-}
-
 #[test]
 fn ctrl_c_stops_server_and_load_generator() {
     // A 40 s scenario, interrupted once both children run.
-    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("rtcheck"))
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("rtcheck"))
         .args([
             "bench",
             "fanout",
@@ -134,34 +111,16 @@ fn ctrl_c_stops_server_and_load_generator() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let pid = child.id();
-    let start = Instant::now();
-    let mut kids = Vec::new();
-    while start.elapsed() < Duration::from_secs(20) {
-        kids = children_of(pid);
-        if kids.len() >= 2 {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let kids = procs::wait_children(&mut child, 2, Duration::from_secs(20));
     assert_eq!(kids.len(), 2, "server and load generator processes");
-    std::thread::sleep(Duration::from_millis(500));
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(pid as i32),
-        nix::sys::signal::Signal::SIGINT,
-    )
-    .unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        start.elapsed() < Duration::from_secs(30),
-        "stopped promptly"
-    );
+    // To rtcheck alone: its guards must stop both children, within 30 s.
+    let out = procs::sigint(child, false, Duration::from_secs(30));
     // 130 = 128 + SIGINT, as a shell reports a command stopped by Ctrl-C.
     assert_eq!(out.status.code(), Some(130));
     assert!(out.stdout.is_empty(), "no partial report");
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("interrupted"), "{err}");
     for k in kids {
-        assert!(!alive(k), "child {k} left running");
+        assert!(!procs::alive(k), "child {k} left running");
     }
 }

@@ -1,5 +1,7 @@
 //! The interactive flow through a real pseudo-terminal: spawn the built binary, answer the
 //! prompts like a user, and read the saved profile back.
+mod common;
+use common::pty::answer;
 use expectrl::{Eof, Session};
 use rtcheck::profile::{Loss, Profile, Transport, Upstream};
 use std::process::Command;
@@ -14,14 +16,6 @@ fn spawn(args: &[&str]) -> Session {
     let mut s = Session::spawn(cmd).expect("spawn rtcheck in a pty");
     s.set_expect_timeout(Some(Duration::from_secs(20)));
     s
-}
-
-/// Wait for a prompt, give the terminal a moment to switch to raw mode, then type.
-fn answer(s: &mut Session, prompt: &str, keys: &str) {
-    s.expect(prompt)
-        .unwrap_or_else(|e| panic!("prompt `{prompt}` not shown: {e}"));
-    wait_for_raw_mode(s);
-    s.send(keys).unwrap();
 }
 
 fn wait_success(mut s: Session) {
@@ -175,24 +169,4 @@ fn ctrl_c_at_a_prompt_exits_130_and_saves_nothing() {
         "{status:?}"
     );
     assert!(!save.exists());
-}
-
-/// Keys typed before the prompt switches the terminal to raw mode would be line-buffered:
-/// wait until the pty leaves canonical mode (the master reads the slave's termios on
-/// Linux), bounded; a prompt that reads in line mode gets its keys after the bound.
-fn wait_for_raw_mode(s: &Session) {
-    use std::os::fd::AsRawFd;
-    let pty = s.get_process().get_raw_handle().expect("pty handle");
-    let until = std::time::Instant::now() + Duration::from_secs(5);
-    while std::time::Instant::now() < until {
-        // SAFETY: tcgetattr fills a plain C struct from an open descriptor.
-        let raw = unsafe {
-            let mut t: libc::termios = std::mem::zeroed();
-            libc::tcgetattr(pty.as_raw_fd(), &mut t) == 0 && t.c_lflag & libc::ICANON == 0
-        };
-        if raw {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
 }

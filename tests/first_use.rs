@@ -169,6 +169,11 @@ fn readme_is_short_and_every_command_page_exists_with_every_check_id() {
         "bench",
         "evidence",
         "checklist",
+        "probe",
+        "load",
+        "budget",
+        "delivery",
+        "review",
     ] {
         assert!(
             readme.contains(&format!("(docs/{page}.md)")),

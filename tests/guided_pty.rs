@@ -1,5 +1,8 @@
 //! The guided run (`rtcheck` with no subcommand) through a real pseudo-terminal: the four
-//! questions, the role, the audit of this host, then both files saved and parsed back.
+//! questions, the role, the audit of this host, both files saved and parsed back, then the
+//! offers: a probe of `rtcheck serve` on loopback and the review, each read back.
+mod common;
+use common::pty::answer;
 use expectrl::{Eof, Session};
 use rtcheck::profile::{Loss, Profile, Role, Transport};
 use std::process::Command;
@@ -8,18 +11,26 @@ use std::time::Duration;
 const DOWN: &str = "\x1b[B";
 const ENTER: &str = "\r";
 
-fn answer(s: &mut Session, prompt: &str, keys: &str) {
-    s.expect(prompt)
-        .unwrap_or_else(|e| panic!("prompt `{prompt}` not shown: {e}"));
-    wait_for_raw_mode(s);
-    s.send(keys).unwrap();
-}
-
 #[test]
-fn guided_run_chooses_audits_and_saves_both_files() {
+fn guided_run_chooses_audits_saves_then_probes_and_reviews() {
     let dir = tempfile::tempdir().unwrap();
     let profile_path = dir.path().join("p.yaml");
     let report_path = dir.path().join("audit.json");
+    let probe_path = dir.path().join("probe.json");
+    let review_path = dir.path().join("review.yaml");
+    // Every item answered but one, so the review asks exactly that one.
+    let open = "hot-path-alloc";
+    let mut answered = String::from("answers:\n");
+    for id in rtcheck::review::known_ids()
+        .into_iter()
+        .filter(|i| *i != open)
+    {
+        answered.push_str(&format!(
+            "  - id: {id}\n    answer: na\n    reason: not here\n"
+        ));
+    }
+    std::fs::write(&review_path, answered).unwrap();
+    let serve = common::Server::start(&["--rate", "5", "--size", "256"]);
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_rtcheck"));
     cmd.env("NO_COLOR", "1").env("TERM", "xterm");
     let mut s = Session::spawn(cmd).expect("spawn rtcheck in a pty");
@@ -29,8 +40,8 @@ fn guided_run_chooses_audits_and_saves_both_files() {
     answer(&mut s, "Visible within", &format!("40d{ENTER}"));
     s.expect("visible_within: must be between 1ms and 720h, got 960h")
         .unwrap();
-    std::thread::sleep(Duration::from_millis(150));
-    s.send(format!("{}10m{ENTER}", "\x7f".repeat(3))).unwrap();
+    // Asked again: the prompt is drawn anew, empty.
+    answer(&mut s, "Visible within", &format!("10m{ENTER}"));
     answer(&mut s, "Upstream", ENTER);
     answer(&mut s, "Binary payloads?", ENTER);
     answer(&mut s, "If one message is lost", ENTER); // replaceable
@@ -38,8 +49,7 @@ fn guided_run_chooses_audits_and_saves_both_files() {
     answer(&mut s, "Machines", &format!("2000000{ENTER}"));
     s.expect("machines: must be between 1 and 3000 (the connections), got 2000000")
         .unwrap();
-    std::thread::sleep(Duration::from_millis(150));
-    s.send(format!("{}1{ENTER}", "\x7f".repeat(7))).unwrap();
+    answer(&mut s, "Machines", &format!("1{ENTER}"));
     answer(&mut s, "Messages per second per client", ENTER);
     answer(&mut s, "Bytes per message", ENTER);
     answer(&mut s, "Max disconnect", ENTER);
@@ -64,6 +74,30 @@ fn guided_run_chooses_audits_and_saves_both_files() {
         "Report file",
         &format!("{}{ENTER}", report_path.display()),
     );
+
+    // Offer 1: probe a URL the user types (here `serve` on loopback), quick, saved as JSON.
+    answer(&mut s, "Probe a deployed endpoint", "y");
+    let url = format!("http://{}/sse?token=s3cret", serve.addr);
+    answer(&mut s, "URL to probe", &format!("{url}{ENTER}"));
+    s.expect(format!("probing http://{}/sse?token=***", serve.addr).as_str())
+        .unwrap();
+    answer(&mut s, "Also hold a connection idle", "n");
+    s.expect("sse-buffering").unwrap();
+    answer(&mut s, "Save the probe report", "y");
+    answer(
+        &mut s,
+        "Probe report file",
+        &format!("{}{ENTER}", probe_path.display()),
+    );
+    // Offer 2: the review asks only the item left open, and saves to the same file.
+    answer(&mut s, "Walk the application checklist", "y");
+    answer(
+        &mut s,
+        "Answers file",
+        &format!("{}{ENTER}", review_path.display()),
+    );
+    s.expect("[1/1] Do not allocate per client").unwrap();
+    answer(&mut s, "Done?", ENTER); // yes
     s.expect(Eof).expect("rtcheck exits");
     let status = s.get_process().wait().expect("exit status");
 
@@ -92,12 +126,80 @@ fn guided_run_chooses_audits_and_saves_both_files() {
     assert_eq!(findings.len(), rtcheck::audit::check_ids().len());
     assert_eq!(report["profile"]["role"], "proxy");
     assert_eq!(report["profile"]["connections"], 3000);
-    // Exit code follows the audit: 1 exactly when something failed on this host.
+    let probe: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&probe_path).unwrap()).unwrap();
+    assert_eq!(probe["kind"], "probe");
+    let pf = probe["findings"].as_array().unwrap();
+    let buffering = pf.iter().find(|f| f["id"] == "sse-buffering").unwrap();
+    assert_eq!(buffering["status"], "pass", "{probe:#}");
+    let idle = pf.iter().find(|f| f["id"] == "idle-timeout").unwrap();
+    assert_eq!(idle["status"], "skip", "declined idle test is --quick");
+    let probe_text = std::fs::read_to_string(&probe_path).unwrap();
+    assert!(!probe_text.contains("s3cret"), "{probe_text}");
+    assert_eq!(probe["summary"]["fail"], 0, "{probe:#}");
+
+    let a = rtcheck::review::answers::load(&review_path, &rtcheck::review::known_ids()).unwrap();
+    assert_eq!(
+        a.get(open).unwrap().answer,
+        rtcheck::review::answers::Answer::Yes
+    );
+    assert_eq!(
+        a.get("seq-numbers").unwrap().answer,
+        rtcheck::review::answers::Answer::Na
+    );
+
+    // Exit code follows the audit (the probe and the review above failed nothing): 1
+    // exactly when something failed on this host.
     let fails = report["summary"]["fail"].as_u64().unwrap();
     let expected = if fails > 0 { 1 } else { 0 };
     assert_eq!(
         status,
         expectrl::WaitStatus::Exited(s.get_process().pid(), expected)
+    );
+}
+
+#[test]
+fn a_url_that_cannot_be_probed_is_one_line_and_the_review_is_still_offered() {
+    let refused = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = refused.local_addr().unwrap().port();
+    drop(refused);
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_rtcheck"));
+    cmd.env("NO_COLOR", "1").env("TERM", "xterm");
+    let mut s = Session::spawn(cmd).expect("spawn rtcheck in a pty");
+    s.set_expect_timeout(Some(Duration::from_secs(30)));
+    answer(&mut s, "Visible within", &format!("10m{ENTER}"));
+    for p in [
+        "Upstream",
+        "Binary payloads?",
+        "If one message is lost",
+        "Connections",
+        "Machines",
+        "Messages per second per client",
+        "Bytes per message",
+        "Max disconnect",
+        "What does this host do",
+        "Service PID",
+    ] {
+        answer(&mut s, p, ENTER);
+    }
+    answer(&mut s, "Save the profile", "n");
+    answer(&mut s, "Save the audit report", "n");
+    answer(&mut s, "Probe a deployed endpoint", "y");
+    answer(
+        &mut s,
+        "URL to probe",
+        &format!("http://127.0.0.1:{port}/sse{ENTER}"),
+    );
+    answer(&mut s, "Also hold a connection idle", "n");
+    s.expect("rtcheck: probe: ").unwrap();
+    s.expect("refused").unwrap();
+    answer(&mut s, "Walk the application checklist", "n");
+    s.expect(Eof).expect("rtcheck exits");
+    let status = s.get_process().wait().expect("exit status");
+    // Something failed (the probe), so 1; not 2: the run itself completed.
+    assert_eq!(
+        status,
+        expectrl::WaitStatus::Exited(s.get_process().pid(), 1)
     );
 }
 
@@ -111,24 +213,4 @@ fn without_a_terminal_it_prints_usage_and_exits_2() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("Usage: rtcheck"), "{err}");
     assert!(out.stdout.is_empty());
-}
-
-/// Keys typed before the prompt switches the terminal to raw mode would be line-buffered:
-/// wait until the pty leaves canonical mode (the master reads the slave's termios on
-/// Linux), bounded; a prompt that reads in line mode gets its keys after the bound.
-fn wait_for_raw_mode(s: &Session) {
-    use std::os::fd::AsRawFd;
-    let pty = s.get_process().get_raw_handle().expect("pty handle");
-    let until = std::time::Instant::now() + Duration::from_secs(5);
-    while std::time::Instant::now() < until {
-        // SAFETY: tcgetattr fills a plain C struct from an open descriptor.
-        let raw = unsafe {
-            let mut t: libc::termios = std::mem::zeroed();
-            libc::tcgetattr(pty.as_raw_fd(), &mut t) == 0 && t.c_lflag & libc::ICANON == 0
-        };
-        if raw {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
 }

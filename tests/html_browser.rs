@@ -2,9 +2,13 @@
 //! small run, loaded in headless Chromium (Debian package `chromium`; a missing browser
 //! fails naming it), screenshotted, and read back from the DOM Chromium built: each plot
 //! with its axes and series, every number on the page equal to the JSON of the same run,
-//! and nothing on the page that could make a request (CSP, no external src/href).
-//! A DevTools-protocol network log is not used: the static checks plus the CSP cover it.
+//! and that the page made no request: Chromium's own network log (`--log-net-log`) of the
+//! page load lists no request the page started, besides the static checks (CSP, no
+//! external src/href). A control page with an image on a loopback port shows the log
+//! check can fail.
+mod common;
 use assert_cmd::Command;
+use common::Server;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -21,8 +25,9 @@ fn chromium() -> PathBuf {
         })
 }
 
-/// One headless Chromium run with a fresh profile, bounded in time.
-fn browse(action: &str, page: &Path) -> Vec<u8> {
+/// One headless Chromium run with a fresh profile, bounded in time; `net_log` writes
+/// Chromium's network log there.
+fn browse(action: &str, page: &Path, net_log: Option<&Path>) -> Vec<u8> {
     let profile = tempfile::tempdir().unwrap();
     let out = Command::new(chromium())
         .args([
@@ -37,6 +42,7 @@ fn browse(action: &str, page: &Path) -> Vec<u8> {
             "--window-size=1200,1600",
         ])
         .arg(format!("--user-data-dir={}", profile.path().display()))
+        .args(net_log.map(|p| format!("--log-net-log={}", p.display())))
         .arg(action)
         .arg(format!("file://{}", page.display()))
         .timeout(Duration::from_secs(90))
@@ -61,9 +67,13 @@ struct Page {
 fn load(html: &Path) -> Page {
     let png = html.with_extension("png");
     let (h, p) = (html.to_path_buf(), png.clone());
-    let shot = std::thread::spawn(move || browse(&format!("--screenshot={}", p.display()), &h));
-    let dom = String::from_utf8(browse("--dump-dom", html)).unwrap();
+    let shot =
+        std::thread::spawn(move || browse(&format!("--screenshot={}", p.display()), &h, None));
+    let log = html.with_extension("netlog.json");
+    let dom = String::from_utf8(browse("--dump-dom", html, Some(&log))).unwrap();
     shot.join().unwrap();
+    let fetched = page_requests(&log);
+    assert!(fetched.is_empty(), "the page made requests: {fetched:?}");
     let img = std::fs::read(&png).unwrap();
     assert_eq!(&img[..8], b"\x89PNG\r\n\x1a\n", "not a PNG");
     assert_eq!(u32::from_be_bytes(img[16..20].try_into().unwrap()), 1200);
@@ -78,6 +88,29 @@ fn load(html: &Path) -> Page {
     .expect("the page carries its JSON");
     let json = serde_json::from_str(data).unwrap();
     Page { dom, json }
+}
+
+/// The URLs of the requests the page started, from Chromium's network log. Chromium's own
+/// background requests (updates, time) have no origin as initiator; a request from a
+/// `file://` page has the opaque origin `null`, from any other page its origin.
+fn page_requests(net_log: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(net_log).unwrap();
+    let log: Value = serde_json::from_str(&text)
+        .unwrap_or_else(|e| panic!("{}: not a complete network log: {e}", net_log.display()));
+    let start = log["constants"]["logEventTypes"]["URL_REQUEST_START_JOB"].clone();
+    assert!(
+        start.is_u64(),
+        "no URL_REQUEST_START_JOB in the log's constants"
+    );
+    log["events"]
+        .as_array()
+        .expect("events in the network log")
+        .iter()
+        .filter(|e| e["type"] == start)
+        .map(|e| &e["params"])
+        .filter(|p| p["url"].is_string() && p["initiator"] != "not an origin")
+        .map(|p| p["url"].as_str().unwrap().to_string())
+        .collect()
 }
 
 fn between<'a>(s: &'a str, a: &str, b: &str) -> Option<&'a str> {
@@ -207,13 +240,26 @@ fn rtcheck(args: &[&str]) -> std::process::Output {
 }
 
 fn ok(args: &[&str]) {
+    ok_or_findings(args, &[0]);
+}
+
+/// Run and accept these exit codes (1: a finding at --fail-on, or an invalid measurement,
+/// which a loaded machine may produce and the page must still show).
+fn ok_or_findings(args: &[&str], codes: &[i32]) {
     let out = rtcheck(args);
-    assert_eq!(
+    assert!(
+        out.status.code().is_some_and(|c| codes.contains(&c)),
+        "{args:?}: exit {:?}: {}",
         out.status.code(),
-        Some(0),
-        "{args:?}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// Write a page rendered by the library and load it like one the CLI wrote.
+fn load_rendered(dir: &Path, name: &str, html: String) -> Page {
+    let p = dir.join(name);
+    std::fs::write(&p, html).unwrap();
+    load(&p)
 }
 
 fn s(p: &Path) -> &str {
@@ -453,4 +499,402 @@ fn choose_page_is_the_recommendation_with_its_numbers() {
             .dom
             .contains(&format!("id=\"reason-{}\"", r["id"].as_str().unwrap())));
     }
+}
+
+/// Each finding of the page's JSON as a card with its status colour and its evidence.
+fn cards_match(dom: &str, json: &Value, anchor: impl Fn(usize, &Value) -> String) {
+    for (i, f) in json["findings"].as_array().unwrap().iter().enumerate() {
+        let st = f["status"].as_str().unwrap();
+        let a = anchor(i, f);
+        let card = between(dom, &format!("id=\"finding-{a}\""), "</div>")
+            .unwrap_or_else(|| panic!("no card finding-{a}"));
+        assert!(card.contains(&format!("data-status=\"{st}\"")), "{a}");
+        assert!(
+            card.contains(&format!("class=\"status s-{st}\">{st}</span>")),
+            "{a}"
+        );
+        for e in f["evidence"].as_array().unwrap() {
+            assert!(
+                card.contains(&format!("<b>{}</b>", e["id"].as_str().unwrap())),
+                "{a}: evidence"
+            );
+        }
+    }
+}
+
+#[test]
+fn load_page_plots_throughput_and_p99_against_concurrency_with_the_knee() {
+    // 4 workers x 20 ms: capacity 200 req/s, so the sweep passes it.
+    let server = Server::start(&["--workers", "4"]);
+    let dir = tempfile::tempdir().unwrap();
+    let html = dir.path().join("load.html");
+    let url = format!("http://{}/work?ms=20", server.addr);
+    let metrics = format!("http://{}/metrics", server.addr);
+    let levels = ["1", "2", "4", "8", "16"];
+    ok_or_findings(
+        &[
+            "load",
+            &url,
+            "--concurrency",
+            &levels.join(","),
+            "--step",
+            "700ms",
+            "--metrics",
+            &metrics,
+            "--format",
+            "html",
+            "-o",
+            s(&html),
+        ],
+        &[0, 1],
+    );
+    let page = load(&html);
+    let rep: rtcheck::load::model::LoadReport =
+        serde_json::from_value(page.json.clone()).expect("the page carries a load report");
+    assert_eq!(rep.levels.len(), levels.len());
+    let valid = rep.levels.iter().filter(|l| l.valid).count();
+    assert!(numbers_match(&page) >= valid * 9, "too few numbers");
+    for (i, l) in rep.levels.iter().enumerate() {
+        let tagged = page
+            .dom
+            .contains(&format!("data-path=\"levels.{i}.p99_ms\""));
+        assert_eq!(tagged, l.valid, "C = {}", l.concurrency);
+    }
+    let p = plots(&page.dom);
+    if valid == 0 {
+        assert!(p.is_empty() && page.dom.contains("no valid level to plot"));
+    } else {
+        let ids: Vec<&str> = p.iter().map(|p| p.id).collect();
+        assert_eq!(ids, ["throughput", "p99"]);
+        for plot in &p {
+            assert!(plot.has("concurrency"), "{}", plot.id);
+            assert_eq!(plot.has("knee"), rep.knee.is_some(), "{}", plot.id);
+        }
+        // One marker per valid level, two for the knee line's ends.
+        let knee_ends = if rep.knee.is_some() { 2 } else { 0 };
+        assert_eq!(circles(&page.dom, "throughput"), valid + knee_ends);
+        let first = rep.levels.iter().find(|l| l.valid).unwrap();
+        assert!(p[0].has(&first.concurrency.to_string()), "a tick at C");
+        assert!(p[0].has("throughput") && p[1].has("p99"));
+    }
+    if let Some(k) = &rep.knee {
+        assert!(page
+            .dom
+            .contains(&format!("<td>{} (knee)</td>", k.concurrency)));
+    }
+    cards_match(&page.dom, &page.json, |_, f| {
+        f["id"].as_str().unwrap().to_string()
+    });
+
+    // A level judged invalid: its row says why, no number of it on the page or the plot.
+    let mut bad = rep.clone();
+    bad.levels[1].valid = false;
+    bad.levels[1].invalid = vec!["loadgen saturated: CPU 99% of its threads".into()];
+    bad.knee = None;
+    let page = load_rendered(
+        dir.path(),
+        "invalid.html",
+        rtcheck::report::html::load::render(&bad).unwrap(),
+    );
+    numbers_match(&page);
+    assert!(!page.dom.contains("data-path=\"levels.1."));
+    let row = between(
+        &page.dom,
+        "<tr class=\"invalid\" data-level=\"2\">",
+        "</tr>",
+    )
+    .unwrap();
+    assert!(row.contains("loadgen saturated"), "{row}");
+    let verdict = between(&page.dom, "id=\"verdict\">", "<").unwrap();
+    assert!(
+        verdict.starts_with("INVALID: ") && verdict.contains("C = 2"),
+        "{verdict}"
+    );
+    for plot in plots(&page.dom) {
+        assert!(!plot.has("knee"));
+    }
+    let still_valid = bad.levels.iter().filter(|l| l.valid).count();
+    assert_eq!(
+        circles(&page.dom, "p99"),
+        still_valid,
+        "a marker for the invalid level"
+    );
+}
+
+/// Point markers in one plot.
+fn circles(dom: &str, plot: &str) -> usize {
+    let fig = between(dom, &format!("data-plot=\"{plot}\""), "</figure>").unwrap();
+    fig.matches("<circle").count()
+}
+
+#[test]
+fn budget_page_shows_the_four_ways_computed_and_live_as_table_and_bars() {
+    let dir = tempfile::tempdir().unwrap();
+    let html = dir.path().join("budget.html");
+    let args = [
+        "budget",
+        "--hop",
+        "auth:24ms:18ms",
+        "--hop",
+        "db:24ms:18ms",
+        "--hop",
+        "search:24ms:118ms",
+        "--budget",
+        "200ms",
+        "--deadline",
+        "120ms",
+        "--hedge-after",
+        "80ms",
+        "--fail-on",
+        "never",
+    ];
+    ok(&[&args[..], &["--format", "html", "-o", s(&html)]].concat());
+    let page = load(&html);
+    let json: Value =
+        serde_json::from_slice(&rtcheck(&[&args[..], &["--format", "json"]].concat()).stdout)
+            .unwrap();
+    assert_eq!(page.json, json, "the page carries the same report");
+    assert!(numbers_match(&page) >= 4 + 3 * 2 + 3 + 3, "too few numbers");
+    for key in [
+        "sequential_ms",
+        "parallel_ms",
+        "sequential_reused_ms",
+        "parallel_reused_ms",
+    ] {
+        assert!(page.dom.contains(&format!("data-path=\"{key}\"")), "{key}");
+    }
+    let p = plots(&page.dom);
+    assert_eq!(p.len(), 1);
+    for t in ["seq new", "par new", "seq reused", "par reused", "computed"] {
+        assert!(p[0].has(t), "no {t}");
+    }
+    cards_match(&page.dom, &page.json, |_, f| {
+        f["id"].as_str().unwrap().to_string()
+    });
+
+    // Live: two serve instances stand in for the hops.
+    let (a, b) = (
+        Server::start(&["--workers", "4"]),
+        Server::start(&["--workers", "4"]),
+    );
+    let live = dir.path().join("live.html");
+    let urls = [a.addr, b.addr].map(|x| format!("http://{x}/work?ms=10"));
+    ok_or_findings(
+        &[
+            "budget",
+            "--rounds",
+            "3",
+            "--format",
+            "html",
+            "-o",
+            s(&live),
+            "--live",
+            &urls[0],
+            &urls[1],
+        ],
+        &[0, 1],
+    );
+    let page = load(&live);
+    numbers_match(&page);
+    let rep: rtcheck::budget::model::BudgetReport =
+        serde_json::from_value(page.json.clone()).unwrap();
+    let l = rep.live.as_ref().expect("a live run");
+    let p = plots(&page.dom);
+    if l.invalid.is_none() {
+        for key in ["sequential_ms", "parallel_reused_ms"] {
+            for path in [format!("live.{key}"), format!("live.computed.{key}")] {
+                assert!(
+                    page.dom.contains(&format!("data-path=\"{path}\"")),
+                    "{path}"
+                );
+            }
+        }
+        assert!(p[0].has("live, measured") && p[0].has("live, computed"));
+    }
+
+    // An invalid live run: its reason, none of its numbers, no live bars.
+    let mut bad = rep.clone();
+    if let Some(l) = bad.live.as_mut() {
+        l.invalid = Some("hop 2: connection refused".into());
+    }
+    let page = load_rendered(
+        dir.path(),
+        "invalid.html",
+        rtcheck::report::html::budget::render(&bad).unwrap(),
+    );
+    numbers_match(&page);
+    assert!(!page.dom.contains("data-path=\"live.sequential_ms\""));
+    assert!(page.dom.contains("hop 2: connection refused"));
+    assert!(page.dom.contains("INVALID live run"));
+    let p = plots(&page.dom);
+    assert!(p[0].has("computed") && !p[0].has("live, measured"));
+}
+
+#[test]
+fn delivery_page_has_every_run_and_finding_with_the_runs_numbers() {
+    let dir = tempfile::tempdir().unwrap();
+    let html = dir.path().join("delivery.html");
+    ok(&[
+        "verify",
+        "delivery",
+        "--delivery",
+        "seq-ring",
+        "--rate",
+        "50",
+        "--size",
+        "256",
+        "--max-disconnect",
+        "600ms",
+        "--connections",
+        "3",
+        "--format",
+        "html",
+        "-o",
+        s(&html),
+    ]);
+    let page = load(&html);
+    let runs = page.json["runs"].as_array().unwrap();
+    assert!(runs.len() >= 2, "{}", page.json);
+    assert!(numbers_match(&page) >= runs.len() * 8, "too few numbers");
+    for (i, r) in runs.iter().enumerate() {
+        let name = format!(
+            "{}/{}/{}",
+            r["delivery"].as_str().unwrap(),
+            r["disconnect"].as_str().unwrap(),
+            r["case"].as_str().unwrap()
+        );
+        let st = r["status"].as_str().unwrap();
+        let row = between(&page.dom, &format!("data-run=\"{name}\""), "</tr>")
+            .unwrap_or_else(|| panic!("no row {name}"));
+        assert!(row.contains(&format!("data-status=\"{st}\"")), "{name}");
+        assert!(row.contains(&format!("s-{st}\">{st}<")), "{name}");
+        // Every numeric key of the run, flattened, is on its row.
+        for (k, v) in r.as_object().unwrap() {
+            let keys: Vec<String> = match v {
+                Value::Number(_) => vec![k.clone()],
+                Value::Object(m) => m.keys().map(|x| format!("{k}.{x}")).collect(),
+                _ => vec![],
+            };
+            for k in keys {
+                assert!(
+                    row.contains(&format!("data-path=\"runs.{i}.{k}\"")),
+                    "{name}: no {k}"
+                );
+            }
+        }
+    }
+    cards_match(&page.dom, &page.json, |_, f| {
+        f["id"].as_str().unwrap().to_string()
+    });
+    assert!(page.dom.contains("id=\"verdict\">verify delivery"));
+    let p = plots(&page.dom);
+    assert_eq!(p.len(), 1);
+    assert_eq!(p[0].id, "losses");
+    for t in ["lost silently", "announced in gaps", "duplicated"] {
+        assert!(p[0].has(t), "no {t}");
+    }
+    assert!(
+        p[0].has("1") && p[0].has(&runs.len().to_string()),
+        "run ticks"
+    );
+}
+
+#[test]
+fn probe_page_groups_checks_per_url_and_renders_any_finding() {
+    let server = Server::start(&["--rate", "5", "--size", "256", "--ping", "2s"]);
+    let dir = tempfile::tempdir().unwrap();
+    let html = dir.path().join("probe.html");
+    let (ws, sse) = (
+        format!("ws://{}/ws", server.addr),
+        format!("http://{}/sse", server.addr),
+    );
+    ok_or_findings(
+        &[
+            "probe",
+            "--quick",
+            &ws,
+            &sse,
+            "--format",
+            "html",
+            "-o",
+            s(&html),
+        ],
+        &[0, 1],
+    );
+    let page = load(&html);
+    assert!(numbers_match(&page) >= 4);
+    let findings = page.json["findings"].as_array().unwrap();
+    for (n, u) in [&ws, &sse].iter().enumerate() {
+        let section = between(&page.dom, &format!("data-url=\"{u}\""), "</section>")
+            .unwrap_or_else(|| panic!("no section for {u}"));
+        let mine = findings
+            .iter()
+            .filter(|f| f["title"].as_str().unwrap().ends_with(u.as_str()));
+        let mut count = 0;
+        for f in mine {
+            let (id, st) = (f["id"].as_str().unwrap(), f["status"].as_str().unwrap());
+            assert!(
+                section.contains(&format!("<tr data-id=\"{id}\" data-status=\"{st}\">")),
+                "{u}: {id}"
+            );
+            assert!(
+                section.contains(&format!("id=\"finding-{n}-{id}\"")),
+                "{u}: {id}"
+            );
+            count += 1;
+        }
+        assert!(count >= 3, "{u}: {count} findings");
+    }
+    let urls = [ws.clone(), sse.clone()];
+    cards_match(&page.dom, &page.json, |_, f| {
+        let t = f["title"].as_str().unwrap();
+        let n = urls.iter().position(|u| t.ends_with(u.as_str())).unwrap();
+        format!("{n}-{}", f["id"].as_str().unwrap())
+    });
+
+    // A finding of a kind this page never saw (a browser check, say) renders as it is.
+    let mut rep: rtcheck::report::FindingsReport =
+        serde_json::from_value(page.json.clone()).unwrap();
+    let mut extra = rep.findings[0].clone();
+    extra.id = "browser-sse-limit".into();
+    extra.title = format!("Seventh EventSource waits: {sse}");
+    extra.status = rtcheck::findings::Status::Warn;
+    extra.numbers.insert("seventh_wait_ms".into(), 1234.0);
+    rep.findings.push(extra);
+    rep.summary = rtcheck::findings::Summary::of(&rep.findings);
+    let page = load_rendered(
+        dir.path(),
+        "extra.html",
+        rtcheck::report::html::probe::render(&rep).unwrap(),
+    );
+    numbers_match(&page);
+    let section = between(&page.dom, &format!("data-url=\"{sse}\""), "</section>").unwrap();
+    assert!(section.contains("<tr data-id=\"browser-sse-limit\" data-status=\"warn\">"));
+    let i = rep.findings.len() - 1;
+    assert!(section.contains(&format!(
+        "data-path=\"findings.{i}.numbers.seventh_wait_ms\">1,234<"
+    )));
+}
+
+#[test]
+fn the_network_log_check_catches_a_page_that_fetches() {
+    // An image on a loopback port nobody answers well: the request is made, then fails.
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let html = dir.path().join("fetches.html");
+    let url = format!("http://{}/x.png", l.local_addr().unwrap());
+    std::fs::write(
+        &html,
+        format!("<!DOCTYPE html><html><body><img src=\"{url}\"><p>x</p></body></html>"),
+    )
+    .unwrap();
+    let log = dir.path().join("net.json");
+    std::thread::spawn(move || {
+        // Answer nothing and close: the browser gives up at once.
+        for c in l.incoming() {
+            drop(c);
+        }
+    });
+    browse("--dump-dom", &html, Some(&log));
+    assert_eq!(page_requests(&log), [url]);
 }

@@ -17,7 +17,8 @@ fn probe_against_serve_directly_passes_every_check() {
     let s = Serve::start(&["--rate", "5", "--size", "256", "--ping", "2s"]);
     let ws = format!("ws://{}/ws", s.addr);
     let sse = format!("http://{}/sse", s.addr);
-    let (r, code, _) = probe_json(&["--idle-for", "5s", "--public", &ws, &sse]);
+    // No --public: serve refuses a foreign Origin on /ws, so the origin check passes as is.
+    let (r, code, _) = probe_json(&["--idle-for", "5s", &ws, &sse]);
     let ctx = summary(&r);
     assert_eq!(code, 0, "{ctx}");
     assert_eq!(r["kind"], "probe");
@@ -51,12 +52,26 @@ fn probe_against_serve_directly_passes_every_check() {
         .unwrap();
     let interval = f["numbers"]["interval_s"].as_f64().unwrap();
     assert!((1.0..=3.5).contains(&interval), "{interval}");
-    // Without --public the foreign Origin the server accepts is a warning.
+    let f = r["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == "origin")
+        .unwrap();
+    assert!(f["observed"].as_str().unwrap().contains("403"), "{f}");
+}
+
+#[test]
+fn a_server_open_to_any_origin_is_a_warning_unless_public() {
+    let s = Serve::start(&["--rate", "5", "--cors", "*"]);
+    let ws = format!("ws://{}/ws", s.addr);
     let (r, code, _) = probe_json(&["--quick", &ws]);
     assert_eq!(status(&r, "origin", "/ws"), "warn", "{}", summary(&r));
     assert_eq!(code, 0, "warn is below the default --fail-on fail");
     let (_, code, _) = probe_json(&["--quick", "--fail-on", "warn", &ws]);
     assert_eq!(code, 1);
+    let (r, _, _) = probe_json(&["--quick", "--public", &ws]);
+    assert_eq!(status(&r, "origin", "/ws"), "pass", "{}", summary(&r));
 }
 
 #[test]
@@ -219,6 +234,47 @@ fn capture_server(reply: &'static [u8]) -> (u16, std::sync::mpsc::Receiver<Strin
         }
     });
     (port, rx)
+}
+
+#[test]
+fn junit_names_are_unique_over_several_urls_and_carry_no_query() {
+    let s = Serve::start(&["--rate", "5"]);
+    let ws = format!("ws://{}/ws?token=SECRET", s.addr);
+    let sse = format!("http://{}/sse", s.addr);
+    let out = rtcheck()
+        .args([
+            "probe", "--quick", "--public", "--format", "junit", &ws, &sse,
+        ])
+        .output()
+        .unwrap();
+    let xml = String::from_utf8(out.stdout).unwrap();
+    let doc = roxmltree::Document::parse(&xml).unwrap_or_else(|e| panic!("{e}\n{xml}"));
+    let names: Vec<&str> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("testcase"))
+        .map(|n| n.attribute("name").unwrap())
+        .collect();
+    let unique: std::collections::BTreeSet<&str> = names.iter().copied().collect();
+    assert_eq!(unique.len(), names.len(), "{names:?}");
+    // 5 checks apply to a WebSocket URL, 6 to an SSE one; idle-timeout, heartbeat and
+    // compression appear for both.
+    assert_eq!(names.len(), 11, "{names:?}");
+    assert!(
+        names.contains(&format!("upgrade ws://{}/ws", s.addr).as_str()),
+        "{names:?}"
+    );
+    assert!(
+        names.contains(&format!("sse-buffering http://{}/sse", s.addr).as_str()),
+        "{names:?}"
+    );
+    assert!(
+        names.contains(&format!("compression http://{}/sse", s.addr).as_str()),
+        "{names:?}"
+    );
+    assert!(
+        !xml.contains("SECRET") && !names.iter().any(|n| n.contains('?')),
+        "{xml}"
+    );
 }
 
 #[test]

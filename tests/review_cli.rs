@@ -287,7 +287,7 @@ fn save_and_output_land_together_or_not_at_all() {
 fn delivery_report() -> rtcheck::report::FindingsReport {
     use rtcheck::report::{Finding, FindingsReport, Fix, Status, Verification};
     let f = Finding {
-        id: "delivery-loss".into(),
+        id: "delivery-seq-ring-reset-within-ring".into(),
         title: "Loss across a reconnect".into(),
         status: Status::Pass,
         observed: "0 lost of 1,000".into(),
@@ -367,7 +367,7 @@ fn evidence_json_marks_items_measured() {
         dir.path(),
         "probe.json",
         r#"{"kind":"probe","findings":[
-        {"id":"proxy-buffering","status":"fail","observed":"SSE first byte after 6.6 s through nginx"}]}"#,
+        {"id":"sse-buffering","status":"fail","observed":"SSE first byte after 6.6 s through nginx"}]}"#,
     );
     // `verify delivery` will write the common findings report: build it from the real types.
     let delivery_json = serde_json::to_string(&delivery_report()).unwrap();

@@ -1,6 +1,8 @@
 //! `rtcheck review` on a real pseudo-terminal: answer the prompts like a user (a value of
 //! the wrong type re-asked, a value breaking its rule entered again, `na` with a reason,
 //! `later`), read the saved answers back, and check a second run asks only what is open.
+mod common;
+use common::pty::answer;
 use expectrl::{Eof, Session};
 use rtcheck::review::answers::{self, Answer, Val};
 use std::process::Command;
@@ -19,13 +21,6 @@ fn spawn(args: &[&str]) -> Session {
     let mut s = Session::spawn(cmd).expect("spawn rtcheck in a pty");
     s.set_expect_timeout(Some(Duration::from_secs(20)));
     s
-}
-
-fn answer(s: &mut Session, prompt: &str, keys: &str) {
-    s.expect(prompt)
-        .unwrap_or_else(|e| panic!("prompt `{prompt}` not shown: {e}"));
-    std::thread::sleep(Duration::from_millis(150));
-    s.send(keys).unwrap();
 }
 
 /// Wait for the exit; returns everything printed after the last expect.
@@ -71,8 +66,7 @@ fn walk_reasks_bad_values_records_na_and_later_then_asks_only_what_is_open() {
     answer(&mut s, "Done?", ENTER); // yes
     answer(&mut s, "Per-client queue length", &format!("lots{ENTER}"));
     s.expect("expected a whole number").unwrap(); // re-asked, not accepted
-    std::thread::sleep(Duration::from_millis(150));
-    s.send(format!("64{ENTER}")).unwrap();
+    answer(&mut s, "Per-client queue length", &format!("64{ENTER}"));
     answer(
         &mut s,
         "Slowness a client must survive",
@@ -163,7 +157,7 @@ fn an_item_measured_by_evidence_is_not_asked() {
     let probe = dir.path().join("probe.json");
     std::fs::write(
         &probe,
-        r#"{"findings":[{"id":"proxy-buffering","status":"pass","observed":"first byte at once"}]}"#,
+        r#"{"findings":[{"id":"sse-buffering","status":"pass","observed":"first byte at once"}]}"#,
     )
     .unwrap();
     let save = dir.path().join("review.yaml");

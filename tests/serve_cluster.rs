@@ -464,3 +464,19 @@ fn two_publishers_share_one_history() {
     assert_eq!(ca.seqs(), (1..=40).collect::<Vec<_>>());
     assert_eq!(ca.events, cb.events);
 }
+
+#[test]
+fn a_clean_shutdown_sends_its_leaves_even_with_events() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = redis(dir.path());
+    let flags = ["--presence", "events", "--no-publish"];
+    let a = node(&r, "a", &flags);
+    let mut b = node(&r, "b", &flags);
+    let _clients = [Sse::connect(b.addr, None), Sse::connect(b.addr, None)];
+    wait_http(&a, "/presence", "two online", |_, body| {
+        body.contains("\"online\":2")
+    });
+    b.signal(libc::SIGTERM);
+    assert!(b.wait_exit(LIMIT).is_some_and(|s| s.success()));
+    assert_eq!(presence(&a)["online"], 0, "a clean exit leaves no ghost");
+}

@@ -1,6 +1,6 @@
 mod common;
-use common::rtcheck;
-use std::time::{Duration, Instant};
+use common::{procs, rtcheck};
+use std::time::Duration;
 
 #[test]
 fn unknown_experiment_is_one_line_and_exit_2() {
@@ -118,36 +118,9 @@ fn junit_markdown_yaml_and_file_output_carry_the_same_measurement() {
     assert!((48.0..=50.0).contains(&n), "{n}");
 }
 
-fn children_of(pid: u32) -> Vec<u32> {
-    let mut out = Vec::new();
-    for e in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(p) = e.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        if let Ok(stat) = std::fs::read_to_string(format!("/proc/{p}/stat")) {
-            // Field 4 (after the parenthesised command) is the parent pid.
-            let after = &stat[stat.rfind(')').unwrap() + 2..];
-            let ppid: u32 = after.split_whitespace().nth(1).unwrap().parse().unwrap();
-            if ppid == pid {
-                out.push(p);
-            }
-        }
-    }
-    out
-}
-
-fn alive(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => {
-            let after = &stat[stat.rfind(')').unwrap() + 2..];
-            !after.starts_with('Z')
-        }
-        Err(_) => false,
-    }
-}
-
 #[test]
-fn ctrl_c_stops_the_run_and_leaves_no_server_behind() {
+fn ctrl_c_stops_the_run_exits_130_and_leaves_no_server_behind() {
+    use std::os::unix::process::CommandExt;
     let bin = assert_cmd::cargo::cargo_bin("rtcheck");
     let mut child = std::process::Command::new(bin)
         .args([
@@ -159,40 +132,47 @@ fn ctrl_c_stops_the_run_and_leaves_no_server_behind() {
         ])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
+        .process_group(0)
         .spawn()
         .unwrap();
-    let pid = child.id();
-    // Wait for the embedded server child to be up.
-    let until = Instant::now() + Duration::from_secs(30);
-    let servers = loop {
-        let c = children_of(pid);
-        if !c.is_empty() {
-            break c;
-        }
-        assert!(Instant::now() < until, "no server child started");
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    std::thread::sleep(Duration::from_millis(300));
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(pid as i32),
-        nix::sys::signal::Signal::SIGINT,
-    )
-    .unwrap();
-    let until = Instant::now() + Duration::from_secs(30);
-    let status = loop {
-        if let Some(st) = child.try_wait().unwrap() {
-            break st;
-        }
-        assert!(Instant::now() < until, "verify did not stop after Ctrl-C");
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let out = child.wait_with_output().unwrap();
-    assert_eq!(status.code(), Some(2));
+    // The handler is installed before the experiment starts its server child.
+    let servers = procs::wait_children(&mut child, 1, Duration::from_secs(30));
+    let out = procs::sigint(child, true, Duration::from_secs(30));
     let err = String::from_utf8_lossy(&out.stderr);
+    // 130 = 128 + SIGINT, as README says for every command.
+    assert_eq!(out.status.code(), Some(130), "{err}");
     assert!(err.contains("interrupted"), "{err}");
     assert!(out.stdout.is_empty(), "no partial report");
     for s in servers {
-        assert!(!alive(s), "server child {s} still running");
+        assert!(!procs::alive(s), "server child {s} still running");
+    }
+}
+
+#[test]
+fn ctrl_c_stops_verify_delivery_with_exit_130() {
+    let bin = assert_cmd::cargo::cargo_bin("rtcheck");
+    let mut child = std::process::Command::new(bin)
+        .args([
+            "verify",
+            "delivery",
+            "--max-disconnect",
+            "20s",
+            "--rate",
+            "5",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let servers = procs::wait_children(&mut child, 1, Duration::from_secs(30));
+    // To rtcheck alone: its own guards must stop the server.
+    let out = procs::sigint(child, false, Duration::from_secs(30));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    assert!(err.contains("interrupted"), "{err}");
+    assert!(out.stdout.is_empty(), "no partial report");
+    for s in servers {
+        assert!(!procs::alive(s), "server child {s} still running");
     }
 }
 

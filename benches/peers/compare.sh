@@ -22,7 +22,8 @@ usage: benches/peers/compare.sh [--runs N] [--connections N] [--rounds N] [--rat
 
 Needs the Debian packages golang-go and golang-github-gorilla-websocket-dev, and python3.
 Ratios below 1 mean rtcheck's server (A) had the lower latency. Run it on a quiet machine:
-the 1-minute load average before every measurement is printed and judged.
+before every measurement the host's CPU use is sampled for 3 s while none of this script's
+processes run (the load average would count the previous measurement), printed and judged.
 EOF
 }
 
@@ -130,6 +131,20 @@ measure_peer() { # out-json
   PEER_PID=""
 }
 
+# Cores busy on the host over 3 s (from /proc/stat), while nothing of ours runs.
+host_busy() {
+  local a b
+  read -r -a a < <(grep '^cpu ' /proc/stat)
+  sleep 3
+  read -r -a b < <(grep '^cpu ' /proc/stat)
+  python3 -c '
+import os, sys
+a, b = [list(map(int, x.split())) for x in sys.argv[1:3]]
+d = [y - x for x, y in zip(a, b)]
+total, idle = sum(d[:8]), d[3] + d[4]
+print(f"{(total - idle) / max(total, 1) * os.cpu_count():.2f}")' "${a[*]:1}" "${b[*]:1}"
+}
+
 ORDERS=("F A P" "A P F" "P F A")
 echo "rtcheck: $RTCHECK; $CONNS connections, $ROUNDS rounds x $SIZE B at $RATE/s;" \
   "$RUNS run(s) of F, A, P in rotating order" >&2
@@ -138,8 +153,8 @@ for run in $(seq "$RUNS"); do
   order=${ORDERS[$(( (run - 1) % 3 ))]}
   for who in $order; do
     out="$TMP/run$run-$who.json"
-    cut -d' ' -f1 /proc/loadavg >"$out.load"
-    echo "run $run/$RUNS: $who (load $(cat "$out.load"))" >&2
+    host_busy >"$out.load"
+    echo "run $run/$RUNS: $who (host busy $(cat "$out.load") cores)" >&2
     case $who in
       F) bench "$out" --scenario F ;;
       A) bench "$out" --scenario A --no-floor ;;
@@ -154,7 +169,7 @@ python3 - "$TMP" "$RUNS" "$CONNS" "$ELAPSED" >"$TMP/summary.txt" <<'PY'
 import json, os, statistics, sys
 
 tmp, runs, conns, elapsed = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
-QUIET_LOAD = 1.0
+QUIET_LOAD = 0.25  # cores busy on the host before a measurement
 
 def load(run, who):
     base = os.path.join(tmp, f"run{run}-{who}.json")
@@ -186,7 +201,7 @@ rows = {run: {w: load(run, w) for w in "FAP"} for run in range(1, runs + 1)}
 print(f"Peer comparison: {conns} connections, {runs} run(s), {elapsed} s in all")
 print("A = rtcheck serve (scenario A), P = Go 1.19 + gorilla/websocket peer, F = raw-TCP floor")
 print()
-print("run  F p99.9  A p99.9  P p99.9   A/P p99.9  A/F p99.9  max load  all valid")
+print("run  F p99.9  A p99.9  P p99.9   A/P p99.9  A/F p99.9  max busy  all valid")
 for run, r in rows.items():
     ok = all(r[w]["valid"] for w in "FAP")
     ap, af = ratio(r["A"].get("p999"), r["P"].get("p999")), ratio(r["A"].get("p999"), r["F"].get("p999"))
@@ -221,11 +236,10 @@ for w, name in (("F", "F floor"), ("A", "A rtcheck"), ("P", "P go-gorilla")):
 loads = [r[w]["load"] for r in rows.values() for w in "FAP"]
 print()
 if max(loads) > QUIET_LOAD:
-    print(f"Machine busy: 1-minute load average up to {max(loads):.2f} before a"
-          f" measurement\n(quiet: <= {QUIET_LOAD}); these figures are not publishable.")
+    print(f"Machine busy: up to {max(loads):.2f} cores busy before a measurement"
+          f"\n(quiet: <= {QUIET_LOAD}); these figures are not publishable.")
 else:
-    print(f"Machine quiet: 1-minute load average <= {max(loads):.2f} before every"
-          " measurement.")
+    print(f"Machine quiet: <= {max(loads):.2f} cores busy before every measurement.")
 if len(good) < runs:
     print(f"{runs - len(good)} run(s) left out of the ratios (see the reasons above).")
 PY

@@ -352,6 +352,7 @@ fn run_one(sc: Option<Scenario>, a: &FanoutOptions) -> anyhow::Result<ScenarioRe
         server_peak_rss: w.peak_rss,
         rounds_total: a.rounds,
         rate: a.rate,
+        size: a.size,
         duration_s,
         time_bound_s: sched.bound_s,
     });

@@ -4,6 +4,7 @@
 //! Runs in its own process so it stays under its own open-files limit and the server's
 //! allocator and scheduler are not measured together with it.
 use super::stats::{self, ClientSamples};
+use super::wire::ScheduleSeen;
 use super::wire::{Event, LoadgenResult, CMD_CLOSE_SLOW, CMD_CUTOFF, CMD_STOP};
 use crate::sys::{clock, limits};
 use futures_util::StreamExt;
@@ -102,6 +103,9 @@ struct ClientOut {
     error: Option<String>,
     undecodable: u64,
     beyond: u64,
+    /// What the server actually sends: payload size range and the (seq, scheduled time)
+    /// of the first and last frame, from which its real rate follows.
+    sched: ScheduleSeen,
 }
 
 /// The loadgen never outlives this, whatever --max-seconds says: 7 days.
@@ -347,6 +351,7 @@ fn summarize(
         }
         r.undecodable += o.undecodable;
         r.beyond_rounds += o.beyond;
+        r.schedule.merge(&o.sched);
         r.order_violations += stats::order_violations(&o.samples);
         if o.removed {
             r.removed_healthy += 1;
@@ -457,13 +462,20 @@ async fn connect_tcp(
     Ok(s)
 }
 
-/// Record one payload. Hot path: decode, clock read, push.
+/// Record one payload of `len` bytes. Hot path: decode, clock read, push.
 #[inline]
-fn record(out: &mut ClientOut, counters: &Counters, rounds: u64, decoded: Option<(u64, u64)>) {
+fn record(
+    out: &mut ClientOut,
+    counters: &Counters,
+    rounds: u64,
+    len: usize,
+    decoded: Option<(u64, u64)>,
+) {
     let Some((seq, sched)) = decoded else {
         out.undecodable += 1;
         return;
     };
+    out.sched.see(len as u64, seq, sched);
     let lat_us = (clock::now_ns().saturating_sub(sched) / 1000).min(u32::MAX as u64) as u32;
     counters.received.fetch_add(1, Relaxed);
     if seq == 0 || seq > rounds {
@@ -527,10 +539,10 @@ async fn ws_session(
             biased;
             m = ws.next() => match m {
                 Some(Ok(Message::Binary(b))) => {
-                    record(out, counters, cfg.rounds, crate::net::payload::decode(&b))
+                    record(out, counters, cfg.rounds, b.len(), crate::net::payload::decode(&b))
                 }
                 Some(Ok(Message::Text(t))) => {
-                    record(out, counters, cfg.rounds, crate::net::payload::decode_text(t.as_str()))
+                    record(out, counters, cfg.rounds, t.len(), crate::net::payload::decode_text(t.as_str()))
                 }
                 Some(Ok(Message::Close(_))) | None | Some(Err(_)) => {
                     mark_removed(out, counters, &stop);
@@ -566,7 +578,7 @@ async fn raw_session(
         tokio::select! {
             biased;
             r = read_raw_frame(&mut rd, &mut body) => match r {
-                Ok(n) => record(out, counters, cfg.rounds, crate::net::payload::decode(&body[..n])),
+                Ok(n) => record(out, counters, cfg.rounds, n, crate::net::payload::decode(&body[..n])),
                 Err(_) => {
                     mark_removed(out, counters, &stop);
                     return Ok(());
@@ -665,6 +677,7 @@ async fn sse_session(
                 out,
                 counters,
                 cfg.rounds,
+                ev.data.len(),
                 crate::net::payload::decode_text(&ev.data),
             );
         }

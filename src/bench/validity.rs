@@ -22,6 +22,8 @@ pub struct Inputs<'a> {
     pub server_peak_rss: Option<u64>,
     pub rounds_total: u64,
     pub rate: f64,
+    /// Payload bytes the run asked for.
+    pub size: u64,
     pub duration_s: f64,
     pub time_bound_s: f64,
 }
@@ -134,6 +136,7 @@ fn checks(inp: &Inputs, acc: &Accounting) -> Vec<Check> {
         Some(connections(lg)),
         Some(loadgen_cpu(lg)),
         Some(round_start_drift(inp)),
+        server_schedule(inp),
         Some(nodelay(inp)),
         Some(seq_order(lg)),
         time_bound(inp),
@@ -311,6 +314,32 @@ fn round_start_drift(inp: &Inputs) -> Check {
             "no round received".into(),
         ),
     }
+}
+
+/// The server sends what the run asked for: with `--server` nothing forces its --rate and
+/// --size to match ours, and a 10/s server read as 5/s halves every figure silently.
+/// Text payloads may be longer than a tiny --size (the JSON fields alone take ~60 bytes).
+fn server_schedule(inp: &Inputs) -> Option<Check> {
+    let seen = &inp.lg.schedule;
+    let (min, max) = (seen.bytes_min?, seen.bytes_max?);
+    let want_ms = 1000.0 / inp.rate;
+    let period = seen.period_ms();
+    let size_ok = min >= inp.size && max <= inp.size.max(80);
+    let rate_ok = period.is_none_or(|p| (p - want_ms).abs() <= 0.05 * want_ms);
+    let got = period.map_or("one round seen".into(), |p| format!("every {p:.1} ms"));
+    let detail = format!(
+        "payloads {min}-{max} bytes {got}; the run asked for {} bytes every {want_ms:.1} ms",
+        inp.size
+    );
+    Some(if size_ok && rate_ok {
+        check("server schedule", Status::Pass, detail)
+    } else {
+        check(
+            "server schedule",
+            Status::Fail,
+            format!("{detail}: start the server with the run's --rate and --size"),
+        )
+    })
 }
 
 /// TCP_NODELAY on both ends. No socket read back proves nothing: 0 of 0 is not "on
@@ -574,6 +603,7 @@ mod tests {
             server_peak_rss: Some(50_000_000),
             rounds_total: lg.rounds.len() as u64,
             rate: 5.0,
+            size: 1024,
             duration_s: 3.0,
             time_bound_s: 10.0,
         }
@@ -838,5 +868,35 @@ mod tests {
         assert_eq!(round_start_drift(&inp).status, Status::Pass);
         inp.rate = 4000.0;
         assert_eq!(round_start_drift(&inp).status, Status::Warn);
+    }
+
+    #[test]
+    fn a_server_on_another_rate_or_size_invalidates_the_run() {
+        let s = stats(2, 0);
+        let mut l = lg(vec![round(10, 0, 0), round(10, 0, 0)], 10, 0);
+        // 5/s asked: 200 ms between scheduled times.
+        l.schedule.see(1024, 1, 1_000_000_000);
+        l.schedule.see(1024, 11, 3_000_000_000);
+        let sched = |l: &LoadgenResult| {
+            let r = analyze(&inputs(l, &s, false));
+            let c = r
+                .checks
+                .iter()
+                .find(|c| c.name == "server schedule")
+                .cloned();
+            c.map(|c| c.status)
+        };
+        assert_eq!(sched(&l), Some(Status::Pass));
+        let mut fast = l.clone();
+        fast.schedule.see(1024, 31, 4_000_000_000); // 10/s over the later frames
+        assert_eq!(sched(&fast), Some(Status::Fail));
+        let mut small = l.clone();
+        small.schedule.see(256, 2, 1_200_000_000);
+        assert_eq!(sched(&small), Some(Status::Fail));
+        assert_eq!(
+            sched(&lg(vec![round(10, 0, 0)], 10, 0)),
+            None,
+            "nothing seen, nothing claimed"
+        );
     }
 }

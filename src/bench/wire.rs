@@ -79,8 +79,68 @@ pub struct LoadgenResult {
     pub nodelay_off: u64,
     /// SO_RCVBUF read back on slow clients (the kernel doubles what was asked).
     pub slow_rcvbuf: Option<u64>,
+    /// What the server sent, whatever it was asked: sizes and scheduled times seen.
+    #[serde(default)]
+    pub schedule: ScheduleSeen,
     pub cores: u64,
     pub cpu_connect_s: f64,
     pub cpu_run_s: f64,
     pub wall_run_s: f64,
+}
+
+/// Payload sizes and the earliest and latest (seq, scheduled ns) frames seen: enough to
+/// tell the server's real size and rate from what the run asked for (`--server`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct ScheduleSeen {
+    pub bytes_min: Option<u64>,
+    pub bytes_max: Option<u64>,
+    pub first: Option<(u64, u64)>,
+    pub last: Option<(u64, u64)>,
+}
+
+impl ScheduleSeen {
+    #[inline]
+    pub fn see(&mut self, len: u64, seq: u64, sched_ns: u64) {
+        self.bytes_min = Some(self.bytes_min.map_or(len, |m| m.min(len)));
+        self.bytes_max = Some(self.bytes_max.map_or(len, |m| m.max(len)));
+        if self.first.is_none_or(|(s, _)| seq < s) {
+            self.first = Some((seq, sched_ns));
+        }
+        if self.last.is_none_or(|(s, _)| seq > s) {
+            self.last = Some((seq, sched_ns));
+        }
+    }
+
+    pub fn merge(&mut self, o: &ScheduleSeen) {
+        for (len, seq) in [(o.bytes_min, o.first), (o.bytes_max, o.last)] {
+            if let (Some(len), Some((seq, ns))) = (len, seq) {
+                self.see(len, seq, ns);
+            }
+        }
+    }
+
+    /// The server's period between rounds (ms), from scheduled times; None below 2 seqs.
+    pub fn period_ms(&self) -> Option<f64> {
+        let ((s0, t0), (s1, t1)) = (self.first?, self.last?);
+        (s1 > s0).then(|| t1.saturating_sub(t0) as f64 / 1e6 / (s1 - s0) as f64)
+    }
+}
+
+#[cfg(test)]
+mod schedule_tests {
+    use super::ScheduleSeen;
+
+    #[test]
+    fn period_and_sizes_from_frames_in_any_order() {
+        let mut a = ScheduleSeen::default();
+        a.see(1024, 5, 1_000_000_000);
+        a.see(1024, 3, 600_000_000);
+        let mut b = ScheduleSeen::default();
+        b.see(512, 11, 2_200_000_000);
+        a.merge(&b);
+        assert_eq!((a.bytes_min, a.bytes_max), (Some(512), Some(1024)));
+        let p = a.period_ms().unwrap();
+        assert!((p - 200.0).abs() < 1e-9, "{p}");
+        assert_eq!(ScheduleSeen::default().period_ms(), None);
+    }
 }

@@ -125,6 +125,9 @@ pub struct Recommendation {
     pub defaulted: Vec<String>,
     /// The full profile used, with `transport` set to the recommendation.
     pub profile: Profile,
+    /// `choose --verify`: the recommended delivery measured live (`verify delivery`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub findings: Vec<crate::findings::Finding>,
 }
 
 /// The required answers still missing, as YAML key names.
@@ -213,6 +216,7 @@ pub fn decide(p: &Profile) -> Result<Recommendation, String> {
         notes,
         defaulted: Vec::new(),
         profile,
+        findings: Vec::new(),
     })
 }
 

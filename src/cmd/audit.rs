@@ -55,7 +55,8 @@ pub struct AuditArgs {
     #[arg(long, value_name = "ID", num_args = 1.., value_delimiter = ',')]
     pub skip: Vec<String>,
     /// Demonstrate each finding live on loopback (`rtcheck verify`) and attach the
-    /// measurement (findings[].verification); an invalid measurement gives exit 1.
+    /// measurement (findings[].verification); an invalid measurement gives exit 1. With
+    /// --profile, `verify delivery` runs too for its delivery and its findings are added.
     #[arg(long)]
     pub verify: bool,
     /// Text: every check in full (rule, evidence, every fix line), not only what needs action.
@@ -148,6 +149,12 @@ pub fn run(a: AuditArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
             ..super::verify::default_options()
         };
         crate::verify::attach(&mut r.findings, &opts)?;
+        // With a profile, the delivery it implies is measured too (issue 12).
+        if a.profile.is_some() {
+            let d = super::delivery::for_profile(&r.profile, a.verify_timeout)?;
+            r.findings.extend(d);
+            r.summary = crate::findings::Summary::of(&r.findings);
+        }
     }
     let invalid_measurement = r
         .findings

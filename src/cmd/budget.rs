@@ -137,6 +137,7 @@ fn render(r: &BudgetReport, format: Format, fail_on: FailOn, p: Palette) -> anyh
         Format::Json => report::json::render(r)?,
         Format::Yaml => report::yaml::render(r)?,
         Format::Markdown => report::markdown::budget::render(r),
+        Format::Html => report::html::budget::render(r)?,
         Format::Junit => {
             report::junit::render(&FindingsReport::of_findings("budget", &r.findings), fail_on)?
         }

@@ -74,6 +74,13 @@ pub struct ChooseArgs {
     /// Never prompt, even on a terminal: fail naming the missing answers instead.
     #[arg(long)]
     pub no_input: bool,
+    /// Measure the recommended delivery live on loopback (`verify delivery` with this
+    /// profile) and add its findings to the report; a failing one gives exit 1.
+    #[arg(long)]
+    pub verify: bool,
+    /// Time bound for --verify.
+    #[arg(long, value_name = "DURATION", default_value = "3m", value_parser = parse_duration)]
+    pub verify_timeout: Duration,
 }
 
 fn parse_positive_duration(s: &str) -> Result<Duration, String> {
@@ -202,6 +209,16 @@ pub fn run(a: ChooseArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
             ));
         }
     }
+    if a.verify {
+        // Composed here: choose's domain never runs an experiment.
+        rec.findings = super::delivery::for_profile(&rec.profile, a.verify_timeout)?;
+    }
+    let code = if crate::findings::FailOn::Fail.trips(&crate::findings::Summary::of(&rec.findings))
+    {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    };
     let out = render(&rec, a.out.format, &a.out.palette(ctx.color))?;
     if let Some(path) = &a.save {
         let text = format!(
@@ -221,10 +238,10 @@ pub fn run(a: ChooseArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
         if a.out.output.is_none() {
             crate::outfile::emit(&out, None)?;
         }
-        return Ok(ExitCode::SUCCESS);
+        return Ok(code);
     }
     a.out.emit(&out)?;
-    Ok(ExitCode::SUCCESS)
+    Ok(code)
 }
 
 /// The renderer for `format` (one of [`ChooseFormats`]).

@@ -108,6 +108,52 @@ pub fn options(
     })
 }
 
+/// `verify delivery` as `choose --verify` and `audit --verify` run it for a profile: the
+/// delivery the profile's loss answer implies (every mode when it has none), its
+/// transport, rate, size and max disconnect, [`DEFAULT_CLIENTS`] clients; the findings.
+pub fn for_profile(
+    p: &Profile,
+    timeout: Duration,
+) -> anyhow::Result<Vec<crate::findings::Finding>> {
+    let delivery = match crate::review::items::design(p).0 {
+        Some(d) => vec![d.as_str().to_string()],
+        None => delivery::MODES.iter().map(|m| m.to_string()).collect(),
+    };
+    let transport = match p.transport {
+        Some(crate::profile::Transport::Websocket) => "websocket",
+        Some(crate::profile::Transport::Polling) => "poll",
+        _ => "sse",
+    };
+    let o = DeliveryOptions {
+        delivery,
+        transport: transport.into(),
+        connections: DEFAULT_CLIENTS,
+        rate: p.rate,
+        size: p.size,
+        max_disconnect: p.max_disconnect,
+        ring_messages: delivery::default_ring_messages(p.rate, p.max_disconnect),
+        server: None,
+        timeout,
+    };
+    o.validate()
+        .map_err(|e| anyhow!("verify delivery for the profile: {e}"))?;
+    crate::sys::signal::install_interrupt_handler();
+    Ok(measure(&o)?.findings)
+}
+
+/// The experiment; after Ctrl-C any outcome is `Interrupted` (exit 130, no partial report).
+fn measure(o: &DeliveryOptions) -> anyhow::Result<DeliveryReport> {
+    use crate::sys::signal::{interrupted, Interrupted};
+    const STOPPED: &str = "verify delivery interrupted; its server and clients were stopped";
+    match delivery::measure(o) {
+        Err(e) if interrupted() => Err(e.context(Interrupted(STOPPED))),
+        r => {
+            crate::sys::signal::check_interrupted(STOPPED)?;
+            r
+        }
+    }
+}
+
 pub fn run(
     f: &DeliveryFlags,
     connections: Option<u64>,
@@ -118,7 +164,7 @@ pub fn run(
     let o = options(f, connections, timeout)?;
     o.validate()?;
     crate::sys::signal::install_interrupt_handler();
-    let r = delivery::measure(&o)?;
+    let r = measure(&o)?;
     let content = render(&r, out.format, &out.palette(ctx.color))?;
     out.emit(&content)?;
     Ok(if f.fail_on.trips(&r.summary) {
@@ -136,11 +182,7 @@ pub fn render(r: &DeliveryReport, format: Format, p: &Palette) -> anyhow::Result
         Format::Yaml => crate::report::yaml::render(r)?,
         Format::Junit => crate::report::junit::render(&as_findings(r), FailOn::Fail)?,
         Format::Github => crate::report::github::render(&as_findings(r)),
-        // No html page for delivery runs yet: a usage error rather than a page that drops
-        // the per-run counts.
-        Format::Html => anyhow::bail!(
-            "--format html: not supported by `verify delivery` yet (use text, json, yaml, markdown, junit, github)"
-        ),
+        Format::Html => crate::report::html::delivery::render(r)?,
     })
 }
 

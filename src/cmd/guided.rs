@@ -1,6 +1,7 @@
 //! `rtcheck` with no subcommand: on a terminal, walk `choose`, audit this host for that
-//! profile, then offer to save the profile and the report. Without a terminal: usage, exit 2
-//! (a CI job that forgot its subcommand must fail loudly, not hang on a prompt).
+//! profile, then offer to save the profile and the report, to probe a URL and to walk the
+//! review. Without a terminal: usage, exit 2 (a CI job that forgot its subcommand must fail
+//! loudly, not hang on a prompt).
 use super::{audit, prompts, Cli, Ctx};
 use crate::audit::Roots;
 use crate::findings::FailOn;
@@ -11,6 +12,8 @@ use clap::CommandFactory;
 use dialoguer::{Confirm, Input, Select};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+
+mod offers;
 
 pub fn run(ctx: Ctx) -> anyhow::Result<ExitCode> {
     if !prompts::can_prompt() {
@@ -87,7 +90,19 @@ pub fn run(ctx: Ctx) -> anyhow::Result<ExitCode> {
         outfile::write_atomic(&path, text.as_bytes())?;
         eprintln!("saved {} ({})", path.display(), format.as_str());
     }
-    Ok(if FailOn::Fail.trips(&report.summary) {
+    let mut failed = FailOn::Fail.trips(&report.summary);
+    if confirm("Probe a deployed endpoint (proxy + server) from here (rtcheck probe)?")? {
+        // A URL that cannot be probed is one line, not the end of the run: the review
+        // is still offered, and the exit code says something failed.
+        failed |= offers::probe(&profile, ctx).unwrap_or_else(|e| {
+            eprintln!("rtcheck: probe: {e:#}");
+            true
+        });
+    }
+    if confirm("Walk the application checklist now (rtcheck review)?")? {
+        failed |= offers::review(&profile, ctx)?;
+    }
+    Ok(if failed {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS

@@ -269,6 +269,7 @@ pub fn run(a: LoadArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
         Format::Json => report::json::render(&r)?,
         Format::Yaml => report::yaml::render(&r)?,
         Format::Markdown => report::markdown::load::render(&r),
+        Format::Html => report::html::load::render(&r)?,
         Format::Junit => {
             report::junit::render(&FindingsReport::of_findings("load", &r.findings), a.fail_on)?
         }

@@ -99,8 +99,9 @@ format_set!(
     AllFormats = [Text, Json, Yaml, Markdown, Junit, Github, Html]
 );
 format_set!(
-    /// budget and load: their own report in the human and serde formats, findings in junit.
-    FindingsFormats = [Text, Json, Yaml, Markdown, Junit]
+    /// budget and load: their own report in the human and serde formats, findings in junit,
+    /// and an HTML page.
+    FindingsFormats = [Text, Json, Yaml, Markdown, Junit, Html]
 );
 format_set!(
     /// bench fanout and bench idle.

@@ -112,12 +112,24 @@ fn options(a: &ProbeArgs, profile: &Profile) -> anyhow::Result<Options> {
 }
 
 pub fn run(a: ProbeArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
-    probe::validate_skip(&a.skip)?;
     let profile = match &a.profile {
         Some(p) => Profile::load(p)?,
         None => Profile::default(),
     };
-    let o = options(&a, &profile)?;
+    let r = report(&a, profile)?;
+    let out = render(&r, a.out.format, a.fail_on, a.out.palette(ctx.color))?;
+    a.out.emit(&out)?;
+    Ok(if tripped(&a, &r) {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// Probe every URL of `a` for `profile` (the guided run calls this too).
+pub fn report(a: &ProbeArgs, profile: Profile) -> anyhow::Result<FindingsReport> {
+    probe::validate_skip(&a.skip)?;
+    let o = options(a, &profile)?;
     let targets: Vec<Target> = a
         .urls
         .iter()
@@ -137,18 +149,22 @@ pub fn run(a: ProbeArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
         target.push_str(" (TLS NOT VERIFIED: --insecure)");
     }
     let ms = start.elapsed().as_secs_f64() * 1000.0;
-    let r = FindingsReport::new("probe", profile, Some(target), findings, ms);
-    let out = render(&r, a.out.format, a.fail_on, a.out.palette(ctx.color))?;
-    a.out.emit(&out)?;
+    Ok(FindingsReport::new(
+        "probe",
+        profile,
+        Some(target),
+        findings,
+        ms,
+    ))
+}
+
+/// True when `--fail-on` trips on what was not skipped on request (`--skip`, `--quick`).
+pub fn tripped(a: &ProbeArgs, r: &FindingsReport) -> bool {
     let mut requested = a.skip.clone();
     if a.quick {
         requested.extend([probe::idle_timeout::ID, probe::heartbeat::ID].map(String::from));
     }
-    Ok(if a.fail_on.trips(&unrequested(&r.findings, &requested)) {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
+    a.fail_on.trips(&unrequested(&r.findings, &requested))
 }
 
 /// Render a probe report: its own text and markdown, the shared findings formats otherwise.
@@ -161,6 +177,8 @@ pub fn render(
     Ok(match format {
         Format::Text => report::text::probe::render(r, p),
         Format::Markdown => report::markdown::probe::render(r),
+        Format::Junit => report::junit::render_named(r, fail_on, &probe::case_name)?,
+        Format::Html => report::html::probe::render(r)?,
         f => super::audit::render(r, f, fail_on, p, false)?,
     })
 }

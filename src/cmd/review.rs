@@ -149,27 +149,39 @@ fn write_out(a: &ReviewArgs, saved: &str, out: &str) -> anyhow::Result<()> {
 }
 
 pub fn run(a: ReviewArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
-    let start = Instant::now();
     let profile = load_profile(&a)?;
+    let given = a.profile.is_some();
+    Ok(if run_with(&a, profile, given, ctx)? {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// The review for `profile` (from `--profile`, or the guided run's answers): ask what is
+/// open, write the report and `--save`; true when `--fail-on` trips.
+pub fn run_with(
+    a: &ReviewArgs,
+    profile: Profile,
+    profile_given: bool,
+    ctx: Ctx,
+) -> anyhow::Result<bool> {
+    let start = Instant::now();
     let (selected, left_out) = crate::review::select(&a.checklist, &a.only, &profile)?;
     let mut ms = Vec::new();
     for f in &a.evidence {
         ms.extend(measured::load(f)?);
     }
-    let ans = ask_open(&a, &selected, previous_answers(&a)?, &ms, &profile, ctx)?;
+    let ans = ask_open(a, &selected, previous_answers(a)?, &ms, &profile, ctx)?;
     let (findings, items) = evaluate::evaluate(&selected, &ans, &ms, &profile);
     let ms_total = start.elapsed().as_secs_f64() * 1000.0;
     let r = ReviewReport {
-        notes: crate::review::notes(&profile, a.profile.is_some()),
+        notes: crate::review::notes(&profile, profile_given),
         report: FindingsReport::new("review", profile, None, findings, ms_total),
         items,
         left_out,
     };
     let out = render(&r, a.out.format, a.fail_on, a.out.palette(ctx.color))?;
-    write_out(&a, &ans.to_yaml(), &out)?;
-    Ok(if a.fail_on.trips(&r.report.summary) {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
+    write_out(a, &ans.to_yaml(), &out)?;
+    Ok(a.fail_on.trips(&r.report.summary))
 }

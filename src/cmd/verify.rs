@@ -148,6 +148,8 @@ pub fn run(a: VerifyArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
     opts.validate()?;
     let started = Instant::now();
     let results = verify::run_selected(&wanted, &opts)?;
+    // An experiment that returned after Ctrl-C: no partial report, exit 130.
+    crate::sys::signal::check_interrupted("verify interrupted")?;
     let experiments = verify::experiments_for(&wanted)
         .into_iter()
         .map(String::from)

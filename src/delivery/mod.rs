@@ -18,6 +18,27 @@ use std::time::{Duration, Instant};
 pub const MODES: [&str; 3] = ["snapshot", "seq-ring", "session-ack"];
 /// Modes this build can measure; the others are reported as skipped, never as passed.
 pub const MEASURED: [&str; 1] = ["seq-ring"];
+/// A run's case: within the ring, or away long enough to overflow it.
+pub const CASES: [&str; 2] = ["within-ring", "beyond-ring"];
+
+/// The finding id of one run (`delivery-seq-ring-reset-within-ring`).
+pub fn finding_id(delivery: &str, disconnect: &str, case: &str) -> String {
+    format!("delivery-{delivery}-{disconnect}-{case}")
+}
+
+/// Every finding id `verify delivery` can emit: one per mode (or the no-seq control),
+/// disconnect kind and case, and `delivery-MODE` for a mode reported as not measured.
+pub fn finding_ids() -> Vec<String> {
+    let mut v: Vec<String> = MODES.iter().map(|m| format!("delivery-{m}")).collect();
+    for m in MODES.iter().chain(&["no-seq"]) {
+        for d in client::Disconnect::ALL {
+            for c in CASES {
+                v.push(finding_id(m, d.name(), c));
+            }
+        }
+    }
+    v
+}
 
 /// The experiment's inputs (flags or profile defaults, resolved by the command layer).
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -240,7 +261,7 @@ fn finding(r: &Run) -> Finding {
     .map(|(k, v)| (k.to_string(), v))
     .collect();
     Finding {
-        id: format!("delivery-{}-{}-{}", r.delivery, r.disconnect, r.case),
+        id: finding_id(&r.delivery, &r.disconnect, &r.case),
         title: format!(
             "{} after a {} disconnect of {} ms ({})",
             r.delivery, r.disconnect, r.away_ms, r.case

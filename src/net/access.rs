@@ -157,6 +157,35 @@ pub fn parse_origin(s: &str) -> Result<String, String> {
     }
 }
 
+/// The host of a `host[:port]` authority or of an origin `scheme://host[:port]`, lowercased;
+/// IPv6 keeps its brackets.
+fn host_of(s: &str) -> String {
+    let auth = s.split_once("://").map_or(s, |(_, a)| a).trim();
+    let host = if auth.starts_with('[') {
+        auth.split_inclusive(']').next().unwrap_or(auth)
+    } else {
+        auth.rsplit_once(':').map_or(auth, |(h, _)| h)
+    };
+    host.to_ascii_lowercase()
+}
+
+/// May a WebSocket handshake with this `Origin` proceed? Browsers always send Origin and a
+/// page on another site must not open a socket with the user's cookies (cross-site
+/// WebSocket hijacking). Allowed: no Origin (not a browser), `--cors *`, the `--cors`
+/// origin itself, or a page on the same host as the `Host` it asked for (any port: a dev
+/// page on :3000 talking to :8080; a proxy that rewrites Host needs `--cors`).
+pub fn origin_allowed(origin: Option<&str>, host: Option<&str>, cors: Option<&str>) -> bool {
+    let Some(origin) = origin.map(str::trim) else {
+        return true;
+    };
+    match cors {
+        Some("*") => return true,
+        Some(c) if c.eq_ignore_ascii_case(origin) => return true,
+        _ => {}
+    }
+    origin != "null" && host.is_some_and(|h| host_of(h) == host_of(origin))
+}
+
 /// Paths that send CORS headers when --cors is given.
 pub const CORS_PATHS: [&str; 3] = ["/sse", "/poll", "/metrics"];
 
@@ -233,6 +262,40 @@ mod tests {
         let e = resolve(Plan::Generate(link)).unwrap_err().to_string();
         assert!(e.contains("not a regular file"), "{e}");
         assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 2);
+    }
+
+    #[test]
+    fn websocket_origins_allowed() {
+        let h = Some("127.0.0.1:8080");
+        assert!(origin_allowed(None, h, None), "no Origin: not a browser");
+        assert!(origin_allowed(Some("http://127.0.0.1:3000"), h, None));
+        assert!(origin_allowed(
+            Some("https://APP.example.com"),
+            Some("app.example.com"),
+            None
+        ));
+        assert!(origin_allowed(
+            Some("http://[::1]:5"),
+            Some("[::1]:8080"),
+            None
+        ));
+        assert!(!origin_allowed(Some("https://evil.example"), h, None));
+        assert!(
+            !origin_allowed(Some("null"), h, None),
+            "sandboxed pages send null"
+        );
+        assert!(!origin_allowed(Some("http://127.0.0.1:3000"), None, None));
+        assert!(origin_allowed(Some("https://evil.example"), h, Some("*")));
+        assert!(origin_allowed(
+            Some("https://a.com"),
+            h,
+            Some("https://a.com")
+        ));
+        assert!(!origin_allowed(
+            Some("https://b.com"),
+            h,
+            Some("https://a.com")
+        ));
     }
 
     #[test]

@@ -98,8 +98,9 @@ pub struct ServeFlags {
     /// reproduces the Nagle + delayed-ACK stall.
     #[arg(long)]
     pub split_writes: bool,
-    /// Send Access-Control-Allow-Origin: ORIGIN on /sse, /poll and /metrics (browsers on
-    /// another origin; `*` for any). Off by default.
+    /// Send Access-Control-Allow-Origin: ORIGIN on /sse, /poll and /metrics, and accept
+    /// WebSocket handshakes from it (`*` for any site). Without it a browser page on another
+    /// host than the one it asked for is refused /ws with 403 (cross-site WebSocket hijacking).
     #[arg(long, value_name = "ORIGIN", value_parser = super::access::parse_origin)]
     pub cors: Option<String>,
     /// Require `Authorization: Bearer TOKEN` on /control/*. Off loopback without it, a

@@ -134,6 +134,9 @@ async fn serve(
     while hub.client_count() > 0 && tokio::time::Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
+    if let Some(c) = hub.cluster.get() {
+        cluster::presence::farewell(c).await;
+    }
     let left = hub.client_count();
     if left > 0 {
         eprintln!("rtcheck serve: {left} client(s) still blocked after {DRAIN:?}; closing them");

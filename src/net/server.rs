@@ -292,6 +292,13 @@ async fn accept_ws(hub: &Hub, stream: &TcpStream, req: Request) -> bool {
             return false;
         }
     };
+    let cors = hub.cfg.cors.as_deref();
+    if !super::access::origin_allowed(req.header("origin"), req.header("host"), cors) {
+        hub.counters.bad_requests.fetch_add(1, Relaxed);
+        let msg = "Origin is another site's: a WebSocket from it is refused (serve --cors ORIGIN allows one, --cors '*' any)";
+        send(stream, &http::error(403, msg)).await;
+        return false;
+    }
     let accept = tokio_tungstenite::tungstenite::handshake::derive_accept_key(key.as_bytes());
     // Nothing of the HTTP request may stay allocated for the connection's lifetime.
     drop(req);

@@ -139,6 +139,22 @@ fn finding(
     }
 }
 
+/// A finding's JUnit name: its id and the URL it is about (the end of its title), without
+/// the query, so names do not repeat over several URLs and never carry a token.
+pub fn case_name(f: &Finding) -> String {
+    let at = ["ws://", "wss://", "http://", "https://"]
+        .iter()
+        .filter_map(|s| f.title.rfind(&format!(": {s}")))
+        .max();
+    match at {
+        Some(i) => {
+            let url = &f.title[i + 2..];
+            format!("{} {}", f.id, url.split(['?', '#']).next().unwrap_or(url))
+        }
+        None => f.id.clone(),
+    }
+}
+
 /// All checks of one URL, in report order; `skip` ids become skipped by request.
 pub fn judge(u: &UrlObs, skip: &[String]) -> Vec<Finding> {
     let checks: [fn(&UrlObs) -> Option<Finding>; 8] = [
@@ -374,5 +390,28 @@ mod tests {
         assert_eq!(own_origin(&t), "https://app.example.com");
         assert_eq!(fmt_s(260.0), "0.3 s");
         assert_eq!(fmt_s(75_000.0), "75 s");
+    }
+
+    #[test]
+    fn case_name_is_id_and_url_without_query() {
+        let mut f = Finding {
+            id: "upgrade".into(),
+            title: "WebSocket upgrade: ws://h:1/ws?token=***".into(),
+            status: Status::Pass,
+            observed: String::new(),
+            expected: String::new(),
+            rule: String::new(),
+            reason: None,
+            evidence: vec![],
+            fix: Fix::default(),
+            verify: None,
+            verification: None,
+            numbers: BTreeMap::new(),
+        };
+        assert_eq!(case_name(&f), "upgrade ws://h:1/ws");
+        f.title = "Resume: a: https://h/sse".into();
+        assert_eq!(case_name(&f), "upgrade https://h/sse");
+        f.title = "no url".into();
+        assert_eq!(case_name(&f), "upgrade");
     }
 }

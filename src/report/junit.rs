@@ -48,6 +48,16 @@ fn details(f: &Finding) -> String {
 }
 
 pub fn render(r: &FindingsReport, fail_on: FailOn) -> anyhow::Result<String> {
+    render_named(r, fail_on, &|f: &Finding| f.id.clone())
+}
+
+/// [`render`] with each testcase named by `case_name` (a report with one finding per id
+/// and target, such as probe over several URLs, needs names that do not repeat).
+pub fn render_named(
+    r: &FindingsReport,
+    fail_on: FailOn,
+    case_name: &dyn Fn(&Finding) -> String,
+) -> anyhow::Result<String> {
     let name = format!("rtcheck {}", r.kind);
     let mut report = Report::new(name.clone());
     let mut suite = TestSuite::new(name);
@@ -72,7 +82,7 @@ pub fn render(r: &FindingsReport, fail_on: FailOn) -> anyhow::Result<String> {
         } else {
             TestCaseStatus::success()
         };
-        let mut tc = TestCase::new(f.id.clone(), status);
+        let mut tc = TestCase::new(case_name(f), status);
         tc.set_classname(format!("rtcheck.{}", r.kind));
         if f.status != Status::Skip {
             tc.set_system_out(text);

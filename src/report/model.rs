@@ -67,6 +67,37 @@ pub struct ReviewReport {
     pub notes: Vec<String>,
 }
 
+impl ReviewReport {
+    /// Items of one source (measured, declared, unanswered).
+    pub fn count(&self, src: crate::review::Source) -> usize {
+        self.items.iter().filter(|i| i.source == src).count()
+    }
+
+    /// Ids of the items nobody answered.
+    pub fn unanswered_ids(&self) -> Vec<&str> {
+        self.items
+            .iter()
+            .filter(|i| i.source == crate::review::Source::Unanswered)
+            .map(|i| i.id.as_str())
+            .collect()
+    }
+
+    /// Answered findings that fail or warn, fails first: what every renderer leads with.
+    /// Unanswered items are listed apart (they are questions, not verdicts).
+    pub fn needs_action(&self) -> Vec<&Finding> {
+        let open = self.unanswered_ids();
+        let mut action: Vec<&Finding> = self
+            .report
+            .findings
+            .iter()
+            .filter(|f| matches!(f.status, Status::Fail | Status::Warn))
+            .filter(|f| !open.contains(&f.id.as_str()))
+            .collect();
+        action.sort_by_key(|f| std::cmp::Reverse(f.status));
+        action
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct VerifySummary {
     pub total: usize,

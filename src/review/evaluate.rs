@@ -358,7 +358,7 @@ mod tests {
     fn a_measurement_wins_over_a_declaration() {
         let item = find_item("proxy-config").unwrap().1;
         let m = Measurement {
-            id: "proxy-buffering".into(),
+            id: "sse-buffering".into(),
             status: Status::Fail,
             value: Some(6.6),
             unit: "s".into(),

@@ -189,10 +189,10 @@ mod tests {
     #[test]
     fn findings_json_marks_by_id_and_invalid_runs_carry_no_number() {
         let j = r#"{"kind":"probe","findings":[
-            {"id":"proxy-buffering","status":"fail","observed":"first byte after 6.6 s"},
+            {"id":"sse-buffering","status":"fail","observed":"first byte after 6.6 s"},
             {"id":"tcp-keepalive","status":"pass","observed":"x","verification":
               {"measured":11.2,"unit":"s","verdict":"confirms","valid":true}},
-            {"id":"delivery-loss","status":"pass","observed":"x","verification":
+            {"id":"delivery-seq-ring-reset-within-ring","status":"pass","observed":"x","verification":
               {"measured":null,"unit":"events","verdict":"too few samples","valid":false}}]}"#;
         let ms = parse(j, "p.json").unwrap();
         assert_eq!(ms.len(), 3);
@@ -299,9 +299,11 @@ mod tests {
             "summary": {"total": 2, "valid": 1, "invalid": 1}});
         let ms = parse(&j.to_string(), "v.json").unwrap();
         assert_eq!(ms.len(), 2);
-        let ping = for_item("ping-pong", &ms).unwrap();
+        let ping = ms.iter().find(|m| m.id == "tcp-keepalive").unwrap();
         assert_eq!((ping.status, ping.value), (Status::Pass, Some(12.0)));
         assert!(ping.detail.starts_with("confirms:"), "{}", ping.detail);
+        // Both measure ping-pong; the worst (the invalid read-deadline run) wins.
+        assert_eq!(for_item("ping-pong", &ms).unwrap().id, "read-deadline");
         let rd = ms.iter().find(|m| m.id == "read-deadline").unwrap();
         assert_eq!((rd.status, rd.value), (Status::Warn, None));
         assert!(

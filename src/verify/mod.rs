@@ -460,7 +460,10 @@ pub fn run_selected(
             Ok(v) => out.extend(v),
             Err(e) if guard::interrupted() => {
                 progress.finish();
-                return Err(e);
+                // Typed, so `app` exits 130 as for every command stopped by Ctrl-C.
+                return Err(e.context(crate::sys::signal::Interrupted(
+                    "verify interrupted; its server and sockets were cleaned up",
+                )));
             }
             Err(e) => {
                 let reason = e

@@ -60,6 +60,15 @@ pub fn fresh_address(rows: &[proc::TcpRow]) -> Option<Ipv4Addr> {
         .find(|a| !used.contains(a))
 }
 
+/// Local ports of the sockets toward `dest` in `state` (each once, even when a read of
+/// /proc/net/tcp showed a row twice).
+pub fn ports_in_state(rows: &[proc::TcpRow], dest: SocketAddrV4, state: u8) -> HashSet<u16> {
+    rows.iter()
+        .filter(|r| r.remote == dest && r.state == state)
+        .map(|r| r.local.port())
+        .collect()
+}
+
 /// Fewest closed connections a run scaled down by the open-files limit still shows
 /// TIME_WAIT with (a smaller --closed by choice runs as asked).
 const MIN_CLOSED: u64 = 100;
@@ -207,11 +216,16 @@ fn close_connections(
     // The server closes after the clients did: the clients' sockets go to TIME_WAIT.
     acceptor.release_held();
     let closed_ms = t1.elapsed().as_millis();
-    // The FIN exchange finishes asynchronously: wait (bounded) until it settles.
-    let settle = Instant::now() + Duration::from_secs(3);
+    // The FIN exchange finishes asynchronously: wait (bounded) until it settles. Only this
+    // run's sockets count (its own fresh destination), by local port across reads: a read
+    // of /proc/net/tcp is not atomic, and while other work on the host churns sockets a
+    // read can skip some rows or show others twice.
+    let settle = Instant::now() + Duration::from_secs(10);
+    let mut seen = HashSet::new();
     let tw = loop {
         let rows = proc::read_proc_net_tcp()?;
-        let tw = proc::count_to(&rows, dest, proc::TIME_WAIT) as u64;
+        seen.extend(ports_in_state(&rows, dest, proc::TIME_WAIT));
+        let tw = seen.len() as u64;
         if tw >= k || Instant::now() >= settle {
             break tw;
         }
@@ -608,6 +622,27 @@ mod tests {
         assert_eq!(fresh_address(&rows), Some(Ipv4Addr::new(127, 0, 0, 77)));
         rows.push(row("127.0.0.1:1", "127.0.0.77:9"));
         assert_eq!(fresh_address(&rows), None);
+    }
+
+    #[test]
+    fn own_time_wait_ports_count_once_and_only_toward_the_destination() {
+        let dest: SocketAddrV4 = "127.0.0.9:4000".parse().unwrap();
+        let row = |l: &str, r: &str, state| proc::TcpRow {
+            local: l.parse().unwrap(),
+            remote: r.parse().unwrap(),
+            state,
+        };
+        let rows = vec![
+            row("127.0.0.1:50000", "127.0.0.9:4000", proc::TIME_WAIT),
+            // The same row again, as a read racing other sockets can show it.
+            row("127.0.0.1:50000", "127.0.0.9:4000", proc::TIME_WAIT),
+            row("127.0.0.1:50001", "127.0.0.9:4000", proc::TIME_WAIT),
+            row("127.0.0.1:50002", "127.0.0.9:4000", proc::ESTABLISHED),
+            // Other work on the host: another destination.
+            row("127.0.0.1:50003", "127.0.0.8:4000", proc::TIME_WAIT),
+        ];
+        let ports = ports_in_state(&rows, dest, proc::TIME_WAIT);
+        assert_eq!(ports, HashSet::from([50000, 50001]));
     }
 
     #[test]

@@ -2,6 +2,8 @@
 //! embedded server as a child (`rtcheck serve` on an ephemeral loopback port, always
 //! killed), raw HTTP to it, and `verify --format json` read back.
 #![allow(dead_code)]
+pub mod procs;
+pub mod pty;
 use serde_json::Value;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};

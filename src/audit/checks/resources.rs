@@ -51,91 +51,130 @@ pub fn delivery_state(w: &Workload) -> (u64, String, &'static [&'static str]) {
     }
 }
 
-fn memory(w: &Workload, h: &Host) -> Finding {
-    // Polling holds no connection between requests: the idle-WebSocket figure is not its.
-    let polling = w.transport == Transport::Polling;
-    let per_conn = if polling {
-        0
+/// What the load needs in memory: connections plus delivery state, with its wording.
+struct MemNeed {
+    per_conn: u64,
+    conn_bytes: u64,
+    delivery: u64,
+    total: u64,
+    rule: String,
+    evidence: &'static [&'static str],
+}
+
+impl MemNeed {
+    fn of(w: &Workload) -> MemNeed {
+        // Polling holds no connection between requests: the idle-WebSocket figure is not its.
+        let polling = w.transport == Transport::Polling;
+        let per_conn = if polling {
+            0
+        } else {
+            num("conn-ram", "rss_per_conn") as u64
+        };
+        let conn_bytes = per_conn.saturating_mul(w.connections);
+        let (delivery, delivery_txt, evidence) = delivery_state(w);
+        let total = conn_bytes.saturating_add(delivery);
+        let conn_txt = if polling {
+            "0 for connections (transport polling: the measured per-connection RSS is an idle WebSocket's, goroutines and buffers included; a polling client holds at most an HTTP keep-alive connection between requests, which no measurement here sizes)".to_string()
+        } else {
+            format!(
+                "{} {} connections x {} (idle connection RSS with default buffers; {} for 10,000) = {}",
+                n(w.connections),
+                w.transport.as_str(),
+                bytes(per_conn),
+                bytes(num("conn-ram", "rss_10k") as u64),
+                bytes(conn_bytes)
+            )
+        };
+        let rule = format!(
+            "need = {conn_txt} + delivery state: {delivery_txt}; total {}. Limit = the lower of MemAvailable and the cgroup limit. fail above the limit; warn above 50%.",
+            bytes(total)
+        );
+        MemNeed {
+            per_conn,
+            conn_bytes,
+            delivery,
+            total,
+            rule,
+            evidence,
+        }
+    }
+}
+
+/// fail above the limit, warn above half of it.
+fn memory_status(need: u64, limit: u64) -> Status {
+    if need > limit {
+        Status::Fail
+    } else if need.saturating_mul(2) > limit {
+        Status::Warn
     } else {
-        num("conn-ram", "rss_per_conn") as u64
+        Status::Pass
+    }
+}
+
+fn cgroup_text(h: &Host) -> String {
+    match &h.cgroup_memory {
+        Ok(c) => match c.limit {
+            Some(l) => format!("cgroup v{} limit {} ({})", c.version, bytes(l), c.file),
+            None => format!("no cgroup v{} limit ({})", c.version, c.file),
+        },
+        Err(e) => format!("cgroup limit unknown ({e})"),
+    }
+}
+
+/// The fix: give the process twice the need, or need less.
+fn memory_fix(d: Draft, status: Status, target: u64) -> Draft {
+    let why = if status == Status::Pass {
+        "Nothing to do.".to_string()
+    } else {
+        format!(
+            "Give the process at least {} (2 x need), or need less: 1 KB buffers cost {} per connection, and delivery state needs a TTL.",
+            bytes(target),
+            bytes(num("conn-ram", "rss_per_conn_small_buffers") as u64)
+        )
     };
-    let conn_bytes = per_conn.saturating_mul(w.connections);
-    let (delivery, delivery_txt, extra_ev) = delivery_state(w);
-    let need = conn_bytes.saturating_add(delivery);
-    let expected = format!("need {} <= 50% of the memory limit", bytes(need));
+    d.fix(
+        why,
+        vec![
+            format!("sudo systemctl set-property SERVICE MemoryMax={target}"),
+            format!("docker update --memory {target} --memory-swap {target} CONTAINER"),
+        ],
+        vec![
+            format!("systemd unit, [Service]: MemoryMax={target}"),
+            format!("compose: mem_limit: {target}; Kubernetes: resources.limits.memory: {target}"),
+        ],
+    )
+}
+
+fn memory(w: &Workload, h: &Host) -> Finding {
+    let need = MemNeed::of(w);
+    let expected = format!("need {} <= 50% of the memory limit", bytes(need.total));
     let mem = match &h.meminfo {
         Ok(m) => *m,
         Err(e) => return skipped(&MEMORY, e.clone(), expected),
     };
     let cg_limit = h.cgroup_memory.as_ref().ok().and_then(|c| c.limit);
     let limit = cg_limit.map_or(mem.available, |c| c.min(mem.available));
-    let ratio = pct(need as f64, limit as f64);
-    let status = if need > limit {
-        Status::Fail
-    } else if need.saturating_mul(2) > limit {
-        Status::Warn
-    } else {
-        Status::Pass
-    };
-    let cg_txt = match &h.cgroup_memory {
-        Ok(c) => match c.limit {
-            Some(l) => format!("cgroup v{} limit {} ({})", c.version, bytes(l), c.file),
-            None => format!("no cgroup v{} limit ({})", c.version, c.file),
-        },
-        Err(e) => format!("cgroup limit unknown ({e})"),
-    };
-    let target = need.saturating_mul(2);
-    let conn_txt = if polling {
-        "0 for connections (transport polling: the measured per-connection RSS is an idle WebSocket's, goroutines and buffers included; a polling client holds at most an HTTP keep-alive connection between requests, which no measurement here sizes)".to_string()
-    } else {
-        format!(
-            "{} {} connections x {} (idle connection RSS with default buffers; {} for 10,000) = {}",
-            n(w.connections),
-            w.transport.as_str(),
-            bytes(per_conn),
-            bytes(num("conn-ram", "rss_10k") as u64),
-            bytes(conn_bytes)
-        )
-    };
-    let mut d = Draft::new(&MEMORY)
+    let ratio = pct(need.total as f64, limit as f64);
+    let status = memory_status(need.total, limit);
+    let d = Draft::new(&MEMORY)
         .status(status)
         .observed(format!(
-            "MemAvailable {} of {}; {cg_txt}; limit used {}: need is {}% of it",
+            "MemAvailable {} of {}; {}; limit used {}: need is {}% of it",
             bytes(mem.available),
             bytes(mem.total),
+            cgroup_text(h),
             bytes(limit),
             ratio
         ))
         .expected(expected)
-        .rule(format!(
-            "need = {conn_txt} + delivery state: {delivery_txt}; total {}. Limit = the lower of MemAvailable and the cgroup limit. fail above the limit; warn above 50%.",
-            bytes(need)
-        ))
-        .evidence(extra_ev)
-        .fix(
-            if status == Status::Pass {
-                "Nothing to do.".to_string()
-            } else {
-                format!(
-                    "Give the process at least {} (2 x need), or need less: 1 KB buffers cost {} per connection, and delivery state needs a TTL.",
-                    bytes(target),
-                    bytes(num("conn-ram", "rss_per_conn_small_buffers") as u64)
-                )
-            },
-            vec![
-                format!("sudo systemctl set-property SERVICE MemoryMax={target}"),
-                format!("docker update --memory {target} --memory-swap {target} CONTAINER"),
-            ],
-            vec![
-                format!("systemd unit, [Service]: MemoryMax={target}"),
-                format!("compose: mem_limit: {target}; Kubernetes: resources.limits.memory: {target}"),
-            ],
-        )
+        .rule(need.rule.clone())
+        .evidence(need.evidence);
+    let mut d = memory_fix(d, status, need.total.saturating_mul(2))
         .num("connections", w.connections as f64)
-        .num("per_connection_bytes", per_conn as f64)
-        .num("connection_bytes", conn_bytes as f64)
-        .num("delivery_bytes", delivery as f64)
-        .num("need_bytes", need as f64)
+        .num("per_connection_bytes", need.per_conn as f64)
+        .num("connection_bytes", need.conn_bytes as f64)
+        .num("delivery_bytes", need.delivery as f64)
+        .num("need_bytes", need.total as f64)
         .num("mem_available", mem.available as f64)
         .num("limit_bytes", limit as f64)
         .num("ratio_pct", ratio);

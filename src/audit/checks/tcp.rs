@@ -231,29 +231,25 @@ fn heartbeat(t: Transport) -> &'static str {
     }
 }
 
-fn tcp_keepalive(w: &Workload, h: &Host) -> Finding {
-    let expected = match (w.transport, w.ping) {
+fn keepalive_expected(w: &Workload) -> String {
+    match (w.transport, w.ping) {
         (Transport::Polling, _) => "nothing (polling pushes nothing to a dead client)".to_string(),
         (_, Some(p)) if p.as_secs() <= KEEPALIVE_WARN_S => format!(
             "a server heartbeat under {KEEPALIVE_WARN_S} s (profile: every {})",
             crate::units::fmt_duration(p)
         ),
         _ => format!("dead peer noticed within {KEEPALIVE_WARN_S} s"),
-    };
-    let ka = match &h.keepalive {
-        Ok(k) => *k,
-        Err(e) => return skipped(&TCP_KEEPALIVE, e.clone(), expected),
-    };
-    let detect = ka
-        .time_s
-        .saturating_add(ka.intvl_s.saturating_mul(ka.probes));
-    let (status, decision) = keepalive_verdict(w, detect);
+    }
+}
+
+/// The application heartbeat to advise, per transport.
+fn heartbeat_advice(t: Transport) -> String {
     let (lo, hi) = (
         fmt_num(num("ping-timing", "production_min")),
         fmt_num(num("ping-timing", "production_max")),
     );
     // SSE has no pong: its heartbeat is a comment line whose write fails on a dead peer.
-    let app = match w.transport {
+    match t {
         Transport::Sse => format!(
             "SSE: send a comment line (`: ping`) every {lo}-{hi} s and drop the client when the write fails"
         ),
@@ -263,8 +259,11 @@ fn tcp_keepalive(w: &Workload, h: &Host) -> Finding {
             fmt_num(num("ping-timing", "pong_wait")),
             fmt_num(num("ping-timing", "detected"))
         ),
-    };
-    let summary = match (status, w.transport) {
+    }
+}
+
+fn keepalive_summary(w: &Workload, status: Status, detect: u64, app: &str) -> String {
+    match (status, w.transport) {
         (_, Transport::Polling) => "Nothing to do for polling.".to_string(),
         (Status::Warn, _) => format!(
             "TCP alone needs {} to drop a vanished peer. {app}; then say so in the profile (`ping:`). Lowering keepalive only helps sockets that enable SO_KEEPALIVE.",
@@ -272,7 +271,20 @@ fn tcp_keepalive(w: &Workload, h: &Host) -> Finding {
         ),
         _ if w.ping.is_some() => "Nothing to do: the server's heartbeat notices dead peers.".to_string(),
         _ => format!("Keepalive is tuned; the application still needs its own heartbeat. {app}."),
+    }
+}
+
+fn tcp_keepalive(w: &Workload, h: &Host) -> Finding {
+    let expected = keepalive_expected(w);
+    let ka = match &h.keepalive {
+        Ok(k) => *k,
+        Err(e) => return skipped(&TCP_KEEPALIVE, e.clone(), expected),
     };
+    let detect = ka
+        .time_s
+        .saturating_add(ka.intvl_s.saturating_mul(ka.probes));
+    let (status, decision) = keepalive_verdict(w, detect);
+    let app = heartbeat_advice(w.transport);
     let (runtime, mut persistent) = sysctl_fix(
         "keepalive",
         &[
@@ -298,7 +310,7 @@ fn tcp_keepalive(w: &Workload, h: &Host) -> Finding {
             "TCP does not report a vanished peer; keepalive notices it after time + intvl x probes (7,200 + 75 x 9 s by default; Go's default keepalive needed {} s). {decision}.",
             fmt_num(num("ping-pong", "go_keepalive_detect"))
         ))
-        .fix(summary, runtime, persistent)
+        .fix(keepalive_summary(w, status, detect, &app), runtime, persistent)
         .num("time_s", ka.time_s as f64)
         .num("intvl_s", ka.intvl_s as f64)
         .num("probes", ka.probes as f64)

@@ -198,6 +198,8 @@ pub struct Cluster {
     pub last_error: Mutex<String>,
     /// Stream cap: the node's --ring.
     pub ring: usize,
+    /// Local client ids that Redis knows as present (the last heartbeat that answered).
+    pub present: Mutex<std::collections::BTreeSet<u64>>,
     out: tokio::sync::mpsc::Sender<u64>,
     deliver_lock: tokio::sync::Mutex<()>,
 }
@@ -257,6 +259,7 @@ pub async fn start(hub: &Arc<Hub>, cfg: ClusterConfig) -> anyhow::Result<Arc<Clu
         last_seq: AtomicU64::new(0),
         last_error: Mutex::new(String::new()),
         ring: hub.cfg.ring,
+        present: Mutex::new(Default::default()),
         out: tx,
         deliver_lock: tokio::sync::Mutex::new(()),
     });

@@ -4,7 +4,7 @@
 //! channel and kept in a set; nobody sends the leaves of a node that died: ghosts.
 //! The heartbeat is also the node's "does Redis answer" probe.
 use super::{Cluster, PresenceMode};
-use crate::net::hub::Hub;
+use crate::net::hub::{lock, Hub};
 use std::collections::BTreeSet;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
@@ -64,7 +64,6 @@ fn beat(c: &Cluster, before: &BTreeSet<u64>, now: &BTreeSet<u64>) -> ::redis::Pi
 
 /// The heartbeat, every TTL/3 for the node's lifetime.
 pub async fn heartbeat(hub: Arc<Hub>, c: Arc<Cluster>) {
-    let mut known = BTreeSet::new();
     let mut tick = tokio::time::interval(c.cfg.heartbeat);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
@@ -73,12 +72,13 @@ pub async fn heartbeat(hub: Arc<Hub>, c: Arc<Cluster>) {
             _ = hub.shutdown_signalled() => return,
         }
         let now: BTreeSet<u64> = hub.conn_ids().into_iter().collect();
+        let known = lock(&c.present).clone();
         let mut con = c.con.clone();
         let p = beat(&c, &known, &now);
         match tokio::time::timeout(super::store::OP_TIMEOUT, p.query_async::<()>(&mut con)).await {
             Ok(Ok(())) => {
                 c.cmd_up.store(true, Relaxed);
-                known = now;
+                *lock(&c.present) = now;
             }
             Ok(Err(e)) => {
                 c.cmd_up.store(false, Relaxed);
@@ -90,6 +90,19 @@ pub async fn heartbeat(hub: Arc<Hub>, c: Arc<Cluster>) {
             }
         }
     }
+}
+
+/// At a clean shutdown: the leaves of every client Redis still counts (a killed node never
+/// gets here: that is what TTLs are for). Bounded: a dead Redis costs at most 500 ms.
+pub async fn farewell(c: &Cluster) {
+    let known = std::mem::take(&mut *lock(&c.present));
+    if known.is_empty() {
+        return;
+    }
+    let mut con = c.con.clone();
+    let p = beat(c, &known, &BTreeSet::new());
+    let wait = std::time::Duration::from_millis(500);
+    let _ = tokio::time::timeout(wait, p.query_async::<()>(&mut con)).await;
 }
 
 /// Clients online as Redis sees them (all nodes), or None when it does not answer.

@@ -53,6 +53,18 @@ pub fn render(r: &Recommendation) -> anyhow::Result<String> {
             evidence_list(&m.evidence)
         ));
     }
+    if !r.findings.is_empty() {
+        b.push_str("<h2>Delivery measured (verify delivery)</h2>\n");
+        for f in &r.findings {
+            b.push_str(&format!(
+                "<div class=\"card {}\"><h3>{} {}</h3><p>{}</p></div>\n",
+                f.status.as_str(),
+                status(f.status),
+                esc(&f.id),
+                esc(&f.observed)
+            ));
+        }
+    }
     b.push_str(&notes(&r.notes));
     Ok(page("rtcheck choose", &verdict, "", &b, &json))
 }

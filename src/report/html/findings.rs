@@ -44,9 +44,18 @@ pub fn render_audit(r: &FindingsReport) -> anyhow::Result<String> {
     ))
 }
 
-fn finding(i: usize, f: &Finding) -> String {
+/// One finding as a card (its path in the JSON is `findings.{i}`), element id
+/// `finding-ID`: shared by every page with findings.
+pub(super) fn finding(i: usize, f: &Finding) -> String {
+    card(i, f, &f.id)
+}
+
+/// A finding's card with element id `finding-{anchor}` (pages where a check id repeats,
+/// one per URL, make it unique).
+pub(super) fn card(i: usize, f: &Finding, anchor: &str) -> String {
     let mut b = format!(
-        "<div class=\"card finding {st}\" id=\"finding-{id}\" data-status=\"{st}\"><h3>{} {} <span class=\"dim\">{id}</span></h3>\n",
+        "<div class=\"card finding {st}\" id=\"finding-{}\" data-id=\"{id}\" data-status=\"{st}\"><h3>{} {} <span class=\"dim\">{id}</span></h3>\n",
+        esc(anchor),
         status(f.status),
         esc(&f.title),
         st = f.status.as_str(),

@@ -1,13 +1,18 @@
 //! HTML: one self-contained page per report (inline CSS, inline SVG plots drawn with
 //! plotters, no script, no request to any network), one module per report kind:
-//! `bench` (fan-out), `idle`, `findings` (audit and verify), `choose`. The page also
+//! `bench` (fan-out), `idle`, `findings` (audit and verify), `choose`, `load`, `budget`,
+//! `delivery` (verify delivery), `probe`. The page also
 //! carries the report's JSON (the `json` renderer's output) in an inert data block, so the
 //! numbers on the page and the machine data travel together.
 pub mod bench;
+pub mod budget;
 pub mod choose;
+pub mod delivery;
 pub mod findings;
 pub mod idle;
+pub mod load;
 mod plot;
+pub mod probe;
 
 use crate::evidence::EvidenceRef;
 use crate::findings::Status;
@@ -31,7 +36,8 @@ div.invalid{padding:.5em .8em;border:1px solid #e0b4b4;margin:.5em 0}
 .card.pass{border-left-color:#1a7f37}.card.warn{border-left-color:#b86e00}.card.fail{border-left-color:#c62828}
 figure.plot{display:inline-block;margin:.4em .6em .4em 0;vertical-align:top}figcaption{font-size:.9em;color:#555;max-width:500px}
 .plots{display:flex;flex-wrap:wrap}pre{background:#f6f6f8;padding:.4em .6em;overflow-x:auto;margin:.3em 0}
-.dim{color:#666}ul{margin:.3em 0}";
+.dim{color:#666}ul{margin:.3em 0}
+tr.knee td{background:#fff8ec;font-weight:600}.wide{overflow-x:auto}table.compact{font-size:.88em}table.compact td,table.compact th{padding:.2em .4em}tr.verdict-row td{border-top:0;color:#444;font-size:.92em}";
 
 /// Escape text for HTML content and attribute values.
 pub fn esc(s: &str) -> String {

@@ -1,7 +1,9 @@
 //! The plots, drawn with plotters' SVG backend and inlined into the page. Each returns a
 //! `<figure class="plot">` naming its plot, axes and series in data attributes.
 use super::esc;
+use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
+pub use plotters::style::RGBColor;
 
 pub const SIZE: (u32, u32) = (500, 290);
 
@@ -30,8 +32,7 @@ pub fn pct_label(x: f64) -> String {
 }
 
 /// The figure wrapper with its data attributes (what a DOM check looks for).
-fn figure(id: &str, caption: &str, x: &str, y: &str, series: &[Series], svg: &str) -> String {
-    let names: Vec<&str> = series.iter().map(|s| s.name).collect();
+fn figure(id: &str, caption: &str, x: &str, y: &str, names: &[&str], svg: &str) -> String {
     format!(
         "<figure class=\"plot\" data-plot=\"{}\" data-x=\"{}\" data-y=\"{}\" data-series=\"{}\">{svg}<figcaption>{}</figcaption></figure>",
         esc(id),
@@ -40,6 +41,10 @@ fn figure(id: &str, caption: &str, x: &str, y: &str, series: &[Series], svg: &st
         esc(&names.join("|")),
         esc(caption)
     )
+}
+
+fn names<'a>(series: &[Series<'a>]) -> Vec<&'a str> {
+    series.iter().map(|s| s.name).collect()
 }
 
 /// Beyond this a value is not drawable (plotters loops on ranges near f64::MAX); it can
@@ -98,17 +103,11 @@ fn runs(points: &[Option<(f64, f64)>]) -> Vec<Vec<(f64, f64)>> {
 
 type DrawResult<T> = Result<T, Box<dyn std::error::Error>>;
 
-fn draw_lines<'a, DB, X, Y>(
-    chart: &mut ChartContext<'a, DB, Cartesian2d<X, Y>>,
+fn draw_lines<'a, 'b: 'a>(
+    chart: &mut Chart<'a, 'b>,
     series: &[Series],
     markers: bool,
-) -> DrawResult<()>
-where
-    DB: DrawingBackend + 'a,
-    DB::ErrorType: 'static,
-    X: Ranged<ValueType = f64>,
-    Y: Ranged<ValueType = f64>,
-{
+) -> DrawResult<()> {
     for s in series {
         let color = s.color;
         let mut first = true;
@@ -125,6 +124,28 @@ where
             }
         }
     }
+    Ok(())
+}
+
+fn draw_bars<'a, 'b: 'a>(chart: &mut Chart<'a, 'b>, series: &[Series]) -> DrawResult<()> {
+    let width = 0.8 / series.len().max(1) as f64;
+    for (j, s) in series.iter().enumerate() {
+        let color = s.color;
+        let left = |x: f64| x - 0.4 + j as f64 * width;
+        chart
+            .draw_series(s.points.iter().flatten().map(|&(x, y)| {
+                Rectangle::new([(left(x), 0.0), (left(x) + width, y)], color.filled())
+            }))?
+            .label(s.name)
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 14, y)], color.stroke_width(8))
+            });
+    }
+    Ok(())
+}
+
+/// The series' names in a box at the upper left.
+fn legend<'a, 'b: 'a>(chart: &mut Chart<'a, 'b>) -> DrawResult<()> {
     chart
         .configure_series_labels()
         .position(SeriesLabelPosition::UpperLeft)
@@ -145,90 +166,190 @@ fn failed(id: &str, e: &dyn std::fmt::Display) -> String {
     )
 }
 
-/// Latency (log ms) against percentile (log axis, 50 .. 99.99): one line per series.
-pub fn distribution(id: &str, caption: &str, series: &[Series]) -> String {
-    let (x, y) = ("percentile", "latency (ms)");
-    // Both axes are drawn in log10 units (plotters' own log axis crowds its labels within
-    // a decade); the labels map back to percentiles and milliseconds.
-    let logged: Vec<Series> = drawable(series)
-        .iter()
-        .map(|s| Series {
-            name: s.name,
-            color: s.color,
-            points: s
-                .points
-                .iter()
-                .map(|p| p.map(|(x, y)| (x, y.max(0.001).log10())))
-                .collect(),
-        })
-        .collect();
-    let Some((_, _, lo, hi)) = bounds(&logged) else {
-        return failed(id, &"no points");
-    };
+/// The axes of one plot: ranges in drawing units, titles, and how ticks are labelled.
+struct Frame<'f> {
+    x: std::ops::Range<f64>,
+    y: std::ops::Range<f64>,
+    titles: (&'f str, &'f str),
+    /// Most x ticks (plotters picks round positions within it).
+    x_ticks: usize,
+    x_label: &'f dyn Fn(&f64) -> String,
+    y_label: &'f dyn Fn(&f64) -> String,
+}
+
+type Chart<'a, 'b> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
+
+/// What a plot draws on its frame.
+enum Body<'s, 'n> {
+    /// One line per series, with a marker on each point or not.
+    Lines(&'s [Series<'n>], bool),
+    /// Grouped bars: a point's x is its category's index.
+    Bars(&'s [Series<'n>]),
+}
+
+/// The one axis setup every plot shares (size, margins, mesh, fonts, axis titles); `body`
+/// draws the data on it. The figure, or a line saying why it could not be drawn.
+fn draw(id: &str, caption: &str, frame: Frame, names: &[&str], body: Body) -> String {
     let mut svg = String::new();
     let drawn = (|| -> DrawResult<()> {
         let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
         root.fill(&WHITE)?;
-        let pad = ((hi - lo) * 0.08).max(0.1);
         let mut chart = ChartBuilder::on(&root)
             .margin(12)
             .x_label_area_size(38)
             .y_label_area_size(56)
-            // Ticks at whole axis units: 0, 90, 99, 99.9, 99.99.
-            .build_cartesian_2d(0f64..4.05, (lo - pad)..(hi + pad))?;
+            .build_cartesian_2d(frame.x.clone(), frame.y.clone())?;
         chart
             .configure_mesh()
-            .x_desc(x)
-            .y_desc(y)
-            .x_labels(5)
+            .x_desc(frame.titles.0)
+            .y_desc(frame.titles.1)
+            .x_labels(frame.x_ticks)
             .label_style(("sans-serif", 12))
             .axis_desc_style(("sans-serif", 13))
-            .x_label_formatter(&|v| pct_label(*v))
-            .y_label_formatter(&|v| super::fmt_ms(10f64.powf(*v)))
+            .x_label_formatter(frame.x_label)
+            .y_label_formatter(frame.y_label)
             .draw()?;
-        draw_lines(&mut chart, &logged, true)?;
+        match body {
+            Body::Lines(series, markers) => draw_lines(&mut chart, series, markers)?,
+            Body::Bars(series) => draw_bars(&mut chart, series)?,
+        }
+        legend(&mut chart)?;
         root.present()?;
         Ok(())
     })();
     match drawn {
-        Ok(()) => figure(id, caption, x, y, series, &svg),
+        Ok(()) => figure(id, caption, frame.titles.0, frame.titles.1, names, &svg),
         Err(e) => failed(id, &e),
+    }
+}
+
+/// The series with each point mapped by `f` (drawing units for a log axis).
+fn mapped<'a>(series: &[Series<'a>], f: impl Fn((f64, f64)) -> (f64, f64)) -> Vec<Series<'a>> {
+    series
+        .iter()
+        .map(|s| Series {
+            name: s.name,
+            color: s.color,
+            points: s.points.iter().map(|p| p.map(&f)).collect(),
+        })
+        .collect()
+}
+
+/// Latency (log ms) against percentile (log axis, 50 .. 99.99): one line per series.
+pub fn distribution(id: &str, caption: &str, series: &[Series]) -> String {
+    // Both axes are drawn in log10 units (plotters' own log axis crowds its labels within
+    // a decade); the labels map back to percentiles and milliseconds.
+    let logged = mapped(&drawable(series), |(x, y)| (x, y.max(0.001).log10()));
+    let Some((_, _, lo, hi)) = bounds(&logged) else {
+        return failed(id, &"no points");
+    };
+    let pad = ((hi - lo) * 0.08).max(0.1);
+    let frame = Frame {
+        // Ticks at whole axis units: 0, 90, 99, 99.9, 99.99.
+        x: 0f64..4.05,
+        y: (lo - pad)..(hi + pad),
+        titles: ("percentile", "latency (ms)"),
+        x_ticks: 5,
+        x_label: &|v| pct_label(*v),
+        y_label: &|v| super::fmt_ms(10f64.powf(*v)),
+    };
+    draw(
+        id,
+        caption,
+        frame,
+        &names(series),
+        Body::Lines(&logged, true),
+    )
+}
+
+/// The linear y frame over the points' x range, from 0 to above the highest point.
+fn linear_frame<'f>(
+    (x0, x1, _, y1): (f64, f64, f64, f64),
+    titles: (&'f str, &'f str),
+    x_label: &'f dyn Fn(&f64) -> String,
+) -> Frame<'f> {
+    let pad = ((x1 - x0) * 0.03).max(0.5);
+    Frame {
+        x: (x0 - pad)..(x1 + pad),
+        y: 0f64..(y1 * 1.15).max(0.01),
+        titles,
+        x_ticks: 10,
+        x_label,
+        y_label: &|v| super::fmt_ms(*v),
     }
 }
 
 /// Linear y against linear x (rounds, connections): one line per series.
 pub fn xy(id: &str, caption: &str, axes: (&str, &str), series: &[Series], markers: bool) -> String {
     let series = &drawable(series);
-    let Some((x0, x1, _, y1)) = bounds(series) else {
+    let Some(b) = bounds(series) else {
         return failed(id, &"no points");
     };
-    let mut svg = String::new();
-    let drawn = (|| -> DrawResult<()> {
-        let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
-        root.fill(&WHITE)?;
-        let pad = ((x1 - x0) * 0.03).max(0.5);
-        let mut chart = ChartBuilder::on(&root)
-            .margin(12)
-            .x_label_area_size(38)
-            .y_label_area_size(56)
-            .build_cartesian_2d((x0 - pad)..(x1 + pad), 0f64..(y1 * 1.15).max(0.01))?;
-        chart
-            .configure_mesh()
-            .x_desc(axes.0)
-            .y_desc(axes.1)
-            .label_style(("sans-serif", 12))
-            .axis_desc_style(("sans-serif", 13))
-            .x_label_formatter(&|v| crate::evidence::fmt_num(v.round()))
-            .y_label_formatter(&|v| super::fmt_ms(*v))
-            .draw()?;
-        draw_lines(&mut chart, series, markers)?;
-        root.present()?;
-        Ok(())
-    })();
-    match drawn {
-        Ok(()) => figure(id, caption, axes.0, axes.1, series, &svg),
-        Err(e) => failed(id, &e),
-    }
+    let x_label = |v: &f64| crate::evidence::fmt_num(v.round());
+    let frame = linear_frame(b, axes, &x_label);
+    draw(
+        id,
+        caption,
+        frame,
+        &names(series),
+        Body::Lines(series, markers),
+    )
+}
+
+/// Linear y against x on a log2 axis (concurrency 1, 2, 4 ... 64), ticks at powers of two.
+pub fn xy_log2(id: &str, caption: &str, axes: (&str, &str), series: &[Series]) -> String {
+    let logged = mapped(&drawable(series), |(x, y)| (x.max(1e-3).log2(), y));
+    let Some(b) = bounds(&logged) else {
+        return failed(id, &"no points");
+    };
+    let whole = |v: &f64| (v - v.round()).abs() < 1e-6;
+    let x_label = |v: &f64| {
+        if whole(v) {
+            crate::evidence::fmt_num(2f64.powf(v.round()))
+        } else {
+            String::new()
+        }
+    };
+    let mut frame = linear_frame(b, axes, &x_label);
+    frame.x = (b.0 - 0.3)..(b.1 + 0.3);
+    frame.x_ticks = ((b.1 - b.0).ceil() as usize + 2).min(12);
+    draw(
+        id,
+        caption,
+        frame,
+        &names(series),
+        Body::Lines(&logged, true),
+    )
+}
+
+/// Grouped bars: one group per category, one bar per series (a point's x is its
+/// category's index); a None value leaves its bar out.
+pub fn bars(
+    id: &str,
+    caption: &str,
+    axes: (&str, &str),
+    categories: &[&str],
+    series: &[Series],
+) -> String {
+    let series = &drawable(series);
+    let Some(b) = bounds(series) else {
+        return failed(id, &"no bars");
+    };
+    let x_label = |v: &f64| {
+        let i = v.round();
+        let named = (v - i).abs() < 1e-6 && i >= 0.0;
+        named
+            .then(|| categories.get(i as usize).copied())
+            .flatten()
+            .unwrap_or("")
+            .to_string()
+    };
+    let mut frame = linear_frame(b, axes, &x_label);
+    frame.x = -0.5..(categories.len() as f64 - 0.5);
+    // Room above the tallest bar for the legend (a line per series).
+    frame.y = 0f64..(b.3 * (1.25 + 0.15 * series.len() as f64)).max(1.0);
+    frame.x_ticks = categories.len();
+    draw(id, caption, frame, &names(series), Body::Bars(series))
 }
 
 #[cfg(test)]
@@ -297,5 +418,56 @@ mod tests {
             d.contains("<svg") || d.contains("could not be drawn"),
             "{d}"
         );
+    }
+
+    #[test]
+    fn bars_name_their_categories_and_log2_ticks_are_powers_of_two() {
+        let s = [
+            Series {
+                name: "computed",
+                color: BLUE_,
+                points: vec![Some((0.0, 10.0)), Some((1.0, 5.0))],
+            },
+            Series {
+                name: "live, measured",
+                color: GREEN_,
+                points: vec![Some((0.0, 12.0)), None],
+            },
+        ];
+        let b = bars("ways", "c", ("way", "ms"), &["seq new", "par new"], &s);
+        for t in [
+            "seq new",
+            "par new",
+            "computed",
+            "live, measured",
+            "way",
+            "ms",
+        ] {
+            assert!(
+                b.contains(&format!("{t}\n")) || b.contains(&format!(">{t}<")),
+                "{t}: {b}"
+            );
+        }
+        assert!(b.matches("<rect").count() >= 3, "{b}");
+        let l = xy_log2(
+            "p99",
+            "c",
+            ("concurrency", "ms"),
+            &[Series {
+                name: "p99",
+                color: GREEN_,
+                points: [1.0, 2.0, 4.0, 64.0]
+                    .iter()
+                    .map(|&c| Some((c, c)))
+                    .collect(),
+            }],
+        );
+        for t in ["1", "2", "4", "8", "16", "32", "64"] {
+            assert!(
+                l.contains(&format!("\n{t}\n")) || l.contains(&format!(">{t}<")),
+                "{t}: {l}"
+            );
+        }
+        assert!(!l.contains(">1.4<") && !l.contains("\n1.4\n"), "{l}");
     }
 }

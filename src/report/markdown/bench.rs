@@ -133,6 +133,7 @@ mod tests {
             server_peak_rss: Some(9_000_000),
             rounds_total: 2,
             rate: 5.0,
+            size: 1024,
             duration_s: 1.0,
             time_bound_s: 6.0,
         };

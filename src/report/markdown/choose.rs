@@ -79,6 +79,17 @@ pub fn render(r: &Recommendation) -> String {
             cell(&ev.join("<br>"))
         ));
     }
+    if !r.findings.is_empty() {
+        s.push_str("\n### Delivery measured (verify delivery)\n\n| status | id | observed |\n|---|---|---|\n");
+        for f in &r.findings {
+            s.push_str(&format!(
+                "| {} | `{}` | {} |\n",
+                f.status.as_str(),
+                f.id,
+                cell(&f.observed)
+            ));
+        }
+    }
     if !r.notes.is_empty() {
         s.push_str("\n### Notes\n\n");
         for n in &r.notes {

@@ -19,31 +19,18 @@ fn icon(s: Status) -> &'static str {
 
 pub fn render(r: &ReviewReport) -> String {
     let s = &r.report.summary;
-    let n = |src: Source| r.items.iter().filter(|i| i.source == src).count();
     let mut out = format!(
         "## rtcheck review\n\n**{} fail, {} warn, {} pass, {} n/a** ({} measured, {} declared, {} unanswered)\n\n",
         s.fail,
         s.warn,
         s.pass,
         s.skip,
-        n(Source::Measured),
-        n(Source::Declared),
-        n(Source::Unanswered)
+        r.count(Source::Measured),
+        r.count(Source::Declared),
+        r.count(Source::Unanswered)
     );
-    let open: Vec<&str> = r
-        .items
-        .iter()
-        .filter(|i| i.source == Source::Unanswered)
-        .map(|i| i.id.as_str())
-        .collect();
-    let mut action: Vec<_> = r
-        .report
-        .findings
-        .iter()
-        .filter(|f| matches!(f.status, Status::Fail | Status::Warn))
-        .filter(|f| !open.contains(&f.id.as_str()))
-        .collect();
-    action.sort_by_key(|f| std::cmp::Reverse(f.status));
+    let open = r.unanswered_ids();
+    let action = r.needs_action();
     if !action.is_empty() {
         out.push_str("| | item | consequence | fix |\n|---|---|---|---|\n");
         for f in action {

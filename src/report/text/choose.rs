@@ -176,6 +176,16 @@ pub fn render(r: &Recommendation, p: &Palette) -> String {
             }
         }
     }
+    if !r.findings.is_empty() {
+        s.push_str(&format!(
+            "\n{}\n",
+            p.bold("Delivery measured on loopback (verify delivery)")
+        ));
+        for f in &r.findings {
+            s.push_str(&format!("  {} {}\n", p.status(f.status), f.id));
+            s.push_str(&format!("      {}\n", f.observed));
+        }
+    }
     if !r.notes.is_empty() {
         s.push_str(&format!("\n{}\n", p.bold("Notes")));
         for n in &r.notes {

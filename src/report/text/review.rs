@@ -5,12 +5,11 @@ use crate::report::{Palette, Status};
 use crate::review::Source;
 
 fn counts(r: &ReviewReport) -> String {
-    let n = |s: Source| r.items.iter().filter(|i| i.source == s).count();
     format!(
         "{} measured, {} declared, {} unanswered",
-        n(Source::Measured),
-        n(Source::Declared),
-        n(Source::Unanswered)
+        r.count(Source::Measured),
+        r.count(Source::Declared),
+        r.count(Source::Unanswered)
     )
 }
 
@@ -52,20 +51,8 @@ pub fn render(r: &ReviewReport, pal: Palette) -> String {
     out.push('\n');
     out.push_str(&pal.dim(&format!("{} items: {}", r.items.len(), counts(r))));
     out.push('\n');
-    let open: Vec<&str> = r
-        .items
-        .iter()
-        .filter(|i| i.source == Source::Unanswered)
-        .map(|i| i.id.as_str())
-        .collect();
-    let mut action: Vec<_> = r
-        .report
-        .findings
-        .iter()
-        .filter(|f| matches!(f.status, Status::Fail | Status::Warn))
-        .filter(|f| !open.contains(&f.id.as_str()))
-        .collect();
-    action.sort_by_key(|f| std::cmp::Reverse(f.status));
+    let open = r.unanswered_ids();
+    let action = r.needs_action();
     for f in action {
         out.push('\n');
         out.push_str(&format!(

@@ -1,0 +1,72 @@
+//! The processes a test started: their children (read from /proc), whether one still
+//! runs, and Ctrl-C sent the way a terminal or a parent sends it, with a bounded wait.
+use std::process::{Child, Output};
+use std::time::{Duration, Instant};
+
+/// Direct children of `pid` (field 4 of /proc/PID/stat, after the `(comm)`, is the ppid).
+pub fn children_of(pid: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(p) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{p}/stat")) else {
+            continue;
+        };
+        let after = &stat[stat.rfind(')').unwrap() + 2..];
+        if after.split_whitespace().nth(1).and_then(|s| s.parse().ok()) == Some(pid) {
+            out.push(p);
+        }
+    }
+    out
+}
+
+/// Running (a zombie counts as gone: it has exited, only its entry is left to reap).
+pub fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|s| !s[s.rfind(')').unwrap() + 2..].starts_with('Z'))
+        .unwrap_or(false)
+}
+
+/// Wait until `child` has at least `n` children; panics with its stderr if it exits first,
+/// or after `limit`.
+pub fn wait_children(child: &mut Child, n: usize, limit: Duration) -> Vec<u32> {
+    let until = Instant::now() + limit;
+    loop {
+        let c = children_of(child.id());
+        if c.len() >= n {
+            return c;
+        }
+        if let Some(st) = child.try_wait().unwrap() {
+            let mut err = String::new();
+            if let Some(mut e) = child.stderr.take() {
+                let _ = std::io::Read::read_to_string(&mut e, &mut err);
+            }
+            panic!("exited early ({st}): {err}");
+        }
+        assert!(Instant::now() < until, "{n} child process(es) not started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// SIGINT, to the child alone (its parent's guards must stop its children) or to its
+/// process group (`group`: a terminal's Ctrl-C; spawn it with `process_group(0)`), then
+/// its output once it exits, within `limit`.
+pub fn sigint(mut child: Child, group: bool, limit: Duration) -> Output {
+    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    let sig = nix::sys::signal::Signal::SIGINT;
+    if group {
+        nix::sys::signal::killpg(pid, sig).unwrap();
+    } else {
+        nix::sys::signal::kill(pid, sig).unwrap();
+    }
+    let until = Instant::now() + limit;
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() >= until {
+            let _ = child.kill();
+            panic!("did not stop within {limit:?} after SIGINT");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap()
+}
