@@ -6,6 +6,7 @@ pub mod budget;
 pub mod catalog;
 pub mod checklist;
 pub mod choose;
+pub mod cluster;
 pub mod cmd;
 pub mod delivery;
 pub mod evidence;

@@ -24,6 +24,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("budget", 2),
     ("load", 2),
     ("probe", 2),
+    ("cluster", 2),
     ("report", 3),
     ("cmd", 4),
     ("app", 4),

@@ -1,4 +1,5 @@
 //! `rtcheck bench fanout|idle`: flags to options, run the orchestrator, render, write.
+use super::bench_cluster::ClusterArgs;
 use super::output::{BenchFormats, OutputArgs};
 use super::{parse_count, Ctx, DEFAULT_CONNECTIONS};
 use crate::bench::fanout::{self, FanoutOptions};
@@ -22,6 +23,9 @@ pub enum BenchCommand {
     Fanout(FanoutArgs),
     /// Server RSS per idle WebSocket / SSE connection.
     Idle(IdleArgs),
+    /// Several nodes over Redis: latency added, duplicates, order, a killed node, a Redis
+    /// restart, presence ghosts (seed 002, part 9).
+    Cluster(ClusterArgs),
     /// The load generator process (started by `fanout` and `idle`).
     #[command(hide = true)]
     Loadgen(LoadgenArgs),
@@ -31,6 +35,7 @@ pub fn run(a: BenchArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
     match a.command {
         BenchCommand::Fanout(f) => run_fanout(f, ctx),
         BenchCommand::Idle(i) => run_idle(i, ctx),
+        BenchCommand::Cluster(c) => super::bench_cluster::run(c, ctx),
         BenchCommand::Loadgen(l) => loadgen::run(l.options()),
     }
 }
@@ -201,7 +206,7 @@ fn run_idle(a: IdleArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
     Ok(exit_for(report.valid))
 }
 
-fn exit_for(valid: bool) -> ExitCode {
+pub fn exit_for(valid: bool) -> ExitCode {
     if valid {
         ExitCode::SUCCESS
     } else {

@@ -5,6 +5,7 @@
 //! choose, audit, verify, bench, net, review) <- report (models, one renderer per format) <- cmd.
 pub mod audit;
 pub mod bench;
+pub mod bench_cluster;
 pub mod budget;
 pub mod catalog;
 pub mod choose;

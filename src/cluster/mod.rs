@@ -1,0 +1,224 @@
+//! `rtcheck bench cluster` (issue 13): the same load over one node and over 2..4 nodes
+//! through Redis, and what a naive second path, a killed node and a Redis restart do to
+//! latency, loss, duplicates, order and presence (evidence redis-pubsub, single-path,
+//! presence-ttl, loss-dup-order).
+//!
+//! - [`account`]: pure per-client counting and the cluster's tally (unit-tested).
+//! - [`client`]: one client thread (WebSocket, resume on another node).
+//! - [`nodes`]: the node processes and the Redis the run uses.
+//! - [`run`]: one scenario end to end; [`validity`]: its checks (pure).
+pub mod account;
+pub mod client;
+pub mod model;
+pub mod nodes;
+pub mod run;
+pub mod validity;
+
+use std::time::Duration;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Kind {
+    Single,
+    Naive,
+    OnePath,
+    NodeKill,
+    RedisRestart,
+}
+
+impl Kind {
+    pub const ALL: [Kind; 5] = [
+        Kind::Single,
+        Kind::Naive,
+        Kind::OnePath,
+        Kind::NodeKill,
+        Kind::RedisRestart,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Single => "single",
+            Kind::Naive => "naive",
+            Kind::OnePath => "one-path",
+            Kind::NodeKill => "node-kill",
+            Kind::RedisRestart => "redis-restart",
+        }
+    }
+
+    pub fn describe(self) -> &'static str {
+        match self {
+            Kind::Single => "one node, no Redis: the baseline",
+            Kind::Naive => "DEMONSTRATION: the publishing node also delivers locally (--path naive)",
+            Kind::OnePath => "every event takes one path: publisher -> Redis -> every node",
+            Kind::NodeKill => {
+                "one path; SIGKILL one node mid-run: its clients resume on the others; presence ttl vs events"
+            }
+            Kind::RedisRestart => "one path; Redis stopped and started again mid-run",
+        }
+    }
+
+    pub fn uses_redis(self) -> bool {
+        self != Kind::Single
+    }
+
+    pub fn parse(s: &str) -> Option<Kind> {
+        Kind::ALL.into_iter().find(|k| k.name() == s.trim())
+    }
+}
+
+/// `--scenario a,b`: names in the order given, no repeats.
+pub fn parse_scenarios(s: &str) -> Result<Vec<Kind>, String> {
+    let mut out = Vec::new();
+    for part in s.split(',').filter(|p| !p.trim().is_empty()) {
+        let k = Kind::parse(part).ok_or_else(|| {
+            format!(
+                "unknown scenario `{}` (expected {})",
+                part.trim(),
+                Kind::ALL.map(|k| k.name()).join(", ")
+            )
+        })?;
+        if !out.contains(&k) {
+            out.push(k);
+        }
+    }
+    if out.is_empty() {
+        return Err("no scenario given".into());
+    }
+    Ok(out)
+}
+
+/// What `bench cluster` runs (the command layer fills it from its flags).
+#[derive(Debug, Clone)]
+pub struct ClusterOptions {
+    pub nodes: u64,
+    pub connections: u64,
+    pub rounds: u64,
+    pub size: u64,
+    pub rate: f64,
+    /// The user's Redis (loopback); None: rtcheck starts redis-server itself.
+    pub redis: Option<String>,
+    pub scenarios: Vec<Kind>,
+    pub presence_ttl: Duration,
+    pub connect_timeout: Duration,
+    /// How long to wait past the last scheduled round for stragglers.
+    pub drain: Duration,
+}
+
+pub const NODES_MIN: u64 = 2;
+pub const NODES_MAX: u64 = 4;
+/// Client threads in this process: one each.
+pub const CONNECTIONS_MAX: u64 = 2000;
+/// Longest publishing schedule (rounds / rate) a run may have.
+pub const MAX_SCHEDULE_S: f64 = 600.0;
+
+pub fn validate(a: &ClusterOptions) -> anyhow::Result<()> {
+    use crate::units::out_of_bounds as oob;
+    if !(NODES_MIN..=NODES_MAX).contains(&a.nodes) {
+        anyhow::bail!(oob("--nodes", a.nodes, NODES_MIN, NODES_MAX, ""));
+    }
+    if a.connections < a.nodes || a.connections > CONNECTIONS_MAX {
+        anyhow::bail!(oob(
+            "--connections",
+            a.connections,
+            a.nodes,
+            CONNECTIONS_MAX,
+            "(at least one client per node)"
+        ));
+    }
+    if a.rounds == 0 || a.rounds > 100_000 {
+        anyhow::bail!(oob("--rounds", a.rounds, 1, 100_000, ""));
+    }
+    let min = crate::net::payload::MIN_SIZE as u64;
+    if a.size < min || a.size > 1 << 20 {
+        anyhow::bail!(oob("--size", a.size, min, 1 << 20, "bytes"));
+    }
+    if !(a.rate > 0.0 && a.rate <= 1000.0) {
+        anyhow::bail!(oob("--rate", a.rate, "0 (excluded)", 1000, "rounds/s"));
+    }
+    let schedule_s = a.rounds as f64 / a.rate;
+    if !schedule_s.is_finite() || schedule_s > MAX_SCHEDULE_S {
+        anyhow::bail!(
+            "--rounds {} at --rate {}: the run would take {schedule_s:.0} s; the bound is {MAX_SCHEDULE_S:.0} s (rounds / rate)",
+            a.rounds,
+            a.rate
+        );
+    }
+    let ttl = a.presence_ttl.as_secs_f64();
+    if !(1.0..=60.0).contains(&ttl) {
+        anyhow::bail!(oob("--presence-ttl", format!("{ttl} s"), "1 s", "60 s", ""));
+    }
+    if let Some(url) = &a.redis {
+        nodes::parse_redis_url(url)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn opts() -> ClusterOptions {
+        ClusterOptions {
+            nodes: 3,
+            connections: 30,
+            rounds: 50,
+            size: 256,
+            rate: 20.0,
+            redis: None,
+            scenarios: Kind::ALL.to_vec(),
+            presence_ttl: Duration::from_secs(3),
+            connect_timeout: Duration::from_secs(30),
+            drain: Duration::from_secs(3),
+        }
+    }
+
+    #[test]
+    fn scenario_lists_parse_in_order_without_repeats() {
+        assert_eq!(
+            parse_scenarios("one-path,naive,one-path").unwrap(),
+            [Kind::OnePath, Kind::Naive]
+        );
+        assert_eq!(
+            parse_scenarios(&Kind::ALL.map(|k| k.name()).join(","))
+                .unwrap()
+                .len(),
+            5
+        );
+        let e = parse_scenarios("single,bogus").unwrap_err();
+        assert!(
+            e.contains("unknown scenario `bogus`") && e.contains("node-kill"),
+            "{e}"
+        );
+        assert!(parse_scenarios(",").is_err());
+    }
+
+    #[test]
+    fn bounds_are_one_line_errors() {
+        assert!(validate(&opts()).is_ok());
+        for (n, ok) in [(1, false), (2, true), (4, true), (5, false), (9, false)] {
+            let r = validate(&ClusterOptions { nodes: n, ..opts() });
+            assert_eq!(r.is_ok(), ok, "nodes {n}");
+            if let Err(e) = r {
+                assert!(e.to_string().contains("--nodes") && !e.to_string().contains('\n'));
+            }
+        }
+        let e = validate(&ClusterOptions {
+            connections: 2,
+            ..opts()
+        })
+        .unwrap_err();
+        assert!(e.to_string().contains("--connections"), "{e}");
+        let e = validate(&ClusterOptions {
+            rounds: 100_000,
+            rate: 1.0,
+            ..opts()
+        })
+        .unwrap_err();
+        assert!(e.to_string().contains("the bound is 600 s"), "{e}");
+        let e = validate(&ClusterOptions {
+            redis: Some("redis://10.0.0.1:6379".into()),
+            ..opts()
+        })
+        .unwrap_err();
+        assert!(e.to_string().contains("loopback"), "{e}");
+    }
+}
