@@ -70,6 +70,10 @@ pub struct ProbeArgs {
     /// Lowest status that makes the exit code 1.
     #[arg(long, value_enum, default_value_t = FailOn::Fail)]
     pub fail_on: FailOn,
+    /// Also open the URLs in headless Chromium (Debian package `chromium`): 7 EventSources
+    /// to one host, EventSource reconnect, WebSocket from a page (the browser-* checks).
+    #[arg(long)]
+    pub browser: bool,
     /// Show these checks as skipped (by request); they still appear in the report.
     /// (One value per flag, so it never swallows the URLs that follow.)
     #[arg(long, value_name = "ID", value_delimiter = ',')]
@@ -126,8 +130,17 @@ pub fn run(a: ProbeArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
     if a.insecure {
         eprintln!("rtcheck probe: WARNING: --insecure: TLS certificates are NOT verified");
     }
+    if a.browser {
+        probe::browser::chrome::find_chromium()?;
+    }
     let start = Instant::now();
-    let findings = probe::probe_all(&targets, &o, &a.skip)?;
+    let mut findings = probe::probe_all(&targets, &o, &a.skip)?;
+    let mut browser_note = None;
+    if a.browser {
+        let (found, note) = probe::browser::run(&targets, &browser_options(&o), &a.skip)?;
+        findings.extend(found);
+        browser_note = note;
+    }
     let mut target = targets
         .iter()
         .map(|t| t.to_string())
@@ -135,6 +148,9 @@ pub fn run(a: ProbeArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
         .join(", ");
     if a.insecure {
         target.push_str(" (TLS NOT VERIFIED: --insecure)");
+    }
+    if let Some(note) = browser_note {
+        target.push_str(&format!(" ({note})"));
     }
     let ms = start.elapsed().as_secs_f64() * 1000.0;
     let r = FindingsReport::new("probe", profile, Some(target), findings, ms);
@@ -149,6 +165,19 @@ pub fn run(a: ProbeArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// The browser waits for the server to close a stream as long as the idle test would.
+fn browser_options(o: &Options) -> probe::browser::Options {
+    probe::browser::Options {
+        client: o.client.clone(),
+        transport: o.transport,
+        window: if o.quick {
+            o.client.timeout
+        } else {
+            o.idle_for
+        },
+    }
 }
 
 /// Render a probe report: its own text and markdown, the shared findings formats otherwise.
