@@ -270,11 +270,22 @@ pub fn websocket(url: &str, o: &WsObs) -> Finding {
             } else {
                 format!(" \"{}\"", c.reason.chars().take(60).collect::<String>())
             };
-            let ok = matches!(c.code, 1000 | 1001) && c.clean;
-            let status = if ok { Status::Pass } else { Status::Warn };
+            // 1000/1001 came in a close frame; 1006 means the connection just ended.
+            // (wasClean also needs the closing handshake's echo, which a server that
+            // exits right after its close frame does not wait for.)
+            let status = if matches!(c.code, 1000 | 1001) {
+                Status::Pass
+            } else {
+                Status::Warn
+            };
+            let how = if c.clean {
+                ""
+            } else {
+                ", no closing handshake"
+            };
             (
                 status,
-                format!("closed {}{reason} after {}", c.code, ms(c.t)),
+                format!("closed {}{reason} after {}{how}", c.code, ms(c.t)),
             )
         }
     };
