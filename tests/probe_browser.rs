@@ -175,3 +175,88 @@ fn missing_chromium_is_one_line_naming_the_package() {
     assert_eq!(err.trim().lines().count(), 1, "{err}");
     assert!(err.contains("Debian package `chromium`"), "{err}");
 }
+
+/// Processes whose command line mentions `needle` (Chromium's --user-data-dir).
+fn processes_mentioning(needle: &str) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).contains(needle))
+        })
+        .collect()
+}
+
+#[test]
+fn ctrl_c_kills_chromium_and_removes_its_profile() {
+    use std::os::unix::process::CommandExt;
+    use std::process::{Command, Stdio};
+    common::require_binary("chromium", "chromium");
+    let s = Serve::start(&["--rate", "10", "--size", "64"]);
+    let tmp = tempfile::tempdir().unwrap();
+    let tmp_path = tmp.path().display().to_string();
+    let ws = format!("ws://{}/ws", s.addr);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_rtcheck"))
+        .args([
+            "probe",
+            "--quick",
+            "--public",
+            "--browser",
+            "--timeout",
+            "60s",
+            &ws,
+        ])
+        .env("TMPDIR", tmp.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        // Its own process group, as a terminal's Ctrl-C reaches it (not the harness).
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    let until = Instant::now() + Duration::from_secs(110);
+    loop {
+        let st = s.stats();
+        let closed: u64 = st["closed"]
+            .as_object()
+            .unwrap()
+            .values()
+            .map(|v| v.as_u64().unwrap())
+            .sum();
+        if closed >= 2 && st["clients"]["ws"].as_u64() == Some(1) {
+            break; // the browser's WebSocket is open
+        }
+        if let Some(st) = child.try_wait().unwrap() {
+            panic!("probe exited early ({st})");
+        }
+        assert!(Instant::now() < until, "the browser never connected");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(!processes_mentioning(&tmp_path).is_empty(), "chromium runs");
+    nix::sys::signal::killpg(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let until = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        assert!(Instant::now() < until, "probe did not stop after Ctrl-C");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(status.code(), Some(130), "{err}");
+    assert!(err.contains("interrupted"), "{err}");
+    assert!(out.stdout.is_empty(), "no partial report");
+    let left: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().collect();
+    assert!(left.is_empty(), "profile left behind: {left:?}");
+    // Killed as a group: renderers and helpers too (zombies have no command line).
+    let until = Instant::now() + Duration::from_secs(10);
+    while !processes_mentioning(&tmp_path).is_empty() {
+        assert!(Instant::now() < until, "chromium still running");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}

@@ -109,7 +109,9 @@ impl Chromium {
             "--remote-debugging-port=0",
         ])
         .arg(format!("--user-data-dir={}", dir.0.display()))
+        // Its scratch files too: all go with the profile dir, even after a SIGKILL.
         .env("HOME", &dir.0)
+        .env("TMPDIR", &dir.0)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(dir.0.join("stderr.log"))?)
