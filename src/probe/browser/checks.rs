@@ -94,12 +94,12 @@ pub fn connections(url: &str, o: &ConnsObs) -> Finding {
         evidence: &["sse-conditions", "sse-h2"],
         fix: Fix {
             summary: "serve the event stream over HTTP/2: TLS with h2 at the edge (browsers speak HTTP/2 only over TLS)".into(),
-            runtime: vec![
-                "nginx: listen 443 ssl; http2 on;".into(),
-                "HAProxy: bind :443 ssl crt /etc/haproxy/site.pem alpn h2,http/1.1".into(),
+            runtime: vec![],
+            persistent: vec![
+                "nginx (server): listen 443 ssl; http2 on;  (before 1.25.1: listen 443 ssl http2;)".into(),
+                "HAProxy (frontend): bind :443 ssl crt /etc/haproxy/site.pem alpn h2,http/1.1".into(),
                 "Caddy: h2 is on by default for https sites".into(),
             ],
-            persistent: vec![],
         },
     };
     let n = o.requested();
