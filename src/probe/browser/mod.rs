@@ -109,13 +109,23 @@ fn run_in(
     // Started on this (main) thread: its parent-death signal follows this thread.
     let mut chromium = Chromium::start(&trust)?;
     let devtools = chromium.devtools_url(o.client.timeout.max(Duration::from_secs(30)))?;
+    let bar = super::progress::Bar::new(true);
     let mut findings = Vec::new();
+    let mut result = Ok(());
     for t in targets {
         let (t, kind) = kind_for(t, o.transport);
-        findings.extend(rt.block_on(probe_one(&devtools, &t, kind, o, skip))?);
+        match rt.block_on(probe_one(&devtools, &t, kind, o, skip, &bar)) {
+            Ok(found) => findings.extend(found),
+            Err(e) => {
+                result = Err(e);
+                break;
+            }
+        }
         findings.extend(skipped(&t, kind, skip));
     }
+    bar.finish();
     drop(chromium);
+    result?;
     Ok((findings, trust_note(&trust)))
 }
 
@@ -125,8 +135,10 @@ async fn probe_one(
     kind: Kind,
     o: &Options,
     skip: &[String],
+    bar: &super::progress::Bar,
 ) -> anyhow::Result<Vec<Finding>> {
     let shown = t.to_string();
+    let window = super::fmt_s(o.window.as_secs_f64() * 1000.0);
     let url = real_url(t);
     let limit = o.client.timeout.max(Duration::from_secs(30));
     let page = chrome::open(devtools, &own_origin(t), limit)
@@ -137,15 +149,22 @@ async fn probe_one(
     let wanted = |id: &str| !skip.iter().any(|s| s == id);
     let mut found = Vec::new();
     if kind == Kind::Sse && wanted(checks::CONNECTIONS) {
+        bar.label(&format!("browser: {EVENT_SOURCES} EventSources to {shown}"));
         found.push(checks::connections(
             &shown,
             &event_sources(&page, &url, o).await?,
         ));
     }
     if kind == Kind::Sse && wanted(checks::RECONNECT) {
+        bar.label(&format!(
+            "browser: {shown} held until the server closes it (up to {window})"
+        ));
         found.push(checks::reconnect(&shown, &resume(&page, &url, o).await?));
     }
     if kind == Kind::WebSocket && wanted(checks::WEBSOCKET) {
+        bar.label(&format!(
+            "browser: WebSocket {shown} until the server closes it (up to {window})"
+        ));
         found.push(checks::websocket(&shown, &websocket(&page, &url, o).await?));
     }
     let _ = page.page.close().await;
