@@ -147,6 +147,7 @@ fn h2_through_nginx_tls_opens_all_seven_on_one_connection() {
     // How the browser trusted the test CA is in the report.
     let target = r["target"].as_str().unwrap();
     assert!(target.contains("pinned"), "{target}");
+    assert!(err.contains("pinned"), "{err}");
 
     // --insecure: the browser ignores certificate errors, and the report says so.
     let (r, code, _) = probe_json(&[

@@ -139,6 +139,10 @@ pub fn run(a: ProbeArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
     if a.browser {
         let (found, note) = probe::browser::run(&targets, &browser_options(&o), &a.skip)?;
         findings.extend(found);
+        if let Some(n) = note {
+            // Text shows no target line: say it where --insecure's warning goes too.
+            eprintln!("rtcheck probe: {n}");
+        }
         browser_note = note;
     }
     let mut target = targets
