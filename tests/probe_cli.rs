@@ -102,87 +102,13 @@ fn polling_fallback_and_skip() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("unknown check id `nope`"));
 }
 
-/// A CA and a leaf for 127.0.0.1 made with the openssl CLI (rustls refuses a CA
-/// certificate used as the server's own).
-fn make_certs(dir: &std::path::Path) {
-    let run = |args: &[&str]| {
-        let out = Command::new(common::require_binary("openssl", "openssl"))
-            .args(args)
-            .current_dir(dir)
-            .output()
-            .expect("running openssl");
-        assert!(
-            out.status.success(),
-            "openssl {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    };
-    run(&[
-        "req",
-        "-x509",
-        "-newkey",
-        "rsa:2048",
-        "-nodes",
-        "-keyout",
-        "ca.key",
-        "-out",
-        "ca.pem",
-        "-days",
-        "2",
-        "-subj",
-        "/CN=rtcheck test CA",
-    ]);
-    run(&[
-        "req",
-        "-newkey",
-        "rsa:2048",
-        "-nodes",
-        "-keyout",
-        "leaf.key",
-        "-out",
-        "leaf.csr",
-        "-subj",
-        "/CN=127.0.0.1",
-    ]);
-    std::fs::write(
-        dir.join("leaf.ext"),
-        "subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n",
-    )
-    .unwrap();
-    run(&[
-        "x509",
-        "-req",
-        "-in",
-        "leaf.csr",
-        "-CA",
-        "ca.pem",
-        "-CAkey",
-        "ca.key",
-        "-CAcreateserial",
-        "-out",
-        "leaf.pem",
-        "-days",
-        "2",
-        "-extfile",
-        "leaf.ext",
-    ]);
-}
-
 #[test]
 fn tls_through_nginx_with_ca_h2_and_failures() {
     let s = Serve::start(&["--rate", "5", "--size", "256"]);
     let certs = tempfile::tempdir().unwrap();
     make_certs(certs.path());
     let c = certs.path().display().to_string();
-    let conf = format!(
-        "daemon off;\nmaster_process off;\nworker_processes 1;\npid {{DIR}}/nginx.pid;\nevents {{ worker_connections 64; }}\n\
-http {{\n  access_log off;\n  client_body_temp_path {{DIR}}/body; proxy_temp_path {{DIR}}/proxy;\n\
-  fastcgi_temp_path {{DIR}}/fcgi; uwsgi_temp_path {{DIR}}/uwsgi; scgi_temp_path {{DIR}}/scgi;\n\
-  server {{\n    listen 127.0.0.1:{{PORT}} ssl http2;\n    ssl_certificate {c}/leaf.pem;\n    ssl_certificate_key {c}/leaf.key;\n\
-    location / {{\n      proxy_pass http://{addr};\n      proxy_http_version 1.1;\n      proxy_set_header Upgrade $http_upgrade;\n\
-      proxy_set_header Connection \"upgrade\";\n      proxy_buffering off;\n    }}\n  }}\n}}\n",
-        addr = s.addr
-    );
+    let conf = nginx_tls_h2(certs.path(), s.addr);
     let nginx = Proxy::start(Kind::Nginx, &conf);
     let ca = format!("{c}/ca.pem");
     let https = nginx.url("https", "/sse");

@@ -70,6 +70,10 @@ pub struct ProbeArgs {
     /// Lowest status that makes the exit code 1.
     #[arg(long, value_enum, default_value_t = FailOn::Fail)]
     pub fail_on: FailOn,
+    /// Also open the URLs in headless Chromium (Debian package `chromium`): 7 EventSources
+    /// to one host, EventSource reconnect, WebSocket from a page (the browser-* checks).
+    #[arg(long)]
+    pub browser: bool,
     /// Show these checks as skipped (by request); they still appear in the report.
     /// (One value per flag, so it never swallows the URLs that follow.)
     #[arg(long, value_name = "ID", value_delimiter = ',')]
@@ -138,8 +142,21 @@ pub fn report(a: &ProbeArgs, profile: Profile) -> anyhow::Result<FindingsReport>
     if a.insecure {
         eprintln!("rtcheck probe: WARNING: --insecure: TLS certificates are NOT verified");
     }
+    if a.browser {
+        probe::browser::chrome::find_chromium()?;
+    }
     let start = Instant::now();
-    let findings = probe::probe_all(&targets, &o, &a.skip)?;
+    let mut findings = probe::probe_all(&targets, &o, &a.skip)?;
+    let mut browser_note = None;
+    if a.browser {
+        let (found, note) = probe::browser::run(&targets, &browser_options(&o), &a.skip)?;
+        findings.extend(found);
+        if let Some(n) = note {
+            // Text shows no target line: say it where --insecure's warning goes too.
+            eprintln!("rtcheck probe: {n}");
+        }
+        browser_note = note;
+    }
     let mut target = targets
         .iter()
         .map(|t| t.to_string())
@@ -147,6 +164,9 @@ pub fn report(a: &ProbeArgs, profile: Profile) -> anyhow::Result<FindingsReport>
         .join(", ");
     if a.insecure {
         target.push_str(" (TLS NOT VERIFIED: --insecure)");
+    }
+    if let Some(note) = browser_note {
+        target.push_str(&format!(" ({note})"));
     }
     let ms = start.elapsed().as_secs_f64() * 1000.0;
     Ok(FindingsReport::new(
@@ -165,6 +185,19 @@ pub fn tripped(a: &ProbeArgs, r: &FindingsReport) -> bool {
         requested.extend([probe::idle_timeout::ID, probe::heartbeat::ID].map(String::from));
     }
     a.fail_on.trips(&unrequested(&r.findings, &requested))
+}
+
+/// The browser waits for the server to close a stream as long as the idle test would.
+fn browser_options(o: &Options) -> probe::browser::Options {
+    probe::browser::Options {
+        client: o.client.clone(),
+        transport: o.transport,
+        window: if o.quick {
+            o.client.timeout
+        } else {
+            o.idle_for
+        },
+    }
 }
 
 /// Render a probe report: its own text and markdown, the shared findings formats otherwise.

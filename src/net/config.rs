@@ -117,6 +117,10 @@ pub struct ServeFlags {
     /// host than the one it asked for is refused /ws with 403 (cross-site WebSocket hijacking).
     #[arg(long, value_name = "ORIGIN", value_parser = super::access::parse_origin)]
     pub cors: Option<String>,
+    /// Close each SSE stream after this long (0 = never): EventSource then reconnects with
+    /// Last-Event-ID (what `probe --browser` measures).
+    #[arg(long, default_value = "0s", value_parser = crate::units::parse_duration)]
+    pub sse_max_age: Duration,
     /// Require `Authorization: Bearer TOKEN` on /control/*. Off loopback without it, a
     /// token is generated and written to <addr-file>.token, or /control/* is refused.
     #[arg(long, value_name = "TOKEN", env = "RTCHECK_CONTROL_TOKEN", hide_env_values = true, value_parser = parse_token)]
@@ -184,6 +188,7 @@ pub struct Config {
     /// task is idle (split over the worker threads) and queues only what does not fit.
     pub direct: bool,
     pub cors: Option<String>,
+    pub sse_max_age: Option<Duration>,
     #[serde(skip)]
     pub control_token: Option<String>,
     /// Decided at start from the bound address (see [`super::access::plan`]).
@@ -278,6 +283,7 @@ impl Config {
             protocol: a.protocol,
             direct: !a.queue_only,
             cors: a.cors.clone(),
+            sse_max_age: nonzero(a.sse_max_age),
             control_token: a.control_token.clone(),
             access: super::access::Access::Open,
             cluster,

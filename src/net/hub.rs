@@ -51,10 +51,12 @@ pub enum CloseReason {
     /// The kernel gave up on the peer (TCP_USER_TIMEOUT or keepalive: ETIMEDOUT), e.g. a
     /// half-open SSE client whose packets vanish.
     TcpTimeout,
+    /// An SSE stream closed by the server after --sse-max-age (the client reconnects).
+    MaxAge,
 }
 
 impl CloseReason {
-    pub const ALL: [CloseReason; 7] = [
+    pub const ALL: [CloseReason; 8] = [
         CloseReason::Peer,
         CloseReason::BadInput,
         CloseReason::WriteDeadline,
@@ -62,6 +64,7 @@ impl CloseReason {
         CloseReason::Shutdown,
         CloseReason::MessageTimeout,
         CloseReason::TcpTimeout,
+        CloseReason::MaxAge,
     ];
     pub fn name(self) -> &'static str {
         match self {
@@ -72,6 +75,7 @@ impl CloseReason {
             CloseReason::Shutdown => "shutdown",
             CloseReason::MessageTimeout => "message_timeout",
             CloseReason::TcpTimeout => "tcp_timeout",
+            CloseReason::MaxAge => "max_age",
         }
     }
     /// Liveness removals by the server (they count in `removed` and `missed_by_removed`).

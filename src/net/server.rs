@@ -654,9 +654,13 @@ async fn sse_loop(
     let timer = tokio::time::sleep_until(Instant::now());
     tokio::pin!(timer);
     let mut armed: Option<Instant> = None;
+    let max_age = cfg.sse_max_age.map(|d| Instant::now() + d);
     loop {
         if hub.is_shutting_down() {
             return (CloseReason::Shutdown, 0);
+        }
+        if max_age.is_some_and(|t| Instant::now() >= t) {
+            return (CloseReason::MaxAge, 0);
         }
         if writer {
             if let Some(item) = conn.pop() {
@@ -677,6 +681,7 @@ async fn sse_loop(
         }
         tokio::select! {
             _ = conn.notify.notified() => {}
+            _ = tokio::time::sleep_until(max_age.unwrap_or_else(Instant::now)), if max_age.is_some() => {}
             r = s.readable() => {
                 if r.is_err() {
                     return (CloseReason::Peer, 0);

@@ -91,7 +91,7 @@ pub async fn connect(t: &Target, o: &ClientOpts, alpn: &[&str]) -> anyhow::Resul
     })
 }
 
-fn tls_config(o: &ClientOpts, alpn: &[&str]) -> anyhow::Result<rustls::ClientConfig> {
+pub(crate) fn tls_config(o: &ClientOpts, alpn: &[&str]) -> anyhow::Result<rustls::ClientConfig> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()

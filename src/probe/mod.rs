@@ -2,6 +2,7 @@
 //! `session` makes a handful of connections and records what each saw, timed per read;
 //! one file per check judges those observations (pure); `proxy` names the proxy and
 //! writes its fix. The flags and the glue to the report are `cmd::probe`.
+pub mod browser;
 pub mod client;
 pub mod compression;
 pub mod heartbeat;
@@ -313,10 +314,11 @@ async fn probe_sse(
 
 /// `--skip` names only probe check ids.
 pub fn validate_skip(skip: &[String]) -> anyhow::Result<()> {
-    if let Some(bad) = skip.iter().find(|s| !IDS.contains(&s.as_str())) {
+    let known = || IDS.iter().chain(&browser::checks::IDS);
+    if let Some(bad) = skip.iter().find(|s| !known().any(|k| k == s)) {
         anyhow::bail!(
             "--skip: unknown check id `{bad}` (known: {})",
-            IDS.join(", ")
+            known().copied().collect::<Vec<_>>().join(", ")
         );
     }
     Ok(())

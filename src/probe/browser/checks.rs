@@ -1,0 +1,294 @@
+//! The three browser checks: observations (obs.rs) to findings. Pure.
+use super::obs::{ConnsObs, ResumeObs, WsObs};
+use crate::findings::{Finding, Fix, Status};
+use crate::probe::fmt_s;
+use std::collections::BTreeMap;
+
+pub const CONNECTIONS: &str = "browser-sse-connections";
+pub const RECONNECT: &str = "browser-sse-reconnect";
+pub const WEBSOCKET: &str = "browser-websocket";
+pub const IDS: [&str; 3] = [CONNECTIONS, RECONNECT, WEBSOCKET];
+
+/// Chromium's EventSource reconnect delay when the server sends no `retry:` (ms).
+pub const DEFAULT_RETRY_MS: f64 = 3000.0;
+
+struct Draft<'a> {
+    id: &'a str,
+    title: &'a str,
+    url: &'a str,
+    expected: &'a str,
+    rule: &'a str,
+    evidence: &'a [&'a str],
+    fix: Fix,
+}
+
+impl Draft<'_> {
+    fn finish(self, status: Status, observed: String, numbers: &[(&str, f64)]) -> Finding {
+        Finding {
+            id: self.id.to_string(),
+            title: format!("{}: {}", self.title, self.url),
+            status,
+            observed,
+            expected: self.expected.to_string(),
+            rule: self.rule.to_string(),
+            reason: None,
+            evidence: self
+                .evidence
+                .iter()
+                .map(|e| crate::evidence::reference(e))
+                .collect(),
+            fix: if status == Status::Pass {
+                Fix::default()
+            } else {
+                self.fix
+            },
+            verify: None,
+            verification: None,
+            numbers: numbers
+                .iter()
+                .map(|(k, v)| (k.to_string(), *v))
+                .collect::<BTreeMap<_, _>>(),
+        }
+    }
+}
+
+/// A check that did not run, with why.
+pub fn skipped(id: &str, url: &str, reason: &str) -> Finding {
+    let title = match id {
+        CONNECTIONS => "EventSources to one host in Chromium",
+        RECONNECT => "EventSource reconnect in Chromium",
+        _ => "WebSocket in Chromium",
+    };
+    Finding {
+        id: id.to_string(),
+        title: format!("{title}: {url}"),
+        status: Status::Skip,
+        observed: String::new(),
+        expected: String::new(),
+        rule: String::new(),
+        reason: Some(reason.to_string()),
+        evidence: Vec::new(),
+        fix: Fix::default(),
+        verify: None,
+        verification: None,
+        numbers: BTreeMap::new(),
+    }
+}
+
+fn ms(v: f64) -> String {
+    if v < 1000.0 {
+        format!("{v:.0} ms")
+    } else {
+        fmt_s(v)
+    }
+}
+
+/// N EventSources to one host: all open at once (h2), or the 7th waits (HTTP/1.1: 6).
+pub fn connections(url: &str, o: &ConnsObs) -> Finding {
+    let d = Draft {
+        id: CONNECTIONS,
+        title: "EventSources to one host in Chromium",
+        url,
+        expected: "every EventSource open at once (HTTP/2 at the edge)",
+        rule: "browsers allow 6 HTTP/1.1 connections per host: one more EventSource (another tab of the app) waits until one closes; HTTP/2 carries them all on one connection",
+        evidence: &["sse-conditions", "sse-h2"],
+        fix: Fix {
+            summary: "serve the event stream over HTTP/2: TLS with h2 at the edge (browsers speak HTTP/2 only over TLS)".into(),
+            runtime: vec![],
+            persistent: vec![
+                "nginx (server): listen 443 ssl; http2 on;  (before 1.25.1: listen 443 ssl http2;)".into(),
+                "HAProxy (frontend): bind :443 ssl crt /etc/haproxy/site.pem alpn h2,http/1.1".into(),
+                "Caddy: h2 is on by default for https sites".into(),
+            ],
+        },
+    };
+    let n = o.requested();
+    let at_once = o.at_once();
+    let proto = o.protocol().unwrap_or_else(|| "unknown protocol".into());
+    let conns = o.connections();
+    let mut numbers = vec![
+        ("requested", n as f64),
+        ("open_at_once", at_once as f64),
+        ("tcp_connections", conns as f64),
+        ("h2", f64::from(u8::from(proto == "h2"))),
+    ];
+    let head =
+        format!("{at_once} of {n} open at once over {proto} ({conns} TCP connection(s) in all)");
+    if at_once == n {
+        return d.finish(Status::Pass, head, &numbers);
+    }
+    match o.waiter() {
+        Some((i, Some(t))) => {
+            let freed = o.state.freed_at.unwrap_or(0.0);
+            numbers.push(("waiter_wait_ms", t));
+            numbers.push(("waiter_after_free_ms", t - freed));
+            let observed = format!(
+                "{head}; EventSource #{} waited {}, until the page closed one ({} after)",
+                i + 1,
+                ms(t),
+                ms(t - freed)
+            );
+            d.finish(Status::Warn, observed, &numbers)
+        }
+        Some((i, None)) => {
+            let observed = format!(
+                "{head}; EventSource #{} never opened, even after the page closed one ({} error event(s))",
+                i + 1,
+                o.state.errors
+            );
+            d.finish(Status::Fail, observed, &numbers)
+        }
+        None => {
+            let observed = format!("{head}; {} error event(s)", o.state.errors);
+            d.finish(Status::Fail, observed, &numbers)
+        }
+    }
+}
+
+/// The reconnect after the server closed the stream: delay, Last-Event-ID, loss.
+pub fn reconnect(url: &str, o: &ResumeObs) -> Finding {
+    let d = Draft {
+        id: RECONNECT,
+        title: "EventSource reconnect in Chromium",
+        url,
+        expected: "reconnects with Last-Event-ID = the last id seen; the next event follows it (0 lost)",
+        rule: "EventSource reconnects by itself and sends Last-Event-ID; the server must replay from it (seq + ring) or send a gap marker, never restart silently",
+        evidence: &["seq-numbers", "ring-buffer"],
+        fix: Fix {
+            summary: "send `id: <seq>` on every event and replay from Last-Event-ID out of a ring buffer (or send a gap event when it is too old)".into(),
+            runtime: vec![],
+            persistent: vec![],
+        },
+    };
+    let Some(r) = o.reconnect() else {
+        let mut f = d.finish(
+            Status::Skip,
+            format!("the stream stayed open for {}", fmt_s(o.window_ms)),
+            &[],
+        );
+        f.reason = Some(format!(
+            "the server did not close the stream within {}: nothing to reconnect from (rtcheck serve: --sse-max-age)",
+            fmt_s(o.window_ms)
+        ));
+        return f;
+    };
+    let mut numbers = vec![
+        ("closed_at_ms", r.closed_at_ms),
+        ("gap_markers", r.gaps as f64),
+    ];
+    let Some(delay) = r.delay_ms.filter(|_| !r.gave_up) else {
+        let status = r
+            .reconnect_status
+            .map_or("no answer".to_string(), |s| format!("HTTP {s}"));
+        let observed = format!(
+            "the server closed the stream after {}; EventSource {} (reconnect: {status})",
+            ms(r.closed_at_ms),
+            if r.gave_up {
+                "gave up"
+            } else {
+                "did not come back within the window"
+            }
+        );
+        return d.finish(Status::Fail, observed, &numbers);
+    };
+    numbers.push(("reconnect_delay_ms", delay));
+    numbers.push((
+        "last_event_id_sent",
+        f64::from(u8::from(r.sent_id.is_some())),
+    ));
+    numbers.push(("lost", r.lost as f64));
+    numbers.push(("duplicated", r.duplicated as f64));
+    let sent = match (&r.sent_id, r.last_before) {
+        (Some(id), _) => format!("sent Last-Event-ID {id}"),
+        (None, _) => "sent no Last-Event-ID".into(),
+    };
+    let next = match (r.last_before, r.first_after) {
+        (Some(a), Some(b)) => format!("last seq before {a}, first after {b}: {} lost", r.lost),
+        (_, None) => "no event after the reconnect within the window".into(),
+        (None, Some(b)) => format!("first seq after {b}"),
+    };
+    let observed = format!(
+        "closed by the server after {}; the browser waited {} and {sent}; {next}",
+        ms(r.closed_at_ms),
+        ms(delay)
+    );
+    let id_matches = r.sent_id.as_deref() == r.last_before.map(|s| s.to_string()).as_deref();
+    let status = if r.lost > 0 && r.gaps == 0 {
+        Status::Fail
+    } else if !id_matches || r.first_after.is_none() || r.gaps > 0 || r.duplicated > 0 {
+        Status::Warn
+    } else {
+        Status::Pass
+    };
+    d.finish(status, observed, &numbers)
+}
+
+/// A WebSocket from the page: handshake, frames decoded, the close code it saw.
+pub fn websocket(url: &str, o: &WsObs) -> Finding {
+    let d = Draft {
+        id: WEBSOCKET,
+        title: "WebSocket in Chromium",
+        url,
+        expected: "handshake from the page, frames decoded, a close code from the server when it goes away (1001)",
+        rule: "a proxy without the Upgrade headers kills WebSocket at once; a server that goes away should say so (1001) rather than vanish (1006)",
+        evidence: &["proxy-config", "ws-framing"],
+        fix: Fix {
+            summary: "forward Upgrade and Connection over HTTP/1.1 on every proxy; close with 1001 on shutdown".into(),
+            runtime: vec![],
+            persistent: vec![],
+        },
+    };
+    let s = &o.state;
+    let Some(open) = s.open else {
+        let code = s.close.as_ref().map_or(0, |c| c.code);
+        let observed = format!("the page's WebSocket never opened (close code {code})");
+        return d.finish(Status::Fail, observed, &[("close_code", f64::from(code))]);
+    };
+    let mut numbers = vec![
+        ("handshake_ms", open),
+        ("text_frames", s.text as f64),
+        ("binary_frames", s.binary as f64),
+        ("undecoded_frames", s.undecoded as f64),
+        ("lost", s.lost() as f64),
+    ];
+    let frames = format!(
+        "{} text and {} binary frame(s) decoded ({} not rtcheck's payload), {} lost",
+        s.text,
+        s.binary,
+        s.undecoded,
+        s.lost()
+    );
+    let (status, close) = match &s.close {
+        None => (
+            Status::Pass,
+            format!("no close within {}", fmt_s(o.window_ms)),
+        ),
+        Some(c) => {
+            numbers.push(("close_code", f64::from(c.code)));
+            let reason = if c.reason.is_empty() {
+                String::new()
+            } else {
+                format!(" \"{}\"", c.reason.chars().take(60).collect::<String>())
+            };
+            // 1000/1001 came in a close frame; 1006 means the connection just ended.
+            // (wasClean also needs the closing handshake's echo, which a server that
+            // exits right after its close frame does not wait for.)
+            let status = if matches!(c.code, 1000 | 1001) {
+                Status::Pass
+            } else {
+                Status::Warn
+            };
+            let how = if c.clean {
+                ""
+            } else {
+                ", no closing handshake"
+            };
+            (
+                status,
+                format!("closed {}{reason} after {}{how}", c.code, ms(c.t)),
+            )
+        }
+    };
+    let observed = format!("handshake in {}; {frames}; {close}", ms(open));
+    d.finish(status, observed, &numbers)
+}
