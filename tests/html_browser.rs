@@ -348,6 +348,100 @@ fn fanout_page_plots_each_scenario_against_the_floor_with_the_runs_numbers() {
     assert!(page.dom.contains("INVALID: A"));
 }
 
+/// `bench cluster` over a real redis-server (Debian package `redis-server`): per scenario
+/// its verdict and numbers (equal to the JSON), latency and duplicate bars, ghosts over
+/// time after the kill (ttl vs events); the same run with one scenario made invalid shows
+/// its reasons and none of its numbers.
+#[test]
+fn cluster_page_has_each_scenarios_numbers_bars_and_ghosts_over_time() {
+    common::require_binary("redis-server", "redis-server");
+    let dir = tempfile::tempdir().unwrap();
+    let (html, json) = (
+        dir.path().join("cluster.html"),
+        dir.path().join("cluster.json"),
+    );
+    #[rustfmt::skip]
+    ok_or_findings(&[
+        "bench", "cluster", "--nodes", "2", "--connections", "8", "--rounds", "40",
+        "--rate", "20", "--drain", "5s", "--scenario", "single,naive,node-kill",
+        "--format", "html", "-o", s(&html), "--save-json", s(&json),
+    ], &[0, 1]);
+    let page = load(&html);
+    let saved: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(page.json, saved, "the page carries this run's JSON");
+    let rows = saved["scenarios"].as_array().unwrap();
+    let valid: Vec<&str> = rows
+        .iter()
+        .filter(|r| r["valid"] == true)
+        .map(|r| r["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        numbers_match(&page) >= 8 + valid.len() * 14,
+        "too few numbers"
+    );
+    for (i, r) in rows.iter().enumerate() {
+        let tagged = page
+            .dom
+            .contains(&format!("data-path=\"scenarios.{i}.p50_ms\""));
+        assert_eq!(tagged, r["valid"] == true, "{}", r["name"]);
+    }
+    let p = plots(&page.dom);
+    let ids: Vec<&str> = p.iter().map(|p| p.id).collect();
+    let mut want = vec!["latency", "duplicates"];
+    if valid.contains(&"node-kill") {
+        want.push("ghosts-node-kill");
+    }
+    assert_eq!(ids, want, "{valid:?}");
+    for (name, texts) in [
+        ("latency", ["p50", "p99", "p99.9"].as_slice()),
+        ("duplicates", valid.as_slice()),
+    ] {
+        let plot = p.iter().find(|x| x.id == name).unwrap();
+        for t in texts.iter().chain(valid.iter()) {
+            assert!(plot.has(t), "{name}: no {t}");
+        }
+    }
+    if valid.contains(&"naive") {
+        assert!(p[1].has("a"), "naive duplicates come from node a");
+    }
+    if let Some(g) = p.get(2) {
+        assert!(
+            g.has("ttl") && g.has("events"),
+            "ghost series ttl and events"
+        );
+    }
+
+    // The same run with naive judged invalid: its reasons, no number, no bar.
+    let mut rep: rtcheck::cluster::model::ClusterReport = serde_json::from_value(saved).unwrap();
+    let n = rep
+        .scenarios
+        .iter()
+        .position(|s| s.name == "naive")
+        .unwrap();
+    rep.scenarios[n].valid = false;
+    rep.scenarios[n]
+        .notes
+        .insert(0, "INVALID: 7 samples unexplained".into());
+    rep.valid = false;
+    let page = load_rendered(
+        dir.path(),
+        "invalid.html",
+        rtcheck::report::html::cluster::render(&rep).unwrap(),
+    );
+    numbers_match(&page);
+    assert!(!page.dom.contains(&format!("data-path=\"scenarios.{n}.")));
+    let row = between(
+        &page.dom,
+        "<tr class=\"invalid\" data-scenario=\"naive\">",
+        "</tr>",
+    )
+    .expect("naive drawn as invalid");
+    assert!(row.contains("7 samples unexplained"), "{row}");
+    assert!(page.dom.contains("INVALID: naive"));
+    let bars = plots(&page.dom);
+    assert!(!bars[0].has("naive"), "a bar for the invalid scenario");
+}
+
 #[test]
 fn idle_page_plots_rss_against_connections() {
     let dir = tempfile::tempdir().unwrap();

@@ -1,5 +1,5 @@
 //! `rtcheck bench cluster`: flags to options, run the scenarios, render, write.
-use super::output::{HumanFormats, OutputArgs};
+use super::output::{ClusterFormats, OutputArgs};
 use super::{parse_count, parse_rate, Ctx};
 use crate::cluster::{self, ClusterOptions, Kind};
 use crate::report::Format;
@@ -14,6 +14,7 @@ Examples:
   rtcheck bench cluster --nodes 2 --scenario single,one-path,naive
   rtcheck bench cluster --redis redis://127.0.0.1:6379 --scenario one-path,node-kill
   rtcheck bench cluster --format markdown -o cluster.md
+  rtcheck bench cluster --format html -o cluster.html
 
 Scenarios: single (one node, no Redis: the baseline), naive (DEMONSTRATION: the publishing
 node also delivers locally), one-path (publisher -> Redis -> every node), node-kill (SIGKILL
@@ -54,7 +55,7 @@ pub struct ClusterArgs {
     #[arg(long, default_value = "5s", value_parser = crate::units::parse_duration, hide = true)]
     pub drain: Duration,
     #[command(flatten)]
-    pub out: OutputArgs<HumanFormats>,
+    pub out: OutputArgs<ClusterFormats>,
     /// Also write the JSON report here (atomically), whatever --format says.
     #[arg(long, value_name = "PATH")]
     pub save_json: Option<PathBuf>,
@@ -91,6 +92,7 @@ pub fn run(a: ClusterArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
         Format::Json => crate::report::json::render(&report)?,
         Format::Yaml => crate::report::yaml::render(&report)?,
         Format::Markdown => crate::report::markdown::cluster::render(&report),
+        Format::Html => crate::report::html::cluster::render(&report)?,
         _ => crate::report::text::cluster::render(&report, &a.out.palette(ctx.color)),
     };
     if let Some(p) = &a.save_json {

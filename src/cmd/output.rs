@@ -107,6 +107,10 @@ format_set!(
     /// bench fanout and bench idle.
     BenchFormats = [Text, Json, Markdown, Html]
 );
+format_set!(
+    /// bench cluster: the human and serde formats, and an HTML page.
+    ClusterFormats = [Text, Json, Yaml, Markdown, Html]
+);
 
 /// `--format` parser offering only `F`'s formats: an unsupported one is clap's one-line
 /// "invalid value ... [possible values: ...]" (exit 2), the same for every command.
