@@ -54,8 +54,15 @@ fn usage_error(e: clap::Error) -> ExitCode {
 /// First meaningful line of a clap message, without its `error: ` prefix, plus the
 /// `[possible values: ...]` hint when clap gave one (it is what the user needs next).
 pub fn one_line(msg: &str) -> String {
-    let first = msg.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+    let mut lines = msg.lines().skip_while(|l| l.trim().is_empty());
+    let first = lines.next().unwrap_or("");
     let mut line = first.trim().trim_start_matches("error: ").to_string();
+    // "the following required arguments were not provided:" lists them on the next lines.
+    if line.ends_with(':') {
+        let named: Vec<&str> = lines.map(str::trim).take_while(|l| !l.is_empty()).collect();
+        line.push(' ');
+        line.push_str(&named.join(", "));
+    }
     if let Some(hint) = msg
         .lines()
         .map(str::trim)

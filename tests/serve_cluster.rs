@@ -366,6 +366,14 @@ fn a_bad_or_unreachable_redis_is_one_line_and_exit_2() {
         assert_eq!(err.trim().lines().count(), 1, "{err}");
         assert!(err.contains(want) && err.contains(url), "{err}");
     }
+    // A cluster flag without --redis names the flag it needs.
+    for flag in [["--path", "naive"], ["--presence", "events"]] {
+        let out = common::rtcheck().arg("serve").args(flag).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{flag:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        assert!(err.contains("--redis <URL>"), "{err}");
+    }
 }
 
 /// WebSocket frames from a raw client until `n` complete frames arrived.
