@@ -2,7 +2,7 @@
 //! distribution against the floor F and its rounds (last client, hub). An invalid scenario
 //! is drawn as invalid, with the reason, never as numbers.
 use super::plot::{self, Series};
-use super::{esc, ms, notes, num, page, status};
+use super::{checks, esc, ms, notes, num, page};
 use crate::bench::model::{BenchReport, ScenarioResult};
 
 pub fn render(rep: &BenchReport) -> anyhow::Result<String> {
@@ -95,7 +95,7 @@ fn scenario(i: usize, s: &ScenarioResult, floor: Option<&ScenarioResult>) -> Str
             esc(&s.name),
             notes(&s.notes)
         ));
-        b.push_str(&checks(s));
+        b.push_str(&checks(&s.checks));
         b.push_str("</section>\n");
         return b;
     }
@@ -113,7 +113,7 @@ fn scenario(i: usize, s: &ScenarioResult, floor: Option<&ScenarioResult>) -> Str
         ));
     }
     b.push_str(&notes(&s.notes));
-    b.push_str(&checks(s));
+    b.push_str(&checks(&s.checks));
     b.push_str("</section>\n");
     b
 }
@@ -210,20 +210,4 @@ fn percentile_table(i: usize, s: &ScenarioResult) -> String {
         })
         .collect();
     format!("<table class=\"percentiles\"><tr><th>ms</th>{head}</tr><tr><td></td>{cells}</tr></table>\n")
-}
-
-fn checks(s: &ScenarioResult) -> String {
-    let rows: String = s
-        .checks
-        .iter()
-        .map(|c| {
-            format!(
-                "<tr><td>{}</td><td>{}</td><td>{}</td></tr>",
-                status(c.status),
-                esc(&c.name),
-                esc(&c.detail)
-            )
-        })
-        .collect();
-    format!("<details><summary>checks</summary><table class=\"checks\">{rows}</table></details>\n")
 }

@@ -3,7 +3,7 @@
 //! scenario its verdict, counts and, after a node kill, ghosts over time (ttl vs events).
 //! An invalid scenario shows its reasons and no number.
 use super::plot::{self, Series};
-use super::{esc, evidence_list, ms, notes, num, page, status};
+use super::{checks, esc, evidence_list, ms, notes, num, page};
 use crate::cluster::model::{ClusterReport, ClusterScenario};
 
 pub fn render(rep: &ClusterReport) -> anyhow::Result<String> {
@@ -236,7 +236,7 @@ fn scenario(i: usize, s: &ClusterScenario) -> String {
         b.push_str(&ghosts(i, s));
         b.push_str(&notes(&s.notes));
     }
-    b.push_str(&checks(s));
+    b.push_str(&checks(&s.checks));
     b.push_str("</section>\n");
     b
 }
@@ -295,20 +295,4 @@ fn ghosts(i: usize, s: &ClusterScenario) -> String {
     format!(
         "<div class=\"plots\">{fig}</div>\n<table class=\"ghosts\"><tr><th>presence</th><th>ghosts at the end</th><th>cleared</th></tr>{rows}</table>\n"
     )
-}
-
-fn checks(s: &ClusterScenario) -> String {
-    let rows: String = s
-        .checks
-        .iter()
-        .map(|c| {
-            format!(
-                "<tr><td>{}</td><td>{}</td><td>{}</td></tr>",
-                status(c.status),
-                esc(&c.name),
-                esc(&c.detail)
-            )
-        })
-        .collect();
-    format!("<details><summary>checks</summary><table class=\"checks\">{rows}</table></details>\n")
 }

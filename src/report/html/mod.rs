@@ -124,6 +124,22 @@ pub fn evidence_list(refs: &[EvidenceRef]) -> String {
 }
 
 /// A list of notes, or nothing.
+/// A validity check list, folded away: the verdict above already says what failed.
+pub fn checks(checks: &[crate::bench::model::Check]) -> String {
+    let rows: String = checks
+        .iter()
+        .map(|c| {
+            format!(
+                "<tr><td>{}</td><td>{}</td><td>{}</td></tr>",
+                status(c.status),
+                esc(&c.name),
+                esc(&c.detail)
+            )
+        })
+        .collect();
+    format!("<details><summary>checks</summary><table class=\"checks\">{rows}</table></details>\n")
+}
+
 pub fn notes(v: &[String]) -> String {
     if v.is_empty() {
         return String::new();
