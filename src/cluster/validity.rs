@@ -289,8 +289,11 @@ pub fn apply_single_delta(rows: &mut [ClusterScenario]) {
         r.delta_p50_ms = d(r.p50_ms, base.p50_ms);
         r.delta_p99_ms = d(r.p99_ms, base.p99_ms);
         if let (Some(p50), Some(p99)) = (r.delta_p50_ms, r.delta_p99_ms) {
+            let seed = |name| crate::evidence::fmt_num(crate::evidence::num("redis-pubsub", name));
             r.notes.push(format!(
-                "over single: {p50:+.1} ms p50, {p99:+.1} ms p99 (seed, Redis pub/sub: +0.4 ms p50, +12 ms p99)"
+                "over single: {p50:+.1} ms p50, {p99:+.1} ms p99 (seed, Redis pub/sub: +{} ms p50, +{} ms p99)",
+                seed("p50_added"),
+                seed("p99_added")
             ));
         }
     }

@@ -69,10 +69,41 @@ pub fn render(r: &DeliveryReport, p: &Palette) -> String {
     }
     out.push('\n');
     out.push_str(&crate::report::text::wrap(
-        "evidence: seq-numbers (615 silent), ring-buffer (0 lost, 100 KB, 3 s), session-ack (83 KB per client per 3 s), session-expiry (830 MB at 10,000), loss-dup-order",
+        &evidence_line(),
         p.width,
         "",
         "  ",
     ));
     out
+}
+
+/// The seed's figures behind the verdicts, read from data/evidence.yaml.
+fn evidence_line() -> String {
+    use crate::evidence::{fmt_num, num};
+    // The seed's round figures as the seed wrote them (100 KB, 830 MB), not fmt_bytes's 100.0 KB.
+    let kb = |id, name| format!("{} KB", fmt_num(num(id, name) / 1e3));
+    format!(
+        "evidence: seq-numbers ({} silent), ring-buffer ({} lost, {}, {} s), session-ack ({} per client per {} s), session-expiry ({} MB at {}), loss-dup-order",
+        fmt_num(num("seq-numbers", "lost_silently")),
+        fmt_num(num("ring-buffer", "lost")),
+        kb("ring-buffer", "ring_bytes"),
+        fmt_num(num("ring-buffer", "disconnect")),
+        kb("session-ack", "bytes_per_client"),
+        fmt_num(num("session-ack", "disconnect")),
+        fmt_num(num("session-expiry", "bytes") / 1e6),
+        fmt_num(num("session-expiry", "clients")),
+    )
+}
+
+#[cfg(test)]
+mod evidence_tests {
+    #[test]
+    fn the_seed_figures_come_from_the_evidence_file() {
+        let l = super::evidence_line();
+        // The line the docs show, character for character.
+        assert_eq!(
+            l,
+            "evidence: seq-numbers (615 silent), ring-buffer (0 lost, 100 KB, 3 s), session-ack (83 KB per client per 3 s), session-expiry (830 MB at 10,000), loss-dup-order"
+        );
+    }
 }
