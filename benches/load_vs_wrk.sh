@@ -6,19 +6,20 @@
 # per request, the 1-minute load average before the pair, the ratio per pair, and the
 # median ratio. Issue 14's target: rtcheck load >= 0.8x wrk's req/s.
 #
-#   cargo build --release && benches/load_vs_wrk.sh [--pairs N] [--secs S] [--conns C] [--threads T]
+#   cargo build --release && benches/load_vs_wrk.sh [--pairs N] [--secs S] [--conns C] [--threads T] [--engine wire|hyper]
 #
 # Needs wrk and python3. Everything runs on 127.0.0.1 and stops by itself; the temp dir and
 # the server are removed on exit, also on Ctrl-C.
 set -eu
-PAIRS=3 SECS=5 CONNS=64 THREADS=2
+PAIRS=3 SECS=5 CONNS=64 THREADS=2 ENGINE=wire
 while [ $# -gt 0 ]; do
   case "$1" in
     --pairs) PAIRS=$2; shift 2 ;;
     --secs) SECS=$2; shift 2 ;;
     --conns) CONNS=$2; shift 2 ;;
     --threads) THREADS=$2; shift 2 ;;
-    *) echo "usage: $0 [--pairs N] [--secs S] [--conns C] [--threads T]" >&2; exit 2 ;;
+    --engine) ENGINE=$2; shift 2 ;;
+    *) echo "usage: $0 [--pairs N] [--secs S] [--conns C] [--threads T] [--engine wire|hyper]" >&2; exit 2 ;;
   esac
 done
 R=${R:-target/release/rtcheck}
@@ -61,7 +62,7 @@ run_rtcheck() {
   local s0 s1
   s0=$(srv_cpu)
   rm -f "$D/load.json"
-  "$R" load "$U" --concurrency "$CONNS" --step "${SECS}s" --threads "$THREADS" --format json -o "$D/load.json" >/dev/null 2>"$D/load.err" || true
+  "$R" load "$U" --concurrency "$CONNS" --step "${SECS}s" --threads "$THREADS" --engine "$ENGINE" --format json -o "$D/load.json" >/dev/null 2>"$D/load.err" || true
   s1=$(srv_cpu)
   [ -s "$D/load.json" ] || { echo "0 0 0 0 0 FAILED: $(head -1 "$D/load.err")"; return; }
   python3 - "$D/load.json" "$s0" "$s1" <<'EOF'
@@ -75,7 +76,7 @@ print(f"{l['throughput_rps']:.0f} {l['loadgen_cpu_pct']:.0f} {cpu / n * 1e6:.2f}
 EOF
 }
 
-echo "target $U; wrk -t$THREADS -c$CONNS -d${SECS}s vs rtcheck load --concurrency $CONNS --threads $THREADS --step ${SECS}s"
+echo "target $U; wrk -t$THREADS -c$CONNS -d${SECS}s vs rtcheck load --concurrency $CONNS --threads $THREADS --engine $ENGINE --step ${SECS}s"
 echo "cpu: percent of one core; us/req: the tool's CPU per request; srv us/req: the target's"
 printf '%-4s %-6s %-8s %9s %5s %7s %11s  %s\n' pair load1 tool req/s cpu us/req "srv us/req" note
 ratios=

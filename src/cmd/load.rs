@@ -3,6 +3,7 @@ use super::output::{FindingsFormats, OutputArgs};
 use super::Ctx;
 use crate::findings::{FailOn, Summary};
 use crate::load::client::{self, ErrorKind, Target};
+use crate::load::conn::{Engine, Request};
 use crate::load::model::LoadReport;
 use crate::load::{analysis, findings, sweep};
 use crate::report::{self, FindingsReport, Format};
@@ -62,6 +63,10 @@ pub struct LoadArgs {
     /// Load generator threads [default: one per CPU].
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=64))]
     pub threads: Option<u32>,
+    /// HTTP client of the virtual users: wire (the request encoded once, answers read with
+    /// httparse) or hyper (hyper's client connection, about 1.5x the CPU per request).
+    #[arg(long, value_enum, default_value_t = Engine::Wire)]
+    pub engine: Engine,
     /// Allow a target (or --metrics) that is not loopback.
     #[arg(long)]
     pub allow_remote: bool,
@@ -223,6 +228,7 @@ pub async fn sweep_report(a: &LoadArgs, plan: sweep::Plan) -> LoadReport {
         order_of_reaction: order,
         findings,
         client_tcp_nodelay: true,
+        client_engine: a.engine,
         duration_ms: (started.elapsed().as_secs_f64() * 1000.0).round(),
     }
 }
@@ -254,7 +260,7 @@ pub fn run(a: LoadArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
             preflight(m, a.timeout, "--metrics").await?;
         }
         let plan = sweep::Plan {
-            target: Arc::new(t),
+            request: Arc::new(Request::new(t, a.engine)),
             step: a.step,
             timeout: a.timeout,
             rate: a.rate,

@@ -116,6 +116,12 @@ pub struct Conn {
 }
 
 impl Conn {
+    /// Whether the next request may go on this connection (hyper closes it after a
+    /// `Connection: close` answer; a request on it would fail as a protocol error).
+    pub fn reusable(&self) -> bool {
+        !self.closed && !self.sender.is_closed()
+    }
+
     /// Run `f` (a request on `sender`) while driving the connection.
     async fn drive<T>(
         &mut self,
@@ -154,7 +160,7 @@ pub struct Timing {
     pub status: u16,
 }
 
-fn connect_error(e: &std::io::Error) -> ErrorKind {
+pub(crate) fn connect_error(e: &std::io::Error) -> ErrorKind {
     if e.kind() == std::io::ErrorKind::ConnectionRefused {
         ErrorKind::Refused
     } else {

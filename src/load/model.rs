@@ -101,5 +101,7 @@ pub struct LoadReport {
     pub findings: Vec<Finding>,
     /// The client sets TCP_NODELAY on every connection.
     pub client_tcp_nodelay: bool,
+    /// The HTTP client the users ran (`--engine`).
+    pub client_engine: crate::load::conn::Engine,
     pub duration_ms: f64,
 }

@@ -1,18 +1,20 @@
 //! Running the sweep (I/O): virtual users on one connection each, the open-loop
 //! scheduler, the metrics sampler, and the load generator's own CPU.
 use super::analysis::Raw;
-use super::client::{self, Answer, Conn, ErrorKind, Target};
+use super::client::{self, Answer, ErrorKind, Target};
+use super::conn::{self, Request, UserConn};
 use super::model::Saturation;
 use super::saturation;
-use std::pin::Pin;
+use std::cell::RefCell;
+use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::time::{Instant, Sleep};
+use tokio::time::Instant;
 
 #[derive(Debug, Clone)]
 pub struct Plan {
-    pub target: Arc<Target>,
+    pub request: Arc<Request>,
     pub step: Duration,
     pub timeout: Duration,
     /// Open loop: arrivals per second.
@@ -44,54 +46,69 @@ fn record(raw: &mut Raw, latency: Duration, end: Instant, r: Result<Answer, Erro
     }
 }
 
-/// One attempt on `conn` (connecting first when needed) before `timer` fires; the
-/// connection is dropped after an error (a late answer would be read as the next one's).
-async fn attempt(
-    conn: &mut Option<Conn>,
-    t: &Target,
-    mut timer: Pin<&mut Sleep>,
-) -> Result<Answer, ErrorKind> {
-    if conn.is_none() {
-        *conn = Some(client::connect_by(t, timer.as_mut()).await?);
-    }
-    let c = conn.as_mut().expect("connected above");
-    let r = client::exchange(c, t, timer).await;
-    if r.is_err() {
-        *conn = None;
-    }
-    r
+/// A user's first connection, opened before the level's clock starts.
+async fn first_conn(p: &Plan) -> Option<UserConn> {
+    let timer = tokio::time::sleep(p.timeout);
+    tokio::pin!(timer);
+    conn::connect(&p.request, timer).await.ok()
 }
 
 /// Closed loop: send, wait for the answer, send again, until `deadline`. Two clock reads
 /// per request (the answer's head and its end, which is the next request's start) and one
-/// timer per user, moved forward per request.
-async fn user(p: Arc<Plan>, start: Instant, deadline: Instant) -> (Raw, f64) {
-    let mut raw = Raw::new(0);
-    let mut conn = client::connect(&p.target, p.timeout).await.ok();
+/// timer per user, moved forward per request. The users of one thread record into one
+/// shared `Raw`: a histogram per user is 180 KB each, and recording into 2 x C of them
+/// misses the cache on nearly every request.
+async fn user(p: Arc<Plan>, raw: Rc<RefCell<Raw>>, start: Instant, deadline: Instant) -> f64 {
+    let mut conn = first_conn(&p).await;
     tokio::time::sleep_until(start).await;
     let timer = tokio::time::sleep_until(start + p.timeout);
     tokio::pin!(timer);
     let mut t0 = Instant::now();
     let mut end = start;
     while t0 < deadline {
-        raw.started += 1;
+        raw.borrow_mut().started += 1;
         timer.as_mut().reset(t0 + p.timeout);
-        let r = attempt(&mut conn, &p.target, timer.as_mut()).await;
+        let r = conn::attempt(&mut conn, &p.request, timer.as_mut()).await;
         end = Instant::now();
         let refused = matches!(r, Err(ErrorKind::Refused | ErrorKind::Connect));
-        record(&mut raw, end - t0, end, r);
+        record(&mut raw.borrow_mut(), end - t0, end, r);
         t0 = end;
         if refused {
             tokio::time::sleep(RECONNECT_PAUSE).await;
             t0 = Instant::now();
         }
     }
-    (raw, (end - start).as_secs_f64())
+    (end - start).as_secs_f64()
+}
+
+/// One thread's share of a closed-loop level: its users' records and their summed
+/// active time.
+async fn thread_users(p: Arc<Plan>, share: u32, start: Instant, deadline: Instant) -> (Raw, f64) {
+    let raw = Rc::new(RefCell::new(Raw::new(0)));
+    let local = tokio::task::LocalSet::new();
+    let users: Vec<_> = (0..share)
+        .map(|_| local.spawn_local(user(p.clone(), raw.clone(), start, deadline)))
+        .collect();
+    let active = local
+        .run_until(async {
+            let mut active = 0.0;
+            for u in users {
+                // A user that panicked counts no active time: Little's law (over all C
+                // users) then marks the level invalid.
+                active += u.await.unwrap_or(0.0);
+            }
+            active
+        })
+        .await;
+    drop(local);
+    let raw = Rc::try_unwrap(raw).map_or_else(|rc| rc.borrow().clone(), RefCell::into_inner);
+    (raw, active)
 }
 
 /// Closed loop: C users spread over `threads` OS threads, each a current-thread runtime
 /// with its own epoll and timers (as wrk does): no work stealing and no cross-thread
 /// wake-up per answer, which a shared multi-thread runtime pays on every request.
+/// Returns each thread's records and its users' summed active time.
 async fn closed_loop(p: &Arc<Plan>, c: u32, start: Instant, deadline: Instant) -> Vec<(Raw, f64)> {
     let n = p.threads.clamp(1, c);
     let mut done = Vec::new();
@@ -109,19 +126,7 @@ async fn closed_loop(p: &Arc<Plan>, c: u32, start: Instant, deadline: Instant) -
                 else {
                     return;
                 };
-                let out = rt.block_on(async {
-                    let users: Vec<_> = (0..share)
-                        .map(|_| tokio::spawn(user(p.clone(), start, deadline)))
-                        .collect();
-                    let mut out = Vec::with_capacity(users.len());
-                    for u in users {
-                        if let Ok(r) = u.await {
-                            out.push(r);
-                        }
-                    }
-                    out
-                });
-                let _ = tx.send(out);
+                let _ = tx.send(rt.block_on(thread_users(p, share, start, deadline)));
             });
         if spawned.is_ok() {
             done.push(rx);
@@ -131,7 +136,9 @@ async fn closed_loop(p: &Arc<Plan>, c: u32, start: Instant, deadline: Instant) -
     for rx in done {
         // A thread that could not start its runtime sends nothing: its users are missing,
         // and Little's law (which counts all C users) marks the level invalid.
-        all.extend(rx.await.unwrap_or_default());
+        if let Ok(r) = rx.await {
+            all.push(r);
+        }
     }
     all
 }
@@ -143,7 +150,7 @@ async fn open_worker(
     rx: Arc<tokio::sync::Mutex<tokio::sync::mpsc::UnboundedReceiver<Instant>>>,
 ) -> Raw {
     let mut raw = Raw::new(0);
-    let mut conn = client::connect(&p.target, p.timeout).await.ok();
+    let mut conn = first_conn(&p).await;
     let timer = tokio::time::sleep(p.timeout);
     tokio::pin!(timer);
     loop {
@@ -158,7 +165,7 @@ async fn open_worker(
             continue;
         }
         timer.as_mut().reset(due);
-        let r = attempt(&mut conn, &p.target, timer.as_mut()).await;
+        let r = conn::attempt(&mut conn, &p.request, timer.as_mut()).await;
         let end = Instant::now();
         record(&mut raw, end - scheduled, end, r);
     }

@@ -41,7 +41,7 @@ pub fn render(r: &LoadReport) -> anyhow::Result<String> {
         )
     };
     let mut b = format!(
-        "<p>{} {} &middot; {} loop, latency from the {} &middot; {} ms per level, timeout {} ms, Little's law within {}% &middot; client TCP_NODELAY {}</p>\n",
+        "<p>{} {} &middot; {} loop, latency from the {} &middot; {} ms per level, timeout {} ms, Little's law within {}% &middot; client TCP_NODELAY {}, engine {}</p>\n",
         esc(&r.method),
         esc(&r.url),
         esc(&r.mode),
@@ -50,6 +50,7 @@ pub fn render(r: &LoadReport) -> anyhow::Result<String> {
         num("timeout_ms", &crate::evidence::fmt_num(r.timeout_ms)),
         num("littles_law_tolerance_pct", &crate::evidence::fmt_num(r.littles_law_tolerance_pct)),
         if r.client_tcp_nodelay { "on" } else { "off" },
+        r.client_engine.as_str(),
     );
     b.push_str(&knee(r));
     b.push_str(&table(r));

@@ -3,8 +3,14 @@ use crate::load::model::LoadReport;
 
 pub fn render(r: &LoadReport) -> String {
     let mut s = format!(
-        "# Load sweep: {} {}\n\n{} loop, latency from the {}, {} ms per level, timeout {} ms.\n\n",
-        r.method, r.url, r.mode, r.latency_from, r.step_ms, r.timeout_ms
+        "# Load sweep: {} {}\n\n{} loop, latency from the {}, {} ms per level, timeout {} ms, client engine {}.\n\n",
+        r.method,
+        r.url,
+        r.mode,
+        r.latency_from,
+        r.step_ms,
+        r.timeout_ms,
+        r.client_engine.as_str()
     );
     s.push_str("| C | req/s | p50 ms | p99 ms | max ms | errors | W = C/X ms | mean ms | saturation | loadgen CPU | valid |\n");
     s.push_str("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
