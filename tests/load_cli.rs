@@ -266,3 +266,33 @@ fn bad_input_is_one_line_and_exit_2() {
     one_line_exit_2(&[ok, "--header", "nocolon"], "--header");
     one_line_exit_2(&[ok, "--rate", "0"], "--rate");
 }
+
+/// Both engines measure the same pool against its ceiling (4 workers x 10 ms = 400 req/s):
+/// each level valid, Little's law within tolerance, throughput near and never above the
+/// ceiling, and the report names the engine that ran.
+#[test]
+fn both_engines_reach_the_pools_ceiling_and_say_which_ran() {
+    let s = Server::start(&["--workers", "4"]);
+    let url = format!("http://{}/work?ms=10", s.addr);
+    for engine in ["wire", "hyper"] {
+        let (code, v) = load(&[
+            &url,
+            "--concurrency",
+            "8",
+            "--step",
+            "1500ms",
+            "--littles-tolerance",
+            "10",
+            "--engine",
+            engine,
+        ]);
+        assert_eq!(v["client_engine"], engine, "{v}");
+        let l = &v["levels"][0];
+        assert!(l["valid"].as_bool().unwrap(), "{engine}: {l}");
+        assert_eq!(l["errors"], 0, "{engine}: {l}");
+        let x = f(l, "throughput_rps");
+        // The floor is loose: a loaded 2-core host sleeps past 10 ms.
+        assert!((200.0..=400.0 * 1.05).contains(&x), "{engine}: {l}");
+        assert!(code.is_some_and(|c| c < 2), "{engine}: {code:?}");
+    }
+}
