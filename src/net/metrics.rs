@@ -92,7 +92,7 @@ fn losses(o: &mut String, s: &Snapshot) {
         o,
         "rtcheck_slow_clients_removed_total",
         "counter",
-        "Clients removed by the server (write deadline or pong timeout).",
+        "Clients removed by the server (write deadline, pong or TCP timeout, full queue under snapshot).",
         &one(s.removed),
     );
     metric(

@@ -431,7 +431,8 @@ async fn ws_loop(hub: &Hub, conn: &Conn, leftover: Vec<u8>) -> (CloseReason, u64
         }
         if writer {
             if let Some(item) = conn.pop() {
-                let r = io::write_with_deadline(s, &item.bytes, cfg.write_deadline).await;
+                let wire = item.wire(Transport::Ws);
+                let r = io::write_with_deadline(s, &wire, cfg.write_deadline).await;
                 conn.done_writing();
                 match r {
                     Ok(()) => hub.counters.sent(Transport::Ws, item.bytes.len()),
@@ -664,7 +665,8 @@ async fn sse_loop(
         }
         if writer {
             if let Some(item) = conn.pop() {
-                let r = io::write_with_deadline(s, &item.bytes, cfg.write_deadline).await;
+                let wire = item.wire(Transport::Sse);
+                let r = io::write_with_deadline(s, &wire, cfg.write_deadline).await;
                 conn.done_writing();
                 match r {
                     Ok(()) => hub.counters.sent(Transport::Sse, item.bytes.len()),
