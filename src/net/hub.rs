@@ -494,11 +494,30 @@ impl Hub {
         transport: Transport,
         first: impl FnOnce(&VecDeque<Round>) -> (T, u64),
     ) -> (Arc<Conn>, T) {
+        let infallible = |ring: &VecDeque<Round>| Ok::<_, std::convert::Infallible>(first(ring));
+        match self.try_register_with(stream, transport, infallible) {
+            Ok(r) => r,
+            Err((_, never)) => match never {},
+        }
+    }
+
+    /// [`Hub::register_with`] where `first` may refuse the client: nothing is registered
+    /// and the stream comes back with the refusal.
+    pub fn try_register_with<T, E>(
+        &self,
+        stream: TcpStream,
+        transport: Transport,
+        first: impl FnOnce(&VecDeque<Round>) -> Result<(T, u64), E>,
+    ) -> Result<(Arc<Conn>, T), (TcpStream, E)> {
         let mut conns = lock(&self.conns);
         let ring = lock(&self.ring);
-        let (head, skip) = first(&ring);
-        drop(ring);
-        (self.add(&mut conns, stream, transport, skip, true), head)
+        match first(&ring) {
+            Ok((head, skip)) => {
+                drop(ring);
+                Ok((self.add(&mut conns, stream, transport, skip, true), head))
+            }
+            Err(e) => Err((stream, e)),
+        }
     }
 
     /// The ring after `since` up to `upto` (a WebSocket resume message: what the client
