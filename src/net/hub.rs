@@ -141,6 +141,7 @@ pub fn gap_marker(t: Transport, (a, b): (u64, u64)) -> Vec<u8> {
     let data = format!("{{\"from\":{a},\"to\":{b}}}");
     match t {
         Transport::Sse => format!("event: gap\ndata: {data}\n\n").into_bytes(),
+        // Raw clients have no queue, so they never get one.
         Transport::Ws | Transport::Raw => wsframe::frame(wsframe::OP_TEXT, data.as_bytes()),
     }
 }
