@@ -85,7 +85,7 @@ fn losses(o: &mut String, s: &Snapshot) {
         o,
         "rtcheck_drops_total",
         "counter",
-        "Messages not queued for a client because its queue was full.",
+        "Messages not queued for a client because its queue was full (announced by a gap marker; under snapshot the client is removed).",
         &one(s.drops),
     );
     metric(
