@@ -19,6 +19,24 @@ fn banner_names_address_endpoints_and_fd_limit() {
         nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE).unwrap();
     let _ = soft;
     assert!(err.contains(&format!("soft {hard}, hard {hard}")), "{err}");
+    assert!(
+        !err.contains("sessions:"),
+        "no sessions without session-ack: {err}"
+    );
+    let srv = Server::start(&["--delivery", "session-ack", "--max-sessions", "7"]);
+    let err = srv.stderr();
+    assert!(
+        err.contains("sessions: max 7 (new ones then get 503 + Retry-After)"),
+        "{err}"
+    );
+    // 7 x (1024 x (1024 B + bookkeeping) + the session): 7.6 MB at worst.
+    assert!(err.contains("sessions at worst: 7.6 MB"), "{err}");
+    assert!(
+        err.lines()
+            .filter(|l| l.contains("sessions"))
+            .all(|l| l.len() <= 80),
+        "{err}"
+    );
 }
 
 fn sigterm_or_sigint_exits_cleanly(sig: i32) {
@@ -120,6 +138,10 @@ fn bad_flags_give_one_line_and_exit_2() {
         vec!["--rate", "0"],
         vec!["--listen", "not-an-address"],
         vec!["--write-deadline", "soon"],
+        vec!["--max-sessions", "0"],
+        vec!["--max-sessions", "1000001"],
+        vec!["--max-sessions", "-3"],
+        vec!["--max-sessions", "lots"],
     ] {
         let out = std::process::Command::new(binary())
             .arg("serve")
@@ -132,6 +154,7 @@ fn bad_flags_give_one_line_and_exit_2() {
             err.contains(args[0]) || err.contains(args[1]),
             "{args:?}: {err}"
         );
+        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
     }
     // Port in use: one line naming the address.
     let srv = Server::start(&[]);

@@ -3,7 +3,7 @@
 //! the memory back, and snapshot's latest-first. Values are read back from the wire, the
 //! stats JSON and /metrics; waits are on conditions with generous bounds.
 mod common;
-use common::{http, http_get, Server};
+use common::{header, http, http_full, http_get, Server};
 use serde_json::Value;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -259,4 +259,82 @@ fn snapshot_clients_get_the_latest_message_first() {
     }
     let (_, text) = sse(srv.addr, "/sse", "id: ");
     assert!(!text.contains("event: gap"), "{text}");
+}
+
+/// A refusal at --max-sessions: 503, a Retry-After within the TTL, the reason in the body.
+fn assert_refused(addr: SocketAddr, request: &str) -> String {
+    let (code, head, body) = http_full(addr, request.as_bytes());
+    assert_eq!(code, 503, "{head}\n{body}");
+    let retry: u64 = header(&head, "retry-after").unwrap().parse().unwrap();
+    assert!((1..=60).contains(&retry), "{head}");
+    body
+}
+
+#[test]
+fn max_sessions_refuses_new_sessions_never_a_returning_one() {
+    let srv = Server::start(&[
+        "--delivery",
+        "session-ack",
+        "--max-sessions",
+        "2",
+        "--session-ttl",
+        "60s",
+        "--rate",
+        "20",
+        "--size",
+        "64",
+    ]);
+    let new_poll = || http_get(srv.addr, "/poll?session=&since=0");
+    let ids: Vec<String> = (0..2)
+        .map(|_| {
+            let (code, body) = new_poll();
+            assert_eq!(code, 200, "{body}");
+            let v: Value = serde_json::from_str(&body).unwrap();
+            v["session"].as_str().unwrap().to_string()
+        })
+        .collect();
+    // The cap is reached: a new session is refused on every transport, and so is an
+    // unknown id (it would be a new session).
+    let get = |path: &str| format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    let body = assert_refused(srv.addr, &get("/poll?session=&since=0"));
+    let v: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(
+        (v["error"].as_str(), v["max_sessions"].as_u64()),
+        (Some("too many sessions"), Some(2)),
+        "{v}"
+    );
+    assert_refused(srv.addr, &get("/poll?session=gone&since=0"));
+    let body = assert_refused(srv.addr, &get("/sse"));
+    assert!(body.contains("--max-sessions"), "{body}");
+    let ws = "GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n";
+    assert_refused(srv.addr, ws);
+    // A returning session is never refused, on any transport.
+    let (code, body) = http_get(srv.addr, &format!("/poll?session={}&since=0", ids[0]));
+    assert_eq!(code, 200, "{body}");
+    let v: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(
+        (v["session"].as_str(), v["reset"].as_bool()),
+        (Some(ids[0].as_str()), Some(false))
+    );
+    let (mut ws, _) = connect(format!("ws://{}/ws?session={}", srv.addr, ids[1])).unwrap();
+    let (texts, _) = ws_read(&mut ws, 1);
+    assert_eq!(texts[0]["session"], ids[1].as_str(), "{texts:?}");
+    assert_eq!(texts[0]["reset"], false);
+    let s = sessions(&srv);
+    assert_eq!(
+        (
+            s["count"].as_u64(),
+            s["max"].as_u64(),
+            s["refused"].as_u64()
+        ),
+        (Some(2), Some(2), Some(4)),
+        "{s}"
+    );
+    let (_, metrics) = http_get(srv.addr, "/metrics");
+    assert!(metrics.contains("\nrtcheck_sessions_max 2\n"), "{metrics}");
+    assert!(
+        metrics.contains("\nrtcheck_sessions_refused_total 4\n"),
+        "{metrics}"
+    );
+    assert!(metrics.contains("\nrtcheck_sessions 2\n"), "{metrics}");
 }

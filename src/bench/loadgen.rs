@@ -541,6 +541,9 @@ async fn ws_session(
                 Some(Ok(Message::Binary(b))) => {
                     record(out, counters, cfg.rounds, b.len(), crate::net::payload::decode(&b))
                 }
+                // A gap marker (the server dropped messages for this client) is not a
+                // payload: the missing seqs show as drops in the server's counters.
+                Some(Ok(Message::Text(t))) if crate::delivery::client::parse_gap(t.as_str()).is_some() => {}
                 Some(Ok(Message::Text(t))) => {
                     record(out, counters, cfg.rounds, t.len(), crate::net::payload::decode_text(t.as_str()))
                 }

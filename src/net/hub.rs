@@ -53,10 +53,13 @@ pub enum CloseReason {
     TcpTimeout,
     /// An SSE stream closed by the server after --sse-max-age (the client reconnects).
     MaxAge,
+    /// `--delivery snapshot`: the client's queue was full, so it was removed; it
+    /// reconnects and gets the latest state first (a dropped message has no marker there).
+    QueueFull,
 }
 
 impl CloseReason {
-    pub const ALL: [CloseReason; 8] = [
+    pub const ALL: [CloseReason; 9] = [
         CloseReason::Peer,
         CloseReason::BadInput,
         CloseReason::WriteDeadline,
@@ -65,6 +68,7 @@ impl CloseReason {
         CloseReason::MessageTimeout,
         CloseReason::TcpTimeout,
         CloseReason::MaxAge,
+        CloseReason::QueueFull,
     ];
     pub fn name(self) -> &'static str {
         match self {
@@ -76,13 +80,17 @@ impl CloseReason {
             CloseReason::MessageTimeout => "message_timeout",
             CloseReason::TcpTimeout => "tcp_timeout",
             CloseReason::MaxAge => "max_age",
+            CloseReason::QueueFull => "queue_full",
         }
     }
     /// Liveness removals by the server (they count in `removed` and `missed_by_removed`).
     pub fn is_removal(self) -> bool {
         matches!(
             self,
-            CloseReason::WriteDeadline | CloseReason::PongTimeout | CloseReason::TcpTimeout
+            CloseReason::WriteDeadline
+                | CloseReason::PongTimeout
+                | CloseReason::TcpTimeout
+                | CloseReason::QueueFull
         )
     }
     /// How a failed socket operation ends a connection.
@@ -108,6 +116,34 @@ impl CloseReason {
 pub struct Item {
     pub seq: u64,
     pub bytes: Bytes,
+    /// Seqs dropped right after this message because the queue was full: a gap marker
+    /// `{"from":A,"to":B}` goes out after it, so the client is told (never silent).
+    pub gap_after: Option<(u64, u64)>,
+}
+
+impl Item {
+    /// What to write: the message, then its gap marker if any (allocates only then).
+    pub fn wire(&self, t: Transport) -> std::borrow::Cow<'_, [u8]> {
+        match self.gap_after {
+            None => std::borrow::Cow::Borrowed(&self.bytes),
+            Some(g) => {
+                let mut v = self.bytes.to_vec();
+                v.extend_from_slice(&gap_marker(t, g));
+                std::borrow::Cow::Owned(v)
+            }
+        }
+    }
+}
+
+/// A gap marker on the wire, the same shape as a resume's: SSE `event: gap`, a WebSocket
+/// text frame; both carry `{"from":A,"to":B}` (the inclusive range of lost seqs).
+pub fn gap_marker(t: Transport, (a, b): (u64, u64)) -> Vec<u8> {
+    let data = format!("{{\"from\":{a},\"to\":{b}}}");
+    match t {
+        Transport::Sse => format!("event: gap\ndata: {data}\n\n").into_bytes(),
+        // Raw clients have no queue, so they never get one.
+        Transport::Ws | Transport::Raw => wsframe::frame(wsframe::OP_TEXT, data.as_bytes()),
+    }
 }
 
 /// A connected client. Idle, it owns no buffers: the queue allocates only while
@@ -459,11 +495,30 @@ impl Hub {
         transport: Transport,
         first: impl FnOnce(&VecDeque<Round>) -> (T, u64),
     ) -> (Arc<Conn>, T) {
+        let infallible = |ring: &VecDeque<Round>| Ok::<_, std::convert::Infallible>(first(ring));
+        match self.try_register_with(stream, transport, infallible) {
+            Ok(r) => r,
+            Err((_, never)) => match never {},
+        }
+    }
+
+    /// [`Hub::register_with`] where `first` may refuse the client: nothing is registered
+    /// and the stream comes back with the refusal.
+    pub fn try_register_with<T, E>(
+        &self,
+        stream: TcpStream,
+        transport: Transport,
+        first: impl FnOnce(&VecDeque<Round>) -> Result<(T, u64), E>,
+    ) -> Result<(Arc<Conn>, T), (TcpStream, E)> {
         let mut conns = lock(&self.conns);
         let ring = lock(&self.ring);
-        let (head, skip) = first(&ring);
-        drop(ring);
-        (self.add(&mut conns, stream, transport, skip, true), head)
+        match first(&ring) {
+            Ok((head, skip)) => {
+                drop(ring);
+                Ok((self.add(&mut conns, stream, transport, skip, true), head))
+            }
+            Err(e) => Err((stream, e)),
+        }
     }
 
     /// The ring after `since` up to `upto` (a WebSocket resume message: what the client
@@ -772,6 +827,7 @@ impl Hub {
 
     fn offer_to(&self, conns: &[Arc<Conn>], round: &Round) {
         let mut failed = Vec::new();
+        let remove_slow = self.cfg.delivery == super::session::Delivery::Snapshot;
         for c in conns {
             if round.seq <= c.skip_until {
                 continue;
@@ -786,12 +842,17 @@ impl Hub {
                 }
                 Offer::Dropped => {
                     self.counters.drops.fetch_add(1, Relaxed);
+                    // Snapshot clients ignore seqs, so a marker would tell them nothing:
+                    // remove the slow client; it reconnects to the latest state.
+                    if remove_slow && c.transport != Transport::Raw {
+                        failed.push((c.clone(), CloseReason::QueueFull, 0));
+                    }
                 }
-                Offer::Failed(reason) => failed.push((c.clone(), reason)),
+                Offer::Failed(reason) => failed.push((c.clone(), reason, 1)),
             }
         }
-        for (c, reason) in failed {
-            self.deregister(&c, reason, 1);
+        for (c, reason, in_flight) in failed {
+            self.deregister(&c, reason, in_flight);
         }
     }
 
@@ -832,11 +893,19 @@ impl Hub {
             }
         }
         if q.items.len() >= self.cfg.queue {
+            // The queue is never empty here (queue >= 1): the marker rides on its tail.
+            // Snapshot clients get no marker: they are removed (see offer_to).
+            let snapshot = self.cfg.delivery == super::session::Delivery::Snapshot;
+            if let Some(tail) = q.items.back_mut().filter(|_| !snapshot) {
+                let from = tail.gap_after.map_or(round.seq, |g| g.0);
+                tail.gap_after = Some((from, round.seq));
+            }
             return Offer::Dropped;
         }
         q.items.push_back(Item {
             seq: round.seq,
             bytes,
+            gap_after: None,
         });
         Offer::Queued(q.items.len())
     }

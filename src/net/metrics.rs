@@ -85,14 +85,14 @@ fn losses(o: &mut String, s: &Snapshot) {
         o,
         "rtcheck_drops_total",
         "counter",
-        "Messages not queued for a client because its queue was full.",
+        "Messages not queued for a client because its queue was full (announced by a gap marker; under snapshot the client is removed).",
         &one(s.drops),
     );
     metric(
         o,
         "rtcheck_slow_clients_removed_total",
         "counter",
-        "Clients removed by the server (write deadline or pong timeout).",
+        "Clients removed by the server (write deadline, pong or TCP timeout, full queue under snapshot).",
         &one(s.removed),
     );
     metric(

@@ -203,6 +203,9 @@ fn banner(
         deadline,
         cfg.workers
     ));
+    if cfg.delivery == session::Delivery::SessionAck {
+        b.push_str(&session::banner_line(cfg));
+    }
     b.push_str(&work::banner_line());
     b.push_str(&format!(
         "  open files limit: soft {soft}, hard {hard} (soft raised to hard at start)"

@@ -121,7 +121,13 @@ async fn handle_http(hub: Arc<Hub>, stream: TcpStream) {
         };
         // After an error, close: the client may be confused about framing.
         let keep = keep && status < 400;
+        let retry = (status == 503)
+            .then(|| session::retry_after(&body))
+            .flatten();
         let mut extra = cors.clone();
+        if let Some(r) = &retry {
+            extra.push(("Retry-After", r));
+        }
         if req.method == "OPTIONS" && !cors.is_empty() {
             extra.extend(PREFLIGHT);
         }
@@ -317,13 +323,27 @@ async fn upgrade_ws(hub: Arc<Hub>, stream: TcpStream, req: Request, leftover: Ve
     // unknown position (the whole ring after a gap marker), as for SSE.
     let since = req.query_param("since").map(|v| session::resume_id(&v));
     let presented = req.query_param("session");
+    // At --max-sessions a new session is refused before the handshake is answered.
+    if let Err(r) = hub.sessions.check(presented.as_deref()) {
+        refuse(&hub, &stream, r).await;
+        return;
+    }
     if !accept_ws(&hub, &stream, req).await {
         return;
     }
     let conn = match hub.cfg.delivery {
         Delivery::SessionAck => {
-            let (conn, replay, gap, hello) =
+            let registered =
                 session::register(&hub, stream, Transport::Ws, presented.as_deref(), since);
+            let (conn, replay, gap, hello) = match registered {
+                Ok(r) => r,
+                // Another client took the last place since the check: 1013 Try Again Later.
+                Err((stream, _)) => {
+                    let close = wsframe::close_frame(wsframe::CLOSE_TRY_AGAIN);
+                    let _ = tokio::time::timeout(GOODBYE, io::write_all(&stream, &close)).await;
+                    return;
+                }
+            };
             let head = wsframe::frame(wsframe::OP_TEXT, hello.json().as_bytes());
             if !ws_replay(&hub, &conn, &head, &replay, gap).await {
                 hub.deregister(&conn, CloseReason::Peer, 0);
@@ -350,6 +370,18 @@ async fn upgrade_ws(hub: Arc<Hub>, stream: TcpStream, req: Request, leftover: Ve
     };
     let (reason, in_flight) = ws_loop(&hub, &conn, leftover).await;
     hub.deregister(&conn, reason, in_flight);
+}
+
+/// A new session refused at `--max-sessions`: 503 with Retry-After (counted in
+/// `sessions.refused`).
+async fn refuse(hub: &Hub, stream: &TcpStream, r: session::Refused) {
+    let secs = r.0.to_string();
+    let msg = r.message(hub.sessions.max());
+    send(
+        stream,
+        &http::error_with(503, &msg, &[("Retry-After", &secs)]),
+    )
+    .await;
 }
 
 /// The resume head of a WebSocket client: a gap marker as a text frame with the same
@@ -431,7 +463,8 @@ async fn ws_loop(hub: &Hub, conn: &Conn, leftover: Vec<u8>) -> (CloseReason, u64
         }
         if writer {
             if let Some(item) = conn.pop() {
-                let r = io::write_with_deadline(s, &item.bytes, cfg.write_deadline).await;
+                let wire = item.wire(Transport::Ws);
+                let r = io::write_with_deadline(s, &wire, cfg.write_deadline).await;
                 conn.done_writing();
                 match r {
                     Ok(()) => hub.counters.sent(Transport::Ws, item.bytes.len()),
@@ -587,8 +620,12 @@ async fn serve_sse(hub: Arc<Hub>, stream: TcpStream, req: Request) {
     }
     head.push_str("\r\n");
     let (conn, replay, gap) = if hub.cfg.delivery == Delivery::SessionAck {
-        let (conn, replay, gap, hello) =
+        let registered =
             session::register(&hub, stream, Transport::Sse, presented.as_deref(), last_id);
+        let (conn, replay, gap, hello) = match registered {
+            Ok(r) => r,
+            Err((stream, r)) => return refuse(&hub, &stream, r).await,
+        };
         head.push_str(&hello.sse());
         (conn, replay, gap)
     } else {
@@ -664,7 +701,8 @@ async fn sse_loop(
         }
         if writer {
             if let Some(item) = conn.pop() {
-                let r = io::write_with_deadline(s, &item.bytes, cfg.write_deadline).await;
+                let wire = item.wire(Transport::Sse);
+                let r = io::write_with_deadline(s, &wire, cfg.write_deadline).await;
                 conn.done_writing();
                 match r {
                     Ok(()) => hub.counters.sent(Transport::Sse, item.bytes.len()),

@@ -17,6 +17,8 @@ pub const CLOSE_PROTOCOL: u16 = 1002;
 pub const CLOSE_POLICY: u16 = 1008;
 pub const CLOSE_INVALID_DATA: u16 = 1007;
 pub const CLOSE_TOO_BIG: u16 = 1009;
+/// The server cannot take the client now (RFC 6455 registry: Try Again Later).
+pub const CLOSE_TRY_AGAIN: u16 = 1013;
 
 /// A complete unmasked server frame (FIN set) with `payload`.
 pub fn frame(opcode: u8, payload: &[u8]) -> Vec<u8> {
