@@ -490,3 +490,98 @@ fn a_clean_shutdown_sends_its_leaves_even_with_events() {
     assert!(b.wait_exit(LIMIT).is_some_and(|s| s.success()));
     assert_eq!(presence(&a)["online"], 0, "a clean exit leaves no ghost");
 }
+
+/// The test as a publisher: round `seq` into the Stream and the channel (a seq it skips is
+/// one the Stream no longer holds).
+fn publish_raw(con: &mut redis::Connection, seq: u64) {
+    let ts = rtcheck::sys::clock::now_ns();
+    let _: String = redis::cmd("XADD")
+        .arg("rtcheck:ring")
+        .arg(format!("{seq}-0"))
+        .arg("ts")
+        .arg(ts)
+        .arg("node")
+        .arg("t")
+        .query(con)
+        .unwrap();
+    let _: u64 = redis::cmd("PUBLISH")
+        .arg("rtcheck:rounds")
+        .arg(format!("{seq} {ts} t"))
+        .query(con)
+        .unwrap();
+}
+
+/// Seqs of a poll answer, and the answer.
+fn poll(s: &Server, since: u64) -> (Vec<u64>, serde_json::Value) {
+    let (status, body) = http_get(s.addr, &format!("/poll?since={since}"));
+    assert_eq!(status, 200, "{body}");
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let seqs = v["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["seq"].as_u64().unwrap())
+        .collect();
+    (seqs, v)
+}
+
+#[test]
+fn a_resume_across_a_hole_in_the_nodes_ring_gets_a_gap_marker_even_with_redis_down() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut r = redis(dir.path());
+    let b = node(&r, "b", &["--no-publish"]);
+    let mut live = Sse::connect(b.addr, None);
+    b.wait_stats(LIMIT, |v| v["clients"]["sse"] == 1);
+    let mut con = redis::Client::open(r.url())
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    for seq in 1..=5 {
+        publish_raw(&mut con, seq);
+    }
+    live.until("1..=5 live", has(5));
+    // 6..=9 never reached b and the Stream no longer holds them: b marks them live, and
+    // its own ring keeps 1..=5 and 10.. with a hole between.
+    for seq in 10..=12 {
+        publish_raw(&mut con, seq);
+    }
+    live.until("10..=12 live", has(12));
+    assert!(live.events.contains(&Ev::Gap(6, 9)), "{:?}", live.events);
+    let want = vec![
+        Ev::Msg(4),
+        Ev::Msg(5),
+        Ev::Gap(6, 9),
+        Ev::Msg(10),
+        Ev::Msg(11),
+        Ev::Msg(12),
+    ];
+    let mut up = Sse::connect(b.addr, Some(3));
+    up.until("resume with redis up", has(12));
+    assert_eq!(up.events, want, "redis up");
+    r.stop();
+    wait_http(&b, "/healthz", "outage", |_, body| {
+        body.starts_with("degraded")
+    });
+    let mut down = Sse::connect(b.addr, Some(3));
+    down.until("resume with redis down", has(12));
+    assert_eq!(down.events, want, "redis down");
+    // Polls stop before the hole; the next poll gets it as its gap.
+    let (seqs, v) = poll(&b, 3);
+    assert_eq!((seqs, v["latest"].as_u64()), (vec![4, 5], Some(5)), "{v}");
+    assert_eq!(v["gap"], false, "{v}");
+    let (seqs, v) = poll(&b, 5);
+    assert_eq!(seqs, vec![10, 11, 12], "{v}");
+    assert_eq!(
+        (v["gap"].as_bool(), v["oldest"].as_u64()),
+        (Some(true), Some(10))
+    );
+    // A WebSocket resume in the URL: the same gap marker inline.
+    let mut ws = common::raw_ws_at(b.addr, "/ws?since=3", None);
+    let frames = ws_frames(&mut ws, 6);
+    assert_eq!(frames[2].1, br#"{"from":6,"to":9}"#);
+    let seqs: Vec<u64> = [0, 1, 3, 4, 5]
+        .iter()
+        .map(|&i| rtcheck::net::payload::decode(&frames[i].1).unwrap().0)
+        .collect();
+    assert_eq!(seqs, vec![4, 5, 10, 11, 12]);
+}

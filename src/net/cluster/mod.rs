@@ -287,6 +287,20 @@ pub fn gap_round(from: u64, to: u64) -> Round {
     }
 }
 
+/// `rounds` (ascending seqs) with a gap marker between any two that are not adjacent.
+pub fn with_hole_markers<'a>(rounds: impl IntoIterator<Item = &'a Round>) -> Vec<Round> {
+    let mut out: Vec<Round> = Vec::new();
+    let mut prev: Option<u64> = None;
+    for r in rounds {
+        if let Some(p) = prev.filter(|p| r.seq > p + 1) {
+            out.push(gap_round(p + 1, r.seq - 1));
+        }
+        prev = Some(r.seq);
+        out.push(r.clone());
+    }
+    out
+}
+
 /// Rounds after `since` from the Stream for a resume (empty without a cluster, when the
 /// node's own ring reaches back far enough (a reconnect storm after a node dies costs Redis
 /// nothing), or when Redis does not answer: the node's own ring then decides, gap included).
