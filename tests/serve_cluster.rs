@@ -326,6 +326,30 @@ fn a_redis_restart_is_survived_without_silent_loss() {
             assert!(covered, "seq {s} lost silently: {:?}", c.events);
         }
     }
+    // Rounds scheduled while Redis was down got no seq: their seqs are reserved once it is
+    // back, and every client gets them as a gap marker (they used to vanish unmarked).
+    let unpublished = metric(&a, "rtcheck_redis_publish_failures_total") as u64;
+    for c in clients.iter_mut() {
+        c.until("the unpublished rounds as a gap", |ev| {
+            gap_covered(ev) >= unpublished
+        });
+    }
+    assert!(
+        a.stderr().contains("were never published"),
+        "{}",
+        a.stderr()
+    );
+    assert!(metric(&b, "rtcheck_redis_gap_messages_total") >= unpublished as f64);
+}
+
+/// Seqs covered by gap markers.
+fn gap_covered(ev: &[Ev]) -> u64 {
+    ev.iter()
+        .map(|e| match e {
+            Ev::Gap(f, t) => t - f + 1,
+            Ev::Msg(_) => 0,
+        })
+        .sum()
 }
 
 #[test]

@@ -193,6 +193,9 @@ pub struct Cluster {
     pub reconnects: AtomicU64,
     pub gap_messages: AtomicU64,
     pub publish_failures: AtomicU64,
+    /// Unpublished rounds not yet reserved as a gap in the global seq (see
+    /// [`store::publisher`]).
+    pub unpublished: AtomicU64,
     /// The highest seq this node has delivered (a publish never reuses one below it).
     pub last_seq: AtomicU64,
     pub last_error: Mutex<String>,
@@ -215,8 +218,14 @@ impl Cluster {
     /// The hub's publisher hands over the scheduled time of its next round.
     pub fn emit(&self, ts: u64) {
         if self.out.try_send(ts).is_err() {
-            self.publish_failures.fetch_add(1, Relaxed);
+            self.count_unpublished();
         }
+    }
+
+    /// A scheduled round that gets no seq: counted, and owed to the clients as a gap.
+    pub fn count_unpublished(&self) {
+        self.publish_failures.fetch_add(1, Relaxed);
+        self.unpublished.fetch_add(1, Relaxed);
     }
 
     pub fn set_error(&self, e: impl std::fmt::Display) {
@@ -256,6 +265,7 @@ pub async fn start(hub: &Arc<Hub>, cfg: ClusterConfig) -> anyhow::Result<Arc<Clu
         reconnects: AtomicU64::new(0),
         gap_messages: AtomicU64::new(0),
         publish_failures: AtomicU64::new(0),
+        unpublished: AtomicU64::new(0),
         last_seq: AtomicU64::new(0),
         last_error: Mutex::new(String::new()),
         ring: hub.cfg.ring,
@@ -391,13 +401,13 @@ pub fn metrics(hub: &Hub) -> String {
         (
             "rtcheck_redis_gap_messages_total",
             "counter",
-            "Rounds the Stream no longer held when the link came back (sent as gap markers).",
+            "Rounds sent to clients as gap markers: no longer in the Stream when the link came back, or never published.",
             c.gap_messages.load(Relaxed),
         ),
         (
             "rtcheck_redis_publish_failures_total",
             "counter",
-            "Scheduled rounds this node could not publish (Redis down or too slow).",
+            "Scheduled rounds this node could not publish (Redis down or too slow); clients get them as gap markers once Redis is back.",
             c.publish_failures.load(Relaxed),
         ),
     ];
