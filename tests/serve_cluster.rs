@@ -609,3 +609,32 @@ fn a_resume_across_a_hole_in_the_nodes_ring_gets_a_gap_marker_even_with_redis_do
         .collect();
     assert_eq!(seqs, vec![4, 5, 10, 11, 12]);
 }
+
+#[test]
+fn a_websocket_resume_message_replays_from_the_redis_ring() {
+    use tokio_tungstenite::tungstenite::{connect, stream::MaybeTlsStream, Message};
+    let dir = tempfile::tempdir().unwrap();
+    let r = redis(dir.path());
+    let a = node(&r, "a", &["--rate", "50", "--rounds", "30", "--ring", "32"]);
+    a.wait_stats(LIMIT, |v| v["finished"] == true && v["rounds_sent"] == 30);
+    // b starts after the last round: only Redis holds the rounds the client missed.
+    let b = node(&r, "b", &["--no-publish", "--ring", "32"]);
+    let (mut ws, _) = connect(format!("ws://{}/ws", b.addr)).unwrap();
+    if let MaybeTlsStream::Plain(s) = ws.get_ref() {
+        s.set_read_timeout(Some(LIMIT)).unwrap();
+    }
+    ws.send(Message::text("{\"since\":10}")).unwrap();
+    let (mut seqs, mut texts) = (Vec::new(), Vec::new());
+    let t0 = Instant::now();
+    while seqs.len() < 20 && texts.is_empty() {
+        assert!(t0.elapsed() < LIMIT, "{seqs:?}");
+        match ws.read().unwrap() {
+            Message::Binary(p) => seqs.push(rtcheck::net::payload::decode(&p).unwrap().0),
+            Message::Text(t) => texts.push(t.to_string()),
+            _ => {}
+        }
+    }
+    // From the Stream, as for `/ws?since=`: every seq after 10 once, no gap marker.
+    assert!(texts.is_empty(), "{texts:?} then {seqs:?}");
+    assert_eq!(seqs, (11..=30).collect::<Vec<_>>());
+}

@@ -468,8 +468,19 @@ impl Hub {
 
     /// The ring after `since` up to `upto` (a WebSocket resume message: what the client
     /// missed before it joined at `upto`), and the lost range if the ring is too short.
-    pub fn replay_between(&self, since: u64, upto: u64) -> (Vec<Round>, Option<(u64, u64)>) {
-        let (mut replay, gap) = replay_after(&lock(&self.ring), since);
+    /// `extra`: rounds from the cluster's Redis ring, merged by seq.
+    pub fn replay_between(
+        &self,
+        since: u64,
+        upto: u64,
+        extra: &[Round],
+    ) -> (Vec<Round>, Option<(u64, u64)>) {
+        let local = lock(&self.ring);
+        let (mut replay, gap) = match extra.is_empty() {
+            true => replay_after(&local, since),
+            false => replay_after(&merge_rings(&local, extra), since),
+        };
+        drop(local);
         replay.retain(|r| r.seq <= upto);
         (replay, gap.filter(|g| g.0 <= upto))
     }

@@ -324,7 +324,7 @@ pub async fn resume_from(hub: &Hub, since: u64) -> Vec<Round> {
     {
         return Vec::new();
     }
-    match store::range(c, since.saturating_add(1), u64::MAX).await {
+    match store::newest_after(c, since.saturating_add(1)).await {
         Ok(v) => v
             .into_iter()
             .map(|(seq, ts)| Round::build(hub.cfg.size, hub.cfg.text, seq, ts))

@@ -128,6 +128,30 @@ pub async fn range(c: &Cluster, from: u64, to: u64) -> anyhow::Result<Vec<(u64, 
         .collect())
 }
 
+/// `(seq, ts)` of the newest Stream entries after `from` (at most the node's ring), in
+/// order: what a resume replays. (A node's --ring may be smaller than the Stream's cap,
+/// set by the publisher's; the oldest are then left to the gap marker, as with a ring.)
+pub async fn newest_after(c: &Cluster, from: u64) -> anyhow::Result<Vec<(u64, u64)>> {
+    let mut con = c.con.clone();
+    let reply: ::redis::streams::StreamRangeReply = bounded(
+        ::redis::cmd("XREVRANGE")
+            .arg(RING_KEY)
+            .arg("+")
+            .arg(from)
+            .arg("COUNT")
+            .arg(ring_cap(c))
+            .query_async(&mut con),
+    )
+    .await?;
+    let mut v: Vec<(u64, u64)> = reply
+        .ids
+        .iter()
+        .filter_map(|e| Some((entry_seq(&e.id)?, e.get::<u64>("ts")?)))
+        .collect();
+    v.reverse();
+    Ok(v)
+}
+
 /// The seq in a Stream id `SEQ-0`.
 pub fn entry_seq(id: &str) -> Option<u64> {
     id.split('-').next()?.parse().ok()
