@@ -638,3 +638,64 @@ fn a_websocket_resume_message_replays_from_the_redis_ring() {
     assert!(texts.is_empty(), "{texts:?} then {seqs:?}");
     assert_eq!(seqs, (11..=30).collect::<Vec<_>>());
 }
+
+#[test]
+fn rounds_unpublished_at_the_end_of_a_run_still_reach_clients_as_a_gap() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut r = redis(dir.path());
+    let a = node(&r, "a", &["--rate", "20", "--rounds", "10"]);
+    let b = node(&r, "b", &["--no-publish"]);
+    let mut c = Sse::connect(b.addr, None);
+    c.until("rounds before the outage", |ev| !ev.is_empty());
+    r.stop();
+    // The run ends while Redis is down, and every round is either published or counted
+    // before it returns: no later round can carry the reservation, the idle retry must.
+    let t0 = Instant::now();
+    let accounted = || {
+        let failed = metric(&a, "rtcheck_redis_publish_failures_total") as u64;
+        failed + a.stats()["rounds_sent"].as_u64().unwrap()
+    };
+    while accounted() < 10 {
+        assert!(
+            t0.elapsed() < LIMIT,
+            "rounds not accounted: {}",
+            accounted()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let owed = metric(&a, "rtcheck_redis_publish_failures_total") as u64;
+    assert!(owed >= 1);
+    r.restart().unwrap();
+    c.until("the unpublished tail as a gap", |ev| {
+        gap_covered(ev) >= owed
+    });
+    // Every seq from the first to the last reserved one: received or in a gap marker.
+    let top = c
+        .events
+        .iter()
+        .map(|e| match e {
+            Ev::Msg(s) | Ev::Gap(_, s) => *s,
+        })
+        .max()
+        .unwrap();
+    let first = c.seqs()[0];
+    let covered = c.seqs().len() as u64 + gap_covered(&c.events);
+    assert_eq!(covered, top - first + 1, "{:?}", c.events);
+    assert!(
+        top >= 10,
+        "10 scheduled rounds, each with a seq: {:?}",
+        c.events
+    );
+    // A resume after the last round b holds gets the tail gap too, and so does a poll.
+    let mut late = Sse::connect(b.addr, Some(first));
+    late.until("the tail gap on resume", |ev| {
+        ev.iter().any(|e| matches!(e, Ev::Gap(_, t) if *t == top))
+    });
+    let covered = late.seqs().len() as u64 + gap_covered(&late.events);
+    assert_eq!(covered, top - first, "{:?}", late.events);
+    let last_round = *c.seqs().last().unwrap();
+    let (seqs, v) = poll(&b, last_round);
+    assert!(seqs.is_empty(), "{v}");
+    assert_eq!(v["gap"], true, "{v}");
+    assert_eq!(v["oldest"].as_u64(), Some(top + 1), "{v}");
+}

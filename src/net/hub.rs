@@ -441,7 +441,11 @@ impl Hub {
             };
             let (replay, gap) = match last_id {
                 _ if snapshot => super::session::snapshot_replay(ring, last_id),
-                Some(id) => replay_after(ring, id),
+                Some(id) => {
+                    let (mut r, gap) = replay_after(ring, id);
+                    r.extend(self.tail_gap(ring, id, u64::MAX));
+                    (r, gap)
+                }
                 None => (Vec::new(), None),
             };
             let skip = replay.last().map_or(0, |r| r.seq);
@@ -480,6 +484,7 @@ impl Hub {
             true => replay_after(&local, since),
             false => replay_after(&merge_rings(&local, extra), since),
         };
+        replay.extend(self.tail_gap(&local, since, upto));
         drop(local);
         replay.retain(|r| r.seq <= upto);
         (replay, gap.filter(|g| g.0 <= upto))
@@ -518,6 +523,15 @@ impl Hub {
         lock(&self.conns).len()
     }
 
+    /// A cluster node whose last delivery was a gap marker (the Stream no longer held the
+    /// rounds, or they were never published) holds nothing after its ring's last round: a
+    /// resume after `since` is owed that gap too, up to `upto`.
+    fn tail_gap(&self, ring: &VecDeque<Round>, since: u64, upto: u64) -> Option<Round> {
+        let last = self.cluster.get()?.last_seq.load(Relaxed).min(upto);
+        let from = since.max(ring.back().map_or(0, |r| r.seq)) + 1;
+        (last >= from).then(|| super::cluster::gap_round(from, last))
+    }
+
     /// The oldest seq in the local ring.
     pub fn ring_oldest(&self) -> Option<u64> {
         lock(&self.ring).front().map(|r| r.seq)
@@ -544,7 +558,14 @@ impl Hub {
             &merged
         };
         let snapshot = self.cfg.delivery == super::session::Delivery::Snapshot;
-        let (latest, oldest, gap, served) = poll_view(ring, since, snapshot);
+        let (mut latest, mut oldest, mut gap, served) = poll_view(ring, since, snapshot);
+        if let Some(g) = self
+            .tail_gap(ring, since, u64::MAX)
+            .filter(|_| served.is_empty())
+        {
+            // Nothing after `since` but a tail the node marked as a gap: say so.
+            (latest, oldest, gap) = (g.seq, Some(g.seq + 1), true);
+        }
         let mut out = format!(
             "{{\"latest\":{latest},\"gap\":{gap},\"oldest\":{},\"messages\":[",
             oldest.map_or("null".to_string(), |o| o.to_string())

@@ -327,6 +327,7 @@ pub async fn resume_from(hub: &Hub, since: u64) -> Vec<Round> {
     match store::newest_after(c, since.saturating_add(1)).await {
         Ok(v) => v
             .into_iter()
+            .filter(|&(_, ts)| ts != 0) // seqs reserved for unpublished rounds: a hole
             .map(|(seq, ts)| Round::build(hub.cfg.size, hub.cfg.text, seq, ts))
             .collect(),
         Err(e) => {

@@ -34,7 +34,9 @@ return s
 
 /// Reserve ARGV[2] seqs for rounds that were scheduled but never published (Redis was
 /// down), with the same floor as [`PUBLISH_LUA`], and tell every node: `gap FROM TO NODE`.
-/// Nothing goes into the Stream, so a resume across them finds a hole and marks it.
+/// The Stream gets one entry at TO with `ts` 0 (no round): a node that was away when the
+/// message went out finds it on its catch-up; the reserved seqs hold no round, so every
+/// reader marks them as a gap.
 const RESERVE_LUA: &str = r"
 local n = tonumber(ARGV[2])
 local s = redis.call('INCRBY', KEYS[1], n)
@@ -43,6 +45,7 @@ if s - n < floor then
   s = floor + n
   redis.call('SET', KEYS[1], s)
 end
+redis.call('XADD', KEYS[2], 'MAXLEN', ARGV[5], s .. '-0', 'ts', 0, 'gap', s - n + 1, 'node', ARGV[4])
 redis.call('PUBLISH', ARGV[3], 'gap ' .. (s - n + 1) .. ' ' .. s .. ' ' .. ARGV[4])
 return s
 ";
@@ -85,10 +88,12 @@ async fn reserve_unpublished(c: &Cluster, script: &::redis::Script) -> anyhow::R
     let mut con = c.con.clone();
     let mut inv = script.prepare_invoke();
     inv.key(SEQ_KEY)
+        .key(RING_KEY)
         .arg(c.last_seq.load(Relaxed))
         .arg(n)
         .arg(ROUNDS_CHANNEL)
-        .arg(&c.cfg.node);
+        .arg(&c.cfg.node)
+        .arg(ring_cap(c));
     let top: u64 = bounded(inv.invoke_async(&mut con)).await?;
     c.unpublished.fetch_sub(n, Relaxed);
     eprintln!(
@@ -203,9 +208,11 @@ pub fn plan_fill(from: u64, to: u64, have: &[(u64, u64)]) -> Vec<Step> {
     out
 }
 
-/// Deliver `from..=to` from the Stream (gap markers for what it no longer holds).
+/// Deliver `from..=to` from the Stream (gap markers for what it no longer holds, and for
+/// seqs reserved for unpublished rounds: entries with `ts` 0 hold no round).
 async fn fill(hub: &Arc<Hub>, c: &Cluster, from: u64, to: u64) -> anyhow::Result<()> {
-    let have = range(c, from, to).await?;
+    let mut have = range(c, from, to).await?;
+    have.retain(|&(_, ts)| ts != 0);
     for step in plan_fill(from, to, &have) {
         match step {
             Step::Deliver(seq, ts) => {
