@@ -176,6 +176,13 @@ fn a_redis_restart_is_survived_and_counted() {
             .any(|n| n.as_str().unwrap().contains("Redis started again")),
         "{s:#}"
     );
+    // Rounds that got no seq while Redis was down reach every client as a gap marker.
+    let unpublished = u(s, "unpublished");
+    assert!(
+        u(s, "gap_reported") >= unpublished * u(s, "clients"),
+        "{s:#}"
+    );
+    assert_eq!(u(s, "lost"), u(s, "gap_reported"), "{s:#}");
 }
 
 #[test]

@@ -190,6 +190,18 @@ impl Plot<'_> {
     }
 }
 
+/// A plot's numeric texts (its value-axis tick labels where the other axis is named),
+/// ascending.
+fn numeric_ticks(p: &Plot) -> Vec<f64> {
+    let mut v: Vec<f64> = p
+        .texts
+        .iter()
+        .filter_map(|t| t.replace(',', "").parse().ok())
+        .collect();
+    v.sort_by(f64::total_cmp);
+    v
+}
+
 fn attr<'a>(tag: &'a str, name: &str) -> &'a str {
     between(tag, &format!("{name}=\""), "\"").unwrap_or_else(|| panic!("no {name} in {tag:.200}"))
 }
@@ -404,6 +416,23 @@ fn cluster_page_has_each_scenarios_numbers_bars_and_ghosts_over_time() {
     if valid.contains(&"naive") {
         assert!(p[1].has("a"), "naive duplicates come from node a");
     }
+    // Latency on a log scale (ticks a constant ratio apart, none at 0), so a Redis
+    // restart's seconds beside a millisecond baseline stay readable; counts in whole numbers.
+    let lat = numeric_ticks(&p[0]);
+    assert!(lat.len() >= 2 && lat[0] > 0.0, "log ms ticks: {lat:?}");
+    let ratios: Vec<f64> = lat.windows(2).map(|w| w[1] / w[0]).collect();
+    assert!(
+        ratios
+            .iter()
+            .all(|r| *r > 1.5 && (r / ratios[0] - 1.0).abs() < 0.1),
+        "log ms ticks: {lat:?}"
+    );
+    assert!(p[0].has("ms (log scale)"));
+    let dups = numeric_ticks(&p[1]);
+    assert!(
+        !dups.is_empty() && dups.iter().all(|t| t.fract() == 0.0),
+        "count ticks: {dups:?}"
+    );
     if let Some(g) = p.get(2) {
         assert!(
             g.has("ttl") && g.has("events"),

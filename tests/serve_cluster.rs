@@ -326,6 +326,30 @@ fn a_redis_restart_is_survived_without_silent_loss() {
             assert!(covered, "seq {s} lost silently: {:?}", c.events);
         }
     }
+    // Rounds scheduled while Redis was down got no seq: their seqs are reserved once it is
+    // back, and every client gets them as a gap marker (they used to vanish unmarked).
+    let unpublished = metric(&a, "rtcheck_redis_publish_failures_total") as u64;
+    for c in clients.iter_mut() {
+        c.until("the unpublished rounds as a gap", |ev| {
+            gap_covered(ev) >= unpublished
+        });
+    }
+    assert!(
+        a.stderr().contains("were never published"),
+        "{}",
+        a.stderr()
+    );
+    assert!(metric(&b, "rtcheck_redis_gap_messages_total") >= unpublished as f64);
+}
+
+/// Seqs covered by gap markers.
+fn gap_covered(ev: &[Ev]) -> u64 {
+    ev.iter()
+        .map(|e| match e {
+            Ev::Gap(f, t) => t - f + 1,
+            Ev::Msg(_) => 0,
+        })
+        .sum()
 }
 
 #[test]
@@ -489,4 +513,189 @@ fn a_clean_shutdown_sends_its_leaves_even_with_events() {
     b.signal(libc::SIGTERM);
     assert!(b.wait_exit(LIMIT).is_some_and(|s| s.success()));
     assert_eq!(presence(&a)["online"], 0, "a clean exit leaves no ghost");
+}
+
+/// The test as a publisher: round `seq` into the Stream and the channel (a seq it skips is
+/// one the Stream no longer holds).
+fn publish_raw(con: &mut redis::Connection, seq: u64) {
+    let ts = rtcheck::sys::clock::now_ns();
+    let _: String = redis::cmd("XADD")
+        .arg("rtcheck:ring")
+        .arg(format!("{seq}-0"))
+        .arg("ts")
+        .arg(ts)
+        .arg("node")
+        .arg("t")
+        .query(con)
+        .unwrap();
+    let _: u64 = redis::cmd("PUBLISH")
+        .arg("rtcheck:rounds")
+        .arg(format!("{seq} {ts} t"))
+        .query(con)
+        .unwrap();
+}
+
+/// Seqs of a poll answer, and the answer.
+fn poll(s: &Server, since: u64) -> (Vec<u64>, serde_json::Value) {
+    let (status, body) = http_get(s.addr, &format!("/poll?since={since}"));
+    assert_eq!(status, 200, "{body}");
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let seqs = v["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["seq"].as_u64().unwrap())
+        .collect();
+    (seqs, v)
+}
+
+#[test]
+fn a_resume_across_a_hole_in_the_nodes_ring_gets_a_gap_marker_even_with_redis_down() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut r = redis(dir.path());
+    let b = node(&r, "b", &["--no-publish"]);
+    let mut live = Sse::connect(b.addr, None);
+    b.wait_stats(LIMIT, |v| v["clients"]["sse"] == 1);
+    let mut con = redis::Client::open(r.url())
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    for seq in 1..=5 {
+        publish_raw(&mut con, seq);
+    }
+    live.until("1..=5 live", has(5));
+    // 6..=9 never reached b and the Stream no longer holds them: b marks them live, and
+    // its own ring keeps 1..=5 and 10.. with a hole between.
+    for seq in 10..=12 {
+        publish_raw(&mut con, seq);
+    }
+    live.until("10..=12 live", has(12));
+    assert!(live.events.contains(&Ev::Gap(6, 9)), "{:?}", live.events);
+    let want = vec![
+        Ev::Msg(4),
+        Ev::Msg(5),
+        Ev::Gap(6, 9),
+        Ev::Msg(10),
+        Ev::Msg(11),
+        Ev::Msg(12),
+    ];
+    let mut up = Sse::connect(b.addr, Some(3));
+    up.until("resume with redis up", has(12));
+    assert_eq!(up.events, want, "redis up");
+    r.stop();
+    wait_http(&b, "/healthz", "outage", |_, body| {
+        body.starts_with("degraded")
+    });
+    let mut down = Sse::connect(b.addr, Some(3));
+    down.until("resume with redis down", has(12));
+    assert_eq!(down.events, want, "redis down");
+    // Polls stop before the hole; the next poll gets it as its gap.
+    let (seqs, v) = poll(&b, 3);
+    assert_eq!((seqs, v["latest"].as_u64()), (vec![4, 5], Some(5)), "{v}");
+    assert_eq!(v["gap"], false, "{v}");
+    let (seqs, v) = poll(&b, 5);
+    assert_eq!(seqs, vec![10, 11, 12], "{v}");
+    assert_eq!(
+        (v["gap"].as_bool(), v["oldest"].as_u64()),
+        (Some(true), Some(10))
+    );
+    // A WebSocket resume in the URL: the same gap marker inline.
+    let mut ws = common::raw_ws_at(b.addr, "/ws?since=3", None);
+    let frames = ws_frames(&mut ws, 6);
+    assert_eq!(frames[2].1, br#"{"from":6,"to":9}"#);
+    let seqs: Vec<u64> = [0, 1, 3, 4, 5]
+        .iter()
+        .map(|&i| rtcheck::net::payload::decode(&frames[i].1).unwrap().0)
+        .collect();
+    assert_eq!(seqs, vec![4, 5, 10, 11, 12]);
+}
+
+#[test]
+fn a_websocket_resume_message_replays_from_the_redis_ring() {
+    use tokio_tungstenite::tungstenite::{connect, stream::MaybeTlsStream, Message};
+    let dir = tempfile::tempdir().unwrap();
+    let r = redis(dir.path());
+    let a = node(&r, "a", &["--rate", "50", "--rounds", "30", "--ring", "32"]);
+    a.wait_stats(LIMIT, |v| v["finished"] == true && v["rounds_sent"] == 30);
+    // b starts after the last round: only Redis holds the rounds the client missed.
+    let b = node(&r, "b", &["--no-publish", "--ring", "32"]);
+    let (mut ws, _) = connect(format!("ws://{}/ws", b.addr)).unwrap();
+    if let MaybeTlsStream::Plain(s) = ws.get_ref() {
+        s.set_read_timeout(Some(LIMIT)).unwrap();
+    }
+    ws.send(Message::text("{\"since\":10}")).unwrap();
+    let (mut seqs, mut texts) = (Vec::new(), Vec::new());
+    let t0 = Instant::now();
+    while seqs.len() < 20 && texts.is_empty() {
+        assert!(t0.elapsed() < LIMIT, "{seqs:?}");
+        match ws.read().unwrap() {
+            Message::Binary(p) => seqs.push(rtcheck::net::payload::decode(&p).unwrap().0),
+            Message::Text(t) => texts.push(t.to_string()),
+            _ => {}
+        }
+    }
+    // From the Stream, as for `/ws?since=`: every seq after 10 once, no gap marker.
+    assert!(texts.is_empty(), "{texts:?} then {seqs:?}");
+    assert_eq!(seqs, (11..=30).collect::<Vec<_>>());
+}
+
+#[test]
+fn rounds_unpublished_at_the_end_of_a_run_still_reach_clients_as_a_gap() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut r = redis(dir.path());
+    let a = node(&r, "a", &["--rate", "20", "--rounds", "10"]);
+    let b = node(&r, "b", &["--no-publish"]);
+    let mut c = Sse::connect(b.addr, None);
+    c.until("rounds before the outage", |ev| !ev.is_empty());
+    r.stop();
+    // The run ends while Redis is down, and every round is either published or counted
+    // before it returns: no later round can carry the reservation, the idle retry must.
+    let t0 = Instant::now();
+    let accounted = || {
+        let failed = metric(&a, "rtcheck_redis_publish_failures_total") as u64;
+        failed + a.stats()["rounds_sent"].as_u64().unwrap()
+    };
+    while accounted() < 10 {
+        assert!(
+            t0.elapsed() < LIMIT,
+            "rounds not accounted: {}",
+            accounted()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let owed = metric(&a, "rtcheck_redis_publish_failures_total") as u64;
+    assert!(owed >= 1);
+    r.restart().unwrap();
+    c.until("the unpublished tail as a gap", |ev| {
+        gap_covered(ev) >= owed
+    });
+    // Every seq from the first to the last reserved one: received or in a gap marker.
+    let top = c
+        .events
+        .iter()
+        .map(|e| match e {
+            Ev::Msg(s) | Ev::Gap(_, s) => *s,
+        })
+        .max()
+        .unwrap();
+    let first = c.seqs()[0];
+    let covered = c.seqs().len() as u64 + gap_covered(&c.events);
+    assert_eq!(covered, top - first + 1, "{:?}", c.events);
+    assert!(
+        top >= 10,
+        "10 scheduled rounds, each with a seq: {:?}",
+        c.events
+    );
+    // A resume after the last round b holds gets the tail gap too, and so does a poll.
+    let mut late = Sse::connect(b.addr, Some(first));
+    late.until("the tail gap on resume", |ev| {
+        ev.iter().any(|e| matches!(e, Ev::Gap(_, t) if *t == top))
+    });
+    let covered = late.seqs().len() as u64 + gap_covered(&late.events);
+    assert_eq!(covered, top - first, "{:?}", late.events);
+    let last_round = *c.seqs().last().unwrap();
+    let (seqs, v) = poll(&b, last_round);
+    assert!(seqs.is_empty(), "{v}");
+    assert_eq!(v["gap"], true, "{v}");
+    assert_eq!(v["oldest"].as_u64(), Some(top + 1), "{v}");
 }

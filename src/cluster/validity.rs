@@ -182,7 +182,7 @@ pub fn notes(inp: &Inputs) -> Vec<String> {
     }
     if inp.publish_failures > 0 {
         v.push(format!(
-            "{} round(s) scheduled while Redis was down were never published (node a counts them in rtcheck_redis_publish_failures_total; clients get no seq for them, so no gap marker either)",
+            "{} round(s) scheduled while Redis was down were never published (node a counts them in rtcheck_redis_publish_failures_total; once Redis was back their seqs were reserved and every client got them as a gap marker)",
             inp.publish_failures
         ));
     }

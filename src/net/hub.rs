@@ -477,7 +477,11 @@ impl Hub {
             };
             let (replay, gap) = match last_id {
                 _ if snapshot => super::session::snapshot_replay(ring, last_id),
-                Some(id) => replay_after(ring, id),
+                Some(id) => {
+                    let (mut r, gap) = replay_after(ring, id);
+                    r.extend(self.tail_gap(ring, id, u64::MAX));
+                    (r, gap)
+                }
                 None => (Vec::new(), None),
             };
             let skip = replay.last().map_or(0, |r| r.seq);
@@ -523,8 +527,20 @@ impl Hub {
 
     /// The ring after `since` up to `upto` (a WebSocket resume message: what the client
     /// missed before it joined at `upto`), and the lost range if the ring is too short.
-    pub fn replay_between(&self, since: u64, upto: u64) -> (Vec<Round>, Option<(u64, u64)>) {
-        let (mut replay, gap) = replay_after(&lock(&self.ring), since);
+    /// `extra`: rounds from the cluster's Redis ring, merged by seq.
+    pub fn replay_between(
+        &self,
+        since: u64,
+        upto: u64,
+        extra: &[Round],
+    ) -> (Vec<Round>, Option<(u64, u64)>) {
+        let local = lock(&self.ring);
+        let (mut replay, gap) = match extra.is_empty() {
+            true => replay_after(&local, since),
+            false => replay_after(&merge_rings(&local, extra), since),
+        };
+        replay.extend(self.tail_gap(&local, since, upto));
+        drop(local);
         replay.retain(|r| r.seq <= upto);
         (replay, gap.filter(|g| g.0 <= upto))
     }
@@ -562,6 +578,15 @@ impl Hub {
         lock(&self.conns).len()
     }
 
+    /// A cluster node whose last delivery was a gap marker (the Stream no longer held the
+    /// rounds, or they were never published) holds nothing after its ring's last round: a
+    /// resume after `since` is owed that gap too, up to `upto`.
+    fn tail_gap(&self, ring: &VecDeque<Round>, since: u64, upto: u64) -> Option<Round> {
+        let last = self.cluster.get()?.last_seq.load(Relaxed).min(upto);
+        let from = since.max(ring.back().map_or(0, |r| r.seq)) + 1;
+        (last >= from).then(|| super::cluster::gap_round(from, last))
+    }
+
     /// The oldest seq in the local ring.
     pub fn ring_oldest(&self) -> Option<u64> {
         lock(&self.ring).front().map(|r| r.seq)
@@ -587,25 +612,21 @@ impl Hub {
             merged = merge_rings(&local, extra);
             &merged
         };
-        // The highest seq in the ring, not rounds_sent: a round is in the ring while it is
-        // still being handed out, and `since=latest` must not get it again.
-        let latest = ring.back().map_or(0, |r| r.seq);
-        // Snapshot delivery: only the latest state is served; the gap flag says so.
         let snapshot = self.cfg.delivery == super::session::Delivery::Snapshot;
-        let oldest = match snapshot {
-            true => ring.back().map(|r| r.seq),
-            false => ring.front().map(|r| r.seq),
-        };
-        let gap = oldest.is_some_and(|o| o > since.saturating_add(1));
+        let (mut latest, mut oldest, mut gap, served) = poll_view(ring, since, snapshot);
+        if let Some(g) = self
+            .tail_gap(ring, since, u64::MAX)
+            .filter(|_| served.is_empty())
+        {
+            // Nothing after `since` but a tail the node marked as a gap: say so.
+            (latest, oldest, gap) = (g.seq, Some(g.seq + 1), true);
+        }
         let mut out = format!(
             "{{\"latest\":{latest},\"gap\":{gap},\"oldest\":{},\"messages\":[",
             oldest.map_or("null".to_string(), |o| o.to_string())
         );
         let mut first = true;
-        for r in ring
-            .iter()
-            .filter(|r| r.seq > since && (!snapshot || r.seq == latest))
-        {
+        for r in served {
             if !first {
                 out.push(',');
             }
@@ -981,13 +1002,54 @@ fn merge_rings(local: &VecDeque<Round>, extra: &[Round]) -> VecDeque<Round> {
     m.into_values().collect()
 }
 
+/// A poll's answer over `ring`: (latest, oldest, gap, messages). `latest` is the highest
+/// seq served (the ring's last: a round is in the ring while it is still being handed out,
+/// and `since=latest` must not get it again); `gap` says seqs `since+1 .. oldest-1` are
+/// not held. The messages stop before a hole in the ring (a cluster node's ring can have
+/// one), so the next poll from `latest` gets the hole as its gap. Snapshot delivery serves
+/// only the latest state, with the gap flag saying it skipped some.
+fn poll_view(
+    ring: &VecDeque<Round>,
+    since: u64,
+    snapshot: bool,
+) -> (u64, Option<u64>, bool, Vec<&Round>) {
+    let back = ring.back().map(|r| r.seq);
+    if snapshot {
+        let gap = back.is_some_and(|o| o > since.saturating_add(1));
+        let served = ring.back().filter(|r| r.seq > since).into_iter().collect();
+        return (back.unwrap_or(0), back, gap, served);
+    }
+    let after: Vec<&Round> = ring.iter().filter(|r| r.seq > since).collect();
+    let next = after.first().map(|r| r.seq);
+    let gap = next.is_some_and(|n| n > since.saturating_add(1));
+    let contiguous = after
+        .windows(2)
+        .position(|w| w[1].seq > w[0].seq + 1)
+        .map_or(after.len(), |i| i + 1);
+    let served = after[..contiguous].to_vec();
+    let latest = match contiguous < after.len() {
+        true => served.last().map_or(0, |r| r.seq),
+        false => back.unwrap_or(0),
+    };
+    let oldest = if gap {
+        next
+    } else {
+        ring.front().map(|r| r.seq)
+    };
+    (latest, oldest, gap, served)
+}
+
+/// The ring after `id`, and the lost range before its first round. A ring is contiguous
+/// on one node, but a cluster node's ring (or the Stream) holds holes where rounds were
+/// marked as gaps or never published: each hole gets an inline gap marker, so a resume
+/// never skips a seq silently.
 fn replay_after(ring: &VecDeque<Round>, id: u64) -> (Vec<Round>, Option<(u64, u64)>) {
-    let replay: Vec<Round> = ring.iter().filter(|r| r.seq > id).cloned().collect();
-    let gap = match ring.front() {
+    let after = ring.iter().filter(|r| r.seq > id);
+    let gap = match ring.iter().find(|r| r.seq > id) {
         Some(o) if o.seq > id.saturating_add(1) => Some((id + 1, o.seq - 1)),
         _ => None,
     };
-    (replay, gap)
+    (super::cluster::with_hole_markers(after), gap)
 }
 
 #[cfg(test)]
@@ -1019,6 +1081,30 @@ mod tests {
         let (r, gap) = replay_after(&ring(5..=10), u64::MAX);
         assert!(r.is_empty());
         assert_eq!(gap, None);
+    }
+
+    #[test]
+    fn a_hole_in_the_ring_is_never_skipped_silently() {
+        let holed: VecDeque<Round> = ring(1..=5).into_iter().chain(ring(10..=12)).collect();
+        let (r, gap) = replay_after(&holed, 3);
+        assert_eq!(gap, None);
+        let seqs: Vec<u64> = r.iter().map(|r| r.seq).collect();
+        assert_eq!(seqs, vec![4, 5, 9, 10, 11, 12]);
+        assert_eq!(&r[2].json[..], br#"{"from":6,"to":9}"#);
+        // Resuming inside the hole: the rest of the hole first, as a gap.
+        let (r, gap) = replay_after(&holed, 7);
+        assert_eq!(gap, Some((8, 9)));
+        assert_eq!(r.len(), 3);
+        // Polls stop before the hole; the next one from `latest` gets it as its gap.
+        let (latest, oldest, gap, served) = poll_view(&holed, 3, false);
+        assert_eq!((latest, oldest, gap, served.len()), (5, Some(1), false, 2));
+        let (latest, oldest, gap, served) = poll_view(&holed, 5, false);
+        assert_eq!((latest, oldest, gap, served.len()), (12, Some(10), true, 3));
+        let whole = ring(5..=10);
+        let (latest, oldest, gap, served) = poll_view(&whole, 1, false);
+        assert_eq!((latest, oldest, gap, served.len()), (10, Some(5), true, 6));
+        let (latest, _, gap, served) = poll_view(&whole, 20, false);
+        assert_eq!((latest, gap, served.len()), (10, false, 0));
     }
 
     #[test]

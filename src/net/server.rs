@@ -452,6 +452,12 @@ async fn ws_loop(hub: &Hub, conn: &Conn, leftover: Vec<u8>) -> (CloseReason, u64
             .await;
             return (CloseReason::Shutdown, 0);
         }
+        if let Some(since) = control.resume.take() {
+            let extra = super::cluster::resume_from(hub, since).await;
+            if let Some(b) = session::ws_resume_reply(hub, conn.id, since, &extra) {
+                control.extra.extend_from_slice(&b);
+            }
+        }
         // Not while the publisher's partial write waits in the queue: that goes first.
         if !control.is_empty() && conn.try_begin_writing() {
             let c = control.take_bytes();
@@ -532,6 +538,8 @@ struct Pending {
     close: Option<u16>,
     /// Frames answering a client message (a resume message's replay).
     extra: Vec<u8>,
+    /// A resume message's seq, to answer from the cluster's Redis ring.
+    resume: Option<u64>,
 }
 
 impl Pending {
@@ -563,7 +571,10 @@ fn handle_inbound(
             Inbound::Ping(_) | Inbound::Pong => {}
             Inbound::Text(t) => {
                 hub.counters.inbound_messages.fetch_add(1, Relaxed);
-                if let Some(b) = session::on_ws_text(hub, conn, &t).filter(|_| writer) {
+                // With a cluster the resume reads the Redis ring: answered by the loop.
+                if let Some(since) = session::cluster_resume_since(hub, &t).filter(|_| writer) {
+                    control.resume = Some(since);
+                } else if let Some(b) = session::on_ws_text(hub, conn, &t).filter(|_| writer) {
                     control.extra.extend_from_slice(&b);
                 }
             }

@@ -588,29 +588,51 @@ pub fn on_ws_text(hub: &Hub, conn: u64, text: &[u8]) -> Option<Vec<u8>> {
             hub.sessions.ack_conn(conn, seq);
             None
         }
-        Delivery::SeqRing => {
-            let since = match v.get("since")? {
-                serde_json::Value::String(s) => resume_id(s),
-                n => n.as_u64().unwrap_or(0),
-            };
-            let upto = lock(&hub.sessions.joined).remove(&conn)?;
-            let (replay, gap) = hub.replay_between(since, upto);
-            let mut out = Vec::new();
-            if let Some((a, b)) = gap {
-                let marker = format!("{{\"from\":{a},\"to\":{b}}}");
-                out.extend_from_slice(&super::wsframe::frame(
-                    super::wsframe::OP_TEXT,
-                    marker.as_bytes(),
-                ));
-            }
-            for r in &replay {
-                out.extend_from_slice(&r.ws);
-                hub.counters.sent(Transport::Ws, r.ws.len());
-            }
-            Some(out)
-        }
+        Delivery::SeqRing => ws_resume_reply(hub, conn, resume_since(&v)?, &[]),
         Delivery::Snapshot => None,
     }
+}
+
+/// The seq of a resume message `{"since":SEQ}` (a string is read as a resume id).
+fn resume_since(v: &serde_json::Value) -> Option<u64> {
+    Some(match v.get("since")? {
+        serde_json::Value::String(s) => resume_id(s),
+        n => n.as_u64().unwrap_or(0),
+    })
+}
+
+/// A resume message under seq-ring with a cluster: its seq, for the caller to fetch the
+/// Redis ring (async) and answer with [`ws_resume_reply`]. None: not one, or no cluster.
+pub fn cluster_resume_since(hub: &Hub, text: &[u8]) -> Option<u64> {
+    if hub.cluster.get().is_none() || hub.cfg.delivery != Delivery::SeqRing {
+        return None;
+    }
+    resume_since(&serde_json::from_slice(text).ok()?)
+}
+
+/// The answer to a resume message (once per connection): the gap marker and the ring
+/// (merged with `extra`, the cluster's) after `since` up to where the client joined. A
+/// cluster node that had delivered nothing when the client joined will never deliver what
+/// the Stream already held: all of it is replayed.
+pub fn ws_resume_reply(hub: &Hub, conn: u64, since: u64, extra: &[Round]) -> Option<Vec<u8>> {
+    let upto = match lock(&hub.sessions.joined).remove(&conn)? {
+        0 => extra.last().map_or(0, |r| r.seq),
+        j => j,
+    };
+    let (replay, gap) = hub.replay_between(since, upto, extra);
+    let mut out = Vec::new();
+    if let Some((a, b)) = gap {
+        let marker = format!("{{\"from\":{a},\"to\":{b}}}");
+        out.extend_from_slice(&super::wsframe::frame(
+            super::wsframe::OP_TEXT,
+            marker.as_bytes(),
+        ));
+    }
+    for r in &replay {
+        out.extend_from_slice(&r.ws);
+        hub.counters.sent(Transport::Ws, r.ws.len());
+    }
+    Some(out)
 }
 
 /// `POST /ack?session=ID&seq=SEQ` and `GET /session?id=ID`: `(status, type, body)`, or

@@ -193,6 +193,9 @@ pub struct Cluster {
     pub reconnects: AtomicU64,
     pub gap_messages: AtomicU64,
     pub publish_failures: AtomicU64,
+    /// Unpublished rounds not yet reserved as a gap in the global seq (see
+    /// [`store::publisher`]).
+    pub unpublished: AtomicU64,
     /// The highest seq this node has delivered (a publish never reuses one below it).
     pub last_seq: AtomicU64,
     pub last_error: Mutex<String>,
@@ -215,8 +218,14 @@ impl Cluster {
     /// The hub's publisher hands over the scheduled time of its next round.
     pub fn emit(&self, ts: u64) {
         if self.out.try_send(ts).is_err() {
-            self.publish_failures.fetch_add(1, Relaxed);
+            self.count_unpublished();
         }
+    }
+
+    /// A scheduled round that gets no seq: counted, and owed to the clients as a gap.
+    pub fn count_unpublished(&self) {
+        self.publish_failures.fetch_add(1, Relaxed);
+        self.unpublished.fetch_add(1, Relaxed);
     }
 
     pub fn set_error(&self, e: impl std::fmt::Display) {
@@ -256,6 +265,7 @@ pub async fn start(hub: &Arc<Hub>, cfg: ClusterConfig) -> anyhow::Result<Arc<Clu
         reconnects: AtomicU64::new(0),
         gap_messages: AtomicU64::new(0),
         publish_failures: AtomicU64::new(0),
+        unpublished: AtomicU64::new(0),
         last_seq: AtomicU64::new(0),
         last_error: Mutex::new(String::new()),
         ring: hub.cfg.ring,
@@ -287,6 +297,20 @@ pub fn gap_round(from: u64, to: u64) -> Round {
     }
 }
 
+/// `rounds` (ascending seqs) with a gap marker between any two that are not adjacent.
+pub fn with_hole_markers<'a>(rounds: impl IntoIterator<Item = &'a Round>) -> Vec<Round> {
+    let mut out: Vec<Round> = Vec::new();
+    let mut prev: Option<u64> = None;
+    for r in rounds {
+        if let Some(p) = prev.filter(|p| r.seq > p + 1) {
+            out.push(gap_round(p + 1, r.seq - 1));
+        }
+        prev = Some(r.seq);
+        out.push(r.clone());
+    }
+    out
+}
+
 /// Rounds after `since` from the Stream for a resume (empty without a cluster, when the
 /// node's own ring reaches back far enough (a reconnect storm after a node dies costs Redis
 /// nothing), or when Redis does not answer: the node's own ring then decides, gap included).
@@ -300,9 +324,10 @@ pub async fn resume_from(hub: &Hub, since: u64) -> Vec<Round> {
     {
         return Vec::new();
     }
-    match store::range(c, since.saturating_add(1), u64::MAX).await {
+    match store::newest_after(c, since.saturating_add(1)).await {
         Ok(v) => v
             .into_iter()
+            .filter(|&(_, ts)| ts != 0) // seqs reserved for unpublished rounds: a hole
             .map(|(seq, ts)| Round::build(hub.cfg.size, hub.cfg.text, seq, ts))
             .collect(),
         Err(e) => {
@@ -377,13 +402,13 @@ pub fn metrics(hub: &Hub) -> String {
         (
             "rtcheck_redis_gap_messages_total",
             "counter",
-            "Rounds the Stream no longer held when the link came back (sent as gap markers).",
+            "Rounds sent to clients as gap markers: no longer in the Stream when the link came back, or never published.",
             c.gap_messages.load(Relaxed),
         ),
         (
             "rtcheck_redis_publish_failures_total",
             "counter",
-            "Scheduled rounds this node could not publish (Redis down or too slow).",
+            "Scheduled rounds this node could not publish (Redis down or too slow); clients get them as gap markers once Redis is back.",
             c.publish_failures.load(Relaxed),
         ),
     ];

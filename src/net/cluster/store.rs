@@ -32,6 +32,27 @@ redis.call('PUBLISH', ARGV[5], s .. ' ' .. ARGV[3] .. ' ' .. ARGV[4])
 return s
 ";
 
+/// Reserve ARGV[2] seqs for rounds that were scheduled but never published (Redis was
+/// down), with the same floor as [`PUBLISH_LUA`], and tell every node: `gap FROM TO NODE`.
+/// The Stream gets one entry at TO with `ts` 0 (no round): a node that was away when the
+/// message went out finds it on its catch-up; the reserved seqs hold no round, so every
+/// reader marks them as a gap.
+const RESERVE_LUA: &str = r"
+local n = tonumber(ARGV[2])
+local s = redis.call('INCRBY', KEYS[1], n)
+local floor = tonumber(ARGV[1])
+if s - n < floor then
+  s = floor + n
+  redis.call('SET', KEYS[1], s)
+end
+redis.call('XADD', KEYS[2], 'MAXLEN', ARGV[5], s .. '-0', 'ts', 0, 'gap', s - n + 1, 'node', ARGV[4])
+redis.call('PUBLISH', ARGV[3], 'gap ' .. (s - n + 1) .. ' ' .. s .. ' ' .. ARGV[4])
+return s
+";
+
+/// How often an idle publisher retries reserving the seqs it owes.
+const RESERVE_RETRY: Duration = Duration::from_millis(250);
+
 async fn bounded<T>(
     f: impl std::future::Future<Output = ::redis::RedisResult<T>>,
 ) -> anyhow::Result<T> {
@@ -53,6 +74,34 @@ pub async fn publish_one(c: &Cluster, script: &::redis::Script, ts: u64) -> anyh
         .arg(&c.cfg.node)
         .arg(ROUNDS_CHANNEL);
     bounded(inv.invoke_async::<u64>(&mut con)).await
+}
+
+/// Reserve seqs for the rounds this node could not publish, so every client gets a gap
+/// marker for them (rounds without a seq would otherwise vanish without one). A reply
+/// lost after the script ran leaves the count owed: the gap then names more seqs than were
+/// lost, never fewer.
+async fn reserve_unpublished(c: &Cluster, script: &::redis::Script) -> anyhow::Result<()> {
+    let n = c.unpublished.load(Relaxed);
+    if n == 0 {
+        return Ok(());
+    }
+    let mut con = c.con.clone();
+    let mut inv = script.prepare_invoke();
+    inv.key(SEQ_KEY)
+        .key(RING_KEY)
+        .arg(c.last_seq.load(Relaxed))
+        .arg(n)
+        .arg(ROUNDS_CHANNEL)
+        .arg(&c.cfg.node)
+        .arg(ring_cap(c));
+    let top: u64 = bounded(inv.invoke_async(&mut con)).await?;
+    c.unpublished.fetch_sub(n, Relaxed);
+    eprintln!(
+        "rtcheck serve: node {}: {n} round(s) scheduled while Redis was down were never published: seqs {}..={top} reserved, every node sends them as a gap marker",
+        c.cfg.node,
+        top + 1 - n
+    );
+    Ok(())
 }
 
 fn ring_cap(c: &Cluster) -> usize {
@@ -84,6 +133,30 @@ pub async fn range(c: &Cluster, from: u64, to: u64) -> anyhow::Result<Vec<(u64, 
         .collect())
 }
 
+/// `(seq, ts)` of the newest Stream entries after `from` (at most the node's ring), in
+/// order: what a resume replays. (A node's --ring may be smaller than the Stream's cap,
+/// set by the publisher's; the oldest are then left to the gap marker, as with a ring.)
+pub async fn newest_after(c: &Cluster, from: u64) -> anyhow::Result<Vec<(u64, u64)>> {
+    let mut con = c.con.clone();
+    let reply: ::redis::streams::StreamRangeReply = bounded(
+        ::redis::cmd("XREVRANGE")
+            .arg(RING_KEY)
+            .arg("+")
+            .arg(from)
+            .arg("COUNT")
+            .arg(ring_cap(c))
+            .query_async(&mut con),
+    )
+    .await?;
+    let mut v: Vec<(u64, u64)> = reply
+        .ids
+        .iter()
+        .filter_map(|e| Some((entry_seq(&e.id)?, e.get::<u64>("ts")?)))
+        .collect();
+    v.reverse();
+    Ok(v)
+}
+
 /// The seq in a Stream id `SEQ-0`.
 pub fn entry_seq(id: &str) -> Option<u64> {
     id.split('-').next()?.parse().ok()
@@ -97,6 +170,15 @@ pub fn parse_message(m: &[u8]) -> Option<(u64, u64, &str)> {
     let ts = it.next()?.parse().ok()?;
     let node = it.next()?;
     Some((seq, ts, node))
+}
+
+/// `gap FROM TO NODE` from the channel: seqs a publisher reserved for unpublished rounds.
+pub fn parse_unpublished(m: &[u8]) -> Option<(u64, u64, &str)> {
+    let s = std::str::from_utf8(m).ok()?.strip_prefix("gap ")?;
+    let mut it = s.split(' ');
+    let from: u64 = it.next()?.parse().ok()?;
+    let to: u64 = it.next()?.parse().ok()?;
+    (from <= to).then_some((from, to, it.next()?))
 }
 
 /// What to hand the clients for seqs `from..=to` given what the Stream still holds
@@ -126,9 +208,11 @@ pub fn plan_fill(from: u64, to: u64, have: &[(u64, u64)]) -> Vec<Step> {
     out
 }
 
-/// Deliver `from..=to` from the Stream (gap markers for what it no longer holds).
+/// Deliver `from..=to` from the Stream (gap markers for what it no longer holds, and for
+/// seqs reserved for unpublished rounds: entries with `ts` 0 hold no round).
 async fn fill(hub: &Arc<Hub>, c: &Cluster, from: u64, to: u64) -> anyhow::Result<()> {
-    let have = range(c, from, to).await?;
+    let mut have = range(c, from, to).await?;
+    have.retain(|&(_, ts)| ts != 0);
     for step in plan_fill(from, to, &have) {
         match step {
             Step::Deliver(seq, ts) => {
@@ -138,7 +222,7 @@ async fn fill(hub: &Arc<Hub>, c: &Cluster, from: u64, to: u64) -> anyhow::Result
             Step::Gap(a, b) => {
                 c.gap_messages.fetch_add(b - a + 1, Relaxed);
                 eprintln!(
-                    "rtcheck serve: node {}: rounds {a}..={b} are no longer in the Redis ring: gap marker sent",
+                    "rtcheck serve: node {}: rounds {a}..={b} are not in the Redis ring (trimmed, lost in a restart, or never published): gap marker sent",
                     c.cfg.node
                 );
                 c.deliver(hub, gap_round(a, b), false).await;
@@ -175,6 +259,16 @@ async fn on_round(hub: &Arc<Hub>, c: &Cluster, seq: u64, ts: u64) -> anyhow::Res
         .await;
     c.last_seq.fetch_max(seq, Relaxed);
     Ok(())
+}
+
+/// Seqs `from..=to` reserved for rounds never published: whatever this node has not
+/// delivered up to `to` is filled from the Stream, which marks the reserved ones as a gap.
+async fn on_unpublished(hub: &Arc<Hub>, c: &Cluster, from: u64, to: u64) -> anyhow::Result<()> {
+    let last = c.last_seq.load(Relaxed);
+    if to <= last {
+        return Ok(()); // already covered by a catch-up
+    }
+    fill(hub, c, if last == 0 { from } else { last + 1 }, to).await
 }
 
 /// The relay: subscribed to the rounds channel for the node's lifetime; on a loss it
@@ -233,9 +327,11 @@ async fn relay_once(
         tokio::select! {
             m = msgs.next() => {
                 let m = m.ok_or_else(|| anyhow::anyhow!("subscription closed"))?;
-                match parse_message(m.get_payload_bytes()) {
-                    Some((seq, ts, _)) => on_round(hub, c, seq, ts).await?,
-                    None => eprintln!("rtcheck serve: {ROUNDS_CHANNEL}: a message that is not `SEQ TS NODE`"),
+                let p = m.get_payload_bytes();
+                match (parse_message(p), parse_unpublished(p)) {
+                    (Some((seq, ts, _)), _) => on_round(hub, c, seq, ts).await?,
+                    (None, Some((from, to, _))) => on_unpublished(hub, c, from, to).await?,
+                    _ => eprintln!("rtcheck serve: {ROUNDS_CHANNEL}: a message that is neither `SEQ TS NODE` nor `gap FROM TO NODE`"),
                 }
             }
             _ = check.tick() => {
@@ -250,20 +346,42 @@ async fn relay_once(
 
 /// The publisher: the hub schedules rounds, this gives each a global seq in Redis. With
 /// `--path naive` the round is also delivered here at once (the demonstrated mistake).
+/// A round it cannot publish is counted and owed: once Redis answers again, its seqs are
+/// reserved (before the next round, or on a retry while idle) and sent as a gap.
 pub async fn publisher(hub: Arc<Hub>, c: Arc<Cluster>, mut rx: tokio::sync::mpsc::Receiver<u64>) {
     let script = ::redis::Script::new(PUBLISH_LUA);
+    let reserve = ::redis::Script::new(RESERVE_LUA);
     let mut down = false;
-    while let Some(ts) = rx.recv().await {
-        match publish_one(&c, &script, ts).await {
-            Ok(seq) => {
+    loop {
+        let owed = c.unpublished.load(Relaxed) > 0;
+        let ts = tokio::select! {
+            t = rx.recv() => match t {
+                Some(t) => Some(t),
+                None => return,
+            },
+            _ = tokio::time::sleep(RESERVE_RETRY), if owed => None,
+        };
+        let r = match reserve_unpublished(&c, &reserve).await {
+            Ok(()) => match ts {
+                Some(ts) => publish_one(&c, &script, ts)
+                    .await
+                    .map(|seq| Some((seq, ts))),
+                None => Ok(None),
+            },
+            Err(e) => Err(e),
+        };
+        match r {
+            Ok(published) => {
                 down = false;
-                if c.cfg.path == PathMode::Naive {
+                if let Some((seq, ts)) = published.filter(|_| c.cfg.path == PathMode::Naive) {
                     let r = Round::build(hub.cfg.size, hub.cfg.text, seq, ts);
                     c.deliver(&hub, r, false).await;
                 }
             }
             Err(e) => {
-                c.publish_failures.fetch_add(1, Relaxed);
+                if ts.is_some() {
+                    c.count_unpublished();
+                }
                 if !down {
                     eprintln!(
                         "rtcheck serve: node {}: cannot publish ({e}); counting unpublished rounds",
@@ -287,6 +405,10 @@ mod tests {
         assert_eq!(parse_message(b"7 1"), None);
         assert_eq!(entry_seq("42-0"), Some(42));
         assert_eq!(entry_seq("x-0"), None);
+        assert_eq!(parse_unpublished(b"gap 3 7 a"), Some((3, 7, "a")));
+        assert_eq!(parse_unpublished(b"gap 7 3 a"), None);
+        assert_eq!(parse_unpublished(b"3 7 a"), None);
+        assert_eq!(parse_message(b"gap 3 7 a"), None);
     }
 
     #[test]

@@ -184,6 +184,7 @@ fn rounds(s: &ScenarioResult) -> String {
             if has_hub { "" } else { " (the server reports no hub time)" }
         ),
         ("round", "ms"),
+        plot::Y::Ms,
         &series,
         s.per_round.len() <= 100,
     )

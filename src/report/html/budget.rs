@@ -147,6 +147,7 @@ fn ways_plot(r: &BudgetReport) -> String {
             "ways",
             "the request's time the four ways: sequential or parallel calls, new or reused connections",
             ("way", "ms"),
+            plot::Y::Ms,
             &categories,
             &series
         )

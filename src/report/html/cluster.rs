@@ -154,8 +154,9 @@ fn latency(rep: &ClusterReport) -> String {
     ];
     plot::bars(
         "latency",
-        "latency per scenario (receive - scheduled time): the single-node baseline beside the Redis scenarios; invalid scenarios left out",
-        ("scenario", "ms"),
+        "latency per scenario (receive - scheduled time), on a log scale (a Redis restart's seconds-long tail beside the sub-millisecond baseline): the single-node baseline beside the Redis scenarios; invalid scenarios left out",
+        ("scenario", "ms (log scale)"),
+        plot::Y::LogMs,
         &names,
         &series,
     )
@@ -203,6 +204,7 @@ fn duplicates(rep: &ClusterReport) -> String {
         "duplicates",
         "duplicate copies per scenario, by the node that delivered the second copy (one path: 0)",
         ("scenario", "duplicates"),
+        plot::Y::Count,
         &names,
         &series,
     )
@@ -269,6 +271,7 @@ fn ghosts(i: usize, s: &ClusterScenario) -> String {
             s.name
         ),
         ("seconds after the kill", "ghosts"),
+        plot::Y::Count,
         &series,
         true,
     );

@@ -235,6 +235,7 @@ fn losses(runs: &[Value]) -> String {
             "losses",
             "messages lost silently, announced in gap markers, and duplicated, per run (# as in the table)",
             ("run", "messages"),
+            plot::Y::Count,
             &labels,
             &series
         )

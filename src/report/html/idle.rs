@@ -67,6 +67,7 @@ pub fn render(rep: &IdleReport) -> anyhow::Result<String> {
             "rss",
             "server RSS (MB) against connected clients, sampled while they connected",
             ("connections", "RSS (MB)"),
+            plot::Y::Value,
             &series,
             true,
         ));

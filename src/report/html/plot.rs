@@ -19,6 +19,38 @@ pub const RED_: RGBColor = RGBColor(198, 40, 40);
 pub const GREY_: RGBColor = RGBColor(120, 120, 120);
 pub const GREEN_: RGBColor = RGBColor(26, 127, 55);
 
+/// What a plot's y axis holds, and so how it is scaled and labelled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Y {
+    /// Milliseconds, linear from 0.
+    Ms,
+    /// Milliseconds on a log10 scale (values a thousand times apart on one plot); ticks
+    /// labelled in ms.
+    LogMs,
+    /// Counts, linear from 0: whole-number ticks only, with thousands separators.
+    Count,
+    /// Any other quantity (MB ...), linear from 0, decimals as for ms.
+    Value,
+}
+
+impl Y {
+    fn label(self) -> &'static dyn Fn(&f64) -> String {
+        match self {
+            Y::Ms | Y::Value => &|v| super::fmt_ms(*v),
+            Y::LogMs => &|v| super::fmt_ms(10f64.powf(*v)),
+            Y::Count => &|v| count_label(*v),
+        }
+    }
+}
+
+/// A count axis tick: whole numbers only (a range of 0..1 would otherwise read 0.10, 0.20).
+pub fn count_label(v: f64) -> String {
+    match (v - v.round()).abs() < 1e-6 {
+        true => crate::evidence::fmt_num(v.round()),
+        false => String::new(),
+    }
+}
+
 /// Percentile to the HdrHistogram-style axis: 50 -> 0.3, 90 -> 1, 99 -> 2, 99.9 -> 3 ...
 pub fn pct_axis(p: f64) -> f64 {
     -(1.0 - p / 100.0).max(1e-9).log10()
@@ -127,14 +159,18 @@ fn draw_lines<'a, 'b: 'a>(
     Ok(())
 }
 
-fn draw_bars<'a, 'b: 'a>(chart: &mut Chart<'a, 'b>, series: &[Series]) -> DrawResult<()> {
+fn draw_bars<'a, 'b: 'a>(
+    chart: &mut Chart<'a, 'b>,
+    series: &[Series],
+    base: f64,
+) -> DrawResult<()> {
     let width = 0.8 / series.len().max(1) as f64;
     for (j, s) in series.iter().enumerate() {
         let color = s.color;
         let left = |x: f64| x - 0.4 + j as f64 * width;
         chart
             .draw_series(s.points.iter().flatten().map(|&(x, y)| {
-                Rectangle::new([(left(x), 0.0), (left(x) + width, y)], color.filled())
+                Rectangle::new([(left(x), base), (left(x) + width, y)], color.filled())
             }))?
             .label(s.name)
             .legend(move |(x, y)| {
@@ -183,8 +219,9 @@ type Chart<'a, 'b> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64
 enum Body<'s, 'n> {
     /// One line per series, with a marker on each point or not.
     Lines(&'s [Series<'n>], bool),
-    /// Grouped bars: a point's x is its category's index.
-    Bars(&'s [Series<'n>]),
+    /// Grouped bars from the given base (0, or the bottom of a log axis): a point's x is
+    /// its category's index.
+    Bars(&'s [Series<'n>], f64),
 }
 
 /// The one axis setup every plot shares (size, margins, mesh, fonts, axis titles); `body`
@@ -211,7 +248,7 @@ fn draw(id: &str, caption: &str, frame: Frame, names: &[&str], body: Body) -> St
             .draw()?;
         match body {
             Body::Lines(series, markers) => draw_lines(&mut chart, series, markers)?,
-            Body::Bars(series) => draw_bars(&mut chart, series)?,
+            Body::Bars(series, base) => draw_bars(&mut chart, series, base)?,
         }
         legend(&mut chart)?;
         root.present()?;
@@ -267,6 +304,7 @@ fn linear_frame<'f>(
     (x0, x1, _, y1): (f64, f64, f64, f64),
     titles: (&'f str, &'f str),
     x_label: &'f dyn Fn(&f64) -> String,
+    y: Y,
 ) -> Frame<'f> {
     let pad = ((x1 - x0) * 0.03).max(0.5);
     Frame {
@@ -275,18 +313,25 @@ fn linear_frame<'f>(
         titles,
         x_ticks: 10,
         x_label,
-        y_label: &|v| super::fmt_ms(*v),
+        y_label: y.label(),
     }
 }
 
 /// Linear y against linear x (rounds, connections): one line per series.
-pub fn xy(id: &str, caption: &str, axes: (&str, &str), series: &[Series], markers: bool) -> String {
+pub fn xy(
+    id: &str,
+    caption: &str,
+    axes: (&str, &str),
+    y: Y,
+    series: &[Series],
+    markers: bool,
+) -> String {
     let series = &drawable(series);
     let Some(b) = bounds(series) else {
         return failed(id, &"no points");
     };
     let x_label = |v: &f64| crate::evidence::fmt_num(v.round());
-    let frame = linear_frame(b, axes, &x_label);
+    let frame = linear_frame(b, axes, &x_label, y);
     draw(
         id,
         caption,
@@ -310,7 +355,7 @@ pub fn xy_log2(id: &str, caption: &str, axes: (&str, &str), series: &[Series]) -
             String::new()
         }
     };
-    let mut frame = linear_frame(b, axes, &x_label);
+    let mut frame = linear_frame(b, axes, &x_label, Y::Ms);
     frame.x = (b.0 - 0.3)..(b.1 + 0.3);
     frame.x_ticks = ((b.1 - b.0).ceil() as usize + 2).min(12);
     draw(
@@ -323,15 +368,25 @@ pub fn xy_log2(id: &str, caption: &str, axes: (&str, &str), series: &[Series]) -
 }
 
 /// Grouped bars: one group per category, one bar per series (a point's x is its
-/// category's index); a None value leaves its bar out.
+/// category's index); a None value leaves its bar out. With [`Y::LogMs`] the bars rise
+/// from the bottom of a log axis, so a 2 s tail and a 2 ms one both stay readable.
 pub fn bars(
     id: &str,
     caption: &str,
     axes: (&str, &str),
+    y: Y,
     categories: &[&str],
     series: &[Series],
 ) -> String {
     let series = &drawable(series);
+    let logged;
+    let series = match y {
+        Y::LogMs => {
+            logged = mapped(series, |(x, v)| (x, v.max(0.001).log10()));
+            &logged
+        }
+        _ => series,
+    };
     let Some(b) = bounds(series) else {
         return failed(id, &"no bars");
     };
@@ -344,12 +399,22 @@ pub fn bars(
             .unwrap_or("")
             .to_string()
     };
-    let mut frame = linear_frame(b, axes, &x_label);
+    let mut frame = linear_frame(b, axes, &x_label, y);
     frame.x = -0.5..(categories.len() as f64 - 0.5);
     // Room above the tallest bar for the legend (a line per series).
-    frame.y = 0f64..(b.3 * (1.25 + 0.15 * series.len() as f64)).max(1.0);
+    let room = 1.25 + 0.15 * series.len() as f64;
+    frame.y = match y {
+        Y::LogMs => {
+            // From the decade below the lowest bar, so the shortest bar still shows; the
+            // tall bars sit at the right (later scenarios), away from the legend.
+            let lo = (b.2 - 0.15).floor();
+            lo..(b.3 + 0.25 * (b.3 - lo).max(1.0))
+        }
+        _ => 0f64..(b.3 * room).max(1.0),
+    };
     frame.x_ticks = categories.len();
-    draw(id, caption, frame, &names(series), Body::Bars(series))
+    let base = frame.y.start;
+    draw(id, caption, frame, &names(series), Body::Bars(series, base))
 }
 
 #[cfg(test)]
@@ -385,7 +450,7 @@ mod tests {
             color: RED_,
             points: vec![Some((1.0, 2.0)), Some((2.0, 5.0))],
         }];
-        let f = xy("rounds-A", "c", ("round", "ms"), &s, true);
+        let f = xy("rounds-A", "c", ("round", "ms"), Y::Ms, &s, true);
         assert!(
             f.starts_with("<figure class=\"plot\" data-plot=\"rounds-A\""),
             "{f}"
@@ -396,7 +461,7 @@ mod tests {
         );
         let d = distribution("d", "c", &s);
         assert!(d.contains("99.9") && d.contains("percentile"), "{d}");
-        assert!(xy("e", "c", ("x", "y"), &[], true).contains("could not be drawn"));
+        assert!(xy("e", "c", ("x", "y"), Y::Count, &[], true).contains("could not be drawn"));
         // A peer's numbers (hub times of another server) are drawn or refused, never a panic.
         let wild = [Series {
             name: "hub",
@@ -408,7 +473,7 @@ mod tests {
                 Some((f64::INFINITY, 1.0)),
             ],
         }];
-        let f = xy("w", "c", ("round", "ms"), &wild, true);
+        let f = xy("w", "c", ("round", "ms"), Y::Ms, &wild, true);
         assert!(
             f.contains("<svg") || f.contains("could not be drawn"),
             "{f}"
@@ -418,6 +483,64 @@ mod tests {
             d.contains("<svg") || d.contains("could not be drawn"),
             "{d}"
         );
+    }
+
+    /// The numbers among an SVG's text elements (tick labels), ascending.
+    fn numeric_texts(svg: &str) -> Vec<f64> {
+        let mut v: Vec<f64> = svg
+            .split("<text")
+            .skip(1)
+            .filter_map(|t| t.split_once('>')?.1.split_once("</text>"))
+            .filter_map(|(t, _)| t.trim().replace(',', "").parse().ok())
+            .collect();
+        v.sort_by(f64::total_cmp);
+        v
+    }
+
+    #[test]
+    fn log_bars_keep_a_two_second_tail_and_a_millisecond_readable_and_counts_are_whole() {
+        let s = [Series {
+            name: "p99",
+            color: BLUE_,
+            points: vec![Some((0.0, 1.6)), Some((1.0, 2200.0))],
+        }];
+        let b = bars(
+            "l",
+            "c",
+            ("scenario", "ms (log scale)"),
+            Y::LogMs,
+            &["a", "b"],
+            &s,
+        );
+        let ticks = numeric_texts(&b);
+        assert!(ticks.len() >= 3, "{ticks:?}");
+        assert!(ticks[0] > 0.0 && ticks[0] <= 1.6, "{ticks:?}");
+        let ratios: Vec<f64> = ticks.windows(2).map(|w| w[1] / w[0]).collect();
+        assert!(
+            ratios.iter().all(|r| (r / ratios[0] - 1.0).abs() < 0.1),
+            "log ticks: equal ratios {ticks:?}"
+        );
+        assert!(b.matches("<rect").count() >= 2, "{b}");
+        let zeros = [Series {
+            name: "all nodes",
+            color: GREY_,
+            points: vec![Some((0.0, 0.0)), Some((1.0, 0.0))],
+        }];
+        let b = bars(
+            "d",
+            "c",
+            ("scenario", "duplicates"),
+            Y::Count,
+            &["a", "b"],
+            &zeros,
+        );
+        let ticks = numeric_texts(&b);
+        assert!(
+            !ticks.is_empty() && ticks.iter().all(|t| t.fract() == 0.0),
+            "{ticks:?}"
+        );
+        assert_eq!(count_label(1200.0), "1,200");
+        assert_eq!(count_label(0.5), "");
     }
 
     #[test]
@@ -434,7 +557,14 @@ mod tests {
                 points: vec![Some((0.0, 12.0)), None],
             },
         ];
-        let b = bars("ways", "c", ("way", "ms"), &["seq new", "par new"], &s);
+        let b = bars(
+            "ways",
+            "c",
+            ("way", "ms"),
+            Y::Ms,
+            &["seq new", "par new"],
+            &s,
+        );
         for t in [
             "seq new",
             "par new",
