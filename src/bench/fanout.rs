@@ -65,32 +65,42 @@ impl FanoutOptions {
 /// Longest planned publishing schedule (rounds / rate) a run may have: one hour.
 pub const MAX_SCHEDULE_S: f64 = 3600.0;
 
+/// The publishing schedule's flags, shared by `bench fanout` and `bench cluster`: rounds
+/// (1 ..= `max_rounds`), payload size, rate, and rounds / rate within `max_schedule_s`.
+pub fn check_schedule(
+    rounds: u64,
+    max_rounds: u64,
+    size: u64,
+    rate: f64,
+    max_schedule_s: f64,
+) -> anyhow::Result<()> {
+    use crate::units::out_of_bounds as oob;
+    if rounds == 0 || rounds > max_rounds {
+        anyhow::bail!(oob("--rounds", rounds, 1, max_rounds, ""));
+    }
+    let min = crate::net::payload::MIN_SIZE as u64;
+    if size < min || size > 1 << 20 {
+        // The payload carries seq and timestamp in its first 16 bytes.
+        anyhow::bail!(oob("--size", size, min, 1 << 20, "bytes"));
+    }
+    if !(rate > 0.0 && rate <= 1000.0) {
+        anyhow::bail!(oob("--rate", rate, "0 (excluded)", 1000, "rounds/s"));
+    }
+    // A tiny rate plans a run of years (and 1e-300 overflows the server's clock math).
+    let schedule_s = rounds as f64 / rate;
+    if !schedule_s.is_finite() || schedule_s > max_schedule_s {
+        anyhow::bail!(
+            "--rounds {rounds} at --rate {rate}: the run would take {schedule_s:.0} s; the bound is {max_schedule_s:.0} s (rounds / rate)"
+        );
+    }
+    Ok(())
+}
+
 pub fn validate(a: &FanoutOptions) -> anyhow::Result<()> {
     if a.connections == 0 {
         anyhow::bail!("--connections must be at least 1");
     }
-    use crate::units::out_of_bounds as oob;
-    if a.rounds == 0 || a.rounds > 1_000_000 {
-        anyhow::bail!(oob("--rounds", a.rounds, 1, 1_000_000, ""));
-    }
-    let min = crate::net::payload::MIN_SIZE;
-    if a.size < min as u64 || a.size > 1 << 20 {
-        // The payload carries seq and timestamp in its first 16 bytes.
-        anyhow::bail!(oob("--size", a.size, min, 1 << 20, "bytes"));
-    }
-    if !(a.rate > 0.0 && a.rate <= 1000.0) {
-        anyhow::bail!(oob("--rate", a.rate, "0 (excluded)", 1000, "rounds/s"));
-    }
-    // A tiny rate plans a run of years (and 1e-300 overflows the server's clock math).
-    let schedule_s = a.rounds as f64 / a.rate;
-    if !schedule_s.is_finite() || schedule_s > MAX_SCHEDULE_S {
-        anyhow::bail!(
-            "--rounds {} at --rate {}: the run would take {:.0} s; the bound is {MAX_SCHEDULE_S:.0} s (rounds / rate)",
-            a.rounds,
-            a.rate,
-            schedule_s
-        );
-    }
+    check_schedule(a.rounds, 1_000_000, a.size, a.rate, MAX_SCHEDULE_S)?;
     let runs: Vec<Option<Scenario>> = if a.server.is_some() {
         vec![None]
     } else {

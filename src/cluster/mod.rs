@@ -124,24 +124,7 @@ pub fn validate(a: &ClusterOptions) -> anyhow::Result<()> {
             "(at least one client per node)"
         ));
     }
-    if a.rounds == 0 || a.rounds > 100_000 {
-        anyhow::bail!(oob("--rounds", a.rounds, 1, 100_000, ""));
-    }
-    let min = crate::net::payload::MIN_SIZE as u64;
-    if a.size < min || a.size > 1 << 20 {
-        anyhow::bail!(oob("--size", a.size, min, 1 << 20, "bytes"));
-    }
-    if !(a.rate > 0.0 && a.rate <= 1000.0) {
-        anyhow::bail!(oob("--rate", a.rate, "0 (excluded)", 1000, "rounds/s"));
-    }
-    let schedule_s = a.rounds as f64 / a.rate;
-    if !schedule_s.is_finite() || schedule_s > MAX_SCHEDULE_S {
-        anyhow::bail!(
-            "--rounds {} at --rate {}: the run would take {schedule_s:.0} s; the bound is {MAX_SCHEDULE_S:.0} s (rounds / rate)",
-            a.rounds,
-            a.rate
-        );
-    }
+    crate::bench::fanout::check_schedule(a.rounds, 100_000, a.size, a.rate, MAX_SCHEDULE_S)?;
     let ttl = a.presence_ttl.as_secs_f64();
     if !(1.0..=60.0).contains(&ttl) {
         anyhow::bail!(oob("--presence-ttl", format!("{ttl} s"), "1 s", "60 s", ""));
