@@ -2,7 +2,7 @@
 //! distribution against the floor F and its rounds (last client, hub). An invalid scenario
 //! is drawn as invalid, with the reason, never as numbers.
 use super::plot::{self, Series};
-use super::{checks, esc, ms, notes, num, page};
+use super::{checks, esc, ms, notes, num, page, scenario_open};
 use crate::bench::model::{BenchReport, ScenarioResult};
 
 pub fn render(rep: &BenchReport) -> anyhow::Result<String> {
@@ -84,17 +84,8 @@ fn table(rep: &BenchReport) -> String {
 }
 
 fn scenario(i: usize, s: &ScenarioResult, floor: Option<&ScenarioResult>) -> String {
-    let mut b = format!(
-        "<section class=\"scenario\" id=\"scenario-{n}\"><h2>{n}: {d}</h2>\n",
-        n = esc(&s.name),
-        d = esc(&s.description)
-    );
+    let mut b = scenario_open(&s.name, &s.description, s.valid, &s.notes, "no latency");
     if !s.valid {
-        b.push_str(&format!(
-            "<div class=\"invalid\" data-invalid=\"{}\"><b>INVALID</b>: no latency is shown for this run.{}</div>\n",
-            esc(&s.name),
-            notes(&s.notes)
-        ));
         b.push_str(&checks(&s.checks));
         b.push_str("</section>\n");
         return b;

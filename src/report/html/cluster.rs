@@ -3,7 +3,7 @@
 //! scenario its verdict, counts and, after a node kill, ghosts over time (ttl vs events).
 //! An invalid scenario shows its reasons and no number.
 use super::plot::{self, Series};
-use super::{checks, esc, evidence_list, ms, notes, num, page};
+use super::{checks, esc, evidence_list, ms, notes, num, page, scenario_open};
 use crate::cluster::model::{ClusterReport, ClusterScenario};
 
 pub fn render(rep: &ClusterReport) -> anyhow::Result<String> {
@@ -211,18 +211,8 @@ fn duplicates(rep: &ClusterReport) -> String {
 }
 
 fn scenario(i: usize, s: &ClusterScenario) -> String {
-    let mut b = format!(
-        "<section class=\"scenario\" id=\"scenario-{n}\"><h2>{n}: {d}</h2>\n",
-        n = esc(&s.name),
-        d = esc(&s.description)
-    );
-    if !s.valid {
-        b.push_str(&format!(
-            "<div class=\"invalid\" data-invalid=\"{}\"><b>INVALID</b>: no number is shown for this run.{}</div>\n",
-            esc(&s.name),
-            notes(&s.notes)
-        ));
-    } else {
+    let mut b = scenario_open(&s.name, &s.description, s.valid, &s.notes, "no number");
+    if s.valid {
         let p = |k: &str| format!("scenarios.{i}.{k}");
         b.push_str(&format!(
             "<p class=\"valid\">valid: {} of {} expected messages received ({} clients, {} reconnects); lost {}, of them silently {}; duplicates {}; order hash: {}.</p>\n",

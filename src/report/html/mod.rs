@@ -140,6 +140,30 @@ pub fn checks(checks: &[crate::bench::model::Check]) -> String {
     format!("<details><summary>checks</summary><table class=\"checks\">{rows}</table></details>\n")
 }
 
+/// A bench scenario's section opening, and for an invalid run the box that says why
+/// (`withheld`: what is not shown, e.g. "no latency").
+pub fn scenario_open(
+    name: &str,
+    description: &str,
+    valid: bool,
+    v: &[String],
+    withheld: &str,
+) -> String {
+    let mut b = format!(
+        "<section class=\"scenario\" id=\"scenario-{n}\"><h2>{n}: {d}</h2>\n",
+        n = esc(name),
+        d = esc(description)
+    );
+    if !valid {
+        b.push_str(&format!(
+            "<div class=\"invalid\" data-invalid=\"{}\"><b>INVALID</b>: {withheld} is shown for this run.{}</div>\n",
+            esc(name),
+            notes(v)
+        ));
+    }
+    b
+}
+
 pub fn notes(v: &[String]) -> String {
     if v.is_empty() {
         return String::new();
