@@ -543,7 +543,8 @@ async fn ws_session(
                 }
                 // A gap marker (the server dropped messages for this client) is not a
                 // payload: the missing seqs show as drops in the server's counters.
-                Some(Ok(Message::Text(t))) if crate::delivery::client::parse_gap(t.as_str()).is_some() => {}
+                // (Checked by its prefix first: a payload is not parsed twice.)
+                Some(Ok(Message::Text(t))) if t.as_str().starts_with("{\"from\"") && crate::delivery::client::parse_gap(t.as_str()).is_some() => {}
                 Some(Ok(Message::Text(t))) => {
                     record(out, counters, cfg.rounds, t.len(), crate::net::payload::decode_text(t.as_str()))
                 }

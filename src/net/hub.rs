@@ -535,11 +535,18 @@ impl Hub {
         extra: &[Round],
     ) -> (Vec<Round>, Option<(u64, u64)>) {
         let local = lock(&self.ring);
-        let (mut replay, gap) = match extra.is_empty() {
-            true => replay_after(&local, since),
-            false => replay_after(&merge_rings(&local, extra), since),
+        // The tail gap is judged on the ring that is replayed (merged with the cluster's
+        // when given), or a hole would be marked twice, the second time out of order.
+        let (mut replay, gap) = if extra.is_empty() {
+            let (mut r, g) = replay_after(&local, since);
+            r.extend(self.tail_gap(&local, since, upto));
+            (r, g)
+        } else {
+            let merged = merge_rings(&local, extra);
+            let (mut r, g) = replay_after(&merged, since);
+            r.extend(self.tail_gap(&merged, since, upto));
+            (r, g)
         };
-        replay.extend(self.tail_gap(&local, since, upto));
         drop(local);
         replay.retain(|r| r.seq <= upto);
         (replay, gap.filter(|g| g.0 <= upto))
@@ -583,7 +590,8 @@ impl Hub {
     /// resume after `since` is owed that gap too, up to `upto`.
     fn tail_gap(&self, ring: &VecDeque<Round>, since: u64, upto: u64) -> Option<Round> {
         let last = self.cluster.get()?.last_seq.load(Relaxed).min(upto);
-        let from = since.max(ring.back().map_or(0, |r| r.seq)) + 1;
+        // `since` is the client's: u64::MAX owes nothing (and must not wrap to 0).
+        let from = since.max(ring.back().map_or(0, |r| r.seq)).checked_add(1)?;
         (last >= from).then(|| super::cluster::gap_round(from, last))
     }
 
@@ -918,7 +926,9 @@ impl Hub {
             // Snapshot clients get no marker: they are removed (see offer_to).
             let snapshot = self.cfg.delivery == super::session::Delivery::Snapshot;
             if let Some(tail) = q.items.back_mut().filter(|_| !snapshot) {
-                let from = tail.gap_after.map_or(round.seq, |g| g.0);
+                // From the tail's next seq, not this round's: a cluster gap round
+                // (seq = the end of its range) stands for every seq after the tail.
+                let from = tail.gap_after.map_or(tail.seq + 1, |g| g.0);
                 tail.gap_after = Some((from, round.seq));
             }
             return Offer::Dropped;

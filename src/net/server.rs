@@ -572,7 +572,8 @@ fn handle_inbound(
             Inbound::Text(t) => {
                 hub.counters.inbound_messages.fetch_add(1, Relaxed);
                 // With a cluster the resume reads the Redis ring: answered by the loop.
-                if let Some(since) = session::cluster_resume_since(hub, &t).filter(|_| writer) {
+                if let Some(since) = session::cluster_resume_since(hub, conn, &t).filter(|_| writer)
+                {
                     control.resume = Some(since);
                 } else if let Some(b) = session::on_ws_text(hub, conn, &t).filter(|_| writer) {
                     control.extra.extend_from_slice(&b);
@@ -622,6 +623,11 @@ async fn serve_sse(hub: Arc<Hub>, stream: TcpStream, req: Request) {
         return;
     }
     drop(req);
+    // At --max-sessions a new session is refused here, under the sessions' lock only
+    // (registering would judge it under the hub's locks too); register still catches a race.
+    if let Err(r) = hub.sessions.check(presented.as_deref()) {
+        return refuse(&hub, &stream, r).await;
+    }
     if let Err(e) = sse_liveness(&stream, &hub.cfg) {
         eprintln!("rtcheck serve: SSE socket options: {e}");
     }

@@ -568,8 +568,12 @@ pub fn register(
 /// Register a plain `/ws` client (no `since`) that may resume with a message: remember
 /// the ring's last seq at the moment it joined.
 pub fn register_ws(hub: &Hub, stream: TcpStream) -> Arc<Conn> {
+    // A cluster node's last delivery may be a gap marker, which never enters the ring:
+    // the client joined after it, so a resume owes that gap too.
     let (conn, joined) = hub.register_with(stream, Transport::Ws, |ring| {
-        (ring.back().map_or(0, |r| r.seq), 0)
+        let back = ring.back().map_or(0, |r| r.seq);
+        let marked = hub.cluster.get().map_or(0, |c| c.last_seq.load(Relaxed));
+        (back.max(marked), 0)
     });
     lock(&hub.sessions.joined).insert(conn.id, joined);
     conn.done_writing();
@@ -603,8 +607,13 @@ fn resume_since(v: &serde_json::Value) -> Option<u64> {
 
 /// A resume message under seq-ring with a cluster: its seq, for the caller to fetch the
 /// Redis ring (async) and answer with [`ws_resume_reply`]. None: not one, or no cluster.
-pub fn cluster_resume_since(hub: &Hub, text: &[u8]) -> Option<u64> {
-    if hub.cluster.get().is_none() || hub.cfg.delivery != Delivery::SeqRing {
+/// Only the first resume message of a connection is answered: a repeated one would cost a
+/// Redis read and a replay each time, for nothing.
+pub fn cluster_resume_since(hub: &Hub, conn: u64, text: &[u8]) -> Option<u64> {
+    if hub.cluster.get().is_none()
+        || hub.cfg.delivery != Delivery::SeqRing
+        || !lock(&hub.sessions.joined).contains_key(&conn)
+    {
         return None;
     }
     resume_since(&serde_json::from_slice(text).ok()?)
