@@ -599,6 +599,10 @@ fn a_resume_across_a_hole_in_the_nodes_ring_gets_a_gap_marker_even_with_redis_do
         (v["gap"].as_bool(), v["oldest"].as_u64()),
         (Some(true), Some(10))
     );
+    // A resume id of u64::MAX owes nothing (the tail gap's `since + 1` once wrapped).
+    let (seqs, v) = poll(&b, u64::MAX);
+    assert!(seqs.is_empty(), "{v}");
+    assert_eq!(v["gap"], false, "{v}");
     // A WebSocket resume in the URL: the same gap marker inline.
     let mut ws = common::raw_ws_at(b.addr, "/ws?since=3", None);
     let frames = ws_frames(&mut ws, 6);
