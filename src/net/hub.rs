@@ -926,10 +926,7 @@ impl Hub {
             // Snapshot clients get no marker: they are removed (see offer_to).
             let snapshot = self.cfg.delivery == super::session::Delivery::Snapshot;
             if let Some(tail) = q.items.back_mut().filter(|_| !snapshot) {
-                // From the tail's next seq, not this round's: a cluster gap round
-                // (seq = the end of its range) stands for every seq after the tail.
-                let from = tail.gap_after.map_or(tail.seq + 1, |g| g.0);
-                tail.gap_after = Some((from, round.seq));
+                tail.gap_after = Some(dropped_range(tail.seq, tail.gap_after, round.seq));
             }
             return Offer::Dropped;
         }
@@ -1006,6 +1003,14 @@ async fn sleep_precisely_until(due: tokio::time::Instant) {
 }
 
 /// The local ring and the cluster's, by seq, without duplicates.
+/// The seqs a full queue's marker covers after dropping round `seq`: from the queued
+/// tail's next seq (or the marker's start, when drops already follow it) to `seq`. Not
+/// from `seq` itself: a cluster gap round (seq = the end of its range) stands for every
+/// seq after the tail.
+fn dropped_range(tail_seq: u64, marked: Option<(u64, u64)>, seq: u64) -> (u64, u64) {
+    (marked.map_or(tail_seq.saturating_add(1), |g| g.0), seq)
+}
+
 fn merge_rings(local: &VecDeque<Round>, extra: &[Round]) -> VecDeque<Round> {
     let mut m: BTreeMap<u64, Round> = extra.iter().map(|r| (r.seq, r.clone())).collect();
     m.extend(local.iter().map(|r| (r.seq, r.clone())));
@@ -1078,6 +1083,15 @@ mod tests {
         let (r, gap) = replay_after(&ring(5..=10), 4);
         assert_eq!(r.len(), 6);
         assert_eq!(gap, None);
+    }
+
+    #[test]
+    fn a_full_queues_marker_covers_every_seq_after_the_tail() {
+        // 7 queued last; 8 dropped, then 9: one marker 8..=9.
+        assert_eq!(dropped_range(7, None, 8), (8, 8));
+        assert_eq!(dropped_range(7, Some((8, 8)), 9), (8, 9));
+        // A cluster gap round for 8..=12 (its seq is 12) dropped first: 8..=12, not 12..=12.
+        assert_eq!(dropped_range(7, None, 12), (8, 12));
     }
 
     #[test]
