@@ -328,10 +328,13 @@ async fn relay_once(
             m = msgs.next() => {
                 let m = m.ok_or_else(|| anyhow::anyhow!("subscription closed"))?;
                 let p = m.get_payload_bytes();
-                match (parse_message(p), parse_unpublished(p)) {
-                    (Some((seq, ts, _)), _) => on_round(hub, c, seq, ts).await?,
-                    (None, Some((from, to, _))) => on_unpublished(hub, c, from, to).await?,
-                    _ => eprintln!("rtcheck serve: {ROUNDS_CHANNEL}: a message that is neither `SEQ TS NODE` nor `gap FROM TO NODE`"),
+                // A round (the common case) is parsed once; a gap only when it is not one.
+                if let Some((seq, ts, _)) = parse_message(p) {
+                    on_round(hub, c, seq, ts).await?;
+                } else if let Some((from, to, _)) = parse_unpublished(p) {
+                    on_unpublished(hub, c, from, to).await?;
+                } else {
+                    eprintln!("rtcheck serve: {ROUNDS_CHANNEL}: a message that is neither `SEQ TS NODE` nor `gap FROM TO NODE`");
                 }
             }
             _ = check.tick() => {
