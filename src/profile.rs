@@ -256,9 +256,9 @@ impl Profile {
         Ok(p)
     }
 
-    pub fn load(path: &Path) -> anyhow::Result<Profile> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| anyhow::anyhow!("{}: cannot read: {e}", path.display()))?;
+    /// The profile in `path`, given to `flag` (named in every error), read bounded.
+    pub fn load(flag: &str, path: &Path) -> anyhow::Result<Profile> {
+        let text = crate::input::yaml(flag, path)?;
         Profile::from_yaml(&text, &path.display().to_string())
     }
 

@@ -249,7 +249,7 @@ fn answers_file_flags_override_and_save_round_trips() {
         serde_json::json!(["size", "max_disconnect"])
     );
 
-    let saved = Profile::load(&save).unwrap();
+    let saved = Profile::load("--answers", &save).unwrap();
     assert_eq!(
         saved,
         Profile {

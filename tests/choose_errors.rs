@@ -204,7 +204,7 @@ fn unreadable_answers_file_is_named() {
     let err = String::from_utf8(out.stderr).unwrap();
     assert_eq!(err.lines().count(), 1);
     assert!(
-        err.starts_with("rtcheck: error: missing.yaml: cannot read: "),
+        err.starts_with("rtcheck: error: --answers missing.yaml: cannot read: "),
         "{err}"
     );
     assert!(!save.exists());
@@ -218,7 +218,7 @@ fn unreadable_answers_file_is_named() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8(out.stderr)
         .unwrap()
-        .starts_with("rtcheck: error: .: cannot read: "));
+        .starts_with("rtcheck: error: --answers .: a directory, not a regular file"));
 
     // Not a mapping.
     let err = fails_with_answers(d.path(), "- visible_within\n");
@@ -338,7 +338,7 @@ fn a_failed_output_leaves_no_saved_profile_behind() {
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&output).unwrap()).unwrap();
     assert_eq!(v["transport"], "sse");
-    let p = rtcheck::profile::Profile::load(&save).unwrap();
+    let p = rtcheck::profile::Profile::load("--answers", &save).unwrap();
     assert_eq!(p.transport, Some(rtcheck::profile::Transport::Sse));
 }
 
@@ -366,6 +366,30 @@ fn unsupported_format_is_a_usage_error() {
     );
     assert!(
         err.contains("[possible values: text, json, yaml, markdown, html]"),
+        "{err}"
+    );
+}
+
+/// Issue 21: an --answers file without the required keys is named in the error (it is
+/// where the answers were looked for).
+#[test]
+fn answers_file_missing_keys_names_the_file() {
+    let d = tempfile::tempdir().unwrap();
+    let f = d.path().join("partial.yaml");
+    std::fs::write(&f, "connections: 100\n").unwrap();
+    let out = rtcheck()
+        .args(["choose", "--no-input", "--answers"])
+        .arg(&f)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with(&format!(
+            "rtcheck: error: --answers {}: missing answers: visible_within",
+            f.display()
+        )),
         "{err}"
     );
 }

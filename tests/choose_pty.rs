@@ -52,7 +52,7 @@ fn full_walk_on_a_terminal_saves_the_answers() {
     s.expect("\"transport\": \"websocket\"").unwrap();
     wait_success(s);
 
-    let p = Profile::load(&save).unwrap();
+    let p = Profile::load("--answers", &save).unwrap();
     assert_eq!(
         p,
         Profile {
@@ -99,7 +99,7 @@ fn a_bad_answer_is_asked_again_not_fatal() {
     answer(&mut s, "Max disconnect", ENTER);
     s.expect("transport").unwrap();
     wait_success(s);
-    let p = Profile::load(&save).unwrap();
+    let p = Profile::load("--answers", &save).unwrap();
     assert_eq!(p.visible_within, Some(Duration::from_secs(120)));
     assert_eq!(p.connections, 300);
     assert_eq!(p.size, 4096);
@@ -133,7 +133,7 @@ fn only_the_missing_answers_are_asked_when_some_flags_are_given() {
     let shown = String::from_utf8_lossy(rest.before());
     assert!(!shown.contains("Visible within"), "{shown}");
     assert!(!shown.contains("Connections"), "{shown}");
-    let p = Profile::load(&save).unwrap();
+    let p = Profile::load("--answers", &save).unwrap();
     assert_eq!(p.loss, Some(Loss::PerUser));
     assert_eq!(p.connections, 1000);
     assert_eq!(p.transport, Some(Transport::Polling));

@@ -101,7 +101,7 @@ fn guided_run_chooses_audits_saves_then_probes_and_reviews() {
     s.expect(Eof).expect("rtcheck exits");
     let status = s.get_process().wait().expect("exit status");
 
-    let p = Profile::load(&profile_path).unwrap();
+    let p = Profile::load("--answers", &profile_path).unwrap();
     // The saved profile is one `audit --profile` accepts.
     let audit = Command::new(env!("CARGO_BIN_EXE_rtcheck"))
         .args(["audit", "--format", "json", "--profile"])
@@ -138,7 +138,9 @@ fn guided_run_chooses_audits_saves_then_probes_and_reviews() {
     assert!(!probe_text.contains("s3cret"), "{probe_text}");
     assert_eq!(probe["summary"]["fail"], 0, "{probe:#}");
 
-    let a = rtcheck::review::answers::load(&review_path, &rtcheck::review::known_ids()).unwrap();
+    let a =
+        rtcheck::review::answers::load("--answers", &review_path, &rtcheck::review::known_ids())
+            .unwrap();
     assert_eq!(
         a.get(open).unwrap().answer,
         rtcheck::review::answers::Answer::Yes

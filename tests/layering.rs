@@ -8,6 +8,8 @@ use std::path::Path;
 const LAYERS: &[(&str, u8)] = &[
     ("units", 0),
     ("outfile", 0),
+    ("input", 0),
+    ("redact", 0),
     ("evidence", 0),
     ("checklist", 0),
     ("profile", 0),

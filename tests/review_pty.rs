@@ -122,7 +122,7 @@ fn walk_reasks_bad_values_records_na_and_later_then_asks_only_what_is_open() {
     let out = finish(s, 0);
     // Each asked item prints its `why:` line; none may follow the first.
     assert!(!out.contains("  why: "), "asked more than one item: {out}");
-    let a = answers::load(&save, &rtcheck::review::known_ids()).unwrap();
+    let a = answers::load("--answers", &save, &rtcheck::review::known_ids()).unwrap();
     assert_eq!(a.get("hot-path-alloc").unwrap().answer, Answer::Yes);
     assert_eq!(a.get("seq-numbers").unwrap().answer, Answer::Na);
 }
@@ -146,7 +146,7 @@ fn a_value_kept_against_the_rule_is_a_finding() {
     answer(&mut s, "Values break the rule", &format!("{DOWN}{ENTER}")); // keep them
     s.expect("\"downstream_hits\": 27.0").unwrap();
     finish(s, 1);
-    let a = answers::load(&save, &rtcheck::review::known_ids()).unwrap();
+    let a = answers::load("--answers", &save, &rtcheck::review::known_ids()).unwrap();
     let v = answers::values_of(a.get("one-retry-layer").unwrap()).unwrap();
     assert_eq!(v["layers"], Val::Count(3));
 }
@@ -174,6 +174,6 @@ fn an_item_measured_by_evidence_is_not_asked() {
     answer(&mut s, "Done?", ENTER);
     let out = finish(s, 0);
     assert!(out.contains("1 measured, 1 declared"), "{out}");
-    let a = answers::load(&save, &rtcheck::review::known_ids()).unwrap();
+    let a = answers::load("--answers", &save, &rtcheck::review::known_ids()).unwrap();
     assert!(a.get("proxy-config").is_none());
 }

@@ -70,7 +70,7 @@ pub struct AuditArgs {
 /// Profile from --profile (or defaults), then flags on top; transport resolved.
 pub fn resolve_profile(a: &AuditArgs) -> anyhow::Result<Profile> {
     let mut p = match &a.profile {
-        Some(path) => Profile::load(path)?,
+        Some(path) => Profile::load("--profile", path)?,
         None => Profile::default(),
     };
     if let Some(c) = a.connections {

@@ -68,7 +68,7 @@ fn ms(d: Duration) -> f64 {
 fn read_hops(a: &BudgetArgs) -> anyhow::Result<Vec<Hop>> {
     if let Some(p) = &a.hops {
         let origin = p.display().to_string();
-        let text = std::fs::read_to_string(p).map_err(|e| anyhow::anyhow!("{origin}: {e}"))?;
+        let text = crate::input::yaml("--hops", p)?;
         return hops::from_yaml(&text, &origin).map_err(anyhow::Error::msg);
     }
     let v = a

@@ -104,10 +104,9 @@ pub fn profile_from_args(a: &ChooseArgs) -> anyhow::Result<(Profile, Vec<String>
     let mut given: Vec<String> = Vec::new();
     let mut p = match &a.answers {
         Some(path) => {
-            let p = Profile::load(path)?;
-            // Profile::load validated the text; the keys present tell what was answered.
-            let text = std::fs::read_to_string(path)
-                .map_err(|e| anyhow::anyhow!("{}: cannot read: {e}", path.display()))?;
+            let text = crate::input::yaml("--answers", path)?;
+            let p = Profile::from_yaml(&text, &path.display().to_string())?;
+            // from_yaml validated the text; the keys present tell what was answered.
             if let Ok(serde_yaml::Value::Mapping(m)) = serde_yaml::from_str(&text) {
                 given.extend(m.keys().filter_map(|k| k.as_str().map(String::from)));
             }
@@ -161,7 +160,8 @@ pub fn profile_from_args(a: &ChooseArgs) -> anyhow::Result<(Profile, Vec<String>
     Ok((p, given))
 }
 
-fn missing_message(missing: &[&str]) -> String {
+/// `answers`: the --answers file, named first (it is where the answers were looked for).
+fn missing_message(missing: &[&str], answers: Option<&std::path::Path>) -> String {
     let named: Vec<String> = missing
         .iter()
         .map(|m| match *m {
@@ -171,10 +171,17 @@ fn missing_message(missing: &[&str]) -> String {
             other => other.to_string(),
         })
         .collect();
-    format!(
-        "missing answers: {}; give them as flags or in --answers FILE (no terminal to ask on)",
-        named.join(", ")
-    )
+    match answers {
+        Some(f) => format!(
+            "--answers {}: missing answers: {}; add them to the file or give them as flags (no terminal to ask on)",
+            f.display(),
+            named.join(", ")
+        ),
+        None => format!(
+            "missing answers: {}; give them as flags or in --answers FILE (no terminal to ask on)",
+            named.join(", ")
+        ),
+    }
 }
 
 pub fn run(a: ChooseArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
@@ -182,7 +189,7 @@ pub fn run(a: ChooseArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
     let missing = missing_answers(&p);
     if !missing.is_empty() {
         if a.no_input || !prompts::can_prompt() {
-            anyhow::bail!(missing_message(&missing));
+            anyhow::bail!(missing_message(&missing, a.answers.as_deref()));
         }
         if given.is_empty() {
             // Nothing answered yet: the full walk, every question with its default.

@@ -82,7 +82,7 @@ pub fn options(
     timeout: Duration,
 ) -> anyhow::Result<DeliveryOptions> {
     let p = match &f.profile {
-        Some(path) => Profile::load(path)?,
+        Some(path) => Profile::load("--profile", path)?,
         None => Profile::default(),
     };
     let rate = f.rate.unwrap_or(p.rate);

@@ -30,7 +30,7 @@ pub fn run(a: ExplainArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
     let checks = crate::audit::check_ids();
     let out = if checks.contains(&a.id.as_str()) {
         let mut profile = match &a.profile {
-            Some(path) => Profile::load(path)?,
+            Some(path) => Profile::load("--profile", path)?,
             None => Profile::default(),
         };
         profile

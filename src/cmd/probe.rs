@@ -117,7 +117,7 @@ fn options(a: &ProbeArgs, profile: &Profile) -> anyhow::Result<Options> {
 
 pub fn run(a: ProbeArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
     let profile = match &a.profile {
-        Some(p) => Profile::load(p)?,
+        Some(p) => Profile::load("--profile", p)?,
         None => Profile::default(),
     };
     let r = report(&a, profile)?;
@@ -133,6 +133,10 @@ pub fn run(a: ProbeArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
 /// Probe every URL of `a` for `profile` (the guided run calls this too).
 pub fn report(a: &ProbeArgs, profile: Profile) -> anyhow::Result<FindingsReport> {
     probe::validate_skip(&a.skip)?;
+    if let Some(ca) = &a.ca {
+        // Checked before any connection: a device or FIFO is refused at once, not mid-run.
+        crate::input::read("--ca", ca)?;
+    }
     let o = options(a, &profile)?;
     let targets: Vec<Target> = a
         .urls

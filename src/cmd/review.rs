@@ -63,7 +63,7 @@ pub struct ReviewArgs {
 
 fn load_profile(a: &ReviewArgs) -> anyhow::Result<Profile> {
     let p = match &a.profile {
-        Some(path) => Profile::load(path)?,
+        Some(path) => Profile::load("--profile", path)?,
         None => Profile::default(),
     };
     p.validate().map_err(|e| anyhow::anyhow!("profile: {e}"))?;
@@ -93,8 +93,8 @@ pub fn render(
 fn previous_answers(a: &ReviewArgs) -> anyhow::Result<answers::Answers> {
     let known = crate::review::known_ids();
     Ok(match (&a.answers, &a.save) {
-        (Some(p), _) => answers::load(p, &known)?,
-        (None, Some(s)) if s.exists() => answers::load(s, &known)?,
+        (Some(p), _) => answers::load("--answers", p, &known)?,
+        (None, Some(s)) if s.exists() => answers::load("--save", s, &known)?,
         _ => answers::Answers::default(),
     })
 }

@@ -270,9 +270,8 @@ pub fn parse(text: &str, origin: &str, known: &[&str]) -> anyhow::Result<Answers
     Ok(a)
 }
 
-pub fn load(path: &std::path::Path, known: &[&str]) -> anyhow::Result<Answers> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| anyhow::anyhow!("{}: cannot read: {e}", path.display()))?;
+pub fn load(flag: &str, path: &std::path::Path, known: &[&str]) -> anyhow::Result<Answers> {
+    let text = crate::input::yaml(flag, path)?;
     parse(&text, &path.display().to_string(), known)
 }
 

@@ -166,8 +166,7 @@ pub fn parse(text: &str, file: &str) -> anyhow::Result<Vec<Measurement>> {
 }
 
 pub fn load(path: &std::path::Path) -> anyhow::Result<Vec<Measurement>> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| anyhow::anyhow!("{}: cannot read: {e}", path.display()))?;
+    let text = crate::input::yaml("--evidence", path)?;
     parse(&text, &path.display().to_string())
 }
 

@@ -93,7 +93,7 @@ pub(super) fn card(i: usize, f: &Finding, anchor: &str) -> String {
             if !cmds.is_empty() {
                 b.push_str(&format!(
                     "<p class=\"dim\">{label}:</p><pre>{}</pre>",
-                    esc(&cmds.join("\n"))
+                    cmds.iter().map(|c| esc(c)).collect::<Vec<_>>().join("\n")
                 ));
             }
         }

@@ -40,10 +40,11 @@ figure.plot{display:inline-block;margin:.4em .6em .4em 0;vertical-align:top}figc
 .dim{color:#666}ul{margin:.3em 0}
 tr.knee td{background:#fff8ec;font-weight:600}.wide{overflow-x:auto}table.compact{font-size:.88em}table.compact td,table.compact th{padding:.2em .4em}tr.verdict-row td{border-top:0;color:#444;font-size:.92em}";
 
-/// Escape text for HTML content and attribute values.
+/// Escape text for HTML content and attribute values; control characters become
+/// visible escapes ([`crate::report::plain`]), so a raw page in a log starts no line.
 pub fn esc(s: &str) -> String {
     let mut o = String::with_capacity(s.len());
-    for c in s.chars() {
+    for c in crate::report::plain(s).chars() {
         match c {
             '&' => o.push_str("&amp;"),
             '<' => o.push_str("&lt;"),

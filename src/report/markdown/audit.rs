@@ -3,7 +3,7 @@
 use crate::report::{FindingsReport, Status};
 
 fn cell(s: &str) -> String {
-    s.replace('|', "\\|").replace('\n', " ")
+    crate::report::plain(&s.replace('\n', " ")).replace('|', "\\|")
 }
 
 fn icon(s: Status) -> &'static str {

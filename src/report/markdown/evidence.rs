@@ -4,7 +4,7 @@ use crate::checklist::Checklist;
 
 /// Escape a table cell: pipes and newlines would break the row.
 pub fn cell(s: &str) -> String {
-    s.replace('|', "\\|").replace('\n', "<br>")
+    crate::report::plain(&s.replace('\n', "<br>")).replace('|', "\\|")
 }
 
 pub fn evidence_list(all: &[EvidenceView]) -> String {

@@ -4,7 +4,7 @@ use crate::findings::{Finding, Status};
 use crate::report::FindingsReport;
 
 fn cell(s: &str) -> String {
-    s.replace('|', "\\|").replace('\n', " ")
+    crate::report::plain(&s.replace('\n', " ")).replace('|', "\\|")
 }
 
 fn icon(s: Status) -> &'static str {

@@ -5,7 +5,7 @@ use crate::report::Status;
 use crate::review::Source;
 
 fn cell(s: &str) -> String {
-    s.replace('|', "\\|").replace('\n', " ")
+    crate::report::plain(&s.replace('\n', " ")).replace('|', "\\|")
 }
 
 fn icon(s: Status) -> &'static str {

@@ -2,7 +2,7 @@
 use crate::report::VerifyReport;
 
 pub fn cell(s: &str) -> String {
-    s.replace('|', "\\|").replace('\n', " ")
+    crate::report::plain(&s.replace('\n', " ")).replace('|', "\\|")
 }
 
 pub fn render(r: &VerifyReport) -> String {

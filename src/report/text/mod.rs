@@ -17,7 +17,7 @@ pub fn wrap(text: &str, width: usize, first: &str, rest: &str) -> String {
     let mut out = String::new();
     let mut line = first.to_string();
     let mut empty = true;
-    for word in text.split_whitespace() {
+    for word in super::plain(text).split_whitespace() {
         let len = line.chars().count();
         if !empty && len + 1 + word.chars().count() > width {
             out.push_str(line.trim_end());

@@ -17,7 +17,7 @@ fn counts(r: &ReviewReport) -> String {
 fn wrap(text: &str, indent: &str, width: usize) -> String {
     let mut out = String::new();
     let mut line = String::new();
-    for w in text.split_whitespace() {
+    for w in crate::report::plain(text).split_whitespace() {
         if !line.is_empty() && indent.len() + line.len() + 1 + w.len() > width {
             out.push_str(&format!("{indent}{line}\n"));
             line.clear();
@@ -35,6 +35,7 @@ fn wrap(text: &str, indent: &str, width: usize) -> String {
 
 /// One line, cut to `width` columns.
 fn clip(line: &str, width: usize) -> String {
+    let line = &*crate::report::plain(line);
     if line.chars().count() > width {
         line.chars().take(width - 3).collect::<String>() + "..."
     } else {
@@ -59,7 +60,7 @@ pub fn render(r: &ReviewReport, pal: Palette) -> String {
             "{} {}: {}\n",
             pal.status(f.status),
             pal.bold(&f.id),
-            f.title
+            crate::report::plain(&f.title)
         ));
         out.push_str(&wrap(&f.observed, "  ", 78));
         if f.expected != "done" {

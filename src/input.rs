@@ -1,0 +1,186 @@
+//! The one reader for files a user points a flag at (`--answers`, `--profile`,
+//! `--evidence`, `--hops`, `--ca`, `--control-token-file`, ...): a regular file of at most
+//! [`MAX_BYTES`], read in bounded time and memory. A FIFO, a device (`/dev/zero`) or a
+//! huge file is refused in one line naming the flag and the file, before it is read.
+//! YAML gets a nesting bound too ([`yaml`]): the parser's time grows with the square of
+//! the depth, so a small file of `[[[[…` would otherwise hold a run for seconds.
+use std::io::Read;
+use std::path::Path;
+
+/// Largest input file read (every rtcheck input is a few KiB; a bench report some 100 KiB).
+pub const MAX_BYTES: u64 = 1 << 20;
+/// Deepest YAML nesting accepted (flow `[`/`{` plus block levels); rtcheck's own files use 4.
+pub const MAX_DEPTH: usize = 64;
+
+/// Read `path` given to `flag` as UTF-8 text, bounded. Errors are one line: `FLAG PATH: why`.
+pub fn read(flag: &str, path: &Path) -> anyhow::Result<String> {
+    let what = || format!("{flag} {}", path.display());
+    let bytes = read_bytes(path).map_err(|e| anyhow::anyhow!("{}: {e}", what()))?;
+    String::from_utf8(bytes).map_err(|e| {
+        anyhow::anyhow!(
+            "{}: not UTF-8 text (invalid byte at offset {})",
+            what(),
+            e.utf8_error().valid_up_to()
+        )
+    })
+}
+
+/// [`read`] plus the nesting bound for a YAML (or JSON) file.
+pub fn yaml(flag: &str, path: &Path) -> anyhow::Result<String> {
+    let text = read(flag, path)?;
+    check_depth(&text).map_err(|e| anyhow::anyhow!("{flag} {}: {e}", path.display()))?;
+    Ok(text)
+}
+
+/// The bytes of a regular file of at most MAX_BYTES. Opened non-blocking, so a FIFO with no
+/// writer cannot hold the open; the type is checked on the open file (no race with a swap).
+pub fn read_bytes(path: &Path) -> Result<Vec<u8>, String> {
+    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| format!("cannot read: {e}"))?;
+    let meta = f.metadata().map_err(|e| format!("cannot read: {e}"))?;
+    let ft = meta.file_type();
+    if !ft.is_file() {
+        let kind = if ft.is_dir() {
+            "a directory"
+        } else if ft.is_fifo() {
+            "a FIFO"
+        } else if ft.is_char_device() || ft.is_block_device() {
+            "a device"
+        } else if ft.is_socket() {
+            "a socket"
+        } else {
+            "not a regular file"
+        };
+        return Err(format!("{kind}, not a regular file; give a file"));
+    }
+    if meta.len() > MAX_BYTES {
+        return Err(too_big(meta.len()));
+    }
+    // The file may grow while it is read: never take more than the bound.
+    let mut buf = Vec::with_capacity(meta.len() as usize);
+    f.take(MAX_BYTES + 1)
+        .read_to_end(&mut buf)
+        .map_err(|e| format!("cannot read: {e}"))?;
+    if buf.len() as u64 > MAX_BYTES {
+        return Err(too_big(buf.len() as u64));
+    }
+    Ok(buf)
+}
+
+fn too_big(n: u64) -> String {
+    format!("{n} bytes or more: over the 1 MiB limit for input files")
+}
+
+/// Refuse YAML nested deeper than MAX_DEPTH, cheaply (one pass, no allocation): flow
+/// brackets outside quotes and comments, plus the block levels open at each line (its
+/// indentation stack and leading `- ` entries). It over-counts rather than under-counts
+/// (a bracket in a block scalar counts), which only matters past MAX_DEPTH.
+pub fn check_depth(text: &str) -> Result<(), String> {
+    let mut flow = 0usize;
+    let mut indents: Vec<usize> = Vec::new();
+    let mut quote: Option<u8> = None;
+    for (n, line) in text.lines().enumerate() {
+        let bytes = line.as_bytes();
+        let mut i = 0;
+        if quote.is_none() && flow == 0 {
+            let indent = bytes.iter().take_while(|b| **b == b' ').count();
+            let rest = &line[indent..];
+            if !rest.is_empty() && !rest.starts_with('#') {
+                while indents.last().is_some_and(|l| *l >= indent) {
+                    indents.pop();
+                }
+                indents.push(indent);
+                // `- - - x`: each entry marker opens a level on the same line.
+                let extra = rest.as_bytes().chunks(2).take_while(|c| c == b"- ").count();
+                if indents.len() + extra > MAX_DEPTH {
+                    return Err(deep(n + 1));
+                }
+            }
+            i = indent;
+        }
+        let mut prev = b' ';
+        while i < bytes.len() {
+            let b = bytes[i];
+            match quote {
+                Some(b'"') if b == b'\\' => i += 1,
+                Some(q) if b == q => quote = None,
+                Some(_) => {}
+                None => match b {
+                    b'#' if prev == b' ' || prev == b'\t' => break,
+                    b'"' | b'\'' if b" \t[{,:".contains(&prev) => quote = Some(b),
+                    b'[' | b'{' => {
+                        flow += 1;
+                        if indents.len() + flow > MAX_DEPTH {
+                            return Err(deep(n + 1));
+                        }
+                    }
+                    b']' | b'}' => flow = flow.saturating_sub(1),
+                    _ => {}
+                },
+            }
+            prev = b;
+            i += 1;
+        }
+    }
+    Ok(())
+}
+
+fn deep(line: usize) -> String {
+    format!("line {line}: nested deeper than {MAX_DEPTH} levels (refused before parsing)")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn depth_counts_flow_and_block_levels() {
+        assert!(check_depth("a:\n  b:\n    - [1, {c: 2}]\n").is_ok());
+        let flow = format!("answers: {}{}", "[".repeat(70), "]".repeat(70));
+        assert!(check_depth(&flow).unwrap_err().contains("line 1"));
+        let block: String = (0..70)
+            .map(|i| format!("{}k{i}:\n", " ".repeat(i)))
+            .collect();
+        assert!(check_depth(&block).unwrap_err().contains("line 65"));
+        let dashes = format!("x:\n{}1\n", "- ".repeat(70));
+        assert!(check_depth(&dashes).is_err());
+        // Brackets inside quotes and comments do not nest.
+        let quoted = format!(
+            "r: '{}'\ns: \"{}\" # {}\n",
+            "[".repeat(99),
+            "{".repeat(99),
+            "[".repeat(99)
+        );
+        assert!(check_depth(&quoted).is_ok());
+        // Siblings at one level do not add up.
+        let wide: String = (0..500).map(|i| format!("k{i}: [1]\n")).collect();
+        assert!(check_depth(&wide).is_ok());
+    }
+
+    #[test]
+    fn refuses_devices_fifos_dirs_and_big_files() {
+        let e = read("--answers", Path::new("/dev/zero"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("--answers /dev/zero: a device"), "{e}");
+        let d = tempfile::tempdir().unwrap();
+        let fifo = d.path().join("f");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+        let e = read("--profile", &fifo).unwrap_err().to_string();
+        assert!(e.contains("a FIFO"), "{e}");
+        assert!(read("--x", d.path())
+            .unwrap_err()
+            .to_string()
+            .contains("a directory"));
+        let big = d.path().join("big");
+        std::fs::write(&big, vec![b'a'; MAX_BYTES as usize + 1]).unwrap();
+        assert!(read("--x", &big).unwrap_err().to_string().contains("limit"));
+        let ok = d.path().join("ok");
+        std::fs::write(&ok, "a: 1\n").unwrap();
+        assert_eq!(yaml("--x", &ok).unwrap(), "a: 1\n");
+    }
+}
