@@ -45,10 +45,34 @@ fn usage_error(e: clap::Error) -> ExitCode {
             ExitCode::from(2)
         }
         _ => {
-            eprintln!("rtcheck: error: {} (see --help)", one_line(&e.to_string()));
+            let msg = secret_free(&e).unwrap_or_else(|| one_line(&e.to_string()));
+            eprintln!("rtcheck: error: {msg} (see --help)");
             ExitCode::from(2)
         }
     }
+}
+
+/// Flags whose values may be secrets: clap would echo a refused value (`invalid value
+/// 'Bearer s3cret' for '--header'`); the message then names the flag and the reason only.
+const SECRET_FLAGS: &[&str] = &["--header", "--control-token"];
+
+fn secret_free(e: &clap::Error) -> Option<String> {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    if !matches!(
+        e.kind(),
+        ErrorKind::ValueValidation | ErrorKind::InvalidValue
+    ) {
+        return None;
+    }
+    let Some(ContextValue::String(arg)) = e.get(ContextKind::InvalidArg) else {
+        return None;
+    };
+    let flag = arg.split([' ', '=']).next().unwrap_or("");
+    if !SECRET_FLAGS.contains(&flag) {
+        return None;
+    }
+    let why = std::error::Error::source(e).map_or(String::new(), |s| format!(": {s}"));
+    Some(format!("invalid value for '{arg}'{why}"))
 }
 
 /// First meaningful line of a clap message, without its `error: ` prefix, plus the

@@ -15,14 +15,14 @@ pub const NAMES: [&str; 4] = ["a", "b", "c", "d"];
 /// `redis://[user[:password]@]HOST[:PORT][/DB]` on loopback: the address, and the URL
 /// without its password (for reports).
 pub fn parse_redis_url(url: &str) -> anyhow::Result<(SocketAddr, String)> {
-    let rest = url
-        .strip_prefix("redis://")
-        .ok_or_else(|| anyhow!("--redis {url}: expected redis://HOST:PORT (no TLS)"))?;
-    let (auth, hostpart) = match rest.rsplit_once('@') {
-        Some((a, h)) => (Some(a), h),
-        None => (None, rest),
-    };
-    let hostport = hostpart.split('/').next().unwrap_or("");
+    let rest = url.strip_prefix("redis://").ok_or_else(|| {
+        anyhow!(
+            "--redis {}: expected redis://HOST:PORT (no TLS)",
+            crate::redact::url(url)
+        )
+    })?;
+    let hostpart = rest.rsplit_once('@').map_or(rest, |(_, h)| h);
+    let hostport = hostpart.split(['/', '?']).next().unwrap_or("");
     let with_port = if hostport
         .rsplit_once(':')
         .is_some_and(|(h, _)| !h.is_empty() && (!h.contains(':') || h.ends_with(']')))
@@ -34,27 +34,17 @@ pub fn parse_redis_url(url: &str) -> anyhow::Result<(SocketAddr, String)> {
     let addr = crate::sys::addr::parse_host_port(&with_port).ok_or_else(|| {
         anyhow!(
             "--redis {}: host must be a loopback IP or localhost with a port",
-            redact(url, auth)
+            crate::redact::url(url)
         )
     })?;
     if !crate::sys::addr::is_loopback(addr.ip()) {
         bail!(
             "--redis {}: {} is not a loopback address; load goes only to 127.0.0.0/8 or ::1",
-            redact(url, auth),
+            crate::redact::url(url),
             addr.ip()
         );
     }
-    Ok((addr, redact(url, auth)))
-}
-
-fn redact(url: &str, auth: Option<&str>) -> String {
-    match auth {
-        Some(a) if a.contains(':') => {
-            let user = a.split(':').next().unwrap_or("");
-            url.replacen(a, &format!("{user}:***"), 1)
-        }
-        _ => url.to_string(),
-    }
+    Ok((addr, crate::redact::url(url)))
 }
 
 /// The Redis a run uses.

@@ -123,17 +123,14 @@ fn target(a: &LoadArgs) -> anyhow::Result<Target> {
         .parse()
         .map_err(|_| anyhow::anyhow!("--method `{}`: not an HTTP method", a.method))?;
     for h in &a.header {
-        let (k, v) = h
-            .split_once(':')
-            .ok_or_else(|| anyhow::anyhow!("--header `{h}`: expected \"Name: value\""))?;
-        let k = k
-            .trim()
+        // probe's parser: errors name the header, never its value (it may be a secret).
+        let (name, value) = crate::probe::target::parse_header(h).map_err(anyhow::Error::msg)?;
+        let k = name
             .parse()
-            .map_err(|_| anyhow::anyhow!("--header `{h}`: bad name"))?;
-        let v = v
-            .trim()
+            .map_err(|_| anyhow::anyhow!("--header {name}: bad name"))?;
+        let v = value
             .parse()
-            .map_err(|_| anyhow::anyhow!("--header `{h}`: bad value"))?;
+            .map_err(|_| anyhow::anyhow!("--header {name}: bad value (not visible ASCII)"))?;
         t.headers.push((k, v));
     }
     if let Some(b) = &a.body {
@@ -212,7 +209,7 @@ pub async fn sweep_report(a: &LoadArgs, plan: sweep::Plan) -> LoadReport {
     ];
     LoadReport {
         kind: "load".into(),
-        url: a.url.clone(),
+        url: crate::redact::url(&a.url),
         method: a.method.clone(),
         mode: if o.closed_loop { "closed" } else { "open" }.into(),
         latency_from: if o.closed_loop {

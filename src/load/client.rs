@@ -63,42 +63,46 @@ pub struct Target {
 /// Parse `http://host[:port]/path?query` and resolve the host. https is refused (the
 /// measurement is of the server, not of TLS).
 pub fn parse_url(url: &str) -> Result<Target, String> {
-    let uri: hyper::Uri = url.parse().map_err(|e| format!("URL `{url}`: {e}"))?;
+    // Errors and reports name the URL redacted (user info and query values may be secrets).
+    let shown = crate::redact::url(url);
+    let uri: hyper::Uri = url.parse().map_err(|e| format!("URL `{shown}`: {e}"))?;
     match uri.scheme_str() {
         Some("http") => {}
         Some(s) => {
             return Err(format!(
-                "URL `{url}`: scheme {s} is not supported (use http://)"
+                "URL `{shown}`: scheme {s} is not supported (use http://)"
             ))
         }
-        None => return Err(format!("URL `{url}`: expected http://HOST[:PORT]/PATH")),
+        None => return Err(format!("URL `{shown}`: expected http://HOST[:PORT]/PATH")),
     }
     let host = uri
         .host()
-        .ok_or_else(|| format!("URL `{url}`: no host"))?
+        .ok_or_else(|| format!("URL `{shown}`: no host"))?
         .trim_matches(|c| c == '[' || c == ']')
         .to_string();
     let port = uri.port_u16().unwrap_or(80);
     let addr = (host.as_str(), port)
         .to_socket_addrs()
-        .map_err(|e| format!("URL `{url}`: cannot resolve {host}: {e}"))?
+        .map_err(|e| format!("URL `{shown}`: cannot resolve {host}: {e}"))?
         .next()
-        .ok_or_else(|| format!("URL `{url}`: {host} has no address"))?;
+        .ok_or_else(|| format!("URL `{shown}`: {host} has no address"))?;
+    // `host:port` without user info: a password never goes out in the Host header.
+    let authority = uri.authority().map_or(host.clone(), |a| {
+        a.as_str().rsplit('@').next().unwrap_or(&host).to_string()
+    });
     Ok(Target {
-        url: url.to_string(),
+        url: shown.clone(),
         addr,
-        authority: uri.authority().map_or(host.clone(), |a| a.to_string()),
         path: uri.path_and_query().map_or("/".into(), |p| p.to_string()),
         path_uri: uri
             .path_and_query()
             .map_or("/", |p| p.as_str())
             .parse()
-            .map_err(|e| format!("URL `{url}`: {e}"))?,
-        host_value: uri
-            .authority()
-            .map_or(host.as_str(), |a| a.as_str())
+            .map_err(|e| format!("URL `{shown}`: {e}"))?,
+        host_value: authority
             .parse()
-            .map_err(|_| format!("URL `{url}`: bad host"))?,
+            .map_err(|_| format!("URL `{shown}`: bad host"))?,
+        authority,
         method: hyper::Method::GET,
         headers: Vec::new(),
         body: Bytes::new(),

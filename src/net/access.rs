@@ -36,6 +36,46 @@ pub fn plan(control_addr: SocketAddr, token: Option<&str>, addr_file: Option<&Pa
     }
 }
 
+/// The configured token: `--control-token`, else `--control-token-file` (its first line),
+/// else `RTCHECK_CONTROL_TOKEN`; each checked by `parse_token`. Errors never echo a token.
+pub fn token_from(
+    flag: Option<&str>,
+    file: Option<&Path>,
+    env: Option<&str>,
+) -> Result<Option<String>, String> {
+    let bad = |from: &str, e: String| format!("{from}: {e}");
+    if let Some(t) = flag {
+        return Ok(Some(t.to_string()));
+    }
+    if let Some(f) = file {
+        let what = format!("--control-token-file {}", f.display());
+        let text = crate::input::read_bytes(f).map_err(|e| bad(&what, e))?;
+        let text = String::from_utf8_lossy(&text);
+        let line = text.lines().next().unwrap_or("").trim();
+        return super::config::parse_token(line)
+            .map(Some)
+            .map_err(|e| bad(&what, e));
+    }
+    match env {
+        Some(t) if !t.is_empty() => super::config::parse_token(t)
+            .map(Some)
+            .map_err(|e| bad("RTCHECK_CONTROL_TOKEN", e)),
+        _ => Ok(None),
+    }
+}
+
+/// Removes the generated `<addr-file>.token` when serve stops (also on an error return),
+/// so no token outlives the server that honours it.
+pub struct TokenFile(pub Option<PathBuf>);
+
+impl Drop for TokenFile {
+    fn drop(&mut self) {
+        if let Some(p) = &self.0 {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+}
+
 /// `<addr-file>.token`.
 pub fn token_path(addr_file: &Path) -> PathBuf {
     let mut s = addr_file.as_os_str().to_owned();
@@ -66,10 +106,16 @@ pub fn describe(a: &Access, written: Option<&Path>) -> String {
             p.display()
         ),
         (Access::Token(_), None) => {
-            "control: token required (Authorization: Bearer, from --control-token)".into()
+            "control: token required (Authorization: Bearer) on /control/*, and on /metrics off loopback".into()
         }
         (Access::Refused, _) => "control: /control/* refused off loopback (give --control-token, or --addr-file to have a token written beside it)".into(),
     }
+}
+
+/// Whether `path` is under the control policy: `/control/*` always, and `/metrics` when the
+/// server listens off loopback (it carries the same counters as /control/stats).
+pub fn is_control(path: &str, listen: SocketAddr) -> bool {
+    path.starts_with("/control/") || (path == "/metrics" && !listen.ip().is_loopback())
 }
 
 /// Check a request's Authorization header: Ok, or the status and message to answer.

@@ -128,8 +128,13 @@ pub struct ServeFlags {
     pub sse_max_age: Duration,
     /// Require `Authorization: Bearer TOKEN` on /control/*. Off loopback without it, a
     /// token is generated and written to <addr-file>.token, or /control/* is refused.
-    #[arg(long, value_name = "TOKEN", env = "RTCHECK_CONTROL_TOKEN", hide_env_values = true, value_parser = parse_token)]
+    /// Deprecated on the command line (any local user reads it in /proc/PID/cmdline): use
+    /// --control-token-file or the environment variable RTCHECK_CONTROL_TOKEN.
+    #[arg(long, value_name = "TOKEN", value_parser = parse_token)]
     pub control_token: Option<String>,
+    /// Read the control token from FILE (its first line; keep it mode 0600).
+    #[arg(long, value_name = "FILE", conflicts_with = "control_token")]
+    pub control_token_file: Option<std::path::PathBuf>,
     /// Exit when the parent process dies (prctl PR_SET_PDEATHSIG).
     #[arg(long)]
     pub exit_with_parent: bool,
@@ -300,7 +305,11 @@ impl Config {
             direct: !a.queue_only,
             cors: a.cors.clone(),
             sse_max_age: nonzero(a.sse_max_age),
-            control_token: a.control_token.clone(),
+            control_token: super::access::token_from(
+                a.control_token.as_deref(),
+                a.control_token_file.as_deref(),
+                std::env::var("RTCHECK_CONTROL_TOKEN").ok().as_deref(),
+            )?,
             access: super::access::Access::Open,
             cluster,
         })

@@ -34,6 +34,9 @@ const DRAIN: Duration = Duration::from_secs(1);
 pub fn run_serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     let cfg = Config::from_args(&a, cpus).map_err(anyhow::Error::msg)?;
+    if a.control_token.is_some() {
+        eprintln!("rtcheck serve: WARNING: --control-token is readable by any local user in /proc/PID/cmdline; use --control-token-file FILE or RTCHECK_CONTROL_TOKEN");
+    }
     work::init(a.work_workers, a.split_writes);
     if a.exit_with_parent {
         sys::exit_with_parent().context("--exit-with-parent")?;
@@ -87,6 +90,7 @@ async fn serve(
     );
     let (policy, token_file) = access::resolve(plan)?;
     let access_line = access::describe(&policy, token_file.as_deref());
+    let _token_file = access::TokenFile(token_file);
     cfg.access = policy;
     let hub = Hub::new(cfg.clone());
     // The cluster link first: resumes and rounds go through Redis from the first client on.

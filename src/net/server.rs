@@ -85,7 +85,8 @@ async fn handle_http(hub: Arc<Hub>, stream: TcpStream) {
             }
             return;
         }
-        if req.path.starts_with("/control/") {
+        let listen = hub.cfg.control_listen.unwrap_or(hub.cfg.listen);
+        if access::is_control(&req.path, listen) {
             let auth = req.header("authorization");
             if let Err((status, msg)) = access::check(&hub.cfg.access, auth) {
                 hub.counters.bad_requests.fetch_add(1, Relaxed);

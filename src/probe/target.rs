@@ -137,27 +137,13 @@ fn split_host_port(hp: &str) -> Result<(&str, Option<&str>), String> {
     })
 }
 
-/// Printed form: query values replaced by `***`, no user info, no fragment.
+/// Printed form: path parameters and query values replaced by `***`, no user info, no
+/// fragment (`crate::redact`).
 impl fmt::Display for Target {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}://{}", self.scheme.as_str(), self.host_header())?;
-        f.write_str(&redact_path(&self.path_and_query))
+        f.write_str(&crate::redact::path_and_query(&self.path_and_query))
     }
-}
-
-/// Keep the path and the query parameter names; replace every value.
-pub fn redact_path(pq: &str) -> String {
-    let Some((path, query)) = pq.split_once('?') else {
-        return pq.to_string();
-    };
-    let params: Vec<String> = query
-        .split('&')
-        .map(|kv| match kv.split_once('=') {
-            Some((k, _)) => format!("{k}=***"),
-            None => kv.to_string(),
-        })
-        .collect();
-    format!("{path}?{}", params.join("&"))
 }
 
 /// A `--header 'Name: value'` flag.

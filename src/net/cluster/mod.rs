@@ -160,25 +160,10 @@ impl ClusterConfig {
     }
 }
 
-/// A Redis URL fit for logs and /healthz: a password (`redis://user:pass@host/`) becomes
-/// `***`.
+/// A Redis URL fit for logs and /healthz: a password (`redis://user:pass@host/`) or a
+/// query value (`?password=X`) becomes `***` (the one redaction, `crate::redact`).
 pub fn redact(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_string();
-    };
-    let host_end = rest.find('/').unwrap_or(rest.len());
-    match rest[..host_end].rfind('@') {
-        Some(at) => {
-            let user = rest[..at].split(':').next().unwrap_or("");
-            let user = if rest[..at].contains(':') {
-                format!("{user}:***")
-            } else {
-                "***".to_string()
-            };
-            format!("{scheme}://{user}{}", &rest[at..])
-        }
-        None => url.to_string(),
-    }
+    crate::redact::url(url)
 }
 
 /// One node's link to the cluster: its Redis connections and what it reports.
