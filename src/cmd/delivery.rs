@@ -64,12 +64,13 @@ pub fn ring_messages(s: &str, size: u64) -> anyhow::Result<u64> {
 
 /// `http://HOST:PORT[/]` on loopback.
 pub fn server_addr(url: &str) -> anyhow::Result<SocketAddr> {
+    let shown = crate::redact::url(url);
     let rest = url
         .strip_prefix("http://")
-        .ok_or_else(|| anyhow!("--server {url}: expected http://HOST:PORT"))?;
+        .ok_or_else(|| anyhow!("--server {shown}: expected http://HOST:PORT"))?;
     let hp = rest.trim_end_matches('/');
     let a = crate::sys::addr::parse_host_port(hp).ok_or_else(|| {
-        anyhow!("--server {url}: expected http://HOST:PORT with an IP or localhost")
+        anyhow!("--server {shown}: expected http://HOST:PORT with an IP or localhost")
     })?;
     crate::sys::addr::ensure_loopback(&a)?;
     Ok(a)
