@@ -17,7 +17,7 @@ pub fn main() -> ExitCode {
                 .is_some() =>
         {
             eprintln!("rtcheck: {e}");
-            ExitCode::from(130)
+            ExitCode::from(crate::sys::signal::exit_code())
         }
         Err(e) => {
             // One line: the chain joined, most specific last.

@@ -55,3 +55,34 @@ fn ctrl_c_during_fanout_says_interrupted_cleans_up_and_exits_130() {
         assert!(!procs::alive(k), "child {k} still running");
     }
 }
+
+/// SIGTERM (a service manager, `timeout`, a CI runner) exits 143 = 128 + 15, the
+/// convention, after the same cleanup as Ctrl-C (it was 130).
+#[test]
+fn sigterm_during_fanout_cleans_up_and_exits_143() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_rtcheck"))
+        .args(["bench", "fanout", "--scenario", "A", "--connections", "20"])
+        .args(["--rounds", "3000", "--rate", "10"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let kids = procs::wait_children(&mut child, 2, Duration::from_secs(60));
+    let out = procs::stop_with(
+        child,
+        nix::sys::signal::Signal::SIGTERM,
+        false,
+        Duration::from_secs(30),
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(143), "{err}");
+    assert!(err.contains("interrupted"), "{err}");
+    assert!(out.stdout.is_empty(), "no partial report");
+    for k in kids {
+        let t0 = std::time::Instant::now();
+        while procs::alive(k) && t0.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        assert!(!procs::alive(k), "child {k} still running");
+    }
+}

@@ -139,7 +139,12 @@ fn errors_name_flags_and_urls_without_their_secrets() {
         ],
         vec!["load".into(), bad_url.clone()],
         vec!["budget".into(), "--live".into(), bad_url.clone()],
-        vec!["verify".into(), "delivery".into(), "--server".into(), bad_url.clone()],
+        vec![
+            "verify".into(),
+            "delivery".into(),
+            "--server".into(),
+            bad_url.clone(),
+        ],
         vec![
             "probe".into(),
             format!("ftp://user:{PASSWORD}@h/?k={QUERY}"),

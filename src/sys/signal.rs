@@ -2,12 +2,31 @@
 //! query it in every loop, so child guards run on the normal return path. The interactive
 //! prompts use their own handler: they restore the cursor and exit at once.
 use nix::sys::signal::{sigaction, SaFlags, SigAction, SigHandler, SigSet, Signal};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+/// The first signal that arrived (its number decides the exit code).
+static SIGNAL: AtomicI32 = AtomicI32::new(0);
 
-extern "C" fn on_signal(_: libc::c_int) {
+extern "C" fn on_signal(sig: libc::c_int) {
+    let _ = SIGNAL.compare_exchange(0, sig, Ordering::SeqCst, Ordering::SeqCst);
     INTERRUPTED.store(true, Ordering::SeqCst);
+}
+
+/// The exit code of a run stopped by a signal: 128 + its number, as a shell reports a
+/// process killed by it (130 for Ctrl-C, 143 for SIGTERM).
+pub fn exit_code() -> u8 {
+    exit_code_for(SIGNAL.load(Ordering::SeqCst))
+}
+
+/// Pure: 128 + `sig`; SIGINT when none was recorded (an `Interrupted` raised by hand).
+pub fn exit_code_for(sig: i32) -> u8 {
+    let sig = if sig > 0 && sig < 128 {
+        sig
+    } else {
+        libc::SIGINT
+    };
+    128 + sig as u8
 }
 
 /// SIGINT and SIGTERM set the flag [`interrupted`] reads. No SA_RESTART: a blocking call
@@ -29,7 +48,7 @@ pub fn interrupted() -> bool {
 }
 
 /// Ctrl-C (or SIGTERM) stopped an experiment after its guards cleaned up; the message says
-/// what was stopped. `app` exits 130 (128 + SIGINT) on it, as a shell reports Ctrl-C.
+/// what was stopped. `app` exits [`exit_code`] on it: 130 after Ctrl-C, 143 after SIGTERM.
 #[derive(Debug)]
 pub struct Interrupted(pub &'static str);
 
@@ -67,4 +86,14 @@ pub fn exit_on_sigint_showing_cursor() {
     );
     // SAFETY: the handler only calls async-signal-safe functions.
     let _ = unsafe { sigaction(Signal::SIGINT, &action) };
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn exit_code_is_128_plus_the_signal() {
+        assert_eq!(super::exit_code_for(libc::SIGINT), 130);
+        assert_eq!(super::exit_code_for(libc::SIGTERM), 143);
+        assert_eq!(super::exit_code_for(0), 130);
+    }
 }

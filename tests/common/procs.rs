@@ -52,9 +52,18 @@ pub fn wait_children(child: &mut Child, n: usize, limit: Duration) -> Vec<u32> {
 /// SIGINT, to the child alone (its parent's guards must stop its children) or to its
 /// process group (`group`: a terminal's Ctrl-C; spawn it with `process_group(0)`), then
 /// its output once it exits, within `limit`.
-pub fn sigint(mut child: Child, group: bool, limit: Duration) -> Output {
+pub fn sigint(child: Child, group: bool, limit: Duration) -> Output {
+    stop_with(child, nix::sys::signal::Signal::SIGINT, group, limit)
+}
+
+/// [`sigint`] with another signal (SIGTERM: what a service manager sends).
+pub fn stop_with(
+    mut child: Child,
+    sig: nix::sys::signal::Signal,
+    group: bool,
+    limit: Duration,
+) -> Output {
     let pid = nix::unistd::Pid::from_raw(child.id() as i32);
-    let sig = nix::sys::signal::Signal::SIGINT;
     if group {
         nix::sys::signal::killpg(pid, sig).unwrap();
     } else {
@@ -64,7 +73,7 @@ pub fn sigint(mut child: Child, group: bool, limit: Duration) -> Output {
     while child.try_wait().unwrap().is_none() {
         if Instant::now() >= until {
             let _ = child.kill();
-            panic!("did not stop within {limit:?} after SIGINT");
+            panic!("did not stop within {limit:?} after {sig}");
         }
         std::thread::sleep(Duration::from_millis(20));
     }
