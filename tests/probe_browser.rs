@@ -263,3 +263,47 @@ fn ctrl_c_kills_chromium_and_removes_its_profile() {
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+/// Issue 21: with $TMPDIR 33 characters or longer Chromium aborted ("Socket path too
+/// long" for its SingletonSocket under the profile, its TMPDIR) before DevTools answered.
+/// The profile now moves under /tmp when the socket path would not fit; it is removed after.
+#[test]
+fn a_long_tmpdir_still_runs_the_browser() {
+    common::require_binary("chromium", "chromium");
+    let s = Serve::start(&["--rate", "10", "--size", "64"]);
+    let tmp = tempfile::tempdir().unwrap();
+    let long = tmp
+        .path()
+        .join("a-temporary-directory-with-a-long-name-0123456789");
+    std::fs::create_dir(&long).unwrap();
+    assert!(long.as_os_str().len() >= 60);
+    let ws = format!("ws://{}/ws", s.addr);
+    let out = std::thread::scope(|sc| {
+        sc.spawn(|| sigterm_when_browser_connects(&s, Duration::from_secs(110)));
+        common::rtcheck()
+            .args([
+                "probe",
+                "--quick",
+                "--public",
+                "--browser",
+                "--timeout",
+                "60s",
+            ])
+            .args(["--format", "json", &ws])
+            .env("TMPDIR", &long)
+            .output()
+            .unwrap()
+    });
+    let err = String::from_utf8_lossy(&out.stderr);
+    let r: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}); stderr: {err}"));
+    assert_eq!(out.status.code(), Some(0), "{}\nstderr: {err}", summary(&r));
+    let b = finding(&r, "browser-websocket", &ws);
+    assert_eq!(b["status"], "pass", "{}", summary(&r));
+    assert!(num(b, "binary_frames") >= 1.0, "{}", summary(&r));
+    assert_eq!(
+        std::fs::read_dir(&long).unwrap().count(),
+        0,
+        "left in TMPDIR"
+    );
+}

@@ -42,6 +42,23 @@ pub fn find_chromium() -> anyhow::Result<PathBuf> {
         })
 }
 
+/// What Chromium appends to its TMPDIR for its singleton socket.
+const SOCKET_TAIL: &str = "/org.chromium.Chromium.XXXXXX/SingletonSocket";
+/// A unix socket path holds at most 107 bytes (sun_path is 108 with the NUL).
+const SUN_PATH_MAX: usize = 107;
+
+/// Where the profile dir `name` goes: under `tmp` ($TMPDIR) when Chromium's socket path
+/// fits, else under /tmp. Chromium aborted ("Socket path too long") before DevTools
+/// answered when $TMPDIR was about 30 bytes or more: the profile is its TMPDIR too.
+pub fn profile_dir(tmp: &Path, name: &str) -> PathBuf {
+    let p = tmp.join(name);
+    if p.as_os_str().len() + SOCKET_TAIL.len() <= SUN_PATH_MAX {
+        p
+    } else {
+        Path::new("/tmp").join(name)
+    }
+}
+
 /// A private temp directory, removed on drop.
 struct TempDir(PathBuf);
 
@@ -51,8 +68,8 @@ impl TempDir {
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.subsec_nanos());
-        let p =
-            std::env::temp_dir().join(format!("rtcheck-browser-{}-{nanos}", std::process::id()));
+        let name = format!("rtcheck-browser-{}-{nanos}", std::process::id());
+        let p = profile_dir(&std::env::temp_dir(), &name);
         std::fs::DirBuilder::new()
             .mode(0o700)
             .create(&p)
@@ -291,4 +308,20 @@ impl ProbePage {
 fn base64_encode(bytes: &[u8]) -> String {
     use base64::Engine;
     base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_long_tmpdir_moves_the_profile_where_the_socket_path_fits() {
+        let name = "rtcheck-browser-4194304-999999999";
+        let short = profile_dir(Path::new("/tmp/x"), name);
+        assert_eq!(short, Path::new("/tmp/x").join(name));
+        let long = Path::new("/tmp/a-very-long-temporary-directory-name-here");
+        let moved = profile_dir(long, name);
+        assert_eq!(moved, Path::new("/tmp").join(name));
+        assert!(moved.as_os_str().len() + SOCKET_TAIL.len() <= SUN_PATH_MAX);
+    }
 }
