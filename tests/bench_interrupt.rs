@@ -86,3 +86,64 @@ fn sigterm_during_fanout_cleans_up_and_exits_143() {
         assert!(!procs::alive(k), "child {k} still running");
     }
 }
+
+/// A run killed with SIGKILL cannot remove its scratch dir; the next run removes the
+/// stale ones (owner pid gone) and leaves a live process's alone.
+#[test]
+fn the_next_run_removes_scratch_dirs_a_sigkill_left() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bench = || {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_rtcheck"));
+        c.args(["bench", "fanout", "--scenario", "A", "--connections", "5"])
+            .args(["--rounds", "3000", "--rate", "10"])
+            .env("TMPDIR", tmp.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        c
+    };
+    let mut child = bench().spawn().unwrap();
+    procs::wait_children(&mut child, 2, Duration::from_secs(60));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let left = |prefix: &str| -> Vec<String> {
+        std::fs::read_dir(tmp.path())
+            .unwrap()
+            .filter_map(|e| e.ok()?.file_name().into_string().ok())
+            .filter(|n| n.starts_with(prefix))
+            .collect()
+    };
+    // The baseline scenario F runs first: its dir is the one left.
+    let killed = format!("rtcheck-bench-F-{}-", child.id());
+    assert_eq!(
+        left(&killed).len(),
+        1,
+        "SIGKILL leaves its dir: {:?}",
+        left("")
+    );
+    // A browser profile and a cluster dir of dead runs, and one of a live process (ours).
+    let mut gone = Command::new("true").spawn().unwrap();
+    let dead = gone.id();
+    gone.wait().unwrap();
+    for name in [
+        format!("rtcheck-browser-{dead}-123456"),
+        format!("rtcheck-cluster-{dead}-0"),
+        format!("rtcheck-cluster-{}-0", std::process::id()),
+    ] {
+        std::fs::create_dir(tmp.path().join(name)).unwrap();
+    }
+    let mut next = bench().spawn().unwrap();
+    procs::wait_children(&mut next, 2, Duration::from_secs(60));
+    let stale = [
+        killed,
+        format!("rtcheck-browser-{dead}-"),
+        format!("rtcheck-cluster-{dead}-"),
+    ];
+    for s in &stale {
+        assert!(left(s).is_empty(), "{s} still there: {:?}", left(""));
+    }
+    assert_eq!(
+        left(&format!("rtcheck-cluster-{}-", std::process::id())).len(),
+        1
+    );
+    let _ = procs::sigint(next, false, Duration::from_secs(30));
+}

@@ -18,10 +18,13 @@ pub const START_WAIT: Duration = Duration::from_secs(15);
 pub struct Scratch(pub PathBuf);
 
 impl Scratch {
-    /// `$TMPDIR/rtcheck-TAG-PID-N`.
+    /// `$TMPDIR/rtcheck-TAG-PID-N`. The first one of a process also removes the stale
+    /// ones a SIGKILLed run left ([`clean_stale`]).
     pub fn new(tag: &str) -> anyhow::Result<Scratch> {
         use std::sync::atomic::{AtomicU32, Ordering};
         static N: AtomicU32 = AtomicU32::new(0);
+        static CLEAN: std::sync::Once = std::sync::Once::new();
+        CLEAN.call_once(|| clean_stale(&std::env::temp_dir()));
         let p = std::env::temp_dir().join(format!(
             "rtcheck-{tag}-{}-{}",
             std::process::id(),
@@ -29,6 +32,43 @@ impl Scratch {
         ));
         std::fs::create_dir_all(&p).map_err(|e| anyhow!("{}: cannot create: {e}", p.display()))?;
         Ok(Scratch(p))
+    }
+}
+
+/// The pid in a scratch dir's name, `rtcheck-TAG-PID-N` (TAG may hold dashes), or None
+/// for any other name. Pure.
+pub fn owner_pid(name: &str) -> Option<u32> {
+    let rest = name.strip_prefix("rtcheck-")?;
+    let mut parts = rest.rsplitn(3, '-');
+    let n = parts.next()?;
+    let pid = parts.next()?;
+    let tag = parts.next()?;
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    (digits(n) && !tag.is_empty()).then_some(())?;
+    pid.parse().ok().filter(|p| *p > 0)
+}
+
+/// Remove the scratch dirs under `dir` (bench, cluster, verify, delivery, browser
+/// profiles) whose owner process is gone: a run killed with SIGKILL cannot remove its
+/// own. Only our own directories (same uid, not symlinks) with a dead pid in their name;
+/// a live run's dirs are left alone.
+pub fn clean_stale(dir: &Path) {
+    use std::os::unix::fs::MetadataExt;
+    // SAFETY: geteuid(2) has no preconditions and cannot fail.
+    let uid = unsafe { libc::geteuid() };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(pid) = name.to_str().and_then(owner_pid) else {
+            continue;
+        };
+        let ours = std::fs::symlink_metadata(e.path())
+            .is_ok_and(|m| m.file_type().is_dir() && m.uid() == uid);
+        if ours && !Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
     }
 }
 
@@ -155,6 +195,41 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("not a loopback"), "{e}");
+    }
+
+    #[test]
+    fn owner_pids_come_from_scratch_names_only() {
+        assert_eq!(owner_pid("rtcheck-bench-A-1234-0"), Some(1234));
+        assert_eq!(owner_pid("rtcheck-bench-idle-C2-77-3"), Some(77));
+        assert_eq!(owner_pid("rtcheck-cluster-9-1"), Some(9));
+        assert_eq!(owner_pid("rtcheck-browser-4242-123456789"), Some(4242));
+        for other in [
+            "rtcheck-1-2",
+            "rtcheck-x-y-z",
+            "rtcheck-review.yaml",
+            "tmp-1-2",
+            "rtcheck-a-0-1",
+        ] {
+            assert_eq!(owner_pid(other), None, "{other}");
+        }
+    }
+
+    #[test]
+    fn stale_scratch_dirs_of_dead_pids_are_removed_live_ones_kept() {
+        let d = tempfile::tempdir().unwrap();
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let dead = child.id();
+        child.wait().unwrap();
+        let me = std::process::id();
+        let stale = d.path().join(format!("rtcheck-bench-A-{dead}-0"));
+        let live = d.path().join(format!("rtcheck-cluster-{me}-0"));
+        let other = d.path().join(format!("keep-{dead}-0"));
+        for p in [&stale, &live, &other] {
+            std::fs::create_dir(p).unwrap();
+            std::fs::write(p.join("log"), "x").unwrap();
+        }
+        clean_stale(d.path());
+        assert!(!stale.exists() && live.exists() && other.exists());
     }
 
     #[test]

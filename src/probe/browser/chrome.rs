@@ -70,6 +70,10 @@ impl TempDir {
             .map_or(0, |d| d.subsec_nanos());
         let name = format!("rtcheck-browser-{}-{nanos}", std::process::id());
         let p = profile_dir(&std::env::temp_dir(), &name);
+        // Profiles a SIGKILLed probe left (here, or under /tmp for a long $TMPDIR).
+        if let Some(base) = p.parent() {
+            crate::sys::serve::clean_stale(base);
+        }
         std::fs::DirBuilder::new()
             .mode(0o700)
             .create(&p)
