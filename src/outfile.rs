@@ -93,9 +93,10 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
 }
 
 /// Several files that belong together (a saved profile and a report): every regular file
-/// is first written to its temp file, and only when all succeeded are they renamed into
-/// place, so a failed run leaves none of them behind. Devices, FIFOs and stdout are written
-/// last, after the renames (they cannot be taken back).
+/// is first written to its temp file; then devices, FIFOs and stdout are written (they
+/// cannot be taken back, and they are what fails in practice: `/dev/full`, a FIFO without
+/// a reader); only when all of that succeeded are the temp files renamed into place, so a
+/// failed run leaves none of the regular files behind.
 pub fn write_all_atomic(files: &[(&Path, &[u8])]) -> anyhow::Result<()> {
     let targets = files
         .iter()
@@ -115,6 +116,19 @@ pub fn write_all_atomic(files: &[(&Path, &[u8])]) -> anyhow::Result<()> {
         }
     }
     if failure.is_none() {
+        for ((shown, bytes), t) in files.iter().zip(&targets) {
+            let res = match t {
+                Target::Stdout => write_stdout(bytes),
+                Target::InPlace(p) => write_in_place(shown, p, bytes),
+                Target::Replace { .. } => Ok(()),
+            };
+            if let Err(e) = res {
+                failure = Some(e);
+                break;
+            }
+        }
+    }
+    if failure.is_none() {
         for (tmp, path, shown) in &temps {
             if let Err(e) = std::fs::rename(tmp, path) {
                 failure = Some(anyhow::anyhow!("{}: cannot write: {e}", shown.display()));
@@ -125,28 +139,64 @@ pub fn write_all_atomic(files: &[(&Path, &[u8])]) -> anyhow::Result<()> {
     for (tmp, _, _) in &temps {
         let _ = std::fs::remove_file(tmp);
     }
-    if let Some(e) = failure {
-        return Err(e);
+    match failure {
+        Some(e) => Err(e),
+        None => Ok(()),
     }
-    for ((shown, bytes), t) in files.iter().zip(&targets) {
-        match t {
-            Target::Stdout => write_stdout(bytes)?,
-            Target::InPlace(p) => write_in_place(shown, p, bytes)?,
-            Target::Replace { .. } => {}
-        }
-    }
-    Ok(())
 }
 
+/// How long a FIFO given as output may go without a reader before the run fails.
+pub const FIFO_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// Open an existing non-regular file for writing (no create, no rename) and write to it.
+/// A FIFO is opened non-blocking, retried until a reader comes (at most [`FIFO_WAIT`]),
+/// then written blocking: without a reader a plain open would wait forever.
 fn write_in_place(shown: &Path, path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
-    let res = std::fs::OpenOptions::new()
-        .write(true)
-        .open(path)
-        .and_then(|mut f| f.write_all(bytes).and_then(|_| f.flush()));
+    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+    let fifo = std::fs::metadata(path).is_ok_and(|m| m.file_type().is_fifo());
+    let mut opts = std::fs::OpenOptions::new();
+    opts.write(true);
+    let file = if fifo {
+        opts.custom_flags(libc::O_NONBLOCK);
+        let until = std::time::Instant::now() + FIFO_WAIT;
+        loop {
+            match opts.open(path) {
+                Err(e) if e.raw_os_error() == Some(libc::ENXIO) => {
+                    if std::time::Instant::now() >= until {
+                        anyhow::bail!(
+                            "{}: cannot write: no reader on this FIFO within {} s (start the reader first, or write to a file)",
+                            shown.display(),
+                            FIFO_WAIT.as_secs()
+                        );
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(50));
+                }
+                r => break r.and_then(blocking),
+            }
+        }
+    } else {
+        opts.open(path)
+    };
+    let res = file.and_then(|mut f| f.write_all(bytes).and_then(|_| f.flush()));
     match res {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
         r => r.map_err(|e| anyhow::anyhow!("{}: cannot write: {e}", shown.display())),
+    }
+}
+
+/// Clear O_NONBLOCK: once the FIFO has a reader, writes wait for it as usual.
+fn blocking(f: std::fs::File) -> std::io::Result<std::fs::File> {
+    use std::os::fd::AsRawFd;
+    let fd = f.as_raw_fd();
+    // SAFETY: fcntl(2) on a descriptor this function owns; no memory is passed.
+    let ok = unsafe {
+        let flags = libc::fcntl(fd, libc::F_GETFL);
+        flags >= 0 && libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK) >= 0
+    };
+    if ok {
+        Ok(f)
+    } else {
+        Err(std::io::Error::last_os_error())
     }
 }
 

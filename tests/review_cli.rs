@@ -564,3 +564,57 @@ fn session_ack_profile_asks_the_session_ttl_and_computes_worst_case_memory() {
         .collect();
     assert!(ids.contains(&"sse-http2") && !ids.contains(&"replay-window"));
 }
+
+/// Issue 21: a device that refuses the report (`/dev/full`) fails the run before the
+/// answers are renamed into place: both or neither (S was written, exit 2).
+#[test]
+fn a_full_device_as_output_leaves_the_save_file_unwritten() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = write(dir.path(), "a.yaml", ANSWERS);
+    let saved = dir.path().join("saved.yaml");
+    let out = review(&[
+        "--answers",
+        &a,
+        "--save",
+        saved.to_str().unwrap(),
+        "--fail-on",
+        "never",
+        "-o",
+        "/dev/full",
+    ])
+    .code(2)
+    .get_output()
+    .clone();
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("/dev/full: cannot write"), "{err}");
+    assert!(!saved.exists(), "--save written although -o failed");
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert_eq!(left.len(), 1, "temp files left: {left:?}");
+}
+
+/// `-o FIFO` with no reader: one line and exit 2 after a bounded wait (it blocked forever).
+#[test]
+fn a_fifo_without_a_reader_fails_in_bounded_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = write(dir.path(), "a.yaml", ANSWERS);
+    let fifo = dir.path().join("fifo");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+    let t0 = std::time::Instant::now();
+    let out = Command::cargo_bin("rtcheck")
+        .unwrap()
+        .args(["review", "--answers", &a, "--fail-on", "never", "-o"])
+        .arg(&fifo)
+        .timeout(std::time::Duration::from_secs(60))
+        .output()
+        .unwrap();
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("no reader on this FIFO within 10 s"), "{err}");
+    assert!(t0.elapsed() < std::time::Duration::from_secs(40));
+}
