@@ -146,6 +146,18 @@ fn errors_name_flags_and_urls_without_their_secrets() {
             bad_url.clone(),
         ],
         vec![
+            "bench".into(),
+            "fanout".into(),
+            "--server".into(),
+            bad_url.clone(),
+        ],
+        vec![
+            "bench".into(),
+            "fanout".into(),
+            "--server".into(),
+            format!("ws://user:{PASSWORD}@127.0.0.1:1/ws?k={QUERY}"),
+        ],
+        vec![
             "probe".into(),
             format!("ftp://user:{PASSWORD}@h/?k={QUERY}"),
         ],

@@ -118,7 +118,10 @@ pub fn validate(a: &FanoutOptions) -> anyhow::Result<()> {
     if let Some(url) = &a.server {
         let (proto, _, _) = parse_target(url)?;
         if proto != Proto::Ws {
-            anyhow::bail!("--server {url}: expected ws://HOST:PORT/PATH");
+            anyhow::bail!(
+                "--server {}: expected ws://HOST:PORT/PATH",
+                crate::redact::url(url)
+            );
         }
     }
     let (_, hard) = sys::raise_nofile()?;
@@ -135,7 +138,10 @@ fn probe(url: &str, timeout: Duration) -> anyhow::Result<()> {
         .max(Duration::from_millis(100));
     std::net::TcpStream::connect_timeout(&addr, limit)
         .map(drop)
-        .map_err(|e| anyhow::anyhow!("--server {url}: cannot connect to {addr}: {e}"))
+        .map_err(|e| {
+            let url = crate::redact::url(url);
+            anyhow::anyhow!("--server {url}: cannot connect to {addr}: {e}")
+        })
 }
 
 /// Run every scenario (or the one --server run) and judge each: the report every format
@@ -167,8 +173,8 @@ pub fn run(a: &FanoutOptions) -> anyhow::Result<BenchReport> {
         command: "bench fanout".into(),
         server: a
             .server
-            .clone()
-            .unwrap_or_else(|| "embedded (rtcheck serve)".into()),
+            .as_deref()
+            .map_or_else(|| "embedded (rtcheck serve)".into(), crate::redact::url),
         connections: a.connections,
         rounds: a.rounds,
         size: a.size,

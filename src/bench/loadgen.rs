@@ -50,7 +50,10 @@ pub fn parse_target(url: &str) -> anyhow::Result<(Proto, SocketAddr, String)> {
     } else if let Some(r) = url.strip_prefix("http://") {
         (Proto::Sse, r)
     } else {
-        anyhow::bail!("{url}: expected ws://HOST:PORT/PATH (wss is not supported)");
+        anyhow::bail!(
+            "{}: expected ws://HOST:PORT/PATH (wss is not supported)",
+            crate::redact::url(url)
+        );
     };
     let (hostport, path) = match rest.find('/') {
         Some(i) => (&rest[..i], rest[i..].to_string()),
@@ -59,17 +62,22 @@ pub fn parse_target(url: &str) -> anyhow::Result<(Proto, SocketAddr, String)> {
     // One loopback check for the whole crate: an IP literal or the name `localhost`.
     let addr = crate::sys::addr::parse_host_port(hostport).ok_or_else(|| {
         anyhow::anyhow!(
-            "{url}: host must be a loopback IP with a port, e.g. ws://127.0.0.1:8080/ws"
+            "{}: host must be a loopback IP with a port, e.g. ws://127.0.0.1:8080/ws",
+            crate::redact::url(url)
         )
     })?;
     if !crate::sys::addr::is_loopback(addr.ip()) {
         anyhow::bail!(
-            "{url}: {} is not a loopback address; live traffic goes only to 127.0.0.0/8 or ::1",
+            "{}: {} is not a loopback address; live traffic goes only to 127.0.0.0/8 or ::1",
+            crate::redact::url(url),
             addr.ip()
         );
     }
     if addr.port() == 0 {
-        anyhow::bail!("{url}: port 0 is not a server address");
+        anyhow::bail!(
+            "{}: port 0 is not a server address",
+            crate::redact::url(url)
+        );
     }
     Ok((proto, addr, path))
 }
