@@ -32,16 +32,41 @@ pub fn yaml(flag: &str, path: &Path) -> anyhow::Result<String> {
     Ok(text)
 }
 
+/// Why a file was not read.
+#[derive(Debug)]
+pub enum Refused {
+    Io(std::io::Error),
+    /// A directory, FIFO, device or socket (what it is, in words).
+    NotRegular(&'static str),
+    /// At least this many bytes.
+    TooBig(u64),
+}
+
+impl std::fmt::Display for Refused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Refused::Io(e) => write!(f, "cannot read: {e}"),
+            Refused::NotRegular(kind) => write!(f, "{kind}, not a regular file; give a file"),
+            Refused::TooBig(n) => f.write_str(&too_big(*n)),
+        }
+    }
+}
+
+/// The bytes of a regular file of at most MAX_BYTES, the error in words.
+pub fn read_bytes(path: &Path) -> Result<Vec<u8>, String> {
+    read_bounded(path).map_err(|e| e.to_string())
+}
+
 /// The bytes of a regular file of at most MAX_BYTES. Opened non-blocking, so a FIFO with no
 /// writer cannot hold the open; the type is checked on the open file (no race with a swap).
-pub fn read_bytes(path: &Path) -> Result<Vec<u8>, String> {
+pub fn read_bounded(path: &Path) -> Result<Vec<u8>, Refused> {
     use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
     let f = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NONBLOCK)
         .open(path)
-        .map_err(|e| format!("cannot read: {e}"))?;
-    let meta = f.metadata().map_err(|e| format!("cannot read: {e}"))?;
+        .map_err(Refused::Io)?;
+    let meta = f.metadata().map_err(Refused::Io)?;
     let ft = meta.file_type();
     if !ft.is_file() {
         let kind = if ft.is_dir() {
@@ -55,18 +80,19 @@ pub fn read_bytes(path: &Path) -> Result<Vec<u8>, String> {
         } else {
             "not a regular file"
         };
-        return Err(format!("{kind}, not a regular file; give a file"));
+        return Err(Refused::NotRegular(kind));
     }
     if meta.len() > MAX_BYTES {
-        return Err(too_big(meta.len()));
+        return Err(Refused::TooBig(meta.len()));
     }
-    // The file may grow while it is read: never take more than the bound.
+    // The file may grow while it is read (or say 0 bytes, as /proc does): never take more
+    // than the bound.
     let mut buf = Vec::with_capacity(meta.len() as usize);
     f.take(MAX_BYTES + 1)
         .read_to_end(&mut buf)
-        .map_err(|e| format!("cannot read: {e}"))?;
+        .map_err(Refused::Io)?;
     if buf.len() as u64 > MAX_BYTES {
-        return Err(too_big(buf.len() as u64));
+        return Err(Refused::TooBig(buf.len() as u64));
     }
     Ok(buf)
 }

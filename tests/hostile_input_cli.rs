@@ -6,6 +6,7 @@
 mod common;
 use common::rtcheck;
 use std::path::Path;
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 /// Every flag that reads a file, as `(args before the path, flag)`.
@@ -153,4 +154,51 @@ fn review_escapes_control_characters_in_every_human_format() {
         .find(|f| f["id"] == "logging-config")
         .unwrap();
     assert!(f["reason"].as_str().unwrap().contains("\n::error"));
+}
+
+/// `audit --procfs`: a FIFO or device in the tree is a skip naming the file, in bounded
+/// time (a FIFO held the read forever).
+#[test]
+fn audit_procfs_tree_with_a_fifo_skips_the_check_naming_the_file() {
+    let d = tempfile::tempdir().unwrap();
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tuned-server");
+    let ok = Command::new("cp")
+        .arg("-r")
+        .arg(src.join("proc"))
+        .arg(src.join("sys"))
+        .arg(d.path())
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    let somax = d.path().join("proc/sys/net/core/somaxconn");
+    std::fs::remove_file(&somax).unwrap();
+    nix::unistd::mkfifo(&somax, nix::sys::stat::Mode::S_IRWXU).unwrap();
+    let out = rtcheck()
+        .args([
+            "audit",
+            "--format",
+            "json",
+            "--fail-on",
+            "never",
+            "--procfs",
+        ])
+        .arg(d.path().join("proc"))
+        .arg("--sysfs")
+        .arg(d.path().join("sys"))
+        .timeout(Duration::from_secs(30))
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let f = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == "somaxconn")
+        .unwrap();
+    assert_eq!(f["status"], "skip", "{f}");
+    let reason = f["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("somaxconn: a FIFO, not a regular file"),
+        "{reason}"
+    );
 }

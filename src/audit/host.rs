@@ -136,17 +136,21 @@ pub struct Host {
     pub conntrack_file: String,
 }
 
-/// Read a whole small file; errors name the path.
+/// Read a whole small file; errors name the path. Read-only (the audit never writes) and
+/// bounded (`crate::input`): a FIFO or a huge file in a --procfs tree is a skip, not a hang.
 fn read(path: &Path) -> Read<String> {
-    // std::fs::read_to_string opens read-only: the audit never writes.
-    std::fs::read_to_string(path).map_err(|e| {
-        let why = match e.kind() {
-            std::io::ErrorKind::NotFound => "missing".to_string(),
-            std::io::ErrorKind::PermissionDenied => "not readable (permission denied)".into(),
-            _ => format!("cannot read: {e}"),
+    use crate::input::Refused;
+    let bytes = crate::input::read_bounded(path).map_err(|e| {
+        let why = match e {
+            Refused::Io(e) if e.kind() == std::io::ErrorKind::NotFound => "missing".to_string(),
+            Refused::Io(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+                "not readable (permission denied)".into()
+            }
+            e => e.to_string(),
         };
         format!("{}: {why}", path.display())
-    })
+    })?;
+    String::from_utf8(bytes).map_err(|_| format!("{}: not UTF-8 text", path.display()))
 }
 
 fn garbage(path: &Path, what: &str, text: &str) -> String {
