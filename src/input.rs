@@ -7,8 +7,11 @@
 use std::io::Read;
 use std::path::Path;
 
-/// Largest input file read (every rtcheck input is a few KiB; a bench report some 100 KiB).
+/// Largest input file read (every rtcheck input is a few KiB).
 pub const MAX_BYTES: u64 = 1 << 20;
+/// Largest rtcheck JSON report read back (`review --evidence`): a bench fanout report
+/// carries one point per round and scenario, some 2 MB for 3,000 rounds.
+pub const MAX_REPORT_BYTES: u64 = 16 << 20;
 /// Deepest YAML nesting accepted (flow `[`/`{` plus block levels); rtcheck's own files use 4.
 pub const MAX_DEPTH: usize = 64;
 
@@ -16,20 +19,34 @@ pub const MAX_DEPTH: usize = 64;
 pub fn read(flag: &str, path: &Path) -> anyhow::Result<String> {
     let what = || format!("{flag} {}", path.display());
     let bytes = read_bytes(path).map_err(|e| anyhow::anyhow!("{}: {e}", what()))?;
-    String::from_utf8(bytes).map_err(|e| {
-        anyhow::anyhow!(
-            "{}: not UTF-8 text (invalid byte at offset {})",
-            what(),
-            e.utf8_error().valid_up_to()
-        )
-    })
+    utf8(bytes).map_err(|e| anyhow::anyhow!("{}: {e}", what()))
 }
 
 /// [`read`] plus the nesting bound for a YAML (or JSON) file.
 pub fn yaml(flag: &str, path: &Path) -> anyhow::Result<String> {
-    let text = read(flag, path)?;
-    check_depth(&text).map_err(|e| anyhow::anyhow!("{flag} {}: {e}", path.display()))?;
+    yaml_up_to(flag, path, MAX_BYTES)
+}
+
+/// [`yaml`] for an rtcheck report read back (JSON, up to [`MAX_REPORT_BYTES`]).
+pub fn report(flag: &str, path: &Path) -> anyhow::Result<String> {
+    yaml_up_to(flag, path, MAX_REPORT_BYTES)
+}
+
+fn yaml_up_to(flag: &str, path: &Path, limit: u64) -> anyhow::Result<String> {
+    let what = || format!("{flag} {}", path.display());
+    let bytes = read_up_to(path, limit).map_err(|e| anyhow::anyhow!("{}: {e}", what()))?;
+    let text = utf8(bytes).map_err(|e| anyhow::anyhow!("{}: {e}", what()))?;
+    check_depth(&text).map_err(|e| anyhow::anyhow!("{}: {e}", what()))?;
     Ok(text)
+}
+
+fn utf8(bytes: Vec<u8>) -> Result<String, String> {
+    String::from_utf8(bytes).map_err(|e| {
+        format!(
+            "not UTF-8 text (invalid byte at offset {})",
+            e.utf8_error().valid_up_to()
+        )
+    })
 }
 
 /// Why a file was not read.
@@ -38,8 +55,8 @@ pub enum Refused {
     Io(std::io::Error),
     /// A directory, FIFO, device or socket (what it is, in words).
     NotRegular(&'static str),
-    /// At least this many bytes.
-    TooBig(u64),
+    /// At least this many bytes, over this limit.
+    TooBig(u64, u64),
 }
 
 impl std::fmt::Display for Refused {
@@ -47,7 +64,11 @@ impl std::fmt::Display for Refused {
         match self {
             Refused::Io(e) => write!(f, "cannot read: {e}"),
             Refused::NotRegular(kind) => write!(f, "{kind}, not a regular file; give a file"),
-            Refused::TooBig(n) => f.write_str(&too_big(*n)),
+            Refused::TooBig(n, limit) => write!(
+                f,
+                "{n} bytes or more: over the {} MiB limit for input files",
+                limit >> 20
+            ),
         }
     }
 }
@@ -60,6 +81,11 @@ pub fn read_bytes(path: &Path) -> Result<Vec<u8>, String> {
 /// The bytes of a regular file of at most MAX_BYTES. Opened non-blocking, so a FIFO with no
 /// writer cannot hold the open; the type is checked on the open file (no race with a swap).
 pub fn read_bounded(path: &Path) -> Result<Vec<u8>, Refused> {
+    read_up_to(path, MAX_BYTES)
+}
+
+/// [`read_bounded`] with another bound.
+pub fn read_up_to(path: &Path, limit: u64) -> Result<Vec<u8>, Refused> {
     use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
     let f = std::fs::OpenOptions::new()
         .read(true)
@@ -82,23 +108,19 @@ pub fn read_bounded(path: &Path) -> Result<Vec<u8>, Refused> {
         };
         return Err(Refused::NotRegular(kind));
     }
-    if meta.len() > MAX_BYTES {
-        return Err(Refused::TooBig(meta.len()));
+    if meta.len() > limit {
+        return Err(Refused::TooBig(meta.len(), limit));
     }
     // The file may grow while it is read (or say 0 bytes, as /proc does): never take more
     // than the bound.
     let mut buf = Vec::with_capacity(meta.len() as usize);
-    f.take(MAX_BYTES + 1)
+    f.take(limit + 1)
         .read_to_end(&mut buf)
         .map_err(Refused::Io)?;
-    if buf.len() as u64 > MAX_BYTES {
-        return Err(Refused::TooBig(buf.len() as u64));
+    if buf.len() as u64 > limit {
+        return Err(Refused::TooBig(buf.len() as u64, limit));
     }
     Ok(buf)
-}
-
-fn too_big(n: u64) -> String {
-    format!("{n} bytes or more: over the 1 MiB limit for input files")
 }
 
 /// Refuse YAML nested deeper than MAX_DEPTH, cheaply (one pass, no allocation): flow

@@ -30,7 +30,11 @@ const FILE_FLAGS: &[(&[&str], &str)] = &[
 /// Run with `path` after each flag: exit 2 within 20 s, one stderr line naming flag and path
 /// and containing `why`.
 fn refused_everywhere(path: &Path, why: &str) {
-    for (args, flag) in FILE_FLAGS {
+    refused_by(FILE_FLAGS, path, why)
+}
+
+fn refused_by(flags: &[(&[&str], &str)], path: &Path, why: &str) {
+    for (args, flag) in flags {
         let t0 = Instant::now();
         let out = rtcheck()
             .args(*args)
@@ -67,7 +71,19 @@ fn every_file_flag_refuses_a_file_over_1_mib() {
     let big = d.path().join("big.yaml");
     let line = "# padding padding padding padding padding padding padding\n";
     std::fs::write(&big, line.repeat((2 << 20) / line.len())).unwrap();
-    refused_everywhere(&big, "over the 1 MiB limit");
+    let small: Vec<_> = FILE_FLAGS
+        .iter()
+        .copied()
+        .filter(|(_, f)| *f != "--evidence")
+        .collect();
+    refused_by(&small, &big, "over the 1 MiB limit");
+    // An rtcheck report read back may be larger (a long bench): 16 MiB.
+    std::fs::write(&big, line.repeat((17 << 20) / line.len())).unwrap();
+    refused_by(
+        &[(&["review", "--evidence"], "--evidence")],
+        &big,
+        "over the 16 MiB limit",
+    );
 }
 
 #[test]
