@@ -101,7 +101,7 @@ fn table(r: &FindingsReport, pal: Palette) -> String {
         let mut row = comfy_table::Row::from(vec![
             status_cell(f.status, pal.enabled),
             Cell::new(&f.id),
-            Cell::new(observed(f)),
+            Cell::new(crate::report::plain(observed(f))),
             Cell::new(fix),
         ]);
         row.max_height(1);

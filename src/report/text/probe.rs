@@ -23,7 +23,8 @@ fn wrapped(label: &str, text: &str, width: usize) -> String {
     let mut out = String::new();
     let mut line = label.to_string();
     let mut empty = true;
-    for word in text.split_whitespace() {
+    // A peer's words (headers, reasons) are escaped: they cannot start a line.
+    for word in crate::report::plain(text).split_whitespace() {
         if !empty && line.chars().count() + 1 + word.chars().count() > width {
             out.push_str(line.trim_end());
             out.push('\n');
@@ -79,6 +80,7 @@ pub fn render(r: &FindingsReport, pal: Palette) -> String {
                 (Status::Skip, Some(reason)) => reason.clone(),
                 _ => f.observed.clone(),
             };
+            let observed = crate::report::plain(&observed).into_owned();
             t.add_row(vec![f.status.as_str().to_string(), f.id.clone(), observed]);
         }
         for line in t.to_string().lines() {
