@@ -375,3 +375,27 @@ fn off_loopback_metrics_need_the_token_and_the_token_file_goes_with_serve() {
     assert!(line("healthz").contains(" 200 "), "{out}");
     assert_eq!(line("token-file"), "removed", "{out}");
 }
+
+/// bench hands RTCHECK_CONTROL_TOKEN to its serve child through the environment: the
+/// token is on no child's command line (serve and the load generator).
+#[test]
+fn bench_passes_the_control_token_by_environment_only() {
+    let mut child = Command::new(common::binary())
+        .args(["bench", "fanout", "--scenario", "A", "--connections", "5"])
+        .args(["--rounds", "3000", "--rate", "10"])
+        .env("RTCHECK_CONTROL_TOKEN", TOKEN)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let kids = common::procs::wait_children(&mut child, 2, Duration::from_secs(60));
+    for k in &kids {
+        let cmdline = std::fs::read(format!("/proc/{k}/cmdline")).unwrap_or_default();
+        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        assert!(!cmdline.contains(TOKEN), "token on argv: {cmdline}");
+    }
+    let out = common::procs::sigint(child, false, Duration::from_secs(30));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains(TOKEN), "{err}");
+    assert!(!err.contains("401"), "the token reached the server: {err}");
+}
