@@ -108,7 +108,7 @@ pub fn describe(a: &Access, written: Option<&Path>) -> String {
         (Access::Token(_), None) => {
             "control: token required (Authorization: Bearer) on /control/*, and on /metrics off loopback".into()
         }
-        (Access::Refused, _) => "control: /control/* refused off loopback (give --control-token, or --addr-file to have a token written beside it)".into(),
+        (Access::Refused, _) => "control: /control/* refused off loopback, /metrics too (give --control-token-file or RTCHECK_CONTROL_TOKEN, or --addr-file to have a token written beside it)".into(),
     }
 }
 
@@ -124,7 +124,7 @@ pub fn check(a: &Access, authorization: Option<&str>) -> Result<(), (u16, &'stat
         Access::Open => Ok(()),
         Access::Refused => Err((
             403,
-            "control endpoints are refused off loopback; start serve with --control-token",
+            "control endpoints are refused off loopback; start serve with --control-token-file or RTCHECK_CONTROL_TOKEN",
         )),
         Access::Token(t) => {
             let given = authorization
