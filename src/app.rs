@@ -26,10 +26,18 @@ pub fn main() -> ExitCode {
                 .map(|c| c.to_string())
                 .collect::<Vec<_>>()
                 .join(": ");
-            eprintln!("rtcheck: error: {msg}");
+            eprintln!("rtcheck: error: {}", scrubbed(&msg));
             ExitCode::from(2)
         }
     }
+}
+
+/// `msg` without any secret given on the command line (an error a library built from a
+/// URL); every message rtcheck words itself is redacted already.
+fn scrubbed(msg: &str) -> String {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let secrets = crate::redact::secrets_in_args(&args);
+    crate::redact::scrub(msg, &secrets.iter().map(String::as_str).collect::<Vec<_>>())
 }
 
 /// clap errors as one line (the standard for bad input); help and version as clap prints them.
@@ -46,7 +54,7 @@ fn usage_error(e: clap::Error) -> ExitCode {
         }
         _ => {
             let msg = secret_free(&e).unwrap_or_else(|| one_line(&e.to_string()));
-            eprintln!("rtcheck: error: {msg} (see --help)");
+            eprintln!("rtcheck: error: {} (see --help)", scrubbed(&msg));
             ExitCode::from(2)
         }
     }

@@ -1,7 +1,9 @@
 //! The one way rtcheck prints what a user gave it that may hold a secret: URLs (user
 //! info, path parameters, query values, fragments), request headers and tokens. Every
-//! command and every format prints a URL through [`url`] and a header through [`header`];
-//! the secret itself stays in the request, never in a report, a log line or an error.
+//! command and every format prints a URL through [`url`]; header values and tokens are
+//! never printed (errors name the header, not its value). As a last line of defence the
+//! one-line error `app` prints is [`scrub`]bed of every secret on the command line
+//! ([`secrets_in_args`]): a library's error that echoes a URL loses its secrets too.
 
 /// What a secret becomes.
 pub const MASK: &str = "***";
@@ -62,31 +64,59 @@ fn param(p: &str) -> String {
     }
 }
 
-/// Header names whose values carry no secret and help read a report.
-const PLAIN_HEADERS: &[&str] = &[
-    "accept",
-    "accept-encoding",
-    "cache-control",
-    "connection",
-    "content-type",
-    "content-length",
-    "last-event-id",
-    "origin",
-    "sec-websocket-protocol",
-    "sec-websocket-version",
-    "upgrade",
-    "user-agent",
-];
-
-/// A request header fit to print: `Name: value` for the plain ones, `Name: ***` for the
-/// rest (Authorization, Cookie, API keys, anything a user added).
-pub fn header(name: &str, value: &str) -> String {
-    let plain = PLAIN_HEADERS.iter().any(|h| h.eq_ignore_ascii_case(name));
-    if plain {
-        format!("{name}: {value}")
-    } else {
-        format!("{name}: {MASK}")
+/// The secrets in a command line: `--header`/`-H` values, `--control-token`, and every
+/// URL's password, path parameter and query values. The last line of defence: an error
+/// from a library (hyper, tungstenite, redis) that echoes a URL is scrubbed with them.
+pub fn secrets_in_args(args: &[String]) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut prev = "";
+    for a in args {
+        let (flag, inline) = match a.split_once('=') {
+            Some((f, v)) if f.starts_with("--") => (f, Some(v)),
+            _ => (a.as_str(), None),
+        };
+        let value = |v: &str| v.split_once(':').map_or(v, |(_, v)| v).trim().to_string();
+        let given = if ["--header", "-H", "--control-token"].contains(&prev) {
+            Some(value(a))
+        } else if ["--header", "--control-token"].contains(&flag) {
+            inline.map(value)
+        } else {
+            None
+        };
+        if let Some(v) = given {
+            // `Bearer TOKEN`: the token alone too (a library may print just it).
+            if let Some((_, last)) = v.rsplit_once(' ') {
+                out.push(last.to_string());
+            }
+            out.push(v);
+        }
+        if a.contains("://") {
+            out.extend(url_secrets(a));
+        }
+        prev = a;
     }
+    // Short values (`ms=5`, `v=1`) would blank ordinary words and numbers of a message.
+    out.retain(|s| s.len() >= 6);
+    out
+}
+
+/// The values [`url`] masks in `s`.
+fn url_secrets(s: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let (main, fragment) = s.split_once('#').unwrap_or((s, ""));
+    out.push(fragment.to_string());
+    let rest = main.split_once("://").map_or(main, |(_, r)| r);
+    let split = rest.find(['/', '?', ';']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(split);
+    if let Some((info, _)) = authority.rsplit_once('@') {
+        out.push(info.split_once(':').map_or(info, |(_, p)| p).to_string());
+    }
+    let (path, query) = tail.split_once('?').unwrap_or((tail, ""));
+    let params = path.split('/').flat_map(|seg| seg.split(';').skip(1));
+    for p in params.chain(query.split('&')) {
+        out.push(p.split_once('=').map_or(p, |(_, v)| v).to_string());
+    }
+    out
 }
 
 /// Replace every occurrence of each secret in `text` (an error from a library that
@@ -128,12 +158,42 @@ mod tests {
     }
 
     #[test]
-    fn headers_mask_all_but_plain_ones() {
-        assert_eq!(header("Authorization", "Bearer S"), "Authorization: ***");
-        assert_eq!(header("X-Api-Key", "S"), "X-Api-Key: ***");
-        assert_eq!(
-            header("accept", "text/event-stream"),
-            "accept: text/event-stream"
+    fn secrets_come_from_header_token_and_url_arguments() {
+        let args: Vec<String> = [
+            "probe",
+            "-H",
+            "Authorization: Bearer HDR1-long",
+            "--header=X-Key: HDR2-x",
+            "--control-token",
+            "TOK3-long",
+            "http://u:PW4-long@h/a;sid=SID5-long?k=QV6-long#FR7-long",
+            "--timeout",
+            "10s",
+            "http://127.0.0.1:8080/work/stream?ms=100",
+        ]
+        .map(String::from)
+        .to_vec();
+        let s = secrets_in_args(&args);
+        for want in [
+            "Bearer HDR1-long",
+            "HDR2-x",
+            "TOK3-long",
+            "HDR1-long",
+            "PW4-long",
+            "SID5-long",
+            "QV6-long",
+            "FR7-long",
+        ] {
+            assert!(s.iter().any(|x| x == want), "{want}: {s:?}");
+        }
+        for kept in ["10s", "probe", "work", "stream", "100"] {
+            assert!(!s.iter().any(|x| x == kept), "{kept}: {s:?}");
+        }
+        let msg = "GET http://u:PW4-long@h/a;sid=SID5-long?k=QV6-long failed: Bearer HDR1-long";
+        let shown = scrub(msg, &s.iter().map(String::as_str).collect::<Vec<_>>());
+        assert!(
+            !shown.contains("PW4") && !shown.contains("HDR1") && !shown.contains("QV6"),
+            "{shown}"
         );
     }
 
