@@ -490,3 +490,117 @@ fn gorilla_hub_behind_caddy_reports_its_messages() {
         "a busy stream: data, not a heartbeat, kept the path open: {ctx}"
     );
 }
+
+// ---- polling ----
+
+/// Starlette JSON endpoints as a poll client meets them: no caching headers (the
+/// tutorial default), `public, max-age=60`, an ETag answered 304, a slow handler; and
+/// a health check. The truth of each (headers, sizes, the handler's delay) is read by
+/// the independent client; probe's five polling checks follow it.
+#[test]
+fn starlette_json_endpoints_get_polling_checks() {
+    let app = starlette(&[("DELAY_MS", "700")]);
+    let urls = [
+        "/api/messages",
+        "/api/cached",
+        "/api/etag",
+        "/api/slow",
+        "/healthz",
+    ]
+    .map(|p| app.url("http", p));
+    let truth: Vec<Value> = urls.iter().map(|u| observe_http(u)).collect();
+    assert_eq!(
+        truth[1]["head"]["headers"]["cache-control"],
+        "public, max-age=60"
+    );
+    assert!(
+        truth[2]["head"]["headers"]["etag"].is_string(),
+        "{}",
+        truth[2]
+    );
+    assert!(
+        truth[3]["ended_ms"].as_f64().unwrap() >= 700.0,
+        "{}",
+        truth[3]
+    );
+    let mut args = vec!["--quick", "--timeout", "5s"];
+    args.extend(urls.iter().map(String::as_str));
+    let (r, code, err) = probe_json(&args);
+    let ctx = format!("exit {code} stderr {err}\n{}", summary(&r));
+    let st = |id: &str, u: &str| finding_url(&r, id, u)["status"].clone();
+    let (plain, cached, etag, slow, health) = (&urls[0], &urls[1], &urls[2], &urls[3], &urls[4]);
+    for u in [plain, cached, etag, slow] {
+        assert_eq!(st("poll-status", u), "pass", "{u}: {ctx}");
+    }
+    assert_eq!(
+        st("poll-status", health),
+        "warn",
+        "text/plain is no poll body: {ctx}"
+    );
+    assert_eq!(st("poll-cache", plain), "warn", "{ctx}");
+    assert_eq!(st("poll-cache", cached), "fail", "{ctx}");
+    assert!(
+        finding_url(&r, "poll-cache", cached)["observed"]
+            .as_str()
+            .unwrap()
+            .contains("60 s"),
+        "{ctx}"
+    );
+    assert_eq!(st("poll-cache", etag), "pass", "{ctx}");
+    assert_eq!(st("poll-conditional", etag), "pass", "{ctx}");
+    assert_eq!(st("poll-conditional", plain), "warn", "{ctx}");
+    assert_eq!(st("poll-latency", plain), "pass", "{ctx}");
+    assert_eq!(st("poll-latency", slow), "warn", "{ctx}");
+    let p50 = finding_url(&r, "poll-latency", slow)["numbers"]["p50_ms"]
+        .as_f64()
+        .unwrap();
+    let t = truth[3]["ended_ms"].as_f64().unwrap();
+    assert!(
+        (p50 - t).abs() < 300.0,
+        "probe {p50} ms vs independent {t} ms: {ctx}"
+    );
+    // Bytes: the answer's own size (independent) is inside probe's per-poll count, and
+    // the idle ETag client is cheaper than the full answer.
+    let per_poll = |u: &str| {
+        finding_url(&r, "poll-overhead", u)["numbers"]["bytes_per_poll"]
+            .as_f64()
+            .unwrap()
+    };
+    let body = truth[0]["body_bytes"].as_f64().unwrap();
+    assert!(per_poll(plain) > body, "{ctx}");
+    assert!(per_poll(etag) < per_poll(plain) + 20.0, "{ctx}");
+    assert_eq!(
+        finding_url(&r, "poll-overhead", plain)["numbers"]["bytes_per_min"],
+        per_poll(plain) * 60.0,
+        "{ctx}"
+    );
+}
+
+/// rtcheck serve's /poll with a `since` cursor at the head (an idle client): JSON,
+/// `Cache-Control: no-store`, the cursor as its conditional; the overhead is stated in
+/// bytes per minute against the seed's 8.4 KB.
+#[test]
+fn rtcheck_serve_poll_gets_polling_checks() {
+    let s = probe_common::Serve::start(&["--rate", "5"]);
+    let url = format!("http://{}/poll?since=18446744073709551615", s.addr);
+    let (r, _, err) = probe_json(&["--quick", &url]);
+    let ctx = format!("stderr {err}\n{}", summary(&r));
+    for id in [
+        "poll-status",
+        "poll-cache",
+        "poll-conditional",
+        "poll-latency",
+    ] {
+        assert_eq!(status_of(&r, id, "/poll"), "pass", "{id}: {ctx}");
+    }
+    let f = finding(&r, "poll-overhead", "/poll");
+    assert!(
+        f["numbers"]["bytes_per_min"].as_f64().unwrap() > 0.0,
+        "{ctx}"
+    );
+    assert!(f["observed"].as_str().unwrap().contains("8.4 KB"), "{ctx}");
+    assert!(!f["observed"]
+        .as_str()
+        .unwrap()
+        .contains("18446744073709551615"));
+}
