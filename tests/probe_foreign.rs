@@ -407,40 +407,47 @@ fn non_2xx_and_unreachable_urls_are_findings_not_pass() {
 // ---- heartbeats at the libraries' defaults ----
 
 /// The ws README's isAlive heartbeat at its canonical 30 s and python3-websockets'
-/// default keepalive (a ping every 20 s), each measured by the independent client: both
-/// keep the 20-30 s rule (within the stated tolerance), and probe's interval matches the
-/// truth to 0.5 s. The longest test here (~34 s): it runs both at once.
+/// default keepalive (a ping every 20 s), each measured by the independent client. The
+/// README's interval is one timer for the whole server, so the first ping after a connect
+/// comes early; the idle test watches 62 s to see a whole interval between two pings
+/// (30.0x s: setInterval runs late, never early). Both keep the 20-30 s rule within the
+/// stated tolerance, and probe's interval matches the truth to 0.5 s. The longest test
+/// here (~63 s): both servers at once.
 #[test]
 fn library_default_heartbeats_pass_the_20_30_s_rule() {
     let node = node_ws(&[("HEARTBEAT_MS", "30000")]);
     let py = py_websockets(&[]);
     let (n, p) = (node.url("ws", "/"), py.url("ws", "/"));
-    let one = |url: String, secs: &'static str| {
+    let one = |url: String| {
         move || {
             both(
-                || probe_json(&["--idle-for", secs, "--public", &url]),
-                || observe_ws(&url, secs.trim_end_matches('s').parse().unwrap(), None),
+                || probe_json(&["--idle-for", "62s", "--public", &url]),
+                || observe_ws(&url, 62.0, None),
             )
         }
     };
-    let (((rn, _, en), tn), ((rp, _, ep), tp)) = both(one(n, "33s"), one(p, "24s"));
-    for (r, t, err, truth_s) in [(&rn, &tn, &en, 30.0), (&rp, &tp, &ep, 20.0)] {
+    let (((rn, _, en), tn), ((rp, _, ep), tp)) = both(one(n), one(p));
+    for (r, t, err, truth_s, port) in [
+        (&rn, &tn, &en, 30.0, node.port),
+        (&rp, &tp, &ep, 20.0, py.port),
+    ] {
         let pings = ms_list(&t["pings_ms"]);
-        assert!(!pings.is_empty(), "fixture truth: a ping: {t}");
-        let first = pings[0] / 1000.0;
+        assert!(pings.len() >= 2, "fixture truth: two pings at least: {t}");
+        let gap = max_gap(&pings).unwrap() / 1000.0;
         assert!(
-            (first - truth_s).abs() < 0.5,
-            "fixture truth: first ping at {truth_s} s: {t}"
+            (gap - truth_s).abs() < 0.5,
+            "fixture truth: a ping every {truth_s} s: {t}"
         );
+        // What probe reports is the longest wait for a heartbeat, the first included.
+        let worst = gap.max(pings[0] / 1000.0);
         let ctx = format!("stderr {err}\n{}", summary(r));
-        let url = if truth_s == 30.0 { &node } else { &py };
-        let part = format!(":{}/", url.port);
+        let part = format!(":{port}/");
         assert_eq!(status_of(r, "heartbeat", &part), "pass", "{ctx}");
         let f = finding(r, "heartbeat", &part);
         let measured = f["numbers"]["interval_s"].as_f64().unwrap();
         assert!(
-            (measured - first).abs() < 0.5,
-            "probe {measured} s vs independent {first} s: {ctx}"
+            (measured - worst).abs() < 0.5,
+            "probe {measured} s vs independent {worst} s: {ctx}"
         );
         assert_eq!(status_of(r, "idle-timeout", &part), "pass", "{ctx}");
     }
