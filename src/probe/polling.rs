@@ -340,7 +340,11 @@ pub fn judge_latency(obs: &PollObs) -> (Status, String) {
     if p50 > half {
         (
             Status::Warn,
-            format!("{text}, above half the 1 s interval ({})", fmt_s(half)),
+            format!(
+                "{text}, above half the {} s interval ({})",
+                seed().0,
+                fmt_s(half)
+            ),
         )
     } else {
         (Status::Pass, text)
@@ -443,10 +447,15 @@ pub fn checks(u: &UrlObs) -> Vec<Finding> {
         ),
     ));
     let (s, o) = judge_latency(obs);
+    let (interval_s, seed_per_min) = seed();
+    let rule = format!(
+        "polling every {interval_s} s delivered a change after {:.0} ms at the median (half the interval); a slow answer adds to it",
+        crate::evidence::num("poll-1s", "delivery_p50")
+    );
     let mut f = finding(
         LATENCY, u, "Poll answer latency", s, o,
         "median answer within half the polling interval",
-        "polling every 1 s delivered a change after 486 ms at the median (half the interval); a slow answer adds to it",
+        &rule,
         &["poll-1s", "poll-5s"],
         fix(
             "find what the poll handler waits on (database, lock, upstream); answer an idle poll from memory",
@@ -460,15 +469,33 @@ pub fn checks(u: &UrlObs) -> Vec<Finding> {
     f.numbers.insert("polls".into(), obs.ok().count() as f64);
     out.push(f);
     let (s, o, per_min) = judge_overhead(obs);
+    let kb = |v: f64| format!("{:.1} KB", v / 1000.0);
+    let sse = crate::evidence::num("push-latency", "sse_idle_bytes_per_min");
+    let ws = crate::evidence::num("push-latency", "ws_idle_bytes_per_min");
+    let expected = format!(
+        "at most the seed's {} per minute at {interval_s} s",
+        kb(seed_per_min)
+    );
+    let rule = format!(
+        "polling every {interval_s} s cost {} per minute with nothing new; SSE idled at {} and WebSocket at {}",
+        kb(seed_per_min),
+        kb(sse),
+        kb(ws)
+    );
+    let advice = format!(
+        "answer an idle poll with 304 (or an empty body), poll less often, or push (SSE idles at {} per minute)",
+        kb(sse)
+    );
     let mut f = finding(
-        OVERHEAD, u, "Idle polling overhead", s, o,
-        "at most the seed's 8.4 KB per minute at 1 s",
-        "polling every second cost 8.4 KB per minute with nothing new; SSE and WebSocket idled at 1.2-1.3 KB",
+        OVERHEAD,
+        u,
+        "Idle polling overhead",
+        s,
+        o,
+        &expected,
+        &rule,
         &["poll-1s", "push-latency"],
-        fix(
-            "answer an idle poll with 304 (or an empty body), poll less often, or push (SSE idles at 1.2 KB per minute)",
-            &[],
-        ),
+        fix(&advice, &[]),
     );
     if let Some(m) = per_min {
         f.numbers.insert("bytes_per_min".into(), m.round());
