@@ -339,7 +339,7 @@ fn run_one(sc: Option<Scenario>, a: &FanoutOptions) -> anyhow::Result<ScenarioRe
     let sched = Schedule::new(a, slow);
     let mut lg = start_loadgen(&loadgen_args(a, &url, slow, &sched), &scratch)?;
     let (connected, _failed) = lg.wait_connected(a.connections, a.connect_timeout, &name)?;
-    let stats_before = begin(sc.is_some(), &name, ctrl, a.rounds)?;
+    let (stats_before, control) = begin(sc.is_some(), &name, ctrl, a.rounds)?;
     let healthy = connected.saturating_sub(slow);
     let mut w = watch_rounds(a, &mut lg, ctrl, healthy, &sched, &name, &stats_before)?;
     let (at_bound, cutoff) = stop_at_bound(a, &mut lg, ctrl, slow, &sched, &w.last)?;
@@ -371,6 +371,7 @@ fn run_one(sc: Option<Scenario>, a: &FanoutOptions) -> anyhow::Result<ScenarioRe
         size: a.size,
         duration_s,
         time_bound_s: sched.bound_s,
+        control,
     });
     r.checks.push(cleanup_check(lg_clean, srv_clean));
     r.rounds_published_at_bound = at_bound.as_ref().map(|s| s.rounds_sent);
@@ -451,13 +452,14 @@ fn loadgen_args(a: &FanoutOptions, url: &str, slow: u64, sched: &Schedule) -> Ve
 }
 
 /// Stats before publishing, then start it. Embedded servers wait for the start and must
-/// answer both; another server may already be publishing and may have no stats.
+/// answer both; another server may already be publishing and may have no stats: what its
+/// control plane said is kept for the report.
 fn begin(
     embedded: bool,
     name: &str,
     ctrl: SocketAddr,
     rounds: u64,
-) -> anyhow::Result<Option<ServerStats>> {
+) -> anyhow::Result<(Option<ServerStats>, Option<validity::ControlSeen>)> {
     let stats_before = control::stats(ctrl).ok();
     if embedded && stats_before.is_none() {
         anyhow::bail!("{name}: server at {ctrl} has no /control/stats");
@@ -465,8 +467,22 @@ fn begin(
     let started = control::start(ctrl, rounds);
     if embedded {
         started?;
+        return Ok((stats_before, None));
     }
-    Ok(stats_before)
+    let seen = validity::ControlSeen {
+        start: started.map_err(|e| refusal(&format!("{e:#}"))),
+        rounds_before: stats_before.as_ref().map(|s| s.rounds_sent),
+    };
+    Ok((stats_before, Some(seen)))
+}
+
+/// "HTTP 404" out of control::start's error (`ADDR/control/start: HTTP 404: body line`),
+/// else the error itself.
+fn refusal(e: &str) -> String {
+    match e.split_once(": HTTP ") {
+        Some((_, rest)) => format!("HTTP {}", rest.split(':').next().unwrap_or(rest).trim()),
+        None => e.to_string(),
+    }
 }
 
 /// What watching the rounds left: when it started, peak server RSS, last stats read.

@@ -110,6 +110,8 @@ struct ClientOut {
     rcvbuf: Option<u32>,
     error: Option<String>,
     undecodable: u64,
+    /// The first frame that was not the payload, as `wire::shape` shows it.
+    first_undecodable: Option<String>,
     beyond: u64,
     /// What the server actually sends: payload size range and the (seq, scheduled time)
     /// of the first and last frame, from which its real rate follows.
@@ -336,7 +338,7 @@ fn summarize(
         wall_run_s: wall,
         ..Default::default()
     };
-    for o in outs {
+    for mut o in outs {
         if let Some(e) = &o.error {
             r.connect_failed += 1;
             if r.connect_errors.len() < 3 && !r.connect_errors.contains(e) {
@@ -358,6 +360,9 @@ fn summarize(
             continue;
         }
         r.undecodable += o.undecodable;
+        if r.first_undecodable.is_none() {
+            r.first_undecodable = o.first_undecodable.take();
+        }
         r.beyond_rounds += o.beyond;
         r.schedule.merge(&o.sched);
         r.order_violations += stats::order_violations(&o.samples);
@@ -470,17 +475,21 @@ async fn connect_tcp(
     Ok(s)
 }
 
-/// Record one payload of `len` bytes. Hot path: decode, clock read, push.
+/// Record one payload. Hot path: decode, clock read, push.
 #[inline]
 fn record(
     out: &mut ClientOut,
     counters: &Counters,
     rounds: u64,
-    len: usize,
+    payload: &[u8],
     decoded: Option<(u64, u64)>,
 ) {
+    let len = payload.len();
     let Some((seq, sched)) = decoded else {
         out.undecodable += 1;
+        if out.first_undecodable.is_none() {
+            out.first_undecodable = Some(super::wire::shape(payload));
+        }
         return;
     };
     out.sched.see(len as u64, seq, sched);
@@ -547,14 +556,14 @@ async fn ws_session(
             biased;
             m = ws.next() => match m {
                 Some(Ok(Message::Binary(b))) => {
-                    record(out, counters, cfg.rounds, b.len(), crate::net::payload::decode(&b))
+                    record(out, counters, cfg.rounds, &b, crate::net::payload::decode(&b))
                 }
                 // A gap marker (the server dropped messages for this client) is not a
                 // payload: the missing seqs show as drops in the server's counters.
                 // (Checked by its prefix first: a payload is not parsed twice.)
                 Some(Ok(Message::Text(t))) if t.as_str().starts_with("{\"from\"") && crate::delivery::client::parse_gap(t.as_str()).is_some() => {}
                 Some(Ok(Message::Text(t))) => {
-                    record(out, counters, cfg.rounds, t.len(), crate::net::payload::decode_text(t.as_str()))
+                    record(out, counters, cfg.rounds, t.as_bytes(), crate::net::payload::decode_text(t.as_str()))
                 }
                 Some(Ok(Message::Close(_))) | None | Some(Err(_)) => {
                     mark_removed(out, counters, &stop);
@@ -590,7 +599,7 @@ async fn raw_session(
         tokio::select! {
             biased;
             r = read_raw_frame(&mut rd, &mut body) => match r {
-                Ok(n) => record(out, counters, cfg.rounds, n, crate::net::payload::decode(&body[..n])),
+                Ok(n) => record(out, counters, cfg.rounds, &body[..n], crate::net::payload::decode(&body[..n])),
                 Err(_) => {
                     mark_removed(out, counters, &stop);
                     return Ok(());
@@ -689,7 +698,7 @@ async fn sse_session(
                 out,
                 counters,
                 cfg.rounds,
-                ev.data.len(),
+                ev.data.as_bytes(),
                 crate::net::payload::decode_text(&ev.data),
             );
         }

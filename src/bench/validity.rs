@@ -26,6 +26,25 @@ pub struct Inputs<'a> {
     pub size: u64,
     pub duration_s: f64,
     pub time_bound_s: f64,
+    /// `--server`: how its control plane answered (None for an embedded server).
+    pub control: Option<ControlSeen>,
+}
+
+/// What `--server`'s control plane said before the run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ControlSeen {
+    /// POST /control/start: Ok, or the refusal (e.g. "HTTP 404").
+    pub start: Result<(), String>,
+    /// Rounds /control/stats counted before the start (None: no stats).
+    pub rounds_before: Option<u64>,
+}
+
+/// Payload sizes accepted around `--size`: a real server's JSON varies by a few bytes
+/// (63-65 B for one asked 64 B), so ±10 % of it, at least 16 B, and text up to 80 B (the
+/// JSON fields alone take ~60 B).
+pub fn size_range(size: u64) -> (u64, u64) {
+    let tol = (size / 10).max(16);
+    (size.saturating_sub(tol), (size + tol).max(80))
 }
 
 pub fn account(inp: &Inputs) -> Accounting {
@@ -128,7 +147,7 @@ pub fn analyze(inp: &Inputs) -> ScenarioResult {
 fn checks(inp: &Inputs, acc: &Accounting) -> Vec<Check> {
     let lg = inp.lg;
     [
-        Some(samples_received(lg, acc)),
+        Some(samples_received(inp, acc)),
         Some(accounting_identity(acc)),
         rounds_published(inp, acc),
         server_agrees(inp),
@@ -137,6 +156,7 @@ fn checks(inp: &Inputs, acc: &Accounting) -> Vec<Check> {
         Some(loadgen_cpu(lg)),
         Some(round_start_drift(inp)),
         server_schedule(inp),
+        control_plane(inp),
         Some(nodelay(inp)),
         Some(seq_order(lg)),
         time_bound(inp),
@@ -147,15 +167,17 @@ fn checks(inp: &Inputs, acc: &Accounting) -> Vec<Check> {
 }
 
 /// Something was measured at all: a peer that never sends a frame has no latency.
-fn samples_received(lg: &LoadgenResult, acc: &Accounting) -> Check {
+fn samples_received(inp: &Inputs, acc: &Accounting) -> Check {
+    let lg = inp.lg;
     if lg.samples == 0 || acc.received == 0 {
+        let head = format!(
+            "{} samples, {} of {} expected received",
+            lg.samples, acc.received, acc.expected
+        );
         check(
             "samples received",
             Status::Fail,
-            format!(
-                "{} samples, {} of {} expected received: the server sent nothing to measure",
-                lg.samples, acc.received, acc.expected
-            ),
+            nothing_measured(inp, head),
         )
     } else {
         check(
@@ -164,6 +186,66 @@ fn samples_received(lg: &LoadgenResult, acc: &Accounting) -> Check {
             format!("{} samples", lg.samples),
         )
     }
+}
+
+/// Why a run measured nothing, from what did arrive: frames that were not the payload
+/// (the first one's shape), frames of rounds past --rounds (already publishing), and the
+/// control plane's refusal.
+fn nothing_measured(inp: &Inputs, head: String) -> String {
+    let lg = inp.lg;
+    let mut why = Vec::new();
+    if lg.undecodable > 0 {
+        why.push(format!(
+            "{} frames arrived but none was rtcheck's payload (JSON with seq and ts, or its binary form); the first: {}",
+            lg.undecodable,
+            lg.first_undecodable.as_deref().unwrap_or("not kept")
+        ));
+    }
+    if lg.beyond_rounds > 0 {
+        why.push(format!(
+            "{} frames had a seq above --rounds {}: the server was already publishing before the run",
+            lg.beyond_rounds, inp.rounds_total
+        ));
+    }
+    if let Some(Err(e)) = inp.control.as_ref().map(|c| &c.start) {
+        why.push(format!(
+            "POST /control/start answered {e}: the server has no rtcheck control plane and did not publish by itself"
+        ));
+    }
+    if why.is_empty() {
+        why.push("the server sent nothing".into());
+    }
+    format!("{head}: {}", why.join("; "))
+}
+
+/// `--server`: did /control/start start it, and was it publishing already?
+fn control_plane(inp: &Inputs) -> Option<Check> {
+    let c = inp.control.as_ref()?;
+    let mut issues = Vec::new();
+    if let Err(e) = &c.start {
+        issues.push(format!(
+            "POST /control/start answered {e} (no rtcheck control plane: the server publishes by itself)"
+        ));
+    }
+    if let Some(n) = c.rounds_before.filter(|n| *n > 0) {
+        issues.push(format!(
+            "already publishing before the run: /control/stats counted {n} rounds before the start"
+        ));
+    }
+    if let Some((seq, _)) = inp.lg.schedule.first.filter(|(s, _)| *s > 1) {
+        issues.push(format!(
+            "already publishing before the run: the first round seen was seq {seq}, not 1"
+        ));
+    }
+    Some(if issues.is_empty() {
+        check(
+            "control plane",
+            Status::Pass,
+            "POST /control/start accepted before the first round".into(),
+        )
+    } else {
+        check("control plane", Status::Warn, issues.join("; "))
+    })
 }
 
 /// The categories must add up to the expectation exactly; a gap means the accounting
@@ -324,11 +406,12 @@ fn server_schedule(inp: &Inputs) -> Option<Check> {
     let (min, max) = (seen.bytes_min?, seen.bytes_max?);
     let want_ms = 1000.0 / inp.rate;
     let period = seen.period_ms();
-    let size_ok = min >= inp.size && max <= inp.size.max(80);
+    let (lo, hi) = size_range(inp.size);
+    let size_ok = min >= lo && max <= hi;
     let rate_ok = period.is_none_or(|p| (p - want_ms).abs() <= 0.05 * want_ms);
     let got = period.map_or("one round seen".into(), |p| format!("every {p:.1} ms"));
     let detail = format!(
-        "payloads {min}-{max} bytes {got}; the run asked for {} bytes every {want_ms:.1} ms",
+        "payloads {min}-{max} bytes {got}; the run asked for {} bytes (accepted {lo}-{hi}: ±10 %, at least 16 B) every {want_ms:.1} ms",
         inp.size
     );
     Some(if size_ok && rate_ok {
@@ -606,6 +689,7 @@ mod tests {
             size: 1024,
             duration_s: 3.0,
             time_bound_s: 10.0,
+            control: None,
         }
     }
 
@@ -898,5 +982,95 @@ mod tests {
             None,
             "nothing seen, nothing claimed"
         );
+    }
+
+    fn detail<'a>(r: &'a ScenarioResult, name: &str) -> (&'a Status, &'a str) {
+        let c = r.checks.iter().find(|c| c.name == name).unwrap();
+        (&c.status, c.detail.as_str())
+    }
+
+    #[test]
+    fn an_external_run_that_measured_nothing_says_what_arrived() {
+        let mut l = lg(vec![round(0, 10, 0); 3], 10, 0);
+        l.samples = 0;
+        l.undecodable = 1050;
+        l.first_undecodable = Some("38 B JSON {n: number, type: string}".into());
+        let none = ServerStats::default();
+        let mut inp = inputs(&l, &none, false);
+        inp.server = None;
+        inp.control = Some(ControlSeen {
+            start: Err("HTTP 404".into()),
+            rounds_before: None,
+        });
+        let r = analyze(&inp);
+        assert!(!r.valid);
+        let (st, d) = detail(&r, "samples received");
+        assert_eq!(*st, Status::Fail);
+        assert!(d.contains("1050 frames arrived but none"), "{d}");
+        assert!(d.contains("{n: number, type: string}"), "{d}");
+        assert!(d.contains("/control/start answered HTTP 404"), "{d}");
+        assert!(!d.contains("sent nothing"), "{d}");
+        let (st, d) = detail(&r, "control plane");
+        assert_eq!(*st, Status::Warn);
+        assert!(d.contains("HTTP 404"), "{d}");
+        assert!(
+            r.notes[0].starts_with("INVALID: samples received"),
+            "{:?}",
+            r.notes
+        );
+    }
+
+    #[test]
+    fn already_publishing_is_named() {
+        let mut l = lg(vec![round(10, 0, 0); 3], 10, 0);
+        l.schedule.see(1024, 7, 1_000);
+        let s = stats(3, 0);
+        let mut inp = inputs(&l, &s, false);
+        inp.control = Some(ControlSeen {
+            start: Ok(()),
+            rounds_before: Some(40),
+        });
+        let r = analyze(&inp);
+        let (st, d) = detail(&r, "control plane");
+        assert_eq!(*st, Status::Warn);
+        assert!(d.contains("counted 40 rounds"), "{d}");
+        assert!(d.contains("first round seen was seq 7"), "{d}");
+        inp.control = Some(ControlSeen {
+            start: Ok(()),
+            rounds_before: Some(0),
+        });
+        let mut l2 = lg(vec![round(10, 0, 0); 3], 10, 0);
+        l2.schedule.see(1024, 1, 1_000);
+        inp.lg = &l2;
+        let r = analyze(&inp);
+        assert_eq!(*detail(&r, "control plane").0, Status::Pass);
+        // Nothing received, every frame past --rounds: already publishing, said so.
+        let mut none = lg(vec![round(0, 10, 0); 3], 10, 0);
+        none.samples = 0;
+        none.beyond_rounds = 500;
+        inp.lg = &none;
+        let r = analyze(&inp);
+        let (_, d) = detail(&r, "samples received");
+        assert!(d.contains("500 frames had a seq above --rounds 3"), "{d}");
+    }
+
+    #[test]
+    fn payload_sizes_within_the_stated_tolerance_pass() {
+        assert_eq!(size_range(64), (48, 80));
+        assert_eq!(size_range(1024), (922, 1126));
+        let mut l = lg(vec![round(10, 0, 0); 3], 10, 0);
+        l.schedule.see(63, 1, 0);
+        l.schedule.see(65, 3, 400_000_000);
+        let s = stats(3, 0);
+        let mut inp = inputs(&l, &s, false);
+        inp.size = 64;
+        let r = analyze(&inp);
+        let (st, d) = detail(&r, "server schedule");
+        assert_eq!(*st, Status::Pass, "{d}");
+        assert!(d.contains("payloads 63-65 bytes"), "{d}");
+        assert!(d.contains("accepted 48-80"), "{d}");
+        inp.size = 1024;
+        let r = analyze(&inp);
+        assert_eq!(*detail(&r, "server schedule").0, Status::Fail);
     }
 }

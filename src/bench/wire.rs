@@ -72,6 +72,9 @@ pub struct LoadgenResult {
     pub order_violations: u64,
     /// Frames we could not decode as the payload.
     pub undecodable: u64,
+    /// The first of them, redacted to its shape (`shape`).
+    #[serde(default)]
+    pub first_undecodable: Option<String>,
     /// Healthy clients closed by the server before the stop command.
     pub removed_healthy: u64,
     /// Client sockets whose TCP_NODELAY was read back with getsockopt, and how many were off.
@@ -86,6 +89,41 @@ pub struct LoadgenResult {
     pub cpu_connect_s: f64,
     pub cpu_run_s: f64,
     pub wall_run_s: f64,
+}
+
+/// A frame that is not the payload, shown without its content (a foreign server's frame
+/// may carry anything): a JSON object as its keys and value kinds, other text as its
+/// length and first characters' classes, binary as its length and first bytes in hex.
+pub fn shape(payload: &[u8]) -> String {
+    const KEYS: usize = 8;
+    let n = payload.len();
+    let Ok(text) = std::str::from_utf8(payload) else {
+        let hex: Vec<String> = payload.iter().take(8).map(|b| format!("{b:02x}")).collect();
+        return format!("{n} B binary, starting {}", hex.join(" "));
+    };
+    if let Ok(serde_json::Value::Object(m)) = serde_json::from_str::<serde_json::Value>(text) {
+        let kind = |v: &serde_json::Value| match v {
+            serde_json::Value::Null => "null",
+            serde_json::Value::Bool(_) => "bool",
+            serde_json::Value::Number(_) => "number",
+            serde_json::Value::String(_) => "string",
+            serde_json::Value::Array(_) => "array",
+            serde_json::Value::Object(_) => "object",
+        };
+        let mut fields: Vec<String> = m
+            .iter()
+            .take(KEYS)
+            .map(|(k, v)| {
+                let k: String = k.chars().take(24).filter(|c| !c.is_control()).collect();
+                format!("{k}: {}", kind(v))
+            })
+            .collect();
+        if m.len() > KEYS {
+            fields.push(format!("… {} more", m.len() - KEYS));
+        }
+        return format!("{n} B JSON {{{}}}", fields.join(", "));
+    }
+    format!("{n} B text, not a JSON object")
 }
 
 /// Payload sizes and the earliest and latest (seq, scheduled ns) frames seen: enough to
@@ -142,5 +180,27 @@ mod schedule_tests {
         let p = a.period_ms().unwrap();
         assert!((p - 200.0).abs() < 1e-9, "{p}");
         assert_eq!(ScheduleSeen::default().period_ms(), None);
+    }
+}
+
+#[cfg(test)]
+mod shape_tests {
+    use super::shape;
+
+    #[test]
+    fn shows_the_form_never_the_content() {
+        let s = shape(br#"{"type":"tick","n":1,"token":"s3cret"}"#);
+        assert_eq!(s, "38 B JSON {n: number, token: string, type: string}");
+        assert!(!s.contains("s3cret"));
+        assert_eq!(shape(b"hello s3cret"), "12 B text, not a JSON object");
+        assert_eq!(shape(&[0xff, 0, 1]), "3 B binary, starting ff 00 01");
+        let many: String = format!(
+            "{{{}}}",
+            (0..10)
+                .map(|i| format!("\"k{i}\":{i}"))
+                .collect::<Vec<_>>()
+                .join(",")
+        );
+        assert!(shape(many.as_bytes()).ends_with("… 2 more}"));
     }
 }

@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 #[derive(Debug, clap::Args)]
 #[command(after_help = "\
 Check ids: upgrade sse-buffering idle-timeout heartbeat resume compression http2 origin
+  polling: poll-status poll-cache poll-conditional poll-latency poll-overhead
 
 Examples:
   rtcheck probe wss://app.example.com/ws https://app.example.com/events

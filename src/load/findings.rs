@@ -74,9 +74,11 @@ pub fn littles_law(levels: &[Level], tolerance: f64, closed_loop: bool) -> Findi
 
 pub fn knee(k: Option<&Knee>, levels: &[Level]) -> Finding {
     let rule = format!(
-        "knee: the first level after which throughput grows less than {:.0}% per step while p99 grows {}x or more",
+        "knee: the first level after which throughput grows less than {:.0}% per step while p99 grows {}x or more, both outside the spread of the levels' {} slices (no later level's slowest slice {:.0}% above its fastest)",
         analysis::KNEE_GAIN * 100.0,
-        analysis::KNEE_P99_FACTOR
+        analysis::KNEE_P99_FACTOR,
+        analysis::SLICES,
+        analysis::KNEE_GAIN * 100.0
     );
     let mut f = finding(
         "knee",
@@ -108,17 +110,47 @@ pub fn knee(k: Option<&Knee>, levels: &[Level]) -> Finding {
         }
         Some(k) => {
             f.status = Status::Warn;
+            let at = levels.iter().find(|l| l.concurrency == k.concurrency);
+            let (lo, hi) = at.map_or((k.throughput_rps, k.throughput_rps), |l| {
+                l.throughput_range()
+            });
             f.observed = format!(
-                "knee at C = {} ({:.0} req/s, p99 {:.1} ms): to C = {} throughput {:+.1}%, p99 x{:.1}",
+                "knee at C = {} ({:.0} req/s, slices {lo:.0}-{hi:.0}; p99 {:.1} ms): to C = {} throughput {:+.1}%, p99 x{:.1}",
                 k.concurrency, k.throughput_rps, k.p99_ms, k.last_concurrency, k.throughput_gain_pct, k.p99_factor
             );
             f.numbers.insert("concurrency".into(), k.concurrency as f64);
             f.numbers.insert("throughput_rps".into(), k.throughput_rps);
             f.numbers.insert("p99_factor".into(), k.p99_factor);
-            f.fix.summary = "Past the knee added load becomes queueing: alert on saturation below 100% (e.g. more than 6 of 8 workers busy for 5 minutes), add workers or make requests faster, and never read throughput without saturation.".into();
+            f.fix.summary = knee_advice(k, at);
         }
     }
     f
+}
+
+/// What to do past the knee, from what was measured: the concurrency and throughput where
+/// it stopped growing, and the target's pool only when its metrics report one (a worker
+/// count rtcheck cannot see is never assumed).
+fn knee_advice(k: &Knee, at: Option<&Level>) -> String {
+    let mut s = format!(
+        "Measured: throughput stopped growing at C = {} ({:.0} req/s) while p99 went x{:.1} by C = {}: past that, added clients only queue. Alert before it on what you can see (in-flight requests above {} or throughput near {:.0} req/s for 5 minutes), then add capacity or make requests faster; read throughput with saturation beside it.",
+        k.concurrency, k.throughput_rps, k.p99_factor, k.last_concurrency, k.concurrency, k.throughput_rps
+    );
+    match at.and_then(|l| l.saturation.as_ref()) {
+        Some(sat) => {
+            let pool = sat
+                .workers
+                .map(|w| format!(" of the {w:.0} workers it reports"))
+                .unwrap_or_default();
+            s.push_str(&format!(
+                " At the knee the target's {} read {:.1} busy on average{pool}.",
+                sat.metric, sat.busy_mean
+            ));
+        }
+        None => s.push_str(
+            " The target's worker count is not known (no --metrics): the advice stops at what the sweep measured.",
+        ),
+    }
+    s
 }
 
 pub fn nagle(levels: &[Level]) -> Finding {
@@ -162,4 +194,45 @@ pub fn nagle(levels: &[Level]) -> Finding {
         }
     }
     f
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::load::model::Saturation;
+
+    fn k() -> Knee {
+        Knee {
+            concurrency: 4,
+            throughput_rps: 1200.0,
+            p99_ms: 3.0,
+            last_concurrency: 32,
+            throughput_gain_pct: 1.0,
+            p99_factor: 8.0,
+        }
+    }
+
+    #[test]
+    fn knee_advice_says_what_was_measured_and_no_assumed_pool() {
+        let a = knee_advice(&k(), None);
+        assert!(a.contains("C = 4 (1200 req/s)"), "{a}");
+        assert!(a.contains("x8.0 by C = 32"), "{a}");
+        assert!(!a.contains("8 workers") && !a.contains("6 of 8"), "{a}");
+        assert!(a.contains("worker count is not known"), "{a}");
+        let mut l = crate::load::analysis::tests::lvl(4, 1200.0, 3.0);
+        l.saturation = Some(Saturation {
+            metric: "rtcheck_work_busy_workers".into(),
+            busy_mean: 3.6,
+            busy_max: 4.0,
+            workers: Some(4.0),
+            saturation_pct: Some(90.0),
+            queue_max: None,
+            samples: 10,
+        });
+        let a = knee_advice(&k(), Some(&l));
+        assert!(
+            a.contains("3.6 busy on average of the 4 workers it reports"),
+            "{a}"
+        );
+    }
 }

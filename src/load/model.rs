@@ -56,10 +56,42 @@ pub struct Level {
     pub active_s: f64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub saturation: Option<Saturation>,
+    /// The level in equal slices of its step: the spread a knee or a reaction must stand
+    /// outside of.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub slices: Vec<Slice>,
     pub valid: bool,
     /// Why the level is not valid (its numbers are not to be read).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub invalid: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Slice {
+    pub throughput_rps: f64,
+    pub p99_ms: f64,
+}
+
+impl Level {
+    /// Slowest and fastest slice (the level's own figure when it has no slices).
+    pub fn throughput_range(&self) -> (f64, f64) {
+        range(
+            self.slices.iter().map(|s| s.throughput_rps),
+            self.throughput_rps,
+        )
+    }
+
+    /// Lowest and highest slice p99.
+    pub fn p99_range(&self) -> (f64, f64) {
+        range(self.slices.iter().map(|s| s.p99_ms), self.p99_ms)
+    }
+}
+
+fn range(v: impl Iterator<Item = f64>, own: f64) -> (f64, f64) {
+    v.fold(None, |m: Option<(f64, f64)>, x| {
+        Some(m.map_or((x, x), |(lo, hi)| (lo.min(x), hi.max(x))))
+    })
+    .unwrap_or((own, own))
 }
 
 /// Where throughput stops growing while the tail multiplies.

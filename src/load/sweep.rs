@@ -1,6 +1,6 @@
 //! Running the sweep (I/O): virtual users on one connection each, the open-loop
 //! scheduler, the metrics sampler, and the load generator's own CPU.
-use super::analysis::Raw;
+use super::analysis::{self, Raw};
 use super::client::{self, Answer, ErrorKind, Target};
 use super::conn::{self, Request, UserConn};
 use super::model::Saturation;
@@ -30,11 +30,19 @@ const SCRAPE_EVERY: Duration = Duration::from_millis(100);
 
 /// Account for one finished attempt: `latency` from its start (or its schedule), `end`
 /// the clock read when it finished (the body's end for an answer).
-fn record(raw: &mut Raw, latency: Duration, end: Instant, r: Result<Answer, ErrorKind>) {
+fn record(
+    raw: &mut Raw,
+    slice: usize,
+    latency: Duration,
+    end: Instant,
+    r: Result<Answer, ErrorKind>,
+) {
     let us = latency.as_micros().max(1) as u64;
     let _ = raw.latency_us.record(us.min(raw.latency_us.high()));
     raw.sum_latency_us += us as f64;
-    match r.and_then(|a| client::check_status(a.status).map(|()| a)) {
+    let r = r.and_then(|a| client::check_status(a.status).map(|()| a));
+    raw.record_slice(slice, us, r.is_ok());
+    match r {
         Ok(a) => {
             raw.ok += 1;
             raw.body_bytes += a.body_bytes as u64;
@@ -71,7 +79,8 @@ async fn user(p: Arc<Plan>, raw: Rc<RefCell<Raw>>, start: Instant, deadline: Ins
         let r = conn::attempt(&mut conn, &p.request, timer.as_mut()).await;
         end = Instant::now();
         let refused = matches!(r, Err(ErrorKind::Refused | ErrorKind::Connect));
-        record(&mut raw.borrow_mut(), end - t0, end, r);
+        let slice = analysis::slice_of((end - start).as_secs_f64(), p.step.as_secs_f64());
+        record(&mut raw.borrow_mut(), slice, end - t0, end, r);
         t0 = end;
         if refused {
             tokio::time::sleep(RECONNECT_PAUSE).await;
@@ -147,8 +156,10 @@ async fn closed_loop(p: &Arc<Plan>, c: u32, start: Instant, deadline: Instant) -
 /// so time waiting for a free connection is in it.
 async fn open_worker(
     p: Arc<Plan>,
+    start: Instant,
     rx: Arc<tokio::sync::Mutex<tokio::sync::mpsc::UnboundedReceiver<Instant>>>,
 ) -> Raw {
+    let slice = |at: Instant| analysis::slice_of((at - start).as_secs_f64(), p.step.as_secs_f64());
     let mut raw = Raw::new(0);
     let mut conn = first_conn(&p).await;
     let timer = tokio::time::sleep(p.timeout);
@@ -161,13 +172,19 @@ async fn open_worker(
         if Instant::now() >= due {
             // Waited out its whole timeout in the client's queue.
             let now = Instant::now();
-            record(&mut raw, now - scheduled, now, Err(ErrorKind::Timeout));
+            record(
+                &mut raw,
+                slice(scheduled),
+                now - scheduled,
+                now,
+                Err(ErrorKind::Timeout),
+            );
             continue;
         }
         timer.as_mut().reset(due);
         let r = conn::attempt(&mut conn, &p.request, timer.as_mut()).await;
         let end = Instant::now();
-        record(&mut raw, end - scheduled, end, r);
+        record(&mut raw, slice(scheduled), end - scheduled, end, r);
     }
     raw
 }
@@ -182,7 +199,7 @@ async fn open_loop(
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
     let rx = Arc::new(tokio::sync::Mutex::new(rx));
     let workers: Vec<_> = (0..c)
-        .map(|_| tokio::spawn(open_worker(p.clone(), rx.clone())))
+        .map(|_| tokio::spawn(open_worker(p.clone(), start, rx.clone())))
         .collect();
     let period = Duration::from_secs_f64(1.0 / rate);
     let mut at = start;

@@ -9,6 +9,7 @@ pub mod heartbeat;
 pub mod http2;
 pub mod idle_timeout;
 pub mod origin;
+pub mod polling;
 pub mod progress;
 pub mod proxy;
 pub mod resume;
@@ -85,6 +86,8 @@ pub struct UrlObs {
     /// None: plain http (not measured); Some(None): TLS without ALPN.
     pub alpn: Option<Option<String>>,
     pub direct: Option<SseObs>,
+    /// The polls of a URL probed as polling (`polling`).
+    pub poll: Option<polling::PollObs>,
     pub quick: bool,
     pub public: bool,
     pub idle_for_ms: f64,
@@ -171,6 +174,7 @@ pub fn judge(u: &UrlObs, skip: &[String]) -> Vec<Finding> {
     checks
         .iter()
         .filter_map(|c| c(u))
+        .chain(polling::checks(u))
         .map(|mut f| {
             if skip.contains(&f.id) {
                 f.status = Status::Skip;
@@ -244,6 +248,7 @@ pub async fn probe_url(
         resume: None,
         alpn: None,
         direct: None,
+        poll: None,
         quick,
         public: o.public,
         idle_for_ms: o.idle_for.as_secs_f64() * 1000.0,
@@ -299,6 +304,9 @@ async fn probe_sse(
             .map(|r| r.map_err(|e| format!("{e:#}")));
     }
     u.sse = Some(sse);
+    if u.kind == Kind::Poll {
+        u.poll = Some(polling::observe(t, &o.client).await);
+    }
     if t.scheme.tls() {
         u.alpn = Some(session::alpn(t, &o.client).await?);
     }
@@ -314,7 +322,7 @@ async fn probe_sse(
 
 /// `--skip` names only probe check ids.
 pub fn validate_skip(skip: &[String]) -> anyhow::Result<()> {
-    let known = || IDS.iter().chain(&browser::checks::IDS);
+    let known = || IDS.iter().chain(&polling::IDS).chain(&browser::checks::IDS);
     if let Some(bad) = skip.iter().find(|s| !known().any(|k| k == s)) {
         anyhow::bail!(
             "--skip: unknown check id `{bad}` (known: {})",

@@ -136,6 +136,7 @@ mod tests {
             size: 1024,
             duration_s: 1.0,
             time_bound_s: 6.0,
+            control: None,
         };
         let scenarios = vec![analyze(&inp("A", &good)), analyze(&inp("C3", &gap))];
         BenchReport {
