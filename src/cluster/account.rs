@@ -148,6 +148,7 @@ pub fn tally(clients: &[ClientLog], (lo, hi): (u64, u64), names: &[String]) -> T
             gaps: c.gaps.clone(),
             first_expected: lo,
             last_published: hi,
+            resets: 0,
         });
         t.counts.add(&counts);
         if counts.duplicated > 0 {

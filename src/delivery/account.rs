@@ -14,6 +14,9 @@ pub struct Trace {
     pub first_expected: u64,
     /// The last seq the server had published when the client stopped (the span's end).
     pub last_published: u64,
+    /// Reset markers received: the server's epoch changed (it restarted) or it no longer
+    /// held the client's position; seqs after one belong to the new epoch.
+    pub resets: u64,
 }
 
 /// The counts of one client, or summed over clients.
@@ -114,6 +117,7 @@ mod tests {
             gaps: gaps.to_vec(),
             first_expected: 1,
             last_published: hi,
+            resets: 0,
         }
     }
 
@@ -153,6 +157,7 @@ mod tests {
             gaps: vec![],
             first_expected: 10,
             last_published: 11,
+            resets: 0,
         };
         assert_eq!(count(&t).lost, 0);
         // An empty span (nothing published yet) counts nothing as lost.

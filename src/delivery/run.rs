@@ -95,7 +95,8 @@ impl Conn {
             let c = SseConn::open(addr, since.as_deref(), session.as_deref())?;
             return Ok(Conn::Sse(c));
         }
-        let from = match (since.and_then(|r| r.parse().ok()), &session) {
+        let pos = since.map(|r| crate::net::epoch::Position::parse(&r));
+        let from = match (pos.map(|p| p.seq), &session) {
             (Some(s), _) => s,
             // A new session holds nothing from before it: start at 0.
             (None, Some(_)) => 0,
@@ -103,7 +104,7 @@ impl Conn {
                 latest_seq(addr).ok_or_else(|| anyhow!("{addr}: /poll has no `latest`"))?
             }
         };
-        let c = PollConn::new(addr, from, ph.rate);
+        let c = PollConn::new(addr, from, ph.rate).in_epoch(pos.and_then(|p| p.epoch));
         Ok(Conn::Poll(match session {
             Some(id) => c.with_session(&id),
             None => c,
@@ -139,7 +140,7 @@ impl Conn {
         match self {
             Conn::Sse(c) => c.last_id(),
             Conn::Ws(c) => c.last_id(),
-            Conn::Poll(c) => Some(c.since().to_string()),
+            Conn::Poll(c) => Some(c.position()),
         }
     }
 
@@ -483,6 +484,7 @@ mod tests {
                 gaps: gaps.to_vec(),
                 first_expected: 1,
                 last_published: 6,
+                resets: 0,
             },
             resume_ms: Some(2.0),
             ..ClientResult::default()

@@ -4,6 +4,7 @@ pub mod access;
 pub mod cluster;
 pub mod config;
 pub mod echo;
+pub mod epoch;
 pub mod garbage;
 pub mod http;
 pub mod hub;

@@ -290,6 +290,8 @@ pub fn gap_round(from: u64, to: u64) -> Round {
     Round {
         seq: to,
         ts: 0,
+        // A marker carries no id: its epoch is never written.
+        epoch: crate::net::epoch::Epoch::FOREIGN,
         ws: Bytes::from(wsframe::frame(wsframe::OP_TEXT, m.as_bytes())),
         sse: Bytes::from(format!("event: gap\ndata: {m}\n\n")),
         raw: Bytes::new(),
@@ -318,17 +320,22 @@ pub async fn resume_from(hub: &Hub, since: u64) -> Vec<Round> {
     let Some(c) = hub.cluster.get() else {
         return Vec::new();
     };
-    if hub
-        .ring_oldest()
-        .is_some_and(|o| o <= since.saturating_add(1))
+    // A client coming from a node further ahead may resume beyond this node's ring: the
+    // Stream then says whether its seq is held (or it would get a reset it is not owed).
+    let (_, latest) = hub.latest();
+    if since <= latest
+        && hub
+            .ring_oldest()
+            .is_some_and(|o| o <= since.saturating_add(1))
     {
         return Vec::new();
     }
-    match store::newest_after(c, since.saturating_add(1)).await {
+    // From `since` itself: a Stream whose newest is `since` holds the client's position.
+    match store::newest_after(c, since.max(1)).await {
         Ok(v) => v
             .into_iter()
             .filter(|&(_, ts)| ts != 0) // seqs reserved for unpublished rounds: a hole
-            .map(|(seq, ts)| Round::build(hub.cfg.size, hub.cfg.text, seq, ts))
+            .map(|(seq, ts)| hub.round(seq, ts))
             .collect(),
         Err(e) => {
             c.set_error(e);
@@ -352,10 +359,10 @@ pub async fn route(hub: &Arc<Hub>, req: &Request) -> Option<(u16, &'static str, 
         )),
         ("/presence", Some(c)) => Some((200, JSON, presence::json(hub, c).await)),
         ("/poll", Some(_)) if get => {
-            let since = req.query_param("since")?.parse::<u64>().ok()?;
-            let extra = resume_from(hub, since).await;
+            let pos = crate::net::server::poll_position(req)?;
+            let extra = resume_from(hub, pos.seq).await;
             hub.counters.polls.fetch_add(1, Relaxed);
-            Some((200, JSON, hub.poll_json_with(since, &extra)))
+            Some((200, JSON, hub.poll_json_with(pos, &extra)))
         }
         _ => None,
     }

@@ -2,7 +2,7 @@
 //! step), the relay (subscribe, catch up from the Stream, deliver in seq order, gap markers)
 //! and Stream reads for resume. Every Redis call is bounded by [`OP_TIMEOUT`].
 use super::{gap_round, Backoff, Cluster, PathMode};
-use crate::net::hub::{Hub, Round};
+use crate::net::hub::Hub;
 use futures_util::StreamExt;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
@@ -216,7 +216,7 @@ async fn fill(hub: &Arc<Hub>, c: &Cluster, from: u64, to: u64) -> anyhow::Result
     for step in plan_fill(from, to, &have) {
         match step {
             Step::Deliver(seq, ts) => {
-                let r = Round::build(hub.cfg.size, hub.cfg.text, seq, ts);
+                let r = hub.round(seq, ts);
                 c.deliver(hub, r, true).await;
             }
             Step::Gap(a, b) => {
@@ -255,8 +255,7 @@ async fn on_round(hub: &Arc<Hub>, c: &Cluster, seq: u64, ts: u64) -> anyhow::Res
     if last != 0 && seq > last + 1 {
         fill(hub, c, last + 1, seq - 1).await?;
     }
-    c.deliver(hub, Round::build(hub.cfg.size, hub.cfg.text, seq, ts), true)
-        .await;
+    c.deliver(hub, hub.round(seq, ts), true).await;
     c.last_seq.fetch_max(seq, Relaxed);
     Ok(())
 }
@@ -377,7 +376,7 @@ pub async fn publisher(hub: Arc<Hub>, c: Arc<Cluster>, mut rx: tokio::sync::mpsc
             Ok(published) => {
                 down = false;
                 if let Some((seq, ts)) = published.filter(|_| c.cfg.path == PathMode::Naive) {
-                    let r = Round::build(hub.cfg.size, hub.cfg.text, seq, ts);
+                    let r = hub.round(seq, ts);
                     c.deliver(&hub, r, false).await;
                 }
             }
