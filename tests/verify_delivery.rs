@@ -43,11 +43,34 @@ fn run<'a>(v: &'a Value, delivery: &str, disconnect: &str, case: &str) -> &'a Va
         .unwrap_or_else(|| panic!("no run {delivery}/{disconnect}/{case}: {v}"))
 }
 
+/// The `server-restart` run of `delivery`: the server was stopped (SIGTERM) while the
+/// clients were connected and started again on the same port; every client resumed from
+/// its last position, was told of the restart by a reset marker (or a session reset), and
+/// nothing was lost silently. (Before epochs, a resume after seq N skipped the new
+/// instance's 1..N without a word.)
+fn assert_restart(v: &Value, delivery: &str) {
+    let r = run(v, delivery, "clean", "server-restart");
+    assert_eq!(r["lost_silently"], 0, "{r}");
+    assert_eq!(r["resets"], r["clients"], "every client got a reset: {r}");
+    assert_eq!(r["status"], "pass", "{r}");
+    assert!(r["received"].as_u64().unwrap() > 0, "{r}");
+    assert!(r["verdict"].as_str().unwrap().starts_with("told of the restart"), "{r}");
+    let f = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == format!("delivery-{delivery}-clean-server-restart"))
+        .unwrap_or_else(|| panic!("no restart finding: {v}"));
+    assert_eq!(f["numbers"]["lost_silently"], 0.0, "{f}");
+    assert_eq!(f["evidence"][0]["id"], "seq-numbers", "{f}");
+}
+
 #[test]
 fn seq_ring_loses_nothing_within_the_ring_and_announces_every_loss_beyond_it() {
     let (code, v) = delivery_json(&["--delivery", "seq-ring"]);
     assert_eq!(code, 0, "{v:#}");
-    assert_eq!(v["runs"].as_array().unwrap().len(), 6, "{v:#}");
+    assert_eq!(v["runs"].as_array().unwrap().len(), 7, "{v:#}");
+    assert_restart(&v, "seq-ring");
     for d in ["clean", "reset", "silent", "storm"] {
         let r = run(&v, "seq-ring", d, "within-ring");
         assert_eq!(r["clients"], 3);
@@ -182,7 +205,8 @@ fn polling_clients_resume_with_since_and_see_the_same_gaps() {
         .iter()
         .map(|r| r["disconnect"].as_str().unwrap())
         .collect();
-    assert_eq!(kinds, ["clean", "storm", "clean", "clean"], "{v:#}");
+    assert_eq!(kinds, ["clean", "storm", "clean", "clean", "clean"], "{v:#}");
+    assert_restart(&v, "seq-ring");
     for d in ["clean", "storm"] {
         let r = run(&v, "seq-ring", d, "within-ring");
         assert_eq!(
@@ -278,6 +302,7 @@ fn websocket_clients_resume_with_since_for_every_way_of_leaving() {
     let over = run(&v, "seq-ring", "clean", "beyond-ring");
     assert!(over["gaps"].as_u64().unwrap() > 0, "{over}");
     assert_eq!(over["lost_silently"], 0, "{over}");
+    assert_restart(&v, "seq-ring");
 }
 
 #[test]
@@ -318,6 +343,7 @@ fn session_ack_loses_nothing_filters_duplicates_and_reports_overflow_and_expiry(
         v["sizing"]["session_bytes_per_client"], 7680,
         "0.6 s x 50/s x 256 B"
     );
+    assert_restart(&v, "session-ack");
 }
 
 #[test]
@@ -335,6 +361,7 @@ fn snapshot_clients_get_the_latest_state_first_over_sse_and_poll() {
         assert_eq!(r["status"], "pass");
         // The ring as the server holds it: every encoding, more than the payload alone.
         assert!(r["ring_bytes"].as_u64().unwrap() > 80 * 256 * 3, "{r}");
+        assert_restart(&v, "snapshot");
     }
 }
 
@@ -485,7 +512,7 @@ fn text_output_fits_80_columns_verdict_first() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{text}");
     assert!(
-        text.starts_with("verify delivery (rtcheck serve): 3 pass"),
+        text.starts_with("verify delivery (rtcheck serve): 4 pass"),
         "{text}"
     );
     for l in text.lines() {
