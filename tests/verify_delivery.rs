@@ -54,7 +54,13 @@ fn assert_restart(v: &Value, delivery: &str) {
     assert_eq!(r["resets"], r["clients"], "every client got a reset: {r}");
     assert_eq!(r["status"], "pass", "{r}");
     assert!(r["received"].as_u64().unwrap() > 0, "{r}");
-    assert!(r["verdict"].as_str().unwrap().starts_with("told of the restart"), "{r}");
+    assert!(
+        r["verdict"]
+            .as_str()
+            .unwrap()
+            .starts_with("told of the restart"),
+        "{r}"
+    );
     let f = v["findings"]
         .as_array()
         .unwrap()
@@ -205,7 +211,11 @@ fn polling_clients_resume_with_since_and_see_the_same_gaps() {
         .iter()
         .map(|r| r["disconnect"].as_str().unwrap())
         .collect();
-    assert_eq!(kinds, ["clean", "storm", "clean", "clean", "clean"], "{v:#}");
+    assert_eq!(
+        kinds,
+        ["clean", "storm", "clean", "clean", "clean"],
+        "{v:#}"
+    );
     assert_restart(&v, "seq-ring");
     for d in ["clean", "storm"] {
         let r = run(&v, "seq-ring", d, "within-ring");

@@ -325,7 +325,10 @@ pub fn run_restart(
         gate.back.wait();
         let results = hs
             .into_iter()
-            .map(|h| h.join().map_err(|_| anyhow!("a delivery client panicked"))?)
+            .map(|h| {
+                h.join()
+                    .map_err(|_| anyhow!("a delivery client panicked"))?
+            })
             .collect::<anyhow::Result<Vec<_>>>();
         restarted.and(results)
     })?;

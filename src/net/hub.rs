@@ -157,8 +157,9 @@ pub struct Conn {
     queue: Mutex<Queue>,
     pub notify: Notify,
     last_offered: AtomicU64,
-    /// Rounds up to this seq were already sent from the ring (SSE resume).
-    skip_until: u64,
+    /// Rounds up to this seq were already sent from the ring (SSE resume); 0 again after
+    /// an epoch reset (the new epoch's seqs start at 1).
+    skip_until: AtomicU64,
 }
 
 #[derive(Debug, Default)]
@@ -210,6 +211,23 @@ impl Conn {
     }
     pub fn done_writing(&self) {
         lock(&self.queue).writing = false;
+    }
+
+    /// Queue a marker (a reset) behind what is queued, and wake the task. Never dropped:
+    /// a full queue goes one over its bound rather than lose the one message that says
+    /// the seqs start over. Seq 0: drops after it are marked from seq 1.
+    fn push_marker(&self, bytes: Bytes) {
+        let mut q = lock(&self.queue);
+        if q.closed {
+            return;
+        }
+        q.items.push_back(Item {
+            seq: 0,
+            bytes,
+            gap_after: None,
+        });
+        drop(q);
+        self.notify.notify_one();
     }
 }
 
@@ -446,7 +464,7 @@ impl Hub {
             }),
             notify: Notify::new(),
             last_offered: AtomicU64::new(self.counters.rounds_sent.load(Relaxed)),
-            skip_until,
+            skip_until: AtomicU64::new(skip_until),
         });
         self.counters.accepted[transport.idx()].fetch_add(1, Relaxed);
         conns.insert(conn.id, conn.clone());
@@ -468,6 +486,47 @@ impl Hub {
     fn latest_held(&self, ring: &VecDeque<Round>) -> u64 {
         let back = ring.back().map_or(0, |r| r.seq);
         back.max(self.cluster.get().map_or(0, |c| c.last_seq.load(Relaxed)))
+    }
+
+    /// Move to `epoch` (a cluster's new one: Redis lost its seq counter, or seqs went
+    /// backwards): the ring and the sessions are cleared (their seqs are the old epoch's)
+    /// and every connected client is sent a reset marker live, behind what it has queued.
+    /// Atomic with registration: a client registered before gets the marker, one after
+    /// registers in the new epoch. Returns the clients told.
+    pub fn reset_epoch(&self, epoch: Epoch) -> usize {
+        let conns = lock(&self.conns);
+        let old = {
+            let mut ring = lock(&self.ring);
+            ring.clear();
+            Epoch(self.epoch.swap(epoch.0, Relaxed))
+        };
+        let list: Vec<Arc<Conn>> = conns.values().cloned().collect();
+        drop(conns);
+        self.sessions.reset_all();
+        let mut told = 0;
+        for c in list.iter().filter(|c| c.transport != Transport::Raw) {
+            c.skip_until.store(0, Relaxed);
+            let r = Reset {
+                epoch,
+                latest: 0,
+                since: c.last_offered.load(Relaxed),
+                client_epoch: Some(old),
+            };
+            let bytes = match c.transport {
+                Transport::Sse => r.sse().into_bytes(),
+                _ => r.ws(),
+            };
+            c.push_marker(Bytes::from(bytes));
+            told += 1;
+        }
+        told
+    }
+
+    /// Whether the ring holds round `seq` scheduled at `ts` (a cluster relay telling a
+    /// round it already delivered from a different one under the same seq).
+    pub fn holds(&self, seq: u64, ts: u64) -> Option<bool> {
+        let ring = lock(&self.ring);
+        ring.iter().rev().find(|r| r.seq == seq).map(|r| r.ts == ts)
     }
 
     /// The ring's latest seq and the epoch, read together (a WebSocket hello).
@@ -899,7 +958,7 @@ impl Hub {
         let mut failed = Vec::new();
         let remove_slow = self.cfg.delivery == super::session::Delivery::Snapshot;
         for c in conns {
-            if round.seq <= c.skip_until {
+            if round.seq <= c.skip_until.load(Relaxed) {
                 continue;
             }
             match self.offer_one(c, round) {
@@ -999,7 +1058,7 @@ impl Hub {
             let conns = lock(&self.conns);
             for (i, c) in conns.values().enumerate() {
                 c.last_offered.store(round.seq, Relaxed);
-                if round.seq <= c.skip_until {
+                if round.seq <= c.skip_until.load(Relaxed) {
                     continue;
                 }
                 if c.transport == Transport::Raw {

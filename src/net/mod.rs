@@ -113,6 +113,10 @@ async fn serve(
     if let Some(cc) = &cfg.cluster {
         eprintln!("  {}", cc.banner());
     }
+    eprintln!(
+        "  epoch {} (SSE ids SEQ@EPOCH; a resume from another epoch gets a reset marker)",
+        hub.epoch()
+    );
     if let Some(o) = &cfg.cors {
         eprintln!("  CORS: Access-Control-Allow-Origin: {o} on /sse, /poll, /metrics");
     }

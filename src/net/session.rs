@@ -324,6 +324,20 @@ impl Sessions {
         self.admit(&mut g, Instant::now())
     }
 
+    /// An epoch reset (a cluster's seqs start over): every session's queue holds seqs of
+    /// the old epoch, so every session goes; a client presenting one gets a new session
+    /// with reset: true (a connected one was just sent a reset marker).
+    pub fn reset_all(&self) {
+        lock(&self.joined).clear();
+        if !self.enabled {
+            return;
+        }
+        let mut g = lock(&self.inner);
+        let n = g.by_id.len() as u64;
+        *g = Inner::default();
+        self.expired.fetch_add(n, Relaxed);
+    }
+
     /// The publisher's hook: queue the round in every session (connected or away).
     pub fn publish(&self, r: &Round) {
         if !self.enabled {
