@@ -557,7 +557,7 @@ impl Hub {
             let ring = if extra.is_empty() {
                 local
             } else {
-                merged = merge_rings(local, extra);
+                merged = merge_rings(local, extra, self.epoch());
                 &merged
             };
             let latest = self.latest_held(ring);
@@ -636,7 +636,7 @@ impl Hub {
             r.extend(self.tail_gap(&local, since, upto));
             (r, g)
         } else {
-            let merged = merge_rings(&local, extra);
+            let merged = merge_rings(&local, extra, self.epoch());
             let (mut r, g) = replay_after(&merged, since);
             r.extend(self.tail_gap(&merged, since, upto));
             (r, g)
@@ -713,7 +713,7 @@ impl Hub {
         let ring = if extra.is_empty() {
             &*local
         } else {
-            merged = merge_rings(&local, extra);
+            merged = merge_rings(&local, extra, self.epoch());
             &merged
         };
         let snapshot = self.cfg.delivery == super::session::Delivery::Snapshot;
@@ -1102,7 +1102,6 @@ async fn sleep_precisely_until(due: tokio::time::Instant) {
     }
 }
 
-/// The local ring and the cluster's, by seq, without duplicates.
 /// The seqs a full queue's marker covers after dropping round `seq`: from the queued
 /// tail's next seq (or the marker's start, when drops already follow it) to `seq`. Not
 /// from `seq` itself: a cluster gap round (seq = the end of its range) stands for every
@@ -1111,8 +1110,12 @@ fn dropped_range(tail_seq: u64, marked: Option<(u64, u64)>, seq: u64) -> (u64, u
     (marked.map_or(tail_seq.saturating_add(1), |g| g.0), seq)
 }
 
-fn merge_rings(local: &VecDeque<Round>, extra: &[Round]) -> VecDeque<Round> {
-    let mut m: BTreeMap<u64, Round> = extra.iter().map(|r| (r.seq, r.clone())).collect();
+/// The local ring and the cluster's, by seq, without duplicates. Rounds of `extra` from
+/// another epoch than `epoch` are left out: the cluster's ring was read before an epoch
+/// reset that came while the client registered.
+fn merge_rings(local: &VecDeque<Round>, extra: &[Round], epoch: Epoch) -> VecDeque<Round> {
+    let ours = extra.iter().filter(|r| r.epoch == epoch);
+    let mut m: BTreeMap<u64, Round> = ours.map(|r| (r.seq, r.clone())).collect();
     m.extend(local.iter().map(|r| (r.seq, r.clone())));
     m.into_values().collect()
 }
@@ -1184,6 +1187,17 @@ mod tests {
         let (r, gap) = replay_after(&ring(5..=10), 4);
         assert_eq!(r.len(), 6);
         assert_eq!(gap, None);
+    }
+
+    #[test]
+    fn rounds_of_another_epoch_never_join_the_ring() {
+        let local = ring(5..=6);
+        let stale: Vec<Round> = (3..=4)
+            .map(|s| Round::build(64, false, Epoch(2), s, s))
+            .collect();
+        let fresh: Vec<Round> = ring(3..=4).into_iter().collect();
+        assert_eq!(merge_rings(&local, &stale, Epoch(1)).len(), 2);
+        assert_eq!(merge_rings(&local, &fresh, Epoch(1)).len(), 4);
     }
 
     #[test]
