@@ -213,7 +213,7 @@ fn route(hub: &Hub, req: &Request) -> (u16, &'static str, String) {
                 + &super::work::metrics()
                 + &super::cluster::metrics(hub),
         ),
-        ("/poll", true) => match poll_position(req) {
+        ("/poll", true) => match resume_position(req) {
             Some(pos) => {
                 hub.counters.polls.fetch_add(1, Relaxed);
                 (200, JSON, hub.poll_json(pos))
@@ -251,8 +251,9 @@ fn route(hub: &Hub, req: &Request) -> (u16, &'static str, String) {
     }
 }
 
-/// `/poll?since=SEQ&epoch=E` (or `since=SEQ@E`): where the poller is; None without since.
-pub(crate) fn poll_position(req: &Request) -> Option<Position> {
+/// `?since=SEQ&epoch=E` (or `since=SEQ@E`) of `/poll` and `/ws`: where the client is;
+/// None without since.
+pub(crate) fn resume_position(req: &Request) -> Option<Position> {
     let epoch = req.query_param("epoch");
     let since = req.query_param("since")?;
     Some(Position::with_epoch(&since, epoch.as_deref()))
@@ -329,7 +330,7 @@ async fn accept_ws(hub: &Hub, stream: &TcpStream, req: Request) -> bool {
 async fn upgrade_ws(hub: Arc<Hub>, stream: TcpStream, req: Request, leftover: Vec<u8>) {
     // Resume like SSE's Last-Event-ID: `/ws?since=SEQ&epoch=E`; an id that is not a
     // number is an unknown position (the whole ring after a gap marker), as for SSE.
-    let since = poll_position(&req);
+    let since = resume_position(&req);
     let presented = req.query_param("session");
     // At --max-sessions a new session is refused before the handshake is answered.
     if let Err(r) = hub.sessions.check(presented.as_deref()) {

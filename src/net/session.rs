@@ -721,10 +721,7 @@ pub fn route(hub: &Hub, req: &Request) -> Option<(u16, &'static str, String)> {
         "/poll" if on && (req.method == "GET" || req.method == "HEAD") => {
             let presented = req.query_param("session")?;
             hub.counters.polls.fetch_add(1, Relaxed);
-            let epoch = req.query_param("epoch");
-            let since = req
-                .query_param("since")
-                .map(|v| Position::with_epoch(&v, epoch.as_deref()));
+            let since = super::server::resume_position(req);
             let presented = Some(presented.as_str()).filter(|p| !p.is_empty());
             // A refusal's Retry-After header is added by the caller (`retry_after`).
             Some(match hub.sessions.poll(presented, since, hub.epoch()) {

@@ -385,7 +385,7 @@ pub async fn route(hub: &Arc<Hub>, req: &Request) -> Option<(u16, &'static str, 
         )),
         ("/presence", Some(c)) => Some((200, JSON, presence::json(hub, c).await)),
         ("/poll", Some(_)) if get => {
-            let pos = crate::net::server::poll_position(req)?;
+            let pos = crate::net::server::resume_position(req)?;
             let extra = resume_from(hub, pos.seq).await;
             hub.counters.polls.fetch_add(1, Relaxed);
             Some((200, JSON, hub.poll_json_with(pos, &extra)))
