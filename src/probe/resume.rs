@@ -185,5 +185,17 @@ mod tests {
         );
         assert_eq!(judge(&after("10", None, None)).0, Status::Warn);
         assert_eq!(judge(&after("a", None, Some(("c", None)))).0, Status::Warn);
+        // rtcheck serve's ids: SEQ@EPOCH, compared by their seq.
+        assert_eq!(
+            judge(&after("10@ab", None, Some(("11@ab", None)))).0,
+            Status::Pass
+        );
+        let (st, text) = judge(&after("10@ab", None, Some(("50@ab", None))));
+        assert_eq!(st, Status::Fail);
+        assert!(text.contains("39 lost"), "{text}");
+        // A restarted server that says so.
+        let (st, text) = judge(&after("10@ab", None, Some(("x", Some("reset")))));
+        assert_eq!(st, Status::Warn);
+        assert!(text.contains("reset marker"), "{text}");
     }
 }
