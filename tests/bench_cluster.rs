@@ -185,6 +185,45 @@ fn a_redis_restart_is_survived_and_counted() {
     assert_eq!(u(s, "lost"), u(s, "gap_reported"), "{s:#}");
 }
 
+/// Redis (no persistence) and the publishing node restarted together, as a deploy does:
+/// the new publisher starts a new epoch at seq 1, and every client must get a reset
+/// marker, no seq may carry two rounds, and nothing may be lost silently (a relay used to
+/// take the new seqs as already delivered and drop them without a word).
+#[test]
+fn redis_and_the_publisher_restarted_together_reset_every_client() {
+    let (code, v, err) = cluster(&["--scenario", "redis-publisher-restart"]);
+    let s = scenario(&v, "redis-publisher-restart");
+    assert_eq!(code, 0, "{err}\n{v:#}");
+    assert_valid_row(s);
+    assert_eq!(u(s, "lost_silently"), 0, "{s:#}");
+    assert_eq!(u(s, "seq_conflicts"), 0, "{s:#}");
+    assert_eq!(u(s, "resets"), u(s, "clients"), "every client told: {s:#}");
+    assert_eq!(u(s, "lost"), u(s, "gap_reported"), "{s:#}");
+    // The old epoch's rounds, then the run's 40 again in the new one, as one history.
+    assert!(u(s, "last_seq") > 40, "{s:#}");
+    assert_eq!(u(s, "published"), 40, "{s:#}");
+    for name in [
+        "every client told of the reset",
+        "nothing lost silently",
+        "one round per seq",
+    ] {
+        let c = s["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == name)
+            .unwrap_or_else(|| panic!("no check {name}: {s:#}"));
+        assert_eq!(c["status"], "pass", "{c}");
+    }
+    let notes = s["notes"].as_array().unwrap();
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.as_str().unwrap().contains("restarted together")),
+        "{s:#}"
+    );
+}
+
 #[test]
 fn single_json_carries_the_issue_keys_and_counts_every_message() {
     let (code, v, err) = cluster(&["--scenario", "single"]);

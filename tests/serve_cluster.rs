@@ -31,6 +31,8 @@ fn node(r: &RedisServer, name: &str, extra: &[&str]) -> Server {
 enum Ev {
     Msg(u64),
     Gap(u64, u64),
+    /// A reset marker: the node moved to another epoch (its seqs start over).
+    Reset,
 }
 
 /// A minimal SSE client: `GET /sse` (with Last-Event-ID), events parsed as they come.
@@ -89,7 +91,11 @@ impl Sse {
                 .unwrap_or(&block)
                 .to_string();
             if let Some(id) = block.lines().find_map(|l| l.strip_prefix("id: ")) {
-                self.events.push(Ev::Msg(id.trim().parse().unwrap()));
+                // `SEQ@EPOCH`: the seq first.
+                let seq = id.trim().split('@').next().unwrap();
+                self.events.push(Ev::Msg(seq.parse().unwrap()));
+            } else if block.contains("event: reset") {
+                self.events.push(Ev::Reset);
             } else if block.contains("event: gap") {
                 let data = block
                     .lines()
@@ -107,7 +113,7 @@ impl Sse {
             .iter()
             .filter_map(|e| match e {
                 Ev::Msg(s) => Some(*s),
-                Ev::Gap(..) => None,
+                Ev::Gap(..) | Ev::Reset => None,
             })
             .collect()
     }
@@ -322,6 +328,7 @@ fn a_redis_restart_is_survived_without_silent_loss() {
             let covered = c.events.iter().any(|e| match e {
                 Ev::Msg(x) => *x == s,
                 Ev::Gap(f, t) => (*f..=*t).contains(&s),
+                Ev::Reset => false,
             });
             assert!(covered, "seq {s} lost silently: {:?}", c.events);
         }
@@ -347,7 +354,7 @@ fn gap_covered(ev: &[Ev]) -> u64 {
     ev.iter()
         .map(|e| match e {
             Ev::Gap(f, t) => t - f + 1,
-            Ev::Msg(_) => 0,
+            Ev::Msg(_) | Ev::Reset => 0,
         })
         .sum()
 }
@@ -408,7 +415,14 @@ fn ws_frames(s: &mut TcpStream, n: usize) -> Vec<(u8, Vec<u8>)> {
     s.set_read_timeout(Some(Duration::from_millis(200)))
         .unwrap();
     loop {
-        let frames = common::parse_server_frames(&all);
+        let mut frames = common::parse_server_frames(&all);
+        // The hello (`{"epoch":..,"latest":..}`) opens every connection: not counted.
+        if frames
+            .first()
+            .is_some_and(|f| f.1.starts_with(b"{\"epoch\""))
+        {
+            frames.remove(0);
+        }
         if frames.len() >= n {
             return frames;
         }
@@ -599,9 +613,11 @@ fn a_resume_across_a_hole_in_the_nodes_ring_gets_a_gap_marker_even_with_redis_do
         (v["gap"].as_bool(), v["oldest"].as_u64()),
         (Some(true), Some(10))
     );
-    // A resume id of u64::MAX owes nothing (the tail gap's `since + 1` once wrapped).
+    // A resume id of u64::MAX is beyond anything held: a reset, answered from the ring's
+    // start (up to the hole), never with a marker from a wrapped `since + 1`.
     let (seqs, v) = poll(&b, u64::MAX);
-    assert!(seqs.is_empty(), "{v}");
+    assert_eq!(v["reset"], true, "{v}");
+    assert_eq!(seqs, vec![1, 2, 3, 4, 5], "{v}");
     assert_eq!(v["gap"], false, "{v}");
     // A WebSocket resume in the URL: the same gap marker inline.
     let mut ws = common::raw_ws_at(b.addr, "/ws?since=3", None);
@@ -634,6 +650,7 @@ fn a_websocket_resume_message_replays_from_the_redis_ring() {
         assert!(t0.elapsed() < LIMIT, "{seqs:?}");
         match ws.read().unwrap() {
             Message::Binary(p) => seqs.push(rtcheck::net::payload::decode(&p).unwrap().0),
+            Message::Text(t) if t.as_str().starts_with("{\"epoch\"") => {} // the hello
             Message::Text(t) => texts.push(t.to_string()),
             _ => {}
         }
@@ -679,6 +696,7 @@ fn rounds_unpublished_at_the_end_of_a_run_still_reach_clients_as_a_gap() {
         .iter()
         .map(|e| match e {
             Ev::Msg(s) | Ev::Gap(_, s) => *s,
+            Ev::Reset => 0,
         })
         .max()
         .unwrap();
@@ -702,4 +720,87 @@ fn rounds_unpublished_at_the_end_of_a_run_still_reach_clients_as_a_gap() {
     assert!(seqs.is_empty(), "{v}");
     assert_eq!(v["gap"], true, "{v}");
     assert_eq!(v["oldest"].as_u64(), Some(top + 1), "{v}");
+}
+
+/// A deploy restarts Redis (no persistence) and the publishing node together: the new
+/// publisher finds an empty Redis and starts a new epoch from seq 1. A relay node that
+/// kept its clients must reset them (a reset marker, then the new epoch from seq 1), never
+/// take the new seqs as "already delivered" (it used to drop ~200 rounds per client
+/// silently), and no seq may carry two different rounds.
+#[test]
+fn redis_and_the_publisher_restarted_together_reset_the_relays_clients() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut r = redis(dir.path());
+    let mut a = node(&r, "a", &["--rate", "40"]);
+    let b = node(&r, "b", &["--no-publish"]);
+    let mut c = Sse::connect(b.addr, None);
+    c.until("rounds before the restart", |ev| {
+        ev.iter().any(|e| matches!(e, Ev::Msg(s) if *s >= 40))
+    });
+    let (_, body) = http_get(b.addr, "/poll?since=0");
+    let old: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let old_epoch = old["epoch"].as_str().map(str::to_string);
+    // The deploy: the publisher stops, Redis restarts empty, a new publisher starts.
+    a.signal(libc::SIGTERM);
+    assert!(a.wait_exit(LIMIT).is_some());
+    r.restart().unwrap();
+    let _a2 = node(&r, "a", &["--rate", "40"]);
+    c.until("the reset, then 20 rounds of the new epoch", |ev| {
+        let at = ev.iter().position(|e| *e == Ev::Reset);
+        at.is_some_and(|i| ev[i..].iter().filter(|e| matches!(e, Ev::Msg(_))).count() >= 20)
+    });
+    let at = c.events.iter().position(|e| *e == Ev::Reset).unwrap();
+    let (before, after) = c.events.split_at(at);
+    // Each epoch on its own: every seq once, or inside a gap marker; the new one from 1.
+    for (what, evs, lo) in [
+        ("old epoch", before, None),
+        ("new epoch", &after[1..], Some(1)),
+    ] {
+        let seqs: Vec<u64> = evs
+            .iter()
+            .filter_map(|e| match e {
+                Ev::Msg(s) => Some(*s),
+                _ => None,
+            })
+            .collect();
+        let mut sorted = seqs.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        assert_eq!(sorted.len(), seqs.len(), "{what}: a seq twice: {evs:?}");
+        let (lo, hi) = (lo.unwrap_or(seqs[0]), *seqs.last().unwrap());
+        for s in lo..=hi {
+            let covered = evs.iter().any(|e| match e {
+                Ev::Msg(x) => *x == s,
+                Ev::Gap(f, t) => (*f..=*t).contains(&s),
+                Ev::Reset => false,
+            });
+            assert!(covered, "{what}: seq {s} lost silently: {:?}", c.events);
+        }
+    }
+    assert_eq!(c.events.iter().filter(|e| **e == Ev::Reset).count(), 1);
+    assert!(metric(&b, "rtcheck_epoch_resets_total") >= 1.0);
+    let health = wait_http(&b, "/healthz", "the reset reported", |st, body| {
+        st == 200 && body.starts_with("ok (node b, redis up")
+    });
+    assert!(health.contains("epoch reset from"), "{health}");
+    // A client resuming on the relay with an id of the old epoch: a reset marker first.
+    let (_, body) = http_get(b.addr, "/poll?since=0");
+    let now: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let old_epoch = old_epoch.expect("poll answers carry the epoch");
+    assert_ne!(now["epoch"], old_epoch.as_str(), "{now}");
+    let mut s = TcpStream::connect(b.addr).unwrap();
+    s.set_read_timeout(Some(LIMIT)).unwrap();
+    write!(
+        s,
+        "GET /sse HTTP/1.1\r\nHost: x\r\nLast-Event-ID: 30@{old_epoch}\r\n\r\n"
+    )
+    .unwrap();
+    let mut got = String::new();
+    let mut buf = [0u8; 8192];
+    while !got.contains("\nid: ") {
+        let n = s.read(&mut buf).unwrap();
+        assert!(n > 0, "{got}");
+        got.push_str(&String::from_utf8_lossy(&buf[..n]));
+    }
+    assert!(got.contains("event: reset\ndata: {\"reset\":true"), "{got}");
 }

@@ -98,6 +98,11 @@ fn ping_burst_case(chunk: usize) {
             break;
         }
     }
+    // Every /ws connection opens with the server's hello (its epoch), then the pongs.
+    assert!(!frames.is_empty(), "no hello (chunk {chunk})");
+    let hello = frames.remove(0);
+    assert_eq!(hello.0, wsframe::OP_TEXT, "chunk {chunk}");
+    assert!(hello.1.starts_with(b"{\"epoch\":\""), "chunk {chunk}");
     assert!(!frames.is_empty(), "no pong at all (chunk {chunk})");
     for (op, p) in &frames {
         assert_eq!(*op, wsframe::OP_PONG, "chunk {chunk}");

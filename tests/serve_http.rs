@@ -60,7 +60,10 @@ fn sse_resumes_from_last_event_id_and_reports_a_gap() {
         .map(|e| {
             let (seq, ts) = payload::decode_text(&e.data).unwrap();
             assert!(ts > 1_600_000_000_000_000_000, "ts is ns since epoch");
-            assert_eq!(e.id.as_deref(), Some(seq.to_string().as_str()));
+            // `SEQ@EPOCH`: the seq first, then the server's epoch (16 hex digits).
+            let (id_seq, epoch) = e.id.as_deref().unwrap().split_once('@').unwrap();
+            assert_eq!(id_seq, seq.to_string());
+            assert_eq!(epoch.len(), 16);
             assert_eq!(e.data.len(), 100, "data padded to --size");
             seq
         })
@@ -167,8 +170,11 @@ fn head_has_headers_but_no_body_so_keep_alive_framing_holds() {
     );
 }
 
+/// A bare Last-Event-ID beyond what the server holds (u64::MAX: the largest there is) is
+/// a reset: the server restarted or the id is not its own. A reset marker, then the ring
+/// from its start; never a gap computed from a wrapped `id + 1`.
 #[test]
-fn last_event_id_at_u64_max_is_not_a_gap() {
+fn last_event_id_at_u64_max_is_a_reset_not_a_gap() {
     let srv = Server::start(&["--rate", "100", "--rounds", "5", "--ring", "8"]);
     srv.wait_stats(Duration::from_secs(30), |s| s["finished"] == true);
     let mut s = TcpStream::connect(srv.addr).unwrap();
@@ -187,10 +193,17 @@ fn last_event_id_at_u64_max_is_not_a_gap() {
     let text = String::from_utf8_lossy(&got);
     assert!(text.starts_with("HTTP/1.1 200"), "{text}");
     assert!(!text.contains("event: gap"), "{text}");
-    assert!(
-        !text.contains("\nid: "),
-        "nothing is newer than u64::MAX: {text}"
+    let reset = text.find("event: reset\ndata: {").expect(&text);
+    let data = text[reset..].lines().nth(1).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&data[6..]).unwrap();
+    assert_eq!(
+        (v["latest"].as_u64(), v["since"].as_u64()),
+        (Some(5), Some(u64::MAX))
     );
+    // The whole ring (5 rounds) after the marker, from seq 1.
+    let first = text.find("\nid: 1@").expect(&text);
+    assert!(first > reset, "{text}");
+    assert_eq!(text.matches("\nid: ").count(), 5, "{text}");
 }
 
 #[test]

@@ -19,6 +19,8 @@ fn ws_read(ws: &mut Ws, n: usize) -> (Vec<Value>, Vec<u64>) {
     let (mut texts, mut seqs) = (Vec::new(), Vec::new());
     while seqs.len() < n {
         match ws.read().unwrap() {
+            // The server's hello (`{"epoch":..}`, first on every /ws outside session-ack).
+            Message::Text(t) if t.as_str().starts_with("{\"epoch\"") => {}
             Message::Text(t) => texts.push(serde_json::from_str(t.as_str()).unwrap()),
             Message::Binary(b) => seqs.push(rtcheck::net::payload::decode(&b).unwrap().0),
             _ => {}
@@ -102,7 +104,9 @@ fn sse(addr: SocketAddr, path: &str, want: &str) -> (TcpStream, String) {
 
 fn first_id(text: &str) -> u64 {
     let rest = text.split("id: ").nth(1).unwrap();
-    rest.lines().next().unwrap().parse().unwrap()
+    // `SEQ@EPOCH`: the seq first.
+    let id = rest.lines().next().unwrap();
+    id.split('@').next().unwrap().parse().unwrap()
 }
 
 fn event_data<'a>(text: &'a str, event: &str) -> Option<&'a str> {

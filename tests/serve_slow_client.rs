@@ -72,6 +72,8 @@ fn ws_seen(all: &[u8]) -> Seen {
     let mut seen = Seen::default();
     for (op, body) in parse_server_frames(all) {
         match op {
+            // The server's hello first (`{"epoch":..}`), then gap markers.
+            1 if body.starts_with(b"{\"epoch\"") => {}
             1 => seen.gaps.push(gap(std::str::from_utf8(&body).unwrap())),
             2 => seen.seqs.push(payload::decode(&body).unwrap().0),
             _ => {}

@@ -43,11 +43,40 @@ fn run<'a>(v: &'a Value, delivery: &str, disconnect: &str, case: &str) -> &'a Va
         .unwrap_or_else(|| panic!("no run {delivery}/{disconnect}/{case}: {v}"))
 }
 
+/// The `server-restart` run of `delivery`: the server was stopped (SIGTERM) while the
+/// clients were connected and started again on the same port; every client resumed from
+/// its last position, was told of the restart by a reset marker (or a session reset), and
+/// nothing was lost silently. (Before epochs, a resume after seq N skipped the new
+/// instance's 1..N without a word.)
+fn assert_restart(v: &Value, delivery: &str) {
+    let r = run(v, delivery, "clean", "server-restart");
+    assert_eq!(r["lost_silently"], 0, "{r}");
+    assert_eq!(r["resets"], r["clients"], "every client got a reset: {r}");
+    assert_eq!(r["status"], "pass", "{r}");
+    assert!(r["received"].as_u64().unwrap() > 0, "{r}");
+    assert!(
+        r["verdict"]
+            .as_str()
+            .unwrap()
+            .starts_with("told of the restart"),
+        "{r}"
+    );
+    let f = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == format!("delivery-{delivery}-clean-server-restart"))
+        .unwrap_or_else(|| panic!("no restart finding: {v}"));
+    assert_eq!(f["numbers"]["lost_silently"], 0.0, "{f}");
+    assert_eq!(f["evidence"][0]["id"], "seq-numbers", "{f}");
+}
+
 #[test]
 fn seq_ring_loses_nothing_within_the_ring_and_announces_every_loss_beyond_it() {
     let (code, v) = delivery_json(&["--delivery", "seq-ring"]);
     assert_eq!(code, 0, "{v:#}");
-    assert_eq!(v["runs"].as_array().unwrap().len(), 6, "{v:#}");
+    assert_eq!(v["runs"].as_array().unwrap().len(), 7, "{v:#}");
+    assert_restart(&v, "seq-ring");
     for d in ["clean", "reset", "silent", "storm"] {
         let r = run(&v, "seq-ring", d, "within-ring");
         assert_eq!(r["clients"], 3);
@@ -157,10 +186,12 @@ fn bad_resume_ids_get_a_defined_answer() {
     // Far in the past: a gap marker from the id + 1 to just before the ring, then data.
     let r = sse(srv.addr, "1", "\"seq\"");
     assert!(r.contains("event: gap\ndata: {\"from\":2,\"to\":"), "{r}");
-    // From the future: no replay and no gap, live messages continue.
+    // From the future (beyond what the server holds: it restarted, or the id is not its
+    // own): a reset marker, then the ring from its start after a gap marker from seq 1.
     let r = sse(srv.addr, "18446744073709551615", "\"seq\"");
     assert!(r.starts_with("HTTP/1.1 200"), "{r}");
-    assert!(!r.contains("event: gap"), "{r}");
+    assert!(r.contains("event: reset\ndata: {\"reset\":true"), "{r}");
+    assert!(r.contains("event: gap\ndata: {\"from\":1,\"to\":"), "{r}");
     // Not a number: an unknown position, answered like 0: a gap marker from seq 1 to just
     // before the ring, then the ring; never a 400.
     let r = sse(srv.addr, "abc", "\"seq\"");
@@ -180,7 +211,12 @@ fn polling_clients_resume_with_since_and_see_the_same_gaps() {
         .iter()
         .map(|r| r["disconnect"].as_str().unwrap())
         .collect();
-    assert_eq!(kinds, ["clean", "storm", "clean", "clean"], "{v:#}");
+    assert_eq!(
+        kinds,
+        ["clean", "storm", "clean", "clean", "clean"],
+        "{v:#}"
+    );
+    assert_restart(&v, "seq-ring");
     for d in ["clean", "storm"] {
         let r = run(&v, "seq-ring", d, "within-ring");
         assert_eq!(
@@ -204,6 +240,8 @@ fn ws_resume(addr: std::net::SocketAddr, since: &str, n: usize) -> (Vec<String>,
     let (mut texts, mut seqs) = (Vec::new(), Vec::new());
     while seqs.len() < n {
         match ws.read().unwrap() {
+            // The hello (`{"epoch":..}`) opens every connection.
+            Message::Text(t) if t.as_str().starts_with("{\"epoch\"") => {}
             Message::Text(t) => texts.push(t.to_string()),
             Message::Binary(b) => seqs.push(rtcheck::net::payload::decode(&b).unwrap().0),
             _ => {}
@@ -246,9 +284,11 @@ fn websocket_resume_replays_the_ring_or_sends_the_same_gap_marker_as_sse() {
     assert!(texts.is_empty(), "{texts:?}");
     assert_eq!(seqs[0], latest - 2, "{seqs:?}");
     assert!(seqs.windows(2).all(|w| w[1] == w[0] + 1), "{seqs:?}");
-    // From the future: live messages, no gap.
+    // From the future: a reset marker, then the gap marker from seq 1 and the ring.
     let (texts, seqs) = ws_resume(srv.addr, "18446744073709551615", 2);
-    assert!(texts.is_empty() && seqs.len() == 2, "{texts:?}");
+    assert!(texts[0].starts_with("{\"reset\":true"), "{texts:?}");
+    assert!(texts[1].starts_with("{\"from\":1,"), "{texts:?}");
+    assert_eq!(seqs.len(), 2);
     // Not a number: an unknown position, the same gap marker from seq 1 as SSE's.
     let (texts, seqs) = ws_resume(srv.addr, "abc", 3);
     let gap: Value = serde_json::from_str(&texts[0]).unwrap();
@@ -272,6 +312,7 @@ fn websocket_clients_resume_with_since_for_every_way_of_leaving() {
     let over = run(&v, "seq-ring", "clean", "beyond-ring");
     assert!(over["gaps"].as_u64().unwrap() > 0, "{over}");
     assert_eq!(over["lost_silently"], 0, "{over}");
+    assert_restart(&v, "seq-ring");
 }
 
 #[test]
@@ -312,6 +353,7 @@ fn session_ack_loses_nothing_filters_duplicates_and_reports_overflow_and_expiry(
         v["sizing"]["session_bytes_per_client"], 7680,
         "0.6 s x 50/s x 256 B"
     );
+    assert_restart(&v, "session-ack");
 }
 
 #[test]
@@ -329,6 +371,7 @@ fn snapshot_clients_get_the_latest_state_first_over_sse_and_poll() {
         assert_eq!(r["status"], "pass");
         // The ring as the server holds it: every encoding, more than the payload alone.
         assert!(r["ring_bytes"].as_u64().unwrap() > 80 * 256 * 3, "{r}");
+        assert_restart(&v, "snapshot");
     }
 }
 
@@ -415,7 +458,9 @@ fn a_websocket_resume_message_replays_what_the_client_missed_before_joining() {
             _ => {}
         }
     }
-    assert!(texts.is_empty(), "{texts:?}");
+    // Only the hello, first: no reset, no gap.
+    assert_eq!(texts.len(), 1, "{texts:?}");
+    assert!(texts[0].starts_with("{\"epoch\":"), "{texts:?}");
     let mut sorted = seqs.clone();
     sorted.sort_unstable();
     sorted.dedup();
@@ -430,7 +475,9 @@ fn a_websocket_resume_message_replays_what_the_client_missed_before_joining() {
     ws.send(Message::text("{\"since\":\"1\"}")).unwrap();
     let gap = loop {
         if let Message::Text(t) = ws.read().unwrap() {
-            break serde_json::from_str::<Value>(t.as_str()).unwrap();
+            if !t.as_str().starts_with("{\"epoch\"") {
+                break serde_json::from_str::<Value>(t.as_str()).unwrap();
+            }
         }
     };
     assert_eq!(gap["from"], 2, "{gap}");
@@ -475,7 +522,7 @@ fn text_output_fits_80_columns_verdict_first() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{text}");
     assert!(
-        text.starts_with("verify delivery (rtcheck serve): 3 pass"),
+        text.starts_with("verify delivery (rtcheck serve): 4 pass"),
         "{text}"
     );
     for l in text.lines() {

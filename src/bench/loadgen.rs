@@ -562,6 +562,9 @@ async fn ws_session(
                 // payload: the missing seqs show as drops in the server's counters.
                 // (Checked by its prefix first: a payload is not parsed twice.)
                 Some(Ok(Message::Text(t))) if t.as_str().starts_with("{\"from\"") && crate::delivery::client::parse_gap(t.as_str()).is_some() => {}
+                // The server's hello (`{"epoch":..,"latest":..}`, first on every /ws) or a
+                // reset marker: not payloads either.
+                Some(Ok(Message::Text(t))) if crate::net::epoch::parse_marker(t.as_str()).is_some() => {}
                 Some(Ok(Message::Text(t))) => {
                     record(out, counters, cfg.rounds, t.as_bytes(), crate::net::payload::decode_text(t.as_str()))
                 }

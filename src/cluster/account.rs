@@ -26,6 +26,10 @@ pub struct ClientLog {
     /// Gap markers received: inclusive seq ranges the cluster said it could not deliver.
     pub gaps: Vec<(u64, u64)>,
     pub reconnects: u64,
+    /// Reset markers received (the cluster's epoch changed: its seqs start over), and
+    /// where the first came: arrivals and gaps before those indexes are the old epoch's.
+    pub resets: u64,
+    pub reset_at: Option<(usize, usize)>,
     /// Connected at the start (before publishing began).
     pub connected: bool,
     pub error: Option<String>,
@@ -53,6 +57,11 @@ pub struct Tally {
     pub order_hash_agree: Option<bool>,
     pub distinct_orders: u64,
     pub reconnects: u64,
+    /// Clients told of an epoch reset (a reset marker).
+    pub told: u64,
+    /// Arrivals whose seq a client already had with another scheduled time: one seq
+    /// carrying two rounds (a seq reused, not a duplicate).
+    pub seq_conflicts: u64,
     pub latency: Quantiles,
 }
 
@@ -69,6 +78,45 @@ pub fn span(clients: &[ClientLog], published: u64) -> (u64, u64) {
     }
     let by_count = lo.saturating_add(published).saturating_sub(1);
     (lo, hi.max(by_count))
+}
+
+/// A run across an epoch reset, counted as one history: each told client's arrivals (and
+/// gap markers) after its first reset marker belong to the new epoch and are shifted past
+/// the old epoch's highest seq (over the told clients), and the old epoch's seqs it never
+/// got are announced (the reset said so). A client never told keeps its seqs as they
+/// came: the new epoch's reuse of old seqs then shows as silent loss and conflicts.
+/// Returns the joined logs and the shift.
+pub fn join_epochs(clients: &[ClientLog]) -> (Vec<ClientLog>, u64) {
+    let old_max = |c: &ClientLog| {
+        let n = c.reset_at.map_or(c.arrivals.len(), |r| r.0);
+        c.arrivals[..n].iter().map(|a| a.seq).max()
+    };
+    let told = clients.iter().filter(|c| c.reset_at.is_some());
+    let shift = match told.clone().filter_map(old_max).max() {
+        Some(m) => m,
+        None => clients.iter().filter_map(old_max).max().unwrap_or(0),
+    };
+    let joined = clients
+        .iter()
+        .map(|c| {
+            let Some((at, g)) = c.reset_at else {
+                return c.clone();
+            };
+            let mut j = c.clone();
+            for a in &mut j.arrivals[at..] {
+                a.seq += shift;
+            }
+            for gap in &mut j.gaps[g..] {
+                *gap = (gap.0 + shift, gap.1 + shift);
+            }
+            let got = old_max(c).unwrap_or(0);
+            if got < shift {
+                j.gaps.push((got + 1, shift));
+            }
+            j
+        })
+        .collect();
+    (joined, shift)
 }
 
 /// FNV-1a over the seqs: cheap, stable across runs and platforms.
@@ -148,6 +196,7 @@ pub fn tally(clients: &[ClientLog], (lo, hi): (u64, u64), names: &[String]) -> T
             gaps: c.gaps.clone(),
             first_expected: lo,
             last_published: hi,
+            resets: 0,
         });
         t.counts.add(&counts);
         if counts.duplicated > 0 {
@@ -163,6 +212,13 @@ pub fn tally(clients: &[ClientLog], (lo, hi): (u64, u64), names: &[String]) -> T
             *t.received_by_node.entry(name).or_default() += 1;
         }
         t.reconnects += c.reconnects;
+        t.told += u64::from(c.resets > 0);
+        let mut sched: std::collections::HashMap<u64, u64> = Default::default();
+        for a in &c.arrivals {
+            if *sched.entry(a.seq).or_insert(a.sched_ns) != a.sched_ns {
+                t.seq_conflicts += 1;
+            }
+        }
         let mut seen = HashSet::new();
         for a in c.arrivals.iter().filter(|a| seen.insert(a.seq)) {
             let us = a.recv_ns.saturating_sub(a.sched_ns) / 1000;
@@ -295,6 +351,44 @@ mod tests {
         assert_eq!(identity_gap(&t), None);
         let broken = Tally { expected: 4, ..t };
         assert!(identity_gap(&broken).unwrap().contains("4 expected"));
+    }
+
+    #[test]
+    fn an_epoch_reset_is_one_history_only_for_the_clients_told() {
+        // Old epoch up to 5; the new one from 1 (another round under seq 1..).
+        let new_round = |seq: u64| Arrival {
+            seq,
+            sched_ns: 9_000_000_000 + seq,
+            recv_ns: 9_000_000_100 + seq,
+            node: 1,
+        };
+        let mut told = log(&[(1, 1), (1, 2), (1, 3), (1, 4)]);
+        told.reset_at = Some((4, 0));
+        told.resets = 1;
+        told.arrivals.extend((1..=3).map(new_round));
+        let mut full = log(&[(1, 1), (1, 2), (1, 3), (1, 4), (1, 5)]);
+        full.reset_at = Some((5, 0));
+        full.resets = 1;
+        full.arrivals.extend((1..=3).map(new_round));
+        full.gaps = vec![];
+        let (joined, shift) = join_epochs(&[told.clone(), full.clone()]);
+        assert_eq!(shift, 5);
+        assert_eq!(joined[0].gaps, vec![(5, 5)], "the old tail, announced");
+        let t = tally(&joined, (1, 8), &names());
+        assert_eq!((t.counts.lost, t.counts.lost_silently), (1, 0));
+        assert_eq!((t.told, t.seq_conflicts), (2, 0));
+        // The bug: no reset marker, the relay resumed "after 5" and skipped the new 1..=5.
+        let mut untold = log(&[(1, 1), (1, 2), (1, 3), (1, 4), (1, 5)]);
+        untold.arrivals.extend((6..=8).map(new_round));
+        let (joined, shift) = join_epochs(&[untold]);
+        assert_eq!(shift, 8);
+        let t = tally(&joined, (1, 8 + 8), &names());
+        assert_eq!((t.counts.lost_silently, t.told), (8, 0));
+        // The publisher's clients: one seq, two rounds.
+        let mut twice = log(&[(0, 1), (0, 2)]);
+        twice.arrivals.extend((1..=2).map(new_round));
+        let t = tally(&[twice], (1, 2), &names());
+        assert_eq!(t.seq_conflicts, 2);
     }
 
     #[test]

@@ -3,6 +3,7 @@
 //! next node with `/ws?since=LAST` (resume from the cluster's ring in Redis).
 use super::account::{Arrival, ClientLog};
 use crate::delivery::client::parse_gap;
+use crate::net::epoch::{parse_marker, Epoch, Marker};
 use crate::net::payload;
 use crate::sys::clock::now_ns;
 use crate::sys::signal::interrupted;
@@ -27,13 +28,14 @@ pub struct Shared {
 
 type Ws = tungstenite::WebSocket<TcpStream>;
 
-fn open(addr: SocketAddr, since: Option<u64>) -> Result<Ws, String> {
+fn open(addr: SocketAddr, since: Option<(u64, Option<Epoch>)>) -> Result<Ws, String> {
     let stream = TcpStream::connect_timeout(&addr, Duration::from_secs(2))
         .map_err(|e| format!("{addr}: connect: {e}"))?;
     let _ = stream.set_nodelay(true);
     let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
     let url = match since {
-        Some(s) => format!("ws://{addr}/ws?since={s}"),
+        Some((s, Some(e))) => format!("ws://{addr}/ws?since={s}&epoch={e}"),
+        Some((s, None)) => format!("ws://{addr}/ws?since={s}"),
         None => format!("ws://{addr}/ws"),
     };
     let (ws, _) =
@@ -51,8 +53,36 @@ fn is_timeout(e: &std::io::Error) -> bool {
     )
 }
 
+/// The server's hello or a reset marker: the epoch to resume in; a reset is noted where
+/// it came (the first one splits the log into the old epoch and the new).
+fn on_marker(m: Marker, log: &mut ClientLog, epoch: &mut Option<Epoch>) {
+    match m {
+        Marker::Hello { epoch: e, .. } => *epoch = Some(e),
+        Marker::Reset { epoch: e, .. } => {
+            *epoch = Some(e);
+            log.resets += 1;
+            log.reset_at
+                .get_or_insert((log.arrivals.len(), log.gaps.len()));
+        }
+    }
+}
+
+/// Where to resume: the highest seq of the current epoch (after the first reset, only
+/// what came after it) and that epoch.
+fn position(log: &ClientLog, epoch: Option<Epoch>) -> Option<(u64, Option<Epoch>)> {
+    let from = log.reset_at.map_or(0, |r| r.0);
+    let seq = log.arrivals[from..].iter().map(|a| a.seq).max()?;
+    Some((seq, epoch))
+}
+
 /// Read until the connection ends (Ok) or the stop flag (Err(())) .
-fn read_loop(ws: &mut Ws, node: usize, log: &mut ClientLog, sh: &Shared) -> Result<(), ()> {
+fn read_loop(
+    ws: &mut Ws,
+    node: usize,
+    log: &mut ClientLog,
+    sh: &Shared,
+    epoch: &mut Option<Epoch>,
+) -> Result<(), ()> {
     loop {
         if sh.stop.load(SeqCst) || interrupted() {
             let _ = ws.close(None);
@@ -64,7 +94,9 @@ fn read_loop(ws: &mut Ws, node: usize, log: &mut ClientLog, sh: &Shared) -> Resu
             Ok(Message::Text(t)) => match payload::decode_text(t.as_str()) {
                 Some(v) => Some(v),
                 None => {
-                    if let Some(g) = parse_gap(t.as_str()) {
+                    if let Some(m) = parse_marker(t.as_str()) {
+                        on_marker(m, log, epoch);
+                    } else if let Some(g) = parse_gap(t.as_str()) {
                         log.gaps.push(g);
                     }
                     continue;
@@ -105,14 +137,15 @@ pub fn run(home: usize, nodes: &[SocketAddr], sh: &Shared, until: Instant) -> Cl
     };
     log.connected = true;
     let mut node = home;
+    let mut epoch = None;
     loop {
         sh.connected_now.fetch_add(1, SeqCst);
-        let ended = read_loop(&mut ws, node, &mut log, sh);
+        let ended = read_loop(&mut ws, node, &mut log, sh, &mut epoch);
         sh.connected_now.fetch_sub(1, SeqCst);
         if ended.is_err() {
             return log;
         }
-        let since = log.arrivals.iter().map(|a| a.seq).max();
+        let since = position(&log, epoch);
         match reconnect(node, nodes, since, sh, until) {
             Some((n, w)) => {
                 log.reconnects += 1;
@@ -128,7 +161,7 @@ pub fn run(home: usize, nodes: &[SocketAddr], sh: &Shared, until: Instant) -> Cl
 fn reconnect(
     from: usize,
     nodes: &[SocketAddr],
-    since: Option<u64>,
+    since: Option<(u64, Option<Epoch>)>,
     sh: &Shared,
     until: Instant,
 ) -> Option<(usize, Ws)> {

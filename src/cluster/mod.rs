@@ -23,15 +23,17 @@ pub enum Kind {
     OnePath,
     NodeKill,
     RedisRestart,
+    DeployRestart,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 5] = [
+    pub const ALL: [Kind; 6] = [
         Kind::Single,
         Kind::Naive,
         Kind::OnePath,
         Kind::NodeKill,
         Kind::RedisRestart,
+        Kind::DeployRestart,
     ];
 
     pub fn name(self) -> &'static str {
@@ -41,6 +43,7 @@ impl Kind {
             Kind::OnePath => "one-path",
             Kind::NodeKill => "node-kill",
             Kind::RedisRestart => "redis-restart",
+            Kind::DeployRestart => "redis-publisher-restart",
         }
     }
 
@@ -53,6 +56,9 @@ impl Kind {
                 "one path; SIGKILL one node mid-run: its clients resume on the others; presence ttl vs events"
             }
             Kind::RedisRestart => "one path; Redis stopped and started again mid-run",
+            Kind::DeployRestart => {
+                "one path; Redis (no persistence) and the publishing node restarted together mid-run, as a deploy does: a new epoch, every client reset"
+            }
         }
     }
 
@@ -164,7 +170,7 @@ mod tests {
             parse_scenarios(&Kind::ALL.map(|k| k.name()).join(","))
                 .unwrap()
                 .len(),
-            5
+            6
         );
         let e = parse_scenarios("single,bogus").unwrap_err();
         assert!(

@@ -70,6 +70,10 @@ pub struct ClusterScenario {
     /// Messages every client should have had (span × clients).
     pub expected: u64,
     pub reconnects: u64,
+    /// Clients told of an epoch reset (a reset marker: the cluster's seqs started over).
+    pub resets: u64,
+    /// Arrivals under a seq the client already had from another round (must be 0).
+    pub seq_conflicts: u64,
     pub client_cpu_s: f64,
     pub duration_s: f64,
     pub valid: bool,

@@ -168,6 +168,25 @@ pub fn start(spec: &NodeSpec, n: usize, scratch: &Scratch) -> anyhow::Result<Vec
     Ok(nodes)
 }
 
+/// Start node `i` again on `addr`, the port it just left (a restart), in `dir`.
+pub fn restart_at(
+    spec: &NodeSpec,
+    i: usize,
+    addr: SocketAddr,
+    dir: &std::path::Path,
+) -> anyhow::Result<Node> {
+    let wait = crate::sys::budget::Budget::new(crate::sys::serve::START_WAIT);
+    let c = crate::sys::serve::start_at(&addr.to_string(), &node_flags(spec, i), dir, 1, &wait)
+        .map_err(|e| anyhow!("node {} (restart): {e}", NAMES[i]))?;
+    Ok(Node {
+        name: NAMES[i].to_string(),
+        guard: c.guard,
+        addr: c.addrs[0],
+        log: c.log,
+        killed: false,
+    })
+}
+
 impl Node {
     /// SIGKILL now (the scenario's fault), reaped.
     pub fn kill(&mut self) {

@@ -267,11 +267,27 @@ enum Fault {
         stopped: Option<Instant>,
         done: bool,
     },
+    /// Redis and node a (the publisher) restarted together; node a comes back on its
+    /// port and publishes the run's rounds again, in the new epoch.
+    Deploy {
+        at: Duration,
+        done: bool,
+        spec: NodeSpec,
+        dir: std::path::PathBuf,
+        rounds: u64,
+    },
 }
 
 impl Fault {
-    fn for_kind(k: Kind, schedule: Duration) -> Fault {
+    fn for_kind(k: Kind, schedule: Duration, spec: &NodeSpec, dir: &Scratch) -> Fault {
         match k {
+            Kind::DeployRestart => Fault::Deploy {
+                at: schedule / 3,
+                done: false,
+                spec: spec.clone(),
+                dir: dir.0.join("a-restarted"),
+                rounds: spec.rounds,
+            },
             Kind::NodeKill => Fault::Kill {
                 at: schedule / 2,
                 done: false,
@@ -312,6 +328,30 @@ impl Fault {
                 }
                 if *done {
                     watch.sample(nodes[0].addr, sh);
+                }
+            }
+            Fault::Deploy {
+                at,
+                done,
+                spec,
+                dir,
+                rounds,
+            } => {
+                let Some(Redis::Ours(r)) = redis else {
+                    return Ok(());
+                };
+                if !*done && t >= *at {
+                    *done = true;
+                    let a = &mut nodes[0];
+                    a.guard.terminate(Duration::from_secs(5));
+                    r.restart()?;
+                    std::fs::create_dir_all(&*dir)?;
+                    nodes[0] = nodes::restart_at(spec, 0, a.addr, dir)?;
+                    control::start(nodes[0].addr, *rounds)?;
+                    events.push(format!(
+                        "{:.1} s into the run node a (the publisher) and Redis were restarted together (Redis empty: no persistence); node a publishes its {rounds} rounds again, in a new epoch",
+                        t.as_secs_f64()
+                    ));
                 }
             }
             Fault::RedisRestart {
@@ -359,9 +399,18 @@ impl Fault {
                     || (watch.cleared_after(1.0).is_none()
                         && watch.kill_at.elapsed() < ghost_bound(ttl))
             }
-            Fault::RedisRestart { done, .. } => !*done,
+            Fault::RedisRestart { done, .. } | Fault::Deploy { done, .. } => !*done,
             Fault::None => false,
         }
+    }
+}
+
+/// The time a deploy restart adds to a run: the rounds before it (published again in the
+/// new epoch) and the restart itself.
+fn restart_extra(k: Kind, schedule: Duration) -> Duration {
+    match k {
+        Kind::DeployRestart => schedule / 3 + Duration::from_secs(10),
+        _ => Duration::ZERO,
     }
 }
 
@@ -393,9 +442,11 @@ fn run_one(
     a: &ClusterOptions,
     mut redis: Option<&mut Redis>,
 ) -> anyhow::Result<ClusterScenario> {
-    if k == Kind::RedisRestart && !matches!(redis.as_deref(), Some(Redis::Ours(_))) {
+    let restarts = matches!(k, Kind::RedisRestart | Kind::DeployRestart);
+    if restarts && !matches!(redis.as_deref(), Some(Redis::Ours(_))) {
         return Ok(could_not_run(k, a, &anyhow::anyhow!(
-            "redis-restart stops and starts Redis: it needs the redis-server rtcheck starts (run without --redis)"
+            "{} stops and starts Redis: it needs the redis-server rtcheck starts (run without --redis)",
+            k.name()
         )));
     }
     let scratch = Scratch::new(&format!("cluster-{}", k.name()))?;
@@ -404,12 +455,14 @@ fn run_one(
     } else {
         a.nodes as usize
     };
-    let mut nodes = nodes::start(&spec_for(k, a, redis.as_deref()), n, &scratch)?;
+    let spec = spec_for(k, a, redis.as_deref());
+    let mut nodes = nodes::start(&spec, n, &scratch)?;
     let addrs: Vec<SocketAddr> = nodes.iter().map(|n| n.addr).collect();
     let schedule = Duration::from_secs_f64(a.rounds as f64 / a.rate);
     let bound = Instant::now()
         + a.connect_timeout
         + schedule
+        + restart_extra(k, schedule)
         + a.drain
         + ghost_bound(a.presence_ttl)
         + Duration::from_secs(30);
@@ -422,7 +475,7 @@ fn run_one(
     let t0 = Instant::now();
     let cpu0 = cpu_seconds();
     control::start(addrs[0], a.rounds)?;
-    let mut fault = Fault::for_kind(k, schedule);
+    let mut fault = Fault::for_kind(k, schedule, &spec, &scratch);
     let last_stats = watch(
         k,
         a,
@@ -460,7 +513,18 @@ fn run_one(
     let nodes_clean = nodes::stop_all(&mut nodes);
     let leftover = nodes::still_listening(&addrs);
     let names: Vec<String> = nodes.iter().map(|n| n.name.clone()).collect();
-    let span = account::span(&logs, published);
+    let (logs, span) = match k {
+        // Two epochs, one history: the new one's seqs after the old one's highest.
+        Kind::DeployRestart => {
+            let (joined, shift) = account::join_epochs(&logs);
+            let lo = account::span(&joined, 0).0;
+            (joined, (lo, shift + published))
+        }
+        _ => {
+            let span = account::span(&logs, published);
+            (logs, span)
+        }
+    };
     let tally = account::tally(&logs, span, &names);
     let errors: Vec<String> = logs
         .iter()
@@ -523,7 +587,7 @@ fn watch(
 ) -> anyhow::Result<Option<ServerStats>> {
     let schedule = Duration::from_secs_f64(a.rounds as f64 / a.rate);
     // Recovery (resume, reconnect with backoff) may deliver in bursts: a longer quiet.
-    let quiet = if k == Kind::NodeKill || k == Kind::RedisRestart {
+    let quiet = if matches!(k, Kind::NodeKill | Kind::RedisRestart | Kind::DeployRestart) {
         Duration::from_secs(2)
     } else {
         Duration::from_millis(500)
@@ -546,7 +610,8 @@ fn watch(
         }
         let settled = done && last_change.elapsed() >= quiet;
         let pending = fault.pending(a.presence_ttl);
-        if (settled && !pending) || t > schedule + a.drain + ghost_bound(a.presence_ttl) {
+        let limit = schedule + restart_extra(k, schedule) + a.drain + ghost_bound(a.presence_ttl);
+        if (settled && !pending) || t > limit {
             break;
         }
         std::thread::sleep(Duration::from_millis(20));

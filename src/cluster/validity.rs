@@ -107,11 +107,44 @@ pub fn checks(inp: &Inputs) -> Vec<Check> {
             LOADGEN_CPU_LIMIT * 100.0
         ),
     ));
+    v.push(check(
+        "one round per seq",
+        t.seq_conflicts == 0,
+        match t.seq_conflicts {
+            0 => "no client got two different rounds under one seq".into(),
+            n => format!("{n} arrival(s) under a seq their client already had from another round: seqs reused"),
+        },
+    ));
+    if inp.kind == Kind::DeployRestart {
+        v.extend(restart_checks(inp));
+    }
     v.push(cleanup(inp));
     if let Some(why) = &inp.refused {
         v.push(check("scenario ran", false, why.clone()));
     }
     v
+}
+
+/// Redis and the publisher restarted together: a new epoch; every client must be told by
+/// a reset marker and lose nothing silently (a relay that took the new seqs as already
+/// delivered dropped ~200 rounds per client without a word).
+fn restart_checks(inp: &Inputs) -> Vec<Check> {
+    let t = &inp.tally;
+    vec![
+        check(
+            "every client told of the reset",
+            t.told == t.clients,
+            format!("{} of {} client(s) got a reset marker", t.told, t.clients),
+        ),
+        check(
+            "nothing lost silently",
+            t.counts.lost_silently == 0,
+            format!(
+                "{} lost silently; {} lost in all ({} announced by gap or reset markers)",
+                t.counts.lost_silently, t.counts.lost, t.counts.gaps
+            ),
+        ),
+    ]
 }
 
 fn cleanup(inp: &Inputs) -> Check {
@@ -164,17 +197,23 @@ pub fn notes(inp: &Inputs) -> Vec<String> {
                 }
             ));
         }
-        Kind::OnePath | Kind::NodeKill | Kind::RedisRestart if dups == 0 => {
+        Kind::OnePath | Kind::NodeKill | Kind::RedisRestart | Kind::DeployRestart if dups == 0 => {
             v.push("one path: 0 duplicates".into())
         }
-        Kind::OnePath | Kind::NodeKill | Kind::RedisRestart => v.push(format!(
-            "{dups} duplicates ({} clients; by node: {}) on the one-path cluster",
-            t.clients_with_duplicates,
-            by_node(&t.duplicates_by_node)
-        )),
+        Kind::OnePath | Kind::NodeKill | Kind::RedisRestart | Kind::DeployRestart => {
+            v.push(format!(
+                "{dups} duplicates ({} clients; by node: {}) on the one-path cluster",
+                t.clients_with_duplicates,
+                by_node(&t.duplicates_by_node)
+            ))
+        }
         Kind::Single => {}
     }
-    if matches!(inp.kind, Kind::NodeKill | Kind::RedisRestart) || t.counts.lost > 0 {
+    if matches!(
+        inp.kind,
+        Kind::NodeKill | Kind::RedisRestart | Kind::DeployRestart
+    ) || t.counts.lost > 0
+    {
         v.push(format!(
             "lost {} of {} ({} gap-reported, {} silently); {} reconnects",
             t.counts.lost, t.expected, t.counts.gaps, t.counts.lost_silently, t.reconnects
@@ -267,6 +306,8 @@ pub fn analyze(name: &str, description: &str, inp: Inputs, duration_s: f64) -> C
         max_seq_seen: t.max_seen,
         expected: t.expected,
         reconnects: t.reconnects,
+        resets: t.told,
+        seq_conflicts: t.seq_conflicts,
         client_cpu_s: inp.cpu_s,
         duration_s,
         valid,

@@ -39,11 +39,12 @@ pub struct ClusterArgs {
     #[arg(long, default_value_t = 60)]
     pub rounds: u64,
     /// Use this Redis (redis://HOST:PORT on loopback) instead of starting redis-server.
-    /// redis-restart needs the one rtcheck starts.
+    /// redis-restart and redis-publisher-restart need the one rtcheck starts.
     #[arg(long, value_name = "URL")]
     pub redis: Option<String>,
-    /// Comma-separated: single, naive, one-path, node-kill, redis-restart.
-    #[arg(long, default_value = "single,naive,one-path,node-kill,redis-restart", value_parser = parse_scenario_list)]
+    /// Comma-separated: single, naive, one-path, node-kill, redis-restart,
+    /// redis-publisher-restart.
+    #[arg(long, default_value = "single,naive,one-path,node-kill,redis-restart,redis-publisher-restart", value_parser = parse_scenario_list)]
     pub scenario: ScenarioList,
     /// Presence alive-key TTL on the nodes (the seed: 3 s).
     #[arg(long, default_value = "3s", value_parser = crate::units::parse_duration)]
@@ -119,7 +120,7 @@ mod tests {
         assert_eq!(a.scenario.0, Kind::ALL.to_vec());
         assert!(cluster::validate(&a.options()).is_ok());
         let o = a.options();
-        // Well under a minute: five short schedules.
+        // Well under a minute: six short schedules.
         assert!(o.rounds as f64 / o.rate <= 5.0);
         let a = Wrap::try_parse_from(["x", "--scenario", "one-path,single", "--format", "yaml"])
             .unwrap()

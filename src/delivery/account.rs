@@ -14,6 +14,9 @@ pub struct Trace {
     pub first_expected: u64,
     /// The last seq the server had published when the client stopped (the span's end).
     pub last_published: u64,
+    /// Reset markers received: the server's epoch changed (it restarted) or it no longer
+    /// held the client's position; seqs after one belong to the new epoch.
+    pub resets: u64,
 }
 
 /// The counts of one client, or summed over clients.
@@ -80,6 +83,29 @@ pub fn count(t: &Trace) -> Counts {
     c
 }
 
+/// A client across a server restart: `before` in the old epoch, whose span ends at `a_end`
+/// (the last seq the old instance was seen to publish, over every client of the run), and
+/// `after` in the new one, whose span starts at 1 (a new epoch owes its client every seq:
+/// the seqs it had kept are the old epoch's). `told`: the client got a reset marker (or a
+/// session reset); the old epoch's seqs it never got are then announced as lost, not
+/// silent. Without it, the new epoch's seqs the server skipped are lost silently.
+pub fn count_restart(before: &Trace, after: &Trace, a_end: u64, told: bool) -> Counts {
+    let mut b = before.clone();
+    b.last_published = a_end.max(before.seqs.iter().copied().max().unwrap_or(0));
+    let got = before.seqs.iter().copied().max().unwrap_or(0);
+    if told && got < b.last_published {
+        b.gaps.push((got + 1, b.last_published));
+    }
+    let a = Trace {
+        first_expected: 1,
+        last_published: after.seqs.iter().copied().max().unwrap_or(0),
+        ..after.clone()
+    };
+    let mut c = count(&b);
+    c.add(&count(&a));
+    c
+}
+
 /// The control without seq numbers: a client that only counts messages cannot tell what
 /// it missed, so everything lost is lost silently and it sees no gap.
 pub fn count_without_seq(t: &Trace) -> Counts {
@@ -114,6 +140,7 @@ mod tests {
             gaps: gaps.to_vec(),
             first_expected: 1,
             last_published: hi,
+            resets: 0,
         }
     }
 
@@ -153,10 +180,35 @@ mod tests {
             gaps: vec![],
             first_expected: 10,
             last_published: 11,
+            resets: 0,
         };
         assert_eq!(count(&t).lost, 0);
         // An empty span (nothing published yet) counts nothing as lost.
         assert_eq!(count(&trace(&[], &[], 0)).lost, 0);
+    }
+
+    #[test]
+    fn a_restart_is_counted_per_epoch_and_a_reset_marks_the_old_epochs_rest() {
+        // Old epoch: 1..=5 received, the old server was seen up to 7.
+        let before = trace(&[1, 2, 3, 4, 5], &[], 0);
+        // New epoch, resumed right: the ring from 1 after the reset marker.
+        let after = Trace {
+            resets: 1,
+            ..trace(&[1, 2, 3, 4], &[], 0)
+        };
+        let c = count_restart(&before, &after, 7, true);
+        assert_eq!((c.received, c.lost, c.lost_silently, c.gaps), (9, 2, 0, 2));
+        // Not told: the old epoch's tail is lost silently.
+        let c = count_restart(&before, &after, 7, false);
+        assert_eq!((c.lost, c.lost_silently), (2, 2));
+        // The old bug: the new server resumed "after 5", its 1..=5 skipped without a word.
+        let skipped = trace(&[6, 7, 8], &[], 0);
+        let c = count_restart(&before, &skipped, 5, false);
+        assert_eq!((c.lost, c.lost_silently, c.duplicated), (5, 5, 0));
+        // The new ring no longer starting at 1: its gap marker covers the rest.
+        let trimmed = trace(&[4, 5], &[(1, 3)], 0);
+        let c = count_restart(&before, &trimmed, 5, true);
+        assert_eq!((c.lost, c.lost_silently, c.gaps), (3, 0, 3));
     }
 
     #[test]

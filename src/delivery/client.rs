@@ -2,6 +2,7 @@
 //! `Last-Event-ID`, read events and gap markers into a [`Trace`], disconnect the way real
 //! clients do, stay away, reconnect and resume.
 use super::account::Trace;
+use crate::net::epoch::{self, Epoch, Marker, Position};
 use crate::net::{payload, sse};
 use crate::sys::signal::interrupted;
 use anyhow::{anyhow, bail, Context};
@@ -183,6 +184,10 @@ impl SseConn {
                         bail!("{}: bad session event `{}`", self.peer, ev.data);
                     }
                 }
+                Some("reset") => match epoch::parse_marker(&ev.data) {
+                    Some(Marker::Reset { .. }) => t.resets += 1,
+                    _ => bail!("{}: bad reset marker `{}`", self.peer, ev.data),
+                },
                 Some("gap") => t.gaps.push(
                     parse_gap(&ev.data)
                         .ok_or_else(|| anyhow!("{}: bad gap marker `{}`", self.peer, ev.data))?,
@@ -283,6 +288,8 @@ pub struct WsConn {
     ws: tungstenite::WebSocket<TcpStream>,
     peer: SocketAddr,
     last: Option<u64>,
+    /// The server's epoch, from its hello or a reset marker (resumes carry it).
+    epoch: Option<Epoch>,
     /// session-ack: the session (acked with `{"ack":SEQ}` text frames).
     pub session: Option<SessionState>,
 }
@@ -299,9 +306,16 @@ impl WsConn {
             .with_context(|| format!("{addr}: connect"))?;
         stream.set_nodelay(true)?;
         stream.set_read_timeout(Some(Duration::from_secs(5)))?;
-        let url = match (since, session) {
+        let url = match (since.map(Position::parse), session) {
             (_, Some(id)) if !id.is_empty() => format!("ws://{addr}/ws?session={id}"),
-            (Some(s), _) => format!("ws://{addr}/ws?since={s}"),
+            (Some(Position { seq, epoch: None }), _) => format!("ws://{addr}/ws?since={seq}"),
+            (
+                Some(Position {
+                    seq,
+                    epoch: Some(e),
+                }),
+                _,
+            ) => format!("ws://{addr}/ws?since={seq}&epoch={e}"),
             _ => format!("ws://{addr}/ws"),
         };
         let (ws, _) = tungstenite::client(url.as_str(), stream)
@@ -311,12 +325,14 @@ impl WsConn {
             ws,
             peer: addr,
             last: None,
+            epoch: None,
             session: session.map(|_| SessionState::default()),
         })
     }
 
+    /// `SEQ@EPOCH` once the server said its epoch (rtcheck's), else the bare seq.
     pub fn last_id(&self) -> Option<String> {
-        self.last.map(|l| l.to_string())
+        self.last.map(|l| position(l, self.epoch))
     }
 
     pub fn recv_until(
@@ -331,6 +347,7 @@ impl WsConn {
                 Ok(Message::Binary(b)) => payload::decode(&b),
                 Ok(Message::Text(txt)) => match payload::decode_text(&txt) {
                     Some(v) => Some(v),
+                    None if self.marker(&txt, t) => continue,
                     None if self
                         .session
                         .get_or_insert_with(SessionState::default)
@@ -369,6 +386,19 @@ impl WsConn {
             }
         }
         Ok(())
+    }
+
+    /// A hello or a reset marker: note the epoch (and count the reset).
+    fn marker(&mut self, txt: &str, t: &mut Trace) -> bool {
+        match epoch::parse_marker(txt) {
+            Some(Marker::Hello { epoch, .. }) => self.epoch = Some(epoch),
+            Some(Marker::Reset { epoch, .. }) => {
+                self.epoch = Some(epoch);
+                t.resets += 1;
+            }
+            None => return false,
+        }
+        true
     }
 
     pub fn leave(mut self, kind: Disconnect) -> Option<TcpStream> {
@@ -452,6 +482,8 @@ pub fn latest_seq(addr: SocketAddr) -> Option<u64> {
 pub struct PollConn {
     addr: SocketAddr,
     since: u64,
+    /// The epoch of `since` (from the server's answers).
+    epoch: Option<Epoch>,
     every: Duration,
     /// session-ack: `/poll?session=ID&since=S` (since acks).
     pub session: Option<SessionState>,
@@ -466,6 +498,7 @@ impl PollConn {
         PollConn {
             addr,
             since,
+            epoch: None,
             every,
             session: None,
             presented: None,
@@ -479,8 +512,15 @@ impl PollConn {
         self
     }
 
-    pub fn since(&self) -> u64 {
-        self.since
+    /// Resume after `since` of `epoch` (None: a bare seq, as an old client would).
+    pub fn in_epoch(mut self, epoch: Option<Epoch>) -> PollConn {
+        self.epoch = epoch;
+        self
+    }
+
+    /// Where it is: `SEQ@EPOCH` once the server said its epoch.
+    pub fn position(&self) -> String {
+        position(self.since, self.epoch)
     }
 
     pub fn recv_until(
@@ -497,6 +537,10 @@ impl PollConn {
                 }
                 _ => format!("/poll?since={}", self.since),
             };
+            let path = match self.epoch {
+                Some(e) => format!("{path}&epoch={e}"),
+                None => path,
+            };
             let (code, body) = get(self.addr, &path)?;
             if code != 200 {
                 bail!("{}: /poll answered {code}", self.addr);
@@ -508,6 +552,13 @@ impl PollConn {
                     bail!("{}: /poll with a session answered no session", self.addr);
                 }
             }
+            if p.reset {
+                // Another epoch (the server restarted) or beyond what it holds: the
+                // answer is the ring from its start, in the server's epoch.
+                t.resets += 1;
+                self.since = 0;
+            }
+            self.epoch = p.epoch.or(self.epoch);
             if let Some(g) = poll_gap(self.since, &p) {
                 t.gaps.push(g);
             }
@@ -529,6 +580,9 @@ impl PollConn {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Poll {
     pub gap: bool,
+    /// The position asked was from another epoch or beyond the server's (rtcheck's).
+    pub reset: bool,
+    pub epoch: Option<Epoch>,
     pub oldest: Option<u64>,
     pub seqs: Vec<u64>,
 }
@@ -543,9 +597,19 @@ pub fn parse_poll(body: &str) -> Option<Poll> {
         .collect::<Option<Vec<u64>>>()?;
     Some(Poll {
         gap: v.get("gap").and_then(|g| g.as_bool()).unwrap_or(false),
+        reset: v.get("reset").and_then(|g| g.as_bool()).unwrap_or(false),
+        epoch: v.get("epoch").and_then(|e| e.as_str()).map(Epoch::parse),
         oldest: v.get("oldest").and_then(|o| o.as_u64()),
         seqs,
     })
+}
+
+/// A resume id: `SEQ@EPOCH`, or the bare seq while the epoch is unknown.
+fn position(seq: u64, epoch: Option<Epoch>) -> String {
+    match epoch {
+        Some(e) => format!("{seq}@{e}"),
+        None => seq.to_string(),
+    }
 }
 
 /// The range a poll answer says is gone: `since + 1 ..= oldest - 1` when `gap`.

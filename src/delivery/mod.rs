@@ -19,14 +19,16 @@ pub const MODES: [&str; 3] = ["snapshot", "seq-ring", "session-ack"];
 /// Modes this build can measure; the others are reported as skipped, never as passed.
 pub const MEASURED: [&str; 3] = ["snapshot", "seq-ring", "session-ack"];
 /// A run's case: within the ring or the session queue, beyond them, beyond the session
-/// TTL, or (snapshot) the latest state first.
-pub const CASES: [&str; 6] = [
+/// TTL, (snapshot) the latest state first, or across a restart of the server on the same
+/// port (`server-restart`: a new epoch; the clients must get a reset marker).
+pub const CASES: [&str; 7] = [
     "within-ring",
     "beyond-ring",
     "within-queue",
     "beyond-queue",
     "beyond-ttl",
     "latest-first",
+    run::RESTART,
 ];
 
 /// The finding id of one run (`delivery-seq-ring-reset-within-ring`).
@@ -222,6 +224,12 @@ pub fn specs(o: &DeliveryOptions) -> Vec<RunSpec> {
             away: o.ring_span().mul_f64(1.5).max(o.max_disconnect * 2),
         });
     }
+    // A restart needs a server of our own (another one's is not ours to restart).
+    if o.server.is_none() {
+        for m in o.servers() {
+            v.push(spec(m, Disconnect::Clean, run::RESTART, n, Duration::ZERO));
+        }
+    }
     v.push(RunSpec {
         delivery: "no-seq",
         disconnect: Disconnect::Clean,
@@ -324,7 +332,19 @@ fn measure_mode(
         ws: o.transport == "websocket",
         ..Phases::for_rate(o.rate)
     };
-    let mut runs = run::run_all(addr, specs, phases, 0)?;
+    let (restarts, specs): (Vec<RunSpec>, Vec<RunSpec>) =
+        specs.iter().cloned().partition(|s| s.case == run::RESTART);
+    // The restart runs on a server of its own, beside the others (same time).
+    let (runs, restarted) = std::thread::scope(|s| {
+        let h = s.spawn(|| restart_runs(o, mode, &restarts, phases, budget));
+        let runs = run::run_all(addr, &specs, phases, 0);
+        let restarted = h
+            .join()
+            .map_err(|_| anyhow::anyhow!("a server-restart run panicked"))
+            .and_then(|r| r);
+        (runs, restarted)
+    });
+    let mut runs = runs?;
     if child.is_some() {
         let ring = measured_ring_bytes(addr);
         for r in &mut runs {
@@ -337,6 +357,37 @@ fn measure_mode(
             .saturating_mul(o.profile_connections);
     }
     drop(child);
+    runs.extend(restarted?);
+    Ok(runs)
+}
+
+/// The `server-restart` runs of one mode: each on its own `rtcheck serve`, stopped with
+/// SIGTERM once its clients are connected and started again on the same port.
+fn restart_runs(
+    o: &DeliveryOptions,
+    mode: &str,
+    specs: &[RunSpec],
+    ph: Phases,
+    budget: &Budget,
+) -> anyhow::Result<Vec<Run>> {
+    let mut runs = Vec::new();
+    for spec in specs {
+        let scratch = serve::Scratch::new("delivery-restart")?;
+        let flags = serve_flags(o, mode);
+        let first = serve::start(&flags, &scratch.0, 1, budget)?;
+        let addr = first.addrs[0];
+        let server = std::sync::Mutex::new(Some(first));
+        let restart = || -> anyhow::Result<()> {
+            let mut g = server.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(mut old) = g.take() {
+                old.guard.terminate(crate::sys::child::GRACE);
+            }
+            let listen = addr.to_string();
+            *g = Some(serve::start_at(&listen, &flags, &scratch.0, 1, budget)?);
+            Ok(())
+        };
+        runs.push(run::run_restart(addr, spec, ph, &restart)?);
+    }
     Ok(runs)
 }
 
@@ -421,7 +472,7 @@ pub fn findings(o: &DeliveryOptions, runs: &[Run]) -> Vec<Finding> {
 
 fn evidence_for(delivery: &str, case: &str) -> &'static str {
     match (delivery, case) {
-        ("no-seq", _) => "seq-numbers",
+        ("no-seq", _) | (_, run::RESTART) => "seq-numbers",
         ("seq-ring", "beyond-ring") => "ring-sizing",
         ("seq-ring", _) => "ring-buffer",
         ("session-ack", "beyond-ttl") => "session-expiry",
@@ -456,10 +507,13 @@ fn finding(r: &Run) -> Finding {
     .collect();
     Finding {
         id: finding_id(&r.delivery, &r.disconnect, &r.case),
-        title: format!(
-            "{} after a {} disconnect of {} ms ({})",
-            r.delivery, r.disconnect, r.away_ms, r.case
-        ),
+        title: match r.case.as_str() {
+            run::RESTART => format!("{} across a restart of the server on its port", r.delivery),
+            _ => format!(
+                "{} after a {} disconnect of {} ms ({})",
+                r.delivery, r.disconnect, r.away_ms, r.case
+            ),
+        },
         status: r.status,
         observed: format!(
             "{} client(s): received {}, lost {}, lost silently {}, duplicated {}, out of order {}, in gaps {}",
@@ -467,6 +521,7 @@ fn finding(r: &Run) -> Finding {
         ),
         expected: match r.delivery.as_str() {
             "no-seq" => "the control: loss without seq numbers is silent".into(),
+            _ if r.case == run::RESTART => "a reset marker to every client; 0 lost silently".into(),
             "snapshot" => "the latest state first after reconnecting; 0 lost silently".into(),
             "session-ack" => "0 lost silently; 0 lost within the queue and TTL; duplicates filtered by seq".into(),
             _ => "0 lost silently; 0 lost within the ring".into(),

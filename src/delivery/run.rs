@@ -10,6 +10,10 @@ use std::net::SocketAddr;
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
+/// The case of a run whose server restarts on the same port while its clients are
+/// connected (they resume on the new instance, another epoch).
+pub const RESTART: &str = "server-restart";
+
 /// What one run does.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunSpec {
@@ -62,8 +66,11 @@ pub struct ClientResult {
     /// snapshot: the first message after reconnecting was older than the latest published
     /// before it (not the latest state).
     pub stale_first: bool,
-    /// session-ack: the server answered the reconnect with a new session (reset).
+    /// session-ack: the server answered the reconnect with a new session (reset); or a
+    /// reset marker came (the server's epoch changed: it restarted).
     pub reset: bool,
+    /// `server-restart`: what it received from the old instance (`trace` is the new one's).
+    pub before: Option<Trace>,
 }
 
 /// A client's current connection.
@@ -95,7 +102,8 @@ impl Conn {
             let c = SseConn::open(addr, since.as_deref(), session.as_deref())?;
             return Ok(Conn::Sse(c));
         }
-        let from = match (since.and_then(|r| r.parse().ok()), &session) {
+        let pos = since.map(|r| crate::net::epoch::Position::parse(&r));
+        let from = match (pos.map(|p| p.seq), &session) {
             (Some(s), _) => s,
             // A new session holds nothing from before it: start at 0.
             (None, Some(_)) => 0,
@@ -103,7 +111,7 @@ impl Conn {
                 latest_seq(addr).ok_or_else(|| anyhow!("{addr}: /poll has no `latest`"))?
             }
         };
-        let c = PollConn::new(addr, from, ph.rate);
+        let c = PollConn::new(addr, from, ph.rate).in_epoch(pos.and_then(|p| p.epoch));
         Ok(Conn::Poll(match session {
             Some(id) => c.with_session(&id),
             None => c,
@@ -139,7 +147,7 @@ impl Conn {
         match self {
             Conn::Sse(c) => c.last_id(),
             Conn::Ws(c) => c.last_id(),
-            Conn::Poll(c) => Some(c.since().to_string()),
+            Conn::Poll(c) => Some(c.position()),
         }
     }
 
@@ -211,7 +219,120 @@ pub fn client(
         session_bytes,
         stale_first: spec.delivery == "snapshot" && latest.is_some_and(|l| first_after < l),
         reset,
+        before: None,
     })
+}
+
+/// Where the clients of a `server-restart` run meet the orchestrator: all connected and
+/// receiving (it then restarts the server), and the server back (they then resume).
+pub struct Gate {
+    ready: Barrier,
+    back: Barrier,
+    /// The restart failed: the clients give up instead of resuming.
+    failed: std::sync::atomic::AtomicBool,
+}
+
+impl Gate {
+    pub fn new(clients: usize) -> Gate {
+        Gate {
+            ready: Barrier::new(clients + 1),
+            back: Barrier::new(clients + 1),
+            failed: Default::default(),
+        }
+    }
+}
+
+/// How long a client connected through a restart waits for the old server to close it.
+const RESTART_EOF: Duration = Duration::from_secs(20);
+
+/// One client of a `server-restart` run: connected to the old instance, it reads until
+/// the server goes away (a poller just stops), then resumes on the new instance from its
+/// last position, as it would from any disconnect. Both barriers are always met, so one
+/// failing client never strands the others.
+pub fn restart_client(
+    addr: SocketAddr,
+    spec: &RunSpec,
+    ph: Phases,
+    gate: &Gate,
+) -> anyhow::Result<ClientResult> {
+    let mut before = Trace::default();
+    let first = (|| {
+        let mut c = Conn::open(addr, ph, spec.delivery, None)?;
+        c.recv_until(Instant::now() + ph.before, &mut before, &mut |_| {})?;
+        Ok::<_, anyhow::Error>(c)
+    })();
+    gate.ready.wait();
+    let held = first.and_then(|mut c| {
+        if !ph.poll {
+            c.recv_until(Instant::now() + RESTART_EOF, &mut before, &mut |_| {})?;
+        }
+        Ok(c.resume_point())
+    });
+    gate.back.wait();
+    let resume_id = held?;
+    if gate.failed.load(std::sync::atomic::Ordering::SeqCst) {
+        bail!("{addr}: the server did not come back after its restart");
+    }
+    let Some(&first) = before.seqs.first() else {
+        bail!("{addr}: no message within {:?} of connecting", ph.before);
+    };
+    before.first_expected = first;
+    let latest = latest_seq(addr);
+    let t0 = Instant::now();
+    let mut t = Trace::default();
+    let mut c = Conn::open(addr, ph, spec.delivery, resume_id)?;
+    let (mut resume_ms, mut first_after) = (None, None);
+    c.recv_until(Instant::now() + ph.after, &mut t, &mut |seq| {
+        first_after.get_or_insert(seq);
+        if resume_ms.is_none() && latest.is_none_or(|l| seq > l) {
+            resume_ms = Some(t0.elapsed().as_secs_f64() * 1e3);
+        }
+    })?;
+    let reset = t.resets > 0 || c.session().is_some_and(|s| s.reset);
+    // A new session, or a snapshot: what came before the first message is replaced by
+    // it, announced only by the reset.
+    let first_after = first_after.unwrap_or(0);
+    if reset && spec.delivery != "seq-ring" && first_after > 1 {
+        t.gaps.push((1, first_after - 1));
+    }
+    Ok(ClientResult {
+        trace: t,
+        resume_ms,
+        reset,
+        before: Some(before),
+        ..ClientResult::default()
+    })
+}
+
+/// A `server-restart` run: its clients, and `restart` (stop the server, start a new one on
+/// the same port) once they are all connected.
+pub fn run_restart(
+    addr: SocketAddr,
+    spec: &RunSpec,
+    ph: Phases,
+    restart: &(dyn Fn() -> anyhow::Result<()> + Sync),
+) -> anyhow::Result<Run> {
+    let gate = Gate::new(spec.clients);
+    let results = std::thread::scope(|s| {
+        let hs: Vec<_> = (0..spec.clients)
+            .map(|_| s.spawn(|| restart_client(addr, spec, ph, &gate)))
+            .collect();
+        gate.ready.wait();
+        let restarted = restart();
+        if restarted.is_err() {
+            gate.failed.store(true, std::sync::atomic::Ordering::SeqCst);
+        }
+        gate.back.wait();
+        let results = hs
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .map_err(|_| anyhow!("a delivery client panicked"))?
+            })
+            .collect::<anyhow::Result<Vec<_>>>();
+        restarted.and(results)
+    })?;
+    Ok(summarize(spec, &results, 0))
 }
 
 fn sleep_checked(d: Duration) -> anyhow::Result<()> {
@@ -262,11 +383,17 @@ pub struct Run {
 /// Sum the clients of a run and judge it.
 pub fn summarize(spec: &RunSpec, results: &[ClientResult], ring_bytes: u64) -> Run {
     let mut counts = Counts::default();
+    // The old instance's last seq, as far as any client saw it.
+    let old_end = results
+        .iter()
+        .filter_map(|r| r.before.as_ref()?.seqs.iter().copied().max())
+        .max()
+        .unwrap_or(0);
     for r in results {
-        let c = if spec.delivery == "no-seq" {
-            account::count_without_seq(&r.trace)
-        } else {
-            account::count(&r.trace)
+        let c = match &r.before {
+            Some(b) => account::count_restart(b, &r.trace, old_end, r.reset),
+            None if spec.delivery == "no-seq" => account::count_without_seq(&r.trace),
+            None => account::count(&r.trace),
         };
         counts.add(&c);
     }
@@ -275,9 +402,17 @@ pub fn summarize(spec: &RunSpec, results: &[ClientResult], ring_bytes: u64) -> R
     let stale = results.iter().filter(|r| r.stale_first).count() as u64;
     let resets = results.iter().filter(|r| r.reset).count() as u64;
     let (status, verdict) = verdict(spec, &counts, resumes.len(), results.len());
-    let (status, verdict) = match stale {
-        0 => (status, verdict),
-        n => (
+    let untold = match spec.case {
+        RESTART => results.len() as u64 - resets,
+        _ => 0,
+    };
+    let (status, verdict) = match (stale, untold) {
+        (0, 0) => (status, verdict),
+        (0, n) => (
+            crate::findings::Status::Fail,
+            format!("{n} client(s) resumed across the server restart without a reset marker"),
+        ),
+        (n, _) => (
             crate::findings::Status::Fail,
             format!("{n} client(s) got an older message than the latest state first"),
         ),
@@ -340,6 +475,13 @@ pub fn verdict(
             format!(
                 "{} message(s) lost silently (no gap marker)",
                 c.lost_silently
+            ),
+        ),
+        (_, RESTART) => (
+            Pass,
+            format!(
+                "told of the restart: 0 lost silently; {} lost with the old instance or the new ring, all announced",
+                c.lost
             ),
         ),
         ("snapshot", _) => (
@@ -483,6 +625,7 @@ mod tests {
                 gaps: gaps.to_vec(),
                 first_expected: 1,
                 last_published: 6,
+                resets: 0,
             },
             resume_ms: Some(2.0),
             ..ClientResult::default()

@@ -1,6 +1,7 @@
 //! The hub: registered clients, the message ring, counters, and the publisher with its
 //! fan-out strategies (per-client queues, sequential shards, raw-TCP floor).
 use super::config::{Config, Strategy};
+use super::epoch::{self, Epoch, Position, Reset};
 use super::{io, payload, sse, sys, wsframe};
 use bytes::Bytes;
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -156,8 +157,9 @@ pub struct Conn {
     queue: Mutex<Queue>,
     pub notify: Notify,
     last_offered: AtomicU64,
-    /// Rounds up to this seq were already sent from the ring (SSE resume).
-    skip_until: u64,
+    /// Rounds up to this seq were already sent from the ring (SSE resume); 0 again after
+    /// an epoch reset (the new epoch's seqs start at 1).
+    skip_until: AtomicU64,
 }
 
 #[derive(Debug, Default)]
@@ -210,6 +212,23 @@ impl Conn {
     pub fn done_writing(&self) {
         lock(&self.queue).writing = false;
     }
+
+    /// Queue a marker (a reset) behind what is queued, and wake the task. Never dropped:
+    /// a full queue goes one over its bound rather than lose the one message that says
+    /// the seqs start over. Seq 0: drops after it are marked from seq 1.
+    fn push_marker(&self, bytes: Bytes) {
+        let mut q = lock(&self.queue);
+        if q.closed {
+            return;
+        }
+        q.items.push_back(Item {
+            seq: 0,
+            bytes,
+            gap_after: None,
+        });
+        drop(q);
+        self.notify.notify_one();
+    }
 }
 
 /// A published message in every encoding, built once per round.
@@ -217,6 +236,8 @@ impl Conn {
 pub struct Round {
     pub seq: u64,
     pub ts: u64,
+    /// The epoch its seq belongs to (the SSE id is `SEQ@EPOCH`).
+    pub epoch: Epoch,
     /// WebSocket frame (header + binary or JSON payload).
     pub ws: Bytes,
     /// SSE event.
@@ -228,7 +249,7 @@ pub struct Round {
 }
 
 impl Round {
-    pub fn build(size: usize, text: bool, seq: u64, ts: u64) -> Round {
+    pub fn build(size: usize, text: bool, epoch: Epoch, seq: u64, ts: u64) -> Round {
         let json = payload::encode_text(size, seq, ts);
         let ws = if text {
             wsframe::frame(wsframe::OP_TEXT, json.as_bytes())
@@ -238,8 +259,9 @@ impl Round {
         Round {
             seq,
             ts,
+            epoch,
             ws: Bytes::from(ws),
-            sse: Bytes::from(sse::encode_event(seq, &json)),
+            sse: Bytes::from(sse::encode_event_in(epoch, seq, &json)),
             raw: Bytes::from(payload::encode_raw_frame(size, seq, ts)),
             json: Bytes::from(json),
         }
@@ -255,6 +277,18 @@ impl Round {
             Transport::Raw => &self.raw,
         }
     }
+}
+
+/// What a resuming client gets first ([`Hub::register_resume_with`]).
+#[derive(Debug, Clone)]
+pub struct Resumed {
+    /// The epoch and latest seq when it registered (its hello).
+    pub epoch: Epoch,
+    pub latest: u64,
+    /// Its position was from another epoch or beyond the server's: a reset marker first.
+    pub reset: Option<Reset>,
+    pub replay: Vec<Round>,
+    pub gap: Option<(u64, u64)>,
 }
 
 /// Upper bounds (ms) of the hub round time histogram.
@@ -356,6 +390,9 @@ pub struct ClientCounts {
 
 pub struct Hub {
     pub cfg: Config,
+    /// This instance's epoch (a cluster's: set from Redis, changed when Redis lost the
+    /// seq counter). Changed only under the ring's lock, with the ring cleared.
+    epoch: AtomicU64,
     conns: Mutex<HashMap<u64, Arc<Conn>>>,
     next_id: AtomicU64,
     ring: Mutex<VecDeque<Round>>,
@@ -383,6 +420,7 @@ impl Hub {
         Arc::new(Hub {
             sessions,
             cfg,
+            epoch: AtomicU64::new(Epoch::random().0),
             conns: Mutex::new(HashMap::new()),
             next_id: AtomicU64::new(1),
             ring: Mutex::new(VecDeque::new()),
@@ -426,57 +464,106 @@ impl Hub {
             }),
             notify: Notify::new(),
             last_offered: AtomicU64::new(self.counters.rounds_sent.load(Relaxed)),
-            skip_until,
+            skip_until: AtomicU64::new(skip_until),
         });
         self.counters.accepted[transport.idx()].fetch_add(1, Relaxed);
         conns.insert(conn.id, conn.clone());
         conn
     }
 
-    /// Register an SSE client and return what it missed after `last_id` that the ring
-    /// still holds, plus the lost range if the ring no longer reaches back that far.
-    /// Atomic with respect to the publisher: nothing is missed, and rounds already in the
-    /// replay are not offered again. The connection starts as "writing" so the publisher
-    /// queues (never writes directly) until the task has sent the head and the replay.
-    pub fn register_sse(
-        &self,
-        stream: TcpStream,
-        last_id: Option<u64>,
-    ) -> (Arc<Conn>, Vec<Round>, Option<(u64, u64)>) {
-        self.register_resume(stream, Transport::Sse, last_id)
+    /// The epoch seqs are numbered in now.
+    pub fn epoch(&self) -> Epoch {
+        Epoch(self.epoch.load(Relaxed))
     }
 
-    /// [`Hub::register_sse`] for any transport: WebSocket resumes with `/ws?since=SEQ`
-    /// the same way, so the three transports replay and report gaps alike.
-    pub fn register_resume(
-        &self,
-        stream: TcpStream,
-        transport: Transport,
-        last_id: Option<u64>,
-    ) -> (Arc<Conn>, Vec<Round>, Option<(u64, u64)>) {
-        self.register_resume_with(stream, transport, last_id, &[])
+    /// A round of this server's payload in its epoch.
+    pub fn round(&self, seq: u64, ts: u64) -> Round {
+        Round::build(self.cfg.size, self.cfg.text, self.epoch(), seq, ts)
     }
 
-    /// [`Hub::register_resume`] with rounds from the cluster's Redis ring (`extra`),
-    /// merged with the local ring by seq. Snapshot delivery sends the latest state first.
+    /// The highest seq this server holds: its ring's last (merged with the cluster's when
+    /// given), or a cluster node's last delivery (a gap marker never enters the ring).
+    fn latest_held(&self, ring: &VecDeque<Round>) -> u64 {
+        let back = ring.back().map_or(0, |r| r.seq);
+        back.max(self.cluster.get().map_or(0, |c| c.last_seq.load(Relaxed)))
+    }
+
+    /// Move to `epoch` (a cluster's new one: Redis lost its seq counter, or seqs went
+    /// backwards): the ring and the sessions are cleared (their seqs are the old epoch's)
+    /// and every connected client is sent a reset marker live, behind what it has queued.
+    /// Atomic with registration: a client registered before gets the marker, one after
+    /// registers in the new epoch. Returns the clients told.
+    pub fn reset_epoch(&self, epoch: Epoch) -> usize {
+        let conns = lock(&self.conns);
+        let old = {
+            let mut ring = lock(&self.ring);
+            ring.clear();
+            Epoch(self.epoch.swap(epoch.0, Relaxed))
+        };
+        let list: Vec<Arc<Conn>> = conns.values().cloned().collect();
+        drop(conns);
+        self.sessions.reset_all();
+        let mut told = 0;
+        for c in list.iter().filter(|c| c.transport != Transport::Raw) {
+            c.skip_until.store(0, Relaxed);
+            let r = Reset {
+                epoch,
+                latest: 0,
+                since: c.last_offered.load(Relaxed),
+                client_epoch: Some(old),
+            };
+            let bytes = match c.transport {
+                Transport::Sse => r.sse().into_bytes(),
+                _ => r.ws(),
+            };
+            c.push_marker(Bytes::from(bytes));
+            told += 1;
+        }
+        told
+    }
+
+    /// Whether the ring holds round `seq` scheduled at `ts` (a cluster relay telling a
+    /// round it already delivered from a different one under the same seq).
+    pub fn holds(&self, seq: u64, ts: u64) -> Option<bool> {
+        let ring = lock(&self.ring);
+        ring.iter().rev().find(|r| r.seq == seq).map(|r| r.ts == ts)
+    }
+
+    /// The ring's latest seq and the epoch, read together (a WebSocket hello).
+    pub fn latest(&self) -> (Epoch, u64) {
+        let ring = lock(&self.ring);
+        (self.epoch(), self.latest_held(&ring))
+    }
+
+    /// Register a resuming client (`pos`: where it says it is; None: a fresh client) and
+    /// return what it gets first: a reset marker when `pos` is from another epoch or
+    /// beyond what the server holds ([`epoch::decide`]), the lost range if the ring no
+    /// longer reaches back that far, and the ring after the position (from its start after
+    /// a reset), merged with `extra`, rounds from the cluster's Redis ring. Snapshot
+    /// delivery sends the latest state first. Atomic with respect to the publisher:
+    /// nothing is missed, and rounds already in the replay are not offered again. The
+    /// connection starts as "writing" so the publisher queues (never writes directly)
+    /// until the task has sent the head and the replay.
     pub fn register_resume_with(
         &self,
         stream: TcpStream,
         transport: Transport,
-        last_id: Option<u64>,
+        pos: Option<Position>,
         extra: &[Round],
-    ) -> (Arc<Conn>, Vec<Round>, Option<(u64, u64)>) {
+    ) -> (Arc<Conn>, Resumed) {
         let snapshot = self.cfg.delivery == super::session::Delivery::Snapshot;
-        let (conn, (replay, gap)) = self.register_with(stream, transport, |local| {
+        self.register_with(stream, transport, |local| {
             let merged;
             let ring = if extra.is_empty() {
                 local
             } else {
-                merged = merge_rings(local, extra);
+                merged = merge_rings(local, extra, self.epoch());
                 &merged
             };
-            let (replay, gap) = match last_id {
-                _ if snapshot => super::session::snapshot_replay(ring, last_id),
+            let latest = self.latest_held(ring);
+            let resume = pos.map(|p| epoch::decide(p, self.epoch(), latest));
+            let (replay, gap) = match resume.map(|r| r.since()) {
+                since if snapshot => super::session::snapshot_replay(ring, since),
                 Some(id) => {
                     let (mut r, gap) = replay_after(ring, id);
                     r.extend(self.tail_gap(ring, id, u64::MAX));
@@ -485,9 +572,16 @@ impl Hub {
                 None => (Vec::new(), None),
             };
             let skip = replay.last().map_or(0, |r| r.seq);
-            ((replay, gap), skip)
-        });
-        (conn, replay, gap)
+            let reset = resume.and_then(|r| r.reset());
+            let first = Resumed {
+                epoch: self.epoch(),
+                latest,
+                reset,
+                replay,
+                gap,
+            };
+            (first, skip)
+        })
     }
 
     /// Register with a first part decided by `first` (given the ring) atomically with the
@@ -542,7 +636,7 @@ impl Hub {
             r.extend(self.tail_gap(&local, since, upto));
             (r, g)
         } else {
-            let merged = merge_rings(&local, extra);
+            let merged = merge_rings(&local, extra, self.epoch());
             let (mut r, g) = replay_after(&merged, since);
             r.extend(self.tail_gap(&merged, since, upto));
             (r, g)
@@ -606,21 +700,25 @@ impl Hub {
     }
 
     /// /poll: ring messages with seq > since, as a JSON document (see contract).
-    pub fn poll_json(&self, since: u64) -> String {
-        self.poll_json_with(since, &[])
+    pub fn poll_json(&self, pos: Position) -> String {
+        self.poll_json_with(pos, &[])
     }
 
-    /// [`Hub::poll_json`] over the local ring merged with the cluster's (`extra`).
-    pub fn poll_json_with(&self, since: u64, extra: &[Round]) -> String {
+    /// [`Hub::poll_json`] over the local ring merged with the cluster's (`extra`). A
+    /// position from another epoch, or beyond what the server holds, is answered with
+    /// `"reset":true` and the ring from its start (as for since=0).
+    pub fn poll_json_with(&self, pos: Position, extra: &[Round]) -> String {
         let local = lock(&self.ring);
         let merged;
         let ring = if extra.is_empty() {
             &*local
         } else {
-            merged = merge_rings(&local, extra);
+            merged = merge_rings(&local, extra, self.epoch());
             &merged
         };
         let snapshot = self.cfg.delivery == super::session::Delivery::Snapshot;
+        let resume = epoch::decide(pos, self.epoch(), self.latest_held(ring));
+        let since = resume.since();
         let (mut latest, mut oldest, mut gap, served) = poll_view(ring, since, snapshot);
         if let Some(g) = self
             .tail_gap(ring, since, u64::MAX)
@@ -630,7 +728,9 @@ impl Hub {
             (latest, oldest, gap) = (g.seq, Some(g.seq + 1), true);
         }
         let mut out = format!(
-            "{{\"latest\":{latest},\"gap\":{gap},\"oldest\":{},\"messages\":[",
+            "{{\"epoch\":\"{}\",\"reset\":{},\"latest\":{latest},\"gap\":{gap},\"oldest\":{},\"messages\":[",
+            self.epoch(),
+            resume.reset().is_some(),
             oldest.map_or("null".to_string(), |o| o.to_string())
         );
         let mut first = true;
@@ -800,7 +900,7 @@ impl Hub {
                 // One path: the round comes back to every node, this one included.
                 Some(c) => c.emit(ts),
                 None => {
-                    let round = Round::build(self.cfg.size, self.cfg.text, seq, ts);
+                    let round = self.round(seq, ts);
                     self.clone().deliver(round, true).await;
                 }
             }
@@ -858,7 +958,7 @@ impl Hub {
         let mut failed = Vec::new();
         let remove_slow = self.cfg.delivery == super::session::Delivery::Snapshot;
         for c in conns {
-            if round.seq <= c.skip_until {
+            if round.seq <= c.skip_until.load(Relaxed) {
                 continue;
             }
             match self.offer_one(c, round) {
@@ -958,7 +1058,7 @@ impl Hub {
             let conns = lock(&self.conns);
             for (i, c) in conns.values().enumerate() {
                 c.last_offered.store(round.seq, Relaxed);
-                if round.seq <= c.skip_until {
+                if round.seq <= c.skip_until.load(Relaxed) {
                     continue;
                 }
                 if c.transport == Transport::Raw {
@@ -1002,7 +1102,6 @@ async fn sleep_precisely_until(due: tokio::time::Instant) {
     }
 }
 
-/// The local ring and the cluster's, by seq, without duplicates.
 /// The seqs a full queue's marker covers after dropping round `seq`: from the queued
 /// tail's next seq (or the marker's start, when drops already follow it) to `seq`. Not
 /// from `seq` itself: a cluster gap round (seq = the end of its range) stands for every
@@ -1011,8 +1110,12 @@ fn dropped_range(tail_seq: u64, marked: Option<(u64, u64)>, seq: u64) -> (u64, u
     (marked.map_or(tail_seq.saturating_add(1), |g| g.0), seq)
 }
 
-fn merge_rings(local: &VecDeque<Round>, extra: &[Round]) -> VecDeque<Round> {
-    let mut m: BTreeMap<u64, Round> = extra.iter().map(|r| (r.seq, r.clone())).collect();
+/// The local ring and the cluster's, by seq, without duplicates. Rounds of `extra` from
+/// another epoch than `epoch` are left out: the cluster's ring was read before an epoch
+/// reset that came while the client registered.
+fn merge_rings(local: &VecDeque<Round>, extra: &[Round], epoch: Epoch) -> VecDeque<Round> {
+    let ours = extra.iter().filter(|r| r.epoch == epoch);
+    let mut m: BTreeMap<u64, Round> = ours.map(|r| (r.seq, r.clone())).collect();
     m.extend(local.iter().map(|r| (r.seq, r.clone())));
     m.into_values().collect()
 }
@@ -1072,7 +1175,8 @@ mod tests {
     use super::*;
 
     fn ring(seqs: std::ops::RangeInclusive<u64>) -> VecDeque<Round> {
-        seqs.map(|s| Round::build(64, false, s, s * 100)).collect()
+        seqs.map(|s| Round::build(64, false, Epoch(1), s, s * 100))
+            .collect()
     }
 
     #[test]
@@ -1083,6 +1187,17 @@ mod tests {
         let (r, gap) = replay_after(&ring(5..=10), 4);
         assert_eq!(r.len(), 6);
         assert_eq!(gap, None);
+    }
+
+    #[test]
+    fn rounds_of_another_epoch_never_join_the_ring() {
+        let local = ring(5..=6);
+        let stale: Vec<Round> = (3..=4)
+            .map(|s| Round::build(64, false, Epoch(2), s, s))
+            .collect();
+        let fresh: Vec<Round> = ring(3..=4).into_iter().collect();
+        assert_eq!(merge_rings(&local, &stale, Epoch(1)).len(), 2);
+        assert_eq!(merge_rings(&local, &fresh, Epoch(1)).len(), 4);
     }
 
     #[test]
@@ -1133,7 +1248,7 @@ mod tests {
 
     #[test]
     fn round_encodings_agree() {
-        let r = Round::build(1024, false, 3, 77);
+        let r = Round::build(1024, false, Epoch(0xab), 3, 77);
         // ws: 4-byte header for 1024 B, then the binary payload.
         assert_eq!(r.ws.len(), 1028);
         assert_eq!(payload::decode(&r.ws[4..]), Some((3, 77)));
@@ -1142,7 +1257,9 @@ mod tests {
             payload::decode_text(std::str::from_utf8(&r.json).unwrap()),
             Some((3, 77))
         );
-        assert!(r.sse.starts_with(b"id: 3\ndata: {\"seq\":3,"));
+        assert!(r
+            .sse
+            .starts_with(b"id: 3@00000000000000ab\ndata: {\"seq\":3,"));
         assert!(r.sse.ends_with(b"\n\n"));
     }
 }

@@ -4,6 +4,7 @@ pub mod access;
 pub mod cluster;
 pub mod config;
 pub mod echo;
+pub mod epoch;
 pub mod garbage;
 pub mod http;
 pub mod hub;
@@ -116,6 +117,10 @@ async fn serve(
     if let Some(cc) = &cfg.cluster {
         eprintln!("  {}", cc.banner());
     }
+    eprintln!(
+        "  epoch {} (SSE ids SEQ@EPOCH; a resume from another epoch gets a reset marker)",
+        hub.epoch()
+    );
     if let Some(o) = &cfg.cors {
         eprintln!("  CORS: Access-Control-Allow-Origin: {o} on /sse, /poll, /metrics");
     }

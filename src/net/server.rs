@@ -1,5 +1,6 @@
 //! Listeners, HTTP routing, and the per-connection tasks (WebSocket, SSE, raw floor).
 use super::config::Strategy;
+use super::epoch::Position;
 use super::http::{self, ReadError, Request};
 use super::hub::{CloseReason, Conn, Hub, Transport};
 use super::inbox::{Inbox, ReadEnd};
@@ -213,10 +214,10 @@ fn route(hub: &Hub, req: &Request) -> (u16, &'static str, String) {
                 + &super::work::metrics()
                 + &super::cluster::metrics(hub),
         ),
-        ("/poll", true) => match req.query_param("since").map(|v| session::resume_id(&v)) {
-            Some(since) => {
+        ("/poll", true) => match resume_position(req) {
+            Some(pos) => {
                 hub.counters.polls.fetch_add(1, Relaxed);
-                (200, JSON, hub.poll_json(since))
+                (200, JSON, hub.poll_json(pos))
             }
             None => (400, TEXT, "/poll needs ?since=SEQ\n".into()),
         },
@@ -249,6 +250,14 @@ fn route(hub: &Hub, req: &Request) -> (u16, &'static str, String) {
                 .into(),
         ),
     }
+}
+
+/// `?since=SEQ&epoch=E` (or `since=SEQ@E`) of `/poll` and `/ws`: where the client is;
+/// None without since.
+pub(crate) fn resume_position(req: &Request) -> Option<Position> {
+    let epoch = req.query_param("epoch");
+    let since = req.query_param("since")?;
+    Some(Position::with_epoch(&since, epoch.as_deref()))
 }
 
 /// The client's handshake checked (RFC 6455 4.2.1): its Sec-WebSocket-Key, or the response
@@ -320,9 +329,9 @@ async fn accept_ws(hub: &Hub, stream: &TcpStream, req: Request) -> bool {
 }
 
 async fn upgrade_ws(hub: Arc<Hub>, stream: TcpStream, req: Request, leftover: Vec<u8>) {
-    // Resume like SSE's Last-Event-ID: `/ws?since=SEQ`; an id that is not a number is an
-    // unknown position (the whole ring after a gap marker), as for SSE.
-    let since = req.query_param("since").map(|v| session::resume_id(&v));
+    // Resume like SSE's Last-Event-ID: `/ws?since=SEQ&epoch=E`; an id that is not a
+    // number is an unknown position (the whole ring after a gap marker), as for SSE.
+    let since = resume_position(&req);
     let presented = req.query_param("session");
     // At --max-sessions a new session is refused before the handshake is answered.
     if let Err(r) = hub.sessions.check(presented.as_deref()) {
@@ -334,8 +343,9 @@ async fn upgrade_ws(hub: Arc<Hub>, stream: TcpStream, req: Request, leftover: Ve
     }
     let conn = match hub.cfg.delivery {
         Delivery::SessionAck => {
+            let ack = session::ack_from(hub.epoch(), since);
             let registered =
-                session::register(&hub, stream, Transport::Ws, presented.as_deref(), since);
+                session::register(&hub, stream, Transport::Ws, presented.as_deref(), ack);
             let (conn, replay, gap, hello) = match registered {
                 Ok(r) => r,
                 // Another client took the last place since the check: 1013 Try Again Later.
@@ -353,16 +363,25 @@ async fn upgrade_ws(hub: Arc<Hub>, stream: TcpStream, req: Request, leftover: Ve
             conn
         }
         _ if since.is_none() && hub.cfg.delivery == Delivery::SeqRing => {
-            session::register_ws(&hub, stream)
+            let (conn, hello) = session::register_ws(&hub, stream);
+            if !ws_replay(&hub, &conn, &hello, &[], None).await {
+                hub.deregister(&conn, CloseReason::Peer, 0);
+                return;
+            }
+            conn
         }
         _ => {
             let extra = match since {
-                Some(s) => super::cluster::resume_from(&hub, s).await,
+                Some(p) => super::cluster::resume_from(&hub, p.seq).await,
                 None => Vec::new(),
             };
-            let (conn, replay, gap) =
-                hub.register_resume_with(stream, Transport::Ws, since, &extra);
-            if !ws_replay(&hub, &conn, &[], &replay, gap).await {
+            let (conn, first) = hub.register_resume_with(stream, Transport::Ws, since, &extra);
+            // The hello, then a reset marker if the position was not this server's.
+            let mut head = super::epoch::ws_hello(first.epoch, first.latest);
+            if let Some(r) = first.reset {
+                head.extend_from_slice(&r.ws());
+            }
+            if !ws_replay(&hub, &conn, &head, &first.replay, first.gap).await {
                 hub.deregister(&conn, CloseReason::Peer, 0);
                 return;
             }
@@ -453,9 +472,9 @@ async fn ws_loop(hub: &Hub, conn: &Conn, leftover: Vec<u8>) -> (CloseReason, u64
             .await;
             return (CloseReason::Shutdown, 0);
         }
-        if let Some(since) = control.resume.take() {
-            let extra = super::cluster::resume_from(hub, since).await;
-            if let Some(b) = session::ws_resume_reply(hub, conn.id, since, &extra) {
+        if let Some(pos) = control.resume.take() {
+            let extra = super::cluster::resume_from(hub, pos.seq).await;
+            if let Some(b) = session::ws_resume_reply(hub, conn.id, pos, &extra) {
                 control.extra.extend_from_slice(&b);
             }
         }
@@ -539,8 +558,8 @@ struct Pending {
     close: Option<u16>,
     /// Frames answering a client message (a resume message's replay).
     extra: Vec<u8>,
-    /// A resume message's seq, to answer from the cluster's Redis ring.
-    resume: Option<u64>,
+    /// A resume message's position, to answer from the cluster's Redis ring.
+    resume: Option<Position>,
 }
 
 impl Pending {
@@ -613,12 +632,13 @@ async fn serve_sse(hub: Arc<Hub>, stream: TcpStream, req: Request) {
         send(&stream, &http::error(405, "GET /sse")).await;
         return;
     }
-    // Not a number: an unknown position, answered with the whole ring after a gap marker.
+    // `SEQ@EPOCH` (our ids) or a bare seq; not a number: an unknown position, answered
+    // with the whole ring after a gap marker.
     let last_id = req
         .header("last-event-id")
         .map(str::to_string)
         .or_else(|| req.query_param("last_event_id"))
-        .map(|v| session::resume_id(&v));
+        .map(|v| Position::parse(&v));
     let presented = req.query_param("session");
     if hub.is_shutting_down() {
         return;
@@ -638,8 +658,8 @@ async fn serve_sse(hub: Arc<Hub>, stream: TcpStream, req: Request) {
     }
     head.push_str("\r\n");
     let (conn, replay, gap) = if hub.cfg.delivery == Delivery::SessionAck {
-        let registered =
-            session::register(&hub, stream, Transport::Sse, presented.as_deref(), last_id);
+        let ack = session::ack_from(hub.epoch(), last_id);
+        let registered = session::register(&hub, stream, Transport::Sse, presented.as_deref(), ack);
         let (conn, replay, gap, hello) = match registered {
             Ok(r) => r,
             Err((stream, r)) => return refuse(&hub, &stream, r).await,
@@ -648,10 +668,14 @@ async fn serve_sse(hub: Arc<Hub>, stream: TcpStream, req: Request) {
         (conn, replay, gap)
     } else {
         let extra = match last_id {
-            Some(id) => super::cluster::resume_from(&hub, id).await,
+            Some(p) => super::cluster::resume_from(&hub, p.seq).await,
             None => Vec::new(),
         };
-        hub.register_resume_with(stream, Transport::Sse, last_id, &extra)
+        let (conn, first) = hub.register_resume_with(stream, Transport::Sse, last_id, &extra);
+        if let Some(r) = first.reset {
+            head.push_str(&r.sse());
+        }
+        (conn, first.replay, first.gap)
     };
     let (reason, in_flight) = sse_loop(&hub, &conn, &head, replay, gap).await;
     hub.deregister(&conn, reason, in_flight);

@@ -2,6 +2,7 @@
 //! per client: a bounded queue of unacked messages kept while it is away, acks by seq,
 //! expiry after `--session-ttl`) and `--delivery snapshot` (the latest message first).
 //! The hub calls in at four points: publish, register, deregister and snapshot.
+use super::epoch::{self, Epoch, Position};
 use super::http::Request;
 use super::hub::{lock, Conn, Hub, Round, Transport};
 use super::payload;
@@ -52,11 +53,11 @@ pub fn parse_ring(s: &str) -> Result<RingSize, String> {
     crate::units::parse_size(t).map(RingSize::Bytes)
 }
 
-/// A resume id as the client sent it: a number, or anything else, which the server
-/// answers as an unknown position (replay the whole ring after a gap marker from seq 1),
-/// never with an error.
-pub fn resume_id(v: &str) -> u64 {
-    v.trim().parse().unwrap_or(0)
+/// The seq a session-ack client acks implicitly by resuming (Last-Event-ID, `since`):
+/// none when the position is from another epoch (its seqs are not this server's).
+pub fn ack_from(epoch: Epoch, pos: Option<Position>) -> Option<u64> {
+    pos.filter(|p| p.epoch.is_none_or(|e| e == epoch))
+        .map(|p| p.seq)
 }
 
 /// Snapshot delivery: the latest message, unless the client already has it.
@@ -242,12 +243,18 @@ impl Refused {
 pub struct Hello {
     pub session: String,
     pub reset: bool,
+    /// The server's epoch (set by [`register`]; sessions live in one instance's memory,
+    /// so a restarted server knows none of the old ones: they get reset: true).
+    pub epoch: Option<Epoch>,
 }
 
 impl Hello {
     pub fn json(&self) -> String {
+        let epoch = self
+            .epoch
+            .map_or(String::new(), |e| format!(",\"epoch\":\"{e}\""));
         format!(
-            "{{\"session\":\"{}\",\"reset\":{}}}",
+            "{{\"session\":\"{}\",\"reset\":{}{epoch}}}",
             self.session, self.reset
         )
     }
@@ -317,6 +324,20 @@ impl Sessions {
         self.admit(&mut g, Instant::now())
     }
 
+    /// An epoch reset (a cluster's seqs start over): every session's queue holds seqs of
+    /// the old epoch, so every session goes; a client presenting one gets a new session
+    /// with reset: true (a connected one was just sent a reset marker).
+    pub fn reset_all(&self) {
+        lock(&self.joined).clear();
+        if !self.enabled {
+            return;
+        }
+        let mut g = lock(&self.inner);
+        let n = g.by_id.len() as u64;
+        *g = Inner::default();
+        self.expired.fetch_add(n, Relaxed);
+    }
+
     /// The publisher's hook: queue the round in every session (connected or away).
     pub fn publish(&self, r: &Round) {
         if !self.enabled {
@@ -381,12 +402,17 @@ impl Sessions {
             .map(|e| payload::decode(&e.payload).unwrap_or((e.seq, e.ts)))
             .collect();
         let gap = s.gap();
-        Ok((Hello { session: id, reset }, replay, gap))
+        let hello = Hello {
+            session: id,
+            reset,
+            epoch: None,
+        };
+        Ok((hello, replay, gap))
     }
 
     /// Encode a replay from a session's (seq, ts) pairs.
-    fn encode(&self, replay: &[(u64, u64)]) -> Vec<Round> {
-        let b = |&(seq, ts): &(u64, u64)| Round::build(self.size, self.text, seq, ts);
+    fn encode(&self, epoch: Epoch, replay: &[(u64, u64)]) -> Vec<Round> {
+        let b = |&(seq, ts): &(u64, u64)| Round::build(self.size, self.text, epoch, seq, ts);
         replay.iter().map(b).collect()
     }
 
@@ -487,14 +513,21 @@ impl Sessions {
 
     /// `/poll?session=ID&since=SEQ` under session-ack: `since` acks, the answer holds the
     /// session's unacked messages after it and the usual keys, plus `session` and `reset`.
-    fn poll(&self, presented: Option<&str>, since: Option<u64>) -> Result<String, Refused> {
-        let (hello, replay, gap) = self.attach_as(presented, since, true)?;
-        let replay = self.encode(&replay);
-        let since = since.unwrap_or(0);
+    fn poll(
+        &self,
+        presented: Option<&str>,
+        pos: Option<Position>,
+        epoch: Epoch,
+    ) -> Result<String, Refused> {
+        let ack = ack_from(epoch, pos);
+        let (hello, replay, gap) = self.attach_as(presented, ack, true)?;
+        let replay = self.encode(epoch, &replay);
+        // A new session, or a position from another epoch: what it holds is all owed.
+        let since = ack.filter(|_| !hello.reset).unwrap_or(0);
         let mut out = format!(
-            "{{\"session\":\"{}\",\"reset\":{},\"latest\":{},\"gap\":{},\"oldest\":{},\"messages\":[",
+            "{{\"session\":\"{}\",\"reset\":{},\"epoch\":\"{epoch}\",\"latest\":{},\"gap\":{},\"oldest\":{},\"messages\":[",
             hello.session,
-            hello.reset,
+            hello.reset || pos.is_some_and(|p| p.epoch.is_some_and(|e| e != epoch)),
             replay.last().map_or(since, |r| r.seq),
             gap.is_some(),
             gap.map(|g| g.1 + 1)
@@ -556,34 +589,38 @@ pub fn register(
     presented: Option<&str>,
     ack_upto: Option<u64>,
 ) -> Result<Registered, (TcpStream, Refused)> {
-    let (conn, (hello, replay, gap)) = hub.try_register_with(stream, transport, |_| {
+    let (conn, (mut hello, replay, gap)) = hub.try_register_with(stream, transport, |_| {
         let a = hub.sessions.attach(presented, ack_upto)?;
         let skip = a.1.last().map_or(0, |r| r.0);
         Ok((a, skip))
     })?;
     hub.sessions.bind(conn.id, &hello.session);
-    Ok((conn, hub.sessions.encode(&replay), gap, hello))
+    let epoch = hub.epoch();
+    hello.epoch = Some(epoch);
+    Ok((conn, hub.sessions.encode(epoch, &replay), gap, hello))
 }
 
 /// Register a plain `/ws` client (no `since`) that may resume with a message: remember
-/// the ring's last seq at the moment it joined.
-pub fn register_ws(hub: &Hub, stream: TcpStream) -> Arc<Conn> {
+/// the ring's last seq at the moment it joined. Returns its hello (the first frame:
+/// epoch and that seq); the connection stays "writing" until the caller has sent it.
+pub fn register_ws(hub: &Hub, stream: TcpStream) -> (Arc<Conn>, Vec<u8>) {
     // A cluster node's last delivery may be a gap marker, which never enters the ring:
     // the client joined after it, so a resume owes that gap too.
-    let (conn, joined) = hub.register_with(stream, Transport::Ws, |ring| {
+    let (conn, (epoch, joined)) = hub.register_with(stream, Transport::Ws, |ring| {
         let back = ring.back().map_or(0, |r| r.seq);
         let marked = hub.cluster.get().map_or(0, |c| c.last_seq.load(Relaxed));
-        (back.max(marked), 0)
+        ((hub.epoch(), back.max(marked)), 0)
     });
     lock(&hub.sessions.joined).insert(conn.id, joined);
-    conn.done_writing();
-    conn
+    (conn, epoch::ws_hello(epoch, joined))
 }
 
 /// A WebSocket text message from a client. session-ack: `{"ack":SEQ}` acks up to SEQ.
-/// seq-ring: `{"since":SEQ}` (the resume message, for clients that cannot set the URL;
-/// once per connection) returns what to send: the gap marker and the ring after SEQ up to
-/// where the client joined. Anything else is ignored, as before.
+/// seq-ring: `{"since":SEQ,"epoch":"E"}` (the resume message, for clients that cannot set
+/// the URL; once per connection) returns what to send: a reset marker if SEQ is from
+/// another epoch or beyond where the client joined, the gap marker and the ring after SEQ
+/// (from its start after a reset) up to where the client joined. Anything else is
+/// ignored, as before.
 pub fn on_ws_text(hub: &Hub, conn: u64, text: &[u8]) -> Option<Vec<u8>> {
     let v: serde_json::Value = serde_json::from_slice(text).ok()?;
     match hub.cfg.delivery {
@@ -597,19 +634,27 @@ pub fn on_ws_text(hub: &Hub, conn: u64, text: &[u8]) -> Option<Vec<u8>> {
     }
 }
 
-/// The seq of a resume message `{"since":SEQ}` (a string is read as a resume id).
-fn resume_since(v: &serde_json::Value) -> Option<u64> {
-    Some(match v.get("since")? {
-        serde_json::Value::String(s) => resume_id(s),
-        n => n.as_u64().unwrap_or(0),
-    })
+/// The position of a resume message `{"since":SEQ,"epoch":"E"}` (a string since is read
+/// as a resume id, `SEQ@EPOCH` included; the epoch is optional, as for old clients).
+fn resume_since(v: &serde_json::Value) -> Option<Position> {
+    let mut p = match v.get("since")? {
+        serde_json::Value::String(s) => Position::parse(s),
+        n => Position {
+            seq: n.as_u64().unwrap_or(0),
+            epoch: None,
+        },
+    };
+    if let Some(e) = v.get("epoch") {
+        p.epoch = Some(e.as_str().map_or(Epoch::FOREIGN, Epoch::parse));
+    }
+    Some(p)
 }
 
 /// A resume message under seq-ring with a cluster: its seq, for the caller to fetch the
 /// Redis ring (async) and answer with [`ws_resume_reply`]. None: not one, or no cluster.
 /// Only the first resume message of a connection is answered: a repeated one would cost a
 /// Redis read and a replay each time, for nothing.
-pub fn cluster_resume_since(hub: &Hub, conn: u64, text: &[u8]) -> Option<u64> {
+pub fn cluster_resume_since(hub: &Hub, conn: u64, text: &[u8]) -> Option<Position> {
     if hub.cluster.get().is_none()
         || hub.cfg.delivery != Delivery::SeqRing
         || !lock(&hub.sessions.joined).contains_key(&conn)
@@ -623,13 +668,14 @@ pub fn cluster_resume_since(hub: &Hub, conn: u64, text: &[u8]) -> Option<u64> {
 /// (merged with `extra`, the cluster's) after `since` up to where the client joined. A
 /// cluster node that had delivered nothing when the client joined will never deliver what
 /// the Stream already held: all of it is replayed.
-pub fn ws_resume_reply(hub: &Hub, conn: u64, since: u64, extra: &[Round]) -> Option<Vec<u8>> {
+pub fn ws_resume_reply(hub: &Hub, conn: u64, pos: Position, extra: &[Round]) -> Option<Vec<u8>> {
     let upto = match lock(&hub.sessions.joined).remove(&conn)? {
         0 => extra.last().map_or(0, |r| r.seq),
         j => j,
     };
-    let (replay, gap) = hub.replay_between(since, upto, extra);
-    let mut out = Vec::new();
+    let resume = epoch::decide(pos, hub.epoch(), upto);
+    let (replay, gap) = hub.replay_between(resume.since(), upto, extra);
+    let mut out = resume.reset().map_or(Vec::new(), |r| r.ws());
     if let Some((a, b)) = gap {
         let marker = format!("{{\"from\":{a},\"to\":{b}}}");
         out.extend_from_slice(&super::wsframe::frame(
@@ -675,10 +721,10 @@ pub fn route(hub: &Hub, req: &Request) -> Option<(u16, &'static str, String)> {
         "/poll" if on && (req.method == "GET" || req.method == "HEAD") => {
             let presented = req.query_param("session")?;
             hub.counters.polls.fetch_add(1, Relaxed);
-            let since = req.query_param("since").map(|v| resume_id(&v));
+            let since = super::server::resume_position(req);
             let presented = Some(presented.as_str()).filter(|p| !p.is_empty());
             // A refusal's Retry-After header is added by the caller (`retry_after`).
-            Some(match hub.sessions.poll(presented, since) {
+            Some(match hub.sessions.poll(presented, since, hub.epoch()) {
                 Ok(body) => (200, JSON, body),
                 Err(r) => (503, JSON, refused_json(r, hub.sessions.max())),
             })
@@ -847,7 +893,7 @@ mod tests {
     }
 
     fn round(seq: u64) -> Round {
-        Round::build(64, false, seq, seq * 10)
+        Round::build(64, false, Epoch(1), seq, seq * 10)
     }
 
     #[test]
@@ -872,11 +918,12 @@ mod tests {
             h2,
             Hello {
                 session: h.session.clone(),
-                reset: false
+                reset: false,
+                epoch: None,
             }
         );
         assert_eq!(replay, [(4, 40), (5, 50)]);
-        assert_eq!(s.encode(&replay)[1].seq, 5);
+        assert_eq!(s.encode(Epoch(1), &replay)[1].seq, 5);
         assert!(gap.is_none());
         // A seq never sent, or an unknown session: ignored and counted.
         s.ack(&h.session, 99);
@@ -946,9 +993,20 @@ mod tests {
         assert_eq!(parse_ring("1024"), Ok(RingSize::Messages(1024)));
         assert_eq!(parse_ring("100KiB").unwrap().messages(1024), 100);
         assert!(parse_ring("x").is_err());
-        assert_eq!(resume_id(" 42 "), 42);
-        assert_eq!(resume_id("abc"), 0);
-        assert_eq!(resume_id("-1"), 0);
+        // A resume from another epoch acks nothing; a bare number or the same epoch does.
+        let at = |seq, epoch| Some(Position { seq, epoch });
+        assert_eq!(ack_from(Epoch(1), at(5, Some(Epoch(2)))), None);
+        assert_eq!(ack_from(Epoch(1), at(5, Some(Epoch(1)))), Some(5));
+        assert_eq!(ack_from(Epoch(1), at(5, None)), Some(5));
+        let hello = Hello {
+            session: "s".into(),
+            reset: true,
+            epoch: Some(Epoch(3)),
+        };
+        assert_eq!(
+            hello.json(),
+            "{\"session\":\"s\",\"reset\":true,\"epoch\":\"0000000000000003\"}"
+        );
         let ring: VecDeque<Round> = (3..=5).map(round).collect();
         assert_eq!(snapshot_replay(&ring, None).0[0].seq, 5);
         assert_eq!(snapshot_replay(&ring, Some(2)).0[0].seq, 5);

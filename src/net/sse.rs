@@ -1,12 +1,17 @@
 //! Server-Sent Events wire format: event encoding (server) and an incremental parser
 //! (clients: bench load generator, verify, tests).
 //!
-//! Our events are `id: <seq>\ndata: <JSON {"seq":..,"ts":..,"pad":".."}>\n\n`; decode the
-//! data with [`crate::net::payload::decode_text`].
+//! Our events are `id: <seq>@<epoch>\ndata: <JSON {"seq":..,"ts":..,"pad":".."}>\n\n`
+//! (see [`crate::net::epoch`]); decode the data with [`crate::net::payload::decode_text`].
 
-/// One SSE event as written by the server.
+/// One SSE event with a plain numeric id.
 pub fn encode_event(seq: u64, data: &str) -> String {
     format!("id: {seq}\ndata: {data}\n\n")
+}
+
+/// One SSE event as written by the server: its id is `SEQ@EPOCH`.
+pub fn encode_event_in(epoch: super::epoch::Epoch, seq: u64, data: &str) -> String {
+    format!("id: {seq}@{epoch}\ndata: {data}\n\n")
 }
 
 /// A parsed event: the last `id:` seen (SSE semantics: it persists) and the joined data.

@@ -34,6 +34,15 @@ pub fn judge(r: &ResumeObs) -> (Status, String) {
             format!("no event within {} after reconnecting", fmt_s(waited)),
         );
     };
+    if first.name.as_deref() == Some("reset") {
+        return (
+            Status::Warn,
+            format!(
+                "a reset marker came first after Last-Event-ID {}: the server restarted (or no longer holds that id) and said so",
+                r.sent
+            ),
+        );
+    }
     if first.name.as_deref() == Some("gap") {
         return (
             Status::Warn,
@@ -53,7 +62,9 @@ pub fn judge(r: &ResumeObs) -> (Status, String) {
             ),
         );
     }
-    match (r.sent.parse::<u64>(), got.parse::<u64>()) {
+    // `SEQ@EPOCH` ids (rtcheck serve's) compare by their seq.
+    let seq = |id: &str| id.split('@').next().unwrap_or(id).parse::<u64>();
+    match (seq(&r.sent), seq(&got)) {
         (Ok(a), Ok(b)) if b == a.saturating_add(1) => (
             Status::Pass,
             format!("replayed from Last-Event-ID {a}: event {b} first"),
@@ -174,5 +185,17 @@ mod tests {
         );
         assert_eq!(judge(&after("10", None, None)).0, Status::Warn);
         assert_eq!(judge(&after("a", None, Some(("c", None)))).0, Status::Warn);
+        // rtcheck serve's ids: SEQ@EPOCH, compared by their seq.
+        assert_eq!(
+            judge(&after("10@ab", None, Some(("11@ab", None)))).0,
+            Status::Pass
+        );
+        let (st, text) = judge(&after("10@ab", None, Some(("50@ab", None))));
+        assert_eq!(st, Status::Fail);
+        assert!(text.contains("39 lost"), "{text}");
+        // A restarted server that says so.
+        let (st, text) = judge(&after("10@ab", None, Some(("x", Some("reset")))));
+        assert_eq!(st, Status::Warn);
+        assert!(text.contains("reset marker"), "{text}");
     }
 }

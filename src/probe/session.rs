@@ -392,6 +392,13 @@ pub fn record_frames(
                 return Some(Ending::CloseFrame(code));
             }
             wsframe::OP_PONG => {}
+            // rtcheck serve's hello (`{"epoch":..,"latest":..}`) or a reset marker: not
+            // an event of the stream.
+            wsframe::OP_TEXT
+                if std::str::from_utf8(&f.payload)
+                    .ok()
+                    .and_then(crate::net::epoch::parse_marker)
+                    .is_some() => {}
             op => {
                 let seq_ts = if op == wsframe::OP_BINARY {
                     payload::decode(&f.payload)

@@ -133,11 +133,24 @@ pub fn start(
     want: usize,
     wait: &Budget,
 ) -> anyhow::Result<ServeChild> {
+    start_at("127.0.0.1:0", flags, dir, want, wait)
+}
+
+/// [`start`] on `listen` (a restart on the port a server just left).
+pub fn start_at(
+    listen: &str,
+    flags: &[String],
+    dir: &Path,
+    want: usize,
+    wait: &Budget,
+) -> anyhow::Result<ServeChild> {
     let addr_file = dir.join("addr");
+    // A previous server's address file must not be read as this one's.
+    let _ = std::fs::remove_file(&addr_file);
     let log = dir.join("server.log");
     let logf = std::fs::File::create(&log).with_context(|| log.display().to_string())?;
     let mut cmd = Command::new(exe()?);
-    cmd.args(["serve", "--listen", "127.0.0.1:0", "--exit-with-parent"])
+    cmd.args(["serve", "--listen", listen, "--exit-with-parent"])
         .arg("--addr-file")
         .arg(&addr_file)
         .args(flags)

@@ -41,11 +41,16 @@ pub struct Server {
 
 impl Server {
     pub fn start(args: &[&str]) -> Server {
+        Server::start_at("127.0.0.1:0", args)
+    }
+
+    /// [`Server::start`] on a given listen address (a restart on the same port).
+    pub fn start_at(listen: &str, args: &[&str]) -> Server {
         let dir = tempfile::tempdir().unwrap();
         let addr_file = dir.path().join("addr");
         let stderr = std::fs::File::create(dir.path().join("stderr")).unwrap();
         let child = Command::new(assert_cmd::cargo::cargo_bin("rtcheck"))
-            .args(["serve", "--listen", "127.0.0.1:0", "--exit-with-parent"])
+            .args(["serve", "--listen", listen, "--exit-with-parent"])
             .env_remove("RTCHECK_CONTROL_TOKEN")
             .arg("--addr-file")
             .arg(&addr_file)

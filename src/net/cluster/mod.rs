@@ -181,8 +181,24 @@ pub struct Cluster {
     /// Unpublished rounds not yet reserved as a gap in the global seq (see
     /// [`store::publisher`]).
     pub unpublished: AtomicU64,
-    /// The highest seq this node has delivered (a publish never reuses one below it).
+    /// The highest seq this node has delivered in its epoch (a publish never reuses one
+    /// below it); 0 again after an epoch reset.
     pub last_seq: AtomicU64,
+    /// The epoch and highest seq of this node's own publishes (the floor of the next one,
+    /// with `last_seq`: its relay may lag its publishes).
+    pub published: Mutex<(crate::net::epoch::Epoch, u64)>,
+    /// Times this node moved to a new epoch (its clients each got a reset marker), and
+    /// the last move: (from, to, when).
+    pub epoch_resets: AtomicU64,
+    pub last_reset: Mutex<
+        Option<(
+            crate::net::epoch::Epoch,
+            crate::net::epoch::Epoch,
+            std::time::Instant,
+        )>,
+    >,
+    /// The cluster's epoch as the last heartbeat read it (0: Redis holds none).
+    pub redis_epoch: AtomicU64,
     pub last_error: Mutex<String>,
     /// Stream cap: the node's --ring.
     pub ring: usize,
@@ -252,12 +268,22 @@ pub async fn start(hub: &Arc<Hub>, cfg: ClusterConfig) -> anyhow::Result<Arc<Clu
         publish_failures: AtomicU64::new(0),
         unpublished: AtomicU64::new(0),
         last_seq: AtomicU64::new(0),
+        published: Mutex::new((crate::net::epoch::Epoch::FOREIGN, 0)),
+        epoch_resets: AtomicU64::new(0),
+        last_reset: Mutex::new(None),
+        redis_epoch: AtomicU64::new(0),
         last_error: Mutex::new(String::new()),
         ring: hub.cfg.ring,
         present: Mutex::new(Default::default()),
         out: tx,
         deliver_lock: tokio::sync::Mutex::new(()),
     });
+    // The cluster's epoch before any client: seqs are numbered in it.
+    let epoch = store::join_epoch(&c)
+        .await
+        .map_err(|e| anyhow::anyhow!("--redis {}: reading the epoch: {e}", redact(&c.cfg.url)))?;
+    hub.reset_epoch(epoch);
+    c.redis_epoch.store(epoch.0, Relaxed);
     let _ = hub.cluster.set(c.clone());
     let ready = Arc::new(tokio::sync::Notify::new());
     tokio::spawn(store::relay(hub.clone(), c.clone(), ready.clone()));
@@ -275,6 +301,8 @@ pub fn gap_round(from: u64, to: u64) -> Round {
     Round {
         seq: to,
         ts: 0,
+        // A marker carries no id: its epoch is never written.
+        epoch: crate::net::epoch::Epoch::FOREIGN,
         ws: Bytes::from(wsframe::frame(wsframe::OP_TEXT, m.as_bytes())),
         sse: Bytes::from(format!("event: gap\ndata: {m}\n\n")),
         raw: Bytes::new(),
@@ -303,17 +331,22 @@ pub async fn resume_from(hub: &Hub, since: u64) -> Vec<Round> {
     let Some(c) = hub.cluster.get() else {
         return Vec::new();
     };
-    if hub
-        .ring_oldest()
-        .is_some_and(|o| o <= since.saturating_add(1))
+    // A client coming from a node further ahead may resume beyond this node's ring: the
+    // Stream then says whether its seq is held (or it would get a reset it is not owed).
+    let (_, latest) = hub.latest();
+    if since <= latest
+        && hub
+            .ring_oldest()
+            .is_some_and(|o| o <= since.saturating_add(1))
     {
         return Vec::new();
     }
-    match store::newest_after(c, since.saturating_add(1)).await {
+    // From `since` itself: a Stream whose newest is `since` holds the client's position.
+    match store::newest_after(c, hub.epoch(), since.max(1)).await {
         Ok(v) => v
             .into_iter()
             .filter(|&(_, ts)| ts != 0) // seqs reserved for unpublished rounds: a hole
-            .map(|(seq, ts)| Round::build(hub.cfg.size, hub.cfg.text, seq, ts))
+            .map(|(seq, ts)| hub.round(seq, ts))
             .collect(),
         Err(e) => {
             c.set_error(e);
@@ -337,10 +370,10 @@ pub async fn route(hub: &Arc<Hub>, req: &Request) -> Option<(u16, &'static str, 
         )),
         ("/presence", Some(c)) => Some((200, JSON, presence::json(hub, c).await)),
         ("/poll", Some(_)) if get => {
-            let since = req.query_param("since")?.parse::<u64>().ok()?;
-            let extra = resume_from(hub, since).await;
+            let pos = crate::net::server::resume_position(req)?;
+            let extra = resume_from(hub, pos.seq).await;
             hub.counters.polls.fetch_add(1, Relaxed);
-            Some((200, JSON, hub.poll_json_with(since, &extra)))
+            Some((200, JSON, hub.poll_json_with(pos, &extra)))
         }
         _ => None,
     }
@@ -351,9 +384,23 @@ pub async fn route(hub: &Arc<Hub>, req: &Request) -> Option<(u16, &'static str, 
 /// all and meet a reconnect storm when Redis returns; the node keeps its clients and
 /// catches them up from the Stream.
 pub fn health(hub: &Hub) -> (u16, String) {
+    let epoch = hub.epoch();
     match hub.cluster.get() {
         None => (200, "ok".into()),
-        Some(c) if c.redis_up() => (200, format!("ok (node {}, redis up)", c.cfg.node)),
+        // Redis moved to another epoch this node has not heard a round of yet: its clients
+        // are still on the old seqs (they get a reset marker with the first round).
+        Some(c) if c.redis_up() && !matches!(c.redis_epoch.load(Relaxed), 0) && c.redis_epoch.load(Relaxed) != epoch.0 => (
+            200,
+            format!(
+                "degraded: epoch behind (node {}, redis up): the cluster is in epoch {}, this node's clients still in {epoch}; they get a reset marker with its first round",
+                c.cfg.node,
+                crate::net::epoch::Epoch(c.redis_epoch.load(Relaxed))
+            ),
+        ),
+        Some(c) if c.redis_up() => (
+            200,
+            format!("ok (node {}, redis up, epoch {epoch}{})", c.cfg.node, last_reset(c)),
+        ),
         Some(c) => (
             200,
             format!(
@@ -363,6 +410,18 @@ pub fn health(hub: &Hub) -> (u16, String) {
                 lock(&c.last_error)
             ),
         ),
+    }
+}
+
+/// `; epoch reset from OLD N s ago (every client told)` for a minute after a reset: a
+/// deploy that restarted Redis and the publisher shows in /healthz, not only in the log.
+fn last_reset(c: &Cluster) -> String {
+    match *lock(&c.last_reset) {
+        Some((old, _, at)) if at.elapsed() < Duration::from_secs(60) => format!(
+            "; epoch reset from {old} {} s ago, every client sent a reset marker",
+            at.elapsed().as_secs()
+        ),
+        _ => String::new(),
     }
 }
 
@@ -389,6 +448,12 @@ pub fn metrics(hub: &Hub) -> String {
             "counter",
             "Rounds sent to clients as gap markers: no longer in the Stream when the link came back, or never published.",
             c.gap_messages.load(Relaxed),
+        ),
+        (
+            "rtcheck_epoch_resets_total",
+            "counter",
+            "Times this node moved to a new cluster epoch (Redis lost its seq counter, or seqs went backwards): every client sent a reset marker.",
+            c.epoch_resets.load(Relaxed),
         ),
         (
             "rtcheck_redis_publish_failures_total",

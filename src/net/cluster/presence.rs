@@ -79,6 +79,11 @@ pub async fn heartbeat(hub: Arc<Hub>, c: Arc<Cluster>) {
             Ok(Ok(())) => {
                 c.cmd_up.store(true, Relaxed);
                 *lock(&c.present) = now;
+                // The cluster's epoch, for /healthz (None: Redis lost it; the next publish
+                // revives or replaces it).
+                if let Ok(e) = super::store::read_epoch(&c).await {
+                    c.redis_epoch.store(e.map_or(0, |e| e.0), Relaxed);
+                }
             }
             Ok(Err(e)) => {
                 c.cmd_up.store(false, Relaxed);

@@ -2,7 +2,8 @@
 //! step), the relay (subscribe, catch up from the Stream, deliver in seq order, gap markers)
 //! and Stream reads for resume. Every Redis call is bounded by [`OP_TIMEOUT`].
 use super::{gap_round, Backoff, Cluster, PathMode};
-use crate::net::hub::{Hub, Round};
+use crate::net::epoch::Epoch;
+use crate::net::hub::Hub;
 use futures_util::StreamExt;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
@@ -14,22 +15,45 @@ pub const OP_TIMEOUT: Duration = Duration::from_secs(1);
 pub const SEQ_KEY: &str = "rtcheck:seq";
 /// The ring: a Stream whose entry ids are `SEQ-0`, capped at --ring entries.
 pub const RING_KEY: &str = "rtcheck:ring";
-/// The channel every node subscribes to: `SEQ TS NODE`.
+/// The channel every node subscribes to: `SEQ TS NODE EPOCH`.
 pub const ROUNDS_CHANNEL: &str = "rtcheck:rounds";
+/// The cluster's epoch (src/net/epoch.rs): the seqs of `rtcheck:seq` are numbered in it.
+pub const EPOCH_KEY: &str = "rtcheck:epoch";
+
+/// A node joining: the cluster's epoch, or (none in Redis: an empty Redis, or one that lost
+/// its keys) ARGV[1] as a new one, with the seq counter and the Stream cleared: whatever
+/// they held belongs to no epoch any more.
+const EPOCH_LUA: &str = r"
+local e = redis.call('GET', KEYS[1])
+if e then return e end
+redis.call('SET', KEYS[1], ARGV[1])
+redis.call('DEL', KEYS[2], KEYS[3])
+return ARGV[1]
+";
 
 /// INCR, XADD and PUBLISH in one script, so the Stream and the channel carry one order and
-/// two publishers never share a seq. ARGV[1] is the publisher's highest seen seq: after a
-/// Redis restart (no persistence) the counter starts above it instead of at 1.
+/// two publishers never share a seq. ARGV[6] is the publisher's epoch and ARGV[1] its
+/// high-water mark in it. A Redis that lost its keys (restarted without persistence) has no
+/// epoch: the publisher revives its own, and the counter starts above the mark instead of
+/// at 1, so the relays carry on (the seqs of the outage go out as a gap). A publisher of
+/// another epoch than the cluster's (it started before Redis lost its keys and another
+/// node made a new epoch since) publishes in the cluster's, from its counter: every
+/// relay, its own included, sees the new epoch and resets its clients.
 const PUBLISH_LUA: &str = r"
+local e = redis.call('GET', KEYS[3])
+if not e then
+  e = ARGV[6]
+  redis.call('SET', KEYS[3], e)
+end
 local s = redis.call('INCR', KEYS[1])
 local floor = tonumber(ARGV[1])
-if s <= floor then
+if e == ARGV[6] and s <= floor then
   s = floor + 1
   redis.call('SET', KEYS[1], s)
 end
-redis.call('XADD', KEYS[2], 'MAXLEN', ARGV[2], s .. '-0', 'ts', ARGV[3], 'node', ARGV[4])
-redis.call('PUBLISH', ARGV[5], s .. ' ' .. ARGV[3] .. ' ' .. ARGV[4])
-return s
+redis.call('XADD', KEYS[2], 'MAXLEN', ARGV[2], s .. '-0', 'ts', ARGV[3], 'node', ARGV[4], 'epoch', e)
+redis.call('PUBLISH', ARGV[5], s .. ' ' .. ARGV[3] .. ' ' .. ARGV[4] .. ' ' .. e)
+return {s, e}
 ";
 
 /// Reserve ARGV[2] seqs for rounds that were scheduled but never published (Redis was
@@ -37,7 +61,16 @@ return s
 /// The Stream gets one entry at TO with `ts` 0 (no round): a node that was away when the
 /// message went out finds it on its catch-up; the reserved seqs hold no round, so every
 /// reader marks them as a gap.
+/// Only in the publisher's epoch (ARGV[6]; revived, as by [`PUBLISH_LUA`], when Redis
+/// has none): rounds of an epoch the cluster left are owed to nobody (every client of it
+/// gets a reset), and 0 is returned.
 const RESERVE_LUA: &str = r"
+local e = redis.call('GET', KEYS[3])
+if not e then
+  e = ARGV[6]
+  redis.call('SET', KEYS[3], e)
+end
+if e ~= ARGV[6] then return 0 end
 local n = tonumber(ARGV[2])
 local s = redis.call('INCRBY', KEYS[1], n)
 local floor = tonumber(ARGV[1])
@@ -45,8 +78,8 @@ if s - n < floor then
   s = floor + n
   redis.call('SET', KEYS[1], s)
 end
-redis.call('XADD', KEYS[2], 'MAXLEN', ARGV[5], s .. '-0', 'ts', 0, 'gap', s - n + 1, 'node', ARGV[4])
-redis.call('PUBLISH', ARGV[3], 'gap ' .. (s - n + 1) .. ' ' .. s .. ' ' .. ARGV[4])
+redis.call('XADD', KEYS[2], 'MAXLEN', ARGV[5], s .. '-0', 'ts', 0, 'gap', s - n + 1, 'node', ARGV[4], 'epoch', e)
+redis.call('PUBLISH', ARGV[3], 'gap ' .. (s - n + 1) .. ' ' .. s .. ' ' .. ARGV[4] .. ' ' .. e)
 return s
 ";
 
@@ -62,25 +95,70 @@ async fn bounded<T>(
     }
 }
 
-/// Publish one round scheduled at `ts`; returns its global seq.
-pub async fn publish_one(c: &Cluster, script: &::redis::Script, ts: u64) -> anyhow::Result<u64> {
+/// The cluster's epoch at a node's start (made when Redis has none).
+pub async fn join_epoch(c: &Cluster) -> anyhow::Result<Epoch> {
+    let mut con = c.con.clone();
+    let script = ::redis::Script::new(EPOCH_LUA);
+    let mut inv = script.prepare_invoke();
+    inv.key(EPOCH_KEY)
+        .key(SEQ_KEY)
+        .key(RING_KEY)
+        .arg(Epoch::random().to_string());
+    let e: String = bounded(inv.invoke_async(&mut con)).await?;
+    Ok(Epoch::parse(&e))
+}
+
+/// The cluster's epoch as Redis holds it now (None: Redis has none, it lost its keys).
+pub async fn read_epoch(c: &Cluster) -> anyhow::Result<Option<Epoch>> {
+    let mut con = c.con.clone();
+    let e: Option<String> =
+        bounded(::redis::cmd("GET").arg(EPOCH_KEY).query_async(&mut con)).await?;
+    Ok(e.map(|e| Epoch::parse(&e)))
+}
+
+/// The floor for a publish in `epoch`: the highest seq this node delivered or published
+/// in it (its relay may lag its own publishes; another node's relay may not).
+fn floor(c: &Cluster, epoch: Epoch) -> u64 {
+    let (e, published) = *crate::net::hub::lock(&c.published);
+    let mine = if e == epoch { published } else { 0 };
+    c.last_seq.load(Relaxed).max(mine)
+}
+
+/// Publish one round scheduled at `ts` from a node in `epoch`; returns its global seq and
+/// the epoch it was published in (the cluster's).
+pub async fn publish_one(
+    c: &Cluster,
+    script: &::redis::Script,
+    epoch: Epoch,
+    ts: u64,
+) -> anyhow::Result<(u64, Epoch)> {
     let mut con = c.con.clone();
     let mut inv = script.prepare_invoke();
     inv.key(SEQ_KEY)
         .key(RING_KEY)
-        .arg(c.last_seq.load(Relaxed))
+        .key(EPOCH_KEY)
+        .arg(floor(c, epoch))
         .arg(ring_cap(c))
         .arg(ts)
         .arg(&c.cfg.node)
-        .arg(ROUNDS_CHANNEL);
-    bounded(inv.invoke_async::<u64>(&mut con)).await
+        .arg(ROUNDS_CHANNEL)
+        .arg(epoch.to_string());
+    let (seq, e): (u64, String) = bounded(inv.invoke_async(&mut con)).await?;
+    let e = Epoch::parse(&e);
+    let mut p = crate::net::hub::lock(&c.published);
+    *p = (e, if p.0 == e { p.1.max(seq) } else { seq });
+    Ok((seq, e))
 }
 
 /// Reserve seqs for the rounds this node could not publish, so every client gets a gap
 /// marker for them (rounds without a seq would otherwise vanish without one). A reply
 /// lost after the script ran leaves the count owed: the gap then names more seqs than were
 /// lost, never fewer.
-async fn reserve_unpublished(c: &Cluster, script: &::redis::Script) -> anyhow::Result<()> {
+async fn reserve_unpublished(
+    c: &Cluster,
+    script: &::redis::Script,
+    epoch: Epoch,
+) -> anyhow::Result<()> {
     let n = c.unpublished.load(Relaxed);
     if n == 0 {
         return Ok(());
@@ -89,13 +167,22 @@ async fn reserve_unpublished(c: &Cluster, script: &::redis::Script) -> anyhow::R
     let mut inv = script.prepare_invoke();
     inv.key(SEQ_KEY)
         .key(RING_KEY)
-        .arg(c.last_seq.load(Relaxed))
+        .key(EPOCH_KEY)
+        .arg(floor(c, epoch))
         .arg(n)
         .arg(ROUNDS_CHANNEL)
         .arg(&c.cfg.node)
-        .arg(ring_cap(c));
+        .arg(ring_cap(c))
+        .arg(epoch.to_string());
     let top: u64 = bounded(inv.invoke_async(&mut con)).await?;
     c.unpublished.fetch_sub(n, Relaxed);
+    if top == 0 {
+        eprintln!(
+            "rtcheck serve: node {}: {n} round(s) scheduled while Redis was down belong to epoch {epoch}, which the cluster left: its clients get a reset marker instead",
+            c.cfg.node
+        );
+        return Ok(());
+    }
     eprintln!(
         "rtcheck serve: node {}: {n} round(s) scheduled while Redis was down were never published: seqs {}..={top} reserved, every node sends them as a gap marker",
         c.cfg.node,
@@ -108,8 +195,23 @@ fn ring_cap(c: &Cluster) -> usize {
     c.ring
 }
 
-/// `(seq, ts)` of the Stream entries with `from <= seq <= to`, in order.
-pub async fn range(c: &Cluster, from: u64, to: u64) -> anyhow::Result<Vec<(u64, u64)>> {
+/// `(seq, ts)` of a Stream entry of `epoch` (one without an epoch field is taken as
+/// the current one's: entries written before epochs, or by a test).
+fn entry_in(e: &::redis::streams::StreamId, epoch: Epoch) -> Option<(u64, u64)> {
+    let theirs = e.get::<String>("epoch").map(|s| Epoch::parse(&s));
+    if theirs.is_some_and(|t| t != epoch) {
+        return None;
+    }
+    Some((entry_seq(&e.id)?, e.get::<u64>("ts")?))
+}
+
+/// `(seq, ts)` of the Stream entries of `epoch` with `from <= seq <= to`, in order.
+pub async fn range(
+    c: &Cluster,
+    epoch: Epoch,
+    from: u64,
+    to: u64,
+) -> anyhow::Result<Vec<(u64, u64)>> {
     let mut con = c.con.clone();
     let end = if to == u64::MAX {
         "+".to_string()
@@ -129,14 +231,14 @@ pub async fn range(c: &Cluster, from: u64, to: u64) -> anyhow::Result<Vec<(u64, 
     Ok(reply
         .ids
         .iter()
-        .filter_map(|e| Some((entry_seq(&e.id)?, e.get::<u64>("ts")?)))
+        .filter_map(|e| entry_in(e, epoch))
         .collect())
 }
 
 /// `(seq, ts)` of the newest Stream entries after `from` (at most the node's ring), in
 /// order: what a resume replays. (A node's --ring may be smaller than the Stream's cap,
 /// set by the publisher's; the oldest are then left to the gap marker, as with a ring.)
-pub async fn newest_after(c: &Cluster, from: u64) -> anyhow::Result<Vec<(u64, u64)>> {
+pub async fn newest_after(c: &Cluster, epoch: Epoch, from: u64) -> anyhow::Result<Vec<(u64, u64)>> {
     let mut con = c.con.clone();
     let reply: ::redis::streams::StreamRangeReply = bounded(
         ::redis::cmd("XREVRANGE")
@@ -151,7 +253,7 @@ pub async fn newest_after(c: &Cluster, from: u64) -> anyhow::Result<Vec<(u64, u6
     let mut v: Vec<(u64, u64)> = reply
         .ids
         .iter()
-        .filter_map(|e| Some((entry_seq(&e.id)?, e.get::<u64>("ts")?)))
+        .filter_map(|e| entry_in(e, epoch))
         .collect();
     v.reverse();
     Ok(v)
@@ -162,23 +264,46 @@ pub fn entry_seq(id: &str) -> Option<u64> {
     id.split('-').next()?.parse().ok()
 }
 
-/// `SEQ TS NODE` from the channel.
-pub fn parse_message(m: &[u8]) -> Option<(u64, u64, &str)> {
+/// A round from the channel: `SEQ TS NODE EPOCH` (no epoch: the receiver's, as written
+/// before epochs or by a test).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Heard<'a> {
+    pub seq: u64,
+    pub ts: u64,
+    pub node: &'a str,
+    pub epoch: Option<Epoch>,
+}
+
+pub fn parse_message(m: &[u8]) -> Option<Heard<'_>> {
     let s = std::str::from_utf8(m).ok()?;
     let mut it = s.split(' ');
     let seq = it.next()?.parse().ok()?;
     let ts = it.next()?.parse().ok()?;
     let node = it.next()?;
-    Some((seq, ts, node))
+    let epoch = it.next().map(Epoch::parse);
+    Some(Heard {
+        seq,
+        ts,
+        node,
+        epoch,
+    })
 }
 
-/// `gap FROM TO NODE` from the channel: seqs a publisher reserved for unpublished rounds.
-pub fn parse_unpublished(m: &[u8]) -> Option<(u64, u64, &str)> {
+/// `gap FROM TO NODE EPOCH` from the channel: seqs a publisher reserved for unpublished
+/// rounds (as a [`Heard`]: `seq` FROM, `ts` TO).
+pub fn parse_unpublished(m: &[u8]) -> Option<Heard<'_>> {
     let s = std::str::from_utf8(m).ok()?.strip_prefix("gap ")?;
     let mut it = s.split(' ');
     let from: u64 = it.next()?.parse().ok()?;
     let to: u64 = it.next()?.parse().ok()?;
-    (from <= to).then_some((from, to, it.next()?))
+    let node = it.next()?;
+    let epoch = it.next().map(Epoch::parse);
+    (from <= to).then_some(Heard {
+        seq: from,
+        ts: to,
+        node,
+        epoch,
+    })
 }
 
 /// What to hand the clients for seqs `from..=to` given what the Stream still holds
@@ -211,12 +336,12 @@ pub fn plan_fill(from: u64, to: u64, have: &[(u64, u64)]) -> Vec<Step> {
 /// Deliver `from..=to` from the Stream (gap markers for what it no longer holds, and for
 /// seqs reserved for unpublished rounds: entries with `ts` 0 hold no round).
 async fn fill(hub: &Arc<Hub>, c: &Cluster, from: u64, to: u64) -> anyhow::Result<()> {
-    let mut have = range(c, from, to).await?;
+    let mut have = range(c, hub.epoch(), from, to).await?;
     have.retain(|&(_, ts)| ts != 0);
     for step in plan_fill(from, to, &have) {
         match step {
             Step::Deliver(seq, ts) => {
-                let r = Round::build(hub.cfg.size, hub.cfg.text, seq, ts);
+                let r = hub.round(seq, ts);
                 c.deliver(hub, r, true).await;
             }
             Step::Gap(a, b) => {
@@ -239,31 +364,93 @@ async fn catch_up(hub: &Arc<Hub>, c: &Cluster) -> anyhow::Result<()> {
     if last == 0 {
         return Ok(());
     }
-    let have = range(c, last + 1, u64::MAX).await?;
+    let have = range(c, hub.epoch(), last + 1, u64::MAX).await?;
     if let Some(&(top, _)) = have.last() {
         fill(hub, c, last + 1, top).await?;
     }
     Ok(())
 }
 
-/// One round from the channel: in order, filling any hole from the Stream first.
-async fn on_round(hub: &Arc<Hub>, c: &Cluster, seq: u64, ts: u64) -> anyhow::Result<()> {
+/// What a relay does with a round it hears, given its epoch and the last seq it
+/// delivered in it. Pure: the rules a relay must never get wrong.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Heed {
+    /// Deliver it, after filling `from..seq` from the Stream when `from < seq`.
+    Deliver { from: u64 },
+    /// Already delivered (a catch-up and the channel overlap).
+    Skip,
+    /// Another epoch, or a different round under a seq already delivered: the seqs start
+    /// over. Reset, then deliver from seq 1 of the epoch.
+    Reset,
+}
+
+/// `known`: whether the node's ring holds round `seq` with the same `ts` (None: not held).
+pub fn heed(ours: Epoch, last: u64, h: &Heard, known: Option<bool>) -> Heed {
+    if h.epoch.is_some_and(|e| e != ours) {
+        return Heed::Reset;
+    }
+    if last != 0 && h.seq <= last {
+        // A seq going backwards is never "already delivered" unless it is the same round.
+        return match known {
+            Some(false) => Heed::Reset,
+            _ => Heed::Skip,
+        };
+    }
+    Heed::Deliver {
+        from: if last == 0 { h.seq } else { last + 1 },
+    }
+}
+
+/// Move the node to `epoch`: clients told live, ring cleared, counted, said once.
+fn reset(hub: &Hub, c: &Cluster, epoch: Epoch, why: &str) {
+    let old = hub.epoch();
+    let told = hub.reset_epoch(epoch);
+    c.last_seq.store(0, Relaxed);
+    c.redis_epoch.store(epoch.0, Relaxed);
+    c.epoch_resets.fetch_add(1, Relaxed);
+    *crate::net::hub::lock(&c.last_reset) = Some((old, epoch, std::time::Instant::now()));
+    eprintln!(
+        "rtcheck serve: node {}: epoch {old} -> {epoch} ({why}): ring cleared, {told} client(s) sent a reset marker",
+        c.cfg.node
+    );
+}
+
+/// One round from the channel: in order, filling any hole from the Stream first; another
+/// epoch (or seqs going backwards) resets the node's clients first.
+async fn on_round(hub: &Arc<Hub>, c: &Cluster, h: &Heard<'_>) -> anyhow::Result<()> {
+    let (seq, ts) = (h.seq, h.ts);
     let last = c.last_seq.load(Relaxed);
-    if last != 0 && seq <= last {
-        return Ok(()); // already delivered by a catch-up
+    let known = (last != 0 && seq <= last)
+        .then(|| hub.holds(seq, ts))
+        .flatten();
+    let from = match heed(hub.epoch(), last, h, known) {
+        Heed::Skip => return Ok(()),
+        Heed::Deliver { from } => from,
+        Heed::Reset => {
+            let why = match h.epoch.filter(|&e| e != hub.epoch()) {
+                Some(_) => "a new epoch: Redis lost its seq counter",
+                None => "a seq went backwards",
+            };
+            reset(hub, c, h.epoch.unwrap_or(hub.epoch()), why);
+            1
+        }
+    };
+    if from < seq {
+        fill(hub, c, from, seq - 1).await?;
     }
-    if last != 0 && seq > last + 1 {
-        fill(hub, c, last + 1, seq - 1).await?;
-    }
-    c.deliver(hub, Round::build(hub.cfg.size, hub.cfg.text, seq, ts), true)
-        .await;
+    c.deliver(hub, hub.round(seq, ts), true).await;
     c.last_seq.fetch_max(seq, Relaxed);
     Ok(())
 }
 
 /// Seqs `from..=to` reserved for rounds never published: whatever this node has not
 /// delivered up to `to` is filled from the Stream, which marks the reserved ones as a gap.
-async fn on_unpublished(hub: &Arc<Hub>, c: &Cluster, from: u64, to: u64) -> anyhow::Result<()> {
+async fn on_unpublished(hub: &Arc<Hub>, c: &Cluster, h: &Heard<'_>) -> anyhow::Result<()> {
+    let (from, to) = (h.seq, h.ts);
+    if h.epoch.is_some_and(|e| e != hub.epoch()) {
+        // Reserved in an epoch this node is not in yet: its first round resets it.
+        return Ok(());
+    }
     let last = c.last_seq.load(Relaxed);
     if to <= last {
         return Ok(()); // already covered by a catch-up
@@ -329,10 +516,10 @@ async fn relay_once(
                 let m = m.ok_or_else(|| anyhow::anyhow!("subscription closed"))?;
                 let p = m.get_payload_bytes();
                 // A round (the common case) is parsed once; a gap only when it is not one.
-                if let Some((seq, ts, _)) = parse_message(p) {
-                    on_round(hub, c, seq, ts).await?;
-                } else if let Some((from, to, _)) = parse_unpublished(p) {
-                    on_unpublished(hub, c, from, to).await?;
+                if let Some(h) = parse_message(p) {
+                    on_round(hub, c, &h).await?;
+                } else if let Some(h) = parse_unpublished(p) {
+                    on_unpublished(hub, c, &h).await?;
                 } else {
                     eprintln!("rtcheck serve: {ROUNDS_CHANNEL}: a message that is neither `SEQ TS NODE` nor `gap FROM TO NODE`");
                 }
@@ -364,11 +551,11 @@ pub async fn publisher(hub: Arc<Hub>, c: Arc<Cluster>, mut rx: tokio::sync::mpsc
             },
             _ = tokio::time::sleep(RESERVE_RETRY), if owed => None,
         };
-        let r = match reserve_unpublished(&c, &reserve).await {
+        let r = match reserve_unpublished(&c, &reserve, hub.epoch()).await {
             Ok(()) => match ts {
-                Some(ts) => publish_one(&c, &script, ts)
+                Some(ts) => publish_one(&c, &script, hub.epoch(), ts)
                     .await
-                    .map(|seq| Some((seq, ts))),
+                    .map(|(seq, _)| Some((seq, ts))),
                 None => Ok(None),
             },
             Err(e) => Err(e),
@@ -377,7 +564,7 @@ pub async fn publisher(hub: Arc<Hub>, c: Arc<Cluster>, mut rx: tokio::sync::mpsc
             Ok(published) => {
                 down = false;
                 if let Some((seq, ts)) = published.filter(|_| c.cfg.path == PathMode::Naive) {
-                    let r = Round::build(hub.cfg.size, hub.cfg.text, seq, ts);
+                    let r = hub.round(seq, ts);
                     c.deliver(&hub, r, false).await;
                 }
             }
@@ -403,15 +590,52 @@ mod tests {
 
     #[test]
     fn channel_messages_and_stream_ids_parse() {
-        assert_eq!(parse_message(b"7 123 a"), Some((7, 123, "a")));
+        let h = |seq, ts, epoch| Heard {
+            seq,
+            ts,
+            node: "a",
+            epoch,
+        };
+        assert_eq!(parse_message(b"7 123 a"), Some(h(7, 123, None)));
+        assert_eq!(
+            parse_message(b"7 123 a 00000000000000ab"),
+            Some(h(7, 123, Some(Epoch(0xab))))
+        );
         assert_eq!(parse_message(b"7 x a"), None);
         assert_eq!(parse_message(b"7 1"), None);
         assert_eq!(entry_seq("42-0"), Some(42));
         assert_eq!(entry_seq("x-0"), None);
-        assert_eq!(parse_unpublished(b"gap 3 7 a"), Some((3, 7, "a")));
+        assert_eq!(parse_unpublished(b"gap 3 7 a"), Some(h(3, 7, None)));
+        assert_eq!(
+            parse_unpublished(b"gap 3 7 a 00000000000000ab"),
+            Some(h(3, 7, Some(Epoch(0xab))))
+        );
         assert_eq!(parse_unpublished(b"gap 7 3 a"), None);
         assert_eq!(parse_unpublished(b"3 7 a"), None);
         assert_eq!(parse_message(b"gap 3 7 a"), None);
+    }
+
+    #[test]
+    fn a_new_epoch_or_a_seq_going_backwards_is_a_reset_never_already_delivered() {
+        let (e, other) = (Epoch(1), Epoch(2));
+        let h = |seq, epoch| Heard {
+            seq,
+            ts: seq * 10,
+            node: "a",
+            epoch,
+        };
+        // In order, or after a hole (filled first), or the first round a node hears.
+        assert_eq!(heed(e, 4, &h(5, Some(e)), None), Heed::Deliver { from: 5 });
+        assert_eq!(heed(e, 4, &h(9, None), None), Heed::Deliver { from: 5 });
+        assert_eq!(heed(e, 0, &h(9, Some(e)), None), Heed::Deliver { from: 9 });
+        // The same round again (catch-up and channel overlap): skipped.
+        assert_eq!(heed(e, 9, &h(7, Some(e)), Some(true)), Heed::Skip);
+        assert_eq!(heed(e, 9, &h(7, Some(e)), None), Heed::Skip);
+        // Another epoch (Redis lost its counter; seq 3 of it is a new round): a reset.
+        assert_eq!(heed(e, 200, &h(3, Some(other)), None), Heed::Reset);
+        assert_eq!(heed(e, 2, &h(300, Some(other)), None), Heed::Reset);
+        // A different round under a seq already delivered: a reset, not a skip.
+        assert_eq!(heed(e, 200, &h(3, Some(e)), Some(false)), Heed::Reset);
     }
 
     #[test]

@@ -30,9 +30,13 @@ pub fn render(r: &DeliveryReport, p: &Palette) -> String {
     for run in &r.runs {
         let c = &run.counts;
         // Wrapped to the width with a 4-column placeholder where the coloured status goes.
+        let when = match run.case.as_str() {
+            crate::delivery::run::RESTART => format!("resets {}/{}", run.resets, run.clients),
+            _ => format!("away {} ms", run.away_ms),
+        };
         let line = format!(
-            "{} {} {} (away {} ms): {}",
-            run.delivery, run.disconnect, run.case, run.away_ms, run.verdict
+            "{} {} {} ({when}): {}",
+            run.delivery, run.disconnect, run.case, run.verdict
         );
         let wrapped = crate::report::text::wrap(&line, p.width, "____ ", "     ");
         out.push_str(&p.status(run.status));
