@@ -360,3 +360,190 @@ fn profile_transport_and_direct_comparison() {
     );
     assert_eq!(r["profile"]["transport"], "sse");
 }
+
+/// A scripted HTTP peer on loopback: every connection gets its own thread running
+/// `answer` with the request head it sent; stopped (and its threads told) on drop.
+struct Stub {
+    port: u16,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Stub {
+    fn start(answer: fn(&mut std::net::TcpStream, &str, &dyn Fn() -> bool)) -> Stub {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        l.set_nonblocking(true).unwrap();
+        let port = l.local_addr().unwrap().port();
+        let stop = std::sync::Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        std::thread::spawn(move || {
+            while !flag.load(Ordering::Relaxed) {
+                let Ok((mut s, _)) = l.accept() else {
+                    std::thread::sleep(Duration::from_millis(20));
+                    continue;
+                };
+                let flag = flag.clone();
+                std::thread::spawn(move || {
+                    let _ = s.set_nonblocking(false);
+                    let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
+                    let mut got = Vec::new();
+                    let mut buf = [0u8; 4096];
+                    while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+                        match s.read(&mut buf) {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => got.extend_from_slice(&buf[..n]),
+                        }
+                    }
+                    let req = String::from_utf8_lossy(&got).to_string();
+                    answer(&mut s, &req, &|| flag.load(Ordering::Relaxed));
+                });
+            }
+        });
+        Stub { port, stop }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.port)
+    }
+}
+
+impl Drop for Stub {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// Sleep `d` unless the stub is stopped first (false: stopped).
+fn pause(d: Duration, stopped: &dyn Fn() -> bool) -> bool {
+    let until = Instant::now() + d;
+    while Instant::now() < until {
+        if stopped() {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    true
+}
+
+/// An event stream whose head comes only after 2 s (what a buffering proxy does with a
+/// slow stream), then an event every 200 ms with ids.
+fn late_head(s: &mut std::net::TcpStream, _req: &str, stopped: &dyn Fn() -> bool) {
+    if !pause(Duration::from_secs(2), stopped) {
+        return;
+    }
+    let head =
+        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n\r\n";
+    if s.write_all(head.as_bytes()).is_err() {
+        return;
+    }
+    for i in 1..200 {
+        let ev = format!("id: {i}\ndata: tick {i}\n\n");
+        if s.write_all(ev.as_bytes()).is_err() || !pause(Duration::from_millis(200), stopped) {
+            return;
+        }
+    }
+}
+
+fn finding<'a>(r: &'a serde_json::Value, id: &str, url_part: &str) -> &'a serde_json::Value {
+    r["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == id && f["title"].as_str().unwrap().contains(url_part))
+        .unwrap_or_else(|| panic!("no finding {id} for {url_part} in {r:#}"))
+}
+
+#[test]
+fn an_error_status_is_a_finding_never_a_pass() {
+    let s = Serve::start(&["--rate", "5"]);
+    // 502: nginx in front of a port nothing listens on.
+    let conf = format!(
+        "daemon off;\nmaster_process off;\nworker_processes 1;\npid {{DIR}}/nginx.pid;\nevents {{ worker_connections 64; }}\n\
+http {{\n  access_log off;\n  client_body_temp_path {{DIR}}/body; proxy_temp_path {{DIR}}/proxy;\n\
+  fastcgi_temp_path {{DIR}}/fcgi; uwsgi_temp_path {{DIR}}/uwsgi; scgi_temp_path {{DIR}}/scgi;\n\
+  server {{\n    listen 127.0.0.1:{{PORT}};\n    location / {{ proxy_pass http://127.0.0.1:{}; }}\n  }}\n}}\n",
+        free_port()
+    );
+    let nginx = Proxy::start(Kind::Nginx, &conf);
+    let typo = format!("http://{}/sse-typo", s.addr);
+    let down = nginx.url("http", "/sse");
+    let (r, code, _) = probe_json(&["--quick", &typo, &down]);
+    let ctx = summary(&r);
+    assert_eq!(code, 1, "{ctx}");
+    for (url, st) in [(&typo, 404.0), (&down, 502.0)] {
+        let f = finding(&r, "response", url);
+        assert_eq!(f["status"], "fail", "{ctx}");
+        assert_eq!(f["numbers"]["status"], st, "{ctx}");
+        // Not probed as polling, and nothing of that URL passes.
+        assert_ne!(status(&r, "sse-buffering", url), "pass", "{ctx}");
+    }
+    assert_eq!(r["summary"]["pass"], 0, "{ctx}");
+}
+
+#[test]
+fn an_unreachable_url_is_its_own_finding_and_the_others_are_kept() {
+    let s = Serve::start(&["--rate", "5"]);
+    let good = format!("http://{}/sse", s.addr);
+    let closed = format!("http://127.0.0.1:{}/sse", free_port());
+    let (r, code, err) = probe_json(&["--quick", &closed, &good]);
+    let ctx = summary(&r);
+    assert_eq!(code, 1, "{ctx}\n{err}");
+    let f = finding(&r, "reachable", &closed);
+    assert_eq!(f["status"], "fail", "{ctx}");
+    let observed = f["observed"].as_str().unwrap();
+    assert!(observed.starts_with("connect step failed"), "{observed}");
+    assert!(observed.contains("refused"), "{observed}");
+    assert_eq!(status(&r, "sse-buffering", &good), "pass", "{ctx}");
+    assert_eq!(status(&r, "resume", &good), "pass", "{ctx}");
+}
+
+#[test]
+fn a_held_response_head_is_buffering_not_a_runtime_error() {
+    let stub = Stub::start(late_head);
+    let url = stub.url("/events");
+    // Held 2 s, within --head-timeout: measured and failed.
+    let (r, code, err) = probe_json(&["--quick", "--timeout", "1s", &url]);
+    let ctx = summary(&r);
+    assert_eq!(code, 1, "{ctx}\n{err}");
+    let f = finding(&r, "sse-buffering", "/events");
+    assert_eq!(f["status"], "fail", "{ctx}");
+    let held = f["numbers"]["head_ms"].as_f64().unwrap();
+    assert!((1900.0..30_000.0).contains(&held), "{held}\n{ctx}");
+    assert!(
+        f["observed"].as_str().unwrap().contains("head held"),
+        "{ctx}"
+    );
+    // Held past --head-timeout: still a finding for that URL, with the bound.
+    let (r, code, _) = probe_json(&["--quick", "--head-timeout", "1s", "--timeout", "1s", &url]);
+    let ctx = summary(&r);
+    assert_eq!(code, 1, "{ctx}");
+    let f = finding(&r, "sse-buffering", "/events");
+    assert_eq!(f["status"], "fail", "{ctx}");
+    assert_eq!(f["numbers"]["head_held_ms"], 1000.0, "{ctx}");
+    assert!(
+        f["observed"]
+            .as_str()
+            .unwrap()
+            .contains("head held more than 1.0 s"),
+        "{ctx}"
+    );
+}
+
+#[test]
+fn a_run_that_measured_nothing_is_no_verdict() {
+    let s = Serve::start(&["--rate", "5"]);
+    let health = format!("http://{}/healthz", s.addr);
+    let (r, code, _) = probe_json(&["--quick", &health]);
+    let ctx = summary(&r);
+    assert_eq!(code, 1, "{ctx}");
+    assert_eq!(r["summary"]["pass"], 0, "{ctx}");
+    let f = finding(&r, "measured", "/healthz");
+    assert_eq!(f["status"], "fail", "{ctx}");
+    let out = rtcheck()
+        .args(["probe", "--quick", &health])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.starts_with("rtcheck probe NO VERDICT"), "{text}");
+    assert_eq!(out.status.code(), Some(1));
+}

@@ -14,7 +14,8 @@ use std::time::{Duration, Instant};
 
 #[derive(Debug, clap::Args)]
 #[command(after_help = "\
-Check ids: upgrade sse-buffering idle-timeout heartbeat resume compression http2 origin
+Check ids: reachable response upgrade sse-buffering idle-timeout heartbeat resume
+compression http2 origin measured
 
 Examples:
   rtcheck probe wss://app.example.com/ws https://app.example.com/events
@@ -24,7 +25,8 @@ Examples:
   rtcheck probe --ca ./ca.pem --format junit -o probe.xml https://staging.internal/sse
 
 Header values and URL query values are secrets: they never appear in any output.
-Exit codes: 0 nothing at or above --fail-on, 1 something is, 2 usage or runtime error.")]
+Exit codes: 0 nothing at or above --fail-on, 1 something is (a run that measured
+nothing is no verdict: 1), 2 usage error or no URL could be reached.")]
 pub struct ProbeArgs {
     /// Endpoints to probe: ws://, wss://, http://, https://.
     #[arg(value_name = "URL", required = true)]
@@ -65,6 +67,10 @@ pub struct ProbeArgs {
     /// Bound of each step (DNS, connect, TLS, response).
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = crate::units::parse_duration)]
     pub timeout: Duration,
+    /// How long an event stream's response head may take: a buffering proxy holds a slow
+    /// stream's head with its first full buffer (nginx: ~100 s); later is `sse-buffering` fail.
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = crate::units::parse_duration)]
+    pub head_timeout: Duration,
     #[command(flatten)]
     pub out: OutputArgs<AllFormats>,
     /// Lowest status that makes the exit code 1.
@@ -81,11 +87,14 @@ pub struct ProbeArgs {
 }
 
 fn options(a: &ProbeArgs, profile: &Profile) -> anyhow::Result<Options> {
-    if a.timeout.is_zero() || a.idle_for.is_zero() {
-        anyhow::bail!("--timeout and --idle-for must be above zero");
+    if a.timeout.is_zero() || a.idle_for.is_zero() || a.head_timeout.is_zero() {
+        anyhow::bail!("--timeout, --head-timeout and --idle-for must be above zero");
     }
-    if a.timeout > Duration::from_secs(3600) || a.idle_for > Duration::from_secs(24 * 3600) {
-        anyhow::bail!("--timeout is at most 1h and --idle-for at most 24h");
+    if a.timeout > Duration::from_secs(3600)
+        || a.head_timeout > Duration::from_secs(3600)
+        || a.idle_for > Duration::from_secs(24 * 3600)
+    {
+        anyhow::bail!("--timeout and --head-timeout are at most 1h and --idle-for at most 24h");
     }
     let transport = a.transport.unwrap_or(match profile.transport {
         Some(Transport::Websocket) if a.profile.is_some() => TransportChoice::Websocket,
@@ -98,13 +107,19 @@ fn options(a: &ProbeArgs, profile: &Profile) -> anyhow::Result<Options> {
         .as_deref()
         .map(|d| Target::parse(d).map_err(|e| anyhow!("--direct: {e}")))
         .transpose()?;
+    let client = ClientOpts {
+        timeout: a.timeout,
+        head_timeout: a.head_timeout,
+        ca: a.ca.clone(),
+        insecure: a.insecure,
+        headers: a.headers.clone(),
+    };
+    if client.ca.is_some() {
+        // A bad --ca file is a usage error of the run, not a failure of each https URL.
+        probe::client::tls_config(&client, &[])?;
+    }
     Ok(Options {
-        client: ClientOpts {
-            timeout: a.timeout,
-            ca: a.ca.clone(),
-            insecure: a.insecure,
-            headers: a.headers.clone(),
-        },
+        client,
         transport,
         origin: a.origin.clone(),
         idle_for: a.idle_for,
@@ -168,6 +183,7 @@ pub fn report(a: &ProbeArgs, profile: Profile) -> anyhow::Result<FindingsReport>
     if let Some(note) = browser_note {
         target.push_str(&format!(" ({note})"));
     }
+    findings.extend(probe::nothing_measured(&findings, &target));
     let ms = start.elapsed().as_secs_f64() * 1000.0;
     Ok(FindingsReport::new(
         "probe",

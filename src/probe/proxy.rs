@@ -236,11 +236,117 @@ pub fn http2(p: Proxy) -> Fix {
     }
 }
 
-pub fn origin() -> Fix {
-    fix(
-        "check Origin against an allow-list in the WebSocket handshake and answer 403 otherwise (or pass --public if the endpoint is meant for any site)",
-        &["nginx (location): if ($http_origin !~* ^https://app\\.example\\.com$) { return 403; }"],
-    )
+/// The Origin check belongs to the application; a proxy line only for the proxy found.
+pub fn origin(p: Proxy) -> Fix {
+    let mut lines = vec![
+        "server: check Origin against an allow-list in the handshake (Node ws: verifyClient; gorilla: Upgrader.CheckOrigin; Python websockets: origins=[...])".to_string(),
+    ];
+    match p {
+        Proxy::Nginx => lines.push(
+            "nginx (location): if ($http_origin !~* ^https://app\\.example\\.com$) { return 403; }".into(),
+        ),
+        Proxy::Haproxy => lines.push(
+            "haproxy (frontend): http-request deny if { req.hdr(origin) -m found } !{ req.hdr(origin) -m str https://app.example.com }".into(),
+        ),
+        Proxy::Caddy => lines.push(
+            "caddy: @foreign not header Origin https://app.example.com  then  respond @foreign 403".into(),
+        ),
+        _ => {}
+    }
+    Fix {
+        summary: "check Origin against an allow-list in the WebSocket handshake and answer 403 otherwise (or pass --public if the endpoint is meant for any site)".into(),
+        runtime: Vec::new(),
+        persistent: lines,
+    }
+}
+
+/// `f`'s lines for the proxy found, or for nginx, HAProxy and Caddy when none was.
+fn per_proxy(p: Proxy, f: &dyn Fn(Proxy) -> Vec<String>) -> Vec<String> {
+    match p {
+        Proxy::Unknown => [Proxy::Nginx, Proxy::Haproxy, Proxy::Caddy]
+            .into_iter()
+            .flat_map(f)
+            .collect(),
+        p => f(p),
+    }
+}
+
+fn ok(code: Option<u16>) -> Option<u16> {
+    code.filter(|c| *c == 101 || (200..300).contains(c))
+}
+
+/// The fix an answer's status points to (404, 502, 403...), in the language of the proxy
+/// found; `direct`: what the endpoint answered without the proxy (`--direct`), when asked.
+pub fn status(p: Proxy, code: u16, kind: super::Kind, direct: Option<u16>) -> Fix {
+    let ws = kind == super::Kind::WebSocket;
+    let d_ok = ok(direct);
+    let direct_says = match direct {
+        Some(d) => format!(" (direct: {d})"),
+        None => String::new(),
+    };
+    let (summary, lines): (String, Vec<String>) = match code {
+        200..=299 if ws => (
+            format!("the path answered the upgrade itself with HTTP {code} (a page, a cache or a catch-all route): the Upgrade headers never reached the WebSocket server"),
+            upgrade(p).persistent,
+        ),
+        400 | 426 if ws => (
+            format!("HTTP {code}: the server saw a plain request, not an upgrade: the path dropped Upgrade/Connection{direct_says}"),
+            upgrade(p).persistent,
+        ),
+        401 => ("the endpoint asks for credentials: pass them with -H 'Authorization: Bearer ...' or -H 'Cookie: ...' (never printed)".into(), vec![]),
+        403 if d_ok.is_some() => (
+            format!("the application accepts the request directly{direct_says} but refuses it through the proxy: the proxy changes Host or Origin and the application's Host/Origin check refuses it"),
+            per_proxy(p, &|q| vec![match q {
+                Proxy::Nginx => "nginx (location): proxy_set_header Host $host;   # default is the upstream's address ($proxy_host)".into(),
+                Proxy::Haproxy => "haproxy: remove any `http-request set-header Host` / `del-header Origin` (HAProxy forwards them unchanged)".into(),
+                _ => "caddy: remove any `header_up Host` / `header_up -Origin` in reverse_proxy (Caddy forwards them unchanged)".into(),
+            }]),
+        ),
+        403 => (
+            format!("refused (403) by the application or an access rule on the proxy: its Origin/Host allow-list or credentials{}", if direct.is_some() { direct_says.clone() } else { "; --direct URL tells the application from the proxy".into() }),
+            vec![],
+        ),
+        404 if d_ok.is_some() => (
+            format!("the application serves this path directly{direct_says}, the proxy has no route to it: its location/route prefix does not match or strips the wrong part"),
+            per_proxy(p, &|q| vec![match q {
+                Proxy::Nginx => "nginx: location /events { proxy_pass http://127.0.0.1:8080; }   # a URI after the address (e.g. /) replaces the prefix".into(),
+                Proxy::Haproxy => "haproxy (frontend): use_backend app if { path_beg /events }".into(),
+                _ => "caddy: handle /events* { reverse_proxy 127.0.0.1:8080 }   # handle_path strips the prefix".into(),
+            }]),
+        ),
+        404 => (
+            format!("no route for this path (404){direct_says}: on the proxy (location, handle, use_backend) or in the application; check the URL"),
+            vec![],
+        ),
+        405 => ("the route exists but refuses GET (405): the URL is not the stream's".into(), vec![]),
+        301 | 302 | 303 | 307 | 308 => ("the URL redirects: probe the URL it redirects to (see Location)".into(), vec![]),
+        502..=504 => (
+            format!(
+                "the proxy could not get an answer from the backend (HTTP {code}: {}){}",
+                match code {
+                    502 => "refused or broken upstream connection",
+                    503 => "no backend available",
+                    _ => "the backend did not answer in time",
+                },
+                if d_ok.is_some() { format!("; the application answers directly{direct_says}: the proxy's upstream address is wrong or unreachable from the proxy") } else { ": check the backend runs and the proxy's upstream address".into() }
+            ),
+            per_proxy(p, &|q| vec![match q {
+                Proxy::Nginx => "nginx (location): proxy_pass http://HOST:PORT;   # the address the application listens on, reachable from nginx".into(),
+                Proxy::Haproxy => "haproxy (backend): server app HOST:PORT check".into(),
+                Proxy::Caddy => "caddy: reverse_proxy HOST:PORT".into(),
+                _ => String::new(),
+            }]),
+        ),
+        c => (
+            format!("HTTP {c} instead of the stream{direct_says}: see the proxy's and the application's logs for this request"),
+            vec![],
+        ),
+    };
+    Fix {
+        summary,
+        runtime: Vec::new(),
+        persistent: lines,
+    }
 }
 
 #[cfg(test)]

@@ -95,6 +95,14 @@ pub fn check(u: &UrlObs) -> Option<Finding> {
             "events carry no `id:`: EventSource cannot resume with Last-Event-ID".to_string(),
             None,
         ),
+        (None, None) => (
+            Status::Skip,
+            "no event stream".to_string(),
+            Some(format!(
+                "no event stream to resume (see `{}`)",
+                super::response::ID
+            )),
+        ),
         _ => (
             Status::Skip,
             "no event to resume from".to_string(),

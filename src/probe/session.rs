@@ -157,7 +157,9 @@ pub async fn sse(
     let mut conn = client::connect(t, o, &["http/1.1"]).await?;
     let req = client::request(t, o, &sse_headers(last_id));
     let start = Instant::now();
-    let (head, rest) = client::exchange(&mut conn, t, o, &req).await?;
+    // A buffering proxy holds the head of a slow stream with its body: wait for it longer.
+    let bound = o.head_timeout.max(o.timeout);
+    let (head, rest) = client::exchange(&mut conn, t, o, &req, bound).await?;
     let mut obs = SseObs { head, stream: None };
     if obs.is_event_stream() {
         let s = watch_sse(&mut conn, &obs.head, rest, start, watch, progress).await;
@@ -286,7 +288,7 @@ pub async fn websocket(
     ];
     let req = client::request(t, o, &extra);
     let start = Instant::now();
-    let (head, rest) = client::exchange(&mut conn, t, o, &req).await?;
+    let (head, rest) = client::exchange(&mut conn, t, o, &req, o.timeout).await?;
     let accept_ok = head.header("sec-websocket-accept") == Some(&derive_accept_key(key.as_bytes()));
     let mut obs = WsObs {
         head,

@@ -103,24 +103,38 @@ pub fn judge(t: &Timing, same_clock: bool, direct_first_ms: Option<f64>) -> (Sta
     (status, parts.join("; "))
 }
 
+/// A response head later than this (ms) was held on the path with the first events.
+pub const HEAD_HELD_MS: f64 = 1000.0;
+
 pub fn check(u: &UrlObs) -> Option<Finding> {
+    if let (Some(bound), Kind::Sse) = (u.head_held_ms, u.kind) {
+        return Some(never_headed(u, bound));
+    }
     let sse = u.sse.as_ref()?;
-    if u.kind == Kind::Poll {
+    if u.kind == Kind::Poll && super::response::problem(u.kind, sse).is_none() {
         return Some(polled(u, sse));
     }
     let expected = "each event delivered as it is sent (added delay < 1 s, no bursts)";
     let (status, observed, reason, numbers) = match &sse.stream {
         None => (
+            Status::Skip,
+            format!("HTTP {}: no event stream", sse.head.status),
+            Some(format!(
+                "no event stream to time: HTTP {} (see `{}`)",
+                sse.head.status,
+                super::response::ID
+            )),
+            vec![],
+        ),
+        Some(s) if s.head_ms >= HEAD_HELD_MS && !direct_head_late(u) => (
             Status::Fail,
             format!(
-                "HTTP {} {}: not an event stream",
-                sse.head.status,
-                sse.head
-                    .header("content-type")
-                    .unwrap_or("(no content type)")
+                "head held {} by the path{}",
+                fmt_s(s.head_ms),
+                events_after_head(s)
             ),
             None,
-            vec![],
+            vec![("head_ms", s.head_ms), ("events", s.events.len() as f64)],
         ),
         Some(s) if s.unreadable.is_some() => (
             Status::Fail,
@@ -177,6 +191,43 @@ pub fn check(u: &UrlObs) -> Option<Finding> {
         f.numbers.insert(k.into(), (v * 10.0).round() / 10.0);
     }
     Some(f)
+}
+
+/// No head within the bound: the path held it (the issue measured nginx holding a slow
+/// stream's head ~100 s, then 4 KB bursts).
+fn never_headed(u: &UrlObs, bound_ms: f64) -> Finding {
+    let mut f = finding(
+        ID,
+        u,
+        "SSE delivery through the path (buffering)",
+        Status::Fail,
+        format!(
+            "head held more than {} by the path: no response head within --head-timeout (a buffering proxy sends a slow stream's head with its first full buffer)",
+            fmt_s(bound_ms)
+        ),
+        "the response head at once, then each event as it is sent",
+        "a buffering proxy completes the SSE handshake, then holds events (6.6 s of silence measured); with a slow stream it holds the head too",
+        &["proxy-config"],
+        proxy::buffering(u.proxy),
+    );
+    f.numbers.insert("head_held_ms".into(), bound_ms.round());
+    f
+}
+
+/// The --direct endpoint's head was late too: the server, not the path, holds it.
+fn direct_head_late(u: &UrlObs) -> bool {
+    u.direct
+        .as_ref()
+        .and_then(|d| d.stream.as_ref())
+        .is_some_and(|d| d.head_ms >= HEAD_HELD_MS)
+}
+
+fn events_after_head(s: &StreamObs) -> String {
+    format!(
+        "; then {} event(s) in {} read(s)",
+        s.events.len(),
+        s.reads_ms.len()
+    )
 }
 
 /// A response head that took over a second: a buffering proxy may hold it with the body.

@@ -43,7 +43,13 @@ fn wrapped(label: &str, text: &str, width: usize) -> String {
 
 pub fn render(r: &FindingsReport, pal: Palette) -> String {
     let s = &r.summary;
-    let verdict = if s.fail > 0 {
+    let none = r
+        .findings
+        .iter()
+        .any(|f| f.id == crate::probe::NOTHING_MEASURED);
+    let verdict = if none {
+        pal.bad("NO VERDICT (nothing measured)")
+    } else if s.fail > 0 {
         pal.bad("FAIL")
     } else if s.warn > 0 {
         pal.warn("WARN")
