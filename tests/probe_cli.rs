@@ -547,3 +547,51 @@ fn a_run_that_measured_nothing_is_no_verdict() {
     assert!(text.starts_with("rtcheck probe NO VERDICT"), "{text}");
     assert_eq!(out.status.code(), Some(1));
 }
+
+/// A foreign SSE server whose ids are per connection: 1, 2, 3... on every connection,
+/// whatever Last-Event-ID says (the way tutorials write it).
+fn per_connection_ids(s: &mut std::net::TcpStream, _req: &str, stopped: &dyn Fn() -> bool) {
+    let head =
+        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n\r\n";
+    if s.write_all(head.as_bytes()).is_err() {
+        return;
+    }
+    for i in 1..300 {
+        let ev = format!("id: {i}\ndata: {{\"price\": {i}}}\n\n");
+        if s.write_all(ev.as_bytes()).is_err() || !pause(Duration::from_millis(100), stopped) {
+            return;
+        }
+    }
+}
+
+#[test]
+fn foreign_sse_ids_are_the_sequence_a_restart_fails_resume() {
+    let stub = Stub::start(per_connection_ids);
+    let (r, code, _) = probe_json(&["--quick", &stub.url("/prices")]);
+    let ctx = summary(&r);
+    assert_eq!(code, 1, "{ctx}");
+    let f = finding(&r, "resume", "/prices");
+    assert_eq!(f["status"], "fail", "{ctx}");
+    let o = f["observed"].as_str().unwrap();
+    assert!(o.contains("at or below"), "{o}");
+    assert_eq!(status(&r, "sse-buffering", "/prices"), "pass", "{ctx}");
+}
+
+#[test]
+fn a_websocket_probe_says_what_arrived_and_how_often() {
+    let s = Serve::start(&["--rate", "5"]);
+    let (r, _, _) = probe_json(&["--quick", "--public", &format!("ws://{}/ws", s.addr)]);
+    let f = finding(&r, "upgrade", "/ws");
+    let ctx = summary(&r);
+    assert_eq!(f["status"], "pass", "{ctx}");
+    assert!(f["numbers"]["messages"].as_f64().unwrap() >= 2.0, "{f}");
+    let every = f["numbers"]["message_interval_s"].as_f64().unwrap();
+    assert!((0.05..=1.0).contains(&every), "5/s: {every}\n{f}");
+    assert!(
+        f["observed"]
+            .as_str()
+            .unwrap()
+            .contains("message(s) received, every"),
+        "{f}"
+    );
+}

@@ -59,9 +59,14 @@ pub fn check(u: &UrlObs) -> Option<Finding> {
                 Some(Ending::Open) | None => (
                     Status::Pass,
                     format!(
-                        "held open {} with nothing sent by the client; longest silence from the server {}",
+                        "held open {} with nothing sent by the client; longest silence from the server {}{}",
                         fmt_s(s.ended_ms),
-                        fmt_s(silence)
+                        fmt_s(silence),
+                        if s.events.is_empty() {
+                            String::new()
+                        } else {
+                            format!("; {}", s.messages_text())
+                        }
                     ),
                 ),
                 Some(e) => {

@@ -2,6 +2,7 @@
 //! comes first: the replay, a gap marker, or a silent restart (evidence seq-numbers: 615
 //! events vanished with no error; ring-buffer).
 use super::session::SseObs;
+use super::wire::sse_id;
 use super::{finding, fmt_s, proxy, Kind, UrlObs};
 use crate::findings::{Finding, Status};
 
@@ -43,6 +44,15 @@ pub fn judge(r: &ResumeObs) -> (Status, String) {
             ),
         );
     }
+    if first.name.as_deref() == Some("reset") {
+        return (
+            Status::Warn,
+            format!(
+                "the server announced a restart (event: reset) after Last-Event-ID {}: history is gone, but the client is told",
+                r.sent
+            ),
+        );
+    }
     let got = first.id.clone().unwrap_or_default();
     if r.next.as_deref() == Some(got.as_str()) {
         return (
@@ -53,23 +63,45 @@ pub fn judge(r: &ResumeObs) -> (Status, String) {
             ),
         );
     }
-    match (r.sent.parse::<u64>(), got.parse::<u64>()) {
-        (Ok(a), Ok(b)) if b == a.saturating_add(1) => (
+    by_sequence(&r.sent, &got)
+}
+
+/// The first id after the reconnect against the one sent, read as `SEQ[@EPOCH]`.
+fn by_sequence(sent: &str, got: &str) -> (Status, String) {
+    let (Some((a, ea)), Some((b, eb))) = (sse_id(sent), sse_id(got)) else {
+        return (
+            Status::Warn,
+            format!(
+                "after Last-Event-ID {sent} the first event had id `{got}`: ids that are not numbers cannot be ordered (replay or restart unknown)"
+            ),
+        );
+    };
+    if ea != eb {
+        return (
+            Status::Fail,
+            format!(
+                "restarted: after Last-Event-ID {sent} the first id was {got} (epoch {} -> {}) with no reset marker: what the client had is gone, silently",
+                ea.unwrap_or("none"),
+                eb.unwrap_or("none")
+            ),
+        );
+    }
+    match b.cmp(&a.saturating_add(1)) {
+        std::cmp::Ordering::Equal => (
             Status::Pass,
-            format!("replayed from Last-Event-ID {a}: event {b} first"),
+            format!("replayed from Last-Event-ID {sent}: event {got} first"),
         ),
-        (Ok(a), Ok(b)) if b > a => (
+        std::cmp::Ordering::Greater => (
             Status::Fail,
             format!(
                 "silently restarted: after Last-Event-ID {a} the first event was {b} ({} lost, no gap marker)",
                 b - a - 1
             ),
         ),
-        _ => (
-            Status::Warn,
+        std::cmp::Ordering::Less => (
+            Status::Fail,
             format!(
-                "after Last-Event-ID {} the first event had id `{got}`: cannot tell replay from restart",
-                r.sent
+                "restarted: after Last-Event-ID {sent} the first id was {got}, at or below the one sent: the ids start over (per connection or after a restart), so a reconnect cannot resume"
             ),
         ),
     }
@@ -182,5 +214,23 @@ mod tests {
         );
         assert_eq!(judge(&after("10", None, None)).0, Status::Warn);
         assert_eq!(judge(&after("a", None, Some(("c", None)))).0, Status::Warn);
+        // Per-connection ids: 1 again after Last-Event-ID 1 is a restart.
+        let (st, text) = judge(&after("1", None, Some(("1", None))));
+        assert_eq!(st, Status::Fail, "{text}");
+        assert!(text.contains("at or below"), "{text}");
+        assert_eq!(judge(&after("5", None, Some(("2", None)))).0, Status::Fail);
+        // SEQ@EPOCH: the next seq of the same epoch is a replay; another epoch a restart.
+        assert_eq!(
+            judge(&after("7@a1", None, Some(("8@a1", None)))).0,
+            Status::Pass
+        );
+        let (st, text) = judge(&after("7@a1", None, Some(("8@b2", None))));
+        assert_eq!(st, Status::Fail, "{text}");
+        assert!(text.contains("epoch a1 -> b2"), "{text}");
+        // An announced restart is honest: a warning, not silence.
+        assert_eq!(
+            judge(&after("7@a1", None, Some(("0@b2", Some("reset"))))).0,
+            Status::Warn
+        );
     }
 }

@@ -34,6 +34,15 @@ pub struct EventRec {
     pub wall_ns: u64,
 }
 
+impl EventRec {
+    /// The event's sequence: rtcheck's payload seq, else the SSE id's leading digits.
+    pub fn seq(&self) -> Option<u64> {
+        self.seq_ts
+            .map(|(s, _)| s)
+            .or_else(|| self.id.as_deref().and_then(wire::sse_id).map(|(s, _)| s))
+    }
+}
+
 /// One timed stream (SSE body or WebSocket frames).
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct StreamObs {
@@ -55,6 +64,32 @@ pub struct StreamObs {
 }
 
 impl StreamObs {
+    /// The median time between two events (ms): the data's cadence. None below 2 events.
+    pub fn cadence_ms(&self) -> Option<f64> {
+        let mut gaps: Vec<f64> = self
+            .events
+            .windows(2)
+            .map(|w| w[1].at_ms - w[0].at_ms)
+            .collect();
+        if gaps.is_empty() {
+            return None;
+        }
+        gaps.sort_by(f64::total_cmp);
+        Some(gaps[gaps.len() / 2])
+    }
+
+    /// "N message(s) received, every X" (the cadence) for a report line.
+    pub fn messages_text(&self) -> String {
+        let n = self.events.len();
+        match self.cadence_ms() {
+            Some(c) => format!(
+                "{n} message(s) received, every {} (median)",
+                super::fmt_s(c)
+            ),
+            None => format!("{n} message(s) received"),
+        }
+    }
+
     /// The longest time with nothing received, start and end included.
     pub fn longest_silence_ms(&self) -> f64 {
         let mut prev = 0.0;

@@ -1,6 +1,6 @@
 //! `upgrade`: the WebSocket handshake through the path answers 101 with a valid
 //! `Sec-WebSocket-Accept` (evidence proxy-config: without the Upgrade headers, 400 at once).
-use super::{finding, proxy, Kind, UrlObs};
+use super::{finding, fmt_s, proxy, Kind, UrlObs};
 use crate::findings::{Finding, Status};
 
 pub const ID: &str = "upgrade";
@@ -41,5 +41,15 @@ pub fn check(u: &UrlObs) -> Option<Finding> {
         proxy::upgrade(u.proxy),
     );
     f.numbers.insert("status".into(), h.status as f64);
+    if let Some(s) = &ws.stream {
+        // Whatever the payload: the messages that came through, and how often.
+        f.observed
+            .push_str(&format!("; {} in {}", s.messages_text(), fmt_s(s.ended_ms)));
+        f.numbers.insert("messages".into(), s.events.len() as f64);
+        if let Some(c) = s.cadence_ms() {
+            f.numbers
+                .insert("message_interval_s".into(), (c / 10.0).round() / 100.0);
+        }
+    }
     Some(f)
 }
