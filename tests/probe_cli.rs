@@ -478,6 +478,21 @@ http {{\n  access_log off;\n  client_body_temp_path {{DIR}}/body; proxy_temp_pat
         assert_ne!(status(&r, "sse-buffering", url), "pass", "{ctx}");
     }
     assert_eq!(r["summary"]["pass"], 0, "{ctx}");
+    // The fix follows the status: a route for the 404, the backend for nginx's 502, in
+    // nginx's language (nginx named itself).
+    let f = finding(&r, "response", &typo);
+    assert!(
+        f["fix"]["summary"].as_str().unwrap().contains("no route"),
+        "{f}"
+    );
+    let f = finding(&r, "response", &down);
+    let fix = f["fix"].to_string();
+    assert!(
+        fix.contains("could not get an answer from the backend"),
+        "{fix}"
+    );
+    assert!(fix.contains("nginx (location): proxy_pass"), "{fix}");
+    assert!(!fix.contains("haproxy"), "{fix}");
 }
 
 #[test]
@@ -593,5 +608,152 @@ fn a_websocket_probe_says_what_arrived_and_how_often() {
             .unwrap()
             .contains("message(s) received, every"),
         "{f}"
+    );
+}
+
+/// The Last-Event-ID a request sent, as a number (0: none).
+fn last_event_id(req: &str) -> u64 {
+    req.lines()
+        .find_map(|l| {
+            let (n, v) = l.split_once(':')?;
+            n.eq_ignore_ascii_case("last-event-id")
+                .then(|| v.trim().parse().ok())
+                .flatten()
+        })
+        .unwrap_or(0)
+}
+
+/// A gzip-compressed event stream (chunked), resuming after Last-Event-ID. `flush`: each
+/// event is sync-flushed out of the compressor (nginx `gzip on` + `proxy_buffering off`);
+/// otherwise the compressor keeps it (a compressor waiting for its buffer to fill).
+fn gzip_stream(s: &mut std::net::TcpStream, req: &str, stopped: &dyn Fn() -> bool, flush: bool) {
+    use flate2::{write::GzEncoder, Compression};
+    let head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nContent-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n\r\n";
+    if s.write_all(head.as_bytes()).is_err() {
+        return;
+    }
+    let mut gz = GzEncoder::new(Vec::new(), Compression::default());
+    for i in last_event_id(req) + 1..300 {
+        gz.write_all(format!("id: {i}\ndata: {{\"n\": {i}}}\n\n").as_bytes())
+            .unwrap();
+        if flush {
+            gz.flush().unwrap();
+        }
+        let out = std::mem::take(gz.get_mut());
+        if !out.is_empty() {
+            let mut chunk = format!("{:x}\r\n", out.len()).into_bytes();
+            chunk.extend_from_slice(&out);
+            chunk.extend_from_slice(b"\r\n");
+            if s.write_all(&chunk).is_err() {
+                return;
+            }
+        }
+        if !pause(Duration::from_millis(300), stopped) {
+            return;
+        }
+    }
+}
+
+fn gzip_flushed(s: &mut std::net::TcpStream, req: &str, stopped: &dyn Fn() -> bool) {
+    gzip_stream(s, req, stopped, true)
+}
+
+/// Flushed on the first connection, held on a reconnect (Caddy `encode gzip` with a
+/// replay: the compressor keeps the small replay).
+fn gzip_held_on_reconnect(s: &mut std::net::TcpStream, req: &str, stopped: &dyn Fn() -> bool) {
+    gzip_stream(s, req, stopped, last_event_id(req) == 0)
+}
+
+#[test]
+fn a_compressed_but_flushed_stream_is_a_compression_warning_with_its_cadence() {
+    let stub = Stub::start(gzip_flushed);
+    let (r, _, _) = probe_json(&["--quick", "--timeout", "4s", &stub.url("/gz")]);
+    let ctx = summary(&r);
+    // Decoded: the events are timed themselves, so this is not buffering...
+    assert_eq!(status(&r, "sse-buffering", "/gz"), "pass", "{ctx}");
+    // ... and resume is measured through the compression.
+    assert_eq!(status(&r, "resume", "/gz"), "pass", "{ctx}");
+    let f = finding(&r, "compression", "/gz");
+    assert_eq!(f["status"], "warn", "{ctx}");
+    let cadence = f["numbers"]["cadence_s"].as_f64().unwrap();
+    assert!(
+        (0.2..=1.0).contains(&cadence),
+        "every 0.3 s: {cadence}\n{ctx}"
+    );
+    let o = f["observed"].as_str().unwrap();
+    assert!(o.contains("gzip, flushed per event"), "{o}");
+    assert!(o.contains("reconnect: Content-Encoding gzip"), "{o}");
+}
+
+#[test]
+fn compression_is_checked_on_the_reconnect_too() {
+    let stub = Stub::start(gzip_held_on_reconnect);
+    let (r, code, _) = probe_json(&["--quick", "--timeout", "3s", &stub.url("/gz")]);
+    let ctx = summary(&r);
+    assert_eq!(code, 1, "{ctx}");
+    let f = finding(&r, "compression", "/gz");
+    assert_eq!(f["status"], "fail", "{ctx}");
+    let o = f["observed"].as_str().unwrap();
+    assert!(
+        o.contains("reconnect: Content-Encoding gzip, no event decoded"),
+        "{o}"
+    );
+    // The stuck replay is the compressor's, not the server's resume.
+    let f = finding(&r, "resume", "/gz");
+    assert_eq!(f["status"], "skip", "{ctx}");
+    assert!(f["reason"].as_str().unwrap().contains("compression"), "{f}");
+}
+
+/// Answers a WebSocket upgrade with the status in the request path (`/s403`...).
+fn status_from_path(s: &mut std::net::TcpStream, req: &str, _: &dyn Fn() -> bool) {
+    let code: u16 = req
+        .split_whitespace()
+        .nth(1)
+        .and_then(|p| p.strip_prefix("/s"))
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(500);
+    let body = "<html>nope</html>";
+    let _ = s.write_all(
+        format!(
+            "HTTP/1.1 {code} X\r\nContent-Type: text/html\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        )
+        .as_bytes(),
+    );
+}
+
+#[test]
+fn the_upgrade_fix_follows_the_status() {
+    let stub = Stub::start(status_from_path);
+    let ws = |c: u16| format!("ws://127.0.0.1:{}/s{c}", stub.port);
+    let urls: Vec<String> = [400, 403, 404, 502, 200].iter().map(|c| ws(*c)).collect();
+    let mut args = vec!["--quick"];
+    args.extend(urls.iter().map(String::as_str));
+    let (r, code, _) = probe_json(&args);
+    let ctx = summary(&r);
+    assert_eq!(code, 1, "{ctx}");
+    let fix = |c: u16| {
+        let f = finding(&r, "upgrade", &format!("/s{c}"));
+        assert_eq!(f["status"], "fail", "{ctx}");
+        assert_eq!(f["numbers"]["status"], c as f64, "{f}");
+        format!("{} | {}", f["fix"]["summary"], f["observed"])
+    };
+    assert!(
+        fix(400).contains("dropped Upgrade/Connection"),
+        "{}",
+        fix(400)
+    );
+    let f403 = fix(403);
+    assert!(
+        f403.contains("Origin") && f403.contains("sent Host: 127.0.0.1"),
+        "{f403}"
+    );
+    assert!(!f403.contains("forward the Upgrade"), "{f403}");
+    assert!(fix(404).contains("no route"), "{}", fix(404));
+    assert!(fix(502).contains("backend"), "{}", fix(502));
+    assert!(
+        fix(200).contains("answered the upgrade itself"),
+        "{}",
+        fix(200)
     );
 }

@@ -13,7 +13,9 @@ pub fn ending_text(e: &Ending) -> String {
         Ending::Open => "still open".into(),
         Ending::CloseFrame(Some(c)) => format!("close frame {c}"),
         Ending::CloseFrame(None) => "close frame without a code".into(),
-        Ending::Eof => "EOF (the proxy or the server ended the connection)".into(),
+        Ending::Eof => {
+            "EOF: closed by the path (the proxy or the server; which one is not known)".into()
+        }
         Ending::Reset => "connection reset".into(),
         Ending::Error(e) => format!("read error: {e}"),
     }

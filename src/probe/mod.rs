@@ -90,6 +90,8 @@ pub struct UrlObs {
     /// The event stream's head did not come within this bound (ms): held on the path.
     pub head_held_ms: Option<f64>,
     pub ws: Option<WsObs>,
+    /// The Origin the own-origin handshake sent.
+    pub origin_sent: Option<String>,
     pub origin_status: Option<u16>,
     pub sse: Option<SseObs>,
     /// The reconnect with Last-Event-ID, or why it could not be made.
@@ -272,6 +274,7 @@ pub async fn probe_url(
         unreached: None,
         head_held_ms: None,
         ws: None,
+        origin_sent: None,
         origin_status: None,
         sse: None,
         resume: None,
@@ -326,6 +329,7 @@ async fn probe_ws(
     u: &mut UrlObs,
 ) -> anyhow::Result<()> {
     let origin = o.origin.clone().unwrap_or_else(|| own_origin(t));
+    u.origin_sent = Some(origin.clone());
     let ws = session::websocket(t, &o.client, &origin, Some(watch), progress).await?;
     // A server may refuse a foreign Origin by closing without an answer (0).
     let foreign = session::websocket(t, &o.client, FOREIGN_ORIGIN, None, &session::NoProgress);

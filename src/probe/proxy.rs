@@ -13,6 +13,14 @@ pub enum Proxy {
     #[value(name = "aws-alb")]
     AwsAlb,
     Cloudflare,
+    /// Amazon CloudFront (`X-Amz-Cf-Id`, `Via: ... (CloudFront)`).
+    Cloudfront,
+    /// Fastly (or another Varnish edge: `X-Served-By: cache-...`).
+    Fastly,
+    /// Google Cloud load balancer (`Via: 1.1 google`).
+    #[value(name = "google-lb")]
+    #[serde(rename = "google-lb")]
+    GoogleLb,
     Unknown,
 }
 
@@ -24,6 +32,9 @@ impl Proxy {
             Proxy::Caddy => "Caddy",
             Proxy::AwsAlb => "AWS Application Load Balancer",
             Proxy::Cloudflare => "Cloudflare",
+            Proxy::Cloudfront => "Amazon CloudFront",
+            Proxy::Fastly => "Fastly",
+            Proxy::GoogleLb => "Google Cloud load balancer",
             Proxy::Unknown => "unidentified proxy",
         }
     }
@@ -39,13 +50,45 @@ impl Proxy {
             Proxy::Cloudflare => {
                 Some((100, "Cloudflare docs, error 524: proxy read timeout 100 s"))
             }
+            Proxy::GoogleLb => Some((
+                30,
+                "Google Cloud docs, backend service timeout (default 30 s)",
+            )),
             _ => None,
         }
     }
 }
 
-/// First match over every response head seen on the path.
-pub fn identify<'a>(heads: impl IntoIterator<Item = &'a Head>) -> Proxy {
+/// The edge a response came through, from the headers only that edge adds (checked
+/// before Server/Via: an edge in front of nginx forwards nginx's Server header).
+fn edge(h: &Head) -> Option<Proxy> {
+    let via = h.header("via").unwrap_or("").to_ascii_lowercase();
+    let server = h.header("server").unwrap_or("").to_ascii_lowercase();
+    if h.header("cf-ray").is_some() || server == "cloudflare" {
+        Some(Proxy::Cloudflare)
+    } else if h.header("x-amz-cf-id").is_some() || via.contains("cloudfront") {
+        Some(Proxy::Cloudfront)
+    } else if h
+        .header("x-served-by")
+        .is_some_and(|v| v.to_ascii_lowercase().contains("cache-"))
+        || h.header("x-fastly-request-id").is_some()
+    {
+        Some(Proxy::Fastly)
+    } else if via.split(',').any(|v| v.trim().ends_with(" google")) {
+        Some(Proxy::GoogleLb)
+    } else if server.starts_with("awselb") {
+        Some(Proxy::AwsAlb)
+    } else {
+        None
+    }
+}
+
+/// First match over every response head seen on the path: an edge's own headers, then
+/// Server and Via.
+pub fn identify<'a>(heads: impl IntoIterator<Item = &'a Head> + Clone) -> Proxy {
+    if let Some(p) = heads.clone().into_iter().find_map(edge) {
+        return p;
+    }
     for h in heads {
         let server = h.header("server").unwrap_or("").to_ascii_lowercase();
         let via = h.header("via").unwrap_or("").to_ascii_lowercase();
@@ -55,10 +98,6 @@ pub fn identify<'a>(heads: impl IntoIterator<Item = &'a Head>) -> Proxy {
             Proxy::Caddy
         } else if server.contains("haproxy") || via.contains("haproxy") {
             Proxy::Haproxy
-        } else if server.starts_with("awselb") {
-            Proxy::AwsAlb
-        } else if server == "cloudflare" {
-            Proxy::Cloudflare
         } else {
             continue;
         };
@@ -380,6 +419,19 @@ mod tests {
             Proxy::Cloudflare
         );
         assert_eq!(identify([&head(&[("server", "rtcheck")])]), Proxy::Unknown);
+        // Hop fingerprints win over the origin's Server header they pass on.
+        let cf = head(&[("server", "nginx"), ("cf-ray", "8a1b-AMS")]);
+        assert_eq!(identify([&cf]), Proxy::Cloudflare);
+        let amz = head(&[("x-amz-cf-id", "abc"), ("server", "nginx")]);
+        assert_eq!(identify([&amz]), Proxy::Cloudfront);
+        let fastly = head(&[("x-served-by", "cache-ams21-AMS")]);
+        assert_eq!(identify([&fastly]), Proxy::Fastly);
+        let g = head(&[("via", "1.1 google")]);
+        assert_eq!(identify([&g]), Proxy::GoogleLb);
+        assert_eq!(
+            identify([&head(&[("via", "1.1 googlebot")])]),
+            Proxy::Unknown
+        );
         let any = idle(Proxy::Unknown).persistent.join("\n");
         assert!(
             any.contains("proxy_read_timeout") && any.contains("timeout tunnel"),

@@ -107,12 +107,29 @@ fn by_sequence(sent: &str, got: &str) -> (Status, String) {
     }
 }
 
+/// The reconnect came compressed and nothing decoded from it: the compressor on the path
+/// held the replay, so the server's resume was not measured (Some(encoding)).
+fn held_by_compression(r: &ResumeObs) -> Option<&str> {
+    let s = r.obs.stream.as_ref()?;
+    s.encoding.as_deref().filter(|_| s.events.is_empty())
+}
+
 pub fn check(u: &UrlObs) -> Option<Finding> {
     if u.kind != Kind::Sse {
         return None;
     }
     let stream = u.sse.as_ref()?.stream.as_ref();
     let (status, observed, reason) = match (&u.resume, stream) {
+        (Some(Ok(r)), _) if held_by_compression(r).is_some() => (
+            Status::Skip,
+            "not measured".to_string(),
+            held_by_compression(r).map(|e| {
+                format!(
+                    "the reconnect's events were held by compression on the path (Content-Encoding: {e}): see `{}`",
+                    super::compression::ID
+                )
+            }),
+        ),
         (Some(Ok(r)), _) => {
             let (s, o) = judge(r);
             (s, o, None)

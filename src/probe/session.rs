@@ -59,8 +59,13 @@ pub struct StreamObs {
     pub ending: Option<Ending>,
     /// How long the probe watched (the window it asked for).
     pub window_ms: f64,
-    /// The body could not be read as events (e.g. compressed); reason.
+    /// The body could not be read as events (an unknown encoding, a broken one); reason.
     pub unreadable: Option<String>,
+    /// The Content-Encoding the body came in and was decoded from (gzip, deflate, br):
+    /// events are timed as they come out of the decoder.
+    pub encoding: Option<String>,
+    /// Bytes received on the wire (after the head), compressed or not.
+    pub wire_bytes: usize,
 }
 
 impl StreamObs {
@@ -123,6 +128,56 @@ impl SseObs {
                 .head
                 .header("content-type")
                 .is_some_and(|c| c.to_ascii_lowercase().starts_with("text/event-stream"))
+    }
+}
+
+/// A streaming Content-Encoding decoder: compressed bytes in, what they decode to out
+/// as soon as the compressor flushed it (so each event is timed when it could be read).
+pub enum Decoder {
+    Gzip(Box<flate2::write::GzDecoder<Vec<u8>>>),
+    Deflate(Box<flate2::write::ZlibDecoder<Vec<u8>>>),
+    Brotli(Box<brotli_decompressor::DecompressorWriter<Vec<u8>>>),
+}
+
+impl Decoder {
+    /// The decoder for a Content-Encoding; Err: one this probe cannot decode.
+    pub fn for_encoding(e: &str) -> Result<Decoder, String> {
+        match e.trim().to_ascii_lowercase().as_str() {
+            "gzip" | "x-gzip" => Ok(Decoder::Gzip(Box::new(flate2::write::GzDecoder::new(
+                Vec::new(),
+            )))),
+            "deflate" => Ok(Decoder::Deflate(Box::new(flate2::write::ZlibDecoder::new(
+                Vec::new(),
+            )))),
+            "br" => Ok(Decoder::Brotli(Box::new(
+                brotli_decompressor::DecompressorWriter::new(Vec::new(), 4096),
+            ))),
+            other => Err(format!(
+                "the event stream is compressed with `{other}`, which the probe cannot decode"
+            )),
+        }
+    }
+
+    /// Feed compressed bytes; the decoded bytes so far are moved to `out`.
+    pub fn feed(&mut self, bytes: &[u8], out: &mut Vec<u8>) -> Result<(), String> {
+        use std::io::Write;
+        let bad = |e: std::io::Error| format!("the compressed event stream does not decode: {e}");
+        let inner = match self {
+            Decoder::Gzip(d) => {
+                d.write_all(bytes).and_then(|_| d.flush()).map_err(bad)?;
+                d.get_mut()
+            }
+            Decoder::Deflate(d) => {
+                d.write_all(bytes).and_then(|_| d.flush()).map_err(bad)?;
+                d.get_mut()
+            }
+            Decoder::Brotli(d) => {
+                d.write_all(bytes).and_then(|_| d.flush()).map_err(bad)?;
+                d.get_mut()
+            }
+        };
+        out.append(inner);
+        Ok(())
     }
 }
 
@@ -219,10 +274,13 @@ async fn watch_sse(
     let encoded = head
         .header("content-encoding")
         .filter(|e| !e.eq_ignore_ascii_case("identity"));
+    let mut decoder = None;
     if let Some(e) = encoded {
-        s.unreadable = Some(format!(
-            "the event stream is compressed (Content-Encoding: {e})"
-        ));
+        s.encoding = Some(e.to_ascii_lowercase());
+        match Decoder::for_encoding(e) {
+            Ok(d) => decoder = Some(d),
+            Err(why) => s.unreadable = Some(why),
+        }
     }
     let mut chunked = head.chunked().then(Chunked::default);
     let mut scanner = wire::SseScanner::default();
@@ -234,8 +292,14 @@ async fn watch_sse(
             let at = ms(start);
             let idx = s.reads_ms.len();
             s.reads_ms.push(at);
+            s.wire_bytes += pending.len();
             if s.unreadable.is_none() {
-                if let Err(e) = feed_sse(&mut chunked, &mut scanner, &pending, at, idx, &mut s) {
+                let body = Body {
+                    chunked: &mut chunked,
+                    decoder: decoder.as_mut(),
+                    scanner: &mut scanner,
+                };
+                if let Err(e) = feed_sse(body, &pending, at, idx, &mut s) {
                     s.unreadable = Some(e);
                 }
             }
@@ -264,24 +328,33 @@ async fn watch_sse(
     s
 }
 
-fn feed_sse(
-    chunked: &mut Option<Chunked>,
-    scanner: &mut wire::SseScanner,
-    raw: &[u8],
-    at: f64,
-    idx: usize,
-    s: &mut StreamObs,
-) -> Result<(), String> {
+/// The layers a response body goes through before it is events: transfer (chunked),
+/// content (gzip...), then the SSE scanner.
+struct Body<'a> {
+    chunked: &'a mut Option<Chunked>,
+    decoder: Option<&'a mut Decoder>,
+    scanner: &'a mut wire::SseScanner,
+}
+
+fn feed_sse(b: Body, raw: &[u8], at: f64, idx: usize, s: &mut StreamObs) -> Result<(), String> {
     let mut body = Vec::new();
-    let bytes: &[u8] = match chunked {
+    let bytes: &[u8] = match b.chunked {
         Some(c) => {
             c.feed(raw, &mut body)?;
             &body
         }
         None => raw,
     };
+    let mut plain = Vec::new();
+    let bytes: &[u8] = match b.decoder {
+        Some(d) => {
+            d.feed(bytes, &mut plain)?;
+            &plain
+        }
+        None => bytes,
+    };
     let mut items = Vec::new();
-    scanner.feed(bytes, &mut items)?;
+    b.scanner.feed(bytes, &mut items)?;
     for it in items {
         match it {
             SseItem::Comment => s.heartbeats_ms.push(at),

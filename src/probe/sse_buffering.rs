@@ -146,9 +146,17 @@ pub fn check(u: &UrlObs) -> Option<Finding> {
             Status::Skip,
             format!("no event in {}", fmt_s(s.ended_ms)),
             Some(format!(
-                "no event arrived in {} to time{}",
+                "no event arrived in {} to time{}{}",
                 fmt_s(s.ended_ms),
-                held_head(s)
+                held_head(s),
+                match &s.encoding {
+                    Some(e) => format!(
+                        " ({} B arrived compressed with {e}: see `{}`)",
+                        s.wire_bytes,
+                        super::compression::ID
+                    ),
+                    None => String::new(),
+                }
             )),
             vec![("head_ms", s.head_ms)],
         ),

@@ -181,7 +181,7 @@ pub fn reconnect(url: &str, o: &ResumeObs) -> Finding {
             .reconnect_status
             .map_or("no answer".to_string(), |s| format!("HTTP {s}"));
         let observed = format!(
-            "the server closed the stream after {}; EventSource {} (reconnect: {status})",
+            "the path closed the stream after {}; EventSource {} (reconnect: {status})",
             ms(r.closed_at_ms),
             if r.gave_up {
                 "gave up"
