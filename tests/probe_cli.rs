@@ -757,3 +757,83 @@ fn the_upgrade_fix_follows_the_status() {
         fix(200)
     );
 }
+
+#[test]
+fn urls_are_probed_at_once_and_direct_pairs_per_url_websocket_too() {
+    let quiet = Serve::start(&["--wait-start", "--ping", "1s"]);
+    let other = Serve::start(&["--rate", "5"]);
+    let ws = format!("ws://{}/ws", quiet.addr);
+    let sse = format!("http://{}/sse", other.addr);
+    // Each URL its own direct endpoint: the WebSocket one by name, the SSE one by position.
+    let ws_direct = format!("{ws}=ws://{}/ws", other.addr);
+    let sse_direct = sse.clone();
+    let (r, code, err) = probe_json(&[
+        "--idle-for",
+        "4s",
+        "--public",
+        "--direct",
+        &ws_direct,
+        "--direct",
+        &sse_direct,
+        &ws,
+        &sse,
+    ]);
+    let ctx = summary(&r);
+    assert_eq!(code, 0, "{ctx}\n{err}");
+    // Both idle tests ran at once: each began before the other ended.
+    let span = |url: &str| {
+        let f = finding(&r, "idle-timeout", url);
+        let start = f["numbers"]["started_s"].as_f64().unwrap();
+        (start, start + f["numbers"]["held_s"].as_f64().unwrap())
+    };
+    let (a, b) = (span(&ws), span(&sse));
+    assert!(
+        a.0 < b.1 && b.0 < a.1,
+        "not overlapping: {a:?} {b:?}\n{ctx}"
+    );
+    // The SSE URL was compared with its own direct endpoint, not the WebSocket's.
+    let f = finding(&r, "sse-buffering", &sse);
+    assert!(
+        f["observed"]
+            .as_str()
+            .unwrap()
+            .contains("direct: first event after"),
+        "{f}"
+    );
+    // Too many bare --direct values: a usage error.
+    let out = rtcheck()
+        .args([
+            "probe",
+            "--quick",
+            "--direct",
+            &sse_direct,
+            "--direct",
+            &sse_direct,
+        ])
+        .arg(&sse)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("more direct endpoints than URLs"));
+}
+
+#[test]
+fn a_websocket_refused_through_the_path_but_accepted_directly_blames_the_path() {
+    let stub = Stub::start(status_from_path);
+    let s = Serve::start(&["--rate", "5"]);
+    let url = format!("ws://127.0.0.1:{}/s403", stub.port);
+    let direct = format!("ws://{}/ws", s.addr);
+    let (r, _, _) = probe_json(&["--quick", "--direct", &direct, &url]);
+    let f = finding(&r, "upgrade", "/s403");
+    assert_eq!(f["status"], "fail", "{}", summary(&r));
+    let fix = f["fix"].to_string();
+    assert!(
+        fix.contains("accepts the request directly (direct: 101)"),
+        "{fix}"
+    );
+    assert!(fix.contains("Host"), "{fix}");
+    assert!(
+        f["observed"].as_str().unwrap().contains("direct: 101"),
+        "{f}"
+    );
+}

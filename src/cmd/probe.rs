@@ -55,9 +55,10 @@ pub struct ProbeArgs {
     /// Skip the idle test (idle-timeout and heartbeat are reported as skipped).
     #[arg(long)]
     pub quick: bool,
-    /// The same endpoint without the proxy, to compare event delivery against.
+    /// The same endpoint without the proxy, to compare against (repeatable): the n-th
+    /// --direct pairs with the n-th URL, or name the pair as URL=DIRECT.
     #[arg(long, value_name = "URL")]
-    pub direct: Option<String>,
+    pub direct: Vec<String>,
     /// The proxy on the path, for its fixes, when Server/Via do not name it (HAProxy adds neither).
     #[arg(long, value_enum, value_name = "KIND")]
     pub proxy: Option<probe::proxy::Proxy>,
@@ -102,11 +103,13 @@ fn options(a: &ProbeArgs, profile: &Profile) -> anyhow::Result<Options> {
         Some(Transport::Polling) if a.profile.is_some() => TransportChoice::Poll,
         _ => TransportChoice::Auto,
     });
-    let direct = a
-        .direct
-        .as_deref()
-        .map(|d| Target::parse(d).map_err(|e| anyhow!("--direct: {e}")))
-        .transpose()?;
+    let directs = pair_directs(&a.urls, &a.direct)?
+        .into_iter()
+        .map(|d| {
+            d.map(|d| Target::parse(&d).map_err(|e| anyhow!("--direct {}: {e}", shown(&d))))
+                .transpose()
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
     let client = ClientOpts {
         timeout: a.timeout,
         head_timeout: a.head_timeout,
@@ -125,9 +128,49 @@ fn options(a: &ProbeArgs, profile: &Profile) -> anyhow::Result<Options> {
         idle_for: a.idle_for,
         quick: a.quick,
         public: a.public,
-        direct,
+        directs,
         proxy: a.proxy,
     })
+}
+
+/// Each URL's --direct endpoint: `URL=DIRECT` names its URL, a bare value pairs by
+/// position among the bare values. A URL may itself hold `=` (in its query), so the pair
+/// is split where the left side is one of the URLs.
+pub fn pair_directs(urls: &[String], directs: &[String]) -> anyhow::Result<Vec<Option<String>>> {
+    let mut out: Vec<Option<String>> = vec![None; urls.len()];
+    let mut bare = Vec::new();
+    for d in directs {
+        let named = ["=ws://", "=wss://", "=http://", "=https://"]
+            .iter()
+            .flat_map(|p| d.match_indices(p).map(|(i, _)| i))
+            .find_map(|i| {
+                urls.iter()
+                    .position(|u| *u == d[..i])
+                    .map(|n| (n, &d[i + 1..]))
+            });
+        match named {
+            Some((n, _)) if out[n].is_some() => {
+                anyhow::bail!("--direct: URL {} has two direct endpoints", shown(&urls[n]))
+            }
+            Some((n, direct)) => out[n] = Some(direct.to_string()),
+            None => bare.push(d.clone()),
+        }
+    }
+    let mut free = (0..urls.len())
+        .filter(|&i| out[i].is_none())
+        .collect::<Vec<_>>()
+        .into_iter();
+    for d in bare {
+        let Some(i) = free.next() else {
+            anyhow::bail!(
+                "--direct {}: more direct endpoints than URLs ({}); pair one as URL=DIRECT",
+                shown(&d),
+                urls.len()
+            );
+        };
+        out[i] = Some(d);
+    }
+    Ok(out)
 }
 
 pub fn run(a: ProbeArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
@@ -256,5 +299,37 @@ fn shown(u: &str) -> String {
                 .collect::<String>()
                 + "://…"
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::pair_directs;
+
+    #[test]
+    fn directs_pair_by_position_or_by_name() {
+        let urls: Vec<String> = ["https://app/ws", "https://app/sse?k=v"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let d =
+            |v: &[&str]| pair_directs(&urls, &v.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+        assert_eq!(d(&[]).unwrap(), vec![None, None]);
+        assert_eq!(
+            d(&["ws://10.0.0.5/ws"]).unwrap(),
+            vec![Some("ws://10.0.0.5/ws".into()), None]
+        );
+        // Named: the query's own `=` is not the split.
+        assert_eq!(
+            d(&["https://app/sse?k=v=http://10.0.0.5/sse"]).unwrap(),
+            vec![None, Some("http://10.0.0.5/sse".into())]
+        );
+        // A bare value fills the first URL without a named one.
+        assert_eq!(
+            d(&["https://app/ws=ws://a/ws", "http://b/sse"]).unwrap(),
+            vec![Some("ws://a/ws".into()), Some("http://b/sse".into())]
+        );
+        assert!(d(&["http://a", "http://b", "http://c"]).is_err());
+        assert!(d(&["https://app/ws=ws://a/ws", "https://app/ws=ws://b/ws"]).is_err());
     }
 }

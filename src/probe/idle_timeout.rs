@@ -57,6 +57,8 @@ pub fn check(u: &UrlObs) -> Option<Finding> {
             let silence = s.longest_silence_ms();
             numbers.push(("longest_silence_s", silence / 1000.0));
             numbers.push(("held_s", s.ended_ms / 1000.0));
+            // When this URL's probe began in the run: URLs are probed at once.
+            numbers.push(("started_s", u.started_ms / 1000.0));
             match &s.ending {
                 Some(Ending::Open) | None => (
                     Status::Pass,

@@ -75,7 +75,8 @@ pub struct Options {
     pub idle_for: Duration,
     pub quick: bool,
     pub public: bool,
-    pub direct: Option<Target>,
+    /// Each URL's `--direct` endpoint (same order as the URLs).
+    pub directs: Vec<Option<Target>>,
     /// `--proxy`: the proxy on the path when its headers do not name it.
     pub proxy: Option<Proxy>,
 }
@@ -101,8 +102,12 @@ pub struct UrlObs {
     /// The ALPN connection failed (after the stream itself was probed).
     pub alpn_error: Option<String>,
     pub direct: Option<SseObs>,
+    /// The --direct endpoint's WebSocket handshake (same Origin as through the path).
+    pub direct_ws: Option<WsObs>,
     /// The --direct endpoint could not be probed.
     pub direct_error: Option<String>,
+    /// When the first connection was made, ms since the run began (URLs run at once).
+    pub started_ms: f64,
     pub quick: bool,
     pub public: bool,
     pub idle_for_ms: f64,
@@ -112,7 +117,8 @@ pub struct UrlObs {
 impl UrlObs {
     /// What the --direct endpoint answered, when it was probed.
     pub fn direct_status(&self) -> Option<u16> {
-        self.direct.as_ref().map(|d| d.head.status)
+        let ws = self.direct_ws.as_ref().map(|d| d.head.status);
+        ws.or_else(|| self.direct.as_ref().map(|d| d.head.status))
     }
 }
 
@@ -250,11 +256,13 @@ pub fn own_origin(t: &Target) -> String {
 /// Never an error: a URL that cannot be probed says why in `unreached`.
 pub async fn probe_url(
     t: &Target,
+    direct: Option<&Target>,
     o: &Options,
     skip: &[String],
     progress: &dyn Progress,
 ) -> UrlObs {
     let (t, kind) = kind_for(t, o.transport);
+    let direct = direct.map(|d| kind_for(d, o.transport).0);
     let quick = o.quick
         || (skip.iter().any(|s| s == idle_timeout::ID) && skip.iter().any(|s| s == heartbeat::ID));
     let watch = if quick {
@@ -281,15 +289,18 @@ pub async fn probe_url(
         alpn: None,
         alpn_error: None,
         direct: None,
+        direct_ws: None,
         direct_error: None,
+        started_ms: 0.0,
         quick,
         public: o.public,
         idle_for_ms: o.idle_for.as_secs_f64() * 1000.0,
         proxy: Proxy::Unknown,
     };
+    let d = direct.as_ref();
     let probed = match kind {
-        Kind::WebSocket => probe_ws(&t, o, watch, progress, &mut u).await,
-        Kind::Sse | Kind::Poll => probe_sse(&t, o, watch, progress, &mut u).await,
+        Kind::WebSocket => probe_ws(&t, d, o, watch, progress, &mut u).await,
+        Kind::Sse | Kind::Poll => probe_sse(&t, d, o, watch, progress, &mut u).await,
     };
     if let Err(e) = probed {
         failed(&mut u, o, &e);
@@ -323,6 +334,7 @@ fn failed(u: &mut UrlObs, o: &Options, e: &anyhow::Error) {
 /// The own-Origin handshake watched for the window, then a foreign-Origin one.
 async fn probe_ws(
     t: &Target,
+    direct: Option<&Target>,
     o: &Options,
     watch: Watch,
     progress: &dyn Progress,
@@ -335,6 +347,13 @@ async fn probe_ws(
     let foreign = session::websocket(t, &o.client, FOREIGN_ORIGIN, None, &session::NoProgress);
     u.origin_status = Some(foreign.await.map_or(0, |f| f.head.status));
     u.ws = Some(ws);
+    if let Some(d) = direct {
+        // The page's Origin, to the endpoint itself: what the path changes shows.
+        match session::websocket(d, &o.client, &origin, None, &session::NoProgress).await {
+            Ok(obs) => u.direct_ws = Some(obs),
+            Err(e) => u.direct_error = Some(format!("{e:#}")),
+        }
+    }
     Ok(())
 }
 
@@ -343,6 +362,7 @@ async fn probe_ws(
 /// measured is kept whatever the later ones do.
 async fn probe_sse(
     t: &Target,
+    direct: Option<&Target>,
     o: &Options,
     watch: Watch,
     progress: &dyn Progress,
@@ -374,7 +394,7 @@ async fn probe_sse(
             .map(|r| r.map_err(|e| format!("{e:#}")));
     }
     u.sse = Some(sse);
-    if let (Some(d), Kind::Sse) = (&o.direct, u.kind) {
+    if let (Some(d), Kind::Sse) = (direct, u.kind) {
         let w = Watch {
             window: o.client.timeout,
             max_events: Some(1),
@@ -399,20 +419,37 @@ pub fn validate_skip(skip: &[String]) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Every URL, each judged on its own: one that cannot be reached is a `reachable`
-/// finding and the others are reported in full. An error (exit 2) only when no URL could
-/// be reached at all.
+/// URLs probed at once: a run's idle time is its longest idle test, not the sum, and a
+/// handful of connections per URL stays far from loading anything.
+pub const CONCURRENT_URLS: usize = 4;
+
+/// Every URL, each judged on its own, up to [`CONCURRENT_URLS`] at once: one that cannot
+/// be reached is a `reachable` finding and the others are reported in full. An error
+/// (exit 2) only when no URL could be reached at all.
 pub fn probe_all(targets: &[Target], o: &Options, skip: &[String]) -> anyhow::Result<Vec<Finding>> {
+    use futures_util::stream::StreamExt;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    let bar = progress::Bar::new(true);
-    let mut all = Vec::new();
-    for t in targets {
-        bar.label(&format!("probing {t}"));
-        all.push(rt.block_on(probe_url(t, o, skip, &bar)));
-    }
-    bar.finish();
+    let bars = progress::Bars::new(true);
+    let run_start = std::time::Instant::now();
+    let all: Vec<UrlObs> = rt.block_on(
+        futures_util::stream::iter(targets.iter().enumerate())
+            .map(|(i, t)| {
+                let bar = bars.add(&t.to_string());
+                let direct = o.directs.get(i).and_then(Option::as_ref);
+                async move {
+                    let started_ms = run_start.elapsed().as_secs_f64() * 1000.0;
+                    let mut u = probe_url(t, direct, o, skip, &bar).await;
+                    u.started_ms = started_ms;
+                    bar.finish();
+                    u
+                }
+            })
+            .buffered(CONCURRENT_URLS)
+            .collect(),
+    );
+    bars.finish();
     // A DNS lookup that outlived --timeout runs on a blocking thread: do not wait for it.
     rt.shutdown_timeout(Duration::from_millis(100));
     none_reached(&all)?;
