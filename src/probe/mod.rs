@@ -320,7 +320,9 @@ pub async fn probe_url(
 fn failed(u: &mut UrlObs, o: &Options, e: &anyhow::Error) {
     let step = client::failed_step(e);
     let held = step.is_some_and(|s| s.step == client::Step::Head && s.timed_out);
-    if held && u.kind != Kind::WebSocket {
+    // Only an event stream's head is held with its body; a poll or a handshake that never
+    // answers is unreached.
+    if held && u.kind == Kind::Sse {
         u.head_held_ms = Some(o.client.head_timeout.max(o.client.timeout).as_secs_f64() * 1000.0);
         return;
     }

@@ -223,11 +223,15 @@ pub fn idle(p: Proxy) -> Fix {
     }
 }
 
+/// The heartbeat rhythm of evidence `ping-timing` (production 20-30 s).
 pub fn heartbeat() -> Fix {
-    fix(
-        "ping (WebSocket) or send an SSE comment every 20-30 s, shorter than every idle timeout on the path",
-        &["server: WebSocket ping every 20-30 s, pong wait above it; SSE `: ping` comment every 20-30 s"],
-    )
+    let n = |v| crate::evidence::num("ping-timing", v);
+    let every = format!("{}-{} s", n("production_min"), n("production_max"));
+    Fix {
+        summary: format!("ping (WebSocket) or send an SSE comment every {every}, shorter than every idle timeout on the path"),
+        runtime: Vec::new(),
+        persistent: vec![format!("server: WebSocket ping every {every}, pong wait above it; SSE `: ping` comment every {every}")],
+    }
 }
 
 pub fn resume() -> Fix {
