@@ -425,18 +425,32 @@ fn pause(d: Duration, stopped: &dyn Fn() -> bool) -> bool {
     true
 }
 
-/// An event stream whose head comes only after 2 s (what a buffering proxy does with a
-/// slow stream), then an event every 200 ms with ids.
+/// An event stream whose head comes only after 2 s together with a buffer of 5 events
+/// (what a buffering proxy does with a slow stream), then an event every 200 ms.
 fn late_head(s: &mut std::net::TcpStream, _req: &str, stopped: &dyn Fn() -> bool) {
+    late_head_with(s, stopped, 5)
+}
+
+/// A server that sends its head only with its first event (Node's res.writeHead without
+/// flushHeaders), 2 s after the request: not the path's doing.
+fn head_with_first_write(s: &mut std::net::TcpStream, _req: &str, stopped: &dyn Fn() -> bool) {
+    late_head_with(s, stopped, 1)
+}
+
+fn late_head_with(s: &mut std::net::TcpStream, stopped: &dyn Fn() -> bool, burst: u64) {
     if !pause(Duration::from_secs(2), stopped) {
         return;
     }
-    let head =
-        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n\r\n";
-    if s.write_all(head.as_bytes()).is_err() {
+    let mut first = String::from(
+        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n\r\n",
+    );
+    for i in 1..=burst {
+        first.push_str(&format!("id: {i}\ndata: tick {i}\n\n"));
+    }
+    if s.write_all(first.as_bytes()).is_err() || !pause(Duration::from_millis(200), stopped) {
         return;
     }
-    for i in 1..200 {
+    for i in burst + 1..200 {
         let ev = format!("id: {i}\ndata: tick {i}\n\n");
         if s.write_all(ev.as_bytes()).is_err() || !pause(Duration::from_millis(200), stopped) {
             return;
@@ -541,6 +555,16 @@ fn a_held_response_head_is_buffering_not_a_runtime_error() {
             .unwrap()
             .contains("head held more than 1.0 s"),
         "{ctx}"
+    );
+    // A head that came with the server's first write alone is the server's: a warning
+    // that says so, not the path blamed.
+    let stub = Stub::start(head_with_first_write);
+    let (r, _, _) = probe_json(&["--quick", "--timeout", "1s", &stub.url("/events")]);
+    let f = finding(&r, "sse-buffering", "/events");
+    assert_eq!(f["status"], "warn", "{}", summary(&r));
+    assert!(
+        f["observed"].as_str().unwrap().contains("first write"),
+        "{f}"
     );
 }
 

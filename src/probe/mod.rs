@@ -305,6 +305,10 @@ pub async fn probe_url(
     if let Err(e) = probed {
         failed(&mut u, o, &e);
     }
+    if let (Some(_), Some(d)) = (u.head_held_ms, &direct) {
+        // The head never came through the path: does the server itself send it?
+        direct_sse(d, o, &mut u).await;
+    }
     let heads = [
         u.ws.as_ref().map(|w| &w.head),
         u.sse.as_ref().map(|s| &s.head),
@@ -323,7 +327,7 @@ fn failed(u: &mut UrlObs, o: &Options, e: &anyhow::Error) {
     // Only an event stream's head is held with its body; a poll or a handshake that never
     // answers is unreached.
     if held && u.kind == Kind::Sse {
-        u.head_held_ms = Some(o.client.head_timeout.max(o.client.timeout).as_secs_f64() * 1000.0);
+        u.head_held_ms = Some(o.client.head_timeout.as_secs_f64() * 1000.0);
         return;
     }
     u.unreached = Some(reachable::Unreached {
@@ -397,16 +401,39 @@ async fn probe_sse(
     }
     u.sse = Some(sse);
     if let (Some(d), Kind::Sse) = (direct, u.kind) {
-        let w = Watch {
-            window: o.client.timeout,
-            max_events: Some(1),
-        };
-        match session::sse(d, &o.client, None, w, &session::NoProgress).await {
-            Ok(obs) => u.direct = Some(obs),
-            Err(e) => u.direct_error = Some(format!("{e:#}")),
-        }
+        direct_sse(d, o, u).await;
     }
     Ok(())
+}
+
+/// The --direct event stream until its first event (or --timeout).
+async fn direct_sse(d: &Target, o: &Options, u: &mut UrlObs) {
+    let w = Watch {
+        window: o.client.timeout,
+        max_events: Some(1),
+    };
+    match session::sse(d, &o.client, None, w, &session::NoProgress).await {
+        Ok(obs) => u.direct = Some(obs),
+        Err(e) => u.direct_error = Some(format!("{e:#}")),
+    }
+}
+
+/// A URL whose answers named no proxy (a held head names nothing) takes the proxy another
+/// URL of the same host and port showed.
+fn share_proxy(all: &mut [UrlObs]) {
+    let known: Vec<(String, u16, Proxy)> = all
+        .iter()
+        .filter(|u| u.proxy != Proxy::Unknown)
+        .map(|u| (u.target.host.clone(), u.target.port, u.proxy))
+        .collect();
+    for u in all.iter_mut().filter(|u| u.proxy == Proxy::Unknown) {
+        let same = known
+            .iter()
+            .find(|(h, p, _)| *h == u.target.host && *p == u.target.port);
+        if let Some((_, _, p)) = same {
+            u.proxy = *p;
+        }
+    }
 }
 
 /// `--skip` names only probe check ids.
@@ -435,7 +462,7 @@ pub fn probe_all(targets: &[Target], o: &Options, skip: &[String]) -> anyhow::Re
         .build()?;
     let bars = progress::Bars::new(true);
     let run_start = std::time::Instant::now();
-    let all: Vec<UrlObs> = rt.block_on(
+    let mut all: Vec<UrlObs> = rt.block_on(
         futures_util::stream::iter(targets.iter().enumerate())
             .map(|(i, t)| {
                 let bar = bars.add(&t.to_string());
@@ -455,6 +482,9 @@ pub fn probe_all(targets: &[Target], o: &Options, skip: &[String]) -> anyhow::Re
     // A DNS lookup that outlived --timeout runs on a blocking thread: do not wait for it.
     rt.shutdown_timeout(Duration::from_millis(100));
     none_reached(&all)?;
+    if o.proxy.is_none() {
+        share_proxy(&mut all);
+    }
     Ok(all.iter().flat_map(|u| judge(u, skip)).collect())
 }
 

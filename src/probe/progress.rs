@@ -4,7 +4,9 @@
 use super::session::{Progress, StreamObs};
 use std::time::Duration;
 
-const TEMPLATE: &str = "{spinner} {prefix} {bar:12} {wide_msg}";
+/// What was seen comes first, the URL last: a narrow terminal cuts the URL's tail, never
+/// the counts.
+const TEMPLATE: &str = "{spinner} {bar:10} {wide_msg}";
 
 fn terminal(enabled: bool) -> bool {
     use std::io::IsTerminal;
@@ -32,7 +34,7 @@ impl Bars {
         let b = m.add(indicatif::ProgressBar::new(1000));
         b.set_style(style());
         b.set_prefix(url.to_string());
-        b.set_message("connecting");
+        b.set_message(format!("connecting  {url}"));
         b.enable_steady_tick(Duration::from_millis(250));
         Bar(Some(b))
     }
@@ -75,12 +77,13 @@ impl Progress for Bar {
             let frac = elapsed.as_secs_f64() / window.as_secs_f64().max(1e-9);
             b.set_position((frac.min(1.0) * 1000.0) as u64);
             b.set_message(format!(
-                "holding {:.0}/{:.0} s: {} event(s), {} heartbeat(s), longest silence {}",
+                "holding {:.0}/{:.0} s: {} event(s), {} heartbeat(s), silence {}  {}",
                 elapsed.as_secs_f64(),
                 window.as_secs_f64(),
                 s.events.len(),
                 s.heartbeats_ms.len(),
-                super::fmt_s(s.longest_silence_ms().max(0.0))
+                super::fmt_s(s.longest_silence_ms().max(0.0)),
+                b.prefix()
             ));
         }
     }

@@ -66,6 +66,9 @@ pub struct StreamObs {
     pub encoding: Option<String>,
     /// Bytes received on the wire (after the head), compressed or not.
     pub wire_bytes: usize,
+    /// Body bytes that came in the same read as the head (a server that sends its head
+    /// only with its first write).
+    pub with_head_bytes: usize,
 }
 
 impl StreamObs {
@@ -248,7 +251,7 @@ pub async fn sse(
     let req = client::request(t, o, &sse_headers(last_id));
     let start = Instant::now();
     // A buffering proxy holds the head of a slow stream with its body: wait for it longer.
-    let bound = o.head_timeout.max(o.timeout);
+    let bound = o.head_timeout;
     let (head, rest) = client::exchange(&mut conn, t, o, &req, bound).await?;
     let mut obs = SseObs { head, stream: None };
     if obs.is_event_stream() {
@@ -269,6 +272,7 @@ async fn watch_sse(
     let mut s = StreamObs {
         head_ms: ms(start),
         window_ms: watch.window.as_secs_f64() * 1000.0,
+        with_head_bytes: rest.len(),
         ..Default::default()
     };
     let encoded = head

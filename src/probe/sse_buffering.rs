@@ -126,10 +126,21 @@ pub fn check(u: &UrlObs) -> Option<Finding> {
             )),
             vec![],
         ),
-        Some(s) if s.head_ms >= HEAD_HELD_MS && !direct_head_late(u) => (
+        Some(s) if s.head_ms >= HEAD_HELD_MS && !direct_head_late(u, s) && held_by_path(u, s) => (
             Status::Fail,
             format!(
-                "head held {} by the path{}",
+                "head held {} by the path{}{}",
+                fmt_s(s.head_ms),
+                events_after_head(s),
+                direct_head(u)
+            ),
+            None,
+            vec![("head_ms", s.head_ms), ("events", s.events.len() as f64)],
+        ),
+        Some(s) if s.head_ms >= HEAD_HELD_MS && !direct_head_late(u, s) => (
+            Status::Warn,
+            format!(
+                "the head came only with the server's first write, after {}: the server holds its head until it writes (EventSource opens late; Node: res.flushHeaders()){}",
                 fmt_s(s.head_ms),
                 events_after_head(s)
             ),
@@ -210,8 +221,9 @@ fn never_headed(u: &UrlObs, bound_ms: f64) -> Finding {
         "SSE delivery through the path (buffering)",
         Status::Fail,
         format!(
-            "head held more than {} by the path: no response head within --head-timeout (a buffering proxy sends a slow stream's head with its first full buffer)",
-            fmt_s(bound_ms)
+            "head held more than {} by the path: no response head within --head-timeout (a buffering proxy sends a slow stream's head with its first full buffer){}",
+            fmt_s(bound_ms),
+            direct_head(u)
         ),
         "the response head at once, then each event as it is sent",
         "a buffering proxy completes the SSE handshake, then holds events (6.6 s of silence measured); with a slow stream it holds the head too",
@@ -222,12 +234,52 @@ fn never_headed(u: &UrlObs, bound_ms: f64) -> Finding {
     f
 }
 
-/// The --direct endpoint's head was late too: the server, not the path, holds it.
-fn direct_head_late(u: &UrlObs) -> bool {
+/// A late head was the path's doing: the --direct head came at once, or the head brought
+/// a buffer (several events in its read), or the payload's timestamps show the delay. A
+/// head with just its first event, and no other evidence, is a server that sends its head
+/// with its first write.
+fn held_by_path(u: &UrlObs, s: &StreamObs) -> bool {
+    let direct_fast = direct_head_ms(u).is_some_and(|d| s.head_ms - d >= HEAD_HELD_MS);
+    let Some(&first_at) = s.reads_ms.first().filter(|_| s.with_head_bytes > 0) else {
+        // The head came alone, late: held, with nothing that shows the server waited.
+        return true;
+    };
+    let events = s.events.iter().filter(|e| e.read == 0).count();
+    let comments = s.heartbeats_ms.iter().filter(|&&h| h == first_at).count();
+    let t = timing(s);
+    let delayed = u.target.is_loopback() && t.max_delay_ms.is_some_and(|d| d > DELAY_FAIL_MS);
+    direct_fast || events + comments >= 2 || delayed
+}
+
+/// What the --direct endpoint did with the same request, when it was asked.
+fn direct_head(u: &UrlObs) -> String {
+    if let Some(e) = &u.direct_error {
+        return format!("; direct: {e}");
+    }
+    let Some(d) = &u.direct else {
+        return String::new();
+    };
+    match &d.stream {
+        Some(s) => format!(
+            "; direct: head after {}, first event after {}",
+            fmt_s(s.head_ms),
+            s.events.first().map_or("-".into(), |e| fmt_s(e.at_ms))
+        ),
+        None => format!("; direct: HTTP {}", d.head.status),
+    }
+}
+
+/// The --direct endpoint's head (ms), when it was measured.
+fn direct_head_ms(u: &UrlObs) -> Option<f64> {
     u.direct
         .as_ref()
         .and_then(|d| d.stream.as_ref())
-        .is_some_and(|d| d.head_ms >= HEAD_HELD_MS)
+        .map(|d| d.head_ms)
+}
+
+/// The --direct endpoint's head was about as late: the server, not the path, holds it.
+fn direct_head_late(u: &UrlObs, s: &StreamObs) -> bool {
+    direct_head_ms(u).is_some_and(|d| d >= HEAD_HELD_MS && s.head_ms - d < HEAD_HELD_MS)
 }
 
 fn events_after_head(s: &StreamObs) -> String {
