@@ -2,6 +2,7 @@
 //! every output, and bad peers: one line, exit 2, within the step timeout.
 mod common;
 mod probe_common;
+use probe_common::stub::{pause, Stub};
 use probe_common::*;
 use std::io::{Read, Write};
 use std::net::TcpListener;
@@ -359,70 +360,6 @@ fn profile_transport_and_direct_comparison() {
         "{f}"
     );
     assert_eq!(r["profile"]["transport"], "sse");
-}
-
-/// A scripted HTTP peer on loopback: every connection gets its own thread running
-/// `answer` with the request head it sent; stopped (and its threads told) on drop.
-struct Stub {
-    port: u16,
-    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
-}
-
-impl Stub {
-    fn start(answer: fn(&mut std::net::TcpStream, &str, &dyn Fn() -> bool)) -> Stub {
-        use std::sync::atomic::{AtomicBool, Ordering};
-        let l = TcpListener::bind("127.0.0.1:0").unwrap();
-        l.set_nonblocking(true).unwrap();
-        let port = l.local_addr().unwrap().port();
-        let stop = std::sync::Arc::new(AtomicBool::new(false));
-        let flag = stop.clone();
-        std::thread::spawn(move || {
-            while !flag.load(Ordering::Relaxed) {
-                let Ok((mut s, _)) = l.accept() else {
-                    std::thread::sleep(Duration::from_millis(20));
-                    continue;
-                };
-                let flag = flag.clone();
-                std::thread::spawn(move || {
-                    let _ = s.set_nonblocking(false);
-                    let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
-                    let mut got = Vec::new();
-                    let mut buf = [0u8; 4096];
-                    while !got.windows(4).any(|w| w == b"\r\n\r\n") {
-                        match s.read(&mut buf) {
-                            Ok(0) | Err(_) => return,
-                            Ok(n) => got.extend_from_slice(&buf[..n]),
-                        }
-                    }
-                    let req = String::from_utf8_lossy(&got).to_string();
-                    answer(&mut s, &req, &|| flag.load(Ordering::Relaxed));
-                });
-            }
-        });
-        Stub { port, stop }
-    }
-
-    fn url(&self, path: &str) -> String {
-        format!("http://127.0.0.1:{}{path}", self.port)
-    }
-}
-
-impl Drop for Stub {
-    fn drop(&mut self) {
-        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
-    }
-}
-
-/// Sleep `d` unless the stub is stopped first (false: stopped).
-fn pause(d: Duration, stopped: &dyn Fn() -> bool) -> bool {
-    let until = Instant::now() + d;
-    while Instant::now() < until {
-        if stopped() {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    true
 }
 
 /// An event stream whose head comes only after 2 s together with a buffer of 5 events
