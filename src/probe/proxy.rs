@@ -436,6 +436,30 @@ mod tests {
             identify([&head(&[("via", "1.1 googlebot")])]),
             Proxy::Unknown
         );
+        // The fix follows the status, in the language of the proxy found.
+        use super::super::Kind;
+        let f = status(Proxy::Caddy, 404, Kind::Sse, Some(200));
+        assert!(f.summary.contains("the proxy has no route"), "{f:?}");
+        assert!(f.persistent.iter().all(|l| l.starts_with("caddy")), "{f:?}");
+        let f = status(Proxy::Nginx, 403, Kind::WebSocket, Some(101));
+        assert!(
+            f.persistent[0].contains("proxy_set_header Host $host"),
+            "{f:?}"
+        );
+        assert!(status(Proxy::Nginx, 403, Kind::WebSocket, None)
+            .persistent
+            .is_empty());
+        let f = status(Proxy::Unknown, 502, Kind::Sse, None);
+        assert_eq!(f.persistent.len(), 3, "{f:?}");
+        assert!(status(Proxy::Haproxy, 426, Kind::WebSocket, None)
+            .summary
+            .contains("Upgrade"));
+        assert!(status(Proxy::Nginx, 200, Kind::WebSocket, None)
+            .summary
+            .contains("answered the upgrade itself"));
+        // The Origin check is the application's; a proxy line only for the proxy found.
+        assert_eq!(origin(Proxy::Unknown).persistent.len(), 1);
+        assert!(origin(Proxy::Caddy).persistent[1].starts_with("caddy"));
         let any = idle(Proxy::Unknown).persistent.join("\n");
         assert!(
             any.contains("proxy_read_timeout") && any.contains("timeout tunnel"),

@@ -58,3 +58,34 @@ pub fn check(u: &UrlObs) -> Option<Finding> {
     f.numbers.insert("status".into(), sse.head.status as f64);
     Some(f)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn answer(status: u16, ct: &str) -> SseObs {
+        SseObs {
+            head: Head {
+                status,
+                reason: "X".into(),
+                headers: vec![("content-type".into(), ct.into())],
+            },
+            stream: None,
+        }
+    }
+
+    #[test]
+    fn an_answer_is_usable_only_as_what_its_kind_needs() {
+        assert!(is_poll_body(
+            &answer(200, "application/json; charset=utf-8").head
+        ));
+        assert!(is_poll_body(&answer(204, "").head));
+        assert!(!is_poll_body(&answer(200, "text/html").head));
+        assert!(!is_poll_body(&answer(404, "application/json").head));
+        let p = problem(Kind::Sse, &answer(404, "text/html")).unwrap();
+        assert!(p.contains("HTTP 404") && p.contains("event stream"), "{p}");
+        assert!(problem(Kind::Poll, &answer(200, "application/json")).is_none());
+        assert!(problem(Kind::Poll, &answer(200, "text/html")).is_some());
+        assert!(problem(Kind::Poll, &answer(502, "text/html")).is_some());
+    }
+}

@@ -34,15 +34,6 @@ pub struct EventRec {
     pub wall_ns: u64,
 }
 
-impl EventRec {
-    /// The event's sequence: rtcheck's payload seq, else the SSE id's leading digits.
-    pub fn seq(&self) -> Option<u64> {
-        self.seq_ts
-            .map(|(s, _)| s)
-            .or_else(|| self.id.as_deref().and_then(wire::sse_id).map(|(s, _)| s))
-    }
-}
-
 /// One timed stream (SSE body or WebSocket frames).
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct StreamObs {
@@ -540,6 +531,44 @@ pub async fn alpn(t: &Target, o: &ClientOpts) -> anyhow::Result<Option<String>> 
 mod tests {
     use super::*;
     use crate::net::{payload, wsframe};
+
+    /// Feed `enc` one byte at a time: what comes out is the text, whatever the split.
+    fn decoded(encoding: &str, enc: &[u8]) -> String {
+        let mut d = Decoder::for_encoding(encoding).unwrap();
+        let mut out = Vec::new();
+        for b in enc {
+            d.feed(std::slice::from_ref(b), &mut out).unwrap();
+        }
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn content_encodings_decode_incrementally() {
+        use std::io::Write;
+        let text = "id: 1\ndata: x\n\n";
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        gz.write_all(text.as_bytes()).unwrap();
+        gz.flush().unwrap();
+        // Sync-flushed, not finished: a stream still open decodes what was flushed.
+        assert_eq!(decoded("gzip", gz.get_ref()), text);
+        let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
+        z.write_all(text.as_bytes()).unwrap();
+        assert_eq!(decoded("deflate", &z.finish().unwrap()), text);
+        // Brotli: one uncompressed meta-block (WBITS 16, 4 nibbles of MLEN - 1 from bit 4,
+        // ISUNCOMPRESSED at bit 20), then the last, empty one (ISLAST, ISLASTEMPTY).
+        let m = text.len() - 1;
+        let mut br = vec![
+            ((m & 0xF) << 4) as u8,
+            (m >> 4) as u8,
+            0x10 | (m >> 12) as u8,
+        ];
+        br.extend_from_slice(text.as_bytes());
+        br.push(0x03);
+        assert_eq!(decoded("br", &br), text);
+        assert!(Decoder::for_encoding("zstd").is_err());
+        let mut bad = Decoder::for_encoding("gzip").unwrap();
+        assert!(bad.feed(b"not gzip at all", &mut Vec::new()).is_err());
+    }
 
     #[test]
     fn frames_become_heartbeats_events_and_endings() {

@@ -180,6 +180,9 @@ pub fn check(u: &UrlObs) -> Option<Finding> {
                 .and_then(|d| d.events.first())
                 .map(|e| e.at_ms);
             let (mut st, mut obs) = judge(&t, u.target.is_loopback(), direct);
+            if let Some(e) = &u.direct_error {
+                obs.push_str(&format!("; direct not measured: {e}"));
+            }
             let (hst, notes) = header_notes(&sse.head);
             st = st.max(hst);
             obs.push_str(&notes);
