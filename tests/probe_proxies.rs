@@ -299,3 +299,68 @@ fn caddy_default_reverse_proxy_passes() {
     let rule = r.busy["findings"][0]["rule"].as_str().unwrap();
     assert!(rule.contains("(path: Caddy)"), "{rule}");
 }
+
+/// `encode gzip` on the stream's route: Caddy compresses text/event-stream and holds the
+/// events in its compressor; the probe decodes the stream and blames the compression.
+pub const CADDY_ENCODE: &str = "{
+  admin off
+  auto_https off
+  storage file_system {DIR}/caddy
+}
+http://127.0.0.1:{PORT} {
+  bind 127.0.0.1
+  encode gzip
+  handle_path /busy/* {
+    reverse_proxy {BUSY}
+  }
+}
+";
+
+#[test]
+fn caddy_encode_gzip_on_the_stream_is_blamed_on_compression() {
+    let b = backends();
+    let caddy = Proxy::start(Kind::Caddy, &fill(CADDY_ENCODE, &b));
+    let (r, code, _) = probe_json(&[
+        "--quick",
+        "--timeout",
+        "4s",
+        &caddy.url("http", "/busy/sse"),
+    ]);
+    let ctx = summary(&r);
+    assert_eq!(code, 1, "{ctx}");
+    assert_eq!(status(&r, "compression", "/busy/sse"), "fail", "{ctx}");
+    let f = r["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == "compression")
+        .unwrap();
+    assert!(
+        f["observed"]
+            .as_str()
+            .unwrap()
+            .contains("Content-Encoding gzip"),
+        "{f}"
+    );
+    let fix = f["fix"].to_string();
+    assert!(fix.contains("encode") && !fix.contains("nginx"), "{fix}");
+    // Caddy compresses what starts with a large write (the replay after a reconnect):
+    // the stuck replay is the compressor's, never the server's resume.
+    assert_ne!(status(&r, "resume", "/busy/sse"), "fail", "{ctx}");
+    if f["observed"]
+        .as_str()
+        .unwrap()
+        .contains("reconnect: Content-Encoding gzip, no event")
+    {
+        let resume = r["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["id"] == "resume")
+            .unwrap();
+        assert!(
+            resume["reason"].as_str().unwrap().contains("compression"),
+            "{ctx}"
+        );
+    }
+}

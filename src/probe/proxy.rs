@@ -249,7 +249,10 @@ pub fn compression(p: Proxy) -> Fix {
             &["nginx (location): gzip off;"],
         ),
         Proxy::Haproxy => fix("remove text/event-stream from `compression type`", &[]),
-        Proxy::Caddy => fix("keep `encode` off the event-stream route", &[]),
+        Proxy::Caddy => fix(
+            "keep `encode` off the event-stream route: Caddy's gzip holds the events until its buffer fills",
+            &["caddy: handle /sse* { reverse_proxy 127.0.0.1:8080 }   # no `encode` in this handle"],
+        ),
         _ => fix(
             &format!(
                 "disable compression of text/event-stream on the {}",
