@@ -364,3 +364,43 @@ fn caddy_encode_gzip_on_the_stream_is_blamed_on_compression() {
         );
     }
 }
+
+/// `gzip on` for the event stream with buffering off: nginx compresses and flushes each
+/// event (events keep their cadence): a compression warning with it, not buffering.
+pub const NGINX_GZIP_FLUSHED: &str = "  server {
+    listen 127.0.0.1:{PORT};
+    location /busy/ {
+      proxy_pass http://{BUSY}/;
+      proxy_http_version 1.1;
+      proxy_buffering off;
+      gzip on;
+      gzip_min_length 1;
+      gzip_types text/event-stream;
+    }
+  }
+}
+";
+
+#[test]
+fn nginx_gzip_flushed_is_a_compression_warning_with_its_cadence() {
+    let b = backends();
+    let nginx = Proxy::start(
+        Kind::Nginx,
+        &fill(&format!("{NGINX_HEAD}{NGINX_GZIP_FLUSHED}"), &b),
+    );
+    let (r, _, _) = probe_json(&["--quick", &nginx.url("http", "/busy/sse")]);
+    let ctx = summary(&r);
+    assert_eq!(status(&r, "sse-buffering", "/busy/sse"), "pass", "{ctx}");
+    assert_eq!(status(&r, "resume", "/busy/sse"), "pass", "{ctx}");
+    let f = r["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == "compression")
+        .unwrap();
+    assert_eq!(f["status"], "warn", "{ctx}");
+    // serve --rate 5: an event every 0.2 s, decoded as it came.
+    let cadence = f["numbers"]["cadence_s"].as_f64().unwrap();
+    assert!((0.1..=0.5).contains(&cadence), "{cadence}\n{ctx}");
+    assert!(f["fix"].to_string().contains("gzip off"), "{f}");
+}

@@ -9,14 +9,15 @@ use crate::findings::{Finding, Status};
 
 pub const ID: &str = "compression";
 
-/// One connection's encoding and what came out of the decoder.
-fn connection(label: &str, s: &StreamObs) -> Option<(Status, String)> {
+/// One connection's encoding and what came out of the decoder. A replay (the reconnect)
+/// comes as a burst of old events by nature: there only nothing decoded counts as held.
+fn connection(label: &str, s: &StreamObs, replay: bool) -> Option<(Status, String)> {
     let e = s.encoding.as_deref()?;
     let t = sse_buffering::timing(s);
     let held_by_delay = t
         .max_delay_ms
         .is_some_and(|d| d > sse_buffering::DELAY_FAIL_MS);
-    let held = s.events.is_empty() || t.bursts > 0 || held_by_delay;
+    let held = s.events.is_empty() || (!replay && (t.bursts > 0 || held_by_delay));
     let text = if s.events.is_empty() {
         format!(
             "{label}: Content-Encoding {e}, no event decoded in {} ({} B arrived): the compressor holds them",
@@ -29,8 +30,13 @@ fn connection(label: &str, s: &StreamObs) -> Option<(Status, String)> {
             s.messages_text()
         )
     } else {
+        let what = if replay {
+            "the replay decoded"
+        } else {
+            "flushed per event"
+        };
         format!(
-            "{label}: Content-Encoding {e}, flushed per event ({})",
+            "{label}: Content-Encoding {e}, {what} ({})",
             s.messages_text()
         )
     };
@@ -59,8 +65,11 @@ fn sse(u: &UrlObs) -> Option<Judged> {
     if conns.is_empty() {
         return None;
     }
-    let judged: Vec<(Status, String)> =
-        conns.iter().filter_map(|(l, s)| connection(l, s)).collect();
+    let judged: Vec<(Status, String)> = conns
+        .iter()
+        .enumerate()
+        .filter_map(|(i, (l, s))| connection(l, s, i > 0))
+        .collect();
     let mut numbers = vec![("compressed_connections", judged.len() as f64)];
     if let Some(c) = conns[0].1.cadence_ms() {
         numbers.push(("cadence_s", (c / 10.0).round() / 100.0));
