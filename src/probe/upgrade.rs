@@ -79,8 +79,11 @@ pub fn check(u: &UrlObs) -> Option<Finding> {
     f.numbers.insert("status".into(), h.status as f64);
     if let Some(s) = &ws.stream {
         // Whatever the payload: the messages that came through, and how often.
-        f.observed
-            .push_str(&format!("; {} in {}", s.messages_text(), fmt_s(s.ended_ms)));
+        f.observed.push_str(&format!(
+            "; in {}: {}",
+            fmt_s(s.ended_ms),
+            s.messages_text()
+        ));
         f.numbers.insert("messages".into(), s.events.len() as f64);
         if let Some(c) = s.cadence_ms() {
             f.numbers
