@@ -404,3 +404,45 @@ fn nginx_gzip_flushed_is_a_compression_warning_with_its_cadence() {
     assert!((0.1..=0.5).contains(&cadence), "{cadence}\n{ctx}");
     assert!(f["fix"].to_string().contains("gzip off"), "{f}");
 }
+
+/// nginx's defaults in front of a slow stream (an event of ~100 B a second): it holds the
+/// response head with the body until its output fills (the issue measured ~100 s).
+pub const NGINX_DEFAULT_SLOW: &str = "  server {
+    listen 127.0.0.1:{PORT};
+    location /slow/ {
+      proxy_pass http://{SLOW}/;
+      proxy_ignore_headers X-Accel-Buffering;
+    }
+  }
+}
+";
+
+#[test]
+fn nginx_defaults_hold_a_slow_streams_head_and_that_is_buffering() {
+    let slow = Serve::start(&["--rate", "1", "--size", "32"]);
+    let cfg = format!("{NGINX_HEAD}{NGINX_DEFAULT_SLOW}").replace("{SLOW}", &slow.addr.to_string());
+    let nginx = Proxy::start(Kind::Nginx, &cfg);
+    let direct = format!("http://{}/sse", slow.addr);
+    let (r, code, err) = probe_json(&[
+        "--quick",
+        "--head-timeout",
+        "3s",
+        "--direct",
+        &direct,
+        &nginx.url("http", "/slow/sse"),
+    ]);
+    let ctx = summary(&r);
+    assert_eq!(code, 1, "{ctx}\n{err}");
+    let f = r["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == "sse-buffering")
+        .unwrap();
+    assert_eq!(f["status"], "fail", "{ctx}");
+    let o = f["observed"].as_str().unwrap();
+    assert!(o.contains("head held more than 3.0 s by the path"), "{o}");
+    // The server itself answers at once: the path is to blame.
+    assert!(o.contains("direct: head after 0.0 s"), "{o}");
+    assert!(f["fix"].to_string().contains("proxy_buffering off"), "{f}");
+}
