@@ -307,3 +307,43 @@ fn a_long_tmpdir_still_runs_the_browser() {
         "left in TMPDIR"
     );
 }
+
+/// A foreign SSE server (ids per connection, as tutorials write it) that ends each stream
+/// after 5 events, so EventSource reconnects.
+fn per_connection_ids_closing(s: &mut std::net::TcpStream, _req: &str, stopped: &dyn Fn() -> bool) {
+    use std::io::Write;
+    let head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nConnection: close\r\n\r\n";
+    if s.write_all(head.as_bytes()).is_err() {
+        return;
+    }
+    for i in 1..=5 {
+        let ev = format!("id: {i}\ndata: {{\"price\": {i}}}\n\n");
+        if s.write_all(ev.as_bytes()).is_err() || !stub::pause(Duration::from_millis(200), stopped)
+        {
+            return;
+        }
+    }
+}
+
+#[test]
+fn a_foreign_servers_ids_that_start_over_fail_the_browser_reconnect() {
+    common::require_binary("chromium", "chromium");
+    let server = stub::Stub::start(per_connection_ids_closing);
+    let url = server.url("/prices");
+    let (r, code, err) = probe_json(&[
+        "--quick",
+        "--browser",
+        "--timeout",
+        "10s",
+        "--skip",
+        "browser-sse-connections",
+        &url,
+    ]);
+    assert_eq!(code, 1, "{}\n{err}", summary(&r));
+    let f = finding(&r, "browser-sse-reconnect", "/prices");
+    assert_eq!(f["status"], "fail", "{}", summary(&r));
+    let o = f["observed"].as_str().unwrap();
+    assert!(o.contains("sent Last-Event-ID 5"), "{o}");
+    assert!(o.contains("started over"), "{o}");
+    assert_eq!(num(f, "duplicated"), 5.0, "{f:#}");
+}

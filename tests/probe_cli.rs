@@ -2,6 +2,7 @@
 //! every output, and bad peers: one line, exit 2, within the step timeout.
 mod common;
 mod probe_common;
+use probe_common::stub::{pause, Stub};
 use probe_common::*;
 use std::io::{Read, Write};
 use std::net::TcpListener;
@@ -359,4 +360,441 @@ fn profile_transport_and_direct_comparison() {
         "{f}"
     );
     assert_eq!(r["profile"]["transport"], "sse");
+}
+
+/// An event stream whose head comes only after 2 s together with a buffer of 5 events
+/// (what a buffering proxy does with a slow stream), then an event every 200 ms.
+fn late_head(s: &mut std::net::TcpStream, _req: &str, stopped: &dyn Fn() -> bool) {
+    late_head_with(s, stopped, 5)
+}
+
+/// A server that sends its head only with its first event (Node's res.writeHead without
+/// flushHeaders), 2 s after the request: not the path's doing.
+fn head_with_first_write(s: &mut std::net::TcpStream, _req: &str, stopped: &dyn Fn() -> bool) {
+    late_head_with(s, stopped, 1)
+}
+
+fn late_head_with(s: &mut std::net::TcpStream, stopped: &dyn Fn() -> bool, burst: u64) {
+    if !pause(Duration::from_secs(2), stopped) {
+        return;
+    }
+    let mut first = String::from(
+        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n\r\n",
+    );
+    for i in 1..=burst {
+        first.push_str(&format!("id: {i}\ndata: tick {i}\n\n"));
+    }
+    if s.write_all(first.as_bytes()).is_err() || !pause(Duration::from_millis(200), stopped) {
+        return;
+    }
+    for i in burst + 1..200 {
+        let ev = format!("id: {i}\ndata: tick {i}\n\n");
+        if s.write_all(ev.as_bytes()).is_err() || !pause(Duration::from_millis(200), stopped) {
+            return;
+        }
+    }
+}
+
+fn finding<'a>(r: &'a serde_json::Value, id: &str, url_part: &str) -> &'a serde_json::Value {
+    r["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == id && f["title"].as_str().unwrap().contains(url_part))
+        .unwrap_or_else(|| panic!("no finding {id} for {url_part} in {r:#}"))
+}
+
+#[test]
+fn an_error_status_is_a_finding_never_a_pass() {
+    let s = Serve::start(&["--rate", "5"]);
+    // 502: nginx in front of a port nothing listens on.
+    let conf = format!(
+        "daemon off;\nmaster_process off;\nworker_processes 1;\npid {{DIR}}/nginx.pid;\nevents {{ worker_connections 64; }}\n\
+http {{\n  access_log off;\n  client_body_temp_path {{DIR}}/body; proxy_temp_path {{DIR}}/proxy;\n\
+  fastcgi_temp_path {{DIR}}/fcgi; uwsgi_temp_path {{DIR}}/uwsgi; scgi_temp_path {{DIR}}/scgi;\n\
+  server {{\n    listen 127.0.0.1:{{PORT}};\n    location / {{ proxy_pass http://127.0.0.1:{}; }}\n  }}\n}}\n",
+        free_port()
+    );
+    let nginx = Proxy::start(Kind::Nginx, &conf);
+    let typo = format!("http://{}/sse-typo", s.addr);
+    let down = nginx.url("http", "/sse");
+    let (r, code, _) = probe_json(&["--quick", &typo, &down]);
+    let ctx = summary(&r);
+    assert_eq!(code, 1, "{ctx}");
+    for (url, st) in [(&typo, 404.0), (&down, 502.0)] {
+        let f = finding(&r, "response", url);
+        assert_eq!(f["status"], "fail", "{ctx}");
+        assert_eq!(f["numbers"]["status"], st, "{ctx}");
+        // Not probed as polling, and nothing of that URL passes.
+        assert_ne!(status(&r, "sse-buffering", url), "pass", "{ctx}");
+    }
+    assert_eq!(r["summary"]["pass"], 0, "{ctx}");
+    // The fix follows the status: a route for the 404, the backend for nginx's 502, in
+    // nginx's language (nginx named itself).
+    let f = finding(&r, "response", &typo);
+    assert!(
+        f["fix"]["summary"].as_str().unwrap().contains("no route"),
+        "{f}"
+    );
+    let f = finding(&r, "response", &down);
+    let fix = f["fix"].to_string();
+    assert!(
+        fix.contains("could not get an answer from the backend"),
+        "{fix}"
+    );
+    assert!(fix.contains("nginx (location): proxy_pass"), "{fix}");
+    assert!(!fix.contains("haproxy"), "{fix}");
+}
+
+#[test]
+fn an_unreachable_url_is_its_own_finding_and_the_others_are_kept() {
+    let s = Serve::start(&["--rate", "5"]);
+    let good = format!("http://{}/sse", s.addr);
+    let closed = format!("http://127.0.0.1:{}/sse", free_port());
+    let (r, code, err) = probe_json(&["--quick", &closed, &good]);
+    let ctx = summary(&r);
+    assert_eq!(code, 1, "{ctx}\n{err}");
+    let f = finding(&r, "reachable", &closed);
+    assert_eq!(f["status"], "fail", "{ctx}");
+    let observed = f["observed"].as_str().unwrap();
+    assert!(observed.starts_with("connect step failed"), "{observed}");
+    assert!(observed.contains("refused"), "{observed}");
+    assert_eq!(status(&r, "sse-buffering", &good), "pass", "{ctx}");
+    assert_eq!(status(&r, "resume", &good), "pass", "{ctx}");
+}
+
+#[test]
+fn a_held_response_head_is_buffering_not_a_runtime_error() {
+    let stub = Stub::start(late_head);
+    let url = stub.url("/events");
+    // Held 2 s, within --head-timeout: measured and failed.
+    let (r, code, err) = probe_json(&["--quick", "--timeout", "1s", &url]);
+    let ctx = summary(&r);
+    assert_eq!(code, 1, "{ctx}\n{err}");
+    let f = finding(&r, "sse-buffering", "/events");
+    assert_eq!(f["status"], "fail", "{ctx}");
+    let held = f["numbers"]["head_ms"].as_f64().unwrap();
+    assert!((1900.0..30_000.0).contains(&held), "{held}\n{ctx}");
+    assert!(
+        f["observed"].as_str().unwrap().contains("head held"),
+        "{ctx}"
+    );
+    // Held past --head-timeout: still a finding for that URL, with the bound.
+    let (r, code, _) = probe_json(&["--quick", "--head-timeout", "1s", "--timeout", "1s", &url]);
+    let ctx = summary(&r);
+    assert_eq!(code, 1, "{ctx}");
+    let f = finding(&r, "sse-buffering", "/events");
+    assert_eq!(f["status"], "fail", "{ctx}");
+    assert_eq!(f["numbers"]["head_held_ms"], 1000.0, "{ctx}");
+    assert!(
+        f["observed"]
+            .as_str()
+            .unwrap()
+            .contains("head held more than 1.0 s"),
+        "{ctx}"
+    );
+    // A head that came with the server's first write alone is the server's: a warning
+    // that says so, not the path blamed.
+    let stub = Stub::start(head_with_first_write);
+    let (r, _, _) = probe_json(&["--quick", "--timeout", "1s", &stub.url("/events")]);
+    let f = finding(&r, "sse-buffering", "/events");
+    assert_eq!(f["status"], "warn", "{}", summary(&r));
+    assert!(
+        f["observed"].as_str().unwrap().contains("first write"),
+        "{f}"
+    );
+}
+
+#[test]
+fn a_run_that_measured_nothing_is_no_verdict() {
+    let s = Serve::start(&["--rate", "5"]);
+    let health = format!("http://{}/healthz", s.addr);
+    let (r, code, _) = probe_json(&["--quick", &health]);
+    let ctx = summary(&r);
+    assert_eq!(code, 1, "{ctx}");
+    assert_eq!(r["summary"]["pass"], 0, "{ctx}");
+    let f = finding(&r, "measured", "/healthz");
+    assert_eq!(f["status"], "fail", "{ctx}");
+    let out = rtcheck()
+        .args(["probe", "--quick", &health])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.starts_with("rtcheck probe NO VERDICT"), "{text}");
+    assert_eq!(out.status.code(), Some(1));
+}
+
+/// A foreign SSE server whose ids are per connection: 1, 2, 3... on every connection,
+/// whatever Last-Event-ID says (the way tutorials write it).
+fn per_connection_ids(s: &mut std::net::TcpStream, _req: &str, stopped: &dyn Fn() -> bool) {
+    let head =
+        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n\r\n";
+    if s.write_all(head.as_bytes()).is_err() {
+        return;
+    }
+    for i in 1..300 {
+        let ev = format!("id: {i}\ndata: {{\"price\": {i}}}\n\n");
+        if s.write_all(ev.as_bytes()).is_err() || !pause(Duration::from_millis(100), stopped) {
+            return;
+        }
+    }
+}
+
+#[test]
+fn foreign_sse_ids_are_the_sequence_a_restart_fails_resume() {
+    let stub = Stub::start(per_connection_ids);
+    let (r, code, _) = probe_json(&["--quick", &stub.url("/prices")]);
+    let ctx = summary(&r);
+    assert_eq!(code, 1, "{ctx}");
+    let f = finding(&r, "resume", "/prices");
+    assert_eq!(f["status"], "fail", "{ctx}");
+    let o = f["observed"].as_str().unwrap();
+    assert!(o.contains("at or below"), "{o}");
+    assert_eq!(status(&r, "sse-buffering", "/prices"), "pass", "{ctx}");
+}
+
+#[test]
+fn a_websocket_probe_says_what_arrived_and_how_often() {
+    let s = Serve::start(&["--rate", "5"]);
+    let (r, _, _) = probe_json(&["--quick", "--public", &format!("ws://{}/ws", s.addr)]);
+    let f = finding(&r, "upgrade", "/ws");
+    let ctx = summary(&r);
+    assert_eq!(f["status"], "pass", "{ctx}");
+    assert!(f["numbers"]["messages"].as_f64().unwrap() >= 2.0, "{f}");
+    let every = f["numbers"]["message_interval_s"].as_f64().unwrap();
+    assert!((0.05..=1.0).contains(&every), "5/s: {every}\n{f}");
+    assert!(
+        f["observed"]
+            .as_str()
+            .unwrap()
+            .contains("message(s) received, every"),
+        "{f}"
+    );
+}
+
+/// The Last-Event-ID a request sent, as a number (0: none).
+fn last_event_id(req: &str) -> u64 {
+    req.lines()
+        .find_map(|l| {
+            let (n, v) = l.split_once(':')?;
+            n.eq_ignore_ascii_case("last-event-id")
+                .then(|| v.trim().parse().ok())
+                .flatten()
+        })
+        .unwrap_or(0)
+}
+
+/// A gzip-compressed event stream (chunked), resuming after Last-Event-ID. `flush`: each
+/// event is sync-flushed out of the compressor (nginx `gzip on` + `proxy_buffering off`);
+/// otherwise the compressor keeps it (a compressor waiting for its buffer to fill).
+fn gzip_stream(s: &mut std::net::TcpStream, req: &str, stopped: &dyn Fn() -> bool, flush: bool) {
+    use flate2::{write::GzEncoder, Compression};
+    let head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nContent-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n\r\n";
+    if s.write_all(head.as_bytes()).is_err() {
+        return;
+    }
+    let mut gz = GzEncoder::new(Vec::new(), Compression::default());
+    for i in last_event_id(req) + 1..300 {
+        gz.write_all(format!("id: {i}\ndata: {{\"n\": {i}}}\n\n").as_bytes())
+            .unwrap();
+        if flush {
+            gz.flush().unwrap();
+        }
+        let out = std::mem::take(gz.get_mut());
+        if !out.is_empty() {
+            let mut chunk = format!("{:x}\r\n", out.len()).into_bytes();
+            chunk.extend_from_slice(&out);
+            chunk.extend_from_slice(b"\r\n");
+            if s.write_all(&chunk).is_err() {
+                return;
+            }
+        }
+        if !pause(Duration::from_millis(300), stopped) {
+            return;
+        }
+    }
+}
+
+fn gzip_flushed(s: &mut std::net::TcpStream, req: &str, stopped: &dyn Fn() -> bool) {
+    gzip_stream(s, req, stopped, true)
+}
+
+/// Flushed on the first connection, held on a reconnect (Caddy `encode gzip` with a
+/// replay: the compressor keeps the small replay).
+fn gzip_held_on_reconnect(s: &mut std::net::TcpStream, req: &str, stopped: &dyn Fn() -> bool) {
+    gzip_stream(s, req, stopped, last_event_id(req) == 0)
+}
+
+#[test]
+fn a_compressed_but_flushed_stream_is_a_compression_warning_with_its_cadence() {
+    let stub = Stub::start(gzip_flushed);
+    let (r, _, _) = probe_json(&["--quick", "--timeout", "4s", &stub.url("/gz")]);
+    let ctx = summary(&r);
+    // Decoded: the events are timed themselves, so this is not buffering...
+    assert_eq!(status(&r, "sse-buffering", "/gz"), "pass", "{ctx}");
+    // ... and resume is measured through the compression.
+    assert_eq!(status(&r, "resume", "/gz"), "pass", "{ctx}");
+    let f = finding(&r, "compression", "/gz");
+    assert_eq!(f["status"], "warn", "{ctx}");
+    let cadence = f["numbers"]["cadence_s"].as_f64().unwrap();
+    assert!(
+        (0.2..=1.0).contains(&cadence),
+        "every 0.3 s: {cadence}\n{ctx}"
+    );
+    let o = f["observed"].as_str().unwrap();
+    assert!(o.contains("gzip, flushed per event"), "{o}");
+    assert!(o.contains("reconnect: Content-Encoding gzip"), "{o}");
+}
+
+#[test]
+fn compression_is_checked_on_the_reconnect_too() {
+    let stub = Stub::start(gzip_held_on_reconnect);
+    let (r, code, _) = probe_json(&["--quick", "--timeout", "3s", &stub.url("/gz")]);
+    let ctx = summary(&r);
+    assert_eq!(code, 1, "{ctx}");
+    let f = finding(&r, "compression", "/gz");
+    assert_eq!(f["status"], "fail", "{ctx}");
+    let o = f["observed"].as_str().unwrap();
+    assert!(
+        o.contains("reconnect: Content-Encoding gzip, no event decoded"),
+        "{o}"
+    );
+    // The stuck replay is the compressor's, not the server's resume.
+    let f = finding(&r, "resume", "/gz");
+    assert_eq!(f["status"], "skip", "{ctx}");
+    assert!(f["reason"].as_str().unwrap().contains("compression"), "{f}");
+}
+
+/// Answers a WebSocket upgrade with the status in the request path (`/s403`...).
+fn status_from_path(s: &mut std::net::TcpStream, req: &str, _: &dyn Fn() -> bool) {
+    let code: u16 = req
+        .split_whitespace()
+        .nth(1)
+        .and_then(|p| p.strip_prefix("/s"))
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(500);
+    let body = "<html>nope</html>";
+    let _ = s.write_all(
+        format!(
+            "HTTP/1.1 {code} X\r\nContent-Type: text/html\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        )
+        .as_bytes(),
+    );
+}
+
+#[test]
+fn the_upgrade_fix_follows_the_status() {
+    let stub = Stub::start(status_from_path);
+    let ws = |c: u16| format!("ws://127.0.0.1:{}/s{c}", stub.port);
+    let urls: Vec<String> = [400, 403, 404, 502, 200].iter().map(|c| ws(*c)).collect();
+    let mut args = vec!["--quick"];
+    args.extend(urls.iter().map(String::as_str));
+    let (r, code, _) = probe_json(&args);
+    let ctx = summary(&r);
+    assert_eq!(code, 1, "{ctx}");
+    let fix = |c: u16| {
+        let f = finding(&r, "upgrade", &format!("/s{c}"));
+        assert_eq!(f["status"], "fail", "{ctx}");
+        assert_eq!(f["numbers"]["status"], c as f64, "{f}");
+        format!("{} | {}", f["fix"]["summary"], f["observed"])
+    };
+    assert!(
+        fix(400).contains("dropped Upgrade/Connection"),
+        "{}",
+        fix(400)
+    );
+    let f403 = fix(403);
+    assert!(
+        f403.contains("Origin") && f403.contains("sent Host: 127.0.0.1"),
+        "{f403}"
+    );
+    assert!(!f403.contains("forward the Upgrade"), "{f403}");
+    assert!(fix(404).contains("no route"), "{}", fix(404));
+    assert!(fix(502).contains("backend"), "{}", fix(502));
+    assert!(
+        fix(200).contains("answered the upgrade itself"),
+        "{}",
+        fix(200)
+    );
+}
+
+#[test]
+fn urls_are_probed_at_once_and_direct_pairs_per_url_websocket_too() {
+    let quiet = Serve::start(&["--wait-start", "--ping", "1s"]);
+    let other = Serve::start(&["--rate", "5"]);
+    let ws = format!("ws://{}/ws", quiet.addr);
+    let sse = format!("http://{}/sse", other.addr);
+    // Each URL its own direct endpoint: the WebSocket one by name, the SSE one by position.
+    let ws_direct = format!("{ws}=ws://{}/ws", other.addr);
+    let sse_direct = sse.clone();
+    let (r, code, err) = probe_json(&[
+        "--idle-for",
+        "4s",
+        "--public",
+        "--direct",
+        &ws_direct,
+        "--direct",
+        &sse_direct,
+        &ws,
+        &sse,
+    ]);
+    let ctx = summary(&r);
+    assert_eq!(code, 0, "{ctx}\n{err}");
+    // Both idle tests ran at once: each began before the other ended.
+    let span = |url: &str| {
+        let f = finding(&r, "idle-timeout", url);
+        let start = f["numbers"]["started_s"].as_f64().unwrap();
+        (start, start + f["numbers"]["held_s"].as_f64().unwrap())
+    };
+    let (a, b) = (span(&ws), span(&sse));
+    assert!(
+        a.0 < b.1 && b.0 < a.1,
+        "not overlapping: {a:?} {b:?}\n{ctx}"
+    );
+    // The SSE URL was compared with its own direct endpoint, not the WebSocket's.
+    let f = finding(&r, "sse-buffering", &sse);
+    assert!(
+        f["observed"]
+            .as_str()
+            .unwrap()
+            .contains("direct: first event after"),
+        "{f}"
+    );
+    // Too many bare --direct values: a usage error.
+    let out = rtcheck()
+        .args([
+            "probe",
+            "--quick",
+            "--direct",
+            &sse_direct,
+            "--direct",
+            &sse_direct,
+        ])
+        .arg(&sse)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("more direct endpoints than URLs"));
+}
+
+#[test]
+fn a_websocket_refused_through_the_path_but_accepted_directly_blames_the_path() {
+    let stub = Stub::start(status_from_path);
+    let s = Serve::start(&["--rate", "5"]);
+    let url = format!("ws://127.0.0.1:{}/s403", stub.port);
+    let direct = format!("ws://{}/ws", s.addr);
+    let (r, _, _) = probe_json(&["--quick", "--direct", &direct, &url]);
+    let f = finding(&r, "upgrade", "/s403");
+    assert_eq!(f["status"], "fail", "{}", summary(&r));
+    let fix = f["fix"].to_string();
+    assert!(
+        fix.contains("accepts the request directly (direct: 101)"),
+        "{fix}"
+    );
+    assert!(fix.contains("Host"), "{fix}");
+    assert!(
+        f["observed"].as_str().unwrap().contains("direct: 101"),
+        "{f}"
+    );
 }

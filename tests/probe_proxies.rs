@@ -299,3 +299,150 @@ fn caddy_default_reverse_proxy_passes() {
     let rule = r.busy["findings"][0]["rule"].as_str().unwrap();
     assert!(rule.contains("(path: Caddy)"), "{rule}");
 }
+
+/// `encode gzip` on the stream's route: Caddy compresses text/event-stream and holds the
+/// events in its compressor; the probe decodes the stream and blames the compression.
+pub const CADDY_ENCODE: &str = "{
+  admin off
+  auto_https off
+  storage file_system {DIR}/caddy
+}
+http://127.0.0.1:{PORT} {
+  bind 127.0.0.1
+  encode gzip
+  handle_path /busy/* {
+    reverse_proxy {BUSY}
+  }
+}
+";
+
+#[test]
+fn caddy_encode_gzip_on_the_stream_is_blamed_on_compression() {
+    let b = backends();
+    let caddy = Proxy::start(Kind::Caddy, &fill(CADDY_ENCODE, &b));
+    let (r, code, _) = probe_json(&[
+        "--quick",
+        "--timeout",
+        "4s",
+        &caddy.url("http", "/busy/sse"),
+    ]);
+    let ctx = summary(&r);
+    assert_eq!(code, 1, "{ctx}");
+    assert_eq!(status(&r, "compression", "/busy/sse"), "fail", "{ctx}");
+    let f = r["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == "compression")
+        .unwrap();
+    assert!(
+        f["observed"]
+            .as_str()
+            .unwrap()
+            .contains("Content-Encoding gzip"),
+        "{f}"
+    );
+    let fix = f["fix"].to_string();
+    assert!(fix.contains("encode") && !fix.contains("nginx"), "{fix}");
+    // Caddy compresses what starts with a large write (the replay after a reconnect):
+    // the stuck replay is the compressor's, never the server's resume.
+    assert_ne!(status(&r, "resume", "/busy/sse"), "fail", "{ctx}");
+    if f["observed"]
+        .as_str()
+        .unwrap()
+        .contains("reconnect: Content-Encoding gzip, no event")
+    {
+        let resume = r["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["id"] == "resume")
+            .unwrap();
+        assert!(
+            resume["reason"].as_str().unwrap().contains("compression"),
+            "{ctx}"
+        );
+    }
+}
+
+/// `gzip on` for the event stream with buffering off: nginx compresses and flushes each
+/// event (events keep their cadence): a compression warning with it, not buffering.
+pub const NGINX_GZIP_FLUSHED: &str = "  server {
+    listen 127.0.0.1:{PORT};
+    location /busy/ {
+      proxy_pass http://{BUSY}/;
+      proxy_http_version 1.1;
+      proxy_buffering off;
+      gzip on;
+      gzip_min_length 1;
+      gzip_types text/event-stream;
+    }
+  }
+}
+";
+
+#[test]
+fn nginx_gzip_flushed_is_a_compression_warning_with_its_cadence() {
+    let b = backends();
+    let nginx = Proxy::start(
+        Kind::Nginx,
+        &fill(&format!("{NGINX_HEAD}{NGINX_GZIP_FLUSHED}"), &b),
+    );
+    let (r, _, _) = probe_json(&["--quick", &nginx.url("http", "/busy/sse")]);
+    let ctx = summary(&r);
+    assert_eq!(status(&r, "sse-buffering", "/busy/sse"), "pass", "{ctx}");
+    assert_eq!(status(&r, "resume", "/busy/sse"), "pass", "{ctx}");
+    let f = r["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == "compression")
+        .unwrap();
+    assert_eq!(f["status"], "warn", "{ctx}");
+    // serve --rate 5: an event every 0.2 s, decoded as it came.
+    let cadence = f["numbers"]["cadence_s"].as_f64().unwrap();
+    assert!((0.1..=0.5).contains(&cadence), "{cadence}\n{ctx}");
+    assert!(f["fix"].to_string().contains("gzip off"), "{f}");
+}
+
+/// nginx's defaults in front of a slow stream (an event of ~100 B a second): it holds the
+/// response head with the body until its output fills (the issue measured ~100 s).
+pub const NGINX_DEFAULT_SLOW: &str = "  server {
+    listen 127.0.0.1:{PORT};
+    location /slow/ {
+      proxy_pass http://{SLOW}/;
+      proxy_ignore_headers X-Accel-Buffering;
+    }
+  }
+}
+";
+
+#[test]
+fn nginx_defaults_hold_a_slow_streams_head_and_that_is_buffering() {
+    let slow = Serve::start(&["--rate", "1", "--size", "32"]);
+    let cfg = format!("{NGINX_HEAD}{NGINX_DEFAULT_SLOW}").replace("{SLOW}", &slow.addr.to_string());
+    let nginx = Proxy::start(Kind::Nginx, &cfg);
+    let direct = format!("http://{}/sse", slow.addr);
+    let (r, code, err) = probe_json(&[
+        "--quick",
+        "--head-timeout",
+        "3s",
+        "--direct",
+        &direct,
+        &nginx.url("http", "/slow/sse"),
+    ]);
+    let ctx = summary(&r);
+    assert_eq!(code, 1, "{ctx}\n{err}");
+    let f = r["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == "sse-buffering")
+        .unwrap();
+    assert_eq!(f["status"], "fail", "{ctx}");
+    let o = f["observed"].as_str().unwrap();
+    assert!(o.contains("head held more than 3.0 s by the path"), "{o}");
+    // The server itself answers at once: the path is to blame.
+    assert!(o.contains("direct: head after 0.0 s"), "{o}");
+    assert!(f["fix"].to_string().contains("proxy_buffering off"), "{f}");
+}

@@ -14,7 +14,8 @@ use std::time::{Duration, Instant};
 
 #[derive(Debug, clap::Args)]
 #[command(after_help = "\
-Check ids: upgrade sse-buffering idle-timeout heartbeat resume compression http2 origin
+Check ids: reachable response upgrade sse-buffering idle-timeout heartbeat resume
+compression http2 origin measured
   polling: poll-status poll-cache poll-conditional poll-latency poll-overhead
 
 Examples:
@@ -25,7 +26,8 @@ Examples:
   rtcheck probe --ca ./ca.pem --format junit -o probe.xml https://staging.internal/sse
 
 Header values and URL query values are secrets: they never appear in any output.
-Exit codes: 0 nothing at or above --fail-on, 1 something is, 2 usage or runtime error.")]
+Exit codes: 0 nothing at or above --fail-on, 1 something is (a run that measured
+nothing is no verdict: 1), 2 usage error or no URL could be reached.")]
 pub struct ProbeArgs {
     /// Endpoints to probe: ws://, wss://, http://, https://.
     #[arg(value_name = "URL", required = true)]
@@ -54,9 +56,10 @@ pub struct ProbeArgs {
     /// Skip the idle test (idle-timeout and heartbeat are reported as skipped).
     #[arg(long)]
     pub quick: bool,
-    /// The same endpoint without the proxy, to compare event delivery against.
+    /// The same endpoint without the proxy, to compare against (repeatable): the n-th
+    /// --direct pairs with the n-th URL, or name the pair as URL=DIRECT.
     #[arg(long, value_name = "URL")]
-    pub direct: Option<String>,
+    pub direct: Vec<String>,
     /// The proxy on the path, for its fixes, when Server/Via do not name it (HAProxy adds neither).
     #[arg(long, value_enum, value_name = "KIND")]
     pub proxy: Option<probe::proxy::Proxy>,
@@ -66,6 +69,10 @@ pub struct ProbeArgs {
     /// Bound of each step (DNS, connect, TLS, response).
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = crate::units::parse_duration)]
     pub timeout: Duration,
+    /// How long an event stream's response head may take: a buffering proxy holds a slow
+    /// stream's head with its first full buffer (nginx: ~100 s); later is `sse-buffering` fail.
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = crate::units::parse_duration)]
+    pub head_timeout: Duration,
     #[command(flatten)]
     pub out: OutputArgs<AllFormats>,
     /// Lowest status that makes the exit code 1.
@@ -82,11 +89,14 @@ pub struct ProbeArgs {
 }
 
 fn options(a: &ProbeArgs, profile: &Profile) -> anyhow::Result<Options> {
-    if a.timeout.is_zero() || a.idle_for.is_zero() {
-        anyhow::bail!("--timeout and --idle-for must be above zero");
+    if a.timeout.is_zero() || a.idle_for.is_zero() || a.head_timeout.is_zero() {
+        anyhow::bail!("--timeout, --head-timeout and --idle-for must be above zero");
     }
-    if a.timeout > Duration::from_secs(3600) || a.idle_for > Duration::from_secs(24 * 3600) {
-        anyhow::bail!("--timeout is at most 1h and --idle-for at most 24h");
+    if a.timeout > Duration::from_secs(3600)
+        || a.head_timeout > Duration::from_secs(3600)
+        || a.idle_for > Duration::from_secs(24 * 3600)
+    {
+        anyhow::bail!("--timeout and --head-timeout are at most 1h and --idle-for at most 24h");
     }
     let transport = a.transport.unwrap_or(match profile.transport {
         Some(Transport::Websocket) if a.profile.is_some() => TransportChoice::Websocket,
@@ -94,26 +104,74 @@ fn options(a: &ProbeArgs, profile: &Profile) -> anyhow::Result<Options> {
         Some(Transport::Polling) if a.profile.is_some() => TransportChoice::Poll,
         _ => TransportChoice::Auto,
     });
-    let direct = a
-        .direct
-        .as_deref()
-        .map(|d| Target::parse(d).map_err(|e| anyhow!("--direct: {e}")))
-        .transpose()?;
+    let directs = pair_directs(&a.urls, &a.direct)?
+        .into_iter()
+        .map(|d| {
+            d.map(|d| Target::parse(&d).map_err(|e| anyhow!("--direct {}: {e}", shown(&d))))
+                .transpose()
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let client = ClientOpts {
+        timeout: a.timeout,
+        head_timeout: a.head_timeout,
+        ca: a.ca.clone(),
+        insecure: a.insecure,
+        headers: a.headers.clone(),
+    };
+    if client.ca.is_some() {
+        // A bad --ca file is a usage error of the run, not a failure of each https URL.
+        probe::client::tls_config(&client, &[])?;
+    }
     Ok(Options {
-        client: ClientOpts {
-            timeout: a.timeout,
-            ca: a.ca.clone(),
-            insecure: a.insecure,
-            headers: a.headers.clone(),
-        },
+        client,
         transport,
         origin: a.origin.clone(),
         idle_for: a.idle_for,
         quick: a.quick,
         public: a.public,
-        direct,
+        directs,
         proxy: a.proxy,
     })
+}
+
+/// Each URL's --direct endpoint: `URL=DIRECT` names its URL, a bare value pairs by
+/// position among the bare values. A URL may itself hold `=` (in its query), so the pair
+/// is split where the left side is one of the URLs.
+pub fn pair_directs(urls: &[String], directs: &[String]) -> anyhow::Result<Vec<Option<String>>> {
+    let mut out: Vec<Option<String>> = vec![None; urls.len()];
+    let mut bare = Vec::new();
+    for d in directs {
+        let named = ["=ws://", "=wss://", "=http://", "=https://"]
+            .iter()
+            .flat_map(|p| d.match_indices(p).map(|(i, _)| i))
+            .find_map(|i| {
+                urls.iter()
+                    .position(|u| *u == d[..i])
+                    .map(|n| (n, &d[i + 1..]))
+            });
+        match named {
+            Some((n, _)) if out[n].is_some() => {
+                anyhow::bail!("--direct: URL {} has two direct endpoints", shown(&urls[n]))
+            }
+            Some((n, direct)) => out[n] = Some(direct.to_string()),
+            None => bare.push(d.clone()),
+        }
+    }
+    let mut free = (0..urls.len())
+        .filter(|&i| out[i].is_none())
+        .collect::<Vec<_>>()
+        .into_iter();
+    for d in bare {
+        let Some(i) = free.next() else {
+            anyhow::bail!(
+                "--direct {}: more direct endpoints than URLs ({}); pair one as URL=DIRECT",
+                shown(&d),
+                urls.len()
+            );
+        };
+        out[i] = Some(d);
+    }
+    Ok(out)
 }
 
 pub fn run(a: ProbeArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
@@ -173,6 +231,7 @@ pub fn report(a: &ProbeArgs, profile: Profile) -> anyhow::Result<FindingsReport>
     if let Some(note) = browser_note {
         target.push_str(&format!(" ({note})"));
     }
+    findings.extend(probe::nothing_measured(&findings, &target));
     let ms = start.elapsed().as_secs_f64() * 1000.0;
     Ok(FindingsReport::new(
         "probe",
@@ -245,5 +304,37 @@ fn shown(u: &str) -> String {
                 .collect::<String>()
                 + "://…"
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::pair_directs;
+
+    #[test]
+    fn directs_pair_by_position_or_by_name() {
+        let urls: Vec<String> = ["https://app/ws", "https://app/sse?k=v"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let d =
+            |v: &[&str]| pair_directs(&urls, &v.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+        assert_eq!(d(&[]).unwrap(), vec![None, None]);
+        assert_eq!(
+            d(&["ws://10.0.0.5/ws"]).unwrap(),
+            vec![Some("ws://10.0.0.5/ws".into()), None]
+        );
+        // Named: the query's own `=` is not the split.
+        assert_eq!(
+            d(&["https://app/sse?k=v=http://10.0.0.5/sse"]).unwrap(),
+            vec![None, Some("http://10.0.0.5/sse".into())]
+        );
+        // A bare value fills the first URL without a named one.
+        assert_eq!(
+            d(&["https://app/ws=ws://a/ws", "http://b/sse"]).unwrap(),
+            vec![Some("ws://a/ws".into()), Some("http://b/sse".into())]
+        );
+        assert!(d(&["http://a", "http://b", "http://c"]).is_err());
+        assert!(d(&["https://app/ws=ws://a/ws", "https://app/ws=ws://b/ws"]).is_err());
     }
 }

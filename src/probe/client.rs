@@ -17,10 +17,69 @@ impl<T: AsyncRead + AsyncWrite + Unpin + Send> Io for T {}
 #[derive(Debug, Clone)]
 pub struct ClientOpts {
     pub timeout: Duration,
+    /// How long an event stream's response head may take (`--head-timeout`): a buffering
+    /// proxy holds it back with the first events.
+    pub head_timeout: Duration,
     pub ca: Option<PathBuf>,
     pub insecure: bool,
     /// `--header` pairs, sent on every request (values are secrets).
     pub headers: Vec<(String, String)>,
+}
+
+/// The step of a connection that failed: the `reachable` check names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    Dns,
+    Connect,
+    Tls,
+    Request,
+    Head,
+}
+
+impl Step {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Step::Dns => "dns",
+            Step::Connect => "connect",
+            Step::Tls => "tls",
+            Step::Request => "request",
+            Step::Head => "head",
+        }
+    }
+}
+
+/// A connection that failed at `step`; `timed_out` when the step's bound passed (for the
+/// head of an event stream: a path holding it back).
+#[derive(Debug)]
+pub struct StepError {
+    pub step: Step,
+    pub timed_out: bool,
+    pub message: String,
+}
+
+impl std::fmt::Display for StepError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for StepError {}
+
+/// The step an error of this module failed at (None: not a connection step).
+pub fn failed_step(e: &anyhow::Error) -> Option<&StepError> {
+    e.chain().find_map(|c| c.downcast_ref::<StepError>())
+}
+
+fn at(step: Step, e: anyhow::Error) -> anyhow::Error {
+    if failed_step(&e).is_some() {
+        return e;
+    }
+    let timed_out = e.chain().any(|c| c.is::<TimedOut>());
+    anyhow::Error::new(StepError {
+        step,
+        timed_out,
+        message: format!("{e:#}"),
+    })
 }
 
 pub struct Conn {
@@ -37,9 +96,25 @@ pub async fn step<T>(
 ) -> anyhow::Result<T> {
     match tokio::time::timeout(timeout, f).await {
         Ok(r) => r,
-        Err(_) => Err(anyhow!("{}: no answer within {:?}", what(), timeout)),
+        Err(_) => Err(anyhow::Error::new(TimedOut(format!(
+            "{}: no answer within {:?}",
+            what(),
+            timeout
+        )))),
     }
 }
+
+/// A step that outlived its bound (told apart from a refusal by `StepError::timed_out`).
+#[derive(Debug)]
+struct TimedOut(String);
+
+impl std::fmt::Display for TimedOut {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for TimedOut {}
 
 pub async fn connect(t: &Target, o: &ClientOpts, alpn: &[&str]) -> anyhow::Result<Conn> {
     let peer = format!("{}:{}", t.host, t.port);
@@ -49,7 +124,8 @@ pub async fn connect(t: &Target, o: &ClientOpts, alpn: &[&str]) -> anyhow::Resul
             .with_context(|| format!("DNS lookup of {}", t.host))?;
         Ok(it.collect())
     })
-    .await?;
+    .await
+    .map_err(|e| at(Step::Dns, e))?;
     let mut last = None;
     let mut tcp = None;
     for a in addrs {
@@ -59,10 +135,15 @@ pub async fn connect(t: &Target, o: &ClientOpts, alpn: &[&str]) -> anyhow::Resul
                 break;
             }
             Ok(Err(e)) => last = Some(anyhow!("connect {a}: {e}")),
-            Err(_) => last = Some(anyhow!("connect {a}: no answer within {:?}", o.timeout)),
+            Err(_) => {
+                let what = format!("connect {a}: no answer within {:?}", o.timeout);
+                last = Some(anyhow::Error::new(TimedOut(what)));
+            }
         }
     }
-    let tcp = tcp.ok_or_else(|| last.unwrap_or_else(|| anyhow!("{peer}: no address")))?;
+    let tcp = tcp
+        .ok_or_else(|| last.unwrap_or_else(|| anyhow!("{peer}: no address")))
+        .map_err(|e| at(Step::Connect, e))?;
     let _ = tcp.set_nodelay(true);
     if !t.scheme.tls() {
         return Ok(Conn {
@@ -71,15 +152,20 @@ pub async fn connect(t: &Target, o: &ClientOpts, alpn: &[&str]) -> anyhow::Resul
         });
     }
     let cfg = tls_config(o, alpn)?;
-    let name = rustls::pki_types::ServerName::try_from(t.host.clone())
-        .map_err(|_| anyhow!("{}: not a valid TLS server name", t.host))?;
+    let name = rustls::pki_types::ServerName::try_from(t.host.clone()).map_err(|_| {
+        at(
+            Step::Tls,
+            anyhow!("{}: not a valid TLS server name", t.host),
+        )
+    })?;
     let tls = step(o.timeout, || format!("TLS handshake with {peer}"), async {
         tokio_rustls::TlsConnector::from(Arc::new(cfg))
             .connect(name, tcp)
             .await
             .with_context(|| format!("TLS handshake with {peer}"))
     })
-    .await?;
+    .await
+    .map_err(|e| at(Step::Tls, e))?;
     let alpn = tls
         .get_ref()
         .1
@@ -91,7 +177,7 @@ pub async fn connect(t: &Target, o: &ClientOpts, alpn: &[&str]) -> anyhow::Resul
     })
 }
 
-pub(crate) fn tls_config(o: &ClientOpts, alpn: &[&str]) -> anyhow::Result<rustls::ClientConfig> {
+pub fn tls_config(o: &ClientOpts, alpn: &[&str]) -> anyhow::Result<rustls::ClientConfig> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
@@ -186,12 +272,14 @@ pub fn request(t: &Target, o: &ClientOpts, extra: &[(&str, String)]) -> Vec<u8> 
     r.into_bytes()
 }
 
-/// Send a request, read the response head. Returns the head and bytes read past it.
+/// Send a request, read the response head (waiting up to `head_bound`). Returns the head
+/// and bytes read past it.
 pub async fn exchange(
     conn: &mut Conn,
     t: &Target,
     o: &ClientOpts,
     req: &[u8],
+    head_bound: Duration,
 ) -> anyhow::Result<(Head, Vec<u8>)> {
     let peer = format!("{}:{}", t.host, t.port);
     step(
@@ -204,9 +292,10 @@ pub async fn exchange(
                 .with_context(|| format!("{peer}: sending the request"))
         },
     )
-    .await?;
+    .await
+    .map_err(|e| at(Step::Request, e))?;
     step(
-        o.timeout,
+        head_bound,
         || format!("{peer}: waiting for the response"),
         async {
             let mut buf = Vec::with_capacity(4096);
@@ -230,4 +319,5 @@ pub async fn exchange(
         },
     )
     .await
+    .map_err(|e| at(Step::Head, e))
 }

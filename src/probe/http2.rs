@@ -10,6 +10,13 @@ pub fn check(u: &UrlObs) -> Option<Finding> {
         return None;
     }
     let (status, observed, reason) = match &u.alpn {
+        None if u.alpn_error.is_some() => (
+            Status::Skip,
+            "not measured".to_string(),
+            u.alpn_error
+                .as_ref()
+                .map(|e| format!("the ALPN connection failed: {e}")),
+        ),
         None => (
             Status::Skip,
             "plain http".to_string(),

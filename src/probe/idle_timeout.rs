@@ -13,7 +13,9 @@ pub fn ending_text(e: &Ending) -> String {
         Ending::Open => "still open".into(),
         Ending::CloseFrame(Some(c)) => format!("close frame {c}"),
         Ending::CloseFrame(None) => "close frame without a code".into(),
-        Ending::Eof => "EOF (the proxy or the server ended the connection)".into(),
+        Ending::Eof => {
+            "EOF: closed by the path (the proxy or the server; which one is not known)".into()
+        }
         Ending::Reset => "connection reset".into(),
         Ending::Error(e) => format!("read error: {e}"),
     }
@@ -55,13 +57,20 @@ pub fn check(u: &UrlObs) -> Option<Finding> {
             let silence = s.longest_silence_ms();
             numbers.push(("longest_silence_s", silence / 1000.0));
             numbers.push(("held_s", s.ended_ms / 1000.0));
+            // When this URL's probe began in the run: URLs are probed at once.
+            numbers.push(("started_s", u.started_ms / 1000.0));
             match &s.ending {
                 Some(Ending::Open) | None => (
                     Status::Pass,
                     format!(
-                        "held open {} with nothing sent by the client; longest silence from the server {}",
+                        "held open {} with nothing sent by the client; longest silence from the server {}{}",
                         fmt_s(s.ended_ms),
-                        fmt_s(silence)
+                        fmt_s(silence),
+                        if s.events.is_empty() {
+                            String::new()
+                        } else {
+                            format!("; {}", s.messages_text())
+                        }
                     ),
                 ),
                 Some(e) => {

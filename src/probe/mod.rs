@@ -12,6 +12,8 @@ pub mod origin;
 pub mod polling;
 pub mod progress;
 pub mod proxy;
+pub mod reachable;
+pub mod response;
 pub mod resume;
 pub mod session;
 pub mod sse_buffering;
@@ -28,7 +30,9 @@ use std::time::Duration;
 use target::{Scheme, Target};
 
 /// Every check id, in report order.
-pub const IDS: [&str; 8] = [
+pub const IDS: [&str; 11] = [
+    reachable::ID,
+    response::ID,
     upgrade::ID,
     sse_buffering::ID,
     idle_timeout::ID,
@@ -37,7 +41,11 @@ pub const IDS: [&str; 8] = [
     compression::ID,
     http2::ID,
     origin::ID,
+    NOTHING_MEASURED,
 ];
+
+/// The report-level finding of a run in which no check measured anything (no verdict).
+pub const NOTHING_MEASURED: &str = "measured";
 
 /// The Origin of the cross-site handshake (`.invalid` never resolves: RFC 2606).
 pub const FOREIGN_ORIGIN: &str = "https://rtcheck-probe.invalid";
@@ -68,7 +76,8 @@ pub struct Options {
     pub idle_for: Duration,
     pub quick: bool,
     pub public: bool,
-    pub direct: Option<Target>,
+    /// Each URL's `--direct` endpoint (same order as the URLs).
+    pub directs: Vec<Option<Target>>,
     /// `--proxy`: the proxy on the path when its headers do not name it.
     pub proxy: Option<Proxy>,
 }
@@ -78,20 +87,42 @@ pub struct Options {
 pub struct UrlObs {
     pub target: Target,
     pub kind: Kind,
+    /// The URL could not be probed: the step that failed (only `reachable` is judged).
+    pub unreached: Option<reachable::Unreached>,
+    /// The event stream's head did not come within this bound (ms): held on the path.
+    pub head_held_ms: Option<f64>,
     pub ws: Option<WsObs>,
+    /// The Origin the own-origin handshake sent.
+    pub origin_sent: Option<String>,
     pub origin_status: Option<u16>,
     pub sse: Option<SseObs>,
     /// The reconnect with Last-Event-ID, or why it could not be made.
     pub resume: Option<Result<resume::ResumeObs, String>>,
     /// None: plain http (not measured); Some(None): TLS without ALPN.
     pub alpn: Option<Option<String>>,
+    /// The ALPN connection failed (after the stream itself was probed).
+    pub alpn_error: Option<String>,
     pub direct: Option<SseObs>,
     /// The polls of a URL probed as polling (`polling`).
     pub poll: Option<polling::PollObs>,
+    /// The --direct endpoint's WebSocket handshake (same Origin as through the path).
+    pub direct_ws: Option<WsObs>,
+    /// The --direct endpoint could not be probed.
+    pub direct_error: Option<String>,
+    /// When the first connection was made, ms since the run began (URLs run at once).
+    pub started_ms: f64,
     pub quick: bool,
     pub public: bool,
     pub idle_for_ms: f64,
     pub proxy: Proxy,
+}
+
+impl UrlObs {
+    /// What the --direct endpoint answered, when it was probed.
+    pub fn direct_status(&self) -> Option<u16> {
+        let ws = self.direct_ws.as_ref().map(|d| d.head.status);
+        ws.or_else(|| self.direct.as_ref().map(|d| d.head.status))
+    }
 }
 
 /// Seconds with one decimal below 10 s, whole seconds above ("0.2 s", "75 s").
@@ -161,7 +192,10 @@ pub fn case_name(f: &Finding) -> String {
 
 /// All checks of one URL, in report order; `skip` ids become skipped by request.
 pub fn judge(u: &UrlObs, skip: &[String]) -> Vec<Finding> {
-    let checks: [fn(&UrlObs) -> Option<Finding>; 8] = [
+    // An unreachable URL measured nothing: only why.
+    let only: [fn(&UrlObs) -> Option<Finding>; 1] = [reachable::check];
+    let checks: [fn(&UrlObs) -> Option<Finding>; 9] = [
+        response::check,
         upgrade::check,
         sse_buffering::check,
         idle_timeout::check,
@@ -171,8 +205,12 @@ pub fn judge(u: &UrlObs, skip: &[String]) -> Vec<Finding> {
         http2::check,
         origin::check,
     ];
-    checks
-        .iter()
+    let run: &[fn(&UrlObs) -> Option<Finding>] = if u.unreached.is_some() {
+        &only
+    } else {
+        &checks
+    };
+    run.iter()
         .filter_map(|c| c(u))
         .chain(polling::checks(u))
         .map(|mut f| {
@@ -219,13 +257,16 @@ pub fn own_origin(t: &Target) -> String {
 }
 
 /// Probe one URL: the connections its kind needs, then the observations for the checks.
+/// Never an error: a URL that cannot be probed says why in `unreached`.
 pub async fn probe_url(
     t: &Target,
+    direct: Option<&Target>,
     o: &Options,
     skip: &[String],
     progress: &dyn Progress,
-) -> anyhow::Result<UrlObs> {
+) -> UrlObs {
     let (t, kind) = kind_for(t, o.transport);
+    let direct = direct.map(|d| kind_for(d, o.transport).0);
     let quick = o.quick
         || (skip.iter().any(|s| s == idle_timeout::ID) && skip.iter().any(|s| s == heartbeat::ID));
     let watch = if quick {
@@ -242,21 +283,36 @@ pub async fn probe_url(
     let mut u = UrlObs {
         target: t.clone(),
         kind,
+        unreached: None,
+        head_held_ms: None,
         ws: None,
+        origin_sent: None,
         origin_status: None,
         sse: None,
         resume: None,
         alpn: None,
+        alpn_error: None,
         direct: None,
         poll: None,
+        direct_ws: None,
+        direct_error: None,
+        started_ms: 0.0,
         quick,
         public: o.public,
         idle_for_ms: o.idle_for.as_secs_f64() * 1000.0,
         proxy: Proxy::Unknown,
     };
-    match kind {
-        Kind::WebSocket => probe_ws(&t, o, watch, progress, &mut u).await?,
-        Kind::Sse | Kind::Poll => probe_sse(&t, o, watch, progress, &mut u).await?,
+    let d = direct.as_ref();
+    let probed = match kind {
+        Kind::WebSocket => probe_ws(&t, d, o, watch, progress, &mut u).await,
+        Kind::Sse | Kind::Poll => probe_sse(&t, d, o, watch, progress, &mut u).await,
+    };
+    if let Err(e) = probed {
+        failed(&mut u, o, &e);
+    }
+    if let (Some(_), Some(d)) = (u.head_held_ms, &direct) {
+        // The head never came through the path: does the server itself send it?
+        direct_sse(d, o, &mut u).await;
     }
     let heads = [
         u.ws.as_ref().map(|w| &w.head),
@@ -265,37 +321,82 @@ pub async fn probe_url(
     u.proxy = o
         .proxy
         .unwrap_or_else(|| proxy::identify(heads.into_iter().flatten()));
-    Ok(u)
+    u
+}
+
+/// The first connection failed: an event stream's head that outlived its bound was held on
+/// the path (sse-buffering); anything else leaves the URL unreached, with the step.
+fn failed(u: &mut UrlObs, o: &Options, e: &anyhow::Error) {
+    let step = client::failed_step(e);
+    let held = step.is_some_and(|s| s.step == client::Step::Head && s.timed_out);
+    // Only an event stream's head is held with its body; a poll or a handshake that never
+    // answers is unreached.
+    if held && u.kind == Kind::Sse {
+        u.head_held_ms = Some(o.client.head_timeout.as_secs_f64() * 1000.0);
+        return;
+    }
+    u.unreached = Some(reachable::Unreached {
+        step: step.map_or(client::Step::Request, |s| s.step),
+        timed_out: step.is_some_and(|s| s.timed_out),
+        reason: step.map_or_else(|| format!("{e:#}"), |s| s.message.clone()),
+    });
 }
 
 /// The own-Origin handshake watched for the window, then a foreign-Origin one.
 async fn probe_ws(
     t: &Target,
+    direct: Option<&Target>,
     o: &Options,
     watch: Watch,
     progress: &dyn Progress,
     u: &mut UrlObs,
 ) -> anyhow::Result<()> {
     let origin = o.origin.clone().unwrap_or_else(|| own_origin(t));
+    u.origin_sent = Some(origin.clone());
     let ws = session::websocket(t, &o.client, &origin, Some(watch), progress).await?;
     // A server may refuse a foreign Origin by closing without an answer (0).
     let foreign = session::websocket(t, &o.client, FOREIGN_ORIGIN, None, &session::NoProgress);
     u.origin_status = Some(foreign.await.map_or(0, |f| f.head.status));
     u.ws = Some(ws);
+    if let Some(d) = direct {
+        // The page's Origin, to the endpoint itself: what the path changes shows.
+        match session::websocket(d, &o.client, &origin, None, &session::NoProgress).await {
+            Ok(obs) => u.direct_ws = Some(obs),
+            Err(e) => u.direct_error = Some(format!("{e:#}")),
+        }
+    }
     Ok(())
 }
 
 /// The event stream watched for the window (or the polling answer), then resume, ALPN
-/// and the direct endpoint.
+/// and the direct endpoint. Only the first connection's failure is an error: what it
+/// measured is kept whatever the later ones do.
 async fn probe_sse(
     t: &Target,
+    direct: Option<&Target>,
     o: &Options,
     watch: Watch,
     progress: &dyn Progress,
     u: &mut UrlObs,
 ) -> anyhow::Result<()> {
-    let sse = session::sse(t, &o.client, None, watch, progress).await?;
-    if u.kind == Kind::Sse && o.transport == TransportChoice::Auto && !sse.is_event_stream() {
+    let sse = session::sse(t, &o.client, None, watch, progress).await;
+    // A held head still lets the edge's ALPN be read; an unreachable URL would fail again.
+    let held = sse
+        .as_ref()
+        .err()
+        .and_then(client::failed_step)
+        .is_some_and(|s| s.timed_out && s.step == client::Step::Head);
+    if t.scheme.tls() && (sse.is_ok() || held) {
+        match session::alpn(t, &o.client).await {
+            Ok(a) => u.alpn = Some(a),
+            Err(e) => u.alpn_error = Some(format!("{e:#}")),
+        }
+    }
+    let sse = sse?;
+    let fallback = o.transport == TransportChoice::Auto
+        && !sse.is_event_stream()
+        && response::is_poll_body(&sse.head);
+    if u.kind == Kind::Sse && fallback {
         u.kind = Kind::Poll;
     }
     if u.kind == Kind::Sse {
@@ -307,17 +408,40 @@ async fn probe_sse(
     if u.kind == Kind::Poll {
         u.poll = Some(polling::observe(t, &o.client).await);
     }
-    if t.scheme.tls() {
-        u.alpn = Some(session::alpn(t, &o.client).await?);
-    }
-    if let (Some(d), Kind::Sse) = (&o.direct, u.kind) {
-        let w = Watch {
-            window: o.client.timeout,
-            max_events: Some(1),
-        };
-        u.direct = Some(session::sse(d, &o.client, None, w, &session::NoProgress).await?);
+    if let (Some(d), Kind::Sse) = (direct, u.kind) {
+        direct_sse(d, o, u).await;
     }
     Ok(())
+}
+
+/// The --direct event stream until its first event (or --timeout).
+async fn direct_sse(d: &Target, o: &Options, u: &mut UrlObs) {
+    let w = Watch {
+        window: o.client.timeout,
+        max_events: Some(1),
+    };
+    match session::sse(d, &o.client, None, w, &session::NoProgress).await {
+        Ok(obs) => u.direct = Some(obs),
+        Err(e) => u.direct_error = Some(format!("{e:#}")),
+    }
+}
+
+/// A URL whose answers named no proxy (a held head names nothing) takes the proxy another
+/// URL of the same host and port showed.
+fn share_proxy(all: &mut [UrlObs]) {
+    let known: Vec<(String, u16, Proxy)> = all
+        .iter()
+        .filter(|u| u.proxy != Proxy::Unknown)
+        .map(|u| (u.target.host.clone(), u.target.port, u.proxy))
+        .collect();
+    for u in all.iter_mut().filter(|u| u.proxy == Proxy::Unknown) {
+        let same = known
+            .iter()
+            .find(|(h, p, _)| *h == u.target.host && *p == u.target.port);
+        if let Some((_, _, p)) = same {
+            u.proxy = *p;
+        }
+    }
 }
 
 /// `--skip` names only probe check ids.
@@ -332,28 +456,100 @@ pub fn validate_skip(skip: &[String]) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Every URL in turn; the first that cannot be probed ends the run (exit 2).
+/// URLs probed at once: a run's idle time is its longest idle test, not the sum, and a
+/// handful of connections per URL stays far from loading anything.
+pub const CONCURRENT_URLS: usize = 4;
+
+/// Every URL, each judged on its own, up to [`CONCURRENT_URLS`] at once: one that cannot
+/// be reached is a `reachable` finding and the others are reported in full. An error
+/// (exit 2) only when no URL could be reached at all.
 pub fn probe_all(targets: &[Target], o: &Options, skip: &[String]) -> anyhow::Result<Vec<Finding>> {
+    use futures_util::stream::StreamExt;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    let bar = progress::Bar::new(true);
-    let mut findings = Vec::new();
-    let mut result = Ok(());
-    for t in targets {
-        bar.label(&format!("probing {t}"));
-        match rt.block_on(probe_url(t, o, skip, &bar)) {
-            Ok(u) => findings.extend(judge(&u, skip)),
-            Err(e) => {
-                result = Err(e.context(format!("probe {t}")));
-                break;
-            }
-        }
-    }
-    bar.finish();
+    let bars = progress::Bars::new(true);
+    let run_start = std::time::Instant::now();
+    let mut all: Vec<UrlObs> = rt.block_on(
+        futures_util::stream::iter(targets.iter().enumerate())
+            .map(|(i, t)| {
+                let bar = bars.add(&t.to_string());
+                let direct = o.directs.get(i).and_then(Option::as_ref);
+                async move {
+                    let started_ms = run_start.elapsed().as_secs_f64() * 1000.0;
+                    let mut u = probe_url(t, direct, o, skip, &bar).await;
+                    u.started_ms = started_ms;
+                    bar.finish();
+                    u
+                }
+            })
+            .buffered(CONCURRENT_URLS)
+            .collect(),
+    );
+    bars.finish();
     // A DNS lookup that outlived --timeout runs on a blocking thread: do not wait for it.
     rt.shutdown_timeout(Duration::from_millis(100));
-    result.map(|()| findings)
+    none_reached(&all)?;
+    if o.proxy.is_none() {
+        share_proxy(&mut all);
+    }
+    Ok(all.iter().flat_map(|u| judge(u, skip)).collect())
+}
+
+/// The run's error when not one URL could be reached: one line naming each URL's failure.
+fn none_reached(all: &[UrlObs]) -> anyhow::Result<()> {
+    let why: Vec<String> = all
+        .iter()
+        .filter_map(|u| {
+            let n = u.unreached.as_ref()?;
+            Some(format!("probe {}: {}", u.target, n.reason))
+        })
+        .collect();
+    if all.is_empty() || why.len() < all.len() {
+        return Ok(());
+    }
+    if why.len() == 1 {
+        anyhow::bail!("{}", why[0]);
+    }
+    anyhow::bail!("no URL could be reached: {}", why.join("; "))
+}
+
+/// A run whose findings hold no pass, warn or fail measured nothing: the report says what
+/// was not measured instead of passing (None: something was measured).
+pub fn nothing_measured(findings: &[Finding], target: &str) -> Option<Finding> {
+    if findings.iter().any(|f| f.status != Status::Skip) {
+        return None;
+    }
+    let mut why: Vec<&str> = Vec::new();
+    for f in findings {
+        if !why.contains(&f.id.as_str()) {
+            why.push(&f.id);
+        }
+    }
+    Some(Finding {
+        id: NOTHING_MEASURED.to_string(),
+        title: format!("No verdict, nothing was measured: {target}"),
+        status: Status::Fail,
+        observed: if why.is_empty() {
+            "no check ran".into()
+        } else {
+            format!(
+                "every check was skipped (why: each one's line): {}",
+                why.join(", ")
+            )
+        },
+        expected: "at least one check measured (pass, warn or fail)".into(),
+        rule: "no verdict without a measurement: a run that measured nothing is not a pass".into(),
+        reason: None,
+        evidence: Vec::new(),
+        fix: Fix {
+            summary: "probe the stream's own URL (an event stream or a WebSocket), or run without --quick/--skip so the idle checks measure".into(),
+            ..Fix::default()
+        },
+        verify: None,
+        verification: None,
+        numbers: BTreeMap::new(),
+    })
 }
 
 /// Reconnect with the first id seen; watch until the first event (or --timeout).

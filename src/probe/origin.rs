@@ -39,7 +39,7 @@ pub fn check(u: &UrlObs) -> Option<Finding> {
         "a foreign Origin refused (403), unless the endpoint is public",
         "browsers send cookies with a cross-site WebSocket handshake; only the server's Origin check stops it (RFC 6455 10.2; not measured by the series)",
         &[],
-        proxy::origin(),
+        proxy::origin(u.proxy),
     );
     if status == Status::Skip {
         f.reason = Some("the WebSocket upgrade failed (see `upgrade`)".into());

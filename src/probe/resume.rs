@@ -2,6 +2,7 @@
 //! comes first: the replay, a gap marker, or a silent restart (evidence seq-numbers: 615
 //! events vanished with no error; ring-buffer).
 use super::session::SseObs;
+use super::wire::sse_id;
 use super::{finding, fmt_s, proxy, Kind, UrlObs};
 use crate::findings::{Finding, Status};
 
@@ -62,28 +63,55 @@ pub fn judge(r: &ResumeObs) -> (Status, String) {
             ),
         );
     }
-    // `SEQ@EPOCH` ids (rtcheck serve's) compare by their seq.
-    let seq = |id: &str| id.split('@').next().unwrap_or(id).parse::<u64>();
-    match (seq(&r.sent), seq(&got)) {
-        (Ok(a), Ok(b)) if b == a.saturating_add(1) => (
+    by_sequence(&r.sent, &got)
+}
+
+/// The first id after the reconnect against the one sent, read as `SEQ[@EPOCH]`.
+fn by_sequence(sent: &str, got: &str) -> (Status, String) {
+    let (Some((a, ea)), Some((b, eb))) = (sse_id(sent), sse_id(got)) else {
+        return (
+            Status::Warn,
+            format!(
+                "after Last-Event-ID {sent} the first event had id `{got}`: ids that are not numbers cannot be ordered (replay or restart unknown)"
+            ),
+        );
+    };
+    if ea != eb {
+        return (
+            Status::Fail,
+            format!(
+                "restarted: after Last-Event-ID {sent} the first id was {got} (epoch {} -> {}) with no reset marker: what the client had is gone, silently",
+                ea.unwrap_or("none"),
+                eb.unwrap_or("none")
+            ),
+        );
+    }
+    match b.cmp(&a.saturating_add(1)) {
+        std::cmp::Ordering::Equal => (
             Status::Pass,
-            format!("replayed from Last-Event-ID {a}: event {b} first"),
+            format!("replayed from Last-Event-ID {sent}: event {got} first"),
         ),
-        (Ok(a), Ok(b)) if b > a => (
+        std::cmp::Ordering::Greater => (
             Status::Fail,
             format!(
                 "silently restarted: after Last-Event-ID {a} the first event was {b} ({} lost, no gap marker)",
                 b - a - 1
             ),
         ),
-        _ => (
-            Status::Warn,
+        std::cmp::Ordering::Less => (
+            Status::Fail,
             format!(
-                "after Last-Event-ID {} the first event had id `{got}`: cannot tell replay from restart",
-                r.sent
+                "restarted: after Last-Event-ID {sent} the first id was {got}, at or below the one sent: the ids start over (per connection or after a restart), so a reconnect cannot resume"
             ),
         ),
     }
+}
+
+/// The reconnect came compressed and nothing decoded from it: the compressor on the path
+/// held the replay, so the server's resume was not measured (Some(encoding)).
+fn held_by_compression(r: &ResumeObs) -> Option<&str> {
+    let s = r.obs.stream.as_ref()?;
+    s.encoding.as_deref().filter(|_| s.events.is_empty())
 }
 
 pub fn check(u: &UrlObs) -> Option<Finding> {
@@ -92,6 +120,16 @@ pub fn check(u: &UrlObs) -> Option<Finding> {
     }
     let stream = u.sse.as_ref()?.stream.as_ref();
     let (status, observed, reason) = match (&u.resume, stream) {
+        (Some(Ok(r)), _) if held_by_compression(r).is_some() => (
+            Status::Skip,
+            "not measured".to_string(),
+            held_by_compression(r).map(|e| {
+                format!(
+                    "the reconnect's events were held by compression on the path (Content-Encoding: {e}): see `{}`",
+                    super::compression::ID
+                )
+            }),
+        ),
         (Some(Ok(r)), _) => {
             let (s, o) = judge(r);
             (s, o, None)
@@ -105,6 +143,14 @@ pub fn check(u: &UrlObs) -> Option<Finding> {
             Status::Warn,
             "events carry no `id:`: EventSource cannot resume with Last-Event-ID".to_string(),
             None,
+        ),
+        (None, None) => (
+            Status::Skip,
+            "no event stream".to_string(),
+            Some(format!(
+                "no event stream to resume (see `{}`)",
+                super::response::ID
+            )),
         ),
         _ => (
             Status::Skip,
@@ -185,15 +231,24 @@ mod tests {
         );
         assert_eq!(judge(&after("10", None, None)).0, Status::Warn);
         assert_eq!(judge(&after("a", None, Some(("c", None)))).0, Status::Warn);
-        // rtcheck serve's ids: SEQ@EPOCH, compared by their seq.
+        // Per-connection ids: 1 again after Last-Event-ID 1 is a restart.
+        let (st, text) = judge(&after("1", None, Some(("1", None))));
+        assert_eq!(st, Status::Fail, "{text}");
+        assert!(text.contains("at or below"), "{text}");
+        assert_eq!(judge(&after("5", None, Some(("2", None)))).0, Status::Fail);
+        // SEQ@EPOCH: the next seq of the same epoch is a replay; another epoch a restart.
         assert_eq!(
-            judge(&after("10@ab", None, Some(("11@ab", None)))).0,
+            judge(&after("7@a1", None, Some(("8@a1", None)))).0,
             Status::Pass
         );
-        let (st, text) = judge(&after("10@ab", None, Some(("50@ab", None))));
-        assert_eq!(st, Status::Fail);
-        assert!(text.contains("39 lost"), "{text}");
-        // A restarted server that says so.
+        let (st, text) = judge(&after("7@a1", None, Some(("8@b2", None))));
+        assert_eq!(st, Status::Fail, "{text}");
+        assert!(text.contains("epoch a1 -> b2"), "{text}");
+        // An announced restart is honest: a warning, not silence.
+        assert_eq!(
+            judge(&after("7@a1", None, Some(("0@b2", Some("reset"))))).0,
+            Status::Warn
+        );
         let (st, text) = judge(&after("10@ab", None, Some(("x", Some("reset")))));
         assert_eq!(st, Status::Warn);
         assert!(text.contains("reset marker"), "{text}");

@@ -50,11 +50,45 @@ pub struct StreamObs {
     pub ending: Option<Ending>,
     /// How long the probe watched (the window it asked for).
     pub window_ms: f64,
-    /// The body could not be read as events (e.g. compressed); reason.
+    /// The body could not be read as events (an unknown encoding, a broken one); reason.
     pub unreadable: Option<String>,
+    /// The Content-Encoding the body came in and was decoded from (gzip, deflate, br):
+    /// events are timed as they come out of the decoder.
+    pub encoding: Option<String>,
+    /// Bytes received on the wire (after the head), compressed or not.
+    pub wire_bytes: usize,
+    /// Body bytes that came in the same read as the head (a server that sends its head
+    /// only with its first write).
+    pub with_head_bytes: usize,
 }
 
 impl StreamObs {
+    /// The median time between two events (ms): the data's cadence. None below 2 events.
+    pub fn cadence_ms(&self) -> Option<f64> {
+        let mut gaps: Vec<f64> = self
+            .events
+            .windows(2)
+            .map(|w| w[1].at_ms - w[0].at_ms)
+            .collect();
+        if gaps.is_empty() {
+            return None;
+        }
+        gaps.sort_by(f64::total_cmp);
+        Some(gaps[gaps.len() / 2])
+    }
+
+    /// "N message(s) received, every X" (the cadence) for a report line.
+    pub fn messages_text(&self) -> String {
+        let n = self.events.len();
+        match self.cadence_ms() {
+            Some(c) => format!(
+                "{n} message(s) received, every {} (median)",
+                super::fmt_s(c)
+            ),
+            None => format!("{n} message(s) received"),
+        }
+    }
+
     /// The longest time with nothing received, start and end included.
     pub fn longest_silence_ms(&self) -> f64 {
         let mut prev = 0.0;
@@ -88,6 +122,56 @@ impl SseObs {
                 .head
                 .header("content-type")
                 .is_some_and(|c| c.to_ascii_lowercase().starts_with("text/event-stream"))
+    }
+}
+
+/// A streaming Content-Encoding decoder: compressed bytes in, what they decode to out
+/// as soon as the compressor flushed it (so each event is timed when it could be read).
+pub enum Decoder {
+    Gzip(Box<flate2::write::GzDecoder<Vec<u8>>>),
+    Deflate(Box<flate2::write::ZlibDecoder<Vec<u8>>>),
+    Brotli(Box<brotli_decompressor::DecompressorWriter<Vec<u8>>>),
+}
+
+impl Decoder {
+    /// The decoder for a Content-Encoding; Err: one this probe cannot decode.
+    pub fn for_encoding(e: &str) -> Result<Decoder, String> {
+        match e.trim().to_ascii_lowercase().as_str() {
+            "gzip" | "x-gzip" => Ok(Decoder::Gzip(Box::new(flate2::write::GzDecoder::new(
+                Vec::new(),
+            )))),
+            "deflate" => Ok(Decoder::Deflate(Box::new(flate2::write::ZlibDecoder::new(
+                Vec::new(),
+            )))),
+            "br" => Ok(Decoder::Brotli(Box::new(
+                brotli_decompressor::DecompressorWriter::new(Vec::new(), 4096),
+            ))),
+            other => Err(format!(
+                "the event stream is compressed with `{other}`, which the probe cannot decode"
+            )),
+        }
+    }
+
+    /// Feed compressed bytes; the decoded bytes so far are moved to `out`.
+    pub fn feed(&mut self, bytes: &[u8], out: &mut Vec<u8>) -> Result<(), String> {
+        use std::io::Write;
+        let bad = |e: std::io::Error| format!("the compressed event stream does not decode: {e}");
+        let inner = match self {
+            Decoder::Gzip(d) => {
+                d.write_all(bytes).and_then(|_| d.flush()).map_err(bad)?;
+                d.get_mut()
+            }
+            Decoder::Deflate(d) => {
+                d.write_all(bytes).and_then(|_| d.flush()).map_err(bad)?;
+                d.get_mut()
+            }
+            Decoder::Brotli(d) => {
+                d.write_all(bytes).and_then(|_| d.flush()).map_err(bad)?;
+                d.get_mut()
+            }
+        };
+        out.append(inner);
+        Ok(())
     }
 }
 
@@ -157,7 +241,9 @@ pub async fn sse(
     let mut conn = client::connect(t, o, &["http/1.1"]).await?;
     let req = client::request(t, o, &sse_headers(last_id));
     let start = Instant::now();
-    let (head, rest) = client::exchange(&mut conn, t, o, &req).await?;
+    // A buffering proxy holds the head of a slow stream with its body: wait for it longer.
+    let bound = o.head_timeout;
+    let (head, rest) = client::exchange(&mut conn, t, o, &req, bound).await?;
     let mut obs = SseObs { head, stream: None };
     if obs.is_event_stream() {
         let s = watch_sse(&mut conn, &obs.head, rest, start, watch, progress).await;
@@ -177,15 +263,19 @@ async fn watch_sse(
     let mut s = StreamObs {
         head_ms: ms(start),
         window_ms: watch.window.as_secs_f64() * 1000.0,
+        with_head_bytes: rest.len(),
         ..Default::default()
     };
     let encoded = head
         .header("content-encoding")
         .filter(|e| !e.eq_ignore_ascii_case("identity"));
+    let mut decoder = None;
     if let Some(e) = encoded {
-        s.unreadable = Some(format!(
-            "the event stream is compressed (Content-Encoding: {e})"
-        ));
+        s.encoding = Some(e.to_ascii_lowercase());
+        match Decoder::for_encoding(e) {
+            Ok(d) => decoder = Some(d),
+            Err(why) => s.unreadable = Some(why),
+        }
     }
     let mut chunked = head.chunked().then(Chunked::default);
     let mut scanner = wire::SseScanner::default();
@@ -197,8 +287,14 @@ async fn watch_sse(
             let at = ms(start);
             let idx = s.reads_ms.len();
             s.reads_ms.push(at);
+            s.wire_bytes += pending.len();
             if s.unreadable.is_none() {
-                if let Err(e) = feed_sse(&mut chunked, &mut scanner, &pending, at, idx, &mut s) {
+                let body = Body {
+                    chunked: &mut chunked,
+                    decoder: decoder.as_mut(),
+                    scanner: &mut scanner,
+                };
+                if let Err(e) = feed_sse(body, &pending, at, idx, &mut s) {
                     s.unreadable = Some(e);
                 }
             }
@@ -227,24 +323,33 @@ async fn watch_sse(
     s
 }
 
-fn feed_sse(
-    chunked: &mut Option<Chunked>,
-    scanner: &mut wire::SseScanner,
-    raw: &[u8],
-    at: f64,
-    idx: usize,
-    s: &mut StreamObs,
-) -> Result<(), String> {
+/// The layers a response body goes through before it is events: transfer (chunked),
+/// content (gzip...), then the SSE scanner.
+struct Body<'a> {
+    chunked: &'a mut Option<Chunked>,
+    decoder: Option<&'a mut Decoder>,
+    scanner: &'a mut wire::SseScanner,
+}
+
+fn feed_sse(b: Body, raw: &[u8], at: f64, idx: usize, s: &mut StreamObs) -> Result<(), String> {
     let mut body = Vec::new();
-    let bytes: &[u8] = match chunked {
+    let bytes: &[u8] = match b.chunked {
         Some(c) => {
             c.feed(raw, &mut body)?;
             &body
         }
         None => raw,
     };
+    let mut plain = Vec::new();
+    let bytes: &[u8] = match b.decoder {
+        Some(d) => {
+            d.feed(bytes, &mut plain)?;
+            &plain
+        }
+        None => bytes,
+    };
     let mut items = Vec::new();
-    scanner.feed(bytes, &mut items)?;
+    b.scanner.feed(bytes, &mut items)?;
     for it in items {
         match it {
             SseItem::Comment => s.heartbeats_ms.push(at),
@@ -286,7 +391,7 @@ pub async fn websocket(
     ];
     let req = client::request(t, o, &extra);
     let start = Instant::now();
-    let (head, rest) = client::exchange(&mut conn, t, o, &req).await?;
+    let (head, rest) = client::exchange(&mut conn, t, o, &req, o.timeout).await?;
     let accept_ok = head.header("sec-websocket-accept") == Some(&derive_accept_key(key.as_bytes()));
     let mut obs = WsObs {
         head,
@@ -433,6 +538,44 @@ pub async fn alpn(t: &Target, o: &ClientOpts) -> anyhow::Result<Option<String>> 
 mod tests {
     use super::*;
     use crate::net::{payload, wsframe};
+
+    /// Feed `enc` one byte at a time: what comes out is the text, whatever the split.
+    fn decoded(encoding: &str, enc: &[u8]) -> String {
+        let mut d = Decoder::for_encoding(encoding).unwrap();
+        let mut out = Vec::new();
+        for b in enc {
+            d.feed(std::slice::from_ref(b), &mut out).unwrap();
+        }
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn content_encodings_decode_incrementally() {
+        use std::io::Write;
+        let text = "id: 1\ndata: x\n\n";
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        gz.write_all(text.as_bytes()).unwrap();
+        gz.flush().unwrap();
+        // Sync-flushed, not finished: a stream still open decodes what was flushed.
+        assert_eq!(decoded("gzip", gz.get_ref()), text);
+        let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
+        z.write_all(text.as_bytes()).unwrap();
+        assert_eq!(decoded("deflate", &z.finish().unwrap()), text);
+        // Brotli: one uncompressed meta-block (WBITS 16, 4 nibbles of MLEN - 1 from bit 4,
+        // ISUNCOMPRESSED at bit 20), then the last, empty one (ISLAST, ISLASTEMPTY).
+        let m = text.len() - 1;
+        let mut br = vec![
+            ((m & 0xF) << 4) as u8,
+            (m >> 4) as u8,
+            0x10 | (m >> 12) as u8,
+        ];
+        br.extend_from_slice(text.as_bytes());
+        br.push(0x03);
+        assert_eq!(decoded("br", &br), text);
+        assert!(Decoder::for_encoding("zstd").is_err());
+        let mut bad = Decoder::for_encoding("gzip").unwrap();
+        assert!(bad.feed(b"not gzip at all", &mut Vec::new()).is_err());
+    }
 
     #[test]
     fn frames_become_heartbeats_events_and_endings() {

@@ -103,24 +103,49 @@ pub fn judge(t: &Timing, same_clock: bool, direct_first_ms: Option<f64>) -> (Sta
     (status, parts.join("; "))
 }
 
+/// A response head later than this (ms) was held on the path with the first events.
+pub const HEAD_HELD_MS: f64 = 1000.0;
+
 pub fn check(u: &UrlObs) -> Option<Finding> {
+    if let (Some(bound), Kind::Sse) = (u.head_held_ms, u.kind) {
+        return Some(never_headed(u, bound));
+    }
     let sse = u.sse.as_ref()?;
-    if u.kind == Kind::Poll {
+    if u.kind == Kind::Poll && super::response::problem(u.kind, sse).is_none() {
         return Some(polled(u, sse));
     }
     let expected = "each event delivered as it is sent (added delay < 1 s, no bursts)";
     let (status, observed, reason, numbers) = match &sse.stream {
         None => (
+            Status::Skip,
+            format!("HTTP {}: no event stream", sse.head.status),
+            Some(format!(
+                "no event stream to time: HTTP {} (see `{}`)",
+                sse.head.status,
+                super::response::ID
+            )),
+            vec![],
+        ),
+        Some(s) if s.head_ms >= HEAD_HELD_MS && !direct_head_late(u, s) && held_by_path(u, s) => (
             Status::Fail,
             format!(
-                "HTTP {} {}: not an event stream",
-                sse.head.status,
-                sse.head
-                    .header("content-type")
-                    .unwrap_or("(no content type)")
+                "head held {} by the path{}{}",
+                fmt_s(s.head_ms),
+                events_after_head(s),
+                direct_head(u)
             ),
             None,
-            vec![],
+            vec![("head_ms", s.head_ms), ("events", s.events.len() as f64)],
+        ),
+        Some(s) if s.head_ms >= HEAD_HELD_MS && !direct_head_late(u, s) => (
+            Status::Warn,
+            format!(
+                "the head came only with the server's first write, after {}: the server holds its head until it writes (EventSource opens late; Node: res.flushHeaders()){}",
+                fmt_s(s.head_ms),
+                events_after_head(s)
+            ),
+            None,
+            vec![("head_ms", s.head_ms), ("events", s.events.len() as f64)],
         ),
         Some(s) if s.unreadable.is_some() => (
             Status::Fail,
@@ -132,9 +157,17 @@ pub fn check(u: &UrlObs) -> Option<Finding> {
             Status::Skip,
             format!("no event in {}", fmt_s(s.ended_ms)),
             Some(format!(
-                "no event arrived in {} to time{}",
+                "no event arrived in {} to time{}{}",
                 fmt_s(s.ended_ms),
-                held_head(s)
+                held_head(s),
+                match &s.encoding {
+                    Some(e) => format!(
+                        " ({} B arrived compressed with {e}: see `{}`)",
+                        s.wire_bytes,
+                        super::compression::ID
+                    ),
+                    None => String::new(),
+                }
             )),
             vec![("head_ms", s.head_ms)],
         ),
@@ -147,6 +180,9 @@ pub fn check(u: &UrlObs) -> Option<Finding> {
                 .and_then(|d| d.events.first())
                 .map(|e| e.at_ms);
             let (mut st, mut obs) = judge(&t, u.target.is_loopback(), direct);
+            if let Some(e) = &u.direct_error {
+                obs.push_str(&format!("; direct not measured: {e}"));
+            }
             let (hst, notes) = header_notes(&sse.head);
             st = st.max(hst);
             obs.push_str(&notes);
@@ -177,6 +213,84 @@ pub fn check(u: &UrlObs) -> Option<Finding> {
         f.numbers.insert(k.into(), (v * 10.0).round() / 10.0);
     }
     Some(f)
+}
+
+/// No head within the bound: the path held it (the issue measured nginx holding a slow
+/// stream's head ~100 s, then 4 KB bursts).
+fn never_headed(u: &UrlObs, bound_ms: f64) -> Finding {
+    let mut f = finding(
+        ID,
+        u,
+        "SSE delivery through the path (buffering)",
+        Status::Fail,
+        format!(
+            "head held more than {} by the path: no response head within --head-timeout (a buffering proxy sends a slow stream's head with its first full buffer){}",
+            fmt_s(bound_ms),
+            direct_head(u)
+        ),
+        "the response head at once, then each event as it is sent",
+        "a buffering proxy completes the SSE handshake, then holds events (6.6 s of silence measured); with a slow stream it holds the head too",
+        &["proxy-config"],
+        proxy::buffering(u.proxy),
+    );
+    f.numbers.insert("head_held_ms".into(), bound_ms.round());
+    f
+}
+
+/// A late head was the path's doing: the --direct head came at once, or the head brought
+/// a buffer (several events in its read), or the payload's timestamps show the delay. A
+/// head with just its first event, and no other evidence, is a server that sends its head
+/// with its first write.
+fn held_by_path(u: &UrlObs, s: &StreamObs) -> bool {
+    let direct_fast = direct_head_ms(u).is_some_and(|d| s.head_ms - d >= HEAD_HELD_MS);
+    let Some(&first_at) = s.reads_ms.first().filter(|_| s.with_head_bytes > 0) else {
+        // The head came alone, late: held, with nothing that shows the server waited.
+        return true;
+    };
+    let events = s.events.iter().filter(|e| e.read == 0).count();
+    let comments = s.heartbeats_ms.iter().filter(|&&h| h == first_at).count();
+    let t = timing(s);
+    let delayed = u.target.is_loopback() && t.max_delay_ms.is_some_and(|d| d > DELAY_FAIL_MS);
+    direct_fast || events + comments >= 2 || delayed
+}
+
+/// What the --direct endpoint did with the same request, when it was asked.
+fn direct_head(u: &UrlObs) -> String {
+    if let Some(e) = &u.direct_error {
+        return format!("; direct: {e}");
+    }
+    let Some(d) = &u.direct else {
+        return String::new();
+    };
+    match &d.stream {
+        Some(s) => format!(
+            "; direct: head after {}, first event after {}",
+            fmt_s(s.head_ms),
+            s.events.first().map_or("-".into(), |e| fmt_s(e.at_ms))
+        ),
+        None => format!("; direct: HTTP {}", d.head.status),
+    }
+}
+
+/// The --direct endpoint's head (ms), when it was measured.
+fn direct_head_ms(u: &UrlObs) -> Option<f64> {
+    u.direct
+        .as_ref()
+        .and_then(|d| d.stream.as_ref())
+        .map(|d| d.head_ms)
+}
+
+/// The --direct endpoint's head was about as late: the server, not the path, holds it.
+fn direct_head_late(u: &UrlObs, s: &StreamObs) -> bool {
+    direct_head_ms(u).is_some_and(|d| d >= HEAD_HELD_MS && s.head_ms - d < HEAD_HELD_MS)
+}
+
+fn events_after_head(s: &StreamObs) -> String {
+    format!(
+        "; then {} event(s) in {} read(s)",
+        s.events.len(),
+        s.reads_ms.len()
+    )
 }
 
 /// A response head that took over a second: a buffering proxy may hold it with the body.

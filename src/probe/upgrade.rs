@@ -1,9 +1,29 @@
 //! `upgrade`: the WebSocket handshake through the path answers 101 with a valid
 //! `Sec-WebSocket-Accept` (evidence proxy-config: without the Upgrade headers, 400 at once).
-use super::{finding, proxy, Kind, UrlObs};
+use super::{finding, fmt_s, proxy, Kind, UrlObs};
 use crate::findings::{Finding, Status};
 
 pub const ID: &str = "upgrade";
+
+/// Where a status class points, before the fix says what to change.
+fn what_status_says(code: u16) -> &'static str {
+    match code {
+        400 | 426 => "the server saw a plain request: the Upgrade headers did not reach it",
+        200..=299 => "the path answered the upgrade itself (a page, a cache, a catch-all route)",
+        401 => "the endpoint wants credentials",
+        404 => "no route for this path on the proxy or the application",
+        502..=504 => "the proxy could not reach the backend",
+        _ => "the upgrade was refused",
+    }
+}
+
+/// What the --direct endpoint answered, when it was asked.
+fn direct_note(u: &UrlObs) -> String {
+    match u.direct_status() {
+        Some(d) => format!("; direct: {d}"),
+        None => String::new(),
+    }
+}
 
 pub fn check(u: &UrlObs) -> Option<Finding> {
     let ws = match (&u.kind, &u.ws) {
@@ -21,13 +41,29 @@ pub fn check(u: &UrlObs) -> Option<Finding> {
             "101 but Sec-WebSocket-Accept missing or wrong (a proxy answered for the server?)"
                 .to_string(),
         ),
+        (403, _) => (
+            Status::Fail,
+            format!(
+                "HTTP 403 {} instead of 101: refused (sent Host: {}, Origin: {}){}",
+                h.reason,
+                u.target.host_header(),
+                u.origin_sent.as_deref().unwrap_or("-"),
+                direct_note(u)
+            ),
+        ),
         (s, _) => (
             Status::Fail,
             format!(
-                "HTTP {s} {} instead of 101: the upgrade did not reach the server",
-                h.reason
+                "HTTP {s} {} instead of 101: {}{}",
+                h.reason,
+                what_status_says(s),
+                direct_note(u)
             ),
         ),
+    };
+    let fix = match (h.status, ws.accept_ok) {
+        (101, _) => proxy::upgrade(u.proxy),
+        (code, _) => proxy::status(u.proxy, code, Kind::WebSocket, u.direct_status()),
     };
     let mut f = finding(
         ID,
@@ -38,8 +74,21 @@ pub fn check(u: &UrlObs) -> Option<Finding> {
         "101 Switching Protocols with a valid Sec-WebSocket-Accept",
         "a proxy must forward Upgrade and Connection over HTTP/1.1; without them WebSocket dies at once with 400",
         &["proxy-config"],
-        proxy::upgrade(u.proxy),
+        fix,
     );
     f.numbers.insert("status".into(), h.status as f64);
+    if let Some(s) = &ws.stream {
+        // Whatever the payload: the messages that came through, and how often.
+        f.observed.push_str(&format!(
+            "; in {}: {}",
+            fmt_s(s.ended_ms),
+            s.messages_text()
+        ));
+        f.numbers.insert("messages".into(), s.events.len() as f64);
+        if let Some(c) = s.cadence_ms() {
+            f.numbers
+                .insert("message_interval_s".into(), (c / 10.0).round() / 100.0);
+        }
+    }
     Some(f)
 }

@@ -222,6 +222,19 @@ impl SseScanner {
     }
 }
 
+/// An SSE `id:` read as a sequence: leading decimal digits are the seq, an optional
+/// `@EPOCH` suffix names the server's run (rtcheck serve: `SEQ@EPOCH`). None: no digits
+/// (an opaque id such as a UUID cannot be ordered).
+pub fn sse_id(id: &str) -> Option<(u64, Option<&str>)> {
+    let id = id.trim();
+    let digits = id.bytes().take_while(u8::is_ascii_digit).count();
+    let seq = id[..digits].parse().ok()?;
+    match &id[digits..] {
+        "" => Some((seq, None)),
+        rest => rest.strip_prefix('@').map(|e| (seq, Some(e))),
+    }
+}
+
 /// A WebSocket frame from the server (unmasked; masked is tolerated and unmasked here).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Frame {
@@ -320,6 +333,16 @@ mod tests {
         assert_eq!(out.len(), 2);
         assert_eq!(out[0], SseItem::Comment);
         assert!(matches!(&out[1], SseItem::Event { id: Some(i), .. } if i == "7"));
+    }
+
+    #[test]
+    fn sse_ids_are_seq_and_epoch() {
+        assert_eq!(sse_id("42"), Some((42, None)));
+        assert_eq!(sse_id("42@7f3a"), Some((42, Some("7f3a"))));
+        assert_eq!(sse_id(" 9@"), Some((9, Some(""))));
+        assert_eq!(sse_id("abc"), None);
+        assert_eq!(sse_id("12-x"), None);
+        assert_eq!(sse_id("99999999999999999999999"), None);
     }
 
     #[test]

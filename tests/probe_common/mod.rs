@@ -4,6 +4,7 @@
 //! and killed on drop (`common::Service`). A missing binary fails the test naming its
 //! Debian package (`common::require_binary`). Test files declare `mod common;` too.
 #![allow(dead_code)]
+pub mod stub;
 pub use crate::common::{free_port, Server as Serve};
 use crate::common::{require_binary, Service};
 use std::net::SocketAddr;

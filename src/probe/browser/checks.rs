@@ -181,7 +181,7 @@ pub fn reconnect(url: &str, o: &ResumeObs) -> Finding {
             .reconnect_status
             .map_or("no answer".to_string(), |s| format!("HTTP {s}"));
         let observed = format!(
-            "the server closed the stream after {}; EventSource {} (reconnect: {status})",
+            "the path closed the stream after {}; EventSource {} (reconnect: {status})",
             ms(r.closed_at_ms),
             if r.gave_up {
                 "gave up"
@@ -207,15 +207,30 @@ pub fn reconnect(url: &str, o: &ResumeObs) -> Finding {
         (_, None) => "no event after the reconnect within the window".into(),
         (None, Some(b)) => format!("first seq after {b}"),
     };
+    let restart = match (&r.epoch_changed, r.resets) {
+        (_, n) if n > 0 => format!("; the server announced a restart ({n} reset marker(s))"),
+        (Some((a, b)), _) => format!("; the ids' epoch changed {a} -> {b}: the server restarted"),
+        _ if r.duplicated > 0 => {
+            "; the ids started over at or below the one sent: a restart".into()
+        }
+        _ => String::new(),
+    };
     let observed = format!(
-        "closed by the server after {}; the browser waited {} and {sent}; {next}",
+        "closed by the path after {}; the browser waited {} and {sent}; {next}{restart}",
         ms(r.closed_at_ms),
         ms(delay)
     );
-    let id_matches = r.sent_id.as_deref() == r.last_before.map(|s| s.to_string()).as_deref();
-    let status = if r.lost > 0 && r.gaps == 0 {
+    numbers.push(("resets", r.resets as f64));
+    let sent_seq = r
+        .sent_id
+        .as_deref()
+        .and_then(crate::probe::wire::sse_id)
+        .map(|(s, _)| s);
+    let id_matches = r.sent_id.is_some() && sent_seq == r.last_before;
+    let silent_restart = r.resets == 0 && (r.epoch_changed.is_some() || r.duplicated > 0);
+    let status = if (r.lost > 0 && r.gaps == 0) || silent_restart {
         Status::Fail
-    } else if !id_matches || r.first_after.is_none() || r.gaps > 0 || r.duplicated > 0 {
+    } else if !id_matches || r.first_after.is_none() || r.gaps > 0 || r.resets > 0 {
         Status::Warn
     } else {
         Status::Pass

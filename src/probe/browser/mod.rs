@@ -83,7 +83,9 @@ fn js_str(s: &str) -> String {
     serde_json::Value::from(s).to_string()
 }
 
-/// Every URL in Chromium; the browser's findings and the TLS note for the report.
+/// Every URL in Chromium; the browser's findings and the TLS note for the report. A URL
+/// whose experiments fail is reported as not measured (why, for each of its checks); the
+/// other URLs' findings are kept. Only an interrupt is an error.
 pub fn run(
     targets: &[Target],
     o: &Options,
@@ -94,9 +96,21 @@ pub fn run(
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    let result = run_in(&rt, targets, o, skip);
+    let mut findings = Vec::new();
+    let result = run_in(&rt, targets, o, skip, &mut findings);
     rt.shutdown_timeout(Duration::from_millis(100));
-    result
+    match result {
+        Ok(note) => Ok((findings, note)),
+        Err(e) if crate::sys::signal::interrupted() => Err(e),
+        Err(e) => {
+            // Chromium did not start (or TLS pinning failed): no URL was measured by it.
+            for t in targets {
+                let (t, kind) = kind_for(t, o.transport);
+                findings.extend(not_measured(&t, kind, skip, &format!("{e:#}")));
+            }
+            Ok((findings, None))
+        }
+    }
 }
 
 fn run_in(
@@ -104,29 +118,39 @@ fn run_in(
     targets: &[Target],
     o: &Options,
     skip: &[String],
-) -> anyhow::Result<(Vec<Finding>, Option<&'static str>)> {
+    findings: &mut Vec<Finding>,
+) -> anyhow::Result<Option<&'static str>> {
     let trust = rt.block_on(trust_for(targets, &o.client))?;
     // Started on this (main) thread: its parent-death signal follows this thread.
     let mut chromium = Chromium::start(&trust)?;
     let devtools = chromium.devtools_url(o.client.timeout.max(Duration::from_secs(30)))?;
     let bar = super::progress::Bar::new(true);
-    let mut findings = Vec::new();
-    let mut result = Ok(());
     for t in targets {
         let (t, kind) = kind_for(t, o.transport);
         match rt.block_on(probe_one(&devtools, &t, kind, o, skip, &bar)) {
             Ok(found) => findings.extend(found),
-            Err(e) => {
-                result = Err(e);
-                break;
-            }
+            Err(e) if crate::sys::signal::interrupted() => return Err(e),
+            Err(e) => findings.extend(not_measured(&t, kind, skip, &format!("{e:#}"))),
         }
         findings.extend(skipped(&t, kind, skip));
     }
     bar.finish();
     drop(chromium);
-    result?;
-    Ok((findings, trust_note(&trust)))
+    Ok(trust_note(&trust))
+}
+
+/// The browser checks of this kind that were wanted but could not run, with why.
+fn not_measured(t: &Target, kind: Kind, skip: &[String], why: &str) -> Vec<Finding> {
+    let ids: &[&str] = match kind {
+        Kind::Sse => &[checks::CONNECTIONS, checks::RECONNECT],
+        Kind::WebSocket => &[checks::WEBSOCKET],
+        Kind::Poll => &[],
+    };
+    let reason = format!("the browser experiment failed: {why}");
+    ids.iter()
+        .filter(|id| !skip.iter().any(|s| s == *id))
+        .map(|id| checks::skipped(id, &t.to_string(), &reason))
+        .collect()
 }
 
 async fn probe_one(

@@ -86,7 +86,11 @@ pub struct ErrRec {
 #[derive(Debug, Clone, Deserialize)]
 pub struct EvRec {
     pub t: f64,
+    /// rtcheck's payload seq (`data` JSON), when the payload is rtcheck's.
     pub seq: Option<u64>,
+    /// The SSE `id:` (lastEventId): the sequence of a foreign payload.
+    #[serde(default)]
+    pub id: Option<String>,
     /// Which open it arrived on (1 = the first connection).
     pub open: usize,
 }
@@ -98,6 +102,24 @@ pub struct ResumeState {
     pub errors: Vec<ErrRec>,
     pub events: Vec<EvRec>,
     pub gaps: u64,
+    /// `event: reset` markers: the server announced a restart.
+    #[serde(default)]
+    pub resets: u64,
+}
+
+impl EvRec {
+    /// The payload's seq, else the SSE id's leading digits (`SEQ[@EPOCH]`).
+    pub fn seq(&self) -> Option<u64> {
+        self.seq.or_else(|| {
+            let id = self.id.as_deref()?;
+            crate::probe::wire::sse_id(id).map(|(s, _)| s)
+        })
+    }
+
+    fn epoch(&self) -> Option<&str> {
+        let id = self.id.as_deref()?;
+        crate::probe::wire::sse_id(id).and_then(|(_, e)| e)
+    }
 }
 
 #[derive(Debug, Clone, Default)]
@@ -124,6 +146,9 @@ pub struct Reconnect {
     /// Events delivered again after the reconnect.
     pub duplicated: u64,
     pub gaps: u64,
+    pub resets: u64,
+    /// The ids' epoch before and after, when it changed (`SEQ@EPOCH`).
+    pub epoch_changed: Option<(String, String)>,
     pub reconnect_status: Option<i64>,
 }
 
@@ -133,8 +158,13 @@ impl ResumeObs {
         let s = &self.state;
         let err = s.errors.first()?;
         let seqs_on = |open: usize| s.events.iter().filter(move |e| e.open == open);
-        let last_before = seqs_on(1).filter_map(|e| e.seq).max();
-        let first_after = seqs_on(2).find_map(|e| e.seq);
+        let last_before = seqs_on(1).filter_map(EvRec::seq).max();
+        let first_after = seqs_on(2).find_map(EvRec::seq);
+        let epoch = |open: usize| seqs_on(open).filter_map(EvRec::epoch).next_back();
+        let epoch_changed = match (epoch(1), seqs_on(2).find_map(EvRec::epoch)) {
+            (Some(a), Some(b)) if a != b => Some((a.to_string(), b.to_string())),
+            _ => None,
+        };
         let (lost, duplicated) = match (last_before, first_after) {
             (Some(a), Some(b)) if b > a => (b - a - 1, 0),
             (Some(a), Some(b)) => (0, a - b + 1),
@@ -151,6 +181,8 @@ impl ResumeObs {
             lost,
             duplicated,
             gaps: s.gaps,
+            resets: s.resets,
+            epoch_changed,
             reconnect_status: again.and_then(|n| n.status),
         })
     }
@@ -234,6 +266,7 @@ mod tests {
         let ev = |seq, open| EvRec {
             t: 0.0,
             seq: Some(seq),
+            id: None,
             open,
         };
         let r = ResumeObs {
@@ -245,6 +278,7 @@ mod tests {
                 }],
                 events: vec![ev(1, 1), ev(2, 1), ev(3, 2), ev(4, 2)],
                 gaps: 0,
+                resets: 0,
             },
             net: vec![
                 NetRec::default(),
@@ -266,6 +300,20 @@ mod tests {
         let mut skipped = r.clone();
         skipped.state.events[2].seq = Some(9);
         assert_eq!(skipped.reconnect().unwrap().lost, 6);
+        // A foreign payload: the SSE ids are the sequence; 1 again after 2 is a restart
+        // (counted as duplicated), and another epoch is reported as changed.
+        let mut foreign = r.clone();
+        let ids = ["1@a", "2@a", "1@b", "2@b"];
+        for (e, id) in foreign.state.events.iter_mut().zip(ids) {
+            e.seq = None;
+            e.id = Some(id.to_string());
+        }
+        let c = foreign.reconnect().unwrap();
+        assert_eq!(
+            (c.last_before, c.first_after, c.duplicated),
+            (Some(2), Some(1), 2)
+        );
+        assert_eq!(c.epoch_changed, Some(("a".into(), "b".into())));
         let mut open = r;
         open.state.errors.clear();
         assert_eq!(open.reconnect(), None);

@@ -15,7 +15,13 @@ fn url_of(f: &Finding) -> &str {
 pub fn render(r: &FindingsReport) -> anyhow::Result<String> {
     let json = crate::report::json::render(r)?;
     let s = &r.summary;
-    let (word, class) = if s.fail > 0 {
+    let none = r
+        .findings
+        .iter()
+        .any(|f| f.id == crate::probe::NOTHING_MEASURED);
+    let (word, class) = if none {
+        ("NO VERDICT (nothing measured)", "bad")
+    } else if s.fail > 0 {
         ("FAIL", "bad")
     } else if s.warn > 0 {
         ("WARN", "warn")

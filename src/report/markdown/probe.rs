@@ -31,6 +31,12 @@ pub fn render(r: &FindingsReport) -> String {
         s.skip,
         r.duration_ms / 1000.0
     );
+    if r.findings
+        .iter()
+        .any(|f| f.id == crate::probe::NOTHING_MEASURED)
+    {
+        out.push_str("\n**No verdict: nothing was measured.**\n");
+    }
     if r.target
         .as_deref()
         .is_some_and(|t| t.contains("NOT VERIFIED"))

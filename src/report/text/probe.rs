@@ -17,14 +17,42 @@ fn width() -> u16 {
         .clamp(60, 160)
 }
 
+/// Keeps a number and its unit on one line ("1.0 s", "4 KB"): the space between them
+/// becomes a no-break space for the layout, and a plain space again after it.
+const GLUE: char = '\u{a0}';
+const UNITS: [&str; 6] = ["s", "ms", "B", "KB", "MB", "%"];
+
+fn glue_units(text: &str) -> String {
+    let words: Vec<&str> = text.split(' ').collect();
+    let mut out = String::with_capacity(text.len());
+    for (i, w) in words.iter().enumerate() {
+        if i > 0 {
+            let number = words[i - 1].ends_with(|c: char| c.is_ascii_digit());
+            let unit = w.trim_end_matches([',', ';', ')', ':', '.']);
+            out.push(if number && UNITS.contains(&unit) {
+                GLUE
+            } else {
+                ' '
+            });
+        }
+        out.push_str(w);
+    }
+    out
+}
+
 /// `label` then `text` word-wrapped to the width, continuation lines under the text.
 fn wrapped(label: &str, text: &str, width: usize) -> String {
+    wrap_glued(label, &glue_units(text), width).replace(GLUE, " ")
+}
+
+fn wrap_glued(label: &str, text: &str, width: usize) -> String {
     let pad = " ".repeat(label.chars().count());
     let mut out = String::new();
     let mut line = label.to_string();
     let mut empty = true;
     // A peer's words (headers, reasons) are escaped: they cannot start a line.
-    for word in crate::report::plain(text).split_whitespace() {
+    let text = crate::report::plain(text);
+    for word in text.split([' ', '\n', '\t']).filter(|w| !w.is_empty()) {
         if !empty && line.chars().count() + 1 + word.chars().count() > width {
             out.push_str(line.trim_end());
             out.push('\n');
@@ -44,7 +72,13 @@ fn wrapped(label: &str, text: &str, width: usize) -> String {
 
 pub fn render(r: &FindingsReport, pal: Palette) -> String {
     let s = &r.summary;
-    let verdict = if s.fail > 0 {
+    let none = r
+        .findings
+        .iter()
+        .any(|f| f.id == crate::probe::NOTHING_MEASURED);
+    let verdict = if none {
+        pal.bad("NO VERDICT (nothing measured)")
+    } else if s.fail > 0 {
         pal.bad("FAIL")
     } else if s.warn > 0 {
         pal.warn("WARN")
@@ -81,9 +115,13 @@ pub fn render(r: &FindingsReport, pal: Palette) -> String {
                 _ => f.observed.clone(),
             };
             let observed = crate::report::plain(&observed).into_owned();
-            t.add_row(vec![f.status.as_str().to_string(), f.id.clone(), observed]);
+            t.add_row(vec![
+                f.status.as_str().to_string(),
+                f.id.clone(),
+                glue_units(&observed),
+            ]);
         }
-        for line in t.to_string().lines() {
+        for line in t.to_string().replace(GLUE, " ").lines() {
             // Colour the status word after layout, so widths stay right.
             let line = line.trim_end();
             let colored = [Status::Fail, Status::Warn, Status::Pass, Status::Skip]
@@ -140,6 +178,14 @@ pub fn render(r: &FindingsReport, pal: Palette) -> String {
 #[cfg(test)]
 mod tests {
     use super::wrapped;
+
+    #[test]
+    fn a_number_keeps_its_unit() {
+        let w = super::wrapped("  x: ", "first event after 1.0 s; then 4 KB", 22);
+        assert!(w.contains("1.0 s") && w.contains("4 KB"), "{w}");
+        assert!(!w.contains('\u{a0}'), "{w}");
+        assert_eq!(super::glue_units("3 retries"), "3 retries");
+    }
 
     #[test]
     fn wraps_under_the_label() {
