@@ -49,6 +49,89 @@ impl HopOverride {
 
 pub type Overrides = BTreeMap<String, HopOverride>;
 
+/// One hop of a profile's `path:`: an id, or an id with declared values
+/// (`- aws-alb: {idle: 300s}`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PathEntry {
+    pub id: String,
+    pub set: HopOverride,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(untagged)]
+enum RawEntry {
+    Id(String),
+    WithValues(BTreeMap<String, HopOverride>),
+}
+
+impl Serialize for PathEntry {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        if self.set == HopOverride::default() {
+            RawEntry::Id(self.id.clone()).serialize(s)
+        } else {
+            RawEntry::WithValues([(self.id.clone(), self.set.clone())].into()).serialize(s)
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for PathEntry {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        match RawEntry::deserialize(d).map_err(|_| {
+            D::Error::custom(
+                "a path entry is a hop id or `ID: {idle: DUR, lifetime: DUR, first_byte: DUR}`",
+            )
+        })? {
+            RawEntry::Id(id) => Ok(PathEntry {
+                id,
+                set: HopOverride::default(),
+            }),
+            RawEntry::WithValues(m) if m.len() == 1 => {
+                let (id, set) = m.into_iter().next().expect("one entry");
+                Ok(PathEntry { id, set })
+            }
+            RawEntry::WithValues(_) => Err(D::Error::custom(
+                "one hop per path entry (`- aws-alb: {idle: 300s}`)",
+            )),
+        }
+    }
+}
+
+/// A profile path split into ids and overrides; `direct` or `none` alone is the empty path.
+pub fn split_path(entries: &[PathEntry]) -> (Vec<String>, Overrides) {
+    let mut ids = Vec::new();
+    let mut over = Overrides::new();
+    for e in entries {
+        if entries.len() == 1 && (e.id == "direct" || e.id == "none") {
+            break;
+        }
+        ids.push(e.id.clone());
+        if e.set != HopOverride::default() {
+            over.insert(e.id.clone(), e.set.clone());
+        }
+    }
+    (ids, over)
+}
+
+/// Parse one `--override HOP.FIELD=DURATION` (`aws-alb.idle=300s`) into `over`.
+pub fn parse_override(s: &str, over: &mut Overrides) -> Result<(), String> {
+    let bad = || {
+        format!("`{s}`: expected HOP.FIELD=DURATION (e.g. aws-alb.idle=300s; fields idle, lifetime, first_byte)")
+    };
+    let (key, value) = s.split_once('=').ok_or_else(bad)?;
+    let (hop, field) = key.trim().split_once('.').ok_or_else(bad)?;
+    super::check_id(hop)?;
+    let d = crate::units::parse_duration(value)?;
+    let o = over.entry(hop.to_string()).or_default();
+    match field {
+        "idle" => o.idle = Some(d),
+        "lifetime" => o.lifetime = Some(d),
+        "first_byte" | "first-byte" => o.first_byte = Some(d),
+        _ => return Err(bad()),
+    }
+    Ok(())
+}
+
 pub const TRANSPORTS: [Transport; 3] = [Transport::Polling, Transport::Sse, Transport::Websocket];
 
 /// The hop (and its setting) that sets one bound.
@@ -561,6 +644,28 @@ mod tests {
         assert!(!c.reconnect_required);
         assert!(c.excluded_transports.is_empty());
         assert!(c.sse_http2.contains("server's own"));
+    }
+
+    #[test]
+    fn a_profile_path_takes_ids_and_declared_values() {
+        let yaml = "- cloudflare\n- aws-alb: {idle: 300s}\n- nginx\n";
+        let entries: Vec<PathEntry> = serde_yaml::from_str(yaml).unwrap();
+        let (ids, over) = split_path(&entries);
+        assert_eq!(ids, ["cloudflare", "aws-alb", "nginx"]);
+        assert_eq!(over["aws-alb"].idle, Some(Duration::from_secs(300)));
+        let back = serde_yaml::to_string(&entries).unwrap();
+        assert_eq!(
+            serde_yaml::from_str::<Vec<PathEntry>>(&back).unwrap(),
+            entries
+        );
+        let direct: Vec<PathEntry> = serde_yaml::from_str("[direct]").unwrap();
+        assert!(split_path(&direct).0.is_empty());
+        assert!(serde_yaml::from_str::<Vec<PathEntry>>("- aws-alb: {idel: 3s}\n").is_err());
+        let mut o = Overrides::new();
+        parse_override("aws-alb.idle=300s", &mut o).unwrap();
+        assert_eq!(o["aws-alb"].idle, Some(Duration::from_secs(300)));
+        assert!(parse_override("aws-alb.idle", &mut o).is_err());
+        assert!(parse_override("aws-alb.speed=3s", &mut o).is_err());
     }
 
     #[test]

@@ -49,6 +49,14 @@ impl std::fmt::Display for Value {
 }
 
 impl Value {
+    /// For tables: seconds under ten minutes (`350s`, not `5m50s`), compact above.
+    pub fn short(self) -> String {
+        match self {
+            Value::Secs(d) if d.as_secs() < 600 => format!("{}s", d.as_secs()),
+            v => v.to_string(),
+        }
+    }
+
     pub fn secs(self) -> Option<u64> {
         match self {
             Value::Secs(d) => Some(d.as_secs()),

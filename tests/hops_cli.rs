@@ -1,0 +1,140 @@
+//! `rtcheck hops` and `rtcheck explain HOP` end to end: JSON parsed back, errors as one
+//! line with exit 2, text within 80 columns (a setting or URL stays whole on its line).
+use std::process::{Command, Output};
+
+fn rtcheck(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_rtcheck"))
+        .args(args)
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("run rtcheck")
+}
+
+fn json(args: &[&str]) -> serde_json::Value {
+    let o = rtcheck(args);
+    assert!(
+        o.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    serde_json::from_slice(&o.stdout).expect("JSON")
+}
+
+#[test]
+fn the_chain_in_json_has_the_contract_keys_and_values() {
+    let v = json(&[
+        "hops",
+        "--path",
+        "cloudflare,aws-alb,nginx",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(
+        v["path"],
+        serde_json::json!(["cloudflare", "aws-alb", "nginx"])
+    );
+    assert_eq!(v["tightest_idle_s"], 60);
+    assert_eq!(v["heartbeat_max_s"], 30);
+    assert_eq!(v["lifetime_cap_s"], serde_json::Value::Null);
+    assert_eq!(v["reconnect_required"], false);
+    assert_eq!(v["excluded_transports"], serde_json::json!([]));
+    assert!(v["reset_by"]
+        .as_array()
+        .unwrap()
+        .contains(&"server-data".into()));
+}
+
+#[test]
+fn overrides_and_exclusions_reach_the_output() {
+    let v = json(&[
+        "hops",
+        "--path",
+        "azure-front-door,aws-alb",
+        "--override",
+        "aws-alb.idle=600s",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(v["excluded_transports"], serde_json::json!(["sse"]));
+    assert_eq!(
+        v["tightest_idle_s"], 300,
+        "Front Door's 5 min WebSocket idle binds now"
+    );
+    assert_eq!(v["lifetime_cap_s"], 14400);
+    assert_eq!(v["reconnect_required"], true);
+}
+
+#[test]
+fn a_profile_path_with_inline_values_is_read() {
+    let dir = std::env::temp_dir().join(format!("rtcheck-hops-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("p.yaml");
+    std::fs::write(
+        &f,
+        "path:\n  - cloudflare\n  - aws-alb: {idle: 300s}\n  - nginx: {idle: 1h}\n",
+    )
+    .unwrap();
+    let v = json(&["hops", "--profile", f.to_str().unwrap(), "--format", "json"]);
+    assert_eq!(
+        v["tightest_idle_s"], 100,
+        "Cloudflare binds once the others are raised"
+    );
+    std::fs::write(&f, "path: [cloudflare, albb]\n").unwrap();
+    let o = rtcheck(&["hops", "--profile", f.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("p.yaml:1: path: unknown hop `albb`"), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn bad_input_is_one_line_and_exit_2() {
+    for args in [
+        &["hops", "--path", "nginx,nope"][..],
+        &[
+            "hops",
+            "--path",
+            "aws-alb",
+            "--override",
+            "aws-alb.idle=9999s",
+        ],
+        &["hops", "--path", "heroku", "--override", "heroku.idle=2m"],
+        &["hops", "--path", "nginx", "--override", "nginx.idle"],
+        &["hops", "--override", "nginx.idle=5s"],
+        &["explain", "no-such-hop"],
+    ] {
+        let o = rtcheck(args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(o.stdout.is_empty(), "{args:?}: half an output");
+    }
+}
+
+#[test]
+fn text_fits_80_columns_and_explain_shows_sources() {
+    for args in [
+        &["hops"][..],
+        &["hops", "--path", "cloudflare,aws-alb,nginx"],
+        &["hops", "--path", "azure-front-door,azure-appgw,haproxy"],
+        &["explain", "aws-alb"],
+    ] {
+        let o = rtcheck(args);
+        assert!(o.status.success(), "{args:?}");
+        let text = String::from_utf8(o.stdout).unwrap();
+        for line in text.lines() {
+            let whole = !line.trim().contains("  ") && line.starts_with("    ");
+            assert!(
+                line.chars().count() <= 80 || whole,
+                "{args:?}: {} columns: {line}",
+                line.chars().count()
+            );
+        }
+    }
+    let o = rtcheck(&["explain", "aws-alb"]);
+    let text = String::from_utf8(o.stdout).unwrap();
+    assert!(text.contains("idle_timeout.timeout_seconds"), "{text}");
+    assert!(text.contains("https://docs.aws.amazon.com/"), "{text}");
+    assert!(text.contains("read 2026-12-01"), "{text}");
+}
