@@ -138,3 +138,81 @@ fn text_fits_80_columns_and_explain_shows_sources() {
     assert!(text.contains("https://docs.aws.amazon.com/"), "{text}");
     assert!(text.contains("read 2026-12-01"), "{text}");
 }
+
+#[test]
+fn choose_with_a_path_shows_the_chain_and_follows_what_a_hop_forces() {
+    let base = [
+        "choose",
+        "--visible-within",
+        "1s",
+        "--upstream",
+        "sparse",
+        "--loss",
+        "shared",
+        "--no-input",
+        "--format",
+        "json",
+    ];
+    let with = |extra: &[&str]| {
+        let mut a: Vec<&str> = base.to_vec();
+        a.extend_from_slice(extra);
+        json(&a)
+    };
+    // Azure Front Door does not support SSE: not recommended, WebSocket instead.
+    let v = with(&["--path", "azure-front-door"]);
+    assert_eq!(v["transport"], "websocket");
+    assert_eq!(
+        v["chain"]["excluded_transports"],
+        serde_json::json!(["sse"])
+    );
+    let path = v["reasons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["id"] == "path")
+        .unwrap();
+    assert!(path["decision"]
+        .as_str()
+        .unwrap()
+        .starts_with("websocket instead of sse"));
+    // Cloudflare -> ALB -> nginx: SSE stays, heartbeat 30 s, no lifetime cap, nginx settings.
+    let v = with(&["--path", "cloudflare,aws-alb,nginx"]);
+    assert_eq!(v["transport"], "sse");
+    assert_eq!(v["chain"]["heartbeat_max_s"], 30);
+    assert_eq!(v["chain"]["lifetime_cap_s"], serde_json::Value::Null);
+    let notes = v["notes"].to_string();
+    assert!(notes.contains("proxy_buffering off"), "{notes}");
+    assert!(notes.contains("https://docs.aws.amazon.com/"), "{notes}");
+    assert_eq!(
+        v["profile"]["path"],
+        serde_json::json!(["cloudflare", "aws-alb", "nginx"])
+    );
+    // A declared value moves the binding hop.
+    let v = with(&[
+        "--path",
+        "cloudflare,aws-alb,nginx",
+        "--override",
+        "aws-alb.idle=300s",
+        "--override",
+        "nginx.idle=1h",
+    ]);
+    assert_eq!(v["chain"]["tightest_idle_s"], 100);
+    // No path: no chain, no path reason.
+    let v = with(&[]);
+    assert!(v.get("chain").is_none());
+    // Bad input: one line, exit 2.
+    let o = rtcheck(&[
+        "choose",
+        "--visible-within",
+        "1s",
+        "--upstream",
+        "sparse",
+        "--loss",
+        "shared",
+        "--no-input",
+        "--override",
+        "aws-alb.idle=300s",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--override needs --path"));
+}

@@ -135,23 +135,25 @@ pub fn parse_override(s: &str, over: &mut Overrides) -> Result<(), String> {
 pub const TRANSPORTS: [Transport; 3] = [Transport::Polling, Transport::Sse, Transport::Websocket];
 
 /// The hop (and its setting) that sets one bound.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Bound {
     pub secs: u64,
     pub hop: String,
     pub setting: String,
     /// From an override, not the documented default.
     pub declared: bool,
+    /// The product lets it be changed (`setting` says how).
+    pub adjustable: bool,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HopSetting {
     pub hop: String,
     pub what: String,
     pub setting: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Exclusion {
     pub transport: String,
     pub hop: String,
@@ -159,7 +161,7 @@ pub struct Exclusion {
 }
 
 /// The chain for one transport.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TransportChain {
     pub transport: String,
     pub excluded: bool,
@@ -183,7 +185,7 @@ pub struct TransportChain {
 }
 
 /// The whole chain; the top-level numbers hold for every transport the path allows.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Chain {
     pub path: Vec<String>,
     pub tightest_idle_s: Option<u64>,
@@ -295,6 +297,7 @@ fn tightest(
                     hop: h.id.clone(),
                     setting: l.setting.clone(),
                     declared: declared.is_some(),
+                    adjustable: l.adjustable,
                 };
                 best = Some((bound, l.reset_by.clone()));
             }
@@ -489,6 +492,38 @@ fn sse_http2(hops: &[&Hop]) -> String {
 }
 
 impl Chain {
+    /// The verdict: the heartbeat that survives the path, the lifetime cap, the exclusions.
+    pub fn verdict(&self) -> String {
+        let c = self;
+        let path = if c.path.is_empty() {
+            "the direct path".to_string()
+        } else {
+            c.path.join(" -> ")
+        };
+        let mut v = match (c.heartbeat_max_s, c.tightest_idle_s) {
+            (Some(m), Some(idle)) => format!(
+                "A server heartbeat every {} s keeps {path} open (at most {m} s: the tightest idle limit is {idle} s, reset by {}).",
+                c.heartbeat_s,
+                c.reset_by.join(", ")
+            ),
+            _ => format!(
+                "No hop of {path} documents an idle limit; heartbeat every {} s anyway (the production ping).",
+                c.heartbeat_s
+            ),
+        };
+        match c.lifetime_cap_s {
+            Some(l) => v.push_str(&format!(
+                " Lifetime cap {}: every connection ends by then, so reconnect and resume are mandatory.",
+                show_secs(l)
+            )),
+            None => v.push_str(" No lifetime cap: the path forces no reconnect."),
+        }
+        for e in &c.exclusions {
+            v.push_str(&format!(" No {}: {}.", e.transport, e.why));
+        }
+        v
+    }
+
     pub fn transport(&self, t: Transport) -> &TransportChain {
         self.transports
             .iter()
@@ -498,6 +533,18 @@ impl Chain {
 
     pub fn excludes(&self, t: Transport) -> bool {
         self.excluded_transports.iter().any(|e| e == t.as_str())
+    }
+}
+
+/// Seconds in prose: `60 s`, and `14400 s (4h)` from ten minutes up.
+pub fn show_secs(n: u64) -> String {
+    if n < 600 {
+        format!("{n} s")
+    } else {
+        format!(
+            "{n} s ({})",
+            crate::units::fmt_duration(Duration::from_secs(n))
+        )
     }
 }
 

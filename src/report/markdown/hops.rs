@@ -75,7 +75,7 @@ pub fn one(h: &Hop) -> String {
 }
 
 pub fn chain(c: &Chain) -> String {
-    let mut s = format!("{}\n\n", crate::report::text::hops::verdict(c));
+    let mut s = format!("{}\n\n", c.verdict());
     s.push_str("| transport | idle | reset by | lifetime | first byte | heartbeat max |\n|---|---|---|---|---|---|\n");
     let b = |b: &Option<crate::hops::chain::Bound>| {
         b.as_ref()

@@ -161,39 +161,8 @@ fn secs(n: u64) -> String {
     }
 }
 
-/// The verdict: the heartbeat that survives the path, the lifetime cap, the exclusions.
-pub fn verdict(c: &Chain) -> String {
-    let path = if c.path.is_empty() {
-        "the direct path".to_string()
-    } else {
-        c.path.join(" -> ")
-    };
-    let mut v = match (c.heartbeat_max_s, c.tightest_idle_s) {
-        (Some(m), Some(idle)) => format!(
-            "A server heartbeat every {} s keeps {path} open (at most {m} s: the tightest idle limit is {idle} s, reset by {}).",
-            c.heartbeat_s,
-            c.reset_by.join(", ")
-        ),
-        _ => format!(
-            "No hop of {path} documents an idle limit; heartbeat every {} s anyway (the production ping).",
-            c.heartbeat_s
-        ),
-    };
-    match c.lifetime_cap_s {
-        Some(l) => v.push_str(&format!(
-            " Lifetime cap {}: every connection ends by then, so reconnect and resume are mandatory.",
-            secs(l)
-        )),
-        None => v.push_str(" No lifetime cap: the path forces no reconnect."),
-    }
-    for e in &c.exclusions {
-        v.push_str(&format!(" No {}: {}.", e.transport, e.why));
-    }
-    v
-}
-
 pub fn chain(c: &Chain, p: &Palette) -> String {
-    let mut s = super::wrap(&verdict(c), p.width, "", "");
+    let mut s = super::wrap(&c.verdict(), p.width, "", "");
     s.push('\n');
     if !c.path.is_empty() {
         let numbered: Vec<String> = c
@@ -311,7 +280,7 @@ fn configure(c: &Chain, p: &Palette) -> Vec<String> {
             add(&r.hop, r.what.clone(), &r.setting, &tc.transport);
         }
         for (name, b) in [("idle", &tc.idle), ("lifetime", &tc.lifetime)] {
-            if let Some(b) = b.as_ref().filter(|b| !b.declared && b.setting != "-") {
+            if let Some(b) = b.as_ref().filter(|b| !b.declared && b.adjustable) {
                 let what = format!("{name} {} s binds; to raise it", b.secs);
                 add(&b.hop, what, &b.setting, &tc.transport);
             }
