@@ -216,3 +216,67 @@ fn choose_with_a_path_shows_the_chain_and_follows_what_a_hop_forces() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("--override needs --path"));
 }
+
+#[test]
+fn review_checks_the_declared_ping_against_the_profile_path() {
+    let dir = std::env::temp_dir().join(format!("rtcheck-hops-review-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let profile = dir.join("p.yaml");
+    let answers = dir.join("a.yaml");
+    let status = |ping: &str, path: &str| {
+        std::fs::write(
+            &profile,
+            format!("visible_within: 200ms\nupstream: sparse\nloss: shared\ntransport: websocket\n{path}"),
+        )
+        .unwrap();
+        std::fs::write(
+            &answers,
+            format!("answers:\n  - id: ping-interval\n    answer: yes\n    value: {{ping: {ping}, pong_wait: 58s}}\n"),
+        )
+        .unwrap();
+        let v = json(&[
+            "review",
+            "--profile",
+            profile.to_str().unwrap(),
+            "--answers",
+            answers.to_str().unwrap(),
+            "--only",
+            "ping-interval",
+            "--format",
+            "json",
+        ]);
+        let f = v["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["id"] == "ping-interval")
+            .unwrap()
+            .clone();
+        (
+            f["status"].as_str().unwrap().to_string(),
+            f["observed"].as_str().unwrap().to_string(),
+        )
+    };
+    let path = "path: [cloudflare, aws-alb, nginx]\n";
+    assert_eq!(status("25s", path).0, "pass");
+    let (st, why) = status("45s", path);
+    assert_eq!(st, "warn", "{why}");
+    assert!(
+        why.contains("aws-alb") && why.contains("at most 30 s"),
+        "{why}"
+    );
+    assert_eq!(
+        status("45s", "").0,
+        "warn",
+        "without a path only the production range speaks"
+    );
+    assert!(!status("45s", "").1.contains("aws-alb"));
+    let path = "path:\n  - cloudflare\n  - aws-alb: {idle: 600s}\n  - nginx: {idle: 1h}\n";
+    // The ALB and nginx raised: Cloudflare's 100 s allows 50 s, so only the production
+    // range (20-30 s) still warns.
+    let (st, why) = status("45s", path);
+    assert_eq!(st, "warn", "{why}");
+    assert!(!why.contains("against the path"), "{why}");
+    assert!(why.contains("slower than production"), "{why}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

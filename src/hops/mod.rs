@@ -279,9 +279,98 @@ fn closest(id: &str) -> Vec<&'static str> {
         .collect()
 }
 
+/// A hop whose documented limit matches a measured cut.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CutMatch {
+    pub hop: String,
+    pub name: String,
+    pub kind: LimitKind,
+    pub default_s: u64,
+    pub setting: String,
+}
+
+impl CutMatch {
+    /// "AWS Application Load Balancer idle timeout (default 60 s); change: ..."
+    pub fn describe(&self) -> String {
+        format!(
+            "{} {} limit (default {} s); change: {}",
+            self.name,
+            chain::kind_name(self.kind),
+            self.default_s,
+            self.setting
+        )
+    }
+}
+
+/// The hops whose documented idle or lifetime default matches a connection cut measured
+/// after `measured` of silence (for probe): within 10 % or 2 s, whichever is wider. Only the
+/// hops of `path` when one is declared, every hop otherwise; closest first.
+pub fn matching_cut(path: &[String], measured: Duration, t: Transport) -> Vec<CutMatch> {
+    let m = measured.as_secs_f64();
+    let tolerance = (m * 0.1).max(2.0);
+    let mut out: Vec<(f64, CutMatch)> = catalog()
+        .iter()
+        .filter(|h| path.is_empty() || path.contains(&h.id))
+        .flat_map(|h| {
+            [LimitKind::Idle, LimitKind::Lifetime]
+                .into_iter()
+                .flat_map(move |k| h.limits(k, t).map(move |l| (h, k, l)))
+        })
+        .filter_map(|(h, k, l)| {
+            let d = l.default.secs()?;
+            let off = (d as f64 - m).abs();
+            // Ties (two hops documenting the same value) in path order.
+            let at = path.iter().position(|p| *p == h.id).unwrap_or(0) as f64;
+            (off <= tolerance).then(|| {
+                let cm = CutMatch {
+                    hop: h.id.clone(),
+                    name: h.name.clone(),
+                    kind: k,
+                    default_s: d,
+                    setting: l.setting.clone(),
+                };
+                (off + at * 1e-6, cm)
+            })
+        })
+        .collect();
+    out.sort_by(|a, b| a.0.total_cmp(&b.0));
+    out.into_iter().map(|(_, c)| c).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_measured_cut_names_the_hop_whose_default_matches() {
+        let ws = Transport::Websocket;
+        let path: Vec<String> = ["cloudflare", "aws-alb", "nginx"]
+            .map(String::from)
+            .to_vec();
+        let m = matching_cut(&path, Duration::from_millis(60_400), ws);
+        let hops: Vec<&str> = m.iter().map(|c| c.hop.as_str()).collect();
+        assert_eq!(hops, ["aws-alb", "nginx"], "both document 60 s");
+        assert!(
+            m[0].describe().contains("default 60 s"),
+            "{}",
+            m[0].describe()
+        );
+        assert!(m[0].describe().contains("idle_timeout.timeout_seconds"));
+        let m = matching_cut(&path, Duration::from_secs(101), ws);
+        assert_eq!(m[0].hop, "cloudflare");
+        assert!(matching_cut(&path, Duration::from_secs(200), ws).is_empty());
+        // No path declared: every hop is a candidate (Heroku's 55 s).
+        assert_eq!(
+            matching_cut(&[], Duration::from_secs(55), ws)[0].hop,
+            "heroku"
+        );
+        // A lifetime cap matches too (GCP's 30 s backend timeout).
+        let m = matching_cut(&["gcp-alb".into()], Duration::from_secs(30), ws);
+        assert_eq!(
+            (m[0].hop.as_str(), m[0].kind),
+            ("gcp-alb", LimitKind::Lifetime)
+        );
+    }
 
     #[test]
     fn values_parse_none_unknown_and_durations() {
