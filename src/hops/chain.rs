@@ -57,6 +57,16 @@ pub struct PathEntry {
     pub set: HopOverride,
 }
 
+impl PathEntry {
+    /// A hop with its documented values.
+    pub fn new(id: &str) -> PathEntry {
+        PathEntry {
+            id: id.to_string(),
+            set: HopOverride::default(),
+        }
+    }
+}
+
 #[derive(Serialize, Deserialize)]
 #[serde(untagged)]
 enum RawEntry {
