@@ -119,6 +119,13 @@ fn notes(p: &Profile, c: &Chain, t: Transport) -> Vec<String> {
             ));
         }
     }
+    if let (Some(b), true) = (&tc.first_byte, t != Transport::Polling) {
+        n.push(format!(
+            "Path: {} wants the first byte within {}: send the response headers (and a first heartbeat) as soon as the stream opens.",
+            b.hop,
+            chain::show_secs(b.secs)
+        ));
+    }
     if let Some(l) = tc.lifetime_cap_s.filter(|l| *l > 0) {
         n.push(format!(
             "Path: {} caps every connection at {}, so all {} connections reconnect at least every {} ({} reconnects/s at steady state): the delivery design must resume (Last-Event-ID or session) and the ring must cover the replay window.",
