@@ -134,6 +134,7 @@ pub fn run(command: Option<Command>, ctx: Ctx) -> anyhow::Result<ExitCode> {
         Some(Command::Bench(a)) => cmd::bench::run(a, ctx),
         Some(Command::Verify(a)) => cmd::verify::run(a, ctx),
         Some(Command::Explain(a)) => cmd::explain::run(a, ctx),
+        Some(Command::Hops(a)) => cmd::hops::run(a, ctx),
         Some(Command::Probe(a)) => cmd::probe::run(a, ctx),
         Some(Command::Review(a)) => cmd::review::run(a, ctx),
         Some(Command::Budget(a)) => cmd::budget::run(a, ctx),

@@ -129,6 +129,11 @@ pub struct Profile {
         skip_serializing_if = "Option::is_none"
     )]
     pub ping: Option<Duration>,
+    /// The hops between the users and the server, outermost first (`[cloudflare, aws-alb,
+    /// nginx]`; `[direct]` for none), each optionally with declared values
+    /// (`- aws-alb: {idle: 300s}`). Absent when not declared.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<Vec<crate::hops::chain::PathEntry>>,
 }
 
 fn default_connections() -> u64 {
@@ -162,6 +167,7 @@ impl Default for Profile {
             transport: None,
             role: Role::Server,
             ping: None,
+            path: None,
         }
     }
 }
@@ -210,7 +216,15 @@ impl Profile {
                 return Err(oob("visible_within", d(v), "1ms", d(MAX_VISIBLE), ""));
             }
         }
+        if let Some((ids, over)) = self.hop_path() {
+            crate::hops::chain::compute(&ids, &over).map_err(|e| format!("path: {e}"))?;
+        }
         Ok(())
+    }
+
+    /// The declared path as hop ids and overrides (None when no path was declared).
+    pub fn hop_path(&self) -> Option<(Vec<String>, crate::hops::chain::Overrides)> {
+        self.path.as_deref().map(crate::hops::chain::split_path)
     }
 
     /// The bound error of `field` as [`Profile::validate`] words it ("connections: must be
@@ -359,6 +373,7 @@ mod tests {
             transport: Some(Transport::Websocket),
             role: Role::Proxy,
             ping: Some(Duration::from_secs(25)),
+            path: None,
         };
         let back = Profile::from_yaml(&p.to_yaml(), "x.yaml").unwrap();
         assert_eq!(back, p);

@@ -3,12 +3,32 @@
 mod common;
 use common::pty::answer;
 use expectrl::{Eof, Session};
+use rtcheck::hops::chain::PathEntry;
 use rtcheck::profile::{Loss, Profile, Transport, Upstream};
 use std::process::Command;
 use std::time::Duration;
 
 const DOWN: &str = "\x1b[B";
 const ENTER: &str = "\r";
+const UP: &str = "\x1b[A";
+const SPACE: &str = " ";
+
+/// The path multi-select: aws-alb (row 7) and cloudflare (row 15) of the catalogue, row 0
+/// being "none / direct".
+fn path_keys() -> String {
+    let row = |id: &str| {
+        1 + rtcheck::hops::catalog()
+            .iter()
+            .position(|h| h.id == id)
+            .unwrap()
+    };
+    let (a, c) = (row("aws-alb"), row("cloudflare"));
+    format!(
+        "{}{SPACE}{}{SPACE}{ENTER}",
+        DOWN.repeat(a),
+        DOWN.repeat(c - a)
+    )
+}
 
 fn spawn(args: &[&str]) -> Session {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_rtcheck"));
@@ -49,6 +69,14 @@ fn full_walk_on_a_terminal_saves_the_answers() {
     answer(&mut s, "Messages per second per client", ENTER); // default 10
     answer(&mut s, "Bytes per message", &format!("512{ENTER}"));
     answer(&mut s, "Max disconnect", &format!("5s{ENTER}"));
+    // The path: cloudflare (row 15) and aws-alb (row 7) selected, then ordered.
+    answer(&mut s, "Hops between users and server", &path_keys());
+    // Listed in catalogue order (aws-alb, cloudflare): move cloudflare up.
+    answer(
+        &mut s,
+        "Outermost first",
+        &format!("{DOWN}{SPACE}{UP}{SPACE}{ENTER}"),
+    );
     s.expect("\"transport\": \"websocket\"").unwrap();
     wait_success(s);
 
@@ -66,6 +94,10 @@ fn full_walk_on_a_terminal_saves_the_answers() {
             size: 512,
             max_disconnect: Duration::from_secs(5),
             transport: Some(Transport::Websocket),
+            path: Some(vec![
+                PathEntry::new("cloudflare"),
+                PathEntry::new("aws-alb")
+            ]),
             ..Profile::default()
         }
     );
@@ -97,6 +129,7 @@ fn a_bad_answer_is_asked_again_not_fatal() {
         .unwrap();
     answer(&mut s, "Bytes per message", &format!("4KiB{ENTER}"));
     answer(&mut s, "Max disconnect", ENTER);
+    answer(&mut s, "Hops between users and server", ENTER); // none selected: undeclared
     s.expect("transport").unwrap();
     wait_success(s);
     let p = Profile::load("--answers", &save).unwrap();

@@ -53,7 +53,8 @@ fn guided_run_chooses_audits_saves_then_probes_and_reviews() {
     answer(&mut s, "Messages per second per client", ENTER);
     answer(&mut s, "Bytes per message", ENTER);
     answer(&mut s, "Max disconnect", ENTER);
-    // The recommendation is a few lines, still on screen when the role is asked.
+    answer(&mut s, "Hops between users and server", ENTER); // none selected: undeclared
+                                                            // The recommendation is a few lines, still on screen when the role is asked.
     s.expect("Recommendation").unwrap();
     s.expect("transport polling").unwrap();
     answer(&mut s, "What does this host do", &format!("{DOWN}{ENTER}")); // proxy
@@ -179,6 +180,7 @@ fn a_url_that_cannot_be_probed_is_one_line_and_the_review_is_still_offered() {
         "Messages per second per client",
         "Bytes per message",
         "Max disconnect",
+        "Hops between users and server",
         "What does this host do",
         "Service PID",
     ] {

@@ -128,6 +128,9 @@ pub struct Recommendation {
     /// `choose --verify`: the recommended delivery measured live (`verify delivery`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub findings: Vec<crate::findings::Finding>,
+    /// The declared path's timeout chain (profile `path:`, `--path`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chain: Option<crate::hops::chain::Chain>,
 }
 
 /// The required answers still missing, as YAML key names.
@@ -185,11 +188,14 @@ pub fn decide(p: &Profile) -> Result<Recommendation, String> {
     // Q1: freshness decides push or polling.
     let push = visible < POLLING_FROM;
     let push_transport = q1_push_transport(p);
-    let transport = if push {
+    let answered = if push {
         push_transport
     } else {
         Transport::Polling
     };
+    // The declared path may exclude the answered transport (SSE through Azure Front Door).
+    let path = super::path::decide_path(p, answered)?;
+    let transport = path.as_ref().map_or(answered, |d| d.transport);
     let q1 = q1(visible, push);
     let alternatives = if visible >= PUSH_ONLY_BELOW && visible < POLLING_ONLY_FROM {
         compare(p, visible, push_transport, push)
@@ -201,6 +207,12 @@ pub fn decide(p: &Profile) -> Result<Recommendation, String> {
     let (delivery, q3) = q3(loss);
     let (topology, q4) = q4(p);
     notes.extend(shape_notes(p, transport, delivery, topology));
+    let mut reasons = vec![q1, q2, q3, q4];
+    let chain = path.map(|d| {
+        reasons.push(d.reason);
+        notes.extend(d.notes);
+        d.chain
+    });
 
     let mut profile = p.clone();
     profile.transport = Some(transport);
@@ -209,7 +221,7 @@ pub fn decide(p: &Profile) -> Result<Recommendation, String> {
         delivery,
         topology,
         poll_interval_ms: (transport == Transport::Polling).then_some(visible.as_millis() as u64),
-        reasons: vec![q1, q2, q3, q4],
+        reasons,
         alternatives,
         sizing: sizing::size(p),
         must_haves: must_haves(transport),
@@ -217,6 +229,7 @@ pub fn decide(p: &Profile) -> Result<Recommendation, String> {
         defaulted: Vec::new(),
         profile,
         findings: Vec::new(),
+        chain,
     })
 }
 

@@ -17,6 +17,7 @@ Examples:
   rtcheck choose --visible-within 2m --upstream none --loss replaceable --format json
   rtcheck choose --visible-within 100ms --binary --loss per-user --max-disconnect 10s
   rtcheck choose --answers answers.yaml --save profile.yaml
+  rtcheck choose --visible-within 1s --upstream sparse --loss shared --path cloudflare,aws-alb,nginx
   rtcheck audit --profile profile.yaml             reuse the saved profile
 
 Answers file (YAML, same names in snake_case; flags override it):
@@ -29,6 +30,8 @@ Answers file (YAML, same names in snake_case; flags override it):
   rate: 10                   # messages/s per client (default 10)
   size: 1024                 # bytes per message (default 1024)
   max_disconnect: 3s         # longest disconnect that must not lose data (default 3s)
+  path: [cloudflare, aws-alb, nginx]   # hops, outermost first (`rtcheck hops`); [direct] for none
+                             # a configured value: `path: [cloudflare, {aws-alb: {idle: 300s}}, nginx]`
 
 Without a terminal every required answer (visible_within, upstream or --binary, loss) must be
 given; otherwise rtcheck exits 2 naming the missing ones.";
@@ -63,6 +66,14 @@ pub struct ChooseArgs {
     /// Longest client disconnect that must not lose data [default: 3s].
     #[arg(long, value_name = "DUR", value_parser = parse_duration)]
     pub max_disconnect: Option<Duration>,
+    /// The hops between the users and the server, outermost first (`rtcheck hops` lists
+    /// them; `direct` for none): the heartbeat, lifetime cap and exclusions they force.
+    #[arg(long, value_name = "IDS", value_parser = super::hops::parse_path_arg)]
+    pub path: Option<super::hops::PathArg>,
+    /// A value configured on a hop of the path instead of its documented default:
+    /// HOP.FIELD=DURATION (aws-alb.idle=300s; fields idle, lifetime, first_byte).
+    #[arg(long = "override", value_name = "HOP.FIELD=DUR")]
+    pub overrides: Vec<String>,
     /// Read answers from a YAML file (keys as in the flags, snake_case).
     #[arg(long, value_name = "FILE")]
     pub answers: Option<PathBuf>,
@@ -151,6 +162,19 @@ pub fn profile_from_args(a: &ChooseArgs) -> anyhow::Result<(Profile, Vec<String>
         p.max_disconnect = v;
         set("max_disconnect");
     }
+    if let Some(ids) = &a.path {
+        p.path = Some(
+            ids.0
+                .iter()
+                .map(|id| crate::hops::chain::PathEntry {
+                    id: id.clone(),
+                    set: Default::default(),
+                })
+                .collect(),
+        );
+        set("path");
+    }
+    apply_overrides(&mut p, &a.overrides)?;
     let origin = a
         .answers
         .as_ref()
@@ -158,6 +182,32 @@ pub fn profile_from_args(a: &ChooseArgs) -> anyhow::Result<(Profile, Vec<String>
         .unwrap_or_else(|| "flags".into());
     p.validate().map_err(|e| anyhow::anyhow!("{origin}: {e}"))?;
     Ok((p, given))
+}
+
+/// `--override HOP.FIELD=DUR` onto the profile's path (from --path or the answers file).
+fn apply_overrides(p: &mut Profile, overrides: &[String]) -> anyhow::Result<()> {
+    if overrides.is_empty() {
+        return Ok(());
+    }
+    let entries = p
+        .path
+        .as_mut()
+        .ok_or_else(|| anyhow::anyhow!("--override needs --path (or `path:` in --answers)"))?;
+    let mut over = crate::hops::chain::Overrides::new();
+    for o in overrides {
+        crate::hops::chain::parse_override(o, &mut over)
+            .map_err(|e| anyhow::anyhow!("--override {e}"))?;
+    }
+    for (id, set) in over {
+        let e = entries
+            .iter_mut()
+            .find(|e| e.id == id)
+            .ok_or_else(|| anyhow::anyhow!("--override: `{id}` is not on the path"))?;
+        e.set.idle = set.idle.or(e.set.idle);
+        e.set.lifetime = set.lifetime.or(e.set.lifetime);
+        e.set.first_byte = set.first_byte.or(e.set.first_byte);
+    }
+    Ok(())
 }
 
 /// `answers`: the --answers file, named first (it is where the answers were looked for).

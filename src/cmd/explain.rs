@@ -1,5 +1,6 @@
 //! `rtcheck explain ID`: everything behind one audit check (its rule, evidence and every fix,
-//! computed for this host and a workload) or one evidence entry.
+//! computed for this host and a workload), one evidence entry, or one hop (its documented
+//! limits and sources).
 use super::Ctx;
 use crate::audit::Roots;
 use crate::profile::Profile;
@@ -10,9 +11,10 @@ use std::process::ExitCode;
 #[command(after_help = "Examples:
   rtcheck explain fd-limit                       the check, computed for this host and the default workload
   rtcheck explain tcp-wmem --profile profile.yaml
-  rtcheck explain ulimit-n                       an evidence entry (same as `rtcheck evidence ulimit-n`)")]
+  rtcheck explain ulimit-n                       an evidence entry (same as `rtcheck evidence ulimit-n`)
+  rtcheck explain aws-alb                        a hop's documented limits with sources (same as `rtcheck hops aws-alb`)")]
 pub struct ExplainArgs {
-    /// An audit check id (fd-limit, tcp-wmem, ...) or an evidence id (ulimit-n, ...).
+    /// An audit check id (fd-limit, tcp-wmem, ...), an evidence id (ulimit-n, ...) or a hop id (aws-alb, ...).
     pub id: String,
     /// Workload the check's numbers are computed for (from `rtcheck choose --save`).
     #[arg(long, value_name = "FILE")]
@@ -65,6 +67,8 @@ pub fn run(a: ExplainArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
     } else if let Some(e) = crate::evidence::store().get(&a.id) {
         let v = crate::catalog::EvidenceView::of(e);
         crate::report::text::evidence::evidence_one(&v, &pal)
+    } else if let Some(h) = crate::hops::get(&a.id) {
+        crate::report::text::hops::one(h, &pal)
     } else {
         let mut ids = checks.clone();
         ids.extend(
@@ -73,6 +77,7 @@ pub fn run(a: ExplainArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
                 .iter()
                 .map(|e| e.id.as_str()),
         );
+        ids.extend(crate::hops::ids());
         let near = crate::catalog::closest(&a.id, &ids, 3);
         let hint = if near.is_empty() {
             String::new()
@@ -80,7 +85,7 @@ pub fn run(a: ExplainArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
             format!("; closest: {}", near.join(", "))
         };
         anyhow::bail!(
-            "unknown check or evidence id `{}`{hint} (check ids: {}; evidence ids: `rtcheck evidence`)",
+            "unknown check, evidence or hop id `{}`{hint} (check ids: {}; evidence ids: `rtcheck evidence`; hop ids: `rtcheck hops`)",
             a.id,
             checks.join(" ")
         );

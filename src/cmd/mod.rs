@@ -12,6 +12,7 @@ pub mod choose;
 pub mod delivery;
 pub mod explain;
 pub mod guided;
+pub mod hops;
 pub mod load;
 pub mod output;
 pub mod probe;
@@ -30,6 +31,7 @@ Examples:
   rtcheck audit --profile profile.yaml --format junit > audit.xml
   rtcheck audit --connections 50000 --role proxy --fail-on warn
   rtcheck evidence ulimit-n
+  rtcheck hops --path cloudflare,aws-alb,nginx
   rtcheck checklist realtime-ops
   rtcheck serve --rate 5 --size 1024
   rtcheck bench fanout --connections 2000 --scenario A,C1,C3
@@ -74,8 +76,10 @@ pub enum Command {
     Load(load::LoadArgs),
     /// Demonstrate audit findings live on loopback.
     Verify(verify::VerifyArgs),
-    /// The full rule, evidence and fix of one audit check, or one evidence entry.
+    /// The full rule, evidence and fix of one audit check, one evidence entry, or one hop.
     Explain(explain::ExplainArgs),
+    /// Documented limits of proxies, load balancers and CDNs, and the timeout chain of a path.
+    Hops(hops::HopsArgs),
     /// Walk the application checklist, check declared values against the rules, gate CI.
     Review(review::ReviewArgs),
     /// Check a deployed realtime path (proxy + server) from outside: upgrade, buffering, idle timeout, heartbeat, resume.

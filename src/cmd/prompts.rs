@@ -1,10 +1,11 @@
 //! Interactive prompts (dialoguer) that fill a Profile. Reused by the guided run.
 use super::output::{self, ColorChoice, Sink};
 use super::parse_count;
+use crate::hops::chain::PathEntry;
 use crate::profile::{Loss, Profile, Upstream};
 use crate::units::{fmt_duration, parse_duration};
 use dialoguer::theme::{ColorfulTheme, SimpleTheme, Theme};
-use dialoguer::{Confirm, Input, Select};
+use dialoguer::{Confirm, Input, MultiSelect, Select, Sort};
 use std::io::IsTerminal;
 use std::time::Duration;
 
@@ -199,7 +200,60 @@ fn prompt(mut p: Profile, only_missing: bool, color: ColorChoice) -> anyhow::Res
         |p, v| p.max_disconnect = v,
     )
     .map_err(err)?;
+    let current = p.path.take();
+    p.path = ask_path(theme, color, current).map_err(err)?;
     Ok(p)
+}
+
+/// The hops between the users and the server: a multi-select of the catalogue ("none /
+/// direct" first), then their order when there are several. Nothing selected leaves the
+/// path undeclared; values declared in a loaded profile are kept for the hops kept.
+fn ask_path(
+    theme: &dyn Theme,
+    color: bool,
+    current: Option<Vec<PathEntry>>,
+) -> Result<Option<Vec<PathEntry>>, dialoguer::Error> {
+    explain(color, "Path: the hops between the users and the server (CDN, load balancer, ingress, proxy). Space selects, enter confirms; nothing selected leaves it undeclared. Their documented limits decide the heartbeat (`rtcheck hops`).");
+    let hops = crate::hops::catalog();
+    let mut items = vec!["none / direct (no hop)".to_string()];
+    items.extend(hops.iter().map(|h| format!("{:<20} {}", h.id, h.name)));
+    let declared: Vec<String> = current.iter().flatten().map(|e| e.id.clone()).collect();
+    let mut defaults = vec![declared.iter().any(|d| d == "direct" || d == "none")];
+    defaults.extend(hops.iter().map(|h| declared.contains(&h.id)));
+    let picked = MultiSelect::with_theme(theme)
+        .with_prompt("Hops between users and server")
+        .items(&items)
+        .defaults(&defaults)
+        .interact()?;
+    let mut ids: Vec<String> = picked
+        .iter()
+        .filter(|i| **i > 0)
+        .map(|i| hops[i - 1].id.clone())
+        .collect();
+    if ids.is_empty() {
+        let direct = picked.contains(&0).then(|| vec![PathEntry::new("direct")]);
+        return Ok(direct);
+    }
+    if ids.len() > 1 {
+        explain(
+            color,
+            "Order them, outermost first (the CDN first, the proxy next to the server last).",
+        );
+        let order = Sort::with_theme(theme)
+            .with_prompt("Outermost first")
+            .items(&ids)
+            .interact()?;
+        ids = order.iter().map(|i| ids[*i].clone()).collect();
+    }
+    let kept = |id: &str| {
+        current
+            .iter()
+            .flatten()
+            .find(|e| e.id == id)
+            .cloned()
+            .unwrap_or_else(|| PathEntry::new(id))
+    };
+    Ok(Some(ids.iter().map(|id| kept(id)).collect()))
 }
 
 /// `--visible-within`'s parser: a duration greater than zero (the profile bounds the rest).

@@ -102,11 +102,18 @@ pub fn check(
     let n = |k: &str| v.get(k).and_then(|x| x.count());
     let zero = std::time::Duration::ZERO;
     Ok(match spec.rule {
-        Rule::Ping => rules::ping(
-            d("ping").unwrap_or(zero),
-            d("pong_wait").unwrap_or(zero),
-            d("idle_timeout"),
-        ),
+        Rule::Ping => {
+            let ping = d("ping").unwrap_or(zero);
+            let base = rules::ping(ping, d("pong_wait").unwrap_or(zero), d("idle_timeout"));
+            // A declared path (profile `path:`) checks the ping against every hop.
+            let chain = p
+                .hop_path()
+                .and_then(|(ids, over)| crate::hops::chain::compute(&ids, &over).ok());
+            match chain {
+                Some(c) if !ping.is_zero() => rules::ping_on_path(base, ping, &c),
+                _ => base,
+            }
+        }
         Rule::WriteDeadline => rules::write_deadline(
             d("deadline").unwrap_or(zero),
             n("slow_per_writer").unwrap_or(1),

@@ -111,6 +111,46 @@ pub fn ping(ping: Duration, pong_wait: Duration, idle_timeout: Option<Duration>)
     base(Status::Pass, detect)
 }
 
+/// The ping checked against the declared path's chain (issue 24): the rule of
+/// `hops::chain` wants it at most half the tightest idle limit server data resets. A ping
+/// that already fails keeps its verdict; one above the path's maximum is a warning naming
+/// the binding hop and its setting, and one at or above the idle limit fails.
+pub fn ping_on_path(base: Outcome, ping: Duration, c: &crate::hops::chain::Chain) -> Outcome {
+    if base.status == Status::Fail {
+        return base;
+    }
+    let (Some(max), Some(idle)) = (c.heartbeat_max_s, c.tightest_idle_s) else {
+        return base;
+    };
+    let hop = c
+        .transports
+        .iter()
+        .filter_map(|t| t.idle.as_ref())
+        .find(|b| b.secs == idle)
+        .map(|b| format!("{} (change: {})", b.hop, b.setting))
+        .unwrap_or_default();
+    let p = ping.as_secs();
+    let status = if p >= idle {
+        Status::Fail
+    } else if p > max {
+        Status::Warn
+    } else {
+        return base.num("path_heartbeat_max_s", max as f64);
+    };
+    Outcome::new(
+        status,
+        format!(
+            "ping every {} against the path {}: its tightest idle limit is {idle} s at {hop}, so the heartbeat must be at most {max} s",
+            dur(ping),
+            c.path.join(" -> ")
+        ),
+        format!("{}; {}", base.expected, c.heartbeat_rule),
+    )
+    .num("ping_s", ping.as_secs_f64())
+    .num("path_idle_s", idle as f64)
+    .num("path_heartbeat_max_s", max as f64)
+}
+
 /// Write deadline: a shared writer stalls deadline x slow clients (evidence
 /// `write-deadline-1s`: 1 s x 5 slow clients = 5 s for a shard's 1,000 clients).
 pub fn write_deadline(deadline: Duration, slow_per_writer: u64) -> Outcome {
@@ -380,6 +420,33 @@ mod tests {
 
     fn s(v: f64) -> Duration {
         Duration::from_secs_f64(v)
+    }
+
+    #[test]
+    fn the_ping_is_checked_against_the_declared_path() {
+        let path: Vec<String> = ["cloudflare", "aws-alb", "nginx"]
+            .map(String::from)
+            .to_vec();
+        let c = crate::hops::chain::compute(&path, &Default::default()).unwrap();
+        let check =
+            |p: u64| ping_on_path(ping(s(p as f64), s(p as f64 + 10.0), None), s(p as f64), &c);
+        assert_eq!(check(25).status, Status::Pass);
+        assert_eq!(
+            check(30).status,
+            Status::Pass,
+            "exactly half the ALB's 60 s"
+        );
+        let w = check(45);
+        assert_eq!(w.status, Status::Warn);
+        assert!(w.consequence.contains("aws-alb"), "{}", w.consequence);
+        assert_eq!(
+            check(60).status,
+            Status::Fail,
+            "the 60 s ping racing the 60 s ALB"
+        );
+        // A ping that fails on its own keeps its reason.
+        let f = ping_on_path(ping(s(25.0), s(20.0), None), s(25.0), &c);
+        assert!(f.consequence.contains("pong wait"), "{}", f.consequence);
     }
 
     #[test]

@@ -1,0 +1,95 @@
+//! `rtcheck hops`: the documented limits of the hops between users and a server
+//! (data/hops.yaml), one hop in full, or the timeout chain of a path.
+use super::output::{HumanFormats, OutputArgs};
+use super::Ctx;
+use crate::hops::{self, chain};
+use crate::report::Format;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Debug, clap::Args)]
+#[command(after_help = "Examples:
+  rtcheck hops                                   every hop kind and its documented defaults
+  rtcheck hops aws-alb                           one hop in full, with its sources (= rtcheck explain aws-alb)
+  rtcheck hops --path cloudflare,aws-alb,nginx   the chain: heartbeat, lifetime cap, exclusions
+  rtcheck hops --path aws-alb,nginx --override aws-alb.idle=300s --override nginx.idle=1h
+  rtcheck hops --profile profile.yaml --format json
+
+Paths are outermost first; `direct` is no hop. Override fields: idle, lifetime, first_byte.")]
+pub struct HopsArgs {
+    /// A hop id to show in full (all when omitted).
+    #[arg(conflicts_with_all = ["path", "profile"])]
+    pub id: Option<String>,
+    /// The hops between the users and the server, outermost first (comma-separated ids).
+    #[arg(long, value_name = "IDS", value_parser = parse_path_arg, conflicts_with = "profile")]
+    pub path: Option<PathArg>,
+    /// A value you configured instead of the documented default: HOP.FIELD=DURATION.
+    #[arg(long = "override", value_name = "HOP.FIELD=DUR")]
+    pub overrides: Vec<String>,
+    /// Read the path (and its declared values) from a profile or answers file (`path:`).
+    #[arg(long, value_name = "FILE")]
+    pub profile: Option<PathBuf>,
+    #[command(flatten)]
+    pub out: OutputArgs<HumanFormats>,
+}
+
+/// `--path a,b,c` as one value (clap would take a Vec for several occurrences).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PathArg(pub Vec<String>);
+
+pub fn parse_path_arg(s: &str) -> Result<PathArg, String> {
+    chain::parse_path(s).map(PathArg)
+}
+
+/// The path and overrides from --path/--profile and --override (None: no path asked).
+fn chain_input(a: &HopsArgs) -> anyhow::Result<Option<(Vec<String>, chain::Overrides)>> {
+    let (ids, mut over) = match (&a.path, &a.profile) {
+        (Some(ids), _) => (ids.0.clone(), chain::Overrides::new()),
+        (None, Some(file)) => {
+            let p = crate::profile::Profile::load("--profile", file)?;
+            p.hop_path().ok_or_else(|| {
+                anyhow::anyhow!(
+                    "{}: no `path:` (e.g. path: [cloudflare, aws-alb, nginx])",
+                    file.display()
+                )
+            })?
+        }
+        (None, None) if a.overrides.is_empty() => return Ok(None),
+        (None, None) => anyhow::bail!("--override needs --path or --profile"),
+    };
+    for o in &a.overrides {
+        chain::parse_override(o, &mut over).map_err(|e| anyhow::anyhow!("--override {e}"))?;
+    }
+    Ok(Some((ids, over)))
+}
+
+pub fn run(a: HopsArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
+    let p = a.out.palette(ctx.color);
+    let out = if let Some((ids, over)) = chain_input(&a)? {
+        let c = chain::compute(&ids, &over).map_err(|e| anyhow::anyhow!(e))?;
+        match a.out.format {
+            Format::Json => crate::report::json::render(&c)?,
+            Format::Yaml => crate::report::yaml::render(&c)?,
+            Format::Markdown => crate::report::markdown::hops::chain(&c),
+            _ => crate::report::text::hops::chain(&c, &p),
+        }
+    } else if let Some(id) = &a.id {
+        let h = hops::check_id(id).map_err(|e| anyhow::anyhow!(e))?;
+        match a.out.format {
+            Format::Json => crate::report::json::render(h)?,
+            Format::Yaml => crate::report::yaml::render(h)?,
+            Format::Markdown => crate::report::markdown::hops::one(h),
+            _ => crate::report::text::hops::one(h, &p),
+        }
+    } else {
+        let all = hops::catalog();
+        match a.out.format {
+            Format::Json => crate::report::json::render(&all)?,
+            Format::Yaml => crate::report::yaml::render(&all)?,
+            Format::Markdown => crate::report::markdown::hops::list(all),
+            _ => crate::report::text::hops::list(all, &p),
+        }
+    };
+    a.out.emit(&out)?;
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,393 @@
+//! The hops between a user and a realtime server (issue 24): the documented limits of
+//! proxies, load balancers, CDNs and platforms (data/hops.yaml, embedded), and the pure
+//! computation of a path's timeout chain (`chain`). Not to be confused with
+//! `budget::hops` (the backend calls of a latency budget).
+pub mod chain;
+
+use crate::profile::Transport;
+use serde::{Deserialize, Serialize};
+use std::sync::OnceLock;
+use std::time::Duration;
+
+pub const HOPS_YAML: &str = include_str!("../../data/hops.yaml");
+
+/// A documented value: a duration, `none` (the product documents no such limit) or
+/// `unknown` (not documented, or the sources disagree: the entry's note says which).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub enum Value {
+    Secs(Duration),
+    None,
+    Unknown,
+}
+
+impl TryFrom<String> for Value {
+    type Error = String;
+    fn try_from(s: String) -> Result<Self, String> {
+        match s.trim() {
+            "none" => Ok(Value::None),
+            "unknown" => Ok(Value::Unknown),
+            t => crate::units::parse_duration(t).map(Value::Secs),
+        }
+    }
+}
+
+impl From<Value> for String {
+    fn from(v: Value) -> String {
+        v.to_string()
+    }
+}
+
+impl std::fmt::Display for Value {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Value::Secs(d) => f.write_str(&crate::units::fmt_duration(*d)),
+            Value::None => f.write_str("none"),
+            Value::Unknown => f.write_str("unknown"),
+        }
+    }
+}
+
+impl Value {
+    /// For tables: seconds under ten minutes (`350s`, not `5m50s`), compact above.
+    pub fn short(self) -> String {
+        match self {
+            Value::Secs(d) if d.as_secs() < 600 => format!("{}s", d.as_secs()),
+            v => v.to_string(),
+        }
+    }
+
+    pub fn secs(self) -> Option<u64> {
+        match self {
+            Value::Secs(d) => Some(d.as_secs()),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LimitKind {
+    /// Silence after which the hop closes the connection.
+    Idle,
+    /// Longest a connection (or a response) may live, busy or not.
+    Lifetime,
+    /// Longest wait for the response to start.
+    FirstByte,
+}
+
+/// Traffic that restarts an idle timer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Reset {
+    /// Bytes from the server towards the client (a WebSocket ping, an SSE comment line).
+    ServerData,
+    /// Bytes from the client towards the server.
+    ClientData,
+    TcpKeepalive,
+    H2Ping,
+}
+
+impl Reset {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Reset::ServerData => "server-data",
+            Reset::ClientData => "client-data",
+            Reset::TcpKeepalive => "tcp-keepalive",
+            Reset::H2Ping => "h2-ping",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Limit {
+    pub kind: LimitKind,
+    pub applies_to: Vec<Transport>,
+    pub default: Value,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max: Option<Value>,
+    #[serde(default)]
+    pub adjustable: bool,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reset_by: Vec<Reset>,
+    /// What changes it, in the product's own syntax (`-` when nothing does).
+    pub setting: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BufferMode {
+    /// Forwards bytes as it reads them.
+    None,
+    /// Buffers responses unless its setting turns it off.
+    ByDefault,
+    /// Cannot stream.
+    Always,
+    Unknown,
+}
+
+/// yes / no / needs-config / unknown (also `with-setting` for SSE flushing).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Support {
+    Yes,
+    No,
+    NeedsConfig,
+    WithSetting,
+    Unknown,
+}
+
+impl Support {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Support::Yes => "yes",
+            Support::No => "no",
+            Support::NeedsConfig => "needs-config",
+            Support::WithSetting => "with-setting",
+            Support::Unknown => "unknown",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Buffering {
+    pub mode: BufferMode,
+    pub sse_flushed: Support,
+    pub setting: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CompressionDefault {
+    Off,
+    On,
+    ConfigurableOff,
+    Unknown,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Compression {
+    pub default: CompressionDefault,
+    pub setting: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Source {
+    pub url: String,
+    /// The date the page was read (YYYY-MM-DD).
+    pub read: String,
+}
+
+/// One hop kind, as documented by its vendor.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Hop {
+    pub id: String,
+    pub name: String,
+    pub kind: String,
+    /// l4 (passes bytes) or l7 (terminates HTTP).
+    pub layer: String,
+    pub limits: Vec<Limit>,
+    pub buffering: Buffering,
+    pub compression: Compression,
+    pub http2_client: Support,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http2_setting: Option<String>,
+    pub sse: Support,
+    pub websocket: Support,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub websocket_setting: Option<String>,
+    /// What a configuration reload or deploy does to open connections.
+    pub reload: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+    pub sources: Vec<Source>,
+}
+
+impl Hop {
+    /// The limits of `kind` that apply to `t`.
+    pub fn limits(&self, kind: LimitKind, t: Transport) -> impl Iterator<Item = &Limit> {
+        self.limits
+            .iter()
+            .filter(move |l| l.kind == kind && l.applies_to.contains(&t))
+    }
+
+    pub fn supports(&self, t: Transport) -> Support {
+        match t {
+            Transport::Polling => Support::Yes,
+            Transport::Sse => self.sse,
+            Transport::Websocket => self.websocket,
+        }
+    }
+}
+
+/// Parse a hops YAML (the embedded one, or a test's).
+pub fn parse(text: &str) -> Result<Vec<Hop>, String> {
+    serde_yaml::from_str(text).map_err(|e| format!("data/hops.yaml: {e}"))
+}
+
+/// The embedded catalogue, parsed once.
+pub fn catalog() -> &'static [Hop] {
+    static C: OnceLock<Vec<Hop>> = OnceLock::new();
+    C.get_or_init(|| parse(HOPS_YAML).expect("data/hops.yaml parses (tests/hops_data.rs)"))
+}
+
+pub fn get(id: &str) -> Option<&'static Hop> {
+    catalog().iter().find(|h| h.id == id)
+}
+
+pub fn ids() -> Vec<&'static str> {
+    catalog().iter().map(|h| h.id.as_str()).collect()
+}
+
+/// A hop id the catalogue knows, or an error naming the closest ones.
+pub fn check_id(id: &str) -> Result<&'static Hop, String> {
+    get(id).ok_or_else(|| {
+        let near = closest(id);
+        let hint = if near.is_empty() {
+            String::new()
+        } else {
+            format!(" (closest: {})", near.join(", "))
+        };
+        format!("unknown hop `{id}`{hint}; known hops: {}", ids().join(", "))
+    })
+}
+
+/// Ids sharing a prefix or word with `id` (a short, cheap suggestion list).
+fn closest(id: &str) -> Vec<&'static str> {
+    let id = id.to_ascii_lowercase();
+    ids()
+        .into_iter()
+        .filter(|k| {
+            k.starts_with(&id)
+                || id.starts_with(k)
+                || k.split('-').any(|w| w.len() > 2 && id.contains(w))
+        })
+        .take(3)
+        .collect()
+}
+
+/// A hop whose documented limit matches a measured cut.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CutMatch {
+    pub hop: String,
+    pub name: String,
+    pub kind: LimitKind,
+    pub default_s: u64,
+    pub setting: String,
+}
+
+impl CutMatch {
+    /// "AWS Application Load Balancer idle timeout (default 60 s); change: ..."
+    pub fn describe(&self) -> String {
+        format!(
+            "{} {} limit (default {} s); change: {}",
+            self.name,
+            chain::kind_name(self.kind),
+            self.default_s,
+            self.setting
+        )
+    }
+}
+
+/// The hops whose documented idle or lifetime default matches a connection cut measured
+/// after `measured` of silence (for probe): within 10 % or 2 s, whichever is wider. Only the
+/// hops of `path` when one is declared, every hop otherwise; closest first.
+pub fn matching_cut(path: &[String], measured: Duration, t: Transport) -> Vec<CutMatch> {
+    let m = measured.as_secs_f64();
+    let tolerance = (m * 0.1).max(2.0);
+    let mut out: Vec<(f64, CutMatch)> = catalog()
+        .iter()
+        .filter(|h| path.is_empty() || path.contains(&h.id))
+        .flat_map(|h| {
+            [LimitKind::Idle, LimitKind::Lifetime]
+                .into_iter()
+                .flat_map(move |k| h.limits(k, t).map(move |l| (h, k, l)))
+        })
+        .filter_map(|(h, k, l)| {
+            let d = l.default.secs()?;
+            let off = (d as f64 - m).abs();
+            // Ties (two hops documenting the same value) in path order.
+            let at = path.iter().position(|p| *p == h.id).unwrap_or(0) as f64;
+            (off <= tolerance).then(|| {
+                let cm = CutMatch {
+                    hop: h.id.clone(),
+                    name: h.name.clone(),
+                    kind: k,
+                    default_s: d,
+                    setting: l.setting.clone(),
+                };
+                (off + at * 1e-6, cm)
+            })
+        })
+        .collect();
+    out.sort_by(|a, b| a.0.total_cmp(&b.0));
+    out.into_iter().map(|(_, c)| c).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_measured_cut_names_the_hop_whose_default_matches() {
+        let ws = Transport::Websocket;
+        let path: Vec<String> = ["cloudflare", "aws-alb", "nginx"]
+            .map(String::from)
+            .to_vec();
+        let m = matching_cut(&path, Duration::from_millis(60_400), ws);
+        let hops: Vec<&str> = m.iter().map(|c| c.hop.as_str()).collect();
+        assert_eq!(hops, ["aws-alb", "nginx"], "both document 60 s");
+        assert!(
+            m[0].describe().contains("default 60 s"),
+            "{}",
+            m[0].describe()
+        );
+        assert!(m[0].describe().contains("idle_timeout.timeout_seconds"));
+        let m = matching_cut(&path, Duration::from_secs(101), ws);
+        assert_eq!(m[0].hop, "cloudflare");
+        assert!(matching_cut(&path, Duration::from_secs(200), ws).is_empty());
+        // No path declared: every hop is a candidate (Heroku's 55 s).
+        assert_eq!(
+            matching_cut(&[], Duration::from_secs(55), ws)[0].hop,
+            "heroku"
+        );
+        // A lifetime cap matches too (GCP's 30 s backend timeout).
+        let m = matching_cut(&["gcp-alb".into()], Duration::from_secs(30), ws);
+        assert_eq!(
+            (m[0].hop.as_str(), m[0].kind),
+            ("gcp-alb", LimitKind::Lifetime)
+        );
+    }
+
+    #[test]
+    fn values_parse_none_unknown_and_durations() {
+        assert_eq!(Value::try_from("none".to_string()), Ok(Value::None));
+        assert_eq!(Value::try_from("unknown".to_string()), Ok(Value::Unknown));
+        assert_eq!(
+            Value::try_from("4m".to_string()),
+            Ok(Value::Secs(Duration::from_secs(240)))
+        );
+        assert!(Value::try_from("soon".to_string()).is_err());
+    }
+
+    #[test]
+    fn the_catalogue_parses_and_unknown_ids_name_the_closest() {
+        assert!(catalog().len() >= 16);
+        assert!(get("aws-alb").is_some());
+        let e = check_id("alb").unwrap_err();
+        assert!(e.contains("aws-alb"), "{e}");
+    }
+}

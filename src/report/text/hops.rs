@@ -1,0 +1,299 @@
+//! text rendering of `rtcheck hops`: the catalogue, one hop in full (also `explain HOP`),
+//! and a path's chain (verdict first, a table that fits the width, then what to configure).
+use crate::hops::chain::{Bound, Chain};
+use crate::hops::{Hop, Limit, LimitKind};
+use crate::profile::Transport;
+use crate::report::Palette;
+use comfy_table::{presets, ContentArrangement, Table};
+
+fn table(header: &[&str], p: &Palette) -> Table {
+    let mut t = Table::new();
+    t.load_preset(presets::UTF8_FULL_CONDENSED)
+        .set_content_arrangement(ContentArrangement::Dynamic)
+        .set_header(header.iter().map(|h| h.to_string()))
+        .set_width(p.width as u16);
+    t
+}
+
+/// The documented default of `kind` for `t` ("60s", "none", "unknown", "-" when absent).
+fn default_of(h: &Hop, kind: LimitKind, t: Transport) -> String {
+    h.limits(kind, t)
+        .map(|l| l.default.short())
+        .next()
+        .unwrap_or_else(|| "-".into())
+}
+
+pub fn list(all: &[Hop], p: &Palette) -> String {
+    let ws = Transport::Websocket;
+    let mut t = table(&["id", "idle (ws)", "lifetime (ws)", "sse", "websocket"], p);
+    for h in all {
+        t.add_row(vec![
+            h.id.clone(),
+            default_of(h, LimitKind::Idle, ws),
+            default_of(h, LimitKind::Lifetime, ws),
+            h.sse.as_str().to_string(),
+            h.websocket.as_str().to_string(),
+        ]);
+    }
+    format!(
+        "{t}\n{}",
+        super::wrap(
+            &format!(
+                "{} hops, documented defaults. One in full with its sources: `rtcheck explain ID`; \
+                 a path: `rtcheck hops --path cloudflare,aws-alb,nginx`.",
+                all.len()
+            ),
+            p.width,
+            "",
+            ""
+        )
+    )
+}
+
+fn limit_line(l: &Limit, p: &Palette) -> String {
+    let applies: Vec<&str> = l.applies_to.iter().map(|t| t.as_str()).collect();
+    let mut head = format!(
+        "{} ({}): {}",
+        crate::hops::chain::kind_name(l.kind),
+        applies.join(", "),
+        l.default
+    );
+    if let (Some(lo), Some(hi)) = (l.min, l.max) {
+        head.push_str(&format!(", {lo} to {hi}"));
+    }
+    head.push_str(if l.adjustable {
+        ", adjustable"
+    } else {
+        ", fixed"
+    });
+    if !l.reset_by.is_empty() {
+        let r: Vec<&str> = l.reset_by.iter().map(|r| r.as_str()).collect();
+        head.push_str(&format!("; reset by {}", r.join(", ")));
+    }
+    let mut s = super::wrap(&head, p.width, "  ", "    ");
+    s.push_str(&format!("    setting: {}\n", l.setting));
+    if let Some(n) = &l.note {
+        s.push_str(&super::wrap(n, p.width, "    note: ", "          "));
+    }
+    s
+}
+
+/// One hop in full, with its sources.
+pub fn one(h: &Hop, p: &Palette) -> String {
+    let mut s = format!("{}  {}\n", p.bold(&h.id), h.name);
+    s.push_str(&format!("  kind {}, layer {}\n\n", h.kind, h.layer));
+    s.push_str(&format!("{}\n", p.bold("Limits")));
+    for l in &h.limits {
+        s.push_str(&limit_line(l, p));
+    }
+    let b = &h.buffering;
+    s.push_str(&format!("\n{}\n", p.bold("Streaming")));
+    s.push_str(&format!(
+        "  buffering {}, event stream flushed {}\n    setting: {}\n",
+        serde_plain(&b.mode),
+        b.sse_flushed.as_str(),
+        b.setting
+    ));
+    if let Some(n) = &b.note {
+        s.push_str(&super::wrap(n, p.width, "    note: ", "          "));
+    }
+    s.push_str(&format!(
+        "  compression {}\n    setting: {}\n",
+        serde_plain(&h.compression.default),
+        h.compression.setting
+    ));
+    if let Some(n) = &h.compression.note {
+        s.push_str(&super::wrap(n, p.width, "    note: ", "          "));
+    }
+    s.push_str(&format!(
+        "  HTTP/2 to the client {}\n",
+        h.http2_client.as_str()
+    ));
+    if let Some(x) = &h.http2_setting {
+        s.push_str(&format!("    setting: {x}\n"));
+    }
+    s.push_str(&format!(
+        "  SSE {}, WebSocket {}\n",
+        h.sse.as_str(),
+        h.websocket.as_str()
+    ));
+    if let Some(x) = &h.websocket_setting {
+        s.push_str(&format!("    websocket: {x}\n"));
+    }
+    s.push_str(&super::wrap(&h.reload, p.width, "  reload: ", "    "));
+    for n in &h.notes {
+        s.push_str(&super::wrap(n, p.width, "  note: ", "    "));
+    }
+    s.push_str(&format!("\n{}\n", p.bold("Sources")));
+    for src in &h.sources {
+        s.push_str(&format!("  read {}:\n    {}\n", src.read, src.url));
+    }
+    s
+}
+
+/// A kebab-case enum as its YAML spelling.
+fn serde_plain<T: serde::Serialize>(v: &T) -> String {
+    serde_yaml::to_string(v)
+        .unwrap_or_default()
+        .trim()
+        .to_string()
+}
+
+/// A bound as "60s [2]": the number of the hop on the path (ids are never cut in a cell).
+fn bound(b: &Option<Bound>, path: &[String]) -> String {
+    match b {
+        Some(b) => {
+            let n = path.iter().position(|h| *h == b.hop).map_or(0, |i| i + 1);
+            let declared = if b.declared { " declared" } else { "" };
+            format!("{} [{n}]{declared}", secs(b.secs))
+        }
+        None => "none".into(),
+    }
+}
+
+/// Seconds as a table shows them: `60s`, and `14400s (4h)` from ten minutes up.
+fn secs(n: u64) -> String {
+    if n < 600 {
+        format!("{n}s")
+    } else {
+        let d = crate::units::fmt_duration(std::time::Duration::from_secs(n));
+        format!("{n}s ({d})")
+    }
+}
+
+pub fn chain(c: &Chain, p: &Palette) -> String {
+    let mut s = super::wrap(&c.verdict(), p.width, "", "");
+    s.push('\n');
+    if !c.path.is_empty() {
+        let numbered: Vec<String> = c
+            .path
+            .iter()
+            .enumerate()
+            .map(|(i, h)| format!("[{}] {h}", i + 1))
+            .collect();
+        s.push_str(&super::wrap(
+            &numbered.join(" -> "),
+            p.width,
+            "Path: ",
+            "      ",
+        ));
+    }
+    let mut t = table(
+        &["transport", "idle", "lifetime", "first byte", "heartbeat"],
+        p,
+    );
+    for tc in &c.transports {
+        let hb = match (tc.excluded, tc.heartbeat_max_s) {
+            (true, _) => "excluded".to_string(),
+            (false, Some(m)) => format!("<= {m}s"),
+            (false, None) => "-".to_string(),
+        };
+        t.add_row(vec![
+            tc.transport.clone(),
+            bound(&tc.idle, &c.path),
+            bound(&tc.lifetime, &c.path),
+            bound(&tc.first_byte, &c.path),
+            hb,
+        ]);
+    }
+    s.push_str(&format!("{t}\n"));
+    let mut section = |title: &str, lines: Vec<String>| {
+        if lines.is_empty() {
+            return;
+        }
+        s.push_str(&format!("\n{}\n", p.bold(title)));
+        for l in lines {
+            s.push_str(&l);
+        }
+    };
+    section("Configure", configure(c, p));
+    let unknown: Vec<String> = c
+        .transports
+        .iter()
+        .flat_map(|tc| tc.unknown.iter())
+        .fold(Vec::new(), |mut v: Vec<String>, u| {
+            if !v.contains(u) {
+                v.push(u.clone());
+            }
+            v
+        })
+        .into_iter()
+        .map(|u| super::wrap(&u, p.width, "  ", "    "))
+        .collect();
+    section(
+        "Not documented (declare with --override HOP.FIELD=DUR, or measure with probe)",
+        unknown,
+    );
+    let mut notes = vec![super::wrap(
+        &format!("SSE and HTTP/2: {}.", c.sse_http2),
+        p.width,
+        "  ",
+        "    ",
+    )];
+    notes.extend(
+        c.warnings
+            .iter()
+            .map(|w| super::wrap(w, p.width, "  ", "    ")),
+    );
+    notes.extend(c.reloads.iter().map(|r| {
+        super::wrap(
+            &format!("{} on reload: {}", r.hop, r.setting),
+            p.width,
+            "  ",
+            "    ",
+        )
+    }));
+    notes.push(super::wrap(
+        &format!("Rule: {}.", c.heartbeat_rule),
+        p.width,
+        "  ",
+        "    ",
+    ));
+    section("Notes", notes);
+    let sources: Vec<String> = c
+        .path
+        .iter()
+        .filter_map(|id| crate::hops::get(id))
+        .flat_map(|h| {
+            h.sources
+                .iter()
+                .map(move |src| format!("  {} (read {}):\n    {}\n", h.id, src.read, src.url))
+        })
+        .collect();
+    section("Sources", sources);
+    s
+}
+
+/// What to configure, one entry per hop and setting with the transports it concerns
+/// (the setting on its own line, never wrapped, so it can be copied).
+fn configure(c: &Chain, p: &Palette) -> Vec<String> {
+    let mut items: Vec<(String, String, String, Vec<String>)> = Vec::new();
+    let mut add = |hop: &str, what: String, setting: &str, t: &str| match items
+        .iter_mut()
+        .find(|(h, w, s, _)| h == hop && *w == what && s == setting)
+    {
+        Some(i) => i.3.push(t.to_string()),
+        None => items.push((hop.into(), what, setting.into(), vec![t.to_string()])),
+    };
+    for tc in c.transports.iter().filter(|t| !t.excluded) {
+        for r in tc.required.iter().chain(&tc.compressing) {
+            add(&r.hop, r.what.clone(), &r.setting, &tc.transport);
+        }
+        for (name, b) in [("idle", &tc.idle), ("lifetime", &tc.lifetime)] {
+            if let Some(b) = b.as_ref().filter(|b| !b.declared && b.adjustable) {
+                let what = format!("{name} {} s binds; to raise it", b.secs);
+                add(&b.hop, what, &b.setting, &tc.transport);
+            }
+        }
+    }
+    items
+        .into_iter()
+        .map(|(hop, what, setting, ts)| {
+            let head = format!("{hop} ({}): {what}", ts.join(", "));
+            format!(
+                "{}    {setting}\n",
+                super::wrap(&head, p.width, "  ", "    ")
+            )
+        })
+        .collect()
+}
