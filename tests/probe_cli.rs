@@ -509,14 +509,25 @@ fn a_held_response_head_is_buffering_not_a_runtime_error() {
 fn a_run_that_measured_nothing_is_no_verdict() {
     let s = Serve::start(&["--rate", "5"]);
     let health = format!("http://{}/healthz", s.addr);
-    let (r, code, _) = probe_json(&["--quick", &health]);
+    // A health check is probed as polling: its answers are measured (text/plain is not a
+    // poll body), so that run has a verdict.
+    let (r, _, _) = probe_json(&["--quick", &health]);
+    assert_eq!(
+        finding(&r, "poll-status", "/healthz")["status"],
+        "warn",
+        "{}",
+        summary(&r)
+    );
+    // With the polling checks skipped nothing is left measured: no verdict, never PASS.
+    let skip = "poll-status,poll-cache,poll-conditional,poll-latency,poll-overhead";
+    let (r, code, _) = probe_json(&["--quick", "--skip", skip, &health]);
     let ctx = summary(&r);
     assert_eq!(code, 1, "{ctx}");
     assert_eq!(r["summary"]["pass"], 0, "{ctx}");
     let f = finding(&r, "measured", "/healthz");
     assert_eq!(f["status"], "fail", "{ctx}");
     let out = rtcheck()
-        .args(["probe", "--quick", &health])
+        .args(["probe", "--quick", "--skip", skip, &health])
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);

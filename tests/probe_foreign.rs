@@ -146,7 +146,9 @@ fn caddy_encode_gzip_stalls_the_replay_not_the_server() {
         "{ctx}"
     );
     let resume = finding(&r, "resume", "/events");
-    if resume["status"] != "pass" {
+    // Skipped ("held by compression on the path") blames nothing; a warn or fail must not
+    // blame the server's ring.
+    if resume["status"] != "pass" && resume["status"] != "skip" {
         assert!(
             !fix_text(resume).contains("ring"),
             "the stuck replay is Caddy's encode, not the server's resume: {ctx}"
