@@ -11,6 +11,7 @@ pub mod cmd;
 pub mod delivery;
 pub mod evidence;
 pub mod findings;
+pub mod lint;
 pub mod load;
 pub mod net;
 pub mod outfile;

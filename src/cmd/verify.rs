@@ -192,6 +192,7 @@ pub fn as_findings(r: &VerifyReport) -> FindingsReport {
         .map(|v| {
             let part = verify::part(&v.name);
             Finding {
+                location: None,
                 id: v.name.clone(),
                 title: part.map_or(v.name.as_str(), |p| p.title).to_string(),
                 status: if v.valid { Status::Pass } else { Status::Fail },

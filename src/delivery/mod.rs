@@ -400,6 +400,7 @@ pub fn findings(o: &DeliveryOptions, runs: &[Run]) -> Vec<Finding> {
         .filter(|m| !MEASURED.contains(&m.as_str()))
     {
         v.push(Finding {
+            location: None,
             id: format!("delivery-{m}"),
             title: format!("Delivery {m}: not measured"),
             status: Status::Skip,
@@ -455,6 +456,7 @@ fn finding(r: &Run) -> Finding {
     .map(|(k, v)| (k.to_string(), v))
     .collect();
     Finding {
+location: None,
         id: finding_id(&r.delivery, &r.disconnect, &r.case),
         title: format!(
             "{} after a {} disconnect of {} ms ({})",

@@ -293,6 +293,7 @@ mod tests {
     #[test]
     fn verdict_line_counts_invalid_measurements() {
         let mut f = crate::report::Finding {
+            location: None,
             id: "memory".into(),
             title: "t".into(),
             status: Status::Pass,
