@@ -128,6 +128,7 @@ pub fn render(
         Format::Junit => report::junit::render(r, fail_on)?,
         Format::Github => report::github::render(r),
         Format::Html => report::html::findings::render_audit(r)?,
+        Format::Sarif => report::sarif::render(r)?,
     })
 }
 

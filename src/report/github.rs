@@ -29,6 +29,12 @@ pub fn render(r: &FindingsReport) -> String {
         if let Some(c) = f.fix.runtime.first() {
             msg.push_str(&format!("\nnow: {c}"));
         }
+        // A finding in a file: the lines to write there, in that product's syntax.
+        if f.location.is_some() {
+            for l in &f.fix.persistent {
+                msg.push_str(&format!("\nchange: {l}"));
+            }
+        }
         if let Some(v) = &f.verify {
             msg.push_str(&format!("\nverify: rtcheck verify {v}"));
         }
