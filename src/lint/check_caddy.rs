@@ -66,13 +66,21 @@ fn stream_of(chain: &[&Node], rp: &Node, w: &Workload) -> Option<Stream> {
 /// An `encode` that wraps this proxy: in an enclosing block, or (JSON) in a route without
 /// a matcher among an enclosing block's routes.
 fn encode_in_scope<'a>(chain: &[&'a Node]) -> Option<&'a Node> {
-    chain.iter().rev().find_map(|b| {
+    let defs = chain.first().map(|s| matchers(s)).unwrap_or_default();
+    // `encode @m ...` with `@m not path ...`: the stream was left out on purpose.
+    let excluded = |e: &Node| {
+        e.arg(0)
+            .and_then(|m| defs.get(m))
+            .is_some_and(|d| d.starts_with("not "))
+    };
+    let found = chain.iter().rev().find_map(|b| {
         b.children().iter().find_map(|c| match c.name.as_str() {
             "encode" => Some(c),
             "route" if c.args.is_empty() => c.children().iter().find(|h| h.name == "encode"),
             _ => None,
         })
-    })
+    });
+    found.filter(|e| !excluded(e))
 }
 
 pub fn check(c: &Config, w: &Workload, out: &mut Vec<Finding>, applied: &mut Applied) {

@@ -100,7 +100,6 @@ pub fn render(r: &FindingsReport) -> anyhow::Result<String> {
             "tool": {"driver": {
                 "name": "rtcheck",
                 "version": env!("CARGO_PKG_VERSION"),
-                "informationUri": "https://github.com/rtcheck/rtcheck",
                 "rules": rules,
             }},
             "automationDetails": {"id": format!("rtcheck {}/", r.kind)},
