@@ -1,0 +1,289 @@
+//! `rtcheck lint` as a command: a config that does not parse is exit 2 with file:line
+//! (never a pass), stdin needs --kind, includes outside the paths are a skip, realistic
+//! documented setups lint clean, SARIF (lint and audit) carries the 2.1.0 required fields,
+//! and no parser panics or runs unbounded on random bytes.
+mod common;
+use common::rtcheck;
+use proptest::prelude::*;
+use serde_json::Value;
+
+#[test]
+fn a_config_that_does_not_parse_is_exit_2_with_file_and_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    for (name, text, line) in [
+        ("nginx.conf", "http {\n  server {\n    location /ws {\n", 3),
+        ("haproxy.cfg", "global\n  maxconn \"50\n", 2),
+        ("Caddyfile", ":80 {\n  reverse_proxy /ws* 127.0.0.1:9\n", 1),
+        ("caddy.json", "{\"apps\": {\n  \"http\": [}\n", 2),
+    ] {
+        let f = tmp.path().join(name);
+        std::fs::write(&f, text).unwrap();
+        let out = rtcheck()
+            .arg("lint")
+            .arg(&f)
+            .args(["--format", "json"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{name}");
+        assert!(
+            out.stdout.is_empty(),
+            "{name}: no report on a parse failure"
+        );
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains(&format!("{}:{line}:", f.display())),
+            "{name}: {err}"
+        );
+        assert_eq!(err.lines().count(), 1, "{err}");
+    }
+}
+
+#[test]
+fn stdin_needs_a_kind_and_reads_an_nginx_dump() {
+    let out = rtcheck()
+        .args(["lint", "-"])
+        .write_stdin("http {}")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--kind"));
+    let dump = "# configuration file /etc/nginx/nginx.conf:\nhttp {\n  include /etc/nginx/sites/*.conf;\n}\n\n# configuration file /etc/nginx/sites/app.conf:\nserver {\n  location /ws {\n    proxy_pass http://127.0.0.1:9;\n  }\n}\n";
+    let out = rtcheck()
+        .args(["lint", "--kind", "nginx", "-", "--format", "json"])
+        .write_stdin(dump)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let f = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == "nginx-ws-upgrade")
+        .unwrap();
+    assert_eq!(f["location"]["file"], "/etc/nginx/sites/app.conf");
+    assert_eq!(f["location"]["line"], 2);
+}
+
+#[test]
+fn an_include_outside_the_paths_is_a_skip_not_read() {
+    let tmp = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(
+        outside.path().join("ws.conf"),
+        "location /ws { proxy_pass http://x; }",
+    )
+    .unwrap();
+    let main = tmp.path().join("nginx.conf");
+    std::fs::write(
+        &main,
+        format!("http {{ server {{ include {}/ws.conf; location /events {{ proxy_pass http://x; proxy_buffering off; }} }} }}\n", outside.path().display()),
+    )
+    .unwrap();
+    let out = rtcheck()
+        .arg("lint")
+        .arg(&main)
+        .args(["--format", "json", "--ping", "10s"])
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let fs = v["findings"].as_array().unwrap();
+    let inc = fs
+        .iter()
+        .find(|f| f["id"] == "lint-include")
+        .expect("the include is named");
+    assert_eq!(inc["status"], "skip");
+    assert!(inc["reason"]
+        .as_str()
+        .unwrap()
+        .contains("--follow-includes"));
+    assert!(
+        !fs.iter().any(|f| f["id"] == "nginx-ws-upgrade"),
+        "the outside file was not read"
+    );
+    let out = rtcheck()
+        .arg("lint")
+        .arg(&main)
+        .args(["--format", "json", "--ping", "10s", "--follow-includes"])
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|f| f["id"] == "nginx-ws-upgrade" && f["status"] == "fail"));
+}
+
+/// The nginx documentation's WebSocket proxying example (nginx.org/en/docs/http/websocket.html)
+/// and the usual SSE location, with a heartbeat under the timeouts: clean.
+#[test]
+fn realistic_documented_setups_lint_clean() {
+    let tmp = tempfile::tempdir().unwrap();
+    let nginx = "worker_processes 4;\nworker_rlimit_nofile 65536;\nevents { worker_connections 16384; }\nhttp {\n  map $http_upgrade $connection_upgrade {\n    default upgrade;\n    ''      close;\n  }\n  upstream app { server 127.0.0.1:9000; }\n  server {\n    listen 127.0.0.1:18090;\n    location /chat/ {\n      proxy_pass http://app;\n      proxy_http_version 1.1;\n      proxy_set_header Upgrade $http_upgrade;\n      proxy_set_header Connection $connection_upgrade;\n      proxy_read_timeout 3600s;\n      proxy_send_timeout 3600s;\n    }\n    location /events {\n      proxy_pass http://app;\n      proxy_http_version 1.1;\n      proxy_set_header Connection '';\n      proxy_buffering off;\n      proxy_cache off;\n      proxy_read_timeout 1h;\n    }\n  }\n}\n";
+    let haproxy = "global\n  maxconn 20000\ndefaults\n  mode http\n  timeout connect 5s\n  timeout client 30s\n  timeout server 30s\n  timeout tunnel 1h\n  timeout client-fin 30s\nfrontend fe\n  bind 127.0.0.1:18091\n  acl is_websocket hdr(Upgrade) -i WebSocket\n  use_backend ws if is_websocket\n  default_backend app\nbackend ws\n  server s1 127.0.0.1:9000\nbackend app\n  server s1 127.0.0.1:9001\n";
+    let caddy = "http://127.0.0.1:18092 {\n  @websockets {\n    header Connection *Upgrade*\n    header Upgrade websocket\n  }\n  reverse_proxy @websockets 127.0.0.1:9000\n  reverse_proxy /events* 127.0.0.1:9001 {\n    flush_interval -1\n  }\n}\n";
+    for (name, text) in [
+        ("nginx.conf", nginx),
+        ("haproxy.cfg", haproxy),
+        ("Caddyfile", caddy),
+    ] {
+        let f = tmp.path().join(name);
+        std::fs::write(&f, text).unwrap();
+        let out = rtcheck()
+            .arg("lint")
+            .arg(&f)
+            .args([
+                "--format",
+                "json",
+                "--ping",
+                "25s",
+                "--connections",
+                "10000",
+            ])
+            .output()
+            .unwrap();
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let bad: Vec<&Value> = v["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["status"] == "fail")
+            .collect();
+        assert!(bad.is_empty(), "{name}: {bad:#?}");
+        assert!(
+            v["summary"]["pass"].as_u64().unwrap() >= 2,
+            "{name}: rules applied: {v:#}"
+        );
+        // Only Caddy's stream_close_delay (absent on purpose: Caddy 2.6 lacks it) may warn.
+        let warns: Vec<&str> = v["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["status"] == "warn")
+            .map(|f| f["id"].as_str().unwrap())
+            .collect();
+        assert!(
+            warns.iter().all(|w| *w == "caddy-stream-close-delay"),
+            "{name}: {warns:?}"
+        );
+    }
+}
+
+/// Required properties of SARIF 2.1.0 (OASIS spec sections 3.13-3.27): log version and
+/// runs; run tool.driver.name; each result message.text and a ruleId the driver lists; a
+/// physicalLocation's artifactLocation.uri and region.startLine >= 1; level in the enum.
+fn check_sarif(v: &Value) {
+    assert_eq!(v["version"], "2.1.0");
+    let run = &v["runs"][0];
+    assert_eq!(run["tool"]["driver"]["name"], "rtcheck");
+    let rules: Vec<&str> = run["tool"]["driver"]["rules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["id"].as_str().unwrap())
+        .collect();
+    for r in run["results"].as_array().unwrap() {
+        assert!(r["message"]["text"].as_str().is_some_and(|t| !t.is_empty()));
+        let id = r["ruleId"].as_str().unwrap();
+        assert_eq!(rules[r["ruleIndex"].as_u64().unwrap() as usize], id);
+        assert!(["none", "note", "warning", "error"].contains(&r["level"].as_str().unwrap()));
+        assert!([
+            "pass",
+            "open",
+            "fail",
+            "review",
+            "notApplicable",
+            "informational"
+        ]
+        .contains(&r["kind"].as_str().unwrap()));
+        if r["kind"] != "fail" {
+            assert_eq!(
+                r["level"], "none",
+                "SARIF: a non-fail result has level none"
+            );
+        }
+        for l in r["locations"].as_array().unwrap() {
+            if let Some(p) = l.get("physicalLocation") {
+                assert!(!p["artifactLocation"]["uri"].as_str().unwrap().is_empty());
+                assert!(p["region"]["startLine"].as_u64().unwrap() >= 1);
+            } else {
+                assert!(l["logicalLocations"][0]["name"].is_string());
+            }
+        }
+    }
+}
+
+#[test]
+fn sarif_for_lint_and_audit_has_the_required_fields() {
+    let tmp = tempfile::tempdir().unwrap();
+    let f = tmp.path().join("nginx.conf");
+    std::fs::write(&f, "http {\n  server {\n    location /ws {\n      proxy_pass http://127.0.0.1:9;\n    }\n  }\n}\n").unwrap();
+    let out = rtcheck()
+        .current_dir(tmp.path())
+        .args(["lint", "nginx.conf", "--format", "sarif"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    check_sarif(&v);
+    let r = v["runs"][0]["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["ruleId"] == "nginx-ws-upgrade")
+        .unwrap();
+    assert_eq!(r["level"], "error");
+    assert_eq!(
+        r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"],
+        "nginx.conf"
+    );
+    assert_eq!(
+        r["locations"][0]["physicalLocation"]["region"]["startLine"],
+        3
+    );
+    let out = rtcheck()
+        .args(["audit", "--format", "sarif", "--fail-on", "never"])
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    check_sarif(&v);
+    let first = &v["runs"][0]["results"][0]["locations"][0];
+    assert!(first.get("physicalLocation").is_none());
+    assert!(first["logicalLocations"][0]["name"]
+        .as_str()
+        .unwrap()
+        .contains("procfs"));
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+    /// Random bytes (and random config-ish text) never panic any parser, and each answers fast.
+    #[test]
+    fn parsers_never_panic_on_any_input(bytes in proptest::collection::vec(any::<u8>(), 0..2048),
+                                         words in proptest::collection::vec(prop::sample::select(vec!["{", "}", ";", "\"", "'", "`", "#", "\n", " ", "location", "/ws", "server", "frontend", "backend", "@m", "---", "kind: Ingress", "$http_upgrade", "${x}", "\\", "include", "*"]), 0..200)) {
+        use rtcheck::lint::{lint, parse, Config, Kind, Workload};
+        let texts = [String::from_utf8_lossy(&bytes).into_owned(), words.concat()];
+        for text in &texts {
+            for kind in [Kind::Nginx, Kind::Haproxy, Kind::Caddy, Kind::CaddyJson, Kind::Ingress] {
+                let t = std::time::Instant::now();
+                if let Ok(nodes) = parse(kind, "f", text) {
+                    let _ = lint(&[Config { kind, file: "f".into(), nodes }], &Workload::default(), &[]);
+                }
+                prop_assert!(t.elapsed() < std::time::Duration::from_secs(2));
+            }
+        }
+    }
+}
+
+#[test]
+fn deep_nesting_is_refused_not_a_stack_overflow() {
+    use rtcheck::lint::{parse, Kind};
+    let deep = "a {\n".repeat(100_000);
+    for kind in [Kind::Nginx, Kind::Caddy] {
+        let e = parse(kind, "f", &deep).unwrap_err();
+        assert!(e.msg.contains("nested deeper"), "{e}");
+    }
+    let json = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+    assert!(parse(Kind::CaddyJson, "f", &json).is_err());
+}
