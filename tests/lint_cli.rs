@@ -17,7 +17,8 @@ fn a_config_that_does_not_parse_is_exit_2_with_file_and_line() {
         ("caddy.json", "{\"apps\": {\n  \"http\": [}\n", 2),
     ] {
         let f = tmp.path().join(name);
-        std::fs::write(&f, text).unwrap();
+        std::fs::write(&f, text.replace("@DIR@", tmp.path().to_str().unwrap())).unwrap();
+        real_binary_loads(&f);
         let out = rtcheck()
             .arg("lint")
             .arg(&f)
@@ -115,12 +116,47 @@ fn an_include_outside_the_paths_is_a_skip_not_read() {
         .any(|f| f["id"] == "nginx-ws-upgrade" && f["status"] == "fail"));
 }
 
+/// nginx -t, haproxy -c, caddy adapt accept the file (a missing binary fails the test).
+fn real_binary_loads(f: &std::path::Path) {
+    use common::require_binary;
+    let dir = f.parent().unwrap();
+    let mut cmd = match f.file_name().unwrap().to_str().unwrap() {
+        "nginx.conf" => {
+            let mut c = std::process::Command::new(require_binary("nginx", "nginx-light"));
+            c.arg("-t")
+                .arg("-p")
+                .arg(dir)
+                .args(["-e", "stderr", "-c"])
+                .arg(f);
+            c
+        }
+        "haproxy.cfg" => {
+            let mut c = std::process::Command::new(require_binary("haproxy", "haproxy"));
+            c.arg("-c").arg("-f").arg(f);
+            c
+        }
+        _ => {
+            let mut c = std::process::Command::new(require_binary("caddy", "caddy"));
+            c.args(["adapt", "--adapter", "caddyfile", "--config"])
+                .arg(f);
+            c
+        }
+    };
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}: {}",
+        f.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// The nginx documentation's WebSocket proxying example (nginx.org/en/docs/http/websocket.html)
 /// and the usual SSE location, with a heartbeat under the timeouts: clean.
 #[test]
 fn realistic_documented_setups_lint_clean() {
     let tmp = tempfile::tempdir().unwrap();
-    let nginx = "worker_processes 4;\nworker_rlimit_nofile 65536;\nevents { worker_connections 16384; }\nhttp {\n  map $http_upgrade $connection_upgrade {\n    default upgrade;\n    ''      close;\n  }\n  upstream app { server 127.0.0.1:9000; }\n  server {\n    listen 127.0.0.1:18090;\n    location /chat/ {\n      proxy_pass http://app;\n      proxy_http_version 1.1;\n      proxy_set_header Upgrade $http_upgrade;\n      proxy_set_header Connection $connection_upgrade;\n      proxy_read_timeout 3600s;\n      proxy_send_timeout 3600s;\n    }\n    location /events {\n      proxy_pass http://app;\n      proxy_http_version 1.1;\n      proxy_set_header Connection '';\n      proxy_buffering off;\n      proxy_cache off;\n      proxy_read_timeout 1h;\n    }\n  }\n}\n";
+    let nginx = "pid @DIR@/nginx.pid;\nerror_log stderr;\nworker_processes 4;\nworker_rlimit_nofile 65536;\nevents { worker_connections 16384; }\nhttp {\n  map $http_upgrade $connection_upgrade {\n    default upgrade;\n    ''      close;\n  }\n  upstream app { server 127.0.0.1:9000; }\n  server {\n    listen 127.0.0.1:18090;\n    location /chat/ {\n      proxy_pass http://app;\n      proxy_http_version 1.1;\n      proxy_set_header Upgrade $http_upgrade;\n      proxy_set_header Connection $connection_upgrade;\n      proxy_read_timeout 3600s;\n      proxy_send_timeout 3600s;\n    }\n    location /events {\n      proxy_pass http://app;\n      proxy_http_version 1.1;\n      proxy_set_header Connection '';\n      proxy_buffering off;\n      proxy_cache off;\n      proxy_read_timeout 1h;\n    }\n  }\n}\n";
     let haproxy = "global\n  maxconn 20000\ndefaults\n  mode http\n  timeout connect 5s\n  timeout client 30s\n  timeout server 30s\n  timeout tunnel 1h\n  timeout client-fin 30s\nfrontend fe\n  bind 127.0.0.1:18091\n  acl is_websocket hdr(Upgrade) -i WebSocket\n  use_backend ws if is_websocket\n  default_backend app\nbackend ws\n  server s1 127.0.0.1:9000\nbackend app\n  server s1 127.0.0.1:9001\n";
     let caddy = "http://127.0.0.1:18092 {\n  @websockets {\n    header Connection *Upgrade*\n    header Upgrade websocket\n  }\n  reverse_proxy @websockets 127.0.0.1:9000\n  reverse_proxy /events* 127.0.0.1:9001 {\n    flush_interval -1\n  }\n}\n";
     for (name, text) in [
@@ -129,7 +165,8 @@ fn realistic_documented_setups_lint_clean() {
         ("Caddyfile", caddy),
     ] {
         let f = tmp.path().join(name);
-        std::fs::write(&f, text).unwrap();
+        std::fs::write(&f, text.replace("@DIR@", tmp.path().to_str().unwrap())).unwrap();
+        real_binary_loads(&f);
         let out = rtcheck()
             .arg("lint")
             .arg(&f)

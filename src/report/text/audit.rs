@@ -25,18 +25,29 @@ fn status_cell(st: Status, colour: bool) -> Cell {
 fn header(r: &FindingsReport, pal: Palette) -> String {
     let p = &r.profile;
     let transport = p.transport.map(|t| t.as_str()).unwrap_or("websocket");
-    let title = format!(
-        "rtcheck {}: {} {} connections{}, role {}",
-        r.kind,
-        crate::evidence::fmt_num(p.connections as f64),
-        transport,
-        if p.machines > 1 {
-            format!(" over {} machines", p.machines)
-        } else {
-            String::new()
-        },
-        p.role.as_str()
-    );
+    // lint judges configs, not a host: no role, and the transport may come from names.
+    let title = if r.kind == "lint" {
+        format!(
+            "rtcheck lint: {} connections, transport {}, heartbeat {}",
+            crate::evidence::fmt_num(p.connections_per_machine() as f64),
+            p.transport.map_or("by block names", |t| t.as_str()),
+            p.ping
+                .map_or("not declared".into(), crate::units::fmt_duration)
+        )
+    } else {
+        format!(
+            "rtcheck {}: {} {} connections{}, role {}",
+            r.kind,
+            crate::evidence::fmt_num(p.connections as f64),
+            transport,
+            if p.machines > 1 {
+                format!(" over {} machines", p.machines)
+            } else {
+                String::new()
+            },
+            p.role.as_str()
+        )
+    };
     let mut out = pal.bold(wrap(&title, pal.width, "", "  ").trim_end());
     out.push('\n');
     if let Some(t) = &r.target {
