@@ -150,6 +150,12 @@ fn details(f: &Finding, pal: Palette) -> String {
         // Commands stay on one line so they can be copied.
         out.push_str(&format!("    $ {c}\n"));
     }
+    // A finding in a config file (lint): the lines to write there, whole (copyable).
+    if f.location.is_some() {
+        for c in &f.fix.persistent {
+            out.push_str(&format!("    {c}\n"));
+        }
+    }
     if let Some(v) = &f.verification {
         out.push_str(&measured_line(v, w));
     }
@@ -286,10 +292,15 @@ pub fn render(r: &FindingsReport, pal: Palette, explain_all: bool) -> String {
     }
     out.push('\n');
     out.push_str(&wrap(
-        &format!(
-            "Rule, evidence and every fix: `rtcheck {} --explain`, or `rtcheck explain ID`.",
-            r.kind
-        ),
+        &if r.kind == "lint" {
+            "Rule and evidence of each: `rtcheck lint --explain`; every rule: docs/lint.md."
+                .to_string()
+        } else {
+            format!(
+                "Rule, evidence and every fix: `rtcheck {} --explain`, or `rtcheck explain ID`.",
+                r.kind
+            )
+        },
         pal.width,
         "",
         "",
