@@ -242,6 +242,13 @@ fn maxconn(
     let Some(global) = c.nodes.iter().find(|s| s.name == "global") else {
         return;
     };
+    // A config that proxies nothing (a stock install) holds no connections to judge.
+    if !px
+        .iter()
+        .any(|(s, _)| s.name == "frontend" || s.name == "listen")
+    {
+        return;
+    }
     applied.mark("haproxy-maxconn");
     let need = w.connections;
     let fix = vec![format!("maxconn {}", need + need / 10)];

@@ -88,6 +88,8 @@ struct Ctx<'a> {
     files: Files<'a>,
     /// Directory relative includes resolve against (the main file's, like nginx's prefix).
     base: PathBuf,
+    /// A mounted root absolute include paths are read under (audit --root); None: `/`.
+    prefix: Option<PathBuf>,
     seen: Vec<String>,
     skipped: Vec<Finding>,
 }
@@ -129,6 +131,7 @@ pub fn load_paths(paths: &[PathBuf], kind: Option<Kind>, follow: bool) -> anyhow
             follow,
         },
         base: PathBuf::new(),
+        prefix: None,
         seen: vec![],
         skipped: vec![],
     };
@@ -150,6 +153,36 @@ pub fn load_paths(paths: &[PathBuf], kind: Option<Kind>, follow: bool) -> anyhow
     configs.retain(|c| !included.iter().any(|s| same_file(s, &c.file)));
     Ok(Loaded {
         configs,
+        skipped: ctx.skipped,
+    })
+}
+
+/// One proxy's config on an audited host: relative includes resolve against `dir`,
+/// absolute ones under the mounted `root`, and nothing outside `root` is read.
+pub fn load_under(file: &Path, kind: Kind, dir: &Path, root: &Path) -> anyhow::Result<Loaded> {
+    let text = read_file(file)?;
+    let name = file.display().to_string();
+    let roots: Vec<PathBuf> = root.canonicalize().into_iter().collect();
+    let mut ctx = Ctx {
+        files: Files::Disk {
+            roots: &roots,
+            follow: false,
+        },
+        base: dir.to_path_buf(),
+        prefix: Some(root.to_path_buf()),
+        seen: vec![],
+        skipped: vec![],
+    };
+    let mut nodes = parse(kind, &name, &text)?;
+    if kind == Kind::Nginx {
+        nodes = expand(nodes, &mut ctx, 0)?;
+    }
+    Ok(Loaded {
+        configs: vec![Config {
+            kind,
+            file: name,
+            nodes,
+        }],
         skipped: ctx.skipped,
     })
 }
@@ -231,6 +264,7 @@ pub fn load_stdin(text: &str, kind: Kind) -> Result<Loaded, ParseError> {
     let mut ctx = Ctx {
         files: Files::Dump(&dump),
         base,
+        prefix: None,
         seen: vec![main.clone()],
         skipped: vec![],
     };
@@ -298,10 +332,12 @@ fn glob_match(pat: &str, s: &str) -> bool {
 
 /// The (name, text) of the files an include names; what cannot be read is a Skip finding.
 fn resolve(pattern: &str, at: &Node, ctx: &mut Ctx) -> Vec<(String, String)> {
-    let full = if Path::new(pattern).is_absolute() {
-        PathBuf::from(pattern)
-    } else {
-        ctx.base.join(pattern)
+    let full = match &ctx.prefix {
+        Some(root) if Path::new(pattern).is_absolute() => {
+            root.join(pattern.trim_start_matches('/'))
+        }
+        _ if Path::new(pattern).is_absolute() => PathBuf::from(pattern),
+        _ => ctx.base.join(pattern),
     };
     let glob = pattern.contains(['*', '?']);
     let mut out = Vec::new();

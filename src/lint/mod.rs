@@ -15,6 +15,7 @@ pub mod check_haproxy;
 pub mod check_ingress;
 pub mod check_nginx;
 pub mod haproxy;
+pub mod host;
 pub mod ingress;
 pub mod load;
 pub mod nginx;
