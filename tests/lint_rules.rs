@@ -87,6 +87,10 @@ fn cases() -> Vec<Case> {
         Case { id: "nginx-next-upstream", file: "nginx.conf", line: 12, args: &[], fixed_loads: true,
             trip: ng("", "", "", "/events", "proxy_buffering off; proxy_next_upstream error timeout non_idempotent;"),
             fixed: ng("", "", "", "/events", "proxy_buffering off; proxy_next_upstream off;") },
+        Case { id: "nginx-upstream-keepalive", file: "nginx.conf", line: 11, args: &[], fixed_loads: true,
+            trip: ng("", "", "", "/poll", ""),
+            fixed: ng("", "", "upstream app { server 127.0.0.1:19000; keepalive 32; }", "/poll",
+                "proxy_pass http://app; proxy_http_version 1.1; proxy_set_header Connection \"\";").replacen("      proxy_pass http://127.0.0.1:19000;\n", "", 1) },
         Case { id: "haproxy-timeout-tunnel", file: "haproxy.cfg", line: 14, args: &["--connections", "10000"], fixed_loads: true,
             trip: ha("maxconn 20000", "timeout client-fin 30s", "", ""),
             fixed: ha("maxconn 20000", "timeout client-fin 30s", HA_TUNNEL, "") },
@@ -227,7 +231,7 @@ fn every_rule_trips_on_its_config_and_not_on_the_fixed_twin() {
     for r in ["nginx-", "haproxy-", "caddy-", "ingress-"] {
         assert!(covered.iter().any(|c| c.starts_with(r)));
     }
-    assert_eq!(covered.len(), 21, "{covered:?}");
+    assert_eq!(covered.len(), 22, "{covered:?}");
 }
 
 #[test]

@@ -92,6 +92,9 @@ pub fn check(c: &Config, w: &Workload, out: &mut Vec<Finding>, applied: &mut App
         if kind == Stream::Sse {
             sse_rules(ch, loc, &block, w, out, applied);
         }
+        if kind == Stream::Polling {
+            keepalive_rule(&root, ch, loc, &block, out, applied);
+        }
         applied.mark("nginx-next-upstream");
         if let Some(d) = effective(ch, "proxy_next_upstream")
             .filter(|d| d.args.iter().any(|a| a == "non_idempotent"))
@@ -396,4 +399,69 @@ fn worker_rules(root: &Node, w: &Workload, out: &mut Vec<Finding>, applied: &mut
             fix: "set the workers' open-files limit in nginx.conf", lines,
         })),
     }
+}
+
+/// A poll is one request each time: without upstream keepalive (an `upstream` block with
+/// `keepalive`, HTTP/1.1 and `Connection ""`) every poll opens a new upstream connection.
+fn keepalive_rule(
+    root: &Node,
+    ch: &[&Node],
+    loc: &Node,
+    block: &str,
+    out: &mut Vec<Finding>,
+    applied: &mut Applied,
+) {
+    applied.mark("nginx-upstream-keepalive");
+    let Some(pass) = loc.children().iter().find(|d| d.name == "proxy_pass") else {
+        return;
+    };
+    let target = pass.arg(0).unwrap_or("");
+    let host = target
+        .split("://")
+        .nth(1)
+        .unwrap_or(target)
+        .split(['/', ':'])
+        .next()
+        .unwrap_or("");
+    let mut stack = vec![root];
+    let mut upstream = None;
+    while let Some(n) = stack.pop() {
+        for c in n.children().iter().filter(|c| c.block.is_some()) {
+            if c.name == "upstream" && c.arg(0) == Some(host) {
+                upstream = Some(c);
+            }
+            stack.push(c);
+        }
+    }
+    let keepalive = upstream.and_then(|u| u.children().iter().find(|d| d.name == "keepalive"));
+    let http11 = effective(ch, "proxy_http_version").and_then(|d| d.arg(0)) == Some("1.1");
+    let cleared = effective_all(ch, "proxy_set_header").iter().any(|d| {
+        d.arg(0)
+            .is_some_and(|h| h.eq_ignore_ascii_case("connection"))
+            && d.arg(1) == Some("")
+    });
+    let observed = match (upstream, keepalive) {
+        (None, _) => format!("proxy_pass {target}: no upstream block, so no keepalive to it"),
+        (Some(u), None) => format!("upstream {} has no keepalive", u.arg(0).unwrap_or("")),
+        (Some(_), Some(_)) if !(http11 && cleared) => {
+            "keepalive set, but the location proxies with HTTP/1.0 or Connection: close".into()
+        }
+        _ => return,
+    };
+    let name = upstream.and_then(|u| u.arg(0)).unwrap_or("app").to_string();
+    out.push(finding(Hit {
+        id: "nginx-upstream-keepalive",
+        status: Status::Warn,
+        at: pass,
+        block: block.into(),
+        observed,
+        expected: "polls reuse upstream connections".into(),
+        fix: "keep upstream connections alive for the polls",
+        lines: vec![
+            format!("upstream {name} {{ server ...; keepalive 32; }}  (in http)"),
+            format!("proxy_pass http://{name};"),
+            "proxy_http_version 1.1;".into(),
+            "proxy_set_header Connection \"\";".into(),
+        ],
+    }));
 }

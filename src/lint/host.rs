@@ -17,7 +17,8 @@ const PROXIES: &[(&str, Kind, &str)] = &[
 ];
 
 /// Processes of one proxy: pid -> (parent pid, soft open-files limit or why unread).
-type Procs = BTreeMap<u32, (u32, Result<u64, String>)>;
+type Proc = (u32, Result<u64, String>);
+type Procs = BTreeMap<u32, Proc>;
 
 fn small(path: &Path) -> Option<String> {
     use std::io::Read;
@@ -94,7 +95,7 @@ fn fd_finding(
 
 /// Worker processes' limit against their share (nginx: workers are children of the master).
 fn fd_limit(name: &str, procs: &Procs, connections: u64) -> Option<Finding> {
-    let workers: Vec<(&u32, &(u32, Result<u64, String>))> = procs
+    let workers: Vec<(&u32, &Proc)> = procs
         .iter()
         .filter(|(_, (pp, _))| procs.contains_key(pp))
         .collect();

@@ -43,6 +43,8 @@ rules! {
         "without worker_rlimit_nofile the workers keep the service's open-files limit (soft 1024 by default)";
     "nginx-next-upstream", "nginx", "a stream is not retried on another upstream", ["retry-amplification"],
         "proxy_next_upstream non_idempotent lets nginx resend a POST (a poll, a publish) to the next server";
+    "nginx-upstream-keepalive", "nginx", "polls reuse upstream connections", ["connection-reuse"],
+        "nginx keeps upstream connections only in an upstream block with keepalive, proxying with HTTP/1.1 and Connection \"\"";
     "haproxy-timeout-tunnel", "haproxy", "WebSocket backend sets timeout tunnel", ["ping-pong"],
         "without timeout tunnel, timeout client/server apply to an upgraded connection (HAProxy manual, timeout tunnel)";
     "haproxy-client-fin", "haproxy", "timeout client-fin with long-lived tunnels", [],
