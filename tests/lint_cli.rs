@@ -348,3 +348,59 @@ fn docs_lint_md_has_every_rule_with_an_example_and_fix() {
         }
     }
 }
+
+#[test]
+fn every_format_renders_and_github_annotates_the_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(
+        tmp.path().join("haproxy.cfg"),
+        "global\n  maxconn 50000\ndefaults\n  mode http\n  timeout client 30s\n  timeout server 30s\n  timeout client-fin 30s\nfrontend fe\n  bind :80\n  default_backend be_ws\nbackend be_ws\n  server s1 127.0.0.1:9\n",
+    )
+    .unwrap();
+    for fmt in [
+        "text", "json", "yaml", "markdown", "junit", "github", "html", "sarif",
+    ] {
+        let out = rtcheck()
+            .current_dir(tmp.path())
+            .args(["lint", "haproxy.cfg", "--format", fmt])
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "{fmt}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains("haproxy-timeout-tunnel"), "{fmt}: {text}");
+        if fmt == "github" {
+            assert!(
+                text.lines().any(|l| l.starts_with(
+                    "::error file=haproxy.cfg,line=11,title=rtcheck lint haproxy-timeout-tunnel"
+                )),
+                "{text}"
+            );
+            assert!(text.contains("change: timeout tunnel 3600s"), "{text}");
+        }
+    }
+    // --skip names a rule; an unknown one is exit 2.
+    let out = rtcheck()
+        .current_dir(tmp.path())
+        .args([
+            "lint",
+            "haproxy.cfg",
+            "--skip",
+            "haproxy-timeout-tunnel",
+            "--format",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let out = rtcheck()
+        .current_dir(tmp.path())
+        .args(["lint", "haproxy.cfg", "--skip", "nope"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
