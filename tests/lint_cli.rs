@@ -404,3 +404,51 @@ fn every_format_renders_and_github_annotates_the_line() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn a_directory_is_linted_file_by_file_by_kind() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    std::fs::create_dir_all(d.join("k8s")).unwrap();
+    std::fs::write(d.join("README.md"), "# not a config\n").unwrap();
+    std::fs::write(
+        d.join("nginx.conf"),
+        "http { server { location /ws { proxy_pass http://a; } } }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        d.join("Caddyfile"),
+        ":8080\nreverse_proxy /events* 127.0.0.1:9 {\n  flush_interval 2s\n}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        d.join("k8s/app.yaml"),
+        "kind: Service\n---\napiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata:\n  name: events\n  annotations:\n    nginx.ingress.kubernetes.io/proxy-buffering: \"on\"\nspec: {}\n",
+    )
+    .unwrap();
+    let out = rtcheck()
+        .arg("lint")
+        .arg(d)
+        .args(["--format", "json"])
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let target = v["target"].as_str().unwrap();
+    for k in ["(nginx)", "(caddy)", "(ingress)"] {
+        assert!(target.contains(k), "{target}");
+    }
+    assert!(!target.contains("README"));
+    let line = |id: &str| {
+        let f = v["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["id"] == id && f["status"] != "pass");
+        f.unwrap_or_else(|| panic!("{id}: {v:#}"))["location"]["line"]
+            .as_u64()
+            .unwrap()
+    };
+    assert_eq!(line("nginx-ws-upgrade"), 1);
+    assert_eq!(line("caddy-flush-interval"), 3);
+    assert_eq!(line("ingress-proxy-buffering"), 8);
+}
