@@ -172,22 +172,23 @@ fn ws_rules(
     let conn_ok = conn
         .is_some_and(|v| v.to_ascii_lowercase().contains("upgrade") || maps.iter().any(|m| v == m));
     if !(upgrade_ok && conn_ok) {
-        let inherited = headers
-            .first()
-            .is_some_and(|d| !loc.children().iter().any(|c| std::ptr::eq(c, *d)));
-        let mut missing = vec![];
-        if !upgrade_ok {
-            missing.push("Upgrade");
-        }
-        if !conn_ok {
-            missing.push("Connection");
-        }
+        let missing = match (upgrade_ok, conn_ok) {
+            (false, false) => "Upgrade and Connection",
+            (false, true) => "Upgrade",
+            _ => "Connection",
+        };
+        // The inheritance trap: the server sets them, this location's own lines replace them.
         let own = loc.children().iter().any(|d| d.name == "proxy_set_header");
-        let observed = match (conn, own) {
-            (Some(v), _) if upgrade_ok => format!("Connection is `{v}`, neither \"upgrade\" nor a map of $http_upgrade"),
-            (_, true) => format!("{} not passed; this location's own proxy_set_header lines replace every inherited one", missing.join(" and ")),
-            _ if inherited => format!("{} not passed", missing.join(" and ")),
-            _ => format!("{} not passed (the proxy drops hop-by-hop headers: 400 at the server)", missing.join(" and ")),
+        let above = ch[..ch.len().saturating_sub(1)].iter().any(|b| {
+            b.children().iter().any(|d| {
+                d.name == "proxy_set_header"
+                    && d.arg(0).is_some_and(|h| h.eq_ignore_ascii_case("upgrade"))
+            })
+        });
+        let observed = match conn {
+            Some(v) if upgrade_ok => format!("Connection is `{v}`, neither \"upgrade\" nor a map of $http_upgrade"),
+            _ if own && above => format!("{missing} not passed: this location's own proxy_set_header lines replace the inherited ones"),
+            _ => format!("{missing} not passed (nginx drops hop-by-hop headers: the server answers 400)"),
         };
         let mut lines = vec!["proxy_set_header Upgrade $http_upgrade;".to_string()];
         lines.push(match maps.first() {
@@ -464,4 +465,54 @@ fn keepalive_rule(
             "proxy_set_header Connection \"\";".into(),
         ],
     }));
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::lint::{lint, nginx, Config, Kind, Workload};
+
+    fn run(t: &str) -> Vec<crate::findings::Finding> {
+        let nodes = nginx::parse("n.conf", t).unwrap();
+        lint(
+            &[Config {
+                kind: Kind::Nginx,
+                file: "n.conf".into(),
+                nodes,
+            }],
+            &Workload::default(),
+            &[],
+        )
+    }
+
+    #[test]
+    fn a_locations_own_headers_hide_the_servers_upgrade_lines() {
+        let fs = run("server {\n proxy_http_version 1.1;\n proxy_set_header Upgrade $http_upgrade;\n proxy_set_header Connection upgrade;\n location /ws {\n  proxy_pass http://a;\n  proxy_set_header Host $host;\n }\n}\n");
+        let f = fs.iter().find(|f| f.id == "nginx-ws-upgrade").unwrap();
+        assert!(
+            f.observed.contains("replace the inherited ones"),
+            "{}",
+            f.observed
+        );
+        assert_eq!(f.location.as_ref().unwrap().line, 5);
+        // Without the location's own line, the server's are inherited: nothing to report.
+        let fs = run("server {\n proxy_http_version 1.1;\n proxy_set_header Upgrade $http_upgrade;\n proxy_set_header Connection upgrade;\n location /ws {\n  proxy_pass http://a;\n }\n}\n");
+        assert!(fs
+            .iter()
+            .all(|f| f.id != "nginx-ws-upgrade" || f.status == crate::findings::Status::Pass));
+    }
+
+    #[test]
+    fn a_connection_variable_must_come_from_a_map_of_http_upgrade() {
+        let t = |map: &str| {
+            format!("{map}\nserver {{ location /ws {{ proxy_pass http://a; proxy_http_version 1.1; proxy_set_header Upgrade $http_upgrade; proxy_set_header Connection $conn; }} }}")
+        };
+        let bad = run(&t("map $http_host $conn { default upgrade; }"));
+        assert!(bad
+            .iter()
+            .any(|f| f.id == "nginx-ws-upgrade" && f.status == crate::findings::Status::Fail));
+        let good = run(&t("map $http_upgrade $conn { default upgrade; '' close; }"));
+        assert!(good
+            .iter()
+            .any(|f| f.id == "nginx-ws-upgrade" && f.status == crate::findings::Status::Pass));
+    }
 }

@@ -73,7 +73,9 @@ rules! {
 
 /// A rule id that is not in the table is a programming error caught by the tests.
 pub fn rule(id: &str) -> &'static Rule {
-    RULES.iter().find(|r| r.id == id).unwrap_or(&RULES[0])
+    let r = RULES.iter().find(|r| r.id == id);
+    debug_assert!(r.is_some(), "lint rule {id} is not in RULES");
+    r.unwrap_or(&RULES[0])
 }
 
 /// Which rules applied to at least one block, and how many blocks.
