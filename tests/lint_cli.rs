@@ -250,6 +250,23 @@ fn check_sarif(v: &Value) {
     }
 }
 
+/// The log read back into serde-sarif's types, which are generated from the SARIF 2.1.0
+/// JSON schema (the crate ships it): required properties and enum values must fit it.
+fn schema_typed(bytes: &[u8]) {
+    let log: serde_sarif::sarif::Sarif =
+        serde_json::from_slice(bytes).unwrap_or_else(|e| panic!("not SARIF 2.1.0: {e}"));
+    assert_eq!(log.runs.len(), 1);
+    let run = &log.runs[0];
+    assert_eq!(run.tool.driver.name, "rtcheck");
+    assert!(run.results.as_ref().is_some_and(|r| !r.is_empty()));
+    // The types can refuse: no runs, or a result without its message.
+    let refused = |t: &str| serde_json::from_str::<serde_sarif::sarif::Sarif>(t).is_err();
+    assert!(refused(r#"{"version":"2.1.0"}"#));
+    assert!(refused(
+        r#"{"version":"2.1.0","runs":[{"tool":{"driver":{"name":"x"}},"results":[{"ruleId":"a"}]}]}"#
+    ));
+}
+
 #[test]
 fn sarif_for_lint_and_audit_has_the_required_fields() {
     let tmp = tempfile::tempdir().unwrap();
@@ -263,6 +280,7 @@ fn sarif_for_lint_and_audit_has_the_required_fields() {
     assert_eq!(out.status.code(), Some(1));
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     check_sarif(&v);
+    schema_typed(&out.stdout);
     let r = v["runs"][0]["results"]
         .as_array()
         .unwrap()
@@ -284,6 +302,7 @@ fn sarif_for_lint_and_audit_has_the_required_fields() {
         .unwrap();
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     check_sarif(&v);
+    schema_typed(&out.stdout);
     let first = &v["runs"][0]["results"][0]["locations"][0];
     assert!(first.get("physicalLocation").is_none());
     assert!(first["logicalLocations"][0]["name"]
