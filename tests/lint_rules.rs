@@ -94,6 +94,9 @@ fn cases() -> Vec<Case> {
         Case { id: "haproxy-timeout-tunnel", file: "haproxy.cfg", line: 14, args: &["--connections", "10000"], fixed_loads: true,
             trip: ha("maxconn 20000", "timeout client-fin 30s", "", ""),
             fixed: ha("maxconn 20000", "timeout client-fin 30s", HA_TUNNEL, "") },
+        Case { id: "haproxy-timeout-server", file: "haproxy.cfg", line: 20, args: &["--ping", "15s"], fixed_loads: true,
+            trip: ha("maxconn 20000", "", HA_TUNNEL, "timeout server 10s"),
+            fixed: ha("maxconn 20000", "", HA_TUNNEL, "timeout server 60s") },
         Case { id: "haproxy-client-fin", file: "haproxy.cfg", line: 9, args: &["--connections", "10000"], fixed_loads: true,
             trip: tunnel_fin(""), fixed: tunnel_fin("timeout client-fin 30s") },
         Case { id: "haproxy-http-close", file: "haproxy.cfg", line: 8, args: &["--connections", "10000"], fixed_loads: true,
@@ -231,7 +234,7 @@ fn every_rule_trips_on_its_config_and_not_on_the_fixed_twin() {
     for r in ["nginx-", "haproxy-", "caddy-", "ingress-"] {
         assert!(covered.iter().any(|c| c.starts_with(r)));
     }
-    assert_eq!(covered.len(), 22, "{covered:?}");
+    assert_eq!(covered.len(), 23, "{covered:?}");
 }
 
 #[test]

@@ -115,6 +115,7 @@ pub fn check(c: &Config, w: &Workload, out: &mut Vec<Finding>, applied: &mut App
         }
         if kind == Stream::Sse {
             compression(sec, *defs, &block, out, applied);
+            server_timeout(sec, *defs, &block, w, out, applied);
         }
     }
     if has_ws {
@@ -299,5 +300,43 @@ fn maxconn(
                 lines: fix.clone(),
             }));
         }
+    }
+}
+
+/// An event stream is a response that never ends: `timeout server` is the longest silence
+/// between its events, so it must exceed the heartbeat.
+fn server_timeout(
+    sec: &Node,
+    defs: Option<&Node>,
+    block: &str,
+    w: &Workload,
+    out: &mut Vec<Finding>,
+    applied: &mut Applied,
+) {
+    let Some(p) = w.ping else { return };
+    applied.mark("haproxy-timeout-server");
+    let Some(d) = setting(sec, defs, &["timeout", "server"]) else {
+        return;
+    };
+    let Some(t) = d.arg(1).and_then(haproxy_time) else {
+        return;
+    };
+    if t <= p {
+        out.push(finding(Hit {
+            id: "haproxy-timeout-server",
+            status: Status::Fail,
+            at: d,
+            block: block.into(),
+            observed: format!(
+                "timeout server {} (a bare number is milliseconds)",
+                d.arg(1).unwrap_or("")
+            ),
+            expected: format!(
+                "above the heartbeat ({}): a quiet event stream is cut before its ping",
+                secs(p)
+            ),
+            fix: "raise timeout server for the event-stream backend",
+            lines: vec![format!("timeout server {}", secs(above(p)))],
+        }));
     }
 }

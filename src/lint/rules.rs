@@ -47,6 +47,8 @@ rules! {
         "nginx keeps upstream connections only in an upstream block with keepalive, proxying with HTTP/1.1 and Connection \"\"";
     "haproxy-timeout-tunnel", "haproxy", "WebSocket backend sets timeout tunnel", ["ping-pong"],
         "without timeout tunnel, timeout client/server apply to an upgraded connection (HAProxy manual, timeout tunnel)";
+    "haproxy-timeout-server", "haproxy", "event-stream backend's timeout server above the heartbeat", ["ping-pong"],
+        "an event stream is one response that never ends: timeout server bounds the silence between its events";
     "haproxy-client-fin", "haproxy", "timeout client-fin with long-lived tunnels", [],
         "the HAProxy manual advises timeout client-fin with timeout tunnel: a vanished client otherwise holds its half-closed connection for the whole tunnel timeout";
     "haproxy-http-close", "haproxy", "no forced close on stream backends", ["connection-reuse"],
