@@ -485,3 +485,48 @@ fn a_directory_is_linted_file_by_file_by_kind() {
     assert_eq!(line("caddy-flush-interval"), 3);
     assert_eq!(line("ingress-proxy-buffering"), 8);
 }
+
+/// `nginx -T | rtcheck lint --kind nginx -`: the real dump, split back into its files.
+#[test]
+fn a_real_nginx_dump_names_the_included_file_and_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    std::fs::create_dir_all(d.join("conf.d")).unwrap();
+    std::fs::write(
+        d.join("nginx.conf"),
+        format!("pid {0}/nginx.pid;\nerror_log stderr;\nevents {{}}\nhttp {{\n  include {0}/conf.d/*.conf;\n}}\n", d.display()),
+    )
+    .unwrap();
+    std::fs::write(d.join("conf.d/app.conf"), "server {\n  listen 127.0.0.1:18098;\n  location /ws {\n    proxy_pass http://127.0.0.1:9;\n  }\n}\n").unwrap();
+    let nginx = common::require_binary("nginx", "nginx-light");
+    let dump = std::process::Command::new(nginx)
+        .arg("-T")
+        .arg("-p")
+        .arg(d)
+        .args(["-e", "stderr", "-c"])
+        .arg(d.join("nginx.conf"))
+        .output()
+        .unwrap();
+    assert!(
+        dump.status.success(),
+        "{}",
+        String::from_utf8_lossy(&dump.stderr)
+    );
+    let out = rtcheck()
+        .args(["lint", "--kind", "nginx", "-", "--format", "json"])
+        .write_stdin(dump.stdout)
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let f = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == "nginx-ws-upgrade")
+        .unwrap();
+    assert_eq!(
+        f["location"]["file"],
+        d.join("conf.d/app.conf").display().to_string()
+    );
+    assert_eq!(f["location"]["line"], 3);
+}
