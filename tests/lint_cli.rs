@@ -530,3 +530,21 @@ fn a_real_nginx_dump_names_the_included_file_and_line() {
     );
     assert_eq!(f["location"]["line"], 3);
 }
+
+#[test]
+fn explain_knows_the_lint_rules() {
+    let out = rtcheck()
+        .args(["explain", "nginx-ws-upgrade"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let t = String::from_utf8_lossy(&out.stdout);
+    assert!(t.starts_with("nginx-ws-upgrade (nginx lint rule)"), "{t}");
+    assert!(t.contains("[proxy-config]"), "{t}");
+    let out = rtcheck()
+        .args(["explain", "nginx-ws-upgrad"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("closest: nginx-ws-upgrade"));
+}

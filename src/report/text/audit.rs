@@ -293,7 +293,7 @@ pub fn render(r: &FindingsReport, pal: Palette, explain_all: bool) -> String {
     out.push('\n');
     out.push_str(&wrap(
         &if r.kind == "lint" {
-            "Rule and evidence of each: `rtcheck lint --explain`; every rule: docs/lint.md."
+            "Rule and evidence: `rtcheck lint --explain`, or `rtcheck explain ID`; examples: docs/lint.md."
                 .to_string()
         } else {
             format!(
