@@ -136,6 +136,7 @@ pub fn run(command: Option<Command>, ctx: Ctx) -> anyhow::Result<ExitCode> {
         Some(Command::Explain(a)) => cmd::explain::run(a, ctx),
         Some(Command::Hops(a)) => cmd::hops::run(a, ctx),
         Some(Command::Probe(a)) => cmd::probe::run(a, ctx),
+        Some(Command::Lint(a)) => cmd::lint::run(a, ctx),
         Some(Command::Review(a)) => cmd::review::run(a, ctx),
         Some(Command::Budget(a)) => cmd::budget::run(a, ctx),
         Some(Command::Load(a)) => cmd::load::run(a, ctx),

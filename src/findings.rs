@@ -79,6 +79,22 @@ pub struct Finding {
     /// "needed": 10000), so CI can alert on values instead of parsing sentences.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub numbers: BTreeMap<String, f64>,
+    /// Where in a file the finding is (`lint`: the directive's file:line and its block);
+    /// None for findings about a host or a measurement.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub location: Option<SourceLocation>,
+}
+
+/// A place in a configuration file: what `--format github` annotates and SARIF's
+/// physicalLocation names.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SourceLocation {
+    pub file: String,
+    /// 1-based line.
+    pub line: usize,
+    /// The enclosing block, e.g. "location /ws", "backend be_ws", "route /events".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub block: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -220,6 +236,7 @@ mod tests {
 
     fn finding(id: &str, status: Status) -> Finding {
         Finding {
+            location: None,
             id: id.into(),
             title: String::new(),
             status,

@@ -13,6 +13,7 @@ pub mod evidence;
 pub mod findings;
 pub mod hops;
 pub mod input;
+pub mod lint;
 pub mod load;
 pub mod net;
 pub mod outfile;

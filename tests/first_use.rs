@@ -174,6 +174,7 @@ fn readme_is_short_and_every_command_page_exists_with_every_check_id() {
         "budget",
         "delivery",
         "review",
+        "lint",
     ] {
         assert!(
             readme.contains(&format!("(docs/{page}.md)")),

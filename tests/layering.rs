@@ -28,6 +28,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("load", 2),
     ("probe", 2),
     ("cluster", 2),
+    ("lint", 2),
     ("report", 3),
     ("cmd", 4),
     ("app", 4),

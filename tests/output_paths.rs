@@ -137,19 +137,23 @@ fn auto_colour_goes_to_a_terminal_never_into_a_file() {
 
 #[test]
 fn every_command_with_a_report_has_dash_o_and_lists_only_its_formats() {
-    let cases: [(&[&str], &str); 8] = [
+    let cases: [(&[&str], &str); 9] = [
+        (
+            &["lint"],
+            "text, json, yaml, markdown, junit, github, html, sarif]",
+        ),
         (&["choose"], "text, json, yaml, markdown, html]"),
         (
             &["audit"],
-            "text, json, yaml, markdown, junit, github, html]",
+            "text, json, yaml, markdown, junit, github, html, sarif]",
         ),
         (
             &["verify"],
-            "text, json, yaml, markdown, junit, github, html]",
+            "text, json, yaml, markdown, junit, github, html, sarif]",
         ),
         (
             &["review"],
-            "text, json, yaml, markdown, junit, github, html]",
+            "text, json, yaml, markdown, junit, github, html, sarif]",
         ),
         (&["evidence"], "text, json, yaml, markdown]"),
         (&["checklist"], "text, json, yaml, markdown]"),

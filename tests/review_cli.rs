@@ -287,6 +287,7 @@ fn save_and_output_land_together_or_not_at_all() {
 fn delivery_report() -> rtcheck::report::FindingsReport {
     use rtcheck::report::{Finding, FindingsReport, Fix, Status, Verification};
     let f = Finding {
+        location: None,
         id: "delivery-seq-ring-reset-within-ring".into(),
         title: "Loss across a reconnect".into(),
         status: Status::Pass,

@@ -231,6 +231,7 @@ fn attach_as_a_library_call_uses_the_audited_soft_limit() {
     use rtcheck::report::{Finding, Fix, Status};
     std::env::set_var("RTCHECK_BIN", assert_cmd::cargo::cargo_bin("rtcheck"));
     let finding = |id: &str, status: Status, verify: Option<&str>| Finding {
+        location: None,
         id: id.into(),
         title: id.into(),
         status,

@@ -32,6 +32,7 @@ pub fn budget_finding(r: &BudgetReport, budget_ms: f64) -> Finding {
         )
     });
     let mut f = Finding {
+location: None,
         id: "latency-budget".into(),
         title: "The request fits its latency budget".into(),
         status,
@@ -73,6 +74,7 @@ pub fn live_finding(l: &Live) -> Finding {
         None => (Status::Warn, off.join("; ")),
     };
     Finding {
+location: None,
         id: "live-budget".into(),
         title: "Measured hops add up as the model says".into(),
         status,

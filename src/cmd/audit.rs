@@ -45,6 +45,13 @@ pub struct AuditArgs {
     /// Audit this process's own limits, fds, affinity and cgroup (default: rtcheck itself).
     #[arg(long, value_name = "PID")]
     pub pid: Option<u32>,
+    /// The audited host's root: proxy configs are read under it (etc/nginx/nginx.conf,
+    /// etc/haproxy/haproxy.cfg, etc/caddy/Caddyfile) [default: / when --procfs is /proc].
+    #[arg(long, value_name = "DIR")]
+    pub root: Option<PathBuf>,
+    /// Do not look for nginx, HAProxy or Caddy (their config and open-files limit).
+    #[arg(long)]
+    pub no_proxy_config: bool,
     #[command(flatten)]
     pub out: OutputArgs<AllFormats>,
     /// Lowest status that makes the exit code 1 (skip: also a check that could not be
@@ -128,7 +135,31 @@ pub fn render(
         Format::Junit => report::junit::render(r, fail_on)?,
         Format::Github => report::github::render(r),
         Format::Html => report::html::findings::render_audit(r)?,
+        Format::Sarif => report::sarif::render(r)?,
     })
+}
+
+/// A proxy on the audited host (issue 25): its config linted, its fd limit judged. The
+/// root is --root, else `/` when auditing this host's /proc; a mounted procfs without
+/// --root reads no config at all (nothing outside what was mounted).
+fn proxy_findings(a: &AuditArgs, p: &Profile) -> anyhow::Result<Vec<crate::findings::Finding>> {
+    let root = a
+        .root
+        .clone()
+        .or_else(|| (a.procfs == std::path::Path::new("/proc")).then(|| PathBuf::from("/")));
+    let w = crate::lint::Workload {
+        connections: p.connections_per_machine(),
+        ping: p.ping,
+        // The declared transport only (audit's default websocket is not a declaration).
+        transport: a.transport.or(if a.profile.is_some() {
+            p.transport
+        } else {
+            None
+        }),
+        ..Default::default()
+    };
+    crate::lint::host::findings(&a.procfs, root.as_deref(), &w)
+        .map_err(|e| anyhow::anyhow!("audit: proxy config: {e:#}"))
 }
 
 pub fn run(a: AuditArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
@@ -140,6 +171,10 @@ pub fn run(a: AuditArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
         pid: a.pid,
     };
     let mut r = build_report(profile, &roots, &a.skip)?;
+    if !a.no_proxy_config {
+        r.findings.extend(proxy_findings(&a, &r.profile)?);
+        r.summary = crate::findings::Summary::of(&r.findings);
+    }
     if a.verify {
         // `audit --verify` is composed here: the audit never calls verify.
         let opts = crate::verify::VerifyOptions {

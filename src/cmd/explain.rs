@@ -64,6 +64,8 @@ pub fn run(a: ExplainArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
         s.push('\n');
         s.push_str(&crate::report::text::wrap(&note, pal.width, "", ""));
         s
+    } else if let Some(r) = crate::lint::rules::RULES.iter().find(|r| r.id == a.id) {
+        lint_rule(r, &pal)
     } else if let Some(e) = crate::evidence::store().get(&a.id) {
         let v = crate::catalog::EvidenceView::of(e);
         crate::report::text::evidence::evidence_one(&v, &pal)
@@ -71,6 +73,7 @@ pub fn run(a: ExplainArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
         crate::report::text::hops::one(h, &pal)
     } else {
         let mut ids = checks.clone();
+        ids.extend(crate::lint::rules::RULES.iter().map(|r| r.id));
         ids.extend(
             crate::evidence::store()
                 .entries
@@ -85,11 +88,40 @@ pub fn run(a: ExplainArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
             format!("; closest: {}", near.join(", "))
         };
         anyhow::bail!(
-            "unknown check, evidence or hop id `{}`{hint} (check ids: {}; evidence ids: `rtcheck evidence`; hop ids: `rtcheck hops`)",
+            "unknown check, evidence or hop id `{}`{hint} (check ids: {}; lint rules: docs/lint.md; evidence ids: `rtcheck evidence`; hop ids: `rtcheck hops`)",
             a.id,
             checks.join(" ")
         );
     };
     print!("{out}");
     Ok(ExitCode::SUCCESS)
+}
+
+/// A lint rule: what it checks, what it rests on, its evidence (docs/lint.md has examples).
+fn lint_rule(r: &crate::lint::rules::Rule, pal: &crate::report::Palette) -> String {
+    use crate::report::text::wrap;
+    let ind = "            ";
+    let mut out = wrap(
+        &format!("{} ({} lint rule): {}", r.id, r.product, r.title),
+        pal.width,
+        "",
+        "  ",
+    );
+    out.push_str(&wrap(r.basis, pal.width, "  rule:     ", ind));
+    for e in r.evidence {
+        let e = crate::evidence::reference(e);
+        out.push_str(&wrap(
+            &format!("[{}] {} ({})", e.id, e.value, e.source),
+            pal.width,
+            "  evidence: ",
+            ind,
+        ));
+    }
+    out.push_str(&wrap(
+        "a tripping config and its fixed twin: docs/lint.md; run it: rtcheck lint PATH",
+        pal.width,
+        "  see:      ",
+        ind,
+    ));
+    out
 }

@@ -13,6 +13,7 @@ pub mod delivery;
 pub mod explain;
 pub mod guided;
 pub mod hops;
+pub mod lint;
 pub mod load;
 pub mod output;
 pub mod probe;
@@ -36,6 +37,7 @@ Examples:
   rtcheck serve --rate 5 --size 1024
   rtcheck bench fanout --connections 2000 --scenario A,C1,C3
   rtcheck verify fd-limit tcp-wmem
+  rtcheck lint deploy/nginx.conf --profile profile.yaml --format github
   rtcheck completions bash > /etc/bash_completion.d/rtcheck
 
 Exit codes: 0 ok, 1 findings at or above --fail-on (or an invalid measurement), 2 usage or runtime error.";
@@ -82,6 +84,8 @@ pub enum Command {
     Hops(hops::HopsArgs),
     /// Walk the application checklist, check declared values against the rules, gate CI.
     Review(review::ReviewArgs),
+    /// Find the realtime mistakes (WebSocket, SSE, polling) in nginx, HAProxy, Caddy and Ingress configs.
+    Lint(lint::LintArgs),
     /// Check a deployed realtime path (proxy + server) from outside: upgrade, buffering, idle timeout, heartbeat, resume.
     Probe(probe::ProbeArgs),
     /// Print a shell completion script.

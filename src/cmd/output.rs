@@ -95,9 +95,10 @@ format_set!(
     ChooseFormats = [Text, Json, Yaml, Markdown, Html]
 );
 format_set!(
-    /// audit and verify: every format, CI formats and HTML included.
-    AllFormats = [Text, Json, Yaml, Markdown, Junit, Github, Html]
+    /// audit, verify, review, probe, lint: every format, CI formats (junit, github, sarif) and HTML.
+    AllFormats = [Text, Json, Yaml, Markdown, Junit, Github, Html, Sarif]
 );
+
 format_set!(
     /// budget and load: their own report in the human and serde formats, findings in junit,
     /// and an HTML page.

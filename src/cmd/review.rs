@@ -86,6 +86,7 @@ pub fn render(
         Format::Junit => report::junit::render(&r.report, fail_on)?,
         Format::Github => report::github::render(&r.report),
         Format::Html => report::html::findings::render_audit(&r.report)?,
+        Format::Sarif => report::sarif::render(&r.report)?,
     })
 }
 

@@ -180,6 +180,7 @@ pub fn render(
         Format::Junit => crate::report::junit::render(&as_findings(r), FailOn::Fail)?,
         Format::Github => crate::report::github::render(&as_findings(r)),
         Format::Html => crate::report::html::findings::render_verify(r)?,
+        Format::Sarif => crate::report::sarif::render(&as_findings(r))?,
     })
 }
 
@@ -192,6 +193,7 @@ pub fn as_findings(r: &VerifyReport) -> FindingsReport {
         .map(|v| {
             let part = verify::part(&v.name);
             Finding {
+                location: None,
                 id: v.name.clone(),
                 title: part.map_or(v.name.as_str(), |p| p.title).to_string(),
                 status: if v.valid { Status::Pass } else { Status::Fail },

@@ -451,6 +451,7 @@ pub fn findings(o: &DeliveryOptions, runs: &[Run]) -> Vec<Finding> {
         .filter(|m| !MEASURED.contains(&m.as_str()))
     {
         v.push(Finding {
+            location: None,
             id: format!("delivery-{m}"),
             title: format!("Delivery {m}: not measured"),
             status: Status::Skip,
@@ -506,6 +507,7 @@ fn finding(r: &Run) -> Finding {
     .map(|(k, v)| (k.to_string(), v))
     .collect();
     Finding {
+location: None,
         id: finding_id(&r.delivery, &r.disconnect, &r.case),
         title: match r.case.as_str() {
             run::RESTART => format!("{} across a restart of the server on its port", r.delivery),

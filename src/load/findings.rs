@@ -13,6 +13,7 @@ fn finding(
     rule: &str,
 ) -> Finding {
     Finding {
+        location: None,
         id: id.into(),
         title: title.into(),
         status,

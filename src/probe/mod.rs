@@ -152,6 +152,7 @@ fn finding(
         rule.push_str(&format!(" (path: {})", u.proxy.name()));
     }
     Finding {
+        location: None,
         id: id.to_string(),
         title: format!("{title}: {}", u.target),
         status,
@@ -549,6 +550,7 @@ pub fn nothing_measured(findings: &[Finding], target: &str) -> Option<Finding> {
         verify: None,
         verification: None,
         numbers: BTreeMap::new(),
+        location: None,
     })
 }
 
@@ -601,6 +603,7 @@ mod tests {
     #[test]
     fn case_name_is_id_and_url_without_query() {
         let mut f = Finding {
+            location: None,
             id: "upgrade".into(),
             title: "WebSocket upgrade: ws://h:1/ws?token=***".into(),
             status: Status::Pass,

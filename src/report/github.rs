@@ -29,6 +29,12 @@ pub fn render(r: &FindingsReport) -> String {
         if let Some(c) = f.fix.runtime.first() {
             msg.push_str(&format!("\nnow: {c}"));
         }
+        // A finding in a file: the lines to write there, in that product's syntax.
+        if f.location.is_some() {
+            for l in &f.fix.persistent {
+                msg.push_str(&format!("\nchange: {l}"));
+            }
+        }
         if let Some(v) = &f.verify {
             msg.push_str(&format!("\nverify: rtcheck verify {v}"));
         }
@@ -39,8 +45,12 @@ pub fn render(r: &FindingsReport) -> String {
                 v.verdict
             ));
         }
+        // A finding in a file (lint) is annotated on that file and line.
+        let place = f.location.as_ref().map_or(String::new(), |l| {
+            format!("file={},line={},", prop(&l.file), l.line)
+        });
         out.push_str(&format!(
-            "::{level} title={}::{}\n",
+            "::{level} {place}title={}::{}\n",
             prop(&format!(
                 "rtcheck {} {} ({})",
                 r.kind,
@@ -70,5 +80,25 @@ mod tests {
     fn escapes_workflow_command_syntax() {
         assert_eq!(data("50%\nnext"), "50%25%0Anext");
         assert_eq!(prop("a: b, c"), "a%3A b%2C c");
+    }
+
+    #[test]
+    fn a_finding_in_a_file_is_annotated_on_its_line() {
+        let mut f: crate::findings::Finding = serde_json::from_str(
+            r#"{"id":"x","title":"t","status":"fail","observed":"o","expected":"e","rule":"r",
+                "evidence":[],"fix":{"summary":"s"}}"#,
+        )
+        .unwrap();
+        f.location = Some(crate::findings::SourceLocation {
+            file: "deploy/nginx.conf".into(),
+            line: 12,
+            block: None,
+        });
+        let r = FindingsReport::new("lint", Default::default(), None, vec![f], 0.0);
+        let out = render(&r);
+        assert!(
+            out.starts_with("::error file=deploy/nginx.conf,line=12,title=rtcheck lint x"),
+            "{out}"
+        );
     }
 }

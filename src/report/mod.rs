@@ -2,7 +2,7 @@
 //!
 //! - `model`: findings, verifications, summaries shared by audit and verify.
 //! - `json` / `yaml`: serde of the model (canonical machine output).
-//! - `text`, `markdown`, `html` (self-contained page with plots): human renderers; `junit`, `github`: CI renderers for findings.
+//! - `text`, `markdown`, `html` (self-contained page with plots): human renderers; `junit`, `github`, `sarif`: CI renderers for findings.
 //! - `output`: the palette (colour is decided in `cmd::output`, files written by `outfile`).
 pub mod github;
 pub mod html;
@@ -11,6 +11,7 @@ pub mod junit;
 pub mod markdown;
 pub mod model;
 pub mod output;
+pub mod sarif;
 pub mod text;
 pub mod yaml;
 
@@ -28,6 +29,8 @@ pub enum Format {
     Junit,
     Github,
     Html,
+    // SARIF 2.1.0 (code scanning). A plain comment: a doc comment would change --help.
+    Sarif,
 }
 
 impl Format {
@@ -40,6 +43,7 @@ impl Format {
             Format::Junit => "junit",
             Format::Github => "github",
             Format::Html => "html",
+            Format::Sarif => "sarif",
         }
     }
 }

@@ -140,6 +140,7 @@ pub fn check(
 
 fn base_finding(item: &Item) -> Finding {
     Finding {
+        location: None,
         id: item.id.clone(),
         title: item.title.clone(),
         status: Status::Warn,

@@ -212,6 +212,7 @@ impl<'a> Draft<'a> {
     }
     pub fn build(self) -> Finding {
         Finding {
+            location: None,
             id: self.meta.id.to_string(),
             title: self.meta.title.to_string(),
             status: self.status,

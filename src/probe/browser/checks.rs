@@ -25,6 +25,7 @@ struct Draft<'a> {
 impl Draft<'_> {
     fn finish(self, status: Status, observed: String, numbers: &[(&str, f64)]) -> Finding {
         Finding {
+            location: None,
             id: self.id.to_string(),
             title: format!("{}: {}", self.title, self.url),
             status,
@@ -60,6 +61,7 @@ pub fn skipped(id: &str, url: &str, reason: &str) -> Finding {
         _ => "WebSocket in Chromium",
     };
     Finding {
+        location: None,
         id: id.to_string(),
         title: format!("{title}: {url}"),
         status: Status::Skip,

@@ -51,18 +51,33 @@ fn fix_block(fix: &crate::report::Fix) -> String {
 pub fn render(r: &FindingsReport) -> String {
     let p = &r.profile;
     let s = &r.summary;
+    // lint judges configs: no role, and the transport may come from block names.
+    let what = if r.kind == "lint" {
+        format!(
+            "{} connections, transport {}",
+            crate::evidence::fmt_num(p.connections_per_machine() as f64),
+            p.transport.map_or("by block names", |t| t.as_str())
+        )
+    } else {
+        format!(
+            "{} {} connections, role {}",
+            crate::evidence::fmt_num(p.connections as f64),
+            p.transport.map(|t| t.as_str()).unwrap_or("websocket"),
+            p.role.as_str()
+        )
+    };
     let mut out = format!(
-        "## rtcheck {}: {} {} connections, role {}\n\n**{} fail, {} warn, {} pass, {} skip** in {} ms{}\n\n",
+        "## rtcheck {}: {what}\n\n**{} fail, {} warn, {} pass, {} skip** in {} ms{}\n\n",
         r.kind,
-        crate::evidence::fmt_num(p.connections as f64),
-        p.transport.map(|t| t.as_str()).unwrap_or("websocket"),
-        p.role.as_str(),
         s.fail,
         s.warn,
         s.pass,
         s.skip,
         r.duration_ms,
-        r.target.as_deref().map(|t| format!(" ({t})")).unwrap_or_default()
+        r.target
+            .as_deref()
+            .map(|t| format!(" ({t})"))
+            .unwrap_or_default()
     );
     out.push_str("| status | check | observed | expected |\n|---|---|---|---|\n");
     for f in &r.findings {

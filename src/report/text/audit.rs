@@ -25,18 +25,29 @@ fn status_cell(st: Status, colour: bool) -> Cell {
 fn header(r: &FindingsReport, pal: Palette) -> String {
     let p = &r.profile;
     let transport = p.transport.map(|t| t.as_str()).unwrap_or("websocket");
-    let title = format!(
-        "rtcheck {}: {} {} connections{}, role {}",
-        r.kind,
-        crate::evidence::fmt_num(p.connections as f64),
-        transport,
-        if p.machines > 1 {
-            format!(" over {} machines", p.machines)
-        } else {
-            String::new()
-        },
-        p.role.as_str()
-    );
+    // lint judges configs, not a host: no role, and the transport may come from names.
+    let title = if r.kind == "lint" {
+        format!(
+            "rtcheck lint: {} connections, transport {}, heartbeat {}",
+            crate::evidence::fmt_num(p.connections_per_machine() as f64),
+            p.transport.map_or("by block names", |t| t.as_str()),
+            p.ping
+                .map_or("not declared".into(), crate::units::fmt_duration)
+        )
+    } else {
+        format!(
+            "rtcheck {}: {} {} connections{}, role {}",
+            r.kind,
+            crate::evidence::fmt_num(p.connections as f64),
+            transport,
+            if p.machines > 1 {
+                format!(" over {} machines", p.machines)
+            } else {
+                String::new()
+            },
+            p.role.as_str()
+        )
+    };
     let mut out = pal.bold(wrap(&title, pal.width, "", "  ").trim_end());
     out.push('\n');
     if let Some(t) = &r.target {
@@ -138,6 +149,12 @@ fn details(f: &Finding, pal: Palette) -> String {
     for c in &f.fix.runtime {
         // Commands stay on one line so they can be copied.
         out.push_str(&format!("    $ {c}\n"));
+    }
+    // A finding in a config file (lint): the lines to write there, whole (copyable).
+    if f.location.is_some() {
+        for c in &f.fix.persistent {
+            out.push_str(&format!("    {c}\n"));
+        }
     }
     if let Some(v) = &f.verification {
         out.push_str(&measured_line(v, w));
@@ -275,10 +292,15 @@ pub fn render(r: &FindingsReport, pal: Palette, explain_all: bool) -> String {
     }
     out.push('\n');
     out.push_str(&wrap(
-        &format!(
-            "Rule, evidence and every fix: `rtcheck {} --explain`, or `rtcheck explain ID`.",
-            r.kind
-        ),
+        &if r.kind == "lint" {
+            "Rule and evidence: `rtcheck lint --explain`, or `rtcheck explain ID`; examples: docs/lint.md."
+                .to_string()
+        } else {
+            format!(
+                "Rule, evidence and every fix: `rtcheck {} --explain`, or `rtcheck explain ID`.",
+                r.kind
+            )
+        },
         pal.width,
         "",
         "",
@@ -293,6 +315,7 @@ mod tests {
     #[test]
     fn verdict_line_counts_invalid_measurements() {
         let mut f = crate::report::Finding {
+            location: None,
             id: "memory".into(),
             title: "t".into(),
             status: Status::Pass,

@@ -1,0 +1,247 @@
+//! `rtcheck lint PATH...`: parse proxy configs (nginx, HAProxy, Caddy, Caddy JSON, Ingress),
+//! run the realtime rules against the workload, render like audit (every format, SARIF
+//! included) with the same exit policy.
+use super::output::{AllFormats, OutputArgs};
+use super::{parse_count, Ctx};
+use crate::findings::{outcome, FailOn, Finding, Fix, Outcome, Status};
+use crate::lint::{self, rules::RULES, Kind, Workload};
+use crate::profile::{Profile, Transport};
+use crate::report::FindingsReport;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum KindArg {
+    /// By file name and content.
+    #[default]
+    Auto,
+    Nginx,
+    Haproxy,
+    Caddy,
+    CaddyJson,
+    Ingress,
+}
+
+impl KindArg {
+    fn kind(self) -> Option<Kind> {
+        match self {
+            KindArg::Auto => None,
+            KindArg::Nginx => Some(Kind::Nginx),
+            KindArg::Haproxy => Some(Kind::Haproxy),
+            KindArg::Caddy => Some(Kind::Caddy),
+            KindArg::CaddyJson => Some(Kind::CaddyJson),
+            KindArg::Ingress => Some(Kind::Ingress),
+        }
+    }
+}
+
+#[derive(Debug, clap::Args)]
+#[command(after_help = "\
+Which blocks carry a stream: a path or name with ws, websocket, socket (WebSocket), sse,
+events, stream (SSE), poll (polling); an nginx location that passes Upgrade; a HAProxy
+backend a frontend routes to on an Upgrade ACL; --ws-location/--sse-location patterns; and,
+when nothing is named, every proxied block is the declared --transport.
+
+Examples:
+  rtcheck lint deploy/nginx.conf --profile profile.yaml --format github
+  nginx -T | rtcheck lint --kind nginx -
+  rtcheck lint haproxy.cfg --connections 50000 --ping 25s
+  rtcheck lint k8s/ --format sarif -o lint.sarif
+
+Exit codes: 0 nothing at or above --fail-on, 1 something is, 2 a config that does not parse,
+usage or runtime error (or nothing could be checked).")]
+pub struct LintArgs {
+    /// Config files or directories; `-` reads stdin (then --kind is required).
+    #[arg(required = true, value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+    /// Config kind (auto: by file name and content).
+    #[arg(long, value_enum, default_value_t = KindArg::Auto)]
+    pub kind: KindArg,
+    /// Workload profile (from `rtcheck choose --save`); flags override its values.
+    #[arg(long, value_name = "FILE")]
+    pub profile: Option<PathBuf>,
+    /// Concurrent connections in total [default: 10000] (per proxy: divided by machines).
+    #[arg(long, value_name = "N", value_parser = parse_count, allow_negative_numbers = true)]
+    pub connections: Option<u64>,
+    /// Transport in use: blocks no name classifies carry it.
+    #[arg(long, value_enum)]
+    pub transport: Option<Transport>,
+    /// The server's heartbeat (WebSocket ping or SSE comment) the timeouts must exceed.
+    #[arg(long, value_name = "DURATION", value_parser = crate::units::parse_duration)]
+    pub ping: Option<Duration>,
+    /// Blocks whose name or path contains PATTERN carry WebSocket.
+    #[arg(long, value_name = "PATTERN")]
+    pub ws_location: Vec<String>,
+    /// Blocks whose name or path contains PATTERN carry SSE.
+    #[arg(long, value_name = "PATTERN")]
+    pub sse_location: Vec<String>,
+    /// The application sends `X-Accel-Buffering: no` on its event streams.
+    #[arg(long)]
+    pub x_accel_buffering: bool,
+    /// Also read nginx includes outside the given paths.
+    #[arg(long)]
+    pub follow_includes: bool,
+    #[command(flatten)]
+    pub out: OutputArgs<AllFormats>,
+    /// Lowest status that makes the exit code 1.
+    #[arg(long, value_enum, default_value_t = FailOn::Fail)]
+    pub fail_on: FailOn,
+    /// Show these rules as skipped (by request).
+    #[arg(long, value_name = "ID", num_args = 1.., value_delimiter = ',')]
+    pub skip: Vec<String>,
+    /// Text: every rule in full, not only what needs action.
+    #[arg(long)]
+    pub explain: bool,
+}
+
+/// The workload from --profile and the flags. (The hops of `--path`, issue 24, would
+/// lower the timeouts' bound here once data/hops.yaml lands.)
+fn workload(a: &LintArgs) -> anyhow::Result<(Profile, Workload)> {
+    let mut p = match &a.profile {
+        Some(path) => Profile::load("--profile", path)?,
+        None => Profile::default(),
+    };
+    if let Some(c) = a.connections {
+        p.connections = c;
+    }
+    if let Some(t) = a.transport {
+        p.transport = Some(t);
+    }
+    if a.ping.is_some() {
+        p.ping = a.ping;
+    }
+    let origin = a
+        .profile
+        .as_ref()
+        .map_or("flags".to_string(), |f| f.display().to_string());
+    p.validate().map_err(|e| anyhow::anyhow!("{origin}: {e}"))?;
+    let w = Workload {
+        connections: p.connections_per_machine(),
+        ping: p.ping,
+        transport: p.transport,
+        ws_patterns: a.ws_location.clone(),
+        sse_patterns: a.sse_location.clone(),
+        x_accel_buffering: a.x_accel_buffering,
+    };
+    Ok((p, w))
+}
+
+fn validate_skip(skip: &[String]) -> anyhow::Result<()> {
+    for s in skip {
+        if !RULES.iter().any(|r| r.id == s) && s != "lint-include" {
+            anyhow::bail!("--skip {s}: unknown rule (see `rtcheck lint --help` and docs/lint.md)");
+        }
+    }
+    Ok(())
+}
+
+/// Parse every path (or stdin), then the rules: the findings report.
+pub fn build_report(
+    a: &LintArgs,
+    profile: Profile,
+    w: &Workload,
+) -> anyhow::Result<FindingsReport> {
+    let start = Instant::now();
+    let stdin = a.paths.iter().any(|p| p.as_os_str() == "-");
+    let loaded = if stdin {
+        if a.paths.len() > 1 {
+            anyhow::bail!("lint: `-` (stdin) cannot be combined with other paths");
+        }
+        let Some(kind) = a.kind.kind() else {
+            anyhow::bail!(
+                "lint -: stdin needs --kind (nginx, haproxy, caddy, caddy-json, ingress)"
+            );
+        };
+        let text = crate::cmd::lint::read_stdin()?;
+        lint::load::load_stdin(&text, kind)?
+    } else {
+        lint::load::load_paths(&a.paths, a.kind.kind(), a.follow_includes)?
+    };
+    let mut findings = lint::lint(&loaded.configs, w, &a.skip);
+    let checked = findings.iter().any(|f| {
+        !matches!(
+            f.id.as_str(),
+            "nginx-worker-connections" | "nginx-rlimit-nofile" | "haproxy-maxconn"
+        )
+    });
+    if !checked {
+        findings.push(no_streams(&loaded.configs));
+    }
+    findings.extend(loaded.skipped);
+    let files: Vec<String> = loaded
+        .configs
+        .iter()
+        .map(|c| format!("{} ({})", c.file, c.kind.as_str()))
+        .collect();
+    let ms = start.elapsed().as_secs_f64() * 1000.0;
+    Ok(FindingsReport::new(
+        "lint",
+        profile,
+        Some(files.join(", ")),
+        findings,
+        ms,
+    ))
+}
+
+/// Nothing in the configs could be told to carry a stream: a skip, never a pass.
+fn no_streams(configs: &[lint::Config]) -> Finding {
+    Finding {
+        id: "lint-streams".into(),
+        title: "a WebSocket, SSE or polling block found".into(),
+        status: Status::Skip,
+        observed: format!("{} config(s) read, no block carries a stream by its name or path", configs.len()),
+        expected: "at least one block to check".into(),
+        rule: "blocks are classified by name/path words, --ws-location/--sse-location, or --transport".into(),
+        reason: Some("no WebSocket, SSE or polling block found: name them with --ws-location/--sse-location or declare --transport".into()),
+        evidence: vec![],
+        fix: Fix::default(),
+        verify: None,
+        verification: None,
+        numbers: Default::default(),
+        location: None,
+    }
+}
+
+/// Stdin, bounded like a file.
+pub fn read_stdin() -> anyhow::Result<String> {
+    use std::io::Read;
+    let mut buf = Vec::new();
+    std::io::stdin()
+        .take(lint::load::MAX_FILE + 1)
+        .read_to_end(&mut buf)?;
+    if buf.len() as u64 > lint::load::MAX_FILE {
+        anyhow::bail!(
+            "-: larger than {} MiB, not a config",
+            lint::load::MAX_FILE >> 20
+        );
+    }
+    Ok(String::from_utf8_lossy(&buf).into_owned())
+}
+
+pub fn run(a: LintArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
+    validate_skip(&a.skip)?;
+    let (profile, w) = workload(&a)?;
+    let r = build_report(&a, profile, &w).map_err(|e| anyhow::anyhow!("lint: {e:#}"))?;
+    let outcome = outcome(&r.findings, a.fail_on, &[], &a.skip);
+    if let Outcome::Nothing(_) = &outcome {
+        let why = r
+            .findings
+            .iter()
+            .find_map(|f| f.reason.clone())
+            .unwrap_or_default();
+        anyhow::bail!("lint: nothing could be checked: {why}");
+    }
+    let out = super::audit::render(
+        &r,
+        a.out.format,
+        a.fail_on,
+        a.out.palette(ctx.color),
+        a.explain,
+    )?;
+    a.out.emit(&out)?;
+    Ok(match outcome {
+        Outcome::Clean => ExitCode::SUCCESS,
+        _ => ExitCode::from(1),
+    })
+}

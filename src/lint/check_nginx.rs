@@ -1,0 +1,518 @@
+//! nginx rules. A directive's effective value is its nearest one going out from the
+//! location (location, server, http), nginx's inheritance; `proxy_set_header` is
+//! inherited only by a block that sets none itself.
+use super::rules::{above, finding, nginx_time, secs, Applied, Hit};
+use super::{classify, declared, Config, Node, Stream, Workload};
+use crate::findings::{Finding, Status};
+use std::time::Duration;
+
+/// The innermost directive `name` in the chain of blocks (outermost first).
+fn effective<'a>(chain: &[&'a Node], name: &str) -> Option<&'a Node> {
+    chain.iter().rev().find_map(|b| {
+        b.children()
+            .iter()
+            .rev()
+            .find(|d| d.name == name && d.block.is_none())
+    })
+}
+
+/// All `name` directives of the innermost block that has any (array-directive inheritance).
+fn effective_all<'a>(chain: &[&'a Node], name: &str) -> Vec<&'a Node> {
+    for b in chain.iter().rev() {
+        let v: Vec<&Node> = b.children().iter().filter(|d| d.name == name).collect();
+        if !v.is_empty() {
+            return v;
+        }
+    }
+    vec![]
+}
+
+/// Every location (nested ones too) with its chain of enclosing blocks.
+fn locations<'a>(nodes: &'a [Node], chain: &mut Vec<&'a Node>, out: &mut Vec<Vec<&'a Node>>) {
+    for n in nodes.iter().filter(|n| n.block.is_some()) {
+        chain.push(n);
+        if n.name == "location" {
+            out.push(chain.clone());
+        }
+        locations(n.children(), chain, out);
+        chain.pop();
+    }
+}
+
+/// What a proxied location carries: by its own Upgrade header, its path, or the profile.
+fn stream_of(loc: &Node, w: &Workload, any_named: bool) -> Option<Stream> {
+    let sets_upgrade = loc.children().iter().any(|d| {
+        d.name == "proxy_set_header" && d.arg(0).is_some_and(|h| h.eq_ignore_ascii_case("upgrade"))
+    });
+    if sets_upgrade {
+        return Some(Stream::Websocket);
+    }
+    classify(&loc.args.join(" "), w).or(if any_named { None } else { declared(w) })
+}
+
+pub fn check(c: &Config, w: &Workload, out: &mut Vec<Finding>, applied: &mut Applied) {
+    let root = Node {
+        name: "main".into(),
+        args: vec![],
+        file: c.file.as_str().into(),
+        line: 1,
+        block: Some(c.nodes.clone()),
+    };
+    let mut all = Vec::new();
+    locations(std::slice::from_ref(&root), &mut vec![], &mut all);
+    let proxied: Vec<&Vec<&Node>> = all
+        .iter()
+        .filter(|ch| {
+            ch.last()
+                .is_some_and(|l| l.children().iter().any(|d| d.name == "proxy_pass"))
+        })
+        .collect();
+    let any_named = proxied.iter().any(|ch| {
+        ch.last()
+            .is_some_and(|l| classify(&l.args.join(" "), w).is_some())
+    });
+    let maps = upgrade_maps(&root);
+    for ch in &proxied {
+        let loc = ch.last().expect("a chain ends at its location");
+        let Some(kind) = stream_of(loc, w, any_named) else {
+            continue;
+        };
+        let block = format!("{} ({})", loc.label(), kind.as_str());
+        if kind == Stream::Websocket {
+            ws_rules(ch, loc, &block, &maps, out, applied);
+        }
+        if kind != Stream::Polling {
+            for (id, d) in [
+                ("nginx-read-timeout", "proxy_read_timeout"),
+                ("nginx-send-timeout", "proxy_send_timeout"),
+            ] {
+                timeout_rule(id, d, ch, loc, &block, w, out, applied);
+            }
+        }
+        if kind == Stream::Sse {
+            sse_rules(ch, loc, &block, w, out, applied);
+        }
+        if kind == Stream::Polling {
+            keepalive_rule(&root, ch, loc, &block, out, applied);
+        }
+        applied.mark("nginx-next-upstream");
+        if let Some(d) = effective(ch, "proxy_next_upstream")
+            .filter(|d| d.args.iter().any(|a| a == "non_idempotent"))
+        {
+            out.push(finding(Hit {
+                id: "nginx-next-upstream",
+                status: Status::Fail,
+                at: d,
+                block: block.clone(),
+                observed: format!("proxy_next_upstream {}", d.args.join(" ")),
+                expected: "a stream or poll is never resent to another server".into(),
+                fix: "drop non_idempotent (or turn retries off for the stream)",
+                lines: vec!["proxy_next_upstream off;".into()],
+            }));
+        }
+    }
+    if !proxied.is_empty() {
+        worker_rules(&root, w, out, applied);
+    }
+}
+
+/// Variables set by `map $http_upgrade $VAR { ... }` (the nginx docs' Connection form).
+fn upgrade_maps(root: &Node) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![root];
+    while let Some(n) = stack.pop() {
+        for c in n.children() {
+            if c.name == "map" && c.arg(0) == Some("$http_upgrade") {
+                out.extend(c.arg(1).map(String::from));
+            }
+            if c.block.is_some() && c.name != "map" {
+                stack.push(c);
+            }
+        }
+    }
+    out
+}
+
+fn ws_rules(
+    ch: &[&Node],
+    loc: &Node,
+    block: &str,
+    maps: &[String],
+    out: &mut Vec<Finding>,
+    applied: &mut Applied,
+) {
+    applied.mark("nginx-ws-http-version");
+    let v = effective(ch, "proxy_http_version");
+    if v.and_then(|d| d.arg(0)) != Some("1.1") {
+        out.push(finding(Hit {
+            id: "nginx-ws-http-version",
+            status: Status::Fail,
+            at: v.unwrap_or(loc),
+            block: block.into(),
+            observed: v.map_or(
+                "proxy_http_version not set (HTTP/1.0 to the upstream)".into(),
+                |d| format!("proxy_http_version {}", d.args.join(" ")),
+            ),
+            expected: "proxy_http_version 1.1".into(),
+            fix: "proxy with HTTP/1.1 so the upgrade reaches the server",
+            lines: vec!["proxy_http_version 1.1;".into()],
+        }));
+    }
+    applied.mark("nginx-ws-upgrade");
+    let headers = effective_all(ch, "proxy_set_header");
+    let value = |h: &str| {
+        headers
+            .iter()
+            .find(|d| d.arg(0).is_some_and(|n| n.eq_ignore_ascii_case(h)))
+            .and_then(|d| d.arg(1))
+    };
+    let upgrade_ok = value("Upgrade")
+        .is_some_and(|v| v.contains("$http_upgrade") || v.eq_ignore_ascii_case("websocket"));
+    let conn = value("Connection");
+    let conn_ok = conn
+        .is_some_and(|v| v.to_ascii_lowercase().contains("upgrade") || maps.iter().any(|m| v == m));
+    if !(upgrade_ok && conn_ok) {
+        let missing = match (upgrade_ok, conn_ok) {
+            (false, false) => "Upgrade and Connection",
+            (false, true) => "Upgrade",
+            _ => "Connection",
+        };
+        // The inheritance trap: the server sets them, this location's own lines replace them.
+        let own = loc.children().iter().any(|d| d.name == "proxy_set_header");
+        let above = ch[..ch.len().saturating_sub(1)].iter().any(|b| {
+            b.children().iter().any(|d| {
+                d.name == "proxy_set_header"
+                    && d.arg(0).is_some_and(|h| h.eq_ignore_ascii_case("upgrade"))
+            })
+        });
+        let observed = match conn {
+            Some(v) if upgrade_ok => format!("Connection is `{v}`, neither \"upgrade\" nor a map of $http_upgrade"),
+            _ if own && above => format!("{missing} not passed: this location's own proxy_set_header lines replace the inherited ones"),
+            _ => format!("{missing} not passed (nginx drops hop-by-hop headers: the server answers 400)"),
+        };
+        let mut lines = vec!["proxy_set_header Upgrade $http_upgrade;".to_string()];
+        lines.push(match maps.first() {
+            Some(m) => format!("proxy_set_header Connection {m};"),
+            None => "proxy_set_header Connection \"upgrade\";".into(),
+        });
+        out.push(finding(Hit {
+            id: "nginx-ws-upgrade", status: Status::Fail, at: loc, block: block.into(), observed,
+            expected: "proxy_set_header Upgrade $http_upgrade and Connection \"upgrade\" (or a map of $http_upgrade)".into(),
+            fix: "pass the upgrade headers in this location",
+            lines,
+        }));
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn timeout_rule(
+    id: &'static str,
+    name: &str,
+    ch: &[&Node],
+    loc: &Node,
+    block: &str,
+    w: &Workload,
+    out: &mut Vec<Finding>,
+    applied: &mut Applied,
+) {
+    applied.mark(id);
+    let d = effective(ch, name);
+    let value = d.and_then(|d| d.arg(0));
+    let t = match value {
+        None => Duration::from_secs(60),
+        Some(v) => match nginx_time(v) {
+            Some(t) => t,
+            None => {
+                out.push(finding(Hit {
+                    id,
+                    status: Status::Fail,
+                    at: d.unwrap_or(loc),
+                    block: block.into(),
+                    observed: format!("{name} `{v}` is not an nginx time"),
+                    expected: "a time such as 3600s".into(),
+                    fix: "write the timeout as an nginx time",
+                    lines: vec![format!("{name} 3600s;")],
+                }));
+                return;
+            }
+        },
+    };
+    let shown = value.map_or(format!("{name} not set (default 60s)"), |v| {
+        format!("{name} {v}")
+    });
+    let (status, expected, want) = match w.ping {
+        Some(p) if t <= p => (Status::Fail, format!("above the heartbeat ({}): a quiet stream is cut before its ping", secs(p)), above(p)),
+        Some(_) => return,
+        None if value.is_none() => (
+            Status::Warn,
+            "a heartbeat below the timeout (no --ping or profile ping declared): a stream quiet for 60 s is cut".into(),
+            Duration::from_secs(3600),
+        ),
+        None => return,
+    };
+    out.push(finding(Hit {
+        id,
+        status,
+        at: d.unwrap_or(loc),
+        block: block.into(),
+        observed: shown,
+        expected,
+        fix: "raise the timeout above the heartbeat (and keep the heartbeat)",
+        lines: vec![format!("{name} {};", secs(want))],
+    }));
+}
+
+fn sse_rules(
+    ch: &[&Node],
+    loc: &Node,
+    block: &str,
+    w: &Workload,
+    out: &mut Vec<Finding>,
+    applied: &mut Applied,
+) {
+    applied.mark("nginx-sse-buffering");
+    let buf = effective(ch, "proxy_buffering");
+    if buf.and_then(|d| d.arg(0)) != Some("off") {
+        let ignored = effective_all(ch, "proxy_ignore_headers").iter().any(|d| {
+            d.args
+                .iter()
+                .any(|a| a.eq_ignore_ascii_case("X-Accel-Buffering"))
+        });
+        if ignored || !w.x_accel_buffering {
+            let why = if ignored {
+                "and proxy_ignore_headers drops the app's X-Accel-Buffering"
+            } else {
+                "and the app is not declared to send X-Accel-Buffering: no (--x-accel-buffering)"
+            };
+            out.push(finding(Hit {
+                id: "nginx-sse-buffering",
+                status: Status::Fail,
+                at: buf.unwrap_or(loc),
+                block: block.into(),
+                observed: format!(
+                    "{} {why}",
+                    buf.map_or("proxy_buffering on (the default)".into(), |d| format!(
+                        "proxy_buffering {}",
+                        d.args.join(" ")
+                    ))
+                ),
+                expected: "proxy_buffering off: each event reaches the client when written".into(),
+                fix: "turn buffering off for the event stream",
+                lines: vec!["proxy_buffering off;".into(), "proxy_cache off;".into()],
+            }));
+        }
+    }
+    applied.mark("nginx-sse-gzip");
+    let gzip = effective(ch, "gzip").filter(|d| d.arg(0) == Some("on"));
+    let types = effective(ch, "gzip_types");
+    let compresses =
+        types.is_some_and(|t| t.args.iter().any(|a| a == "text/event-stream" || a == "*"));
+    if let (Some(g), true) = (gzip, compresses) {
+        out.push(finding(Hit {
+            id: "nginx-sse-gzip",
+            status: Status::Fail,
+            at: g,
+            block: block.into(),
+            observed: format!(
+                "gzip on with gzip_types {}",
+                types.map(|t| t.args.join(" ")).unwrap_or_default()
+            ),
+            expected: "no compression on text/event-stream".into(),
+            fix: "turn gzip off in the event-stream location",
+            lines: vec!["gzip off;".into()],
+        }));
+    }
+}
+
+fn worker_rules(root: &Node, w: &Workload, out: &mut Vec<Finding>, applied: &mut Applied) {
+    // Only a main config (one with an events block) says what the workers are.
+    let Some(events) = root.children().iter().find(|n| n.name == "events") else {
+        return;
+    };
+    let need = w.connections.saturating_mul(2);
+    let wp = root
+        .children()
+        .iter()
+        .find(|d| d.name == "worker_processes");
+    let workers: Option<u64> = match wp.and_then(|d| d.arg(0)) {
+        None => Some(1),
+        Some("auto") => None,
+        Some(n) => n.parse().ok(),
+    };
+    let wc_node = events
+        .children()
+        .iter()
+        .find(|d| d.name == "worker_connections");
+    let wc: u64 = wc_node
+        .and_then(|d| d.arg(0))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(512);
+    applied.mark("nginx-worker-connections");
+    let at = wc_node.unwrap_or(events);
+    let block = "events".to_string();
+    let holds = wc.saturating_mul(workers.unwrap_or(1));
+    let wanted = need.div_ceil(workers.unwrap_or(1)).max(1024);
+    let wp_text = workers.map_or("worker_processes auto (one per core)".to_string(), |n| {
+        format!("{n} worker process{}", if n == 1 { "" } else { "es" })
+    });
+    if holds < need {
+        let (status, expected) = match workers {
+            Some(_) => (Status::Fail, format!("worker_connections x workers >= {need} (2 per proxied connection, {} connections)", w.connections)),
+            None => (Status::Warn, format!("holds {need} only on a host with at least {} cores", need.div_ceil(wc.max(1)))),
+        };
+        out.push(finding(Hit {
+            id: "nginx-worker-connections",
+            status,
+            at,
+            block: block.clone(),
+            observed: format!(
+                "worker_connections {wc}{} with {wp_text}: {holds} connections",
+                if wc_node.is_none() { " (default)" } else { "" }
+            ),
+            expected,
+            fix: "raise worker_connections",
+            lines: vec![format!("worker_connections {wanted};")],
+        }));
+    }
+    applied.mark("nginx-rlimit-nofile");
+    let rl = root
+        .children()
+        .iter()
+        .find(|d| d.name == "worker_rlimit_nofile");
+    let per_worker = need.div_ceil(workers.unwrap_or(1));
+    let limit: Option<u64> = rl.and_then(|d| d.arg(0)).and_then(|v| v.parse().ok());
+    let lines = vec![format!(
+        "worker_rlimit_nofile {};",
+        per_worker + per_worker / 10 + 64
+    )];
+    match limit {
+        Some(l) if l >= per_worker => {}
+        Some(l) => out.push(finding(Hit {
+            id: "nginx-rlimit-nofile", status: Status::Fail, at: rl.unwrap_or(root), block: "main".into(),
+            observed: format!("worker_rlimit_nofile {l}"),
+            expected: format!(">= {per_worker} per worker (2 fds per connection, {} connections)", w.connections),
+            fix: "raise the workers' open-files limit", lines,
+        })),
+        None => out.push(finding(Hit {
+            id: "nginx-rlimit-nofile", status: Status::Warn, at: wp.unwrap_or(events), block: "main".into(),
+            observed: "worker_rlimit_nofile not set: workers keep the service's limit (soft 1024 unless raised)".into(),
+            expected: format!(">= {per_worker} per worker (2 fds per connection, {} connections)", w.connections),
+            fix: "set the workers' open-files limit in nginx.conf", lines,
+        })),
+    }
+}
+
+/// A poll is one request each time: without upstream keepalive (an `upstream` block with
+/// `keepalive`, HTTP/1.1 and `Connection ""`) every poll opens a new upstream connection.
+fn keepalive_rule(
+    root: &Node,
+    ch: &[&Node],
+    loc: &Node,
+    block: &str,
+    out: &mut Vec<Finding>,
+    applied: &mut Applied,
+) {
+    applied.mark("nginx-upstream-keepalive");
+    let Some(pass) = loc.children().iter().find(|d| d.name == "proxy_pass") else {
+        return;
+    };
+    let target = pass.arg(0).unwrap_or("");
+    let host = target
+        .split("://")
+        .nth(1)
+        .unwrap_or(target)
+        .split(['/', ':'])
+        .next()
+        .unwrap_or("");
+    let mut stack = vec![root];
+    let mut upstream = None;
+    while let Some(n) = stack.pop() {
+        for c in n.children().iter().filter(|c| c.block.is_some()) {
+            if c.name == "upstream" && c.arg(0) == Some(host) {
+                upstream = Some(c);
+            }
+            stack.push(c);
+        }
+    }
+    let keepalive = upstream.and_then(|u| u.children().iter().find(|d| d.name == "keepalive"));
+    let http11 = effective(ch, "proxy_http_version").and_then(|d| d.arg(0)) == Some("1.1");
+    let cleared = effective_all(ch, "proxy_set_header").iter().any(|d| {
+        d.arg(0)
+            .is_some_and(|h| h.eq_ignore_ascii_case("connection"))
+            && d.arg(1) == Some("")
+    });
+    let observed = match (upstream, keepalive) {
+        (None, _) => format!("proxy_pass {target}: no upstream block, so no keepalive to it"),
+        (Some(u), None) => format!("upstream {} has no keepalive", u.arg(0).unwrap_or("")),
+        (Some(_), Some(_)) if !(http11 && cleared) => {
+            "keepalive set, but the location proxies with HTTP/1.0 or Connection: close".into()
+        }
+        _ => return,
+    };
+    let name = upstream.and_then(|u| u.arg(0)).unwrap_or("app").to_string();
+    out.push(finding(Hit {
+        id: "nginx-upstream-keepalive",
+        status: Status::Warn,
+        at: pass,
+        block: block.into(),
+        observed,
+        expected: "polls reuse upstream connections".into(),
+        fix: "keep upstream connections alive for the polls",
+        lines: vec![
+            format!("upstream {name} {{ server ...; keepalive 32; }}  (in http)"),
+            format!("proxy_pass http://{name};"),
+            "proxy_http_version 1.1;".into(),
+            "proxy_set_header Connection \"\";".into(),
+        ],
+    }));
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::lint::{lint, nginx, Config, Kind, Workload};
+
+    fn run(t: &str) -> Vec<crate::findings::Finding> {
+        let nodes = nginx::parse("n.conf", t).unwrap();
+        lint(
+            &[Config {
+                kind: Kind::Nginx,
+                file: "n.conf".into(),
+                nodes,
+            }],
+            &Workload::default(),
+            &[],
+        )
+    }
+
+    #[test]
+    fn a_locations_own_headers_hide_the_servers_upgrade_lines() {
+        let fs = run("server {\n proxy_http_version 1.1;\n proxy_set_header Upgrade $http_upgrade;\n proxy_set_header Connection upgrade;\n location /ws {\n  proxy_pass http://a;\n  proxy_set_header Host $host;\n }\n}\n");
+        let f = fs.iter().find(|f| f.id == "nginx-ws-upgrade").unwrap();
+        assert!(
+            f.observed.contains("replace the inherited ones"),
+            "{}",
+            f.observed
+        );
+        assert_eq!(f.location.as_ref().unwrap().line, 5);
+        // Without the location's own line, the server's are inherited: nothing to report.
+        let fs = run("server {\n proxy_http_version 1.1;\n proxy_set_header Upgrade $http_upgrade;\n proxy_set_header Connection upgrade;\n location /ws {\n  proxy_pass http://a;\n }\n}\n");
+        assert!(fs
+            .iter()
+            .all(|f| f.id != "nginx-ws-upgrade" || f.status == crate::findings::Status::Pass));
+    }
+
+    #[test]
+    fn a_connection_variable_must_come_from_a_map_of_http_upgrade() {
+        let t = |map: &str| {
+            format!("{map}\nserver {{ location /ws {{ proxy_pass http://a; proxy_http_version 1.1; proxy_set_header Upgrade $http_upgrade; proxy_set_header Connection $conn; }} }}")
+        };
+        let bad = run(&t("map $http_host $conn { default upgrade; }"));
+        assert!(bad
+            .iter()
+            .any(|f| f.id == "nginx-ws-upgrade" && f.status == crate::findings::Status::Fail));
+        let good = run(&t("map $http_upgrade $conn { default upgrade; '' close; }"));
+        assert!(good
+            .iter()
+            .any(|f| f.id == "nginx-ws-upgrade" && f.status == crate::findings::Status::Pass));
+    }
+}

@@ -1,0 +1,237 @@
+//! `rtcheck lint`: find the realtime mistakes (WebSocket, SSE, polling) in proxy configs
+//! before they deploy. One parser per config kind turns a file into the same tree of
+//! directives (`Node`, each with its file:line); the rules (`rules::RULES`, one table with
+//! stable ids) read that tree and the workload and produce `findings::Finding`s.
+//!
+//! Parsers are written here, not taken from a crate: `nginx-config` (the only nginx crate
+//! with an AST) parses into a typed AST of a fixed directive subset, so any module directive
+//! it does not know is a parse error, and it has had no release since 0.13.2; the nginx,
+//! HAProxy and Caddyfile grammars needed here (blocks, directives, quoting) are small.
+//! caddy-json and ingress go through serde_json / serde_yaml.
+pub mod caddy_json;
+pub mod caddyfile;
+pub mod check_caddy;
+pub mod check_haproxy;
+pub mod check_ingress;
+pub mod check_nginx;
+pub mod haproxy;
+pub mod host;
+pub mod ingress;
+pub mod load;
+pub mod nginx;
+pub mod rules;
+
+use crate::findings::Finding;
+use crate::profile::Transport;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Deepest block nesting any parser accepts (bounded memory and recursion on any input).
+pub const MAX_DEPTH: usize = 64;
+
+/// The config kinds lint reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Kind {
+    Nginx,
+    Haproxy,
+    Caddy,
+    CaddyJson,
+    Ingress,
+}
+
+impl Kind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Nginx => "nginx",
+            Kind::Haproxy => "haproxy",
+            Kind::Caddy => "caddy",
+            Kind::CaddyJson => "caddy-json",
+            Kind::Ingress => "ingress",
+        }
+    }
+}
+
+/// One directive (or block) of any config kind, where it was written.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Node {
+    pub name: String,
+    pub args: Vec<String>,
+    pub file: Arc<str>,
+    /// 1-based line of the directive's first word.
+    pub line: usize,
+    /// Some for a block (`location /ws { ... }`, a HAProxy section), None for a directive.
+    pub block: Option<Vec<Node>>,
+}
+
+impl Node {
+    pub fn children(&self) -> &[Node] {
+        self.block.as_deref().unwrap_or(&[])
+    }
+
+    /// The block's name as findings show it: "location /ws", "backend be_ws".
+    pub fn label(&self) -> String {
+        if self.args.is_empty() {
+            self.name.clone()
+        } else {
+            format!("{} {}", self.name, self.args.join(" "))
+        }
+    }
+
+    pub fn arg(&self, i: usize) -> Option<&str> {
+        self.args.get(i).map(String::as_str)
+    }
+}
+
+/// A parse failure: exit 2 with file:line, never a pass.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParseError {
+    pub file: String,
+    pub line: usize,
+    pub msg: String,
+}
+
+impl std::fmt::Display for ParseError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}: {}", self.file, self.line, self.msg)
+    }
+}
+
+impl std::error::Error for ParseError {}
+
+pub fn perr(file: &str, line: usize, msg: impl Into<String>) -> ParseError {
+    ParseError {
+        file: file.to_string(),
+        line,
+        msg: msg.into(),
+    }
+}
+
+/// A parsed config: its kind, the file it came from and its top-level nodes.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub kind: Kind,
+    pub file: String,
+    pub nodes: Vec<Node>,
+}
+
+/// Parse one file's text as `kind` (includes are resolved by `load`).
+pub fn parse(kind: Kind, file: &str, text: &str) -> Result<Vec<Node>, ParseError> {
+    match kind {
+        Kind::Nginx => nginx::parse(file, text),
+        Kind::Haproxy => haproxy::parse(file, text),
+        Kind::Caddy => caddyfile::parse(file, text),
+        Kind::CaddyJson => caddy_json::parse(file, text),
+        Kind::Ingress => ingress::parse(file, text),
+    }
+}
+
+/// What a block carries, as far as the realtime rules care.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stream {
+    Websocket,
+    Sse,
+    Polling,
+}
+
+impl Stream {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Stream::Websocket => "WebSocket",
+            Stream::Sse => "SSE",
+            Stream::Polling => "polling",
+        }
+    }
+}
+
+/// What the config must carry: from the profile or the workload flags.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Workload {
+    /// Connections one proxy instance holds (the profile's per machine).
+    pub connections: u64,
+    /// The server's heartbeat (WebSocket ping or SSE comment); None when not declared.
+    pub ping: Option<Duration>,
+    /// The transport when declared (profile or --transport); None: by names only.
+    pub transport: Option<Transport>,
+    /// `--ws-location` / `--sse-location` patterns (substrings of a block's name or path).
+    pub ws_patterns: Vec<String>,
+    pub sse_patterns: Vec<String>,
+    /// The application sends `X-Accel-Buffering: no` on its event streams.
+    pub x_accel_buffering: bool,
+}
+
+impl Default for Workload {
+    fn default() -> Self {
+        Workload {
+            connections: crate::profile::DEFAULT_CONNECTIONS,
+            ping: None,
+            transport: None,
+            ws_patterns: vec![],
+            sse_patterns: vec![],
+            x_accel_buffering: false,
+        }
+    }
+}
+
+/// Words in a path or name that say what it carries (documented in docs/lint.md).
+const WS_WORDS: &[&str] = &[
+    "ws",
+    "wss",
+    "websocket",
+    "websockets",
+    "socket",
+    "sockets",
+    "cable",
+];
+const SSE_WORDS: &[&str] = &["sse", "events", "event", "eventsource", "stream", "streams"];
+const POLL_WORDS: &[&str] = &["poll", "polling", "longpoll"];
+
+/// Classify a block by its name or path: explicit patterns first, then the words.
+pub fn classify(text: &str, w: &Workload) -> Option<Stream> {
+    if w.ws_patterns.iter().any(|p| text.contains(p.as_str())) {
+        return Some(Stream::Websocket);
+    }
+    if w.sse_patterns.iter().any(|p| text.contains(p.as_str())) {
+        return Some(Stream::Sse);
+    }
+    let lower = text.to_ascii_lowercase();
+    let words: Vec<&str> = lower
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|s| !s.is_empty())
+        .collect();
+    let has = |set: &[&str]| words.iter().any(|w| set.contains(w));
+    if has(WS_WORDS) {
+        Some(Stream::Websocket)
+    } else if has(SSE_WORDS) {
+        Some(Stream::Sse)
+    } else if has(POLL_WORDS) {
+        Some(Stream::Polling)
+    } else {
+        None
+    }
+}
+
+/// The declared transport as a stream kind (the fallback when no name says it).
+pub fn declared(w: &Workload) -> Option<Stream> {
+    w.transport.map(|t| match t {
+        Transport::Websocket => Stream::Websocket,
+        Transport::Sse => Stream::Sse,
+        Transport::Polling => Stream::Polling,
+    })
+}
+
+/// Every rule over every config: the findings, one Pass per rule that applied and found
+/// nothing, and a Skip when no block could be told to carry a stream.
+pub fn lint(configs: &[Config], w: &Workload, skip: &[String]) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let mut applied = rules::Applied::default();
+    for c in configs {
+        match c.kind {
+            Kind::Nginx => check_nginx::check(c, w, &mut out, &mut applied),
+            Kind::Haproxy => check_haproxy::check(c, w, &mut out, &mut applied),
+            Kind::Caddy | Kind::CaddyJson => check_caddy::check(c, w, &mut out, &mut applied),
+            Kind::Ingress => check_ingress::check(c, w, &mut out, &mut applied),
+        }
+    }
+    rules::finish(out, applied, skip)
+}

@@ -1,0 +1,272 @@
+//! The rule table: every lint rule with its stable id, what it checks, its evidence (ids
+//! in data/evidence.yaml) or, where no measurement exists, the product's documented default
+//! it rests on. `finding` builds a `Finding` from a row; `finish` adds one Pass per rule
+//! that applied and found nothing.
+use super::Node;
+use crate::findings::{Finding, Fix, SourceLocation, Status};
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+#[derive(Debug)]
+pub struct Rule {
+    pub id: &'static str,
+    pub product: &'static str,
+    pub title: &'static str,
+    /// Ids in data/evidence.yaml.
+    pub evidence: &'static [&'static str],
+    /// The documented behaviour the rule rests on.
+    pub basis: &'static str,
+}
+
+macro_rules! rules {
+    ($($id:literal, $product:literal, $title:literal, [$($ev:literal),*], $basis:literal;)*) => {
+        pub const RULES: &[Rule] = &[$(Rule { id: $id, product: $product, title: $title, evidence: &[$($ev),*], basis: $basis }),*];
+    };
+}
+
+rules! {
+    "nginx-ws-http-version", "nginx", "WebSocket location proxies with HTTP/1.1", ["proxy-config"],
+        "nginx proxies with HTTP/1.0 unless proxy_http_version 1.1; an upgrade needs 1.1 (nginx.org/en/docs/http/websocket.html)";
+    "nginx-ws-upgrade", "nginx", "WebSocket location passes Upgrade and Connection", ["proxy-config"],
+        "Upgrade and Connection are hop-by-hop: nginx drops them unless proxy_set_header passes them; a location with any proxy_set_header inherits none from above";
+    "nginx-read-timeout", "nginx", "proxy_read_timeout above the heartbeat", ["ping-pong"],
+        "proxy_read_timeout (default 60s) closes a proxied connection that sent nothing for that long";
+    "nginx-send-timeout", "nginx", "proxy_send_timeout above the heartbeat", ["ping-pong"],
+        "proxy_send_timeout (default 60s) closes a proxied connection the client sent nothing on for that long";
+    "nginx-sse-buffering", "nginx", "event stream not buffered by nginx", ["proxy-config"],
+        "proxy_buffering is on by default; only an X-Accel-Buffering: no response header (unless proxy_ignore_headers drops it) turns it off per response";
+    "nginx-sse-gzip", "nginx", "event stream not gzipped", ["proxy-config"],
+        "gzip on with text/event-stream in gzip_types holds events in the compressor until a buffer fills";
+    "nginx-worker-connections", "nginx", "worker_connections x workers hold the connections", ["ulimit-n"],
+        "worker_connections (default 512) counts client and upstream connections: 2 per proxied connection; worker_processes defaults to 1";
+    "nginx-rlimit-nofile", "nginx", "worker_rlimit_nofile holds 2 fds per connection", ["ulimit-n"],
+        "without worker_rlimit_nofile the workers keep the service's open-files limit (soft 1024 by default)";
+    "nginx-next-upstream", "nginx", "a stream is not retried on another upstream", ["retry-amplification"],
+        "proxy_next_upstream non_idempotent lets nginx resend a POST (a poll, a publish) to the next server";
+    "nginx-upstream-keepalive", "nginx", "polls reuse upstream connections", ["connection-reuse"],
+        "nginx keeps upstream connections only in an upstream block with keepalive, proxying with HTTP/1.1 and Connection \"\"";
+    "haproxy-timeout-tunnel", "haproxy", "WebSocket backend sets timeout tunnel", ["ping-pong"],
+        "without timeout tunnel, timeout client/server apply to an upgraded connection (HAProxy manual, timeout tunnel)";
+    "haproxy-timeout-server", "haproxy", "event-stream backend's timeout server above the heartbeat", ["ping-pong"],
+        "an event stream is one response that never ends: timeout server bounds the silence between its events";
+    "haproxy-client-fin", "haproxy", "timeout client-fin with long-lived tunnels", [],
+        "the HAProxy manual advises timeout client-fin with timeout tunnel: a vanished client otherwise holds its half-closed connection for the whole tunnel timeout";
+    "haproxy-http-close", "haproxy", "no forced close on stream backends", ["connection-reuse"],
+        "option httpclose / http-server-close close a connection after each response: every poll and reconnect pays a new connection";
+    "haproxy-compression", "haproxy", "event stream not compressed", ["proxy-config"],
+        "compression algo compresses the listed compression types (every type when none is listed)";
+    "haproxy-maxconn", "haproxy", "maxconn holds the connections", ["ulimit-n"],
+        "global maxconn (derived from ulimit -n when unset) caps connections; HAProxy sizes its fd limit at 2 per connection";
+    "caddy-encode-stream", "caddy", "event stream route not encoded", ["proxy-config"],
+        "encode compresses text/* responses, event streams included, holding events in the compressor";
+    "caddy-flush-interval", "caddy", "stream route flushes at once", ["proxy-config"],
+        "a positive flush_interval delays writes to the client; -1 flushes every write (Caddy flushes text/event-stream at once by itself)";
+    "caddy-stream-close-delay", "caddy", "a reload does not close every WebSocket", [],
+        "stream_close_delay defaults to 0: a config reload closes every proxied WebSocket at once and all clients reconnect together (Caddy >= 2.7)";
+    "ingress-read-timeout", "ingress", "proxy-read-timeout above the heartbeat", ["ping-pong"],
+        "ingress-nginx proxy-read-timeout defaults to 60 (seconds)";
+    "ingress-send-timeout", "ingress", "proxy-send-timeout above the heartbeat", ["ping-pong"],
+        "ingress-nginx proxy-send-timeout defaults to 60 (seconds)";
+    "ingress-proxy-buffering", "ingress", "event stream not buffered", ["proxy-config"],
+        "proxy-buffering: on buffers responses (ingress-nginx default off)";
+    "ingress-affinity", "ingress", "polling sticks to one pod", [],
+        "long-polling sessions (socket.io, SockJS) keep state on one pod: without affinity: cookie a poll lands elsewhere and the session is unknown";
+}
+
+/// A rule id that is not in the table is a programming error caught by the tests.
+pub fn rule(id: &str) -> &'static Rule {
+    let r = RULES.iter().find(|r| r.id == id);
+    debug_assert!(r.is_some(), "lint rule {id} is not in RULES");
+    r.unwrap_or(&RULES[0])
+}
+
+/// Which rules applied to at least one block, and how many blocks.
+#[derive(Debug, Default)]
+pub struct Applied(pub BTreeMap<&'static str, usize>);
+
+impl Applied {
+    pub fn mark(&mut self, id: &'static str) {
+        *self.0.entry(id).or_insert(0) += 1;
+    }
+}
+
+/// What one rule found at one place.
+pub struct Hit<'a> {
+    pub id: &'static str,
+    pub status: Status,
+    pub at: &'a Node,
+    pub block: String,
+    pub observed: String,
+    pub expected: String,
+    pub fix: &'a str,
+    /// The lines to add or change, in the product's syntax.
+    pub lines: Vec<String>,
+}
+
+pub fn finding(h: Hit) -> Finding {
+    let r = rule(h.id);
+    Finding {
+        id: h.id.to_string(),
+        title: r.title.to_string(),
+        status: h.status,
+        observed: format!("{}:{} ({}): {}", h.at.file, h.at.line, h.block, h.observed),
+        expected: h.expected,
+        rule: r.basis.to_string(),
+        reason: None,
+        evidence: r
+            .evidence
+            .iter()
+            .map(|e| crate::evidence::reference(e))
+            .collect(),
+        fix: Fix {
+            summary: format!("{} (in {})", h.fix, h.block),
+            runtime: vec![],
+            persistent: h.lines,
+        },
+        verify: None,
+        verification: None,
+        numbers: BTreeMap::new(),
+        location: Some(SourceLocation {
+            file: h.at.file.to_string(),
+            line: h.at.line,
+            block: Some(h.block),
+        }),
+    }
+}
+
+/// One Pass per rule that applied and found nothing; `--skip` ids shown as skipped.
+pub fn finish(mut out: Vec<Finding>, applied: Applied, skip: &[String]) -> Vec<Finding> {
+    let hit: BTreeSet<String> = out.iter().map(|f| f.id.clone()).collect();
+    for (id, n) in applied.0 {
+        if hit.contains(id) {
+            continue;
+        }
+        let r = rule(id);
+        out.push(Finding {
+            id: id.to_string(),
+            title: r.title.to_string(),
+            status: Status::Pass,
+            observed: format!(
+                "{n} block{} checked, none trips it",
+                if n == 1 { "" } else { "s" }
+            ),
+            expected: r.title.to_string(),
+            rule: r.basis.to_string(),
+            reason: None,
+            evidence: r
+                .evidence
+                .iter()
+                .map(|e| crate::evidence::reference(e))
+                .collect(),
+            fix: Fix::default(),
+            verify: None,
+            verification: None,
+            numbers: BTreeMap::new(),
+            location: None,
+        });
+    }
+    for f in out.iter_mut().filter(|f| skip.contains(&f.id)) {
+        f.status = Status::Skip;
+        f.reason = Some("skipped by request (--skip)".into());
+    }
+    out
+}
+
+/// An nginx time ("60", "60s", "1m30s", "500ms", "1h"): None when unreadable.
+pub fn nginx_time(s: &str) -> Option<Duration> {
+    time_units(s, 1000)
+}
+
+/// A HAProxy time: a bare number is milliseconds.
+pub fn haproxy_time(s: &str) -> Option<Duration> {
+    time_units(s, 1)
+}
+
+/// Caddy durations (Go's syntax plus `d`); a bare number is nanoseconds, -1 is "at once".
+pub fn caddy_time(s: &str) -> Option<Duration> {
+    if s.trim() == "-1" {
+        return Some(Duration::ZERO);
+    }
+    time_units(s, 0)
+}
+
+/// Sum of NUMBER UNIT pairs; a bare number is `bare_ms` milliseconds each (0: nanoseconds).
+fn time_units(s: &str, bare_ms: u64) -> Option<Duration> {
+    let s = s.trim();
+    if s.is_empty() || s.len() > 40 {
+        return None;
+    }
+    let mut total = Duration::ZERO;
+    let mut rest = s;
+    while !rest.is_empty() {
+        let n_end = rest
+            .find(|c: char| !c.is_ascii_digit() && c != '.')
+            .unwrap_or(rest.len());
+        let n: f64 = rest[..n_end].parse().ok()?;
+        rest = &rest[n_end..];
+        let u_end = rest
+            .find(|c: char| c.is_ascii_digit())
+            .unwrap_or(rest.len());
+        let unit = &rest[..u_end];
+        rest = &rest[u_end..];
+        let ms = match unit {
+            "" if bare_ms == 0 => n / 1e6,
+            "" => n * bare_ms as f64,
+            "ns" => n / 1e6,
+            "us" | "µs" => n / 1e3,
+            "ms" => n,
+            "s" => n * 1e3,
+            "m" => n * 60e3,
+            "h" => n * 3600e3,
+            "d" => n * 86400e3,
+            "w" => n * 7.0 * 86400e3,
+            _ => return None,
+        };
+        total += Duration::from_secs_f64(ms / 1000.0);
+    }
+    Some(total)
+}
+
+/// Seconds as a config value: "3600s".
+pub fn secs(d: Duration) -> String {
+    format!("{}s", d.as_secs_f64().ceil() as u64)
+}
+
+/// The timeout to recommend above a heartbeat: twice it, and at least ten seconds more.
+pub fn above(ping: Duration) -> Duration {
+    (ping * 2).max(ping + Duration::from_secs(10))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_rule_is_unique_and_its_evidence_exists() {
+        let mut ids = BTreeSet::new();
+        for r in RULES {
+            assert!(ids.insert(r.id), "{} twice", r.id);
+            assert!(r.id.starts_with(r.product), "{}", r.id);
+            for e in r.evidence {
+                assert!(
+                    crate::evidence::store().get(e).is_some(),
+                    "{}: evidence {e}",
+                    r.id
+                );
+            }
+            assert!(!r.basis.is_empty());
+        }
+    }
+
+    #[test]
+    fn times_in_each_products_syntax() {
+        assert_eq!(nginx_time("60"), Some(Duration::from_secs(60)));
+        assert_eq!(nginx_time("1m30s"), Some(Duration::from_secs(90)));
+        assert_eq!(nginx_time("1h"), Some(Duration::from_secs(3600)));
+        assert_eq!(nginx_time("x"), None);
+        assert_eq!(haproxy_time("5000"), Some(Duration::from_secs(5)));
+        assert_eq!(haproxy_time("30s"), Some(Duration::from_secs(30)));
+        assert_eq!(caddy_time("-1"), Some(Duration::ZERO));
+        assert_eq!(caddy_time("100ms"), Some(Duration::from_millis(100)));
+    }
+}

@@ -1,0 +1,122 @@
+//! SARIF 2.1.0 (OASIS static analysis results format, read by GitHub code scanning) for
+//! findings: one run, one rule per check id (its title, rule and fix as help), one result
+//! per finding. A finding in a file (lint) has a physicalLocation (file, startLine); a host
+//! finding (audit) a logicalLocation naming what was examined. fail is level error, warn
+//! warning; pass is kind "pass" and an unmeasured check kind "open" (SARIF's "could not
+//! determine"), both level "none".
+use crate::report::{FindingsReport, Status};
+use serde_json::{json, Value};
+
+pub const SCHEMA: &str = "https://json.schemastore.org/sarif-2.1.0.json";
+
+/// A file path as a SARIF artifact URI: absolute paths as file:// URIs, spaces and `%`
+/// percent-encoded.
+fn uri(path: &str) -> String {
+    let enc = path
+        .replace('%', "%25")
+        .replace(' ', "%20")
+        .replace('#', "%23");
+    if enc.starts_with('/') {
+        format!("file://{enc}")
+    } else {
+        enc.trim_start_matches("./").to_string()
+    }
+}
+
+fn level_kind(s: Status) -> (&'static str, &'static str) {
+    match s {
+        Status::Fail => ("error", "fail"),
+        Status::Warn => ("warning", "fail"),
+        Status::Pass => ("none", "pass"),
+        Status::Skip => ("none", "open"),
+    }
+}
+
+pub fn render(r: &FindingsReport) -> anyhow::Result<String> {
+    let mut ids: Vec<&str> = Vec::new();
+    let mut rules: Vec<Value> = Vec::new();
+    for f in &r.findings {
+        if ids.contains(&f.id.as_str()) {
+            continue;
+        }
+        ids.push(&f.id);
+        let mut help = f.rule.clone();
+        for e in &f.evidence {
+            help.push_str(&format!("\nevidence {}: {}", e.id, e.claim));
+        }
+        rules.push(json!({
+            "id": f.id,
+            "name": f.id,
+            "shortDescription": {"text": f.title},
+            "fullDescription": {"text": f.rule},
+            "help": {"text": help},
+        }));
+    }
+    let results: Vec<Value> = r
+        .findings
+        .iter()
+        .map(|f| {
+            let (level, kind) = level_kind(f.status);
+            let mut text = format!("{} (expected: {})", f.observed, f.expected);
+            if !f.fix.summary.is_empty() {
+                text.push_str(&format!(". Fix: {}", f.fix.summary));
+            }
+            for l in f.fix.runtime.iter().chain(&f.fix.persistent) {
+                text.push_str(&format!("\n  {l}"));
+            }
+            if let Some(why) = &f.reason {
+                text.push_str(&format!(" ({why})"));
+            }
+            let location = match &f.location {
+                Some(l) => {
+                    let mut loc = json!({"physicalLocation": {
+                        "artifactLocation": {"uri": uri(&l.file)},
+                        "region": {"startLine": l.line.max(1)},
+                    }});
+                    if let Some(b) = &l.block {
+                        loc["logicalLocations"] = json!([{"name": b, "kind": "object"}]);
+                    }
+                    loc
+                }
+                None => json!({"logicalLocations": [{
+                    "name": r.target.clone().unwrap_or_else(|| "this host".into()),
+                    "kind": "resource",
+                }]}),
+            };
+            json!({
+                "ruleId": f.id,
+                "ruleIndex": ids.iter().position(|i| *i == f.id).unwrap_or(0),
+                "level": level,
+                "kind": kind,
+                "message": {"text": text},
+                "locations": [location],
+            })
+        })
+        .collect();
+    let log = json!({
+        "$schema": SCHEMA,
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {"driver": {
+                "name": "rtcheck",
+                "version": env!("CARGO_PKG_VERSION"),
+                "rules": rules,
+            }},
+            "automationDetails": {"id": format!("rtcheck {}/", r.kind)},
+            "results": results,
+        }],
+    });
+    Ok(serde_json::to_string_pretty(&log)? + "\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uris() {
+        assert_eq!(uri("deploy/nginx.conf"), "deploy/nginx.conf");
+        assert_eq!(uri("./a b.conf"), "a%20b.conf");
+        assert_eq!(uri("/etc/nginx/nginx.conf"), "file:///etc/nginx/nginx.conf");
+    }
+}

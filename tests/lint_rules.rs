@@ -1,0 +1,276 @@
+//! Every lint rule with a config that trips it and its fixed twin: lint (JSON read back)
+//! reports the rule on the tripping one, at the expected line, and not on the twin; both are
+//! loaded by the real binary (`nginx -t`, `haproxy -c`, `caddy adapt`), so no rule teaches
+//! a config that does not load. Ingress YAML has no local validator (no kubectl/cluster):
+//! checked as YAML by lint's own parser only.
+mod common;
+use common::{require_binary, rtcheck};
+use serde_json::Value;
+use std::path::Path;
+use std::process::Command;
+
+struct Case {
+    id: &'static str,
+    file: &'static str,
+    trip: String,
+    fixed: String,
+    /// The line the finding must point at in `trip`.
+    line: usize,
+    args: &'static [&'static str],
+    /// The installed binary loads the fixed twin (false: Caddy 2.6 lacks the directive).
+    fixed_loads: bool,
+}
+
+fn ng(main: &str, events: &str, http: &str, loc: &str, body: &str) -> String {
+    // Lines: 1 main, 2 pid, 3 error_log, 4 events, 5 http {, 6 access_log, 7 http, 8 server {,
+    // 9 listen, 10 location, 11 proxy_pass, 12 body.
+    format!(
+        "{main}\npid @DIR@/nginx.pid;\nerror_log stderr;\nevents {{ {events} }}\nhttp {{\n  access_log off;\n  {http}\n  server {{\n    listen 127.0.0.1:18080;\n    location {loc} {{\n      proxy_pass http://127.0.0.1:19000;\n      {body}\n    }}\n  }}\n}}\n"
+    )
+}
+
+const WS_OK: &str = "proxy_http_version 1.1; proxy_set_header Upgrade $http_upgrade; proxy_set_header Connection \"upgrade\";";
+
+fn ha(global: &str, defaults: &str, ws: &str, events: &str) -> String {
+    // Lines: 1 global, 2 global line, 3 defaults, 4-7 defaults, 8 defaults line, 9 frontend,
+    // 10 bind, 11 acl, 12 use_backend, 13 default_backend, 14 backend be_ws, 15 ws line.
+    format!(
+        "global\n  {global}\ndefaults\n  mode http\n  timeout connect 5s\n  timeout client 30s\n  timeout server 30s\n  {defaults}\nfrontend fe\n  bind 127.0.0.1:18081\n  acl is_ws hdr(Upgrade) -i websocket\n  use_backend be_ws if is_ws\n  default_backend be_app\nbackend be_ws\n  {ws}\n  server s1 127.0.0.1:19000\nbackend be_app\n  server s1 127.0.0.1:19001\nbackend be_events\n  {events}\n  server s1 127.0.0.1:19002\n"
+    )
+}
+
+fn cy(site: &str) -> String {
+    // Lines: 1-4 global options, 5 site, 6 first site line.
+    format!("{{\n  admin off\n  auto_https off\n}}\nhttp://127.0.0.1:18082 {{\n{site}\n}}\n")
+}
+
+fn ing(ann: &str, path: &str) -> String {
+    // Lines: 1 apiVersion, 2 kind, 3 metadata, 4 name, 5 annotations, 6 first annotation.
+    format!(
+        "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata:\n  name: app\n  annotations:\n    {ann}\nspec:\n  rules:\n  - http:\n      paths:\n      - path: {path}\n        pathType: Prefix\n        backend:\n          service: {{name: app, port: {{number: 80}}}}\n"
+    )
+}
+
+const HA_TUNNEL: &str = "timeout tunnel 1h";
+
+fn cases() -> Vec<Case> {
+    let tunnel_fin = |d: &str| ha("maxconn 20000", d, HA_TUNNEL, "");
+    vec![
+        Case { id: "nginx-ws-http-version", file: "nginx.conf", line: 10, args: &["--ping", "30s"], fixed_loads: true,
+            trip: ng("", "", "", "/ws", "proxy_set_header Upgrade $http_upgrade; proxy_set_header Connection \"upgrade\";"),
+            fixed: ng("", "", "", "/ws", WS_OK) },
+        Case { id: "nginx-ws-upgrade", file: "nginx.conf", line: 10, args: &["--ping", "30s"], fixed_loads: true,
+            trip: ng("", "", "proxy_set_header Upgrade $http_upgrade;", "/ws", "proxy_http_version 1.1; proxy_set_header Host $host;"),
+            fixed: ng("", "", "map $http_upgrade $connection_upgrade { default upgrade; '' close; }", "/ws",
+                "proxy_http_version 1.1; proxy_set_header Upgrade $http_upgrade; proxy_set_header Connection $connection_upgrade;") },
+        Case { id: "nginx-read-timeout", file: "nginx.conf", line: 12, args: &["--ping", "30s"], fixed_loads: true,
+            trip: ng("", "", "", "/ws", &format!("{WS_OK} proxy_read_timeout 30s;")),
+            fixed: ng("", "", "", "/ws", &format!("{WS_OK} proxy_read_timeout 75s;")) },
+        Case { id: "nginx-send-timeout", file: "nginx.conf", line: 12, args: &["--ping", "30s"], fixed_loads: true,
+            trip: ng("", "", "", "/ws", &format!("{WS_OK} proxy_send_timeout 20s;")),
+            fixed: ng("", "", "", "/ws", &format!("{WS_OK} proxy_send_timeout 1h;")) },
+        Case { id: "nginx-sse-buffering", file: "nginx.conf", line: 10, args: &["--ping", "15s"], fixed_loads: true,
+            trip: ng("", "", "", "/events", ""),
+            fixed: ng("", "", "", "/events", "proxy_buffering off;") },
+        Case { id: "nginx-sse-buffering", file: "nginx.conf", line: 10, args: &["--ping", "15s", "--x-accel-buffering"], fixed_loads: true,
+            trip: ng("", "", "proxy_ignore_headers X-Accel-Buffering;", "/events", ""),
+            fixed: ng("", "", "", "/events", "") },
+        Case { id: "nginx-sse-gzip", file: "nginx.conf", line: 7, args: &["--ping", "15s"], fixed_loads: true,
+            trip: ng("", "", "gzip on; gzip_types text/event-stream;", "/events", "proxy_buffering off;"),
+            fixed: ng("", "", "gzip on; gzip_types text/event-stream;", "/events", "proxy_buffering off; gzip off;") },
+        Case { id: "nginx-worker-connections", file: "nginx.conf", line: 4, args: &["--connections", "10000"], fixed_loads: true,
+            trip: ng("worker_processes 2; worker_rlimit_nofile 20000;", "worker_connections 1024;", "", "/ws", WS_OK),
+            fixed: ng("worker_processes 2; worker_rlimit_nofile 20000;", "worker_connections 10240;", "", "/ws", WS_OK) },
+        Case { id: "nginx-rlimit-nofile", file: "nginx.conf", line: 1, args: &["--connections", "10000"], fixed_loads: true,
+            trip: ng("worker_processes 2; worker_rlimit_nofile 4096;", "worker_connections 10240;", "", "/ws", WS_OK),
+            fixed: ng("worker_processes 2; worker_rlimit_nofile 12000;", "worker_connections 10240;", "", "/ws", WS_OK) },
+        Case { id: "nginx-next-upstream", file: "nginx.conf", line: 12, args: &[], fixed_loads: true,
+            trip: ng("", "", "", "/events", "proxy_buffering off; proxy_next_upstream error timeout non_idempotent;"),
+            fixed: ng("", "", "", "/events", "proxy_buffering off; proxy_next_upstream off;") },
+        Case { id: "nginx-upstream-keepalive", file: "nginx.conf", line: 11, args: &[], fixed_loads: true,
+            trip: ng("", "", "", "/poll", ""),
+            fixed: ng("", "", "upstream app { server 127.0.0.1:19000; keepalive 32; }", "/poll",
+                "proxy_pass http://app; proxy_http_version 1.1; proxy_set_header Connection \"\";").replacen("      proxy_pass http://127.0.0.1:19000;\n", "", 1) },
+        Case { id: "haproxy-timeout-tunnel", file: "haproxy.cfg", line: 14, args: &["--connections", "10000"], fixed_loads: true,
+            trip: ha("maxconn 20000", "timeout client-fin 30s", "", ""),
+            fixed: ha("maxconn 20000", "timeout client-fin 30s", HA_TUNNEL, "") },
+        Case { id: "haproxy-timeout-server", file: "haproxy.cfg", line: 20, args: &["--ping", "15s"], fixed_loads: true,
+            trip: ha("maxconn 20000", "", HA_TUNNEL, "timeout server 10s"),
+            fixed: ha("maxconn 20000", "", HA_TUNNEL, "timeout server 60s") },
+        Case { id: "haproxy-client-fin", file: "haproxy.cfg", line: 9, args: &["--connections", "10000"], fixed_loads: true,
+            trip: tunnel_fin(""), fixed: tunnel_fin("timeout client-fin 30s") },
+        Case { id: "haproxy-http-close", file: "haproxy.cfg", line: 8, args: &["--connections", "10000"], fixed_loads: true,
+            trip: tunnel_fin("option httpclose"), fixed: tunnel_fin("option http-keep-alive") },
+        Case { id: "haproxy-compression", file: "haproxy.cfg", line: 20, args: &["--connections", "10000"], fixed_loads: true,
+            trip: ha("maxconn 20000", "", HA_TUNNEL, "compression algo gzip"),
+            fixed: ha("maxconn 20000", "", HA_TUNNEL, "compression algo gzip\n  compression type text/html text/plain") },
+        Case { id: "haproxy-maxconn", file: "haproxy.cfg", line: 2, args: &["--connections", "10000"], fixed_loads: true,
+            trip: ha("maxconn 1000", "", HA_TUNNEL, ""), fixed: ha("maxconn 12000", "", HA_TUNNEL, "") },
+        Case { id: "caddy-encode-stream", file: "Caddyfile", line: 6, args: &[], fixed_loads: true,
+            trip: cy("  encode gzip\n  reverse_proxy /events* 127.0.0.1:19000"),
+            fixed: cy("  @compressible not path /events*\n  encode @compressible gzip\n  reverse_proxy /events* 127.0.0.1:19000") },
+        Case { id: "caddy-flush-interval", file: "Caddyfile", line: 7, args: &[], fixed_loads: true,
+            trip: cy("  reverse_proxy /events* 127.0.0.1:19000 {\n    flush_interval 1s\n  }"),
+            fixed: cy("  reverse_proxy /events* 127.0.0.1:19000 {\n    flush_interval -1\n  }") },
+        Case { id: "caddy-stream-close-delay", file: "Caddyfile", line: 6, args: &[], fixed_loads: false,
+            trip: cy("  reverse_proxy /ws* 127.0.0.1:19000"),
+            fixed: cy("  reverse_proxy /ws* 127.0.0.1:19000 {\n    stream_close_delay 5m\n  }") },
+        Case { id: "ingress-read-timeout", file: "ingress.yaml", line: 6, args: &["--ping", "30s"], fixed_loads: true,
+            trip: ing("nginx.ingress.kubernetes.io/proxy-read-timeout: \"30\"", "/ws"),
+            fixed: ing("nginx.ingress.kubernetes.io/proxy-read-timeout: \"75\"", "/ws") },
+        Case { id: "ingress-send-timeout", file: "ingress.yaml", line: 6, args: &["--ping", "30s"], fixed_loads: true,
+            trip: ing("nginx.ingress.kubernetes.io/proxy-send-timeout: \"30\"", "/ws"),
+            fixed: ing("nginx.ingress.kubernetes.io/proxy-send-timeout: \"3600\"", "/ws") },
+        Case { id: "ingress-proxy-buffering", file: "ingress.yaml", line: 6, args: &["--ping", "15s"], fixed_loads: true,
+            trip: ing("nginx.ingress.kubernetes.io/proxy-buffering: \"on\"", "/events"),
+            fixed: ing("nginx.ingress.kubernetes.io/proxy-buffering: \"off\"", "/events") },
+        Case { id: "ingress-affinity", file: "ingress.yaml", line: 2, args: &[], fixed_loads: true,
+            trip: ing("nginx.ingress.kubernetes.io/ssl-redirect: \"false\"", "/poll"),
+            fixed: ing("nginx.ingress.kubernetes.io/affinity: \"cookie\"", "/poll") },
+    ]
+}
+
+/// The real binary loads the config (its stderr on failure).
+fn loads(file: &Path) -> Result<(), String> {
+    let dir = file.parent().unwrap();
+    let name = file.file_name().unwrap().to_str().unwrap();
+    let mut cmd = match name {
+        "nginx.conf" => {
+            let mut c = Command::new(require_binary("nginx", "nginx-light"));
+            c.arg("-t")
+                .arg("-p")
+                .arg(dir)
+                .arg("-e")
+                .arg("stderr")
+                .arg("-c")
+                .arg(file);
+            c
+        }
+        "haproxy.cfg" => {
+            let mut c = Command::new(require_binary("haproxy", "haproxy"));
+            c.arg("-c").arg("-f").arg(file);
+            c
+        }
+        "Caddyfile" => {
+            let mut c = Command::new(require_binary("caddy", "caddy"));
+            c.args(["adapt", "--adapter", "caddyfile", "--config"])
+                .arg(file);
+            c
+        }
+        _ => return Ok(()),
+    };
+    let out = cmd.output().map_err(|e| e.to_string())?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(String::from_utf8_lossy(&out.stderr).into_owned())
+    }
+}
+
+fn lint_json(file: &Path, args: &[&str]) -> (Value, i32) {
+    let out = rtcheck()
+        .arg("lint")
+        .arg(file)
+        .args(args)
+        .args(["--format", "json"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let v: Value = serde_json::from_str(&text)
+        .unwrap_or_else(|e| panic!("{e}: {text} {}", String::from_utf8_lossy(&out.stderr)));
+    (v, out.status.code().unwrap_or(-1))
+}
+
+fn actionable<'a>(v: &'a Value, id: &str) -> Vec<&'a Value> {
+    v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["id"] == id && (f["status"] == "fail" || f["status"] == "warn"))
+        .collect()
+}
+
+#[test]
+fn every_rule_trips_on_its_config_and_not_on_the_fixed_twin() {
+    let mut covered = std::collections::BTreeSet::new();
+    for c in cases() {
+        let tmp = tempfile::tempdir().unwrap();
+        for (which, text) in [("trip", &c.trip), ("fixed", &c.fixed)] {
+            let dir = tmp.path().join(which);
+            std::fs::create_dir_all(dir.join("logs")).unwrap();
+            let file = dir.join(c.file);
+            std::fs::write(&file, text.replace("@DIR@", dir.to_str().unwrap())).unwrap();
+            match loads(&file) {
+                Ok(()) => {}
+                Err(e) if which == "fixed" && !c.fixed_loads => {
+                    assert!(e.contains("stream_close_delay"), "{}: {e}", c.id)
+                }
+                Err(e) => panic!("{} {which}: the real binary refuses it: {e}\n{text}", c.id),
+            }
+            let (v, code) = lint_json(&file, c.args);
+            let hits = actionable(&v, c.id);
+            if which == "trip" {
+                assert!(!hits.is_empty(), "{} not reported on:\n{text}\n{v:#}", c.id);
+                let loc = &hits[0]["location"];
+                assert_eq!(loc["line"], c.line, "{}: {loc}", c.id);
+                assert!(loc["file"].as_str().unwrap().ends_with(c.file));
+                assert!(!hits[0]["fix"]["persistent"].as_array().unwrap().is_empty());
+                if hits.iter().any(|h| h["status"] == "fail") {
+                    assert_eq!(code, 1, "{}", c.id);
+                }
+            } else {
+                assert!(
+                    hits.is_empty(),
+                    "{} still reported on the fixed twin:\n{text}\n{hits:#?}",
+                    c.id
+                );
+            }
+        }
+        covered.insert(c.id);
+    }
+    // Every rule of the table has its twins here.
+    let out = rtcheck().args(["lint", "--help"]).output().unwrap();
+    assert!(out.status.success());
+    for r in ["nginx-", "haproxy-", "caddy-", "ingress-"] {
+        assert!(covered.iter().any(|c| c.starts_with(r)));
+    }
+    assert_eq!(covered.len(), 23, "{covered:?}");
+}
+
+#[test]
+fn caddy_json_from_caddy_adapt_trips_the_same_rules() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cf = tmp.path().join("Caddyfile");
+    std::fs::write(
+        &cf,
+        cy("  encode gzip\n  reverse_proxy /events* 127.0.0.1:19000 {\n    flush_interval 1s\n  }"),
+    )
+    .unwrap();
+    let out = Command::new(require_binary("caddy", "caddy"))
+        .args(["adapt", "--adapter", "caddyfile", "--pretty", "--config"])
+        .arg(&cf)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json = tmp.path().join("caddy.json");
+    std::fs::write(&json, &out.stdout).unwrap();
+    let (v, code) = lint_json(&json, &[]);
+    assert_eq!(code, 0, "warnings only: {v:#}");
+    for id in ["caddy-encode-stream", "caddy-flush-interval"] {
+        let h = actionable(&v, id);
+        assert_eq!(h.len(), 1, "{id}: {v:#}");
+        let line = h[0]["location"]["line"].as_u64().unwrap() as usize;
+        let text = String::from_utf8_lossy(&out.stdout);
+        let at = text.lines().nth(line - 1).unwrap();
+        let want = if id == "caddy-encode-stream" {
+            "\"encode\""
+        } else {
+            "\"reverse_proxy\""
+        };
+        assert!(at.contains(want), "{id}: line {line} is `{at}`");
+    }
+}
