@@ -74,13 +74,12 @@ pub fn closest(query: &str, candidates: &[&str], n: usize) -> Vec<String> {
     let mut scored: Vec<(usize, &str)> = candidates
         .iter()
         .filter_map(|c| {
-            let d = if c.contains(q.as_str()) || q.contains(*c) {
-                0
-            } else {
-                levenshtein(&q, c)
-            };
+            // A substring is always a candidate, ranked by how much it differs (so
+            // `nginx-ws-upgrad` suggests the rule before the hop `nginx`).
+            let d = levenshtein(&q, c);
+            let sub = c.contains(q.as_str()) || q.contains(*c);
             let limit = q.len().max(4) / 2 + 1;
-            (d <= limit).then_some((d, *c))
+            (sub || d <= limit).then_some((d, *c))
         })
         .collect();
     scored.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.cmp(b.1)));
