@@ -52,9 +52,11 @@ pub fn account(inp: &Inputs) -> Accounting {
     let healthy_connected = lg.connected.saturating_sub(lg.slow);
     let healthy_total = lg.connections.saturating_sub(lg.slow);
     // A server's count above what was asked for means nothing more: clamp it.
+    // rtcheck's own publisher sends in order: the rounds it sent are the published ones.
     let rounds_sent = inp
         .server
         .map(|s| s.rounds_sent)
+        .or(lg.publisher.as_ref().map(|p| p.sent))
         .unwrap_or(inp.rounds_total)
         .min(inp.rounds_total);
     let mut drops_left = inp.server.map(|s| s.drops).unwrap_or(0);
@@ -156,6 +158,7 @@ fn checks(inp: &Inputs, acc: &Accounting) -> Vec<Check> {
         Some(loadgen_cpu(lg)),
         Some(round_start_drift(inp)),
         server_schedule(inp),
+        publisher(inp),
         control_plane(inp),
         Some(nodelay(inp)),
         Some(seq_order(lg)),
@@ -407,7 +410,10 @@ fn server_schedule(inp: &Inputs) -> Option<Check> {
     let want_ms = 1000.0 / inp.rate;
     let period = seen.period_ms();
     let (lo, hi) = size_range(inp.size);
-    let size_ok = min >= lo && max <= hi;
+    // rtcheck's own publisher sets the size; the server may wrap the message (a sender
+    // name, an envelope): only the rate is the server's to get wrong then.
+    let own = inp.lg.publisher.is_some();
+    let size_ok = own || (min >= lo && max <= hi);
     let rate_ok = period.is_none_or(|p| (p - want_ms).abs() <= 0.05 * want_ms);
     let got = period.map_or("one round seen".into(), |p| format!("every {p:.1} ms"));
     let detail = format!(
@@ -421,6 +427,65 @@ fn server_schedule(inp: &Inputs) -> Option<Check> {
             "server schedule",
             Status::Fail,
             format!("{detail}: start the server with the run's --rate and --size"),
+        )
+    })
+}
+
+/// rtcheck's publisher kept its schedule: every round sent, the timer on time (its
+/// lateness is the load generator's, and would count as the server's latency), the
+/// achieved period within 5 % of the asked one. The sender held up by the server (its
+/// backpressure) is a result, said, not a failure.
+fn publisher(inp: &Inputs) -> Option<Check> {
+    let p = inp.lg.publisher.as_ref()?;
+    let period = 1000.0 / inp.rate;
+    let late_bound = (0.1 * period).max(10.0);
+    let mut fails = Vec::new();
+    if let Some(e) = &p.first_error {
+        fails.push(format!(
+            "{} of {} publishes failed, the first: {e}",
+            p.failed.max(1),
+            p.scheduled
+        ));
+    }
+    if p.timer_rounds < p.scheduled && !inp.stall_expected {
+        fails.push(format!(
+            "the publisher reached round {} of {}",
+            p.timer_rounds, p.scheduled
+        ));
+    }
+    if p.timer_late_p99_ms > late_bound {
+        fails.push(format!(
+            "the publisher's timer ran {:.1} ms late at p99 (bound {late_bound:.0} ms): the load generator fell behind",
+            p.timer_late_p99_ms
+        ));
+    }
+    if let Some(ap) = p
+        .achieved_period_ms
+        .filter(|ap| (ap - period).abs() > 0.05 * period)
+    {
+        fails.push(format!(
+            "achieved every {ap:.1} ms, asked every {period:.1} ms"
+        ));
+    }
+    let detail = format!(
+        "{} via {}: {} of {} sent on schedule (timer late p99 {:.1} ms, max {:.1} ms; every {} ms achieved); the server held the sender up to {:.0} ms{}",
+        if fails.is_empty() { "published" } else { "publishing failed" },
+        p.via,
+        p.sent,
+        p.scheduled,
+        p.timer_late_p99_ms,
+        p.timer_late_max_ms,
+        p.achieved_period_ms.map_or("-".into(), |v| format!("{v:.1}")),
+        p.backlog_max_ms,
+        if p.unsent > 0 { format!(", {} sends still blocked at the stop", p.unsent) } else { String::new() }
+    );
+    Some(if fails.is_empty() {
+        check("publisher schedule", Status::Pass, detail)
+    } else {
+        check(
+            "publisher schedule",
+            Status::Fail,
+            format!("{}; {detail}", fails.join("; ")),
         )
     })
 }
@@ -605,6 +670,8 @@ fn result(
         } else {
             Vec::new()
         },
+        shape: None,
+        publisher: lg.publisher.clone(),
     }
 }
 
