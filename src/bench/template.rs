@@ -292,7 +292,10 @@ mod tests {
         assert_eq!(d.decode(br#"{"data":{"ts":99}}"#, None), None);
         assert_eq!(d.decode(br#"{"data":{"seq":-1,"ts":9}}"#, None), None);
         let a = Decoder::from_flags(Some("0.s"), Some("0.t"), None).unwrap();
-        assert_eq!(a.decode(br##"[{"s":"#5","t":"at 8"}]"##, None), Some((5, 8)));
+        assert_eq!(
+            a.decode(br##"[{"s":"#5","t":"at 8"}]"##, None),
+            Some((5, 8))
+        );
         assert!(Decoder::from_flags(Some("a"), None, None).is_err());
         assert!(Decoder::from_flags(Some("a..b"), Some("t"), None).is_err());
     }
