@@ -436,9 +436,11 @@ fn run_one(run: Run, a: &FanoutOptions) -> anyhow::Result<ScenarioResult> {
     let slow = a.slow_in(run);
     let (mut server, url, ctrl) = target(sc, a, &scratch)?;
     let sched = Schedule::new(a, slow);
-    let headers = (!a.headers.is_empty())
-        .then(|| vec![(super::publisher::HEADERS_ENV, a.headers.join("\n"))])
-        .unwrap_or_default();
+    let headers = if a.headers.is_empty() {
+        vec![]
+    } else {
+        vec![(super::publisher::HEADERS_ENV, a.headers.join("\n"))]
+    };
     let mut lg = start_loadgen_env(&loadgen_args(a, &url, slow, &sched), &scratch, &headers)?;
     let (connected, _failed) = lg.wait_connected(a.connections, a.connect_timeout, &name)?;
     let (stats_before, control) = if a.publish != PublishVia::Server && sc.is_none() {

@@ -113,7 +113,7 @@ pub struct Plan {
 
 /// A connected publisher, ready to start on the orchestrator's command.
 pub enum Ready {
-    Ws(tokio_tungstenite::WebSocketStream<tokio::net::TcpStream>),
+    Ws(Box<tokio_tungstenite::WebSocketStream<tokio::net::TcpStream>>),
     Post,
 }
 
@@ -143,7 +143,7 @@ pub async fn connect(plan: &Plan) -> Result<Ready, String> {
             .await
             .map_err(|e| format!("publisher: subscribe: {e}"))?;
     }
-    Ok(Ready::Ws(ws))
+    Ok(Ready::Ws(Box::new(ws)))
 }
 
 /// Publish every round on schedule until done or `stop` fires; what it achieved.
@@ -286,7 +286,7 @@ async fn send_all(
 ) {
     match (ready, target) {
         (Ready::Ws(ws), _) => {
-            let (mut sink, mut stream) = ws.split();
+            let (mut sink, mut stream) = (*ws).split();
             // Read and discard: a chat hub echoes to its sender, which must not become
             // a slow client itself.
             let reader =
