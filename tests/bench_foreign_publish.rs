@@ -214,7 +214,10 @@ fn bad_publishing_flags_are_one_line_and_exit_2() {
         (vec!["--publish", "ws", "-H", "X: y"], "-H goes with"),
         (vec!["--scenario", "C1"], "C1, C2 and C3 are the shapes"),
         (vec!["--publish", "PUT http://127.0.0.1:1/x"], "--publish"),
-        (vec!["--publish", "ws", "--seq-path", "text"], "go together"),
+        (
+            vec!["--publish", "ws", "--seq-path", "text"],
+            "goes together",
+        ),
     ] {
         let out = common::rtcheck()
             .args(["bench", "fanout", "--server", "ws://127.0.0.1:9/ws"])
@@ -230,4 +233,33 @@ fn bad_publishing_flags_are_one_line_and_exit_2() {
             assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
         }
     }
+}
+
+#[test]
+fn sse_subscribers_take_the_seq_from_the_event_id() {
+    let app = express_sse(&[]);
+    let publish = format!("POST {}", app.url("http", "/publish"));
+    let (code, r, out) = bench(
+        &app.url("http", "/live"),
+        &[
+            "--transport",
+            "sse",
+            "--publish",
+            &publish,
+            "--message",
+            r#"{"ts":"{ts}","pad":"{pad}"}"#,
+            "--ts-path",
+            "ts",
+            "--size",
+            "512",
+            "--rounds",
+            "40",
+            "--scenario",
+            "A",
+        ],
+    );
+    let a = run(&r, "A");
+    assert_eq!(code, Some(0), "{:#?}\n{out}", failed(a));
+    assert_eq!(received(a), 60 * 40);
+    assert_eq!(fixture_stats(&app)["sent"].as_u64(), Some(received(a)));
 }

@@ -49,6 +49,8 @@ pub struct FanoutOptions {
     pub ts_path: Option<String>,
     /// `-H 'Name: value'` for `--publish POST` (secrets: never printed, never on argv).
     pub headers: Vec<String>,
+    /// `--transport sse`: the clients are SSE subscribers of `--server http://...`.
+    pub sse: bool,
 }
 
 /// One run: a scenario on the embedded server, or a run on `--server`.
@@ -161,11 +163,19 @@ pub fn validate(a: &FanoutOptions) -> anyhow::Result<()> {
     }
     if let Some(url) = &a.server {
         let (proto, _, _) = parse_target(url)?;
-        if proto != Proto::Ws {
-            anyhow::bail!(
-                "--server {}: expected ws://HOST:PORT/PATH",
-                crate::redact::url(url)
-            );
+        let (want, form) = if a.sse {
+            (
+                Proto::Sse,
+                "--transport sse: expected http://HOST:PORT/PATH",
+            )
+        } else {
+            (
+                Proto::Ws,
+                "expected ws://HOST:PORT/PATH (or --transport sse)",
+            )
+        };
+        if proto != want {
+            anyhow::bail!("--server {}: {form}", crate::redact::url(url));
         }
     }
     validate_publish(a)?;
@@ -190,6 +200,19 @@ fn validate_publish(a: &FanoutOptions) -> anyhow::Result<()> {
     }
     if !a.headers.is_empty() && !matches!(a.publish, PublishVia::Post { .. }) {
         anyhow::bail!("-H goes with --publish 'POST URL'");
+    }
+    if a.sse && a.publish == PublishVia::Ws {
+        anyhow::bail!(
+            "--transport sse: SSE clients cannot publish; use --publish 'POST URL' or server"
+        );
+    }
+    if a.sse && a.subscribe.is_some() {
+        anyhow::bail!("--transport sse: an SSE client sends nothing after connecting; put the channel in the --server URL");
+    }
+    if !a.sse && a.ts_path.is_some() && a.seq_path.is_none() {
+        anyhow::bail!(
+            "--ts-path without --seq-path takes the seq from SSE `id:`: it needs --transport sse"
+        );
     }
     for h in &a.headers {
         super::publisher::parse_header(h).map_err(anyhow::Error::msg)?;
@@ -844,6 +867,7 @@ mod tests {
             seq_path: None,
             ts_path: None,
             headers: vec![],
+            sse: false,
         };
         let s = Schedule::new(&a, 3);
         assert!((s.schedule_s - 20.0).abs() < 1e-9);

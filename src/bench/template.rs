@@ -132,20 +132,22 @@ pub enum Decoder {
     /// The marker anywhere in the frame.
     Marker,
     /// JSON paths (`data.seq`, `items.0.ts`); a string value gives the integers inside it
-    /// (seq and ts at one path: the first and second of them).
-    Paths { seq: String, ts: String },
+    /// (seq and ts at one path: the first and second of them). No seq path: the SSE
+    /// event's `id:` is the seq.
+    Paths { seq: Option<String>, ts: String },
 }
 
 impl Decoder {
-    /// From `--seq-path` / `--ts-path` and the message template: both paths, or neither.
+    /// From `--seq-path` / `--ts-path` and the message template: both paths, `--ts-path`
+    /// alone (seq from SSE `id:`), or neither.
     pub fn from_flags(
         seq_path: Option<&str>,
         ts_path: Option<&str>,
         message: Option<&Template>,
     ) -> Result<Decoder, String> {
         match (seq_path, ts_path) {
-            (Some(s), Some(t)) => {
-                for (flag, p) in [("--seq-path", s), ("--ts-path", t)] {
+            (s, Some(t)) => {
+                for (flag, p) in [("--seq-path", s.unwrap_or(t)), ("--ts-path", t)] {
                     if p.is_empty() || p.split('.').any(str::is_empty) {
                         return Err(format!(
                             "{flag} `{p}`: expected a dotted JSON path, e.g. data.seq or text"
@@ -153,7 +155,7 @@ impl Decoder {
                     }
                 }
                 Ok(Decoder::Paths {
-                    seq: s.into(),
+                    seq: s.map(str::to_string),
                     ts: t.into(),
                 })
             }
@@ -162,7 +164,9 @@ impl Decoder {
             } else {
                 Decoder::Auto
             }),
-            _ => Err("--seq-path and --ts-path go together (one JSON path each)".into()),
+            (Some(_), None) => Err(
+                "--seq-path goes together with --ts-path (one JSON path each; --ts-path alone takes the seq from SSE `id:`)".into(),
+            ),
         }
     }
 
@@ -187,6 +191,10 @@ impl Decoder {
             Decoder::Marker => find_marker(frame),
             Decoder::Paths { seq, ts } => {
                 let v: serde_json::Value = serde_json::from_slice(frame).ok()?;
+                let Some(seq) = seq else {
+                    let t = integers(at_path(&v, ts)?, 1).first().copied()?;
+                    return Some((id()?, t));
+                };
                 let (s, t) = (at_path(&v, seq), at_path(&v, ts));
                 if seq == ts {
                     let nums = t.map(|t| integers(t, 2)).unwrap_or_default();
@@ -297,6 +305,9 @@ mod tests {
             Some((5, 8))
         );
         assert!(Decoder::from_flags(Some("a"), None, None).is_err());
+        let by_id = Decoder::from_flags(None, Some("ts"), None).unwrap();
+        assert_eq!(by_id.decode(br#"{"ts":"5"}"#, Some("7")), Some((7, 5)));
+        assert_eq!(by_id.decode(br#"{"ts":5}"#, None), None);
         assert!(Decoder::from_flags(Some("a..b"), Some("t"), None).is_err());
     }
 
@@ -326,8 +337,9 @@ mod tests {
             for d in [
                 Decoder::Auto,
                 Decoder::Marker,
-                Decoder::Paths { seq: "text".into(), ts: "text".into() },
-                Decoder::Paths { seq: "a.0".into(), ts: "b".into() },
+                Decoder::Paths { seq: Some("text".into()), ts: "text".into() },
+                Decoder::Paths { seq: Some("a.0".into()), ts: "b".into() },
+                Decoder::Paths { seq: None, ts: "b".into() },
             ] {
                 let _ = d.decode(&frame, id.as_deref());
                 let _ = d.decode_binary(&frame);
@@ -337,7 +349,7 @@ mod tests {
         #[test]
         fn text_frames_never_panic(s in "[~rtck:0-9{}\"a-z,. ]{0,120}") {
             let _ = Decoder::Auto.decode(s.as_bytes(), None);
-            let _ = Decoder::Paths { seq: "text".into(), ts: "text".into() }.decode(s.as_bytes(), None);
+            let _ = Decoder::Paths { seq: Some("text".into()), ts: "text".into() }.decode(s.as_bytes(), Some(&s));
         }
 
         #[test]

@@ -176,6 +176,10 @@ pub struct FanoutArgs {
     /// child's command line). Repeatable.
     #[arg(short = 'H', long = "header", value_name = "HEADER")]
     pub headers: Vec<String>,
+    /// The clients' transport on --server: ws (WebSocket) or sse (Server-Sent Events on
+    /// an http:// URL; the event's `id:` is the seq when the payload carries none).
+    #[arg(long, value_enum, default_value = "ws")]
+    pub transport: FanoutTransport,
     #[command(flatten)]
     pub out: OutputArgs<BenchFormats>,
     /// Also write the JSON report here (atomically), whatever --format says.
@@ -187,6 +191,12 @@ pub struct FanoutArgs {
     /// How long to wait past the last scheduled round for stragglers.
     #[arg(long, default_value = "5s", value_parser = crate::units::parse_duration, hide = true)]
     pub drain: Duration,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum FanoutTransport {
+    Ws,
+    Sse,
 }
 
 impl FanoutArgs {
@@ -222,6 +232,7 @@ impl FanoutArgs {
             seq_path: self.seq_path.clone(),
             ts_path: self.ts_path.clone(),
             headers: self.headers.clone(),
+            sse: self.transport == FanoutTransport::Sse,
         })
     }
 }
