@@ -224,7 +224,12 @@ fn validate_publish(a: &FanoutOptions) -> anyhow::Result<()> {
     );
     super::template::Decoder::from_flags(a.seq_path.as_deref(), a.ts_path.as_deref(), Some(&t))
         .map_err(anyhow::Error::msg)?;
-    if a.message.is_some() && !t.has_seq_and_ts() {
+    // With the seq taken from SSE `id:`, the message carries only the time.
+    let seq_from_id = a.sse && a.seq_path.is_none() && a.ts_path.is_some();
+    if seq_from_id && !t.has_ts() {
+        anyhow::bail!("--message: the template needs {{ts}}, else no client can time it");
+    }
+    if a.message.is_some() && !seq_from_id && !t.has_seq_and_ts() {
         anyhow::bail!("--message: the template needs {{seq}} and {{ts}} (or {{marker}}), else no client can time it");
     }
     if a.publish != PublishVia::Server && t.min_len() as u64 > a.size {

@@ -67,6 +67,10 @@ impl Template {
             || (self.pieces.contains(&Piece::Seq) && self.pieces.contains(&Piece::Ts))
     }
 
+    pub fn has_ts(&self) -> bool {
+        self.pieces.contains(&Piece::Ts) || self.has_marker()
+    }
+
     pub fn has_marker(&self) -> bool {
         self.pieces.contains(&Piece::Marker)
     }
