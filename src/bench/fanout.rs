@@ -359,6 +359,10 @@ pub fn start_loadgen_env(
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::from(logf));
+    // Only what this run passes: an RTCHECK_PUBLISH in the user's environment must not
+    // start a publisher in an idle or embedded run.
+    cmd.env_remove(super::publisher::PUBLISH_ENV)
+        .env_remove(super::publisher::HEADERS_ENV);
     for (k, v) in env {
         cmd.env(k, v);
     }
@@ -464,12 +468,12 @@ fn run_one(run: Run, a: &FanoutOptions) -> anyhow::Result<ScenarioResult> {
     let slow = a.slow_in(run);
     let (mut server, url, ctrl) = target(sc, a, &scratch)?;
     let sched = Schedule::new(a, slow);
-    let headers = if a.headers.is_empty() {
-        vec![]
-    } else {
-        vec![(super::publisher::HEADERS_ENV, a.headers.join("\n"))]
-    };
-    let mut lg = start_loadgen_env(&loadgen_args(a, &url, slow, &sched), &scratch, &headers)?;
+    // What may hold secrets (a POST URL's query, header values) goes in the environment.
+    let mut env = vec![(super::publisher::PUBLISH_ENV, a.publish.arg())];
+    if !a.headers.is_empty() {
+        env.push((super::publisher::HEADERS_ENV, a.headers.join("\n")));
+    }
+    let mut lg = start_loadgen_env(&loadgen_args(a, &url, slow, &sched), &scratch, &env)?;
     let (connected, _failed) = lg.wait_connected(a.connections, a.connect_timeout, &name)?;
     let (stats_before, control) = if a.publish != PublishVia::Server && sc.is_none() {
         // rtcheck publishes: no control plane to ask; the publisher starts now.
@@ -589,9 +593,7 @@ impl Schedule {
 
 fn loadgen_args(a: &FanoutOptions, url: &str, slow: u64, sched: &Schedule) -> Vec<String> {
     let mut v = vec![
-        "--publish".to_string(),
-        a.publish.arg(),
-        "--size".into(),
+        "--size".to_string(),
         a.size.to_string(),
         "--rate".into(),
         a.rate.to_string(),
@@ -881,6 +883,8 @@ mod tests {
         let args = loadgen_args(&a, "ws://127.0.0.1:1/ws", 3, &s);
         let at = |k: &str| args[args.iter().position(|x| x == k).unwrap() + 1].clone();
         assert_eq!((at("--slow"), at("--rounds")), ("3".into(), "100".into()));
+        // A POST URL may carry a token in its query: it goes in the environment.
+        assert!(!args.iter().any(|x| x == "--publish"), "{args:?}");
         assert_eq!(cleanup_check(true, Some(true)).status, Status::Pass);
         assert_eq!(cleanup_check(true, None).status, Status::Pass);
         assert!(cleanup_check(true, None)

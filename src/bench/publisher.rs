@@ -72,6 +72,10 @@ impl PublishVia {
     }
 }
 
+/// Environment variable carrying `--publish` to the load generator (a POST URL's query
+/// may hold a token: never argv).
+pub const PUBLISH_ENV: &str = "RTCHECK_PUBLISH";
+
 /// Environment variable carrying `-H` headers to the load generator (never argv: a
 /// token there is in every `ps`). One `Name: value` per line.
 pub const HEADERS_ENV: &str = "RTCHECK_PUBLISH_HEADERS";
@@ -342,6 +346,8 @@ async fn post(
     headers: &[(String, String)],
     body: String,
 ) -> Result<(), String> {
+    // A query value may be a token: errors show the path redacted.
+    let shown = crate::redact::path_and_query(path);
     if conn.as_ref().is_none_or(|c| c.is_closed()) {
         let s = tokio::time::timeout(
             Duration::from_secs(10),
@@ -370,10 +376,10 @@ async fn post(
         .map_err(|_| "publisher: a -H header was refused by the HTTP library".to_string())?;
     let resp = tokio::time::timeout(Duration::from_secs(10), c.send_request(req))
         .await
-        .map_err(|_| format!("publisher: POST {path}: no answer within 10s"))?
+        .map_err(|_| format!("publisher: POST {shown}: no answer within 10s"))?
         .map_err(|e| {
             *conn = None;
-            format!("publisher: POST {path}: {e}")
+            format!("publisher: POST {shown}: {e}")
         })?;
     let status = resp.status();
     let _ = resp.into_body().collect().await;
@@ -381,7 +387,7 @@ async fn post(
         Ok(())
     } else {
         Err(format!(
-            "publisher: POST {path} answered HTTP {}",
+            "publisher: POST {shown} answered HTTP {}",
             status.as_u16()
         ))
     }

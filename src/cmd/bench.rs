@@ -65,8 +65,9 @@ pub struct LoadgenArgs {
     /// WebSocket read buffer per client (small: 10,000 clients share one process).
     #[arg(long, default_value_t = 4096)]
     pub read_buffer: usize,
-    /// server, ws, or 'POST URL' (headers come in RTCHECK_PUBLISH_HEADERS).
-    #[arg(long, default_value = "server", value_parser = crate::bench::publisher::PublishVia::parse)]
+    /// server, ws, or 'POST URL' (bench fanout passes it in RTCHECK_PUBLISH, headers in
+    /// RTCHECK_PUBLISH_HEADERS: never on argv).
+    #[arg(long, env = "RTCHECK_PUBLISH", default_value = "server", value_parser = crate::bench::publisher::PublishVia::parse)]
     pub publish: crate::bench::publisher::PublishVia,
     #[arg(long)]
     pub message: Option<String>,
