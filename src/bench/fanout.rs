@@ -3,10 +3,11 @@
 use super::control::{self, ServerStats};
 use super::loadgen::{parse_target, Proto};
 use super::model::{BenchReport, Check, ScenarioResult};
-use super::scenario::{self, Scenario};
+use super::publisher::PublishVia;
+use super::scenario::{self, ForeignRun, Scenario};
 use super::sys::{self, ChildGuard};
 use super::validity::{self, Inputs};
-use super::wire::{Event, LoadgenResult, CMD_CLOSE_SLOW, CMD_CUTOFF, CMD_STOP};
+use super::wire::{Event, LoadgenResult, CMD_CLOSE_SLOW, CMD_CUTOFF, CMD_PUBLISH, CMD_STOP};
 use crate::findings::Status;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::{BufRead, IsTerminal, Write};
@@ -38,6 +39,34 @@ pub struct FanoutOptions {
     pub connect_timeout: Duration,
     /// How long to wait past the last scheduled round for stragglers.
     pub drain: Duration,
+    /// `--server` with `--scenario A,C`; empty: the one run with --slow slow clients.
+    pub foreign: Vec<ForeignRun>,
+    /// The foreign server's way to publish, and its message format.
+    pub publish: PublishVia,
+    pub message: Option<String>,
+    pub subscribe: Option<String>,
+    pub seq_path: Option<String>,
+    pub ts_path: Option<String>,
+    /// `-H 'Name: value'` for `--publish POST` (secrets: never printed, never on argv).
+    pub headers: Vec<String>,
+    /// `--transport sse`: the clients are SSE subscribers of `--server http://...`.
+    pub sse: bool,
+}
+
+/// One run: a scenario on the embedded server, or a run on `--server`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Run {
+    Embedded(Scenario),
+    External(Option<ForeignRun>),
+}
+
+impl Run {
+    fn scenario(self) -> Option<Scenario> {
+        match self {
+            Run::Embedded(s) => Some(s),
+            Run::External(_) => None,
+        }
+    }
 }
 
 pub const DEFAULT_SLOW: u64 = 50;
@@ -50,6 +79,28 @@ impl FanoutOptions {
             v.insert(0, Scenario::F);
         }
         v
+    }
+
+    /// The runs: the scenarios, or the `--server` runs.
+    pub fn runs(&self) -> Vec<Run> {
+        match (&self.server, self.foreign.is_empty()) {
+            (None, _) => self.scenarios().into_iter().map(Run::Embedded).collect(),
+            (Some(_), true) => vec![Run::External(None)],
+            (Some(_), false) => self
+                .foreign
+                .iter()
+                .map(|f| Run::External(Some(*f)))
+                .collect(),
+        }
+    }
+
+    /// Slow clients in a run: C on `--server` has --slow or the default.
+    pub fn slow_in(&self, run: Run) -> u64 {
+        match run {
+            Run::External(Some(ForeignRun::A)) => 0,
+            Run::External(Some(ForeignRun::C)) => self.slow.unwrap_or(DEFAULT_SLOW),
+            r => self.slow_for(r.scenario()),
+        }
     }
 
     /// Slow clients for a scenario (None = --server run).
@@ -101,13 +152,8 @@ pub fn validate(a: &FanoutOptions) -> anyhow::Result<()> {
         anyhow::bail!("--connections must be at least 1");
     }
     check_schedule(a.rounds, 1_000_000, a.size, a.rate, MAX_SCHEDULE_S)?;
-    let runs: Vec<Option<Scenario>> = if a.server.is_some() {
-        vec![None]
-    } else {
-        a.scenarios().into_iter().map(Some).collect()
-    };
-    for sc in runs {
-        let slow = a.slow_for(sc);
+    for run in a.runs() {
+        let slow = a.slow_in(run);
         if slow > 0 && slow >= a.connections {
             anyhow::bail!(
                 "--slow {slow} must be below --connections {}",
@@ -117,15 +163,82 @@ pub fn validate(a: &FanoutOptions) -> anyhow::Result<()> {
     }
     if let Some(url) = &a.server {
         let (proto, _, _) = parse_target(url)?;
-        if proto != Proto::Ws {
-            anyhow::bail!(
-                "--server {}: expected ws://HOST:PORT/PATH",
-                crate::redact::url(url)
-            );
+        let (want, form) = if a.sse {
+            (
+                Proto::Sse,
+                "--transport sse: expected http://HOST:PORT/PATH",
+            )
+        } else {
+            (
+                Proto::Ws,
+                "expected ws://HOST:PORT/PATH (or --transport sse)",
+            )
+        };
+        if proto != want {
+            anyhow::bail!("--server {}: {form}", crate::redact::url(url));
         }
     }
+    validate_publish(a)?;
     let (_, hard) = sys::raise_nofile()?;
     sys::check_fd_budget(a.connections, hard)?;
+    Ok(())
+}
+
+/// The publishing flags: only with --server; a template that carries seq and ts (or the
+/// paths to find them) and fits --size; headers only for POST, well-formed.
+fn validate_publish(a: &FanoutOptions) -> anyhow::Result<()> {
+    let foreign_flags = a.publish != PublishVia::Server
+        || a.message.is_some()
+        || a.subscribe.is_some()
+        || a.seq_path.is_some()
+        || !a.headers.is_empty();
+    if a.server.is_none() && (foreign_flags || !a.foreign.is_empty()) {
+        anyhow::bail!("--publish, --message, --subscribe, --seq-path, --ts-path and -H go with --server (a foreign server)");
+    }
+    if a.publish == PublishVia::Server && (a.message.is_some() || !a.headers.is_empty()) {
+        anyhow::bail!("--message and -H are what rtcheck publishes: they need --publish ws or --publish 'POST URL'");
+    }
+    if !a.headers.is_empty() && !matches!(a.publish, PublishVia::Post { .. }) {
+        anyhow::bail!("-H goes with --publish 'POST URL'");
+    }
+    if a.sse && a.publish == PublishVia::Ws {
+        anyhow::bail!(
+            "--transport sse: SSE clients cannot publish; use --publish 'POST URL' or server"
+        );
+    }
+    if a.sse && a.subscribe.is_some() {
+        anyhow::bail!("--transport sse: an SSE client sends nothing after connecting; put the channel in the --server URL");
+    }
+    if !a.sse && a.ts_path.is_some() && a.seq_path.is_none() {
+        anyhow::bail!(
+            "--ts-path without --seq-path takes the seq from SSE `id:`: it needs --transport sse"
+        );
+    }
+    for h in &a.headers {
+        super::publisher::parse_header(h).map_err(anyhow::Error::msg)?;
+    }
+    let t = super::template::Template::parse(
+        a.message
+            .as_deref()
+            .unwrap_or(super::template::DEFAULT_MESSAGE),
+    );
+    super::template::Decoder::from_flags(a.seq_path.as_deref(), a.ts_path.as_deref(), Some(&t))
+        .map_err(anyhow::Error::msg)?;
+    // With the seq taken from SSE `id:`, the message carries only the time.
+    let seq_from_id = a.sse && a.seq_path.is_none() && a.ts_path.is_some();
+    if seq_from_id && !t.has_ts() {
+        anyhow::bail!("--message: the template needs {{ts}}, else no client can time it");
+    }
+    if a.message.is_some() && !seq_from_id && !t.has_seq_and_ts() {
+        anyhow::bail!("--message: the template needs {{seq}} and {{ts}} (or {{marker}}), else no client can time it");
+    }
+    if a.publish != PublishVia::Server && t.min_len() as u64 > a.size {
+        anyhow::bail!(
+            "--message: the template is up to {} bytes before padding, above --size {}",
+            t.min_len(),
+            a.size
+        );
+    }
     Ok(())
 }
 
@@ -150,18 +263,13 @@ pub fn run(a: &FanoutOptions) -> anyhow::Result<BenchReport> {
     validate(a)?;
     sys::install_interrupt_handler();
     let mut results = Vec::new();
-    let runs: Vec<Option<Scenario>> = if a.server.is_some() {
-        vec![None]
-    } else {
-        a.scenarios().into_iter().map(Some).collect()
-    };
     if let Some(url) = &a.server {
         probe(url, a.connect_timeout)?;
     }
-    for sc in runs {
+    for run in a.runs() {
         // Ctrl-C also reaches the children, whose exit then looks like a failure: the
         // interrupt is the cause to report.
-        let r = match run_one(sc, a) {
+        let r = match run_one(run, a) {
             Err(_) if sys::interrupted() => return Err(sys::Interrupted(sys::INTERRUPTED).into()),
             r => r?,
         };
@@ -234,6 +342,15 @@ pub struct Loadgen {
 }
 
 pub fn start_loadgen(args: &[String], scratch: &Scratch) -> anyhow::Result<Loadgen> {
+    start_loadgen_env(args, scratch, &[])
+}
+
+/// The load generator with extra environment (the publisher's headers: never argv).
+pub fn start_loadgen_env(
+    args: &[String],
+    scratch: &Scratch,
+    env: &[(&str, String)],
+) -> anyhow::Result<Loadgen> {
     let log = scratch.0.join("loadgen.log");
     let logf = std::fs::File::create(&log)?;
     let mut cmd = Command::new(crate::sys::child::exe()?);
@@ -242,6 +359,13 @@ pub fn start_loadgen(args: &[String], scratch: &Scratch) -> anyhow::Result<Loadg
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::from(logf));
+    // Only what this run passes: an RTCHECK_PUBLISH in the user's environment must not
+    // start a publisher in an idle or embedded run.
+    cmd.env_remove(super::publisher::PUBLISH_ENV)
+        .env_remove(super::publisher::HEADERS_ENV);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
     let mut guard = ChildGuard::spawn(cmd, "the load generator process")?;
     let stdin = guard.child.stdin.take().expect("piped stdin");
     let stdout = guard.child.stdout.take().expect("piped stdout");
@@ -329,17 +453,35 @@ impl Loadgen {
     }
 }
 
-fn run_one(sc: Option<Scenario>, a: &FanoutOptions) -> anyhow::Result<ScenarioResult> {
-    let name = sc
-        .map(|s| s.name().to_string())
-        .unwrap_or_else(|| "external".into());
+fn run_one(run: Run, a: &FanoutOptions) -> anyhow::Result<ScenarioResult> {
+    let sc = run.scenario();
+    let foreign = match run {
+        Run::External(f) => f,
+        Run::Embedded(_) => None,
+    };
+    let name = match run {
+        Run::Embedded(s) => s.name().to_string(),
+        Run::External(Some(f)) => f.name().to_string(),
+        Run::External(None) => "external".into(),
+    };
     let scratch = Scratch::new(&format!("bench-{name}"))?;
-    let slow = a.slow_for(sc);
+    let slow = a.slow_in(run);
     let (mut server, url, ctrl) = target(sc, a, &scratch)?;
     let sched = Schedule::new(a, slow);
-    let mut lg = start_loadgen(&loadgen_args(a, &url, slow, &sched), &scratch)?;
+    // What may hold secrets (a POST URL's query, header values) goes in the environment.
+    let mut env = vec![(super::publisher::PUBLISH_ENV, a.publish.arg())];
+    if !a.headers.is_empty() {
+        env.push((super::publisher::HEADERS_ENV, a.headers.join("\n")));
+    }
+    let mut lg = start_loadgen_env(&loadgen_args(a, &url, slow, &sched), &scratch, &env)?;
     let (connected, _failed) = lg.wait_connected(a.connections, a.connect_timeout, &name)?;
-    let (stats_before, control) = begin(sc.is_some(), &name, ctrl, a.rounds)?;
+    let (stats_before, control) = if a.publish != PublishVia::Server && sc.is_none() {
+        // rtcheck publishes: no control plane to ask; the publisher starts now.
+        lg.send(CMD_PUBLISH);
+        (None, None)
+    } else {
+        begin(sc.is_some(), &name, ctrl, a.rounds)?
+    };
     let healthy = connected.saturating_sub(slow);
     let mut w = watch_rounds(a, &mut lg, ctrl, healthy, &sched, &name, &stats_before)?;
     let (at_bound, cutoff) = stop_at_bound(a, &mut lg, ctrl, slow, &sched, &w.last)?;
@@ -358,10 +500,20 @@ fn run_one(sc: Option<Scenario>, a: &FanoutOptions) -> anyhow::Result<ScenarioRe
         .map(|s| s.guard.terminate(Duration::from_secs(5)).1);
     let mut r = validity::analyze(&Inputs {
         name: name.clone(),
-        description: sc
-            .map(|s| s.describe().to_string())
-            .unwrap_or_else(|| format!("external server {url}")),
-        stall_expected: sc.map(|s| s.stall_expected()).unwrap_or(false),
+        description: match (sc, foreign) {
+            (Some(s), _) => s.describe().to_string(),
+            (None, Some(f)) => format!(
+                "{} (server {}, published via {})",
+                f.describe(),
+                crate::redact::url(&url),
+                a.publish.name()
+            ),
+            (None, None) => format!("external server {}", crate::redact::url(&url)),
+        },
+        // A foreign hub that waits on slow clients is C's result, not a failure.
+        stall_expected: sc
+            .map(|s| s.stall_expected())
+            .unwrap_or(foreign == Some(ForeignRun::C)),
         lg: &result,
         server: final_stats.as_ref(),
         server_cpu_start: stats_before.as_ref().map(|s| s.cpu_seconds),
@@ -375,6 +527,9 @@ fn run_one(sc: Option<Scenario>, a: &FanoutOptions) -> anyhow::Result<ScenarioRe
     });
     r.checks.push(cleanup_check(lg_clean, srv_clean));
     r.rounds_published_at_bound = at_bound.as_ref().map(|s| s.rounds_sent);
+    if foreign == Some(ForeignRun::C) {
+        add_shape(&mut r, &result.rounds, a.rate);
+    }
     if let Some(s) = sc {
         r.reference = s.evidence().map(crate::evidence::reference);
         add_shape_notes(s, &mut r, a, at_bound.as_ref().map(|s| s.rounds_sent));
@@ -437,7 +592,23 @@ impl Schedule {
 }
 
 fn loadgen_args(a: &FanoutOptions, url: &str, slow: u64, sched: &Schedule) -> Vec<String> {
-    vec![
+    let mut v = vec![
+        "--size".to_string(),
+        a.size.to_string(),
+        "--rate".into(),
+        a.rate.to_string(),
+    ];
+    for (flag, val) in [
+        ("--message", &a.message),
+        ("--subscribe", &a.subscribe),
+        ("--seq-path", &a.seq_path),
+        ("--ts-path", &a.ts_path),
+    ] {
+        if let Some(x) = val {
+            v.extend([flag.to_string(), x.clone()]);
+        }
+    }
+    v.extend([
         "--url".to_string(),
         url.to_string(),
         "--connections".into(),
@@ -448,7 +619,22 @@ fn loadgen_args(a: &FanoutOptions, url: &str, slow: u64, sched: &Schedule) -> Ve
         a.rounds.to_string(),
         "--max-seconds".into(),
         ((sched.bound_s + a.connect_timeout.as_secs_f64() + 30.0) as u64).to_string(),
-    ]
+    ]);
+    v
+}
+
+/// A C run on `--server` gets its shape verdict, first among its notes, with the seed's
+/// row for that shape as its reference. An invalid run gets none: no figure.
+fn add_shape(r: &mut ScenarioResult, rounds: &[super::wire::RoundStat], rate: f64) {
+    if !r.valid {
+        return;
+    }
+    if let Some(v) = super::shape::classify(rounds, rate, r.slow_clients) {
+        r.notes
+            .insert(0, format!("{} [evidence: {}]", v.verdict, v.evidence));
+        r.reference = Some(crate::evidence::reference(&v.evidence));
+        r.shape = Some(v);
+    }
 }
 
 /// Stats before publishing, then start it. Embedded servers wait for the start and must
@@ -681,6 +867,14 @@ mod tests {
             server: None,
             connect_timeout: Duration::from_secs(60),
             drain: Duration::from_secs(5),
+            foreign: vec![],
+            publish: PublishVia::Server,
+            message: None,
+            subscribe: None,
+            seq_path: None,
+            ts_path: None,
+            headers: vec![],
+            sse: false,
         };
         let s = Schedule::new(&a, 3);
         assert!((s.schedule_s - 20.0).abs() < 1e-9);
@@ -689,6 +883,8 @@ mod tests {
         let args = loadgen_args(&a, "ws://127.0.0.1:1/ws", 3, &s);
         let at = |k: &str| args[args.iter().position(|x| x == k).unwrap() + 1].clone();
         assert_eq!((at("--slow"), at("--rounds")), ("3".into(), "100".into()));
+        // A POST URL may carry a token in its query: it goes in the environment.
+        assert!(!args.iter().any(|x| x == "--publish"), "{args:?}");
         assert_eq!(cleanup_check(true, Some(true)).status, Status::Pass);
         assert_eq!(cleanup_check(true, None).status, Status::Pass);
         assert!(cleanup_check(true, None)

@@ -5,7 +5,7 @@
 //! allocator and scheduler are not measured together with it.
 use super::stats::{self, ClientSamples};
 use super::wire::ScheduleSeen;
-use super::wire::{Event, LoadgenResult, CMD_CLOSE_SLOW, CMD_CUTOFF, CMD_STOP};
+use super::wire::{Event, LoadgenResult, CMD_CLOSE_SLOW, CMD_CUTOFF, CMD_PUBLISH, CMD_STOP};
 use crate::sys::{clock, limits};
 use futures_util::StreamExt;
 use std::io::Write;
@@ -32,6 +32,17 @@ pub struct LoadgenOptions {
     pub connect_concurrency: usize,
     /// WebSocket read buffer per client.
     pub read_buffer: usize,
+    /// Who publishes: the server itself, or rtcheck (`ws`, `POST URL`).
+    pub publish: super::publisher::PublishVia,
+    /// `--message` template (rtcheck's own text payload when None).
+    pub message: Option<String>,
+    /// Sent by every client (and the publisher) after connecting.
+    pub subscribe: Option<String>,
+    pub seq_path: Option<String>,
+    pub ts_path: Option<String>,
+    /// Message size and rounds per second for rtcheck's publisher.
+    pub size: u64,
+    pub rate: f64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -99,6 +110,8 @@ struct Cfg {
     rounds: u64,
     slow_rcvbuf: u32,
     read_buffer: usize,
+    decoder: super::template::Decoder,
+    subscribe: Option<String>,
 }
 
 #[derive(Default)]
@@ -142,6 +155,13 @@ pub fn run(a: LoadgenOptions) -> anyhow::Result<std::process::ExitCode> {
     }
     let (_, hard) = limits::raise_nofile_to_hard()?;
     limits::check_fd_budget(a.connections, hard)?;
+    let message = a.message.as_deref().map(super::template::Template::parse);
+    let decoder = super::template::Decoder::from_flags(
+        a.seq_path.as_deref(),
+        a.ts_path.as_deref(),
+        message.as_ref(),
+    )
+    .map_err(anyhow::Error::msg)?;
     let cores = clock::cores();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(cores as usize)
@@ -155,6 +175,8 @@ pub fn run(a: LoadgenOptions) -> anyhow::Result<std::process::ExitCode> {
         rounds: a.rounds,
         slow_rcvbuf: a.slow_rcvbuf,
         read_buffer: a.read_buffer.max(1024),
+        decoder,
+        subscribe: a.subscribe.clone(),
     });
     let result = rt.block_on(drive(a, cfg, cores))?;
     emit(&Event::Result(Box::new(result)));
@@ -179,6 +201,7 @@ async fn drive(a: LoadgenOptions, cfg: Arc<Cfg>, cores: u64) -> anyhow::Result<L
     let sem = Arc::new(Semaphore::new(a.connect_concurrency.max(1)));
     let cpu0 = clock::cpu_seconds();
     let mut cmd_rx = read_commands();
+    let (go_tx, publisher) = spawn_publisher(&a, &cfg, stop_rx.clone())?;
     let tasks: Vec<_> = (0..a.connections)
         .map(|i| {
             tokio::spawn(client(
@@ -197,20 +220,81 @@ async fn drive(a: LoadgenOptions, cfg: Arc<Cfg>, cores: u64) -> anyhow::Result<L
         connected: counters.connected.load(Relaxed),
         failed: counters.failed.load(Relaxed),
     });
-    let cutoff = run_phase(&counters, &mut cmd_rx, &stop_tx, hard_stop).await;
+    let cutoff = run_phase(&counters, &mut cmd_rx, &stop_tx, hard_stop, go_tx).await;
     let _ = stop_tx.send(STOP);
+    let publisher = match publisher {
+        Some(p) => tokio::time::timeout(Duration::from_secs(5), p)
+            .await
+            .ok()
+            .and_then(Result::ok),
+        None => None,
+    };
     let cpu2 = clock::cpu_seconds();
     let wall = t_run.elapsed().as_secs_f64();
     let outs = collect(tasks).await;
-    Ok(summarize(
-        &a,
-        outs,
-        cutoff,
-        cores,
-        cpu1 - cpu0,
-        cpu2 - cpu1,
-        wall,
-    ))
+    let mut r = summarize(&a, outs, cutoff, cores, cpu1 - cpu0, cpu2 - cpu1, wall);
+    r.publisher = publisher;
+    Ok(r)
+}
+
+type PublisherTask = Option<tokio::task::JoinHandle<super::wire::PublisherStat>>;
+
+/// rtcheck's publisher (`--publish ws` / `POST`): connected now (a refused publisher is
+/// an error before anything is measured), started by the `publish` command.
+fn spawn_publisher(
+    a: &LoadgenOptions,
+    cfg: &Cfg,
+    stop: watch::Receiver<u8>,
+) -> anyhow::Result<(Option<tokio::sync::oneshot::Sender<()>>, PublisherTask)> {
+    use super::publisher::{self, Plan, PublishVia};
+    if a.publish == PublishVia::Server {
+        return Ok((None, None));
+    }
+    let headers = std::env::var(publisher::HEADERS_ENV)
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(publisher::parse_header)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(anyhow::Error::msg)?;
+    let plan = Plan {
+        via: a.publish.clone(),
+        ws_url: cfg.url.clone(),
+        ws_addr: cfg.addr,
+        message: super::template::Template::parse(
+            a.message
+                .as_deref()
+                .unwrap_or(super::template::DEFAULT_MESSAGE),
+        ),
+        subscribe: a.subscribe.clone(),
+        headers,
+        rounds: a.rounds,
+        rate: a.rate,
+        size: a.size as usize,
+    };
+    let (go_tx, go_rx) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(async move {
+        let ready = match publisher::connect(&plan).await {
+            Ok(r) => r,
+            Err(e) => {
+                return super::wire::PublisherStat {
+                    via: plan.via.name(),
+                    scheduled: plan.rounds,
+                    first_error: Some(e),
+                    ..Default::default()
+                }
+            }
+        };
+        if go_rx.await.is_err() {
+            return super::wire::PublisherStat {
+                via: plan.via.name(),
+                scheduled: plan.rounds,
+                ..Default::default()
+            };
+        }
+        publisher::run(plan, ready, stop, STOP).await
+    });
+    Ok((Some(go_tx), Some(task)))
 }
 
 /// Commands from the orchestrator, one per stdin line; EOF (orchestrator gone) means stop.
@@ -275,6 +359,7 @@ async fn run_phase(
     cmd_rx: &mut tokio::sync::mpsc::UnboundedReceiver<String>,
     stop_tx: &watch::Sender<u8>,
     hard_stop: Instant,
+    mut go: Option<tokio::sync::oneshot::Sender<()>>,
 ) -> Option<u64> {
     let mut tick = tokio::time::interval(Duration::from_millis(250));
     let mut cutoff: Option<u64> = None;
@@ -291,6 +376,11 @@ async fn run_phase(
             c = cmd_rx.recv() => match c.as_deref() {
                 Some(CMD_CLOSE_SLOW) => { let _ = stop_tx.send(CLOSE_SLOW); }
                 Some(CMD_STOP) | None => break,
+                Some(CMD_PUBLISH) => {
+                    if let Some(g) = go.take() {
+                        let _ = g.send(());
+                    }
+                }
                 Some(other) => {
                     if let Some(n) = other.strip_prefix(CMD_CUTOFF).and_then(|n| n.trim().parse().ok()) {
                         cutoff = Some(n);
@@ -366,6 +456,7 @@ fn summarize(
         r.beyond_rounds += o.beyond;
         r.schedule.merge(&o.sched);
         r.order_violations += stats::order_violations(&o.samples);
+        r.duplicates += stats::duplicates(&o.samples);
         if o.removed {
             r.removed_healthy += 1;
         }
@@ -545,6 +636,13 @@ async fn ws_session(
     .map_err(|_| format!("{}: WebSocket handshake timed out after 10s", cfg.url))?
     .map_err(|e| format!("{}: WebSocket handshake: {e}", cfg.url))?;
     drop(permit);
+    if let Some(sub) = &cfg.subscribe {
+        // Join the room or channel, as the app's own clients do (slow ones too).
+        use futures_util::SinkExt;
+        ws.send(Message::text(sub.clone()))
+            .await
+            .map_err(|e| format!("{}: subscribe: {e}", crate::redact::url(&cfg.url)))?;
+    }
     counters.connected.fetch_add(1, Relaxed);
     if slow {
         // Never read: the server's writes pile up in our 2 KB window and its send buffer.
@@ -556,7 +654,7 @@ async fn ws_session(
             biased;
             m = ws.next() => match m {
                 Some(Ok(Message::Binary(b))) => {
-                    record(out, counters, cfg.rounds, &b, crate::net::payload::decode(&b))
+                    record(out, counters, cfg.rounds, &b, cfg.decoder.decode_binary(&b))
                 }
                 // A gap marker (the server dropped messages for this client) is not a
                 // payload: the missing seqs show as drops in the server's counters.
@@ -566,7 +664,7 @@ async fn ws_session(
                 // reset marker: not payloads either.
                 Some(Ok(Message::Text(t))) if crate::net::epoch::parse_marker(t.as_str()).is_some() => {}
                 Some(Ok(Message::Text(t))) => {
-                    record(out, counters, cfg.rounds, t.as_bytes(), crate::net::payload::decode_text(t.as_str()))
+                    record(out, counters, cfg.rounds, t.as_bytes(), cfg.decoder.decode(t.as_bytes(), None))
                 }
                 Some(Ok(Message::Close(_))) | None | Some(Err(_)) => {
                     mark_removed(out, counters, &stop);
@@ -702,7 +800,7 @@ async fn sse_session(
                 counters,
                 cfg.rounds,
                 ev.data.as_bytes(),
-                crate::net::payload::decode_text(&ev.data),
+                cfg.decoder.decode(ev.data.as_bytes(), ev.id.as_deref()),
             );
         }
         Ok(())
@@ -766,6 +864,13 @@ mod tests {
             max_seconds: 1,
             connect_concurrency: 1,
             read_buffer: 4096,
+            publish: super::super::publisher::PublishVia::Server,
+            message: None,
+            subscribe: None,
+            seq_path: None,
+            ts_path: None,
+            size: 64,
+            rate: 5.0,
         }
     }
 

@@ -97,6 +97,12 @@ pub struct ScenarioResult {
     /// Per round: last client's latency and hub time (empty when invalid).
     #[serde(default)]
     pub per_round: Vec<RoundPoint>,
+    /// A C run on `--server`: the seed's shape the hub showed (C1, C2, C3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shape: Option<super::shape::ShapeVerdict>,
+    /// rtcheck's publisher against its schedule (`--publish ws` / `POST`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub publisher: Option<super::wire::PublisherStat>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

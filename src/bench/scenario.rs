@@ -150,6 +150,54 @@ impl Scenario {
     }
 }
 
+/// A run on `--server` (a foreign server, whose design rtcheck does not choose): A all
+/// healthy, C slow clients among the healthy ones; which of the seed's C1, C2, C3 shapes
+/// the server has is what the run finds out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub enum ForeignRun {
+    A,
+    C,
+}
+
+impl ForeignRun {
+    pub fn name(self) -> &'static str {
+        match self {
+            ForeignRun::A => "A",
+            ForeignRun::C => "C",
+        }
+    }
+
+    pub fn describe(self) -> &'static str {
+        match self {
+            ForeignRun::A => "all clients healthy, on the server as it is",
+            ForeignRun::C => "slow clients (connect, subscribe, never read, small receive buffer) among the healthy ones",
+        }
+    }
+}
+
+/// `--scenario` with `--server`: A and C only (C1, C2, C3 are shapes read from C).
+pub fn parse_foreign_list(s: &str) -> Result<Vec<ForeignRun>, String> {
+    let mut out = Vec::new();
+    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let r = match part.to_ascii_uppercase().as_str() {
+            "A" => ForeignRun::A,
+            "C" => ForeignRun::C,
+            _ => {
+                return Err(format!(
+                    "--scenario `{part}` with --server: one of A (all healthy), C (slow clients among them); C1, C2 and C3 are the shapes a C run reports"
+                ))
+            }
+        };
+        if !out.contains(&r) {
+            out.push(r);
+        }
+    }
+    if out.is_empty() {
+        return Err("empty scenario list (with --server: A, C or A,C)".into());
+    }
+    Ok(out)
+}
+
 /// The parsed `--scenario` value (one clap value holding the whole list).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ScenarioList(pub Vec<Scenario>);
@@ -192,6 +240,17 @@ mod tests {
         let e = parse_list("A,G2").unwrap_err();
         assert!(e.contains("`G2`") && e.contains("GC"), "{e}");
         assert!(parse_list(" , ").is_err());
+    }
+
+    #[test]
+    fn foreign_lists_take_a_and_c_only() {
+        assert_eq!(
+            parse_foreign_list("a, C,A").unwrap(),
+            vec![ForeignRun::A, ForeignRun::C]
+        );
+        let e = parse_foreign_list("A,C1").unwrap_err();
+        assert!(e.contains("`C1`") && e.contains("shapes"), "{e}");
+        assert!(parse_foreign_list(",").is_err());
     }
 
     #[test]

@@ -112,6 +112,13 @@ pub fn order_violations(samples: &[(u32, u32)]) -> u64 {
     samples.windows(2).filter(|w| w[1].0 <= w[0].0).count() as u64
 }
 
+/// Frames whose seq the client had already received (a reorder is not one).
+pub fn duplicates(samples: &[(u32, u32)]) -> u64 {
+    let mut seqs: Vec<u32> = samples.iter().map(|s| s.0).collect();
+    seqs.sort_unstable();
+    seqs.windows(2).filter(|w| w[0] == w[1]).count() as u64
+}
+
 pub fn median(v: &[f64]) -> f64 {
     if v.is_empty() {
         return 0.0;

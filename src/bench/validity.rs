@@ -52,9 +52,11 @@ pub fn account(inp: &Inputs) -> Accounting {
     let healthy_connected = lg.connected.saturating_sub(lg.slow);
     let healthy_total = lg.connections.saturating_sub(lg.slow);
     // A server's count above what was asked for means nothing more: clamp it.
+    // rtcheck's own publisher sends in order: the rounds it sent are the published ones.
     let rounds_sent = inp
         .server
         .map(|s| s.rounds_sent)
+        .or(lg.publisher.as_ref().map(|p| p.sent))
         .unwrap_or(inp.rounds_total)
         .min(inp.rounds_total);
     let mut drops_left = inp.server.map(|s| s.drops).unwrap_or(0);
@@ -156,6 +158,7 @@ fn checks(inp: &Inputs, acc: &Accounting) -> Vec<Check> {
         Some(loadgen_cpu(lg)),
         Some(round_start_drift(inp)),
         server_schedule(inp),
+        publisher(inp),
         control_plane(inp),
         Some(nodelay(inp)),
         Some(seq_order(lg)),
@@ -407,7 +410,10 @@ fn server_schedule(inp: &Inputs) -> Option<Check> {
     let want_ms = 1000.0 / inp.rate;
     let period = seen.period_ms();
     let (lo, hi) = size_range(inp.size);
-    let size_ok = min >= lo && max <= hi;
+    // rtcheck's own publisher sets the size; the server may wrap the message (a sender
+    // name, an envelope): only the rate is the server's to get wrong then.
+    let own = inp.lg.publisher.is_some();
+    let size_ok = own || (min >= lo && max <= hi);
     let rate_ok = period.is_none_or(|p| (p - want_ms).abs() <= 0.05 * want_ms);
     let got = period.map_or("one round seen".into(), |p| format!("every {p:.1} ms"));
     let detail = format!(
@@ -421,6 +427,88 @@ fn server_schedule(inp: &Inputs) -> Option<Check> {
             "server schedule",
             Status::Fail,
             format!("{detail}: start the server with the run's --rate and --size"),
+        )
+    })
+}
+
+/// rtcheck's publisher kept its schedule: every round sent, the timer on time (its
+/// lateness is the load generator's, and would count as the server's latency), the
+/// achieved period within 5 % of the asked one. The sender held up by the server (its
+/// backpressure) is a result, said, not a failure.
+fn publisher(inp: &Inputs) -> Option<Check> {
+    let p = inp.lg.publisher.as_ref()?;
+    let period = 1000.0 / inp.rate;
+    let late_bound = (0.1 * period).max(10.0);
+    let late_note = (p.timer_late_p99_ms > late_bound).then(|| {
+        format!(
+            "the publisher's timer ran {:.1} ms late at p99 (over {late_bound:.0} ms): the figures include that much of the load generator's own delay",
+            p.timer_late_p99_ms
+        )
+    });
+    let mut fails = Vec::new();
+    let refused = p.first_error.as_ref().map(|e| {
+        format!(
+            "{} of {} publishes failed, the first: {e}",
+            p.failed.max(1),
+            p.scheduled
+        )
+    });
+    // With slow clients a stalled hub also stalls its publish API (a POST that times
+    // out, a broadcast channel that blocks): that is the C result, said, not a failure.
+    let refused_is_result = inp.stall_expected && p.sent > 0;
+    if let Some(r) = refused.as_ref().filter(|_| !refused_is_result) {
+        fails.push(r.clone());
+    }
+    if p.timer_rounds < p.scheduled && !inp.stall_expected {
+        fails.push(format!(
+            "the publisher reached round {} of {}",
+            p.timer_rounds, p.scheduled
+        ));
+    }
+    // Later than one period, the schedule itself slipped (rounds bunch up): invalid.
+    // Less is counted, honestly, in the latency (measured from the schedule) and said.
+    if p.timer_late_p99_ms > period {
+        fails.push(format!(
+            "the publisher's timer ran {:.1} ms late at p99, over one period ({period:.0} ms): the load generator fell behind its schedule",
+            p.timer_late_p99_ms
+        ));
+    }
+    if let Some(ap) = p
+        .achieved_period_ms
+        .filter(|ap| (ap - period).abs() > 0.05 * period)
+    {
+        fails.push(format!(
+            "achieved every {ap:.1} ms, asked every {period:.1} ms"
+        ));
+    }
+    let detail = format!(
+        "{} via {}: {} of {} sent on schedule (timer late p99 {:.1} ms, max {:.1} ms; every {} ms achieved); the server held the sender up to {:.0} ms{}",
+        if fails.is_empty() { "published" } else { "publishing failed" },
+        p.via,
+        p.sent,
+        p.scheduled,
+        p.timer_late_p99_ms,
+        p.timer_late_max_ms,
+        p.achieved_period_ms.map_or("-".into(), |v| format!("{v:.1}")),
+        p.backlog_max_ms,
+        if p.unsent > 0 { format!(", {} sends still blocked at the stop", p.unsent) } else { String::new() }
+    );
+    Some(if fails.is_empty() {
+        let warns: Vec<String> = refused.into_iter().chain(late_note).collect();
+        if warns.is_empty() {
+            check("publisher schedule", Status::Pass, detail)
+        } else {
+            check(
+                "publisher schedule",
+                Status::Warn,
+                format!("{}; {detail}", warns.join("; ")),
+            )
+        }
+    } else {
+        check(
+            "publisher schedule",
+            Status::Fail,
+            format!("{}; {detail}", fails.join("; ")),
         )
     })
 }
@@ -605,6 +693,8 @@ fn result(
         } else {
             Vec::new()
         },
+        shape: None,
+        publisher: lg.publisher.clone(),
     }
 }
 
@@ -1072,5 +1162,70 @@ mod tests {
         inp.size = 1024;
         let r = analyze(&inp);
         assert_eq!(*detail(&r, "server schedule").0, Status::Fail);
+    }
+
+    #[test]
+    fn the_publisher_is_held_to_its_schedule() {
+        use crate::bench::wire::PublisherStat;
+        let rounds: Vec<RoundStat> = (0..4).map(|_| round(10, 0, 0)).collect();
+        let st = stats(4, 0);
+        let run = |p: PublisherStat, stall: bool| {
+            let mut l = lg(rounds.clone(), 10, 0);
+            l.publisher = Some(p);
+            analyze(&Inputs {
+                server: None,
+                ..inputs(&l, &st, stall)
+            })
+        };
+        let ok = PublisherStat {
+            via: "ws".into(),
+            scheduled: 4,
+            timer_rounds: 4,
+            sent: 4,
+            timer_late_p99_ms: 2.0,
+            achieved_period_ms: Some(200.0),
+            ..Default::default()
+        };
+        let r = run(ok.clone(), false);
+        assert_eq!(detail(&r, "publisher schedule").0, &Status::Pass);
+        // Late by less than a period (200 ms at 5/s): said, still valid.
+        let r = run(
+            PublisherStat {
+                timer_late_p99_ms: 40.0,
+                ..ok.clone()
+            },
+            false,
+        );
+        let (st_, d) = detail(&r, "publisher schedule");
+        assert_eq!(st_, &Status::Warn, "{d}");
+        assert!(d.contains("load generator's own delay"), "{d}");
+        assert!(r.valid);
+        // Over one period, or off the rate: invalid, no figure.
+        let r = run(
+            PublisherStat {
+                timer_late_p99_ms: 250.0,
+                ..ok.clone()
+            },
+            false,
+        );
+        assert!(!r.valid && r.p99_ms.is_none());
+        let r = run(
+            PublisherStat {
+                achieved_period_ms: Some(230.0),
+                ..ok.clone()
+            },
+            false,
+        );
+        assert!(!r.valid);
+        // A refused publish: invalid in A; in C (a stall expected) the hub's result.
+        let refused = PublisherStat {
+            failed: 1,
+            sent: 3,
+            first_error: Some("publisher: POST /p: no answer within 10s".into()),
+            ..ok
+        };
+        assert!(!run(refused.clone(), false).valid);
+        let r = run(refused, true);
+        assert_eq!(detail(&r, "publisher schedule").0, &Status::Warn);
     }
 }

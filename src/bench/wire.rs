@@ -8,6 +8,31 @@ pub const CMD_STOP: &str = "stop";
 /// `cutoff N`: rounds above N began after the time bound and are outside the measurement
 /// window (C1: the hub catching up once the slow clients are closed).
 pub const CMD_CUTOFF: &str = "cutoff";
+/// `publish`: start rtcheck's own publisher (`--publish ws` or `POST`) now.
+pub const CMD_PUBLISH: &str = "publish";
+
+/// What rtcheck's publisher achieved against its schedule (`--publish ws` / `POST`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PublisherStat {
+    /// `ws` or `POST URL` (redacted).
+    pub via: String,
+    /// Rounds in the schedule, and rounds the timer reached before the stop.
+    pub scheduled: u64,
+    pub timer_rounds: u64,
+    /// Sends completed, failed (the first error named), and still blocked at the stop.
+    pub sent: u64,
+    pub failed: u64,
+    pub first_error: Option<String>,
+    pub unsent: u64,
+    /// The timer's lateness behind the schedule (the load generator's own delay).
+    pub timer_late_p99_ms: f64,
+    pub timer_late_max_ms: f64,
+    /// Mean period between the timer's rounds as achieved.
+    pub achieved_period_ms: Option<f64>,
+    /// Largest delay behind the schedule at a send's completion: the server holding
+    /// the sender (its backpressure), not a load generator fault.
+    pub backlog_max_ms: f64,
+}
 
 /// One line of load generator output.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -70,6 +95,12 @@ pub struct LoadgenResult {
     pub after_cutoff: u64,
     /// Per-client seq not strictly increasing (duplicates or reordering).
     pub order_violations: u64,
+    /// Of them, frames whose seq the client had already received.
+    #[serde(default)]
+    pub duplicates: u64,
+    /// rtcheck's own publisher (`--publish ws` / `POST`); None when the server publishes.
+    #[serde(default)]
+    pub publisher: Option<PublisherStat>,
     /// Frames we could not decode as the payload.
     pub undecodable: u64,
     /// The first of them, redacted to its shape (`shape`).

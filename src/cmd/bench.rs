@@ -65,6 +65,22 @@ pub struct LoadgenArgs {
     /// WebSocket read buffer per client (small: 10,000 clients share one process).
     #[arg(long, default_value_t = 4096)]
     pub read_buffer: usize,
+    /// server, ws, or 'POST URL' (bench fanout passes it in RTCHECK_PUBLISH, headers in
+    /// RTCHECK_PUBLISH_HEADERS: never on argv).
+    #[arg(long, env = "RTCHECK_PUBLISH", default_value = "server", value_parser = crate::bench::publisher::PublishVia::parse)]
+    pub publish: crate::bench::publisher::PublishVia,
+    #[arg(long)]
+    pub message: Option<String>,
+    #[arg(long)]
+    pub subscribe: Option<String>,
+    #[arg(long)]
+    pub seq_path: Option<String>,
+    #[arg(long)]
+    pub ts_path: Option<String>,
+    #[arg(long, default_value_t = 1024)]
+    pub size: u64,
+    #[arg(long, default_value_t = 5.0)]
+    pub rate: f64,
 }
 
 impl LoadgenArgs {
@@ -78,6 +94,13 @@ impl LoadgenArgs {
             max_seconds: self.max_seconds,
             connect_concurrency: self.connect_concurrency,
             read_buffer: self.read_buffer,
+            publish: self.publish.clone(),
+            message: self.message.clone(),
+            subscribe: self.subscribe.clone(),
+            seq_path: self.seq_path.clone(),
+            ts_path: self.ts_path.clone(),
+            size: self.size,
+            rate: self.rate,
         }
     }
 }
@@ -89,10 +112,17 @@ Examples:
   rtcheck bench fanout --connections 2000 --scenario F,A,C3
   rtcheck bench fanout --connections 2000 --format markdown --output bench.md
   rtcheck bench fanout --server ws://127.0.0.1:8080/ws --connections 1000   another server (loopback only)
+  rtcheck bench fanout --server ws://127.0.0.1:8080/ws --publish ws --scenario A,C \
+      --message '{\"type\":\"msg\",\"text\":\"{seq} {ts} {pad}\"}' --seq-path text --ts-path text
+  rtcheck bench fanout --server ws://127.0.0.1:8080/ws --publish 'POST http://127.0.0.1:8080/publish' \
+      -H 'Authorization: Bearer $TOKEN' --message 'hello {marker} {pad}'
 
 Scenarios: F raw-TCP floor, A baseline, C1/C2 slow clients with shard writers (no deadline /
 1 s deadline), C3 slow clients with per-client queues, G1 per-client copy + allocation, G3
-shared buffer + allocation, P1 one server worker thread.
+shared buffer + allocation, P1 one server worker thread. With --server: A (all healthy) and
+C (slow clients among them), whose verdict names the shape found: C1, C2 or C3.
+Templates: {seq}, {ts} (scheduled publish time, ns since the epoch), {pad} (filler to
+--size), {marker} (seq and ts in one string any receiver finds, whatever wraps it).
 Exit codes: 0 every result valid, 1 a result failed its validity check, 2 error.")]
 pub struct FanoutArgs {
     /// Clients (the seed: 10,000; on 2 cores 2,000 is the seed's load per core).
@@ -113,8 +143,9 @@ pub struct FanoutArgs {
     pub slow: Option<u64>,
     /// Comma-separated: F (raw-TCP floor), A, C1, C2, C3, G1, G3, P1. F runs first even when
     /// not listed, so every row is also shown as a ratio to what this host can do at best.
-    #[arg(long, default_value = "F,A,C1,C2,C3,G1,G3,P1", value_parser = scenario::parse_list_arg)]
-    pub scenario: scenario::ScenarioList,
+    /// With --server: A, C or A,C (default: one run with --slow slow clients).
+    #[arg(long, value_name = "LIST")]
+    pub scenario: Option<String>,
     /// Do not add the floor F to the scenarios (rows then have no ratio to F).
     #[arg(long)]
     pub no_floor: bool,
@@ -122,6 +153,34 @@ pub struct FanoutArgs {
     /// not apply: one run, with --slow slow clients if given.
     #[arg(long)]
     pub server: Option<String>,
+    /// With --server, who publishes: `server` (it publishes rtcheck's payload by itself,
+    /// started by /control/start), `ws` (rtcheck sends each message on a connection of
+    /// its own and the server broadcasts it, chat-style), or 'POST URL' (the app's
+    /// publish API).
+    #[arg(long, default_value = "server", value_parser = crate::bench::publisher::PublishVia::parse)]
+    pub publish: crate::bench::publisher::PublishVia,
+    /// What rtcheck publishes: a template with {seq}, {ts}, {pad}, {marker}
+    /// (default: rtcheck's JSON payload).
+    #[arg(long, value_name = "TEMPLATE")]
+    pub message: Option<String>,
+    /// Sent by every client (and the publisher) after connecting: join a room or channel.
+    #[arg(long, value_name = "TEMPLATE")]
+    pub subscribe: Option<String>,
+    /// JSON path of the sequence in a received frame (e.g. data.seq, or text when seq
+    /// and ts are the two numbers inside one string). With --ts-path.
+    #[arg(long, value_name = "PATH")]
+    pub seq_path: Option<String>,
+    /// JSON path of the scheduled time ({ts}) in a received frame. With --seq-path.
+    #[arg(long, value_name = "PATH")]
+    pub ts_path: Option<String>,
+    /// A header for --publish 'POST URL' ('Name: value'; never printed, never on a
+    /// child's command line). Repeatable.
+    #[arg(short = 'H', long = "header", value_name = "HEADER")]
+    pub headers: Vec<String>,
+    /// The clients' transport on --server: ws (WebSocket) or sse (Server-Sent Events on
+    /// an http:// URL; the event's `id:` is the seq when the payload carries none).
+    #[arg(long, value_enum, default_value = "ws")]
+    pub transport: FanoutTransport,
     #[command(flatten)]
     pub out: OutputArgs<BenchFormats>,
     /// Also write the JSON report here (atomically), whatever --format says.
@@ -135,25 +194,52 @@ pub struct FanoutArgs {
     pub drain: Duration,
 }
 
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum FanoutTransport {
+    Ws,
+    Sse,
+}
+
 impl FanoutArgs {
-    pub fn options(&self) -> FanoutOptions {
-        FanoutOptions {
+    pub fn options(&self) -> anyhow::Result<FanoutOptions> {
+        const ALL: &str = "F,A,C1,C2,C3,G1,G3,P1";
+        let (scenario, foreign) = match (&self.server, &self.scenario) {
+            (Some(_), Some(s)) => (
+                scenario::ScenarioList(vec![]),
+                scenario::parse_foreign_list(s).map_err(anyhow::Error::msg)?,
+            ),
+            (Some(_), None) => (scenario::ScenarioList(vec![]), vec![]),
+            (None, s) => (
+                scenario::parse_list_arg(s.as_deref().unwrap_or(ALL))
+                    .map_err(|e| anyhow::anyhow!("--scenario: {e}"))?,
+                vec![],
+            ),
+        };
+        Ok(FanoutOptions {
             connections: self.connections,
             rounds: self.rounds,
             size: self.size,
             rate: self.rate,
             slow: self.slow,
-            scenario: self.scenario.clone(),
+            scenario,
             no_floor: self.no_floor,
             server: self.server.clone(),
             connect_timeout: self.connect_timeout,
             drain: self.drain,
-        }
+            foreign,
+            publish: self.publish.clone(),
+            message: self.message.clone(),
+            subscribe: self.subscribe.clone(),
+            seq_path: self.seq_path.clone(),
+            ts_path: self.ts_path.clone(),
+            headers: self.headers.clone(),
+            sse: self.transport == FanoutTransport::Sse,
+        })
     }
 }
 
 fn run_fanout(a: FanoutArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
-    let report = fanout::run(&a.options())?;
+    let report = fanout::run(&a.options()?)?;
     let text = match a.out.format {
         Format::Json => crate::report::json::render(&report)?,
         Format::Markdown => crate::report::markdown::bench::render(&report),
@@ -234,6 +320,7 @@ mod tests {
     fn runs(args: &[&str]) -> Vec<&'static str> {
         parse(args)
             .options()
+            .unwrap()
             .scenarios()
             .iter()
             .map(|s| s.name())
@@ -251,14 +338,22 @@ mod tests {
     #[test]
     fn a_schedule_longer_than_an_hour_is_refused() {
         for rate in ["0.000001", "1e-300"] {
-            let e = fanout::validate(&parse(&["--rounds", "10", "--rate", rate]).options())
-                .unwrap_err()
-                .to_string();
+            let e = fanout::validate(
+                &parse(&["--rounds", "10", "--rate", rate])
+                    .options()
+                    .unwrap(),
+            )
+            .unwrap_err()
+            .to_string();
             assert!(e.contains("the bound is 3600 s"), "{e}");
             assert!(!e.contains('\n'), "{e}");
         }
         // 3600 rounds at 1/s is exactly the bound: not refused for its length.
-        let e = fanout::validate(&parse(&["--rounds", "3600", "--rate", "1"]).options());
+        let e = fanout::validate(
+            &parse(&["--rounds", "3600", "--rate", "1"])
+                .options()
+                .unwrap(),
+        );
         assert!(e
             .as_ref()
             .map_or_else(|e| !e.to_string().contains("bound is"), |_| true));

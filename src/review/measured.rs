@@ -234,6 +234,8 @@ mod tests {
             server_cpu_s: None,
             per_round: vec![],
             percentiles: vec![],
+            shape: None,
+            publisher: None,
             client_cpu_s: 1.0,
             p99_vs_floor: None,
             p999_vs_floor: None,

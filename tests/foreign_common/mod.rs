@@ -134,11 +134,26 @@ pub fn starlette(env: &[(&str, &str)]) -> Foreign {
 /// gorilla_hub.go (`golang-go` + `golang-github-gorilla-websocket-dev`), built in GOPATH
 /// mode against Debian's tree: PING_MS, TICK_MS.
 pub fn gorilla_hub(env: &[(&str, &str)]) -> Foreign {
-    let bin = build_hub();
+    let bin = build_go("gorilla_hub.go");
     Foreign::start(Command::new(bin), "gorilla-hub", env)
 }
 
-fn build_hub() -> PathBuf {
+/// gorilla_shards.go: the seed's C1-style hub (shard writers; SHARDS, WRITE_DEADLINE_MS,
+/// SNDBUF), publishing what clients send or POST /publish; GET /stats.
+pub fn gorilla_shards(env: &[(&str, &str)]) -> Foreign {
+    let bin = build_go("gorilla_shards.go");
+    Foreign::start(Command::new(bin), "gorilla-shards", env)
+}
+
+/// A fixture's own count, GET /stats (gorilla_hub, gorilla_shards, ws_broadcast):
+/// `sent`, frames its writes completed.
+pub fn fixture_stats(f: &Foreign) -> Value {
+    let (status, body) = crate::common::http_get(f.addr(), "/stats");
+    assert_eq!(status, 200, "GET /stats: {body}");
+    serde_json::from_str(&body).unwrap_or_else(|e| panic!("/stats not JSON ({e}): {body}"))
+}
+
+fn build_go(file: &str) -> PathBuf {
     const PACKAGES: &str = "golang-go golang-github-gorilla-websocket-dev";
     require_file(
         &format!("{GOCODE}/src/github.com/gorilla/websocket/conn.go"),
@@ -148,11 +163,12 @@ fn build_hub() -> PathBuf {
     let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("foreign-go");
     std::fs::create_dir_all(&out).unwrap();
     // One binary per test process: tests build in parallel, each into its own file.
-    let bin = out.join(format!("gorilla-hub-{}", std::process::id()));
+    let stem = file.trim_end_matches(".go");
+    let bin = out.join(format!("{stem}-{}", std::process::id()));
     let o = Command::new(go)
         .args(["build", "-o"])
         .arg(&bin)
-        .arg(fixture("gorilla_hub.go"))
+        .arg(fixture(file))
         .env("GOCACHE", out.join("cache"))
         .env("GOPATH", GOCODE)
         .env("GO111MODULE", "off")
@@ -163,7 +179,7 @@ fn build_hub() -> PathBuf {
         .unwrap_or_else(|e| panic!("cannot run `go` ({e}): install {PACKAGES}"));
     assert!(
         o.status.success(),
-        "go build of gorilla_hub.go failed (needs {PACKAGES}): {}",
+        "go build of {file} failed (needs {PACKAGES}): {}",
         String::from_utf8_lossy(&o.stderr)
     );
     bin

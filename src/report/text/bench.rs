@@ -139,6 +139,16 @@ pub fn render(rep: &BenchReport, p: &Palette) -> String {
             },
             r.description
         ));
+        // A C run on a foreign hub: the shape found is the verdict, before the checks.
+        let shape = r.shape.as_ref().map(|v| v.verdict.as_str());
+        if let Some(v) = &r.shape {
+            out.push_str(&format!(
+                "  {} {} [evidence: {}]\n",
+                p.bold("shape"),
+                v.verdict,
+                v.evidence
+            ));
+        }
         for c in &r.checks {
             out.push_str(&format!(
                 "  {:5} {}: {}\n",
@@ -147,7 +157,11 @@ pub fn render(rep: &BenchReport, p: &Palette) -> String {
                 c.detail
             ));
         }
-        for n in &r.notes {
+        for n in r
+            .notes
+            .iter()
+            .filter(|n| shape.is_none_or(|v| !n.starts_with(v)))
+        {
             out.push_str(&format!("  note  {n}\n"));
         }
         if let Some(e) = &r.reference {

@@ -1,0 +1,433 @@
+//! The publisher for a foreign server (`--publish ws` or `--publish 'POST URL'`), run
+//! inside the load generator process so its CPU is in the load generator's check. Open
+//! loop: a timer task stamps each message with its SCHEDULED time and hands it to a
+//! sender task, so a server that blocks the sender (its backpressure) never delays the
+//! schedule, and the receivers' latency from that stamp has no coordinated omission. The
+//! timer's own lateness is the load generator's fault and is reported apart from the
+//! sender's backlog (the server's).
+use super::template::Template;
+use super::wire::PublisherStat;
+use crate::sys::clock;
+use bytes::Bytes;
+use futures_util::{SinkExt, StreamExt};
+use http_body_util::{BodyExt, Full};
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+/// How messages reach the server's clients.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PublishVia {
+    /// The server publishes by itself (rtcheck's payload, `/control/start`).
+    Server,
+    /// On one more WebSocket connection of rtcheck's, broadcast by the server.
+    Ws,
+    /// POST to the app's publish API.
+    Post { url: String },
+}
+
+impl PublishVia {
+    /// `server`, `ws`, or `POST http://127.0.0.1:PORT/PATH` (loopback only).
+    pub fn parse(s: &str) -> Result<PublishVia, String> {
+        let t = s.trim();
+        match t {
+            "server" => return Ok(PublishVia::Server),
+            "ws" => return Ok(PublishVia::Ws),
+            _ => {}
+        }
+        let url = t
+            .strip_prefix("POST ")
+            .or_else(|| t.strip_prefix("post "))
+            .map(str::trim)
+            .ok_or_else(|| {
+                format!(
+                    "--publish `{}`: expected server, ws or 'POST http://HOST:PORT/PATH'",
+                    crate::redact::url(t)
+                )
+            })?;
+        match super::loadgen::parse_target(url) {
+            Ok((super::loadgen::Proto::Sse, _, _)) => Ok(PublishVia::Post { url: url.into() }),
+            Ok(_) => Err(format!(
+                "--publish POST {}: expected an http:// URL",
+                crate::redact::url(url)
+            )),
+            Err(e) => Err(format!("--publish POST: {e}")),
+        }
+    }
+
+    /// The value as the load generator's flag takes it back.
+    pub fn arg(&self) -> String {
+        match self {
+            PublishVia::Server => "server".into(),
+            PublishVia::Ws => "ws".into(),
+            PublishVia::Post { url } => format!("POST {url}"),
+        }
+    }
+
+    pub fn name(&self) -> String {
+        match self {
+            PublishVia::Server => "server".into(),
+            PublishVia::Ws => "ws".into(),
+            PublishVia::Post { url } => format!("POST {}", crate::redact::url(url)),
+        }
+    }
+}
+
+/// Environment variable carrying `--publish` to the load generator (a POST URL's query
+/// may hold a token: never argv).
+pub const PUBLISH_ENV: &str = "RTCHECK_PUBLISH";
+
+/// Environment variable carrying `-H` headers to the load generator (never argv: a
+/// token there is in every `ps`). One `Name: value` per line.
+pub const HEADERS_ENV: &str = "RTCHECK_PUBLISH_HEADERS";
+
+/// `Name: value` → (name, value); the error never shows the value.
+pub fn parse_header(h: &str) -> Result<(String, String), String> {
+    let (n, v) = h
+        .split_once(':')
+        .ok_or_else(|| "-H: expected `Name: value`".to_string())?;
+    let n = n.trim();
+    if n.is_empty()
+        || !n
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_".contains(&b))
+    {
+        return Err(format!(
+            "-H `{}`: not a header name",
+            n.chars().take(40).collect::<String>()
+        ));
+    }
+    if v.contains(['\r', '\n']) {
+        return Err(format!("-H {n}: the value has a line break"));
+    }
+    Ok((n.to_string(), v.trim().to_string()))
+}
+
+pub struct Plan {
+    pub via: PublishVia,
+    /// Where the WebSocket publisher connects (the clients' URL).
+    pub ws_url: String,
+    pub ws_addr: SocketAddr,
+    pub message: Template,
+    pub subscribe: Option<String>,
+    pub headers: Vec<(String, String)>,
+    pub rounds: u64,
+    pub rate: f64,
+    pub size: usize,
+}
+
+/// A connected publisher, ready to start on the orchestrator's command.
+pub enum Ready {
+    Ws(Box<tokio_tungstenite::WebSocketStream<tokio::net::TcpStream>>),
+    Post,
+}
+
+/// Connect the publisher (and join the room) before measurement starts.
+pub async fn connect(plan: &Plan) -> Result<Ready, String> {
+    if !matches!(plan.via, PublishVia::Ws) {
+        return Ok(Ready::Post);
+    }
+    let url = crate::redact::url(&plan.ws_url);
+    let s = tokio::time::timeout(
+        Duration::from_secs(10),
+        tokio::net::TcpStream::connect(plan.ws_addr),
+    )
+    .await
+    .map_err(|_| format!("publisher: {url}: connect timed out after 10s"))?
+    .map_err(|e| format!("publisher: {url}: connect: {e}"))?;
+    let _ = s.set_nodelay(true);
+    let (mut ws, _) = tokio::time::timeout(
+        Duration::from_secs(10),
+        tokio_tungstenite::client_async(plan.ws_url.as_str(), s),
+    )
+    .await
+    .map_err(|_| format!("publisher: {url}: handshake timed out after 10s"))?
+    .map_err(|e| format!("publisher: {url}: handshake: {e}"))?;
+    if let Some(sub) = &plan.subscribe {
+        ws.send(tokio_tungstenite::tungstenite::Message::text(sub.clone()))
+            .await
+            .map_err(|e| format!("publisher: subscribe: {e}"))?;
+    }
+    Ok(Ready::Ws(Box::new(ws)))
+}
+
+/// Publish every round on schedule until done or `stop` fires; what it achieved.
+pub async fn run(
+    plan: Plan,
+    ready: Ready,
+    mut stop: tokio::sync::watch::Receiver<u8>,
+    stop_level: u8,
+) -> PublisherStat {
+    let period = Duration::from_secs_f64(1.0 / plan.rate);
+    // One period of lead: the first round is scheduled, not sent at once.
+    let t0 = Instant::now() + period;
+    let t0_ns = clock::now_ns() + period.as_nanos() as u64;
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<(u64, Instant, String)>();
+    let state = std::sync::Arc::new(std::sync::Mutex::new(SendState::default()));
+    let sender = tokio::spawn(send_all(ready, plan_target(&plan), rx, state.clone()));
+    let mut st = PublisherStat {
+        via: plan.via.name(),
+        scheduled: plan.rounds,
+        ..Default::default()
+    };
+    let mut late = Vec::with_capacity(plan.rounds as usize);
+    for seq in 1..=plan.rounds {
+        let off = period.mul_f64((seq - 1) as f64);
+        let due = t0 + off;
+        tokio::select! {
+            _ = tokio::time::sleep_until(due.into()) => {}
+            _ = stopped(&mut stop, stop_level) => break,
+        }
+        let now = Instant::now();
+        late.push(now.saturating_duration_since(due).as_secs_f64() * 1e3);
+        if seq > 1 {
+            st.achieved_period_ms =
+                Some(now.duration_since(t0).as_secs_f64() * 1e3 / (seq - 1) as f64);
+        }
+        let ts = t0_ns + off.as_nanos() as u64;
+        if tx
+            .send((seq, due, plan.message.render(seq, ts, plan.size)))
+            .is_err()
+        {
+            break;
+        }
+        st.timer_rounds = seq;
+    }
+    drop(tx);
+    // A hub that blocks the sender (C1) would hold it forever: once stopped, 1 s more.
+    let mut sender = sender;
+    let finished = tokio::select! {
+        r = &mut sender => r.is_ok(),
+        _ = stopped(&mut stop, stop_level) => {
+            tokio::time::timeout(Duration::from_secs(1), &mut sender).await.is_ok_and(|r| r.is_ok())
+        }
+    };
+    sender.abort();
+    let s = state.lock().map(|s| s.clone()).unwrap_or_default();
+    st.sent = s.sent;
+    st.failed = s.failed;
+    st.first_error = s.first_error;
+    st.backlog_max_ms = s.backlog_max_ms;
+    if !finished {
+        st.unsent = st.timer_rounds.saturating_sub(s.sent + s.failed);
+    }
+    late.sort_by(f64::total_cmp);
+    st.timer_late_p99_ms = quantile_sorted(&late, 0.99);
+    st.timer_late_max_ms = late.last().copied().unwrap_or(0.0);
+    st
+}
+
+/// Resolves once the stop level is reached (the watch guard is not held across awaits).
+async fn stopped(stop: &mut tokio::sync::watch::Receiver<u8>, level: u8) {
+    let _ = stop.wait_for(|l| *l >= level).await.map(drop);
+}
+
+enum Target {
+    Ws,
+    Post {
+        addr: SocketAddr,
+        host: String,
+        path: String,
+        headers: Vec<(String, String)>,
+    },
+}
+
+fn plan_target(plan: &Plan) -> Target {
+    match &plan.via {
+        PublishVia::Post { url } => {
+            let (_, addr, path) = super::loadgen::parse_target(url).unwrap_or((
+                super::loadgen::Proto::Sse,
+                plan.ws_addr,
+                "/".into(),
+            ));
+            Target::Post {
+                addr,
+                host: addr.to_string(),
+                path,
+                headers: plan.headers.clone(),
+            }
+        }
+        _ => Target::Ws,
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+struct SendState {
+    sent: u64,
+    failed: u64,
+    first_error: Option<String>,
+    /// Largest delay behind the schedule at a send's completion (ms): how long the
+    /// server held the sender.
+    backlog_max_ms: f64,
+}
+
+impl SendState {
+    fn done(&mut self, r: Result<(), String>, due: Instant) {
+        match r {
+            Ok(()) => self.sent += 1,
+            Err(e) => {
+                self.failed += 1;
+                self.first_error.get_or_insert(e);
+            }
+        }
+        self.backlog_max_ms = self.backlog_max_ms.max(due.elapsed().as_secs_f64() * 1e3);
+    }
+}
+
+type Shared = std::sync::Arc<std::sync::Mutex<SendState>>;
+
+fn record(state: &Shared, r: Result<(), String>, due: Instant) {
+    if let Ok(mut s) = state.lock() {
+        s.done(r, due);
+    }
+}
+
+/// Send in order, counting into `state` (read even if this task is aborted).
+async fn send_all(
+    ready: Ready,
+    target: Target,
+    mut rx: tokio::sync::mpsc::UnboundedReceiver<(u64, Instant, String)>,
+    state: Shared,
+) {
+    match (ready, target) {
+        (Ready::Ws(ws), _) => {
+            let (mut sink, mut stream) = (*ws).split();
+            // Read and discard: a chat hub echoes to its sender, which must not become
+            // a slow client itself.
+            let reader =
+                tokio::spawn(async move { while let Some(Ok(_)) = stream.next().await {} });
+            while let Some((_, due, msg)) = rx.recv().await {
+                let r = sink
+                    .send(tokio_tungstenite::tungstenite::Message::text(msg))
+                    .await
+                    .map_err(|e| format!("publisher: WebSocket send: {e}"));
+                record(&state, r, due);
+            }
+            reader.abort();
+        }
+        (
+            _,
+            Target::Post {
+                addr,
+                host,
+                path,
+                headers,
+            },
+        ) => {
+            let mut conn: Option<hyper::client::conn::http1::SendRequest<Full<Bytes>>> = None;
+            while let Some((_, due, msg)) = rx.recv().await {
+                let r = post(&mut conn, addr, &host, &path, &headers, msg).await;
+                record(&state, r, due);
+            }
+        }
+        (Ready::Post, Target::Ws) => record(
+            &state,
+            Err("publisher: no WebSocket".into()),
+            Instant::now(),
+        ),
+    }
+}
+
+/// The q-quantile of sorted values (0 for none).
+fn quantile_sorted(v: &[f64], q: f64) -> f64 {
+    if v.is_empty() {
+        return 0.0;
+    }
+    let i = ((v.len() as f64 * q).ceil() as usize).clamp(1, v.len()) - 1;
+    v[i]
+}
+
+/// One POST on a kept-alive connection (reconnecting when the server closed it); a
+/// non-2xx answer is a failure named by its status, never by the body or the headers.
+async fn post(
+    conn: &mut Option<hyper::client::conn::http1::SendRequest<Full<Bytes>>>,
+    addr: SocketAddr,
+    host: &str,
+    path: &str,
+    headers: &[(String, String)],
+    body: String,
+) -> Result<(), String> {
+    // A query value may be a token: errors show the path redacted.
+    let shown = crate::redact::path_and_query(path);
+    if conn.as_ref().is_none_or(|c| c.is_closed()) {
+        let s = tokio::time::timeout(
+            Duration::from_secs(10),
+            tokio::net::TcpStream::connect(addr),
+        )
+        .await
+        .map_err(|_| format!("publisher: POST {addr}: connect timed out"))?
+        .map_err(|e| format!("publisher: POST {addr}: connect: {e}"))?;
+        let _ = s.set_nodelay(true);
+        let (sender, driver) =
+            hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(s))
+                .await
+                .map_err(|e| format!("publisher: POST {addr}: {e}"))?;
+        tokio::spawn(driver);
+        *conn = Some(sender);
+    }
+    let c = conn.as_mut().ok_or("publisher: no connection")?;
+    let mut b = hyper::Request::post(path)
+        .header("host", host)
+        .header("content-type", "application/json");
+    for (n, v) in headers {
+        b = b.header(n.as_str(), v.as_str());
+    }
+    let req = b
+        .body(Full::new(Bytes::from(body)))
+        .map_err(|_| "publisher: a -H header was refused by the HTTP library".to_string())?;
+    let resp = tokio::time::timeout(Duration::from_secs(10), c.send_request(req))
+        .await
+        .map_err(|_| format!("publisher: POST {shown}: no answer within 10s"))?
+        .map_err(|e| {
+            *conn = None;
+            format!("publisher: POST {shown}: {e}")
+        })?;
+    let status = resp.status();
+    let _ = resp.into_body().collect().await;
+    if status.is_success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "publisher: POST {shown} answered HTTP {}",
+            status.as_u16()
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn publish_values() {
+        assert_eq!(PublishVia::parse("ws"), Ok(PublishVia::Ws));
+        assert_eq!(PublishVia::parse("server"), Ok(PublishVia::Server));
+        assert_eq!(
+            PublishVia::parse("POST http://127.0.0.1:9/publish"),
+            Ok(PublishVia::Post {
+                url: "http://127.0.0.1:9/publish".into()
+            })
+        );
+        let e = PublishVia::parse("POST http://u:pw@10.0.0.1:9/p?token=s3cretvalue").unwrap_err();
+        assert!(!e.contains("pw@") && !e.contains("s3cretvalue"), "{e}");
+        assert!(PublishVia::parse("POST ws://127.0.0.1:9/x").is_err());
+        assert!(PublishVia::parse("PUT http://127.0.0.1:9/x").is_err());
+        let p = PublishVia::Post {
+            url: "http://127.0.0.1:9/p?key=abcdefgh".into(),
+        };
+        assert!(!p.name().contains("abcdefgh"), "{}", p.name());
+        assert_eq!(PublishVia::parse(&p.arg()), Ok(p));
+    }
+
+    #[test]
+    fn headers_parse_without_echoing_values() {
+        assert_eq!(
+            parse_header("Authorization: Bearer abc"),
+            Ok(("Authorization".into(), "Bearer abc".into()))
+        );
+        let e = parse_header("Bad Name: s3cret").unwrap_err();
+        assert!(!e.contains("s3cret"), "{e}");
+        let e = parse_header("X-Token: a\r\nb").unwrap_err();
+        assert!(!e.contains("a\r"), "{e}");
+        assert!(parse_header("novalue").is_err());
+    }
+}
