@@ -1,11 +1,14 @@
 //! Parse, dispatch, and map errors to exit codes (0 ok, 1 findings, 2 usage/runtime error).
 use crate::cmd::{self, Cli, Command, Ctx};
-use clap::{CommandFactory, Parser};
+use clap::{CommandFactory, FromArgMatches};
 
 use std::process::ExitCode;
 
 pub fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let cli = match help_width(Cli::command())
+        .try_get_matches()
+        .and_then(|m| Cli::from_arg_matches(&m))
+    {
         Ok(c) => c,
         Err(e) => return usage_error(e),
     };
@@ -29,6 +32,20 @@ pub fn main() -> ExitCode {
             eprintln!("rtcheck: error: {}", scrubbed(&msg));
             ExitCode::from(2)
         }
+    }
+}
+
+/// Help wraps to the terminal (clap asks stdout), else to $COLUMNS, else to 80 columns, the
+/// width every text output fits when piped (clap's own fallback is 100).
+fn help_width(cmd: clap::Command) -> clap::Command {
+    use std::io::IsTerminal;
+    let columns = std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.trim().parse::<usize>().ok());
+    if std::io::stdout().is_terminal() || columns.is_some() {
+        cmd
+    } else {
+        cmd.term_width(crate::report::output::DEFAULT_WIDTH)
     }
 }
 
