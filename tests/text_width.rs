@@ -119,3 +119,25 @@ fn choose_full_reasoning_fits_80_piped() {
         check_text(&["choose", "--answers", answers.to_str().unwrap()]);
     }
 }
+
+/// An indented after-help line (an example, a YAML sample) that clap must wrap continues at
+/// column 0, where it reads like prose or a command: every one must fit 80 as written.
+/// (Prose at column 0 wraps cleanly and is measured by the test above.)
+#[test]
+fn every_indented_after_help_line_fits_80_as_written() {
+    fn walk(cmd: &clap::Command, path: &str, bad: &mut Vec<String>) {
+        if let Some(h) = cmd.get_after_help() {
+            for l in h.to_string().lines() {
+                if l.starts_with(' ') && l.chars().count() > 80 {
+                    bad.push(format!("{path}: {l}"));
+                }
+            }
+        }
+        for sc in cmd.get_subcommands() {
+            walk(sc, &format!("{path} {}", sc.get_name()), bad);
+        }
+    }
+    let mut bad = Vec::new();
+    walk(&rtcheck::cmd::Cli::command(), "rtcheck", &mut bad);
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+}

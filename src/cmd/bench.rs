@@ -85,10 +85,14 @@ impl LoadgenArgs {
 #[derive(Debug, Clone, clap::Args)]
 #[command(after_help = "\
 Examples:
-  rtcheck bench fanout                                     the seed's load: every scenario at 10,000
-  rtcheck bench fanout --connections 2000 --scenario F,A,C3
-  rtcheck bench fanout --connections 2000 --format markdown --output bench.md
-  rtcheck bench fanout --server ws://127.0.0.1:8080/ws --connections 1000   another server (loopback only)
+  the seed's load: every scenario at 10,000:
+    rtcheck bench fanout
+
+    rtcheck bench fanout --connections 2000 --scenario F,A,C3
+    rtcheck bench fanout --connections 2000 --format markdown \\
+      --output bench.md
+  another server (loopback only):
+    rtcheck bench fanout --server ws://127.0.0.1:8080/ws --connections 1000
 
 Scenarios: F raw-TCP floor, A baseline, C1/C2 slow clients with shard writers (no deadline /
 1 s deadline), C3 slow clients with per-client queues, G1 per-client copy + allocation, G3
@@ -170,8 +174,10 @@ fn run_fanout(a: FanoutArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
 #[derive(Debug, Clone, clap::Args)]
 #[command(after_help = "\
 Examples:
-  rtcheck bench idle --connections 10000           RSS per idle WebSocket and SSE connection
-  rtcheck bench idle --connections 2000 --format json")]
+  RSS per idle WebSocket and SSE connection:
+    rtcheck bench idle --connections 10000
+
+    rtcheck bench idle --connections 2000 --format json")]
 pub struct IdleArgs {
     /// Idle clients per protocol.
     #[arg(long, value_name = "N", default_value_t = DEFAULT_CONNECTIONS, value_parser = parse_count, allow_negative_numbers = true)]

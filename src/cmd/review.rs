@@ -23,12 +23,18 @@ Answers file (YAML), written by --save and read by --answers:
       when: 2026-12-01T10:00:00Z
 
 Examples:
-  rtcheck review --profile profile.yaml --save review.yaml     walk the items on a terminal
-  rtcheck review --save review.yaml                            again: asks only what is open
-  rtcheck review --answers review.yaml --format markdown       CI: never prompts; PR comment
-  rtcheck review --answers review.yaml --format junit -o review.xml --fail-on warn
-  rtcheck review --answers review.yaml --evidence bench.json --evidence verify.json
-  rtcheck review --only ping-interval,bounded-queue
+  walk the items on a terminal:
+    rtcheck review --profile profile.yaml --save review.yaml
+  again: asks only what is open:
+    rtcheck review --save review.yaml
+  CI: never prompts; PR comment:
+    rtcheck review --answers review.yaml --format markdown
+
+    rtcheck review --answers review.yaml --format junit -o review.xml \\
+      --fail-on warn
+    rtcheck review --answers review.yaml --evidence bench.json \\
+      --evidence verify.json
+    rtcheck review --only ping-interval,bounded-queue
 
 Exit codes: 0 nothing at or above --fail-on, 1 something is, 2 usage or runtime error.")]
 pub struct ReviewArgs {
