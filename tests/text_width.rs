@@ -141,3 +141,13 @@ fn every_indented_after_help_line_fits_80_as_written() {
     walk(&rtcheck::cmd::Cli::command(), "rtcheck", &mut bad);
     assert!(bad.is_empty(), "{}", bad.join("\n"));
 }
+
+/// `rtcheck` with no subcommand and no terminal: one line, exit 2 (not 44 lines of help).
+#[test]
+fn no_subcommand_without_a_terminal_is_one_line() {
+    let out = run(&[], None);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.starts_with("rtcheck: error: no subcommand"), "{err}");
+}
