@@ -217,6 +217,9 @@ fn without_a_terminal_it_says_so_in_one_line_and_exits_2() {
     let err = String::from_utf8_lossy(&out.stderr);
     // One line naming what to run instead, not the whole help (issue 27).
     assert_eq!(err.lines().count(), 1, "{err}");
-    assert!(err.contains("no terminal") && err.contains("rtcheck --help"), "{err}");
+    assert!(
+        err.contains("no terminal") && err.contains("rtcheck --help"),
+        "{err}"
+    );
     assert!(out.stdout.is_empty());
 }

@@ -64,14 +64,20 @@ fn every_help_fits_80_columns_piped_and_columns_when_given() {
 /// A cell cut short ("delivery-snapshot-cle…", "1,02…"): a word of an id (letters, digits,
 /// `-_./:`) or a number right before the ellipsis.
 fn cut_cells(text: &str) -> Vec<&str> {
+    let clipped = |l: &str| {
+        l.strip_suffix("...")
+            .and_then(|h| h.chars().next_back())
+            .is_some_and(|c| c.is_ascii_alphanumeric())
+    };
     text.lines()
         .filter(|l| {
-            l.match_indices('…').any(|(i, _)| {
-                l[..i]
-                    .chars()
-                    .next_back()
-                    .is_some_and(|c| c.is_ascii_alphanumeric() || "-_./:".contains(c))
-            })
+            clipped(l)
+                || l.match_indices('…').any(|(i, _)| {
+                    l[..i]
+                        .chars()
+                        .next_back()
+                        .is_some_and(|c| c.is_ascii_alphanumeric() || "-_./:".contains(c))
+                })
         })
         .collect()
 }
@@ -150,4 +156,15 @@ fn no_subcommand_without_a_terminal_is_one_line() {
     let err = String::from_utf8(out.stderr).unwrap();
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.starts_with("rtcheck: error: no subcommand"), "{err}");
+}
+
+#[test]
+fn review_text_fits_80_piped() {
+    check_text(&[
+        "review",
+        "--answers",
+        "tests/fixtures/docs/review.yaml",
+        "--profile",
+        "tests/fixtures/docs/review-profile.yaml",
+    ]);
 }
