@@ -1,11 +1,14 @@
 //! Parse, dispatch, and map errors to exit codes (0 ok, 1 findings, 2 usage/runtime error).
 use crate::cmd::{self, Cli, Command, Ctx};
-use clap::{CommandFactory, Parser};
+use clap::{CommandFactory, FromArgMatches};
 
 use std::process::ExitCode;
 
 pub fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let cli = match help_width(Cli::command())
+        .try_get_matches()
+        .and_then(|m| Cli::from_arg_matches(&m))
+    {
         Ok(c) => c,
         Err(e) => return usage_error(e),
     };
@@ -30,6 +33,65 @@ pub fn main() -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+/// Help wraps to the terminal (clap asks stdout), else to $COLUMNS, else to 80 columns, the
+/// width every text output fits when piped (clap's own fallback is 100).
+fn help_width(cmd: clap::Command) -> clap::Command {
+    use std::io::IsTerminal;
+    let columns = std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.trim().parse::<usize>().ok());
+    let cmd = reflow_after_help(cmd);
+    if std::io::stdout().is_terminal() || columns.is_some() {
+        cmd
+    } else {
+        cmd.term_width(crate::report::output::DEFAULT_WIDTH)
+    }
+}
+
+/// Prose in `after_help` is written broken at ~90 columns; clap wraps each written line on
+/// its own, so at 80 a sentence came out ragged ("was not" / "measured"). Join the lines
+/// of each prose paragraph and let clap wrap them; indented lines (lists, examples,
+/// YAML) stay as written.
+fn reflow_after_help(mut cmd: clap::Command) -> clap::Command {
+    let names: Vec<String> = cmd
+        .get_subcommands()
+        .map(|s| s.get_name().to_string())
+        .collect();
+    for n in names {
+        cmd = cmd.mut_subcommand(n, reflow_after_help);
+    }
+    match cmd.get_after_help().map(|h| reflow(&h.to_string())) {
+        Some(h) => cmd.after_help(h),
+        None => cmd,
+    }
+}
+
+/// Pure: join a column-0 line to the column-0 line before it, unless that one is empty or
+/// a heading (ends with ':'), or this one starts a labelled paragraph ("Exit codes: ...").
+pub fn reflow(text: &str) -> String {
+    let labelled = |l: &str| {
+        l.find(": ").is_some_and(|i| {
+            i <= 24
+                && l[..i]
+                    .chars()
+                    .all(|c| c.is_alphanumeric() || " .-_/".contains(c))
+        })
+    };
+    let mut out = String::new();
+    let mut prev = "";
+    for line in text.lines() {
+        let prose = |l: &str| !l.is_empty() && !l.starts_with(' ');
+        if prose(prev) && prose(line) && !prev.ends_with(':') && !labelled(line) {
+            out.push(' ');
+        } else if !out.is_empty() {
+            out.push('\n');
+        }
+        out.push_str(line);
+        prev = line;
+    }
+    out
 }
 
 /// `msg` without any secret given on the command line (an error a library built from a
@@ -148,5 +210,17 @@ pub fn run(command: Option<Command>, ctx: Ctx) -> anyhow::Result<ExitCode> {
             clap_complete::generate(shell, &mut cmd, "rtcheck", &mut std::io::stdout());
             Ok(ExitCode::SUCCESS)
         }
+    }
+}
+
+#[cfg(test)]
+mod reflow_tests {
+    #[test]
+    fn prose_lines_join_lists_and_headings_stay() {
+        let t = "Exit codes: 0 ok, 1 a check was not\nmeasured.\n\nExamples:\n  a:\n    rtcheck x\nLast: one\nline\nExit codes: 0";
+        assert_eq!(
+            super::reflow(t),
+            "Exit codes: 0 ok, 1 a check was not measured.\n\nExamples:\n  a:\n    rtcheck x\nLast: one line\nExit codes: 0"
+        );
     }
 }

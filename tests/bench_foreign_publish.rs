@@ -180,8 +180,14 @@ fn node_ws_with_a_post_publish_api_counts_every_frame_and_hides_the_header() {
         (p["sent"].as_u64(), p["failed"].as_u64()),
         (Some(40), Some(0))
     );
-    assert!(!out.contains("s3cr3t"), "the header's or the key's value was printed");
-    assert!(p["via"].as_str().unwrap().starts_with("POST http://127.0.0.1:"));
+    assert!(
+        !out.contains("s3cr3t"),
+        "the header's or the key's value was printed"
+    );
+    assert!(p["via"]
+        .as_str()
+        .unwrap()
+        .starts_with("POST http://127.0.0.1:"));
 }
 
 #[test]

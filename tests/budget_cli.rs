@@ -175,3 +175,22 @@ fn bad_input_is_one_line_and_exit_2() {
     one_line_exit_2(&["--live", "ftp://127.0.0.1/"], "scheme");
     one_line_exit_2(&["--live", "http://127.0.0.1:1/"], "refused");
 }
+
+/// "1 hop" (not "1 hops"), and each column header ends where its figures end.
+#[test]
+fn one_hop_is_singular_and_the_headers_align_with_the_figures() {
+    let out = rtcheck()
+        .args(["budget", "--hop", "db:24ms:18ms"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.starts_with("1 hop: sequential 66.0 ms"), "{text}");
+    let lines: Vec<&str> = text.lines().collect();
+    let head = lines.iter().position(|l| l.contains("new conn")).unwrap();
+    let (h, row) = (lines[head], lines[head + 1]);
+    assert!(row.trim_start().starts_with("sequential"), "{text}");
+    let end_of = |l: &str, needle: &str| l.find(needle).map(|i| i + needle.len());
+    // Column 1 ends with the first " ms", column 2 with the line.
+    assert_eq!(end_of(h, "new conn"), end_of(row, " ms"), "{text}");
+    assert_eq!(h.trim_end().len(), row.trim_end().len(), "{text}");
+}

@@ -353,7 +353,10 @@ fn output_file_and_help() {
         .output()
         .unwrap();
     let help = String::from_utf8(out.stdout).unwrap();
-    assert!(help.contains("Examples:\n  rtcheck choose "), "{help}");
+    assert!(
+        help.contains("Examples:\n  ask the questions (on a terminal):\n    rtcheck choose\n"),
+        "{help}"
+    );
     assert!(help.contains("--visible-within <DUR>"), "{help}");
     let out = rtcheck_isolated().arg("--version").output().unwrap();
     assert_eq!(

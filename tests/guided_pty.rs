@@ -208,13 +208,18 @@ fn a_url_that_cannot_be_probed_is_one_line_and_the_review_is_still_offered() {
 }
 
 #[test]
-fn without_a_terminal_it_prints_usage_and_exits_2() {
+fn without_a_terminal_it_says_so_in_one_line_and_exits_2() {
     let out = Command::new(env!("CARGO_BIN_EXE_rtcheck"))
         .stdin(std::process::Stdio::null())
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("Usage: rtcheck"), "{err}");
+    // One line naming what to run instead, not the whole help (issue 27).
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("no terminal") && err.contains("rtcheck --help"),
+        "{err}"
+    );
     assert!(out.stdout.is_empty());
 }

@@ -13,7 +13,12 @@ const ENTER: &str = "\r";
 const PROFILE: &str = "loss: shared\nrate: 1000\nsize: 1000\ntransport: websocket\n";
 
 fn spawn(args: &[&str]) -> Session {
+    spawn_with(args, &[])
+}
+
+fn spawn_with(args: &[&str], env: &[(&str, &std::path::Path)]) -> Session {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_rtcheck"));
+    cmd.envs(env.iter().copied());
     cmd.arg("review")
         .args(args)
         .env("NO_COLOR", "1")
@@ -176,4 +181,88 @@ fn an_item_measured_by_evidence_is_not_asked() {
     assert!(out.contains("1 measured, 1 declared"), "{out}");
     let a = answers::load("--answers", &save, &rtcheck::review::known_ids()).unwrap();
     assert!(a.get("proxy-config").is_none());
+}
+
+const CTRL_C: &str = "\x03";
+
+/// Ctrl-C after two answers: both are in the --save file already, the message says so and
+/// the exit is 130; the next run asks only the open item, and Ctrl-C inside a text prompt
+/// (SIGINT, not the menu's raw-mode key) keeps the file as it was.
+#[test]
+fn ctrl_c_keeps_the_answers_given_and_the_next_run_asks_only_the_open_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let save = dir.path().join("review.yaml");
+    let sv = save.to_str().unwrap();
+    let only = "bounded-queue,seq-numbers,hot-path-alloc";
+    let args = ["--save", sv, "--only", only, "--fail-on", "never"];
+    let mut s = spawn(&args);
+    s.expect("[1/3] Bound every per-client queue").unwrap();
+    answer(&mut s, "Done?", &format!("{DOWN}{DOWN}{ENTER}")); // not applicable
+    answer(&mut s, "Why not applicable", &format!("no queues{ENTER}"));
+    s.expect("[2/3] Put sequence numbers in the payload")
+        .unwrap();
+    answer(&mut s, "Done?", &format!("{DOWN}{DOWN}{ENTER}"));
+    answer(&mut s, "Why not applicable", &format!("prices{ENTER}"));
+    s.expect("[3/3] Do not allocate per client").unwrap();
+    answer(&mut s, "Done?", CTRL_C);
+    let out = finish(s, 130);
+    assert!(
+        out.contains(&format!("prompt interrupted; 2 answers saved to {sv}")),
+        "{out}"
+    );
+    let known = rtcheck::review::known_ids();
+    let a = answers::load("--answers", &save, &known).unwrap();
+    assert_eq!(a.answers.len(), 2, "{a:?}");
+    assert_eq!(
+        a.get("bounded-queue").unwrap().reason.as_deref(),
+        Some("no queues")
+    );
+    assert_eq!(a.get("seq-numbers").unwrap().answer, Answer::Na);
+    assert!(a.get("hot-path-alloc").is_none());
+
+    // Next run: only the open item; Ctrl-C while typing a reason.
+    let mut s = spawn(&args);
+    s.expect("[1/1] Do not allocate per client").unwrap();
+    answer(&mut s, "Done?", &format!("{DOWN}{DOWN}{ENTER}"));
+    answer(&mut s, "Why not applicable", &format!("half typed{CTRL_C}"));
+    let out = finish(s, 130);
+    assert!(
+        out.contains("prompt interrupted; 0 answers saved to") && out.contains("(2 in the file"),
+        "{out}"
+    );
+    assert!(!out.contains("Bound every per-client queue"), "{out}");
+    let b = answers::load("--answers", &save, &known).unwrap();
+    assert_eq!(a, b, "the file is unchanged");
+}
+
+/// Without --save a walk on a terminal saves to the state file, and a plain rerun resumes.
+#[test]
+fn without_save_the_walk_keeps_its_answers_in_the_state_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = [("XDG_STATE_HOME", dir.path())];
+    let args = ["--only", "seq-numbers,hot-path-alloc", "--fail-on", "never"];
+    let mut s = spawn_with(&args, &env);
+    answer(&mut s, "Done?", &format!("{DOWN}{DOWN}{DOWN}{ENTER}")); // later
+    s.expect("[2/2] Do not allocate per client").unwrap();
+    answer(&mut s, "Done?", CTRL_C);
+    let state = dir.path().join("rtcheck/review-answers.yaml");
+    let out = finish(s, 130);
+    assert!(
+        out.contains(&format!("1 answer saved to {}", state.display())),
+        "{out}"
+    );
+    let known = rtcheck::review::known_ids();
+    let a = answers::load("--answers", &state, &known).unwrap();
+    assert_eq!(a.get("seq-numbers").unwrap().answer, Answer::Later);
+
+    let mut s = spawn_with(&args, &env);
+    s.expect("resuming the answers saved in").unwrap();
+    // `later` is open again, with the unanswered one.
+    s.expect("[1/2] Put sequence numbers in the payload")
+        .unwrap();
+    answer(&mut s, "Done?", ENTER);
+    answer(&mut s, "Done?", ENTER);
+    finish(s, 0);
+    let a = answers::load("--answers", &state, &known).unwrap();
+    assert_eq!(a.get("hot-path-alloc").unwrap().answer, Answer::Yes);
 }

@@ -15,11 +15,16 @@ use std::time::Instant;
 Check ids: fd-limit fd-system ephemeral-ports time-wait tcp-wmem tcp-keepalive somaxconn memory cpu conntrack
 
 Examples:
-  rtcheck audit                                        this host, 10,000 websocket connections, role server
-  rtcheck audit --profile profile.yaml --format junit --output audit.xml
-  rtcheck audit --connections 50000 --role proxy --fail-on warn
-  rtcheck audit --pid $(pidof myserver)                the limits of a running service
-  docker run -v /proc:/host/proc:ro -v /sys:/host/sys:ro ... rtcheck audit --procfs /host/proc --sysfs /host/sys
+  this host, 10,000 websocket connections, role server:
+    rtcheck audit
+
+    rtcheck audit --profile profile.yaml --format junit --output audit.xml
+    rtcheck audit --connections 50000 --role proxy --fail-on warn
+  the limits of a running service:
+    rtcheck audit --pid $(pidof myserver)
+  the host, from a container with its /proc and /sys mounted:
+    docker run -v /proc:/host/proc:ro -v /sys:/host/sys:ro ... \\
+      rtcheck audit --procfs /host/proc --sysfs /host/sys
 
 Exit codes: 0 nothing at or above --fail-on, 1 something is (or a required check was not
 measured), 2 usage or runtime error (or nothing could be measured).")]

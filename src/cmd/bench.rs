@@ -108,13 +108,21 @@ impl LoadgenArgs {
 #[derive(Debug, Clone, clap::Args)]
 #[command(after_help = "\
 Examples:
-  rtcheck bench fanout                                     the seed's load: every scenario at 10,000
-  rtcheck bench fanout --connections 2000 --scenario F,A,C3
-  rtcheck bench fanout --connections 2000 --format markdown --output bench.md
-  rtcheck bench fanout --server ws://127.0.0.1:8080/ws --connections 1000   another server (loopback only)
-  rtcheck bench fanout --server ws://127.0.0.1:8080/ws --publish ws --scenario A,C \
-      --message '{\"type\":\"msg\",\"text\":\"{seq} {ts} {pad}\"}' --seq-path text --ts-path text
-  rtcheck bench fanout --server ws://127.0.0.1:8080/ws --publish 'POST http://127.0.0.1:8080/publish' \
+  the seed's load: every scenario at 10,000:
+    rtcheck bench fanout
+
+    rtcheck bench fanout --connections 2000 --scenario F,A,C3
+    rtcheck bench fanout --connections 2000 --format markdown \\
+      --output bench.md
+  another server (loopback only):
+    rtcheck bench fanout --server ws://127.0.0.1:8080/ws --connections 1000
+  a foreign hub, chat-style (rtcheck publishes on its own connection):
+    rtcheck bench fanout --server ws://127.0.0.1:8080/ws --publish ws \\
+      --scenario A,C --message '{\"type\":\"msg\",\"text\":\"{seq} {ts} {pad}\"}' \\
+      --seq-path text --ts-path text
+  a foreign hub with a publish API:
+    rtcheck bench fanout --server ws://127.0.0.1:8080/ws \\
+      --publish 'POST http://127.0.0.1:8080/publish' \\
       -H 'Authorization: Bearer $TOKEN' --message 'hello {marker} {pad}'
 
 Scenarios: F raw-TCP floor, A baseline, C1/C2 slow clients with shard writers (no deadline /
@@ -256,8 +264,10 @@ fn run_fanout(a: FanoutArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
 #[derive(Debug, Clone, clap::Args)]
 #[command(after_help = "\
 Examples:
-  rtcheck bench idle --connections 10000           RSS per idle WebSocket and SSE connection
-  rtcheck bench idle --connections 2000 --format json")]
+  RSS per idle WebSocket and SSE connection:
+    rtcheck bench idle --connections 10000
+
+    rtcheck bench idle --connections 2000 --format json")]
 pub struct IdleArgs {
     /// Idle clients per protocol.
     #[arg(long, value_name = "N", default_value_t = DEFAULT_CONNECTIONS, value_parser = parse_count, allow_negative_numbers = true)]

@@ -10,11 +10,14 @@ use std::time::Duration;
 #[derive(Debug, Clone, clap::Args)]
 #[command(after_help = "\
 Examples:
-  rtcheck bench cluster                              every scenario, redis-server started here
-  rtcheck bench cluster --nodes 2 --scenario single,one-path,naive
-  rtcheck bench cluster --redis redis://127.0.0.1:6379 --scenario one-path,node-kill
-  rtcheck bench cluster --format markdown -o cluster.md
-  rtcheck bench cluster --format html -o cluster.html
+  every scenario, redis-server started here:
+    rtcheck bench cluster
+
+    rtcheck bench cluster --nodes 2 --scenario single,one-path,naive
+    rtcheck bench cluster --redis redis://127.0.0.1:6379 \\
+      --scenario one-path,node-kill
+    rtcheck bench cluster --format markdown -o cluster.md
+    rtcheck bench cluster --format html -o cluster.html
 
 Scenarios: single (one node, no Redis: the baseline), naive (DEMONSTRATION: the publishing
 node also delivers locally), one-path (publisher -> Redis -> every node), node-kill (SIGKILL

@@ -17,9 +17,12 @@ connection = 1 x RTT + server time; sequential calls add up, parallel calls wait
 slowest; a fan-out to n hops meets at least one hop at its p99 in 1 - 0.99^n of requests.
 
 Examples:
-  rtcheck budget --hop auth:24ms:18ms --hop db:24ms:18ms --hop search:24ms:118ms
-  rtcheck budget --hops hops.yaml --budget 200ms --deadline 120ms --hedge-after 80ms
-  rtcheck budget --live http://127.0.0.1:8080/work?ms=24 http://127.0.0.1:8081/work?ms=24
+    rtcheck budget --hop auth:24ms:18ms --hop db:24ms:18ms \\
+      --hop search:24ms:118ms
+    rtcheck budget --hops hops.yaml --budget 200ms --deadline 120ms \\
+      --hedge-after 80ms
+    rtcheck budget --live http://127.0.0.1:8080/work?ms=24 \\
+      http://127.0.0.1:8081/work?ms=24
 
 hops.yaml: hops: [{name: db, rtt: 24ms, server_time: 18ms, p99: 120ms, reuse: true}]
 (times are durations or bare milliseconds).

@@ -9,10 +9,14 @@ use std::process::ExitCode;
 
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Examples:
-  rtcheck evidence                     all measured numbers, as a table
-  rtcheck evidence ulimit-n            one entry, with the checklist items citing it
-  rtcheck evidence --format json       every entry as JSON (id, claim, values, context, source)
-  rtcheck evidence --sources           the five articles: id, title, file, parts cited")]
+  all measured numbers, as a table:
+    rtcheck evidence
+  one entry, with the checklist items citing it:
+    rtcheck evidence ulimit-n
+  every entry as JSON (id, claim, values, context, source):
+    rtcheck evidence --format json
+  the five articles: id, title, file, parts cited:
+    rtcheck evidence --sources")]
 pub struct EvidenceArgs {
     /// Evidence id to show (all when omitted).
     pub id: Option<String>,
@@ -25,10 +29,14 @@ pub struct EvidenceArgs {
 
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Examples:
-  rtcheck checklist                    the checklists and their item counts
-  rtcheck checklist realtime-ops       every item of one checklist
-  rtcheck checklist open-files         one item, with its measured numbers
-  rtcheck checklist async-service --format markdown > CHECKLIST.md")]
+  the checklists and their item counts:
+    rtcheck checklist
+  every item of one checklist:
+    rtcheck checklist realtime-ops
+  one item, with its measured numbers:
+    rtcheck checklist open-files
+
+    rtcheck checklist async-service --format markdown > CHECKLIST.md")]
 pub struct ChecklistArgs {
     /// Checklist name (realtime-ops, async-service) or item id.
     pub name: Option<String>,

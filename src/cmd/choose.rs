@@ -12,13 +12,20 @@ use std::time::Duration;
 
 const EXAMPLES: &str = "\
 Examples:
-  rtcheck choose                                   ask the questions (on a terminal)
-  rtcheck choose --visible-within 200ms --upstream sparse --loss shared --machines 2
-  rtcheck choose --visible-within 2m --upstream none --loss replaceable --format json
-  rtcheck choose --visible-within 100ms --binary --loss per-user --max-disconnect 10s
-  rtcheck choose --answers answers.yaml --save profile.yaml
-  rtcheck choose --visible-within 1s --upstream sparse --loss shared --path cloudflare,aws-alb,nginx
-  rtcheck audit --profile profile.yaml             reuse the saved profile
+  ask the questions (on a terminal):
+    rtcheck choose
+
+    rtcheck choose --visible-within 200ms --upstream sparse --loss shared \\
+      --machines 2
+    rtcheck choose --visible-within 2m --upstream none --loss replaceable \\
+      --format json
+    rtcheck choose --visible-within 100ms --binary --loss per-user \\
+      --max-disconnect 10s
+    rtcheck choose --answers answers.yaml --save profile.yaml
+    rtcheck choose --visible-within 1s --upstream sparse --loss shared \\
+      --path cloudflare,aws-alb,nginx
+  reuse the saved profile:
+    rtcheck audit --profile profile.yaml
 
 Answers file (YAML, same names in snake_case; flags override it):
   visible_within: 200ms      # Q1: below 5s push, from 5s up polling
@@ -29,9 +36,10 @@ Answers file (YAML, same names in snake_case; flags override it):
   machines: 2                # Q4 (default 1)
   rate: 10                   # messages/s per client (default 10)
   size: 1024                 # bytes per message (default 1024)
-  max_disconnect: 3s         # longest disconnect that must not lose data (default 3s)
-  path: [cloudflare, aws-alb, nginx]   # hops, outermost first (`rtcheck hops`); [direct] for none
-                             # a configured value: `path: [cloudflare, {aws-alb: {idle: 300s}}, nginx]`
+  max_disconnect: 3s         # longest disconnect losing nothing (default 3s)
+  path: [cloudflare, aws-alb, nginx]   # hops, outermost first (`rtcheck hops`)
+                             # [direct] for none; a configured value:
+                             # [cloudflare, {aws-alb: {idle: 300s}}, nginx]
 
 Without a terminal every required answer (visible_within, upstream or --binary, loss) must be
 given; otherwise rtcheck exits 2 naming the missing ones.";

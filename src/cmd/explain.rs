@@ -9,10 +9,14 @@ use std::process::ExitCode;
 
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Examples:
-  rtcheck explain fd-limit                       the check, computed for this host and the default workload
-  rtcheck explain tcp-wmem --profile profile.yaml
-  rtcheck explain ulimit-n                       an evidence entry (same as `rtcheck evidence ulimit-n`)
-  rtcheck explain aws-alb                        a hop's documented limits with sources (same as `rtcheck hops aws-alb`)")]
+  the check, computed for this host and the default workload:
+    rtcheck explain fd-limit
+
+    rtcheck explain tcp-wmem --profile profile.yaml
+  an evidence entry (same as `rtcheck evidence ulimit-n`):
+    rtcheck explain ulimit-n
+  a hop's documented limits with sources (same as `rtcheck hops aws-alb`):
+    rtcheck explain aws-alb")]
 pub struct ExplainArgs {
     /// An audit check id (fd-limit, tcp-wmem, ...), an evidence id (ulimit-n, ...) or a hop id (aws-alb, ...).
     pub id: String,

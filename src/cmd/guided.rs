@@ -2,13 +2,12 @@
 //! profile, then offer to save the profile and the report, to probe a URL and to walk the
 //! review. Without a terminal: usage, exit 2 (a CI job that forgot its subcommand must fail
 //! loudly, not hang on a prompt).
-use super::{audit, prompts, Cli, Ctx};
+use super::{audit, prompts, Ctx};
 use crate::audit::Roots;
 use crate::findings::FailOn;
 use crate::outfile;
 use crate::profile::{Profile, Role};
 use crate::report::Format;
-use clap::CommandFactory;
 use dialoguer::{Confirm, Input, Select};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -17,9 +16,10 @@ mod offers;
 
 pub fn run(ctx: Ctx) -> anyhow::Result<ExitCode> {
     if !prompts::can_prompt() {
-        let help = Cli::command().render_help();
-        eprintln!("{help}");
-        eprintln!("rtcheck: error: no subcommand and no terminal to ask on; run `rtcheck choose`, `rtcheck audit`, ... (see above)");
+        // One line (the standard for bad input); the commands are a `--help` away.
+        eprintln!(
+            "rtcheck: error: no subcommand and no terminal to ask on: run `rtcheck choose`, `rtcheck audit`, ... (see `rtcheck --help`)"
+        );
         return Ok(ExitCode::from(2));
     }
     eprintln!("rtcheck guided run: four questions, then an audit of this host for your answer.\n");

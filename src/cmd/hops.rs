@@ -9,11 +9,16 @@ use std::process::ExitCode;
 
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Examples:
-  rtcheck hops                                   every hop kind and its documented defaults
-  rtcheck hops aws-alb                           one hop in full, with its sources (= rtcheck explain aws-alb)
-  rtcheck hops --path cloudflare,aws-alb,nginx   the chain: heartbeat, lifetime cap, exclusions
-  rtcheck hops --path aws-alb,nginx --override aws-alb.idle=300s --override nginx.idle=1h
-  rtcheck hops --profile profile.yaml --format json
+  every hop kind and its documented defaults:
+    rtcheck hops
+  one hop in full, with its sources (= rtcheck explain aws-alb):
+    rtcheck hops aws-alb
+  the chain: heartbeat, lifetime cap, exclusions:
+    rtcheck hops --path cloudflare,aws-alb,nginx
+
+    rtcheck hops --path aws-alb,nginx --override aws-alb.idle=300s \\
+      --override nginx.idle=1h
+    rtcheck hops --profile profile.yaml --format json
 
 Paths are outermost first; `direct` is no hop. Override fields: idle, lifetime, first_byte.")]
 pub struct HopsArgs {

@@ -23,10 +23,15 @@ a check fails. Findings: littles-law, knee, nagle.
 Traffic is bounded (levels x step) and goes to loopback only unless --allow-remote is given.
 
 Examples:
-  rtcheck serve --workers 8 &            # /work?ms=20: 8 workers, capacity 400 req/s
-  rtcheck load 'http://127.0.0.1:8080/work?ms=20' --metrics http://127.0.0.1:8080/metrics
-  rtcheck load 'http://127.0.0.1:8080/work?ms=20' --concurrency 1,8,64 --step 2s --timeout 200ms
-  rtcheck load http://127.0.0.1:8080/healthz --rate 500 --concurrency 16 --format json
+  /work?ms=20: 8 workers, capacity 400 req/s:
+    rtcheck serve --workers 8 &
+
+    rtcheck load 'http://127.0.0.1:8080/work?ms=20' \\
+      --metrics http://127.0.0.1:8080/metrics
+    rtcheck load 'http://127.0.0.1:8080/work?ms=20' --concurrency 1,8,64 \\
+      --step 2s --timeout 200ms
+    rtcheck load http://127.0.0.1:8080/healthz --rate 500 \\
+      --concurrency 16 --format json
 
 Exit codes: 0 ok, 1 a finding at or above --fail-on or an invalid level, 2 bad input.")]
 pub struct LoadArgs {

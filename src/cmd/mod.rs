@@ -26,19 +26,22 @@ pub use output::{ColorChoice, OutputArgs};
 
 const EXAMPLES: &str = "\
 Examples:
-  rtcheck                                   guided run: choose, then audit this host
-  rtcheck choose --visible-within 200ms --upstream sparse --loss shared --machines 2
-  rtcheck choose --answers answers.yaml --save profile.yaml
-  rtcheck audit --profile profile.yaml --format junit > audit.xml
-  rtcheck audit --connections 50000 --role proxy --fail-on warn
-  rtcheck evidence ulimit-n
-  rtcheck hops --path cloudflare,aws-alb,nginx
-  rtcheck checklist realtime-ops
-  rtcheck serve --rate 5 --size 1024
-  rtcheck bench fanout --connections 2000 --scenario A,C1,C3
-  rtcheck verify fd-limit tcp-wmem
-  rtcheck lint deploy/nginx.conf --profile profile.yaml --format github
-  rtcheck completions bash > /etc/bash_completion.d/rtcheck
+  guided run: choose, then audit this host:
+    rtcheck
+
+    rtcheck choose --visible-within 200ms --upstream sparse --loss shared \\
+      --machines 2
+    rtcheck choose --answers answers.yaml --save profile.yaml
+    rtcheck audit --profile profile.yaml --format junit > audit.xml
+    rtcheck audit --connections 50000 --role proxy --fail-on warn
+    rtcheck evidence ulimit-n
+    rtcheck hops --path cloudflare,aws-alb,nginx
+    rtcheck checklist realtime-ops
+    rtcheck serve --rate 5 --size 1024
+    rtcheck bench fanout --connections 2000 --scenario A,C1,C3
+    rtcheck verify fd-limit tcp-wmem
+    rtcheck lint deploy/nginx.conf --profile profile.yaml --format github
+    rtcheck completions bash > /etc/bash_completion.d/rtcheck
 
 Exit codes: 0 ok, 1 findings at or above --fail-on (or an invalid measurement), 2 usage or runtime error.";
 

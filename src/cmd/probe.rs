@@ -19,11 +19,14 @@ compression http2 origin measured
   polling: poll-status poll-cache poll-conditional poll-latency poll-overhead
 
 Examples:
-  rtcheck probe wss://app.example.com/ws https://app.example.com/events
-  rtcheck probe --quick http://127.0.0.1:8080/sse ws://127.0.0.1:8080/ws
-  rtcheck probe --header 'Authorization: Bearer $TOKEN' --idle-for 90s wss://app.example.com/ws
-  rtcheck probe --direct http://10.0.0.5:8080/sse https://app.example.com/sse
-  rtcheck probe --ca ./ca.pem --format junit -o probe.xml https://staging.internal/sse
+    rtcheck probe wss://app.example.com/ws https://app.example.com/events
+    rtcheck probe --quick http://127.0.0.1:8080/sse ws://127.0.0.1:8080/ws
+    rtcheck probe --header 'Authorization: Bearer $TOKEN' \\
+      --idle-for 90s wss://app.example.com/ws
+    rtcheck probe --direct http://10.0.0.5:8080/sse \\
+      https://app.example.com/sse
+    rtcheck probe --ca ./ca.pem --format junit -o probe.xml \\
+      https://staging.internal/sse
 
 Header values and URL query values are secrets: they never appear in any output.
 Exit codes: 0 nothing at or above --fail-on, 1 something is (a run that measured

@@ -7,7 +7,7 @@ use crate::findings::FailOn;
 use crate::profile::Profile;
 use crate::report::{self, FindingsReport, Format, Palette, ReviewReport};
 use crate::review::{answers, evaluate, measured};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
@@ -23,12 +23,18 @@ Answers file (YAML), written by --save and read by --answers:
       when: 2026-12-01T10:00:00Z
 
 Examples:
-  rtcheck review --profile profile.yaml --save review.yaml     walk the items on a terminal
-  rtcheck review --save review.yaml                            again: asks only what is open
-  rtcheck review --answers review.yaml --format markdown       CI: never prompts; PR comment
-  rtcheck review --answers review.yaml --format junit -o review.xml --fail-on warn
-  rtcheck review --answers review.yaml --evidence bench.json --evidence verify.json
-  rtcheck review --only ping-interval,bounded-queue
+  walk the items on a terminal:
+    rtcheck review --profile profile.yaml --save review.yaml
+  again: asks only what is open:
+    rtcheck review --save review.yaml
+  CI: never prompts; PR comment:
+    rtcheck review --answers review.yaml --format markdown
+
+    rtcheck review --answers review.yaml --format junit -o review.xml \\
+      --fail-on warn
+    rtcheck review --answers review.yaml --evidence bench.json \\
+      --evidence verify.json
+    rtcheck review --only ping-interval,bounded-queue
 
 Exit codes: 0 nothing at or above --fail-on, 1 something is, 2 usage or runtime error.")]
 pub struct ReviewArgs {
@@ -38,8 +44,10 @@ pub struct ReviewArgs {
     /// Answers file (YAML); never prompts (CI).
     #[arg(long, value_name = "FILE")]
     pub answers: Option<PathBuf>,
-    /// Write the answers (YAML) to FILE; read it first when it exists, so a second run asks
-    /// only what is unanswered, marked later, or whose rule changed.
+    /// Write the answers (YAML) to FILE, each as soon as it is given (Ctrl-C keeps them);
+    /// read it first when it exists, so a second run asks only what is unanswered, marked
+    /// later, or whose rule changed. Without it, a walk on a terminal saves to
+    /// $XDG_STATE_HOME/rtcheck/review-answers.yaml (~/.local/state/...) and resumes from it.
     #[arg(long, value_name = "FILE")]
     pub save: Option<PathBuf>,
     /// Checklists to walk.
@@ -90,12 +98,37 @@ pub fn render(
     })
 }
 
-/// Previous answers: --answers, else the --save file when it exists.
-fn previous_answers(a: &ReviewArgs) -> anyhow::Result<answers::Answers> {
+/// Where the answers are saved as they are given: `--save`, else, for a walk on a terminal
+/// (no `--answers`), the state file `$XDG_STATE_HOME/rtcheck/review-answers.yaml`
+/// (`~/.local/state/...`), so Ctrl-C loses nothing and a plain `rtcheck review` resumes.
+fn save_path(a: &ReviewArgs) -> Option<PathBuf> {
+    if a.save.is_some() || a.answers.is_some() || !prompts::can_prompt() {
+        return a.save.clone();
+    }
+    let dir = match std::env::var_os("XDG_STATE_HOME").filter(|d| !d.is_empty()) {
+        Some(d) => PathBuf::from(d),
+        None => PathBuf::from(std::env::var_os("HOME")?).join(".local/state"),
+    }
+    .join("rtcheck");
+    // No state directory (a read-only home): the walk runs, unsaved, and says so on Ctrl-C.
+    std::fs::create_dir_all(&dir).ok()?;
+    Some(dir.join("review-answers.yaml"))
+}
+
+/// Previous answers: --answers, else the save file (`save_path`) when it exists.
+fn previous_answers(a: &ReviewArgs, save: Option<&Path>) -> anyhow::Result<answers::Answers> {
     let known = crate::review::known_ids();
-    Ok(match (&a.answers, &a.save) {
+    Ok(match (&a.answers, save) {
         (Some(p), _) => answers::load("--answers", p, &known)?,
-        (None, Some(s)) if s.exists() => answers::load("--save", s, &known)?,
+        (None, Some(s)) if s.exists() => {
+            if a.save.is_none() {
+                eprintln!(
+                    "rtcheck: note: resuming the answers saved in {} (--save FILE to choose the file)",
+                    s.display()
+                );
+            }
+            answers::load("--save", s, &known)?
+        }
         _ => answers::Answers::default(),
     })
 }
@@ -103,6 +136,7 @@ fn previous_answers(a: &ReviewArgs) -> anyhow::Result<answers::Answers> {
 /// On a terminal, ask what is open (unanswered, later, rule changed, not measured).
 fn ask_open(
     a: &ReviewArgs,
+    save: Option<&Path>,
     selected: &crate::review::Selected,
     ans: answers::Answers,
     ms: &[measured::Measurement],
@@ -125,18 +159,22 @@ fn ask_open(
             todo.len()
         );
     }
-    let ans = prompts::walk(&todo, ans, profile, ctx.color)?;
-    if a.save.is_none() {
-        eprintln!("rtcheck: note: answers not saved (add --save FILE to keep them)");
+    let ans = prompts::walk(&todo, ans, profile, ctx.color, save)?;
+    match save {
+        None => eprintln!("rtcheck: note: answers not saved (add --save FILE to keep them)"),
+        Some(s) if a.save.is_none() => {
+            eprintln!("rtcheck: note: answers saved to {}", s.display())
+        }
+        Some(_) => {}
     }
     Ok(ans)
 }
 
 /// Write --save and -o together or not at all (`outfile` renames regular files only after
 /// every temp file is written; devices, FIFOs and `-` are written in place); stdout when no -o.
-fn write_out(a: &ReviewArgs, saved: &str, out: &str) -> anyhow::Result<()> {
-    let mut files: Vec<(&std::path::Path, &[u8])> = Vec::new();
-    if let Some(s) = &a.save {
+fn write_out(a: &ReviewArgs, save: Option<&Path>, saved: &str, out: &str) -> anyhow::Result<()> {
+    let mut files: Vec<(&Path, &[u8])> = Vec::new();
+    if let Some(s) = save {
         files.push((s, saved.as_bytes()));
     }
     if let Some(o) = &a.out.output {
@@ -173,7 +211,17 @@ pub fn run_with(
     for f in &a.evidence {
         ms.extend(measured::load(f)?);
     }
-    let ans = ask_open(a, &selected, previous_answers(a)?, &ms, &profile, ctx)?;
+    let save = save_path(a);
+    let save = save.as_deref();
+    let ans = ask_open(
+        a,
+        save,
+        &selected,
+        previous_answers(a, save)?,
+        &ms,
+        &profile,
+        ctx,
+    )?;
     let (findings, items) = evaluate::evaluate(&selected, &ans, &ms, &profile);
     let ms_total = start.elapsed().as_secs_f64() * 1000.0;
     let r = ReviewReport {
@@ -183,6 +231,6 @@ pub fn run_with(
         left_out,
     };
     let out = render(&r, a.out.format, a.fail_on, a.out.palette(ctx.color))?;
-    write_out(a, &ans.to_yaml(), &out)?;
+    write_out(a, save, &ans.to_yaml(), &out)?;
     Ok(a.fail_on.trips(&r.report.summary))
 }

@@ -11,23 +11,35 @@ use std::time::{Duration, Instant};
 #[derive(Debug, clap::Args)]
 #[command(after_help = "\
 Experiments (all when none is named):
-  fd-limit         child at --limit opens connections until EMFILE; can it still read /proc?
-  ephemeral-ports  close --closed (TIME_WAIT), hold --opened at once: any EADDRNOTAVAIL?
-  time-wait        only the first half of ephemeral-ports: TIME_WAIT rising in sockstat
-  tcp-wmem         a client that never reads: bytes the kernel accepts before a write blocks
-  memory           server RSS per idle WebSocket and SSE connection (--connections)
-  delivery         clients disconnect (clean, reset, silent, storm), resume with seq
-                   numbers from the ring, and count lost, silently lost, duplicated
-                   (run alone: rtcheck verify delivery --rate 50 --max-disconnect 1s)
-  tcp-keepalive    time until the server notices a silent peer (--ping/--pong-wait), and
-                   read-deadline: a read deadline alone closes a healthy quiet client
+  fd-limit         child at --limit opens connections until EMFILE; can it still
+                   read /proc?
+  ephemeral-ports  close --closed (TIME_WAIT), hold --opened at once: any
+                   EADDRNOTAVAIL?
+  time-wait        only the first half of ephemeral-ports: TIME_WAIT rising in
+                   sockstat
+  tcp-wmem         a client that never reads: bytes the kernel accepts before a
+                   write blocks
+  memory           server RSS per idle WebSocket and SSE connection
+                   (--connections)
+  delivery         clients disconnect (clean, reset, silent, storm), resume with
+                   seq numbers from the ring, and count lost, silently lost,
+                   duplicated (run alone: `rtcheck verify delivery --rate 50
+                   --max-disconnect 1s`)
+  tcp-keepalive    time until the server notices a silent peer
+                   (--ping/--pong-wait), and read-deadline: a read deadline
+                   alone closes a healthy quiet client
 
 Examples:
-  rtcheck verify                                   every experiment at its default scale
-  rtcheck verify fd-limit --limit 1024             reproduce ulimit -n 1024 (reference: 1,018)
-  rtcheck verify ephemeral-ports --full            10,000 closed + 20,000 opened
-  rtcheck verify memory --connections 2000 --format json
-  rtcheck audit --verify                           attach each measurement to its finding
+  every experiment at its default scale:
+    rtcheck verify
+  reproduce ulimit -n 1024 (reference: 1,018):
+    rtcheck verify fd-limit --limit 1024
+  10,000 closed + 20,000 opened:
+    rtcheck verify ephemeral-ports --full
+
+    rtcheck verify memory --connections 2000 --format json
+  attach each measurement to its finding:
+    rtcheck audit --verify
 
 Everything runs on loopback only, bounded by --timeout, and cleans up on error and Ctrl-C.
 Exit codes: 0 every measurement valid, 1 a measurement failed its validity check, 2 error.")]

@@ -25,12 +25,16 @@ pub enum Protocol {
 #[derive(Debug, Clone, clap::Args)]
 #[command(after_help = "\
 Examples:
-  rtcheck serve                                    127.0.0.1:8080, 1 KB at 5/s to every client
-  rtcheck serve --rate 50 --size 256 --ping 20s --pong-wait 30s
-  rtcheck serve --listen 127.0.0.1:0 --addr-file /tmp/addr --rounds 100
-  curl -N -H 'Last-Event-ID: 10' http://127.0.0.1:8080/sse
-  curl -s 'http://127.0.0.1:8080/poll?since=0'; curl -s http://127.0.0.1:8080/metrics
-  rtcheck serve --redis redis://127.0.0.1:6379/ --node a     one node of several (docs/serve.md)
+  127.0.0.1:8080, 1 KB at 5/s to every client:
+    rtcheck serve
+
+    rtcheck serve --rate 50 --size 256 --ping 20s --pong-wait 30s
+    rtcheck serve --listen 127.0.0.1:0 --addr-file /tmp/addr --rounds 100
+    curl -N -H 'Last-Event-ID: 10' http://127.0.0.1:8080/sse
+    curl -s 'http://127.0.0.1:8080/poll?since=0'
+    curl -s http://127.0.0.1:8080/metrics
+  one node of several (docs/serve.md):
+    rtcheck serve --redis redis://127.0.0.1:6379/ --node a
 
 Payload: binary frame, bytes 0-7 seq (u64 LE), 8-15 scheduled send time (u64 LE, ns since
 the Unix epoch), then padding; or JSON text with \"seq\" and \"ts\" (README: payload format).")]

@@ -2,7 +2,7 @@
 //! query it in every loop, so child guards run on the normal return path. The interactive
 //! prompts use their own handler: they restore the cursor and exit at once.
 use nix::sys::signal::{sigaction, SaFlags, SigAction, SigHandler, SigSet, Signal};
-use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, Ordering};
 
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 /// The first signal that arrived (its number decides the exit code).
@@ -68,14 +68,40 @@ pub fn check_interrupted(msg: &'static str) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Ctrl-C during a prompt: dialoguer may have hidden the cursor, so show it again and exit
-/// 130 (128 + SIGINT) without saving anything. Only async-signal-safe calls in the handler.
+/// What Ctrl-C during a prompt says (`rtcheck: prompt interrupted; 3 answers saved to
+/// FILE`); null until a walk sets it. Each message is leaked on purpose: the handler may be
+/// reading the previous one, and a walk sets at most one per answer.
+static SIGINT_MESSAGE: AtomicPtr<&'static str> = AtomicPtr::new(std::ptr::null_mut());
+
+/// Set the line Ctrl-C prints during a prompt (without `rtcheck: ` and newline).
+pub fn set_sigint_message(msg: &str) {
+    let leaked: &'static str = Box::leak(msg.to_string().into_boxed_str());
+    SIGINT_MESSAGE.store(Box::into_raw(Box::new(leaked)), Ordering::SeqCst);
+}
+
+/// The line set by [`set_sigint_message`], or the default.
+pub fn sigint_message() -> &'static str {
+    let p = SIGINT_MESSAGE.load(Ordering::SeqCst);
+    if p.is_null() {
+        "prompt interrupted; nothing saved"
+    } else {
+        // SAFETY: every non-null pointer stored is a leaked, never-freed Box.
+        unsafe { *p }
+    }
+}
+
+/// Ctrl-C during a prompt: dialoguer may have hidden the cursor, so show it again, say what
+/// was saved ([`set_sigint_message`]) and exit 130 (128 + SIGINT). Only async-signal-safe
+/// calls in the handler (atomic loads and write(2) of leaked, immutable bytes).
 pub fn exit_on_sigint_showing_cursor() {
     extern "C" fn on_sigint(_: libc::c_int) {
-        const SHOW_CURSOR: &[u8] = b"\x1b[?25h\n";
+        const SHOW_CURSOR: &[u8] = b"\x1b[?25h\nrtcheck: ";
+        let msg = sigint_message().as_bytes();
         // SAFETY: write(2) and _exit(2) are async-signal-safe.
         unsafe {
             libc::write(2, SHOW_CURSOR.as_ptr().cast(), SHOW_CURSOR.len());
+            libc::write(2, msg.as_ptr().cast(), msg.len());
+            libc::write(2, b"\n".as_ptr().cast(), 1);
             libc::_exit(130);
         }
     }

@@ -12,6 +12,7 @@ use crate::review::items::{self, Spec};
 use dialoguer::theme::{ColorfulTheme, SimpleTheme, Theme};
 use dialoguer::{Input, Select};
 use std::collections::BTreeMap;
+use std::path::Path;
 
 pub use crate::cmd::prompts::can_prompt;
 
@@ -21,7 +22,8 @@ fn err(e: dialoguer::Error) -> anyhow::Error {
     let _ = dialoguer::console::Term::stderr().show_cursor();
     let dialoguer::Error::IO(io) = &e;
     if io.kind() == std::io::ErrorKind::Interrupted {
-        anyhow::anyhow!("prompt interrupted; nothing saved")
+        // Ctrl-C at a menu (raw mode: no SIGINT); same words and exit 130 as the handler.
+        crate::sys::signal::Interrupted(crate::sys::signal::sigint_message()).into()
     } else {
         anyhow::anyhow!("prompt: {e}")
     }
@@ -46,13 +48,48 @@ fn show(item: &Item, n: usize, total: usize, pal: &Palette) {
     }
 }
 
-/// Ask every item of `todo`, starting from `ans`; returns the updated answers.
+/// After each answer: write every answer so far to `save` (atomically: Ctrl-C or a crash
+/// leaves the previous complete file), and set what Ctrl-C will say.
+fn save_as_you_go(ans: &Answers, given: usize, save: Option<&Path>) -> anyhow::Result<()> {
+    if let Some(path) = save {
+        crate::outfile::write_atomic(path, ans.to_yaml().as_bytes())?;
+    }
+    set_interrupt_message(ans, given, save);
+    Ok(())
+}
+
+/// What Ctrl-C says after `given` answers this run.
+fn set_interrupt_message(ans: &Answers, given: usize, save: Option<&Path>) {
+    let msg = match save {
+        None => format!(
+            "prompt interrupted; {} not saved (--save FILE saves each answer as you go)",
+            plural(given, "answer")
+        ),
+        Some(path) => format!(
+            "prompt interrupted; {} saved to {} ({} in the file; the next run asks only \
+             what is open)",
+            plural(given, "answer"),
+            path.display(),
+            ans.answers.len()
+        ),
+    };
+    crate::sys::signal::set_sigint_message(&msg);
+}
+
+fn plural(n: usize, word: &str) -> String {
+    format!("{n} {word}{}", if n == 1 { "" } else { "s" })
+}
+
+/// Ask every item of `todo`, starting from `ans`; returns the updated answers. With `save`,
+/// every answer is written to it as soon as it is given.
 pub fn walk(
     todo: &[(&Checklist, &Item)],
     mut ans: Answers,
     p: &Profile,
     color: ColorChoice,
+    save: Option<&Path>,
 ) -> anyhow::Result<Answers> {
+    set_interrupt_message(&ans, 0, save);
     crate::sys::signal::exit_on_sigint_showing_cursor();
     let color = colour(color);
     let colorful = ColorfulTheme::default();
@@ -100,6 +137,7 @@ pub fn walk(
             _ => {}
         }
         ans.put(entry);
+        save_as_you_go(&ans, n + 1, save)?;
     }
     Ok(ans)
 }

@@ -19,7 +19,11 @@ fn live(s: &mut String, l: &Live, p: &Palette) {
         s.push_str(&format!("  {} {why}\n", p.bad("INVALID:")));
         return;
     }
-    s.push_str("               measured   computed\n");
+    // Right-aligned over "{:>7.1} ms", as the rows below print.
+    s.push_str(&format!(
+        "  {:<11} {:>10} {:>10}\n",
+        "", "measured", "computed"
+    ));
     let c = &l.computed;
     for (label, m, x) in [
         ("sequential", l.sequential_ms, c.sequential_ms),
@@ -41,15 +45,20 @@ fn live(s: &mut String, l: &Live, p: &Palette) {
 }
 
 pub fn render(r: &BudgetReport, p: &Palette) -> String {
+    let n = r.hops.len();
     let mut s = format!(
-        "{} hops: sequential {:.1} ms, parallel {:.1} ms (slowest hop {}, {:.1} ms)\n",
-        r.hops.len(),
+        "{n} hop{}: sequential {:.1} ms, parallel {:.1} ms (slowest hop {}, {:.1} ms)\n",
+        if n == 1 { "" } else { "s" },
         r.sequential_ms,
         r.parallel_ms,
         p.bold(&r.slowest_hop.name),
         r.slowest_hop.ms
     );
-    s.push_str("\n              new conn     reused\n");
+    // Right-aligned over "{:>9.1} ms", as `row` prints.
+    s.push_str(&format!(
+        "\n  {:<11} {:>12}  {:>12}\n",
+        "", "new conn", "reused"
+    ));
     row(
         &mut s,
         "sequential",

@@ -5,16 +5,20 @@ use crate::profile::Transport;
 use crate::report::{EvidenceRef, Palette};
 use crate::units::fmt_bytes;
 
+/// `evidence  ID  values`, the values wrapped in their own column (an id is never cut).
 fn evidence_lines(s: &mut String, ev: &[EvidenceRef], p: &Palette) {
     let w = ev.iter().map(|e| e.id.len()).max().unwrap_or(0);
+    let rest = " ".repeat(4 + 10 + w + 2);
     for (i, e) in ev.iter().enumerate() {
         let label = if i == 0 { "evidence" } else { "" };
-        s.push_str(&format!(
-            "    {label:<9} {}  {}\n",
-            p.dim(&format!("{:<w$}", e.id)),
-            e.value
-        ));
+        let first = format!("    {label:<9} {}  ", p.dim(&format!("{:<w$}", e.id)));
+        s.push_str(&super::wrap_values(&e.value, p.width, &first, &rest));
     }
+}
+
+/// `text` wrapped to the palette's width under a hanging `indent`, dimmed as a whole.
+fn dim_wrap(text: &str, p: &Palette, first: &str, indent: &str) -> String {
+    p.dim(&super::wrap(text, p.width, first, indent))
 }
 
 use crate::choose::decide::fmt_ms as ms;
@@ -58,14 +62,23 @@ pub fn render(r: &Recommendation, p: &Palette) -> String {
         ));
         s.push_str(&format!("    answer    {}\n", q.answer));
         s.push_str(&format!("    decision  {}\n", p.good(&q.decision)));
-        s.push_str(&format!("    why       {}\n", q.detail));
+        s.push_str(&super::wrap(
+            &q.detail,
+            p.width,
+            "    why       ",
+            &" ".repeat(14),
+        ));
         evidence_lines(&mut s, &q.evidence, p);
         if q.id == "q1" && !r.alternatives.is_empty() {
-            s.push_str("    compare   option                delivery p50   idle/client-min   requests/s   open connections\n");
+            // 77 columns: the figures keep their own column at 80.
+            s.push_str(&format!(
+                "    compare   {:<18} {:>9}  {:>10}  {:>9}  {:>10}\n",
+                "option", "p50", "idle/min", "req/s", "open conns"
+            ));
             for a in &r.alternatives {
                 let mark = if a.recommended { "*" } else { " " };
                 s.push_str(&format!(
-                    "            {mark} {:<20} {:>12}   {:>15}   {:>10}   {:>16}\n",
+                    "            {mark} {:<18} {:>9}  {:>10}  {:>9}  {:>10}\n",
                     a.label,
                     ms(a.delivery_p50_ms),
                     fmt_bytes(a.idle_bytes_per_client_minute),
@@ -73,25 +86,32 @@ pub fn render(r: &Recommendation, p: &Palette) -> String {
                     fmt_num(a.open_connections as f64)
                 ));
             }
-            s.push_str(&p.dim(&format!(
-                "              * recommended (polling from 5s up, push below). Polling: p50 about half the interval ({} ms at 1s, {} ms at 5s), idle bytes scaled from {}/min at 1s, requests/s = connections / interval.\n",
+            let legend = format!(
+                "* recommended (polling from 5s up, push below). p50 is the delivery delay, idle/min the bytes per idle client-minute. Polling: p50 about half the interval ({} ms at 1s, {} ms at 5s), idle bytes scaled from {}/min at 1s, requests/s = connections / interval.",
                 fmt_num(crate::evidence::num("poll-1s", "delivery_p50")),
                 fmt_num(crate::evidence::num("poll-5s", "delivery_p50")),
                 fmt_bytes(crate::evidence::num("poll-1s", "idle_bytes_per_min") as u64),
-            )));
+            );
+            let indent = " ".repeat(14);
+            s.push_str(&dim_wrap(&legend, p, &indent, &format!("{indent}  ")));
         }
         s.push('\n');
     }
 
     let z = &r.sizing;
     let pr = &r.profile;
-    s.push_str(&format!(
-        "{}  max disconnect {} x {} msg/s = {} messages to replay, {} B each\n",
-        p.bold("Sizing"),
+    let basis = format!(
+        "max disconnect {} x {} msg/s = {} messages to replay, {} B each",
         crate::units::fmt_duration(pr.max_disconnect),
         fmt_num(pr.rate),
         fmt_num(z.messages_to_replay as f64),
         fmt_num(pr.size as f64)
+    );
+    s.push_str(&super::wrap(
+        &basis,
+        p.width,
+        &format!("{}  ", p.bold("Sizing")),
+        "        ",
     ));
     let used = |d: Delivery| if r.delivery == d { "your delivery" } else { "" };
     let rows = [
@@ -132,16 +152,19 @@ pub fn render(r: &Recommendation, p: &Palette) -> String {
     ];
     let w = rows.iter().map(|r| r.0.len()).max().unwrap_or(0);
     for (label, key, bytes, note) in rows {
-        let line = format!(
-            "    {label:<w$}  {:>10}   {}",
-            crate::choose::sizing::fmt_figure(bytes, z.is_saturated(key)),
-            p.dim(&note)
-        );
-        s.push_str(line.trim_end());
-        s.push('\n');
+        let fig = crate::choose::sizing::fmt_figure(bytes, z.is_saturated(key));
+        let head = format!("    {label:<w$}  {fig:>10}");
+        // The note beside the figure when it fits, else wrapped under it.
+        if head.chars().count() + 3 + note.chars().count() <= p.width || note.is_empty() {
+            s.push_str(format!("{head}   {}", p.dim(&note)).trim_end());
+            s.push('\n');
+        } else {
+            s.push_str(&format!("{head}\n"));
+            s.push_str(&dim_wrap(&note, p, "      ", "      "));
+        }
     }
     if r.transport == Transport::Polling {
-        s.push_str(&p.dim("    (polling holds no connection between requests; the RAM figure is what long-lived connections would cost)\n"));
+        s.push_str(&dim_wrap("(polling holds no connection between requests; the RAM figure is what long-lived connections would cost)", p, "    ", "     "));
     }
     evidence_lines(&mut s, &z.evidence, p);
     s.push('\n');
@@ -156,14 +179,17 @@ pub fn render(r: &Recommendation, p: &Palette) -> String {
         } else {
             p.dim("[-]")
         };
-        s.push_str(&format!("  {mark} {:<17} {}\n", m.id, m.title));
+        let first = format!("  {mark} {:<17} ", m.id);
+        s.push_str(&super::wrap(&m.title, p.width, &first, &" ".repeat(24)));
         match &m.not_applicable {
-            Some(na) => s.push_str(&format!(
-                "      {}\n",
-                p.dim(&format!("does not apply to polling: {na}"))
+            Some(na) => s.push_str(&dim_wrap(
+                &format!("does not apply to polling: {na}"),
+                p,
+                "      ",
+                "      ",
             )),
             None => {
-                s.push_str(&format!("      {}\n", m.why));
+                s.push_str(&super::wrap(&m.why, p.width, "      ", "      "));
                 // The headline number in full; the scenarios behind it by id (`rtcheck evidence ID`).
                 if let Some((first, rest)) = m.evidence.split_first() {
                     let mut line = format!("{}: {}", first.id, first.value);
@@ -171,7 +197,7 @@ pub fn render(r: &Recommendation, p: &Palette) -> String {
                         let ids: Vec<&str> = rest.iter().map(|e| e.id.as_str()).collect();
                         line.push_str(&format!("; see also {}", ids.join(", ")));
                     }
-                    s.push_str(&format!("      {}\n", p.dim(&line)));
+                    s.push_str(&p.dim(&super::wrap_values(&line, p.width, "      ", "        ")));
                 }
             }
         }
@@ -183,15 +209,16 @@ pub fn render(r: &Recommendation, p: &Palette) -> String {
         ));
         for f in &r.findings {
             s.push_str(&format!("  {} {}\n", p.status(f.status), f.id));
-            s.push_str(&format!("      {}\n", f.observed));
+            s.push_str(&super::wrap(&f.observed, p.width, "      ", "      "));
         }
     }
     if !r.notes.is_empty() {
         s.push_str(&format!("\n{}\n", p.bold("Notes")));
         for n in &r.notes {
-            s.push_str(&format!("  - {n}\n"));
+            s.push_str(&super::wrap(n, p.width, "  - ", "    "));
         }
     }
-    s.push_str(&p.dim("\nNumbers: Go 1.23 + gorilla/websocket in Docker on one host, no TLS (`rtcheck evidence ID`). Yours will differ; mechanisms and orders of magnitude do not.\n"));
+    s.push('\n');
+    s.push_str(&dim_wrap("Numbers: Go 1.23 + gorilla/websocket in Docker on one host, no TLS (`rtcheck evidence ID`). Yours will differ; mechanisms and orders of magnitude do not.", p, "", ""));
     s
 }

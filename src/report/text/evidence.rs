@@ -1,49 +1,26 @@
 //! text rendering of `rtcheck evidence` and `rtcheck checklist`: tables on a terminal.
+use super::{fit_table, wrap};
 use crate::catalog::{EvidenceView, ItemView};
 use crate::checklist::Checklist;
 use crate::report::Palette;
-use comfy_table::{presets, ContentArrangement, Table};
-
-/// Width for tables that do not go to a terminal: $COLUMNS, else 120.
-fn pipe_width() -> u16 {
-    std::env::var("COLUMNS")
-        .ok()
-        .and_then(|c| c.trim().parse::<u16>().ok())
-        .filter(|w| *w >= 40)
-        .unwrap_or(120)
-}
-
-/// A table that wraps to the terminal width, or to a fixed width when piped or written
-/// to a file (otherwise long claims make lines hundreds of columns wide).
-pub fn table(header: &[&str]) -> Table {
-    use std::io::IsTerminal;
-    let mut t = Table::new();
-    t.load_preset(presets::UTF8_FULL_CONDENSED)
-        .set_content_arrangement(ContentArrangement::Dynamic)
-        .set_header(header.iter().map(|h| h.to_string()));
-    if !std::io::stdout().is_terminal() {
-        t.set_width(pipe_width());
-    }
-    t
-}
 
 pub fn evidence_list(all: &[EvidenceView], p: &Palette) -> String {
-    let mut t = table(&["id", "values", "claim", "source"]);
-    for e in all {
-        t.add_row(vec![
-            e.id.clone(),
-            e.values
-                .iter()
-                .map(|v| {
-                    let d = if v.derived { " (derived)" } else { "" };
-                    format!("{} {}{d}", v.name, v.display())
-                })
-                .collect::<Vec<_>>()
-                .join("\n"),
-            e.claim.clone(),
-            e.source.describe(),
-        ]);
-    }
+    let rows: Vec<Vec<String>> = all
+        .iter()
+        .map(|e| {
+            let values = e.values.iter().map(|v| {
+                let d = if v.derived { " (derived)" } else { "" };
+                format!("{} {}{d}", v.name, v.display())
+            });
+            vec![
+                e.id.clone(),
+                values.collect::<Vec<_>>().join("\n"),
+                e.claim.clone(),
+                e.source.describe(),
+            ]
+        })
+        .collect();
+    let t = fit_table(&["id", "values", "claim", "source"], &rows, p.width, &[0]);
     format!(
         "{t}\n{}\n",
         p.dim(&format!(
@@ -55,19 +32,40 @@ pub fn evidence_list(all: &[EvidenceView], p: &Palette) -> String {
 
 /// `rtcheck evidence --sources`: one row per article.
 pub fn sources(all: &[crate::evidence::SourceView], p: &Palette) -> String {
-    let mut t = table(&["seed", "title", "file", "parts cited"]);
-    for s in all {
-        t.add_row(vec![
-            s.id.clone(),
-            format!("{}\n{}", s.title, s.series),
-            s.file.clone(),
-            s.parts_cited.join(", "),
-        ]);
-    }
+    let rows: Vec<Vec<String>> = all
+        .iter()
+        .map(|s| {
+            vec![
+                s.id.clone(),
+                format!("{}\n{}", s.title, s.series),
+                s.file.clone(),
+                s.parts_cited.join(", "),
+            ]
+        })
+        .collect();
+    let t = fit_table(
+        &["seed", "title", "file", "parts cited"],
+        &rows,
+        p.width,
+        &[0, 2],
+    );
     format!(
-        "{t}\n{}\n",
-        p.dim("The articles are Vietnamese; findings cite them as \"TITLE (seed ID), part N\".")
+        "{t}\n{}",
+        p.dim(&wrap(
+            "The articles are Vietnamese; findings cite them as \"TITLE (seed ID), part N\".",
+            p.width,
+            "",
+            ""
+        ))
     )
+}
+
+/// `text` (wrapped, so plain) with its leading `id` in bold again.
+fn bold_first(text: String, id: &str, p: &Palette) -> String {
+    match text.strip_prefix(id) {
+        Some(rest) => format!("{}{rest}", p.bold(id)),
+        None => text,
+    }
 }
 
 /// "50,000 msg/s (derived: 10,000 clients x 5 rounds/s ...)" for a derived value.
@@ -79,52 +77,85 @@ fn shown(v: &crate::evidence::Value) -> String {
 }
 
 pub fn evidence_one(e: &EvidenceView, p: &Palette) -> String {
-    let mut s = format!("{}  {}\n\n", p.bold(&e.id), e.claim);
-    let mut t = table(&["value", "measured"]);
-    for v in &e.values {
-        t.add_row(vec![v.name.clone(), shown(v)]);
-    }
-    s.push_str(&format!("{t}\n"));
-    s.push_str(&format!("context   {}\n", e.context));
-    s.push_str(&format!("source    {}\n", e.source.describe()));
+    let w = p.width;
+    let mut s = bold_first(wrap(&e.claim, w, &format!("{}  ", e.id), "  "), &e.id, p);
+    s.push('\n');
+    let rows: Vec<Vec<String>> = e
+        .values
+        .iter()
+        .map(|v| vec![v.name.clone(), shown(v)])
+        .collect();
+    s.push_str(&format!(
+        "{}\n",
+        fit_table(&["value", "measured"], &rows, w, &[0])
+    ));
+    let pad = " ".repeat(10);
+    s.push_str(&wrap(&e.context, w, "context   ", &pad));
+    s.push_str(&wrap(&e.source.describe(), w, "source    ", &pad));
     let cited = if e.cited_by.is_empty() {
         "(no checklist item; used by rtcheck's own rules)".to_string()
     } else {
         e.cited_by.join(", ")
     };
-    s.push_str(&format!("cited by  {cited}\n"));
+    s.push_str(&wrap(&cited, w, "cited by  ", &pad));
     s
 }
 
 pub fn checklists(all: &[Checklist], p: &Palette) -> String {
-    let mut t = table(&["checklist", "items", "groups", "title"]);
-    for c in all {
-        t.add_row(vec![
-            c.name.clone(),
-            c.items.len().to_string(),
-            c.groups().join(", "),
-            c.title.clone(),
-        ]);
-    }
+    let rows: Vec<Vec<String>> = all
+        .iter()
+        .map(|c| {
+            vec![
+                c.name.clone(),
+                c.items.len().to_string(),
+                c.groups().join(", "),
+                c.title.clone(),
+            ]
+        })
+        .collect();
+    let t = fit_table(
+        &["checklist", "items", "groups", "title"],
+        &rows,
+        p.width,
+        &[0, 1],
+    );
     format!(
-        "{t}\n{}\n",
-        p.dim("Show one with `rtcheck checklist NAME`, an item with `rtcheck checklist ITEM-ID`.")
+        "{t}\n{}",
+        p.dim(&wrap(
+            "Show one with `rtcheck checklist NAME`, an item with `rtcheck checklist ITEM-ID`.",
+            p.width,
+            "",
+            ""
+        ))
     )
 }
 
 pub fn checklist(c: &Checklist, p: &Palette) -> String {
-    let mut s = format!("{}  {}\n{}\n\n", p.bold(&c.name), c.title, c.description);
-    let mut t = table(&["group", "id", "title", "evidence", "verify"]);
-    for i in &c.items {
-        t.add_row(vec![
-            i.group.clone(),
-            i.id.clone(),
-            i.title.clone(),
-            i.evidence.join("\n"),
-            i.verify.clone().unwrap_or_default(),
-        ]);
-    }
-    s.push_str(&format!("{t}\n"));
+    let mut s = bold_first(
+        wrap(&c.title, p.width, &format!("{}  ", c.name), "  "),
+        &c.name,
+        p,
+    );
+    s.push_str(&wrap(&c.description, p.width, "", ""));
+    s.push('\n');
+    let rows: Vec<Vec<String>> = c
+        .items
+        .iter()
+        .map(|i| {
+            vec![
+                i.id.clone(),
+                i.group.clone(),
+                i.title.clone(),
+                i.evidence.join("\n"),
+                i.verify.clone().unwrap_or_default(),
+            ]
+        })
+        .collect();
+    let header = ["id", "group", "title", "evidence", "verify"];
+    s.push_str(&format!(
+        "{}\n",
+        fit_table(&header, &rows, p.width, &[0, 3, 4])
+    ));
     s.push_str(&p.dim(&format!(
         "{} items. Show one with `rtcheck checklist ITEM-ID`.",
         c.items.len()
@@ -134,22 +165,24 @@ pub fn checklist(c: &Checklist, p: &Palette) -> String {
 }
 
 pub fn item(v: &ItemView, p: &Palette) -> String {
-    let mut s = format!("{}  {}\n", p.bold(&v.id), v.title);
+    let w = p.width;
+    let mut s = bold_first(wrap(&v.title, w, &format!("{}  ", v.id), "  "), &v.id, p);
     s.push_str(&format!("checklist {} / {}\n\n", v.checklist, v.group));
-    s.push_str(&format!("why       {}\n", v.why));
-    s.push_str(&format!("fix       {}\n", v.fix));
+    let pad = " ".repeat(10);
+    s.push_str(&wrap(&v.why, w, "why       ", &pad));
+    s.push_str(&wrap(&v.fix, w, "fix       ", &pad));
     if let Some(name) = &v.verify {
         s.push_str(&format!("verify    rtcheck verify {name}\n"));
     }
     s.push('\n');
-    let mut t = table(&["evidence", "measured", "source"]);
-    for e in &v.evidence {
-        t.add_row(vec![
-            e.id.clone(),
-            e.value.replace("; ", "\n"),
-            e.source.clone(),
-        ]);
-    }
-    s.push_str(&format!("{t}\n"));
+    let rows: Vec<Vec<String>> = v
+        .evidence
+        .iter()
+        .map(|e| vec![e.id.clone(), e.value.replace("; ", "\n"), e.source.clone()])
+        .collect();
+    s.push_str(&format!(
+        "{}\n",
+        fit_table(&["evidence", "measured", "source"], &rows, w, &[0])
+    ));
     s
 }

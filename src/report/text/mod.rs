@@ -46,6 +46,80 @@ pub fn wrap(text: &str, width: usize, first: &str, rest: &str) -> String {
     out
 }
 
+/// A table of `rows` under `header` that fits `width` columns without cutting a word, or,
+/// when it cannot, the same rows laid out vertically (the first cell as a heading, then
+/// `header  value` lines, wrapped). Columns in `keep` (ids, commands) are never wrapped at
+/// all; every other column keeps its longest word whole, so no number or id is split.
+pub fn fit_table(header: &[&str], rows: &[Vec<String>], width: usize, keep: &[usize]) -> String {
+    use comfy_table::{presets, ColumnConstraint, ContentArrangement, Table, Width};
+    let mut t = Table::new();
+    t.load_preset(presets::UTF8_FULL_CONDENSED)
+        .set_content_arrangement(ContentArrangement::Dynamic)
+        .set_width(width.min(u16::MAX as usize) as u16)
+        .set_header(header.iter().map(|h| h.to_string()));
+    for r in rows {
+        t.add_row(r.clone());
+    }
+    let longest = |i: usize, words: bool| {
+        let cells = rows.iter().filter_map(|r| r.get(i)).map(String::as_str);
+        let hd = header.get(i).map_or(0, |h| h.chars().count());
+        cells
+            .flat_map(|c| {
+                let parts: Vec<&str> = if words {
+                    c.split_whitespace().collect()
+                } else {
+                    c.lines().collect()
+                };
+                parts
+            })
+            .map(|w| w.chars().count())
+            .fold(hd, usize::max)
+    };
+    for i in 0..header.len() {
+        let min = longest(i, !keep.contains(&i)).min(u16::MAX as usize) as u16;
+        if let Some(c) = t.column_mut(i) {
+            c.set_constraint(ColumnConstraint::LowerBoundary(Width::Fixed(min)));
+        }
+    }
+    let text = t.to_string();
+    if text.lines().all(|l| l.chars().count() <= width) {
+        return text;
+    }
+    vertical(header, rows, width)
+}
+
+/// Rows one after another: the first cell, then each other non-empty cell as `name  value`.
+fn vertical(header: &[&str], rows: &[Vec<String>], width: usize) -> String {
+    let pad = header.iter().skip(1).map(|h| h.len()).max().unwrap_or(0);
+    let mut out = String::new();
+    for (n, r) in rows.iter().enumerate() {
+        if n > 0 {
+            out.push('\n');
+        }
+        out.push_str(&wrap(&r[0].replace('\n', " "), width, "", "  "));
+        for (h, cell) in header.iter().zip(r).skip(1) {
+            let mut first = format!("  {h:<pad$}  ");
+            let rest = " ".repeat(first.len());
+            for line in cell.lines().filter(|l| !l.trim().is_empty()) {
+                out.push_str(&wrap(line, width, &first, &rest));
+                first.clone_from(&rest);
+            }
+        }
+    }
+    out.trim_end().to_string()
+}
+
+/// [`wrap`] for a `; `-separated list of values (`rss_10k 280.0 MB; fds 10,002 fds`): a line
+/// breaks only between values, never between a number and its name or unit.
+pub fn wrap_values(text: &str, width: usize, first: &str, rest: &str) -> String {
+    // A private-use character: no whitespace or control for `wrap`, one column, never in a value.
+    const GLUE: char = '\u{e000}';
+    let glued = text
+        .replace(' ', &GLUE.to_string())
+        .replace(&format!(";{GLUE}"), "; ");
+    wrap(&glued, width, first, rest).replace(GLUE, " ")
+}
+
 /// The first sentence of `text` (up to ". " or the end), for one-line cells.
 pub fn first_sentence(text: &str) -> &str {
     match text.find(". ") {

@@ -33,16 +33,6 @@ fn wrap(text: &str, indent: &str, width: usize) -> String {
     out
 }
 
-/// One line, cut to `width` columns.
-fn clip(line: &str, width: usize) -> String {
-    let line = &*crate::report::plain(line);
-    if line.chars().count() > width {
-        line.chars().take(width - 3).collect::<String>() + "..."
-    } else {
-        line.to_string()
-    }
-}
-
 pub fn render(r: &ReviewReport, pal: Palette) -> String {
     let s = &r.report.summary;
     let mut out = pal.bold(&format!(
@@ -56,12 +46,9 @@ pub fn render(r: &ReviewReport, pal: Palette) -> String {
     let action = r.needs_action();
     for f in action {
         out.push('\n');
-        out.push_str(&format!(
-            "{} {}: {}\n",
-            pal.status(f.status),
-            pal.bold(&f.id),
-            crate::report::plain(&f.title)
-        ));
+        // Wrapped, never clipped: the title and the ids in it are read whole.
+        let head = format!("{} {}: ", pal.status(f.status), pal.bold(&f.id));
+        out.push_str(&super::wrap(&f.title, pal.width, &head, "    "));
         out.push_str(&wrap(&f.observed, "  ", 78));
         if f.expected != "done" {
             out.push_str(&wrap(&format!("rule: {}", f.expected), "  ", 78));
@@ -85,8 +72,8 @@ pub fn render(r: &ReviewReport, pal: Palette) -> String {
         )));
         out.push('\n');
         for f in to_answer {
-            out.push_str(&clip(&format!("  {}: {}", f.id, f.observed), 78));
-            out.push('\n');
+            let head = format!("  {}: ", f.id);
+            out.push_str(&super::wrap(&f.observed, pal.width, &head, "      "));
         }
     }
     let settled: Vec<_> = r
@@ -102,9 +89,9 @@ pub fn render(r: &ReviewReport, pal: Palette) -> String {
                 Status::Skip => format!("n/a: {}", f.reason.as_deref().unwrap_or("")),
                 _ => f.observed.clone(),
             };
-            let line = clip(&format!("{} {}: {}", f.status.as_str(), f.id, tail), 78);
+            let head = format!("{} {}: ", f.status.as_str(), f.id);
+            let line = super::wrap(&tail, pal.width, &head, "    ");
             out.push_str(&line.replacen(f.status.as_str(), &pal.status(f.status), 1));
-            out.push('\n');
         }
     }
     for n in &r.notes {
