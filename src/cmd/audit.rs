@@ -133,6 +133,7 @@ pub fn render(
 
 pub fn run(a: AuditArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
     audit::validate_skip(&a.skip)?;
+    a.out.validate()?;
     let profile = resolve_profile(&a)?;
     let roots = Roots {
         procfs: a.procfs.clone(),
@@ -169,14 +170,8 @@ pub fn run(a: AuditArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
     if let Outcome::Nothing(why) = &outcome {
         anyhow::bail!("audit: {why}");
     }
-    let out = render(
-        &r,
-        a.out.format,
-        a.fail_on,
-        a.out.palette(ctx.color),
-        a.explain,
-    )?;
-    a.out.emit(&out)?;
+    a.out
+        .emit_with(ctx.color, |f, p| render(&r, f, a.fail_on, p, a.explain))?;
     if let Outcome::Unmeasured(why) = &outcome {
         eprintln!("rtcheck: audit: {why}");
     }

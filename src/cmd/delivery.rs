@@ -172,12 +172,12 @@ pub fn run(
     out: &super::OutputArgs<super::output::AllFormats>,
     ctx: Ctx,
 ) -> anyhow::Result<ExitCode> {
+    out.validate()?;
     let o = options(f, connections, timeout)?;
     o.validate()?;
     crate::sys::signal::install_interrupt_handler();
     let r = measure(&o)?;
-    let content = render(&r, out.format, &out.palette(ctx.color))?;
-    out.emit(&content)?;
+    out.emit_with(ctx.color, |f, p| render(&r, f, &p))?;
     Ok(if f.fail_on.trips(&r.summary) {
         ExitCode::from(1)
     } else {

@@ -6,7 +6,7 @@ use crate::load::client::{self, ErrorKind, Target};
 use crate::load::conn::{Engine, Request};
 use crate::load::model::LoadReport;
 use crate::load::{analysis, findings, sweep};
-use crate::report::{self, FindingsReport, Format};
+use crate::report::{self, FindingsReport, Format, Palette};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -139,6 +139,20 @@ fn target(a: &LoadArgs) -> anyhow::Result<Target> {
     Ok(t)
 }
 
+/// The load report in `format` (one of [`FindingsFormats`]).
+fn render(r: &LoadReport, format: Format, fail_on: FailOn, p: &Palette) -> anyhow::Result<String> {
+    Ok(match format {
+        Format::Json => report::json::render(r)?,
+        Format::Yaml => report::yaml::render(r)?,
+        Format::Markdown => report::markdown::load::render(r),
+        Format::Html => report::html::load::render(r)?,
+        Format::Junit => {
+            report::junit::render(&FindingsReport::of_findings("load", &r.findings), fail_on)?
+        }
+        _ => report::text::load::render(r, p),
+    })
+}
+
 /// One request before the sweep: a dead or non-HTTP target is bad input, not a report.
 async fn preflight(t: &Target, timeout: Duration, what: &str) -> anyhow::Result<()> {
     match client::once(t, timeout.max(Duration::from_millis(500))).await {
@@ -232,6 +246,7 @@ pub async fn sweep_report(a: &LoadArgs, plan: sweep::Plan) -> LoadReport {
 }
 
 pub fn run(a: LoadArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
+    a.out.validate()?;
     validate(&a)?;
     let t = target(&a)?;
     let metrics = a
@@ -268,18 +283,8 @@ pub fn run(a: LoadArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
         Ok::<_, anyhow::Error>(sweep_report(&a, plan).await)
     })?;
     rt.shutdown_timeout(Duration::from_millis(100));
-    let palette = a.out.palette(ctx.color);
-    let out = match a.out.format {
-        Format::Json => report::json::render(&r)?,
-        Format::Yaml => report::yaml::render(&r)?,
-        Format::Markdown => report::markdown::load::render(&r),
-        Format::Html => report::html::load::render(&r)?,
-        Format::Junit => {
-            report::junit::render(&FindingsReport::of_findings("load", &r.findings), a.fail_on)?
-        }
-        _ => report::text::load::render(&r, &palette),
-    };
-    a.out.emit(&out)?;
+    a.out
+        .emit_with(ctx.color, |f, p| render(&r, f, a.fail_on, &p))?;
     let invalid = r.levels.iter().any(|l| !l.valid);
     Ok(if a.fail_on.trips(&Summary::of(&r.findings)) || invalid {
         ExitCode::from(1)

@@ -179,9 +179,10 @@ pub fn run(a: ProbeArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
         Some(p) => Profile::load("--profile", p)?,
         None => Profile::default(),
     };
+    a.out.validate()?;
     let r = report(&a, profile)?;
-    let out = render(&r, a.out.format, a.fail_on, a.out.palette(ctx.color))?;
-    a.out.emit(&out)?;
+    a.out
+        .emit_with(ctx.color, |f, p| render(&r, f, a.fail_on, p))?;
     Ok(if tripped(&a, &r) {
         ExitCode::from(1)
     } else {

@@ -131,23 +131,6 @@ fn ask_open(
     Ok(ans)
 }
 
-/// Write --save and -o together or not at all (`outfile` renames regular files only after
-/// every temp file is written; devices, FIFOs and `-` are written in place); stdout when no -o.
-fn write_out(a: &ReviewArgs, saved: &str, out: &str) -> anyhow::Result<()> {
-    let mut files: Vec<(&std::path::Path, &[u8])> = Vec::new();
-    if let Some(s) = &a.save {
-        files.push((s, saved.as_bytes()));
-    }
-    if let Some(o) = &a.out.output {
-        files.push((o, out.as_bytes()));
-    }
-    crate::outfile::write_all_atomic(&files)?;
-    if a.out.output.is_none() {
-        crate::outfile::emit(out, None)?;
-    }
-    Ok(())
-}
-
 pub fn run(a: ReviewArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
     let profile = load_profile(&a)?;
     let given = a.profile.is_some();
@@ -181,7 +164,13 @@ pub fn run_with(
         items,
         left_out,
     };
-    let out = render(&r, a.out.format, a.fail_on, a.out.palette(ctx.color))?;
-    write_out(a, &ans.to_yaml(), &out)?;
+    let saved = ans.to_yaml();
+    let save: Vec<(&std::path::Path, &[u8])> = a
+        .save
+        .iter()
+        .map(|s| (s.as_path(), saved.as_bytes()))
+        .collect();
+    a.out
+        .write_with(ctx.color, &save, |f, p| render(&r, f, a.fail_on, p))?;
     Ok(a.fail_on.trips(&r.report.summary))
 }

@@ -143,6 +143,7 @@ pub fn run(a: VerifyArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
         }
         return super::delivery::run(&a.delivery, a.connections, a.timeout, &a.out, ctx);
     }
+    a.out.validate()?;
     let wanted = verify::select(&a.names)?;
     let opts = a.options();
     opts.validate()?;
@@ -155,8 +156,8 @@ pub fn run(a: VerifyArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
         .map(String::from)
         .collect();
     let report = VerifyReport::new(experiments, results, opts, started);
-    let content = render(&report, a.out.format, &a.out.palette(ctx.color), a.explain)?;
-    a.out.emit(&content)?;
+    a.out
+        .emit_with(ctx.color, |f, p| render(&report, f, &p, a.explain))?;
     Ok(if report.summary.invalid > 0 {
         ExitCode::from(1)
     } else {
