@@ -143,6 +143,9 @@ pub fn run(a: VerifyArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
         }
         return super::delivery::run(&a.delivery, a.connections, a.timeout, &a.out, ctx);
     }
+    if !a.delivery.thresholds.is_empty() {
+        anyhow::bail!("--threshold applies to `verify delivery` only");
+    }
     a.out.validate()?;
     let wanted = verify::select(&a.names)?;
     let opts = a.options();

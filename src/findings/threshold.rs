@@ -205,7 +205,13 @@ fn resolve(v: &Value, segs: &[String], path: &str, key: &str) -> Result<Vec<Leaf
     match v {
         Value::Object(o) => {
             let k = match_key(o, seg).map_err(|e| at(path, e))?;
-            resolve(&o[k], &segs[1..], &join(path, k), k)
+            // `resume_ms.max`: a bare key inside a keyed unit takes its parent's unit.
+            let unit_key = if key_unit(k).0 == Unit::Bare && key_unit(key).0 != Unit::Bare {
+                key
+            } else {
+                k
+            };
+            resolve(&o[k], &segs[1..], &join(path, k), unit_key)
         }
         Value::Array(items) => {
             if let Ok(i) = seg.parse::<usize>() {
@@ -412,6 +418,7 @@ mod tests {
             ],
             "servers": [{"name": "A", "p999_ms": 40.0}, {"name": "B", "p999_ms": 90.0}],
             "lost_silently": 0,
+            "runs": [{"lost_silently": 0, "resume_ms": {"p50": 120.0, "max": 900.0}}],
             "gap": null,
         })
     }
@@ -462,6 +469,15 @@ mod tests {
         assert_eq!(eval("B.p999 < 45ms").unwrap().status, Status::Fail);
         assert_eq!(eval("lost_silently == 0").unwrap().status, Status::Pass);
         assert_eq!(eval("levels.0.p99 < 4ms").unwrap().status, Status::Pass);
+        // A bare key under a key with a unit (resume_ms.max) is in that unit.
+        assert_eq!(
+            eval("runs.resume_ms.max < 1s").unwrap().status,
+            Status::Pass
+        );
+        assert_eq!(
+            eval("runs.resume_ms.max < 800ms").unwrap().status,
+            Status::Fail
+        );
         // A null is not measured: never a pass.
         assert_eq!(eval("gap < 1").unwrap().status, Status::Fail);
     }
