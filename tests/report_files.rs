@@ -102,3 +102,55 @@ fn one_unwritable_report_leaves_no_file_behind() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("given twice"));
 }
+
+#[test]
+fn audit_prometheus_gauges_parse_back_one_status_per_check() {
+    let dir = tempfile::tempdir().unwrap();
+    let prom = dir.path().join("rtcheck.prom");
+    let out = rtcheck()
+        .args([
+            "audit",
+            "--format",
+            "json",
+            "--fail-on",
+            "never",
+            "--report",
+        ])
+        .arg(format!("prometheus={}", prom.display()))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let text = std::fs::read_to_string(&prom).unwrap();
+    let scrape = prometheus_parse::Scrape::parse(text.lines().map(|l| Ok(l.to_string()))).unwrap();
+    let gauge = |s: &prometheus_parse::Sample| match s.value {
+        prometheus_parse::Value::Gauge(v) => v,
+        ref other => panic!("{} is not a gauge: {other:?}", s.metric),
+    };
+    for f in json["findings"].as_array().unwrap() {
+        let id = f["id"].as_str().unwrap();
+        let on: Vec<&str> = scrape
+            .samples
+            .iter()
+            .filter(|s| s.metric == "rtcheck_check_status" && s.labels.get("check") == Some(id))
+            .filter(|s| gauge(s) == 1.0)
+            .map(|s| s.labels.get("status").unwrap())
+            .collect();
+        assert_eq!(on, [f["status"].as_str().unwrap()], "{id}: {text}");
+    }
+    let ts = scrape
+        .samples
+        .iter()
+        .find(|s| s.metric == "rtcheck_last_run_timestamp_seconds")
+        .map(gauge)
+        .unwrap_or_else(|| panic!("no timestamp: {text}"));
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
+    assert!((now - ts).abs() < 300.0, "{ts} vs {now}");
+}

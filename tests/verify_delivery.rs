@@ -127,7 +127,13 @@ fn the_no_seq_control_shows_silent_loss_and_a_small_ring_fails_loudly() {
         .find(|f| f["id"] == "threshold:lost_silently==0")
         .unwrap_or_else(|| panic!("no threshold finding: {v:#}"));
     assert_eq!(t["status"], "fail", "{t}");
-    assert!(t["observed"].as_str().unwrap().contains("].lost_silently = "), "{t}");
+    assert!(
+        t["observed"]
+            .as_str()
+            .unwrap()
+            .contains("].lost_silently = "),
+        "{t}"
+    );
     assert_eq!(v["options"]["ring_messages"], 10);
     let ctl = run(&v, "no-seq", "clean", "within-ring");
     let silent = ctl["lost_silently"].as_u64().unwrap();

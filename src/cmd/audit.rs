@@ -1,6 +1,6 @@
 //! `rtcheck audit`: flags to a Profile, the host snapshot and its pure checks, optionally
 //! each finding demonstrated live (`--verify`, composed here with `crate::verify`).
-use super::output::{AllFormats, OutputArgs};
+use super::output::{GaugeFormats, OutputArgs};
 use super::{parse_count, Ctx, DEFAULT_CONNECTIONS};
 use crate::audit::{self, Host, Roots};
 use crate::findings::{outcome, FailOn, Outcome};
@@ -46,7 +46,7 @@ pub struct AuditArgs {
     #[arg(long, value_name = "PID")]
     pub pid: Option<u32>,
     #[command(flatten)]
-    pub out: OutputArgs<AllFormats>,
+    pub out: OutputArgs<GaugeFormats>,
     /// Lowest status that makes the exit code 1 (skip: also a check that could not be
     /// measured). A required check not measured is exit 1, nothing measured exit 2.
     #[arg(long, value_enum, default_value_t = FailOn::Fail)]
@@ -128,6 +128,7 @@ pub fn render(
         Format::Junit => report::junit::render(r, fail_on)?,
         Format::Github => report::github::render(r),
         Format::Html => report::html::findings::render_audit(r)?,
+        Format::Prometheus => report::prometheus::render(r, report::prometheus::unix_now()),
     })
 }
 

@@ -207,6 +207,7 @@ pub fn render(r: &DeliveryReport, format: Format, p: &Palette) -> anyhow::Result
         Format::Junit => crate::report::junit::render(&as_findings(r), FailOn::Fail)?,
         Format::Github => crate::report::github::render(&as_findings(r)),
         Format::Html => crate::report::html::delivery::render(r)?,
+        Format::Prometheus => anyhow::bail!("verify delivery has no prometheus format"),
     })
 }
 

@@ -99,6 +99,10 @@ format_set!(
     AllFormats = [Text, Json, Yaml, Markdown, Junit, Github, Html]
 );
 format_set!(
+    /// audit and review: every format, and Prometheus gauges for a fleet's node_exporter.
+    GaugeFormats = [Text, Json, Yaml, Markdown, Junit, Github, Html, Prometheus]
+);
+format_set!(
     /// budget and load: their own report in the human and serde formats, findings in junit,
     /// and an HTML page.
     FindingsFormats = [Text, Json, Yaml, Markdown, Junit, Html]

@@ -1,7 +1,7 @@
 //! `rtcheck review`: read the profile, answers and evidence, prompt on a terminal (the walk
 //! is in `review/prompts.rs`), evaluate with the domain (`crate::review`), render, and write
 //! `--save` and `-o` together.
-use super::output::{AllFormats, OutputArgs};
+use super::output::{GaugeFormats, OutputArgs};
 use super::Ctx;
 use crate::findings::FailOn;
 use crate::profile::Profile;
@@ -54,7 +54,7 @@ pub struct ReviewArgs {
     pub evidence: Vec<PathBuf>,
     // markdown is a summary fit for a PR comment; junit and github for CI.
     #[command(flatten)]
-    pub out: OutputArgs<AllFormats>,
+    pub out: OutputArgs<GaugeFormats>,
     /// Lowest status that makes the exit code 1 (no and broken rules fail; later and
     /// unanswered warn).
     #[arg(long, value_enum, default_value_t = FailOn::Fail)]
@@ -86,6 +86,7 @@ pub fn render(
         Format::Junit => report::junit::render(&r.report, fail_on)?,
         Format::Github => report::github::render(&r.report),
         Format::Html => report::html::findings::render_audit(&r.report)?,
+        Format::Prometheus => report::prometheus::render(&r.report, report::prometheus::unix_now()),
     })
 }
 

@@ -184,6 +184,7 @@ pub fn render(
         Format::Junit => crate::report::junit::render(&as_findings(r), FailOn::Fail)?,
         Format::Github => crate::report::github::render(&as_findings(r)),
         Format::Html => crate::report::html::findings::render_verify(r)?,
+        Format::Prometheus => anyhow::bail!("verify has no prometheus format"),
     })
 }
 

@@ -11,6 +11,7 @@ pub mod junit;
 pub mod markdown;
 pub mod model;
 pub mod output;
+pub mod prometheus;
 pub mod text;
 pub mod yaml;
 
@@ -28,6 +29,9 @@ pub enum Format {
     Junit,
     Github,
     Html,
+    // Prometheus text exposition: gauges for node_exporter's textfile collector (no doc
+    // comment: clap would turn the one-line list of values into a long one).
+    Prometheus,
 }
 
 impl Format {
@@ -40,6 +44,7 @@ impl Format {
             Format::Junit => "junit",
             Format::Github => "github",
             Format::Html => "html",
+            Format::Prometheus => "prometheus",
         }
     }
 }
