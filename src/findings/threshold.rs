@@ -204,7 +204,14 @@ fn resolve(v: &Value, segs: &[String], path: &str, key: &str) -> Result<Vec<Leaf
     };
     match v {
         Value::Object(o) => {
-            let k = match_key(o, seg).map_err(|e| at(path, e))?;
+            let k = match match_key(o, seg) {
+                Ok(k) => k,
+                // A skipped check has no numbers: not measured, so the threshold fails.
+                Err(_) if o.get("status").and_then(Value::as_str) == Some("skip") => {
+                    return Ok(vec![leaf(&join(path, seg), None, key)]);
+                }
+                Err(e) => return Err(at(path, e)),
+            };
             // `resume_ms.max`: a bare key inside a keyed unit takes its parent's unit.
             let unit_key = if key_unit(k).0 == Unit::Bare && key_unit(key).0 != Unit::Bare {
                 key
@@ -220,13 +227,25 @@ fn resolve(v: &Value, segs: &[String], path: &str, key: &str) -> Result<Vec<Leaf
                     .ok_or_else(|| at(path, format!("index {i} out of {}", items.len())))?;
                 return resolve(item, &segs[1..], &format!("{path}[{i}]"), key);
             }
-            let named = items.iter().position(|it| {
-                ["name", "id", "label"]
-                    .iter()
-                    .any(|k| it.get(k).and_then(Value::as_str) == Some(seg.as_str()))
-            });
-            if let Some(i) = named {
-                return resolve(&items[i], &segs[1..], &format!("{path}[{i}]"), key);
+            // Every element of that name (probe: one finding per check and URL).
+            let named: Vec<usize> = (0..items.len())
+                .filter(|&i| {
+                    ["name", "id", "label"]
+                        .iter()
+                        .any(|k| items[i].get(k).and_then(Value::as_str) == Some(seg.as_str()))
+                })
+                .collect();
+            if !named.is_empty() {
+                let mut all = Vec::new();
+                for i in named {
+                    all.extend(resolve(
+                        &items[i],
+                        &segs[1..],
+                        &format!("{path}[{i}]"),
+                        key,
+                    )?);
+                }
+                return Ok(all);
             }
             if items.is_empty() {
                 return Err(at(path, "is empty: nothing measured".into()));
@@ -308,6 +327,10 @@ pub fn evaluate(
 
 /// The limit in the leaf's own unit; a duration against a count is a usage error.
 fn in_key_unit(t: &Threshold, l: &Leaf) -> Result<f64, String> {
+    if l.value.is_none() {
+        // Not measured (a skipped check may not even have the key): fails in `judge`.
+        return Ok(t.value);
+    }
     let (unit, factor) = key_unit(&l.key);
     match (t.unit, unit) {
         (Unit::Bare, _) => Ok(t.value),
@@ -417,6 +440,11 @@ mod tests {
                 {"concurrency": 8, "p99_ms": 61.2, "errors": 0},
             ],
             "servers": [{"name": "A", "p999_ms": 40.0}, {"name": "B", "p999_ms": 90.0}],
+            "findings": [
+                {"id": "heartbeat", "status": "pass", "numbers": {"gap_ms": 100.0}},
+                {"id": "heartbeat", "status": "pass", "numbers": {"gap_ms": 300.0}},
+                {"id": "idle-timeout", "status": "skip"},
+            ],
             "lost_silently": 0,
             "runs": [{"lost_silently": 0, "resume_ms": {"p50": 120.0, "max": 900.0}}],
             "gap": null,
@@ -425,7 +453,8 @@ mod tests {
 
     fn eval(expr: &str) -> Result<Finding, String> {
         let t = parse(expr)?;
-        evaluate(&[t], &load_like(), &["levels", "servers"], None).map(|mut v| v.remove(0))
+        let scopes = ["levels", "servers", "findings"];
+        evaluate(&[t], &load_like(), &scopes, None).map(|mut v| v.remove(0))
     }
 
     #[test]
@@ -478,6 +507,21 @@ mod tests {
             eval("runs.resume_ms.max < 800ms").unwrap().status,
             Status::Fail
         );
+        // Every finding of that id must hold; a skipped check is not measured: a fail.
+        assert_eq!(
+            eval("heartbeat.numbers.gap < 1s").unwrap().status,
+            Status::Pass
+        );
+        let f = eval("heartbeat.numbers.gap < 200ms").unwrap();
+        assert_eq!(f.status, Status::Fail);
+        assert!(
+            f.observed.contains("findings[1].numbers.gap_ms = 300"),
+            "{}",
+            f.observed
+        );
+        let f = eval("idle-timeout.numbers.idle < 1s").unwrap();
+        assert_eq!(f.status, Status::Fail);
+        assert!(f.observed.contains("not measured"), "{}", f.observed);
         // A null is not measured: never a pass.
         assert_eq!(eval("gap < 1").unwrap().status, Status::Fail);
     }
