@@ -1,6 +1,8 @@
 //! What the domain produces for audit and verify: a status per check, findings with their
 //! fix and evidence, live verifications, and the summary counting behind exit codes. Sits
 //! just above the data layer (evidence); the report layer renders it.
+pub mod threshold;
+
 use crate::evidence::EvidenceRef;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;

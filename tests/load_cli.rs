@@ -296,3 +296,76 @@ fn both_engines_reach_the_pools_ceiling_and_say_which_ran() {
         assert!(code.is_some_and(|c| c < 2), "{engine}: {code:?}");
     }
 }
+
+#[test]
+fn threshold_gates_on_the_live_figure_and_an_unknown_name_is_exit_2() {
+    // /work?ms=20: every answer takes at least 20 ms, so p99 < 5ms is crossed for certain
+    // and p99 < 10s holds on any machine.
+    let s = Server::start(&["--workers", "4"]);
+    let url = format!("http://{}/work?ms=20", s.addr);
+    let dir = tempfile::tempdir().unwrap();
+    let junit = dir.path().join("load.xml");
+    let report = format!("junit={}", junit.display());
+    let common = ["--concurrency", "1,2", "--step", "500ms"];
+    let (code, v) = load(
+        &[
+            &url[..],
+            "--threshold",
+            "p99 < 5ms",
+            "--threshold",
+            "p99 < 10s",
+            "--report",
+            &report,
+        ]
+        .iter()
+        .chain(&common)
+        .copied()
+        .collect::<Vec<_>>(),
+    );
+    assert_eq!(code, Some(1), "{v}");
+    let crossed = finding(&v, "threshold:p99<5ms");
+    assert_eq!(crossed["status"], "fail", "{crossed}");
+    assert!(f(&crossed["numbers"], "observed") >= 20.0, "{crossed}");
+    let valid = v["levels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|l| l["valid"] == true);
+    let held = finding(&v, "threshold:p99<10s");
+    // An invalid level (a starved client on a loaded host) fails it: never a pass.
+    assert_eq!(
+        held["status"],
+        if valid { "pass" } else { "fail" },
+        "{held}"
+    );
+    // The same run's junit file has a failing testcase for the crossed threshold.
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    let doc = roxmltree::Document::parse(&xml).unwrap();
+    let case = doc
+        .descendants()
+        .find(|n| n.has_tag_name("testcase") && n.attribute("name") == Some("threshold:p99<5ms"))
+        .unwrap_or_else(|| panic!("no testcase for the threshold: {xml}"));
+    assert!(case.children().any(|c| c.has_tag_name("failure")), "{xml}");
+
+    // A name the report does not have is a usage error naming the keys, not a pass.
+    let out = assert_cmd::Command::cargo_bin("rtcheck")
+        .unwrap()
+        .args(["load", &url, "--threshold", "p98 < 50ms"])
+        .args(common)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        e.contains("--threshold 'p98 < 50ms'") && e.contains("p99_ms"),
+        "{e}"
+    );
+    // A malformed one is refused by the parser before any traffic.
+    let out = assert_cmd::Command::cargo_bin("rtcheck")
+        .unwrap()
+        .args(["load", &url, "--threshold", "p99 50ms"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--threshold"));
+}

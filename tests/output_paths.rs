@@ -145,7 +145,7 @@ fn every_command_with_a_report_has_dash_o_and_lists_only_its_formats() {
         (&["choose"], "text, json, yaml, markdown, html]"),
         (
             &["audit"],
-            "text, json, yaml, markdown, junit, github, html, sarif]",
+            "text, json, yaml, markdown, junit, github, html, sarif, prometheus]",
         ),
         (
             &["verify"],
@@ -153,7 +153,7 @@ fn every_command_with_a_report_has_dash_o_and_lists_only_its_formats() {
         ),
         (
             &["review"],
-            "text, json, yaml, markdown, junit, github, html, sarif]",
+            "text, json, yaml, markdown, junit, github, html, sarif, prometheus]",
         ),
         (&["evidence"], "text, json, yaml, markdown]"),
         (&["checklist"], "text, json, yaml, markdown]"),
@@ -166,6 +166,7 @@ fn every_command_with_a_report_has_dash_o_and_lists_only_its_formats() {
         let help = String::from_utf8(out.stdout).unwrap();
         let help = help.split_whitespace().collect::<Vec<_>>().join(" ");
         assert!(help.contains("-o, --output <FILE>"), "{cmd:?}: {help}");
+        assert!(help.contains("--report <FORMAT=PATH>"), "{cmd:?}: {help}");
         assert!(
             help.contains(&format!("[possible values: {formats}")),
             "{cmd:?}: {help}"

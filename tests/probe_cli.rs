@@ -809,3 +809,44 @@ fn a_websocket_refused_through_the_path_but_accepted_directly_blames_the_path() 
         "{f}"
     );
 }
+
+#[test]
+fn a_threshold_on_a_skipped_check_fails_and_an_unknown_check_is_exit_2() {
+    // Probed as polling, idle-timeout is skipped: a threshold on it is not measured, a fail.
+    let s = Serve::start(&["--rate", "5"]);
+    let poll = format!("http://{}/poll?since=0", s.addr);
+    let (r, code, err) = probe_json(&[
+        "--quick",
+        "--threshold",
+        "idle-timeout.numbers.idle < 1s",
+        &poll,
+    ]);
+    assert_eq!(code, 1, "{err}");
+    let t = r["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == "threshold:idle-timeout.numbers.idle<1s")
+        .unwrap_or_else(|| panic!("no threshold finding: {}", summary(&r)));
+    assert_eq!(t["status"], "fail", "{t}");
+    assert!(
+        t["observed"].as_str().unwrap().contains("not measured"),
+        "{t}"
+    );
+    let out = rtcheck()
+        .args([
+            "probe",
+            "--quick",
+            "--threshold",
+            "nope.numbers.x < 1",
+            &poll,
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        e.contains("--threshold 'nope.numbers.x < 1'") && e.contains("findings"),
+        "{e}"
+    );
+}

@@ -110,8 +110,30 @@ fn seq_ring_loses_nothing_within_the_ring_and_announces_every_loss_beyond_it() {
 #[test]
 fn the_no_seq_control_shows_silent_loss_and_a_small_ring_fails_loudly() {
     // A ring of 10 messages (0.2 s) cannot cover 0.6 s away: within-ring fails, loudly.
-    let (code, v) = delivery_json(&["--ring", "2560B", "--delivery", "seq-ring"]);
+    let (code, v) = delivery_json(&[
+        "--ring",
+        "2560B",
+        "--delivery",
+        "seq-ring",
+        "--threshold",
+        "lost_silently == 0",
+    ]);
     assert_eq!(code, 1, "a failed run exits 1: {v:#}");
+    // --threshold over every run: the no-seq control's silent loss crosses it, by name.
+    let t = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == "threshold:lost_silently==0")
+        .unwrap_or_else(|| panic!("no threshold finding: {v:#}"));
+    assert_eq!(t["status"], "fail", "{t}");
+    assert!(
+        t["observed"]
+            .as_str()
+            .unwrap()
+            .contains("].lost_silently = "),
+        "{t}"
+    );
     assert_eq!(v["options"]["ring_messages"], 10);
     let ctl = run(&v, "no-seq", "clean", "within-ring");
     let silent = ctl["lost_silently"].as_u64().unwrap();

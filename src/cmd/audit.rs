@@ -1,6 +1,6 @@
 //! `rtcheck audit`: flags to a Profile, the host snapshot and its pure checks, optionally
 //! each finding demonstrated live (`--verify`, composed here with `crate::verify`).
-use super::output::{AllFormats, OutputArgs};
+use super::output::{GaugeFormats, OutputArgs};
 use super::{parse_count, Ctx, DEFAULT_CONNECTIONS};
 use crate::audit::{self, Host, Roots};
 use crate::findings::{outcome, FailOn, Outcome};
@@ -58,7 +58,7 @@ pub struct AuditArgs {
     #[arg(long)]
     pub no_proxy_config: bool,
     #[command(flatten)]
-    pub out: OutputArgs<AllFormats>,
+    pub out: OutputArgs<GaugeFormats>,
     /// Lowest status that makes the exit code 1 (skip: also a check that could not be
     /// measured). A required check not measured is exit 1, nothing measured exit 2.
     #[arg(long, value_enum, default_value_t = FailOn::Fail)]
@@ -141,6 +141,7 @@ pub fn render(
         Format::Github => report::github::render(r),
         Format::Html => report::html::findings::render_audit(r)?,
         Format::Sarif => report::sarif::render(r)?,
+        Format::Prometheus => report::prometheus::render(r, report::prometheus::unix_now()),
     })
 }
 
@@ -169,6 +170,7 @@ fn proxy_findings(a: &AuditArgs, p: &Profile) -> anyhow::Result<Vec<crate::findi
 
 pub fn run(a: AuditArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
     audit::validate_skip(&a.skip)?;
+    a.out.validate()?;
     let profile = resolve_profile(&a)?;
     let roots = Roots {
         procfs: a.procfs.clone(),
@@ -209,14 +211,8 @@ pub fn run(a: AuditArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
     if let Outcome::Nothing(why) = &outcome {
         anyhow::bail!("audit: {why}");
     }
-    let out = render(
-        &r,
-        a.out.format,
-        a.fail_on,
-        a.out.palette(ctx.color),
-        a.explain,
-    )?;
-    a.out.emit(&out)?;
+    a.out
+        .emit_with(ctx.color, |f, p| render(&r, f, a.fail_on, p, a.explain))?;
     if let Outcome::Unmeasured(why) = &outcome {
         eprintln!("rtcheck: audit: {why}");
     }

@@ -247,17 +247,20 @@ impl FanoutArgs {
 }
 
 fn run_fanout(a: FanoutArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
+    a.out.validate()?;
     let report = fanout::run(&a.options()?)?;
-    let text = match a.out.format {
-        Format::Json => crate::report::json::render(&report)?,
-        Format::Markdown => crate::report::markdown::bench::render(&report),
-        Format::Html => crate::report::html::bench::render(&report)?,
-        _ => crate::report::text::bench::render(&report, &a.out.palette(ctx.color)),
+    let render = |f: Format, p: crate::report::Palette| -> anyhow::Result<String> {
+        Ok(match f {
+            Format::Json => crate::report::json::render(&report)?,
+            Format::Markdown => crate::report::markdown::bench::render(&report),
+            Format::Html => crate::report::html::bench::render(&report)?,
+            _ => crate::report::text::bench::render(&report, &p),
+        })
     };
     if let Some(p) = &a.save_json {
         crate::outfile::write_atomic(p, crate::report::json::render(&report)?.as_bytes())?;
     }
-    a.out.emit(&text)?;
+    a.out.emit_with(ctx.color, render)?;
     Ok(exit_for(report.valid))
 }
 
@@ -286,19 +289,21 @@ pub struct IdleArgs {
 }
 
 fn run_idle(a: IdleArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
+    a.out.validate()?;
     let report = idle::run(&IdleOptions {
         connections: a.connections,
         protocol: a.protocol.clone(),
         settle: a.settle,
         connect_timeout: a.connect_timeout,
     })?;
-    let text = match a.out.format {
-        Format::Json => crate::report::json::render(&report)?,
-        Format::Markdown => crate::report::markdown::bench::render_idle(&report),
-        Format::Html => crate::report::html::idle::render(&report)?,
-        _ => crate::report::text::bench::render_idle(&report, &a.out.palette(ctx.color)),
-    };
-    a.out.emit(&text)?;
+    a.out.emit_with(ctx.color, |f, p| {
+        Ok(match f {
+            Format::Json => crate::report::json::render(&report)?,
+            Format::Markdown => crate::report::markdown::bench::render_idle(&report),
+            Format::Html => crate::report::html::idle::render(&report)?,
+            _ => crate::report::text::bench::render_idle(&report, &p),
+        })
+    })?;
     Ok(exit_for(report.valid))
 }
 

@@ -91,18 +91,21 @@ impl ClusterArgs {
 }
 
 pub fn run(a: ClusterArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
+    a.out.validate()?;
     let report = cluster::run::run(&a.options())?;
-    let text = match a.out.format {
-        Format::Json => crate::report::json::render(&report)?,
-        Format::Yaml => crate::report::yaml::render(&report)?,
-        Format::Markdown => crate::report::markdown::cluster::render(&report),
-        Format::Html => crate::report::html::cluster::render(&report)?,
-        _ => crate::report::text::cluster::render(&report, &a.out.palette(ctx.color)),
+    let render = |f: Format, p: crate::report::Palette| -> anyhow::Result<String> {
+        Ok(match f {
+            Format::Json => crate::report::json::render(&report)?,
+            Format::Yaml => crate::report::yaml::render(&report)?,
+            Format::Markdown => crate::report::markdown::cluster::render(&report),
+            Format::Html => crate::report::html::cluster::render(&report)?,
+            _ => crate::report::text::cluster::render(&report, &p),
+        })
     };
     if let Some(p) = &a.save_json {
         crate::outfile::write_atomic(p, crate::report::json::render(&report)?.as_bytes())?;
     }
-    a.out.emit(&text)?;
+    a.out.emit_with(ctx.color, render)?;
     Ok(super::bench::exit_for(report.valid))
 }
 

@@ -125,8 +125,8 @@ pub fn run(a: BudgetArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
         r.live = Some(l);
     }
     let invalid = r.live.as_ref().is_some_and(|l| l.invalid.is_some());
-    let out = render(&r, a.out.format, a.fail_on, a.out.palette(ctx.color))?;
-    a.out.emit(&out)?;
+    a.out
+        .emit_with(ctx.color, |f, p| render(&r, f, a.fail_on, p))?;
     let summary = Summary::of(&r.findings);
     Ok(if a.fail_on.trips(&summary) || invalid {
         ExitCode::from(1)

@@ -45,101 +45,104 @@ pub struct ChecklistArgs {
 }
 
 pub fn run_evidence(a: EvidenceArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
-    let p = a.out.palette(ctx.color);
-    let out = match &a.id {
-        None if a.sources => {
-            let all = evidence::sources();
-            match a.out.format {
-                Format::Json => crate::report::json::render(&all)?,
-                Format::Yaml => crate::report::yaml::render(&all)?,
-                Format::Markdown => crate::report::markdown::evidence::sources(&all),
-                _ => crate::report::text::evidence::sources(&all, &p),
+    let render = |f: Format, p: crate::report::Palette| -> anyhow::Result<String> {
+        Ok(match &a.id {
+            None if a.sources => {
+                let all = evidence::sources();
+                match f {
+                    Format::Json => crate::report::json::render(&all)?,
+                    Format::Yaml => crate::report::yaml::render(&all)?,
+                    Format::Markdown => crate::report::markdown::evidence::sources(&all),
+                    _ => crate::report::text::evidence::sources(&all, &p),
+                }
             }
-        }
-        None => {
-            let all: Vec<EvidenceView> = evidence::store()
-                .entries
-                .iter()
-                .map(EvidenceView::of)
-                .collect();
-            match a.out.format {
-                Format::Json => crate::report::json::render(&all)?,
-                Format::Yaml => crate::report::yaml::render(&all)?,
-                Format::Markdown => crate::report::markdown::evidence::evidence_list(&all),
-                _ => crate::report::text::evidence::evidence_list(&all, &p),
-            }
-        }
-        Some(id) => {
-            let e = evidence::store().get(id).ok_or_else(|| {
-                let ids: Vec<&str> = evidence::store()
+            None => {
+                let all: Vec<EvidenceView> = evidence::store()
                     .entries
                     .iter()
-                    .map(|e| e.id.as_str())
+                    .map(EvidenceView::of)
                     .collect();
-                unknown("evidence id", id, &ids, "rtcheck evidence")
-            })?;
-            let v = EvidenceView::of(e);
-            match a.out.format {
-                Format::Json => crate::report::json::render(&v)?,
-                Format::Yaml => crate::report::yaml::render(&v)?,
-                Format::Markdown => crate::report::markdown::evidence::evidence_one(&v),
-                _ => crate::report::text::evidence::evidence_one(&v, &p),
+                match f {
+                    Format::Json => crate::report::json::render(&all)?,
+                    Format::Yaml => crate::report::yaml::render(&all)?,
+                    Format::Markdown => crate::report::markdown::evidence::evidence_list(&all),
+                    _ => crate::report::text::evidence::evidence_list(&all, &p),
+                }
             }
-        }
+            Some(id) => {
+                let e = evidence::store().get(id).ok_or_else(|| {
+                    let ids: Vec<&str> = evidence::store()
+                        .entries
+                        .iter()
+                        .map(|e| e.id.as_str())
+                        .collect();
+                    unknown("evidence id", id, &ids, "rtcheck evidence")
+                })?;
+                let v = EvidenceView::of(e);
+                match f {
+                    Format::Json => crate::report::json::render(&v)?,
+                    Format::Yaml => crate::report::yaml::render(&v)?,
+                    Format::Markdown => crate::report::markdown::evidence::evidence_one(&v),
+                    _ => crate::report::text::evidence::evidence_one(&v, &p),
+                }
+            }
+        })
     };
-    a.out.emit(&out)?;
+    a.out.emit_with(ctx.color, render)?;
     Ok(ExitCode::SUCCESS)
 }
 
 pub fn run_checklist(a: ChecklistArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
-    let p = a.out.palette(ctx.color);
-    let out = match &a.name {
-        None => {
-            let all = checklist::all();
-            match a.out.format {
-                Format::Json => crate::report::json::render(&all)?,
-                Format::Yaml => crate::report::yaml::render(&all)?,
-                Format::Markdown => all
-                    .iter()
-                    .map(crate::report::markdown::evidence::checklist)
-                    .collect::<Vec<_>>()
-                    .join("\n"),
-                _ => crate::report::text::evidence::checklists(all, &p),
-            }
-        }
-        Some(name) => {
-            if let Some(c) = checklist::by_name(name) {
-                match a.out.format {
-                    Format::Json => crate::report::json::render(c)?,
-                    Format::Yaml => crate::report::yaml::render(c)?,
-                    Format::Markdown => crate::report::markdown::evidence::checklist(c),
-                    _ => crate::report::text::evidence::checklist(c, &p),
-                }
-            } else if let Some((c, i)) = checklist::find_item(name) {
-                let v = ItemView::of(c, i);
-                match a.out.format {
-                    Format::Json => crate::report::json::render(&v)?,
-                    Format::Yaml => crate::report::yaml::render(&v)?,
-                    Format::Markdown => crate::report::markdown::evidence::item(&v),
-                    _ => crate::report::text::evidence::item(&v, &p),
-                }
-            } else {
-                let mut ids: Vec<&str> = checklist::all().iter().map(|c| c.name.as_str()).collect();
-                ids.extend(
-                    checklist::all()
+    let render = |f: Format, p: crate::report::Palette| -> anyhow::Result<String> {
+        Ok(match &a.name {
+            None => {
+                let all = checklist::all();
+                match f {
+                    Format::Json => crate::report::json::render(&all)?,
+                    Format::Yaml => crate::report::yaml::render(&all)?,
+                    Format::Markdown => all
                         .iter()
-                        .flat_map(|c| c.items.iter().map(|i| i.id.as_str())),
-                );
-                return Err(unknown(
-                    "checklist or item id",
-                    name,
-                    &ids,
-                    "rtcheck checklist",
-                ));
+                        .map(crate::report::markdown::evidence::checklist)
+                        .collect::<Vec<_>>()
+                        .join("\n"),
+                    _ => crate::report::text::evidence::checklists(all, &p),
+                }
             }
-        }
+            Some(name) => {
+                if let Some(c) = checklist::by_name(name) {
+                    match f {
+                        Format::Json => crate::report::json::render(c)?,
+                        Format::Yaml => crate::report::yaml::render(c)?,
+                        Format::Markdown => crate::report::markdown::evidence::checklist(c),
+                        _ => crate::report::text::evidence::checklist(c, &p),
+                    }
+                } else if let Some((c, i)) = checklist::find_item(name) {
+                    let v = ItemView::of(c, i);
+                    match f {
+                        Format::Json => crate::report::json::render(&v)?,
+                        Format::Yaml => crate::report::yaml::render(&v)?,
+                        Format::Markdown => crate::report::markdown::evidence::item(&v),
+                        _ => crate::report::text::evidence::item(&v, &p),
+                    }
+                } else {
+                    let mut ids: Vec<&str> =
+                        checklist::all().iter().map(|c| c.name.as_str()).collect();
+                    ids.extend(
+                        checklist::all()
+                            .iter()
+                            .flat_map(|c| c.items.iter().map(|i| i.id.as_str())),
+                    );
+                    return Err(unknown(
+                        "checklist or item id",
+                        name,
+                        &ids,
+                        "rtcheck checklist",
+                    ));
+                }
+            }
+        })
     };
-    a.out.emit(&out)?;
+    a.out.emit_with(ctx.color, render)?;
     Ok(ExitCode::SUCCESS)
 }
 

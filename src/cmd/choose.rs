@@ -284,9 +284,9 @@ pub fn run(a: ChooseArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     };
-    let out = render(&rec, a.out.format, &a.out.palette(ctx.color))?;
+    let mut saved = String::new();
     if let Some(path) = &a.save {
-        let text = format!(
+        saved = format!(
             "# rtcheck choose: {} + {} + {}; reuse with `rtcheck audit --profile {}`\n{}",
             rec.transport.as_str(),
             rec.delivery.as_str(),
@@ -294,18 +294,15 @@ pub fn run(a: ChooseArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
             path.display(),
             rec.profile.to_yaml()
         );
-        // --save and --output land together or not at all.
-        let mut files: Vec<(&std::path::Path, &[u8])> = vec![(path, text.as_bytes())];
-        if let Some(o) = &a.out.output {
-            files.push((o, out.as_bytes()));
-        }
-        crate::outfile::write_all_atomic(&files)?;
-        if a.out.output.is_none() {
-            crate::outfile::emit(&out, None)?;
-        }
-        return Ok(code);
     }
-    a.out.emit(&out)?;
+    // --save, --output and every --report land together or not at all.
+    let save: Vec<(&std::path::Path, &[u8])> = a
+        .save
+        .iter()
+        .map(|s| (s.as_path(), saved.as_bytes()))
+        .collect();
+    a.out
+        .write_with(ctx.color, &save, |f, p| render(&rec, f, &p))?;
     Ok(code)
 }
 

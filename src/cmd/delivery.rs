@@ -49,6 +49,11 @@ pub struct DeliveryFlags {
     /// delivery: lowest finding status that exits 1.
     #[arg(long, value_enum, default_value_t = FailOn::Fail)]
     pub fail_on: FailOn,
+    /// delivery: fail (exit 1) when a figure crosses EXPR, e.g. 'lost_silently == 0' (every
+    /// run), 'resume_ms.max < 2s': keys of the JSON report, at the top or in each of
+    /// `runs`; an unknown name is exit 2. Repeatable.
+    #[arg(long = "threshold", value_name = "EXPR", value_parser = crate::findings::threshold::parse)]
+    pub thresholds: Vec<crate::findings::threshold::Threshold>,
 }
 
 /// `--ring`: a bare number is messages, a size with a unit is bytes (rounded up to
@@ -172,13 +177,21 @@ pub fn run(
     out: &super::OutputArgs<super::output::AllFormats>,
     ctx: Ctx,
 ) -> anyhow::Result<ExitCode> {
+    out.validate()?;
     let o = options(f, connections, timeout)?;
     o.validate()?;
     crate::sys::signal::install_interrupt_handler();
-    let r = measure(&o)?;
-    let content = render(&r, out.format, &out.palette(ctx.color))?;
-    out.emit(&content)?;
-    Ok(if f.fail_on.trips(&r.summary) {
+    let mut r = measure(&o)?;
+    let json = serde_json::to_value(&r)?;
+    let found = crate::findings::threshold::evaluate(&f.thresholds, &json, &["runs"], None)
+        .map_err(anyhow::Error::msg)?;
+    let crossed = found
+        .iter()
+        .any(|t| t.status == crate::findings::Status::Fail);
+    r.findings.extend(found);
+    r.summary = crate::findings::Summary::of(&r.findings);
+    out.emit_with(ctx.color, |f, p| render(&r, f, &p))?;
+    Ok(if f.fail_on.trips(&r.summary) || crossed {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
@@ -195,6 +208,7 @@ pub fn render(r: &DeliveryReport, format: Format, p: &Palette) -> anyhow::Result
         Format::Github => crate::report::github::render(&as_findings(r)),
         Format::Html => crate::report::html::delivery::render(r)?,
         Format::Sarif => crate::report::sarif::render(&as_findings(r))?,
+        Format::Prometheus => anyhow::bail!("verify delivery has no prometheus format"),
     })
 }
 

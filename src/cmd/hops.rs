@@ -69,32 +69,33 @@ fn chain_input(a: &HopsArgs) -> anyhow::Result<Option<(Vec<String>, chain::Overr
 }
 
 pub fn run(a: HopsArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
-    let p = a.out.palette(ctx.color);
-    let out = if let Some((ids, over)) = chain_input(&a)? {
-        let c = chain::compute(&ids, &over).map_err(|e| anyhow::anyhow!(e))?;
-        match a.out.format {
-            Format::Json => crate::report::json::render(&c)?,
-            Format::Yaml => crate::report::yaml::render(&c)?,
-            Format::Markdown => crate::report::markdown::hops::chain(&c),
-            _ => crate::report::text::hops::chain(&c, &p),
-        }
-    } else if let Some(id) = &a.id {
-        let h = hops::check_id(id).map_err(|e| anyhow::anyhow!(e))?;
-        match a.out.format {
-            Format::Json => crate::report::json::render(h)?,
-            Format::Yaml => crate::report::yaml::render(h)?,
-            Format::Markdown => crate::report::markdown::hops::one(h),
-            _ => crate::report::text::hops::one(h, &p),
-        }
-    } else {
-        let all = hops::catalog();
-        match a.out.format {
-            Format::Json => crate::report::json::render(&all)?,
-            Format::Yaml => crate::report::yaml::render(&all)?,
-            Format::Markdown => crate::report::markdown::hops::list(all),
-            _ => crate::report::text::hops::list(all, &p),
-        }
+    let render = |f: Format, p: crate::report::Palette| -> anyhow::Result<String> {
+        Ok(if let Some((ids, over)) = chain_input(&a)? {
+            let c = chain::compute(&ids, &over).map_err(|e| anyhow::anyhow!(e))?;
+            match f {
+                Format::Json => crate::report::json::render(&c)?,
+                Format::Yaml => crate::report::yaml::render(&c)?,
+                Format::Markdown => crate::report::markdown::hops::chain(&c),
+                _ => crate::report::text::hops::chain(&c, &p),
+            }
+        } else if let Some(id) = &a.id {
+            let h = hops::check_id(id).map_err(|e| anyhow::anyhow!(e))?;
+            match f {
+                Format::Json => crate::report::json::render(h)?,
+                Format::Yaml => crate::report::yaml::render(h)?,
+                Format::Markdown => crate::report::markdown::hops::one(h),
+                _ => crate::report::text::hops::one(h, &p),
+            }
+        } else {
+            let all = hops::catalog();
+            match f {
+                Format::Json => crate::report::json::render(&all)?,
+                Format::Yaml => crate::report::yaml::render(&all)?,
+                Format::Markdown => crate::report::markdown::hops::list(all),
+                _ => crate::report::text::hops::list(all, &p),
+            }
+        })
     };
-    a.out.emit(&out)?;
+    a.out.emit_with(ctx.color, render)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -221,6 +221,7 @@ pub fn read_stdin() -> anyhow::Result<String> {
 
 pub fn run(a: LintArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
     validate_skip(&a.skip)?;
+    a.out.validate()?;
     let (profile, w) = workload(&a)?;
     let r = build_report(&a, profile, &w).map_err(|e| anyhow::anyhow!("lint: {e:#}"))?;
     let outcome = outcome(&r.findings, a.fail_on, &[], &a.skip);
@@ -232,14 +233,9 @@ pub fn run(a: LintArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
             .unwrap_or_default();
         anyhow::bail!("lint: nothing could be checked: {why}");
     }
-    let out = super::audit::render(
-        &r,
-        a.out.format,
-        a.fail_on,
-        a.out.palette(ctx.color),
-        a.explain,
-    )?;
-    a.out.emit(&out)?;
+    a.out.emit_with(ctx.color, |f, p| {
+        super::audit::render(&r, f, a.fail_on, p, a.explain)
+    })?;
     Ok(match outcome {
         Outcome::Clean => ExitCode::SUCCESS,
         _ => ExitCode::from(1),

@@ -1,12 +1,12 @@
 //! `rtcheck load`: flags and glue (validate, preflight, sweep, read, render).
 use super::output::{FindingsFormats, OutputArgs};
 use super::Ctx;
-use crate::findings::{FailOn, Summary};
+use crate::findings::{threshold, FailOn, Status, Summary};
 use crate::load::client::{self, ErrorKind, Target};
 use crate::load::conn::{Engine, Request};
 use crate::load::model::LoadReport;
 use crate::load::{analysis, findings, sweep};
-use crate::report::{self, FindingsReport, Format};
+use crate::report::{self, FindingsReport, Format, Palette};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -81,6 +81,11 @@ pub struct LoadArgs {
     /// Lowest finding status that makes the exit code 1.
     #[arg(long, value_enum, default_value_t = FailOn::Fail)]
     pub fail_on: FailOn,
+    /// Fail (exit 1) when a figure of the run crosses EXPR, e.g. 'p99 < 50ms' (every level),
+    /// 'knee.c >= 16', 'errors == 0': names are keys of the JSON report (looked up at the
+    /// top, then in each of `levels`); an unknown name is exit 2. Repeatable.
+    #[arg(long = "threshold", value_name = "EXPR", value_parser = threshold::parse)]
+    pub thresholds: Vec<threshold::Threshold>,
 }
 
 /// Longest sweep accepted (levels x step).
@@ -142,6 +147,39 @@ fn target(a: &LoadArgs) -> anyhow::Result<Target> {
         t.body = bytes::Bytes::from(b.clone());
     }
     Ok(t)
+}
+
+/// `--threshold` on the run's own JSON, one finding each (an invalid level fails them
+/// all); true when one is crossed (exit 1 whatever --fail-on). An unknown name: exit 2.
+fn add_thresholds(r: &mut LoadReport, ts: &[threshold::Threshold]) -> anyhow::Result<bool> {
+    if ts.is_empty() {
+        return Ok(false);
+    }
+    let invalid = r
+        .levels
+        .iter()
+        .find(|l| !l.valid)
+        .map(|l| format!("level {} invalid: {}", l.concurrency, l.invalid.join("; ")));
+    let json = serde_json::to_value(&*r)?;
+    let found = threshold::evaluate(ts, &json, &["levels"], invalid.as_deref())
+        .map_err(anyhow::Error::msg)?;
+    let crossed = found.iter().any(|f| f.status == Status::Fail);
+    r.findings.extend(found);
+    Ok(crossed)
+}
+
+/// The load report in `format` (one of [`FindingsFormats`]).
+fn render(r: &LoadReport, format: Format, fail_on: FailOn, p: &Palette) -> anyhow::Result<String> {
+    Ok(match format {
+        Format::Json => report::json::render(r)?,
+        Format::Yaml => report::yaml::render(r)?,
+        Format::Markdown => report::markdown::load::render(r),
+        Format::Html => report::html::load::render(r)?,
+        Format::Junit => {
+            report::junit::render(&FindingsReport::of_findings("load", &r.findings), fail_on)?
+        }
+        _ => report::text::load::render(r, p),
+    })
 }
 
 /// One request before the sweep: a dead or non-HTTP target is bad input, not a report.
@@ -237,6 +275,7 @@ pub async fn sweep_report(a: &LoadArgs, plan: sweep::Plan) -> LoadReport {
 }
 
 pub fn run(a: LoadArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
+    a.out.validate()?;
     validate(&a)?;
     let t = target(&a)?;
     let metrics = a
@@ -273,22 +312,16 @@ pub fn run(a: LoadArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
         Ok::<_, anyhow::Error>(sweep_report(&a, plan).await)
     })?;
     rt.shutdown_timeout(Duration::from_millis(100));
-    let palette = a.out.palette(ctx.color);
-    let out = match a.out.format {
-        Format::Json => report::json::render(&r)?,
-        Format::Yaml => report::yaml::render(&r)?,
-        Format::Markdown => report::markdown::load::render(&r),
-        Format::Html => report::html::load::render(&r)?,
-        Format::Junit => {
-            report::junit::render(&FindingsReport::of_findings("load", &r.findings), a.fail_on)?
-        }
-        _ => report::text::load::render(&r, &palette),
-    };
-    a.out.emit(&out)?;
+    let mut r = r;
+    let crossed = add_thresholds(&mut r, &a.thresholds)?;
+    a.out
+        .emit_with(ctx.color, |f, p| render(&r, f, a.fail_on, &p))?;
     let invalid = r.levels.iter().any(|l| !l.valid);
-    Ok(if a.fail_on.trips(&Summary::of(&r.findings)) || invalid {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
+    Ok(
+        if a.fail_on.trips(&Summary::of(&r.findings)) || invalid || crossed {
+            ExitCode::from(1)
+        } else {
+            ExitCode::SUCCESS
+        },
+    )
 }

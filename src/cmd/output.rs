@@ -100,6 +100,10 @@ format_set!(
 );
 
 format_set!(
+    /// audit and review: every format, and Prometheus gauges for a fleet's node_exporter.
+    GaugeFormats = [Text, Json, Yaml, Markdown, Junit, Github, Html, Sarif, Prometheus]
+);
+format_set!(
     /// budget and load: their own report in the human and serde formats, findings in junit,
     /// and an HTML page.
     FindingsFormats = [Text, Json, Yaml, Markdown, Junit, Html]
@@ -126,7 +130,61 @@ pub fn format_parser<F: FormatSet>() -> impl clap::builder::TypedValueParser<Val
         .map(|s| <Format as ValueEnum>::from_str(&s, false).unwrap_or(Format::Text))
 }
 
-/// `--format` and `-o`, flattened into every command with a report.
+/// One `--report FORMAT=PATH`: another rendering of the same run, written to PATH.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReportSpec {
+    pub format: Format,
+    pub path: PathBuf,
+}
+
+/// The formats of a set as `--format` spells them (`text, json, ...`).
+fn format_names<F: FormatSet>() -> Vec<String> {
+    use clap::ValueEnum;
+    F::LIST
+        .iter()
+        .filter_map(|f| f.to_possible_value())
+        .map(|v| v.get_name().to_string())
+        .collect()
+}
+
+/// Parse `FORMAT=PATH`, FORMAT one of `F`'s formats. An error is clap's one line naming
+/// `--report` (exit 2) with the allowed list, the same for every command.
+pub fn parse_report<F: FormatSet>(s: &str) -> Result<ReportSpec, String> {
+    use clap::ValueEnum;
+    let allowed = || format!("(allowed: {})", format_names::<F>().join(", "));
+    let Some((name, path)) = s.split_once('=') else {
+        return Err(format!(
+            "expected FORMAT=PATH, e.g. json=report.json {}",
+            allowed()
+        ));
+    };
+    let format = <Format as ValueEnum>::from_str(name.trim(), true)
+        .ok()
+        .filter(|f| F::LIST.contains(f))
+        .ok_or_else(|| format!("format '{name}' is not one of this command's {}", allowed()))?;
+    if path.is_empty() {
+        return Err(format!("{name}=: the PATH is empty"));
+    }
+    Ok(ReportSpec {
+        format,
+        path: PathBuf::from(path),
+    })
+}
+
+/// Two outputs naming one path would overwrite each other: refused before anything is written.
+fn check_distinct(paths: &[&Path]) -> anyhow::Result<()> {
+    for (i, p) in paths.iter().enumerate() {
+        if p.as_os_str() != "-" && paths[..i].contains(p) {
+            anyhow::bail!(
+                "--report/-o: {} is given twice (one path per report)",
+                p.display()
+            );
+        }
+    }
+    Ok(())
+}
+
+/// `--format`, `-o` and `--report`, flattened into every command with a report.
 #[derive(Debug, Clone, clap::Args)]
 pub struct OutputArgs<F: FormatSet> {
     /// Output format.
@@ -136,6 +194,10 @@ pub struct OutputArgs<F: FormatSet> {
     /// atomically; a device, FIFO or symlink target is written, never replaced.
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// Also write the report as FORMAT to PATH (repeatable): one run, several reports.
+    /// Every file is written atomically, and none lands unless all of them can.
+    #[arg(long = "report", value_name = "FORMAT=PATH", value_parser = parse_report::<F>)]
+    pub reports: Vec<ReportSpec>,
     #[arg(skip)]
     _formats: PhantomData<F>,
 }
@@ -145,6 +207,7 @@ impl<F: FormatSet> OutputArgs<F> {
         OutputArgs {
             format,
             output,
+            reports: Vec::new(),
             _formats: PhantomData,
         }
     }
@@ -155,9 +218,53 @@ impl<F: FormatSet> OutputArgs<F> {
         Palette::new(color_enabled(color, sink, no_color_env())).with_width(width_for(sink))
     }
 
-    /// Write the rendered report to stdout or `-o`.
-    pub fn emit(&self, content: &str) -> anyhow::Result<()> {
-        crate::outfile::emit(content, self.output.as_deref())
+    /// Refuse `--report`/`-o` naming one path twice; cheap, so a command calls it before a
+    /// long run (`emit_with` checks again).
+    pub fn validate(&self) -> anyhow::Result<()> {
+        let mut paths: Vec<&Path> = self.output.iter().map(|p| p.as_path()).collect();
+        paths.extend(self.reports.iter().map(|r| r.path.as_path()));
+        check_distinct(&paths)
+    }
+
+    /// Render the run once per output (`--format` to stdout or `-o`, each `--report` to
+    /// its file) and write them all together: see [`Self::write_with`].
+    pub fn emit_with(
+        &self,
+        color: ColorChoice,
+        render: impl Fn(Format, Palette) -> anyhow::Result<String>,
+    ) -> anyhow::Result<()> {
+        self.write_with(color, &[], render)
+    }
+
+    /// [`Self::emit_with`] plus `extra` files that belong to the run (`--save`): regular
+    /// files are renamed into place only once every one of them is written, so a failure
+    /// leaves none behind (`crate::outfile::write_all_atomic`). A report file is coloured
+    /// only under `--color always`, and is 80 columns wide, like `-o FILE`.
+    pub fn write_with(
+        &self,
+        color: ColorChoice,
+        extra: &[(&Path, &[u8])],
+        render: impl Fn(Format, Palette) -> anyhow::Result<String>,
+    ) -> anyhow::Result<()> {
+        self.validate()?;
+        let main = render(self.format, self.palette(color))?;
+        let file_palette = Palette::new(color_enabled(color, Sink::File, no_color_env()))
+            .with_width(width_for(Sink::File));
+        let rendered = self
+            .reports
+            .iter()
+            .map(|r| render(r.format, file_palette))
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        let stdout = Path::new("-");
+        let mut files: Vec<(&Path, &[u8])> = extra.to_vec();
+        files.extend(
+            self.reports
+                .iter()
+                .zip(&rendered)
+                .map(|(r, c)| (r.path.as_path(), c.as_bytes())),
+        );
+        files.push((self.output.as_deref().unwrap_or(stdout), main.as_bytes()));
+        crate::outfile::write_all_atomic(&files)
     }
 }
 
@@ -176,6 +283,42 @@ mod tests {
         assert!(!color_enabled(Never, Sink::Terminal, false));
         assert_eq!(Sink::of(Some(Path::new("out.txt"))), Sink::File);
         assert_ne!(Sink::of(Some(Path::new("-"))), Sink::File);
+    }
+
+    #[test]
+    fn report_takes_only_the_commands_formats() {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct W {
+            #[command(flatten)]
+            o: OutputArgs<BenchFormats>,
+        }
+        let w = W::try_parse_from([
+            "x",
+            "--report",
+            "json=a.json",
+            "--report",
+            "markdown=b=c.md",
+        ])
+        .unwrap();
+        assert_eq!(w.o.format, Format::Text);
+        assert_eq!(w.o.reports.len(), 2);
+        assert_eq!(w.o.reports[1].format, Format::Markdown);
+        assert_eq!(w.o.reports[1].path, Path::new("b=c.md"));
+        let e = W::try_parse_from(["x", "--report", "json="]).err().unwrap();
+        assert!(e.to_string().contains("the PATH is empty"), "{e}");
+        for bad in ["yaml=a.yaml", "a.json", "=a"] {
+            let e = W::try_parse_from(["x", "--report", bad]).err().unwrap();
+            assert_eq!(e.exit_code(), 2, "{bad}");
+            let e = e.to_string();
+            assert!(e.contains("--report"), "{e}");
+            assert!(e.contains("text, json, markdown, html"), "{bad}: {e}");
+        }
+        let twice = W::try_parse_from(["x", "-o", "a", "--report", "json=a"]).unwrap();
+        let e = twice.o.validate().unwrap_err().to_string();
+        assert!(e.contains("a is given twice"), "{e}");
+        let stdout_ok = W::try_parse_from(["x", "-o", "-", "--report", "json=-"]).unwrap();
+        assert!(stdout_ok.o.validate().is_ok());
     }
 
     #[test]

@@ -81,6 +81,11 @@ pub struct ProbeArgs {
     /// Lowest status that makes the exit code 1.
     #[arg(long, value_enum, default_value_t = FailOn::Fail)]
     pub fail_on: FailOn,
+    /// Fail (exit 1) when a figure crosses EXPR, e.g. 'heartbeat.numbers.gap < 30s': a check
+    /// id, then keys of its finding in the JSON report (every URL's); a skipped check fails
+    /// it, an unknown name is exit 2. Repeatable.
+    #[arg(long = "threshold", value_name = "EXPR", value_parser = crate::findings::threshold::parse)]
+    pub thresholds: Vec<crate::findings::threshold::Threshold>,
     /// Also open the URLs in headless Chromium (Debian package `chromium`): 7 EventSources
     /// to one host, EventSource reconnect, WebSocket from a page (the browser-* checks).
     #[arg(long)]
@@ -182,10 +187,19 @@ pub fn run(a: ProbeArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
         Some(p) => Profile::load("--profile", p)?,
         None => Profile::default(),
     };
-    let r = report(&a, profile)?;
-    let out = render(&r, a.out.format, a.fail_on, a.out.palette(ctx.color))?;
-    a.out.emit(&out)?;
-    Ok(if tripped(&a, &r) {
+    a.out.validate()?;
+    let mut r = report(&a, profile)?;
+    let json = serde_json::to_value(&r)?;
+    let found = crate::findings::threshold::evaluate(&a.thresholds, &json, &["findings"], None)
+        .map_err(anyhow::Error::msg)?;
+    let crossed = found
+        .iter()
+        .any(|t| t.status == crate::findings::Status::Fail);
+    r.findings.extend(found);
+    r.summary = crate::findings::Summary::of(&r.findings);
+    a.out
+        .emit_with(ctx.color, |f, p| render(&r, f, a.fail_on, p))?;
+    Ok(if tripped(&a, &r) || crossed {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS

@@ -1,7 +1,7 @@
 //! `rtcheck review`: read the profile, answers and evidence, prompt on a terminal (the walk
 //! is in `review/prompts.rs`), evaluate with the domain (`crate::review`), render, and write
 //! `--save` and `-o` together.
-use super::output::{AllFormats, OutputArgs};
+use super::output::{GaugeFormats, OutputArgs};
 use super::Ctx;
 use crate::findings::FailOn;
 use crate::profile::Profile;
@@ -62,7 +62,7 @@ pub struct ReviewArgs {
     pub evidence: Vec<PathBuf>,
     // markdown is a summary fit for a PR comment; junit and github for CI.
     #[command(flatten)]
-    pub out: OutputArgs<AllFormats>,
+    pub out: OutputArgs<GaugeFormats>,
     /// Lowest status that makes the exit code 1 (no and broken rules fail; later and
     /// unanswered warn).
     #[arg(long, value_enum, default_value_t = FailOn::Fail)]
@@ -95,6 +95,7 @@ pub fn render(
         Format::Github => report::github::render(&r.report),
         Format::Html => report::html::findings::render_audit(&r.report)?,
         Format::Sarif => report::sarif::render(&r.report)?,
+        Format::Prometheus => report::prometheus::render(&r.report, report::prometheus::unix_now()),
     })
 }
 
@@ -170,23 +171,6 @@ fn ask_open(
     Ok(ans)
 }
 
-/// Write --save and -o together or not at all (`outfile` renames regular files only after
-/// every temp file is written; devices, FIFOs and `-` are written in place); stdout when no -o.
-fn write_out(a: &ReviewArgs, save: Option<&Path>, saved: &str, out: &str) -> anyhow::Result<()> {
-    let mut files: Vec<(&Path, &[u8])> = Vec::new();
-    if let Some(s) = save {
-        files.push((s, saved.as_bytes()));
-    }
-    if let Some(o) = &a.out.output {
-        files.push((o, out.as_bytes()));
-    }
-    crate::outfile::write_all_atomic(&files)?;
-    if a.out.output.is_none() {
-        crate::outfile::emit(out, None)?;
-    }
-    Ok(())
-}
-
 pub fn run(a: ReviewArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
     let profile = load_profile(&a)?;
     let given = a.profile.is_some();
@@ -230,7 +214,10 @@ pub fn run_with(
         items,
         left_out,
     };
-    let out = render(&r, a.out.format, a.fail_on, a.out.palette(ctx.color))?;
-    write_out(a, save, &ans.to_yaml(), &out)?;
+    let saved = ans.to_yaml();
+    let save: Vec<(&std::path::Path, &[u8])> =
+        save.iter().map(|s| (*s, saved.as_bytes())).collect();
+    a.out
+        .write_with(ctx.color, &save, |f, p| render(&r, f, a.fail_on, p))?;
     Ok(a.fail_on.trips(&r.report.summary))
 }

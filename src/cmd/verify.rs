@@ -155,6 +155,10 @@ pub fn run(a: VerifyArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
         }
         return super::delivery::run(&a.delivery, a.connections, a.timeout, &a.out, ctx);
     }
+    if !a.delivery.thresholds.is_empty() {
+        anyhow::bail!("--threshold applies to `verify delivery` only");
+    }
+    a.out.validate()?;
     let wanted = verify::select(&a.names)?;
     let opts = a.options();
     opts.validate()?;
@@ -167,8 +171,8 @@ pub fn run(a: VerifyArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
         .map(String::from)
         .collect();
     let report = VerifyReport::new(experiments, results, opts, started);
-    let content = render(&report, a.out.format, &a.out.palette(ctx.color), a.explain)?;
-    a.out.emit(&content)?;
+    a.out
+        .emit_with(ctx.color, |f, p| render(&report, f, &p, a.explain))?;
     Ok(if report.summary.invalid > 0 {
         ExitCode::from(1)
     } else {
@@ -193,6 +197,7 @@ pub fn render(
         Format::Github => crate::report::github::render(&as_findings(r)),
         Format::Html => crate::report::html::findings::render_verify(r)?,
         Format::Sarif => crate::report::sarif::render(&as_findings(r))?,
+        Format::Prometheus => anyhow::bail!("verify has no prometheus format"),
     })
 }
 

@@ -11,6 +11,7 @@ pub mod junit;
 pub mod markdown;
 pub mod model;
 pub mod output;
+pub mod prometheus;
 pub mod sarif;
 pub mod text;
 pub mod yaml;
@@ -31,6 +32,9 @@ pub enum Format {
     Html,
     // SARIF 2.1.0 (code scanning). A plain comment: a doc comment would change --help.
     Sarif,
+    // Prometheus text exposition: gauges for node_exporter's textfile collector (no doc
+    // comment: clap would turn the one-line list of values into a long one).
+    Prometheus,
 }
 
 impl Format {
@@ -44,6 +48,7 @@ impl Format {
             Format::Github => "github",
             Format::Html => "html",
             Format::Sarif => "sarif",
+            Format::Prometheus => "prometheus",
         }
     }
 }

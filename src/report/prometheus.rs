@@ -1,0 +1,177 @@
+//! Prometheus text exposition of a findings report (issue 28): **gauges** only, so a
+//! dashboard reads the state of the last run (goss #867 shipped counters that grow between
+//! runs). Written for node_exporter's textfile collector: `--report prometheus=FILE` is
+//! atomic (temp file + rename), so the collector never reads half a file.
+use crate::findings::Status;
+use crate::report::FindingsReport;
+use std::fmt::Write;
+
+const STATUSES: [Status; 4] = [Status::Pass, Status::Warn, Status::Fail, Status::Skip];
+
+/// A label value escaped as the exposition format wants (`\`, `"`, newline).
+fn label(v: &str) -> String {
+    v.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+/// A number as Prometheus reads it (NaN and infinities spelled its way).
+fn num(v: f64) -> String {
+    if v.is_nan() {
+        "NaN".into()
+    } else if v.is_infinite() {
+        if v > 0.0 { "+Inf" } else { "-Inf" }.into()
+    } else {
+        format!("{v}")
+    }
+}
+
+fn head(out: &mut String, name: &str, help: &str) {
+    let _ = writeln!(out, "# HELP {name} {help}");
+    let _ = writeln!(out, "# TYPE {name} gauge");
+}
+
+/// Every check as one gauge per status (1 on its status, 0 on the others, the
+/// node_exporter state-set convention), its machine numbers, the counts per status, the
+/// run's duration and its time (`now`, Unix seconds: passed in, so this stays pure).
+pub fn render(r: &FindingsReport, now: f64) -> String {
+    let mut out = String::new();
+    head(
+        &mut out,
+        "rtcheck_check_status",
+        "Status of each rtcheck check in the last run (1 on its status, 0 on the others).",
+    );
+    for f in &r.findings {
+        for s in STATUSES {
+            let _ = writeln!(
+                out,
+                "rtcheck_check_status{{check=\"{}\",status=\"{}\"}} {}",
+                label(&f.id),
+                s.as_str(),
+                u8::from(f.status == s)
+            );
+        }
+    }
+    head(
+        &mut out,
+        "rtcheck_check_value",
+        "The numbers behind each check (findings[].numbers of the JSON report), by key.",
+    );
+    for f in &r.findings {
+        for (k, v) in &f.numbers {
+            let _ = writeln!(
+                out,
+                "rtcheck_check_value{{check=\"{}\",key=\"{}\"}} {}",
+                label(&f.id),
+                label(k),
+                num(*v)
+            );
+        }
+    }
+    head(
+        &mut out,
+        "rtcheck_checks",
+        "Checks of the last run by status.",
+    );
+    let s = r.summary;
+    for (st, n) in [
+        ("pass", s.pass),
+        ("warn", s.warn),
+        ("fail", s.fail),
+        ("skip", s.skip),
+    ] {
+        let _ = writeln!(out, "rtcheck_checks{{status=\"{st}\"}} {n}");
+    }
+    head(
+        &mut out,
+        "rtcheck_run_duration_seconds",
+        "How long the last run took.",
+    );
+    let _ = writeln!(
+        out,
+        "rtcheck_run_duration_seconds {}",
+        num(r.duration_ms / 1000.0)
+    );
+    head(
+        &mut out,
+        "rtcheck_last_run_timestamp_seconds",
+        "When the last run finished (Unix time).",
+    );
+    let _ = writeln!(out, "rtcheck_last_run_timestamp_seconds {}", num(now));
+    out
+}
+
+/// Now, in Unix seconds (the edge that feeds [`render`]).
+pub fn unix_now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::findings::{Finding, Fix};
+
+    fn finding(id: &str, status: Status) -> Finding {
+        Finding {
+            id: id.into(),
+            title: id.into(),
+            status,
+            observed: String::new(),
+            expected: String::new(),
+            rule: String::new(),
+            reason: None,
+            evidence: Vec::new(),
+            fix: Fix::default(),
+            verify: None,
+            verification: None,
+            numbers: [("soft".to_string(), 1024.0)].into_iter().collect(),
+            location: None,
+        }
+    }
+
+    #[test]
+    fn gauges_parse_back_with_one_status_set_per_check() {
+        let fs = vec![
+            finding("fd-limit", Status::Warn),
+            finding("we\"ird\\id", Status::Pass),
+        ];
+        let r = FindingsReport::new("audit", Default::default(), None, fs, 2.5);
+        let text = render(&r, 1_700_000_000.0);
+        let scrape =
+            prometheus_parse::Scrape::parse(text.lines().map(|l| Ok(l.to_string()))).unwrap();
+        let gauge = |name: &str, labels: &[(&str, &str)]| -> f64 {
+            let s = scrape
+                .samples
+                .iter()
+                .find(|s| {
+                    s.metric == name && labels.iter().all(|(k, v)| s.labels.get(k) == Some(*v))
+                })
+                .unwrap_or_else(|| panic!("no {name} {labels:?} in\n{text}"));
+            match s.value {
+                prometheus_parse::Value::Gauge(v) => v,
+                ref other => panic!("{name} is not a gauge: {other:?}"),
+            }
+        };
+        let st = "rtcheck_check_status";
+        assert_eq!(gauge(st, &[("check", "fd-limit"), ("status", "warn")]), 1.0);
+        assert_eq!(gauge(st, &[("check", "fd-limit"), ("status", "pass")]), 0.0);
+        // Escaped as the exposition format says (prometheus-parse keeps escapes as read).
+        assert!(
+            text.contains(r#"{check="we\"ird\\id",status="pass"} 1"#),
+            "{text}"
+        );
+        let val = [("check", "fd-limit"), ("key", "soft")];
+        assert_eq!(gauge("rtcheck_check_value", &val), 1024.0);
+        assert_eq!(gauge("rtcheck_checks", &[("status", "warn")]), 1.0);
+        assert_eq!(
+            gauge("rtcheck_last_run_timestamp_seconds", &[]),
+            1_700_000_000.0
+        );
+        assert_eq!(gauge("rtcheck_run_duration_seconds", &[]), 0.0025);
+        // Gauges only: nothing that grows between runs.
+        assert!(!text.contains("counter"));
+        assert!(text.lines().filter(|l| l.starts_with(st)).count() == 8);
+    }
+}
