@@ -44,7 +44,7 @@ impl Sse {
     fn connect(addr: SocketAddr, last_id: Option<u64>) -> Sse {
         let mut s = TcpStream::connect(addr).unwrap();
         let resume = last_id.map_or(String::new(), |i| format!("Last-Event-ID: {i}\r\n"));
-        write!(s, "GET /sse HTTP/1.1\r\nHost: x\r\n{resume}\r\n").unwrap();
+        write!(s, "GET /sse HTTP/1.1\r\nHost: 127.0.0.1\r\n{resume}\r\n").unwrap();
         s.set_read_timeout(Some(Duration::from_millis(200)))
             .unwrap();
         Sse {

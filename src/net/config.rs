@@ -122,6 +122,11 @@ pub struct ServeFlags {
     /// host than the one it asked for is refused /ws with 403 (cross-site WebSocket hijacking).
     #[arg(long, value_name = "ORIGIN", value_parser = super::access::parse_origin)]
     pub cors: Option<String>,
+    /// A name this server is reached by (repeatable), beyond the loopback names (localhost,
+    /// 127.x, [::1]). A request whose Host is none of them is refused with 421 (DNS
+    /// rebinding); off loopback Host is checked only when this is given (docs/serve.md).
+    #[arg(long = "public-host", value_name = "NAME", value_parser = super::access::parse_public_host)]
+    pub public_hosts: Vec<String>,
     /// Close each SSE stream after this long (0 = never): EventSource then reconnects with
     /// Last-Event-ID (what `probe --browser` measures).
     #[arg(long, default_value = "0s", value_parser = crate::units::parse_duration)]
@@ -194,6 +199,8 @@ pub struct Config {
     /// task is idle (split over the worker threads) and queues only what does not fit.
     pub direct: bool,
     pub cors: Option<String>,
+    /// `--public-host`: names accepted in Host besides the loopback ones.
+    pub public_hosts: Vec<String>,
     pub sse_max_age: Option<Duration>,
     #[serde(skip)]
     pub control_token: Option<String>,
@@ -299,6 +306,7 @@ impl Config {
             protocol: a.protocol,
             direct: !a.queue_only,
             cors: a.cors.clone(),
+            public_hosts: a.public_hosts.clone(),
             sse_max_age: nonzero(a.sse_max_age),
             control_token: a.control_token.clone(),
             access: super::access::Access::Open,

@@ -281,6 +281,9 @@ pub struct Counters {
     pub http_requests: AtomicU64,
     pub bad_requests: AtomicU64,
     pub inbound_messages: AtomicU64,
+    /// Requests refused for their Host (DNS rebinding) or Origin (cross-site).
+    pub refused_host: AtomicU64,
+    pub refused_origin: AtomicU64,
 }
 
 impl Counters {
@@ -336,6 +339,8 @@ pub struct Snapshot {
     pub ring_messages: u64,
     pub ring_bytes: u64,
     pub sessions: super::session::SessionStats,
+    /// Requests refused by the access rules (Host, Origin).
+    pub refused: Refusals,
     #[serde(skip)]
     pub hub_buckets: Vec<(f64, u64)>,
     #[serde(skip)]
@@ -344,6 +349,14 @@ pub struct Snapshot {
     pub hub_sum_ms: f64,
     #[serde(skip)]
     pub bytes_sent: ClientCounts,
+}
+
+/// Requests refused by the access rules: a Host that is not this server's (421), an
+/// Origin of another site on /control/* or /ws (403).
+#[derive(Debug, Clone, Copy, Default, serde::Serialize)]
+pub struct Refusals {
+    pub host: u64,
+    pub origin: u64,
 }
 
 #[derive(Debug, Clone, Copy, Default, serde::Serialize)]
@@ -737,6 +750,10 @@ impl Hub {
             ring_messages,
             ring_bytes,
             sessions: self.sessions.stats(),
+            refused: Refusals {
+                host: c.refused_host.load(Relaxed),
+                origin: c.refused_origin.load(Relaxed),
+            },
             hub_buckets: HUB_BUCKETS_MS
                 .iter()
                 .copied()

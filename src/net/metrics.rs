@@ -131,6 +131,17 @@ fn server_state(o: &mut String, s: &Snapshot) {
         "WebSocket connections accepted on /echo (off the fan-out path).",
         &one(s.echo_connections),
     );
+    let refused: Rows = [("host", s.refused.host), ("origin", s.refused.origin)]
+        .iter()
+        .map(|(r, v)| (format!("{{reason=\"{r}\"}}"), v.to_string()))
+        .collect();
+    metric(
+        o,
+        "rtcheck_requests_refused_total",
+        "counter",
+        "Requests refused: a Host that is not this server's (421, DNS rebinding), an Origin of another site on /control/* or /ws (403).",
+        &refused,
+    );
     metric(
         o,
         "rtcheck_max_queue_depth",
@@ -221,6 +232,7 @@ mod tests {
             ring_messages: 3,
             ring_bytes: 4096,
             sessions: Default::default(),
+            refused: super::super::hub::Refusals { host: 2, origin: 1 },
             hub_buckets: vec![(0.5, 1), (1.0, 5), (250.0, 7)],
             hub_count: 7,
             hub_sum_ms: 4.5,
@@ -245,10 +257,10 @@ mod tests {
         let families = text.lines().filter(|l| l.starts_with("# TYPE ")).count();
         // The delivery families (ring, sessions) come from session.rs.
         let delivery = super::super::session::METRIC_FAMILIES;
-        assert_eq!(families, 16 + delivery);
+        assert_eq!(families, 17 + delivery);
         assert_eq!(
             text.lines().filter(|l| l.starts_with("# HELP ")).count(),
-            16 + delivery
+            17 + delivery
         );
         let m = samples(&text);
         assert_eq!(m["rtcheck_connections{transport=\"sse\"}"], "5");
@@ -259,6 +271,7 @@ mod tests {
         assert_eq!(m["process_resident_memory_bytes"], "1048576");
         assert_eq!(m["rtcheck_ring_bytes"], "4096");
         assert_eq!(m["rtcheck_sessions"], "0");
+        assert_eq!(m["rtcheck_requests_refused_total{reason=\"host\"}"], "2");
     }
 
     #[test]

@@ -66,6 +66,9 @@ pub(crate) async fn send(s: &TcpStream, bytes: &[u8]) -> bool {
 /// One HTTP connection: plain requests in a keep-alive loop, or an upgrade to a stream.
 async fn handle_http(hub: Arc<Hub>, stream: TcpStream) {
     let mut buf = Vec::new();
+    let Ok(local) = stream.local_addr() else {
+        return;
+    };
     loop {
         let req = match http::read_request(&stream, &mut buf, REQUEST_TIMEOUT).await {
             Ok(r) => r,
@@ -83,6 +86,10 @@ async fn handle_http(hub: Arc<Hub>, stream: TcpStream) {
                 hub.counters.bad_requests.fetch_add(1, Relaxed);
                 send(&stream, &http::error(status, &msg)).await;
             }
+            return;
+        }
+        if let Err((status, msg)) = gate(&hub, &req, local) {
+            send(&stream, &http::error(status, msg)).await;
             return;
         }
         if req.path.starts_with("/control/") {
@@ -140,6 +147,28 @@ async fn handle_http(hub: Arc<Hub>, stream: TcpStream) {
             return;
         }
     }
+}
+
+/// The access rules before any route: a Host that is not this server's is refused (421:
+/// a DNS-rebinding page), and so is a `/control/*` request from another site's page
+/// (403: browsers send Origin on every POST, even `no-cors`). Counted by reason.
+fn gate(hub: &Hub, req: &Request, local: std::net::SocketAddr) -> Result<(), (u16, &'static str)> {
+    let host = req.header("host");
+    if !access::host_allowed(host, local, &hub.cfg.public_hosts) {
+        hub.counters.refused_host.fetch_add(1, Relaxed);
+        return Err((
+            421,
+            "Host is not a name of this server (DNS rebinding?); serve --public-host NAME adds one",
+        ));
+    }
+    if req.path.starts_with("/control/") && !access::control_origin_ok(req.header("origin"), host) {
+        hub.counters.refused_origin.fetch_add(1, Relaxed);
+        return Err((
+            403,
+            "/control/* is refused to pages of other sites (a request with an Origin)",
+        ));
+    }
+    Ok(())
 }
 
 /// Check the request's framing and discard its body (answering `Expect: 100-continue`).
@@ -305,6 +334,7 @@ async fn accept_ws(hub: &Hub, stream: &TcpStream, req: Request) -> bool {
     let cors = hub.cfg.cors.as_deref();
     if !super::access::origin_allowed(req.header("origin"), req.header("host"), cors) {
         hub.counters.bad_requests.fetch_add(1, Relaxed);
+        hub.counters.refused_origin.fetch_add(1, Relaxed);
         let msg = "Origin is another site's: a WebSocket from it is refused (serve --cors ORIGIN allows one, --cors '*' any)";
         send(stream, &http::error(403, msg)).await;
         return false;
