@@ -9,7 +9,8 @@ const TOKEN: &str = "0123456789abcdef";
 fn get(addr: std::net::SocketAddr, path: &str, extra: &str) -> (u16, String, String) {
     http_full(
         addr,
-        format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n{extra}Connection: close\r\n\r\n").as_bytes(),
+        format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n{extra}Connection: close\r\n\r\n")
+            .as_bytes(),
     )
 }
 

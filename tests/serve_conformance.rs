@@ -188,7 +188,8 @@ fn http_framing_is_strict() {
     let post = |extra: &str| {
         http_full(
             srv.addr,
-            format!("POST /control/start HTTP/1.1\r\nHost: 127.0.0.1\r\n{extra}\r\nabcde").as_bytes(),
+            format!("POST /control/start HTTP/1.1\r\nHost: 127.0.0.1\r\n{extra}\r\nabcde")
+                .as_bytes(),
         )
         .0
     };

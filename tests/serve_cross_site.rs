@@ -19,7 +19,8 @@ fn request(srv: &Server, line: &str, headers: &str) -> (u16, String) {
 fn ws_status(srv: &Server, headers: &str) -> u16 {
     use std::io::{Read, Write};
     let mut s = std::net::TcpStream::connect(srv.addr).unwrap();
-    s.set_read_timeout(Some(std::time::Duration::from_secs(10))).unwrap();
+    s.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
     write!(s, "GET /ws HTTP/1.1\r\n{headers}{WS_HEAD}\r\n").unwrap();
     let mut head = Vec::new();
     let mut b = [0u8; 1];
@@ -27,7 +28,10 @@ fn ws_status(srv: &Server, headers: &str) -> u16 {
         head.push(b[0]);
     }
     let text = String::from_utf8_lossy(&head);
-    text.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0)
+    text.split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0)
 }
 
 fn refused(srv: &Server, reason: &str) -> u64 {
@@ -62,7 +66,9 @@ fn control_refuses_a_page_of_another_origin_and_serves_its_own_clients() {
     let own = format!("{host}Origin: http://127.0.0.1:{}\r\n", srv.addr.port());
     assert_eq!(request(&srv, "POST /control/start?rounds=3", &own).0, 200);
     assert_eq!(request(&srv, "GET /control/stats", &host).0, 200);
-    srv.wait_stats(std::time::Duration::from_secs(20), |s| s["rounds_sent"] == 3);
+    srv.wait_stats(std::time::Duration::from_secs(20), |s| {
+        s["rounds_sent"] == 3
+    });
 }
 
 #[test]
@@ -103,5 +109,8 @@ fn public_host_names_the_server_for_a_page_on_it() {
         .unwrap();
     assert_eq!(e.status.code(), Some(2));
     let err = String::from_utf8_lossy(&e.stderr);
-    assert!(err.contains("--public-host") && err.lines().count() == 1, "{err}");
+    assert!(
+        err.contains("--public-host") && err.lines().count() == 1,
+        "{err}"
+    );
 }

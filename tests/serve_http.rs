@@ -174,8 +174,10 @@ fn last_event_id_at_u64_max_is_not_a_gap() {
     let mut s = TcpStream::connect(srv.addr).unwrap();
     s.set_read_timeout(Some(Duration::from_millis(800)))
         .unwrap();
-    s.write_all(b"GET /sse HTTP/1.1\r\nHost: 127.0.0.1\r\nLast-Event-ID: 18446744073709551615\r\n\r\n")
-        .unwrap();
+    s.write_all(
+        b"GET /sse HTTP/1.1\r\nHost: 127.0.0.1\r\nLast-Event-ID: 18446744073709551615\r\n\r\n",
+    )
+    .unwrap();
     let mut buf = vec![0u8; 8192];
     let mut got = Vec::new();
     while let Ok(n) = s.read(&mut buf) {

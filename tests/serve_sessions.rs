@@ -295,7 +295,8 @@ fn max_sessions_refuses_new_sessions_never_a_returning_one() {
         .collect();
     // The cap is reached: a new session is refused on every transport, and so is an
     // unknown id (it would be a new session).
-    let get = |path: &str| format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+    let get =
+        |path: &str| format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
     let body = assert_refused(srv.addr, &get("/poll?session=&since=0"));
     let v: Value = serde_json::from_str(&body).unwrap();
     assert_eq!(

@@ -386,7 +386,13 @@ mod tests {
         ] {
             assert!(host_allowed(Some(ok), lo, none), "{ok}");
         }
-        for bad in ["evil.example", "evil.example:8080", "10.0.0.1", "x", "localhost.evil.example"] {
+        for bad in [
+            "evil.example",
+            "evil.example:8080",
+            "10.0.0.1",
+            "x",
+            "localhost.evil.example",
+        ] {
             assert!(!host_allowed(Some(bad), lo, none), "{bad}");
         }
         assert!(host_allowed(None, lo, none), "HTTP/1.0 without Host");

@@ -10,12 +10,7 @@ use std::time::Duration;
 
 /// Bound of any one Redis operation: a dead Redis costs at most this, never a hang.
 pub const OP_TIMEOUT: Duration = Duration::from_secs(1);
-/// Global seq counter.
-pub const SEQ_KEY: &str = "rtcheck:seq";
-/// The ring: a Stream whose entry ids are `SEQ-0`, capped at --ring entries.
-pub const RING_KEY: &str = "rtcheck:ring";
-/// The channel every node subscribes to: `SEQ TS NODE`.
-pub const ROUNDS_CHANNEL: &str = "rtcheck:rounds";
+// Key and channel names: [`super::Keys`], from `--redis-prefix`.
 
 /// INCR, XADD and PUBLISH in one script, so the Stream and the channel carry one order and
 /// two publishers never share a seq. ARGV[1] is the publisher's highest seen seq: after a
@@ -66,13 +61,14 @@ async fn bounded<T>(
 pub async fn publish_one(c: &Cluster, script: &::redis::Script, ts: u64) -> anyhow::Result<u64> {
     let mut con = c.con.clone();
     let mut inv = script.prepare_invoke();
-    inv.key(SEQ_KEY)
-        .key(RING_KEY)
+    let k = &c.cfg.keys;
+    inv.key(&k.seq)
+        .key(&k.ring)
         .arg(c.last_seq.load(Relaxed))
         .arg(ring_cap(c))
         .arg(ts)
         .arg(&c.cfg.node)
-        .arg(ROUNDS_CHANNEL);
+        .arg(&k.rounds);
     bounded(inv.invoke_async::<u64>(&mut con)).await
 }
 
@@ -87,11 +83,12 @@ async fn reserve_unpublished(c: &Cluster, script: &::redis::Script) -> anyhow::R
     }
     let mut con = c.con.clone();
     let mut inv = script.prepare_invoke();
-    inv.key(SEQ_KEY)
-        .key(RING_KEY)
+    let k = &c.cfg.keys;
+    inv.key(&k.seq)
+        .key(&k.ring)
         .arg(c.last_seq.load(Relaxed))
         .arg(n)
-        .arg(ROUNDS_CHANNEL)
+        .arg(&k.rounds)
         .arg(&c.cfg.node)
         .arg(ring_cap(c));
     let top: u64 = bounded(inv.invoke_async(&mut con)).await?;
@@ -118,7 +115,7 @@ pub async fn range(c: &Cluster, from: u64, to: u64) -> anyhow::Result<Vec<(u64, 
     };
     let reply: ::redis::streams::StreamRangeReply = bounded(
         ::redis::cmd("XRANGE")
-            .arg(RING_KEY)
+            .arg(&c.cfg.keys.ring)
             .arg(from)
             .arg(end)
             .arg("COUNT")
@@ -140,7 +137,7 @@ pub async fn newest_after(c: &Cluster, from: u64) -> anyhow::Result<Vec<(u64, u6
     let mut con = c.con.clone();
     let reply: ::redis::streams::StreamRangeReply = bounded(
         ::redis::cmd("XREVRANGE")
-            .arg(RING_KEY)
+            .arg(&c.cfg.keys.ring)
             .arg("+")
             .arg(from)
             .arg("COUNT")
@@ -307,7 +304,7 @@ async fn relay_once(
     ready: &tokio::sync::Notify,
 ) -> anyhow::Result<()> {
     let mut ps = bounded(c.client.get_async_pubsub()).await?;
-    bounded(ps.subscribe(ROUNDS_CHANNEL)).await?;
+    bounded(ps.subscribe(&c.cfg.keys.rounds)).await?;
     // Subscribed before the catch-up: nothing published meanwhile is missed.
     catch_up(hub, c).await?;
     c.link_up.store(true, Relaxed);
@@ -334,7 +331,7 @@ async fn relay_once(
                 } else if let Some((from, to, _)) = parse_unpublished(p) {
                     on_unpublished(hub, c, from, to).await?;
                 } else {
-                    eprintln!("rtcheck serve: {ROUNDS_CHANNEL}: a message that is neither `SEQ TS NODE` nor `gap FROM TO NODE`");
+                    eprintln!("rtcheck serve: {}: a message that is neither `SEQ TS NODE` nor `gap FROM TO NODE`", c.cfg.keys.rounds);
                 }
             }
             _ = check.tick() => {
