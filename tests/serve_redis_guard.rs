@@ -142,3 +142,188 @@ fn bench_cluster_refuses_a_redis_holding_its_prefix_and_leaves_others_alone() {
     );
     assert_eq!(keys(&r, "taken:*"), ["taken:seq"]);
 }
+
+const PASSWORD: &str = "s3cret-pw-4711";
+
+#[test]
+fn a_redis_wanting_a_password_is_one_line_and_exit_2_at_start() {
+    let d = tempfile::tempdir().unwrap();
+    let r = redis(d.path());
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("requirepass")
+        .arg(PASSWORD)
+        .query(&mut con(&r))
+        .unwrap();
+    let t0 = Instant::now();
+    let out = rtcheck()
+        .args(["serve", "--listen", "127.0.0.1:0", "--redis", &r.url()])
+        .timeout(Duration::from_secs(60))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(t0.elapsed() < Duration::from_secs(30), "bounded");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(
+        err.contains(&format!("--redis {}", r.url())),
+        "names the peer: {err}"
+    );
+    assert!(err.contains("NOAUTH") && err.contains("password"), "{err}");
+    // With the password: serves, and never prints it.
+    let url = format!("redis://:{PASSWORD}@127.0.0.1:{}/", r.port());
+    let node = Server::start(&["--redis", &url, "--node", "a", "--no-publish"]);
+    let (st, body) = http_get(node.addr, "/healthz");
+    assert_eq!(st, 200);
+    assert!(!node.stderr().contains(PASSWORD) && !body.contains(PASSWORD));
+}
+
+/// Connections Redis has accepted so far (each reconnect attempt is one).
+fn connections(c: &mut redis::Connection) -> u64 {
+    let info: String = redis::cmd("INFO").arg("stats").query(c).unwrap();
+    info.lines()
+        .find_map(|l| l.strip_prefix("total_connections_received:"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+fn count(text: &str, what: &str) -> usize {
+    text.lines().filter(|l| l.contains(what)).count()
+}
+
+#[test]
+fn a_failing_link_is_logged_rate_limited_and_back_only_once_a_command_answers() {
+    let d = tempfile::tempdir().unwrap();
+    let r = redis(d.path());
+    let node = Server::start(&["--redis", &r.url(), "--node", "a", "--no-publish"]);
+    let wait_health = |prefix: &str| {
+        let t0 = Instant::now();
+        loop {
+            let (_, b) = http_get(node.addr, "/healthz");
+            if b.starts_with(prefix) {
+                return;
+            }
+            assert!(t0.elapsed() < LIMIT, "healthz never `{prefix}`: {b}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    wait_health("ok (node a, redis up)");
+    // This connection stays authenticated when Redis starts asking for a password; the
+    // node's subscription is killed and every reconnect of it meets NOAUTH.
+    let mut admin = con(&r);
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("requirepass")
+        .arg(PASSWORD)
+        .query(&mut admin)
+        .unwrap();
+    let before = connections(&mut admin);
+    let _: u64 = redis::cmd("CLIENT")
+        .arg(&["KILL", "TYPE", "pubsub"])
+        .query(&mut admin)
+        .unwrap();
+    let t0 = Instant::now();
+    while connections(&mut admin) < before + 5 {
+        assert!(
+            t0.elapsed() < LIMIT,
+            "the node stopped reconnecting: {}",
+            node.stderr()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    wait_health("degraded: redis down");
+    let log = node.stderr();
+    assert_eq!(count(&log, "redis link back"), 0, "not back: {log}");
+    assert!(count(&log, "redis link lost") <= 2, "rate-limited: {log}");
+    assert_eq!(node.stats()["redis_up"], false);
+    // Redis answers again: back, said once.
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("requirepass")
+        .arg("")
+        .query(&mut admin)
+        .unwrap();
+    wait_health("ok (node a, redis up)");
+    let log = node.stderr();
+    assert_eq!(count(&log, "redis link back"), 1, "{log}");
+}
+
+#[test]
+fn accept_at_the_fd_limit_is_counted_and_logged_once_per_interval() {
+    use std::process::{Command, Stdio};
+    let d = tempfile::tempdir().unwrap();
+    let addr_file = d.path().join("addr");
+    let log = d.path().join("stderr");
+    let mut child = Command::new("bash")
+        .args([
+            "-c",
+            "ulimit -n 40 && exec \"$0\" serve --listen 127.0.0.1:0 --exit-with-parent --addr-file \"$1\"",
+        ])
+        .arg(common::binary())
+        .arg(&addr_file)
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let _kill = scopeguard(child.id());
+    let t0 = Instant::now();
+    let addr: std::net::SocketAddr = loop {
+        if let Ok(t) = std::fs::read_to_string(&addr_file) {
+            if t.ends_with('\n') {
+                break t.lines().next().unwrap().parse().unwrap();
+            }
+        }
+        assert!(t0.elapsed() < LIMIT, "serve did not start");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    // More idle connections than the limit: accept fails with EMFILE 20 times a second.
+    let flood: Vec<_> = (0..60)
+        .map(|_| std::net::TcpStream::connect(addr).unwrap())
+        .collect();
+    let stderr = || std::fs::read_to_string(&log).unwrap_or_default();
+    let t0 = Instant::now();
+    while !stderr().contains("accept:") {
+        assert!(t0.elapsed() < LIMIT, "no accept error: {}", stderr());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // A window of 3 s of EMFILE: one line (the next is due after 10 s).
+    std::thread::sleep(Duration::from_secs(3));
+    let text = stderr();
+    assert_eq!(count(&text, "accept:"), 1, "{text}");
+    assert!(text.contains("Too many open files"), "{text}");
+    drop(flood);
+    let t0 = Instant::now();
+    let body = loop {
+        let got = std::panic::catch_unwind(|| http_get(addr, "/metrics"));
+        if let Ok((200, b)) = got {
+            break b;
+        }
+        assert!(t0.elapsed() < LIMIT, "no /metrics after the flood left");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let n: u64 = body
+        .lines()
+        .find_map(|l| l.strip_prefix("rtcheck_accept_errors_total{kind=\"emfile\"} "))
+        .unwrap_or_else(|| panic!("{body}"))
+        .parse()
+        .unwrap();
+    assert!(n >= 5, "3 s at 20 a second, counted: {n}");
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// Kill the pid when the test ends, even by a panic.
+fn scopeguard(pid: u32) -> impl Drop {
+    struct K(u32);
+    impl Drop for K {
+        fn drop(&mut self) {
+            // SAFETY: kill(2) on our own child's pid.
+            unsafe {
+                libc::kill(self.0 as i32, libc::SIGKILL);
+            }
+        }
+    }
+    K(pid)
+}

@@ -284,9 +284,20 @@ pub struct Counters {
     /// Requests refused for their Host (DNS rebinding) or Origin (cross-site).
     pub refused_host: AtomicU64,
     pub refused_origin: AtomicU64,
+    /// Failed accepts by [`AcceptErrors`] kind.
+    pub accept_errors: [AtomicU64; 3],
 }
 
 impl Counters {
+    /// Count a failed accept: EMFILE (this process's fd limit), ENFILE (the system's), other.
+    pub fn accept_error(&self, e: &std::io::Error) {
+        let i = match e.raw_os_error() {
+            Some(libc::EMFILE) => 0,
+            Some(libc::ENFILE) => 1,
+            _ => 2,
+        };
+        self.accept_errors[i].fetch_add(1, Relaxed);
+    }
     pub fn sent(&self, t: Transport, bytes: usize) {
         self.sent[t.idx()].fetch_add(1, Relaxed);
         self.bytes_sent[t.idx()].fetch_add(bytes as u64, Relaxed);
@@ -341,6 +352,8 @@ pub struct Snapshot {
     pub sessions: super::session::SessionStats,
     /// Requests refused by the access rules (Host, Origin).
     pub refused: Refusals,
+    /// Failed accepts (the process or system out of file descriptors, ...).
+    pub accept_errors: AcceptErrors,
     #[serde(skip)]
     pub hub_buckets: Vec<(f64, u64)>,
     #[serde(skip)]
@@ -357,6 +370,14 @@ pub struct Snapshot {
 pub struct Refusals {
     pub host: u64,
     pub origin: u64,
+}
+
+/// Failed accepts by kind (`rtcheck_accept_errors_total{kind}`).
+#[derive(Debug, Clone, Copy, Default, serde::Serialize)]
+pub struct AcceptErrors {
+    pub emfile: u64,
+    pub enfile: u64,
+    pub other: u64,
 }
 
 #[derive(Debug, Clone, Copy, Default, serde::Serialize)]
@@ -753,6 +774,11 @@ impl Hub {
             refused: Refusals {
                 host: c.refused_host.load(Relaxed),
                 origin: c.refused_origin.load(Relaxed),
+            },
+            accept_errors: AcceptErrors {
+                emfile: c.accept_errors[0].load(Relaxed),
+                enfile: c.accept_errors[1].load(Relaxed),
+                other: c.accept_errors[2].load(Relaxed),
             },
             hub_buckets: HUB_BUCKETS_MS
                 .iter()

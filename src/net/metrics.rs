@@ -142,6 +142,22 @@ fn server_state(o: &mut String, s: &Snapshot) {
         "Requests refused: a Host that is not this server's (421, DNS rebinding), an Origin of another site on /control/* or /ws (403).",
         &refused,
     );
+    let a = &s.accept_errors;
+    let accept: Rows = [
+        ("emfile", a.emfile),
+        ("enfile", a.enfile),
+        ("other", a.other),
+    ]
+    .iter()
+    .map(|(k, v)| (format!("{{kind=\"{k}\"}}"), v.to_string()))
+    .collect();
+    metric(
+        o,
+        "rtcheck_accept_errors_total",
+        "counter",
+        "Failed accepts: emfile (this process at its open files limit), enfile (the system's), other.",
+        &accept,
+    );
     metric(
         o,
         "rtcheck_max_queue_depth",
@@ -233,6 +249,11 @@ mod tests {
             ring_bytes: 4096,
             sessions: Default::default(),
             refused: super::super::hub::Refusals { host: 2, origin: 1 },
+            accept_errors: super::super::hub::AcceptErrors {
+                emfile: 4,
+                enfile: 0,
+                other: 0,
+            },
             hub_buckets: vec![(0.5, 1), (1.0, 5), (250.0, 7)],
             hub_count: 7,
             hub_sum_ms: 4.5,
@@ -257,10 +278,10 @@ mod tests {
         let families = text.lines().filter(|l| l.starts_with("# TYPE ")).count();
         // The delivery families (ring, sessions) come from session.rs.
         let delivery = super::super::session::METRIC_FAMILIES;
-        assert_eq!(families, 17 + delivery);
+        assert_eq!(families, 18 + delivery);
         assert_eq!(
             text.lines().filter(|l| l.starts_with("# HELP ")).count(),
-            17 + delivery
+            18 + delivery
         );
         let m = samples(&text);
         assert_eq!(m["rtcheck_connections{transport=\"sse\"}"], "5");
@@ -272,6 +293,7 @@ mod tests {
         assert_eq!(m["rtcheck_ring_bytes"], "4096");
         assert_eq!(m["rtcheck_sessions"], "0");
         assert_eq!(m["rtcheck_requests_refused_total{reason=\"host\"}"], "2");
+        assert_eq!(m["rtcheck_accept_errors_total{kind=\"emfile\"}"], "4");
     }
 
     #[test]

@@ -11,6 +11,7 @@ pub mod inbox;
 pub mod io;
 pub mod metrics;
 pub mod payload;
+pub mod ratelog;
 pub mod server;
 pub mod session;
 pub mod sse;

@@ -20,6 +20,7 @@ const GOODBYE: Duration = Duration::from_millis(200);
 
 /// Accept loop for the HTTP front (or the raw floor when `raw`).
 pub async fn accept_loop(hub: Arc<Hub>, listener: TcpListener, raw: bool) {
+    let mut log = super::ratelog::RateLog::new(super::ratelog::EVERY);
     loop {
         let accepted = tokio::select! {
             a = listener.accept() => a,
@@ -28,8 +29,15 @@ pub async fn accept_loop(hub: Arc<Hub>, listener: TcpListener, raw: bool) {
         let stream = match accepted {
             Ok((s, _)) => s,
             Err(e) => {
-                // EMFILE and friends: back off instead of spinning, keep serving.
-                eprintln!("rtcheck serve: accept: {e}");
+                // EMFILE and friends: back off instead of spinning, keep serving; counted,
+                // and logged once per interval (it repeats 20 times a second).
+                hub.counters.accept_error(&e);
+                if let Some(n) = log.hit(std::time::Instant::now()) {
+                    eprintln!(
+                        "rtcheck serve: accept: {e}{} (rtcheck_accept_errors_total)",
+                        log.suffix(n)
+                    );
+                }
                 tokio::time::sleep(Duration::from_millis(50)).await;
                 continue;
             }

@@ -311,6 +311,7 @@ pub async fn start(hub: &Arc<Hub>, cfg: ClusterConfig) -> anyhow::Result<Arc<Clu
     .await
     .map_err(|_| anyhow::anyhow!("--redis {}: no answer within 3 s", redact(&cfg.url)))?
     .map_err(|e| anyhow::anyhow!("--redis {}: cannot connect: {e}", redact(&cfg.url)))?;
+    check_link(&con, &cfg.url).await?;
     let (tx, rx) = tokio::sync::mpsc::channel(OUT_QUEUE);
     let c = Arc::new(Cluster {
         cfg,
@@ -337,6 +338,37 @@ pub async fn start(hub: &Arc<Hub>, cfg: ClusterConfig) -> anyhow::Result<Arc<Clu
     // The first subscription, so a round published right after start reaches this node.
     let _ = tokio::time::timeout(Duration::from_secs(3), ready.notified()).await;
     Ok(c)
+}
+
+/// One PING at start: a connection is not a link (a Redis that wants a password accepts
+/// the connection and refuses every command, NOAUTH), so serve must not start without it.
+async fn check_link(con: &::redis::aio::ConnectionManager, url: &str) -> anyhow::Result<()> {
+    let mut con = con.clone();
+    let cmd = ::redis::cmd("PING");
+    let ping = cmd.query_async::<String>(&mut con);
+    let shown = redact(url);
+    match tokio::time::timeout(Duration::from_secs(3), ping).await {
+        Err(_) => anyhow::bail!("--redis {shown}: no answer to PING within 3 s"),
+        Ok(Err(e)) if is_auth_error(&e) => anyhow::bail!(
+            "--redis {shown}: PING refused ({}): give the password in the URL (redis://:PASSWORD@HOST:PORT/)",
+            one_line(&e)
+        ),
+        Ok(Err(e)) => anyhow::bail!("--redis {shown}: PING refused: {}", one_line(&e)),
+        Ok(Ok(_)) => Ok(()),
+    }
+}
+
+/// NOAUTH (a password is required) or WRONGPASS.
+pub fn is_auth_error(e: &::redis::RedisError) -> bool {
+    let code = e.code().unwrap_or("");
+    code == "NOAUTH" || code == "WRONGPASS" || e.kind() == ::redis::ErrorKind::AuthenticationFailed
+}
+
+fn one_line(e: &impl std::fmt::Display) -> String {
+    e.to_string()
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// A gap marker as a round (not kept in the ring): SSE `event: gap`, WebSocket text frame,

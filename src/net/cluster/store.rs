@@ -273,17 +273,21 @@ async fn on_unpublished(hub: &Arc<Hub>, c: &Cluster, from: u64, to: u64) -> anyh
 pub async fn relay(hub: Arc<Hub>, c: Arc<Cluster>, ready: Arc<tokio::sync::Notify>) {
     let mut backoff = Backoff::default();
     let mut first = true;
+    // A failure that repeats (a Redis refusing AUTH fails every attempt) is one line per
+    // interval with a count, never a flood.
+    let mut log = crate::net::ratelog::RateLog::new(crate::net::ratelog::EVERY);
     loop {
-        let r = relay_once(&hub, &c, &mut backoff, first, &ready).await;
+        let r = relay_once(&hub, &c, &mut backoff, first, &ready, &mut log).await;
         c.link_up.store(false, Relaxed);
         if hub.is_shutting_down() {
             return;
         }
         if let Err(e) = r {
-            if first || backoff.attempts() == 0 {
+            if let Some(n) = log.hit(std::time::Instant::now()) {
                 eprintln!(
-                    "rtcheck serve: node {}: redis link lost ({e}); clients stay, reconnecting",
-                    c.cfg.node
+                    "rtcheck serve: node {}: redis link lost ({e}){}; clients stay, reconnecting",
+                    c.cfg.node,
+                    log.suffix(n)
                 );
             }
             c.set_error(e);
@@ -302,12 +306,22 @@ async fn relay_once(
     backoff: &mut Backoff,
     first: bool,
     ready: &tokio::sync::Notify,
+    log: &mut crate::net::ratelog::RateLog,
 ) -> anyhow::Result<()> {
     let mut ps = bounded(c.client.get_async_pubsub()).await?;
     bounded(ps.subscribe(&c.cfg.keys.rounds)).await?;
+    // A connection and a sent SUBSCRIBE prove nothing (NOAUTH comes back later): the link
+    // is back only once a command has answered, on the subscription and on the commands'
+    // connection.
+    if let ::redis::Value::ServerError(e) = bounded(ps.ping::<::redis::Value>()).await? {
+        let detail = e.details().unwrap_or("");
+        anyhow::bail!("PING on the subscription refused: {} {detail}", e.code());
+    }
+    bounded(::redis::cmd("PING").query_async::<String>(&mut c.con.clone())).await?;
     // Subscribed before the catch-up: nothing published meanwhile is missed.
     catch_up(hub, c).await?;
     c.link_up.store(true, Relaxed);
+    log.reset();
     if !first {
         c.reconnects.fetch_add(1, Relaxed);
         eprintln!(
