@@ -414,7 +414,7 @@ async fn upgrade_ws(hub: Arc<Hub>, stream: TcpStream, req: Request, leftover: Ve
 /// `sessions.refused`).
 async fn refuse(hub: &Hub, stream: &TcpStream, r: session::Refused) {
     let secs = r.0.to_string();
-    let msg = r.message(hub.sessions.max());
+    let msg = hub.sessions.refusal_message(r);
     send(
         stream,
         &http::error_with(503, &msg, &[("Retry-After", &secs)]),

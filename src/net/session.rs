@@ -68,18 +68,34 @@ pub fn snapshot_replay(
     (latest.cloned().into_iter().collect(), None)
 }
 
-/// The banner's sessions line: TTL, queue, the cap and what it can hold at worst (every
-/// session away with a full queue; measured: 953 MB for 10,000 sessions away 3 s at
-/// 30 msg/s x 1 KiB, docs/delivery.md).
+/// What one session can hold at worst (away with a full queue): per entry its payload copy
+/// (malloc rounds to 16 bytes and adds a 16-byte header), the entry twice (a VecDeque
+/// grows to twice what it holds), plus the fixed part. Measured: 953 MB for 10,000
+/// sessions away 3 s at 30 msg/s x 1 KiB (docs/delivery.md).
+pub fn worst_session_bytes(queue: usize, size: usize) -> u64 {
+    let entry = size.next_multiple_of(16) + 16 + 2 * ENTRY_OVERHEAD;
+    (SESSION_OVERHEAD + queue * entry) as u64
+}
+
+/// Sessions `--session-memory` holds when each may reach its worst.
+pub fn sessions_in_memory(memory: u64, queue: usize, size: usize) -> u64 {
+    memory / worst_session_bytes(queue, size).max(1)
+}
+
+/// The banner's sessions lines: TTL, queue, both caps and what they hold at worst.
 pub fn banner_line(cfg: &super::config::Config) -> String {
-    let per = SESSION_OVERHEAD + cfg.session_queue * (cfg.size + ENTRY_OVERHEAD);
+    let per = worst_session_bytes(cfg.session_queue, cfg.size);
+    let by_memory = sessions_in_memory(cfg.session_memory.bytes, cfg.session_queue, cfg.size);
+    let held = (cfg.max_sessions as u64).min(by_memory);
     format!(
         "  sessions: max {} (new ones then get 503 + Retry-After), ttl {}, queue {}\n  \
-         sessions at worst: {} (every one away with a full queue)\n",
+         session memory: {} ({}): {} at worst each (away, queue full), so at most {held} sessions\n",
         cfg.max_sessions,
         crate::units::fmt_duration(cfg.session_ttl),
         cfg.session_queue,
-        crate::units::fmt_bytes((per * cfg.max_sessions) as u64),
+        crate::units::fmt_bytes(cfg.session_memory.bytes),
+        cfg.session_memory.source,
+        crate::units::fmt_bytes(per),
     )
 }
 
@@ -182,6 +198,13 @@ pub struct SessionStats {
     pub max: u64,
     /// New sessions refused at the cap (503 + Retry-After; WebSocket close 1013).
     pub refused: u64,
+    /// `--session-memory` in bytes, what one session can hold at worst, the sessions that
+    /// fit (the cap is the lower of this and `max`), and the refusals where memory was the
+    /// binding cap.
+    pub memory_budget: u64,
+    pub worst_session_bytes: u64,
+    pub max_by_memory: u64,
+    pub refused_memory: u64,
     pub connected: u64,
     /// Bytes of session state held: payload copies plus bookkeeping (counted, not the
     /// allocator's view; RSS is the independent check).
@@ -207,6 +230,11 @@ pub struct Sessions {
     cap: usize,
     /// `--max-sessions`: beyond it a new session is refused (a known one never is).
     max: usize,
+    /// `--session-memory`: sessions held at worst stay within it (a new one beyond is
+    /// refused like one beyond `max`), and one session's worst.
+    memory: u64,
+    worst: u64,
+    refused_memory: AtomicU64,
     size: usize,
     text: bool,
     enabled: bool,
@@ -263,6 +291,9 @@ impl Sessions {
             ttl: cfg.session_ttl,
             cap: cfg.session_queue.max(1),
             max: cfg.max_sessions.max(1),
+            memory: cfg.session_memory.bytes,
+            worst: worst_session_bytes(cfg.session_queue.max(1), cfg.size),
+            refused_memory: AtomicU64::new(0),
             size: cfg.size,
             text: cfg.text,
             enabled: cfg.delivery == Delivery::SessionAck,
@@ -281,19 +312,49 @@ impl Sessions {
         self.max
     }
 
-    /// Room for a new session? At the cap, sessions already past their TTL go first (the
+    /// Sessions `--session-memory` holds when each reaches its worst.
+    fn by_memory(&self) -> usize {
+        (self.memory / self.worst.max(1)).min(usize::MAX as u64) as usize
+    }
+
+    /// Sessions held at most: the lower of `--max-sessions` and what the memory holds.
+    pub fn cap(&self) -> usize {
+        self.max.min(self.by_memory())
+    }
+
+    /// The 503's message: which cap was reached and when to retry.
+    pub fn refusal_message(&self, r: Refused) -> String {
+        let cap = self.cap();
+        if cap < self.max {
+            format!(
+                "session memory full: {cap} sessions of up to {} each fill serve --session-memory {}; retry after {} s",
+                crate::units::fmt_bytes(self.worst),
+                crate::units::fmt_bytes(self.memory),
+                r.0
+            )
+        } else {
+            r.message(self.max)
+        }
+    }
+
+    /// Room for a new session? At the cap (the lower of `--max-sessions` and what
+    /// `--session-memory` holds at worst), sessions already past their TTL go first (the
     /// expiry loop may not have reached them); if none, the new session is refused and
     /// counted. Existing sessions are never evicted for a new one: under a connect flood,
     /// the clients that are away keep what they are owed.
     fn admit(&self, inner: &mut Inner, now: Instant) -> Result<(), Refused> {
-        if inner.by_id.len() < self.max {
+        let cap = self.cap();
+        if inner.by_id.len() < cap {
             return Ok(());
         }
         self.expire_locked(inner, now);
-        if inner.by_id.len() < self.max {
+        if inner.by_id.len() < cap {
             return Ok(());
         }
         self.refused.fetch_add(1, Relaxed);
+        if cap < self.max {
+            self.refused_memory.fetch_add(1, Relaxed);
+        }
         let soonest = inner
             .by_id
             .values()
@@ -473,6 +534,10 @@ impl Sessions {
             count: g.by_id.len() as u64,
             max: self.max as u64,
             refused: self.refused.load(Relaxed),
+            memory_budget: self.memory,
+            worst_session_bytes: self.worst,
+            max_by_memory: self.by_memory() as u64,
+            refused_memory: self.refused_memory.load(Relaxed),
             connected: g.by_conn.len() as u64,
             bytes: g.bytes as u64,
             messages: g.by_id.values().map(|s| s.queue.len() as u64).sum(),
@@ -680,7 +745,7 @@ pub fn route(hub: &Hub, req: &Request) -> Option<(u16, &'static str, String)> {
             // A refusal's Retry-After header is added by the caller (`retry_after`).
             Some(match hub.sessions.poll(presented, since) {
                 Ok(body) => (200, JSON, body),
-                Err(r) => (503, JSON, refused_json(r, hub.sessions.max())),
+                Err(r) => (503, JSON, refused_json(r, &hub.sessions)),
             })
         }
         "/session" => {
@@ -695,10 +760,14 @@ pub fn route(hub: &Hub, req: &Request) -> Option<(u16, &'static str, String)> {
 }
 
 /// The body of a refused `/poll?session=`.
-fn refused_json(r: Refused, max: usize) -> String {
+fn refused_json(r: Refused, s: &Sessions) -> String {
+    let error = match s.cap() < s.max {
+        true => "session memory full",
+        false => "too many sessions",
+    };
     format!(
-        "{{\"error\":\"too many sessions\",\"max_sessions\":{max},\"retry_after\":{}}}",
-        r.0
+        "{{\"error\":\"{error}\",\"max_sessions\":{},\"session_memory\":{},\"retry_after\":{}}}",
+        s.max, s.memory, r.0
     )
 }
 
@@ -734,7 +803,7 @@ fn trim_heap() {
 }
 
 /// Families [`metrics`] renders.
-pub const METRIC_FAMILIES: usize = 13;
+pub const METRIC_FAMILIES: usize = 16;
 
 /// Ring and session families for `/metrics`.
 pub fn metrics(o: &mut String, snap: &super::hub::Snapshot) {
@@ -817,6 +886,24 @@ pub fn metrics(o: &mut String, snap: &super::hub::Snapshot) {
             "counter",
             "New sessions refused at --max-sessions (503 + Retry-After, WebSocket close 1013).",
             s.refused,
+        ),
+        (
+            "rtcheck_session_memory_budget_bytes",
+            "gauge",
+            "--session-memory: sessions held at worst (away, queue full) stay within it.",
+            s.memory_budget,
+        ),
+        (
+            "rtcheck_sessions_max_by_memory",
+            "gauge",
+            "Sessions --session-memory holds at their worst (the cap is the lower of this and --max-sessions).",
+            s.max_by_memory,
+        ),
+        (
+            "rtcheck_sessions_refused_memory_total",
+            "counter",
+            "New sessions refused with --session-memory as the binding cap (also in rtcheck_sessions_refused_total).",
+            s.refused_memory,
         ),
     ];
     for (name, kind, help, v) in rows {
@@ -939,6 +1026,37 @@ mod tests {
         assert!(s.admit(&mut lock(&s.inner), Instant::now() + s.ttl).is_ok());
         let st = s.stats();
         assert_eq!((st.count, st.expired, st.refused, st.max), (0, 1, 3, 1));
+    }
+
+    #[test]
+    fn the_memory_budget_caps_new_sessions_like_max_sessions() {
+        let mut s = sessions(10);
+        assert_eq!(s.worst, worst_session_bytes(10, 64));
+        s.memory = 3 * s.worst + 1;
+        let ids: Vec<String> = (0..3)
+            .map(|_| s.attach(None, None).unwrap().0.session)
+            .collect();
+        let r = s.attach(None, None).unwrap_err();
+        let m = s.refusal_message(r);
+        assert!(m.contains("session memory full: 3 sessions"), "{m}");
+        assert!(refused_json(r, &s).contains("\"error\":\"session memory full\""));
+        assert!(
+            s.check(Some(&ids[0])).is_ok(),
+            "a known session is never refused"
+        );
+        let st = s.stats();
+        assert_eq!(
+            (st.count, st.refused, st.refused_memory, st.max_by_memory),
+            (3, 1, 1, 3)
+        );
+        // Full queues stay within the budget: the worst is an upper bound of the gauge.
+        for q in 1..=20 {
+            s.publish(&round(q));
+        }
+        assert!(s.stats().bytes <= s.memory, "{:?}", s.stats());
+        // The count cap still applies when it is the lower one.
+        s.max = 2;
+        assert!(s.refusal_message(r).contains("--max-sessions"));
     }
 
     #[test]
