@@ -1,6 +1,7 @@
 //! The hub: registered clients, the message ring, counters, and the publisher with its
 //! fan-out strategies (per-client queues, sequential shards, raw-TCP floor).
 use super::config::{Config, Strategy};
+use super::replay::Replay;
 use super::{io, payload, sse, sys, wsframe};
 use bytes::Bytes;
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -248,7 +249,7 @@ impl Round {
     pub fn bytes(&self) -> u64 {
         (self.ws.len() + self.sse.len() + self.raw.len() + self.json.len()) as u64
     }
-    fn for_transport(&self, t: Transport) -> &Bytes {
+    pub(crate) fn for_transport(&self, t: Transport) -> &Bytes {
         match t {
             Transport::Ws => &self.ws,
             Transport::Sse => &self.sse,
@@ -354,6 +355,8 @@ pub struct Snapshot {
     pub refused: Refusals,
     /// Failed accepts (the process or system out of file descriptors, ...).
     pub accept_errors: AcceptErrors,
+    /// Resume replay bytes in flight against `--replay-budget`.
+    pub replay: super::replay::ReplayStats,
     #[serde(skip)]
     pub hub_buckets: Vec<(f64, u64)>,
     #[serde(skip)]
@@ -408,14 +411,18 @@ pub struct Hub {
     pub cluster: std::sync::OnceLock<Arc<super::cluster::Cluster>>,
     /// Session-ack state (empty in the other delivery modes).
     pub sessions: super::session::Sessions,
+    /// Resume replay bytes in flight over every client (`--replay-budget`).
+    pub replay: super::replay::Budget,
 }
 
 impl Hub {
     pub fn new(cfg: Config) -> Arc<Hub> {
         let rounds = cfg.rounds;
         let sessions = super::session::Sessions::new(&cfg);
+        let replay = super::replay::Budget::new(cfg.replay_budget.bytes);
         Arc::new(Hub {
             sessions,
+            replay,
             cfg,
             conns: Mutex::new(HashMap::new()),
             next_id: AtomicU64::new(1),
@@ -472,11 +479,7 @@ impl Hub {
     /// Atomic with respect to the publisher: nothing is missed, and rounds already in the
     /// replay are not offered again. The connection starts as "writing" so the publisher
     /// queues (never writes directly) until the task has sent the head and the replay.
-    pub fn register_sse(
-        &self,
-        stream: TcpStream,
-        last_id: Option<u64>,
-    ) -> (Arc<Conn>, Vec<Round>, Option<(u64, u64)>) {
+    pub fn register_sse(&self, stream: TcpStream, last_id: Option<u64>) -> (Arc<Conn>, Replay) {
         self.register_resume(stream, Transport::Sse, last_id)
     }
 
@@ -487,7 +490,7 @@ impl Hub {
         stream: TcpStream,
         transport: Transport,
         last_id: Option<u64>,
-    ) -> (Arc<Conn>, Vec<Round>, Option<(u64, u64)>) {
+    ) -> (Arc<Conn>, Replay) {
         self.register_resume_with(stream, transport, last_id, &[])
     }
 
@@ -499,9 +502,9 @@ impl Hub {
         transport: Transport,
         last_id: Option<u64>,
         extra: &[Round],
-    ) -> (Arc<Conn>, Vec<Round>, Option<(u64, u64)>) {
+    ) -> (Arc<Conn>, Replay) {
         let snapshot = self.cfg.delivery == super::session::Delivery::Snapshot;
-        let (conn, (replay, gap)) = self.register_with(stream, transport, |local| {
+        self.register_with(stream, transport, |local| {
             let merged;
             let ring = if extra.is_empty() {
                 local
@@ -519,9 +522,19 @@ impl Hub {
                 None => (Vec::new(), None),
             };
             let skip = replay.last().map_or(0, |r| r.seq);
-            ((replay, gap), skip)
-        });
-        (conn, replay, gap)
+            // Held as ranges of the ring, written in chunks (super::replay).
+            (Replay::from_ring(replay, gap, local), skip)
+        })
+    }
+
+    /// The ring, for a replay written from it (super::replay).
+    pub(crate) fn ring(&self) -> &Mutex<VecDeque<Round>> {
+        &self.ring
+    }
+
+    /// A replay decided outside registration, held as ranges of the ring where it can be.
+    pub fn plan(&self, rounds: Vec<Round>, gap: Option<(u64, u64)>) -> Replay {
+        Replay::from_ring(rounds, gap, &lock(&self.ring))
     }
 
     /// Register with a first part decided by `first` (given the ring) atomically with the
@@ -663,8 +676,14 @@ impl Hub {
             // Nothing after `since` but a tail the node marked as a gap: say so.
             (latest, oldest, gap) = (g.seq, Some(g.seq + 1), true);
         }
+        // Bounded: at most POLL_MAX bytes of messages (at least one); the client polls
+        // again from `latest`, the last one carried.
+        let (served, more) = capped(served, super::replay::POLL_MAX);
+        if more {
+            latest = served.last().map_or(latest, |r| r.seq);
+        }
         let mut out = format!(
-            "{{\"latest\":{latest},\"gap\":{gap},\"oldest\":{},\"messages\":[",
+            "{{\"latest\":{latest},\"gap\":{gap},\"oldest\":{},\"more\":{more},\"messages\":[",
             oldest.map_or("null".to_string(), |o| o.to_string())
         );
         let mut first = true;
@@ -775,6 +794,7 @@ impl Hub {
                 host: c.refused_host.load(Relaxed),
                 origin: c.refused_origin.load(Relaxed),
             },
+            replay: self.replay.stats(),
             accept_errors: AcceptErrors {
                 emfile: c.accept_errors[0].load(Relaxed),
                 enfile: c.accept_errors[1].load(Relaxed),
@@ -1052,6 +1072,22 @@ async fn sleep_precisely_until(due: tokio::time::Instant) {
 /// seq after the tail.
 fn dropped_range(tail_seq: u64, marked: Option<(u64, u64)>, seq: u64) -> (u64, u64) {
     (marked.map_or(tail_seq.saturating_add(1), |g| g.0), seq)
+}
+
+/// The first rounds whose JSON fits `max` bytes (at least one), and whether some were left.
+pub fn capped(served: Vec<&Round>, max: usize) -> (Vec<&Round>, bool) {
+    let mut bytes = 0;
+    let n = served
+        .iter()
+        .position(|r| {
+            bytes += r.json.len() + 1;
+            bytes > max
+        })
+        .map_or(served.len(), |i| i.max(1));
+    let more = n < served.len();
+    let mut served = served;
+    served.truncate(n);
+    (served, more)
 }
 
 fn merge_rings(local: &VecDeque<Round>, extra: &[Round]) -> VecDeque<Round> {

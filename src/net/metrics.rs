@@ -142,6 +142,16 @@ fn server_state(o: &mut String, s: &Snapshot) {
         "Requests refused: a Host that is not this server's (421, DNS rebinding), an Origin of another site on /control/* or /ws (403).",
         &refused,
     );
+    let r = &s.replay;
+    for (name, kind, help, v) in [
+        ("rtcheck_replay_budget_bytes", "gauge", "--replay-budget: resume replay (and /poll answer) bytes in flight over every client at most.", r.budget_bytes),
+        ("rtcheck_replay_bytes_in_flight", "gauge", "Resume replay bytes leased now (chunks being written, poll answers being sent).", r.in_flight_bytes),
+        ("rtcheck_replay_bytes_in_flight_peak", "gauge", "The most replay bytes in flight at once since start.", r.peak_in_flight_bytes),
+        ("rtcheck_replay_waits_total", "counter", "Replay chunks and polls that waited for the budget.", r.waits),
+        ("rtcheck_heap_trims_total", "counter", "Heap trims after replay floods (freed memory handed back to the OS).", r.heap_trims),
+    ] {
+        metric(o, name, kind, help, &one(v));
+    }
     let a = &s.accept_errors;
     let accept: Rows = [
         ("emfile", a.emfile),
@@ -249,6 +259,10 @@ mod tests {
             ring_bytes: 4096,
             sessions: Default::default(),
             refused: super::super::hub::Refusals { host: 2, origin: 1 },
+            replay: super::super::replay::ReplayStats {
+                budget_bytes: 1 << 20,
+                ..Default::default()
+            },
             accept_errors: super::super::hub::AcceptErrors {
                 emfile: 4,
                 enfile: 0,
@@ -278,10 +292,10 @@ mod tests {
         let families = text.lines().filter(|l| l.starts_with("# TYPE ")).count();
         // The delivery families (ring, sessions) come from session.rs.
         let delivery = super::super::session::METRIC_FAMILIES;
-        assert_eq!(families, 18 + delivery);
+        assert_eq!(families, 23 + delivery);
         assert_eq!(
             text.lines().filter(|l| l.starts_with("# HELP ")).count(),
-            18 + delivery
+            23 + delivery
         );
         let m = samples(&text);
         assert_eq!(m["rtcheck_connections{transport=\"sse\"}"], "5");
@@ -294,6 +308,7 @@ mod tests {
         assert_eq!(m["rtcheck_sessions"], "0");
         assert_eq!(m["rtcheck_requests_refused_total{reason=\"host\"}"], "2");
         assert_eq!(m["rtcheck_accept_errors_total{kind=\"emfile\"}"], "4");
+        assert_eq!(m["rtcheck_replay_budget_bytes"], "1048576");
     }
 
     #[test]

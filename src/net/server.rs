@@ -4,6 +4,7 @@ use super::http::{self, ReadError, Request};
 use super::hub::{CloseReason, Conn, Hub, Transport};
 use super::inbox::{Inbox, ReadEnd};
 use super::io::{self, ReadOutcome, WriteError};
+use super::replay::Replay;
 use super::session::{self, Delivery};
 use super::wsframe::echo_close_code;
 use super::{access, echo, metrics, wsframe};
@@ -126,6 +127,12 @@ async fn handle_http(hub: Arc<Hub>, stream: TcpStream) {
             "/sse" if req.method != "OPTIONS" => return serve_sse(hub, stream, req).await,
             _ => {}
         }
+        // A poll answer is replay too: its bytes (body and response) count in the budget
+        // until sent.
+        let _lease = match req.path == "/poll" {
+            true => Some(hub.replay.lease(2 * super::replay::POLL_MAX).await),
+            false => None,
+        };
         let cors = access::cors_headers(hub.cfg.cors.as_deref(), &req.path);
         let (status, ctype, body) = match preflight(&req, &cors) {
             Some(r) => r,
@@ -373,7 +380,7 @@ async fn upgrade_ws(hub: Arc<Hub>, stream: TcpStream, req: Request, leftover: Ve
         Delivery::SessionAck => {
             let registered =
                 session::register(&hub, stream, Transport::Ws, presented.as_deref(), since);
-            let (conn, replay, gap, hello) = match registered {
+            let (conn, replay, hello) = match registered {
                 Ok(r) => r,
                 // Another client took the last place since the check: 1013 Try Again Later.
                 Err((stream, _)) => {
@@ -383,7 +390,7 @@ async fn upgrade_ws(hub: Arc<Hub>, stream: TcpStream, req: Request, leftover: Ve
                 }
             };
             let head = wsframe::frame(wsframe::OP_TEXT, hello.json().as_bytes());
-            if !ws_replay(&hub, &conn, &head, &replay, gap).await {
+            if !ws_replay(&hub, &conn, &head, replay).await {
                 hub.deregister(&conn, CloseReason::Peer, 0);
                 return;
             }
@@ -397,9 +404,8 @@ async fn upgrade_ws(hub: Arc<Hub>, stream: TcpStream, req: Request, leftover: Ve
                 Some(s) => super::cluster::resume_from(&hub, s).await,
                 None => Vec::new(),
             };
-            let (conn, replay, gap) =
-                hub.register_resume_with(stream, Transport::Ws, since, &extra);
-            if !ws_replay(&hub, &conn, &[], &replay, gap).await {
+            let (conn, replay) = hub.register_resume_with(stream, Transport::Ws, since, &extra);
+            if !ws_replay(&hub, &conn, &[], replay).await {
                 hub.deregister(&conn, CloseReason::Peer, 0);
                 return;
             }
@@ -423,31 +429,13 @@ async fn refuse(hub: &Hub, stream: &TcpStream, r: session::Refused) {
 }
 
 /// The resume head of a WebSocket client: a gap marker as a text frame with the same
-/// `{"from":A,"to":B}` as SSE's `event: gap`, then the ring's replay. The connection was
-/// registered as writing, so the publisher only queues until this is out.
-async fn ws_replay(
-    hub: &Hub,
-    conn: &Conn,
-    head: &[u8],
-    replay: &[super::hub::Round],
-    gap: Option<(u64, u64)>,
-) -> bool {
-    let mut first = head.to_vec();
-    if let Some((a, b)) = gap {
-        let marker = format!("{{\"from\":{a},\"to\":{b}}}");
-        first.extend_from_slice(&wsframe::frame(wsframe::OP_TEXT, marker.as_bytes()));
-    }
-    for r in replay {
-        first.extend_from_slice(&r.ws);
-    }
-    let ok = io::write_with_deadline(&conn.stream, &first, Some(REQUEST_TIMEOUT))
+/// `{"from":A,"to":B}` as SSE's `event: gap`, then the ring's replay, in chunks under the
+/// replay budget and the write deadline (super::replay). The connection was registered as
+/// writing, so the publisher only queues until this is out.
+async fn ws_replay(hub: &Hub, conn: &Conn, head: &[u8], replay: Replay) -> bool {
+    let ok = super::replay::write(hub, conn, Transport::Ws, head, replay)
         .await
         .is_ok();
-    if ok {
-        for r in replay {
-            hub.counters.sent(Transport::Ws, r.ws.len());
-        }
-    }
     conn.done_writing();
     ok
 }
@@ -492,14 +480,21 @@ async fn ws_loop(hub: &Hub, conn: &Conn, leftover: Vec<u8>) -> (CloseReason, u64
         }
         if let Some(since) = control.resume.take() {
             let extra = super::cluster::resume_from(hub, since).await;
-            if let Some(b) = session::ws_resume_reply(hub, conn.id, since, &extra) {
-                control.extra.extend_from_slice(&b);
-            }
+            control.replay = session::ws_resume_reply(hub, conn.id, since, &extra);
         }
         // Not while the publisher's partial write waits in the queue: that goes first.
         if !control.is_empty() && conn.try_begin_writing() {
             let c = control.take_bytes();
             let r = io::write_with_deadline(s, &c, cfg.write_deadline).await;
+            conn.done_writing();
+            if let Err(e) = r {
+                return (write_failure(e), 0);
+            }
+        }
+        // A resume message's replay, after the control frames, in chunks.
+        if control.replay.is_some() && conn.try_begin_writing() {
+            let replay = control.replay.take().unwrap_or_default();
+            let r = super::replay::write(hub, conn, Transport::Ws, &[], replay).await;
             conn.done_writing();
             if let Err(e) = r {
                 return (write_failure(e), 0);
@@ -574,8 +569,10 @@ struct Pending {
     ping: bool,
     /// The client closed: the code to echo.
     close: Option<u16>,
-    /// Frames answering a client message (a resume message's replay).
+    /// Frames answering a client message.
     extra: Vec<u8>,
+    /// A resume message's replay, written in chunks.
+    replay: Option<Replay>,
     /// A resume message's seq, to answer from the cluster's Redis ring.
     resume: Option<u64>,
 }
@@ -613,8 +610,8 @@ fn handle_inbound(
                 if let Some(since) = session::cluster_resume_since(hub, conn, &t).filter(|_| writer)
                 {
                     control.resume = Some(since);
-                } else if let Some(b) = session::on_ws_text(hub, conn, &t).filter(|_| writer) {
-                    control.extra.extend_from_slice(&b);
+                } else if let Some(r) = session::on_ws_text(hub, conn, &t).filter(|_| writer) {
+                    control.replay = Some(r);
                 }
             }
             Inbound::Binary(_) => {
@@ -674,15 +671,15 @@ async fn serve_sse(hub: Arc<Hub>, stream: TcpStream, req: Request) {
         head.push_str(&format!("{k}: {v}\r\n"));
     }
     head.push_str("\r\n");
-    let (conn, replay, gap) = if hub.cfg.delivery == Delivery::SessionAck {
+    let (conn, replay) = if hub.cfg.delivery == Delivery::SessionAck {
         let registered =
             session::register(&hub, stream, Transport::Sse, presented.as_deref(), last_id);
-        let (conn, replay, gap, hello) = match registered {
+        let (conn, replay, hello) = match registered {
             Ok(r) => r,
             Err((stream, r)) => return refuse(&hub, &stream, r).await,
         };
         head.push_str(&hello.sse());
-        (conn, replay, gap)
+        (conn, replay)
     } else {
         let extra = match last_id {
             Some(id) => super::cluster::resume_from(&hub, id).await,
@@ -690,7 +687,7 @@ async fn serve_sse(hub: Arc<Hub>, stream: TcpStream, req: Request) {
         };
         hub.register_resume_with(stream, Transport::Sse, last_id, &extra)
     };
-    let (reason, in_flight) = sse_loop(&hub, &conn, &head, replay, gap).await;
+    let (reason, in_flight) = sse_loop(&hub, &conn, &head, replay).await;
     hub.deregister(&conn, reason, in_flight);
 }
 
@@ -712,34 +709,16 @@ fn sse_liveness(s: &TcpStream, cfg: &super::config::Config) -> std::io::Result<(
     sock.set_tcp_keepalive(&ka)
 }
 
-async fn sse_loop(
-    hub: &Hub,
-    conn: &Conn,
-    head: &str,
-    replay: Vec<super::hub::Round>,
-    gap: Option<(u64, u64)>,
-) -> (CloseReason, u64) {
+async fn sse_loop(hub: &Hub, conn: &Conn, head: &str, replay: Replay) -> (CloseReason, u64) {
     let cfg = &hub.cfg;
     let s = &conn.stream;
     let writer = cfg.strategy == Strategy::PerClient;
-    let mut first = head.as_bytes().to_vec();
-    if let Some((a, b)) = gap {
-        first.extend_from_slice(
-            format!("event: gap\ndata: {{\"from\":{a},\"to\":{b}}}\n\n").as_bytes(),
-        );
+    // The head, the gap marker and the replay, in chunks under the replay budget and the
+    // write deadline (super::replay).
+    let r = super::replay::write(hub, conn, Transport::Sse, head.as_bytes(), replay).await;
+    if let Err(e) = r {
+        return (write_failure(e), 0);
     }
-    for r in &replay {
-        first.extend_from_slice(&r.sse);
-    }
-    match io::write_with_deadline(s, &first, Some(REQUEST_TIMEOUT)).await {
-        Ok(()) => {
-            for r in &replay {
-                hub.counters.sent(Transport::Sse, r.sse.len());
-            }
-        }
-        Err(_) => return (CloseReason::Peer, 0),
-    }
-    drop(first);
     conn.done_writing();
     let ping = cfg.ping.filter(|_| writer);
     let mut next_ping = ping.map(|p| Instant::now() + p);

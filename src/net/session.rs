@@ -554,10 +554,16 @@ impl Sessions {
     /// session's unacked messages after it and the usual keys, plus `session` and `reset`.
     fn poll(&self, presented: Option<&str>, since: Option<u64>) -> Result<String, Refused> {
         let (hello, replay, gap) = self.attach_as(presented, since, true)?;
-        let replay = self.encode(&replay);
         let since = since.unwrap_or(0);
+        // Bounded like a plain poll: the client polls again from `latest` (which acks).
+        let owed: Vec<(u64, u64)> = replay.into_iter().filter(|r| r.0 > since).collect();
+        // A JSON message is padded to --size bytes (at least its seq and ts), plus a comma.
+        let per = self.size.max(64) + 1;
+        let n = (super::replay::POLL_MAX / per).clamp(1, owed.len().max(1));
+        let more = owed.len() > n;
+        let replay = self.encode(&owed[..n.min(owed.len())]);
         let mut out = format!(
-            "{{\"session\":\"{}\",\"reset\":{},\"latest\":{},\"gap\":{},\"oldest\":{},\"messages\":[",
+            "{{\"session\":\"{}\",\"reset\":{},\"latest\":{},\"gap\":{},\"oldest\":{},\"more\":{more},\"messages\":[",
             hello.session,
             hello.reset,
             replay.last().map_or(since, |r| r.seq),
@@ -609,7 +615,7 @@ fn new_id() -> String {
 }
 
 /// A registered session client: its connection, what it gets first, and its hello.
-pub type Registered = (Arc<Conn>, Vec<Round>, Option<(u64, u64)>, Hello);
+pub type Registered = (Arc<Conn>, super::replay::Replay, Hello);
 
 /// Register a session-ack client: attach its session under the hub's registration lock
 /// (so no message is missed or sent twice by the hub), bind the connection to it. At
@@ -627,7 +633,8 @@ pub fn register(
         Ok((a, skip))
     })?;
     hub.sessions.bind(conn.id, &hello.session);
-    Ok((conn, hub.sessions.encode(&replay), gap, hello))
+    // Encoded as it is written, a chunk at a time (super::replay).
+    Ok((conn, super::replay::Replay::built(replay, gap), hello))
 }
 
 /// Register a plain `/ws` client (no `since`) that may resume with a message: remember
@@ -649,7 +656,7 @@ pub fn register_ws(hub: &Hub, stream: TcpStream) -> Arc<Conn> {
 /// seq-ring: `{"since":SEQ}` (the resume message, for clients that cannot set the URL;
 /// once per connection) returns what to send: the gap marker and the ring after SEQ up to
 /// where the client joined. Anything else is ignored, as before.
-pub fn on_ws_text(hub: &Hub, conn: u64, text: &[u8]) -> Option<Vec<u8>> {
+pub fn on_ws_text(hub: &Hub, conn: u64, text: &[u8]) -> Option<super::replay::Replay> {
     let v: serde_json::Value = serde_json::from_slice(text).ok()?;
     match hub.cfg.delivery {
         Delivery::SessionAck => {
@@ -688,25 +695,19 @@ pub fn cluster_resume_since(hub: &Hub, conn: u64, text: &[u8]) -> Option<u64> {
 /// (merged with `extra`, the cluster's) after `since` up to where the client joined. A
 /// cluster node that had delivered nothing when the client joined will never deliver what
 /// the Stream already held: all of it is replayed.
-pub fn ws_resume_reply(hub: &Hub, conn: u64, since: u64, extra: &[Round]) -> Option<Vec<u8>> {
+pub fn ws_resume_reply(
+    hub: &Hub,
+    conn: u64,
+    since: u64,
+    extra: &[Round],
+) -> Option<super::replay::Replay> {
     let upto = match lock(&hub.sessions.joined).remove(&conn)? {
         0 => extra.last().map_or(0, |r| r.seq),
         j => j,
     };
     let (replay, gap) = hub.replay_between(since, upto, extra);
-    let mut out = Vec::new();
-    if let Some((a, b)) = gap {
-        let marker = format!("{{\"from\":{a},\"to\":{b}}}");
-        out.extend_from_slice(&super::wsframe::frame(
-            super::wsframe::OP_TEXT,
-            marker.as_bytes(),
-        ));
-    }
-    for r in &replay {
-        out.extend_from_slice(&r.ws);
-        hub.counters.sent(Transport::Ws, r.ws.len());
-    }
-    Some(out)
+    // Written by the connection's loop, a chunk at a time (super::replay).
+    Some(hub.plan(replay, gap))
 }
 
 /// `POST /ack?session=ID&seq=SEQ` and `GET /session?id=ID`: `(status, type, body)`, or
@@ -792,15 +793,7 @@ pub async fn expire_loop(hub: Arc<Hub>) {
     }
 }
 
-/// glibc keeps freed small blocks in its arenas; hand them back so RSS follows the
-/// session gauge.
-fn trim_heap() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: malloc_trim has no preconditions.
-    unsafe {
-        libc::malloc_trim(0);
-    }
-}
+use super::sys::trim_heap;
 
 /// Families [`metrics`] renders.
 pub const METRIC_FAMILIES: usize = 16;
