@@ -29,8 +29,12 @@ fn banner_names_address_endpoints_and_fd_limit() {
         err.contains("sessions: max 7 (new ones then get 503 + Retry-After)"),
         "{err}"
     );
-    // 7 x (1024 x (1024 B + bookkeeping) + the session): 7.6 MB at worst.
-    assert!(err.contains("sessions at worst: 7.6 MB"), "{err}");
+    // 7 x (1024 x (1024 B + malloc's header + the entry twice) + the session): 7.9 MB.
+    assert!(
+        err.contains("sessions at worst: 7.9 MB (7 x 1.1 MB"),
+        "{err}"
+    );
+    assert!(err.contains("session memory: "), "{err}");
     assert!(
         err.lines()
             .filter(|l| l.contains("sessions"))

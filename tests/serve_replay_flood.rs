@@ -129,7 +129,7 @@ fn a_flood_of_sse_resumes_from_0_stays_within_the_replay_budget_and_memory_comes
     let srv = full_ring();
     assert!(
         srv.stderr()
-            .contains("replay budget: 8.4 MB (--replay-budget)"),
+            .contains("replay budget: 8.4 MB in flight over all clients (--replay-budget)"),
         "{}",
         srv.stderr()
     );

@@ -43,10 +43,17 @@ fn a_flood_of_bare_session_polls_stays_within_the_session_memory() {
     let worst = stats["sessions"]["worst_session_bytes"].as_u64().unwrap();
     assert!(fit > 10 && fit * worst <= BUDGET, "{stats}");
     assert_eq!(stats["sessions"]["memory_budget"], BUDGET);
-    let line = format!(
-        "(--session-memory): 1.1 MB at worst each (away, queue full), so at most {fit} sessions"
+    assert!(
+        banner.contains("session memory: 67.1 MB (--session-memory)\n"),
+        "{banner}"
     );
+    let line = format!("({fit} x 1.1 MB, away with full queues)");
     assert!(banner.contains(&line), "{banner}");
+    let ours = |l: &&str| l.contains("session") || l.contains("replay");
+    assert!(
+        banner.lines().filter(ours).all(|l| l.len() <= 80),
+        "{banner}"
+    );
     let base = rss(&srv);
     let (mut ok, mut refused) = (0u64, 0u64);
     for _ in 0..2000 {

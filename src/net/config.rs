@@ -247,14 +247,11 @@ impl MemBudget {
         match available {
             Some(a) => MemBudget {
                 bytes: (a / 4).max(64 * MIB),
-                source: format!(
-                    "default: a quarter of MemAvailable {}",
-                    crate::units::fmt_bytes(a)
-                ),
+                source: format!("1/4 of MemAvailable {}", crate::units::fmt_bytes(a)),
             },
             None => MemBudget {
                 bytes: 1 << 30,
-                source: "default: MemAvailable unknown, a fixed 1 GiB".into(),
+                source: "MemAvailable unknown: 1 GiB".into(),
             },
         }
     }
@@ -264,7 +261,7 @@ impl MemBudget {
         let bytes = available.map_or(64 * MIB, |a| (a / 16).clamp(4 * MIB, 64 * MIB));
         MemBudget {
             bytes,
-            source: "default: 64 MiB, at most 1/16 of MemAvailable".into(),
+            source: "default".into(),
         }
     }
 }

@@ -1211,6 +1211,23 @@ mod tests {
     }
 
     #[test]
+    fn a_poll_answer_is_capped_in_bytes_but_carries_at_least_one_message() {
+        let r = ring(1..=100);
+        let all: Vec<&Round> = r.iter().collect();
+        let one = r[0].json.len() + 1;
+        let (served, more) = capped(all.clone(), 10 * one);
+        assert_eq!((served.len(), more), (10, true));
+        let (served, more) = capped(all.clone(), 1000 * one);
+        assert_eq!((served.len(), more), (100, false));
+        let (served, more) = capped(all, 1);
+        assert_eq!(
+            (served.len(), more),
+            (1, true),
+            "a message larger than the cap"
+        );
+    }
+
+    #[test]
     fn round_encodings_agree() {
         let r = Round::build(1024, false, 3, 77);
         // ws: 4-byte header for 1024 B, then the binary payload.

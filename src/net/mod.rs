@@ -209,7 +209,7 @@ fn banner(
         b.push_str(&session::banner_line(cfg));
     }
     b.push_str(&format!(
-        "  replay budget: {} ({}) of resume replay in flight over all clients; /poll answers carry at most {}\n",
+        "  replay budget: {} in flight over all clients ({}); /poll: {}\n",
         crate::units::fmt_bytes(cfg.replay_budget.bytes),
         cfg.replay_budget.source,
         crate::units::fmt_bytes(replay::POLL_MAX as u64),

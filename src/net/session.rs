@@ -89,12 +89,14 @@ pub fn banner_line(cfg: &super::config::Config) -> String {
     let held = (cfg.max_sessions as u64).min(by_memory);
     format!(
         "  sessions: max {} (new ones then get 503 + Retry-After), ttl {}, queue {}\n  \
-         session memory: {} ({}): {} at worst each (away, queue full), so at most {held} sessions\n",
+         session memory: {} ({})\n  \
+         sessions at worst: {} ({held} x {}, away with full queues)\n",
         cfg.max_sessions,
         crate::units::fmt_duration(cfg.session_ttl),
         cfg.session_queue,
         crate::units::fmt_bytes(cfg.session_memory.bytes),
         cfg.session_memory.source,
+        crate::units::fmt_bytes(per * held),
         crate::units::fmt_bytes(per),
     )
 }
