@@ -327,3 +327,91 @@ fn scopeguard(pid: u32) -> impl Drop {
     }
     K(pid)
 }
+
+#[test]
+fn a_resume_flood_on_a_node_replaying_from_the_stream_stays_bounded() {
+    let d = tempfile::tempdir().unwrap();
+    let r = redis(d.path());
+    let url = r.url();
+    let a = Server::start(&[
+        "--redis", &url, "--node", "a", "--size", "1KiB", "--rate", "2000", "--rounds", "1024",
+    ]);
+    a.wait_stats(LIMIT, |s| s["rounds_sent"] == 1024);
+    // Node b joins afterwards: its own ring is empty, a resume from 0 reads the Stream.
+    let b = Server::start(&[
+        "--redis",
+        &url,
+        "--node",
+        "b",
+        "--no-publish",
+        "--size",
+        "1KiB",
+        "--sndbuf",
+        "4096",
+        "--replay-budget",
+        "8MiB",
+    ]);
+    let base = rtcheck::sys::proc::rss_of(b.child.id()).unwrap();
+    let mut peak = base;
+    let mut flood = Vec::new();
+    for i in 0..300 {
+        let sock =
+            socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+        sock.set_recv_buffer_size(4096).unwrap();
+        sock.connect(&b.addr.into()).unwrap();
+        let mut s: std::net::TcpStream = sock.into();
+        use std::io::Write;
+        s.write_all(b"GET /sse HTTP/1.1\r\nHost: 127.0.0.1\r\nLast-Event-ID: 0\r\n\r\n")
+            .unwrap();
+        flood.push(s);
+        if i % 20 == 0 {
+            peak = peak.max(rtcheck::sys::proc::rss_of(b.child.id()).unwrap());
+        }
+    }
+    let t0 = Instant::now();
+    while t0.elapsed() < Duration::from_secs(2) {
+        peak = peak.max(rtcheck::sys::proc::rss_of(b.child.id()).unwrap());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    eprintln!(
+        "300 resumes from the Stream: RSS {} -> {} MiB",
+        base >> 20,
+        peak >> 20
+    );
+    // Each resume used to build 1024 rounds in every encoding (about 4.5 MB).
+    assert!(
+        peak <= base + (8 << 20) + (64 << 20),
+        "RSS {} -> {} MiB",
+        base >> 20,
+        peak >> 20
+    );
+    assert!(
+        b.stats()["replay"]["peak_in_flight_bytes"]
+            .as_u64()
+            .unwrap()
+            <= 8 << 20
+    );
+    // And a reader still gets all of it, from the Stream, in order (once the flood has
+    // left and the node reaches Redis again: 300 Stream reads at once slow it down, and a
+    // resume while Redis does not answer is decided by the node's own ring, empty here).
+    drop(flood);
+    b.wait_stats(LIMIT, |s| s["clients"]["sse"] == 0 && s["redis_up"] == true);
+    let mut s = std::net::TcpStream::connect(b.addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    use std::io::{Read, Write};
+    s.write_all(b"GET /sse HTTP/1.1\r\nHost: 127.0.0.1\r\nLast-Event-ID: 1000\r\n\r\n")
+        .unwrap();
+    let mut text = String::new();
+    let mut buf = [0u8; 65536];
+    while !text.contains("id: 1024\n") {
+        let n = s.read(&mut buf).unwrap();
+        assert!(n > 0, "closed early: {text}");
+        text.push_str(&String::from_utf8_lossy(&buf[..n]));
+    }
+    let ids: Vec<u64> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("id: "))
+        .map(|v| v.parse().unwrap())
+        .collect();
+    assert_eq!(ids, (1001..=1024).collect::<Vec<_>>());
+}

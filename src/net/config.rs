@@ -549,7 +549,7 @@ mod tests {
         assert!(
             c.session_memory
                 .source
-                .contains("quarter of MemAvailable 8"),
+                .contains("1/4 of MemAvailable 8.6 GB"),
             "{c:?}"
         );
         assert_eq!(c.replay_budget.bytes, 64 << 20);

@@ -245,6 +245,22 @@ impl Round {
             json: Bytes::from(json),
         }
     }
+    /// A round known by seq and time only (read from the cluster's Stream): a [`Replay`]
+    /// encodes it when it writes it, a poll when it carries it.
+    pub fn stub(seq: u64, ts: u64) -> Round {
+        Round {
+            seq,
+            ts,
+            ws: Bytes::new(),
+            sse: Bytes::new(),
+            raw: Bytes::new(),
+            json: Bytes::new(),
+        }
+    }
+    /// A round of data (not a gap marker, whose `ts` is 0).
+    pub fn is_data(&self) -> bool {
+        self.ts != 0
+    }
     /// Bytes held for this round: every encoding (what a ring entry really costs).
     pub fn bytes(&self) -> u64 {
         (self.ws.len() + self.sse.len() + self.raw.len() + self.json.len()) as u64
@@ -678,7 +694,7 @@ impl Hub {
         }
         // Bounded: at most POLL_MAX bytes of messages (at least one); the client polls
         // again from `latest`, the last one carried.
-        let (served, more) = capped(served, super::replay::POLL_MAX);
+        let (served, more) = capped(served, super::replay::POLL_MAX, self.cfg.size);
         if more {
             latest = served.last().map_or(latest, |r| r.seq);
         }
@@ -692,7 +708,12 @@ impl Hub {
                 out.push(',');
             }
             first = false;
-            out.push_str(std::str::from_utf8(&r.json).unwrap_or("{}"));
+            if r.json.is_empty() && r.is_data() {
+                // A Stream round (Round::stub): encoded for this answer only.
+                out.push_str(&payload::encode_text(self.cfg.size, r.seq, r.ts));
+            } else {
+                out.push_str(std::str::from_utf8(&r.json).unwrap_or("{}"));
+            }
         }
         out.push_str("]}");
         out
@@ -1075,12 +1096,13 @@ fn dropped_range(tail_seq: u64, marked: Option<(u64, u64)>, seq: u64) -> (u64, u
 }
 
 /// The first rounds whose JSON fits `max` bytes (at least one), and whether some were left.
-pub fn capped(served: Vec<&Round>, max: usize) -> (Vec<&Round>, bool) {
+/// A round not encoded yet (a stub) counts as `size`, what its JSON will take.
+pub fn capped(served: Vec<&Round>, max: usize, size: usize) -> (Vec<&Round>, bool) {
     let mut bytes = 0;
     let n = served
         .iter()
         .position(|r| {
-            bytes += r.json.len() + 1;
+            bytes += r.json.len().max(size) + 1;
             bytes > max
         })
         .map_or(served.len(), |i| i.max(1));
@@ -1215,11 +1237,14 @@ mod tests {
         let r = ring(1..=100);
         let all: Vec<&Round> = r.iter().collect();
         let one = r[0].json.len() + 1;
-        let (served, more) = capped(all.clone(), 10 * one);
+        let (served, more) = capped(all.clone(), 10 * one, 0);
         assert_eq!((served.len(), more), (10, true));
-        let (served, more) = capped(all.clone(), 1000 * one);
+        let (served, more) = capped(all.clone(), 1000 * one, 0);
         assert_eq!((served.len(), more), (100, false));
-        let (served, more) = capped(all, 1);
+        let stubs: Vec<Round> = (1..=100).map(|s| Round::stub(s, s)).collect();
+        let (served, _) = capped(stubs.iter().collect(), 10 * 65, 64);
+        assert_eq!(served.len(), 10, "a stub counts as its JSON to come");
+        let (served, more) = capped(all, 1, 0);
         assert_eq!(
             (served.len(), more),
             (1, true),

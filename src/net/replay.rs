@@ -187,7 +187,13 @@ impl Replay {
         let mut parts: VecDeque<Part> = VecDeque::new();
         for r in rounds {
             if !in_ring(ring, &r) {
-                parts.push_back(Part::Round(r));
+                // Other rounds of data (the cluster's Stream) are encoded when written;
+                // gap markers are kept as they are.
+                match parts.back_mut() {
+                    _ if !r.is_data() => parts.push_back(Part::Round(r)),
+                    Some(Part::Built(e)) => e.push_back((r.seq, r.ts)),
+                    _ => parts.push_back(Part::Built(VecDeque::from([(r.seq, r.ts)]))),
+                }
                 continue;
             }
             match parts.back_mut() {
@@ -289,8 +295,10 @@ impl Replay {
 
 /// Is `r` the ring's own round (same bytes), not a copy or a round of the Stream?
 fn in_ring(ring: &VecDeque<Round>, r: &Round) -> bool {
-    ring.binary_search_by_key(&r.seq, |x| x.seq)
-        .is_ok_and(|i| ring[i].sse.as_ptr() == r.sse.as_ptr())
+    !r.sse.is_empty()
+        && ring
+            .binary_search_by_key(&r.seq, |x| x.seq)
+            .is_ok_and(|i| ring[i].sse.as_ptr() == r.sse.as_ptr())
 }
 
 /// Write `head` then the replay to the client, chunk by chunk under the budget and the
@@ -403,15 +411,16 @@ mod tests {
         let local = rounds(1..=5);
         let mut decided: Vec<Round> = local.iter().take(2).cloned().collect();
         decided.push(super::super::cluster::gap_round(3, 3));
-        decided.push(Round::build(64, false, 9, 900)); // a Stream round, not the ring's
+        decided.push(Round::stub(9, 900)); // a Stream round, not the ring's
+        decided.push(Round::build(64, false, 10, 1000)); // a copy, not the ring's
         let r = Replay::from_ring(decided, None, &local);
-        assert_eq!(r.parts.len(), 3);
+        assert_eq!(r.parts.len(), 3, "ring 1..=2, the gap, 9 and 10 to encode");
         let ring = Mutex::new(local);
         let (ids, gaps, _) = drain(r, &ring, 64 * 1024);
         assert_eq!(
             (ids, gaps),
             (
-                vec![1, 2, 9],
+                vec![1, 2, 9, 10],
                 vec!["data: {\"from\":3,\"to\":3}".to_string()]
             )
         );

@@ -416,7 +416,9 @@ pub async fn resume_from(hub: &Hub, since: u64) -> Vec<Round> {
         Ok(v) => v
             .into_iter()
             .filter(|&(_, ts)| ts != 0) // seqs reserved for unpublished rounds: a hole
-            .map(|(seq, ts)| Round::build(hub.cfg.size, hub.cfg.text, seq, ts))
+            // Not encoded here (a resume flood would build a whole ring per client):
+            // a replay encodes them as it writes them, a poll only those it carries.
+            .map(|(seq, ts)| Round::stub(seq, ts))
             .collect(),
         Err(e) => {
             c.set_error(e);
