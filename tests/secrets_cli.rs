@@ -300,7 +300,7 @@ fn control_token_from_a_file_or_the_environment_stays_off_argv() {
             http(
                 addr,
                 &format!(
-                    "GET /control/stats HTTP/1.1\r\nHost: x\r\n{auth}Connection: close\r\n\r\n"
+                    "GET /control/stats HTTP/1.1\r\nHost: 127.0.0.1\r\n{auth}Connection: close\r\n\r\n"
                 ),
             )
             .0
@@ -349,7 +349,7 @@ for i in $(seq 400); do [ -s "$D/addr" ] && break; sleep 0.05; done
 PORT=$(head -1 "$D/addr" | cut -d: -f2)
 req() { # path extra-header
   exec 3<>"/dev/tcp/127.0.0.1/$PORT"
-  printf 'GET %s HTTP/1.1\r\nHost: x\r\n%bConnection: close\r\n\r\n' "$1" "$2" >&3
+  printf 'GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\n%bConnection: close\r\n\r\n' "$1" "$2" >&3
   head -1 <&3 | tr -d '\r'
   exec 3<&-
 }

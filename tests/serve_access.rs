@@ -9,7 +9,8 @@ const TOKEN: &str = "0123456789abcdef";
 fn get(addr: std::net::SocketAddr, path: &str, extra: &str) -> (u16, String, String) {
     http_full(
         addr,
-        format!("GET {path} HTTP/1.1\r\nHost: x\r\n{extra}Connection: close\r\n\r\n").as_bytes(),
+        format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n{extra}Connection: close\r\n\r\n")
+            .as_bytes(),
     )
 }
 
@@ -28,7 +29,7 @@ fn a_control_token_is_required_when_given() {
     let start = |auth: &str| {
         http_full(
             srv.addr,
-            format!("POST /control/start HTTP/1.1\r\nHost: x\r\n{auth}Connection: close\r\n\r\n")
+            format!("POST /control/start HTTP/1.1\r\nHost: 127.0.0.1\r\n{auth}Connection: close\r\n\r\n")
                 .as_bytes(),
         )
         .0
@@ -70,7 +71,7 @@ for i in $(seq 400); do [ -s "$D/addr" ] && grep -q control "$D/err2" && break; 
 PORT=$(head -1 "$D/addr" | cut -d: -f2)
 req() { # port path extra-header
   exec 3<>"/dev/tcp/127.0.0.1/$1"
-  printf 'GET %s HTTP/1.1\r\nHost: x\r\n%bConnection: close\r\n\r\n' "$2" "$3" >&3
+  printf 'GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\n%bConnection: close\r\n\r\n' "$2" "$3" >&3
   head -1 <&3 | tr -d '\r'
   exec 3<&-
 }
@@ -140,7 +141,7 @@ fn cors_is_off_by_default_and_names_the_origin_when_given() {
     // The SSE stream's head.
     let mut s = std::net::TcpStream::connect(srv.addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    s.write_all(b"GET /sse HTTP/1.1\r\nHost: x\r\nOrigin: https://app.example.com\r\n\r\n")
+    s.write_all(b"GET /sse HTTP/1.1\r\nHost: 127.0.0.1\r\nOrigin: https://app.example.com\r\n\r\n")
         .unwrap();
     let mut head = Vec::new();
     let mut b = [0u8; 1];
@@ -158,7 +159,7 @@ fn cors_is_off_by_default_and_names_the_origin_when_given() {
     // A preflight (EventSource reconnecting with Last-Event-ID).
     let (st, head, _) = http_full(
         srv.addr,
-        b"OPTIONS /sse HTTP/1.1\r\nHost: x\r\nOrigin: https://app.example.com\r\nAccess-Control-Request-Method: GET\r\nAccess-Control-Request-Headers: last-event-id\r\nConnection: close\r\n\r\n",
+        b"OPTIONS /sse HTTP/1.1\r\nHost: 127.0.0.1\r\nOrigin: https://app.example.com\r\nAccess-Control-Request-Method: GET\r\nAccess-Control-Request-Headers: last-event-id\r\nConnection: close\r\n\r\n",
     );
     assert_eq!(st, 200, "{head}");
     assert_eq!(

@@ -46,7 +46,7 @@ impl Sse {
     fn connect(addr: SocketAddr, last_id: Option<u64>) -> Sse {
         let mut s = TcpStream::connect(addr).unwrap();
         let resume = last_id.map_or(String::new(), |i| format!("Last-Event-ID: {i}\r\n"));
-        write!(s, "GET /sse HTTP/1.1\r\nHost: x\r\n{resume}\r\n").unwrap();
+        write!(s, "GET /sse HTTP/1.1\r\nHost: 127.0.0.1\r\n{resume}\r\n").unwrap();
         s.set_read_timeout(Some(Duration::from_millis(200)))
             .unwrap();
         Sse {
@@ -792,7 +792,7 @@ fn redis_and_the_publisher_restarted_together_reset_the_relays_clients() {
     s.set_read_timeout(Some(LIMIT)).unwrap();
     write!(
         s,
-        "GET /sse HTTP/1.1\r\nHost: x\r\nLast-Event-ID: 30@{old_epoch}\r\n\r\n"
+        "GET /sse HTTP/1.1\r\nHost: 127.0.0.1\r\nLast-Event-ID: 30@{old_epoch}\r\n\r\n"
     )
     .unwrap();
     let mut got = String::new();

@@ -144,7 +144,7 @@ const KEY: &str = "dGhlIHNhbXBsZSBub25jZQ==";
 fn upgrade(version: &str, host: bool, key: &str, proto: &str) -> Vec<u8> {
     format!(
         "GET /ws {proto}\r\n{}Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: {version}\r\n\r\n",
-        if host { "Host: x\r\n" } else { "" }
+        if host { "Host: 127.0.0.1\r\n" } else { "" }
     )
     .into_bytes()
 }
@@ -157,7 +157,7 @@ fn an_unsupported_version_gets_426_naming_version_13() {
     assert_eq!(header(&head, "Sec-WebSocket-Version"), Some("13"), "{head}");
     assert_eq!(header(&head, "Upgrade"), Some("websocket"), "{head}");
     // A plain GET of the WebSocket endpoint says what it needs the same way.
-    let (st, head, _) = http_full(srv.addr, b"GET /ws HTTP/1.1\r\nHost: x\r\n\r\n");
+    let (st, head, _) = http_full(srv.addr, b"GET /ws HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
     assert_eq!(st, 426, "{head}");
     assert_eq!(header(&head, "Sec-WebSocket-Version"), Some("13"), "{head}");
     assert_eq!(header(&head, "Upgrade"), Some("websocket"), "{head}");
@@ -193,7 +193,8 @@ fn http_framing_is_strict() {
     let post = |extra: &str| {
         http_full(
             srv.addr,
-            format!("POST /control/start HTTP/1.1\r\nHost: x\r\n{extra}\r\nabcde").as_bytes(),
+            format!("POST /control/start HTTP/1.1\r\nHost: 127.0.0.1\r\n{extra}\r\nabcde")
+                .as_bytes(),
         )
         .0
     };
@@ -205,7 +206,7 @@ fn http_framing_is_strict() {
     assert_eq!(
         http_full(
             srv.addr,
-            format!("GET /healthz HTTP/1.1\r\nHost: x\r\n{big}\r\n").as_bytes()
+            format!("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n{big}\r\n").as_bytes()
         )
         .0,
         431
@@ -214,7 +215,7 @@ fn http_framing_is_strict() {
     assert_eq!(
         http_full(
             srv.addr,
-            format!("GET /healthz HTTP/1.1\r\nHost: x\r\n{many}\r\n").as_bytes()
+            format!("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n{many}\r\n").as_bytes()
         )
         .0,
         431
@@ -233,7 +234,7 @@ fn expect_100_continue_is_answered_before_the_body() {
     let srv = Server::start(&["--wait-start"]);
     let mut s = std::net::TcpStream::connect(srv.addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    s.write_all(b"POST /control/start?rounds=1 HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n")
+    s.write_all(b"POST /control/start?rounds=1 HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 4\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n")
         .unwrap();
     let mut got = Vec::new();
     let mut b = [0u8; 1];
@@ -260,7 +261,7 @@ fn absolute_form_targets_are_routed_and_query_values_decoded() {
     let (st, _, body) = http_full(
         srv.addr,
         format!(
-            "GET http://{}/healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+            "GET http://{}/healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
             srv.addr
         )
         .as_bytes(),
@@ -268,7 +269,7 @@ fn absolute_form_targets_are_routed_and_query_values_decoded() {
     assert_eq!((st, body.as_str()), (200, "ok"));
     let (st, _, body) = http_full(
         srv.addr,
-        b"GET /poll?s%69nce=%33 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        b"GET /poll?s%69nce=%33 HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
     );
     assert_eq!(st, 200, "{body}");
     let v: serde_json::Value = serde_json::from_str(&body).unwrap();

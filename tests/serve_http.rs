@@ -11,7 +11,7 @@ fn sse_events(addr: std::net::SocketAddr, last_id: Option<u64>, n: usize) -> Vec
     let mut s = TcpStream::connect(addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
     let hdr = last_id.map_or(String::new(), |id| format!("Last-Event-ID: {id}\r\n"));
-    write!(s, "GET /sse HTTP/1.1\r\nHost: x\r\n{hdr}\r\n").unwrap();
+    write!(s, "GET /sse HTTP/1.1\r\nHost: 127.0.0.1\r\n{hdr}\r\n").unwrap();
     let mut head = Vec::new();
     let mut byte = [0u8; 1];
     while !head.ends_with(b"\r\n\r\n") {
@@ -136,7 +136,7 @@ fn poll_keep_alive_serves_several_requests_on_one_connection() {
     let mut s = TcpStream::connect(srv.addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
     for _ in 0..3 {
-        s.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        s.write_all(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
             .unwrap();
         let mut buf = vec![0u8; 4096];
         let n = s.read(&mut buf).unwrap();
@@ -152,7 +152,7 @@ fn head_has_headers_but_no_body_so_keep_alive_framing_holds() {
     let mut s = TcpStream::connect(srv.addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
     // Pipelined: HEAD then GET on one connection.
-    s.write_all(b"HEAD /healthz HTTP/1.1\r\nHost: x\r\n\r\nGET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    s.write_all(b"HEAD /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\nGET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
         .unwrap();
     let mut all = Vec::new();
     s.read_to_end(&mut all).unwrap();
@@ -180,8 +180,10 @@ fn last_event_id_at_u64_max_is_a_reset_not_a_gap() {
     let mut s = TcpStream::connect(srv.addr).unwrap();
     s.set_read_timeout(Some(Duration::from_millis(800)))
         .unwrap();
-    s.write_all(b"GET /sse HTTP/1.1\r\nHost: x\r\nLast-Event-ID: 18446744073709551615\r\n\r\n")
-        .unwrap();
+    s.write_all(
+        b"GET /sse HTTP/1.1\r\nHost: 127.0.0.1\r\nLast-Event-ID: 18446744073709551615\r\n\r\n",
+    )
+    .unwrap();
     let mut buf = vec![0u8; 8192];
     let mut got = Vec::new();
     while let Ok(n) = s.read(&mut buf) {
@@ -295,7 +297,7 @@ fn garbage_and_bad_requests_get_4xx_and_the_server_keeps_serving() {
     assert_eq!(http_get(srv.addr, "/ws").0, 426);
     let (st, _) = http(
         srv.addr,
-        "POST /control/start?rounds=x HTTP/1.1\r\nHost: x\r\n\r\n",
+        "POST /control/start?rounds=x HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
     );
     assert_eq!(st, 400);
     // A client that connects and vanishes mid-request.

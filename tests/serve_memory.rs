@@ -17,9 +17,9 @@ fn open(addr: std::net::SocketAddr, path: &str) -> TcpStream {
     let mut s = TcpStream::connect(addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
     let req = if path == "/ws" {
-        "GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
+        "GET /ws HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
     } else {
-        "GET /sse HTTP/1.1\r\nHost: x\r\n\r\n"
+        "GET /sse HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
     };
     s.write_all(req.as_bytes()).unwrap();
     let mut head = Vec::new();

@@ -29,8 +29,12 @@ fn banner_names_address_endpoints_and_fd_limit() {
         err.contains("sessions: max 7 (new ones then get 503 + Retry-After)"),
         "{err}"
     );
-    // 7 x (1024 x (1024 B + bookkeeping) + the session): 7.6 MB at worst.
-    assert!(err.contains("sessions at worst: 7.6 MB"), "{err}");
+    // 7 x (1024 x (1024 B + malloc's header + the entry twice) + the session): 7.9 MB.
+    assert!(
+        err.contains("sessions at worst: 7.9 MB (7 x 1.1 MB"),
+        "{err}"
+    );
+    assert!(err.contains("session memory: "), "{err}");
     assert!(
         err.lines()
             .filter(|l| l.contains("sessions"))
@@ -45,11 +49,11 @@ fn sigterm_or_sigint_exits_cleanly(sig: i32) {
     let mut ws = std::net::TcpStream::connect(srv.addr).unwrap();
     std::io::Write::write_all(
         &mut ws,
-        b"GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n",
+        b"GET /ws HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n",
     )
     .unwrap();
     let mut sse = std::net::TcpStream::connect(srv.addr).unwrap();
-    std::io::Write::write_all(&mut sse, b"GET /sse HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+    std::io::Write::write_all(&mut sse, b"GET /sse HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n").unwrap();
     srv.wait_stats(Duration::from_secs(30), |s| {
         s["clients"]["ws"] == 1 && s["clients"]["sse"] == 1
     });

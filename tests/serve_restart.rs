@@ -18,11 +18,22 @@ fn poll(addr: SocketAddr, query: &str) -> Value {
     serde_json::from_str(&body).unwrap_or_else(|e| panic!("{e}: {body}"))
 }
 
+/// A poll from 0 followed to the end (an answer carries at most 64 KiB of messages,
+/// `"more":true` then): the last answer, whose `latest` is the server's.
+fn poll_to_end(addr: SocketAddr) -> Value {
+    let mut v = poll(addr, "since=0");
+    while v["more"] == true {
+        let e = v["epoch"].as_str().unwrap().to_string();
+        v = poll(addr, &format!("since={}&epoch={e}", v["latest"]));
+    }
+    v
+}
+
 /// Wait until the server's latest seq reaches `n`; returns the poll answer.
 fn wait_latest(addr: SocketAddr, n: u64) -> Value {
     let t0 = Instant::now();
     loop {
-        let v = poll(addr, "since=0");
+        let v = poll_to_end(addr);
         if v["latest"].as_u64().unwrap_or(0) >= n {
             return v;
         }
@@ -217,7 +228,7 @@ fn every_resume_across_a_restart_gets_a_reset_marker_and_loses_nothing_silently(
         assert!(r.ids.iter().all(|i| i.ends_with(&format!("@{new_epoch}"))));
     }
     // A resume in the new epoch is an ordinary one: no reset.
-    let latest = poll(b.addr, "since=0")["latest"].as_u64().unwrap();
+    let latest = poll_to_end(b.addr)["latest"].as_u64().unwrap();
     let r = sse(b.addr, &format!("{}@{new_epoch}", latest - 2), 2);
     assert!(r.resets.is_empty() && r.gaps.is_empty(), "{:?}", r.order);
     assert_eq!(r.seqs[0], latest - 1);
@@ -268,6 +279,55 @@ fn every_resume_across_a_restart_gets_a_reset_marker_and_loses_nothing_silently(
     let v = poll(b.addr, &format!("since={}&epoch={new_epoch}", latest - 1));
     assert_eq!(v["reset"], false, "{v}");
     assert_eq!(v["messages"][0]["seq"], latest, "{v}");
+}
+
+#[test]
+fn a_reset_poll_answer_is_capped_and_paging_from_it_gets_the_new_ring_once() {
+    let a = Server::start(&["--rate", "400"]);
+    let before = wait_latest(a.addr, 20);
+    let old_epoch = before["epoch"].as_str().unwrap().to_string();
+    let since = before["latest"].as_u64().unwrap();
+    // 300 x 1 KiB in the new ring: more than one answer's 64 KiB.
+    let b = restart(a, &["--rate", "2000", "--rounds", "300", "--ring", "1024"]);
+    b.wait_stats(Duration::from_secs(60), |s| {
+        s["finished"] == true && s["ring_messages"] == 300
+    });
+    let mut v = poll(b.addr, &format!("since={since}&epoch={old_epoch}"));
+    assert_eq!(
+        (&v["reset"], &v["more"]),
+        (&Value::Bool(true), &Value::Bool(true)),
+        "{v}"
+    );
+    let new_epoch = v["epoch"].as_str().unwrap().to_string();
+    assert_ne!(new_epoch, old_epoch);
+    let mut seqs: Vec<u64> = Vec::new();
+    let mut answers = 0;
+    loop {
+        let page: Vec<u64> = v["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["seq"].as_u64().unwrap())
+            .collect();
+        if let Some(&last) = page.last() {
+            assert_eq!(v["latest"], last, "latest is the last carried: {v}");
+        }
+        seqs.extend(page);
+        answers += 1;
+        assert!(answers < 50, "{answers} answers");
+        if v["more"] == false {
+            break;
+        }
+        v = poll(b.addr, &format!("since={}&epoch={new_epoch}", v["latest"]));
+        assert_eq!(v["reset"], false, "paging in the new epoch: {v}");
+        assert_eq!(v["epoch"], new_epoch.as_str());
+    }
+    assert_eq!(
+        seqs,
+        (1..=300).collect::<Vec<_>>(),
+        "the new ring, every seq once"
+    );
+    assert!(answers >= 5, "{answers} answers for 300 KiB");
 }
 
 #[test]

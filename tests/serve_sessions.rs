@@ -36,7 +36,7 @@ fn sessions(srv: &Server) -> Value {
 fn post(addr: SocketAddr, path: &str) -> (u16, String) {
     http(
         addr,
-        &format!("POST {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"),
+        &format!("POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"),
     )
 }
 
@@ -87,7 +87,7 @@ fn sse(addr: SocketAddr, path: &str, want: &str) -> (TcpStream, String) {
     let mut s = TcpStream::connect(addr).unwrap();
     s.set_read_timeout(Some(Duration::from_millis(100)))
         .unwrap();
-    write!(s, "GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+    write!(s, "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n").unwrap();
     let (mut got, mut buf, t0) = (Vec::new(), [0u8; 8192], Instant::now());
     while t0.elapsed() < Duration::from_secs(20) {
         match s.read(&mut buf) {
@@ -299,7 +299,8 @@ fn max_sessions_refuses_new_sessions_never_a_returning_one() {
         .collect();
     // The cap is reached: a new session is refused on every transport, and so is an
     // unknown id (it would be a new session).
-    let get = |path: &str| format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    let get =
+        |path: &str| format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
     let body = assert_refused(srv.addr, &get("/poll?session=&since=0"));
     let v: Value = serde_json::from_str(&body).unwrap();
     assert_eq!(
@@ -310,7 +311,7 @@ fn max_sessions_refuses_new_sessions_never_a_returning_one() {
     assert_refused(srv.addr, &get("/poll?session=gone&since=0"));
     let body = assert_refused(srv.addr, &get("/sse"));
     assert!(body.contains("--max-sessions"), "{body}");
-    let ws = "GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n";
+    let ws = "GET /ws HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n";
     assert_refused(srv.addr, ws);
     // A returning session is never refused, on any transport.
     let (code, body) = http_get(srv.addr, &format!("/poll?session={}&since=0", ids[0]));

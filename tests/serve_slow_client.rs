@@ -149,7 +149,7 @@ fn session_ack_sse_drops_arrive_as_gap_markers() {
     sock.set_recv_buffer_size(4096).unwrap();
     sock.connect(&srv.addr.into()).unwrap();
     let mut s: TcpStream = sock.into();
-    write!(s, "GET /sse HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+    write!(s, "GET /sse HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n").unwrap();
     // Skip the response head byte by byte, so the body is parsed from its start.
     let mut head = Vec::new();
     let mut b = [0u8; 1];

@@ -17,7 +17,7 @@ trap 'kill $SP 2>/dev/null; rm -rf "$D"' EXIT
 for i in $(seq 400); do [ -s "$D/addr" ] && break; sleep 0.05; done
 PORT=$(head -1 "$D/addr" | cut -d: -f2)
 exec 3<>"/dev/tcp/127.0.0.1/$PORT"
-printf 'GET /sse HTTP/1.1\r\nHost: x\r\n\r\n' >&3
+printf 'GET /sse HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n' >&3
 read -r -t 10 status <&3
 case "$status" in *200*) ;; *) echo "no SSE stream: $status"; exit 1;; esac
 ip link set lo down
@@ -32,7 +32,7 @@ ip link set lo up
 # bound passes (the case without --pong-wait asks once).
 stats() {
   exec 4<>"/dev/tcp/127.0.0.1/$PORT"
-  printf 'GET /control/stats HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n' >&4
+  printf 'GET /control/stats HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n' >&4
   tail -n 1 <&4
   exec 4<&-
 }

@@ -175,7 +175,7 @@ fn sse(addr: std::net::SocketAddr, last_id: &str, want: &str) -> String {
         .unwrap();
     write!(
         s,
-        "GET /sse HTTP/1.1\r\nHost: x\r\nLast-Event-ID: {last_id}\r\n\r\n"
+        "GET /sse HTTP/1.1\r\nHost: 127.0.0.1\r\nLast-Event-ID: {last_id}\r\n\r\n"
     )
     .unwrap();
     let (mut got, mut buf, t0) = (Vec::new(), [0u8; 8192], Instant::now());

@@ -102,6 +102,8 @@ pub struct ClusterOptions {
     pub rate: f64,
     /// The user's Redis (loopback); None: rtcheck starts redis-server itself.
     pub redis: Option<String>,
+    /// `--redis-prefix` of the nodes; None: one unique to this run.
+    pub redis_prefix: Option<String>,
     pub scenarios: Vec<Kind>,
     pub presence_ttl: Duration,
     pub connect_timeout: Duration,
@@ -115,6 +117,19 @@ pub const NODES_MAX: u64 = 4;
 pub const CONNECTIONS_MAX: u64 = 2000;
 /// Longest publishing schedule (rounds / rate) a run may have.
 pub const MAX_SCHEDULE_S: f64 = 600.0;
+
+/// A key prefix no other run uses: `rtcheck-bench-PID-RANDOM:`.
+pub fn unique_prefix() -> String {
+    let mut b = [0u8; 6];
+    // SAFETY: b is a valid buffer of its length.
+    let n = unsafe { libc::getrandom(b.as_mut_ptr().cast(), b.len(), 0) };
+    let r = if n == b.len() as isize {
+        b.iter().map(|x| format!("{x:02x}")).collect::<String>()
+    } else {
+        format!("{:x}", crate::sys::clock::now_ns())
+    };
+    format!("rtcheck-bench-{}-{r}:", std::process::id())
+}
 
 pub fn validate(a: &ClusterOptions) -> anyhow::Result<()> {
     use crate::units::out_of_bounds as oob;
@@ -153,6 +168,7 @@ mod tests {
             size: 256,
             rate: 20.0,
             redis: None,
+            redis_prefix: None,
             scenarios: Kind::ALL.to_vec(),
             presence_ttl: Duration::from_secs(3),
             connect_timeout: Duration::from_secs(30),

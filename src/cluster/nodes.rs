@@ -74,6 +74,35 @@ impl Redis {
         })
     }
 
+    /// Refuse a user's Redis that already holds keys under `prefix`: another cluster (or an
+    /// earlier run) would exchange rounds with this one and the counts would mix. Ours is
+    /// fresh.
+    pub fn check_unused(&self, prefix: &str) -> anyhow::Result<()> {
+        let Redis::User { url, shown } = self else {
+            return Ok(());
+        };
+        let err = |e: anyhow::Error| {
+            anyhow!(
+                "--redis {shown}: {}",
+                e.to_string().replace(url.as_str(), shown)
+            )
+        };
+        if let Some(key) = crate::sys::redis::first_key_under(url, prefix).map_err(err)? {
+            bail!(
+                "--redis {shown}: already holds keys under `{prefix}` (e.g. `{key}`: another cluster, or an earlier run); give another --redis-prefix"
+            );
+        }
+        Ok(())
+    }
+
+    /// The user's URL (whose keys a run must delete at its end); None for ours.
+    pub fn user_url(&self) -> Option<&str> {
+        match self {
+            Redis::User { url, .. } => Some(url),
+            Redis::Ours(_) => None,
+        }
+    }
+
     pub fn url(&self) -> String {
         match self {
             Redis::Ours(r) => r.url(),
@@ -114,6 +143,8 @@ pub struct NodeSpec {
     pub rounds: u64,
     pub rate: f64,
     pub size: u64,
+    /// `--redis-prefix` of every node (with `redis`).
+    pub redis_prefix: String,
 }
 
 /// `serve` flags of node `i` (the first node publishes when `spec.publish`).
@@ -131,6 +162,8 @@ pub fn node_flags(spec: &NodeSpec, i: usize) -> Vec<String> {
             spec.presence.into(),
             "--presence-ttl".into(),
             format!("{}ms", spec.presence_ttl.as_millis()),
+            "--redis-prefix".into(),
+            spec.redis_prefix.clone(),
         ]);
     }
     f.extend(["--size".into(), spec.size.to_string()]);
@@ -251,10 +284,13 @@ mod tests {
             rounds: 10,
             rate: 5.0,
             size: 64,
+            redis_prefix: "p:".into(),
         };
         let a = node_flags(&spec, 0).join(" ");
         assert!(
-            a.contains("--node a --path naive --presence ttl --presence-ttl 3000ms"),
+            a.contains(
+                "--node a --path naive --presence ttl --presence-ttl 3000ms --redis-prefix p:"
+            ),
             "{a}"
         );
         assert!(a.contains("--wait-start --rounds 10 --rate 5") && !a.contains("--no-publish"));

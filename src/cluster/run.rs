@@ -30,10 +30,20 @@ pub fn run(a: &ClusterOptions) -> anyhow::Result<ClusterReport> {
     super::validate(a)?;
     signal::install_interrupt_handler();
     let scratch = Scratch::new("cluster")?;
+    let prefix = a.redis_prefix.clone().unwrap_or_else(super::unique_prefix);
+    let a = &ClusterOptions {
+        redis_prefix: Some(prefix.clone()),
+        ..a.clone()
+    };
     let mut redis = match a.scenarios.iter().any(|k| k.uses_redis()) {
         true => Some(Redis::open(a.redis.as_deref(), &scratch.0)?),
         false => None,
     };
+    if let Some(r) = &redis {
+        r.check_unused(&prefix)?;
+    }
+    let user = redis.as_ref().and_then(|r| r.user_url());
+    let _clean = Cleanup(user.map(|u| (u.to_string(), prefix.clone())));
     let mut rows = Vec::new();
     let mut first_err = None;
     for &k in &a.scenarios {
@@ -75,6 +85,18 @@ pub fn run(a: &ClusterOptions) -> anyhow::Result<ClusterReport> {
         .map(crate::evidence::reference)
         .to_vec(),
     })
+}
+
+/// Deletes a run's keys from the user's Redis when the run ends, however it ends (ours
+/// is removed whole).
+struct Cleanup(Option<(String, String)>);
+
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        if let Some((url, prefix)) = &self.0 {
+            let _ = crate::sys::redis::delete_under(url, prefix);
+        }
+    }
 }
 
 /// The row of a scenario that failed before measuring anything.
@@ -434,6 +456,7 @@ fn spec_for(k: Kind, a: &ClusterOptions, redis: Option<&Redis>) -> NodeSpec {
         rounds: a.rounds,
         rate: a.rate,
         size: a.size,
+        redis_prefix: a.redis_prefix.clone().unwrap_or_default(),
     }
 }
 

@@ -45,6 +45,10 @@ pub struct ClusterArgs {
     /// redis-restart and redis-publisher-restart need the one rtcheck starts.
     #[arg(long, value_name = "URL")]
     pub redis: Option<String>,
+    /// Prefix of the nodes' Redis keys (default: one unique to this run). A Redis that
+    /// already holds keys under it is refused: another cluster would mix with this one.
+    #[arg(long, value_name = "PREFIX", value_parser = crate::net::cluster::parse_prefix)]
+    pub redis_prefix: Option<String>,
     /// Comma-separated: single, naive, one-path, node-kill, redis-restart,
     /// redis-publisher-restart.
     #[arg(long, default_value = "single,naive,one-path,node-kill,redis-restart,redis-publisher-restart", value_parser = parse_scenario_list)]
@@ -82,6 +86,7 @@ impl ClusterArgs {
             size: self.size,
             rate: self.rate,
             redis: self.redis.clone(),
+            redis_prefix: self.redis_prefix.clone(),
             scenarios: self.scenario.0.clone(),
             presence_ttl: self.presence_ttl,
             connect_timeout: self.connect_timeout,

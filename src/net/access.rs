@@ -232,6 +232,60 @@ pub fn origin_allowed(origin: Option<&str>, host: Option<&str>, cors: Option<&st
     origin != "null" && host.is_some_and(|h| host_of(h) == host_of(origin))
 }
 
+/// Validate a `--public-host` value: a host name or IP literal (`[v6]` in brackets), an
+/// optional `:port` ignored; stored lowercased without the port.
+pub fn parse_public_host(s: &str) -> Result<String, String> {
+    let h = host_of(s);
+    let name = h.trim_start_matches('[').trim_end_matches(']');
+    let ok = !name.is_empty()
+        && name.len() <= 253
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-.:_".contains(&b));
+    if ok && !s.contains("://") && !s.contains('/') {
+        Ok(h)
+    } else {
+        Err(format!(
+            "`{s}`: expected a host name such as rt.example.com (no scheme, no path)"
+        ))
+    }
+}
+
+/// May a request naming `host` in its `Host` header be served? The defence against DNS
+/// rebinding, where a page on the attacker's name (resolved to 127.0.0.1 a moment later)
+/// reaches a loopback service as if same-site. A connection that arrived on a loopback
+/// address must name the server by a loopback name: `localhost` (or `*.localhost`, which
+/// browsers resolve to loopback themselves), a loopback IP, the address it connected to,
+/// or a `--public-host`. Off loopback any Host is served unless `--public-host` is given
+/// (then the same list, the connection's own address included). Ports are not compared: a
+/// proxy on another port forwards its own Host. No Host (HTTP/1.0): not a browser.
+pub fn host_allowed(host: Option<&str>, local: SocketAddr, public: &[String]) -> bool {
+    let Some(host) = host else {
+        return true;
+    };
+    if !crate::sys::addr::is_loopback(local.ip()) && public.is_empty() {
+        return true;
+    }
+    let h = host_of(host);
+    let bare = h.trim_start_matches('[').trim_end_matches(']');
+    let ip_ok = bare
+        .parse::<std::net::IpAddr>()
+        .is_ok_and(|ip| crate::sys::addr::is_loopback(ip) || ip == local.ip());
+    ip_ok || h == "localhost" || h.ends_with(".localhost") || public.contains(&h)
+}
+
+/// May a `/control/*` request with this `Origin` proceed? A browser sends Origin on every
+/// POST, even `no-cors`, so a page of another site could start or steer the run; only the
+/// server's own origin (`http://` + the Host asked for) is accepted. No Origin: not a
+/// browser (rtcheck's own clients, curl).
+pub fn control_origin_ok(origin: Option<&str>, host: Option<&str>) -> bool {
+    match (origin.map(str::trim), host.map(str::trim)) {
+        (None, _) => true,
+        (Some(o), Some(h)) => o.eq_ignore_ascii_case(&format!("http://{h}")),
+        (Some(_), None) => false,
+    }
+}
+
 /// Paths that send CORS headers when --cors is given.
 pub const CORS_PATHS: [&str; 3] = ["/sse", "/poll", "/metrics"];
 
@@ -362,5 +416,54 @@ mod tests {
         );
         assert!(cors_headers(Some("*"), "/control/stats").is_empty());
         assert!(cors_headers(None, "/poll").is_empty());
+    }
+    #[test]
+    fn host_names_on_loopback_are_loopback_names_or_public_hosts() {
+        let lo = addr("127.0.0.1:8080");
+        let none: &[String] = &[];
+        for ok in [
+            "127.0.0.1:8080",
+            "127.0.0.1",
+            "127.9.9.9:1",
+            "[::1]:8080",
+            "localhost:8080",
+            "LOCALHOST",
+            "app.localhost:3000",
+        ] {
+            assert!(host_allowed(Some(ok), lo, none), "{ok}");
+        }
+        for bad in [
+            "evil.example",
+            "evil.example:8080",
+            "10.0.0.1",
+            "x",
+            "localhost.evil.example",
+        ] {
+            assert!(!host_allowed(Some(bad), lo, none), "{bad}");
+        }
+        assert!(host_allowed(None, lo, none), "HTTP/1.0 without Host");
+        let public = vec![parse_public_host("RT.example.com:443").unwrap()];
+        assert_eq!(public, ["rt.example.com"]);
+        assert!(host_allowed(Some("rt.example.com:8080"), lo, &public));
+        assert!(!host_allowed(Some("evil.example"), lo, &public));
+        // Off loopback: anything, unless --public-host names the server.
+        let lan = addr("192.168.1.5:8080");
+        assert!(host_allowed(Some("evil.example"), lan, none));
+        assert!(!host_allowed(Some("evil.example"), lan, &public));
+        assert!(host_allowed(Some("192.168.1.5:8080"), lan, &public));
+        assert!(host_allowed(Some("rt.example.com"), lan, &public));
+        for bad in ["http://a.com", "a.com/x", "", "a b"] {
+            assert!(parse_public_host(bad).is_err(), "{bad}");
+        }
+    }
+    #[test]
+    fn control_refuses_every_origin_but_its_own() {
+        let h = Some("127.0.0.1:8080");
+        assert!(control_origin_ok(None, h));
+        assert!(control_origin_ok(Some("http://127.0.0.1:8080"), h));
+        assert!(!control_origin_ok(Some("https://evil.example"), h));
+        assert!(!control_origin_ok(Some("http://127.0.0.1:3000"), h));
+        assert!(!control_origin_ok(Some("null"), h));
+        assert!(!control_origin_ok(Some("http://x"), None));
     }
 }

@@ -114,6 +114,15 @@ pub struct ServeFlags {
     /// Measured: 10000 sessions held 953 MB after 3s away at 30 msg/s x 1KiB (docs/delivery.md).
     #[arg(long, value_name = "N", default_value_t = 10_000)]
     pub max_sessions: usize,
+    /// session-ack: memory the sessions may hold at their worst (each away with a full
+    /// queue); a new session beyond it is refused like one beyond --max-sessions (default:
+    /// a quarter of MemAvailable at start).
+    #[arg(long, value_name = "BYTES", value_parser = parse_size)]
+    pub session_memory: Option<u64>,
+    /// Resume replay (Last-Event-ID, /ws?since=, /poll) bytes in flight over all clients;
+    /// beyond it replays wait their turn (default: 64MiB, or 1/16 of MemAvailable if less).
+    #[arg(long, value_name = "BYTES", value_parser = parse_size)]
+    pub replay_budget: Option<u64>,
     /// Workers in the /work?ms=N pool (capacity = workers / work time).
     #[arg(long = "workers", default_value_t = 8, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=4096))]
     pub work_workers: usize,
@@ -126,6 +135,11 @@ pub struct ServeFlags {
     /// host than the one it asked for is refused /ws with 403 (cross-site WebSocket hijacking).
     #[arg(long, value_name = "ORIGIN", value_parser = super::access::parse_origin)]
     pub cors: Option<String>,
+    /// A name this server is reached by (repeatable), beyond the loopback names (localhost,
+    /// 127.x, [::1]). A request whose Host is none of them is refused with 421 (DNS
+    /// rebinding); off loopback Host is checked only when this is given (docs/serve.md).
+    #[arg(long = "public-host", value_name = "NAME", value_parser = super::access::parse_public_host)]
+    pub public_hosts: Vec<String>,
     /// Close each SSE stream after this long (0 = never): EventSource then reconnects with
     /// Last-Event-ID (what `probe --browser` measures).
     #[arg(long, default_value = "0s", value_parser = crate::units::parse_duration)]
@@ -192,6 +206,10 @@ pub struct Config {
     pub session_ttl: Duration,
     pub session_queue: usize,
     pub max_sessions: usize,
+    /// `--session-memory`, or its default from MemAvailable.
+    pub session_memory: MemBudget,
+    /// `--replay-budget`, or its default.
+    pub replay_budget: MemBudget,
     pub strategy: Strategy,
     pub shards: usize,
     pub sndbuf: Option<usize>,
@@ -203,6 +221,8 @@ pub struct Config {
     /// task is idle (split over the worker threads) and queues only what does not fit.
     pub direct: bool,
     pub cors: Option<String>,
+    /// `--public-host`: names accepted in Host besides the loopback ones.
+    pub public_hosts: Vec<String>,
     pub sse_max_age: Option<Duration>,
     #[serde(skip)]
     pub control_token: Option<String>,
@@ -213,12 +233,64 @@ pub struct Config {
     pub cluster: Option<super::cluster::ClusterConfig>,
 }
 
+/// A memory budget and where its figure comes from (said in the startup lines).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct MemBudget {
+    pub bytes: u64,
+    pub source: String,
+}
+
+const MIB: u64 = 1 << 20;
+
+impl MemBudget {
+    fn given(bytes: u64, flag: &str) -> MemBudget {
+        MemBudget {
+            bytes,
+            source: flag.to_string(),
+        }
+    }
+
+    /// The sessions' default: a quarter of MemAvailable (at least 64 MiB), or 1 GiB when
+    /// it cannot be read.
+    pub fn sessions_default(available: Option<u64>) -> MemBudget {
+        match available {
+            Some(a) => MemBudget {
+                bytes: (a / 4).max(64 * MIB),
+                source: format!("1/4 of MemAvailable {}", crate::units::fmt_bytes(a)),
+            },
+            None => MemBudget {
+                bytes: 1 << 30,
+                source: "MemAvailable unknown: 1 GiB".into(),
+            },
+        }
+    }
+
+    /// The replay default: 64 MiB, or 1/16 of MemAvailable when less (at least 4 MiB).
+    pub fn replay_default(available: Option<u64>) -> MemBudget {
+        let bytes = available.map_or(64 * MIB, |a| (a / 16).clamp(4 * MIB, 64 * MIB));
+        MemBudget {
+            bytes,
+            source: "default".into(),
+        }
+    }
+}
+
 fn nonzero(d: Duration) -> Option<Duration> {
     (!d.is_zero()).then_some(d)
 }
 
 impl Config {
+    /// [`Config::from_args_with`] with MemAvailable read now.
     pub fn from_args(a: &ServeFlags, cpus: usize) -> Result<Config, String> {
+        Config::from_args_with(a, cpus, super::sys::mem_available())
+    }
+
+    /// Validate the flags; the memory budgets' defaults come from `available` (pure).
+    pub fn from_args_with(
+        a: &ServeFlags,
+        cpus: usize,
+        available: Option<u64>,
+    ) -> Result<Config, String> {
         if !(a.rate > 0.0 && a.rate <= 10_000.0) {
             return Err(oob("--rate", a.rate, "0 (excluded)", 10_000, "messages/s"));
         }
@@ -249,6 +321,32 @@ impl Config {
                 1,
                 1_000_000,
                 "sessions",
+            ));
+        }
+        let session_memory = match a.session_memory {
+            Some(b) => MemBudget::given(b, "--session-memory"),
+            None => MemBudget::sessions_default(available),
+        };
+        let worst = super::session::worst_session_bytes(session_queue, a.size as usize);
+        if session_memory.bytes < worst || session_memory.bytes > 1 << 40 {
+            return Err(format!(
+                "--session-memory {}: out of bounds {} (one session at worst: --session-queue {session_queue} x --size {}) ..= 1 TiB",
+                crate::units::fmt_bytes(session_memory.bytes),
+                crate::units::fmt_bytes(worst),
+                a.size
+            ));
+        }
+        let replay_budget = match a.replay_budget {
+            Some(b) => MemBudget::given(b, "--replay-budget"),
+            None => MemBudget::replay_default(available),
+        };
+        if replay_budget.bytes < 64 * 1024 || replay_budget.bytes > 64 << 30 {
+            return Err(oob(
+                "--replay-budget",
+                replay_budget.bytes,
+                "64KiB",
+                "64GiB",
+                "bytes",
             ));
         }
         if a.session_ttl.is_zero() || a.session_ttl > Duration::from_secs(86_400) {
@@ -299,6 +397,8 @@ impl Config {
             session_ttl: a.session_ttl,
             session_queue,
             max_sessions: a.max_sessions,
+            session_memory,
+            replay_budget,
             strategy: a.strategy,
             shards: a.shards,
             sndbuf: a.sndbuf.map(|s| s as usize),
@@ -308,6 +408,7 @@ impl Config {
             protocol: a.protocol,
             direct: !a.queue_only,
             cors: a.cors.clone(),
+            public_hosts: a.public_hosts.clone(),
             sse_max_age: nonzero(a.sse_max_age),
             control_token: super::access::token_from(
                 a.control_token.as_deref(),
@@ -451,6 +552,46 @@ mod tests {
             assert!(e.contains("--max-sessions") && !e.contains('\n'), "{e}");
         }
         assert!(cfg(&["--max-sessions", "many"]).is_err());
+    }
+
+    #[test]
+    fn memory_budgets_default_from_mem_available_or_a_fixed_figure() {
+        let t = T::try_parse_from(["x"]).unwrap();
+        let c = Config::from_args_with(&t.a.flags, 2, Some(8 << 30)).unwrap();
+        assert_eq!(c.session_memory.bytes, 2 << 30);
+        assert!(
+            c.session_memory
+                .source
+                .contains("1/4 of MemAvailable 8.6 GB"),
+            "{c:?}"
+        );
+        assert_eq!(c.replay_budget.bytes, 64 << 20);
+        let c = Config::from_args_with(&t.a.flags, 2, Some(256 << 20)).unwrap();
+        assert_eq!(
+            (c.session_memory.bytes, c.replay_budget.bytes),
+            (64 << 20, 16 << 20)
+        );
+        let c = Config::from_args_with(&t.a.flags, 2, None).unwrap();
+        assert_eq!(
+            (c.session_memory.bytes, c.replay_budget.bytes),
+            (1 << 30, 64 << 20)
+        );
+        let c = cfg(&["--session-memory", "64MiB", "--replay-budget", "1MiB"]).unwrap();
+        assert_eq!(
+            (c.session_memory.bytes, c.replay_budget.bytes),
+            (64 << 20, 1 << 20)
+        );
+        assert_eq!(c.session_memory.source, "--session-memory");
+        // Less than one session at worst (1024 x 1 KiB), or a replay budget of nothing.
+        let e = cfg(&["--session-memory", "1MiB"]).unwrap_err();
+        assert!(
+            e.contains("--session-memory") && e.contains("one session"),
+            "{e}"
+        );
+        assert!(cfg(&["--session-memory", "1MiB", "--session-queue", "64"]).is_ok());
+        assert!(cfg(&["--replay-budget", "1KiB"])
+            .unwrap_err()
+            .contains("--replay-budget"));
     }
 
     #[test]

@@ -281,6 +281,7 @@ pub fn reason(status: u16) -> &'static str {
         413 => "Payload Too Large",
         414 => "URI Too Long",
         417 => "Expectation Failed",
+        421 => "Misdirected Request",
         426 => "Upgrade Required",
         431 => "Request Header Fields Too Large",
         501 => "Not Implemented",

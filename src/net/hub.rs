@@ -2,6 +2,7 @@
 //! fan-out strategies (per-client queues, sequential shards, raw-TCP floor).
 use super::config::{Config, Strategy};
 use super::epoch::{self, Epoch, Position, Reset};
+use super::replay::Replay;
 use super::{io, payload, sse, sys, wsframe};
 use bytes::Bytes;
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -266,11 +267,29 @@ impl Round {
             json: Bytes::from(json),
         }
     }
+    /// A round known by seq and time only (read from the cluster's Stream): a [`Replay`]
+    /// encodes it when it writes it, a poll when it carries it, in `epoch` (the one it was
+    /// read in).
+    pub fn stub(epoch: Epoch, seq: u64, ts: u64) -> Round {
+        Round {
+            seq,
+            ts,
+            epoch,
+            ws: Bytes::new(),
+            sse: Bytes::new(),
+            raw: Bytes::new(),
+            json: Bytes::new(),
+        }
+    }
+    /// A round of data (not a gap marker, whose `ts` is 0).
+    pub fn is_data(&self) -> bool {
+        self.ts != 0
+    }
     /// Bytes held for this round: every encoding (what a ring entry really costs).
     pub fn bytes(&self) -> u64 {
         (self.ws.len() + self.sse.len() + self.raw.len() + self.json.len()) as u64
     }
-    fn for_transport(&self, t: Transport) -> &Bytes {
+    pub(crate) fn for_transport(&self, t: Transport) -> &Bytes {
         match t {
             Transport::Ws => &self.ws,
             Transport::Sse => &self.sse,
@@ -280,15 +299,16 @@ impl Round {
 }
 
 /// What a resuming client gets first ([`Hub::register_resume_with`]).
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct Resumed {
     /// The epoch and latest seq when it registered (its hello).
     pub epoch: Epoch,
     pub latest: u64,
     /// Its position was from another epoch or beyond the server's: a reset marker first.
     pub reset: Option<Reset>,
-    pub replay: Vec<Round>,
-    pub gap: Option<(u64, u64)>,
+    /// Then the lost range (a gap marker) and the rounds after the position, written in
+    /// chunks under the replay budget (super::replay).
+    pub replay: Replay,
 }
 
 /// Upper bounds (ms) of the hub round time histogram.
@@ -315,9 +335,23 @@ pub struct Counters {
     pub http_requests: AtomicU64,
     pub bad_requests: AtomicU64,
     pub inbound_messages: AtomicU64,
+    /// Requests refused for their Host (DNS rebinding) or Origin (cross-site).
+    pub refused_host: AtomicU64,
+    pub refused_origin: AtomicU64,
+    /// Failed accepts by [`AcceptErrors`] kind.
+    pub accept_errors: [AtomicU64; 3],
 }
 
 impl Counters {
+    /// Count a failed accept: EMFILE (this process's fd limit), ENFILE (the system's), other.
+    pub fn accept_error(&self, e: &std::io::Error) {
+        let i = match e.raw_os_error() {
+            Some(libc::EMFILE) => 0,
+            Some(libc::ENFILE) => 1,
+            _ => 2,
+        };
+        self.accept_errors[i].fetch_add(1, Relaxed);
+    }
     pub fn sent(&self, t: Transport, bytes: usize) {
         self.sent[t.idx()].fetch_add(1, Relaxed);
         self.bytes_sent[t.idx()].fetch_add(bytes as u64, Relaxed);
@@ -370,6 +404,12 @@ pub struct Snapshot {
     pub ring_messages: u64,
     pub ring_bytes: u64,
     pub sessions: super::session::SessionStats,
+    /// Requests refused by the access rules (Host, Origin).
+    pub refused: Refusals,
+    /// Failed accepts (the process or system out of file descriptors, ...).
+    pub accept_errors: AcceptErrors,
+    /// Resume replay bytes in flight against `--replay-budget`.
+    pub replay: super::replay::ReplayStats,
     #[serde(skip)]
     pub hub_buckets: Vec<(f64, u64)>,
     #[serde(skip)]
@@ -378,6 +418,22 @@ pub struct Snapshot {
     pub hub_sum_ms: f64,
     #[serde(skip)]
     pub bytes_sent: ClientCounts,
+}
+
+/// Requests refused by the access rules: a Host that is not this server's (421), an
+/// Origin of another site on /control/* or /ws (403).
+#[derive(Debug, Clone, Copy, Default, serde::Serialize)]
+pub struct Refusals {
+    pub host: u64,
+    pub origin: u64,
+}
+
+/// Failed accepts by kind (`rtcheck_accept_errors_total{kind}`).
+#[derive(Debug, Clone, Copy, Default, serde::Serialize)]
+pub struct AcceptErrors {
+    pub emfile: u64,
+    pub enfile: u64,
+    pub other: u64,
 }
 
 #[derive(Debug, Clone, Copy, Default, serde::Serialize)]
@@ -411,14 +467,18 @@ pub struct Hub {
     pub cluster: std::sync::OnceLock<Arc<super::cluster::Cluster>>,
     /// Session-ack state (empty in the other delivery modes).
     pub sessions: super::session::Sessions,
+    /// Resume replay bytes in flight over every client (`--replay-budget`).
+    pub replay: super::replay::Budget,
 }
 
 impl Hub {
     pub fn new(cfg: Config) -> Arc<Hub> {
         let rounds = cfg.rounds;
         let sessions = super::session::Sessions::new(&cfg);
+        let replay = super::replay::Budget::new(cfg.replay_budget.bytes);
         Arc::new(Hub {
             sessions,
+            replay,
             cfg,
             epoch: AtomicU64::new(Epoch::random().0),
             conns: Mutex::new(HashMap::new()),
@@ -577,11 +637,21 @@ impl Hub {
                 epoch: self.epoch(),
                 latest,
                 reset,
-                replay,
-                gap,
+                // Held as ranges of the ring, written in chunks (super::replay).
+                replay: Replay::from_ring(replay, gap, local),
             };
             (first, skip)
         })
+    }
+
+    /// The ring, for a replay written from it (super::replay).
+    pub(crate) fn ring(&self) -> &Mutex<VecDeque<Round>> {
+        &self.ring
+    }
+
+    /// A replay decided outside registration, held as ranges of the ring where it can be.
+    pub fn plan(&self, rounds: Vec<Round>, gap: Option<(u64, u64)>) -> Replay {
+        Replay::from_ring(rounds, gap, &lock(&self.ring))
     }
 
     /// Register with a first part decided by `first` (given the ring) atomically with the
@@ -727,8 +797,14 @@ impl Hub {
             // Nothing after `since` but a tail the node marked as a gap: say so.
             (latest, oldest, gap) = (g.seq, Some(g.seq + 1), true);
         }
+        // Bounded: at most POLL_MAX bytes of messages (at least one); the client polls
+        // again from `latest`, the last one carried.
+        let (served, more) = capped(served, super::replay::POLL_MAX, self.cfg.size);
+        if more {
+            latest = served.last().map_or(latest, |r| r.seq);
+        }
         let mut out = format!(
-            "{{\"epoch\":\"{}\",\"reset\":{},\"latest\":{latest},\"gap\":{gap},\"oldest\":{},\"messages\":[",
+            "{{\"epoch\":\"{}\",\"reset\":{},\"latest\":{latest},\"gap\":{gap},\"oldest\":{},\"more\":{more},\"messages\":[",
             self.epoch(),
             resume.reset().is_some(),
             oldest.map_or("null".to_string(), |o| o.to_string())
@@ -739,7 +815,12 @@ impl Hub {
                 out.push(',');
             }
             first = false;
-            out.push_str(std::str::from_utf8(&r.json).unwrap_or("{}"));
+            if r.json.is_empty() && r.is_data() {
+                // A Stream round (Round::stub): encoded for this answer only.
+                out.push_str(&payload::encode_text(self.cfg.size, r.seq, r.ts));
+            } else {
+                out.push_str(std::str::from_utf8(&r.json).unwrap_or("{}"));
+            }
         }
         out.push_str("]}");
         out
@@ -837,6 +918,16 @@ impl Hub {
             ring_messages,
             ring_bytes,
             sessions: self.sessions.stats(),
+            refused: Refusals {
+                host: c.refused_host.load(Relaxed),
+                origin: c.refused_origin.load(Relaxed),
+            },
+            replay: self.replay.stats(),
+            accept_errors: AcceptErrors {
+                emfile: c.accept_errors[0].load(Relaxed),
+                enfile: c.accept_errors[1].load(Relaxed),
+                other: c.accept_errors[2].load(Relaxed),
+            },
             hub_buckets: HUB_BUCKETS_MS
                 .iter()
                 .copied()
@@ -1110,6 +1201,23 @@ fn dropped_range(tail_seq: u64, marked: Option<(u64, u64)>, seq: u64) -> (u64, u
     (marked.map_or(tail_seq.saturating_add(1), |g| g.0), seq)
 }
 
+/// The first rounds whose JSON fits `max` bytes (at least one), and whether some were left.
+/// A round not encoded yet (a stub) counts as `size`, what its JSON will take.
+pub fn capped(served: Vec<&Round>, max: usize, size: usize) -> (Vec<&Round>, bool) {
+    let mut bytes = 0;
+    let n = served
+        .iter()
+        .position(|r| {
+            bytes += r.json.len().max(size) + 1;
+            bytes > max
+        })
+        .map_or(served.len(), |i| i.max(1));
+    let more = n < served.len();
+    let mut served = served;
+    served.truncate(n);
+    (served, more)
+}
+
 /// The local ring and the cluster's, by seq, without duplicates. Rounds of `extra` from
 /// another epoch than `epoch` are left out: the cluster's ring was read before an epoch
 /// reset that came while the client registered.
@@ -1244,6 +1352,26 @@ mod tests {
         assert_eq!((latest, oldest, gap, served.len()), (10, Some(5), true, 6));
         let (latest, _, gap, served) = poll_view(&whole, 20, false);
         assert_eq!((latest, gap, served.len()), (10, false, 0));
+    }
+
+    #[test]
+    fn a_poll_answer_is_capped_in_bytes_but_carries_at_least_one_message() {
+        let r = ring(1..=100);
+        let all: Vec<&Round> = r.iter().collect();
+        let one = r[0].json.len() + 1;
+        let (served, more) = capped(all.clone(), 10 * one, 0);
+        assert_eq!((served.len(), more), (10, true));
+        let (served, more) = capped(all.clone(), 1000 * one, 0);
+        assert_eq!((served.len(), more), (100, false));
+        let stubs: Vec<Round> = (1..=100).map(|s| Round::stub(Epoch(1), s, s)).collect();
+        let (served, _) = capped(stubs.iter().collect(), 10 * 65, 64);
+        assert_eq!(served.len(), 10, "a stub counts as its JSON to come");
+        let (served, more) = capped(all, 1, 0);
+        assert_eq!(
+            (served.len(), more),
+            (1, true),
+            "a message larger than the cap"
+        );
     }
 
     #[test]

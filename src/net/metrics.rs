@@ -131,6 +131,43 @@ fn server_state(o: &mut String, s: &Snapshot) {
         "WebSocket connections accepted on /echo (off the fan-out path).",
         &one(s.echo_connections),
     );
+    let refused: Rows = [("host", s.refused.host), ("origin", s.refused.origin)]
+        .iter()
+        .map(|(r, v)| (format!("{{reason=\"{r}\"}}"), v.to_string()))
+        .collect();
+    metric(
+        o,
+        "rtcheck_requests_refused_total",
+        "counter",
+        "Requests refused: a Host that is not this server's (421, DNS rebinding), an Origin of another site on /control/* or /ws (403).",
+        &refused,
+    );
+    let r = &s.replay;
+    for (name, kind, help, v) in [
+        ("rtcheck_replay_budget_bytes", "gauge", "--replay-budget: resume replay (and /poll answer) bytes in flight over every client at most.", r.budget_bytes),
+        ("rtcheck_replay_bytes_in_flight", "gauge", "Resume replay bytes leased now (chunks being written, poll answers being sent).", r.in_flight_bytes),
+        ("rtcheck_replay_bytes_in_flight_peak", "gauge", "The most replay bytes in flight at once since start.", r.peak_in_flight_bytes),
+        ("rtcheck_replay_waits_total", "counter", "Replay chunks and polls that waited for the budget.", r.waits),
+        ("rtcheck_heap_trims_total", "counter", "Heap trims after replay floods (freed memory handed back to the OS).", r.heap_trims),
+    ] {
+        metric(o, name, kind, help, &one(v));
+    }
+    let a = &s.accept_errors;
+    let accept: Rows = [
+        ("emfile", a.emfile),
+        ("enfile", a.enfile),
+        ("other", a.other),
+    ]
+    .iter()
+    .map(|(k, v)| (format!("{{kind=\"{k}\"}}"), v.to_string()))
+    .collect();
+    metric(
+        o,
+        "rtcheck_accept_errors_total",
+        "counter",
+        "Failed accepts: emfile (this process at its open files limit), enfile (the system's), other.",
+        &accept,
+    );
     metric(
         o,
         "rtcheck_max_queue_depth",
@@ -221,6 +258,16 @@ mod tests {
             ring_messages: 3,
             ring_bytes: 4096,
             sessions: Default::default(),
+            refused: super::super::hub::Refusals { host: 2, origin: 1 },
+            replay: super::super::replay::ReplayStats {
+                budget_bytes: 1 << 20,
+                ..Default::default()
+            },
+            accept_errors: super::super::hub::AcceptErrors {
+                emfile: 4,
+                enfile: 0,
+                other: 0,
+            },
             hub_buckets: vec![(0.5, 1), (1.0, 5), (250.0, 7)],
             hub_count: 7,
             hub_sum_ms: 4.5,
@@ -245,10 +292,10 @@ mod tests {
         let families = text.lines().filter(|l| l.starts_with("# TYPE ")).count();
         // The delivery families (ring, sessions) come from session.rs.
         let delivery = super::super::session::METRIC_FAMILIES;
-        assert_eq!(families, 16 + delivery);
+        assert_eq!(families, 23 + delivery);
         assert_eq!(
             text.lines().filter(|l| l.starts_with("# HELP ")).count(),
-            16 + delivery
+            23 + delivery
         );
         let m = samples(&text);
         assert_eq!(m["rtcheck_connections{transport=\"sse\"}"], "5");
@@ -259,6 +306,9 @@ mod tests {
         assert_eq!(m["process_resident_memory_bytes"], "1048576");
         assert_eq!(m["rtcheck_ring_bytes"], "4096");
         assert_eq!(m["rtcheck_sessions"], "0");
+        assert_eq!(m["rtcheck_requests_refused_total{reason=\"host\"}"], "2");
+        assert_eq!(m["rtcheck_accept_errors_total{kind=\"emfile\"}"], "4");
+        assert_eq!(m["rtcheck_replay_budget_bytes"], "1048576");
     }
 
     #[test]

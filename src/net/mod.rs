@@ -12,6 +12,8 @@ pub mod inbox;
 pub mod io;
 pub mod metrics;
 pub mod payload;
+pub mod ratelog;
+pub mod replay;
 pub mod server;
 pub mod session;
 pub mod sse;
@@ -215,6 +217,12 @@ fn banner(
     if cfg.delivery == session::Delivery::SessionAck {
         b.push_str(&session::banner_line(cfg));
     }
+    b.push_str(&format!(
+        "  replay budget: {} in flight over all clients ({}); /poll: {}\n",
+        crate::units::fmt_bytes(cfg.replay_budget.bytes),
+        cfg.replay_budget.source,
+        crate::units::fmt_bytes(replay::POLL_MAX as u64),
+    ));
     b.push_str(&work::banner_line());
     b.push_str(&format!(
         "  open files limit: soft {soft}, hard {hard} (soft raised to hard at start)"

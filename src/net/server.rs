@@ -5,6 +5,7 @@ use super::http::{self, ReadError, Request};
 use super::hub::{CloseReason, Conn, Hub, Transport};
 use super::inbox::{Inbox, ReadEnd};
 use super::io::{self, ReadOutcome, WriteError};
+use super::replay::Replay;
 use super::session::{self, Delivery};
 use super::wsframe::echo_close_code;
 use super::{access, echo, metrics, wsframe};
@@ -21,6 +22,7 @@ const GOODBYE: Duration = Duration::from_millis(200);
 
 /// Accept loop for the HTTP front (or the raw floor when `raw`).
 pub async fn accept_loop(hub: Arc<Hub>, listener: TcpListener, raw: bool) {
+    let mut log = super::ratelog::RateLog::new(super::ratelog::EVERY);
     loop {
         let accepted = tokio::select! {
             a = listener.accept() => a,
@@ -29,8 +31,15 @@ pub async fn accept_loop(hub: Arc<Hub>, listener: TcpListener, raw: bool) {
         let stream = match accepted {
             Ok((s, _)) => s,
             Err(e) => {
-                // EMFILE and friends: back off instead of spinning, keep serving.
-                eprintln!("rtcheck serve: accept: {e}");
+                // EMFILE and friends: back off instead of spinning, keep serving; counted,
+                // and logged once per interval (it repeats 20 times a second).
+                hub.counters.accept_error(&e);
+                if let Some(n) = log.hit(std::time::Instant::now()) {
+                    eprintln!(
+                        "rtcheck serve: accept: {e}{} (rtcheck_accept_errors_total)",
+                        log.suffix(n)
+                    );
+                }
                 tokio::time::sleep(Duration::from_millis(50)).await;
                 continue;
             }
@@ -67,6 +76,9 @@ pub(crate) async fn send(s: &TcpStream, bytes: &[u8]) -> bool {
 /// One HTTP connection: plain requests in a keep-alive loop, or an upgrade to a stream.
 async fn handle_http(hub: Arc<Hub>, stream: TcpStream) {
     let mut buf = Vec::new();
+    let Ok(local) = stream.local_addr() else {
+        return;
+    };
     loop {
         let req = match http::read_request(&stream, &mut buf, REQUEST_TIMEOUT).await {
             Ok(r) => r,
@@ -84,6 +96,10 @@ async fn handle_http(hub: Arc<Hub>, stream: TcpStream) {
                 hub.counters.bad_requests.fetch_add(1, Relaxed);
                 send(&stream, &http::error(status, &msg)).await;
             }
+            return;
+        }
+        if let Err((status, msg)) = gate(&hub, &req, local) {
+            send(&stream, &http::error(status, msg)).await;
             return;
         }
         let listen = hub.cfg.control_listen.unwrap_or(hub.cfg.listen);
@@ -113,6 +129,12 @@ async fn handle_http(hub: Arc<Hub>, stream: TcpStream) {
             "/sse" if req.method != "OPTIONS" => return serve_sse(hub, stream, req).await,
             _ => {}
         }
+        // A poll answer is replay too: its bytes (body and response) count in the budget
+        // until sent.
+        let _lease = match req.path == "/poll" {
+            true => Some(hub.replay.lease(2 * super::replay::POLL_MAX).await),
+            false => None,
+        };
         let cors = access::cors_headers(hub.cfg.cors.as_deref(), &req.path);
         let (status, ctype, body) = match preflight(&req, &cors) {
             Some(r) => r,
@@ -142,6 +164,28 @@ async fn handle_http(hub: Arc<Hub>, stream: TcpStream) {
             return;
         }
     }
+}
+
+/// The access rules before any route: a Host that is not this server's is refused (421:
+/// a DNS-rebinding page), and so is a `/control/*` request from another site's page
+/// (403: browsers send Origin on every POST, even `no-cors`). Counted by reason.
+fn gate(hub: &Hub, req: &Request, local: std::net::SocketAddr) -> Result<(), (u16, &'static str)> {
+    let host = req.header("host");
+    if !access::host_allowed(host, local, &hub.cfg.public_hosts) {
+        hub.counters.refused_host.fetch_add(1, Relaxed);
+        return Err((
+            421,
+            "Host is not a name of this server (DNS rebinding?); serve --public-host NAME adds one",
+        ));
+    }
+    if req.path.starts_with("/control/") && !access::control_origin_ok(req.header("origin"), host) {
+        hub.counters.refused_origin.fetch_add(1, Relaxed);
+        return Err((
+            403,
+            "/control/* is refused to pages of other sites (a request with an Origin)",
+        ));
+    }
+    Ok(())
 }
 
 /// Check the request's framing and discard its body (answering `Expect: 100-continue`).
@@ -315,6 +359,7 @@ async fn accept_ws(hub: &Hub, stream: &TcpStream, req: Request) -> bool {
     let cors = hub.cfg.cors.as_deref();
     if !super::access::origin_allowed(req.header("origin"), req.header("host"), cors) {
         hub.counters.bad_requests.fetch_add(1, Relaxed);
+        hub.counters.refused_origin.fetch_add(1, Relaxed);
         let msg = "Origin is another site's: a WebSocket from it is refused (serve --cors ORIGIN allows one, --cors '*' any)";
         send(stream, &http::error(403, msg)).await;
         return false;
@@ -346,7 +391,7 @@ async fn upgrade_ws(hub: Arc<Hub>, stream: TcpStream, req: Request, leftover: Ve
             let ack = session::ack_from(hub.epoch(), since);
             let registered =
                 session::register(&hub, stream, Transport::Ws, presented.as_deref(), ack);
-            let (conn, replay, gap, hello) = match registered {
+            let (conn, replay, hello) = match registered {
                 Ok(r) => r,
                 // Another client took the last place since the check: 1013 Try Again Later.
                 Err((stream, _)) => {
@@ -356,7 +401,7 @@ async fn upgrade_ws(hub: Arc<Hub>, stream: TcpStream, req: Request, leftover: Ve
                 }
             };
             let head = wsframe::frame(wsframe::OP_TEXT, hello.json().as_bytes());
-            if !ws_replay(&hub, &conn, &head, &replay, gap).await {
+            if !ws_replay(&hub, &conn, &head, replay).await {
                 hub.deregister(&conn, CloseReason::Peer, 0);
                 return;
             }
@@ -364,7 +409,7 @@ async fn upgrade_ws(hub: Arc<Hub>, stream: TcpStream, req: Request, leftover: Ve
         }
         _ if since.is_none() && hub.cfg.delivery == Delivery::SeqRing => {
             let (conn, hello) = session::register_ws(&hub, stream);
-            if !ws_replay(&hub, &conn, &hello, &[], None).await {
+            if !ws_replay(&hub, &conn, &hello, Replay::default()).await {
                 hub.deregister(&conn, CloseReason::Peer, 0);
                 return;
             }
@@ -381,7 +426,7 @@ async fn upgrade_ws(hub: Arc<Hub>, stream: TcpStream, req: Request, leftover: Ve
             if let Some(r) = first.reset {
                 head.extend_from_slice(&r.ws());
             }
-            if !ws_replay(&hub, &conn, &head, &first.replay, first.gap).await {
+            if !ws_replay(&hub, &conn, &head, first.replay).await {
                 hub.deregister(&conn, CloseReason::Peer, 0);
                 return;
             }
@@ -396,7 +441,7 @@ async fn upgrade_ws(hub: Arc<Hub>, stream: TcpStream, req: Request, leftover: Ve
 /// `sessions.refused`).
 async fn refuse(hub: &Hub, stream: &TcpStream, r: session::Refused) {
     let secs = r.0.to_string();
-    let msg = r.message(hub.sessions.max());
+    let msg = hub.sessions.refusal_message(r);
     send(
         stream,
         &http::error_with(503, &msg, &[("Retry-After", &secs)]),
@@ -405,31 +450,13 @@ async fn refuse(hub: &Hub, stream: &TcpStream, r: session::Refused) {
 }
 
 /// The resume head of a WebSocket client: a gap marker as a text frame with the same
-/// `{"from":A,"to":B}` as SSE's `event: gap`, then the ring's replay. The connection was
-/// registered as writing, so the publisher only queues until this is out.
-async fn ws_replay(
-    hub: &Hub,
-    conn: &Conn,
-    head: &[u8],
-    replay: &[super::hub::Round],
-    gap: Option<(u64, u64)>,
-) -> bool {
-    let mut first = head.to_vec();
-    if let Some((a, b)) = gap {
-        let marker = format!("{{\"from\":{a},\"to\":{b}}}");
-        first.extend_from_slice(&wsframe::frame(wsframe::OP_TEXT, marker.as_bytes()));
-    }
-    for r in replay {
-        first.extend_from_slice(&r.ws);
-    }
-    let ok = io::write_with_deadline(&conn.stream, &first, Some(REQUEST_TIMEOUT))
+/// `{"from":A,"to":B}` as SSE's `event: gap`, then the ring's replay, in chunks under the
+/// replay budget and the write deadline (super::replay). The connection was registered as
+/// writing, so the publisher only queues until this is out.
+async fn ws_replay(hub: &Hub, conn: &Conn, head: &[u8], replay: Replay) -> bool {
+    let ok = super::replay::write(hub, conn, Transport::Ws, head, replay)
         .await
         .is_ok();
-    if ok {
-        for r in replay {
-            hub.counters.sent(Transport::Ws, r.ws.len());
-        }
-    }
     conn.done_writing();
     ok
 }
@@ -474,14 +501,23 @@ async fn ws_loop(hub: &Hub, conn: &Conn, leftover: Vec<u8>) -> (CloseReason, u64
         }
         if let Some(pos) = control.resume.take() {
             let extra = super::cluster::resume_from(hub, pos.seq).await;
-            if let Some(b) = session::ws_resume_reply(hub, conn.id, pos, &extra) {
-                control.extra.extend_from_slice(&b);
-            }
+            control.replay = session::ws_resume_reply(hub, conn.id, pos, &extra);
         }
         // Not while the publisher's partial write waits in the queue: that goes first.
         if !control.is_empty() && conn.try_begin_writing() {
             let c = control.take_bytes();
             let r = io::write_with_deadline(s, &c, cfg.write_deadline).await;
+            conn.done_writing();
+            if let Err(e) = r {
+                return (write_failure(e), 0);
+            }
+        }
+        // A resume message's replay, after the control frames, in chunks.
+        if control.replay.is_some() && conn.try_begin_writing() {
+            let (reset, replay) = control.replay.take().unwrap_or_default();
+            // A reset marker first when the position was not this server's.
+            let head = reset.map_or(Vec::new(), |r| r.ws());
+            let r = super::replay::write(hub, conn, Transport::Ws, &head, replay).await;
             conn.done_writing();
             if let Err(e) = r {
                 return (write_failure(e), 0);
@@ -556,8 +592,10 @@ struct Pending {
     ping: bool,
     /// The client closed: the code to echo.
     close: Option<u16>,
-    /// Frames answering a client message (a resume message's replay).
+    /// Frames answering a client message.
     extra: Vec<u8>,
+    /// A resume message's answer (a reset marker, then the replay written in chunks).
+    replay: Option<session::ResumeReply>,
     /// A resume message's position, to answer from the cluster's Redis ring.
     resume: Option<Position>,
 }
@@ -595,8 +633,8 @@ fn handle_inbound(
                 if let Some(since) = session::cluster_resume_since(hub, conn, &t).filter(|_| writer)
                 {
                     control.resume = Some(since);
-                } else if let Some(b) = session::on_ws_text(hub, conn, &t).filter(|_| writer) {
-                    control.extra.extend_from_slice(&b);
+                } else if let Some(r) = session::on_ws_text(hub, conn, &t).filter(|_| writer) {
+                    control.replay = Some(r);
                 }
             }
             Inbound::Binary(_) => {
@@ -657,27 +695,28 @@ async fn serve_sse(hub: Arc<Hub>, stream: TcpStream, req: Request) {
         head.push_str(&format!("{k}: {v}\r\n"));
     }
     head.push_str("\r\n");
-    let (conn, replay, gap) = if hub.cfg.delivery == Delivery::SessionAck {
+    let (conn, replay) = if hub.cfg.delivery == Delivery::SessionAck {
         let ack = session::ack_from(hub.epoch(), last_id);
         let registered = session::register(&hub, stream, Transport::Sse, presented.as_deref(), ack);
-        let (conn, replay, gap, hello) = match registered {
+        let (conn, replay, hello) = match registered {
             Ok(r) => r,
             Err((stream, r)) => return refuse(&hub, &stream, r).await,
         };
         head.push_str(&hello.sse());
-        (conn, replay, gap)
+        (conn, replay)
     } else {
         let extra = match last_id {
             Some(p) => super::cluster::resume_from(&hub, p.seq).await,
             None => Vec::new(),
         };
         let (conn, first) = hub.register_resume_with(stream, Transport::Sse, last_id, &extra);
+        // A reset marker first (after the head) if the position was not this server's.
         if let Some(r) = first.reset {
             head.push_str(&r.sse());
         }
-        (conn, first.replay, first.gap)
+        (conn, first.replay)
     };
-    let (reason, in_flight) = sse_loop(&hub, &conn, &head, replay, gap).await;
+    let (reason, in_flight) = sse_loop(&hub, &conn, &head, replay).await;
     hub.deregister(&conn, reason, in_flight);
 }
 
@@ -699,34 +738,16 @@ fn sse_liveness(s: &TcpStream, cfg: &super::config::Config) -> std::io::Result<(
     sock.set_tcp_keepalive(&ka)
 }
 
-async fn sse_loop(
-    hub: &Hub,
-    conn: &Conn,
-    head: &str,
-    replay: Vec<super::hub::Round>,
-    gap: Option<(u64, u64)>,
-) -> (CloseReason, u64) {
+async fn sse_loop(hub: &Hub, conn: &Conn, head: &str, replay: Replay) -> (CloseReason, u64) {
     let cfg = &hub.cfg;
     let s = &conn.stream;
     let writer = cfg.strategy == Strategy::PerClient;
-    let mut first = head.as_bytes().to_vec();
-    if let Some((a, b)) = gap {
-        first.extend_from_slice(
-            format!("event: gap\ndata: {{\"from\":{a},\"to\":{b}}}\n\n").as_bytes(),
-        );
+    // The head, the gap marker and the replay, in chunks under the replay budget and the
+    // write deadline (super::replay).
+    let r = super::replay::write(hub, conn, Transport::Sse, head.as_bytes(), replay).await;
+    if let Err(e) = r {
+        return (write_failure(e), 0);
     }
-    for r in &replay {
-        first.extend_from_slice(&r.sse);
-    }
-    match io::write_with_deadline(s, &first, Some(REQUEST_TIMEOUT)).await {
-        Ok(()) => {
-            for r in &replay {
-                hub.counters.sent(Transport::Sse, r.sse.len());
-            }
-        }
-        Err(_) => return (CloseReason::Peer, 0),
-    }
-    drop(first);
     conn.done_writing();
     let ping = cfg.ping.filter(|_| writer);
     let mut next_ping = ping.map(|p| Instant::now() + p);

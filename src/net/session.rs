@@ -2,7 +2,7 @@
 //! per client: a bounded queue of unacked messages kept while it is away, acks by seq,
 //! expiry after `--session-ttl`) and `--delivery snapshot` (the latest message first).
 //! The hub calls in at four points: publish, register, deregister and snapshot.
-use super::epoch::{self, Epoch, Position};
+use super::epoch::{self, Epoch, Position, Reset};
 use super::http::Request;
 use super::hub::{lock, Conn, Hub, Round, Transport};
 use super::payload;
@@ -69,18 +69,36 @@ pub fn snapshot_replay(
     (latest.cloned().into_iter().collect(), None)
 }
 
-/// The banner's sessions line: TTL, queue, the cap and what it can hold at worst (every
-/// session away with a full queue; measured: 953 MB for 10,000 sessions away 3 s at
-/// 30 msg/s x 1 KiB, docs/delivery.md).
+/// What one session can hold at worst (away with a full queue): per entry its payload copy
+/// (malloc rounds to 16 bytes and adds a 16-byte header), the entry twice (a VecDeque
+/// grows to twice what it holds), plus the fixed part. Measured: 953 MB for 10,000
+/// sessions away 3 s at 30 msg/s x 1 KiB (docs/delivery.md).
+pub fn worst_session_bytes(queue: usize, size: usize) -> u64 {
+    let entry = size.next_multiple_of(16) + 16 + 2 * ENTRY_OVERHEAD;
+    (SESSION_OVERHEAD + queue * entry) as u64
+}
+
+/// Sessions `--session-memory` holds when each may reach its worst.
+pub fn sessions_in_memory(memory: u64, queue: usize, size: usize) -> u64 {
+    memory / worst_session_bytes(queue, size).max(1)
+}
+
+/// The banner's sessions lines: TTL, queue, both caps and what they hold at worst.
 pub fn banner_line(cfg: &super::config::Config) -> String {
-    let per = SESSION_OVERHEAD + cfg.session_queue * (cfg.size + ENTRY_OVERHEAD);
+    let per = worst_session_bytes(cfg.session_queue, cfg.size);
+    let by_memory = sessions_in_memory(cfg.session_memory.bytes, cfg.session_queue, cfg.size);
+    let held = (cfg.max_sessions as u64).min(by_memory);
     format!(
         "  sessions: max {} (new ones then get 503 + Retry-After), ttl {}, queue {}\n  \
-         sessions at worst: {} (every one away with a full queue)\n",
+         session memory: {} ({})\n  \
+         sessions at worst: {} ({held} x {}, away with full queues)\n",
         cfg.max_sessions,
         crate::units::fmt_duration(cfg.session_ttl),
         cfg.session_queue,
-        crate::units::fmt_bytes((per * cfg.max_sessions) as u64),
+        crate::units::fmt_bytes(cfg.session_memory.bytes),
+        cfg.session_memory.source,
+        crate::units::fmt_bytes(per * held),
+        crate::units::fmt_bytes(per),
     )
 }
 
@@ -183,6 +201,13 @@ pub struct SessionStats {
     pub max: u64,
     /// New sessions refused at the cap (503 + Retry-After; WebSocket close 1013).
     pub refused: u64,
+    /// `--session-memory` in bytes, what one session can hold at worst, the sessions that
+    /// fit (the cap is the lower of this and `max`), and the refusals where memory was the
+    /// binding cap.
+    pub memory_budget: u64,
+    pub worst_session_bytes: u64,
+    pub max_by_memory: u64,
+    pub refused_memory: u64,
     pub connected: u64,
     /// Bytes of session state held: payload copies plus bookkeeping (counted, not the
     /// allocator's view; RSS is the independent check).
@@ -208,6 +233,11 @@ pub struct Sessions {
     cap: usize,
     /// `--max-sessions`: beyond it a new session is refused (a known one never is).
     max: usize,
+    /// `--session-memory`: sessions held at worst stay within it (a new one beyond is
+    /// refused like one beyond `max`), and one session's worst.
+    memory: u64,
+    worst: u64,
+    refused_memory: AtomicU64,
     size: usize,
     text: bool,
     enabled: bool,
@@ -270,6 +300,9 @@ impl Sessions {
             ttl: cfg.session_ttl,
             cap: cfg.session_queue.max(1),
             max: cfg.max_sessions.max(1),
+            memory: cfg.session_memory.bytes,
+            worst: worst_session_bytes(cfg.session_queue.max(1), cfg.size),
+            refused_memory: AtomicU64::new(0),
             size: cfg.size,
             text: cfg.text,
             enabled: cfg.delivery == Delivery::SessionAck,
@@ -288,19 +321,49 @@ impl Sessions {
         self.max
     }
 
-    /// Room for a new session? At the cap, sessions already past their TTL go first (the
+    /// Sessions `--session-memory` holds when each reaches its worst.
+    fn by_memory(&self) -> usize {
+        (self.memory / self.worst.max(1)).min(usize::MAX as u64) as usize
+    }
+
+    /// Sessions held at most: the lower of `--max-sessions` and what the memory holds.
+    pub fn cap(&self) -> usize {
+        self.max.min(self.by_memory())
+    }
+
+    /// The 503's message: which cap was reached and when to retry.
+    pub fn refusal_message(&self, r: Refused) -> String {
+        let cap = self.cap();
+        if cap < self.max {
+            format!(
+                "session memory full: {cap} sessions of up to {} each fill serve --session-memory {}; retry after {} s",
+                crate::units::fmt_bytes(self.worst),
+                crate::units::fmt_bytes(self.memory),
+                r.0
+            )
+        } else {
+            r.message(self.max)
+        }
+    }
+
+    /// Room for a new session? At the cap (the lower of `--max-sessions` and what
+    /// `--session-memory` holds at worst), sessions already past their TTL go first (the
     /// expiry loop may not have reached them); if none, the new session is refused and
     /// counted. Existing sessions are never evicted for a new one: under a connect flood,
     /// the clients that are away keep what they are owed.
     fn admit(&self, inner: &mut Inner, now: Instant) -> Result<(), Refused> {
-        if inner.by_id.len() < self.max {
+        let cap = self.cap();
+        if inner.by_id.len() < cap {
             return Ok(());
         }
         self.expire_locked(inner, now);
-        if inner.by_id.len() < self.max {
+        if inner.by_id.len() < cap {
             return Ok(());
         }
         self.refused.fetch_add(1, Relaxed);
+        if cap < self.max {
+            self.refused_memory.fetch_add(1, Relaxed);
+        }
         let soonest = inner
             .by_id
             .values()
@@ -499,6 +562,10 @@ impl Sessions {
             count: g.by_id.len() as u64,
             max: self.max as u64,
             refused: self.refused.load(Relaxed),
+            memory_budget: self.memory,
+            worst_session_bytes: self.worst,
+            max_by_memory: self.by_memory() as u64,
+            refused_memory: self.refused_memory.load(Relaxed),
             connected: g.by_conn.len() as u64,
             bytes: g.bytes as u64,
             messages: g.by_id.values().map(|s| s.queue.len() as u64).sum(),
@@ -521,11 +588,17 @@ impl Sessions {
     ) -> Result<String, Refused> {
         let ack = ack_from(epoch, pos);
         let (hello, replay, gap) = self.attach_as(presented, ack, true)?;
-        let replay = self.encode(epoch, &replay);
         // A new session, or a position from another epoch: what it holds is all owed.
         let since = ack.filter(|_| !hello.reset).unwrap_or(0);
+        // Bounded like a plain poll: the client polls again from `latest` (which acks).
+        let owed: Vec<(u64, u64)> = replay.into_iter().filter(|r| r.0 > since).collect();
+        // A JSON message is padded to --size bytes (at least its seq and ts), plus a comma.
+        let per = self.size.max(64) + 1;
+        let n = (super::replay::POLL_MAX / per).clamp(1, owed.len().max(1));
+        let more = owed.len() > n;
+        let replay = self.encode(epoch, &owed[..n.min(owed.len())]);
         let mut out = format!(
-            "{{\"session\":\"{}\",\"reset\":{},\"epoch\":\"{epoch}\",\"latest\":{},\"gap\":{},\"oldest\":{},\"messages\":[",
+            "{{\"session\":\"{}\",\"reset\":{},\"epoch\":\"{epoch}\",\"latest\":{},\"gap\":{},\"oldest\":{},\"more\":{more},\"messages\":[",
             hello.session,
             hello.reset || pos.is_some_and(|p| p.epoch.is_some_and(|e| e != epoch)),
             replay.last().map_or(since, |r| r.seq),
@@ -577,7 +650,7 @@ fn new_id() -> String {
 }
 
 /// A registered session client: its connection, what it gets first, and its hello.
-pub type Registered = (Arc<Conn>, Vec<Round>, Option<(u64, u64)>, Hello);
+pub type Registered = (Arc<Conn>, super::replay::Replay, Hello);
 
 /// Register a session-ack client: attach its session under the hub's registration lock
 /// (so no message is missed or sent twice by the hub), bind the connection to it. At
@@ -597,7 +670,9 @@ pub fn register(
     hub.sessions.bind(conn.id, &hello.session);
     let epoch = hub.epoch();
     hello.epoch = Some(epoch);
-    Ok((conn, hub.sessions.encode(epoch, &replay), gap, hello))
+    // Encoded as it is written, a chunk at a time (super::replay).
+    let replay = super::replay::Replay::built(epoch, replay, gap);
+    Ok((conn, replay, hello))
 }
 
 /// Register a plain `/ws` client (no `since`) that may resume with a message: remember
@@ -615,13 +690,17 @@ pub fn register_ws(hub: &Hub, stream: TcpStream) -> (Arc<Conn>, Vec<u8>) {
     (conn, epoch::ws_hello(epoch, joined))
 }
 
+/// The answer to a WebSocket resume message: a reset marker (the position was not this
+/// server's), written before the replay.
+pub type ResumeReply = (Option<Reset>, super::replay::Replay);
+
 /// A WebSocket text message from a client. session-ack: `{"ack":SEQ}` acks up to SEQ.
 /// seq-ring: `{"since":SEQ,"epoch":"E"}` (the resume message, for clients that cannot set
 /// the URL; once per connection) returns what to send: a reset marker if SEQ is from
-/// another epoch or beyond where the client joined, the gap marker and the ring after SEQ
-/// (from its start after a reset) up to where the client joined. Anything else is
+/// another epoch or beyond where the client joined, then the gap marker and the ring after
+/// SEQ (from its start after a reset) up to where the client joined. Anything else is
 /// ignored, as before.
-pub fn on_ws_text(hub: &Hub, conn: u64, text: &[u8]) -> Option<Vec<u8>> {
+pub fn on_ws_text(hub: &Hub, conn: u64, text: &[u8]) -> Option<ResumeReply> {
     let v: serde_json::Value = serde_json::from_slice(text).ok()?;
     match hub.cfg.delivery {
         Delivery::SessionAck => {
@@ -664,30 +743,26 @@ pub fn cluster_resume_since(hub: &Hub, conn: u64, text: &[u8]) -> Option<Positio
     resume_since(&serde_json::from_slice(text).ok()?)
 }
 
-/// The answer to a resume message (once per connection): the gap marker and the ring
+/// The answer to a resume message (once per connection): a reset marker if the position is
+/// from another epoch or beyond where the client joined, the gap marker and the ring
 /// (merged with `extra`, the cluster's) after `since` up to where the client joined. A
 /// cluster node that had delivered nothing when the client joined will never deliver what
 /// the Stream already held: all of it is replayed.
-pub fn ws_resume_reply(hub: &Hub, conn: u64, pos: Position, extra: &[Round]) -> Option<Vec<u8>> {
+pub fn ws_resume_reply(
+    hub: &Hub,
+    conn: u64,
+    pos: Position,
+    extra: &[Round],
+) -> Option<ResumeReply> {
     let upto = match lock(&hub.sessions.joined).remove(&conn)? {
         0 => extra.last().map_or(0, |r| r.seq),
         j => j,
     };
     let resume = epoch::decide(pos, hub.epoch(), upto);
     let (replay, gap) = hub.replay_between(resume.since(), upto, extra);
-    let mut out = resume.reset().map_or(Vec::new(), |r| r.ws());
-    if let Some((a, b)) = gap {
-        let marker = format!("{{\"from\":{a},\"to\":{b}}}");
-        out.extend_from_slice(&super::wsframe::frame(
-            super::wsframe::OP_TEXT,
-            marker.as_bytes(),
-        ));
-    }
-    for r in &replay {
-        out.extend_from_slice(&r.ws);
-        hub.counters.sent(Transport::Ws, r.ws.len());
-    }
-    Some(out)
+    // Written by the connection's loop, the reset marker first, then the replay a chunk
+    // at a time (super::replay).
+    Some((resume.reset(), hub.plan(replay, gap)))
 }
 
 /// `POST /ack?session=ID&seq=SEQ` and `GET /session?id=ID`: `(status, type, body)`, or
@@ -726,7 +801,7 @@ pub fn route(hub: &Hub, req: &Request) -> Option<(u16, &'static str, String)> {
             // A refusal's Retry-After header is added by the caller (`retry_after`).
             Some(match hub.sessions.poll(presented, since, hub.epoch()) {
                 Ok(body) => (200, JSON, body),
-                Err(r) => (503, JSON, refused_json(r, hub.sessions.max())),
+                Err(r) => (503, JSON, refused_json(r, &hub.sessions)),
             })
         }
         "/session" => {
@@ -741,10 +816,14 @@ pub fn route(hub: &Hub, req: &Request) -> Option<(u16, &'static str, String)> {
 }
 
 /// The body of a refused `/poll?session=`.
-fn refused_json(r: Refused, max: usize) -> String {
+fn refused_json(r: Refused, s: &Sessions) -> String {
+    let error = match s.cap() < s.max {
+        true => "session memory full",
+        false => "too many sessions",
+    };
     format!(
-        "{{\"error\":\"too many sessions\",\"max_sessions\":{max},\"retry_after\":{}}}",
-        r.0
+        "{{\"error\":\"{error}\",\"max_sessions\":{},\"session_memory\":{},\"retry_after\":{}}}",
+        s.max, s.memory, r.0
     )
 }
 
@@ -769,18 +848,10 @@ pub async fn expire_loop(hub: Arc<Hub>) {
     }
 }
 
-/// glibc keeps freed small blocks in its arenas; hand them back so RSS follows the
-/// session gauge.
-fn trim_heap() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: malloc_trim has no preconditions.
-    unsafe {
-        libc::malloc_trim(0);
-    }
-}
+use super::sys::trim_heap;
 
 /// Families [`metrics`] renders.
-pub const METRIC_FAMILIES: usize = 13;
+pub const METRIC_FAMILIES: usize = 16;
 
 /// Ring and session families for `/metrics`.
 pub fn metrics(o: &mut String, snap: &super::hub::Snapshot) {
@@ -863,6 +934,24 @@ pub fn metrics(o: &mut String, snap: &super::hub::Snapshot) {
             "counter",
             "New sessions refused at --max-sessions (503 + Retry-After, WebSocket close 1013).",
             s.refused,
+        ),
+        (
+            "rtcheck_session_memory_budget_bytes",
+            "gauge",
+            "--session-memory: sessions held at worst (away, queue full) stay within it.",
+            s.memory_budget,
+        ),
+        (
+            "rtcheck_sessions_max_by_memory",
+            "gauge",
+            "Sessions --session-memory holds at their worst (the cap is the lower of this and --max-sessions).",
+            s.max_by_memory,
+        ),
+        (
+            "rtcheck_sessions_refused_memory_total",
+            "counter",
+            "New sessions refused with --session-memory as the binding cap (also in rtcheck_sessions_refused_total).",
+            s.refused_memory,
         ),
     ];
     for (name, kind, help, v) in rows {
@@ -986,6 +1075,37 @@ mod tests {
         assert!(s.admit(&mut lock(&s.inner), Instant::now() + s.ttl).is_ok());
         let st = s.stats();
         assert_eq!((st.count, st.expired, st.refused, st.max), (0, 1, 3, 1));
+    }
+
+    #[test]
+    fn the_memory_budget_caps_new_sessions_like_max_sessions() {
+        let mut s = sessions(10);
+        assert_eq!(s.worst, worst_session_bytes(10, 64));
+        s.memory = 3 * s.worst + 1;
+        let ids: Vec<String> = (0..3)
+            .map(|_| s.attach(None, None).unwrap().0.session)
+            .collect();
+        let r = s.attach(None, None).unwrap_err();
+        let m = s.refusal_message(r);
+        assert!(m.contains("session memory full: 3 sessions"), "{m}");
+        assert!(refused_json(r, &s).contains("\"error\":\"session memory full\""));
+        assert!(
+            s.check(Some(&ids[0])).is_ok(),
+            "a known session is never refused"
+        );
+        let st = s.stats();
+        assert_eq!(
+            (st.count, st.refused, st.refused_memory, st.max_by_memory),
+            (3, 1, 1, 3)
+        );
+        // Full queues stay within the budget: the worst is an upper bound of the gauge.
+        for q in 1..=20 {
+            s.publish(&round(q));
+        }
+        assert!(s.stats().bytes <= s.memory, "{:?}", s.stats());
+        // The count cap still applies when it is the lower one.
+        s.max = 2;
+        assert!(s.refusal_message(r).contains("--max-sessions"));
     }
 
     #[test]

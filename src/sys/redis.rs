@@ -161,14 +161,66 @@ impl RedisServer {
 
 /// One PING over a fresh connection, bounded to a second.
 pub fn ping(url: &str) -> anyhow::Result<()> {
-    let client = redis::Client::open(url).map_err(|e| anyhow!("{url}: {e}"))?;
-    let mut con = client.get_connection_with_timeout(Duration::from_secs(1))?;
-    con.set_read_timeout(Some(Duration::from_secs(1)))?;
+    let mut con = connect(url)?;
     let pong: String = redis::cmd("PING").query(&mut con)?;
     if pong != "PONG" {
         bail!("{url}: PING answered `{pong}`");
     }
     Ok(())
+}
+
+/// A connection for one short exchange, bounded to a second per reply.
+fn connect(url: &str) -> anyhow::Result<redis::Connection> {
+    let client = redis::Client::open(url).map_err(|e| anyhow!("{url}: {e}"))?;
+    let con = client.get_connection_with_timeout(Duration::from_secs(1))?;
+    con.set_read_timeout(Some(Duration::from_secs(1)))?;
+    Ok(con)
+}
+
+/// The keys under `prefix` (no glob characters in it), a SCAN batch at a time, each batch
+/// handed to `each` until it returns false; bounded to 10,000 batches.
+fn scan_under(
+    con: &mut redis::Connection,
+    prefix: &str,
+    mut each: impl FnMut(&mut redis::Connection, Vec<String>) -> anyhow::Result<bool>,
+) -> anyhow::Result<()> {
+    let mut cursor = 0u64;
+    for _ in 0..10_000 {
+        let (next, keys): (u64, Vec<String>) = redis::cmd("SCAN")
+            .arg(cursor)
+            .arg("MATCH")
+            .arg(format!("{prefix}*"))
+            .arg("COUNT")
+            .arg(1000)
+            .query(con)?;
+        if !each(con, keys)? || next == 0 {
+            return Ok(());
+        }
+        cursor = next;
+    }
+    Ok(())
+}
+
+/// A key under `prefix`, if Redis holds any.
+pub fn first_key_under(url: &str, prefix: &str) -> anyhow::Result<Option<String>> {
+    let mut con = connect(url)?;
+    let mut found = None;
+    scan_under(&mut con, prefix, |_, keys| {
+        found = keys.into_iter().next();
+        Ok(found.is_none())
+    })?;
+    Ok(found)
+}
+
+/// Delete every key under `prefix`.
+pub fn delete_under(url: &str, prefix: &str) -> anyhow::Result<()> {
+    let mut con = connect(url)?;
+    scan_under(&mut con, prefix, |con, keys| {
+        if !keys.is_empty() {
+            redis::cmd("DEL").arg(&keys).query::<u64>(con)?;
+        }
+        Ok(true)
+    })
 }
 
 impl Drop for RedisServer {

@@ -101,7 +101,7 @@ impl Server {
     pub fn start_publishing(&self, rounds: u64) {
         let (status, body) = http(
             self.control_addr(),
-            &format!("POST /control/start?rounds={rounds} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"),
+            &format!("POST /control/start?rounds={rounds} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"),
         );
         assert_eq!(status, 200, "{body}");
     }
@@ -177,7 +177,7 @@ pub fn http(addr: SocketAddr, request: &str) -> (u16, String) {
 pub fn http_get(addr: SocketAddr, path: &str) -> (u16, String) {
     http(
         addr,
-        &format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"),
+        &format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"),
     )
 }
 
@@ -341,7 +341,7 @@ pub fn raw_ws_at(addr: SocketAddr, path: &str, rcvbuf: Option<usize>) -> std::ne
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     write!(
         s,
-        "GET {path} HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
+        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
     )
     .unwrap();
     let mut head = Vec::new();

@@ -74,6 +74,10 @@ pub struct ClusterFlags {
     /// TTL of a client's alive key; the heartbeat refreshes it every TTL/3.
     #[arg(long, default_value = "3s", value_parser = crate::units::parse_duration, requires = "redis", help_heading = "Cluster (several nodes over Redis)")]
     pub presence_ttl: Duration,
+    /// Prefix of every Redis key and channel of this cluster (nodes of one cluster share
+    /// it; another cluster on the same Redis needs its own).
+    #[arg(long, value_name = "PREFIX", default_value = DEFAULT_PREFIX, value_parser = parse_prefix, requires = "redis", help_heading = "Cluster (several nodes over Redis)")]
+    pub redis_prefix: String,
     /// Relay only: do not publish rounds from this node.
     #[arg(
         long,
@@ -81,6 +85,58 @@ pub struct ClusterFlags {
         help_heading = "Cluster (several nodes over Redis)"
     )]
     pub no_publish: bool,
+}
+
+/// `--redis-prefix` of serve by default.
+pub const DEFAULT_PREFIX: &str = "rtcheck:";
+
+/// A key prefix: 1 to 64 of `A-Z a-z 0-9 : . _ -` (no glob characters: presence counts
+/// keys with `SCAN MATCH PREFIX*`, and `bench cluster` looks for keys the same way).
+pub fn parse_prefix(s: &str) -> Result<String, String> {
+    let ok = (1..=64).contains(&s.len())
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b":._-".contains(&b));
+    if ok {
+        Ok(s.to_string())
+    } else {
+        Err(format!("`{s}`: 1 to 64 of A-Z a-z 0-9 : . _ -"))
+    }
+}
+
+/// Every Redis name of one cluster, built from its prefix in this one place (a new key
+/// is added here).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Keys {
+    pub prefix: String,
+    /// Global seq counter.
+    pub seq: String,
+    /// The ring: a Stream whose entry ids are `SEQ-0`, capped at --ring entries.
+    pub ring: String,
+    /// The channel every node subscribes to: `SEQ TS NODE EPOCH` (or `gap FROM TO NODE`).
+    pub rounds: String,
+    /// The cluster's epoch (src/net/epoch.rs): the seqs of `seq` are numbered in it.
+    pub epoch: String,
+    /// Presence ttl: `ALIVE NODE:ID` keys with a TTL.
+    pub alive: String,
+    /// Presence events: the set of online members and its join/leave channel.
+    pub online: String,
+    pub presence: String,
+}
+
+impl Keys {
+    pub fn new(prefix: &str) -> Keys {
+        let k = |name: &str| format!("{prefix}{name}");
+        Keys {
+            prefix: prefix.to_string(),
+            seq: k("seq"),
+            ring: k("ring"),
+            rounds: k("rounds"),
+            epoch: k("epoch"),
+            alive: k("alive:"),
+            online: k("online"),
+            presence: k("presence"),
+        }
+    }
 }
 
 /// Validated cluster settings.
@@ -93,6 +149,7 @@ pub struct ClusterConfig {
     pub ttl: Duration,
     pub heartbeat: Duration,
     pub publish: bool,
+    pub keys: Keys,
 }
 
 impl ClusterConfig {
@@ -132,6 +189,7 @@ impl ClusterConfig {
             ttl,
             heartbeat: ttl / 3,
             publish: !f.no_publish,
+            keys: Keys::new(&f.redis_prefix),
         }))
     }
 
@@ -145,9 +203,10 @@ impl ClusterConfig {
             }
         };
         format!(
-            "cluster: node {}, redis {}, path {path}, presence {} (ttl {}, heartbeat {}), {}",
+            "cluster: node {}, redis {}, prefix {}, path {path}, presence {} (ttl {}, heartbeat {}), {}",
             self.node,
             redact(&self.url),
+            self.keys.prefix,
             self.presence.name(),
             crate::units::fmt_duration(self.ttl),
             crate::units::fmt_duration(self.heartbeat),
@@ -256,6 +315,7 @@ pub async fn start(hub: &Arc<Hub>, cfg: ClusterConfig) -> anyhow::Result<Arc<Clu
     .await
     .map_err(|_| anyhow::anyhow!("--redis {}: no answer within 3 s", redact(&cfg.url)))?
     .map_err(|e| anyhow::anyhow!("--redis {}: cannot connect: {e}", redact(&cfg.url)))?;
+    check_link(&con, &cfg.url).await?;
     let (tx, rx) = tokio::sync::mpsc::channel(OUT_QUEUE);
     let c = Arc::new(Cluster {
         cfg,
@@ -292,6 +352,37 @@ pub async fn start(hub: &Arc<Hub>, cfg: ClusterConfig) -> anyhow::Result<Arc<Clu
     // The first subscription, so a round published right after start reaches this node.
     let _ = tokio::time::timeout(Duration::from_secs(3), ready.notified()).await;
     Ok(c)
+}
+
+/// One PING at start: a connection is not a link (a Redis that wants a password accepts
+/// the connection and refuses every command, NOAUTH), so serve must not start without it.
+async fn check_link(con: &::redis::aio::ConnectionManager, url: &str) -> anyhow::Result<()> {
+    let mut con = con.clone();
+    let cmd = ::redis::cmd("PING");
+    let ping = cmd.query_async::<String>(&mut con);
+    let shown = redact(url);
+    match tokio::time::timeout(Duration::from_secs(3), ping).await {
+        Err(_) => anyhow::bail!("--redis {shown}: no answer to PING within 3 s"),
+        Ok(Err(e)) if is_auth_error(&e) => anyhow::bail!(
+            "--redis {shown}: PING refused ({}): give the password in the URL (redis://:PASSWORD@HOST:PORT/)",
+            one_line(&e)
+        ),
+        Ok(Err(e)) => anyhow::bail!("--redis {shown}: PING refused: {}", one_line(&e)),
+        Ok(Ok(_)) => Ok(()),
+    }
+}
+
+/// NOAUTH (a password is required) or WRONGPASS.
+pub fn is_auth_error(e: &::redis::RedisError) -> bool {
+    let code = e.code().unwrap_or("");
+    code == "NOAUTH" || code == "WRONGPASS" || e.kind() == ::redis::ErrorKind::AuthenticationFailed
+}
+
+fn one_line(e: &impl std::fmt::Display) -> String {
+    e.to_string()
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// A gap marker as a round (not kept in the ring): SSE `event: gap`, WebSocket text frame,
@@ -342,11 +433,15 @@ pub async fn resume_from(hub: &Hub, since: u64) -> Vec<Round> {
         return Vec::new();
     }
     // From `since` itself: a Stream whose newest is `since` holds the client's position.
-    match store::newest_after(c, hub.epoch(), since.max(1)).await {
+    // Read in this epoch: if it resets meanwhile, merge_rings leaves these rounds out.
+    let epoch = hub.epoch();
+    match store::newest_after(c, epoch, since.max(1)).await {
         Ok(v) => v
             .into_iter()
             .filter(|&(_, ts)| ts != 0) // seqs reserved for unpublished rounds: a hole
-            .map(|(seq, ts)| hub.round(seq, ts))
+            // Not encoded here (a resume flood would build a whole ring per client):
+            // a replay encodes them as it writes them, a poll only those it carries.
+            .map(|(seq, ts)| Round::stub(epoch, seq, ts))
             .collect(),
         Err(e) => {
             c.set_error(e);
@@ -516,6 +611,30 @@ mod tests {
         assert_eq!(c.ttl, Duration::from_secs(3));
         assert_eq!(c.heartbeat, Duration::from_secs(1));
         assert!(c.publish);
+        assert_eq!(c.keys.seq, "rtcheck:seq");
+        assert_eq!(c.keys.alive, "rtcheck:alive:");
+        let c = cfg(&["--redis", "redis://h/", "--redis-prefix", "blue:"])
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            (
+                c.keys.ring.as_str(),
+                c.keys.rounds.as_str(),
+                c.keys.epoch.as_str()
+            ),
+            ("blue:ring", "blue:rounds", "blue:epoch")
+        );
+        assert!(c.banner().contains("prefix blue:"), "{}", c.banner());
+        for bad in ["", "a*", "a b", "x[1]"] {
+            assert!(
+                cfg(&["--redis", "redis://h/", "--redis-prefix", bad]).is_err(),
+                "{bad}"
+            );
+        }
+        assert!(
+            cfg(&["--redis-prefix", "a:"]).is_err(),
+            "--redis-prefix without --redis"
+        );
         let e = cfg(&["--redis", "nope://x"]).unwrap_err();
         assert!(e.starts_with("--redis nope://x:"), "{e}");
         assert!(cfg(&["--redis", "redis://h/", "--node", "a b"]).is_err());

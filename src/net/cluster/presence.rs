@@ -1,4 +1,4 @@
-//! Presence in Redis. `ttl`: one alive key per local client (`rtcheck:alive:NODE:ID`, PX =
+//! Presence in Redis. `ttl`: one alive key per local client (`PREFIXalive:NODE:ID`, PX =
 //! --presence-ttl), refreshed by the node's heartbeat every TTL/3, so a dead node's clients
 //! vanish within TTL + one heartbeat. `events` (demonstration): join/leave published on a
 //! channel and kept in a set; nobody sends the leaves of a node that died: ghosts.
@@ -8,10 +8,6 @@ use crate::net::hub::{lock, Hub};
 use std::collections::BTreeSet;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
-
-pub const ALIVE_PREFIX: &str = "rtcheck:alive:";
-pub const ONLINE_SET: &str = "rtcheck:online";
-pub const PRESENCE_CHANNEL: &str = "rtcheck:presence";
 
 /// A local client's name in Redis: `NODE:ID`.
 pub fn member(node: &str, id: u64) -> String {
@@ -29,6 +25,7 @@ pub fn diff(before: &BTreeSet<u64>, now: &BTreeSet<u64>) -> (Vec<u64>, Vec<u64>)
 /// One heartbeat's commands in one pipeline (PING first: it is also the liveness probe).
 fn beat(c: &Cluster, before: &BTreeSet<u64>, now: &BTreeSet<u64>) -> ::redis::Pipeline {
     let node = &c.cfg.node;
+    let keys = &c.cfg.keys;
     let mut p = ::redis::pipe();
     p.cmd("PING").ignore();
     let (joined, left) = diff(before, now);
@@ -36,12 +33,12 @@ fn beat(c: &Cluster, before: &BTreeSet<u64>, now: &BTreeSet<u64>) -> ::redis::Pi
         PresenceMode::Ttl => {
             let px = c.cfg.ttl.as_millis() as u64;
             for id in now {
-                let k = format!("{ALIVE_PREFIX}{}", member(node, *id));
+                let k = format!("{}{}", keys.alive, member(node, *id));
                 p.cmd("SET").arg(k).arg(1).arg("PX").arg(px).ignore();
             }
             for id in &left {
                 p.cmd("DEL")
-                    .arg(format!("{ALIVE_PREFIX}{}", member(node, *id)))
+                    .arg(format!("{}{}", keys.alive, member(node, *id)))
                     .ignore();
             }
         }
@@ -50,9 +47,9 @@ fn beat(c: &Cluster, before: &BTreeSet<u64>, now: &BTreeSet<u64>) -> ::redis::Pi
                 for id in ids {
                     let m = member(node, *id);
                     let op = if what == "join" { "SADD" } else { "SREM" };
-                    p.cmd(op).arg(ONLINE_SET).arg(&m).ignore();
+                    p.cmd(op).arg(&keys.online).arg(&m).ignore();
                     p.cmd("PUBLISH")
-                        .arg(PRESENCE_CHANNEL)
+                        .arg(&keys.presence)
                         .arg(format!("{what} {m}"))
                         .ignore();
                 }
@@ -117,7 +114,7 @@ pub async fn online(c: &Cluster) -> Option<u64> {
         match c.cfg.presence {
             PresenceMode::Events => {
                 ::redis::cmd("SCARD")
-                    .arg(ONLINE_SET)
+                    .arg(&c.cfg.keys.online)
                     .query_async::<u64>(&mut con)
                     .await
             }
@@ -128,7 +125,7 @@ pub async fn online(c: &Cluster) -> Option<u64> {
                     let (next, keys): (u64, Vec<String>) = ::redis::cmd("SCAN")
                         .arg(cursor)
                         .arg("MATCH")
-                        .arg(format!("{ALIVE_PREFIX}*"))
+                        .arg(format!("{}*", c.cfg.keys.alive))
                         .arg("COUNT")
                         .arg(1000)
                         .query_async(&mut con)

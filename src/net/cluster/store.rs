@@ -11,14 +11,7 @@ use std::time::Duration;
 
 /// Bound of any one Redis operation: a dead Redis costs at most this, never a hang.
 pub const OP_TIMEOUT: Duration = Duration::from_secs(1);
-/// Global seq counter.
-pub const SEQ_KEY: &str = "rtcheck:seq";
-/// The ring: a Stream whose entry ids are `SEQ-0`, capped at --ring entries.
-pub const RING_KEY: &str = "rtcheck:ring";
-/// The channel every node subscribes to: `SEQ TS NODE EPOCH`.
-pub const ROUNDS_CHANNEL: &str = "rtcheck:rounds";
-/// The cluster's epoch (src/net/epoch.rs): the seqs of `rtcheck:seq` are numbered in it.
-pub const EPOCH_KEY: &str = "rtcheck:epoch";
+// Key and channel names: [`super::Keys`], from `--redis-prefix`.
 
 /// A node joining: the cluster's epoch, or (none in Redis: an empty Redis, or one that lost
 /// its keys) ARGV[1] as a new one, with the seq counter and the Stream cleared: whatever
@@ -100,9 +93,10 @@ pub async fn join_epoch(c: &Cluster) -> anyhow::Result<Epoch> {
     let mut con = c.con.clone();
     let script = ::redis::Script::new(EPOCH_LUA);
     let mut inv = script.prepare_invoke();
-    inv.key(EPOCH_KEY)
-        .key(SEQ_KEY)
-        .key(RING_KEY)
+    let k = &c.cfg.keys;
+    inv.key(&k.epoch)
+        .key(&k.seq)
+        .key(&k.ring)
         .arg(Epoch::random().to_string());
     let e: String = bounded(inv.invoke_async(&mut con)).await?;
     Ok(Epoch::parse(&e))
@@ -111,8 +105,12 @@ pub async fn join_epoch(c: &Cluster) -> anyhow::Result<Epoch> {
 /// The cluster's epoch as Redis holds it now (None: Redis has none, it lost its keys).
 pub async fn read_epoch(c: &Cluster) -> anyhow::Result<Option<Epoch>> {
     let mut con = c.con.clone();
-    let e: Option<String> =
-        bounded(::redis::cmd("GET").arg(EPOCH_KEY).query_async(&mut con)).await?;
+    let e: Option<String> = bounded(
+        ::redis::cmd("GET")
+            .arg(&c.cfg.keys.epoch)
+            .query_async(&mut con),
+    )
+    .await?;
     Ok(e.map(|e| Epoch::parse(&e)))
 }
 
@@ -134,14 +132,15 @@ pub async fn publish_one(
 ) -> anyhow::Result<(u64, Epoch)> {
     let mut con = c.con.clone();
     let mut inv = script.prepare_invoke();
-    inv.key(SEQ_KEY)
-        .key(RING_KEY)
-        .key(EPOCH_KEY)
+    let k = &c.cfg.keys;
+    inv.key(&k.seq)
+        .key(&k.ring)
+        .key(&k.epoch)
         .arg(floor(c, epoch))
         .arg(ring_cap(c))
         .arg(ts)
         .arg(&c.cfg.node)
-        .arg(ROUNDS_CHANNEL)
+        .arg(&k.rounds)
         .arg(epoch.to_string());
     let (seq, e): (u64, String) = bounded(inv.invoke_async(&mut con)).await?;
     let e = Epoch::parse(&e);
@@ -165,12 +164,13 @@ async fn reserve_unpublished(
     }
     let mut con = c.con.clone();
     let mut inv = script.prepare_invoke();
-    inv.key(SEQ_KEY)
-        .key(RING_KEY)
-        .key(EPOCH_KEY)
+    let k = &c.cfg.keys;
+    inv.key(&k.seq)
+        .key(&k.ring)
+        .key(&k.epoch)
         .arg(floor(c, epoch))
         .arg(n)
-        .arg(ROUNDS_CHANNEL)
+        .arg(&k.rounds)
         .arg(&c.cfg.node)
         .arg(ring_cap(c))
         .arg(epoch.to_string());
@@ -220,7 +220,7 @@ pub async fn range(
     };
     let reply: ::redis::streams::StreamRangeReply = bounded(
         ::redis::cmd("XRANGE")
-            .arg(RING_KEY)
+            .arg(&c.cfg.keys.ring)
             .arg(from)
             .arg(end)
             .arg("COUNT")
@@ -242,7 +242,7 @@ pub async fn newest_after(c: &Cluster, epoch: Epoch, from: u64) -> anyhow::Resul
     let mut con = c.con.clone();
     let reply: ::redis::streams::StreamRangeReply = bounded(
         ::redis::cmd("XREVRANGE")
-            .arg(RING_KEY)
+            .arg(&c.cfg.keys.ring)
             .arg("+")
             .arg(from)
             .arg("COUNT")
@@ -463,17 +463,21 @@ async fn on_unpublished(hub: &Arc<Hub>, c: &Cluster, h: &Heard<'_>) -> anyhow::R
 pub async fn relay(hub: Arc<Hub>, c: Arc<Cluster>, ready: Arc<tokio::sync::Notify>) {
     let mut backoff = Backoff::default();
     let mut first = true;
+    // A failure that repeats (a Redis refusing AUTH fails every attempt) is one line per
+    // interval with a count, never a flood.
+    let mut log = crate::net::ratelog::RateLog::new(crate::net::ratelog::EVERY);
     loop {
-        let r = relay_once(&hub, &c, &mut backoff, first, &ready).await;
+        let r = relay_once(&hub, &c, &mut backoff, first, &ready, &mut log).await;
         c.link_up.store(false, Relaxed);
         if hub.is_shutting_down() {
             return;
         }
         if let Err(e) = r {
-            if first || backoff.attempts() == 0 {
+            if let Some(n) = log.hit(std::time::Instant::now()) {
                 eprintln!(
-                    "rtcheck serve: node {}: redis link lost ({e}); clients stay, reconnecting",
-                    c.cfg.node
+                    "rtcheck serve: node {}: redis link lost ({e}){}; clients stay, reconnecting",
+                    c.cfg.node,
+                    log.suffix(n)
                 );
             }
             c.set_error(e);
@@ -492,12 +496,22 @@ async fn relay_once(
     backoff: &mut Backoff,
     first: bool,
     ready: &tokio::sync::Notify,
+    log: &mut crate::net::ratelog::RateLog,
 ) -> anyhow::Result<()> {
     let mut ps = bounded(c.client.get_async_pubsub()).await?;
-    bounded(ps.subscribe(ROUNDS_CHANNEL)).await?;
+    bounded(ps.subscribe(&c.cfg.keys.rounds)).await?;
+    // A connection and a sent SUBSCRIBE prove nothing (NOAUTH comes back later): the link
+    // is back only once a command has answered, on the subscription and on the commands'
+    // connection.
+    if let ::redis::Value::ServerError(e) = bounded(ps.ping::<::redis::Value>()).await? {
+        let detail = e.details().unwrap_or("");
+        anyhow::bail!("PING on the subscription refused: {} {detail}", e.code());
+    }
+    bounded(::redis::cmd("PING").query_async::<String>(&mut c.con.clone())).await?;
     // Subscribed before the catch-up: nothing published meanwhile is missed.
     catch_up(hub, c).await?;
     c.link_up.store(true, Relaxed);
+    log.reset();
     if !first {
         c.reconnects.fetch_add(1, Relaxed);
         eprintln!(
@@ -521,7 +535,7 @@ async fn relay_once(
                 } else if let Some(h) = parse_unpublished(p) {
                     on_unpublished(hub, c, &h).await?;
                 } else {
-                    eprintln!("rtcheck serve: {ROUNDS_CHANNEL}: a message that is neither `SEQ TS NODE` nor `gap FROM TO NODE`");
+                    eprintln!("rtcheck serve: {}: a message that is neither `SEQ TS NODE` nor `gap FROM TO NODE`", c.cfg.keys.rounds);
                 }
             }
             _ = check.tick() => {
