@@ -201,10 +201,8 @@ fn errors_name_flags_and_urls_without_their_secrets() {
     }
 }
 
-/// serve --redis with a password in the URL: not in the banner, /healthz (up and down)
-/// nor /metrics.
-#[test]
-fn serve_redis_password_is_not_in_banner_or_healthz() {
+/// redis-server on a free loopback port with `requirepass PASSWORD` (killed on drop).
+fn redis_with_password() -> (Service, u16) {
     let bin = require_binary("redis-server", "redis-server");
     let dir = tempfile::tempdir().unwrap();
     let port = free_port();
@@ -218,6 +216,14 @@ fn serve_redis_password_is_not_in_banner_or_healthz() {
     cmd.arg(&conf);
     let mut redis = Service::start(cmd, "redis", dir);
     redis.wait_listening(([127, 0, 0, 1], port).into(), Duration::from_secs(20));
+    (redis, port)
+}
+
+/// serve --redis with a password in the URL: not in the banner, /healthz (up and down)
+/// nor /metrics.
+#[test]
+fn serve_redis_password_is_not_in_banner_or_healthz() {
+    let (redis, port) = redis_with_password();
     let url = format!("redis://:{PASSWORD}@127.0.0.1:{port}/?password={QUERY}");
     let srv = Server::start(&["--redis", &url]);
     let (_, up) = http_get(srv.addr, "/healthz");
@@ -247,6 +253,10 @@ fn serve_redis_password_is_not_in_banner_or_healthz() {
         }
     }
     assert!(banner.contains(":***@127.0.0.1"), "{banner}");
+    assert!(
+        banner.contains("give the URL in RTCHECK_REDIS_URL"),
+        "{banner}"
+    );
     assert!(down.contains("password=***"), "{down}");
 }
 
@@ -398,4 +408,122 @@ fn bench_passes_the_control_token_by_environment_only() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!err.contains(TOKEN), "{err}");
     assert!(!err.contains("401"), "the token reached the server: {err}");
+}
+
+/// Runs `child` to its end, reading the command line of each of its children meanwhile:
+/// (its output, the command lines seen). stdout and stderr are read on threads (a full
+/// pipe must not stall the run).
+fn run_watching_children(mut child: std::process::Child, limit: Duration) -> (Output, Vec<String>) {
+    let pipe = |r: Option<Box<dyn std::io::Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            if let Some(mut r) = r {
+                let _ = r.read_to_end(&mut buf);
+            }
+            buf
+        })
+    };
+    let out_t = pipe(child.stdout.take().map(|r| Box::new(r) as _));
+    let err_t = pipe(child.stderr.take().map(|r| Box::new(r) as _));
+    let mut seen = std::collections::BTreeMap::new();
+    let t0 = Instant::now();
+    let status = loop {
+        for k in common::procs::children_of(child.id()) {
+            if let Ok(c) = std::fs::read(format!("/proc/{k}/cmdline")) {
+                if !c.is_empty() {
+                    seen.insert(k, String::from_utf8_lossy(&c).replace('\0', " "));
+                }
+            }
+        }
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        if t0.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("did not end within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let (stdout, stderr) = (out_t.join().unwrap(), err_t.join().unwrap());
+    let out = Output {
+        status,
+        stdout,
+        stderr,
+    };
+    (out, seen.into_values().collect())
+}
+
+/// bench cluster on a Redis with a password: its serve nodes get the URL through
+/// RTCHECK_REDIS_URL, not argv (any local user reads /proc/PID/cmdline), and they do join
+/// (the run measures), so the URL did reach them.
+#[test]
+fn bench_cluster_passes_the_redis_password_by_environment_only() {
+    let (_redis, port) = redis_with_password();
+    let url = format!("redis://:{PASSWORD}@127.0.0.1:{port}/");
+    let child = Command::new(common::binary())
+        .args([
+            "bench",
+            "cluster",
+            "--redis",
+            &url,
+            "--scenario",
+            "one-path",
+        ])
+        .args(["--nodes", "2", "--connections", "4", "--rounds", "20"])
+        .args(["--rate", "20", "--drain", "2s", "--format", "json"])
+        .env_remove("RTCHECK_REDIS_URL")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (out, cmdlines) = run_watching_children(child, Duration::from_secs(180));
+    let serves: Vec<_> = cmdlines.iter().filter(|c| c.contains(" serve ")).collect();
+    assert!(serves.len() >= 2, "serve nodes not seen: {cmdlines:?}");
+    for c in &serves {
+        assert!(!c.contains(PASSWORD), "password on argv: {c}");
+        assert!(!c.contains("--redis "), "URL on argv: {c}");
+    }
+    let stdout = clean("bench cluster", &out);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}\n{stdout}");
+    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let row = &v["scenarios"][0];
+    assert_eq!(row["name"], "one-path", "{v:#}");
+    assert!(row["received"].as_u64().unwrap() > 0, "{row:#}");
+}
+
+/// bench fanout --server with a query secret: the load generator gets the URL through
+/// RTCHECK_LOADGEN_URL, not argv, and still connects every client.
+#[test]
+fn bench_fanout_passes_the_server_url_by_environment_only() {
+    let srv = Server::start(&["--wait-start", "--rounds", "5", "--rate", "20"]);
+    let url = format!("ws://{}/ws?k={QUERY}", srv.addr);
+    let child = Command::new(common::binary())
+        .args(["bench", "fanout", "--server", &url, "--connections", "3"])
+        .args(["--rounds", "5", "--rate", "20", "--drain", "1s"])
+        .args(["--format", "json"])
+        .env_remove("RTCHECK_LOADGEN_URL")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (out, cmdlines) = run_watching_children(child, Duration::from_secs(120));
+    let loadgens: Vec<_> = cmdlines
+        .iter()
+        .filter(|c| c.contains(" loadgen "))
+        .collect();
+    assert_eq!(loadgens.len(), 1, "load generator not seen: {cmdlines:?}");
+    for c in &loadgens {
+        assert!(!c.contains(QUERY), "query secret on argv: {c}");
+        assert!(!c.contains("--url"), "URL on argv: {c}");
+    }
+    let stdout = clean("bench fanout", &out);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}\n{stdout}");
+    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let row = &v["scenarios"][0];
+    assert_eq!(row["valid"], true, "{row:#}");
+    assert_eq!(row["rounds_completed"], 5, "{row:#}");
+    assert_eq!(row["accounting"]["received"], 15, "{row:#}");
 }

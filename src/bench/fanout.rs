@@ -341,12 +341,18 @@ pub struct Loadgen {
     pub log: PathBuf,
 }
 
-pub fn start_loadgen(args: &[String], scratch: &Scratch) -> anyhow::Result<Loadgen> {
-    start_loadgen_env(args, scratch, &[])
+/// Environment variable carrying the target URL to the load generator: its userinfo
+/// and query values may be secrets, and argv is in every `ps`.
+pub const LOADGEN_URL_ENV: &str = "RTCHECK_LOADGEN_URL";
+
+pub fn start_loadgen(url: &str, args: &[String], scratch: &Scratch) -> anyhow::Result<Loadgen> {
+    start_loadgen_env(url, args, scratch, &[])
 }
 
-/// The load generator with extra environment (the publisher's headers: never argv).
+/// The load generator on `url` (passed in [`LOADGEN_URL_ENV`]) with extra environment
+/// (the publisher's headers: never argv).
 pub fn start_loadgen_env(
+    url: &str,
     args: &[String],
     scratch: &Scratch,
     env: &[(&str, String)],
@@ -363,6 +369,7 @@ pub fn start_loadgen_env(
     // start a publisher in an idle or embedded run.
     cmd.env_remove(super::publisher::PUBLISH_ENV)
         .env_remove(super::publisher::HEADERS_ENV);
+    cmd.env(LOADGEN_URL_ENV, url);
     for (k, v) in env {
         cmd.env(k, v);
     }
@@ -473,7 +480,7 @@ fn run_one(run: Run, a: &FanoutOptions) -> anyhow::Result<ScenarioResult> {
     if !a.headers.is_empty() {
         env.push((super::publisher::HEADERS_ENV, a.headers.join("\n")));
     }
-    let mut lg = start_loadgen_env(&loadgen_args(a, &url, slow, &sched), &scratch, &env)?;
+    let mut lg = start_loadgen_env(&url, &loadgen_args(a, slow, &sched), &scratch, &env)?;
     let (connected, _failed) = lg.wait_connected(a.connections, a.connect_timeout, &name)?;
     let (stats_before, control) = if a.publish != PublishVia::Server && sc.is_none() {
         // rtcheck publishes: no control plane to ask; the publisher starts now.
@@ -591,7 +598,8 @@ impl Schedule {
     }
 }
 
-fn loadgen_args(a: &FanoutOptions, url: &str, slow: u64, sched: &Schedule) -> Vec<String> {
+/// The load generator's flags; the URL goes in [`LOADGEN_URL_ENV`].
+fn loadgen_args(a: &FanoutOptions, slow: u64, sched: &Schedule) -> Vec<String> {
     let mut v = vec![
         "--size".to_string(),
         a.size.to_string(),
@@ -609,9 +617,7 @@ fn loadgen_args(a: &FanoutOptions, url: &str, slow: u64, sched: &Schedule) -> Ve
         }
     }
     v.extend([
-        "--url".to_string(),
-        url.to_string(),
-        "--connections".into(),
+        "--connections".to_string(),
         a.connections.to_string(),
         "--slow".into(),
         slow.to_string(),
@@ -880,11 +886,13 @@ mod tests {
         assert!((s.schedule_s - 20.0).abs() < 1e-9);
         assert!((s.bound_s - (20.0 + a.drain.as_secs_f64() + 1.5)).abs() < 1e-9);
         assert_eq!(Schedule::new(&a, 0).slow_release_s, 0.0);
-        let args = loadgen_args(&a, "ws://127.0.0.1:1/ws", 3, &s);
+        let args = loadgen_args(&a, 3, &s);
         let at = |k: &str| args[args.iter().position(|x| x == k).unwrap() + 1].clone();
         assert_eq!((at("--slow"), at("--rounds")), ("3".into(), "100".into()));
         // A POST URL may carry a token in its query: it goes in the environment.
         assert!(!args.iter().any(|x| x == "--publish"), "{args:?}");
+        // So may the target URL (userinfo, query): it goes in RTCHECK_LOADGEN_URL.
+        assert!(!args.iter().any(|x| x == "--url"), "{args:?}");
         assert_eq!(cleanup_check(true, Some(true)).status, Status::Pass);
         assert_eq!(cleanup_check(true, None).status, Status::Pass);
         assert!(cleanup_check(true, None)

@@ -89,16 +89,14 @@ fn measure(p: IdleProto, a: &IdleOptions) -> anyhow::Result<IdleResult> {
         IdleProto::Sse => format!("http://{}/sse", srv.data),
     };
     let args = vec![
-        "--url".to_string(),
-        url,
-        "--connections".into(),
+        "--connections".to_string(),
         a.connections.to_string(),
         "--rounds".into(),
         "0".into(),
         "--max-seconds".into(),
         (a.connect_timeout.as_secs() + a.settle.as_secs() + 60).to_string(),
     ];
-    let mut lg = start_loadgen(&args, &scratch)?;
+    let mut lg = start_loadgen(&url, &args, &scratch)?;
     let mut samples = vec![sample(&before, name, 0)];
     let (connected, failed) = connect_sampling(&mut lg, &srv, a, name, |s| samples.push(s))?;
     std::thread::sleep(a.settle);

@@ -106,6 +106,8 @@ struct Cfg {
     proto: Proto,
     addr: SocketAddr,
     url: String,
+    /// `url` fit for messages (the one redaction: userinfo and query values hidden).
+    shown: String,
     path: String,
     rounds: u64,
     slow_rcvbuf: u32,
@@ -171,6 +173,7 @@ pub fn run(a: LoadgenOptions) -> anyhow::Result<std::process::ExitCode> {
         proto,
         addr,
         url: a.url.clone(),
+        shown: crate::redact::url(&a.url),
         path,
         rounds: a.rounds,
         slow_rcvbuf: a.slow_rcvbuf,
@@ -633,15 +636,15 @@ async fn ws_session(
         tokio_tungstenite::client_async_with_config(cfg.url.as_str(), stream, Some(wcfg)),
     )
     .await
-    .map_err(|_| format!("{}: WebSocket handshake timed out after 10s", cfg.url))?
-    .map_err(|e| format!("{}: WebSocket handshake: {e}", cfg.url))?;
+    .map_err(|_| format!("{}: WebSocket handshake timed out after 10s", cfg.shown))?
+    .map_err(|e| format!("{}: WebSocket handshake: {e}", cfg.shown))?;
     drop(permit);
     if let Some(sub) = &cfg.subscribe {
         // Join the room or channel, as the app's own clients do (slow ones too).
         use futures_util::SinkExt;
         ws.send(Message::text(sub.clone()))
             .await
-            .map_err(|e| format!("{}: subscribe: {e}", crate::redact::url(&cfg.url)))?;
+            .map_err(|e| format!("{}: subscribe: {e}", cfg.shown))?;
     }
     counters.connected.fetch_add(1, Relaxed);
     if slow {
@@ -748,24 +751,24 @@ async fn sse_session(
     stream
         .write_all(req.as_bytes())
         .await
-        .map_err(|e| format!("{}: write request: {e}", cfg.url))?;
+        .map_err(|e| format!("{}: write request: {e}", cfg.shown))?;
     // Read the response head (bounded).
     let mut head = Vec::with_capacity(512);
     let mut buf = vec![0u8; cfg.read_buffer];
     let rest = loop {
         let n = tokio::time::timeout(Duration::from_secs(10), stream.read(&mut buf))
             .await
-            .map_err(|_| format!("{}: no SSE response within 10s", cfg.url))?
-            .map_err(|e| format!("{}: read: {e}", cfg.url))?;
+            .map_err(|_| format!("{}: no SSE response within 10s", cfg.shown))?
+            .map_err(|e| format!("{}: read: {e}", cfg.shown))?;
         if n == 0 {
-            return Err(format!("{}: closed before the response head", cfg.url));
+            return Err(format!("{}: closed before the response head", cfg.shown));
         }
         head.extend_from_slice(&buf[..n]);
         if let Some(i) = head.windows(4).position(|w| w == b"\r\n\r\n") {
             break head.split_off(i + 4);
         }
         if head.len() > 16 * 1024 {
-            return Err(format!("{}: response head over 16 KiB", cfg.url));
+            return Err(format!("{}: response head over 16 KiB", cfg.shown));
         }
     };
     let status_ok = head.starts_with(b"HTTP/1.1 200") || head.starts_with(b"HTTP/1.0 200");
@@ -773,7 +776,7 @@ async fn sse_session(
         let line = String::from_utf8_lossy(&head);
         return Err(format!(
             "{}: SSE status: {}",
-            cfg.url,
+            cfg.shown,
             line.lines().next().unwrap_or("")
         ));
     }
@@ -789,7 +792,7 @@ async fn sse_session(
     let mut feed = |bytes: &[u8], out: &mut ClientOut| -> Result<(), String> {
         parser
             .feed(bytes, &mut events)
-            .map_err(|e| format!("{}: {e}", cfg.url))?;
+            .map_err(|e| format!("{}: {e}", cfg.shown))?;
         for ev in events.drain(..) {
             // Named events (`gap`) are not payloads; a gap shows as missing seqs.
             if ev.event.is_some() {

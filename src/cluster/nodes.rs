@@ -147,13 +147,19 @@ pub struct NodeSpec {
     pub redis_prefix: String,
 }
 
-/// `serve` flags of node `i` (the first node publishes when `spec.publish`).
+/// The environment of every node: the Redis URL (its password must not be on argv,
+/// which any local user reads in /proc/PID/cmdline).
+pub fn node_env(spec: &NodeSpec) -> Vec<(&'static str, String)> {
+    let url = spec.redis.iter().cloned();
+    url.map(|u| (crate::sys::serve::REDIS_URL_ENV, u)).collect()
+}
+
+/// `serve` flags of node `i` (the first node publishes when `spec.publish`); the Redis
+/// URL is in [`node_env`].
 pub fn node_flags(spec: &NodeSpec, i: usize) -> Vec<String> {
     let mut f: Vec<String> = Vec::new();
-    if let Some(url) = &spec.redis {
+    if spec.redis.is_some() {
         f.extend([
-            "--redis".into(),
-            url.clone(),
             "--node".into(),
             NAMES[i].into(),
             "--path".into(),
@@ -188,7 +194,8 @@ pub fn start(spec: &NodeSpec, n: usize, scratch: &Scratch) -> anyhow::Result<Vec
         let dir = scratch.0.join(name);
         std::fs::create_dir_all(&dir).map_err(|e| anyhow!("{}: {e}", dir.display()))?;
         let wait = crate::sys::budget::Budget::new(crate::sys::serve::START_WAIT);
-        let c = crate::sys::serve::start(&node_flags(spec, i), &dir, 1, &wait)
+        let (flags, env) = (node_flags(spec, i), node_env(spec));
+        let c = crate::sys::serve::start_at_env("127.0.0.1:0", &flags, &env, &dir, 1, &wait)
             .map_err(|e| anyhow!("node {name}: {e}"))?;
         nodes.push(Node {
             name: name.to_string(),
@@ -209,7 +216,9 @@ pub fn restart_at(
     dir: &std::path::Path,
 ) -> anyhow::Result<Node> {
     let wait = crate::sys::budget::Budget::new(crate::sys::serve::START_WAIT);
-    let c = crate::sys::serve::start_at(&addr.to_string(), &node_flags(spec, i), dir, 1, &wait)
+    let (flags, env) = (node_flags(spec, i), node_env(spec));
+    let listen = addr.to_string();
+    let c = crate::sys::serve::start_at_env(&listen, &flags, &env, dir, 1, &wait)
         .map_err(|e| anyhow!("node {} (restart): {e}", NAMES[i]))?;
     Ok(Node {
         name: NAMES[i].to_string(),
@@ -276,7 +285,7 @@ mod tests {
     #[test]
     fn only_node_a_publishes_and_single_has_no_redis() {
         let spec = NodeSpec {
-            redis: Some("redis://127.0.0.1:1".into()),
+            redis: Some("redis://:pw@127.0.0.1:1".into()),
             path: "naive",
             presence: "ttl",
             presence_ttl: Duration::from_secs(3),
@@ -294,12 +303,19 @@ mod tests {
             "{a}"
         );
         assert!(a.contains("--wait-start --rounds 10 --rate 5") && !a.contains("--no-publish"));
+        // The URL (its password) travels in the environment, never argv.
+        assert!(!a.contains("redis://") && !a.contains("pw"), "{a}");
+        let env = node_env(&spec);
+        assert_eq!(
+            env,
+            [("RTCHECK_REDIS_URL", "redis://:pw@127.0.0.1:1".into())]
+        );
         let b = node_flags(&spec, 1).join(" ");
         assert!(b.contains("--node b") && b.ends_with("--no-publish"), "{b}");
         let single = node_flags(
             &NodeSpec {
                 redis: None,
-                ..spec
+                ..spec.clone()
             },
             0,
         )
@@ -308,5 +324,10 @@ mod tests {
             !single.contains("--redis") && single.contains("--wait-start"),
             "{single}"
         );
+        assert!(node_env(&NodeSpec {
+            redis: None,
+            ..spec
+        })
+        .is_empty());
     }
 }

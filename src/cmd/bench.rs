@@ -44,8 +44,9 @@ pub fn run(a: BenchArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
 #[derive(Debug, Clone, clap::Args)]
 pub struct LoadgenArgs {
     /// ws://HOST:PORT/PATH (WebSocket), tcp://HOST:PORT (raw length-prefixed frames),
-    /// http://HOST:PORT/PATH (Server-Sent Events). Loopback only.
-    #[arg(long)]
+    /// http://HOST:PORT/PATH (Server-Sent Events). Loopback only. bench fanout and idle
+    /// pass it in RTCHECK_LOADGEN_URL (userinfo and query may be secrets: never argv).
+    #[arg(long, env = crate::bench::fanout::LOADGEN_URL_ENV, hide_env_values = true)]
     pub url: String,
     #[arg(long, value_name = "N", default_value_t = 100, value_parser = parse_count, allow_negative_numbers = true)]
     pub connections: u64,
@@ -67,7 +68,7 @@ pub struct LoadgenArgs {
     pub read_buffer: usize,
     /// server, ws, or 'POST URL' (bench fanout passes it in RTCHECK_PUBLISH, headers in
     /// RTCHECK_PUBLISH_HEADERS: never on argv).
-    #[arg(long, env = "RTCHECK_PUBLISH", default_value = "server", value_parser = crate::bench::publisher::PublishVia::parse)]
+    #[arg(long, env = "RTCHECK_PUBLISH", hide_env_values = true, default_value = "server", value_parser = crate::bench::publisher::PublishVia::parse)]
     pub publish: crate::bench::publisher::PublishVia,
     #[arg(long)]
     pub message: Option<String>,

@@ -118,6 +118,10 @@ async fn serve(
     eprintln!("  {access_line}");
     if let Some(cc) = &cfg.cluster {
         eprintln!("  {}", cc.banner());
+        let argv: Vec<String> = std::env::args().collect();
+        if let Some(w) = cluster::argv_warning(&cc.url, &argv) {
+            eprintln!("  {w}");
+        }
     }
     eprintln!(
         "  epoch {} (SSE ids SEQ@EPOCH; a resume from another epoch gets a reset marker)",

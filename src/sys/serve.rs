@@ -125,6 +125,10 @@ pub fn parse_addr_file(
         .map(Some)
 }
 
+/// The environment variable `serve --redis` is read from: a URL with a password goes to
+/// a serve child through it, never argv (readable by any local user in /proc/PID/cmdline).
+pub const REDIS_URL_ENV: &str = "RTCHECK_REDIS_URL";
+
 /// Start `rtcheck serve` on 127.0.0.1:0 with `flags`, in `dir`, and wait (within `wait`
 /// and [`START_WAIT`]) until it wrote `want` addresses.
 pub fn start(
@@ -144,6 +148,19 @@ pub fn start_at(
     want: usize,
     wait: &Budget,
 ) -> anyhow::Result<ServeChild> {
+    start_at_env(listen, flags, &[], dir, want, wait)
+}
+
+/// [`start_at`] with `env` added to the child's environment (secrets: a Redis URL in
+/// [`REDIS_URL_ENV`]).
+pub fn start_at_env(
+    listen: &str,
+    flags: &[String],
+    env: &[(&str, String)],
+    dir: &Path,
+    want: usize,
+    wait: &Budget,
+) -> anyhow::Result<ServeChild> {
     let addr_file = dir.join("addr");
     // A previous server's address file must not be read as this one's.
     let _ = std::fs::remove_file(&addr_file);
@@ -157,6 +174,10 @@ pub fn start_at(
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::from(logf));
+    // Only what this run passes: a RTCHECK_REDIS_URL in the user's environment must not
+    // put a fanout's server or a `single` node into a cluster.
+    cmd.env_remove(REDIS_URL_ENV);
+    cmd.envs(env.iter().map(|(k, v)| (k, v)));
     let mut guard = ChildGuard::spawn(cmd, "the embedded server")?;
     let wait = wait.within(START_WAIT);
     loop {

@@ -52,6 +52,7 @@ impl Server {
         let child = Command::new(assert_cmd::cargo::cargo_bin("rtcheck"))
             .args(["serve", "--listen", listen, "--exit-with-parent"])
             .env_remove("RTCHECK_CONTROL_TOKEN")
+            .env_remove("RTCHECK_REDIS_URL")
             .arg("--addr-file")
             .arg(&addr_file)
             .args(args)

@@ -49,10 +49,13 @@ impl PresenceMode {
 #[derive(Debug, Clone, clap::Args)]
 pub struct ClusterFlags {
     /// Join a cluster through Redis (redis://HOST:PORT/): rounds travel over a Redis
-    /// channel, the ring is a Redis Stream, presence is kept in Redis.
+    /// channel, the ring is a Redis Stream, presence is kept in Redis. A URL with a
+    /// password belongs in RTCHECK_REDIS_URL (argv is readable in /proc/PID/cmdline).
     #[arg(
         long,
         value_name = "URL",
+        env = crate::sys::serve::REDIS_URL_ENV,
+        hide_env_values = true,
         help_heading = "Cluster (several nodes over Redis)"
     )]
     pub redis: Option<String>,
@@ -217,6 +220,15 @@ impl ClusterConfig {
             }
         )
     }
+}
+
+/// The warning for a Redis URL whose secret (password, query value) came on `argv`, which
+/// any local user reads in /proc/PID/cmdline; None when it came from RTCHECK_REDIS_URL.
+pub fn argv_warning(url: &str, argv: &[String]) -> Option<String> {
+    let on_argv = argv.iter().any(|x| x.ends_with(url));
+    (on_argv && redact(url) != url).then(|| {
+        "WARNING: the --redis URL's secret is readable by any local user in /proc/PID/cmdline; give the URL in RTCHECK_REDIS_URL".to_string()
+    })
 }
 
 /// A Redis URL fit for logs and /healthz: a password (`redis://user:pass@host/`) or a
@@ -656,6 +668,15 @@ mod tests {
         assert_eq!(redact("redis://u:pw@h/"), "redis://u:***@h/");
         assert_eq!(redact("rediss://tok@h/"), "rediss://***@h/");
         assert_eq!(redact("unix:///run/redis.sock"), "unix:///run/redis.sock");
+        let argv = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let url = "redis://:pw@127.0.0.1:1/";
+        let w = argv_warning(url, &argv(&["rtcheck", "serve", "--redis", url])).unwrap();
+        assert!(w.contains("RTCHECK_REDIS_URL") && !w.contains("pw"), "{w}");
+        assert!(argv_warning(url, &argv(&["rtcheck", &format!("--redis={url}")])).is_some());
+        // From the environment, or without a secret: nothing to warn about.
+        assert!(argv_warning(url, &argv(&["rtcheck", "serve"])).is_none());
+        let plain = "redis://127.0.0.1:1/";
+        assert!(argv_warning(plain, &argv(&["rtcheck", "--redis", plain])).is_none());
         let e = cfg(&["--redis", "nope://u:secret@h"]).unwrap_err();
         assert!(!e.contains("secret"), "{e}");
     }
