@@ -12,6 +12,13 @@ pub struct EvidenceView {
     pub values: Vec<Value>,
     pub context: String,
     pub source: Source,
+    /// The source as cited: "\"TITLE\", part N".
+    pub citation: String,
+    /// Where the article sits in its series.
+    pub series: String,
+    /// What the number was measured on (the source's setup); the entry's own setup is
+    /// `context`.
+    pub conditions: String,
     /// Checklist item ids (`checklist/item`) that cite this entry.
     pub cited_by: Vec<String>,
 }
@@ -27,12 +34,16 @@ impl EvidenceView {
                     .map(move |i| format!("{}/{}", c.name, i.id))
             })
             .collect();
+        let doc = e.source.doc();
         EvidenceView {
             id: e.id.clone(),
             claim: e.claim.clone(),
             values: e.values.clone(),
             context: e.context.clone(),
             source: e.source.clone(),
+            citation: e.source.describe(),
+            series: doc.map(|d| d.series.to_string()).unwrap_or_default(),
+            conditions: doc.map(|d| d.measured.to_string()).unwrap_or_default(),
             cited_by,
         }
     }

@@ -81,7 +81,7 @@ fn json_has_the_canonical_keys_and_values() {
     );
     assert_eq!(
         fd["evidence"][0]["source"],
-        "Polling, SSE or WebSocket: four questions and an ops checklist (seed 002), part 6"
+        "\"Polling, SSE or WebSocket: four questions and an ops checklist\", part 6"
     );
     assert_eq!(fd["evidence"][0]["source_file"], "002_62b3c7fd33ca2a37.txt");
     assert_eq!(fd["evidence"][0]["part"], "part 6");

@@ -72,7 +72,7 @@ fn every_check_reports_once_in_order_with_evidence_and_fix() {
         assert!(!f.evidence.is_empty(), "{} has no evidence", f.id);
         for e in &f.evidence {
             assert!(
-                e.source.contains(" (seed 00") && e.source.contains("), part"),
+                e.source.starts_with('"') && e.source.contains("\", part"),
                 "{}: {}",
                 f.id,
                 e.source

@@ -81,6 +81,57 @@ fn evidence_shows_one_entry_in_every_format() {
     assert!(row.contains("1,018 connections"), "{row}");
 }
 
+/// `rtcheck evidence ID` is all a user needs to judge a number (issue 27, item 11): the
+/// claim, the values, the context, the conditions it was measured under and the source
+/// cited by title and part, never by a seed file; JSON carries the same.
+#[test]
+fn one_entry_says_claim_values_context_conditions_and_source() {
+    let out = rtcheck_isolated()
+        .args(["--color", "never", "evidence", "ulimit-n"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    let field = |label: &str| -> String {
+        let at = text
+            .lines()
+            .position(|l| l.starts_with(label))
+            .unwrap_or_else(|| panic!("no `{label}` line: {text}"));
+        // The value with its wrapped continuation lines (indented under it).
+        let mut v = text.lines().nth(at).unwrap()[label.len()..].trim().to_string();
+        for l in text.lines().skip(at + 1) {
+            if !l.starts_with("            ") {
+                break;
+            }
+            v.push(' ');
+            v.push_str(l.trim());
+        }
+        v
+    };
+    assert_eq!(
+        field("context"),
+        "Go server in a container with the default open-files soft limit."
+    );
+    let conditions = field("conditions");
+    assert!(
+        conditions.contains("Go 1.23") && conditions.contains("Docker on one host"),
+        "{conditions}"
+    );
+    assert!(
+        field("source").starts_with(
+            "\"Polling, SSE or WebSocket: four questions and an ops checklist\", part 6"
+        ),
+        "{text}"
+    );
+    assert!(!text.contains(".txt") && !text.contains("seed 0"), "{text}");
+    let e = json(&["evidence", "ulimit-n", "--format", "json"]);
+    assert_eq!(
+        e["citation"],
+        "\"Polling, SSE or WebSocket: four questions and an ops checklist\", part 6"
+    );
+    assert_eq!(e["conditions"].as_str().unwrap(), conditions);
+    assert_eq!(e["source"]["part"], 6, "the data file's keys are kept");
+}
+
 #[test]
 fn unknown_ids_exit_2_with_one_line_of_suggestions() {
     let out = rtcheck_isolated()
@@ -249,9 +300,16 @@ fn evidence_sources_lists_the_five_articles() {
         .stdout
         .clone();
     let text = String::from_utf8(text).unwrap();
-    for id in ["000", "001", "002", "003", "004"] {
-        assert!(text.contains(&format!("{id}_")), "{text}");
+    // Cited by title, never by the seed files no user has (issue 27, item 11); what the
+    // series is, said plainly; no "parts cited" column.
+    assert!(!text.contains(".txt"), "{text}");
+    assert!(!text.contains("parts cited"), "{text}");
+    assert!(text.contains("\"Tail latency at 10,000 connections\""), "{text}");
+    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    for fact in ["five published articles", "Go 1.23", "Docker on one host"] {
+        assert!(flat.contains(fact), "{fact}: {text}");
     }
+    assert_eq!(all[2]["measured"].as_str().unwrap().contains("Docker"), true);
     rtcheck()
         .args(["evidence", "ulimit-n", "--sources"])
         .assert()

@@ -314,7 +314,7 @@ fn every_source_has_a_title_and_a_part_the_article_gives() {
         );
         assert_eq!(
             e.source.describe(),
-            format!("{} (seed {}), {part}", doc.title, doc.id)
+            format!("\"{}\", {part}", doc.title)
         );
     }
 }

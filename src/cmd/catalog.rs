@@ -15,12 +15,12 @@ use std::process::ExitCode;
     rtcheck evidence ulimit-n
   every entry as JSON (id, claim, values, context, source):
     rtcheck evidence --format json
-  the five articles: id, title, file, parts cited:
+  the five articles the numbers come from, and what they measured:
     rtcheck evidence --sources")]
 pub struct EvidenceArgs {
     /// Evidence id to show (all when omitted).
     pub id: Option<String>,
-    /// List the five source articles (id, title, seed file, parts cited) instead.
+    /// List the five source articles (title, series, what they measured on) instead.
     #[arg(long, conflicts_with = "id")]
     pub sources: bool,
     #[command(flatten)]

@@ -27,17 +27,17 @@ pub fn evidence_list(all: &[EvidenceView]) -> String {
     s
 }
 
-/// `rtcheck evidence --sources`: one row per article.
+/// `rtcheck evidence --sources`: what the series is, then one reference per article.
 pub fn sources(all: &[crate::evidence::SourceView]) -> String {
-    let mut s = String::from("| seed | title | file | parts cited |\n|---|---|---|---|\n");
+    let mut s = format!("{}\n\n", crate::evidence::SERIES);
     for x in all {
         s.push_str(&format!(
-            "| {} | {} ({}) | `{}` | {} |\n",
+            "- **{}** \"{}\": {}; measured: {} (cited by {} entries)\n",
             x.id,
-            cell(&x.title),
-            cell(&x.series),
-            x.file,
-            cell(&x.parts_cited.join(", "))
+            crate::report::plain(&x.title),
+            crate::report::plain(&x.series),
+            crate::report::plain(&x.measured),
+            x.entries.len()
         ));
     }
     s
@@ -56,9 +56,8 @@ pub fn evidence_one(e: &EvidenceView) -> String {
         s.push_str(&format!("| {} | {} |\n", cell(&v.name), cell(&shown)));
     }
     s.push_str(&format!(
-        "\n- context: {}\n- source: {}\n",
-        e.context,
-        e.source.describe()
+        "\n- context: {}\n- conditions: {}\n- source: {} ({})\n",
+        e.context, e.conditions, e.citation, e.series
     ));
     if !e.cited_by.is_empty() {
         s.push_str(&format!("- cited by: {}\n", e.cited_by.join(", ")));

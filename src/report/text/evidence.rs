@@ -30,34 +30,36 @@ pub fn evidence_list(all: &[EvidenceView], p: &Palette) -> String {
     )
 }
 
-/// `rtcheck evidence --sources`: one row per article.
+/// `rtcheck evidence --sources`: what the series is, then one reference per article (its
+/// title, its place in its series, what it was measured on), the way a paper lists them.
 pub fn sources(all: &[crate::evidence::SourceView], p: &Palette) -> String {
-    let rows: Vec<Vec<String>> = all
-        .iter()
-        .map(|s| {
-            vec![
-                s.id.clone(),
-                format!("{}\n{}", s.title, s.series),
-                s.file.clone(),
-                s.parts_cited.join(", "),
-            ]
-        })
-        .collect();
-    let t = fit_table(
-        &["seed", "title", "file", "parts cited"],
-        &rows,
-        p.width,
-        &[0, 2],
-    );
-    format!(
-        "{t}\n{}",
-        p.dim(&wrap(
-            "The articles are Vietnamese; findings cite them as \"TITLE (seed ID), part N\".",
-            p.width,
-            "",
-            ""
-        ))
-    )
+    let w = p.width;
+    let mut s = wrap(crate::evidence::SERIES, w, "", "");
+    let pad = "     ";
+    for x in all {
+        s.push('\n');
+        s.push_str(&bold_first(
+            wrap(&format!("\"{}\"", x.title), w, &format!("{}  ", x.id), pad),
+            &x.id,
+            p,
+        ));
+        s.push_str(&wrap(&x.series, w, pad, pad));
+        s.push_str(&wrap(&format!("measured: {}", x.measured), w, pad, pad));
+        let n = x.entries.len();
+        let cited = format!(
+            "cited by {n} {} (`rtcheck evidence` lists them)",
+            if n == 1 { "entry" } else { "entries" }
+        );
+        s.push_str(&p.dim(&wrap(&cited, w, pad, pad)));
+    }
+    s.push('\n');
+    s.push_str(&p.dim(&wrap(
+        "rtcheck cites them as \"TITLE\", part N; `rtcheck evidence ID` shows one number with its claim, context, conditions and source.",
+        w,
+        "",
+        "",
+    )));
+    s
 }
 
 /// `text` (wrapped, so plain) with its leading `id` in bold again.
@@ -89,15 +91,27 @@ pub fn evidence_one(e: &EvidenceView, p: &Palette) -> String {
         "{}\n",
         fit_table(&["value", "measured"], &rows, w, &[0])
     ));
-    let pad = " ".repeat(10);
-    s.push_str(&wrap(&e.context, w, "context   ", &pad));
-    s.push_str(&wrap(&e.source.describe(), w, "source    ", &pad));
+    let pad = " ".repeat(12);
+    s.push_str(&wrap(&e.context, w, "context     ", &pad));
+    if !e.conditions.is_empty() {
+        s.push_str(&wrap(&e.conditions, w, "conditions  ", &pad));
+    }
+    s.push_str(&wrap(&e.citation, w, "source      ", &pad));
+    if !e.series.is_empty() {
+        s.push_str(&p.dim(&wrap(&format!("({})", e.series), w, &pad, &pad)));
+    }
     let cited = if e.cited_by.is_empty() {
         "(no checklist item; used by rtcheck's own rules)".to_string()
     } else {
         e.cited_by.join(", ")
     };
-    s.push_str(&wrap(&cited, w, "cited by  ", &pad));
+    s.push_str(&wrap(&cited, w, "cited by    ", &pad));
+    s.push_str(&p.dim(&wrap(
+        "Absolute numbers differ per host; the mechanisms and orders of magnitude do not. The five articles: `rtcheck evidence --sources`.",
+        w,
+        "",
+        "",
+    )));
     s
 }
 
