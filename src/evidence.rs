@@ -373,7 +373,10 @@ mod tests {
         let r = reference("scenario-c1");
         assert_eq!(r.source, "\"Tail latency at 10,000 connections\", part 11");
         // The seed file is a key for JSON consumers, never part of the citation.
-        assert!(store().entries.iter().all(|e| !e.source.describe().contains(".txt")));
+        assert!(store()
+            .entries
+            .iter()
+            .all(|e| !e.source.describe().contains(".txt")));
         assert_eq!(r.source_file, "000_e1c3734766ed1120.txt");
         assert_eq!(r.part, "part 11");
         assert_eq!(

@@ -97,7 +97,9 @@ fn one_entry_says_claim_values_context_conditions_and_source() {
             .position(|l| l.starts_with(label))
             .unwrap_or_else(|| panic!("no `{label}` line: {text}"));
         // The value with its wrapped continuation lines (indented under it).
-        let mut v = text.lines().nth(at).unwrap()[label.len()..].trim().to_string();
+        let mut v = text.lines().nth(at).unwrap()[label.len()..]
+            .trim()
+            .to_string();
         for l in text.lines().skip(at + 1) {
             if !l.starts_with("            ") {
                 break;
@@ -304,12 +306,18 @@ fn evidence_sources_lists_the_five_articles() {
     // series is, said plainly; no "parts cited" column.
     assert!(!text.contains(".txt"), "{text}");
     assert!(!text.contains("parts cited"), "{text}");
-    assert!(text.contains("\"Tail latency at 10,000 connections\""), "{text}");
+    assert!(
+        text.contains("\"Tail latency at 10,000 connections\""),
+        "{text}"
+    );
     let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
     for fact in ["five published articles", "Go 1.23", "Docker on one host"] {
         assert!(flat.contains(fact), "{fact}: {text}");
     }
-    assert_eq!(all[2]["measured"].as_str().unwrap().contains("Docker"), true);
+    assert_eq!(
+        all[2]["measured"].as_str().unwrap().contains("Docker"),
+        true
+    );
     rtcheck()
         .args(["evidence", "ulimit-n", "--sources"])
         .assert()

@@ -312,10 +312,7 @@ fn every_source_has_a_title_and_a_part_the_article_gives() {
             e.id,
             doc.id
         );
-        assert_eq!(
-            e.source.describe(),
-            format!("\"{}\", {part}", doc.title)
-        );
+        assert_eq!(e.source.describe(), format!("\"{}\", {part}", doc.title));
     }
 }
 

@@ -62,7 +62,8 @@ fn guided_run_chooses_audits_saves_then_probes_and_reviews() {
     answer(&mut s, "Service PID", ENTER);
     s.expect("rtcheck audit: 3,000 polling connections, role proxy")
         .unwrap();
-    s.expect("Summary: transport polling").unwrap();
+    s.expect("Recommendation: polling + snapshot").unwrap();
+    s.expect("Audit:").unwrap();
     answer(&mut s, "Save the profile", "y");
     answer(
         &mut s,
@@ -222,4 +223,137 @@ fn without_a_terminal_it_says_so_in_one_line_and_exits_2() {
         "{err}"
     );
     assert!(out.stdout.is_empty());
+}
+
+fn guided() -> common::pty::Recorded {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_rtcheck"));
+    cmd.env("NO_COLOR", "1").env("TERM", "xterm");
+    let mut s = Session::spawn(cmd).expect("spawn rtcheck in a pty");
+    s.set_expect_timeout(Some(Duration::from_secs(30)));
+    // ptyprocess opens 80 x 24; say so, the assertions below depend on it.
+    s.get_process_mut().set_window_size(80, 40).unwrap();
+    common::pty::Recorded::new(s)
+}
+
+/// Q1..Q4 and the sizing for a shared stream over SSE on 3 machines, then the role and PID.
+fn answer_questions(s: &mut common::pty::Recorded) {
+    s.answer("Visible within", &format!("200ms{ENTER}"));
+    s.answer("Upstream", ENTER); // sparse
+    s.answer("Binary payloads?", ENTER);
+    s.answer("If one message is lost", &format!("{DOWN}{ENTER}")); // shared
+    s.answer("Connections", &format!("20000{ENTER}"));
+    s.answer("Machines", &format!("3{ENTER}"));
+    for p in [
+        "Messages per second per client",
+        "Bytes per message",
+        "Max disconnect",
+        "Hops between users and server",
+        "What does this host do",
+        "Service PID",
+    ] {
+        s.answer(p, ENTER);
+    }
+}
+
+/// At 80 columns no line of the guided run reaches the edge (so no word is split: issue 27,
+/// item 3); the summary shows each decision with its why and the must-haves (item 6); a
+/// save onto an existing file asks first, and the report's format follows the extension,
+/// said when saved (item 9).
+#[test]
+fn at_80_columns_the_run_fits_its_summary_shows_what_matters_and_saves_ask_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let taken = dir.path().join("p.yaml");
+    std::fs::write(&taken, "# mine\n").unwrap();
+    let profile = dir.path().join("p2.yaml");
+    let html = dir.path().join("audit.html");
+    let mut s = guided();
+    answer_questions(&mut s);
+    s.expect("Summary");
+    s.expect("Recommendation: sse + seq-ring + pubsub");
+    s.expect("Must-haves that apply (6 of 6)");
+    s.expect("Audit:");
+    // The summary as read, wrapped lines joined.
+    let text = s.text();
+    let summary = &text[text.rfind("Summary").unwrap()..];
+    let flat = summary.split_whitespace().collect::<Vec<_>>().join(" ");
+    for want in [
+        "Q2 sse upstream as POST; needs HTTP/2 at the edge and buffering off on every proxy",
+        "Q3 seq-ring seq in every payload, a ring buffer shared by all clients",
+        "Q4 pubsub Redis pub/sub between the 3 machines, one path per event",
+        "presence by a TTL key",
+        "SIZE ring buffer 30.7 KB",
+        "write-deadline",
+        "proxy-config",
+    ] {
+        assert!(flat.contains(want), "{want}: {summary}");
+    }
+    s.answer("Save the profile", "y");
+    s.answer("Profile file", &format!("{}{ENTER}", taken.display()));
+    s.expect(&format!("{} already exists", taken.display()));
+    s.answer("Overwrite it?", ENTER); // no, give another name
+    s.answer("Profile file", &format!("{}{ENTER}", profile.display()));
+    s.answer("Save the audit report", "y");
+    s.expect("The format follows the extension");
+    s.answer("Report file", &format!("{}{ENTER}", html.display()));
+    s.expect(&format!(
+        "saved {} (html, from the extension .html)",
+        html.display()
+    ));
+    s.answer("Probe a deployed endpoint", "n");
+    s.answer("Walk the application checklist", "n");
+    let code = s.finish();
+    assert!(matches!(code, 0 | 1), "{code}: {}", s.text());
+
+    assert_eq!(std::fs::read_to_string(&taken).unwrap(), "# mine\n");
+    let p = Profile::load("--answers", &profile).unwrap();
+    assert_eq!(p.transport, Some(Transport::Sse));
+    assert_eq!(p.loss, Some(Loss::Shared));
+    assert_eq!(p.machines, 3);
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(
+        page.trim_start()
+            .to_ascii_lowercase()
+            .starts_with("<!doctype html"),
+        "{}",
+        &page[..page.len().min(200)]
+    );
+    common::pty::assert_no_line_wider(&s.seen, 80);
+}
+
+/// Ctrl-C in the guided run says what happened and what was kept, and exits 130 (issue 27,
+/// item 10): in a menu (raw mode, no SIGINT) before anything was saved, and in a text
+/// prompt after the profile was saved.
+#[test]
+fn ctrl_c_in_the_guided_run_says_what_was_kept_and_exits_130() {
+    let mut s = guided();
+    s.answer("Visible within", &format!("200ms{ENTER}"));
+    s.answer("Upstream", "\x03");
+    assert_eq!(s.finish(), 130, "{}", s.text());
+    assert!(
+        s.text()
+            .contains("rtcheck: guided run interrupted; nothing saved"),
+        "{}",
+        s.text()
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let profile = dir.path().join("p.yaml");
+    let report = dir.path().join("audit.json");
+    let mut s = guided();
+    answer_questions(&mut s);
+    s.answer("Save the profile", "y");
+    s.answer("Profile file", &format!("{}{ENTER}", profile.display()));
+    s.answer("Save the audit report", "y");
+    s.answer("Report file", &format!("half{}", "\x03"));
+    assert_eq!(s.finish(), 130, "{}", s.text());
+    assert!(
+        s.text().contains(&format!(
+            "rtcheck: guided run interrupted; kept: profile {} (nothing else saved)",
+            profile.display()
+        )),
+        "{}",
+        s.text()
+    );
+    Profile::load("--answers", &profile).expect("the saved profile is whole");
+    assert!(!report.exists());
 }

@@ -266,3 +266,43 @@ fn without_save_the_walk_keeps_its_answers_in_the_state_file() {
     let a = answers::load("--answers", &state, &known).unwrap();
     assert_eq!(a.get("hot-path-alloc").unwrap().answer, Answer::Yes);
 }
+
+/// At 80 columns no line of the walk reaches the edge, so no word is split (issue 27, item
+/// 3): every item's title, why, measured number and hint (all 49, answered `later`), and
+/// the consequence and rule of values that break it.
+#[test]
+fn at_80_columns_no_line_of_the_walk_reaches_the_edge() {
+    let dir = tempfile::tempdir().unwrap();
+    let profile = dir.path().join("p.yaml");
+    std::fs::write(&profile, PROFILE).unwrap();
+    let save = dir.path().join("review.yaml");
+    let (p, sv) = (profile.to_str().unwrap(), save.to_str().unwrap());
+
+    let mut s = spawn(&["--profile", p, "--save", sv, "--only", "bounded-queue"]);
+    s.get_process_mut().set_window_size(80, 40).unwrap();
+    let mut s = common::pty::Recorded::new(s);
+    s.answer("Done?", ENTER);
+    s.answer("Per-client queue length", &format!("64{ENTER}"));
+    s.answer("Slowness a client must survive", &format!("1s{ENTER}"));
+    s.expect("tolerates 64 ms of slowness");
+    s.answer("Values break the rule", &format!("{DOWN}{ENTER}")); // keep them
+    assert_eq!(s.finish(), 1, "{}", s.text());
+    common::pty::assert_no_line_wider(&s.seen, 80);
+
+    let mut s = spawn(&["--profile", p, "--save", sv, "--fail-on", "never"]);
+    s.get_process_mut().set_window_size(80, 40).unwrap();
+    let mut s = common::pty::Recorded::new(s);
+    // bounded-queue is answered already: every other item that applies is asked.
+    let asked: usize = s.expect_group(r"\[1/(\d+)\]").parse().unwrap();
+    assert!(asked > 40, "{asked} items");
+    for n in 1..=asked {
+        if n > 1 {
+            s.expect(&format!("[{n}/{asked}]"));
+        }
+        s.answer("Done?", &format!("{DOWN}{DOWN}{DOWN}{ENTER}")); // later
+    }
+    assert_eq!(s.finish(), 0, "{}", s.text());
+    common::pty::assert_no_line_wider(&s.seen, 80);
+    let a = answers::load("--answers", &save, &rtcheck::review::known_ids()).unwrap();
+    assert_eq!(a.answers.len(), asked + 1);
+}

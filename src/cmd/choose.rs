@@ -245,7 +245,8 @@ fn missing_message(missing: &[&str], answers: Option<&std::path::Path>) -> Strin
 pub fn run(a: ChooseArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
     let (mut p, mut given) = profile_from_args(&a)?;
     let missing = missing_answers(&p);
-    if !missing.is_empty() {
+    let asked = !missing.is_empty();
+    if asked {
         if a.no_input || !prompts::can_prompt() {
             anyhow::bail!(missing_message(&missing, a.answers.as_deref()));
         }
@@ -284,17 +285,11 @@ pub fn run(a: ChooseArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     };
-    let mut saved = String::new();
-    if let Some(path) = &a.save {
-        saved = format!(
-            "# rtcheck choose: {} + {} + {}; reuse with `rtcheck audit --profile {}`\n{}",
-            rec.transport.as_str(),
-            rec.delivery.as_str(),
-            rec.topology.as_str(),
-            path.display(),
-            rec.profile.to_yaml()
-        );
-    }
+    let saved = a
+        .save
+        .as_deref()
+        .map(|path| saved_profile(&rec, path))
+        .unwrap_or_default();
     // --save, --output and every --report land together or not at all.
     let save: Vec<(&std::path::Path, &[u8])> = a
         .save
@@ -303,7 +298,39 @@ pub fn run(a: ChooseArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
         .collect();
     a.out
         .write_with(ctx.color, &save, |f, p| render(&rec, f, &p))?;
+    if asked && a.save.is_none() {
+        offer_to_save(&rec)?;
+    }
     Ok(code)
+}
+
+/// After an interactive walk, the answers are worth keeping (issue 27, item 6): offer to
+/// save the profile, as `--save` would, asking before overwriting a file.
+fn offer_to_save(rec: &Recommendation) -> anyhow::Result<()> {
+    crate::sys::signal::set_sigint_message(
+        "choose interrupted; the recommendation is above, the profile was not saved",
+    );
+    if !prompts::confirm("Save the profile (reuse with `rtcheck audit --profile FILE`)?")? {
+        return Ok(());
+    }
+    if let Some(path) = prompts::ask_save_path("Profile file", "rtcheck-profile.yaml")? {
+        crate::outfile::write_atomic(&path, saved_profile(rec, &path).as_bytes())?;
+        eprintln!("saved {}", path.display());
+    }
+    Ok(())
+}
+
+/// The profile file `--save` writes (and the interactive offers): the recommendation in a
+/// comment, then the full profile `audit --profile` reads.
+pub fn saved_profile(rec: &Recommendation, path: &std::path::Path) -> String {
+    format!(
+        "# rtcheck choose: {} + {} + {}; reuse with `rtcheck audit --profile {}`\n{}",
+        rec.transport.as_str(),
+        rec.delivery.as_str(),
+        rec.topology.as_str(),
+        path.display(),
+        rec.profile.to_yaml()
+    )
 }
 
 /// The renderer for `format` (one of [`ChooseFormats`]).

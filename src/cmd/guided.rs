@@ -2,13 +2,15 @@
 //! profile, then offer to save the profile and the report, to probe a URL and to walk the
 //! review. Without a terminal: usage, exit 2 (a CI job that forgot its subcommand must fail
 //! loudly, not hang on a prompt).
-use super::{audit, prompts, Ctx};
+use super::prompts::{self, confirm, prompt_error, say};
+use super::{audit, Ctx};
 use crate::audit::Roots;
 use crate::findings::FailOn;
 use crate::outfile;
 use crate::profile::{Profile, Role};
 use crate::report::Format;
-use dialoguer::{Confirm, Input, Select};
+use crate::sys::signal::Interrupted;
+use dialoguer::{Input, Select};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -22,7 +24,11 @@ pub fn run(ctx: Ctx) -> anyhow::Result<ExitCode> {
         );
         return Ok(ExitCode::from(2));
     }
-    eprintln!("rtcheck guided run: four questions, then an audit of this host for your answer.\n");
+    // Ctrl-C anywhere in the run says what was kept and exits 130 (issue 27, item 10).
+    let mut kept = Kept::default();
+    kept.arm();
+    say("rtcheck guided run: four questions, then an audit of this host for your answer.");
+    eprintln!();
     let profile = prompts::prompt_profile_with(Profile::default(), ctx.color)?;
     let mut rec = crate::choose::decide(&profile).map_err(|e| anyhow::anyhow!(e))?;
     rec.notes
@@ -32,14 +38,13 @@ pub fn run(ctx: Ctx) -> anyhow::Result<ExitCode> {
     let screen = ctx.palette_for(None);
     println!("\n{}", screen.bold("Recommendation"));
     print!("{}", crate::report::text::choose::brief(&rec, &screen));
-    println!(
-        "{}\n",
-        screen.dim("Full reasoning, sizing and the six must-haves: `rtcheck choose --answers PROFILE` (save the profile at the end).")
-    );
+    println!();
 
     let roles = [Role::Server, Role::Proxy, Role::Loadgen];
+    say("The audit checks this host for the part it plays in that design.");
+    // Short: the menu's answer line is "PROMPT: ITEM" and must fit too.
     let role_idx = Select::new()
-        .with_prompt("What does this host do (for the audit)?")
+        .with_prompt("What does this host do?")
         .items(&[
             "server: terminates the client connections",
             "proxy: forwards them (one outbound port each)",
@@ -47,9 +52,9 @@ pub fn run(ctx: Ctx) -> anyhow::Result<ExitCode> {
         ])
         .default(0)
         .interact()
-        .map_err(|e| anyhow::anyhow!("prompt: {e}"))?;
-    let mut profile = rec.profile.clone();
-    profile.role = roles[role_idx];
+        .map_err(prompt_error)?;
+    rec.profile.role = roles[role_idx];
+    let profile = rec.profile.clone();
     let pid = ask_pid()?;
 
     let roots = Roots {
@@ -62,42 +67,53 @@ pub fn run(ctx: Ctx) -> anyhow::Result<ExitCode> {
         "\n{}",
         audit::render(&report, Format::Text, FailOn::Fail, screen, false)?
     );
-    // The two verdicts together, last, where the eye is when the run ends.
+    // What matters on one screen, last, where the eye is when the run ends: each decision
+    // with its why, the sizing, the must-haves that apply, then the audit's verdict.
+    println!("{}", screen.bold("Summary"));
+    print!("{}", crate::report::text::guided::summary(&rec, &screen));
     println!(
-        "{} transport {}, delivery {}, topology {}; audit: {}",
-        screen.bold("Summary:"),
-        screen.bold(rec.transport.as_str()),
-        rec.delivery.as_str(),
-        rec.topology.as_str(),
-        crate::report::text::audit::summary_line(&report, screen).trim_end()
+        "{} {}",
+        screen.bold("Audit:"),
+        crate::report::text::audit::summary_line(&report, screen).trim()
     );
+    say("Full reasoning and every number: `rtcheck choose --answers PROFILE` (save the profile now).");
 
     if confirm("Save the profile (reuse with `rtcheck audit --profile FILE`)?")? {
-        let path = ask_path("Profile file", "rtcheck-profile.yaml")?;
-        outfile::write_atomic(&path, profile.to_yaml().as_bytes())?;
-        eprintln!("saved {}", path.display());
+        if let Some(path) = prompts::ask_save_path("Profile file", "rtcheck-profile.yaml")? {
+            outfile::write_atomic(&path, super::choose::saved_profile(&rec, &path).as_bytes())?;
+            eprintln!("saved {}", path.display());
+            kept.saved(format!("profile {}", path.display()));
+        }
     }
-    if confirm("Save the audit report (.json, .xml = JUnit, .md, anything else = text)?")? {
-        let path = ask_path("Report file", "rtcheck-audit.md")?;
-        let format = format_for(&path);
-        let text = audit::render(
-            &report,
-            format,
-            FailOn::Fail,
-            ctx.palette_for(Some(&path)),
-            false,
-        )?;
-        outfile::write_atomic(&path, text.as_bytes())?;
-        eprintln!("saved {} ({})", path.display(), format.as_str());
+    if confirm("Save the audit report?")? {
+        say(prompts::REPORT_EXTENSIONS);
+        if let Some(path) = prompts::ask_save_path("Report file", "rtcheck-audit.md")? {
+            let (format, how) = prompts::report_format(&path);
+            let text = audit::render(
+                &report,
+                format,
+                FailOn::Fail,
+                ctx.palette_for(Some(&path)),
+                false,
+            )?;
+            outfile::write_atomic(&path, text.as_bytes())?;
+            eprintln!("saved {} ({how})", path.display());
+            kept.saved(format!("audit report {}", path.display()));
+        }
     }
     let mut failed = FailOn::Fail.trips(&report.summary);
     if confirm("Probe a deployed endpoint (proxy + server) from here (rtcheck probe)?")? {
         // A URL that cannot be probed is one line, not the end of the run: the review
-        // is still offered, and the exit code says something failed.
-        failed |= offers::probe(&profile, ctx).unwrap_or_else(|e| {
-            eprintln!("rtcheck: probe: {e:#}");
-            true
-        });
+        // is still offered, and the exit code says something failed. Ctrl-C ends the run.
+        match offers::probe(&profile, ctx, &mut kept) {
+            Ok(f) => failed |= f,
+            Err(e) if e.downcast_ref::<Interrupted>().is_some() => return Err(kept.stop(e)),
+            Err(e) => {
+                eprintln!("rtcheck: probe: {e:#}");
+                failed = true;
+            }
+        }
+        kept.arm();
     }
     if confirm("Walk the application checklist now (rtcheck review)?")? {
         failed |= offers::review(&profile, ctx)?;
@@ -109,17 +125,55 @@ pub fn run(ctx: Ctx) -> anyhow::Result<ExitCode> {
     })
 }
 
+/// What the guided run has saved so far: the line Ctrl-C prints (issue 27, item 10).
+#[derive(Default)]
+pub(crate) struct Kept(Vec<String>);
+
+impl Kept {
+    /// Set the Ctrl-C line to what is kept now, and the handler that prints it (a probe
+    /// installs its own; this takes the prompts back).
+    fn arm(&self) {
+        crate::sys::signal::set_sigint_message(&interrupted_line(&self.0));
+        crate::sys::signal::exit_on_sigint_showing_cursor();
+    }
+
+    fn saved(&mut self, what: String) {
+        self.0.push(what);
+        self.arm();
+    }
+
+    /// An interrupted experiment inside the run: its own line, then what the run kept.
+    fn stop(&self, e: anyhow::Error) -> anyhow::Error {
+        eprintln!("rtcheck: {e}");
+        // Interrupted holds a &'static str; this runs once, as the run ends.
+        let line: &'static str = Box::leak(interrupted_line(&self.0).into_boxed_str());
+        Interrupted(line).into()
+    }
+}
+
+/// Pure: what Ctrl-C says, given what was saved.
+fn interrupted_line(saved: &[String]) -> String {
+    if saved.is_empty() {
+        "guided run interrupted; nothing saved (run `rtcheck` again to start over)".into()
+    } else {
+        format!(
+            "guided run interrupted; kept: {} (nothing else saved)",
+            saved.join(", ")
+        )
+    }
+}
+
 /// The process whose open-files limit `fd-limit` audits: the running service when the
 /// user gives its PID, else rtcheck's own process (what a service started from this shell
 /// gets), said before asking.
 fn ask_pid() -> anyhow::Result<Option<u32>> {
-    eprintln!("fd-limit audits one process's open-files limit. Give your service's PID, or leave it empty to audit rtcheck's own process (the limit a service started from this shell would get).");
+    say("fd-limit audits one process's open-files limit. Give your service's PID, or leave it empty to audit rtcheck's own process (the limit a service started from this shell would get).");
     let s: String = Input::new()
         .with_prompt("Service PID (empty: this shell's limits)")
         .allow_empty(true)
         .validate_with(|s: &String| -> Result<(), String> { parse_pid(s).map(|_| ()) })
         .interact_text()
-        .map_err(|e| anyhow::anyhow!("prompt: {e}"))?;
+        .map_err(prompt_error)?;
     parse_pid(&s).map_err(|e| anyhow::anyhow!(e))
 }
 
@@ -138,44 +192,18 @@ fn parse_pid(s: &str) -> Result<Option<u32>, String> {
     Ok(Some(pid))
 }
 
-fn confirm(q: &str) -> anyhow::Result<bool> {
-    Confirm::new()
-        .with_prompt(q)
-        .default(false)
-        .interact()
-        .map_err(|e| anyhow::anyhow!("prompt: {e}"))
-}
-
-fn ask_path(q: &str, default: &str) -> anyhow::Result<PathBuf> {
-    let s: String = Input::new()
-        .with_prompt(q)
-        .default(default.to_string())
-        .interact_text()
-        .map_err(|e| anyhow::anyhow!("prompt: {e}"))?;
-    Ok(PathBuf::from(s))
-}
-
-/// Report format from the file name the user typed.
-pub fn format_for(path: &Path) -> Format {
-    match path.extension().and_then(|e| e.to_str()) {
-        Some("json") => Format::Json,
-        Some("xml") => Format::Junit,
-        Some("md") | Some("markdown") => Format::Markdown,
-        Some("yaml") | Some("yml") => Format::Yaml,
-        _ => Format::Text,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn report_format_follows_the_extension() {
-        assert_eq!(format_for(Path::new("a.json")), Format::Json);
-        assert_eq!(format_for(Path::new("ci/audit.xml")), Format::Junit);
-        assert_eq!(format_for(Path::new("r.md")), Format::Markdown);
-        assert_eq!(format_for(Path::new("r.txt")), Format::Text);
+    fn ctrl_c_says_what_the_run_kept() {
+        assert!(interrupted_line(&[]).contains("nothing saved"));
+        let kept = ["profile p.yaml".to_string(), "audit report a.html".into()];
+        assert_eq!(
+            interrupted_line(&kept),
+            "guided run interrupted; kept: profile p.yaml, audit report a.html (nothing else saved)"
+        );
     }
 
     #[test]

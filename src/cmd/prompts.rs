@@ -1,12 +1,17 @@
-//! Interactive prompts (dialoguer) that fill a Profile. Reused by the guided run.
+//! Interactive prompts (dialoguer) that fill a Profile, and the pieces every prompt shares:
+//! prose word-wrapped to the terminal, Ctrl-C as `Interrupted` (exit 130), asking where to
+//! save (never overwriting without asking) and the report format a file name asks for.
+//! Reused by `choose`, the guided run and `review`.
 use super::output::{self, ColorChoice, Sink};
 use super::parse_count;
 use crate::hops::chain::PathEntry;
 use crate::profile::{Loss, Profile, Upstream};
+use crate::report::Format;
 use crate::units::{fmt_duration, parse_duration};
 use dialoguer::theme::{ColorfulTheme, SimpleTheme, Theme};
 use dialoguer::{Confirm, Input, MultiSelect, Select, Sort};
 use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// Suggested answer when the profile has none: the framework has no default, a prompt needs one.
@@ -38,13 +43,124 @@ fn colour_enabled(c: ColorChoice) -> bool {
     output::color_enabled(c, Sink::Terminal, output::no_color_env())
 }
 
+/// The columns prompts are drawn in: stderr's terminal (where dialoguer draws), else 80.
+pub fn width() -> usize {
+    dialoguer::console::Term::stderr()
+        .size_checked()
+        .map(|(_, cols)| cols as usize)
+        .filter(|c| *c > 0)
+        .unwrap_or(crate::report::output::DEFAULT_WIDTH)
+}
+
+/// `text` word-wrapped to the prompt terminal under a hanging indent: the terminal never
+/// breaks a word ("ups / tream"), because no line reaches its edge.
+pub fn wrapped(text: &str, first: &str, rest: &str) -> String {
+    crate::report::text::wrap(text, width(), first, rest)
+}
+
+/// Prose before a prompt, on stderr, word-wrapped.
+pub fn say(text: &str) {
+    eprint!("{}", wrapped(text, "", ""));
+}
+
 fn explain(color: bool, text: &str) {
     use owo_colors::OwoColorize;
+    let text = wrapped(text, "", "");
     if color {
-        eprintln!("{}", text.dimmed());
+        eprint!("{}", text.dimmed());
     } else {
-        eprintln!("{text}");
+        eprint!("{text}");
     }
+}
+
+/// A prompt's error. Ctrl-C in a menu comes back as an `Interrupted` read (raw mode sends
+/// no SIGINT): it becomes [`crate::sys::signal::Interrupted`] with the line
+/// `set_sigint_message` set (what was kept), so `app` says it and exits 130, as the
+/// SIGINT handler does inside a text prompt.
+pub fn prompt_error(e: dialoguer::Error) -> anyhow::Error {
+    // Ctrl-C inside a Select leaves the cursor hidden; give it back first.
+    let _ = dialoguer::console::Term::stderr().show_cursor();
+    let dialoguer::Error::IO(io) = &e;
+    if io.kind() == std::io::ErrorKind::Interrupted {
+        crate::sys::signal::Interrupted(crate::sys::signal::sigint_message()).into()
+    } else {
+        anyhow::anyhow!("prompt: {e}")
+    }
+}
+
+/// A yes/no question, no by default.
+pub fn confirm(q: &str) -> anyhow::Result<bool> {
+    Confirm::new()
+        .with_prompt(q)
+        .default(false)
+        .interact()
+        .map_err(prompt_error)
+}
+
+/// A file to save to, `default` offered. An existing file is overwritten only when the
+/// user says so; they can also give another name or not save (None).
+pub fn ask_save_path(q: &str, default: &str) -> anyhow::Result<Option<PathBuf>> {
+    let mut offered = default.to_string();
+    loop {
+        let typed: String = Input::new()
+            .with_prompt(q)
+            .default(offered.clone())
+            .interact_text()
+            .map_err(prompt_error)?;
+        let path = PathBuf::from(typed.trim());
+        if path.is_dir() {
+            say(&format!(
+                "{} is a directory; give a file name.",
+                path.display()
+            ));
+            continue;
+        }
+        if !path.exists() {
+            return Ok(Some(path));
+        }
+        say(&format!("{} already exists.", path.display()));
+        let choice = Select::new()
+            .with_prompt("Overwrite it?")
+            .items(&[
+                "no, give another name",
+                "yes, overwrite it",
+                "no, do not save",
+            ])
+            .default(0)
+            .interact()
+            .map_err(prompt_error)?;
+        match choice {
+            0 => offered = typed.trim().to_string(),
+            1 => return Ok(Some(path)),
+            _ => return Ok(None),
+        }
+    }
+}
+
+/// The extensions a saved report's format follows, as said before asking for the file.
+pub const REPORT_EXTENSIONS: &str =
+    "The format follows the extension: .html, .json, .md, .yaml, .xml (JUnit), .sarif; anything else is text.";
+
+/// The report format a file name asks for, and how it was picked (said when saved).
+pub fn report_format(path: &Path) -> (Format, String) {
+    let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+    let f = match ext.to_ascii_lowercase().as_str() {
+        "json" => Format::Json,
+        "yaml" | "yml" => Format::Yaml,
+        "md" | "markdown" => Format::Markdown,
+        "html" | "htm" => Format::Html,
+        "xml" => Format::Junit,
+        "sarif" => Format::Sarif,
+        "txt" | "text" | "log" => Format::Text,
+        "" => return (Format::Text, "text: the name has no extension".into()),
+        other => {
+            return (
+                Format::Text,
+                format!("text: .{other} is not a report format"),
+            )
+        }
+    };
+    (f, format!("{}, from the extension .{ext}", f.as_str()))
 }
 
 fn prompt(mut p: Profile, only_missing: bool, color: ColorChoice) -> anyhow::Result<Profile> {
@@ -57,16 +173,7 @@ fn prompt(mut p: Profile, only_missing: bool, color: ColorChoice) -> anyhow::Res
     let colorful = ColorfulTheme::default();
     let simple = SimpleTheme;
     let theme: &dyn Theme = if color { &colorful } else { &simple };
-    let err = |e: dialoguer::Error| {
-        // Ctrl-C inside a Select leaves the cursor hidden; give it back before exiting.
-        let _ = dialoguer::console::Term::stderr().show_cursor();
-        let dialoguer::Error::IO(io) = &e;
-        if io.kind() == std::io::ErrorKind::Interrupted {
-            anyhow::anyhow!("prompt interrupted; nothing saved")
-        } else {
-            anyhow::anyhow!("prompt: {e}")
-        }
-    };
+    let err = prompt_error;
 
     if !only_missing || p.visible_within.is_none() {
         explain(
@@ -115,11 +222,12 @@ fn prompt(mut p: Profile, only_missing: bool, color: ColorChoice) -> anyhow::Res
     }
 
     if !only_missing || p.loss.is_none() {
-        explain(color, "Q3 loss: what happens if one message is lost?");
+        explain(color, "Q3 loss: what happens if one message is lost? Replaceable: a newer one replaces it (prices, positions, online counts). Shared: it must not be lost, and everyone sees the same stream. Per-user: it must not be lost, and the data is per user.");
+        // Short: the menu's answer line is "PROMPT: ITEM" and must fit too.
         let items = [
-            "replaceable: newer replaces older (prices, positions, online counts)",
-            "shared: must not lose, everyone sees the same stream",
-            "per-user: must not lose, data is per user",
+            "replaceable: newer replaces older",
+            "shared: must not lose, one stream for all",
+            "per-user: must not lose, data per user",
         ];
         let def = match p.loss {
             Some(Loss::Shared) => 1,
@@ -216,7 +324,13 @@ fn ask_path(
     explain(color, "Path: the hops between the users and the server (CDN, load balancer, ingress, proxy). Space selects, enter confirms; nothing selected leaves it undeclared. Their documented limits decide the heartbeat (`rtcheck hops`).");
     let hops = crate::hops::catalog();
     let mut items = vec!["none / direct (no hop)".to_string()];
-    items.extend(hops.iter().map(|h| format!("{:<20} {}", h.id, h.name)));
+    // One row each, within the terminal: the id whole, the name shortened at a word.
+    let idw = hops.iter().map(|h| h.id.len()).max().unwrap_or(0);
+    let room = width().saturating_sub(MENU_MARGIN + idw + 1);
+    items.extend(
+        hops.iter()
+            .map(|h| format!("{:<idw$} {}", h.id, shortened(&h.name, room))),
+    );
     let declared: Vec<String> = current.iter().flatten().map(|e| e.id.clone()).collect();
     let mut defaults = vec![declared.iter().any(|d| d == "direct" || d == "none")];
     defaults.extend(hops.iter().map(|h| declared.contains(&h.id)));
@@ -256,6 +370,27 @@ fn ask_path(
     Ok(Some(ids.iter().map(|id| kept(id)).collect()))
 }
 
+/// Columns a menu draws before an item ("  [ ] "), and one spare so no row reaches the edge.
+const MENU_MARGIN: usize = 7;
+
+/// `text` in at most `room` columns, cut after a whole word with "…" (a name, never an id).
+fn shortened(text: &str, room: usize) -> String {
+    if text.chars().count() <= room {
+        return text.to_string();
+    }
+    let mut out = String::new();
+    for w in text.split_whitespace() {
+        if out.chars().count() + usize::from(!out.is_empty()) + w.chars().count() + 1 > room {
+            break;
+        }
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(w);
+    }
+    format!("{out}…")
+}
+
 /// `--visible-within`'s parser: a duration greater than zero (the profile bounds the rest).
 fn parse_visible(s: &str) -> Result<Duration, String> {
     match parse_duration(s)? {
@@ -288,4 +423,39 @@ fn ask<T>(
         .interact_text()?;
     // Validated above, so it parses.
     parse(&s).map_err(|e| dialoguer::Error::IO(std::io::Error::other(e)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn report_format_follows_the_extension_and_says_how() {
+        let f = |p: &str| report_format(Path::new(p));
+        assert_eq!(f("a.json").0, Format::Json);
+        assert_eq!(f("ci/audit.xml").0, Format::Junit);
+        assert_eq!(f("r.md").0, Format::Markdown);
+        assert_eq!(
+            f("r.HTML"),
+            (Format::Html, "html, from the extension .HTML".into())
+        );
+        assert_eq!(f("r.htm").0, Format::Html);
+        assert_eq!(f("r.yml").0, Format::Yaml);
+        assert_eq!(f("r.sarif").0, Format::Sarif);
+        assert_eq!(f("r.txt").0, Format::Text);
+        assert_eq!(
+            f("r.pdf"),
+            (Format::Text, "text: .pdf is not a report format".into())
+        );
+        assert_eq!(f("report").1, "text: the name has no extension");
+    }
+
+    #[test]
+    fn a_name_is_shortened_at_a_word() {
+        let name = "Envoy proxy (and Envoy Gateway / Gateway API defaults)";
+        assert_eq!(shortened(name, 80), name);
+        let s = shortened(name, 30);
+        assert_eq!(s, "Envoy proxy (and Envoy…");
+        assert!(s.chars().count() <= 30);
+    }
 }

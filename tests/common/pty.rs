@@ -31,3 +31,117 @@ pub fn wait_for_raw_mode(s: &Session) {
         std::thread::sleep(Duration::from_millis(10));
     }
 }
+
+/// A session whose every printed byte is kept as the test reads it, so the whole screen
+/// can be checked afterwards (issue 27: no line reaches the terminal's edge, so the
+/// terminal never splits a word).
+pub struct Recorded {
+    pub s: Session,
+    pub seen: Vec<u8>,
+}
+
+impl Recorded {
+    pub fn new(s: Session) -> Recorded {
+        Recorded {
+            s,
+            seen: Vec::new(),
+        }
+    }
+
+    fn keep(&mut self, c: &expectrl::Captures) {
+        self.seen.extend_from_slice(c.before());
+        for m in c.matches() {
+            self.seen.extend_from_slice(m);
+        }
+    }
+
+    /// Wait for `what`, keeping everything printed up to it.
+    pub fn expect(&mut self, what: &str) {
+        let c = self
+            .s
+            .expect(what)
+            .unwrap_or_else(|e| panic!("`{what}` not shown: {e}\n{}", self.text()));
+        self.keep(&c);
+    }
+
+    /// Wait for the regex `re`, keeping everything printed up to it; its first group.
+    pub fn expect_group(&mut self, re: &str) -> String {
+        let c = self
+            .s
+            .expect(expectrl::Regex(re))
+            .unwrap_or_else(|e| panic!("`{re}` not shown: {e}\n{}", self.text()));
+        self.keep(&c);
+        String::from_utf8_lossy(c.get(1).expect("a group")).to_string()
+    }
+
+    /// [`answer`], recorded.
+    pub fn answer(&mut self, prompt: &str, keys: &str) {
+        self.expect(prompt);
+        wait_for_raw_mode(&self.s);
+        self.s.send(keys).unwrap();
+    }
+
+    /// Wait for the exit; returns its status code, everything printed kept.
+    pub fn finish(&mut self) -> i32 {
+        let c = self.s.expect(expectrl::Eof).expect("rtcheck exits");
+        self.keep(&c);
+        match self.s.get_process().wait().expect("exit status") {
+            expectrl::WaitStatus::Exited(_, code) => code,
+            other => panic!("not a normal exit: {other:?}\n{}", self.text()),
+        }
+    }
+
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.seen).to_string()
+    }
+}
+
+/// The lines the terminal drew, escape sequences removed: colours dropped, cursor moves
+/// and erases (a prompt redrawn) taken as line breaks, `\r` too.
+pub fn drawn_lines(bytes: &[u8]) -> Vec<String> {
+    let text = String::from_utf8_lossy(bytes);
+    let mut lines = vec![String::new()];
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\x1b' => {
+                if chars.peek() == Some(&'[') {
+                    chars.next();
+                    // Parameters up to the final byte (0x40..=0x7e).
+                    let mut fin = 'm';
+                    for p in chars.by_ref() {
+                        if ('\x40'..='\x7e').contains(&p) {
+                            fin = p;
+                            break;
+                        }
+                    }
+                    if fin != 'm' {
+                        lines.push(String::new());
+                    }
+                } else {
+                    chars.next();
+                }
+            }
+            '\n' | '\r' => lines.push(String::new()),
+            c if c.is_control() => {}
+            c => lines.last_mut().unwrap().push(c),
+        }
+    }
+    lines.retain(|l| !l.trim().is_empty());
+    lines
+}
+
+/// Every drawn line fits `cols` columns: a longer one the terminal would break, wherever
+/// that falls (mid-word: "ups / tream"). Panics naming the lines.
+pub fn assert_no_line_wider(bytes: &[u8], cols: usize) {
+    let wide: Vec<String> = drawn_lines(bytes)
+        .into_iter()
+        .filter(|l| l.chars().count() > cols)
+        .collect();
+    assert!(
+        wide.is_empty(),
+        "{} line(s) wider than {cols} columns, which the terminal splits:\n{}",
+        wide.len(),
+        wide.join("\n")
+    );
+}

@@ -1,7 +1,8 @@
 //! The guided run's offers after the audit: probe a URL the user types (issue 11) and walk
 //! the application checklist (issue 16). Each builds its command's own flags, so it runs
 //! with the same defaults as `rtcheck probe` and `rtcheck review`.
-use super::{ask_path, confirm, format_for};
+use super::Kept;
+use crate::cmd::prompts::{self, confirm, prompt_error, say};
 use crate::cmd::{probe, review, Ctx};
 use crate::findings::FailOn;
 use crate::outfile;
@@ -27,15 +28,15 @@ struct ReviewCli {
 }
 
 /// Ask for a URL, probe it, print the report, offer to save it; true when a check failed.
-pub fn probe(profile: &Profile, ctx: Ctx) -> anyhow::Result<bool> {
-    eprintln!("probe checks the path between your users and your server (proxy upgrade, SSE buffering, resume, ...) with a handful of connections; it never loads the server.");
+pub(super) fn probe(profile: &Profile, ctx: Ctx, kept: &mut Kept) -> anyhow::Result<bool> {
+    say("probe checks the path between your users and your server (proxy upgrade, SSE buffering, resume, ...) with a handful of connections; it never loads the server.");
     let url: String = Input::new()
         .with_prompt("URL to probe (ws://, wss://, http://, https://)")
         .validate_with(|s: &String| -> Result<(), String> { Target::parse(s.trim()).map(|_| ()) })
         // The typed line may hold a token: show the redacted URL instead.
         .report(false)
         .interact_text()
-        .map_err(|e| anyhow::anyhow!("prompt: {e}"))?;
+        .map_err(prompt_error)?;
     let url = url.trim().to_string();
     let shown = Target::parse(&url).map_err(|e| anyhow::anyhow!(e))?;
     eprintln!("probing {shown}");
@@ -52,12 +53,17 @@ pub fn probe(profile: &Profile, ctx: Ctx) -> anyhow::Result<bool> {
         "\n{}",
         probe::render(&r, Format::Text, FailOn::Fail, screen)?
     );
-    if confirm("Save the probe report (.json, .xml = JUnit, .md, anything else = text)?")? {
-        let path = ask_path("Probe report file", "rtcheck-probe.json")?;
-        let format = format_for(&path);
-        let text = probe::render(&r, format, FailOn::Fail, ctx.palette_for(Some(&path)))?;
-        outfile::write_atomic(&path, text.as_bytes())?;
-        eprintln!("saved {} ({})", path.display(), format.as_str());
+    // The probe replaced the Ctrl-C handler with its own: take the prompts back.
+    kept.arm();
+    if confirm("Save the probe report?")? {
+        say(prompts::REPORT_EXTENSIONS);
+        if let Some(path) = prompts::ask_save_path("Probe report file", "rtcheck-probe.json")? {
+            let (format, how) = prompts::report_format(&path);
+            let text = probe::render(&r, format, FailOn::Fail, ctx.palette_for(Some(&path)))?;
+            outfile::write_atomic(&path, text.as_bytes())?;
+            eprintln!("saved {} ({how})", path.display());
+            kept.saved(format!("probe report {}", path.display()));
+        }
     }
     Ok(probe::tripped(&a, &r))
 }
@@ -65,11 +71,14 @@ pub fn probe(profile: &Profile, ctx: Ctx) -> anyhow::Result<bool> {
 /// Walk the application checklist for `profile`, answers kept in a file the user names (a
 /// later run asks only what is open); true when an answer is a failing finding.
 pub fn review(profile: &Profile, ctx: Ctx) -> anyhow::Result<bool> {
-    eprintln!("review walks the application items no host audit can read (write deadline, queues, ring, sequence numbers, ...); the answers go to a YAML file, so a later run asks only what is still open.");
-    let path = ask_path(
-        "Answers file (read first when it exists)",
-        "rtcheck-review.yaml",
-    )?;
+    say("review walks the application items no host audit can read (write deadline, queues, ring, sequence numbers, ...); the answers go to a YAML file, so a later run asks only what is still open.");
+    // An existing answers file is the point (the walk resumes it), so no overwrite question.
+    let path: String = Input::new()
+        .with_prompt("Answers file (read first when it exists)")
+        .default("rtcheck-review.yaml".to_string())
+        .interact_text()
+        .map_err(prompt_error)?;
+    let path = std::path::PathBuf::from(path.trim());
     let argv: [OsString; 3] = ["review".into(), "--save".into(), path.into()];
     let a = ReviewCli::try_parse_from(argv)?.a;
     review::run_with(&a, profile.clone(), true, ctx)

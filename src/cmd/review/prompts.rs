@@ -35,16 +35,20 @@ fn colour(c: ColorChoice) -> bool {
 }
 
 /// Title, why in one line, the measured number, and what can measure it.
+/// Word-wrapped to the terminal (issue 27, item 3): no word is split at its edge.
 fn show(item: &Item, n: usize, total: usize, pal: &Palette) {
+    use crate::cmd::prompts::wrapped;
     eprintln!();
-    eprintln!("{}", pal.bold(&format!("[{n}/{total}] {}", item.title)));
-    eprintln!("  why: {}", item.why);
+    let title = format!("[{n}/{total}] {}", item.title);
+    eprint!("{}", pal.bold(&wrapped(&title, "", "      ")));
+    eprint!("{}", wrapped(&item.why, "  why: ", "       "));
     if let Some(e) = item.evidence.first() {
         let ev = crate::evidence::get(e);
-        eprintln!("  measured: {} ({e})", ev.values_display());
+        let line = format!("{} ({e})", ev.values_display());
+        eprint!("{}", wrapped(&line, "  measured: ", "            "));
     }
     if let Some(h) = items::measure_hint(&item.id) {
-        eprintln!("  {}", pal.dim(&format!("measure it: {h}")));
+        eprint!("{}", pal.dim(&wrapped(&h, "  measure it: ", "    ")));
     }
 }
 
@@ -193,12 +197,18 @@ fn ask_values(
         };
         match o.status {
             Status::Pass => {
-                eprintln!("  {} {}", pal.good("ok:"), o.consequence);
+                let ok = crate::cmd::prompts::wrapped(&o.consequence, "  ok: ", "      ");
+                eprint!("{}", ok.replacen("ok:", &pal.good("ok:"), 1));
                 return Ok(raw);
             }
             st => {
-                eprintln!("  {} {}", pal.status(st), o.consequence);
-                eprintln!("  rule: {}", o.expected);
+                let head = format!("  {} ", st.as_str());
+                let text = crate::cmd::prompts::wrapped(&o.consequence, &head, "      ");
+                eprint!("{}", text.replacen(st.as_str(), &pal.status(st), 1));
+                eprint!(
+                    "{}",
+                    crate::cmd::prompts::wrapped(&o.expected, "  rule: ", "        ")
+                );
                 let keep = Select::with_theme(theme)
                     .with_prompt("Values break the rule")
                     .items(&["enter them again", "keep them (recorded as a finding)"])

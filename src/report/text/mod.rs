@@ -6,6 +6,7 @@ pub mod choose;
 pub mod cluster;
 pub mod delivery;
 pub mod evidence;
+pub mod guided;
 pub mod hops;
 pub mod load;
 pub mod probe;
