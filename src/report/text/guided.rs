@@ -85,7 +85,7 @@ fn why(r: &Recommendation, id: &str) -> String {
             ms(num("poll-5s", "delivery_p50"))
         ),
         "q1" => format!(
-            "pushed in {} ms; polling every 1 s took {} ms",
+            "pushed in {} ms; polling every 1 s had a {} ms median delay",
             fmt_num(num("push-latency", "delivery_ms")),
             fmt_num(num("poll-1s", "delivery_p50"))
         ),
