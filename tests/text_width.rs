@@ -102,6 +102,12 @@ fn evidence_list_fits_80_piped() {
 }
 
 #[test]
+fn evidence_sources_and_one_entry_fit_80_piped() {
+    check_text(&["evidence", "--sources"]);
+    check_text(&["evidence", "hub-gap"]);
+}
+
+#[test]
 fn checklist_realtime_ops_fits_80_piped() {
     check_text(&["checklist", "realtime-ops"]);
 }
