@@ -78,29 +78,7 @@ pub fn run(ctx: Ctx) -> anyhow::Result<ExitCode> {
     );
     say("Full reasoning and every number: `rtcheck choose --answers PROFILE` (save the profile now).");
 
-    if confirm("Save the profile (reuse with `rtcheck audit --profile FILE`)?")? {
-        if let Some(path) = prompts::ask_save_path("Profile file", "rtcheck-profile.yaml")? {
-            outfile::write_atomic(&path, super::choose::saved_profile(&rec, &path).as_bytes())?;
-            eprintln!("saved {}", path.display());
-            kept.saved(format!("profile {}", path.display()));
-        }
-    }
-    if confirm("Save the audit report?")? {
-        say(prompts::REPORT_EXTENSIONS);
-        if let Some(path) = prompts::ask_save_path("Report file", "rtcheck-audit.md")? {
-            let (format, how) = prompts::report_format(&path);
-            let text = audit::render(
-                &report,
-                format,
-                FailOn::Fail,
-                ctx.palette_for(Some(&path)),
-                false,
-            )?;
-            outfile::write_atomic(&path, text.as_bytes())?;
-            eprintln!("saved {} ({how})", path.display());
-            kept.saved(format!("audit report {}", path.display()));
-        }
-    }
+    offer_saves(&rec, &report, ctx, &mut kept)?;
     let mut failed = FailOn::Fail.trips(&report.summary);
     if confirm("Probe a deployed endpoint (proxy + server) from here (rtcheck probe)?")? {
         // A URL that cannot be probed is one line, not the end of the run: the review
@@ -125,6 +103,40 @@ pub fn run(ctx: Ctx) -> anyhow::Result<ExitCode> {
     })
 }
 
+/// Offer to save the profile and the audit report, each asking before it overwrites a
+/// file; the report's format follows the extension, said when saved (issue 27, item 9).
+fn offer_saves(
+    rec: &crate::choose::Recommendation,
+    report: &crate::report::model::FindingsReport,
+    ctx: Ctx,
+    kept: &mut Kept,
+) -> anyhow::Result<()> {
+    if confirm("Save the profile (reuse with `rtcheck audit --profile FILE`)?")? {
+        if let Some(path) = prompts::ask_save_path("Profile file", "rtcheck-profile.yaml")? {
+            outfile::write_atomic(&path, super::choose::saved_profile(rec, &path).as_bytes())?;
+            eprintln!("saved {}", path.display());
+            kept.saved(format!("profile {}", path.display()));
+        }
+    }
+    if confirm("Save the audit report?")? {
+        say(prompts::REPORT_EXTENSIONS);
+        if let Some(path) = prompts::ask_save_path("Report file", "rtcheck-audit.md")? {
+            let (format, how) = prompts::report_format(&path);
+            let text = audit::render(
+                report,
+                format,
+                FailOn::Fail,
+                ctx.palette_for(Some(&path)),
+                false,
+            )?;
+            outfile::write_atomic(&path, text.as_bytes())?;
+            eprintln!("saved {} ({how})", path.display());
+            kept.saved(format!("audit report {}", path.display()));
+        }
+    }
+    Ok(())
+}
+
 /// What the guided run has saved so far: the line Ctrl-C prints (issue 27, item 10).
 #[derive(Default)]
 pub(crate) struct Kept(Vec<String>);
@@ -144,10 +156,12 @@ impl Kept {
 
     /// An interrupted experiment inside the run: its own line, then what the run kept.
     fn stop(&self, e: anyhow::Error) -> anyhow::Error {
-        eprintln!("rtcheck: {e}");
+        let line = interrupted_line(&self.0);
+        if e.to_string() != line {
+            eprintln!("rtcheck: {e}");
+        }
         // Interrupted holds a &'static str; this runs once, as the run ends.
-        let line: &'static str = Box::leak(interrupted_line(&self.0).into_boxed_str());
-        Interrupted(line).into()
+        Interrupted(Box::leak(line.into_boxed_str())).into()
     }
 }
 
