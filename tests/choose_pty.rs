@@ -241,5 +241,5 @@ fn an_interactive_walk_offers_to_save_the_profile_and_asks_before_overwriting() 
     let p = Profile::load("--answers", &fresh).unwrap();
     assert_eq!(p.transport, Some(Transport::Sse));
     assert_eq!(p.visible_within, Some(Duration::from_millis(200)));
-    common::pty::assert_no_line_wider(&s.seen, 80);
+    s.assert_no_line_wider(80);
 }

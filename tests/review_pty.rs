@@ -287,7 +287,7 @@ fn at_80_columns_no_line_of_the_walk_reaches_the_edge() {
     s.expect("tolerates 64 ms of slowness");
     s.answer("Values break the rule", &format!("{DOWN}{ENTER}")); // keep them
     assert_eq!(s.finish(), 1, "{}", s.text());
-    common::pty::assert_no_line_wider(&s.seen, 80);
+    s.assert_no_line_wider(80);
 
     let mut s = spawn(&["--profile", p, "--save", sv, "--fail-on", "never"]);
     s.get_process_mut().set_window_size(80, 40).unwrap();
@@ -302,7 +302,7 @@ fn at_80_columns_no_line_of_the_walk_reaches_the_edge() {
         s.answer("Done?", &format!("{DOWN}{DOWN}{DOWN}{ENTER}")); // later
     }
     assert_eq!(s.finish(), 0, "{}", s.text());
-    common::pty::assert_no_line_wider(&s.seen, 80);
+    s.assert_no_line_wider(80);
     let a = answers::load("--answers", &save, &rtcheck::review::known_ids()).unwrap();
     assert_eq!(a.answers.len(), asked + 1);
 }

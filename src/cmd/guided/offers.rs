@@ -29,9 +29,9 @@ struct ReviewCli {
 
 /// Ask for a URL, probe it, print the report, offer to save it; true when a check failed.
 pub(super) fn probe(profile: &Profile, ctx: Ctx, kept: &mut Kept) -> anyhow::Result<bool> {
-    say("probe checks the path between your users and your server (proxy upgrade, SSE buffering, resume, ...) with a handful of connections; it never loads the server.");
+    say("probe checks the path between your users and your server (proxy upgrade, SSE buffering, resume, ...) with a handful of connections; it never loads the server. The URL is ws://, wss://, http:// or https://.");
     let url: String = Input::new()
-        .with_prompt("URL to probe (ws://, wss://, http://, https://)")
+        .with_prompt("URL to probe")
         .validate_with(|s: &String| -> Result<(), String> { Target::parse(s.trim()).map(|_| ()) })
         // The typed line may hold a token: show the redacted URL instead.
         .report(false)
@@ -71,10 +71,10 @@ pub(super) fn probe(profile: &Profile, ctx: Ctx, kept: &mut Kept) -> anyhow::Res
 /// Walk the application checklist for `profile`, answers kept in a file the user names (a
 /// later run asks only what is open); true when an answer is a failing finding.
 pub fn review(profile: &Profile, ctx: Ctx) -> anyhow::Result<bool> {
-    say("review walks the application items no host audit can read (write deadline, queues, ring, sequence numbers, ...); the answers go to a YAML file, so a later run asks only what is still open.");
+    say("review walks the application items no host audit can read (write deadline, queues, ring, sequence numbers, ...); the answers go to a YAML file, so a later run asks only what is still open. An answers file that exists is read first.");
     // An existing answers file is the point (the walk resumes it), so no overwrite question.
     let path: String = Input::new()
-        .with_prompt("Answers file (read first when it exists)")
+        .with_prompt("Answers file")
         .default("rtcheck-review.yaml".to_string())
         .interact_text()
         .map_err(prompt_error)?;
