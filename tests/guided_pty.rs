@@ -342,4 +342,42 @@ fn ctrl_c_in_the_guided_run_says_what_was_kept_and_exits_130() {
     );
     Profile::load("--answers", &profile).expect("the saved profile is whole");
     assert!(!report.exists());
+
+    // In the review offer, Ctrl-C keeps the answers given (saved as they are given).
+    let answers = dir.path().join("review.yaml");
+    let open = ["seq-numbers", "hot-path-alloc"];
+    let mut text = String::from("answers:\n");
+    for id in rtcheck::review::known_ids()
+        .into_iter()
+        .filter(|i| !open.contains(i))
+    {
+        text.push_str(&format!(
+            "  - id: {id}\n    answer: na\n    reason: not here\n"
+        ));
+    }
+    std::fs::write(&answers, text).unwrap();
+    let mut s = guided();
+    answer_questions(&mut s);
+    s.answer("Save the profile", "n");
+    s.answer("Save the audit report", "n");
+    s.answer("Probe a deployed endpoint", "n");
+    s.answer("Walk the application checklist", "y");
+    s.answer("Answers file", &format!("{}{ENTER}", answers.display()));
+    s.expect("[1/2]");
+    s.answer("Done?", ENTER); // yes
+    s.expect("[2/2]");
+    s.answer("Done?", "\x03");
+    assert_eq!(s.finish(), 130, "{}", s.text());
+    assert!(
+        s.text().contains("prompt interrupted; 1 answer saved to"),
+        "{}",
+        s.text()
+    );
+    let known = rtcheck::review::known_ids();
+    let a = rtcheck::review::answers::load("--answers", &answers, &known).unwrap();
+    let given = open.iter().filter(|id| a.get(id).is_some()).count();
+    assert_eq!(
+        given, 1,
+        "the answer given is kept, the open one stays open"
+    );
 }
