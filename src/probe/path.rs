@@ -225,10 +225,17 @@ pub fn compare(seen: &[Seen], d: &Declared, t: Transport) -> (Status, String, Fi
             }
         }
         fix.summary = "declare the path the URL really crosses, so the chain counts every hop's limits (outermost first)".into();
-        fix.persistent.push(format!(
-            "--path {}   # reorder outermost first",
+        let order = if undeclared.is_empty() {
+            ""
+        } else {
+            "   # put the added hops in their place, outermost first"
+        };
+        let ids = if ids.is_empty() {
+            "direct".to_string()
+        } else {
             ids.join(",")
-        ));
+        };
+        fix.persistent.push(format!("--path {ids}{order}"));
     }
     if let Some(e) = d
         .chain
@@ -600,10 +607,7 @@ mod tests {
         let (st, o, fix) = compare(&seen(&[("server", "nginx/1.22.1")]), &d, ws);
         assert_eq!(st, Status::Warn);
         assert!(o.contains("declared, not seen: cloudflare"), "{o}");
-        assert_eq!(
-            fix.persistent[0],
-            "--path aws-alb,nginx   # reorder outermost first"
-        );
+        assert_eq!(fix.persistent[0], "--path aws-alb,nginx");
         // A hop seen and not declared: its limits are not in the chain.
         let d = declared("nginx", &[]);
         let heroku = seen(&[("via", "1.1 vegur"), ("server", "nginx")]);
