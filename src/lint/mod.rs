@@ -19,6 +19,7 @@ pub mod host;
 pub mod ingress;
 pub mod load;
 pub mod nginx;
+pub mod path;
 pub mod rules;
 
 use crate::findings::Finding;
@@ -158,6 +159,9 @@ pub struct Workload {
     pub sse_patterns: Vec<String>,
     /// The application sends `X-Accel-Buffering: no` on its event streams.
     pub x_accel_buffering: bool,
+    /// The declared hops (`--path`, the profile's `path:`): the timeouts carry the
+    /// heartbeat their chain needs (`path`).
+    pub path: Option<path::DeclaredPath>,
 }
 
 impl Default for Workload {
@@ -169,6 +173,7 @@ impl Default for Workload {
             ws_patterns: vec![],
             sse_patterns: vec![],
             x_accel_buffering: false,
+            path: None,
         }
     }
 }
