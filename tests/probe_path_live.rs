@@ -173,6 +173,11 @@ backend above
     assert!(observed.contains("no documented default"), "{observed}");
     let lines = fix_lines(cut);
     assert!(lines.contains("haproxy: timeout tunnel"), "{lines}");
+    // HAProxy names itself nowhere: the declared path gives idle-timeout HAProxy's fix,
+    // not the lines for every proxy.
+    let idle = find(&r, "idle-timeout", "/above/");
+    let first = idle["fix"]["persistent"][0].as_str().unwrap();
+    assert!(first.starts_with("haproxy"), "{idle:#}");
     // HAProxy adds no header of its own: declared, not visible, not a contradiction.
     let hops = find(&r, "path-hops", "/below/");
     assert!(

@@ -505,6 +505,7 @@ pub fn probe_all(targets: &[Target], o: &Options, skip: &[String]) -> anyhow::Re
     none_reached(&all)?;
     if o.proxy.is_none() {
         share_proxy(&mut all);
+        path::proxy_from_path(&mut all);
     }
     Ok(all.iter().flat_map(|u| judge(u, skip)).collect())
 }

@@ -9,6 +9,7 @@
 //!   maximum the chain computes.
 //!
 //! Pure: the observations of one URL and the declared chain in, findings out.
+use super::proxy::Proxy;
 use super::session::StreamObs;
 use super::wire::Head;
 use super::{finding, fmt_s, heartbeat, idle_timeout, Kind, UrlObs};
@@ -550,6 +551,27 @@ fn path_idle(u: &UrlObs, d: &Declared) -> Option<Finding> {
     Some(f)
 }
 
+/// The proxy whose fixes a URL gets when its headers named none: the innermost declared
+/// hop probe writes fixes for (HAProxy adds no header of its own). A declaration, like
+/// `--proxy`, which wins over it.
+pub fn declared_proxy(d: &Declared) -> Option<Proxy> {
+    d.ids.iter().rev().find_map(|id| match id.as_str() {
+        "nginx" | "ingress-nginx" => Some(Proxy::Nginx),
+        "haproxy" => Some(Proxy::Haproxy),
+        "caddy" => Some(Proxy::Caddy),
+        _ => None,
+    })
+}
+
+/// [`declared_proxy`] for every URL still without an identified proxy.
+pub fn proxy_from_path(all: &mut [UrlObs]) {
+    for u in all.iter_mut().filter(|u| u.proxy == Proxy::Unknown) {
+        if let Some(p) = u.path.as_deref().and_then(declared_proxy) {
+            u.proxy = p;
+        }
+    }
+}
+
 /// This file's checks for one URL (nothing without a declared path or for an unreached
 /// URL).
 pub fn checks(u: &UrlObs) -> Vec<Finding> {
@@ -632,6 +654,19 @@ mod tests {
         // CloudFront is not in the catalogue: said so.
         let (_, o, _) = compare(&seen(&[("x-amz-cf-id", "x")]), &d, ws);
         assert!(o.contains("not in the hop catalogue"), "{o}");
+    }
+
+    #[test]
+    fn the_innermost_declared_proxy_gives_the_fixes() {
+        assert_eq!(
+            declared_proxy(&declared("cloudflare,haproxy", &[])),
+            Some(Proxy::Haproxy)
+        );
+        assert_eq!(
+            declared_proxy(&declared("nginx,caddy", &[])),
+            Some(Proxy::Caddy)
+        );
+        assert_eq!(declared_proxy(&declared("aws-alb", &[])), None);
     }
 
     #[test]
