@@ -1,8 +1,9 @@
 //! Every lint rule with a config that trips it and its fixed twin: lint (JSON read back)
 //! reports the rule on the tripping one, at the expected line, and not on the twin; both are
 //! loaded by the real binary (`nginx -t`, `haproxy -c`, `caddy adapt`), so no rule teaches
-//! a config that does not load. Ingress YAML has no local validator (no kubectl/cluster):
-//! checked as YAML by lint's own parser only.
+//! a config that does not load. Ingress YAML has no local validator (no kubectl/cluster),
+//! nor Traefik's dynamic configuration (no traefik binary: Debian does not package it):
+//! both are checked as YAML by lint's own parser only.
 mod common;
 use common::{require_binary, rtcheck};
 use serde_json::Value;
@@ -50,6 +51,20 @@ fn ing(ann: &str, path: &str) -> String {
         "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata:\n  name: app\n  annotations:\n    {ann}\nspec:\n  rules:\n  - http:\n      paths:\n      - path: {path}\n        pathType: Prefix\n        backend:\n          service: {{name: app, port: {{number: 80}}}}\n"
     )
 }
+
+/// Traefik dynamic configuration: a router on `path` with `middlewares`, the middleware
+/// definitions `mws` (indented under `middlewares:`), and the service's extra lines.
+fn tf(path: &str, middlewares: &str, mws: &str, servers: &str, lb: &str) -> String {
+    // Lines: 1 http, 2 routers, 3 app, 4 rule, 5 service, 6 middlewares (+ items), then
+    // the middlewares section and the services.
+    format!(
+        "http:\n  routers:\n    app:\n      rule: PathPrefix(`{path}`)\n      service: app\n      middlewares:\n{middlewares}  middlewares:\n    noop:\n      headers: {{}}\n{mws}  services:\n    app:\n      loadBalancer:\n        servers:\n{servers}{lb}"
+    )
+}
+
+const TF_ONE: &str = "          - url: http://127.0.0.1:19000\n";
+const TF_TWO: &str =
+    "          - url: http://127.0.0.1:19000\n          - url: http://127.0.0.1:19001\n";
 
 const HA_TUNNEL: &str = "timeout tunnel 1h";
 
@@ -124,6 +139,15 @@ fn cases() -> Vec<Case> {
         Case { id: "ingress-proxy-buffering", file: "ingress.yaml", line: 6, args: &["--ping", "15s"], fixed_loads: true,
             trip: ing("nginx.ingress.kubernetes.io/proxy-buffering: \"on\"", "/events"),
             fixed: ing("nginx.ingress.kubernetes.io/proxy-buffering: \"off\"", "/events") },
+        Case { id: "traefik-compress-stream", file: "dynamic.yaml", line: 7, args: &[], fixed_loads: true,
+            trip: tf("/events", "        - gz\n", "    gz:\n      compress: {}\n", TF_ONE, ""),
+            fixed: tf("/events", "        - gz\n", "    gz:\n      compress:\n        excludedContentTypes:\n          - text/event-stream\n", TF_ONE, "") },
+        Case { id: "traefik-buffering-stream", file: "dynamic.yaml", line: 8, args: &[], fixed_loads: true,
+            trip: tf("/events", "        - noop\n        - limit\n", "    limit:\n      buffering:\n        maxRequestBodyBytes: 2000000\n        maxResponseBodyBytes: 10000000\n", TF_ONE, ""),
+            fixed: tf("/events", "        - noop\n        - limit\n", "    limit:\n      buffering:\n        maxRequestBodyBytes: 2000000\n", TF_ONE, "") },
+        Case { id: "traefik-sticky-polling", file: "dynamic.yaml", line: 12, args: &[], fixed_loads: true,
+            trip: tf("/poll", "        - noop\n", "", TF_TWO, ""),
+            fixed: tf("/poll", "        - noop\n", "", TF_TWO, "        sticky:\n          cookie:\n            name: route\n") },
         Case { id: "ingress-affinity", file: "ingress.yaml", line: 2, args: &[], fixed_loads: true,
             trip: ing("nginx.ingress.kubernetes.io/ssl-redirect: \"false\"", "/poll"),
             fixed: ing("nginx.ingress.kubernetes.io/affinity: \"cookie\"", "/poll") },
@@ -231,10 +255,10 @@ fn every_rule_trips_on_its_config_and_not_on_the_fixed_twin() {
     // Every rule of the table has its twins here.
     let out = rtcheck().args(["lint", "--help"]).output().unwrap();
     assert!(out.status.success());
-    for r in ["nginx-", "haproxy-", "caddy-", "ingress-"] {
+    for r in ["nginx-", "haproxy-", "caddy-", "ingress-", "traefik-"] {
         assert!(covered.iter().any(|c| c.starts_with(r)));
     }
-    assert_eq!(covered.len(), 23, "{covered:?}");
+    assert_eq!(covered.len(), 26, "{covered:?}");
 }
 
 #[test]

@@ -1,6 +1,6 @@
-//! `rtcheck lint PATH...`: parse proxy configs (nginx, HAProxy, Caddy, Caddy JSON, Ingress),
-//! run the realtime rules against the workload, render like audit (every format, SARIF
-//! included) with the same exit policy.
+//! `rtcheck lint PATH...`: parse proxy configs (nginx, HAProxy, Caddy, Caddy JSON, Ingress,
+//! Traefik), run the realtime rules against the workload, render like audit (every format,
+//! SARIF included) with the same exit policy.
 use super::output::{AllFormats, OutputArgs};
 use super::{parse_count, Ctx};
 use crate::findings::{outcome, FailOn, Finding, Fix, Outcome, Status};
@@ -21,6 +21,8 @@ pub enum KindArg {
     Caddy,
     CaddyJson,
     Ingress,
+    /// Traefik dynamic configuration (file provider YAML).
+    Traefik,
 }
 
 impl KindArg {
@@ -32,6 +34,7 @@ impl KindArg {
             KindArg::Caddy => Some(Kind::Caddy),
             KindArg::CaddyJson => Some(Kind::CaddyJson),
             KindArg::Ingress => Some(Kind::Ingress),
+            KindArg::Traefik => Some(Kind::Traefik),
         }
     }
 }
@@ -188,7 +191,7 @@ pub fn build_report(
         }
         let Some(kind) = a.kind.kind() else {
             anyhow::bail!(
-                "lint -: stdin needs --kind (nginx, haproxy, caddy, caddy-json, ingress)"
+                "lint -: stdin needs --kind (nginx, haproxy, caddy, caddy-json, ingress, traefik)"
             );
         };
         let text = crate::cmd::lint::read_stdin()?;
