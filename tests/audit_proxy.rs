@@ -120,6 +120,33 @@ fn audit_reads_the_proxys_config_under_the_root_and_its_fd_limit() {
     );
     assert!(find(&off, "nginx-ws-upgrade").is_none() && find(&off, "proxy-fd-limit").is_none());
 
+    // The profile's path reaches the proxy's lint rules: a 40 s ping behind Cloudflare
+    // wants twice it from nginx, and the default 60 s proxy_read_timeout is short of that
+    // (without the path, 60 s above the ping passes).
+    let profile = tmp.path().join("profile.yaml");
+    std::fs::write(&profile, "ping: 40s\npath: [cloudflare, nginx]\n").unwrap();
+    let with = ["--root", root.to_str().unwrap(), "--profile"];
+    let v = audit(
+        tmp.path(),
+        &[&with[..], &[profile.to_str().unwrap()]].concat(),
+    );
+    let rt = find(&v, "nginx-read-timeout").expect("checked under the path");
+    assert_eq!(rt["status"], "warn", "{rt:#}");
+    assert!(
+        rt["expected"]
+            .as_str()
+            .unwrap()
+            .contains("cloudflare -> nginx"),
+        "{rt:#}"
+    );
+    std::fs::write(&profile, "ping: 40s\n").unwrap();
+    let v = audit(
+        tmp.path(),
+        &[&with[..], &[profile.to_str().unwrap()]].concat(),
+    );
+    let rt = find(&v, "nginx-read-timeout").unwrap();
+    assert_eq!(rt["status"], "pass", "{rt:#}");
+
     // A mounted procfs and no --root: this machine's /etc is not read.
     let v = audit(tmp.path(), &[]);
     assert!(find(&v, "nginx-ws-upgrade").is_none());

@@ -330,11 +330,11 @@ proptest! {
     /// Random bytes (and random config-ish text) never panic any parser, and each answers fast.
     #[test]
     fn parsers_never_panic_on_any_input(bytes in proptest::collection::vec(any::<u8>(), 0..2048),
-                                         words in proptest::collection::vec(prop::sample::select(vec!["{", "}", ";", "\"", "'", "`", "#", "\n", " ", "location", "/ws", "server", "frontend", "backend", "@m", "---", "kind: Ingress", "$http_upgrade", "${x}", "\\", "include", "*"]), 0..200)) {
+                                         words in proptest::collection::vec(prop::sample::select(vec!["{", "}", ";", "\"", "'", "`", "#", "\n", " ", "location", "/ws", "server", "frontend", "backend", "@m", "---", "kind: Ingress", "http:", "  routers:", "middlewares:", "chain:", "- ", "$http_upgrade", "${x}", "\\", "include", "*"]), 0..200)) {
         use rtcheck::lint::{lint, parse, Config, Kind, Workload};
         let texts = [String::from_utf8_lossy(&bytes).into_owned(), words.concat()];
         for text in &texts {
-            for kind in [Kind::Nginx, Kind::Haproxy, Kind::Caddy, Kind::CaddyJson, Kind::Ingress] {
+            for kind in [Kind::Nginx, Kind::Haproxy, Kind::Caddy, Kind::CaddyJson, Kind::Ingress, Kind::Traefik] {
                 let t = std::time::Instant::now();
                 if let Ok(nodes) = parse(kind, "f", text) {
                     let _ = lint(&[Config { kind, file: "f".into(), nodes }], &Workload::default(), &[]);
@@ -547,4 +547,98 @@ fn explain_knows_the_lint_rules() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("closest: nginx-ws-upgrade"));
+}
+
+/// Traefik's dynamic configuration the way its documentation shows WebSocket and SSE
+/// behind the file provider (a compress middleware excluding text/event-stream, as the
+/// compress page's example does; a chain; request-only buffering; sticky polling): lint
+/// reads it as Traefik, checks the stream routers and finds nothing to fix. No traefik
+/// binary validates it (Debian does not package Traefik).
+#[test]
+fn a_traefik_dynamic_config_as_the_docs_show_lints_clean() {
+    let tmp = tempfile::tempdir().unwrap();
+    let f = tmp.path().join("dynamic.yml");
+    std::fs::write(
+        &f,
+        "\
+# Dynamic configuration (file provider)
+http:
+  routers:
+    chat:
+      rule: Host(`app.example.com`) && PathPrefix(`/ws`)
+      service: chat
+      middlewares:
+        - secure
+    events:
+      rule: Host(`app.example.com`) && PathPrefix(`/events`)
+      service: app
+      middlewares:
+        - secure
+        - limit
+    poll:
+      rule: PathPrefix(`/poll`)
+      service: app
+  middlewares:
+    secure:
+      chain:
+        middlewares:
+          - headers
+          - gz
+    headers:
+      headers:
+        frameDeny: true
+    gz:
+      compress:
+        excludedContentTypes:
+          - text/event-stream
+    limit:
+      buffering:
+        maxRequestBodyBytes: 2000000
+  services:
+    chat:
+      loadBalancer:
+        servers:
+          - url: http://127.0.0.1:9000
+    app:
+      loadBalancer:
+        sticky:
+          cookie:
+            name: route
+        servers:
+          - url: http://127.0.0.1:9001
+          - url: http://127.0.0.1:9002
+",
+    )
+    .unwrap();
+    let out = rtcheck()
+        .arg("lint")
+        .arg(&f)
+        .args(["--format", "json"])
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        v["target"].as_str().unwrap().contains("(traefik)"),
+        "{}",
+        v["target"]
+    );
+    let findings = v["findings"].as_array().unwrap();
+    let bad: Vec<&Value> = findings
+        .iter()
+        .filter(|f| f["status"] == "fail" || f["status"] == "warn")
+        .collect();
+    assert!(bad.is_empty(), "{bad:#?}");
+    for id in [
+        "traefik-compress-stream",
+        "traefik-buffering-stream",
+        "traefik-sticky-polling",
+    ] {
+        assert!(
+            findings
+                .iter()
+                .any(|f| f["id"] == id && f["status"] == "pass"),
+            "{id} was not checked: {v:#}"
+        );
+    }
+    assert_eq!(out.status.code(), Some(0));
 }

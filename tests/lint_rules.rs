@@ -1,8 +1,9 @@
 //! Every lint rule with a config that trips it and its fixed twin: lint (JSON read back)
 //! reports the rule on the tripping one, at the expected line, and not on the twin; both are
 //! loaded by the real binary (`nginx -t`, `haproxy -c`, `caddy adapt`), so no rule teaches
-//! a config that does not load. Ingress YAML has no local validator (no kubectl/cluster):
-//! checked as YAML by lint's own parser only.
+//! a config that does not load. Ingress YAML has no local validator (no kubectl/cluster),
+//! nor Traefik's dynamic configuration (no traefik binary: Debian does not package it):
+//! both are checked as YAML by lint's own parser only.
 mod common;
 use common::{require_binary, rtcheck};
 use serde_json::Value;
@@ -50,6 +51,20 @@ fn ing(ann: &str, path: &str) -> String {
         "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata:\n  name: app\n  annotations:\n    {ann}\nspec:\n  rules:\n  - http:\n      paths:\n      - path: {path}\n        pathType: Prefix\n        backend:\n          service: {{name: app, port: {{number: 80}}}}\n"
     )
 }
+
+/// Traefik dynamic configuration: a router on `path` with `middlewares`, the middleware
+/// definitions `mws` (indented under `middlewares:`), and the service's extra lines.
+fn tf(path: &str, middlewares: &str, mws: &str, servers: &str, lb: &str) -> String {
+    // Lines: 1 http, 2 routers, 3 app, 4 rule, 5 service, 6 middlewares (+ items), then
+    // the middlewares section and the services.
+    format!(
+        "http:\n  routers:\n    app:\n      rule: PathPrefix(`{path}`)\n      service: app\n      middlewares:\n{middlewares}  middlewares:\n    noop:\n      headers: {{}}\n{mws}  services:\n    app:\n      loadBalancer:\n        servers:\n{servers}{lb}"
+    )
+}
+
+const TF_ONE: &str = "          - url: http://127.0.0.1:19000\n";
+const TF_TWO: &str =
+    "          - url: http://127.0.0.1:19000\n          - url: http://127.0.0.1:19001\n";
 
 const HA_TUNNEL: &str = "timeout tunnel 1h";
 
@@ -124,6 +139,15 @@ fn cases() -> Vec<Case> {
         Case { id: "ingress-proxy-buffering", file: "ingress.yaml", line: 6, args: &["--ping", "15s"], fixed_loads: true,
             trip: ing("nginx.ingress.kubernetes.io/proxy-buffering: \"on\"", "/events"),
             fixed: ing("nginx.ingress.kubernetes.io/proxy-buffering: \"off\"", "/events") },
+        Case { id: "traefik-compress-stream", file: "dynamic.yaml", line: 7, args: &[], fixed_loads: true,
+            trip: tf("/events", "        - gz\n", "    gz:\n      compress: {}\n", TF_ONE, ""),
+            fixed: tf("/events", "        - gz\n", "    gz:\n      compress:\n        excludedContentTypes:\n          - text/event-stream\n", TF_ONE, "") },
+        Case { id: "traefik-buffering-stream", file: "dynamic.yaml", line: 8, args: &[], fixed_loads: true,
+            trip: tf("/events", "        - noop\n        - limit\n", "    limit:\n      buffering:\n        maxRequestBodyBytes: 2000000\n        maxResponseBodyBytes: 10000000\n", TF_ONE, ""),
+            fixed: tf("/events", "        - noop\n        - limit\n", "    limit:\n      buffering:\n        maxRequestBodyBytes: 2000000\n", TF_ONE, "") },
+        Case { id: "traefik-sticky-polling", file: "dynamic.yaml", line: 12, args: &[], fixed_loads: true,
+            trip: tf("/poll", "        - noop\n", "", TF_TWO, ""),
+            fixed: tf("/poll", "        - noop\n", "", TF_TWO, "        sticky:\n          cookie:\n            name: route\n") },
         Case { id: "ingress-affinity", file: "ingress.yaml", line: 2, args: &[], fixed_loads: true,
             trip: ing("nginx.ingress.kubernetes.io/ssl-redirect: \"false\"", "/poll"),
             fixed: ing("nginx.ingress.kubernetes.io/affinity: \"cookie\"", "/poll") },
@@ -231,10 +255,10 @@ fn every_rule_trips_on_its_config_and_not_on_the_fixed_twin() {
     // Every rule of the table has its twins here.
     let out = rtcheck().args(["lint", "--help"]).output().unwrap();
     assert!(out.status.success());
-    for r in ["nginx-", "haproxy-", "caddy-", "ingress-"] {
+    for r in ["nginx-", "haproxy-", "caddy-", "ingress-", "traefik-"] {
         assert!(covered.iter().any(|c| c.starts_with(r)));
     }
-    assert_eq!(covered.len(), 23, "{covered:?}");
+    assert_eq!(covered.len(), 26, "{covered:?}");
 }
 
 #[test]
@@ -272,5 +296,146 @@ fn caddy_json_from_caddy_adapt_trips_the_same_rules() {
             "\"reverse_proxy\""
         };
         assert!(at.contains(want), "{id}: line {line} is `{at}`");
+    }
+}
+
+/// A timeout rule under a declared path (issue 24): the trip config, the severity, the line;
+/// `set` is the directive the fix line replaces to make the fixed twin.
+struct PathCase {
+    id: &'static str,
+    file: &'static str,
+    trip: String,
+    line: usize,
+    args: Vec<String>,
+    status: &'static str,
+    set: &'static str,
+}
+
+fn path_cases(profile: &str) -> Vec<PathCase> {
+    let a = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let ws_events =
+        |tunnel: &str, server: &str| ha("maxconn 20000", "timeout client-fin 30s", tunnel, server);
+    vec![
+        // Behind an ALB (60 s idle) nginx must carry its 30 s heartbeat: 45 s has no margin.
+        PathCase {
+            id: "nginx-read-timeout",
+            file: "nginx.conf",
+            line: 12,
+            status: "warn",
+            args: a(&["--path", "cloudflare,aws-alb,nginx"]),
+            set: "proxy_read_timeout 45s;",
+            trip: ng(
+                "",
+                "",
+                "",
+                "/ws",
+                &format!("{WS_OK} proxy_read_timeout 45s;"),
+            ),
+        },
+        // Heroku's router (55 s) wants a 27 s heartbeat: the default 60 s would do, 25 s cuts it.
+        PathCase {
+            id: "nginx-send-timeout",
+            file: "nginx.conf",
+            line: 12,
+            status: "fail",
+            args: a(&["--profile", profile]),
+            set: "proxy_send_timeout 25s;",
+            trip: ng(
+                "",
+                "",
+                "",
+                "/ws",
+                &format!("{WS_OK} proxy_send_timeout 25s;"),
+            ),
+        },
+        PathCase {
+            id: "haproxy-timeout-tunnel",
+            file: "haproxy.cfg",
+            line: 15,
+            status: "warn",
+            args: a(&["--path", "aws-alb,haproxy"]),
+            set: "timeout tunnel 45s",
+            trip: ws_events("timeout tunnel 45s", "timeout server 1h"),
+        },
+        // No ping declared: only the path (Cloudflare, 30 s heartbeat) makes the rule apply.
+        PathCase {
+            id: "haproxy-timeout-server",
+            file: "haproxy.cfg",
+            line: 20,
+            status: "warn",
+            args: a(&["--path", "cloudflare,haproxy"]),
+            set: "timeout server 40s",
+            trip: ws_events(HA_TUNNEL, "timeout server 40s"),
+        },
+        PathCase {
+            id: "ingress-read-timeout",
+            file: "ingress.yaml",
+            line: 6,
+            status: "warn",
+            args: a(&["--path", "aws-alb,ingress-nginx"]),
+            set: "nginx.ingress.kubernetes.io/proxy-read-timeout: \"45\"",
+            trip: ing(
+                "nginx.ingress.kubernetes.io/proxy-read-timeout: \"45\"",
+                "/ws",
+            ),
+        },
+    ]
+}
+
+/// With a declared path, the timeout rules ask for the heartbeat the chain needs: the trip
+/// config (loaded by the real binary) is reported only with the path, at its line; lint's
+/// own fix line, put in place of the directive, gives a twin the binary loads and lint
+/// passes.
+#[test]
+fn timeouts_carry_the_heartbeat_the_declared_path_needs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let profile = tmp.path().join("profile.yaml");
+    std::fs::write(&profile, "transport: websocket\npath: [heroku, nginx]\n").unwrap();
+    for c in path_cases(profile.to_str().unwrap()) {
+        let args: Vec<&str> = c.args.iter().map(String::as_str).collect();
+        let dir = tmp.path().join(c.id);
+        std::fs::create_dir_all(dir.join("logs")).unwrap();
+        let file = dir.join(c.file);
+        let write = |text: &str| {
+            std::fs::write(&file, text.replace("@DIR@", dir.to_str().unwrap())).unwrap();
+            if let Err(e) = loads(&file) {
+                panic!("{}: the real binary refuses it: {e}\n{text}", c.id);
+            }
+        };
+        write(&c.trip);
+        // Without the path (and no ping) the value is not reported: the path trips it.
+        let (v, _) = lint_json(&file, &[]);
+        assert!(
+            actionable(&v, c.id)
+                .iter()
+                .all(|h| h["location"]["line"] != c.line),
+            "{} reported without a path:\n{v:#}",
+            c.id
+        );
+        let (v, code) = lint_json(&file, &args);
+        let hits = actionable(&v, c.id);
+        assert_eq!(hits.len(), 1, "{} with {args:?}:\n{v:#}", c.id);
+        let h = hits[0];
+        assert_eq!(h["status"], c.status, "{}: {h:#}", c.id);
+        assert_eq!(h["location"]["line"], c.line, "{}: {h:#}", c.id);
+        let expected = h["expected"].as_str().unwrap();
+        assert!(expected.contains("the path"), "{}: {expected}", c.id);
+        if c.status == "fail" {
+            assert_eq!(code, 1, "{}", c.id);
+        }
+        let fix = h["fix"]["persistent"][0].as_str().unwrap();
+        let fixed = c.trip.replace(c.set, fix.trim_end());
+        assert_ne!(
+            fixed, c.trip,
+            "{}: `{}` not in the trip config",
+            c.id, c.set
+        );
+        write(&fixed);
+        let (v, _) = lint_json(&file, &args);
+        assert!(
+            actionable(&v, c.id).is_empty(),
+            "{}: lint's own fix `{fix}` still trips it:\n{fixed}\n{v:#}",
+            c.id
+        );
     }
 }

@@ -621,3 +621,69 @@ fn a_fifo_without_a_reader_fails_in_bounded_time() {
     assert!(err.contains("no reader on this FIFO within 10 s"), "{err}");
     assert!(t0.elapsed() < std::time::Duration::from_secs(40));
 }
+
+/// A profile whose path caps every connection's lifetime (GCP's 30 s backend timeout) and
+/// whose tightest idle limit is the ALB's 60 s: the read deadline and reconnect policy are
+/// checked against that chain, from the answers file through to the JSON report.
+#[test]
+fn read_deadline_and_reconnect_policy_are_checked_against_the_declared_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let answers = "\
+answers:
+  - id: read-deadline-with-ping
+    answer: yes
+    value: {read_deadline: 60s, ping: 54s}
+  - id: reconnect-jitter
+    answer: yes
+    value: {reconnect: yes, resume: no, backoff_max: 10s}
+";
+    let a = write(dir.path(), "a.yaml", answers);
+    let only = ["--only", "read-deadline-with-ping,reconnect-jitter"];
+    let run = |profile: &str| {
+        let p = write(dir.path(), "p.yaml", profile);
+        let mut args = vec!["--answers", a.as_str(), "--profile", p.as_str()];
+        args.extend(only);
+        args.extend(["--format", "json"]);
+        json(&review(&args).get_output().stdout.clone())
+    };
+    let base = "loss: shared\nconnections: 3000\nmax_disconnect: 30s\ntransport: websocket\n";
+    // No path: the 54 s ping and 60 s deadline pass; no resume is a warning.
+    let v = run(base);
+    assert_eq!(finding(&v, "read-deadline-with-ping")["status"], "pass");
+    assert_eq!(finding(&v, "reconnect-jitter")["status"], "warn");
+    // Behind an ALB (60 s idle): the 54 s ping is above the 30 s the chain allows.
+    let v = run(&format!("{base}path: [aws-alb]\n"));
+    let rd = finding(&v, "read-deadline-with-ping");
+    assert_eq!(rd["status"], "warn", "{rd:#}");
+    assert!(
+        rd["observed"].as_str().unwrap().contains("aws-alb"),
+        "{rd:#}"
+    );
+    assert_eq!(rd["numbers"]["path_heartbeat_max_s"], 30.0);
+    // Behind GCP's load balancer every WebSocket ends within 30 s: resume is mandatory.
+    let v = run(&format!("{base}path: [gcp-alb]\n"));
+    let rc = finding(&v, "reconnect-jitter");
+    assert_eq!(rc["status"], "fail", "{rc:#}");
+    assert!(
+        rc["observed"].as_str().unwrap().contains("30 s at gcp-alb"),
+        "{rc:#}"
+    );
+    assert_eq!(rc["numbers"]["lifetime_cap_s"], 30.0);
+    assert_eq!(rc["numbers"]["reconnects_per_s"], 100.0);
+    // A flag that is neither yes nor no is a one-line error naming the value.
+    let bad = write(
+        dir.path(),
+        "bad.yaml",
+        "answers:\n  - id: reconnect-jitter\n    answer: yes\n    value: {reconnect: maybe, resume: yes}\n",
+    );
+    let out = review(&["--answers", &bad])
+        .code(2)
+        .get_output()
+        .stderr
+        .clone();
+    let err = String::from_utf8_lossy(&out);
+    assert!(
+        err.contains("reconnect") && err.contains("yes or no"),
+        "{err}"
+    );
+}

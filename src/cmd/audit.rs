@@ -162,6 +162,10 @@ fn proxy_findings(a: &AuditArgs, p: &Profile) -> anyhow::Result<Vec<crate::findi
         } else {
             None
         }),
+        // The profile's `path:` (issue 24): the proxy's timeouts carry the chain's heartbeat.
+        path: p
+            .hop_path()
+            .map(|(ids, overrides)| crate::lint::path::DeclaredPath { ids, overrides }),
         ..Default::default()
     };
     crate::lint::host::findings(&a.procfs, root.as_deref(), &w)

@@ -1,6 +1,6 @@
-//! `rtcheck lint PATH...`: parse proxy configs (nginx, HAProxy, Caddy, Caddy JSON, Ingress),
-//! run the realtime rules against the workload, render like audit (every format, SARIF
-//! included) with the same exit policy.
+//! `rtcheck lint PATH...`: parse proxy configs (nginx, HAProxy, Caddy, Caddy JSON, Ingress,
+//! Traefik), run the realtime rules against the workload, render like audit (every format,
+//! SARIF included) with the same exit policy.
 use super::output::{AllFormats, OutputArgs};
 use super::{parse_count, Ctx};
 use crate::findings::{outcome, FailOn, Finding, Fix, Outcome, Status};
@@ -21,6 +21,8 @@ pub enum KindArg {
     Caddy,
     CaddyJson,
     Ingress,
+    /// Traefik dynamic configuration (file provider YAML).
+    Traefik,
 }
 
 impl KindArg {
@@ -32,6 +34,7 @@ impl KindArg {
             KindArg::Caddy => Some(Kind::Caddy),
             KindArg::CaddyJson => Some(Kind::CaddyJson),
             KindArg::Ingress => Some(Kind::Ingress),
+            KindArg::Traefik => Some(Kind::Traefik),
         }
     }
 }
@@ -47,6 +50,7 @@ Examples:
   rtcheck lint deploy/nginx.conf --profile profile.yaml --format github
   nginx -T | rtcheck lint --kind nginx -
   rtcheck lint haproxy.cfg --connections 50000 --ping 25s
+  rtcheck lint nginx.conf --path cloudflare,aws-alb,nginx
   rtcheck lint k8s/ --format sarif -o lint.sarif
 
 Exit codes: 0 nothing at or above --fail-on, 1 something is, 2 a config that does not parse,
@@ -70,6 +74,14 @@ pub struct LintArgs {
     /// The server's heartbeat (WebSocket ping or SSE comment) the timeouts must exceed.
     #[arg(long, value_name = "DURATION", value_parser = crate::units::parse_duration)]
     pub ping: Option<Duration>,
+    /// The hops between the users and the server, outermost first (`rtcheck hops`): the
+    /// timeouts must carry the heartbeat their chain needs. Wins over the profile's `path:`.
+    #[arg(long, value_name = "IDS", value_parser = super::hops::parse_path_arg)]
+    pub path: Option<super::hops::PathArg>,
+    /// A value a hop of the path is configured with instead of its documented default:
+    /// HOP.FIELD=DURATION (aws-alb.idle=300s).
+    #[arg(long = "override", value_name = "HOP.FIELD=DUR")]
+    pub overrides: Vec<String>,
     /// Blocks whose name or path contains PATTERN carry WebSocket.
     #[arg(long, value_name = "PATTERN")]
     pub ws_location: Vec<String>,
@@ -95,8 +107,8 @@ pub struct LintArgs {
     pub explain: bool,
 }
 
-/// The workload from --profile and the flags. (The hops of `--path`, issue 24, would
-/// lower the timeouts' bound here once data/hops.yaml lands.)
+/// The workload from --profile and the flags, with the declared path (--path or the
+/// profile's `path:`, and --override) the timeout rules check against.
 fn workload(a: &LintArgs) -> anyhow::Result<(Profile, Workload)> {
     let mut p = match &a.profile {
         Some(path) => Profile::load("--profile", path)?,
@@ -123,8 +135,37 @@ fn workload(a: &LintArgs) -> anyhow::Result<(Profile, Workload)> {
         ws_patterns: a.ws_location.clone(),
         sse_patterns: a.sse_location.clone(),
         x_accel_buffering: a.x_accel_buffering,
+        path: declared_path(a, &p)?,
     };
+    if let Some(d) = &w.path {
+        // The report's profile shows the path the rules used (--path and --override too).
+        p.path = Some(
+            d.ids
+                .iter()
+                .map(|id| crate::hops::chain::PathEntry {
+                    id: id.clone(),
+                    set: d.overrides.get(id).cloned().unwrap_or_default(),
+                })
+                .collect(),
+        );
+    }
     Ok((p, w))
+}
+
+/// The path of --path (or the profile's `path:`) with --override; its chain must compute.
+fn declared_path(a: &LintArgs, p: &Profile) -> anyhow::Result<Option<lint::path::DeclaredPath>> {
+    let (ids, mut overrides) = match (&a.path, p.hop_path()) {
+        (Some(ids), _) => (ids.0.clone(), crate::hops::chain::Overrides::new()),
+        (None, Some(path)) => path,
+        (None, None) if a.overrides.is_empty() => return Ok(None),
+        (None, None) => anyhow::bail!("--override needs --path (or `path:` in --profile)"),
+    };
+    for o in &a.overrides {
+        crate::hops::chain::parse_override(o, &mut overrides)
+            .map_err(|e| anyhow::anyhow!("--override {e}"))?;
+    }
+    crate::hops::chain::compute(&ids, &overrides).map_err(|e| anyhow::anyhow!("--path: {e}"))?;
+    Ok(Some(lint::path::DeclaredPath { ids, overrides }))
 }
 
 fn validate_skip(skip: &[String]) -> anyhow::Result<()> {
@@ -150,7 +191,7 @@ pub fn build_report(
         }
         let Some(kind) = a.kind.kind() else {
             anyhow::bail!(
-                "lint -: stdin needs --kind (nginx, haproxy, caddy, caddy-json, ingress)"
+                "lint -: stdin needs --kind (nginx, haproxy, caddy, caddy-json, ingress, traefik)"
             );
         };
         let text = crate::cmd::lint::read_stdin()?;

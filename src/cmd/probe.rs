@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 Check ids: reachable response upgrade sse-buffering idle-timeout heartbeat resume
 compression http2 origin measured
   polling: poll-status poll-cache poll-conditional poll-latency poll-overhead
+  with a declared path (--path, or `path:` in --profile): path-hops path-idle
 
 Examples:
     rtcheck probe wss://app.example.com/ws https://app.example.com/events
@@ -27,6 +28,9 @@ Examples:
       https://app.example.com/sse
     rtcheck probe --ca ./ca.pem --format junit -o probe.xml \\
       https://staging.internal/sse
+  the declared hops against the headers, the idle cut against their limits:
+    rtcheck probe --path cloudflare,aws-alb,nginx --idle-for 90s \\
+      wss://app.example.com/ws
 
 Header values and URL query values are secrets: they never appear in any output.
 Exit codes: 0 nothing at or above --fail-on, 1 something is (a run that measured
@@ -66,9 +70,19 @@ pub struct ProbeArgs {
     /// The proxy on the path, for its fixes, when Server/Via do not name it (HAProxy adds neither).
     #[arg(long, value_enum, value_name = "KIND")]
     pub proxy: Option<probe::proxy::Proxy>,
-    /// Workload profile (from `rtcheck choose --save`): its transport is the default.
+    /// Workload profile (from `rtcheck choose --save`): its transport is the default, its
+    /// `path:` the declared path.
     #[arg(long, value_name = "FILE")]
     pub profile: Option<PathBuf>,
+    /// The hops between the users and the server, outermost first (ids of `rtcheck hops`;
+    /// `direct` for none): matched with the hops the headers name, and the idle cut with
+    /// their limits (path-hops, path-idle). Wins over the profile's `path:`.
+    #[arg(long, value_name = "IDS", value_parser = super::hops::parse_path_arg)]
+    pub path: Option<super::hops::PathArg>,
+    /// A value a hop of the path is configured with instead of its documented default:
+    /// HOP.FIELD=DURATION (aws-alb.idle=300s; fields idle, lifetime, first_byte).
+    #[arg(long = "override", value_name = "HOP.FIELD=DUR")]
+    pub overrides: Vec<String>,
     /// Bound of each step (DNS, connect, TLS, response).
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = crate::units::parse_duration)]
     pub timeout: Duration,
@@ -139,7 +153,27 @@ fn options(a: &ProbeArgs, profile: &Profile) -> anyhow::Result<Options> {
         public: a.public,
         directs,
         proxy: a.proxy,
+        path: declared_path(a, profile)?.map(std::sync::Arc::new),
     })
+}
+
+/// The path of --path (or the profile's `path:`, with its declared values) and --override:
+/// None when neither declares one.
+fn declared_path(
+    a: &ProbeArgs,
+    profile: &Profile,
+) -> anyhow::Result<Option<probe::path::Declared>> {
+    let (ids, mut over) = match (&a.path, profile.hop_path()) {
+        (Some(ids), _) => (ids.0.clone(), crate::hops::chain::Overrides::new()),
+        (None, Some(p)) => p,
+        (None, None) if a.overrides.is_empty() => return Ok(None),
+        (None, None) => anyhow::bail!("--override needs --path (or `path:` in --profile)"),
+    };
+    for o in &a.overrides {
+        crate::hops::chain::parse_override(o, &mut over).map_err(|e| anyhow!("--override {e}"))?;
+    }
+    let d = probe::path::Declared::new(ids, over).map_err(|e| anyhow!("--path: {e}"))?;
+    Ok(Some(d))
 }
 
 /// Each URL's --direct endpoint: `URL=DIRECT` names its URL, a bare value pairs by

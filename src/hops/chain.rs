@@ -38,7 +38,7 @@ pub struct HopOverride {
 }
 
 impl HopOverride {
-    fn get(&self, kind: LimitKind) -> Option<Duration> {
+    pub fn get(&self, kind: LimitKind) -> Option<Duration> {
         match kind {
             LimitKind::Idle => self.idle,
             LimitKind::Lifetime => self.lifetime,

@@ -285,18 +285,30 @@ pub struct CutMatch {
     pub hop: String,
     pub name: String,
     pub kind: LimitKind,
+    /// The documented default (0 when the documentation gives none: see `declared_s`).
     pub default_s: u64,
+    /// The value declared for this hop (profile `path:` or `--override`), when one was.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub declared_s: Option<u64>,
     pub setting: String,
 }
 
 impl CutMatch {
-    /// "AWS Application Load Balancer idle timeout (default 60 s); change: ..."
+    /// "AWS Application Load Balancer idle limit (default 60 s); change: ...", or with a
+    /// declared value "NGINX idle limit (declared 4 s; default 60 s); change: ...".
     pub fn describe(&self) -> String {
+        let default = match self.default_s {
+            0 => "no documented default".to_string(),
+            d => format!("default {d} s"),
+        };
+        let value = match self.declared_s {
+            Some(d) => format!("declared {d} s; {default}"),
+            None => default,
+        };
         format!(
-            "{} {} limit (default {} s); change: {}",
+            "{} {} limit ({value}); change: {}",
             self.name,
             chain::kind_name(self.kind),
-            self.default_s,
             self.setting
         )
     }
@@ -306,6 +318,18 @@ impl CutMatch {
 /// after `measured` of silence (for probe): within 10 % or 2 s, whichever is wider. Only the
 /// hops of `path` when one is declared, every hop otherwise; closest first.
 pub fn matching_cut(path: &[String], measured: Duration, t: Transport) -> Vec<CutMatch> {
+    matching_cut_with(path, &chain::Overrides::new(), measured, t)
+}
+
+/// [`matching_cut`] with the values declared for the path's hops (`overrides`) in place of
+/// their documented defaults: a hop configured to 4 s matches a 4 s cut, not its 60 s
+/// default.
+pub fn matching_cut_with(
+    path: &[String],
+    overrides: &chain::Overrides,
+    measured: Duration,
+    t: Transport,
+) -> Vec<CutMatch> {
     let m = measured.as_secs_f64();
     let tolerance = (m * 0.1).max(2.0);
     let mut out: Vec<(f64, CutMatch)> = catalog()
@@ -317,7 +341,11 @@ pub fn matching_cut(path: &[String], measured: Duration, t: Transport) -> Vec<Cu
                 .flat_map(move |k| h.limits(k, t).map(move |l| (h, k, l)))
         })
         .filter_map(|(h, k, l)| {
-            let d = l.default.secs()?;
+            let declared = overrides
+                .get(&h.id)
+                .and_then(|o| o.get(k))
+                .map(|d| d.as_secs());
+            let d = declared.or(l.default.secs())?;
             let off = (d as f64 - m).abs();
             // Ties (two hops documenting the same value) in path order.
             let at = path.iter().position(|p| *p == h.id).unwrap_or(0) as f64;
@@ -326,7 +354,8 @@ pub fn matching_cut(path: &[String], measured: Duration, t: Transport) -> Vec<Cu
                     hop: h.id.clone(),
                     name: h.name.clone(),
                     kind: k,
-                    default_s: d,
+                    default_s: l.default.secs().unwrap_or(0),
+                    declared_s: declared,
                     setting: l.setting.clone(),
                 };
                 (off + at * 1e-6, cm)
@@ -370,6 +399,31 @@ mod tests {
             (m[0].hop.as_str(), m[0].kind),
             ("gcp-alb", LimitKind::Lifetime)
         );
+    }
+
+    #[test]
+    fn a_declared_value_replaces_the_default_in_the_match() {
+        let ws = Transport::Websocket;
+        let mut over = chain::Overrides::new();
+        chain::parse_override("nginx.idle=4s", &mut over).unwrap();
+        chain::parse_override("haproxy.idle=4s", &mut over).unwrap();
+        let nginx = ["nginx".to_string()];
+        let m = matching_cut_with(&nginx, &over, Duration::from_millis(4_100), ws);
+        assert_eq!(m.len(), 1, "{m:?}");
+        assert_eq!((m[0].declared_s, m[0].default_s), (Some(4), 60));
+        let d = m[0].describe();
+        assert!(d.contains("declared 4 s; default 60 s"), "{d}");
+        assert!(d.contains("proxy_read_timeout"), "{d}");
+        // Declared, the documented 60 s no longer matches a 60 s cut.
+        assert!(matching_cut_with(&nginx, &over, Duration::from_secs(60), ws).is_empty());
+        // HAProxy documents no default: only the declared value can match.
+        let ha = ["haproxy".to_string()];
+        assert!(matching_cut(&ha, Duration::from_secs(4), ws).is_empty());
+        let m = matching_cut_with(&ha, &over, Duration::from_secs(4), ws);
+        assert!(m[0]
+            .describe()
+            .contains("declared 4 s; no documented default"));
+        assert!(m[0].setting.contains("timeout tunnel"), "{m:?}");
     }
 
     #[test]

@@ -133,7 +133,11 @@ fn tunnel(
     applied: &mut Applied,
 ) {
     applied.mark("haproxy-timeout-tunnel");
-    let want = w.ping.map_or(std::time::Duration::from_secs(3600), above);
+    let beat = super::path::heartbeat(w, "haproxy", Stream::Websocket);
+    let want = match &beat {
+        Some((b, _)) => above(*b),
+        None => w.ping.map_or(std::time::Duration::from_secs(3600), above),
+    };
     let line = vec![format!("timeout tunnel {}", secs(want))];
     match setting(sec, defs, &["timeout", "tunnel"]) {
         None => {
@@ -162,7 +166,24 @@ fn tunnel(
         }
         Some(d) => {
             let t = d.arg(1).and_then(haproxy_time);
-            if let (Some(t), Some(p)) = (t, w.ping) {
+            let need = t.and_then(|t| super::path::timeout(t, w, "haproxy", Stream::Websocket));
+            if let Some(n) = need.filter(|n| n.status != Status::Pass) {
+                out.push(finding(Hit {
+                    id: "haproxy-timeout-tunnel",
+                    status: n.status,
+                    at: d,
+                    block: block.into(),
+                    observed: format!(
+                        "timeout tunnel {} (a bare number is milliseconds)",
+                        d.arg(1).unwrap_or("")
+                    ),
+                    expected: n.expected,
+                    fix: "raise timeout tunnel to carry the path's heartbeat",
+                    lines: line,
+                }));
+                return;
+            }
+            if let (Some(t), Some(p), None) = (t, w.ping, &beat) {
                 if t <= p {
                     out.push(finding(Hit {
                         id: "haproxy-timeout-tunnel",
@@ -313,7 +334,10 @@ fn server_timeout(
     out: &mut Vec<Finding>,
     applied: &mut Applied,
 ) {
-    let Some(p) = w.ping else { return };
+    let beat = super::path::heartbeat(w, "haproxy", Stream::Sse);
+    if w.ping.is_none() && beat.is_none() {
+        return;
+    }
     applied.mark("haproxy-timeout-server");
     let Some(d) = setting(sec, defs, &["timeout", "server"]) else {
         return;
@@ -321,6 +345,25 @@ fn server_timeout(
     let Some(t) = d.arg(1).and_then(haproxy_time) else {
         return;
     };
+    if let Some(n) = super::path::timeout(t, w, "haproxy", Stream::Sse) {
+        if n.status != Status::Pass {
+            out.push(finding(Hit {
+                id: "haproxy-timeout-server",
+                status: n.status,
+                at: d,
+                block: block.into(),
+                observed: format!(
+                    "timeout server {} (a bare number is milliseconds)",
+                    d.arg(1).unwrap_or("")
+                ),
+                expected: n.expected,
+                fix: "raise timeout server for the event-stream backend to carry the path's heartbeat",
+                lines: vec![format!("timeout server {}", secs(n.want))],
+            }));
+        }
+        return;
+    }
+    let Some(p) = w.ping else { return };
     if t <= p {
         out.push(finding(Hit {
             id: "haproxy-timeout-server",

@@ -34,9 +34,12 @@ pub fn check(c: &Config, w: &Workload, out: &mut Vec<Finding>, applied: &mut App
                 let secs: Option<u64> =
                     d.and_then(|d| d.arg(0)).and_then(|v| v.trim().parse().ok());
                 let t = Duration::from_secs(secs.unwrap_or(60));
-                let (status, expected, want) = match w.ping {
-                    Some(p) if t <= p => (Status::Fail, format!("above the heartbeat ({} s)", p.as_secs()), above(p)),
-                    None if secs.is_none_or(|s| s == 60) => (
+                let on_path = super::path::timeout(t, w, "ingress-nginx", kind);
+                let (status, expected, want) = match (on_path, w.ping) {
+                    (Some(n), _) if n.status == Status::Pass => continue,
+                    (Some(n), _) => (n.status, n.expected, n.want),
+                    (None, Some(p)) if t <= p => (Status::Fail, format!("above the heartbeat ({} s)", p.as_secs()), above(p)),
+                    (None, None) if secs.is_none_or(|s| s == 60) => (
                         Status::Warn,
                         "a heartbeat below the timeout (no --ping or profile ping declared): a stream quiet for 60 s is cut".into(),
                         Duration::from_secs(3600),

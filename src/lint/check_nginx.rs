@@ -86,7 +86,7 @@ pub fn check(c: &Config, w: &Workload, out: &mut Vec<Finding>, applied: &mut App
                 ("nginx-read-timeout", "proxy_read_timeout"),
                 ("nginx-send-timeout", "proxy_send_timeout"),
             ] {
-                timeout_rule(id, d, ch, loc, &block, w, out, applied);
+                timeout_rule(id, d, (ch, loc, kind), &block, w, out, applied);
             }
         }
         if kind == Stream::Sse {
@@ -204,12 +204,10 @@ fn ws_rules(
     }
 }
 
-#[allow(clippy::too_many_arguments)]
 fn timeout_rule(
     id: &'static str,
     name: &str,
-    ch: &[&Node],
-    loc: &Node,
+    (ch, loc, kind): (&[&Node], &Node, Stream),
     block: &str,
     w: &Workload,
     out: &mut Vec<Finding>,
@@ -240,15 +238,18 @@ fn timeout_rule(
     let shown = value.map_or(format!("{name} not set (default 60s)"), |v| {
         format!("{name} {v}")
     });
-    let (status, expected, want) = match w.ping {
-        Some(p) if t <= p => (Status::Fail, format!("above the heartbeat ({}): a quiet stream is cut before its ping", secs(p)), above(p)),
-        Some(_) => return,
-        None if value.is_none() => (
+    let on_path = super::path::timeout(t, w, "nginx", kind);
+    let (status, expected, want) = match (on_path, w.ping) {
+        (Some(n), _) if n.status == Status::Pass => return,
+        (Some(n), _) => (n.status, n.expected, n.want),
+        (None, Some(p)) if t <= p => (Status::Fail, format!("above the heartbeat ({}): a quiet stream is cut before its ping", secs(p)), above(p)),
+        (None, Some(_)) => return,
+        (None, None) if value.is_none() => (
             Status::Warn,
             "a heartbeat below the timeout (no --ping or profile ping declared): a stream quiet for 60 s is cut".into(),
             Duration::from_secs(3600),
         ),
-        None => return,
+        (None, None) => return,
     };
     out.push(finding(Hit {
         id,

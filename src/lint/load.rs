@@ -38,6 +38,9 @@ pub fn detect(path: &str, text: &str) -> Option<Kind> {
         return text.contains("\"apps\"").then_some(Kind::CaddyJson);
     }
     if name.ends_with(".yaml") || name.ends_with(".yml") {
+        if super::traefik::looks_like(text) {
+            return Some(Kind::Traefik);
+        }
         return text.contains("kind: Ingress").then_some(Kind::Ingress);
     }
     let haproxy = starts(&["frontend", "backend", "listen", "defaults"]);
@@ -421,6 +424,10 @@ mod tests {
         assert_eq!(detect("Caddyfile", ":80"), Some(Kind::Caddy));
         assert_eq!(detect("caddy.json", "{\"apps\":{}}"), Some(Kind::CaddyJson));
         assert_eq!(detect("k.yaml", "kind: Ingress\n"), Some(Kind::Ingress));
+        assert_eq!(
+            detect("dynamic.yml", "http:\n  routers:\n    r: {}\n"),
+            Some(Kind::Traefik)
+        );
         assert_eq!(detect("k.yaml", "kind: Service\n"), None);
         assert_eq!(detect("README", "hello"), None);
     }

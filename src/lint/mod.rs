@@ -7,19 +7,22 @@
 //! with an AST) parses into a typed AST of a fixed directive subset, so any module directive
 //! it does not know is a parse error, and it has had no release since 0.13.2; the nginx,
 //! HAProxy and Caddyfile grammars needed here (blocks, directives, quoting) are small.
-//! caddy-json and ingress go through serde_json / serde_yaml.
+//! caddy-json, ingress and traefik go through serde_json / serde_yaml.
 pub mod caddy_json;
 pub mod caddyfile;
 pub mod check_caddy;
 pub mod check_haproxy;
 pub mod check_ingress;
 pub mod check_nginx;
+pub mod check_traefik;
 pub mod haproxy;
 pub mod host;
 pub mod ingress;
 pub mod load;
 pub mod nginx;
+pub mod path;
 pub mod rules;
+pub mod traefik;
 
 use crate::findings::Finding;
 use crate::profile::Transport;
@@ -38,6 +41,8 @@ pub enum Kind {
     Caddy,
     CaddyJson,
     Ingress,
+    /// Traefik's dynamic configuration (file provider, YAML).
+    Traefik,
 }
 
 impl Kind {
@@ -48,6 +53,7 @@ impl Kind {
             Kind::Caddy => "caddy",
             Kind::CaddyJson => "caddy-json",
             Kind::Ingress => "ingress",
+            Kind::Traefik => "traefik",
         }
     }
 }
@@ -123,6 +129,7 @@ pub fn parse(kind: Kind, file: &str, text: &str) -> Result<Vec<Node>, ParseError
         Kind::Caddy => caddyfile::parse(file, text),
         Kind::CaddyJson => caddy_json::parse(file, text),
         Kind::Ingress => ingress::parse(file, text),
+        Kind::Traefik => traefik::parse(file, text),
     }
 }
 
@@ -158,6 +165,9 @@ pub struct Workload {
     pub sse_patterns: Vec<String>,
     /// The application sends `X-Accel-Buffering: no` on its event streams.
     pub x_accel_buffering: bool,
+    /// The declared hops (`--path`, the profile's `path:`): the timeouts carry the
+    /// heartbeat their chain needs (`path`).
+    pub path: Option<path::DeclaredPath>,
 }
 
 impl Default for Workload {
@@ -169,6 +179,7 @@ impl Default for Workload {
             ws_patterns: vec![],
             sse_patterns: vec![],
             x_accel_buffering: false,
+            path: None,
         }
     }
 }
@@ -231,6 +242,7 @@ pub fn lint(configs: &[Config], w: &Workload, skip: &[String]) -> Vec<Finding> {
             Kind::Haproxy => check_haproxy::check(c, w, &mut out, &mut applied),
             Kind::Caddy | Kind::CaddyJson => check_caddy::check(c, w, &mut out, &mut applied),
             Kind::Ingress => check_ingress::check(c, w, &mut out, &mut applied),
+            Kind::Traefik => check_traefik::check(c, w, &mut out, &mut applied),
         }
     }
     rules::finish(out, applied, skip)

@@ -69,6 +69,12 @@ rules! {
         "ingress-nginx proxy-send-timeout defaults to 60 (seconds)";
     "ingress-proxy-buffering", "ingress", "event stream not buffered", ["proxy-config"],
         "proxy-buffering: on buffers responses (ingress-nginx default off)";
+    "traefik-compress-stream", "traefik", "event stream not compressed by Traefik", ["proxy-config"],
+        "the compress middleware compresses every type but gRPC unless excludedContentTypes lists text/event-stream, and waits for its minimum body size (1024 bytes) before it sends (doc.traefik.io, middlewares/http/compress)";
+    "traefik-buffering-stream", "traefik", "event stream not held by the buffering middleware", ["proxy-config"],
+        "with maxResponseBodyBytes (or a retryExpression) the buffering middleware holds the response to measure it; an event stream never ends, so it is held, then refused past the limit (doc.traefik.io, middlewares/http/buffering)";
+    "traefik-sticky-polling", "traefik", "polling sticks to one server", [],
+        "a loadBalancer service spreads requests over its servers; long-polling sessions (socket.io, SockJS) keep state on one of them unless loadBalancer.sticky.cookie is set";
     "ingress-affinity", "ingress", "polling sticks to one pod", [],
         "long-polling sessions (socket.io, SockJS) keep state on one pod: without affinity: cookie a poll lands elsewhere and the session is unknown";
 }

@@ -9,6 +9,7 @@ pub mod heartbeat;
 pub mod http2;
 pub mod idle_timeout;
 pub mod origin;
+pub mod path;
 pub mod polling;
 pub mod progress;
 pub mod proxy;
@@ -80,6 +81,8 @@ pub struct Options {
     pub directs: Vec<Option<Target>>,
     /// `--proxy`: the proxy on the path when its headers do not name it.
     pub proxy: Option<Proxy>,
+    /// `--path` / the profile's `path:` with its chain: the `path-*` checks.
+    pub path: Option<std::sync::Arc<path::Declared>>,
 }
 
 /// Everything observed for one URL: the checks' only input.
@@ -115,6 +118,8 @@ pub struct UrlObs {
     pub public: bool,
     pub idle_for_ms: f64,
     pub proxy: Proxy,
+    /// The declared path, when one was (`path::checks`).
+    pub path: Option<std::sync::Arc<path::Declared>>,
 }
 
 impl UrlObs {
@@ -214,6 +219,7 @@ pub fn judge(u: &UrlObs, skip: &[String]) -> Vec<Finding> {
     run.iter()
         .filter_map(|c| c(u))
         .chain(polling::checks(u))
+        .chain(path::checks(u))
         .map(|mut f| {
             if skip.contains(&f.id) {
                 f.status = Status::Skip;
@@ -302,6 +308,7 @@ pub async fn probe_url(
         public: o.public,
         idle_for_ms: o.idle_for.as_secs_f64() * 1000.0,
         proxy: Proxy::Unknown,
+        path: o.path.clone(),
     };
     let d = direct.as_ref();
     let probed = match kind {
@@ -447,7 +454,12 @@ fn share_proxy(all: &mut [UrlObs]) {
 
 /// `--skip` names only probe check ids.
 pub fn validate_skip(skip: &[String]) -> anyhow::Result<()> {
-    let known = || IDS.iter().chain(&polling::IDS).chain(&browser::checks::IDS);
+    let known = || {
+        IDS.iter()
+            .chain(&polling::IDS)
+            .chain(&path::IDS)
+            .chain(&browser::checks::IDS)
+    };
     if let Some(bad) = skip.iter().find(|s| !known().any(|k| k == s)) {
         anyhow::bail!(
             "--skip: unknown check id `{bad}` (known: {})",
@@ -493,6 +505,7 @@ pub fn probe_all(targets: &[Target], o: &Options, skip: &[String]) -> anyhow::Re
     none_reached(&all)?;
     if o.proxy.is_none() {
         share_proxy(&mut all);
+        path::proxy_from_path(&mut all);
     }
     Ok(all.iter().flat_map(|u| judge(u, skip)).collect())
 }

@@ -87,6 +87,7 @@ pub enum Val {
     Duration(Duration),
     Count(u64),
     Bytes(u64),
+    Flag(bool),
 }
 
 impl Val {
@@ -102,11 +103,18 @@ impl Val {
             _ => None,
         }
     }
+    pub fn flag(self) -> Option<bool> {
+        match self {
+            Val::Flag(b) => Some(b),
+            _ => None,
+        }
+    }
     /// As written back to the answers file.
     pub fn to_yaml(self) -> serde_yaml::Value {
         match self {
             Val::Duration(d) => serde_yaml::Value::String(crate::units::fmt_duration(d)),
             Val::Count(n) | Val::Bytes(n) => serde_yaml::Value::Number(n.into()),
+            Val::Flag(b) => serde_yaml::Value::Bool(b),
         }
     }
 }
@@ -148,6 +156,7 @@ pub fn parse_value(kind: Kind, v: &serde_yaml::Value) -> Result<Val, String> {
     let text = match v {
         serde_yaml::Value::String(s) => s.clone(),
         serde_yaml::Value::Number(n) => n.to_string(),
+        serde_yaml::Value::Bool(b) => b.to_string(),
         _ => return Err(format!("expected {}", kind.example())),
     };
     parse_text(kind, &text)
@@ -170,6 +179,11 @@ pub fn parse_text(kind: Kind, text: &str) -> Result<Val, String> {
             .map(Val::Count)
             .map_err(|_| format!("expected {}, got `{t}`", kind.example())),
         Kind::Bytes => parse_bytes(t).map(Val::Bytes),
+        Kind::Flag => match t.to_ascii_lowercase().as_str() {
+            "yes" | "y" | "true" => Ok(Val::Flag(true)),
+            "no" | "n" | "false" => Ok(Val::Flag(false)),
+            _ => Err(format!("expected {}, got `{t}`", kind.example())),
+        },
     }
 }
 

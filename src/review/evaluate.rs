@@ -1,6 +1,7 @@
 //! Items and answers to findings: the pure part of `rtcheck review`.
 use super::answers::{self, Answer, Answers, Entry, Val};
 use super::items::{self, Rule, Spec};
+use super::lifecycle;
 use super::measured::Measurement;
 use super::rules::{self, Outcome};
 use crate::checklist::{Checklist, Item};
@@ -106,10 +107,7 @@ pub fn check(
             let ping = d("ping").unwrap_or(zero);
             let base = rules::ping(ping, d("pong_wait").unwrap_or(zero), d("idle_timeout"));
             // A declared path (profile `path:`) checks the ping against every hop.
-            let chain = p
-                .hop_path()
-                .and_then(|(ids, over)| crate::hops::chain::compute(&ids, &over).ok());
-            match chain {
+            match path_chain(p) {
                 Some(c) if !ping.is_zero() => rules::ping_on_path(base, ping, &c),
                 _ => base,
             }
@@ -135,7 +133,40 @@ pub fn check(
             n("instances").unwrap_or(1),
             n("downstream_max"),
         ),
+        Rule::ReadDeadline => {
+            let ping = d("ping").or(p.ping);
+            let base = lifecycle::read_deadline(d("read_deadline").unwrap_or(zero), ping);
+            match path_chain(p) {
+                Some(c) => lifecycle::read_deadline_on_path(base, ping, &c),
+                None => base,
+            }
+        }
+        Rule::Reconnect => {
+            let flag = |k: &str| v.get(k).and_then(|x| x.flag()).unwrap_or(false);
+            let (re, resume) = (flag("reconnect"), flag("resume"));
+            let snapshot = items::design(p).0 == Some(crate::choose::decide::Delivery::Snapshot);
+            let base =
+                lifecycle::reconnect(re, resume, d("backoff_max"), snapshot, p.max_disconnect);
+            match path_chain(p) {
+                Some(c) => lifecycle::reconnect_on_path(
+                    base,
+                    re,
+                    resume,
+                    snapshot,
+                    p.connections_per_machine(),
+                    p.transport,
+                    &c,
+                ),
+                None => base,
+            }
+        }
     })
+}
+
+/// The chain of the profile's declared path (validated with the profile).
+fn path_chain(p: &Profile) -> Option<crate::hops::chain::Chain> {
+    p.hop_path()
+        .and_then(|(ids, over)| crate::hops::chain::compute(&ids, &over).ok())
 }
 
 fn base_finding(item: &Item) -> Finding {

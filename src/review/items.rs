@@ -12,6 +12,8 @@ pub enum Kind {
     Count,
     /// `102400`, `100KB`, `1MiB`.
     Bytes,
+    /// `yes` / `no` (also true / false).
+    Flag,
 }
 
 impl Kind {
@@ -20,6 +22,7 @@ impl Kind {
             Kind::Duration => "a duration such as 25s or 500ms",
             Kind::Count => "a whole number such as 64",
             Kind::Bytes => "a size such as 102400, 100KB or 1MiB",
+            Kind::Flag => "yes or no",
         }
     }
 }
@@ -53,6 +56,8 @@ pub enum Rule {
     Presence,
     Retries,
     Pool,
+    ReadDeadline,
+    Reconnect,
 }
 
 /// Review metadata of one item with values.
@@ -74,6 +79,48 @@ pub const SPECS: &[Spec] = &[
                 "idle_timeout",
                 Kind::Duration,
                 "Shortest idle timeout on the path (proxy, LB)",
+                false,
+            ),
+        ],
+    },
+    Spec {
+        item: "read-deadline-with-ping",
+        rule: Rule::ReadDeadline,
+        values: &[
+            v(
+                "read_deadline",
+                Kind::Duration,
+                "Read deadline, extended by each pong (0 = none)",
+                true,
+            ),
+            v(
+                "ping",
+                Kind::Duration,
+                "Ping interval (default: the profile's ping)",
+                false,
+            ),
+        ],
+    },
+    Spec {
+        item: "reconnect-jitter",
+        rule: Rule::Reconnect,
+        values: &[
+            v(
+                "reconnect",
+                Kind::Flag,
+                "The client reconnects by itself (yes/no)",
+                true,
+            ),
+            v(
+                "resume",
+                Kind::Flag,
+                "It resumes from its last position: Last-Event-ID, seq (yes/no)",
+                true,
+            ),
+            v(
+                "backoff_max",
+                Kind::Duration,
+                "Longest wait between reconnect attempts",
                 false,
             ),
         ],

@@ -3,6 +3,7 @@
 //!
 //! - `items`: review metadata (values asked, rule, what measures an item, profile selection)
 //! - `rules`: the rule checks, pure
+//! - `lifecycle`: read deadline and reconnect policy, alone and against the path's chain
 //! - `answers`: the answers file (`--answers`, `--save`)
 //! - `measured`: `--evidence FILE` JSON to measurements
 //! - `evaluate`: items + answers + measurements to findings (pure)
@@ -12,6 +13,7 @@
 pub mod answers;
 pub mod evaluate;
 pub mod items;
+pub mod lifecycle;
 pub mod measured;
 pub mod rules;
 

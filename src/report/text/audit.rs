@@ -28,11 +28,16 @@ fn header(r: &FindingsReport, pal: Palette) -> String {
     // lint judges configs, not a host: no role, and the transport may come from names.
     let title = if r.kind == "lint" {
         format!(
-            "rtcheck lint: {} connections, transport {}, heartbeat {}",
+            "rtcheck lint: {} connections, transport {}, heartbeat {}{}",
             crate::evidence::fmt_num(p.connections_per_machine() as f64),
             p.transport.map_or("by block names", |t| t.as_str()),
             p.ping
-                .map_or("not declared".into(), crate::units::fmt_duration)
+                .map_or("not declared".into(), crate::units::fmt_duration),
+            p.hop_path()
+                .map_or(String::new(), |(ids, _)| match ids.len() {
+                    0 => ", path direct".into(),
+                    _ => format!(", path {}", ids.join(" -> ")),
+                })
         )
     } else {
         format!(
