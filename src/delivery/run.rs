@@ -335,7 +335,7 @@ pub fn run_restart(
     Ok(summarize(spec, &results, 0))
 }
 
-fn sleep_checked(d: Duration) -> anyhow::Result<()> {
+pub(super) fn sleep_checked(d: Duration) -> anyhow::Result<()> {
     let end = Instant::now() + d;
     while Instant::now() < end {
         if interrupted() {
@@ -470,6 +470,45 @@ pub fn verdict(
             Warn,
             "control lost nothing: the disconnect was too short to show silent loss".into(),
         ),
+        (super::foreign::CONTROL, _) if c.lost_silently > 0 => (
+            Pass,
+            format!(
+                "control: {} message(s) vanished silently when reconnecting without --resume",
+                c.lost_silently
+            ),
+        ),
+        (super::foreign::CONTROL, _) => (
+            Warn,
+            "control lost nothing without --resume: the disconnect was too short to show what the resume keeps, or the server resumes by itself".into(),
+        ),
+        (super::foreign::RUN, "none") if c.lost_silently > 0 => (
+            Fail,
+            format!(
+                "{} message(s) lost silently: the server was given no way to resume (--resume) and said nothing of what the client missed",
+                c.lost_silently
+            ),
+        ),
+        (super::foreign::RUN, _) if c.lost_silently > 0 => (
+            Fail,
+            format!(
+                "{} message(s) lost silently: the server did not resume from the client's position ({}) and said nothing of what it missed",
+                c.lost_silently, spec.case
+            ),
+        ),
+        (super::foreign::RUN, _) if c.lost > 0 => (
+            Pass,
+            format!("all {} lost message(s) announced in gap markers", c.lost),
+        ),
+        (super::foreign::RUN, _) => (
+            Pass,
+            format!(
+                "0 lost after a {} disconnect ({}); {} duplicate(s), {} out of order",
+                spec.disconnect.name(),
+                spec.case,
+                c.duplicated,
+                c.out_of_order
+            ),
+        ),
         (_, _) if c.lost_silently > 0 => (
             Fail,
             format!(
@@ -542,6 +581,20 @@ pub fn run_all(
     ph: Phases,
     ring_bytes: u64,
 ) -> anyhow::Result<Vec<Run>> {
+    run_all_with(specs, ring_bytes, &|spec, storm| {
+        client(addr, spec, ph, storm)
+    })
+}
+
+/// What one client of a run does (rtcheck's server or a foreign one).
+pub type ClientFn<'a> = dyn Fn(&RunSpec, &Barrier) -> anyhow::Result<ClientResult> + Sync + 'a;
+
+/// Run every spec at once, each client a thread running `client`.
+pub fn run_all_with(
+    specs: &[RunSpec],
+    ring_bytes: u64,
+    client: &ClientFn,
+) -> anyhow::Result<Vec<Run>> {
     let out = std::thread::scope(|s| {
         let handles: Vec<_> = specs
             .iter()
@@ -550,7 +603,7 @@ pub fn run_all(
                     let storm = Barrier::new(spec.clients);
                     let results = std::thread::scope(|s2| {
                         let hs: Vec<_> = (0..spec.clients)
-                            .map(|_| s2.spawn(|| client(addr, spec, ph, &storm)))
+                            .map(|_| s2.spawn(|| client(spec, &storm)))
                             .collect();
                         hs.into_iter()
                             .map(|h| {
