@@ -425,7 +425,11 @@ pub fn measure(
     let stat = rt
         .block_on(publishing)
         .map_err(|_| anyhow!("the publisher stopped abnormally"))?;
-    let mut runs = runs?;
+    // A client that got nothing ends the run; the publisher may be why.
+    let mut runs = match (runs, publisher_invalid(&stat)) {
+        (Err(e), Some(why)) => bail!("{}; so {e}", why.trim_start_matches("invalid: ")),
+        (r, _) => r?,
+    };
     if let Some(why) = publisher_invalid(&stat) {
         for r in &mut runs {
             r.status = crate::findings::Status::Fail;
@@ -437,14 +441,15 @@ pub fn measure(
 
 /// Why the publisher's run makes the counts meaningless, if it does.
 pub fn publisher_invalid(s: &crate::bench::wire::PublisherStat) -> Option<String> {
+    let first = s
+        .first_error
+        .as_deref()
+        .map(|e| e.trim_start_matches("publisher: "));
     if s.sent == 0 {
         return Some(format!(
             "invalid: the publisher ({}) delivered nothing to the server{}",
             s.via,
-            s.first_error
-                .as_ref()
-                .map(|e| format!(": {e}"))
-                .unwrap_or_default()
+            first.map(|e| format!(": {e}")).unwrap_or_default()
         ));
     }
     (s.failed > 0).then(|| {
@@ -452,7 +457,7 @@ pub fn publisher_invalid(s: &crate::bench::wire::PublisherStat) -> Option<String
             "invalid: {} of {} publishes failed ({}), and their seqs would count as the server's loss",
             s.failed,
             s.failed + s.sent,
-            s.first_error.as_deref().unwrap_or("no error given")
+            first.unwrap_or("no error given")
         )
     })
 }
