@@ -350,14 +350,78 @@ pub fn for_profile(
     o.validate()
         .map_err(|e| anyhow!("verify delivery for the profile: {e}"))?;
     crate::sys::signal::install_interrupt_handler();
-    Ok(measure(&o)?.findings)
+    Ok(measure(&o, true)?.findings)
 }
 
-/// The experiment; after Ctrl-C any outcome is `Interrupted` (exit 130, no partial report).
-fn measure(o: &DeliveryOptions) -> anyhow::Result<DeliveryReport> {
+/// The progress line on stderr: drawn only on a terminal, outside CI, once the run has
+/// taken a second; the elapsed time against the expected one. Cleared on drop.
+struct Ticker {
+    done: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Ticker {
+    fn start(enabled: bool, o: &DeliveryOptions) -> Ticker {
+        use std::io::IsTerminal;
+        use std::sync::atomic::Ordering;
+        let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let show = enabled && std::io::stderr().is_terminal() && std::env::var_os("CI").is_none();
+        if !show {
+            return Ticker { done, thread: None };
+        }
+        let (runs, about) = delivery::expected(o);
+        let flag = done.clone();
+        let thread = std::thread::spawn(move || {
+            let t0 = std::time::Instant::now();
+            while t0.elapsed() < Duration::from_secs(1) {
+                if flag.load(Ordering::SeqCst) {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            let bar = indicatif::ProgressBar::new(about.as_millis() as u64);
+            bar.set_style(
+                indicatif::ProgressStyle::with_template(
+                    "{spinner} verify delivery [{elapsed}] {bar:20} {msg}",
+                )
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+            );
+            bar.set_message(format!(
+                "{runs} runs at once, about {} s",
+                about.as_secs_f64().ceil()
+            ));
+            while !flag.load(Ordering::SeqCst) {
+                bar.set_position(t0.elapsed().as_millis() as u64);
+                bar.tick();
+                std::thread::sleep(Duration::from_millis(120));
+            }
+            bar.finish_and_clear();
+        });
+        Ticker {
+            done,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for Ticker {
+    fn drop(&mut self) {
+        self.done.store(true, std::sync::atomic::Ordering::SeqCst);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// The experiment, with its progress line; after Ctrl-C any outcome is `Interrupted`
+/// (exit 130, no partial report).
+fn measure(o: &DeliveryOptions, progress: bool) -> anyhow::Result<DeliveryReport> {
     use crate::sys::signal::{interrupted, Interrupted};
     const STOPPED: &str = "verify delivery interrupted; its server and clients were stopped";
-    match delivery::measure(o) {
+    let ticker = Ticker::start(progress, o);
+    let r = delivery::measure(o);
+    drop(ticker);
+    match r {
         Err(e) if interrupted() => Err(e.context(Interrupted(STOPPED))),
         r => {
             crate::sys::signal::check_interrupted(STOPPED)?;
@@ -372,12 +436,13 @@ pub fn run(
     timeout: Duration,
     out: &super::OutputArgs<super::output::AllFormats>,
     ctx: Ctx,
+    quiet: bool,
 ) -> anyhow::Result<ExitCode> {
     out.validate()?;
     let o = options(f, connections, timeout)?;
     o.validate()?;
     crate::sys::signal::install_interrupt_handler();
-    let mut r = measure(&o)?;
+    let mut r = measure(&o, !quiet)?;
     let json = serde_json::to_value(&r)?;
     let found = crate::findings::threshold::evaluate(&f.thresholds, &json, &["runs"], None)
         .map_err(anyhow::Error::msg)?;

@@ -254,6 +254,26 @@ pub fn specs(o: &DeliveryOptions) -> Vec<RunSpec> {
     v
 }
 
+/// How many runs the options make and about how long they take (they go at once: the
+/// longest client life, plus a second to start the servers), for the progress line.
+pub fn expected(o: &DeliveryOptions) -> (usize, Duration) {
+    let ph = Phases::for_rate(o.rate);
+    let runs = match &o.foreign {
+        Some(t) => foreign::specs(t, o.connections as usize, o.max_disconnect),
+        None => specs(o),
+    };
+    let longest = runs
+        .iter()
+        .map(|s| s.away)
+        .max()
+        .unwrap_or_default()
+        .max(o.max_disconnect);
+    (
+        runs.len(),
+        ph.before + longest + ph.after + Duration::from_secs(1),
+    )
+}
+
 /// `choose`'s sizing for the profile (evidence `ring-sizing`, `session-ack`,
 /// `session-expiry`), to compare the measured memory with.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]

@@ -37,10 +37,8 @@ pub fn render(r: &DeliveryReport, p: &Palette) -> String {
         ),
     };
     out.push_str(&crate::report::text::wrap(&setup, p.width, "  ", "  "));
-    out.push('\n');
     if let Some(scope) = &r.options.scope {
         out.push_str(&crate::report::text::wrap(scope, p.width, "  ", "  "));
-        out.push('\n');
     }
     if let Some(s) = &r.publisher {
         let line = format!(
@@ -48,8 +46,8 @@ pub fn render(r: &DeliveryReport, p: &Palette) -> String {
             s.sent, s.timer_rounds, s.failed, s.timer_late_p99_ms, s.backlog_max_ms
         );
         out.push_str(&crate::report::text::wrap(&line, p.width, "  ", "  "));
-        out.push('\n');
     }
+    out.push('\n');
     for run in &r.runs {
         let c = &run.counts;
         // Wrapped to the width with a 4-column placeholder where the coloured status goes.
