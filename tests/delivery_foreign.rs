@@ -211,7 +211,15 @@ fn a_refused_publish_makes_every_run_invalid() {
 
 #[test]
 fn bad_foreign_flags_are_one_line_exit_2() {
-    let cases: [&[&str]; 5] = [
+    let cases: [&[&str]; 6] = [
+        &[
+            "--server",
+            "ws://127.0.0.1:9/ws",
+            "--publish",
+            "ws",
+            "--delivery",
+            "seq-ring",
+        ],
         &["--server", "http://127.0.0.1:9/live", "--publish", "ws"],
         &[
             "--server",

@@ -59,7 +59,8 @@ pub struct DeliveryFlags {
     /// {pad}, {marker} (default: rtcheck's JSON payload).
     #[arg(long, value_name = "TEMPLATE")]
     pub message: Option<String>,
-    /// delivery, with --publish ws: sent by every client after connecting (join a room).
+    /// delivery, with --publish and a ws:// --server: sent by every client (and a ws
+    /// publisher) after connecting (join a room).
     #[arg(long, value_name = "TEXT")]
     pub subscribe: Option<String>,
     /// delivery, with --publish: JSON path of the seq in what clients receive.
@@ -184,6 +185,9 @@ fn foreign_target(
         }
         Some(v) => v.clone(),
     };
+    if f.delivery.is_some() || f.ring.is_some() || f.session_ttl.is_some() {
+        anyhow::bail!("--delivery, --ring and --session-ttl set up rtcheck's own server; with --publish the server is yours (its resume is --resume)");
+    }
     let url = f.server.as_deref().ok_or_else(|| {
         anyhow!(
             "--publish {}: needs --server URL (the foreign server's clients' URL)",

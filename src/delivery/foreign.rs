@@ -87,6 +87,8 @@ pub struct ForeignTarget {
     pub publish: String,
     pub resume: String,
     pub message: String,
+    /// Not serialized: a join message may carry the app's token.
+    #[serde(skip)]
     pub subscribe: Option<String>,
     pub seq_path: Option<String>,
     pub ts_path: Option<String>,
