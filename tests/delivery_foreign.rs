@@ -189,6 +189,24 @@ fn node_ws_that_resumes_by_message_loses_nothing() {
 }
 
 #[test]
+fn node_ws_that_resumes_by_since_query_loses_nothing() {
+    let app = node_ws(&[("RESUME", "1")]);
+    let (code, r, out) = delivery(
+        &app.url("ws", "/ws"),
+        &["--publish", &post(&app), "--resume", "query since={seq}"],
+    );
+    assert_eq!(code, Some(0), "{out}");
+    for k in KINDS {
+        let x = run(&r, "foreign", k);
+        assert_eq!((n(x, "lost"), n(x, "lost_silently")), (0, 0), "{x:#}");
+        assert_eq!(x["case"], "since-query");
+    }
+    let s = fixture_stats(&app);
+    assert_eq!((n(&s, "resumed"), n(&s, "missed")), (16, 0), "{s}");
+    assert!(n(&s, "replayed") > 0);
+}
+
+#[test]
 fn a_refused_publish_makes_every_run_invalid() {
     let app = express_sse(&[]);
     let publish = format!("POST {}", app.url("http", "/nope"));

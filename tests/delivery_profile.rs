@@ -48,8 +48,21 @@ fn modes(r: &Value) -> Vec<String> {
 fn a_profile_narrows_the_run_and_flags_widen_it() {
     let dir = tempfile::tempdir().unwrap();
     let p = profile(&dir);
-    let (code, r, err) = delivery(&[&["--profile", p.as_str()][..], &SMALL].concat());
+    let text = dir.path().join("out.txt");
+    let also = format!("text={}", text.display());
+    let args = [
+        &["--profile", p.as_str(), "--report", also.as_str()][..],
+        &SMALL,
+    ]
+    .concat();
+    let (code, r, err) = delivery(&args);
     assert_eq!(code, Some(0), "{err}");
+    // Said in the output, second line after the verdict and the set-up.
+    let shown = std::fs::read_to_string(&text).unwrap();
+    assert!(
+        shown.contains("narrowed to the profile's design seq-ring over"),
+        "{shown}"
+    );
     assert!(err.is_empty(), "quiet when not a terminal: {err}");
     assert_eq!(r["options"]["delivery"], serde_json::json!(["seq-ring"]));
     assert_eq!(r["options"]["transport"], "websocket");
