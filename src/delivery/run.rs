@@ -169,32 +169,43 @@ pub fn client(
     storm: &Barrier,
 ) -> anyhow::Result<ClientResult> {
     let mut t = Trace::default();
-    let mut c = Conn::open(addr, ph, spec.delivery, None)?;
-    c.recv_until(Instant::now() + ph.before, &mut t, &mut |_| {})?;
-    let Some(&first) = t.seqs.first() else {
-        bail!("{addr}: no message within {:?} of connecting", ph.before);
-    };
-    t.first_expected = first;
-    let resume_id = (spec.delivery != "no-seq")
-        .then(|| c.resume_point())
-        .flatten();
-    if spec.delivery == "session-ack" && resume_id.is_none() {
-        bail!("{addr}: no session issued at connect (session-ack)");
-    }
-    let last_before = t.seqs.iter().copied().max().unwrap_or(0);
-    if spec.disconnect == Disconnect::Storm {
+    let first = (|| {
+        let mut c = Conn::open(addr, ph, spec.delivery, None)?;
+        c.recv_until(Instant::now() + ph.before, &mut t, &mut |_| {})?;
+        let Some(&first) = t.seqs.first() else {
+            bail!("{addr}: no message within {:?} of connecting", ph.before);
+        };
+        t.first_expected = first;
+        let resume_id = (spec.delivery != "no-seq")
+            .then(|| c.resume_point())
+            .flatten();
+        if spec.delivery == "session-ack" && resume_id.is_none() {
+            bail!("{addr}: no session issued at connect (session-ack)");
+        }
+        let last_before = t.seqs.iter().copied().max().unwrap_or(0);
+        Ok((c, resume_id, last_before))
+    })();
+    // A storm's barriers are met on every path: one failing client must not strand
+    // the others of its run (they would wait for it forever).
+    let storming = spec.disconnect == Disconnect::Storm;
+    if storming {
         storm.wait();
     }
-    let held = c.leave(spec.disconnect);
-    sleep_checked(spec.away)?;
+    let (first, held) = match first {
+        Ok((c, id, last)) => (Ok((id, last)), c.leave(spec.disconnect)),
+        Err(e) => (Err(e), None),
+    };
+    let slept = sleep_checked(spec.away);
     drop(held);
-    let session_bytes = match (spec.delivery, &resume_id) {
-        ("session-ack", Some(id)) => super::client::session_bytes(addr, id),
+    let first = first.and_then(|f| slept.map(|_| f));
+    let session_bytes = match (spec.delivery, &first) {
+        ("session-ack", Ok((Some(id), _))) => super::client::session_bytes(addr, id),
         _ => None,
     };
-    if spec.disconnect == Disconnect::Storm {
+    if storming {
         storm.wait();
     }
+    let (resume_id, last_before) = first?;
     let latest = latest_seq(addr);
     let t0 = Instant::now();
     let mut c = Conn::open(addr, ph, spec.delivery, resume_id)?;
