@@ -209,29 +209,16 @@ fn validate_publish(a: &FanoutOptions) -> anyhow::Result<()> {
     if a.sse && a.subscribe.is_some() {
         anyhow::bail!("--transport sse: an SSE client sends nothing after connecting; put the channel in the --server URL");
     }
-    if !a.sse && a.ts_path.is_some() && a.seq_path.is_none() {
-        anyhow::bail!(
-            "--ts-path without --seq-path takes the seq from SSE `id:`: it needs --transport sse"
-        );
-    }
     for h in &a.headers {
         super::publisher::parse_header(h).map_err(anyhow::Error::msg)?;
     }
-    let t = super::template::Template::parse(
-        a.message
-            .as_deref()
-            .unwrap_or(super::template::DEFAULT_MESSAGE),
-    );
-    super::template::Decoder::from_flags(a.seq_path.as_deref(), a.ts_path.as_deref(), Some(&t))
-        .map_err(anyhow::Error::msg)?;
-    // With the seq taken from SSE `id:`, the message carries only the time.
-    let seq_from_id = a.sse && a.seq_path.is_none() && a.ts_path.is_some();
-    if seq_from_id && !t.has_ts() {
-        anyhow::bail!("--message: the template needs {{ts}}, else no client can time it");
-    }
-    if a.message.is_some() && !seq_from_id && !t.has_seq_and_ts() {
-        anyhow::bail!("--message: the template needs {{seq}} and {{ts}} (or {{marker}}), else no client can time it");
-    }
+    let (t, _) = super::template::message_and_decoder(
+        a.message.as_deref(),
+        a.seq_path.as_deref(),
+        a.ts_path.as_deref(),
+        a.sse,
+    )
+    .map_err(anyhow::Error::msg)?;
     if a.publish != PublishVia::Server && t.min_len() as u64 > a.size {
         anyhow::bail!(
             "--message: the template is up to {} bytes before padding, above --size {}",

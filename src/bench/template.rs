@@ -218,6 +218,35 @@ impl Decoder {
     }
 }
 
+/// The `--message` template and the decoder of `--seq-path`/`--ts-path`, checked
+/// together (bench fanout and verify delivery): the clients must find a seq and a time
+/// in what is published. `sse`: the clients read SSE, where `--ts-path` alone takes the
+/// seq from `id:`.
+pub fn message_and_decoder(
+    message: Option<&str>,
+    seq_path: Option<&str>,
+    ts_path: Option<&str>,
+    sse: bool,
+) -> Result<(Template, Decoder), String> {
+    if !sse && ts_path.is_some() && seq_path.is_none() {
+        return Err(
+            "--ts-path without --seq-path takes the seq from SSE `id:`: it needs --transport sse"
+                .into(),
+        );
+    }
+    let t = Template::parse(message.unwrap_or(DEFAULT_MESSAGE));
+    let d = Decoder::from_flags(seq_path, ts_path, Some(&t))?;
+    // With the seq taken from SSE `id:`, the message carries only the time.
+    let seq_from_id = sse && seq_path.is_none() && ts_path.is_some();
+    if seq_from_id && !t.has_ts() {
+        return Err("--message: the template needs {ts}, else no client can time it".into());
+    }
+    if message.is_some() && !seq_from_id && !t.has_seq_and_ts() {
+        return Err("--message: the template needs {seq} and {ts} (or {marker}), else no client can time it".into());
+    }
+    Ok((t, d))
+}
+
 /// The value at a dotted path; a numeric segment also indexes an array.
 fn at_path<'a>(v: &'a serde_json::Value, path: &str) -> Option<&'a serde_json::Value> {
     path.split('.').try_fold(v, |v, seg| match v {

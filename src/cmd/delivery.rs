@@ -17,15 +17,17 @@ pub const DEFAULT_CLIENTS: u64 = 10;
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct DeliveryFlags {
-    /// delivery: snapshot, seq-ring, session-ack or all.
-    #[arg(long, default_value = "all", value_parser = ["snapshot", "seq-ring", "session-ack", "all"])]
-    pub delivery: String,
-    /// delivery: workload profile (rate, size, max_disconnect) from `choose --save`.
+    /// delivery: snapshot, seq-ring, session-ack or all (default: the profile's design,
+    /// else all).
+    #[arg(long, value_parser = ["snapshot", "seq-ring", "session-ack", "all"])]
+    pub delivery: Option<String>,
+    /// delivery: workload profile from `choose --save` (rate, size, max_disconnect; its
+    /// transport and delivery design narrow the run, --transport and --delivery widen it).
     #[arg(long, value_name = "FILE")]
     pub profile: Option<PathBuf>,
-    /// delivery: transport of the clients.
-    #[arg(long, default_value = "sse", value_parser = ["sse", "websocket", "poll"])]
-    pub transport: String,
+    /// delivery: transport of the clients (default: the profile's, else sse).
+    #[arg(long, value_parser = ["sse", "websocket", "poll"])]
+    pub transport: Option<String>,
     /// delivery: messages per second (default: the profile's rate).
     #[arg(long, value_name = "MSGS_PER_S")]
     pub rate: Option<f64>,
@@ -43,9 +45,39 @@ pub struct DeliveryFlags {
     /// the ring's span).
     #[arg(long, value_name = "DUR", value_parser = crate::units::parse_duration)]
     pub session_ttl: Option<Duration>,
-    /// delivery: measure another server on loopback (http://127.0.0.1:PORT).
+    /// delivery: measure another server on loopback: http://127.0.0.1:PORT (rtcheck's
+    /// protocol), or with --publish the clients' URL of any server (ws://HOST:PORT/PATH,
+    /// or http://HOST:PORT/PATH for SSE).
     #[arg(long, value_name = "URL")]
     pub server: Option<String>,
+    /// delivery, a foreign --server: who publishes: `ws` (rtcheck sends each message on
+    /// a WebSocket of its own; the server broadcasts it), 'POST URL' (the app's publish
+    /// API), or `server` (rtcheck's protocol, the default).
+    #[arg(long, value_name = "HOW", value_parser = crate::bench::publisher::PublishVia::parse)]
+    pub publish: Option<crate::bench::publisher::PublishVia>,
+    /// delivery, with --publish: what rtcheck publishes, a template with {seq}, {ts},
+    /// {pad}, {marker} (default: rtcheck's JSON payload).
+    #[arg(long, value_name = "TEMPLATE")]
+    pub message: Option<String>,
+    /// delivery, with --publish and a ws:// --server: sent by every client (and a ws
+    /// publisher) after connecting (join a room).
+    #[arg(long, value_name = "TEXT")]
+    pub subscribe: Option<String>,
+    /// delivery, with --publish: JSON path of the seq in what clients receive.
+    #[arg(long, value_name = "PATH")]
+    pub seq_path: Option<String>,
+    /// delivery, with --publish: JSON path of the scheduled time (alone, on SSE: the
+    /// seq is the event's `id:`).
+    #[arg(long, value_name = "PATH")]
+    pub ts_path: Option<String>,
+    /// delivery, with --publish 'POST URL': a header ('Name: value'; never printed).
+    #[arg(short = 'H', long = "header", value_name = "HEADER")]
+    pub headers: Vec<String>,
+    /// delivery, with --publish: how a client comes back: none, last-event-id (SSE's
+    /// default), 'query since={seq}', 'message TEMPLATE' (WebSocket); {seq} is the last
+    /// seq it received.
+    #[arg(long, value_name = "HOW", value_parser = crate::delivery::foreign::Resume::parse)]
+    pub resume: Option<crate::delivery::foreign::Resume>,
     /// delivery: lowest finding status that exits 1.
     #[arg(long, value_enum, default_value_t = FailOn::Fail)]
     pub fail_on: FailOn,
@@ -81,16 +113,175 @@ pub fn server_addr(url: &str) -> anyhow::Result<SocketAddr> {
     Ok(a)
 }
 
+/// The profile's transport as `--transport` names it (None: it declares none).
+fn profile_transport(p: &Profile) -> Option<&'static str> {
+    match p.transport? {
+        crate::profile::Transport::Websocket => Some("websocket"),
+        crate::profile::Transport::Polling => Some("poll"),
+        _ => Some("sse"),
+    }
+}
+
+/// The delivery modes and transport: the flags, else what the profile declares (its
+/// design from its loss answer, its transport), else every mode over SSE; and the
+/// sentence saying what the profile narrowed, for the output.
+fn scope(f: &DeliveryFlags, p: Option<&Profile>) -> (Vec<String>, String, Option<String>) {
+    let design = p.and_then(|p| crate::review::items::design(p).0);
+    let from_profile = |flag: &Option<String>, v: Option<String>| match (flag, v) {
+        (Some(_), _) | (None, None) => None,
+        (None, Some(v)) => Some(v),
+    };
+    let d = from_profile(&f.delivery, design.map(|d| d.as_str().to_string()));
+    let t = from_profile(
+        &f.transport,
+        p.and_then(profile_transport).map(String::from),
+    );
+    let delivery = match (f.delivery.as_deref(), &d) {
+        (Some("all") | None, None) => delivery::MODES.iter().map(|m| m.to_string()).collect(),
+        (Some(m), _) => vec![m.to_string()],
+        (None, Some(m)) => vec![m.clone()],
+    };
+    let transport = f
+        .transport
+        .clone()
+        .or_else(|| t.clone())
+        .unwrap_or_else(|| "sse".into());
+    let said = match (&d, &t) {
+        (None, None) => None,
+        (Some(d), None) => Some(format!(
+            "narrowed to the profile's design {d} (--delivery all widens it)"
+        )),
+        (None, Some(t)) => Some(format!(
+            "narrowed to the profile's transport {t} (--transport widens it)"
+        )),
+        (Some(d), Some(t)) => Some(format!(
+            "narrowed to the profile's design {d} over {t} (--delivery all, --transport widen it)"
+        )),
+    };
+    (delivery, transport, said)
+}
+
+/// With --publish ws|'POST URL': the foreign server, how rtcheck publishes to it and
+/// reads it back; None for rtcheck's own protocol. Bad combinations are one line.
+fn foreign_target(
+    f: &DeliveryFlags,
+    size: u64,
+) -> anyhow::Result<Option<delivery::foreign::ForeignTarget>> {
+    use crate::bench::loadgen::{parse_target, Proto};
+    use crate::bench::publisher::PublishVia;
+    use delivery::foreign::{ForeignTarget, Resume};
+    let via = match &f.publish {
+        None | Some(PublishVia::Server) => {
+            let foreign_only = f.message.is_some()
+                || f.subscribe.is_some()
+                || f.seq_path.is_some()
+                || f.ts_path.is_some()
+                || !f.headers.is_empty()
+                || f.resume.is_some();
+            if foreign_only {
+                anyhow::bail!("--message, --subscribe, --seq-path, --ts-path, -H and --resume go with --publish ws or --publish 'POST URL' (a foreign --server)");
+            }
+            return Ok(None);
+        }
+        Some(v) => v.clone(),
+    };
+    if f.delivery.is_some() || f.ring.is_some() || f.session_ttl.is_some() {
+        anyhow::bail!("--delivery, --ring and --session-ttl set up rtcheck's own server; with --publish the server is yours (its resume is --resume)");
+    }
+    let url = f.server.as_deref().ok_or_else(|| {
+        anyhow!(
+            "--publish {}: needs --server URL (the foreign server's clients' URL)",
+            via.name()
+        )
+    })?;
+    let (proto, addr, path) = parse_target(url).map_err(|e| anyhow!("--server {e}"))?;
+    let shown = crate::redact::url(url);
+    let ws = match proto {
+        Proto::Ws => true,
+        Proto::Sse => false,
+        Proto::Raw => anyhow::bail!(
+            "--server {shown}: tcp:// has no delivery runs; use ws:// or http:// (SSE)"
+        ),
+    };
+    let transport = if ws { "websocket" } else { "sse" };
+    if f.transport.as_deref().is_some_and(|t| t != transport) {
+        anyhow::bail!(
+            "--transport {}: the --server URL {shown} is {transport}",
+            f.transport.as_deref().unwrap_or_default()
+        );
+    }
+    if via == PublishVia::Ws && !ws {
+        anyhow::bail!("--publish ws needs a ws:// --server (rtcheck publishes on a WebSocket of its own there); for SSE use --publish 'POST URL'");
+    }
+    if !f.headers.is_empty() && !matches!(via, PublishVia::Post { .. }) {
+        anyhow::bail!("-H goes with --publish 'POST URL'");
+    }
+    if !ws && f.subscribe.is_some() {
+        anyhow::bail!("--subscribe: an SSE client sends nothing after connecting; put the channel in the --server URL");
+    }
+    let headers = f
+        .headers
+        .iter()
+        .map(|h| crate::bench::publisher::parse_header(h))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(anyhow::Error::msg)?;
+    let (t, decoder) = crate::bench::template::message_and_decoder(
+        f.message.as_deref(),
+        f.seq_path.as_deref(),
+        f.ts_path.as_deref(),
+        !ws,
+    )
+    .map_err(anyhow::Error::msg)?;
+    if t.min_len() as u64 > size {
+        anyhow::bail!(
+            "--message: the template is up to {} bytes before padding, above --size {size}",
+            t.min_len()
+        );
+    }
+    let resume = f.resume.clone().unwrap_or(if ws {
+        Resume::None
+    } else {
+        Resume::LastEventId
+    });
+    match (&resume, ws) {
+        (Resume::LastEventId, true) => anyhow::bail!("--resume last-event-id is SSE's; a WebSocket resumes by 'query since={{seq}}' or 'message TEMPLATE'"),
+        (Resume::Message(_), false) => anyhow::bail!("--resume message: an SSE client sends nothing after connecting; use last-event-id or 'query since={{seq}}'"),
+        _ => {}
+    }
+    Ok(Some(ForeignTarget {
+        url: shown,
+        publish: via.name(),
+        resume: resume.name().into(),
+        message: f
+            .message
+            .clone()
+            .unwrap_or_else(|| crate::bench::template::DEFAULT_MESSAGE.into()),
+        subscribe: f.subscribe.clone(),
+        seq_path: f.seq_path.clone(),
+        ts_path: f.ts_path.clone(),
+        raw_url: url.to_string(),
+        via,
+        headers,
+        resume_as: resume,
+        decoder,
+        ws,
+        addr,
+        path,
+    }))
+}
+
 /// Flags over the profile over the defaults.
 pub fn options(
     f: &DeliveryFlags,
     connections: Option<u64>,
     timeout: Duration,
 ) -> anyhow::Result<DeliveryOptions> {
-    let p = match &f.profile {
-        Some(path) => Profile::load("--profile", path)?,
-        None => Profile::default(),
+    let loaded = match &f.profile {
+        Some(path) => Some(Profile::load("--profile", path)?),
+        None => None,
     };
+    let (modes, transport, said) = scope(f, loaded.as_ref());
+    let p = loaded.unwrap_or_default();
     let rate = f.rate.unwrap_or(p.rate);
     let size = f.size.unwrap_or(p.size);
     let max_disconnect = f.max_disconnect.unwrap_or(p.max_disconnect);
@@ -98,13 +289,19 @@ pub fn options(
         Some(s) => ring_messages(s, size)?,
         None => delivery::default_ring_messages(rate, max_disconnect),
     };
-    let delivery = match f.delivery.as_str() {
-        "all" => delivery::MODES.iter().map(|m| m.to_string()).collect(),
-        m => vec![m.to_string()],
+    let foreign = foreign_target(f, size)?;
+    // A foreign server's runs come back with --resume: rtcheck's modes do not apply.
+    let (delivery, transport, scope) = match &foreign {
+        Some(t) => (
+            Vec::new(),
+            if t.ws { "websocket" } else { "sse" }.to_string(),
+            None,
+        ),
+        None => (modes, transport, said),
     };
     Ok(DeliveryOptions {
         delivery,
-        transport: f.transport.clone(),
+        transport,
         connections: connections.unwrap_or(DEFAULT_CLIENTS),
         rate,
         size,
@@ -115,8 +312,13 @@ pub fn options(
             delivery::default_session_ttl(max_disconnect, span.min(Duration::from_secs(86_400)))
         }),
         profile_connections: p.connections,
-        server: f.server.as_deref().map(server_addr).transpose()?,
+        server: match &foreign {
+            Some(t) => Some(t.addr),
+            None => f.server.as_deref().map(server_addr).transpose()?,
+        },
         timeout,
+        foreign,
+        scope,
     })
 }
 
@@ -131,11 +333,7 @@ pub fn for_profile(
         Some(d) => vec![d.as_str().to_string()],
         None => delivery::MODES.iter().map(|m| m.to_string()).collect(),
     };
-    let transport = match p.transport {
-        Some(crate::profile::Transport::Websocket) => "websocket",
-        Some(crate::profile::Transport::Polling) => "poll",
-        _ => "sse",
-    };
+    let transport = profile_transport(p).unwrap_or("sse");
     let ring_messages = delivery::default_ring_messages(p.rate, p.max_disconnect);
     let span = Duration::from_secs_f64(ring_messages as f64 / p.rate.max(1e-3));
     let o = DeliveryOptions {
@@ -150,18 +348,84 @@ pub fn for_profile(
         profile_connections: p.connections,
         server: None,
         timeout,
+        foreign: None,
+        scope: None,
     };
     o.validate()
         .map_err(|e| anyhow!("verify delivery for the profile: {e}"))?;
     crate::sys::signal::install_interrupt_handler();
-    Ok(measure(&o)?.findings)
+    Ok(measure(&o, true)?.findings)
 }
 
-/// The experiment; after Ctrl-C any outcome is `Interrupted` (exit 130, no partial report).
-fn measure(o: &DeliveryOptions) -> anyhow::Result<DeliveryReport> {
+/// The progress line on stderr: drawn only on a terminal, outside CI, once the run has
+/// taken a second; the elapsed time against the expected one. Cleared on drop.
+struct Ticker {
+    done: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Ticker {
+    fn start(enabled: bool, o: &DeliveryOptions) -> Ticker {
+        use std::io::IsTerminal;
+        use std::sync::atomic::Ordering;
+        let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let show = enabled && std::io::stderr().is_terminal() && std::env::var_os("CI").is_none();
+        if !show {
+            return Ticker { done, thread: None };
+        }
+        let (runs, about) = delivery::expected(o);
+        let flag = done.clone();
+        let thread = std::thread::spawn(move || {
+            let t0 = std::time::Instant::now();
+            while t0.elapsed() < Duration::from_secs(1) {
+                if flag.load(Ordering::SeqCst) {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            let bar = indicatif::ProgressBar::new(about.as_millis() as u64);
+            bar.set_style(
+                indicatif::ProgressStyle::with_template(
+                    "{spinner} verify delivery [{elapsed}] {bar:20} {msg}",
+                )
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+            );
+            bar.set_message(format!(
+                "{runs} runs at once, about {} s",
+                about.as_secs_f64().ceil()
+            ));
+            while !flag.load(Ordering::SeqCst) {
+                bar.set_position(t0.elapsed().as_millis() as u64);
+                bar.tick();
+                std::thread::sleep(Duration::from_millis(120));
+            }
+            bar.finish_and_clear();
+        });
+        Ticker {
+            done,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for Ticker {
+    fn drop(&mut self) {
+        self.done.store(true, std::sync::atomic::Ordering::SeqCst);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// The experiment, with its progress line; after Ctrl-C any outcome is `Interrupted`
+/// (exit 130, no partial report).
+fn measure(o: &DeliveryOptions, progress: bool) -> anyhow::Result<DeliveryReport> {
     use crate::sys::signal::{interrupted, Interrupted};
     const STOPPED: &str = "verify delivery interrupted; its server and clients were stopped";
-    match delivery::measure(o) {
+    let ticker = Ticker::start(progress, o);
+    let r = delivery::measure(o);
+    drop(ticker);
+    match r {
         Err(e) if interrupted() => Err(e.context(Interrupted(STOPPED))),
         r => {
             crate::sys::signal::check_interrupted(STOPPED)?;
@@ -176,12 +440,13 @@ pub fn run(
     timeout: Duration,
     out: &super::OutputArgs<super::output::AllFormats>,
     ctx: Ctx,
+    quiet: bool,
 ) -> anyhow::Result<ExitCode> {
     out.validate()?;
     let o = options(f, connections, timeout)?;
     o.validate()?;
     crate::sys::signal::install_interrupt_handler();
-    let mut r = measure(&o)?;
+    let mut r = measure(&o, !quiet)?;
     let json = serde_json::to_value(&r)?;
     let found = crate::findings::threshold::evaluate(&f.thresholds, &json, &["runs"], None)
         .map_err(anyhow::Error::msg)?;

@@ -153,7 +153,7 @@ pub fn run(a: VerifyArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
         if a.names.len() > 1 {
             anyhow::bail!("`verify delivery` runs alone; run the other experiments separately");
         }
-        return super::delivery::run(&a.delivery, a.connections, a.timeout, &a.out, ctx);
+        return super::delivery::run(&a.delivery, a.connections, a.timeout, &a.out, ctx, a.quiet);
     }
     if !a.delivery.thresholds.is_empty() {
         anyhow::bail!("--threshold applies to `verify delivery` only");

@@ -125,7 +125,7 @@ impl SseConn {
         }
         req.push_str("\r\n");
         stream.write_all(req.as_bytes())?;
-        let rest = read_head(&mut stream, addr)?;
+        let rest = read_head(&mut stream, addr, "GET /sse")?;
         Ok(SseConn {
             stream,
             parser: sse::Parser::new(MAX_LINE),
@@ -228,21 +228,27 @@ impl SseConn {
     /// Leave the way `kind` says. `Silent` keeps the socket: drop the returned stream
     /// when the client comes back.
     pub fn leave(self, kind: Disconnect) -> Option<TcpStream> {
-        match kind {
-            Disconnect::Clean | Disconnect::Storm => {
-                let _ = self.stream.shutdown(Shutdown::Both);
-                None
-            }
-            Disconnect::Reset => {
-                let _ = socket2::SockRef::from(&self.stream).set_linger(Some(Duration::ZERO));
-                None
-            }
-            Disconnect::Silent => Some(self.stream),
-        }
+        leave_stream(self.stream, kind)
     }
 }
 
-fn is_timeout(e: &std::io::Error) -> bool {
+/// Leave a socket the way `kind` says: FIN, RST (SO_LINGER 0), or (silent) kept open
+/// and returned, to be dropped when the client comes back.
+pub(super) fn leave_stream(stream: TcpStream, kind: Disconnect) -> Option<TcpStream> {
+    match kind {
+        Disconnect::Clean | Disconnect::Storm => {
+            let _ = stream.shutdown(Shutdown::Both);
+            None
+        }
+        Disconnect::Reset => {
+            let _ = socket2::SockRef::from(&stream).set_linger(Some(Duration::ZERO));
+            None
+        }
+        Disconnect::Silent => Some(stream),
+    }
+}
+
+pub(super) fn is_timeout(e: &std::io::Error) -> bool {
     matches!(
         e.kind(),
         std::io::ErrorKind::WouldBlock
@@ -251,8 +257,13 @@ fn is_timeout(e: &std::io::Error) -> bool {
     )
 }
 
-/// Read the HTTP response head; return the bytes after it. Non-200 names the status line.
-fn read_head(stream: &mut TcpStream, peer: SocketAddr) -> anyhow::Result<Vec<u8>> {
+/// Read the HTTP response head of `req` (`GET /sse`: how errors name it); return the
+/// bytes after it. Non-200 names the status line.
+pub(super) fn read_head(
+    stream: &mut TcpStream,
+    peer: SocketAddr,
+    req: &str,
+) -> anyhow::Result<Vec<u8>> {
     let deadline = Instant::now() + Duration::from_secs(5);
     let mut got = Vec::new();
     let mut buf = [0u8; 4096];
@@ -261,7 +272,7 @@ fn read_head(stream: &mut TcpStream, peer: SocketAddr) -> anyhow::Result<Vec<u8>
             let head = String::from_utf8_lossy(&got[..end]).to_string();
             let status = head.lines().next().unwrap_or("").to_string();
             if status.split(' ').nth(1) != Some("200") {
-                bail!("{peer}: GET /sse answered `{status}`");
+                bail!("{peer}: {req} answered `{status}`");
             }
             return Ok(got[end + 4..].to_vec());
         }
@@ -269,7 +280,7 @@ fn read_head(stream: &mut TcpStream, peer: SocketAddr) -> anyhow::Result<Vec<u8>
             bail!("{peer}: no complete HTTP response head within 5 s");
         }
         match stream.read(&mut buf) {
-            Ok(0) => bail!("{peer}: closed before answering GET /sse"),
+            Ok(0) => bail!("{peer}: closed before answering {req}"),
             Ok(n) => got.extend_from_slice(&buf[..n]),
             Err(e) if is_timeout(&e) => {}
             Err(e) => bail!("{peer}: read: {e}"),

@@ -3,6 +3,7 @@
 //! twice or out of order, and whether every loss was announced by a gap marker.
 pub mod account;
 pub mod client;
+pub mod foreign;
 pub mod run;
 
 use crate::findings::{Finding, Fix, Status, Summary};
@@ -47,6 +48,12 @@ pub fn finding_ids() -> Vec<String> {
             }
         }
     }
+    for d in client::Disconnect::ALL {
+        for c in ["none", "last-event-id", "since-query", "resume-message"] {
+            v.push(finding_id(foreign::RUN, d.name(), c));
+        }
+    }
+    v.push(finding_id(foreign::CONTROL, "clean", "none"));
     v
 }
 
@@ -71,6 +78,13 @@ pub struct DeliveryOptions {
     pub server: Option<SocketAddr>,
     #[serde(with = "crate::units::serde_duration")]
     pub timeout: Duration,
+    /// A server rtcheck did not write, published to by rtcheck (`--publish`): the
+    /// foreign runs replace the delivery modes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub foreign: Option<foreign::ForeignTarget>,
+    /// What `--profile` narrowed the run to, said in the output (None: no narrowing).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scope: Option<String>,
 }
 
 /// Most clients one run opens (each is a thread and two sockets over its life).
@@ -240,6 +254,26 @@ pub fn specs(o: &DeliveryOptions) -> Vec<RunSpec> {
     v
 }
 
+/// How many runs the options make and about how long they take (they go at once: the
+/// longest client life, plus a second to start the servers), for the progress line.
+pub fn expected(o: &DeliveryOptions) -> (usize, Duration) {
+    let ph = Phases::for_rate(o.rate);
+    let runs = match &o.foreign {
+        Some(t) => foreign::specs(t, o.connections as usize, o.max_disconnect),
+        None => specs(o),
+    };
+    let longest = runs
+        .iter()
+        .map(|s| s.away)
+        .max()
+        .unwrap_or_default()
+        .max(o.max_disconnect);
+    (
+        runs.len(),
+        ph.before + longest + ph.after + Duration::from_secs(1),
+    )
+}
+
 /// `choose`'s sizing for the profile (evidence `ring-sizing`, `session-ack`,
 /// `session-expiry`), to compare the measured memory with.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -281,6 +315,9 @@ pub struct DeliveryReport {
     pub findings: Vec<Finding>,
     pub summary: Summary,
     pub duration_ms: u64,
+    /// A foreign server: what rtcheck's publisher achieved against its schedule.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub publisher: Option<crate::bench::wire::PublisherStat>,
 }
 
 /// The `rtcheck serve` flags for one delivery mode.
@@ -399,6 +436,21 @@ pub fn measure(o: &DeliveryOptions) -> anyhow::Result<DeliveryReport> {
         crate::sys::addr::ensure_loopback(&a)?;
     }
     let started = Instant::now();
+    if let Some(t) = &o.foreign {
+        let (runs, stat) = foreign::measure(o, t)?;
+        let findings = findings(o, &runs);
+        return Ok(DeliveryReport {
+            kind: "verify-delivery",
+            target: t.url.clone(),
+            options: o.clone(),
+            sizing: Sized::of(o),
+            summary: Summary::of(&findings),
+            runs,
+            findings,
+            duration_ms: started.elapsed().as_millis() as u64,
+            publisher: Some(stat),
+        });
+    }
     let budget = Budget::new(o.timeout);
     let all = specs(o);
     let servers = o.servers();
@@ -439,6 +491,7 @@ pub fn measure(o: &DeliveryOptions) -> anyhow::Result<DeliveryReport> {
         runs,
         findings,
         duration_ms: started.elapsed().as_millis() as u64,
+        publisher: None,
     })
 }
 
@@ -473,7 +526,7 @@ pub fn findings(o: &DeliveryOptions, runs: &[Run]) -> Vec<Finding> {
 
 fn evidence_for(delivery: &str, case: &str) -> &'static str {
     match (delivery, case) {
-        ("no-seq", _) | (_, run::RESTART) => "seq-numbers",
+        ("no-seq" | foreign::CONTROL, _) | (_, run::RESTART) => "seq-numbers",
         ("seq-ring", "beyond-ring") => "ring-sizing",
         ("seq-ring", _) => "ring-buffer",
         ("session-ack", "beyond-ttl") => "session-expiry",
@@ -523,6 +576,8 @@ location: None,
         ),
         expected: match r.delivery.as_str() {
             "no-seq" => "the control: loss without seq numbers is silent".into(),
+            foreign::CONTROL => "the control: reconnecting without the resume loses silently".into(),
+            foreign::RUN => "0 lost silently: the server resumes from the client's position, or announces what it cannot".into(),
             _ if r.case == run::RESTART => "a reset marker to every client; 0 lost silently".into(),
             "snapshot" => "the latest state first after reconnecting; 0 lost silently".into(),
             "session-ack" => "0 lost silently; 0 lost within the queue and TTL; duplicates filtered by seq".into(),

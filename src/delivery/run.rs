@@ -169,32 +169,43 @@ pub fn client(
     storm: &Barrier,
 ) -> anyhow::Result<ClientResult> {
     let mut t = Trace::default();
-    let mut c = Conn::open(addr, ph, spec.delivery, None)?;
-    c.recv_until(Instant::now() + ph.before, &mut t, &mut |_| {})?;
-    let Some(&first) = t.seqs.first() else {
-        bail!("{addr}: no message within {:?} of connecting", ph.before);
-    };
-    t.first_expected = first;
-    let resume_id = (spec.delivery != "no-seq")
-        .then(|| c.resume_point())
-        .flatten();
-    if spec.delivery == "session-ack" && resume_id.is_none() {
-        bail!("{addr}: no session issued at connect (session-ack)");
-    }
-    let last_before = t.seqs.iter().copied().max().unwrap_or(0);
-    if spec.disconnect == Disconnect::Storm {
+    let first = (|| {
+        let mut c = Conn::open(addr, ph, spec.delivery, None)?;
+        c.recv_until(Instant::now() + ph.before, &mut t, &mut |_| {})?;
+        let Some(&first) = t.seqs.first() else {
+            bail!("{addr}: no message within {:?} of connecting", ph.before);
+        };
+        t.first_expected = first;
+        let resume_id = (spec.delivery != "no-seq")
+            .then(|| c.resume_point())
+            .flatten();
+        if spec.delivery == "session-ack" && resume_id.is_none() {
+            bail!("{addr}: no session issued at connect (session-ack)");
+        }
+        let last_before = t.seqs.iter().copied().max().unwrap_or(0);
+        Ok((c, resume_id, last_before))
+    })();
+    // A storm's barriers are met on every path: one failing client must not strand
+    // the others of its run (they would wait for it forever).
+    let storming = spec.disconnect == Disconnect::Storm;
+    if storming {
         storm.wait();
     }
-    let held = c.leave(spec.disconnect);
-    sleep_checked(spec.away)?;
+    let (first, held) = match first {
+        Ok((c, id, last)) => (Ok((id, last)), c.leave(spec.disconnect)),
+        Err(e) => (Err(e), None),
+    };
+    let slept = sleep_checked(spec.away);
     drop(held);
-    let session_bytes = match (spec.delivery, &resume_id) {
-        ("session-ack", Some(id)) => super::client::session_bytes(addr, id),
+    let first = first.and_then(|f| slept.map(|_| f));
+    let session_bytes = match (spec.delivery, &first) {
+        ("session-ack", Ok((Some(id), _))) => super::client::session_bytes(addr, id),
         _ => None,
     };
-    if spec.disconnect == Disconnect::Storm {
+    if storming {
         storm.wait();
     }
+    let (resume_id, last_before) = first?;
     let latest = latest_seq(addr);
     let t0 = Instant::now();
     let mut c = Conn::open(addr, ph, spec.delivery, resume_id)?;
@@ -335,7 +346,7 @@ pub fn run_restart(
     Ok(summarize(spec, &results, 0))
 }
 
-fn sleep_checked(d: Duration) -> anyhow::Result<()> {
+pub(super) fn sleep_checked(d: Duration) -> anyhow::Result<()> {
     let end = Instant::now() + d;
     while Instant::now() < end {
         if interrupted() {
@@ -470,6 +481,45 @@ pub fn verdict(
             Warn,
             "control lost nothing: the disconnect was too short to show silent loss".into(),
         ),
+        (super::foreign::CONTROL, _) if c.lost_silently > 0 => (
+            Pass,
+            format!(
+                "control: {} message(s) vanished silently when reconnecting without --resume",
+                c.lost_silently
+            ),
+        ),
+        (super::foreign::CONTROL, _) => (
+            Warn,
+            "control lost nothing without --resume: the disconnect was too short to show what the resume keeps, or the server resumes by itself".into(),
+        ),
+        (super::foreign::RUN, "none") if c.lost_silently > 0 => (
+            Fail,
+            format!(
+                "{} message(s) lost silently: the server was given no way to resume (--resume) and said nothing of what the client missed",
+                c.lost_silently
+            ),
+        ),
+        (super::foreign::RUN, _) if c.lost_silently > 0 => (
+            Fail,
+            format!(
+                "{} message(s) lost silently: the server did not resume from the client's position ({}) and said nothing of what it missed",
+                c.lost_silently, spec.case
+            ),
+        ),
+        (super::foreign::RUN, _) if c.lost > 0 => (
+            Pass,
+            format!("all {} lost message(s) announced in gap markers", c.lost),
+        ),
+        (super::foreign::RUN, _) => (
+            Pass,
+            format!(
+                "0 lost after a {} disconnect ({}); {} duplicate(s), {} out of order",
+                spec.disconnect.name(),
+                spec.case,
+                c.duplicated,
+                c.out_of_order
+            ),
+        ),
         (_, _) if c.lost_silently > 0 => (
             Fail,
             format!(
@@ -542,6 +592,20 @@ pub fn run_all(
     ph: Phases,
     ring_bytes: u64,
 ) -> anyhow::Result<Vec<Run>> {
+    run_all_with(specs, ring_bytes, &|spec, storm| {
+        client(addr, spec, ph, storm)
+    })
+}
+
+/// What one client of a run does (rtcheck's server or a foreign one).
+pub type ClientFn<'a> = dyn Fn(&RunSpec, &Barrier) -> anyhow::Result<ClientResult> + Sync + 'a;
+
+/// Run every spec at once, each client a thread running `client`.
+pub fn run_all_with(
+    specs: &[RunSpec],
+    ring_bytes: u64,
+    client: &ClientFn,
+) -> anyhow::Result<Vec<Run>> {
     let out = std::thread::scope(|s| {
         let handles: Vec<_> = specs
             .iter()
@@ -550,7 +614,7 @@ pub fn run_all(
                     let storm = Barrier::new(spec.clients);
                     let results = std::thread::scope(|s2| {
                         let hs: Vec<_> = (0..spec.clients)
-                            .map(|_| s2.spawn(|| client(addr, spec, ph, &storm)))
+                            .map(|_| s2.spawn(|| client(spec, &storm)))
                             .collect();
                         hs.into_iter()
                             .map(|h| {

@@ -16,16 +16,37 @@ pub fn render(r: &DeliveryReport, p: &Palette) -> String {
         r.duration_ms as f64 / 1000.0
     );
     let mut out = p.bold(&head) + "\n";
-    let setup = format!(
-        "{} clients per run over {}, {} msg/s x {} B, ring {} messages ({} B)",
-        r.options.connections,
-        r.options.transport,
-        r.options.rate,
-        r.options.size,
-        r.options.ring_messages,
-        r.options.ring_bytes()
-    );
+    let setup = match &r.options.foreign {
+        Some(t) => format!(
+            "{} clients per run over {}, {} msg/s x {} B published by rtcheck ({}), clients resume with {}",
+            r.options.connections,
+            r.options.transport,
+            r.options.rate,
+            r.options.size,
+            t.publish,
+            t.resume
+        ),
+        None => format!(
+            "{} clients per run over {}, {} msg/s x {} B, ring {} messages ({} B)",
+            r.options.connections,
+            r.options.transport,
+            r.options.rate,
+            r.options.size,
+            r.options.ring_messages,
+            r.options.ring_bytes()
+        ),
+    };
     out.push_str(&crate::report::text::wrap(&setup, p.width, "  ", "  "));
+    if let Some(scope) = &r.options.scope {
+        out.push_str(&crate::report::text::wrap(scope, p.width, "  ", "  "));
+    }
+    if let Some(s) = &r.publisher {
+        let line = format!(
+            "publisher: {} of {} sent, {} failed; timer late p99 {:.1} ms; the server held a send up to {:.0} ms",
+            s.sent, s.timer_rounds, s.failed, s.timer_late_p99_ms, s.backlog_max_ms
+        );
+        out.push_str(&crate::report::text::wrap(&line, p.width, "  ", "  "));
+    }
     out.push('\n');
     for run in &r.runs {
         let c = &run.counts;
