@@ -76,7 +76,8 @@ pub fn fit_table(header: &[&str], rows: &[Vec<String>], width: usize, keep: &[us
             .fold(hd, usize::max)
     };
     for i in 0..header.len() {
-        let min = longest(i, !keep.contains(&i)).min(u16::MAX as usize) as u16;
+        // A lower boundary counts the column's padding (1 + 1) too.
+        let min = (longest(i, !keep.contains(&i)) + 2).min(u16::MAX as usize) as u16;
         if let Some(c) = t.column_mut(i) {
             c.set_constraint(ColumnConstraint::LowerBoundary(Width::Fixed(min)));
         }
