@@ -262,6 +262,11 @@ pub fn run(a: ChooseArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
     for (name, flag) in DEFAULTABLE {
         if !given.iter().any(|g| g == name) {
             rec.defaulted.push(name.to_string());
+            // A snapshot design replays nothing: rate, size and disconnect size nothing.
+            let unused = matches!(*name, "rate" | "size" | "max_disconnect");
+            if unused && rec.delivery == crate::choose::decide::Delivery::Snapshot {
+                continue;
+            }
             let value = match *name {
                 "connections" => crate::evidence::fmt_num(p.connections as f64),
                 "machines" => p.machines.to_string(),
