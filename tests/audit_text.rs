@@ -215,7 +215,7 @@ fn rate_and_size_come_from_flags_or_the_profile_and_are_printed() {
     // A bad --rate names the flag, not the profile file; exit 2.
     let out = Command::cargo_bin("rtcheck")
         .unwrap()
-        .args(["audit", "--profile", prof, "--rate", "0"])
+        .args(["audit", "--profile", prof, "--rate", "2000000"])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));

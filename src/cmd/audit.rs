@@ -45,10 +45,10 @@ pub struct AuditArgs {
     pub role: Option<Role>,
     /// Messages per second sent to each connection: cpu and memory are judged at it
     /// [default: 10, or the profile's rate:].
-    #[arg(long, value_name = "MSG_PER_S")]
+    #[arg(long, value_name = "MSGS_PER_S", value_parser = super::parse_rate, allow_negative_numbers = true)]
     pub rate: Option<f64>,
     /// Bytes per message, units allowed (512, 4KiB) [default: 1KiB, or the profile's size:].
-    #[arg(long, value_name = "BYTES", value_parser = crate::units::parse_size)]
+    #[arg(long, value_name = "SIZE", value_parser = super::parse_message_size, allow_negative_numbers = true)]
     pub size: Option<u64>,
     /// procfs root (a container audits its host with -v /proc:/host/proc:ro).
     #[arg(long, value_name = "DIR", default_value = "/proc")]

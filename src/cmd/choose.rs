@@ -40,6 +40,8 @@ Answers file (YAML, same names in snake_case; flags override it):
   path: [cloudflare, aws-alb, nginx]   # hops, outermost first (`rtcheck hops`)
                              # [direct] for none; a configured value:
                              # [cloudflare, {aws-alb: {idle: 300s}}, nginx]
+  ping: 25s                  # the server's own heartbeat (WebSocket ping or SSE
+                             # comment); audit's tcp-keepalive passes under it
 
 Without a terminal every required answer (visible_within, upstream or --binary, loss) must be
 given; otherwise rtcheck exits 2 naming the missing ones.";
