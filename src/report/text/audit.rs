@@ -338,6 +338,54 @@ pub fn render(r: &FindingsReport, pal: Palette, explain_all: bool) -> String {
 mod tests {
     use super::*;
 
+    /// `audit --verify` adds delivery findings with long ids ("delivery-snapshot-cle…" was
+    /// cut): at 80 and 120 every id and every word of observed is whole, nothing ends in "…".
+    #[test]
+    fn table_keeps_long_ids_and_observed_values_whole() {
+        let finding = |id: &str, observed: &str| -> crate::report::Finding {
+            serde_json::from_value(serde_json::json!({
+                "id": id, "title": "t", "status": "warn", "observed": observed,
+                "expected": "e", "rule": "r", "evidence": [], "fix": {"summary": "Do it."}
+            }))
+            .unwrap()
+        };
+        let long = "ip_local_port_range 32768-60999 = 28,232 ports, 0 reserved in range (ip_local_reserved_ports): 28,232 usable; tcp_tw_reuse 2";
+        let r = FindingsReport::new(
+            "audit",
+            crate::profile::Profile::default(),
+            None,
+            vec![
+                finding("ephemeral-ports", long),
+                finding(
+                    "delivery-snapshot-clean-reconnect",
+                    "lost 0, lost silently 0 of 1,000",
+                ),
+                finding("delivery-session-ack-server-restart", long),
+            ],
+            1.0,
+        );
+        for width in [80, 120] {
+            let pal = Palette {
+                width,
+                ..Palette::plain()
+            };
+            let text = table(&r, pal);
+            assert!(!text.contains('…'), "{text}");
+            assert!(text.lines().all(|l| l.chars().count() <= width), "{text}");
+            for id in ["ephemeral-ports", "delivery-snapshot-clean-reconnect"] {
+                assert!(
+                    text.lines()
+                        .any(|l| l.split_whitespace().nth(1) == Some(id)),
+                    "{id}: {text}"
+                );
+            }
+            let words: Vec<&str> = text.split_whitespace().collect();
+            for w in long.split_whitespace() {
+                assert!(words.contains(&w), "`{w}` cut: {text}");
+            }
+        }
+    }
+
     #[test]
     fn verdict_line_counts_invalid_measurements() {
         let mut f = crate::report::Finding {
