@@ -103,7 +103,12 @@ pub fn by_name(name: &str) -> Option<&'static Checklist> {
 }
 
 /// An item by id, with the checklist holding it.
+/// An item by its id, or as `explain` cites it: `CHECKLIST/ID` (`realtime-ops/proxy-config`).
 pub fn find_item(id: &str) -> Option<(&'static Checklist, &'static Item)> {
+    if let Some((list, item)) = id.split_once('/') {
+        let c = by_name(list)?;
+        return c.item(item).map(|i| (c, i));
+    }
     all().iter().find_map(|c| c.item(id).map(|i| (c, i)))
 }
 

@@ -166,3 +166,59 @@ fn explain_command_takes_check_and_evidence_ids() {
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.contains("closest: fd-limit"), "{err}");
 }
+
+/// Issue 27 item 7: cpu (and memory's delivery state) are judged at `--rate`/`--size`, or
+/// the profile's, and the finding says at what; the defaults are named as defaults.
+#[test]
+fn rate_and_size_come_from_flags_or_the_profile_and_are_printed() {
+    let cpu = |extra: &[&str]| {
+        let mut args = vec!["--connections", "50000", "--format", "json"];
+        args.extend_from_slice(extra);
+        let (json, _) = audit("stock-distro", &args);
+        let json: Value = serde_json::from_str(&json).unwrap();
+        json["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["id"] == "cpu")
+            .unwrap()
+            .clone()
+    };
+    let default = cpu(&[]);
+    assert_eq!(default["numbers"]["load_msgs_per_s"], 500000.0);
+    let e = default["expected"].as_str().unwrap();
+    assert!(
+        e.contains("at 10 msg/s of 1 KiB per connection (default"),
+        "{e}"
+    );
+    let given = cpu(&["--rate", "2", "--size", "4KiB"]);
+    assert_eq!(given["numbers"]["load_msgs_per_s"], 100000.0);
+    let e = given["expected"].as_str().unwrap();
+    assert!(e.ends_with("at 2 msg/s of 4 KiB per connection"), "{e}");
+    // From the profile; a flag overrides it.
+    let dir = tempfile::tempdir().unwrap();
+    let prof = dir.path().join("p.yaml");
+    std::fs::write(&prof, "rate: 0.5\nsize: 512\n").unwrap();
+    let prof = prof.to_str().unwrap();
+    let from_file = cpu(&["--profile", prof]);
+    assert_eq!(from_file["numbers"]["load_msgs_per_s"], 25000.0);
+    assert!(from_file["expected"]
+        .as_str()
+        .unwrap()
+        .ends_with("at 0.5 msg/s of 512 B per connection"));
+    let over = cpu(&["--profile", prof, "--rate", "4"]);
+    assert_eq!(over["numbers"]["load_msgs_per_s"], 200000.0);
+    // The text carries the basis too (a passing check: under --explain).
+    let args = ["--connections", "50000", "--rate", "2", "--explain"];
+    let (text, _) = audit("stock-distro", &args);
+    assert!(text.contains("at 2 msg/s of 1 KiB"), "{text}");
+    // A bad --rate names the flag, not the profile file; exit 2.
+    let out = Command::cargo_bin("rtcheck")
+        .unwrap()
+        .args(["audit", "--profile", prof, "--rate", "2000000"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(err.contains("flags: rate: must be between"), "{err}");
+}

@@ -269,7 +269,10 @@ fn bad_input_is_one_line_and_exit_2() {
 #[test]
 fn single_renders_in_every_format() {
     for (fmt, needle) in [
-        ("text", "rtcheck bench cluster: all 1 scenarios valid"),
+        (
+            "text",
+            "rtcheck bench cluster: every result valid (1 scenarios)",
+        ),
         ("markdown", "| single | 1 |"),
         ("yaml", "name: single"),
     ] {

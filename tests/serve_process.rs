@@ -19,6 +19,11 @@ fn banner_names_address_endpoints_and_fd_limit() {
         nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE).unwrap();
     let _ = soft;
     assert!(err.contains(&format!("soft {hard}, hard {hard}")), "{err}");
+    // Issue 27: the startup lines fit 80 columns (the URLs wrap between them).
+    for l in err.lines() {
+        assert!(l.chars().count() <= 80, "{} cols: {l}", l.chars().count());
+    }
+    assert!(err.contains("\n  strategy per-client"), "{err}");
     assert!(
         !err.contains("sessions:"),
         "no sessions without session-ack: {err}"
@@ -61,7 +66,8 @@ fn sigterm_or_sigint_exits_cleanly(sig: i32) {
     let st = srv
         .wait_exit(Duration::from_secs(20))
         .expect("exits within 20 s");
-    assert_eq!(st.code(), Some(0));
+    // 128 + the signal, like every command stopped by one (130 Ctrl-C, 143 SIGTERM).
+    assert_eq!(st.code(), Some(128 + sig));
     // The client saw its connection closed (EOF after whatever was sent).
     ws.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
     let mut rest = Vec::new();

@@ -1,7 +1,10 @@
-//! Every `--help` and the catalog/choose text outputs, piped, fit the width: 80 columns
-//! without COLUMNS, else COLUMNS; and no table cell ends in "…" over an id or a number.
+//! Every `--help` and every subcommand's text output fit the width: piped, 80 columns
+//! (help: COLUMNS when given); on a 120-column terminal (a pty), 120. No table cell ends in
+//! "…" over an id or a number, and no id or command is split across lines.
+mod common;
 use clap::CommandFactory;
 use std::process::{Command, Output};
+use std::time::Duration;
 
 fn run(args: &[&str], columns: Option<&str>) -> Output {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_rtcheck"));
@@ -12,10 +15,23 @@ fn run(args: &[&str], columns: Option<&str>) -> Output {
     cmd.output().expect("run rtcheck")
 }
 
+/// A shell command kept on one line so it can be copied (`$ CMD`, `now: CMD`, `keep: CMD`):
+/// the one thing allowed past the width.
+/// So is one unbreakable token on its own line (a URL).
+fn is_command_line(l: &str) -> bool {
+    let t = l.trim();
+    let cmd = ["$ ", "now:", "keep:"]
+        .iter()
+        .find_map(|p| t.strip_prefix(p))
+        .map(str::trim_start)
+        .unwrap_or(t);
+    rtcheck::report::is_shell_command(cmd) || !t.contains(' ')
+}
+
 /// Lines of `text` wider than `width`, with their widths, for the failure message.
 fn too_wide(text: &str, width: usize) -> Vec<String> {
     text.lines()
-        .filter(|l| l.chars().count() > width)
+        .filter(|l| l.chars().count() > width && !is_command_line(l))
         .map(|l| format!("{:>3} | {l}", l.chars().count()))
         .collect()
 }
@@ -82,18 +98,86 @@ fn cut_cells(text: &str) -> Vec<&str> {
         .collect()
 }
 
-fn check_text(args: &[&str]) {
-    let out = run(args, None);
-    let text = String::from_utf8_lossy(&out.stdout).to_string();
+/// stdout of `rtcheck ARGS` on a pseudo-terminal of `cols` columns (`stty` sets the size
+/// before rtcheck starts, so there is no race), stderr (progress) discarded; and the exit code.
+fn on_terminal(args: &[&str], cols: u16) -> (String, i32) {
+    let mut cmd = Command::new("sh");
+    cmd.arg("-c")
+        .arg(format!(
+            "stty cols {cols} rows 50 && exec \"$0\" \"$@\" 2>/dev/null"
+        ))
+        .arg(env!("CARGO_BIN_EXE_rtcheck"))
+        .args(args)
+        .env("NO_COLOR", "1")
+        .env("TERM", "xterm")
+        .env_remove("COLUMNS");
+    let mut s = expectrl::Session::spawn(cmd).expect("spawn rtcheck in a pty");
+    s.set_expect_timeout(Some(Duration::from_secs(180)));
+    let rest = s.expect(expectrl::Eof).expect("rtcheck exits");
+    let mut bytes = rest.before().to_vec();
+    for m in rest.matches() {
+        bytes.extend_from_slice(m);
+    }
+    let code = match s.get_process().wait().expect("exit status") {
+        expectrl::WaitStatus::Exited(_, c) => c,
+        other => panic!("{args:?}: {other:?}"),
+    };
+    (String::from_utf8_lossy(&bytes).replace('\r', ""), code)
+}
+
+/// The text output at `width`: piped for 80 (the width off a terminal), on a pty else.
+fn text_at(args: &[&str], width: usize) -> String {
+    let (text, code) = if width == 80 {
+        let out = run(args, None);
+        let code = out.status.code().unwrap_or(-1);
+        (String::from_utf8_lossy(&out.stdout).to_string(), code)
+    } else {
+        on_terminal(args, width as u16)
+    };
     assert!(
-        out.status.code().is_some_and(|c| c <= 1),
-        "{args:?}: {out:?}"
+        (0..=1).contains(&code),
+        "{args:?} at {width}: exit {code}\n{text}"
     );
-    assert!(text.lines().count() > 3, "{args:?} printed: {text}");
-    let wide = too_wide(&text, 80);
-    assert!(wide.is_empty(), "{args:?} over 80:\n{}", wide.join("\n"));
+    assert!(
+        text.lines().count() > 3,
+        "{args:?} at {width} printed: {text}"
+    );
+    let wide = too_wide(&text, width);
+    assert!(
+        wide.is_empty(),
+        "{args:?} over {width}:\n{}",
+        wide.join("\n")
+    );
     let cut = cut_cells(&text);
-    assert!(cut.is_empty(), "{args:?} cut cells:\n{}", cut.join("\n"));
+    assert!(
+        cut.is_empty(),
+        "{args:?} at {width}, cut cells:\n{}",
+        cut.join("\n")
+    );
+    text
+}
+
+/// [`text_at`] at 80 and 120 columns; the two texts.
+fn check_widths(args: &[&str]) -> [String; 2] {
+    [text_at(args, 80), text_at(args, 120)]
+}
+
+fn check_text(args: &[&str]) {
+    check_widths(args);
+}
+
+/// `id` appears whole on some line (not split as "ephemeral-por" / "ts").
+fn assert_whole(text: &str, id: &str) {
+    assert!(
+        text.lines().any(|l| l
+            .split_whitespace()
+            .any(|w| w.trim_matches(['`', ':', ',']) == id)),
+        "`{id}` is not whole on any line:\n{text}"
+    );
+}
+
+fn fixture(name: &str) -> String {
+    format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"))
 }
 
 #[test]
@@ -173,4 +257,171 @@ fn review_text_fits_80_piped() {
         "--profile",
         "tests/fixtures/docs/review-profile.yaml",
     ]);
+}
+
+/// audit on the fixture hosts (and a proxy at 50,000 with its traffic): every check id and
+/// every observed value whole in the table, at 80 and 120 columns.
+#[test]
+fn audit_text_fits_and_keeps_ids_and_values_whole() {
+    for host in ["stock-distro", "small-container", "tuned-server"] {
+        let (procfs, sysfs) = (
+            fixture(&format!("{host}/proc")),
+            fixture(&format!("{host}/sys")),
+        );
+        let base = ["audit", "--procfs", &procfs, "--sysfs", &sysfs];
+        let proxy = [
+            "--connections",
+            "50000",
+            "--role",
+            "proxy",
+            "--rate",
+            "2",
+            "--size",
+            "4KiB",
+        ];
+        for extra in [&[][..], &proxy[..], &["--explain"][..]] {
+            let args: Vec<&str> = base.iter().chain(extra).copied().collect();
+            let json = run(&[&args[..], &["--format", "json"]].concat(), None);
+            let json: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+            for text in check_widths(&args) {
+                for f in json["findings"].as_array().unwrap() {
+                    assert_whole(&text, f["id"].as_str().unwrap());
+                }
+                assert!(!text.contains('…'), "{text}");
+            }
+        }
+    }
+}
+
+#[test]
+fn verify_a_cheap_experiment_fits() {
+    check_text(&["verify", "fd-limit", "--limit", "64"]);
+    check_text(&["verify", "fd-limit", "--limit", "64", "--explain"]);
+}
+
+/// A tiny fan-out run: the verdict is the first line, the table fits, and only what did
+/// not pass is listed (`--explain` lists every check).
+#[test]
+fn bench_fanout_and_idle_tiny_runs_fit() {
+    let args = [
+        "bench",
+        "fanout",
+        "--connections",
+        "40",
+        "--slow",
+        "4",
+        "--rounds",
+        "10",
+        "--rate",
+        "20",
+        "--scenario",
+        "A,C3",
+    ];
+    for text in check_widths(&args) {
+        let first = text.lines().next().unwrap();
+        assert!(
+            first.starts_with("rtcheck bench fanout: every result valid (3 scenarios)")
+                || first.starts_with("rtcheck bench fanout: INVALID: "),
+            "{text}"
+        );
+        assert!(
+            !text.contains("  pass  "),
+            "passing checks belong to --explain: {text}"
+        );
+    }
+    let explain: Vec<&str> = args.iter().copied().chain(["--explain"]).collect();
+    let text = text_at(&explain, 80);
+    assert!(text.contains("  pass  samples received: "), "{text}");
+    for text in check_widths(&["bench", "idle", "--connections", "40", "--settle", "200ms"]) {
+        assert!(text.starts_with("rtcheck bench idle: "), "{text}");
+    }
+}
+
+/// probe (against a local serve) and a tiny load run against its /work.
+#[test]
+fn probe_and_load_against_a_local_serve_fit() {
+    let srv = common::Server::start(&["--rate", "20"]);
+    let sse = format!("http://{}/sse", srv.addr);
+    let ws = format!("ws://{}/ws", srv.addr);
+    for text in check_widths(&["probe", "--quick", &sse, &ws]) {
+        assert!(text.starts_with("rtcheck probe PASS"), "{text}");
+        assert_whole(&text, "sse-buffering");
+    }
+    let work = format!("http://{}/work?ms=2", srv.addr);
+    check_text(&["load", &work, "--concurrency", "1,2", "--step", "500ms"]);
+}
+
+#[test]
+fn hops_budget_and_lint_fit() {
+    check_text(&["hops"]);
+    check_text(&["hops", "nginx"]);
+    check_text(&["hops", "--path", "cloudflare,aws-alb,nginx"]);
+    let hop = ["--hop", "auth:24ms:18ms", "--hop", "db:24ms:18ms"];
+    check_text(&[&["budget"][..], &hop[..], &["--hop", "search:24ms:118ms"]].concat());
+    check_text(&["budget", "--hops", &fixture("docs/hops.yaml")]);
+    let nginx = fixture("lint/guides/nginx.conf");
+    for text in check_widths(&["lint", &nginx]) {
+        assert_whole(&text, "nginx-send-timeout");
+    }
+}
+
+/// review at 120 too, and its "measure it: `rtcheck ...`" commands are never split.
+#[test]
+fn review_text_fits_120_and_keeps_commands_whole() {
+    let args = [
+        "review",
+        "--answers",
+        "tests/fixtures/docs/review.yaml",
+        "--profile",
+        "tests/fixtures/docs/review-profile.yaml",
+    ];
+    for text in check_widths(&args) {
+        for l in text.lines() {
+            // A backquote opened on a line is closed on it.
+            assert_eq!(l.matches('`').count() % 2, 0, "command split: {l}\n{text}");
+        }
+    }
+}
+
+/// `explain proxy-config` cites `realtime-ops/proxy-config`: `checklist` takes it as cited.
+#[test]
+fn checklist_takes_every_id_explain_cites() {
+    let text = text_at(&["explain", "proxy-config"], 80);
+    let cited: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("cited by"))
+        .flat_map(|l| l.split([',', ' ']).filter(|w| w.contains('/')))
+        .collect();
+    assert!(cited.contains(&"realtime-ops/proxy-config"), "{text}");
+    for id in cited {
+        let out = text_at(&["checklist", id], 80);
+        assert!(out.contains("proxy-config"), "{id}: {out}");
+    }
+    let out = run(&["checklist", "realtime-ops/no-such-item"], None);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+/// A snapshot design replays nothing: no ring or session sizes, no replay count, no notes
+/// on the rate/size/disconnect defaults it does not use.
+#[test]
+fn choose_for_a_snapshot_design_sizes_no_ring() {
+    let dir = tempfile::tempdir().unwrap();
+    let answers = dir.path().join("snapshot.yaml");
+    std::fs::write(
+        &answers,
+        "loss: replaceable\nvisible_within: 10m\nconnections: 1000\nupstream: none\n",
+    )
+    .unwrap();
+    for text in check_widths(&["choose", "--answers", answers.to_str().unwrap()]) {
+        assert!(text.contains("delivery snapshot"), "{text}");
+        for gone in [
+            "ring buffer (",
+            "messages to replay",
+            "sessions at once",
+            "rate = ",
+        ] {
+            assert!(!text.contains(gone), "{gone}: {text}");
+        }
+        assert!(text.contains("RAM per machine"), "{text}");
+    }
 }

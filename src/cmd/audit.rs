@@ -20,6 +20,8 @@ Examples:
 
     rtcheck audit --profile profile.yaml --format junit --output audit.xml
     rtcheck audit --connections 50000 --role proxy --fail-on warn
+  judged at your traffic (cpu, memory), not the default 10 msg/s of 1 KiB:
+    rtcheck audit --connections 50000 --rate 2 --size 512
   the limits of a running service:
     rtcheck audit --pid $(pidof myserver)
   the host, from a container with its /proc and /sys mounted:
@@ -41,6 +43,13 @@ pub struct AuditArgs {
     /// What the audited host does [default: server].
     #[arg(long, value_enum)]
     pub role: Option<Role>,
+    /// Messages per second sent to each connection: cpu and memory are judged at it
+    /// [default: 10, or the profile's rate:].
+    #[arg(long, value_name = "MSGS_PER_S", value_parser = super::parse_rate, allow_negative_numbers = true)]
+    pub rate: Option<f64>,
+    /// Bytes per message, units allowed (512, 4KiB) [default: 1KiB, or the profile's size:].
+    #[arg(long, value_name = "SIZE", value_parser = super::parse_message_size, allow_negative_numbers = true)]
+    pub size: Option<u64>,
     /// procfs root (a container audits its host with -v /proc:/host/proc:ro).
     #[arg(long, value_name = "DIR", default_value = "/proc")]
     pub procfs: PathBuf,
@@ -94,13 +103,24 @@ pub fn resolve_profile(a: &AuditArgs) -> anyhow::Result<Profile> {
     if let Some(r) = a.role {
         p.role = r;
     }
+    if let Some(r) = a.rate {
+        p.rate = r;
+    }
+    if let Some(s) = a.size {
+        p.size = s;
+    }
     p.transport.get_or_insert(audit::checks::DEFAULT_TRANSPORT);
-    // Named like choose does: the file when one was given, else the flags.
-    let origin = a
-        .profile
-        .as_ref()
-        .map_or("flags".to_string(), |f| f.display().to_string());
-    p.validate().map_err(|e| anyhow::anyhow!("{origin}: {e}"))?;
+    // Named like choose does: the file when one was given, else the flags; a bad --rate
+    // or --size is the flag's, whatever the file says.
+    p.validate().map_err(|e| {
+        let flag = (e.starts_with("rate:") && a.rate.is_some())
+            || (e.starts_with("size:") && a.size.is_some());
+        let origin = match &a.profile {
+            Some(f) if !flag => f.display().to_string(),
+            _ => "flags".to_string(),
+        };
+        anyhow::anyhow!("{origin}: {e}")
+    })?;
     Ok(p)
 }
 
@@ -173,6 +193,7 @@ fn proxy_findings(a: &AuditArgs, p: &Profile) -> anyhow::Result<Vec<crate::findi
 }
 
 pub fn run(a: AuditArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
+    let started = Instant::now();
     audit::validate_skip(&a.skip)?;
     a.out.validate()?;
     let profile = resolve_profile(&a)?;
@@ -201,6 +222,8 @@ pub fn run(a: AuditArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
             r.findings.extend(d);
             r.summary = crate::findings::Summary::of(&r.findings);
         }
+        // The header's duration is the whole run, the live experiments included.
+        r.duration_ms = (started.elapsed().as_secs_f64() * 1e6).round() / 1000.0;
     }
     let invalid_measurement = r
         .findings

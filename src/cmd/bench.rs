@@ -195,6 +195,10 @@ pub struct FanoutArgs {
     /// Also write the JSON report here (atomically), whatever --format says.
     #[arg(long, value_name = "PATH")]
     pub save_json: Option<PathBuf>,
+    /// Text: every validity check (not only those that did not pass), the full latency
+    /// and server tables and the seed's figures.
+    #[arg(long)]
+    pub explain: bool,
     /// Longest wait for all clients to connect.
     #[arg(long, default_value = "120s", value_parser = crate::units::parse_duration)]
     pub connect_timeout: Duration,
@@ -255,7 +259,7 @@ fn run_fanout(a: FanoutArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
             Format::Json => crate::report::json::render(&report)?,
             Format::Markdown => crate::report::markdown::bench::render(&report),
             Format::Html => crate::report::html::bench::render(&report)?,
-            _ => crate::report::text::bench::render(&report, &p),
+            _ => crate::report::text::bench::render(&report, &p, a.explain),
         })
     };
     if let Some(p) = &a.save_json {

@@ -40,6 +40,8 @@ Answers file (YAML, same names in snake_case; flags override it):
   path: [cloudflare, aws-alb, nginx]   # hops, outermost first (`rtcheck hops`)
                              # [direct] for none; a configured value:
                              # [cloudflare, {aws-alb: {idle: 300s}}, nginx]
+  ping: 25s                  # the server's own heartbeat (WebSocket ping or SSE
+                             # comment); audit's tcp-keepalive passes under it
 
 Without a terminal every required answer (visible_within, upstream or --binary, loss) must be
 given; otherwise rtcheck exits 2 naming the missing ones.";
@@ -263,6 +265,11 @@ pub fn run(a: ChooseArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
     for (name, flag) in DEFAULTABLE {
         if !given.iter().any(|g| g == name) {
             rec.defaulted.push(name.to_string());
+            // A snapshot design replays nothing: rate, size and disconnect size nothing.
+            let unused = matches!(*name, "rate" | "size" | "max_disconnect");
+            if unused && rec.delivery == crate::choose::decide::Delivery::Snapshot {
+                continue;
+            }
             let value = match *name {
                 "connections" => crate::evidence::fmt_num(p.connections as f64),
                 "machines" => p.machines.to_string(),

@@ -37,7 +37,8 @@ Examples:
     rtcheck serve --redis redis://127.0.0.1:6379/ --node a
 
 Payload: binary frame, bytes 0-7 seq (u64 LE), 8-15 scheduled send time (u64 LE, ns since
-the Unix epoch), then padding; or JSON text with \"seq\" and \"ts\" (README: payload format).")]
+the Unix epoch), then padding; or JSON text with \"seq\" and \"ts\" (README: payload format).
+Exit codes: 130 stopped by Ctrl-C, 143 by SIGTERM (after closing every client), 2 error.")]
 pub struct ServeArgs {
     #[command(flatten)]
     pub flags: Box<ServeFlags>,

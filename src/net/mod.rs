@@ -53,7 +53,9 @@ pub fn run_serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
     let res = rt.block_on(serve(cfg, a.addr_file.as_deref(), (soft, hard)));
     // Tasks blocked on a stuck write (the C1 scenario) must not hold the exit.
     rt.shutdown_timeout(Duration::from_millis(100));
-    res.map(|()| ExitCode::SUCCESS)
+    // Stopped by a signal, like every other command: 128 + the signal (130 Ctrl-C, 143
+    // SIGTERM), after the clean shutdown above.
+    res.map(ExitCode::from)
 }
 
 fn bind(addr: SocketAddr) -> anyhow::Result<tokio::net::TcpListener> {
@@ -72,7 +74,7 @@ async fn serve(
     mut cfg: Config,
     addr_file: Option<&Path>,
     nofile: (u64, u64),
-) -> anyhow::Result<()> {
+) -> anyhow::Result<u8> {
     use tokio::signal::unix::{signal, SignalKind};
     // Install handlers before announcing the address, so a prompt SIGTERM is clean.
     let mut term = signal(SignalKind::terminate()).context("SIGTERM handler")?;
@@ -124,7 +126,7 @@ async fn serve(
         }
     }
     eprintln!(
-        "  epoch {} (SSE ids SEQ@EPOCH; a resume from another epoch gets a reset marker)",
+        "  epoch {} (ids SEQ@EPOCH; a resume from another gets a reset)",
         hub.epoch()
     );
     if let Some(o) = &cfg.cors {
@@ -139,9 +141,9 @@ async fn serve(
             .with_context(|| format!("--addr-file {}", p.display()))?;
     }
 
-    let sig = tokio::select! {
-        _ = term.recv() => "SIGTERM",
-        _ = int.recv() => "SIGINT",
+    let (sig, code) = tokio::select! {
+        _ = term.recv() => ("SIGTERM", 128 + libc::SIGTERM as u8),
+        _ = int.recv() => ("SIGINT", 128 + libc::SIGINT as u8),
     };
     eprintln!(
         "rtcheck serve: {sig}: closing {} client(s)",
@@ -165,7 +167,7 @@ async fn serve(
         "rtcheck serve: stopped after {} round(s); drops {}, removed {}",
         s.rounds_sent, s.drops, s.removed
     );
-    Ok(())
+    Ok(code)
 }
 
 fn banner(
@@ -178,9 +180,16 @@ fn banner(
     match cfg.protocol {
         Protocol::Ws => {
             b.push_str(&format!("rtcheck serve listening on http://{addr}\n"));
-            b.push_str(&format!(
-                "  endpoints: ws://{addr}/ws  http://{addr}/sse  http://{addr}/poll?since=SEQ  http://{addr}/metrics  http://{addr}/healthz  http://{addr}/control/stats  ws://{addr}/echo\n"
-            ));
+            let urls = [
+                format!("ws://{addr}/ws"),
+                format!("http://{addr}/sse"),
+                format!("http://{addr}/poll?since=SEQ"),
+                format!("http://{addr}/metrics"),
+                format!("http://{addr}/healthz"),
+                format!("http://{addr}/control/stats"),
+                format!("ws://{addr}/echo"),
+            ];
+            b.push_str(&url_lines("  endpoints:", &urls));
         }
         Protocol::Raw => {
             b.push_str(&format!(
@@ -196,8 +205,9 @@ fn banner(
     let deadline = cfg
         .write_deadline
         .map_or("none".into(), crate::units::fmt_duration);
+    // Two lines, each within 80 columns: what is published, then how it is written.
     b.push_str(&format!(
-        "  publishing {} B at {}/s{}{}; strategy {}, queue {}, write deadline {}, threads {}\n",
+        "  publishing {} B at {}/s{}{}\n  strategy {}, queue {}\n  write deadline {}, threads {}\n",
         cfg.size,
         cfg.rate,
         cfg.rounds
@@ -235,6 +245,25 @@ fn banner(
         b.push_str("\n  WARNING: listening on a non-loopback address");
     }
     b
+}
+
+/// `head` then the URLs, wrapped between them (never inside one) within 80 columns.
+fn url_lines(head: &str, urls: &[String]) -> String {
+    let indent = " ".repeat(head.len());
+    let mut out = String::new();
+    let mut line = head.to_string();
+    for u in urls {
+        if line.len() > head.len() && line.len() + 2 + u.len() > 80 {
+            out.push_str(&line);
+            out.push('\n');
+            line.clone_from(&indent);
+        }
+        line.push_str(if line.len() > head.len() { "  " } else { " " });
+        line.push_str(u);
+    }
+    out.push_str(&line);
+    out.push('\n');
+    out
 }
 
 /// Keep the compiler honest about the shared Hub type being Send + Sync.

@@ -14,51 +14,98 @@ fn prop(s: &str) -> String {
     data(s).replace(':', "%3A").replace(',', "%2C")
 }
 
+/// GitHub shows at most this many annotations of one level per step; the rest are dropped
+/// silently. Past it, the last slot carries every remaining finding, grouped.
+pub const PER_LEVEL: usize = 10;
+
+/// One finding's annotation message: observed, expected, rule, fix, commands.
+fn message(f: &crate::findings::Finding) -> String {
+    let mut msg = format!("{}\nexpected: {}\nrule: {}", f.observed, f.expected, f.rule);
+    if !f.fix.summary.is_empty() {
+        msg.push_str(&format!("\nfix: {}", f.fix.summary));
+    }
+    if let Some(c) = f.fix.runtime.first() {
+        msg.push_str(&format!("\nnow: {c}"));
+    }
+    // A finding in a file: the lines to write there, in that product's syntax.
+    if f.location.is_some() {
+        for l in &f.fix.persistent {
+            msg.push_str(&format!("\nchange: {l}"));
+        }
+    }
+    if let Some(v) = &f.verify {
+        msg.push_str(&format!("\nverify: rtcheck verify {v}"));
+    }
+    if let Some(v) = &f.verification {
+        msg.push_str(&format!(
+            "\nmeasured live: {} ({})",
+            crate::report::text::verify::measured(v),
+            v.verdict
+        ));
+    }
+    msg
+}
+
+fn annotation(r: &FindingsReport, level: &str, f: &crate::findings::Finding) -> String {
+    // A finding in a file (lint) is annotated on that file and line.
+    let place = f.location.as_ref().map_or(String::new(), |l| {
+        format!("file={},line={},", prop(&l.file), l.line)
+    });
+    format!(
+        "::{level} {place}title={}::{}\n",
+        prop(&format!(
+            "rtcheck {} {} ({})",
+            r.kind,
+            f.id,
+            f.status.as_str()
+        )),
+        data(&message(f))
+    )
+}
+
+/// The findings of one level past what GitHub shows: one annotation, a line each.
+fn grouped(r: &FindingsReport, level: &str, rest: &[&crate::findings::Finding]) -> String {
+    let lines: Vec<String> = rest
+        .iter()
+        .map(|f| {
+            let at = f
+                .location
+                .as_ref()
+                .map_or(String::new(), |l| format!(" ({}:{})", l.file, l.line));
+            format!("{}{at}: {}", f.id, f.fix.summary)
+        })
+        .collect();
+    format!(
+        "::{level} title={}::{}\n",
+        prop(&format!(
+            "rtcheck {}: {} more {}",
+            r.kind,
+            rest.len(),
+            if level == "error" { "failures" } else { "warnings" }
+        )),
+        data(&format!(
+            "{}\nEvery finding in full: --report markdown=$GITHUB_STEP_SUMMARY writes the report to the step summary.",
+            lines.join("\n")
+        ))
+    )
+}
+
 pub fn render(r: &FindingsReport) -> String {
     let mut out = String::new();
-    for f in &r.findings {
-        let level = match f.status {
-            Status::Fail => "error",
-            Status::Warn => "warning",
-            _ => continue,
+    for (level, status) in [("error", Status::Fail), ("warning", Status::Warn)] {
+        let all: Vec<_> = r.findings.iter().filter(|f| f.status == status).collect();
+        // All of them when they fit; else PER_LEVEL - 1 and one grouped for the rest.
+        let shown = if all.len() <= PER_LEVEL {
+            all.len()
+        } else {
+            PER_LEVEL - 1
         };
-        let mut msg = format!("{}\nexpected: {}\nrule: {}", f.observed, f.expected, f.rule);
-        if !f.fix.summary.is_empty() {
-            msg.push_str(&format!("\nfix: {}", f.fix.summary));
+        for f in &all[..shown] {
+            out.push_str(&annotation(r, level, f));
         }
-        if let Some(c) = f.fix.runtime.first() {
-            msg.push_str(&format!("\nnow: {c}"));
+        if shown < all.len() {
+            out.push_str(&grouped(r, level, &all[shown..]));
         }
-        // A finding in a file: the lines to write there, in that product's syntax.
-        if f.location.is_some() {
-            for l in &f.fix.persistent {
-                msg.push_str(&format!("\nchange: {l}"));
-            }
-        }
-        if let Some(v) = &f.verify {
-            msg.push_str(&format!("\nverify: rtcheck verify {v}"));
-        }
-        if let Some(v) = &f.verification {
-            msg.push_str(&format!(
-                "\nmeasured live: {} ({})",
-                crate::report::text::verify::measured(v),
-                v.verdict
-            ));
-        }
-        // A finding in a file (lint) is annotated on that file and line.
-        let place = f.location.as_ref().map_or(String::new(), |l| {
-            format!("file={},line={},", prop(&l.file), l.line)
-        });
-        out.push_str(&format!(
-            "::{level} {place}title={}::{}\n",
-            prop(&format!(
-                "rtcheck {} {} ({})",
-                r.kind,
-                f.id,
-                f.status.as_str()
-            )),
-            data(&msg)
-        ));
     }
     let s = &r.summary;
     out.push_str(&format!(
@@ -80,6 +127,51 @@ mod tests {
     fn escapes_workflow_command_syntax() {
         assert_eq!(data("50%\nnext"), "50%25%0Anext");
         assert_eq!(prop("a: b, c"), "a%3A b%2C c");
+    }
+
+    /// Issue 27: `review --format github` gave 48 warnings and GitHub showed 10. At most
+    /// PER_LEVEL per level, the last one grouping every other, none lost.
+    #[test]
+    fn past_ten_per_level_the_rest_are_grouped_in_one_annotation() {
+        let finding = |id: String, status: &str| -> crate::findings::Finding {
+            serde_json::from_str(&format!(
+                r#"{{"id":"{id}","title":"t","status":"{status}","observed":"o","expected":"e",
+                    "rule":"r","evidence":[],"fix":{{"summary":"do {id}"}}}}"#
+            ))
+            .unwrap()
+        };
+        let mut fs: Vec<_> = (0..48).map(|i| finding(format!("w{i}"), "warn")).collect();
+        fs.extend((0..3).map(|i| finding(format!("e{i}"), "fail")));
+        let r = FindingsReport::new("review", Default::default(), None, fs, 0.0);
+        let out = render(&r);
+        let count = |p: &str| out.lines().filter(|l| l.starts_with(p)).count();
+        assert_eq!(count("::error "), 3, "{out}");
+        assert_eq!(count("::warning "), PER_LEVEL, "{out}");
+        let group = out
+            .lines()
+            .find(|l| l.contains("39 more warnings"))
+            .unwrap_or_else(|| panic!("{out}"));
+        for i in 9..48 {
+            assert!(
+                group.contains(&format!("w{i}: do w{i}%0A")),
+                "w{i}: {group}"
+            );
+        }
+        assert!(!group.contains("w8:"), "{group}");
+        // Exactly ten: no group.
+        let fs: Vec<_> = (0..10).map(|i| finding(format!("w{i}"), "warn")).collect();
+        let out = render(&FindingsReport::new(
+            "review",
+            Default::default(),
+            None,
+            fs,
+            0.0,
+        ));
+        assert_eq!(
+            out.lines().filter(|l| l.starts_with("::warning ")).count(),
+            10
+        );
+        assert!(!out.contains("more warnings"), "{out}");
     }
 
     #[test]

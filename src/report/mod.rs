@@ -73,6 +73,9 @@ pub fn is_shell_command(line: &str) -> bool {
         "kubectl",
         "ethtool",
         "modprobe",
+        "aws",
+        "gcloud",
+        "az",
     ];
     let word = line.split_whitespace().next().unwrap_or("");
     COMMANDS.contains(&word)

@@ -48,6 +48,24 @@ impl Workload {
         }
     }
 
+    /// The message rate and size the load is judged at: "at 10 msg/s of 1 KiB per
+    /// connection (default: --rate, --size or the profile's rate:/size: set it)". Printed in
+    /// every finding that depends on them, so a verdict never rests on an unseen default.
+    pub fn basis(&self) -> String {
+        let default =
+            self.rate == crate::profile::DEFAULT_RATE && self.size == crate::profile::DEFAULT_SIZE;
+        format!(
+            "at {} msg/s of {} per connection{}",
+            crate::evidence::fmt_num(self.rate),
+            size_text(self.size),
+            if default {
+                " (default; set --rate and --size, or rate: and size: in the profile)"
+            } else {
+                ""
+            }
+        )
+    }
+
     /// File descriptors (and tracked flows) per connection: a proxy holds the client side
     /// and the upstream side.
     pub fn fds_per_connection(&self) -> u64 {
@@ -273,6 +291,15 @@ pub(crate) fn sysctl_fix(file: &str, settings: &[(&str, String)]) -> (Vec<String
 /// Integer with thousands separators, exact for every u64 (f64 is not above 2^53).
 pub(crate) fn n(v: u64) -> String {
     crate::units::fmt_thousands(v)
+}
+
+/// A message size as given: whole KiB / MiB as such (1 KiB, 64 KiB), else bytes.
+pub(crate) fn size_text(v: u64) -> String {
+    match v {
+        v if v >= 1 << 20 && v % (1 << 20) == 0 => format!("{} MiB", v >> 20),
+        v if v >= 1 << 10 && v % (1 << 10) == 0 => format!("{} KiB", v >> 10),
+        v => format!("{} B", crate::units::fmt_thousands(v)),
+    }
 }
 
 pub(crate) fn bytes(v: u64) -> String {

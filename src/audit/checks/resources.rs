@@ -147,7 +147,16 @@ fn memory_fix(d: Draft, status: Status, target: u64) -> Draft {
 
 fn memory(w: &Workload, h: &Host) -> Finding {
     let need = MemNeed::of(w);
-    let expected = format!("need {} <= 50% of the memory limit", bytes(need.total));
+    // The delivery state scales with rate x size: the basis is said when it counts.
+    let basis = if need.delivery > 0 {
+        format!(" ({})", w.basis())
+    } else {
+        String::new()
+    };
+    let expected = format!(
+        "need {} <= 50% of the memory limit{basis}",
+        bytes(need.total)
+    );
     let mem = match &h.meminfo {
         Ok(m) => *m,
         Err(e) => return skipped(&MEMORY, e.clone(), expected),
@@ -218,9 +227,10 @@ fn cpu(w: &Workload, h: &Host) -> Finding {
     }
     let need = cpu_need(w.connections, w.rate);
     let expected = format!(
-        "usable CPUs > {} (fail below {})",
+        "usable CPUs > {} (fail below {}) {}",
         fmt_num(round2(need.starved)),
-        fmt_num(round2(need.demand))
+        fmt_num(round2(need.demand)),
+        w.basis()
     );
     let affinity = h.affinity.as_ref().ok();
     let quota = h.cgroup_cpu.as_ref().ok().and_then(|c| c.cpus);

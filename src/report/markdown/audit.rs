@@ -59,10 +59,16 @@ pub fn render(r: &FindingsReport) -> String {
             p.transport.map_or("by block names", |t| t.as_str())
         )
     } else {
+        // Said as the text says it: the total, and over how many machines.
         format!(
-            "{} {} connections, role {}",
+            "{} {} connections{}, role {}",
             crate::evidence::fmt_num(p.connections as f64),
             p.transport.map(|t| t.as_str()).unwrap_or("websocket"),
+            if p.machines > 1 {
+                format!(" over {} machines", p.machines)
+            } else {
+                String::new()
+            },
             p.role.as_str()
         )
     };
@@ -125,6 +131,29 @@ pub fn render(r: &FindingsReport) -> String {
 
 #[cfg(test)]
 mod tests {
+    /// Issue 27 item 10: the heading says what the text says, machines included.
+    #[test]
+    fn heading_keeps_the_machines() {
+        let profile = crate::profile::Profile {
+            connections: 30_000,
+            machines: 3,
+            ..Default::default()
+        };
+        let r = crate::report::FindingsReport::new("audit", profile, None, vec![], 1.0);
+        let md = super::render(&r);
+        assert!(
+            md.starts_with(
+                "## rtcheck audit: 30,000 websocket connections over 3 machines, role server"
+            ),
+            "{md}"
+        );
+        let text = crate::report::text::audit::render(&r, crate::report::Palette::plain(), false);
+        assert!(
+            text.contains("30,000 websocket connections over 3 machines"),
+            "{text}"
+        );
+    }
+
     #[test]
     fn code_blocks_hold_only_commands() {
         let fix = crate::report::Fix {

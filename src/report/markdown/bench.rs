@@ -1,6 +1,6 @@
 //! markdown rendering of bench results (for BENCHMARKS.md and PR comments).
 use crate::bench::model::{BenchReport, IdleReport};
-use crate::report::text::bench::{count, ms, ratio};
+use crate::report::text::bench::{count, floor_ratio, ms};
 
 pub fn render(rep: &BenchReport) -> String {
     let mut out = format!(
@@ -35,8 +35,8 @@ pub fn render(rep: &BenchReport) -> String {
             r.server_rss_mb.map(|x| format!("{x:.0}")).unwrap_or_else(|| "-".into()),
             r.server_cpu_s.map(|x| format!("{x:.1}")).unwrap_or_else(|| "-".into()),
             r.client_cpu_s,
-            ratio(r.p99_vs_floor),
-            ratio(r.p999_vs_floor),
+            floor_ratio(r.p99_vs_floor),
+            floor_ratio(r.p999_vs_floor),
             if r.valid { "yes" } else { "**INVALID**" }
         ));
     }
@@ -175,10 +175,18 @@ mod tests {
         assert_eq!((c3[1].as_str(), c3[3].as_str()), ("-", "-"));
         assert_eq!(c3[17], "**INVALID**");
         assert!(md.contains("3 samples unexplained"), "{md}");
-        let text = crate::report::text::bench::render(&report(), &crate::report::Palette::plain());
-        let line = text.lines().find(|l| l.contains("C3 INVALID")).unwrap();
-        let cells: Vec<&str> = line.split('┆').map(str::trim).collect();
-        assert_eq!(cells[1], "-", "{line}");
-        assert!(text.contains("scenario(s) invalid"));
+        let text =
+            crate::report::text::bench::render(&report(), &crate::report::Palette::plain(), false);
+        let line = text.lines().find(|l| l.contains("C3 ")).unwrap();
+        let cells: Vec<&str> = line.split(['│', '┆']).map(str::trim).collect();
+        assert_eq!(cells[2], "INVALID", "{line}");
+        assert!(
+            cells[3..].iter().all(|c| c.is_empty() || *c == "-"),
+            "{line}"
+        );
+        assert!(
+            text.starts_with("rtcheck bench fanout: INVALID: 1 of"),
+            "{text}"
+        );
     }
 }

@@ -1,7 +1,7 @@
 //! Text rendering of a findings report (audit, and verify through the same function):
 //! the verdict, one table row per check fitted to the width, then the details of what needs
 //! action (fail, warn; the reason of a skip). `--explain` prints every check in full.
-use super::{first_sentence, wrap};
+use super::wrap;
 use crate::report::{Finding, FindingsReport, Palette, Status};
 use comfy_table::{Attribute, Cell, Color, ContentArrangement, Table};
 
@@ -76,13 +76,18 @@ pub fn summary_line(r: &FindingsReport, pal: Palette) -> String {
     } else {
         String::new()
     };
+    // A run with live experiments takes seconds: said in seconds.
+    let took = if r.duration_ms >= 1000.0 {
+        format!("{:.1} s", r.duration_ms / 1000.0)
+    } else {
+        format!("{} ms", r.duration_ms)
+    };
     format!(
-        "{} fail, {} warn, {} pass, {} skip{invalid} in {} ms\n",
+        "{} fail, {} warn, {} pass, {} skip{invalid} in {took}\n",
         pal.bad(&s.fail.to_string()),
         pal.warn(&s.warn.to_string()),
         pal.good(&s.pass.to_string()),
         s.skip,
-        r.duration_ms
     )
 }
 
@@ -94,36 +99,57 @@ fn observed(f: &Finding) -> &str {
     }
 }
 
-/// One line per check: status, id, observed, the fix's first sentence; cells that do not
-/// fit are cut with "…" (the details and `--explain` have them whole).
+/// One row per check: status, id, observed. Nothing is cut: the id keeps its column whole
+/// and the observed value wraps between words (the fix of a fail or warn is in its details
+/// block right below, so the table does not repeat it).
 fn table(r: &FindingsReport, pal: Palette) -> String {
+    use comfy_table::{ColumnConstraint, Width};
     let mut table = Table::new();
     table
         .load_preset(PRESET)
         .set_content_arrangement(ContentArrangement::Dynamic)
-        .set_width(pal.width as u16)
-        .set_truncation_indicator("…")
-        .set_header(vec!["status", "check", "observed", "fix"]);
+        .set_width(pal.width.min(u16::MAX as usize) as u16)
+        .set_header(vec!["status", "check", "observed"]);
     if pal.enabled {
         table.enforce_styling();
     } else {
         table.force_no_tty();
     }
-    for f in &r.findings {
-        let fix = match f.status {
-            Status::Pass | Status::Skip => "-",
-            _ => first_sentence(&f.fix.summary),
-        };
-        let mut row = comfy_table::Row::from(vec![
+    let observed: Vec<String> = r
+        .findings
+        .iter()
+        .map(|f| crate::report::plain(observed(f)).into_owned())
+        .collect();
+    for (f, obs) in r.findings.iter().zip(&observed) {
+        table.add_row(vec![
             status_cell(f.status, pal.enabled),
             Cell::new(&f.id),
-            Cell::new(crate::report::plain(observed(f))),
-            Cell::new(fix),
+            Cell::new(obs),
         ]);
-        row.max_height(1);
-        table.add_row(row);
     }
-    // Cut, never wrap: comfy-table pads to the width, trailing blanks are noise.
+    // Columns 0 and 1 never wrap; observed keeps its longest word whole where it fits.
+    let id_width = r.findings.iter().map(|f| f.id.chars().count()).max();
+    let id_width = id_width.unwrap_or(0).max("check".len());
+    // Borders and padding: 1 + 2 per column + 1 between columns.
+    let room = pal
+        .width
+        .saturating_sub("status".len() + id_width + 9)
+        .max(8);
+    let word = observed
+        .iter()
+        .flat_map(|o| o.split_whitespace())
+        .map(|w| w.chars().count())
+        .max()
+        .unwrap_or(0)
+        .min(room);
+    for (i, min) in [(0, "status".len()), (1, id_width), (2, word)] {
+        if let Some(c) = table.column_mut(i) {
+            // A lower boundary counts the column's padding (1 + 1) too.
+            let min = (min + 2).min(u16::MAX as usize) as u16;
+            c.set_constraint(ColumnConstraint::LowerBoundary(Width::Fixed(min)));
+        }
+    }
+    // comfy-table pads to the width: trailing blanks are noise.
     let mut out: String = table
         .to_string()
         .lines()
@@ -316,6 +342,54 @@ pub fn render(r: &FindingsReport, pal: Palette, explain_all: bool) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `audit --verify` adds delivery findings with long ids ("delivery-snapshot-cle…" was
+    /// cut): at 80 and 120 every id and every word of observed is whole, nothing ends in "…".
+    #[test]
+    fn table_keeps_long_ids_and_observed_values_whole() {
+        let finding = |id: &str, observed: &str| -> crate::report::Finding {
+            serde_json::from_value(serde_json::json!({
+                "id": id, "title": "t", "status": "warn", "observed": observed,
+                "expected": "e", "rule": "r", "evidence": [], "fix": {"summary": "Do it."}
+            }))
+            .unwrap()
+        };
+        let long = "ip_local_port_range 32768-60999 = 28,232 ports, 0 reserved in range (ip_local_reserved_ports): 28,232 usable; tcp_tw_reuse 2";
+        let r = FindingsReport::new(
+            "audit",
+            crate::profile::Profile::default(),
+            None,
+            vec![
+                finding("ephemeral-ports", long),
+                finding(
+                    "delivery-snapshot-clean-reconnect",
+                    "lost 0, lost silently 0 of 1,000",
+                ),
+                finding("delivery-session-ack-server-restart", long),
+            ],
+            1.0,
+        );
+        for width in [80, 120] {
+            let pal = Palette {
+                width,
+                ..Palette::plain()
+            };
+            let text = table(&r, pal);
+            assert!(!text.contains('…'), "{text}");
+            assert!(text.lines().all(|l| l.chars().count() <= width), "{text}");
+            for id in ["ephemeral-ports", "delivery-snapshot-clean-reconnect"] {
+                assert!(
+                    text.lines()
+                        .any(|l| l.split_whitespace().nth(1) == Some(id)),
+                    "{id}: {text}"
+                );
+            }
+            let words: Vec<&str> = text.split_whitespace().collect();
+            for w in long.split_whitespace() {
+                assert!(words.contains(&w), "`{w}` cut: {text}");
+            }
+        }
+    }
 
     #[test]
     fn verdict_line_counts_invalid_measurements() {

@@ -1,5 +1,7 @@
-//! text rendering of bench results: one latency table, one server table, then each
-//! scenario's checks and notes. Invalid rows show "invalid" instead of numbers.
+//! text rendering of bench results: the verdict first, one compact table that fits the
+//! width, then each scenario's checks that did not pass and its notes (`--explain`: every
+//! check, the full tables). Invalid rows show "INVALID" instead of numbers.
+use super::{fit_table, wrap};
 use crate::bench::model::{BenchReport, IdleReport, ScenarioResult};
 use crate::report::{Palette, Status};
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Cell, CellAlignment, Table};
@@ -21,6 +23,44 @@ pub fn ratio(v: Option<f64>) -> String {
     v.map(|x| format!("x{x:.2}")).unwrap_or_else(|| "-".into())
 }
 
+/// The ratio to the floor F, or "F noisy" when F measured a higher percentile than the
+/// scenario it bounds: such a floor is noise at this size, and a ratio below 1 would read
+/// as if the scenario beat what the host can do at best.
+pub fn floor_ratio(v: Option<f64>) -> String {
+    match v {
+        Some(x) if x < 1.0 => "F noisy".into(),
+        v => ratio(v),
+    }
+}
+
+/// The verdict, the way the html page opens: every result valid, or which are not.
+pub fn verdict(rep: &BenchReport) -> (bool, String) {
+    let invalid: Vec<&str> = rep
+        .scenarios
+        .iter()
+        .filter(|s| !s.valid)
+        .map(|s| s.name.as_str())
+        .collect();
+    if rep.scenarios.is_empty() {
+        (false, "INVALID: no scenario ran".into())
+    } else if invalid.is_empty() {
+        (
+            true,
+            format!("every result valid ({} scenarios)", rep.scenarios.len()),
+        )
+    } else {
+        (
+            false,
+            format!(
+                "INVALID: {} of {} scenarios ({}); their numbers are withheld",
+                invalid.len(),
+                rep.scenarios.len(),
+                invalid.join(", ")
+            ),
+        )
+    }
+}
+
 fn table(header: &[&str]) -> Table {
     let mut t = Table::new();
     t.load_preset(UTF8_FULL_CONDENSED);
@@ -37,14 +77,39 @@ fn right(t: &mut Table, from: usize) {
     }
 }
 
-fn latency_row(r: &ScenarioResult, p: &Palette) -> Vec<String> {
-    let name = if r.valid {
-        r.name.clone()
-    } else {
-        format!("{} {}", r.name, p.bad("INVALID"))
-    };
+/// One compact row: latency, what reached the clients, and the ratio to F. An invalid
+/// scenario shows no number at all.
+fn compact_row(r: &ScenarioResult) -> Vec<String> {
+    if !r.valid {
+        let mut row = vec![r.name.clone(), "INVALID".into()];
+        row.extend(std::iter::repeat_n("-".to_string(), 7));
+        return row;
+    }
     vec![
-        name,
+        r.name.clone(),
+        ms(r.p50_ms),
+        ms(r.p99_ms),
+        ms(r.p999_ms),
+        ms(r.max_ms),
+        count(r.over_1s),
+        format!("{}/{}", r.rounds_completed, r.rounds_total),
+        count(r.drops),
+        floor_ratio(r.p99_vs_floor),
+    ]
+}
+
+const COMPACT: [&str; 9] = [
+    "scenario", "p50", "p99", "p99.9", "max", ">1s", "rounds", "drops", "p99/F",
+];
+
+fn latency_row(r: &ScenarioResult) -> Vec<String> {
+    if !r.valid {
+        let mut row = vec![r.name.clone(), "INVALID".into()];
+        row.extend(std::iter::repeat_n("-".to_string(), 9));
+        return row;
+    }
+    vec![
+        r.name.clone(),
         ms(r.p50_ms),
         ms(r.p99_ms),
         ms(r.p999_ms),
@@ -57,8 +122,8 @@ fn latency_row(r: &ScenarioResult, p: &Palette) -> Vec<String> {
             ms(r.last_client_median_ms),
             ms(r.last_client_max_ms)
         ),
-        ratio(r.p99_vs_floor),
-        ratio(r.p999_vs_floor),
+        floor_ratio(r.p99_vs_floor),
+        floor_ratio(r.p999_vs_floor),
     ]
 }
 
@@ -79,117 +144,225 @@ fn server_row(r: &ScenarioResult) -> Vec<String> {
     ]
 }
 
-pub fn render(rep: &BenchReport, p: &Palette) -> String {
+/// A floor that measured a higher p99 than a scenario it bounds: said once, in words.
+fn noisy_floor(rep: &BenchReport) -> Option<String> {
+    let f = rep.scenarios.iter().find(|s| s.name == "F" && s.valid)?;
+    let below: Vec<&str> = rep
+        .scenarios
+        .iter()
+        .filter(|s| s.valid && s.p99_vs_floor.is_some_and(|x| x < 1.0))
+        .map(|s| s.name.as_str())
+        .collect();
+    (!below.is_empty()).then(|| {
+        format!(
+            "F noisy: the floor measured p99 {} ms, above {}; at this size the floor is noise, so no ratio to it is shown there. Re-run with more connections or rounds for a floor that bounds.",
+            ms(f.p99_ms),
+            below.join(", ")
+        )
+    })
+}
+
+/// A scenario's block: its checks (all under `explain`, else only those that did not
+/// pass), its shape, its notes, and under `explain` the seed's figures.
+fn scenario_block(r: &ScenarioResult, p: &Palette, explain: bool) -> String {
+    let w = p.width;
+    let failed: Vec<_> = r
+        .checks
+        .iter()
+        .filter(|c| explain || c.status != Status::Pass)
+        .collect();
     let mut out = String::new();
-    out.push_str(&format!(
-        "{}: {} connections, {} rounds x {} B at {}/s, server {}, {} cores (server and load generator share them)\n\n",
-        p.bold("rtcheck bench fanout"),
-        crate::evidence::fmt_num(rep.connections as f64),
-        rep.rounds,
-        rep.size,
-        crate::evidence::fmt_num(rep.rate),
-        rep.server,
-        rep.host_cores
+    let head = format!(
+        "{} {}: {}",
+        r.name,
+        if r.valid { "valid" } else { "INVALID" },
+        r.description
+    );
+    let head = wrap(&head, w, "", "  ");
+    let styled = if r.valid {
+        p.good("valid")
+    } else {
+        p.bad("INVALID")
+    };
+    let status_word = if r.valid { "valid" } else { "INVALID" };
+    out.push_str(&head.replacen(
+        &format!("{} {status_word}", r.name),
+        &format!("{} {styled}", p.bold(&r.name)),
+        1,
     ));
-    let mut t = table(&[
-        "scenario",
-        "p50",
-        "p99",
-        "p99.9",
-        "max",
-        ">100ms",
-        ">1s",
-        "rounds",
-        "last client med/max",
-        "p99/F",
-        "p99.9/F",
-    ]);
-    for r in &rep.scenarios {
-        t.add_row(latency_row(r, p));
-    }
-    right(&mut t, 1);
-    out.push_str("latency (ms, receive time - scheduled send time, healthy clients)\n");
-    out.push_str(&t.to_string());
-    out.push_str("\n\n");
-    let mut t = table(&[
-        "scenario",
-        "hub med/max ms",
-        "drops",
-        "removed",
-        "server peak RSS MB",
-        "server CPU s",
-        "client CPU s",
-        "start drift max ms",
-    ]);
-    for r in &rep.scenarios {
-        t.add_row(server_row(r));
-    }
-    right(&mut t, 1);
-    out.push_str("server and hosts\n");
-    out.push_str(&t.to_string());
-    out.push_str("\n\n");
-    for r in &rep.scenarios {
-        out.push_str(&format!(
-            "{} {}: {}\n",
-            p.bold(&r.name),
-            if r.valid {
-                p.good("valid")
-            } else {
-                p.bad("INVALID")
-            },
-            r.description
+    // A C run on a foreign hub: the shape found is the verdict, before the checks.
+    let shape = r.shape.as_ref().map(|v| v.verdict.as_str());
+    if let Some(v) = &r.shape {
+        out.push_str(&wrap(
+            &format!("{} [evidence: {}]", v.verdict, v.evidence),
+            w,
+            "  shape ",
+            "        ",
         ));
-        // A C run on a foreign hub: the shape found is the verdict, before the checks.
-        let shape = r.shape.as_ref().map(|v| v.verdict.as_str());
-        if let Some(v) = &r.shape {
-            out.push_str(&format!(
-                "  {} {} [evidence: {}]\n",
-                p.bold("shape"),
-                v.verdict,
-                v.evidence
-            ));
-        }
-        for c in &r.checks {
-            out.push_str(&format!(
-                "  {:5} {}: {}\n",
-                p.status(c.status),
-                c.name,
-                c.detail
-            ));
-        }
-        for n in r
-            .notes
-            .iter()
-            .filter(|n| shape.is_none_or(|v| !n.starts_with(v)))
-        {
-            out.push_str(&format!("  note  {n}\n"));
-        }
+    }
+    for c in failed {
+        let st = c.status.as_str();
+        let line = wrap(
+            &format!("{}: {}", c.name, c.detail),
+            w,
+            &format!("  {st:5} "),
+            "        ",
+        );
+        out.push_str(&line.replacen(st, &p.status(c.status), 1));
+    }
+    for n in r
+        .notes
+        .iter()
+        .filter(|n| shape.is_none_or(|v| !n.starts_with(v)))
+    {
+        out.push_str(&wrap(n, w, "  note  ", "        "));
+    }
+    if explain {
         if let Some(e) = &r.reference {
-            out.push_str(&format!(
-                "  seed  {} ({}: Go + gorilla, 10,000 clients, 10 vCPU)\n",
-                e.claim, e.source
+            out.push_str(&wrap(
+                &format!(
+                    "{} ({}: Go + gorilla, 10,000 clients, 10 vCPU)",
+                    e.claim, e.source
+                ),
+                w,
+                "  seed  ",
+                "        ",
             ));
         }
     }
-    let invalid = rep.scenarios.iter().filter(|r| !r.valid).count();
-    if invalid > 0 {
-        out.push_str(&format!(
-            "\n{}\n",
-            p.bad(&format!(
-                "{invalid} scenario(s) invalid: their numbers are withheld (see the checks above)"
-            ))
+    out
+}
+
+/// The text report: the verdict first, the set-up, one compact table that fits the width,
+/// then per scenario what did not pass and its notes. `explain` adds the full latency and
+/// server tables, every check and the seed's figures.
+pub fn render(rep: &BenchReport, p: &Palette, explain: bool) -> String {
+    let w = p.width;
+    let (ok, verdict) = verdict(rep);
+    let verdict = if ok {
+        p.good(&verdict)
+    } else {
+        p.bad(&verdict)
+    };
+    let mut out = format!("{}: {verdict}\n", p.bold("rtcheck bench fanout"));
+    out.push_str(&wrap(
+        &format!(
+            "{} connections, {} rounds x {} B at {}/s, server {}, {} cores (server and load generator share them)",
+            crate::evidence::fmt_num(rep.connections as f64),
+            rep.rounds,
+            crate::evidence::fmt_num(rep.size as f64),
+            crate::evidence::fmt_num(rep.rate),
+            rep.server,
+            rep.host_cores
+        ),
+        w,
+        "",
+        "  ",
+    ));
+    out.push_str("\nlatency in ms (receive - scheduled send, healthy clients)\n");
+    let rows: Vec<Vec<String>> = rep.scenarios.iter().map(compact_row).collect();
+    out.push_str(&fit_table(&COMPACT, &rows, w, &[0]));
+    out.push('\n');
+    if let Some(n) = noisy_floor(rep) {
+        out.push_str(&wrap(&n, w, "", "  "));
+    }
+    if explain {
+        let rows: Vec<Vec<String>> = rep.scenarios.iter().map(latency_row).collect();
+        let header = [
+            "scenario",
+            "p50",
+            "p99",
+            "p99.9",
+            "max",
+            ">100ms",
+            ">1s",
+            "rounds",
+            "last client med/max",
+            "p99/F",
+            "p99.9/F",
+        ];
+        out.push_str("\nlatency in full (ms)\n");
+        out.push_str(&fit_table(&header, &rows, w, &[0]));
+        out.push('\n');
+        let rows: Vec<Vec<String>> = rep.scenarios.iter().map(server_row).collect();
+        let header = [
+            "scenario",
+            "hub med/max ms",
+            "drops",
+            "removed",
+            "server peak RSS MB",
+            "server CPU s",
+            "client CPU s",
+            "start drift max ms",
+        ];
+        out.push_str("\nserver and hosts\n");
+        out.push_str(&fit_table(&header, &rows, w, &[0]));
+        out.push('\n');
+    }
+    for r in &rep.scenarios {
+        out.push('\n');
+        out.push_str(&scenario_block(r, p, explain));
+    }
+    if !explain {
+        out.push('\n');
+        out.push_str(&wrap(
+            "Every check, the full latency and server tables and the seed's figures: --explain.",
+            w,
+            "",
+            "",
         ));
     }
     out
 }
 
 pub fn render_idle(rep: &IdleReport, p: &Palette) -> String {
-    let mut out = format!(
-        "{}: server RSS per idle connection, {} connections (target: at most {} B per WebSocket)\n\n",
-        p.bold("rtcheck bench idle"),
-        crate::evidence::fmt_num(rep.connections as f64),
-        crate::evidence::fmt_num(rep.target_bytes_per_connection as f64)
-    );
+    let invalid: Vec<&str> = rep
+        .results
+        .iter()
+        .filter(|r| !r.valid)
+        .map(|r| r.protocol.as_str())
+        .collect();
+    let over: Vec<&str> = rep
+        .results
+        .iter()
+        .filter(|r| {
+            r.protocol == "ws"
+                && r.bytes_per_connection
+                    .is_some_and(|b| b > rep.target_bytes_per_connection as f64)
+        })
+        .map(|r| r.protocol.as_str())
+        .collect();
+    let verdict = if rep.valid && invalid.is_empty() && !over.is_empty() {
+        p.bad(&format!(
+            "every result valid ({} protocols); {} fail: over the target",
+            rep.results.len(),
+            over.join(", ")
+        ))
+    } else if rep.valid && invalid.is_empty() {
+        p.good(&format!(
+            "every result valid ({} protocols)",
+            rep.results.len()
+        ))
+    } else if invalid.is_empty() {
+        p.bad("INVALID: see the notes")
+    } else {
+        p.bad(&format!(
+            "INVALID: {} (no number shown for it)",
+            invalid.join(", ")
+        ))
+    };
+    let mut out = format!("{}: {verdict}\n", p.bold("rtcheck bench idle"));
+    out.push_str(&wrap(
+        &format!(
+            "server RSS per idle connection, {} connections (target: at most {} B per WebSocket)",
+            crate::evidence::fmt_num(rep.connections as f64),
+            crate::evidence::fmt_num(rep.target_bytes_per_connection as f64)
+        ),
+        p.width,
+        "",
+        "  ",
+    ));
+    out.push('\n');
     let mut t = table(&[
         "protocol",
         "connected",
@@ -212,7 +385,7 @@ pub fn render_idle(rep: &IdleReport, p: &Palette) -> String {
             crate::units::fmt_bytes(r.rss_before_bytes),
             crate::units::fmt_bytes(r.rss_after_bytes),
             r.bytes_per_connection
-                .map(|b| format!("{:.0} B", b))
+                .map(|b| format!("{} B", crate::evidence::fmt_num(b.round())))
                 .unwrap_or_else(|| "-".into()),
             status,
         ]);
@@ -222,12 +395,74 @@ pub fn render_idle(rep: &IdleReport, p: &Palette) -> String {
     out.push('\n');
     for r in &rep.results {
         for n in &r.notes {
-            out.push_str(&format!("  {}: {n}\n", r.protocol));
+            out.push_str(&wrap(n, p.width, &format!("  {}: ", r.protocol), "    "));
         }
     }
-    out.push_str(&format!(
-        "  seed  {} ({})\n",
-        rep.reference.claim, rep.reference.source
+    out.push_str(&wrap(
+        &format!("{} ({})", rep.reference.claim, rep.reference.source),
+        p.width,
+        "  seed  ",
+        "        ",
     ));
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A real 60-client run of every scenario (its floor F is noisy: C3, G1, G3 beat it).
+    fn small() -> BenchReport {
+        let text = include_str!("../../../tests/fixtures/bench/fanout-small.json");
+        serde_json::from_str(text).unwrap()
+    }
+
+    fn plain(width: usize) -> Palette {
+        Palette {
+            width,
+            ..Palette::plain()
+        }
+    }
+
+    #[test]
+    fn fanout_text_opens_with_the_verdict_and_fits_the_width() {
+        let rep = small();
+        for (width, explain) in [(80, false), (80, true), (120, false), (120, true)] {
+            let text = render(&rep, &plain(width), explain);
+            println!("{text}");
+            assert!(
+                text.starts_with("rtcheck bench fanout: every result valid (8 scenarios)\n"),
+                "{text}"
+            );
+            let wide: Vec<&str> = text.lines().filter(|l| l.chars().count() > width).collect();
+            assert!(wide.is_empty(), "{width}: {wide:#?}");
+            // Passing checks only under --explain.
+            let passes = text.lines().filter(|l| l.starts_with("  pass ")).count();
+            assert_eq!(passes > 0, explain, "{text}");
+            // The noisy floor is said, never shown as a ratio below 1.
+            assert!(text.contains("F noisy"), "{text}");
+            assert!(!text.contains("x0."), "{text}");
+        }
+    }
+
+    #[test]
+    fn failed_checks_are_shown_and_invalid_rows_withhold_numbers() {
+        let mut rep = small();
+        let c1 = rep.scenarios.iter_mut().find(|s| s.name == "C1").unwrap();
+        c1.valid = false;
+        c1.checks[0].status = Status::Fail;
+        c1.checks[0].detail = "0 samples".into();
+        rep.valid = false;
+        let text = render(&rep, &plain(80), false);
+        assert!(
+            text.starts_with("rtcheck bench fanout: INVALID: 1 of 8 scenarios (C1)"),
+            "{text}"
+        );
+        assert!(
+            text.contains("  fail  samples received: 0 samples"),
+            "{text}"
+        );
+        let row = text.lines().find(|l| l.starts_with("│ C1 ")).unwrap();
+        assert!(row.contains("INVALID") && !row.contains("10/10"), "{row}");
+    }
 }

@@ -100,13 +100,20 @@ pub fn render(r: &Recommendation, p: &Palette) -> String {
 
     let z = &r.sizing;
     let pr = &r.profile;
-    let basis = format!(
-        "max disconnect {} x {} msg/s = {} messages to replay, {} B each",
-        crate::units::fmt_duration(pr.max_disconnect),
-        fmt_num(pr.rate),
-        fmt_num(z.messages_to_replay as f64),
-        fmt_num(pr.size as f64)
-    );
+    // A snapshot on (re)connect replays nothing: no ring, no session to size.
+    let snapshot = r.delivery == Delivery::Snapshot;
+    let basis = if snapshot {
+        "snapshot on (re)connect: nothing is replayed, so no ring buffer or session to size"
+            .to_string()
+    } else {
+        format!(
+            "max disconnect {} x {} msg/s = {} messages to replay, {} B each",
+            crate::units::fmt_duration(pr.max_disconnect),
+            fmt_num(pr.rate),
+            fmt_num(z.messages_to_replay as f64),
+            fmt_num(pr.size as f64)
+        )
+    };
     s.push_str(&super::wrap(
         &basis,
         p.width,
@@ -150,6 +157,10 @@ pub fn render(r: &Recommendation, p: &Palette) -> String {
             ),
         ),
     ];
+    let rows: Vec<_> = rows
+        .into_iter()
+        .filter(|r| !snapshot || r.1 == "ram_bytes_per_machine")
+        .collect();
     let w = rows.iter().map(|r| r.0.len()).max().unwrap_or(0);
     for (label, key, bytes, note) in rows {
         let fig = crate::choose::sizing::fmt_figure(bytes, z.is_saturated(key));
@@ -166,7 +177,13 @@ pub fn render(r: &Recommendation, p: &Palette) -> String {
     if r.transport == Transport::Polling {
         s.push_str(&dim_wrap("(polling holds no connection between requests; the RAM figure is what long-lived connections would cost)", p, "    ", "     "));
     }
-    evidence_lines(&mut s, &z.evidence, p);
+    let ev: Vec<EvidenceRef> = z
+        .evidence
+        .iter()
+        .filter(|e| !snapshot || e.id == "conn-ram")
+        .cloned()
+        .collect();
+    evidence_lines(&mut s, &ev, p);
     s.push('\n');
 
     s.push_str(&format!(

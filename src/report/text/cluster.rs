@@ -113,12 +113,22 @@ fn table(rep: &ClusterReport, p: &Palette) -> Table {
 }
 
 pub fn render(rep: &ClusterReport, p: &Palette) -> String {
-    let bad = rep.scenarios.iter().filter(|r| !r.valid).count();
-    let verdict = match bad {
-        0 => p.good(&format!("all {} scenarios valid", rep.scenarios.len())),
-        n => p.bad(&format!(
-            "{n} of {} scenarios INVALID (numbers withheld)",
+    // Worded as bench fanout's text and the html page open.
+    let bad: Vec<&str> = rep
+        .scenarios
+        .iter()
+        .filter(|r| !r.valid)
+        .map(|r| r.name.as_str())
+        .collect();
+    let verdict = match bad.len() {
+        0 => p.good(&format!(
+            "every result valid ({} scenarios)",
             rep.scenarios.len()
+        )),
+        n => p.bad(&format!(
+            "INVALID: {n} of {} scenarios ({}); their numbers are withheld",
+            rep.scenarios.len(),
+            bad.join(", ")
         )),
     };
     let mut out = format!("{}: {verdict}\n", p.bold("rtcheck bench cluster"));

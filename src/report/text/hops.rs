@@ -71,11 +71,68 @@ fn limit_line(l: &Limit, p: &Palette) -> String {
         head.push_str(&format!("; reset by {}", r.join(", ")));
     }
     let mut s = super::wrap(&head, p.width, "  ", "    ");
-    s.push_str(&format!("    setting: {}\n", l.setting));
+    s.push_str(&setting("    setting: ", &l.setting, p.width));
     if let Some(n) = &l.note {
         s.push_str(&super::wrap(n, p.width, "    note: ", "          "));
     }
     s
+}
+
+/// A setting to type into a config or a shell: wrapped only between its `; `-separated
+/// directives, each whole (copied as is); one wider than a line wraps between words, unless
+/// it is a shell command (then it stays whole, on a line of its own). Prose (it starts with a capital: "Compression Rules / ...") wraps between words.
+fn setting(label: &str, text: &str, width: usize) -> String {
+    let rest = " ".repeat(label.chars().count());
+    if text.starts_with(|c: char| c.is_uppercase()) {
+        return super::wrap(text, width, label, &rest);
+    }
+    let mut out = String::new();
+    let mut line = label.to_string();
+    let mut empty = true;
+    let parts: Vec<&str> = text.split("; ").collect();
+    for (i, d) in parts.iter().enumerate() {
+        let d = if i + 1 < parts.len() {
+            format!("{d};")
+        } else {
+            d.to_string()
+        };
+        if !empty && line.chars().count() + 1 + d.chars().count() > width {
+            out.push_str(&line);
+            out.push('\n');
+            line.clone_from(&rest);
+            empty = true;
+        }
+        // Wider than a line by itself: a shell command stays whole (copied), anything
+        // else (a directive and its explanation) wraps between words.
+        let room = width.saturating_sub(line.chars().count() + 1);
+        if d.chars().count() > room && !crate::report::is_shell_command(&d) {
+            let first = if empty {
+                line.clone()
+            } else {
+                format!("{line} ")
+            };
+            let wrapped = super::wrap(&d, width, &first, &rest);
+            let (done, last) = wrapped
+                .trim_end()
+                .rsplit_once('\n')
+                .unwrap_or(("", &wrapped));
+            if !done.is_empty() {
+                out.push_str(done);
+                out.push('\n');
+            }
+            line = last.trim_end().to_string();
+            empty = false;
+            continue;
+        }
+        if !empty {
+            line.push(' ');
+        }
+        line.push_str(&crate::report::plain(&d));
+        empty = false;
+    }
+    out.push_str(&line);
+    out.push('\n');
+    out
 }
 
 /// One hop in full, with its sources.
@@ -89,19 +146,19 @@ pub fn one(h: &Hop, p: &Palette) -> String {
     let b = &h.buffering;
     s.push_str(&format!("\n{}\n", p.bold("Streaming")));
     s.push_str(&format!(
-        "  buffering {}, event stream flushed {}\n    setting: {}\n",
+        "  buffering {}, event stream flushed {}\n",
         serde_plain(&b.mode),
         b.sse_flushed.as_str(),
-        b.setting
     ));
+    s.push_str(&setting("    setting: ", &b.setting, p.width));
     if let Some(n) = &b.note {
         s.push_str(&super::wrap(n, p.width, "    note: ", "          "));
     }
     s.push_str(&format!(
-        "  compression {}\n    setting: {}\n",
-        serde_plain(&h.compression.default),
-        h.compression.setting
+        "  compression {}\n",
+        serde_plain(&h.compression.default)
     ));
+    s.push_str(&setting("    setting: ", &h.compression.setting, p.width));
     if let Some(n) = &h.compression.note {
         s.push_str(&super::wrap(n, p.width, "    note: ", "          "));
     }
@@ -110,7 +167,7 @@ pub fn one(h: &Hop, p: &Palette) -> String {
         h.http2_client.as_str()
     ));
     if let Some(x) = &h.http2_setting {
-        s.push_str(&format!("    setting: {x}\n"));
+        s.push_str(&setting("    setting: ", x, p.width));
     }
     s.push_str(&format!(
         "  SSE {}, WebSocket {}\n",
@@ -118,7 +175,7 @@ pub fn one(h: &Hop, p: &Palette) -> String {
         h.websocket.as_str()
     ));
     if let Some(x) = &h.websocket_setting {
-        s.push_str(&format!("    websocket: {x}\n"));
+        s.push_str(&setting("    websocket: ", x, p.width));
     }
     s.push_str(&super::wrap(&h.reload, p.width, "  reload: ", "    "));
     for n in &h.notes {
@@ -265,7 +322,7 @@ pub fn chain(c: &Chain, p: &Palette) -> String {
 }
 
 /// What to configure, one entry per hop and setting with the transports it concerns
-/// (the setting on its own line, never wrapped, so it can be copied).
+/// (the setting on its own lines, wrapped only between whole directives, so it can be copied).
 fn configure(c: &Chain, p: &Palette) -> Vec<String> {
     let mut items: Vec<(String, String, String, Vec<String>)> = Vec::new();
     let mut add = |hop: &str, what: String, setting: &str, t: &str| match items
@@ -288,11 +345,12 @@ fn configure(c: &Chain, p: &Palette) -> Vec<String> {
     }
     items
         .into_iter()
-        .map(|(hop, what, setting, ts)| {
+        .map(|(hop, what, set, ts)| {
             let head = format!("{hop} ({}): {what}", ts.join(", "));
             format!(
-                "{}    {setting}\n",
-                super::wrap(&head, p.width, "  ", "    ")
+                "{}{}",
+                super::wrap(&head, p.width, "  ", "    "),
+                setting("    ", &set, p.width)
             )
         })
         .collect()

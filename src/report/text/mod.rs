@@ -13,13 +13,38 @@ pub mod probe;
 pub mod review;
 pub mod verify;
 
+/// A private-use character: no whitespace or control for `wrap`, one column, never in a
+/// value; it stands for a space that must not break.
+const GLUE: char = '\u{e000}';
+
+/// Spaces inside a `backquoted` span (a command) glued, when the span fits in `max`
+/// columns: a command is copied from one line, never split across two.
+fn glue_code(text: &str, max: usize) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut parts = text.split('`');
+    out.push_str(parts.next().unwrap_or_default());
+    for (i, part) in parts.enumerate() {
+        out.push('`');
+        // Odd pieces (0-based i even) are inside backquotes.
+        if i % 2 == 0 && part.chars().count() + 2 <= max {
+            out.push_str(&part.replace(' ', &GLUE.to_string()));
+        } else {
+            out.push_str(part);
+        }
+    }
+    out
+}
+
 /// Word-wrap `text` to `width` columns: the first line after `first`, the rest after
-/// `rest` (a hanging indent). A word longer than a whole line (a path) is cut across lines.
+/// `rest` (a hanging indent). A `command` in backquotes stays on one line when it fits
+/// one; a word longer than a whole line (a path) is cut across lines.
 pub fn wrap(text: &str, width: usize, first: &str, rest: &str) -> String {
+    let room = width.saturating_sub(rest.chars().count());
+    let text = glue_code(&super::plain(text), room);
     let mut out = String::new();
     let mut line = first.to_string();
     let mut empty = true;
-    for word in super::plain(text).split_whitespace() {
+    for word in text.split_whitespace() {
         let len = line.chars().count();
         if !empty && len + 1 + word.chars().count() > width {
             out.push_str(line.trim_end());
@@ -44,7 +69,7 @@ pub fn wrap(text: &str, width: usize, first: &str, rest: &str) -> String {
     }
     out.push_str(line.trim_end());
     out.push('\n');
-    out
+    out.replace(GLUE, " ")
 }
 
 /// A table of `rows` under `header` that fits `width` columns without cutting a word, or,
@@ -77,7 +102,8 @@ pub fn fit_table(header: &[&str], rows: &[Vec<String>], width: usize, keep: &[us
             .fold(hd, usize::max)
     };
     for i in 0..header.len() {
-        let min = longest(i, !keep.contains(&i)).min(u16::MAX as usize) as u16;
+        // A lower boundary counts the column's padding (1 + 1) too.
+        let min = (longest(i, !keep.contains(&i)) + 2).min(u16::MAX as usize) as u16;
         if let Some(c) = t.column_mut(i) {
             c.set_constraint(ColumnConstraint::LowerBoundary(Width::Fixed(min)));
         }
@@ -113,8 +139,6 @@ fn vertical(header: &[&str], rows: &[Vec<String>], width: usize) -> String {
 /// [`wrap`] for a `; `-separated list of values (`rss_10k 280.0 MB; fds 10,002 fds`): a line
 /// breaks only between values, never between a number and its name or unit.
 pub fn wrap_values(text: &str, width: usize, first: &str, rest: &str) -> String {
-    // A private-use character: no whitespace or control for `wrap`, one column, never in a value.
-    const GLUE: char = '\u{e000}';
     let glued = text
         .replace(' ', &GLUE.to_string())
         .replace(&format!(";{GLUE}"), "; ");
@@ -148,6 +172,17 @@ mod tests {
             w.split_whitespace().collect::<String>(),
             path.replace(' ', "")
         );
+        // A command in backquotes is never split when it fits a line.
+        let text = "unanswered (measure it: `rtcheck bench fanout --scenario C3`) now";
+        for width in 30..80 {
+            let w = wrap(text, width, "  writer-isolation: ", "      ");
+            assert!(w.lines().all(|l| l.chars().count() <= width), "{w}");
+            // It fits after the hanging indent from 42 columns on: then it is whole.
+            let whole = w
+                .lines()
+                .any(|l| l.contains("`rtcheck bench fanout --scenario C3`"));
+            assert_eq!(whole, width >= 42, "{width}: {w}");
+        }
         assert_eq!(first_sentence("One. Two."), "One.");
         assert_eq!(first_sentence("Only one"), "Only one");
     }
