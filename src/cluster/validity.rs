@@ -189,7 +189,7 @@ pub fn notes(inp: &Inputs) -> Vec<String> {
             let a_dups = t.duplicates_by_node.get("a").copied().unwrap_or(0);
             let a_recv = t.received_by_node.get("a").copied().unwrap_or(0);
             v.push(format!(
-                "demonstration: node a delivered {:.0}% duplicates ({a_dups} of {a_recv} messages its clients received); the other nodes {} (seed: 50% on the publishing node)",
+                "demonstration: node a delivered {:.0}% duplicates ({a_dups} of {a_recv} messages its clients received); the other nodes {} (the article measured 50% on the publishing node)",
                 pct(a_dups, a_recv),
                 match dups - a_dups {
                     0 => "none".to_string(),
@@ -260,11 +260,11 @@ fn ghost_note(g: &GhostSeries, ttl_s: f64) -> String {
     match (g.cleared_after_s, last) {
         (_, None) => format!("presence {}: /presence never answered", g.presence),
         (Some(t), _) => format!(
-            "presence {}: up to {peak} ghosts, 0 after {t:.1} s (TTL {ttl_s:.0} s; seed: corrected after 3 s)",
+            "presence {}: up to {peak} ghosts, 0 after {t:.1} s (TTL {ttl_s:.0} s; the article: corrected after 3 s)",
             g.presence
         ),
         (None, Some(l)) => format!(
-            "presence {}: {} ghosts still there {:.1} s after the kill (seed: ghosts forever with join/leave events)",
+            "presence {}: {} ghosts still there {:.1} s after the kill (the article: ghosts forever with join/leave events)",
             g.presence, l.ghosts, l.t_s
         ),
     }
