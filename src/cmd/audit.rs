@@ -59,6 +59,8 @@ pub struct AuditArgs {
     pub no_proxy_config: bool,
     #[command(flatten)]
     pub out: OutputArgs<GaugeFormats>,
+    #[command(flatten)]
+    pub baseline: super::baseline::BaselineArgs,
     /// Lowest status that makes the exit code 1 (skip: also a check that could not be
     /// measured). A required check not measured is exit 1, nothing measured exit 2.
     #[arg(long, value_enum, default_value_t = FailOn::Fail)]
@@ -171,6 +173,7 @@ fn proxy_findings(a: &AuditArgs, p: &Profile) -> anyhow::Result<Vec<crate::findi
 pub fn run(a: AuditArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
     audit::validate_skip(&a.skip)?;
     a.out.validate()?;
+    let base = a.baseline.load(&[])?;
     let profile = resolve_profile(&a)?;
     let roots = Roots {
         procfs: a.procfs.clone(),
@@ -198,6 +201,9 @@ pub fn run(a: AuditArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
             r.summary = crate::findings::Summary::of(&r.findings);
         }
     }
+    let host = super::baseline::host_subject(super::baseline::hostname(&a.procfs));
+    let written = base.apply(&a.baseline, &mut r.findings, host)?;
+    r.summary = crate::findings::Summary::of(&r.findings);
     let invalid_measurement = r
         .findings
         .iter()
@@ -211,8 +217,12 @@ pub fn run(a: AuditArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
     if let Outcome::Nothing(why) = &outcome {
         anyhow::bail!("audit: {why}");
     }
+    let extra: Vec<(&std::path::Path, &[u8])> = written
+        .iter()
+        .map(|(p, t)| (p.as_path(), t.as_bytes()))
+        .collect();
     a.out
-        .emit_with(ctx.color, |f, p| render(&r, f, a.fail_on, p, a.explain))?;
+        .write_with(ctx.color, &extra, |f, p| render(&r, f, a.fail_on, p, a.explain))?;
     if let Outcome::Unmeasured(why) = &outcome {
         eprintln!("rtcheck: audit: {why}");
     }

@@ -20,9 +20,14 @@ pub fn render(r: &FindingsReport) -> String {
         let level = match f.status {
             Status::Fail => "error",
             Status::Warn => "warning",
+            Status::Suppressed => "notice",
             _ => continue,
         };
         let mut msg = format!("{}\nexpected: {}\nrule: {}", f.observed, f.expected, f.rule);
+        if f.status == Status::Suppressed {
+            let why = f.reason.as_deref().unwrap_or("accepted by the baseline");
+            msg = format!("suppressed: {why}\n{msg}");
+        }
         if !f.fix.summary.is_empty() {
             msg.push_str(&format!("\nfix: {}", f.fix.summary));
         }

@@ -12,6 +12,7 @@ fn icon(s: Status) -> &'static str {
         Status::Warn => "⚠️ warn",
         Status::Fail => "❌ fail",
         Status::Skip => "⏭️ skip",
+        Status::Suppressed => "🔕 suppressed",
     }
 }
 
@@ -82,7 +83,7 @@ pub fn render(r: &FindingsReport) -> String {
     out.push_str("| status | check | observed | expected |\n|---|---|---|---|\n");
     for f in &r.findings {
         let observed = match (&f.status, &f.reason) {
-            (Status::Skip, Some(reason)) => reason.clone(),
+            (Status::Skip | Status::Suppressed, Some(reason)) => reason.clone(),
             _ => f.observed.clone(),
         };
         out.push_str(&format!(

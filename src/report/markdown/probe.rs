@@ -13,6 +13,7 @@ fn icon(s: Status) -> &'static str {
         Status::Warn => "⚠️ warn",
         Status::Fail => "❌ fail",
         Status::Skip => "⏭️ skip",
+        Status::Suppressed => "🔕 suppressed",
     }
 }
 
@@ -56,7 +57,7 @@ pub fn render(r: &FindingsReport) -> String {
         ));
         for f in r.findings.iter().filter(|f| split_title(f).1 == u) {
             let observed = match (&f.status, &f.reason) {
-                (Status::Skip, Some(reason)) => reason,
+                (Status::Skip | Status::Suppressed, Some(reason)) => reason,
                 _ => &f.observed,
             };
             out.push_str(&format!(

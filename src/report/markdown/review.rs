@@ -14,6 +14,7 @@ fn icon(s: Status) -> &'static str {
         Status::Warn => "⚠️",
         Status::Fail => "❌",
         Status::Skip => "➖",
+        Status::Suppressed => "🔕",
     }
 }
 

@@ -111,7 +111,7 @@ pub fn render(r: &FindingsReport, pal: Palette) -> String {
         t.force_no_tty();
         for f in r.findings.iter().filter(|f| split_title(f).1 == *u) {
             let observed = match (&f.status, &f.reason) {
-                (Status::Skip, Some(reason)) => reason.clone(),
+                (Status::Skip | Status::Suppressed, Some(reason)) => reason.clone(),
                 _ => f.observed.clone(),
             };
             let observed = crate::report::plain(&observed).into_owned();
@@ -124,7 +124,13 @@ pub fn render(r: &FindingsReport, pal: Palette) -> String {
         for line in t.to_string().replace(GLUE, " ").lines() {
             // Colour the status word after layout, so widths stay right.
             let line = line.trim_end();
-            let colored = [Status::Fail, Status::Warn, Status::Pass, Status::Skip]
+            let colored = [
+                Status::Fail,
+                Status::Warn,
+                Status::Pass,
+                Status::Skip,
+                Status::Suppressed,
+            ]
                 .iter()
                 .find_map(|st| {
                     let w = st.as_str();

@@ -80,13 +80,14 @@ pub fn render(r: &ReviewReport, pal: Palette) -> String {
         .report
         .findings
         .iter()
-        .filter(|f| matches!(f.status, Status::Pass | Status::Skip))
+        .filter(|f| matches!(f.status, Status::Pass | Status::Skip | Status::Suppressed))
         .collect();
     if !settled.is_empty() {
         out.push('\n');
         for f in settled {
             let tail = match f.status {
                 Status::Skip => format!("n/a: {}", f.reason.as_deref().unwrap_or("")),
+                Status::Suppressed => f.reason.clone().unwrap_or_default(),
                 _ => f.observed.clone(),
             };
             let head = format!("{} {}: ", f.status.as_str(), f.id);
