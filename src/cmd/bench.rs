@@ -1,4 +1,5 @@
 //! `rtcheck bench fanout|idle`: flags to options, run the orchestrator, render, write.
+use crate::report::gates;
 use super::bench_cluster::ClusterArgs;
 use super::output::{BenchFormats, OutputArgs};
 use super::{parse_count, Ctx, DEFAULT_CONNECTIONS};
@@ -192,6 +193,11 @@ pub struct FanoutArgs {
     pub transport: FanoutTransport,
     #[command(flatten)]
     pub out: OutputArgs<BenchFormats>,
+    /// Fail (exit 1) when a figure crosses EXPR, e.g. 'A.p999 < 45ms', 'lost_silently ==
+    /// 0' (every scenario): keys of the JSON report, at the top or in each of `scenarios`;
+    /// an unknown name is exit 2, an invalid run fails every threshold. Repeatable.
+    #[arg(long = "threshold", value_name = "EXPR", value_parser = crate::findings::threshold::parse)]
+    pub thresholds: Vec<crate::findings::threshold::Threshold>,
     /// Also write the JSON report here (atomically), whatever --format says.
     #[arg(long, value_name = "PATH")]
     pub save_json: Option<PathBuf>,
@@ -250,19 +256,78 @@ impl FanoutArgs {
 fn run_fanout(a: FanoutArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
     a.out.validate()?;
     let report = fanout::run(&a.options()?)?;
+    let invalid = invalid_scenarios(
+        report
+            .scenarios
+            .iter()
+            .map(|s| (s.name.as_str(), s.valid, s.notes.as_slice())),
+    );
+    let gated = gates(&a.thresholds, &report, invalid.as_deref());
+    let found = gated.as_ref().map_or(&[][..], Vec::as_slice);
     let render = |f: Format, p: crate::report::Palette| -> anyhow::Result<String> {
         Ok(match f {
-            Format::Json => crate::report::json::render(&report)?,
-            Format::Markdown => crate::report::markdown::bench::render(&report),
-            Format::Html => crate::report::html::bench::render(&report)?,
-            _ => crate::report::text::bench::render(&report, &p),
+            Format::Json => crate::report::json::render(&with_thresholds(&report, found)?)?,
+            Format::Markdown => {
+                crate::report::markdown::bench::render(&report) + &gates::markdown(found)
+            }
+            Format::Html => gates::html(crate::report::html::bench::render(&report)?, found),
+            _ => crate::report::text::bench::render(&report, &p) + &gates::text(found, p),
         })
     };
     if let Some(p) = &a.save_json {
-        crate::outfile::write_atomic(p, crate::report::json::render(&report)?.as_bytes())?;
+        let json = crate::report::json::render(&with_thresholds(&report, found)?)?;
+        crate::outfile::write_atomic(p, json.as_bytes())?;
     }
     a.out.emit_with(ctx.color, render)?;
-    Ok(exit_for(report.valid))
+    gate_exit(report.valid, gated)
+}
+
+/// Why a run is invalid for its thresholds: the first invalid scenario and its notes.
+pub fn invalid_scenarios<'a>(
+    mut s: impl Iterator<Item = (&'a str, bool, &'a [String])>,
+) -> Option<String> {
+    s.find(|(_, valid, _)| !valid)
+        .map(|(name, _, notes)| format!("scenario {name} invalid: {}", notes.join("; ")))
+}
+
+/// `--threshold` on a bench report's own JSON (at the top, or in each of `scenarios`).
+/// Err: a usage error (an unknown name), reported after the measured report is written,
+/// so a run of minutes is never thrown away for a typo.
+pub fn gates<T: serde::Serialize>(
+    ts: &[crate::findings::threshold::Threshold],
+    report: &T,
+    invalid: Option<&str>,
+) -> Result<Vec<crate::findings::Finding>, String> {
+    if ts.is_empty() {
+        return Ok(Vec::new());
+    }
+    let json = serde_json::to_value(report).map_err(|e| e.to_string())?;
+    crate::findings::threshold::evaluate(ts, &json, &["scenarios"], invalid)
+}
+
+/// The report's JSON with its threshold findings under `thresholds` (absent without any).
+pub fn with_thresholds<T: serde::Serialize>(
+    report: &T,
+    found: &[crate::findings::Finding],
+) -> anyhow::Result<serde_json::Value> {
+    let mut v = serde_json::to_value(report)?;
+    if !found.is_empty() {
+        v["thresholds"] = serde_json::to_value(found)?;
+    }
+    Ok(v)
+}
+
+/// Exit: 2 for an unknown threshold name (after the report), 1 for an invalid run or a
+/// crossed threshold, else 0.
+pub fn gate_exit(
+    valid: bool,
+    gated: Result<Vec<crate::findings::Finding>, String>,
+) -> anyhow::Result<ExitCode> {
+    let found = gated.map_err(anyhow::Error::msg)?;
+    let crossed = found
+        .iter()
+        .any(|f| f.status == crate::findings::Status::Fail);
+    Ok(exit_for(valid && !crossed))
 }
 
 #[derive(Debug, Clone, clap::Args)]

@@ -236,6 +236,14 @@ pub fn apply(
     findings.extend(problems);
 }
 
+/// A failing finding with this id, for other modules' tests.
+#[cfg(test)]
+pub fn tests_finding(id: &str) -> Finding {
+    let mut f = problem_finding(&Entry::default(), "");
+    f.id = id.into();
+    f
+}
+
 fn problem_finding(e: &Entry, why: &str) -> Finding {
     Finding {
         id: ID.into(),

@@ -45,7 +45,9 @@ pub fn render(r: &FindingsReport, now: f64) -> String {
 }
 
 /// [`render`] with a `url` label on every per-check gauge (probe: one set per URL; the
-/// URL is printed through crate::redact, never with its secrets). `url_of` None: no label.
+/// URL is printed through crate::redact, never with its secrets, and without its query:
+/// a label names the endpoint, and query values would only add series). `url_of` None:
+/// no label.
 pub fn render_with(
     r: &FindingsReport,
     now: f64,
@@ -53,7 +55,9 @@ pub fn render_with(
 ) -> String {
     let url = |f: &crate::findings::Finding| {
         url_of(f).map_or(String::new(), |u| {
-            format!(",url=\"{}\"", label(&crate::redact::url(&u)))
+            let shown = crate::redact::url(&u);
+            let endpoint = shown.split(['?', ';']).next().unwrap_or("");
+            format!(",url=\"{}\"", label(endpoint))
         })
     };
     let mut out = String::new();
@@ -246,7 +250,7 @@ mod url_tests {
                 })
                 .unwrap_or_else(|| panic!("no {url} {st} in\n{text}"))
         };
-        assert_eq!(one("https://u:***@a.test/sse?token=***", "fail"), 1.0);
+        assert_eq!(one("https://u:***@a.test/sse", "fail"), 1.0);
         assert_eq!(one("https://b.test/sse", "pass"), 1.0);
         assert_eq!(one("https://b.test/sse", "fail"), 0.0);
     }
