@@ -221,8 +221,9 @@ pub fn run(a: AuditArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
         .iter()
         .map(|(p, t)| (p.as_path(), t.as_bytes()))
         .collect();
-    a.out
-        .write_with(ctx.color, &extra, |f, p| render(&r, f, a.fail_on, p, a.explain))?;
+    a.out.write_with(ctx.color, &extra, |f, p| {
+        render(&r, f, a.fail_on, p, a.explain)
+    })?;
     if let Outcome::Unmeasured(why) = &outcome {
         eprintln!("rtcheck: audit: {why}");
     }

@@ -1,5 +1,4 @@
 //! `rtcheck bench fanout|idle`: flags to options, run the orchestrator, render, write.
-use crate::report::gates;
 use super::bench_cluster::ClusterArgs;
 use super::output::{BenchFormats, OutputArgs};
 use super::{parse_count, Ctx, DEFAULT_CONNECTIONS};
@@ -7,6 +6,7 @@ use crate::bench::fanout::{self, FanoutOptions};
 use crate::bench::idle::{self, IdleOptions, IdleProto};
 use crate::bench::loadgen::{self, LoadgenOptions};
 use crate::bench::scenario;
+use crate::report::gates;
 use crate::report::Format;
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -1,8 +1,8 @@
 //! `rtcheck bench cluster`: flags to options, run the scenarios, render, write.
+use super::bench;
 use super::output::{ClusterFormats, OutputArgs};
 use super::{parse_count, parse_rate, Ctx};
 use crate::cluster::{self, ClusterOptions, Kind};
-use super::bench;
 use crate::report::{gates, Format};
 use std::path::PathBuf;
 use std::process::ExitCode;

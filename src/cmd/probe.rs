@@ -302,11 +302,11 @@ pub fn render(
         Format::Markdown => report::markdown::probe::render(r),
         Format::Junit => report::junit::render_named(r, fail_on, &probe::case_name)?,
         Format::Html => report::html::probe::render(r)?,
-        Format::Prometheus => report::prometheus::render_with(
-            r,
-            report::prometheus::unix_now(),
-            &|f| probe::url_of(f).map(String::from),
-        ),
+        Format::Prometheus => {
+            report::prometheus::render_with(r, report::prometheus::unix_now(), &|f| {
+                probe::url_of(f).map(String::from)
+            })
+        }
         f => super::audit::render(r, f, fail_on, p, false)?,
     })
 }

@@ -132,7 +132,12 @@ fn bare_url(u: &str) -> String {
         Some((scheme, rest)) => {
             let (auth, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
             let host = auth.rsplit('@').next().unwrap_or(auth);
-            format!("{}://{}{}", scheme.to_ascii_lowercase(), host.to_ascii_lowercase(), path)
+            format!(
+                "{}://{}{}",
+                scheme.to_ascii_lowercase(),
+                host.to_ascii_lowercase(),
+                path
+            )
         }
         None => u.to_string(),
     };
@@ -149,15 +154,21 @@ impl Entry {
         self.check == f.id
             && same(&self.url, &s.url, bare_url)
             && same(&self.host, &s.host, |h| h.to_ascii_lowercase())
-            && same(&self.file, &s.file, |p| p.trim_start_matches("./").to_string())
+            && same(&self.file, &s.file, |p| {
+                p.trim_start_matches("./").to_string()
+            })
     }
 
     /// How the entry is named in a report line: `fd-limit (host web-17)`.
     pub fn label(&self) -> String {
-        let scope: Vec<String> = [("url", &self.url), ("host", &self.host), ("file", &self.file)]
-            .iter()
-            .filter_map(|(k, v)| v.as_ref().map(|v| format!("{k} {}", crate::redact::url(v))))
-            .collect();
+        let scope: Vec<String> = [
+            ("url", &self.url),
+            ("host", &self.host),
+            ("file", &self.file),
+        ]
+        .iter()
+        .filter_map(|(k, v)| v.as_ref().map(|v| format!("{k} {}", crate::redact::url(v))))
+        .collect();
         if scope.is_empty() {
             self.check.clone()
         } else {
@@ -354,12 +365,25 @@ mod tests {
 
     #[test]
     fn dates_round_trip_and_bad_ones_are_refused() {
-        for s in ["1970-01-01", "2000-02-29", "2026-12-01", "2027-01-31", "2100-12-31"] {
+        for s in [
+            "1970-01-01",
+            "2000-02-29",
+            "2026-12-01",
+            "2027-01-31",
+            "2100-12-31",
+        ] {
             assert_eq!(Date::from_days(day(s).days()).to_string(), s);
         }
         assert_eq!(day("1970-01-02").days(), 1);
         assert_eq!(Date::from_unix(1_764_547_200).to_string(), "2025-12-01");
-        for bad in ["2027-02-30", "2026-13-01", "2026-1-01", "tomorrow", "2026-00-10", ""] {
+        for bad in [
+            "2027-02-30",
+            "2026-13-01",
+            "2026-1-01",
+            "tomorrow",
+            "2026-00-10",
+            "",
+        ] {
             assert!(Date::parse(bad).is_err(), "{bad}");
         }
         assert!(day("2026-12-31") < day("2027-01-01"));
@@ -396,7 +420,16 @@ mod tests {
         // The expiry day itself still holds; the others keep their status.
         assert_eq!(
             st,
-            ["suppressed", "fail", "fail", "warn", "warn", "fail", "fail", "fail"]
+            [
+                "suppressed",
+                "fail",
+                "fail",
+                "warn",
+                "warn",
+                "fail",
+                "fail",
+                "fail"
+            ]
         );
         assert_eq!(
             fs[0].reason.as_deref(),
@@ -445,9 +478,16 @@ mod tests {
         assert_eq!(b.accepted[0].expiry.as_deref(), Some("2027-01-31"));
         let e = parse("--baseline b.yaml", ok, &["memory"]).unwrap_err();
         assert!(e.contains("accepted[0].check: `fd-limit`"), "{e}");
-        let e = parse("--baseline b.yaml", "accepted:\n  - check: x\n    why: r\n", &[])
-            .unwrap_err();
-        assert!(e.starts_with("--baseline b.yaml: accepted[0]: unknown field `why`"), "{e}");
+        let e = parse(
+            "--baseline b.yaml",
+            "accepted:\n  - check: x\n    why: r\n",
+            &[],
+        )
+        .unwrap_err();
+        assert!(
+            e.starts_with("--baseline b.yaml: accepted[0]: unknown field `why`"),
+            "{e}"
+        );
         assert!(parse("f", "", &[]).unwrap().accepted.is_empty());
     }
 

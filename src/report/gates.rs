@@ -76,7 +76,10 @@ mod tests {
         assert_eq!(t, "\nfail threshold p99 < 50ms: A.p99_ms = 61\n");
         assert!(markdown(std::slice::from_ref(&f)).contains("- fail threshold p99 < 50ms"));
         let h = html("<html><body>x</body></html>".into(), &[f]);
-        assert!(h.contains("data-status=\"fail\">fail threshold p99 &lt; 50ms"), "{h}");
+        assert!(
+            h.contains("data-status=\"fail\">fail threshold p99 &lt; 50ms"),
+            "{h}"
+        );
         assert!(h.ends_with("</section>\n</body></html>"), "{h}");
     }
 }

@@ -95,6 +95,27 @@ pub fn render_with(
             );
         }
     }
+    let accepted: Vec<_> = r
+        .findings
+        .iter()
+        .filter(|f| f.status == Status::Suppressed)
+        .collect();
+    if !accepted.is_empty() {
+        head(
+            &mut out,
+            "rtcheck_check_suppressed",
+            "A check the baseline accepted, with the entry's reason (always 1).",
+        );
+    }
+    for f in accepted {
+        let _ = writeln!(
+            out,
+            "rtcheck_check_suppressed{{check=\"{}\"{},reason=\"{}\"}} 1",
+            label(&f.id),
+            url(f),
+            label(f.reason.as_deref().unwrap_or(""))
+        );
+    }
     head(
         &mut out,
         "rtcheck_checks",

@@ -131,14 +131,14 @@ pub fn render(r: &FindingsReport, pal: Palette) -> String {
                 Status::Skip,
                 Status::Suppressed,
             ]
-                .iter()
-                .find_map(|st| {
-                    let w = st.as_str();
-                    line.trim_start()
-                        .strip_prefix(w)
-                        .map(|rest| format!(" {}{rest}", pal.status(*st)))
-                })
-                .unwrap_or_else(|| line.to_string());
+            .iter()
+            .find_map(|st| {
+                let w = st.as_str();
+                line.trim_start()
+                    .strip_prefix(w)
+                    .map(|rest| format!(" {}{rest}", pal.status(*st)))
+            })
+            .unwrap_or_else(|| line.to_string());
             out.push_str(&colored);
             out.push('\n');
         }
