@@ -6,6 +6,9 @@ use crate::findings::Status;
 use crate::report::FindingsReport;
 use std::fmt::Write;
 
+/// The exposition format's content type (version 0.0.4, what node_exporter serves).
+pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+
 const STATUSES: [Status; 5] = [
     Status::Pass,
     Status::Warn,
