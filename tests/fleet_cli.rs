@@ -532,3 +532,149 @@ fn an_unknown_threshold_name_is_exit_2_and_the_measured_report_is_kept() {
     );
     assert!(read(dir.path(), "r.txt").contains("A valid"));
 }
+
+// ---- the baseline on lint (by file), review (by id) and verify delivery ----
+
+#[test]
+fn lint_entries_match_by_file_and_review_entries_by_id() {
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("nginx.conf");
+    std::fs::copy(fixture("lint/guides/nginx.conf"), &conf).unwrap();
+    let lint = |baseline: &str| {
+        std::fs::write(dir.path().join("b.yaml"), baseline).unwrap();
+        let out = common::rtcheck()
+            .current_dir(dir.path())
+            .args([
+                "lint",
+                "nginx.conf",
+                "--fail-on",
+                "warn",
+                "--format",
+                "json",
+            ])
+            .args(["--baseline", "b.yaml"])
+            .output()
+            .unwrap();
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        (
+            out.status.code(),
+            finding(&v, "nginx-send-timeout")["status"].clone(),
+        )
+    };
+    let entry = |file: &str| {
+        format!("accepted:\n  - check: nginx-send-timeout\n    file: {file}\n    reason: long polls\n    expiry: 2099-01-01\n")
+    };
+    assert_eq!(lint(&entry("nginx.conf")), (Some(0), "suppressed".into()));
+    assert_eq!(lint(&entry("./nginx.conf")), (Some(0), "suppressed".into()));
+    assert_eq!(lint(&entry("other/nginx.conf")), (Some(1), "warn".into()));
+    let answers = dir.path().join("a.yaml");
+    std::fs::write(
+        &answers,
+        "answers:\n  - id: write-deadline\n    answer: no\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("r.yaml"),
+        "accepted:\n  - check: write-deadline\n    reason: R-WD the proxy cuts slow peers\n    expiry: 2099-01-01\n",
+    )
+    .unwrap();
+    let out = common::rtcheck()
+        .current_dir(dir.path())
+        .env("NO_COLOR", "1")
+        .arg("review")
+        .arg("--answers")
+        .arg(&answers)
+        .args(["--only", "write-deadline", "--baseline", "r.yaml"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(
+        text.contains("suppressed write-deadline: R-WD the proxy cuts slow peers"),
+        "{text}"
+    );
+}
+
+#[test]
+fn verify_delivery_shows_an_expired_entry_and_other_experiments_refuse_a_baseline() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("b.yaml"),
+        "accepted:\n  - check: delivery-snapshot-storm-latest-first\n    reason: R-OLD\n    expiry: 2026-01-01\n",
+    )
+    .unwrap();
+    let out = common::rtcheck()
+        .current_dir(dir.path())
+        .env("NO_COLOR", "1")
+        .env("RTCHECK_TODAY", "2026-12-01")
+        .args([
+            "verify",
+            "delivery",
+            "--delivery",
+            "snapshot",
+            "--connections",
+            "5",
+        ])
+        .args(["--baseline", "b.yaml", "--report", "json=d.json"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    let line = "fail Baseline entry delivery-snapshot-storm-latest-first: entry \
+                delivery-snapshot-storm-latest-first expired on 2026-01-01 (reason: R-OLD)";
+    assert!(text.replace("\n    ", " ").contains(line), "{text}");
+    let v: Value = serde_json::from_str(&read(dir.path(), "d.json")).unwrap();
+    assert_eq!(finding(&v, "baseline")["status"], "fail");
+    let out = common::rtcheck()
+        .args(["verify", "fd-limit", "--baseline", "b.yaml"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("apply to `verify delivery` only"));
+}
+
+#[test]
+fn bench_cluster_thresholds_gate_and_an_unknown_name_is_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let cluster = |args: &[&str]| {
+        common::rtcheck()
+            .current_dir(dir.path())
+            .args(["bench", "cluster", "--scenario", "single", "--rounds", "10"])
+            .args(["--connections", "10"])
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let out = cluster(&[
+        "--threshold",
+        "single.p99 < 1us",
+        "--threshold",
+        "lost_silently == 0",
+        "--format",
+        "yaml",
+        "--save-json",
+        "c.json",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let y: Value = serde_yaml::from_slice(&out.stdout).unwrap();
+    let st: Vec<&str> = y["thresholds"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["status"].as_str().unwrap())
+        .collect();
+    assert_eq!(st, ["fail", "pass"]);
+    let j: Value = serde_json::from_str(&read(dir.path(), "c.json")).unwrap();
+    assert_eq!(
+        j["thresholds"][1]["observed"],
+        "scenarios[0].lost_silently = 0"
+    );
+    let out = cluster(&["--threshold", "lost_quietly == 0"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("no key `lost_quietly`") && err.contains("lost_silently"),
+        "{err}"
+    );
+}
