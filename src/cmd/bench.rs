@@ -384,6 +384,35 @@ pub fn exit_for(valid: bool) -> ExitCode {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_invalid_scenario_fails_every_threshold_and_no_threshold_is_no_finding() {
+        let report = serde_json::json!({
+            "valid": false,
+            "scenarios": [{"name": "A", "p999_ms": 3.0, "valid": true, "notes": []},
+                          {"name": "C1", "p999_ms": null, "valid": false, "notes": ["starved"]}],
+        });
+        let notes = [vec![], vec!["starved".to_string()]];
+        let why = invalid_scenarios(
+            [
+                ("A", true, notes[0].as_slice()),
+                ("C1", false, notes[1].as_slice()),
+            ]
+            .into_iter(),
+        );
+        assert_eq!(why.as_deref(), Some("scenario C1 invalid: starved"));
+        let t = crate::findings::threshold::parse("A.p999 < 45ms").unwrap();
+        let found = gates(&[t], &report, why.as_deref()).unwrap();
+        assert_eq!(found[0].status, crate::findings::Status::Fail);
+        assert!(
+            found[0].observed.contains("scenario C1 invalid"),
+            "{found:?}"
+        );
+        assert_eq!(gate_exit(true, Ok(found)).unwrap(), ExitCode::from(1));
+        assert!(gates(&[], &report, why.as_deref()).unwrap().is_empty());
+        let v = with_thresholds(&report, &[]).unwrap();
+        assert!(v.get("thresholds").is_none());
+    }
     use clap::Parser;
 
     #[derive(Parser)]
