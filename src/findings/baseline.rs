@@ -219,7 +219,8 @@ pub fn parse(what: &str, text: &str, known: &[&str]) -> Result<Baseline, String>
 /// Apply the baseline to `findings` (`subject` says what each is about): a warn or fail
 /// named by an entry that holds today becomes `suppressed`, its reason the entry's; an
 /// entry that does not hold suppresses nothing and adds one failing `baseline` finding
-/// saying why (its reason shown).
+/// saying why (its reason shown). An entry whose check id no finding of this run has (a
+/// typo, or another command's check) is a `baseline` warn: it would never match.
 pub fn apply(
     b: &Baseline,
     findings: &mut Vec<Finding>,
@@ -228,6 +229,14 @@ pub fn apply(
 ) {
     let mut problems = Vec::new();
     for e in &b.accepted {
+        if !findings.iter().any(|f| f.id == e.check) {
+            let mut f = problem_finding(
+                e,
+                "names no check of this run (a typo, or another command's check?)",
+            );
+            f.status = Status::Warn;
+            problems.push(f);
+        }
         if let Some(why) = e.problem(today) {
             problems.push(problem_finding(e, &why));
             continue;
@@ -445,6 +454,18 @@ mod tests {
             ]
         );
         assert!(fs[5..].iter().all(|f| f.id == ID));
+        // An id no finding has: a warn, so a typo never just matches nothing.
+        let b = Baseline {
+            accepted: vec![entry("fd-limt", Some("typo"), Some("2099-01-01"))],
+        };
+        let mut fs = vec![finding("fd-limit", Status::Warn)];
+        apply(&b, &mut fs, day("2026-12-01"), |_| Subject::default());
+        assert_eq!(fs[0].status, Status::Warn);
+        assert_eq!(fs[1].status, Status::Warn);
+        assert_eq!(
+            fs[1].observed,
+            "entry fd-limt names no check of this run (a typo, or another command's check?)"
+        );
     }
 
     #[test]
