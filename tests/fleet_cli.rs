@@ -678,3 +678,72 @@ fn bench_cluster_thresholds_gate_and_an_unknown_name_is_exit_2() {
         "{err}"
     );
 }
+
+#[test]
+fn probe_entries_match_by_url_and_the_suppression_shows_in_every_format() {
+    let s = probe_common::Serve::start(&["--rate", "5", "--size", "256"]);
+    let nope = format!("http://{}/nope", s.addr);
+    let sse = format!("http://{}/sse", s.addr);
+    let dir = tempfile::tempdir().unwrap();
+    // The entry names the 404 URL (with a query and user info that must not matter).
+    let entry_url = format!("http://user:pw@{}/nope/?k=v", s.addr);
+    std::fs::write(
+        dir.path().join("b.yaml"),
+        format!("accepted:\n  - check: response\n    url: {entry_url}\n    reason: RESP-OK retired endpoint\n    expiry: 2099-01-01\n"),
+    )
+    .unwrap();
+    let formats = [
+        ("json", "p.json"),
+        ("yaml", "p.yaml"),
+        ("markdown", "p.md"),
+        ("junit", "p.xml"),
+        ("github", "p.gh"),
+        ("html", "p.html"),
+        ("sarif", "p.sarif"),
+        ("prometheus", "p.prom"),
+    ];
+    let mut cmd = common::rtcheck();
+    cmd.current_dir(dir.path())
+        .env("NO_COLOR", "1")
+        .args(["probe", "--quick", "--baseline", "b.yaml", "-o", "p.txt"])
+        .args([&nope, &sse]);
+    for (f, p) in formats {
+        cmd.args(["--report", &format!("{f}={p}")]);
+    }
+    let out = cmd.output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_str(&read(dir.path(), "p.json")).unwrap();
+    let resp: Vec<&Value> = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["id"] == "response")
+        .collect();
+    assert!(!resp.is_empty());
+    for f in resp {
+        let on_nope = f["title"].as_str().unwrap().ends_with("/nope");
+        let want = if on_nope { "suppressed" } else { "pass" };
+        assert_eq!(f["status"], want, "{f:#}");
+    }
+    for (f, p) in formats.iter().chain(&[("text", "p.txt")]) {
+        let text = read(dir.path(), p);
+        assert!(text.contains("RESP-OK"), "{f}: no reason:\n{text}");
+    }
+    assert!(!read(dir.path(), "p.prom").contains("pw"));
+    let sc = scrape(&read(dir.path(), "p.prom"));
+    let st = [
+        ("check", "response"),
+        ("url", nope.as_str()),
+        ("status", "suppressed"),
+    ];
+    assert_eq!(gauge(&sc, "rtcheck_check_status", &st), 1.0);
+    schema_valid(
+        "probe with a suppression",
+        &serde_json::from_str(&read(dir.path(), "p.sarif")).unwrap(),
+    );
+}

@@ -68,12 +68,13 @@ pub fn render(r: &FindingsReport) -> String {
         )
     };
     let mut out = format!(
-        "## rtcheck {}: {what}\n\n**{} fail, {} warn, {} pass, {} skip** in {} ms{}\n\n",
+        "## rtcheck {}: {what}\n\n**{} fail, {} warn, {} pass, {} skip{}** in {} ms{}\n\n",
         r.kind,
         s.fail,
         s.warn,
         s.pass,
         s.skip,
+        crate::report::text::audit::suppressed_count(s),
         r.duration_ms,
         r.target
             .as_deref()

@@ -25,11 +25,12 @@ fn split_title(f: &Finding) -> (&str, &str) {
 pub fn render(r: &FindingsReport) -> String {
     let s = &r.summary;
     let mut out = format!(
-        "## rtcheck probe\n\n**{} fail, {} warn, {} pass, {} skip** in {:.1} s\n",
+        "## rtcheck probe\n\n**{} fail, {} warn, {} pass, {} skip{}** in {:.1} s\n",
         s.fail,
         s.warn,
         s.pass,
         s.skip,
+        crate::report::text::audit::suppressed_count(s),
         r.duration_ms / 1000.0
     );
     if r.findings

@@ -86,12 +86,13 @@ pub fn render(r: &FindingsReport, pal: Palette) -> String {
         pal.good("PASS")
     };
     let mut out = format!(
-        "{} {verdict}: {} fail, {} warn, {} pass, {} skip\n",
+        "{} {verdict}: {} fail, {} warn, {} pass, {} skip{}\n",
         pal.bold("rtcheck probe"),
         s.fail,
         s.warn,
         s.pass,
-        s.skip
+        s.skip,
+        super::audit::suppressed_count(s)
     );
     let mut urls: Vec<&str> = Vec::new();
     for f in &r.findings {

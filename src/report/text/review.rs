@@ -36,8 +36,12 @@ fn wrap(text: &str, indent: &str, width: usize) -> String {
 pub fn render(r: &ReviewReport, pal: Palette) -> String {
     let s = &r.report.summary;
     let mut out = pal.bold(&format!(
-        "rtcheck review: {} fail, {} warn, {} pass, {} n/a",
-        s.fail, s.warn, s.pass, s.skip
+        "rtcheck review: {} fail, {} warn, {} pass, {} n/a{}",
+        s.fail,
+        s.warn,
+        s.pass,
+        s.skip,
+        super::audit::suppressed_count(s)
     ));
     out.push('\n');
     out.push_str(&pal.dim(&format!("{} items: {}", r.items.len(), counts(r))));
