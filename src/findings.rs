@@ -1,6 +1,7 @@
 //! What the domain produces for audit and verify: a status per check, findings with their
 //! fix and evidence, live verifications, and the summary counting behind exit codes. Sits
 //! just above the data layer (evidence); the report layer renders it.
+pub mod baseline;
 pub mod threshold;
 
 use crate::evidence::EvidenceRef;
@@ -12,6 +13,10 @@ use std::collections::BTreeMap;
 pub enum Status {
     Pass,
     Skip,
+    /// Accepted by a baseline entry (`--baseline`): shown with the entry's reason, never
+    /// counted toward `--fail-on`. Ordered below warn, so "worst first" lists it after
+    /// what needs action.
+    Suppressed,
     Warn,
     Fail,
 }
@@ -23,6 +28,7 @@ impl Status {
             Status::Warn => "warn",
             Status::Fail => "fail",
             Status::Skip => "skip",
+            Status::Suppressed => "suppressed",
         }
     }
 }
@@ -105,6 +111,9 @@ pub struct Summary {
     pub warn: usize,
     pub fail: usize,
     pub skip: usize,
+    /// Accepted by the baseline (status `suppressed`).
+    #[serde(default)]
+    pub suppressed: usize,
 }
 
 impl Summary {
@@ -116,6 +125,7 @@ impl Summary {
                 Status::Warn => s.warn += 1,
                 Status::Fail => s.fail += 1,
                 Status::Skip => s.skip += 1,
+                Status::Suppressed => s.suppressed += 1,
             }
         }
         s
@@ -217,6 +227,7 @@ mod tests {
             warn: 1,
             fail: 0,
             skip: 1,
+            suppressed: 0,
         };
         let with_fail = Summary {
             fail: 1,

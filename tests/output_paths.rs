@@ -137,7 +137,7 @@ fn auto_colour_goes_to_a_terminal_never_into_a_file() {
 
 #[test]
 fn every_command_with_a_report_has_dash_o_and_lists_only_its_formats() {
-    let cases: [(&[&str], &str); 9] = [
+    let cases: [(&[&str], &str); 10] = [
         (
             &["lint"],
             "text, json, yaml, markdown, junit, github, html, sarif]",
@@ -153,6 +153,10 @@ fn every_command_with_a_report_has_dash_o_and_lists_only_its_formats() {
         ),
         (
             &["review"],
+            "text, json, yaml, markdown, junit, github, html, sarif, prometheus]",
+        ),
+        (
+            &["probe"],
             "text, json, yaml, markdown, junit, github, html, sarif, prometheus]",
         ),
         (&["evidence"], "text, json, yaml, markdown]"),

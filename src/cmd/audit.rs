@@ -10,6 +10,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
+mod watch;
+
 #[derive(Debug, clap::Args)]
 #[command(after_help = "\
 Check ids: fd-limit fd-system ephemeral-ports time-wait tcp-wmem tcp-keepalive somaxconn memory cpu conntrack
@@ -68,6 +70,8 @@ pub struct AuditArgs {
     pub no_proxy_config: bool,
     #[command(flatten)]
     pub out: OutputArgs<GaugeFormats>,
+    #[command(flatten)]
+    pub baseline: super::baseline::BaselineArgs,
     /// Lowest status that makes the exit code 1 (skip: also a check that could not be
     /// measured). A required check not measured is exit 1, nothing measured exit 2.
     #[arg(long, value_enum, default_value_t = FailOn::Fail)]
@@ -86,6 +90,19 @@ pub struct AuditArgs {
     /// Time bound for --verify.
     #[arg(long, value_name = "DURATION", default_value = "3m", value_parser = crate::units::parse_duration)]
     pub verify_timeout: std::time::Duration,
+    /// Re-audit every DURATION until SIGINT/SIGTERM (then exit 0), rewriting -o and every
+    /// --report atomically each time: e.g. --report prometheus=FILE for node_exporter's
+    /// textfile collector. Read-only, no --verify.
+    #[arg(long, value_name = "DURATION", value_parser = crate::units::parse_duration)]
+    pub watch: Option<std::time::Duration>,
+    /// Serve the gauges of the last audit at http://ADDR/metrics (re-audits every --watch,
+    /// default 15s). Loopback only unless --listen-public.
+    #[arg(long, value_name = "ADDR")]
+    pub listen: Option<std::net::SocketAddr>,
+    /// Allow --listen on an address other than loopback: the gauges show this host's
+    /// limits to anyone who can reach it.
+    #[arg(long, requires = "listen")]
+    pub listen_public: bool,
 }
 
 /// Profile from --profile (or defaults), then flags on top; transport resolved.
@@ -196,7 +213,40 @@ pub fn run(a: AuditArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
     let started = Instant::now();
     audit::validate_skip(&a.skip)?;
     a.out.validate()?;
-    let profile = resolve_profile(&a)?;
+    let base = a.baseline.load(&[])?;
+    if a.watch.is_some() || a.listen.is_some() {
+        return watch::run(&a, &base, ctx);
+    }
+    let (r, outcome, written) = once(&a, &base)?;
+    let invalid_measurement = r
+        .findings
+        .iter()
+        .any(|f| f.verification.as_ref().is_some_and(|v| !v.valid));
+    if let Outcome::Nothing(why) = &outcome {
+        anyhow::bail!("audit: {why}");
+    }
+    let extra: Vec<(&std::path::Path, &[u8])> = written
+        .iter()
+        .map(|(p, t)| (p.as_path(), t.as_bytes()))
+        .collect();
+    a.out.write_with(ctx.color, &extra, |f, p| {
+        render(&r, f, a.fail_on, p, a.explain)
+    })?;
+    if let Outcome::Unmeasured(why) = &outcome {
+        eprintln!("rtcheck: audit: {why}");
+    }
+    Ok(match outcome {
+        Outcome::Clean if !invalid_measurement => ExitCode::SUCCESS,
+        _ => ExitCode::from(1),
+    })
+}
+
+/// One audit: the report (proxy findings, --verify, the baseline applied), its outcome,
+/// and the --write-baseline file to write with it.
+type Once = (FindingsReport, Outcome, Option<(PathBuf, String)>);
+
+fn once(a: &AuditArgs, base: &super::baseline::Loaded) -> anyhow::Result<Once> {
+    let profile = resolve_profile(a)?;
     let roots = Roots {
         procfs: a.procfs.clone(),
         sysfs: a.sysfs.clone(),
@@ -204,7 +254,7 @@ pub fn run(a: AuditArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
     };
     let mut r = build_report(profile, &roots, &a.skip)?;
     if !a.no_proxy_config {
-        r.findings.extend(proxy_findings(&a, &r.profile)?);
+        r.findings.extend(proxy_findings(a, &r.profile)?);
         r.summary = crate::findings::Summary::of(&r.findings);
     }
     if a.verify {
@@ -225,26 +275,14 @@ pub fn run(a: AuditArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
         // The header's duration is the whole run, the live experiments included.
         r.duration_ms = (started.elapsed().as_secs_f64() * 1e6).round() / 1000.0;
     }
-    let invalid_measurement = r
-        .findings
-        .iter()
-        .any(|f| f.verification.as_ref().is_some_and(|v| !v.valid));
+    let host = super::baseline::host_subject(super::baseline::hostname(&a.procfs));
+    let written = base.apply(&a.baseline, &mut r.findings, host)?;
+    r.summary = crate::findings::Summary::of(&r.findings);
     let outcome = outcome(
         &r.findings,
         a.fail_on,
         &audit::checks::required_ids(),
         &a.skip,
     );
-    if let Outcome::Nothing(why) = &outcome {
-        anyhow::bail!("audit: {why}");
-    }
-    a.out
-        .emit_with(ctx.color, |f, p| render(&r, f, a.fail_on, p, a.explain))?;
-    if let Outcome::Unmeasured(why) = &outcome {
-        eprintln!("rtcheck: audit: {why}");
-    }
-    Ok(match outcome {
-        Outcome::Clean if !invalid_measurement => ExitCode::SUCCESS,
-        _ => ExitCode::from(1),
-    })
+    Ok((r, outcome, written))
 }

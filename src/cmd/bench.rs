@@ -6,6 +6,7 @@ use crate::bench::fanout::{self, FanoutOptions};
 use crate::bench::idle::{self, IdleOptions, IdleProto};
 use crate::bench::loadgen::{self, LoadgenOptions};
 use crate::bench::scenario;
+use crate::report::gates;
 use crate::report::Format;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -192,6 +193,11 @@ pub struct FanoutArgs {
     pub transport: FanoutTransport,
     #[command(flatten)]
     pub out: OutputArgs<BenchFormats>,
+    /// Fail (exit 1) when a figure crosses EXPR, e.g. 'A.p999 < 45ms', 'lost_silently ==
+    /// 0' (every scenario): keys of the JSON report, at the top or in each of `scenarios`;
+    /// an unknown name is exit 2, an invalid run fails every threshold. Repeatable.
+    #[arg(long = "threshold", value_name = "EXPR", value_parser = crate::findings::threshold::parse)]
+    pub thresholds: Vec<crate::findings::threshold::Threshold>,
     /// Also write the JSON report here (atomically), whatever --format says.
     #[arg(long, value_name = "PATH")]
     pub save_json: Option<PathBuf>,
@@ -254,19 +260,80 @@ impl FanoutArgs {
 fn run_fanout(a: FanoutArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
     a.out.validate()?;
     let report = fanout::run(&a.options()?)?;
+    let invalid = invalid_scenarios(
+        report
+            .scenarios
+            .iter()
+            .map(|s| (s.name.as_str(), s.valid, s.notes.as_slice())),
+    );
+    let gated = gates(&a.thresholds, &report, invalid.as_deref());
+    let found = gated.as_ref().map_or(&[][..], Vec::as_slice);
     let render = |f: Format, p: crate::report::Palette| -> anyhow::Result<String> {
         Ok(match f {
-            Format::Json => crate::report::json::render(&report)?,
-            Format::Markdown => crate::report::markdown::bench::render(&report),
-            Format::Html => crate::report::html::bench::render(&report)?,
-            _ => crate::report::text::bench::render(&report, &p, a.explain),
+            Format::Json => crate::report::json::render(&with_thresholds(&report, found)?)?,
+            Format::Markdown => {
+                crate::report::markdown::bench::render(&report) + &gates::markdown(found)
+            }
+            Format::Html => gates::html(crate::report::html::bench::render(&report)?, found),
+            _ => {
+                crate::report::text::bench::render(&report, &p, a.explain) + &gates::text(found, p)
+            }
         })
     };
     if let Some(p) = &a.save_json {
-        crate::outfile::write_atomic(p, crate::report::json::render(&report)?.as_bytes())?;
+        let json = crate::report::json::render(&with_thresholds(&report, found)?)?;
+        crate::outfile::write_atomic(p, json.as_bytes())?;
     }
     a.out.emit_with(ctx.color, render)?;
-    Ok(exit_for(report.valid))
+    gate_exit(report.valid, gated)
+}
+
+/// Why a run is invalid for its thresholds: the first invalid scenario and its notes.
+pub fn invalid_scenarios<'a>(
+    mut s: impl Iterator<Item = (&'a str, bool, &'a [String])>,
+) -> Option<String> {
+    s.find(|(_, valid, _)| !valid)
+        .map(|(name, _, notes)| format!("scenario {name} invalid: {}", notes.join("; ")))
+}
+
+/// `--threshold` on a bench report's own JSON (at the top, or in each of `scenarios`).
+/// Err: a usage error (an unknown name), reported after the measured report is written,
+/// so a run of minutes is never thrown away for a typo.
+pub fn gates<T: serde::Serialize>(
+    ts: &[crate::findings::threshold::Threshold],
+    report: &T,
+    invalid: Option<&str>,
+) -> Result<Vec<crate::findings::Finding>, String> {
+    if ts.is_empty() {
+        return Ok(Vec::new());
+    }
+    let json = serde_json::to_value(report).map_err(|e| e.to_string())?;
+    crate::findings::threshold::evaluate(ts, &json, &["scenarios"], invalid)
+}
+
+/// The report's JSON with its threshold findings under `thresholds` (absent without any).
+pub fn with_thresholds<T: serde::Serialize>(
+    report: &T,
+    found: &[crate::findings::Finding],
+) -> anyhow::Result<serde_json::Value> {
+    let mut v = serde_json::to_value(report)?;
+    if !found.is_empty() {
+        v["thresholds"] = serde_json::to_value(found)?;
+    }
+    Ok(v)
+}
+
+/// Exit: 2 for an unknown threshold name (after the report), 1 for an invalid run or a
+/// crossed threshold, else 0.
+pub fn gate_exit(
+    valid: bool,
+    gated: Result<Vec<crate::findings::Finding>, String>,
+) -> anyhow::Result<ExitCode> {
+    let found = gated.map_err(anyhow::Error::msg)?;
+    let crossed = found
+        .iter()
+        .any(|f| f.status == crate::findings::Status::Fail);
+    Ok(exit_for(valid && !crossed))
 }
 
 #[derive(Debug, Clone, clap::Args)]
@@ -323,6 +390,35 @@ pub fn exit_for(valid: bool) -> ExitCode {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_invalid_scenario_fails_every_threshold_and_no_threshold_is_no_finding() {
+        let report = serde_json::json!({
+            "valid": false,
+            "scenarios": [{"name": "A", "p999_ms": 3.0, "valid": true, "notes": []},
+                          {"name": "C1", "p999_ms": null, "valid": false, "notes": ["starved"]}],
+        });
+        let notes = [vec![], vec!["starved".to_string()]];
+        let why = invalid_scenarios(
+            [
+                ("A", true, notes[0].as_slice()),
+                ("C1", false, notes[1].as_slice()),
+            ]
+            .into_iter(),
+        );
+        assert_eq!(why.as_deref(), Some("scenario C1 invalid: starved"));
+        let t = crate::findings::threshold::parse("A.p999 < 45ms").unwrap();
+        let found = gates(&[t], &report, why.as_deref()).unwrap();
+        assert_eq!(found[0].status, crate::findings::Status::Fail);
+        assert!(
+            found[0].observed.contains("scenario C1 invalid"),
+            "{found:?}"
+        );
+        assert_eq!(gate_exit(true, Ok(found)).unwrap(), ExitCode::from(1));
+        assert!(gates(&[], &report, why.as_deref()).unwrap().is_empty());
+        let v = with_thresholds(&report, &[]).unwrap();
+        assert!(v.get("thresholds").is_none());
+    }
     use clap::Parser;
 
     #[derive(Parser)]

@@ -1,8 +1,9 @@
 //! `rtcheck bench cluster`: flags to options, run the scenarios, render, write.
+use super::bench;
 use super::output::{ClusterFormats, OutputArgs};
 use super::{parse_count, parse_rate, Ctx};
 use crate::cluster::{self, ClusterOptions, Kind};
-use crate::report::Format;
+use crate::report::{gates, Format};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -64,6 +65,11 @@ pub struct ClusterArgs {
     pub drain: Duration,
     #[command(flatten)]
     pub out: OutputArgs<ClusterFormats>,
+    /// Fail (exit 1) when a figure crosses EXPR, e.g. 'lost_silently == 0',
+    /// 'one-path.p99 < 50ms': keys of the JSON report, at the top or in each of
+    /// `scenarios`; an unknown name is exit 2, an invalid run fails every threshold.
+    #[arg(long = "threshold", value_name = "EXPR", value_parser = crate::findings::threshold::parse)]
+    pub thresholds: Vec<crate::findings::threshold::Threshold>,
     /// Also write the JSON report here (atomically), whatever --format says.
     #[arg(long, value_name = "PATH")]
     pub save_json: Option<PathBuf>,
@@ -98,20 +104,31 @@ impl ClusterArgs {
 pub fn run(a: ClusterArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
     a.out.validate()?;
     let report = cluster::run::run(&a.options())?;
+    let invalid = bench::invalid_scenarios(
+        report
+            .scenarios
+            .iter()
+            .map(|s| (s.name.as_str(), s.valid, s.notes.as_slice())),
+    );
+    let gated = bench::gates(&a.thresholds, &report, invalid.as_deref());
+    let found = gated.as_ref().map_or(&[][..], Vec::as_slice);
     let render = |f: Format, p: crate::report::Palette| -> anyhow::Result<String> {
         Ok(match f {
-            Format::Json => crate::report::json::render(&report)?,
-            Format::Yaml => crate::report::yaml::render(&report)?,
-            Format::Markdown => crate::report::markdown::cluster::render(&report),
-            Format::Html => crate::report::html::cluster::render(&report)?,
-            _ => crate::report::text::cluster::render(&report, &p),
+            Format::Json => crate::report::json::render(&bench::with_thresholds(&report, found)?)?,
+            Format::Yaml => crate::report::yaml::render(&bench::with_thresholds(&report, found)?)?,
+            Format::Markdown => {
+                crate::report::markdown::cluster::render(&report) + &gates::markdown(found)
+            }
+            Format::Html => gates::html(crate::report::html::cluster::render(&report)?, found),
+            _ => crate::report::text::cluster::render(&report, &p) + &gates::text(found, p),
         })
     };
     if let Some(p) = &a.save_json {
-        crate::outfile::write_atomic(p, crate::report::json::render(&report)?.as_bytes())?;
+        let json = crate::report::json::render(&bench::with_thresholds(&report, found)?)?;
+        crate::outfile::write_atomic(p, json.as_bytes())?;
     }
     a.out.emit_with(ctx.color, render)?;
-    Ok(super::bench::exit_for(report.valid))
+    bench::gate_exit(report.valid, gated)
 }
 
 #[cfg(test)]

@@ -86,6 +86,8 @@ pub struct DeliveryFlags {
     /// `runs`; an unknown name is exit 2. Repeatable.
     #[arg(long = "threshold", value_name = "EXPR", value_parser = crate::findings::threshold::parse)]
     pub thresholds: Vec<crate::findings::threshold::Threshold>,
+    #[command(flatten)]
+    pub baseline: super::baseline::BaselineArgs,
 }
 
 /// `--ring`: a bare number is messages, a size with a unit is bytes (rounded up to
@@ -443,6 +445,7 @@ pub fn run(
     quiet: bool,
 ) -> anyhow::Result<ExitCode> {
     out.validate()?;
+    let base = f.baseline.load(&[])?;
     let o = options(f, connections, timeout)?;
     o.validate()?;
     crate::sys::signal::install_interrupt_handler();
@@ -454,8 +457,13 @@ pub fn run(
         .iter()
         .any(|t| t.status == crate::findings::Status::Fail);
     r.findings.extend(found);
+    let written = base.apply(&f.baseline, &mut r.findings, |_| Default::default())?;
     r.summary = crate::findings::Summary::of(&r.findings);
-    out.emit_with(ctx.color, |f, p| render(&r, f, &p))?;
+    let extra: Vec<(&std::path::Path, &[u8])> = written
+        .iter()
+        .map(|(p, t)| (p.as_path(), t.as_bytes()))
+        .collect();
+    out.write_with(ctx.color, &extra, |f, p| render(&r, f, &p))?;
     Ok(if f.fail_on.trips(&r.summary) || crossed {
         ExitCode::from(1)
     } else {
@@ -465,8 +473,14 @@ pub fn run(
 
 pub fn render(r: &DeliveryReport, format: Format, p: &Palette) -> anyhow::Result<String> {
     Ok(match format {
-        Format::Text => crate::report::text::delivery::render(r, p),
-        Format::Markdown => crate::report::markdown::delivery::render(r),
+        Format::Text => {
+            crate::report::text::delivery::render(r, p)
+                + &crate::report::gates::text(&gate_findings(r, true), *p)
+        }
+        Format::Markdown => {
+            crate::report::markdown::delivery::render(r)
+                + &crate::report::gates::markdown(&gate_findings(r, false))
+        }
         Format::Json => crate::report::json::render(r)?,
         Format::Yaml => crate::report::yaml::render(r)?,
         Format::Junit => crate::report::junit::render(&as_findings(r), FailOn::Fail)?,
@@ -475,6 +489,20 @@ pub fn render(r: &DeliveryReport, format: Format, p: &Palette) -> anyhow::Result
         Format::Sarif => crate::report::sarif::render(&as_findings(r))?,
         Format::Prometheus => anyhow::bail!("verify delivery has no prometheus format"),
     })
+}
+
+/// The findings delivery's own text has no line for: thresholds, baseline problems and
+/// (`suppressed`: markdown lists them already, with their reason) accepted findings.
+fn gate_findings(r: &DeliveryReport, suppressed: bool) -> Vec<crate::findings::Finding> {
+    r.findings
+        .iter()
+        .filter(|f| {
+            f.id.starts_with("threshold:")
+                || f.id == crate::findings::baseline::ID
+                || (suppressed && f.status == crate::findings::Status::Suppressed)
+        })
+        .cloned()
+        .collect()
 }
 
 fn as_findings(r: &DeliveryReport) -> FindingsReport {

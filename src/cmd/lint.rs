@@ -96,6 +96,8 @@ pub struct LintArgs {
     pub follow_includes: bool,
     #[command(flatten)]
     pub out: OutputArgs<AllFormats>,
+    #[command(flatten)]
+    pub baseline: super::baseline::BaselineArgs,
     /// Lowest status that makes the exit code 1.
     #[arg(long, value_enum, default_value_t = FailOn::Fail)]
     pub fail_on: FailOn,
@@ -263,8 +265,12 @@ pub fn read_stdin() -> anyhow::Result<String> {
 pub fn run(a: LintArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
     validate_skip(&a.skip)?;
     a.out.validate()?;
+    let base = a.baseline.load(&[])?;
     let (profile, w) = workload(&a)?;
-    let r = build_report(&a, profile, &w).map_err(|e| anyhow::anyhow!("lint: {e:#}"))?;
+    let mut r = build_report(&a, profile, &w).map_err(|e| anyhow::anyhow!("lint: {e:#}"))?;
+    let in_file = super::baseline::host_subject(None);
+    let written = base.apply(&a.baseline, &mut r.findings, in_file)?;
+    r.summary = crate::findings::Summary::of(&r.findings);
     let outcome = outcome(&r.findings, a.fail_on, &[], &a.skip);
     if let Outcome::Nothing(_) = &outcome {
         let why = r
@@ -274,7 +280,11 @@ pub fn run(a: LintArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
             .unwrap_or_default();
         anyhow::bail!("lint: nothing could be checked: {why}");
     }
-    a.out.emit_with(ctx.color, |f, p| {
+    let extra: Vec<(&std::path::Path, &[u8])> = written
+        .iter()
+        .map(|(p, t)| (p.as_path(), t.as_bytes()))
+        .collect();
+    a.out.write_with(ctx.color, &extra, |f, p| {
         super::audit::render(&r, f, a.fail_on, p, a.explain)
     })?;
     Ok(match outcome {

@@ -4,6 +4,7 @@
 //! Layers point down: data (units, evidence, checklist, profile) <- domain (findings,
 //! choose, audit, verify, bench, net, review) <- report (models, one renderer per format) <- cmd.
 pub mod audit;
+pub mod baseline;
 pub mod bench;
 pub mod bench_cluster;
 pub mod budget;

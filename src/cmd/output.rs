@@ -95,12 +95,13 @@ format_set!(
     ChooseFormats = [Text, Json, Yaml, Markdown, Html]
 );
 format_set!(
-    /// audit, verify, review, probe, lint: every format, CI formats (junit, github, sarif) and HTML.
+    /// verify and lint: every format, CI formats (junit, github, sarif) and HTML.
     AllFormats = [Text, Json, Yaml, Markdown, Junit, Github, Html, Sarif]
 );
 
 format_set!(
-    /// audit and review: every format, and Prometheus gauges for a fleet's node_exporter.
+    /// audit, review and probe: every format, and Prometheus gauges for a fleet's
+    /// node_exporter.
     GaugeFormats = [Text, Json, Yaml, Markdown, Junit, Github, Html, Sarif, Prometheus]
 );
 format_set!(

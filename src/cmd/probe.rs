@@ -1,6 +1,6 @@
 //! `rtcheck probe`: flags to `probe::Options`, the run over the URLs (`crate::probe`), the
 //! report in the chosen format.
-use super::output::{AllFormats, OutputArgs};
+use super::output::{GaugeFormats, OutputArgs};
 use super::Ctx;
 use crate::findings::{FailOn, Finding, Status, Summary};
 use crate::probe::target::{parse_header, Target};
@@ -91,7 +91,9 @@ pub struct ProbeArgs {
     #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = crate::units::parse_duration)]
     pub head_timeout: Duration,
     #[command(flatten)]
-    pub out: OutputArgs<AllFormats>,
+    pub out: OutputArgs<GaugeFormats>,
+    #[command(flatten)]
+    pub baseline: super::baseline::BaselineArgs,
     /// Lowest status that makes the exit code 1.
     #[arg(long, value_enum, default_value_t = FailOn::Fail)]
     pub fail_on: FailOn,
@@ -222,6 +224,7 @@ pub fn run(a: ProbeArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
         None => Profile::default(),
     };
     a.out.validate()?;
+    let base = a.baseline.load(&[])?;
     let mut r = report(&a, profile)?;
     let json = serde_json::to_value(&r)?;
     let found = crate::findings::threshold::evaluate(&a.thresholds, &json, &["findings"], None)
@@ -230,9 +233,15 @@ pub fn run(a: ProbeArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
         .iter()
         .any(|t| t.status == crate::findings::Status::Fail);
     r.findings.extend(found);
+    let subject = super::baseline::url_subject(|f| probe::url_of(f).map(String::from));
+    let written = base.apply(&a.baseline, &mut r.findings, subject)?;
     r.summary = crate::findings::Summary::of(&r.findings);
+    let extra: Vec<(&std::path::Path, &[u8])> = written
+        .iter()
+        .map(|(p, t)| (p.as_path(), t.as_bytes()))
+        .collect();
     a.out
-        .emit_with(ctx.color, |f, p| render(&r, f, a.fail_on, p))?;
+        .write_with(ctx.color, &extra, |f, p| render(&r, f, a.fail_on, p))?;
     Ok(if tripped(&a, &r) || crossed {
         ExitCode::from(1)
     } else {
@@ -327,6 +336,11 @@ pub fn render(
         Format::Markdown => report::markdown::probe::render(r),
         Format::Junit => report::junit::render_named(r, fail_on, &probe::case_name)?,
         Format::Html => report::html::probe::render(r)?,
+        Format::Prometheus => {
+            report::prometheus::render_with(r, report::prometheus::unix_now(), &|f| {
+                probe::url_of(f).map(String::from)
+            })
+        }
         f => super::audit::render(r, f, fail_on, p, false)?,
     })
 }

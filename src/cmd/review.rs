@@ -63,6 +63,8 @@ pub struct ReviewArgs {
     // markdown is a summary fit for a PR comment; junit and github for CI.
     #[command(flatten)]
     pub out: OutputArgs<GaugeFormats>,
+    #[command(flatten)]
+    pub baseline: super::baseline::BaselineArgs,
     /// Lowest status that makes the exit code 1 (no and broken rules fail; later and
     /// unanswered warn).
     #[arg(long, value_enum, default_value_t = FailOn::Fail)]
@@ -190,6 +192,7 @@ pub fn run_with(
     ctx: Ctx,
 ) -> anyhow::Result<bool> {
     let start = Instant::now();
+    let base = a.baseline.load(&[])?;
     let (selected, left_out) = crate::review::select(&a.checklist, &a.only, &profile)?;
     let mut ms = Vec::new();
     for f in &a.evidence {
@@ -206,7 +209,9 @@ pub fn run_with(
         &profile,
         ctx,
     )?;
-    let (findings, items) = evaluate::evaluate(&selected, &ans, &ms, &profile);
+    let (mut findings, items) = evaluate::evaluate(&selected, &ans, &ms, &profile);
+    // A review is about the design, not a host or a file: entries match by check id.
+    let written = base.apply(&a.baseline, &mut findings, |_| Default::default())?;
     let ms_total = start.elapsed().as_secs_f64() * 1000.0;
     let r = ReviewReport {
         notes: crate::review::notes(&profile, profile_given),
@@ -215,8 +220,9 @@ pub fn run_with(
         left_out,
     };
     let saved = ans.to_yaml();
-    let save: Vec<(&std::path::Path, &[u8])> =
+    let mut save: Vec<(&std::path::Path, &[u8])> =
         save.iter().map(|s| (*s, saved.as_bytes())).collect();
+    save.extend(written.iter().map(|(p, t)| (p.as_path(), t.as_bytes())));
     a.out
         .write_with(ctx.color, &save, |f, p| render(&r, f, a.fail_on, p))?;
     Ok(a.fail_on.trips(&r.report.summary))

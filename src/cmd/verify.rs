@@ -158,6 +158,10 @@ pub fn run(a: VerifyArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
     if !a.delivery.thresholds.is_empty() {
         anyhow::bail!("--threshold applies to `verify delivery` only");
     }
+    if a.delivery.baseline.baseline.is_some() || a.delivery.baseline.write_baseline.is_some() {
+        // A measurement is valid or not: an invalid one is never accepted away.
+        anyhow::bail!("--baseline and --write-baseline apply to `verify delivery` only");
+    }
     a.out.validate()?;
     let wanted = verify::select(&a.names)?;
     let opts = a.options();

@@ -183,17 +183,19 @@ fn finding(
 /// A finding's JUnit name: its id and the URL it is about (the end of its title), without
 /// the query, so names do not repeat over several URLs and never carry a token.
 pub fn case_name(f: &Finding) -> String {
+    match url_of(f) {
+        Some(url) => format!("{} {}", f.id, url.split(['?', '#']).next().unwrap_or(url)),
+        None => f.id.clone(),
+    }
+}
+
+/// The URL a finding is about (redacted, as its title ends), when it names one.
+pub fn url_of(f: &Finding) -> Option<&str> {
     let at = ["ws://", "wss://", "http://", "https://"]
         .iter()
         .filter_map(|s| f.title.rfind(&format!(": {s}")))
-        .max();
-    match at {
-        Some(i) => {
-            let url = &f.title[i + 2..];
-            format!("{} {}", f.id, url.split(['?', '#']).next().unwrap_or(url))
-        }
-        None => f.id.clone(),
-    }
+        .max()?;
+    Some(&f.title[at + 2..])
 }
 
 /// All checks of one URL, in report order; `skip` ids become skipped by request.

@@ -21,6 +21,10 @@ pub const PER_LEVEL: usize = 10;
 /// One finding's annotation message: observed, expected, rule, fix, commands.
 fn message(f: &crate::findings::Finding) -> String {
     let mut msg = format!("{}\nexpected: {}\nrule: {}", f.observed, f.expected, f.rule);
+    if f.status == Status::Suppressed {
+        let why = f.reason.as_deref().unwrap_or("accepted by the baseline");
+        msg = format!("suppressed: {why}\n{msg}");
+    }
     if !f.fix.summary.is_empty() {
         msg.push_str(&format!("\nfix: {}", f.fix.summary));
     }
@@ -81,7 +85,11 @@ fn grouped(r: &FindingsReport, level: &str, rest: &[&crate::findings::Finding]) 
             "rtcheck {}: {} more {}",
             r.kind,
             rest.len(),
-            if level == "error" { "failures" } else { "warnings" }
+            match level {
+                "error" => "failures",
+                "warning" => "warnings",
+                _ => "suppressed findings",
+            }
         )),
         data(&format!(
             "{}\nEvery finding in full: --report markdown=$GITHUB_STEP_SUMMARY writes the report to the step summary.",
@@ -92,7 +100,11 @@ fn grouped(r: &FindingsReport, level: &str, rest: &[&crate::findings::Finding]) 
 
 pub fn render(r: &FindingsReport) -> String {
     let mut out = String::new();
-    for (level, status) in [("error", Status::Fail), ("warning", Status::Warn)] {
+    for (level, status) in [
+        ("error", Status::Fail),
+        ("warning", Status::Warn),
+        ("notice", Status::Suppressed),
+    ] {
         let all: Vec<_> = r.findings.iter().filter(|f| f.status == status).collect();
         // All of them when they fit; else PER_LEVEL - 1 and one grouped for the rest.
         let shown = if all.len() <= PER_LEVEL {

@@ -73,6 +73,15 @@ pub fn render_named(
             let mut s = TestCaseStatus::skipped();
             s.set_message(f.reason.clone().unwrap_or_else(|| "skipped".into()));
             s
+        } else if f.status == Status::Suppressed {
+            // Accepted by the baseline: shown as skipped, the message says why.
+            let mut s = TestCaseStatus::skipped();
+            s.set_message(format!(
+                "suppressed: {}",
+                f.reason.as_deref().unwrap_or("accepted by the baseline")
+            ))
+            .set_type("suppressed");
+            s
         } else if failing {
             let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
             s.set_message(format!("{}: {}", f.status.as_str(), f.observed))
@@ -94,7 +103,7 @@ pub fn render_named(
     let skipped = r
         .findings
         .iter()
-        .filter(|f| f.status == Status::Skip)
+        .filter(|f| matches!(f.status, Status::Skip | Status::Suppressed))
         .count();
     Ok(report.to_string()?.replacen(
         "<testsuite name=",

@@ -64,7 +64,7 @@ impl Palette {
             Pass => self.good(s),
             Warn => self.warn(s),
             Fail => self.bad(s),
-            Skip => self.dim(s),
+            Skip | Suppressed => self.dim(s),
         }
     }
 }

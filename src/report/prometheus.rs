@@ -6,7 +6,16 @@ use crate::findings::Status;
 use crate::report::FindingsReport;
 use std::fmt::Write;
 
-const STATUSES: [Status; 4] = [Status::Pass, Status::Warn, Status::Fail, Status::Skip];
+/// The exposition format's content type (version 0.0.4, what node_exporter serves).
+pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+const STATUSES: [Status; 5] = [
+    Status::Pass,
+    Status::Warn,
+    Status::Fail,
+    Status::Skip,
+    Status::Suppressed,
+];
 
 /// A label value escaped as the exposition format wants (`\`, `"`, newline).
 fn label(v: &str) -> String {
@@ -35,6 +44,25 @@ fn head(out: &mut String, name: &str, help: &str) {
 /// node_exporter state-set convention), its machine numbers, the counts per status, the
 /// run's duration and its time (`now`, Unix seconds: passed in, so this stays pure).
 pub fn render(r: &FindingsReport, now: f64) -> String {
+    render_with(r, now, &|_| None)
+}
+
+/// [`render`] with a `url` label on every per-check gauge (probe: one set per URL; the
+/// URL is printed through crate::redact, never with its secrets, and without its query:
+/// a label names the endpoint, and query values would only add series). `url_of` None:
+/// no label.
+pub fn render_with(
+    r: &FindingsReport,
+    now: f64,
+    url_of: &dyn Fn(&crate::findings::Finding) -> Option<String>,
+) -> String {
+    let url = |f: &crate::findings::Finding| {
+        url_of(f).map_or(String::new(), |u| {
+            let shown = crate::redact::url(&u);
+            let endpoint = shown.split(['?', ';']).next().unwrap_or("");
+            format!(",url=\"{}\"", label(endpoint))
+        })
+    };
     let mut out = String::new();
     head(
         &mut out,
@@ -45,8 +73,9 @@ pub fn render(r: &FindingsReport, now: f64) -> String {
         for s in STATUSES {
             let _ = writeln!(
                 out,
-                "rtcheck_check_status{{check=\"{}\",status=\"{}\"}} {}",
+                "rtcheck_check_status{{check=\"{}\"{},status=\"{}\"}} {}",
                 label(&f.id),
+                url(f),
                 s.as_str(),
                 u8::from(f.status == s)
             );
@@ -61,12 +90,34 @@ pub fn render(r: &FindingsReport, now: f64) -> String {
         for (k, v) in &f.numbers {
             let _ = writeln!(
                 out,
-                "rtcheck_check_value{{check=\"{}\",key=\"{}\"}} {}",
+                "rtcheck_check_value{{check=\"{}\"{},key=\"{}\"}} {}",
                 label(&f.id),
+                url(f),
                 label(k),
                 num(*v)
             );
         }
+    }
+    let accepted: Vec<_> = r
+        .findings
+        .iter()
+        .filter(|f| f.status == Status::Suppressed)
+        .collect();
+    if !accepted.is_empty() {
+        head(
+            &mut out,
+            "rtcheck_check_suppressed",
+            "A check the baseline accepted, with the entry's reason (always 1).",
+        );
+    }
+    for f in accepted {
+        let _ = writeln!(
+            out,
+            "rtcheck_check_suppressed{{check=\"{}\"{},reason=\"{}\"}} 1",
+            label(&f.id),
+            url(f),
+            label(f.reason.as_deref().unwrap_or(""))
+        );
     }
     head(
         &mut out,
@@ -79,6 +130,7 @@ pub fn render(r: &FindingsReport, now: f64) -> String {
         ("warn", s.warn),
         ("fail", s.fail),
         ("skip", s.skip),
+        ("suppressed", s.suppressed),
     ] {
         let _ = writeln!(out, "rtcheck_checks{{status=\"{st}\"}} {n}");
     }
@@ -172,6 +224,58 @@ mod tests {
         assert_eq!(gauge("rtcheck_run_duration_seconds", &[]), 0.0025);
         // Gauges only: nothing that grows between runs.
         assert!(!text.contains("counter"));
-        assert!(text.lines().filter(|l| l.starts_with(st)).count() == 8);
+        assert!(text.lines().filter(|l| l.starts_with(st)).count() == 10);
+    }
+}
+
+#[cfg(test)]
+mod url_tests {
+    use super::*;
+    use crate::findings::{Finding, Fix};
+
+    #[test]
+    fn probe_gauges_carry_a_redacted_url_label_per_url() {
+        let f = |url: &str, status| Finding {
+            id: "sse-buffering".into(),
+            title: format!("SSE buffering: {url}"),
+            status,
+            observed: String::new(),
+            expected: String::new(),
+            rule: String::new(),
+            reason: None,
+            evidence: Vec::new(),
+            fix: Fix::default(),
+            verify: None,
+            verification: None,
+            numbers: Default::default(),
+            location: None,
+        };
+        let fs = vec![
+            f("https://u:secret@a.test/sse?token=abc", Status::Fail),
+            f("https://b.test/sse", Status::Pass),
+        ];
+        let r = FindingsReport::new("probe", Default::default(), None, fs, 1.0);
+        let text = render_with(&r, 1.0, &|f| f.title.split(": ").nth(1).map(String::from));
+        assert!(!text.contains("secret") && !text.contains("abc"), "{text}");
+        let scrape =
+            prometheus_parse::Scrape::parse(text.lines().map(|l| Ok(l.to_string()))).unwrap();
+        let one = |url: &str, st: &str| {
+            scrape
+                .samples
+                .iter()
+                .find(|s| {
+                    s.metric == "rtcheck_check_status"
+                        && s.labels.get("url") == Some(url)
+                        && s.labels.get("status") == Some(st)
+                })
+                .map(|s| match s.value {
+                    prometheus_parse::Value::Gauge(v) => v,
+                    _ => panic!("not a gauge"),
+                })
+                .unwrap_or_else(|| panic!("no {url} {st} in\n{text}"))
+        };
+        assert_eq!(one("https://u:***@a.test/sse", "fail"), 1.0);
+        assert_eq!(one("https://b.test/sse", "pass"), 1.0);
+        assert_eq!(one("https://b.test/sse", "fail"), 0.0);
     }
 }

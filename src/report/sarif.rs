@@ -29,6 +29,8 @@ fn level_kind(s: Status) -> (&'static str, &'static str) {
         Status::Warn => ("warning", "fail"),
         Status::Pass => ("none", "pass"),
         Status::Skip => ("none", "open"),
+        // Still a finding, accepted: GitHub lists it as dismissed (`suppressions`).
+        Status::Suppressed => ("note", "fail"),
     }
 }
 
@@ -83,14 +85,22 @@ pub fn render(r: &FindingsReport) -> anyhow::Result<String> {
                     "kind": "resource",
                 }]}),
             };
-            json!({
+            let mut result = json!({
                 "ruleId": f.id,
                 "ruleIndex": ids.iter().position(|i| *i == f.id).unwrap_or(0),
                 "level": level,
                 "kind": kind,
                 "message": {"text": text},
                 "locations": [location],
-            })
+            });
+            if f.status == Status::Suppressed {
+                result["suppressions"] = json!([{
+                    "kind": "external",
+                    "status": "accepted",
+                    "justification": f.reason.clone().unwrap_or_default(),
+                }]);
+            }
+            result
         })
         .collect();
     let log = json!({

@@ -68,7 +68,12 @@ pub(super) fn card(i: usize, f: &Finding, anchor: &str) -> String {
         esc(&f.rule)
     ));
     if let Some(r) = &f.reason {
-        b.push_str(&format!("<tr><th>skipped</th><td>{}</td></tr>", esc(r)));
+        let th = if f.status == Status::Suppressed {
+            "suppressed"
+        } else {
+            "skipped"
+        };
+        b.push_str(&format!("<tr><th>{th}</th><td>{}</td></tr>", esc(r)));
     }
     for (k, v) in &f.numbers {
         b.push_str(&format!(

@@ -78,7 +78,7 @@ fn section(n: usize, url: &str, r: &FindingsReport) -> String {
     );
     for (_, f) in &mine {
         let observed = match (f.status, &f.reason) {
-            (Status::Skip, Some(reason)) => reason.as_str(),
+            (Status::Skip | Status::Suppressed, Some(reason)) => reason.as_str(),
             _ => f.observed.as_str(),
         };
         b.push_str(&format!(

@@ -12,6 +12,7 @@ fn icon(s: Status) -> &'static str {
         Status::Warn => "⚠️ warn",
         Status::Fail => "❌ fail",
         Status::Skip => "⏭️ skip",
+        Status::Suppressed => "🔕 suppressed",
     }
 }
 
@@ -73,12 +74,13 @@ pub fn render(r: &FindingsReport) -> String {
         )
     };
     let mut out = format!(
-        "## rtcheck {}: {what}\n\n**{} fail, {} warn, {} pass, {} skip** in {} ms{}\n\n",
+        "## rtcheck {}: {what}\n\n**{} fail, {} warn, {} pass, {} skip{}** in {} ms{}\n\n",
         r.kind,
         s.fail,
         s.warn,
         s.pass,
         s.skip,
+        crate::report::text::audit::suppressed_count(s),
         r.duration_ms,
         r.target
             .as_deref()
@@ -88,7 +90,7 @@ pub fn render(r: &FindingsReport) -> String {
     out.push_str("| status | check | observed | expected |\n|---|---|---|---|\n");
     for f in &r.findings {
         let observed = match (&f.status, &f.reason) {
-            (Status::Skip, Some(reason)) => reason.clone(),
+            (Status::Skip | Status::Suppressed, Some(reason)) => reason.clone(),
             _ => f.observed.clone(),
         };
         out.push_str(&format!(

@@ -13,6 +13,7 @@ fn icon(s: Status) -> &'static str {
         Status::Warn => "⚠️ warn",
         Status::Fail => "❌ fail",
         Status::Skip => "⏭️ skip",
+        Status::Suppressed => "🔕 suppressed",
     }
 }
 
@@ -24,11 +25,12 @@ fn split_title(f: &Finding) -> (&str, &str) {
 pub fn render(r: &FindingsReport) -> String {
     let s = &r.summary;
     let mut out = format!(
-        "## rtcheck probe\n\n**{} fail, {} warn, {} pass, {} skip** in {:.1} s\n",
+        "## rtcheck probe\n\n**{} fail, {} warn, {} pass, {} skip{}** in {:.1} s\n",
         s.fail,
         s.warn,
         s.pass,
         s.skip,
+        crate::report::text::audit::suppressed_count(s),
         r.duration_ms / 1000.0
     );
     if r.findings
@@ -56,7 +58,7 @@ pub fn render(r: &FindingsReport) -> String {
         ));
         for f in r.findings.iter().filter(|f| split_title(f).1 == u) {
             let observed = match (&f.status, &f.reason) {
-                (Status::Skip, Some(reason)) => reason,
+                (Status::Skip | Status::Suppressed, Some(reason)) => reason,
                 _ => &f.observed,
             };
             out.push_str(&format!(

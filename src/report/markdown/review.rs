@@ -14,17 +14,19 @@ fn icon(s: Status) -> &'static str {
         Status::Warn => "⚠️",
         Status::Fail => "❌",
         Status::Skip => "➖",
+        Status::Suppressed => "🔕",
     }
 }
 
 pub fn render(r: &ReviewReport) -> String {
     let s = &r.report.summary;
     let mut out = format!(
-        "## rtcheck review\n\n**{} fail, {} warn, {} pass, {} n/a** ({} measured, {} declared, {} unanswered)\n\n",
+        "## rtcheck review\n\n**{} fail, {} warn, {} pass, {} n/a{}** ({} measured, {} declared, {} unanswered)\n\n",
         s.fail,
         s.warn,
         s.pass,
         s.skip,
+        crate::report::text::audit::suppressed_count(s),
         r.count(Source::Measured),
         r.count(Source::Declared),
         r.count(Source::Unanswered)
@@ -69,7 +71,7 @@ pub fn render(r: &ReviewReport) -> String {
         .report
         .findings
         .iter()
-        .filter(|f| matches!(f.status, Status::Pass | Status::Skip))
+        .filter(|f| matches!(f.status, Status::Pass | Status::Skip | Status::Suppressed))
         .collect();
     if !settled.is_empty() {
         out.push_str(&format!(
@@ -79,6 +81,9 @@ pub fn render(r: &ReviewReport) -> String {
         for f in settled {
             let what = match f.status {
                 Status::Skip => format!("n/a: {}", f.reason.as_deref().unwrap_or("")),
+                Status::Suppressed => {
+                    format!("suppressed: {}", f.reason.as_deref().unwrap_or(""))
+                }
                 _ => f.observed.clone(),
             };
             out.push_str(&format!(

@@ -18,7 +18,7 @@ fn status_cell(st: Status, colour: bool) -> Cell {
         Status::Pass => c.fg(Color::Green),
         Status::Warn => c.fg(Color::Yellow),
         Status::Fail => c.fg(Color::Red).add_attribute(Attribute::Bold),
-        Status::Skip => c.add_attribute(Attribute::Dim),
+        Status::Skip | Status::Suppressed => c.add_attribute(Attribute::Dim),
     }
 }
 
@@ -83,18 +83,46 @@ pub fn summary_line(r: &FindingsReport, pal: Palette) -> String {
         format!("{} ms", r.duration_ms)
     };
     format!(
-        "{} fail, {} warn, {} pass, {} skip{invalid} in {took}\n",
+        "{} fail, {} warn, {} pass, {} skip{}{invalid} in {took}\n",
         pal.bad(&s.fail.to_string()),
         pal.warn(&s.warn.to_string()),
         pal.good(&s.pass.to_string()),
         s.skip,
+        suppressed_count(s),
     )
+}
+
+/// `, N suppressed` when the baseline accepted any (nothing otherwise: most runs have none).
+pub fn suppressed_count(s: &crate::report::Summary) -> String {
+    if s.suppressed > 0 {
+        format!(", {} suppressed", s.suppressed)
+    } else {
+        String::new()
+    }
+}
+
+/// Findings the baseline accepted, one line each with the entry's reason, whole.
+pub fn suppressed_lines(findings: &[Finding], pal: Palette) -> String {
+    let mut out = String::new();
+    for f in findings.iter().filter(|f| f.status == Status::Suppressed) {
+        let reason = f.reason.as_deref().unwrap_or("accepted by the baseline");
+        out.push_str(&wrap(
+            &format!("{}: {}", f.id, crate::report::plain(reason)),
+            pal.width,
+            &format!("{} ", pal.status(Status::Suppressed)),
+            "       ",
+        ));
+    }
+    if !out.is_empty() {
+        out.insert(0, '\n');
+    }
+    out
 }
 
 /// What the table shows as observed: the reason for a check that read nothing.
 fn observed(f: &Finding) -> &str {
     match (&f.status, &f.reason) {
-        (Status::Skip, Some(reason)) => reason,
+        (Status::Skip | Status::Suppressed, Some(reason)) => reason,
         _ => &f.observed,
     }
 }
@@ -294,6 +322,7 @@ pub fn render(r: &FindingsReport, pal: Palette, explain_all: bool) -> String {
             ));
         }
     }
+    out.push_str(&suppressed_lines(&r.findings, pal));
     // `audit --verify`: passing checks have no details block, so their live
     // measurements are listed here, one line each.
     let passed: Vec<_> = r

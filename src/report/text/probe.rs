@@ -86,12 +86,13 @@ pub fn render(r: &FindingsReport, pal: Palette) -> String {
         pal.good("PASS")
     };
     let mut out = format!(
-        "{} {verdict}: {} fail, {} warn, {} pass, {} skip\n",
+        "{} {verdict}: {} fail, {} warn, {} pass, {} skip{}\n",
         pal.bold("rtcheck probe"),
         s.fail,
         s.warn,
         s.pass,
-        s.skip
+        s.skip,
+        super::audit::suppressed_count(s)
     );
     let mut urls: Vec<&str> = Vec::new();
     for f in &r.findings {
@@ -111,7 +112,7 @@ pub fn render(r: &FindingsReport, pal: Palette) -> String {
         t.force_no_tty();
         for f in r.findings.iter().filter(|f| split_title(f).1 == *u) {
             let observed = match (&f.status, &f.reason) {
-                (Status::Skip, Some(reason)) => reason.clone(),
+                (Status::Skip | Status::Suppressed, Some(reason)) => reason.clone(),
                 _ => f.observed.clone(),
             };
             let observed = crate::report::plain(&observed).into_owned();
@@ -124,15 +125,21 @@ pub fn render(r: &FindingsReport, pal: Palette) -> String {
         for line in t.to_string().replace(GLUE, " ").lines() {
             // Colour the status word after layout, so widths stay right.
             let line = line.trim_end();
-            let colored = [Status::Fail, Status::Warn, Status::Pass, Status::Skip]
-                .iter()
-                .find_map(|st| {
-                    let w = st.as_str();
-                    line.trim_start()
-                        .strip_prefix(w)
-                        .map(|rest| format!(" {}{rest}", pal.status(*st)))
-                })
-                .unwrap_or_else(|| line.to_string());
+            let colored = [
+                Status::Fail,
+                Status::Warn,
+                Status::Pass,
+                Status::Skip,
+                Status::Suppressed,
+            ]
+            .iter()
+            .find_map(|st| {
+                let w = st.as_str();
+                line.trim_start()
+                    .strip_prefix(w)
+                    .map(|rest| format!(" {}{rest}", pal.status(*st)))
+            })
+            .unwrap_or_else(|| line.to_string());
             out.push_str(&colored);
             out.push('\n');
         }

@@ -36,8 +36,12 @@ fn wrap(text: &str, indent: &str, width: usize) -> String {
 pub fn render(r: &ReviewReport, pal: Palette) -> String {
     let s = &r.report.summary;
     let mut out = pal.bold(&format!(
-        "rtcheck review: {} fail, {} warn, {} pass, {} n/a",
-        s.fail, s.warn, s.pass, s.skip
+        "rtcheck review: {} fail, {} warn, {} pass, {} n/a{}",
+        s.fail,
+        s.warn,
+        s.pass,
+        s.skip,
+        super::audit::suppressed_count(s)
     ));
     out.push('\n');
     out.push_str(&pal.dim(&format!("{} items: {}", r.items.len(), counts(r))));
@@ -80,13 +84,14 @@ pub fn render(r: &ReviewReport, pal: Palette) -> String {
         .report
         .findings
         .iter()
-        .filter(|f| matches!(f.status, Status::Pass | Status::Skip))
+        .filter(|f| matches!(f.status, Status::Pass | Status::Skip | Status::Suppressed))
         .collect();
     if !settled.is_empty() {
         out.push('\n');
         for f in settled {
             let tail = match f.status {
                 Status::Skip => format!("n/a: {}", f.reason.as_deref().unwrap_or("")),
+                Status::Suppressed => f.reason.clone().unwrap_or_default(),
                 _ => f.observed.clone(),
             };
             let head = format!("{} {}: ", f.status.as_str(), f.id);

@@ -1,0 +1,167 @@
+//! `audit --watch DUR` and `--listen ADDR` (issue 28): the read-only audit again every
+//! DUR until SIGINT/SIGTERM, each output rewritten atomically (temp file + rename, so
+//! node_exporter's textfile collector never reads half a file), and optionally the last
+//! audit's gauges served at `/metrics`. A run that fails (a vanished --procfs) is one line
+//! on stderr and the loop goes on: `rtcheck_last_run_timestamp_seconds` then stops
+//! advancing, which is what a dashboard alerts on.
+use super::{once, render, AuditArgs};
+use crate::cmd::baseline::Loaded;
+use crate::cmd::Ctx;
+use crate::findings::Outcome;
+use crate::report::prometheus;
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// How often `--listen` without `--watch` re-audits.
+pub const LISTEN_EVERY: Duration = Duration::from_secs(15);
+/// Shortest `--watch`: an audit takes milliseconds, but a tighter loop is a mistake.
+pub const MIN_EVERY: Duration = Duration::from_secs(1);
+/// Largest request head `/metrics` reads, and how long it waits for one.
+const MAX_REQUEST: usize = 8 * 1024;
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Refuse what a watch cannot do, before anything runs.
+fn validate(a: &AuditArgs) -> anyhow::Result<Duration> {
+    if a.verify {
+        anyhow::bail!(
+            "--watch/--listen: --verify runs live experiments; a watch is the read-only audit"
+        );
+    }
+    if a.baseline.write_baseline.is_some() {
+        anyhow::bail!("--watch/--listen: --write-baseline is for one run");
+    }
+    let every = a.watch.unwrap_or(LISTEN_EVERY);
+    if every < MIN_EVERY {
+        anyhow::bail!("--watch {}: at least 1s", crate::units::fmt_duration(every));
+    }
+    if let Some(addr) = a.listen {
+        if !addr.ip().is_loopback() && !a.listen_public {
+            anyhow::bail!(
+                "--listen {addr}: not a loopback address; the gauges show this host's limits, \
+                 add --listen-public to serve them there"
+            );
+        }
+    }
+    Ok(every)
+}
+
+pub fn run(a: &AuditArgs, base: &Loaded, ctx: Ctx) -> anyhow::Result<ExitCode> {
+    let every = validate(a)?;
+    // Bound before the first audit: a port in use is exit 2 at once.
+    let listener = match a.listen {
+        Some(addr) => {
+            Some(TcpListener::bind(addr).map_err(|e| anyhow::anyhow!("--listen {addr}: {e}"))?)
+        }
+        None => None,
+    };
+    crate::sys::signal::install_interrupt_handler();
+    let metrics = Arc::new(Mutex::new(String::new()));
+    if let Some(l) = listener {
+        let m = Arc::clone(&metrics);
+        let addr = l.local_addr()?;
+        eprintln!("rtcheck: audit: serving /metrics on http://{addr}/metrics");
+        std::thread::spawn(move || serve(l, m));
+    }
+    let mut runs = 0u64;
+    loop {
+        runs += 1;
+        if let Err(e) = one_round(a, base, ctx, &metrics) {
+            eprintln!("rtcheck: audit --watch: run {runs}: {e:#}");
+        }
+        if sleep_unless_stopped(every) {
+            break;
+        }
+    }
+    eprintln!("rtcheck: audit --watch: stopped after {runs} runs");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// One audit: every output written (each atomically), the served gauges replaced.
+fn one_round(
+    a: &AuditArgs,
+    base: &Loaded,
+    ctx: Ctx,
+    metrics: &Mutex<String>,
+) -> anyhow::Result<()> {
+    let (r, outcome, _) = once(a, base)?;
+    if let Outcome::Nothing(why) = &outcome {
+        anyhow::bail!("{why}");
+    }
+    let gauges = prometheus::render(&r, prometheus::unix_now());
+    *metrics.lock().unwrap_or_else(|p| p.into_inner()) = gauges;
+    a.out
+        .emit_with(ctx.color, |f, p| render(&r, f, a.fail_on, p, a.explain))
+}
+
+/// Sleep `d` in short steps; true once SIGINT or SIGTERM arrived.
+fn sleep_unless_stopped(d: Duration) -> bool {
+    let until = Instant::now() + d;
+    while Instant::now() < until {
+        if crate::sys::signal::interrupted() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(50).min(until - Instant::now()));
+    }
+    crate::sys::signal::interrupted()
+}
+
+/// Answer scrapes one at a time (a scraper every few seconds; a slow peer is cut off
+/// after REQUEST_TIMEOUT), for as long as the process lives.
+fn serve(l: TcpListener, metrics: Arc<Mutex<String>>) {
+    for conn in l.incoming() {
+        let Ok(mut s) = conn else { continue };
+        let body = metrics.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let _ = answer(&mut s, &body);
+    }
+}
+
+/// Read one request head (bounded) and answer it: GET /metrics is the gauges, anything
+/// else 404 or 405; before the first audit, 503.
+fn answer(s: &mut TcpStream, body: &str) -> std::io::Result<()> {
+    s.set_read_timeout(Some(REQUEST_TIMEOUT))?;
+    s.set_write_timeout(Some(REQUEST_TIMEOUT))?;
+    let mut buf = Vec::with_capacity(1024);
+    let mut chunk = [0u8; 1024];
+    let (method, path) = loop {
+        let n = s.read(&mut chunk)?;
+        if n == 0 {
+            return Ok(());
+        }
+        buf.extend_from_slice(&chunk[..n]);
+        let mut headers = [httparse::EMPTY_HEADER; 32];
+        let mut req = httparse::Request::new(&mut headers);
+        match req.parse(&buf) {
+            Ok(httparse::Status::Complete(_)) => {
+                break (
+                    req.method.unwrap_or("").to_string(),
+                    req.path.unwrap_or("").to_string(),
+                )
+            }
+            Ok(httparse::Status::Partial) if buf.len() < MAX_REQUEST => continue,
+            _ => return reply(s, "400 Bad Request", "text/plain", "bad request\n"),
+        }
+    };
+    let path = path.split('?').next().unwrap_or("");
+    match (method.as_str(), path) {
+        ("GET" | "HEAD", "/metrics") if body.is_empty() => {
+            reply(s, "503 Service Unavailable", "text/plain", "no audit yet\n")
+        }
+        ("GET", "/metrics") => reply(s, "200 OK", prometheus::CONTENT_TYPE, body),
+        ("HEAD", "/metrics") => reply(s, "200 OK", prometheus::CONTENT_TYPE, ""),
+        (_, "/metrics") => reply(s, "405 Method Not Allowed", "text/plain", "GET only\n"),
+        _ => reply(s, "404 Not Found", "text/plain", "only /metrics\n"),
+    }
+}
+
+fn reply(s: &mut TcpStream, status: &str, ctype: &str, body: &str) -> std::io::Result<()> {
+    let head = format!(
+        "HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    s.write_all(head.as_bytes())?;
+    s.write_all(body.as_bytes())?;
+    s.flush()
+}
