@@ -210,7 +210,6 @@ fn proxy_findings(a: &AuditArgs, p: &Profile) -> anyhow::Result<Vec<crate::findi
 }
 
 pub fn run(a: AuditArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
-    let started = Instant::now();
     audit::validate_skip(&a.skip)?;
     a.out.validate()?;
     let base = a.baseline.load(&[])?;
@@ -246,6 +245,7 @@ pub fn run(a: AuditArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
 type Once = (FindingsReport, Outcome, Option<(PathBuf, String)>);
 
 fn once(a: &AuditArgs, base: &super::baseline::Loaded) -> anyhow::Result<Once> {
+    let started = Instant::now();
     let profile = resolve_profile(a)?;
     let roots = Roots {
         procfs: a.procfs.clone(),
