@@ -16,11 +16,11 @@ pub fn main() -> ExitCode {
     match run(cli.command, ctx) {
         Ok(code) => code,
         Err(e)
-            if e.downcast_ref::<crate::sys::signal::Interrupted>()
+            if e.downcast_ref::<rtcheck_base::os::signal::Interrupted>()
                 .is_some() =>
         {
             eprintln!("rtcheck: {e}");
-            ExitCode::from(crate::sys::signal::exit_code())
+            ExitCode::from(rtcheck_base::os::signal::exit_code())
         }
         Err(e) => {
             // One line: the chain joined, most specific last.
@@ -98,8 +98,8 @@ pub fn reflow(text: &str) -> String {
 /// URL); every message rtcheck words itself is redacted already.
 fn scrubbed(msg: &str) -> String {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let secrets = crate::redact::secrets_in_args(&args);
-    crate::redact::scrub(msg, &secrets.iter().map(String::as_str).collect::<Vec<_>>())
+    let secrets = rtcheck_base::redact::secrets_in_args(&args);
+    rtcheck_base::redact::scrub(msg, &secrets.iter().map(String::as_str).collect::<Vec<_>>())
 }
 
 /// clap errors as one line (the standard for bad input); help and version as clap prints them.
@@ -192,7 +192,7 @@ pub fn run(command: Option<Command>, ctx: Ctx) -> anyhow::Result<ExitCode> {
         Some(Command::Evidence(a)) => cmd::catalog::run_evidence(a, ctx),
         Some(Command::Checklist(a)) => cmd::catalog::run_checklist(a, ctx),
         // serve prints no report: it takes its own flags only, no command-layer context.
-        Some(Command::Serve(a)) => crate::net::run_serve(a),
+        Some(Command::Serve(a)) => cmd::serve::run(a),
         Some(Command::Bench(a)) => cmd::bench::run(a, ctx),
         Some(Command::Verify(a)) => cmd::verify::run(a, ctx),
         Some(Command::Explain(a)) => cmd::explain::run(a, ctx),

@@ -156,7 +156,7 @@ pub struct Evidence {
 /// Format a number the way the articles print it: thousands separators, no trailing zeros.
 pub fn fmt_num(v: f64) -> String {
     if v.fract() == 0.0 && v.abs() < 1e15 {
-        let mut out = crate::units::fmt_thousands(v.abs() as u64);
+        let mut out = rtcheck_base::units::fmt_thousands(v.abs() as u64);
         if v < 0.0 {
             out.insert(0, '-');
         }
@@ -171,7 +171,7 @@ impl Value {
     /// "1,018 connections", "0.3 ms", "27 KB" (bytes shown in decimal units).
     pub fn display(&self) -> String {
         match self.unit.as_str() {
-            "B" => crate::units::fmt_bytes(self.value as u64),
+            "B" => rtcheck_base::units::fmt_bytes(self.value as u64),
             "%" => format!("{}%", fmt_num(self.value)),
             "x" => format!("x{}", fmt_num(self.value)),
             u => format!("{} {u}", fmt_num(self.value)),

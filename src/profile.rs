@@ -1,6 +1,6 @@
 //! The workload Profile: what the user is building. Filled from flags, an answers YAML
 //! file or prompts (see `choose::prompts`), saved by `choose --save`, read by `audit`.
-use crate::units::{serde_duration, serde_opt_duration};
+use rtcheck_base::units::{serde_duration, serde_opt_duration};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 use std::time::Duration;
@@ -109,7 +109,7 @@ pub struct Profile {
     /// Bytes per message (YAML: a number or with a unit, `64KiB`).
     #[serde(
         default = "default_size",
-        deserialize_with = "crate::units::serde_size::deserialize"
+        deserialize_with = "rtcheck_base::units::serde_size::deserialize"
     )]
     pub size: u64,
     /// Longest client disconnect that must not lose data.
@@ -181,7 +181,7 @@ impl Profile {
     /// Range checks that serde cannot express. Errors name the field, in the one wording
     /// every bound error uses ("size: must be between 1 and 67108864 bytes, got 0").
     pub fn validate(&self) -> Result<(), String> {
-        use crate::units::{fmt_duration as d, out_of_bounds as oob};
+        use rtcheck_base::units::{fmt_duration as d, out_of_bounds as oob};
         // Upper bounds keep every product (connections x bytes, ring x sessions) far from
         // u64 overflow and name the field instead of printing nonsense.
         if !(1..=MAX_CONNECTIONS).contains(&self.connections) {
@@ -272,7 +272,7 @@ impl Profile {
 
     /// The profile in `path`, given to `flag` (named in every error), read bounded.
     pub fn load(flag: &str, path: &Path) -> anyhow::Result<Profile> {
-        let text = crate::input::yaml(flag, path)?;
+        let text = rtcheck_base::input::yaml(flag, path)?;
         Profile::from_yaml(&text, &path.display().to_string())
     }
 

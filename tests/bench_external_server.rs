@@ -34,7 +34,7 @@ async fn serve(listener: tokio::net::TcpListener) {
                 while now_ns() < sched {
                     tokio::time::sleep(Duration::from_millis(1)).await;
                 }
-                let _ = tx.send(rtcheck::net::payload::encode(1024, seq, sched));
+                let _ = tx.send(rtcheck_wire::payload::encode(1024, seq, sched));
             }
         });
     }

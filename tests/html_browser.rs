@@ -441,7 +441,8 @@ fn cluster_page_has_each_scenarios_numbers_bars_and_ghosts_over_time() {
     }
 
     // The same run with naive judged invalid: its reasons, no number, no bar.
-    let mut rep: rtcheck::cluster::model::ClusterReport = serde_json::from_value(saved).unwrap();
+    let mut rep: rtcheck::bench::cluster::model::ClusterReport =
+        serde_json::from_value(saved).unwrap();
     let n = rep
         .scenarios
         .iter()

@@ -3,8 +3,8 @@
 //! decoders. Arbitrary bytes never panic; valid inputs round-trip however TCP splits them.
 //! Case counts are bounded so CI stays fast.
 use proptest::prelude::*;
-use rtcheck::net::wsframe::{self, client_frame, Decoder, Inbound};
-use rtcheck::net::{http, payload, sse};
+use rtcheck_wire::ws::{self, client_frame, Decoder, Inbound};
+use rtcheck_wire::{http, payload, sse};
 
 fn config() -> ProptestConfig {
     ProptestConfig {
@@ -19,7 +19,7 @@ fn decode_in_pieces(
     wire: &[u8],
     cuts: &[usize],
     max: usize,
-) -> Result<Vec<Inbound>, wsframe::FrameError> {
+) -> Result<Vec<Inbound>, ws::FrameError> {
     let mut cuts: Vec<usize> = cuts.iter().map(|c| c % (wire.len() + 1)).collect();
     cuts.push(wire.len());
     cuts.sort_unstable();
@@ -51,9 +51,9 @@ fn msg() -> impl Strategy<Value = Msg> {
 /// A message as client frames: data split into `parts` fragments, each with its mask.
 fn frames_of(m: &Msg, parts: usize, mask: [u8; 4]) -> Vec<u8> {
     let (op, data) = match m {
-        Msg::Ping(p) => return client_frame(wsframe::OP_PING, true, p, mask),
-        Msg::Text(t) => (wsframe::OP_TEXT, t.as_bytes()),
-        Msg::Binary(b) => (wsframe::OP_BINARY, &b[..]),
+        Msg::Ping(p) => return client_frame(ws::OP_PING, true, p, mask),
+        Msg::Text(t) => (ws::OP_TEXT, t.as_bytes()),
+        Msg::Binary(b) => (ws::OP_BINARY, &b[..]),
     };
     let size = data.len().div_ceil(parts.max(1)).max(1);
     let chunks: Vec<&[u8]> = if data.is_empty() {
@@ -63,7 +63,7 @@ fn frames_of(m: &Msg, parts: usize, mask: [u8; 4]) -> Vec<u8> {
     };
     let mut v = Vec::new();
     for (i, c) in chunks.iter().enumerate() {
-        let opcode = if i == 0 { op } else { wsframe::OP_CONT };
+        let opcode = if i == 0 { op } else { ws::OP_CONT };
         v.extend(client_frame(opcode, i + 1 == chunks.len(), c, mask));
     }
     v
@@ -96,7 +96,7 @@ proptest! {
         for (m, parts, mask) in &msgs {
             wire.extend(frames_of(m, *parts, *mask));
         }
-        wire.extend(client_frame(wsframe::OP_CLOSE, true, &1000u16.to_be_bytes(), [9; 4]));
+        wire.extend(client_frame(ws::OP_CLOSE, true, &1000u16.to_be_bytes(), [9; 4]));
         let got = decode_in_pieces(&wire, &cuts, 4096).unwrap();
         let mut want: Vec<Inbound> = msgs
             .iter()

@@ -159,15 +159,15 @@ fn the_go_peer_refuses_a_second_start_and_a_non_loopback_listen() {
     assert!(e.contains("only loopback"), "{e}");
     let (_peer, addr) = start_peer(&bin, dir.path());
     let addr: std::net::SocketAddr = addr.parse().unwrap();
-    let (st, body) = rtcheck::bench::control::request(addr, "POST", "/control/start?rounds=2")
+    let (st, body) = rtcheck::sys::control::request(addr, "POST", "/control/start?rounds=2")
         .expect("first start");
     assert_eq!(st, 200, "{body}");
-    let (st, _) = rtcheck::bench::control::request(addr, "POST", "/control/start").unwrap();
+    let (st, _) = rtcheck::sys::control::request(addr, "POST", "/control/start").unwrap();
     assert_eq!(st, 409);
     // With no client the rounds still run on schedule: stats reach rounds_sent 2, finished.
     let until = Instant::now() + Duration::from_secs(20);
     loop {
-        let s = rtcheck::bench::control::stats(addr).unwrap();
+        let s = rtcheck::sys::control::stats(addr).unwrap();
         assert_eq!(s.rounds_total, Some(2));
         if s.finished {
             assert_eq!(s.rounds_sent, 2);

@@ -99,7 +99,7 @@ proptest! {
                                 cuts in proptest::collection::vec(any::<usize>(), 0..8)) {
         let mut raw = Vec::new();
         for p in &payloads {
-            raw.extend_from_slice(&rtcheck::net::wsframe::frame(rtcheck::net::wsframe::OP_BINARY, p));
+            raw.extend_from_slice(&rtcheck_wire::ws::frame(rtcheck_wire::ws::OP_BINARY, p));
         }
         let mut buf = Vec::new();
         let mut got = Vec::new();

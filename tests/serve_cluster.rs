@@ -444,11 +444,11 @@ fn websocket_resume_on_another_node_gets_the_gap_marker_then_the_ring() {
     let b = node(&r, "b", &["--no-publish", "--ring", "8"]);
     let mut s = common::raw_ws_at(b.addr, "/ws?since=5", None);
     let frames = ws_frames(&mut s, 9);
-    assert_eq!(frames[0].0, rtcheck::net::wsframe::OP_TEXT);
+    assert_eq!(frames[0].0, rtcheck_wire::ws::OP_TEXT);
     assert_eq!(frames[0].1, br#"{"from":6,"to":22}"#);
     let seqs: Vec<u64> = frames[1..]
         .iter()
-        .map(|(_, p)| rtcheck::net::payload::decode(p).unwrap().0)
+        .map(|(_, p)| rtcheck_wire::payload::decode(p).unwrap().0)
         .collect();
     assert_eq!(seqs, (23..=30).collect::<Vec<_>>());
 }
@@ -532,7 +532,7 @@ fn a_clean_shutdown_sends_its_leaves_even_with_events() {
 /// The test as a publisher: round `seq` into the Stream and the channel (a seq it skips is
 /// one the Stream no longer holds).
 fn publish_raw(con: &mut redis::Connection, seq: u64) {
-    let ts = rtcheck::sys::clock::now_ns();
+    let ts = rtcheck_base::os::clock::now_ns();
     let _: String = redis::cmd("XADD")
         .arg("rtcheck:ring")
         .arg(format!("{seq}-0"))
@@ -625,7 +625,7 @@ fn a_resume_across_a_hole_in_the_nodes_ring_gets_a_gap_marker_even_with_redis_do
     assert_eq!(frames[2].1, br#"{"from":6,"to":9}"#);
     let seqs: Vec<u64> = [0, 1, 3, 4, 5]
         .iter()
-        .map(|&i| rtcheck::net::payload::decode(&frames[i].1).unwrap().0)
+        .map(|&i| rtcheck_wire::payload::decode(&frames[i].1).unwrap().0)
         .collect();
     assert_eq!(seqs, vec![4, 5, 10, 11, 12]);
 }
@@ -649,7 +649,7 @@ fn a_websocket_resume_message_replays_from_the_redis_ring() {
     while seqs.len() < 20 && texts.is_empty() {
         assert!(t0.elapsed() < LIMIT, "{seqs:?}");
         match ws.read().unwrap() {
-            Message::Binary(p) => seqs.push(rtcheck::net::payload::decode(&p).unwrap().0),
+            Message::Binary(p) => seqs.push(rtcheck_wire::payload::decode(&p).unwrap().0),
             Message::Text(t) if t.as_str().starts_with("{\"epoch\"") => {} // the hello
             Message::Text(t) => texts.push(t.to_string()),
             _ => {}

@@ -2,7 +2,7 @@
 //! issue 10 (close reasons, ping bursts, handshake strictness, partial frames).
 mod common;
 use common::*;
-use rtcheck::net::wsframe::{self, client_frame};
+use rtcheck_wire::ws::{self, client_frame};
 use std::io::Write;
 use std::time::Duration;
 
@@ -24,13 +24,13 @@ fn close_with_an_invalid_utf8_reason_fails_with_1007() {
             0xce, 0xba, 0xe1, 0xbd, 0xb9, 0xcf, 0x83, 0xce, 0xbc, 0xce, 0xb5, 0xed, 0xa0, 0x80,
         ],
     );
-    s.write_all(&client_frame(wsframe::OP_CLOSE, true, &p, M))
+    s.write_all(&client_frame(ws::OP_CLOSE, true, &p, M))
         .unwrap();
-    assert_eq!(read_close_code(&mut s), wsframe::CLOSE_INVALID_DATA);
+    assert_eq!(read_close_code(&mut s), ws::CLOSE_INVALID_DATA);
     // A valid UTF-8 reason is echoed with the client's code.
     let mut s = raw_ws(srv.addr, None);
     let p = close_payload(1001, "κόσμε".as_bytes());
-    s.write_all(&client_frame(wsframe::OP_CLOSE, true, &p, M))
+    s.write_all(&client_frame(ws::OP_CLOSE, true, &p, M))
         .unwrap();
     assert_eq!(read_close_code(&mut s), 1001);
 }
@@ -39,14 +39,14 @@ fn close_with_an_invalid_utf8_reason_fails_with_1007() {
 fn frames_after_a_close_in_the_same_read_are_not_parsed() {
     let srv = Server::start(&["--rate", "1"]);
     let mut s = raw_ws(srv.addr, None);
-    let mut wire = client_frame(wsframe::OP_CLOSE, true, &1000u16.to_be_bytes(), M);
-    wire.extend(client_frame(wsframe::OP_TEXT, true, &[0xff, 0xfe], M));
+    let mut wire = client_frame(ws::OP_CLOSE, true, &1000u16.to_be_bytes(), M);
+    wire.extend(client_frame(ws::OP_TEXT, true, &[0xff, 0xfe], M));
     wire.extend_from_slice(b"\xff\xff not a frame");
     s.write_all(&wire).unwrap();
     let frames = read_frames_until_eof(&mut s, Duration::from_secs(10));
     let closes: Vec<_> = frames
         .iter()
-        .filter(|(op, _)| *op == wsframe::OP_CLOSE)
+        .filter(|(op, _)| *op == ws::OP_CLOSE)
         .collect();
     assert_eq!(closes.len(), 1, "{frames:?}");
     assert_eq!(closes[0].1[..2], 1000u16.to_be_bytes());
@@ -62,7 +62,7 @@ fn ping_burst() -> (Vec<u8>, Vec<Vec<u8>>) {
     for i in 0..200u8 {
         let mut p = vec![b'p'; 124];
         p.push(i);
-        wire.extend(client_frame(wsframe::OP_PING, true, &p, M));
+        wire.extend(client_frame(ws::OP_PING, true, &p, M));
         payloads.push(p);
     }
     (wire, payloads)
@@ -101,11 +101,11 @@ fn ping_burst_case(chunk: usize) {
     // Every /ws connection opens with the server's hello (its epoch), then the pongs.
     assert!(!frames.is_empty(), "no hello (chunk {chunk})");
     let hello = frames.remove(0);
-    assert_eq!(hello.0, wsframe::OP_TEXT, "chunk {chunk}");
+    assert_eq!(hello.0, ws::OP_TEXT, "chunk {chunk}");
     assert!(hello.1.starts_with(b"{\"epoch\":\""), "chunk {chunk}");
     assert!(!frames.is_empty(), "no pong at all (chunk {chunk})");
     for (op, p) in &frames {
-        assert_eq!(*op, wsframe::OP_PONG, "chunk {chunk}");
+        assert_eq!(*op, ws::OP_PONG, "chunk {chunk}");
         assert!(
             payloads.contains(p),
             "pong payload is a ping's (chunk {chunk})"
@@ -116,13 +116,8 @@ fn ping_burst_case(chunk: usize) {
         payloads.last().unwrap(),
         "chunk {chunk}"
     );
-    s.write_all(&client_frame(
-        wsframe::OP_CLOSE,
-        true,
-        &1000u16.to_be_bytes(),
-        M,
-    ))
-    .unwrap();
+    s.write_all(&client_frame(ws::OP_CLOSE, true, &1000u16.to_be_bytes(), M))
+        .unwrap();
     assert_eq!(read_close_code(&mut s), 1000, "chunk {chunk}");
     let st = srv.wait_stats(Duration::from_secs(5), |s| s["clients"]["ws"] == 0);
     assert_eq!(st["closed"]["bad_input"], 0, "{st}");
@@ -300,7 +295,7 @@ fn a_dripped_frame_is_counted_then_closed_after_the_message_timeout() {
     ]);
     let mut s = raw_ws(srv.addr, None);
     s.set_nodelay(true).unwrap();
-    let frame = client_frame(wsframe::OP_BINARY, true, &[7; 2000], M);
+    let frame = client_frame(ws::OP_BINARY, true, &[7; 2000], M);
     // 8 header bytes (2 + 2 extended length + 4 mask) and 1000 of 2000 payload bytes.
     s.write_all(&frame[..1008]).unwrap();
     let st = srv.wait_stats(Duration::from_secs(5), |s| s["partial_frame_bytes"] == 1008);
@@ -328,10 +323,7 @@ fn a_dripped_frame_is_counted_then_closed_after_the_message_timeout() {
     let frames = read_frames_until_eof(&mut s, Duration::from_secs(5));
     assert_eq!(
         frames.last().map(|(op, p)| (*op, p[..2].to_vec())),
-        Some((
-            wsframe::OP_CLOSE,
-            wsframe::CLOSE_POLICY.to_be_bytes().to_vec()
-        )),
+        Some((ws::OP_CLOSE, ws::CLOSE_POLICY.to_be_bytes().to_vec())),
         "{frames:?}"
     );
     let st = srv.wait_stats(Duration::from_secs(5), |s| s["clients"]["ws"] == 0);
@@ -343,7 +335,7 @@ fn a_dripped_frame_is_counted_then_closed_after_the_message_timeout() {
 fn a_slow_but_complete_message_is_not_cut() {
     let srv = Server::start(&["--wait-start", "--message-timeout", "5s"]);
     let mut s = raw_ws(srv.addr, None);
-    let frame = client_frame(wsframe::OP_TEXT, true, &[b'a'; 300], M);
+    let frame = client_frame(ws::OP_TEXT, true, &[b'a'; 300], M);
     for piece in frame.chunks(100) {
         s.write_all(piece).unwrap();
         std::thread::sleep(Duration::from_millis(100));
@@ -378,24 +370,24 @@ fn echo_answers_every_ping_of_a_short_burst_and_pongs_before_a_fragmented_messag
     // Autobahn 2.10: ten pings in one write, ten pongs in order.
     let mut s = raw_ws_at(srv.addr, "/echo", None);
     let wire: Vec<u8> = (0..10u8)
-        .flat_map(|i| client_frame(wsframe::OP_PING, true, &[i; 20], M))
+        .flat_map(|i| client_frame(ws::OP_PING, true, &[i; 20], M))
         .collect();
     s.write_all(&wire).unwrap();
     let frames = read_n_frames(&mut s, 10);
-    let want: Vec<(u8, Vec<u8>)> = (0..10u8).map(|i| (wsframe::OP_PONG, vec![i; 20])).collect();
+    let want: Vec<(u8, Vec<u8>)> = (0..10u8).map(|i| (ws::OP_PONG, vec![i; 20])).collect();
     assert_eq!(frames, want);
     // Autobahn 5.6: a ping between two fragments is answered before the message's echo.
     let mut s = raw_ws_at(srv.addr, "/echo", None);
-    let mut wire = client_frame(wsframe::OP_TEXT, false, b"frag", M);
-    wire.extend(client_frame(wsframe::OP_PING, true, b"p", M));
-    wire.extend(client_frame(wsframe::OP_CONT, true, b"ment", M));
+    let mut wire = client_frame(ws::OP_TEXT, false, b"frag", M);
+    wire.extend(client_frame(ws::OP_PING, true, b"p", M));
+    wire.extend(client_frame(ws::OP_CONT, true, b"ment", M));
     s.write_all(&wire).unwrap();
     let frames = read_n_frames(&mut s, 2);
     assert_eq!(
         frames,
         vec![
-            (wsframe::OP_PONG, b"p".to_vec()),
-            (wsframe::OP_TEXT, b"fragment".to_vec())
+            (ws::OP_PONG, b"p".to_vec()),
+            (ws::OP_TEXT, b"fragment".to_vec())
         ]
     );
 }
@@ -407,7 +399,7 @@ fn an_unfinished_text_frame_with_invalid_utf8_fails_at_once() {
     // 100-byte text frame (6-byte header): only 12 payload bytes come, the 4th invalid.
     let mut payload = vec![b'a'; 100];
     payload[3] = 0xff;
-    let f = client_frame(wsframe::OP_TEXT, true, &payload, M);
+    let f = client_frame(ws::OP_TEXT, true, &payload, M);
     s.write_all(&f[..6 + 12]).unwrap();
-    assert_eq!(read_close_code(&mut s), wsframe::CLOSE_INVALID_DATA);
+    assert_eq!(read_close_code(&mut s), ws::CLOSE_INVALID_DATA);
 }

@@ -1,7 +1,7 @@
 //! `rtcheck serve` plain-HTTP side: /sse resume, /poll, /metrics, /healthz, bad requests.
 mod common;
 use common::*;
-use rtcheck::net::{payload, sse};
+use rtcheck_wire::{payload, sse};
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};

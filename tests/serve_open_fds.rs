@@ -3,12 +3,12 @@
 //! binary so no other test opens files meanwhile.
 #[test]
 fn open_fds_counts_exactly() {
-    let before = rtcheck::net::sys::open_fds();
+    let before = rtcheck_base::os::proc::self_open_fds();
     assert!(before >= 3, "stdin/stdout/stderr at least, got {before}");
     let files: Vec<_> = (0..50)
         .map(|_| std::fs::File::open("/proc/self/stat").unwrap())
         .collect();
-    assert_eq!(rtcheck::net::sys::open_fds(), before + 50);
+    assert_eq!(rtcheck_base::os::proc::self_open_fds(), before + 50);
     drop(files);
-    assert_eq!(rtcheck::net::sys::open_fds(), before);
+    assert_eq!(rtcheck_base::os::proc::self_open_fds(), before);
 }

@@ -2,7 +2,7 @@
 //! and the raw-TCP floor.
 mod common;
 use common::*;
-use rtcheck::net::payload;
+use rtcheck_wire::payload;
 use std::io::Read;
 use std::net::TcpStream;
 use std::time::Duration;

@@ -351,7 +351,7 @@ fn a_resume_flood_on_a_node_replaying_from_the_stream_stays_bounded() {
         "--replay-budget",
         "8MiB",
     ]);
-    let base = rtcheck::sys::proc::rss_of(b.child.id()).unwrap();
+    let base = rtcheck_base::os::proc::rss_of(b.child.id()).unwrap();
     let mut peak = base;
     let mut flood = Vec::new();
     for i in 0..300 {
@@ -365,12 +365,12 @@ fn a_resume_flood_on_a_node_replaying_from_the_stream_stays_bounded() {
             .unwrap();
         flood.push(s);
         if i % 20 == 0 {
-            peak = peak.max(rtcheck::sys::proc::rss_of(b.child.id()).unwrap());
+            peak = peak.max(rtcheck_base::os::proc::rss_of(b.child.id()).unwrap());
         }
     }
     let t0 = Instant::now();
     while t0.elapsed() < Duration::from_secs(2) {
-        peak = peak.max(rtcheck::sys::proc::rss_of(b.child.id()).unwrap());
+        peak = peak.max(rtcheck_base::os::proc::rss_of(b.child.id()).unwrap());
         std::thread::sleep(Duration::from_millis(20));
     }
     eprintln!(

@@ -22,7 +22,7 @@ fn raise_nofile() {
 }
 
 fn rss(srv: &Server) -> u64 {
-    rtcheck::sys::proc::rss_of(srv.child.id()).unwrap()
+    rtcheck_base::os::proc::rss_of(srv.child.id()).unwrap()
 }
 
 /// A ring of 1024 x 1 KiB, full, publishing finished.

@@ -165,7 +165,7 @@ fn ws(
         match ws.read().unwrap() {
             Message::Text(t) => texts.push(serde_json::from_str(t.as_str()).unwrap()),
             Message::Binary(b) => {
-                seqs.push(rtcheck::net::payload::decode(&b).unwrap().0);
+                seqs.push(rtcheck_wire::payload::decode(&b).unwrap().0);
                 after_reset += texts.iter().any(|t| t["reset"] == true) as usize;
             }
             _ => {}

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 const BUDGET: u64 = 64 << 20;
 
 fn rss(srv: &Server) -> u64 {
-    rtcheck::sys::proc::rss_of(srv.child.id()).unwrap()
+    rtcheck_base::os::proc::rss_of(srv.child.id()).unwrap()
 }
 
 /// One request on a fresh connection: (status, head, body).

@@ -22,7 +22,7 @@ fn ws_read(ws: &mut Ws, n: usize) -> (Vec<Value>, Vec<u64>) {
             // The server's hello (`{"epoch":..}`, first on every /ws outside session-ack).
             Message::Text(t) if t.as_str().starts_with("{\"epoch\"") => {}
             Message::Text(t) => texts.push(serde_json::from_str(t.as_str()).unwrap()),
-            Message::Binary(b) => seqs.push(rtcheck::net::payload::decode(&b).unwrap().0),
+            Message::Binary(b) => seqs.push(rtcheck_wire::payload::decode(&b).unwrap().0),
             _ => {}
         }
     }

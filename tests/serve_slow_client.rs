@@ -7,7 +7,7 @@
 //! from the wire and /control/stats.
 mod common;
 use common::{parse_server_frames, raw_ws, Server};
-use rtcheck::net::{payload, sse};
+use rtcheck_wire::{payload, sse};
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};

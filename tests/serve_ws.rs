@@ -3,7 +3,7 @@
 mod common;
 use common::*;
 use futures_util::{SinkExt, StreamExt};
-use rtcheck::net::{payload, wsframe};
+use rtcheck_wire::{payload, ws};
 use std::io::Write;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
@@ -131,30 +131,25 @@ async fn bad_input_closes_that_client_never_the_server() {
 
     // Oversized frame: 1009.
     let mut s = raw_ws(srv.addr, None);
-    s.write_all(&wsframe::client_frame(
-        wsframe::OP_BINARY,
+    s.write_all(&ws::client_frame(
+        ws::OP_BINARY,
         true,
         &[7; 2048],
         [1, 2, 3, 4],
     ))
     .unwrap();
-    assert_eq!(read_close_code(&mut s), wsframe::CLOSE_TOO_BIG);
+    assert_eq!(read_close_code(&mut s), ws::CLOSE_TOO_BIG);
 
     // Garbage bytes (unmasked, reserved bits): 1002.
     let mut s = raw_ws(srv.addr, None);
     s.write_all(b"\xff\xff\xff\xff garbage").unwrap();
-    assert_eq!(read_close_code(&mut s), wsframe::CLOSE_PROTOCOL);
+    assert_eq!(read_close_code(&mut s), ws::CLOSE_PROTOCOL);
 
     // Invalid UTF-8 text: 1007.
     let mut s = raw_ws(srv.addr, None);
-    s.write_all(&wsframe::client_frame(
-        wsframe::OP_TEXT,
-        true,
-        &[0xff],
-        [9, 9, 9, 9],
-    ))
-    .unwrap();
-    assert_eq!(read_close_code(&mut s), wsframe::CLOSE_INVALID_DATA);
+    s.write_all(&ws::client_frame(ws::OP_TEXT, true, &[0xff], [9, 9, 9, 9]))
+        .unwrap();
+    assert_eq!(read_close_code(&mut s), ws::CLOSE_INVALID_DATA);
 
     // Clients that vanish while 64 KiB messages are being written to them.
     for _ in 0..20 {

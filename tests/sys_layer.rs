@@ -1,7 +1,8 @@
 //! The process layer end to end from a library caller (this test binary is not rtcheck):
 //! `RTCHECK_BIN` names the binary, the serve child starts and answers /control/stats
 //! through the one control client, and its guard stops and reaps it.
-use rtcheck::sys::{budget::Budget, control, serve};
+use rtcheck::sys::{control, serve};
+use rtcheck_base::os::deadline::Deadline;
 use std::time::Duration;
 
 #[test]
@@ -9,7 +10,7 @@ fn serve_child_from_a_library_caller_honours_rtcheck_bin() {
     // One test in this binary: the environment is set before any other thread reads it.
     std::env::set_var("RTCHECK_BIN", "/nonexistent/rtcheck");
     let dir = serve::Scratch::new("systest").unwrap();
-    let wait = Budget::new(Duration::from_secs(60));
+    let wait = Deadline::new(Duration::from_secs(60));
     let e = serve::start(&[], &dir.0, 1, &wait)
         .err()
         .unwrap()

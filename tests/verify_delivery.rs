@@ -265,7 +265,7 @@ fn ws_resume(addr: std::net::SocketAddr, since: &str, n: usize) -> (Vec<String>,
             // The hello (`{"epoch":..}`) opens every connection.
             Message::Text(t) if t.as_str().starts_with("{\"epoch\"") => {}
             Message::Text(t) => texts.push(t.to_string()),
-            Message::Binary(b) => seqs.push(rtcheck::net::payload::decode(&b).unwrap().0),
+            Message::Binary(b) => seqs.push(rtcheck_wire::payload::decode(&b).unwrap().0),
             _ => {}
         }
     }
@@ -409,18 +409,18 @@ fn a_reconnect_storm_of_300_session_clients_loses_nothing() {
         "--session-ttl",
         "30s",
     ]);
-    let spec = rtcheck::delivery::run::RunSpec {
+    let spec = rtcheck::verify::delivery::run::RunSpec {
         delivery: "session-ack",
-        disconnect: rtcheck::delivery::client::Disconnect::Storm,
+        disconnect: rtcheck::verify::delivery::client::Disconnect::Storm,
         case: "within-queue",
         clients: 300,
         away: Duration::from_secs(1),
     };
-    let ph = rtcheck::delivery::run::Phases {
+    let ph = rtcheck::verify::delivery::run::Phases {
         ws: true,
-        ..rtcheck::delivery::run::Phases::for_rate(20.0)
+        ..rtcheck::verify::delivery::run::Phases::for_rate(20.0)
     };
-    let runs = rtcheck::delivery::run::run_all(srv.addr, &[spec], ph, 0).unwrap();
+    let runs = rtcheck::verify::delivery::run::run_all(srv.addr, &[spec], ph, 0).unwrap();
     let r = &runs[0];
     assert_eq!(r.clients, 300);
     assert_eq!((r.counts.lost, r.counts.lost_silently), (0, 0), "{r:?}");
@@ -475,7 +475,7 @@ fn a_websocket_resume_message_replays_what_the_client_missed_before_joining() {
     let mut texts = Vec::new();
     while seqs.len() < 15 {
         match ws.read().unwrap() {
-            Message::Binary(b) => seqs.push(rtcheck::net::payload::decode(&b).unwrap().0),
+            Message::Binary(b) => seqs.push(rtcheck_wire::payload::decode(&b).unwrap().0),
             Message::Text(t) => texts.push(t.to_string()),
             _ => {}
         }

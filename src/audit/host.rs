@@ -137,10 +137,10 @@ pub struct Host {
 }
 
 /// Read a whole small file; errors name the path. Read-only (the audit never writes) and
-/// bounded (`crate::input`): a FIFO or a huge file in a --procfs tree is a skip, not a hang.
+/// bounded (`rtcheck_base::input`): a FIFO or a huge file in a --procfs tree is a skip, not a hang.
 fn read(path: &Path) -> Read<String> {
-    use crate::input::Refused;
-    let bytes = crate::input::read_bounded(path).map_err(|e| {
+    use rtcheck_base::input::Refused;
+    let bytes = rtcheck_base::input::read_bounded(path).map_err(|e| {
         let why = match e {
             Refused::Io(e) if e.kind() == std::io::ErrorKind::NotFound => "missing".to_string(),
             Refused::Io(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
@@ -203,9 +203,9 @@ pub fn parse_limits(path: &Path, text: &str) -> Read<NofileLimit> {
 }
 
 /// `TCP: inuse 5 orphan 0 tw 3 alloc 7 mem 2` in <procfs>/net/sockstat (the one parser
-/// in [`crate::sys::proc`]; a skip names the file).
+/// in [`rtcheck_base::os::proc`]; a skip names the file).
 pub fn parse_sockstat(path: &Path, text: &str) -> Read<Sockstat> {
-    match crate::sys::proc::parse_sockstat(text) {
+    match rtcheck_base::os::proc::parse_sockstat(text) {
         Ok(s) => Ok(Sockstat {
             tcp_inuse: s.inuse,
             tcp_tw: s.tw,
@@ -223,19 +223,9 @@ pub fn parse_sockstat(path: &Path, text: &str) -> Read<Sockstat> {
 
 /// MemTotal and MemAvailable (kB) from <procfs>/meminfo, in bytes.
 pub fn parse_meminfo(path: &Path, text: &str) -> Read<MemInfo> {
-    let field = |name: &str| -> Option<u64> {
-        let l = text.lines().find(|l| l.starts_with(name))?;
-        let mut w = l[name.len()..].split_whitespace();
-        let v: u64 = w.next()?.parse().ok()?;
-        match w.next() {
-            Some("kB") => v.checked_mul(1024),
-            None => Some(v),
-            _ => None,
-        }
-    };
-    match (field("MemTotal:"), field("MemAvailable:")) {
-        (Some(total), Some(available)) => Ok(MemInfo { total, available }),
-        _ => Err(garbage(path, "`MemTotal:` and `MemAvailable:` in kB", text)),
+    match rtcheck_base::os::proc::meminfo_fields(text) {
+        Some((total, available)) => Ok(MemInfo { total, available }),
+        None => Err(garbage(path, "`MemTotal:` and `MemAvailable:` in kB", text)),
     }
 }
 
@@ -334,7 +324,7 @@ impl Host {
             sockstat,
             tcp_wmem: arr3(sys("net/ipv4/tcp_wmem")),
             tcp_mem: arr3(sys("net/ipv4/tcp_mem")),
-            page_size: crate::sys::proc::page_size(),
+            page_size: rtcheck_base::os::proc::page_size(),
             keepalive: read_keepalive(&sys_root),
             somaxconn: read_u64(&sys("net/core/somaxconn")),
             tcp_max_syn_backlog: read_u64(&sys("net/ipv4/tcp_max_syn_backlog")),

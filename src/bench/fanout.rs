@@ -1,15 +1,17 @@
 //! `rtcheck bench fanout`: for each scenario, start the embedded server in its own process
 //! (or use --server), start the load generator in another, drive both, and judge the result.
-use super::control::{self, ServerStats};
 use super::loadgen::{parse_target, Proto};
 use super::model::{BenchReport, Check, ScenarioResult};
 use super::publisher::PublishVia;
 use super::scenario::{self, ForeignRun, Scenario};
-use super::sys::{self, ChildGuard};
 use super::validity::{self, Inputs};
 use super::wire::{Event, LoadgenResult, CMD_CLOSE_SLOW, CMD_CUTOFF, CMD_PUBLISH, CMD_STOP};
+use super::{check_interrupted, INTERRUPTED};
 use crate::findings::Status;
+use crate::sys::control::{self, ServerStats};
 use indicatif::{ProgressBar, ProgressStyle};
+use rtcheck_base::os::child::ChildGuard;
+use rtcheck_base::os::{clock, limits, signal};
 use std::io::{BufRead, IsTerminal, Write};
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -125,11 +127,11 @@ pub fn check_schedule(
     rate: f64,
     max_schedule_s: f64,
 ) -> anyhow::Result<()> {
-    use crate::units::out_of_bounds as oob;
+    use rtcheck_base::units::out_of_bounds as oob;
     if rounds == 0 || rounds > max_rounds {
         anyhow::bail!(oob("--rounds", rounds, 1, max_rounds, ""));
     }
-    let min = crate::net::payload::MIN_SIZE as u64;
+    let min = rtcheck_wire::payload::MIN_SIZE as u64;
     if size < min || size > 1 << 20 {
         // The payload carries seq and timestamp in its first 16 bytes.
         anyhow::bail!(oob("--size", size, min, 1 << 20, "bytes"));
@@ -175,12 +177,12 @@ pub fn validate(a: &FanoutOptions) -> anyhow::Result<()> {
             )
         };
         if proto != want {
-            anyhow::bail!("--server {}: {form}", crate::redact::url(url));
+            anyhow::bail!("--server {}: {form}", rtcheck_base::redact::url(url));
         }
     }
     validate_publish(a)?;
-    let (_, hard) = sys::raise_nofile()?;
-    sys::check_fd_budget(a.connections, hard)?;
+    let (_, hard) = limits::raise_nofile_to_hard()?;
+    limits::check_fd_budget(a.connections, hard)?;
     Ok(())
 }
 
@@ -239,7 +241,7 @@ fn probe(url: &str, timeout: Duration) -> anyhow::Result<()> {
     std::net::TcpStream::connect_timeout(&addr, limit)
         .map(drop)
         .map_err(|e| {
-            let url = crate::redact::url(url);
+            let url = rtcheck_base::redact::url(url);
             anyhow::anyhow!("--server {url}: cannot connect to {addr}: {e}")
         })
 }
@@ -248,7 +250,7 @@ fn probe(url: &str, timeout: Duration) -> anyhow::Result<()> {
 /// renders. Usage errors come before anything starts.
 pub fn run(a: &FanoutOptions) -> anyhow::Result<BenchReport> {
     validate(a)?;
-    sys::install_interrupt_handler();
+    signal::install_interrupt_handler();
     let mut results = Vec::new();
     if let Some(url) = &a.server {
         probe(url, a.connect_timeout)?;
@@ -257,19 +259,19 @@ pub fn run(a: &FanoutOptions) -> anyhow::Result<BenchReport> {
         // Ctrl-C also reaches the children, whose exit then looks like a failure: the
         // interrupt is the cause to report.
         let r = match run_one(run, a) {
-            Err(_) if sys::interrupted() => return Err(sys::Interrupted(sys::INTERRUPTED).into()),
+            Err(_) if signal::interrupted() => return Err(signal::Interrupted(INTERRUPTED).into()),
             r => r?,
         };
         results.push(r);
-        sys::check_interrupted()?;
+        check_interrupted()?;
     }
     validity::apply_floor(&mut results, Scenario::F.name());
     let report = BenchReport {
         command: "bench fanout".into(),
-        server: a
-            .server
-            .as_deref()
-            .map_or_else(|| "embedded (rtcheck serve)".into(), crate::redact::url),
+        server: a.server.as_deref().map_or_else(
+            || "embedded (rtcheck serve)".into(),
+            rtcheck_base::redact::url,
+        ),
         connections: a.connections,
         rounds: a.rounds,
         size: a.size,
@@ -277,7 +279,7 @@ pub fn run(a: &FanoutOptions) -> anyhow::Result<BenchReport> {
         slow: a
             .slow
             .unwrap_or(if a.server.is_some() { 0 } else { DEFAULT_SLOW }),
-        host_cores: sys::cores(),
+        host_cores: clock::cores(),
         valid: results.iter().all(|r| r.valid),
         scenarios: results,
     };
@@ -310,7 +312,7 @@ pub struct Server {
 
 pub fn start_server(flags: &[String], scratch: &Scratch, raw: bool) -> anyhow::Result<Server> {
     let want = if raw { 2 } else { 1 };
-    let wait = crate::sys::budget::Budget::new(crate::sys::serve::START_WAIT);
+    let wait = rtcheck_base::os::deadline::Deadline::new(crate::sys::serve::START_WAIT);
     let c = crate::sys::serve::start(flags, &scratch.0, want, &wait)?;
     Ok(Server {
         data: c.addrs[0],
@@ -346,7 +348,7 @@ pub fn start_loadgen_env(
 ) -> anyhow::Result<Loadgen> {
     let log = scratch.0.join("loadgen.log");
     let logf = std::fs::File::create(&log)?;
-    let mut cmd = Command::new(crate::sys::child::exe()?);
+    let mut cmd = Command::new(rtcheck_base::os::child::exe()?);
     cmd.args(["bench", "loadgen"])
         .args(args)
         .stdin(Stdio::piped())
@@ -411,12 +413,12 @@ impl Loadgen {
         let pb = progress_bar(total, format!("{label}: connecting"));
         let until = Instant::now() + limit;
         let out = loop {
-            sys::check_interrupted()?;
+            check_interrupted()?;
             if Instant::now() > until {
                 pb.finish_and_clear();
                 anyhow::bail!(
                     "{label}: clients not connected within {} (raise --connect-timeout or lower --connections)",
-                    crate::units::fmt_duration(limit)
+                    rtcheck_base::units::fmt_duration(limit)
                 );
             }
             match self.next(Duration::from_millis(100))? {
@@ -442,7 +444,7 @@ impl Loadgen {
         }
         anyhow::bail!(
             "load generator gave no result within {}",
-            crate::units::fmt_duration(limit)
+            rtcheck_base::units::fmt_duration(limit)
         )
     }
 }
@@ -499,10 +501,10 @@ fn run_one(run: Run, a: &FanoutOptions) -> anyhow::Result<ScenarioResult> {
             (None, Some(f)) => format!(
                 "{} (server {}, published via {})",
                 f.describe(),
-                crate::redact::url(&url),
+                rtcheck_base::redact::url(&url),
                 a.publish.name()
             ),
-            (None, None) => format!("external server {}", crate::redact::url(&url)),
+            (None, None) => format!("external server {}", rtcheck_base::redact::url(&url)),
         },
         // A foreign hub that waits on slow clients is C's result, not a failure.
         stall_expected: sc
@@ -693,7 +695,7 @@ fn watch_rounds(
     // connections), so it is polled once a second: enough for peak RSS, small perturbation.
     let mut next_poll = Instant::now() + Duration::from_secs(1);
     loop {
-        sys::check_interrupted()?;
+        check_interrupted()?;
         if w.t0.elapsed().as_secs_f64() > sched.schedule_s + sched.drain_s {
             break;
         }
@@ -755,7 +757,7 @@ fn stop_at_bound(
         lg.send(CMD_CLOSE_SLOW);
         let until = Instant::now() + Duration::from_secs_f64(sched.slow_release_s);
         while Instant::now() < until {
-            sys::check_interrupted()?;
+            check_interrupted()?;
             let _ = lg.next(Duration::from_millis(100))?;
         }
     }

@@ -1,10 +1,11 @@
 //! `rtcheck bench idle`: server RSS per idle connection (WebSocket and SSE), read from the
 //! server's own /control/stats before and after N idle clients connect.
-use super::control;
+use super::check_interrupted;
 use super::fanout::{progress_bar, start_loadgen, start_server, Loadgen, Scratch, Server};
 use super::model::{IdleReport, IdleResult, RssSample};
-use super::sys;
 use super::wire::Event;
+use crate::sys::control;
+use rtcheck_base::os::{limits, signal};
 use std::time::{Duration, Instant};
 
 /// The target: at most 6 KB RSS per idle WebSocket connection at 10,000.
@@ -52,13 +53,13 @@ pub fn run(a: &IdleOptions) -> anyhow::Result<IdleReport> {
     if a.connections == 0 {
         anyhow::bail!("--connections must be at least 1");
     }
-    let (_, hard) = sys::raise_nofile()?;
-    sys::check_fd_budget(a.connections, hard)?;
-    sys::install_interrupt_handler();
+    let (_, hard) = limits::raise_nofile_to_hard()?;
+    limits::check_fd_budget(a.connections, hard)?;
+    signal::install_interrupt_handler();
     let mut results = Vec::new();
     for p in &a.protocol {
         results.push(measure(*p, a)?);
-        sys::check_interrupted()?;
+        check_interrupted()?;
     }
     let report = IdleReport {
         command: "bench idle".into(),
@@ -172,12 +173,12 @@ fn connect_sampling(
     let pb = progress_bar(a.connections, format!("{name}: connecting"));
     let until = Instant::now() + a.connect_timeout;
     let out = loop {
-        sys::check_interrupted()?;
+        check_interrupted()?;
         if Instant::now() > until {
             pb.finish_and_clear();
             anyhow::bail!(
                 "{name}: clients not connected within {} (raise --connect-timeout or lower --connections)",
-                crate::units::fmt_duration(a.connect_timeout)
+                rtcheck_base::units::fmt_duration(a.connect_timeout)
             );
         }
         match lg.next(Duration::from_millis(100))? {

@@ -6,8 +6,8 @@
 use super::stats::{self, ClientSamples};
 use super::wire::ScheduleSeen;
 use super::wire::{Event, LoadgenResult, CMD_CLOSE_SLOW, CMD_CUTOFF, CMD_PUBLISH, CMD_STOP};
-use crate::sys::{clock, limits};
 use futures_util::StreamExt;
+use rtcheck_base::os::{clock, limits};
 use std::io::Write;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -63,7 +63,7 @@ pub fn parse_target(url: &str) -> anyhow::Result<(Proto, SocketAddr, String)> {
     } else {
         anyhow::bail!(
             "{}: expected ws://HOST:PORT/PATH (wss is not supported)",
-            crate::redact::url(url)
+            rtcheck_base::redact::url(url)
         );
     };
     let (hostport, path) = match rest.find('/') {
@@ -71,23 +71,23 @@ pub fn parse_target(url: &str) -> anyhow::Result<(Proto, SocketAddr, String)> {
         None => (rest, "/".to_string()),
     };
     // One loopback check for the whole crate: an IP literal or the name `localhost`.
-    let addr = crate::sys::addr::parse_host_port(hostport).ok_or_else(|| {
+    let addr = rtcheck_base::os::addr::parse_host_port(hostport).ok_or_else(|| {
         anyhow::anyhow!(
             "{}: host must be a loopback IP with a port, e.g. ws://127.0.0.1:8080/ws",
-            crate::redact::url(url)
+            rtcheck_base::redact::url(url)
         )
     })?;
-    if !crate::sys::addr::is_loopback(addr.ip()) {
+    if !rtcheck_base::os::addr::is_loopback(addr.ip()) {
         anyhow::bail!(
             "{}: {} is not a loopback address; live traffic goes only to 127.0.0.0/8 or ::1",
-            crate::redact::url(url),
+            rtcheck_base::redact::url(url),
             addr.ip()
         );
     }
     if addr.port() == 0 {
         anyhow::bail!(
             "{}: port 0 is not a server address",
-            crate::redact::url(url)
+            rtcheck_base::redact::url(url)
         );
     }
     Ok((proto, addr, path))
@@ -173,7 +173,7 @@ pub fn run(a: LoadgenOptions) -> anyhow::Result<std::process::ExitCode> {
         proto,
         addr,
         url: a.url.clone(),
-        shown: crate::redact::url(&a.url),
+        shown: rtcheck_base::redact::url(&a.url),
         path,
         rounds: a.rounds,
         slow_rcvbuf: a.slow_rcvbuf,
@@ -662,10 +662,10 @@ async fn ws_session(
                 // A gap marker (the server dropped messages for this client) is not a
                 // payload: the missing seqs show as drops in the server's counters.
                 // (Checked by its prefix first: a payload is not parsed twice.)
-                Some(Ok(Message::Text(t))) if t.as_str().starts_with("{\"from\"") && crate::delivery::client::parse_gap(t.as_str()).is_some() => {}
+                Some(Ok(Message::Text(t))) if t.as_str().starts_with("{\"from\"") && crate::verify::delivery::client::parse_gap(t.as_str()).is_some() => {}
                 // The server's hello (`{"epoch":..,"latest":..}`, first on every /ws) or a
                 // reset marker: not payloads either.
-                Some(Ok(Message::Text(t))) if crate::net::epoch::parse_marker(t.as_str()).is_some() => {}
+                Some(Ok(Message::Text(t))) if rtcheck_wire::epoch::parse_marker(t.as_str()).is_some() => {}
                 Some(Ok(Message::Text(t))) => {
                     record(out, counters, cfg.rounds, t.as_bytes(), cfg.decoder.decode(t.as_bytes(), None))
                 }
@@ -703,7 +703,7 @@ async fn raw_session(
         tokio::select! {
             biased;
             r = read_raw_frame(&mut rd, &mut body) => match r {
-                Ok(n) => record(out, counters, cfg.rounds, &body[..n], crate::net::payload::decode(&body[..n])),
+                Ok(n) => record(out, counters, cfg.rounds, &body[..n], rtcheck_wire::payload::decode(&body[..n])),
                 Err(_) => {
                     mark_removed(out, counters, &stop);
                     return Ok(());
@@ -787,7 +787,7 @@ async fn sse_session(
         return Ok(());
     }
     // Chunked framing (if any) is tolerated: chunk-size lines are not `data:` lines.
-    let mut parser = crate::net::sse::Parser::new(1 << 20);
+    let mut parser = rtcheck_wire::sse::Parser::new(1 << 20);
     let mut events = Vec::new();
     let mut feed = |bytes: &[u8], out: &mut ClientOut| -> Result<(), String> {
         parser

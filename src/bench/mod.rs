@@ -4,7 +4,6 @@
 //! - `fanout`: orchestration of scenarios ([`fanout`]), judged by [`validity`].
 //! - `idle`: RSS per idle connection ([`idle`]).
 //! - `loadgen` (hidden): the load generator process ([`loadgen`]), speaking [`wire`].
-pub mod control;
 pub mod fanout;
 pub mod idle;
 pub mod loadgen;
@@ -13,7 +12,16 @@ pub mod publisher;
 pub mod scenario;
 pub mod shape;
 pub mod stats;
-pub mod sys;
 pub mod template;
 pub mod validity;
 pub mod wire;
+
+/// What a bench run says when Ctrl-C stopped it (the guards stopped the children and removed
+/// the temp dir on the way out).
+pub const INTERRUPTED: &str =
+    "interrupted: stopped the server and load generator, removed the temp files; no report";
+
+pub fn check_interrupted() -> anyhow::Result<()> {
+    rtcheck_base::os::signal::check_interrupted(INTERRUPTED)
+}
+pub mod cluster;

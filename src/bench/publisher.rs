@@ -7,10 +7,10 @@
 //! sender's backlog (the server's).
 use super::template::Template;
 use super::wire::PublisherStat;
-use crate::sys::clock;
 use bytes::Bytes;
 use futures_util::{SinkExt, StreamExt};
 use http_body_util::{BodyExt, Full};
+use rtcheck_base::os::clock;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
@@ -41,14 +41,14 @@ impl PublishVia {
             .ok_or_else(|| {
                 format!(
                     "--publish `{}`: expected server, ws or 'POST http://HOST:PORT/PATH'",
-                    crate::redact::url(t)
+                    rtcheck_base::redact::url(t)
                 )
             })?;
         match super::loadgen::parse_target(url) {
             Ok((super::loadgen::Proto::Sse, _, _)) => Ok(PublishVia::Post { url: url.into() }),
             Ok(_) => Err(format!(
                 "--publish POST {}: expected an http:// URL",
-                crate::redact::url(url)
+                rtcheck_base::redact::url(url)
             )),
             Err(e) => Err(format!("--publish POST: {e}")),
         }
@@ -67,7 +67,7 @@ impl PublishVia {
         match self {
             PublishVia::Server => "server".into(),
             PublishVia::Ws => "ws".into(),
-            PublishVia::Post { url } => format!("POST {}", crate::redact::url(url)),
+            PublishVia::Post { url } => format!("POST {}", rtcheck_base::redact::url(url)),
         }
     }
 }
@@ -126,7 +126,7 @@ pub async fn connect(plan: &Plan) -> Result<Ready, String> {
     if !matches!(plan.via, PublishVia::Ws) {
         return Ok(Ready::Post);
     }
-    let url = crate::redact::url(&plan.ws_url);
+    let url = rtcheck_base::redact::url(&plan.ws_url);
     let s = tokio::time::timeout(
         Duration::from_secs(10),
         tokio::net::TcpStream::connect(plan.ws_addr),
@@ -347,7 +347,7 @@ async fn post(
     body: String,
 ) -> Result<(), String> {
     // A query value may be a token: errors show the path redacted.
-    let shown = crate::redact::path_and_query(path);
+    let shown = rtcheck_base::redact::path_and_query(path);
     if conn.as_ref().is_none_or(|c| c.is_closed()) {
         let s = tokio::time::timeout(
             Duration::from_secs(10),

@@ -178,7 +178,7 @@ impl Decoder {
     /// so only where binary is what the server sends), else as `decode`.
     pub fn decode_binary(&self, frame: &[u8]) -> Option<(u64, u64)> {
         match self {
-            Decoder::Auto => crate::net::payload::decode(frame),
+            Decoder::Auto => rtcheck_wire::payload::decode(frame),
             d => d.decode(frame, None),
         }
     }
@@ -190,7 +190,7 @@ impl Decoder {
         match self {
             Decoder::Auto => std::str::from_utf8(frame)
                 .ok()
-                .and_then(crate::net::payload::decode_text)
+                .and_then(rtcheck_wire::payload::decode_text)
                 .or_else(|| find_marker(frame)),
             Decoder::Marker => find_marker(frame),
             Decoder::Paths { seq, ts } => {
@@ -359,7 +359,7 @@ mod tests {
         let own = Template::parse(DEFAULT_MESSAGE).render(9, 77, 200);
         assert_eq!(Decoder::Auto.decode(own.as_bytes(), None), Some((9, 77)));
         assert_eq!(Decoder::Auto.decode(m.as_bytes(), None), Some((42, 1234)));
-        let bin = crate::net::payload::encode(64, 3, 4);
+        let bin = rtcheck_wire::payload::encode(64, 3, 4);
         assert_eq!(Decoder::Auto.decode_binary(&bin), Some((3, 4)));
     }
 

@@ -13,7 +13,7 @@ pub fn parse_ms(s: &str) -> Result<f64, String> {
     let t = s.trim();
     let ms = match t.parse::<f64>() {
         Ok(v) => v,
-        Err(_) => crate::units::parse_duration(t)?.as_secs_f64() * 1000.0,
+        Err(_) => rtcheck_base::units::parse_duration(t)?.as_secs_f64() * 1000.0,
     };
     check_ms(ms).map_err(|e| format!("`{t}`: {e}"))
 }

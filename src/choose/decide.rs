@@ -4,7 +4,7 @@ use super::sizing::{self, Sizing};
 use crate::evidence::EvidenceRef;
 use crate::evidence::{self, fmt_num};
 use crate::profile::{Loss, Profile, Transport, Upstream};
-use crate::units::fmt_duration;
+use rtcheck_base::units::fmt_duration;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
@@ -372,7 +372,7 @@ fn q3(loss: Loss) -> (Delivery, Reason) {
             "shared: must not lose, everyone sees the same stream",
             format!(
                 "Sequence numbers in the payload, a ring buffer shared by all clients, and a GAP marker when a client fell further behind than the ring: a {} ring lost 0 events after a {} s disconnect; without seq {} events vanished silently.",
-                crate::units::fmt_bytes(evidence::num("ring-buffer", "ring_bytes") as u64),
+                rtcheck_base::units::fmt_bytes(evidence::num("ring-buffer", "ring_bytes") as u64),
                 fmt_num(evidence::num("ring-buffer", "disconnect")),
                 fmt_num(evidence::num("seq-numbers", "lost_silently"))
             ),
@@ -387,10 +387,10 @@ fn q3(loss: Loss) -> (Delivery, Reason) {
             "per-user: must not lose, data is per user",
             format!(
                 "A session per user with acks, dedup on the client and a TTL: sessions held {} per client per {} s of disconnect with {} duplicates to filter, and 10,000 disconnected clients held {}.",
-                crate::units::fmt_bytes(evidence::num("session-ack", "bytes_per_client") as u64),
+                rtcheck_base::units::fmt_bytes(evidence::num("session-ack", "bytes_per_client") as u64),
                 fmt_num(evidence::num("session-ack", "disconnect")),
                 fmt_num(evidence::num("session-ack", "duplicates")),
-                crate::units::fmt_bytes(evidence::num("session-expiry", "bytes") as u64)
+                rtcheck_base::units::fmt_bytes(evidence::num("session-expiry", "bytes") as u64)
             ),
             vec![
                 evidence::reference("session-ack"),
@@ -430,8 +430,8 @@ fn q4(p: &Profile) -> (Topology, Reason) {
                 decision: "single-process".into(),
                 detail: format!(
                     "One process on one machine is enough and cheap: {} of RSS per idle connection, {} for 10,000 (reference host).",
-                    crate::units::fmt_bytes(evidence::num("conn-ram", "rss_per_conn") as u64),
-                    crate::units::fmt_bytes(evidence::num("conn-ram", "rss_10k") as u64)
+                    rtcheck_base::units::fmt_bytes(evidence::num("conn-ram", "rss_per_conn") as u64),
+                    rtcheck_base::units::fmt_bytes(evidence::num("conn-ram", "rss_10k") as u64)
                 ),
                 evidence: vec![
                     evidence::reference("conn-ram"),

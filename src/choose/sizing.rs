@@ -37,7 +37,7 @@ pub fn fmt_figure(bytes: u64, saturated: bool) -> String {
     if saturated {
         "> 18.4 EB (saturated)".into()
     } else {
-        crate::units::fmt_bytes(bytes)
+        rtcheck_base::units::fmt_bytes(bytes)
     }
 }
 

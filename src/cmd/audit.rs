@@ -88,12 +88,12 @@ pub struct AuditArgs {
     #[arg(long)]
     pub explain: bool,
     /// Time bound for --verify.
-    #[arg(long, value_name = "DURATION", default_value = "3m", value_parser = crate::units::parse_duration)]
+    #[arg(long, value_name = "DURATION", default_value = "3m", value_parser = rtcheck_base::units::parse_duration)]
     pub verify_timeout: std::time::Duration,
     /// Re-audit every DURATION until SIGINT/SIGTERM (then exit 0), rewriting -o and every
     /// --report atomically each time: e.g. --report prometheus=FILE for node_exporter's
     /// textfile collector. Read-only, no --verify.
-    #[arg(long, value_name = "DURATION", value_parser = crate::units::parse_duration)]
+    #[arg(long, value_name = "DURATION", value_parser = rtcheck_base::units::parse_duration)]
     pub watch: Option<std::time::Duration>,
     /// Serve the gauges of the last audit at http://ADDR/metrics (re-audits every --watch,
     /// default 15s). Loopback only unless --listen-public.

@@ -1,5 +1,5 @@
 //! `--baseline FILE` and `--write-baseline FILE` (issue 28), flattened into audit, lint,
-//! review, probe and verify delivery: the file read through crate::input, today's date
+//! review, probe and verify delivery: the file read through rtcheck_base::input, today's date
 //! taken once, the pure decisions in `crate::findings::baseline`.
 use crate::findings::baseline::{self, Baseline, Date, Subject};
 use crate::findings::Finding;
@@ -31,7 +31,7 @@ impl BaselineArgs {
         let today = baseline::today().map_err(anyhow::Error::msg)?;
         let baseline = match &self.baseline {
             Some(p) => {
-                let text = crate::input::yaml("--baseline", p)?;
+                let text = rtcheck_base::input::yaml("--baseline", p)?;
                 let what = format!("--baseline {}", p.display());
                 baseline::parse(&what, &text, known).map_err(anyhow::Error::msg)?
             }
@@ -72,7 +72,7 @@ pub fn host_subject(hostname: Option<String>) -> impl Fn(&Finding) -> Subject {
 /// The host name under a procfs root (`sys/kernel/hostname`), when it can be read.
 pub fn hostname(procfs: &std::path::Path) -> Option<String> {
     let p = procfs.join("sys/kernel/hostname");
-    let text = String::from_utf8(crate::input::read_bytes(&p).ok()?).ok()?;
+    let text = String::from_utf8(rtcheck_base::input::read_bytes(&p).ok()?).ok()?;
     let h = text.trim();
     (!h.is_empty()).then(|| h.to_string())
 }

@@ -43,19 +43,19 @@ pub struct BudgetArgs {
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=200))]
     pub rounds: u32,
     /// Time limit per live call.
-    #[arg(long, default_value = "2s", value_parser = crate::units::parse_duration)]
+    #[arg(long, default_value = "2s", value_parser = rtcheck_base::units::parse_duration)]
     pub timeout: Duration,
     /// Allow --live URLs that are not loopback.
     #[arg(long)]
     pub allow_remote: bool,
     /// The latency budget of the whole request: adds the `latency-budget` finding.
-    #[arg(long, value_name = "DURATION", value_parser = crate::units::parse_duration)]
+    #[arg(long, value_name = "DURATION", value_parser = rtcheck_base::units::parse_duration)]
     pub budget: Option<Duration>,
     /// Price a per-call deadline (every call abandoned after DURATION).
-    #[arg(long, value_name = "DURATION", value_parser = crate::units::parse_duration)]
+    #[arg(long, value_name = "DURATION", value_parser = rtcheck_base::units::parse_duration)]
     pub deadline: Option<Duration>,
     /// Price hedged requests (a second call after DURATION, first answer wins).
-    #[arg(long, value_name = "DURATION", value_parser = crate::units::parse_duration)]
+    #[arg(long, value_name = "DURATION", value_parser = rtcheck_base::units::parse_duration)]
     pub hedge_after: Option<Duration>,
     #[command(flatten)]
     pub out: OutputArgs<FindingsFormats>,
@@ -71,7 +71,7 @@ fn ms(d: Duration) -> f64 {
 fn read_hops(a: &BudgetArgs) -> anyhow::Result<Vec<Hop>> {
     if let Some(p) = &a.hops {
         let origin = p.display().to_string();
-        let text = crate::input::yaml("--hops", p)?;
+        let text = rtcheck_base::input::yaml("--hops", p)?;
         return hops::from_yaml(&text, &origin).map_err(anyhow::Error::msg);
     }
     let v = a

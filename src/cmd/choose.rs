@@ -5,7 +5,7 @@ use super::{parse_count, prompts, Ctx};
 use crate::choose::{decide, missing_answers, Recommendation};
 use crate::profile::{Loss, Profile, Upstream};
 use crate::report::{Format, Palette};
-use crate::units::parse_duration;
+use rtcheck_base::units::parse_duration;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -125,7 +125,7 @@ pub fn profile_from_args(a: &ChooseArgs) -> anyhow::Result<(Profile, Vec<String>
     let mut given: Vec<String> = Vec::new();
     let mut p = match &a.answers {
         Some(path) => {
-            let text = crate::input::yaml("--answers", path)?;
+            let text = rtcheck_base::input::yaml("--answers", path)?;
             let p = Profile::from_yaml(&text, &path.display().to_string())?;
             // from_yaml validated the text; the keys present tell what was answered.
             if let Ok(serde_yaml::Value::Mapping(m)) = serde_yaml::from_str(&text) {
@@ -275,7 +275,7 @@ pub fn run(a: ChooseArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
                 "machines" => p.machines.to_string(),
                 "rate" => format!("{} msg/s", crate::evidence::fmt_num(p.rate)),
                 "size" => format!("{} B", p.size),
-                _ => crate::units::fmt_duration(p.max_disconnect),
+                _ => rtcheck_base::units::fmt_duration(p.max_disconnect),
             };
             rec.notes.push(format!(
                 "{name} = {value} is the default; set {flag} for your workload."
@@ -314,14 +314,14 @@ pub fn run(a: ChooseArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
 /// After an interactive walk, the answers are worth keeping (issue 27, item 6): offer to
 /// save the profile, as `--save` would, asking before overwriting a file.
 fn offer_to_save(rec: &Recommendation) -> anyhow::Result<()> {
-    crate::sys::signal::set_sigint_message(
+    rtcheck_base::os::signal::set_sigint_message(
         "choose interrupted; the recommendation is above, the profile was not saved",
     );
     if !prompts::confirm("Save the profile (reuse with `rtcheck audit --profile FILE`)?")? {
         return Ok(());
     }
     if let Some(path) = prompts::ask_save_path("Profile file", "rtcheck-profile.yaml")? {
-        crate::outfile::write_atomic(&path, saved_profile(rec, &path).as_bytes())?;
+        rtcheck_base::outfile::write_atomic(&path, saved_profile(rec, &path).as_bytes())?;
         eprintln!("saved {}", path.display());
     }
     Ok(())

@@ -1,10 +1,10 @@
 //! `rtcheck verify delivery`: the delivery flags (flattened into `verify`), resolved
 //! against the profile, the experiment, and its renderers.
 use super::Ctx;
-use crate::delivery::{self, DeliveryOptions, DeliveryReport};
 use crate::findings::FailOn;
 use crate::profile::Profile;
 use crate::report::{FindingsReport, Format, Palette};
+use crate::verify::delivery::{self, DeliveryOptions, DeliveryReport};
 use anyhow::anyhow;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -32,10 +32,10 @@ pub struct DeliveryFlags {
     #[arg(long, value_name = "MSGS_PER_S")]
     pub rate: Option<f64>,
     /// delivery: bytes per message (default: the profile's size).
-    #[arg(long, value_name = "BYTES", value_parser = crate::net::config::parse_size)]
+    #[arg(long, value_name = "BYTES", value_parser = rtcheck_base::units::parse_size)]
     pub size: Option<u64>,
     /// delivery: how long clients stay away (default: the profile's max_disconnect).
-    #[arg(long, value_name = "DUR", value_parser = crate::units::parse_duration)]
+    #[arg(long, value_name = "DUR", value_parser = rtcheck_base::units::parse_duration)]
     pub max_disconnect: Option<Duration>,
     /// delivery: server ring, bytes (100KiB) or messages (1024); default: max_disconnect
     /// x rate plus one second.
@@ -43,7 +43,7 @@ pub struct DeliveryFlags {
     pub ring: Option<String>,
     /// delivery: session TTL for session-ack (default: twice the longer of max_disconnect and
     /// the ring's span).
-    #[arg(long, value_name = "DUR", value_parser = crate::units::parse_duration)]
+    #[arg(long, value_name = "DUR", value_parser = rtcheck_base::units::parse_duration)]
     pub session_ttl: Option<Duration>,
     /// delivery: measure another server on loopback: http://127.0.0.1:PORT (rtcheck's
     /// protocol), or with --publish the clients' URL of any server (ws://HOST:PORT/PATH,
@@ -76,8 +76,8 @@ pub struct DeliveryFlags {
     /// delivery, with --publish: how a client comes back: none, last-event-id (SSE's
     /// default), 'query since={seq}', 'message TEMPLATE' (WebSocket); {seq} is the last
     /// seq it received.
-    #[arg(long, value_name = "HOW", value_parser = crate::delivery::foreign::Resume::parse)]
-    pub resume: Option<crate::delivery::foreign::Resume>,
+    #[arg(long, value_name = "HOW", value_parser = crate::verify::delivery::foreign::Resume::parse)]
+    pub resume: Option<crate::verify::delivery::foreign::Resume>,
     /// delivery: lowest finding status that exits 1.
     #[arg(long, value_enum, default_value_t = FailOn::Fail)]
     pub fail_on: FailOn,
@@ -97,21 +97,21 @@ pub fn ring_messages(s: &str, size: u64) -> anyhow::Result<u64> {
     if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) {
         return t.parse().map_err(|_| anyhow!("--ring {t}: too large"));
     }
-    let bytes = crate::net::config::parse_size(t).map_err(|e| anyhow!("--ring: {e}"))?;
+    let bytes = rtcheck_base::units::parse_size(t).map_err(|e| anyhow!("--ring: {e}"))?;
     Ok(bytes.div_ceil(size.max(1)))
 }
 
 /// `http://HOST:PORT[/]` on loopback.
 pub fn server_addr(url: &str) -> anyhow::Result<SocketAddr> {
-    let shown = crate::redact::url(url);
+    let shown = rtcheck_base::redact::url(url);
     let rest = url
         .strip_prefix("http://")
         .ok_or_else(|| anyhow!("--server {shown}: expected http://HOST:PORT"))?;
     let hp = rest.trim_end_matches('/');
-    let a = crate::sys::addr::parse_host_port(hp).ok_or_else(|| {
+    let a = rtcheck_base::os::addr::parse_host_port(hp).ok_or_else(|| {
         anyhow!("--server {shown}: expected http://HOST:PORT with an IP or localhost")
     })?;
-    crate::sys::addr::ensure_loopback(&a)?;
+    rtcheck_base::os::addr::ensure_loopback(&a)?;
     Ok(a)
 }
 
@@ -197,7 +197,7 @@ fn foreign_target(
         )
     })?;
     let (proto, addr, path) = parse_target(url).map_err(|e| anyhow!("--server {e}"))?;
-    let shown = crate::redact::url(url);
+    let shown = rtcheck_base::redact::url(url);
     let ws = match proto {
         Proto::Ws => true,
         Proto::Sse => false,
@@ -355,7 +355,7 @@ pub fn for_profile(
     };
     o.validate()
         .map_err(|e| anyhow!("verify delivery for the profile: {e}"))?;
-    crate::sys::signal::install_interrupt_handler();
+    rtcheck_base::os::signal::install_interrupt_handler();
     Ok(measure(&o, true)?.findings)
 }
 
@@ -422,7 +422,7 @@ impl Drop for Ticker {
 /// The experiment, with its progress line; after Ctrl-C any outcome is `Interrupted`
 /// (exit 130, no partial report).
 fn measure(o: &DeliveryOptions, progress: bool) -> anyhow::Result<DeliveryReport> {
-    use crate::sys::signal::{interrupted, Interrupted};
+    use rtcheck_base::os::signal::{interrupted, Interrupted};
     const STOPPED: &str = "verify delivery interrupted; its server and clients were stopped";
     let ticker = Ticker::start(progress, o);
     let r = delivery::measure(o);
@@ -430,7 +430,7 @@ fn measure(o: &DeliveryOptions, progress: bool) -> anyhow::Result<DeliveryReport
     match r {
         Err(e) if interrupted() => Err(e.context(Interrupted(STOPPED))),
         r => {
-            crate::sys::signal::check_interrupted(STOPPED)?;
+            rtcheck_base::os::signal::check_interrupted(STOPPED)?;
             r
         }
     }
@@ -448,7 +448,7 @@ pub fn run(
     let base = f.baseline.load(&[])?;
     let o = options(f, connections, timeout)?;
     o.validate()?;
-    crate::sys::signal::install_interrupt_handler();
+    rtcheck_base::os::signal::install_interrupt_handler();
     let mut r = measure(&o, !quiet)?;
     let json = serde_json::to_value(&r)?;
     let found = crate::findings::threshold::evaluate(&f.thresholds, &json, &["runs"], None)

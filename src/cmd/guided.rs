@@ -6,11 +6,11 @@ use super::prompts::{self, confirm, prompt_error, say};
 use super::{audit, Ctx};
 use crate::audit::Roots;
 use crate::findings::FailOn;
-use crate::outfile;
 use crate::profile::{Profile, Role};
 use crate::report::Format;
-use crate::sys::signal::Interrupted;
 use dialoguer::{Input, Select};
+use rtcheck_base::os::signal::Interrupted;
+use rtcheck_base::outfile;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -145,8 +145,8 @@ impl Kept {
     /// Set the Ctrl-C line to what is kept now, and the handler that prints it (a probe
     /// installs its own; this takes the prompts back).
     fn arm(&self) {
-        crate::sys::signal::set_sigint_message(&interrupted_line(&self.0));
-        crate::sys::signal::exit_on_sigint_showing_cursor();
+        rtcheck_base::os::signal::set_sigint_message(&interrupted_line(&self.0));
+        rtcheck_base::os::signal::exit_on_sigint_showing_cursor();
     }
 
     fn saved(&mut self, what: String) {

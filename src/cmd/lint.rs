@@ -72,7 +72,7 @@ pub struct LintArgs {
     #[arg(long, value_enum)]
     pub transport: Option<Transport>,
     /// The server's heartbeat (WebSocket ping or SSE comment) the timeouts must exceed.
-    #[arg(long, value_name = "DURATION", value_parser = crate::units::parse_duration)]
+    #[arg(long, value_name = "DURATION", value_parser = rtcheck_base::units::parse_duration)]
     pub ping: Option<Duration>,
     /// The hops between the users and the server, outermost first (`rtcheck hops`): the
     /// timeouts must carry the heartbeat their chain needs. Wins over the profile's `path:`.

@@ -42,10 +42,10 @@ pub struct LoadArgs {
           value_parser = clap::value_parser!(u32).range(1..=4096))]
     pub concurrency: Vec<u32>,
     /// Time per level.
-    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = crate::units::parse_duration)]
+    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = rtcheck_base::units::parse_duration)]
     pub step: Duration,
     /// Client timeout per request (it decides the errors column).
-    #[arg(long, value_name = "DURATION", default_value = "500ms", value_parser = crate::units::parse_duration)]
+    #[arg(long, value_name = "DURATION", default_value = "500ms", value_parser = rtcheck_base::units::parse_duration)]
     pub timeout: Duration,
     /// Open loop: this many arrivals per second at every level (concurrency caps connections).
     #[arg(long, value_name = "R")]
@@ -99,13 +99,13 @@ fn validate(a: &LoadArgs) -> anyhow::Result<()> {
     if a.step < Duration::from_millis(100) || a.step > Duration::from_secs(600) {
         bail!(
             "--step {}: must be 100ms ..= 10m",
-            crate::units::fmt_duration(a.step)
+            rtcheck_base::units::fmt_duration(a.step)
         );
     }
     if a.timeout < Duration::from_millis(1) || a.timeout > Duration::from_secs(60) {
         bail!(
             "--timeout {}: must be 1ms ..= 60s",
-            crate::units::fmt_duration(a.timeout)
+            rtcheck_base::units::fmt_duration(a.timeout)
         );
     }
     if a.step * a.concurrency.len() as u32 > MAX_TOTAL {
@@ -193,7 +193,7 @@ async fn preflight(t: &Target, timeout: Duration, what: &str) -> anyhow::Result<
                 ErrorKind::Protocol => "the answer is not HTTP/1.1".to_string(),
                 ErrorKind::Timeout => format!(
                     "no answer within {}",
-                    crate::units::fmt_duration(timeout.max(Duration::from_millis(500)))
+                    rtcheck_base::units::fmt_duration(timeout.max(Duration::from_millis(500)))
                 ),
                 ErrorKind::Status4xx => {
                     "answers 4xx (check the URL, --method and --header)".to_string()
@@ -252,7 +252,7 @@ pub async fn sweep_report(a: &LoadArgs, plan: sweep::Plan) -> LoadReport {
     ];
     LoadReport {
         kind: "load".into(),
-        url: crate::redact::url(&a.url),
+        url: rtcheck_base::redact::url(&a.url),
         method: a.method.clone(),
         mode: if o.closed_loop { "closed" } else { "open" }.into(),
         latency_from: if o.closed_loop {
@@ -288,7 +288,7 @@ pub fn run(a: LoadArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
         })
         .transpose()
         .map_err(|e| anyhow::anyhow!("--metrics {e}"))?;
-    let _ = crate::sys::limits::raise_nofile();
+    let _ = rtcheck_base::os::limits::raise_nofile();
     let threads = a
         .threads
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get() as u32));

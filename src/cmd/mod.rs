@@ -2,11 +2,11 @@
 //! the renderer, write). Nothing below this layer imports it.
 //!
 //! Layers point down: data (units, evidence, checklist, profile) <- domain (findings,
-//! choose, audit, verify, bench, net, review) <- report (models, one renderer per format) <- cmd.
+//! choose, audit, verify, bench, review) <- report (models, one renderer per format) <- cmd;
+//! the crates below the root crate: rtcheck-base <- rtcheck-wire <- rtcheck-serve.
 pub mod audit;
 pub mod baseline;
 pub mod bench;
-pub mod bench_cluster;
 pub mod budget;
 pub mod catalog;
 pub mod choose;
@@ -20,10 +20,12 @@ pub mod output;
 pub mod probe;
 pub mod prompts;
 pub mod review;
+pub mod serve;
 pub mod verify;
 
 use clap::{Parser, Subcommand};
 pub use output::{ColorChoice, OutputArgs};
+use rtcheck_base::names::Named;
 
 const EXAMPLES: &str = "\
 Examples:
@@ -73,7 +75,7 @@ pub enum Command {
     /// List or show the ops and async-service checklists.
     Checklist(catalog::ChecklistArgs),
     /// Run the embedded realtime server (WebSocket, SSE, polling, metrics) on loopback.
-    Serve(crate::net::ServeArgs),
+    Serve(serve::ServeArgs),
     /// Reproduce the published tail-latency scenarios against the embedded or another server.
     Bench(bench::BenchArgs),
     /// Latency budget of a request calling N backends: sequential vs parallel, new vs reused.
@@ -145,8 +147,16 @@ pub fn parse_rate(s: &str) -> Result<f64, String> {
 
 /// `--size`: a size with an optional unit, at least 1 byte (the profile bounds the top).
 pub fn parse_message_size(s: &str) -> Result<u64, String> {
-    match crate::units::parse_size(s)? {
+    match rtcheck_base::units::parse_size(s)? {
         0 => Err("must be at least 1 byte".into()),
         v => Ok(v),
     }
+}
+
+/// A flag's value parser for an enum with stable names ([`Named`]): help lists exactly
+/// its values and the parsed value is the enum, so the two cannot drift.
+pub fn named<T: Named + Send + Sync>() -> impl clap::builder::TypedValueParser<Value = T> {
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(T::ALL.iter().map(|v| v.name()))
+        .try_map(|s| T::from_name(&s).ok_or_else(|| format!("expected {}", T::expected())))
 }

@@ -239,7 +239,7 @@ impl<F: FormatSet> OutputArgs<F> {
 
     /// [`Self::emit_with`] plus `extra` files that belong to the run (`--save`): regular
     /// files are renamed into place only once every one of them is written, so a failure
-    /// leaves none behind (`crate::outfile::write_all_atomic`). A report file is coloured
+    /// leaves none behind (`rtcheck_base::outfile::write_all_atomic`). A report file is coloured
     /// only under `--color always`, and is 80 columns wide, like `-o FILE`.
     pub fn write_with(
         &self,
@@ -265,7 +265,7 @@ impl<F: FormatSet> OutputArgs<F> {
                 .map(|(r, c)| (r.path.as_path(), c.as_bytes())),
         );
         files.push((self.output.as_deref().unwrap_or(stdout), main.as_bytes()));
-        crate::outfile::write_all_atomic(&files)
+        rtcheck_base::outfile::write_all_atomic(&files)
     }
 }
 

@@ -58,7 +58,7 @@ pub struct ProbeArgs {
     #[arg(long)]
     pub insecure: bool,
     /// How long to hold a connection with no client traffic (past the common 60 s defaults).
-    #[arg(long, value_name = "DURATION", default_value = "75s", value_parser = crate::units::parse_duration)]
+    #[arg(long, value_name = "DURATION", default_value = "75s", value_parser = rtcheck_base::units::parse_duration)]
     pub idle_for: Duration,
     /// Skip the idle test (idle-timeout and heartbeat are reported as skipped).
     #[arg(long)]
@@ -84,11 +84,11 @@ pub struct ProbeArgs {
     #[arg(long = "override", value_name = "HOP.FIELD=DUR")]
     pub overrides: Vec<String>,
     /// Bound of each step (DNS, connect, TLS, response).
-    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = crate::units::parse_duration)]
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = rtcheck_base::units::parse_duration)]
     pub timeout: Duration,
     /// How long an event stream's response head may take: a buffering proxy holds a slow
     /// stream's head with its first full buffer (nginx: ~100 s); later is `sse-buffering` fail.
-    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = crate::units::parse_duration)]
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = rtcheck_base::units::parse_duration)]
     pub head_timeout: Duration,
     #[command(flatten)]
     pub out: OutputArgs<GaugeFormats>,
@@ -254,7 +254,7 @@ pub fn report(a: &ProbeArgs, profile: Profile) -> anyhow::Result<FindingsReport>
     probe::validate_skip(&a.skip)?;
     if let Some(ca) = &a.ca {
         // Checked before any connection: a device or FIFO is refused at once, not mid-run.
-        crate::input::read("--ca", ca)?;
+        rtcheck_base::input::read("--ca", ca)?;
     }
     let o = options(a, &profile)?;
     let targets: Vec<Target> = a

@@ -7,9 +7,9 @@ use super::parse_count;
 use crate::hops::chain::PathEntry;
 use crate::profile::{Loss, Profile, Upstream};
 use crate::report::Format;
-use crate::units::{fmt_duration, parse_duration};
 use dialoguer::theme::{ColorfulTheme, SimpleTheme, Theme};
 use dialoguer::{Confirm, Input, MultiSelect, Select, Sort};
+use rtcheck_base::units::{fmt_duration, parse_duration};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -74,7 +74,7 @@ fn explain(color: bool, text: &str) {
 }
 
 /// A prompt's error. Ctrl-C in a menu comes back as an `Interrupted` read (raw mode sends
-/// no SIGINT): it becomes [`crate::sys::signal::Interrupted`] with the line
+/// no SIGINT): it becomes [`rtcheck_base::os::signal::Interrupted`] with the line
 /// `set_sigint_message` set (what was kept), so `app` says it and exits 130, as the
 /// SIGINT handler does inside a text prompt.
 pub fn prompt_error(e: dialoguer::Error) -> anyhow::Error {
@@ -82,7 +82,7 @@ pub fn prompt_error(e: dialoguer::Error) -> anyhow::Error {
     let _ = dialoguer::console::Term::stderr().show_cursor();
     let dialoguer::Error::IO(io) = &e;
     if io.kind() == std::io::ErrorKind::Interrupted {
-        crate::sys::signal::Interrupted(crate::sys::signal::sigint_message()).into()
+        rtcheck_base::os::signal::Interrupted(rtcheck_base::os::signal::sigint_message()).into()
     } else {
         anyhow::anyhow!("prompt: {e}")
     }
@@ -168,7 +168,7 @@ fn prompt(mut p: Profile, only_missing: bool, color: ColorChoice) -> anyhow::Res
         anyhow::bail!("prompts need a terminal (give the answers as flags or with --answers FILE)");
     }
     // Ctrl-C: show the cursor again and exit 130 without saving anything.
-    crate::sys::signal::exit_on_sigint_showing_cursor();
+    rtcheck_base::os::signal::exit_on_sigint_showing_cursor();
     let color = colour_enabled(color);
     let colorful = ColorfulTheme::default();
     let simple = SimpleTheme;

@@ -63,13 +63,13 @@ pub struct VerifyArgs {
     #[arg(long, value_name = "N", value_parser = parse_count, allow_negative_numbers = true)]
     pub connections: Option<u64>,
     /// tcp-keepalive: server ping interval.
-    #[arg(long, default_value = "5s", value_parser = crate::units::parse_duration)]
+    #[arg(long, default_value = "5s", value_parser = rtcheck_base::units::parse_duration)]
     pub ping: Duration,
     /// tcp-keepalive: server pong wait (removes a peer silent this long).
-    #[arg(long, default_value = "8s", value_parser = crate::units::parse_duration)]
+    #[arg(long, default_value = "8s", value_parser = rtcheck_base::units::parse_duration)]
     pub pong_wait: Duration,
     /// read-deadline: the server's read deadline (no ping) for a healthy quiet client.
-    #[arg(long, default_value = "10s", value_parser = crate::units::parse_duration)]
+    #[arg(long, default_value = "10s", value_parser = rtcheck_base::units::parse_duration)]
     pub read_deadline: Duration,
     /// tcp-wmem: SO_RCVBUF of the client that never reads.
     #[arg(long, default_value_t = 2048)]
@@ -78,7 +78,7 @@ pub struct VerifyArgs {
     #[arg(long, default_value_t = 1024)]
     pub message_size: u64,
     /// Total time bound for the whole run.
-    #[arg(long, default_value = "3m", value_parser = crate::units::parse_duration)]
+    #[arg(long, default_value = "3m", value_parser = rtcheck_base::units::parse_duration)]
     pub timeout: Duration,
     // json/yaml: verify's own report (experiments, options, verifications, summary);
     // junit/github: one test case or annotation per measurement.
@@ -169,7 +169,7 @@ pub fn run(a: VerifyArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
     let started = Instant::now();
     let results = verify::run_selected(&wanted, &opts)?;
     // An experiment that returned after Ctrl-C: no partial report, exit 130.
-    crate::sys::signal::check_interrupted("verify interrupted")?;
+    rtcheck_base::os::signal::check_interrupted("verify interrupted")?;
     let experiments = verify::experiments_for(&wanted)
         .into_iter()
         .map(String::from)
@@ -289,7 +289,7 @@ mod tests {
         };
         let e = bad.validate().unwrap_err().to_string();
         assert!(e.contains("this experiment opens"), "{e}");
-        let (_, hard) = verify::sys::nofile().unwrap();
+        let (_, hard) = rtcheck_base::os::limits::nofile().unwrap();
         if hard < verify::fd_limit::MAX_LIMIT {
             let bad = VerifyOptions {
                 limit: Some(hard + 1),

@@ -13,7 +13,7 @@
 //!     expiry: 2027-01-31
 //! ```
 //!
-//! Pure: the command layer reads the file (crate::input), says what today is and what the
+//! Pure: the command layer reads the file (rtcheck_base::input), says what today is and what the
 //! host and each finding's URL are; this module decides.
 use super::{Finding, Fix, Status};
 use serde::{Deserialize, Serialize};
@@ -167,7 +167,10 @@ impl Entry {
             ("file", &self.file),
         ]
         .iter()
-        .filter_map(|(k, v)| v.as_ref().map(|v| format!("{k} {}", crate::redact::url(v))))
+        .filter_map(|(k, v)| {
+            v.as_ref()
+                .map(|v| format!("{k} {}", rtcheck_base::redact::url(v)))
+        })
         .collect();
         if scope.is_empty() {
             self.check.clone()

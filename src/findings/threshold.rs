@@ -109,7 +109,7 @@ pub fn parse(s: &str) -> Result<Threshold, String> {
     })
 }
 
-/// `50ms`, `1.5s`, `0`, `16`, `4KiB`, `5%`: the unit names are crate::units' own.
+/// `50ms`, `1.5s`, `0`, `16`, `4KiB`, `5%`: the unit names are rtcheck_base::units' own.
 fn parse_limit(s: &str) -> Result<(f64, Unit), String> {
     let split = s
         .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-' || c == '+'))
@@ -126,10 +126,10 @@ fn parse_limit(s: &str) -> Result<(f64, Unit), String> {
     if unit == "%" {
         return Ok((n, Unit::Percent));
     }
-    if let Ok(d) = crate::units::parse_duration(&format!("1{unit}")) {
+    if let Ok(d) = rtcheck_base::units::parse_duration(&format!("1{unit}")) {
         return Ok((n * d.as_secs_f64(), Unit::Seconds));
     }
-    if let Ok(b) = crate::units::parse_size(&format!("1{unit}")) {
+    if let Ok(b) = rtcheck_base::units::parse_size(&format!("1{unit}")) {
         return Ok((n * b as f64, Unit::Bytes));
     }
     Err(format!(

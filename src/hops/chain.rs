@@ -19,19 +19,19 @@ use std::time::Duration;
 pub struct HopOverride {
     #[serde(
         default,
-        with = "crate::units::serde_opt_duration",
+        with = "rtcheck_base::units::serde_opt_duration",
         skip_serializing_if = "Option::is_none"
     )]
     pub idle: Option<Duration>,
     #[serde(
         default,
-        with = "crate::units::serde_opt_duration",
+        with = "rtcheck_base::units::serde_opt_duration",
         skip_serializing_if = "Option::is_none"
     )]
     pub lifetime: Option<Duration>,
     #[serde(
         default,
-        with = "crate::units::serde_opt_duration",
+        with = "rtcheck_base::units::serde_opt_duration",
         skip_serializing_if = "Option::is_none"
     )]
     pub first_byte: Option<Duration>,
@@ -131,7 +131,7 @@ pub fn parse_override(s: &str, over: &mut Overrides) -> Result<(), String> {
     let (key, value) = s.split_once('=').ok_or_else(bad)?;
     let (hop, field) = key.trim().split_once('.').ok_or_else(bad)?;
     super::check_id(hop)?;
-    let d = crate::units::parse_duration(value)?;
+    let d = rtcheck_base::units::parse_duration(value)?;
     let o = over.entry(hop.to_string()).or_default();
     match field {
         "idle" => o.idle = Some(d),
@@ -266,7 +266,7 @@ fn check_overrides(hops: &[&Hop], overrides: &Overrides) -> Result<(), String> {
                 let lo = l.min.and_then(|m| m.secs()).unwrap_or(0);
                 let hi = l.max.and_then(|m| m.secs()).unwrap_or(u64::MAX);
                 if !(lo..=hi).contains(&v.as_secs()) {
-                    return Err(crate::units::out_of_bounds(
+                    return Err(rtcheck_base::units::out_of_bounds(
                         &format!("overrides: {id}: {name}"),
                         v.as_secs(),
                         lo,
@@ -553,7 +553,7 @@ pub fn show_secs(n: u64) -> String {
     } else {
         format!(
             "{n} s ({})",
-            crate::units::fmt_duration(Duration::from_secs(n))
+            rtcheck_base::units::fmt_duration(Duration::from_secs(n))
         )
     }
 }

@@ -27,7 +27,7 @@ impl TryFrom<String> for Value {
         match s.trim() {
             "none" => Ok(Value::None),
             "unknown" => Ok(Value::Unknown),
-            t => crate::units::parse_duration(t).map(Value::Secs),
+            t => rtcheck_base::units::parse_duration(t).map(Value::Secs),
         }
     }
 }
@@ -41,7 +41,7 @@ impl From<Value> for String {
 impl std::fmt::Display for Value {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Value::Secs(d) => f.write_str(&crate::units::fmt_duration(*d)),
+            Value::Secs(d) => f.write_str(&rtcheck_base::units::fmt_duration(*d)),
             Value::None => f.write_str("none"),
             Value::Unknown => f.write_str("unknown"),
         }

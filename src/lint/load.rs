@@ -12,10 +12,10 @@ pub const MAX_FILE: u64 = 8 << 20;
 const MAX_FILES: usize = 1000;
 const MAX_INCLUDE_DEPTH: usize = 16;
 
-/// Read a config file through the one bounded reader (`crate::input`): a regular file of
+/// Read a config file through the one bounded reader (`rtcheck_base::input`): a regular file of
 /// at most MAX_FILE, so a FIFO or a device in a config tree is refused, never hangs.
 pub fn read_file(path: &Path) -> anyhow::Result<String> {
-    let buf = crate::input::read_up_to(path, MAX_FILE)
+    let buf = rtcheck_base::input::read_up_to(path, MAX_FILE)
         .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
     Ok(String::from_utf8_lossy(&buf).into_owned())
 }

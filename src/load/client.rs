@@ -64,7 +64,7 @@ pub struct Target {
 /// measurement is of the server, not of TLS).
 pub fn parse_url(url: &str) -> Result<Target, String> {
     // Errors and reports name the URL redacted (user info and query values may be secrets).
-    let shown = crate::redact::url(url);
+    let shown = rtcheck_base::redact::url(url);
     let uri: hyper::Uri = url.parse().map_err(|e| format!("URL `{shown}`: {e}"))?;
     match uri.scheme_str() {
         Some("http") => {}
@@ -311,7 +311,7 @@ pub async fn once(t: &Target, timeout: Duration) -> Result<Timing, ErrorKind> {
 
 /// Load and measurement traffic stays on loopback unless the user says otherwise.
 pub fn check_loopback(t: &Target, allow_remote: bool) -> Result<(), String> {
-    if allow_remote || crate::sys::addr::is_loopback(t.addr.ip()) {
+    if allow_remote || rtcheck_base::os::addr::is_loopback(t.addr.ip()) {
         Ok(())
     } else {
         Err(format!(

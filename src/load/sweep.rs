@@ -277,7 +277,7 @@ pub async fn level(p: Arc<Plan>, c: u32) -> Raw {
         .clone()
         .map(|m| tokio::spawn(sampler(m, p.timeout, start, stop.clone())));
     let deadline = start + p.step;
-    let cpu0 = crate::sys::clock::cpu_seconds();
+    let cpu0 = rtcheck_base::os::clock::cpu_seconds();
     let mut raw = Raw::new(c);
     match p.rate {
         None => {
@@ -296,7 +296,7 @@ pub async fn level(p: Arc<Plan>, c: u32) -> Raw {
         }
     }
     // The pre-connect wait is idle time, not load: count CPU over the level's own span.
-    raw.cpu_s = crate::sys::clock::cpu_seconds() - cpu0;
+    raw.cpu_s = rtcheck_base::os::clock::cpu_seconds() - cpu0;
     raw.threads = p.threads;
     stop.store(true, Ordering::Relaxed);
     if let Some(s) = sampler {

@@ -203,7 +203,7 @@ fn add_ca(roots: &mut rustls::RootCertStore, path: &std::path::Path) -> anyhow::
     use rustls::pki_types::{pem::PemObject, CertificateDer};
     let what = || format!("--ca {}", path.display());
     // Read bounded first: a device or FIFO (`--ca /dev/zero`) is refused, never streamed.
-    let pem = crate::input::read_bytes(path).map_err(|e| anyhow!("{}: {e}", what()))?;
+    let pem = rtcheck_base::input::read_bytes(path).map_err(|e| anyhow!("{}: {e}", what()))?;
     let mut n = 0;
     for c in CertificateDer::pem_slice_iter(&pem) {
         let c = c.map_err(|e| anyhow!("{}: {e}", what()))?;

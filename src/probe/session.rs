@@ -358,7 +358,7 @@ fn feed_sse(b: Body, raw: &[u8], at: f64, idx: usize, s: &mut StreamObs) -> Resu
                 read: idx,
                 id,
                 name: event,
-                seq_ts: crate::net::payload::decode_text(&data),
+                seq_ts: rtcheck_wire::payload::decode_text(&data),
                 wall_ns: wall_ns(),
             }),
         }
@@ -402,8 +402,8 @@ pub async fn websocket(
         if let Some(w) = watch {
             obs.stream = Some(watch_ws(&mut conn, rest, start, w, progress).await);
         }
-        let close = crate::net::wsframe::client_frame(
-            crate::net::wsframe::OP_CLOSE,
+        let close = rtcheck_wire::ws::client_frame(
+            rtcheck_wire::ws::OP_CLOSE,
             true,
             &1000u16.to_be_bytes(),
             [1, 2, 3, 4],
@@ -471,7 +471,7 @@ pub fn record_frames(
     s: &mut StreamObs,
     pongs: &mut Vec<u8>,
 ) -> Option<Ending> {
-    use crate::net::{payload, wsframe};
+    use rtcheck_wire::{payload, ws};
     let read = s.reads_ms.len();
     s.reads_ms.push(at);
     loop {
@@ -481,31 +481,26 @@ pub fn record_frames(
             Ok(Some(f)) => f,
         };
         match f.opcode {
-            wsframe::OP_PING => {
+            ws::OP_PING => {
                 s.heartbeats_ms.push(at);
                 // A fixed mask is fine for a probe: it only has to be present.
-                pongs.extend(wsframe::client_frame(
-                    wsframe::OP_PONG,
-                    true,
-                    &f.payload,
-                    [7; 4],
-                ));
+                pongs.extend(ws::client_frame(ws::OP_PONG, true, &f.payload, [7; 4]));
             }
-            wsframe::OP_CLOSE => {
+            ws::OP_CLOSE => {
                 let code = (f.payload.len() >= 2)
                     .then(|| u16::from_be_bytes([f.payload[0], f.payload[1]]));
                 return Some(Ending::CloseFrame(code));
             }
-            wsframe::OP_PONG => {}
+            ws::OP_PONG => {}
             // rtcheck serve's hello (`{"epoch":..,"latest":..}`) or a reset marker: not
             // an event of the stream.
-            wsframe::OP_TEXT
+            ws::OP_TEXT
                 if std::str::from_utf8(&f.payload)
                     .ok()
-                    .and_then(crate::net::epoch::parse_marker)
+                    .and_then(rtcheck_wire::epoch::parse_marker)
                     .is_some() => {}
             op => {
-                let seq_ts = if op == wsframe::OP_BINARY {
+                let seq_ts = if op == ws::OP_BINARY {
                     payload::decode(&f.payload)
                 } else {
                     std::str::from_utf8(&f.payload)
@@ -537,7 +532,7 @@ pub async fn alpn(t: &Target, o: &ClientOpts) -> anyhow::Result<Option<String>> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::net::{payload, wsframe};
+    use rtcheck_wire::{payload, ws};
 
     /// Feed `enc` one byte at a time: what comes out is the text, whatever the split.
     fn decoded(encoding: &str, enc: &[u8]) -> String {
@@ -579,20 +574,17 @@ mod tests {
 
     #[test]
     fn frames_become_heartbeats_events_and_endings() {
-        let mut buf = wsframe::frame(wsframe::OP_PING, b"p");
-        buf.extend(wsframe::frame(
-            wsframe::OP_BINARY,
-            &payload::encode(32, 9, 1),
-        ));
-        buf.extend(wsframe::frame(wsframe::OP_TEXT, b"{\"seq\":10,\"ts\":2}"));
+        let mut buf = ws::frame(ws::OP_PING, b"p");
+        buf.extend(ws::frame(ws::OP_BINARY, &payload::encode(32, 9, 1)));
+        buf.extend(ws::frame(ws::OP_TEXT, b"{\"seq\":10,\"ts\":2}"));
         let mut s = StreamObs::default();
         let mut pongs = Vec::new();
         assert_eq!(record_frames(&mut buf, 5.0, &mut s, &mut pongs), None);
         assert_eq!(s.heartbeats_ms, vec![5.0]);
         let seqs: Vec<_> = s.events.iter().map(|e| e.seq_ts).collect();
         assert_eq!(seqs, vec![Some((9, 1)), Some((10, 2))]);
-        assert_eq!(pongs[0], 0x80 | wsframe::OP_PONG);
-        let mut close = wsframe::close_frame(1001);
+        assert_eq!(pongs[0], 0x80 | ws::OP_PONG);
+        let mut close = ws::close_frame(1001);
         let end = record_frames(&mut close, 6.0, &mut s, &mut pongs);
         assert_eq!(end, Some(Ending::CloseFrame(Some(1001))));
         let mut junk = vec![0x89, 0xFE, 0, 200];

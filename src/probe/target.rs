@@ -116,7 +116,8 @@ impl Target {
 
     /// Loopback: clocks are shared, so a payload timestamp gives an exact delay.
     pub fn is_loopback(&self) -> bool {
-        crate::sys::addr::parse_host(&self.host).is_some_and(crate::sys::addr::is_loopback)
+        rtcheck_base::os::addr::parse_host(&self.host)
+            .is_some_and(rtcheck_base::os::addr::is_loopback)
     }
 }
 
@@ -138,11 +139,11 @@ fn split_host_port(hp: &str) -> Result<(&str, Option<&str>), String> {
 }
 
 /// Printed form: path parameters and query values replaced by `***`, no user info, no
-/// fragment (`crate::redact`).
+/// fragment (`rtcheck_base::redact`).
 impl fmt::Display for Target {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}://{}", self.scheme.as_str(), self.host_header())?;
-        f.write_str(&crate::redact::path_and_query(&self.path_and_query))
+        f.write_str(&rtcheck_base::redact::path_and_query(&self.path_and_query))
     }
 }
 

@@ -347,7 +347,7 @@ mod tests {
 
     #[test]
     fn frames() {
-        let mut b = crate::net::wsframe::frame(crate::net::wsframe::OP_PING, b"hi");
+        let mut b = rtcheck_wire::ws::frame(rtcheck_wire::ws::OP_PING, b"hi");
         b.extend_from_slice(&[0x81]);
         let f = take_frame(&mut b).unwrap().unwrap();
         assert_eq!((f.opcode, f.payload.as_slice()), (9, &b"hi"[..]));

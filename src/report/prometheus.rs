@@ -48,7 +48,7 @@ pub fn render(r: &FindingsReport, now: f64) -> String {
 }
 
 /// [`render`] with a `url` label on every per-check gauge (probe: one set per URL; the
-/// URL is printed through crate::redact, never with its secrets, and without its query:
+/// URL is printed through rtcheck_base::redact, never with its secrets, and without its query:
 /// a label names the endpoint, and query values would only add series). `url_of` None:
 /// no label.
 pub fn render_with(
@@ -58,7 +58,7 @@ pub fn render_with(
 ) -> String {
     let url = |f: &crate::findings::Finding| {
         url_of(f).map_or(String::new(), |u| {
-            let shown = crate::redact::url(&u);
+            let shown = rtcheck_base::redact::url(&u);
             let endpoint = shown.split(['?', ';']).next().unwrap_or("");
             format!(",url=\"{}\"", label(endpoint))
         })

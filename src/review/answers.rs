@@ -112,7 +112,7 @@ impl Val {
     /// As written back to the answers file.
     pub fn to_yaml(self) -> serde_yaml::Value {
         match self {
-            Val::Duration(d) => serde_yaml::Value::String(crate::units::fmt_duration(d)),
+            Val::Duration(d) => serde_yaml::Value::String(rtcheck_base::units::fmt_duration(d)),
             Val::Count(n) | Val::Bytes(n) => serde_yaml::Value::Number(n.into()),
             Val::Flag(b) => serde_yaml::Value::Bool(b),
         }
@@ -169,7 +169,7 @@ pub fn parse_text(kind: Kind, text: &str) -> Result<Val, String> {
             if t == "0" {
                 return Ok(Val::Duration(Duration::ZERO));
             }
-            crate::units::parse_duration(t)
+            rtcheck_base::units::parse_duration(t)
                 .map(Val::Duration)
                 .map_err(|_| format!("expected {}, got `{t}`", kind.example()))
         }
@@ -285,7 +285,7 @@ pub fn parse(text: &str, origin: &str, known: &[&str]) -> anyhow::Result<Answers
 }
 
 pub fn load(flag: &str, path: &std::path::Path, known: &[&str]) -> anyhow::Result<Answers> {
-    let text = crate::input::yaml(flag, path)?;
+    let text = rtcheck_base::input::yaml(flag, path)?;
     parse(&text, &path.display().to_string(), known)
 }
 

@@ -385,7 +385,7 @@ mod tests {
     /// `verify` measurements and `bench fanout` scenarios.
     fn emitted_ids() -> Vec<String> {
         let mut v: Vec<String> = crate::probe::IDS.iter().map(|s| s.to_string()).collect();
-        v.extend(crate::delivery::finding_ids());
+        v.extend(crate::verify::delivery::finding_ids());
         v.extend(crate::verify::names().into_iter().map(String::from));
         v.extend(
             crate::bench::scenario::ALL

@@ -166,7 +166,7 @@ pub fn parse(text: &str, file: &str) -> anyhow::Result<Vec<Measurement>> {
 }
 
 pub fn load(path: &std::path::Path) -> anyhow::Result<Vec<Measurement>> {
-    let text = crate::input::report("--evidence", path)?;
+    let text = rtcheck_base::input::report("--evidence", path)?;
     parse(&text, &path.display().to_string())
 }
 

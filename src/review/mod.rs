@@ -93,7 +93,7 @@ pub fn notes(p: &Profile, profile_given: bool) -> Vec<String> {
             p.machines,
             crate::evidence::fmt_num(p.rate),
             p.size,
-            crate::units::fmt_duration(p.max_disconnect)
+            rtcheck_base::units::fmt_duration(p.max_disconnect)
         ));
     }
     if let (Some(Delivery::SeqRing | Delivery::SessionAck), Topology::Pubsub) = items::design(p) {

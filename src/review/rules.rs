@@ -2,7 +2,7 @@
 //! the measured rules of data/evidence.yaml, each returning the computed consequence.
 use crate::evidence::{self, fmt_num};
 use crate::findings::Status;
-use crate::units::fmt_bytes;
+use rtcheck_base::units::fmt_bytes;
 use std::collections::BTreeMap;
 use std::time::Duration;
 

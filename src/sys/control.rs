@@ -57,13 +57,13 @@ pub fn request_within(
     max_body: usize,
 ) -> anyhow::Result<(u16, String)> {
     let peer = format!("{addr}{path}");
-    super::addr::ensure_loopback(&addr)?;
+    rtcheck_base::os::addr::ensure_loopback(&addr)?;
     let t0 = Instant::now();
     let left = || deadline.checked_sub(t0.elapsed()).filter(|d| !d.is_zero());
     let too_slow = || {
         anyhow::anyhow!(
             "{peer}: no complete response within {}",
-            crate::units::fmt_duration(deadline)
+            rtcheck_base::units::fmt_duration(deadline)
         )
     };
     let mut s = TcpStream::connect_timeout(&addr, deadline.min(Duration::from_secs(2)))

@@ -1,15 +1,6 @@
-//! The process layer, just above data and below the domain (verify, bench, net): child
-//! processes that never outlive the run, Ctrl-C, rlimits, /proc readings, loopback-only
-//! addresses, the `rtcheck serve` child and its control client. No policy lives here:
-//! callers decide what a reading means.
-pub mod addr;
-pub mod budget;
-pub mod child;
-pub mod clock;
+//! Launchers of the real processes rtcheck runs beside itself, each a child that never
+//! outlives the run: its own `rtcheck serve` (and the server's control client), and a
+//! real `redis-server`. The OS primitives under them are [`rtcheck_base::os`].
 pub mod control;
-pub mod fd;
-pub mod limits;
-pub mod proc;
 pub mod redis;
 pub mod serve;
-pub mod signal;

@@ -2,9 +2,9 @@
 //! Debian package), on a free loopback port, its config and log in a caller's directory,
 //! persistence off, ready when PING answers, killed when dropped. `stop()` and `restart()`
 //! keep the port, so a node's reconnect meets the same URL.
-use super::child::ChildGuard;
 use super::serve::tail;
 use anyhow::{anyhow, bail, Context};
+use rtcheck_base::os::child::ChildGuard;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};

@@ -2,10 +2,10 @@
 //! --addr-file F --exit-with-parent FLAGS`, then wait for the address file. The child is
 //! the binary from [`exe`] (`RTCHECK_BIN` honoured), its stderr goes to a log in a scratch
 //! directory that is removed with the guard.
-use super::addr::ensure_loopback;
-use super::budget::Budget;
-use super::child::{exe, ChildGuard};
 use anyhow::{anyhow, bail, Context};
+use rtcheck_base::os::addr::ensure_loopback;
+use rtcheck_base::os::child::{exe, ChildGuard};
+use rtcheck_base::os::deadline::Deadline;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -135,7 +135,7 @@ pub fn start(
     flags: &[String],
     dir: &Path,
     want: usize,
-    wait: &Budget,
+    wait: &Deadline,
 ) -> anyhow::Result<ServeChild> {
     start_at("127.0.0.1:0", flags, dir, want, wait)
 }
@@ -146,7 +146,7 @@ pub fn start_at(
     flags: &[String],
     dir: &Path,
     want: usize,
-    wait: &Budget,
+    wait: &Deadline,
 ) -> anyhow::Result<ServeChild> {
     start_at_env(listen, flags, &[], dir, want, wait)
 }
@@ -159,7 +159,7 @@ pub fn start_at_env(
     env: &[(&str, String)],
     dir: &Path,
     want: usize,
-    wait: &Budget,
+    wait: &Deadline,
 ) -> anyhow::Result<ServeChild> {
     let addr_file = dir.join("addr");
     // A previous server's address file must not be read as this one's.

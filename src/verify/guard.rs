@@ -1,13 +1,8 @@
-//! Safety rails shared by every experiment, from the process layer (`crate::sys`):
-//! loopback-only targets, Ctrl-C, a total time budget, child processes that are always
-//! terminated and reaped. Only `--target` parsing is verify's own.
+//! `--target`: an experiment's own server address, loopback only. The other safety rails
+//! (Ctrl-C, the run's deadline, child processes always reaped) are `rtcheck_base::os`.
 use anyhow::anyhow;
+use rtcheck_base::os::addr::ensure_loopback;
 use std::net::SocketAddr;
-
-pub use crate::sys::addr::{ensure_loopback, is_loopback};
-pub use crate::sys::budget::Budget;
-pub use crate::sys::child::{exe, ChildGuard};
-pub use crate::sys::signal::{install_interrupt_handler, interrupted};
 
 /// Parse a `--target` and check it is loopback.
 pub fn parse_target(s: &str) -> anyhow::Result<SocketAddr> {

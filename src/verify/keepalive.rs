@@ -10,10 +10,10 @@
 use super::server::Server;
 use super::{verification, Run};
 use crate::findings::Verification;
-use crate::sys::budget::Budget;
-use crate::sys::signal;
-use crate::units::fmt_duration;
 use anyhow::{anyhow, bail};
+use rtcheck_base::os::deadline::Deadline;
+use rtcheck_base::os::signal;
+use rtcheck_base::units::fmt_duration;
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 use tokio_tungstenite::tungstenite::{self, Message};
@@ -50,7 +50,7 @@ fn connect(server: &Server) -> anyhow::Result<tungstenite::WebSocket<TcpStream>>
 
 /// Peer-closed (FIN or RST) on a socket we no longer read.
 fn peer_closed(s: &impl std::os::fd::AsFd) -> bool {
-    use crate::sys::fd::{poll_one, POLLERR, POLLHUP, POLLRDHUP};
+    use rtcheck_base::os::fd::{poll_one, POLLERR, POLLHUP, POLLRDHUP};
     poll_one(s, POLLRDHUP, 0) & (POLLRDHUP | POLLHUP | POLLERR) != 0
 }
 
@@ -110,7 +110,7 @@ struct Healthy {
 /// Answer pings; the silence starts [`SILENCE_PHASE`] of a ping interval after a pong.
 fn answer_pings(
     ws: &mut tungstenite::WebSocket<TcpStream>,
-    budget: &Budget,
+    budget: &Deadline,
     ping: Duration,
     wait: Duration,
 ) -> anyhow::Result<Healthy> {
@@ -154,7 +154,7 @@ fn answer_pings(
 /// When the server closed the silent peer (FIN or RST seen), or None by `give_up`.
 fn wait_peer_closed(
     ws: &tungstenite::WebSocket<TcpStream>,
-    budget: &Budget,
+    budget: &Deadline,
     give_up: Instant,
 ) -> anyhow::Result<Option<Instant>> {
     loop {
@@ -289,7 +289,7 @@ struct Quiet {
 /// closes the connection or `give_up`.
 fn read_until_closed(
     ws: &mut tungstenite::WebSocket<TcpStream>,
-    budget: &Budget,
+    budget: &Deadline,
     give_up: Instant,
 ) -> anyhow::Result<Quiet> {
     let mut max_gap = Duration::ZERO;

@@ -2,8 +2,8 @@
 //! tcp-wmem need only TCP semantics). Accepting happens on a thread; the accepted sockets
 //! are held (so the client side stays established) or closed at once (so the experiment
 //! needs no server-side descriptors). Dropping the acceptor closes everything.
-use crate::sys::{addr, signal};
 use anyhow::Context;
+use rtcheck_base::os::{addr, signal};
 use socket2::{Domain, Protocol, Socket, Type};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -105,7 +105,7 @@ fn accept_loop(
     held: Arc<Mutex<Vec<TcpStream>>>,
 ) {
     while !stop.load(Ordering::SeqCst) {
-        crate::sys::fd::poll_one(&listener, crate::sys::fd::POLLIN, 20);
+        rtcheck_base::os::fd::poll_one(&listener, rtcheck_base::os::fd::POLLIN, 20);
         loop {
             match listener.accept() {
                 Ok((s, _)) => {

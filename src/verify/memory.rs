@@ -6,9 +6,9 @@ use super::server::Server;
 use super::{verification, Run};
 use crate::evidence::fmt_num;
 use crate::findings::Verification;
-use crate::sys::{budget, limits, proc, signal};
-use crate::units::fmt_bytes;
 use anyhow::{anyhow, bail, Context};
+use rtcheck_base::os::{deadline, limits, proc, signal};
+use rtcheck_base::units::fmt_bytes;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
@@ -194,7 +194,7 @@ fn open_idle(
     t: Transport,
     server: &Server,
     n: u64,
-    budget: &budget::Budget,
+    budget: &deadline::Deadline,
 ) -> anyhow::Result<Vec<Idle>> {
     let mut clients = Vec::with_capacity(n as usize);
     for i in 0..n {
@@ -231,7 +231,7 @@ fn wait_counted(
     server: &Server,
     t: Transport,
     n: u64,
-    budget: &budget::Budget,
+    budget: &deadline::Deadline,
 ) -> anyhow::Result<()> {
     let mut stats = server.stats()?;
     let until = Instant::now() + Duration::from_secs(10);

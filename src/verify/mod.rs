@@ -5,6 +5,7 @@
 //! One file per experiment (`fd_limit`, `ports`, `tcp_wmem`, `memory`, `keepalive`); each
 //! returns [`Verification`]s with a validity check. `guard` holds the safety rails
 //! (loopback only, Ctrl-C, time budget, child cleanup), `sys` the /proc readings.
+pub mod delivery;
 pub mod fd_limit;
 pub mod guard;
 pub mod keepalive;
@@ -13,13 +14,13 @@ pub mod memory;
 pub mod ports;
 pub mod progress;
 pub mod server;
-pub mod sys;
 pub mod tcp_wmem;
 
 use crate::evidence::{fmt_num, num};
 use crate::findings::{Finding, Status, Verification};
-use crate::units::fmt_bytes;
 use anyhow::bail;
+use rtcheck_base::os::deadline::Deadline;
+use rtcheck_base::units::fmt_bytes;
 use serde::Serialize;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -309,15 +310,15 @@ pub struct VerifyOptions {
     pub closed: u64,
     pub opened: u64,
     pub connections: u64,
-    #[serde(with = "crate::units::serde_duration")]
+    #[serde(with = "rtcheck_base::units::serde_duration")]
     pub ping: Duration,
-    #[serde(with = "crate::units::serde_duration")]
+    #[serde(with = "rtcheck_base::units::serde_duration")]
     pub pong_wait: Duration,
-    #[serde(with = "crate::units::serde_duration")]
+    #[serde(with = "rtcheck_base::units::serde_duration")]
     pub read_deadline: Duration,
     pub rcvbuf: u64,
     pub message_size: u64,
-    #[serde(with = "crate::units::serde_duration")]
+    #[serde(with = "rtcheck_base::units::serde_duration")]
     pub timeout: Duration,
     /// Show a progress bar (only drawn when stderr is a terminal).
     #[serde(skip)]
@@ -328,7 +329,7 @@ impl VerifyOptions {
     /// Usage errors (exit 2) for values that cannot make a valid experiment.
     pub fn validate(&self) -> anyhow::Result<()> {
         if let Some(l) = self.limit {
-            let (_, hard) = sys::nofile()?;
+            let (_, hard) = rtcheck_base::os::limits::nofile()?;
             if l < 32 {
                 bail!("--limit {l}: too low to measure (minimum 32)");
             }
@@ -376,7 +377,7 @@ impl VerifyOptions {
 /// Shared by the experiments: what they get besides their options.
 pub struct Run<'a> {
     pub opts: &'a VerifyOptions,
-    pub budget: guard::Budget,
+    pub budget: Deadline,
     pub progress: &'a progress::Progress,
     wanted: Vec<&'static str>,
 }
@@ -437,15 +438,15 @@ pub fn run_selected(
     wanted: &[&'static str],
     opts: &VerifyOptions,
 ) -> anyhow::Result<Vec<Verification>> {
-    guard::install_interrupt_handler();
+    rtcheck_base::os::signal::install_interrupt_handler();
     // Holding thousands of sockets needs the hard limit; the fd-limit child sets its own.
-    let _ = sys::raise_nofile_to_hard();
+    let _ = rtcheck_base::os::limits::raise_nofile_to_hard();
     let todo: Vec<&Experiment> = EXPERIMENTS
         .iter()
         .filter(|e| e.parts.iter().any(|p| wanted.contains(&p.name)))
         .collect();
     let progress = progress::Progress::new(opts.progress, todo.len() as u64);
-    let budget = guard::Budget::new(opts.timeout);
+    let budget = Deadline::new(opts.timeout);
     let mut out = Vec::new();
     for exp in todo {
         progress.start(exp.name);
@@ -458,10 +459,10 @@ pub fn run_selected(
         let started = Instant::now();
         match (exp.run)(&run) {
             Ok(v) => out.extend(v),
-            Err(e) if guard::interrupted() => {
+            Err(e) if rtcheck_base::os::signal::interrupted() => {
                 progress.finish();
                 // Typed, so `app` exits 130 as for every command stopped by Ctrl-C.
-                return Err(e.context(crate::sys::signal::Interrupted(
+                return Err(e.context(rtcheck_base::os::signal::Interrupted(
                     "verify interrupted; its server and sockets were cleaned up",
                 )));
             }
@@ -507,7 +508,9 @@ pub fn attach(findings: &mut [Finding], opts: &VerifyOptions) -> anyhow::Result<
         };
         wanted.insert(name);
         if name == "fd-limit" && opts.limit.is_none() {
-            let hard = sys::nofile().map(|(_, h)| h).unwrap_or(0);
+            let hard = rtcheck_base::os::limits::nofile()
+                .map(|(_, h)| h)
+                .unwrap_or(0);
             if let Some(&soft) = f.numbers.get("soft") {
                 // Above the experiment's cap, fd-limit picks its own (and says so).
                 if soft >= 32.0 && soft <= hard as f64 && soft <= fd_limit::MAX_LIMIT as f64 {

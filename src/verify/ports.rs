@@ -11,8 +11,8 @@ use super::listener::{Acceptor, OnAccept};
 use super::{verification, Run};
 use crate::evidence::fmt_num;
 use crate::findings::Verification;
-use crate::sys::{addr, budget, child, limits, proc};
 use anyhow::{anyhow, bail};
+use rtcheck_base::os::{addr, child, deadline, limits, proc};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashSet};
 use std::io::{BufRead, BufReader, Read};
@@ -192,7 +192,7 @@ fn close_connections(
     host: &PortsHost,
     acceptor: &Acceptor,
     k: u64,
-    budget: &budget::Budget,
+    budget: &deadline::Deadline,
 ) -> anyhow::Result<Closed> {
     let dest = host.dest;
     let ss0 = proc::read_sockstat()?;
@@ -301,7 +301,7 @@ fn hold_connections(
     run: &Run,
     host: &PortsHost,
     m: u64,
-    budget: &budget::Budget,
+    budget: &deadline::Deadline,
 ) -> anyhow::Result<Held> {
     let dest = host.dest;
     let per_child = host.hard.saturating_sub(limits::FD_MARGIN).clamp(64, 8000);
@@ -353,7 +353,7 @@ fn hold_connections(
 fn spawn_holder(
     dest: SocketAddrV4,
     n: u64,
-    budget: &budget::Budget,
+    budget: &deadline::Deadline,
 ) -> anyhow::Result<(child::ChildGuard, HoldReport)> {
     let mut cmd = Command::new(child::exe()?);
     cmd.args([
@@ -526,7 +526,7 @@ fn hold_details(
 /// Read one JSON line from a child's stdout within the budget.
 fn read_report(
     stdout: std::process::ChildStdout,
-    budget: &budget::Budget,
+    budget: &deadline::Deadline,
 ) -> anyhow::Result<HoldReport> {
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {

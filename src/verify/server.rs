@@ -1,8 +1,8 @@
 //! The embedded server (`rtcheck serve`) as a child process for the experiments, through
 //! the process layer: [`crate::sys::serve`] starts it, [`crate::sys::control`] reads it.
-use crate::sys::budget::Budget;
 use crate::sys::control;
 use crate::sys::serve::{self, Scratch, ServeChild};
+use rtcheck_base::os::deadline::Deadline;
 use std::net::SocketAddr;
 
 /// `/control/stats` as every caller reads it.
@@ -17,7 +17,7 @@ pub struct Server {
 
 impl Server {
     /// Start `rtcheck serve` on 127.0.0.1:0 with `extra` flags and wait for its address.
-    pub fn start(extra: &[String], budget: &Budget) -> anyhow::Result<Server> {
+    pub fn start(extra: &[String], budget: &Deadline) -> anyhow::Result<Server> {
         let dir = Scratch::new("verify")?;
         let child = serve::start(extra, &dir.0, 1, budget)?;
         Ok(Server {

@@ -5,10 +5,10 @@
 use super::{verification, Run};
 use crate::evidence::fmt_num;
 use crate::findings::Verification;
-use crate::sys::budget::Budget;
-use crate::sys::proc;
-use crate::units::fmt_bytes;
 use anyhow::{anyhow, Context};
+use rtcheck_base::os::deadline::Deadline;
+use rtcheck_base::os::proc;
+use rtcheck_base::units::fmt_bytes;
 use socket2::{Domain, Protocol, Socket, Type};
 use std::io::Write;
 use std::net::{SocketAddr, TcpStream};
@@ -39,7 +39,7 @@ fn ioctl_int(fd: i32, req: libc::c_ulong) -> anyhow::Result<u64> {
 }
 
 fn wait_writable(s: &TcpStream, ms: u16) -> bool {
-    use crate::sys::fd::{poll_one, POLLOUT};
+    use rtcheck_base::os::fd::{poll_one, POLLOUT};
     poll_one(s, POLLOUT, ms) & POLLOUT != 0
 }
 
@@ -87,7 +87,7 @@ struct Written {
 
 /// Write `size`-byte messages until a write stays blocked for 300 ms (the kernel is full)
 /// or 256 MiB, whatever the buffers.
-fn fill(mut server: &TcpStream, size: usize, budget: &Budget) -> anyhow::Result<Written> {
+fn fill(mut server: &TcpStream, size: usize, budget: &Deadline) -> anyhow::Result<Written> {
     let msg = vec![b'x'; size];
     let mut w = Written {
         bytes: 0,
@@ -270,7 +270,7 @@ mod tests {
     #[test]
     fn a_silent_client_fills_the_kernel_and_stops_the_writer() {
         let (server, client, _) = silent_pair(4096).unwrap();
-        let budget = Budget::new(Duration::from_secs(60));
+        let budget = Deadline::new(Duration::from_secs(60));
         let w = fill(&server, 1024, &budget).unwrap();
         assert!(w.bytes > 0 && w.bytes < 256 << 20, "{}", w.bytes);
         std::thread::sleep(Duration::from_millis(50));

@@ -383,7 +383,7 @@ pub fn read_close_code(s: &mut std::net::TcpStream) -> u16 {
             if all.len() < pos + hdr + len {
                 break;
             }
-            if op == rtcheck::net::wsframe::OP_CLOSE {
+            if op == rtcheck_wire::ws::OP_CLOSE {
                 return u16::from_be_bytes([all[pos + hdr], all[pos + hdr + 1]]);
             }
             pos += hdr + len;

@@ -290,7 +290,7 @@ pub(crate) fn sysctl_fix(file: &str, settings: &[(&str, String)]) -> (Vec<String
 
 /// Integer with thousands separators, exact for every u64 (f64 is not above 2^53).
 pub(crate) fn n(v: u64) -> String {
-    crate::units::fmt_thousands(v)
+    rtcheck_base::units::fmt_thousands(v)
 }
 
 /// A message size as given: whole KiB / MiB as such (1 KiB, 64 KiB), else bytes.
@@ -298,12 +298,12 @@ pub(crate) fn size_text(v: u64) -> String {
     match v {
         v if v >= 1 << 20 && v % (1 << 20) == 0 => format!("{} MiB", v >> 20),
         v if v >= 1 << 10 && v % (1 << 10) == 0 => format!("{} KiB", v >> 10),
-        v => format!("{} B", crate::units::fmt_thousands(v)),
+        v => format!("{} B", rtcheck_base::units::fmt_thousands(v)),
     }
 }
 
 pub(crate) fn bytes(v: u64) -> String {
-    crate::units::fmt_bytes(v)
+    rtcheck_base::units::fmt_bytes(v)
 }
 
 /// "unlimited" for the u64::MAX sentinel of an unlimited rlimit.

@@ -195,14 +195,14 @@ fn keepalive_verdict(w: &Workload, detect: u64) -> (Status, String) {
             format!(
                 "The server sends its own heartbeat ({} every {}), under the {KEEPALIVE_WARN_S} s bound: it notices a dead peer, not TCP keepalive: pass whatever keepalive is",
                 heartbeat(t),
-                crate::units::fmt_duration(p)
+                rtcheck_base::units::fmt_duration(p)
             ),
         ),
         (t, ping) => {
             let why = match ping {
                 Some(p) => format!(
                     "The server's heartbeat every {} is above the bound",
-                    crate::units::fmt_duration(p)
+                    rtcheck_base::units::fmt_duration(p)
                 ),
                 None => format!(
                     "The profile names no server heartbeat (set `ping:` when the server sends a {})",
@@ -236,7 +236,7 @@ fn keepalive_expected(w: &Workload) -> String {
         (Transport::Polling, _) => "nothing (polling pushes nothing to a dead client)".to_string(),
         (_, Some(p)) if p.as_secs() <= KEEPALIVE_WARN_S => format!(
             "a server heartbeat under {KEEPALIVE_WARN_S} s (profile: every {})",
-            crate::units::fmt_duration(p)
+            rtcheck_base::units::fmt_duration(p)
         ),
         _ => format!("dead peer noticed within {KEEPALIVE_WARN_S} s"),
     }

@@ -35,7 +35,10 @@ fn validate(a: &AuditArgs) -> anyhow::Result<Duration> {
     }
     let every = a.watch.unwrap_or(LISTEN_EVERY);
     if every < MIN_EVERY {
-        anyhow::bail!("--watch {}: at least 1s", crate::units::fmt_duration(every));
+        anyhow::bail!(
+            "--watch {}: at least 1s",
+            rtcheck_base::units::fmt_duration(every)
+        );
     }
     if let Some(addr) = a.listen {
         if !addr.ip().is_loopback() && !a.listen_public {
@@ -57,7 +60,7 @@ pub fn run(a: &AuditArgs, base: &Loaded, ctx: Ctx) -> anyhow::Result<ExitCode> {
         }
         None => None,
     };
-    crate::sys::signal::install_interrupt_handler();
+    rtcheck_base::os::signal::install_interrupt_handler();
     let metrics = Arc::new(Mutex::new(String::new()));
     if let Some(l) = listener {
         let m = Arc::clone(&metrics);
@@ -100,12 +103,12 @@ fn one_round(
 fn sleep_unless_stopped(d: Duration) -> bool {
     let until = Instant::now() + d;
     while Instant::now() < until {
-        if crate::sys::signal::interrupted() {
+        if rtcheck_base::os::signal::interrupted() {
             return true;
         }
         std::thread::sleep(Duration::from_millis(50).min(until - Instant::now()));
     }
-    crate::sys::signal::interrupted()
+    rtcheck_base::os::signal::interrupted()
 }
 
 /// Answer scrapes one at a time (a scraper every few seconds; a slow peer is cut off

@@ -5,12 +5,12 @@ use super::Kept;
 use crate::cmd::prompts::{self, confirm, prompt_error, say};
 use crate::cmd::{probe, review, Ctx};
 use crate::findings::FailOn;
-use crate::outfile;
 use crate::probe::target::Target;
 use crate::profile::Profile;
 use crate::report::Format;
 use clap::Parser;
 use dialoguer::Input;
+use rtcheck_base::outfile;
 use std::ffi::OsString;
 
 #[derive(Parser)]

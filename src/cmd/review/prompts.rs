@@ -23,7 +23,7 @@ fn err(e: dialoguer::Error) -> anyhow::Error {
     let dialoguer::Error::IO(io) = &e;
     if io.kind() == std::io::ErrorKind::Interrupted {
         // Ctrl-C at a menu (raw mode: no SIGINT); same words and exit 130 as the handler.
-        crate::sys::signal::Interrupted(crate::sys::signal::sigint_message()).into()
+        rtcheck_base::os::signal::Interrupted(rtcheck_base::os::signal::sigint_message()).into()
     } else {
         anyhow::anyhow!("prompt: {e}")
     }
@@ -56,7 +56,7 @@ fn show(item: &Item, n: usize, total: usize, pal: &Palette) {
 /// leaves the previous complete file), and set what Ctrl-C will say.
 fn save_as_you_go(ans: &Answers, given: usize, save: Option<&Path>) -> anyhow::Result<()> {
     if let Some(path) = save {
-        crate::outfile::write_atomic(path, ans.to_yaml().as_bytes())?;
+        rtcheck_base::outfile::write_atomic(path, ans.to_yaml().as_bytes())?;
     }
     set_interrupt_message(ans, given, save);
     Ok(())
@@ -77,7 +77,7 @@ fn set_interrupt_message(ans: &Answers, given: usize, save: Option<&Path>) {
             ans.answers.len()
         ),
     };
-    crate::sys::signal::set_sigint_message(&msg);
+    rtcheck_base::os::signal::set_sigint_message(&msg);
 }
 
 fn plural(n: usize, word: &str) -> String {
@@ -94,7 +94,7 @@ pub fn walk(
     save: Option<&Path>,
 ) -> anyhow::Result<Answers> {
     set_interrupt_message(&ans, 0, save);
-    crate::sys::signal::exit_on_sigint_showing_cursor();
+    rtcheck_base::os::signal::exit_on_sigint_showing_cursor();
     let color = colour(color);
     let colorful = ColorfulTheme::default();
     let simple = SimpleTheme;

@@ -4,13 +4,13 @@
 //! intercepting one URL on the target's own origin (Fetch domain), so EventSource and
 //! WebSocket run same-origin without any request for the page reaching the server.
 use super::obs::NetRec;
-use crate::sys::child::ChildGuard;
 use anyhow::{anyhow, Context};
 use chromiumoxide::cdp::browser_protocol::fetch::{
     self, EventRequestPaused, FulfillRequestParams, HeaderEntry, RequestPattern,
 };
 use chromiumoxide::{Browser, Page};
 use futures_util::StreamExt;
+use rtcheck_base::os::child::ChildGuard;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -161,7 +161,7 @@ impl Chromium {
         let file = self.dir.0.join("DevToolsActivePort");
         let until = Instant::now() + limit;
         loop {
-            crate::sys::signal::check_interrupted("probe --browser interrupted")?;
+            rtcheck_base::os::signal::check_interrupted("probe --browser interrupted")?;
             if let Some(url) = read_active_port(&file) {
                 return Ok(url);
             }

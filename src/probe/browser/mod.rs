@@ -17,9 +17,9 @@ use super::client::ClientOpts;
 use super::target::{Scheme, Target};
 use super::{kind_for, own_origin, Kind, TransportChoice};
 use crate::findings::Finding;
-use crate::sys::signal::check_interrupted;
 use chrome::{Chromium, ProbePage, TlsTrust};
 use obs::{ConnsObs, ConnsState, ResumeObs, ResumeState, WsObs, WsState};
+use rtcheck_base::os::signal::check_interrupted;
 use std::time::{Duration, Instant};
 
 /// EventSources opened at once: one more than the 6 per host browsers allow on HTTP/1.1.
@@ -92,7 +92,7 @@ pub fn run(
     skip: &[String],
 ) -> anyhow::Result<(Vec<Finding>, Option<&'static str>)> {
     chrome::find_chromium()?;
-    crate::sys::signal::install_interrupt_handler();
+    rtcheck_base::os::signal::install_interrupt_handler();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
@@ -101,7 +101,7 @@ pub fn run(
     rt.shutdown_timeout(Duration::from_millis(100));
     match result {
         Ok(note) => Ok((findings, note)),
-        Err(e) if crate::sys::signal::interrupted() => Err(e),
+        Err(e) if rtcheck_base::os::signal::interrupted() => Err(e),
         Err(e) => {
             // Chromium did not start (or TLS pinning failed): no URL was measured by it.
             for t in targets {
@@ -129,7 +129,7 @@ fn run_in(
         let (t, kind) = kind_for(t, o.transport);
         match rt.block_on(probe_one(&devtools, &t, kind, o, skip, &bar)) {
             Ok(found) => findings.extend(found),
-            Err(e) if crate::sys::signal::interrupted() => return Err(e),
+            Err(e) if rtcheck_base::os::signal::interrupted() => return Err(e),
             Err(e) => findings.extend(not_measured(&t, kind, skip, &format!("{e:#}"))),
         }
         findings.extend(skipped(&t, kind, skip));

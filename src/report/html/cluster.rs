@@ -4,7 +4,7 @@
 //! An invalid scenario shows its reasons and no number.
 use super::plot::{self, Series};
 use super::{checks, esc, evidence_list, ms, notes, num, page, scenario_open};
-use crate::cluster::model::{ClusterReport, ClusterScenario};
+use crate::bench::cluster::model::{ClusterReport, ClusterScenario};
 
 pub fn render(rep: &ClusterReport) -> anyhow::Result<String> {
     let json = crate::report::json::render(rep)?;

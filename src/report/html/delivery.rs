@@ -5,8 +5,8 @@
 //! under its run.
 use super::plot::{self, Series};
 use super::{esc, findings::finding, num, page, status};
-use crate::delivery::DeliveryReport;
 use crate::findings::Status;
+use crate::verify::delivery::DeliveryReport;
 use serde_json::Value;
 
 /// Known columns first, in this order (flattened keys: `resume_ms.p50`).

@@ -69,8 +69,8 @@ pub fn render_idle(rep: &IdleReport) -> String {
             "| {} | {} | {} | {} | {} | {} |\n",
             r.protocol,
             crate::evidence::fmt_num(r.connected as f64),
-            crate::units::fmt_bytes(r.rss_before_bytes),
-            crate::units::fmt_bytes(r.rss_after_bytes),
+            rtcheck_base::units::fmt_bytes(r.rss_before_bytes),
+            rtcheck_base::units::fmt_bytes(r.rss_after_bytes),
             r.bytes_per_connection
                 .map(|b| format!("{b:.0} B"))
                 .unwrap_or_else(|| "-".into()),
@@ -86,10 +86,10 @@ pub fn render_idle(rep: &IdleReport) -> String {
 
 #[cfg(test)]
 mod tests {
-    use crate::bench::control::ServerStats;
     use crate::bench::model::BenchReport;
     use crate::bench::validity::{analyze, Inputs};
     use crate::bench::wire::{LoadgenResult, RoundStat};
+    use crate::sys::control::ServerStats;
 
     /// One valid row (A) and one with an unexplained gap (C3).
     fn report() -> BenchReport {

@@ -2,7 +2,7 @@
 use crate::choose::Recommendation;
 use crate::evidence::fmt_num;
 use crate::report::markdown::evidence::cell;
-use crate::units::fmt_bytes;
+use rtcheck_base::units::fmt_bytes;
 
 pub fn render(r: &Recommendation) -> String {
     let mut s = format!(

@@ -1,5 +1,5 @@
 //! markdown rendering of `bench cluster` (for docs, BENCHMARKS.md and PR comments).
-use crate::cluster::model::ClusterReport;
+use crate::bench::cluster::model::ClusterReport;
 use crate::report::text::bench::ms;
 use crate::report::text::cluster::{dups, ghosts, order};
 

@@ -1,6 +1,6 @@
 //! markdown rendering of `verify delivery`: one table row per run.
 use super::verify::cell;
-use crate::delivery::DeliveryReport;
+use crate::verify::delivery::DeliveryReport;
 
 pub fn render(r: &DeliveryReport) -> String {
     let mut s = format!("## rtcheck verify delivery ({})\n\n", r.target);

@@ -32,7 +32,7 @@ fn header(r: &FindingsReport, pal: Palette) -> String {
             crate::evidence::fmt_num(p.connections_per_machine() as f64),
             p.transport.map_or("by block names", |t| t.as_str()),
             p.ping
-                .map_or("not declared".into(), crate::units::fmt_duration),
+                .map_or("not declared".into(), rtcheck_base::units::fmt_duration),
             p.hop_path()
                 .map_or(String::new(), |(ids, _)| match ids.len() {
                     0 => ", path direct".into(),

@@ -382,8 +382,8 @@ pub fn render_idle(rep: &IdleReport, p: &Palette) -> String {
         t.add_row(vec![
             r.protocol.clone(),
             crate::evidence::fmt_num(r.connected as f64),
-            crate::units::fmt_bytes(r.rss_before_bytes),
-            crate::units::fmt_bytes(r.rss_after_bytes),
+            rtcheck_base::units::fmt_bytes(r.rss_before_bytes),
+            rtcheck_base::units::fmt_bytes(r.rss_after_bytes),
             r.bytes_per_connection
                 .map(|b| format!("{} B", crate::evidence::fmt_num(b.round())))
                 .unwrap_or_else(|| "-".into()),

@@ -3,7 +3,7 @@ use crate::choose::{Delivery, Recommendation};
 use crate::evidence::fmt_num;
 use crate::profile::Transport;
 use crate::report::{EvidenceRef, Palette};
-use crate::units::fmt_bytes;
+use rtcheck_base::units::fmt_bytes;
 
 /// `evidence  ID  values`, the values wrapped in their own column (an id is never cut).
 fn evidence_lines(s: &mut String, ev: &[EvidenceRef], p: &Palette) {
@@ -108,7 +108,7 @@ pub fn render(r: &Recommendation, p: &Palette) -> String {
     } else {
         format!(
             "max disconnect {} x {} msg/s = {} messages to replay, {} B each",
-            crate::units::fmt_duration(pr.max_disconnect),
+            rtcheck_base::units::fmt_duration(pr.max_disconnect),
             fmt_num(pr.rate),
             fmt_num(z.messages_to_replay as f64),
             fmt_num(pr.size as f64)

@@ -2,7 +2,7 @@
 //! per scenario the checks that did not pass and the notes, wrapped, then the seed's figures.
 use super::bench::ms;
 use super::wrap;
-use crate::cluster::model::{ClusterReport, ClusterScenario};
+use crate::bench::cluster::model::{ClusterReport, ClusterScenario};
 use crate::report::{Palette, Status};
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Cell, CellAlignment, ContentArrangement, Table};
 

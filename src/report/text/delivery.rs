@@ -1,8 +1,8 @@
 //! text rendering of `verify delivery`: the verdict first, then two lines per run
 //! (80 columns), then the evidence.
-use crate::delivery::DeliveryReport;
 use crate::report::Palette;
-use crate::units::fmt_bytes;
+use crate::verify::delivery::DeliveryReport;
+use rtcheck_base::units::fmt_bytes;
 
 pub fn render(r: &DeliveryReport, p: &Palette) -> String {
     let s = &r.summary;
@@ -52,7 +52,9 @@ pub fn render(r: &DeliveryReport, p: &Palette) -> String {
         let c = &run.counts;
         // Wrapped to the width with a 4-column placeholder where the coloured status goes.
         let when = match run.case.as_str() {
-            crate::delivery::run::RESTART => format!("resets {}/{}", run.resets, run.clients),
+            crate::verify::delivery::run::RESTART => {
+                format!("resets {}/{}", run.resets, run.clients)
+            }
             _ => format!("away {} ms", run.away_ms),
         };
         let line = format!(

@@ -6,7 +6,7 @@ use crate::choose::{Delivery, Recommendation, Topology};
 use crate::evidence::{fmt_num, num};
 use crate::profile::Transport;
 use crate::report::Palette;
-use crate::units::{fmt_bytes, fmt_duration};
+use rtcheck_base::units::{fmt_bytes, fmt_duration};
 
 /// Column of the why: a label (`Q1`, `PATH`) and the decision before it.
 const LABEL: usize = 6;

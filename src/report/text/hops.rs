@@ -213,7 +213,7 @@ fn secs(n: u64) -> String {
     if n < 600 {
         format!("{n}s")
     } else {
-        let d = crate::units::fmt_duration(std::time::Duration::from_secs(n));
+        let d = rtcheck_base::units::fmt_duration(std::time::Duration::from_secs(n));
         format!("{n}s ({d})")
     }
 }

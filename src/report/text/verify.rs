@@ -7,7 +7,7 @@ pub fn measured(v: &Verification) -> String {
     match v.measured {
         None => "no number".into(),
         Some(x) => match v.unit.as_str() {
-            "B" => crate::units::fmt_bytes(x.max(0.0) as u64),
+            "B" => rtcheck_base::units::fmt_bytes(x.max(0.0) as u64),
             "s" => format!("{x:.2} s"),
             u => format!("{} {u}", crate::evidence::fmt_num(x.round())),
         },

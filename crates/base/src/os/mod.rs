@@ -1,0 +1,10 @@
+//! OS primitives: child processes that never outlive the run, Ctrl-C and SIGTERM, a run's
+//! deadline, rlimits, /proc readings, poll(2), the loopback check.
+pub mod addr;
+pub mod child;
+pub mod clock;
+pub mod deadline;
+pub mod fd;
+pub mod limits;
+pub mod proc;
+pub mod signal;

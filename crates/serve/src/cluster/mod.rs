@@ -1,0 +1,639 @@
+//! `serve --redis URL --node NAME`: several nodes meet in one Redis. Every published round
+//! takes one path (publisher -> Redis -> every node, the publisher included), seqs are global
+//! (INCR in the same script as XADD and PUBLISH, so the Stream and the channel share one
+//! order), the ring is a Redis Stream capped at `--ring` (resume on any node), and presence
+//! is an alive key per client with a TTL (or join/leave events, the demonstration that
+//! leaves ghosts). Losing Redis never takes the node's clients: the link reconnects with a
+//! bounded backoff and catches up from the Stream, or sends the usual gap marker.
+pub mod presence;
+pub mod store;
+
+use super::hub::{lock, Hub, Round};
+use bytes::Bytes;
+use rtcheck_base::names::Named;
+use rtcheck_wire::{http::Request, ws};
+use std::fmt::Write;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PathMode {
+    // Every round goes publisher -> Redis -> every node, the publishing node included.
+    OnePath,
+    // DEMONSTRATION ONLY: also deliver this node's own rounds locally, so its clients get
+    // each of them twice (the seed's 50 % duplicates).
+    Naive,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PresenceMode {
+    // An alive key per client with a TTL, refreshed by the node's heartbeat: a dead node's
+    // clients vanish within TTL + one heartbeat.
+    Ttl,
+    // DEMONSTRATION: join/leave events over pub/sub into a set; a dead node leaves ghosts.
+    Events,
+}
+
+impl Named for PathMode {
+    const ALL: &'static [PathMode] = &[PathMode::OnePath, PathMode::Naive];
+    fn name(self) -> &'static str {
+        match self {
+            PathMode::OnePath => "one-path",
+            PathMode::Naive => "naive",
+        }
+    }
+}
+
+impl Named for PresenceMode {
+    const ALL: &'static [PresenceMode] = &[PresenceMode::Ttl, PresenceMode::Events];
+    fn name(self) -> &'static str {
+        match self {
+            PresenceMode::Ttl => "ttl",
+            PresenceMode::Events => "events",
+        }
+    }
+}
+
+/// What serve's cluster flags give (`--redis` and the rest), before validation.
+#[derive(Debug, Clone)]
+pub struct ClusterOptions {
+    pub redis: Option<String>,
+    pub node: Option<String>,
+    pub path: PathMode,
+    pub presence: PresenceMode,
+    pub presence_ttl: Duration,
+    pub redis_prefix: String,
+    pub no_publish: bool,
+}
+
+impl Default for ClusterOptions {
+    fn default() -> ClusterOptions {
+        ClusterOptions {
+            redis: None,
+            node: None,
+            path: PathMode::OnePath,
+            presence: PresenceMode::Ttl,
+            presence_ttl: Duration::from_secs(3),
+            redis_prefix: DEFAULT_PREFIX.to_string(),
+            no_publish: false,
+        }
+    }
+}
+
+/// `--redis-prefix` of serve by default.
+pub const DEFAULT_PREFIX: &str = "rtcheck:";
+
+/// A key prefix: 1 to 64 of `A-Z a-z 0-9 : . _ -` (no glob characters: presence counts
+/// keys with `SCAN MATCH PREFIX*`, and `bench cluster` looks for keys the same way).
+pub fn parse_prefix(s: &str) -> Result<String, String> {
+    let ok = (1..=64).contains(&s.len())
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b":._-".contains(&b));
+    if ok {
+        Ok(s.to_string())
+    } else {
+        Err(format!("`{s}`: 1 to 64 of A-Z a-z 0-9 : . _ -"))
+    }
+}
+
+/// Every Redis name of one cluster, built from its prefix in this one place (a new key
+/// is added here).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Keys {
+    pub prefix: String,
+    /// Global seq counter.
+    pub seq: String,
+    /// The ring: a Stream whose entry ids are `SEQ-0`, capped at --ring entries.
+    pub ring: String,
+    /// The channel every node subscribes to: `SEQ TS NODE EPOCH` (or `gap FROM TO NODE`).
+    pub rounds: String,
+    /// The cluster's epoch (src/net/epoch.rs): the seqs of `seq` are numbered in it.
+    pub epoch: String,
+    /// Presence ttl: `ALIVE NODE:ID` keys with a TTL.
+    pub alive: String,
+    /// Presence events: the set of online members and its join/leave channel.
+    pub online: String,
+    pub presence: String,
+}
+
+impl Keys {
+    pub fn new(prefix: &str) -> Keys {
+        let k = |name: &str| format!("{prefix}{name}");
+        Keys {
+            prefix: prefix.to_string(),
+            seq: k("seq"),
+            ring: k("ring"),
+            rounds: k("rounds"),
+            epoch: k("epoch"),
+            alive: k("alive:"),
+            online: k("online"),
+            presence: k("presence"),
+        }
+    }
+}
+
+/// Validated cluster settings.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ClusterConfig {
+    pub url: String,
+    pub node: String,
+    pub path: PathMode,
+    pub presence: PresenceMode,
+    pub ttl: Duration,
+    pub heartbeat: Duration,
+    pub publish: bool,
+    pub keys: Keys,
+}
+
+impl ClusterConfig {
+    /// None without --redis; the URL is parsed here (no connection yet).
+    pub fn from_options(f: &ClusterOptions) -> Result<Option<ClusterConfig>, String> {
+        let Some(url) = &f.redis else {
+            return Ok(None);
+        };
+        ::redis::Client::open(url.as_str()).map_err(|_| {
+            format!(
+                "--redis {}: not a Redis URL (redis://HOST:PORT/ or unix:///PATH)",
+                redact(url)
+            )
+        })?;
+        let node = f
+            .node
+            .clone()
+            .unwrap_or_else(|| format!("node-{}", std::process::id()));
+        let ok = |c: char| c.is_ascii_alphanumeric() || "._-".contains(c);
+        if node.is_empty() || node.len() > 64 || !node.chars().all(ok) {
+            return Err(format!(
+                "--node `{node}`: 1 to 64 letters, digits, `.`, `_` or `-`"
+            ));
+        }
+        let ttl = f.presence_ttl;
+        if ttl < Duration::from_millis(300) || ttl > Duration::from_secs(3600) {
+            return Err(format!(
+                "--presence-ttl {}: out of bounds 300ms..=1h",
+                rtcheck_base::units::fmt_duration(ttl)
+            ));
+        }
+        Ok(Some(ClusterConfig {
+            url: url.clone(),
+            node,
+            path: f.path,
+            presence: f.presence,
+            ttl,
+            heartbeat: ttl / 3,
+            publish: !f.no_publish,
+            keys: Keys::new(&f.redis_prefix),
+        }))
+    }
+
+    /// The startup line.
+    pub fn banner(&self) -> String {
+        let path = match self.path {
+            PathMode::OnePath => "one-path (publisher -> Redis -> every node)".to_string(),
+            PathMode::Naive => {
+                "naive (DEMONSTRATION ONLY: own rounds also delivered locally = duplicates on this node)"
+                    .to_string()
+            }
+        };
+        format!(
+            "cluster: node {}, redis {}, prefix {}, path {path}, presence {} (ttl {}, heartbeat {}), {}",
+            self.node,
+            redact(&self.url),
+            self.keys.prefix,
+            self.presence.name(),
+            rtcheck_base::units::fmt_duration(self.ttl),
+            rtcheck_base::units::fmt_duration(self.heartbeat),
+            if self.publish {
+                "publishing"
+            } else {
+                "not publishing (--no-publish)"
+            }
+        )
+    }
+}
+
+/// The warning for a Redis URL whose secret (password, query value) came on `argv`, which
+/// any local user reads in /proc/PID/cmdline; None when it came from RTCHECK_REDIS_URL.
+pub fn argv_warning(url: &str, argv: &[String]) -> Option<String> {
+    let on_argv = argv.iter().any(|x| x.ends_with(url));
+    (on_argv && redact(url) != url).then(|| {
+        "WARNING: the --redis URL's secret is readable by any local user in /proc/PID/cmdline; give the URL in RTCHECK_REDIS_URL".to_string()
+    })
+}
+
+/// A Redis URL fit for logs and /healthz: a password (`redis://user:pass@host/`) or a
+/// query value (`?password=X`) becomes `***` (the one redaction, `rtcheck_base::redact`).
+pub fn redact(url: &str) -> String {
+    rtcheck_base::redact::url(url)
+}
+
+/// One node's link to the cluster: its Redis connections and what it reports.
+pub struct Cluster {
+    pub cfg: ClusterConfig,
+    pub client: ::redis::Client,
+    pub con: ::redis::aio::ConnectionManager,
+    /// The relay's subscription is live (and caught up).
+    pub link_up: AtomicBool,
+    /// The last heartbeat got its answers.
+    pub cmd_up: AtomicBool,
+    pub reconnects: AtomicU64,
+    pub gap_messages: AtomicU64,
+    pub publish_failures: AtomicU64,
+    /// Unpublished rounds not yet reserved as a gap in the global seq (see
+    /// [`store::publisher`]).
+    pub unpublished: AtomicU64,
+    /// The highest seq this node has delivered in its epoch (a publish never reuses one
+    /// below it); 0 again after an epoch reset.
+    pub last_seq: AtomicU64,
+    /// The epoch and highest seq of this node's own publishes (the floor of the next one,
+    /// with `last_seq`: its relay may lag its publishes).
+    pub published: Mutex<(rtcheck_wire::epoch::Epoch, u64)>,
+    /// Times this node moved to a new epoch (its clients each got a reset marker), and
+    /// the last move: (from, to, when).
+    pub epoch_resets: AtomicU64,
+    pub last_reset: Mutex<
+        Option<(
+            rtcheck_wire::epoch::Epoch,
+            rtcheck_wire::epoch::Epoch,
+            std::time::Instant,
+        )>,
+    >,
+    /// The cluster's epoch as the last heartbeat read it (0: Redis holds none).
+    pub redis_epoch: AtomicU64,
+    pub last_error: Mutex<String>,
+    /// Stream cap: the node's --ring.
+    pub ring: usize,
+    /// Local client ids that Redis knows as present (the last heartbeat that answered).
+    pub present: Mutex<std::collections::BTreeSet<u64>>,
+    out: tokio::sync::mpsc::Sender<u64>,
+    deliver_lock: tokio::sync::Mutex<()>,
+}
+
+/// Scheduled rounds waiting for their publish; more means Redis is too slow (counted).
+const OUT_QUEUE: usize = 1024;
+
+impl Cluster {
+    pub fn redis_up(&self) -> bool {
+        self.link_up.load(Relaxed) && self.cmd_up.load(Relaxed)
+    }
+
+    /// The hub's publisher hands over the scheduled time of its next round.
+    pub fn emit(&self, ts: u64) {
+        if self.out.try_send(ts).is_err() {
+            self.count_unpublished();
+        }
+    }
+
+    /// A scheduled round that gets no seq: counted, and owed to the clients as a gap.
+    pub fn count_unpublished(&self) {
+        self.publish_failures.fetch_add(1, Relaxed);
+        self.unpublished.fetch_add(1, Relaxed);
+    }
+
+    pub fn set_error(&self, e: impl std::fmt::Display) {
+        *lock(&self.last_error) = e.to_string();
+    }
+
+    /// Hand a round to the hub, one at a time (relay and naive publisher alike).
+    pub async fn deliver(&self, hub: &Arc<Hub>, round: Round, ring: bool) {
+        let _one = self.deliver_lock.lock().await;
+        hub.clone().deliver(round, ring).await;
+    }
+}
+
+/// Connect (bounded: a wrong URL fails the start), then spawn the relay, the publisher and
+/// the heartbeat. The hub knows its cluster before any client or round.
+pub async fn start(hub: &Arc<Hub>, cfg: ClusterConfig) -> anyhow::Result<Arc<Cluster>> {
+    let client = ::redis::Client::open(cfg.url.as_str())?;
+    let mc = ::redis::aio::ConnectionManagerConfig::new()
+        .set_connection_timeout(store::OP_TIMEOUT)
+        .set_response_timeout(store::OP_TIMEOUT)
+        .set_number_of_retries(1)
+        .set_max_delay(500);
+    let con = tokio::time::timeout(
+        Duration::from_secs(3),
+        ::redis::aio::ConnectionManager::new_with_config(client.clone(), mc),
+    )
+    .await
+    .map_err(|_| anyhow::anyhow!("--redis {}: no answer within 3 s", redact(&cfg.url)))?
+    .map_err(|e| anyhow::anyhow!("--redis {}: cannot connect: {e}", redact(&cfg.url)))?;
+    check_link(&con, &cfg.url).await?;
+    let (tx, rx) = tokio::sync::mpsc::channel(OUT_QUEUE);
+    let c = Arc::new(Cluster {
+        cfg,
+        client,
+        con,
+        link_up: AtomicBool::new(false),
+        cmd_up: AtomicBool::new(true),
+        reconnects: AtomicU64::new(0),
+        gap_messages: AtomicU64::new(0),
+        publish_failures: AtomicU64::new(0),
+        unpublished: AtomicU64::new(0),
+        last_seq: AtomicU64::new(0),
+        published: Mutex::new((rtcheck_wire::epoch::Epoch::FOREIGN, 0)),
+        epoch_resets: AtomicU64::new(0),
+        last_reset: Mutex::new(None),
+        redis_epoch: AtomicU64::new(0),
+        last_error: Mutex::new(String::new()),
+        ring: hub.cfg.ring,
+        present: Mutex::new(Default::default()),
+        out: tx,
+        deliver_lock: tokio::sync::Mutex::new(()),
+    });
+    // The cluster's epoch before any client: seqs are numbered in it.
+    let epoch = store::join_epoch(&c)
+        .await
+        .map_err(|e| anyhow::anyhow!("--redis {}: reading the epoch: {e}", redact(&c.cfg.url)))?;
+    hub.reset_epoch(epoch);
+    c.redis_epoch.store(epoch.0, Relaxed);
+    let _ = hub.cluster.set(c.clone());
+    let ready = Arc::new(tokio::sync::Notify::new());
+    tokio::spawn(store::relay(hub.clone(), c.clone(), ready.clone()));
+    tokio::spawn(store::publisher(hub.clone(), c.clone(), rx));
+    tokio::spawn(presence::heartbeat(hub.clone(), c.clone()));
+    // The first subscription, so a round published right after start reaches this node.
+    let _ = tokio::time::timeout(Duration::from_secs(3), ready.notified()).await;
+    Ok(c)
+}
+
+/// One PING at start: a connection is not a link (a Redis that wants a password accepts
+/// the connection and refuses every command, NOAUTH), so serve must not start without it.
+async fn check_link(con: &::redis::aio::ConnectionManager, url: &str) -> anyhow::Result<()> {
+    let mut con = con.clone();
+    let cmd = ::redis::cmd("PING");
+    let ping = cmd.query_async::<String>(&mut con);
+    let shown = redact(url);
+    match tokio::time::timeout(Duration::from_secs(3), ping).await {
+        Err(_) => anyhow::bail!("--redis {shown}: no answer to PING within 3 s"),
+        Ok(Err(e)) if is_auth_error(&e) => anyhow::bail!(
+            "--redis {shown}: PING refused ({}): give the password in the URL (redis://:PASSWORD@HOST:PORT/)",
+            one_line(&e)
+        ),
+        Ok(Err(e)) => anyhow::bail!("--redis {shown}: PING refused: {}", one_line(&e)),
+        Ok(Ok(_)) => Ok(()),
+    }
+}
+
+/// NOAUTH (a password is required) or WRONGPASS.
+pub fn is_auth_error(e: &::redis::RedisError) -> bool {
+    let code = e.code().unwrap_or("");
+    code == "NOAUTH" || code == "WRONGPASS" || e.kind() == ::redis::ErrorKind::AuthenticationFailed
+}
+
+fn one_line(e: &impl std::fmt::Display) -> String {
+    e.to_string()
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// A gap marker as a round (not kept in the ring): SSE `event: gap`, WebSocket text frame,
+/// both `{"from":A,"to":B}` as on a resume.
+pub fn gap_round(from: u64, to: u64) -> Round {
+    let m = format!("{{\"from\":{from},\"to\":{to}}}");
+    Round {
+        seq: to,
+        ts: 0,
+        // A marker carries no id: its epoch is never written.
+        epoch: rtcheck_wire::epoch::Epoch::FOREIGN,
+        ws: Bytes::from(ws::frame(ws::OP_TEXT, m.as_bytes())),
+        sse: Bytes::from(format!("event: gap\ndata: {m}\n\n")),
+        raw: Bytes::new(),
+        json: Bytes::from(m),
+    }
+}
+
+/// `rounds` (ascending seqs) with a gap marker between any two that are not adjacent.
+pub fn with_hole_markers<'a>(rounds: impl IntoIterator<Item = &'a Round>) -> Vec<Round> {
+    let mut out: Vec<Round> = Vec::new();
+    let mut prev: Option<u64> = None;
+    for r in rounds {
+        if let Some(p) = prev.filter(|p| r.seq > p + 1) {
+            out.push(gap_round(p + 1, r.seq - 1));
+        }
+        prev = Some(r.seq);
+        out.push(r.clone());
+    }
+    out
+}
+
+/// Rounds after `since` from the Stream for a resume (empty without a cluster, when the
+/// node's own ring reaches back far enough (a reconnect storm after a node dies costs Redis
+/// nothing), or when Redis does not answer: the node's own ring then decides, gap included).
+pub async fn resume_from(hub: &Hub, since: u64) -> Vec<Round> {
+    let Some(c) = hub.cluster.get() else {
+        return Vec::new();
+    };
+    // A client coming from a node further ahead may resume beyond this node's ring: the
+    // Stream then says whether its seq is held (or it would get a reset it is not owed).
+    let (_, latest) = hub.latest();
+    if since <= latest
+        && hub
+            .ring_oldest()
+            .is_some_and(|o| o <= since.saturating_add(1))
+    {
+        return Vec::new();
+    }
+    // From `since` itself: a Stream whose newest is `since` holds the client's position.
+    // Read in this epoch: if it resets meanwhile, merge_rings leaves these rounds out.
+    let epoch = hub.epoch();
+    match store::newest_after(c, epoch, since.max(1)).await {
+        Ok(v) => v
+            .into_iter()
+            .filter(|&(_, ts)| ts != 0) // seqs reserved for unpublished rounds: a hole
+            // Not encoded here (a resume flood would build a whole ring per client):
+            // a replay encodes them as it writes them, a poll only those it carries.
+            .map(|(seq, ts)| Round::stub(epoch, seq, ts))
+            .collect(),
+        Err(e) => {
+            c.set_error(e);
+            Vec::new()
+        }
+    }
+}
+
+/// Routes answered by the cluster (async: they ask Redis): `/presence`, and `/poll` with a
+/// cluster. None: not ours.
+pub async fn route(hub: &Arc<Hub>, req: &Request) -> Option<(u16, &'static str, String)> {
+    const JSON: &str = "application/json";
+    let get = req.method == "GET" || req.method == "HEAD";
+    let c = hub.cluster.get();
+    match (req.path.as_str(), c) {
+        ("/presence", _) if !get => Some((405, "text/plain", "method not allowed\n".into())),
+        ("/presence", None) => Some((
+            404,
+            "text/plain",
+            "/presence needs `serve --redis URL --node NAME`\n".into(),
+        )),
+        ("/presence", Some(c)) => Some((200, JSON, presence::json(hub, c).await)),
+        ("/poll", Some(_)) if get => {
+            let pos = crate::server::resume_position(req)?;
+            let extra = resume_from(hub, pos.seq).await;
+            hub.counters.polls.fetch_add(1, Relaxed);
+            Some((200, JSON, hub.poll_json_with(pos, &extra)))
+        }
+        _ => None,
+    }
+}
+
+/// GET /healthz: `ok` alone; with a cluster, a body naming Redis while it is down. Still 200:
+/// every node loses the same Redis at once, and a 503 would make a load balancer drain them
+/// all and meet a reconnect storm when Redis returns; the node keeps its clients and
+/// catches them up from the Stream.
+pub fn health(hub: &Hub) -> (u16, String) {
+    let epoch = hub.epoch();
+    match hub.cluster.get() {
+        None => (200, "ok".into()),
+        // Redis moved to another epoch this node has not heard a round of yet: its clients
+        // are still on the old seqs (they get a reset marker with the first round).
+        Some(c) if c.redis_up() && !matches!(c.redis_epoch.load(Relaxed), 0) && c.redis_epoch.load(Relaxed) != epoch.0 => (
+            200,
+            format!(
+                "degraded: epoch behind (node {}, redis up): the cluster is in epoch {}, this node's clients still in {epoch}; they get a reset marker with its first round",
+                c.cfg.node,
+                rtcheck_wire::epoch::Epoch(c.redis_epoch.load(Relaxed))
+            ),
+        ),
+        Some(c) if c.redis_up() => (
+            200,
+            format!("ok (node {}, redis up, epoch {epoch}{})", c.cfg.node, last_reset(c)),
+        ),
+        Some(c) => (
+            200,
+            format!(
+                "degraded: redis down (node {}, {}): serving local clients, reconnecting: {}",
+                c.cfg.node,
+                redact(&c.cfg.url),
+                lock(&c.last_error)
+            ),
+        ),
+    }
+}
+
+/// `; epoch reset from OLD N s ago (every client told)` for a minute after a reset: a
+/// deploy that restarted Redis and the publisher shows in /healthz, not only in the log.
+fn last_reset(c: &Cluster) -> String {
+    match *lock(&c.last_reset) {
+        Some((old, _, at)) if at.elapsed() < Duration::from_secs(60) => format!(
+            "; epoch reset from {old} {} s ago, every client sent a reset marker",
+            at.elapsed().as_secs()
+        ),
+        _ => String::new(),
+    }
+}
+
+/// The cluster's /metrics families (empty without one).
+pub fn metrics(hub: &Hub) -> String {
+    let Some(c) = hub.cluster.get() else {
+        return String::new();
+    };
+    let rows = [
+        (
+            "rtcheck_redis_up",
+            "gauge",
+            "Whether this node reaches Redis (subscribed and answering).",
+            c.redis_up() as u64,
+        ),
+        (
+            "rtcheck_redis_reconnects_total",
+            "counter",
+            "Times the Redis link came back after a loss.",
+            c.reconnects.load(Relaxed),
+        ),
+        (
+            "rtcheck_redis_gap_messages_total",
+            "counter",
+            "Rounds sent to clients as gap markers: no longer in the Stream when the link came back, or never published.",
+            c.gap_messages.load(Relaxed),
+        ),
+        (
+            "rtcheck_epoch_resets_total",
+            "counter",
+            "Times this node moved to a new cluster epoch (Redis lost its seq counter, or seqs went backwards): every client sent a reset marker.",
+            c.epoch_resets.load(Relaxed),
+        ),
+        (
+            "rtcheck_redis_publish_failures_total",
+            "counter",
+            "Scheduled rounds this node could not publish (Redis down or too slow); clients get them as gap markers once Redis is back.",
+            c.publish_failures.load(Relaxed),
+        ),
+    ];
+    let mut o = String::new();
+    for (name, kind, help, v) in rows {
+        let _ = writeln!(o, "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {v}");
+    }
+    o
+}
+
+/// Bounded exponential backoff for reconnects: 100 ms doubling to 2 s.
+#[derive(Debug, Default)]
+pub struct Backoff(u32);
+
+impl Backoff {
+    pub const MAX: Duration = Duration::from_secs(2);
+    pub fn next_delay(&mut self) -> Duration {
+        let d = Duration::from_millis(100) * 2u32.pow(self.0.min(5));
+        self.0 += 1;
+        d.min(Self::MAX)
+    }
+    /// Delays handed out since the last reset.
+    pub fn attempts(&self) -> u32 {
+        self.0
+    }
+    pub fn reset(&mut self) {
+        self.0 = 0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn redis(url: &str) -> ClusterOptions {
+        ClusterOptions {
+            redis: Some(url.to_string()),
+            ..ClusterOptions::default()
+        }
+    }
+
+    #[test]
+    fn passwords_never_reach_logs() {
+        assert_eq!(redact("redis://h:1/"), "redis://h:1/");
+        assert_eq!(redact("redis://:pw@h:1/0"), "redis://:***@h:1/0");
+        assert_eq!(redact("redis://u:pw@h/"), "redis://u:***@h/");
+        assert_eq!(redact("rediss://tok@h/"), "rediss://***@h/");
+        assert_eq!(redact("unix:///run/redis.sock"), "unix:///run/redis.sock");
+        let argv = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let url = "redis://:pw@127.0.0.1:1/";
+        let w = argv_warning(url, &argv(&["rtcheck", "serve", "--redis", url])).unwrap();
+        assert!(w.contains("RTCHECK_REDIS_URL") && !w.contains("pw"), "{w}");
+        assert!(argv_warning(url, &argv(&["rtcheck", &format!("--redis={url}")])).is_some());
+        // From the environment, or without a secret: nothing to warn about.
+        assert!(argv_warning(url, &argv(&["rtcheck", "serve"])).is_none());
+        let plain = "redis://127.0.0.1:1/";
+        assert!(argv_warning(plain, &argv(&["rtcheck", "--redis", plain])).is_none());
+        let e = ClusterConfig::from_options(&redis("nope://u:secret@h")).unwrap_err();
+        assert!(!e.contains("secret"), "{e}");
+    }
+
+    #[test]
+    fn backoff_is_bounded() {
+        let mut b = Backoff::default();
+        let d: Vec<_> = (0..8).map(|_| b.next_delay().as_millis()).collect();
+        assert_eq!(d, vec![100, 200, 400, 800, 1600, 2000, 2000, 2000]);
+        b.reset();
+        assert_eq!(b.next_delay().as_millis(), 100);
+    }
+
+    #[test]
+    fn gap_markers_match_the_resume_ones() {
+        let g = gap_round(3, 7);
+        assert_eq!(&g.sse[..], b"event: gap\ndata: {\"from\":3,\"to\":7}\n\n");
+        assert_eq!(&g.json[..], b"{\"from\":3,\"to\":7}");
+        assert_eq!(g.seq, 7);
+    }
+}

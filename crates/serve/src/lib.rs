@@ -1,0 +1,270 @@
+//! rtcheck's embedded realtime server (`rtcheck serve`): WebSocket, SSE with resume,
+//! polling, metrics and the control plane on one port, the raw-TCP floor, and (feature
+//! `redis`) several nodes over one Redis. It speaks the formats of [`rtcheck_wire`] and
+//! takes plain [`config::Options`]; the flags are the command layer's.
+pub mod access;
+pub mod cluster;
+pub mod config;
+pub mod echo;
+pub mod garbage;
+pub mod hub;
+pub mod inbox;
+pub mod io;
+pub mod metrics;
+pub mod ratelog;
+pub mod replay;
+pub mod request;
+pub mod server;
+pub mod session;
+pub mod work;
+
+use anyhow::Context;
+use config::{Config, Options, Protocol};
+use hub::Hub;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How long shutdown waits for clients to take their close frames.
+const DRAIN: Duration = Duration::from_secs(1);
+
+/// Run the server until SIGINT or SIGTERM: 128 + the signal, after closing every client.
+pub fn run(a: Options) -> anyhow::Result<ExitCode> {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let cfg = Config::from_options(&a, cpus).map_err(anyhow::Error::msg)?;
+    if a.control_token.is_some() {
+        eprintln!("rtcheck serve: WARNING: --control-token is readable by any local user in /proc/PID/cmdline; use --control-token-file FILE or RTCHECK_CONTROL_TOKEN");
+    }
+    work::init(a.work_workers, a.split_writes);
+    if a.exit_with_parent {
+        rtcheck_base::os::child::exit_with_parent().context("--exit-with-parent")?;
+    }
+    let (soft, hard) = rtcheck_base::os::limits::raise_nofile().context("raising RLIMIT_NOFILE")?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(cfg.workers)
+        .enable_all()
+        .build()
+        .context("starting the runtime")?;
+    let res = rt.block_on(serve(cfg, a.addr_file.as_deref(), (soft, hard)));
+    // Tasks blocked on a stuck write (the C1 scenario) must not hold the exit.
+    rt.shutdown_timeout(Duration::from_millis(100));
+    // Stopped by a signal, like every other command: 128 + the signal (130 Ctrl-C, 143
+    // SIGTERM), after the clean shutdown above.
+    res.map(ExitCode::from)
+}
+
+fn bind(addr: SocketAddr) -> anyhow::Result<tokio::net::TcpListener> {
+    let sock = match addr {
+        SocketAddr::V4(_) => tokio::net::TcpSocket::new_v4(),
+        SocketAddr::V6(_) => tokio::net::TcpSocket::new_v6(),
+    }
+    .with_context(|| format!("socket for {addr}"))?;
+    sock.set_reuseaddr(true)?;
+    sock.bind(addr).with_context(|| format!("bind {addr}"))?;
+    // A large backlog: thousands of clients connect at once in benchmarks.
+    sock.listen(8192).with_context(|| format!("listen {addr}"))
+}
+
+async fn serve(
+    mut cfg: Config,
+    addr_file: Option<&Path>,
+    nofile: (u64, u64),
+) -> anyhow::Result<u8> {
+    use tokio::signal::unix::{signal, SignalKind};
+    // Install handlers before announcing the address, so a prompt SIGTERM is clean.
+    let mut term = signal(SignalKind::terminate()).context("SIGTERM handler")?;
+    let mut int = signal(SignalKind::interrupt()).context("SIGINT handler")?;
+
+    let main = bind(cfg.listen)?;
+    let main_addr = main.local_addr()?;
+    let control = match cfg.control_listen {
+        Some(a) => Some(bind(a)?),
+        None => None,
+    };
+    let control_addr = control.as_ref().map(|l| l.local_addr()).transpose()?;
+    // Decided before anyone can connect; a generated token is on disk before the addr file.
+    let plan = access::plan(
+        control_addr.unwrap_or(main_addr),
+        cfg.control_token.as_deref(),
+        addr_file,
+    );
+    let (policy, token_file) = access::resolve(plan)?;
+    let access_line = access::describe(&policy, token_file.as_deref());
+    let _token_file = access::TokenFile(token_file);
+    cfg.access = policy;
+    let hub = Hub::new(cfg.clone());
+    // The cluster link first: resumes and rounds go through Redis from the first client on.
+    if let Some(cc) = cfg.cluster.clone() {
+        cluster::start(&hub, cc).await?;
+    }
+
+    let raw = cfg.protocol == Protocol::Raw;
+    tokio::spawn(server::accept_loop(hub.clone(), main, raw));
+    if let Some(l) = control {
+        tokio::spawn(server::accept_loop(hub.clone(), l, false));
+    }
+    let publisher = tokio::spawn(hub.clone().publish());
+    if cfg.delivery == session::Delivery::SessionAck {
+        tokio::spawn(session::expire_loop(hub.clone()));
+    }
+    if cfg.garbage_mbps > 0 {
+        tokio::spawn(garbage::run(hub.clone(), cfg.garbage_mbps));
+    }
+
+    eprintln!("{}", banner(&cfg, main_addr, control_addr, nofile));
+    eprintln!("  {access_line}");
+    if let Some(cc) = &cfg.cluster {
+        eprintln!("  {}", cc.banner());
+        let argv: Vec<String> = std::env::args().collect();
+        if let Some(w) = cluster::argv_warning(&cc.url, &argv) {
+            eprintln!("  {w}");
+        }
+    }
+    eprintln!(
+        "  epoch {} (ids SEQ@EPOCH; a resume from another gets a reset)",
+        hub.epoch()
+    );
+    if let Some(o) = &cfg.cors {
+        eprintln!("  CORS: Access-Control-Allow-Origin: {o} on /sse, /poll, /metrics");
+    }
+    if let Some(p) = addr_file {
+        let mut text = format!("{main_addr}\n");
+        if let Some(c) = control_addr {
+            text.push_str(&format!("{c}\n"));
+        }
+        rtcheck_base::outfile::write_atomic(p, text.as_bytes())
+            .with_context(|| format!("--addr-file {}", p.display()))?;
+    }
+
+    let (sig, code) = tokio::select! {
+        _ = term.recv() => ("SIGTERM", 128 + libc::SIGTERM as u8),
+        _ = int.recv() => ("SIGINT", 128 + libc::SIGINT as u8),
+    };
+    eprintln!(
+        "rtcheck serve: {sig}: closing {} client(s)",
+        hub.client_count()
+    );
+    hub.shutdown();
+    publisher.abort();
+    let deadline = tokio::time::Instant::now() + DRAIN;
+    while hub.client_count() > 0 && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    if let Some(c) = hub.cluster.get() {
+        cluster::presence::farewell(c).await;
+    }
+    let left = hub.client_count();
+    if left > 0 {
+        eprintln!("rtcheck serve: {left} client(s) still blocked after {DRAIN:?}; closing them");
+    }
+    let s = hub.snapshot();
+    eprintln!(
+        "rtcheck serve: stopped after {} round(s); drops {}, removed {}",
+        s.rounds_sent, s.drops, s.removed
+    );
+    Ok(code)
+}
+
+fn banner(
+    cfg: &Config,
+    addr: SocketAddr,
+    control: Option<SocketAddr>,
+    (soft, hard): (u64, u64),
+) -> String {
+    let mut b = String::new();
+    match cfg.protocol {
+        Protocol::Ws => {
+            b.push_str(&format!("rtcheck serve listening on http://{addr}\n"));
+            let urls = [
+                format!("ws://{addr}/ws"),
+                format!("http://{addr}/sse"),
+                format!("http://{addr}/poll?since=SEQ"),
+                format!("http://{addr}/metrics"),
+                format!("http://{addr}/healthz"),
+                format!("http://{addr}/control/stats"),
+                format!("ws://{addr}/echo"),
+            ];
+            b.push_str(&url_lines("  endpoints:", &urls));
+        }
+        Protocol::Raw => {
+            b.push_str(&format!(
+                "rtcheck serve (raw TCP floor: u32 LE length + payload frames) on {addr}\n"
+            ));
+            if let Some(c) = control {
+                b.push_str(&format!(
+                    "  control: http://{c}/metrics  http://{c}/healthz  http://{c}/control/stats\n"
+                ));
+            }
+        }
+    }
+    let deadline = cfg
+        .write_deadline
+        .map_or("none".into(), rtcheck_base::units::fmt_duration);
+    // Two lines, each within 80 columns: what is published, then how it is written.
+    b.push_str(&format!(
+        "  publishing {} B at {}/s{}{}\n  strategy {}, queue {}\n  write deadline {}, threads {}\n",
+        cfg.size,
+        cfg.rate,
+        cfg.rounds
+            .map_or(String::new(), |n| format!(" for {n} rounds")),
+        if cfg.wait_start {
+            " after POST /control/start"
+        } else {
+            ""
+        },
+        match cfg.strategy {
+            config::Strategy::PerClient if cfg.direct => {
+                "per-client (direct write, then queue)".to_string()
+            }
+            config::Strategy::PerClient => "per-client (queue only)".to_string(),
+            config::Strategy::Shards => format!("shards x{}", cfg.shards),
+        },
+        cfg.queue,
+        deadline,
+        cfg.workers
+    ));
+    if cfg.delivery == session::Delivery::SessionAck {
+        b.push_str(&session::banner_line(cfg));
+    }
+    b.push_str(&format!(
+        "  replay budget: {} in flight over all clients ({}); /poll: {}\n",
+        rtcheck_base::units::fmt_bytes(cfg.replay_budget.bytes),
+        cfg.replay_budget.source,
+        rtcheck_base::units::fmt_bytes(replay::POLL_MAX as u64),
+    ));
+    b.push_str(&work::banner_line());
+    b.push_str(&format!(
+        "  open files limit: soft {soft}, hard {hard} (soft raised to hard at start)"
+    ));
+    if !addr.ip().is_loopback() {
+        b.push_str("\n  WARNING: listening on a non-loopback address");
+    }
+    b
+}
+
+/// `head` then the URLs, wrapped between them (never inside one) within 80 columns.
+fn url_lines(head: &str, urls: &[String]) -> String {
+    let indent = " ".repeat(head.len());
+    let mut out = String::new();
+    let mut line = head.to_string();
+    for u in urls {
+        if line.len() > head.len() && line.len() + 2 + u.len() > 80 {
+            out.push_str(&line);
+            out.push('\n');
+            line.clone_from(&indent);
+        }
+        line.push_str(if line.len() > head.len() { "  " } else { " " });
+        line.push_str(u);
+    }
+    out.push_str(&line);
+    out.push('\n');
+    out
+}
+
+/// Keep the compiler honest about the shared Hub type being Send + Sync.
+#[allow(dead_code)]
+fn _hub_is_sync(h: Arc<Hub>) -> impl Send + Sync {
+    h
+}

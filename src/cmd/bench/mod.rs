@@ -1,0 +1,440 @@
+//! `rtcheck bench fanout|idle`: flags to options, run the orchestrator, render, write.
+pub mod cluster;
+pub mod thresholds;
+
+use super::output::{BenchFormats, OutputArgs};
+use super::{parse_count, Ctx, DEFAULT_CONNECTIONS};
+use crate::bench::fanout::{self, FanoutOptions};
+use crate::bench::idle::{self, IdleOptions, IdleProto};
+use crate::bench::loadgen::{self, LoadgenOptions};
+use crate::bench::scenario;
+use crate::report::gates;
+use crate::report::Format;
+use cluster::ClusterArgs;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+use thresholds::{exit_for, gate_exit, gates, invalid_scenarios, with_thresholds};
+
+#[derive(Debug, clap::Args)]
+pub struct BenchArgs {
+    #[command(subcommand)]
+    pub command: BenchCommand,
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum BenchCommand {
+    /// Fan-out tail latency: scenarios F, A, C1, C2, C3, G1, G3, P1 (seed 000, part 11).
+    Fanout(FanoutArgs),
+    /// Server RSS per idle WebSocket / SSE connection.
+    Idle(IdleArgs),
+    /// Several nodes over Redis: latency added, duplicates, order, a killed node, a Redis
+    /// restart, presence ghosts (seed 002, part 9).
+    Cluster(ClusterArgs),
+    /// The load generator process (started by `fanout` and `idle`).
+    #[command(hide = true)]
+    Loadgen(LoadgenArgs),
+}
+
+pub fn run(a: BenchArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
+    match a.command {
+        BenchCommand::Fanout(f) => run_fanout(f, ctx),
+        BenchCommand::Idle(i) => run_idle(i, ctx),
+        BenchCommand::Cluster(c) => super::bench::cluster::run(c, ctx),
+        BenchCommand::Loadgen(l) => loadgen::run(l.options()),
+    }
+}
+
+/// Flags of the hidden load generator process (started by `fanout` and `idle`).
+#[derive(Debug, Clone, clap::Args)]
+pub struct LoadgenArgs {
+    /// ws://HOST:PORT/PATH (WebSocket), tcp://HOST:PORT (raw length-prefixed frames),
+    /// http://HOST:PORT/PATH (Server-Sent Events). Loopback only. bench fanout and idle
+    /// pass it in RTCHECK_LOADGEN_URL (userinfo and query may be secrets: never argv).
+    #[arg(long, env = crate::bench::fanout::LOADGEN_URL_ENV, hide_env_values = true)]
+    pub url: String,
+    #[arg(long, value_name = "N", default_value_t = 100, value_parser = parse_count, allow_negative_numbers = true)]
+    pub connections: u64,
+    /// Clients that connect with a small receive buffer and never read.
+    #[arg(long, default_value_t = 0)]
+    pub slow: u64,
+    /// Rounds expected (seq 1..=rounds); 0 = idle clients, nothing expected.
+    #[arg(long, default_value_t = 100)]
+    pub rounds: u64,
+    #[arg(long, default_value_t = 2048)]
+    pub slow_rcvbuf: u32,
+    /// Hard stop: the process ends by itself after this long even without a stop command.
+    #[arg(long, default_value_t = 300)]
+    pub max_seconds: u64,
+    #[arg(long, default_value_t = 64)]
+    pub connect_concurrency: usize,
+    /// WebSocket read buffer per client (small: 10,000 clients share one process).
+    #[arg(long, default_value_t = 4096)]
+    pub read_buffer: usize,
+    /// server, ws, or 'POST URL' (bench fanout passes it in RTCHECK_PUBLISH, headers in
+    /// RTCHECK_PUBLISH_HEADERS: never on argv).
+    #[arg(long, env = "RTCHECK_PUBLISH", hide_env_values = true, default_value = "server", value_parser = crate::bench::publisher::PublishVia::parse)]
+    pub publish: crate::bench::publisher::PublishVia,
+    #[arg(long)]
+    pub message: Option<String>,
+    #[arg(long)]
+    pub subscribe: Option<String>,
+    #[arg(long)]
+    pub seq_path: Option<String>,
+    #[arg(long)]
+    pub ts_path: Option<String>,
+    #[arg(long, default_value_t = 1024)]
+    pub size: u64,
+    #[arg(long, default_value_t = 5.0)]
+    pub rate: f64,
+}
+
+impl LoadgenArgs {
+    pub fn options(&self) -> LoadgenOptions {
+        LoadgenOptions {
+            url: self.url.clone(),
+            connections: self.connections,
+            slow: self.slow,
+            rounds: self.rounds,
+            slow_rcvbuf: self.slow_rcvbuf,
+            max_seconds: self.max_seconds,
+            connect_concurrency: self.connect_concurrency,
+            read_buffer: self.read_buffer,
+            publish: self.publish.clone(),
+            message: self.message.clone(),
+            subscribe: self.subscribe.clone(),
+            seq_path: self.seq_path.clone(),
+            ts_path: self.ts_path.clone(),
+            size: self.size,
+            rate: self.rate,
+        }
+    }
+}
+
+#[derive(Debug, Clone, clap::Args)]
+#[command(after_help = "\
+Examples:
+  the seed's load: every scenario at 10,000:
+    rtcheck bench fanout
+
+    rtcheck bench fanout --connections 2000 --scenario F,A,C3
+    rtcheck bench fanout --connections 2000 --format markdown \\
+      --output bench.md
+  another server (loopback only):
+    rtcheck bench fanout --server ws://127.0.0.1:8080/ws --connections 1000
+  a foreign hub, chat-style (rtcheck publishes on its own connection):
+    rtcheck bench fanout --server ws://127.0.0.1:8080/ws --publish ws \\
+      --scenario A,C --message '{\"type\":\"msg\",\"text\":\"{seq} {ts} {pad}\"}' \\
+      --seq-path text --ts-path text
+  a foreign hub with a publish API:
+    rtcheck bench fanout --server ws://127.0.0.1:8080/ws \\
+      --publish 'POST http://127.0.0.1:8080/publish' \\
+      -H 'Authorization: Bearer $TOKEN' --message 'hello {marker} {pad}'
+
+Scenarios: F raw-TCP floor, A baseline, C1/C2 slow clients with shard writers (no deadline /
+1 s deadline), C3 slow clients with per-client queues, G1 per-client copy + allocation, G3
+shared buffer + allocation, P1 one server worker thread. With --server: A (all healthy) and
+C (slow clients among them), whose verdict names the shape found: C1, C2 or C3.
+Templates: {seq}, {ts} (scheduled publish time, ns since the epoch), {pad} (filler to
+--size), {marker} (seq and ts in one string any receiver finds, whatever wraps it).
+Exit codes: 0 every result valid, 1 a result failed its validity check, 2 error.")]
+pub struct FanoutArgs {
+    /// Clients (the seed: 10,000; on 2 cores 2,000 is the seed's load per core).
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_CONNECTIONS, value_parser = parse_count, allow_negative_numbers = true)]
+    pub connections: u64,
+    /// Messages per client (one per round).
+    #[arg(long, default_value_t = 100)]
+    pub rounds: u64,
+    /// Payload bytes per message, units allowed (1024, 4KiB) (at least 16).
+    #[arg(long, default_value = "1024", value_parser = rtcheck_base::units::parse_size)]
+    pub size: u64,
+    /// Rounds per second.
+    #[arg(long, default_value_t = 5.0)]
+    pub rate: f64,
+    /// Slow clients in C1, C2, C3 (never read; SO_RCVBUF 2 KB; server SO_SNDBUF 4 KB).
+    /// Default 50; with --server, none unless given.
+    #[arg(long)]
+    pub slow: Option<u64>,
+    /// Comma-separated: F (raw-TCP floor), A, C1, C2, C3, G1, G3, P1. F runs first even when
+    /// not listed, so every row is also shown as a ratio to what this host can do at best.
+    /// With --server: A, C or A,C (default: one run with --slow slow clients).
+    #[arg(long, value_name = "LIST")]
+    pub scenario: Option<String>,
+    /// Do not add the floor F to the scenarios (rows then have no ratio to F).
+    #[arg(long)]
+    pub no_floor: bool,
+    /// Measure another server instead: ws://HOST:PORT/PATH on loopback. Scenarios then do
+    /// not apply: one run, with --slow slow clients if given.
+    #[arg(long)]
+    pub server: Option<String>,
+    /// With --server, who publishes: `server` (it publishes rtcheck's payload by itself,
+    /// started by /control/start), `ws` (rtcheck sends each message on a connection of
+    /// its own and the server broadcasts it, chat-style), or 'POST URL' (the app's
+    /// publish API).
+    #[arg(long, default_value = "server", value_parser = crate::bench::publisher::PublishVia::parse)]
+    pub publish: crate::bench::publisher::PublishVia,
+    /// What rtcheck publishes: a template with {seq}, {ts}, {pad}, {marker}
+    /// (default: rtcheck's JSON payload).
+    #[arg(long, value_name = "TEMPLATE")]
+    pub message: Option<String>,
+    /// Sent by every client (and the publisher) after connecting: join a room or channel.
+    #[arg(long, value_name = "TEMPLATE")]
+    pub subscribe: Option<String>,
+    /// JSON path of the sequence in a received frame (e.g. data.seq, or text when seq
+    /// and ts are the two numbers inside one string). With --ts-path.
+    #[arg(long, value_name = "PATH")]
+    pub seq_path: Option<String>,
+    /// JSON path of the scheduled time ({ts}) in a received frame. With --seq-path.
+    #[arg(long, value_name = "PATH")]
+    pub ts_path: Option<String>,
+    /// A header for --publish 'POST URL' ('Name: value'; never printed, never on a
+    /// child's command line). Repeatable.
+    #[arg(short = 'H', long = "header", value_name = "HEADER")]
+    pub headers: Vec<String>,
+    /// The clients' transport on --server: ws (WebSocket) or sse (Server-Sent Events on
+    /// an http:// URL; the event's `id:` is the seq when the payload carries none).
+    #[arg(long, value_enum, default_value = "ws")]
+    pub transport: FanoutTransport,
+    #[command(flatten)]
+    pub out: OutputArgs<BenchFormats>,
+    /// Fail (exit 1) when a figure crosses EXPR, e.g. 'A.p999 < 45ms', 'lost_silently ==
+    /// 0' (every scenario): keys of the JSON report, at the top or in each of `scenarios`;
+    /// an unknown name is exit 2, an invalid run fails every threshold. Repeatable.
+    #[arg(long = "threshold", value_name = "EXPR", value_parser = crate::findings::threshold::parse)]
+    pub thresholds: Vec<crate::findings::threshold::Threshold>,
+    /// Also write the JSON report here (atomically), whatever --format says.
+    #[arg(long, value_name = "PATH")]
+    pub save_json: Option<PathBuf>,
+    /// Text: every validity check (not only those that did not pass), the full latency
+    /// and server tables and the seed's figures.
+    #[arg(long)]
+    pub explain: bool,
+    /// Longest wait for all clients to connect.
+    #[arg(long, default_value = "120s", value_parser = rtcheck_base::units::parse_duration)]
+    pub connect_timeout: Duration,
+    /// How long to wait past the last scheduled round for stragglers.
+    #[arg(long, default_value = "5s", value_parser = rtcheck_base::units::parse_duration, hide = true)]
+    pub drain: Duration,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum FanoutTransport {
+    Ws,
+    Sse,
+}
+
+impl FanoutArgs {
+    pub fn options(&self) -> anyhow::Result<FanoutOptions> {
+        const ALL: &str = "F,A,C1,C2,C3,G1,G3,P1";
+        let (scenario, foreign) = match (&self.server, &self.scenario) {
+            (Some(_), Some(s)) => (
+                scenario::ScenarioList(vec![]),
+                scenario::parse_foreign_list(s).map_err(anyhow::Error::msg)?,
+            ),
+            (Some(_), None) => (scenario::ScenarioList(vec![]), vec![]),
+            (None, s) => (
+                scenario::parse_list_arg(s.as_deref().unwrap_or(ALL))
+                    .map_err(|e| anyhow::anyhow!("--scenario: {e}"))?,
+                vec![],
+            ),
+        };
+        Ok(FanoutOptions {
+            connections: self.connections,
+            rounds: self.rounds,
+            size: self.size,
+            rate: self.rate,
+            slow: self.slow,
+            scenario,
+            no_floor: self.no_floor,
+            server: self.server.clone(),
+            connect_timeout: self.connect_timeout,
+            drain: self.drain,
+            foreign,
+            publish: self.publish.clone(),
+            message: self.message.clone(),
+            subscribe: self.subscribe.clone(),
+            seq_path: self.seq_path.clone(),
+            ts_path: self.ts_path.clone(),
+            headers: self.headers.clone(),
+            sse: self.transport == FanoutTransport::Sse,
+        })
+    }
+}
+
+fn run_fanout(a: FanoutArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
+    a.out.validate()?;
+    let report = fanout::run(&a.options()?)?;
+    let invalid = invalid_scenarios(
+        report
+            .scenarios
+            .iter()
+            .map(|s| (s.name.as_str(), s.valid, s.notes.as_slice())),
+    );
+    let gated = gates(&a.thresholds, &report, invalid.as_deref());
+    let found = gated.as_ref().map_or(&[][..], Vec::as_slice);
+    let render = |f: Format, p: crate::report::Palette| -> anyhow::Result<String> {
+        Ok(match f {
+            Format::Json => crate::report::json::render(&with_thresholds(&report, found)?)?,
+            Format::Markdown => {
+                crate::report::markdown::bench::render(&report) + &gates::markdown(found)
+            }
+            Format::Html => gates::html(crate::report::html::bench::render(&report)?, found),
+            _ => {
+                crate::report::text::bench::render(&report, &p, a.explain) + &gates::text(found, p)
+            }
+        })
+    };
+    if let Some(p) = &a.save_json {
+        let json = crate::report::json::render(&with_thresholds(&report, found)?)?;
+        rtcheck_base::outfile::write_atomic(p, json.as_bytes())?;
+    }
+    a.out.emit_with(ctx.color, render)?;
+    gate_exit(report.valid, gated)
+}
+
+#[derive(Debug, Clone, clap::Args)]
+#[command(after_help = "\
+Examples:
+  RSS per idle WebSocket and SSE connection:
+    rtcheck bench idle --connections 10000
+
+    rtcheck bench idle --connections 2000 --format json")]
+pub struct IdleArgs {
+    /// Idle clients per protocol.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_CONNECTIONS, value_parser = parse_count, allow_negative_numbers = true)]
+    pub connections: u64,
+    /// Protocols to measure, comma-separated.
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "ws,sse")]
+    pub protocol: Vec<IdleProto>,
+    /// Time to let the server settle after the last connection before reading RSS.
+    #[arg(long, default_value = "2s", value_parser = rtcheck_base::units::parse_duration)]
+    pub settle: Duration,
+    /// Longest wait for all clients to connect.
+    #[arg(long, default_value = "120s", value_parser = rtcheck_base::units::parse_duration)]
+    pub connect_timeout: Duration,
+    #[command(flatten)]
+    pub out: OutputArgs<BenchFormats>,
+}
+
+fn run_idle(a: IdleArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
+    a.out.validate()?;
+    let report = idle::run(&IdleOptions {
+        connections: a.connections,
+        protocol: a.protocol.clone(),
+        settle: a.settle,
+        connect_timeout: a.connect_timeout,
+    })?;
+    a.out.emit_with(ctx.color, |f, p| {
+        Ok(match f {
+            Format::Json => crate::report::json::render(&report)?,
+            Format::Markdown => crate::report::markdown::bench::render_idle(&report),
+            Format::Html => crate::report::html::idle::render(&report)?,
+            _ => crate::report::text::bench::render_idle(&report, &p),
+        })
+    })?;
+    Ok(exit_for(report.valid))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_invalid_scenario_fails_every_threshold_and_no_threshold_is_no_finding() {
+        let report = serde_json::json!({
+            "valid": false,
+            "scenarios": [{"name": "A", "p999_ms": 3.0, "valid": true, "notes": []},
+                          {"name": "C1", "p999_ms": null, "valid": false, "notes": ["starved"]}],
+        });
+        let notes = [vec![], vec!["starved".to_string()]];
+        let why = invalid_scenarios(
+            [
+                ("A", true, notes[0].as_slice()),
+                ("C1", false, notes[1].as_slice()),
+            ]
+            .into_iter(),
+        );
+        assert_eq!(why.as_deref(), Some("scenario C1 invalid: starved"));
+        let t = crate::findings::threshold::parse("A.p999 < 45ms").unwrap();
+        let found = gates(&[t], &report, why.as_deref()).unwrap();
+        assert_eq!(found[0].status, crate::findings::Status::Fail);
+        assert!(
+            found[0].observed.contains("scenario C1 invalid"),
+            "{found:?}"
+        );
+        assert_eq!(gate_exit(true, Ok(found)).unwrap(), ExitCode::from(1));
+        assert!(gates(&[], &report, why.as_deref()).unwrap().is_empty());
+        let v = with_thresholds(&report, &[]).unwrap();
+        assert!(v.get("thresholds").is_none());
+    }
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Wrap {
+        #[command(flatten)]
+        a: FanoutArgs,
+    }
+
+    fn parse(args: &[&str]) -> FanoutArgs {
+        Wrap::try_parse_from(std::iter::once("x").chain(args.iter().copied()))
+            .unwrap()
+            .a
+    }
+
+    fn runs(args: &[&str]) -> Vec<&'static str> {
+        parse(args)
+            .options()
+            .unwrap()
+            .scenarios()
+            .iter()
+            .map(|s| s.name())
+            .collect()
+    }
+
+    #[test]
+    fn the_floor_runs_first_unless_refused() {
+        assert_eq!(runs(&["--scenario", "A,C1"]), ["F", "A", "C1"]);
+        assert_eq!(runs(&["--scenario", "C3,F"]), ["F", "C3"]);
+        assert_eq!(runs(&["--scenario", "A", "--no-floor"]), ["A"]);
+        assert_eq!(runs(&[]).len(), 8);
+    }
+
+    #[test]
+    fn a_schedule_longer_than_an_hour_is_refused() {
+        for rate in ["0.000001", "1e-300"] {
+            let e = fanout::validate(
+                &parse(&["--rounds", "10", "--rate", rate])
+                    .options()
+                    .unwrap(),
+            )
+            .unwrap_err()
+            .to_string();
+            assert!(e.contains("the bound is 3600 s"), "{e}");
+            assert!(!e.contains('\n'), "{e}");
+        }
+        // 3600 rounds at 1/s is exactly the bound: not refused for its length.
+        let e = fanout::validate(
+            &parse(&["--rounds", "3600", "--rate", "1"])
+                .options()
+                .unwrap(),
+        );
+        assert!(e
+            .as_ref()
+            .map_or_else(|e| !e.to_string().contains("bound is"), |_| true));
+    }
+
+    #[test]
+    fn fanout_has_an_output_file_and_the_shared_connections_parser() {
+        let a = parse(&["-o", "bench.md", "--format", "markdown"]);
+        assert_eq!(
+            a.out.output.as_deref(),
+            Some(std::path::Path::new("bench.md"))
+        );
+        assert_eq!(a.connections, DEFAULT_CONNECTIONS);
+        let e = Wrap::try_parse_from(["x", "--connections", "0"])
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("must be at least 1, got 0"), "{e}");
+    }
+}

@@ -1,0 +1,653 @@
+//! One delivery client over SSE (std sockets, one thread each): connect with or without
+//! `Last-Event-ID`, read events and gap markers into a [`Trace`], disconnect the way real
+//! clients do, stay away, reconnect and resume.
+use super::account::Trace;
+use anyhow::{anyhow, bail, Context};
+use rtcheck_base::os::signal::interrupted;
+use rtcheck_wire::epoch::{self, Epoch, Marker, Position};
+use rtcheck_wire::{payload, sse};
+use serde::Serialize;
+use std::io::{Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpStream};
+use std::time::{Duration, Instant};
+
+/// How a client leaves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Disconnect {
+    /// FIN: the client closes its socket.
+    Clean,
+    /// RST: SO_LINGER 0, as when a process dies or a NAT forgets the flow.
+    Reset,
+    /// Stops reading with the socket open (a frozen tab); closes when it comes back.
+    Silent,
+    /// Every client of the run closes at the same instant and reconnects at once.
+    Storm,
+}
+
+impl Disconnect {
+    pub const ALL: [Disconnect; 4] = [
+        Disconnect::Clean,
+        Disconnect::Reset,
+        Disconnect::Silent,
+        Disconnect::Storm,
+    ];
+    pub fn name(self) -> &'static str {
+        match self {
+            Disconnect::Clean => "clean",
+            Disconnect::Reset => "reset",
+            Disconnect::Silent => "silent",
+            Disconnect::Storm => "storm",
+        }
+    }
+}
+
+/// How often a session-ack client acks what it has (the duplicates after a reconnect are
+/// what arrived since the last ack: the seed's "duplicates to filter").
+pub const ACK_EVERY: Duration = Duration::from_millis(100);
+
+/// A session-ack client's session: issued by the server's hello, acked by seq.
+#[derive(Debug, Clone, Default)]
+pub struct SessionState {
+    pub id: Option<String>,
+    /// The server did not know the session presented: a new one, everything unacked lost.
+    pub reset: bool,
+    acked: u64,
+    last_ack: Option<Instant>,
+}
+
+impl SessionState {
+    /// Read a hello `{"session":ID,"reset":bool}`; false if it is not one.
+    pub fn hello(&mut self, data: &str) -> bool {
+        #[derive(serde::Deserialize)]
+        struct H {
+            session: String,
+            #[serde(default)]
+            reset: bool,
+        }
+        match serde_json::from_str::<H>(data) {
+            Ok(h) => {
+                self.id = Some(h.session);
+                self.reset |= h.reset;
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    /// The seq to ack now, if one is due.
+    fn due(&mut self, seq: u64) -> Option<u64> {
+        let due = self.last_ack.is_none_or(|t| t.elapsed() >= ACK_EVERY);
+        (self.id.is_some() && due && seq > self.acked).then(|| {
+            self.acked = seq;
+            self.last_ack = Some(Instant::now());
+            seq
+        })
+    }
+}
+
+/// Bytes of one SSE line we accept (a hostile or broken server is an error, not memory).
+const MAX_LINE: usize = 1 << 20;
+/// Read timeout: how often a blocked read looks at the clock and Ctrl-C.
+const TICK: Duration = Duration::from_millis(50);
+
+/// An open SSE stream.
+pub struct SseConn {
+    stream: TcpStream,
+    parser: sse::Parser,
+    peer: SocketAddr,
+    /// Bytes that came with the response head (the replay and gap marker often do).
+    pending: Vec<u8>,
+    /// session-ack: the session (acked with POST /ack); None in the other modes.
+    pub session: Option<SessionState>,
+}
+
+impl SseConn {
+    /// `GET /sse`, with `Last-Event-ID: last_id` when resuming; fails unless 200.
+    /// `session`: Some for session-ack (Some("") for a fresh one), presented as `?session=`.
+    pub fn open(
+        addr: SocketAddr,
+        last_id: Option<&str>,
+        session: Option<&str>,
+    ) -> anyhow::Result<SseConn> {
+        let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(5))
+            .with_context(|| format!("{addr}: connect"))?;
+        stream.set_nodelay(true)?;
+        stream.set_read_timeout(Some(TICK))?;
+        let path = match session {
+            Some(id) if !id.is_empty() => format!("/sse?session={id}"),
+            _ => "/sse".into(),
+        };
+        let mut req =
+            format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nAccept: text/event-stream\r\n");
+        if let Some(id) = last_id {
+            req.push_str(&format!("Last-Event-ID: {id}\r\n"));
+        }
+        req.push_str("\r\n");
+        stream.write_all(req.as_bytes())?;
+        let rest = read_head(&mut stream, addr, "GET /sse")?;
+        Ok(SseConn {
+            stream,
+            parser: sse::Parser::new(MAX_LINE),
+            peer: addr,
+            pending: rest,
+            session: session.map(|_| SessionState::default()),
+        })
+    }
+
+    /// The seq of the last event read (what a resuming client sends).
+    pub fn last_id(&self) -> Option<String> {
+        self.parser.last_id().map(String::from)
+    }
+
+    /// Read until `until` (or EOF), appending seqs and gap markers to `t`; `on_msg` sees
+    /// each seq as it arrives.
+    pub fn recv_until(
+        &mut self,
+        until: Instant,
+        t: &mut Trace,
+        on_msg: &mut dyn FnMut(u64),
+    ) -> anyhow::Result<()> {
+        let pending = std::mem::take(&mut self.pending);
+        self.feed(&pending, t, on_msg)?;
+        let mut buf = vec![0u8; 64 * 1024];
+        while Instant::now() < until && !interrupted() {
+            match self.stream.read(&mut buf) {
+                Ok(0) => return Ok(()),
+                Ok(n) => self.feed(&buf[..n], t, on_msg)?,
+                Err(e) if is_timeout(&e) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return Ok(()),
+                Err(e) => return Err(anyhow!("{}: read: {e}", self.peer)),
+            }
+        }
+        Ok(())
+    }
+
+    fn feed(
+        &mut self,
+        bytes: &[u8],
+        t: &mut Trace,
+        on_msg: &mut dyn FnMut(u64),
+    ) -> anyhow::Result<()> {
+        let mut out = Vec::new();
+        self.parser
+            .feed(bytes, &mut out)
+            .map_err(|e| anyhow!("{}: {e}", self.peer))?;
+        for ev in out {
+            match ev.event.as_deref() {
+                // A client that does not use sessions ignores the hello, as EventSource
+                // ignores an event type nobody listens to.
+                Some("session") => {
+                    let mut ignored = SessionState::default();
+                    let s = self.session.as_mut().unwrap_or(&mut ignored);
+                    if !s.hello(&ev.data) {
+                        bail!("{}: bad session event `{}`", self.peer, ev.data);
+                    }
+                }
+                Some("reset") => match epoch::parse_marker(&ev.data) {
+                    Some(Marker::Reset { .. }) => t.resets += 1,
+                    _ => bail!("{}: bad reset marker `{}`", self.peer, ev.data),
+                },
+                Some("gap") => t.gaps.push(
+                    parse_gap(&ev.data)
+                        .ok_or_else(|| anyhow!("{}: bad gap marker `{}`", self.peer, ev.data))?,
+                ),
+                _ => {
+                    let (seq, _) = payload::decode_text(&ev.data).ok_or_else(|| {
+                        anyhow!("{}: event without an integer seq: `{}`", self.peer, ev.data)
+                    })?;
+                    t.seqs.push(seq);
+                    on_msg(seq);
+                }
+            }
+        }
+        self.ack(t)
+    }
+
+    /// session-ack: POST /ack?session=ID&seq=S every [`ACK_EVERY`].
+    fn ack(&mut self, t: &Trace) -> anyhow::Result<()> {
+        let Some(s) = self.session.as_mut() else {
+            return Ok(());
+        };
+        let last = t.seqs.last().copied().unwrap_or(0);
+        if let (Some(seq), Some(id)) = (s.due(last), s.id.clone()) {
+            match request(self.peer, "POST", &format!("/ack?session={id}&seq={seq}")) {
+                Ok((code, body)) if code != 200 => {
+                    bail!("{}: POST /ack answered {code}: {body:.200}", self.peer)
+                }
+                Ok(_) => {}
+                // The server went away (a restart run stops it mid-ack): acks are
+                // cumulative, the next one covers this, and what stays unacked comes back
+                // as duplicates, never as loss. The stream itself says if it is gone.
+                Err(_) => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// Leave the way `kind` says. `Silent` keeps the socket: drop the returned stream
+    /// when the client comes back.
+    pub fn leave(self, kind: Disconnect) -> Option<TcpStream> {
+        leave_stream(self.stream, kind)
+    }
+}
+
+/// Leave a socket the way `kind` says: FIN, RST (SO_LINGER 0), or (silent) kept open
+/// and returned, to be dropped when the client comes back.
+pub(super) fn leave_stream(stream: TcpStream, kind: Disconnect) -> Option<TcpStream> {
+    match kind {
+        Disconnect::Clean | Disconnect::Storm => {
+            let _ = stream.shutdown(Shutdown::Both);
+            None
+        }
+        Disconnect::Reset => {
+            let _ = socket2::SockRef::from(&stream).set_linger(Some(Duration::ZERO));
+            None
+        }
+        Disconnect::Silent => Some(stream),
+    }
+}
+
+pub(super) fn is_timeout(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::WouldBlock
+            | std::io::ErrorKind::TimedOut
+            | std::io::ErrorKind::Interrupted
+    )
+}
+
+/// Read the HTTP response head of `req` (`GET /sse`: how errors name it); return the
+/// bytes after it. Non-200 names the status line.
+pub(super) fn read_head(
+    stream: &mut TcpStream,
+    peer: SocketAddr,
+    req: &str,
+) -> anyhow::Result<Vec<u8>> {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        if let Some(end) = got.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&got[..end]).to_string();
+            let status = head.lines().next().unwrap_or("").to_string();
+            if status.split(' ').nth(1) != Some("200") {
+                bail!("{peer}: {req} answered `{status}`");
+            }
+            return Ok(got[end + 4..].to_vec());
+        }
+        if got.len() > 16 * 1024 || Instant::now() > deadline || interrupted() {
+            bail!("{peer}: no complete HTTP response head within 5 s");
+        }
+        match stream.read(&mut buf) {
+            Ok(0) => bail!("{peer}: closed before answering {req}"),
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+            Err(e) if is_timeout(&e) => {}
+            Err(e) => bail!("{peer}: read: {e}"),
+        }
+    }
+}
+
+/// `{"from":A,"to":B}` of a gap marker.
+pub fn parse_gap(data: &str) -> Option<(u64, u64)> {
+    #[derive(serde::Deserialize)]
+    struct G {
+        from: u64,
+        to: u64,
+    }
+    let g: G = serde_json::from_str(data).ok()?;
+    (g.from <= g.to).then_some((g.from, g.to))
+}
+
+/// A WebSocket client (sync tungstenite): `/ws`, or `/ws?since=SEQ` to resume; binary
+/// payloads or JSON text with seq; a text frame `{"from","to"}` is a gap marker.
+pub struct WsConn {
+    ws: tungstenite::WebSocket<TcpStream>,
+    peer: SocketAddr,
+    last: Option<u64>,
+    /// The server's epoch, from its hello or a reset marker (resumes carry it).
+    epoch: Option<Epoch>,
+    /// session-ack: the session (acked with `{"ack":SEQ}` text frames).
+    pub session: Option<SessionState>,
+}
+
+use tokio_tungstenite::tungstenite;
+
+impl WsConn {
+    pub fn open(
+        addr: SocketAddr,
+        since: Option<&str>,
+        session: Option<&str>,
+    ) -> anyhow::Result<WsConn> {
+        let stream = TcpStream::connect_timeout(&addr, Duration::from_secs(5))
+            .with_context(|| format!("{addr}: connect"))?;
+        stream.set_nodelay(true)?;
+        stream.set_read_timeout(Some(Duration::from_secs(5)))?;
+        let url = match (since.map(Position::parse), session) {
+            (_, Some(id)) if !id.is_empty() => format!("ws://{addr}/ws?session={id}"),
+            (Some(Position { seq, epoch: None }), _) => format!("ws://{addr}/ws?since={seq}"),
+            (
+                Some(Position {
+                    seq,
+                    epoch: Some(e),
+                }),
+                _,
+            ) => format!("ws://{addr}/ws?since={seq}&epoch={e}"),
+            _ => format!("ws://{addr}/ws"),
+        };
+        let (ws, _) = tungstenite::client(url.as_str(), stream)
+            .map_err(|e| anyhow!("{addr}: WebSocket handshake: {e}"))?;
+        ws.get_ref().set_read_timeout(Some(TICK))?;
+        Ok(WsConn {
+            ws,
+            peer: addr,
+            last: None,
+            epoch: None,
+            session: session.map(|_| SessionState::default()),
+        })
+    }
+
+    /// `SEQ@EPOCH` once the server said its epoch (rtcheck's), else the bare seq.
+    pub fn last_id(&self) -> Option<String> {
+        self.last.map(|l| position(l, self.epoch))
+    }
+
+    pub fn recv_until(
+        &mut self,
+        until: Instant,
+        t: &mut Trace,
+        on_msg: &mut dyn FnMut(u64),
+    ) -> anyhow::Result<()> {
+        use tungstenite::{Error, Message};
+        while Instant::now() < until && !interrupted() {
+            let seq = match self.ws.read() {
+                Ok(Message::Binary(b)) => payload::decode(&b),
+                Ok(Message::Text(txt)) => match payload::decode_text(&txt) {
+                    Some(v) => Some(v),
+                    None if self.marker(&txt, t) => continue,
+                    None if self
+                        .session
+                        .get_or_insert_with(SessionState::default)
+                        .hello(&txt) =>
+                    {
+                        continue
+                    }
+                    None => {
+                        let g = parse_gap(&txt).ok_or_else(|| {
+                            anyhow!(
+                                "{}: text frame is neither payload nor gap: `{txt:.200}`",
+                                self.peer
+                            )
+                        })?;
+                        t.gaps.push(g);
+                        continue;
+                    }
+                },
+                Ok(Message::Close(_)) => return Ok(()),
+                Ok(_) => continue,
+                Err(Error::Io(e)) if is_timeout(&e) => continue,
+                Err(Error::ConnectionClosed | Error::AlreadyClosed) => return Ok(()),
+                Err(Error::Io(e)) if e.kind() == std::io::ErrorKind::ConnectionReset => {
+                    return Ok(())
+                }
+                Err(e) => return Err(anyhow!("{}: WebSocket read: {e}", self.peer)),
+            };
+            let (seq, _) = seq.ok_or_else(|| anyhow!("{}: a payload without a seq", self.peer))?;
+            t.seqs.push(seq);
+            self.last = Some(seq);
+            on_msg(seq);
+            if let Some(a) = self.session.as_mut().and_then(|s| s.due(seq)) {
+                self.ws
+                    .send(Message::text(format!("{{\"ack\":{a}}}")))
+                    .map_err(|e| anyhow!("{}: WebSocket ack: {e}", self.peer))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// A hello or a reset marker: note the epoch (and count the reset).
+    fn marker(&mut self, txt: &str, t: &mut Trace) -> bool {
+        match epoch::parse_marker(txt) {
+            Some(Marker::Hello { epoch, .. }) => self.epoch = Some(epoch),
+            Some(Marker::Reset { epoch, .. }) => {
+                self.epoch = Some(epoch);
+                t.resets += 1;
+            }
+            None => return false,
+        }
+        true
+    }
+
+    pub fn leave(mut self, kind: Disconnect) -> Option<TcpStream> {
+        match kind {
+            Disconnect::Clean | Disconnect::Storm => {
+                let _ = self.ws.close(None);
+                let _ = self.ws.flush();
+                let _ = self.ws.get_ref().shutdown(Shutdown::Both);
+                None
+            }
+            Disconnect::Reset => {
+                let _ = socket2::SockRef::from(self.ws.get_ref()).set_linger(Some(Duration::ZERO));
+                None
+            }
+            Disconnect::Silent => self.ws.get_ref().try_clone().ok(),
+        }
+    }
+}
+
+/// One `GET path` with a Content-Length body (5 s bound): (status, body).
+pub fn get(addr: SocketAddr, path: &str) -> anyhow::Result<(u16, String)> {
+    request(addr, "GET", path)
+}
+
+/// One request without a body (5 s bound): (status, body).
+pub fn request(addr: SocketAddr, method: &str, path: &str) -> anyhow::Result<(u16, String)> {
+    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(2))
+        .with_context(|| format!("{addr}: connect"))?;
+    s.set_read_timeout(Some(TICK))?;
+    write!(
+        s,
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )?;
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let (mut got, mut buf) = (Vec::new(), [0u8; 16 * 1024]);
+    loop {
+        if let Some(end) = got.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&got[..end]).to_ascii_lowercase();
+            let status = head
+                .split(' ')
+                .nth(1)
+                .and_then(|c| c.parse().ok())
+                .unwrap_or(0);
+            let len = head
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length:"))
+                .and_then(|v| v.trim().parse::<usize>().ok());
+            if let Some(len) = len.filter(|&l| got.len() >= end + 4 + l) {
+                let body = String::from_utf8_lossy(&got[end + 4..end + 4 + len]).into_owned();
+                return Ok((status, body));
+            }
+        }
+        if got.len() > 64 << 20 || Instant::now() > deadline || interrupted() {
+            bail!("{addr}: {method} {path}: no complete response within 5 s");
+        }
+        match s.read(&mut buf) {
+            Ok(0) => bail!("{addr}: {method} {path}: closed before a complete response"),
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+            Err(e) if is_timeout(&e) => {}
+            Err(e) => bail!("{addr}: {method} {path}: {e}"),
+        }
+    }
+}
+
+/// One session's bytes on rtcheck's server (`GET /session?id=`); None elsewhere.
+pub fn session_bytes(addr: SocketAddr, id: &str) -> Option<u64> {
+    let (code, body) = get(addr, &format!("/session?id={id}")).ok()?;
+    let v: serde_json::Value = serde_json::from_str(&body).ok().filter(|_| code == 200)?;
+    v.get("bytes")?.as_u64()
+}
+
+/// The server's latest published seq from `/poll` (rtcheck's format), to tell replayed
+/// messages from live ones; None for a server without it.
+pub fn latest_seq(addr: SocketAddr) -> Option<u64> {
+    let (code, body) = get(addr, &format!("/poll?since={}", u64::MAX)).ok()?;
+    let v: serde_json::Value = serde_json::from_str(&body).ok().filter(|_| code == 200)?;
+    v.get("latest")?.as_u64()
+}
+
+/// A polling client: `GET /poll?since=S`; "leaving" is not polling.
+pub struct PollConn {
+    addr: SocketAddr,
+    since: u64,
+    /// The epoch of `since` (from the server's answers).
+    epoch: Option<Epoch>,
+    every: Duration,
+    /// session-ack: `/poll?session=ID&since=S` (since acks).
+    pub session: Option<SessionState>,
+    presented: Option<String>,
+}
+
+impl PollConn {
+    /// Start after `since` (the last seq it has; for a fresh client, the server's latest).
+    pub fn new(addr: SocketAddr, since: u64, rate: f64) -> PollConn {
+        // Twice per message, between 10 ms and 500 ms: the gap is the server's ring, not us.
+        let every = Duration::from_secs_f64((0.5 / rate.max(1e-3)).clamp(0.01, 0.5));
+        PollConn {
+            addr,
+            since,
+            epoch: None,
+            every,
+            session: None,
+            presented: None,
+        }
+    }
+
+    /// A session-ack poller presenting `session` ("" for a new one).
+    pub fn with_session(mut self, session: &str) -> PollConn {
+        self.session = Some(SessionState::default());
+        self.presented = Some(session.to_string());
+        self
+    }
+
+    /// Resume after `since` of `epoch` (None: a bare seq, as an old client would).
+    pub fn in_epoch(mut self, epoch: Option<Epoch>) -> PollConn {
+        self.epoch = epoch;
+        self
+    }
+
+    /// Where it is: `SEQ@EPOCH` once the server said its epoch.
+    pub fn position(&self) -> String {
+        position(self.since, self.epoch)
+    }
+
+    pub fn recv_until(
+        &mut self,
+        until: Instant,
+        t: &mut Trace,
+        on_msg: &mut dyn FnMut(u64),
+    ) -> anyhow::Result<()> {
+        while Instant::now() < until && !interrupted() {
+            let path = match (&self.presented, &self.session) {
+                (Some(p), Some(s)) => {
+                    let id = s.id.as_deref().unwrap_or(p);
+                    format!("/poll?session={id}&since={}", self.since)
+                }
+                _ => format!("/poll?since={}", self.since),
+            };
+            let path = match self.epoch {
+                Some(e) => format!("{path}&epoch={e}"),
+                None => path,
+            };
+            let (code, body) = get(self.addr, &path)?;
+            if code != 200 {
+                bail!("{}: /poll answered {code}", self.addr);
+            }
+            let p = parse_poll(&body)
+                .ok_or_else(|| anyhow!("{}: /poll: not the poll format: {body:.200}", self.addr))?;
+            if let Some(s) = self.session.as_mut() {
+                if !s.hello(&body) {
+                    bail!("{}: /poll with a session answered no session", self.addr);
+                }
+            }
+            if p.reset {
+                // Another epoch (the server restarted) or beyond what it holds: the
+                // answer is the ring from its start, in the server's epoch.
+                t.resets += 1;
+                self.since = 0;
+            }
+            self.epoch = p.epoch.or(self.epoch);
+            if let Some(g) = poll_gap(self.since, &p) {
+                t.gaps.push(g);
+            }
+            for &seq in &p.seqs {
+                t.seqs.push(seq);
+                on_msg(seq);
+                self.since = self.since.max(seq);
+            }
+            std::thread::sleep(
+                self.every
+                    .min(until.saturating_duration_since(Instant::now())),
+            );
+        }
+        Ok(())
+    }
+}
+
+/// One `/poll` answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Poll {
+    pub gap: bool,
+    /// The position asked was from another epoch or beyond the server's (rtcheck's).
+    pub reset: bool,
+    pub epoch: Option<Epoch>,
+    pub oldest: Option<u64>,
+    pub seqs: Vec<u64>,
+}
+
+pub fn parse_poll(body: &str) -> Option<Poll> {
+    let v: serde_json::Value = serde_json::from_str(body).ok()?;
+    let seqs = v
+        .get("messages")?
+        .as_array()?
+        .iter()
+        .map(|m| m.get("seq")?.as_u64())
+        .collect::<Option<Vec<u64>>>()?;
+    Some(Poll {
+        gap: v.get("gap").and_then(|g| g.as_bool()).unwrap_or(false),
+        reset: v.get("reset").and_then(|g| g.as_bool()).unwrap_or(false),
+        epoch: v.get("epoch").and_then(|e| e.as_str()).map(Epoch::parse),
+        oldest: v.get("oldest").and_then(|o| o.as_u64()),
+        seqs,
+    })
+}
+
+/// A resume id: `SEQ@EPOCH`, or the bare seq while the epoch is unknown.
+fn position(seq: u64, epoch: Option<Epoch>) -> String {
+    match epoch {
+        Some(e) => format!("{seq}@{e}"),
+        None => seq.to_string(),
+    }
+}
+
+/// The range a poll answer says is gone: `since + 1 ..= oldest - 1` when `gap`.
+pub fn poll_gap(since: u64, p: &Poll) -> Option<(u64, u64)> {
+    let oldest = p.oldest.filter(|_| p.gap)?;
+    (oldest > since.saturating_add(1)).then(|| (since + 1, oldest - 1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gap_markers_parse_or_are_refused() {
+        assert_eq!(parse_gap(r#"{"from":3,"to":9}"#), Some((3, 9)));
+        assert_eq!(parse_gap(r#"{"to":9,"from":3}"#), Some((3, 9)));
+        assert_eq!(parse_gap(r#"{"from":9,"to":3}"#), None);
+        assert_eq!(parse_gap("nope"), None);
+        assert_eq!(
+            Disconnect::ALL.map(|d| d.name()),
+            ["clean", "reset", "silent", "storm"]
+        );
+    }
+}

@@ -1,0 +1,506 @@
+//! `verify delivery --server URL --publish ws|'POST URL'` (issue 26): the delivery runs
+//! against a server rtcheck did not write, through the way it already publishes. rtcheck
+//! is the publisher (bench's, `crate::bench::publisher`: each message stamped with its
+//! seq and scheduled time by the `--message` template), so it knows every seq the server
+//! was given; its clients read them back with bench's decoder (`--seq-path`/`--ts-path`
+//! or the `{marker}`), leave the four ways, come back with the user's resume mechanism
+//! (`--resume`), and count. A server that says nothing about what a client missed has
+//! lost it silently, and that is what is counted: rtcheck recognises only its own gap
+//! marker (`event: gap` / a `{"from","to"}` text frame) as telling.
+use super::account::Trace;
+use super::client::{self, Disconnect};
+use super::run::{ClientResult, Phases, RunSpec};
+use crate::bench::publisher::PublishVia;
+use crate::bench::template::{Decoder, Template};
+use anyhow::{anyhow, bail, Context};
+use rtcheck_base::os::signal::interrupted;
+use rtcheck_wire::sse;
+use serde::Serialize;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::sync::Barrier;
+use std::time::{Duration, Instant};
+use tokio_tungstenite::tungstenite;
+
+/// How a client comes back (`--resume`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Resume {
+    /// Reconnect as if new (a server without resume, or a client that ignores it).
+    None,
+    /// SSE: `Last-Event-ID:` the last `id:` seen, as EventSource does.
+    LastEventId,
+    /// A query added to the URL, `{seq}` the last seq received (`since={seq}`).
+    Query(String),
+    /// WebSocket: a text message sent after connecting (after `--subscribe`), `{seq}`
+    /// the last seq received.
+    Message(String),
+}
+
+impl Resume {
+    /// `none`, `last-event-id`, `query since={seq}`, `message {"since":{seq}}`.
+    pub fn parse(s: &str) -> Result<Resume, String> {
+        let t = s.trim();
+        let with_seq = |kind: &str, v: &str| {
+            if v.contains("{seq}") {
+                Ok(v.to_string())
+            } else {
+                Err(format!(
+                    "--resume {kind}: the template needs {{seq}} (the last seq received)"
+                ))
+            }
+        };
+        match t {
+            "none" => return Ok(Resume::None),
+            "last-event-id" => return Ok(Resume::LastEventId),
+            _ => {}
+        }
+        if let Some(q) = t.strip_prefix("query ") {
+            let q = q.trim().trim_start_matches(['?', '&']);
+            return with_seq("query", q).map(Resume::Query);
+        }
+        if let Some(m) = t.strip_prefix("message ") {
+            return with_seq("message", m.trim()).map(Resume::Message);
+        }
+        Err(format!(
+            "--resume `{}`: expected none, last-event-id, 'query since={{seq}}' or 'message TEMPLATE'",
+            t.chars().take(60).collect::<String>()
+        ))
+    }
+
+    /// The run's case name (in the finding id): what the client came back with.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Resume::None => "none",
+            Resume::LastEventId => "last-event-id",
+            Resume::Query(_) => "since-query",
+            Resume::Message(_) => "resume-message",
+        }
+    }
+}
+
+/// The foreign server and how rtcheck publishes to it and reads it back.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ForeignTarget {
+    /// The clients' URL, redacted (what reports show).
+    pub url: String,
+    /// `ws` or `POST URL` (redacted).
+    pub publish: String,
+    pub resume: String,
+    pub message: String,
+    /// Not serialized: a join message may carry the app's token.
+    #[serde(skip)]
+    pub subscribe: Option<String>,
+    pub seq_path: Option<String>,
+    pub ts_path: Option<String>,
+    #[serde(skip)]
+    pub raw_url: String,
+    #[serde(skip)]
+    pub via: PublishVia,
+    /// Never serialized: a header's value is a secret.
+    #[serde(skip)]
+    pub headers: Vec<(String, String)>,
+    #[serde(skip)]
+    pub resume_as: Resume,
+    #[serde(skip)]
+    pub decoder: Decoder,
+    #[serde(skip)]
+    pub ws: bool,
+    #[serde(skip)]
+    pub addr: SocketAddr,
+    /// Path and query of the clients' URL.
+    #[serde(skip)]
+    pub path: String,
+}
+
+/// The run names of a foreign server: `foreign` runs come back with `--resume`; the
+/// `no-resume` control (when a resume is given) comes back without it.
+pub const RUN: &str = "foreign";
+pub const CONTROL: &str = "no-resume";
+
+/// The foreign runs: every disconnect kind with the resume mechanism, plus the control.
+pub fn specs(t: &ForeignTarget, clients: usize, away: Duration) -> Vec<RunSpec> {
+    let case = t.resume_as.name();
+    let mut v: Vec<RunSpec> = Disconnect::ALL
+        .iter()
+        .map(|&d| RunSpec {
+            delivery: RUN,
+            disconnect: d,
+            case,
+            clients,
+            away,
+        })
+        .collect();
+    if t.resume_as != Resume::None {
+        v.push(RunSpec {
+            delivery: CONTROL,
+            disconnect: Disconnect::Clean,
+            case: "none",
+            clients,
+            away,
+        });
+    }
+    v
+}
+
+/// Bytes of one SSE line we accept from a foreign server.
+const MAX_LINE: usize = 1 << 20;
+const TICK: Duration = Duration::from_millis(50);
+
+/// One open connection to the foreign server.
+enum Link {
+    Sse {
+        stream: TcpStream,
+        parser: sse::Parser,
+        pending: Vec<u8>,
+    },
+    Ws(Box<tungstenite::WebSocket<TcpStream>>),
+}
+
+/// Where a client resumes from: the last seq it decoded, the last SSE `id:` it saw.
+#[derive(Debug, Clone, Default)]
+struct Position {
+    seq: Option<u64>,
+    sse_id: Option<String>,
+}
+
+impl Link {
+    fn open(t: &ForeignTarget, from: Option<&Position>) -> anyhow::Result<Link> {
+        let peer = t.addr;
+        let mut path = t.path.clone();
+        let seq = from.and_then(|p| p.seq);
+        if let (Resume::Query(q), Some(s)) = (&t.resume_as, seq) {
+            let sep = if path.contains('?') { '&' } else { '?' };
+            path = format!("{path}{sep}{}", Template::parse(q).render(s, 0, 0));
+        }
+        let mut stream = TcpStream::connect_timeout(&peer, Duration::from_secs(5))
+            .with_context(|| format!("{}: connect", t.url))?;
+        stream.set_nodelay(true)?;
+        if t.ws {
+            stream.set_read_timeout(Some(Duration::from_secs(5)))?;
+            let url = format!("ws://{peer}{path}");
+            let (mut ws, _) = tungstenite::client(url.as_str(), stream)
+                .map_err(|e| anyhow!("{}: WebSocket handshake: {e}", t.url))?;
+            ws.get_ref().set_read_timeout(Some(TICK))?;
+            let mut say = |m: String| {
+                ws.send(tungstenite::Message::text(m))
+                    .map_err(|e| anyhow!("{}: WebSocket send: {e}", t.url))
+            };
+            if let Some(sub) = &t.subscribe {
+                say(sub.clone())?;
+            }
+            if let (Resume::Message(m), Some(s)) = (&t.resume_as, seq) {
+                say(Template::parse(m).render(s, 0, 0))?;
+            }
+            return Ok(Link::Ws(Box::new(ws)));
+        }
+        stream.set_read_timeout(Some(TICK))?;
+        let mut req =
+            format!("GET {path} HTTP/1.1\r\nHost: {peer}\r\nAccept: text/event-stream\r\n");
+        if let (Resume::LastEventId, Some(id)) =
+            (&t.resume_as, from.and_then(|p| p.sse_id.as_ref()))
+        {
+            req.push_str(&format!("Last-Event-ID: {id}\r\n"));
+        }
+        req.push_str("\r\n");
+        stream.write_all(req.as_bytes())?;
+        let shown = format!("GET {}", rtcheck_base::redact::path_and_query(&path));
+        let pending = client::read_head(&mut stream, peer, &shown)?;
+        Ok(Link::Sse {
+            stream,
+            parser: sse::Parser::new(MAX_LINE),
+            pending,
+        })
+    }
+
+    /// Read until `until` or the server closes, decoding seqs (and rtcheck's gap
+    /// markers) into `tr`; `on_msg` sees (seq, scheduled ns) as each arrives. Frames that
+    /// carry no seq (a hub's join notices, heartbeats) are not messages of the run.
+    fn recv_until(
+        &mut self,
+        t: &ForeignTarget,
+        until: Instant,
+        tr: &mut Trace,
+        pos: &mut Position,
+        on_msg: &mut dyn FnMut(u64, u64),
+    ) -> anyhow::Result<()> {
+        let mut got = |seq: u64, ts: u64, tr: &mut Trace, pos: &mut Position| {
+            tr.seqs.push(seq);
+            pos.seq = Some(pos.seq.map_or(seq, |s| s.max(seq)));
+            on_msg(seq, ts);
+        };
+        match self {
+            Link::Sse {
+                stream,
+                parser,
+                pending,
+            } => {
+                let mut bytes = std::mem::take(pending);
+                let mut buf = vec![0u8; 64 * 1024];
+                loop {
+                    let mut evs = Vec::new();
+                    parser
+                        .feed(&bytes, &mut evs)
+                        .map_err(|e| anyhow!("{}: {e}", t.url))?;
+                    pos.sse_id = parser.last_id().map(String::from).or(pos.sse_id.take());
+                    for ev in evs {
+                        if ev.event.as_deref() == Some("gap") {
+                            if let Some(g) = client::parse_gap(&ev.data) {
+                                tr.gaps.push(g);
+                                continue;
+                            }
+                        }
+                        if let Some((s, ts)) =
+                            t.decoder.decode(ev.data.as_bytes(), ev.id.as_deref())
+                        {
+                            got(s, ts, tr, pos);
+                        }
+                    }
+                    if Instant::now() >= until || interrupted() {
+                        return Ok(());
+                    }
+                    bytes = match stream.read(&mut buf) {
+                        Ok(0) => return Ok(()),
+                        Ok(n) => buf[..n].to_vec(),
+                        Err(e) if client::is_timeout(&e) => Vec::new(),
+                        Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return Ok(()),
+                        Err(e) => bail!("{}: read: {e}", t.url),
+                    };
+                }
+            }
+            Link::Ws(ws) => {
+                use tungstenite::{Error, Message};
+                while Instant::now() < until && !interrupted() {
+                    let v = match ws.read() {
+                        Ok(Message::Text(txt)) => match t.decoder.decode(txt.as_bytes(), None) {
+                            Some(v) => Some(v),
+                            None => {
+                                if let Some(g) = client::parse_gap(&txt) {
+                                    tr.gaps.push(g);
+                                }
+                                None
+                            }
+                        },
+                        Ok(Message::Binary(b)) => t.decoder.decode_binary(&b),
+                        Ok(Message::Close(_)) => return Ok(()),
+                        Ok(_) => None,
+                        Err(Error::Io(e)) if client::is_timeout(&e) => None,
+                        Err(Error::ConnectionClosed | Error::AlreadyClosed) => return Ok(()),
+                        Err(Error::Io(e)) if e.kind() == std::io::ErrorKind::ConnectionReset => {
+                            return Ok(())
+                        }
+                        Err(e) => bail!("{}: WebSocket read: {e}", t.url),
+                    };
+                    if let Some((s, ts)) = v {
+                        got(s, ts, tr, pos);
+                    }
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Leave the way `kind` says (a silent client's socket is returned, held open).
+    fn leave(self, kind: Disconnect) -> Option<TcpStream> {
+        match self {
+            Link::Sse { stream, .. } => client::leave_stream(stream, kind),
+            Link::Ws(mut ws) => {
+                if matches!(kind, Disconnect::Clean | Disconnect::Storm) {
+                    let _ = ws.close(None);
+                    let _ = ws.flush();
+                }
+                let s = ws.get_ref().try_clone().ok()?;
+                client::leave_stream(s, kind)
+            }
+        }
+    }
+}
+
+/// One client's life against the foreign server. The storm barrier is met on every
+/// path, so one failing client never strands the others.
+pub fn client(
+    t: &ForeignTarget,
+    spec: &RunSpec,
+    ph: Phases,
+    storm: &Barrier,
+) -> anyhow::Result<ClientResult> {
+    let storm = (spec.disconnect == Disconnect::Storm).then_some(storm);
+    let mut tr = Trace::default();
+    let mut pos = Position::default();
+    let first = Link::open(t, None).and_then(|mut c| {
+        c.recv_until(
+            t,
+            Instant::now() + ph.before,
+            &mut tr,
+            &mut pos,
+            &mut |_, _| {},
+        )?;
+        Ok(c)
+    });
+    if let Some(b) = storm {
+        b.wait();
+    }
+    let (link, err) = match first {
+        Ok(c) => (Some(c), None),
+        Err(e) => (None, Some(e)),
+    };
+    let held = link.and_then(|c| c.leave(spec.disconnect));
+    let slept = super::run::sleep_checked(spec.away);
+    drop(held);
+    if let Some(b) = storm {
+        b.wait();
+    }
+    if let Some(e) = err {
+        return Err(e);
+    }
+    slept?;
+    let Some(&first) = tr.seqs.first() else {
+        bail!(
+            "{}: no message with a seq within {:?} of connecting (check --message and --seq-path/--ts-path)",
+            t.url,
+            ph.before
+        );
+    };
+    tr.first_expected = first;
+    let from = (spec.delivery == RUN).then_some(&pos).cloned();
+    let t0 = Instant::now();
+    let t0_ns = rtcheck_base::os::clock::now_ns();
+    let mut resume_ms = None;
+    let mut c = Link::open(t, from.as_ref())?;
+    c.recv_until(
+        t,
+        Instant::now() + ph.after,
+        &mut tr,
+        &mut pos,
+        &mut |_, ts| {
+            // The first message scheduled after the reconnect: live again.
+            if resume_ms.is_none() && ts >= t0_ns {
+                resume_ms = Some(t0.elapsed().as_secs_f64() * 1e3);
+            }
+        },
+    )?;
+    drop(c);
+    tr.last_published = tr.seqs.iter().copied().max().unwrap_or(0);
+    Ok(ClientResult {
+        trace: tr,
+        resume_ms,
+        ..ClientResult::default()
+    })
+}
+
+/// Every foreign run at once, with rtcheck's publisher (bench's, on a tokio runtime of
+/// its own) publishing on schedule for as long as they last. A publish that failed
+/// makes every run invalid: its seq would count as the server's loss.
+pub fn measure(
+    o: &super::DeliveryOptions,
+    t: &ForeignTarget,
+) -> anyhow::Result<(Vec<super::run::Run>, crate::bench::wire::PublisherStat)> {
+    use crate::bench::publisher;
+    let ph = Phases {
+        ws: t.ws,
+        ..Phases::for_rate(o.rate)
+    };
+    let specs = specs(t, o.connections as usize, o.max_disconnect);
+    // Rounds for the longest client life with a minute to spare; the stop ends it.
+    let life = ph.before + o.max_disconnect + ph.after + Duration::from_secs(60);
+    let plan = publisher::Plan {
+        via: t.via.clone(),
+        ws_url: t.raw_url.clone(),
+        ws_addr: t.addr,
+        message: Template::parse(&t.message),
+        subscribe: t.subscribe.clone(),
+        headers: t.headers.clone(),
+        rounds: (life.as_secs_f64() * o.rate).ceil() as u64,
+        rate: o.rate,
+        size: o.size as usize,
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()?;
+    let ready = rt
+        .block_on(publisher::connect(&plan))
+        .map_err(anyhow::Error::msg)?;
+    let (stop, stopped) = tokio::sync::watch::channel(0u8);
+    let publishing = rt.spawn(publisher::run(plan, ready, stopped, 1));
+    let runs = super::run::run_all_with(&specs, 0, &|spec, storm| client(t, spec, ph, storm));
+    let _ = stop.send(1);
+    let stat = rt
+        .block_on(publishing)
+        .map_err(|_| anyhow!("the publisher stopped abnormally"))?;
+    // A client that got nothing ends the run; the publisher may be why.
+    let mut runs = match (runs, publisher_invalid(&stat)) {
+        (Err(e), Some(why)) => bail!("{}; so {e}", why.trim_start_matches("invalid: ")),
+        (r, _) => r?,
+    };
+    if let Some(why) = publisher_invalid(&stat) {
+        for r in &mut runs {
+            r.status = crate::findings::Status::Fail;
+            r.verdict = why.clone();
+        }
+    }
+    Ok((runs, stat))
+}
+
+/// Why the publisher's run makes the counts meaningless, if it does.
+pub fn publisher_invalid(s: &crate::bench::wire::PublisherStat) -> Option<String> {
+    let first = s
+        .first_error
+        .as_deref()
+        .map(|e| e.trim_start_matches("publisher: "));
+    if s.sent == 0 {
+        return Some(format!(
+            "invalid: the publisher ({}) delivered nothing to the server{}",
+            s.via,
+            first.map(|e| format!(": {e}")).unwrap_or_default()
+        ));
+    }
+    (s.failed > 0).then(|| {
+        format!(
+            "invalid: {} of {} publishes failed ({}), and their seqs would count as the server's loss",
+            s.failed,
+            s.failed + s.sent,
+            first.unwrap_or("no error given")
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resume_values() {
+        assert_eq!(Resume::parse("none"), Ok(Resume::None));
+        assert_eq!(Resume::parse("last-event-id"), Ok(Resume::LastEventId));
+        assert_eq!(
+            Resume::parse("query ?since={seq}"),
+            Ok(Resume::Query("since={seq}".into()))
+        );
+        assert_eq!(
+            Resume::parse(r#"message {"since":{seq}}"#),
+            Ok(Resume::Message(r#"{"since":{seq}}"#.into()))
+        );
+        assert!(Resume::parse("query since=1").is_err());
+        assert!(Resume::parse("header X").is_err());
+        let ok = crate::bench::wire::PublisherStat {
+            sent: 10,
+            ..Default::default()
+        };
+        assert_eq!(publisher_invalid(&ok), None);
+        let failed = crate::bench::wire::PublisherStat {
+            failed: 1,
+            first_error: Some("HTTP 404".into()),
+            ..ok.clone()
+        };
+        assert!(publisher_invalid(&failed).unwrap().contains("1 of 11"));
+        let none = crate::bench::wire::PublisherStat::default();
+        assert!(publisher_invalid(&none).unwrap().starts_with("invalid"));
+        let names = ["none", "last-event-id", "since-query", "resume-message"];
+        for (s, n) in ["none", "last-event-id", "query a={seq}", "message {seq}"]
+            .iter()
+            .zip(names)
+        {
+            assert_eq!(Resume::parse(s).unwrap().name(), n);
+        }
+    }
+}

@@ -1,0 +1,708 @@
+//! The experiment: per run, N clients connect, receive, leave one way, stay away,
+//! reconnect and resume; then count. Runs share one server and go at the same time, so
+//! the whole experiment takes about the longest run.
+use super::account::{self, Counts, Trace};
+use super::client::{latest_seq, Disconnect, PollConn, SseConn, WsConn};
+use anyhow::{anyhow, bail};
+use rtcheck_base::os::signal::interrupted;
+use serde::Serialize;
+use std::net::SocketAddr;
+use std::sync::Barrier;
+use std::time::{Duration, Instant};
+
+/// The case of a run whose server restarts on the same port while its clients are
+/// connected (they resume on the new instance, another epoch).
+pub const RESTART: &str = "server-restart";
+
+/// What one run does.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunSpec {
+    /// `seq-ring`, `session-ack`, `snapshot`, or `no-seq` (the control: reconnects
+    /// without Last-Event-ID).
+    pub delivery: &'static str,
+    pub disconnect: Disconnect,
+    /// `within-ring` or `beyond-ring` (seq-ring, no-seq, snapshot); `within-queue`,
+    /// `beyond-queue` or `beyond-ttl` (session-ack).
+    pub case: &'static str,
+    pub clients: usize,
+    pub away: Duration,
+}
+
+/// Timing shared by every run.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Phases {
+    /// Receiving before leaving, and after coming back.
+    pub before: Duration,
+    pub after: Duration,
+    /// Poll `/poll?since` instead of holding an SSE stream.
+    pub poll: bool,
+    /// A WebSocket (`/ws?since`) instead of SSE.
+    pub ws: bool,
+    pub rate: f64,
+}
+
+impl Phases {
+    /// At least 1 s, and at least 3 messages at `rate`.
+    pub fn for_rate(rate: f64) -> Phases {
+        let d = Duration::from_secs_f64((3.0 / rate.max(1e-3)).clamp(1.0, 60.0));
+        Phases {
+            before: d,
+            after: d,
+            poll: false,
+            ws: false,
+            rate,
+        }
+    }
+}
+
+/// The result of one client.
+#[derive(Debug, Clone, Default)]
+pub struct ClientResult {
+    pub trace: Trace,
+    /// From reconnect to the first message published after it.
+    pub resume_ms: Option<f64>,
+    /// session-ack: the server's bytes for this client's session just before it came back.
+    pub session_bytes: Option<u64>,
+    /// snapshot: the first message after reconnecting was older than the latest published
+    /// before it (not the latest state).
+    pub stale_first: bool,
+    /// session-ack: the server answered the reconnect with a new session (reset); or a
+    /// reset marker came (the server's epoch changed: it restarted).
+    pub reset: bool,
+    /// `server-restart`: what it received from the old instance (`trace` is the new one's).
+    pub before: Option<Trace>,
+}
+
+/// A client's current connection.
+enum Conn {
+    Sse(SseConn),
+    Ws(WsConn),
+    Poll(PollConn),
+}
+
+impl Conn {
+    /// Connect fresh (`resume` None) or resume: after a seq, or (session-ack) with the
+    /// session id.
+    fn open(
+        addr: SocketAddr,
+        ph: Phases,
+        delivery: &str,
+        resume: Option<String>,
+    ) -> anyhow::Result<Conn> {
+        let session = (delivery == "session-ack").then(|| resume.clone().unwrap_or_default());
+        let (since, session) = match session {
+            Some(id) => (None, Some(id)),
+            None => (resume, None),
+        };
+        if ph.ws {
+            let c = WsConn::open(addr, since.as_deref(), session.as_deref())?;
+            return Ok(Conn::Ws(c));
+        }
+        if !ph.poll {
+            let c = SseConn::open(addr, since.as_deref(), session.as_deref())?;
+            return Ok(Conn::Sse(c));
+        }
+        let pos = since.map(|r| rtcheck_wire::epoch::Position::parse(&r));
+        let from = match (pos.map(|p| p.seq), &session) {
+            (Some(s), _) => s,
+            // A new session holds nothing from before it: start at 0.
+            (None, Some(_)) => 0,
+            (None, None) => {
+                latest_seq(addr).ok_or_else(|| anyhow!("{addr}: /poll has no `latest`"))?
+            }
+        };
+        let c = PollConn::new(addr, from, ph.rate).in_epoch(pos.and_then(|p| p.epoch));
+        Ok(Conn::Poll(match session {
+            Some(id) => c.with_session(&id),
+            None => c,
+        }))
+    }
+
+    fn session(&self) -> Option<&super::client::SessionState> {
+        match self {
+            Conn::Sse(c) => c.session.as_ref(),
+            Conn::Ws(c) => c.session.as_ref(),
+            Conn::Poll(c) => c.session.as_ref(),
+        }
+    }
+
+    fn recv_until(
+        &mut self,
+        until: Instant,
+        t: &mut Trace,
+        f: &mut dyn FnMut(u64),
+    ) -> anyhow::Result<()> {
+        match self {
+            Conn::Sse(c) => c.recv_until(until, t, f),
+            Conn::Ws(c) => c.recv_until(until, t, f),
+            Conn::Poll(c) => c.recv_until(until, t, f),
+        }
+    }
+
+    /// Where it would resume: the last seq it has, or (session-ack) its session.
+    fn resume_point(&self) -> Option<String> {
+        if let Some(s) = self.session() {
+            return s.id.clone();
+        }
+        match self {
+            Conn::Sse(c) => c.last_id(),
+            Conn::Ws(c) => c.last_id(),
+            Conn::Poll(c) => Some(c.position()),
+        }
+    }
+
+    /// Leave; a silent SSE client keeps its socket until it comes back.
+    fn leave(self, kind: Disconnect) -> Option<std::net::TcpStream> {
+        match self {
+            Conn::Sse(c) => c.leave(kind),
+            Conn::Ws(c) => c.leave(kind),
+            Conn::Poll(_) => None,
+        }
+    }
+}
+
+/// One client's whole life.
+pub fn client(
+    addr: SocketAddr,
+    spec: &RunSpec,
+    ph: Phases,
+    storm: &Barrier,
+) -> anyhow::Result<ClientResult> {
+    let mut t = Trace::default();
+    let first = (|| {
+        let mut c = Conn::open(addr, ph, spec.delivery, None)?;
+        c.recv_until(Instant::now() + ph.before, &mut t, &mut |_| {})?;
+        let Some(&first) = t.seqs.first() else {
+            bail!("{addr}: no message within {:?} of connecting", ph.before);
+        };
+        t.first_expected = first;
+        let resume_id = (spec.delivery != "no-seq")
+            .then(|| c.resume_point())
+            .flatten();
+        if spec.delivery == "session-ack" && resume_id.is_none() {
+            bail!("{addr}: no session issued at connect (session-ack)");
+        }
+        let last_before = t.seqs.iter().copied().max().unwrap_or(0);
+        Ok((c, resume_id, last_before))
+    })();
+    // A storm's barriers are met on every path: one failing client must not strand
+    // the others of its run (they would wait for it forever).
+    let storming = spec.disconnect == Disconnect::Storm;
+    if storming {
+        storm.wait();
+    }
+    let (first, held) = match first {
+        Ok((c, id, last)) => (Ok((id, last)), c.leave(spec.disconnect)),
+        Err(e) => (Err(e), None),
+    };
+    let slept = sleep_checked(spec.away);
+    drop(held);
+    let first = first.and_then(|f| slept.map(|_| f));
+    let session_bytes = match (spec.delivery, &first) {
+        ("session-ack", Ok((Some(id), _))) => super::client::session_bytes(addr, id),
+        _ => None,
+    };
+    if storming {
+        storm.wait();
+    }
+    let (resume_id, last_before) = first?;
+    let latest = latest_seq(addr);
+    let t0 = Instant::now();
+    let mut c = Conn::open(addr, ph, spec.delivery, resume_id)?;
+    let (mut resume_ms, mut first_after) = (None, None);
+    c.recv_until(Instant::now() + ph.after, &mut t, &mut |seq| {
+        first_after.get_or_insert(seq);
+        if resume_ms.is_none() && latest.is_none_or(|l| seq > l) {
+            resume_ms = Some(t0.elapsed().as_secs_f64() * 1e3);
+        }
+    })?;
+    t.last_published = t.seqs.iter().copied().max().unwrap_or(0);
+    let reset = c.session().is_some_and(|s| s.reset);
+    let first_after = first_after.unwrap_or(0);
+    // What the server announced instead of a gap marker: a reset session (everything
+    // after the client's last seq is gone), or a snapshot replacing what came between.
+    if (reset || spec.delivery == "snapshot") && first_after > last_before + 1 {
+        t.gaps.push((last_before + 1, first_after - 1));
+    }
+    Ok(ClientResult {
+        trace: t,
+        resume_ms,
+        session_bytes,
+        stale_first: spec.delivery == "snapshot" && latest.is_some_and(|l| first_after < l),
+        reset,
+        before: None,
+    })
+}
+
+/// Where the clients of a `server-restart` run meet the orchestrator: all connected and
+/// receiving (it then restarts the server), and the server back (they then resume).
+pub struct Gate {
+    ready: Barrier,
+    back: Barrier,
+    /// The restart failed: the clients give up instead of resuming.
+    failed: std::sync::atomic::AtomicBool,
+}
+
+impl Gate {
+    pub fn new(clients: usize) -> Gate {
+        Gate {
+            ready: Barrier::new(clients + 1),
+            back: Barrier::new(clients + 1),
+            failed: Default::default(),
+        }
+    }
+}
+
+/// How long a client connected through a restart waits for the old server to close it.
+const RESTART_EOF: Duration = Duration::from_secs(20);
+
+/// One client of a `server-restart` run: connected to the old instance, it reads until
+/// the server goes away (a poller just stops), then resumes on the new instance from its
+/// last position, as it would from any disconnect. Both barriers are always met, so one
+/// failing client never strands the others.
+pub fn restart_client(
+    addr: SocketAddr,
+    spec: &RunSpec,
+    ph: Phases,
+    gate: &Gate,
+) -> anyhow::Result<ClientResult> {
+    let mut before = Trace::default();
+    let first = (|| {
+        let mut c = Conn::open(addr, ph, spec.delivery, None)?;
+        c.recv_until(Instant::now() + ph.before, &mut before, &mut |_| {})?;
+        Ok::<_, anyhow::Error>(c)
+    })();
+    gate.ready.wait();
+    let held = first.and_then(|mut c| {
+        if !ph.poll {
+            c.recv_until(Instant::now() + RESTART_EOF, &mut before, &mut |_| {})?;
+        }
+        Ok(c.resume_point())
+    });
+    gate.back.wait();
+    let resume_id = held?;
+    if gate.failed.load(std::sync::atomic::Ordering::SeqCst) {
+        bail!("{addr}: the server did not come back after its restart");
+    }
+    let Some(&first) = before.seqs.first() else {
+        bail!("{addr}: no message within {:?} of connecting", ph.before);
+    };
+    before.first_expected = first;
+    let latest = latest_seq(addr);
+    let t0 = Instant::now();
+    let mut t = Trace::default();
+    let mut c = Conn::open(addr, ph, spec.delivery, resume_id)?;
+    let (mut resume_ms, mut first_after) = (None, None);
+    c.recv_until(Instant::now() + ph.after, &mut t, &mut |seq| {
+        first_after.get_or_insert(seq);
+        if resume_ms.is_none() && latest.is_none_or(|l| seq > l) {
+            resume_ms = Some(t0.elapsed().as_secs_f64() * 1e3);
+        }
+    })?;
+    let reset = t.resets > 0 || c.session().is_some_and(|s| s.reset);
+    // A new session, or a snapshot: what came before the first message is replaced by
+    // it, announced only by the reset.
+    let first_after = first_after.unwrap_or(0);
+    if reset && spec.delivery != "seq-ring" && first_after > 1 {
+        t.gaps.push((1, first_after - 1));
+    }
+    Ok(ClientResult {
+        trace: t,
+        resume_ms,
+        reset,
+        before: Some(before),
+        ..ClientResult::default()
+    })
+}
+
+/// A `server-restart` run: its clients, and `restart` (stop the server, start a new one on
+/// the same port) once they are all connected.
+pub fn run_restart(
+    addr: SocketAddr,
+    spec: &RunSpec,
+    ph: Phases,
+    restart: &(dyn Fn() -> anyhow::Result<()> + Sync),
+) -> anyhow::Result<Run> {
+    let gate = Gate::new(spec.clients);
+    let results = std::thread::scope(|s| {
+        let hs: Vec<_> = (0..spec.clients)
+            .map(|_| s.spawn(|| restart_client(addr, spec, ph, &gate)))
+            .collect();
+        gate.ready.wait();
+        let restarted = restart();
+        if restarted.is_err() {
+            gate.failed.store(true, std::sync::atomic::Ordering::SeqCst);
+        }
+        gate.back.wait();
+        let results = hs
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .map_err(|_| anyhow!("a delivery client panicked"))?
+            })
+            .collect::<anyhow::Result<Vec<_>>>();
+        restarted.and(results)
+    })?;
+    Ok(summarize(spec, &results, 0))
+}
+
+pub(super) fn sleep_checked(d: Duration) -> anyhow::Result<()> {
+    let end = Instant::now() + d;
+    while Instant::now() < end {
+        if interrupted() {
+            bail!("interrupted");
+        }
+        std::thread::sleep(Duration::from_millis(20).min(end - Instant::now()));
+    }
+    Ok(())
+}
+
+/// p50 and max of the resume time.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct ResumeMs {
+    pub p50: f64,
+    pub max: f64,
+}
+
+/// One row of `runs[]` (the JSON contract of issue 12).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Run {
+    pub delivery: String,
+    pub disconnect: String,
+    pub case: String,
+    pub away_ms: u64,
+    pub clients: u64,
+    #[serde(flatten)]
+    pub counts: Counts,
+    pub resume_ms: ResumeMs,
+    /// The server's ring (messages × size), as `choose` sizes it; 0 when unknown.
+    pub ring_bytes: u64,
+    /// Session memory per client (session-ack: the largest session measured on the server
+    /// just before its client came back); 0 in the other modes.
+    pub session_bytes_per_client: u64,
+    /// session-ack: session_bytes_per_client x the profile's connections, all away at once.
+    pub sessions_worst_case_bytes: u64,
+    /// session-ack: clients whose session was gone on reconnect (a reported reset).
+    pub resets: u64,
+    /// snapshot: clients whose first message after reconnecting was not the latest state.
+    pub stale_snapshots: u64,
+    /// pass, warn or fail, and why.
+    pub verdict: String,
+    pub status: crate::findings::Status,
+}
+
+/// Sum the clients of a run and judge it.
+pub fn summarize(spec: &RunSpec, results: &[ClientResult], ring_bytes: u64) -> Run {
+    let mut counts = Counts::default();
+    // The old instance's last seq, as far as any client saw it.
+    let old_end = results
+        .iter()
+        .filter_map(|r| r.before.as_ref()?.seqs.iter().copied().max())
+        .max()
+        .unwrap_or(0);
+    for r in results {
+        let c = match &r.before {
+            Some(b) => account::count_restart(b, &r.trace, old_end, r.reset),
+            None if spec.delivery == "no-seq" => account::count_without_seq(&r.trace),
+            None => account::count(&r.trace),
+        };
+        counts.add(&c);
+    }
+    let resumes: Vec<f64> = results.iter().filter_map(|r| r.resume_ms).collect();
+    let (p50, max) = account::p50_max(&resumes);
+    let stale = results.iter().filter(|r| r.stale_first).count() as u64;
+    let resets = results.iter().filter(|r| r.reset).count() as u64;
+    let (status, verdict) = verdict(spec, &counts, resumes.len(), results.len());
+    let untold = match spec.case {
+        RESTART => results.len() as u64 - resets,
+        _ => 0,
+    };
+    let (status, verdict) = match (stale, untold) {
+        (0, 0) => (status, verdict),
+        (0, n) => (
+            crate::findings::Status::Fail,
+            format!("{n} client(s) resumed across the server restart without a reset marker"),
+        ),
+        (n, _) => (
+            crate::findings::Status::Fail,
+            format!("{n} client(s) got an older message than the latest state first"),
+        ),
+    };
+    Run {
+        delivery: spec.delivery.into(),
+        disconnect: spec.disconnect.name().into(),
+        case: spec.case.into(),
+        away_ms: spec.away.as_millis() as u64,
+        clients: results.len() as u64,
+        counts,
+        resume_ms: ResumeMs { p50, max },
+        ring_bytes,
+        session_bytes_per_client: results
+            .iter()
+            .filter_map(|r| r.session_bytes)
+            .max()
+            .unwrap_or(0),
+        sessions_worst_case_bytes: 0,
+        resets,
+        stale_snapshots: stale,
+        verdict,
+        status,
+    }
+}
+
+/// The rules of issue 12: seq-ring passes only with 0 lost silently; within the ring it
+/// loses 0; beyond it every loss is in a gap marker (and there must be one, or the run
+/// did not test the overflow). The no-seq control shows silent loss.
+pub fn verdict(
+    spec: &RunSpec,
+    c: &Counts,
+    resumed: usize,
+    clients: usize,
+) -> (crate::findings::Status, String) {
+    use crate::findings::Status::*;
+    if resumed < clients {
+        return (
+            Fail,
+            format!(
+                "invalid: {} of {clients} client(s) got no live message after reconnecting",
+                clients - resumed
+            ),
+        );
+    }
+    match (spec.delivery, spec.case) {
+        ("no-seq", _) if c.lost_silently > 0 => (
+            Pass,
+            format!(
+                "control: {} message(s) vanished silently without seq numbers",
+                c.lost_silently
+            ),
+        ),
+        ("no-seq", _) => (
+            Warn,
+            "control lost nothing: the disconnect was too short to show silent loss".into(),
+        ),
+        (super::foreign::CONTROL, _) if c.lost_silently > 0 => (
+            Pass,
+            format!(
+                "control: {} message(s) vanished silently when reconnecting without --resume",
+                c.lost_silently
+            ),
+        ),
+        (super::foreign::CONTROL, _) => (
+            Warn,
+            "control lost nothing without --resume: the disconnect was too short to show what the resume keeps, or the server resumes by itself".into(),
+        ),
+        (super::foreign::RUN, "none") if c.lost_silently > 0 => (
+            Fail,
+            format!(
+                "{} message(s) lost silently: the server was given no way to resume (--resume) and said nothing of what the client missed",
+                c.lost_silently
+            ),
+        ),
+        (super::foreign::RUN, _) if c.lost_silently > 0 => (
+            Fail,
+            format!(
+                "{} message(s) lost silently: the server did not resume from the client's position ({}) and said nothing of what it missed",
+                c.lost_silently, spec.case
+            ),
+        ),
+        (super::foreign::RUN, _) if c.lost > 0 => (
+            Pass,
+            format!("all {} lost message(s) announced in gap markers", c.lost),
+        ),
+        (super::foreign::RUN, _) => (
+            Pass,
+            format!(
+                "0 lost after a {} disconnect ({}); {} duplicate(s), {} out of order",
+                spec.disconnect.name(),
+                spec.case,
+                c.duplicated,
+                c.out_of_order
+            ),
+        ),
+        (_, _) if c.lost_silently > 0 => (
+            Fail,
+            format!(
+                "{} message(s) lost silently (no gap marker)",
+                c.lost_silently
+            ),
+        ),
+        (_, RESTART) => (
+            Pass,
+            format!(
+                "told of the restart: 0 lost silently; {} lost with the old instance or the new ring, all announced",
+                c.lost
+            ),
+        ),
+        ("snapshot", _) => (
+            Pass,
+            format!(
+                "the first message after reconnecting was the latest state ({} older one(s) replaced by it)",
+                c.gaps
+            ),
+        ),
+        ("session-ack", "within-queue") if c.lost > 0 => (
+            Fail,
+            format!("{} message(s) lost within the session's queue and TTL", c.lost),
+        ),
+        ("session-ack", "within-queue") => (
+            Pass,
+            format!(
+                "0 lost; {} duplicate(s), all filtered by seq",
+                c.duplicated
+            ),
+        ),
+        (_, "within-ring") if c.lost > 0 => (
+            Fail,
+            format!(
+                "{} message(s) lost within the ring (reported in gap markers)",
+                c.lost
+            ),
+        ),
+        (_, "within-ring") => (Pass, "0 lost within the ring".into()),
+        (_, _) if c.gaps == 0 => (
+            Warn,
+            format!(
+                "nothing overflowed or expired: no gap to check ({}; stay away longer)",
+                spec.case
+            ),
+        ),
+        ("session-ack", "beyond-ttl") => (
+            Pass,
+            format!(
+                "session expired: all {} lost message(s) announced by a reset",
+                c.lost
+            ),
+        ),
+        _ => (
+            Pass,
+            format!(
+                "beyond the {}: all {} lost message(s) announced in gap markers",
+                if spec.case == "beyond-ring" { "ring" } else { "queue" },
+                c.lost
+            ),
+        ),
+    }
+}
+
+/// Run every spec at once against `addr`; each client is a thread.
+pub fn run_all(
+    addr: SocketAddr,
+    specs: &[RunSpec],
+    ph: Phases,
+    ring_bytes: u64,
+) -> anyhow::Result<Vec<Run>> {
+    run_all_with(specs, ring_bytes, &|spec, storm| {
+        client(addr, spec, ph, storm)
+    })
+}
+
+/// What one client of a run does (rtcheck's server or a foreign one).
+pub type ClientFn<'a> = dyn Fn(&RunSpec, &Barrier) -> anyhow::Result<ClientResult> + Sync + 'a;
+
+/// Run every spec at once, each client a thread running `client`.
+pub fn run_all_with(
+    specs: &[RunSpec],
+    ring_bytes: u64,
+    client: &ClientFn,
+) -> anyhow::Result<Vec<Run>> {
+    let out = std::thread::scope(|s| {
+        let handles: Vec<_> = specs
+            .iter()
+            .map(|spec| {
+                s.spawn(move || {
+                    let storm = Barrier::new(spec.clients);
+                    let results = std::thread::scope(|s2| {
+                        let hs: Vec<_> = (0..spec.clients)
+                            .map(|_| s2.spawn(|| client(spec, &storm)))
+                            .collect();
+                        hs.into_iter()
+                            .map(|h| {
+                                h.join()
+                                    .map_err(|_| anyhow!("a delivery client panicked"))?
+                            })
+                            .collect::<anyhow::Result<Vec<_>>>()
+                    })?;
+                    Ok::<_, anyhow::Error>(summarize(spec, &results, ring_bytes))
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().map_err(|_| anyhow!("a delivery run panicked"))?)
+            .collect::<anyhow::Result<Vec<_>>>()
+    })?;
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::findings::Status;
+
+    fn spec(delivery: &'static str, case: &'static str) -> RunSpec {
+        RunSpec {
+            delivery,
+            disconnect: Disconnect::Clean,
+            case,
+            clients: 2,
+            away: Duration::from_secs(1),
+        }
+    }
+
+    fn counts(lost: u64, silent: u64, gaps: u64) -> Counts {
+        Counts {
+            received: 10,
+            lost,
+            lost_silently: silent,
+            gaps,
+            ..Counts::default()
+        }
+    }
+
+    #[test]
+    fn seq_ring_verdicts() {
+        let v = |case, c| verdict(&spec("seq-ring", case), &c, 2, 2).0;
+        assert_eq!(v("within-ring", counts(0, 0, 0)), Status::Pass);
+        assert_eq!(v("within-ring", counts(3, 0, 3)), Status::Fail);
+        assert_eq!(v("within-ring", counts(3, 1, 2)), Status::Fail);
+        assert_eq!(v("beyond-ring", counts(5, 0, 5)), Status::Pass);
+        assert_eq!(v("beyond-ring", counts(5, 2, 3)), Status::Fail);
+        assert_eq!(v("beyond-ring", counts(0, 0, 0)), Status::Warn);
+    }
+
+    #[test]
+    fn control_and_invalid_runs() {
+        let s = spec("no-seq", "within-ring");
+        assert_eq!(verdict(&s, &counts(7, 7, 0), 2, 2).0, Status::Pass);
+        assert_eq!(verdict(&s, &counts(0, 0, 0), 2, 2).0, Status::Warn);
+        let (st, why) = verdict(&spec("seq-ring", "within-ring"), &counts(0, 0, 0), 1, 2);
+        assert_eq!(st, Status::Fail);
+        assert!(why.starts_with("invalid"), "{why}");
+    }
+
+    #[test]
+    fn summary_sums_clients_and_uses_the_control_counting() {
+        let r = |seqs: &[u64], gaps: &[(u64, u64)]| ClientResult {
+            trace: Trace {
+                seqs: seqs.to_vec(),
+                gaps: gaps.to_vec(),
+                first_expected: 1,
+                last_published: 6,
+                resets: 0,
+            },
+            resume_ms: Some(2.0),
+            ..ClientResult::default()
+        };
+        let results = [r(&[1, 2, 5, 6], &[(3, 4)]), r(&[1, 2, 3, 4, 5, 6], &[])];
+        let run = summarize(&spec("seq-ring", "beyond-ring"), &results, 100);
+        assert_eq!(
+            (run.counts.lost, run.counts.lost_silently, run.counts.gaps),
+            (2, 0, 2)
+        );
+        assert_eq!(run.status, Status::Pass);
+        let run = summarize(&spec("no-seq", "within-ring"), &results, 100);
+        assert_eq!((run.counts.lost_silently, run.counts.gaps), (2, 0));
+        assert_eq!(run.resume_ms, ResumeMs { p50: 2.0, max: 2.0 });
+    }
+}
