@@ -1,4 +1,4 @@
-//! `rtcheck bench`: reproduce the published tail-latency scenarios (seed 000, part 11)
+//! `rtcheck bench`: reproduce the published tail-latency scenarios ("Tail latency at 10,000 connections")
 //! on loopback. The server and the load generator run as separate OS processes.
 //!
 //! - `fanout`: orchestration of scenarios ([`fanout`]), judged by [`validity`].

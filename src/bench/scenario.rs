@@ -1,4 +1,4 @@
-//! The seed's scenarios (seed 000, part 11) as server flags and client mixes.
+//! The seed's scenarios ("Tail latency at 10,000 connections") as server flags and client mixes.
 use std::fmt;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]

@@ -23,7 +23,7 @@ pub const PUSH_ONLY_BELOW: Duration = Duration::from_secs(1);
 pub const POLLING_FROM: Duration = Duration::from_secs(5);
 /// From this up, polling only (no comparison shown).
 pub const POLLING_ONLY_FROM: Duration = Duration::from_secs(60);
-/// One process is enough and cheap below this many connections per machine (seed 002).
+/// One process is enough and cheap below this many connections per machine ("Polling, SSE or WebSocket: four questions and an ops checklist").
 pub const ONE_PROCESS_LIMIT: u64 = 10_000;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -24,12 +24,12 @@ pub struct BenchArgs {
 
 #[derive(Debug, clap::Subcommand)]
 pub enum BenchCommand {
-    /// Fan-out tail latency: scenarios F, A, C1, C2, C3, G1, G3, P1 (seed 000, part 11).
+    /// Fan-out tail latency: scenarios F, A, C1, C2, C3, G1, G3, P1 ("Tail latency at 10,000 connections").
     Fanout(FanoutArgs),
     /// Server RSS per idle WebSocket / SSE connection.
     Idle(IdleArgs),
     /// Several nodes over Redis: latency added, duplicates, order, a killed node, a Redis
-    /// restart, presence ghosts (seed 002, part 9).
+    /// restart, presence ghosts (the realtime series, part 9).
     Cluster(ClusterArgs),
     /// The load generator process (started by `fanout` and `idle`).
     #[command(hide = true)]
