@@ -118,7 +118,11 @@ fn text_fits_80_columns_and_explain_shows_sources() {
         &["hops"][..],
         &["hops", "--path", "cloudflare,aws-alb,nginx"],
         &["hops", "--path", "azure-front-door,azure-appgw,haproxy"],
+        &["hops", "--path", "cloudflare,render"],
+        &["hops", "--path", "fastly,cloud-run"],
         &["explain", "aws-alb"],
+        &["explain", "fly"],
+        &["explain", "akamai"],
     ] {
         let o = rtcheck(args);
         assert!(o.status.success(), "{args:?}");

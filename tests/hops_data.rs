@@ -22,6 +22,13 @@ const CONTRACT_IDS: &[&str] = &[
     "azure-appgw",
     "cloudflare",
     "heroku",
+    // Added where vendors document figures (issue 24, "more where you find them"):
+    // ids in profiles too, so renaming one breaks saved paths.
+    "fly",
+    "render",
+    "cloud-run",
+    "fastly",
+    "akamai",
 ];
 
 fn is_date(s: &str) -> bool {
@@ -114,6 +121,53 @@ fn the_issue_figures_are_in_the_data() {
         hops::Support::No
     );
     assert!(hops::get("caddy").unwrap().reload.contains("closes every"));
+}
+
+#[test]
+fn the_added_hops_carry_their_documented_figures() {
+    use rtcheck::profile::Transport::*;
+    let first = |id: &str, kind: LimitKind, t| {
+        hops::get(id)
+            .unwrap()
+            .limits(kind, t)
+            .map(|l| l.default)
+            .next()
+    };
+    // Cloud Run: the request timeout (5 min, up to 60) caps a WebSocket's whole life.
+    assert_eq!(
+        first("cloud-run", LimitKind::Lifetime, Websocket),
+        Some(Value::Secs(std::time::Duration::from_secs(300)))
+    );
+    let cap = hops::get("cloud-run")
+        .unwrap()
+        .limits(LimitKind::Lifetime, Websocket)
+        .next()
+        .unwrap();
+    assert_eq!(cap.max.and_then(|m| m.secs()), Some(3600));
+    // Fastly: 10 s between bytes from the backend ends an event stream.
+    assert_eq!(
+        first("fastly", LimitKind::Idle, Sse).and_then(|v| v.secs()),
+        Some(10)
+    );
+    // Fly's 60 s idle close was removed from its documentation in 2023: no longer claimed.
+    assert_eq!(
+        first("fly", LimitKind::Idle, Websocket),
+        Some(Value::Unknown)
+    );
+    // Render documents no time limit on a WebSocket.
+    assert_eq!(
+        first("render", LimitKind::Lifetime, Websocket),
+        Some(Value::None)
+    );
+    // Akamai's sources disagree on the read timeout's default (120 s or 5 s): not picked.
+    assert_eq!(first("akamai", LimitKind::Idle, Sse), Some(Value::Unknown));
+    for id in ["fly", "render", "cloud-run", "fastly", "akamai"] {
+        let h = hops::get(id).unwrap();
+        assert!(
+            h.sources.iter().all(|s| s.read == "2026-12-03"),
+            "{id}: read date"
+        );
+    }
 }
 
 #[test]

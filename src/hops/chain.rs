@@ -680,6 +680,69 @@ mod tests {
     }
 
     #[test]
+    fn cloud_run_caps_every_connection_at_its_request_timeout() {
+        let c = chain("cloud-run");
+        let ws = c.transport(Transport::Websocket);
+        assert_eq!(ws.lifetime_cap_s, Some(300), "5 min request timeout");
+        assert_eq!(
+            ws.tightest_idle_s, None,
+            "a cap on the whole request, not on silence"
+        );
+        assert!(ws.reconnect_required && c.reconnect_required);
+        assert_eq!(c.transport(Transport::Sse).lifetime_cap_s, Some(300));
+        assert!(ws.unknown.iter().any(|u| u.starts_with("cloud-run: idle")));
+        // Raised to its documented maximum, the cap follows; past it, refused.
+        let mut o = Overrides::new();
+        parse_override("cloud-run.lifetime=1h", &mut o).unwrap();
+        let c = compute(&path("cloud-run"), &o).unwrap();
+        assert_eq!(c.lifetime_cap_s, Some(3600));
+        parse_override("cloud-run.lifetime=2h", &mut o).unwrap();
+        let e = compute(&path("cloud-run"), &o).unwrap_err();
+        assert!(
+            e.contains("cloud-run: lifetime") && e.contains("3600"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn fastly_between_bytes_timeout_forces_a_fast_sse_heartbeat() {
+        let c = chain("fastly,nginx");
+        let sse = c.transport(Transport::Sse);
+        assert_eq!(sse.tightest_idle_s, Some(10));
+        assert_eq!(sse.idle.as_ref().unwrap().hop, "fastly");
+        assert!(sse
+            .idle
+            .as_ref()
+            .unwrap()
+            .setting
+            .contains("between_bytes_timeout"));
+        assert_eq!(sse.heartbeat_max_s, Some(5));
+        assert_eq!(
+            c.heartbeat_s, 5,
+            "faster than the production ping when the path says so"
+        );
+        assert!(
+            c.warnings.iter().any(|w| w.contains("5 s or less")),
+            "{:?}",
+            c.warnings
+        );
+        // Fastly buffers a miss unless Streaming Miss is on; nginx too.
+        let bufs: Vec<&str> = sse.required.iter().map(|r| r.hop.as_str()).collect();
+        assert_eq!(bufs, ["fastly", "nginx"]);
+        assert!(sse.required[0].setting.contains("beresp.do_stream"));
+        // WebSockets are not timed by between_bytes: nginx's 60 s binds there.
+        let ws = c.transport(Transport::Websocket);
+        assert_eq!(
+            ws.idle.as_ref().map(|b| (b.hop.as_str(), b.secs)),
+            Some(("nginx", 60))
+        );
+        assert!(
+            ws.required.iter().any(|r| r.hop == "fastly"),
+            "passthrough must be enabled"
+        );
+    }
+
+    #[test]
     fn azure_front_door_excludes_sse() {
         let c = chain("azure-front-door");
         assert_eq!(c.excluded_transports, vec!["sse".to_string()]);

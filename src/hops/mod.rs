@@ -439,7 +439,7 @@ mod tests {
 
     #[test]
     fn the_catalogue_parses_and_unknown_ids_name_the_closest() {
-        assert!(catalog().len() >= 16);
+        assert!(catalog().len() >= 21);
         assert!(get("aws-alb").is_some());
         let e = check_id("alb").unwrap_err();
         assert!(e.contains("aws-alb"), "{e}");
