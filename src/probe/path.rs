@@ -89,7 +89,27 @@ pub fn fingerprints(h: &Head) -> Vec<Seen> {
         add("Amazon CloudFront", &[], "x-amz-cf-id / Via".into());
     }
     if low("x-served-by").contains("cache-") || h.header("x-fastly-request-id").is_some() {
-        add("Fastly", &[], "x-served-by / x-fastly-request-id".into());
+        add(
+            "Fastly",
+            &["fastly"],
+            "x-served-by / x-fastly-request-id".into(),
+        );
+    }
+    if server.starts_with("akamaighost") || h.header("akamai-grn").is_some() {
+        add(
+            "Akamai",
+            &["akamai"],
+            "Server: AkamaiGHost / Akamai-GRN".into(),
+        );
+    }
+    if server == "google frontend" {
+        // Cloud Run's (and App Engine's) front end; not the external load balancer,
+        // whose mark is `Via: 1.1 google`.
+        add(
+            "Google Frontend",
+            &["cloud-run"],
+            format!("Server: {}", raw("server")),
+        );
     }
     if vias.iter().any(|v| v.ends_with(" google")) {
         add(
@@ -654,6 +674,25 @@ mod tests {
         // CloudFront is not in the catalogue: said so.
         let (_, o, _) = compare(&seen(&[("x-amz-cf-id", "x")]), &d, ws);
         assert!(o.contains("not in the hop catalogue"), "{o}");
+    }
+
+    #[test]
+    fn cdn_and_platform_fingerprints_name_their_hop_ids() {
+        let ids = |pairs: &[(&str, &str)]| -> Vec<&str> {
+            seen(pairs)
+                .iter()
+                .flat_map(|s| s.hops.iter().copied())
+                .collect()
+        };
+        assert_eq!(ids(&[("x-served-by", "cache-ams21-AMS")]), ["fastly"]);
+        assert_eq!(ids(&[("server", "AkamaiGHost")]), ["akamai"]);
+        assert_eq!(ids(&[("akamai-grn", "0.1.2")]), ["akamai"]);
+        assert_eq!(ids(&[("server", "Google Frontend")]), ["cloud-run"]);
+        // The external load balancer's mark is Via, not Server.
+        assert_eq!(ids(&[("via", "1.1 google")]), ["gcp-alb"]);
+        let d = declared("fastly,nginx", &[]);
+        let both = seen(&[("x-served-by", "cache-ams21-AMS"), ("server", "nginx")]);
+        assert_eq!(compare(&both, &d, Transport::Sse).0, Status::Pass);
     }
 
     #[test]
