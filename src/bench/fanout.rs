@@ -1,9 +1,9 @@
 //! `rtcheck bench fanout`: for each scenario, start the embedded server in its own process
 //! (or use --server), start the load generator in another, drive both, and judge the result.
-use super::loadgen::{parse_target, Proto};
 use super::model::{BenchReport, Check, ScenarioResult};
 use super::publisher::PublishVia;
 use super::scenario::{self, ForeignRun, Scenario};
+use super::target::{parse_target, Proto};
 use super::validity::{self, Inputs};
 use super::wire::{Event, LoadgenResult, CMD_CLOSE_SLOW, CMD_CUTOFF, CMD_PUBLISH, CMD_STOP};
 use super::{check_interrupted, INTERRUPTED};

@@ -4,10 +4,12 @@
 //! Runs in its own process so it stays under its own open-files limit and the server's
 //! allocator and scheduler are not measured together with it.
 use super::stats::{self, ClientSamples};
+use super::target::{parse_target, Proto};
 use super::wire::ScheduleSeen;
 use super::wire::{Event, LoadgenResult, CMD_CLOSE_SLOW, CMD_CUTOFF, CMD_PUBLISH, CMD_STOP};
 use futures_util::StreamExt;
 use rtcheck_base::os::{clock, limits};
+use rtcheck_wire::http::response::{self, Framing, Limits};
 use std::io::Write;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -43,54 +45,6 @@ pub struct LoadgenOptions {
     /// Message size and rounds per second for rtcheck's publisher.
     pub size: u64,
     pub rate: f64,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Proto {
-    Ws,
-    Raw,
-    Sse,
-}
-
-/// Parse and check a target URL: scheme, loopback host, port, path.
-pub fn parse_target(url: &str) -> anyhow::Result<(Proto, SocketAddr, String)> {
-    let (proto, rest) = if let Some(r) = url.strip_prefix("ws://") {
-        (Proto::Ws, r)
-    } else if let Some(r) = url.strip_prefix("tcp://") {
-        (Proto::Raw, r)
-    } else if let Some(r) = url.strip_prefix("http://") {
-        (Proto::Sse, r)
-    } else {
-        anyhow::bail!(
-            "{}: expected ws://HOST:PORT/PATH (wss is not supported)",
-            rtcheck_base::redact::url(url)
-        );
-    };
-    let (hostport, path) = match rest.find('/') {
-        Some(i) => (&rest[..i], rest[i..].to_string()),
-        None => (rest, "/".to_string()),
-    };
-    // One loopback check for the whole crate: an IP literal or the name `localhost`.
-    let addr = rtcheck_base::os::addr::parse_host_port(hostport).ok_or_else(|| {
-        anyhow::anyhow!(
-            "{}: host must be a loopback IP with a port, e.g. ws://127.0.0.1:8080/ws",
-            rtcheck_base::redact::url(url)
-        )
-    })?;
-    if !rtcheck_base::os::addr::is_loopback(addr.ip()) {
-        anyhow::bail!(
-            "{}: {} is not a loopback address; live traffic goes only to 127.0.0.0/8 or ::1",
-            rtcheck_base::redact::url(url),
-            addr.ip()
-        );
-    }
-    if addr.port() == 0 {
-        anyhow::bail!(
-            "{}: port 0 is not a server address",
-            rtcheck_base::redact::url(url)
-        );
-    }
-    Ok((proto, addr, path))
 }
 
 #[derive(Default)]
@@ -735,6 +689,43 @@ async fn read_raw_frame(
     Ok(n)
 }
 
+/// Read the SSE response head (bounded in size and time); 200 or an error naming the
+/// status line. Returns how the body is framed and the bytes after the head.
+async fn sse_head(
+    stream: &mut tokio::net::TcpStream,
+    buf: &mut [u8],
+    cfg: &Cfg,
+) -> Result<(Framing, Vec<u8>), String> {
+    let mut head = Vec::with_capacity(512);
+    loop {
+        let n = tokio::time::timeout(Duration::from_secs(10), stream.read(buf))
+            .await
+            .map_err(|_| format!("{}: no SSE response within 10s", cfg.shown))?
+            .map_err(|e| format!("{}: read: {e}", cfg.shown))?;
+        if n == 0 {
+            return Err(format!("{}: closed before the response head", cfg.shown));
+        }
+        head.extend_from_slice(&buf[..n]);
+        let (h, used) = match response::parse_head(&head, Limits::head(16 * 1024)) {
+            Ok(Some(h)) => h,
+            Ok(None) => continue,
+            Err(response::Error::HeadTooLarge(_)) => {
+                return Err(format!("{}: response head over 16 KiB", cfg.shown))
+            }
+            Err(e) => return Err(format!("{}: {e}", cfg.shown)),
+        };
+        if h.status != 200 {
+            let line = String::from_utf8_lossy(&head);
+            let line = line.lines().next().unwrap_or("");
+            return Err(format!("{}: SSE status: {line}", cfg.shown));
+        }
+        let framing = h
+            .framing(false)
+            .map_err(|e| format!("{}: {e}", cfg.shown))?;
+        return Ok((framing, head.split_off(used)));
+    }
+}
+
 async fn sse_session(
     mut stream: tokio::net::TcpStream,
     slow: bool,
@@ -752,46 +743,19 @@ async fn sse_session(
         .write_all(req.as_bytes())
         .await
         .map_err(|e| format!("{}: write request: {e}", cfg.shown))?;
-    // Read the response head (bounded).
-    let mut head = Vec::with_capacity(512);
     let mut buf = vec![0u8; cfg.read_buffer];
-    let rest = loop {
-        let n = tokio::time::timeout(Duration::from_secs(10), stream.read(&mut buf))
-            .await
-            .map_err(|_| format!("{}: no SSE response within 10s", cfg.shown))?
-            .map_err(|e| format!("{}: read: {e}", cfg.shown))?;
-        if n == 0 {
-            return Err(format!("{}: closed before the response head", cfg.shown));
-        }
-        head.extend_from_slice(&buf[..n]);
-        if let Some(i) = head.windows(4).position(|w| w == b"\r\n\r\n") {
-            break head.split_off(i + 4);
-        }
-        if head.len() > 16 * 1024 {
-            return Err(format!("{}: response head over 16 KiB", cfg.shown));
-        }
-    };
-    let status_ok = head.starts_with(b"HTTP/1.1 200") || head.starts_with(b"HTTP/1.0 200");
-    if !status_ok {
-        let line = String::from_utf8_lossy(&head);
-        return Err(format!(
-            "{}: SSE status: {}",
-            cfg.shown,
-            line.lines().next().unwrap_or("")
-        ));
-    }
+    let (framing, rest) = sse_head(&mut stream, &mut buf, cfg).await?;
     drop(permit);
     counters.connected.fetch_add(1, Relaxed);
     if slow {
         wait_level(&mut stop, CLOSE_SLOW).await;
         return Ok(());
     }
-    // Chunked framing (if any) is tolerated: chunk-size lines are not `data:` lines.
-    let mut parser = rtcheck_wire::sse::Parser::new(1 << 20);
+    let parser = rtcheck_wire::sse::Parser::new(1 << 20);
+    let mut body = rtcheck_wire::sse::Stream::new(framing, parser);
     let mut events = Vec::new();
     let mut feed = |bytes: &[u8], out: &mut ClientOut| -> Result<(), String> {
-        parser
-            .feed(bytes, &mut events)
+        body.feed(bytes, &mut events)
             .map_err(|e| format!("{}: {e}", cfg.shown))?;
         for ev in events.drain(..) {
             // Named events (`gap`) are not payloads; a gap shows as missing seqs.
@@ -831,31 +795,6 @@ async fn sse_session(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn targets_must_be_loopback() {
-        let (p, a, path) = parse_target("ws://127.0.0.1:8080/ws").unwrap();
-        assert_eq!((p, a.port(), path.as_str()), (Proto::Ws, 8080, "/ws"));
-        let (p, _, _) = parse_target("tcp://127.0.0.2:9").unwrap();
-        assert_eq!(p, Proto::Raw);
-        let (p, a, _) = parse_target("ws://[::1]:80/x").unwrap();
-        assert!(a.is_ipv6() && p == Proto::Ws);
-        assert!(parse_target("ws://localhost:80/").is_ok());
-        let (_, a, _) = parse_target("ws://[::ffff:127.0.0.1]:80/").unwrap();
-        assert_eq!(a.port(), 80);
-        for bad in [
-            "ws://10.0.0.1:80/ws",
-            "ws://example.com:80/",
-            "wss://127.0.0.1:443/",
-            "ws://127.0.0.1/ws",
-            "ws://127.0.0.1:0/ws",
-            "ws://localhost.example.com:80/",
-            "ws://notlocalhost:80/",
-            "ws://[::ffff:10.0.0.1]:80/",
-        ] {
-            assert!(parse_target(bad).is_err(), "{bad}");
-        }
-    }
 
     fn args(rounds: u64, slow: u64) -> LoadgenOptions {
         LoadgenOptions {

@@ -12,6 +12,7 @@ pub mod publisher;
 pub mod scenario;
 pub mod shape;
 pub mod stats;
+pub mod target;
 pub mod template;
 pub mod validity;
 pub mod wire;

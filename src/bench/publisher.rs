@@ -5,6 +5,7 @@
 //! schedule, and the receivers' latency from that stamp has no coordinated omission. The
 //! timer's own lateness is the load generator's fault and is reported apart from the
 //! sender's backlog (the server's).
+use super::target::{parse_target, Proto};
 use super::template::Template;
 use super::wire::PublisherStat;
 use bytes::Bytes;
@@ -44,8 +45,8 @@ impl PublishVia {
                     rtcheck_base::redact::url(t)
                 )
             })?;
-        match super::loadgen::parse_target(url) {
-            Ok((super::loadgen::Proto::Sse, _, _)) => Ok(PublishVia::Post { url: url.into() }),
+        match parse_target(url) {
+            Ok((Proto::Sse, _, _)) => Ok(PublishVia::Post { url: url.into() }),
             Ok(_) => Err(format!(
                 "--publish POST {}: expected an http:// URL",
                 rtcheck_base::redact::url(url)
@@ -234,11 +235,8 @@ enum Target {
 fn plan_target(plan: &Plan) -> Target {
     match &plan.via {
         PublishVia::Post { url } => {
-            let (_, addr, path) = super::loadgen::parse_target(url).unwrap_or((
-                super::loadgen::Proto::Sse,
-                plan.ws_addr,
-                "/".into(),
-            ));
+            let (_, addr, path) =
+                parse_target(url).unwrap_or((Proto::Sse, plan.ws_addr, "/".into()));
             Target::Post {
                 addr,
                 host: addr.to_string(),

@@ -169,8 +169,8 @@ fn foreign_target(
     f: &DeliveryFlags,
     size: u64,
 ) -> anyhow::Result<Option<delivery::foreign::ForeignTarget>> {
-    use crate::bench::loadgen::{parse_target, Proto};
     use crate::bench::publisher::PublishVia;
+    use crate::bench::target::{parse_target, Proto};
     use delivery::foreign::{ForeignTarget, Resume};
     let via = match &f.publish {
         None | Some(PublishVia::Server) => {

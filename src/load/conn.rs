@@ -4,6 +4,7 @@
 use super::client::{self, Answer, ErrorKind, Target};
 use super::wire;
 use bytes::{Buf, Bytes, BytesMut};
+use rtcheck_wire::http::response::{self, Limits};
 use serde::{Deserialize, Serialize};
 use std::pin::Pin;
 use std::time::Instant;
@@ -156,7 +157,7 @@ async fn wire_exchange(c: &mut WireConn, r: &Request) -> Result<Answer, ErrorKin
         .await
         .map_err(|_| ErrorKind::Protocol)?;
     let head = loop {
-        match wire::parse_head(&c.buf, r.head_only) {
+        match response::parse_framed(&c.buf, Limits::DEFAULT, r.head_only) {
             // 1xx interim answers (100 Continue, 103 Early Hints) precede the real one.
             Ok(Some(h)) if h.status < 200 => c.buf.advance(h.len),
             Ok(Some(h)) => break h,
@@ -167,7 +168,7 @@ async fn wire_exchange(c: &mut WireConn, r: &Request) -> Result<Answer, ErrorKin
     };
     let at = Instant::now();
     c.buf.advance(head.len);
-    let mut body = wire::Body::new(head.framing);
+    let mut body = response::Body::new(head.framing);
     loop {
         let used = body.feed(&c.buf).map_err(|_| ErrorKind::Protocol)?;
         c.buf.advance(used);

@@ -1,14 +1,20 @@
 //! The probe's client edge: DNS, TCP, TLS (rustls) and one HTTP/1.1 request, each step
 //! bounded by `--timeout`. Errors name the step and the peer, never a secret.
 use super::target::Target;
-use super::wire::{self, Head};
 use anyhow::{anyhow, Context};
+use rtcheck_wire::http::response::{self, Head, Limits};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio_rustls::rustls;
+
+/// What the probe reads of a response head: as much as a browser takes.
+pub const LIMITS: Limits = Limits {
+    max_head: 64 * 1024,
+    max_headers: 128,
+};
 
 pub trait Io: AsyncRead + AsyncWrite + Unpin + Send {}
 impl<T: AsyncRead + AsyncWrite + Unpin + Send> Io for T {}
@@ -311,7 +317,7 @@ pub async fn exchange(
                 }
                 buf.extend_from_slice(&chunk[..n]);
                 if let Some((head, used)) =
-                    wire::parse_head(&buf).map_err(|e| anyhow!("{peer}: {e}"))?
+                    response::parse_head(&buf, LIMITS).map_err(|e| anyhow!("{peer}: {e}"))?
                 {
                     return Ok((head, buf.split_off(used)));
                 }

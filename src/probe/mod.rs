@@ -20,7 +20,6 @@ pub mod session;
 pub mod sse_buffering;
 pub mod target;
 pub mod upgrade;
-pub mod wire;
 
 use crate::findings::{Finding, Fix, Status};
 use client::ClientOpts;

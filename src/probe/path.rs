@@ -11,12 +11,12 @@
 //! Pure: the observations of one URL and the declared chain in, findings out.
 use super::proxy::Proxy;
 use super::session::StreamObs;
-use super::wire::Head;
 use super::{finding, fmt_s, heartbeat, idle_timeout, Kind, UrlObs};
 use crate::findings::{Finding, Fix, Status};
 use crate::hops::chain::{Chain, Overrides};
 use crate::hops::{self, CutMatch, LimitKind};
 use crate::profile::Transport;
+use rtcheck_wire::http::response::Head;
 
 pub const HOPS_ID: &str = "path-hops";
 pub const IDLE_ID: &str = "path-idle";

@@ -7,10 +7,10 @@
 //! an idle client against the seed's polling at 1 s: evidence poll-1s).
 use super::client::{self, ClientOpts};
 use super::target::Target;
-use super::wire::{self, Chunked, Head};
 use super::{finding, fmt_s, Kind, UrlObs};
 use crate::findings::{Finding, Fix, Status};
 use anyhow::{anyhow, Context};
+use rtcheck_wire::http::response::{self, Head, Reader};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -127,7 +127,8 @@ async fn poll(t: &Target, o: &ClientOpts, extra: &[(&str, String)]) -> anyhow::R
     })
 }
 
-/// The head and the body's size: Content-Length, chunked, or to EOF; 304/204/1xx have none.
+/// The head and the body's size, framed as RFC 9112 says (Content-Length, chunked, or to
+/// EOF; 304/204/1xx have none), read to its end or [`MAX_BODY`].
 async fn read_answer(
     io: &mut Box<dyn client::Io>,
     peer: &str,
@@ -143,33 +144,21 @@ async fn read_answer(
             anyhow::bail!("{peer}: closed the connection without an HTTP response");
         }
         buf.extend_from_slice(&chunk[..n]);
-        if let Some(h) = wire::parse_head(&buf).map_err(|e| anyhow!("{peer}: {e}"))? {
+        let parsed = response::parse_head(&buf, client::LIMITS);
+        if let Some(h) = parsed.map_err(|e| anyhow!("{peer}: {e}"))? {
             break h;
         }
     };
-    let mut rest = buf.split_off(used);
-    if matches!(head.status, 100..=199 | 204 | 304) {
-        return Ok((head, used, 0));
-    }
-    let length = head
-        .header("content-length")
-        .and_then(|l| l.parse::<usize>().ok());
-    let mut chunked = head.chunked().then(Chunked::default);
-    let mut body = 0;
+    let framing = head.framing(false).map_err(|e| anyhow!("{peer}: {e}"))?;
+    let mut body = Reader::new(framing);
+    let (mut rest, mut scratch) = (buf.split_off(used), Vec::new());
+    // A poll answer cut short by the server still counts what came (its size is then a
+    // lower bound, as for one over MAX_BODY).
     loop {
-        match &mut chunked {
-            Some(c) => {
-                let mut out = Vec::new();
-                c.feed(&rest, &mut out)
-                    .map_err(|e| anyhow!("{peer}: {e}"))?;
-                body += out.len();
-                if c.done {
-                    break;
-                }
-            }
-            None => body += rest.len(),
-        }
-        if length.is_some_and(|l| body >= l) || body >= MAX_BODY {
+        body.feed_into(&rest, &mut scratch)
+            .map_err(|e| anyhow!("{peer}: {e}"))?;
+        scratch.clear();
+        if body.done() || body.bytes() as usize >= MAX_BODY {
             break;
         }
         let n = io
@@ -181,7 +170,7 @@ async fn read_answer(
         }
         rest = chunk[..n].to_vec();
     }
-    Ok((head, used, length.map_or(body, |l| body.min(l))))
+    Ok((head, used, body.bytes() as usize))
 }
 
 // ---- the checks (pure) ----

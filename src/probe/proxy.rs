@@ -1,7 +1,7 @@
 //! Which proxy answered (from `Server` / `Via`), and the fix for each check in that
 //! proxy's own configuration language.
-use super::wire::Head;
 use crate::findings::Fix;
+use rtcheck_wire::http::response::Head;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]

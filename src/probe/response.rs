@@ -2,9 +2,9 @@
 //! (404, 502...), or a 2xx that is neither an event stream nor a poll answer (an HTML
 //! page from a catch-all route). Never a pass: the other checks had nothing to measure.
 use super::session::SseObs;
-use super::wire::Head;
 use super::{finding, proxy, Kind, UrlObs};
 use crate::findings::{Finding, Status};
+use rtcheck_wire::http::response::Head;
 
 pub const ID: &str = "response";
 

@@ -2,9 +2,9 @@
 //! comes first: the replay, a gap marker, or a silent restart (evidence seq-numbers: 615
 //! events vanished with no error; ring-buffer).
 use super::session::SseObs;
-use super::wire::sse_id;
 use super::{finding, fmt_s, proxy, Kind, UrlObs};
 use crate::findings::{Finding, Status};
+use rtcheck_wire::sse::seq_id;
 
 pub const ID: &str = "resume";
 
@@ -68,7 +68,7 @@ pub fn judge(r: &ResumeObs) -> (Status, String) {
 
 /// The first id after the reconnect against the one sent, read as `SEQ[@EPOCH]`.
 fn by_sequence(sent: &str, got: &str) -> (Status, String) {
-    let (Some((a, ea)), Some((b, eb))) = (sse_id(sent), sse_id(got)) else {
+    let (Some((a, ea)), Some((b, eb))) = (seq_id(sent), seq_id(got)) else {
         return (
             Status::Warn,
             format!(
@@ -176,8 +176,8 @@ pub fn check(u: &UrlObs) -> Option<Finding> {
 #[cfg(test)]
 mod tests {
     use super::super::session::{EventRec, StreamObs};
-    use super::super::wire::Head;
     use super::*;
+    use rtcheck_wire::http::response::Head;
 
     fn after(sent: &str, next: Option<&str>, first: Option<(&str, Option<&str>)>) -> ResumeObs {
         let events = first

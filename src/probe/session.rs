@@ -2,8 +2,10 @@
 //! plain data: the checks (one file each) judge them without I/O.
 use super::client::{self, ClientOpts, Conn};
 use super::target::Target;
-use super::wire::{self, Chunked, Head, SseItem};
 use anyhow::Context;
+use rtcheck_wire::http::response::{Framing, Head, Reader};
+use rtcheck_wire::sse::{self, Item};
+use rtcheck_wire::ws;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -175,6 +177,9 @@ impl Decoder {
     }
 }
 
+/// Largest SSE line or WebSocket message the probe keeps (a flood is an error, not memory).
+pub const MAX_ITEM: usize = 1024 * 1024;
+
 /// Events recorded per stream at most: a probe needs a few; a flood must not grow memory.
 pub const MAX_EVENTS: usize = 100_000;
 
@@ -277,8 +282,13 @@ async fn watch_sse(
             Err(why) => s.unreadable = Some(why),
         }
     }
-    let mut chunked = head.chunked().then(Chunked::default);
-    let mut scanner = wire::SseScanner::default();
+    // The transfer framing (chunked, a length, until close) comes off first.
+    let mut transfer = Reader::new(head.framing(false).unwrap_or_else(|e| {
+        s.unreadable = Some(e.to_string());
+        Framing::Close
+    }));
+    // Lossy, as a browser's EventSource decodes: the probe reports what a browser sees.
+    let mut parser = sse::Parser::new(MAX_ITEM).lossy();
     let mut pending = rest;
     let deadline = tokio::time::Instant::now() + watch.window;
     let mut tick = tokio::time::interval(Duration::from_millis(250));
@@ -290,16 +300,16 @@ async fn watch_sse(
             s.wire_bytes += pending.len();
             if s.unreadable.is_none() {
                 let body = Body {
-                    chunked: &mut chunked,
+                    transfer: &mut transfer,
                     decoder: decoder.as_mut(),
-                    scanner: &mut scanner,
+                    parser: &mut parser,
                 };
                 if let Err(e) = feed_sse(body, &pending, at, idx, &mut s) {
                     s.unreadable = Some(e);
                 }
             }
             pending.clear();
-            if chunked.as_ref().is_some_and(|c| c.done) {
+            if transfer.done() {
                 s.ending = Some(Ending::Eof);
                 break;
             }
@@ -324,36 +334,34 @@ async fn watch_sse(
 }
 
 /// The layers a response body goes through before it is events: transfer (chunked),
-/// content (gzip...), then the SSE scanner.
+/// content (gzip...), then the SSE parser.
 struct Body<'a> {
-    chunked: &'a mut Option<Chunked>,
+    transfer: &'a mut Reader,
     decoder: Option<&'a mut Decoder>,
-    scanner: &'a mut wire::SseScanner,
+    parser: &'a mut sse::Parser,
 }
 
 fn feed_sse(b: Body, raw: &[u8], at: f64, idx: usize, s: &mut StreamObs) -> Result<(), String> {
     let mut body = Vec::new();
-    let bytes: &[u8] = match b.chunked {
-        Some(c) => {
-            c.feed(raw, &mut body)?;
-            &body
-        }
-        None => raw,
-    };
+    b.transfer
+        .feed_into(raw, &mut body)
+        .map_err(|e| format!("the event stream's framing: {e}"))?;
     let mut plain = Vec::new();
     let bytes: &[u8] = match b.decoder {
         Some(d) => {
-            d.feed(bytes, &mut plain)?;
+            d.feed(&body, &mut plain)?;
             &plain
         }
-        None => bytes,
+        None => &body,
     };
     let mut items = Vec::new();
-    b.scanner.feed(bytes, &mut items)?;
+    b.parser
+        .feed_items(bytes, &mut items)
+        .map_err(|e| e.to_string())?;
     for it in items {
         match it {
-            SseItem::Comment => s.heartbeats_ms.push(at),
-            SseItem::Event { id, event, data } => s.events.push(EventRec {
+            Item::Comment => s.heartbeats_ms.push(at),
+            Item::Event(sse::Event { id, event, data }) => s.events.push(EventRec {
                 at_ms: at,
                 read: idx,
                 id,
@@ -400,22 +408,24 @@ pub async fn websocket(
     };
     if obs.head.status == 101 {
         if let Some(w) = watch {
-            obs.stream = Some(watch_ws(&mut conn, rest, start, w, progress).await);
+            let deflate = obs.head.headers.iter().any(|(n, v)| {
+                n == "sec-websocket-extensions"
+                    && v.to_ascii_lowercase().contains("permessage-deflate")
+            });
+            obs.stream = Some(watch_ws(&mut conn, deflate, rest, start, w, progress).await);
         }
-        let close = rtcheck_wire::ws::client_frame(
-            rtcheck_wire::ws::OP_CLOSE,
-            true,
-            &1000u16.to_be_bytes(),
-            [1, 2, 3, 4],
-        );
+        let close = ws::client_frame(ws::OP_CLOSE, true, &1000u16.to_be_bytes(), [1, 2, 3, 4]);
         let _ = tokio::time::timeout(Duration::from_millis(500), conn.io.write_all(&close)).await;
     }
     let _ = tokio::time::timeout(Duration::from_millis(500), conn.io.shutdown()).await;
     Ok(obs)
 }
 
+/// `deflate`: permessage-deflate was negotiated (compressed messages are counted, not
+/// inflated).
 async fn watch_ws(
     conn: &mut Conn,
+    deflate: bool,
     rest: Vec<u8>,
     start: Instant,
     watch: Watch,
@@ -428,13 +438,14 @@ async fn watch_ws(
     };
     let mut buf = rest;
     let mut fresh = !buf.is_empty();
+    let mut dec = ws::Decoder::client(deflate);
     let deadline = tokio::time::Instant::now() + watch.window;
     let mut tick = tokio::time::interval(Duration::from_millis(250));
     loop {
         if fresh {
             fresh = false;
             let mut pongs = Vec::new();
-            if let Some(end) = record_frames(&mut buf, ms(start), &mut s, &mut pongs) {
+            if let Some(end) = record_frames(&mut dec, &mut buf, ms(start), &mut s, &mut pongs) {
                 s.ending = Some(end);
                 break;
             }
@@ -462,61 +473,59 @@ async fn watch_ws(
     s
 }
 
-/// Take every complete frame from `buf` (one read, at `at` ms): pings are heartbeats
-/// (their pongs appended to `pongs`), data frames are events. Some(ending) on a close
-/// frame or a protocol error.
+/// Decode every complete frame in `buf` (one read, at `at` ms; the bytes used are
+/// removed): pings are heartbeats (their pongs appended to `pongs`), data messages are
+/// events (a compressed one carries no readable seq). Some(ending) on a close frame or a
+/// protocol error.
 pub fn record_frames(
+    dec: &mut ws::Decoder,
     buf: &mut Vec<u8>,
     at: f64,
     s: &mut StreamObs,
     pongs: &mut Vec<u8>,
 ) -> Option<Ending> {
-    use rtcheck_wire::{payload, ws};
+    use rtcheck_wire::payload;
+    use ws::Inbound;
     let read = s.reads_ms.len();
     s.reads_ms.push(at);
-    loop {
-        let f = match wire::take_frame(buf) {
-            Ok(None) => return None,
-            Err(e) => return Some(Ending::Error(e)),
-            Ok(Some(f)) => f,
-        };
-        match f.opcode {
-            ws::OP_PING => {
+    let mut msgs = Vec::new();
+    // Messages before an error still count: they arrived.
+    let decoded = dec.decode_messages(buf, MAX_ITEM, &mut msgs);
+    for m in msgs {
+        let seq_ts = match m.inbound {
+            Inbound::Ping(p) => {
                 s.heartbeats_ms.push(at);
                 // A fixed mask is fine for a probe: it only has to be present.
-                pongs.extend(ws::client_frame(ws::OP_PONG, true, &f.payload, [7; 4]));
+                pongs.extend(ws::client_frame(ws::OP_PONG, true, &p, [7; 4]));
+                continue;
             }
-            ws::OP_CLOSE => {
-                let code = (f.payload.len() >= 2)
-                    .then(|| u16::from_be_bytes([f.payload[0], f.payload[1]]));
-                return Some(Ending::CloseFrame(code));
-            }
-            ws::OP_PONG => {}
+            Inbound::Close(code) => return Some(Ending::CloseFrame(code)),
+            Inbound::Pong => continue,
+            _ if m.compressed => None,
             // rtcheck serve's hello (`{"epoch":..,"latest":..}`) or a reset marker: not
             // an event of the stream.
-            ws::OP_TEXT
-                if std::str::from_utf8(&f.payload)
-                    .ok()
-                    .and_then(rtcheck_wire::epoch::parse_marker)
-                    .is_some() => {}
-            op => {
-                let seq_ts = if op == ws::OP_BINARY {
-                    payload::decode(&f.payload)
-                } else {
-                    std::str::from_utf8(&f.payload)
-                        .ok()
-                        .and_then(payload::decode_text)
-                };
-                s.events.push(EventRec {
-                    at_ms: at,
-                    read,
-                    id: None,
-                    name: None,
-                    seq_ts,
-                    wall_ns: wall_ns(),
-                });
-            }
+            Inbound::Text(t) => match std::str::from_utf8(&t) {
+                Ok(t) if rtcheck_wire::epoch::parse_marker(t).is_some() => continue,
+                Ok(t) => payload::decode_text(t),
+                Err(_) => None,
+            },
+            Inbound::Binary(b) => payload::decode(&b),
+        };
+        s.events.push(EventRec {
+            at_ms: at,
+            read,
+            id: None,
+            name: None,
+            seq_ts,
+            wall_ns: wall_ns(),
+        });
+    }
+    match decoded {
+        Ok(used) => {
+            buf.drain(..used);
+            None
         }
+        Err(e) => Some(Ending::Error(format!("WebSocket {e}"))),
     }
 }
 
@@ -577,20 +586,41 @@ mod tests {
         let mut buf = ws::frame(ws::OP_PING, b"p");
         buf.extend(ws::frame(ws::OP_BINARY, &payload::encode(32, 9, 1)));
         buf.extend(ws::frame(ws::OP_TEXT, b"{\"seq\":10,\"ts\":2}"));
+        let late = ws::frame(ws::OP_TEXT, b"{\"seq\":11,\"ts\":3}");
+        buf.extend(&late[..4]); // the rest comes with the next read
         let mut s = StreamObs::default();
         let mut pongs = Vec::new();
-        assert_eq!(record_frames(&mut buf, 5.0, &mut s, &mut pongs), None);
+        let mut dec = ws::Decoder::client(false);
+        assert_eq!(
+            record_frames(&mut dec, &mut buf, 5.0, &mut s, &mut pongs),
+            None
+        );
         assert_eq!(s.heartbeats_ms, vec![5.0]);
         let seqs: Vec<_> = s.events.iter().map(|e| e.seq_ts).collect();
         assert_eq!(seqs, vec![Some((9, 1)), Some((10, 2))]);
+        assert_eq!(buf.len(), 4, "a partial frame waits");
         assert_eq!(pongs[0], 0x80 | ws::OP_PONG);
-        let mut close = ws::close_frame(1001);
-        let end = record_frames(&mut close, 6.0, &mut s, &mut pongs);
+        buf.extend(&late[4..]);
+        buf.extend(ws::close_frame(1001));
+        let end = record_frames(&mut dec, &mut buf, 6.0, &mut s, &mut pongs);
         assert_eq!(end, Some(Ending::CloseFrame(Some(1001))));
+        assert_eq!(s.events.last().unwrap().seq_ts, Some((11, 3)));
+        // A masked server frame, as any protocol error, ends the stream.
         let mut junk = vec![0x89, 0xFE, 0, 200];
+        let mut dec = ws::Decoder::client(false);
         assert!(matches!(
-            record_frames(&mut junk, 7.0, &mut s, &mut pongs),
-            Some(Ending::Error(_))
+            record_frames(&mut dec, &mut junk, 7.0, &mut s, &mut pongs),
+            Some(Ending::Error(e)) if e.contains("masked")
         ));
+        // Compressed (permessage-deflate negotiated): an event without a readable seq.
+        let mut z = ws::frame(ws::OP_TEXT, &[0xff, 0x01]);
+        z[0] |= 0x40;
+        let mut dec = ws::Decoder::client(true);
+        let n = s.events.len();
+        assert_eq!(
+            record_frames(&mut dec, &mut z, 8.0, &mut s, &mut pongs),
+            None
+        );
+        assert_eq!(s.events[n].seq_ts, None);
     }
 }

@@ -304,7 +304,7 @@ fn held_head(s: &StreamObs) -> String {
 
 /// What the headers say about buffering and caching on the way: a stream without
 /// `Cache-Control: no-cache`/`no-store` may be held or replayed by a cache (warn).
-pub fn header_notes(h: &super::wire::Head) -> (Status, String) {
+pub fn header_notes(h: &rtcheck_wire::http::response::Head) -> (Status, String) {
     let mut notes = String::new();
     let mut st = Status::Pass;
     if h.has_token("x-accel-buffering", "no") {
@@ -366,7 +366,7 @@ mod tests {
 
     #[test]
     fn headers_decide_cache_and_note_accel() {
-        let head = |pairs: &[(&str, &str)]| super::super::wire::Head {
+        let head = |pairs: &[(&str, &str)]| rtcheck_wire::http::response::Head {
             status: 200,
             reason: String::new(),
             headers: pairs

@@ -1,6 +1,7 @@
 //! The embedded server's control plane (`/control/stats`, `/control/start`) over a minimal
 //! HTTP/1.1 client: one request per connection, loopback only, bounded in time (one overall
 //! deadline) and size (a body cap); errors name the peer.
+use rtcheck_wire::http::response::{self, Limits};
 use serde::{Deserialize, Serialize};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -42,6 +43,10 @@ pub const REQUEST_DEADLINE: Duration = Duration::from_secs(5);
 /// Largest body accepted (stats are a few KB); the head gets a further 16 KiB.
 pub const MAX_BODY: usize = 1 << 20;
 const MAX_HEAD: usize = 16 << 10;
+const LIMITS: Limits = Limits {
+    max_head: MAX_HEAD,
+    max_headers: 64,
+};
 
 pub fn request(addr: SocketAddr, method: &str, path: &str) -> anyhow::Result<(u16, String)> {
     request_within(addr, method, path, REQUEST_DEADLINE, MAX_BODY)
@@ -76,7 +81,7 @@ pub fn request_within(
     let req = request_head(method, path, addr, token.as_deref());
     s.write_all(req.as_bytes())
         .map_err(|e| anyhow::anyhow!("{peer}: write: {e}"))?;
-    let mut raw = Vec::new();
+    let mut answer = response::Answer::new(LIMITS, false);
     let mut buf = [0u8; 8192];
     loop {
         let Some(rest) = left() else {
@@ -97,73 +102,47 @@ pub fn request_within(
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(e) => anyhow::bail!("{peer}: read: {e}"),
         };
-        raw.extend_from_slice(&buf[..n]);
-        let head_end = raw.windows(4).position(|w| w == b"\r\n\r\n");
-        let body_len = match head_end {
-            Some(e) => raw.len() - (e + 4),
-            None if raw.len() > MAX_HEAD => {
+        match answer.feed(&buf[..n]) {
+            Err(response::Error::HeadTooLarge(_)) => {
                 anyhow::bail!("{peer}: response head exceeds {MAX_HEAD} bytes")
             }
-            None => 0,
-        };
-        if body_len > max_body {
-            anyhow::bail!("{peer}: response body exceeds {max_body} bytes");
+            Err(e) => anyhow::bail!("{peer}: {}", shown(e)),
+            Ok(_) if answer.body().len() > max_body => {
+                anyhow::bail!("{peer}: response body exceeds {max_body} bytes")
+            }
+            Ok(true) => break,
+            Ok(false) => {}
         }
     }
-    parse_response(&raw).map_err(|e| anyhow::anyhow!("{peer}: {e}"))
+    finish(answer).map_err(|e| anyhow::anyhow!("{peer}: {e}"))
 }
 
-/// Status and body of an HTTP/1.1 response (Content-Length, chunked or close-delimited).
-/// The head is parsed by httparse; a body shorter than its Content-Length or a chunked body
-/// without its last chunk is an error, never a silently short body.
+/// Status and body of a whole HTTP/1.1 response (Content-Length, chunked or
+/// close-delimited, as `rtcheck_wire::http::response` frames it). A body shorter than its
+/// Content-Length or a chunked body without its last chunk is an error, never a silently
+/// short body; bytes after the body are ignored.
 pub fn parse_response(raw: &[u8]) -> Result<(u16, String), String> {
-    let mut headers = [httparse::EMPTY_HEADER; 64];
-    let mut resp = httparse::Response::new(&mut headers);
-    let head_len = match resp.parse(raw) {
-        Ok(httparse::Status::Complete(n)) => n,
-        Ok(httparse::Status::Partial) => return Err("response has no header end".into()),
-        Err(e) => return Err(format!("bad response head: {e}")),
-    };
-    let status = resp.code.ok_or("response without a status code")?;
-    let header = |name: &str| {
-        resp.headers
-            .iter()
-            .find(|h| h.name.eq_ignore_ascii_case(name))
-            .map(|h| String::from_utf8_lossy(h.value).trim().to_ascii_lowercase())
-    };
-    let body = &raw[head_len..];
-    let body = if header("transfer-encoding").is_some_and(|v| v.contains("chunked")) {
-        dechunk(body)?
-    } else if let Some(v) = header("content-length") {
-        let n: usize = v.parse().map_err(|_| format!("bad Content-Length `{v}`"))?;
-        body.get(..n)
-            .ok_or_else(|| format!("truncated body: {} of {n} bytes", body.len()))?
-            .to_vec()
-    } else {
-        body.to_vec()
-    };
-    Ok((status, String::from_utf8_lossy(&body).into_owned()))
+    let mut answer = response::Answer::new(LIMITS, false);
+    answer.feed(raw).map_err(shown)?;
+    finish(answer)
 }
 
-fn dechunk(mut b: &[u8]) -> Result<Vec<u8>, String> {
-    let mut out = Vec::new();
-    loop {
-        let (used, size) = match httparse::parse_chunk_size(b) {
-            Ok(httparse::Status::Complete(v)) => v,
-            Ok(httparse::Status::Partial) => return Err("truncated chunk size".into()),
-            Err(_) => {
-                let shown: String = String::from_utf8_lossy(b).chars().take(20).collect();
-                return Err(format!("bad chunk size `{}`", shown.escape_debug()));
-            }
-        };
-        b = &b[used..];
-        if size == 0 {
-            return Ok(out);
-        }
-        let size = usize::try_from(size).map_err(|_| "chunk too large".to_string())?;
-        let chunk = b.get(..size).ok_or("truncated chunk")?;
-        out.extend_from_slice(chunk);
-        b = b.get(size + 2..).unwrap_or(&[]);
+/// The answer once the peer closed.
+fn finish(mut answer: response::Answer) -> Result<(u16, String), String> {
+    if !answer.complete() {
+        answer.eof().map_err(shown)?;
+    }
+    let status = answer.head().map_or(0, |h| h.status);
+    Ok((status, String::from_utf8_lossy(answer.body()).into_owned()))
+}
+
+/// This client's words for what the response parser refused.
+fn shown(e: response::Error) -> String {
+    match e {
+        response::Error::NoHead => "response has no header end".into(),
+        response::Error::NotHttp(e) => format!("bad response head: {e}"),
+        e @ response::Error::TooManyHeaders(_) => format!("bad response head: {e}"),
+        e => e.to_string(),
     }
 }
 
@@ -317,10 +296,12 @@ mod tests {
 
     #[test]
     fn a_dripping_peer_hits_one_overall_deadline() {
-        // One byte every 50 ms, for ~10 s: each read succeeds, the request must not.
+        // A valid start, then one byte every 50 ms for ~10 s: each read succeeds, the
+        // request must not. (Garbage fails at once, not at the deadline: see below.)
         let addr = peer(|s| {
+            let _ = s.write_all(b"HTTP/1.1 200 OK\r\nX-Slow: ");
             for _ in 0..200 {
-                if s.write_all(b"H").is_err() {
+                if s.write_all(b"a").is_err() {
                     return;
                 }
                 std::thread::sleep(Duration::from_millis(50));
@@ -339,6 +320,16 @@ mod tests {
         assert!(t0.elapsed() < Duration::from_secs(3), "{:?}", t0.elapsed());
         assert!(e.contains(&format!("{addr}/control/stats")), "{e}");
         assert!(e.contains("no complete response within"), "{e}");
+        let addr = peer(|s| {
+            let _ = s.write_all(b"SSH-2.0-OpenSSH\r\n");
+            std::thread::sleep(Duration::from_secs(10));
+        });
+        let t0 = Instant::now();
+        let e = request_within(addr, "GET", "/x", Duration::from_secs(5), MAX_BODY)
+            .unwrap_err()
+            .to_string();
+        assert!(t0.elapsed() < Duration::from_secs(3), "{:?}", t0.elapsed());
+        assert!(e.contains("bad response head"), "{e}");
     }
 
     #[test]

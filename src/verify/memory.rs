@@ -9,6 +9,7 @@ use crate::findings::Verification;
 use anyhow::{anyhow, bail, Context};
 use rtcheck_base::os::{deadline, limits, proc, signal};
 use rtcheck_base::units::fmt_bytes;
+use rtcheck_wire::http::response::{self, Limits};
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
@@ -58,21 +59,28 @@ pub fn open_sse(addr: std::net::SocketAddr) -> anyhow::Result<Idle> {
         s,
         "GET /sse HTTP/1.1\r\nHost: {addr}\r\nAccept: text/event-stream\r\n\r\n"
     )?;
-    // Read the response head only; the stream then stays idle and unread.
-    let mut head = Vec::new();
-    let mut b = [0u8; 1];
-    while !head.ends_with(b"\r\n\r\n") {
+    // Read the response head only, a byte at a time (nothing of the body is taken off
+    // the socket); the stream then stays idle and unread.
+    let (mut raw, mut b) = (Vec::new(), [0u8; 1]);
+    let head = loop {
         if s.read(&mut b).context("SSE response")? == 0 {
             bail!("{addr}/sse closed before its response head");
         }
-        head.push(b[0]);
-        if head.len() > 8192 {
-            bail!("{addr}/sse: response head over 8 KB");
+        raw.push(b[0]);
+        if b[0] != b'\n' && raw.len() < 8192 {
+            continue; // a head ends only at a line end
         }
-    }
-    let line = String::from_utf8_lossy(&head);
-    let code = line.split_whitespace().nth(1).unwrap_or("");
-    if code != "200" {
+        match response::parse_head(&raw, Limits::head(8192)) {
+            Ok(Some((head, _))) => break head,
+            Ok(None) => {}
+            Err(response::Error::HeadTooLarge(_)) => {
+                bail!("{addr}/sse: response head over 8 KB")
+            }
+            Err(e) => bail!("{addr}/sse: {e}"),
+        }
+    };
+    if head.status != 200 {
+        let line = String::from_utf8_lossy(&raw);
         bail!(
             "{addr}/sse answered `{}`",
             line.lines().next().unwrap_or("").trim()

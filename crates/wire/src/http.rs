@@ -1,6 +1,9 @@
 //! HTTP/1.1 request heads (httparse under RFC 9112's rules: one Host, one Content-Length,
 //! origin- and absolute-form targets, percent-decoded queries) and the responses the
-//! embedded server writes. Pure: the reading off a socket is the server's.
+//! embedded server writes; [`response`] is the client side (response heads and body
+//! framing). Pure: the reading off a socket is the caller's.
+pub mod response;
+
 /// Largest request head we accept.
 pub const MAX_HEAD: usize = 8 * 1024;
 /// Largest request body we read (and discard).

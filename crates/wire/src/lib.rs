@@ -1,8 +1,8 @@
 //! rtcheck's wire formats, with no runtime (no tokio): what every client and the embedded
 //! server put on and read off a socket. The message payload (seq + scheduled time), SSE
-//! events, WebSocket frames, resume positions and their markers (epoch, gap, reset), and
-//! HTTP/1.1 request heads. Each is written once here and used by serve, bench, verify,
-//! probe and load.
+//! events, WebSocket frames (either end), resume positions and their markers (epoch, gap,
+//! reset), HTTP/1.1 request heads, and response heads with their body framing (clients).
+//! Each is written once here and used by serve, bench, verify, probe and load.
 pub mod epoch;
 pub mod http;
 pub mod payload;

@@ -226,7 +226,7 @@ pub fn reconnect(url: &str, o: &ResumeObs) -> Finding {
     let sent_seq = r
         .sent_id
         .as_deref()
-        .and_then(crate::probe::wire::sse_id)
+        .and_then(rtcheck_wire::sse::seq_id)
         .map(|(s, _)| s);
     let id_matches = r.sent_id.is_some() && sent_seq == r.last_before;
     let silent_restart = r.resets == 0 && (r.epoch_changed.is_some() || r.duplicated > 0);

@@ -112,13 +112,13 @@ impl EvRec {
     pub fn seq(&self) -> Option<u64> {
         self.seq.or_else(|| {
             let id = self.id.as_deref()?;
-            crate::probe::wire::sse_id(id).map(|(s, _)| s)
+            rtcheck_wire::sse::seq_id(id).map(|(s, _)| s)
         })
     }
 
     fn epoch(&self) -> Option<&str> {
         let id = self.id.as_deref()?;
-        crate::probe::wire::sse_id(id).and_then(|(_, e)| e)
+        rtcheck_wire::sse::seq_id(id).and_then(|(_, e)| e)
     }
 }
 

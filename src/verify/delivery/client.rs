@@ -5,6 +5,7 @@ use super::account::Trace;
 use anyhow::{anyhow, bail, Context};
 use rtcheck_base::os::signal::interrupted;
 use rtcheck_wire::epoch::{self, Epoch, Marker, Position};
+use rtcheck_wire::http::response::{self, Framing, Limits};
 use rtcheck_wire::{payload, sse};
 use serde::Serialize;
 use std::io::{Read, Write};
@@ -94,7 +95,7 @@ const TICK: Duration = Duration::from_millis(50);
 /// An open SSE stream.
 pub struct SseConn {
     stream: TcpStream,
-    parser: sse::Parser,
+    events: sse::Stream,
     peer: SocketAddr,
     /// Bytes that came with the response head (the replay and gap marker often do).
     pending: Vec<u8>,
@@ -125,10 +126,10 @@ impl SseConn {
         }
         req.push_str("\r\n");
         stream.write_all(req.as_bytes())?;
-        let rest = read_head(&mut stream, addr, "GET /sse")?;
+        let (framing, rest) = read_head(&mut stream, addr, "GET /sse")?;
         Ok(SseConn {
             stream,
-            parser: sse::Parser::new(MAX_LINE),
+            events: sse::Stream::new(framing, sse::Parser::new(MAX_LINE)),
             peer: addr,
             pending: rest,
             session: session.map(|_| SessionState::default()),
@@ -137,7 +138,7 @@ impl SseConn {
 
     /// The seq of the last event read (what a resuming client sends).
     pub fn last_id(&self) -> Option<String> {
-        self.parser.last_id().map(String::from)
+        self.events.last_id().map(String::from)
     }
 
     /// Read until `until` (or EOF), appending seqs and gap markers to `t`; `on_msg` sees
@@ -170,7 +171,7 @@ impl SseConn {
         on_msg: &mut dyn FnMut(u64),
     ) -> anyhow::Result<()> {
         let mut out = Vec::new();
-        self.parser
+        self.events
             .feed(bytes, &mut out)
             .map_err(|e| anyhow!("{}: {e}", self.peer))?;
         for ev in out {
@@ -257,26 +258,38 @@ pub(super) fn is_timeout(e: &std::io::Error) -> bool {
     )
 }
 
-/// Read the HTTP response head of `req` (`GET /sse`: how errors name it); return the
-/// bytes after it. Non-200 names the status line.
+/// Largest response head a delivery client reads.
+const HEAD_LIMITS: Limits = Limits::head(16 * 1024);
+
+/// Read the HTTP response head of `req` (`GET /sse`: how errors name it); return how its
+/// body is framed and the bytes after the head. Non-200 names the status line.
 pub(super) fn read_head(
     stream: &mut TcpStream,
     peer: SocketAddr,
     req: &str,
-) -> anyhow::Result<Vec<u8>> {
+) -> anyhow::Result<(Framing, Vec<u8>)> {
     let deadline = Instant::now() + Duration::from_secs(5);
     let mut got = Vec::new();
     let mut buf = [0u8; 4096];
     loop {
-        if let Some(end) = got.windows(4).position(|w| w == b"\r\n\r\n") {
-            let head = String::from_utf8_lossy(&got[..end]).to_string();
-            let status = head.lines().next().unwrap_or("").to_string();
-            if status.split(' ').nth(1) != Some("200") {
-                bail!("{peer}: {req} answered `{status}`");
+        match response::parse_head(&got, HEAD_LIMITS) {
+            Ok(Some((head, _))) if head.status != 200 => {
+                let line = got.split(|&b| b == b'\r').next().unwrap_or(&[]);
+                bail!("{peer}: {req} answered `{}`", String::from_utf8_lossy(line));
             }
-            return Ok(got[end + 4..].to_vec());
+            Ok(Some((head, used))) => {
+                let framing = head
+                    .framing(false)
+                    .map_err(|e| anyhow!("{peer}: {req}: {e}"))?;
+                return Ok((framing, got.split_off(used)));
+            }
+            Ok(None) => {}
+            Err(response::Error::HeadTooLarge(_)) => {
+                bail!("{peer}: no complete HTTP response head within 5 s")
+            }
+            Err(e) => bail!("{peer}: {req}: {e}"),
         }
-        if got.len() > 16 * 1024 || Instant::now() > deadline || interrupted() {
+        if Instant::now() > deadline || interrupted() {
             bail!("{peer}: no complete HTTP response head within 5 s");
         }
         match stream.read(&mut buf) {
@@ -435,12 +448,12 @@ impl WsConn {
     }
 }
 
-/// One `GET path` with a Content-Length body (5 s bound): (status, body).
+/// One `GET path` (5 s bound): (status, body).
 pub fn get(addr: SocketAddr, path: &str) -> anyhow::Result<(u16, String)> {
     request(addr, "GET", path)
 }
 
-/// One request without a body (5 s bound): (status, body).
+/// One request without a body (5 s bound): (status, body), read as soon as it is whole.
 pub fn request(addr: SocketAddr, method: &str, path: &str) -> anyhow::Result<(u16, String)> {
     let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(2))
         .with_context(|| format!("{addr}: connect"))?;
@@ -450,30 +463,23 @@ pub fn request(addr: SocketAddr, method: &str, path: &str) -> anyhow::Result<(u1
         "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
     )?;
     let deadline = Instant::now() + Duration::from_secs(5);
-    let (mut got, mut buf) = (Vec::new(), [0u8; 16 * 1024]);
+    let mut answer = response::Answer::new(Limits::DEFAULT, method == "HEAD");
+    let mut buf = [0u8; 16 * 1024];
+    let broken = |e: response::Error| anyhow!("{addr}: {method} {path}: {e}");
     loop {
-        if let Some(end) = got.windows(4).position(|w| w == b"\r\n\r\n") {
-            let head = String::from_utf8_lossy(&got[..end]).to_ascii_lowercase();
-            let status = head
-                .split(' ')
-                .nth(1)
-                .and_then(|c| c.parse().ok())
-                .unwrap_or(0);
-            let len = head
-                .lines()
-                .find_map(|l| l.strip_prefix("content-length:"))
-                .and_then(|v| v.trim().parse::<usize>().ok());
-            if let Some(len) = len.filter(|&l| got.len() >= end + 4 + l) {
-                let body = String::from_utf8_lossy(&got[end + 4..end + 4 + len]).into_owned();
-                return Ok((status, body));
-            }
+        if answer.complete() {
+            let status = answer.head().map_or(0, |h| h.status);
+            return Ok((status, String::from_utf8_lossy(answer.body()).into_owned()));
         }
-        if got.len() > 64 << 20 || Instant::now() > deadline || interrupted() {
+        if answer.body().len() > 64 << 20 || Instant::now() > deadline || interrupted() {
             bail!("{addr}: {method} {path}: no complete response within 5 s");
         }
         match s.read(&mut buf) {
+            Ok(0) if answer.head().is_some() => answer.eof().map_err(broken)?,
             Ok(0) => bail!("{addr}: {method} {path}: closed before a complete response"),
-            Ok(n) => got.extend_from_slice(&buf[..n]),
+            Ok(n) => {
+                answer.feed(&buf[..n]).map_err(broken)?;
+            }
             Err(e) if is_timeout(&e) => {}
             Err(e) => bail!("{addr}: {method} {path}: {e}"),
         }

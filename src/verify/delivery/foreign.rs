@@ -150,7 +150,7 @@ const TICK: Duration = Duration::from_millis(50);
 enum Link {
     Sse {
         stream: TcpStream,
-        parser: sse::Parser,
+        events: Box<sse::Stream>,
         pending: Vec<u8>,
     },
     Ws(Box<tungstenite::WebSocket<TcpStream>>),
@@ -204,10 +204,10 @@ impl Link {
         req.push_str("\r\n");
         stream.write_all(req.as_bytes())?;
         let shown = format!("GET {}", rtcheck_base::redact::path_and_query(&path));
-        let pending = client::read_head(&mut stream, peer, &shown)?;
+        let (framing, pending) = client::read_head(&mut stream, peer, &shown)?;
         Ok(Link::Sse {
             stream,
-            parser: sse::Parser::new(MAX_LINE),
+            events: Box::new(sse::Stream::new(framing, sse::Parser::new(MAX_LINE))),
             pending,
         })
     }
@@ -231,17 +231,17 @@ impl Link {
         match self {
             Link::Sse {
                 stream,
-                parser,
+                events,
                 pending,
             } => {
                 let mut bytes = std::mem::take(pending);
                 let mut buf = vec![0u8; 64 * 1024];
                 loop {
                     let mut evs = Vec::new();
-                    parser
+                    events
                         .feed(&bytes, &mut evs)
                         .map_err(|e| anyhow!("{}: {e}", t.url))?;
-                    pos.sse_id = parser.last_id().map(String::from).or(pos.sse_id.take());
+                    pos.sse_id = events.last_id().map(String::from).or(pos.sse_id.take());
                     for ev in evs {
                         if ev.event.as_deref() == Some("gap") {
                             if let Some(g) = client::parse_gap(&ev.data) {
