@@ -324,6 +324,9 @@ func (h *hub) serveStart(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, `{"started":false,"error":"already started"}`)
 		return
 	}
+	// Stored before answering: stats read right after the 200 must show the rounds asked
+	// for, not the -rounds default the publisher goroutine has yet to replace.
+	h.roundsTotal.Store(rounds)
 	h.start <- rounds
 	w.Header().Set("Content-Type", "application/json")
 	io.WriteString(w, `{"started":true}`)
