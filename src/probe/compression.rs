@@ -4,10 +4,17 @@
 //! but flushed per event costs CPU and is a warning with its measured cadence; compressed
 //! and held (a compressor waiting for its buffer to fill: evidence proxy-config) fails.
 use super::session::{SseObs, StreamObs};
-use super::{finding, fmt_s, proxy, sse_buffering, Kind, UrlObs};
+use super::{finding, fmt_s, proxy, sse_buffering, Kind, Meta, UrlObs};
 use crate::findings::{Finding, Status};
 
 pub const ID: &str = "compression";
+
+pub const META: Meta = Meta {
+    id: ID,
+    title: "Compression on the realtime stream",
+    evidence: &["proxy-config"],
+    run: check,
+};
 
 /// One connection's encoding and what came out of the decoder. A replay (the reconnect)
 /// comes as a burst of old events by nature: there only nothing decoded counts as held.
@@ -118,17 +125,7 @@ pub fn check(u: &UrlObs) -> Option<Finding> {
         }
         Kind::Poll => return None,
     };
-    let mut f = finding(
-        ID,
-        u,
-        "Compression on the realtime stream",
-        status,
-        observed,
-        expected,
-        "a compressor on the path holds small events until its buffer fills, like a buffering proxy; flushed per event it still costs CPU per connection",
-        &["proxy-config"],
-        proxy::compression(u.proxy),
-    );
+    let mut f = finding(&META, u, status, observed, expected, "a compressor on the path holds small events until its buffer fills, like a buffering proxy; flushed per event it still costs CPU per connection", proxy::compression(u.proxy));
     for (k, v) in numbers {
         f.numbers.insert(k.into(), v);
     }

@@ -1,10 +1,17 @@
 //! `origin`: a handshake with a foreign Origin that is accepted lets any site open the
 //! socket with the user's cookies (cross-site WebSocket hijacking). Not measured by the
 //! series: no evidence number, the rule is the WebSocket RFC's (RFC 6455 10.2).
-use super::{finding, proxy, Kind, UrlObs, FOREIGN_ORIGIN};
+use super::{finding, proxy, Kind, Meta, UrlObs, FOREIGN_ORIGIN};
 use crate::findings::{Finding, Status};
 
 pub const ID: &str = "origin";
+
+pub const META: Meta = Meta {
+    id: ID,
+    title: "WebSocket handshake from a foreign Origin",
+    evidence: &[],
+    run: check,
+};
 
 pub fn check(u: &UrlObs) -> Option<Finding> {
     if u.kind != Kind::WebSocket {
@@ -30,17 +37,7 @@ pub fn check(u: &UrlObs) -> Option<Finding> {
             format!("Origin {FOREIGN_ORIGIN} refused with {c}"),
         ),
     };
-    let mut f = finding(
-        ID,
-        u,
-        "WebSocket handshake from a foreign Origin",
-        status,
-        observed,
-        "a foreign Origin refused (403), unless the endpoint is public",
-        "browsers send cookies with a cross-site WebSocket handshake; only the server's Origin check stops it (RFC 6455 10.2; not measured by the series)",
-        &[],
-        proxy::origin(u.proxy),
-    );
+    let mut f = finding(&META, u, status, observed, "a foreign Origin refused (403), unless the endpoint is public", "browsers send cookies with a cross-site WebSocket handshake; only the server's Origin check stops it (RFC 6455 10.2; not measured by the series)", proxy::origin(u.proxy));
     if status == Status::Skip {
         f.reason = Some("the WebSocket upgrade failed (see `upgrade`)".into());
     }

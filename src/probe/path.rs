@@ -12,16 +12,25 @@
 use super::proxy::Proxy;
 use super::session::StreamObs;
 use super::wire::Head;
-use super::{finding, fmt_s, heartbeat, idle_timeout, Kind, UrlObs};
+use super::{finding, fmt_s, heartbeat, idle_timeout, Kind, Meta, UrlObs};
 use crate::findings::{Finding, Fix, Status};
 use crate::hops::chain::{Chain, Overrides};
 use crate::hops::{self, CutMatch, LimitKind};
 use crate::profile::Transport;
 
-pub const HOPS_ID: &str = "path-hops";
-pub const IDLE_ID: &str = "path-idle";
-/// The checks of this file, in report order (only with a declared path).
-pub const IDS: [&str; 2] = [HOPS_ID, IDLE_ID];
+/// The checks of this file (judged only with a declared path).
+pub const HOPS: Meta = Meta {
+    id: "path-hops",
+    title: "Hops seen against the declared path",
+    evidence: &["proxy-config"],
+    run: |u| Some(path_hops(u, declared(u)?)),
+};
+pub const IDLE: Meta = Meta {
+    id: "path-idle",
+    title: "Idle cut against the declared path",
+    evidence: &["proxy-config", "ping-timing"],
+    run: |u| path_idle(u, declared(u)?),
+};
 
 /// The path declared for the run, with its chain computed once.
 #[derive(Debug, Clone, PartialEq)]
@@ -268,17 +277,7 @@ fn path_hops(u: &UrlObs, d: &Declared) -> Finding {
         }
     }
     let (status, observed, fix) = compare(&seen, d, transport(u.kind));
-    finding(
-        HOPS_ID,
-        u,
-        "Hops seen against the declared path",
-        status,
-        observed,
-        "every hop the headers name is on the declared path, and every declared hop that always names itself does",
-        "a hop missing from the declared path is a limit the chain does not count (data/hops.yaml)",
-        &["proxy-config"],
-        fix,
-    )
+    finding(&HOPS, u, status, observed, "every hop the headers name is on the declared path, and every declared hop that always names itself does", "a hop missing from the declared path is a limit the chain does not count (data/hops.yaml)", fix)
 }
 
 /// Tolerance of a match and of "past the limit": 10 % or 2 s, as `hops::matching_cut`.
@@ -533,17 +532,7 @@ fn path_idle(u: &UrlObs, d: &Declared) -> Option<Finding> {
             (st, o, f, n, why)
         }
     };
-    let mut f = finding(
-        IDLE_ID,
-        u,
-        "Idle cut against the declared path",
-        status,
-        observed,
-        "no cut during --idle-for, a heartbeat within the chain's maximum; a cut names the hop and its setting",
-        "the tightest idle limit of the path cuts a quiet connection; a server heartbeat at most half of it keeps the path open (hops chain rule)",
-        &["proxy-config", "ping-timing"],
-        fix,
-    );
+    let mut f = finding(&IDLE, u, status, observed, "no cut during --idle-for, a heartbeat within the chain's maximum; a cut names the hop and its setting", "the tightest idle limit of the path cuts a quiet connection; a server heartbeat at most half of it keeps the path open (hops chain rule)", fix);
     f.reason = reason.map(String::from);
     for (k, v) in numbers {
         f.numbers.insert(k.into(), (v * 1000.0).round() / 1000.0);
@@ -572,18 +561,9 @@ pub fn proxy_from_path(all: &mut [UrlObs]) {
     }
 }
 
-/// This file's checks for one URL (nothing without a declared path or for an unreached
-/// URL).
-pub fn checks(u: &UrlObs) -> Vec<Finding> {
-    let Some(d) = u.path.as_deref() else {
-        return Vec::new();
-    };
-    if u.unreached.is_some() {
-        return Vec::new();
-    }
-    let mut out = vec![path_hops(u, d)];
-    out.extend(path_idle(u, d));
-    out
+/// The declared path of a reached URL (None: no path check applies).
+fn declared(u: &UrlObs) -> Option<&Declared> {
+    u.path.as_deref().filter(|_| u.unreached.is_none())
 }
 
 #[cfg(test)]

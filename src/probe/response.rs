@@ -3,10 +3,17 @@
 //! page from a catch-all route). Never a pass: the other checks had nothing to measure.
 use super::session::SseObs;
 use super::wire::Head;
-use super::{finding, proxy, Kind, UrlObs};
+use super::{finding, proxy, Kind, Meta, UrlObs};
 use crate::findings::{Finding, Status};
 
 pub const ID: &str = "response";
+
+pub const META: Meta = Meta {
+    id: ID,
+    title: "The URL's answer",
+    evidence: &[],
+    run: check,
+};
 
 pub fn is_2xx(status: u16) -> bool {
     (200..300).contains(&status)
@@ -41,20 +48,10 @@ pub fn problem(kind: Kind, s: &SseObs) -> Option<String> {
 pub fn check(u: &UrlObs) -> Option<Finding> {
     let sse = u.sse.as_ref()?;
     let observed = problem(u.kind, sse)?;
-    let mut f = finding(
-        ID,
-        u,
-        "The URL's answer",
-        Status::Fail,
-        observed,
-        match u.kind {
+    let mut f = finding(&META, u, Status::Fail, observed, match u.kind {
             Kind::Poll => "a 2xx answer with a poll body (JSON, text)",
             _ => "200 with Content-Type: text/event-stream",
-        },
-        "an error status or a page instead of the stream measures nothing: the other checks of this URL did not run",
-        &[],
-        proxy::status(u.proxy, sse.head.status, u.kind, u.direct_status()),
-    );
+        }, "an error status or a page instead of the stream measures nothing: the other checks of this URL did not run", proxy::status(u.proxy, sse.head.status, u.kind, u.direct_status()));
     f.numbers.insert("status".into(), sse.head.status as f64);
     Some(f)
 }

@@ -3,10 +3,17 @@
 //! events vanished with no error; ring-buffer).
 use super::session::SseObs;
 use super::wire::sse_id;
-use super::{finding, fmt_s, proxy, Kind, UrlObs};
+use super::{finding, fmt_s, proxy, Kind, Meta, UrlObs};
 use crate::findings::{Finding, Status};
 
 pub const ID: &str = "resume";
+
+pub const META: Meta = Meta {
+    id: ID,
+    title: "SSE resume with Last-Event-ID",
+    evidence: &["seq-numbers", "ring-buffer"],
+    run: check,
+};
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct ResumeObs {
@@ -158,17 +165,7 @@ pub fn check(u: &UrlObs) -> Option<Finding> {
             Some("no event arrived on the first connection".to_string()),
         ),
     };
-    let mut f = finding(
-        ID,
-        u,
-        "SSE resume with Last-Event-ID",
-        status,
-        observed,
-        "the events after Last-Event-ID replayed, or a gap marker",
-        "without sequence numbers loss is silent (615 events vanished with no error); a ring replays a short disconnect, a gap marker reports a long one",
-        &["seq-numbers", "ring-buffer"],
-        proxy::resume(),
-    );
+    let mut f = finding(&META, u, status, observed, "the events after Last-Event-ID replayed, or a gap marker", "without sequence numbers loss is silent (615 events vanished with no error); a ring replays a short disconnect, a gap marker reports a long one", proxy::resume());
     f.reason = reason;
     Some(f)
 }

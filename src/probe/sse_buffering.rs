@@ -4,10 +4,17 @@
 //! mean a buffer released them (evidence proxy-config: 6.6 s of silence behind a buffering
 //! proxy).
 use super::session::StreamObs;
-use super::{finding, fmt_s, proxy, Kind, UrlObs};
+use super::{finding, fmt_s, proxy, Kind, Meta, UrlObs};
 use crate::findings::{Finding, Status};
 
 pub const ID: &str = "sse-buffering";
+
+pub const META: Meta = Meta {
+    id: ID,
+    title: "SSE delivery through the path (buffering)",
+    evidence: &["proxy-config"],
+    run: check,
+};
 /// Added delay (same clock) above which events were held on the path. A second: far
 /// above a proxy's forwarding time, far below the 6.6 s measured behind a buffering proxy,
 /// and above the stalls of a loaded machine.
@@ -197,17 +204,7 @@ pub fn check(u: &UrlObs) -> Option<Finding> {
             (st, obs, None, nums)
         }
     };
-    let mut f = finding(
-        ID,
-        u,
-        "SSE delivery through the path (buffering)",
-        status,
-        observed,
-        expected,
-        "a buffering proxy completes the SSE handshake, then holds events (6.6 s of silence measured)",
-        &["proxy-config"],
-        proxy::buffering(u.proxy),
-    );
+    let mut f = finding(&META, u, status, observed, expected, "a buffering proxy completes the SSE handshake, then holds events (6.6 s of silence measured)", proxy::buffering(u.proxy));
     f.reason = reason;
     for (k, v) in numbers {
         f.numbers.insert(k.into(), (v * 10.0).round() / 10.0);
@@ -218,21 +215,11 @@ pub fn check(u: &UrlObs) -> Option<Finding> {
 /// No head within the bound: the path held it (the issue measured nginx holding a slow
 /// stream's head ~100 s, then 4 KB bursts).
 fn never_headed(u: &UrlObs, bound_ms: f64) -> Finding {
-    let mut f = finding(
-        ID,
-        u,
-        "SSE delivery through the path (buffering)",
-        Status::Fail,
-        format!(
+    let mut f = finding(&META, u, Status::Fail, format!(
             "head held more than {} by the path: no response head within --head-timeout (a buffering proxy sends a slow stream's head with its first full buffer){}",
             fmt_s(bound_ms),
             direct_head(u)
-        ),
-        "the response head at once, then each event as it is sent",
-        "a buffering proxy completes the SSE handshake, then holds events (6.6 s of silence measured); with a slow stream it holds the head too",
-        &["proxy-config"],
-        proxy::buffering(u.proxy),
-    );
+        ), "the response head at once, then each event as it is sent", "a buffering proxy completes the SSE handshake, then holds events (6.6 s of silence measured); with a slow stream it holds the head too", proxy::buffering(u.proxy));
     f.numbers.insert("head_held_ms".into(), bound_ms.round());
     f
 }
@@ -324,9 +311,8 @@ pub fn header_notes(h: &super::wire::Head) -> (Status, String) {
 /// The answer was not an event stream: say what it was (probed as polling).
 fn polled(u: &UrlObs, sse: &super::session::SseObs) -> Finding {
     let mut f = finding(
-        ID,
+        &META,
         u,
-        "SSE delivery through the path (buffering)",
         Status::Skip,
         format!(
             "HTTP {} {}",
@@ -337,7 +323,6 @@ fn polled(u: &UrlObs, sse: &super::session::SseObs) -> Finding {
         ),
         "an event stream (text/event-stream)",
         "polling holds no stream: nothing to buffer",
-        &["proxy-config"],
         Default::default(),
     );
     f.reason = Some(format!(

@@ -10,6 +10,7 @@ pub const MEMORY: Meta = Meta {
     title: "Memory for connections and delivery state",
     evidence: &["conn-ram", "ring-sizing"],
     verify: Some("memory"),
+    required: true,
     run: memory,
 };
 
@@ -18,6 +19,7 @@ pub const CPU: Meta = Meta {
     title: "CPUs usable for the fan-out load (affinity, cgroup quota)",
     evidence: &["cpu-baseline", "scenario-p1"],
     verify: None,
+    required: true,
     run: cpu,
 };
 
