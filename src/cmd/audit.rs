@@ -1,6 +1,6 @@
 //! `rtcheck audit`: flags to a Profile, the host snapshot and its pure checks, optionally
 //! each finding demonstrated live (`--verify`, composed here with `crate::verify`).
-use super::output::{GaugeFormats, OutputArgs};
+use super::output::{GaugeFormat, GaugeFormats, OutputArgs};
 use super::{parse_count, Ctx, DEFAULT_CONNECTIONS};
 use crate::audit::{self, Host, Roots};
 use crate::findings::{outcome, FailOn, Outcome};
@@ -169,16 +169,16 @@ pub fn render(
     p: Palette,
     explain: bool,
 ) -> anyhow::Result<String> {
-    Ok(match format {
-        Format::Text => report::text::audit::render(r, p, explain),
-        Format::Json => report::json::render(r)?,
-        Format::Yaml => report::yaml::render(r)?,
-        Format::Markdown => report::markdown::audit::render(r),
-        Format::Junit => report::junit::render(r, fail_on)?,
-        Format::Github => report::github::render(r),
-        Format::Html => report::html::findings::render_audit(r)?,
-        Format::Sarif => report::sarif::render(r)?,
-        Format::Prometheus => report::prometheus::render(r, report::prometheus::unix_now()),
+    Ok(match GaugeFormat::of(format)? {
+        GaugeFormat::Text => report::text::audit::render(r, p, explain),
+        GaugeFormat::Json => report::json::render(r)?,
+        GaugeFormat::Yaml => report::yaml::render(r)?,
+        GaugeFormat::Markdown => report::markdown::audit::render(r),
+        GaugeFormat::Junit => report::junit::render(r, fail_on)?,
+        GaugeFormat::Github => report::github::render(r),
+        GaugeFormat::Html => report::html::findings::render_audit(r)?,
+        GaugeFormat::Sarif => report::sarif::render(r)?,
+        GaugeFormat::Prometheus => report::prometheus::render(r, report::prometheus::unix_now()),
     })
 }
 

@@ -1,6 +1,6 @@
 //! `rtcheck choose`: fill a Profile (answers file, flags, prompts), run `decide` and
 //! `sizing`, render, and optionally save the profile next to the report.
-use super::output::{ChooseFormats, OutputArgs};
+use super::output::{ChooseFormat, ChooseFormats, OutputArgs};
 use super::{parse_count, prompts, Ctx};
 use crate::choose::{decide, missing_answers, Recommendation};
 use crate::profile::{Loss, Profile, Upstream};
@@ -342,11 +342,11 @@ pub fn saved_profile(rec: &Recommendation, path: &std::path::Path) -> String {
 
 /// The renderer for `format` (one of [`ChooseFormats`]).
 pub fn render(rec: &Recommendation, format: Format, p: &Palette) -> anyhow::Result<String> {
-    Ok(match format {
-        Format::Json => crate::report::json::render(rec)?,
-        Format::Yaml => crate::report::yaml::render(rec)?,
-        Format::Markdown => crate::report::markdown::choose::render(rec),
-        Format::Html => crate::report::html::choose::render(rec)?,
-        _ => crate::report::text::choose::render(rec, p),
+    Ok(match ChooseFormat::of(format)? {
+        ChooseFormat::Text => crate::report::text::choose::render(rec, p),
+        ChooseFormat::Json => crate::report::json::render(rec)?,
+        ChooseFormat::Yaml => crate::report::yaml::render(rec)?,
+        ChooseFormat::Markdown => crate::report::markdown::choose::render(rec),
+        ChooseFormat::Html => crate::report::html::choose::render(rec)?,
     })
 }

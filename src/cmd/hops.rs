@@ -1,6 +1,6 @@
 //! `rtcheck hops`: the documented limits of the hops between users and a server
 //! (data/hops.yaml), one hop in full, or the timeout chain of a path.
-use super::output::{HumanFormats, OutputArgs};
+use super::output::{HumanFormat, HumanFormats, OutputArgs};
 use super::Ctx;
 use crate::hops::{self, chain};
 use crate::report::Format;
@@ -70,29 +70,30 @@ fn chain_input(a: &HopsArgs) -> anyhow::Result<Option<(Vec<String>, chain::Overr
 
 pub fn run(a: HopsArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
     let render = |f: Format, p: crate::report::Palette| -> anyhow::Result<String> {
+        let f = HumanFormat::of(f)?;
         Ok(if let Some((ids, over)) = chain_input(&a)? {
             let c = chain::compute(&ids, &over).map_err(|e| anyhow::anyhow!(e))?;
             match f {
-                Format::Json => crate::report::json::render(&c)?,
-                Format::Yaml => crate::report::yaml::render(&c)?,
-                Format::Markdown => crate::report::markdown::hops::chain(&c),
-                _ => crate::report::text::hops::chain(&c, &p),
+                HumanFormat::Text => crate::report::text::hops::chain(&c, &p),
+                HumanFormat::Json => crate::report::json::render(&c)?,
+                HumanFormat::Yaml => crate::report::yaml::render(&c)?,
+                HumanFormat::Markdown => crate::report::markdown::hops::chain(&c),
             }
         } else if let Some(id) = &a.id {
             let h = hops::check_id(id).map_err(|e| anyhow::anyhow!(e))?;
             match f {
-                Format::Json => crate::report::json::render(h)?,
-                Format::Yaml => crate::report::yaml::render(h)?,
-                Format::Markdown => crate::report::markdown::hops::one(h),
-                _ => crate::report::text::hops::one(h, &p),
+                HumanFormat::Text => crate::report::text::hops::one(h, &p),
+                HumanFormat::Json => crate::report::json::render(h)?,
+                HumanFormat::Yaml => crate::report::yaml::render(h)?,
+                HumanFormat::Markdown => crate::report::markdown::hops::one(h),
             }
         } else {
             let all = hops::catalog();
             match f {
-                Format::Json => crate::report::json::render(&all)?,
-                Format::Yaml => crate::report::yaml::render(&all)?,
-                Format::Markdown => crate::report::markdown::hops::list(all),
-                _ => crate::report::text::hops::list(all, &p),
+                HumanFormat::Text => crate::report::text::hops::list(all, &p),
+                HumanFormat::Json => crate::report::json::render(&all)?,
+                HumanFormat::Yaml => crate::report::yaml::render(&all)?,
+                HumanFormat::Markdown => crate::report::markdown::hops::list(all),
             }
         })
     };

@@ -1,6 +1,6 @@
 //! `rtcheck probe`: flags to `probe::Options`, the run over the URLs (`crate::probe`), the
 //! report in the chosen format.
-use super::output::{GaugeFormats, OutputArgs};
+use super::output::{GaugeFormat, GaugeFormats, OutputArgs};
 use super::Ctx;
 use crate::findings::{FailOn, Finding, Status, Summary};
 use crate::probe::target::{parse_header, Target};
@@ -331,17 +331,19 @@ pub fn render(
     fail_on: FailOn,
     p: Palette,
 ) -> anyhow::Result<String> {
-    Ok(match format {
-        Format::Text => report::text::probe::render(r, p),
-        Format::Markdown => report::markdown::probe::render(r),
-        Format::Junit => report::junit::render_named(r, fail_on, &probe::case_name)?,
-        Format::Html => report::html::probe::render(r)?,
-        Format::Prometheus => {
+    Ok(match GaugeFormat::of(format)? {
+        GaugeFormat::Text => report::text::probe::render(r, p),
+        GaugeFormat::Markdown => report::markdown::probe::render(r),
+        GaugeFormat::Junit => report::junit::render_named(r, fail_on, &probe::case_name)?,
+        GaugeFormat::Html => report::html::probe::render(r)?,
+        GaugeFormat::Prometheus => {
             report::prometheus::render_with(r, report::prometheus::unix_now(), &|f| {
                 probe::url_of(f).map(String::from)
             })
         }
-        f => super::audit::render(r, f, fail_on, p, false)?,
+        GaugeFormat::Json | GaugeFormat::Yaml | GaugeFormat::Github | GaugeFormat::Sarif => {
+            super::audit::render(r, format, fail_on, p, false)?
+        }
     })
 }
 
