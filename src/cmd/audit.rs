@@ -234,10 +234,7 @@ pub fn run(a: AuditArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
     if let Outcome::Unmeasured(why) = &outcome {
         eprintln!("rtcheck: audit: {why}");
     }
-    Ok(match outcome {
-        Outcome::Clean if !invalid_measurement => ExitCode::SUCCESS,
-        _ => ExitCode::from(1),
-    })
+    Ok(super::exit::of_outcome(&outcome, invalid_measurement))
 }
 
 /// One audit: the report (proxy findings, --verify, the baseline applied), its outcome,

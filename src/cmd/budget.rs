@@ -128,11 +128,7 @@ pub fn run(a: BudgetArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
     a.out
         .emit_with(ctx.color, |f, p| render(&r, f, a.fail_on, p))?;
     let summary = Summary::of(&r.findings);
-    Ok(if a.fail_on.trips(&summary) || invalid {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
+    Ok(super::exit::verdict(a.fail_on.trips(&summary), invalid))
 }
 
 fn render(r: &BudgetReport, format: Format, fail_on: FailOn, p: Palette) -> anyhow::Result<String> {

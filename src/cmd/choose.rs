@@ -286,12 +286,8 @@ pub fn run(a: ChooseArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
         // Composed here: choose's domain never runs an experiment.
         rec.findings = super::delivery::for_profile(&rec.profile, a.verify_timeout)?;
     }
-    let code = if crate::findings::FailOn::Fail.trips(&crate::findings::Summary::of(&rec.findings))
-    {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    };
+    let tripped = crate::findings::FailOn::Fail.trips(&crate::findings::Summary::of(&rec.findings));
+    let code = super::exit::verdict(tripped, false);
     let saved = a
         .save
         .as_deref()

@@ -465,11 +465,10 @@ pub fn run(
         .map(|(p, t)| (p.as_path(), t.as_bytes()))
         .collect();
     out.write_with(ctx.color, &extra, |f, p| render(&r, f, &p))?;
-    Ok(if f.fail_on.trips(&r.summary) || crossed {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
+    Ok(super::exit::verdict(
+        f.fail_on.trips(&r.summary) || crossed,
+        false,
+    ))
 }
 
 pub fn render(r: &DeliveryReport, format: Format, p: &Palette) -> anyhow::Result<String> {

@@ -22,7 +22,7 @@ pub fn run(ctx: Ctx) -> anyhow::Result<ExitCode> {
         eprintln!(
             "rtcheck: error: no subcommand and no terminal to ask on: run `rtcheck choose`, `rtcheck audit`, ... (see `rtcheck --help`)"
         );
-        return Ok(ExitCode::from(2));
+        return Ok(super::exit::usage());
     }
     // Ctrl-C anywhere in the run says what was kept and exits 130 (issue 27, item 10).
     let mut kept = Kept::default();
@@ -96,11 +96,7 @@ pub fn run(ctx: Ctx) -> anyhow::Result<ExitCode> {
     if confirm("Walk the application checklist now (rtcheck review)?")? {
         failed |= offers::review(&profile, ctx)?;
     }
-    Ok(if failed {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
+    Ok(super::exit::verdict(failed, false))
 }
 
 /// Offer to save the profile and the audit report, each asking before it overwrites a

@@ -287,8 +287,5 @@ pub fn run(a: LintArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
     a.out.write_with(ctx.color, &extra, |f, p| {
         super::audit::render(&r, f, a.fail_on, p, a.explain)
     })?;
-    Ok(match outcome {
-        Outcome::Clean => ExitCode::SUCCESS,
-        _ => ExitCode::from(1),
-    })
+    Ok(super::exit::of_outcome(&outcome, false))
 }

@@ -317,11 +317,6 @@ pub fn run(a: LoadArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
     a.out
         .emit_with(ctx.color, |f, p| render(&r, f, a.fail_on, &p))?;
     let invalid = r.levels.iter().any(|l| !l.valid);
-    Ok(
-        if a.fail_on.trips(&Summary::of(&r.findings)) || invalid || crossed {
-            ExitCode::from(1)
-        } else {
-            ExitCode::SUCCESS
-        },
-    )
+    let tripped = a.fail_on.trips(&Summary::of(&r.findings)) || crossed;
+    Ok(super::exit::verdict(tripped, invalid))
 }

@@ -11,6 +11,7 @@ pub mod budget;
 pub mod catalog;
 pub mod choose;
 pub mod delivery;
+pub mod exit;
 pub mod explain;
 pub mod guided;
 pub mod hops;

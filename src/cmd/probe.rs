@@ -242,11 +242,7 @@ pub fn run(a: ProbeArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
         .collect();
     a.out
         .write_with(ctx.color, &extra, |f, p| render(&r, f, a.fail_on, p))?;
-    Ok(if tripped(&a, &r) || crossed {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
+    Ok(super::exit::verdict(tripped(&a, &r) || crossed, false))
 }
 
 /// Probe every URL of `a` for `profile` (the guided run calls this too).

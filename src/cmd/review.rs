@@ -178,11 +178,10 @@ fn ask_open(
 pub fn run(a: ReviewArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
     let profile = load_profile(&a)?;
     let given = a.profile.is_some();
-    Ok(if run_with(&a, profile, given, ctx)? {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
+    Ok(super::exit::verdict(
+        run_with(&a, profile, given, ctx)?,
+        false,
+    ))
 }
 
 /// The review for `profile` (from `--profile`, or the guided run's answers): ask what is

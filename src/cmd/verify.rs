@@ -177,11 +177,7 @@ pub fn run(a: VerifyArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
     let report = VerifyReport::new(experiments, results, opts, started);
     a.out
         .emit_with(ctx.color, |f, p| render(&report, f, &p, a.explain))?;
-    Ok(if report.summary.invalid > 0 {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
+    Ok(super::exit::verdict(false, report.summary.invalid > 0))
 }
 
 /// The renderer for `format`: verify's own model for text, markdown, json and yaml; the

@@ -14,7 +14,7 @@ use cluster::ClusterArgs;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
-use thresholds::{exit_for, gate_exit, gates, invalid_scenarios, with_thresholds};
+use thresholds::{gate_exit, gates, invalid_scenarios, with_thresholds};
 
 #[derive(Debug, clap::Args)]
 pub struct BenchArgs {
@@ -332,7 +332,7 @@ fn run_idle(a: IdleArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
             BenchFormat::Html => crate::report::html::idle::render(&report)?,
         })
     })?;
-    Ok(exit_for(report.valid))
+    Ok(super::exit::verdict(false, !report.valid))
 }
 
 #[cfg(test)]
@@ -362,7 +362,10 @@ mod tests {
             found[0].observed.contains("scenario C1 invalid"),
             "{found:?}"
         );
-        assert_eq!(gate_exit(true, Ok(found)).unwrap(), ExitCode::from(1));
+        assert_eq!(
+            gate_exit(true, Ok(found)).unwrap(),
+            super::super::exit::findings()
+        );
         assert!(gates(&[], &report, why.as_deref()).unwrap().is_empty());
         let v = with_thresholds(&report, &[]).unwrap();
         assert!(v.get("thresholds").is_none());
