@@ -23,6 +23,7 @@ pub mod prompts;
 pub mod review;
 pub mod serve;
 pub mod verify;
+pub mod workload;
 
 use clap::{Parser, Subcommand};
 pub use output::{ColorChoice, OutputArgs};
