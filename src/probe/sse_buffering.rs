@@ -3,7 +3,7 @@
 //! hosts (clock offset cancels); otherwise several events in one read after a silence
 //! mean a buffer released them (evidence proxy-config: 6.6 s of silence behind a buffering
 //! proxy).
-use super::session::StreamObs;
+use super::session::{timing, StreamObs, Timing, BURST_SILENCE_MS, DELAY_FAIL_MS};
 use super::{finding, fmt_s, proxy, Kind, Meta, UrlObs};
 use crate::findings::{Finding, Status};
 
@@ -15,59 +15,8 @@ pub const META: Meta = Meta {
     evidence: &["proxy-config"],
     run: check,
 };
-/// Added delay (same clock) above which events were held on the path. A second: far
-/// above a proxy's forwarding time, far below the 6.6 s measured behind a buffering proxy,
-/// and above the stalls of a loaded machine.
-pub const DELAY_FAIL_MS: f64 = 1000.0;
 /// Spread of one-way delays (different clocks) above which events were held.
 pub const SPREAD_FAIL_MS: f64 = 1000.0;
-/// A read with several events after this much silence is a released buffer.
-pub const BURST_SILENCE_MS: f64 = 1000.0;
-
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct Timing {
-    pub events: usize,
-    pub reads: usize,
-    pub first_event_ms: Option<f64>,
-    /// Max of (receipt − payload ts), ms.
-    pub max_delay_ms: Option<f64>,
-    /// Max − min of (receipt − payload ts), ms.
-    pub spread_ms: Option<f64>,
-    /// Reads that delivered ≥ 2 events after ≥ BURST_SILENCE_MS of silence.
-    pub bursts: usize,
-}
-
-pub fn timing(s: &StreamObs) -> Timing {
-    let delays: Vec<f64> = s
-        .events
-        .iter()
-        .filter_map(|e| e.seq_ts.map(|(_, ts)| (e.wall_ns as f64 - ts as f64) / 1e6))
-        .collect();
-    let max = delays
-        .iter()
-        .cloned()
-        .fold(None, |m: Option<f64>, d| Some(m.map_or(d, |m| m.max(d))));
-    let min = delays
-        .iter()
-        .cloned()
-        .fold(None, |m: Option<f64>, d| Some(m.map_or(d, |m| m.min(d))));
-    let mut bursts = 0;
-    for (i, &at) in s.reads_ms.iter().enumerate() {
-        let n = s.events.iter().filter(|e| e.read == i).count();
-        let before = if i == 0 { at } else { at - s.reads_ms[i - 1] };
-        if n >= 2 && before >= BURST_SILENCE_MS {
-            bursts += 1;
-        }
-    }
-    Timing {
-        events: s.events.len(),
-        reads: s.reads_ms.len(),
-        first_event_ms: s.events.first().map(|e| e.at_ms),
-        max_delay_ms: max,
-        spread_ms: max.zip(min).map(|(a, b)| a - b),
-        bursts,
-    }
-}
 
 /// The verdict and what to print, from the timing alone (pure).
 pub fn judge(t: &Timing, same_clock: bool, direct_first_ms: Option<f64>) -> (Status, String) {

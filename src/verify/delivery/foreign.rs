@@ -9,7 +9,7 @@
 //! marker (`event: gap` / a `{"from","to"}` text frame) as telling.
 use super::account::Trace;
 use super::client::{self, Disconnect};
-use super::run::{ClientResult, Phases, RunSpec};
+use super::run::{ClientResult, Phases, RunSpec, FOREIGN_CONTROL, FOREIGN_RUN};
 use crate::bench::publisher::PublishVia;
 use crate::bench::template::{Decoder, Template};
 use anyhow::{anyhow, bail, Context};
@@ -112,18 +112,13 @@ pub struct ForeignTarget {
     pub path: String,
 }
 
-/// The run names of a foreign server: `foreign` runs come back with `--resume`; the
-/// `no-resume` control (when a resume is given) comes back without it.
-pub const RUN: &str = "foreign";
-pub const CONTROL: &str = "no-resume";
-
 /// The foreign runs: every disconnect kind with the resume mechanism, plus the control.
 pub fn specs(t: &ForeignTarget, clients: usize, away: Duration) -> Vec<RunSpec> {
     let case = t.resume_as.name();
     let mut v: Vec<RunSpec> = Disconnect::ALL
         .iter()
         .map(|&d| RunSpec {
-            delivery: RUN,
+            delivery: FOREIGN_RUN,
             disconnect: d,
             case,
             clients,
@@ -132,7 +127,7 @@ pub fn specs(t: &ForeignTarget, clients: usize, away: Duration) -> Vec<RunSpec> 
         .collect();
     if t.resume_as != Resume::None {
         v.push(RunSpec {
-            delivery: CONTROL,
+            delivery: FOREIGN_CONTROL,
             disconnect: Disconnect::Clean,
             case: "none",
             clients,
@@ -361,7 +356,7 @@ pub fn client(
         );
     };
     tr.first_expected = first;
-    let from = (spec.delivery == RUN).then_some(&pos).cloned();
+    let from = (spec.delivery == FOREIGN_RUN).then_some(&pos).cloned();
     let t0 = Instant::now();
     let t0_ns = rtcheck_base::os::clock::now_ns();
     let mut resume_ms = None;
