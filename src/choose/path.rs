@@ -5,7 +5,8 @@
 use super::reason::Reason;
 use crate::evidence::{self, fmt_num};
 use crate::hops::chain::{self, Chain};
-use crate::profile::{Profile, Transport, Upstream};
+use crate::profile::{Profile, Upstream};
+use crate::transport::Transport;
 
 pub const QUESTION: &str = "Which hops sit between the users and the server?";
 

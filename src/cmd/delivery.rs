@@ -119,8 +119,8 @@ pub fn server_addr(url: &str) -> anyhow::Result<SocketAddr> {
 /// The profile's transport as `--transport` names it (None: it declares none).
 fn profile_transport(p: &Profile) -> Option<&'static str> {
     match p.transport? {
-        crate::profile::Transport::Websocket => Some("websocket"),
-        crate::profile::Transport::Polling => Some("poll"),
+        crate::transport::Transport::Websocket => Some("websocket"),
+        crate::transport::Transport::Polling => Some("poll"),
         _ => Some("sse"),
     }
 }

@@ -4,7 +4,8 @@
 //! name, value and parser stay these).
 use super::parse_count;
 use crate::hops::chain::{self, Overrides};
-use crate::profile::{Profile, Transport};
+use crate::profile::Profile;
+use crate::transport::Transport;
 use std::path::PathBuf;
 
 /// `--profile`, `--connections`, `--transport`: the workload a host or a config is judged at.

@@ -4,7 +4,7 @@
 //!   seen but not declared, a declared hop whose own header never came), and a transport
 //!   the declared path excludes;
 //! - `path-idle`: the measured idle cut against the chain: a cut is matched with the hop
-//!   whose declared or documented limit it equals (`hops::matching_cut_with`), naming that
+//!   whose declared or documented limit it equals (`hops::cut::matching_cut_with`), naming that
 //!   hop's setting in its own syntax; a path held open is checked against the heartbeat
 //!   maximum the chain computes.
 //!
@@ -15,8 +15,9 @@ use super::wire::Head;
 use super::{finding, fmt_s, heartbeat, idle_timeout, Kind, Meta, UrlObs};
 use crate::findings::{Finding, Fix, Status};
 use crate::hops::chain::{Chain, Overrides};
-use crate::hops::{self, CutMatch, LimitKind};
-use crate::profile::Transport;
+use crate::hops::cut::{self, CutMatch};
+use crate::hops::{self, LimitKind};
+use crate::transport::Transport;
 
 /// The checks of this file (judged only with a declared path).
 pub const HOPS: Meta = Meta {
@@ -280,7 +281,7 @@ fn path_hops(u: &UrlObs, d: &Declared) -> Finding {
     finding(&HOPS, u, status, observed, "every hop the headers name is on the declared path, and every declared hop that always names itself does", "a hop missing from the declared path is a limit the chain does not count (data/hops.yaml)", fix)
 }
 
-/// Tolerance of a match and of "past the limit": 10 % or 2 s, as `hops::matching_cut`.
+/// Tolerance of a match and of "past the limit": 10 % or 2 s, as `hops::cut::matching_cut`.
 fn tolerance_ms(ms: f64) -> f64 {
     (ms * 0.1).max(2000.0)
 }
@@ -290,7 +291,7 @@ fn tolerance_ms(ms: f64) -> f64 {
 pub fn cut_matches(d: &Declared, silence_ms: f64, age_ms: f64, t: Transport) -> Vec<CutMatch> {
     let at = |ms: f64| std::time::Duration::from_secs_f64(ms.max(0.0) / 1000.0);
     let by = |ms, k| {
-        hops::matching_cut_with(&d.ids, &d.overrides, at(ms), t)
+        cut::matching_cut_with(&d.ids, &d.overrides, at(ms), t)
             .into_iter()
             .filter(move |c| c.kind == k)
     };
@@ -396,7 +397,7 @@ fn judge_cut(
 /// Hops off the declared path whose documented idle default matches a cut.
 fn cut_matches_anywhere(silence: f64, t: Transport, d: &Declared) -> Vec<String> {
     let at = std::time::Duration::from_secs_f64(silence.max(0.0) / 1000.0);
-    hops::matching_cut(&[], at, t)
+    cut::matching_cut(&[], at, t)
         .into_iter()
         .filter(|c| c.kind == LimitKind::Idle && !d.ids.contains(&c.hop))
         .map(|c| format!("{} ({} s)", c.hop, c.default_s))

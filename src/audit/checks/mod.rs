@@ -3,7 +3,8 @@
 use super::host::Host;
 use crate::evidence::{self, fmt_num};
 use crate::findings::{Finding, Fix, Status};
-use crate::profile::{Loss, Profile, Role, Transport};
+use crate::profile::{Loss, Profile, Role};
+use crate::transport::Transport;
 use std::collections::BTreeMap;
 use std::time::Duration;
 

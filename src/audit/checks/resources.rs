@@ -3,7 +3,8 @@ use super::{bytes, n, pct, skipped, Draft, Meta, Workload};
 use crate::audit::host::Host;
 use crate::evidence::{fmt_num, num};
 use crate::findings::{Finding, Status};
-use crate::profile::{Loss, Transport};
+use crate::profile::Loss;
+use crate::transport::Transport;
 
 pub const MEMORY: Meta = Meta {
     id: "memory",
