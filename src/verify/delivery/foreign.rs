@@ -382,21 +382,32 @@ pub fn client(
     })
 }
 
+/// What the foreign runs put on the server (from the delivery options).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Load {
+    pub clients: usize,
+    /// How long a client stays away before it reconnects.
+    pub away: Duration,
+    /// Messages per second, of `size` bytes.
+    pub rate: f64,
+    pub size: usize,
+}
+
 /// Every foreign run at once, with rtcheck's publisher (bench's, on a tokio runtime of
 /// its own) publishing on schedule for as long as they last. A publish that failed
 /// makes every run invalid: its seq would count as the server's loss.
 pub fn measure(
-    o: &super::DeliveryOptions,
     t: &ForeignTarget,
+    o: Load,
 ) -> anyhow::Result<(Vec<super::run::Run>, crate::bench::wire::PublisherStat)> {
     use crate::bench::publisher;
     let ph = Phases {
         ws: t.ws,
         ..Phases::for_rate(o.rate)
     };
-    let specs = specs(t, o.connections as usize, o.max_disconnect);
+    let specs = specs(t, o.clients, o.away);
     // Rounds for the longest client life with a minute to spare; the stop ends it.
-    let life = ph.before + o.max_disconnect + ph.after + Duration::from_secs(60);
+    let life = ph.before + o.away + ph.after + Duration::from_secs(60);
     let plan = publisher::Plan {
         via: t.via.clone(),
         ws_url: t.raw_url.clone(),
@@ -406,7 +417,7 @@ pub fn measure(
         headers: t.headers.clone(),
         rounds: (life.as_secs_f64() * o.rate).ceil() as u64,
         rate: o.rate,
-        size: o.size as usize,
+        size: o.size,
     };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)

@@ -438,7 +438,13 @@ pub fn measure(o: &DeliveryOptions) -> anyhow::Result<DeliveryReport> {
     }
     let started = Instant::now();
     if let Some(t) = &o.foreign {
-        let (runs, stat) = foreign::measure(o, t)?;
+        let load = foreign::Load {
+            clients: o.connections as usize,
+            away: o.max_disconnect,
+            rate: o.rate,
+            size: o.size as usize,
+        };
+        let (runs, stat) = foreign::measure(t, load)?;
         let findings = findings(o, &runs);
         return Ok(DeliveryReport {
             kind: "verify-delivery",
