@@ -123,7 +123,15 @@ pub fn check(u: &UrlObs) -> Option<Finding> {
         }
         Kind::Poll => return None,
     };
-    let mut f = finding(&META, u, status, observed, expected, "a compressor on the path holds small events until its buffer fills, like a buffering proxy; flushed per event it still costs CPU per connection", proxy::compression(u.proxy));
+    let mut f = finding(
+        &META,
+        u,
+        status,
+        observed,
+        expected,
+        "a compressor on the path holds small events until its buffer fills, like a buffering proxy; flushed per event it still costs CPU per connection",
+        proxy::compression(u.proxy),
+    );
     for (k, v) in numbers {
         f.numbers.insert(k.into(), v);
     }

@@ -149,7 +149,15 @@ pub fn check(u: &UrlObs) -> Option<Finding> {
     } else {
         judge(s, false)
     };
-    let mut f = finding(&META, u, status, observed, &expected(), "ping 5 s + pong wait 8 s found a dead peer in 4.9 s; production uses 20-30 s; a heartbeat slower than a proxy's idle timeout lets it cut quiet connections", proxy::heartbeat());
+    let mut f = finding(
+        &META,
+        u,
+        status,
+        observed,
+        &expected(),
+        "ping 5 s + pong wait 8 s found a dead peer in 4.9 s; production uses 20-30 s; a heartbeat slower than a proxy's idle timeout lets it cut quiet connections",
+        proxy::heartbeat(),
+    );
     f.reason = reason;
     if let Some(i) = interval_ms(s) {
         f.numbers

@@ -39,7 +39,15 @@ pub fn check(u: &UrlObs) -> Option<Finding> {
             None,
         ),
     };
-    let mut f = finding(&META, u, status, observed, "ALPN h2", "browsers open at most 6 HTTP/1.1 connections per host; over h2 one connection carries many event streams", proxy::http2(u.proxy));
+    let mut f = finding(
+        &META,
+        u,
+        status,
+        observed,
+        "ALPN h2",
+        "browsers open at most 6 HTTP/1.1 connections per host; over h2 one connection carries many event streams",
+        proxy::http2(u.proxy),
+    );
     f.reason = reason;
     Some(f)
 }

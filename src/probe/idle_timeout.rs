@@ -99,7 +99,15 @@ pub fn check(u: &UrlObs) -> Option<Finding> {
         }
     };
     let expected = format!("open for --idle-for {}", fmt_s(u.idle_for_ms));
-    let mut f = finding(&META, u, status, observed, &expected, "every proxy cuts a connection silent longer than its idle timeout (nginx: proxy_read_timeout 60 s); the heartbeat must come sooner", proxy::idle(u.proxy));
+    let mut f = finding(
+        &META,
+        u,
+        status,
+        observed,
+        &expected,
+        "every proxy cuts a connection silent longer than its idle timeout (nginx: proxy_read_timeout 60 s); the heartbeat must come sooner",
+        proxy::idle(u.proxy),
+    );
     f.reason = reason;
     for (k, v) in numbers {
         f.numbers.insert(k.into(), (v * 1000.0).round() / 1000.0);

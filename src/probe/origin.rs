@@ -37,7 +37,15 @@ pub fn check(u: &UrlObs) -> Option<Finding> {
             format!("Origin {FOREIGN_ORIGIN} refused with {c}"),
         ),
     };
-    let mut f = finding(&META, u, status, observed, "a foreign Origin refused (403), unless the endpoint is public", "browsers send cookies with a cross-site WebSocket handshake; only the server's Origin check stops it (RFC 6455 10.2; not measured by the series)", proxy::origin(u.proxy));
+    let mut f = finding(
+        &META,
+        u,
+        status,
+        observed,
+        "a foreign Origin refused (403), unless the endpoint is public",
+        "browsers send cookies with a cross-site WebSocket handshake; only the server's Origin check stops it (RFC 6455 10.2; not measured by the series)",
+        proxy::origin(u.proxy),
+    );
     if status == Status::Skip {
         f.reason = Some("the WebSocket upgrade failed (see `upgrade`)".into());
     }

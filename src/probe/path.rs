@@ -278,7 +278,15 @@ fn path_hops(u: &UrlObs, d: &Declared) -> Finding {
         }
     }
     let (status, observed, fix) = compare(&seen, d, transport(u.kind));
-    finding(&HOPS, u, status, observed, "every hop the headers name is on the declared path, and every declared hop that always names itself does", "a hop missing from the declared path is a limit the chain does not count (data/hops.yaml)", fix)
+    finding(
+        &HOPS,
+        u,
+        status,
+        observed,
+        "every hop the headers name is on the declared path, and every declared hop that always names itself does",
+        "a hop missing from the declared path is a limit the chain does not count (data/hops.yaml)",
+        fix,
+    )
 }
 
 /// Tolerance of a match and of "past the limit": 10 % or 2 s, as `hops::cut::matching_cut`.
@@ -533,7 +541,15 @@ fn path_idle(u: &UrlObs, d: &Declared) -> Option<Finding> {
             (st, o, f, n, why)
         }
     };
-    let mut f = finding(&IDLE, u, status, observed, "no cut during --idle-for, a heartbeat within the chain's maximum; a cut names the hop and its setting", "the tightest idle limit of the path cuts a quiet connection; a server heartbeat at most half of it keeps the path open (hops chain rule)", fix);
+    let mut f = finding(
+        &IDLE,
+        u,
+        status,
+        observed,
+        "no cut during --idle-for, a heartbeat within the chain's maximum; a cut names the hop and its setting",
+        "the tightest idle limit of the path cuts a quiet connection; a server heartbeat at most half of it keeps the path open (hops chain rule)",
+        fix,
+    );
     f.reason = reason.map(String::from);
     for (k, v) in numbers {
         f.numbers.insert(k.into(), (v * 1000.0).round() / 1000.0);

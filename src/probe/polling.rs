@@ -467,19 +467,35 @@ fn cache(u: &UrlObs) -> Option<Finding> {
         Some(p) => judge_cache(p.head.header("cache-control")),
         None => (Status::Skip, "no 2xx poll answer".into()),
     };
-    Some(finding(&CACHE, u, s, o, "Cache-Control: no-cache, no-store or private on poll answers", "a CDN or proxy that caches a poll answer serves every client the same stale data until it expires", fix(
+    Some(finding(
+        &CACHE,
+        u,
+        s,
+        o,
+        "Cache-Control: no-cache, no-store or private on poll answers",
+        "a CDN or proxy that caches a poll answer serves every client the same stale data until it expires",
+        fix(
             "mark poll answers uncacheable by shared caches",
             &["server: Cache-Control: no-cache (or no-store, private) on every poll answer"],
-        )))
+        ),
+    ))
 }
 
 fn conditional(u: &UrlObs) -> Option<Finding> {
     let obs = polls(u)?;
     let (s, o) = judge_conditional(obs);
-    let f = finding(&CONDITIONAL, u, s, o, "ETag + If-None-Match answered 304, or a since cursor", "an idle poll that returns the full answer costs its whole size every interval", fix(
+    let f = finding(
+        &CONDITIONAL,
+        u,
+        s,
+        o,
+        "ETag + If-None-Match answered 304, or a since cursor",
+        "an idle poll that returns the full answer costs its whole size every interval",
+        fix(
             "send an ETag and answer If-None-Match with 304 Not Modified (or take a since= cursor and answer only what is new)",
             &["server: ETag on the answer; 304 with no body when If-None-Match matches"],
-        ));
+        ),
+    );
     Some(unless_unanswered(obs, f))
 }
 
@@ -491,10 +507,18 @@ fn poll_latency(u: &UrlObs) -> Option<Finding> {
         seed().0,
         crate::evidence::num("poll-1s", "delivery_p50")
     );
-    let mut f = finding(&LATENCY, u, s, o, "median answer within half the polling interval", &rule, fix(
+    let mut f = finding(
+        &LATENCY,
+        u,
+        s,
+        o,
+        "median answer within half the polling interval",
+        &rule,
+        fix(
             "find what the poll handler waits on (database, lock, upstream); answer an idle poll from memory",
             &[],
-        ));
+        ),
+    );
     if let Some((p50, max)) = latency(obs) {
         f.numbers.insert("p50_ms".into(), p50.round());
         f.numbers.insert("max_ms".into(), max.round());

@@ -48,10 +48,18 @@ pub fn problem(kind: Kind, s: &SseObs) -> Option<String> {
 pub fn check(u: &UrlObs) -> Option<Finding> {
     let sse = u.sse.as_ref()?;
     let observed = problem(u.kind, sse)?;
-    let mut f = finding(&META, u, Status::Fail, observed, match u.kind {
+    let mut f = finding(
+        &META,
+        u,
+        Status::Fail,
+        observed,
+        match u.kind {
             Kind::Poll => "a 2xx answer with a poll body (JSON, text)",
             _ => "200 with Content-Type: text/event-stream",
-        }, "an error status or a page instead of the stream measures nothing: the other checks of this URL did not run", proxy::status(u.proxy, sse.head.status, u.kind, u.direct_status()));
+        },
+        "an error status or a page instead of the stream measures nothing: the other checks of this URL did not run",
+        proxy::status(u.proxy, sse.head.status, u.kind, u.direct_status()),
+    );
     f.numbers.insert("status".into(), sse.head.status as f64);
     Some(f)
 }

@@ -165,7 +165,15 @@ pub fn check(u: &UrlObs) -> Option<Finding> {
             Some("no event arrived on the first connection".to_string()),
         ),
     };
-    let mut f = finding(&META, u, status, observed, "the events after Last-Event-ID replayed, or a gap marker", "without sequence numbers loss is silent (615 events vanished with no error); a ring replays a short disconnect, a gap marker reports a long one", proxy::resume());
+    let mut f = finding(
+        &META,
+        u,
+        status,
+        observed,
+        "the events after Last-Event-ID replayed, or a gap marker",
+        "without sequence numbers loss is silent (615 events vanished with no error); a ring replays a short disconnect, a gap marker reports a long one",
+        proxy::resume(),
+    );
     f.reason = reason;
     Some(f)
 }

@@ -153,7 +153,15 @@ pub fn check(u: &UrlObs) -> Option<Finding> {
             (st, obs, None, nums)
         }
     };
-    let mut f = finding(&META, u, status, observed, expected, "a buffering proxy completes the SSE handshake, then holds events (6.6 s of silence measured)", proxy::buffering(u.proxy));
+    let mut f = finding(
+        &META,
+        u,
+        status,
+        observed,
+        expected,
+        "a buffering proxy completes the SSE handshake, then holds events (6.6 s of silence measured)",
+        proxy::buffering(u.proxy),
+    );
     f.reason = reason;
     for (k, v) in numbers {
         f.numbers.insert(k.into(), (v * 10.0).round() / 10.0);
@@ -164,11 +172,19 @@ pub fn check(u: &UrlObs) -> Option<Finding> {
 /// No head within the bound: the path held it (the issue measured nginx holding a slow
 /// stream's head ~100 s, then 4 KB bursts).
 fn never_headed(u: &UrlObs, bound_ms: f64) -> Finding {
-    let mut f = finding(&META, u, Status::Fail, format!(
+    let mut f = finding(
+        &META,
+        u,
+        Status::Fail,
+        format!(
             "head held more than {} by the path: no response head within --head-timeout (a buffering proxy sends a slow stream's head with its first full buffer){}",
             fmt_s(bound_ms),
             direct_head(u)
-        ), "the response head at once, then each event as it is sent", "a buffering proxy completes the SSE handshake, then holds events (6.6 s of silence measured); with a slow stream it holds the head too", proxy::buffering(u.proxy));
+        ),
+        "the response head at once, then each event as it is sent",
+        "a buffering proxy completes the SSE handshake, then holds events (6.6 s of silence measured); with a slow stream it holds the head too",
+        proxy::buffering(u.proxy),
+    );
     f.numbers.insert("head_held_ms".into(), bound_ms.round());
     f
 }

@@ -72,7 +72,15 @@ pub fn check(u: &UrlObs) -> Option<Finding> {
         (101, _) => proxy::upgrade(u.proxy),
         (code, _) => proxy::status(u.proxy, code, Kind::WebSocket, u.direct_status()),
     };
-    let mut f = finding(&META, u, status, observed, "101 Switching Protocols with a valid Sec-WebSocket-Accept", "a proxy must forward Upgrade and Connection over HTTP/1.1; without them WebSocket dies at once with 400", fix);
+    let mut f = finding(
+        &META,
+        u,
+        status,
+        observed,
+        "101 Switching Protocols with a valid Sec-WebSocket-Accept",
+        "a proxy must forward Upgrade and Connection over HTTP/1.1; without them WebSocket dies at once with 400",
+        fix,
+    );
     f.numbers.insert("status".into(), h.status as f64);
     if let Some(s) = &ws.stream {
         // Whatever the payload: the messages that came through, and how often.
