@@ -20,7 +20,7 @@ pub fn main() -> ExitCode {
                 .is_some() =>
         {
             eprintln!("rtcheck: {e}");
-            ExitCode::from(rtcheck_base::os::signal::exit_code())
+            cmd::exit::interrupted()
         }
         Err(e) => {
             // One line: the chain joined, most specific last.
@@ -30,7 +30,7 @@ pub fn main() -> ExitCode {
                 .collect::<Vec<_>>()
                 .join(": ");
             eprintln!("rtcheck: error: {}", scrubbed(&msg));
-            ExitCode::from(2)
+            cmd::exit::usage()
         }
     }
 }
@@ -112,12 +112,12 @@ fn usage_error(e: clap::Error) -> ExitCode {
         }
         ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
             let _ = e.print();
-            ExitCode::from(2)
+            cmd::exit::usage()
         }
         _ => {
             let msg = secret_free(&e).unwrap_or_else(|| one_line(&e.to_string()));
             eprintln!("rtcheck: error: {} (see --help)", scrubbed(&msg));
-            ExitCode::from(2)
+            cmd::exit::usage()
         }
     }
 }

@@ -1,5 +1,6 @@
 //! The workload Profile: what the user is building. Filled from flags, an answers YAML
 //! file or prompts (see `choose::prompts`), saved by `choose --save`, read by `audit`.
+use crate::transport::Transport;
 use rtcheck_base::units::{serde_duration, serde_opt_duration};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
@@ -22,24 +23,6 @@ pub enum Loss {
     Shared,
     /// Must not lose; data is per user.
     PerUser,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "kebab-case")]
-pub enum Transport {
-    Polling,
-    Sse,
-    Websocket,
-}
-
-impl Transport {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Transport::Polling => "polling",
-            Transport::Sse => "sse",
-            Transport::Websocket => "websocket",
-        }
-    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum, Default)]

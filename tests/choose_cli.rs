@@ -1,7 +1,8 @@
 //! `rtcheck choose` through the binary: flags, answers files, --save, formats.
 mod common;
 use common::rtcheck_isolated;
-use rtcheck::profile::{Loss, Profile, Transport, Upstream};
+use rtcheck::profile::{Loss, Profile, Upstream};
+use rtcheck::transport::Transport;
 use serde_json::Value;
 use std::time::Duration;
 

@@ -4,7 +4,8 @@ mod common;
 use common::pty::answer;
 use expectrl::{Eof, Session};
 use rtcheck::hops::chain::PathEntry;
-use rtcheck::profile::{Loss, Profile, Transport, Upstream};
+use rtcheck::profile::{Loss, Profile, Upstream};
+use rtcheck::transport::Transport;
 use std::process::Command;
 use std::time::Duration;
 

@@ -4,7 +4,8 @@
 mod common;
 use common::pty::answer;
 use expectrl::{Eof, Session};
-use rtcheck::profile::{Loss, Profile, Role, Transport};
+use rtcheck::profile::{Loss, Profile, Role};
+use rtcheck::transport::Transport;
 use std::process::Command;
 use std::time::Duration;
 

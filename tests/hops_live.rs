@@ -129,10 +129,10 @@ http {
     let cut = check(p.port, SSE, max);
     // Scaled back up (4 s stands for nginx's documented 60 s), the measured cut names the
     // hop and the setting to change, as probe will.
-    let m = rtcheck::hops::matching_cut(
+    let m = rtcheck::hops::cut::matching_cut(
         &["nginx".into()],
         cut * 15,
-        rtcheck::profile::Transport::Sse,
+        rtcheck::transport::Transport::Sse,
     );
     assert_eq!(m.first().map(|c| c.hop.as_str()), Some("nginx"), "{cut:?}");
     assert!(

@@ -1,5 +1,6 @@
 //! Result types of `bench fanout` and `bench idle` (rendered by report::{text,markdown}::bench
 //! and serialized as JSON).
+use super::wire::Percentile;
 use crate::evidence::EvidenceRef;
 use crate::findings::Status;
 use serde::{Deserialize, Serialize};
@@ -28,13 +29,6 @@ pub struct Accounting {
     pub never_connected: u64,
     /// Nothing above explains these: the result is invalid.
     pub unexplained: u64,
-}
-
-/// One point of the latency distribution: the latency (ms) at a percentile (50 .. 99.99).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Percentile {
-    pub percentile: f64,
-    pub ms: f64,
 }
 
 /// One round as the clients and the hub saw it (None: nobody received it / no hub stats).

@@ -1,6 +1,5 @@
 //! Pure aggregation: latency histograms and per-round statistics.
-use super::model::Percentile;
-use super::wire::RoundStat;
+use super::wire::{Percentile, RoundStat};
 use hdrhistogram::Histogram;
 
 /// Microsecond histogram from 1 us to 1 hour, 3 significant digits.

@@ -11,6 +11,13 @@ pub const CMD_CUTOFF: &str = "cutoff";
 /// `publish`: start rtcheck's own publisher (`--publish ws` or `POST`) now.
 pub const CMD_PUBLISH: &str = "publish";
 
+/// One point of the latency distribution: the latency (ms) at a percentile (50 .. 99.99).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Percentile {
+    pub percentile: f64,
+    pub ms: f64,
+}
+
 /// What rtcheck's publisher achieved against its schedule (`--publish ws` / `POST`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct PublisherStat {
@@ -84,7 +91,7 @@ pub struct LoadgenResult {
     pub over_1s: u64,
     /// The distribution at `stats::PERCENTILES`.
     #[serde(default)]
-    pub percentiles: Vec<super::model::Percentile>,
+    pub percentiles: Vec<Percentile>,
     /// Index 0 = seq 1.
     pub rounds: Vec<RoundStat>,
     /// Samples with seq above --rounds (another server publishing more): not in `rounds`.

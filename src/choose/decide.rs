@@ -1,9 +1,11 @@
 //! The four-question framework (REFERENCE section 1) as a pure function:
 //! `decide(&Profile) -> Recommendation`. No I/O here; prompts and flags live elsewhere.
+use super::reason::Reason;
 use super::sizing::{self, Sizing};
 use crate::evidence::EvidenceRef;
 use crate::evidence::{self, fmt_num};
-use crate::profile::{Loss, Profile, Transport, Upstream};
+use crate::profile::{Loss, Profile, Upstream};
+use crate::transport::Transport;
 use rtcheck_base::units::fmt_duration;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
@@ -61,19 +63,6 @@ impl Topology {
             Topology::Pubsub => "pubsub",
         }
     }
-}
-
-/// One answered question: what was asked, what the profile says, what follows, and why.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Reason {
-    /// q1 .. q4.
-    pub id: String,
-    pub question: String,
-    pub answer: String,
-    pub decision: String,
-    /// One or two sentences: the consequence and the numbers behind it.
-    pub detail: String,
-    pub evidence: Vec<EvidenceRef>,
 }
 
 /// Q1 in the 1 s .. 60 s zone: both options with their costs.

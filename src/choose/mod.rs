@@ -2,6 +2,7 @@
 //! rendering live in `crate::cmd::choose`.
 pub mod decide;
 pub mod path;
+pub mod reason;
 pub mod sizing;
 
 pub use decide::{decide, missing_answers, Delivery, Recommendation, Topology};

@@ -2,10 +2,11 @@
 //! heartbeat, may force a reconnect (lifetime cap) and may exclude a transport (SSE through
 //! a hop that does not support or flush it), so the recommendation changes where a hop
 //! forces it. Pure.
-use super::decide::Reason;
+use super::reason::Reason;
 use crate::evidence::{self, fmt_num};
 use crate::hops::chain::{self, Chain};
-use crate::profile::{Profile, Transport, Upstream};
+use crate::profile::{Profile, Upstream};
+use crate::transport::Transport;
 
 pub const QUESTION: &str = "Which hops sit between the users and the server?";
 

@@ -1,10 +1,11 @@
 //! `rtcheck audit`: flags to a Profile, the host snapshot and its pure checks, optionally
 //! each finding demonstrated live (`--verify`, composed here with `crate::verify`).
-use super::output::{GaugeFormats, OutputArgs};
-use super::{parse_count, Ctx, DEFAULT_CONNECTIONS};
+use super::output::{GaugeFormat, GaugeFormats, OutputArgs};
+use super::workload::WorkloadFlags;
+use super::{Ctx, DEFAULT_CONNECTIONS};
 use crate::audit::{self, Host, Roots};
 use crate::findings::{outcome, FailOn, Outcome};
-use crate::profile::{Profile, Role, Transport};
+use crate::profile::{Profile, Role};
 use crate::report::{self, FindingsReport, Format, Palette};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -33,15 +34,8 @@ Examples:
 Exit codes: 0 nothing at or above --fail-on, 1 something is (or a required check was not
 measured), 2 usage or runtime error (or nothing could be measured).")]
 pub struct AuditArgs {
-    /// Workload profile (from `rtcheck choose --save`); flags override its values.
-    #[arg(long, value_name = "FILE")]
-    pub profile: Option<PathBuf>,
-    /// Concurrent connections in total [default: 10000].
-    #[arg(long, value_name = "N", value_parser = parse_count, allow_negative_numbers = true)]
-    pub connections: Option<u64>,
-    /// Transport in use [default: websocket].
-    #[arg(long, value_enum)]
-    pub transport: Option<Transport>,
+    #[command(flatten)]
+    pub workload: WorkloadFlags,
     /// What the audited host does [default: server].
     #[arg(long, value_enum)]
     pub role: Option<Role>,
@@ -107,16 +101,7 @@ pub struct AuditArgs {
 
 /// Profile from --profile (or defaults), then flags on top; transport resolved.
 pub fn resolve_profile(a: &AuditArgs) -> anyhow::Result<Profile> {
-    let mut p = match &a.profile {
-        Some(path) => Profile::load("--profile", path)?,
-        None => Profile::default(),
-    };
-    if let Some(c) = a.connections {
-        p.connections = c;
-    }
-    if let Some(t) = a.transport {
-        p.transport = Some(t);
-    }
+    let mut p = a.workload.profile()?;
     if let Some(r) = a.role {
         p.role = r;
     }
@@ -132,9 +117,10 @@ pub fn resolve_profile(a: &AuditArgs) -> anyhow::Result<Profile> {
     p.validate().map_err(|e| {
         let flag = (e.starts_with("rate:") && a.rate.is_some())
             || (e.starts_with("size:") && a.size.is_some());
-        let origin = match &a.profile {
-            Some(f) if !flag => f.display().to_string(),
-            _ => "flags".to_string(),
+        let origin = if flag {
+            "flags".to_string()
+        } else {
+            a.workload.origin()
         };
         anyhow::anyhow!("{origin}: {e}")
     })?;
@@ -169,16 +155,16 @@ pub fn render(
     p: Palette,
     explain: bool,
 ) -> anyhow::Result<String> {
-    Ok(match format {
-        Format::Text => report::text::audit::render(r, p, explain),
-        Format::Json => report::json::render(r)?,
-        Format::Yaml => report::yaml::render(r)?,
-        Format::Markdown => report::markdown::audit::render(r),
-        Format::Junit => report::junit::render(r, fail_on)?,
-        Format::Github => report::github::render(r),
-        Format::Html => report::html::findings::render_audit(r)?,
-        Format::Sarif => report::sarif::render(r)?,
-        Format::Prometheus => report::prometheus::render(r, report::prometheus::unix_now()),
+    Ok(match GaugeFormat::of(format)? {
+        GaugeFormat::Text => report::text::audit::render(r, p, explain),
+        GaugeFormat::Json => report::json::render(r)?,
+        GaugeFormat::Yaml => report::yaml::render(r)?,
+        GaugeFormat::Markdown => report::markdown::audit::render(r),
+        GaugeFormat::Junit => report::junit::render(r, fail_on)?,
+        GaugeFormat::Github => report::github::render(r),
+        GaugeFormat::Html => report::html::findings::render_audit(r)?,
+        GaugeFormat::Sarif => report::sarif::render(r)?,
+        GaugeFormat::Prometheus => report::prometheus::render(r, report::prometheus::unix_now()),
     })
 }
 
@@ -194,7 +180,7 @@ fn proxy_findings(a: &AuditArgs, p: &Profile) -> anyhow::Result<Vec<crate::findi
         connections: p.connections_per_machine(),
         ping: p.ping,
         // The declared transport only (audit's default websocket is not a declaration).
-        transport: a.transport.or(if a.profile.is_some() {
+        transport: a.workload.transport.or(if a.workload.profile.is_some() {
             p.transport
         } else {
             None
@@ -234,10 +220,7 @@ pub fn run(a: AuditArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
     if let Outcome::Unmeasured(why) = &outcome {
         eprintln!("rtcheck: audit: {why}");
     }
-    Ok(match outcome {
-        Outcome::Clean if !invalid_measurement => ExitCode::SUCCESS,
-        _ => ExitCode::from(1),
-    })
+    Ok(super::exit::of_outcome(&outcome, invalid_measurement))
 }
 
 /// One audit: the report (proxy findings, --verify, the baseline applied), its outcome,
@@ -267,7 +250,7 @@ fn once(a: &AuditArgs, base: &super::baseline::Loaded) -> anyhow::Result<Once> {
         };
         crate::verify::attach(&mut r.findings, &opts)?;
         // With a profile, the delivery it implies is measured too (issue 12).
-        if a.profile.is_some() {
+        if a.workload.profile.is_some() {
             let d = super::delivery::for_profile(&r.profile, a.verify_timeout)?;
             r.findings.extend(d);
             r.summary = crate::findings::Summary::of(&r.findings);

@@ -1,5 +1,5 @@
 //! `rtcheck budget`: flags and glue (parse hops, compute, optionally measure, render).
-use super::output::{FindingsFormats, OutputArgs};
+use super::output::{FindingsFormat, FindingsFormats, OutputArgs};
 use super::Ctx;
 use crate::budget::findings::{budget_finding, live_finding};
 use crate::budget::model::{BudgetReport, Hop};
@@ -128,22 +128,18 @@ pub fn run(a: BudgetArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
     a.out
         .emit_with(ctx.color, |f, p| render(&r, f, a.fail_on, p))?;
     let summary = Summary::of(&r.findings);
-    Ok(if a.fail_on.trips(&summary) || invalid {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
+    Ok(super::exit::verdict(a.fail_on.trips(&summary), invalid))
 }
 
 fn render(r: &BudgetReport, format: Format, fail_on: FailOn, p: Palette) -> anyhow::Result<String> {
-    Ok(match format {
-        Format::Json => report::json::render(r)?,
-        Format::Yaml => report::yaml::render(r)?,
-        Format::Markdown => report::markdown::budget::render(r),
-        Format::Html => report::html::budget::render(r)?,
-        Format::Junit => {
+    Ok(match FindingsFormat::of(format)? {
+        FindingsFormat::Text => report::text::budget::render(r, &p),
+        FindingsFormat::Json => report::json::render(r)?,
+        FindingsFormat::Yaml => report::yaml::render(r)?,
+        FindingsFormat::Markdown => report::markdown::budget::render(r),
+        FindingsFormat::Html => report::html::budget::render(r)?,
+        FindingsFormat::Junit => {
             report::junit::render(&FindingsReport::of_findings("budget", &r.findings), fail_on)?
         }
-        _ => report::text::budget::render(r, &p),
     })
 }

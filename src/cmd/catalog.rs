@@ -1,5 +1,5 @@
 //! `rtcheck evidence` and `rtcheck checklist`: look up the embedded data, pick the renderer.
-use super::output::{HumanFormats, OutputArgs};
+use super::output::{HumanFormat, HumanFormats, OutputArgs};
 use super::Ctx;
 use crate::catalog::{EvidenceView, ItemView};
 use crate::checklist;
@@ -46,14 +46,15 @@ pub struct ChecklistArgs {
 
 pub fn run_evidence(a: EvidenceArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
     let render = |f: Format, p: crate::report::Palette| -> anyhow::Result<String> {
+        let f = HumanFormat::of(f)?;
         Ok(match &a.id {
             None if a.sources => {
                 let all = evidence::sources();
                 match f {
-                    Format::Json => crate::report::json::render(&all)?,
-                    Format::Yaml => crate::report::yaml::render(&all)?,
-                    Format::Markdown => crate::report::markdown::evidence::sources(&all),
-                    _ => crate::report::text::evidence::sources(&all, &p),
+                    HumanFormat::Text => crate::report::text::evidence::sources(&all, &p),
+                    HumanFormat::Json => crate::report::json::render(&all)?,
+                    HumanFormat::Yaml => crate::report::yaml::render(&all)?,
+                    HumanFormat::Markdown => crate::report::markdown::evidence::sources(&all),
                 }
             }
             None => {
@@ -63,10 +64,10 @@ pub fn run_evidence(a: EvidenceArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
                     .map(EvidenceView::of)
                     .collect();
                 match f {
-                    Format::Json => crate::report::json::render(&all)?,
-                    Format::Yaml => crate::report::yaml::render(&all)?,
-                    Format::Markdown => crate::report::markdown::evidence::evidence_list(&all),
-                    _ => crate::report::text::evidence::evidence_list(&all, &p),
+                    HumanFormat::Text => crate::report::text::evidence::evidence_list(&all, &p),
+                    HumanFormat::Json => crate::report::json::render(&all)?,
+                    HumanFormat::Yaml => crate::report::yaml::render(&all)?,
+                    HumanFormat::Markdown => crate::report::markdown::evidence::evidence_list(&all),
                 }
             }
             Some(id) => {
@@ -80,10 +81,10 @@ pub fn run_evidence(a: EvidenceArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
                 })?;
                 let v = EvidenceView::of(e);
                 match f {
-                    Format::Json => crate::report::json::render(&v)?,
-                    Format::Yaml => crate::report::yaml::render(&v)?,
-                    Format::Markdown => crate::report::markdown::evidence::evidence_one(&v),
-                    _ => crate::report::text::evidence::evidence_one(&v, &p),
+                    HumanFormat::Text => crate::report::text::evidence::evidence_one(&v, &p),
+                    HumanFormat::Json => crate::report::json::render(&v)?,
+                    HumanFormat::Yaml => crate::report::yaml::render(&v)?,
+                    HumanFormat::Markdown => crate::report::markdown::evidence::evidence_one(&v),
                 }
             }
         })
@@ -94,35 +95,36 @@ pub fn run_evidence(a: EvidenceArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
 
 pub fn run_checklist(a: ChecklistArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
     let render = |f: Format, p: crate::report::Palette| -> anyhow::Result<String> {
+        let f = HumanFormat::of(f)?;
         Ok(match &a.name {
             None => {
                 let all = checklist::all();
                 match f {
-                    Format::Json => crate::report::json::render(&all)?,
-                    Format::Yaml => crate::report::yaml::render(&all)?,
-                    Format::Markdown => all
+                    HumanFormat::Text => crate::report::text::evidence::checklists(all, &p),
+                    HumanFormat::Json => crate::report::json::render(&all)?,
+                    HumanFormat::Yaml => crate::report::yaml::render(&all)?,
+                    HumanFormat::Markdown => all
                         .iter()
                         .map(crate::report::markdown::evidence::checklist)
                         .collect::<Vec<_>>()
                         .join("\n"),
-                    _ => crate::report::text::evidence::checklists(all, &p),
                 }
             }
             Some(name) => {
                 if let Some(c) = checklist::by_name(name) {
                     match f {
-                        Format::Json => crate::report::json::render(c)?,
-                        Format::Yaml => crate::report::yaml::render(c)?,
-                        Format::Markdown => crate::report::markdown::evidence::checklist(c),
-                        _ => crate::report::text::evidence::checklist(c, &p),
+                        HumanFormat::Text => crate::report::text::evidence::checklist(c, &p),
+                        HumanFormat::Json => crate::report::json::render(c)?,
+                        HumanFormat::Yaml => crate::report::yaml::render(c)?,
+                        HumanFormat::Markdown => crate::report::markdown::evidence::checklist(c),
                     }
                 } else if let Some((c, i)) = checklist::find_item(name) {
                     let v = ItemView::of(c, i);
                     match f {
-                        Format::Json => crate::report::json::render(&v)?,
-                        Format::Yaml => crate::report::yaml::render(&v)?,
-                        Format::Markdown => crate::report::markdown::evidence::item(&v),
-                        _ => crate::report::text::evidence::item(&v, &p),
+                        HumanFormat::Text => crate::report::text::evidence::item(&v, &p),
+                        HumanFormat::Json => crate::report::json::render(&v)?,
+                        HumanFormat::Yaml => crate::report::yaml::render(&v)?,
+                        HumanFormat::Markdown => crate::report::markdown::evidence::item(&v),
                     }
                 } else {
                     let mut ids: Vec<&str> =

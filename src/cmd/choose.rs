@@ -1,6 +1,7 @@
 //! `rtcheck choose`: fill a Profile (answers file, flags, prompts), run `decide` and
 //! `sizing`, render, and optionally save the profile next to the report.
-use super::output::{ChooseFormats, OutputArgs};
+use super::output::{ChooseFormat, ChooseFormats, OutputArgs};
+use super::workload::{EditArg, PathFlags};
 use super::{parse_count, prompts, Ctx};
 use crate::choose::{decide, missing_answers, Recommendation};
 use crate::profile::{Loss, Profile, Upstream};
@@ -47,7 +48,17 @@ Without a terminal every required answer (visible_within, upstream or --binary, 
 given; otherwise rtcheck exits 2 naming the missing ones.";
 
 #[derive(Debug, clap::Args)]
-#[command(after_help = EXAMPLES)]
+#[command(
+    after_help = EXAMPLES,
+    edit_arg("path", |a| a.help(
+        "The hops between the users and the server, outermost first (`rtcheck hops` lists \
+         them; `direct` for none): the heartbeat, lifetime cap and exclusions they force"
+    )),
+    edit_arg("overrides", |a| a.help(
+        "A value configured on a hop of the path instead of its documented default: \
+         HOP.FIELD=DURATION (aws-alb.idle=300s; fields idle, lifetime, first_byte)"
+    ))
+)]
 pub struct ChooseArgs {
     /// Q1: how soon a change must be visible (e.g. 200ms, 5s, 2m).
     #[arg(long, value_name = "DUR", value_parser = parse_positive_duration)]
@@ -76,14 +87,8 @@ pub struct ChooseArgs {
     /// Longest client disconnect that must not lose data [default: 3s].
     #[arg(long, value_name = "DUR", value_parser = parse_duration)]
     pub max_disconnect: Option<Duration>,
-    /// The hops between the users and the server, outermost first (`rtcheck hops` lists
-    /// them; `direct` for none): the heartbeat, lifetime cap and exclusions they force.
-    #[arg(long, value_name = "IDS", value_parser = super::hops::parse_path_arg)]
-    pub path: Option<super::hops::PathArg>,
-    /// A value configured on a hop of the path instead of its documented default:
-    /// HOP.FIELD=DURATION (aws-alb.idle=300s; fields idle, lifetime, first_byte).
-    #[arg(long = "override", value_name = "HOP.FIELD=DUR")]
-    pub overrides: Vec<String>,
+    #[command(flatten)]
+    pub hops: PathFlags,
     /// Read answers from a YAML file (keys as in the flags, snake_case).
     #[arg(long, value_name = "FILE")]
     pub answers: Option<PathBuf>,
@@ -172,7 +177,7 @@ pub fn profile_from_args(a: &ChooseArgs) -> anyhow::Result<(Profile, Vec<String>
         p.max_disconnect = v;
         set("max_disconnect");
     }
-    if let Some(ids) = &a.path {
+    if let Some(ids) = &a.hops.path {
         p.path = Some(
             ids.0
                 .iter()
@@ -184,7 +189,7 @@ pub fn profile_from_args(a: &ChooseArgs) -> anyhow::Result<(Profile, Vec<String>
         );
         set("path");
     }
-    apply_overrides(&mut p, &a.overrides)?;
+    apply_overrides(&mut p, &a.hops.overrides)?;
     let origin = a
         .answers
         .as_ref()
@@ -286,12 +291,8 @@ pub fn run(a: ChooseArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
         // Composed here: choose's domain never runs an experiment.
         rec.findings = super::delivery::for_profile(&rec.profile, a.verify_timeout)?;
     }
-    let code = if crate::findings::FailOn::Fail.trips(&crate::findings::Summary::of(&rec.findings))
-    {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    };
+    let tripped = crate::findings::FailOn::Fail.trips(&crate::findings::Summary::of(&rec.findings));
+    let code = super::exit::verdict(tripped, false);
     let saved = a
         .save
         .as_deref()
@@ -342,11 +343,11 @@ pub fn saved_profile(rec: &Recommendation, path: &std::path::Path) -> String {
 
 /// The renderer for `format` (one of [`ChooseFormats`]).
 pub fn render(rec: &Recommendation, format: Format, p: &Palette) -> anyhow::Result<String> {
-    Ok(match format {
-        Format::Json => crate::report::json::render(rec)?,
-        Format::Yaml => crate::report::yaml::render(rec)?,
-        Format::Markdown => crate::report::markdown::choose::render(rec),
-        Format::Html => crate::report::html::choose::render(rec)?,
-        _ => crate::report::text::choose::render(rec, p),
+    Ok(match ChooseFormat::of(format)? {
+        ChooseFormat::Text => crate::report::text::choose::render(rec, p),
+        ChooseFormat::Json => crate::report::json::render(rec)?,
+        ChooseFormat::Yaml => crate::report::yaml::render(rec)?,
+        ChooseFormat::Markdown => crate::report::markdown::choose::render(rec),
+        ChooseFormat::Html => crate::report::html::choose::render(rec)?,
     })
 }

@@ -1,5 +1,6 @@
 //! `rtcheck verify delivery`: the delivery flags (flattened into `verify`), resolved
 //! against the profile, the experiment, and its renderers.
+use super::output::AllFormat;
 use super::Ctx;
 use crate::findings::FailOn;
 use crate::profile::Profile;
@@ -118,8 +119,8 @@ pub fn server_addr(url: &str) -> anyhow::Result<SocketAddr> {
 /// The profile's transport as `--transport` names it (None: it declares none).
 fn profile_transport(p: &Profile) -> Option<&'static str> {
     match p.transport? {
-        crate::profile::Transport::Websocket => Some("websocket"),
-        crate::profile::Transport::Polling => Some("poll"),
+        crate::transport::Transport::Websocket => Some("websocket"),
+        crate::transport::Transport::Polling => Some("poll"),
         _ => Some("sse"),
     }
 }
@@ -464,30 +465,28 @@ pub fn run(
         .map(|(p, t)| (p.as_path(), t.as_bytes()))
         .collect();
     out.write_with(ctx.color, &extra, |f, p| render(&r, f, &p))?;
-    Ok(if f.fail_on.trips(&r.summary) || crossed {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
+    Ok(super::exit::verdict(
+        f.fail_on.trips(&r.summary) || crossed,
+        false,
+    ))
 }
 
 pub fn render(r: &DeliveryReport, format: Format, p: &Palette) -> anyhow::Result<String> {
-    Ok(match format {
-        Format::Text => {
+    Ok(match AllFormat::of(format)? {
+        AllFormat::Text => {
             crate::report::text::delivery::render(r, p)
                 + &crate::report::gates::text(&gate_findings(r, true), *p)
         }
-        Format::Markdown => {
+        AllFormat::Markdown => {
             crate::report::markdown::delivery::render(r)
                 + &crate::report::gates::markdown(&gate_findings(r, false))
         }
-        Format::Json => crate::report::json::render(r)?,
-        Format::Yaml => crate::report::yaml::render(r)?,
-        Format::Junit => crate::report::junit::render(&as_findings(r), FailOn::Fail)?,
-        Format::Github => crate::report::github::render(&as_findings(r)),
-        Format::Html => crate::report::html::delivery::render(r)?,
-        Format::Sarif => crate::report::sarif::render(&as_findings(r))?,
-        Format::Prometheus => anyhow::bail!("verify delivery has no prometheus format"),
+        AllFormat::Json => crate::report::json::render(r)?,
+        AllFormat::Yaml => crate::report::yaml::render(r)?,
+        AllFormat::Junit => crate::report::junit::render(&as_findings(r), FailOn::Fail)?,
+        AllFormat::Github => crate::report::github::render(&as_findings(r)),
+        AllFormat::Html => crate::report::html::delivery::render(r)?,
+        AllFormat::Sarif => crate::report::sarif::render(&as_findings(r))?,
     })
 }
 

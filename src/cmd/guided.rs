@@ -14,7 +14,10 @@ use rtcheck_base::outfile;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+mod kept;
 mod offers;
+
+use kept::Kept;
 
 pub fn run(ctx: Ctx) -> anyhow::Result<ExitCode> {
     if !prompts::can_prompt() {
@@ -22,7 +25,7 @@ pub fn run(ctx: Ctx) -> anyhow::Result<ExitCode> {
         eprintln!(
             "rtcheck: error: no subcommand and no terminal to ask on: run `rtcheck choose`, `rtcheck audit`, ... (see `rtcheck --help`)"
         );
-        return Ok(ExitCode::from(2));
+        return Ok(super::exit::usage());
     }
     // Ctrl-C anywhere in the run says what was kept and exits 130 (issue 27, item 10).
     let mut kept = Kept::default();
@@ -96,11 +99,7 @@ pub fn run(ctx: Ctx) -> anyhow::Result<ExitCode> {
     if confirm("Walk the application checklist now (rtcheck review)?")? {
         failed |= offers::review(&profile, ctx)?;
     }
-    Ok(if failed {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
+    Ok(super::exit::verdict(failed, false))
 }
 
 /// Offer to save the profile and the audit report, each asking before it overwrites a
@@ -137,46 +136,6 @@ fn offer_saves(
     Ok(())
 }
 
-/// What the guided run has saved so far: the line Ctrl-C prints (issue 27, item 10).
-#[derive(Default)]
-pub(crate) struct Kept(Vec<String>);
-
-impl Kept {
-    /// Set the Ctrl-C line to what is kept now, and the handler that prints it (a probe
-    /// installs its own; this takes the prompts back).
-    fn arm(&self) {
-        rtcheck_base::os::signal::set_sigint_message(&interrupted_line(&self.0));
-        rtcheck_base::os::signal::exit_on_sigint_showing_cursor();
-    }
-
-    fn saved(&mut self, what: String) {
-        self.0.push(what);
-        self.arm();
-    }
-
-    /// An interrupted experiment inside the run: its own line, then what the run kept.
-    fn stop(&self, e: anyhow::Error) -> anyhow::Error {
-        let line = interrupted_line(&self.0);
-        if e.to_string() != line {
-            eprintln!("rtcheck: {e}");
-        }
-        // Interrupted holds a &'static str; this runs once, as the run ends.
-        Interrupted(Box::leak(line.into_boxed_str())).into()
-    }
-}
-
-/// Pure: what Ctrl-C says, given what was saved.
-fn interrupted_line(saved: &[String]) -> String {
-    if saved.is_empty() {
-        "guided run interrupted; nothing saved (run `rtcheck` again to start over)".into()
-    } else {
-        format!(
-            "guided run interrupted; kept: {} (nothing else saved)",
-            saved.join(", ")
-        )
-    }
-}
-
 /// The process whose open-files limit `fd-limit` audits: the running service when the
 /// user gives its PID, else rtcheck's own process (what a service started from this shell
 /// gets), said before asking.
@@ -209,16 +168,6 @@ fn parse_pid(s: &str) -> Result<Option<u32>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn ctrl_c_says_what_the_run_kept() {
-        assert!(interrupted_line(&[]).contains("nothing saved"));
-        let kept = ["profile p.yaml".to_string(), "audit report a.html".into()];
-        assert_eq!(
-            interrupted_line(&kept),
-            "guided run interrupted; kept: profile p.yaml, audit report a.html (nothing else saved)"
-        );
-    }
 
     #[test]
     fn pid_answer_is_empty_or_a_running_process() {

@@ -1,6 +1,7 @@
 //! `rtcheck hops`: the documented limits of the hops between users and a server
 //! (data/hops.yaml), one hop in full, or the timeout chain of a path.
-use super::output::{HumanFormats, OutputArgs};
+use super::output::{HumanFormat, HumanFormats, OutputArgs};
+use super::workload::{EditArg, PathFlags};
 use super::Ctx;
 use crate::hops::{self, chain};
 use crate::report::Format;
@@ -21,16 +22,19 @@ use std::process::ExitCode;
     rtcheck hops --profile profile.yaml --format json
 
 Paths are outermost first; `direct` is no hop. Override fields: idle, lifetime, first_byte.")]
+#[command(
+    edit_arg("path", |a| a
+        .help("The hops between the users and the server, outermost first (comma-separated ids)")
+        .conflicts_with("profile")),
+    edit_arg("overrides", |a| a
+        .help("A value you configured instead of the documented default: HOP.FIELD=DURATION"))
+)]
 pub struct HopsArgs {
     /// A hop id to show in full (all when omitted).
     #[arg(conflicts_with_all = ["path", "profile"])]
     pub id: Option<String>,
-    /// The hops between the users and the server, outermost first (comma-separated ids).
-    #[arg(long, value_name = "IDS", value_parser = parse_path_arg, conflicts_with = "profile")]
-    pub path: Option<PathArg>,
-    /// A value you configured instead of the documented default: HOP.FIELD=DURATION.
-    #[arg(long = "override", value_name = "HOP.FIELD=DUR")]
-    pub overrides: Vec<String>,
+    #[command(flatten)]
+    pub hops: PathFlags,
     /// Read the path (and its declared values) from a profile or answers file (`path:`).
     #[arg(long, value_name = "FILE")]
     pub profile: Option<PathBuf>,
@@ -38,17 +42,9 @@ pub struct HopsArgs {
     pub out: OutputArgs<HumanFormats>,
 }
 
-/// `--path a,b,c` as one value (clap would take a Vec for several occurrences).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PathArg(pub Vec<String>);
-
-pub fn parse_path_arg(s: &str) -> Result<PathArg, String> {
-    chain::parse_path(s).map(PathArg)
-}
-
 /// The path and overrides from --path/--profile and --override (None: no path asked).
 fn chain_input(a: &HopsArgs) -> anyhow::Result<Option<(Vec<String>, chain::Overrides)>> {
-    let (ids, mut over) = match (&a.path, &a.profile) {
+    let (ids, mut over) = match (&a.hops.path, &a.profile) {
         (Some(ids), _) => (ids.0.clone(), chain::Overrides::new()),
         (None, Some(file)) => {
             let p = crate::profile::Profile::load("--profile", file)?;
@@ -59,10 +55,10 @@ fn chain_input(a: &HopsArgs) -> anyhow::Result<Option<(Vec<String>, chain::Overr
                 )
             })?
         }
-        (None, None) if a.overrides.is_empty() => return Ok(None),
+        (None, None) if a.hops.overrides.is_empty() => return Ok(None),
         (None, None) => anyhow::bail!("--override needs --path or --profile"),
     };
-    for o in &a.overrides {
+    for o in &a.hops.overrides {
         chain::parse_override(o, &mut over).map_err(|e| anyhow::anyhow!("--override {e}"))?;
     }
     Ok(Some((ids, over)))
@@ -70,29 +66,30 @@ fn chain_input(a: &HopsArgs) -> anyhow::Result<Option<(Vec<String>, chain::Overr
 
 pub fn run(a: HopsArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
     let render = |f: Format, p: crate::report::Palette| -> anyhow::Result<String> {
+        let f = HumanFormat::of(f)?;
         Ok(if let Some((ids, over)) = chain_input(&a)? {
             let c = chain::compute(&ids, &over).map_err(|e| anyhow::anyhow!(e))?;
             match f {
-                Format::Json => crate::report::json::render(&c)?,
-                Format::Yaml => crate::report::yaml::render(&c)?,
-                Format::Markdown => crate::report::markdown::hops::chain(&c),
-                _ => crate::report::text::hops::chain(&c, &p),
+                HumanFormat::Text => crate::report::text::hops::chain(&c, &p),
+                HumanFormat::Json => crate::report::json::render(&c)?,
+                HumanFormat::Yaml => crate::report::yaml::render(&c)?,
+                HumanFormat::Markdown => crate::report::markdown::hops::chain(&c),
             }
         } else if let Some(id) = &a.id {
             let h = hops::check_id(id).map_err(|e| anyhow::anyhow!(e))?;
             match f {
-                Format::Json => crate::report::json::render(h)?,
-                Format::Yaml => crate::report::yaml::render(h)?,
-                Format::Markdown => crate::report::markdown::hops::one(h),
-                _ => crate::report::text::hops::one(h, &p),
+                HumanFormat::Text => crate::report::text::hops::one(h, &p),
+                HumanFormat::Json => crate::report::json::render(h)?,
+                HumanFormat::Yaml => crate::report::yaml::render(h)?,
+                HumanFormat::Markdown => crate::report::markdown::hops::one(h),
             }
         } else {
             let all = hops::catalog();
             match f {
-                Format::Json => crate::report::json::render(&all)?,
-                Format::Yaml => crate::report::yaml::render(&all)?,
-                Format::Markdown => crate::report::markdown::hops::list(all),
-                _ => crate::report::text::hops::list(all, &p),
+                HumanFormat::Text => crate::report::text::hops::list(all, &p),
+                HumanFormat::Json => crate::report::json::render(&all)?,
+                HumanFormat::Yaml => crate::report::yaml::render(&all)?,
+                HumanFormat::Markdown => crate::report::markdown::hops::list(all),
             }
         })
     };

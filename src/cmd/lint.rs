@@ -2,10 +2,11 @@
 //! Traefik), run the realtime rules against the workload, render like audit (every format,
 //! SARIF included) with the same exit policy.
 use super::output::{AllFormats, OutputArgs};
-use super::{parse_count, Ctx};
+use super::workload::{EditArg, PathFlags, WorkloadFlags};
+use super::Ctx;
 use crate::findings::{outcome, FailOn, Finding, Fix, Outcome, Status};
 use crate::lint::{self, rules::RULES, Kind, Workload};
-use crate::profile::{Profile, Transport};
+use crate::profile::Profile;
 use crate::report::FindingsReport;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -55,6 +56,12 @@ Examples:
 
 Exit codes: 0 nothing at or above --fail-on, 1 something is, 2 a config that does not parse,
 usage or runtime error (or nothing could be checked).")]
+#[command(
+    edit_arg("connections", |a| a.help(
+        "Concurrent connections in total [default: 10000] (per proxy: divided by machines)"
+    )),
+    edit_arg("transport", |a| a.help("Transport in use: blocks no name classifies carry it"))
+)]
 pub struct LintArgs {
     /// Config files or directories; `-` reads stdin (then --kind is required).
     #[arg(required = true, value_name = "PATH")]
@@ -62,26 +69,13 @@ pub struct LintArgs {
     /// Config kind (auto: by file name and content).
     #[arg(long, value_enum, default_value_t = KindArg::Auto)]
     pub kind: KindArg,
-    /// Workload profile (from `rtcheck choose --save`); flags override its values.
-    #[arg(long, value_name = "FILE")]
-    pub profile: Option<PathBuf>,
-    /// Concurrent connections in total [default: 10000] (per proxy: divided by machines).
-    #[arg(long, value_name = "N", value_parser = parse_count, allow_negative_numbers = true)]
-    pub connections: Option<u64>,
-    /// Transport in use: blocks no name classifies carry it.
-    #[arg(long, value_enum)]
-    pub transport: Option<Transport>,
+    #[command(flatten)]
+    pub workload: WorkloadFlags,
     /// The server's heartbeat (WebSocket ping or SSE comment) the timeouts must exceed.
     #[arg(long, value_name = "DURATION", value_parser = rtcheck_base::units::parse_duration)]
     pub ping: Option<Duration>,
-    /// The hops between the users and the server, outermost first (`rtcheck hops`): the
-    /// timeouts must carry the heartbeat their chain needs. Wins over the profile's `path:`.
-    #[arg(long, value_name = "IDS", value_parser = super::hops::parse_path_arg)]
-    pub path: Option<super::hops::PathArg>,
-    /// A value a hop of the path is configured with instead of its documented default:
-    /// HOP.FIELD=DURATION (aws-alb.idle=300s).
-    #[arg(long = "override", value_name = "HOP.FIELD=DUR")]
-    pub overrides: Vec<String>,
+    #[command(flatten)]
+    pub hops: PathFlags,
     /// Blocks whose name or path contains PATTERN carry WebSocket.
     #[arg(long, value_name = "PATTERN")]
     pub ws_location: Vec<String>,
@@ -112,23 +106,11 @@ pub struct LintArgs {
 /// The workload from --profile and the flags, with the declared path (--path or the
 /// profile's `path:`, and --override) the timeout rules check against.
 fn workload(a: &LintArgs) -> anyhow::Result<(Profile, Workload)> {
-    let mut p = match &a.profile {
-        Some(path) => Profile::load("--profile", path)?,
-        None => Profile::default(),
-    };
-    if let Some(c) = a.connections {
-        p.connections = c;
-    }
-    if let Some(t) = a.transport {
-        p.transport = Some(t);
-    }
+    let mut p = a.workload.profile()?;
     if a.ping.is_some() {
         p.ping = a.ping;
     }
-    let origin = a
-        .profile
-        .as_ref()
-        .map_or("flags".to_string(), |f| f.display().to_string());
+    let origin = a.workload.origin();
     p.validate().map_err(|e| anyhow::anyhow!("{origin}: {e}"))?;
     let w = Workload {
         connections: p.connections_per_machine(),
@@ -156,16 +138,9 @@ fn workload(a: &LintArgs) -> anyhow::Result<(Profile, Workload)> {
 
 /// The path of --path (or the profile's `path:`) with --override; its chain must compute.
 fn declared_path(a: &LintArgs, p: &Profile) -> anyhow::Result<Option<lint::path::DeclaredPath>> {
-    let (ids, mut overrides) = match (&a.path, p.hop_path()) {
-        (Some(ids), _) => (ids.0.clone(), crate::hops::chain::Overrides::new()),
-        (None, Some(path)) => path,
-        (None, None) if a.overrides.is_empty() => return Ok(None),
-        (None, None) => anyhow::bail!("--override needs --path (or `path:` in --profile)"),
+    let Some((ids, overrides)) = a.hops.declared(p)? else {
+        return Ok(None);
     };
-    for o in &a.overrides {
-        crate::hops::chain::parse_override(o, &mut overrides)
-            .map_err(|e| anyhow::anyhow!("--override {e}"))?;
-    }
     crate::hops::chain::compute(&ids, &overrides).map_err(|e| anyhow::anyhow!("--path: {e}"))?;
     Ok(Some(lint::path::DeclaredPath { ids, overrides }))
 }
@@ -287,8 +262,5 @@ pub fn run(a: LintArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
     a.out.write_with(ctx.color, &extra, |f, p| {
         super::audit::render(&r, f, a.fail_on, p, a.explain)
     })?;
-    Ok(match outcome {
-        Outcome::Clean => ExitCode::SUCCESS,
-        _ => ExitCode::from(1),
-    })
+    Ok(super::exit::of_outcome(&outcome, false))
 }

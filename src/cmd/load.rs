@@ -1,5 +1,5 @@
 //! `rtcheck load`: flags and glue (validate, preflight, sweep, read, render).
-use super::output::{FindingsFormats, OutputArgs};
+use super::output::{FindingsFormat, FindingsFormats, OutputArgs};
 use super::Ctx;
 use crate::findings::{threshold, FailOn, Status, Summary};
 use crate::load::client::{self, ErrorKind, Target};
@@ -170,15 +170,15 @@ fn add_thresholds(r: &mut LoadReport, ts: &[threshold::Threshold]) -> anyhow::Re
 
 /// The load report in `format` (one of [`FindingsFormats`]).
 fn render(r: &LoadReport, format: Format, fail_on: FailOn, p: &Palette) -> anyhow::Result<String> {
-    Ok(match format {
-        Format::Json => report::json::render(r)?,
-        Format::Yaml => report::yaml::render(r)?,
-        Format::Markdown => report::markdown::load::render(r),
-        Format::Html => report::html::load::render(r)?,
-        Format::Junit => {
+    Ok(match FindingsFormat::of(format)? {
+        FindingsFormat::Text => report::text::load::render(r, p),
+        FindingsFormat::Json => report::json::render(r)?,
+        FindingsFormat::Yaml => report::yaml::render(r)?,
+        FindingsFormat::Markdown => report::markdown::load::render(r),
+        FindingsFormat::Html => report::html::load::render(r)?,
+        FindingsFormat::Junit => {
             report::junit::render(&FindingsReport::of_findings("load", &r.findings), fail_on)?
         }
-        _ => report::text::load::render(r, p),
     })
 }
 
@@ -317,11 +317,6 @@ pub fn run(a: LoadArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
     a.out
         .emit_with(ctx.color, |f, p| render(&r, f, a.fail_on, &p))?;
     let invalid = r.levels.iter().any(|l| !l.valid);
-    Ok(
-        if a.fail_on.trips(&Summary::of(&r.findings)) || invalid || crossed {
-            ExitCode::from(1)
-        } else {
-            ExitCode::SUCCESS
-        },
-    )
+    let tripped = a.fail_on.trips(&Summary::of(&r.findings)) || crossed;
+    Ok(super::exit::verdict(tripped, invalid))
 }

@@ -11,6 +11,7 @@ pub mod budget;
 pub mod catalog;
 pub mod choose;
 pub mod delivery;
+pub mod exit;
 pub mod explain;
 pub mod guided;
 pub mod hops;
@@ -22,6 +23,7 @@ pub mod prompts;
 pub mod review;
 pub mod serve;
 pub mod verify;
+pub mod workload;
 
 use clap::{Parser, Subcommand};
 pub use output::{ColorChoice, OutputArgs};

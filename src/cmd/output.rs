@@ -75,47 +75,76 @@ pub trait FormatSet: Clone + std::fmt::Debug + Send + Sync + 'static {
     const LIST: &'static [Format];
 }
 
+/// A command's format set: the marker type its `OutputArgs` takes, and an enum of exactly
+/// its formats to match on (`of`), so a renderer lists every format it writes and no
+/// `_ =>` prints text for a format added later. `not` names every other format: adding a
+/// `Format` fails to compile here until each set says whether it writes it.
 macro_rules! format_set {
-    ($(#[$doc:meta])* $name:ident = [$($f:ident),+]) => {
+    ($(#[$doc:meta])* $name:ident, $choice:ident = [$($f:ident),+] not [$($x:ident),*]) => {
         $(#[$doc])*
         #[derive(Debug, Clone, Copy, Default)]
         pub struct $name;
         impl FormatSet for $name {
             const LIST: &'static [Format] = &[$(Format::$f),+];
         }
+        #[doc = concat!("The formats of [`", stringify!($name), "`].")]
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub enum $choice {
+            $($f),+
+        }
+        impl $choice {
+            /// `f` as one of this set's formats; one outside it is an error (the
+            /// `--format` and `--report` parsers already refuse it).
+            pub fn of(f: Format) -> anyhow::Result<$choice> {
+                match f {
+                    $(Format::$f => Ok($choice::$f),)+
+                    $(Format::$x => Err(not_in_set(f)),)*
+                }
+            }
+        }
     };
 }
 
+fn not_in_set(f: Format) -> anyhow::Error {
+    anyhow::anyhow!("this command does not write the {} format", f.as_str())
+}
+
 format_set!(
-    /// evidence, checklist: the human and serde formats.
-    HumanFormats = [Text, Json, Yaml, Markdown]
+    /// evidence, checklist, hops: the human and serde formats.
+    HumanFormats, HumanFormat = [Text, Json, Yaml, Markdown]
+        not [Junit, Github, Html, Sarif, Prometheus]
 );
 format_set!(
     /// choose: the human and serde formats, and an HTML page.
-    ChooseFormats = [Text, Json, Yaml, Markdown, Html]
+    ChooseFormats, ChooseFormat = [Text, Json, Yaml, Markdown, Html]
+        not [Junit, Github, Sarif, Prometheus]
 );
 format_set!(
     /// verify and lint: every format, CI formats (junit, github, sarif) and HTML.
-    AllFormats = [Text, Json, Yaml, Markdown, Junit, Github, Html, Sarif]
+    AllFormats, AllFormat = [Text, Json, Yaml, Markdown, Junit, Github, Html, Sarif]
+        not [Prometheus]
 );
-
 format_set!(
     /// audit, review and probe: every format, and Prometheus gauges for a fleet's
     /// node_exporter.
-    GaugeFormats = [Text, Json, Yaml, Markdown, Junit, Github, Html, Sarif, Prometheus]
+    GaugeFormats, GaugeFormat = [Text, Json, Yaml, Markdown, Junit, Github, Html, Sarif, Prometheus]
+        not []
 );
 format_set!(
     /// budget and load: their own report in the human and serde formats, findings in junit,
     /// and an HTML page.
-    FindingsFormats = [Text, Json, Yaml, Markdown, Junit, Html]
+    FindingsFormats, FindingsFormat = [Text, Json, Yaml, Markdown, Junit, Html]
+        not [Github, Sarif, Prometheus]
 );
 format_set!(
     /// bench fanout and bench idle.
-    BenchFormats = [Text, Json, Markdown, Html]
+    BenchFormats, BenchFormat = [Text, Json, Markdown, Html]
+        not [Yaml, Junit, Github, Sarif, Prometheus]
 );
 format_set!(
     /// bench cluster: the human and serde formats, and an HTML page.
-    ClusterFormats = [Text, Json, Yaml, Markdown, Html]
+    ClusterFormats, ClusterFormat = [Text, Json, Yaml, Markdown, Html]
+        not [Junit, Github, Sarif, Prometheus]
 );
 
 /// `--format` parser offering only `F`'s formats: an unsupported one is clap's one-line
@@ -284,6 +313,23 @@ mod tests {
         assert!(!color_enabled(Never, Sink::Terminal, false));
         assert_eq!(Sink::of(Some(Path::new("out.txt"))), Sink::File);
         assert_ne!(Sink::of(Some(Path::new("-"))), Sink::File);
+    }
+
+    #[test]
+    fn each_set_matches_exactly_its_list() {
+        use clap::ValueEnum;
+        fn check<F: FormatSet, C>(of: fn(Format) -> anyhow::Result<C>) {
+            for f in Format::value_variants() {
+                assert_eq!(of(*f).is_ok(), F::LIST.contains(f), "{f:?}");
+            }
+        }
+        check::<HumanFormats, _>(HumanFormat::of);
+        check::<ChooseFormats, _>(ChooseFormat::of);
+        check::<AllFormats, _>(AllFormat::of);
+        check::<GaugeFormats, _>(GaugeFormat::of);
+        check::<FindingsFormats, _>(FindingsFormat::of);
+        check::<BenchFormats, _>(BenchFormat::of);
+        check::<ClusterFormats, _>(ClusterFormat::of);
     }
 
     #[test]

@@ -1,12 +1,14 @@
 //! `rtcheck probe`: flags to `probe::Options`, the run over the URLs (`crate::probe`), the
 //! report in the chosen format.
-use super::output::{GaugeFormats, OutputArgs};
+use super::output::{GaugeFormat, GaugeFormats, OutputArgs};
+use super::workload::{EditArg, PathFlags};
 use super::Ctx;
 use crate::findings::{FailOn, Finding, Status, Summary};
 use crate::probe::target::{parse_header, Target};
 use crate::probe::{self, client::ClientOpts, Options, TransportChoice};
-use crate::profile::{Profile, Transport};
+use crate::profile::Profile;
 use crate::report::{self, FindingsReport, Format, Palette};
+use crate::transport::Transport;
 use anyhow::anyhow;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -35,6 +37,17 @@ Examples:
 Header values and URL query values are secrets: they never appear in any output.
 Exit codes: 0 nothing at or above --fail-on, 1 something is (a run that measured
 nothing is no verdict: 1), 2 usage error or no URL could be reached.")]
+#[command(
+    edit_arg("path", |a| a.help(
+        "The hops between the users and the server, outermost first (ids of `rtcheck hops`; \
+         `direct` for none): matched with the hops the headers name, and the idle cut with \
+         their limits (path-hops, path-idle). Wins over the profile's `path:`"
+    )),
+    edit_arg("overrides", |a| a.help(
+        "A value a hop of the path is configured with instead of its documented default: \
+         HOP.FIELD=DURATION (aws-alb.idle=300s; fields idle, lifetime, first_byte)"
+    ))
+)]
 pub struct ProbeArgs {
     /// Endpoints to probe: ws://, wss://, http://, https://.
     #[arg(value_name = "URL", required = true)]
@@ -74,15 +87,8 @@ pub struct ProbeArgs {
     /// `path:` the declared path.
     #[arg(long, value_name = "FILE")]
     pub profile: Option<PathBuf>,
-    /// The hops between the users and the server, outermost first (ids of `rtcheck hops`;
-    /// `direct` for none): matched with the hops the headers name, and the idle cut with
-    /// their limits (path-hops, path-idle). Wins over the profile's `path:`.
-    #[arg(long, value_name = "IDS", value_parser = super::hops::parse_path_arg)]
-    pub path: Option<super::hops::PathArg>,
-    /// A value a hop of the path is configured with instead of its documented default:
-    /// HOP.FIELD=DURATION (aws-alb.idle=300s; fields idle, lifetime, first_byte).
-    #[arg(long = "override", value_name = "HOP.FIELD=DUR")]
-    pub overrides: Vec<String>,
+    #[command(flatten)]
+    pub hops: PathFlags,
     /// Bound of each step (DNS, connect, TLS, response).
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = rtcheck_base::units::parse_duration)]
     pub timeout: Duration,
@@ -165,15 +171,9 @@ fn declared_path(
     a: &ProbeArgs,
     profile: &Profile,
 ) -> anyhow::Result<Option<probe::path::Declared>> {
-    let (ids, mut over) = match (&a.path, profile.hop_path()) {
-        (Some(ids), _) => (ids.0.clone(), crate::hops::chain::Overrides::new()),
-        (None, Some(p)) => p,
-        (None, None) if a.overrides.is_empty() => return Ok(None),
-        (None, None) => anyhow::bail!("--override needs --path (or `path:` in --profile)"),
+    let Some((ids, over)) = a.hops.declared(profile)? else {
+        return Ok(None);
     };
-    for o in &a.overrides {
-        crate::hops::chain::parse_override(o, &mut over).map_err(|e| anyhow!("--override {e}"))?;
-    }
     let d = probe::path::Declared::new(ids, over).map_err(|e| anyhow!("--path: {e}"))?;
     Ok(Some(d))
 }
@@ -242,11 +242,7 @@ pub fn run(a: ProbeArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
         .collect();
     a.out
         .write_with(ctx.color, &extra, |f, p| render(&r, f, a.fail_on, p))?;
-    Ok(if tripped(&a, &r) || crossed {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
+    Ok(super::exit::verdict(tripped(&a, &r) || crossed, false))
 }
 
 /// Probe every URL of `a` for `profile` (the guided run calls this too).
@@ -331,17 +327,19 @@ pub fn render(
     fail_on: FailOn,
     p: Palette,
 ) -> anyhow::Result<String> {
-    Ok(match format {
-        Format::Text => report::text::probe::render(r, p),
-        Format::Markdown => report::markdown::probe::render(r),
-        Format::Junit => report::junit::render_named(r, fail_on, &probe::case_name)?,
-        Format::Html => report::html::probe::render(r)?,
-        Format::Prometheus => {
+    Ok(match GaugeFormat::of(format)? {
+        GaugeFormat::Text => report::text::probe::render(r, p),
+        GaugeFormat::Markdown => report::markdown::probe::render(r),
+        GaugeFormat::Junit => report::junit::render_named(r, fail_on, &probe::case_name)?,
+        GaugeFormat::Html => report::html::probe::render(r)?,
+        GaugeFormat::Prometheus => {
             report::prometheus::render_with(r, report::prometheus::unix_now(), &|f| {
                 probe::url_of(f).map(String::from)
             })
         }
-        f => super::audit::render(r, f, fail_on, p, false)?,
+        GaugeFormat::Json | GaugeFormat::Yaml | GaugeFormat::Github | GaugeFormat::Sarif => {
+            super::audit::render(r, format, fail_on, p, false)?
+        }
     })
 }
 

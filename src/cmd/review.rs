@@ -1,7 +1,7 @@
 //! `rtcheck review`: read the profile, answers and evidence, prompt on a terminal (the walk
 //! is in `review/prompts.rs`), evaluate with the domain (`crate::review`), render, and write
 //! `--save` and `-o` together.
-use super::output::{GaugeFormats, OutputArgs};
+use super::output::{GaugeFormat, GaugeFormats, OutputArgs};
 use super::Ctx;
 use crate::findings::FailOn;
 use crate::profile::Profile;
@@ -88,16 +88,18 @@ pub fn render(
     fail_on: FailOn,
     pal: Palette,
 ) -> anyhow::Result<String> {
-    Ok(match format {
-        Format::Text => report::text::review::render(r, pal),
-        Format::Json => report::json::render(r)?,
-        Format::Yaml => report::yaml::render(r)?,
-        Format::Markdown => report::markdown::review::render(r),
-        Format::Junit => report::junit::render(&r.report, fail_on)?,
-        Format::Github => report::github::render(&r.report),
-        Format::Html => report::html::findings::render_audit(&r.report)?,
-        Format::Sarif => report::sarif::render(&r.report)?,
-        Format::Prometheus => report::prometheus::render(&r.report, report::prometheus::unix_now()),
+    Ok(match GaugeFormat::of(format)? {
+        GaugeFormat::Text => report::text::review::render(r, pal),
+        GaugeFormat::Json => report::json::render(r)?,
+        GaugeFormat::Yaml => report::yaml::render(r)?,
+        GaugeFormat::Markdown => report::markdown::review::render(r),
+        GaugeFormat::Junit => report::junit::render(&r.report, fail_on)?,
+        GaugeFormat::Github => report::github::render(&r.report),
+        GaugeFormat::Html => report::html::findings::render_audit(&r.report)?,
+        GaugeFormat::Sarif => report::sarif::render(&r.report)?,
+        GaugeFormat::Prometheus => {
+            report::prometheus::render(&r.report, report::prometheus::unix_now())
+        }
     })
 }
 
@@ -176,11 +178,10 @@ fn ask_open(
 pub fn run(a: ReviewArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
     let profile = load_profile(&a)?;
     let given = a.profile.is_some();
-    Ok(if run_with(&a, profile, given, ctx)? {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
+    Ok(super::exit::verdict(
+        run_with(&a, profile, given, ctx)?,
+        false,
+    ))
 }
 
 /// The review for `profile` (from `--profile`, or the guided run's answers): ask what is

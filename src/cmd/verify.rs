@@ -1,6 +1,6 @@
 //! `rtcheck verify`: flags to options, run the selected experiments, render verify's own
 //! report. `audit --verify` (in `cmd::audit`) takes its defaults from here.
-use super::output::{AllFormats, OutputArgs};
+use super::output::{AllFormat, AllFormats, OutputArgs};
 use super::{parse_count, Ctx, DEFAULT_CONNECTIONS};
 use crate::findings::{FailOn, Finding, Fix, Status};
 use crate::report::{FindingsReport, Format, Palette, VerifyReport};
@@ -177,11 +177,7 @@ pub fn run(a: VerifyArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
     let report = VerifyReport::new(experiments, results, opts, started);
     a.out
         .emit_with(ctx.color, |f, p| render(&report, f, &p, a.explain))?;
-    Ok(if report.summary.invalid > 0 {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
+    Ok(super::exit::verdict(false, report.summary.invalid > 0))
 }
 
 /// The renderer for `format`: verify's own model for text, markdown, json and yaml; the
@@ -192,16 +188,15 @@ pub fn render(
     p: &Palette,
     explain: bool,
 ) -> anyhow::Result<String> {
-    Ok(match format {
-        Format::Text => crate::report::text::verify::render(r, p, explain),
-        Format::Markdown => crate::report::markdown::verify::render(r),
-        Format::Json => crate::report::json::render(r)?,
-        Format::Yaml => crate::report::yaml::render(r)?,
-        Format::Junit => crate::report::junit::render(&as_findings(r), FailOn::Fail)?,
-        Format::Github => crate::report::github::render(&as_findings(r)),
-        Format::Html => crate::report::html::findings::render_verify(r)?,
-        Format::Sarif => crate::report::sarif::render(&as_findings(r))?,
-        Format::Prometheus => anyhow::bail!("verify has no prometheus format"),
+    Ok(match AllFormat::of(format)? {
+        AllFormat::Text => crate::report::text::verify::render(r, p, explain),
+        AllFormat::Markdown => crate::report::markdown::verify::render(r),
+        AllFormat::Json => crate::report::json::render(r)?,
+        AllFormat::Yaml => crate::report::yaml::render(r)?,
+        AllFormat::Junit => crate::report::junit::render(&as_findings(r), FailOn::Fail)?,
+        AllFormat::Github => crate::report::github::render(&as_findings(r)),
+        AllFormat::Html => crate::report::html::findings::render_verify(r)?,
+        AllFormat::Sarif => crate::report::sarif::render(&as_findings(r))?,
     })
 }
 

@@ -8,7 +8,7 @@
 //! or lost heartbeat still lands inside the limit; and, as the seed's `ping-timing` says,
 //! no slower than the 20-30 s production ping even when every hop allows more.
 use super::{BufferMode, CompressionDefault, Hop, LimitKind, Reset, Support, Value};
-use crate::profile::Transport;
+use crate::transport::Transport;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -297,7 +297,7 @@ fn tightest(
                 (None, Value::Secs(d)) => d.as_secs(),
                 (None, Value::None) => continue,
                 (None, Value::Unknown) => {
-                    unknown.push(format!("{}: {} ({})", h.id, kind_name(kind), l.setting));
+                    unknown.push(format!("{}: {} ({})", h.id, kind.name(), l.setting));
                     continue;
                 }
             };
@@ -314,14 +314,6 @@ fn tightest(
         }
     }
     best
-}
-
-pub fn kind_name(k: LimitKind) -> &'static str {
-    match k {
-        LimitKind::Idle => "idle",
-        LimitKind::Lifetime => "lifetime",
-        LimitKind::FirstByte => "first byte",
-    }
 }
 
 fn for_transport(hops: &[&Hop], overrides: &Overrides, t: Transport) -> TransportChain {

@@ -25,7 +25,7 @@ pub mod rules;
 pub mod traefik;
 
 use crate::findings::Finding;
-use crate::profile::Transport;
+use crate::transport::Transport;
 use std::sync::Arc;
 use std::time::Duration;
 

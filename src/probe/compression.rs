@@ -3,20 +3,25 @@
 //! reconnect). The stream is decoded, so events are timed as they come out: compressed
 //! but flushed per event costs CPU and is a warning with its measured cadence; compressed
 //! and held (a compressor waiting for its buffer to fill: evidence proxy-config) fails.
-use super::session::{SseObs, StreamObs};
-use super::{finding, fmt_s, proxy, sse_buffering, Kind, UrlObs};
+use super::session::{timing, SseObs, StreamObs, DELAY_FAIL_MS};
+use super::{finding, fmt_s, proxy, Kind, Meta, UrlObs};
 use crate::findings::{Finding, Status};
 
 pub const ID: &str = "compression";
+
+pub const META: Meta = Meta {
+    id: ID,
+    title: "Compression on the realtime stream",
+    evidence: &["proxy-config"],
+    run: check,
+};
 
 /// One connection's encoding and what came out of the decoder. A replay (the reconnect)
 /// comes as a burst of old events by nature: there only nothing decoded counts as held.
 fn connection(label: &str, s: &StreamObs, replay: bool) -> Option<(Status, String)> {
     let e = s.encoding.as_deref()?;
-    let t = sse_buffering::timing(s);
-    let held_by_delay = t
-        .max_delay_ms
-        .is_some_and(|d| d > sse_buffering::DELAY_FAIL_MS);
+    let t = timing(s);
+    let held_by_delay = t.max_delay_ms.is_some_and(|d| d > DELAY_FAIL_MS);
     let held = s.events.is_empty() || (!replay && (t.bursts > 0 || held_by_delay));
     let text = if s.events.is_empty() {
         format!(
@@ -119,14 +124,12 @@ pub fn check(u: &UrlObs) -> Option<Finding> {
         Kind::Poll => return None,
     };
     let mut f = finding(
-        ID,
+        &META,
         u,
-        "Compression on the realtime stream",
         status,
         observed,
         expected,
         "a compressor on the path holds small events until its buffer fills, like a buffering proxy; flushed per event it still costs CPU per connection",
-        &["proxy-config"],
         proxy::compression(u.proxy),
     );
     for (k, v) in numbers {

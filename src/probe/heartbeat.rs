@@ -2,10 +2,17 @@
 //! path, against the seed's rhythm (ping 5 s + pong wait 8 s found a dead peer in 4.9 s;
 //! 20-30 s in production) and against the idle timeout the path showed.
 use super::session::{Ending, StreamObs};
-use super::{finding, fmt_s, idle_timeout, proxy, UrlObs};
+use super::{finding, fmt_s, idle_timeout, proxy, Meta, UrlObs};
 use crate::findings::{Finding, Status};
 
 pub const ID: &str = "heartbeat";
+
+pub const META: Meta = Meta {
+    id: ID,
+    title: "Server heartbeat (ping / SSE comment)",
+    evidence: &["ping-timing", "ping-pong"],
+    run: check,
+};
 /// What a measured interval may exceed the rule by and still meet it: the server's timer,
 /// the path and a loaded probe host each add a few ms (the `ws` README's 30 s heartbeat
 /// measures 30.03 s); half a second is far above that and far below a missed beat.
@@ -143,14 +150,12 @@ pub fn check(u: &UrlObs) -> Option<Finding> {
         judge(s, false)
     };
     let mut f = finding(
-        ID,
+        &META,
         u,
-        "Server heartbeat (ping / SSE comment)",
         status,
         observed,
         &expected(),
         "ping 5 s + pong wait 8 s found a dead peer in 4.9 s; production uses 20-30 s; a heartbeat slower than a proxy's idle timeout lets it cut quiet connections",
-        &["ping-timing", "ping-pong"],
         proxy::heartbeat(),
     );
     f.reason = reason;

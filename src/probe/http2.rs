@@ -1,9 +1,16 @@
 //! `http2`: SSE over HTTP/1.1 hits the browsers' 6 connections per host; the edge must
 //! offer h2 in ALPN (evidence sse-conditions).
-use super::{finding, proxy, Kind, UrlObs};
+use super::{finding, proxy, Kind, Meta, UrlObs};
 use crate::findings::{Finding, Status};
 
 pub const ID: &str = "http2";
+
+pub const META: Meta = Meta {
+    id: ID,
+    title: "HTTP/2 at the TLS edge",
+    evidence: &["sse-conditions"],
+    run: check,
+};
 
 pub fn check(u: &UrlObs) -> Option<Finding> {
     if u.kind == Kind::WebSocket {
@@ -33,14 +40,12 @@ pub fn check(u: &UrlObs) -> Option<Finding> {
         ),
     };
     let mut f = finding(
-        ID,
+        &META,
         u,
-        "HTTP/2 at the TLS edge",
         status,
         observed,
         "ALPN h2",
         "browsers open at most 6 HTTP/1.1 connections per host; over h2 one connection carries many event streams",
-        &["sse-conditions"],
         proxy::http2(u.proxy),
     );
     f.reason = reason;

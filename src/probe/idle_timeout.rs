@@ -3,10 +3,17 @@
 //! idle timeout (nginx proxy_read_timeout 60 s by default): evidence proxy-config,
 //! ping-timing.
 use super::session::{Ending, StreamObs};
-use super::{finding, fmt_s, proxy, Kind, UrlObs};
+use super::{finding, fmt_s, proxy, Kind, Meta, UrlObs};
 use crate::findings::{Finding, Status};
 
 pub const ID: &str = "idle-timeout";
+
+pub const META: Meta = Meta {
+    id: ID,
+    title: "Idle connection held by the path",
+    evidence: &["proxy-config", "ping-timing"],
+    run: check,
+};
 
 pub fn ending_text(e: &Ending) -> String {
     match e {
@@ -93,14 +100,12 @@ pub fn check(u: &UrlObs) -> Option<Finding> {
     };
     let expected = format!("open for --idle-for {}", fmt_s(u.idle_for_ms));
     let mut f = finding(
-        ID,
+        &META,
         u,
-        "Idle connection held by the path",
         status,
         observed,
         &expected,
         "every proxy cuts a connection silent longer than its idle timeout (nginx: proxy_read_timeout 60 s); the heartbeat must come sooner",
-        &["proxy-config", "ping-timing"],
         proxy::idle(u.proxy),
     );
     f.reason = reason;

@@ -29,23 +29,61 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 use target::{Scheme, Target};
 
-/// Every check id, in report order.
-pub const IDS: [&str; 11] = [
-    reachable::ID,
-    response::ID,
-    upgrade::ID,
-    sse_buffering::ID,
-    idle_timeout::ID,
-    heartbeat::ID,
-    resume::ID,
-    compression::ID,
-    http2::ID,
-    origin::ID,
-    NOTHING_MEASURED,
+/// Static facts of a probe check: its stable id, the title its findings start with (the
+/// URL follows), the evidence they cite, and its judge of one URL (None: the check does
+/// not apply to that URL).
+pub struct Meta {
+    pub id: &'static str,
+    pub title: &'static str,
+    pub evidence: &'static [&'static str],
+    pub run: fn(&UrlObs) -> Option<Finding>,
+}
+
+/// Every check, in report order: the id list (`IDS`, `--skip`) and the judging order
+/// (`judge`) both come from here. Polling checks judge only a URL probed as polling, path
+/// checks only with a declared path.
+pub const CHECKS: &[Meta] = &[
+    reachable::META,
+    response::META,
+    upgrade::META,
+    sse_buffering::META,
+    idle_timeout::META,
+    heartbeat::META,
+    resume::META,
+    compression::META,
+    http2::META,
+    origin::META,
+    MEASURED,
+    polling::STATUS,
+    polling::CACHE,
+    polling::CONDITIONAL,
+    polling::LATENCY,
+    polling::OVERHEAD,
+    path::HOPS,
+    path::IDLE,
 ];
 
+/// Every check id, in report order.
+pub const IDS: [&str; CHECKS.len()] = {
+    let mut ids = [""; CHECKS.len()];
+    let mut i = 0;
+    while i < CHECKS.len() {
+        ids[i] = CHECKS[i].id;
+        i += 1;
+    }
+    ids
+};
+
 /// The report-level finding of a run in which no check measured anything (no verdict).
-pub const NOTHING_MEASURED: &str = "measured";
+pub const NOTHING_MEASURED: &str = MEASURED.id;
+
+/// Judged over the whole run (`nothing_measured`), never per URL.
+const MEASURED: Meta = Meta {
+    id: "measured",
+    title: "No verdict, nothing was measured",
+    evidence: &[],
+    run: |_| None,
+};
 
 /// The Origin of the cross-site handshake (`.invalid` never resolves: RFC 2606).
 pub const FOREIGN_ORIGIN: &str = "https://rtcheck-probe.invalid";
@@ -139,16 +177,13 @@ pub fn fmt_s(ms: f64) -> String {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
 fn finding(
-    id: &str,
+    m: &Meta,
     u: &UrlObs,
-    title: &str,
     status: Status,
     observed: String,
     expected: &str,
     rule: &str,
-    evidence: &[&str],
     fix: Fix,
 ) -> Finding {
     let mut rule = rule.to_string();
@@ -157,14 +192,15 @@ fn finding(
     }
     Finding {
         location: None,
-        id: id.to_string(),
-        title: format!("{title}: {}", u.target),
+        id: m.id.to_string(),
+        title: format!("{}: {}", m.title, u.target),
         status,
         observed,
         expected: expected.to_string(),
         rule,
         reason: None,
-        evidence: evidence
+        evidence: m
+            .evidence
             .iter()
             .map(|e| crate::evidence::reference(e))
             .collect(),
@@ -200,27 +236,13 @@ pub fn url_of(f: &Finding) -> Option<&str> {
 /// All checks of one URL, in report order; `skip` ids become skipped by request.
 pub fn judge(u: &UrlObs, skip: &[String]) -> Vec<Finding> {
     // An unreachable URL measured nothing: only why.
-    let only: [fn(&UrlObs) -> Option<Finding>; 1] = [reachable::check];
-    let checks: [fn(&UrlObs) -> Option<Finding>; 9] = [
-        response::check,
-        upgrade::check,
-        sse_buffering::check,
-        idle_timeout::check,
-        heartbeat::check,
-        resume::check,
-        compression::check,
-        http2::check,
-        origin::check,
-    ];
-    let run: &[fn(&UrlObs) -> Option<Finding>] = if u.unreached.is_some() {
-        &only
+    let run: &[Meta] = if u.unreached.is_some() {
+        &[reachable::META]
     } else {
-        &checks
+        CHECKS
     };
     run.iter()
-        .filter_map(|c| c(u))
-        .chain(polling::checks(u))
-        .chain(path::checks(u))
+        .filter_map(|c| (c.run)(u))
         .map(|mut f| {
             if skip.contains(&f.id) {
                 f.status = Status::Skip;
@@ -455,12 +477,7 @@ fn share_proxy(all: &mut [UrlObs]) {
 
 /// `--skip` names only probe check ids.
 pub fn validate_skip(skip: &[String]) -> anyhow::Result<()> {
-    let known = || {
-        IDS.iter()
-            .chain(&polling::IDS)
-            .chain(&path::IDS)
-            .chain(&browser::checks::IDS)
-    };
+    let known = || IDS.iter().chain(&browser::checks::IDS);
     if let Some(bad) = skip.iter().find(|s| !known().any(|k| k == s)) {
         anyhow::bail!(
             "--skip: unknown check id `{bad}` (known: {})",
@@ -542,8 +559,8 @@ pub fn nothing_measured(findings: &[Finding], target: &str) -> Option<Finding> {
         }
     }
     Some(Finding {
-        id: NOTHING_MEASURED.to_string(),
-        title: format!("No verdict, nothing was measured: {target}"),
+        id: MEASURED.id.to_string(),
+        title: format!("{}: {target}", MEASURED.title),
         status: Status::Fail,
         observed: if why.is_empty() {
             "no check ran".into()
@@ -612,6 +629,30 @@ mod tests {
         assert_eq!(own_origin(&t), "https://app.example.com");
         assert_eq!(fmt_s(260.0), "0.3 s");
         assert_eq!(fmt_s(75_000.0), "75 s");
+    }
+
+    #[test]
+    fn ids_come_from_the_table_in_report_order() {
+        let ids: Vec<&str> = CHECKS.iter().map(|c| c.id).collect();
+        assert_eq!(IDS.to_vec(), ids);
+        let single = [
+            "reachable",
+            "response",
+            "upgrade",
+            "sse-buffering",
+            "idle-timeout",
+            "heartbeat",
+            "resume",
+            "compression",
+            "http2",
+            "origin",
+            "measured",
+        ];
+        assert_eq!(IDS[..single.len()], single);
+        assert_eq!(IDS[single.len()..].len(), 7, "{IDS:?}");
+        for (i, id) in IDS.iter().enumerate() {
+            assert!(!IDS[..i].contains(id), "{id} twice");
+        }
     }
 
     #[test]

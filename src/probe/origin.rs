@@ -1,10 +1,17 @@
 //! `origin`: a handshake with a foreign Origin that is accepted lets any site open the
 //! socket with the user's cookies (cross-site WebSocket hijacking). Not measured by the
 //! series: no evidence number, the rule is the WebSocket RFC's (RFC 6455 10.2).
-use super::{finding, proxy, Kind, UrlObs, FOREIGN_ORIGIN};
+use super::{finding, proxy, Kind, Meta, UrlObs, FOREIGN_ORIGIN};
 use crate::findings::{Finding, Status};
 
 pub const ID: &str = "origin";
+
+pub const META: Meta = Meta {
+    id: ID,
+    title: "WebSocket handshake from a foreign Origin",
+    evidence: &[],
+    run: check,
+};
 
 pub fn check(u: &UrlObs) -> Option<Finding> {
     if u.kind != Kind::WebSocket {
@@ -31,14 +38,12 @@ pub fn check(u: &UrlObs) -> Option<Finding> {
         ),
     };
     let mut f = finding(
-        ID,
+        &META,
         u,
-        "WebSocket handshake from a foreign Origin",
         status,
         observed,
         "a foreign Origin refused (403), unless the endpoint is public",
         "browsers send cookies with a cross-site WebSocket handshake; only the server's Origin check stops it (RFC 6455 10.2; not measured by the series)",
-        &[],
         proxy::origin(u.proxy),
     );
     if status == Status::Skip {

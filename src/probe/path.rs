@@ -4,24 +4,34 @@
 //!   seen but not declared, a declared hop whose own header never came), and a transport
 //!   the declared path excludes;
 //! - `path-idle`: the measured idle cut against the chain: a cut is matched with the hop
-//!   whose declared or documented limit it equals (`hops::matching_cut_with`), naming that
+//!   whose declared or documented limit it equals (`hops::cut::matching_cut_with`), naming that
 //!   hop's setting in its own syntax; a path held open is checked against the heartbeat
 //!   maximum the chain computes.
 //!
 //! Pure: the observations of one URL and the declared chain in, findings out.
 use super::proxy::Proxy;
 use super::session::StreamObs;
-use super::{finding, fmt_s, heartbeat, idle_timeout, Kind, UrlObs};
+use super::{finding, fmt_s, heartbeat, idle_timeout, Kind, Meta, UrlObs};
 use crate::findings::{Finding, Fix, Status};
 use crate::hops::chain::{Chain, Overrides};
-use crate::hops::{self, CutMatch, LimitKind};
-use crate::profile::Transport;
+use crate::hops::cut::{self, CutMatch};
+use crate::hops::{self, LimitKind};
+use crate::transport::Transport;
 use rtcheck_wire::http::response::Head;
 
-pub const HOPS_ID: &str = "path-hops";
-pub const IDLE_ID: &str = "path-idle";
-/// The checks of this file, in report order (only with a declared path).
-pub const IDS: [&str; 2] = [HOPS_ID, IDLE_ID];
+/// The checks of this file (judged only with a declared path).
+pub const HOPS: Meta = Meta {
+    id: "path-hops",
+    title: "Hops seen against the declared path",
+    evidence: &["proxy-config"],
+    run: |u| Some(path_hops(u, declared(u)?)),
+};
+pub const IDLE: Meta = Meta {
+    id: "path-idle",
+    title: "Idle cut against the declared path",
+    evidence: &["proxy-config", "ping-timing"],
+    run: |u| path_idle(u, declared(u)?),
+};
 
 /// The path declared for the run, with its chain computed once.
 #[derive(Debug, Clone, PartialEq)]
@@ -289,19 +299,17 @@ fn path_hops(u: &UrlObs, d: &Declared) -> Finding {
     }
     let (status, observed, fix) = compare(&seen, d, transport(u.kind));
     finding(
-        HOPS_ID,
+        &HOPS,
         u,
-        "Hops seen against the declared path",
         status,
         observed,
         "every hop the headers name is on the declared path, and every declared hop that always names itself does",
         "a hop missing from the declared path is a limit the chain does not count (data/hops.yaml)",
-        &["proxy-config"],
         fix,
     )
 }
 
-/// Tolerance of a match and of "past the limit": 10 % or 2 s, as `hops::matching_cut`.
+/// Tolerance of a match and of "past the limit": 10 % or 2 s, as `hops::cut::matching_cut`.
 fn tolerance_ms(ms: f64) -> f64 {
     (ms * 0.1).max(2000.0)
 }
@@ -311,7 +319,7 @@ fn tolerance_ms(ms: f64) -> f64 {
 pub fn cut_matches(d: &Declared, silence_ms: f64, age_ms: f64, t: Transport) -> Vec<CutMatch> {
     let at = |ms: f64| std::time::Duration::from_secs_f64(ms.max(0.0) / 1000.0);
     let by = |ms, k| {
-        hops::matching_cut_with(&d.ids, &d.overrides, at(ms), t)
+        cut::matching_cut_with(&d.ids, &d.overrides, at(ms), t)
             .into_iter()
             .filter(move |c| c.kind == k)
     };
@@ -417,7 +425,7 @@ fn judge_cut(
 /// Hops off the declared path whose documented idle default matches a cut.
 fn cut_matches_anywhere(silence: f64, t: Transport, d: &Declared) -> Vec<String> {
     let at = std::time::Duration::from_secs_f64(silence.max(0.0) / 1000.0);
-    hops::matching_cut(&[], at, t)
+    cut::matching_cut(&[], at, t)
         .into_iter()
         .filter(|c| c.kind == LimitKind::Idle && !d.ids.contains(&c.hop))
         .map(|c| format!("{} ({} s)", c.hop, c.default_s))
@@ -554,14 +562,12 @@ fn path_idle(u: &UrlObs, d: &Declared) -> Option<Finding> {
         }
     };
     let mut f = finding(
-        IDLE_ID,
+        &IDLE,
         u,
-        "Idle cut against the declared path",
         status,
         observed,
         "no cut during --idle-for, a heartbeat within the chain's maximum; a cut names the hop and its setting",
         "the tightest idle limit of the path cuts a quiet connection; a server heartbeat at most half of it keeps the path open (hops chain rule)",
-        &["proxy-config", "ping-timing"],
         fix,
     );
     f.reason = reason.map(String::from);
@@ -592,18 +598,9 @@ pub fn proxy_from_path(all: &mut [UrlObs]) {
     }
 }
 
-/// This file's checks for one URL (nothing without a declared path or for an unreached
-/// URL).
-pub fn checks(u: &UrlObs) -> Vec<Finding> {
-    let Some(d) = u.path.as_deref() else {
-        return Vec::new();
-    };
-    if u.unreached.is_some() {
-        return Vec::new();
-    }
-    let mut out = vec![path_hops(u, d)];
-    out.extend(path_idle(u, d));
-    out
+/// The declared path of a reached URL (None: no path check applies).
+fn declared(u: &UrlObs) -> Option<&Declared> {
+    u.path.as_deref().filter(|_| u.unreached.is_none())
 }
 
 #[cfg(test)]

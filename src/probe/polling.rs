@@ -7,19 +7,43 @@
 //! an idle client against the seed's polling at 1 s: evidence poll-1s).
 use super::client::{self, ClientOpts};
 use super::target::Target;
-use super::{finding, fmt_s, Kind, UrlObs};
+use super::{finding, fmt_s, Kind, Meta, UrlObs};
 use crate::findings::{Finding, Fix, Status};
 use anyhow::{anyhow, Context};
 use rtcheck_wire::http::response::{self, Head, Reader};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-pub const STATUS: &str = "poll-status";
-pub const CACHE: &str = "poll-cache";
-pub const CONDITIONAL: &str = "poll-conditional";
-pub const LATENCY: &str = "poll-latency";
-pub const OVERHEAD: &str = "poll-overhead";
-pub const IDS: [&str; 5] = [STATUS, CACHE, CONDITIONAL, LATENCY, OVERHEAD];
+pub const STATUS: Meta = Meta {
+    id: "poll-status",
+    title: "Poll answer status and type",
+    evidence: &["poll-1s"],
+    run: status,
+};
+pub const CACHE: Meta = Meta {
+    id: "poll-cache",
+    title: "Caching of poll answers",
+    evidence: &["poll-1s"],
+    run: cache,
+};
+pub const CONDITIONAL: Meta = Meta {
+    id: "poll-conditional",
+    title: "Conditional polls",
+    evidence: &["poll-1s"],
+    run: conditional,
+};
+pub const LATENCY: Meta = Meta {
+    id: "poll-latency",
+    title: "Poll answer latency",
+    evidence: &["poll-1s", "poll-5s"],
+    run: poll_latency,
+};
+pub const OVERHEAD: Meta = Meta {
+    id: "poll-overhead",
+    title: "Idle polling overhead",
+    evidence: &["poll-1s", "push-latency"],
+    run: overhead,
+};
 
 /// Polls per URL: enough for a median and a worst, short enough for a quick run.
 pub const POLLS: usize = 5;
@@ -380,13 +404,30 @@ fn fix(summary: &str, lines: &[&str]) -> Fix {
     }
 }
 
-/// The five polling findings of a URL probed as polling (none otherwise).
-pub fn checks(u: &UrlObs) -> Vec<Finding> {
-    let Some(obs) = u.poll.as_ref().filter(|_| u.kind == Kind::Poll) else {
-        return Vec::new();
-    };
+/// The polls of a URL probed as polling (none otherwise: no polling finding).
+fn polls(u: &UrlObs) -> Option<&PollObs> {
+    u.poll.as_ref().filter(|_| u.kind == Kind::Poll)
+}
+
+/// The first poll's answer, when it was a 2xx.
+fn answered(obs: &PollObs) -> Option<&PollRec> {
+    obs.first()
+        .and_then(|p| p.as_ref().ok())
+        .filter(|p| ok_2xx(p))
+}
+
+/// Nothing answered 2xx: measured latency and size stay, but nothing passes on them.
+fn unless_unanswered(obs: &PollObs, mut f: Finding) -> Finding {
+    if answered(obs).is_none() && f.status == Status::Pass {
+        f.status = Status::Skip;
+        f.reason = Some("the poll URL did not answer 2xx".into());
+    }
+    f
+}
+
+fn status(u: &UrlObs) -> Option<Finding> {
+    let obs = polls(u)?;
     let first = obs.first().cloned().unwrap_or(Err("not polled".into()));
-    let mut out = Vec::new();
     let (s, o) = judge_status(&first);
     let status_fix = match &first {
         Ok(p) if ok_2xx(p) => fix(
@@ -398,54 +439,70 @@ pub fn checks(u: &UrlObs) -> Vec<Finding> {
             &[],
         ),
     };
-    out.push(finding(
-        STATUS,
+    Some(finding(
+        &STATUS,
         u,
-        "Poll answer status and type",
         s,
         o,
         "2xx with a JSON body",
         "a poll client reads a 2xx JSON answer; anything else is an error page or a route miss",
-        &["poll-1s"],
         status_fix,
-    ));
-    let answered = first.as_ref().ok().filter(|p| ok_2xx(p));
-    let (s, o) = match answered {
+    ))
+}
+
+fn cache(u: &UrlObs) -> Option<Finding> {
+    let obs = polls(u)?;
+    let (s, o) = match answered(obs) {
         Some(p) => judge_cache(p.head.header("cache-control")),
         None => (Status::Skip, "no 2xx poll answer".into()),
     };
-    out.push(finding(
-        CACHE, u, "Caching of poll answers", s, o,
+    Some(finding(
+        &CACHE,
+        u,
+        s,
+        o,
         "Cache-Control: no-cache, no-store or private on poll answers",
         "a CDN or proxy that caches a poll answer serves every client the same stale data until it expires",
-        &["poll-1s"],
         fix(
             "mark poll answers uncacheable by shared caches",
             &["server: Cache-Control: no-cache (or no-store, private) on every poll answer"],
         ),
-    ));
+    ))
+}
+
+fn conditional(u: &UrlObs) -> Option<Finding> {
+    let obs = polls(u)?;
     let (s, o) = judge_conditional(obs);
-    out.push(finding(
-        CONDITIONAL, u, "Conditional polls", s, o,
+    let f = finding(
+        &CONDITIONAL,
+        u,
+        s,
+        o,
         "ETag + If-None-Match answered 304, or a since cursor",
         "an idle poll that returns the full answer costs its whole size every interval",
-        &["poll-1s"],
         fix(
             "send an ETag and answer If-None-Match with 304 Not Modified (or take a since= cursor and answer only what is new)",
             &["server: ETag on the answer; 304 with no body when If-None-Match matches"],
         ),
-    ));
+    );
+    Some(unless_unanswered(obs, f))
+}
+
+fn poll_latency(u: &UrlObs) -> Option<Finding> {
+    let obs = polls(u)?;
     let (s, o) = judge_latency(obs);
-    let (interval_s, seed_per_min) = seed();
     let rule = format!(
-        "polling every {interval_s} s delivered a change after {:.0} ms at the median (half the interval); a slow answer adds to it",
+        "polling every {} s delivered a change after {:.0} ms at the median (half the interval); a slow answer adds to it",
+        seed().0,
         crate::evidence::num("poll-1s", "delivery_p50")
     );
     let mut f = finding(
-        LATENCY, u, "Poll answer latency", s, o,
+        &LATENCY,
+        u,
+        s,
+        o,
         "median answer within half the polling interval",
         &rule,
-        &["poll-1s", "poll-5s"],
         fix(
             "find what the poll handler waits on (database, lock, upstream); answer an idle poll from memory",
             &[],
@@ -456,8 +513,13 @@ pub fn checks(u: &UrlObs) -> Vec<Finding> {
         f.numbers.insert("max_ms".into(), max.round());
     }
     f.numbers.insert("polls".into(), obs.ok().count() as f64);
-    out.push(f);
+    Some(unless_unanswered(obs, f))
+}
+
+fn overhead(u: &UrlObs) -> Option<Finding> {
+    let obs = polls(u)?;
     let (s, o, per_min) = judge_overhead(obs);
+    let (interval_s, seed_per_min) = seed();
     let kb = |v: f64| format!("{:.1} KB", v / 1000.0);
     let sse = crate::evidence::num("push-latency", "sse_idle_bytes_per_min");
     let ws = crate::evidence::num("push-latency", "ws_idle_bytes_per_min");
@@ -475,33 +537,13 @@ pub fn checks(u: &UrlObs) -> Vec<Finding> {
         "answer an idle poll with 304 (or an empty body), poll less often, or push (SSE idles at {} per minute)",
         kb(sse)
     );
-    let mut f = finding(
-        OVERHEAD,
-        u,
-        "Idle polling overhead",
-        s,
-        o,
-        &expected,
-        &rule,
-        &["poll-1s", "push-latency"],
-        fix(&advice, &[]),
-    );
+    let mut f = finding(&OVERHEAD, u, s, o, &expected, &rule, fix(&advice, &[]));
     if let Some(m) = per_min {
         f.numbers.insert("bytes_per_min".into(), m.round());
         f.numbers
-            .insert("bytes_per_poll".into(), (m / 60.0 * seed().0).round());
+            .insert("bytes_per_poll".into(), (m / 60.0 * interval_s).round());
     }
-    out.push(f);
-    if answered.is_none() {
-        // Nothing answered 2xx: measured latency and size stay, but nothing passes on them.
-        for f in out.iter_mut().skip(2) {
-            if f.status == Status::Pass {
-                f.status = Status::Skip;
-                f.reason = Some("the poll URL did not answer 2xx".into());
-            }
-        }
-    }
-    out
+    Some(unless_unanswered(obs, f))
 }
 
 #[cfg(test)]

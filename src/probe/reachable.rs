@@ -2,10 +2,17 @@
 //! or its response head failed (or outlived `--timeout`). Reported for that URL only; the
 //! other URLs of the run are probed and reported in full.
 use super::client::Step;
-use super::{finding, UrlObs};
+use super::{finding, Meta, UrlObs};
 use crate::findings::{Finding, Fix, Status};
 
 pub const ID: &str = "reachable";
+
+pub const META: Meta = Meta {
+    id: ID,
+    title: "URL reachable",
+    evidence: &[],
+    run: check,
+};
 
 /// Why a URL could not be probed, and the step that failed.
 #[derive(Debug, Clone, PartialEq)]
@@ -34,14 +41,12 @@ pub fn check(u: &UrlObs) -> Option<Finding> {
     let n = u.unreached.as_ref()?;
     let how = if n.timed_out { "timed out" } else { "failed" };
     let mut f = finding(
-        ID,
+        &META,
         u,
-        "URL reachable",
         Status::Fail,
         format!("{} step {how}: {}", n.step.as_str(), n.reason),
         "DNS, connect, TLS and an HTTP response head, each within --timeout",
         "a URL that cannot be reached measures nothing: no check of it ran",
-        &[],
         fix_for(n.step),
     );
     f.reason = Some(format!("failed at {}", n.step.as_str()));

@@ -2,11 +2,18 @@
 //! (404, 502...), or a 2xx that is neither an event stream nor a poll answer (an HTML
 //! page from a catch-all route). Never a pass: the other checks had nothing to measure.
 use super::session::SseObs;
-use super::{finding, proxy, Kind, UrlObs};
+use super::{finding, proxy, Kind, Meta, UrlObs};
 use crate::findings::{Finding, Status};
 use rtcheck_wire::http::response::Head;
 
 pub const ID: &str = "response";
+
+pub const META: Meta = Meta {
+    id: ID,
+    title: "The URL's answer",
+    evidence: &[],
+    run: check,
+};
 
 pub fn is_2xx(status: u16) -> bool {
     (200..300).contains(&status)
@@ -42,9 +49,8 @@ pub fn check(u: &UrlObs) -> Option<Finding> {
     let sse = u.sse.as_ref()?;
     let observed = problem(u.kind, sse)?;
     let mut f = finding(
-        ID,
+        &META,
         u,
-        "The URL's answer",
         Status::Fail,
         observed,
         match u.kind {
@@ -52,7 +58,6 @@ pub fn check(u: &UrlObs) -> Option<Finding> {
             _ => "200 with Content-Type: text/event-stream",
         },
         "an error status or a page instead of the stream measures nothing: the other checks of this URL did not run",
-        &[],
         proxy::status(u.proxy, sse.head.status, u.kind, u.direct_status()),
     );
     f.numbers.insert("status".into(), sse.head.status as f64);

@@ -2,11 +2,18 @@
 //! comes first: the replay, a gap marker, or a silent restart (evidence seq-numbers: 615
 //! events vanished with no error; ring-buffer).
 use super::session::SseObs;
-use super::{finding, fmt_s, proxy, Kind, UrlObs};
+use super::{finding, fmt_s, proxy, Kind, Meta, UrlObs};
 use crate::findings::{Finding, Status};
 use rtcheck_wire::sse::seq_id;
 
 pub const ID: &str = "resume";
+
+pub const META: Meta = Meta {
+    id: ID,
+    title: "SSE resume with Last-Event-ID",
+    evidence: &["seq-numbers", "ring-buffer"],
+    run: check,
+};
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct ResumeObs {
@@ -159,14 +166,12 @@ pub fn check(u: &UrlObs) -> Option<Finding> {
         ),
     };
     let mut f = finding(
-        ID,
+        &META,
         u,
-        "SSE resume with Last-Event-ID",
         status,
         observed,
         "the events after Last-Event-ID replayed, or a gap marker",
         "without sequence numbers loss is silent (615 events vanished with no error); a ring replays a short disconnect, a gap marker reports a long one",
-        &["seq-numbers", "ring-buffer"],
         proxy::resume(),
     );
     f.reason = reason;

@@ -103,6 +103,60 @@ impl StreamObs {
     }
 }
 
+/// Added delay (same clock) above which events were held on the path: `sse-buffering`
+/// judges with it, and `compression` a decoded stream. A second: far above a proxy's
+/// forwarding time, far below the 6.6 s measured behind a buffering proxy, and above the
+/// stalls of a loaded machine.
+pub const DELAY_FAIL_MS: f64 = 1000.0;
+/// A read with several events after this much silence is a released buffer.
+pub const BURST_SILENCE_MS: f64 = 1000.0;
+
+/// How a stream's events arrived (`sse-buffering` and `compression` judge it).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Timing {
+    pub events: usize,
+    pub reads: usize,
+    pub first_event_ms: Option<f64>,
+    /// Max of (receipt − payload ts), ms.
+    pub max_delay_ms: Option<f64>,
+    /// Max − min of (receipt − payload ts), ms.
+    pub spread_ms: Option<f64>,
+    /// Reads that delivered ≥ 2 events after ≥ BURST_SILENCE_MS of silence.
+    pub bursts: usize,
+}
+
+pub fn timing(s: &StreamObs) -> Timing {
+    let delays: Vec<f64> = s
+        .events
+        .iter()
+        .filter_map(|e| e.seq_ts.map(|(_, ts)| (e.wall_ns as f64 - ts as f64) / 1e6))
+        .collect();
+    let max = delays
+        .iter()
+        .cloned()
+        .fold(None, |m: Option<f64>, d| Some(m.map_or(d, |m| m.max(d))));
+    let min = delays
+        .iter()
+        .cloned()
+        .fold(None, |m: Option<f64>, d| Some(m.map_or(d, |m| m.min(d))));
+    let mut bursts = 0;
+    for (i, &at) in s.reads_ms.iter().enumerate() {
+        let n = s.events.iter().filter(|e| e.read == i).count();
+        let before = if i == 0 { at } else { at - s.reads_ms[i - 1] };
+        if n >= 2 && before >= BURST_SILENCE_MS {
+            bursts += 1;
+        }
+    }
+    Timing {
+        events: s.events.len(),
+        reads: s.reads_ms.len(),
+        first_event_ms: s.events.first().map(|e| e.at_ms),
+        max_delay_ms: max,
+        spread_ms: max.zip(min).map(|(a, b)| a - b),
+        bursts,
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct WsObs {
     pub head: Head,

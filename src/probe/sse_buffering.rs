@@ -3,64 +3,20 @@
 //! hosts (clock offset cancels); otherwise several events in one read after a silence
 //! mean a buffer released them (evidence proxy-config: 6.6 s of silence behind a buffering
 //! proxy).
-use super::session::StreamObs;
-use super::{finding, fmt_s, proxy, Kind, UrlObs};
+use super::session::{timing, StreamObs, Timing, BURST_SILENCE_MS, DELAY_FAIL_MS};
+use super::{finding, fmt_s, proxy, Kind, Meta, UrlObs};
 use crate::findings::{Finding, Status};
 
 pub const ID: &str = "sse-buffering";
-/// Added delay (same clock) above which events were held on the path. A second: far
-/// above a proxy's forwarding time, far below the 6.6 s measured behind a buffering proxy,
-/// and above the stalls of a loaded machine.
-pub const DELAY_FAIL_MS: f64 = 1000.0;
+
+pub const META: Meta = Meta {
+    id: ID,
+    title: "SSE delivery through the path (buffering)",
+    evidence: &["proxy-config"],
+    run: check,
+};
 /// Spread of one-way delays (different clocks) above which events were held.
 pub const SPREAD_FAIL_MS: f64 = 1000.0;
-/// A read with several events after this much silence is a released buffer.
-pub const BURST_SILENCE_MS: f64 = 1000.0;
-
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct Timing {
-    pub events: usize,
-    pub reads: usize,
-    pub first_event_ms: Option<f64>,
-    /// Max of (receipt − payload ts), ms.
-    pub max_delay_ms: Option<f64>,
-    /// Max − min of (receipt − payload ts), ms.
-    pub spread_ms: Option<f64>,
-    /// Reads that delivered ≥ 2 events after ≥ BURST_SILENCE_MS of silence.
-    pub bursts: usize,
-}
-
-pub fn timing(s: &StreamObs) -> Timing {
-    let delays: Vec<f64> = s
-        .events
-        .iter()
-        .filter_map(|e| e.seq_ts.map(|(_, ts)| (e.wall_ns as f64 - ts as f64) / 1e6))
-        .collect();
-    let max = delays
-        .iter()
-        .cloned()
-        .fold(None, |m: Option<f64>, d| Some(m.map_or(d, |m| m.max(d))));
-    let min = delays
-        .iter()
-        .cloned()
-        .fold(None, |m: Option<f64>, d| Some(m.map_or(d, |m| m.min(d))));
-    let mut bursts = 0;
-    for (i, &at) in s.reads_ms.iter().enumerate() {
-        let n = s.events.iter().filter(|e| e.read == i).count();
-        let before = if i == 0 { at } else { at - s.reads_ms[i - 1] };
-        if n >= 2 && before >= BURST_SILENCE_MS {
-            bursts += 1;
-        }
-    }
-    Timing {
-        events: s.events.len(),
-        reads: s.reads_ms.len(),
-        first_event_ms: s.events.first().map(|e| e.at_ms),
-        max_delay_ms: max,
-        spread_ms: max.zip(min).map(|(a, b)| a - b),
-        bursts,
-    }
-}
 
 /// The verdict and what to print, from the timing alone (pure).
 pub fn judge(t: &Timing, same_clock: bool, direct_first_ms: Option<f64>) -> (Status, String) {
@@ -198,14 +154,12 @@ pub fn check(u: &UrlObs) -> Option<Finding> {
         }
     };
     let mut f = finding(
-        ID,
+        &META,
         u,
-        "SSE delivery through the path (buffering)",
         status,
         observed,
         expected,
         "a buffering proxy completes the SSE handshake, then holds events (6.6 s of silence measured)",
-        &["proxy-config"],
         proxy::buffering(u.proxy),
     );
     f.reason = reason;
@@ -219,9 +173,8 @@ pub fn check(u: &UrlObs) -> Option<Finding> {
 /// stream's head ~100 s, then 4 KB bursts).
 fn never_headed(u: &UrlObs, bound_ms: f64) -> Finding {
     let mut f = finding(
-        ID,
+        &META,
         u,
-        "SSE delivery through the path (buffering)",
         Status::Fail,
         format!(
             "head held more than {} by the path: no response head within --head-timeout (a buffering proxy sends a slow stream's head with its first full buffer){}",
@@ -230,7 +183,6 @@ fn never_headed(u: &UrlObs, bound_ms: f64) -> Finding {
         ),
         "the response head at once, then each event as it is sent",
         "a buffering proxy completes the SSE handshake, then holds events (6.6 s of silence measured); with a slow stream it holds the head too",
-        &["proxy-config"],
         proxy::buffering(u.proxy),
     );
     f.numbers.insert("head_held_ms".into(), bound_ms.round());
@@ -324,9 +276,8 @@ pub fn header_notes(h: &rtcheck_wire::http::response::Head) -> (Status, String) 
 /// The answer was not an event stream: say what it was (probed as polling).
 fn polled(u: &UrlObs, sse: &super::session::SseObs) -> Finding {
     let mut f = finding(
-        ID,
+        &META,
         u,
-        "SSE delivery through the path (buffering)",
         Status::Skip,
         format!(
             "HTTP {} {}",
@@ -337,7 +288,6 @@ fn polled(u: &UrlObs, sse: &super::session::SseObs) -> Finding {
         ),
         "an event stream (text/event-stream)",
         "polling holds no stream: nothing to buffer",
-        &["proxy-config"],
         Default::default(),
     );
     f.reason = Some(format!(

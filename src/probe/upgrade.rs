@@ -1,9 +1,16 @@
 //! `upgrade`: the WebSocket handshake through the path answers 101 with a valid
 //! `Sec-WebSocket-Accept` (evidence proxy-config: without the Upgrade headers, 400 at once).
-use super::{finding, fmt_s, proxy, Kind, UrlObs};
+use super::{finding, fmt_s, proxy, Kind, Meta, UrlObs};
 use crate::findings::{Finding, Status};
 
 pub const ID: &str = "upgrade";
+
+pub const META: Meta = Meta {
+    id: ID,
+    title: "WebSocket upgrade through the path",
+    evidence: &["proxy-config"],
+    run: check,
+};
 
 /// Where a status class points, before the fix says what to change.
 fn what_status_says(code: u16) -> &'static str {
@@ -66,14 +73,12 @@ pub fn check(u: &UrlObs) -> Option<Finding> {
         (code, _) => proxy::status(u.proxy, code, Kind::WebSocket, u.direct_status()),
     };
     let mut f = finding(
-        ID,
+        &META,
         u,
-        "WebSocket upgrade through the path",
         status,
         observed,
         "101 Switching Protocols with a valid Sec-WebSocket-Accept",
         "a proxy must forward Upgrade and Connection over HTTP/1.1; without them WebSocket dies at once with 400",
-        &["proxy-config"],
         fix,
     );
     f.numbers.insert("status".into(), h.status as f64);

@@ -57,8 +57,8 @@ impl Palette {
         use owo_colors::OwoColorize;
         self.paint(s, |s| s.bold().to_string())
     }
-    pub fn status(&self, st: crate::report::Status) -> String {
-        use crate::report::Status::*;
+    pub fn status(&self, st: crate::findings::Status) -> String {
+        use crate::findings::Status::*;
         let s = st.as_str();
         match st {
             Pass => self.good(s),

@@ -1,7 +1,8 @@
 //! Review-only metadata of checklist items: which values an item asks, which rule checks
 //! them, which command can measure it, and which items a profile leaves out.
 use crate::choose::decide::{Delivery, Topology};
-use crate::profile::{Loss, Profile, Transport};
+use crate::profile::{Loss, Profile};
+use crate::transport::Transport;
 
 /// The type of a declared value, as the answers file and the prompts accept it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

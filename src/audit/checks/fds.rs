@@ -9,6 +9,7 @@ pub const FD_LIMIT: Meta = Meta {
     title: "Open-files limit (RLIMIT_NOFILE) of the audited process",
     evidence: &["ulimit-n", "fds-goroutines"],
     verify: Some("fd-limit"),
+    required: true,
     run: fd_limit_of_process,
 };
 
@@ -17,6 +18,7 @@ pub const FD_SYSTEM: Meta = Meta {
     title: "System-wide file handles (fs.file-max, fs.nr_open, fs/file-nr)",
     evidence: &["ulimit-n", "fds-goroutines"],
     verify: None,
+    required: true,
     run: fd_system,
 };
 

@@ -3,7 +3,8 @@
 use super::host::Host;
 use crate::evidence::{self, fmt_num};
 use crate::findings::{Finding, Fix, Status};
-use crate::profile::{Loss, Profile, Role, Transport};
+use crate::profile::{Loss, Profile, Role};
+use crate::transport::Transport;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -101,6 +102,10 @@ pub struct Meta {
     pub title: &'static str,
     pub evidence: &'static [&'static str],
     pub verify: Option<&'static str>,
+    /// Every Linux host answers it from /proc and /sys: skipped, it means the audit read
+    /// the wrong place (e.g. an empty --procfs), so CI must not pass. False for a check
+    /// whose absence is a fine answer (conntrack: the module is not loaded).
+    pub required: bool,
     pub run: fn(&Workload, &Host) -> Finding,
 }
 
@@ -122,15 +127,9 @@ pub fn ids() -> Vec<&'static str> {
     CHECKS.iter().map(|c| c.id).collect()
 }
 
-/// Checks every Linux host can answer from /proc and /sys: one skipped means the audit
-/// read the wrong place (e.g. an empty --procfs), so CI must not pass. conntrack is
-/// absent whenever the module is not loaded, which is a fine answer.
+/// The checks every Linux host can answer (`Meta::required`).
 pub fn required_ids() -> Vec<&'static str> {
-    CHECKS
-        .iter()
-        .map(|c| c.id)
-        .filter(|id| *id != "conntrack")
-        .collect()
+    CHECKS.iter().filter(|c| c.required).map(|c| c.id).collect()
 }
 
 /// Run every check; ids in `skip` are shown as skipped by request, never hidden.
@@ -404,6 +403,13 @@ mod tests {
             };
             assert_eq!(f.status, want, "{}: {}", f.id, f.observed);
         }
+    }
+
+    #[test]
+    fn every_check_but_conntrack_is_required() {
+        let mut want = ids();
+        want.retain(|id| *id != "conntrack");
+        assert_eq!(required_ids(), want);
     }
 
     #[test]

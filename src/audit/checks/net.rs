@@ -10,6 +10,7 @@ pub const EPHEMERAL_PORTS: Meta = Meta {
     title: "Ephemeral ports per destination address (ip_local_port_range)",
     evidence: &["ephemeral-ports"],
     verify: Some("ephemeral-ports"),
+    required: true,
     run: ephemeral_ports,
 };
 
@@ -18,6 +19,7 @@ pub const TIME_WAIT: Meta = Meta {
     title: "TIME_WAIT sockets now vs the ephemeral port range",
     evidence: &["tw-sockstat", "ephemeral-ports"],
     verify: Some("time-wait"),
+    required: true,
     run: time_wait,
 };
 
@@ -26,6 +28,7 @@ pub const SOMAXCONN: Meta = Meta {
     title: "Accept backlog (net.core.somaxconn, tcp_max_syn_backlog) vs a reconnect burst",
     evidence: &["ephemeral-ports"],
     verify: None,
+    required: true,
     run: somaxconn,
 };
 
@@ -34,6 +37,7 @@ pub const CONNTRACK: Meta = Meta {
     title: "Connection tracking table (nf_conntrack_max)",
     evidence: &["ephemeral-ports"],
     verify: None,
+    required: false,
     run: conntrack,
 };
 

@@ -3,13 +3,15 @@ use super::{bytes, n, pct, skipped, Draft, Meta, Workload};
 use crate::audit::host::Host;
 use crate::evidence::{fmt_num, num};
 use crate::findings::{Finding, Status};
-use crate::profile::{Loss, Transport};
+use crate::profile::Loss;
+use crate::transport::Transport;
 
 pub const MEMORY: Meta = Meta {
     id: "memory",
     title: "Memory for connections and delivery state",
     evidence: &["conn-ram", "ring-sizing"],
     verify: Some("memory"),
+    required: true,
     run: memory,
 };
 
@@ -18,6 +20,7 @@ pub const CPU: Meta = Meta {
     title: "CPUs usable for the fan-out load (affinity, cgroup quota)",
     evidence: &["cpu-baseline", "scenario-p1"],
     verify: None,
+    required: true,
     run: cpu,
 };
 

@@ -3,7 +3,7 @@ use super::{bytes, n, pct, skipped, sysctl_fix, Draft, Meta, Workload};
 use crate::audit::host::Host;
 use crate::evidence::{fmt_num, num};
 use crate::findings::{Finding, Status};
-use crate::profile::Transport;
+use crate::transport::Transport;
 use std::time::Duration;
 
 pub const TCP_WMEM: Meta = Meta {
@@ -11,6 +11,7 @@ pub const TCP_WMEM: Meta = Meta {
     title: "Kernel send buffers: tcp_wmem max x connections vs memory and tcp_mem",
     evidence: &["kernel-sndbuf"],
     verify: Some("tcp-wmem"),
+    required: true,
     run: tcp_wmem,
 };
 
@@ -19,6 +20,7 @@ pub const TCP_KEEPALIVE: Meta = Meta {
     title: "How long TCP alone takes to notice a dead peer (keepalive)",
     evidence: &["ping-pong", "ping-timing"],
     verify: Some("tcp-keepalive"),
+    required: true,
     run: tcp_keepalive,
 };
 

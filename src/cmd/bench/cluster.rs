@@ -1,7 +1,7 @@
 //! `rtcheck bench cluster`: flags to options, run the scenarios, render, write.
 use super::thresholds;
 use crate::bench::cluster::{self, ClusterOptions, Kind};
-use crate::cmd::output::{ClusterFormats, OutputArgs};
+use crate::cmd::output::{ClusterFormat, ClusterFormats, OutputArgs};
 use crate::cmd::{parse_count, parse_rate, Ctx};
 use crate::report::{gates, Format};
 use std::path::PathBuf;
@@ -113,18 +113,22 @@ pub fn run(a: ClusterArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
     let gated = thresholds::gates(&a.thresholds, &report, invalid.as_deref());
     let found = gated.as_ref().map_or(&[][..], Vec::as_slice);
     let render = |f: Format, p: crate::report::Palette| -> anyhow::Result<String> {
-        Ok(match f {
-            Format::Json => {
+        Ok(match ClusterFormat::of(f)? {
+            ClusterFormat::Text => {
+                crate::report::text::cluster::render(&report, &p) + &gates::text(found, p)
+            }
+            ClusterFormat::Json => {
                 crate::report::json::render(&thresholds::with_thresholds(&report, found)?)?
             }
-            Format::Yaml => {
+            ClusterFormat::Yaml => {
                 crate::report::yaml::render(&thresholds::with_thresholds(&report, found)?)?
             }
-            Format::Markdown => {
+            ClusterFormat::Markdown => {
                 crate::report::markdown::cluster::render(&report) + &gates::markdown(found)
             }
-            Format::Html => gates::html(crate::report::html::cluster::render(&report)?, found),
-            _ => crate::report::text::cluster::render(&report, &p) + &gates::text(found, p),
+            ClusterFormat::Html => {
+                gates::html(crate::report::html::cluster::render(&report)?, found)
+            }
         })
     };
     if let Some(p) = &a.save_json {

@@ -2,7 +2,7 @@
 pub mod cluster;
 pub mod thresholds;
 
-use super::output::{BenchFormats, OutputArgs};
+use super::output::{BenchFormat, BenchFormats, OutputArgs};
 use super::{parse_count, Ctx, DEFAULT_CONNECTIONS};
 use crate::bench::fanout::{self, FanoutOptions};
 use crate::bench::idle::{self, IdleOptions, IdleProto};
@@ -14,7 +14,7 @@ use cluster::ClusterArgs;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
-use thresholds::{exit_for, gate_exit, gates, invalid_scenarios, with_thresholds};
+use thresholds::{gate_exit, gates, invalid_scenarios, with_thresholds};
 
 #[derive(Debug, clap::Args)]
 pub struct BenchArgs {
@@ -273,15 +273,15 @@ fn run_fanout(a: FanoutArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
     let gated = gates(&a.thresholds, &report, invalid.as_deref());
     let found = gated.as_ref().map_or(&[][..], Vec::as_slice);
     let render = |f: Format, p: crate::report::Palette| -> anyhow::Result<String> {
-        Ok(match f {
-            Format::Json => crate::report::json::render(&with_thresholds(&report, found)?)?,
-            Format::Markdown => {
-                crate::report::markdown::bench::render(&report) + &gates::markdown(found)
-            }
-            Format::Html => gates::html(crate::report::html::bench::render(&report)?, found),
-            _ => {
+        Ok(match BenchFormat::of(f)? {
+            BenchFormat::Text => {
                 crate::report::text::bench::render(&report, &p, a.explain) + &gates::text(found, p)
             }
+            BenchFormat::Json => crate::report::json::render(&with_thresholds(&report, found)?)?,
+            BenchFormat::Markdown => {
+                crate::report::markdown::bench::render(&report) + &gates::markdown(found)
+            }
+            BenchFormat::Html => gates::html(crate::report::html::bench::render(&report)?, found),
         })
     };
     if let Some(p) = &a.save_json {
@@ -325,14 +325,14 @@ fn run_idle(a: IdleArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
         connect_timeout: a.connect_timeout,
     })?;
     a.out.emit_with(ctx.color, |f, p| {
-        Ok(match f {
-            Format::Json => crate::report::json::render(&report)?,
-            Format::Markdown => crate::report::markdown::bench::render_idle(&report),
-            Format::Html => crate::report::html::idle::render(&report)?,
-            _ => crate::report::text::bench::render_idle(&report, &p),
+        Ok(match BenchFormat::of(f)? {
+            BenchFormat::Text => crate::report::text::bench::render_idle(&report, &p),
+            BenchFormat::Json => crate::report::json::render(&report)?,
+            BenchFormat::Markdown => crate::report::markdown::bench::render_idle(&report),
+            BenchFormat::Html => crate::report::html::idle::render(&report)?,
         })
     })?;
-    Ok(exit_for(report.valid))
+    Ok(super::exit::verdict(false, !report.valid))
 }
 
 #[cfg(test)]
@@ -362,7 +362,10 @@ mod tests {
             found[0].observed.contains("scenario C1 invalid"),
             "{found:?}"
         );
-        assert_eq!(gate_exit(true, Ok(found)).unwrap(), ExitCode::from(1));
+        assert_eq!(
+            gate_exit(true, Ok(found)).unwrap(),
+            super::super::exit::findings()
+        );
         assert!(gates(&[], &report, why.as_deref()).unwrap().is_empty());
         let v = with_thresholds(&report, &[]).unwrap();
         assert!(v.get("thresholds").is_none());

@@ -47,13 +47,5 @@ pub fn gate_exit(
     let crossed = found
         .iter()
         .any(|f| f.status == crate::findings::Status::Fail);
-    Ok(exit_for(valid && !crossed))
-}
-
-pub fn exit_for(valid: bool) -> ExitCode {
-    if valid {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    }
+    Ok(crate::cmd::exit::verdict(crossed, !valid))
 }

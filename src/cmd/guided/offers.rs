@@ -1,7 +1,7 @@
 //! The guided run's offers after the audit: probe a URL the user types (issue 11) and walk
 //! the application checklist (issue 16). Each builds its command's own flags, so it runs
 //! with the same defaults as `rtcheck probe` and `rtcheck review`.
-use super::Kept;
+use super::kept::Kept;
 use crate::cmd::prompts::{self, confirm, prompt_error, say};
 use crate::cmd::{probe, review, Ctx};
 use crate::findings::FailOn;

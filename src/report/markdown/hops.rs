@@ -3,7 +3,7 @@
 use super::evidence::cell;
 use crate::hops::chain::Chain;
 use crate::hops::{Hop, LimitKind};
-use crate::profile::Transport;
+use crate::transport::Transport;
 
 fn limit(h: &Hop, kind: LimitKind, t: Transport) -> String {
     h.limits(kind, t)
@@ -55,7 +55,7 @@ pub fn one(h: &Hop) -> String {
         let reset: Vec<&str> = l.reset_by.iter().map(|r| r.as_str()).collect();
         s.push_str(&format!(
             "| {} | {} | {} | {} | {} | `{}` | {} |\n",
-            crate::hops::chain::kind_name(l.kind),
+            l.kind.name(),
             applies.join(", "),
             l.default,
             range,

@@ -1,8 +1,8 @@
 //! text rendering of choose results: the four questions, sizing, then the six must-haves.
 use crate::choose::{Delivery, Recommendation};
 use crate::evidence::fmt_num;
-use crate::profile::Transport;
 use crate::report::{EvidenceRef, Palette};
+use crate::transport::Transport;
 use rtcheck_base::units::fmt_bytes;
 
 /// `evidence  ID  values`, the values wrapped in their own column (an id is never cut).

@@ -4,8 +4,8 @@
 use super::wrap;
 use crate::choose::{Delivery, Recommendation, Topology};
 use crate::evidence::{fmt_num, num};
-use crate::profile::Transport;
 use crate::report::Palette;
+use crate::transport::Transport;
 use rtcheck_base::units::{fmt_bytes, fmt_duration};
 
 /// Column of the why: a label (`Q1`, `PATH`) and the decision before it.

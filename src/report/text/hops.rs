@@ -2,8 +2,8 @@
 //! and a path's chain (verdict first, a table that fits the width, then what to configure).
 use crate::hops::chain::{Bound, Chain};
 use crate::hops::{Hop, Limit, LimitKind};
-use crate::profile::Transport;
 use crate::report::Palette;
+use crate::transport::Transport;
 use comfy_table::{presets, ContentArrangement, Table};
 
 fn table(header: &[&str], p: &Palette) -> Table {
@@ -52,12 +52,7 @@ pub fn list(all: &[Hop], p: &Palette) -> String {
 
 fn limit_line(l: &Limit, p: &Palette) -> String {
     let applies: Vec<&str> = l.applies_to.iter().map(|t| t.as_str()).collect();
-    let mut head = format!(
-        "{} ({}): {}",
-        crate::hops::chain::kind_name(l.kind),
-        applies.join(", "),
-        l.default
-    );
+    let mut head = format!("{} ({}): {}", l.kind.name(), applies.join(", "), l.default);
     if let (Some(lo), Some(hi)) = (l.min, l.max) {
         head.push_str(&format!(", {lo} to {hi}"));
     }

@@ -9,7 +9,7 @@
 //! marker (`event: gap` / a `{"from","to"}` text frame) as telling.
 use super::account::Trace;
 use super::client::{self, Disconnect};
-use super::run::{ClientResult, Phases, RunSpec};
+use super::run::{ClientResult, Phases, RunSpec, FOREIGN_CONTROL, FOREIGN_RUN};
 use crate::bench::publisher::PublishVia;
 use crate::bench::template::{Decoder, Template};
 use anyhow::{anyhow, bail, Context};
@@ -112,18 +112,13 @@ pub struct ForeignTarget {
     pub path: String,
 }
 
-/// The run names of a foreign server: `foreign` runs come back with `--resume`; the
-/// `no-resume` control (when a resume is given) comes back without it.
-pub const RUN: &str = "foreign";
-pub const CONTROL: &str = "no-resume";
-
 /// The foreign runs: every disconnect kind with the resume mechanism, plus the control.
 pub fn specs(t: &ForeignTarget, clients: usize, away: Duration) -> Vec<RunSpec> {
     let case = t.resume_as.name();
     let mut v: Vec<RunSpec> = Disconnect::ALL
         .iter()
         .map(|&d| RunSpec {
-            delivery: RUN,
+            delivery: FOREIGN_RUN,
             disconnect: d,
             case,
             clients,
@@ -132,7 +127,7 @@ pub fn specs(t: &ForeignTarget, clients: usize, away: Duration) -> Vec<RunSpec> 
         .collect();
     if t.resume_as != Resume::None {
         v.push(RunSpec {
-            delivery: CONTROL,
+            delivery: FOREIGN_CONTROL,
             disconnect: Disconnect::Clean,
             case: "none",
             clients,
@@ -361,7 +356,7 @@ pub fn client(
         );
     };
     tr.first_expected = first;
-    let from = (spec.delivery == RUN).then_some(&pos).cloned();
+    let from = (spec.delivery == FOREIGN_RUN).then_some(&pos).cloned();
     let t0 = Instant::now();
     let t0_ns = rtcheck_base::os::clock::now_ns();
     let mut resume_ms = None;
@@ -387,21 +382,32 @@ pub fn client(
     })
 }
 
+/// What the foreign runs put on the server (from the delivery options).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Load {
+    pub clients: usize,
+    /// How long a client stays away before it reconnects.
+    pub away: Duration,
+    /// Messages per second, of `size` bytes.
+    pub rate: f64,
+    pub size: usize,
+}
+
 /// Every foreign run at once, with rtcheck's publisher (bench's, on a tokio runtime of
 /// its own) publishing on schedule for as long as they last. A publish that failed
 /// makes every run invalid: its seq would count as the server's loss.
 pub fn measure(
-    o: &super::DeliveryOptions,
     t: &ForeignTarget,
+    o: Load,
 ) -> anyhow::Result<(Vec<super::run::Run>, crate::bench::wire::PublisherStat)> {
     use crate::bench::publisher;
     let ph = Phases {
         ws: t.ws,
         ..Phases::for_rate(o.rate)
     };
-    let specs = specs(t, o.connections as usize, o.max_disconnect);
+    let specs = specs(t, o.clients, o.away);
     // Rounds for the longest client life with a minute to spare; the stop ends it.
-    let life = ph.before + o.max_disconnect + ph.after + Duration::from_secs(60);
+    let life = ph.before + o.away + ph.after + Duration::from_secs(60);
     let plan = publisher::Plan {
         via: t.via.clone(),
         ws_url: t.raw_url.clone(),
@@ -411,7 +417,7 @@ pub fn measure(
         headers: t.headers.clone(),
         rounds: (life.as_secs_f64() * o.rate).ceil() as u64,
         rate: o.rate,
-        size: o.size as usize,
+        size: o.size,
     };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)

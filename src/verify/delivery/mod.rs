@@ -51,10 +51,10 @@ pub fn finding_ids() -> Vec<String> {
     }
     for d in client::Disconnect::ALL {
         for c in ["none", "last-event-id", "since-query", "resume-message"] {
-            v.push(finding_id(foreign::RUN, d.name(), c));
+            v.push(finding_id(run::FOREIGN_RUN, d.name(), c));
         }
     }
-    v.push(finding_id(foreign::CONTROL, "clean", "none"));
+    v.push(finding_id(run::FOREIGN_CONTROL, "clean", "none"));
     v
 }
 
@@ -438,7 +438,13 @@ pub fn measure(o: &DeliveryOptions) -> anyhow::Result<DeliveryReport> {
     }
     let started = Instant::now();
     if let Some(t) = &o.foreign {
-        let (runs, stat) = foreign::measure(o, t)?;
+        let load = foreign::Load {
+            clients: o.connections as usize,
+            away: o.max_disconnect,
+            rate: o.rate,
+            size: o.size as usize,
+        };
+        let (runs, stat) = foreign::measure(t, load)?;
         let findings = findings(o, &runs);
         return Ok(DeliveryReport {
             kind: "verify-delivery",
@@ -527,7 +533,7 @@ pub fn findings(o: &DeliveryOptions, runs: &[Run]) -> Vec<Finding> {
 
 fn evidence_for(delivery: &str, case: &str) -> &'static str {
     match (delivery, case) {
-        ("no-seq" | foreign::CONTROL, _) | (_, run::RESTART) => "seq-numbers",
+        ("no-seq" | run::FOREIGN_CONTROL, _) | (_, run::RESTART) => "seq-numbers",
         ("seq-ring", "beyond-ring") => "ring-sizing",
         ("seq-ring", _) => "ring-buffer",
         ("session-ack", "beyond-ttl") => "session-expiry",
@@ -577,8 +583,8 @@ location: None,
         ),
         expected: match r.delivery.as_str() {
             "no-seq" => "the control: loss without seq numbers is silent".into(),
-            foreign::CONTROL => "the control: reconnecting without the resume loses silently".into(),
-            foreign::RUN => "0 lost silently: the server resumes from the client's position, or announces what it cannot".into(),
+            run::FOREIGN_CONTROL => "the control: reconnecting without the resume loses silently".into(),
+            run::FOREIGN_RUN => "0 lost silently: the server resumes from the client's position, or announces what it cannot".into(),
             _ if r.case == run::RESTART => "a reset marker to every client; 0 lost silently".into(),
             "snapshot" => "the latest state first after reconnecting; 0 lost silently".into(),
             "session-ack" => "0 lost silently; 0 lost within the queue and TTL; duplicates filtered by seq".into(),

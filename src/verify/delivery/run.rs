@@ -14,6 +14,12 @@ use std::time::{Duration, Instant};
 /// connected (they resume on the new instance, another epoch).
 pub const RESTART: &str = "server-restart";
 
+/// The run names of a foreign server (`verify delivery --url`, judged here with the
+/// others): `foreign` runs come back with `--resume`; the `no-resume` control (when a
+/// resume is given) comes back without it.
+pub const FOREIGN_RUN: &str = "foreign";
+pub const FOREIGN_CONTROL: &str = "no-resume";
+
 /// What one run does.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunSpec {
@@ -481,36 +487,36 @@ pub fn verdict(
             Warn,
             "control lost nothing: the disconnect was too short to show silent loss".into(),
         ),
-        (super::foreign::CONTROL, _) if c.lost_silently > 0 => (
+        (FOREIGN_CONTROL, _) if c.lost_silently > 0 => (
             Pass,
             format!(
                 "control: {} message(s) vanished silently when reconnecting without --resume",
                 c.lost_silently
             ),
         ),
-        (super::foreign::CONTROL, _) => (
+        (FOREIGN_CONTROL, _) => (
             Warn,
             "control lost nothing without --resume: the disconnect was too short to show what the resume keeps, or the server resumes by itself".into(),
         ),
-        (super::foreign::RUN, "none") if c.lost_silently > 0 => (
+        (FOREIGN_RUN, "none") if c.lost_silently > 0 => (
             Fail,
             format!(
                 "{} message(s) lost silently: the server was given no way to resume (--resume) and said nothing of what the client missed",
                 c.lost_silently
             ),
         ),
-        (super::foreign::RUN, _) if c.lost_silently > 0 => (
+        (FOREIGN_RUN, _) if c.lost_silently > 0 => (
             Fail,
             format!(
                 "{} message(s) lost silently: the server did not resume from the client's position ({}) and said nothing of what it missed",
                 c.lost_silently, spec.case
             ),
         ),
-        (super::foreign::RUN, _) if c.lost > 0 => (
+        (FOREIGN_RUN, _) if c.lost > 0 => (
             Pass,
             format!("all {} lost message(s) announced in gap markers", c.lost),
         ),
-        (super::foreign::RUN, _) => (
+        (FOREIGN_RUN, _) => (
             Pass,
             format!(
                 "0 lost after a {} disconnect ({}); {} duplicate(s), {} out of order",
