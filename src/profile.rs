@@ -24,23 +24,9 @@ pub enum Loss {
     PerUser,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "kebab-case")]
-pub enum Transport {
-    Polling,
-    Sse,
-    Websocket,
-}
-
-impl Transport {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Transport::Polling => "polling",
-            Transport::Sse => "sse",
-            Transport::Websocket => "websocket",
-        }
-    }
-}
+/// The profile's transport is the one [`rtcheck_wire::transport::Transport`]; its YAML
+/// names are `polling`, `sse` and `websocket` (`raw` is refused: the server's floor only).
+pub use rtcheck_wire::transport::Transport;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum, Default)]
 #[serde(rename_all = "kebab-case")]

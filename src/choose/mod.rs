@@ -4,4 +4,4 @@ pub mod decide;
 pub mod path;
 pub mod sizing;
 
-pub use decide::{decide, missing_answers, Delivery, Recommendation, Topology};
+pub use decide::{decide, missing_answers, Recommendation, Topology};

@@ -43,7 +43,7 @@ pub fn decide_path(p: &Profile, transport: Transport) -> Result<Option<PathDecis
     if chosen != transport {
         decision.insert(
             0,
-            format!("{} instead of {}", chosen.as_str(), transport.as_str()),
+            format!("{} instead of {}", chosen.name(), transport.name()),
         );
     }
     if let Some(l) = tc.lifetime_cap_s {
@@ -54,13 +54,13 @@ pub fn decide_path(p: &Profile, transport: Transport) -> Result<Option<PathDecis
         let why = c
             .exclusions
             .iter()
-            .find(|e| e.transport == transport.as_str())
+            .find(|e| e.transport == transport.name())
             .map(|e| e.why.clone())
             .unwrap_or_default();
         detail.push_str(&format!(
             " {} was the answer to Q1/Q2, but {why}: {} is recommended instead.",
-            transport.as_str(),
-            chosen.as_str()
+            transport.name(),
+            chosen.name()
         ));
     }
     let reason = Reason {
@@ -99,7 +99,7 @@ fn notes(p: &Profile, c: &Chain, t: Transport) -> Vec<String> {
             format!(
                 "Path: {} must be configured for {}: {}: {}",
                 r.hop,
-                t.as_str(),
+                t.name(),
                 r.what,
                 r.setting
             )

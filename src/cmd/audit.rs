@@ -40,7 +40,7 @@ pub struct AuditArgs {
     #[arg(long, value_name = "N", value_parser = parse_count, allow_negative_numbers = true)]
     pub connections: Option<u64>,
     /// Transport in use [default: websocket].
-    #[arg(long, value_enum)]
+    #[arg(long, value_parser = super::named::<Transport>())]
     pub transport: Option<Transport>,
     /// What the audited host does [default: server].
     #[arg(long, value_enum)]

@@ -69,7 +69,7 @@ pub struct LintArgs {
     #[arg(long, value_name = "N", value_parser = parse_count, allow_negative_numbers = true)]
     pub connections: Option<u64>,
     /// Transport in use: blocks no name classifies carry it.
-    #[arg(long, value_enum)]
+    #[arg(long, value_parser = super::named::<Transport>())]
     pub transport: Option<Transport>,
     /// The server's heartbeat (WebSocket ping or SSE comment) the timeouts must exceed.
     #[arg(long, value_name = "DURATION", value_parser = rtcheck_base::units::parse_duration)]

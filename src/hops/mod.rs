@@ -229,6 +229,8 @@ impl Hop {
             Transport::Polling => Support::Yes,
             Transport::Sse => self.sse,
             Transport::Websocket => self.websocket,
+            // The raw-TCP floor is not HTTP: no hop of the catalogue carries it.
+            Transport::Raw => Support::No,
         }
     }
 }

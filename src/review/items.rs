@@ -1,7 +1,8 @@
 //! Review-only metadata of checklist items: which values an item asks, which rule checks
 //! them, which command can measure it, and which items a profile leaves out.
-use crate::choose::decide::{Delivery, Topology};
+use crate::choose::decide::Topology;
 use crate::profile::{Loss, Profile, Transport};
+use rtcheck_wire::delivery::Delivery;
 
 /// The type of a declared value, as the answers file and the prompts accept it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -361,7 +362,7 @@ pub fn left_out(item: &str, p: &Profile) -> Option<String> {
         return Some("polling holds no long-lived connection (no ping/pong, no hub writer)".into());
     }
     if item == "sse-http2" && transport != Transport::Sse {
-        return Some(format!("transport is {}", transport.as_str()));
+        return Some(format!("transport is {}", transport.name()));
     }
     match item {
         "replay-window" if delivery != Some(Delivery::SeqRing) => {

@@ -5,6 +5,7 @@ use super::io;
 use super::replay::Replay;
 use bytes::Bytes;
 use rtcheck_wire::epoch::{self, Epoch, Position, Reset};
+use rtcheck_wire::transport::Transport;
 use rtcheck_wire::{payload, sse, ws};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
@@ -16,27 +17,6 @@ use tokio::sync::Notify;
 /// Lock, ignoring poisoning: every critical section leaves the data consistent.
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Transport {
-    Ws,
-    Sse,
-    Raw,
-}
-
-impl Transport {
-    pub const ALL: [Transport; 3] = [Transport::Ws, Transport::Sse, Transport::Raw];
-    pub fn name(self) -> &'static str {
-        match self {
-            Transport::Ws => "ws",
-            Transport::Sse => "sse",
-            Transport::Raw => "raw",
-        }
-    }
-    fn idx(self) -> usize {
-        self as usize
-    }
 }
 
 /// Why a connection ended. `WriteDeadline` and `PongTimeout` are server removals.
@@ -145,7 +125,9 @@ pub fn gap_marker(t: Transport, (a, b): (u64, u64)) -> Vec<u8> {
     match t {
         Transport::Sse => format!("event: gap\ndata: {data}\n\n").into_bytes(),
         // Raw clients have no queue, so they never get one.
-        Transport::Ws | Transport::Raw => ws::frame(ws::OP_TEXT, data.as_bytes()),
+        Transport::Websocket | Transport::Raw => ws::frame(ws::OP_TEXT, data.as_bytes()),
+        // A poll answer carries the marker's JSON as it is.
+        Transport::Polling => data.into_bytes(),
     }
 }
 
@@ -292,9 +274,10 @@ impl Round {
     }
     pub(crate) fn for_transport(&self, t: Transport) -> &Bytes {
         match t {
-            Transport::Ws => &self.ws,
+            Transport::Websocket => &self.ws,
             Transport::Sse => &self.sse,
             Transport::Raw => &self.raw,
+            Transport::Polling => &self.json,
         }
     }
 }
@@ -321,9 +304,11 @@ const MAX_ROUND_TIMES: usize = 100_000;
 
 #[derive(Debug, Default)]
 pub struct Counters {
-    pub sent: [AtomicU64; 3],
-    pub bytes_sent: [AtomicU64; 3],
-    pub accepted: [AtomicU64; 3],
+    /// Per transport, indexed by `Transport as usize` (polling's stay 0: polls are
+    /// counted in `polls`).
+    pub sent: [AtomicU64; 4],
+    pub bytes_sent: [AtomicU64; 4],
+    pub accepted: [AtomicU64; 4],
     pub closed: [AtomicU64; CloseReason::ALL.len()],
     /// Gauge: bytes of unfinished client frames and fragmented messages held.
     pub partial_frame_bytes: AtomicU64,
@@ -354,8 +339,8 @@ impl Counters {
         self.accept_errors[i].fetch_add(1, Relaxed);
     }
     pub fn sent(&self, t: Transport, bytes: usize) {
-        self.sent[t.idx()].fetch_add(1, Relaxed);
-        self.bytes_sent[t.idx()].fetch_add(bytes as u64, Relaxed);
+        self.sent[t as usize].fetch_add(1, Relaxed);
+        self.bytes_sent[t as usize].fetch_add(bytes as u64, Relaxed);
     }
 }
 
@@ -527,7 +512,7 @@ impl Hub {
             last_offered: AtomicU64::new(self.counters.rounds_sent.load(Relaxed)),
             skip_until: AtomicU64::new(skip_until),
         });
-        self.counters.accepted[transport.idx()].fetch_add(1, Relaxed);
+        self.counters.accepted[transport as usize].fetch_add(1, Relaxed);
         conns.insert(conn.id, conn.clone());
         conn
     }
@@ -612,7 +597,7 @@ impl Hub {
         pos: Option<Position>,
         extra: &[Round],
     ) -> (Arc<Conn>, Resumed) {
-        let snapshot = self.cfg.delivery == super::session::Delivery::Snapshot;
+        let snapshot = self.cfg.delivery == rtcheck_wire::delivery::Delivery::Snapshot;
         self.register_with(stream, transport, |local| {
             let merged;
             let ring = if extra.is_empty() {
@@ -787,7 +772,7 @@ impl Hub {
             merged = merge_rings(&local, extra, self.epoch());
             &merged
         };
-        let snapshot = self.cfg.delivery == super::session::Delivery::Snapshot;
+        let snapshot = self.cfg.delivery == rtcheck_wire::delivery::Delivery::Snapshot;
         let resume = epoch::decide(pos, self.epoch(), self.latest_held(ring));
         let since = resume.since();
         let (mut latest, mut oldest, mut gap, served) = poll_view(ring, since, snapshot);
@@ -868,9 +853,11 @@ impl Hub {
         let mut clients = ClientCounts::default();
         for c in lock(&self.conns).values() {
             match c.transport {
-                Transport::Ws => clients.ws += 1,
+                Transport::Websocket => clients.ws += 1,
                 Transport::Sse => clients.sse += 1,
                 Transport::Raw => clients.raw += 1,
+                // Polls hold no connection: counted by request below.
+                Transport::Polling => {}
             }
         }
         let c = &self.counters;
@@ -886,11 +873,11 @@ impl Hub {
             (ring.len() as u64, ring.iter().map(Round::bytes).sum())
         };
         let times = lock(&self.times);
-        let per = |a: &[AtomicU64; 3]| ClientCounts {
-            ws: a[0].load(Relaxed),
-            sse: a[1].load(Relaxed),
+        let per = |a: &[AtomicU64; 4]| ClientCounts {
+            ws: a[Transport::Websocket as usize].load(Relaxed),
+            sse: a[Transport::Sse as usize].load(Relaxed),
             poll: 0,
-            raw: a[2].load(Relaxed),
+            raw: a[Transport::Raw as usize].load(Relaxed),
         };
         Snapshot {
             rounds_sent,
@@ -1048,7 +1035,7 @@ impl Hub {
 
     fn offer_to(&self, conns: &[Arc<Conn>], round: &Round) {
         let mut failed = Vec::new();
-        let remove_slow = self.cfg.delivery == super::session::Delivery::Snapshot;
+        let remove_slow = self.cfg.delivery == rtcheck_wire::delivery::Delivery::Snapshot;
         for c in conns {
             if round.seq <= c.skip_until.load(Relaxed) {
                 continue;
@@ -1106,7 +1093,7 @@ impl Hub {
                 }
                 Ok(n) => {
                     // The message is counted once, when its task finishes the rest.
-                    self.counters.bytes_sent[c.transport.idx()].fetch_add(n as u64, Relaxed);
+                    self.counters.bytes_sent[c.transport as usize].fetch_add(n as u64, Relaxed);
                     bytes = bytes.slice(n..);
                 }
                 // WouldBlock or an error: the task writes (or fails) later.
@@ -1116,7 +1103,7 @@ impl Hub {
         if q.items.len() >= self.cfg.queue {
             // The queue is never empty here (queue >= 1): the marker rides on its tail.
             // Snapshot clients get no marker: they are removed (see offer_to).
-            let snapshot = self.cfg.delivery == super::session::Delivery::Snapshot;
+            let snapshot = self.cfg.delivery == rtcheck_wire::delivery::Delivery::Snapshot;
             if let Some(tail) = q.items.back_mut().filter(|_| !snapshot) {
                 tail.gap_after = Some(dropped_range(tail.seq, tail.gap_after, round.seq));
             }

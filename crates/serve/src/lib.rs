@@ -106,7 +106,7 @@ async fn serve(
         tokio::spawn(server::accept_loop(hub.clone(), l, false));
     }
     let publisher = tokio::spawn(hub.clone().publish());
-    if cfg.delivery == session::Delivery::SessionAck {
+    if cfg.delivery == rtcheck_wire::delivery::Delivery::SessionAck {
         tokio::spawn(session::expire_loop(hub.clone()));
     }
     if cfg.garbage_mbps > 0 {
@@ -225,7 +225,7 @@ fn banner(
         deadline,
         cfg.workers
     ));
-    if cfg.delivery == session::Delivery::SessionAck {
+    if cfg.delivery == rtcheck_wire::delivery::Delivery::SessionAck {
         b.push_str(&session::banner_line(cfg));
     }
     b.push_str(&format!(

@@ -7,10 +7,11 @@
 //! (`--replay-budget`): a client waiting its turn holds almost nothing, and a round the ring
 //! dropped meanwhile becomes a gap marker, never a silent skip. When no replay is in flight
 //! after a flood, the heap is trimmed so RSS comes back.
-use super::hub::{gap_marker, lock, Conn, Hub, Round, Transport};
+use super::hub::{gap_marker, lock, Conn, Hub, Round};
 use super::io::{self, WriteError};
 use bytes::Bytes;
 use rtcheck_wire::epoch::Epoch;
+use rtcheck_wire::transport::Transport;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::Mutex;

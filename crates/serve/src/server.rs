@@ -1,14 +1,16 @@
 //! Listeners, HTTP routing, and the per-connection tasks (WebSocket, SSE, raw floor).
 use super::config::Strategy;
-use super::hub::{CloseReason, Conn, Hub, Transport};
+use super::hub::{CloseReason, Conn, Hub};
 use super::inbox::{Inbox, ReadEnd};
 use super::io::{self, ReadOutcome, WriteError};
 use super::replay::Replay;
 use super::request::{self, ReadError};
-use super::session::{self, Delivery};
+use super::session;
 use super::{access, echo, metrics};
+use rtcheck_wire::delivery::Delivery;
 use rtcheck_wire::epoch::Position;
 use rtcheck_wire::http::{self, Request};
+use rtcheck_wire::transport::Transport;
 use rtcheck_wire::ws;
 use rtcheck_wire::ws::echo_close_code;
 use std::sync::atomic::Ordering::Relaxed;
@@ -391,8 +393,13 @@ async fn upgrade_ws(hub: Arc<Hub>, stream: TcpStream, req: Request, leftover: Ve
     let conn = match hub.cfg.delivery {
         Delivery::SessionAck => {
             let ack = session::ack_from(hub.epoch(), since);
-            let registered =
-                session::register(&hub, stream, Transport::Ws, presented.as_deref(), ack);
+            let registered = session::register(
+                &hub,
+                stream,
+                Transport::Websocket,
+                presented.as_deref(),
+                ack,
+            );
             let (conn, replay, hello) = match registered {
                 Ok(r) => r,
                 // Another client took the last place since the check: 1013 Try Again Later.
@@ -422,7 +429,8 @@ async fn upgrade_ws(hub: Arc<Hub>, stream: TcpStream, req: Request, leftover: Ve
                 Some(p) => super::cluster::resume_from(&hub, p.seq).await,
                 None => Vec::new(),
             };
-            let (conn, first) = hub.register_resume_with(stream, Transport::Ws, since, &extra);
+            let (conn, first) =
+                hub.register_resume_with(stream, Transport::Websocket, since, &extra);
             // The hello, then a reset marker if the position was not this server's.
             let mut head = rtcheck_wire::epoch::ws_hello(first.epoch, first.latest);
             if let Some(r) = first.reset {
@@ -456,7 +464,7 @@ async fn refuse(hub: &Hub, stream: &TcpStream, r: session::Refused) {
 /// replay budget and the write deadline (super::replay). The connection was registered as
 /// writing, so the publisher only queues until this is out.
 async fn ws_replay(hub: &Hub, conn: &Conn, head: &[u8], replay: Replay) -> bool {
-    let ok = super::replay::write(hub, conn, Transport::Ws, head, replay)
+    let ok = super::replay::write(hub, conn, Transport::Websocket, head, replay)
         .await
         .is_ok();
     conn.done_writing();
@@ -514,7 +522,7 @@ async fn ws_loop(hub: &Hub, conn: &Conn, leftover: Vec<u8>) -> (CloseReason, u64
             let (reset, replay) = control.replay.take().unwrap_or_default();
             // A reset marker first when the position was not this server's.
             let head = reset.map_or(Vec::new(), |r| r.ws());
-            let r = super::replay::write(hub, conn, Transport::Ws, &head, replay).await;
+            let r = super::replay::write(hub, conn, Transport::Websocket, &head, replay).await;
             conn.done_writing();
             if let Err(e) = r {
                 return (write_failure(e), 0);
@@ -522,11 +530,11 @@ async fn ws_loop(hub: &Hub, conn: &Conn, leftover: Vec<u8>) -> (CloseReason, u64
         }
         if writer {
             if let Some(item) = conn.pop() {
-                let wire = item.wire(Transport::Ws);
+                let wire = item.wire(Transport::Websocket);
                 let r = io::write_with_deadline(s, &wire, cfg.write_deadline).await;
                 conn.done_writing();
                 match r {
-                    Ok(()) => hub.counters.sent(Transport::Ws, item.bytes.len()),
+                    Ok(()) => hub.counters.sent(Transport::Websocket, item.bytes.len()),
                     Err(e) => return (write_failure(e), 1),
                 }
                 continue;

@@ -2,38 +2,18 @@
 //! per client: a bounded queue of unacked messages kept while it is away, acks by seq,
 //! expiry after `--session-ttl`) and `--delivery snapshot` (the latest message first).
 //! The hub calls in at four points: publish, register, deregister and snapshot.
-use super::hub::{lock, Conn, Hub, Round, Transport};
+use super::hub::{lock, Conn, Hub, Round};
+use rtcheck_wire::delivery::Delivery;
 use rtcheck_wire::epoch::{self, Epoch, Position, Reset};
 use rtcheck_wire::http::Request;
 use rtcheck_wire::payload;
+use rtcheck_wire::transport::Transport;
 use std::collections::{HashMap, VecDeque};
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::net::TcpStream;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Delivery {
-    // Replay after the client's seq from the shared ring, or a gap marker.
-    SeqRing,
-    // A session per client, a queue of unacked messages, acks by seq.
-    SessionAck,
-    // The latest message first, then live.
-    Snapshot,
-}
-
-impl rtcheck_base::names::Named for Delivery {
-    const ALL: &'static [Delivery] = &[Delivery::SeqRing, Delivery::SessionAck, Delivery::Snapshot];
-    fn name(self) -> &'static str {
-        match self {
-            Delivery::SeqRing => "seq-ring",
-            Delivery::SessionAck => "session-ack",
-            Delivery::Snapshot => "snapshot",
-        }
-    }
-}
 
 /// `--ring`: a bare number is messages, a size with a unit is bytes of payload.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -691,7 +671,7 @@ pub fn register(
 pub fn register_ws(hub: &Hub, stream: TcpStream) -> (Arc<Conn>, Vec<u8>) {
     // A cluster node's last delivery may be a gap marker, which never enters the ring:
     // the client joined after it, so a resume owes that gap too.
-    let (conn, (epoch, joined)) = hub.register_with(stream, Transport::Ws, |ring| {
+    let (conn, (epoch, joined)) = hub.register_with(stream, Transport::Websocket, |ring| {
         let back = ring.back().map_or(0, |r| r.seq);
         let marked = hub.cluster.get().map_or(0, |c| c.last_seq.load(Relaxed));
         ((hub.epoch(), back.max(marked)), 0)

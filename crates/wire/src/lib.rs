@@ -3,8 +3,10 @@
 //! events, WebSocket frames, resume positions and their markers (epoch, gap, reset), and
 //! HTTP/1.1 request heads. Each is written once here and used by serve, bench, verify,
 //! probe and load.
+pub mod delivery;
 pub mod epoch;
 pub mod http;
 pub mod payload;
 pub mod sse;
+pub mod transport;
 pub mod ws;

@@ -89,7 +89,7 @@ impl Workload {
         format!(
             "{} {} connections{split}, role {}",
             fmt_num(self.connections as f64),
-            self.transport.as_str(),
+            self.transport.name(),
             self.role.as_str()
         )
     }

@@ -79,7 +79,7 @@ impl MemNeed {
             format!(
                 "{} {} connections x {} (idle connection RSS with default buffers; {} for 10,000) = {}",
                 n(w.connections),
-                w.transport.as_str(),
+                w.transport.name(),
                 bytes(per_conn),
                 bytes(num("conn-ram", "rss_10k") as u64),
                 bytes(conn_bytes)

@@ -51,7 +51,7 @@ pub fn list(all: &[Hop], p: &Palette) -> String {
 }
 
 fn limit_line(l: &Limit, p: &Palette) -> String {
-    let applies: Vec<&str> = l.applies_to.iter().map(|t| t.as_str()).collect();
+    let applies: Vec<&str> = l.applies_to.iter().map(|t| t.name()).collect();
     let mut head = format!(
         "{} ({}): {}",
         crate::hops::chain::kind_name(l.kind),
