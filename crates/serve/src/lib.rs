@@ -14,8 +14,10 @@ pub mod metrics;
 pub mod ratelog;
 pub mod replay;
 pub mod request;
+pub mod ring;
 pub mod server;
 pub mod session;
+pub mod sync;
 pub mod work;
 
 use anyhow::Context;
@@ -232,7 +234,7 @@ fn banner(
         "  replay budget: {} in flight over all clients ({}); /poll: {}\n",
         rtcheck_base::units::fmt_bytes(cfg.replay_budget.bytes),
         cfg.replay_budget.source,
-        rtcheck_base::units::fmt_bytes(replay::POLL_MAX as u64),
+        rtcheck_base::units::fmt_bytes(ring::POLL_MAX as u64),
     ));
     b.push_str(&work::banner_line());
     b.push_str(&format!(

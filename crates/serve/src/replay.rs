@@ -7,8 +7,10 @@
 //! (`--replay-budget`): a client waiting its turn holds almost nothing, and a round the ring
 //! dropped meanwhile becomes a gap marker, never a silent skip. When no replay is in flight
 //! after a flood, the heap is trimmed so RSS comes back.
-use super::hub::{gap_marker, lock, Conn, Hub, Round};
+use super::hub::{Conn, Hub};
 use super::io::{self, WriteError};
+use super::ring::{gap_marker, Round};
+use super::sync::lock;
 use bytes::Bytes;
 use rtcheck_wire::epoch::Epoch;
 use rtcheck_wire::transport::Transport;
@@ -19,9 +21,6 @@ use std::time::Duration;
 
 /// Bytes of one replay write.
 pub const CHUNK: usize = 64 * 1024;
-/// Bytes of messages one `/poll` answer carries (at least one message): the client polls
-/// again from `latest` (`"more":true` says there is more).
-pub const POLL_MAX: usize = 64 * 1024;
 /// The write bound of a replay chunk when `--write-deadline 0` (never remove): a replay
 /// holds the budget, so it is bounded anyway.
 const NO_DEADLINE: Duration = Duration::from_secs(30);
@@ -468,7 +467,7 @@ mod tests {
     fn rounds_of_its_own_and_session_entries_keep_their_order() {
         let local = rounds(1..=5);
         let mut decided: Vec<Round> = local.iter().take(2).cloned().collect();
-        decided.push(super::super::cluster::gap_round(3, 3));
+        decided.push(super::super::ring::gap_round(3, 3));
         decided.push(Round::stub(Epoch(1), 9, 900)); // a Stream round, not the ring's
         decided.push(Round::build(64, false, Epoch(1), 10, 1000)); // a copy, not the ring's
         let r = Replay::from_ring(decided, None, &local);

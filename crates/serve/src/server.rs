@@ -136,7 +136,7 @@ async fn handle_http(hub: Arc<Hub>, stream: TcpStream) {
         // A poll answer is replay too: its bytes (body and response) count in the budget
         // until sent.
         let _lease = match req.path == "/poll" {
-            true => Some(hub.replay.lease(2 * super::replay::POLL_MAX).await),
+            true => Some(hub.replay.lease(2 * super::ring::POLL_MAX).await),
             false => None,
         };
         let cors = access::cors_headers(hub.cfg.cors.as_deref(), &req.path);

@@ -2,7 +2,9 @@
 //! per client: a bounded queue of unacked messages kept while it is away, acks by seq,
 //! expiry after `--session-ttl`) and `--delivery snapshot` (the latest message first).
 //! The hub calls in at four points: publish, register, deregister and snapshot.
-use super::hub::{lock, Conn, Hub, Round};
+use super::hub::{Conn, Hub};
+use super::ring::Round;
+use super::sync::lock;
 use rtcheck_wire::delivery::Delivery;
 use rtcheck_wire::epoch::{self, Epoch, Position, Reset};
 use rtcheck_wire::http::Request;
@@ -48,15 +50,6 @@ pub fn parse_ring(s: &str) -> Result<RingSize, String> {
 pub fn ack_from(epoch: Epoch, pos: Option<Position>) -> Option<u64> {
     pos.filter(|p| p.epoch.is_none_or(|e| e == epoch))
         .map(|p| p.seq)
-}
-
-/// Snapshot delivery: the latest message, unless the client already has it.
-pub fn snapshot_replay(
-    ring: &VecDeque<Round>,
-    last_id: Option<u64>,
-) -> (Vec<Round>, Option<(u64, u64)>) {
-    let latest = ring.back().filter(|r| r.seq > last_id.unwrap_or(0));
-    (latest.cloned().into_iter().collect(), None)
 }
 
 /// What one session can hold at worst (away with a full queue): per entry its payload copy
@@ -584,7 +577,7 @@ impl Sessions {
         let owed: Vec<(u64, u64)> = replay.into_iter().filter(|r| r.0 > since).collect();
         // A JSON message is padded to --size bytes (at least its seq and ts), plus a comma.
         let per = self.size.max(64) + 1;
-        let n = (super::replay::POLL_MAX / per).clamp(1, owed.len().max(1));
+        let n = (super::ring::POLL_MAX / per).clamp(1, owed.len().max(1));
         let more = owed.len() > n;
         let replay = self.encode(epoch, &owed[..n.min(owed.len())]);
         let mut out = format!(
@@ -1107,9 +1100,5 @@ mod tests {
             hello.json(),
             "{\"session\":\"s\",\"reset\":true,\"epoch\":\"0000000000000003\"}"
         );
-        let ring: VecDeque<Round> = (3..=5).map(round).collect();
-        assert_eq!(snapshot_replay(&ring, None).0[0].seq, 5);
-        assert_eq!(snapshot_replay(&ring, Some(2)).0[0].seq, 5);
-        assert!(snapshot_replay(&ring, Some(5)).0.is_empty());
     }
 }

@@ -8,10 +8,11 @@
 pub mod presence;
 pub mod store;
 
-use super::hub::{lock, Hub, Round};
-use bytes::Bytes;
+use super::hub::Hub;
+use super::ring::Round;
+use super::sync::lock;
 use rtcheck_base::names::Named;
-use rtcheck_wire::{http::Request, ws};
+use rtcheck_wire::http::Request;
 use std::fmt::Write;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
@@ -390,36 +391,6 @@ fn one_line(e: &impl std::fmt::Display) -> String {
         .join(" ")
 }
 
-/// A gap marker as a round (not kept in the ring): SSE `event: gap`, WebSocket text frame,
-/// both `{"from":A,"to":B}` as on a resume.
-pub fn gap_round(from: u64, to: u64) -> Round {
-    let m = format!("{{\"from\":{from},\"to\":{to}}}");
-    Round {
-        seq: to,
-        ts: 0,
-        // A marker carries no id: its epoch is never written.
-        epoch: rtcheck_wire::epoch::Epoch::FOREIGN,
-        ws: Bytes::from(ws::frame(ws::OP_TEXT, m.as_bytes())),
-        sse: Bytes::from(format!("event: gap\ndata: {m}\n\n")),
-        raw: Bytes::new(),
-        json: Bytes::from(m),
-    }
-}
-
-/// `rounds` (ascending seqs) with a gap marker between any two that are not adjacent.
-pub fn with_hole_markers<'a>(rounds: impl IntoIterator<Item = &'a Round>) -> Vec<Round> {
-    let mut out: Vec<Round> = Vec::new();
-    let mut prev: Option<u64> = None;
-    for r in rounds {
-        if let Some(p) = prev.filter(|p| r.seq > p + 1) {
-            out.push(gap_round(p + 1, r.seq - 1));
-        }
-        prev = Some(r.seq);
-        out.push(r.clone());
-    }
-    out
-}
-
 /// Rounds after `since` from the Stream for a resume (empty without a cluster, when the
 /// node's own ring reaches back far enough (a reconnect storm after a node dies costs Redis
 /// nothing), or when Redis does not answer: the node's own ring then decides, gap included).
@@ -627,13 +598,5 @@ mod tests {
         assert_eq!(d, vec![100, 200, 400, 800, 1600, 2000, 2000, 2000]);
         b.reset();
         assert_eq!(b.next_delay().as_millis(), 100);
-    }
-
-    #[test]
-    fn gap_markers_match_the_resume_ones() {
-        let g = gap_round(3, 7);
-        assert_eq!(&g.sse[..], b"event: gap\ndata: {\"from\":3,\"to\":7}\n\n");
-        assert_eq!(&g.json[..], b"{\"from\":3,\"to\":7}");
-        assert_eq!(g.seq, 7);
     }
 }

@@ -4,7 +4,8 @@
 //! channel and kept in a set; nobody sends the leaves of a node that died: ghosts.
 //! The heartbeat is also the node's "does Redis answer" probe.
 use super::{Cluster, PresenceMode};
-use crate::hub::{lock, Hub};
+use crate::hub::Hub;
+use crate::sync::lock;
 use rtcheck_base::names::Named;
 use std::collections::BTreeSet;
 use std::sync::atomic::Ordering::Relaxed;

@@ -1,8 +1,9 @@
 //! The Redis side of a node: the publish script (global seq, Stream, channel in one atomic
 //! step), the relay (subscribe, catch up from the Stream, deliver in seq order, gap markers)
 //! and Stream reads for resume. Every Redis call is bounded by [`OP_TIMEOUT`].
-use super::{gap_round, Backoff, Cluster, PathMode};
+use super::{Backoff, Cluster, PathMode};
 use crate::hub::Hub;
+use crate::ring::gap_round;
 use futures_util::StreamExt;
 use rtcheck_wire::epoch::Epoch;
 use std::sync::atomic::Ordering::Relaxed;
@@ -117,7 +118,7 @@ pub async fn read_epoch(c: &Cluster) -> anyhow::Result<Option<Epoch>> {
 /// The floor for a publish in `epoch`: the highest seq this node delivered or published
 /// in it (its relay may lag its own publishes; another node's relay may not).
 fn floor(c: &Cluster, epoch: Epoch) -> u64 {
-    let (e, published) = *crate::hub::lock(&c.published);
+    let (e, published) = *crate::sync::lock(&c.published);
     let mine = if e == epoch { published } else { 0 };
     c.last_seq.load(Relaxed).max(mine)
 }
@@ -144,7 +145,7 @@ pub async fn publish_one(
         .arg(epoch.to_string());
     let (seq, e): (u64, String) = bounded(inv.invoke_async(&mut con)).await?;
     let e = Epoch::parse(&e);
-    let mut p = crate::hub::lock(&c.published);
+    let mut p = crate::sync::lock(&c.published);
     *p = (e, if p.0 == e { p.1.max(seq) } else { seq });
     Ok((seq, e))
 }
@@ -408,7 +409,7 @@ fn reset(hub: &Hub, c: &Cluster, epoch: Epoch, why: &str) {
     c.last_seq.store(0, Relaxed);
     c.redis_epoch.store(epoch.0, Relaxed);
     c.epoch_resets.fetch_add(1, Relaxed);
-    *crate::hub::lock(&c.last_reset) = Some((old, epoch, std::time::Instant::now()));
+    *crate::sync::lock(&c.last_reset) = Some((old, epoch, std::time::Instant::now()));
     eprintln!(
         "rtcheck serve: node {}: epoch {old} -> {epoch} ({why}): ring cleared, {told} client(s) sent a reset marker",
         c.cfg.node
