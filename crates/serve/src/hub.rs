@@ -2,11 +2,12 @@
 //! fan-out strategies (per-client queues, sequential shards, raw-TCP floor).
 use super::config::{Config, Strategy};
 use super::io;
-use super::replay::Replay;
+use super::replay::{self, Replay};
 use super::ring::{
     capped, dropped_range, gap_marker, gap_round, merge_rings, poll_view, replay_after,
     snapshot_replay, Round, POLL_MAX,
 };
+use super::session::{SessionStats, Sessions};
 use super::sync::lock;
 use bytes::Bytes;
 use rtcheck_wire::epoch::{self, Epoch, Position, Reset};
@@ -14,7 +15,7 @@ use rtcheck_wire::payload;
 use rtcheck_wire::transport::Transport;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 use tokio::net::TcpStream;
 use tokio::sync::Notify;
@@ -131,7 +132,14 @@ pub struct Conn {
     /// Rounds up to this seq were already sent from the ring (SSE resume); 0 again after
     /// an epoch reset (the new epoch's seqs start at 1).
     skip_until: AtomicU64,
+    /// A plain `/ws` client that may still send a resume message: the latest seq when it
+    /// joined (everything after it is sent live), [`NOT_JOINED`] once answered, after an
+    /// epoch reset, or for any other client.
+    joined: AtomicU64,
 }
+
+/// [`Conn`]'s `joined` when no resume message is owed an answer.
+const NOT_JOINED: u64 = u64::MAX;
 
 #[derive(Debug, Default)]
 struct Queue {
@@ -182,6 +190,19 @@ impl Conn {
     }
     pub fn done_writing(&self) {
         lock(&self.queue).writing = false;
+    }
+
+    /// A plain `/ws` client joined at `seq`: its first resume message is answered up to it.
+    pub fn set_joined(&self, seq: u64) {
+        self.joined.store(seq.min(NOT_JOINED - 1), Relaxed);
+    }
+    /// Whether a resume message would still be answered.
+    pub fn resumable(&self) -> bool {
+        self.joined.load(Relaxed) != NOT_JOINED
+    }
+    /// Where it joined, once: only the first resume message of a connection is answered.
+    pub fn take_joined(&self) -> Option<u64> {
+        Some(self.joined.swap(NOT_JOINED, Relaxed)).filter(|&j| j != NOT_JOINED)
     }
 
     /// Queue a marker (a reset) behind what is queued, and wake the task. Never dropped:
@@ -309,13 +330,13 @@ pub struct Snapshot {
     /// Messages in the resume ring and their bytes in every encoding it keeps.
     pub ring_messages: u64,
     pub ring_bytes: u64,
-    pub sessions: super::session::SessionStats,
+    pub sessions: SessionStats,
     /// Requests refused by the access rules (Host, Origin).
     pub refused: Refusals,
     /// Failed accepts (the process or system out of file descriptors, ...).
     pub accept_errors: AcceptErrors,
     /// Resume replay bytes in flight against `--replay-budget`.
-    pub replay: super::replay::ReplayStats,
+    pub replay: replay::ReplayStats,
     #[serde(skip)]
     pub hub_buckets: Vec<(f64, u64)>,
     #[serde(skip)]
@@ -350,6 +371,21 @@ pub struct ClientCounts {
     pub raw: u64,
 }
 
+/// What the hub asks of a cluster relay (`serve --redis`), which plugs in above it: the
+/// relay gives each round a global seq and hands it back through [`Hub::deliver`].
+pub trait Relay: Send + Sync {
+    /// The highest seq this node delivered in its epoch (a gap marker's end included:
+    /// a marker never enters the ring).
+    fn last_seq(&self) -> u64;
+    /// False for a relay-only node (`--no-publish`): the hub schedules no rounds.
+    fn publishes(&self) -> bool;
+    /// Take the scheduled time of the next round, to publish it.
+    fn emit(&self, ts: u64);
+    /// The node's name and whether it reaches Redis, for the stats.
+    fn node(&self) -> String;
+    fn redis_up(&self) -> bool;
+}
+
 pub struct Hub {
     pub cfg: Config,
     /// This instance's epoch (a cluster's: set from Redis, changed when Redis lost the
@@ -370,18 +406,18 @@ pub struct Hub {
     shutdown_notify: Notify,
     pub nodelay: AtomicBool,
     /// `serve --redis`: rounds go out through Redis and come back through the relay.
-    pub cluster: std::sync::OnceLock<Arc<super::cluster::Cluster>>,
+    pub relay: OnceLock<Arc<dyn Relay>>,
     /// Session-ack state (empty in the other delivery modes).
-    pub sessions: super::session::Sessions,
+    pub sessions: Sessions,
     /// Resume replay bytes in flight over every client (`--replay-budget`).
-    pub replay: super::replay::Budget,
+    pub replay: replay::Budget,
 }
 
 impl Hub {
     pub fn new(cfg: Config) -> Arc<Hub> {
         let rounds = cfg.rounds;
-        let sessions = super::session::Sessions::new(&cfg);
-        let replay = super::replay::Budget::new(cfg.replay_budget.bytes);
+        let sessions = Sessions::new(&cfg.session_limits());
+        let replay = replay::Budget::new(cfg.replay_budget.bytes);
         Arc::new(Hub {
             sessions,
             replay,
@@ -401,7 +437,7 @@ impl Hub {
             shutting_down: AtomicBool::new(false),
             shutdown_notify: Notify::new(),
             nodelay: AtomicBool::new(true),
-            cluster: std::sync::OnceLock::new(),
+            relay: OnceLock::new(),
         })
     }
 
@@ -431,6 +467,7 @@ impl Hub {
             notify: Notify::new(),
             last_offered: AtomicU64::new(self.counters.rounds_sent.load(Relaxed)),
             skip_until: AtomicU64::new(skip_until),
+            joined: AtomicU64::new(NOT_JOINED),
         });
         self.counters.accepted[transport as usize].fetch_add(1, Relaxed);
         conns.insert(conn.id, conn.clone());
@@ -451,7 +488,7 @@ impl Hub {
     /// given), or a cluster node's last delivery (a gap marker never enters the ring).
     fn latest_held(&self, ring: &VecDeque<Round>) -> u64 {
         let back = ring.back().map_or(0, |r| r.seq);
-        back.max(self.cluster.get().map_or(0, |c| c.last_seq.load(Relaxed)))
+        back.max(self.relay.get().map_or(0, |r| r.last_seq()))
     }
 
     /// Move to `epoch` (a cluster's new one: Redis lost its seq counter, or seqs went
@@ -472,6 +509,8 @@ impl Hub {
         let mut told = 0;
         for c in list.iter().filter(|c| c.transport != Transport::Raw) {
             c.skip_until.store(0, Relaxed);
+            // Its resume message would name the old epoch's seqs.
+            c.joined.store(NOT_JOINED, Relaxed);
             let r = Reset {
                 epoch,
                 latest: 0,
@@ -550,9 +589,16 @@ impl Hub {
         })
     }
 
-    /// The ring, for a replay written from it (super::replay).
-    pub(crate) fn ring(&self) -> &Mutex<VecDeque<Round>> {
-        &self.ring
+    /// Where a replay is written from: the ring, the budget, the encoding and the
+    /// write bound (super::replay).
+    pub fn replay_source(&self) -> replay::Source<'_> {
+        replay::Source {
+            ring: &self.ring,
+            budget: &self.replay,
+            size: self.cfg.size,
+            text: self.cfg.text,
+            deadline: self.cfg.write_deadline,
+        }
     }
 
     /// A replay decided outside registration, held as ranges of the ring where it can be.
@@ -659,7 +705,7 @@ impl Hub {
     /// rounds, or they were never published) holds nothing after its ring's last round: a
     /// resume after `since` is owed that gap too, up to `upto`.
     fn tail_gap(&self, ring: &VecDeque<Round>, since: u64, upto: u64) -> Option<Round> {
-        let last = self.cluster.get()?.last_seq.load(Relaxed).min(upto);
+        let last = self.relay.get()?.last_seq().min(upto);
         // `since` is the client's: u64::MAX owes nothing (and must not wrap to 0).
         let from = since.max(ring.back().map_or(0, |r| r.seq)).checked_add(1)?;
         (last >= from).then(|| gap_round(from, last))
@@ -821,8 +867,8 @@ impl Hub {
                 .collect(),
             partial_frame_bytes: c.partial_frame_bytes.load(Relaxed),
             echo_connections: c.echo_connections.load(Relaxed),
-            node: self.cluster.get().map(|c| c.cfg.node.clone()),
-            redis_up: self.cluster.get().map(|c| c.redis_up()),
+            node: self.relay.get().map(|r| r.node()),
+            redis_up: self.relay.get().map(|r| r.redis_up()),
             ring_messages,
             ring_bytes,
             sessions: self.sessions.stats(),
@@ -865,7 +911,7 @@ impl Hub {
     /// The publisher: one round every 1/rate on a fixed schedule (sleep until the
     /// scheduled instant; a late round is sent at once, stamped with its scheduled time).
     pub async fn publish(self: Arc<Self>) {
-        if self.cluster.get().is_some_and(|c| !c.cfg.publish) {
+        if self.relay.get().is_some_and(|r| !r.publishes()) {
             return; // --no-publish: a relay-only node
         }
         if self.cfg.wait_start {
@@ -895,9 +941,9 @@ impl Hub {
                 _ = self.shutdown_signalled() => return,
             }
             let ts = start_ns + offset.as_nanos() as u64;
-            match self.cluster.get() {
+            match self.relay.get() {
                 // One path: the round comes back to every node, this one included.
-                Some(c) => c.emit(ts),
+                Some(r) => r.emit(ts),
                 None => {
                     let round = self.round(seq, ts);
                     self.clone().deliver(round, true).await;

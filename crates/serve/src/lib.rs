@@ -3,6 +3,7 @@
 //! `redis`) several nodes over one Redis. It speaks the formats of [`rtcheck_wire`] and
 //! takes plain [`config::Options`]; the flags are the command layer's.
 pub mod access;
+pub mod app;
 pub mod cluster;
 pub mod config;
 pub mod echo;
@@ -14,15 +15,19 @@ pub mod metrics;
 pub mod ratelog;
 pub mod replay;
 pub mod request;
+pub mod resume;
 pub mod ring;
+pub mod routes;
 pub mod server;
 pub mod session;
 pub mod sync;
 pub mod work;
 
 use anyhow::Context;
+use app::App;
 use config::{Config, Options, Protocol};
 use hub::Hub;
+use rtcheck_wire::delivery::Delivery;
 use std::net::SocketAddr;
 use std::path::Path;
 use std::process::ExitCode;
@@ -98,18 +103,24 @@ async fn serve(
     cfg.access = policy;
     let hub = Hub::new(cfg.clone());
     // The cluster link first: resumes and rounds go through Redis from the first client on.
-    if let Some(cc) = cfg.cluster.clone() {
-        cluster::start(&hub, cc).await?;
-    }
+    let cluster = match cfg.cluster.clone() {
+        Some(cc) => Some(cluster::start(&hub, cc).await?),
+        None => None,
+    };
+    let app = Arc::new(App {
+        hub: hub.clone(),
+        cluster,
+    });
 
     let raw = cfg.protocol == Protocol::Raw;
-    tokio::spawn(server::accept_loop(hub.clone(), main, raw));
+    tokio::spawn(server::accept_loop(app.clone(), main, raw));
     if let Some(l) = control {
-        tokio::spawn(server::accept_loop(hub.clone(), l, false));
+        tokio::spawn(server::accept_loop(app.clone(), l, false));
     }
     let publisher = tokio::spawn(hub.clone().publish());
-    if cfg.delivery == rtcheck_wire::delivery::Delivery::SessionAck {
-        tokio::spawn(session::expire_loop(hub.clone()));
+    if cfg.delivery == Delivery::SessionAck {
+        let h = hub.clone();
+        tokio::spawn(async move { h.sessions.expire_until(h.shutdown_signalled()).await });
     }
     if cfg.garbage_mbps > 0 {
         tokio::spawn(garbage::run(hub.clone(), cfg.garbage_mbps));
@@ -120,7 +131,7 @@ async fn serve(
     if let Some(cc) = &cfg.cluster {
         eprintln!("  {}", cc.banner());
         let argv: Vec<String> = std::env::args().collect();
-        if let Some(w) = cluster::argv_warning(&cc.url, &argv) {
+        if let Some(w) = cluster::config::argv_warning(&cc.url, &argv) {
             eprintln!("  {w}");
         }
     }
@@ -154,8 +165,8 @@ async fn serve(
     while hub.client_count() > 0 && tokio::time::Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    if let Some(c) = hub.cluster.get() {
-        cluster::presence::farewell(c).await;
+    if let Some(c) = &app.cluster {
+        cluster::farewell(c).await;
     }
     let left = hub.client_count();
     if left > 0 {
@@ -227,8 +238,8 @@ fn banner(
         deadline,
         cfg.workers
     ));
-    if cfg.delivery == rtcheck_wire::delivery::Delivery::SessionAck {
-        b.push_str(&session::banner_line(cfg));
+    if cfg.delivery == Delivery::SessionAck {
+        b.push_str(&sessions_banner(cfg));
     }
     b.push_str(&format!(
         "  replay budget: {} in flight over all clients ({}); /poll: {}\n",
@@ -244,6 +255,26 @@ fn banner(
         b.push_str("\n  WARNING: listening on a non-loopback address");
     }
     b
+}
+
+/// The banner's sessions lines: TTL, queue, both caps and what they hold at worst.
+fn sessions_banner(cfg: &Config) -> String {
+    let per = session::worst_session_bytes(cfg.session_queue, cfg.size);
+    let by_memory =
+        session::sessions_in_memory(cfg.session_memory.bytes, cfg.session_queue, cfg.size);
+    let held = (cfg.max_sessions as u64).min(by_memory);
+    format!(
+        "  sessions: max {} (new ones then get 503 + Retry-After), ttl {}, queue {}\n  \
+         session memory: {} ({})\n  \
+         sessions at worst: {} ({held} x {}, away with full queues)\n",
+        cfg.max_sessions,
+        rtcheck_base::units::fmt_duration(cfg.session_ttl),
+        cfg.session_queue,
+        rtcheck_base::units::fmt_bytes(cfg.session_memory.bytes),
+        cfg.session_memory.source,
+        rtcheck_base::units::fmt_bytes(per * held),
+        rtcheck_base::units::fmt_bytes(per),
+    )
 }
 
 /// `head` then the URLs, wrapped between them (never inside one) within 80 columns.

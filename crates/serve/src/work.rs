@@ -164,14 +164,11 @@ pub fn parse_ms(req: &Request) -> Result<u64, String> {
 /// Serve one /work request. Returns whether the connection stays open.
 pub async fn serve(stream: &TcpStream, req: &Request, keep: bool) -> bool {
     let p = pool();
-    let (status, body) = if req.method != "GET" && req.method != "HEAD" {
-        (405, "GET /work?ms=N\n".to_string())
-    } else {
-        match parse_ms(req) {
-            Err(e) => (400, format!("{e}\n")),
-            Ok(ms) if p.work(ms).await => (200, "ok\n".to_string()),
-            Ok(_) => (503, "work queue full\n".to_string()),
-        }
+    // GET or HEAD: the route table answers the other methods.
+    let (status, body) = match parse_ms(req) {
+        Err(e) => (400, format!("{e}\n")),
+        Ok(ms) if p.work(ms).await => (200, "ok\n".to_string()),
+        Ok(_) => (503, "work queue full\n".to_string()),
     };
     let keep = keep && status < 400;
     let mut resp = http::response(status, "text/plain; charset=utf-8", body.as_bytes(), keep);

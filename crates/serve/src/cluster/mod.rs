@@ -5,231 +5,18 @@
 //! is an alive key per client with a TTL (or join/leave events, the demonstration that
 //! leaves ghosts). Losing Redis never takes the node's clients: the link reconnects with a
 //! bounded backoff and catches up from the Stream, or sends the usual gap marker.
+pub mod config;
 pub mod presence;
 pub mod store;
 
-use super::hub::Hub;
+use super::hub::{Hub, Relay};
 use super::ring::Round;
 use super::sync::lock;
-use rtcheck_base::names::Named;
-use rtcheck_wire::http::Request;
+use config::{redact, ClusterConfig};
 use std::fmt::Write;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum PathMode {
-    // Every round goes publisher -> Redis -> every node, the publishing node included.
-    OnePath,
-    // DEMONSTRATION ONLY: also deliver this node's own rounds locally, so its clients get
-    // each of them twice (the seed's 50 % duplicates).
-    Naive,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum PresenceMode {
-    // An alive key per client with a TTL, refreshed by the node's heartbeat: a dead node's
-    // clients vanish within TTL + one heartbeat.
-    Ttl,
-    // DEMONSTRATION: join/leave events over pub/sub into a set; a dead node leaves ghosts.
-    Events,
-}
-
-impl Named for PathMode {
-    const ALL: &'static [PathMode] = &[PathMode::OnePath, PathMode::Naive];
-    fn name(self) -> &'static str {
-        match self {
-            PathMode::OnePath => "one-path",
-            PathMode::Naive => "naive",
-        }
-    }
-}
-
-impl Named for PresenceMode {
-    const ALL: &'static [PresenceMode] = &[PresenceMode::Ttl, PresenceMode::Events];
-    fn name(self) -> &'static str {
-        match self {
-            PresenceMode::Ttl => "ttl",
-            PresenceMode::Events => "events",
-        }
-    }
-}
-
-/// What serve's cluster flags give (`--redis` and the rest), before validation.
-#[derive(Debug, Clone)]
-pub struct ClusterOptions {
-    pub redis: Option<String>,
-    pub node: Option<String>,
-    pub path: PathMode,
-    pub presence: PresenceMode,
-    pub presence_ttl: Duration,
-    pub redis_prefix: String,
-    pub no_publish: bool,
-}
-
-impl Default for ClusterOptions {
-    fn default() -> ClusterOptions {
-        ClusterOptions {
-            redis: None,
-            node: None,
-            path: PathMode::OnePath,
-            presence: PresenceMode::Ttl,
-            presence_ttl: Duration::from_secs(3),
-            redis_prefix: DEFAULT_PREFIX.to_string(),
-            no_publish: false,
-        }
-    }
-}
-
-/// `--redis-prefix` of serve by default.
-pub const DEFAULT_PREFIX: &str = "rtcheck:";
-
-/// A key prefix: 1 to 64 of `A-Z a-z 0-9 : . _ -` (no glob characters: presence counts
-/// keys with `SCAN MATCH PREFIX*`, and `bench cluster` looks for keys the same way).
-pub fn parse_prefix(s: &str) -> Result<String, String> {
-    let ok = (1..=64).contains(&s.len())
-        && s.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b":._-".contains(&b));
-    if ok {
-        Ok(s.to_string())
-    } else {
-        Err(format!("`{s}`: 1 to 64 of A-Z a-z 0-9 : . _ -"))
-    }
-}
-
-/// Every Redis name of one cluster, built from its prefix in this one place (a new key
-/// is added here).
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct Keys {
-    pub prefix: String,
-    /// Global seq counter.
-    pub seq: String,
-    /// The ring: a Stream whose entry ids are `SEQ-0`, capped at --ring entries.
-    pub ring: String,
-    /// The channel every node subscribes to: `SEQ TS NODE EPOCH` (or `gap FROM TO NODE`).
-    pub rounds: String,
-    /// The cluster's epoch (src/net/epoch.rs): the seqs of `seq` are numbered in it.
-    pub epoch: String,
-    /// Presence ttl: `ALIVE NODE:ID` keys with a TTL.
-    pub alive: String,
-    /// Presence events: the set of online members and its join/leave channel.
-    pub online: String,
-    pub presence: String,
-}
-
-impl Keys {
-    pub fn new(prefix: &str) -> Keys {
-        let k = |name: &str| format!("{prefix}{name}");
-        Keys {
-            prefix: prefix.to_string(),
-            seq: k("seq"),
-            ring: k("ring"),
-            rounds: k("rounds"),
-            epoch: k("epoch"),
-            alive: k("alive:"),
-            online: k("online"),
-            presence: k("presence"),
-        }
-    }
-}
-
-/// Validated cluster settings.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct ClusterConfig {
-    pub url: String,
-    pub node: String,
-    pub path: PathMode,
-    pub presence: PresenceMode,
-    pub ttl: Duration,
-    pub heartbeat: Duration,
-    pub publish: bool,
-    pub keys: Keys,
-}
-
-impl ClusterConfig {
-    /// None without --redis; the URL is parsed here (no connection yet).
-    pub fn from_options(f: &ClusterOptions) -> Result<Option<ClusterConfig>, String> {
-        let Some(url) = &f.redis else {
-            return Ok(None);
-        };
-        ::redis::Client::open(url.as_str()).map_err(|_| {
-            format!(
-                "--redis {}: not a Redis URL (redis://HOST:PORT/ or unix:///PATH)",
-                redact(url)
-            )
-        })?;
-        let node = f
-            .node
-            .clone()
-            .unwrap_or_else(|| format!("node-{}", std::process::id()));
-        let ok = |c: char| c.is_ascii_alphanumeric() || "._-".contains(c);
-        if node.is_empty() || node.len() > 64 || !node.chars().all(ok) {
-            return Err(format!(
-                "--node `{node}`: 1 to 64 letters, digits, `.`, `_` or `-`"
-            ));
-        }
-        let ttl = f.presence_ttl;
-        if ttl < Duration::from_millis(300) || ttl > Duration::from_secs(3600) {
-            return Err(format!(
-                "--presence-ttl {}: out of bounds 300ms..=1h",
-                rtcheck_base::units::fmt_duration(ttl)
-            ));
-        }
-        Ok(Some(ClusterConfig {
-            url: url.clone(),
-            node,
-            path: f.path,
-            presence: f.presence,
-            ttl,
-            heartbeat: ttl / 3,
-            publish: !f.no_publish,
-            keys: Keys::new(&f.redis_prefix),
-        }))
-    }
-
-    /// The startup line.
-    pub fn banner(&self) -> String {
-        let path = match self.path {
-            PathMode::OnePath => "one-path (publisher -> Redis -> every node)".to_string(),
-            PathMode::Naive => {
-                "naive (DEMONSTRATION ONLY: own rounds also delivered locally = duplicates on this node)"
-                    .to_string()
-            }
-        };
-        format!(
-            "cluster: node {}, redis {}, prefix {}, path {path}, presence {} (ttl {}, heartbeat {}), {}",
-            self.node,
-            redact(&self.url),
-            self.keys.prefix,
-            self.presence.name(),
-            rtcheck_base::units::fmt_duration(self.ttl),
-            rtcheck_base::units::fmt_duration(self.heartbeat),
-            if self.publish {
-                "publishing"
-            } else {
-                "not publishing (--no-publish)"
-            }
-        )
-    }
-}
-
-/// The warning for a Redis URL whose secret (password, query value) came on `argv`, which
-/// any local user reads in /proc/PID/cmdline; None when it came from RTCHECK_REDIS_URL.
-pub fn argv_warning(url: &str, argv: &[String]) -> Option<String> {
-    let on_argv = argv.iter().any(|x| x.ends_with(url));
-    (on_argv && redact(url) != url).then(|| {
-        "WARNING: the --redis URL's secret is readable by any local user in /proc/PID/cmdline; give the URL in RTCHECK_REDIS_URL".to_string()
-    })
-}
-
-/// A Redis URL fit for logs and /healthz: a password (`redis://user:pass@host/`) or a
-/// query value (`?password=X`) becomes `***` (the one redaction, `rtcheck_base::redact`).
-pub fn redact(url: &str) -> String {
-    rtcheck_base::redact::url(url)
-}
 
 /// One node's link to the cluster: its Redis connections and what it reports.
 pub struct Cluster {
@@ -305,6 +92,25 @@ impl Cluster {
     }
 }
 
+/// How the hub sees its relay.
+impl Relay for Cluster {
+    fn last_seq(&self) -> u64 {
+        self.last_seq.load(Relaxed)
+    }
+    fn publishes(&self) -> bool {
+        self.cfg.publish
+    }
+    fn emit(&self, ts: u64) {
+        Cluster::emit(self, ts)
+    }
+    fn node(&self) -> String {
+        self.cfg.node.clone()
+    }
+    fn redis_up(&self) -> bool {
+        Cluster::redis_up(self)
+    }
+}
+
 /// Connect (bounded: a wrong URL fails the start), then spawn the relay, the publisher and
 /// the heartbeat. The hub knows its cluster before any client or round.
 pub async fn start(hub: &Arc<Hub>, cfg: ClusterConfig) -> anyhow::Result<Arc<Cluster>> {
@@ -350,7 +156,7 @@ pub async fn start(hub: &Arc<Hub>, cfg: ClusterConfig) -> anyhow::Result<Arc<Clu
         .map_err(|e| anyhow::anyhow!("--redis {}: reading the epoch: {e}", redact(&c.cfg.url)))?;
     hub.reset_epoch(epoch);
     c.redis_epoch.store(epoch.0, Relaxed);
-    let _ = hub.cluster.set(c.clone());
+    let _ = hub.relay.set(c.clone());
     let ready = Arc::new(tokio::sync::Notify::new());
     tokio::spawn(store::relay(hub.clone(), c.clone(), ready.clone()));
     tokio::spawn(store::publisher(hub.clone(), c.clone(), rx));
@@ -391,13 +197,10 @@ fn one_line(e: &impl std::fmt::Display) -> String {
         .join(" ")
 }
 
-/// Rounds after `since` from the Stream for a resume (empty without a cluster, when the
-/// node's own ring reaches back far enough (a reconnect storm after a node dies costs Redis
-/// nothing), or when Redis does not answer: the node's own ring then decides, gap included).
-pub async fn resume_from(hub: &Hub, since: u64) -> Vec<Round> {
-    let Some(c) = hub.cluster.get() else {
-        return Vec::new();
-    };
+/// Rounds after `since` from the Stream for a resume (empty when the node's own ring
+/// reaches back far enough (a reconnect storm after a node dies costs Redis nothing), or
+/// when Redis does not answer: the node's own ring then decides, gap included).
+pub async fn stream_after(hub: &Hub, c: &Cluster, since: u64) -> Vec<Round> {
     // A client coming from a node further ahead may resume beyond this node's ring: the
     // Stream then says whether its seq is held (or it would get a reset it is not owed).
     let (_, latest) = hub.latest();
@@ -426,62 +229,35 @@ pub async fn resume_from(hub: &Hub, since: u64) -> Vec<Round> {
     }
 }
 
-/// Routes answered by the cluster (async: they ask Redis): `/presence`, and `/poll` with a
-/// cluster. None: not ours.
-pub async fn route(hub: &Arc<Hub>, req: &Request) -> Option<(u16, &'static str, String)> {
-    const JSON: &str = "application/json";
-    let get = req.method == "GET" || req.method == "HEAD";
-    let c = hub.cluster.get();
-    match (req.path.as_str(), c) {
-        ("/presence", _) if !get => Some((405, "text/plain", "method not allowed\n".into())),
-        ("/presence", None) => Some((
-            404,
-            "text/plain",
-            "/presence needs `serve --redis URL --node NAME`\n".into(),
-        )),
-        ("/presence", Some(c)) => Some((200, JSON, presence::json(hub, c).await)),
-        ("/poll", Some(_)) if get => {
-            let pos = crate::server::resume_position(req)?;
-            let extra = resume_from(hub, pos.seq).await;
-            hub.counters.polls.fetch_add(1, Relaxed);
-            Some((200, JSON, hub.poll_json_with(pos, &extra)))
-        }
-        _ => None,
-    }
-}
-
-/// GET /healthz: `ok` alone; with a cluster, a body naming Redis while it is down. Still 200:
-/// every node loses the same Redis at once, and a 503 would make a load balancer drain them
-/// all and meet a reconnect storm when Redis returns; the node keeps its clients and
-/// catches them up from the Stream.
-pub fn health(hub: &Hub) -> (u16, String) {
+/// GET /healthz's body on a cluster node: it names Redis while it is down. Still 200 (the
+/// caller's): every node loses the same Redis at once, and a 503 would make a load
+/// balancer drain them all and meet a reconnect storm when Redis returns; the node keeps
+/// its clients and catches them up from the Stream.
+pub fn health(hub: &Hub, c: &Cluster) -> String {
     let epoch = hub.epoch();
-    match hub.cluster.get() {
-        None => (200, "ok".into()),
+    let redis_epoch = c.redis_epoch.load(Relaxed);
+    if !c.redis_up() {
+        return format!(
+            "degraded: redis down (node {}, {}): serving local clients, reconnecting: {}",
+            c.cfg.node,
+            redact(&c.cfg.url),
+            lock(&c.last_error)
+        );
+    }
+    if redis_epoch != 0 && redis_epoch != epoch.0 {
         // Redis moved to another epoch this node has not heard a round of yet: its clients
         // are still on the old seqs (they get a reset marker with the first round).
-        Some(c) if c.redis_up() && !matches!(c.redis_epoch.load(Relaxed), 0) && c.redis_epoch.load(Relaxed) != epoch.0 => (
-            200,
-            format!(
-                "degraded: epoch behind (node {}, redis up): the cluster is in epoch {}, this node's clients still in {epoch}; they get a reset marker with its first round",
-                c.cfg.node,
-                rtcheck_wire::epoch::Epoch(c.redis_epoch.load(Relaxed))
-            ),
-        ),
-        Some(c) if c.redis_up() => (
-            200,
-            format!("ok (node {}, redis up, epoch {epoch}{})", c.cfg.node, last_reset(c)),
-        ),
-        Some(c) => (
-            200,
-            format!(
-                "degraded: redis down (node {}, {}): serving local clients, reconnecting: {}",
-                c.cfg.node,
-                redact(&c.cfg.url),
-                lock(&c.last_error)
-            ),
-        ),
+        return format!(
+            "degraded: epoch behind (node {}, redis up): the cluster is in epoch {}, this node's clients still in {epoch}; they get a reset marker with its first round",
+            c.cfg.node,
+            rtcheck_wire::epoch::Epoch(redis_epoch)
+        );
     }
+    format!(
+        "ok (node {}, redis up, epoch {epoch}{})",
+        c.cfg.node,
+        last_reset(c)
+    )
 }
 
 /// `; epoch reset from OLD N s ago (every client told)` for a minute after a reset: a
@@ -496,11 +272,8 @@ fn last_reset(c: &Cluster) -> String {
     }
 }
 
-/// The cluster's /metrics families (empty without one).
-pub fn metrics(hub: &Hub) -> String {
-    let Some(c) = hub.cluster.get() else {
-        return String::new();
-    };
+/// The cluster's /metrics families.
+pub fn metrics(c: &Cluster) -> String {
     let rows = [
         (
             "rtcheck_redis_up",
@@ -540,6 +313,16 @@ pub fn metrics(hub: &Hub) -> String {
     o
 }
 
+/// GET /presence's body (asks Redis how many clients are online).
+pub async fn presence_json(hub: &Hub, c: &Cluster) -> String {
+    presence::json(hub, c).await
+}
+
+/// At a clean shutdown: the leaves of every client Redis still counts.
+pub async fn farewell(c: &Cluster) {
+    presence::farewell(c).await
+}
+
 /// Bounded exponential backoff for reconnects: 100 ms doubling to 2 s.
 #[derive(Debug, Default)]
 pub struct Backoff(u32);
@@ -563,33 +346,6 @@ impl Backoff {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn redis(url: &str) -> ClusterOptions {
-        ClusterOptions {
-            redis: Some(url.to_string()),
-            ..ClusterOptions::default()
-        }
-    }
-
-    #[test]
-    fn passwords_never_reach_logs() {
-        assert_eq!(redact("redis://h:1/"), "redis://h:1/");
-        assert_eq!(redact("redis://:pw@h:1/0"), "redis://:***@h:1/0");
-        assert_eq!(redact("redis://u:pw@h/"), "redis://u:***@h/");
-        assert_eq!(redact("rediss://tok@h/"), "rediss://***@h/");
-        assert_eq!(redact("unix:///run/redis.sock"), "unix:///run/redis.sock");
-        let argv = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-        let url = "redis://:pw@127.0.0.1:1/";
-        let w = argv_warning(url, &argv(&["rtcheck", "serve", "--redis", url])).unwrap();
-        assert!(w.contains("RTCHECK_REDIS_URL") && !w.contains("pw"), "{w}");
-        assert!(argv_warning(url, &argv(&["rtcheck", &format!("--redis={url}")])).is_some());
-        // From the environment, or without a secret: nothing to warn about.
-        assert!(argv_warning(url, &argv(&["rtcheck", "serve"])).is_none());
-        let plain = "redis://127.0.0.1:1/";
-        assert!(argv_warning(plain, &argv(&["rtcheck", "--redis", plain])).is_none());
-        let e = ClusterConfig::from_options(&redis("nope://u:secret@h")).unwrap_err();
-        assert!(!e.contains("secret"), "{e}");
-    }
 
     #[test]
     fn backoff_is_bounded() {

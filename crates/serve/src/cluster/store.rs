@@ -1,7 +1,8 @@
 //! The Redis side of a node: the publish script (global seq, Stream, channel in one atomic
 //! step), the relay (subscribe, catch up from the Stream, deliver in seq order, gap markers)
 //! and Stream reads for resume. Every Redis call is bounded by [`OP_TIMEOUT`].
-use super::{Backoff, Cluster, PathMode};
+use super::config::PathMode;
+use super::{Backoff, Cluster};
 use crate::hub::Hub;
 use crate::ring::gap_round;
 use futures_util::StreamExt;
