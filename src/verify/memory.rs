@@ -9,6 +9,7 @@ use crate::findings::Verification;
 use anyhow::{anyhow, bail, Context};
 use rtcheck_base::os::{deadline, limits, proc, signal};
 use rtcheck_base::units::fmt_bytes;
+use rtcheck_wire::stats::ServerStats;
 use rtcheck_wire::transport::Transport;
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -223,7 +224,7 @@ fn open_idle(
 }
 
 /// The server's own count of clients of this transport.
-fn counted(t: Measured, s: &super::server::Stats) -> u64 {
+fn counted(t: Measured, s: &ServerStats) -> u64 {
     s.clients_of(t.transport.label())
 }
 
@@ -252,7 +253,7 @@ fn problems(
     n: u64,
     before: &Reading,
     after: &Reading,
-    stats: &super::server::Stats,
+    stats: &ServerStats,
 ) -> Vec<String> {
     let mut problems = Vec::new();
     if counted(t, stats) != n {
@@ -288,7 +289,7 @@ fn details(
     open_ms: u128,
     before: &Reading,
     after: &Reading,
-    stats: &super::server::Stats,
+    stats: &ServerStats,
 ) -> Vec<String> {
     let (rss0, rss1) = (before.rss, after.rss);
     let (m0, m1) = (before.ss.mem_bytes(), after.ss.mem_bytes());
@@ -371,7 +372,7 @@ mod tests {
             fds,
             ss: Default::default(),
         };
-        let stats = |ws: u64, removed: u64| -> super::super::server::Stats {
+        let stats = |ws: u64, removed: u64| -> ServerStats {
             serde_json::from_value(
                 serde_json::json!({"clients": {"ws": ws, "sse": 0}, "removed": removed}),
             )

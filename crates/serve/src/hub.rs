@@ -7,13 +7,14 @@ use super::ring::{
     capped, dropped_range, gap_marker, gap_round, merge_rings, poll_view, replay_after,
     snapshot_replay, Round, POLL_MAX,
 };
-use super::session::{SessionStats, Sessions};
+use super::session::Sessions;
 use super::sync::lock;
 use bytes::Bytes;
 use rtcheck_wire::epoch::{self, Epoch, Position, Reset};
 use rtcheck_wire::payload;
+use rtcheck_wire::stats::{AcceptErrors, ClientCounts, Refusals, ServerStats};
 use rtcheck_wire::transport::Transport;
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
@@ -300,75 +301,15 @@ pub struct HubTimes {
     pub sum_ms: f64,
 }
 
-/// A point-in-time view for /control/stats and /metrics.
-#[derive(Debug, Clone, serde::Serialize)]
+/// A point-in-time view: the `/control/stats` contract, and what only `/metrics` shows.
+#[derive(Debug, Clone)]
 pub struct Snapshot {
-    pub rounds_sent: u64,
-    pub rounds_total: Option<u64>,
-    pub hub_round_ms: Vec<f64>,
-    pub publish_start_ns: u64,
-    pub drops: u64,
-    pub removed: u64,
-    pub missed_by_removed: u64,
-    pub clients: ClientCounts,
-    pub max_queue_depth: u64,
-    pub rss_bytes: u64,
-    pub cpu_seconds: f64,
-    pub nodelay: bool,
-    pub open_fds: u64,
-    pub finished: bool,
-    // Extra (not in the contract's minimum; ignored by its readers).
-    pub messages_sent: ClientCounts,
-    pub closed: BTreeMap<&'static str, u64>,
-    pub partial_frame_bytes: u64,
-    pub echo_connections: u64,
-    /// `serve --redis`: this node's name and whether it reaches Redis.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub node: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub redis_up: Option<bool>,
-    /// Messages in the resume ring and their bytes in every encoding it keeps.
-    pub ring_messages: u64,
-    pub ring_bytes: u64,
-    pub sessions: SessionStats,
-    /// Requests refused by the access rules (Host, Origin).
-    pub refused: Refusals,
-    /// Failed accepts (the process or system out of file descriptors, ...).
-    pub accept_errors: AcceptErrors,
-    /// Resume replay bytes in flight against `--replay-budget`.
-    pub replay: replay::ReplayStats,
-    #[serde(skip)]
+    pub stats: ServerStats,
+    /// The round time histogram: (upper bound in ms, rounds), count, sum.
     pub hub_buckets: Vec<(f64, u64)>,
-    #[serde(skip)]
     pub hub_count: u64,
-    #[serde(skip)]
     pub hub_sum_ms: f64,
-    #[serde(skip)]
     pub bytes_sent: ClientCounts,
-}
-
-/// Requests refused by the access rules: a Host that is not this server's (421), an
-/// Origin of another site on /control/* or /ws (403).
-#[derive(Debug, Clone, Copy, Default, serde::Serialize)]
-pub struct Refusals {
-    pub host: u64,
-    pub origin: u64,
-}
-
-/// Failed accepts by kind (`rtcheck_accept_errors_total{kind}`).
-#[derive(Debug, Clone, Copy, Default, serde::Serialize)]
-pub struct AcceptErrors {
-    pub emfile: u64,
-    pub enfile: u64,
-    pub other: u64,
-}
-
-#[derive(Debug, Clone, Copy, Default, serde::Serialize)]
-pub struct ClientCounts {
-    pub ws: u64,
-    pub sse: u64,
-    pub poll: u64,
-    pub raw: u64,
 }
 
 /// What the hub asks of a cluster relay (`serve --redis`), which plugs in above it: the
@@ -816,18 +757,45 @@ impl Hub {
     }
 
     pub fn snapshot(&self) -> Snapshot {
+        let c = &self.counters;
+        let times = lock(&self.times);
+        let per = |a: &[AtomicU64; 4]| ClientCounts {
+            ws: a[Transport::Websocket as usize].load(Relaxed),
+            sse: a[Transport::Sse as usize].load(Relaxed),
+            poll: 0,
+            raw: a[Transport::Raw as usize].load(Relaxed),
+        };
+        Snapshot {
+            stats: self.stats(&times, per(&c.sent)),
+            hub_buckets: HUB_BUCKETS_MS
+                .iter()
+                .copied()
+                .zip(times.buckets.iter().copied())
+                .collect(),
+            hub_count: times.count,
+            hub_sum_ms: times.sum_ms,
+            bytes_sent: per(&c.bytes_sent),
+        }
+    }
+
+    /// Connected clients by transport; polls are counted by request.
+    fn clients(&self) -> ClientCounts {
         let mut clients = ClientCounts::default();
         for c in lock(&self.conns).values() {
             match c.transport {
                 Transport::Websocket => clients.ws += 1,
                 Transport::Sse => clients.sse += 1,
                 Transport::Raw => clients.raw += 1,
-                // Polls hold no connection: counted by request below.
+                // Polls hold no connection.
                 Transport::Polling => {}
             }
         }
+        clients.poll = self.counters.polls.load(Relaxed);
+        clients
+    }
+
+    fn stats(&self, times: &HubTimes, messages_sent: ClientCounts) -> ServerStats {
         let c = &self.counters;
-        clients.poll = c.polls.load(Relaxed);
         let rounds_sent = c.rounds_sent.load(Relaxed);
         let (removed, missed) = {
             let r = lock(&self.removed);
@@ -838,14 +806,7 @@ impl Hub {
             let ring = lock(&self.ring);
             (ring.len() as u64, ring.iter().map(Round::bytes).sum())
         };
-        let times = lock(&self.times);
-        let per = |a: &[AtomicU64; 4]| ClientCounts {
-            ws: a[Transport::Websocket as usize].load(Relaxed),
-            sse: a[Transport::Sse as usize].load(Relaxed),
-            poll: 0,
-            raw: a[Transport::Raw as usize].load(Relaxed),
-        };
-        Snapshot {
+        ServerStats {
             rounds_sent,
             rounds_total: *lock(&self.rounds_total),
             hub_round_ms: times.round_ms.clone(),
@@ -853,17 +814,17 @@ impl Hub {
             drops: c.drops.load(Relaxed),
             removed,
             missed_by_removed: missed,
-            clients,
+            clients: Some(self.clients()),
             max_queue_depth: c.max_queue_depth.load(Relaxed),
             rss_bytes: rtcheck_base::os::proc::self_rss_bytes(),
             cpu_seconds: rtcheck_base::os::clock::cpu_seconds(),
-            nodelay: self.nodelay.load(Relaxed),
+            nodelay: Some(self.nodelay.load(Relaxed)),
             open_fds: rtcheck_base::os::proc::self_open_fds(),
             finished: self.finished.load(Relaxed),
-            messages_sent: per(&c.sent),
+            messages_sent,
             closed: CloseReason::ALL
                 .iter()
-                .map(|r| (r.name(), c.closed[*r as usize].load(Relaxed)))
+                .map(|r| (r.name().to_string(), c.closed[*r as usize].load(Relaxed)))
                 .collect(),
             partial_frame_bytes: c.partial_frame_bytes.load(Relaxed),
             echo_connections: c.echo_connections.load(Relaxed),
@@ -876,20 +837,12 @@ impl Hub {
                 host: c.refused_host.load(Relaxed),
                 origin: c.refused_origin.load(Relaxed),
             },
-            replay: self.replay.stats(),
             accept_errors: AcceptErrors {
                 emfile: c.accept_errors[0].load(Relaxed),
                 enfile: c.accept_errors[1].load(Relaxed),
                 other: c.accept_errors[2].load(Relaxed),
             },
-            hub_buckets: HUB_BUCKETS_MS
-                .iter()
-                .copied()
-                .zip(times.buckets.iter().copied())
-                .collect(),
-            hub_count: times.count,
-            hub_sum_ms: times.sum_ms,
-            bytes_sent: per(&c.bytes_sent),
+            replay: self.replay.stats(),
         }
     }
 

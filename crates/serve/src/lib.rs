@@ -172,7 +172,7 @@ async fn serve(
     if left > 0 {
         eprintln!("rtcheck serve: {left} client(s) still blocked after {DRAIN:?}; closing them");
     }
-    let s = hub.snapshot();
+    let s = hub.snapshot().stats;
     eprintln!(
         "rtcheck serve: stopped after {} round(s); drops {}, removed {}",
         s.rounds_sent, s.drops, s.removed

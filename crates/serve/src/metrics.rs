@@ -1,5 +1,6 @@
 //! Prometheus text exposition of a hub [`Snapshot`] (pure).
-use super::hub::{ClientCounts, Snapshot};
+use super::hub::Snapshot;
+use rtcheck_wire::stats::ClientCounts;
 use std::fmt::Write;
 
 /// Label set (with braces, or a suffix such as `_bucket{...}`) and value of one sample.
@@ -45,14 +46,14 @@ fn connections(o: &mut String, s: &Snapshot) {
         "rtcheck_connections",
         "gauge",
         "Open client connections by transport.",
-        &by_transport(&s.clients),
+        &by_transport(&s.stats.clients.unwrap_or_default()),
     );
     metric(
         o,
         "rtcheck_poll_requests_total",
         "counter",
         "GET /poll requests served.",
-        &one(s.clients.poll),
+        &one(s.stats.clients.unwrap_or_default().poll),
     );
 }
 
@@ -62,7 +63,7 @@ fn delivery(o: &mut String, s: &Snapshot) {
         "rtcheck_messages_sent_total",
         "counter",
         "Messages fully written to clients, by transport.",
-        &by_transport(&s.messages_sent),
+        &by_transport(&s.stats.messages_sent),
     );
     metric(
         o,
@@ -76,7 +77,7 @@ fn delivery(o: &mut String, s: &Snapshot) {
         "rtcheck_rounds_sent_total",
         "counter",
         "Rounds published (one message to every client each).",
-        &one(s.rounds_sent),
+        &one(s.stats.rounds_sent),
     );
 }
 
@@ -86,23 +87,24 @@ fn losses(o: &mut String, s: &Snapshot) {
         "rtcheck_drops_total",
         "counter",
         "Messages not queued for a client because its queue was full (announced by a gap marker; under snapshot the client is removed).",
-        &one(s.drops),
+        &one(s.stats.drops),
     );
     metric(
         o,
         "rtcheck_slow_clients_removed_total",
         "counter",
         "Clients removed by the server (write deadline, pong or TCP timeout, full queue under snapshot).",
-        &one(s.removed),
+        &one(s.stats.removed),
     );
     metric(
         o,
         "rtcheck_missed_by_removed_total",
         "counter",
         "Messages removed clients never got (queued at removal plus published after).",
-        &one(s.missed_by_removed),
+        &one(s.stats.missed_by_removed),
     );
     let closed: Rows = s
+        .stats
         .closed
         .iter()
         .map(|(r, v)| (format!("{{reason=\"{r}\"}}"), v.to_string()))
@@ -122,19 +124,22 @@ fn server_state(o: &mut String, s: &Snapshot) {
         "rtcheck_partial_frame_bytes",
         "gauge",
         "Bytes held in unfinished client frames and fragmented messages.",
-        &one(s.partial_frame_bytes),
+        &one(s.stats.partial_frame_bytes),
     );
     metric(
         o,
         "rtcheck_echo_connections_total",
         "counter",
         "WebSocket connections accepted on /echo (off the fan-out path).",
-        &one(s.echo_connections),
+        &one(s.stats.echo_connections),
     );
-    let refused: Rows = [("host", s.refused.host), ("origin", s.refused.origin)]
-        .iter()
-        .map(|(r, v)| (format!("{{reason=\"{r}\"}}"), v.to_string()))
-        .collect();
+    let refused: Rows = [
+        ("host", s.stats.refused.host),
+        ("origin", s.stats.refused.origin),
+    ]
+    .iter()
+    .map(|(r, v)| (format!("{{reason=\"{r}\"}}"), v.to_string()))
+    .collect();
     metric(
         o,
         "rtcheck_requests_refused_total",
@@ -142,7 +147,7 @@ fn server_state(o: &mut String, s: &Snapshot) {
         "Requests refused: a Host that is not this server's (421, DNS rebinding), an Origin of another site on /control/* or /ws (403).",
         &refused,
     );
-    let r = &s.replay;
+    let r = &s.stats.replay;
     for (name, kind, help, v) in [
         ("rtcheck_replay_budget_bytes", "gauge", "--replay-budget: resume replay (and /poll answer) bytes in flight over every client at most.", r.budget_bytes),
         ("rtcheck_replay_bytes_in_flight", "gauge", "Resume replay bytes leased now (chunks being written, poll answers being sent).", r.in_flight_bytes),
@@ -152,7 +157,7 @@ fn server_state(o: &mut String, s: &Snapshot) {
     ] {
         metric(o, name, kind, help, &one(v));
     }
-    let a = &s.accept_errors;
+    let a = &s.stats.accept_errors;
     let accept: Rows = [
         ("emfile", a.emfile),
         ("enfile", a.enfile),
@@ -173,7 +178,7 @@ fn server_state(o: &mut String, s: &Snapshot) {
         "rtcheck_max_queue_depth",
         "gauge",
         "Largest per-client queue length seen.",
-        &one(s.max_queue_depth),
+        &one(s.stats.max_queue_depth),
     );
 }
 
@@ -206,21 +211,21 @@ fn process(o: &mut String, s: &Snapshot) {
         "process_resident_memory_bytes",
         "gauge",
         "Resident set size.",
-        &one(s.rss_bytes),
+        &one(s.stats.rss_bytes),
     );
     metric(
         o,
         "process_open_fds",
         "gauge",
         "Open file descriptors.",
-        &one(s.open_fds),
+        &one(s.stats.open_fds),
     );
     metric(
         o,
         "process_cpu_seconds_total",
         "counter",
         "User and system CPU time.",
-        &one(s.cpu_seconds),
+        &one(s.stats.cpu_seconds),
     );
 }
 
@@ -229,19 +234,19 @@ pub const METRIC_FAMILIES: usize = 16;
 
 /// Ring and session families for `/metrics`.
 fn delivery_state(o: &mut String, snap: &Snapshot) {
-    let s = &snap.sessions;
+    let s = &snap.stats.sessions;
     let rows: [(&str, &str, &str, u64); METRIC_FAMILIES] = [
         (
             "rtcheck_ring_messages",
             "gauge",
             "Messages held in the resume ring.",
-            snap.ring_messages,
+            snap.stats.ring_messages,
         ),
         (
             "rtcheck_ring_bytes",
             "gauge",
             "Bytes of the resume ring in every encoding it keeps (WebSocket, SSE, raw, JSON).",
-            snap.ring_bytes,
+            snap.stats.ring_bytes,
         ),
         (
             "rtcheck_sessions",
@@ -336,6 +341,7 @@ fn delivery_state(o: &mut String, snap: &Snapshot) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rtcheck_wire::stats::{AcceptErrors, Refusals, ReplayStats, ServerStats};
     use std::collections::BTreeMap;
 
     fn counts(ws: u64, sse: u64, poll: u64, raw: u64) -> ClientCounts {
@@ -343,40 +349,38 @@ mod tests {
     }
 
     fn sample() -> Snapshot {
-        Snapshot {
+        let stats = ServerStats {
             rounds_sent: 7,
             rounds_total: Some(10),
-            hub_round_ms: vec![],
-            publish_start_ns: 0,
             drops: 3,
             removed: 2,
             missed_by_removed: 11,
-            clients: counts(4, 5, 6, 1),
+            clients: Some(counts(4, 5, 6, 1)),
             max_queue_depth: 9,
             rss_bytes: 1 << 20,
             cpu_seconds: 1.25,
-            nodelay: true,
+            nodelay: Some(true),
             open_fds: 42,
-            finished: false,
             messages_sent: counts(28, 35, 0, 7),
-            closed: BTreeMap::from([("eof", 2), ("deadline", 1)]),
+            closed: BTreeMap::from([("eof".into(), 2), ("deadline".into(), 1)]),
             partial_frame_bytes: 12,
             echo_connections: 1,
-            node: None,
-            redis_up: None,
             ring_messages: 3,
             ring_bytes: 4096,
-            sessions: Default::default(),
-            refused: super::super::hub::Refusals { host: 2, origin: 1 },
-            replay: super::super::replay::ReplayStats {
+            refused: Refusals { host: 2, origin: 1 },
+            replay: ReplayStats {
                 budget_bytes: 1 << 20,
                 ..Default::default()
             },
-            accept_errors: super::super::hub::AcceptErrors {
+            accept_errors: AcceptErrors {
                 emfile: 4,
                 enfile: 0,
                 other: 0,
             },
+            ..Default::default()
+        };
+        Snapshot {
+            stats,
             hub_buckets: vec![(0.5, 1), (1.0, 5), (250.0, 7)],
             hub_count: 7,
             hub_sum_ms: 4.5,

@@ -12,6 +12,7 @@ use super::ring::{gap_marker, Round};
 use super::sync::lock;
 use bytes::Bytes;
 use rtcheck_wire::epoch::Epoch;
+use rtcheck_wire::stats::ReplayStats;
 use rtcheck_wire::transport::Transport;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
@@ -40,19 +41,6 @@ pub struct Budget {
     waits: AtomicU64,
     since_trim: AtomicU64,
     trims: AtomicU64,
-}
-
-/// Replay counters for `/metrics` and `/control/stats` (`replay`).
-#[derive(Debug, Clone, Copy, Default, serde::Serialize)]
-pub struct ReplayStats {
-    /// `--replay-budget`.
-    pub budget_bytes: u64,
-    pub in_flight_bytes: u64,
-    pub peak_in_flight_bytes: u64,
-    /// Replay writes (and polls) that waited for the budget.
-    pub waits: u64,
-    /// Heap trims after a flood (memory handed back to the OS).
-    pub heap_trims: u64,
 }
 
 /// Bytes of the budget held until dropped.

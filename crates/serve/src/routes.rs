@@ -224,7 +224,7 @@ pub async fn answer(app: &App, req: &Request, a: Answer) -> (u16, &'static str, 
         Answer::Stats => (
             200,
             JSON,
-            serde_json::to_string(&hub.snapshot()).unwrap_or_else(|_| "{}".into()),
+            serde_json::to_string(&hub.snapshot().stats).unwrap_or_else(|_| "{}".into()),
         ),
         Answer::Start => start(app, req),
         Answer::Ack => ack(app, req),

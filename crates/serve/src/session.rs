@@ -8,6 +8,7 @@ use super::ring::{Round, POLL_MAX};
 use super::sync::lock;
 use rtcheck_wire::epoch::{Epoch, Position};
 use rtcheck_wire::payload;
+use rtcheck_wire::stats::SessionStats;
 use std::collections::{HashMap, VecDeque};
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -140,39 +141,6 @@ struct Inner {
     by_id: HashMap<String, Session>,
     by_conn: HashMap<u64, String>,
     bytes: usize,
-}
-
-/// Session counters (`/metrics`, `/control/stats` under `sessions`).
-#[derive(Debug, Clone, Copy, Default, serde::Serialize)]
-pub struct SessionStats {
-    /// Sessions held (connected or away).
-    pub count: u64,
-    /// `--max-sessions`: the cap on `count`.
-    pub max: u64,
-    /// New sessions refused at the cap (503 + Retry-After; WebSocket close 1013).
-    pub refused: u64,
-    /// `--session-memory` in bytes, what one session can hold at worst, the sessions that
-    /// fit (the cap is the lower of this and `max`), and the refusals where memory was the
-    /// binding cap.
-    pub memory_budget: u64,
-    pub worst_session_bytes: u64,
-    pub max_by_memory: u64,
-    pub refused_memory: u64,
-    pub connected: u64,
-    /// Bytes of session state held: payload copies plus bookkeeping (counted, not the
-    /// allocator's view; RSS is the independent check).
-    pub bytes: u64,
-    /// Unacked messages held over every session.
-    pub messages: u64,
-    pub created: u64,
-    pub expired: u64,
-    /// A client presented an unknown or expired session and got a new one (reset: true).
-    pub resets: u64,
-    /// Messages dropped from a full session queue (each reported in a gap marker).
-    pub overflow_messages: u64,
-    pub acks: u64,
-    /// Acks for a seq never sent to that session, or for no session: ignored.
-    pub acks_ignored: u64,
 }
 
 /// Every session of the server. Empty and idle unless `--delivery session-ack`.

@@ -8,5 +8,6 @@ pub mod epoch;
 pub mod http;
 pub mod payload;
 pub mod sse;
+pub mod stats;
 pub mod transport;
 pub mod ws;
