@@ -209,7 +209,7 @@ pub async fn answer(app: &App, req: &Request, a: Answer) -> (u16, &'static str, 
         Answer::Poll => poll(app, req).await,
         Answer::Metrics => (
             200,
-            "text/plain; version=0.0.4; charset=utf-8",
+            rtcheck_wire::prom::CONTENT_TYPE,
             metrics::render(&hub.snapshot())
                 + &work::metrics()
                 + &app

@@ -7,6 +7,7 @@ pub mod delivery;
 pub mod epoch;
 pub mod http;
 pub mod payload;
+pub mod prom;
 pub mod sse;
 pub mod stats;
 pub mod transport;

@@ -13,7 +13,7 @@ use super::hub::{Hub, Relay};
 use super::ring::Round;
 use super::sync::lock;
 use config::{redact, ClusterConfig};
-use std::fmt::Write;
+use rtcheck_wire::prom::{Exposition, Kind};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -277,40 +277,40 @@ pub fn metrics(c: &Cluster) -> String {
     let rows = [
         (
             "rtcheck_redis_up",
-            "gauge",
+            Kind::Gauge,
             "Whether this node reaches Redis (subscribed and answering).",
             c.redis_up() as u64,
         ),
         (
             "rtcheck_redis_reconnects_total",
-            "counter",
+            Kind::Counter,
             "Times the Redis link came back after a loss.",
             c.reconnects.load(Relaxed),
         ),
         (
             "rtcheck_redis_gap_messages_total",
-            "counter",
+            Kind::Counter,
             "Rounds sent to clients as gap markers: no longer in the Stream when the link came back, or never published.",
             c.gap_messages.load(Relaxed),
         ),
         (
             "rtcheck_epoch_resets_total",
-            "counter",
+            Kind::Counter,
             "Times this node moved to a new cluster epoch (Redis lost its seq counter, or seqs went backwards): every client sent a reset marker.",
             c.epoch_resets.load(Relaxed),
         ),
         (
             "rtcheck_redis_publish_failures_total",
-            "counter",
+            Kind::Counter,
             "Scheduled rounds this node could not publish (Redis down or too slow); clients get them as gap markers once Redis is back.",
             c.publish_failures.load(Relaxed),
         ),
     ];
-    let mut o = String::new();
+    let mut p = Exposition::new();
     for (name, kind, help, v) in rows {
-        let _ = writeln!(o, "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {v}");
+        p.single(name, kind, help, v);
     }
-    o
+    p.finish()
 }
 
 /// GET /presence's body (asks Redis how many clients are online).
