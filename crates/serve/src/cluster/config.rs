@@ -142,12 +142,7 @@ impl ClusterConfig {
         let Some(url) = &f.redis else {
             return Ok(None);
         };
-        ::redis::Client::open(url.as_str()).map_err(|_| {
-            format!(
-                "--redis {}: not a Redis URL (redis://HOST:PORT/ or unix:///PATH)",
-                redact(url)
-            )
-        })?;
+        check_url(url)?;
         let node = f
             .node
             .clone()
@@ -203,6 +198,26 @@ impl ClusterConfig {
     }
 }
 
+/// What a `--redis` gets from a build without the `redis` feature.
+pub const NO_REDIS: &str = "--redis: this rtcheck was built without the \"redis\" feature";
+
+/// The URL parsed (no connection yet).
+#[cfg(feature = "redis")]
+fn check_url(url: &str) -> Result<(), String> {
+    match ::redis::Client::open(url) {
+        Ok(_) => Ok(()),
+        Err(_) => Err(format!(
+            "--redis {}: not a Redis URL (redis://HOST:PORT/ or unix:///PATH)",
+            redact(url)
+        )),
+    }
+}
+
+#[cfg(not(feature = "redis"))]
+fn check_url(_url: &str) -> Result<(), String> {
+    Err(NO_REDIS.to_string())
+}
+
 /// The warning for a Redis URL whose secret (password, query value) came on `argv`, which
 /// any local user reads in /proc/PID/cmdline; None when it came from RTCHECK_REDIS_URL.
 pub fn argv_warning(url: &str, argv: &[String]) -> Option<String> {
@@ -247,5 +262,15 @@ mod tests {
         assert!(argv_warning(plain, &argv(&["rtcheck", "--redis", plain])).is_none());
         let e = ClusterConfig::from_options(&redis("nope://u:secret@h")).unwrap_err();
         assert!(!e.contains("secret"), "{e}");
+    }
+
+    #[cfg(not(feature = "redis"))]
+    #[test]
+    fn without_the_feature_a_redis_url_is_one_line_naming_it() {
+        let e = ClusterConfig::from_options(&redis("redis://127.0.0.1:6379/")).unwrap_err();
+        assert_eq!(e, NO_REDIS);
+        assert!(ClusterConfig::from_options(&ClusterOptions::default())
+            .unwrap()
+            .is_none());
     }
 }

@@ -4,7 +4,7 @@
 //! channel and kept in a set; nobody sends the leaves of a node that died: ghosts.
 //! The heartbeat is also the node's "does Redis answer" probe.
 use super::config::PresenceMode;
-use super::Cluster;
+use super::node::Cluster;
 use crate::hub::Hub;
 use crate::sync::lock;
 use rtcheck_base::names::Named;

@@ -2,7 +2,7 @@
 //! step), the relay (subscribe, catch up from the Stream, deliver in seq order, gap markers)
 //! and Stream reads for resume. Every Redis call is bounded by [`OP_TIMEOUT`].
 use super::config::PathMode;
-use super::{Backoff, Cluster};
+use super::node::{Backoff, Cluster};
 use crate::hub::Hub;
 use crate::ring::gap_round;
 use futures_util::StreamExt;
@@ -13,7 +13,7 @@ use std::time::Duration;
 
 /// Bound of any one Redis operation: a dead Redis costs at most this, never a hang.
 pub const OP_TIMEOUT: Duration = Duration::from_secs(1);
-// Key and channel names: [`super::Keys`], from `--redis-prefix`.
+// Key and channel names: [`super::config::Keys`], from `--redis-prefix`.
 
 /// A node joining: the cluster's epoch, or (none in Redis: an empty Redis, or one that lost
 /// its keys) ARGV[1] as a new one, with the seq counter and the Stream cleared: whatever
