@@ -1,5 +1,8 @@
-//! The hub: registered clients, the message ring, counters, and the publisher with its
-//! fan-out strategies (per-client queues, sequential shards, raw-TCP floor).
+//! The hub, registry and fan-out: registered clients, the message ring, counters, and the
+//! publisher with its fan-out strategies (per-client queues, sequential shards, raw-TCP
+//! floor). It imports nothing above it: the session-ack state is a leaf it owns
+//! (`session`), a cluster plugs in as a [`Relay`], and registering resuming clients,
+//! routes and the cluster's reads live above it (`resume`, `routes`, `cluster`).
 use super::config::{Config, Strategy};
 use super::io;
 use super::replay::{self, Replay};

@@ -2,6 +2,19 @@
 //! polling, metrics and the control plane on one port, the raw-TCP floor, and (feature
 //! `redis`) several nodes over one Redis. It speaks the formats of [`rtcheck_wire`] and
 //! takes plain [`config::Options`]; the flags are the command layer's.
+//!
+//! Imports point one way (no module imports one that imports it back):
+//! - leaves: [`ring`] (a round in every encoding, gap markers, and the pure replay and
+//!   poll rules), [`sync`], [`io`], [`request`], [`ratelog`], [`access`], [`session`]
+//!   (session-ack state), [`config`] with `cluster::config`, [`replay`] (a resume written
+//!   in chunks under the replay budget, from a [`replay::Source`]);
+//! - [`hub`]: registry and fan-out (connections, the ring, counters, the publisher). It
+//!   owns the session state and sees a cluster only as a [`hub::Relay`];
+//! - above it: [`resume`] (registering resuming clients, the WebSocket ack and resume
+//!   messages), [`cluster`] (the Redis relay, behind the `redis` feature), [`app`] (hub and
+//!   cluster together), [`metrics`], [`work`], [`routes`] (every endpoint in one table,
+//!   which also answers 404 and 405), [`echo`], [`inbox`], [`garbage`], and [`server`]
+//!   (listeners and connection tasks); this file starts and stops them.
 pub mod access;
 pub mod app;
 pub mod cluster;
@@ -127,21 +140,7 @@ async fn serve(
     }
 
     eprintln!("{}", banner(&cfg, main_addr, control_addr, nofile));
-    eprintln!("  {access_line}");
-    if let Some(cc) = &cfg.cluster {
-        eprintln!("  {}", cc.banner());
-        let argv: Vec<String> = std::env::args().collect();
-        if let Some(w) = cluster::config::argv_warning(&cc.url, &argv) {
-            eprintln!("  {w}");
-        }
-    }
-    eprintln!(
-        "  epoch {} (ids SEQ@EPOCH; a resume from another gets a reset)",
-        hub.epoch()
-    );
-    if let Some(o) = &cfg.cors {
-        eprintln!("  CORS: Access-Control-Allow-Origin: {o} on /sse, /poll, /metrics");
-    }
+    eprintln!("{}", more_lines(&cfg, &access_line, &hub));
     if let Some(p) = addr_file {
         let mut text = format!("{main_addr}\n");
         if let Some(c) = control_addr {
@@ -155,6 +154,36 @@ async fn serve(
         _ = term.recv() => ("SIGTERM", 128 + libc::SIGTERM as u8),
         _ = int.recv() => ("SIGINT", 128 + libc::SIGINT as u8),
     };
+    stop(&app, publisher, sig).await;
+    Ok(code)
+}
+
+/// The startup lines after the banner: access, the cluster, the epoch, CORS.
+fn more_lines(cfg: &Config, access_line: &str, hub: &Hub) -> String {
+    let mut lines = vec![format!("  {access_line}")];
+    if let Some(cc) = &cfg.cluster {
+        lines.push(format!("  {}", cc.banner()));
+        let argv: Vec<String> = std::env::args().collect();
+        if let Some(w) = cluster::config::argv_warning(&cc.url, &argv) {
+            lines.push(format!("  {w}"));
+        }
+    }
+    lines.push(format!(
+        "  epoch {} (ids SEQ@EPOCH; a resume from another gets a reset)",
+        hub.epoch()
+    ));
+    if let Some(o) = &cfg.cors {
+        lines.push(format!(
+            "  CORS: Access-Control-Allow-Origin: {o} on /sse, /poll, /metrics"
+        ));
+    }
+    lines.join("\n")
+}
+
+/// After a signal: close every client (they get [`DRAIN`] to take their close frames),
+/// say goodbye to the cluster, and say what was sent.
+async fn stop(app: &App, publisher: tokio::task::JoinHandle<()>, sig: &str) {
+    let hub = &app.hub;
     eprintln!(
         "rtcheck serve: {sig}: closing {} client(s)",
         hub.client_count()
@@ -177,7 +206,6 @@ async fn serve(
         "rtcheck serve: stopped after {} round(s); drops {}, removed {}",
         s.rounds_sent, s.drops, s.removed
     );
-    Ok(code)
 }
 
 fn banner(

@@ -163,7 +163,7 @@ fn process(p: &mut Exposition, s: &Snapshot) {
     );
 }
 
-/// Families [`delivery_state`] renders.
+/// Families of the ring and the sessions (`delivery_state`).
 pub const METRIC_FAMILIES: usize = 16;
 
 /// Ring and session families.

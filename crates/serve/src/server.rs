@@ -1,4 +1,5 @@
-//! Listeners, HTTP routing, and the per-connection tasks (WebSocket, SSE, raw floor).
+//! Listeners, the HTTP keep-alive loop (dispatching through `routes`), and the
+//! per-connection tasks (WebSocket, SSE, raw floor).
 use super::app::App;
 use super::config::Strategy;
 use super::hub::{CloseReason, Conn, Hub};

@@ -188,7 +188,7 @@ impl Refused {
 pub struct Hello {
     pub session: String,
     pub reset: bool,
-    /// The server's epoch (set by [`register`]; sessions live in one instance's memory,
+    /// The server's epoch (set by `resume::register`; sessions live in one instance's memory,
     /// so a restarted server knows none of the old ones: they get reset: true).
     pub epoch: Option<Epoch>,
 }

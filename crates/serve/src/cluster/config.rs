@@ -98,7 +98,7 @@ pub struct Keys {
     pub ring: String,
     /// The channel every node subscribes to: `SEQ TS NODE EPOCH` (or `gap FROM TO NODE`).
     pub rounds: String,
-    /// The cluster's epoch (src/net/epoch.rs): the seqs of `seq` are numbered in it.
+    /// The cluster's epoch (rtcheck_wire::epoch): the seqs of `seq` are numbered in it.
     pub epoch: String,
     /// Presence ttl: `ALIVE NODE:ID` keys with a TTL.
     pub alive: String,
