@@ -17,5 +17,4 @@ pub mod profile;
 pub mod report;
 pub mod review;
 pub mod sys;
-pub mod transport;
 pub mod verify;

@@ -1,7 +1,7 @@
 //! The workload Profile: what the user is building. Filled from flags, an answers YAML
 //! file or prompts (see `choose::prompts`), saved by `choose --save`, read by `audit`.
-use crate::transport::Transport;
 use rtcheck_base::units::{serde_duration, serde_opt_duration};
+use rtcheck_wire::transport::Transport;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 use std::time::Duration;

@@ -3,7 +3,7 @@
 use rtcheck::audit::{audit, check_ids, Host, Roots};
 use rtcheck::profile::{Loss, Profile, Role};
 use rtcheck::report::{Finding, Status};
-use rtcheck::transport::Transport;
+use rtcheck_wire::transport::Transport;
 use std::path::PathBuf;
 
 fn tree(name: &str) -> PathBuf {

@@ -2,7 +2,7 @@
 mod common;
 use common::rtcheck_isolated;
 use rtcheck::profile::{Loss, Profile, Upstream};
-use rtcheck::transport::Transport;
+use rtcheck_wire::transport::Transport;
 use serde_json::Value;
 use std::time::Duration;
 

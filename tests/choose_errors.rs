@@ -339,7 +339,7 @@ fn a_failed_output_leaves_no_saved_profile_behind() {
         serde_json::from_str(&std::fs::read_to_string(&output).unwrap()).unwrap();
     assert_eq!(v["transport"], "sse");
     let p = rtcheck::profile::Profile::load("--answers", &save).unwrap();
-    assert_eq!(p.transport, Some(rtcheck::transport::Transport::Sse));
+    assert_eq!(p.transport, Some(rtcheck_wire::transport::Transport::Sse));
 }
 
 #[test]

@@ -5,7 +5,7 @@ use common::pty::answer;
 use expectrl::{Eof, Session};
 use rtcheck::hops::chain::PathEntry;
 use rtcheck::profile::{Loss, Profile, Upstream};
-use rtcheck::transport::Transport;
+use rtcheck_wire::transport::Transport;
 use std::process::Command;
 use std::time::Duration;
 

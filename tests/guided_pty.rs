@@ -5,7 +5,7 @@ mod common;
 use common::pty::answer;
 use expectrl::{Eof, Session};
 use rtcheck::profile::{Loss, Profile, Role};
-use rtcheck::transport::Transport;
+use rtcheck_wire::transport::Transport;
 use std::process::Command;
 use std::time::Duration;
 

@@ -112,7 +112,7 @@ fn the_issue_figures_are_in_the_data() {
             .limits(kind, t)
             .find_map(|l| l.default.secs())
     };
-    use rtcheck::transport::Transport::*;
+    use rtcheck_wire::transport::Transport::*;
     assert_eq!(secs("aws-alb", LimitKind::Idle, Websocket), Some(60));
     assert_eq!(secs("heroku", LimitKind::Idle, Websocket), Some(55));
     assert_eq!(secs("gcp-alb", LimitKind::Lifetime, Websocket), Some(30));
@@ -125,7 +125,7 @@ fn the_issue_figures_are_in_the_data() {
 
 #[test]
 fn the_added_hops_carry_their_documented_figures() {
-    use rtcheck::transport::Transport::*;
+    use rtcheck_wire::transport::Transport::*;
     let first = |id: &str, kind: LimitKind, t| {
         hops::get(id)
             .unwrap()

@@ -132,7 +132,7 @@ http {
     let m = rtcheck::hops::cut::matching_cut(
         &["nginx".into()],
         cut * 15,
-        rtcheck::transport::Transport::Sse,
+        rtcheck_wire::transport::Transport::Sse,
     );
     assert_eq!(m.first().map(|c| c.hop.as_str()), Some("nginx"), "{cut:?}");
     assert!(

@@ -13,7 +13,6 @@ const LAYERS: &[(&str, u8)] = &[
     ("evidence", 0),
     ("checklist", 0),
     ("profile", 0),
-    ("transport", 0),
     ("hops", 0),
     ("sys", 1),
     ("findings", 2),

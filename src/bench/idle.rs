@@ -6,6 +6,7 @@ use super::model::{IdleReport, IdleResult, RssSample};
 use super::wire::Event;
 use crate::sys::control;
 use rtcheck_base::os::{limits, signal};
+use rtcheck_wire::stats::ServerStats;
 use std::time::{Duration, Instant};
 
 /// The target: at most 6 KB RSS per idle WebSocket connection at 10,000.
@@ -107,7 +108,7 @@ fn measure(p: IdleProto, a: &IdleOptions) -> anyhow::Result<IdleResult> {
     lg.guard.wait_or_terminate(Duration::from_secs(5));
     srv.guard.terminate(Duration::from_secs(5));
 
-    let seen = after.clients.get(name).and_then(|v| v.as_u64());
+    let seen = after.clients_reported(name);
     let mut notes = Vec::new();
     let mut valid = failed == 0 && connected == a.connections;
     if !valid {
@@ -150,13 +151,9 @@ fn measure(p: IdleProto, a: &IdleOptions) -> anyhow::Result<IdleResult> {
 }
 
 /// An RSS sample: the server's own client count when it reports one, else `fallback`.
-fn sample(s: &control::ServerStats, name: &str, fallback: u64) -> RssSample {
+fn sample(s: &ServerStats, name: &str, fallback: u64) -> RssSample {
     RssSample {
-        connections: s
-            .clients
-            .get(name)
-            .and_then(|v| v.as_u64())
-            .unwrap_or(fallback),
+        connections: s.clients_reported(name).unwrap_or(fallback),
         rss_bytes: s.rss_bytes,
     }
 }

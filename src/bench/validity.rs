@@ -5,7 +5,7 @@ use super::model::{Accounting, Check, RoundPoint, ScenarioResult};
 use super::stats;
 use super::wire::{LoadgenResult, RoundStat};
 use crate::findings::Status;
-use crate::sys::control::ServerStats;
+use rtcheck_wire::stats::ServerStats;
 
 /// Load generator CPU above this share of its cores means it measured itself.
 pub const LOADGEN_CPU_LIMIT: f64 = 0.90;

@@ -5,8 +5,9 @@ use super::sizing::{self, Sizing};
 use crate::evidence::EvidenceRef;
 use crate::evidence::{self, fmt_num};
 use crate::profile::{Loss, Profile, Upstream};
-use crate::transport::Transport;
 use rtcheck_base::units::fmt_duration;
+use rtcheck_wire::delivery::Delivery;
+use rtcheck_wire::transport::Transport;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
@@ -27,27 +28,6 @@ pub const POLLING_FROM: Duration = Duration::from_secs(5);
 pub const POLLING_ONLY_FROM: Duration = Duration::from_secs(60);
 /// One process is enough and cheap below this many connections per machine ("Polling, SSE or WebSocket: four questions and an ops checklist").
 pub const ONE_PROCESS_LIMIT: u64 = 10_000;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Delivery {
-    /// Newer replaces older: full snapshot on reconnect, no sequence numbers needed.
-    Snapshot,
-    /// Shared stream: sequence numbers, ring buffer, GAP marker on overflow.
-    SeqRing,
-    /// Per-user stream: session, ack, dedup, TTL.
-    SessionAck,
-}
-
-impl Delivery {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Delivery::Snapshot => "snapshot",
-            Delivery::SeqRing => "seq-ring",
-            Delivery::SessionAck => "session-ack",
-        }
-    }
-}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -392,7 +372,7 @@ fn q3(loss: Loss) -> (Delivery, Reason) {
         id: "q3".into(),
         question: Q3.into(),
         answer: q3_answer.into(),
-        decision: delivery.as_str().into(),
+        decision: delivery.name().into(),
         detail: q3_detail,
         evidence: q3_evidence,
     };
@@ -479,8 +459,8 @@ fn shape_notes(
         if given != transport {
             notes.push(format!(
                 "The profile said transport {}; the answers now give {}.",
-                given.as_str(),
-                transport.as_str()
+                given.name(),
+                transport.name()
             ));
         }
     }
@@ -530,7 +510,7 @@ fn compare(p: &Profile, visible: Duration, push: Transport, push_wins: bool) -> 
         },
         Alternative {
             transport: push,
-            label: format!("push ({})", push.as_str()),
+            label: format!("push ({})", push.name()),
             recommended: push_wins,
             delivery_p50_ms: evidence::num("push-latency", "delivery_ms"),
             idle_bytes_per_client_minute: push_idle as u64,

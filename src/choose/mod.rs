@@ -5,4 +5,4 @@ pub mod path;
 pub mod reason;
 pub mod sizing;
 
-pub use decide::{decide, missing_answers, Delivery, Recommendation, Topology};
+pub use decide::{decide, missing_answers, Recommendation, Topology};

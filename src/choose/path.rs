@@ -6,7 +6,7 @@ use super::reason::Reason;
 use crate::evidence::{self, fmt_num};
 use crate::hops::chain::{self, Chain};
 use crate::profile::{Profile, Upstream};
-use crate::transport::Transport;
+use rtcheck_wire::transport::Transport;
 
 pub const QUESTION: &str = "Which hops sit between the users and the server?";
 
@@ -44,7 +44,7 @@ pub fn decide_path(p: &Profile, transport: Transport) -> Result<Option<PathDecis
     if chosen != transport {
         decision.insert(
             0,
-            format!("{} instead of {}", chosen.as_str(), transport.as_str()),
+            format!("{} instead of {}", chosen.name(), transport.name()),
         );
     }
     if let Some(l) = tc.lifetime_cap_s {
@@ -55,13 +55,13 @@ pub fn decide_path(p: &Profile, transport: Transport) -> Result<Option<PathDecis
         let why = c
             .exclusions
             .iter()
-            .find(|e| e.transport == transport.as_str())
+            .find(|e| e.transport == transport.name())
             .map(|e| e.why.clone())
             .unwrap_or_default();
         detail.push_str(&format!(
             " {} was the answer to Q1/Q2, but {why}: {} is recommended instead.",
-            transport.as_str(),
-            chosen.as_str()
+            transport.name(),
+            chosen.name()
         ));
     }
     let reason = Reason {
@@ -100,7 +100,7 @@ fn notes(p: &Profile, c: &Chain, t: Transport) -> Vec<String> {
             format!(
                 "Path: {} must be configured for {}: {}: {}",
                 r.hop,
-                t.as_str(),
+                t.name(),
                 r.what,
                 r.setting
             )

@@ -272,7 +272,7 @@ pub fn run(a: ChooseArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
             rec.defaulted.push(name.to_string());
             // A snapshot design replays nothing: rate, size and disconnect size nothing.
             let unused = matches!(*name, "rate" | "size" | "max_disconnect");
-            if unused && rec.delivery == crate::choose::decide::Delivery::Snapshot {
+            if unused && rec.delivery == rtcheck_wire::delivery::Delivery::Snapshot {
                 continue;
             }
             let value = match *name {
@@ -333,8 +333,8 @@ fn offer_to_save(rec: &Recommendation) -> anyhow::Result<()> {
 pub fn saved_profile(rec: &Recommendation, path: &std::path::Path) -> String {
     format!(
         "# rtcheck choose: {} + {} + {}; reuse with `rtcheck audit --profile {}`\n{}",
-        rec.transport.as_str(),
-        rec.delivery.as_str(),
+        rec.transport.name(),
+        rec.delivery.name(),
         rec.topology.as_str(),
         path.display(),
         rec.profile.to_yaml()

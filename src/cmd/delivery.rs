@@ -7,6 +7,8 @@ use crate::profile::Profile;
 use crate::report::{FindingsReport, Format, Palette};
 use crate::verify::delivery::{self, DeliveryOptions, DeliveryReport};
 use anyhow::anyhow;
+use rtcheck_base::names::Named;
+use rtcheck_wire::delivery::Delivery;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -119,8 +121,8 @@ pub fn server_addr(url: &str) -> anyhow::Result<SocketAddr> {
 /// The profile's transport as `--transport` names it (None: it declares none).
 fn profile_transport(p: &Profile) -> Option<&'static str> {
     match p.transport? {
-        crate::transport::Transport::Websocket => Some("websocket"),
-        crate::transport::Transport::Polling => Some("poll"),
+        rtcheck_wire::transport::Transport::Websocket => Some("websocket"),
+        rtcheck_wire::transport::Transport::Polling => Some("poll"),
         _ => Some("sse"),
     }
 }
@@ -128,21 +130,18 @@ fn profile_transport(p: &Profile) -> Option<&'static str> {
 /// The delivery modes and transport: the flags, else what the profile declares (its
 /// design from its loss answer, its transport), else every mode over SSE; and the
 /// sentence saying what the profile narrowed, for the output.
-fn scope(f: &DeliveryFlags, p: Option<&Profile>) -> (Vec<String>, String, Option<String>) {
+fn scope(f: &DeliveryFlags, p: Option<&Profile>) -> (Vec<Delivery>, String, Option<String>) {
     let design = p.and_then(|p| crate::review::items::design(p).0);
-    let from_profile = |flag: &Option<String>, v: Option<String>| match (flag, v) {
-        (Some(_), _) | (None, None) => None,
-        (None, Some(v)) => Some(v),
-    };
-    let d = from_profile(&f.delivery, design.map(|d| d.as_str().to_string()));
-    let t = from_profile(
-        &f.transport,
-        p.and_then(profile_transport).map(String::from),
-    );
-    let delivery = match (f.delivery.as_deref(), &d) {
-        (Some("all") | None, None) => delivery::MODES.iter().map(|m| m.to_string()).collect(),
-        (Some(m), _) => vec![m.to_string()],
-        (None, Some(m)) => vec![m.clone()],
+    let d = design.filter(|_| f.delivery.is_none());
+    let t = p
+        .and_then(profile_transport)
+        .map(String::from)
+        .filter(|_| f.transport.is_none());
+    let delivery = match (f.delivery.as_deref(), d) {
+        (Some("all") | None, None) => Delivery::WEAKEST_FIRST.to_vec(),
+        // The flag's values are checked by clap: one of the names, or `all`.
+        (Some(m), _) => Delivery::from_name(m).into_iter().collect(),
+        (None, Some(m)) => vec![m],
     };
     let transport = f
         .transport
@@ -333,8 +332,8 @@ pub fn for_profile(
     timeout: Duration,
 ) -> anyhow::Result<Vec<crate::findings::Finding>> {
     let delivery = match crate::review::items::design(p).0 {
-        Some(d) => vec![d.as_str().to_string()],
-        None => delivery::MODES.iter().map(|m| m.to_string()).collect(),
+        Some(d) => vec![d],
+        None => Delivery::WEAKEST_FIRST.to_vec(),
     };
     let transport = profile_transport(p).unwrap_or("sse");
     let ring_messages = delivery::default_ring_messages(p.rate, p.max_disconnect);

@@ -59,10 +59,7 @@ pub fn run(a: ExplainArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
              `--profile FILE` for your workload.",
             r.target.as_deref().unwrap_or("-"),
             crate::evidence::fmt_num(r.profile.connections as f64),
-            r.profile
-                .transport
-                .map(|t| t.as_str())
-                .unwrap_or("websocket"),
+            r.profile.transport.map(|t| t.name()).unwrap_or("websocket"),
             r.profile.role.as_str()
         );
         s.push('\n');

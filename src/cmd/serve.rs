@@ -2,9 +2,10 @@
 //! [`Options`](rtcheck_serve::config::Options), then [`rtcheck_serve::run`].
 use super::named;
 use rtcheck_base::units::{parse_duration, parse_size};
-use rtcheck_serve::cluster::{self, ClusterOptions, PathMode, PresenceMode};
-use rtcheck_serve::config::{parse_token, Options, Protocol, Strategy};
-use rtcheck_serve::session::{Delivery, RingSize};
+use rtcheck_serve::access::parse_token;
+use rtcheck_serve::cluster::config::{self as cluster, ClusterOptions, PathMode, PresenceMode};
+use rtcheck_serve::config::{Options, Protocol, RingSize, Strategy};
+use rtcheck_wire::delivery::Delivery;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -84,7 +85,7 @@ pub struct ServeFlags {
     pub max_message: u64,
     /// Ring kept for resume (Last-Event-ID, /ws?since=, /poll): messages (1024) or bytes
     /// of payload (100KiB: rounded up to whole messages of --size).
-    #[arg(long, default_value = "1024", value_parser = rtcheck_serve::session::parse_ring)]
+    #[arg(long, default_value = "1024", value_parser = rtcheck_serve::config::parse_ring)]
     pub ring: RingSize,
     /// What a reconnecting client gets: seq-ring (replay after its seq from the ring, or
     /// a gap marker), session-ack (a session per client with acks, see README), or
@@ -288,7 +289,7 @@ pub fn run(a: ServeArgs) -> anyhow::Result<ExitCode> {
 mod tests {
     use super::*;
     use clap::Parser;
-    use rtcheck_serve::cluster::{ClusterConfig, PathMode};
+    use rtcheck_serve::cluster::config::{ClusterConfig, PathMode};
     use rtcheck_serve::config::{Config, Strategy};
     use std::time::Duration;
 

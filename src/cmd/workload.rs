@@ -5,7 +5,7 @@
 use super::parse_count;
 use crate::hops::chain::{self, Overrides};
 use crate::profile::Profile;
-use crate::transport::Transport;
+use rtcheck_wire::transport::Transport;
 use std::path::PathBuf;
 
 /// `--profile`, `--connections`, `--transport`: the workload a host or a config is judged at.
@@ -18,7 +18,7 @@ pub struct WorkloadFlags {
     #[arg(long, value_name = "N", value_parser = parse_count, allow_negative_numbers = true)]
     pub connections: Option<u64>,
     /// Transport in use [default: websocket].
-    #[arg(long, value_enum)]
+    #[arg(long, value_parser = super::named::<Transport>())]
     pub transport: Option<Transport>,
 }
 

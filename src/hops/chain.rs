@@ -8,7 +8,7 @@
 //! or lost heartbeat still lands inside the limit; and, as the seed's `ping-timing` says,
 //! no slower than the 20-30 s production ping even when every hop allows more.
 use super::{BufferMode, CompressionDefault, Hop, LimitKind, Reset, Support, Value};
-use crate::transport::Transport;
+use rtcheck_wire::transport::Transport;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -331,7 +331,7 @@ fn for_transport(hops: &[&Hop], overrides: &Overrides, t: Transport) -> Transpor
         .filter(|(_, r)| r.contains(&Reset::ServerData))
         .map(|(b, _)| b.secs / 2);
     let mut tc = TransportChain {
-        transport: t.as_str().to_string(),
+        transport: t.name().to_string(),
         excluded: false,
         tightest_idle_s: idle.as_ref().map(|(b, _)| b.secs),
         reset_by,
@@ -363,10 +363,10 @@ fn per_hop(h: &Hop, t: Transport, tc: &mut TransportChain) {
     match h.supports(t) {
         Support::No => tc.excluded = true,
         Support::NeedsConfig => tc.required.push(hs(
-            &format!("{} must be enabled", t.as_str()),
+            &format!("{} must be enabled", t.name()),
             h.websocket_setting.as_deref().unwrap_or("-"),
         )),
-        Support::Unknown => tc.unknown.push(format!("{}: {} support", h.id, t.as_str())),
+        Support::Unknown => tc.unknown.push(format!("{}: {} support", h.id, t.name())),
         _ => {}
     }
     if t == Transport::Sse {
@@ -394,7 +394,7 @@ fn per_hop(h: &Hop, t: Transport, tc: &mut TransportChain) {
 /// Why `t` is excluded at `h`, if it is.
 fn exclusion(h: &Hop, t: Transport) -> Option<String> {
     if h.supports(t) == Support::No {
-        return Some(format!("{} does not support {}", h.name, t.as_str()));
+        return Some(format!("{} does not support {}", h.name, t.name()));
     }
     let b = &h.buffering;
     if t == Transport::Sse && (b.mode == BufferMode::Always || b.sse_flushed == Support::No) {
@@ -409,7 +409,7 @@ fn summarise(path: &[String], hops: &[&Hop], transports: Vec<TransportChain>) ->
         .flat_map(|t| {
             hops.iter().filter_map(move |h| {
                 exclusion(h, *t).map(|why| Exclusion {
-                    transport: t.as_str().to_string(),
+                    transport: t.name().to_string(),
                     hop: h.id.clone(),
                     why,
                 })
@@ -529,12 +529,12 @@ impl Chain {
     pub fn transport(&self, t: Transport) -> &TransportChain {
         self.transports
             .iter()
-            .find(|c| c.transport == t.as_str())
+            .find(|c| c.transport == t.name())
             .expect("every transport is computed")
     }
 
     pub fn excludes(&self, t: Transport) -> bool {
-        self.excluded_transports.iter().any(|e| e == t.as_str())
+        self.excluded_transports.iter().any(|e| e == t.name())
     }
 }
 

@@ -2,7 +2,7 @@
 //! cut a probe measured (pure).
 use super::chain::Overrides;
 use super::{catalog, LimitKind};
-use crate::transport::Transport;
+use rtcheck_wire::transport::Transport;
 use serde::Serialize;
 use std::time::Duration;
 

@@ -6,7 +6,7 @@
 pub mod chain;
 pub mod cut;
 
-use crate::transport::Transport;
+use rtcheck_wire::transport::Transport;
 use serde::{Deserialize, Serialize};
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -242,6 +242,8 @@ impl Hop {
             Transport::Polling => Support::Yes,
             Transport::Sse => self.sse,
             Transport::Websocket => self.websocket,
+            // The raw-TCP floor is not HTTP: no hop of the catalogue carries it.
+            Transport::Raw => Support::No,
         }
     }
 }

@@ -25,7 +25,7 @@ pub mod rules;
 pub mod traefik;
 
 use crate::findings::Finding;
-use crate::transport::Transport;
+use rtcheck_wire::transport::Transport;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -224,10 +224,12 @@ pub fn classify(text: &str, w: &Workload) -> Option<Stream> {
 
 /// The declared transport as a stream kind (the fallback when no name says it).
 pub fn declared(w: &Workload) -> Option<Stream> {
-    w.transport.map(|t| match t {
-        Transport::Websocket => Stream::Websocket,
-        Transport::Sse => Stream::Sse,
-        Transport::Polling => Stream::Polling,
+    w.transport.and_then(|t| match t {
+        Transport::Websocket => Some(Stream::Websocket),
+        Transport::Sse => Some(Stream::Sse),
+        Transport::Polling => Some(Stream::Polling),
+        // No proxy block carries the raw-TCP floor (a profile never declares it).
+        Transport::Raw => None,
     })
 }
 

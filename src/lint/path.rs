@@ -8,7 +8,7 @@
 use super::{Stream, Workload};
 use crate::findings::Status;
 use crate::hops::chain::{self, Overrides};
-use crate::transport::Transport;
+use rtcheck_wire::transport::Transport;
 use std::time::Duration;
 
 /// A declared path: hop ids (outermost first) and the values declared for them.

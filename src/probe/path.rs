@@ -16,8 +16,8 @@ use crate::findings::{Finding, Fix, Status};
 use crate::hops::chain::{Chain, Overrides};
 use crate::hops::cut::{self, CutMatch};
 use crate::hops::{self, LimitKind};
-use crate::transport::Transport;
 use rtcheck_wire::http::response::Head;
+use rtcheck_wire::transport::Transport;
 
 /// The checks of this file (judged only with a declared path).
 pub const HOPS: Meta = Meta {
@@ -268,22 +268,17 @@ pub fn compare(seen: &[Seen], d: &Declared, t: Transport) -> (Status, String, Fi
         };
         fix.persistent.push(format!("--path {ids}{order}"));
     }
-    if let Some(e) = d
-        .chain
-        .exclusions
-        .iter()
-        .find(|e| e.transport == t.as_str())
-    {
+    if let Some(e) = d.chain.exclusions.iter().find(|e| e.transport == t.name()) {
         status = Status::Fail;
         parts.push(format!(
             "the declared path excludes {}: {}",
-            t.as_str(),
+            t.name(),
             e.why
         ));
         fix.summary = format!(
             "{} cannot carry {} there: use another transport through it (rtcheck choose --path {})",
             e.hop,
-            t.as_str(),
+            t.name(),
             d.ids.join(",")
         );
     }

@@ -2,12 +2,9 @@
 //! dashboard reads the state of the last run (goss #867 shipped counters that grow between
 //! runs). Written for node_exporter's textfile collector: `--report prometheus=FILE` is
 //! atomic (temp file + rename), so the collector never reads half a file.
-use crate::findings::Status;
+use crate::findings::{Finding, Status};
 use crate::report::FindingsReport;
-use std::fmt::Write;
-
-/// The exposition format's content type (version 0.0.4, what node_exporter serves).
-pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+use rtcheck_wire::prom::{Exposition, Kind};
 
 const STATUSES: [Status; 5] = [
     Status::Pass,
@@ -16,29 +13,6 @@ const STATUSES: [Status; 5] = [
     Status::Skip,
     Status::Suppressed,
 ];
-
-/// A label value escaped as the exposition format wants (`\`, `"`, newline).
-fn label(v: &str) -> String {
-    v.replace('\\', "\\\\")
-        .replace('"', "\\\"")
-        .replace('\n', "\\n")
-}
-
-/// A number as Prometheus reads it (NaN and infinities spelled its way).
-fn num(v: f64) -> String {
-    if v.is_nan() {
-        "NaN".into()
-    } else if v.is_infinite() {
-        if v > 0.0 { "+Inf" } else { "-Inf" }.into()
-    } else {
-        format!("{v}")
-    }
-}
-
-fn head(out: &mut String, name: &str, help: &str) {
-    let _ = writeln!(out, "# HELP {name} {help}");
-    let _ = writeln!(out, "# TYPE {name} gauge");
-}
 
 /// Every check as one gauge per status (1 on its status, 0 on the others, the
 /// node_exporter state-set convention), its machine numbers, the counts per status, the
@@ -54,103 +28,120 @@ pub fn render(r: &FindingsReport, now: f64) -> String {
 pub fn render_with(
     r: &FindingsReport,
     now: f64,
-    url_of: &dyn Fn(&crate::findings::Finding) -> Option<String>,
+    url_of: &dyn Fn(&Finding) -> Option<String>,
 ) -> String {
-    let url = |f: &crate::findings::Finding| {
-        url_of(f).map_or(String::new(), |u| {
+    let url = |f: &Finding| {
+        url_of(f).map(|u| {
             let shown = rtcheck_base::redact::url(&u);
-            let endpoint = shown.split(['?', ';']).next().unwrap_or("");
-            format!(",url=\"{}\"", label(endpoint))
+            shown.split(['?', ';']).next().unwrap_or("").to_string()
         })
     };
-    let mut out = String::new();
-    head(
-        &mut out,
+    // The check's labels: `check`, then `url` when given, then `extra`.
+    let labels = |f: &Finding, url: &Option<String>, extra: (&'static str, String)| {
+        let mut l = vec![("check", f.id.clone())];
+        l.extend(url.clone().map(|u| ("url", u)));
+        l.push(extra);
+        l
+    };
+    let mut p = Exposition::new();
+    p.family(
         "rtcheck_check_status",
+        Kind::Gauge,
         "Status of each rtcheck check in the last run (1 on its status, 0 on the others).",
     );
     for f in &r.findings {
+        let u = url(f);
         for s in STATUSES {
-            let _ = writeln!(
-                out,
-                "rtcheck_check_status{{check=\"{}\"{},status=\"{}\"}} {}",
-                label(&f.id),
-                url(f),
-                s.as_str(),
-                u8::from(f.status == s)
-            );
+            let l = labels(f, &u, ("status", s.as_str().to_string()));
+            sample(&mut p, "rtcheck_check_status", &l, u8::from(f.status == s));
         }
     }
-    head(
-        &mut out,
+    p.family(
         "rtcheck_check_value",
+        Kind::Gauge,
         "The numbers behind each check (findings[].numbers of the JSON report), by key.",
     );
     for f in &r.findings {
+        let u = url(f);
         for (k, v) in &f.numbers {
-            let _ = writeln!(
-                out,
-                "rtcheck_check_value{{check=\"{}\"{},key=\"{}\"}} {}",
-                label(&f.id),
-                url(f),
-                label(k),
-                num(*v)
+            sample(
+                &mut p,
+                "rtcheck_check_value",
+                &labels(f, &u, ("key", k.clone())),
+                *v,
             );
         }
     }
-    let accepted: Vec<_> = r
+    suppressed(&mut p, r, &|f| labels(f, &url(f), ("reason", reason(f))));
+    totals(&mut p, r, now);
+    p.finish()
+}
+
+/// A sample with owned label values.
+fn sample(
+    p: &mut Exposition,
+    name: &str,
+    labels: &[(&str, String)],
+    v: impl rtcheck_wire::prom::Value,
+) {
+    let l: Vec<(&str, &str)> = labels.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    p.sample(name, &l, v);
+}
+
+fn reason(f: &Finding) -> String {
+    f.reason.clone().unwrap_or_default()
+}
+
+/// The checks the baseline accepted, with the entry's reason (no family when none).
+fn suppressed(
+    p: &mut Exposition,
+    r: &FindingsReport,
+    labels: &dyn Fn(&Finding) -> Vec<(&'static str, String)>,
+) {
+    let accepted: Vec<&Finding> = r
         .findings
         .iter()
         .filter(|f| f.status == Status::Suppressed)
         .collect();
-    if !accepted.is_empty() {
-        head(
-            &mut out,
-            "rtcheck_check_suppressed",
-            "A check the baseline accepted, with the entry's reason (always 1).",
-        );
+    if accepted.is_empty() {
+        return;
     }
-    for f in accepted {
-        let _ = writeln!(
-            out,
-            "rtcheck_check_suppressed{{check=\"{}\"{},reason=\"{}\"}} 1",
-            label(&f.id),
-            url(f),
-            label(f.reason.as_deref().unwrap_or(""))
-        );
-    }
-    head(
-        &mut out,
-        "rtcheck_checks",
-        "Checks of the last run by status.",
+    p.family(
+        "rtcheck_check_suppressed",
+        Kind::Gauge,
+        "A check the baseline accepted, with the entry's reason (always 1).",
     );
-    let s = r.summary;
-    for (st, n) in [
-        ("pass", s.pass),
-        ("warn", s.warn),
-        ("fail", s.fail),
-        ("skip", s.skip),
-        ("suppressed", s.suppressed),
-    ] {
-        let _ = writeln!(out, "rtcheck_checks{{status=\"{st}\"}} {n}");
+    for f in accepted {
+        sample(p, "rtcheck_check_suppressed", &labels(f), 1u8);
     }
-    head(
-        &mut out,
+}
+
+/// Counts per status, the run's duration and its time.
+fn totals(p: &mut Exposition, r: &FindingsReport, now: f64) {
+    let s = r.summary;
+    p.by_label(
+        "rtcheck_checks",
+        Kind::Gauge,
+        "Checks of the last run by status.",
+        "status",
+        &[
+            ("pass", s.pass),
+            ("warn", s.warn),
+            ("fail", s.fail),
+            ("skip", s.skip),
+            ("suppressed", s.suppressed),
+        ],
+    );
+    p.gauge(
         "rtcheck_run_duration_seconds",
         "How long the last run took.",
+        r.duration_ms / 1000.0,
     );
-    let _ = writeln!(
-        out,
-        "rtcheck_run_duration_seconds {}",
-        num(r.duration_ms / 1000.0)
-    );
-    head(
-        &mut out,
+    p.gauge(
         "rtcheck_last_run_timestamp_seconds",
         "When the last run finished (Unix time).",
+        now,
     );
-    let _ = writeln!(out, "rtcheck_last_run_timestamp_seconds {}", num(now));
-    out
 }
 
 /// Now, in Unix seconds (the edge that feeds [`render`]).
@@ -163,7 +154,7 @@ pub fn unix_now() -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::findings::{Finding, Fix};
+    use crate::findings::Fix;
 
     fn finding(id: &str, status: Status) -> Finding {
         Finding {
@@ -231,7 +222,7 @@ mod tests {
 #[cfg(test)]
 mod url_tests {
     use super::*;
-    use crate::findings::{Finding, Fix};
+    use crate::findings::Fix;
 
     #[test]
     fn probe_gauges_carry_a_redacted_url_label_per_url() {

@@ -144,7 +144,7 @@ pub fn check(
         Rule::Reconnect => {
             let flag = |k: &str| v.get(k).and_then(|x| x.flag()).unwrap_or(false);
             let (re, resume) = (flag("reconnect"), flag("resume"));
-            let snapshot = items::design(p).0 == Some(crate::choose::decide::Delivery::Snapshot);
+            let snapshot = items::design(p).0 == Some(rtcheck_wire::delivery::Delivery::Snapshot);
             let base =
                 lifecycle::reconnect(re, resume, d("backoff_max"), snapshot, p.max_disconnect);
             match path_chain(p) {

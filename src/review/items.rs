@@ -1,8 +1,9 @@
 //! Review-only metadata of checklist items: which values an item asks, which rule checks
 //! them, which command can measure it, and which items a profile leaves out.
-use crate::choose::decide::{Delivery, Topology};
+use crate::choose::decide::Topology;
 use crate::profile::{Loss, Profile};
-use crate::transport::Transport;
+use rtcheck_wire::delivery::Delivery;
+use rtcheck_wire::transport::Transport;
 
 /// The type of a declared value, as the answers file and the prompts accept it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -362,7 +363,7 @@ pub fn left_out(item: &str, p: &Profile) -> Option<String> {
         return Some("polling holds no long-lived connection (no ping/pong, no hub writer)".into());
     }
     if item == "sse-http2" && transport != Transport::Sse {
-        return Some(format!("transport is {}", transport.as_str()));
+        return Some(format!("transport is {}", transport.name()));
     }
     match item {
         "replay-window" if delivery != Some(Delivery::SeqRing) => {

@@ -7,7 +7,7 @@ use super::rules::{secs, Outcome};
 use crate::evidence::{self, fmt_num};
 use crate::findings::Status;
 use crate::hops::chain::{show_secs, Chain};
-use crate::transport::Transport;
+use rtcheck_wire::transport::Transport;
 use std::time::Duration;
 
 fn dur(d: Duration) -> String {

@@ -84,7 +84,8 @@ pub fn select(
 /// Notes the review adds for a profile: defaults that sized the rules, and what the series
 /// did not measure.
 pub fn notes(p: &Profile, profile_given: bool) -> Vec<String> {
-    use crate::choose::decide::{Delivery, Topology};
+    use crate::choose::decide::Topology;
+    use rtcheck_wire::delivery::Delivery;
     let mut out = Vec::new();
     if !profile_given {
         out.push(format!(

@@ -2,41 +2,10 @@
 //! HTTP/1.1 client: one request per connection, loopback only, bounded in time (one overall
 //! deadline) and size (a body cap); errors name the peer.
 use rtcheck_wire::http::response::{self, Limits};
-use serde::{Deserialize, Serialize};
+use rtcheck_wire::stats::ServerStats;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
-
-/// `GET /control/stats` (contract in contracts/net.md). Every field optional so another
-/// server's partial stats still parse.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct ServerStats {
-    pub rounds_sent: u64,
-    pub rounds_total: Option<u64>,
-    pub hub_round_ms: Vec<f64>,
-    pub publish_start_ns: u64,
-    pub drops: u64,
-    pub removed: u64,
-    pub missed_by_removed: u64,
-    pub clients: serde_json::Value,
-    pub max_queue_depth: u64,
-    pub rss_bytes: u64,
-    pub cpu_seconds: f64,
-    pub nodelay: Option<bool>,
-    pub open_fds: u64,
-    pub finished: bool,
-}
-
-impl ServerStats {
-    /// Open clients of one transport (`ws`, `sse`, `raw`), 0 when not reported.
-    pub fn clients_of(&self, transport: &str) -> u64 {
-        self.clients
-            .get(transport)
-            .and_then(|v| v.as_u64())
-            .unwrap_or(0)
-    }
-}
 
 /// Whole-request time budget: a peer that drips one byte at a time cannot stretch it.
 pub const REQUEST_DEADLINE: Duration = Duration::from_secs(5);
@@ -255,18 +224,6 @@ mod tests {
         }
         many.extend_from_slice(b"\r\n");
         assert!(parse_response(&many).is_err());
-    }
-
-    #[test]
-    fn stats_tolerate_missing_fields() {
-        let s: ServerStats = serde_json::from_str(r#"{"rounds_sent":3,"rss_bytes":10}"#).unwrap();
-        assert_eq!((s.rounds_sent, s.rss_bytes, s.nodelay), (3, 10, None));
-        let s: ServerStats = serde_json::from_str(r#"{"clients":{"ws":3,"sse":1,"poll":0,"raw":0},"removed":2,"rss_bytes":5,"open_fds":9,"extra":1}"#).unwrap();
-        assert_eq!(
-            (s.clients_of("ws"), s.clients_of("sse"), s.removed),
-            (3, 1, 2)
-        );
-        assert_eq!(s.clients_of("nope"), 0);
     }
 
     #[test]

@@ -10,31 +10,35 @@ use anyhow::{anyhow, bail, Context};
 use rtcheck_base::os::{deadline, limits, proc, signal};
 use rtcheck_base::units::fmt_bytes;
 use rtcheck_wire::http::response::{self, Limits};
+use rtcheck_wire::stats::ServerStats;
+use rtcheck_wire::transport::Transport;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 use tokio_tungstenite::tungstenite;
 
+/// One kind of idle connection measured: its transport (the one type; its label is the
+/// server's stats key), the check's id and how the output names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Transport {
-    Ws,
-    Sse,
+pub struct Measured {
+    pub transport: Transport,
+    pub check: &'static str,
+    pub shown: &'static str,
 }
 
-impl Transport {
-    fn name(self) -> &'static str {
-        match self {
-            Transport::Ws => "memory",
-            Transport::Sse => "memory-sse",
-        }
-    }
-    fn label(self) -> &'static str {
-        match self {
-            Transport::Ws => "WebSocket",
-            Transport::Sse => "SSE",
-        }
-    }
-}
+/// The kinds measured, in the order they run.
+pub const MEASURED: [Measured; 2] = [
+    Measured {
+        transport: Transport::Websocket,
+        check: "memory",
+        shown: "WebSocket",
+    },
+    Measured {
+        transport: Transport::Sse,
+        check: "memory-sse",
+        shown: "SSE",
+    },
+];
 
 /// An idle client: held open, never read.
 pub enum Idle {
@@ -98,7 +102,7 @@ pub fn per_connection(before: u64, after: u64, n: u64) -> f64 {
 /// smaller --connections by choice runs as asked).
 const MIN_CONNECTIONS: u64 = 100;
 
-fn measure(run: &Run, t: Transport) -> anyhow::Result<Verification> {
+fn measure(run: &Run, t: Measured) -> anyhow::Result<Verification> {
     let started = Instant::now();
     let budget = run.budget.within(Duration::from_secs(120));
     let (n, scaled) = check_room(run.opts.connections)?;
@@ -132,17 +136,17 @@ fn measure(run: &Run, t: Transport) -> anyhow::Result<Verification> {
         format!(
             "{scaled}{} per idle {} connection ({} for 10,000), {:.2}x the Go + gorilla reference {}: size memory per connection of your own server before load",
             fmt_bytes(per as u64),
-            t.label(),
+            t.shown,
             fmt_bytes((per * 10_000.0) as u64),
             per / reference,
             fmt_bytes(reference as u64)
         )
     };
     Ok(verification(
-        t.name(),
+        t.check,
         Some(per.round()),
         "B",
-        super::reference_for(t.name()),
+        super::reference_for(t.check),
         verdict,
         details,
         valid,
@@ -199,7 +203,7 @@ impl Reading {
 
 fn open_idle(
     run: &Run,
-    t: Transport,
+    t: Measured,
     server: &Server,
     n: u64,
     budget: &deadline::Deadline,
@@ -207,17 +211,19 @@ fn open_idle(
     let mut clients = Vec::with_capacity(n as usize);
     for i in 0..n {
         if i % 250 == 0 {
-            budget.check(t.name())?;
+            budget.check(t.check)?;
             run.progress.note(&format!(
                 "{}: {} idle {} connections",
-                t.name(),
+                t.check,
                 fmt_num(i as f64),
-                t.label()
+                t.shown
             ));
         }
-        let c = match t {
-            Transport::Ws => open_ws(server.addr),
+        let c = match t.transport {
+            Transport::Websocket => open_ws(server.addr),
             Transport::Sse => open_sse(server.addr),
+            // Not idle connections: a poll holds none, the raw floor has no handshake.
+            Transport::Polling | Transport::Raw => bail!("no idle {} connection", t.shown),
         }
         .with_context(|| format!("connection {}", i + 1))?;
         clients.push(c);
@@ -226,25 +232,22 @@ fn open_idle(
 }
 
 /// The server's own count of clients of this transport.
-fn counted(t: Transport, s: &super::server::Stats) -> u64 {
-    match t {
-        Transport::Ws => s.clients_of("ws"),
-        Transport::Sse => s.clients_of("sse"),
-    }
+fn counted(t: Measured, s: &ServerStats) -> u64 {
+    s.clients_of(t.transport.label())
 }
 
 /// Wait (up to 10 s) until the server counts them all: its own counter is the
 /// independent check.
 fn wait_counted(
     server: &Server,
-    t: Transport,
+    t: Measured,
     n: u64,
     budget: &deadline::Deadline,
 ) -> anyhow::Result<()> {
     let mut stats = server.stats()?;
     let until = Instant::now() + Duration::from_secs(10);
     while counted(t, &stats) < n && Instant::now() < until {
-        budget.check(t.name())?;
+        budget.check(t.check)?;
         std::thread::sleep(Duration::from_millis(50));
         stats = server.stats()?;
     }
@@ -254,18 +257,18 @@ fn wait_counted(
 /// What makes the reading invalid: a client count, descriptors or RSS that do not match
 /// `n` connections, or clients removed during the run.
 fn problems(
-    t: Transport,
+    t: Measured,
     n: u64,
     before: &Reading,
     after: &Reading,
-    stats: &super::server::Stats,
+    stats: &ServerStats,
 ) -> Vec<String> {
     let mut problems = Vec::new();
     if counted(t, stats) != n {
         problems.push(format!(
             "the server counts {} {} clients, {} were opened",
             counted(t, stats),
-            t.label(),
+            t.shown,
             n
         ));
     }
@@ -288,13 +291,13 @@ fn problems(
 }
 
 fn details(
-    t: Transport,
+    t: Measured,
     n: u64,
     pid: u32,
     open_ms: u128,
     before: &Reading,
     after: &Reading,
-    stats: &super::server::Stats,
+    stats: &ServerStats,
 ) -> Vec<String> {
     let (rss0, rss1) = (before.rss, after.rss);
     let (m0, m1) = (before.ss.mem_bytes(), after.ss.mem_bytes());
@@ -304,7 +307,7 @@ fn details(
         format!(
             "target: rtcheck serve (child pid {pid}, idle: --wait-start, ping 20 s); {} {} connections opened in {open_ms} ms",
             fmt_num(n as f64),
-            t.label()
+            t.shown
         ),
         format!(
             "server RSS {} -> {} (+{}); server's own stats: {} clients, rss {}",
@@ -336,8 +339,8 @@ fn details(
 
 pub fn run(run: &Run) -> anyhow::Result<Vec<Verification>> {
     let mut out = Vec::new();
-    for t in [Transport::Ws, Transport::Sse] {
-        if !run.wants(t.name()) {
+    for t in MEASURED {
+        if !run.wants(t.check) {
             continue;
         }
         let started = Instant::now();
@@ -345,10 +348,10 @@ pub fn run(run: &Run) -> anyhow::Result<Vec<Verification>> {
             Ok(v) => out.push(v),
             Err(e) if signal::interrupted() => return Err(e),
             Err(e) => out.push(verification(
-                t.name(),
+                t.check,
                 None,
                 "B",
-                super::reference_for(t.name()),
+                super::reference_for(t.check),
                 format!("invalid: {e:#}"),
                 vec![],
                 false,
@@ -377,23 +380,23 @@ mod tests {
             fds,
             ss: Default::default(),
         };
-        let stats = |ws: u64, removed: u64| -> super::super::server::Stats {
+        let stats = |ws: u64, removed: u64| -> ServerStats {
             serde_json::from_value(
                 serde_json::json!({"clients": {"ws": ws, "sse": 0}, "removed": removed}),
             )
             .unwrap()
         };
-        let ok = problems(Transport::Ws, 10, &r(1000, 5), &r(9000, 15), &stats(10, 0));
+        let ok = problems(MEASURED[0], 10, &r(1000, 5), &r(9000, 15), &stats(10, 0));
         assert!(ok.is_empty(), "{ok:?}");
-        let p = problems(Transport::Sse, 10, &r(1000, 5), &r(9000, 15), &stats(10, 0));
+        let p = problems(MEASURED[1], 10, &r(1000, 5), &r(9000, 15), &stats(10, 0));
         assert!(p[0].contains("counts 0 SSE clients"), "{p:?}");
-        let p = problems(Transport::Ws, 10, &r(1000, 5), &r(900, 9), &stats(10, 2));
+        let p = problems(MEASURED[0], 10, &r(1000, 5), &r(900, 9), &stats(10, 2));
         assert_eq!(p.len(), 3, "{p:?}");
         assert!(p[0].contains("descriptors grew by 4"), "{p:?}");
         assert!(p[1].contains("removed 2 clients"), "{p:?}");
         assert_eq!(p[2], "RSS did not grow");
         let d = details(
-            Transport::Ws,
+            MEASURED[0],
             10,
             7,
             3,

@@ -3,10 +3,8 @@
 use crate::sys::control;
 use crate::sys::serve::{self, Scratch, ServeChild};
 use rtcheck_base::os::deadline::Deadline;
+use rtcheck_wire::stats::ServerStats;
 use std::net::SocketAddr;
-
-/// `/control/stats` as every caller reads it.
-pub use crate::sys::control::ServerStats as Stats;
 
 pub struct Server {
     pub addr: SocketAddr,
@@ -31,7 +29,7 @@ impl Server {
         self.child.guard.pid()
     }
 
-    pub fn stats(&self) -> anyhow::Result<Stats> {
+    pub fn stats(&self) -> anyhow::Result<ServerStats> {
         control::stats(self.addr)
     }
 }

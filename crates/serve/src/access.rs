@@ -52,12 +52,10 @@ pub fn token_from(
         let text = rtcheck_base::input::read_bytes(f).map_err(|e| bad(&what, e))?;
         let text = String::from_utf8_lossy(&text);
         let line = text.lines().next().unwrap_or("").trim();
-        return super::config::parse_token(line)
-            .map(Some)
-            .map_err(|e| bad(&what, e));
+        return parse_token(line).map(Some).map_err(|e| bad(&what, e));
     }
     match env {
-        Some(t) if !t.is_empty() => super::config::parse_token(t)
+        Some(t) if !t.is_empty() => parse_token(t)
             .map(Some)
             .map_err(|e| bad("RTCHECK_CONTROL_TOKEN", e)),
         _ => Ok(None),
@@ -300,6 +298,18 @@ pub fn cors_headers<'a>(origin: Option<&'a str>, path: &str) -> Vec<(&'static st
             h
         }
         _ => Vec::new(),
+    }
+}
+
+/// A bearer token: 8 to 256 characters that are safe in a header (token68, RFC 9110 11.2).
+pub fn parse_token(s: &str) -> Result<String, String> {
+    let ok = (8..=256).contains(&s.len())
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-._~+/=".contains(&b));
+    if ok {
+        Ok(s.to_string())
+    } else {
+        Err("expected 8-256 characters of A-Z a-z 0-9 - . _ ~ + / =".into())
     }
 }
 

@@ -1,5 +1,7 @@
 //! serve's settings: the plain [`Options`] (what the flags give; [`Default`] is the flags'
 //! defaults) validated into a [`Config`] (pure: tested without sockets or a command line).
+use super::cluster::config::{ClusterConfig, ClusterOptions};
+use super::session;
 use rtcheck_base::names::Named;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -45,6 +47,34 @@ impl Named for Protocol {
     }
 }
 
+/// `--ring`: a bare number is messages, a size with a unit is bytes of payload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RingSize {
+    Messages(u64),
+    Bytes(u64),
+}
+
+impl RingSize {
+    /// Whole messages of `size` bytes (bytes are rounded up).
+    pub fn messages(self, size: u64) -> u64 {
+        match self {
+            RingSize::Messages(n) => n,
+            RingSize::Bytes(b) => b.div_ceil(size.max(1)),
+        }
+    }
+}
+
+pub fn parse_ring(s: &str) -> Result<RingSize, String> {
+    let t = s.trim();
+    if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) {
+        return t
+            .parse()
+            .map(RingSize::Messages)
+            .map_err(|_| format!("{t}: too large"));
+    }
+    rtcheck_base::units::parse_size(t).map(RingSize::Bytes)
+}
+
 /// What `rtcheck serve`'s flags give, before validation. [`Default`] holds the flags'
 /// defaults, so a test or an embedding caller changes only what it needs.
 #[derive(Debug, Clone)]
@@ -65,8 +95,8 @@ pub struct Options {
     pub pong_wait: Duration,
     pub message_timeout: Duration,
     pub max_message: u64,
-    pub ring: crate::session::RingSize,
-    pub delivery: crate::session::Delivery,
+    pub ring: RingSize,
+    pub delivery: rtcheck_wire::delivery::Delivery,
     pub session_ttl: Duration,
     pub session_queue: Option<usize>,
     pub max_sessions: usize,
@@ -90,7 +120,7 @@ pub struct Options {
     pub protocol: Protocol,
     pub control_listen: SocketAddr,
     pub queue_only: bool,
-    pub cluster: crate::cluster::ClusterOptions,
+    pub cluster: ClusterOptions,
 }
 
 impl Default for Options {
@@ -109,8 +139,8 @@ impl Default for Options {
             pong_wait: Duration::from_secs(30),
             message_timeout: Duration::from_secs(10),
             max_message: 64 * 1024,
-            ring: crate::session::RingSize::Messages(1024),
-            delivery: crate::session::Delivery::SeqRing,
+            ring: RingSize::Messages(1024),
+            delivery: rtcheck_wire::delivery::Delivery::SeqRing,
             session_ttl: Duration::from_secs(30),
             session_queue: None,
             max_sessions: 10_000,
@@ -133,7 +163,7 @@ impl Default for Options {
             protocol: Protocol::Ws,
             control_listen: SocketAddr::from(([127, 0, 0, 1], 0)),
             queue_only: false,
-            cluster: crate::cluster::ClusterOptions::default(),
+            cluster: ClusterOptions::default(),
         }
     }
 }
@@ -156,7 +186,7 @@ pub struct Config {
     pub message_timeout: Option<Duration>,
     pub max_message: usize,
     pub ring: usize,
-    pub delivery: super::session::Delivery,
+    pub delivery: rtcheck_wire::delivery::Delivery,
     pub session_ttl: Duration,
     pub session_queue: usize,
     pub max_sessions: usize,
@@ -184,7 +214,7 @@ pub struct Config {
     #[serde(skip)]
     pub access: super::access::Access,
     /// `--redis`: this node's cluster settings.
-    pub cluster: Option<super::cluster::ClusterConfig>,
+    pub cluster: Option<ClusterConfig>,
 }
 
 /// A memory budget and where its figure comes from (said in the startup lines).
@@ -234,6 +264,19 @@ fn nonzero(d: Duration) -> Option<Duration> {
 }
 
 impl Config {
+    /// What the session-ack state is built with.
+    pub fn session_limits(&self) -> session::Limits {
+        session::Limits {
+            enabled: self.delivery == rtcheck_wire::delivery::Delivery::SessionAck,
+            ttl: self.session_ttl,
+            queue: self.session_queue,
+            max: self.max_sessions,
+            memory: self.session_memory.bytes,
+            size: self.size,
+            text: self.text,
+        }
+    }
+
     /// [`Config::from_options_with`] with MemAvailable read now.
     pub fn from_options(a: &Options, cpus: usize) -> Result<Config, String> {
         Config::from_options_with(a, cpus, rtcheck_base::os::proc::mem_available())
@@ -281,7 +324,7 @@ impl Config {
             Some(b) => MemBudget::given(b, "--session-memory"),
             None => MemBudget::sessions_default(available),
         };
-        let worst = super::session::worst_session_bytes(session_queue, a.size as usize);
+        let worst = session::worst_session_bytes(session_queue, a.size as usize);
         if session_memory.bytes < worst || session_memory.bytes > 1 << 40 {
             return Err(format!(
                 "--session-memory {}: out of bounds {} (one session at worst: --session-queue {session_queue} x --size {}) ..= 1 TiB",
@@ -324,7 +367,7 @@ impl Config {
                 return Err(oob("--sndbuf", s, 1024, 64 << 20, "bytes"));
             }
         }
-        let cluster = super::cluster::ClusterConfig::from_options(&a.cluster)?;
+        let cluster = ClusterConfig::from_options(&a.cluster)?;
         if cluster.is_some() && a.protocol == Protocol::Raw {
             return Err("--redis works with the HTTP front, not --protocol raw".into());
         }
@@ -377,24 +420,19 @@ impl Config {
 
 use rtcheck_base::units::out_of_bounds as oob;
 
-/// A bearer token: 8 to 256 characters that are safe in a header (token68, RFC 9110 11.2).
-pub fn parse_token(s: &str) -> Result<String, String> {
-    let ok = (8..=256).contains(&s.len())
-        && s.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"-._~+/=".contains(&b));
-    if ok {
-        Ok(s.to_string())
-    } else {
-        Err("expected 8-256 characters of A-Z a-z 0-9 - . _ ~ + / =".into())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn cfg(o: Options) -> Result<Config, String> {
         Config::from_options_with(&o, 2, None)
+    }
+
+    #[test]
+    fn ring_sizes_are_messages_or_bytes() {
+        assert_eq!(parse_ring("1024"), Ok(RingSize::Messages(1024)));
+        assert_eq!(parse_ring("100KiB").unwrap().messages(1024), 100);
+        assert!(parse_ring("x").is_err());
     }
 
     #[test]

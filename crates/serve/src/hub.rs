@@ -1,43 +1,28 @@
-//! The hub: registered clients, the message ring, counters, and the publisher with its
-//! fan-out strategies (per-client queues, sequential shards, raw-TCP floor).
+//! The hub, registry and fan-out: registered clients, the message ring, counters, and the
+//! publisher with its fan-out strategies (per-client queues, sequential shards, raw-TCP
+//! floor). It imports nothing above it: the session-ack state is a leaf it owns
+//! (`session`), a cluster plugs in as a [`Relay`], and registering resuming clients,
+//! routes and the cluster's reads live above it (`resume`, `routes`, `cluster`).
 use super::config::{Config, Strategy};
 use super::io;
-use super::replay::Replay;
+use super::replay::{self, Replay};
+use super::ring::{
+    capped, dropped_range, gap_marker, gap_round, merge_rings, poll_view, replay_after,
+    snapshot_replay, Round, POLL_MAX,
+};
+use super::session::Sessions;
+use super::sync::lock;
 use bytes::Bytes;
 use rtcheck_wire::epoch::{self, Epoch, Position, Reset};
-use rtcheck_wire::{payload, sse, ws};
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use rtcheck_wire::payload;
+use rtcheck_wire::stats::{AcceptErrors, ClientCounts, Refusals, ServerStats};
+use rtcheck_wire::transport::Transport;
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 use tokio::net::TcpStream;
 use tokio::sync::Notify;
-
-/// Lock, ignoring poisoning: every critical section leaves the data consistent.
-pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Transport {
-    Ws,
-    Sse,
-    Raw,
-}
-
-impl Transport {
-    pub const ALL: [Transport; 3] = [Transport::Ws, Transport::Sse, Transport::Raw];
-    pub fn name(self) -> &'static str {
-        match self {
-            Transport::Ws => "ws",
-            Transport::Sse => "sse",
-            Transport::Raw => "raw",
-        }
-    }
-    fn idx(self) -> usize {
-        self as usize
-    }
-}
 
 /// Why a connection ended. `WriteDeadline` and `PongTimeout` are server removals.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -138,17 +123,6 @@ impl Item {
     }
 }
 
-/// A gap marker on the wire, the same shape as a resume's: SSE `event: gap`, a WebSocket
-/// text frame; both carry `{"from":A,"to":B}` (the inclusive range of lost seqs).
-pub fn gap_marker(t: Transport, (a, b): (u64, u64)) -> Vec<u8> {
-    let data = format!("{{\"from\":{a},\"to\":{b}}}");
-    match t {
-        Transport::Sse => format!("event: gap\ndata: {data}\n\n").into_bytes(),
-        // Raw clients have no queue, so they never get one.
-        Transport::Ws | Transport::Raw => ws::frame(ws::OP_TEXT, data.as_bytes()),
-    }
-}
-
 /// A connected client. Idle, it owns no buffers: the queue allocates only while
 /// messages wait.
 #[derive(Debug)]
@@ -162,7 +136,14 @@ pub struct Conn {
     /// Rounds up to this seq were already sent from the ring (SSE resume); 0 again after
     /// an epoch reset (the new epoch's seqs start at 1).
     skip_until: AtomicU64,
+    /// A plain `/ws` client that may still send a resume message: the latest seq when it
+    /// joined (everything after it is sent live), [`NOT_JOINED`] once answered, after an
+    /// epoch reset, or for any other client.
+    joined: AtomicU64,
 }
+
+/// [`Conn`]'s `joined` when no resume message is owed an answer.
+const NOT_JOINED: u64 = u64::MAX;
 
 #[derive(Debug, Default)]
 struct Queue {
@@ -215,6 +196,19 @@ impl Conn {
         lock(&self.queue).writing = false;
     }
 
+    /// A plain `/ws` client joined at `seq`: its first resume message is answered up to it.
+    pub fn set_joined(&self, seq: u64) {
+        self.joined.store(seq.min(NOT_JOINED - 1), Relaxed);
+    }
+    /// Whether a resume message would still be answered.
+    pub fn resumable(&self) -> bool {
+        self.joined.load(Relaxed) != NOT_JOINED
+    }
+    /// Where it joined, once: only the first resume message of a connection is answered.
+    pub fn take_joined(&self) -> Option<u64> {
+        Some(self.joined.swap(NOT_JOINED, Relaxed)).filter(|&j| j != NOT_JOINED)
+    }
+
     /// Queue a marker (a reset) behind what is queued, and wake the task. Never dropped:
     /// a full queue goes one over its bound rather than lose the one message that says
     /// the seqs start over. Seq 0: drops after it are marked from seq 1.
@@ -230,72 +224,6 @@ impl Conn {
         });
         drop(q);
         self.notify.notify_one();
-    }
-}
-
-/// A published message in every encoding, built once per round.
-#[derive(Debug, Clone)]
-pub struct Round {
-    pub seq: u64,
-    pub ts: u64,
-    /// The epoch its seq belongs to (the SSE id is `SEQ@EPOCH`).
-    pub epoch: Epoch,
-    /// WebSocket frame (header + binary or JSON payload).
-    pub ws: Bytes,
-    /// SSE event.
-    pub sse: Bytes,
-    /// Raw-TCP frame (length prefix + binary payload).
-    pub raw: Bytes,
-    /// JSON text payload (ring, /poll).
-    pub json: Bytes,
-}
-
-impl Round {
-    pub fn build(size: usize, text: bool, epoch: Epoch, seq: u64, ts: u64) -> Round {
-        let json = payload::encode_text(size, seq, ts);
-        let ws = if text {
-            ws::frame(ws::OP_TEXT, json.as_bytes())
-        } else {
-            ws::frame(ws::OP_BINARY, &payload::encode(size, seq, ts))
-        };
-        Round {
-            seq,
-            ts,
-            epoch,
-            ws: Bytes::from(ws),
-            sse: Bytes::from(sse::encode_event_in(epoch, seq, &json)),
-            raw: Bytes::from(payload::encode_raw_frame(size, seq, ts)),
-            json: Bytes::from(json),
-        }
-    }
-    /// A round known by seq and time only (read from the cluster's Stream): a [`Replay`]
-    /// encodes it when it writes it, a poll when it carries it, in `epoch` (the one it was
-    /// read in).
-    pub fn stub(epoch: Epoch, seq: u64, ts: u64) -> Round {
-        Round {
-            seq,
-            ts,
-            epoch,
-            ws: Bytes::new(),
-            sse: Bytes::new(),
-            raw: Bytes::new(),
-            json: Bytes::new(),
-        }
-    }
-    /// A round of data (not a gap marker, whose `ts` is 0).
-    pub fn is_data(&self) -> bool {
-        self.ts != 0
-    }
-    /// Bytes held for this round: every encoding (what a ring entry really costs).
-    pub fn bytes(&self) -> u64 {
-        (self.ws.len() + self.sse.len() + self.raw.len() + self.json.len()) as u64
-    }
-    pub(crate) fn for_transport(&self, t: Transport) -> &Bytes {
-        match t {
-            Transport::Ws => &self.ws,
-            Transport::Sse => &self.sse,
-            Transport::Raw => &self.raw,
-        }
     }
 }
 
@@ -321,9 +249,11 @@ const MAX_ROUND_TIMES: usize = 100_000;
 
 #[derive(Debug, Default)]
 pub struct Counters {
-    pub sent: [AtomicU64; 3],
-    pub bytes_sent: [AtomicU64; 3],
-    pub accepted: [AtomicU64; 3],
+    /// Per transport, indexed by `Transport as usize` (polling's stay 0: polls are
+    /// counted in `polls`).
+    pub sent: [AtomicU64; 4],
+    pub bytes_sent: [AtomicU64; 4],
+    pub accepted: [AtomicU64; 4],
     pub closed: [AtomicU64; CloseReason::ALL.len()],
     /// Gauge: bytes of unfinished client frames and fragmented messages held.
     pub partial_frame_bytes: AtomicU64,
@@ -354,8 +284,8 @@ impl Counters {
         self.accept_errors[i].fetch_add(1, Relaxed);
     }
     pub fn sent(&self, t: Transport, bytes: usize) {
-        self.sent[t.idx()].fetch_add(1, Relaxed);
-        self.bytes_sent[t.idx()].fetch_add(bytes as u64, Relaxed);
+        self.sent[t as usize].fetch_add(1, Relaxed);
+        self.bytes_sent[t as usize].fetch_add(bytes as u64, Relaxed);
     }
 }
 
@@ -374,75 +304,30 @@ pub struct HubTimes {
     pub sum_ms: f64,
 }
 
-/// A point-in-time view for /control/stats and /metrics.
-#[derive(Debug, Clone, serde::Serialize)]
+/// A point-in-time view: the `/control/stats` contract, and what only `/metrics` shows.
+#[derive(Debug, Clone)]
 pub struct Snapshot {
-    pub rounds_sent: u64,
-    pub rounds_total: Option<u64>,
-    pub hub_round_ms: Vec<f64>,
-    pub publish_start_ns: u64,
-    pub drops: u64,
-    pub removed: u64,
-    pub missed_by_removed: u64,
-    pub clients: ClientCounts,
-    pub max_queue_depth: u64,
-    pub rss_bytes: u64,
-    pub cpu_seconds: f64,
-    pub nodelay: bool,
-    pub open_fds: u64,
-    pub finished: bool,
-    // Extra (not in the contract's minimum; ignored by its readers).
-    pub messages_sent: ClientCounts,
-    pub closed: BTreeMap<&'static str, u64>,
-    pub partial_frame_bytes: u64,
-    pub echo_connections: u64,
-    /// `serve --redis`: this node's name and whether it reaches Redis.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub node: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub redis_up: Option<bool>,
-    /// Messages in the resume ring and their bytes in every encoding it keeps.
-    pub ring_messages: u64,
-    pub ring_bytes: u64,
-    pub sessions: super::session::SessionStats,
-    /// Requests refused by the access rules (Host, Origin).
-    pub refused: Refusals,
-    /// Failed accepts (the process or system out of file descriptors, ...).
-    pub accept_errors: AcceptErrors,
-    /// Resume replay bytes in flight against `--replay-budget`.
-    pub replay: super::replay::ReplayStats,
-    #[serde(skip)]
+    pub stats: ServerStats,
+    /// The round time histogram: (upper bound in ms, rounds), count, sum.
     pub hub_buckets: Vec<(f64, u64)>,
-    #[serde(skip)]
     pub hub_count: u64,
-    #[serde(skip)]
     pub hub_sum_ms: f64,
-    #[serde(skip)]
     pub bytes_sent: ClientCounts,
 }
 
-/// Requests refused by the access rules: a Host that is not this server's (421), an
-/// Origin of another site on /control/* or /ws (403).
-#[derive(Debug, Clone, Copy, Default, serde::Serialize)]
-pub struct Refusals {
-    pub host: u64,
-    pub origin: u64,
-}
-
-/// Failed accepts by kind (`rtcheck_accept_errors_total{kind}`).
-#[derive(Debug, Clone, Copy, Default, serde::Serialize)]
-pub struct AcceptErrors {
-    pub emfile: u64,
-    pub enfile: u64,
-    pub other: u64,
-}
-
-#[derive(Debug, Clone, Copy, Default, serde::Serialize)]
-pub struct ClientCounts {
-    pub ws: u64,
-    pub sse: u64,
-    pub poll: u64,
-    pub raw: u64,
+/// What the hub asks of a cluster relay (`serve --redis`), which plugs in above it: the
+/// relay gives each round a global seq and hands it back through [`Hub::deliver`].
+pub trait Relay: Send + Sync {
+    /// The highest seq this node delivered in its epoch (a gap marker's end included:
+    /// a marker never enters the ring).
+    fn last_seq(&self) -> u64;
+    /// False for a relay-only node (`--no-publish`): the hub schedules no rounds.
+    fn publishes(&self) -> bool;
+    /// Take the scheduled time of the next round, to publish it.
+    fn emit(&self, ts: u64);
+    /// The node's name and whether it reaches Redis, for the stats.
+    fn node(&self) -> String;
+    fn redis_up(&self) -> bool;
 }
 
 pub struct Hub {
@@ -465,18 +350,18 @@ pub struct Hub {
     shutdown_notify: Notify,
     pub nodelay: AtomicBool,
     /// `serve --redis`: rounds go out through Redis and come back through the relay.
-    pub cluster: std::sync::OnceLock<Arc<super::cluster::Cluster>>,
+    pub relay: OnceLock<Arc<dyn Relay>>,
     /// Session-ack state (empty in the other delivery modes).
-    pub sessions: super::session::Sessions,
+    pub sessions: Sessions,
     /// Resume replay bytes in flight over every client (`--replay-budget`).
-    pub replay: super::replay::Budget,
+    pub replay: replay::Budget,
 }
 
 impl Hub {
     pub fn new(cfg: Config) -> Arc<Hub> {
         let rounds = cfg.rounds;
-        let sessions = super::session::Sessions::new(&cfg);
-        let replay = super::replay::Budget::new(cfg.replay_budget.bytes);
+        let sessions = Sessions::new(&cfg.session_limits());
+        let replay = replay::Budget::new(cfg.replay_budget.bytes);
         Arc::new(Hub {
             sessions,
             replay,
@@ -496,7 +381,7 @@ impl Hub {
             shutting_down: AtomicBool::new(false),
             shutdown_notify: Notify::new(),
             nodelay: AtomicBool::new(true),
-            cluster: std::sync::OnceLock::new(),
+            relay: OnceLock::new(),
         })
     }
 
@@ -526,8 +411,9 @@ impl Hub {
             notify: Notify::new(),
             last_offered: AtomicU64::new(self.counters.rounds_sent.load(Relaxed)),
             skip_until: AtomicU64::new(skip_until),
+            joined: AtomicU64::new(NOT_JOINED),
         });
-        self.counters.accepted[transport.idx()].fetch_add(1, Relaxed);
+        self.counters.accepted[transport as usize].fetch_add(1, Relaxed);
         conns.insert(conn.id, conn.clone());
         conn
     }
@@ -546,7 +432,7 @@ impl Hub {
     /// given), or a cluster node's last delivery (a gap marker never enters the ring).
     fn latest_held(&self, ring: &VecDeque<Round>) -> u64 {
         let back = ring.back().map_or(0, |r| r.seq);
-        back.max(self.cluster.get().map_or(0, |c| c.last_seq.load(Relaxed)))
+        back.max(self.relay.get().map_or(0, |r| r.last_seq()))
     }
 
     /// Move to `epoch` (a cluster's new one: Redis lost its seq counter, or seqs went
@@ -567,6 +453,8 @@ impl Hub {
         let mut told = 0;
         for c in list.iter().filter(|c| c.transport != Transport::Raw) {
             c.skip_until.store(0, Relaxed);
+            // Its resume message would name the old epoch's seqs.
+            c.joined.store(NOT_JOINED, Relaxed);
             let r = Reset {
                 epoch,
                 latest: 0,
@@ -612,7 +500,7 @@ impl Hub {
         pos: Option<Position>,
         extra: &[Round],
     ) -> (Arc<Conn>, Resumed) {
-        let snapshot = self.cfg.delivery == super::session::Delivery::Snapshot;
+        let snapshot = self.cfg.delivery == rtcheck_wire::delivery::Delivery::Snapshot;
         self.register_with(stream, transport, |local| {
             let merged;
             let ring = if extra.is_empty() {
@@ -624,7 +512,7 @@ impl Hub {
             let latest = self.latest_held(ring);
             let resume = pos.map(|p| epoch::decide(p, self.epoch(), latest));
             let (replay, gap) = match resume.map(|r| r.since()) {
-                since if snapshot => super::session::snapshot_replay(ring, since),
+                since if snapshot => snapshot_replay(ring, since),
                 Some(id) => {
                     let (mut r, gap) = replay_after(ring, id);
                     r.extend(self.tail_gap(ring, id, u64::MAX));
@@ -645,9 +533,16 @@ impl Hub {
         })
     }
 
-    /// The ring, for a replay written from it (super::replay).
-    pub(crate) fn ring(&self) -> &Mutex<VecDeque<Round>> {
-        &self.ring
+    /// Where a replay is written from: the ring, the budget, the encoding and the
+    /// write bound (super::replay).
+    pub fn replay_source(&self) -> replay::Source<'_> {
+        replay::Source {
+            ring: &self.ring,
+            budget: &self.replay,
+            size: self.cfg.size,
+            text: self.cfg.text,
+            deadline: self.cfg.write_deadline,
+        }
     }
 
     /// A replay decided outside registration, held as ranges of the ring where it can be.
@@ -754,10 +649,10 @@ impl Hub {
     /// rounds, or they were never published) holds nothing after its ring's last round: a
     /// resume after `since` is owed that gap too, up to `upto`.
     fn tail_gap(&self, ring: &VecDeque<Round>, since: u64, upto: u64) -> Option<Round> {
-        let last = self.cluster.get()?.last_seq.load(Relaxed).min(upto);
+        let last = self.relay.get()?.last_seq().min(upto);
         // `since` is the client's: u64::MAX owes nothing (and must not wrap to 0).
         let from = since.max(ring.back().map_or(0, |r| r.seq)).checked_add(1)?;
-        (last >= from).then(|| super::cluster::gap_round(from, last))
+        (last >= from).then(|| gap_round(from, last))
     }
 
     /// The oldest seq in the local ring.
@@ -787,7 +682,7 @@ impl Hub {
             merged = merge_rings(&local, extra, self.epoch());
             &merged
         };
-        let snapshot = self.cfg.delivery == super::session::Delivery::Snapshot;
+        let snapshot = self.cfg.delivery == rtcheck_wire::delivery::Delivery::Snapshot;
         let resume = epoch::decide(pos, self.epoch(), self.latest_held(ring));
         let since = resume.since();
         let (mut latest, mut oldest, mut gap, served) = poll_view(ring, since, snapshot);
@@ -800,7 +695,7 @@ impl Hub {
         }
         // Bounded: at most POLL_MAX bytes of messages (at least one); the client polls
         // again from `latest`, the last one carried.
-        let (served, more) = capped(served, super::replay::POLL_MAX, self.cfg.size);
+        let (served, more) = capped(served, POLL_MAX, self.cfg.size);
         if more {
             latest = served.last().map_or(latest, |r| r.seq);
         }
@@ -865,16 +760,45 @@ impl Hub {
     }
 
     pub fn snapshot(&self) -> Snapshot {
+        let c = &self.counters;
+        let times = lock(&self.times);
+        let per = |a: &[AtomicU64; 4]| ClientCounts {
+            ws: a[Transport::Websocket as usize].load(Relaxed),
+            sse: a[Transport::Sse as usize].load(Relaxed),
+            poll: 0,
+            raw: a[Transport::Raw as usize].load(Relaxed),
+        };
+        Snapshot {
+            stats: self.stats(&times, per(&c.sent)),
+            hub_buckets: HUB_BUCKETS_MS
+                .iter()
+                .copied()
+                .zip(times.buckets.iter().copied())
+                .collect(),
+            hub_count: times.count,
+            hub_sum_ms: times.sum_ms,
+            bytes_sent: per(&c.bytes_sent),
+        }
+    }
+
+    /// Connected clients by transport; polls are counted by request.
+    fn clients(&self) -> ClientCounts {
         let mut clients = ClientCounts::default();
         for c in lock(&self.conns).values() {
             match c.transport {
-                Transport::Ws => clients.ws += 1,
+                Transport::Websocket => clients.ws += 1,
                 Transport::Sse => clients.sse += 1,
                 Transport::Raw => clients.raw += 1,
+                // Polls hold no connection.
+                Transport::Polling => {}
             }
         }
+        clients.poll = self.counters.polls.load(Relaxed);
+        clients
+    }
+
+    fn stats(&self, times: &HubTimes, messages_sent: ClientCounts) -> ServerStats {
         let c = &self.counters;
-        clients.poll = c.polls.load(Relaxed);
         let rounds_sent = c.rounds_sent.load(Relaxed);
         let (removed, missed) = {
             let r = lock(&self.removed);
@@ -885,14 +809,7 @@ impl Hub {
             let ring = lock(&self.ring);
             (ring.len() as u64, ring.iter().map(Round::bytes).sum())
         };
-        let times = lock(&self.times);
-        let per = |a: &[AtomicU64; 3]| ClientCounts {
-            ws: a[0].load(Relaxed),
-            sse: a[1].load(Relaxed),
-            poll: 0,
-            raw: a[2].load(Relaxed),
-        };
-        Snapshot {
+        ServerStats {
             rounds_sent,
             rounds_total: *lock(&self.rounds_total),
             hub_round_ms: times.round_ms.clone(),
@@ -900,22 +817,22 @@ impl Hub {
             drops: c.drops.load(Relaxed),
             removed,
             missed_by_removed: missed,
-            clients,
+            clients: Some(self.clients()),
             max_queue_depth: c.max_queue_depth.load(Relaxed),
             rss_bytes: rtcheck_base::os::proc::self_rss_bytes(),
             cpu_seconds: rtcheck_base::os::clock::cpu_seconds(),
-            nodelay: self.nodelay.load(Relaxed),
+            nodelay: Some(self.nodelay.load(Relaxed)),
             open_fds: rtcheck_base::os::proc::self_open_fds(),
             finished: self.finished.load(Relaxed),
-            messages_sent: per(&c.sent),
+            messages_sent,
             closed: CloseReason::ALL
                 .iter()
-                .map(|r| (r.name(), c.closed[*r as usize].load(Relaxed)))
+                .map(|r| (r.name().to_string(), c.closed[*r as usize].load(Relaxed)))
                 .collect(),
             partial_frame_bytes: c.partial_frame_bytes.load(Relaxed),
             echo_connections: c.echo_connections.load(Relaxed),
-            node: self.cluster.get().map(|c| c.cfg.node.clone()),
-            redis_up: self.cluster.get().map(|c| c.redis_up()),
+            node: self.relay.get().map(|r| r.node()),
+            redis_up: self.relay.get().map(|r| r.redis_up()),
             ring_messages,
             ring_bytes,
             sessions: self.sessions.stats(),
@@ -923,20 +840,12 @@ impl Hub {
                 host: c.refused_host.load(Relaxed),
                 origin: c.refused_origin.load(Relaxed),
             },
-            replay: self.replay.stats(),
             accept_errors: AcceptErrors {
                 emfile: c.accept_errors[0].load(Relaxed),
                 enfile: c.accept_errors[1].load(Relaxed),
                 other: c.accept_errors[2].load(Relaxed),
             },
-            hub_buckets: HUB_BUCKETS_MS
-                .iter()
-                .copied()
-                .zip(times.buckets.iter().copied())
-                .collect(),
-            hub_count: times.count,
-            hub_sum_ms: times.sum_ms,
-            bytes_sent: per(&c.bytes_sent),
+            replay: self.replay.stats(),
         }
     }
 
@@ -958,7 +867,7 @@ impl Hub {
     /// The publisher: one round every 1/rate on a fixed schedule (sleep until the
     /// scheduled instant; a late round is sent at once, stamped with its scheduled time).
     pub async fn publish(self: Arc<Self>) {
-        if self.cluster.get().is_some_and(|c| !c.cfg.publish) {
+        if self.relay.get().is_some_and(|r| !r.publishes()) {
             return; // --no-publish: a relay-only node
         }
         if self.cfg.wait_start {
@@ -988,9 +897,9 @@ impl Hub {
                 _ = self.shutdown_signalled() => return,
             }
             let ts = start_ns + offset.as_nanos() as u64;
-            match self.cluster.get() {
+            match self.relay.get() {
                 // One path: the round comes back to every node, this one included.
-                Some(c) => c.emit(ts),
+                Some(r) => r.emit(ts),
                 None => {
                     let round = self.round(seq, ts);
                     self.clone().deliver(round, true).await;
@@ -1048,7 +957,7 @@ impl Hub {
 
     fn offer_to(&self, conns: &[Arc<Conn>], round: &Round) {
         let mut failed = Vec::new();
-        let remove_slow = self.cfg.delivery == super::session::Delivery::Snapshot;
+        let remove_slow = self.cfg.delivery == rtcheck_wire::delivery::Delivery::Snapshot;
         for c in conns {
             if round.seq <= c.skip_until.load(Relaxed) {
                 continue;
@@ -1106,7 +1015,7 @@ impl Hub {
                 }
                 Ok(n) => {
                     // The message is counted once, when its task finishes the rest.
-                    self.counters.bytes_sent[c.transport.idx()].fetch_add(n as u64, Relaxed);
+                    self.counters.bytes_sent[c.transport as usize].fetch_add(n as u64, Relaxed);
                     bytes = bytes.slice(n..);
                 }
                 // WouldBlock or an error: the task writes (or fails) later.
@@ -1116,7 +1025,7 @@ impl Hub {
         if q.items.len() >= self.cfg.queue {
             // The queue is never empty here (queue >= 1): the marker rides on its tail.
             // Snapshot clients get no marker: they are removed (see offer_to).
-            let snapshot = self.cfg.delivery == super::session::Delivery::Snapshot;
+            let snapshot = self.cfg.delivery == rtcheck_wire::delivery::Delivery::Snapshot;
             if let Some(tail) = q.items.back_mut().filter(|_| !snapshot) {
                 tail.gap_after = Some(dropped_range(tail.seq, tail.gap_after, round.seq));
             }
@@ -1191,204 +1100,5 @@ async fn sleep_precisely_until(due: tokio::time::Instant) {
     tokio::time::sleep_until(coarse).await;
     while tokio::time::Instant::now() < due {
         tokio::task::yield_now().await;
-    }
-}
-
-/// The seqs a full queue's marker covers after dropping round `seq`: from the queued
-/// tail's next seq (or the marker's start, when drops already follow it) to `seq`. Not
-/// from `seq` itself: a cluster gap round (seq = the end of its range) stands for every
-/// seq after the tail.
-fn dropped_range(tail_seq: u64, marked: Option<(u64, u64)>, seq: u64) -> (u64, u64) {
-    (marked.map_or(tail_seq.saturating_add(1), |g| g.0), seq)
-}
-
-/// The first rounds whose JSON fits `max` bytes (at least one), and whether some were left.
-/// A round not encoded yet (a stub) counts as `size`, what its JSON will take.
-pub fn capped(served: Vec<&Round>, max: usize, size: usize) -> (Vec<&Round>, bool) {
-    let mut bytes = 0;
-    let n = served
-        .iter()
-        .position(|r| {
-            bytes += r.json.len().max(size) + 1;
-            bytes > max
-        })
-        .map_or(served.len(), |i| i.max(1));
-    let more = n < served.len();
-    let mut served = served;
-    served.truncate(n);
-    (served, more)
-}
-
-/// The local ring and the cluster's, by seq, without duplicates. Rounds of `extra` from
-/// another epoch than `epoch` are left out: the cluster's ring was read before an epoch
-/// reset that came while the client registered.
-fn merge_rings(local: &VecDeque<Round>, extra: &[Round], epoch: Epoch) -> VecDeque<Round> {
-    let ours = extra.iter().filter(|r| r.epoch == epoch);
-    let mut m: BTreeMap<u64, Round> = ours.map(|r| (r.seq, r.clone())).collect();
-    m.extend(local.iter().map(|r| (r.seq, r.clone())));
-    m.into_values().collect()
-}
-
-/// A poll's answer over `ring`: (latest, oldest, gap, messages). `latest` is the highest
-/// seq served (the ring's last: a round is in the ring while it is still being handed out,
-/// and `since=latest` must not get it again); `gap` says seqs `since+1 .. oldest-1` are
-/// not held. The messages stop before a hole in the ring (a cluster node's ring can have
-/// one), so the next poll from `latest` gets the hole as its gap. Snapshot delivery serves
-/// only the latest state, with the gap flag saying it skipped some.
-fn poll_view(
-    ring: &VecDeque<Round>,
-    since: u64,
-    snapshot: bool,
-) -> (u64, Option<u64>, bool, Vec<&Round>) {
-    let back = ring.back().map(|r| r.seq);
-    if snapshot {
-        let gap = back.is_some_and(|o| o > since.saturating_add(1));
-        let served = ring.back().filter(|r| r.seq > since).into_iter().collect();
-        return (back.unwrap_or(0), back, gap, served);
-    }
-    let after: Vec<&Round> = ring.iter().filter(|r| r.seq > since).collect();
-    let next = after.first().map(|r| r.seq);
-    let gap = next.is_some_and(|n| n > since.saturating_add(1));
-    let contiguous = after
-        .windows(2)
-        .position(|w| w[1].seq > w[0].seq + 1)
-        .map_or(after.len(), |i| i + 1);
-    let served = after[..contiguous].to_vec();
-    let latest = match contiguous < after.len() {
-        true => served.last().map_or(0, |r| r.seq),
-        false => back.unwrap_or(0),
-    };
-    let oldest = if gap {
-        next
-    } else {
-        ring.front().map(|r| r.seq)
-    };
-    (latest, oldest, gap, served)
-}
-
-/// The ring after `id`, and the lost range before its first round. A ring is contiguous
-/// on one node, but a cluster node's ring (or the Stream) holds holes where rounds were
-/// marked as gaps or never published: each hole gets an inline gap marker, so a resume
-/// never skips a seq silently.
-fn replay_after(ring: &VecDeque<Round>, id: u64) -> (Vec<Round>, Option<(u64, u64)>) {
-    let after = ring.iter().filter(|r| r.seq > id);
-    let gap = match ring.iter().find(|r| r.seq > id) {
-        Some(o) if o.seq > id.saturating_add(1) => Some((id + 1, o.seq - 1)),
-        _ => None,
-    };
-    (super::cluster::with_hole_markers(after), gap)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn ring(seqs: std::ops::RangeInclusive<u64>) -> VecDeque<Round> {
-        seqs.map(|s| Round::build(64, false, Epoch(1), s, s * 100))
-            .collect()
-    }
-
-    #[test]
-    fn replay_from_inside_the_ring() {
-        let (r, gap) = replay_after(&ring(5..=10), 7);
-        assert_eq!(r.iter().map(|r| r.seq).collect::<Vec<_>>(), vec![8, 9, 10]);
-        assert_eq!(gap, None);
-        let (r, gap) = replay_after(&ring(5..=10), 4);
-        assert_eq!(r.len(), 6);
-        assert_eq!(gap, None);
-    }
-
-    #[test]
-    fn rounds_of_another_epoch_never_join_the_ring() {
-        let local = ring(5..=6);
-        let stale: Vec<Round> = (3..=4)
-            .map(|s| Round::build(64, false, Epoch(2), s, s))
-            .collect();
-        let fresh: Vec<Round> = ring(3..=4).into_iter().collect();
-        assert_eq!(merge_rings(&local, &stale, Epoch(1)).len(), 2);
-        assert_eq!(merge_rings(&local, &fresh, Epoch(1)).len(), 4);
-    }
-
-    #[test]
-    fn a_full_queues_marker_covers_every_seq_after_the_tail() {
-        // 7 queued last; 8 dropped, then 9: one marker 8..=9.
-        assert_eq!(dropped_range(7, None, 8), (8, 8));
-        assert_eq!(dropped_range(7, Some((8, 8)), 9), (8, 9));
-        // A cluster gap round for 8..=12 (its seq is 12) dropped first: 8..=12, not 12..=12.
-        assert_eq!(dropped_range(7, None, 12), (8, 12));
-    }
-
-    #[test]
-    fn replay_reports_lost_range() {
-        let (r, gap) = replay_after(&ring(5..=10), 1);
-        assert_eq!(r.len(), 6);
-        assert_eq!(gap, Some((2, 4)));
-        let (r, gap) = replay_after(&ring(5..=10), 10);
-        assert!(r.is_empty());
-        assert_eq!(gap, None); // A client's Last-Event-ID is any u64: the largest is "nothing newer", not a gap.
-        let (r, gap) = replay_after(&ring(5..=10), u64::MAX);
-        assert!(r.is_empty());
-        assert_eq!(gap, None);
-    }
-
-    #[test]
-    fn a_hole_in_the_ring_is_never_skipped_silently() {
-        let holed: VecDeque<Round> = ring(1..=5).into_iter().chain(ring(10..=12)).collect();
-        let (r, gap) = replay_after(&holed, 3);
-        assert_eq!(gap, None);
-        let seqs: Vec<u64> = r.iter().map(|r| r.seq).collect();
-        assert_eq!(seqs, vec![4, 5, 9, 10, 11, 12]);
-        assert_eq!(&r[2].json[..], br#"{"from":6,"to":9}"#);
-        // Resuming inside the hole: the rest of the hole first, as a gap.
-        let (r, gap) = replay_after(&holed, 7);
-        assert_eq!(gap, Some((8, 9)));
-        assert_eq!(r.len(), 3);
-        // Polls stop before the hole; the next one from `latest` gets it as its gap.
-        let (latest, oldest, gap, served) = poll_view(&holed, 3, false);
-        assert_eq!((latest, oldest, gap, served.len()), (5, Some(1), false, 2));
-        let (latest, oldest, gap, served) = poll_view(&holed, 5, false);
-        assert_eq!((latest, oldest, gap, served.len()), (12, Some(10), true, 3));
-        let whole = ring(5..=10);
-        let (latest, oldest, gap, served) = poll_view(&whole, 1, false);
-        assert_eq!((latest, oldest, gap, served.len()), (10, Some(5), true, 6));
-        let (latest, _, gap, served) = poll_view(&whole, 20, false);
-        assert_eq!((latest, gap, served.len()), (10, false, 0));
-    }
-
-    #[test]
-    fn a_poll_answer_is_capped_in_bytes_but_carries_at_least_one_message() {
-        let r = ring(1..=100);
-        let all: Vec<&Round> = r.iter().collect();
-        let one = r[0].json.len() + 1;
-        let (served, more) = capped(all.clone(), 10 * one, 0);
-        assert_eq!((served.len(), more), (10, true));
-        let (served, more) = capped(all.clone(), 1000 * one, 0);
-        assert_eq!((served.len(), more), (100, false));
-        let stubs: Vec<Round> = (1..=100).map(|s| Round::stub(Epoch(1), s, s)).collect();
-        let (served, _) = capped(stubs.iter().collect(), 10 * 65, 64);
-        assert_eq!(served.len(), 10, "a stub counts as its JSON to come");
-        let (served, more) = capped(all, 1, 0);
-        assert_eq!(
-            (served.len(), more),
-            (1, true),
-            "a message larger than the cap"
-        );
-    }
-
-    #[test]
-    fn round_encodings_agree() {
-        let r = Round::build(1024, false, Epoch(0xab), 3, 77);
-        // ws: 4-byte header for 1024 B, then the binary payload.
-        assert_eq!(r.ws.len(), 1028);
-        assert_eq!(payload::decode(&r.ws[4..]), Some((3, 77)));
-        assert_eq!(payload::decode(&r.raw[4..]), Some((3, 77)));
-        assert_eq!(
-            payload::decode_text(std::str::from_utf8(&r.json).unwrap()),
-            Some((3, 77))
-        );
-        assert!(r
-            .sse
-            .starts_with(b"id: 3@00000000000000ab\ndata: {\"seq\":3,"));
-        assert!(r.sse.ends_with(b"\n\n"));
     }
 }

@@ -2,7 +2,21 @@
 //! polling, metrics and the control plane on one port, the raw-TCP floor, and (feature
 //! `redis`) several nodes over one Redis. It speaks the formats of [`rtcheck_wire`] and
 //! takes plain [`config::Options`]; the flags are the command layer's.
+//!
+//! Imports point one way (no module imports one that imports it back):
+//! - leaves: [`ring`] (a round in every encoding, gap markers, and the pure replay and
+//!   poll rules), [`sync`], [`io`], [`request`], [`ratelog`], [`access`], [`session`]
+//!   (session-ack state), [`config`] with `cluster::config`, [`replay`] (a resume written
+//!   in chunks under the replay budget, from a [`replay::Source`]);
+//! - [`hub`]: registry and fan-out (connections, the ring, counters, the publisher). It
+//!   owns the session state and sees a cluster only as a [`hub::Relay`];
+//! - above it: [`resume`] (registering resuming clients, the WebSocket ack and resume
+//!   messages), [`cluster`] (the Redis relay, behind the `redis` feature), [`app`] (hub and
+//!   cluster together), [`metrics`], [`work`], [`routes`] (every endpoint in one table,
+//!   which also answers 404 and 405), [`echo`], [`inbox`], [`garbage`], and [`server`]
+//!   (listeners and connection tasks); this file starts and stops them.
 pub mod access;
+pub mod app;
 pub mod cluster;
 pub mod config;
 pub mod echo;
@@ -14,13 +28,19 @@ pub mod metrics;
 pub mod ratelog;
 pub mod replay;
 pub mod request;
+pub mod resume;
+pub mod ring;
+pub mod routes;
 pub mod server;
 pub mod session;
+pub mod sync;
 pub mod work;
 
 use anyhow::Context;
+use app::App;
 use config::{Config, Options, Protocol};
 use hub::Hub;
+use rtcheck_wire::delivery::Delivery;
 use std::net::SocketAddr;
 use std::path::Path;
 use std::process::ExitCode;
@@ -96,39 +116,31 @@ async fn serve(
     cfg.access = policy;
     let hub = Hub::new(cfg.clone());
     // The cluster link first: resumes and rounds go through Redis from the first client on.
-    if let Some(cc) = cfg.cluster.clone() {
-        cluster::start(&hub, cc).await?;
-    }
+    let cluster = match cfg.cluster.clone() {
+        Some(cc) => Some(cluster::start(&hub, cc).await?),
+        None => None,
+    };
+    let app = Arc::new(App {
+        hub: hub.clone(),
+        cluster,
+    });
 
     let raw = cfg.protocol == Protocol::Raw;
-    tokio::spawn(server::accept_loop(hub.clone(), main, raw));
+    tokio::spawn(server::accept_loop(app.clone(), main, raw));
     if let Some(l) = control {
-        tokio::spawn(server::accept_loop(hub.clone(), l, false));
+        tokio::spawn(server::accept_loop(app.clone(), l, false));
     }
     let publisher = tokio::spawn(hub.clone().publish());
-    if cfg.delivery == session::Delivery::SessionAck {
-        tokio::spawn(session::expire_loop(hub.clone()));
+    if cfg.delivery == Delivery::SessionAck {
+        let h = hub.clone();
+        tokio::spawn(async move { h.sessions.expire_until(h.shutdown_signalled()).await });
     }
     if cfg.garbage_mbps > 0 {
         tokio::spawn(garbage::run(hub.clone(), cfg.garbage_mbps));
     }
 
     eprintln!("{}", banner(&cfg, main_addr, control_addr, nofile));
-    eprintln!("  {access_line}");
-    if let Some(cc) = &cfg.cluster {
-        eprintln!("  {}", cc.banner());
-        let argv: Vec<String> = std::env::args().collect();
-        if let Some(w) = cluster::argv_warning(&cc.url, &argv) {
-            eprintln!("  {w}");
-        }
-    }
-    eprintln!(
-        "  epoch {} (ids SEQ@EPOCH; a resume from another gets a reset)",
-        hub.epoch()
-    );
-    if let Some(o) = &cfg.cors {
-        eprintln!("  CORS: Access-Control-Allow-Origin: {o} on /sse, /poll, /metrics");
-    }
+    eprintln!("{}", more_lines(&cfg, &access_line, &hub));
     if let Some(p) = addr_file {
         let mut text = format!("{main_addr}\n");
         if let Some(c) = control_addr {
@@ -142,6 +154,36 @@ async fn serve(
         _ = term.recv() => ("SIGTERM", 128 + libc::SIGTERM as u8),
         _ = int.recv() => ("SIGINT", 128 + libc::SIGINT as u8),
     };
+    stop(&app, publisher, sig).await;
+    Ok(code)
+}
+
+/// The startup lines after the banner: access, the cluster, the epoch, CORS.
+fn more_lines(cfg: &Config, access_line: &str, hub: &Hub) -> String {
+    let mut lines = vec![format!("  {access_line}")];
+    if let Some(cc) = &cfg.cluster {
+        lines.push(format!("  {}", cc.banner()));
+        let argv: Vec<String> = std::env::args().collect();
+        if let Some(w) = cluster::config::argv_warning(&cc.url, &argv) {
+            lines.push(format!("  {w}"));
+        }
+    }
+    lines.push(format!(
+        "  epoch {} (ids SEQ@EPOCH; a resume from another gets a reset)",
+        hub.epoch()
+    ));
+    if let Some(o) = &cfg.cors {
+        lines.push(format!(
+            "  CORS: Access-Control-Allow-Origin: {o} on /sse, /poll, /metrics"
+        ));
+    }
+    lines.join("\n")
+}
+
+/// After a signal: close every client (they get [`DRAIN`] to take their close frames),
+/// say goodbye to the cluster, and say what was sent.
+async fn stop(app: &App, publisher: tokio::task::JoinHandle<()>, sig: &str) {
+    let hub = &app.hub;
     eprintln!(
         "rtcheck serve: {sig}: closing {} client(s)",
         hub.client_count()
@@ -152,19 +194,18 @@ async fn serve(
     while hub.client_count() > 0 && tokio::time::Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    if let Some(c) = hub.cluster.get() {
-        cluster::presence::farewell(c).await;
+    if let Some(c) = &app.cluster {
+        cluster::farewell(c).await;
     }
     let left = hub.client_count();
     if left > 0 {
         eprintln!("rtcheck serve: {left} client(s) still blocked after {DRAIN:?}; closing them");
     }
-    let s = hub.snapshot();
+    let s = hub.snapshot().stats;
     eprintln!(
         "rtcheck serve: stopped after {} round(s); drops {}, removed {}",
         s.rounds_sent, s.drops, s.removed
     );
-    Ok(code)
 }
 
 fn banner(
@@ -225,14 +266,14 @@ fn banner(
         deadline,
         cfg.workers
     ));
-    if cfg.delivery == session::Delivery::SessionAck {
-        b.push_str(&session::banner_line(cfg));
+    if cfg.delivery == Delivery::SessionAck {
+        b.push_str(&sessions_banner(cfg));
     }
     b.push_str(&format!(
         "  replay budget: {} in flight over all clients ({}); /poll: {}\n",
         rtcheck_base::units::fmt_bytes(cfg.replay_budget.bytes),
         cfg.replay_budget.source,
-        rtcheck_base::units::fmt_bytes(replay::POLL_MAX as u64),
+        rtcheck_base::units::fmt_bytes(ring::POLL_MAX as u64),
     ));
     b.push_str(&work::banner_line());
     b.push_str(&format!(
@@ -242,6 +283,26 @@ fn banner(
         b.push_str("\n  WARNING: listening on a non-loopback address");
     }
     b
+}
+
+/// The banner's sessions lines: TTL, queue, both caps and what they hold at worst.
+fn sessions_banner(cfg: &Config) -> String {
+    let per = session::worst_session_bytes(cfg.session_queue, cfg.size);
+    let by_memory =
+        session::sessions_in_memory(cfg.session_memory.bytes, cfg.session_queue, cfg.size);
+    let held = (cfg.max_sessions as u64).min(by_memory);
+    format!(
+        "  sessions: max {} (new ones then get 503 + Retry-After), ttl {}, queue {}\n  \
+         session memory: {} ({})\n  \
+         sessions at worst: {} ({held} x {}, away with full queues)\n",
+        cfg.max_sessions,
+        rtcheck_base::units::fmt_duration(cfg.session_ttl),
+        cfg.session_queue,
+        rtcheck_base::units::fmt_bytes(cfg.session_memory.bytes),
+        cfg.session_memory.source,
+        rtcheck_base::units::fmt_bytes(per * held),
+        rtcheck_base::units::fmt_bytes(per),
+    )
 }
 
 /// `head` then the URLs, wrapped between them (never inside one) within 80 columns.

@@ -1,232 +1,281 @@
-//! Prometheus text exposition of a hub [`Snapshot`] (pure).
-use super::hub::{ClientCounts, Snapshot};
-use std::fmt::Write;
-
-/// Label set (with braces, or a suffix such as `_bucket{...}`) and value of one sample.
-type Rows = Vec<(String, String)>;
+//! `/metrics` of the embedded server: a hub [`Snapshot`] as Prometheus text (pure), written
+//! through the one exposition writer ([`rtcheck_wire::prom`]).
+use super::hub::Snapshot;
+use rtcheck_wire::prom::{Exposition, Kind};
+use rtcheck_wire::stats::ClientCounts;
 
 pub fn render(s: &Snapshot) -> String {
-    let mut o = String::with_capacity(4096);
-    connections(&mut o, s);
-    delivery(&mut o, s);
-    losses(&mut o, s);
-    server_state(&mut o, s);
-    hub_round_histogram(&mut o, s);
-    process(&mut o, s);
-    super::session::metrics(&mut o, s);
-    o
-}
-
-/// One metric family: HELP, TYPE, then a line per row.
-fn metric(o: &mut String, name: &str, kind: &str, help: &str, rows: &[(String, String)]) {
-    let _ = writeln!(o, "# HELP {name} {help}");
-    let _ = writeln!(o, "# TYPE {name} {kind}");
-    for (labels, v) in rows {
-        let _ = writeln!(o, "{name}{labels} {v}");
-    }
-}
-
-/// A single unlabelled sample.
-fn one(v: impl ToString) -> Rows {
-    vec![(String::new(), v.to_string())]
+    let mut p = Exposition::new();
+    connections(&mut p, s);
+    delivery(&mut p, s);
+    losses(&mut p, s);
+    server_state(&mut p, s);
+    p.histogram(
+        "rtcheck_hub_round_seconds",
+        "Time for the publisher to hand a round to every client.",
+        &hub_round_buckets(s),
+        s.hub_count,
+        s.hub_sum_ms / 1e3,
+    );
+    process(&mut p, s);
+    delivery_state(&mut p, s);
+    p.finish()
 }
 
 /// One sample per push transport (polling is counted by requests, not connections).
-fn by_transport(c: &ClientCounts) -> Rows {
+fn by_transport(c: &ClientCounts) -> [(&'static str, u64); 3] {
     [("ws", c.ws), ("sse", c.sse), ("raw", c.raw)]
-        .iter()
-        .map(|(t, v)| (format!("{{transport=\"{t}\"}}"), v.to_string()))
-        .collect()
 }
 
-fn connections(o: &mut String, s: &Snapshot) {
-    metric(
-        o,
+fn connections(p: &mut Exposition, s: &Snapshot) {
+    let clients = s.stats.clients.unwrap_or_default();
+    p.by_label(
         "rtcheck_connections",
-        "gauge",
+        Kind::Gauge,
         "Open client connections by transport.",
-        &by_transport(&s.clients),
+        "transport",
+        &by_transport(&clients),
     );
-    metric(
-        o,
+    p.counter(
         "rtcheck_poll_requests_total",
-        "counter",
         "GET /poll requests served.",
-        &one(s.clients.poll),
+        clients.poll,
     );
 }
 
-fn delivery(o: &mut String, s: &Snapshot) {
-    metric(
-        o,
+fn delivery(p: &mut Exposition, s: &Snapshot) {
+    p.by_label(
         "rtcheck_messages_sent_total",
-        "counter",
+        Kind::Counter,
         "Messages fully written to clients, by transport.",
-        &by_transport(&s.messages_sent),
+        "transport",
+        &by_transport(&s.stats.messages_sent),
     );
-    metric(
-        o,
+    p.by_label(
         "rtcheck_bytes_sent_total",
-        "counter",
+        Kind::Counter,
         "Message bytes written to clients, by transport.",
+        "transport",
         &by_transport(&s.bytes_sent),
     );
-    metric(
-        o,
+    p.counter(
         "rtcheck_rounds_sent_total",
-        "counter",
         "Rounds published (one message to every client each).",
-        &one(s.rounds_sent),
+        s.stats.rounds_sent,
     );
 }
 
-fn losses(o: &mut String, s: &Snapshot) {
-    metric(
-        o,
+fn losses(p: &mut Exposition, s: &Snapshot) {
+    p.counter(
         "rtcheck_drops_total",
-        "counter",
         "Messages not queued for a client because its queue was full (announced by a gap marker; under snapshot the client is removed).",
-        &one(s.drops),
+        s.stats.drops,
     );
-    metric(
-        o,
+    p.counter(
         "rtcheck_slow_clients_removed_total",
-        "counter",
         "Clients removed by the server (write deadline, pong or TCP timeout, full queue under snapshot).",
-        &one(s.removed),
+        s.stats.removed,
     );
-    metric(
-        o,
+    p.counter(
         "rtcheck_missed_by_removed_total",
-        "counter",
         "Messages removed clients never got (queued at removal plus published after).",
-        &one(s.missed_by_removed),
+        s.stats.missed_by_removed,
     );
-    let closed: Rows = s
+    let closed: Vec<(&str, u64)> = s
+        .stats
         .closed
         .iter()
-        .map(|(r, v)| (format!("{{reason=\"{r}\"}}"), v.to_string()))
+        .map(|(r, v)| (r.as_str(), *v))
         .collect();
-    metric(
-        o,
+    p.by_label(
         "rtcheck_connections_closed_total",
-        "counter",
+        Kind::Counter,
         "Closed client connections by reason.",
+        "reason",
         &closed,
     );
 }
 
-fn server_state(o: &mut String, s: &Snapshot) {
-    metric(
-        o,
+fn server_state(p: &mut Exposition, s: &Snapshot) {
+    let st = &s.stats;
+    p.gauge(
         "rtcheck_partial_frame_bytes",
-        "gauge",
         "Bytes held in unfinished client frames and fragmented messages.",
-        &one(s.partial_frame_bytes),
+        st.partial_frame_bytes,
     );
-    metric(
-        o,
+    p.counter(
         "rtcheck_echo_connections_total",
-        "counter",
         "WebSocket connections accepted on /echo (off the fan-out path).",
-        &one(s.echo_connections),
+        st.echo_connections,
     );
-    let refused: Rows = [("host", s.refused.host), ("origin", s.refused.origin)]
-        .iter()
-        .map(|(r, v)| (format!("{{reason=\"{r}\"}}"), v.to_string()))
-        .collect();
-    metric(
-        o,
+    p.by_label(
         "rtcheck_requests_refused_total",
-        "counter",
+        Kind::Counter,
         "Requests refused: a Host that is not this server's (421, DNS rebinding), an Origin of another site on /control/* or /ws (403).",
-        &refused,
+        "reason",
+        &[("host", st.refused.host), ("origin", st.refused.origin)],
     );
-    let r = &s.replay;
+    let r = &st.replay;
     for (name, kind, help, v) in [
-        ("rtcheck_replay_budget_bytes", "gauge", "--replay-budget: resume replay (and /poll answer) bytes in flight over every client at most.", r.budget_bytes),
-        ("rtcheck_replay_bytes_in_flight", "gauge", "Resume replay bytes leased now (chunks being written, poll answers being sent).", r.in_flight_bytes),
-        ("rtcheck_replay_bytes_in_flight_peak", "gauge", "The most replay bytes in flight at once since start.", r.peak_in_flight_bytes),
-        ("rtcheck_replay_waits_total", "counter", "Replay chunks and polls that waited for the budget.", r.waits),
-        ("rtcheck_heap_trims_total", "counter", "Heap trims after replay floods (freed memory handed back to the OS).", r.heap_trims),
+        ("rtcheck_replay_budget_bytes", Kind::Gauge, "--replay-budget: resume replay (and /poll answer) bytes in flight over every client at most.", r.budget_bytes),
+        ("rtcheck_replay_bytes_in_flight", Kind::Gauge, "Resume replay bytes leased now (chunks being written, poll answers being sent).", r.in_flight_bytes),
+        ("rtcheck_replay_bytes_in_flight_peak", Kind::Gauge, "The most replay bytes in flight at once since start.", r.peak_in_flight_bytes),
+        ("rtcheck_replay_waits_total", Kind::Counter, "Replay chunks and polls that waited for the budget.", r.waits),
+        ("rtcheck_heap_trims_total", Kind::Counter, "Heap trims after replay floods (freed memory handed back to the OS).", r.heap_trims),
     ] {
-        metric(o, name, kind, help, &one(v));
+        p.single(name, kind, help, v);
     }
-    let a = &s.accept_errors;
-    let accept: Rows = [
-        ("emfile", a.emfile),
-        ("enfile", a.enfile),
-        ("other", a.other),
-    ]
-    .iter()
-    .map(|(k, v)| (format!("{{kind=\"{k}\"}}"), v.to_string()))
-    .collect();
-    metric(
-        o,
+    let a = &st.accept_errors;
+    p.by_label(
         "rtcheck_accept_errors_total",
-        "counter",
+        Kind::Counter,
         "Failed accepts: emfile (this process at its open files limit), enfile (the system's), other.",
-        &accept,
+        "kind",
+        &[("emfile", a.emfile), ("enfile", a.enfile), ("other", a.other)],
     );
-    metric(
-        o,
+    p.gauge(
         "rtcheck_max_queue_depth",
-        "gauge",
         "Largest per-client queue length seen.",
-        &one(s.max_queue_depth),
+        st.max_queue_depth,
     );
 }
 
-/// Cumulative buckets in seconds (the hub keeps milliseconds), then +Inf, sum and count.
-fn hub_round_rows(s: &Snapshot) -> Rows {
-    let mut rows: Rows = s
-        .hub_buckets
-        .iter()
-        .map(|(le, n)| (format!("_bucket{{le=\"{}\"}}", le / 1e3), n.to_string()))
-        .collect();
-    rows.push(("_bucket{le=\"+Inf\"}".into(), s.hub_count.to_string()));
-    rows.push(("_sum".into(), format!("{}", s.hub_sum_ms / 1e3)));
-    rows.push(("_count".into(), s.hub_count.to_string()));
-    rows
+/// Cumulative buckets in seconds (the hub keeps milliseconds).
+fn hub_round_buckets(s: &Snapshot) -> Vec<(f64, u64)> {
+    s.hub_buckets.iter().map(|(le, n)| (le / 1e3, *n)).collect()
 }
 
-fn hub_round_histogram(o: &mut String, s: &Snapshot) {
-    metric(
-        o,
-        "rtcheck_hub_round_seconds",
-        "histogram",
-        "Time for the publisher to hand a round to every client.",
-        &hub_round_rows(s),
-    );
-}
-
-fn process(o: &mut String, s: &Snapshot) {
-    metric(
-        o,
+fn process(p: &mut Exposition, s: &Snapshot) {
+    p.gauge(
         "process_resident_memory_bytes",
-        "gauge",
         "Resident set size.",
-        &one(s.rss_bytes),
+        s.stats.rss_bytes,
     );
-    metric(
-        o,
+    p.gauge(
         "process_open_fds",
-        "gauge",
         "Open file descriptors.",
-        &one(s.open_fds),
+        s.stats.open_fds,
     );
-    metric(
-        o,
+    p.counter(
         "process_cpu_seconds_total",
-        "counter",
         "User and system CPU time.",
-        &one(s.cpu_seconds),
+        s.stats.cpu_seconds,
     );
+}
+
+/// Families of the ring and the sessions (`delivery_state`).
+pub const METRIC_FAMILIES: usize = 16;
+
+/// Ring and session families.
+fn delivery_state(p: &mut Exposition, snap: &Snapshot) {
+    let s = &snap.stats.sessions;
+    let rows: [(&str, Kind, &str, u64); METRIC_FAMILIES] = [
+        (
+            "rtcheck_ring_messages",
+            Kind::Gauge,
+            "Messages held in the resume ring.",
+            snap.stats.ring_messages,
+        ),
+        (
+            "rtcheck_ring_bytes",
+            Kind::Gauge,
+            "Bytes of the resume ring in every encoding it keeps (WebSocket, SSE, raw, JSON).",
+            snap.stats.ring_bytes,
+        ),
+        (
+            "rtcheck_sessions",
+            Kind::Gauge,
+            "Sessions held (session-ack).",
+            s.count,
+        ),
+        (
+            "rtcheck_session_bytes",
+            Kind::Gauge,
+            "Bytes of session state held: unacked payload copies plus bookkeeping.",
+            s.bytes,
+        ),
+        (
+            "rtcheck_session_messages",
+            Kind::Gauge,
+            "Unacked messages held over every session.",
+            s.messages,
+        ),
+        (
+            "rtcheck_sessions_expired_total",
+            Kind::Counter,
+            "Sessions forgotten after --session-ttl away.",
+            s.expired,
+        ),
+        (
+            "rtcheck_session_resets_total",
+            Kind::Counter,
+            "Unknown or expired sessions presented: a new session with reset true.",
+            s.resets,
+        ),
+        (
+            "rtcheck_session_overflow_messages_total",
+            Kind::Counter,
+            "Messages dropped from full session queues, each reported in a gap marker.",
+            s.overflow_messages,
+        ),
+        (
+            "rtcheck_session_acks_total",
+            Kind::Counter,
+            "Acks applied.",
+            s.acks,
+        ),
+        (
+            "rtcheck_session_acks_ignored_total",
+            Kind::Counter,
+            "Acks ignored: a seq never sent, or no such session.",
+            s.acks_ignored,
+        ),
+        (
+            "rtcheck_sessions_created_total",
+            Kind::Counter,
+            "Sessions issued.",
+            s.created,
+        ),
+        (
+            "rtcheck_sessions_max",
+            Kind::Gauge,
+            "Sessions held at most (--max-sessions); beyond it new sessions are refused.",
+            s.max,
+        ),
+        (
+            "rtcheck_sessions_refused_total",
+            Kind::Counter,
+            "New sessions refused at --max-sessions (503 + Retry-After, WebSocket close 1013).",
+            s.refused,
+        ),
+        (
+            "rtcheck_session_memory_budget_bytes",
+            Kind::Gauge,
+            "--session-memory: sessions held at worst (away, queue full) stay within it.",
+            s.memory_budget,
+        ),
+        (
+            "rtcheck_sessions_max_by_memory",
+            Kind::Gauge,
+            "Sessions --session-memory holds at their worst (the cap is the lower of this and --max-sessions).",
+            s.max_by_memory,
+        ),
+        (
+            "rtcheck_sessions_refused_memory_total",
+            Kind::Counter,
+            "New sessions refused with --session-memory as the binding cap (also in rtcheck_sessions_refused_total).",
+            s.refused_memory,
+        ),
+    ];
+    for (name, kind, help, v) in rows {
+        p.single(name, kind, help, v);
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rtcheck_wire::stats::{AcceptErrors, Refusals, ReplayStats, ServerStats};
     use std::collections::BTreeMap;
 
     fn counts(ws: u64, sse: u64, poll: u64, raw: u64) -> ClientCounts {
@@ -234,40 +283,38 @@ mod tests {
     }
 
     fn sample() -> Snapshot {
-        Snapshot {
+        let stats = ServerStats {
             rounds_sent: 7,
             rounds_total: Some(10),
-            hub_round_ms: vec![],
-            publish_start_ns: 0,
             drops: 3,
             removed: 2,
             missed_by_removed: 11,
-            clients: counts(4, 5, 6, 1),
+            clients: Some(counts(4, 5, 6, 1)),
             max_queue_depth: 9,
             rss_bytes: 1 << 20,
             cpu_seconds: 1.25,
-            nodelay: true,
+            nodelay: Some(true),
             open_fds: 42,
-            finished: false,
             messages_sent: counts(28, 35, 0, 7),
-            closed: BTreeMap::from([("eof", 2), ("deadline", 1)]),
+            closed: BTreeMap::from([("eof".into(), 2), ("deadline".into(), 1)]),
             partial_frame_bytes: 12,
             echo_connections: 1,
-            node: None,
-            redis_up: None,
             ring_messages: 3,
             ring_bytes: 4096,
-            sessions: Default::default(),
-            refused: super::super::hub::Refusals { host: 2, origin: 1 },
-            replay: super::super::replay::ReplayStats {
+            refused: Refusals { host: 2, origin: 1 },
+            replay: ReplayStats {
                 budget_bytes: 1 << 20,
                 ..Default::default()
             },
-            accept_errors: super::super::hub::AcceptErrors {
+            accept_errors: AcceptErrors {
                 emfile: 4,
                 enfile: 0,
                 other: 0,
             },
+            ..Default::default()
+        };
+        Snapshot {
+            stats,
             hub_buckets: vec![(0.5, 1), (1.0, 5), (250.0, 7)],
             hub_count: 7,
             hub_sum_ms: 4.5,
@@ -290,8 +337,8 @@ mod tests {
     fn every_family_has_help_type_and_parsed_values() {
         let text = render(&sample());
         let families = text.lines().filter(|l| l.starts_with("# TYPE ")).count();
-        // The delivery families (ring, sessions) come from session.rs.
-        let delivery = super::super::session::METRIC_FAMILIES;
+        // The delivery families: ring and sessions.
+        let delivery = METRIC_FAMILIES;
         assert_eq!(families, 23 + delivery);
         assert_eq!(
             text.lines().filter(|l| l.starts_with("# HELP ")).count(),
@@ -312,21 +359,22 @@ mod tests {
     }
 
     #[test]
-    fn hub_round_rows_are_in_seconds_and_end_with_inf_sum_count() {
-        let rows = hub_round_rows(&sample());
-        let keys: Vec<&str> = rows.iter().map(|(k, _)| k.as_str()).collect();
+    fn the_hub_round_histogram_is_in_seconds_and_ends_with_inf_sum_count() {
+        let text = render(&sample());
+        let lines: Vec<&str> = text
+            .lines()
+            .filter(|l| l.starts_with("rtcheck_hub_round_seconds"))
+            .collect();
         assert_eq!(
-            keys,
+            lines,
             [
-                "_bucket{le=\"0.0005\"}",
-                "_bucket{le=\"0.001\"}",
-                "_bucket{le=\"0.25\"}",
-                "_bucket{le=\"+Inf\"}",
-                "_sum",
-                "_count"
+                "rtcheck_hub_round_seconds_bucket{le=\"0.0005\"} 1",
+                "rtcheck_hub_round_seconds_bucket{le=\"0.001\"} 5",
+                "rtcheck_hub_round_seconds_bucket{le=\"0.25\"} 7",
+                "rtcheck_hub_round_seconds_bucket{le=\"+Inf\"} 7",
+                "rtcheck_hub_round_seconds_sum 0.0045",
+                "rtcheck_hub_round_seconds_count 7"
             ]
         );
-        assert_eq!(rows[3].1, "7");
-        assert_eq!(rows[4].1, "0.0045");
     }
 }

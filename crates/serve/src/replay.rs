@@ -7,20 +7,21 @@
 //! (`--replay-budget`): a client waiting its turn holds almost nothing, and a round the ring
 //! dropped meanwhile becomes a gap marker, never a silent skip. When no replay is in flight
 //! after a flood, the heap is trimmed so RSS comes back.
-use super::hub::{gap_marker, lock, Conn, Hub, Round, Transport};
 use super::io::{self, WriteError};
+use super::ring::{gap_marker, Round};
+use super::sync::lock;
 use bytes::Bytes;
 use rtcheck_wire::epoch::Epoch;
+use rtcheck_wire::stats::ReplayStats;
+use rtcheck_wire::transport::Transport;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::Mutex;
 use std::time::Duration;
+use tokio::net::TcpStream;
 
 /// Bytes of one replay write.
 pub const CHUNK: usize = 64 * 1024;
-/// Bytes of messages one `/poll` answer carries (at least one message): the client polls
-/// again from `latest` (`"more":true` says there is more).
-pub const POLL_MAX: usize = 64 * 1024;
 /// The write bound of a replay chunk when `--write-deadline 0` (never remove): a replay
 /// holds the budget, so it is bounded anyway.
 const NO_DEADLINE: Duration = Duration::from_secs(30);
@@ -40,19 +41,6 @@ pub struct Budget {
     waits: AtomicU64,
     since_trim: AtomicU64,
     trims: AtomicU64,
-}
-
-/// Replay counters for `/metrics` and `/control/stats` (`replay`).
-#[derive(Debug, Clone, Copy, Default, serde::Serialize)]
-pub struct ReplayStats {
-    /// `--replay-budget`.
-    pub budget_bytes: u64,
-    pub in_flight_bytes: u64,
-    pub peak_in_flight_bytes: u64,
-    /// Replay writes (and polls) that waited for the budget.
-    pub waits: u64,
-    /// Heap trims after a flood (memory handed back to the OS).
-    pub heap_trims: u64,
 }
 
 /// Bytes of the budget held until dropped.
@@ -312,26 +300,37 @@ fn in_ring(ring: &VecDeque<Round>, r: &Round) -> bool {
             .is_ok_and(|i| ring[i].sse.as_ptr() == r.sse.as_ptr())
 }
 
-/// Write `head` then the replay to the client, chunk by chunk under the budget and the
-/// write deadline. The connection was registered as writing: the publisher queues its
-/// live rounds meanwhile.
+/// Where a replay is written from: the hub's ring (read as each chunk is written), the
+/// budget every client's replay shares, the payload's encoding, `--write-deadline`.
+pub struct Source<'a> {
+    pub ring: &'a Mutex<VecDeque<Round>>,
+    pub budget: &'a Budget,
+    pub size: usize,
+    pub text: bool,
+    pub deadline: Option<Duration>,
+}
+
+/// Write `head` then the replay to `stream`, chunk by chunk under the budget and the
+/// write deadline; `sent` is told each message's bytes once written. The connection was
+/// registered as writing: the publisher queues its live rounds meanwhile.
 pub async fn write(
-    hub: &Hub,
-    conn: &Conn,
+    src: &Source<'_>,
+    stream: &TcpStream,
     t: Transport,
     head: &[u8],
     mut replay: Replay,
+    mut sent: impl FnMut(usize),
 ) -> Result<(), WriteError> {
-    let deadline = Some(hub.cfg.write_deadline.unwrap_or(NO_DEADLINE));
-    let enc = (hub.cfg.size, hub.cfg.text);
+    let deadline = Some(src.deadline.unwrap_or(NO_DEADLINE));
+    let enc = (src.size, src.text);
     let mut head = head;
     loop {
-        let (pieces, sent) = replay.next_chunk(hub.ring(), t, enc, CHUNK);
+        let (pieces, written) = replay.next_chunk(src.ring, t, enc, CHUNK);
         if pieces.is_empty() && head.is_empty() {
             return Ok(());
         }
         let len = head.len() + pieces.iter().map(|p| p.len()).sum::<usize>();
-        let lease = hub.replay.lease(len).await;
+        let lease = src.budget.lease(len).await;
         let mut buf = Vec::with_capacity(len);
         buf.extend_from_slice(head);
         for p in &pieces {
@@ -339,12 +338,10 @@ pub async fn write(
         }
         drop(pieces);
         head = &[];
-        io::write_with_deadline(&conn.stream, &buf, deadline).await?;
+        io::write_with_deadline(stream, &buf, deadline).await?;
         drop(buf);
         drop(lease);
-        for n in sent {
-            hub.counters.sent(t, n);
-        }
+        written.into_iter().for_each(&mut sent);
     }
 }
 
@@ -467,7 +464,7 @@ mod tests {
     fn rounds_of_its_own_and_session_entries_keep_their_order() {
         let local = rounds(1..=5);
         let mut decided: Vec<Round> = local.iter().take(2).cloned().collect();
-        decided.push(super::super::cluster::gap_round(3, 3));
+        decided.push(super::super::ring::gap_round(3, 3));
         decided.push(Round::stub(Epoch(1), 9, 900)); // a Stream round, not the ring's
         decided.push(Round::build(64, false, Epoch(1), 10, 1000)); // a copy, not the ring's
         let r = Replay::from_ring(decided, None, &local);

@@ -1,14 +1,21 @@
-//! Listeners, HTTP routing, and the per-connection tasks (WebSocket, SSE, raw floor).
+//! Listeners, the HTTP keep-alive loop (dispatching through `routes`), and the
+//! per-connection tasks (WebSocket, SSE, raw floor).
+use super::app::App;
 use super::config::Strategy;
-use super::hub::{CloseReason, Conn, Hub, Transport};
+use super::hub::{CloseReason, Conn, Hub};
 use super::inbox::{Inbox, ReadEnd};
 use super::io::{self, ReadOutcome, WriteError};
-use super::replay::Replay;
+use super::replay::{self, Replay};
 use super::request::{self, ReadError};
-use super::session::{self, Delivery};
-use super::{access, echo, metrics};
+use super::resume::{self, ResumeReply};
+use super::ring::POLL_MAX;
+use super::routes::{self, resume_position, Answer, Handler, Takeover};
+use super::session::{self, Refused};
+use super::{access, echo, work};
+use rtcheck_wire::delivery::Delivery;
 use rtcheck_wire::epoch::Position;
 use rtcheck_wire::http::{self, Request};
+use rtcheck_wire::transport::Transport;
 use rtcheck_wire::ws;
 use rtcheck_wire::ws::echo_close_code;
 use std::sync::atomic::Ordering::Relaxed;
@@ -23,7 +30,8 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 const GOODBYE: Duration = Duration::from_millis(200);
 
 /// Accept loop for the HTTP front (or the raw floor when `raw`).
-pub async fn accept_loop(hub: Arc<Hub>, listener: TcpListener, raw: bool) {
+pub async fn accept_loop(app: Arc<App>, listener: TcpListener, raw: bool) {
+    let hub = &app.hub;
     let mut log = super::ratelog::RateLog::new(super::ratelog::EVERY);
     loop {
         let accepted = tokio::select! {
@@ -46,7 +54,7 @@ pub async fn accept_loop(hub: Arc<Hub>, listener: TcpListener, raw: bool) {
                 continue;
             }
         };
-        if let Err(e) = tune(&hub, &stream) {
+        if let Err(e) = tune(hub, &stream) {
             eprintln!("rtcheck serve: socket options: {e}");
             continue;
         }
@@ -54,7 +62,7 @@ pub async fn accept_loop(hub: Arc<Hub>, listener: TcpListener, raw: bool) {
             // Raw floor: the publisher writes directly; nothing to read.
             hub.register(stream, Transport::Raw);
         } else {
-            tokio::spawn(handle_http(hub.clone(), stream));
+            tokio::spawn(handle_http(app.clone(), stream));
         }
     }
 }
@@ -75,97 +83,162 @@ pub(crate) async fn send(s: &TcpStream, bytes: &[u8]) -> bool {
         .is_ok()
 }
 
-/// One HTTP connection: plain requests in a keep-alive loop, or an upgrade to a stream.
-async fn handle_http(hub: Arc<Hub>, stream: TcpStream) {
+/// One HTTP connection: plain requests in a keep-alive loop, or one handed to an endpoint
+/// that takes the connection over (the route table says which).
+async fn handle_http(app: Arc<App>, stream: TcpStream) {
     let mut buf = Vec::new();
     let Ok(local) = stream.local_addr() else {
         return;
     };
+    // Its own handle: a poll's budget lease borrows it while `app` may be handed on.
+    let hub = app.hub.clone();
     loop {
-        let req = match request::read_request(&stream, &mut buf, REQUEST_TIMEOUT).await {
-            Ok(r) => r,
-            Err(ReadError::Bad(e)) => {
-                hub.counters.bad_requests.fetch_add(1, Relaxed);
-                send(&stream, &http::error(e.status, &e.msg)).await;
-                return;
-            }
-            Err(_) => return,
+        let Some(req) = next_request(&hub, &stream, &mut buf, local).await else {
+            return;
         };
-        hub.counters.http_requests.fetch_add(1, Relaxed);
         let keep = req.keep_alive();
-        if let Err((status, msg)) = read_body(&stream, &mut buf, &req).await {
-            if status != 0 {
-                hub.counters.bad_requests.fetch_add(1, Relaxed);
-                send(&stream, &http::error(status, &msg)).await;
-            }
-            return;
-        }
-        if let Err((status, msg)) = gate(&hub, &req, local) {
-            send(&stream, &http::error(status, msg)).await;
-            return;
-        }
-        let listen = hub.cfg.control_listen.unwrap_or(hub.cfg.listen);
-        if access::is_control(&req.path, listen) {
-            let auth = req.header("authorization");
-            if let Err((status, msg)) = access::check(&hub.cfg.access, auth) {
-                hub.counters.bad_requests.fetch_add(1, Relaxed);
-                let extra = [("WWW-Authenticate", "Bearer")];
-                send(
-                    &stream,
-                    &http::error_with(status, msg, &extra[..(status == 401) as usize]),
-                )
-                .await;
-                return;
-            }
-        }
-        match req.path.as_str() {
-            "/ws" => return upgrade_ws(hub, stream, req, buf).await,
-            "/echo" => {
-                if accept_ws(&hub, &stream, req).await {
-                    echo::run(&hub, &stream, buf).await;
-                }
-                return;
-            }
-            "/work" if super::work::serve(&stream, &req, keep).await => continue,
-            "/work" => return,
-            "/sse" if req.method != "OPTIONS" => return serve_sse(hub, stream, req).await,
-            _ => {}
-        }
+        let cors = access::cors_headers(hub.cfg.cors.as_deref(), &req.path);
+        // A CORS preflight is answered for every browser-readable path, before the table.
+        let route = match req.method == "OPTIONS" && !cors.is_empty() {
+            true => None,
+            false => Some(routes::lookup(&req.method, &req.path)),
+        };
         // A poll answer is replay too: its bytes (body and response) count in the budget
         // until sent.
-        let _lease = match req.path == "/poll" {
-            true => Some(hub.replay.lease(2 * super::replay::POLL_MAX).await),
-            false => None,
+        let _lease = match route {
+            Some(Ok(Handler::Answer(Answer::Poll))) => Some(hub.replay.lease(2 * POLL_MAX).await),
+            _ => None,
         };
-        let cors = access::cors_headers(hub.cfg.cors.as_deref(), &req.path);
-        let (status, ctype, body) = match preflight(&req, &cors) {
-            Some(r) => r,
-            None => match super::cluster::route(&hub, &req).await {
-                Some(r) => r,
-                None => route(&hub, &req),
+        let reply = match route {
+            None => Reply::new(200, "text/plain", String::new()),
+            Some(Err(r)) => Reply {
+                allow: r.allow,
+                ..Reply::new(r.status, r.content_type, r.body)
             },
+            Some(Ok(Handler::Answer(a))) => {
+                let (status, ctype, body) = routes::answer(&app, &req, a).await;
+                Reply::new(status, ctype, body)
+            }
+            Some(Ok(Handler::Takeover(Takeover::Work))) => {
+                match work::serve(&stream, &req, keep).await {
+                    true => continue,
+                    false => return,
+                }
+            }
+            Some(Ok(Handler::Takeover(t))) => return take_over(app, stream, req, buf, t).await,
         };
-        // After an error, close: the client may be confused about framing.
-        let keep = keep && status < 400;
-        let retry = (status == 503)
-            .then(|| session::retry_after(&body))
-            .flatten();
-        let mut extra = cors.clone();
-        if let Some(r) = &retry {
-            extra.push(("Retry-After", r));
-        }
-        if req.method == "OPTIONS" && !cors.is_empty() {
-            extra.extend(PREFLIGHT);
-        }
-        let mut resp = http::response_with(status, ctype, body.as_bytes(), keep, &extra);
-        if req.method == "HEAD" {
-            // Same headers (Content-Length included), no body: keep-alive framing holds.
-            resp.truncate(resp.len() - body.len());
-        }
-        if !send(&stream, &resp).await || !keep {
+        if !respond(&stream, &req, keep, &cors, reply).await {
             return;
         }
     }
+}
+
+/// The next request, read, counted, its body discarded, and past the access rules; None
+/// when the connection ends (after an answer saying why, when there is one).
+async fn next_request(
+    hub: &Hub,
+    stream: &TcpStream,
+    buf: &mut Vec<u8>,
+    local: std::net::SocketAddr,
+) -> Option<Request> {
+    let req = match request::read_request(stream, buf, REQUEST_TIMEOUT).await {
+        Ok(r) => r,
+        Err(ReadError::Bad(e)) => {
+            hub.counters.bad_requests.fetch_add(1, Relaxed);
+            send(stream, &http::error(e.status, &e.msg)).await;
+            return None;
+        }
+        Err(_) => return None,
+    };
+    hub.counters.http_requests.fetch_add(1, Relaxed);
+    if let Err((status, msg)) = read_body(stream, buf, &req).await {
+        if status != 0 {
+            hub.counters.bad_requests.fetch_add(1, Relaxed);
+            send(stream, &http::error(status, &msg)).await;
+        }
+        return None;
+    }
+    if let Err((status, msg)) = gate(hub, &req, local) {
+        send(stream, &http::error(status, msg)).await;
+        return None;
+    }
+    let listen = hub.cfg.control_listen.unwrap_or(hub.cfg.listen);
+    if access::is_control(&req.path, listen) {
+        if let Err((status, msg)) = access::check(&hub.cfg.access, req.header("authorization")) {
+            hub.counters.bad_requests.fetch_add(1, Relaxed);
+            let extra = [("WWW-Authenticate", "Bearer")];
+            let resp = http::error_with(status, msg, &extra[..(status == 401) as usize]);
+            send(stream, &resp).await;
+            return None;
+        }
+    }
+    Some(req)
+}
+
+/// Hand the connection to an endpoint that keeps it (a stream, the echo).
+async fn take_over(app: Arc<App>, stream: TcpStream, req: Request, buf: Vec<u8>, t: Takeover) {
+    match t {
+        Takeover::Ws => upgrade_ws(app, stream, req, buf).await,
+        Takeover::Echo => {
+            if accept_ws(&app.hub, &stream, req).await {
+                echo::run(&app.hub, &stream, buf).await;
+            }
+        }
+        Takeover::Sse => serve_sse(app, stream, req).await,
+        // Served in the keep-alive loop (it may keep the connection).
+        Takeover::Work => {}
+    }
+}
+
+/// A one-response answer: status, content type, body, and `Allow` for a 405.
+struct Reply {
+    status: u16,
+    content_type: &'static str,
+    body: String,
+    allow: Option<String>,
+}
+
+impl Reply {
+    fn new(status: u16, content_type: &'static str, body: String) -> Reply {
+        Reply {
+            status,
+            content_type,
+            body,
+            allow: None,
+        }
+    }
+}
+
+/// Send a one-response answer; false when the connection must end (an error, or the
+/// client asked for it).
+async fn respond(
+    stream: &TcpStream,
+    req: &Request,
+    keep: bool,
+    cors: &[(&'static str, &str)],
+    r: Reply,
+) -> bool {
+    // After an error, close: the client may be confused about framing.
+    let keep = keep && r.status < 400;
+    let retry = (r.status == 503)
+        .then(|| routes::retry_after(&r.body))
+        .flatten();
+    let mut extra = cors.to_vec();
+    if let Some(s) = &retry {
+        extra.push(("Retry-After", s));
+    }
+    if let Some(a) = &r.allow {
+        extra.push(("Allow", a));
+    }
+    if req.method == "OPTIONS" && !cors.is_empty() {
+        extra.extend(PREFLIGHT);
+    }
+    let mut resp = http::response_with(r.status, r.content_type, r.body.as_bytes(), keep, &extra);
+    if req.method == "HEAD" {
+        // Same headers (Content-Length included), no body: keep-alive framing holds.
+        resp.truncate(resp.len() - r.body.len());
+    }
+    send(stream, &resp).await && keep
 }
 
 /// The access rules before any route: a Host that is not this server's is refused (421:
@@ -234,77 +307,6 @@ const PREFLIGHT: [(&str, &str); 3] = [
     ),
     ("Access-Control-Max-Age", "600"),
 ];
-
-/// An OPTIONS request to a CORS-enabled path gets an empty 200 (headers added by the caller).
-fn preflight(req: &Request, cors: &[(&str, &str)]) -> Option<(u16, &'static str, String)> {
-    (req.method == "OPTIONS" && !cors.is_empty()).then(|| (200, "text/plain", String::new()))
-}
-
-/// Plain (non-streaming) endpoints: `(status, content type, body)`.
-fn route(hub: &Hub, req: &Request) -> (u16, &'static str, String) {
-    const TEXT: &str = "text/plain; charset=utf-8";
-    const JSON: &str = "application/json";
-    let get = req.method == "GET" || req.method == "HEAD";
-    if let Some(r) = session::route(hub, req) {
-        return r;
-    }
-    match (req.path.as_str(), get) {
-        ("/healthz", true) => {
-            let (status, body) = super::cluster::health(hub);
-            (status, TEXT, body)
-        }
-        ("/metrics", true) => (
-            200,
-            "text/plain; version=0.0.4; charset=utf-8",
-            metrics::render(&hub.snapshot())
-                + &super::work::metrics()
-                + &super::cluster::metrics(hub),
-        ),
-        ("/poll", true) => match resume_position(req) {
-            Some(pos) => {
-                hub.counters.polls.fetch_add(1, Relaxed);
-                (200, JSON, hub.poll_json(pos))
-            }
-            None => (400, TEXT, "/poll needs ?since=SEQ\n".into()),
-        },
-        ("/control/stats", true) => (
-            200,
-            JSON,
-            serde_json::to_string(&hub.snapshot()).unwrap_or_else(|_| "{}".into()),
-        ),
-        ("/control/start", false) if req.method == "POST" => {
-            let rounds = match req.query_param("rounds").map(|v| v.parse::<u64>()) {
-                None => None,
-                Some(Ok(n)) => Some(n),
-                Some(Err(_)) => {
-                    return (400, TEXT, "rounds must be an unsigned integer\n".into());
-                }
-            };
-            if hub.start(rounds) {
-                (200, JSON, "{\"started\":true}".into())
-            } else {
-                (409, JSON, "{\"started\":false,\"error\":\"already started\"}".into())
-            }
-        }
-        ("/healthz" | "/metrics" | "/poll" | "/control/stats" | "/control/start", _) => {
-            (405, TEXT, "method not allowed\n".into())
-        }
-        _ => (
-            404,
-            TEXT,
-            "not found; endpoints: /ws /sse /poll?since=SEQ /metrics /healthz /control/stats /control/start /echo\n"
-                .into(),
-        ),
-    }
-}
-
-/// `?since=SEQ&epoch=E` (or `since=SEQ@E`) of `/poll` and `/ws`: where the client is;
-/// None without since.
-pub(crate) fn resume_position(req: &Request) -> Option<Position> {
-    let epoch = req.query_param("epoch");
-    let since = req.query_param("since")?;
-    Some(Position::with_epoch(&since, epoch.as_deref()))
-}
 
 /// The client's handshake checked (RFC 6455 4.2.1): its Sec-WebSocket-Key, or the response
 /// refusing it.
@@ -375,73 +377,75 @@ async fn accept_ws(hub: &Hub, stream: &TcpStream, req: Request) -> bool {
     !hub.is_shutting_down() && send(stream, resp.as_bytes()).await
 }
 
-async fn upgrade_ws(hub: Arc<Hub>, stream: TcpStream, req: Request, leftover: Vec<u8>) {
+async fn upgrade_ws(app: Arc<App>, stream: TcpStream, req: Request, leftover: Vec<u8>) {
+    let hub = &app.hub;
     // Resume like SSE's Last-Event-ID: `/ws?since=SEQ&epoch=E`; an id that is not a
     // number is an unknown position (the whole ring after a gap marker), as for SSE.
     let since = resume_position(&req);
     let presented = req.query_param("session");
     // At --max-sessions a new session is refused before the handshake is answered.
     if let Err(r) = hub.sessions.check(presented.as_deref()) {
-        refuse(&hub, &stream, r).await;
+        refuse(hub, &stream, r).await;
         return;
     }
-    if !accept_ws(&hub, &stream, req).await {
+    if !accept_ws(hub, &stream, req).await {
         return;
     }
-    let conn = match hub.cfg.delivery {
-        Delivery::SessionAck => {
-            let ack = session::ack_from(hub.epoch(), since);
-            let registered =
-                session::register(&hub, stream, Transport::Ws, presented.as_deref(), ack);
-            let (conn, replay, hello) = match registered {
-                Ok(r) => r,
-                // Another client took the last place since the check: 1013 Try Again Later.
-                Err((stream, _)) => {
-                    let close = ws::close_frame(ws::CLOSE_TRY_AGAIN);
-                    let _ = tokio::time::timeout(GOODBYE, io::write_all(&stream, &close)).await;
-                    return;
-                }
-            };
-            let head = ws::frame(ws::OP_TEXT, hello.json().as_bytes());
-            if !ws_replay(&hub, &conn, &head, replay).await {
-                hub.deregister(&conn, CloseReason::Peer, 0);
-                return;
-            }
-            conn
+    let registered = match hub.cfg.delivery {
+        Delivery::SessionAck => ws_session(hub, stream, since, presented.as_deref()).await,
+        Delivery::SeqRing if since.is_none() => {
+            let (conn, hello) = resume::register_ws(hub, stream);
+            Some((conn, hello, Replay::default()))
         }
-        _ if since.is_none() && hub.cfg.delivery == Delivery::SeqRing => {
-            let (conn, hello) = session::register_ws(&hub, stream);
-            if !ws_replay(&hub, &conn, &hello, Replay::default()).await {
-                hub.deregister(&conn, CloseReason::Peer, 0);
-                return;
-            }
-            conn
-        }
-        _ => {
-            let extra = match since {
-                Some(p) => super::cluster::resume_from(&hub, p.seq).await,
-                None => Vec::new(),
-            };
-            let (conn, first) = hub.register_resume_with(stream, Transport::Ws, since, &extra);
+        Delivery::SeqRing | Delivery::Snapshot => {
+            let extra = app.stream_after_pos(since.map(|p| p.seq)).await;
+            let (conn, first) =
+                hub.register_resume_with(stream, Transport::Websocket, since, &extra);
             // The hello, then a reset marker if the position was not this server's.
             let mut head = rtcheck_wire::epoch::ws_hello(first.epoch, first.latest);
             if let Some(r) = first.reset {
                 head.extend_from_slice(&r.ws());
             }
-            if !ws_replay(&hub, &conn, &head, first.replay).await {
-                hub.deregister(&conn, CloseReason::Peer, 0);
-                return;
-            }
-            conn
+            Some((conn, head, first.replay))
         }
     };
-    let (reason, in_flight) = ws_loop(&hub, &conn, leftover).await;
+    let Some((conn, head, replay)) = registered else {
+        return;
+    };
+    if !ws_replay(hub, &conn, &head, replay).await {
+        hub.deregister(&conn, CloseReason::Peer, 0);
+        return;
+    }
+    let (reason, in_flight) = ws_loop(&app, &conn, leftover).await;
     hub.deregister(&conn, reason, in_flight);
+}
+
+/// A session-ack WebSocket client registered: its connection, its hello frame and its
+/// replay; None when another client took the last place since the check (told 1013).
+async fn ws_session(
+    hub: &Hub,
+    stream: TcpStream,
+    since: Option<Position>,
+    presented: Option<&str>,
+) -> Option<(Arc<Conn>, Vec<u8>, Replay)> {
+    let ack = session::ack_from(hub.epoch(), since);
+    match resume::register(hub, stream, Transport::Websocket, presented, ack) {
+        Ok((conn, replay, hello)) => {
+            let head = ws::frame(ws::OP_TEXT, hello.json().as_bytes());
+            Some((conn, head, replay))
+        }
+        // 1013 Try Again Later, best effort and briefly.
+        Err((stream, _)) => {
+            let close = ws::close_frame(ws::CLOSE_TRY_AGAIN);
+            let _ = tokio::time::timeout(GOODBYE, io::write_all(&stream, &close)).await;
+            None
+        }
+    }
 }
 
 /// A new session refused at `--max-sessions`: 503 with Retry-After (counted in
 /// `sessions.refused`).
-async fn refuse(hub: &Hub, stream: &TcpStream, r: session::Refused) {
+async fn refuse(hub: &Hub, stream: &TcpStream, r: Refused) {
     let secs = r.0.to_string();
     let msg = hub.sessions.refusal_message(r);
     send(
@@ -451,12 +455,25 @@ async fn refuse(hub: &Hub, stream: &TcpStream, r: session::Refused) {
     .await;
 }
 
+/// Write `head` then a replay to a registered client, counting what it sent (super::replay).
+async fn write_replay(
+    hub: &Hub,
+    conn: &Conn,
+    t: Transport,
+    head: &[u8],
+    replay: Replay,
+) -> Result<(), WriteError> {
+    let src = hub.replay_source();
+    let sent = |n| hub.counters.sent(t, n);
+    replay::write(&src, &conn.stream, t, head, replay, sent).await
+}
+
 /// The resume head of a WebSocket client: a gap marker as a text frame with the same
 /// `{"from":A,"to":B}` as SSE's `event: gap`, then the ring's replay, in chunks under the
 /// replay budget and the write deadline (super::replay). The connection was registered as
 /// writing, so the publisher only queues until this is out.
 async fn ws_replay(hub: &Hub, conn: &Conn, head: &[u8], replay: Replay) -> bool {
-    let ok = super::replay::write(hub, conn, Transport::Ws, head, replay)
+    let ok = write_replay(hub, conn, Transport::Websocket, head, replay)
         .await
         .is_ok();
     conn.done_writing();
@@ -465,7 +482,8 @@ async fn ws_replay(hub: &Hub, conn: &Conn, head: &[u8], replay: Replay) -> bool 
 
 /// Everything a WebSocket client does: receive queued messages (per-client strategy),
 /// answer pings, get pinged, and be removed when silent or too slow.
-async fn ws_loop(hub: &Hub, conn: &Conn, leftover: Vec<u8>) -> (CloseReason, u64) {
+async fn ws_loop(app: &App, conn: &Conn, leftover: Vec<u8>) -> (CloseReason, u64) {
+    let hub = &*app.hub;
     let cfg = &hub.cfg;
     let s = &conn.stream;
     // With shards, a shard task writes to this socket: this task must not write.
@@ -486,7 +504,7 @@ async fn ws_loop(hub: &Hub, conn: &Conn, leftover: Vec<u8>) -> (CloseReason, u64
     tokio::pin!(timer);
     let mut armed: Option<Instant> = None;
     loop {
-        if let Some(r) = handle_inbound(hub, conn.id, &mut inbox.frames, &mut control) {
+        if let Some(r) = handle_inbound(hub, conn, &mut inbox.frames, &mut control) {
             if let Some(code) = control.close.filter(|_| writer) {
                 goodbye(conn, writer, &ws::close_frame(code)).await; // echo the close
             }
@@ -497,8 +515,8 @@ async fn ws_loop(hub: &Hub, conn: &Conn, leftover: Vec<u8>) -> (CloseReason, u64
             return (CloseReason::Shutdown, 0);
         }
         if let Some(pos) = control.resume.take() {
-            let extra = super::cluster::resume_from(hub, pos.seq).await;
-            control.replay = session::ws_resume_reply(hub, conn.id, pos, &extra);
+            let extra = app.stream_after(pos.seq).await;
+            control.replay = resume::ws_resume_reply(hub, conn, pos, &extra);
         }
         // Not while the publisher's partial write waits in the queue: that goes first.
         if !control.is_empty() && conn.try_begin_writing() {
@@ -514,7 +532,7 @@ async fn ws_loop(hub: &Hub, conn: &Conn, leftover: Vec<u8>) -> (CloseReason, u64
             let (reset, replay) = control.replay.take().unwrap_or_default();
             // A reset marker first when the position was not this server's.
             let head = reset.map_or(Vec::new(), |r| r.ws());
-            let r = super::replay::write(hub, conn, Transport::Ws, &head, replay).await;
+            let r = write_replay(hub, conn, Transport::Websocket, &head, replay).await;
             conn.done_writing();
             if let Err(e) = r {
                 return (write_failure(e), 0);
@@ -522,11 +540,11 @@ async fn ws_loop(hub: &Hub, conn: &Conn, leftover: Vec<u8>) -> (CloseReason, u64
         }
         if writer {
             if let Some(item) = conn.pop() {
-                let wire = item.wire(Transport::Ws);
+                let wire = item.wire(Transport::Websocket);
                 let r = io::write_with_deadline(s, &wire, cfg.write_deadline).await;
                 conn.done_writing();
                 match r {
-                    Ok(()) => hub.counters.sent(Transport::Ws, item.bytes.len()),
+                    Ok(()) => hub.counters.sent(Transport::Websocket, item.bytes.len()),
                     Err(e) => return (write_failure(e), 1),
                 }
                 continue;
@@ -592,7 +610,7 @@ struct Pending {
     /// Frames answering a client message.
     extra: Vec<u8>,
     /// A resume message's answer (a reset marker, then the replay written in chunks).
-    replay: Option<session::ResumeReply>,
+    replay: Option<ResumeReply>,
     /// A resume message's position, to answer from the cluster's Redis ring.
     resume: Option<Position>,
 }
@@ -614,7 +632,7 @@ impl Pending {
 /// Act on decoded client frames; Some(reason) when the connection must end.
 fn handle_inbound(
     hub: &Hub,
-    conn: u64,
+    conn: &Conn,
     inbound: &mut Vec<ws::Inbound>,
     control: &mut Pending,
 ) -> Option<CloseReason> {
@@ -627,10 +645,10 @@ fn handle_inbound(
             Inbound::Text(t) => {
                 hub.counters.inbound_messages.fetch_add(1, Relaxed);
                 // With a cluster the resume reads the Redis ring: answered by the loop.
-                if let Some(since) = session::cluster_resume_since(hub, conn, &t).filter(|_| writer)
+                if let Some(since) = resume::cluster_resume_since(hub, conn, &t).filter(|_| writer)
                 {
                     control.resume = Some(since);
-                } else if let Some(r) = session::on_ws_text(hub, conn, &t).filter(|_| writer) {
+                } else if let Some(r) = resume::on_ws_text(hub, conn, &t).filter(|_| writer) {
                     control.replay = Some(r);
                 }
             }
@@ -662,11 +680,8 @@ async fn goodbye(conn: &Conn, writer: bool, bytes: &[u8]) {
 
 /// SSE: replay from Last-Event-ID out of the ring, then live events; comments as
 /// keepalive. The client sends nothing after its request; EOF means it left.
-async fn serve_sse(hub: Arc<Hub>, stream: TcpStream, req: Request) {
-    if req.method != "GET" {
-        send(&stream, &http::error(405, "GET /sse")).await;
-        return;
-    }
+async fn serve_sse(app: Arc<App>, stream: TcpStream, req: Request) {
+    let hub = &app.hub;
     // `SEQ@EPOCH` (our ids) or a bare seq; not a number: an unknown position, answered
     // with the whole ring after a gap marker.
     let last_id = req
@@ -682,30 +697,23 @@ async fn serve_sse(hub: Arc<Hub>, stream: TcpStream, req: Request) {
     // At --max-sessions a new session is refused here, under the sessions' lock only
     // (registering would judge it under the hub's locks too); register still catches a race.
     if let Err(r) = hub.sessions.check(presented.as_deref()) {
-        return refuse(&hub, &stream, r).await;
+        return refuse(hub, &stream, r).await;
     }
     if let Err(e) = sse_liveness(&stream, &hub.cfg) {
         eprintln!("rtcheck serve: SSE socket options: {e}");
     }
-    let mut head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-store\r\nConnection: keep-alive\r\nX-Accel-Buffering: no\r\n".to_string();
-    for (k, v) in access::cors_headers(hub.cfg.cors.as_deref(), "/sse") {
-        head.push_str(&format!("{k}: {v}\r\n"));
-    }
-    head.push_str("\r\n");
+    let mut head = sse_head(hub.cfg.cors.as_deref());
     let (conn, replay) = if hub.cfg.delivery == Delivery::SessionAck {
         let ack = session::ack_from(hub.epoch(), last_id);
-        let registered = session::register(&hub, stream, Transport::Sse, presented.as_deref(), ack);
+        let registered = resume::register(hub, stream, Transport::Sse, presented.as_deref(), ack);
         let (conn, replay, hello) = match registered {
             Ok(r) => r,
-            Err((stream, r)) => return refuse(&hub, &stream, r).await,
+            Err((stream, r)) => return refuse(hub, &stream, r).await,
         };
         head.push_str(&hello.sse());
         (conn, replay)
     } else {
-        let extra = match last_id {
-            Some(p) => super::cluster::resume_from(&hub, p.seq).await,
-            None => Vec::new(),
-        };
+        let extra = app.stream_after_pos(last_id.map(|p| p.seq)).await;
         let (conn, first) = hub.register_resume_with(stream, Transport::Sse, last_id, &extra);
         // A reset marker first (after the head) if the position was not this server's.
         if let Some(r) = first.reset {
@@ -713,8 +721,18 @@ async fn serve_sse(hub: Arc<Hub>, stream: TcpStream, req: Request) {
         }
         (conn, first.replay)
     };
-    let (reason, in_flight) = sse_loop(&hub, &conn, &head, replay).await;
+    let (reason, in_flight) = sse_loop(hub, &conn, &head, replay).await;
     hub.deregister(&conn, reason, in_flight);
+}
+
+/// The SSE response head (with the CORS headers when `--cors`).
+fn sse_head(cors: Option<&str>) -> String {
+    let mut head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-store\r\nConnection: keep-alive\r\nX-Accel-Buffering: no\r\n".to_string();
+    for (k, v) in access::cors_headers(cors, "/sse") {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    head.push_str("\r\n");
+    head
 }
 
 /// An SSE client sends nothing after its request, so the server cannot wait for pongs:
@@ -741,7 +759,7 @@ async fn sse_loop(hub: &Hub, conn: &Conn, head: &str, replay: Replay) -> (CloseR
     let writer = cfg.strategy == Strategy::PerClient;
     // The head, the gap marker and the replay, in chunks under the replay budget and the
     // write deadline (super::replay).
-    let r = super::replay::write(hub, conn, Transport::Sse, head.as_bytes(), replay).await;
+    let r = write_replay(hub, conn, Transport::Sse, head.as_bytes(), replay).await;
     if let Err(e) = r {
         return (write_failure(e), 0);
     }

@@ -1,66 +1,35 @@
-//! Delivery modes beyond the shared ring (issue 12): `--delivery session-ack` (a session
-//! per client: a bounded queue of unacked messages kept while it is away, acks by seq,
-//! expiry after `--session-ttl`) and `--delivery snapshot` (the latest message first).
-//! The hub calls in at four points: publish, register, deregister and snapshot.
-use super::hub::{lock, Conn, Hub, Round, Transport};
-use rtcheck_wire::epoch::{self, Epoch, Position, Reset};
-use rtcheck_wire::http::Request;
+//! `--delivery session-ack` (issue 12): a session per client, a bounded queue of unacked
+//! messages kept while it is away, acks by seq, expiry after `--session-ttl`, and the caps
+//! on how many sessions (and how much memory) the server holds. A leaf the hub owns: it is
+//! told of every round ([`Sessions::publish`]), every client that leaves
+//! ([`Sessions::detach`]) and every epoch reset ([`Sessions::reset_all`]); registering a
+//! session client, its acks and its HTTP routes live above the hub (`resume`, `routes`).
+use super::ring::{Round, POLL_MAX};
+use super::sync::lock;
+use rtcheck_wire::epoch::{Epoch, Position};
 use rtcheck_wire::payload;
+use rtcheck_wire::stats::SessionStats;
 use std::collections::{HashMap, VecDeque};
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
-use tokio::net::TcpStream;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Delivery {
-    // Replay after the client's seq from the shared ring, or a gap marker.
-    SeqRing,
-    // A session per client, a queue of unacked messages, acks by seq.
-    SessionAck,
-    // The latest message first, then live.
-    Snapshot,
-}
-
-impl rtcheck_base::names::Named for Delivery {
-    const ALL: &'static [Delivery] = &[Delivery::SeqRing, Delivery::SessionAck, Delivery::Snapshot];
-    fn name(self) -> &'static str {
-        match self {
-            Delivery::SeqRing => "seq-ring",
-            Delivery::SessionAck => "session-ack",
-            Delivery::Snapshot => "snapshot",
-        }
-    }
-}
-
-/// `--ring`: a bare number is messages, a size with a unit is bytes of payload.
+/// What the sessions are configured with (from serve's validated config).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RingSize {
-    Messages(u64),
-    Bytes(u64),
-}
-
-impl RingSize {
-    /// Whole messages of `size` bytes (bytes are rounded up).
-    pub fn messages(self, size: u64) -> u64 {
-        match self {
-            RingSize::Messages(n) => n,
-            RingSize::Bytes(b) => b.div_ceil(size.max(1)),
-        }
-    }
-}
-
-pub fn parse_ring(s: &str) -> Result<RingSize, String> {
-    let t = s.trim();
-    if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) {
-        return t
-            .parse()
-            .map(RingSize::Messages)
-            .map_err(|_| format!("{t}: too large"));
-    }
-    rtcheck_base::units::parse_size(t).map(RingSize::Bytes)
+pub struct Limits {
+    /// `--delivery session-ack`: otherwise the sessions stay empty and idle.
+    pub enabled: bool,
+    pub ttl: Duration,
+    /// `--session-queue`: unacked messages one session holds.
+    pub queue: usize,
+    /// `--max-sessions`.
+    pub max: usize,
+    /// `--session-memory` in bytes.
+    pub memory: u64,
+    /// The payload's `--size` and `--text`, to encode a replay.
+    pub size: usize,
+    pub text: bool,
 }
 
 /// The seq a session-ack client acks implicitly by resuming (Last-Event-ID, `since`):
@@ -68,15 +37,6 @@ pub fn parse_ring(s: &str) -> Result<RingSize, String> {
 pub fn ack_from(epoch: Epoch, pos: Option<Position>) -> Option<u64> {
     pos.filter(|p| p.epoch.is_none_or(|e| e == epoch))
         .map(|p| p.seq)
-}
-
-/// Snapshot delivery: the latest message, unless the client already has it.
-pub fn snapshot_replay(
-    ring: &VecDeque<Round>,
-    last_id: Option<u64>,
-) -> (Vec<Round>, Option<(u64, u64)>) {
-    let latest = ring.back().filter(|r| r.seq > last_id.unwrap_or(0));
-    (latest.cloned().into_iter().collect(), None)
 }
 
 /// What one session can hold at worst (away with a full queue): per entry its payload copy
@@ -91,25 +51,6 @@ pub fn worst_session_bytes(queue: usize, size: usize) -> u64 {
 /// Sessions `--session-memory` holds when each may reach its worst.
 pub fn sessions_in_memory(memory: u64, queue: usize, size: usize) -> u64 {
     memory / worst_session_bytes(queue, size).max(1)
-}
-
-/// The banner's sessions lines: TTL, queue, both caps and what they hold at worst.
-pub fn banner_line(cfg: &super::config::Config) -> String {
-    let per = worst_session_bytes(cfg.session_queue, cfg.size);
-    let by_memory = sessions_in_memory(cfg.session_memory.bytes, cfg.session_queue, cfg.size);
-    let held = (cfg.max_sessions as u64).min(by_memory);
-    format!(
-        "  sessions: max {} (new ones then get 503 + Retry-After), ttl {}, queue {}\n  \
-         session memory: {} ({})\n  \
-         sessions at worst: {} ({held} x {}, away with full queues)\n",
-        cfg.max_sessions,
-        rtcheck_base::units::fmt_duration(cfg.session_ttl),
-        cfg.session_queue,
-        rtcheck_base::units::fmt_bytes(cfg.session_memory.bytes),
-        cfg.session_memory.source,
-        rtcheck_base::units::fmt_bytes(per * held),
-        rtcheck_base::units::fmt_bytes(per),
-    )
 }
 
 /// A client's session found or made: its hello, the (seq, ts) of its unacked messages and
@@ -202,39 +143,6 @@ struct Inner {
     bytes: usize,
 }
 
-/// Session counters (`/metrics`, `/control/stats` under `sessions`).
-#[derive(Debug, Clone, Copy, Default, serde::Serialize)]
-pub struct SessionStats {
-    /// Sessions held (connected or away).
-    pub count: u64,
-    /// `--max-sessions`: the cap on `count`.
-    pub max: u64,
-    /// New sessions refused at the cap (503 + Retry-After; WebSocket close 1013).
-    pub refused: u64,
-    /// `--session-memory` in bytes, what one session can hold at worst, the sessions that
-    /// fit (the cap is the lower of this and `max`), and the refusals where memory was the
-    /// binding cap.
-    pub memory_budget: u64,
-    pub worst_session_bytes: u64,
-    pub max_by_memory: u64,
-    pub refused_memory: u64,
-    pub connected: u64,
-    /// Bytes of session state held: payload copies plus bookkeeping (counted, not the
-    /// allocator's view; RSS is the independent check).
-    pub bytes: u64,
-    /// Unacked messages held over every session.
-    pub messages: u64,
-    pub created: u64,
-    pub expired: u64,
-    /// A client presented an unknown or expired session and got a new one (reset: true).
-    pub resets: u64,
-    /// Messages dropped from a full session queue (each reported in a gap marker).
-    pub overflow_messages: u64,
-    pub acks: u64,
-    /// Acks for a seq never sent to that session, or for no session: ignored.
-    pub acks_ignored: u64,
-}
-
 /// Every session of the server. Empty and idle unless `--delivery session-ack`.
 #[derive(Debug)]
 pub struct Sessions {
@@ -251,9 +159,6 @@ pub struct Sessions {
     size: usize,
     text: bool,
     enabled: bool,
-    /// Plain `/ws` connections that may still send a resume message: the ring's last seq
-    /// when each joined (everything after it is sent live).
-    joined: Mutex<HashMap<u64, u64>>,
     created: AtomicU64,
     expired: AtomicU64,
     resets: AtomicU64,
@@ -283,7 +188,7 @@ impl Refused {
 pub struct Hello {
     pub session: String,
     pub reset: bool,
-    /// The server's epoch (set by [`register`]; sessions live in one instance's memory,
+    /// The server's epoch (set by `resume::register`; sessions live in one instance's memory,
     /// so a restarted server knows none of the old ones: they get reset: true).
     pub epoch: Option<Epoch>,
 }
@@ -304,19 +209,18 @@ impl Hello {
 }
 
 impl Sessions {
-    pub fn new(cfg: &super::config::Config) -> Sessions {
+    pub fn new(l: &Limits) -> Sessions {
         Sessions {
             inner: Mutex::new(Inner::default()),
-            ttl: cfg.session_ttl,
-            cap: cfg.session_queue.max(1),
-            max: cfg.max_sessions.max(1),
-            memory: cfg.session_memory.bytes,
-            worst: worst_session_bytes(cfg.session_queue.max(1), cfg.size),
+            ttl: l.ttl,
+            cap: l.queue.max(1),
+            max: l.max.max(1),
+            memory: l.memory,
+            worst: worst_session_bytes(l.queue.max(1), l.size),
             refused_memory: AtomicU64::new(0),
-            size: cfg.size,
-            text: cfg.text,
-            enabled: cfg.delivery == Delivery::SessionAck,
-            joined: Mutex::new(HashMap::new()),
+            size: l.size,
+            text: l.text,
+            enabled: l.enabled,
             created: AtomicU64::new(0),
             expired: AtomicU64::new(0),
             resets: AtomicU64::new(0),
@@ -401,7 +305,6 @@ impl Sessions {
     /// the old epoch, so every session goes; a client presenting one gets a new session
     /// with reset: true (a connected one was just sent a reset marker).
     pub fn reset_all(&self) {
-        lock(&self.joined).clear();
         if !self.enabled {
             return;
         }
@@ -431,7 +334,11 @@ impl Sessions {
     /// Find or create the client's session and take what it must get first: the unacked
     /// messages (after `ack_upto`, an implicit ack from Last-Event-ID / since) and the gap
     /// marker for an overflow. Called under the hub's registration lock.
-    fn attach(&self, presented: Option<&str>, ack_upto: Option<u64>) -> Result<Attached, Refused> {
+    pub fn attach(
+        &self,
+        presented: Option<&str>,
+        ack_upto: Option<u64>,
+    ) -> Result<Attached, Refused> {
         self.attach_as(presented, ack_upto, false)
     }
 
@@ -484,12 +391,12 @@ impl Sessions {
     }
 
     /// Encode a replay from a session's (seq, ts) pairs.
-    fn encode(&self, epoch: Epoch, replay: &[(u64, u64)]) -> Vec<Round> {
+    pub fn encode(&self, epoch: Epoch, replay: &[(u64, u64)]) -> Vec<Round> {
         let b = |&(seq, ts): &(u64, u64)| Round::build(self.size, self.text, epoch, seq, ts);
         replay.iter().map(b).collect()
     }
 
-    fn bind(&self, conn: u64, id: &str) {
+    pub fn bind(&self, conn: u64, id: &str) {
         let mut g = lock(&self.inner);
         if let Some(s) = g.by_id.get_mut(id) {
             if s.conn.is_none() && s.away_since.is_none() {
@@ -501,7 +408,6 @@ impl Sessions {
 
     /// The hub's deregister hook: the session stays, its TTL starts.
     pub fn detach(&self, conn: u64) {
-        lock(&self.joined).remove(&conn);
         if !self.enabled {
             return;
         }
@@ -590,7 +496,7 @@ impl Sessions {
 
     /// `/poll?session=ID&since=SEQ` under session-ack: `since` acks, the answer holds the
     /// session's unacked messages after it and the usual keys, plus `session` and `reset`.
-    fn poll(
+    pub fn poll(
         &self,
         presented: Option<&str>,
         pos: Option<Position>,
@@ -604,7 +510,7 @@ impl Sessions {
         let owed: Vec<(u64, u64)> = replay.into_iter().filter(|r| r.0 > since).collect();
         // A JSON message is padded to --size bytes (at least its seq and ts), plus a comma.
         let per = self.size.max(64) + 1;
-        let n = (super::replay::POLL_MAX / per).clamp(1, owed.len().max(1));
+        let n = (POLL_MAX / per).clamp(1, owed.len().max(1));
         let more = owed.len() > n;
         let replay = self.encode(epoch, &owed[..n.min(owed.len())]);
         let mut out = format!(
@@ -627,8 +533,36 @@ impl Sessions {
         Ok(out)
     }
 
+    /// The body of a refused `/poll?session=`.
+    pub fn refused_json(&self, r: Refused) -> String {
+        let error = match self.cap() < self.max {
+            true => "session memory full",
+            false => "too many sessions",
+        };
+        format!(
+            "{{\"error\":\"{error}\",\"max_sessions\":{},\"session_memory\":{},\"retry_after\":{}}}",
+            self.max, self.memory, r.0
+        )
+    }
+
+    /// Expire sessions in the background until `shutdown` resolves (a few times per TTL,
+    /// at most every second), and give the freed memory back to the OS.
+    pub async fn expire_until(&self, shutdown: impl std::future::Future<Output = ()>) {
+        let every = (self.ttl / 4).clamp(Duration::from_millis(50), Duration::from_secs(1));
+        tokio::pin!(shutdown);
+        loop {
+            tokio::select! {
+                _ = tokio::time::sleep(every) => {}
+                _ = &mut shutdown => return,
+            }
+            if self.expire(Instant::now()) > 0 {
+                rtcheck_base::os::proc::trim_heap();
+            }
+        }
+    }
+
     /// `GET /session?id=ID`: one session's state, for clients and `verify delivery`.
-    fn describe(&self, id: &str) -> Option<String> {
+    pub fn describe(&self, id: &str) -> Option<String> {
         let g = lock(&self.inner);
         let s = g.by_id.get(id)?;
         Some(format!(
@@ -659,326 +593,19 @@ fn new_id() -> String {
     })
 }
 
-/// A registered session client: its connection, what it gets first, and its hello.
-pub type Registered = (Arc<Conn>, super::replay::Replay, Hello);
-
-/// Register a session-ack client: attach its session under the hub's registration lock
-/// (so no message is missed or sent twice by the hub), bind the connection to it. At
-/// `--max-sessions` a new session is refused: the stream comes back with the refusal.
-pub fn register(
-    hub: &Hub,
-    stream: TcpStream,
-    transport: Transport,
-    presented: Option<&str>,
-    ack_upto: Option<u64>,
-) -> Result<Registered, (TcpStream, Refused)> {
-    let (conn, (mut hello, replay, gap)) = hub.try_register_with(stream, transport, |_| {
-        let a = hub.sessions.attach(presented, ack_upto)?;
-        let skip = a.1.last().map_or(0, |r| r.0);
-        Ok((a, skip))
-    })?;
-    hub.sessions.bind(conn.id, &hello.session);
-    let epoch = hub.epoch();
-    hello.epoch = Some(epoch);
-    // Encoded as it is written, a chunk at a time (super::replay).
-    let replay = super::replay::Replay::built(epoch, replay, gap);
-    Ok((conn, replay, hello))
-}
-
-/// Register a plain `/ws` client (no `since`) that may resume with a message: remember
-/// the ring's last seq at the moment it joined. Returns its hello (the first frame:
-/// epoch and that seq); the connection stays "writing" until the caller has sent it.
-pub fn register_ws(hub: &Hub, stream: TcpStream) -> (Arc<Conn>, Vec<u8>) {
-    // A cluster node's last delivery may be a gap marker, which never enters the ring:
-    // the client joined after it, so a resume owes that gap too.
-    let (conn, (epoch, joined)) = hub.register_with(stream, Transport::Ws, |ring| {
-        let back = ring.back().map_or(0, |r| r.seq);
-        let marked = hub.cluster.get().map_or(0, |c| c.last_seq.load(Relaxed));
-        ((hub.epoch(), back.max(marked)), 0)
-    });
-    lock(&hub.sessions.joined).insert(conn.id, joined);
-    (conn, epoch::ws_hello(epoch, joined))
-}
-
-/// The answer to a WebSocket resume message: a reset marker (the position was not this
-/// server's), written before the replay.
-pub type ResumeReply = (Option<Reset>, super::replay::Replay);
-
-/// A WebSocket text message from a client. session-ack: `{"ack":SEQ}` acks up to SEQ.
-/// seq-ring: `{"since":SEQ,"epoch":"E"}` (the resume message, for clients that cannot set
-/// the URL; once per connection) returns what to send: a reset marker if SEQ is from
-/// another epoch or beyond where the client joined, then the gap marker and the ring after
-/// SEQ (from its start after a reset) up to where the client joined. Anything else is
-/// ignored, as before.
-pub fn on_ws_text(hub: &Hub, conn: u64, text: &[u8]) -> Option<ResumeReply> {
-    let v: serde_json::Value = serde_json::from_slice(text).ok()?;
-    match hub.cfg.delivery {
-        Delivery::SessionAck => {
-            let seq = v.get("ack")?.as_u64()?;
-            hub.sessions.ack_conn(conn, seq);
-            None
-        }
-        Delivery::SeqRing => ws_resume_reply(hub, conn, resume_since(&v)?, &[]),
-        Delivery::Snapshot => None,
-    }
-}
-
-/// The position of a resume message `{"since":SEQ,"epoch":"E"}` (a string since is read
-/// as a resume id, `SEQ@EPOCH` included; the epoch is optional, as for old clients).
-fn resume_since(v: &serde_json::Value) -> Option<Position> {
-    let mut p = match v.get("since")? {
-        serde_json::Value::String(s) => Position::parse(s),
-        n => Position {
-            seq: n.as_u64().unwrap_or(0),
-            epoch: None,
-        },
-    };
-    if let Some(e) = v.get("epoch") {
-        p.epoch = Some(e.as_str().map_or(Epoch::FOREIGN, Epoch::parse));
-    }
-    Some(p)
-}
-
-/// A resume message under seq-ring with a cluster: its seq, for the caller to fetch the
-/// Redis ring (async) and answer with [`ws_resume_reply`]. None: not one, or no cluster.
-/// Only the first resume message of a connection is answered: a repeated one would cost a
-/// Redis read and a replay each time, for nothing.
-pub fn cluster_resume_since(hub: &Hub, conn: u64, text: &[u8]) -> Option<Position> {
-    if hub.cluster.get().is_none()
-        || hub.cfg.delivery != Delivery::SeqRing
-        || !lock(&hub.sessions.joined).contains_key(&conn)
-    {
-        return None;
-    }
-    resume_since(&serde_json::from_slice(text).ok()?)
-}
-
-/// The answer to a resume message (once per connection): a reset marker if the position is
-/// from another epoch or beyond where the client joined, the gap marker and the ring
-/// (merged with `extra`, the cluster's) after `since` up to where the client joined. A
-/// cluster node that had delivered nothing when the client joined will never deliver what
-/// the Stream already held: all of it is replayed.
-pub fn ws_resume_reply(
-    hub: &Hub,
-    conn: u64,
-    pos: Position,
-    extra: &[Round],
-) -> Option<ResumeReply> {
-    let upto = match lock(&hub.sessions.joined).remove(&conn)? {
-        0 => extra.last().map_or(0, |r| r.seq),
-        j => j,
-    };
-    let resume = epoch::decide(pos, hub.epoch(), upto);
-    let (replay, gap) = hub.replay_between(resume.since(), upto, extra);
-    // Written by the connection's loop, the reset marker first, then the replay a chunk
-    // at a time (super::replay).
-    Some((resume.reset(), hub.plan(replay, gap)))
-}
-
-/// `POST /ack?session=ID&seq=SEQ` and `GET /session?id=ID`: `(status, type, body)`, or
-/// None for other paths.
-pub fn route(hub: &Hub, req: &Request) -> Option<(u16, &'static str, String)> {
-    const JSON: &str = "application/json";
-    const TEXT: &str = "text/plain; charset=utf-8";
-    let on = hub.cfg.delivery == Delivery::SessionAck;
-    match req.path.as_str() {
-        "/ack" if req.method != "POST" => Some((405, TEXT, "POST /ack\n".into())),
-        "/ack" if !on => Some((
-            404,
-            TEXT,
-            "/ack needs serve --delivery session-ack\n".into(),
-        )),
-        "/ack" => {
-            let id = req.query_param("session").unwrap_or_default();
-            let Some(Ok(seq)) = req.query_param("seq").map(|v| v.trim().parse::<u64>()) else {
-                return Some((
-                    400,
-                    TEXT,
-                    "/ack needs ?session=ID&seq=SEQ (an unsigned integer)\n".into(),
-                ));
-            };
-            hub.sessions.ack(&id, seq);
-            // Ignored acks (unknown session, never-sent seq) are counted, not refused: a
-            // client racing an expiry must not be broken by it.
-            Some((200, JSON, "{\"ok\":true}".into()))
-        }
-        // With a `session` parameter (empty: issue one); without, the plain ring poll.
-        "/poll" if on && (req.method == "GET" || req.method == "HEAD") => {
-            let presented = req.query_param("session")?;
-            hub.counters.polls.fetch_add(1, Relaxed);
-            let since = super::server::resume_position(req);
-            let presented = Some(presented.as_str()).filter(|p| !p.is_empty());
-            // A refusal's Retry-After header is added by the caller (`retry_after`).
-            Some(match hub.sessions.poll(presented, since, hub.epoch()) {
-                Ok(body) => (200, JSON, body),
-                Err(r) => (503, JSON, refused_json(r, &hub.sessions)),
-            })
-        }
-        "/session" => {
-            let id = req.query_param("id").unwrap_or_default();
-            Some(match hub.sessions.describe(&id) {
-                Some(body) => (200, JSON, body),
-                None => (404, JSON, "{\"error\":\"no such session\"}".into()),
-            })
-        }
-        _ => None,
-    }
-}
-
-/// The body of a refused `/poll?session=`.
-fn refused_json(r: Refused, s: &Sessions) -> String {
-    let error = match s.cap() < s.max {
-        true => "session memory full",
-        false => "too many sessions",
-    };
-    format!(
-        "{{\"error\":\"{error}\",\"max_sessions\":{},\"session_memory\":{},\"retry_after\":{}}}",
-        s.max, s.memory, r.0
-    )
-}
-
-/// The `Retry-After` seconds of a 503 from [`route`]: read back from its body.
-pub fn retry_after(body: &str) -> Option<String> {
-    let v: serde_json::Value = serde_json::from_str(body).ok()?;
-    v.get("retry_after")?.as_u64().map(|s| s.to_string())
-}
-
-/// Expire sessions in the background (a few times per TTL, at most every second) and give
-/// the freed memory back to the OS.
-pub async fn expire_loop(hub: Arc<Hub>) {
-    let every = (hub.sessions.ttl / 4).clamp(Duration::from_millis(50), Duration::from_secs(1));
-    loop {
-        tokio::select! {
-            _ = tokio::time::sleep(every) => {}
-            _ = hub.shutdown_signalled() => return,
-        }
-        if hub.sessions.expire(Instant::now()) > 0 {
-            trim_heap();
-        }
-    }
-}
-
-use rtcheck_base::os::proc::trim_heap;
-
-/// Families [`metrics`] renders.
-pub const METRIC_FAMILIES: usize = 16;
-
-/// Ring and session families for `/metrics`.
-pub fn metrics(o: &mut String, snap: &super::hub::Snapshot) {
-    let s = &snap.sessions;
-    let rows: [(&str, &str, &str, u64); METRIC_FAMILIES] = [
-        (
-            "rtcheck_ring_messages",
-            "gauge",
-            "Messages held in the resume ring.",
-            snap.ring_messages,
-        ),
-        (
-            "rtcheck_ring_bytes",
-            "gauge",
-            "Bytes of the resume ring in every encoding it keeps (WebSocket, SSE, raw, JSON).",
-            snap.ring_bytes,
-        ),
-        (
-            "rtcheck_sessions",
-            "gauge",
-            "Sessions held (session-ack).",
-            s.count,
-        ),
-        (
-            "rtcheck_session_bytes",
-            "gauge",
-            "Bytes of session state held: unacked payload copies plus bookkeeping.",
-            s.bytes,
-        ),
-        (
-            "rtcheck_session_messages",
-            "gauge",
-            "Unacked messages held over every session.",
-            s.messages,
-        ),
-        (
-            "rtcheck_sessions_expired_total",
-            "counter",
-            "Sessions forgotten after --session-ttl away.",
-            s.expired,
-        ),
-        (
-            "rtcheck_session_resets_total",
-            "counter",
-            "Unknown or expired sessions presented: a new session with reset true.",
-            s.resets,
-        ),
-        (
-            "rtcheck_session_overflow_messages_total",
-            "counter",
-            "Messages dropped from full session queues, each reported in a gap marker.",
-            s.overflow_messages,
-        ),
-        (
-            "rtcheck_session_acks_total",
-            "counter",
-            "Acks applied.",
-            s.acks,
-        ),
-        (
-            "rtcheck_session_acks_ignored_total",
-            "counter",
-            "Acks ignored: a seq never sent, or no such session.",
-            s.acks_ignored,
-        ),
-        (
-            "rtcheck_sessions_created_total",
-            "counter",
-            "Sessions issued.",
-            s.created,
-        ),
-        (
-            "rtcheck_sessions_max",
-            "gauge",
-            "Sessions held at most (--max-sessions); beyond it new sessions are refused.",
-            s.max,
-        ),
-        (
-            "rtcheck_sessions_refused_total",
-            "counter",
-            "New sessions refused at --max-sessions (503 + Retry-After, WebSocket close 1013).",
-            s.refused,
-        ),
-        (
-            "rtcheck_session_memory_budget_bytes",
-            "gauge",
-            "--session-memory: sessions held at worst (away, queue full) stay within it.",
-            s.memory_budget,
-        ),
-        (
-            "rtcheck_sessions_max_by_memory",
-            "gauge",
-            "Sessions --session-memory holds at their worst (the cap is the lower of this and --max-sessions).",
-            s.max_by_memory,
-        ),
-        (
-            "rtcheck_sessions_refused_memory_total",
-            "counter",
-            "New sessions refused with --session-memory as the binding cap (also in rtcheck_sessions_refused_total).",
-            s.refused_memory,
-        ),
-    ];
-    for (name, kind, help, v) in rows {
-        let _ = writeln!(o, "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {v}");
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn sessions(cap: usize) -> Sessions {
-        let mut cfg = super::super::config::Config::from_options(&Default::default(), 1).unwrap();
-        cfg.delivery = Delivery::SessionAck;
-        cfg.session_queue = cap;
-        cfg.size = 64;
-        Sessions::new(&cfg)
+        let o = crate::config::Options {
+            delivery: rtcheck_wire::delivery::Delivery::SessionAck,
+            session_queue: Some(cap),
+            size: 64,
+            ..Default::default()
+        };
+        let cfg = crate::config::Config::from_options_with(&o, 1, None).unwrap();
+        Sessions::new(&cfg.session_limits())
     }
 
     fn round(seq: u64) -> Round {
@@ -1088,7 +715,9 @@ mod tests {
         let r = s.attach(None, None).unwrap_err();
         let m = s.refusal_message(r);
         assert!(m.contains("session memory full: 3 sessions"), "{m}");
-        assert!(refused_json(r, &s).contains("\"error\":\"session memory full\""));
+        assert!(s
+            .refused_json(r)
+            .contains("\"error\":\"session memory full\""));
         assert!(
             s.check(Some(&ids[0])).is_ok(),
             "a known session is never refused"
@@ -1109,10 +738,7 @@ mod tests {
     }
 
     #[test]
-    fn ring_sizes_and_resume_ids() {
-        assert_eq!(parse_ring("1024"), Ok(RingSize::Messages(1024)));
-        assert_eq!(parse_ring("100KiB").unwrap().messages(1024), 100);
-        assert!(parse_ring("x").is_err());
+    fn resume_ids_ack_only_in_this_epoch() {
         // A resume from another epoch acks nothing; a bare number or the same epoch does.
         let at = |seq, epoch| Some(Position { seq, epoch });
         assert_eq!(ack_from(Epoch(1), at(5, Some(Epoch(2)))), None);
@@ -1127,9 +753,5 @@ mod tests {
             hello.json(),
             "{\"session\":\"s\",\"reset\":true,\"epoch\":\"0000000000000003\"}"
         );
-        let ring: VecDeque<Round> = (3..=5).map(round).collect();
-        assert_eq!(snapshot_replay(&ring, None).0[0].seq, 5);
-        assert_eq!(snapshot_replay(&ring, Some(2)).0[0].seq, 5);
-        assert!(snapshot_replay(&ring, Some(5)).0.is_empty());
     }
 }

@@ -5,6 +5,7 @@
 //! (no TCP_NODELAY), the server-side mistake that meets the client's delayed ACK.
 use super::io;
 use rtcheck_wire::http::{self, Request};
+use rtcheck_wire::prom::{Exposition, Kind};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -95,38 +96,40 @@ impl Pool {
         let rows = [
             (
                 "rtcheck_work_workers",
-                "gauge",
+                Kind::Gauge,
                 "Workers in the /work pool.",
                 self.workers as u64,
             ),
             (
                 "rtcheck_work_busy_workers",
-                "gauge",
+                Kind::Gauge,
                 "Workers busy on /work now (saturation).",
                 self.busy.load(Relaxed) as u64,
             ),
             (
                 "rtcheck_work_queue_length",
-                "gauge",
+                Kind::Gauge,
                 "/work requests waiting for a worker.",
                 self.queued.load(Relaxed) as u64,
             ),
             (
                 "rtcheck_work_requests_total",
-                "counter",
+                Kind::Counter,
                 "/work requests served.",
                 self.served.load(Relaxed),
             ),
             (
                 "rtcheck_work_rejected_total",
-                "counter",
+                Kind::Counter,
                 "/work requests refused with 503 (queue full).",
                 self.rejected.load(Relaxed),
             ),
         ];
-        rows.iter()
-            .map(|(n, k, h, v)| format!("# HELP {n} {h}\n# TYPE {n} {k}\n{n} {v}\n"))
-            .collect()
+        let mut p = Exposition::new();
+        for (name, kind, help, v) in rows {
+            p.single(name, kind, help, v);
+        }
+        p.finish()
     }
 }
 
@@ -164,14 +167,11 @@ pub fn parse_ms(req: &Request) -> Result<u64, String> {
 /// Serve one /work request. Returns whether the connection stays open.
 pub async fn serve(stream: &TcpStream, req: &Request, keep: bool) -> bool {
     let p = pool();
-    let (status, body) = if req.method != "GET" && req.method != "HEAD" {
-        (405, "GET /work?ms=N\n".to_string())
-    } else {
-        match parse_ms(req) {
-            Err(e) => (400, format!("{e}\n")),
-            Ok(ms) if p.work(ms).await => (200, "ok\n".to_string()),
-            Ok(_) => (503, "work queue full\n".to_string()),
-        }
+    // GET or HEAD: the route table answers the other methods.
+    let (status, body) = match parse_ms(req) {
+        Err(e) => (400, format!("{e}\n")),
+        Ok(ms) if p.work(ms).await => (200, "ok\n".to_string()),
+        Ok(_) => (503, "work queue full\n".to_string()),
     };
     let keep = keep && status < 400;
     let mut resp = http::response(status, "text/plain; charset=utf-8", body.as_bytes(), keep);

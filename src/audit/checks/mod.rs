@@ -4,7 +4,7 @@ use super::host::Host;
 use crate::evidence::{self, fmt_num};
 use crate::findings::{Finding, Fix, Status};
 use crate::profile::{Loss, Profile, Role};
-use crate::transport::Transport;
+use rtcheck_wire::transport::Transport;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -90,7 +90,7 @@ impl Workload {
         format!(
             "{} {} connections{split}, role {}",
             fmt_num(self.connections as f64),
-            self.transport.as_str(),
+            self.transport.name(),
             self.role.as_str()
         )
     }

@@ -4,7 +4,7 @@ use crate::audit::host::Host;
 use crate::evidence::{fmt_num, num};
 use crate::findings::{Finding, Status};
 use crate::profile::Loss;
-use crate::transport::Transport;
+use rtcheck_wire::transport::Transport;
 
 pub const MEMORY: Meta = Meta {
     id: "memory",
@@ -82,7 +82,7 @@ impl MemNeed {
             format!(
                 "{} {} connections x {} (idle connection RSS with default buffers; {} for 10,000) = {}",
                 n(w.connections),
-                w.transport.as_str(),
+                w.transport.name(),
                 bytes(per_conn),
                 bytes(num("conn-ram", "rss_10k") as u64),
                 bytes(conn_bytes)

@@ -3,7 +3,7 @@ use super::{bytes, n, pct, skipped, sysctl_fix, Draft, Meta, Workload};
 use crate::audit::host::Host;
 use crate::evidence::{fmt_num, num};
 use crate::findings::{Finding, Status};
-use crate::transport::Transport;
+use rtcheck_wire::transport::Transport;
 use std::time::Duration;
 
 pub const TCP_WMEM: Meta = Meta {

@@ -152,8 +152,8 @@ fn answer(s: &mut TcpStream, body: &str) -> std::io::Result<()> {
         ("GET" | "HEAD", "/metrics") if body.is_empty() => {
             reply(s, "503 Service Unavailable", "text/plain", "no audit yet\n")
         }
-        ("GET", "/metrics") => reply(s, "200 OK", prometheus::CONTENT_TYPE, body),
-        ("HEAD", "/metrics") => reply(s, "200 OK", prometheus::CONTENT_TYPE, ""),
+        ("GET", "/metrics") => reply(s, "200 OK", rtcheck_wire::prom::CONTENT_TYPE, body),
+        ("HEAD", "/metrics") => reply(s, "200 OK", rtcheck_wire::prom::CONTENT_TYPE, ""),
         (_, "/metrics") => reply(s, "405 Method Not Allowed", "text/plain", "GET only\n"),
         _ => reply(s, "404 Not Found", "text/plain", "only /metrics\n"),
     }

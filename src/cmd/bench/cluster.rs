@@ -48,7 +48,7 @@ pub struct ClusterArgs {
     pub redis: Option<String>,
     /// Prefix of the nodes' Redis keys (default: one unique to this run). A Redis that
     /// already holds keys under it is refused: another cluster would mix with this one.
-    #[arg(long, value_name = "PREFIX", value_parser = rtcheck_serve::cluster::parse_prefix)]
+    #[arg(long, value_name = "PREFIX", value_parser = rtcheck_serve::cluster::config::parse_prefix)]
     pub redis_prefix: Option<String>,
     /// Comma-separated: single, naive, one-path, node-kill, redis-restart,
     /// redis-publisher-restart.

@@ -12,8 +12,8 @@ pub fn render(r: &Recommendation) -> anyhow::Result<String> {
         .unwrap_or_default();
     let verdict = format!(
         "{}{poll} + {} delivery + {}",
-        r.transport.as_str(),
-        r.delivery.as_str(),
+        r.transport.name(),
+        r.delivery.name(),
         r.topology.as_str()
     );
     let mut b = String::from("<h2>Why</h2>\n");

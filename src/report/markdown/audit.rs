@@ -57,14 +57,14 @@ pub fn render(r: &FindingsReport) -> String {
         format!(
             "{} connections, transport {}",
             crate::evidence::fmt_num(p.connections_per_machine() as f64),
-            p.transport.map_or("by block names", |t| t.as_str())
+            p.transport.map_or("by block names", |t| t.name())
         )
     } else {
         // Said as the text says it: the total, and over how many machines.
         format!(
             "{} {} connections{}, role {}",
             crate::evidence::fmt_num(p.connections as f64),
-            p.transport.map(|t| t.as_str()).unwrap_or("websocket"),
+            p.transport.map(|t| t.name()).unwrap_or("websocket"),
             if p.machines > 1 {
                 format!(" over {} machines", p.machines)
             } else {

@@ -89,7 +89,7 @@ mod tests {
     use crate::bench::model::BenchReport;
     use crate::bench::validity::{analyze, Inputs};
     use crate::bench::wire::{LoadgenResult, RoundStat};
-    use crate::sys::control::ServerStats;
+    use rtcheck_wire::stats::ServerStats;
 
     /// One valid row (A) and one with an unexplained gap (C3).
     fn report() -> BenchReport {

@@ -7,8 +7,8 @@ use rtcheck_base::units::fmt_bytes;
 pub fn render(r: &Recommendation) -> String {
     let mut s = format!(
         "## rtcheck choose: {} + {} + {}\n\n| question | answer | decision | evidence |\n|---|---|---|---|\n",
-        r.transport.as_str(),
-        r.delivery.as_str(),
+        r.transport.name(),
+        r.delivery.name(),
         r.topology.as_str()
     );
     for q in &r.reasons {

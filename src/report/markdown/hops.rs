@@ -3,7 +3,7 @@
 use super::evidence::cell;
 use crate::hops::chain::Chain;
 use crate::hops::{Hop, LimitKind};
-use crate::transport::Transport;
+use rtcheck_wire::transport::Transport;
 
 fn limit(h: &Hop, kind: LimitKind, t: Transport) -> String {
     h.limits(kind, t)
@@ -46,7 +46,7 @@ pub fn one(h: &Hop) -> String {
     let mut s = format!("## `{}`: {}\n\n", h.id, h.name);
     s.push_str("| limit | applies to | default | range | reset by | setting | note |\n|---|---|---|---|---|---|---|\n");
     for l in &h.limits {
-        let applies: Vec<&str> = l.applies_to.iter().map(|t| t.as_str()).collect();
+        let applies: Vec<&str> = l.applies_to.iter().map(|t| t.name()).collect();
         let range = match (l.min, l.max) {
             (Some(a), Some(b)) => format!("{a} to {b}"),
             _ if l.adjustable => "adjustable".into(),

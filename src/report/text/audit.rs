@@ -24,13 +24,13 @@ fn status_cell(st: Status, colour: bool) -> Cell {
 
 fn header(r: &FindingsReport, pal: Palette) -> String {
     let p = &r.profile;
-    let transport = p.transport.map(|t| t.as_str()).unwrap_or("websocket");
+    let transport = p.transport.map(|t| t.name()).unwrap_or("websocket");
     // lint judges configs, not a host: no role, and the transport may come from names.
     let title = if r.kind == "lint" {
         format!(
             "rtcheck lint: {} connections, transport {}, heartbeat {}{}",
             crate::evidence::fmt_num(p.connections_per_machine() as f64),
-            p.transport.map_or("by block names", |t| t.as_str()),
+            p.transport.map_or("by block names", |t| t.name()),
             p.ping
                 .map_or("not declared".into(), rtcheck_base::units::fmt_duration),
             p.hop_path()

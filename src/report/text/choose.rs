@@ -1,9 +1,10 @@
 //! text rendering of choose results: the four questions, sizing, then the six must-haves.
-use crate::choose::{Delivery, Recommendation};
+use crate::choose::Recommendation;
 use crate::evidence::fmt_num;
 use crate::report::{EvidenceRef, Palette};
-use crate::transport::Transport;
 use rtcheck_base::units::fmt_bytes;
+use rtcheck_wire::delivery::Delivery;
+use rtcheck_wire::transport::Transport;
 
 /// `evidence  ID  values`, the values wrapped in their own column (an id is never cut).
 fn evidence_lines(s: &mut String, ev: &[EvidenceRef], p: &Palette) {
@@ -29,9 +30,9 @@ pub fn brief(r: &Recommendation, p: &Palette) -> String {
     let mut s = format!(
         "{} {}  {} {}  {} {}\n",
         p.dim("transport"),
-        p.bold(r.transport.as_str()),
+        p.bold(r.transport.name()),
         p.dim("delivery"),
-        p.bold(r.delivery.as_str()),
+        p.bold(r.delivery.name()),
         p.dim("topology"),
         p.bold(r.topology.as_str())
     );
@@ -48,9 +49,9 @@ pub fn render(r: &Recommendation, p: &Palette) -> String {
     s.push_str(&format!(
         "{} {}  {} {}  {} {}\n\n",
         p.dim("transport"),
-        p.bold(r.transport.as_str()),
+        p.bold(r.transport.name()),
         p.dim("delivery"),
-        p.bold(r.delivery.as_str()),
+        p.bold(r.delivery.name()),
         p.dim("topology"),
         p.bold(r.topology.as_str())
     ));

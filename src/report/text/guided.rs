@@ -2,11 +2,12 @@
 //! one-line why, the sizing for the delivery chosen and the must-haves that apply. The
 //! full reasoning stays `rtcheck choose --answers PROFILE` (report::text::choose).
 use super::wrap;
-use crate::choose::{Delivery, Recommendation, Topology};
+use crate::choose::{Recommendation, Topology};
 use crate::evidence::{fmt_num, num};
 use crate::report::Palette;
-use crate::transport::Transport;
 use rtcheck_base::units::{fmt_bytes, fmt_duration};
+use rtcheck_wire::delivery::Delivery;
+use rtcheck_wire::transport::Transport;
 
 /// Column of the why: a label (`Q1`, `PATH`) and the decision before it.
 const LABEL: usize = 6;
@@ -16,8 +17,8 @@ pub fn summary(r: &Recommendation, p: &Palette) -> String {
     let mut s = format!(
         "{} {} + {} + {}\n",
         p.bold("Recommendation:"),
-        p.bold(r.transport.as_str()),
-        r.delivery.as_str(),
+        p.bold(r.transport.name()),
+        r.delivery.name(),
         r.topology.as_str()
     );
     let rows: Vec<(String, String, String)> = r
@@ -68,7 +69,7 @@ pub fn summary(r: &Recommendation, p: &Palette) -> String {
     if !skipped.is_empty() {
         let line = format!(
             "not for {}: {} (no long-lived connection)",
-            r.transport.as_str(),
+            r.transport.name(),
             skipped.join(", ")
         );
         s.push_str(&p.dim(&wrap(&line, p.width, "  ", "    ")));

@@ -3,8 +3,8 @@
 use crate::hops::chain::{Bound, Chain};
 use crate::hops::{Hop, Limit, LimitKind};
 use crate::report::Palette;
-use crate::transport::Transport;
 use comfy_table::{presets, ContentArrangement, Table};
+use rtcheck_wire::transport::Transport;
 
 fn table(header: &[&str], p: &Palette) -> Table {
     let mut t = Table::new();
@@ -51,7 +51,7 @@ pub fn list(all: &[Hop], p: &Palette) -> String {
 }
 
 fn limit_line(l: &Limit, p: &Palette) -> String {
-    let applies: Vec<&str> = l.applies_to.iter().map(|t| t.as_str()).collect();
+    let applies: Vec<&str> = l.applies_to.iter().map(|t| t.name()).collect();
     let mut head = format!("{} ({}): {}", l.kind.name(), applies.join(", "), l.default);
     if let (Some(lo), Some(hi)) = (l.min, l.max) {
         head.push_str(&format!(", {lo} to {hi}"));

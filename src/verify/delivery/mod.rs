@@ -11,15 +11,14 @@ use crate::sys::serve;
 use anyhow::bail;
 use client::Disconnect;
 use rtcheck_base::os::deadline::Deadline;
+use rtcheck_wire::delivery::Delivery;
 use run::{Phases, Run, RunSpec};
 use serde::Serialize;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-/// Delivery modes of `--delivery`.
-pub const MODES: [&str; 3] = ["snapshot", "seq-ring", "session-ack"];
 /// Modes this build can measure; the others are reported as skipped, never as passed.
-pub const MEASURED: [&str; 3] = ["snapshot", "seq-ring", "session-ack"];
+pub const MEASURED: [Delivery; 3] = Delivery::WEAKEST_FIRST;
 /// A run's case: within the ring or the session queue, beyond them, beyond the session
 /// TTL, (snapshot) the latest state first, or across a restart of the server on the same
 /// port (`server-restart`: a new epoch; the clients must get a reset marker).
@@ -41,8 +40,9 @@ pub fn finding_id(delivery: &str, disconnect: &str, case: &str) -> String {
 /// Every finding id `verify delivery` can emit (a superset): one per mode (or the no-seq
 /// control), disconnect kind and case, and `delivery-MODE` for a mode not measured.
 pub fn finding_ids() -> Vec<String> {
-    let mut v: Vec<String> = MODES.iter().map(|m| format!("delivery-{m}")).collect();
-    for m in MODES.iter().chain(&["no-seq"]) {
+    let modes = Delivery::WEAKEST_FIRST.map(Delivery::name);
+    let mut v: Vec<String> = modes.iter().map(|m| format!("delivery-{m}")).collect();
+    for m in modes.iter().chain(&["no-seq"]) {
         for d in client::Disconnect::ALL {
             for c in CASES {
                 v.push(finding_id(m, d.name(), c));
@@ -61,7 +61,7 @@ pub fn finding_ids() -> Vec<String> {
 /// The experiment's inputs (flags or profile defaults, resolved by the command layer).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct DeliveryOptions {
-    pub delivery: Vec<String>,
+    pub delivery: Vec<Delivery>,
     pub transport: String,
     pub connections: u64,
     pub rate: f64,
@@ -130,10 +130,10 @@ impl DeliveryOptions {
 
     /// The server modes to start, in order: the asked ones (the control runs on the first).
     pub fn servers(&self) -> Vec<&'static str> {
-        MODES
+        Delivery::WEAKEST_FIRST
             .iter()
-            .copied()
-            .filter(|m| self.delivery.iter().any(|d| d == m))
+            .filter(|m| self.delivery.contains(m))
+            .map(|m| m.name())
             .collect()
     }
 
@@ -190,7 +190,7 @@ fn spec(
 pub fn specs(o: &DeliveryOptions) -> Vec<RunSpec> {
     let n = o.connections as usize;
     let mut v = Vec::new();
-    let has = |m: &str| o.delivery.iter().any(|d| d == m);
+    let has = |m: &str| o.delivery.iter().any(|d| d.name() == m);
     if has("snapshot") {
         for &d in kinds(o) {
             v.push(spec("snapshot", d, "latest-first", n, o.max_disconnect));
@@ -505,11 +505,7 @@ pub fn measure(o: &DeliveryOptions) -> anyhow::Result<DeliveryReport> {
 /// One finding per run, plus a skip for each asked mode this build does not measure.
 pub fn findings(o: &DeliveryOptions, runs: &[Run]) -> Vec<Finding> {
     let mut v: Vec<Finding> = runs.iter().map(finding).collect();
-    for m in o
-        .delivery
-        .iter()
-        .filter(|m| !MEASURED.contains(&m.as_str()))
-    {
+    for m in o.delivery.iter().filter(|m| !MEASURED.contains(m)) {
         v.push(Finding {
             location: None,
             id: format!("delivery-{m}"),
@@ -521,7 +517,7 @@ pub fn findings(o: &DeliveryOptions, runs: &[Run]) -> Vec<Finding> {
             reason: Some(format!(
                 "--delivery {m} needs server support not built yet (issue 12)"
             )),
-            evidence: vec![crate::evidence::reference(evidence_for(m, ""))],
+            evidence: vec![crate::evidence::reference(evidence_for(m.name(), ""))],
             fix: Fix::default(),
             verify: Some("delivery".into()),
             verification: None,

@@ -3,8 +3,10 @@
 //! vanish within TTL + one heartbeat. `events` (demonstration): join/leave published on a
 //! channel and kept in a set; nobody sends the leaves of a node that died: ghosts.
 //! The heartbeat is also the node's "does Redis answer" probe.
-use super::{Cluster, PresenceMode};
-use crate::hub::{lock, Hub};
+use super::config::PresenceMode;
+use super::node::Cluster;
+use crate::hub::Hub;
+use crate::sync::lock;
 use rtcheck_base::names::Named;
 use std::collections::BTreeSet;
 use std::sync::atomic::Ordering::Relaxed;

@@ -1,8 +1,10 @@
 //! The Redis side of a node: the publish script (global seq, Stream, channel in one atomic
 //! step), the relay (subscribe, catch up from the Stream, deliver in seq order, gap markers)
 //! and Stream reads for resume. Every Redis call is bounded by [`OP_TIMEOUT`].
-use super::{gap_round, Backoff, Cluster, PathMode};
+use super::config::PathMode;
+use super::node::{Backoff, Cluster};
 use crate::hub::Hub;
+use crate::ring::gap_round;
 use futures_util::StreamExt;
 use rtcheck_wire::epoch::Epoch;
 use std::sync::atomic::Ordering::Relaxed;
@@ -11,7 +13,7 @@ use std::time::Duration;
 
 /// Bound of any one Redis operation: a dead Redis costs at most this, never a hang.
 pub const OP_TIMEOUT: Duration = Duration::from_secs(1);
-// Key and channel names: [`super::Keys`], from `--redis-prefix`.
+// Key and channel names: [`super::config::Keys`], from `--redis-prefix`.
 
 /// A node joining: the cluster's epoch, or (none in Redis: an empty Redis, or one that lost
 /// its keys) ARGV[1] as a new one, with the seq counter and the Stream cleared: whatever
@@ -117,7 +119,7 @@ pub async fn read_epoch(c: &Cluster) -> anyhow::Result<Option<Epoch>> {
 /// The floor for a publish in `epoch`: the highest seq this node delivered or published
 /// in it (its relay may lag its own publishes; another node's relay may not).
 fn floor(c: &Cluster, epoch: Epoch) -> u64 {
-    let (e, published) = *crate::hub::lock(&c.published);
+    let (e, published) = *crate::sync::lock(&c.published);
     let mine = if e == epoch { published } else { 0 };
     c.last_seq.load(Relaxed).max(mine)
 }
@@ -144,7 +146,7 @@ pub async fn publish_one(
         .arg(epoch.to_string());
     let (seq, e): (u64, String) = bounded(inv.invoke_async(&mut con)).await?;
     let e = Epoch::parse(&e);
-    let mut p = crate::hub::lock(&c.published);
+    let mut p = crate::sync::lock(&c.published);
     *p = (e, if p.0 == e { p.1.max(seq) } else { seq });
     Ok((seq, e))
 }
@@ -408,7 +410,7 @@ fn reset(hub: &Hub, c: &Cluster, epoch: Epoch, why: &str) {
     c.last_seq.store(0, Relaxed);
     c.redis_epoch.store(epoch.0, Relaxed);
     c.epoch_resets.fetch_add(1, Relaxed);
-    *crate::hub::lock(&c.last_reset) = Some((old, epoch, std::time::Instant::now()));
+    *crate::sync::lock(&c.last_reset) = Some((old, epoch, std::time::Instant::now()));
     eprintln!(
         "rtcheck serve: node {}: epoch {old} -> {epoch} ({why}): ring cleared, {told} client(s) sent a reset marker",
         c.cfg.node
