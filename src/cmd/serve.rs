@@ -1,8 +1,10 @@
 //! `rtcheck serve`: its flags, turned into the embedded server's plain
 //! [`Options`](rtcheck_serve::config::Options), then [`rtcheck_serve::run`].
 use super::named;
+use cluster_flags::{parse_prefix, path_values, presence_values, PathMode, PresenceMode};
 use rtcheck_base::units::{parse_duration, parse_size};
-use rtcheck_serve::cluster::{self, ClusterOptions, PathMode, PresenceMode};
+#[cfg(feature = "redis")]
+use rtcheck_serve::cluster::ClusterOptions;
 use rtcheck_serve::config::{parse_token, Options, Protocol, Strategy};
 use rtcheck_serve::session::{Delivery, RingSize};
 use std::net::SocketAddr;
@@ -198,17 +200,17 @@ pub struct ClusterFlags {
     pub node: Option<String>,
     /// The path of a published round: one-path, or naive (DEMONSTRATION ONLY: duplicates
     /// on the publishing node).
-    #[arg(long, default_value = "one-path", value_parser = named::<PathMode>(), requires = "redis", help_heading = "Cluster (several nodes over Redis)")]
+    #[arg(long, default_value = "one-path", value_parser = path_values(), requires = "redis", help_heading = "Cluster (several nodes over Redis)")]
     pub path: PathMode,
     /// Presence: ttl (alive keys) or events (DEMONSTRATION: join/leave, ghosts).
-    #[arg(long, default_value = "ttl", value_parser = named::<PresenceMode>(), requires = "redis", help_heading = "Cluster (several nodes over Redis)")]
+    #[arg(long, default_value = "ttl", value_parser = presence_values(), requires = "redis", help_heading = "Cluster (several nodes over Redis)")]
     pub presence: PresenceMode,
     /// TTL of a client's alive key; the heartbeat refreshes it every TTL/3.
     #[arg(long, default_value = "3s", value_parser = parse_duration, requires = "redis", help_heading = "Cluster (several nodes over Redis)")]
     pub presence_ttl: Duration,
     /// Prefix of every Redis key and channel of this cluster (nodes of one cluster share
     /// it; another cluster on the same Redis needs its own).
-    #[arg(long, value_name = "PREFIX", default_value = cluster::DEFAULT_PREFIX, value_parser = cluster::parse_prefix, requires = "redis", help_heading = "Cluster (several nodes over Redis)")]
+    #[arg(long, value_name = "PREFIX", default_value = cluster_names::DEFAULT_PREFIX, value_parser = parse_prefix, requires = "redis", help_heading = "Cluster (several nodes over Redis)")]
     pub redis_prefix: String,
     /// Relay only: do not publish rounds from this node.
     #[arg(
@@ -219,8 +221,56 @@ pub struct ClusterFlags {
     pub no_publish: bool,
 }
 
+/// serve's cluster names as a build without the `redis` feature parses them (a test of
+/// the default build keeps them equal to serve's own).
+pub mod cluster_names {
+    pub const PATHS: [&str; 2] = ["one-path", "naive"];
+    pub const PRESENCES: [&str; 2] = ["ttl", "events"];
+    pub const DEFAULT_PREFIX: &str = "rtcheck:";
+}
+
+/// The cluster flags' types and parsers: serve's own, or (without the `redis` feature)
+/// stand-ins that take the same values, so help and scripts are the same in every build;
+/// `run` then refuses `--redis`, which every other cluster flag requires.
+#[cfg(feature = "redis")]
+pub(crate) mod cluster_flags {
+    use clap::builder::TypedValueParser;
+    pub use rtcheck_serve::cluster::{parse_prefix, PathMode, PresenceMode};
+
+    pub fn path_values() -> impl TypedValueParser<Value = PathMode> {
+        super::named::<PathMode>()
+    }
+
+    pub fn presence_values() -> impl TypedValueParser<Value = PresenceMode> {
+        super::named::<PresenceMode>()
+    }
+}
+
+#[cfg(not(feature = "redis"))]
+pub(crate) mod cluster_flags {
+    use super::cluster_names::{PATHS, PRESENCES};
+    use clap::builder::PossibleValuesParser;
+    pub type PathMode = String;
+    pub type PresenceMode = String;
+
+    /// Any prefix: the command is refused (for want of `--redis`) whatever it is.
+    pub fn parse_prefix(s: &str) -> Result<String, String> {
+        Ok(s.to_string())
+    }
+
+    pub fn path_values() -> PossibleValuesParser {
+        PossibleValuesParser::new(PATHS)
+    }
+
+    pub fn presence_values() -> PossibleValuesParser {
+        PossibleValuesParser::new(PRESENCES)
+    }
+}
+
 impl ServeArgs {
     /// The flags as the server's plain options (validated by the server).
+    // Every field is set with the `redis` feature; without it the cluster's default stays.
+    #[allow(clippy::needless_update)]
     pub fn options(&self) -> Options {
         let f = &*self.flags;
         Options {
@@ -261,11 +311,14 @@ impl ServeArgs {
             protocol: f.protocol,
             control_listen: f.control_listen,
             queue_only: f.queue_only,
+            #[cfg(feature = "redis")]
             cluster: f.cluster.options(),
+            ..Options::default()
         }
     }
 }
 
+#[cfg(feature = "redis")]
 impl ClusterFlags {
     fn options(&self) -> ClusterOptions {
         ClusterOptions {
@@ -281,6 +334,10 @@ impl ClusterFlags {
 }
 
 pub fn run(a: ServeArgs) -> anyhow::Result<ExitCode> {
+    #[cfg(not(feature = "redis"))]
+    if a.cluster.redis.is_some() {
+        return Err(super::feature_off("serve --redis", "redis"));
+    }
     rtcheck_serve::run(a.options())
 }
 
@@ -288,6 +345,7 @@ pub fn run(a: ServeArgs) -> anyhow::Result<ExitCode> {
 mod tests {
     use super::*;
     use clap::Parser;
+    #[cfg(feature = "redis")]
     use rtcheck_serve::cluster::{ClusterConfig, PathMode};
     use rtcheck_serve::config::{Config, Strategy};
     use std::time::Duration;
@@ -307,6 +365,7 @@ mod tests {
         Config::from_options(&parse(args)?.a.options(), 2)
     }
 
+    #[cfg(feature = "redis")]
     fn cluster(args: &[&str]) -> Result<Option<ClusterConfig>, String> {
         ClusterConfig::from_options(&parse(args)?.a.options().cluster)
     }
@@ -461,6 +520,23 @@ mod tests {
         assert!(parse_size("").is_err());
         assert!(parse_size("99999999999999GB").is_err());
     }
+
+    #[cfg(feature = "redis")]
+    #[test]
+    fn the_names_a_build_without_redis_parses_are_serves() {
+        use rtcheck_base::names::Named;
+        use rtcheck_serve::cluster::PresenceMode;
+        let paths: Vec<&str> = PathMode::ALL.iter().map(|m| m.name()).collect();
+        assert_eq!(cluster_names::PATHS.to_vec(), paths);
+        let presences: Vec<&str> = PresenceMode::ALL.iter().map(|m| m.name()).collect();
+        assert_eq!(cluster_names::PRESENCES.to_vec(), presences);
+        assert_eq!(
+            cluster_names::DEFAULT_PREFIX,
+            rtcheck_serve::cluster::DEFAULT_PREFIX
+        );
+    }
+
+    #[cfg(feature = "redis")]
     #[test]
     fn flags_validate_into_a_config() {
         assert!(cluster(&[]).unwrap().is_none());

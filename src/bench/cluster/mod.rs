@@ -7,10 +7,15 @@
 //! - [`client`]: one client thread (WebSocket, resume on another node).
 //! - [`nodes`]: the node processes and the Redis the run uses.
 //! - [`run`]: one scenario end to end; [`validity`]: its checks (pure).
+//!
+//! `nodes` and `run` need the `redis` feature; the rest (flags, model, pure parts) is in
+//! every build, so the reports and `bench cluster`'s flags are too.
 pub mod account;
 pub mod client;
 pub mod model;
+#[cfg(feature = "redis")]
 pub mod nodes;
+#[cfg(feature = "redis")]
 pub mod run;
 pub mod validity;
 
@@ -150,6 +155,8 @@ pub fn validate(a: &ClusterOptions) -> anyhow::Result<()> {
     if !(1.0..=60.0).contains(&ttl) {
         anyhow::bail!(oob("--presence-ttl", format!("{ttl} s"), "1 s", "60 s", ""));
     }
+    // Without the `redis` feature the command is refused before it validates.
+    #[cfg(feature = "redis")]
     if let Some(url) = &a.redis {
         nodes::parse_redis_url(url)?;
     }
