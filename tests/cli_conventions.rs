@@ -65,3 +65,75 @@ fn bash_completion_is_valid_bash() {
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.contains("complete -F"), "no `complete` registration");
 }
+
+/// A command or flag whose cargo feature this build left out still parses (its help is
+/// the same in every build) and is refused in one line naming the feature, exit 2. With
+/// the feature it runs: here to its own one-line error about a dead target, where that is
+/// quick (the browser and a serve node are left to their own tests).
+#[test]
+fn a_command_whose_feature_is_left_out_says_so_in_one_line() {
+    let dead = format!("http://127.0.0.1:{}/", common::free_port());
+    let dead_redis = format!("redis://127.0.0.1:{}/", common::free_port());
+    let cases: [(&str, bool, Vec<&str>, bool); 4] = [
+        (
+            "browser",
+            cfg!(feature = "browser"),
+            vec!["probe", "--browser", &dead],
+            false,
+        ),
+        (
+            "redis",
+            cfg!(feature = "redis"),
+            vec!["bench", "cluster", "--redis", &dead_redis],
+            true,
+        ),
+        (
+            "redis",
+            cfg!(feature = "redis"),
+            vec!["serve", "--listen", "127.0.0.1:0", "--redis", &dead_redis],
+            false,
+        ),
+        (
+            "hyper",
+            cfg!(feature = "hyper"),
+            vec!["load", "--engine", "hyper", &dead],
+            true,
+        ),
+    ];
+    for (feature, built, args, quick) in cases {
+        let command = &args[..args.len() - 1];
+        let help = rtcheck()
+            .args(
+                command
+                    .iter()
+                    .filter(|a| a.starts_with(char::is_alphabetic)),
+            )
+            .arg("--help")
+            .output()
+            .unwrap();
+        assert_eq!(help.status.code(), Some(0), "{args:?}");
+        let flag = args
+            .iter()
+            .find(|a| a.starts_with("--") && **a != "--listen");
+        if let Some(flag) = flag {
+            let help = String::from_utf8_lossy(&help.stdout);
+            assert!(help.contains(flag), "{args:?}: {help}");
+        }
+        if built && !quick {
+            continue;
+        }
+        let out = rtcheck()
+            .args(&args)
+            .env_remove("RTCHECK_REDIS_URL")
+            .timeout(std::time::Duration::from_secs(60))
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        let refusal = format!(
+            "this rtcheck was built without the \"{feature}\" feature (cargo install --path . --features {feature})"
+        );
+        assert_eq!(err.contains(&refusal), !built, "{args:?}: {err}");
+    }
+}

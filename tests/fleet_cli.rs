@@ -633,6 +633,7 @@ fn verify_delivery_shows_an_expired_entry_and_other_experiments_refuse_a_baselin
     assert!(String::from_utf8_lossy(&out.stderr).contains("apply to `verify delivery` only"));
 }
 
+#[cfg(feature = "redis")]
 #[test]
 fn bench_cluster_thresholds_gate_and_an_unknown_name_is_exit_2() {
     let dir = tempfile::tempdir().unwrap();

@@ -192,6 +192,7 @@ impl Plot<'_> {
 
 /// A plot's numeric texts (its value-axis tick labels where the other axis is named),
 /// ascending.
+#[cfg(feature = "redis")]
 fn numeric_ticks(p: &Plot) -> Vec<f64> {
     let mut v: Vec<f64> = p
         .texts
@@ -364,6 +365,7 @@ fn fanout_page_plots_each_scenario_against_the_floor_with_the_runs_numbers() {
 /// its verdict and numbers (equal to the JSON), latency and duplicate bars, ghosts over
 /// time after the kill (ttl vs events); the same run with one scenario made invalid shows
 /// its reasons and none of its numbers.
+#[cfg(feature = "redis")]
 #[test]
 fn cluster_page_has_each_scenarios_numbers_bars_and_ghosts_over_time() {
     common::require_binary("redis-server", "redis-server");

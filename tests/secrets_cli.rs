@@ -3,7 +3,9 @@
 //! yaml, markdown, junit, github, html) and stderr are searched for the secrets. The
 //! redacted form must be there (the URL is reported), the secret must not.
 mod common;
-use common::{free_port, http, http_get, require_binary, rtcheck, Server, Service};
+use common::{free_port, http, rtcheck, Server};
+#[cfg(feature = "redis")]
+use common::{http_get, require_binary, Service};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
@@ -202,6 +204,7 @@ fn errors_name_flags_and_urls_without_their_secrets() {
 }
 
 /// redis-server on a free loopback port with `requirepass PASSWORD` (killed on drop).
+#[cfg(feature = "redis")]
 fn redis_with_password() -> (Service, u16) {
     let bin = require_binary("redis-server", "redis-server");
     let dir = tempfile::tempdir().unwrap();
@@ -221,6 +224,7 @@ fn redis_with_password() -> (Service, u16) {
 
 /// serve --redis with a password in the URL: not in the banner, /healthz (up and down)
 /// nor /metrics.
+#[cfg(feature = "redis")]
 #[test]
 fn serve_redis_password_is_not_in_banner_or_healthz() {
     let (redis, port) = redis_with_password();
@@ -457,6 +461,7 @@ fn run_watching_children(mut child: std::process::Child, limit: Duration) -> (Ou
 /// bench cluster on a Redis with a password: its serve nodes get the URL through
 /// RTCHECK_REDIS_URL, not argv (any local user reads /proc/PID/cmdline), and they do join
 /// (the run measures), so the URL did reach them.
+#[cfg(feature = "redis")]
 #[test]
 fn bench_cluster_passes_the_redis_password_by_environment_only() {
     let (_redis, port) = redis_with_password();

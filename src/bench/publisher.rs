@@ -8,9 +8,10 @@
 use super::target::{parse_target, Proto};
 use super::template::Template;
 use super::wire::PublisherStat;
+use crate::load::client::Target as HttpTarget;
+use crate::load::conn::WireConn;
 use bytes::Bytes;
 use futures_util::{SinkExt, StreamExt};
-use http_body_util::{BodyExt, Full};
 use rtcheck_base::os::clock;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
@@ -224,11 +225,10 @@ async fn stopped(stop: &mut tokio::sync::watch::Receiver<u8>, level: u8) {
 
 enum Target {
     Ws,
+    /// The POST without its body, or why the HTTP library refused it.
     Post {
         addr: SocketAddr,
-        host: String,
-        path: String,
-        headers: Vec<(String, String)>,
+        request: Result<Box<HttpTarget>, String>,
     },
 }
 
@@ -239,13 +239,42 @@ fn plan_target(plan: &Plan) -> Target {
                 parse_target(url).unwrap_or((Proto::Sse, plan.ws_addr, "/".into()));
             Target::Post {
                 addr,
-                host: addr.to_string(),
-                path,
-                headers: plan.headers.clone(),
+                request: post_target(addr, &path, &plan.headers).map(Box::new),
             }
         }
         _ => Target::Ws,
     }
+}
+
+/// The POST to `path`: Host, a JSON content type, then the -H headers, checked once here
+/// as HTTP names and values. Its `url` is the path redacted, as errors show it.
+fn post_target(
+    addr: SocketAddr,
+    path: &str,
+    headers: &[(String, String)],
+) -> Result<HttpTarget, String> {
+    fn refused<E>(_: E) -> String {
+        "publisher: a -H header was refused by the HTTP library".to_string()
+    }
+    let mut hs = vec![(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static("application/json"),
+    )];
+    for (n, v) in headers {
+        hs.push((n.parse().map_err(refused)?, v.parse().map_err(refused)?));
+    }
+    let host = addr.to_string();
+    Ok(HttpTarget {
+        url: rtcheck_base::redact::path_and_query(path),
+        addr,
+        path: path.to_string(),
+        path_uri: path.parse().map_err(refused)?,
+        host_value: host.parse().map_err(refused)?,
+        authority: host,
+        method: http::Method::POST,
+        headers: hs,
+        body: Bytes::new(),
+    })
 }
 
 #[derive(Debug, Clone, Default)]
@@ -302,18 +331,13 @@ async fn send_all(
             }
             reader.abort();
         }
-        (
-            _,
-            Target::Post {
-                addr,
-                host,
-                path,
-                headers,
-            },
-        ) => {
-            let mut conn: Option<hyper::client::conn::http1::SendRequest<Full<Bytes>>> = None;
+        (_, Target::Post { addr, request }) => {
+            let mut conn = None;
             while let Some((_, due, msg)) = rx.recv().await {
-                let r = post(&mut conn, addr, &host, &path, &headers, msg).await;
+                let r = match &request {
+                    Ok(t) => post(&mut conn, addr, t, msg).await,
+                    Err(e) => Err(e.clone()),
+                };
                 record(&state, r, due);
             }
         }
@@ -337,16 +361,13 @@ fn quantile_sorted(v: &[f64], q: f64) -> f64 {
 /// One POST on a kept-alive connection (reconnecting when the server closed it); a
 /// non-2xx answer is a failure named by its status, never by the body or the headers.
 async fn post(
-    conn: &mut Option<hyper::client::conn::http1::SendRequest<Full<Bytes>>>,
+    conn: &mut Option<WireConn>,
     addr: SocketAddr,
-    host: &str,
-    path: &str,
-    headers: &[(String, String)],
+    t: &HttpTarget,
     body: String,
 ) -> Result<(), String> {
-    // A query value may be a token: errors show the path redacted.
-    let shown = rtcheck_base::redact::path_and_query(path);
-    if conn.as_ref().is_none_or(|c| c.is_closed()) {
+    // A query value may be a token: errors show the path redacted (`t.url`).
+    if !conn.as_ref().is_some_and(WireConn::open_still) {
         let s = tokio::time::timeout(
             Duration::from_secs(10),
             tokio::net::TcpStream::connect(addr),
@@ -354,39 +375,31 @@ async fn post(
         .await
         .map_err(|_| format!("publisher: POST {addr}: connect timed out"))?
         .map_err(|e| format!("publisher: POST {addr}: connect: {e}"))?;
-        let _ = s.set_nodelay(true);
-        let (sender, driver) =
-            hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(s))
-                .await
-                .map_err(|e| format!("publisher: POST {addr}: {e}"))?;
-        tokio::spawn(driver);
-        *conn = Some(sender);
+        *conn = Some(WireConn::new(s));
     }
     let c = conn.as_mut().ok_or("publisher: no connection")?;
-    let mut b = hyper::Request::post(path)
-        .header("host", host)
-        .header("content-type", "application/json");
-    for (n, v) in headers {
-        b = b.header(n.as_str(), v.as_str());
-    }
-    let req = b
-        .body(Full::new(Bytes::from(body)))
-        .map_err(|_| "publisher: a -H header was refused by the HTTP library".to_string())?;
-    let resp = tokio::time::timeout(Duration::from_secs(10), c.send_request(req))
+    let request = crate::load::wire::encode(&HttpTarget {
+        body: Bytes::from(body),
+        ..t.clone()
+    });
+    let answer = tokio::time::timeout(Duration::from_secs(10), c.exchange(&request, false, None))
         .await
-        .map_err(|_| format!("publisher: POST {shown}: no answer within 10s"))?
-        .map_err(|e| {
-            *conn = None;
-            format!("publisher: POST {shown}: {e}")
-        })?;
-    let status = resp.status();
-    let _ = resp.into_body().collect().await;
-    if status.is_success() {
+        .map_err(|_| format!("publisher: POST {}: no answer within 10s", t.url))
+        .and_then(|a| {
+            a.map_err(|_| {
+                format!(
+                    "publisher: POST {}: the connection broke or the answer is not HTTP/1.1",
+                    t.url
+                )
+            })
+        });
+    let a = answer.inspect_err(|_| *conn = None)?;
+    if (200..300).contains(&a.status) {
         Ok(())
     } else {
         Err(format!(
-            "publisher: POST {shown} answered HTTP {}",
-            status.as_u16()
+            "publisher: POST {} answered HTTP {}",
+            t.url, a.status
         ))
     }
 }
@@ -414,6 +427,27 @@ mod tests {
         };
         assert!(!p.name().contains("abcdefgh"), "{}", p.name());
         assert_eq!(PublishVia::parse(&p.arg()), Ok(p));
+    }
+
+    #[test]
+    fn the_post_is_host_json_then_the_headers_and_errors_show_the_path_redacted() {
+        let addr: SocketAddr = "127.0.0.1:9".parse().unwrap();
+        let headers = [("X-Key".to_string(), "k1".to_string())];
+        let t = post_target(addr, "/p?token=s3cretvalue", &headers).unwrap();
+        assert!(!t.url.contains("s3cretvalue"), "{}", t.url);
+        let bytes = crate::load::wire::encode(&HttpTarget {
+            body: Bytes::from_static(b"{}"),
+            ..t
+        });
+        assert_eq!(
+            String::from_utf8_lossy(&bytes),
+            "POST /p?token=s3cretvalue HTTP/1.1\r\nhost: 127.0.0.1:9\r\ncontent-type: application/json\r\nx-key: k1\r\ncontent-length: 2\r\n\r\n{}"
+        );
+        let bad = [("X-Key".to_string(), "a\u{1}b".to_string())];
+        assert_eq!(
+            post_target(addr, "/p", &bad).err().as_deref(),
+            Some("publisher: a -H header was refused by the HTTP library")
+        );
     }
 
     #[test]

@@ -2,7 +2,9 @@
 //! connections) measured against real endpoints, each URL standing for one hop.
 use super::model::{Computed, Hop, Live};
 use super::plan;
-use crate::load::client::{self, Conn, ErrorKind, Target};
+use crate::load::client::{ErrorKind, Target};
+use crate::load::conn::WireConn;
+use crate::load::single;
 use futures_util::future::join_all;
 use std::time::{Duration, Instant};
 
@@ -31,14 +33,14 @@ fn fail(t: &Target, e: ErrorKind) -> String {
 async fn round(targets: &[Target], timeout: Duration) -> Result<[f64; 4], String> {
     let t0 = Instant::now();
     for t in targets {
-        client::once(t, timeout).await.map_err(|e| fail(t, e))?;
+        single::once(t, timeout).await.map_err(|e| fail(t, e))?;
     }
     let seq_new = ms(t0.elapsed());
 
     let t0 = Instant::now();
     for (t, r) in targets
         .iter()
-        .zip(join_all(targets.iter().map(|t| client::once(t, timeout))).await)
+        .zip(join_all(targets.iter().map(|t| single::once(t, timeout))).await)
     {
         r.map_err(|e| fail(t, e))?;
     }
@@ -47,7 +49,7 @@ async fn round(targets: &[Target], timeout: Duration) -> Result<[f64; 4], String
     let mut conns = warm(targets, timeout).await?;
     let t0 = Instant::now();
     for (c, t) in conns.iter_mut().zip(targets) {
-        client::request(c, t, timeout)
+        single::request(c, t, timeout)
             .await
             .map_err(|e| fail(t, e))?;
     }
@@ -57,7 +59,7 @@ async fn round(targets: &[Target], timeout: Duration) -> Result<[f64; 4], String
     let calls = conns
         .iter_mut()
         .zip(targets)
-        .map(|(c, t)| client::request(c, t, timeout));
+        .map(|(c, t)| single::request(c, t, timeout));
     for (t, r) in targets.iter().zip(join_all(calls).await) {
         r.map_err(|e| fail(t, e))?;
     }
@@ -65,11 +67,11 @@ async fn round(targets: &[Target], timeout: Duration) -> Result<[f64; 4], String
     Ok([seq_new, par_new, seq_reused, par_reused])
 }
 
-async fn warm(targets: &[Target], timeout: Duration) -> Result<Vec<Conn>, String> {
+async fn warm(targets: &[Target], timeout: Duration) -> Result<Vec<WireConn>, String> {
     let mut conns = Vec::with_capacity(targets.len());
     for t in targets {
-        let mut c = client::connect(t, timeout).await.map_err(|e| fail(t, e))?;
-        client::request(&mut c, t, timeout)
+        let mut c = single::connect(t, timeout).await.map_err(|e| fail(t, e))?;
+        single::request(&mut c, t, timeout)
             .await
             .map_err(|e| fail(t, e))?;
         conns.push(c);
@@ -83,12 +85,12 @@ async fn measure_hop(t: &Target, rounds: u32, timeout: Duration) -> Result<Hop, 
     let (mut rtt, mut req) = (Vec::new(), Vec::new());
     for _ in 0..rounds {
         let t0 = Instant::now();
-        let mut c = client::connect(t, timeout).await.map_err(|e| fail(t, e))?;
+        let mut c = single::connect(t, timeout).await.map_err(|e| fail(t, e))?;
         rtt.push(ms(t0.elapsed()));
-        client::request(&mut c, t, timeout)
+        single::request(&mut c, t, timeout)
             .await
             .map_err(|e| fail(t, e))?;
-        let r = client::request(&mut c, t, timeout)
+        let r = single::request(&mut c, t, timeout)
             .await
             .map_err(|e| fail(t, e))?;
         req.push(ms(r.total));

@@ -5,7 +5,7 @@ use crate::findings::{threshold, FailOn, Status, Summary};
 use crate::load::client::{self, ErrorKind, Target};
 use crate::load::conn::{Engine, Request};
 use crate::load::model::LoadReport;
-use crate::load::{analysis, findings, sweep};
+use crate::load::{analysis, findings, single, sweep};
 use crate::report::{self, FindingsReport, Format, Palette};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -184,7 +184,7 @@ fn render(r: &LoadReport, format: Format, fail_on: FailOn, p: &Palette) -> anyho
 
 /// One request before the sweep: a dead or non-HTTP target is bad input, not a report.
 async fn preflight(t: &Target, timeout: Duration, what: &str) -> anyhow::Result<()> {
-    match client::once(t, timeout.max(Duration::from_millis(500))).await {
+    match single::once(t, timeout.max(Duration::from_millis(500))).await {
         Ok(_) => Ok(()),
         Err(e) => {
             let why = match e {
@@ -275,6 +275,10 @@ pub async fn sweep_report(a: &LoadArgs, plan: sweep::Plan) -> LoadReport {
 }
 
 pub fn run(a: LoadArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
+    #[cfg(not(feature = "hyper"))]
+    if a.engine == Engine::Hyper {
+        return Err(super::feature_off("load --engine hyper", "hyper"));
+    }
     a.out.validate()?;
     validate(&a)?;
     let t = target(&a)?;

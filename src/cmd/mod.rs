@@ -123,6 +123,15 @@ impl Ctx {
     }
 }
 
+/// The refusal of a command or flag whose cargo feature this build left out (it still
+/// parses, so help and scripts are the same in every build): one line, exit 2, naming
+/// the feature and how to get it.
+pub fn feature_off(what: &str, feature: &str) -> anyhow::Error {
+    anyhow::anyhow!(
+        "{what}: this rtcheck was built without the \"{feature}\" feature (cargo install --path . --features {feature})"
+    )
+}
+
 /// Default of `--connections` everywhere it has one (the workload default).
 pub use crate::profile::DEFAULT_CONNECTIONS;
 
@@ -161,4 +170,17 @@ pub fn named<T: Named + Send + Sync>() -> impl clap::builder::TypedValueParser<V
     use clap::builder::TypedValueParser;
     clap::builder::PossibleValuesParser::new(T::ALL.iter().map(|v| v.name()))
         .try_map(|s| T::from_name(&s).ok_or_else(|| format!("expected {}", T::expected())))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_feature_left_out_is_one_line_naming_it_and_the_install_command() {
+        let e = super::feature_off("probe --browser", "browser").to_string();
+        assert_eq!(
+            e,
+            "probe --browser: this rtcheck was built without the \"browser\" feature (cargo install --path . --features browser)"
+        );
+        assert!(!e.contains('\n'));
+    }
 }

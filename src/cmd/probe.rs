@@ -262,13 +262,13 @@ pub fn report(a: &ProbeArgs, profile: Profile) -> anyhow::Result<FindingsReport>
         eprintln!("rtcheck probe: WARNING: --insecure: TLS certificates are NOT verified");
     }
     if a.browser {
-        probe::browser::chrome::find_chromium()?;
+        browser_ready()?;
     }
     let start = Instant::now();
     let mut findings = probe::probe_all(&targets, &o, &a.skip)?;
     let mut browser_note = None;
     if a.browser {
-        let (found, note) = probe::browser::run(&targets, &browser_options(&o), &a.skip)?;
+        let (found, note) = browser_run(&targets, &o, &a.skip)?;
         findings.extend(found);
         if let Some(n) = note {
             // Text shows no target line: say it where --insecure's warning goes too.
@@ -307,7 +307,39 @@ pub fn tripped(a: &ProbeArgs, r: &FindingsReport) -> bool {
     a.fail_on.trips(&unrequested(&r.findings, &requested))
 }
 
+/// `--browser` needs Chromium, found before any probe starts (a build without the
+/// `browser` feature refuses the flag here).
+#[cfg(feature = "browser")]
+fn browser_ready() -> anyhow::Result<()> {
+    probe::browser::chrome::find_chromium().map(drop)
+}
+
+#[cfg(not(feature = "browser"))]
+fn browser_ready() -> anyhow::Result<()> {
+    Err(super::feature_off("probe --browser", "browser"))
+}
+
+/// The browser's findings and its TLS note.
+#[cfg(feature = "browser")]
+fn browser_run(
+    targets: &[Target],
+    o: &Options,
+    skip: &[String],
+) -> anyhow::Result<(Vec<Finding>, Option<&'static str>)> {
+    probe::browser::run(targets, &browser_options(o), skip)
+}
+
+#[cfg(not(feature = "browser"))]
+fn browser_run(
+    _: &[Target],
+    _: &Options,
+    _: &[String],
+) -> anyhow::Result<(Vec<Finding>, Option<&'static str>)> {
+    browser_ready().map(|()| (Vec::new(), None))
+}
+
 /// The browser waits for the server to close a stream as long as the idle test would.
+#[cfg(feature = "browser")]
 fn browser_options(o: &Options) -> probe::browser::Options {
     probe::browser::Options {
         client: o.client.clone(),

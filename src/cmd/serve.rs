@@ -282,6 +282,11 @@ impl ClusterFlags {
 }
 
 pub fn run(a: ServeArgs) -> anyhow::Result<ExitCode> {
+    // Said here, like every feature left out, rather than by the server's own refusal.
+    #[cfg(not(feature = "redis"))]
+    if a.cluster.redis.is_some() {
+        return Err(super::feature_off("serve --redis", "redis"));
+    }
     rtcheck_serve::run(a.options())
 }
 

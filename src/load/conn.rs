@@ -1,7 +1,10 @@
 //! A virtual user's connection by engine: the wire loop (default: the request's bytes
 //! written as encoded once, the answer read by `wire`) or hyper's client (`--engine
-//! hyper`, kept as a cross-check of the first). Both time the head and the body's end.
+//! hyper`, feature `hyper`, kept as a cross-check of the first). Both time the head and
+//! the body's end. The wire connection also carries load's one-off requests (`single`).
 use super::client::{self, Answer, ErrorKind, Target};
+#[cfg(feature = "hyper")]
+use super::hyper_engine;
 use super::wire;
 use bytes::{Buf, Bytes, BytesMut};
 use rtcheck_wire::http::response::{self, Limits};
@@ -19,6 +22,7 @@ pub enum Engine {
     /// The request encoded once and written as is; answers read with httparse.
     Wire,
     /// hyper's HTTP/1.1 client connection (a cross-check: about 4x the user CPU per request).
+    /// Built with the `hyper` feature only; without it `load` refuses it before any request.
     Hyper,
 }
 
@@ -45,7 +49,7 @@ impl Request {
     pub fn new(target: Target, engine: Engine) -> Request {
         Request {
             bytes: wire::encode(&target),
-            head_only: target.method == hyper::Method::HEAD,
+            head_only: target.method == http::Method::HEAD,
             target,
             engine,
         }
@@ -55,6 +59,7 @@ impl Request {
 /// Read buffer per connection: an answer head fits, and it is reused, not reallocated.
 const READ_BUF: usize = 8 * 1024;
 
+/// A connection of the wire engine.
 pub struct WireConn {
     stream: TcpStream,
     buf: BytesMut,
@@ -62,16 +67,63 @@ pub struct WireConn {
     spent: bool,
 }
 
+impl WireConn {
+    /// Open a connection to `addr` with TCP_NODELAY on (the caller bounds it in time).
+    pub async fn open(addr: std::net::SocketAddr) -> Result<WireConn, ErrorKind> {
+        let s = TcpStream::connect(addr)
+            .await
+            .map_err(|e| client::connect_error(&e))?;
+        Ok(WireConn::new(s))
+    }
+
+    /// A connection on `stream`, TCP_NODELAY set.
+    pub fn new(stream: TcpStream) -> WireConn {
+        let _ = stream.set_nodelay(true);
+        WireConn {
+            stream,
+            buf: BytesMut::with_capacity(READ_BUF),
+            spent: false,
+        }
+    }
+
+    /// Whether the next request may go on this connection (no `Connection: close` yet).
+    pub fn reusable(&self) -> bool {
+        !self.spent
+    }
+
+    /// Whether the peer has not closed this idle connection (a server's keep-alive timeout
+    /// ends it between requests): a non-blocking read, for callers with time between
+    /// requests, not the sweep's hot loop.
+    pub fn open_still(&self) -> bool {
+        let mut b = [0u8; 1];
+        !self.spent
+            && matches!(self.stream.try_read(&mut b), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock)
+    }
+
+    /// Write `bytes` (one request) and read its whole answer, unbounded in time (the caller
+    /// bounds it). `keep` gets the answer's bytes as they came (final head and body).
+    pub async fn exchange(
+        &mut self,
+        bytes: &[u8],
+        head_only: bool,
+        keep: Option<&mut Vec<u8>>,
+    ) -> Result<Answer, ErrorKind> {
+        wire_exchange(self, bytes, head_only, keep).await
+    }
+}
+
 pub enum UserConn {
     Wire(WireConn),
-    Hyper(client::Conn),
+    #[cfg(feature = "hyper")]
+    Hyper(hyper_engine::Conn),
 }
 
 impl UserConn {
     /// Whether the next request may go on this connection.
     pub fn reusable(&self) -> bool {
         match self {
-            UserConn::Wire(c) => !c.spent,
+            UserConn::Wire(c) => c.reusable(),
+            #[cfg(feature = "hyper")]
             UserConn::Hyper(c) => c.reusable(),
         }
     }
@@ -80,24 +132,17 @@ impl UserConn {
 /// Open a connection (TCP_NODELAY on) before `timer` fires.
 pub async fn connect(r: &Request, timer: Pin<&mut Sleep>) -> Result<UserConn, ErrorKind> {
     match r.engine {
-        Engine::Hyper => client::connect_by(&r.target, timer)
+        #[cfg(feature = "hyper")]
+        Engine::Hyper => hyper_engine::connect_by(&r.target, timer)
             .await
             .map(UserConn::Hyper),
+        // Refused by cmd/load.rs before any request; an error here, never a panic.
+        #[cfg(not(feature = "hyper"))]
+        Engine::Hyper => Err(ErrorKind::Protocol),
         Engine::Wire => {
-            let fut = async {
-                let s = TcpStream::connect(r.target.addr)
-                    .await
-                    .map_err(|e| client::connect_error(&e))?;
-                let _ = s.set_nodelay(true);
-                Ok(UserConn::Wire(WireConn {
-                    stream: s,
-                    buf: BytesMut::with_capacity(READ_BUF),
-                    spent: false,
-                }))
-            };
             tokio::select! {
                 biased;
-                r = fut => r,
+                c = WireConn::open(r.target.addr) => c.map(UserConn::Wire),
                 _ = timer => Err(ErrorKind::Timeout),
             }
         }
@@ -112,11 +157,12 @@ pub async fn exchange(
     timer: Pin<&mut Sleep>,
 ) -> Result<Answer, ErrorKind> {
     match c {
-        UserConn::Hyper(c) => client::exchange(c, &r.target, timer).await,
+        #[cfg(feature = "hyper")]
+        UserConn::Hyper(c) => hyper_engine::exchange(c, &r.target, timer).await,
         UserConn::Wire(c) => {
             tokio::select! {
                 biased;
-                a = wire_exchange(c, r) => a,
+                a = wire_exchange(c, &r.bytes, r.head_only, None) => a,
                 _ = timer => Err(ErrorKind::Timeout),
             }
         }
@@ -151,13 +197,18 @@ async fn fill(c: &mut WireConn) -> Result<usize, ErrorKind> {
         .map_err(|_| ErrorKind::Protocol)
 }
 
-async fn wire_exchange(c: &mut WireConn, r: &Request) -> Result<Answer, ErrorKind> {
+async fn wire_exchange(
+    c: &mut WireConn,
+    bytes: &[u8],
+    head_only: bool,
+    mut keep: Option<&mut Vec<u8>>,
+) -> Result<Answer, ErrorKind> {
     c.stream
-        .write_all(&r.bytes)
+        .write_all(bytes)
         .await
         .map_err(|_| ErrorKind::Protocol)?;
     let head = loop {
-        match response::parse_framed(&c.buf, Limits::DEFAULT, r.head_only) {
+        match response::parse_framed(&c.buf, Limits::DEFAULT, head_only) {
             // 1xx interim answers (100 Continue, 103 Early Hints) precede the real one.
             Ok(Some(h)) if h.status < 200 => c.buf.advance(h.len),
             Ok(Some(h)) => break h,
@@ -167,10 +218,16 @@ async fn wire_exchange(c: &mut WireConn, r: &Request) -> Result<Answer, ErrorKin
         }
     };
     let at = Instant::now();
+    if let Some(k) = keep.as_deref_mut() {
+        k.extend_from_slice(&c.buf[..head.len]);
+    }
     c.buf.advance(head.len);
     let mut body = response::Body::new(head.framing);
     loop {
         let used = body.feed(&c.buf).map_err(|_| ErrorKind::Protocol)?;
+        if let Some(k) = keep.as_deref_mut() {
+            k.extend_from_slice(&c.buf[..used]);
+        }
         c.buf.advance(used);
         if body.done() {
             break;

@@ -5,6 +5,7 @@ use super::client::{self, Answer, ErrorKind, Target};
 use super::conn::{self, Request, UserConn};
 use super::model::Saturation;
 use super::saturation;
+use super::single;
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -227,19 +228,19 @@ async fn sampler(
     start: Instant,
     stop: Arc<AtomicBool>,
 ) -> Option<Saturation> {
-    let mut conn = client::connect(&t, timeout).await.ok();
+    let mut conn = single::connect(&t, timeout).await.ok();
     // Only the level's own span: users connecting beforehand are not load.
     tokio::time::sleep_until(start).await;
     let (mut n, mut sum, mut max, mut qmax) = (0u32, 0.0, 0.0f64, None::<f64>);
     let mut last = None;
     while !stop.load(Ordering::Relaxed) {
         if conn.is_none() {
-            conn = client::connect(&t, timeout).await.ok();
+            conn = single::connect(&t, timeout).await.ok();
         }
         if let Some(c) = conn.as_mut() {
-            match client::fetch(c, &t, timeout).await {
+            match single::fetch(c, &t, timeout).await {
                 Ok((200, body)) => {
-                    if let Some(s) = saturation::parse(&String::from_utf8_lossy(&body)) {
+                    if let Some(s) = saturation::parse(&body) {
                         n += 1;
                         sum += s.busy;
                         max = max.max(s.busy);

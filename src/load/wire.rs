@@ -8,16 +8,16 @@ use super::client::Target;
 use bytes::{BufMut, Bytes, BytesMut};
 
 /// Methods that carry no body unless one is given.
-fn bodyless(m: &hyper::Method) -> bool {
-    use hyper::Method as M;
+fn bodyless(m: &http::Method) -> bool {
+    use http::Method as M;
     [M::GET, M::HEAD, M::DELETE, M::OPTIONS, M::TRACE, M::CONNECT].contains(m)
 }
 
 /// The request's bytes, encoded once per sweep. Host comes from the URL unless the user
 /// gave one; Content-Length from the body unless the user gave framing headers.
 pub fn encode(t: &Target) -> Bytes {
-    use hyper::header::{CONTENT_LENGTH, HOST, TRANSFER_ENCODING};
-    let has = |n: &hyper::header::HeaderName| t.headers.iter().any(|(k, _)| k == n);
+    use http::header::{CONTENT_LENGTH, HOST, TRANSFER_ENCODING};
+    let has = |n: &http::header::HeaderName| t.headers.iter().any(|(k, _)| k == n);
     let mut b = BytesMut::with_capacity(128 + t.body.len());
     b.put_slice(t.method.as_str().as_bytes());
     b.put_u8(b' ');
@@ -65,7 +65,7 @@ mod tests {
             b"GET /work?ms=20 HTTP/1.1\r\nhost: 127.0.0.1:8080\r\n\r\n"
         );
         let mut p = target("http://localhost/x");
-        p.method = hyper::Method::POST;
+        p.method = http::Method::POST;
         p.body = Bytes::from_static(b"{}");
         p.headers
             .push(("x-a".parse().unwrap(), "1".parse().unwrap()));

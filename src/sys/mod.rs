@@ -1,6 +1,8 @@
 //! Launchers of the real processes rtcheck runs beside itself, each a child that never
 //! outlives the run: its own `rtcheck serve` (and the server's control client), and a
-//! real `redis-server`. The OS primitives under them are [`rtcheck_base::os`].
+//! real `redis-server` (feature `redis`). The OS primitives under them are
+//! [`rtcheck_base::os`].
 pub mod control;
+#[cfg(feature = "redis")]
 pub mod redis;
 pub mod serve;

@@ -5,15 +5,23 @@
 //!
 //! - [`account`]: pure per-client counting and the cluster's tally (unit-tested).
 //! - [`client`]: one client thread (WebSocket, resume on another node).
-//! - [`nodes`]: the node processes and the Redis the run uses.
+//! - [`nodes`]: the node processes and the Redis the run uses (its URL is checked here by
+//!   [`parse_redis_url`], pure, in every build).
 //! - [`run`]: one scenario end to end; [`validity`]: its checks (pure).
+//!
+//! `nodes` and `run` need the `redis` feature; the rest (flags, model, pure parts) is in
+//! every build, so the reports and `bench cluster`'s flags are too.
 pub mod account;
 pub mod client;
 pub mod model;
+#[cfg(feature = "redis")]
 pub mod nodes;
+#[cfg(feature = "redis")]
 pub mod run;
 pub mod validity;
 
+use anyhow::{anyhow, bail};
+use std::net::SocketAddr;
 use std::time::Duration;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -131,6 +139,41 @@ pub fn unique_prefix() -> String {
     format!("rtcheck-bench-{}-{r}:", std::process::id())
 }
 
+/// `redis://[user[:password]@]HOST[:PORT][/DB]` on loopback: the address, and the URL
+/// without its password (for reports).
+pub fn parse_redis_url(url: &str) -> anyhow::Result<(SocketAddr, String)> {
+    let rest = url.strip_prefix("redis://").ok_or_else(|| {
+        anyhow!(
+            "--redis {}: expected redis://HOST:PORT (no TLS)",
+            rtcheck_base::redact::url(url)
+        )
+    })?;
+    let hostpart = rest.rsplit_once('@').map_or(rest, |(_, h)| h);
+    let hostport = hostpart.split(['/', '?']).next().unwrap_or("");
+    let with_port = if hostport
+        .rsplit_once(':')
+        .is_some_and(|(h, _)| !h.is_empty() && (!h.contains(':') || h.ends_with(']')))
+    {
+        hostport.to_string()
+    } else {
+        format!("{hostport}:6379")
+    };
+    let addr = rtcheck_base::os::addr::parse_host_port(&with_port).ok_or_else(|| {
+        anyhow!(
+            "--redis {}: host must be a loopback IP or localhost with a port",
+            rtcheck_base::redact::url(url)
+        )
+    })?;
+    if !rtcheck_base::os::addr::is_loopback(addr.ip()) {
+        bail!(
+            "--redis {}: {} is not a loopback address; load goes only to 127.0.0.0/8 or ::1",
+            rtcheck_base::redact::url(url),
+            addr.ip()
+        );
+    }
+    Ok((addr, rtcheck_base::redact::url(url)))
+}
+
 pub fn validate(a: &ClusterOptions) -> anyhow::Result<()> {
     use rtcheck_base::units::out_of_bounds as oob;
     if !(NODES_MIN..=NODES_MAX).contains(&a.nodes) {
@@ -151,7 +194,7 @@ pub fn validate(a: &ClusterOptions) -> anyhow::Result<()> {
         anyhow::bail!(oob("--presence-ttl", format!("{ttl} s"), "1 s", "60 s", ""));
     }
     if let Some(url) = &a.redis {
-        nodes::parse_redis_url(url)?;
+        parse_redis_url(url)?;
     }
     Ok(())
 }
@@ -194,6 +237,28 @@ mod tests {
             "{e}"
         );
         assert!(parse_scenarios(",").is_err());
+    }
+
+    #[test]
+    fn redis_urls_are_loopback_and_shown_without_password() {
+        let (a, s) = parse_redis_url("redis://127.0.0.1:6390").unwrap();
+        assert_eq!((a.port(), s.as_str()), (6390, "redis://127.0.0.1:6390"));
+        let (a, _) = parse_redis_url("redis://localhost").unwrap();
+        assert_eq!(a.port(), 6379);
+        let (a, s) = parse_redis_url("redis://u:secret@[::1]:7000/2").unwrap();
+        assert_eq!(a.port(), 7000);
+        assert!(!s.contains("secret") && s.contains("u:***"), "{s}");
+        for bad in [
+            "http://127.0.0.1:1",
+            "redis://10.1.1.1:6379",
+            "redis://example.com:6379",
+        ] {
+            assert!(parse_redis_url(bad).is_err(), "{bad}");
+        }
+        let e = parse_redis_url("redis://:pw@10.0.0.1:1")
+            .unwrap_err()
+            .to_string();
+        assert!(!e.contains("pw@") && e.contains("loopback"), "{e}");
     }
 
     #[test]

@@ -12,41 +12,6 @@ use crate::sys::redis::RedisServer;
 
 pub const NAMES: [&str; 4] = ["a", "b", "c", "d"];
 
-/// `redis://[user[:password]@]HOST[:PORT][/DB]` on loopback: the address, and the URL
-/// without its password (for reports).
-pub fn parse_redis_url(url: &str) -> anyhow::Result<(SocketAddr, String)> {
-    let rest = url.strip_prefix("redis://").ok_or_else(|| {
-        anyhow!(
-            "--redis {}: expected redis://HOST:PORT (no TLS)",
-            rtcheck_base::redact::url(url)
-        )
-    })?;
-    let hostpart = rest.rsplit_once('@').map_or(rest, |(_, h)| h);
-    let hostport = hostpart.split(['/', '?']).next().unwrap_or("");
-    let with_port = if hostport
-        .rsplit_once(':')
-        .is_some_and(|(h, _)| !h.is_empty() && (!h.contains(':') || h.ends_with(']')))
-    {
-        hostport.to_string()
-    } else {
-        format!("{hostport}:6379")
-    };
-    let addr = rtcheck_base::os::addr::parse_host_port(&with_port).ok_or_else(|| {
-        anyhow!(
-            "--redis {}: host must be a loopback IP or localhost with a port",
-            rtcheck_base::redact::url(url)
-        )
-    })?;
-    if !rtcheck_base::os::addr::is_loopback(addr.ip()) {
-        bail!(
-            "--redis {}: {} is not a loopback address; load goes only to 127.0.0.0/8 or ::1",
-            rtcheck_base::redact::url(url),
-            addr.ip()
-        );
-    }
-    Ok((addr, rtcheck_base::redact::url(url)))
-}
-
 /// The Redis a run uses.
 pub enum Redis {
     /// Started here, on a free loopback port in its own temp dir, persistence off.
@@ -61,7 +26,7 @@ impl Redis {
         let Some(url) = user else {
             return Ok(Redis::Ours(RedisServer::start(dir)?));
         };
-        let (addr, shown) = parse_redis_url(url)?;
+        let (addr, shown) = super::parse_redis_url(url)?;
         TcpStream::connect_timeout(&addr, Duration::from_secs(2))
             .map_err(|e| anyhow!("--redis {shown}: cannot connect to {addr}: {e}"))?;
         crate::sys::redis::ping(url).map_err(|e| {
@@ -259,28 +224,6 @@ pub fn still_listening(addrs: &[SocketAddr]) -> Vec<SocketAddr> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn redis_urls_are_loopback_and_shown_without_password() {
-        let (a, s) = parse_redis_url("redis://127.0.0.1:6390").unwrap();
-        assert_eq!((a.port(), s.as_str()), (6390, "redis://127.0.0.1:6390"));
-        let (a, _) = parse_redis_url("redis://localhost").unwrap();
-        assert_eq!(a.port(), 6379);
-        let (a, s) = parse_redis_url("redis://u:secret@[::1]:7000/2").unwrap();
-        assert_eq!(a.port(), 7000);
-        assert!(!s.contains("secret") && s.contains("u:***"), "{s}");
-        for bad in [
-            "http://127.0.0.1:1",
-            "redis://10.1.1.1:6379",
-            "redis://example.com:6379",
-        ] {
-            assert!(parse_redis_url(bad).is_err(), "{bad}");
-        }
-        let e = parse_redis_url("redis://:pw@10.0.0.1:1")
-            .unwrap_err()
-            .to_string();
-        assert!(!e.contains("pw@") && e.contains("loopback"), "{e}");
-    }
 
     #[test]
     fn only_node_a_publishes_and_single_has_no_redis() {

@@ -1,5 +1,6 @@
 //! `rtcheck bench cluster`: flags to options, run the scenarios, render, write.
 use super::thresholds;
+use crate::bench::cluster::model::ClusterReport;
 use crate::bench::cluster::{self, ClusterOptions, Kind};
 use crate::cmd::output::{ClusterFormat, ClusterFormats, OutputArgs};
 use crate::cmd::{parse_count, parse_rate, Ctx};
@@ -103,7 +104,7 @@ impl ClusterArgs {
 
 pub fn run(a: ClusterArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
     a.out.validate()?;
-    let report = cluster::run::run(&a.options())?;
+    let report = measure(&a)?;
     let invalid = thresholds::invalid_scenarios(
         report
             .scenarios
@@ -137,6 +138,17 @@ pub fn run(a: ClusterArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
     }
     a.out.emit_with(ctx.color, render)?;
     thresholds::gate_exit(report.valid, gated)
+}
+
+/// The scenarios over Redis (a build without the `redis` feature refuses the command).
+#[cfg(feature = "redis")]
+fn measure(a: &ClusterArgs) -> anyhow::Result<ClusterReport> {
+    cluster::run::run(&a.options())
+}
+
+#[cfg(not(feature = "redis"))]
+fn measure(_: &ClusterArgs) -> anyhow::Result<ClusterReport> {
+    Err(crate::cmd::feature_off("bench cluster", "redis"))
 }
 
 #[cfg(test)]
