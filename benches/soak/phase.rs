@@ -147,34 +147,52 @@ fn drive(
     go: &watch::Sender<bool>,
     stop: &watch::Sender<bool>,
 ) -> anyhow::Result<(Handles, (f64, f64, u64))> {
-    let (addr, pid) = (ctx.addr, srv.guard.pid());
+    let handles = spawn_all(rt, ctx, spec)?;
+    // Everyone counting is in: seq 1 is owed to all of them.
+    control::start(ctx.addr, spec.rounds)?;
+    let _ = go.send(true);
+    let publish = sample_until_published(ctx, spec, srv, s)?;
+    let _ = stop.send(true);
+    // Counting clients read up to the last round; the others leave now.
+    let t_drain = Instant::now();
+    while handles.iter().any(|(k, h)| k.counts() && !h.is_finished()) && t_drain.elapsed() < DRAIN {
+        if interrupted() {
+            return Err(Interrupted("soak interrupted").into());
+        }
+        s.rss_peak = s.rss_peak.max(rss(srv.guard.pid())?);
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    Ok((handles, publish))
+}
+
+/// Spawn every client, the counting kinds first and in batches of 250 (the server's
+/// accept queue and ours stay small), and wait until every counting one is connected.
+fn spawn_all(rt: &tokio::runtime::Runtime, ctx: &Arc<Ctx>, spec: &Spec) -> anyhow::Result<Handles> {
     let counting: usize = spec
         .mix
         .iter()
         .filter(|(k, _)| k.counts())
         .map(|(_, n)| n)
         .sum();
-    let mut handles: Handles = Vec::new();
-    let mut i = 0;
-    // Counting kinds first, in batches: the server's accept queue and ours stay small.
     let order = spec
         .mix
         .iter()
         .filter(|(k, _)| k.counts())
         .chain(spec.mix.iter().filter(|(k, _)| !k.counts()));
-    let t_connect = Instant::now();
+    let mut handles: Handles = Vec::new();
+    let t0 = Instant::now();
     for &(kind, n) in order {
         for _ in 0..n {
+            let i = handles.len();
             handles.push((kind, rt.spawn(clients::run(ctx.clone(), kind, i))));
-            i += 1;
-            if kind.counts() && i % 250 == 0 {
-                wait_for(t_connect, "connecting", || {
-                    ctx.ready.load(Relaxed) + 250 >= i as u64
+            if kind.counts() && (i + 1).is_multiple_of(250) {
+                wait_for(t0, "connecting", || {
+                    ctx.ready.load(Relaxed) + 250 > i as u64
                 })?;
             }
         }
     }
-    wait_for(t_connect, "connecting", || {
+    wait_for(t0, "connecting", || {
         ctx.ready.load(Relaxed) >= counting as u64
     })
     .map_err(|e| {
@@ -183,21 +201,29 @@ fn drive(
             ctx.ready.load(Relaxed)
         )
     })?;
-    let connect_s = t_connect.elapsed().as_secs_f64();
     if spec.progress {
         eprintln!(
-            "[{}] {counting} counting clients connected in {connect_s:.1} s; publishing {} rounds",
-            spec.name, spec.rounds
+            "[{}] {counting} counting clients connected in {:.1} s; publishing {} rounds",
+            spec.name,
+            t0.elapsed().as_secs_f64(),
+            spec.rounds
         );
     }
-    // Everyone counting is in: seq 1 is owed to all of them.
-    control::start(addr, spec.rounds)?;
-    let _ = go.send(true);
+    Ok(handles)
+}
+
+/// Sample the server (RSS every 250 ms; fds and stats every second) until it published
+/// the last round. Returns (wall seconds, generator CPU seconds, generator RSS peak).
+fn sample_until_published(
+    ctx: &Ctx,
+    spec: &Spec,
+    srv: &mut serve::ServeChild,
+    s: &mut Samples,
+) -> anyhow::Result<(f64, f64, u64)> {
+    let (addr, pid) = (ctx.addr, srv.guard.pid());
     let (t0, cpu0) = (Instant::now(), rtcheck_base::os::clock::cpu_seconds());
     let limit = Duration::from_secs_f64(spec.rounds as f64 / rate(spec)) + Duration::from_secs(120);
-    let mut gen_rss = 0;
-    let mut last_progress = Instant::now();
-    let mut fds_tick = Instant::now();
+    let (mut gen_rss, mut last_progress, mut tick) = (0, Instant::now(), Instant::now());
     loop {
         if interrupted() {
             return Err(Interrupted("soak interrupted").into());
@@ -210,17 +236,17 @@ fn drive(
         }
         s.rss_peak = s.rss_peak.max(rss(pid)?);
         gen_rss = gen_rss.max(rtcheck_base::os::proc::self_rss_bytes());
-        if fds_tick.elapsed() >= Duration::from_secs(1) {
-            fds_tick = Instant::now();
+        if tick.elapsed() >= Duration::from_secs(1) {
+            tick = Instant::now();
             s.fds_peak = s.fds_peak.max(fds(pid)?);
             let st = stats(addr)?;
-            let sent = st["rounds_sent"].as_u64().unwrap_or(0);
             if spec.progress && last_progress.elapsed() >= Duration::from_secs(15) {
                 last_progress = Instant::now();
                 progress(spec, t0, ctx, &st, s);
             }
-            if st["finished"] == true || sent >= spec.rounds {
-                break;
+            if st["finished"] == true || st["rounds_sent"].as_u64().unwrap_or(0) >= spec.rounds {
+                let cpu = rtcheck_base::os::clock::cpu_seconds() - cpu0;
+                return Ok((t0.elapsed().as_secs_f64(), cpu, gen_rss));
             }
         }
         if t0.elapsed() > limit {
@@ -232,22 +258,6 @@ fn drive(
         }
         std::thread::sleep(Duration::from_millis(250));
     }
-    let publish = (
-        t0.elapsed().as_secs_f64(),
-        rtcheck_base::os::clock::cpu_seconds() - cpu0,
-        gen_rss,
-    );
-    let _ = stop.send(true);
-    // Counting clients read up to the last round; the others leave now.
-    let t_drain = Instant::now();
-    while handles.iter().any(|(k, h)| k.counts() && !h.is_finished()) && t_drain.elapsed() < DRAIN {
-        if interrupted() {
-            return Err(Interrupted("soak interrupted").into());
-        }
-        s.rss_peak = s.rss_peak.max(rss(pid)?);
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    Ok((handles, publish))
 }
 
 /// Join every task (abort has been sent: they leave within a few seconds).
