@@ -6,7 +6,7 @@ use super::conn::{Conn, OpenError, Proto};
 use super::hist::Hist;
 use super::tally::Tally;
 use super::wire;
-use rtcheck::verify::delivery::account::Trace;
+use rtcheck::bench::seq_account::Trace;
 use serde::Serialize;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};

@@ -2,7 +2,7 @@
 //! reset markers, hellos. Pings are answered (a client that does not answer is removed by
 //! `--pong-wait`, which would be the generator's fault, not the server's).
 use super::wire::{self, server_frame};
-use rtcheck::verify::delivery::client::parse_gap;
+use rtcheck_wire::epoch::parse_gap;
 use rtcheck_wire::epoch::{self, Marker};
 use rtcheck_wire::{payload, sse, ws};
 use std::net::SocketAddr;

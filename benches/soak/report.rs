@@ -2,7 +2,7 @@
 //! table and JSON line.
 use super::clients::{Kind, Outcome};
 use super::phase::{Measured, FDS_BACK};
-use rtcheck::verify::delivery::account::{count, Counts};
+use rtcheck::bench::seq_account::{count, Counts};
 use serde::Serialize;
 
 /// One client kind's sums.

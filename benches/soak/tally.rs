@@ -1,9 +1,9 @@
 //! What one counting client received, fed item by item, into the accounting of
-//! `verify delivery` (`rtcheck::verify::delivery::account`): the span is seq 1 ..= the
+//! `verify delivery` (`rtcheck::bench::seq_account`): the span is seq 1 ..= the
 //! phase's last round (every counting client is there before publishing starts), gap
 //! markers mark, a session reset marks what it lost, any other hole is lost silently.
 use super::conn::Item;
-use rtcheck::verify::delivery::account::Trace;
+use rtcheck::bench::seq_account::Trace;
 
 #[derive(Debug, Clone, Default)]
 pub struct Tally {

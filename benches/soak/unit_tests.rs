@@ -134,7 +134,7 @@ mod conn {
 mod tally {
     use crate::soak::conn::Item;
     use crate::soak::tally::*;
-    use rtcheck::verify::delivery::account::count;
+    use rtcheck::bench::seq_account::count;
 
     #[test]
     fn holes_are_silent_unless_marked_and_a_session_reset_marks_its_loss() {
@@ -179,7 +179,7 @@ mod tally {
 mod report {
     use crate::soak::clients::{Kind, Outcome};
     use crate::soak::report::*;
-    use rtcheck::verify::delivery::account::Trace;
+    use rtcheck::bench::seq_account::Trace;
 
     fn counted(seqs: &[u64], gaps: &[(u64, u64)], end: u64) -> Outcome {
         Outcome {

@@ -616,7 +616,7 @@ async fn ws_session(
                 // A gap marker (the server dropped messages for this client) is not a
                 // payload: the missing seqs show as drops in the server's counters.
                 // (Checked by its prefix first: a payload is not parsed twice.)
-                Some(Ok(Message::Text(t))) if t.as_str().starts_with("{\"from\"") && crate::verify::delivery::client::parse_gap(t.as_str()).is_some() => {}
+                Some(Ok(Message::Text(t))) if t.as_str().starts_with("{\"from\"") && rtcheck_wire::epoch::parse_gap(t.as_str()).is_some() => {}
                 // The server's hello (`{"epoch":..,"latest":..}`, first on every /ws) or a
                 // reset marker: not payloads either.
                 Some(Ok(Message::Text(t))) if rtcheck_wire::epoch::parse_marker(t.as_str()).is_some() => {}

@@ -26,3 +26,4 @@ pub fn check_interrupted() -> anyhow::Result<()> {
     rtcheck_base::os::signal::check_interrupted(INTERRUPTED)
 }
 pub mod cluster;
+pub mod seq_account;

@@ -199,8 +199,28 @@ pub fn parse_marker(s: &str) -> Option<Marker> {
     })
 }
 
+/// `{"from":A,"to":B}` of a gap marker (the inclusive range of seqs the server no
+/// longer holds); None for anything else, or a range backwards.
+pub fn parse_gap(data: &str) -> Option<(u64, u64)> {
+    #[derive(serde::Deserialize)]
+    struct G {
+        from: u64,
+        to: u64,
+    }
+    let g: G = serde_json::from_str(data).ok()?;
+    (g.from <= g.to).then_some((g.from, g.to))
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn gap_markers_parse_in_either_key_order() {
+        assert_eq!(super::parse_gap(r#"{"from":3,"to":9}"#), Some((3, 9)));
+        assert_eq!(super::parse_gap(r#"{"to":9,"from":3}"#), Some((3, 9)));
+        assert_eq!(super::parse_gap(r#"{"from":9,"to":3}"#), None);
+        assert_eq!(super::parse_gap("nope"), None);
+    }
+
     use super::*;
 
     #[test]

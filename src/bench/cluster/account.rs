@@ -1,9 +1,9 @@
 //! Pure accounting over what every client received (evidence `loss-dup-order`): per-client
 //! seq → lost, lost silently, duplicates (and which node sent the second copy), one order
 //! hash per client, latency from the scheduled time. Counting per client is
-//! `delivery::account::count`; this adds the cluster's view across clients and nodes.
+//! `bench::seq_account::count`; this adds the cluster's view across clients and nodes.
+use crate::bench::seq_account::{self, Counts, Trace};
 use crate::bench::stats::{self, Quantiles};
-use crate::verify::delivery::account::{self, Counts, Trace};
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 /// One message as a client received it.
@@ -191,7 +191,7 @@ pub fn tally(clients: &[ClientLog], (lo, hi): (u64, u64), names: &[String]) -> T
     let mut hist = stats::new_hist();
     for c in clients {
         let seqs: Vec<u64> = c.arrivals.iter().map(|a| a.seq).collect();
-        let counts = account::count(&Trace {
+        let counts = seq_account::count(&Trace {
             seqs,
             gaps: c.gaps.clone(),
             first_expected: lo,

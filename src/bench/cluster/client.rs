@@ -2,9 +2,9 @@
 //! message with its node and arrival time, and when its node goes away reconnects to the
 //! next node with `/ws?since=LAST` (resume from the cluster's ring in Redis).
 use super::account::{Arrival, ClientLog};
-use crate::verify::delivery::client::parse_gap;
 use rtcheck_base::os::clock::now_ns;
 use rtcheck_base::os::signal::interrupted;
+use rtcheck_wire::epoch::parse_gap;
 use rtcheck_wire::epoch::{parse_marker, Epoch, Marker};
 use rtcheck_wire::payload;
 use std::net::{SocketAddr, TcpStream};

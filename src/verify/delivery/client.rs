@@ -1,7 +1,7 @@
 //! One delivery client over SSE (std sockets, one thread each): connect with or without
 //! `Last-Event-ID`, read events and gap markers into a [`Trace`], disconnect the way real
 //! clients do, stay away, reconnect and resume.
-use super::account::Trace;
+use crate::bench::seq_account::Trace;
 use anyhow::{anyhow, bail, Context};
 use rtcheck_base::os::signal::interrupted;
 use rtcheck_wire::epoch::{self, Epoch, Marker, Position};
@@ -190,7 +190,7 @@ impl SseConn {
                     _ => bail!("{}: bad reset marker `{}`", self.peer, ev.data),
                 },
                 Some("gap") => t.gaps.push(
-                    parse_gap(&ev.data)
+                    rtcheck_wire::epoch::parse_gap(&ev.data)
                         .ok_or_else(|| anyhow!("{}: bad gap marker `{}`", self.peer, ev.data))?,
                 ),
                 _ => {
@@ -301,17 +301,6 @@ pub(super) fn read_head(
     }
 }
 
-/// `{"from":A,"to":B}` of a gap marker.
-pub fn parse_gap(data: &str) -> Option<(u64, u64)> {
-    #[derive(serde::Deserialize)]
-    struct G {
-        from: u64,
-        to: u64,
-    }
-    let g: G = serde_json::from_str(data).ok()?;
-    (g.from <= g.to).then_some((g.from, g.to))
-}
-
 /// A WebSocket client (sync tungstenite): `/ws`, or `/ws?since=SEQ` to resume; binary
 /// payloads or JSON text with seq; a text frame `{"from","to"}` is a gap marker.
 pub struct WsConn {
@@ -386,7 +375,7 @@ impl WsConn {
                         continue
                     }
                     None => {
-                        let g = parse_gap(&txt).ok_or_else(|| {
+                        let g = rtcheck_wire::epoch::parse_gap(&txt).ok_or_else(|| {
                             anyhow!(
                                 "{}: text frame is neither payload nor gap: `{txt:.200}`",
                                 self.peer
@@ -647,10 +636,6 @@ mod tests {
 
     #[test]
     fn gap_markers_parse_or_are_refused() {
-        assert_eq!(parse_gap(r#"{"from":3,"to":9}"#), Some((3, 9)));
-        assert_eq!(parse_gap(r#"{"to":9,"from":3}"#), Some((3, 9)));
-        assert_eq!(parse_gap(r#"{"from":9,"to":3}"#), None);
-        assert_eq!(parse_gap("nope"), None);
         assert_eq!(
             Disconnect::ALL.map(|d| d.name()),
             ["clean", "reset", "silent", "storm"]

@@ -7,10 +7,10 @@
 //! (`--resume`), and count. A server that says nothing about what a client missed has
 //! lost it silently, and that is what is counted: rtcheck recognises only its own gap
 //! marker (`event: gap` / a `{"from","to"}` text frame) as telling.
-use super::account::Trace;
 use super::client::{self, Disconnect};
 use super::run::{ClientResult, Phases, RunSpec, FOREIGN_CONTROL, FOREIGN_RUN};
 use crate::bench::publisher::PublishVia;
+use crate::bench::seq_account::Trace;
 use crate::bench::template::{Decoder, Template};
 use anyhow::{anyhow, bail, Context};
 use rtcheck_base::os::signal::interrupted;
@@ -239,7 +239,7 @@ impl Link {
                     pos.sse_id = events.last_id().map(String::from).or(pos.sse_id.take());
                     for ev in evs {
                         if ev.event.as_deref() == Some("gap") {
-                            if let Some(g) = client::parse_gap(&ev.data) {
+                            if let Some(g) = rtcheck_wire::epoch::parse_gap(&ev.data) {
                                 tr.gaps.push(g);
                                 continue;
                             }
@@ -269,7 +269,7 @@ impl Link {
                         Ok(Message::Text(txt)) => match t.decoder.decode(txt.as_bytes(), None) {
                             Some(v) => Some(v),
                             None => {
-                                if let Some(g) = client::parse_gap(&txt) {
+                                if let Some(g) = rtcheck_wire::epoch::parse_gap(&txt) {
                                     tr.gaps.push(g);
                                 }
                                 None

@@ -1,8 +1,8 @@
 //! The experiment: per run, N clients connect, receive, leave one way, stay away,
 //! reconnect and resume; then count. Runs share one server and go at the same time, so
 //! the whole experiment takes about the longest run.
-use super::account::{self, Counts, Trace};
 use super::client::{latest_seq, Disconnect, PollConn, SseConn, WsConn};
+use crate::bench::seq_account::{self, Counts, Trace};
 use anyhow::{anyhow, bail};
 use rtcheck_base::os::signal::interrupted;
 use serde::Serialize;
@@ -408,14 +408,14 @@ pub fn summarize(spec: &RunSpec, results: &[ClientResult], ring_bytes: u64) -> R
         .unwrap_or(0);
     for r in results {
         let c = match &r.before {
-            Some(b) => account::count_restart(b, &r.trace, old_end, r.reset),
-            None if spec.delivery == "no-seq" => account::count_without_seq(&r.trace),
-            None => account::count(&r.trace),
+            Some(b) => seq_account::count_restart(b, &r.trace, old_end, r.reset),
+            None if spec.delivery == "no-seq" => seq_account::count_without_seq(&r.trace),
+            None => seq_account::count(&r.trace),
         };
         counts.add(&c);
     }
     let resumes: Vec<f64> = results.iter().filter_map(|r| r.resume_ms).collect();
-    let (p50, max) = account::p50_max(&resumes);
+    let (p50, max) = seq_account::p50_max(&resumes);
     let stale = results.iter().filter(|r| r.stale_first).count() as u64;
     let resets = results.iter().filter(|r| r.reset).count() as u64;
     let (status, verdict) = verdict(spec, &counts, resumes.len(), results.len());

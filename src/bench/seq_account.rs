@@ -1,5 +1,6 @@
 //! Per-client delivery accounting from seq numbers (evidence `loss-dup-order`): pure
-//! functions over what one client received, so every verdict is unit-tested.
+//! functions over what one client received, so every verdict is unit-tested. Shared by
+//! `verify delivery` and `bench cluster` (which adds its view across clients and nodes).
 use serde::Serialize;
 use std::collections::BTreeSet;
 
