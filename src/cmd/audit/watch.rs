@@ -128,43 +128,37 @@ fn answer(s: &mut TcpStream, body: &str) -> std::io::Result<()> {
     s.set_write_timeout(Some(REQUEST_TIMEOUT))?;
     let mut buf = Vec::with_capacity(1024);
     let mut chunk = [0u8; 1024];
-    let (method, path) = loop {
+    // The one request-head parser (the server's: RFC 9112 rules, its own size bounds).
+    let req = loop {
         let n = s.read(&mut chunk)?;
         if n == 0 {
             return Ok(());
         }
         buf.extend_from_slice(&chunk[..n]);
-        let mut headers = [httparse::EMPTY_HEADER; 32];
-        let mut req = httparse::Request::new(&mut headers);
-        match req.parse(&buf) {
-            Ok(httparse::Status::Complete(_)) => {
-                break (
-                    req.method.unwrap_or("").to_string(),
-                    req.path.unwrap_or("").to_string(),
-                )
-            }
-            Ok(httparse::Status::Partial) if buf.len() < MAX_REQUEST => continue,
-            _ => return reply(s, "400 Bad Request", "text/plain", "bad request\n"),
+        match rtcheck_wire::http::parse_head(&buf) {
+            Ok(Some((req, _))) => break req,
+            Ok(None) if buf.len() < MAX_REQUEST => continue,
+            _ => return reply(s, 400, "text/plain", "bad request\n"),
         }
     };
-    let path = path.split('?').next().unwrap_or("");
-    match (method.as_str(), path) {
+    let (method, path) = (req.method, req.path);
+    match (method.as_str(), path.as_str()) {
         ("GET" | "HEAD", "/metrics") if body.is_empty() => {
-            reply(s, "503 Service Unavailable", "text/plain", "no audit yet\n")
+            reply(s, 503, "text/plain", "no audit yet\n")
         }
-        ("GET", "/metrics") => reply(s, "200 OK", rtcheck_wire::prom::CONTENT_TYPE, body),
-        ("HEAD", "/metrics") => reply(s, "200 OK", rtcheck_wire::prom::CONTENT_TYPE, ""),
-        (_, "/metrics") => reply(s, "405 Method Not Allowed", "text/plain", "GET only\n"),
-        _ => reply(s, "404 Not Found", "text/plain", "only /metrics\n"),
+        ("GET", "/metrics") => reply(s, 200, rtcheck_wire::prom::CONTENT_TYPE, body),
+        ("HEAD", "/metrics") => reply(s, 200, rtcheck_wire::prom::CONTENT_TYPE, ""),
+        (_, "/metrics") => reply(s, 405, "text/plain", "GET only\n"),
+        _ => reply(s, 404, "text/plain", "only /metrics\n"),
     }
 }
 
-fn reply(s: &mut TcpStream, status: &str, ctype: &str, body: &str) -> std::io::Result<()> {
-    let head = format!(
-        "HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-        body.len()
-    );
-    s.write_all(head.as_bytes())?;
-    s.write_all(body.as_bytes())?;
+fn reply(s: &mut TcpStream, status: u16, ctype: &str, body: &str) -> std::io::Result<()> {
+    s.write_all(&rtcheck_wire::http::response(
+        status,
+        ctype,
+        body.as_bytes(),
+        false,
+    ))?;
     s.flush()
 }
