@@ -1,8 +1,8 @@
 //! The audit rules against fixture procfs/sysfs trees (tests/fixtures/<tree>/{proc,sys})
 //! and against this machine's real /proc. Statuses AND numbers are checked.
 use rtcheck::audit::{audit, check_ids, Host, Roots};
+use rtcheck::findings::{Finding, Status};
 use rtcheck::profile::{Loss, Profile, Role};
-use rtcheck::report::{Finding, Status};
 use rtcheck_wire::transport::Transport;
 use std::path::PathBuf;
 

@@ -285,7 +285,8 @@ fn save_and_output_land_together_or_not_at_all() {
 /// A findings report as `verify` writes it, with one verified finding (the shape
 /// `verify delivery` and `probe` plug into by finding id).
 fn delivery_report() -> rtcheck::report::FindingsReport {
-    use rtcheck::report::{Finding, FindingsReport, Fix, Status, Verification};
+    use rtcheck::findings::{Finding, Fix, Status, Verification};
+    use rtcheck::report::FindingsReport;
     let f = Finding {
         location: None,
         id: "delivery-seq-ring-reset-within-ring".into(),
@@ -354,7 +355,7 @@ fn scenario(name: &str, p999: f64) -> rtcheck::bench::model::ScenarioResult {
         notes: vec![],
         checks: vec![Check {
             name: "samples".into(),
-            status: rtcheck::report::Status::Pass,
+            status: rtcheck::findings::Status::Pass,
             detail: String::new(),
         }],
         accounting: Default::default(),
@@ -419,7 +420,8 @@ fn evidence_json_marks_items_measured() {
 /// `rtcheck verify --format json` as verify writes it: its own report (verifications[],
 /// experiments, options), serialized from the real types.
 fn verify_report(valid: bool) -> String {
-    use rtcheck::report::{Verification, VerifyReport};
+    use rtcheck::findings::Verification;
+    use rtcheck::report::VerifyReport;
     let v = Verification {
         name: "tcp-keepalive".into(),
         measured: valid.then_some(12.1),

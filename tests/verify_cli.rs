@@ -228,7 +228,7 @@ fn audit_verify_attaches_measurements_to_the_findings_that_name_them() {
 
 #[test]
 fn attach_as_a_library_call_uses_the_audited_soft_limit() {
-    use rtcheck::report::{Finding, Fix, Status};
+    use rtcheck::findings::{Finding, Fix, Status};
     std::env::set_var("RTCHECK_BIN", assert_cmd::cargo::cargo_bin("rtcheck"));
     let finding = |id: &str, status: Status, verify: Option<&str>| Finding {
         location: None,

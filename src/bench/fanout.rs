@@ -287,7 +287,7 @@ pub fn run(a: &FanoutOptions) -> anyhow::Result<BenchReport> {
     Ok(report)
 }
 
-pub use crate::sys::serve::{tail, Scratch};
+use crate::sys::serve::{tail, Scratch};
 
 pub fn progress_bar(len: u64, msg: String) -> ProgressBar {
     if !std::io::stderr().is_terminal() {

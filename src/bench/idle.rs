@@ -1,10 +1,11 @@
 //! `rtcheck bench idle`: server RSS per idle connection (WebSocket and SSE), read from the
 //! server's own /control/stats before and after N idle clients connect.
 use super::check_interrupted;
-use super::fanout::{progress_bar, start_loadgen, start_server, Loadgen, Scratch, Server};
+use super::fanout::{progress_bar, start_loadgen, start_server, Loadgen, Server};
 use super::model::{IdleReport, IdleResult, RssSample};
 use super::wire::Event;
 use crate::sys::control;
+use crate::sys::serve::Scratch;
 use rtcheck_base::os::{limits, signal};
 use rtcheck_wire::stats::ServerStats;
 use std::time::{Duration, Instant};

@@ -2,9 +2,10 @@
 //! each finding demonstrated live (`--verify`, composed here with `crate::verify`).
 use super::output::{GaugeFormat, GaugeFormats, OutputArgs};
 use super::workload::WorkloadFlags;
-use super::{Ctx, DEFAULT_CONNECTIONS};
+use super::Ctx;
 use crate::audit::{self, Host, Roots};
 use crate::findings::{outcome, FailOn, Outcome};
+use crate::profile::DEFAULT_CONNECTIONS;
 use crate::profile::{Profile, Role};
 use crate::report::{self, FindingsReport, Format, Palette};
 use std::path::PathBuf;

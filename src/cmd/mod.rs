@@ -132,9 +132,6 @@ pub fn feature_off(what: &str, feature: &str) -> anyhow::Error {
     )
 }
 
-/// Default of `--connections` everywhere it has one (the workload default).
-pub use crate::profile::DEFAULT_CONNECTIONS;
-
 /// The one parser for `--connections` and other counts: a whole number of at least 1
 /// (negative and zero are named, not "unexpected argument"; `10_000` is accepted).
 pub fn parse_count(s: &str) -> Result<u64, String> {

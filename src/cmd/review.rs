@@ -107,7 +107,7 @@ pub fn render(
 /// (no `--answers`), the state file `$XDG_STATE_HOME/rtcheck/review-answers.yaml`
 /// (`~/.local/state/...`), so Ctrl-C loses nothing and a plain `rtcheck review` resumes.
 fn save_path(a: &ReviewArgs) -> Option<PathBuf> {
-    if a.save.is_some() || a.answers.is_some() || !prompts::can_prompt() {
+    if a.save.is_some() || a.answers.is_some() || !crate::cmd::prompts::can_prompt() {
         return a.save.clone();
     }
     let dir = match std::env::var_os("XDG_STATE_HOME").filter(|d| !d.is_empty()) {
@@ -158,7 +158,7 @@ fn ask_open(
     if a.answers.is_some() || todo.is_empty() {
         return Ok(ans);
     }
-    if !prompts::can_prompt() {
+    if !crate::cmd::prompts::can_prompt() {
         anyhow::bail!(
             "{} item(s) to answer and no terminal: give --answers FILE (write one with --save on a terminal)",
             todo.len()

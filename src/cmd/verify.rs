@@ -1,8 +1,9 @@
 //! `rtcheck verify`: flags to options, run the selected experiments, render verify's own
 //! report. `audit --verify` (in `cmd::audit`) takes its defaults from here.
 use super::output::{AllFormat, AllFormats, OutputArgs};
-use super::{parse_count, Ctx, DEFAULT_CONNECTIONS};
+use super::{parse_count, Ctx};
 use crate::findings::{FailOn, Finding, Fix, Status};
+use crate::profile::DEFAULT_CONNECTIONS;
 use crate::report::{FindingsReport, Format, Palette, VerifyReport};
 use crate::verify::{self, VerifyOptions};
 use std::process::ExitCode;

@@ -1,6 +1,7 @@
 //! GitHub Actions workflow annotations (::error / ::warning) for findings: fail becomes
 //! an error, warn a warning, and one ::notice line carries the summary.
-use crate::report::{FindingsReport, Status};
+use crate::findings::Status;
+use crate::report::FindingsReport;
 
 /// Data escaping of workflow commands.
 fn data(s: &str) -> String {

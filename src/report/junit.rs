@@ -2,7 +2,8 @@
 //! fail -> <failure> (always); warn -> <failure> only with --fail-on warn, else passes with the
 //! details in <system-out>; skip -> <skipped> (counted in the suite's `skipped`); pass ->
 //! success with <system-out>.
-use crate::report::{FailOn, Finding, FindingsReport, Status};
+use crate::findings::{FailOn, Finding, Status};
+use crate::report::FindingsReport;
 use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
 use std::time::Duration;
 

@@ -3,8 +3,7 @@
 //! domain produced. The findings themselves (`Finding`, `Status`, `Summary`, ...) live in
 //! `crate::findings`; `choose` (Recommendation) and `bench` (BenchReport) keep their result
 //! types next to their domain code. Renderers import models, never the reverse.
-pub use crate::evidence::EvidenceRef;
-pub use crate::findings::*;
+use crate::findings::{Finding, Status, Summary, Verification};
 use serde::{Deserialize, Serialize};
 
 /// A findings result (audit, verify): what the JSON/YAML formats print and every findings

@@ -4,7 +4,8 @@
 //! finding (audit) a logicalLocation naming what was examined. fail is level error, warn
 //! warning; pass is kind "pass" and an unmeasured check kind "open" (SARIF's "could not
 //! determine"), both level "none".
-use crate::report::{FindingsReport, Status};
+use crate::findings::Status;
+use crate::report::FindingsReport;
 use serde_json::{json, Value};
 
 pub const SCHEMA: &str = "https://json.schemastore.org/sarif-2.1.0.json";

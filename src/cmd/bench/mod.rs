@@ -3,11 +3,12 @@ pub mod cluster;
 pub mod thresholds;
 
 use super::output::{BenchFormat, BenchFormats, OutputArgs};
-use super::{parse_count, Ctx, DEFAULT_CONNECTIONS};
+use super::{parse_count, Ctx};
 use crate::bench::fanout::{self, FanoutOptions};
 use crate::bench::idle::{self, IdleOptions, IdleProto};
 use crate::bench::loadgen::{self, LoadgenOptions};
 use crate::bench::scenario;
+use crate::profile::DEFAULT_CONNECTIONS;
 use crate::report::gates;
 use crate::report::Format;
 use cluster::ClusterArgs;

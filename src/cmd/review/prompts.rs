@@ -14,8 +14,6 @@ use dialoguer::{Input, Select};
 use std::collections::BTreeMap;
 use std::path::Path;
 
-pub use crate::cmd::prompts::can_prompt;
-
 const CHOICES: [&str; 4] = ["yes", "no", "not applicable", "later"];
 
 fn err(e: dialoguer::Error) -> anyhow::Error {

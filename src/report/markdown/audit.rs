@@ -1,6 +1,7 @@
 //! Markdown rendering of a findings report (audit, verify), for a CI step summary
 //! (`>> $GITHUB_STEP_SUMMARY`).
-use crate::report::{FindingsReport, Status};
+use crate::findings::Status;
+use crate::report::FindingsReport;
 
 fn cell(s: &str) -> String {
     crate::report::plain(&s.replace('\n', " ")).replace('|', "\\|")
@@ -18,7 +19,7 @@ fn icon(s: Status) -> &'static str {
 
 /// The fix lines: commands in one ```sh block (safe to copy and run), prose as a list
 /// below it.
-fn fix_block(fix: &crate::report::Fix) -> String {
+fn fix_block(fix: &crate::findings::Fix) -> String {
     type Lines<'a> = Vec<(&'static str, &'a String)>;
     let (commands, prose): (Lines, Lines) = fix
         .runtime
@@ -158,7 +159,7 @@ mod tests {
 
     #[test]
     fn code_blocks_hold_only_commands() {
-        let fix = crate::report::Fix {
+        let fix = crate::findings::Fix {
             summary: "s".into(),
             runtime: vec!["sudo sysctl -w a=1".into()],
             persistent: vec![

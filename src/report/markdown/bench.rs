@@ -46,7 +46,7 @@ pub fn render(rep: &BenchReport) -> String {
         let mut items: Vec<String> = r
             .checks
             .iter()
-            .filter(|c| c.status != crate::report::Status::Pass)
+            .filter(|c| c.status != crate::findings::Status::Pass)
             .map(|c| format!("{} {}: {}", c.status.as_str(), c.name, c.detail))
             .collect();
         items.extend(r.notes.iter().cloned());

@@ -1,7 +1,7 @@
 //! Markdown summary of `rtcheck review`, fit for a PR comment: the verdict, a table of what
 //! needs action with its consequence, then the settled items folded away.
+use crate::findings::Status;
 use crate::report::ReviewReport;
-use crate::report::Status;
 use crate::review::Source;
 
 fn cell(s: &str) -> String {

@@ -2,7 +2,8 @@
 //! the verdict, one table row per check fitted to the width, then the details of what needs
 //! action (fail, warn; the reason of a skip). `--explain` prints every check in full.
 use super::wrap;
-use crate::report::{Finding, FindingsReport, Palette, Status};
+use crate::findings::{Finding, Status};
+use crate::report::{FindingsReport, Palette};
 use comfy_table::{Attribute, Cell, Color, ContentArrangement, Table};
 
 /// Only a line under the header: no borders, so every column goes to content.
@@ -93,7 +94,7 @@ pub fn summary_line(r: &FindingsReport, pal: Palette) -> String {
 }
 
 /// `, N suppressed` when the baseline accepted any (nothing otherwise: most runs have none).
-pub fn suppressed_count(s: &crate::report::Summary) -> String {
+pub fn suppressed_count(s: &crate::findings::Summary) -> String {
     if s.suppressed > 0 {
         format!(", {} suppressed", s.suppressed)
     } else {
@@ -221,7 +222,7 @@ fn details(f: &Finding, pal: Palette) -> String {
     out
 }
 
-fn measured_line(v: &crate::report::Verification, w: usize) -> String {
+fn measured_line(v: &crate::findings::Verification, w: usize) -> String {
     wrap(
         &format!(
             "{} live on loopback ({}): {}",
@@ -376,7 +377,7 @@ mod tests {
     /// cut): at 80 and 120 every id and every word of observed is whole, nothing ends in "…".
     #[test]
     fn table_keeps_long_ids_and_observed_values_whole() {
-        let finding = |id: &str, observed: &str| -> crate::report::Finding {
+        let finding = |id: &str, observed: &str| -> crate::findings::Finding {
             serde_json::from_value(serde_json::json!({
                 "id": id, "title": "t", "status": "warn", "observed": observed,
                 "expected": "e", "rule": "r", "evidence": [], "fix": {"summary": "Do it."}
@@ -422,7 +423,7 @@ mod tests {
 
     #[test]
     fn verdict_line_counts_invalid_measurements() {
-        let mut f = crate::report::Finding {
+        let mut f = crate::findings::Finding {
             location: None,
             id: "memory".into(),
             title: "t".into(),
@@ -447,7 +448,7 @@ mod tests {
         assert!(
             summary_line(&r, Palette::plain()).starts_with("0 fail, 0 warn, 1 pass, 0 skip in ")
         );
-        f.verification = Some(crate::report::Verification {
+        f.verification = Some(crate::findings::Verification {
             name: "memory-ws".into(),
             measured: None,
             unit: "B".into(),

@@ -3,7 +3,8 @@
 //! check, the full tables). Invalid rows show "INVALID" instead of numbers.
 use super::{fit_table, wrap};
 use crate::bench::model::{BenchReport, IdleReport, ScenarioResult};
-use crate::report::{Palette, Status};
+use crate::findings::Status;
+use crate::report::Palette;
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Cell, CellAlignment, Table};
 
 pub fn ms(v: Option<f64>) -> String {

@@ -1,7 +1,8 @@
 //! text rendering of choose results: the four questions, sizing, then the six must-haves.
 use crate::choose::Recommendation;
 use crate::evidence::fmt_num;
-use crate::report::{EvidenceRef, Palette};
+use crate::evidence::EvidenceRef;
+use crate::report::Palette;
 use rtcheck_base::units::fmt_bytes;
 use rtcheck_wire::delivery::Delivery;
 use rtcheck_wire::transport::Transport;

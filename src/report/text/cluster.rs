@@ -3,7 +3,8 @@
 use super::bench::ms;
 use super::wrap;
 use crate::bench::cluster::model::{ClusterReport, ClusterScenario};
-use crate::report::{Palette, Status};
+use crate::findings::Status;
+use crate::report::Palette;
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Cell, CellAlignment, ContentArrangement, Table};
 
 /// `lost/silently`: `3/0`.

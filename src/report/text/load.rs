@@ -1,6 +1,7 @@
 //! text rendering of a load sweep: verdicts first, then the levels (80 columns).
+use crate::findings::Status;
 use crate::load::model::{Level, LoadReport};
-use crate::report::{Palette, Status};
+use crate::report::Palette;
 
 fn row(l: &Level, p: &Palette) -> String {
     if !l.valid {

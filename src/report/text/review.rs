@@ -1,7 +1,8 @@
 //! Text rendering of `rtcheck review`: the verdict first, then what needs action (fail,
 //! warn) with the computed consequence and the fix, then one line per settled item.
+use crate::findings::Status;
+use crate::report::Palette;
 use crate::report::ReviewReport;
-use crate::report::{Palette, Status};
 use crate::review::Source;
 
 fn counts(r: &ReviewReport) -> String {

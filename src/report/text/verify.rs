@@ -1,6 +1,7 @@
 //! text rendering of verify results: one block per measurement, beside its reference.
+use crate::findings::Verification;
+use crate::report::Palette;
 use crate::report::VerifyReport;
-use crate::report::{Palette, Verification};
 
 /// "253 connections", "2.6 MB", "4.93 s"; "no number" for an invalid run.
 pub fn measured(v: &Verification) -> String {
