@@ -8,7 +8,8 @@
 # Commands run from the repository root with NO_COLOR=1 and no terminal (80 columns), and
 # a non-zero exit code is written under the output. A command may name $SERVE: the
 # HOST:PORT of one `rtcheck serve` this script starts on loopback (5 msg/s, ping 2s) for
-# the pages whose commands need a live server (probe, load, budget --live), and stops.
+# the pages whose commands need a live server (probe, load, budget --live), and stops;
+# $WS_HUB and $EXPRESS: servers rtcheck did not write (below).
 # Usage: scripts/regen-docs.sh [FILE...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,7 +26,8 @@ serve_dir="$(mktemp -d)"
 "$bin" serve --listen 127.0.0.1:0 --addr-file "$serve_dir/addr" --rate 5 --size 256 \
   --ping 2s --exit-with-parent >/dev/null 2>&1 &
 serve_pid=$!
-trap 'kill "$serve_pid" 2>/dev/null; wait "$serve_pid" 2>/dev/null; rm -rf "$serve_dir"' EXIT
+foreign_pids=()
+trap 'kill "$serve_pid" "${foreign_pids[@]}" 2>/dev/null; wait 2>/dev/null; rm -rf "$serve_dir"' EXIT
 for _ in $(seq 200); do
   [ -s "$serve_dir/addr" ] && break
   sleep 0.05
@@ -35,6 +37,28 @@ SERVE="$(head -n 1 "$serve_dir/addr")"
 export SERVE
 files=("$@")
 [ ${#files[@]} -gt 0 ] || files=(README.md docs/*.md)
+
+# Servers rtcheck did not write, for the pages that show it against one (bench.md,
+# delivery.md): $WS_HUB is node ws (the ws README's broadcast), $EXPRESS express SSE, both
+# fixtures of tests/fixtures/foreign/ on loopback, started only when a page names them.
+start_fixture() { # VAR SCRIPT MODULE PACKAGE
+  local var="$1" script="$2" module="$3" package="$4" port
+  [ -x /usr/bin/node ] || { echo "regen-docs: /usr/bin/node missing (Debian package nodejs)" >&2; exit 1; }
+  [ -f "/usr/share/nodejs/$module/package.json" ] ||
+    { echo "regen-docs: node module $module missing (Debian package $package)" >&2; exit 1; }
+  port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+  PORT="$port" NODE_PATH=/usr/share/nodejs /usr/bin/node "tests/fixtures/foreign/$script" >/dev/null 2>&1 &
+  foreign_pids+=($!)
+  for _ in $(seq 200); do
+    (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
+    sleep 0.05
+  done
+  (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null ||
+    { echo "regen-docs: $script did not start on 127.0.0.1:$port" >&2; exit 1; }
+  export "$var=127.0.0.1:$port"
+}
+if grep -qs 'regen: .*\$WS_HUB' "${files[@]}"; then start_fixture WS_HUB ws_broadcast.js ws node-ws; fi
+if grep -qs 'regen: .*\$EXPRESS' "${files[@]}"; then start_fixture EXPRESS express_sse.js express node-express; fi
 
 regen() {
   local f="$1" tmp pending="" in_block=0 line rc
