@@ -21,7 +21,8 @@ pub fn parse_target(url: &str) -> anyhow::Result<(Proto, SocketAddr, String)> {
         (Proto::Sse, r)
     } else {
         anyhow::bail!(
-            "{}: expected ws://HOST:PORT/PATH (wss is not supported)",
+            "{}: expected ws://, http:// (SSE) or tcp://HOST:PORT/PATH; no TLS (wss, https): \
+             point it at the plain port your TLS proxy forwards to",
             rtcheck_base::redact::url(url)
         );
     };
@@ -32,13 +33,15 @@ pub fn parse_target(url: &str) -> anyhow::Result<(Proto, SocketAddr, String)> {
     // One loopback check for the whole crate: an IP literal or the name `localhost`.
     let addr = rtcheck_base::os::addr::parse_host_port(hostport).ok_or_else(|| {
         anyhow::anyhow!(
-            "{}: host must be a loopback IP with a port, e.g. ws://127.0.0.1:8080/ws",
+            "{}: host must be a loopback IP with a port, e.g. ws://127.0.0.1:8080/ws \
+             (another host: run rtcheck there, or forward a port, ssh -L 8080:127.0.0.1:PORT HOST)",
             rtcheck_base::redact::url(url)
         )
     })?;
     if !rtcheck_base::os::addr::is_loopback(addr.ip()) {
         anyhow::bail!(
-            "{}: {} is not a loopback address; live traffic goes only to 127.0.0.0/8 or ::1",
+            "{}: {} is not a loopback address; live traffic goes only to 127.0.0.0/8 or ::1 \
+             (run rtcheck on that host, or forward a port, ssh -L 8080:127.0.0.1:PORT HOST)",
             rtcheck_base::redact::url(url),
             addr.ip()
         );
