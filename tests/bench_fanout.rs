@@ -304,9 +304,88 @@ fn bad_input_is_one_clear_line_and_exit_2() {
         &["--rate", "1e-300", "--rounds", "2"],
         "the bound is 3600 s",
     );
-    usage_error(&["--format", "junit"], "invalid value 'junit'");
+    usage_error(&["--format", "yaml"], "invalid value 'yaml'");
     usage_error(
         &["--slow", "300", "--connections", "300", "--scenario", "C3"],
         "--slow 300",
     );
+}
+
+/// A short run of scenario A (20 clients, 4 rounds) in `format` with `thresholds`: the exit
+/// code and stdout.
+fn gated(format: &str, thresholds: &[&str]) -> (i32, String) {
+    let mut cmd = Command::cargo_bin("rtcheck").unwrap();
+    cmd.args(["bench", "fanout", "--drain", "2s", "--format", format]);
+    cmd.args(["--connections", "20", "--rounds", "4", "--rate", "20"]);
+    cmd.args(["--scenario", "A", "--no-floor"]);
+    for t in thresholds {
+        cmd.args(["--threshold", t]);
+    }
+    let out = cmd
+        .timeout(std::time::Duration::from_secs(120))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stdout.is_empty(), "{stderr}");
+    (out.status.code().unwrap_or(-1), stdout)
+}
+
+/// The failure message of testcase `name` (None: it passed); panics when there is none.
+fn junit_case(xml: &str, name: &str) -> Option<String> {
+    let doc = roxmltree::Document::parse(xml).unwrap_or_else(|e| panic!("{e}: {xml}"));
+    let case = doc
+        .descendants()
+        .find(|n| n.has_tag_name("testcase") && n.attribute("name") == Some(name))
+        .unwrap_or_else(|| panic!("no testcase {name}: {xml}"));
+    case.children()
+        .find(|c| c.has_tag_name("failure"))
+        .map(|f| f.attribute("message").unwrap_or_default().to_string())
+}
+
+#[test]
+fn a_crossed_threshold_is_a_failing_junit_testcase_and_a_github_error() {
+    // 20 clients x 4 rounds: 80 samples, so `samples < 1` is crossed whatever the host
+    // (an invalid run fails it too); `p99 < 1h` holds on any valid run.
+    let crossed = "A.samples < 1";
+    let (code, xml) = gated("junit", &[crossed, "A.p99 < 1h"]);
+    assert_eq!(code, 1, "{xml}");
+    let why = junit_case(&xml, "threshold:A.samples<1").unwrap_or_else(|| panic!("{xml}"));
+    let valid = junit_case(&xml, "validity:A").is_none();
+    if valid {
+        assert_eq!(why, "fail: scenarios[0].samples = 80", "{xml}");
+        assert_eq!(junit_case(&xml, "threshold:A.p99<1h"), None, "{xml}");
+    }
+    // The expression is in the failure's text too (as its limit).
+    assert!(xml.contains("expected: A.samples &lt; 1"), "{xml}");
+
+    let (code, gh) = gated("github", &[crossed]);
+    assert_eq!(code, 1, "{gh}");
+    let error = gh
+        .lines()
+        .find(|l| l.contains("threshold%3AA.samples<1"))
+        .unwrap_or_else(|| panic!("no annotation for the threshold: {gh}"));
+    assert!(
+        error.starts_with("::error title=rtcheck bench fanout threshold%3AA.samples<1 (fail)::"),
+        "{error}"
+    );
+    assert!(error.contains("expected: A.samples < 1"), "{error}");
+    assert!(gh
+        .lines()
+        .last()
+        .unwrap()
+        .starts_with("::notice title=rtcheck bench fanout::"));
+}
+
+#[test]
+fn a_threshold_that_holds_is_a_passing_testcase_and_exit_0() {
+    let (code, xml) = gated("junit", &["A.samples >= 80"]);
+    assert_eq!(code, 0, "{xml}");
+    assert_eq!(junit_case(&xml, "threshold:A.samples>=80"), None, "{xml}");
+    assert_eq!(junit_case(&xml, "validity:A"), None, "{xml}");
+    assert!(xml.contains("failures=\"0\""), "{xml}");
+    let (code, gh) = gated("github", &["A.samples >= 80"]);
+    assert_eq!(code, 0, "{gh}");
+    assert!(!gh.contains("::error"), "{gh}");
+    assert!(gh.contains("0 fail, 0 warn, 2 pass"), "{gh}");
 }

@@ -168,8 +168,8 @@ fn bad_input_is_one_line_and_exit_2() {
     one_line_exit_2(&[], "no hops");
     one_line_exit_2(&["--hop", "db"], "NAME:RTT");
     one_line_exit_2(
-        &["--hop", "a:1", "--format", "github"],
-        "[possible values: text, json, yaml, markdown, junit, html]",
+        &["--hop", "a:1", "--format", "sarif"],
+        "[possible values: text, json, yaml, markdown, junit, github, html]",
     );
     one_line_exit_2(&["--live", "http://192.0.2.1/"], "--allow-remote");
     one_line_exit_2(&["--live", "ftp://127.0.0.1/"], "scheme");

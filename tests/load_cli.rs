@@ -374,3 +374,50 @@ fn threshold_gates_on_the_live_figure_and_an_unknown_name_is_exit_2() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--threshold"));
 }
+
+#[test]
+fn format_github_annotates_a_crossed_threshold_as_an_error() {
+    // /work?ms=20: every answer takes at least 20 ms, so p99 < 5ms is crossed for certain.
+    let s = Server::start(&["--workers", "4"]);
+    let url = format!("http://{}/work?ms=20", s.addr);
+    let run = |threshold: &str| {
+        let out = assert_cmd::Command::cargo_bin("rtcheck")
+            .unwrap()
+            .args(["load", &url, "--concurrency", "4", "--step", "500ms"])
+            .args(["--format", "github", "--threshold", threshold])
+            .output()
+            .unwrap();
+        let gh = String::from_utf8(out.stdout).unwrap();
+        assert!(
+            gh.lines().all(|l| l.starts_with("::")),
+            "not annotations: {gh}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        (out.status.code(), gh)
+    };
+    let (code, gh) = run("p99 < 5ms");
+    assert_eq!(code, Some(1), "{gh}");
+    let error = gh
+        .lines()
+        .find(|l| l.contains("threshold%3Ap99<5ms"))
+        .unwrap_or_else(|| panic!("no annotation for the threshold: {gh}"));
+    let (head, message) = error.split_once("::").unwrap().1.split_once("::").unwrap();
+    assert_eq!(head, "error title=rtcheck load threshold%3Ap99<5ms (fail)");
+    // The value seen, or (a starved client on a loaded host) why there is none.
+    assert!(
+        message.starts_with("levels[0].p99_ms = ") || message.contains("the run is invalid"),
+        "{error}"
+    );
+    assert!(error.contains("expected: p99 < 5 ms"), "{error}");
+    assert!(gh
+        .lines()
+        .last()
+        .unwrap()
+        .starts_with("::notice title=rtcheck load::"));
+    // One that holds is no error (an invalid level on a loaded host would fail it).
+    let (code, gh) = run("p99 < 10s");
+    if code == Some(0) {
+        assert!(!gh.contains("threshold%3Ap99<10s"), "{gh}");
+        assert!(!gh.contains("::error"), "{gh}");
+    }
+}

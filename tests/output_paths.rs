@@ -137,7 +137,7 @@ fn auto_colour_goes_to_a_terminal_never_into_a_file() {
 
 #[test]
 fn every_command_with_a_report_has_dash_o_and_lists_only_its_formats() {
-    let cases: [(&[&str], &str); 10] = [
+    let cases: [(&[&str], &str); 13] = [
         (
             &["lint"],
             "text, json, yaml, markdown, junit, github, html, sarif]",
@@ -161,8 +161,26 @@ fn every_command_with_a_report_has_dash_o_and_lists_only_its_formats() {
         ),
         (&["evidence"], "text, json, yaml, markdown]"),
         (&["checklist"], "text, json, yaml, markdown]"),
-        (&["bench", "fanout"], "text, json, markdown, html]"),
-        (&["bench", "idle"], "text, json, markdown, html]"),
+        (
+            &["bench", "fanout"],
+            "text, json, markdown, junit, github, html]",
+        ),
+        (
+            &["bench", "idle"],
+            "text, json, markdown, junit, github, html]",
+        ),
+        (
+            &["bench", "cluster"],
+            "text, json, yaml, markdown, junit, github, html]",
+        ),
+        (
+            &["load"],
+            "text, json, yaml, markdown, junit, github, html]",
+        ),
+        (
+            &["budget"],
+            "text, json, yaml, markdown, junit, github, html]",
+        ),
     ];
     for (cmd, formats) in cases {
         let out = rtcheck().args(cmd).arg("--help").output().unwrap();

@@ -67,7 +67,10 @@ fn a_format_outside_the_commands_set_is_a_usage_error_naming_the_flag() {
     assert_eq!(out.status.code(), Some(2));
     let e = String::from_utf8_lossy(&out.stderr);
     assert!(e.contains("--report"), "{e}");
-    assert!(e.contains("text, json, markdown, html"), "{e}");
+    assert!(
+        e.contains("text, json, markdown, junit, github, html"),
+        "{e}"
+    );
 }
 
 #[test]

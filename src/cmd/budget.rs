@@ -141,5 +141,8 @@ fn render(r: &BudgetReport, format: Format, fail_on: FailOn, p: Palette) -> anyh
         FindingsFormat::Junit => {
             report::junit::render(&FindingsReport::of_findings("budget", &r.findings), fail_on)?
         }
+        FindingsFormat::Github => {
+            report::github::render(&FindingsReport::of_findings("budget", &r.findings))
+        }
     })
 }

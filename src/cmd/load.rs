@@ -179,6 +179,9 @@ fn render(r: &LoadReport, format: Format, fail_on: FailOn, p: &Palette) -> anyho
         FindingsFormat::Junit => {
             report::junit::render(&FindingsReport::of_findings("load", &r.findings), fail_on)?
         }
+        FindingsFormat::Github => {
+            report::github::render(&FindingsReport::of_findings("load", &r.findings))
+        }
     })
 }
 

@@ -131,20 +131,22 @@ format_set!(
         not []
 );
 format_set!(
-    /// budget and load: their own report in the human and serde formats, findings in junit,
-    /// and an HTML page.
-    FindingsFormats, FindingsFormat = [Text, Json, Yaml, Markdown, Junit, Html]
-        not [Github, Sarif, Prometheus]
+    /// budget and load: their own report in the human and serde formats, findings (and
+    /// `--threshold`s) in junit and github, and an HTML page.
+    FindingsFormats, FindingsFormat = [Text, Json, Yaml, Markdown, Junit, Github, Html]
+        not [Sarif, Prometheus]
 );
 format_set!(
-    /// bench fanout and bench idle.
-    BenchFormats, BenchFormat = [Text, Json, Markdown, Html]
-        not [Yaml, Junit, Github, Sarif, Prometheus]
+    /// bench fanout and bench idle: their report in text, JSON, Markdown and HTML; each
+    /// result's validity and each `--threshold` as a testcase (junit) or annotation (github).
+    BenchFormats, BenchFormat = [Text, Json, Markdown, Junit, Github, Html]
+        not [Yaml, Sarif, Prometheus]
 );
 format_set!(
-    /// bench cluster: the human and serde formats, and an HTML page.
-    ClusterFormats, ClusterFormat = [Text, Json, Yaml, Markdown, Html]
-        not [Junit, Github, Sarif, Prometheus]
+    /// bench cluster: the human and serde formats, an HTML page, and each result's validity
+    /// and each `--threshold` as a testcase (junit) or annotation (github).
+    ClusterFormats, ClusterFormat = [Text, Json, Yaml, Markdown, Junit, Github, Html]
+        not [Sarif, Prometheus]
 );
 
 /// `--format` parser offering only `F`'s formats: an unsupported one is clap's one-line
@@ -359,7 +361,10 @@ mod tests {
             assert_eq!(e.exit_code(), 2, "{bad}");
             let e = e.to_string();
             assert!(e.contains("--report"), "{e}");
-            assert!(e.contains("text, json, markdown, html"), "{bad}: {e}");
+            assert!(
+                e.contains("text, json, markdown, junit, github, html"),
+                "{bad}: {e}"
+            );
         }
         let twice = W::try_parse_from(["x", "-o", "a", "--report", "json=a"]).unwrap();
         let e = twice.o.validate().unwrap_err().to_string();
@@ -383,7 +388,7 @@ mod tests {
             .unwrap()
             .to_string();
         assert!(
-            e.contains("[possible values: text, json, markdown, html]"),
+            e.contains("[possible values: text, json, markdown, junit, github, html]"),
             "{e}"
         );
     }

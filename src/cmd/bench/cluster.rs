@@ -4,6 +4,7 @@ use crate::bench::cluster::model::ClusterReport;
 use crate::bench::cluster::{self, ClusterOptions, Kind};
 use crate::cmd::output::{ClusterFormat, ClusterFormats, OutputArgs};
 use crate::cmd::{parse_count, parse_rate, Ctx};
+use crate::findings::FailOn;
 use crate::report::{gates, Format};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -105,14 +106,16 @@ impl ClusterArgs {
 pub fn run(a: ClusterArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
     a.out.validate()?;
     let report = measure(&a)?;
-    let invalid = thresholds::invalid_scenarios(
+    let results = || {
         report
             .scenarios
             .iter()
-            .map(|s| (s.name.as_str(), s.valid, s.notes.as_slice())),
-    );
+            .map(|s| (s.name.as_str(), s.valid, s.notes.as_slice()))
+    };
+    let invalid = thresholds::invalid_scenarios(results());
     let gated = thresholds::gates(&a.thresholds, &report, invalid.as_deref());
     let found = gated.as_ref().map_or(&[][..], Vec::as_slice);
+    let findings = thresholds::findings_report(&report.command, results(), found);
     let render = |f: Format, p: crate::report::Palette| -> anyhow::Result<String> {
         Ok(match ClusterFormat::of(f)? {
             ClusterFormat::Text => {
@@ -127,6 +130,8 @@ pub fn run(a: ClusterArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
             ClusterFormat::Markdown => {
                 crate::report::markdown::cluster::render(&report) + &gates::markdown(found)
             }
+            ClusterFormat::Junit => crate::report::junit::render(&findings, FailOn::Fail)?,
+            ClusterFormat::Github => crate::report::github::render(&findings),
             ClusterFormat::Html => {
                 gates::html(crate::report::html::cluster::render(&report)?, found)
             }
@@ -179,5 +184,20 @@ mod tests {
             .unwrap()
             .to_string();
         assert!(e.contains("unknown scenario `nope`"), "{e}");
+    }
+
+    #[test]
+    fn junit_and_github_are_formats_of_bench_cluster() {
+        for f in ["junit", "github"] {
+            let a = Wrap::try_parse_from(["x", "--format", f, "--threshold", "lost_silently == 0"])
+                .unwrap_or_else(|e| panic!("{f}: {e}"))
+                .a;
+            assert_eq!(a.out.format.as_str(), f);
+            assert!(ClusterFormat::of(a.out.format).is_ok());
+        }
+        let e = Wrap::try_parse_from(["x", "--format", "sarif"])
+            .err()
+            .unwrap();
+        assert_eq!(e.exit_code(), 2);
     }
 }

@@ -8,6 +8,7 @@ use crate::bench::fanout::{self, FanoutOptions};
 use crate::bench::idle::{self, IdleOptions, IdleProto};
 use crate::bench::loadgen::{self, LoadgenOptions};
 use crate::bench::scenario;
+use crate::findings::FailOn;
 use crate::profile::DEFAULT_CONNECTIONS;
 use crate::report::gates;
 use crate::report::Format;
@@ -15,7 +16,7 @@ use cluster::ClusterArgs;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
-use thresholds::{gate_exit, gates, invalid_scenarios, with_thresholds};
+use thresholds::{findings_report, gate_exit, gates, invalid_scenarios, with_thresholds};
 
 #[derive(Debug, clap::Args)]
 pub struct BenchArgs {
@@ -265,14 +266,16 @@ impl FanoutArgs {
 fn run_fanout(a: FanoutArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
     a.out.validate()?;
     let report = fanout::run(&a.options()?)?;
-    let invalid = invalid_scenarios(
+    let results = || {
         report
             .scenarios
             .iter()
-            .map(|s| (s.name.as_str(), s.valid, s.notes.as_slice())),
-    );
+            .map(|s| (s.name.as_str(), s.valid, s.notes.as_slice()))
+    };
+    let invalid = invalid_scenarios(results());
     let gated = gates(&a.thresholds, &report, invalid.as_deref());
     let found = gated.as_ref().map_or(&[][..], Vec::as_slice);
+    let findings = findings_report(&report.command, results(), found);
     let render = |f: Format, p: crate::report::Palette| -> anyhow::Result<String> {
         Ok(match BenchFormat::of(f)? {
             BenchFormat::Text => {
@@ -282,6 +285,8 @@ fn run_fanout(a: FanoutArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
             BenchFormat::Markdown => {
                 crate::report::markdown::bench::render(&report) + &gates::markdown(found)
             }
+            BenchFormat::Junit => crate::report::junit::render(&findings, FailOn::Fail)?,
+            BenchFormat::Github => crate::report::github::render(&findings),
             BenchFormat::Html => gates::html(crate::report::html::bench::render(&report)?, found),
         })
     };
@@ -325,11 +330,21 @@ fn run_idle(a: IdleArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
         settle: a.settle,
         connect_timeout: a.connect_timeout,
     })?;
+    let findings = findings_report(
+        &report.command,
+        report
+            .results
+            .iter()
+            .map(|r| (r.protocol.as_str(), r.valid, r.notes.as_slice())),
+        &[],
+    );
     a.out.emit_with(ctx.color, |f, p| {
         Ok(match BenchFormat::of(f)? {
             BenchFormat::Text => crate::report::text::bench::render_idle(&report, &p),
             BenchFormat::Json => crate::report::json::render(&report)?,
             BenchFormat::Markdown => crate::report::markdown::bench::render_idle(&report),
+            BenchFormat::Junit => crate::report::junit::render(&findings, FailOn::Fail)?,
+            BenchFormat::Github => crate::report::github::render(&findings),
             BenchFormat::Html => crate::report::html::idle::render(&report)?,
         })
     })?;
