@@ -27,7 +27,8 @@ node also delivers locally), one-path (publisher -> Redis -> every node), node-k
 one node mid-run; presence ttl vs events), redis-restart (Redis stopped and started mid-run).
 Redis: without --redis, redis-server (Debian package redis-server) runs on a free loopback
 port in a temp dir with persistence off, and stops at the end. Load goes to loopback only.
-Exit codes: 0 every result valid, 1 a result failed its validity check, 2 error.")]
+Exit codes: 0 every result valid (and every --threshold held), 1 a result failed its
+validity check or a --threshold was crossed, 2 error.")]
 pub struct ClusterArgs {
     /// Nodes (rtcheck serve processes), 2 to 4; `single` always runs one.
     #[arg(long, value_name = "N", default_value_t = 3)]

@@ -139,7 +139,8 @@ shared buffer + allocation, P1 one server worker thread. With --server: A (all h
 C (slow clients among them), whose verdict names the shape found: C1, C2 or C3.
 Templates: {seq}, {ts} (scheduled publish time, ns since the epoch), {pad} (filler to
 --size), {marker} (seq and ts in one string any receiver finds, whatever wraps it).
-Exit codes: 0 every result valid, 1 a result failed its validity check, 2 error.")]
+Exit codes: 0 every result valid (and every --threshold held), 1 a result failed its
+validity check or a --threshold was crossed, 2 error.")]
 pub struct FanoutArgs {
     /// Clients (the seed: 10,000; on 2 cores 2,000 is the seed's load per core).
     #[arg(long, value_name = "N", default_value_t = DEFAULT_CONNECTIONS, value_parser = parse_count, allow_negative_numbers = true)]
