@@ -12,6 +12,12 @@ use std::time::Duration;
 const DOWN: &str = "\x1b[B";
 const ENTER: &str = "\r";
 
+/// The text with every run of whitespace as one space: lines wrapped to the terminal
+/// (a Ctrl-C line) read as the sentence they are.
+fn flat(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
 #[test]
 fn guided_run_chooses_audits_saves_then_probes_and_reviews() {
     let dir = tempfile::tempdir().unwrap();
@@ -317,8 +323,7 @@ fn ctrl_c_in_the_guided_run_says_what_was_kept_and_exits_130() {
     s.answer("Upstream", "\x03");
     assert_eq!(s.finish(), 130, "{}", s.text());
     assert!(
-        s.text()
-            .contains("rtcheck: guided run interrupted; nothing saved"),
+        flat(&s.text()).contains("rtcheck: guided run interrupted; nothing saved"),
         "{}",
         s.text()
     );
@@ -334,7 +339,7 @@ fn ctrl_c_in_the_guided_run_says_what_was_kept_and_exits_130() {
     s.answer("Report file", &format!("half{}", "\x03"));
     assert_eq!(s.finish(), 130, "{}", s.text());
     assert!(
-        s.text().contains(&format!(
+        flat(&s.text()).contains(&format!(
             "rtcheck: guided run interrupted; kept: profile {} (nothing else saved)",
             profile.display()
         )),
@@ -370,7 +375,7 @@ fn ctrl_c_in_the_guided_run_says_what_was_kept_and_exits_130() {
     s.answer("Done?", "\x03");
     assert_eq!(s.finish(), 130, "{}", s.text());
     assert!(
-        s.text().contains("prompt interrupted; 1 answer saved to"),
+        flat(&s.text()).contains("prompt interrupted; 1 answer saved to"),
         "{}",
         s.text()
     );

@@ -12,6 +12,12 @@ const DOWN: &str = "\x1b[B";
 const ENTER: &str = "\r";
 const PROFILE: &str = "loss: shared\nrate: 1000\nsize: 1000\ntransport: websocket\n";
 
+/// The text with every run of whitespace as one space: lines wrapped to the terminal
+/// (a Ctrl-C line, a note) read as the sentence they are.
+fn flat(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
 fn spawn(args: &[&str]) -> Session {
     spawn_with(args, &[])
 }
@@ -207,7 +213,7 @@ fn ctrl_c_keeps_the_answers_given_and_the_next_run_asks_only_the_open_ones() {
     answer(&mut s, "Done?", CTRL_C);
     let out = finish(s, 130);
     assert!(
-        out.contains(&format!("prompt interrupted; 2 answers saved to {sv}")),
+        flat(&out).contains(&format!("prompt interrupted; 2 answers saved to {sv}")),
         "{out}"
     );
     let known = rtcheck::review::known_ids();
@@ -227,7 +233,8 @@ fn ctrl_c_keeps_the_answers_given_and_the_next_run_asks_only_the_open_ones() {
     answer(&mut s, "Why not applicable", &format!("half typed{CTRL_C}"));
     let out = finish(s, 130);
     assert!(
-        out.contains("prompt interrupted; 0 answers saved to") && out.contains("(2 in the file"),
+        flat(&out).contains("prompt interrupted; 0 answers saved to")
+            && flat(&out).contains("(2 in the file"),
         "{out}"
     );
     assert!(!out.contains("Bound every per-client queue"), "{out}");
@@ -248,7 +255,7 @@ fn without_save_the_walk_keeps_its_answers_in_the_state_file() {
     let state = dir.path().join("rtcheck/review-answers.yaml");
     let out = finish(s, 130);
     assert!(
-        out.contains(&format!("1 answer saved to {}", state.display())),
+        flat(&out).contains(&format!("1 answer saved to {}", state.display())),
         "{out}"
     );
     let known = rtcheck::review::known_ids();
@@ -305,4 +312,31 @@ fn at_80_columns_no_line_of_the_walk_reaches_the_edge() {
     s.assert_no_line_wider(80);
     let a = answers::load("--answers", &save, &rtcheck::review::known_ids()).unwrap();
     assert_eq!(a.answers.len(), asked + 1);
+}
+
+/// The Ctrl-C line is wrapped like the prompts (issue 27, item 3): with a long --save path
+/// at 80 columns no line reaches the edge, and the line still names the file.
+#[test]
+fn at_80_columns_the_ctrl_c_line_is_wrapped_not_split() {
+    let dir = tempfile::tempdir().unwrap();
+    let nested = dir
+        .path()
+        .join("answers-kept-between-review-runs-of-the-team");
+    std::fs::create_dir(&nested).unwrap();
+    let save = nested.join("review.yaml");
+    let sv = save.to_str().unwrap();
+    let args = ["--save", sv, "--only", "seq-numbers,hot-path-alloc"];
+    let mut s = spawn(&args);
+    s.get_process_mut().set_window_size(80, 40).unwrap();
+    let mut s = common::pty::Recorded::new(s);
+    s.answer("Done?", &format!("{DOWN}{DOWN}{DOWN}{ENTER}")); // later
+    s.expect("[2/2] Do not allocate per client");
+    s.answer("Done?", CTRL_C);
+    assert_eq!(s.finish(), 130, "{}", s.text());
+    s.assert_no_line_wider(80);
+    assert!(
+        flat(&s.text()).contains(&format!("prompt interrupted; 1 answer saved to {sv}")),
+        "{}",
+        s.text()
+    );
 }

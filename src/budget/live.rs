@@ -105,14 +105,21 @@ async fn measure_hop(t: &Target, rounds: u32, timeout: Duration) -> Result<Hop, 
     })
 }
 
+/// Steps [`run`] takes: one per URL alone, then one per round.
+pub fn steps(targets: &[Target], rounds: u32) -> u64 {
+    targets.len() as u64 + u64::from(rounds)
+}
+
 /// Measure every way `rounds` times; an error anywhere makes the run invalid (no numbers
-/// from a run that did not complete).
-pub async fn run(targets: &[Target], rounds: u32, timeout: Duration) -> Live {
+/// from a run that did not complete). `step` is called after each of [`steps`] (progress).
+pub async fn run(targets: &[Target], rounds: u32, timeout: Duration, step: &dyn Fn()) -> Live {
     let mut hops = Vec::new();
     let mut ways: [Vec<f64>; 4] = Default::default();
     let mut invalid = None;
     for t in targets {
-        match measure_hop(t, rounds.min(5), timeout).await {
+        let measured = measure_hop(t, rounds.min(5), timeout).await;
+        step();
+        match measured {
             Ok(h) => hops.push(h),
             Err(e) => {
                 invalid = Some(e);
@@ -122,7 +129,9 @@ pub async fn run(targets: &[Target], rounds: u32, timeout: Duration) -> Live {
     }
     if invalid.is_none() {
         for _ in 0..rounds {
-            match round(targets, timeout).await {
+            let measured = round(targets, timeout).await;
+            step();
+            match measured {
                 Ok(v) => (0..4).for_each(|i| ways[i].push(v[i])),
                 Err(e) => {
                     invalid = Some(e);

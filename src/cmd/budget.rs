@@ -105,7 +105,11 @@ pub fn run(a: BudgetArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
         None
     } else {
         let rt = crate::load::client::runtime()?;
-        Some(rt.block_on(live::run(&targets, a.rounds, a.timeout)))
+        let pb = super::output::steps_bar("rtcheck budget --live", live::steps(&targets, a.rounds));
+        let step = || pb.inc(1);
+        let live = rt.block_on(live::run(&targets, a.rounds, a.timeout, &step));
+        pb.finish_and_clear();
+        Some(live)
     };
     if hop_list.is_empty() {
         // Only --live: the budget is computed from the hops as measured.

@@ -315,7 +315,7 @@ pub fn run(a: ChooseArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
 /// After an interactive walk, the answers are worth keeping (issue 27, item 6): offer to
 /// save the profile, as `--save` would, asking before overwriting a file.
 fn offer_to_save(rec: &Recommendation) -> anyhow::Result<()> {
-    rtcheck_base::os::signal::set_sigint_message(
+    prompts::set_interrupt_line(
         "choose interrupted; the recommendation is above, the profile was not saved",
     );
     if !prompts::confirm("Save the profile (reuse with `rtcheck audit --profile FILE`)?")? {

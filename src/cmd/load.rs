@@ -213,21 +213,6 @@ async fn preflight(t: &Target, timeout: Duration, what: &str) -> anyhow::Result<
     }
 }
 
-fn progress(levels: usize) -> indicatif::ProgressBar {
-    use std::io::IsTerminal;
-    if !std::io::stderr().is_terminal() {
-        return indicatif::ProgressBar::hidden();
-    }
-    let pb = indicatif::ProgressBar::new(levels as u64);
-    pb.set_style(
-        indicatif::ProgressStyle::with_template("{prefix} [{bar:20}] {pos}/{len} {msg}")
-            .expect("static template")
-            .progress_chars("=> "),
-    );
-    pb.set_prefix("rtcheck load");
-    pb
-}
-
 /// Sweep and read: the whole report (used by the CLI and tests).
 pub async fn sweep_report(a: &LoadArgs, plan: sweep::Plan) -> LoadReport {
     let started = Instant::now();
@@ -237,7 +222,7 @@ pub async fn sweep_report(a: &LoadArgs, plan: sweep::Plan) -> LoadReport {
         littles_tolerance_pct: a.littles_tolerance,
         closed_loop: a.rate.is_none(),
     };
-    let pb = progress(a.concurrency.len());
+    let pb = super::output::steps_bar("rtcheck load", a.concurrency.len() as u64);
     let mut levels = Vec::new();
     for &c in &a.concurrency {
         pb.set_message(format!("C = {c}"));

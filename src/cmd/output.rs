@@ -64,6 +64,22 @@ pub fn width_for(sink: Sink) -> usize {
     }
 }
 
+/// A progress bar of `steps` on stderr for a run over a second: drawn on a terminal only,
+/// hidden in pipes and CI logs (the report is the output there).
+pub fn steps_bar(prefix: &'static str, steps: u64) -> indicatif::ProgressBar {
+    if !std::io::stderr().is_terminal() {
+        return indicatif::ProgressBar::hidden();
+    }
+    let pb = indicatif::ProgressBar::new(steps);
+    pb.set_style(
+        indicatif::ProgressStyle::with_template("{prefix} [{bar:20}] {pos}/{len} {msg}")
+            .expect("static template")
+            .progress_chars("=> "),
+    );
+    pb.set_prefix(prefix);
+    pb
+}
+
 /// NO_COLOR set to a non-empty value.
 pub fn no_color_env() -> bool {
     std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty())

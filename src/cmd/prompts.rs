@@ -58,6 +58,24 @@ pub fn wrapped(text: &str, first: &str, rest: &str) -> String {
     crate::report::text::wrap(text, width(), first, rest)
 }
 
+/// What Ctrl-C prints after `rtcheck: ` (what was kept), word-wrapped to the terminal like
+/// every prompt, so the terminal never splits a word or a path at its edge.
+pub fn set_interrupt_line(msg: &str) {
+    rtcheck_base::os::signal::set_sigint_message(&after_prefix(msg));
+}
+
+/// A one-line notice (`rtcheck: note: ...`) on stderr, word-wrapped.
+pub fn note(msg: &str) {
+    eprintln!("rtcheck: {}", after_prefix(msg));
+}
+
+/// `msg` wrapped as if it followed `rtcheck: `, continuation lines indented two spaces.
+fn after_prefix(msg: &str) -> String {
+    let w = wrapped(&format!("rtcheck: {msg}"), "", "  ");
+    let w = w.trim_end();
+    w.strip_prefix("rtcheck: ").unwrap_or(w).to_string()
+}
+
 /// Prose before a prompt, on stderr, word-wrapped.
 pub fn say(text: &str) {
     eprint!("{}", wrapped(text, "", ""));

@@ -127,10 +127,10 @@ fn previous_answers(a: &ReviewArgs, save: Option<&Path>) -> anyhow::Result<answe
         (Some(p), _) => answers::load("--answers", p, &known)?,
         (None, Some(s)) if s.exists() => {
             if a.save.is_none() {
-                eprintln!(
-                    "rtcheck: note: resuming the answers saved in {} (--save FILE to choose the file)",
+                crate::cmd::prompts::note(&format!(
+                    "note: resuming the answers saved in {} (--save FILE to choose the file)",
                     s.display()
-                );
+                ));
             }
             answers::load("--save", s, &known)?
         }

@@ -10,7 +10,7 @@ impl Kept {
     /// Set the Ctrl-C line to what is kept now, and the handler that prints it (a probe
     /// installs its own; this takes the prompts back).
     pub(super) fn arm(&self) {
-        rtcheck_base::os::signal::set_sigint_message(&interrupted_line(&self.0));
+        crate::cmd::prompts::set_interrupt_line(&interrupted_line(&self.0));
         rtcheck_base::os::signal::exit_on_sigint_showing_cursor();
     }
 

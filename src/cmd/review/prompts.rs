@@ -75,7 +75,7 @@ fn set_interrupt_message(ans: &Answers, given: usize, save: Option<&Path>) {
             ans.answers.len()
         ),
     };
-    rtcheck_base::os::signal::set_sigint_message(&msg);
+    crate::cmd::prompts::set_interrupt_line(&msg);
 }
 
 fn plural(n: usize, word: &str) -> String {

@@ -9,14 +9,6 @@ fn split_title(f: &Finding) -> (&str, &str) {
     f.title.rsplit_once(": ").unwrap_or((f.title.as_str(), ""))
 }
 
-fn width() -> u16 {
-    std::env::var("COLUMNS")
-        .ok()
-        .and_then(|c| c.parse::<u16>().ok())
-        .unwrap_or(80)
-        .clamp(60, 160)
-}
-
 /// Keeps a number and its unit on one line ("1.0 s", "4 KB"): the space between them
 /// becomes a no-break space for the layout, and a plain space again after it.
 const GLUE: char = '\u{a0}';
@@ -108,7 +100,7 @@ pub fn render(r: &FindingsReport, pal: Palette) -> String {
         let mut t = Table::new();
         t.load_preset(NOTHING)
             .set_content_arrangement(ContentArrangement::Dynamic)
-            .set_width(width());
+            .set_width(pal.width.clamp(60, u16::MAX as usize) as u16);
         t.force_no_tty();
         for f in r.findings.iter().filter(|f| split_title(f).1 == *u) {
             let observed = match (&f.status, &f.reason) {
@@ -156,7 +148,7 @@ pub fn render(r: &FindingsReport, pal: Palette) -> String {
             pal.status(f.status),
             pal.bold(&f.id)
         ));
-        let w = width() as usize;
+        let w = pal.width.max(60);
         out.push_str(&wrapped("  expected: ", &f.expected, w));
         out.push_str(&wrapped("  rule:     ", &f.rule, w));
         for e in &f.evidence {
