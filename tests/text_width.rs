@@ -15,12 +15,13 @@ fn run(args: &[&str], columns: Option<&str>) -> Output {
     cmd.output().expect("run rtcheck")
 }
 
-/// A shell command kept on one line so it can be copied (`$ CMD`, `now: CMD`, `keep: CMD`):
+/// A shell command kept on one line so it can be copied (`$ CMD`, `now: CMD`, `keep: CMD`,
+/// a hop's `setting: CMD`):
 /// the one thing allowed past the width.
 /// So is one unbreakable token on its own line (a URL).
 fn is_command_line(l: &str) -> bool {
     let t = l.trim();
-    let cmd = ["$ ", "now:", "keep:"]
+    let cmd = ["$ ", "now:", "keep:", "setting:"]
         .iter()
         .find_map(|p| t.strip_prefix(p))
         .map(str::trim_start)
@@ -424,4 +425,29 @@ fn choose_for_a_snapshot_design_sizes_no_ring() {
         }
         assert!(text.contains("RAM per machine"), "{text}");
     }
+}
+
+/// Every checklist, every checklist item, and `explain` of every audit check and every hop
+/// fit 80 columns piped with their ids whole; one of each kind at 120 on a terminal too.
+#[test]
+fn every_checklist_item_and_every_explain_fits() {
+    for list in rtcheck::checklist::all() {
+        check_widths(&["checklist", &list.name]);
+        for item in &list.items {
+            let id = format!("{}/{}", list.name, item.id);
+            let text = text_at(&["checklist", &id], 80);
+            assert_whole(&text, &item.id);
+        }
+    }
+    check_widths(&["checklist"]);
+    for id in rtcheck::audit::check_ids() {
+        let text = text_at(&["explain", id], 80);
+        assert_whole(&text, id);
+    }
+    for id in rtcheck::hops::ids() {
+        let text = text_at(&["explain", id], 80);
+        assert_whole(&text, id);
+    }
+    check_widths(&["explain", "fd-limit"]);
+    check_widths(&["explain", "aws-alb"]);
 }

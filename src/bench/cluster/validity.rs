@@ -332,7 +332,7 @@ pub fn apply_single_delta(rows: &mut [ClusterScenario]) {
         if let (Some(p50), Some(p99)) = (r.delta_p50_ms, r.delta_p99_ms) {
             let seed = |name| crate::evidence::fmt_num(crate::evidence::num("redis-pubsub", name));
             r.notes.push(format!(
-                "over single: {p50:+.1} ms p50, {p99:+.1} ms p99 (seed, Redis pub/sub: +{} ms p50, +{} ms p99)",
+                "over single: {p50:+.1} ms p50, {p99:+.1} ms p99 (the article, Redis pub/sub: +{} ms p50, +{} ms p99)",
                 seed("p50_added"),
                 seed("p99_added")
             ));

@@ -57,7 +57,8 @@ pub fn render(rep: &ClusterReport) -> String {
             items.join("; ")
         ));
     }
-    out.push_str("\nSeed (002, part 9): ");
+    let cited = rep.reference.first().map(|e| e.source.as_str());
+    out.push_str(&format!("\nThe article ({}): ", cited.unwrap_or("part 9")));
     let seed: Vec<String> = rep
         .reference
         .iter()

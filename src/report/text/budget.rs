@@ -103,12 +103,12 @@ pub fn render(r: &BudgetReport, p: &Palette) -> String {
     for f in &r.findings {
         s.push_str(&format!("\n{} {}:\n", p.status(f.status), f.id));
         let text = format!("{}; expected {}", f.observed, f.expected);
-        for line in wrap(&text, 76) {
+        for line in wrap(&text, p.width.saturating_sub(4)) {
             s.push_str(&format!("  {line}\n"));
         }
     }
     s.push('\n');
-    for line in wrap(&format!("model: {}", r.model), 78) {
+    for line in wrap(&format!("model: {}", r.model), p.width.saturating_sub(2)) {
         s.push_str(&format!("{}\n", p.dim(&line)));
     }
     s

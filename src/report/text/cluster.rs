@@ -5,7 +5,10 @@ use super::wrap;
 use crate::bench::cluster::model::{ClusterReport, ClusterScenario};
 use crate::findings::Status;
 use crate::report::Palette;
-use comfy_table::{presets::UTF8_FULL_CONDENSED, Cell, CellAlignment, ContentArrangement, Table};
+use comfy_table::{
+    presets::UTF8_FULL_CONDENSED, Cell, CellAlignment, ColumnConstraint, ContentArrangement, Table,
+    Width,
+};
 
 /// `lost/silently`: `3/0`.
 fn lost(r: &ClusterScenario) -> String {
@@ -110,7 +113,27 @@ fn table(rep: &ClusterReport, p: &Palette) -> Table {
             c.set_cell_alignment(CellAlignment::Right);
         }
     }
+    // A scenario id is never cut ("redis-publisher-res / tart"): the other columns wrap.
+    let longest = rep.scenarios.iter().map(|r| r.name.chars().count()).max();
+    if let (Some(c), Some(n)) = (t.column_mut(0), longest) {
+        let min = Width::Fixed((n + 2).min(u16::MAX as usize) as u16);
+        c.set_constraint(ColumnConstraint::LowerBoundary(min));
+    }
     t
+}
+
+/// "name (description)" wrapped to the width: the name bold, the description dim.
+fn heading(name: &str, description: &str, p: &Palette) -> String {
+    let plain = wrap(&format!("{name} ({description})"), p.width, "", "  ");
+    let mut out = String::new();
+    for (i, line) in plain.lines().enumerate() {
+        match (i, line.strip_prefix(name)) {
+            (0, Some(rest)) => out.push_str(&format!("{}{}", p.bold(name), p.dim(rest))),
+            _ => out.push_str(&p.dim(line)),
+        }
+        out.push('\n');
+    }
+    out
 }
 
 pub fn render(rep: &ClusterReport, p: &Palette) -> String {
@@ -153,11 +176,8 @@ pub fn render(rep: &ClusterReport, p: &Palette) -> String {
     out.push_str(&table(rep, p).to_string());
     out.push('\n');
     for r in &rep.scenarios {
-        out.push_str(&format!(
-            "\n{} {}\n",
-            p.bold(&r.name),
-            p.dim(&format!("({})", r.description))
-        ));
+        out.push('\n');
+        out.push_str(&heading(&r.name, &r.description, p));
         for c in r.checks.iter().filter(|c| c.status != Status::Pass) {
             let head = format!("  {} ", p.status(c.status));
             out.push_str(&wrap(
@@ -171,7 +191,14 @@ pub fn render(rep: &ClusterReport, p: &Palette) -> String {
             out.push_str(&wrap(n, p.width, "  - ", "    "));
         }
     }
-    out.push_str("\nseed (002, part 9):\n");
+    let cited = rep.reference.first().map(|e| e.source.as_str());
+    out.push('\n');
+    out.push_str(&wrap(
+        &format!("what the article measured ({}):", cited.unwrap_or("part 9")),
+        p.width,
+        "",
+        "  ",
+    ));
     for e in &rep.reference {
         out.push_str(&wrap(
             &format!("{}: {}", e.id, e.claim),
@@ -181,4 +208,35 @@ pub fn render(rep: &ClusterReport, p: &Palette) -> String {
         ));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A real run's JSON (every scenario, `redis-publisher-restart` the longest id): at 80
+    /// columns no line is wider and every scenario id is whole on a line of the table.
+    #[test]
+    fn every_scenario_id_stays_whole_at_80_columns() {
+        let json = include_str!("../../../tests/fixtures/bench/cluster.json");
+        let rep: ClusterReport = serde_json::from_str(json).unwrap();
+        let pal = Palette {
+            enabled: false,
+            width: 80,
+        };
+        let text = render(&rep, &pal);
+        for l in text.lines() {
+            assert!(l.chars().count() <= 80, "{l}\n{text}");
+        }
+        let table: Vec<&str> = text.lines().filter(|l| l.starts_with('│')).collect();
+        for s in &rep.scenarios {
+            assert!(
+                table
+                    .iter()
+                    .any(|l| l.split(['│', ' ']).any(|w| w == s.name)),
+                "{} cut:\n{text}",
+                s.name
+            );
+        }
+    }
 }

@@ -75,29 +75,21 @@ pub fn render(r: &LoadReport, p: &Palette) -> String {
             .fix
             .runtime
             .iter()
-            .flat_map(|c| wrap(&format!("- {c}"), 76));
-        for line in wrap(&f.fix.summary, 76).into_iter().chain(runtime) {
+            .flat_map(|c| wrap(&format!("- {c}"), p.width.saturating_sub(4)));
+        for line in wrap(&f.fix.summary, p.width.saturating_sub(4))
+            .into_iter()
+            .chain(runtime)
+        {
             s.push_str(&format!("  {line}\n"));
         }
     }
     s
 }
 
-/// Greedy word wrap (fixes are sentences; the terminal may be 80 columns).
+/// `text` as lines of at most `width` columns (the shared policy: `report::text::wrap`).
 pub fn wrap(text: &str, width: usize) -> Vec<String> {
-    let mut lines = Vec::new();
-    let mut cur = String::new();
-    for w in text.split_whitespace() {
-        if !cur.is_empty() && cur.chars().count() + 1 + w.chars().count() > width {
-            lines.push(std::mem::take(&mut cur));
-        }
-        if !cur.is_empty() {
-            cur.push(' ');
-        }
-        cur.push_str(w);
-    }
-    if !cur.is_empty() {
-        lines.push(cur);
-    }
-    lines
+    super::wrap(text, width, "", "")
+        .lines()
+        .map(str::to_string)
+        .collect()
 }

@@ -14,24 +14,10 @@ fn counts(r: &ReviewReport) -> String {
     )
 }
 
-/// Wrap `text` at `width` columns with `indent` before every line.
-fn wrap(text: &str, indent: &str, width: usize) -> String {
-    let mut out = String::new();
-    let mut line = String::new();
-    for w in crate::report::plain(text).split_whitespace() {
-        if !line.is_empty() && indent.len() + line.len() + 1 + w.len() > width {
-            out.push_str(&format!("{indent}{line}\n"));
-            line.clear();
-        }
-        if !line.is_empty() {
-            line.push(' ');
-        }
-        line.push_str(w);
-    }
-    if !line.is_empty() {
-        out.push_str(&format!("{indent}{line}\n"));
-    }
-    out
+/// `text` wrapped with `indent` before every line, two columns short of the width (the
+/// shared policy: `report::text::wrap`).
+fn wrap(text: &str, indent: &str, pal: &Palette) -> String {
+    super::wrap(text, pal.width.saturating_sub(2), indent, indent)
 }
 
 pub fn render(r: &ReviewReport, pal: Palette) -> String {
@@ -54,13 +40,17 @@ pub fn render(r: &ReviewReport, pal: Palette) -> String {
         // Wrapped, never clipped: the title and the ids in it are read whole.
         let head = format!("{} {}: ", pal.status(f.status), pal.bold(&f.id));
         out.push_str(&super::wrap(&f.title, pal.width, &head, "    "));
-        out.push_str(&wrap(&f.observed, "  ", 78));
+        out.push_str(&wrap(&f.observed, "  ", &pal));
         if f.expected != "done" {
-            out.push_str(&wrap(&format!("rule: {}", f.expected), "  ", 78));
+            out.push_str(&wrap(&format!("rule: {}", f.expected), "  ", &pal));
         }
-        out.push_str(&wrap(&format!("fix: {}", f.fix.summary), "  ", 78));
+        out.push_str(&wrap(&format!("fix: {}", f.fix.summary), "  ", &pal));
         if let Some(e) = f.evidence.first() {
-            out.push_str(&pal.dim(&wrap(&format!("evidence {}: {}", e.id, e.value), "  ", 78)));
+            out.push_str(&pal.dim(&wrap(
+                &format!("evidence {}: {}", e.id, e.value),
+                "  ",
+                &pal,
+            )));
         }
     }
     let to_answer: Vec<_> = r
@@ -102,7 +92,7 @@ pub fn render(r: &ReviewReport, pal: Palette) -> String {
     }
     for n in &r.notes {
         out.push('\n');
-        out.push_str(&wrap(&format!("note: {n}"), "", 78));
+        out.push_str(&wrap(&format!("note: {n}"), "", &pal));
     }
     if !r.left_out.is_empty() {
         out.push('\n');
@@ -113,7 +103,7 @@ pub fn render(r: &ReviewReport, pal: Palette) -> String {
                 ids.join(", ")
             ),
             "",
-            78,
+            &pal,
         )));
     }
     out
