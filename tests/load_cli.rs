@@ -172,7 +172,8 @@ fn formats_and_output_file() {
         .filter(|n| n.has_tag_name("testcase"))
         .map(|n| n.attribute("name").unwrap().to_string())
         .collect();
-    assert_eq!(ids, ["littles-law", "knee", "nagle"]);
+    // Each level's validity first (as bench's scenarios), then the findings.
+    assert_eq!(ids, ["validity:C=2", "littles-law", "knee", "nagle"]);
     let md = String::from_utf8(run("markdown").stdout).unwrap();
     assert!(md.contains("| C | req/s |"), "{md}");
     let y: serde_yaml::Value = serde_yaml::from_slice(&run("yaml").stdout).unwrap();

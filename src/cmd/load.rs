@@ -176,13 +176,25 @@ fn render(r: &LoadReport, format: Format, fail_on: FailOn, p: &Palette) -> anyho
         FindingsFormat::Yaml => report::yaml::render(r)?,
         FindingsFormat::Markdown => report::markdown::load::render(r),
         FindingsFormat::Html => report::html::load::render(r)?,
-        FindingsFormat::Junit => {
-            report::junit::render(&FindingsReport::of_findings("load", &r.findings), fail_on)?
-        }
-        FindingsFormat::Github => {
-            report::github::render(&FindingsReport::of_findings("load", &r.findings))
-        }
+        FindingsFormat::Junit => report::junit::render(&as_findings(r), fail_on)?,
+        FindingsFormat::Github => report::github::render(&as_findings(r)),
     })
+}
+
+/// The run for junit and github: each level's validity (`validity:C=N`, as bench's
+/// scenarios: an invalid level fails on a line of its own), then the findings.
+fn as_findings(r: &LoadReport) -> FindingsReport {
+    let names: Vec<String> = r
+        .levels
+        .iter()
+        .map(|l| format!("C={}", l.concurrency))
+        .collect();
+    let levels = r
+        .levels
+        .iter()
+        .zip(&names)
+        .map(|(l, n)| (n.as_str(), l.valid, l.invalid.as_slice()));
+    super::bench::thresholds::findings_report("load", levels, &r.findings)
 }
 
 /// One request before the sweep: a dead or non-HTTP target is bad input, not a report.
