@@ -258,7 +258,29 @@ pub fn require_binary(name: &str, debian_package: &str) -> PathBuf {
 }
 
 /// A loopback port free at the time of the call (bound to :0, then released).
+/// A loopback port for a service a test starts with its config: below the kernel's
+/// ephemeral range, where bind(0) (every `serve --listen 127.0.0.1:0` of a parallel test)
+/// and outgoing connections never land, so nothing takes it between this check and the
+/// service's own bind; unique within this test process, and free when checked.
 pub fn free_port() -> u16 {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    const BASE: u32 = 10_000;
+    let low = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|t| t.split_whitespace().next()?.parse::<u32>().ok())
+        .unwrap_or(32_768);
+    let span = low.saturating_sub(BASE);
+    if span >= 1_000 {
+        // Each test binary starts elsewhere in the span: another's TIME_WAIT is not ours.
+        let start = std::process::id().wrapping_mul(7_919) % span;
+        for _ in 0..span {
+            let port = BASE + (start + NEXT.fetch_add(1, Ordering::SeqCst)) % span;
+            if std::net::TcpListener::bind(("127.0.0.1", port as u16)).is_ok() {
+                return port as u16;
+            }
+        }
+    }
     std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .unwrap()
