@@ -1,7 +1,7 @@
 //! `rtcheck serve --redis` over a real redis-server (Debian package `redis-server`), started
 //! by the test on a free loopback port in a temp dir: one path, the naive path's duplicates,
-//! resume on another node from the Redis ring, TTL presence against join/leave ghosts, and a
-//! Redis restart survived.
+//! resume on another node from the Redis ring, TTL presence against join/leave ghosts, a
+//! Redis restart survived, and a resume on a fresh node while Redis is stalled.
 mod common;
 use common::{http_get, require_binary, Server};
 use rtcheck::sys::redis::{ping, RedisServer};
@@ -44,6 +44,11 @@ struct Sse {
 
 impl Sse {
     fn connect(addr: SocketAddr, last_id: Option<u64>) -> Sse {
+        Sse::resume(addr, last_id.map(|i| i.to_string()).as_deref())
+    }
+
+    /// [`Sse::connect`] with a whole Last-Event-ID (`SEQ@EPOCH`).
+    fn resume(addr: SocketAddr, last_id: Option<&str>) -> Sse {
         let mut s = TcpStream::connect(addr).unwrap();
         let resume = last_id.map_or(String::new(), |i| format!("Last-Event-ID: {i}\r\n"));
         write!(s, "GET /sse HTTP/1.1\r\nHost: 127.0.0.1\r\n{resume}\r\n").unwrap();
@@ -803,4 +808,108 @@ fn redis_and_the_publisher_restarted_together_reset_the_relays_clients() {
         got.push_str(&String::from_utf8_lossy(&buf[..n]));
     }
     assert!(got.contains("event: reset\ndata: {\"reset\":true"), "{got}");
+}
+
+/// Seqs after `since` up to `top` a client was never told about: neither received nor
+/// inside a gap marker, nor disclaimed by a reset marker (a reset voids the client's
+/// position: what lies between it and the first event after the reset is announced as
+/// gone, as `verify delivery` counts it).
+fn lost_silently(ev: &[Ev], since: u64, top: u64) -> Vec<u64> {
+    let mut lost = Vec::new();
+    // The last seq the client is accounted up to; None right after a reset.
+    let mut at = Some(since);
+    for e in ev {
+        let (first, last) = match *e {
+            Ev::Reset => {
+                at = None;
+                continue;
+            }
+            Ev::Msg(s) => (s, s),
+            Ev::Gap(f, t) => (f, t),
+        };
+        let from = at.map_or(first, |a| a + 1);
+        lost.extend(from..first);
+        at = Some(at.map_or(last, |a| a.max(last)));
+    }
+    lost.extend(at.map_or(top + 1, |a| a + 1)..=top);
+    lost
+}
+
+/// SIGSTOPs redis-server while alive: SIGCONT on drop, so a failing test never leaves it
+/// stopped (the other nodes' shutdown would hang on it).
+struct Paused(i32);
+
+impl Paused {
+    fn new(r: &RedisServer) -> Paused {
+        let pid = r.pid().expect("redis-server running") as i32;
+        // SAFETY: kill(2) on our own child's pid.
+        assert_eq!(unsafe { libc::kill(pid, libc::SIGSTOP) }, 0);
+        Paused(pid)
+    }
+}
+
+impl Drop for Paused {
+    fn drop(&mut self) {
+        // SAFETY: as in Paused::new.
+        unsafe { libc::kill(self.0, libc::SIGCONT) };
+    }
+}
+
+/// Issue #21: a client resumes on a fresh node (empty ring, it relayed nothing) while
+/// Redis does not answer, so the node can neither replay what the client missed nor say
+/// how much it was. It must not leave the client silent: it answers at once (bounded by
+/// the Redis operation timeout) with a reset marker, and once Redis is back every later
+/// round reaches the client; no seq after the client's is lost without a marker.
+#[test]
+fn a_resume_on_a_fresh_node_while_redis_is_stalled_gets_a_marker_not_silence() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = redis(dir.path());
+    let a = node(&r, "a", &["--rate", "20", "--rounds", "40"]);
+    let mut c = Sse::connect(a.addr, None);
+    c.until("first rounds on a", |ev| ev.len() >= 3);
+    let since = *c.seqs().last().unwrap();
+    drop(c);
+    a.wait_stats(LIMIT, |v| v["finished"] == true && v["rounds_sent"] == 40);
+    assert!(since < 40, "the client must have missed rounds: {since}");
+    let (_, body) = http_get(a.addr, "/poll?since=0");
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let epoch = v["epoch"]
+        .as_str()
+        .expect("poll carries the epoch")
+        .to_string();
+    // b starts after the last round: it has relayed nothing, its ring is empty.
+    let b = node(&r, "b", &["--no-publish"]);
+    assert_eq!(b.stats()["redis_up"], true);
+    let id = format!("{since}@{epoch}");
+    let (mut sse, ws, polled, waited) = {
+        let _stalled = Paused::new(&r);
+        let t0 = Instant::now();
+        let mut sse = Sse::resume(b.addr, Some(&id));
+        sse.until("an answer while redis is stalled", |ev| !ev.is_empty());
+        let waited = t0.elapsed();
+        let mut ws = common::raw_ws_at(b.addr, &format!("/ws?since={since}&epoch={epoch}"), None);
+        let ws = ws_frames(&mut ws, 1);
+        let (_, polled) = http_get(b.addr, &format!("/poll?since={since}&epoch={epoch}"));
+        (sse, ws, polled, waited)
+    };
+    eprintln!("first answer after {waited:?}: {:?}", sse.events);
+    // The reset marker, first and at once: b cannot know what the client missed.
+    assert_eq!(sse.events, vec![Ev::Reset], "redis stalled");
+    assert!(waited < Duration::from_secs(20), "{waited:?}");
+    let reset = String::from_utf8_lossy(&ws[0].1).to_string();
+    assert!(reset.starts_with("{\"reset\":true"), "ws: {reset}");
+    // b held nothing (`latest` 0: its ring is empty, it has relayed no round).
+    let said = format!("\"latest\":0,\"since\":{since},\"client_epoch\":\"{epoch}\"");
+    assert!(reset.contains(&said), "ws: {reset}");
+    let polled: serde_json::Value = serde_json::from_str(&polled).unwrap();
+    assert_eq!(polled["reset"], true, "poll: {polled}");
+    // Redis is back: a publisher's next rounds reach the resumed client, every one.
+    wait_http(&b, "/healthz", "recovery", |st, body| {
+        st == 200 && body.contains("redis up")
+    });
+    let _p = node(&r, "p", &["--rate", "20", "--rounds", "10"]);
+    sse.until("the rounds after the stall", has(50));
+    assert_eq!(sse.duplicates(), 0, "{:?}", sse.events);
+    let lost = lost_silently(&sse.events, since, 50);
+    assert!(lost.is_empty(), "lost silently {lost:?}: {:?}", sse.events);
 }
