@@ -27,7 +27,7 @@ serve_dir="$(mktemp -d)"
   --ping 2s --exit-with-parent >/dev/null 2>&1 &
 serve_pid=$!
 foreign_pids=()
-trap 'kill "$serve_pid" "${foreign_pids[@]}" 2>/dev/null; wait 2>/dev/null; rm -rf "$serve_dir"' EXIT
+trap 'kill "$serve_pid" ${foreign_pids[@]+"${foreign_pids[@]}"} 2>/dev/null; wait 2>/dev/null; rm -rf "$serve_dir"' EXIT
 for _ in $(seq 200); do
   [ -s "$serve_dir/addr" ] && break
   sleep 0.05
@@ -42,19 +42,37 @@ files=("$@")
 # delivery.md): $WS_HUB is node ws (the ws README's broadcast), $EXPRESS express SSE, both
 # fixtures of tests/fixtures/foreign/ on loopback, started only when a page names them.
 start_fixture() { # VAR SCRIPT MODULE PACKAGE
-  local var="$1" script="$2" module="$3" package="$4" port
+  local var="$1" script="$2" module="$3" package="$4" port pid log
   [ -x /usr/bin/node ] || { echo "regen-docs: /usr/bin/node missing (Debian package nodejs)" >&2; exit 1; }
   [ -f "/usr/share/nodejs/$module/package.json" ] ||
     { echo "regen-docs: node module $module missing (Debian package $package)" >&2; exit 1; }
-  port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
-  PORT="$port" NODE_PATH=/usr/share/nodejs /usr/bin/node "tests/fixtures/foreign/$script" >/dev/null 2>&1 &
-  foreign_pids+=($!)
+  # A port below the kernel's ephemeral range: no bind(0) elsewhere takes it meanwhile.
+  port="$(python3 -c '
+import random, socket
+low = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
+for _ in range(500):
+    p = random.randint(10000, max(10001, low - 1))
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", p))
+        print(p)
+        break
+    except OSError:
+        pass
+    finally:
+        s.close()
+')"
+  log="$serve_dir/$script.log"
+  PORT="$port" NODE_PATH=/usr/share/nodejs /usr/bin/node "tests/fixtures/foreign/$script" >"$log" 2>&1 &
+  pid=$!
+  foreign_pids+=("$pid")
   for _ in $(seq 200); do
-    (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
+    kill -0 "$pid" 2>/dev/null || { echo "regen-docs: $script exited: $(tail -n 3 "$log")" >&2; exit 1; }
+    grep -q "listening on 127.0.0.1:$port" "$log" 2>/dev/null && break
     sleep 0.05
   done
-  (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null ||
-    { echo "regen-docs: $script did not start on 127.0.0.1:$port" >&2; exit 1; }
+  grep -q "listening on 127.0.0.1:$port" "$log" ||
+    { echo "regen-docs: $script did not start on 127.0.0.1:$port: $(tail -n 3 "$log")" >&2; exit 1; }
   export "$var=127.0.0.1:$port"
 }
 if grep -qs 'regen: .*\$WS_HUB' "${files[@]}"; then start_fixture WS_HUB ws_broadcast.js ws node-ws; fi

@@ -12,10 +12,12 @@ use std::time::Duration;
 const DOWN: &str = "\x1b[B";
 const ENTER: &str = "\r";
 
-/// The text with every run of whitespace as one space: lines wrapped to the terminal
-/// (a Ctrl-C line) read as the sentence they are.
-fn flat(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
+/// Whether `text` holds `what` once line breaks and indents are set aside: a line wrapped
+/// to the terminal (a Ctrl-C line, a note; a long path cut across lines) still reads as
+/// the sentence it is.
+fn says(text: &str, what: &str) -> bool {
+    let squash = |t: &str| t.split_whitespace().collect::<String>();
+    squash(text).contains(&squash(what))
 }
 
 #[test]
@@ -323,7 +325,7 @@ fn ctrl_c_in_the_guided_run_says_what_was_kept_and_exits_130() {
     s.answer("Upstream", "\x03");
     assert_eq!(s.finish(), 130, "{}", s.text());
     assert!(
-        flat(&s.text()).contains("rtcheck: guided run interrupted; nothing saved"),
+        says(&s.text(), "rtcheck: guided run interrupted; nothing saved"),
         "{}",
         s.text()
     );
@@ -339,10 +341,13 @@ fn ctrl_c_in_the_guided_run_says_what_was_kept_and_exits_130() {
     s.answer("Report file", &format!("half{}", "\x03"));
     assert_eq!(s.finish(), 130, "{}", s.text());
     assert!(
-        flat(&s.text()).contains(&format!(
-            "rtcheck: guided run interrupted; kept: profile {} (nothing else saved)",
-            profile.display()
-        )),
+        says(
+            &s.text(),
+            &format!(
+                "rtcheck: guided run interrupted; kept: profile {} (nothing else saved)",
+                profile.display()
+            )
+        ),
         "{}",
         s.text()
     );
@@ -375,7 +380,7 @@ fn ctrl_c_in_the_guided_run_says_what_was_kept_and_exits_130() {
     s.answer("Done?", "\x03");
     assert_eq!(s.finish(), 130, "{}", s.text());
     assert!(
-        flat(&s.text()).contains("prompt interrupted; 1 answer saved to"),
+        says(&s.text(), "prompt interrupted; 1 answer saved to"),
         "{}",
         s.text()
     );

@@ -12,10 +12,12 @@ const DOWN: &str = "\x1b[B";
 const ENTER: &str = "\r";
 const PROFILE: &str = "loss: shared\nrate: 1000\nsize: 1000\ntransport: websocket\n";
 
-/// The text with every run of whitespace as one space: lines wrapped to the terminal
-/// (a Ctrl-C line, a note) read as the sentence they are.
-fn flat(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
+/// Whether `text` holds `what` once line breaks and indents are set aside: a line wrapped
+/// to the terminal (a Ctrl-C line, a note; a long path cut across lines) still reads as
+/// the sentence it is.
+fn says(text: &str, what: &str) -> bool {
+    let squash = |t: &str| t.split_whitespace().collect::<String>();
+    squash(text).contains(&squash(what))
 }
 
 fn spawn(args: &[&str]) -> Session {
@@ -213,7 +215,10 @@ fn ctrl_c_keeps_the_answers_given_and_the_next_run_asks_only_the_open_ones() {
     answer(&mut s, "Done?", CTRL_C);
     let out = finish(s, 130);
     assert!(
-        flat(&out).contains(&format!("prompt interrupted; 2 answers saved to {sv}")),
+        says(
+            &out,
+            &format!("prompt interrupted; 2 answers saved to {sv}")
+        ),
         "{out}"
     );
     let known = rtcheck::review::known_ids();
@@ -233,8 +238,7 @@ fn ctrl_c_keeps_the_answers_given_and_the_next_run_asks_only_the_open_ones() {
     answer(&mut s, "Why not applicable", &format!("half typed{CTRL_C}"));
     let out = finish(s, 130);
     assert!(
-        flat(&out).contains("prompt interrupted; 0 answers saved to")
-            && flat(&out).contains("(2 in the file"),
+        says(&out, "prompt interrupted; 0 answers saved to") && says(&out, "(2 in the file"),
         "{out}"
     );
     assert!(!out.contains("Bound every per-client queue"), "{out}");
@@ -255,7 +259,7 @@ fn without_save_the_walk_keeps_its_answers_in_the_state_file() {
     let state = dir.path().join("rtcheck/review-answers.yaml");
     let out = finish(s, 130);
     assert!(
-        flat(&out).contains(&format!("1 answer saved to {}", state.display())),
+        says(&out, &format!("1 answer saved to {}", state.display())),
         "{out}"
     );
     let known = rtcheck::review::known_ids();
@@ -335,7 +339,10 @@ fn at_80_columns_the_ctrl_c_line_is_wrapped_not_split() {
     assert_eq!(s.finish(), 130, "{}", s.text());
     s.assert_no_line_wider(80);
     assert!(
-        flat(&s.text()).contains(&format!("prompt interrupted; 1 answer saved to {sv}")),
+        says(
+            &s.text(),
+            &format!("prompt interrupted; 1 answer saved to {sv}")
+        ),
         "{}",
         s.text()
     );

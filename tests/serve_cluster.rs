@@ -865,12 +865,10 @@ fn a_resume_on_a_fresh_node_while_redis_is_stalled_gets_a_marker_not_silence() {
     let dir = tempfile::tempdir().unwrap();
     let r = redis(dir.path());
     let a = node(&r, "a", &["--rate", "20", "--rounds", "40"]);
-    let mut c = Sse::connect(a.addr, None);
-    c.until("first rounds on a", |ev| ev.len() >= 3);
-    let since = *c.seqs().last().unwrap();
-    drop(c);
     a.wait_stats(LIMIT, |v| v["finished"] == true && v["rounds_sent"] == 40);
-    assert!(since < 40, "the client must have missed rounds: {since}");
+    // A client that got rounds 1..=5 and missed the rest (chosen, not read: a starved test
+    // thread could read all 40 rounds in one go).
+    let since = 5;
     let (_, body) = http_get(a.addr, "/poll?since=0");
     let v: serde_json::Value = serde_json::from_str(&body).unwrap();
     let epoch = v["epoch"]

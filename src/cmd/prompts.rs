@@ -73,7 +73,8 @@ pub fn note(msg: &str) {
 fn after_prefix(msg: &str) -> String {
     let w = wrapped(&format!("rtcheck: {msg}"), "", "  ");
     let w = w.trim_end();
-    w.strip_prefix("rtcheck: ").unwrap_or(w).to_string()
+    // A terminal too narrow to keep "rtcheck: " on a line: the message as it is.
+    w.strip_prefix("rtcheck: ").unwrap_or(msg).to_string()
 }
 
 /// Prose before a prompt, on stderr, word-wrapped.

@@ -257,7 +257,6 @@ pub fn require_binary(name: &str, debian_package: &str) -> PathBuf {
         })
 }
 
-/// A loopback port free at the time of the call (bound to :0, then released).
 /// A loopback port for a service a test starts with its config: below the kernel's
 /// ephemeral range, where bind(0) (every `serve --listen 127.0.0.1:0` of a parallel test)
 /// and outgoing connections never land, so nothing takes it between this check and the

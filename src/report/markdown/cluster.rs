@@ -57,8 +57,8 @@ pub fn render(rep: &ClusterReport) -> String {
             items.join("; ")
         ));
     }
-    let cited = rep.reference.first().map(|e| e.source.as_str());
-    out.push_str(&format!("\nThe article ({}): ", cited.unwrap_or("part 9")));
+    let cited = crate::report::text::cluster::sources(rep);
+    out.push_str(&format!("\nThe article ({cited}): "));
     let seed: Vec<String> = rep
         .reference
         .iter()

@@ -122,6 +122,17 @@ fn table(rep: &ClusterReport, p: &Palette) -> Table {
     t
 }
 
+/// The distinct citations of the report's references, in order ("TITLE", part 9; ...).
+pub fn sources(rep: &ClusterReport) -> String {
+    let mut v: Vec<&str> = Vec::new();
+    for e in &rep.reference {
+        if !v.contains(&e.source.as_str()) {
+            v.push(&e.source);
+        }
+    }
+    v.join("; ")
+}
+
 /// "name (description)" wrapped to the width: the name bold, the description dim.
 fn heading(name: &str, description: &str, p: &Palette) -> String {
     let plain = wrap(&format!("{name} ({description})"), p.width, "", "  ");
@@ -191,10 +202,10 @@ pub fn render(rep: &ClusterReport, p: &Palette) -> String {
             out.push_str(&wrap(n, p.width, "  - ", "    "));
         }
     }
-    let cited = rep.reference.first().map(|e| e.source.as_str());
+    let cited = sources(rep);
     out.push('\n');
     out.push_str(&wrap(
-        &format!("what the article measured ({}):", cited.unwrap_or("part 9")),
+        &format!("what the article measured ({cited}):"),
         p.width,
         "",
         "  ",

@@ -71,11 +71,14 @@ pub fn render(r: &LoadReport, p: &Palette) -> String {
     }
     for f in r.findings.iter().filter(|f| f.status >= Status::Warn) {
         s.push_str(&format!("\n{} {}:\n", p.status(f.status), f.id));
-        let runtime = f
-            .fix
-            .runtime
-            .iter()
-            .flat_map(|c| wrap(&format!("- {c}"), p.width.saturating_sub(4)));
+        // A command stays on one line to be copied, even past the width; prose wraps.
+        let runtime = f.fix.runtime.iter().flat_map(|c| {
+            if crate::report::is_shell_command(c) {
+                vec![format!("- {c}")]
+            } else {
+                wrap(&format!("- {c}"), p.width.saturating_sub(4))
+            }
+        });
         for line in wrap(&f.fix.summary, p.width.saturating_sub(4))
             .into_iter()
             .chain(runtime)
