@@ -258,6 +258,7 @@ fn bad_input_is_one_line_and_exit_2() {
     let ok = "http://127.0.0.1:9/";
     one_line_exit_2(&[ok, "--concurrency", "0"], "--concurrency");
     one_line_exit_2(&[ok, "--concurrency", "1,100000"], "--concurrency");
+    one_line_exit_2(&[ok, "--concurrency", "4,8,4"], "level 4 given twice");
     one_line_exit_2(
         &[ok, "--step", "10m", "--concurrency", "1,2,4,8,16,32,64"],
         "over an hour",

@@ -96,6 +96,15 @@ fn validate(a: &LoadArgs) -> anyhow::Result<()> {
     if a.concurrency.len() > 32 {
         bail!("--concurrency: {} levels, at most 32", a.concurrency.len());
     }
+    // Each level is a row, a testcase (`validity:C=N`) and a threshold path: once each.
+    if let Some((i, c)) =
+        (a.concurrency.iter().enumerate()).find(|(i, c)| a.concurrency[..*i].contains(c))
+    {
+        bail!(
+            "--concurrency: level {c} given twice (position {}); list each level once",
+            i + 1
+        );
+    }
     if a.step < Duration::from_millis(100) || a.step > Duration::from_secs(600) {
         bail!(
             "--step {}: must be 100ms ..= 10m",
