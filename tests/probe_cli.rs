@@ -493,6 +493,13 @@ fn a_held_response_head_is_buffering_not_a_runtime_error() {
             .contains("head held more than 1.0 s"),
         "{ctx}"
     );
+    // The checks that needed the stream say why they measured nothing, not vanish.
+    for id in ["resume", "compression", "heartbeat"] {
+        let f = finding(&r, id, "/events");
+        assert_eq!(f["status"], "skip", "{id}: {ctx}");
+        let reason = f["reason"].as_str().unwrap_or_default();
+        assert!(reason.contains("sse-buffering"), "{id}: {reason}");
+    }
     // A head that came with the server's first write alone is the server's: a warning
     // that says so, not the path blamed.
     let stub = Stub::start(head_with_first_write);

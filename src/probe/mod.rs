@@ -242,7 +242,7 @@ pub fn judge(u: &UrlObs, skip: &[String]) -> Vec<Finding> {
         CHECKS
     };
     run.iter()
-        .filter_map(|c| (c.run)(u))
+        .filter_map(|c| (c.run)(u).or_else(|| held_skip(c, u)))
         .map(|mut f| {
             if skip.contains(&f.id) {
                 f.status = Status::Skip;
@@ -252,6 +252,29 @@ pub fn judge(u: &UrlObs, skip: &[String]) -> Vec<Finding> {
             f
         })
         .collect()
+}
+
+/// A check of the event stream whose head the path held past --head-timeout: nothing to
+/// judge, said as a skip pointing at `sse-buffering` (a check left out reads as never tried).
+fn held_skip(c: &Meta, u: &UrlObs) -> Option<Finding> {
+    let needs_stream = [heartbeat::ID, resume::ID, compression::ID].contains(&c.id);
+    if !needs_stream || u.kind != Kind::Sse || u.sse.is_some() || u.head_held_ms.is_none() {
+        return None;
+    }
+    let mut f = finding(
+        c,
+        u,
+        Status::Skip,
+        "not measured".into(),
+        "",
+        "",
+        Fix::default(),
+    );
+    f.reason = Some(format!(
+        "no response head within --head-timeout: the path held the stream (see `{}`)",
+        sse_buffering::ID
+    ));
+    Some(f)
 }
 
 /// What to probe a URL as.
