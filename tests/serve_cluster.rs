@@ -734,10 +734,21 @@ fn rounds_unpublished_at_the_end_of_a_run_still_reach_clients_as_a_gap() {
 /// silently), and no seq may carry two different rounds.
 #[test]
 fn redis_and_the_publisher_restarted_together_reset_the_relays_clients() {
+    deploy_restart(&["--no-publish"]);
+}
+
+/// The same deploy with a relay on the shards strategy (no writer task per client): the
+/// live reset marker still reaches its clients before the new epoch's first round.
+#[test]
+fn a_relay_on_the_shards_strategy_sends_the_live_reset_too() {
+    deploy_restart(&["--no-publish", "--strategy", "shards", "--shards", "2"]);
+}
+
+fn deploy_restart(relay: &[&str]) {
     let dir = tempfile::tempdir().unwrap();
     let mut r = redis(dir.path());
     let mut a = node(&r, "a", &["--rate", "40"]);
-    let b = node(&r, "b", &["--no-publish"]);
+    let b = node(&r, "b", relay);
     let mut c = Sse::connect(b.addr, None);
     c.until("rounds before the restart", |ev| {
         ev.iter().any(|e| matches!(e, Ev::Msg(s) if *s >= 40))

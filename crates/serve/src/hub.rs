@@ -1077,7 +1077,13 @@ impl Hub {
             set.spawn(async move {
                 for c in shard {
                     let bytes = hub.bytes_for(&round, c.transport);
-                    match io::write_with_deadline(&c.stream, &bytes, hub.cfg.write_deadline).await {
+                    let r = match hub.write_queued(&c).await {
+                        Ok(()) => {
+                            io::write_with_deadline(&c.stream, &bytes, hub.cfg.write_deadline).await
+                        }
+                        Err(e) => Err(e),
+                    };
+                    match r {
                         Ok(()) => hub.counters.sent(c.transport, bytes.len()),
                         Err(io::WriteError::Timeout) => {
                             hub.deregister(&c, CloseReason::WriteDeadline, 1)
@@ -1090,6 +1096,21 @@ impl Hub {
             });
         }
         while set.join_next().await.is_some() {}
+    }
+}
+
+impl Hub {
+    /// Shards strategy: what is queued for a client (markers of a live epoch reset; no
+    /// writer task pops its queue) goes out before the round it precedes, so the new
+    /// epoch's seqs never arrive without the reset that explains them.
+    async fn write_queued(&self, c: &Conn) -> Result<(), io::WriteError> {
+        while let Some(item) = c.pop() {
+            let wire = item.wire(c.transport);
+            let r = io::write_with_deadline(&c.stream, &wire, self.cfg.write_deadline).await;
+            c.done_writing();
+            r?;
+        }
+        Ok(())
     }
 }
 
