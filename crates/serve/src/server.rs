@@ -713,6 +713,16 @@ async fn serve_sse(app: Arc<App>, stream: TcpStream, req: Request) {
         head.push_str(&hello.sse());
         (conn, replay)
     } else {
+        if app.cluster.is_some() && last_id.is_some() {
+            // The Stream read can wait on a slow Redis (up to its operation timeout): the
+            // head goes first, so the client sees an answer, not a silent socket (as /ws's
+            // 101 does).
+            let r = io::write_with_deadline(&stream, head.as_bytes(), hub.cfg.write_deadline);
+            if r.await.is_err() {
+                return;
+            }
+            head.clear();
+        }
         let extra = app.stream_after_pos(last_id.map(|p| p.seq)).await;
         let (conn, first) = hub.register_resume_with(stream, Transport::Sse, last_id, &extra);
         // A reset marker first (after the head) if the position was not this server's.
