@@ -203,7 +203,7 @@ fn as_findings(r: &LoadReport) -> FindingsReport {
         .iter()
         .zip(&names)
         .map(|(l, n)| (n.as_str(), l.valid, l.invalid.as_slice()));
-    super::bench::thresholds::findings_report("load", levels, &r.findings)
+    super::thresholds::findings_report("load", levels, &r.findings)
 }
 
 /// One request before the sweep: a dead or non-HTTP target is bad input, not a report.

@@ -22,6 +22,7 @@ pub mod probe;
 pub mod prompts;
 pub mod review;
 pub mod serve;
+pub mod thresholds;
 pub mod verify;
 pub mod workload;
 

@@ -1,8 +1,8 @@
 //! `rtcheck bench cluster`: flags to options, run the scenarios, render, write.
-use super::thresholds;
 use crate::bench::cluster::model::ClusterReport;
 use crate::bench::cluster::{self, ClusterOptions, Kind};
 use crate::cmd::output::{ClusterFormat, ClusterFormats, OutputArgs};
+use crate::cmd::thresholds;
 use crate::cmd::{parse_count, parse_rate, Ctx};
 use crate::findings::FailOn;
 use crate::report::{gates, Format};

@@ -1,8 +1,8 @@
 //! `rtcheck bench fanout|idle`: flags to options, run the orchestrator, render, write.
 pub mod cluster;
-pub mod thresholds;
 
 use super::output::{BenchFormat, BenchFormats, OutputArgs};
+use super::thresholds::{findings_report, gate_exit, gates, invalid_scenarios, with_thresholds};
 use super::{parse_count, Ctx};
 use crate::bench::fanout::{self, FanoutOptions};
 use crate::bench::idle::{self, IdleOptions, IdleProto};
@@ -16,7 +16,6 @@ use cluster::ClusterArgs;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
-use thresholds::{findings_report, gate_exit, gates, invalid_scenarios, with_thresholds};
 
 #[derive(Debug, clap::Args)]
 pub struct BenchArgs {

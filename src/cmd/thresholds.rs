@@ -1,4 +1,4 @@
-//! What bench fanout, idle and cluster share after a run: `--threshold` on the report's
+//! What bench fanout, idle and cluster (and load, for its findings) share after a run: `--threshold` on the report's
 //! own JSON, the run as findings for junit and github, and the exit code (an invalid run
 //! or a crossed threshold is 1).
 use crate::findings::{Finding, Fix, Status};
