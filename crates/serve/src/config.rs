@@ -288,84 +288,20 @@ impl Config {
         cpus: usize,
         available: Option<u64>,
     ) -> Result<Config, String> {
-        if !(a.rate > 0.0 && a.rate <= 10_000.0) {
-            return Err(oob("--rate", a.rate, "0 (excluded)", 10_000, "messages/s"));
-        }
-        if a.size < 16 || a.size > 16 << 20 {
-            return Err(oob("--size", a.size, 16, 16 << 20, "bytes"));
-        }
-        if a.queue == 0 || a.queue > 1 << 20 {
-            return Err(oob("--queue", a.queue, 1, 1 << 20, "messages"));
-        }
+        check_rates_and_sizes(a)?;
         let ring = a.ring.messages(a.size);
         if ring == 0 || ring > 1 << 20 {
             return Err(oob("--ring", ring, 1, 1 << 20, "messages"));
         }
         let session_queue = a.session_queue.unwrap_or(ring as usize);
         if session_queue == 0 || session_queue > 1 << 20 {
-            return Err(oob(
-                "--session-queue",
-                session_queue,
-                1,
-                1 << 20,
-                "messages",
-            ));
+            let n = session_queue;
+            return Err(oob("--session-queue", n, 1, 1 << 20, "messages"));
         }
-        if a.max_sessions == 0 || a.max_sessions > 1_000_000 {
-            return Err(oob(
-                "--max-sessions",
-                a.max_sessions,
-                1,
-                1_000_000,
-                "sessions",
-            ));
-        }
-        let session_memory = match a.session_memory {
-            Some(b) => MemBudget::given(b, "--session-memory"),
-            None => MemBudget::sessions_default(available),
-        };
-        let worst = session::worst_session_bytes(session_queue, a.size as usize);
-        if session_memory.bytes < worst || session_memory.bytes > 1 << 40 {
-            return Err(format!(
-                "--session-memory {}: out of bounds {} (one session at worst: --session-queue {session_queue} x --size {}) ..= 1 TiB",
-                rtcheck_base::units::fmt_bytes(session_memory.bytes),
-                rtcheck_base::units::fmt_bytes(worst),
-                a.size
-            ));
-        }
-        let replay_budget = match a.replay_budget {
-            Some(b) => MemBudget::given(b, "--replay-budget"),
-            None => MemBudget::replay_default(available),
-        };
-        if replay_budget.bytes < 64 * 1024 || replay_budget.bytes > 64 << 30 {
-            return Err(oob(
-                "--replay-budget",
-                replay_budget.bytes,
-                "64KiB",
-                "64GiB",
-                "bytes",
-            ));
-        }
-        if a.session_ttl.is_zero() || a.session_ttl > Duration::from_secs(86_400) {
-            return Err("--session-ttl: must be more than 0 and at most 1day".into());
-        }
-        if a.max_message < 125 || a.max_message > 64 << 20 {
-            return Err(oob("--max-message", a.max_message, 125, 64 << 20, "bytes"));
-        }
-        if a.shards == 0 || a.shards > 1024 {
-            return Err(oob("--shards", a.shards, 1, 1024, ""));
-        }
+        let (session_memory, replay_budget) = budgets(a, available, session_queue)?;
         let workers = a.workers.unwrap_or(cpus.max(1));
         if workers == 0 || workers > 256 {
             return Err(oob("--threads", workers, 1, 256, ""));
-        }
-        if a.garbage_mbps > 10_000 {
-            return Err(format!("--garbage-mbps {}: at most 10000", a.garbage_mbps));
-        }
-        if let Some(s) = a.sndbuf {
-            if !(1024..=64 << 20).contains(&s) {
-                return Err(oob("--sndbuf", s, 1024, 64 << 20, "bytes"));
-            }
         }
         let cluster = ClusterConfig::from_options(&a.cluster)?;
         if cluster.is_some() && a.protocol == Protocol::Raw {
@@ -419,6 +355,71 @@ impl Config {
 }
 
 use rtcheck_base::units::out_of_bounds as oob;
+
+/// The bounds of the flags that need nothing else to be judged.
+fn check_rates_and_sizes(a: &Options) -> Result<(), String> {
+    if !(a.rate > 0.0 && a.rate <= 10_000.0) {
+        return Err(oob("--rate", a.rate, "0 (excluded)", 10_000, "messages/s"));
+    }
+    if a.size < 16 || a.size > 16 << 20 {
+        return Err(oob("--size", a.size, 16, 16 << 20, "bytes"));
+    }
+    if a.queue == 0 || a.queue > 1 << 20 {
+        return Err(oob("--queue", a.queue, 1, 1 << 20, "messages"));
+    }
+    if a.max_sessions == 0 || a.max_sessions > 1_000_000 {
+        let n = a.max_sessions;
+        return Err(oob("--max-sessions", n, 1, 1_000_000, "sessions"));
+    }
+    if a.session_ttl.is_zero() || a.session_ttl > Duration::from_secs(86_400) {
+        return Err("--session-ttl: must be more than 0 and at most 1day".into());
+    }
+    if a.max_message < 125 || a.max_message > 64 << 20 {
+        return Err(oob("--max-message", a.max_message, 125, 64 << 20, "bytes"));
+    }
+    if a.shards == 0 || a.shards > 1024 {
+        return Err(oob("--shards", a.shards, 1, 1024, ""));
+    }
+    if a.garbage_mbps > 10_000 {
+        return Err(format!("--garbage-mbps {}: at most 10000", a.garbage_mbps));
+    }
+    match a.sndbuf {
+        Some(s) if !(1024..=64 << 20).contains(&s) => {
+            Err(oob("--sndbuf", s, 1024, 64 << 20, "bytes"))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// The session memory and the replay budget: given, or sized to the machine.
+fn budgets(
+    a: &Options,
+    available: Option<u64>,
+    session_queue: usize,
+) -> Result<(MemBudget, MemBudget), String> {
+    let session_memory = match a.session_memory {
+        Some(b) => MemBudget::given(b, "--session-memory"),
+        None => MemBudget::sessions_default(available),
+    };
+    let worst = session::worst_session_bytes(session_queue, a.size as usize);
+    if session_memory.bytes < worst || session_memory.bytes > 1 << 40 {
+        return Err(format!(
+            "--session-memory {}: out of bounds {} (one session at worst: --session-queue {session_queue} x --size {}) ..= 1 TiB",
+            rtcheck_base::units::fmt_bytes(session_memory.bytes),
+            rtcheck_base::units::fmt_bytes(worst),
+            a.size
+        ));
+    }
+    let replay_budget = match a.replay_budget {
+        Some(b) => MemBudget::given(b, "--replay-budget"),
+        None => MemBudget::replay_default(available),
+    };
+    if replay_budget.bytes < 64 * 1024 || replay_budget.bytes > 64 << 30 {
+        let b = replay_budget.bytes;
+        return Err(oob("--replay-budget", b, "64KiB", "64GiB", "bytes"));
+    }
+    Ok((session_memory, replay_budget))
+}
 
 #[cfg(test)]
 mod tests {
