@@ -13,7 +13,7 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio_rustls::rustls;
 
 /// What a TLS client trusts.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Trust {
     /// Extra root certificate(s), PEM (`--ca`).
     pub ca: Option<PathBuf>,
@@ -82,10 +82,17 @@ pub fn explain(e: &std::io::Error) -> String {
 }
 
 /// A connection the client asked for: how the TLS side is set up, once per run.
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct Tls {
     pub config: Arc<rustls::ClientConfig>,
     pub name: rustls::pki_types::ServerName<'static>,
+}
+
+/// The same setup: one configuration, one name.
+impl PartialEq for Tls {
+    fn eq(&self, o: &Tls) -> bool {
+        Arc::ptr_eq(&self.config, &o.config) && self.name == o.name
+    }
 }
 
 impl Tls {
