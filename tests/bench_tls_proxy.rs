@@ -195,3 +195,30 @@ fn verify_delivery_over_https_through_the_proxy_loses_nothing_silently() {
     assert!(log.lines().count() > 16, "{log}");
     assert!(log.lines().all(|l| l.starts_with(&want)), "{log}");
 }
+
+#[test]
+fn verify_delivery_refuses_an_untrusted_certificate_in_one_line() {
+    let app = express_sse(&[]);
+    let certs = certs();
+    let proxy = tls_proxy(certs.path(), app.addr());
+    let base = format!("https://{NAME}:{}", proxy.port);
+    let to = format!("127.0.0.1:{}", proxy.port);
+    let (code, out, err) = rtcheck(&[
+        "verify",
+        "delivery",
+        "--server",
+        &format!("{base}/live-resume"),
+        "--publish",
+        &format!("POST {base}/publish"),
+        "--connect-to",
+        &to,
+        "--connections",
+        "2",
+        "--max-disconnect",
+        "500ms",
+    ]);
+    eprintln!("{err}");
+    assert_eq!(code, Some(2), "{out}\n{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("certificate") && err.contains("--ca"), "{err}");
+}

@@ -266,21 +266,14 @@ fn probe(url: &str, a: &FanoutOptions) -> anyhow::Result<()> {
         .min(Duration::from_secs(5))
         .max(Duration::from_millis(100));
     let shown = rtcheck_base::redact::url(url);
-    let tcp = std::net::TcpStream::connect_timeout(&addr, limit)
-        .map_err(|e| anyhow::anyhow!("--server {shown}: cannot connect to {addr}: {e}"))?;
     if t.tls {
         let tls = crate::sys::tls::Tls::new(&trust(a), &t.host, &["http/1.1"])?;
-        tcp.set_read_timeout(Some(limit))?;
-        tcp.set_write_timeout(Some(limit))?;
-        crate::sys::tls::SyncStream::over(tcp, Some(&tls)).map_err(|e| {
-            anyhow::anyhow!(
-                "--server {shown}: TLS handshake with {addr} as {}: {}",
-                t.host,
-                crate::sys::tls::explain(&e)
-            )
-        })?;
+        return crate::sys::tls::check_handshake(addr, &tls, limit)
+            .map_err(|e| anyhow::anyhow!("--server {shown}: {e}"));
     }
-    Ok(())
+    std::net::TcpStream::connect_timeout(&addr, limit)
+        .map(drop)
+        .map_err(|e| anyhow::anyhow!("--server {shown}: cannot connect to {addr}: {e}"))
 }
 
 /// Run every scenario (or the one --server run) and judge each: the report every format

@@ -169,6 +169,23 @@ impl AsyncWrite for Stream {
     }
 }
 
+/// One TCP connect and TLS handshake to `addr` within `limit` each, before a run starts:
+/// a certificate not trusted (or not for the name) is one error at once. The error says
+/// which step failed.
+pub fn check_handshake(
+    addr: std::net::SocketAddr,
+    tls: &Tls,
+    limit: std::time::Duration,
+) -> Result<(), String> {
+    let tcp = std::net::TcpStream::connect_timeout(&addr, limit)
+        .map_err(|e| format!("cannot connect to {addr}: {e}"))?;
+    let _ = tcp.set_read_timeout(Some(limit));
+    let _ = tcp.set_write_timeout(Some(limit));
+    SyncStream::over(tcp, Some(tls))
+        .map(drop)
+        .map_err(|e| format!("TLS handshake with {addr}: {}", explain(&e)))
+}
+
 /// A std (blocking) client connection, plain or TLS.
 pub enum SyncStream {
     Plain(std::net::TcpStream),

@@ -137,7 +137,7 @@ Examples:
       --publish 'POST http://127.0.0.1:8080/publish' \\
       -H 'Authorization: Bearer $TOKEN' --message 'hello {marker} {pad}'
   through your TLS proxy (ssh -L 8443:staging-proxy:443 HOST first):
-    rtcheck bench fanout --server wss://staging.example.com/ws \
+    rtcheck bench fanout --server wss://staging.example.com/ws \\
       --connect-to 127.0.0.1:8443 --publish ws --scenario A,C
 
 Scenarios: F raw-TCP floor, A baseline, C1/C2 slow clients with shard writers (no deadline /

@@ -437,6 +437,12 @@ pub fn measure(
         ..Phases::for_rate(o.rate)
     };
     let specs = specs(t, o.clients, o.away);
+    if let Some(tls) = &t.tls {
+        // A certificate not trusted is one line now, not every client's and the
+        // publisher's failure later.
+        crate::sys::tls::check_handshake(t.addr, tls, Duration::from_secs(5))
+            .map_err(|e| anyhow!("--server {}: {e}", t.url))?;
+    }
     // Rounds for the longest client life with a minute to spare; the stop ends it.
     let life = ph.before + o.away + ph.after + Duration::from_secs(60);
     let plan = publisher::Plan {
