@@ -217,8 +217,57 @@ fn verify_delivery_refuses_an_untrusted_certificate_in_one_line() {
         "--max-disconnect",
         "500ms",
     ]);
-    eprintln!("{err}");
     assert_eq!(code, Some(2), "{out}\n{err}");
     assert_eq!(err.trim().lines().count(), 1, "{err}");
     assert!(err.contains("certificate") && err.contains("--ca"), "{err}");
+}
+
+#[test]
+fn bench_fanout_sse_over_https_with_slow_clients_and_a_post_publisher() {
+    let app = express_sse(&[]);
+    let certs = certs();
+    let proxy = tls_proxy(certs.path(), app.addr());
+    let base = format!("https://{NAME}:{}", proxy.port);
+    let to = format!("127.0.0.1:{}", proxy.port);
+    let ca = certs.path().join("ca.pem");
+    let (url, publish) = (format!("{base}/live"), format!("POST {base}/publish"));
+    let mut args = vec!["bench", "fanout", "--server", &url, "--connect-to", &to];
+    args.extend(["--ca", ca.to_str().unwrap(), "--transport", "sse"]);
+    args.extend([
+        "--publish",
+        &publish,
+        "--message",
+        r#"{"ts":"{ts}","pad":"{pad}"}"#,
+    ]);
+    args.extend(["--ts-path", "ts", "--size", "256", "--format", "json"]);
+    args.extend(["--drain", "2s", "--connections", "40", "--rate", "20"]);
+    args.extend(["--rounds", "20", "--scenario", "C", "--slow", "5"]);
+    let (code, out, err) = rtcheck(&args);
+    let r: Value =
+        serde_json::from_str(&out).unwrap_or_else(|e| panic!("not JSON ({e}); stderr: {err}"));
+    let by = |name: &str| {
+        r["scenarios"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["name"] == name)
+            .unwrap_or_else(|| panic!("no run {name}: {r:#}"))
+            .clone()
+    };
+    let c = by("C");
+    assert_eq!(
+        (code, &c["valid"]),
+        (Some(0), &Value::Bool(true)),
+        "{c:#}\n{err}"
+    );
+    // The healthy clients (35) received every round.
+    assert_eq!(c["accounting"]["received"].as_u64(), Some(35 * 20), "{c:#}");
+    assert_eq!(c["publisher"]["failed"].as_u64(), Some(0), "{c:#}");
+    // The slow clients too completed the TLS handshake (their small SO_RCVBUF set on
+    // the TCP socket before connect), then never read.
+    assert_eq!(c["slow_clients"].as_u64(), Some(5), "{c:#}");
+    assert!(
+        c["checks"].to_string().contains("40 of 40 connected"),
+        "{c:#}"
+    );
 }
