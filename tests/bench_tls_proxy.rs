@@ -271,3 +271,63 @@ fn bench_fanout_sse_over_https_with_slow_clients_and_a_post_publisher() {
         "{c:#}"
     );
 }
+
+#[test]
+fn verify_delivery_over_wss_resumes_by_message_through_the_proxy() {
+    let app = node_ws(&[("RESUME", "1")]);
+    let certs = certs();
+    let proxy = tls_proxy(certs.path(), app.addr());
+    let url = format!("wss://{NAME}:{}/ws", proxy.port);
+    let to = format!("127.0.0.1:{}", proxy.port);
+    let ca = certs.path().join("ca.pem");
+    let (code, out, err) = rtcheck(&[
+        "verify",
+        "delivery",
+        "--server",
+        &url,
+        "--connect-to",
+        &to,
+        "--ca",
+        ca.to_str().unwrap(),
+        "--publish",
+        "ws",
+        "--message",
+        CHAT,
+        "--seq-path",
+        "text",
+        "--ts-path",
+        "text",
+        "--resume",
+        r#"message {"resume":{seq}}"#,
+        "--format",
+        "json",
+        "--rate",
+        "20",
+        "--size",
+        "256",
+        "--max-disconnect",
+        "1500ms",
+        "--connections",
+        "4",
+    ]);
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    let r: Value = serde_json::from_str(&out).unwrap();
+    // Every leave (close + close_notify + FIN, RST, silent, storm) over TLS, then back
+    // with the resume message: nothing lost, and the hub replayed to each client.
+    for k in ["clean", "reset", "silent", "storm"] {
+        let x = r["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|x| x["delivery"] == "foreign" && x["disconnect"] == k)
+            .unwrap_or_else(|| panic!("no run {k}: {r:#}"));
+        assert_eq!(x["lost"].as_u64(), Some(0), "{x:#}");
+        assert!(x["received"].as_u64().unwrap() > 0, "{x:#}");
+    }
+    let s = fixture_stats(&app);
+    assert_eq!(
+        (s["resumed"].as_u64(), s["missed"].as_u64()),
+        (Some(16), Some(0)),
+        "{s}"
+    );
+}

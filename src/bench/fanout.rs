@@ -36,7 +36,8 @@ pub struct FanoutOptions {
     /// The listed scenarios (F is added first unless `no_floor`).
     pub scenario: scenario::ScenarioList,
     pub no_floor: bool,
-    /// Another server to measure (ws://HOST:PORT/PATH on loopback) instead of scenarios.
+    /// Another server to measure (ws(s)://HOST:PORT/PATH on loopback, or through
+    /// `connect_to`) instead of scenarios.
     pub server: Option<String>,
     /// Longest wait for all clients to connect.
     pub connect_timeout: Duration,

@@ -22,7 +22,7 @@ use tokio::sync::{watch, Semaphore};
 /// What the load generator process does (`cmd::bench::LoadgenOptions` are its flags).
 #[derive(Debug, Clone)]
 pub struct LoadgenOptions {
-    /// ws://, tcp:// or http:// target on loopback.
+    /// ws(s)://, tcp:// or http(s):// target (loopback, or any name with `connect_to`).
     pub url: String,
     pub connections: u64,
     /// Clients that connect with a small receive buffer and never read.

@@ -139,11 +139,6 @@ fn loopback_host(host: &str, port: u16) -> Result<SocketAddr, String> {
     Ok(SocketAddr::new(ip, port))
 }
 
-/// The old form: transport, socket address, path (no --connect-to).
-pub fn parse_target(url: &str) -> anyhow::Result<(Proto, SocketAddr, String)> {
-    parse(url, None).map(|t| (t.proto, t.addr, t.path))
-}
-
 /// `--connect-to ADDR:PORT`: a loopback IP (or localhost) and a port.
 pub fn parse_connect_to(s: &str) -> Result<SocketAddr, String> {
     let a = rtcheck_base::os::addr::parse_host_port(s.trim()).ok_or_else(|| {
@@ -164,6 +159,11 @@ pub fn parse_connect_to(s: &str) -> Result<SocketAddr, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Transport, socket address, path (no --connect-to).
+    fn parse_target(url: &str) -> anyhow::Result<(Proto, SocketAddr, String)> {
+        parse(url, None).map(|t| (t.proto, t.addr, t.path))
+    }
 
     #[test]
     fn targets_must_be_loopback() {

@@ -50,8 +50,9 @@ pub fn run(a: BenchArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
 /// Flags of the hidden load generator process (started by `fanout` and `idle`).
 #[derive(Debug, Clone, clap::Args)]
 pub struct LoadgenArgs {
-    /// ws://HOST:PORT/PATH (WebSocket), tcp://HOST:PORT (raw length-prefixed frames),
-    /// http://HOST:PORT/PATH (Server-Sent Events). Loopback only. bench fanout and idle
+    /// ws(s)://HOST:PORT/PATH (WebSocket), tcp://HOST:PORT (raw length-prefixed frames),
+    /// http(s)://HOST:PORT/PATH (Server-Sent Events). Loopback only (or --connect-to
+    /// loopback). bench fanout and idle
     /// pass it in RTCHECK_LOADGEN_URL (userinfo and query may be secrets: never argv).
     #[arg(long, env = crate::bench::fanout::LOADGEN_URL_ENV, hide_env_values = true)]
     pub url: String,
