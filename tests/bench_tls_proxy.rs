@@ -141,6 +141,16 @@ fn bad_reach_flags_are_exit_2_naming_what_is_wrong() {
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("--connect-to 127.0.0.1:"), "{err}");
     assert_eq!(err.trim().lines().count(), 1, "{err}");
+    // Only where they mean something: a foreign --server.
+    for args in [
+        &["bench", "fanout", "--connect-to", "127.0.0.1:9"][..],
+        &["verify", "memory", "--connect-to", "127.0.0.1:9"],
+        &["verify", "delivery", "--ca", "/dev/null"],
+    ] {
+        let (code, _, err) = rtcheck(args);
+        assert_eq!(code, Some(2), "{args:?}: {err}");
+        assert!(err.contains("--connect-to and --ca"), "{args:?}: {err}");
+    }
 }
 
 #[test]
