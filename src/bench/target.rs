@@ -108,9 +108,11 @@ pub fn parse(url: &str, connect_to: Option<SocketAddr>) -> anyhow::Result<Target
         Some(a) => a,
         None => loopback_host(host, port).map_err(|e| anyhow::anyhow!("{}: {e}", shown()))?,
     };
-    let authority = match auth.contains(':') && !auth.ends_with(']') {
-        true => format!("{host}:{port}"),
-        false => host.to_string(),
+    // The Host header as the URL wrote it: with the port only when it names one.
+    let authority = if auth.contains(':') && !auth.ends_with(']') {
+        format!("{host}:{port}")
+    } else {
+        host.to_string()
     };
     Ok(Target {
         proto,

@@ -202,7 +202,10 @@ impl SyncStream {
         let mut c = rustls::ClientConnection::new(t.config.clone(), t.name.clone())
             .map_err(std::io::Error::other)?;
         while c.is_handshaking() {
-            c.complete_io(&mut tcp)?;
+            // Nothing moved and still handshaking: the peer is gone (never a spin).
+            if c.complete_io(&mut tcp)? == (0, 0) {
+                return Err(std::io::ErrorKind::UnexpectedEof.into());
+            }
         }
         Ok(SyncStream::Tls(Box::new(rustls::StreamOwned::new(c, tcp))))
     }
