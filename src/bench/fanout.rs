@@ -3,7 +3,7 @@
 use super::model::{BenchReport, Check, ScenarioResult};
 use super::publisher::PublishVia;
 use super::scenario::{self, ForeignRun, Scenario};
-use super::target::{parse_target, Proto};
+use super::target::{self, Proto};
 use super::validity::{self, Inputs};
 use super::wire::{Event, LoadgenResult, CMD_CLOSE_SLOW, CMD_CUTOFF, CMD_PUBLISH, CMD_STOP};
 use super::{check_interrupted, INTERRUPTED};
@@ -36,7 +36,8 @@ pub struct FanoutOptions {
     /// The listed scenarios (F is added first unless `no_floor`).
     pub scenario: scenario::ScenarioList,
     pub no_floor: bool,
-    /// Another server to measure (ws://HOST:PORT/PATH on loopback) instead of scenarios.
+    /// Another server to measure (ws(s)://HOST:PORT/PATH on loopback, or through
+    /// `connect_to`) instead of scenarios.
     pub server: Option<String>,
     /// Longest wait for all clients to connect.
     pub connect_timeout: Duration,
@@ -54,6 +55,10 @@ pub struct FanoutOptions {
     pub headers: Vec<String>,
     /// `--transport sse`: the clients are SSE subscribers of `--server http://...`.
     pub sse: bool,
+    /// `--connect-to`: where every socket goes (loopback) while `server` keeps its name.
+    pub connect_to: Option<SocketAddr>,
+    /// `--ca`: what wss:// and https:// clients trust beyond webpki's roots.
+    pub ca: Option<std::path::PathBuf>,
 }
 
 /// One run: a scenario on the embedded server, or a run on `--server`.
@@ -165,21 +170,32 @@ pub fn validate(a: &FanoutOptions) -> anyhow::Result<()> {
         }
     }
     if let Some(url) = &a.server {
-        let (proto, _, _) = parse_target(url)?;
+        let t = target::parse(url, a.connect_to)?;
         let (want, form) = if a.sse {
             (
                 Proto::Sse,
-                "--transport sse: expected http://HOST:PORT/PATH",
+                "--transport sse: expected http(s)://HOST:PORT/PATH",
             )
         } else {
             (
                 Proto::Ws,
-                "expected ws://HOST:PORT/PATH (or --transport sse)",
+                "expected ws(s)://HOST:PORT/PATH (or --transport sse)",
             )
         };
-        if proto != want {
+        if t.proto != want {
             anyhow::bail!("--server {}: {form}", rtcheck_base::redact::url(url));
         }
+        if t.tls && a.publish == PublishVia::Server {
+            anyhow::bail!("--server {}: --publish server drives rtcheck's /control plane in plain HTTP; through TLS, publish with --publish ws or 'POST URL'", rtcheck_base::redact::url(url));
+        }
+    } else if a.connect_to.is_some() || a.ca.is_some() {
+        anyhow::bail!("--connect-to and --ca go with --server (a foreign server)");
+    }
+    if let PublishVia::Post { url } = &a.publish {
+        target::parse(url, a.connect_to).map_err(|e| anyhow::anyhow!("--publish POST: {e}"))?;
+    }
+    if a.ca.is_some() {
+        crate::sys::tls::client_config(&trust(a), &[])?;
     }
     validate_publish(a)?;
     let (_, hard) = limits::raise_nofile_to_hard()?;
@@ -232,19 +248,33 @@ fn validate_publish(a: &FanoutOptions) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// One TCP connect to --server before anything starts: a refused or unreachable server is
-/// one line at once, not a report of nothing.
-fn probe(url: &str, timeout: Duration) -> anyhow::Result<()> {
-    let (_, addr, _) = parse_target(url)?;
-    let limit = timeout
+/// What the TLS clients trust (`--ca`).
+fn trust(a: &FanoutOptions) -> crate::sys::tls::Trust {
+    crate::sys::tls::Trust {
+        ca: a.ca.clone(),
+        insecure: false,
+    }
+}
+
+/// One TCP connect to --server (and its TLS handshake on wss/https) before anything
+/// starts: a refused or unreachable server, or a certificate not trusted, is one line at
+/// once, not a report of nothing.
+fn probe(url: &str, a: &FanoutOptions) -> anyhow::Result<()> {
+    let t = target::parse(url, a.connect_to)?;
+    let addr = t.addr;
+    let limit = a
+        .connect_timeout
         .min(Duration::from_secs(5))
         .max(Duration::from_millis(100));
+    let shown = rtcheck_base::redact::url(url);
+    if t.tls {
+        let tls = crate::sys::tls::Tls::new(&trust(a), &t.host, &["http/1.1"])?;
+        return crate::sys::tls::check_handshake(addr, &tls, limit)
+            .map_err(|e| anyhow::anyhow!("--server {shown}: {e}"));
+    }
     std::net::TcpStream::connect_timeout(&addr, limit)
         .map(drop)
-        .map_err(|e| {
-            let url = rtcheck_base::redact::url(url);
-            anyhow::anyhow!("--server {url}: cannot connect to {addr}: {e}")
-        })
+        .map_err(|e| anyhow::anyhow!("--server {shown}: cannot connect to {addr}: {e}"))
 }
 
 /// Run every scenario (or the one --server run) and judge each: the report every format
@@ -254,7 +284,7 @@ pub fn run(a: &FanoutOptions) -> anyhow::Result<BenchReport> {
     signal::install_interrupt_handler();
     let mut results = Vec::new();
     if let Some(url) = &a.server {
-        probe(url, a.connect_timeout)?;
+        probe(url, a)?;
     }
     for run in a.runs() {
         // Ctrl-C also reaches the children, whose exit then looks like a failure: the
@@ -543,7 +573,7 @@ fn target(
 ) -> anyhow::Result<(Option<Server>, String, SocketAddr)> {
     let Some(s) = sc else {
         let url = a.server.clone().unwrap_or_default();
-        let (_, addr, _) = parse_target(&url)?;
+        let addr = target::parse(&url, a.connect_to)?.addr;
         return Ok((None, url, addr));
     };
     let mut flags = vec![
@@ -616,6 +646,12 @@ fn loadgen_args(a: &FanoutOptions, slow: u64, sched: &Schedule) -> Vec<String> {
         "--max-seconds".into(),
         ((sched.bound_s + a.connect_timeout.as_secs_f64() + 30.0) as u64).to_string(),
     ]);
+    if let Some(to) = a.connect_to {
+        v.extend(["--connect-to".to_string(), to.to_string()]);
+    }
+    if let Some(ca) = &a.ca {
+        v.extend(["--ca".to_string(), ca.display().to_string()]);
+    }
     v
 }
 
@@ -871,6 +907,8 @@ mod tests {
             ts_path: None,
             headers: vec![],
             sse: false,
+            connect_to: None,
+            ca: None,
         };
         let s = Schedule::new(&a, 3);
         assert!((s.schedule_s - 20.0).abs() < 1e-9);

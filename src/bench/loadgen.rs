@@ -4,9 +4,10 @@
 //! Runs in its own process so it stays under its own open-files limit and the server's
 //! allocator and scheduler are not measured together with it.
 use super::stats::{self, ClientSamples};
-use super::target::{parse_target, Proto};
+use super::target::{self, Proto};
 use super::wire::ScheduleSeen;
 use super::wire::{Event, LoadgenResult, CMD_CLOSE_SLOW, CMD_CUTOFF, CMD_PUBLISH, CMD_STOP};
+use crate::sys::tls::{Stream, Tls, Trust};
 use futures_util::StreamExt;
 use rtcheck_base::os::{clock, limits};
 use rtcheck_wire::http::response::{self, Framing, Limits};
@@ -15,13 +16,13 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{watch, Semaphore};
 
 /// What the load generator process does (`cmd::bench::LoadgenOptions` are its flags).
 #[derive(Debug, Clone)]
 pub struct LoadgenOptions {
-    /// ws://, tcp:// or http:// target on loopback.
+    /// ws(s)://, tcp:// or http(s):// target (loopback, or any name with `connect_to`).
     pub url: String,
     pub connections: u64,
     /// Clients that connect with a small receive buffer and never read.
@@ -45,6 +46,10 @@ pub struct LoadgenOptions {
     /// Message size and rounds per second for rtcheck's publisher.
     pub size: u64,
     pub rate: f64,
+    /// `--connect-to`: where every socket goes, the URL keeping its name.
+    pub connect_to: Option<SocketAddr>,
+    /// `--ca`: what wss:// and https:// clients trust beyond webpki's roots.
+    pub ca: Option<std::path::PathBuf>,
 }
 
 #[derive(Default)]
@@ -63,6 +68,12 @@ struct Cfg {
     /// `url` fit for messages (the one redaction: userinfo and query values hidden).
     shown: String,
     path: String,
+    /// The Host header (the URL's host, whatever `--connect-to` says).
+    authority: String,
+    /// wss:// and https://: set up once, a handshake per client.
+    tls: Option<Tls>,
+    trust: Trust,
+    connect_to: Option<SocketAddr>,
     rounds: u64,
     slow_rcvbuf: u32,
     read_buffer: usize,
@@ -105,7 +116,15 @@ const CLOSE_SLOW: u8 = 1;
 const STOP: u8 = 2;
 
 pub fn run(a: LoadgenOptions) -> anyhow::Result<std::process::ExitCode> {
-    let (proto, addr, path) = parse_target(&a.url)?;
+    let t = target::parse(&a.url, a.connect_to)?;
+    let trust = Trust {
+        ca: a.ca.clone(),
+        insecure: false,
+    };
+    let tls = t
+        .tls
+        .then(|| Tls::new(&trust, &t.host, &["http/1.1"]))
+        .transpose()?;
     if a.slow > a.connections {
         anyhow::bail!("--slow {} exceeds --connections {}", a.slow, a.connections);
     }
@@ -124,11 +143,15 @@ pub fn run(a: LoadgenOptions) -> anyhow::Result<std::process::ExitCode> {
         .enable_all()
         .build()?;
     let cfg = Arc::new(Cfg {
-        proto,
-        addr,
+        proto: t.proto,
+        addr: t.addr,
         url: a.url.clone(),
         shown: rtcheck_base::redact::url(&a.url),
-        path,
+        path: t.path,
+        authority: t.authority,
+        tls,
+        trust,
+        connect_to: a.connect_to,
         rounds: a.rounds,
         slow_rcvbuf: a.slow_rcvbuf,
         read_buffer: a.read_buffer.max(1024),
@@ -217,7 +240,8 @@ fn spawn_publisher(
     let plan = Plan {
         via: a.publish.clone(),
         ws_url: cfg.url.clone(),
-        ws_addr: cfg.addr,
+        connect_to: cfg.connect_to,
+        trust: cfg.trust.clone(),
         message: super::template::Template::parse(
             a.message
                 .as_deref()
@@ -495,11 +519,9 @@ async fn client(
     out
 }
 
-async fn connect_tcp(
-    cfg: &Cfg,
-    slow: bool,
-    out: &mut ClientOut,
-) -> Result<tokio::net::TcpStream, String> {
+/// TCP (and TLS on wss/https) to the target: a slow client's small window is set on the
+/// TCP socket before connect, under TLS as without.
+async fn connect_tcp(cfg: &Cfg, slow: bool, out: &mut ClientOut) -> Result<Stream, String> {
     let sock = if cfg.addr.is_ipv4() {
         tokio::net::TcpSocket::new_v4()
     } else {
@@ -520,7 +542,13 @@ async fn connect_tcp(
         .map_err(|e| format!("{}: connect: {e}", cfg.addr))?;
     // Read back: what the kernel actually has, not what we asked for.
     out.nodelay = s.nodelay().ok();
-    Ok(s)
+    tokio::time::timeout(Duration::from_secs(10), Stream::over(s, cfg.tls.as_ref()))
+        .await
+        .map_err(|_| format!("{}: TLS handshake timed out after 10s", cfg.addr))?
+        .map_err(|e| {
+            let e = crate::sys::tls::explain(&e);
+            format!("{}: TLS handshake: {e}", cfg.addr)
+        })
 }
 
 /// Record one payload. Hot path: decode, clock read, push.
@@ -571,8 +599,8 @@ fn mark_removed(out: &mut ClientOut, counters: &Counters, stop: &watch::Receiver
     }
 }
 
-async fn ws_session(
-    stream: tokio::net::TcpStream,
+async fn ws_session<S: AsyncRead + AsyncWrite + Unpin>(
+    stream: S,
     slow: bool,
     cfg: &Cfg,
     counters: &Counters,
@@ -638,8 +666,8 @@ async fn ws_session(
     }
 }
 
-async fn raw_session(
-    stream: tokio::net::TcpStream,
+async fn raw_session<S: AsyncRead + AsyncWrite + Unpin>(
+    stream: S,
     slow: bool,
     cfg: &Cfg,
     counters: &Counters,
@@ -672,8 +700,8 @@ async fn raw_session(
     }
 }
 
-async fn read_raw_frame(
-    rd: &mut tokio::io::BufReader<tokio::net::TcpStream>,
+async fn read_raw_frame<S: AsyncRead + Unpin>(
+    rd: &mut tokio::io::BufReader<S>,
     body: &mut Vec<u8>,
 ) -> std::io::Result<usize> {
     let mut len = [0u8; 4];
@@ -691,8 +719,8 @@ async fn read_raw_frame(
 
 /// Read the SSE response head (bounded in size and time); 200 or an error naming the
 /// status line. Returns how the body is framed and the bytes after the head.
-async fn sse_head(
-    stream: &mut tokio::net::TcpStream,
+async fn sse_head<S: AsyncRead + Unpin>(
+    stream: &mut S,
     buf: &mut [u8],
     cfg: &Cfg,
 ) -> Result<(Framing, Vec<u8>), String> {
@@ -726,8 +754,8 @@ async fn sse_head(
     }
 }
 
-async fn sse_session(
-    mut stream: tokio::net::TcpStream,
+async fn sse_session<S: AsyncRead + AsyncWrite + Unpin>(
+    mut stream: S,
     slow: bool,
     cfg: &Cfg,
     counters: &Counters,
@@ -737,7 +765,7 @@ async fn sse_session(
 ) -> Result<(), String> {
     let req = format!(
         "GET {} HTTP/1.1\r\nHost: {}\r\nAccept: text/event-stream\r\nCache-Control: no-cache\r\n\r\n",
-        cfg.path, cfg.addr
+        cfg.path, cfg.authority
     );
     stream
         .write_all(req.as_bytes())
@@ -813,6 +841,8 @@ mod tests {
             ts_path: None,
             size: 64,
             rate: 5.0,
+            connect_to: None,
+            ca: None,
         }
     }
 

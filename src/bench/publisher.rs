@@ -5,11 +5,12 @@
 //! schedule, and the receivers' latency from that stamp has no coordinated omission. The
 //! timer's own lateness is the load generator's fault and is reported apart from the
 //! sender's backlog (the server's).
-use super::target::{parse_target, Proto};
+use super::target::{self, Proto};
 use super::template::Template;
 use super::wire::PublisherStat;
 use crate::load::client::Target as HttpTarget;
 use crate::load::conn::WireConn;
+use crate::sys::tls::{Stream, Tls, Trust};
 use bytes::Bytes;
 use futures_util::{SinkExt, StreamExt};
 use rtcheck_base::os::clock;
@@ -28,7 +29,8 @@ pub enum PublishVia {
 }
 
 impl PublishVia {
-    /// `server`, `ws`, or `POST http://127.0.0.1:PORT/PATH` (loopback only).
+    /// `server`, `ws`, or `POST http(s)://HOST:PORT/PATH` (loopback, or any name with
+    /// --connect-to: where the socket goes is checked with it, [`target::parse`]).
     pub fn parse(s: &str) -> Result<PublishVia, String> {
         let t = s.trim();
         match t {
@@ -46,10 +48,12 @@ impl PublishVia {
                     rtcheck_base::redact::url(t)
                 )
             })?;
-        match parse_target(url) {
-            Ok((Proto::Sse, _, _)) => Ok(PublishVia::Post { url: url.into() }),
+        // The URL's form here; its host (loopback, or --connect-to) where both are known.
+        let dummy = Some(std::net::SocketAddr::from(([127, 0, 0, 1], 1)));
+        match target::parse(url, dummy) {
+            Ok(t) if t.proto == Proto::Sse => Ok(PublishVia::Post { url: url.into() }),
             Ok(_) => Err(format!(
-                "--publish POST {}: expected an http:// URL",
+                "--publish POST {}: expected an http:// or https:// URL",
                 rtcheck_base::redact::url(url)
             )),
             Err(e) => Err(format!("--publish POST: {e}")),
@@ -108,7 +112,10 @@ pub struct Plan {
     pub via: PublishVia,
     /// Where the WebSocket publisher connects (the clients' URL).
     pub ws_url: String,
-    pub ws_addr: SocketAddr,
+    /// `--connect-to`: where its sockets go (and a POST's), the URLs keeping their names.
+    pub connect_to: Option<SocketAddr>,
+    /// What its TLS connections trust (`--ca`).
+    pub trust: Trust,
     pub message: Template,
     pub subscribe: Option<String>,
     pub headers: Vec<(String, String)>,
@@ -119,7 +126,7 @@ pub struct Plan {
 
 /// A connected publisher, ready to start on the orchestrator's command.
 pub enum Ready {
-    Ws(Box<tokio_tungstenite::WebSocketStream<tokio::net::TcpStream>>),
+    Ws(Box<tokio_tungstenite::WebSocketStream<Stream>>),
     Post,
 }
 
@@ -129,14 +136,13 @@ pub async fn connect(plan: &Plan) -> Result<Ready, String> {
         return Ok(Ready::Post);
     }
     let url = rtcheck_base::redact::url(&plan.ws_url);
-    let s = tokio::time::timeout(
-        Duration::from_secs(10),
-        tokio::net::TcpStream::connect(plan.ws_addr),
-    )
-    .await
-    .map_err(|_| format!("publisher: {url}: connect timed out after 10s"))?
-    .map_err(|e| format!("publisher: {url}: connect: {e}"))?;
-    let _ = s.set_nodelay(true);
+    let t =
+        target::parse(&plan.ws_url, plan.connect_to).map_err(|e| format!("publisher: {e:#}"))?;
+    let tls = tls_for(&t, &plan.trust).map_err(|e| format!("publisher: {url}: {e:#}"))?;
+    let s = tokio::time::timeout(Duration::from_secs(10), open(t.addr, tls.as_ref()))
+        .await
+        .map_err(|_| format!("publisher: {url}: connect timed out after 10s"))?
+        .map_err(|e| format!("publisher: {url}: {e}"))?;
     let (mut ws, _) = tokio::time::timeout(
         Duration::from_secs(10),
         tokio_tungstenite::client_async(plan.ws_url.as_str(), s),
@@ -150,6 +156,27 @@ pub async fn connect(plan: &Plan) -> Result<Ready, String> {
             .map_err(|e| format!("publisher: subscribe: {e}"))?;
     }
     Ok(Ready::Ws(Box::new(ws)))
+}
+
+/// The TLS side of a target, when it has one.
+fn tls_for(t: &target::Target, trust: &Trust) -> anyhow::Result<Option<Tls>> {
+    t.tls
+        .then(|| Tls::new(trust, &t.host, &["http/1.1"]))
+        .transpose()
+}
+
+/// TCP to `addr` (TCP_NODELAY on), then TLS when asked (unbounded: the caller bounds it).
+async fn open(addr: SocketAddr, tls: Option<&Tls>) -> Result<Stream, String> {
+    let s = tokio::net::TcpStream::connect(addr)
+        .await
+        .map_err(|e| format!("connect {addr}: {e}"))?;
+    let _ = s.set_nodelay(true);
+    Stream::over(s, tls).await.map_err(|e| {
+        format!(
+            "TLS handshake with {addr}: {}",
+            crate::sys::tls::explain(&e)
+        )
+    })
 }
 
 /// Publish every round on schedule until done or `stop` fires; what it achieved.
@@ -228,6 +255,7 @@ enum Target {
     /// The POST without its body, or why the HTTP library refused it.
     Post {
         addr: SocketAddr,
+        tls: Option<Tls>,
         request: Result<Box<HttpTarget>, String>,
     },
 }
@@ -235,24 +263,30 @@ enum Target {
 fn plan_target(plan: &Plan) -> Target {
     match &plan.via {
         PublishVia::Post { url } => {
-            let (_, addr, path) =
-                parse_target(url).unwrap_or((Proto::Sse, plan.ws_addr, "/".into()));
+            // Checked before the run (fanout's validate, delivery's flags): an error here
+            // fails every send with its reason.
+            let t = target::parse(url, plan.connect_to).map_err(|e| format!("publisher: {e:#}"));
+            let tls = t.as_ref().ok().map(|t| tls_for(t, &plan.trust));
+            let request = match (&t, &tls) {
+                (Err(e), _) => Err(e.clone()),
+                (_, Some(Err(e))) => Err(format!("publisher: {e:#}")),
+                (Ok(t), _) => post_target(t, &plan.headers).map(Box::new),
+            };
             Target::Post {
-                addr,
-                request: post_target(addr, &path, &plan.headers).map(Box::new),
+                addr: t.map_or(SocketAddr::from(([127, 0, 0, 1], 0)), |t| t.addr),
+                tls: tls.and_then(Result::ok).flatten(),
+                request,
             }
         }
         _ => Target::Ws,
     }
 }
 
-/// The POST to `path`: Host, a JSON content type, then the -H headers, checked once here
-/// as HTTP names and values. Its `url` is the path redacted, as errors show it.
-fn post_target(
-    addr: SocketAddr,
-    path: &str,
-    headers: &[(String, String)],
-) -> Result<HttpTarget, String> {
+/// The POST to the target's path: Host (the URL's), a JSON content type, then the -H
+/// headers, checked once here as HTTP names and values. Its `url` is the path redacted,
+/// as errors show it.
+fn post_target(t: &target::Target, headers: &[(String, String)]) -> Result<HttpTarget, String> {
+    let (addr, path) = (t.addr, t.path.as_str());
     fn refused<E>(_: E) -> String {
         "publisher: a -H header was refused by the HTTP library".to_string()
     }
@@ -263,7 +297,7 @@ fn post_target(
     for (n, v) in headers {
         hs.push((n.parse().map_err(refused)?, v.parse().map_err(refused)?));
     }
-    let host = addr.to_string();
+    let host = t.authority.clone();
     Ok(HttpTarget {
         url: rtcheck_base::redact::path_and_query(path),
         addr,
@@ -331,11 +365,11 @@ async fn send_all(
             }
             reader.abort();
         }
-        (_, Target::Post { addr, request }) => {
+        (_, Target::Post { addr, tls, request }) => {
             let mut conn = None;
             while let Some((_, due, msg)) = rx.recv().await {
                 let r = match &request {
-                    Ok(t) => post(&mut conn, addr, t, msg).await,
+                    Ok(t) => post(&mut conn, addr, tls.as_ref(), t, msg).await,
                     Err(e) => Err(e.clone()),
                 };
                 record(&state, r, due);
@@ -361,21 +395,21 @@ fn quantile_sorted(v: &[f64], q: f64) -> f64 {
 /// One POST on a kept-alive connection (reconnecting when the server closed it); a
 /// non-2xx answer is a failure named by its status, never by the body or the headers.
 async fn post(
-    conn: &mut Option<WireConn>,
+    conn: &mut Option<WireConn<Stream>>,
     addr: SocketAddr,
+    tls: Option<&Tls>,
     t: &HttpTarget,
     body: String,
 ) -> Result<(), String> {
     // A query value may be a token: errors show the path redacted (`t.url`).
-    if !conn.as_ref().is_some_and(WireConn::open_still) {
-        let s = tokio::time::timeout(
-            Duration::from_secs(10),
-            tokio::net::TcpStream::connect(addr),
-        )
-        .await
-        .map_err(|_| format!("publisher: POST {addr}: connect timed out"))?
-        .map_err(|e| format!("publisher: POST {addr}: connect: {e}"))?;
-        *conn = Some(WireConn::new(s));
+    let open_still =
+        |c: &WireConn<Stream>| c.reusable() && crate::load::conn::idle_open(c.stream().tcp());
+    if !conn.as_ref().is_some_and(open_still) {
+        let s = tokio::time::timeout(Duration::from_secs(10), open(addr, tls))
+            .await
+            .map_err(|_| format!("publisher: POST {addr}: connect timed out"))?
+            .map_err(|e| format!("publisher: POST {e}"))?;
+        *conn = Some(WireConn::over(s));
     }
     let c = conn.as_mut().ok_or("publisher: no connection")?;
     let request = crate::load::wire::encode(&HttpTarget {
@@ -418,8 +452,15 @@ mod tests {
                 url: "http://127.0.0.1:9/publish".into()
             })
         );
-        let e = PublishVia::parse("POST http://u:pw@10.0.0.1:9/p?token=s3cretvalue").unwrap_err();
+        // The host is checked where --connect-to is known (fanout's validate, delivery's
+        // flags); the form here.
+        let far = "http://u:pw@10.0.0.1:9/p?token=s3cretvalue";
+        assert!(PublishVia::parse(&format!("POST {far}")).is_ok());
+        let e = format!("{:#}", target::parse(far, None).unwrap_err());
         assert!(!e.contains("pw@") && !e.contains("s3cretvalue"), "{e}");
+        let e = PublishVia::parse("POST http://u:pw@/p?token=s3cretvalue").unwrap_err();
+        assert!(!e.contains("pw@") && !e.contains("s3cretvalue"), "{e}");
+        assert!(PublishVia::parse("POST https://api.example.com/publish").is_ok());
         assert!(PublishVia::parse("POST ws://127.0.0.1:9/x").is_err());
         assert!(PublishVia::parse("PUT http://127.0.0.1:9/x").is_err());
         let p = PublishVia::Post {
@@ -431,9 +472,9 @@ mod tests {
 
     #[test]
     fn the_post_is_host_json_then_the_headers_and_errors_show_the_path_redacted() {
-        let addr: SocketAddr = "127.0.0.1:9".parse().unwrap();
+        let tg = |u: &str| target::parse(u, None).unwrap();
         let headers = [("X-Key".to_string(), "k1".to_string())];
-        let t = post_target(addr, "/p?token=s3cretvalue", &headers).unwrap();
+        let t = post_target(&tg("http://127.0.0.1:9/p?token=s3cretvalue"), &headers).unwrap();
         assert!(!t.url.contains("s3cretvalue"), "{}", t.url);
         let bytes = crate::load::wire::encode(&HttpTarget {
             body: Bytes::from_static(b"{}"),
@@ -445,9 +486,16 @@ mod tests {
         );
         let bad = [("X-Key".to_string(), "a\u{1}b".to_string())];
         assert_eq!(
-            post_target(addr, "/p", &bad).err().as_deref(),
+            post_target(&tg("http://127.0.0.1:9/p"), &bad)
+                .err()
+                .as_deref(),
             Some("publisher: a -H header was refused by the HTTP library")
         );
+        // Through --connect-to the socket goes to loopback, the Host header keeps the name.
+        let to: SocketAddr = "127.0.0.1:8443".parse().unwrap();
+        let t = target::parse("https://api.example.com/publish", Some(to)).unwrap();
+        let p = post_target(&t, &[]).unwrap();
+        assert_eq!((p.addr, p.authority.as_str()), (to, "api.example.com"));
     }
 
     #[test]

@@ -1,6 +1,8 @@
-//! A bench target URL (`ws://`, `tcp://`, `http://` on loopback): what the load
+//! A bench target URL (`ws://`, `wss://`, `tcp://`, `http://`, `https://`): what the load
 //! generator connects to and where the publisher POSTs. Below both, so neither imports
-//! the other for it.
+//! the other for it. Sockets go to loopback only: the URL's host, or `--connect-to
+//! ADDR:PORT` (a tunnel or the proxy on this host) while the URL keeps the real name for
+//! TLS (SNI, the certificate) and the Host header.
 use std::net::SocketAddr;
 
 /// The transport a target URL names.
@@ -11,53 +13,159 @@ pub enum Proto {
     Sse,
 }
 
-/// Parse and check a target URL: scheme, loopback host, port, path.
-pub fn parse_target(url: &str) -> anyhow::Result<(Proto, SocketAddr, String)> {
-    let (proto, rest) = if let Some(r) = url.strip_prefix("ws://") {
-        (Proto::Ws, r)
-    } else if let Some(r) = url.strip_prefix("tcp://") {
-        (Proto::Raw, r)
-    } else if let Some(r) = url.strip_prefix("http://") {
-        (Proto::Sse, r)
+/// A parsed, checked target.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    pub proto: Proto,
+    /// wss:// or https://.
+    pub tls: bool,
+    /// The URL's host as written (`[::1]` keeps its brackets): TLS server name.
+    pub host: String,
+    /// The Host header: host, and the port when the URL gives one.
+    pub authority: String,
+    /// Where every socket goes (loopback).
+    pub addr: SocketAddr,
+    /// Path and query.
+    pub path: String,
+}
+
+/// The scheme, its transport and TLS, and the port it implies.
+fn scheme(url: &str) -> Option<(Proto, bool, u16, &str)> {
+    [
+        ("ws://", Proto::Ws, false, 80),
+        ("wss://", Proto::Ws, true, 443),
+        ("tcp://", Proto::Raw, false, 0),
+        ("http://", Proto::Sse, false, 80),
+        ("https://", Proto::Sse, true, 443),
+    ]
+    .into_iter()
+    .find_map(|(p, proto, tls, port)| url.strip_prefix(p).map(|r| (proto, tls, port, r)))
+}
+
+/// `host[:port]` of a URL: the host as written and the port if given; None when the host
+/// is not an IP literal or a plain DNS name.
+fn split_authority(a: &str) -> Option<(&str, Option<&str>)> {
+    let (host, port) = if a.starts_with('[') {
+        let end = a.find(']')?;
+        let (h, rest) = a.split_at(end + 1);
+        match rest {
+            "" => (h, None),
+            r => (h, Some(r.strip_prefix(':')?)),
+        }
     } else {
-        anyhow::bail!(
-            "{}: expected ws://, http:// (SSE) or tcp://HOST:PORT/PATH; no TLS (wss, https): \
-             point it at the plain port your TLS proxy forwards to",
-            rtcheck_base::redact::url(url)
-        );
+        match a.split_once(':') {
+            Some((h, p)) => (h, Some(p)),
+            None => (a, None),
+        }
     };
-    let (hostport, path) = match rest.find('/') {
+    let name_ok = !host.is_empty()
+        && host
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-._".contains(&b));
+    let ip_ok = rtcheck_base::os::addr::parse_host(host).is_some();
+    (name_ok || ip_ok).then_some((host, port))
+}
+
+/// Parse and check a target URL: scheme, host, port, path; sockets go to `connect_to`
+/// when given (loopback, checked by [`parse_connect_to`]), else to the URL's host, which
+/// must then be loopback.
+pub fn parse(url: &str, connect_to: Option<SocketAddr>) -> anyhow::Result<Target> {
+    let shown = || rtcheck_base::redact::url(url);
+    let (proto, tls, default_port, rest) = scheme(url).ok_or_else(|| {
+        anyhow::anyhow!(
+            "{}: expected ws://, wss://, http:// or https:// (SSE), or tcp://HOST:PORT/PATH",
+            shown()
+        )
+    })?;
+    let (auth, path) = match rest.find(['/', '?']) {
+        Some(i) if rest[i..].starts_with('?') => (&rest[..i], format!("/{}", &rest[i..])),
         Some(i) => (&rest[..i], rest[i..].to_string()),
         None => (rest, "/".to_string()),
     };
-    // One loopback check for the whole crate: an IP literal or the name `localhost`.
-    let addr = rtcheck_base::os::addr::parse_host_port(hostport).ok_or_else(|| {
-        anyhow::anyhow!(
+    // Userinfo is no part of where the socket goes, nor of the Host header.
+    let auth = auth.rsplit_once('@').map_or(auth, |(_, a)| a);
+    let (host, port) = split_authority(auth)
+        .ok_or_else(|| anyhow::anyhow!("{}: not a host name or IP address", shown()))?;
+    // A plain URL on loopback names its port (as before); TLS and --connect-to imply one.
+    let port: u16 = match port {
+        Some(p) => p
+            .parse()
+            .map_err(|_| anyhow::anyhow!("{}: {p:?} is not a port", shown()))?,
+        None if (tls || connect_to.is_some()) && default_port != 0 => default_port,
+        None => anyhow::bail!(
             "{}: host must be a loopback IP with a port, e.g. ws://127.0.0.1:8080/ws \
              (another host: run rtcheck there, or forward a port, ssh -L 8080:127.0.0.1:PORT HOST)",
-            rtcheck_base::redact::url(url)
-        )
+            shown()
+        ),
+    };
+    if port == 0 {
+        anyhow::bail!("{}: port 0 is not a server address", shown());
+    }
+    if tls && proto == Proto::Raw {
+        anyhow::bail!("{}: tcp:// has no TLS form", shown());
+    }
+    let addr = match connect_to {
+        Some(a) => a,
+        None => loopback_host(host, port).map_err(|e| anyhow::anyhow!("{}: {e}", shown()))?,
+    };
+    // The Host header as the URL wrote it: with the port only when it names one.
+    let authority = if auth.contains(':') && !auth.ends_with(']') {
+        format!("{host}:{port}")
+    } else {
+        host.to_string()
+    };
+    Ok(Target {
+        proto,
+        tls,
+        host: host.to_string(),
+        authority,
+        addr,
+        path,
+    })
+}
+
+/// The URL's own host as the socket address: an IP literal or `localhost`, on loopback.
+fn loopback_host(host: &str, port: u16) -> Result<SocketAddr, String> {
+    let tunnel = format!(
+        "to reach it through your proxy, forward a port (ssh -L 8443:PROXY:{port} HOST) and \
+         add --connect-to 127.0.0.1:8443; the URL keeps the name for TLS and Host"
+    );
+    let ip = rtcheck_base::os::addr::parse_host(host).ok_or_else(|| {
+        format!("{host} is not a loopback IP or localhost; live traffic goes only to 127.0.0.0/8 or ::1 ({tunnel})")
     })?;
-    if !rtcheck_base::os::addr::is_loopback(addr.ip()) {
-        anyhow::bail!(
-            "{}: {} is not a loopback address; live traffic goes only to 127.0.0.0/8 or ::1 \
-             (run rtcheck on that host, or forward a port, ssh -L 8080:127.0.0.1:PORT HOST)",
-            rtcheck_base::redact::url(url),
-            addr.ip()
-        );
+    if !rtcheck_base::os::addr::is_loopback(ip) {
+        return Err(format!(
+            "{ip} is not a loopback address; live traffic goes only to 127.0.0.0/8 or ::1 ({tunnel})"
+        ));
     }
-    if addr.port() == 0 {
-        anyhow::bail!(
-            "{}: port 0 is not a server address",
-            rtcheck_base::redact::url(url)
-        );
+    Ok(SocketAddr::new(ip, port))
+}
+
+/// `--connect-to ADDR:PORT`: a loopback IP (or localhost) and a port.
+pub fn parse_connect_to(s: &str) -> Result<SocketAddr, String> {
+    let a = rtcheck_base::os::addr::parse_host_port(s.trim()).ok_or_else(|| {
+        format!("{s}: expected ADDR:PORT with a loopback IP, e.g. 127.0.0.1:8443 or [::1]:8443")
+    })?;
+    if !rtcheck_base::os::addr::is_loopback(a.ip()) {
+        return Err(format!(
+            "{a}: not a loopback address; live traffic goes only to 127.0.0.0/8 or ::1 \
+             (forward a port to the proxy, ssh -L 8443:PROXY:443 HOST, then --connect-to 127.0.0.1:8443)"
+        ));
     }
-    Ok((proto, addr, path))
+    if a.port() == 0 {
+        return Err(format!("{a}: port 0 is not a server address"));
+    }
+    Ok(a)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Transport, socket address, path (no --connect-to).
+    fn parse_target(url: &str) -> anyhow::Result<(Proto, SocketAddr, String)> {
+        parse(url, None).map(|t| (t.proto, t.addr, t.path))
+    }
 
     #[test]
     fn targets_must_be_loopback() {
@@ -73,14 +181,71 @@ mod tests {
         for bad in [
             "ws://10.0.0.1:80/ws",
             "ws://example.com:80/",
-            "wss://127.0.0.1:443/",
+            "wss://example.com/",
             "ws://127.0.0.1/ws",
             "ws://127.0.0.1:0/ws",
             "ws://localhost.example.com:80/",
             "ws://notlocalhost:80/",
             "ws://[::ffff:10.0.0.1]:80/",
+            "ftp://127.0.0.1:21/",
+            "ws://127.0.0.1:http/",
+            "ws://bad host:80/",
         ] {
             assert!(parse_target(bad).is_err(), "{bad}");
         }
+        let e = parse_target("wss://staging.example.com/ws").unwrap_err();
+        assert!(e.to_string().contains("--connect-to 127.0.0.1:"), "{e}");
+    }
+
+    #[test]
+    fn tls_schemes_default_to_443_and_keep_the_name() {
+        let t = parse("wss://127.0.0.1/ws", None).unwrap();
+        assert_eq!((t.proto, t.tls, t.addr.port()), (Proto::Ws, true, 443));
+        let t = parse("https://localhost:8443/events?x=1", None).unwrap();
+        assert_eq!((t.proto, t.tls, t.addr.port()), (Proto::Sse, true, 8443));
+        assert_eq!(
+            (t.authority.as_str(), t.path.as_str()),
+            ("localhost:8443", "/events?x=1")
+        );
+        let to: SocketAddr = "127.0.0.1:9443".parse().unwrap();
+        let t = parse("wss://hub.test/ws", Some(to)).unwrap();
+        assert_eq!(
+            (t.host.as_str(), t.authority.as_str()),
+            ("hub.test", "hub.test")
+        );
+        assert_eq!(t.addr, to);
+        let t = parse("wss://u:p@hub.test:8443", Some(to)).unwrap();
+        assert_eq!(
+            (t.authority.as_str(), t.path.as_str()),
+            ("hub.test:8443", "/")
+        );
+        let t = parse("ws://staging.example.com/ws", Some(to)).unwrap();
+        assert_eq!(
+            (t.tls, t.authority.as_str()),
+            (false, "staging.example.com")
+        );
+        let t = parse("https://[::1]/sse", None).unwrap();
+        assert!(t.addr.is_ipv6() && t.addr.port() == 443 && t.host == "[::1]");
+        let t = parse("wss://[2001:db8::1]:8443/ws", Some(to)).unwrap();
+        assert_eq!(t.authority, "[2001:db8::1]:8443");
+        assert!(parse("tcps://127.0.0.1:1/", None).is_err());
+    }
+
+    #[test]
+    fn connect_to_is_loopback_with_a_port() {
+        assert_eq!(parse_connect_to("127.0.0.1:8443").unwrap().port(), 8443);
+        assert!(parse_connect_to("[::1]:443").unwrap().is_ipv6());
+        assert!(parse_connect_to("localhost:443").is_ok());
+        for bad in [
+            "10.0.0.5:443",
+            "staging.example.com:443",
+            "127.0.0.1",
+            "127.0.0.1:0",
+            "[::2]:443",
+        ] {
+            assert!(parse_connect_to(bad).is_err(), "{bad}");
+        }
+        let e = parse_connect_to("10.0.0.5:443").unwrap_err();
+        assert!(e.contains("not a loopback") && e.contains("ssh -L"), "{e}");
     }
 }

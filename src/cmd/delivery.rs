@@ -49,8 +49,9 @@ pub struct DeliveryFlags {
     #[arg(long, value_name = "DUR", value_parser = rtcheck_base::units::parse_duration)]
     pub session_ttl: Option<Duration>,
     /// delivery: measure another server on loopback: http://127.0.0.1:PORT (rtcheck's
-    /// protocol), or with --publish the clients' URL of any server (ws://HOST:PORT/PATH,
-    /// or http://HOST:PORT/PATH for SSE).
+    /// protocol), or with --publish the clients' URL of any server (ws:// or
+    /// wss://HOST:PORT/PATH, or http(s)://HOST:PORT/PATH for SSE; any name with
+    /// --connect-to).
     #[arg(long, value_name = "URL")]
     pub server: Option<String>,
     /// delivery, a foreign --server: who publishes: `ws` (rtcheck sends each message on
@@ -89,6 +90,8 @@ pub struct DeliveryFlags {
     /// `runs`; an unknown name is exit 2. Repeatable.
     #[arg(long = "threshold", value_name = "EXPR", value_parser = crate::findings::threshold::parse)]
     pub thresholds: Vec<crate::findings::threshold::Threshold>,
+    #[command(flatten)]
+    pub reach: super::reach::ReachArgs,
     #[command(flatten)]
     pub baseline: super::baseline::BaselineArgs,
 }
@@ -170,7 +173,7 @@ fn foreign_target(
     size: u64,
 ) -> anyhow::Result<Option<delivery::foreign::ForeignTarget>> {
     use crate::bench::publisher::PublishVia;
-    use crate::bench::target::{parse_target, Proto};
+    use crate::bench::target::{self, Proto};
     use delivery::foreign::{ForeignTarget, Resume};
     let via = match &f.publish {
         None | Some(PublishVia::Server) => {
@@ -179,9 +182,11 @@ fn foreign_target(
                 || f.seq_path.is_some()
                 || f.ts_path.is_some()
                 || !f.headers.is_empty()
-                || f.resume.is_some();
+                || f.resume.is_some()
+                || f.reach.connect_to.is_some()
+                || f.reach.ca.is_some();
             if foreign_only {
-                anyhow::bail!("--message, --subscribe, --seq-path, --ts-path, -H and --resume go with --publish ws or --publish 'POST URL' (a foreign --server)");
+                anyhow::bail!("--message, --subscribe, --seq-path, --ts-path, -H, --resume, --connect-to and --ca go with --publish ws or --publish 'POST URL' (a foreign --server)");
             }
             return Ok(None);
         }
@@ -196,15 +201,24 @@ fn foreign_target(
             via.name()
         )
     })?;
-    let (proto, addr, path) = parse_target(url).map_err(|e| anyhow!("--server {e}"))?;
+    let connect_to = f.reach.connect_to;
+    let tg = target::parse(url, connect_to).map_err(|e| anyhow!("--server {e}"))?;
     let shown = rtcheck_base::redact::url(url);
-    let ws = match proto {
+    let ws = match tg.proto {
         Proto::Ws => true,
         Proto::Sse => false,
         Proto::Raw => anyhow::bail!(
-            "--server {shown}: tcp:// has no delivery runs; use ws:// or http:// (SSE)"
+            "--server {shown}: tcp:// has no delivery runs; use ws(s):// or http(s):// (SSE)"
         ),
     };
+    if let PublishVia::Post { url } = &via {
+        target::parse(url, connect_to).map_err(|e| anyhow!("--publish POST: {e}"))?;
+    }
+    let trust = f.reach.trust()?;
+    let tls = tg
+        .tls
+        .then(|| crate::sys::tls::Tls::new(&trust, &tg.host, &["http/1.1"]))
+        .transpose()?;
     let transport = if ws { "websocket" } else { "sse" };
     if f.transport.as_deref().is_some_and(|t| t != transport) {
         anyhow::bail!(
@@ -213,7 +227,7 @@ fn foreign_target(
         );
     }
     if via == PublishVia::Ws && !ws {
-        anyhow::bail!("--publish ws needs a ws:// --server (rtcheck publishes on a WebSocket of its own there); for SSE use --publish 'POST URL'");
+        anyhow::bail!("--publish ws needs a ws:// or wss:// --server (rtcheck publishes on a WebSocket of its own there); for SSE use --publish 'POST URL'");
     }
     if !f.headers.is_empty() && !matches!(via, PublishVia::Post { .. }) {
         anyhow::bail!("-H goes with --publish 'POST URL'");
@@ -267,8 +281,12 @@ fn foreign_target(
         resume_as: resume,
         decoder,
         ws,
-        addr,
-        path,
+        addr: tg.addr,
+        path: tg.path,
+        authority: tg.authority,
+        tls,
+        connect_to,
+        trust,
     }))
 }
 

@@ -20,6 +20,7 @@ pub mod load;
 pub mod output;
 pub mod probe;
 pub mod prompts;
+pub mod reach;
 pub mod review;
 pub mod serve;
 pub mod thresholds;

@@ -163,6 +163,9 @@ pub fn run(a: VerifyArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
         // A measurement is valid or not: an invalid one is never accepted away.
         anyhow::bail!("--baseline and --write-baseline apply to `verify delivery` only");
     }
+    if a.delivery.reach.connect_to.is_some() || a.delivery.reach.ca.is_some() {
+        anyhow::bail!("--connect-to and --ca apply to `verify delivery` only");
+    }
     a.out.validate()?;
     let wanted = verify::select(&a.names)?;
     let opts = a.options();

@@ -59,15 +59,16 @@ impl Request {
 /// Read buffer per connection: an answer head fits, and it is reused, not reallocated.
 const READ_BUF: usize = 8 * 1024;
 
-/// A connection of the wire engine.
-pub struct WireConn {
-    stream: TcpStream,
+/// A connection of the wire engine: TCP (load's own), or any stream (bench's publisher
+/// over TLS).
+pub struct WireConn<S = TcpStream> {
+    stream: S,
     buf: BytesMut,
     /// The last answer said the server closes (or the peer did): open a new one.
     spent: bool,
 }
 
-impl WireConn {
+impl WireConn<TcpStream> {
     /// Open a connection to `addr` with TCP_NODELAY on (the caller bounds it in time).
     pub async fn open(addr: std::net::SocketAddr) -> Result<WireConn, ErrorKind> {
         let s = TcpStream::connect(addr)
@@ -79,6 +80,27 @@ impl WireConn {
     /// A connection on `stream`, TCP_NODELAY set.
     pub fn new(stream: TcpStream) -> WireConn {
         let _ = stream.set_nodelay(true);
+        WireConn::over(stream)
+    }
+
+    /// Whether the peer has not closed this idle connection (a server's keep-alive timeout
+    /// ends it between requests): a non-blocking read, for callers with time between
+    /// requests, not the sweep's hot loop.
+    pub fn open_still(&self) -> bool {
+        !self.spent && idle_open(&self.stream)
+    }
+}
+
+/// Whether nothing is readable on an idle socket (no FIN, no stray bytes): a
+/// non-blocking read, which may take a byte, after which the connection is not reused.
+pub fn idle_open(s: &TcpStream) -> bool {
+    let mut b = [0u8; 1];
+    matches!(s.try_read(&mut b), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock)
+}
+
+impl<S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin> WireConn<S> {
+    /// A connection on `stream` as it is (its socket options set by the caller).
+    pub fn over(stream: S) -> WireConn<S> {
         WireConn {
             stream,
             buf: BytesMut::with_capacity(READ_BUF),
@@ -86,18 +108,14 @@ impl WireConn {
         }
     }
 
+    /// The stream under it.
+    pub fn stream(&self) -> &S {
+        &self.stream
+    }
+
     /// Whether the next request may go on this connection (no `Connection: close` yet).
     pub fn reusable(&self) -> bool {
         !self.spent
-    }
-
-    /// Whether the peer has not closed this idle connection (a server's keep-alive timeout
-    /// ends it between requests): a non-blocking read, for callers with time between
-    /// requests, not the sweep's hot loop.
-    pub fn open_still(&self) -> bool {
-        let mut b = [0u8; 1];
-        !self.spent
-            && matches!(self.stream.try_read(&mut b), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock)
     }
 
     /// Write `bytes` (one request) and read its whole answer, unbounded in time (the caller
@@ -189,7 +207,7 @@ pub async fn attempt(
 }
 
 /// Read more bytes; 0 means the peer closed.
-async fn fill(c: &mut WireConn) -> Result<usize, ErrorKind> {
+async fn fill<S: tokio::io::AsyncRead + Unpin>(c: &mut WireConn<S>) -> Result<usize, ErrorKind> {
     c.buf.reserve(READ_BUF);
     c.stream
         .read_buf(&mut c.buf)
@@ -197,8 +215,8 @@ async fn fill(c: &mut WireConn) -> Result<usize, ErrorKind> {
         .map_err(|_| ErrorKind::Protocol)
 }
 
-async fn wire_exchange(
-    c: &mut WireConn,
+async fn wire_exchange<S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin>(
+    c: &mut WireConn<S>,
     bytes: &[u8],
     head_only: bool,
     mut keep: Option<&mut Vec<u8>>,

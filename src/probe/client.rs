@@ -183,81 +183,13 @@ pub async fn connect(t: &Target, o: &ClientOpts, alpn: &[&str]) -> anyhow::Resul
     })
 }
 
+/// The TLS client setup for these options ([`crate::sys::tls`], the one builder).
 pub fn tls_config(o: &ClientOpts, alpn: &[&str]) -> anyhow::Result<rustls::ClientConfig> {
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
-        .with_safe_default_protocol_versions()
-        .context("TLS setup")?;
-    let mut cfg = if o.insecure {
-        builder
-            .dangerous()
-            .with_custom_certificate_verifier(Arc::new(NoVerify(provider)))
-            .with_no_client_auth()
-    } else {
-        let mut roots = rustls::RootCertStore::empty();
-        roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
-        if let Some(ca) = &o.ca {
-            add_ca(&mut roots, ca)?;
-        }
-        builder.with_root_certificates(roots).with_no_client_auth()
+    let trust = crate::sys::tls::Trust {
+        ca: o.ca.clone(),
+        insecure: o.insecure,
     };
-    cfg.alpn_protocols = alpn.iter().map(|p| p.as_bytes().to_vec()).collect();
-    Ok(cfg)
-}
-
-fn add_ca(roots: &mut rustls::RootCertStore, path: &std::path::Path) -> anyhow::Result<()> {
-    use rustls::pki_types::{pem::PemObject, CertificateDer};
-    let what = || format!("--ca {}", path.display());
-    // Read bounded first: a device or FIFO (`--ca /dev/zero`) is refused, never streamed.
-    let pem = rtcheck_base::input::read_bytes(path).map_err(|e| anyhow!("{}: {e}", what()))?;
-    let mut n = 0;
-    for c in CertificateDer::pem_slice_iter(&pem) {
-        let c = c.map_err(|e| anyhow!("{}: {e}", what()))?;
-        roots
-            .add(c)
-            .map_err(|e| anyhow!("{}: certificate rejected: {e}", what()))?;
-        n += 1;
-    }
-    if n == 0 {
-        anyhow::bail!("{}: no PEM certificate in the file", what());
-    }
-    Ok(())
-}
-
-/// `--insecure`: accept any certificate (the report says so loudly).
-#[derive(Debug)]
-struct NoVerify(Arc<rustls::crypto::CryptoProvider>);
-
-impl rustls::client::danger::ServerCertVerifier for NoVerify {
-    fn verify_server_cert(
-        &self,
-        _: &rustls::pki_types::CertificateDer<'_>,
-        _: &[rustls::pki_types::CertificateDer<'_>],
-        _: &rustls::pki_types::ServerName<'_>,
-        _: &[u8],
-        _: rustls::pki_types::UnixTime,
-    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
-        Ok(rustls::client::danger::ServerCertVerified::assertion())
-    }
-    fn verify_tls12_signature(
-        &self,
-        _: &[u8],
-        _: &rustls::pki_types::CertificateDer<'_>,
-        _: &rustls::DigitallySignedStruct,
-    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
-        Ok(rustls::client::danger::HandshakeSignatureValid::assertion())
-    }
-    fn verify_tls13_signature(
-        &self,
-        _: &[u8],
-        _: &rustls::pki_types::CertificateDer<'_>,
-        _: &rustls::DigitallySignedStruct,
-    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
-        Ok(rustls::client::danger::HandshakeSignatureValid::assertion())
-    }
-    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
-    }
+    crate::sys::tls::client_config(&trust, alpn)
 }
 
 /// A request head: the caller's headers, then `--header` flags (which win by coming last).

@@ -144,6 +144,11 @@ pub fn summary(report: &serde_json::Value) -> String {
 /// A CA and a leaf for 127.0.0.1 made with the openssl CLI (rustls refuses a CA
 /// certificate used as the server's own).
 pub fn make_certs(dir: &std::path::Path) {
+    make_certs_for(dir, "127.0.0.1", "IP:127.0.0.1,DNS:localhost");
+}
+
+/// A CA (ca.pem) and a leaf (leaf.pem, leaf.key) for `cn` with these subjectAltNames.
+pub fn make_certs_for(dir: &std::path::Path, cn: &str, san: &str) {
     let run = |args: &[&str]| {
         let out = Command::new(crate::common::require_binary("openssl", "openssl"))
             .args(args)
@@ -181,11 +186,11 @@ pub fn make_certs(dir: &std::path::Path) {
         "-out",
         "leaf.csr",
         "-subj",
-        "/CN=127.0.0.1",
+        &format!("/CN={cn}"),
     ]);
     std::fs::write(
         dir.join("leaf.ext"),
-        "subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n",
+        format!("subjectAltName={san}\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n"),
     )
     .unwrap();
     run(&[

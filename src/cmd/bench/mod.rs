@@ -49,8 +49,9 @@ pub fn run(a: BenchArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
 /// Flags of the hidden load generator process (started by `fanout` and `idle`).
 #[derive(Debug, Clone, clap::Args)]
 pub struct LoadgenArgs {
-    /// ws://HOST:PORT/PATH (WebSocket), tcp://HOST:PORT (raw length-prefixed frames),
-    /// http://HOST:PORT/PATH (Server-Sent Events). Loopback only. bench fanout and idle
+    /// ws(s)://HOST:PORT/PATH (WebSocket), tcp://HOST:PORT (raw length-prefixed frames),
+    /// http(s)://HOST:PORT/PATH (Server-Sent Events). Loopback only (or --connect-to
+    /// loopback). bench fanout and idle
     /// pass it in RTCHECK_LOADGEN_URL (userinfo and query may be secrets: never argv).
     #[arg(long, env = crate::bench::fanout::LOADGEN_URL_ENV, hide_env_values = true)]
     pub url: String,
@@ -88,6 +89,8 @@ pub struct LoadgenArgs {
     pub size: u64,
     #[arg(long, default_value_t = 5.0)]
     pub rate: f64,
+    #[command(flatten)]
+    pub reach: crate::cmd::reach::ReachArgs,
 }
 
 impl LoadgenArgs {
@@ -108,6 +111,8 @@ impl LoadgenArgs {
             ts_path: self.ts_path.clone(),
             size: self.size,
             rate: self.rate,
+            connect_to: self.reach.connect_to,
+            ca: self.reach.ca.clone(),
         }
     }
 }
@@ -131,6 +136,9 @@ Examples:
     rtcheck bench fanout --server ws://127.0.0.1:8080/ws \\
       --publish 'POST http://127.0.0.1:8080/publish' \\
       -H 'Authorization: Bearer $TOKEN' --message 'hello {marker} {pad}'
+  through your TLS proxy (ssh -L 8443:staging-proxy:443 HOST first):
+    rtcheck bench fanout --server wss://staging.example.com/ws \\
+      --connect-to 127.0.0.1:8443 --publish ws --scenario A,C
 
 Scenarios: F raw-TCP floor, A baseline, C1/C2 slow clients with shard writers (no deadline /
 1 s deadline), C3 slow clients with per-client queues, G1 per-client copy + allocation, G3
@@ -165,8 +173,9 @@ pub struct FanoutArgs {
     /// Do not add the floor F to the scenarios (rows then have no ratio to F).
     #[arg(long)]
     pub no_floor: bool,
-    /// Measure another server instead: ws://HOST:PORT/PATH on loopback. Scenarios then do
-    /// not apply: one run, with --slow slow clients if given.
+    /// Measure another server instead: ws:// or wss://HOST:PORT/PATH on loopback (or any
+    /// name with --connect-to). Scenarios then do not apply: one run, with --slow slow
+    /// clients if given.
     #[arg(long)]
     pub server: Option<String>,
     /// With --server, who publishes: `server` (it publishes rtcheck's payload by itself,
@@ -197,6 +206,8 @@ pub struct FanoutArgs {
     /// an http:// URL; the event's `id:` is the seq when the payload carries none).
     #[arg(long, value_enum, default_value = "ws")]
     pub transport: FanoutTransport,
+    #[command(flatten)]
+    pub reach: crate::cmd::reach::ReachArgs,
     #[command(flatten)]
     pub out: OutputArgs<BenchFormats>,
     /// Fail (exit 1) when a figure crosses EXPR, e.g. 'A.p999 < 45ms', 'lost_silently ==
@@ -259,6 +270,8 @@ impl FanoutArgs {
             ts_path: self.ts_path.clone(),
             headers: self.headers.clone(),
             sse: self.transport == FanoutTransport::Sse,
+            connect_to: self.reach.connect_to,
+            ca: self.reach.ca.clone(),
         })
     }
 }

@@ -264,7 +264,7 @@ const HEAD_LIMITS: Limits = Limits::head(16 * 1024);
 /// Read the HTTP response head of `req` (`GET /sse`: how errors name it); return how its
 /// body is framed and the bytes after the head. Non-200 names the status line.
 pub(super) fn read_head(
-    stream: &mut TcpStream,
+    stream: &mut impl Read,
     peer: SocketAddr,
     req: &str,
 ) -> anyhow::Result<(Framing, Vec<u8>)> {

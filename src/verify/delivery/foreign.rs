@@ -12,6 +12,7 @@ use super::run::{ClientResult, Phases, RunSpec, FOREIGN_CONTROL, FOREIGN_RUN};
 use crate::bench::publisher::PublishVia;
 use crate::bench::seq_account::Trace;
 use crate::bench::template::{Decoder, Template};
+use crate::sys::tls::{SyncStream, Tls, Trust};
 use anyhow::{anyhow, bail, Context};
 use rtcheck_base::os::signal::interrupted;
 use rtcheck_wire::sse;
@@ -105,11 +106,23 @@ pub struct ForeignTarget {
     pub decoder: Decoder,
     #[serde(skip)]
     pub ws: bool,
+    /// Where every socket goes (the URL's loopback host, or `--connect-to`).
     #[serde(skip)]
     pub addr: SocketAddr,
     /// Path and query of the clients' URL.
     #[serde(skip)]
     pub path: String,
+    /// The Host header: the URL's host (and port), whatever `--connect-to` says.
+    #[serde(skip)]
+    pub authority: String,
+    /// wss:// and https://: the TLS setup, once for every client.
+    #[serde(skip)]
+    pub tls: Option<Tls>,
+    /// `--connect-to` and `--ca`, for the publisher's own connections.
+    #[serde(skip)]
+    pub connect_to: Option<SocketAddr>,
+    #[serde(skip)]
+    pub trust: Trust,
 }
 
 /// The foreign runs: every disconnect kind with the resume mechanism, plus the control.
@@ -144,11 +157,11 @@ const TICK: Duration = Duration::from_millis(50);
 /// One open connection to the foreign server.
 enum Link {
     Sse {
-        stream: TcpStream,
+        stream: SyncStream,
         events: Box<sse::Stream>,
         pending: Vec<u8>,
     },
-    Ws(Box<tungstenite::WebSocket<TcpStream>>),
+    Ws(Box<tungstenite::WebSocket<SyncStream>>),
 }
 
 /// Where a client resumes from: the last seq it decoded, the last SSE `id:` it saw.
@@ -167,15 +180,22 @@ impl Link {
             let sep = if path.contains('?') { '&' } else { '?' };
             path = format!("{path}{sep}{}", Template::parse(q).render(s, 0, 0));
         }
-        let mut stream = TcpStream::connect_timeout(&peer, Duration::from_secs(5))
+        let tcp = TcpStream::connect_timeout(&peer, Duration::from_secs(5))
             .with_context(|| format!("{}: connect", t.url))?;
-        stream.set_nodelay(true)?;
+        tcp.set_nodelay(true)?;
+        tcp.set_read_timeout(Some(Duration::from_secs(5)))?;
+        tcp.set_write_timeout(Some(Duration::from_secs(5)))?;
+        let mut stream = SyncStream::over(tcp, t.tls.as_ref()).map_err(|e| {
+            let e = crate::sys::tls::explain(&e);
+            anyhow!("{}: TLS handshake with {peer}: {e}", t.url)
+        })?;
         if t.ws {
-            stream.set_read_timeout(Some(Duration::from_secs(5)))?;
-            let url = format!("ws://{peer}{path}");
+            // The URL's own host in the handshake (Host:), wherever the socket went.
+            let scheme = if t.tls.is_some() { "wss" } else { "ws" };
+            let url = format!("{scheme}://{}{path}", t.authority);
             let (mut ws, _) = tungstenite::client(url.as_str(), stream)
                 .map_err(|e| anyhow!("{}: WebSocket handshake: {e}", t.url))?;
-            ws.get_ref().set_read_timeout(Some(TICK))?;
+            ws.get_ref().tcp().set_read_timeout(Some(TICK))?;
             let mut say = |m: String| {
                 ws.send(tungstenite::Message::text(m))
                     .map_err(|e| anyhow!("{}: WebSocket send: {e}", t.url))
@@ -188,9 +208,11 @@ impl Link {
             }
             return Ok(Link::Ws(Box::new(ws)));
         }
-        stream.set_read_timeout(Some(TICK))?;
-        let mut req =
-            format!("GET {path} HTTP/1.1\r\nHost: {peer}\r\nAccept: text/event-stream\r\n");
+        stream.tcp().set_read_timeout(Some(TICK))?;
+        let mut req = format!(
+            "GET {path} HTTP/1.1\r\nHost: {}\r\nAccept: text/event-stream\r\n",
+            t.authority
+        );
         if let (Resume::LastEventId, Some(id)) =
             (&t.resume_as, from.and_then(|p| p.sse_id.as_ref()))
         {
@@ -294,16 +316,25 @@ impl Link {
         }
     }
 
-    /// Leave the way `kind` says (a silent client's socket is returned, held open).
+    /// Leave the way `kind` says (a silent client's socket is returned, held open). Over
+    /// TLS too: a clean leave says close_notify (and the WebSocket close) before the FIN;
+    /// a reset is SO_LINGER 0 on the TCP socket under TLS; a silent one sends nothing.
     fn leave(self, kind: Disconnect) -> Option<TcpStream> {
+        let clean = matches!(kind, Disconnect::Clean | Disconnect::Storm);
         match self {
-            Link::Sse { stream, .. } => client::leave_stream(stream, kind),
+            Link::Sse { mut stream, .. } => {
+                if clean {
+                    stream.close_notify();
+                }
+                client::leave_stream(stream.tcp().try_clone().ok()?, kind)
+            }
             Link::Ws(mut ws) => {
-                if matches!(kind, Disconnect::Clean | Disconnect::Storm) {
+                if clean {
                     let _ = ws.close(None);
                     let _ = ws.flush();
+                    ws.get_mut().close_notify();
                 }
-                let s = ws.get_ref().try_clone().ok()?;
+                let s = ws.get_ref().tcp().try_clone().ok()?;
                 client::leave_stream(s, kind)
             }
         }
@@ -406,12 +437,19 @@ pub fn measure(
         ..Phases::for_rate(o.rate)
     };
     let specs = specs(t, o.clients, o.away);
+    if let Some(tls) = &t.tls {
+        // A certificate not trusted is one line now, not every client's and the
+        // publisher's failure later.
+        crate::sys::tls::check_handshake(t.addr, tls, Duration::from_secs(5))
+            .map_err(|e| anyhow!("--server {}: {e}", t.url))?;
+    }
     // Rounds for the longest client life with a minute to spare; the stop ends it.
     let life = ph.before + o.away + ph.after + Duration::from_secs(60);
     let plan = publisher::Plan {
         via: t.via.clone(),
         ws_url: t.raw_url.clone(),
-        ws_addr: t.addr,
+        connect_to: t.connect_to,
+        trust: t.trust.clone(),
         message: Template::parse(&t.message),
         subscribe: t.subscribe.clone(),
         headers: t.headers.clone(),

@@ -1,0 +1,32 @@
+//! `--connect-to ADDR:PORT` and `--ca FILE` (issue 26), flattened into bench fanout and
+//! verify delivery: measure a server through its TLS proxy or staging host. The URL keeps
+//! the real name (TLS SNI, the certificate check, the Host header); every socket goes to
+//! ADDR:PORT, which must be loopback (an `ssh -L` tunnel, or the proxy on this host).
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct ReachArgs {
+    /// Open every connection to ADDR:PORT on loopback (an ssh -L tunnel to your proxy, or
+    /// the proxy on this host) while the URL keeps its name for TLS and the Host header.
+    #[arg(long, value_name = "ADDR:PORT", value_parser = crate::bench::target::parse_connect_to)]
+    pub connect_to: Option<SocketAddr>,
+    /// Extra trusted root certificate(s), PEM, for wss:// and https:// (a private or
+    /// staging CA).
+    #[arg(long, value_name = "FILE")]
+    pub ca: Option<PathBuf>,
+}
+
+impl ReachArgs {
+    /// What the TLS clients trust; a bad --ca is exit 2 here, before any connection.
+    pub fn trust(&self) -> anyhow::Result<crate::sys::tls::Trust> {
+        let t = crate::sys::tls::Trust {
+            ca: self.ca.clone(),
+            insecure: false,
+        };
+        if t.ca.is_some() {
+            crate::sys::tls::client_config(&t, &[])?;
+        }
+        Ok(t)
+    }
+}
