@@ -5,15 +5,18 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
+/// Their own heading in --help: verify's other flags are not about a proxy.
+const HEADING: &str = "Through a TLS proxy (a foreign --server)";
+
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct ReachArgs {
     /// Open every connection to ADDR:PORT on loopback (an ssh -L tunnel to your proxy, or
     /// the proxy on this host) while the URL keeps its name for TLS and the Host header.
-    #[arg(long, value_name = "ADDR:PORT", value_parser = crate::bench::target::parse_connect_to)]
+    #[arg(long, value_name = "ADDR:PORT", value_parser = crate::bench::target::parse_connect_to, help_heading = HEADING)]
     pub connect_to: Option<SocketAddr>,
     /// Extra trusted root certificate(s), PEM, for wss:// and https:// (a private or
     /// staging CA).
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", help_heading = HEADING)]
     pub ca: Option<PathBuf>,
 }
 
