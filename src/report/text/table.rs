@@ -1,8 +1,7 @@
 //! The one table policy every text renderer goes through: a table fits the width without
 //! cutting a word, or the same rows are laid out vertically. Ids and commands (`keep`) are
 //! never wrapped; every other cell keeps its longest word whole, so no number is split; only
-//! a `prose` column may break a word too long for it (a path), after a separator as [`wrap`]
-//! does.
+//! a `prose` column may break a path too long for it, after a separator as [`wrap`] does.
 use super::{break_word, wrap};
 use crate::findings::Status;
 use crate::report::Palette;
@@ -77,8 +76,8 @@ pub struct Layout<'a> {
     pub keep: &'a [usize],
     /// Number columns, right-aligned.
     pub right: &'a [usize],
-    /// A column of free text whose too-long words (a path) break after a separator rather
-    /// than send the whole table vertical.
+    /// A column of free text whose too-long paths break after a separator rather than send
+    /// the whole table vertical.
     pub prose: Option<usize>,
     pub frame: Frame,
     /// Coloured cells: (row, column, tone).
@@ -154,12 +153,14 @@ fn overhead(frame: Frame, n: usize) -> usize {
     widest.saturating_sub(n)
 }
 
-/// The rows with every word of column `col` longer than `room` broken after a separator,
-/// one piece a line.
+/// The rows with every path (a word with a `/`) of column `col` longer than `room` broken
+/// after a separator, one piece a line. Other words stay whole: a number split at its
+/// thousands commas would read as two.
 fn break_long_words(rows: &[Vec<String>], col: usize, room: usize) -> Vec<Vec<String>> {
     let cell = |c: &str| {
         let lines = c.lines().map(|l| {
-            let words = l.split(' ').map(|w| match w.chars().count() > room {
+            let path = |w: &str| w.chars().count() > room && w.contains('/');
+            let words = l.split(' ').map(|w| match path(w) {
                 true => break_word(w, room).join("\n"),
                 false => w.to_string(),
             });
