@@ -91,7 +91,7 @@ const MIN_PROSE: usize = 16;
 
 /// `rows` under `header` fitted to `width` by `layout`'s rules (see the module's policy).
 pub fn fit(header: &[&str], rows: &[Vec<String>], width: usize, layout: &Layout) -> String {
-    let mins = min_widths(header, rows, layout.keep);
+    let mins = min_widths(header, rows, layout);
     let mut text = render(header, rows, width, layout, &mins);
     if let Some(p) = layout.prose.filter(|_| !fits(&text, width)) {
         let others: usize = mins
@@ -103,7 +103,7 @@ pub fn fit(header: &[&str], rows: &[Vec<String>], width: usize, layout: &Layout)
         let room = width.saturating_sub(others + overhead(layout.frame, header.len()));
         if room >= MIN_PROSE {
             let rows = break_long_words(rows, p, room);
-            let mins = min_widths(header, &rows, layout.keep);
+            let mins = min_widths(header, &rows, layout);
             text = render(header, &rows, width, layout, &mins);
         }
     }
@@ -114,12 +114,30 @@ pub fn fit(header: &[&str], rows: &[Vec<String>], width: usize, layout: &Layout)
 }
 
 fn fits(text: &str, width: usize) -> bool {
-    text.lines().all(|l| l.chars().count() <= width)
+    text.lines().all(|l| visible_width(l) <= width)
+}
+
+/// Columns `line` takes on a terminal: its characters without the colour escapes
+/// (`ESC [ ... m`) comfy-table put around styled cells.
+fn visible_width(line: &str) -> usize {
+    let mut n = 0;
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            chars.by_ref().find(|c| c.is_ascii_alphabetic());
+        } else {
+            n += 1;
+        }
+    }
+    n
 }
 
 /// Each column's narrowest width: its longest line in `keep`, else its longest word
-/// (words as comfy-table splits them, on spaces), the header's lines included.
-fn min_widths(header: &[&str], rows: &[Vec<String>], keep: &[usize]) -> Vec<usize> {
+/// (words as comfy-table splits them, on spaces), the header's lines included unless the
+/// frame hides it.
+fn min_widths(header: &[&str], rows: &[Vec<String>], layout: &Layout) -> Vec<usize> {
+    let keep = layout.keep;
+    let shown = layout.frame != Frame::Bare;
     let widest = |text: &str, whole: bool| {
         text.lines()
             .flat_map(|l| {
@@ -138,7 +156,7 @@ fn min_widths(header: &[&str], rows: &[Vec<String>], keep: &[usize]) -> Vec<usiz
             let cells = rows.iter().filter_map(|r| r.get(i));
             cells
                 .map(|c| widest(c, keep.contains(&i)))
-                .fold(widest(header[i], true), usize::max)
+                .fold(if shown { widest(header[i], true) } else { 0 }, usize::max)
         })
         .collect()
 }
@@ -279,4 +297,33 @@ fn painted(text: &str, skip: usize, tone: Option<Tone>, pal: &Palette) -> String
         out.push_str(&format!("{}{}\n", &l[..at], tone.paint(pal, &l[at..])));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Colour escapes take no columns: a coloured table that fits stays a table (it went
+    /// vertical when they were counted), and the status cell is painted.
+    #[test]
+    fn coloured_cells_do_not_count_towards_the_width() {
+        let rows = vec![vec![
+            "fail".to_string(),
+            "fd-limit".into(),
+            "soft 1,024".into(),
+        ]];
+        let tones = [(0, 0, Tone::Bad)];
+        let layout = Layout {
+            keep: &[1],
+            frame: Frame::Rule,
+            tones: &tones,
+            colour: true,
+            ..Default::default()
+        };
+        let t = fit(&["status", "check", "observed"], &rows, 40, &layout);
+        assert!(t.lines().any(|l| l.contains("fd-limit  soft 1,024")), "{t}");
+        assert!(t.contains('\u{1b}'), "{t}");
+        assert!(t.lines().all(|l| visible_width(l) <= 40), "{t}");
+        assert_eq!(visible_width("\u{1b}[1;31mfail\u{1b}[0m x"), 6);
+    }
 }
