@@ -247,7 +247,8 @@ fn render(
 /// each other non-empty cell as `name  value`, wrapped ([`wrap`] breaks a too-long path
 /// after a separator). A kept value too long for its label's line goes whole on the next.
 fn vertical(header: &[&str], rows: &[Vec<String>], width: usize, layout: &Layout) -> String {
-    let label = |h: &str| h.replace('\n', " ");
+    // A header over two lines reads as one: "lost/\nsilent" is "lost/silent".
+    let label = |h: &str| h.replace("/\n", "/").replace('\n', " ");
     let lead = layout.keep.iter().copied().min().unwrap_or(0);
     let pad = (0..header.len())
         .filter(|i| *i != lead)
