@@ -300,6 +300,86 @@ fn verify_a_cheap_experiment_fits() {
     check_text(&["verify", "fd-limit", "--limit", "64", "--explain"]);
 }
 
+/// Every other loopback experiment in one small run (about 6 s each time): each block
+/// fits, its name whole; `--explain` (references, details) at 80.
+#[test]
+fn verify_every_quick_experiment_fits() {
+    let names = [
+        "ephemeral-ports",
+        "time-wait",
+        "tcp-wmem",
+        "memory",
+        "memory-sse",
+        "tcp-keepalive",
+        "read-deadline",
+    ];
+    let list = names.join(",");
+    #[rustfmt::skip]
+    let args = [
+        "verify", &list, "--closed", "50", "--opened", "50", "--connections", "50",
+        "--ping", "1s", "--pong-wait", "2s", "--read-deadline", "1s", "--quiet",
+    ];
+    for text in check_widths(&args) {
+        for n in names {
+            assert_whole(&text, n);
+        }
+    }
+    let explain: Vec<&str> = args.iter().copied().chain(["--explain"]).collect();
+    let text = text_at(&explain, 80);
+    for n in names {
+        assert_whole(&text, n);
+    }
+}
+
+/// `verify delivery` on a tiny workload (2 clients, 600 ms away; about 8 s): every design's
+/// runs fit.
+#[test]
+fn verify_delivery_tiny_run_fits() {
+    #[rustfmt::skip]
+    let args = [
+        "verify", "delivery", "--connections", "2", "--rate", "50", "--size", "256",
+        "--max-disconnect", "600ms", "--quiet",
+    ];
+    for text in check_widths(&args) {
+        assert!(text.starts_with("verify delivery "), "{text}");
+        for design in ["snapshot", "seq-ring", "session-ack"] {
+            assert_whole(&text, design);
+        }
+    }
+}
+
+/// serve's startup lines (stderr, 80 columns wherever they go: a log as often as a
+/// terminal) with the flags that make them longest: large session and queue values, the
+/// raw floor's control URLs, --split-writes and CORS.
+#[test]
+fn serve_startup_lines_fit_80() {
+    #[rustfmt::skip]
+    let runs: [&[&str]; 3] = [
+        &[
+            "--delivery", "session-ack", "--max-sessions", "1000000", "--session-ttl", "1h30m",
+            "--session-queue", "100000", "--session-memory", "100GiB", "--replay-budget", "1GiB",
+            "--size", "64KiB", "--rate", "10000", "--rounds", "100000000", "--wait-start",
+            "--queue", "100000", "--write-deadline", "1m30s",
+        ],
+        &["--protocol", "raw"],
+        &["--split-writes", "--workers", "64", "--cors", "https://app.example.com"],
+    ];
+    for args in runs {
+        let srv = common::Server::start(args);
+        // The banner is on stderr before the addr file `start` waited for.
+        let err = srv.stderr();
+        assert!(err.lines().count() > 5, "{args:?}: {err}");
+        let wide = too_wide(&err, 80);
+        assert!(wide.is_empty(), "{args:?} over 80:\n{}", wide.join("\n"));
+        assert!(cut_cells(&err).is_empty(), "{args:?}: {err}");
+        let control = srv.control.unwrap_or(srv.addr);
+        assert!(
+            err.contains(&format!("http://{control}/control/stats")),
+            "{err}"
+        );
+    }
+}
+
 /// A tiny fan-out run: the verdict is the first line, the table fits, and only what did
 /// not pass is listed (`--explain` lists every check).
 #[test]

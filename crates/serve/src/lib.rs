@@ -139,8 +139,11 @@ async fn serve(
         tokio::spawn(garbage::run(hub.clone(), cfg.garbage_mbps));
     }
 
-    eprintln!("{}", banner(&cfg, main_addr, control_addr, nofile));
-    eprintln!("{}", more_lines(&cfg, &access_line, &hub));
+    eprintln!(
+        "{}",
+        fit_lines(&banner(&cfg, main_addr, control_addr, nofile))
+    );
+    eprintln!("{}", fit_lines(&more_lines(&cfg, &access_line, &hub)));
     if let Some(p) = addr_file {
         let mut text = format!("{main_addr}\n");
         if let Some(c) = control_addr {
@@ -234,9 +237,12 @@ fn banner(
                 "rtcheck serve (raw TCP floor: u32 LE length + payload frames) on {addr}\n"
             ));
             if let Some(c) = control {
-                b.push_str(&format!(
-                    "  control: http://{c}/metrics  http://{c}/healthz  http://{c}/control/stats\n"
-                ));
+                let urls = [
+                    format!("http://{c}/metrics"),
+                    format!("http://{c}/healthz"),
+                    format!("http://{c}/control/stats"),
+                ];
+                b.push_str(&url_lines("  control:", &urls));
             }
         }
     }
@@ -324,8 +330,74 @@ fn url_lines(head: &str, urls: &[String]) -> String {
     out
 }
 
+/// The banner's width: it goes to a log as often as to a terminal, so 80 columns.
+const BANNER_WIDTH: usize = 80;
+
+/// Every line of `text` within [`BANNER_WIDTH`]: a longer one continues on lines indented
+/// two more, broken after its last `, ` or `; ` that fits (an item such as `prefix blue:`
+/// or a URL stays whole), else at its last space, and never inside a word.
+fn fit_lines(text: &str) -> String {
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let indent = line.len() - line.trim_start().len() + 2;
+        let mut rest = line.to_string();
+        while rest.chars().count() > BANNER_WIDTH {
+            let Some(at) = break_at(&rest, indent) else {
+                break;
+            };
+            out.push(rest[..at].trim_end().to_string());
+            rest = format!("{}{}", " ".repeat(indent), rest[at..].trim_start());
+        }
+        out.push(rest);
+    }
+    out.join("\n")
+}
+
+/// Where `line` breaks to fit: the byte after the last `, `/`; ` within the width, else
+/// the last space; past the continuation `indent`, so every break makes progress.
+fn break_at(line: &str, indent: usize) -> Option<usize> {
+    let end = line
+        .char_indices()
+        .nth(BANNER_WIDTH)
+        .map_or(line.len(), |(i, _)| i);
+    let head = &line[..end];
+    let after = |pat: &str| head.rfind(pat).map(|i| i + pat.len() - 1);
+    let list = [after(", "), after("; ")].into_iter().flatten().max();
+    let at = list.filter(|&i| i > indent).or_else(|| after(" "));
+    at.filter(|&i| i > indent)
+}
+
 /// Keep the compiler honest about the shared Hub type being Send + Sync.
 #[allow(dead_code)]
 fn _hub_is_sync(h: Arc<Hub>) -> impl Send + Sync {
     h
+}
+
+#[cfg(test)]
+mod banner_tests {
+    use super::fit_lines;
+
+    /// A long banner line breaks after a list separator within 80 columns, its items
+    /// (`prefix blue:`, a URL) whole; a short one is left alone.
+    #[test]
+    fn long_banner_lines_break_between_items() {
+        let url = "redis://127.0.0.1:6379/0";
+        let line = format!(
+            "  cluster: node a, redis {url}, prefix blue:, path naive (DEMONSTRATION ONLY: \
+             own rounds also delivered locally = duplicates on this node), presence on"
+        );
+        let text = fit_lines(&format!("short\n{line}\n  replay budget: 8.4 MB in flight over all clients (--replay-budget); /poll: 65.5 KB"));
+        assert!(text.lines().all(|l| l.chars().count() <= 80), "{text}");
+        assert_eq!(text.lines().next(), Some("short"));
+        assert!(
+            text.contains("prefix blue:") && text.contains(url),
+            "{text}"
+        );
+        assert!(text.contains("\n    /poll: 65.5 KB"), "{text}");
+        let words = |t: &str| t.split_whitespace().map(str::to_string).collect::<Vec<_>>();
+        assert_eq!(words(&text)[1..words(&line).len() + 1], words(&line)[..]);
+        // One word longer than the width: left whole, never cut.
+        let long = format!("  {}", "x".repeat(90));
+        assert_eq!(fit_lines(&long), long);
+    }
 }

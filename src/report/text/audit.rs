@@ -4,24 +4,6 @@
 use super::wrap;
 use crate::findings::{Finding, Status};
 use crate::report::{FindingsReport, Palette};
-use comfy_table::{Attribute, Cell, Color, ContentArrangement, Table};
-
-/// Only a line under the header: no borders, so every column goes to content.
-const PRESET: &str = "     ─             ";
-
-/// Status cell styled by comfy-table itself, so column widths ignore escape codes.
-fn status_cell(st: Status, colour: bool) -> Cell {
-    let c = Cell::new(st.as_str());
-    if !colour {
-        return c;
-    }
-    match st {
-        Status::Pass => c.fg(Color::Green),
-        Status::Warn => c.fg(Color::Yellow),
-        Status::Fail => c.fg(Color::Red).add_attribute(Attribute::Bold),
-        Status::Skip | Status::Suppressed => c.add_attribute(Attribute::Dim),
-    }
-}
 
 fn header(r: &FindingsReport, pal: Palette) -> String {
     let p = &r.profile;
@@ -129,64 +111,34 @@ fn observed(f: &Finding) -> &str {
 }
 
 /// One row per check: status, id, observed. Nothing is cut: the id keeps its column whole
-/// and the observed value wraps between words (the fix of a fail or warn is in its details
-/// block right below, so the table does not repeat it).
+/// and the observed value wraps between words, a path in it after a `/` (the fix of a fail
+/// or warn is in its details block right below, so the table does not repeat it).
 fn table(r: &FindingsReport, pal: Palette) -> String {
-    use comfy_table::{ColumnConstraint, Width};
-    let mut table = Table::new();
-    table
-        .load_preset(PRESET)
-        .set_content_arrangement(ContentArrangement::Dynamic)
-        .set_width(pal.width.min(u16::MAX as usize) as u16)
-        .set_header(vec!["status", "check", "observed"]);
-    if pal.enabled {
-        table.enforce_styling();
-    } else {
-        table.force_no_tty();
-    }
-    let observed: Vec<String> = r
+    use super::table::{fit, Frame, Layout, Tone};
+    let rows: Vec<Vec<String>> = r
         .findings
         .iter()
-        .map(|f| crate::report::plain(observed(f)).into_owned())
+        .map(|f| {
+            let obs = crate::report::plain(observed(f)).into_owned();
+            vec![f.status.as_str().to_string(), f.id.clone(), obs]
+        })
         .collect();
-    for (f, obs) in r.findings.iter().zip(&observed) {
-        table.add_row(vec![
-            status_cell(f.status, pal.enabled),
-            Cell::new(&f.id),
-            Cell::new(obs),
-        ]);
-    }
-    // Columns 0 and 1 never wrap; observed keeps its longest word whole where it fits.
-    let id_width = r.findings.iter().map(|f| f.id.chars().count()).max();
-    let id_width = id_width.unwrap_or(0).max("check".len());
-    // Borders and padding: 1 + 2 per column + 1 between columns.
-    let room = pal
-        .width
-        .saturating_sub("status".len() + id_width + 9)
-        .max(8);
-    let word = observed
+    let tones: Vec<(usize, usize, Tone)> = r
+        .findings
         .iter()
-        .flat_map(|o| o.split_whitespace())
-        .map(|w| w.chars().count())
-        .max()
-        .unwrap_or(0)
-        .min(room);
-    for (i, min) in [(0, "status".len()), (1, id_width), (2, word)] {
-        if let Some(c) = table.column_mut(i) {
-            // A lower boundary counts the column's padding (1 + 1) too.
-            let min = (min + 2).min(u16::MAX as usize) as u16;
-            c.set_constraint(ColumnConstraint::LowerBoundary(Width::Fixed(min)));
-        }
-    }
-    // comfy-table pads to the width: trailing blanks are noise.
-    let mut out: String = table
-        .to_string()
-        .lines()
-        .map(|l| format!("{}\n", l.trim_end()))
+        .enumerate()
+        .map(|(n, f)| (n, 0, Tone::of(f.status)))
         .collect();
-    if out.is_empty() {
-        out.push('\n');
-    }
+    let layout = Layout {
+        keep: &[1],
+        prose: Some(2),
+        frame: Frame::Rule,
+        tones: &tones,
+        colour: pal.enabled,
+        ..Default::default()
+    };
+    let mut out = fit(&["status", "check", "observed"], &rows, pal.width, &layout);
+    out.push('\n');
     out
 }
 

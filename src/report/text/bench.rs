@@ -1,11 +1,11 @@
 //! text rendering of bench results: the verdict first, one compact table that fits the
 //! width, then each scenario's checks that did not pass and its notes (`--explain`: every
 //! check, the full tables). Invalid rows show "INVALID" instead of numbers.
+use super::table::{fit, Layout, Tone};
 use super::{fit_table, wrap};
 use crate::bench::model::{BenchReport, IdleReport, ScenarioResult};
 use crate::findings::Status;
 use crate::report::Palette;
-use comfy_table::{presets::UTF8_FULL_CONDENSED, Cell, CellAlignment, Table};
 
 pub fn ms(v: Option<f64>) -> String {
     match v {
@@ -59,22 +59,6 @@ pub fn verdict(rep: &BenchReport) -> (bool, String) {
                 invalid.join(", ")
             ),
         )
-    }
-}
-
-fn table(header: &[&str]) -> Table {
-    let mut t = Table::new();
-    t.load_preset(UTF8_FULL_CONDENSED);
-    t.set_header(header.iter().map(Cell::new).collect::<Vec<_>>());
-    t
-}
-
-fn right(t: &mut Table, from: usize) {
-    let n = t.column_count();
-    for i in from..n {
-        if let Some(c) = t.column_mut(i) {
-            c.set_cell_alignment(CellAlignment::Right);
-        }
     }
 }
 
@@ -364,23 +348,18 @@ pub fn render_idle(rep: &IdleReport, p: &Palette) -> String {
         "  ",
     ));
     out.push('\n');
-    let mut t = table(&[
-        "protocol",
-        "connected",
-        "RSS before",
-        "RSS after",
-        "per connection",
-        "status",
-    ]);
-    for r in &rep.results {
-        let status = match r.bytes_per_connection {
-            None => p.bad("invalid"),
+    let mut rows = Vec::new();
+    let mut tones = Vec::new();
+    for (n, r) in rep.results.iter().enumerate() {
+        let (status, tone) = match r.bytes_per_connection {
+            None => ("invalid", Tone::Bad),
             Some(b) if r.protocol == "ws" && b > rep.target_bytes_per_connection as f64 => {
-                p.status(Status::Fail)
+                ("fail", Tone::Bad)
             }
-            Some(_) => p.status(Status::Pass),
+            Some(_) => ("pass", Tone::Good),
         };
-        t.add_row(vec![
+        tones.push((n, 5, tone));
+        rows.push(vec![
             r.protocol.clone(),
             crate::evidence::fmt_num(r.connected as f64),
             rtcheck_base::units::fmt_bytes(r.rss_before_bytes),
@@ -388,11 +367,25 @@ pub fn render_idle(rep: &IdleReport, p: &Palette) -> String {
             r.bytes_per_connection
                 .map(|b| format!("{} B", crate::evidence::fmt_num(b.round())))
                 .unwrap_or_else(|| "-".into()),
-            status,
+            status.to_string(),
         ]);
     }
-    right(&mut t, 1);
-    out.push_str(&t.to_string());
+    let header = [
+        "protocol",
+        "connected",
+        "RSS before",
+        "RSS after",
+        "per connection",
+        "status",
+    ];
+    let layout = Layout {
+        keep: &[0],
+        right: &[1, 2, 3, 4, 5],
+        tones: &tones,
+        colour: p.enabled,
+        ..Default::default()
+    };
+    out.push_str(&fit(&header, &rows, p.width, &layout));
     out.push('\n');
     for r in &rep.results {
         for n in &r.notes {

@@ -1,14 +1,11 @@
 //! text rendering of `bench cluster`: the verdict first, one table (fits 80 columns), then
 //! per scenario the checks that did not pass and the notes, wrapped, then the seed's figures.
 use super::bench::ms;
+use super::table::{fit, Layout, Tone};
 use super::wrap;
 use crate::bench::cluster::model::{ClusterReport, ClusterScenario};
 use crate::findings::Status;
 use crate::report::Palette;
-use comfy_table::{
-    presets::UTF8_FULL_CONDENSED, Cell, CellAlignment, ColumnConstraint, ContentArrangement, Table,
-    Width,
-};
 
 /// `lost/silently`: `3/0`.
 fn lost(r: &ClusterScenario) -> String {
@@ -72,54 +69,52 @@ fn ghosts_short(r: &ClusterScenario) -> String {
     }
 }
 
-/// Eight narrow columns: fits 80 (order and the per-node split are in the notes).
-fn table(rep: &ClusterReport, p: &Palette) -> Table {
-    let mut t = Table::new();
-    t.load_preset(UTF8_FULL_CONDENSED)
-        .set_content_arrangement(ContentArrangement::Dynamic)
-        .set_width(p.width.max(60) as u16);
-    t.set_header(
-        [
-            "scenario",
-            "n",
-            "p50",
-            "p99",
-            "p99.9",
-            "lost/\nsilent",
-            "dups",
-            "ghosts\nttl / ev",
-        ]
-        .map(Cell::new)
-        .to_vec(),
-    );
-    for r in &rep.scenarios {
-        let name = match r.valid {
-            true => r.name.clone(),
-            false => format!("{}\n{}", r.name, p.bad("INVALID")),
-        };
-        t.add_row(vec![
-            name,
-            r.nodes.to_string(),
-            ms(r.p50_ms),
-            ms(r.p99_ms),
-            ms(r.p999_ms),
-            lost(r),
-            r.duplicates.to_string(),
-            ghosts_short(r),
-        ]);
-    }
-    for i in 1..7 {
-        if let Some(c) = t.column_mut(i) {
-            c.set_cell_alignment(CellAlignment::Right);
-        }
-    }
-    // A scenario id is never cut ("redis-publisher-res / tart"): the other columns wrap.
-    let longest = rep.scenarios.iter().map(|r| r.name.chars().count()).max();
-    if let (Some(c), Some(n)) = (t.column_mut(0), longest) {
-        let min = Width::Fixed((n + 2).min(u16::MAX as usize) as u16);
-        c.set_constraint(ColumnConstraint::LowerBoundary(min));
-    }
-    t
+/// Eight narrow columns: fits 80 (order and the per-node split are in the notes). A
+/// scenario id is never cut ("redis-publisher-res / tart"): the other columns wrap.
+fn table(rep: &ClusterReport, p: &Palette) -> String {
+    let header = [
+        "scenario",
+        "n",
+        "p50",
+        "p99",
+        "p99.9",
+        "lost/\nsilent",
+        "dups",
+        "ghosts\nttl / ev",
+    ];
+    let mut tones = Vec::new();
+    let rows: Vec<Vec<String>> = rep
+        .scenarios
+        .iter()
+        .enumerate()
+        .map(|(n, r)| {
+            let name = match r.valid {
+                true => r.name.clone(),
+                false => {
+                    tones.push((n, 0, Tone::Bad));
+                    format!("{}\nINVALID", r.name)
+                }
+            };
+            vec![
+                name,
+                r.nodes.to_string(),
+                ms(r.p50_ms),
+                ms(r.p99_ms),
+                ms(r.p999_ms),
+                lost(r),
+                r.duplicates.to_string(),
+                ghosts_short(r),
+            ]
+        })
+        .collect();
+    let layout = Layout {
+        keep: &[0],
+        right: &[1, 2, 3, 4, 5, 6],
+        tones: &tones,
+        colour: p.enabled,
+        ..Default::default()
+    };
+    fit(&header, &rows, p.width, &layout)
 }
 
 /// The distinct citations of the report's references, in order ("TITLE", part 9; ...).
@@ -184,7 +179,7 @@ pub fn render(rep: &ClusterReport, p: &Palette) -> String {
         "  ",
     ));
     out.push_str("\nlatency in ms (receive - scheduled send, first copies of each message)\n");
-    out.push_str(&table(rep, p).to_string());
+    out.push_str(&table(rep, p));
     out.push('\n');
     for r in &rep.scenarios {
         out.push('\n');

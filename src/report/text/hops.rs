@@ -3,17 +3,7 @@
 use crate::hops::chain::{Bound, Chain};
 use crate::hops::{Hop, Limit, LimitKind};
 use crate::report::Palette;
-use comfy_table::{presets, ContentArrangement, Table};
 use rtcheck_wire::transport::Transport;
-
-fn table(header: &[&str], p: &Palette) -> Table {
-    let mut t = Table::new();
-    t.load_preset(presets::UTF8_FULL_CONDENSED)
-        .set_content_arrangement(ContentArrangement::Dynamic)
-        .set_header(header.iter().map(|h| h.to_string()))
-        .set_width(p.width as u16);
-    t
-}
 
 /// The documented default of `kind` for `t` ("60s", "none", "unknown", "-" when absent).
 fn default_of(h: &Hop, kind: LimitKind, t: Transport) -> String {
@@ -25,16 +15,20 @@ fn default_of(h: &Hop, kind: LimitKind, t: Transport) -> String {
 
 pub fn list(all: &[Hop], p: &Palette) -> String {
     let ws = Transport::Websocket;
-    let mut t = table(&["id", "idle (ws)", "lifetime (ws)", "sse", "websocket"], p);
-    for h in all {
-        t.add_row(vec![
-            h.id.clone(),
-            default_of(h, LimitKind::Idle, ws),
-            default_of(h, LimitKind::Lifetime, ws),
-            h.sse.as_str().to_string(),
-            h.websocket.as_str().to_string(),
-        ]);
-    }
+    let rows: Vec<Vec<String>> = all
+        .iter()
+        .map(|h| {
+            vec![
+                h.id.clone(),
+                default_of(h, LimitKind::Idle, ws),
+                default_of(h, LimitKind::Lifetime, ws),
+                h.sse.as_str().to_string(),
+                h.websocket.as_str().to_string(),
+            ]
+        })
+        .collect();
+    let header = ["id", "idle (ws)", "lifetime (ws)", "sse", "websocket"];
+    let t = super::fit_table(&header, &rows, p.width, &[0]);
     format!(
         "{t}\n{}",
         super::wrap(
@@ -230,24 +224,26 @@ pub fn chain(c: &Chain, p: &Palette) -> String {
             "      ",
         ));
     }
-    let mut t = table(
-        &["transport", "idle", "lifetime", "first byte", "heartbeat"],
-        p,
-    );
-    for tc in &c.transports {
-        let hb = match (tc.excluded, tc.heartbeat_max_s) {
-            (true, _) => "excluded".to_string(),
-            (false, Some(m)) => format!("<= {m}s"),
-            (false, None) => "-".to_string(),
-        };
-        t.add_row(vec![
-            tc.transport.clone(),
-            bound(&tc.idle, &c.path),
-            bound(&tc.lifetime, &c.path),
-            bound(&tc.first_byte, &c.path),
-            hb,
-        ]);
-    }
+    let rows: Vec<Vec<String>> = c
+        .transports
+        .iter()
+        .map(|tc| {
+            let hb = match (tc.excluded, tc.heartbeat_max_s) {
+                (true, _) => "excluded".to_string(),
+                (false, Some(m)) => format!("<= {m}s"),
+                (false, None) => "-".to_string(),
+            };
+            vec![
+                tc.transport.clone(),
+                bound(&tc.idle, &c.path),
+                bound(&tc.lifetime, &c.path),
+                bound(&tc.first_byte, &c.path),
+                hb,
+            ]
+        })
+        .collect();
+    let header = ["transport", "idle", "lifetime", "first byte", "heartbeat"];
+    let t = super::fit_table(&header, &rows, p.width, &[0]);
     s.push_str(&format!("{t}\n"));
     let mut section = |title: &str, lines: Vec<String>| {
         if lines.is_empty() {

@@ -11,6 +11,7 @@ pub mod hops;
 pub mod load;
 pub mod probe;
 pub mod review;
+pub mod table;
 pub mod verify;
 
 /// A private-use character: no whitespace or control for `wrap`, one column, never in a
@@ -35,9 +36,40 @@ fn glue_code(text: &str, max: usize) -> String {
     out
 }
 
+/// Where a word too long for a line breaks: right after one of these, so each piece of a
+/// path (`/sys/fs/cgroup/`), a flag (`--save=`) or a list ends at its separator and reads
+/// as unfinished; joined again, the pieces are the word. A closing backquote ends a
+/// `command` kept whole by [`wrap`] when punctuation follows it (`` `cmd`), ``).
+const BREAKS: [char; 6] = ['/', '-', '_', '=', ',', '`'];
+
+/// How many of `word`'s characters go on a line with `room` columns left: all when they
+/// fit; else up to and including the last separator within `room` (never the first
+/// character alone); a word with no separator there is hard-cut at `room` (at least 1).
+fn head_len(word: &[char], room: usize) -> usize {
+    let room = room.max(1);
+    if word.len() <= room {
+        return word.len();
+    }
+    let sep = word[1..room].iter().rposition(|c| BREAKS.contains(c));
+    sep.map_or(room, |i| i + 2)
+}
+
+/// `word` in pieces of at most `room` columns, each but the last ending at a separator
+/// where the word has one within reach (see [`wrap`]'s policy).
+pub fn break_word(word: &str, room: usize) -> Vec<String> {
+    let mut word: Vec<char> = word.chars().collect();
+    let mut out = Vec::new();
+    while !word.is_empty() {
+        let n = head_len(&word, room);
+        out.push(word.drain(..n).collect());
+    }
+    out
+}
+
 /// Word-wrap `text` to `width` columns: the first line after `first`, the rest after
 /// `rest` (a hanging indent). A `command` in backquotes stays on one line when it fits
-/// one; a word longer than a whole line (a path) is cut across lines.
+/// one. A word longer than a whole line (a path, a flag) breaks as [`break_word`] says:
+/// after a separator, so no piece of a path the user may copy is corrupted.
 pub fn wrap(text: &str, width: usize, first: &str, rest: &str) -> String {
     let room = width.saturating_sub(rest.chars().count());
     let text = glue_code(&super::plain(text), room);
@@ -56,10 +88,12 @@ pub fn wrap(text: &str, width: usize, first: &str, rest: &str) -> String {
             line.push(' ');
         }
         let mut word: Vec<char> = word.chars().collect();
-        // Too long even for a fresh line: fill this line, continue on the next.
+        // Too long even for a fresh line: fill this line up to a separator, continue on
+        // the next.
         while line.chars().count() + word.len() > width {
-            let room = width.saturating_sub(line.chars().count()).max(1);
-            line.extend(word.drain(..room.min(word.len())));
+            let room = width.saturating_sub(line.chars().count());
+            let n = head_len(&word, room);
+            line.extend(word.drain(..n));
             out.push_str(line.trim_end());
             out.push('\n');
             line = rest.to_string();
@@ -76,64 +110,13 @@ pub fn wrap(text: &str, width: usize, first: &str, rest: &str) -> String {
 /// when it cannot, the same rows laid out vertically (the first cell as a heading, then
 /// `header  value` lines, wrapped). Columns in `keep` (ids, commands) are never wrapped at
 /// all; every other column keeps its longest word whole, so no number or id is split.
+/// [`table::fit`] takes the rest of a layout (number columns, colours, a prose column).
 pub fn fit_table(header: &[&str], rows: &[Vec<String>], width: usize, keep: &[usize]) -> String {
-    use comfy_table::{presets, ColumnConstraint, ContentArrangement, Table, Width};
-    let mut t = Table::new();
-    t.load_preset(presets::UTF8_FULL_CONDENSED)
-        .set_content_arrangement(ContentArrangement::Dynamic)
-        .set_width(width.min(u16::MAX as usize) as u16)
-        .set_header(header.iter().map(|h| h.to_string()));
-    for r in rows {
-        t.add_row(r.clone());
-    }
-    let longest = |i: usize, words: bool| {
-        let cells = rows.iter().filter_map(|r| r.get(i)).map(String::as_str);
-        let hd = header.get(i).map_or(0, |h| h.chars().count());
-        cells
-            .flat_map(|c| {
-                let parts: Vec<&str> = if words {
-                    c.split_whitespace().collect()
-                } else {
-                    c.lines().collect()
-                };
-                parts
-            })
-            .map(|w| w.chars().count())
-            .fold(hd, usize::max)
+    let layout = table::Layout {
+        keep,
+        ..Default::default()
     };
-    for i in 0..header.len() {
-        // A lower boundary counts the column's padding (1 + 1) too.
-        let min = (longest(i, !keep.contains(&i)) + 2).min(u16::MAX as usize) as u16;
-        if let Some(c) = t.column_mut(i) {
-            c.set_constraint(ColumnConstraint::LowerBoundary(Width::Fixed(min)));
-        }
-    }
-    let text = t.to_string();
-    if text.lines().all(|l| l.chars().count() <= width) {
-        return text;
-    }
-    vertical(header, rows, width)
-}
-
-/// Rows one after another: the first cell, then each other non-empty cell as `name  value`.
-fn vertical(header: &[&str], rows: &[Vec<String>], width: usize) -> String {
-    let pad = header.iter().skip(1).map(|h| h.len()).max().unwrap_or(0);
-    let mut out = String::new();
-    for (n, r) in rows.iter().enumerate() {
-        if n > 0 {
-            out.push('\n');
-        }
-        out.push_str(&wrap(&r[0].replace('\n', " "), width, "", "  "));
-        for (h, cell) in header.iter().zip(r).skip(1) {
-            let mut first = format!("  {h:<pad$}  ");
-            let rest = " ".repeat(first.len());
-            for line in cell.lines().filter(|l| !l.trim().is_empty()) {
-                out.push_str(&wrap(line, width, &first, &rest));
-                first.clone_from(&rest);
-            }
-        }
-    }
-    out.trim_end().to_string()
+    table::fit(header, rows, width, &layout)
 }
 
 /// [`wrap`] for a `; `-separated list of values (`rss_10k 280.0 MB; fds 10,002 fds`): a line
@@ -185,5 +168,82 @@ mod tests {
         }
         assert_eq!(first_sentence("One. Two."), "One.");
         assert_eq!(first_sentence("Only one"), "Only one");
+    }
+
+    /// A path longer than a line breaks only after a separator, so every piece but the
+    /// last ends in one and the pieces join back into the path; a word with no separator
+    /// is the one thing hard-cut.
+    #[test]
+    fn a_too_long_word_breaks_after_a_separator() {
+        let path = "/sys/fs/cgroup/system.slice/docker-0123456789abcdef.scope/memory.max";
+        // From 26 columns on, every piece between separators fits the line after "  ".
+        for width in 26..60 {
+            let w = wrap(&format!("kept: {path}"), width, "rtcheck: ", "  ");
+            assert!(w.lines().all(|l| l.chars().count() <= width), "{w}");
+            let pieces: Vec<&str> = w.lines().skip(1).map(str::trim).collect();
+            assert_eq!(pieces.concat(), path, "{width}: {w}");
+            for p in &pieces[..pieces.len() - 1] {
+                assert!(p.ends_with(BREAKS), "{width}: `{p}` cut mid-word: {w}");
+            }
+        }
+        assert_eq!(
+            break_word("--save=/tmp/run-1/report.json", 12),
+            ["--save=/tmp/", "run-1/", "report.json"]
+        );
+        // No separator within reach: cut at the room, nothing lost.
+        assert_eq!(break_word("abcdefghij", 4), ["abcd", "efgh", "ij"]);
+        assert_eq!(break_word("a/bcdefghij", 4), ["a/", "bcde", "fghi", "j"]);
+        assert_eq!(break_word("/abcdef", 4), ["/abc", "def"]);
+        assert_eq!(break_word("short", 10), ["short"]);
+    }
+
+    /// A table too wide for its prose column's path keeps its columns: the path breaks
+    /// after a `/` inside the cell; an id too wide for the table sends it vertical, whole.
+    #[test]
+    fn a_table_breaks_a_long_path_at_a_separator_and_keeps_ids_whole() {
+        let path = "/sys/fs/cgroup/system.slice/docker-0123456789abcdef.scope/memory.max";
+        let rows = vec![
+            vec![
+                "pass".into(),
+                "memory".into(),
+                format!("limit 512 MB at {path}"),
+            ],
+            vec![
+                "warn".into(),
+                "ephemeral-ports".into(),
+                "28,232 usable".into(),
+            ],
+        ];
+        let layout = table::Layout {
+            keep: &[1],
+            prose: Some(2),
+            frame: table::Frame::Rule,
+            ..Default::default()
+        };
+        let t = table::fit(&["status", "check", "observed"], &rows, 60, &layout);
+        assert!(t.lines().all(|l| l.chars().count() <= 60), "{t}");
+        assert!(
+            t.lines().any(|l| l.contains(" memory ")),
+            "not a table: {t}"
+        );
+        let cells: Vec<&str> = t
+            .lines()
+            .map(|l| l.split_whitespace().last().unwrap())
+            .collect();
+        assert!(
+            cells
+                .iter()
+                .any(|c| c.starts_with("/sys/fs/cgroup/") && c.ends_with('/')),
+            "{t}"
+        );
+        assert!(t.contains("28,232"), "{t}");
+        // Too narrow for the columns: vertical, each id whole as a heading, the path
+        // broken after its separators.
+        let t = table::fit(&["status", "check", "observed"], &rows, 28, &layout);
+        assert!(t.lines().all(|l| l.chars().count() <= 28), "{t}");
+        assert!(t.lines().any(|l| l == "ephemeral-ports"), "{t}");
+        assert!(t.lines().any(|l| l == "  status    warn"), "{t}");
+        let observed: Vec<&str> = t.lines().map(str::trim).collect();
+        assert!(observed.contains(&"system.slice/"), "{t}");
     }
 }

@@ -2,7 +2,6 @@
 //! check, what was measured on the path), then the fix for everything not passing.
 use crate::findings::{Finding, Status};
 use crate::report::{FindingsReport, Palette};
-use comfy_table::{presets::NOTHING, ContentArrangement, Table};
 
 /// Probe titles end with ": URL" (the redacted URL); split it off.
 fn split_title(f: &Finding) -> (&str, &str) {
@@ -62,6 +61,40 @@ fn wrap_glued(label: &str, text: &str, width: usize) -> String {
     out
 }
 
+/// One URL's checks, one line each (status, id, what was measured), no header or lines.
+fn url_table(found: &[&Finding], pal: Palette) -> String {
+    use super::table::{fit, Frame, Layout, Tone};
+    let rows: Vec<Vec<String>> = found
+        .iter()
+        .map(|f| {
+            let observed = match (&f.status, &f.reason) {
+                (Status::Skip | Status::Suppressed, Some(reason)) => reason.as_str(),
+                _ => f.observed.as_str(),
+            };
+            let observed = crate::report::plain(observed);
+            vec![
+                f.status.as_str().to_string(),
+                f.id.clone(),
+                glue_units(&observed),
+            ]
+        })
+        .collect();
+    let tones: Vec<_> = found
+        .iter()
+        .enumerate()
+        .map(|(n, f)| (n, 0, Tone::of(f.status)))
+        .collect();
+    let layout = Layout {
+        keep: &[1],
+        prose: Some(2),
+        frame: Frame::Bare,
+        tones: &tones,
+        colour: pal.enabled,
+        ..Default::default()
+    };
+    fit(&["status", "check", "observed"], &rows, pal.width, &layout)
+}
+
 pub fn render(r: &FindingsReport, pal: Palette) -> String {
     let s = &r.summary;
     let none = r
@@ -97,44 +130,13 @@ pub fn render(r: &FindingsReport, pal: Palette) -> String {
         out.push('\n');
         out.push_str(&pal.bold(u));
         out.push('\n');
-        let mut t = Table::new();
-        t.load_preset(NOTHING)
-            .set_content_arrangement(ContentArrangement::Dynamic)
-            .set_width(pal.width.clamp(60, u16::MAX as usize) as u16);
-        t.force_no_tty();
-        for f in r.findings.iter().filter(|f| split_title(f).1 == *u) {
-            let observed = match (&f.status, &f.reason) {
-                (Status::Skip | Status::Suppressed, Some(reason)) => reason.clone(),
-                _ => f.observed.clone(),
-            };
-            let observed = crate::report::plain(&observed).into_owned();
-            t.add_row(vec![
-                f.status.as_str().to_string(),
-                f.id.clone(),
-                glue_units(&observed),
-            ]);
-        }
-        for line in t.to_string().replace(GLUE, " ").lines() {
-            // Colour the status word after layout, so widths stay right.
-            let line = line.trim_end();
-            let colored = [
-                Status::Fail,
-                Status::Warn,
-                Status::Pass,
-                Status::Skip,
-                Status::Suppressed,
-            ]
+        let found: Vec<&Finding> = r
+            .findings
             .iter()
-            .find_map(|st| {
-                let w = st.as_str();
-                line.trim_start()
-                    .strip_prefix(w)
-                    .map(|rest| format!(" {}{rest}", pal.status(*st)))
-            })
-            .unwrap_or_else(|| line.to_string());
-            out.push_str(&colored);
-            out.push('\n');
-        }
+            .filter(|f| split_title(f).1 == *u)
+            .collect();
+        out.push_str(&url_table(&found, pal).replace(GLUE, " "));
+        out.push('\n');
     }
     for f in r
         .findings
@@ -148,7 +150,7 @@ pub fn render(r: &FindingsReport, pal: Palette) -> String {
             pal.status(f.status),
             pal.bold(&f.id)
         ));
-        let w = pal.width.max(60);
+        let w = pal.width;
         out.push_str(&wrapped("  expected: ", &f.expected, w));
         out.push_str(&wrapped("  rule:     ", &f.rule, w));
         for e in &f.evidence {
