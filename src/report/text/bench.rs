@@ -224,12 +224,7 @@ fn scenario_block(r: &ScenarioResult, p: &Palette, explain: bool) -> String {
 pub fn render(rep: &BenchReport, p: &Palette, explain: bool) -> String {
     let w = p.width;
     let (ok, verdict) = verdict(rep);
-    let verdict = if ok {
-        p.good(&verdict)
-    } else {
-        p.bad(&verdict)
-    };
-    let mut out = format!("{}: {verdict}\n", p.bold("rtcheck bench fanout"));
+    let mut out = super::verdict_line("rtcheck bench fanout", &verdict, ok, p);
     out.push_str(&wrap(
         &format!(
             "{} connections, {} rounds x {} B at {}/s, server {}, {} cores (server and load generator share them)",
@@ -317,26 +312,29 @@ pub fn render_idle(rep: &IdleReport, p: &Palette) -> String {
         })
         .map(|r| r.protocol.as_str())
         .collect();
-    let verdict = if rep.valid && invalid.is_empty() && !over.is_empty() {
-        p.bad(&format!(
-            "every result valid ({} protocols); {} fail: over the target",
-            rep.results.len(),
-            over.join(", ")
-        ))
+    let (ok, verdict) = if rep.valid && invalid.is_empty() && !over.is_empty() {
+        (
+            false,
+            format!(
+                "every result valid ({} protocols); {} fail: over the target",
+                rep.results.len(),
+                over.join(", ")
+            ),
+        )
     } else if rep.valid && invalid.is_empty() {
-        p.good(&format!(
-            "every result valid ({} protocols)",
-            rep.results.len()
-        ))
+        (
+            true,
+            format!("every result valid ({} protocols)", rep.results.len()),
+        )
     } else if invalid.is_empty() {
-        p.bad("INVALID: see the notes")
+        (false, "INVALID: see the notes".to_string())
     } else {
-        p.bad(&format!(
-            "INVALID: {} (no number shown for it)",
-            invalid.join(", ")
-        ))
+        (
+            false,
+            format!("INVALID: {} (no number shown for it)", invalid.join(", ")),
+        )
     };
-    let mut out = format!("{}: {verdict}\n", p.bold("rtcheck bench idle"));
+    let mut out = super::verdict_line("rtcheck bench idle", &verdict, ok, p);
     out.push_str(&wrap(
         &format!(
             "server RSS per idle connection, {} connections (target: at most {} B per WebSocket)",

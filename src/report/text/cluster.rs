@@ -150,18 +150,21 @@ pub fn render(rep: &ClusterReport, p: &Palette) -> String {
         .filter(|r| !r.valid)
         .map(|r| r.name.as_str())
         .collect();
-    let verdict = match bad.len() {
-        0 => p.good(&format!(
-            "every result valid ({} scenarios)",
-            rep.scenarios.len()
-        )),
-        n => p.bad(&format!(
-            "INVALID: {n} of {} scenarios ({}); their numbers are withheld",
-            rep.scenarios.len(),
-            bad.join(", ")
-        )),
+    let (ok, verdict) = match bad.len() {
+        0 => (
+            true,
+            format!("every result valid ({} scenarios)", rep.scenarios.len()),
+        ),
+        n => (
+            false,
+            format!(
+                "INVALID: {n} of {} scenarios ({}); their numbers are withheld",
+                rep.scenarios.len(),
+                bad.join(", ")
+            ),
+        ),
     };
-    let mut out = format!("{}: {verdict}\n", p.bold("rtcheck bench cluster"));
+    let mut out = super::verdict_line("rtcheck bench cluster", &verdict, ok, p);
     out.push_str(&wrap(
         &format!(
             "{} nodes, {} clients spread over them, {} rounds x {} B at {}/s from node a; Redis: {}; presence TTL {} s; {} cores shared by everything",

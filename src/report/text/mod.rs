@@ -128,6 +128,31 @@ pub fn wrap_values(text: &str, width: usize, first: &str, rest: &str) -> String 
     wrap(&glued, width, first, rest).replace(GLUE, " ")
 }
 
+/// `TITLE: verdict` as a report's first line(s): wrapped to the width with a hanging
+/// indent, then coloured (the title bold, the verdict good or bad), so escapes take no
+/// columns and a long list of invalid scenarios still fits.
+pub fn verdict_line(
+    title: &str,
+    verdict: &str,
+    good: bool,
+    p: &crate::report::output::Palette,
+) -> String {
+    let plain = wrap(&format!("{title}: {verdict}"), p.width, "", "  ");
+    let tone = |s: &str| if good { p.good(s) } else { p.bad(s) };
+    let mut out = String::new();
+    for (i, line) in plain.lines().enumerate() {
+        match (i, line.strip_prefix(title)) {
+            (0, Some(rest)) => {
+                let rest = rest.strip_prefix(": ").unwrap_or(rest);
+                out.push_str(&format!("{}: {}", p.bold(title), tone(rest)));
+            }
+            _ => out.push_str(&tone(line)),
+        }
+        out.push('\n');
+    }
+    out
+}
+
 /// The first sentence of `text` (up to ". " or the end), for one-line cells.
 pub fn first_sentence(text: &str) -> &str {
     match text.find(". ") {
@@ -167,6 +192,19 @@ mod tests {
             assert_eq!(whole, width >= 42, "{width}: {w}");
         }
         assert_eq!(first_sentence("One. Two."), "One.");
+        // A verdict too long for a line wraps under the title, every line within the width.
+        let p = crate::report::output::Palette::plain().with_width(40);
+        let v = verdict_line(
+            "rtcheck bench cluster",
+            "INVALID: 3 of 6 scenarios (a, b, c)",
+            false,
+            &p,
+        );
+        assert!(
+            v.lines().count() > 1 && v.lines().all(|l| l.chars().count() <= 40),
+            "{v}"
+        );
+        assert!(v.starts_with("rtcheck bench cluster: INVALID:"), "{v}");
         assert_eq!(first_sentence("Only one"), "Only one");
     }
 
