@@ -13,6 +13,10 @@
 # Usage: scripts/regen-docs.sh [FILE...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# nginx lives in /usr/sbin, outside a normal user's PATH on Debian.
+PATH="$PATH:/usr/sbin:/sbin"
+# The fixtures' addresses are this script's own: none is taken from the caller.
+unset SERVE SERVE_SHORT WS_HUB EXPRESS NGINX_EXPRESS
 # RTCHECK_DOCS_BIN=target/debug/rtcheck skips the release build.
 bin="${RTCHECK_DOCS_BIN:-}"
 if [ -z "$bin" ]; then
@@ -34,6 +38,7 @@ start_serve() { # VAR SERVE-FLAGS...
   serve_pids+=("$pid")
   for _ in $(seq 200); do
     [ -s "$addr" ] && break
+    kill -0 "$pid" 2>/dev/null || break
     sleep 0.05
   done
   [ -s "$addr" ] || { echo "regen-docs: rtcheck serve ($var) did not start" >&2; exit 1; }
@@ -83,8 +88,8 @@ start_fixture() { # VAR SCRIPT MODULE PACKAGE
     { echo "regen-docs: $script did not start on 127.0.0.1:$port: $(tail -n 3 "$log")" >&2; exit 1; }
   export "$var=127.0.0.1:$port"
 }
-if grep -qs 'regen: .*\$WS_HUB' "${files[@]}"; then start_fixture WS_HUB ws_broadcast.js ws node-ws; fi
-if grep -qs 'regen: .*\$EXPRESS' "${files[@]}"; then start_fixture EXPRESS express_sse.js express node-express; fi
+if grep -qsE 'regen: .*\$\{?WS_HUB\b' "${files[@]}"; then start_fixture WS_HUB ws_broadcast.js ws node-ws; fi
+if grep -qsE 'regen: .*\$\{?EXPRESS\b' "${files[@]}"; then start_fixture EXPRESS express_sse.js express node-express; fi
 
 # $NGINX_EXPRESS: nginx's minimal reverse proxy (`proxy_pass` alone, buffering on, as its
 # docs write it) in front of $EXPRESS (probe.md).
@@ -121,10 +126,10 @@ CONF
   export NGINX_EXPRESS="127.0.0.1:$port"
 }
 # $SERVE_SHORT: SSE streams closed after 3 s, for the browser's reconnect (probe.md).
-if grep -qs 'regen: .*\$SERVE_SHORT' "${files[@]}"; then
+if grep -qsE 'regen: .*\$\{?SERVE_SHORT\b' "${files[@]}"; then
   start_serve SERVE_SHORT --rate 10 --size 64 --sse-max-age 3s
 fi
-if grep -qs 'regen: .*\$NGINX_EXPRESS' "${files[@]}"; then
+if grep -qsE 'regen: .*\$\{?NGINX_EXPRESS\b' "${files[@]}"; then
   [ -n "${EXPRESS:-}" ] || start_fixture EXPRESS express_sse.js express node-express
   start_nginx
 fi

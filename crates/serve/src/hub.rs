@@ -1109,6 +1109,8 @@ impl Hub {
             let r = io::write_with_deadline(&c.stream, &wire, self.cfg.write_deadline).await;
             c.done_writing();
             r?;
+            // Counted as the per-client writer counts what it pops.
+            self.counters.sent(c.transport, item.bytes.len());
         }
         Ok(())
     }

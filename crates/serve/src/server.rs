@@ -717,10 +717,10 @@ async fn serve_sse(app: Arc<App>, stream: TcpStream, req: Request) {
             // The Stream read can wait on a slow Redis (up to its operation timeout): the
             // head goes first, so the client sees an answer, not a silent socket (as /ws's
             // 101 does).
+            // A failed write is not judged here: the socket's next write fails too, and the
+            // client is then deregistered with its close reason like any other.
             let r = io::write_with_deadline(&stream, head.as_bytes(), hub.cfg.write_deadline);
-            if r.await.is_err() {
-                return;
-            }
+            let _ = r.await;
             head.clear();
         }
         let extra = app.stream_after_pos(last_id.map(|p| p.seq)).await;
