@@ -172,87 +172,56 @@ fn what_would_be_dropped_or_go_elsewhere_is_refused_in_one_line() {
     let post_far = "POST http://10.0.0.1:9/p?token=s3cretvalue";
     let ws = "ws://127.0.0.1:9/ws";
     let userinfo = "ws://u:s3cretvalue@127.0.0.1:9/ws";
-    let cases: [(&[&str], &str); 8] = [
-        // A POST target's socket goes to loopback too (no server needed: refused first).
-        (
-            &["bench", "fanout", "--server", ws, "--publish", post_far],
-            "not a loopback",
-        ),
-        (
-            &["verify", "delivery", "--server", ws, "--publish", post_far],
-            "not a loopback",
-        ),
-        // Credentials in a URL would be dropped silently: refused, never printed.
-        (
-            &["bench", "fanout", "--server", userinfo, "--publish", "ws"],
-            "user:password@",
-        ),
-        (
-            &[
-                "verify",
-                "delivery",
-                "--server",
-                userinfo,
-                "--publish",
-                "ws",
-            ],
-            "user:password@",
-        ),
-        // --ca means nothing without TLS.
-        (
-            &[
-                "bench",
-                "fanout",
-                "--server",
-                ws,
-                "--publish",
-                "ws",
-                "--ca",
-                "/dev/null",
-            ],
-            "--ca applies to wss:// and https://",
-        ),
-        (
-            &[
-                "verify",
-                "delivery",
-                "--server",
-                ws,
-                "--publish",
-                "ws",
-                "--ca",
-                "/dev/null",
-            ],
-            "--ca applies to wss:// and https://",
-        ),
-        // rtcheck's /control plane is loopback and plain: not through --connect-to.
-        (
-            &[
-                "bench",
-                "fanout",
-                "--server",
-                "ws://hub.test/ws",
-                "--connect-to",
-                "127.0.0.1:9",
-            ],
-            "loopback-only and plain",
-        ),
-        (
-            &[
-                "bench",
-                "fanout",
-                "--server",
-                ws,
-                "--publish",
-                "POST https://127.0.0.1:9/p",
-                "--ca",
-                "/dev/null",
-            ],
-            "--ca /dev/null",
-        ),
+    let post_userinfo = "POST http://u:s3cretvalue@127.0.0.1:9/p";
+    let ca = ["--ca", "/dev/null"];
+    let both = |extra: &[&'static str], want: &'static str| {
+        let mut v = Vec::new();
+        for cmd in [["bench", "fanout"], ["verify", "delivery"]] {
+            let mut args = cmd.to_vec();
+            args.extend(extra);
+            v.push((args, want));
+        }
+        v
+    };
+    let mut cases = Vec::new();
+    // A POST target's socket goes to loopback too (no server needed: refused first).
+    cases.extend(both(
+        &["--server", ws, "--publish", post_far],
+        "not a loopback",
+    ));
+    // Credentials in a URL would be dropped silently: refused, never printed.
+    cases.extend(both(
+        &["--server", userinfo, "--publish", "ws"],
+        "user:password@",
+    ));
+    cases.extend(both(
+        &["--server", ws, "--publish", post_userinfo],
+        "user:password@",
+    ));
+    // --ca means nothing without TLS; with an https:// POST target it is read.
+    let plain = ["--server", ws, "--publish", "ws", ca[0], ca[1]];
+    cases.extend(both(&plain, "--ca applies to wss:// and https://"));
+    let https_post = [
+        "--server",
+        ws,
+        "--publish",
+        "POST https://127.0.0.1:9/p",
+        ca[0],
+        ca[1],
     ];
+    cases.extend(both(&https_post, "--ca /dev/null"));
+    // rtcheck's /control plane is loopback and plain: not through --connect-to.
+    let control = [
+        "bench",
+        "fanout",
+        "--server",
+        "ws://hub.test/ws",
+        "--connect-to",
+        "127.0.0.1:9",
+    ];
+    cases.push((control.to_vec(), "loopback-only and plain"));
     for (args, want) in cases {
-        let (code, out, err) = rtcheck(args);
+        let (code, out, err) = rtcheck(&args);
         assert_eq!(code, Some(2), "{args:?}: {out}\n{err}");
         assert!(err.contains(want), "{args:?}: {err}");
         assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
