@@ -172,7 +172,8 @@ fn what_would_be_dropped_or_go_elsewhere_is_refused_in_one_line() {
     let post_far = "POST http://10.0.0.1:9/p?token=s3cretvalue";
     let ws = "ws://127.0.0.1:9/ws";
     let userinfo = "ws://u:s3cretvalue@127.0.0.1:9/ws";
-    let post_userinfo = "POST http://u:s3cretvalue@127.0.0.1:9/p";
+    // A short password too: clap's own echo of a refused --publish value is left out.
+    let post_userinfo = "POST http://u:pw@127.0.0.1:9/p";
     let ca = ["--ca", "/dev/null"];
     let both = |extra: &[&'static str], want: &'static str| {
         let mut v = Vec::new();
@@ -225,7 +226,10 @@ fn what_would_be_dropped_or_go_elsewhere_is_refused_in_one_line() {
         assert_eq!(code, Some(2), "{args:?}: {out}\n{err}");
         assert!(err.contains(want), "{args:?}: {err}");
         assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
-        assert!(!err.contains("s3cretvalue"), "{args:?}: {err}");
+        assert!(
+            !err.contains("s3cretvalue") && !err.contains(":pw@"),
+            "{args:?}: {err}"
+        );
     }
 }
 
