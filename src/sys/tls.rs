@@ -399,6 +399,22 @@ mod tests {
     }
 
     #[test]
+    fn a_silent_peer_ends_the_blocking_handshake_at_its_deadline() {
+        // Accepts (the kernel's backlog) and never answers the ClientHello.
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let tcp = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let before = Some(Duration::from_secs(30));
+        tcp.set_read_timeout(before).unwrap();
+        let tls = Tls::new(&Trust::default(), "hub.test", &[]).unwrap();
+        let t0 = Instant::now();
+        let e = SyncStream::over(tcp, Some(&tls), Duration::from_millis(300))
+            .err()
+            .expect("no answer is no handshake");
+        assert_eq!(e.kind(), std::io::ErrorKind::TimedOut);
+        assert!(t0.elapsed() < Duration::from_secs(10), "{:?}", t0.elapsed());
+    }
+
+    #[test]
     fn each_handshake_failure_gets_its_own_hint() {
         use rustls::CertificateError as C;
         let addr: SocketAddr = "127.0.0.1:8443".parse().unwrap();
