@@ -299,15 +299,6 @@ impl SyncStream {
             let _ = s.conn.complete_io(&mut s.sock);
         }
     }
-
-    /// The TCP socket itself, the TLS state dropped (after [`SyncStream::close_notify`]
-    /// when the goodbye is due): no second descriptor, as `try_clone` would take.
-    pub fn into_tcp(self) -> std::net::TcpStream {
-        match self {
-            SyncStream::Plain(s) => s,
-            SyncStream::Tls(s) => s.sock,
-        }
-    }
 }
 
 impl Read for SyncStream {

@@ -310,30 +310,26 @@ impl Link {
         }
     }
 
-    /// Leave the way `kind` says (a silent client's socket is returned, held open). Over
-    /// TLS too: a clean leave says close_notify (and the WebSocket close) before the FIN;
-    /// a reset is SO_LINGER 0 on the TCP socket under TLS; a silent one sends nothing.
-    /// An SSE client's own socket goes on (no second descriptor to fail in a storm);
-    /// tungstenite never gives its stream back, so a WebSocket's is a clone.
-    fn leave(self, kind: Disconnect) -> Option<TcpStream> {
-        let clean = matches!(kind, Disconnect::Clean | Disconnect::Storm);
-        match self {
-            Link::Sse { mut stream, .. } => {
-                if clean {
-                    stream.close_notify();
-                }
-                client::leave_stream(stream.into_tcp(), kind)
-            }
-            Link::Ws(mut ws) => {
-                if clean {
+    /// Leave the way `kind` says (a silent client is returned, held open). Over TLS too:
+    /// a clean leave says close_notify (and the WebSocket close) before the FIN; a reset
+    /// is SO_LINGER 0 on the TCP socket under TLS; a silent one sends nothing. All on the
+    /// socket in place: no second descriptor (`try_clone`) to fail in a storm.
+    fn leave(mut self, kind: Disconnect) -> Option<Link> {
+        if matches!(kind, Disconnect::Clean | Disconnect::Storm) {
+            match &mut self {
+                Link::Sse { stream, .. } => stream.close_notify(),
+                Link::Ws(ws) => {
                     let _ = ws.close(None);
                     let _ = ws.flush();
                     ws.get_mut().close_notify();
                 }
-                let s = ws.get_ref().tcp().try_clone().ok()?;
-                client::leave_stream(s, kind)
             }
         }
+        let tcp = match &self {
+            Link::Sse { stream, .. } => stream.tcp(),
+            Link::Ws(ws) => ws.get_ref().tcp(),
+        };
+        client::leave_socket(tcp, kind).then_some(self)
     }
 }
 
