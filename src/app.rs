@@ -123,8 +123,9 @@ fn usage_error(e: clap::Error) -> ExitCode {
 }
 
 /// Flags whose values may be secrets: clap would echo a refused value (`invalid value
-/// 'Bearer s3cret' for '--header'`); the message then names the flag and the reason only.
-const SECRET_FLAGS: &[&str] = &["--header", "--control-token"];
+/// 'Bearer s3cret' for '--header'`); the message then names the flag and the reason only
+/// (a `--publish` POST URL's userinfo or query: its reason shows the URL redacted).
+const SECRET_FLAGS: &[&str] = &["--header", "--control-token", "--publish"];
 
 fn secret_free(e: &clap::Error) -> Option<String> {
     use clap::error::{ContextKind, ContextValue, ErrorKind};

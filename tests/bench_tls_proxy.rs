@@ -34,6 +34,19 @@ fn tls_proxy(certs: &Path, backend: SocketAddr) -> Proxy {
     Proxy::start(Kind::Nginx, &cfg)
 }
 
+/// nginx's access log once it has `n` lines that `want` (or what it has after 30 s):
+/// nginx writes a line when a request ends, and a WebSocket's or a stream's ends with
+/// the connection, asynchronously.
+fn log_with(proxy: &Proxy, n: usize, want: impl Fn(&str) -> bool) -> String {
+    let path = proxy.dir().join("hosts.log");
+    let read = || std::fs::read_to_string(&path).unwrap_or_default();
+    let t0 = std::time::Instant::now();
+    while read().lines().filter(|l| want(l)).count() < n && t0.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    read()
+}
+
 fn certs() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     make_certs_for(dir.path(), NAME, &format!("DNS:{NAME}"));
@@ -87,8 +100,9 @@ fn bench_fanout_through_a_tls_proxy_counts_every_round() {
     // Every client received every round, through TLS both ways.
     assert_eq!(a["accounting"]["received"].as_u64(), Some(50 * 20), "{a:#}");
     assert_eq!(a["publisher"]["sent"].as_u64(), Some(20), "{a:#}");
-    // The handshakes carried the URL's name, not the address the sockets went to.
-    let log = std::fs::read_to_string(proxy.dir().join("hosts.log")).unwrap();
+    // The handshakes carried the URL's name, not the address the sockets went to. nginx
+    // logs an upgraded connection when it ends, after rtcheck may have exited: wait.
+    let log = log_with(&proxy, 51, |l| l.ends_with(" 101"));
     let upgrades: Vec<&str> = log.lines().filter(|l| l.ends_with(" 101")).collect();
     assert!(upgrades.len() >= 51, "{log}");
     let want = format!("{NAME}:{} 101", proxy.port);
@@ -154,6 +168,122 @@ fn bad_reach_flags_are_exit_2_naming_what_is_wrong() {
 }
 
 #[test]
+fn what_would_be_dropped_or_go_elsewhere_is_refused_in_one_line() {
+    let post_far = "POST http://10.0.0.1:9/p?token=s3cretvalue";
+    let ws = "ws://127.0.0.1:9/ws";
+    let userinfo = "ws://u:s3cretvalue@127.0.0.1:9/ws";
+    // A short password too: clap's own echo of a refused --publish value is left out.
+    let post_userinfo = "POST http://u:pw@127.0.0.1:9/p";
+    let ca = ["--ca", "/dev/null"];
+    let both = |extra: &[&'static str], want: &'static str| {
+        let mut v = Vec::new();
+        for cmd in [["bench", "fanout"], ["verify", "delivery"]] {
+            let mut args = cmd.to_vec();
+            args.extend(extra);
+            v.push((args, want));
+        }
+        v
+    };
+    let mut cases = Vec::new();
+    // A POST target's socket goes to loopback too (no server needed: refused first).
+    cases.extend(both(
+        &["--server", ws, "--publish", post_far],
+        "not a loopback",
+    ));
+    // Credentials in a URL would be dropped silently: refused, never printed.
+    cases.extend(both(
+        &["--server", userinfo, "--publish", "ws"],
+        "user:password@",
+    ));
+    cases.extend(both(
+        &["--server", ws, "--publish", post_userinfo],
+        "user:password@",
+    ));
+    // --ca means nothing without TLS; with an https:// POST target it is read.
+    let plain = ["--server", ws, "--publish", "ws", ca[0], ca[1]];
+    cases.extend(both(&plain, "--ca applies to wss:// and https://"));
+    let https_post = [
+        "--server",
+        ws,
+        "--publish",
+        "POST https://127.0.0.1:9/p",
+        ca[0],
+        ca[1],
+    ];
+    cases.extend(both(&https_post, "--ca /dev/null"));
+    // rtcheck's /control plane is loopback and plain: not through --connect-to.
+    let control = [
+        "bench",
+        "fanout",
+        "--server",
+        "ws://hub.test/ws",
+        "--connect-to",
+        "127.0.0.1:9",
+    ];
+    cases.push((control.to_vec(), "loopback-only and plain"));
+    for (args, want) in cases {
+        let (code, out, err) = rtcheck(&args);
+        assert_eq!(code, Some(2), "{args:?}: {out}\n{err}");
+        assert!(err.contains(want), "{args:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+        assert!(
+            !err.contains("s3cretvalue") && !err.contains(":pw@"),
+            "{args:?}: {err}"
+        );
+    }
+}
+
+#[test]
+fn an_untrusted_post_target_stops_the_run_before_it_starts() {
+    let hub = node_ws(&[]);
+    let certs = certs();
+    let proxy = tls_proxy(certs.path(), hub.addr());
+    let to = format!("127.0.0.1:{}", proxy.port);
+    // The clients' server is trusted (--ca); the POST target on another name is not.
+    let url = format!("wss://{NAME}:{}/ws", proxy.port);
+    let ca = certs.path().join("ca.pem");
+    let publish = format!("POST https://other.test:{}/publish", proxy.port);
+    let mut args = fanout_args(&url, &to, &["--ca", ca.to_str().unwrap()]);
+    let at = args.iter().position(|a| *a == "ws").unwrap();
+    args[at] = &publish;
+    let (code, out, err) = rtcheck(&args);
+    assert_eq!(code, Some(2), "{out}\n{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(
+        err.contains("--publish POST") && err.contains("not for other.test"),
+        "{err}"
+    );
+    // verify delivery checks it before the run too.
+    let app = express_sse(&[]);
+    let proxy = tls_proxy(certs.path(), app.addr());
+    let to = format!("127.0.0.1:{}", proxy.port);
+    let server = format!("https://{NAME}:{}/live-resume", proxy.port);
+    let publish = format!("POST https://other.test:{}/publish", proxy.port);
+    let (code, out, err) = rtcheck(&[
+        "verify",
+        "delivery",
+        "--server",
+        &server,
+        "--publish",
+        &publish,
+        "--connect-to",
+        &to,
+        "--ca",
+        ca.to_str().unwrap(),
+        "--connections",
+        "2",
+        "--max-disconnect",
+        "500ms",
+    ]);
+    assert_eq!(code, Some(2), "{out}\n{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(
+        err.contains("--publish POST") && err.contains("not for other.test"),
+        "{err}"
+    );
+}
+
+#[test]
 fn verify_delivery_over_https_through_the_proxy_loses_nothing_silently() {
     let app = express_sse(&[]);
     let certs = certs();
@@ -199,8 +329,9 @@ fn verify_delivery_over_https_through_the_proxy_loses_nothing_silently() {
     let s = fixture_stats(&app);
     assert_eq!(s["missed"].as_u64(), Some(0), "{s}");
     assert_eq!(s["resumed"].as_u64(), Some(16), "{s}");
-    // Every request (the clients' GETs and the POSTs) carried the URL's name.
-    let log = std::fs::read_to_string(proxy.dir().join("hosts.log")).unwrap();
+    // Every request (the clients' GETs and the POSTs) carried the URL's name. A
+    // streamed GET is logged when it ends, maybe after rtcheck exited: wait for them.
+    let log = log_with(&proxy, 17, |_| true);
     let want = format!("{NAME}:{} ", proxy.port);
     assert!(log.lines().count() > 16, "{log}");
     assert!(log.lines().all(|l| l.starts_with(&want)), "{log}");

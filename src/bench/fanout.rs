@@ -169,38 +169,51 @@ pub fn validate(a: &FanoutOptions) -> anyhow::Result<()> {
             );
         }
     }
-    if let Some(url) = &a.server {
-        let t = target::parse(url, a.connect_to)?;
-        let (want, form) = if a.sse {
-            (
-                Proto::Sse,
-                "--transport sse: expected http(s)://HOST:PORT/PATH",
-            )
-        } else {
-            (
-                Proto::Ws,
-                "expected ws(s)://HOST:PORT/PATH (or --transport sse)",
-            )
-        };
-        if t.proto != want {
-            anyhow::bail!("--server {}: {form}", rtcheck_base::redact::url(url));
+    let server_tls = match &a.server {
+        Some(url) => validate_server(url, a)?,
+        None if a.connect_to.is_some() || a.ca.is_some() => {
+            anyhow::bail!("--connect-to and --ca go with --server (a foreign server)")
         }
-        if t.tls && a.publish == PublishVia::Server {
-            anyhow::bail!("--server {}: --publish server drives rtcheck's /control plane in plain HTTP; through TLS, publish with --publish ws or 'POST URL'", rtcheck_base::redact::url(url));
-        }
-    } else if a.connect_to.is_some() || a.ca.is_some() {
-        anyhow::bail!("--connect-to and --ca go with --server (a foreign server)");
-    }
-    if let PublishVia::Post { url } = &a.publish {
-        target::parse(url, a.connect_to).map_err(|e| anyhow::anyhow!("--publish POST: {e}"))?;
+        None => false,
+    };
+    if a.ca.is_some() && !server_tls && !a.publish.is_tls() {
+        anyhow::bail!("--ca applies to wss:// and https://");
     }
     if a.ca.is_some() {
         crate::sys::tls::client_config(&trust(a), &[])?;
     }
+    a.publish.post(a.connect_to, &trust(a))?;
     validate_publish(a)?;
     let (_, hard) = limits::raise_nofile_to_hard()?;
     limits::check_fd_budget(a.connections, hard)?;
     Ok(())
+}
+
+/// `--server URL`: its form for the transport, where it goes, and what may publish to
+/// it; whether it is TLS.
+fn validate_server(url: &str, a: &FanoutOptions) -> anyhow::Result<bool> {
+    let t = target::parse(url, a.connect_to)?;
+    let (want, form) = if a.sse {
+        (
+            Proto::Sse,
+            "--transport sse: expected http(s)://HOST:PORT/PATH",
+        )
+    } else {
+        (
+            Proto::Ws,
+            "expected ws(s)://HOST:PORT/PATH (or --transport sse)",
+        )
+    };
+    if t.proto != want {
+        anyhow::bail!("--server {}: {form}", rtcheck_base::redact::url(url));
+    }
+    if t.tls && a.publish == PublishVia::Server {
+        anyhow::bail!("--server {}: --publish server drives rtcheck's /control plane in plain HTTP; through TLS, publish with --publish ws or 'POST URL'", rtcheck_base::redact::url(url));
+    }
+    if a.connect_to.is_some() && a.publish == PublishVia::Server {
+        anyhow::bail!("--connect-to: --publish server drives rtcheck's own /control plane, which is loopback-only and plain; publish with --publish ws or 'POST URL'");
+    }
+    Ok(t.tls)
 }
 
 /// The publishing flags: only with --server; a template that carries seq and ts (or the
@@ -250,26 +263,27 @@ fn validate_publish(a: &FanoutOptions) -> anyhow::Result<()> {
 
 /// What the TLS clients trust (`--ca`).
 fn trust(a: &FanoutOptions) -> crate::sys::tls::Trust {
-    crate::sys::tls::Trust {
-        ca: a.ca.clone(),
-        insecure: false,
-    }
+    crate::sys::tls::Trust::with_ca(a.ca.clone())
 }
 
 /// One TCP connect to --server (and its TLS handshake on wss/https) before anything
-/// starts: a refused or unreachable server, or a certificate not trusted, is one line at
-/// once, not a report of nothing.
+/// starts: a refused or unreachable server, or a certificate not trusted (the server's
+/// or an https:// POST target's), is one line at once, not a report of nothing.
 fn probe(url: &str, a: &FanoutOptions) -> anyhow::Result<()> {
-    let t = target::parse(url, a.connect_to)?;
-    let addr = t.addr;
+    let s = super::publisher::Endpoint::new(url, a.connect_to, &trust(a))?;
+    let addr = s.target.addr;
     let limit = a
         .connect_timeout
         .min(Duration::from_secs(5))
         .max(Duration::from_millis(100));
     let shown = rtcheck_base::redact::url(url);
-    if t.tls {
-        let tls = crate::sys::tls::Tls::new(&trust(a), &t.host, &["http/1.1"])?;
-        return crate::sys::tls::check_handshake(addr, &tls, limit)
+    if let Some(p) = a.publish.post(a.connect_to, &trust(a))? {
+        p.check_tls(limit)
+            .map_err(|e| anyhow::anyhow!("--publish {}: {e}", a.publish.name()))?;
+    }
+    if s.tls.is_some() {
+        return s
+            .check_tls(limit)
             .map_err(|e| anyhow::anyhow!("--server {shown}: {e}"));
     }
     std::net::TcpStream::connect_timeout(&addr, limit)

@@ -3,8 +3,9 @@
 //! and reports to the orchestrator as JSON lines on stdout (see [`super::wire`]).
 //! Runs in its own process so it stays under its own open-files limit and the server's
 //! allocator and scheduler are not measured together with it.
+use super::publisher::Endpoint;
 use super::stats::{self, ClientSamples};
-use super::target::{self, Proto};
+use super::target::Proto;
 use super::wire::ScheduleSeen;
 use super::wire::{Event, LoadgenResult, CMD_CLOSE_SLOW, CMD_CUTOFF, CMD_PUBLISH, CMD_STOP};
 use crate::sys::tls::{Stream, Tls, Trust};
@@ -72,8 +73,10 @@ struct Cfg {
     authority: String,
     /// wss:// and https://: set up once, a handshake per client.
     tls: Option<Tls>,
-    trust: Trust,
-    connect_to: Option<SocketAddr>,
+    /// The clients' URL resolved, for a `--publish ws` publisher.
+    server: Endpoint,
+    /// `--publish 'POST URL'`: its target, resolved and set up once.
+    post: Option<Endpoint>,
     rounds: u64,
     slow_rcvbuf: u32,
     read_buffer: usize,
@@ -116,20 +119,30 @@ const CLOSE_SLOW: u8 = 1;
 const STOP: u8 = 2;
 
 pub fn run(a: LoadgenOptions) -> anyhow::Result<std::process::ExitCode> {
-    let t = target::parse(&a.url, a.connect_to)?;
-    let trust = Trust {
-        ca: a.ca.clone(),
-        insecure: false,
-    };
-    let tls = t
-        .tls
-        .then(|| Tls::new(&trust, &t.host, &["http/1.1"]))
-        .transpose()?;
     if a.slow > a.connections {
         anyhow::bail!("--slow {} exceeds --connections {}", a.slow, a.connections);
     }
+    let cfg = Arc::new(config(&a)?);
     let (_, hard) = limits::raise_nofile_to_hard()?;
     limits::check_fd_budget(a.connections, hard)?;
+    let cores = clock::cores();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(cores as usize)
+        .enable_all()
+        .build()?;
+    let result = rt.block_on(drive(a, cfg, cores))?;
+    emit(&Event::Result(Box::new(result)));
+    // Sockets close with the runtime; do not wait for lingering tasks.
+    rt.shutdown_timeout(Duration::from_millis(500));
+    Ok(std::process::ExitCode::SUCCESS)
+}
+
+/// What every client shares: the target resolved, its TLS and the publisher's set up
+/// once (`--ca` read here, before any async code), the decoder.
+fn config(a: &LoadgenOptions) -> anyhow::Result<Cfg> {
+    let trust = Trust::with_ca(a.ca.clone());
+    let server = Endpoint::new(&a.url, a.connect_to, &trust)?;
+    let post = a.publish.post(a.connect_to, &trust)?;
     let message = a.message.as_deref().map(super::template::Template::parse);
     let decoder = super::template::Decoder::from_flags(
         a.seq_path.as_deref(),
@@ -137,32 +150,23 @@ pub fn run(a: LoadgenOptions) -> anyhow::Result<std::process::ExitCode> {
         message.as_ref(),
     )
     .map_err(anyhow::Error::msg)?;
-    let cores = clock::cores();
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(cores as usize)
-        .enable_all()
-        .build()?;
-    let cfg = Arc::new(Cfg {
+    let t = server.target.clone();
+    Ok(Cfg {
         proto: t.proto,
         addr: t.addr,
         url: a.url.clone(),
         shown: rtcheck_base::redact::url(&a.url),
         path: t.path,
         authority: t.authority,
-        tls,
-        trust,
-        connect_to: a.connect_to,
+        tls: server.tls.clone(),
+        server,
+        post,
         rounds: a.rounds,
         slow_rcvbuf: a.slow_rcvbuf,
         read_buffer: a.read_buffer.max(1024),
         decoder,
         subscribe: a.subscribe.clone(),
-    });
-    let result = rt.block_on(drive(a, cfg, cores))?;
-    emit(&Event::Result(Box::new(result)));
-    // Sockets close with the runtime; do not wait for lingering tasks.
-    rt.shutdown_timeout(Duration::from_millis(500));
-    Ok(std::process::ExitCode::SUCCESS)
+    })
 }
 
 fn emit(ev: &Event) {
@@ -240,8 +244,8 @@ fn spawn_publisher(
     let plan = Plan {
         via: a.publish.clone(),
         ws_url: cfg.url.clone(),
-        connect_to: cfg.connect_to,
-        trust: cfg.trust.clone(),
+        ws: cfg.server.clone(),
+        post: cfg.post.clone(),
         message: super::template::Template::parse(
             a.message
                 .as_deref()
@@ -546,8 +550,10 @@ async fn connect_tcp(cfg: &Cfg, slow: bool, out: &mut ClientOut) -> Result<Strea
         .await
         .map_err(|_| format!("{}: TLS handshake timed out after 10s", cfg.addr))?
         .map_err(|e| {
-            let e = crate::sys::tls::explain(&e);
-            format!("{}: TLS handshake: {e}", cfg.addr)
+            let why = cfg.tls.as_ref().map_or(e.to_string(), |t| {
+                t.explain(&e, cfg.addr, Duration::from_secs(10))
+            });
+            format!("{}: TLS handshake: {why}", cfg.addr)
         })
 }
 
@@ -769,6 +775,11 @@ async fn sse_session<S: AsyncRead + AsyncWrite + Unpin>(
     );
     stream
         .write_all(req.as_bytes())
+        .await
+        .map_err(|e| format!("{}: write request: {e}", cfg.shown))?;
+    // Over TLS the request may still sit in rustls' buffer: reads never flush it.
+    stream
+        .flush()
         .await
         .map_err(|e| format!("{}: write request: {e}", cfg.shown))?;
     let mut buf = vec![0u8; cfg.read_buffer];

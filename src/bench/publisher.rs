@@ -17,6 +17,9 @@ use rtcheck_base::os::clock;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
+/// Longest a publisher's TLS handshake may take.
+const HANDSHAKE: Duration = Duration::from_secs(10);
+
 /// How messages reach the server's clients.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PublishVia {
@@ -29,8 +32,8 @@ pub enum PublishVia {
 }
 
 impl PublishVia {
-    /// `server`, `ws`, or `POST http(s)://HOST:PORT/PATH` (loopback, or any name with
-    /// --connect-to: where the socket goes is checked with it, [`target::parse`]).
+    /// `server`, `ws`, or `POST http(s)://HOST:PORT/PATH`: the URL's form here; where its
+    /// socket goes (loopback, or --connect-to) is checked by [`PublishVia::post`].
     pub fn parse(s: &str) -> Result<PublishVia, String> {
         let t = s.trim();
         match t {
@@ -48,9 +51,7 @@ impl PublishVia {
                     rtcheck_base::redact::url(t)
                 )
             })?;
-        // The URL's form here; its host (loopback, or --connect-to) where both are known.
-        let dummy = Some(std::net::SocketAddr::from(([127, 0, 0, 1], 1)));
-        match target::parse(url, dummy) {
+        match target::parse_url(url) {
             Ok(t) if t.proto == Proto::Sse => Ok(PublishVia::Post { url: url.into() }),
             Ok(_) => Err(format!(
                 "--publish POST {}: expected an http:// or https:// URL",
@@ -74,6 +75,55 @@ impl PublishVia {
             PublishVia::Server => "server".into(),
             PublishVia::Ws => "ws".into(),
             PublishVia::Post { url } => format!("POST {}", rtcheck_base::redact::url(url)),
+        }
+    }
+
+    /// A POST to an https:// URL.
+    pub fn is_tls(&self) -> bool {
+        matches!(self, PublishVia::Post { url } if target::parse_url(url).is_ok_and(|u| u.tls))
+    }
+
+    /// The POST target, resolved: loopback, or through `connect_to` (the one check of
+    /// where its socket goes), with its TLS set up; None for `server` and `ws`.
+    pub fn post(
+        &self,
+        connect_to: Option<SocketAddr>,
+        trust: &Trust,
+    ) -> anyhow::Result<Option<Endpoint>> {
+        match self {
+            PublishVia::Post { url } => Endpoint::new(url, connect_to, trust)
+                .map(Some)
+                .map_err(|e| anyhow::anyhow!("--publish POST: {e:#}")),
+            _ => Ok(None),
+        }
+    }
+}
+
+/// Where one of the publisher's connections goes, resolved, with its TLS set up once
+/// (before any async code: `--ca` is read and parsed here, not per connection).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Endpoint {
+    pub target: target::Target,
+    pub tls: Option<Tls>,
+}
+
+impl Endpoint {
+    pub fn new(
+        url: &str,
+        connect_to: Option<SocketAddr>,
+        trust: &Trust,
+    ) -> anyhow::Result<Endpoint> {
+        let target = target::parse(url, connect_to)?;
+        let tls = target.tls(trust)?;
+        Ok(Endpoint { target, tls })
+    }
+
+    /// Over TLS, one connect and handshake within `limit` before the run: a certificate
+    /// not trusted (or not for the name) is one error now. Nothing on plain HTTP.
+    pub fn check_tls(&self, limit: Duration) -> Result<(), String> {
+        match &self.tls {
+            Some(tls) => crate::sys::tls::check_handshake(self.target.addr, tls, limit),
+            None => Ok(()),
         }
     }
 }
@@ -110,12 +160,12 @@ pub fn parse_header(h: &str) -> Result<(String, String), String> {
 
 pub struct Plan {
     pub via: PublishVia,
-    /// Where the WebSocket publisher connects (the clients' URL).
+    /// Where the WebSocket publisher connects (the clients' URL, for its handshake).
     pub ws_url: String,
-    /// `--connect-to`: where its sockets go (and a POST's), the URLs keeping their names.
-    pub connect_to: Option<SocketAddr>,
-    /// What its TLS connections trust (`--ca`).
-    pub trust: Trust,
+    /// The clients' URL resolved (`--connect-to`), with its TLS.
+    pub ws: Endpoint,
+    /// `--publish 'POST URL'`: the POST's, resolved.
+    pub post: Option<Endpoint>,
     pub message: Template,
     pub subscribe: Option<String>,
     pub headers: Vec<(String, String)>,
@@ -136,13 +186,14 @@ pub async fn connect(plan: &Plan) -> Result<Ready, String> {
         return Ok(Ready::Post);
     }
     let url = rtcheck_base::redact::url(&plan.ws_url);
-    let t =
-        target::parse(&plan.ws_url, plan.connect_to).map_err(|e| format!("publisher: {e:#}"))?;
-    let tls = tls_for(&t, &plan.trust).map_err(|e| format!("publisher: {url}: {e:#}"))?;
-    let s = tokio::time::timeout(Duration::from_secs(10), open(t.addr, tls.as_ref()))
-        .await
-        .map_err(|_| format!("publisher: {url}: connect timed out after 10s"))?
-        .map_err(|e| format!("publisher: {url}: {e}"))?;
+    let ws = &plan.ws;
+    let s = tokio::time::timeout(
+        Duration::from_secs(10),
+        open(ws.target.addr, ws.tls.as_ref()),
+    )
+    .await
+    .map_err(|_| format!("publisher: {url}: connect timed out after 10s"))?
+    .map_err(|e| format!("publisher: {url}: {e}"))?;
     let (mut ws, _) = tokio::time::timeout(
         Duration::from_secs(10),
         tokio_tungstenite::client_async(plan.ws_url.as_str(), s),
@@ -158,13 +209,6 @@ pub async fn connect(plan: &Plan) -> Result<Ready, String> {
     Ok(Ready::Ws(Box::new(ws)))
 }
 
-/// The TLS side of a target, when it has one.
-fn tls_for(t: &target::Target, trust: &Trust) -> anyhow::Result<Option<Tls>> {
-    t.tls
-        .then(|| Tls::new(trust, &t.host, &["http/1.1"]))
-        .transpose()
-}
-
 /// TCP to `addr` (TCP_NODELAY on), then TLS when asked (unbounded: the caller bounds it).
 async fn open(addr: SocketAddr, tls: Option<&Tls>) -> Result<Stream, String> {
     let s = tokio::net::TcpStream::connect(addr)
@@ -172,10 +216,8 @@ async fn open(addr: SocketAddr, tls: Option<&Tls>) -> Result<Stream, String> {
         .map_err(|e| format!("connect {addr}: {e}"))?;
     let _ = s.set_nodelay(true);
     Stream::over(s, tls).await.map_err(|e| {
-        format!(
-            "TLS handshake with {addr}: {}",
-            crate::sys::tls::explain(&e)
-        )
+        let why = tls.map_or(e.to_string(), |t| t.explain(&e, addr, HANDSHAKE));
+        format!("TLS handshake with {addr}: {why}")
     })
 }
 
@@ -261,24 +303,14 @@ enum Target {
 }
 
 fn plan_target(plan: &Plan) -> Target {
-    match &plan.via {
-        PublishVia::Post { url } => {
-            // Checked before the run (fanout's validate, delivery's flags): an error here
-            // fails every send with its reason.
-            let t = target::parse(url, plan.connect_to).map_err(|e| format!("publisher: {e:#}"));
-            let tls = t.as_ref().ok().map(|t| tls_for(t, &plan.trust));
-            let request = match (&t, &tls) {
-                (Err(e), _) => Err(e.clone()),
-                (_, Some(Err(e))) => Err(format!("publisher: {e:#}")),
-                (Ok(t), _) => post_target(t, &plan.headers).map(Box::new),
-            };
-            Target::Post {
-                addr: t.map_or(SocketAddr::from(([127, 0, 0, 1], 0)), |t| t.addr),
-                tls: tls.and_then(Result::ok).flatten(),
-                request,
-            }
-        }
-        _ => Target::Ws,
+    match &plan.post {
+        // An error here (a -H the HTTP library refuses) fails every send with its reason.
+        Some(e) => Target::Post {
+            addr: e.target.addr,
+            tls: e.tls.clone(),
+            request: post_target(&e.target, &plan.headers).map(Box::new),
+        },
+        None => Target::Ws,
     }
 }
 
@@ -402,9 +434,7 @@ async fn post(
     body: String,
 ) -> Result<(), String> {
     // A query value may be a token: errors show the path redacted (`t.url`).
-    let open_still =
-        |c: &WireConn<Stream>| c.reusable() && crate::load::conn::idle_open(c.stream().tcp());
-    if !conn.as_ref().is_some_and(open_still) {
+    if !conn.as_ref().is_some_and(WireConn::open_still) {
         let s = tokio::time::timeout(Duration::from_secs(10), open(addr, tls))
             .await
             .map_err(|_| format!("publisher: POST {addr}: connect timed out"))?
@@ -452,12 +482,18 @@ mod tests {
                 url: "http://127.0.0.1:9/publish".into()
             })
         );
-        // The host is checked where --connect-to is known (fanout's validate, delivery's
-        // flags); the form here.
-        let far = "http://u:pw@10.0.0.1:9/p?token=s3cretvalue";
-        assert!(PublishVia::parse(&format!("POST {far}")).is_ok());
-        let e = format!("{:#}", target::parse(far, None).unwrap_err());
-        assert!(!e.contains("pw@") && !e.contains("s3cretvalue"), "{e}");
+        // The host is checked where --connect-to is known (`post`); the form here.
+        let far = "http://10.0.0.1:9/p?token=s3cretvalue";
+        let via = PublishVia::parse(&format!("POST {far}")).unwrap();
+        let e = format!("{:#}", via.post(None, &Trust::default()).unwrap_err());
+        assert!(
+            e.contains("not a loopback") && !e.contains("s3cretvalue"),
+            "{e}"
+        );
+        let to = Some(SocketAddr::from(([127, 0, 0, 1], 9)));
+        assert!(via.post(to, &Trust::default()).unwrap().is_some());
+        let e = PublishVia::parse("POST http://u:pw@127.0.0.1:9/p").unwrap_err();
+        assert!(!e.contains("pw"), "{e}");
         let e = PublishVia::parse("POST http://u:pw@/p?token=s3cretvalue").unwrap_err();
         assert!(!e.contains("pw@") && !e.contains("s3cretvalue"), "{e}");
         assert!(PublishVia::parse("POST https://api.example.com/publish").is_ok());

@@ -3,6 +3,7 @@
 //! the other for it. Sockets go to loopback only: the URL's host, or `--connect-to
 //! ADDR:PORT` (a tunnel or the proxy on this host) while the URL keeps the real name for
 //! TLS (SNI, the certificate) and the Host header.
+use crate::sys::tls::Tls;
 use std::net::SocketAddr;
 
 /// The transport a target URL names.
@@ -66,10 +67,29 @@ fn split_authority(a: &str) -> Option<(&str, Option<&str>)> {
     (name_ok || ip_ok).then_some((host, port))
 }
 
-/// Parse and check a target URL: scheme, host, port, path; sockets go to `connect_to`
-/// when given (loopback, checked by [`parse_connect_to`]), else to the URL's host, which
-/// must then be loopback.
-pub fn parse(url: &str, connect_to: Option<SocketAddr>) -> anyhow::Result<Target> {
+/// A target URL's form, before it is known where its sockets go.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Url {
+    pub proto: Proto,
+    /// wss:// or https://.
+    pub tls: bool,
+    /// The host as written (`[::1]` keeps its brackets).
+    pub host: String,
+    /// The port the URL names, if it names one.
+    pub port: Option<u16>,
+    /// The port its scheme implies (0: tcp://, none).
+    default_port: u16,
+    /// The Host header: host, and the port when the URL gives one.
+    pub authority: String,
+    /// Path and query.
+    pub path: String,
+    /// The URL as messages show it (redacted).
+    pub shown: String,
+}
+
+/// Parse a target URL's form: scheme, host, port, path. Pure: where the sockets go (and
+/// the loopback check) is [`Url::resolve`]'s.
+pub fn parse_url(url: &str) -> anyhow::Result<Url> {
     let shown = || rtcheck_base::redact::url(url);
     let (proto, tls, default_port, rest) = scheme(url).ok_or_else(|| {
         anyhow::anyhow!(
@@ -82,46 +102,89 @@ pub fn parse(url: &str, connect_to: Option<SocketAddr>) -> anyhow::Result<Target
         Some(i) => (&rest[..i], rest[i..].to_string()),
         None => (rest, "/".to_string()),
     };
-    // Userinfo is no part of where the socket goes, nor of the Host header.
-    let auth = auth.rsplit_once('@').map_or(auth, |(_, a)| a);
+    // Credentials would be dropped silently (no part of the socket nor of the Host
+    // header): refused, never shown.
+    if auth.contains('@') {
+        anyhow::bail!(
+            "{}: user:password@ in the URL is not sent; remove it (a token goes in -H or the query)",
+            shown()
+        );
+    }
     let (host, port) = split_authority(auth)
         .ok_or_else(|| anyhow::anyhow!("{}: not a host name or IP address", shown()))?;
-    // A plain URL on loopback names its port (as before); TLS and --connect-to imply one.
-    let port: u16 = match port {
-        Some(p) => p
-            .parse()
-            .map_err(|_| anyhow::anyhow!("{}: {p:?} is not a port", shown()))?,
-        None if (tls || connect_to.is_some()) && default_port != 0 => default_port,
-        None => anyhow::bail!(
-            "{}: host must be a loopback IP with a port, e.g. ws://127.0.0.1:8080/ws \
-             (another host: run rtcheck there, or forward a port, ssh -L 8080:127.0.0.1:PORT HOST)",
-            shown()
-        ),
-    };
-    if port == 0 {
+    let port = port
+        .map(|p| {
+            p.parse::<u16>()
+                .map_err(|_| anyhow::anyhow!("{}: {p:?} is not a port", shown()))
+        })
+        .transpose()?;
+    if port == Some(0) {
         anyhow::bail!("{}: port 0 is not a server address", shown());
     }
-    if tls && proto == Proto::Raw {
-        anyhow::bail!("{}: tcp:// has no TLS form", shown());
-    }
-    let addr = match connect_to {
-        Some(a) => a,
-        None => loopback_host(host, port).map_err(|e| anyhow::anyhow!("{}: {e}", shown()))?,
-    };
     // The Host header as the URL wrote it: with the port only when it names one.
-    let authority = if auth.contains(':') && !auth.ends_with(']') {
-        format!("{host}:{port}")
-    } else {
-        host.to_string()
+    let authority = match port {
+        Some(p) => format!("{host}:{p}"),
+        None => host.to_string(),
     };
-    Ok(Target {
+    Ok(Url {
         proto,
         tls,
         host: host.to_string(),
+        port,
+        default_port,
         authority,
-        addr,
         path,
+        shown: shown(),
     })
+}
+
+impl Url {
+    /// Where its sockets go: `connect_to` when given (loopback, checked by
+    /// [`parse_connect_to`]), else the URL's host, which must be loopback. A plain URL on
+    /// loopback names its port; TLS and `--connect-to` imply the scheme's.
+    pub fn resolve(self, connect_to: Option<SocketAddr>) -> anyhow::Result<Target> {
+        let shown = || self.shown.clone();
+        let port = match self.port {
+            Some(p) => p,
+            None if (self.tls || connect_to.is_some()) && self.default_port != 0 => {
+                self.default_port
+            }
+            None => anyhow::bail!(
+                "{}: host must be a loopback IP with a port, e.g. ws://127.0.0.1:8080/ws \
+                 (another host: run rtcheck there, or forward a port, ssh -L 8080:127.0.0.1:PORT HOST)",
+                shown()
+            ),
+        };
+        let addr = match connect_to {
+            Some(a) => a,
+            None => {
+                loopback_host(&self.host, port).map_err(|e| anyhow::anyhow!("{}: {e}", shown()))?
+            }
+        };
+        Ok(Target {
+            proto: self.proto,
+            tls: self.tls,
+            host: self.host,
+            authority: self.authority,
+            addr,
+            path: self.path,
+        })
+    }
+}
+
+/// Parse and check a target URL ([`parse_url`]) and where its sockets go
+/// ([`Url::resolve`]).
+pub fn parse(url: &str, connect_to: Option<SocketAddr>) -> anyhow::Result<Target> {
+    parse_url(url)?.resolve(connect_to)
+}
+
+impl Target {
+    /// The TLS side (wss://, https://), set up once: `trust`'s roots, the URL's host.
+    pub fn tls(&self, trust: &crate::sys::tls::Trust) -> anyhow::Result<Option<Tls>> {
+        self.tls
+            .then(|| Tls::new(trust, &self.host, &["http/1.1"]))
+            .transpose()
+    }
 }
 
 /// The URL's own host as the socket address: an IP literal or `localhost`, on loopback.
@@ -214,11 +277,17 @@ mod tests {
             ("hub.test", "hub.test")
         );
         assert_eq!(t.addr, to);
-        let t = parse("wss://u:p@hub.test:8443", Some(to)).unwrap();
+        let t = parse("wss://hub.test:8443", Some(to)).unwrap();
         assert_eq!(
             (t.authority.as_str(), t.path.as_str()),
             ("hub.test:8443", "/")
         );
+        // Credentials in the URL would be dropped: refused, the password never shown.
+        let e = format!(
+            "{:#}",
+            parse("ws://u:s3cret@127.0.0.1:8080/", None).unwrap_err()
+        );
+        assert!(e.contains("user:password@") && !e.contains("s3cret"), "{e}");
         let t = parse("ws://staging.example.com/ws", Some(to)).unwrap();
         assert_eq!(
             (t.tls, t.authority.as_str()),

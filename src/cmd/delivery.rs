@@ -172,69 +172,19 @@ fn foreign_target(
     f: &DeliveryFlags,
     size: u64,
 ) -> anyhow::Result<Option<delivery::foreign::ForeignTarget>> {
-    use crate::bench::publisher::PublishVia;
-    use crate::bench::target::{self, Proto};
-    use delivery::foreign::{ForeignTarget, Resume};
-    let via = match &f.publish {
-        None | Some(PublishVia::Server) => {
-            let foreign_only = f.message.is_some()
-                || f.subscribe.is_some()
-                || f.seq_path.is_some()
-                || f.ts_path.is_some()
-                || !f.headers.is_empty()
-                || f.resume.is_some()
-                || f.reach.connect_to.is_some()
-                || f.reach.ca.is_some();
-            if foreign_only {
-                anyhow::bail!("--message, --subscribe, --seq-path, --ts-path, -H, --resume, --connect-to and --ca go with --publish ws or --publish 'POST URL' (a foreign --server)");
-            }
-            return Ok(None);
-        }
-        Some(v) => v.clone(),
+    use delivery::foreign::ForeignTarget;
+    let Some(via) = foreign_via(f)? else {
+        return Ok(None);
     };
-    if f.delivery.is_some() || f.ring.is_some() || f.session_ttl.is_some() {
-        anyhow::bail!("--delivery, --ring and --session-ttl set up rtcheck's own server; with --publish the server is yours (its resume is --resume)");
-    }
     let url = f.server.as_deref().ok_or_else(|| {
         anyhow!(
             "--publish {}: needs --server URL (the foreign server's clients' URL)",
             via.name()
         )
     })?;
-    let connect_to = f.reach.connect_to;
-    let tg = target::parse(url, connect_to).map_err(|e| anyhow!("--server {e}"))?;
-    let shown = rtcheck_base::redact::url(url);
-    let ws = match tg.proto {
-        Proto::Ws => true,
-        Proto::Sse => false,
-        Proto::Raw => anyhow::bail!(
-            "--server {shown}: tcp:// has no delivery runs; use ws(s):// or http(s):// (SSE)"
-        ),
-    };
-    if let PublishVia::Post { url } = &via {
-        target::parse(url, connect_to).map_err(|e| anyhow!("--publish POST: {e}"))?;
-    }
-    let trust = f.reach.trust()?;
-    let tls = tg
-        .tls
-        .then(|| crate::sys::tls::Tls::new(&trust, &tg.host, &["http/1.1"]))
-        .transpose()?;
-    let transport = if ws { "websocket" } else { "sse" };
-    if f.transport.as_deref().is_some_and(|t| t != transport) {
-        anyhow::bail!(
-            "--transport {}: the --server URL {shown} is {transport}",
-            f.transport.as_deref().unwrap_or_default()
-        );
-    }
-    if via == PublishVia::Ws && !ws {
-        anyhow::bail!("--publish ws needs a ws:// or wss:// --server (rtcheck publishes on a WebSocket of its own there); for SSE use --publish 'POST URL'");
-    }
-    if !f.headers.is_empty() && !matches!(via, PublishVia::Post { .. }) {
-        anyhow::bail!("-H goes with --publish 'POST URL'");
-    }
-    if !ws && f.subscribe.is_some() {
-        anyhow::bail!("--subscribe: an SSE client sends nothing after connecting; put the channel in the --server URL");
-    }
+    let (server, post) = foreign_endpoints(f, url, &via)?;
+    let ws = server.target.proto == crate::bench::target::Proto::Ws;
+    check_foreign_flags(f, &via, ws, &rtcheck_base::redact::url(url))?;
     let headers = f
         .headers
         .iter()
@@ -254,18 +204,9 @@ fn foreign_target(
             t.min_len()
         );
     }
-    let resume = f.resume.clone().unwrap_or(if ws {
-        Resume::None
-    } else {
-        Resume::LastEventId
-    });
-    match (&resume, ws) {
-        (Resume::LastEventId, true) => anyhow::bail!("--resume last-event-id is SSE's; a WebSocket resumes by 'query since={{seq}}' or 'message TEMPLATE'"),
-        (Resume::Message(_), false) => anyhow::bail!("--resume message: an SSE client sends nothing after connecting; use last-event-id or 'query since={{seq}}'"),
-        _ => {}
-    }
+    let resume = foreign_resume(f, ws)?;
     Ok(Some(ForeignTarget {
-        url: shown,
+        url: rtcheck_base::redact::url(url),
         publish: via.name(),
         resume: resume.name().into(),
         message: f
@@ -281,13 +222,107 @@ fn foreign_target(
         resume_as: resume,
         decoder,
         ws,
-        addr: tg.addr,
-        path: tg.path,
-        authority: tg.authority,
-        tls,
-        connect_to,
-        trust,
+        server,
+        post,
     }))
+}
+
+/// `--publish ws|'POST URL'`, or None (rtcheck's protocol), where the flags of a
+/// foreign server are refused and rtcheck's own server's flags are refused with one.
+fn foreign_via(f: &DeliveryFlags) -> anyhow::Result<Option<crate::bench::publisher::PublishVia>> {
+    use crate::bench::publisher::PublishVia;
+    match &f.publish {
+        None | Some(PublishVia::Server) => {
+            let foreign_only = f.message.is_some()
+                || f.subscribe.is_some()
+                || f.seq_path.is_some()
+                || f.ts_path.is_some()
+                || !f.headers.is_empty()
+                || f.resume.is_some()
+                || f.reach.connect_to.is_some()
+                || f.reach.ca.is_some();
+            if foreign_only {
+                anyhow::bail!("--message, --subscribe, --seq-path, --ts-path, -H, --resume, --connect-to and --ca go with --publish ws or --publish 'POST URL' (a foreign --server)");
+            }
+            Ok(None)
+        }
+        Some(_) if f.delivery.is_some() || f.ring.is_some() || f.session_ttl.is_some() => {
+            anyhow::bail!("--delivery, --ring and --session-ttl set up rtcheck's own server; with --publish the server is yours (its resume is --resume)")
+        }
+        Some(v) => Ok(Some(v.clone())),
+    }
+}
+
+/// The clients' URL and the POST's, resolved (loopback, or `--connect-to`) with their
+/// TLS set up once; `--ca` only where there is TLS.
+fn foreign_endpoints(
+    f: &DeliveryFlags,
+    url: &str,
+    via: &crate::bench::publisher::PublishVia,
+) -> anyhow::Result<(
+    crate::bench::publisher::Endpoint,
+    Option<crate::bench::publisher::Endpoint>,
+)> {
+    use crate::bench::target::Proto;
+    let server_tls = crate::bench::target::parse_url(url).is_ok_and(|u| u.tls);
+    if f.reach.ca.is_some() && !server_tls && !via.is_tls() {
+        anyhow::bail!("--ca applies to wss:// and https://");
+    }
+    let connect_to = f.reach.connect_to;
+    let trust = f.reach.trust()?;
+    let server = crate::bench::publisher::Endpoint::new(url, connect_to, &trust)
+        .map_err(|e| anyhow!("--server {e}"))?;
+    if server.target.proto == Proto::Raw {
+        anyhow::bail!(
+            "--server {}: tcp:// has no delivery runs; use ws(s):// or http(s):// (SSE)",
+            rtcheck_base::redact::url(url)
+        );
+    }
+    let post = via.post(connect_to, &trust)?;
+    Ok((server, post))
+}
+
+/// The flags that must fit the foreign server's transport and the way it is published to.
+fn check_foreign_flags(
+    f: &DeliveryFlags,
+    via: &crate::bench::publisher::PublishVia,
+    ws: bool,
+    shown: &str,
+) -> anyhow::Result<()> {
+    use crate::bench::publisher::PublishVia;
+    let transport = if ws { "websocket" } else { "sse" };
+    if f.transport.as_deref().is_some_and(|t| t != transport) {
+        anyhow::bail!(
+            "--transport {}: the --server URL {shown} is {transport}",
+            f.transport.as_deref().unwrap_or_default()
+        );
+    }
+    if *via == PublishVia::Ws && !ws {
+        anyhow::bail!("--publish ws needs a ws:// or wss:// --server (rtcheck publishes on a WebSocket of its own there); for SSE use --publish 'POST URL'");
+    }
+    if !f.headers.is_empty() && !matches!(via, PublishVia::Post { .. }) {
+        anyhow::bail!("-H goes with --publish 'POST URL'");
+    }
+    if !ws && f.subscribe.is_some() {
+        anyhow::bail!("--subscribe: an SSE client sends nothing after connecting; put the channel in the --server URL");
+    }
+    Ok(())
+}
+
+/// `--resume`, or the transport's default, checked against the transport.
+fn foreign_resume(f: &DeliveryFlags, ws: bool) -> anyhow::Result<delivery::foreign::Resume> {
+    use delivery::foreign::Resume;
+    let resume = f.resume.clone().unwrap_or(if ws {
+        Resume::None
+    } else {
+        Resume::LastEventId
+    });
+    match (&resume, ws) {
+        (Resume::LastEventId, true) => anyhow::bail!("--resume last-event-id is SSE's; a WebSocket resumes by 'query since={{seq}}' or 'message TEMPLATE'"),
+        (Resume::Message(_), false) => anyhow::bail!("--resume message: an SSE client sends nothing after connecting; use last-event-id or 'query since={{seq}}'"),
+        _ => {}
+    }
+    Ok(resume)
 }
 
 /// Flags over the profile over the defaults.
@@ -333,7 +368,7 @@ pub fn options(
         }),
         profile_connections: p.connections,
         server: match &foreign {
-            Some(t) => Some(t.addr),
+            Some(t) => Some(t.server.target.addr),
             None => f.server.as_deref().map(server_addr).transpose()?,
         },
         timeout,

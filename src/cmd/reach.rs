@@ -23,10 +23,7 @@ pub struct ReachArgs {
 impl ReachArgs {
     /// What the TLS clients trust; a bad --ca is exit 2 here, before any connection.
     pub fn trust(&self) -> anyhow::Result<crate::sys::tls::Trust> {
-        let t = crate::sys::tls::Trust {
-            ca: self.ca.clone(),
-            insecure: false,
-        };
+        let t = crate::sys::tls::Trust::with_ca(self.ca.clone());
         if t.ca.is_some() {
             crate::sys::tls::client_config(&t, &[])?;
         }

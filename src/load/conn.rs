@@ -82,18 +82,21 @@ impl WireConn<TcpStream> {
         let _ = stream.set_nodelay(true);
         WireConn::over(stream)
     }
+}
 
-    /// Whether the peer has not closed this idle connection (a server's keep-alive timeout
-    /// ends it between requests): a non-blocking read, for callers with time between
-    /// requests, not the sweep's hot loop.
+impl<S: crate::sys::tls::OnTcp> WireConn<S> {
+    /// Whether the next request may go here and the peer has not closed this idle
+    /// connection (a server's keep-alive timeout ends it between requests): a non-blocking
+    /// read on the TCP socket (under TLS too), for callers with time between requests,
+    /// not the sweep's hot loop.
     pub fn open_still(&self) -> bool {
-        !self.spent && idle_open(&self.stream)
+        !self.spent && idle_open(self.stream.tcp())
     }
 }
 
 /// Whether nothing is readable on an idle socket (no FIN, no stray bytes): a
 /// non-blocking read, which may take a byte, after which the connection is not reused.
-pub fn idle_open(s: &TcpStream) -> bool {
+fn idle_open(s: &TcpStream) -> bool {
     let mut b = [0u8; 1];
     matches!(s.try_read(&mut b), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock)
 }
@@ -225,6 +228,9 @@ async fn wire_exchange<S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin>(
         .write_all(bytes)
         .await
         .map_err(|_| ErrorKind::Protocol)?;
+    // Over TLS the request may still sit in rustls' buffer (a read never flushes it); a
+    // no-op on plain TCP.
+    c.stream.flush().await.map_err(|_| ErrorKind::Protocol)?;
     let head = loop {
         match response::parse_framed(&c.buf, Limits::DEFAULT, head_only) {
             // 1xx interim answers (100 Continue, 103 Early Hints) precede the real one.

@@ -158,12 +158,7 @@ pub async fn connect(t: &Target, o: &ClientOpts, alpn: &[&str]) -> anyhow::Resul
         });
     }
     let cfg = tls_config(o, alpn)?;
-    let name = rustls::pki_types::ServerName::try_from(t.host.clone()).map_err(|_| {
-        at(
-            Step::Tls,
-            anyhow!("{}: not a valid TLS server name", t.host),
-        )
-    })?;
+    let name = crate::sys::tls::server_name(&t.host).map_err(|e| at(Step::Tls, e))?;
     let tls = step(o.timeout, || format!("TLS handshake with {peer}"), async {
         tokio_rustls::TlsConnector::from(Arc::new(cfg))
             .connect(name, tcp)

@@ -5,10 +5,12 @@
 //! (SO_RCVBUF, SO_LINGER, read timeouts, shutdown) are set on it as on a plain one.
 use anyhow::{anyhow, Context};
 use std::io::{Read, Write};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context as TaskCx, Poll};
+use std::time::{Duration, Instant};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio_rustls::rustls;
 
@@ -19,6 +21,16 @@ pub struct Trust {
     pub ca: Option<PathBuf>,
     /// Accept any certificate (probe's `--insecure`).
     pub insecure: bool,
+}
+
+impl Trust {
+    /// webpki's roots plus `--ca` (bench and verify delivery: never `--insecure`).
+    pub fn with_ca(ca: Option<PathBuf>) -> Trust {
+        Trust {
+            ca,
+            insecure: false,
+        }
+    }
 }
 
 /// The client configuration for `trust`, offering `alpn`. A bad `--ca` is one line naming
@@ -71,13 +83,31 @@ pub fn server_name(host: &str) -> anyhow::Result<rustls::pki_types::ServerName<'
         .map_err(|_| anyhow!("{host}: not a valid TLS server name"))
 }
 
-/// A TLS failure said once, with the hint that fits it (a private CA wants `--ca`).
-pub fn explain(e: &std::io::Error) -> String {
+/// A failed handshake said once, with the one hint that fits its cause: an issuer not
+/// trusted wants `--ca`; a certificate for another name says which name was checked; no
+/// answer in time asks whether the address is a TLS port at all.
+pub fn explain(e: &std::io::Error, host: &str, addr: SocketAddr, limit: Duration) -> String {
+    use rustls::CertificateError as C;
     let s = e.to_string();
-    if s.contains("certificate") || s.contains("UnknownIssuer") {
-        format!("{s} (a private or staging CA: --ca FILE with its PEM)")
-    } else {
-        s
+    let cert = e
+        .get_ref()
+        .and_then(|i| i.downcast_ref::<rustls::Error>())
+        .and_then(|r| match r {
+            rustls::Error::InvalidCertificate(c) => Some(c),
+            _ => None,
+        });
+    match (e.kind(), cert) {
+        (_, Some(C::UnknownIssuer)) => {
+            format!("{s} (a private or staging CA: --ca FILE with its PEM)")
+        }
+        (_, Some(C::NotValidForName | C::NotValidForNameContext { .. })) => {
+            format!("{s}: the certificate is not for {host} (the URL's host is checked)")
+        }
+        (std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut, _) => format!(
+            "no TLS answer within {}s (is {addr} a TLS port?)",
+            limit.as_secs_f64()
+        ),
+        _ => s,
     }
 }
 
@@ -86,6 +116,8 @@ pub fn explain(e: &std::io::Error) -> String {
 pub struct Tls {
     pub config: Arc<rustls::ClientConfig>,
     pub name: rustls::pki_types::ServerName<'static>,
+    /// The name as the URL wrote it, for messages.
+    pub host: String,
 }
 
 /// The same setup: one configuration, one name.
@@ -100,7 +132,30 @@ impl Tls {
         Ok(Tls {
             config: Arc::new(client_config(trust, alpn)?),
             name: server_name(host)?,
+            host: host.to_string(),
         })
+    }
+
+    /// [`explain`] for this name.
+    pub fn explain(&self, e: &std::io::Error, addr: SocketAddr, limit: Duration) -> String {
+        explain(e, &self.host, addr, limit)
+    }
+}
+
+/// A stream with a TCP socket under it, plain or TLS (for socket-level checks).
+pub trait OnTcp {
+    fn tcp(&self) -> &tokio::net::TcpStream;
+}
+
+impl OnTcp for tokio::net::TcpStream {
+    fn tcp(&self) -> &tokio::net::TcpStream {
+        self
+    }
+}
+
+impl OnTcp for Stream {
+    fn tcp(&self) -> &tokio::net::TcpStream {
+        Stream::tcp(self)
     }
 }
 
@@ -169,21 +224,20 @@ impl AsyncWrite for Stream {
     }
 }
 
-/// One TCP connect and TLS handshake to `addr` within `limit` each, before a run starts:
+/// One TCP connect and TLS handshake to `addr`, within `limit` each, before a run starts:
 /// a certificate not trusted (or not for the name) is one error at once. The error says
 /// which step failed.
-pub fn check_handshake(
-    addr: std::net::SocketAddr,
-    tls: &Tls,
-    limit: std::time::Duration,
-) -> Result<(), String> {
+pub fn check_handshake(addr: SocketAddr, tls: &Tls, limit: Duration) -> Result<(), String> {
     let tcp = std::net::TcpStream::connect_timeout(&addr, limit)
         .map_err(|e| format!("cannot connect to {addr}: {e}"))?;
-    let _ = tcp.set_read_timeout(Some(limit));
-    let _ = tcp.set_write_timeout(Some(limit));
-    SyncStream::over(tcp, Some(tls))
+    SyncStream::over(tcp, Some(tls), limit)
         .map(drop)
-        .map_err(|e| format!("TLS handshake with {addr}: {}", explain(&e)))
+        .map_err(|e| {
+            format!(
+                "TLS handshake with {addr}: {}",
+                tls.explain(&e, addr, limit)
+            )
+        })
 }
 
 /// A std (blocking) client connection, plain or TLS.
@@ -193,20 +247,41 @@ pub enum SyncStream {
 }
 
 impl SyncStream {
-    /// `tcp` as is, or after a complete TLS handshake (bounded by the socket's read and
-    /// write timeouts), so a certificate refused is an error here, not at the first read.
-    pub fn over(mut tcp: std::net::TcpStream, tls: Option<&Tls>) -> std::io::Result<SyncStream> {
+    /// `tcp` as is, or after a complete TLS handshake within `limit` in all (TimedOut
+    /// past it), so a certificate refused is an error here, not at the first read. The
+    /// socket's own read and write timeouts are as before afterwards.
+    pub fn over(
+        mut tcp: std::net::TcpStream,
+        tls: Option<&Tls>,
+        limit: Duration,
+    ) -> std::io::Result<SyncStream> {
         let Some(t) = tls else {
             return Ok(SyncStream::Plain(tcp));
         };
         let mut c = rustls::ClientConnection::new(t.config.clone(), t.name.clone())
             .map_err(std::io::Error::other)?;
+        let (read, write) = (tcp.read_timeout()?, tcp.write_timeout()?);
+        let deadline = Instant::now() + limit;
         while c.is_handshaking() {
-            // Nothing moved and still handshaking: the peer is gone (never a spin).
-            if c.complete_io(&mut tcp)? == (0, 0) {
-                return Err(std::io::ErrorKind::UnexpectedEof.into());
+            // Each call may wait only for what is left of the whole handshake's time.
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(std::io::ErrorKind::TimedOut.into());
+            }
+            tcp.set_read_timeout(Some(left))?;
+            tcp.set_write_timeout(Some(left))?;
+            match c.complete_io(&mut tcp) {
+                // Nothing moved and still handshaking: the peer is gone (never a spin).
+                Ok((0, 0)) => return Err(std::io::ErrorKind::UnexpectedEof.into()),
+                Ok(_) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    return Err(std::io::ErrorKind::TimedOut.into())
+                }
+                Err(e) => return Err(e),
             }
         }
+        tcp.set_read_timeout(read)?;
+        tcp.set_write_timeout(write)?;
         Ok(SyncStream::Tls(Box::new(rustls::StreamOwned::new(c, tcp))))
     }
 
@@ -312,5 +387,57 @@ mod tests {
         assert!(client_config(&Trust::default(), &["http/1.1"]).is_ok());
         assert!(server_name("hub.test").is_ok() && server_name("[::1]").is_ok());
         assert!(server_name("bad name").is_err());
+    }
+
+    #[test]
+    fn a_silent_peer_ends_the_blocking_handshake_at_its_deadline() {
+        // Accepts (the kernel's backlog) and never answers the ClientHello.
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let tcp = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let before = Some(Duration::from_secs(30));
+        tcp.set_read_timeout(before).unwrap();
+        let tls = Tls::new(&Trust::default(), "hub.test", &[]).unwrap();
+        let t0 = Instant::now();
+        let e = SyncStream::over(tcp, Some(&tls), Duration::from_millis(300))
+            .err()
+            .expect("no answer is no handshake");
+        assert_eq!(e.kind(), std::io::ErrorKind::TimedOut);
+        assert!(t0.elapsed() < Duration::from_secs(10), "{:?}", t0.elapsed());
+    }
+
+    #[test]
+    fn each_handshake_failure_gets_its_own_hint() {
+        use rustls::CertificateError as C;
+        let addr: SocketAddr = "127.0.0.1:8443".parse().unwrap();
+        let limit = Duration::from_secs(5);
+        let cert = |c: C| {
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                rustls::Error::InvalidCertificate(c),
+            )
+        };
+        let say = |e: &std::io::Error| explain(e, "hub.test", addr, limit);
+        let issuer = say(&cert(C::UnknownIssuer));
+        assert!(issuer.contains("--ca FILE"), "{issuer}");
+        let name = say(&cert(C::NotValidForName));
+        assert!(
+            name.contains("the certificate is not for hub.test (the URL's host is checked)")
+                && !name.contains("--ca"),
+            "{name}"
+        );
+        for k in [std::io::ErrorKind::WouldBlock, std::io::ErrorKind::TimedOut] {
+            let slow = say(&k.into());
+            assert_eq!(
+                slow,
+                "no TLS answer within 5s (is 127.0.0.1:8443 a TLS port?)"
+            );
+        }
+        let other = say(&cert(C::Expired));
+        assert!(
+            !other.contains("--ca") && !other.contains("not for"),
+            "{other}"
+        );
+        let eof = say(&std::io::ErrorKind::UnexpectedEof.into());
+        assert!(!eof.contains("TLS port"), "{eof}");
     }
 }

@@ -236,16 +236,23 @@ impl SseConn {
 /// Leave a socket the way `kind` says: FIN, RST (SO_LINGER 0), or (silent) kept open
 /// and returned, to be dropped when the client comes back.
 pub(super) fn leave_stream(stream: TcpStream, kind: Disconnect) -> Option<TcpStream> {
+    leave_socket(&stream, kind).then_some(stream)
+}
+
+/// [`leave_stream`] on a socket its owner holds (under TLS, a WebSocket): whether the
+/// owner must keep it open (silent) until the client comes back; else dropping it ends
+/// it (after the FIN, or as a RST).
+pub(super) fn leave_socket(stream: &TcpStream, kind: Disconnect) -> bool {
     match kind {
         Disconnect::Clean | Disconnect::Storm => {
             let _ = stream.shutdown(Shutdown::Both);
-            None
+            false
         }
         Disconnect::Reset => {
-            let _ = socket2::SockRef::from(&stream).set_linger(Some(Duration::ZERO));
-            None
+            let _ = socket2::SockRef::from(stream).set_linger(Some(Duration::ZERO));
+            false
         }
-        Disconnect::Silent => Some(stream),
+        Disconnect::Silent => true,
     }
 }
 

@@ -9,16 +9,16 @@
 //! marker (`event: gap` / a `{"from","to"}` text frame) as telling.
 use super::client::{self, Disconnect};
 use super::run::{ClientResult, Phases, RunSpec, FOREIGN_CONTROL, FOREIGN_RUN};
-use crate::bench::publisher::PublishVia;
+use crate::bench::publisher::{Endpoint, PublishVia};
 use crate::bench::seq_account::Trace;
 use crate::bench::template::{Decoder, Template};
-use crate::sys::tls::{SyncStream, Tls, Trust};
+use crate::sys::tls::SyncStream;
 use anyhow::{anyhow, bail, Context};
 use rtcheck_base::os::signal::interrupted;
 use rtcheck_wire::sse;
 use serde::Serialize;
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::net::TcpStream;
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
 use tokio_tungstenite::tungstenite;
@@ -106,23 +106,15 @@ pub struct ForeignTarget {
     pub decoder: Decoder,
     #[serde(skip)]
     pub ws: bool,
-    /// Where every socket goes (the URL's loopback host, or `--connect-to`).
+    /// The clients' URL resolved: where every socket goes (its loopback host, or
+    /// `--connect-to`), the Host header (the URL's, whatever `--connect-to` says), path
+    /// and query, and on wss:// and https:// the TLS setup, once for every client (and a
+    /// ws publisher).
     #[serde(skip)]
-    pub addr: SocketAddr,
-    /// Path and query of the clients' URL.
+    pub server: Endpoint,
+    /// `--publish 'POST URL'`: the POST's, resolved the same way.
     #[serde(skip)]
-    pub path: String,
-    /// The Host header: the URL's host (and port), whatever `--connect-to` says.
-    #[serde(skip)]
-    pub authority: String,
-    /// wss:// and https://: the TLS setup, once for every client.
-    #[serde(skip)]
-    pub tls: Option<Tls>,
-    /// `--connect-to` and `--ca`, for the publisher's own connections.
-    #[serde(skip)]
-    pub connect_to: Option<SocketAddr>,
-    #[serde(skip)]
-    pub trust: Trust,
+    pub post: Option<Endpoint>,
 }
 
 /// The foreign runs: every disconnect kind with the resume mechanism, plus the control.
@@ -173,8 +165,9 @@ struct Position {
 
 impl Link {
     fn open(t: &ForeignTarget, from: Option<&Position>) -> anyhow::Result<Link> {
-        let peer = t.addr;
-        let mut path = t.path.clone();
+        let (peer, tls) = (t.server.target.addr, t.server.tls.as_ref());
+        let authority = &t.server.target.authority;
+        let mut path = t.server.target.path.clone();
         let seq = from.and_then(|p| p.seq);
         if let (Resume::Query(q), Some(s)) = (&t.resume_as, seq) {
             let sep = if path.contains('?') { '&' } else { '?' };
@@ -185,14 +178,15 @@ impl Link {
         tcp.set_nodelay(true)?;
         tcp.set_read_timeout(Some(Duration::from_secs(5)))?;
         tcp.set_write_timeout(Some(Duration::from_secs(5)))?;
-        let mut stream = SyncStream::over(tcp, t.tls.as_ref()).map_err(|e| {
-            let e = crate::sys::tls::explain(&e);
-            anyhow!("{}: TLS handshake with {peer}: {e}", t.url)
+        let limit = Duration::from_secs(5);
+        let mut stream = SyncStream::over(tcp, tls, limit).map_err(|e| {
+            let why = tls.map_or(e.to_string(), |tls| tls.explain(&e, peer, limit));
+            anyhow!("{}: TLS handshake with {peer}: {why}", t.url)
         })?;
         if t.ws {
             // The URL's own host in the handshake (Host:), wherever the socket went.
-            let scheme = if t.tls.is_some() { "wss" } else { "ws" };
-            let url = format!("{scheme}://{}{path}", t.authority);
+            let scheme = if tls.is_some() { "wss" } else { "ws" };
+            let url = format!("{scheme}://{authority}{path}");
             let (mut ws, _) = tungstenite::client(url.as_str(), stream)
                 .map_err(|e| anyhow!("{}: WebSocket handshake: {e}", t.url))?;
             ws.get_ref().tcp().set_read_timeout(Some(TICK))?;
@@ -209,17 +203,17 @@ impl Link {
             return Ok(Link::Ws(Box::new(ws)));
         }
         stream.tcp().set_read_timeout(Some(TICK))?;
-        let mut req = format!(
-            "GET {path} HTTP/1.1\r\nHost: {}\r\nAccept: text/event-stream\r\n",
-            t.authority
-        );
+        let mut req =
+            format!("GET {path} HTTP/1.1\r\nHost: {authority}\r\nAccept: text/event-stream\r\n");
         if let (Resume::LastEventId, Some(id)) =
             (&t.resume_as, from.and_then(|p| p.sse_id.as_ref()))
         {
             req.push_str(&format!("Last-Event-ID: {id}\r\n"));
         }
         req.push_str("\r\n");
+        // rustls' write only tries to send (its errors wait for the next call): flush.
         stream.write_all(req.as_bytes())?;
+        stream.flush()?;
         let shown = format!("GET {}", rtcheck_base::redact::path_and_query(&path));
         let (framing, pending) = client::read_head(&mut stream, peer, &shown)?;
         Ok(Link::Sse {
@@ -316,28 +310,26 @@ impl Link {
         }
     }
 
-    /// Leave the way `kind` says (a silent client's socket is returned, held open). Over
-    /// TLS too: a clean leave says close_notify (and the WebSocket close) before the FIN;
-    /// a reset is SO_LINGER 0 on the TCP socket under TLS; a silent one sends nothing.
-    fn leave(self, kind: Disconnect) -> Option<TcpStream> {
-        let clean = matches!(kind, Disconnect::Clean | Disconnect::Storm);
-        match self {
-            Link::Sse { mut stream, .. } => {
-                if clean {
-                    stream.close_notify();
-                }
-                client::leave_stream(stream.tcp().try_clone().ok()?, kind)
-            }
-            Link::Ws(mut ws) => {
-                if clean {
+    /// Leave the way `kind` says (a silent client is returned, held open). Over TLS too:
+    /// a clean leave says close_notify (and the WebSocket close) before the FIN; a reset
+    /// is SO_LINGER 0 on the TCP socket under TLS; a silent one sends nothing. All on the
+    /// socket in place: no second descriptor (`try_clone`) to fail in a storm.
+    fn leave(mut self, kind: Disconnect) -> Option<Link> {
+        if matches!(kind, Disconnect::Clean | Disconnect::Storm) {
+            match &mut self {
+                Link::Sse { stream, .. } => stream.close_notify(),
+                Link::Ws(ws) => {
                     let _ = ws.close(None);
                     let _ = ws.flush();
                     ws.get_mut().close_notify();
                 }
-                let s = ws.get_ref().tcp().try_clone().ok()?;
-                client::leave_stream(s, kind)
             }
         }
+        let tcp = match &self {
+            Link::Sse { stream, .. } => stream.tcp(),
+            Link::Ws(ws) => ws.get_ref().tcp(),
+        };
+        client::leave_socket(tcp, kind).then_some(self)
     }
 }
 
@@ -437,19 +429,23 @@ pub fn measure(
         ..Phases::for_rate(o.rate)
     };
     let specs = specs(t, o.clients, o.away);
-    if let Some(tls) = &t.tls {
-        // A certificate not trusted is one line now, not every client's and the
-        // publisher's failure later.
-        crate::sys::tls::check_handshake(t.addr, tls, Duration::from_secs(5))
-            .map_err(|e| anyhow!("--server {}: {e}", t.url))?;
+    // A certificate not trusted (the server's, or an https:// POST target's) is one line
+    // now, not every client's and the publisher's failure later.
+    let limit = Duration::from_secs(5);
+    t.server
+        .check_tls(limit)
+        .map_err(|e| anyhow!("--server {}: {e}", t.url))?;
+    if let Some(p) = &t.post {
+        p.check_tls(limit)
+            .map_err(|e| anyhow!("--publish {}: {e}", t.publish))?;
     }
     // Rounds for the longest client life with a minute to spare; the stop ends it.
     let life = ph.before + o.away + ph.after + Duration::from_secs(60);
     let plan = publisher::Plan {
         via: t.via.clone(),
         ws_url: t.raw_url.clone(),
-        connect_to: t.connect_to,
-        trust: t.trust.clone(),
+        ws: t.server.clone(),
+        post: t.post.clone(),
         message: Template::parse(&t.message),
         subscribe: t.subscribe.clone(),
         headers: t.headers.clone(),
