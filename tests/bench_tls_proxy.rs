@@ -77,6 +77,26 @@ fn fanout_args<'a>(url: &'a str, to: &'a str, extra: &[&'a str]) -> Vec<&'a str>
     v
 }
 
+/// `verify delivery` against a foreign server through the proxy, small: `extra` adds the
+/// publisher, --ca and the rest.
+fn delivery_args<'a>(server: &'a str, to: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut v = vec!["verify", "delivery", "--server", server, "--connect-to", to];
+    v.extend(["--rate", "20", "--size", "256", "--connections", "4"]);
+    v.extend(["--max-disconnect", "1500ms"]);
+    v.extend(extra);
+    v
+}
+
+/// The foreign run of disconnect kind `kind` in a verify delivery JSON report.
+fn foreign_run<'a>(r: &'a Value, kind: &str) -> &'a Value {
+    let runs = r["runs"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no runs: {r:#}"));
+    runs.iter()
+        .find(|x| x["delivery"] == "foreign" && x["disconnect"] == kind)
+        .unwrap_or_else(|| panic!("no run {kind}: {r:#}"))
+}
+
 #[test]
 fn bench_fanout_through_a_tls_proxy_counts_every_round() {
     let hub = node_ws(&[]);
@@ -259,22 +279,8 @@ fn an_untrusted_post_target_stops_the_run_before_it_starts() {
     let to = format!("127.0.0.1:{}", proxy.port);
     let server = format!("https://{NAME}:{}/live-resume", proxy.port);
     let publish = format!("POST https://other.test:{}/publish", proxy.port);
-    let (code, out, err) = rtcheck(&[
-        "verify",
-        "delivery",
-        "--server",
-        &server,
-        "--publish",
-        &publish,
-        "--connect-to",
-        &to,
-        "--ca",
-        ca.to_str().unwrap(),
-        "--connections",
-        "2",
-        "--max-disconnect",
-        "500ms",
-    ]);
+    let extra = ["--publish", &publish, "--ca", ca.to_str().unwrap()];
+    let (code, out, err) = rtcheck(&delivery_args(&server, &to, &extra));
     assert_eq!(code, Some(2), "{out}\n{err}");
     assert_eq!(err.trim().lines().count(), 1, "{err}");
     assert!(
@@ -291,37 +297,23 @@ fn verify_delivery_over_https_through_the_proxy_loses_nothing_silently() {
     let base = format!("https://{NAME}:{}", proxy.port);
     let to = format!("127.0.0.1:{}", proxy.port);
     let ca = certs.path().join("ca.pem");
-    let (code, out, err) = rtcheck(&[
-        "verify",
-        "delivery",
-        "--server",
-        &format!("{base}/live-resume"),
+    let (server, publish) = (
+        format!("{base}/live-resume"),
+        format!("POST {base}/publish"),
+    );
+    let extra = [
         "--publish",
-        &format!("POST {base}/publish"),
-        "--connect-to",
-        &to,
+        &publish,
         "--ca",
         ca.to_str().unwrap(),
         "--format",
         "json",
-        "--rate",
-        "20",
-        "--size",
-        "256",
-        "--max-disconnect",
-        "1500ms",
-        "--connections",
-        "4",
-    ]);
+    ];
+    let (code, out, err) = rtcheck(&delivery_args(&server, &to, &extra));
     assert_eq!(code, Some(0), "{out}\n{err}");
     let r: Value = serde_json::from_str(&out).unwrap();
     for k in ["clean", "reset", "silent", "storm"] {
-        let x = r["runs"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|x| x["delivery"] == "foreign" && x["disconnect"] == k)
-            .unwrap_or_else(|| panic!("no run {k}: {r:#}"));
+        let x = foreign_run(&r, k);
         assert_eq!(x["lost_silently"].as_u64(), Some(0), "{x:#}");
         assert!(x["received"].as_u64().unwrap() > 0, "{x:#}");
     }
@@ -344,20 +336,11 @@ fn verify_delivery_refuses_an_untrusted_certificate_in_one_line() {
     let proxy = tls_proxy(certs.path(), app.addr());
     let base = format!("https://{NAME}:{}", proxy.port);
     let to = format!("127.0.0.1:{}", proxy.port);
-    let (code, out, err) = rtcheck(&[
-        "verify",
-        "delivery",
-        "--server",
-        &format!("{base}/live-resume"),
-        "--publish",
-        &format!("POST {base}/publish"),
-        "--connect-to",
-        &to,
-        "--connections",
-        "2",
-        "--max-disconnect",
-        "500ms",
-    ]);
+    let (server, publish) = (
+        format!("{base}/live-resume"),
+        format!("POST {base}/publish"),
+    );
+    let (code, out, err) = rtcheck(&delivery_args(&server, &to, &["--publish", &publish]));
     assert_eq!(code, Some(2), "{out}\n{err}");
     assert_eq!(err.trim().lines().count(), 1, "{err}");
     assert!(err.contains("certificate") && err.contains("--ca"), "{err}");
@@ -421,13 +404,7 @@ fn verify_delivery_over_wss_resumes_by_message_through_the_proxy() {
     let url = format!("wss://{NAME}:{}/ws", proxy.port);
     let to = format!("127.0.0.1:{}", proxy.port);
     let ca = certs.path().join("ca.pem");
-    let (code, out, err) = rtcheck(&[
-        "verify",
-        "delivery",
-        "--server",
-        &url,
-        "--connect-to",
-        &to,
+    let extra = [
         "--ca",
         ca.to_str().unwrap(),
         "--publish",
@@ -442,26 +419,14 @@ fn verify_delivery_over_wss_resumes_by_message_through_the_proxy() {
         r#"message {"resume":{seq}}"#,
         "--format",
         "json",
-        "--rate",
-        "20",
-        "--size",
-        "256",
-        "--max-disconnect",
-        "1500ms",
-        "--connections",
-        "4",
-    ]);
+    ];
+    let (code, out, err) = rtcheck(&delivery_args(&url, &to, &extra));
     assert_eq!(code, Some(0), "{out}\n{err}");
     let r: Value = serde_json::from_str(&out).unwrap();
     // Every leave (close + close_notify + FIN, RST, silent, storm) over TLS, then back
     // with the resume message: nothing lost, and the hub replayed to each client.
     for k in ["clean", "reset", "silent", "storm"] {
-        let x = r["runs"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|x| x["delivery"] == "foreign" && x["disconnect"] == k)
-            .unwrap_or_else(|| panic!("no run {k}: {r:#}"));
+        let x = foreign_run(&r, k);
         assert_eq!(x["lost"].as_u64(), Some(0), "{x:#}");
         assert!(x["received"].as_u64().unwrap() > 0, "{x:#}");
     }

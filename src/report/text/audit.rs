@@ -114,7 +114,7 @@ fn observed(f: &Finding) -> &str {
 /// and the observed value wraps between words, a path in it after a `/` (the fix of a fail
 /// or warn is in its details block right below, so the table does not repeat it).
 fn table(r: &FindingsReport, pal: Palette) -> String {
-    use super::table::{fit, Frame, Layout, Tone};
+    use super::table::Frame;
     let rows: Vec<Vec<String>> = r
         .findings
         .iter()
@@ -123,21 +123,8 @@ fn table(r: &FindingsReport, pal: Palette) -> String {
             vec![f.status.as_str().to_string(), f.id.clone(), obs]
         })
         .collect();
-    let tones: Vec<(usize, usize, Tone)> = r
-        .findings
-        .iter()
-        .enumerate()
-        .map(|(n, f)| (n, 0, Tone::of(f.status)))
-        .collect();
-    let layout = Layout {
-        keep: &[1],
-        prose: Some(2),
-        frame: Frame::Rule,
-        tones: &tones,
-        colour: pal.enabled,
-        ..Default::default()
-    };
-    let mut out = fit(&["status", "check", "observed"], &rows, pal.width, &layout);
+    let statuses: Vec<Status> = r.findings.iter().map(|f| f.status).collect();
+    let mut out = super::table::findings(&statuses, &rows, Frame::Rule, &pal);
     out.push('\n');
     out
 }

@@ -63,7 +63,7 @@ fn wrap_glued(label: &str, text: &str, width: usize) -> String {
 
 /// One URL's checks, one line each (status, id, what was measured), no header or lines.
 fn url_table(found: &[&Finding], pal: Palette) -> String {
-    use super::table::{fit, Frame, Layout, Tone};
+    use super::table::Frame;
     let rows: Vec<Vec<String>> = found
         .iter()
         .map(|f| {
@@ -79,20 +79,8 @@ fn url_table(found: &[&Finding], pal: Palette) -> String {
             ]
         })
         .collect();
-    let tones: Vec<_> = found
-        .iter()
-        .enumerate()
-        .map(|(n, f)| (n, 0, Tone::of(f.status)))
-        .collect();
-    let layout = Layout {
-        keep: &[1],
-        prose: Some(2),
-        frame: Frame::Bare,
-        tones: &tones,
-        colour: pal.enabled,
-        ..Default::default()
-    };
-    fit(&["status", "check", "observed"], &rows, pal.width, &layout)
+    let statuses: Vec<Status> = found.iter().map(|f| f.status).collect();
+    super::table::findings(&statuses, &rows, Frame::Bare, &pal)
 }
 
 pub fn render(r: &FindingsReport, pal: Palette) -> String {

@@ -86,6 +86,35 @@ pub struct Layout<'a> {
     pub colour: bool,
 }
 
+impl Layout<'_> {
+    /// The tone of row `n`, column `i`, if it has one.
+    fn tone(&self, n: usize, i: usize) -> Option<Tone> {
+        self.tones
+            .iter()
+            .find(|x| (x.0, x.1) == (n, i))
+            .map(|x| x.2)
+    }
+}
+
+/// A findings table (audit, probe): `status`, `check` (an id, kept whole), `observed`
+/// (prose), the status coloured by its tone.
+pub fn findings(statuses: &[Status], rows: &[Vec<String>], frame: Frame, pal: &Palette) -> String {
+    let tones: Vec<_> = statuses
+        .iter()
+        .enumerate()
+        .map(|(n, st)| (n, 0, Tone::of(*st)))
+        .collect();
+    let layout = Layout {
+        keep: &[1],
+        prose: Some(2),
+        frame,
+        tones: &tones,
+        colour: pal.enabled,
+        ..Default::default()
+    };
+    fit(&["status", "check", "observed"], rows, pal.width, &layout)
+}
+
 /// The narrowest a prose column gets before the table goes vertical instead.
 const MIN_PROSE: usize = 16;
 
@@ -215,13 +244,7 @@ fn render(
         t.set_header(header.iter().map(|h| h.to_string()));
     }
     for (n, r) in rows.iter().enumerate() {
-        let tone = |i: usize| {
-            layout
-                .tones
-                .iter()
-                .find(|x| (x.0, x.1) == (n, i))
-                .map(|x| x.2)
-        };
+        let tone = |i: usize| layout.tone(n, i);
         t.add_row(r.iter().enumerate().map(|(i, c)| match tone(i) {
             Some(tone) => tone.cell(Cell::new(c)),
             None => Cell::new(c),
@@ -260,13 +283,7 @@ fn vertical(header: &[&str], rows: &[Vec<String>], width: usize, layout: &Layout
         if n > 0 {
             out.push('\n');
         }
-        let tone = |i: usize| {
-            layout
-                .tones
-                .iter()
-                .find(|x| (x.0, x.1) == (n, i))
-                .map(|x| x.2)
-        };
+        let tone = |i: usize| layout.tone(n, i);
         let head = wrap(&r[lead].replace('\n', " "), width, "", "  ");
         out.push_str(&painted(&head, 0, tone(lead), &pal));
         for (i, (h, cell)) in header.iter().zip(r).enumerate().filter(|x| x.0 != lead) {
