@@ -94,7 +94,7 @@ fn load_and_budget_live_print_no_secret_in_any_format() {
             let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
             assert_eq!(
                 v["url"],
-                format!("http://user:***@{}/work?ms=***&k=***", srv.addr)
+                format!("http://user:***@{}/work?ms=1&k=***", srv.addr)
             );
         }
         let out = rtcheck()
