@@ -613,3 +613,117 @@ fn rtcheck_serve_poll_gets_polling_checks() {
         .unwrap()
         .contains("18446744073709551615"));
 }
+
+// ---- a library protocol: Socket.IO (issue 42) ----
+
+/// Connect and disconnect times the Socket.IO hub logged (its own count), in seconds.
+fn socketio_sessions(log: &std::path::Path) -> Vec<(f64, Option<f64>)> {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let mut out: Vec<(String, f64, Option<f64>)> = Vec::new();
+    for line in text.lines() {
+        let w: Vec<&str> = line.split_whitespace().collect();
+        let (Some(t), Some(sid), Some(what)) = (w.first(), w.get(1), w.get(2)) else {
+            continue;
+        };
+        let t: f64 = t.parse().unwrap();
+        match *what {
+            "connect" => out.push((sid.to_string(), t, None)),
+            _ => {
+                if let Some(s) = out.iter_mut().find(|s| s.0 == *sid) {
+                    s.2 = Some(t);
+                }
+            }
+        }
+    }
+    out.into_iter().map(|(_, c, d)| (c, d)).collect()
+}
+
+/// python-socketio's hub (aiohttp, Engine.IO v4, a ping every 2 s, a client that does not
+/// answer within 2 s dropped), no proxy. probe detects Socket.IO from the URL, answers
+/// the library's pings and connects to the namespace: the connection holds for the whole
+/// idle test, the heartbeat is the library's (every 2 s, announced in the open packet),
+/// the ticks are unwrapped to their seq, and the URL shows EIO=4. The hub's own log is
+/// the independent count: it saw the probe connect and kept it past the window. With
+/// `--app-protocol raw` (the library not spoken) the hub drops the client after
+/// interval + timeout, as its log also shows: the close the protocol explains.
+#[test]
+fn socketio_hub_heartbeat_is_recognised_and_answered() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("events.log");
+    let hub = py_socketio(&[
+        ("PING_INTERVAL", "2"),
+        ("PING_TIMEOUT", "2"),
+        ("TICK_MS", "500"),
+        ("EVENTS_LOG", log.to_str().unwrap()),
+    ]);
+    let url = hub.url("ws", "/socket.io/?EIO=4&transport=websocket");
+    let (spoken, raw) = both(
+        || probe_json(&["--idle-for", "9s", "--public", &url]),
+        || {
+            probe_json(&[
+                "--idle-for",
+                "9s",
+                "--public",
+                "--app-protocol",
+                "raw",
+                &url,
+            ])
+        },
+    );
+    let (r, _, err) = spoken;
+    let ctx = format!(
+        "stderr {err}\n{}\nhub log:\n{}",
+        summary(&r),
+        std::fs::read_to_string(&log).unwrap_or_default()
+    );
+    let part = "EIO=4&transport=websocket";
+    assert_eq!(status_of(&r, "idle-timeout", part), "pass", "{ctx}");
+    assert!(
+        observed_of(&r, "idle-timeout", part)
+            .contains("spoken: socketio (the query names Engine.IO (EIO=4))"),
+        "{ctx}"
+    );
+    assert_eq!(status_of(&r, "heartbeat", part), "pass", "{ctx}");
+    let hb = finding(&r, "heartbeat", part);
+    assert_eq!(hb["numbers"]["app_interval_s"].as_f64(), Some(2.0), "{ctx}");
+    assert_eq!(
+        hb["numbers"]["app_drop_after_s"].as_f64(),
+        Some(4.0),
+        "{ctx}"
+    );
+    assert!(
+        hb["numbers"]["heartbeats"].as_f64().unwrap() >= 3.0,
+        "{ctx}"
+    );
+    assert!(
+        hb["numbers"]["interval_s"].as_f64().unwrap() <= 3.0,
+        "{ctx}"
+    );
+    assert!(
+        observed_of(&r, "compression", part).contains("not offered: socketio spoken"),
+        "{ctx}"
+    );
+    // The hub's truth: one Socket.IO session (the raw run never connects to the
+    // namespace), held for the whole window.
+    let sessions = socketio_sessions(&log);
+    assert_eq!(sessions.len(), 1, "{ctx}");
+    let (c, d) = sessions[0];
+    assert!(
+        d.is_none_or(|d| d - c >= 8.5),
+        "held the window: {sessions:?}\n{ctx}"
+    );
+    // Not spoken: the hub drops the silent client after interval + timeout (4 s).
+    let (raw, _, _) = raw;
+    assert_eq!(
+        status_of(&raw, "idle-timeout", part),
+        "fail",
+        "{}",
+        summary(&raw)
+    );
+    let cut = finding(&raw, "idle-timeout", part)["numbers"]["closed_after_s"].as_f64();
+    assert!(
+        cut.is_some_and(|c| (3.0..6.5).contains(&c)),
+        "{}",
+        summary(&raw)
+    );
+}

@@ -112,6 +112,18 @@ pub struct ProbeArgs {
     /// to one host, EventSource reconnect, WebSocket from a page (the browser-* checks).
     #[arg(long)]
     pub browser: bool,
+    /// The library protocol on the WebSocket: socketio, signalr, phoenix, actioncable,
+    /// graphql-ws, stomp, sockjs, mqtt or raw. Default: detected from the URL where it is
+    /// unambiguous (`?EIO=4`, `/websocket?vsn=`, `/<n>/<id>/websocket`, `/cable`), else raw.
+    #[arg(long, value_name = "NAME", value_parser = parse_app_protocol)]
+    pub app_protocol: Option<rtcheck_wire::appproto::AppProtocol>,
+    /// What to subscribe to where the protocol has one: Phoenix topic, ActionCable
+    /// channel, STOMP destination, MQTT topic, graphql-ws subscription query.
+    #[arg(long, value_name = "NAME")]
+    pub channel: Option<String>,
+    /// The Socket.IO event or SignalR method whose messages carry the payload.
+    #[arg(long, value_name = "NAME")]
+    pub event: Option<String>,
     /// Show these checks as skipped (by request); they still appear in the report.
     /// (One value per flag, so it never swallows the URLs that follow.)
     #[arg(long, value_name = "ID", value_delimiter = ',')]
@@ -162,6 +174,20 @@ fn options(a: &ProbeArgs, profile: &Profile) -> anyhow::Result<Options> {
         directs,
         proxy: a.proxy,
         path: declared_path(a, profile)?.map(std::sync::Arc::new),
+        app: a.app_protocol,
+        app_sub: rtcheck_wire::appproto::Subscribe {
+            channel: a.channel.clone(),
+            event: a.event.clone(),
+        },
+    })
+}
+
+/// `--app-protocol NAME`, the error listing the names.
+pub fn parse_app_protocol(s: &str) -> Result<rtcheck_wire::appproto::AppProtocol, String> {
+    use rtcheck_wire::appproto::AppProtocol;
+    AppProtocol::parse(s).ok_or_else(|| {
+        let names: Vec<&str> = AppProtocol::ALL.iter().map(|p| p.name()).collect();
+        format!("unknown protocol (one of: {})", names.join(", "))
     })
 }
 

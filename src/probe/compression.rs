@@ -100,8 +100,15 @@ pub fn check(u: &UrlObs) -> Option<Finding> {
         Kind::WebSocket => {
             let ws = u.ws.as_ref().filter(|w| w.head.status == 101)?;
             let ext = ws.head.header("sec-websocket-extensions").unwrap_or("");
+            let spoken = ws.stream.as_ref().and_then(|s| s.app.as_ref());
             let observed = if ext.contains("permessage-deflate") {
                 format!("permessage-deflate negotiated ({ext}): CPU and memory per connection")
+            } else if let Some(a) = spoken {
+                // The library's messages must be read, so probe does not offer it then.
+                format!(
+                    "permessage-deflate not offered: {} spoken, its messages read uncompressed",
+                    a.protocol.name()
+                )
             } else {
                 "permessage-deflate offered, not negotiated".to_string()
             };

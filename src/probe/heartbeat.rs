@@ -131,6 +131,34 @@ fn verdict(
     }
 }
 
+/// Whose heartbeat was counted when a library protocol was spoken: the library's own
+/// (Engine.IO pings, SignalR type-6 records, ActionCable pings...), and the interval the
+/// idle chain must carry.
+fn app_note(a: &super::session::AppObs) -> String {
+    use rtcheck_wire::appproto::Pinger;
+    let d = a.protocol.defaults();
+    let every = a
+        .interval()
+        .map_or(String::new(), |i| format!(" every {}", fmt_s(i * 1000.0)));
+    let src = if a.interval_s.is_some() {
+        "announced by the server"
+    } else {
+        "documented"
+    };
+    let who = match d.pinger {
+        Pinger::Server => "the server's",
+        Pinger::Client => "the client's (answered by the server)",
+        Pinger::Both => "both ends'",
+        Pinger::Nobody => "no",
+    };
+    format!(
+        "the heartbeat counted is {} {} heartbeat{every} ({src}); the path's idle limits must exceed it; spoken: {}",
+        who,
+        a.protocol.name(),
+        a.label()
+    )
+}
+
 fn expected() -> String {
     let (lo, hi) = production_ms();
     format!(
@@ -159,6 +187,15 @@ pub fn check(u: &UrlObs) -> Option<Finding> {
         proxy::heartbeat(),
     );
     f.reason = reason;
+    if let Some(a) = &s.app {
+        f.observed = format!("{}; {}", f.observed, app_note(a));
+        if let Some(i) = a.interval() {
+            f.numbers.insert("app_interval_s".into(), i);
+        }
+        if let Some(d) = a.drop_after() {
+            f.numbers.insert("app_drop_after_s".into(), d);
+        }
+    }
     if let Some(i) = interval_ms(s) {
         f.numbers
             .insert("interval_s".into(), (i / 10.0).round() / 100.0);

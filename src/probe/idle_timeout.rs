@@ -44,8 +44,44 @@ pub fn stream(u: &UrlObs) -> Option<&StreamObs> {
     }
 }
 
+/// How a close is explained by the library protocol spoken on the connection: the server
+/// ended the session at the protocol level (its reason), or the close came when the
+/// library's own heartbeat timeout drops a silent peer. Either is the application layer's
+/// doing, never a proxy's; a close at any other time is still the path's.
+pub fn app_close(s: &StreamObs) -> Option<String> {
+    let a = s.app.as_ref()?;
+    if let Some(r) = &a.closed {
+        return Some(format!(
+            "the {} server ended the session at the protocol level: {r}",
+            a.protocol.name()
+        ));
+    }
+    let drop = a.drop_after()? * 1000.0;
+    let silence = silence_before_close(s)?;
+    let near = |t: f64| (t - drop).abs() <= (drop * 0.1).max(2000.0);
+    (near(silence) || near(s.ended_ms)).then(|| {
+        format!(
+            "the close matches {}'s own heartbeat timeout ({}): the application layer dropped the client, not a proxy",
+            a.protocol.name(),
+            fmt_s(drop)
+        )
+    })
+}
+
+/// The fix for a close the application layer made.
+fn app_fix(s: &StreamObs) -> crate::findings::Fix {
+    let name = s.app.as_ref().map_or("the library", |a| a.protocol.name());
+    crate::findings::Fix {
+        summary: format!(
+            "not a proxy: read the server's log for why {name} ended the session; check the client speaks the version the server expects (`--app-protocol`, the URL's EIO= or vsn=)"
+        ),
+        ..Default::default()
+    }
+}
+
 pub fn check(u: &UrlObs) -> Option<Finding> {
     let mut reason = None;
+    let mut app_fixed = None;
     let mut numbers = Vec::new();
     let (status, observed) = match (stream(u), u.quick, u.kind) {
         (_, _, Kind::Poll) => {
@@ -80,6 +116,19 @@ pub fn check(u: &UrlObs) -> Option<Finding> {
                         }
                     ),
                 ),
+                Some(e) if app_close(s).is_some() => {
+                    numbers.push(("closed_after_s", s.ended_ms / 1000.0));
+                    app_fixed = Some(app_fix(s));
+                    (
+                        Status::Warn,
+                        format!(
+                            "closed after {} by {}: {}",
+                            fmt_s(s.ended_ms),
+                            ending_text(e),
+                            app_close(s).unwrap_or_default()
+                        ),
+                    )
+                }
                 Some(e) => {
                     let before = silence_before_close(s).unwrap_or(silence);
                     numbers.push(("closed_after_s", s.ended_ms / 1000.0));
@@ -109,6 +158,12 @@ pub fn check(u: &UrlObs) -> Option<Finding> {
         proxy::idle(u.proxy),
     );
     f.reason = reason;
+    if let (Some(fix), true) = (app_fixed, f.status != Status::Pass) {
+        f.fix = fix;
+    }
+    if let Some(a) = stream(u).and_then(|s| s.app.as_ref()) {
+        f.observed = format!("{}; spoken: {}", f.observed, a.label());
+    }
     for (k, v) in numbers {
         f.numbers.insert(k.into(), (v * 1000.0).round() / 1000.0);
     }

@@ -120,6 +120,28 @@ pub struct Options {
     pub proxy: Option<Proxy>,
     /// `--path` / the profile's `path:` with its chain: the `path-*` checks.
     pub path: Option<std::sync::Arc<path::Declared>>,
+    /// `--app-protocol` (None: detected from each URL) and `--channel`/`--event`.
+    pub app: Option<rtcheck_wire::appproto::AppProtocol>,
+    pub app_sub: rtcheck_wire::appproto::Subscribe,
+}
+
+/// The library protocol to speak on `t`: the one given (raw: none), else the one its
+/// path names unambiguously, with why.
+pub fn app_spec(t: &Target, o: &Options) -> Option<session::AppSpec> {
+    use rtcheck_wire::appproto::{detect, AppProtocol};
+    let (protocol, why) = match o.app {
+        Some(AppProtocol::Raw) => return None,
+        Some(p) => (p, "--app-protocol".to_string()),
+        None => {
+            let d = detect(&t.path_and_query)?;
+            (d.protocol, d.why)
+        }
+    };
+    Some(session::AppSpec {
+        protocol,
+        why,
+        sub: o.app_sub.clone(),
+    })
 }
 
 /// Everything observed for one URL: the checks' only input.
@@ -407,14 +429,16 @@ async fn probe_ws(
 ) -> anyhow::Result<()> {
     let origin = o.origin.clone().unwrap_or_else(|| own_origin(t));
     u.origin_sent = Some(origin.clone());
-    let ws = session::websocket(t, &o.client, &origin, Some(watch), progress).await?;
+    let app = app_spec(t, o);
+    let ws = session::websocket(t, &o.client, &origin, Some(watch), app.as_ref(), progress).await?;
     // A server may refuse a foreign Origin by closing without an answer (0).
-    let foreign = session::websocket(t, &o.client, FOREIGN_ORIGIN, None, &session::NoProgress);
+    let nop = &session::NoProgress;
+    let foreign = session::websocket(t, &o.client, FOREIGN_ORIGIN, None, None, nop);
     u.origin_status = Some(foreign.await.map_or(0, |f| f.head.status));
     u.ws = Some(ws);
     if let Some(d) = direct {
         // The page's Origin, to the endpoint itself: what the path changes shows.
-        match session::websocket(d, &o.client, &origin, None, &session::NoProgress).await {
+        match session::websocket(d, &o.client, &origin, None, None, nop).await {
             Ok(obs) => u.direct_ws = Some(obs),
             Err(e) => u.direct_error = Some(format!("{e:#}")),
         }

@@ -3,6 +3,7 @@
 use super::client::{self, ClientOpts, Conn};
 use super::target::Target;
 use anyhow::Context;
+use rtcheck_wire::appproto::{self, AppProtocol};
 use rtcheck_wire::http::response::{Framing, Head, Reader};
 use rtcheck_wire::sse::{self, Item};
 use rtcheck_wire::ws;
@@ -62,6 +63,68 @@ pub struct StreamObs {
     /// Body bytes that came in the same read as the head (a server that sends its head
     /// only with its first write).
     pub with_head_bytes: usize,
+    /// The library protocol spoken on a WebSocket, and what it said (issue 42).
+    pub app: Option<AppObs>,
+}
+
+/// The library protocol to speak on a watched WebSocket, and why (`--app-protocol`, or
+/// what the URL names).
+#[derive(Debug, Clone, PartialEq)]
+pub struct AppSpec {
+    pub protocol: AppProtocol,
+    pub why: String,
+    pub sub: appproto::Subscribe,
+}
+
+/// What the library protocol said on the watched connection.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AppObs {
+    pub protocol: AppProtocol,
+    pub why: String,
+    /// The library's heartbeats received (also in `heartbeats_ms`).
+    pub heartbeats: usize,
+    /// Heartbeats rtcheck's client sent because the protocol has the client send them.
+    pub client_beats: usize,
+    /// Heartbeat interval and drop time the server announced on the wire (s).
+    pub interval_s: Option<f64>,
+    pub drop_after_s: Option<f64>,
+    /// Control messages seen (open, connected, joined...), first occurrence each.
+    pub controls: Vec<&'static str>,
+    /// The server ended the session at the protocol level, with its reason.
+    pub closed: Option<String>,
+    /// Messages the protocol does not define.
+    pub unknown: usize,
+}
+
+impl AppObs {
+    fn new(spec: &AppSpec) -> AppObs {
+        AppObs {
+            protocol: spec.protocol,
+            why: spec.why.clone(),
+            heartbeats: 0,
+            client_beats: 0,
+            interval_s: None,
+            drop_after_s: None,
+            controls: Vec::new(),
+            closed: None,
+            unknown: 0,
+        }
+    }
+
+    /// The heartbeat interval in force: announced on the wire, else documented (s).
+    pub fn interval(&self) -> Option<f64> {
+        self.interval_s.or(self.protocol.defaults().interval_s)
+    }
+
+    /// When the library drops a silent peer: announced, else documented (s).
+    pub fn drop_after(&self) -> Option<f64> {
+        self.drop_after_s.or(self.protocol.defaults().drop_after_s)
+    }
+
+    /// "socketio (the query names Engine.IO (EIO=4))" for a report line.
+    pub fn label(&self) -> String {
+        format!("{} ({})", self.protocol.name(), self.why)
+    }
 }
 
 impl StreamObs {
@@ -430,27 +493,38 @@ fn feed_sse(b: Body, raw: &[u8], at: f64, idx: usize, s: &mut StreamObs) -> Resu
 
 /// WebSocket handshake (offering permessage-deflate like browsers do), then watch frames,
 /// answering pings. `watch` None: handshake only.
+/// `app`: the library protocol spoken on the watched connection; then no
+/// permessage-deflate is offered (the library's messages must be read, not only counted)
+/// and its subprotocol is offered.
 pub async fn websocket(
     t: &Target,
     o: &ClientOpts,
     origin: &str,
     watch: Option<Watch>,
+    app: Option<&AppSpec>,
     progress: &dyn Progress,
 ) -> anyhow::Result<WsObs> {
     use tokio_tungstenite::tungstenite::handshake::{client::generate_key, derive_accept_key};
     let mut conn = client::connect(t, o, &["http/1.1"]).await?;
     let key = generate_key();
-    let extra = [
+    let mut extra = vec![
         ("Upgrade", "websocket".to_string()),
         ("Connection", "Upgrade".to_string()),
         ("Sec-WebSocket-Version", "13".to_string()),
         ("Sec-WebSocket-Key", key.clone()),
-        (
-            "Sec-WebSocket-Extensions",
-            "permessage-deflate; client_max_window_bits".to_string(),
-        ),
         ("Origin", origin.to_string()),
     ];
+    match app {
+        None => extra.push((
+            "Sec-WebSocket-Extensions",
+            "permessage-deflate; client_max_window_bits".to_string(),
+        )),
+        Some(a) => extra.extend(
+            a.protocol
+                .subprotocol()
+                .map(|p| ("Sec-WebSocket-Protocol", p.to_string())),
+        ),
+    }
     let req = client::request(t, o, &extra);
     let start = Instant::now();
     let (head, rest) = client::exchange(&mut conn, t, o, &req, o.timeout).await?;
@@ -466,7 +540,11 @@ pub async fn websocket(
                 n == "sec-websocket-extensions"
                     && v.to_ascii_lowercase().contains("permessage-deflate")
             });
-            obs.stream = Some(watch_ws(&mut conn, deflate, rest, start, w, progress).await);
+            let app = app.map(|a| {
+                let c = appproto::Client::new(a.protocol, &t.path_and_query, a.sub.clone());
+                (c, AppObs::new(a))
+            });
+            obs.stream = Some(watch_ws(&mut conn, deflate, rest, start, w, app, progress).await);
         }
         let close = ws::client_frame(ws::OP_CLOSE, true, &1000u16.to_be_bytes(), [1, 2, 3, 4]);
         let _ = tokio::time::timeout(Duration::from_millis(500), conn.io.write_all(&close)).await;
@@ -483,13 +561,24 @@ async fn watch_ws(
     rest: Vec<u8>,
     start: Instant,
     watch: Watch,
+    app: Option<(appproto::Client, AppObs)>,
     progress: &dyn Progress,
 ) -> StreamObs {
+    let (mut app, obs) = app.unzip();
     let mut s = StreamObs {
         head_ms: ms(start),
         window_ms: watch.window.as_secs_f64() * 1000.0,
+        app: obs,
         ..Default::default()
     };
+    if let Some(c) = app.as_mut() {
+        let first: Vec<u8> = c.start().iter().flat_map(out_frame).collect();
+        if !first.is_empty() && conn.io.write_all(&first).await.is_err() {
+            s.ending = Some(Ending::Reset);
+            s.ended_ms = ms(start);
+            return s;
+        }
+    }
     let mut buf = rest;
     let mut fresh = !buf.is_empty();
     let mut dec = ws::Decoder::client(deflate);
@@ -499,7 +588,10 @@ async fn watch_ws(
         if fresh {
             fresh = false;
             let mut pongs = Vec::new();
-            if let Some(end) = record_frames(&mut dec, &mut buf, ms(start), &mut s, &mut pongs) {
+            let at = ms(start);
+            if let Some(end) =
+                record_frames(&mut dec, &mut buf, at, &mut s, &mut pongs, app.as_mut())
+            {
                 s.ending = Some(end);
                 break;
             }
@@ -519,12 +611,72 @@ async fn watch_ws(
                 Err(e) => { s.ending = Some(ending_of(&e)); break; }
             },
             _ = tokio::time::sleep_until(deadline) => break,
-            _ = tick.tick() => progress.update(start.elapsed(), watch.window, &s),
+            _ = tick.tick() => {
+                progress.update(start.elapsed(), watch.window, &s);
+                let beat = app.as_mut().and_then(|c| c.due(start.elapsed().as_secs_f64()));
+                if let Some(b) = beat {
+                    if conn.io.write_all(&out_frame(&b)).await.is_err() {
+                        s.ending = Some(Ending::Reset);
+                        break;
+                    }
+                    if let Some(a) = s.app.as_mut() {
+                        a.client_beats += 1;
+                    }
+                }
+            }
         }
     }
     s.ended_ms = ms(start);
     s.ending.get_or_insert(Ending::Open);
     s
+}
+
+/// A library message as a masked client frame.
+fn out_frame(o: &appproto::Out) -> Vec<u8> {
+    let (op, data) = match o {
+        appproto::Out::Text(t) => (ws::OP_TEXT, t.as_bytes()),
+        appproto::Out::Binary(b) => (ws::OP_BINARY, b.as_slice()),
+    };
+    ws::client_frame(op, true, data, [7; 4])
+}
+
+/// What the library protocol made of one message: heartbeats, replies owed, payloads
+/// (returned, to be counted as events), what it said.
+fn app_message(
+    c: &mut appproto::Client,
+    m: appproto::Msg,
+    at: f64,
+    s: &mut StreamObs,
+    replies: &mut Vec<u8>,
+) -> Vec<Vec<u8>> {
+    use appproto::Event;
+    let mut payloads = Vec::new();
+    for e in c.on_message(m) {
+        let a = s.app.as_mut().expect("app obs with an app client");
+        match e {
+            Event::Heartbeat => {
+                a.heartbeats += 1;
+                s.heartbeats_ms.push(at);
+            }
+            Event::Reply(o) => replies.extend(out_frame(&o)),
+            Event::Payload(p) => payloads.push(p),
+            Event::Negotiated {
+                interval_s,
+                drop_after_s,
+                ..
+            } => {
+                a.interval_s = interval_s.or(a.interval_s);
+                a.drop_after_s = drop_after_s.or(a.drop_after_s);
+            }
+            Event::Control(name) if !a.controls.contains(&name) && a.controls.len() < 16 => {
+                a.controls.push(name)
+            }
+            Event::Control(_) => {}
+            Event::Closed(r) => a.closed = Some(r),
+            Event::Unknown => a.unknown += 1,
+        }
+    }
+    payloads
 }
 
 /// Decode every complete frame in `buf` (one read, at `at` ms; the bytes used are
@@ -537,6 +689,7 @@ pub fn record_frames(
     at: f64,
     s: &mut StreamObs,
     pongs: &mut Vec<u8>,
+    mut app: Option<&mut appproto::Client>,
 ) -> Option<Ending> {
     use rtcheck_wire::payload;
     use ws::Inbound;
@@ -556,6 +709,21 @@ pub fn record_frames(
             Inbound::Close(code) => return Some(Ending::CloseFrame(code)),
             Inbound::Pong => continue,
             _ if m.compressed => None,
+            Inbound::Text(t) if app.is_some() => {
+                let c = app.as_deref_mut().expect("checked");
+                let t = String::from_utf8_lossy(&t).into_owned();
+                for p in app_message(c, appproto::Msg::Text(&t), at, s, pongs) {
+                    push_event(s, at, read, &p);
+                }
+                continue;
+            }
+            Inbound::Binary(b) if app.is_some() => {
+                let c = app.as_deref_mut().expect("checked");
+                for p in app_message(c, appproto::Msg::Binary(&b), at, s, pongs) {
+                    push_event(s, at, read, &p);
+                }
+                continue;
+            }
             // rtcheck serve's hello (`{"epoch":..,"latest":..}`) or a reset marker: not
             // an event of the stream.
             Inbound::Text(t) => match std::str::from_utf8(&t) {
@@ -581,6 +749,24 @@ pub fn record_frames(
         }
         Err(e) => Some(Ending::Error(format!("WebSocket {e}"))),
     }
+}
+
+/// An application payload unwrapped by the library protocol, as an event (its seq and ts
+/// when it is rtcheck's payload format).
+fn push_event(s: &mut StreamObs, at: f64, read: usize, p: &[u8]) {
+    use rtcheck_wire::payload;
+    let seq_ts = std::str::from_utf8(p)
+        .ok()
+        .and_then(payload::decode_text)
+        .or_else(|| payload::decode(p));
+    s.events.push(EventRec {
+        at_ms: at,
+        read,
+        id: None,
+        name: None,
+        seq_ts,
+        wall_ns: wall_ns(),
+    });
 }
 
 /// ALPN offer h2 + http/1.1 on a fresh TLS connection: what the edge would speak.
@@ -646,7 +832,7 @@ mod tests {
         let mut pongs = Vec::new();
         let mut dec = ws::Decoder::client(false);
         assert_eq!(
-            record_frames(&mut dec, &mut buf, 5.0, &mut s, &mut pongs),
+            record_frames(&mut dec, &mut buf, 5.0, &mut s, &mut pongs, None),
             None
         );
         assert_eq!(s.heartbeats_ms, vec![5.0]);
@@ -656,14 +842,14 @@ mod tests {
         assert_eq!(pongs[0], 0x80 | ws::OP_PONG);
         buf.extend(&late[4..]);
         buf.extend(ws::close_frame(1001));
-        let end = record_frames(&mut dec, &mut buf, 6.0, &mut s, &mut pongs);
+        let end = record_frames(&mut dec, &mut buf, 6.0, &mut s, &mut pongs, None);
         assert_eq!(end, Some(Ending::CloseFrame(Some(1001))));
         assert_eq!(s.events.last().unwrap().seq_ts, Some((11, 3)));
         // A masked server frame, as any protocol error, ends the stream.
         let mut junk = vec![0x89, 0xFE, 0, 200];
         let mut dec = ws::Decoder::client(false);
         assert!(matches!(
-            record_frames(&mut dec, &mut junk, 7.0, &mut s, &mut pongs),
+            record_frames(&mut dec, &mut junk, 7.0, &mut s, &mut pongs, None),
             Some(Ending::Error(e)) if e.contains("masked")
         ));
         // Compressed (permessage-deflate negotiated): an event without a readable seq.
@@ -672,7 +858,7 @@ mod tests {
         let mut dec = ws::Decoder::client(true);
         let n = s.events.len();
         assert_eq!(
-            record_frames(&mut dec, &mut z, 8.0, &mut s, &mut pongs),
+            record_frames(&mut dec, &mut z, 8.0, &mut s, &mut pongs, None),
             None
         );
         assert_eq!(s.events[n].seq_ts, None);

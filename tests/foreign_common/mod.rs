@@ -122,6 +122,16 @@ pub fn py_websockets(env: &[(&str, &str)]) -> Foreign {
     Foreign::start(cmd, "websockets", env)
 }
 
+/// socketio_server.py (`python3-socketio` on aiohttp): PING_INTERVAL, PING_TIMEOUT,
+/// TICK_MS, EVENTS_LOG.
+pub fn py_socketio(env: &[(&str, &str)]) -> Foreign {
+    python_module("socketio", "python3-socketio");
+    python_module("aiohttp", "python3-aiohttp");
+    let mut cmd = Command::new(python());
+    cmd.arg(fixture("socketio_server.py"));
+    Foreign::start(cmd, "socketio", env)
+}
+
 /// starlette_app.py (`python3-starlette` + `python3-uvicorn`): /sse, /api/*, /healthz.
 pub fn starlette(env: &[(&str, &str)]) -> Foreign {
     python_module("starlette", "python3-starlette");

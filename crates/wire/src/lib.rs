@@ -5,6 +5,7 @@
 //! Each is written once here and used by serve, bench, verify, probe and load.
 //! The transport and delivery-design kinds, the server's stats contract and the Prometheus
 //! text writer live here too: every crate above names them.
+pub mod appproto;
 pub mod delivery;
 pub mod epoch;
 pub mod http;
