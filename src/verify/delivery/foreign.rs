@@ -10,7 +10,7 @@
 use super::client::{self, Disconnect};
 use super::run::{ClientResult, Phases, RunSpec, FOREIGN_CONTROL, FOREIGN_RUN};
 use crate::bench::publisher::{Endpoint, PublishVia};
-use crate::bench::seq_account::Trace;
+use crate::bench::seq_account::{self, Trace};
 use crate::bench::template::{Decoder, Template};
 use crate::sys::tls::SyncStream;
 use anyhow::{anyhow, bail, Context};
@@ -480,10 +480,14 @@ pub fn measure(
         (Err(e), Some(why)) => bail!("{}; so {e}", why.trim_start_matches("invalid: ")),
         (r, _) => r?,
     };
-    if let Some(why) = publisher_invalid(&stat) {
-        for r in &mut runs {
+    for r in &mut runs {
+        // The publisher's failure first (it explains the rest), then a seq stream that
+        // is not what it published.
+        let why = publisher_invalid(&stat)
+            .or_else(|| seq_account::stream_invalid(&r.counts, stat.timer_rounds));
+        if let Some(why) = why {
             r.status = crate::findings::Status::Fail;
-            r.verdict = why.clone();
+            r.verdict = why;
         }
     }
     Ok((runs, stat))
