@@ -198,3 +198,89 @@ fn a_poll_body_that_never_ends_is_a_failed_poll() {
     let latency = finding(&r, "poll-latency")["observed"].as_str().unwrap();
     assert!(!latency.contains("5 of 5 polls answered"), "{ctx}");
 }
+
+/// Kills the child on drop (a failing test leaves no listener behind).
+struct Guard(std::process::Child);
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// One GET /metrics on a fresh connection, waiting at most `limit` for the whole answer:
+/// (status, body), or why not.
+fn scrape_within(addr: std::net::SocketAddr, limit: Duration) -> Result<(u16, String), String> {
+    use std::io::Read;
+    let mut s = TcpStream::connect_timeout(&addr, limit).map_err(|e| e.to_string())?;
+    s.set_read_timeout(Some(limit)).unwrap();
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+        .map_err(|e| e.to_string())?;
+    let mut all = Vec::new();
+    s.read_to_end(&mut all).map_err(|e| format!("read: {e}"))?;
+    let text = String::from_utf8_lossy(&all).into_owned();
+    let status = text
+        .split(' ')
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .ok_or_else(|| format!("no status: {text:.200}"))?;
+    Ok((status, text))
+}
+
+/// Issue 41 item 15: `audit --listen` answers scrapes while idle and slowloris clients
+/// hold sockets (more than it keeps open), and cuts a silent client at its deadline. A
+/// listener serving one connection at a time held each scrape 5 s per idle client ahead.
+#[test]
+fn metrics_listener_answers_scrapes_while_idle_clients_hold_sockets() {
+    let fixture =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/small-container");
+    let port = common::free_port();
+    let addr: std::net::SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    let child = std::process::Command::new(common::binary())
+        .args(["audit", "--no-proxy-config", "--procfs"])
+        .arg(fixture.join("proc"))
+        .arg("--sysfs")
+        .arg(fixture.join("sys"))
+        .args(["--listen", &addr.to_string(), "--watch", "1s"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let _g = Guard(child);
+    // Up: the first audit's gauges served (generous: a loaded host).
+    let t0 = std::time::Instant::now();
+    while !matches!(scrape_within(addr, Duration::from_secs(2)), Ok((200, _))) {
+        assert!(t0.elapsed() < Duration::from_secs(60), "listener never up");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // 100 silent clients and 20 slowloris ones (a byte of a head, then nothing).
+    let mut held = Vec::new();
+    for i in 0..120 {
+        let mut s = TcpStream::connect(addr).unwrap();
+        if i >= 100 {
+            s.write_all(b"G").unwrap();
+        }
+        held.push(s);
+    }
+    // Each scrape answered in full well inside one head deadline (5 s): behind even one
+    // idle client, a serial listener could not.
+    for _ in 0..5 {
+        let r = scrape_within(addr, Duration::from_secs(4));
+        let (status, text) = r.unwrap_or_else(|e| panic!("scrape failed: {e}"));
+        assert_eq!(status, 200, "{text:.300}");
+        assert!(text.contains("rtcheck_check_status"), "{text:.300}");
+    }
+    // A silent client is cut (evicted or at its deadline), not held for ever.
+    use std::io::Read;
+    let last = held.last_mut().unwrap();
+    last.set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    let mut b = [0u8; 64];
+    match last.read(&mut b) {
+        Ok(0) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => {}
+        other => panic!("a silent client was not cut: {other:?}"),
+    }
+}
