@@ -616,9 +616,9 @@ async fn ws_session<S: AsyncRead + AsyncWrite + Unpin>(
 ) -> Result<(), String> {
     use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
     use tokio_tungstenite::tungstenite::Message;
-    let wcfg = WebSocketConfig::default()
-        .read_buffer_size(cfg.read_buffer)
-        .write_buffer_size(0);
+    let largest_send = cfg.subscribe.as_ref().map_or(0, String::len);
+    let wcfg: WebSocketConfig =
+        super::ws_client::config(largest_send).read_buffer_size(cfg.read_buffer);
     let (mut ws, _) = tokio::time::timeout(
         Duration::from_secs(10),
         tokio_tungstenite::client_async_with_config(cfg.url.as_str(), stream, Some(wcfg)),

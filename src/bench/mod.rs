@@ -16,6 +16,7 @@ pub mod target;
 pub mod template;
 pub mod validity;
 pub mod wire;
+pub mod ws_client;
 
 /// What a bench run says when Ctrl-C stopped it (the guards stopped the children and removed
 /// the temp dir on the way out).

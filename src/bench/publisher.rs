@@ -196,7 +196,11 @@ pub async fn connect(plan: &Plan) -> Result<Ready, String> {
     .map_err(|e| format!("publisher: {url}: {e}"))?;
     let (mut ws, _) = tokio::time::timeout(
         Duration::from_secs(10),
-        tokio_tungstenite::client_async(plan.ws_url.as_str(), s),
+        tokio_tungstenite::client_async_with_config(
+            plan.ws_url.as_str(),
+            s,
+            Some(super::ws_client::config(largest_send(plan))),
+        ),
     )
     .await
     .map_err(|_| format!("publisher: {url}: handshake timed out after 10s"))?
@@ -207,6 +211,13 @@ pub async fn connect(plan: &Plan) -> Result<Ready, String> {
             .map_err(|e| format!("publisher: subscribe: {e}"))?;
     }
     Ok(Ready::Ws(Box::new(ws)))
+}
+
+/// The publisher's largest own message: a payload (padded to --size, its template around
+/// it) or the subscribe message.
+fn largest_send(plan: &Plan) -> usize {
+    let sub = plan.subscribe.as_ref().map_or(0, String::len);
+    plan.message.render(1, 0, plan.size).len().max(sub) * 2 + 4096
 }
 
 /// TCP to `addr` (TCP_NODELAY on), then TLS when asked (unbounded: the caller bounds it).

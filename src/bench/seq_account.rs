@@ -34,6 +34,10 @@ pub struct Counts {
     pub out_of_order: u64,
     /// Messages of the span covered by gap markers.
     pub gaps: u64,
+    /// The highest seq received (summed counts keep the highest): against what was
+    /// published it shows a seq the server invented or rewrote ([`stream_invalid`]).
+    #[serde(skip)]
+    pub highest: u64,
 }
 
 impl Counts {
@@ -44,7 +48,28 @@ impl Counts {
         self.duplicated += o.duplicated;
         self.out_of_order += o.out_of_order;
         self.gaps += o.gaps;
+        self.highest = self.highest.max(o.highest);
     }
+}
+
+/// Why counts cannot describe what was published, if they cannot (issue 41 item 13): a
+/// seq above the highest `published` was invented or rewritten by the server (a hub
+/// writing `1000000 - seq` lost "0"), and a seq below one already received, not a
+/// duplicate, is a stream that is not the publisher's order (one connection carries a
+/// broadcast in order; a resumed one replays after the position it asked for).
+pub fn stream_invalid(c: &Counts, published: u64) -> Option<String> {
+    if c.highest > published {
+        return Some(format!(
+            "invalid: a client received seq {} but only {published} were published: the server rewrote or invented seqs",
+            c.highest
+        ));
+    }
+    (c.out_of_order > 0).then(|| {
+        format!(
+            "invalid: {} message(s) arrived with a seq below one already received: the server reordered or rewrote seqs",
+            c.out_of_order
+        )
+    })
 }
 
 /// Count one client's trace. The span is `first_expected ..= last_published`; seqs
@@ -65,6 +90,7 @@ pub fn count(t: &Trace) -> Counts {
         }
         max_seen = max_seen.max(s);
     }
+    c.highest = max_seen;
     if hi < lo {
         return c;
     }
@@ -210,6 +236,31 @@ mod tests {
         let trimmed = trace(&[4, 5], &[(1, 3)], 0);
         let c = count_restart(&before, &trimmed, 5, true);
         assert_eq!((c.lost, c.lost_silently, c.gaps), (3, 0, 3));
+    }
+
+    #[test]
+    fn a_rewritten_or_invented_seq_makes_the_stream_invalid() {
+        // An honest stream of 31 published.
+        let ok = count(&trace(&(1..=31).collect::<Vec<_>>(), &[], 31));
+        assert_eq!(stream_invalid(&ok, 31), None);
+        // `1000000 - seq`: every seq above what was published (and descending).
+        let seqs: Vec<u64> = (1..=31).map(|s| 1_000_000 - s).collect();
+        let hi = *seqs.iter().max().unwrap();
+        let rewritten = count(&trace(&seqs, &[], hi));
+        let why = stream_invalid(&rewritten, 31).unwrap();
+        assert!(why.contains("seq 999999 but only 31"), "{why}");
+        // Phantoms among real ones: the highest gives them away, summed over clients too.
+        let mut sum = ok;
+        sum.add(&count(&trace(&[1, 2, 4981, 3], &[], 4981)));
+        assert!(stream_invalid(&sum, 31).unwrap().contains("4981"));
+        // Within range but out of the publisher's order.
+        let swapped = count(&trace(&[2, 1, 4, 3], &[], 4));
+        assert!(stream_invalid(&swapped, 4)
+            .unwrap()
+            .contains("2 message(s)"));
+        // Duplicates are not a rewrite.
+        let dup = count(&trace(&[1, 2, 2, 3], &[], 3));
+        assert_eq!(stream_invalid(&dup, 3), None);
     }
 
     #[test]

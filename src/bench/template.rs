@@ -174,11 +174,20 @@ impl Decoder {
         }
     }
 
-    /// A binary frame: rtcheck's binary payload when `Auto` (any 16 bytes decode as it,
-    /// so only where binary is what the server sends), else as `decode`.
+    /// A binary frame: rtcheck's binary payload when `Auto`, else as `decode`.
     pub fn decode_binary(&self, frame: &[u8]) -> Option<(u64, u64)> {
+        self.decode_binary_at(frame, rtcheck_base::os::clock::now_ns())
+    }
+
+    /// [`Self::decode_binary`] at wall clock `now_ns` (pure). Any 16 bytes decode as the
+    /// binary payload, so a server's own binary frames would read as garbage seqs ("seq
+    /// above --rounds", issue 41 item 16): only a scheduled time within a day of now is
+    /// rtcheck's; anything else is a frame that is not the payload.
+    pub fn decode_binary_at(&self, frame: &[u8], now_ns: u64) -> Option<(u64, u64)> {
+        const DAY_NS: u64 = 86_400 * 1_000_000_000;
         match self {
-            Decoder::Auto => rtcheck_wire::payload::decode(frame),
+            Decoder::Auto => rtcheck_wire::payload::decode(frame)
+                .filter(|&(seq, ts)| seq > 0 && ts.abs_diff(now_ns) < DAY_NS),
             d => d.decode(frame, None),
         }
     }
@@ -359,8 +368,16 @@ mod tests {
         let own = Template::parse(DEFAULT_MESSAGE).render(9, 77, 200);
         assert_eq!(Decoder::Auto.decode(own.as_bytes(), None), Some((9, 77)));
         assert_eq!(Decoder::Auto.decode(m.as_bytes(), None), Some((42, 1234)));
-        let bin = rtcheck_wire::payload::encode(64, 3, 4);
-        assert_eq!(Decoder::Auto.decode_binary(&bin), Some((3, 4)));
+        let now = 1_700_000_000_000_000_000;
+        let bin = rtcheck_wire::payload::encode(64, 3, now - 5_000_000);
+        assert_eq!(
+            Decoder::Auto.decode_binary_at(&bin, now),
+            Some((3, now - 5_000_000))
+        );
+        // A server's own binary frame (16+ bytes, no time of ours in it) is not a payload,
+        // so it is counted as undecodable, not as a seq above --rounds.
+        let theirs = b"\x08\x96\x01protobuf-ish frame bytes".to_vec();
+        assert_eq!(Decoder::Auto.decode_binary_at(&theirs, now), None);
     }
 
     proptest! {

@@ -162,6 +162,8 @@ fn checks(inp: &Inputs, acc: &Accounting) -> Vec<Check> {
         control_plane(inp),
         Some(nodelay(inp)),
         Some(seq_order(lg)),
+        seq_range(inp),
+        server_closed(inp),
         time_bound(inp),
     ]
     .into_iter()
@@ -205,8 +207,13 @@ fn nothing_measured(inp: &Inputs, head: String) -> String {
         ));
     }
     if lg.beyond_rounds > 0 {
+        let cause = if lg.publisher.is_some() {
+            "rtcheck published no such seq: the server rewrote or invented it"
+        } else {
+            "the server was already publishing before the run"
+        };
         why.push(format!(
-            "{} frames had a seq above --rounds {}: the server was already publishing before the run",
+            "{} frames had a seq above --rounds {}: {cause}",
             lg.beyond_rounds, inp.rounds_total
         ));
     }
@@ -563,6 +570,64 @@ fn seq_order(lg: &LoadgenResult) -> Check {
     }
 }
 
+/// With rtcheck's own publisher the seqs a client may see are exactly 1..=--rounds: one
+/// above was rewritten or invented by the server (issue 41 item 13), and the samples can
+/// no longer be matched to what was sent. (A server that publishes by itself may have been
+/// publishing before the run: that stays a note.)
+fn seq_range(inp: &Inputs) -> Option<Check> {
+    let lg = inp.lg;
+    lg.publisher.as_ref()?;
+    Some(if lg.beyond_rounds == 0 {
+        check(
+            "seq range",
+            Status::Pass,
+            format!(
+                "every seq within the {} rtcheck published",
+                inp.rounds_total
+            ),
+        )
+    } else {
+        check(
+            "seq range",
+            Status::Fail,
+            format!(
+                "{} frame(s) carried a seq above the {} rtcheck published: the server rewrote or invented seqs",
+                lg.beyond_rounds, inp.rounds_total
+            ),
+        )
+    })
+}
+
+/// Healthy clients the server closed before the stop (issue 41 item 14): their rounds
+/// after the close are missing "after removal", so the figures describe fewer clients than
+/// the scenario asked. A scenario that stalls the hub may see it; any other is invalid.
+fn server_closed(inp: &Inputs) -> Option<Check> {
+    let lg = inp.lg;
+    let healthy = lg.connected.saturating_sub(lg.slow);
+    if lg.removed_healthy == 0 {
+        return (healthy > 0).then(|| {
+            check(
+                "server-closed clients",
+                Status::Pass,
+                format!("none of the {healthy} healthy client(s) closed by the server"),
+            )
+        });
+    }
+    let status = if inp.stall_expected {
+        Status::Warn
+    } else {
+        Status::Fail
+    };
+    Some(check(
+        "server-closed clients",
+        status,
+        format!(
+            "the server closed {} of {healthy} healthy client(s) during the run: their rounds after the close are missing, not measured",
+            lg.removed_healthy
+        ),
+    ))
+}
+
 /// Ended on time (5 s of slack for start-up and teardown).
 fn time_bound(inp: &Inputs) -> Option<Check> {
     (inp.duration_s > inp.time_bound_s + 5.0).then(|| {
@@ -665,7 +730,12 @@ fn result(
         hub_median_ms: hub_med,
         hub_max_ms: hub_max,
         drops: inp.server.map(|s| s.drops),
-        removed: inp.server.map(|s| s.removed),
+        // Without server stats, what the healthy clients saw (slow ones never read: not
+        // known).
+        removed: inp
+            .server
+            .map(|s| s.removed)
+            .or_else(|| (lg.slow == 0).then_some(lg.removed_healthy)),
         server_rss_mb: inp.server_peak_rss.map(|b| b as f64 / 1e6),
         server_cpu_s: match (inp.server, inp.server_cpu_start) {
             (Some(s), Some(c0)) => Some((s.cpu_seconds - c0).max(0.0)),
@@ -792,6 +862,56 @@ mod tests {
             hub_round_ms: vec![1.0, 2.0, 9.0],
             ..Default::default()
         }
+    }
+
+    fn check_of<'a>(r: &'a ScenarioResult, name: &str) -> Option<&'a Check> {
+        r.checks.iter().find(|c| c.name == name)
+    }
+
+    /// Issue 41 item 13: with rtcheck's publisher, a seq above what it published was
+    /// rewritten or invented by the server: invalid, saying so (not "already publishing").
+    #[test]
+    fn a_seq_rtcheck_never_published_invalidates_the_run() {
+        let mut l = lg(vec![round(10, 0, 0); 3], 10, 0);
+        l.publisher = Some(Default::default());
+        let s = stats(3, 0);
+        let r = analyze(&inputs(&l, &s, false));
+        assert_eq!(check_of(&r, "seq range").unwrap().status, Status::Pass);
+        l.beyond_rounds = 7;
+        let r = analyze(&inputs(&l, &s, false));
+        assert!(!r.valid);
+        let c = check_of(&r, "seq range").unwrap();
+        assert_eq!(c.status, Status::Fail);
+        assert!(c.detail.contains("rewrote or invented"), "{}", c.detail);
+        // A server publishing by itself: a note, as before.
+        l.publisher = None;
+        let r = analyze(&inputs(&l, &s, false));
+        assert!(check_of(&r, "seq range").is_none());
+        assert!(r.notes.iter().any(|n| n.contains("seq above 3 ignored")));
+    }
+
+    /// Issue 41 item 14: healthy clients closed by the server make the run invalid, and
+    /// without server stats the table's `removed` is what the clients saw.
+    #[test]
+    fn healthy_clients_closed_by_the_server_invalidate_the_run() {
+        let mut l = lg(vec![round(10, 0, 0), round(9, 0, 1), round(9, 0, 1)], 10, 0);
+        l.removed_healthy = 1;
+        let s = stats(3, 0);
+        let r = analyze(&inputs(&l, &s, false));
+        assert!(!r.valid);
+        let c = check_of(&r, "server-closed clients").unwrap();
+        assert_eq!(c.status, Status::Fail);
+        assert!(c.detail.contains("closed 1 of 10 healthy"), "{}", c.detail);
+        assert_eq!(r.p50_ms, None, "no figures from an invalid run");
+        // Where the scenario stalls the hub, said but not invalid on its own.
+        let r = analyze(&inputs(&l, &s, true));
+        assert_eq!(
+            check_of(&r, "server-closed clients").unwrap().status,
+            Status::Warn
+        );
+        let mut foreign = inputs(&l, &s, false);
+        foreign.server = None;
+        assert_eq!(analyze(&foreign).removed, Some(1));
     }
 
     #[test]

@@ -94,10 +94,10 @@ fn verdict(
             Status::Skip,
             format!("no heartbeat in {}", fmt_s(s.ended_ms)),
             Some(format!(
-                "watched only {}{}: use --idle-for {} or more",
+                "watched only {}{}: use --idle-for {}s or more",
                 fmt_s(s.ended_ms),
-                fmt_s(slowest),
-                if quick { " (--quick)" } else { "" }
+                if quick { " (--quick)" } else { "" },
+                (slowest / 1000.0).ceil()
             )),
         ),
         (Some(i), true) => (
@@ -226,7 +226,13 @@ mod tests {
         let cut = obs(&[], 3000.0, Ending::Eof, &[]);
         assert_eq!(judge(&cut, false).0, Status::Fail);
         let short = obs(&[], 5000.0, Ending::Open, &[]);
-        assert_eq!(judge(&short, true).0, Status::Skip);
+        let (st, _, why) = judge(&short, true);
+        assert_eq!(st, Status::Skip);
+        // The flag as it is typed, after the time watched (issue 41 item 10).
+        assert_eq!(
+            why.as_deref(),
+            Some("watched only 5.0 s (--quick): use --idle-for 31s or more")
+        );
         let slow = obs(&[45_000.0], 75_000.0, Ending::Open, &[45_000.0]);
         assert_eq!(judge(&slow, false).0, Status::Warn);
         // The `ws` README's canonical 30 s heartbeat, measured 30.03 s: within the rule.

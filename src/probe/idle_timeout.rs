@@ -15,6 +15,9 @@ pub const META: Meta = Meta {
     run: check,
 };
 
+/// A watch that ends this close to its window watched all of it (timer granularity).
+const WINDOW_SLACK_MS: f64 = 50.0;
+
 pub fn ending_text(e: &Ending) -> String {
     match e {
         Ending::Open => "still open".into(),
@@ -103,6 +106,15 @@ pub fn check(u: &UrlObs) -> Option<Finding> {
             // When this URL's probe began in the run: URLs are probed at once.
             numbers.push(("started_s", u.started_ms / 1000.0));
             match &s.ending {
+                // Open, but the watch stopped before --idle-for: no idle period measured.
+                Some(Ending::Open) | None if s.ended_ms + WINDOW_SLACK_MS < s.window_ms => {
+                    reason = Some(format!(
+                        "the watch stopped after {} of --idle-for {}: no idle period was measured",
+                        fmt_s(s.ended_ms),
+                        fmt_s(s.window_ms)
+                    ));
+                    (Status::Skip, "not measured".to_string())
+                }
                 Some(Ending::Open) | None => (
                     Status::Pass,
                     format!(

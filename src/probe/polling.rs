@@ -49,8 +49,9 @@ pub const OVERHEAD: Meta = Meta {
 pub const POLLS: usize = 5;
 /// Pause between polls (a poll client waits its interval; the latency is per answer).
 const GAP: Duration = Duration::from_millis(200);
-/// A poll answer larger than this is not read further (its size is then a lower bound).
-pub const MAX_BODY: usize = 1024 * 1024;
+/// A poll answer whose body has not ended after this many bytes is not a poll answer: the
+/// poll fails (a long poll that never ends is a stream, not an answer).
+pub const MAX_BODY: usize = 16 * 1024 * 1024;
 
 /// One poll: what was sent and what came back, in bytes and time.
 #[derive(Debug, Clone, PartialEq)]
@@ -152,7 +153,8 @@ async fn poll(t: &Target, o: &ClientOpts, extra: &[(&str, String)]) -> anyhow::R
 }
 
 /// The head and the body's size, framed as RFC 9112 says (Content-Length, chunked, or to
-/// EOF; 304/204/1xx have none), read to its end or [`MAX_BODY`].
+/// EOF; 304/204/1xx have none), read to its end (an error past [`MAX_BODY`]; the whole read
+/// is bounded by --timeout).
 async fn read_answer(
     io: &mut Box<dyn client::Io>,
     peer: &str,
@@ -177,13 +179,20 @@ async fn read_answer(
     let mut body = Reader::new(framing);
     let (mut rest, mut scratch) = (buf.split_off(used), Vec::new());
     // A poll answer cut short by the server still counts what came (its size is then a
-    // lower bound, as for one over MAX_BODY).
+    // lower bound).
     loop {
         body.feed_into(&rest, &mut scratch)
             .map_err(|e| anyhow!("{peer}: {e}"))?;
         scratch.clear();
-        if body.done() || body.bytes() as usize >= MAX_BODY {
+        if body.done() {
             break;
+        }
+        // Not a poll answer: one that does not end (a stream sent as a poll) answers nothing.
+        if body.bytes() as usize >= MAX_BODY {
+            anyhow::bail!(
+                "{peer}: the poll answer's body had not ended after {} (a poll answer is one complete document)",
+                rtcheck_base::units::fmt_bytes(MAX_BODY as u64)
+            );
         }
         let n = io
             .read(&mut chunk)

@@ -63,6 +63,13 @@ pub struct StreamObs {
     /// Body bytes that came in the same read as the head (a server that sends its head
     /// only with its first write).
     pub with_head_bytes: usize,
+    /// Body bytes after the transfer framing and any Content-Encoding came off: what the
+    /// SSE parser was given.
+    pub body_bytes: usize,
+    /// Events and heartbeats seen past [`MAX_EVENTS`] (counted, not kept).
+    pub unrecorded: usize,
+    /// Why the probe cut the stream itself (a peer that floods or never reads).
+    pub cut: Option<String>,
     /// The library protocol spoken on a WebSocket, and what it said (issue 42).
     pub app: Option<AppObs>,
 }
@@ -297,8 +304,20 @@ impl Decoder {
 /// Largest SSE line or WebSocket message the probe keeps (a flood is an error, not memory).
 pub const MAX_ITEM: usize = 1024 * 1024;
 
-/// Events recorded per stream at most: a probe needs a few; a flood must not grow memory.
+/// Events recorded per stream at most: a probe needs a few; a flood must not grow memory
+/// (past it the watch goes on, counting in `StreamObs::unrecorded`).
 pub const MAX_EVENTS: usize = 100_000;
+/// Reads and heartbeats recorded at most at full resolution; past it one per
+/// [`COARSE_MS`] is kept: idle timeouts are seconds, a flood must not grow memory.
+pub const MAX_TIMES: usize = 100_000;
+pub const COARSE_MS: f64 = 100.0;
+
+/// Push `at` onto a time list bounded by [`MAX_TIMES`] (coarser past it).
+pub fn push_time(v: &mut Vec<f64>, at: f64) {
+    if v.len() < MAX_TIMES || v.last().is_none_or(|&l| at - l >= COARSE_MS) {
+        v.push(at);
+    }
+}
 
 /// When to stop watching a stream.
 #[derive(Debug, Clone, Copy)]
@@ -413,7 +432,7 @@ async fn watch_sse(
         if !pending.is_empty() {
             let at = ms(start);
             let idx = s.reads_ms.len();
-            s.reads_ms.push(at);
+            push_time(&mut s.reads_ms, at);
             s.wire_bytes += pending.len();
             if s.unreadable.is_none() {
                 let body = Body {
@@ -430,7 +449,7 @@ async fn watch_sse(
                 s.ending = Some(Ending::Eof);
                 break;
             }
-            if s.events.len() >= watch.max_events.unwrap_or(MAX_EVENTS).min(MAX_EVENTS) {
+            if watch.max_events.is_some_and(|m| s.events.len() >= m) {
                 break;
             }
         }
@@ -471,13 +490,18 @@ fn feed_sse(b: Body, raw: &[u8], at: f64, idx: usize, s: &mut StreamObs) -> Resu
         }
         None => &body,
     };
+    s.body_bytes += bytes.len();
     let mut items = Vec::new();
     b.parser
         .feed_items(bytes, &mut items)
         .map_err(|e| e.to_string())?;
     for it in items {
+        if s.events.len() >= MAX_EVENTS {
+            s.unrecorded += 1;
+            continue;
+        }
         match it {
-            Item::Comment => s.heartbeats_ms.push(at),
+            Item::Comment => push_time(&mut s.heartbeats_ms, at),
             Item::Event(sse::Event { id, event, data }) => s.events.push(EventRec {
                 at_ms: at,
                 read: idx,
@@ -573,7 +597,8 @@ async fn watch_ws(
     };
     if let Some(c) = app.as_mut() {
         let first: Vec<u8> = c.start().iter().flat_map(out_frame).collect();
-        if !first.is_empty() && conn.io.write_all(&first).await.is_err() {
+        let sent = tokio::time::timeout(watch.window, conn.io.write_all(&first));
+        if !first.is_empty() && !matches!(sent.await, Ok(Ok(()))) {
             s.ending = Some(Ending::Reset);
             s.ended_ms = ms(start);
             return s;
@@ -595,11 +620,26 @@ async fn watch_ws(
                 s.ending = Some(end);
                 break;
             }
-            if !pongs.is_empty() && conn.io.write_all(&pongs).await.is_err() {
-                s.ending = Some(Ending::Reset);
-                break;
+            // A peer that floods pings without reading would hold this write forever:
+            // it shares the watch's deadline, and what stays unsent is reported.
+            if !pongs.is_empty() {
+                match tokio::time::timeout_at(deadline, conn.io.write_all(&pongs)).await {
+                    Ok(Ok(())) => {}
+                    Ok(Err(_)) => {
+                        s.ending = Some(Ending::Reset);
+                        break;
+                    }
+                    Err(_) => {
+                        s.cut = Some(format!(
+                            "the server stopped reading: a pong of {} B was still unsent at the end of the watch ({} ping(s) received)",
+                            pongs.len(),
+                            s.heartbeats_ms.len() + s.unrecorded
+                        ));
+                        break;
+                    }
+                }
             }
-            if s.events.len() >= watch.max_events.unwrap_or(MAX_EVENTS).min(MAX_EVENTS) {
+            if watch.max_events.is_some_and(|m| s.events.len() >= m) {
                 break;
             }
         }
@@ -615,7 +655,9 @@ async fn watch_ws(
                 progress.update(start.elapsed(), watch.window, &s);
                 let beat = app.as_mut().and_then(|c| c.due(start.elapsed().as_secs_f64()));
                 if let Some(b) = beat {
-                    if conn.io.write_all(&out_frame(&b)).await.is_err() {
+                    // Bounded like the pongs: a peer that never reads cannot hold it.
+                    let sent = tokio::time::timeout_at(deadline, conn.io.write_all(&out_frame(&b)));
+                    if !matches!(sent.await, Ok(Ok(()))) {
                         s.ending = Some(Ending::Reset);
                         break;
                     }
@@ -656,7 +698,7 @@ fn app_message(
         match e {
             Event::Heartbeat => {
                 a.heartbeats += 1;
-                s.heartbeats_ms.push(at);
+                push_time(&mut s.heartbeats_ms, at);
             }
             Event::Reply(o) => replies.extend(out_frame(&o)),
             Event::Payload(p) => payloads.push(p),
@@ -694,16 +736,19 @@ pub fn record_frames(
     use rtcheck_wire::payload;
     use ws::Inbound;
     let read = s.reads_ms.len();
-    s.reads_ms.push(at);
+    push_time(&mut s.reads_ms, at);
     let mut msgs = Vec::new();
     // Messages before an error still count: they arrived.
     let decoded = dec.decode_messages(buf, MAX_ITEM, &mut msgs);
+    // Only the latest ping of a read is answered (RFC 6455 5.5.3 allows it): a ping flood
+    // owes one pong, not one per ping. The library protocol's replies all go out.
+    let mut pong = None;
     for m in msgs {
         let seq_ts = match m.inbound {
             Inbound::Ping(p) => {
-                s.heartbeats_ms.push(at);
+                push_time(&mut s.heartbeats_ms, at);
                 // A fixed mask is fine for a probe: it only has to be present.
-                pongs.extend(ws::client_frame(ws::OP_PONG, true, &p, [7; 4]));
+                pong = Some(ws::client_frame(ws::OP_PONG, true, &p, [7; 4]));
                 continue;
             }
             Inbound::Close(code) => return Some(Ending::CloseFrame(code)),
@@ -733,6 +778,10 @@ pub fn record_frames(
             },
             Inbound::Binary(b) => payload::decode(&b),
         };
+        if s.events.len() >= MAX_EVENTS {
+            s.unrecorded += 1;
+            continue;
+        }
         s.events.push(EventRec {
             at_ms: at,
             read,
@@ -742,6 +791,7 @@ pub fn record_frames(
             wall_ns: wall_ns(),
         });
     }
+    pongs.extend(pong.unwrap_or_default());
     match decoded {
         Ok(used) => {
             buf.drain(..used);
@@ -755,6 +805,10 @@ pub fn record_frames(
 /// when it is rtcheck's payload format).
 fn push_event(s: &mut StreamObs, at: f64, read: usize, p: &[u8]) {
     use rtcheck_wire::payload;
+    if s.events.len() >= MAX_EVENTS {
+        s.unrecorded += 1;
+        return;
+    }
     let seq_ts = std::str::from_utf8(p)
         .ok()
         .and_then(payload::decode_text)
@@ -819,6 +873,65 @@ mod tests {
         assert!(Decoder::for_encoding("zstd").is_err());
         let mut bad = Decoder::for_encoding("gzip").unwrap();
         assert!(bad.feed(b"not gzip at all", &mut Vec::new()).is_err());
+    }
+
+    /// A peer that floods pings and never reads: the pong write shares the watch's
+    /// deadline, so the watch ends on time, cut and saying why (issue 41 item 6).
+    #[tokio::test]
+    async fn a_ping_flood_that_never_reads_is_cut_at_the_deadline() {
+        use tokio::io::AsyncWriteExt;
+        // 64 B of room toward the peer, which never reads: the first pongs fill it.
+        let (ours, mut theirs) = tokio::io::duplex(64);
+        let flood = tokio::spawn(async move {
+            let ping = ws::frame(ws::OP_PING, &[b'p'; 125]);
+            while theirs.write_all(&ping).await.is_ok() {}
+        });
+        let mut conn = Conn {
+            io: Box::new(ours),
+            alpn: None,
+        };
+        let watch = Watch {
+            window: Duration::from_millis(300),
+            max_events: None,
+        };
+        let start = Instant::now();
+        let s = watch_ws(&mut conn, false, Vec::new(), start, watch, &NoProgress).await;
+        flood.abort();
+        // Bounded: the watch's window, not forever (a generous bound for a loaded host).
+        assert!(start.elapsed() < Duration::from_secs(30));
+        let cut = s.cut.expect("the watch says it cut the stream");
+        assert!(cut.contains("stopped reading"), "{cut}");
+        assert!(!s.heartbeats_ms.is_empty());
+        assert!(s.heartbeats_ms.len() <= MAX_TIMES + 1);
+    }
+
+    #[test]
+    fn only_the_latest_ping_of_a_read_is_answered() {
+        let mut buf = Vec::new();
+        for i in 0..50u8 {
+            buf.extend(ws::frame(ws::OP_PING, &[i]));
+        }
+        let (mut s, mut pongs) = (StreamObs::default(), Vec::new());
+        let mut dec = ws::Decoder::client(false);
+        assert_eq!(
+            record_frames(&mut dec, &mut buf, 1.0, &mut s, &mut pongs, None),
+            None
+        );
+        assert_eq!(s.heartbeats_ms.len(), 50);
+        assert_eq!(pongs, ws::client_frame(ws::OP_PONG, true, &[49], [7; 4]));
+    }
+
+    #[test]
+    fn time_lists_stay_bounded_under_a_flood() {
+        let mut v = Vec::new();
+        for i in 0..(MAX_TIMES * 3) {
+            push_time(&mut v, i as f64 * 0.01);
+        }
+        assert!(v.len() <= MAX_TIMES + 30, "{}", v.len());
+        // Past the bound a read 100 ms after the last kept one is still kept.
+        let last = *v.last().unwrap();
+        push_time(&mut v, last + COARSE_MS);
+        assert_eq!(*v.last().unwrap(), last + COARSE_MS);
     }
 
     #[test]

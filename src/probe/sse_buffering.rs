@@ -3,7 +3,7 @@
 //! hosts (clock offset cancels); otherwise several events in one read after a silence
 //! mean a buffer released them (evidence proxy-config: 6.6 s of silence behind a buffering
 //! proxy).
-use super::session::{timing, StreamObs, Timing, BURST_SILENCE_MS, DELAY_FAIL_MS};
+use super::session::{timing, Ending, StreamObs, Timing, BURST_SILENCE_MS, DELAY_FAIL_MS};
 use super::{finding, fmt_s, proxy, Kind, Meta, UrlObs};
 use crate::findings::{Finding, Status};
 
@@ -109,6 +109,12 @@ pub fn check(u: &UrlObs) -> Option<Finding> {
             None,
             vec![],
         ),
+        Some(s) if broken(s).is_some() => (
+            Status::Fail,
+            broken(s).unwrap_or_default(),
+            None,
+            vec![("body_bytes", s.body_bytes as f64)],
+        ),
         Some(s) if s.events.is_empty() => (
             Status::Skip,
             format!("no event in {}", fmt_s(s.ended_ms)),
@@ -167,6 +173,31 @@ pub fn check(u: &UrlObs) -> Option<Finding> {
         f.numbers.insert(k.into(), (v * 10.0).round() / 10.0);
     }
     Some(f)
+}
+
+/// An event stream that cannot be one: it ended without a byte of body, or its body held
+/// neither an event nor a comment (random bytes, fields without `data:`). A quiet stream
+/// (open, nothing sent yet) is not broken: nothing was there to time.
+pub fn broken(s: &StreamObs) -> Option<String> {
+    if !s.events.is_empty() || s.unreadable.is_some() {
+        return None;
+    }
+    let ended = !matches!(s.ending, Some(Ending::Open) | None);
+    if s.body_bytes == 0 && ended {
+        return Some(format!(
+            "the event stream ended after {} with an empty body ({}): no event, and EventSource reconnects in a loop",
+            fmt_s(s.ended_ms),
+            super::idle_timeout::ending_text(s.ending.as_ref().unwrap_or(&Ending::Eof))
+        ));
+    }
+    if s.body_bytes > 0 && s.heartbeats_ms.is_empty() {
+        return Some(format!(
+            "{} B of body in {}, none of it an SSE event or comment (no `data:` line ended by a blank line): EventSource delivers nothing",
+            s.body_bytes,
+            fmt_s(s.ended_ms)
+        ));
+    }
+    None
 }
 
 /// No head within the bound: the path held it (the issue measured nginx holding a slow
@@ -300,6 +331,35 @@ fn polled(u: &UrlObs, sse: &super::session::SseObs) -> Finding {
 
 #[cfg(test)]
 mod tests {
+    /// Issue 41 item 9: random bytes, an empty body and fields without `data:` are a
+    /// broken stream (fail); a quiet open stream or one with only comments is not.
+    #[test]
+    fn a_stream_without_events_is_broken_only_when_it_carried_something_else() {
+        let base = StreamObs {
+            ended_ms: 3000.0,
+            ending: Some(Ending::Open),
+            ..Default::default()
+        };
+        let garbage = StreamObs {
+            body_bytes: 4096,
+            ..base.clone()
+        };
+        assert!(broken(&garbage).unwrap().contains("4096 B of body"));
+        let empty = StreamObs {
+            ending: Some(Ending::Eof),
+            ended_ms: 20.0,
+            ..base.clone()
+        };
+        assert!(broken(&empty).unwrap().contains("empty body"));
+        assert_eq!(broken(&base), None, "quiet and open: nothing to time");
+        let comments = StreamObs {
+            body_bytes: 30,
+            heartbeats_ms: vec![10.0],
+            ..base.clone()
+        };
+        assert_eq!(broken(&comments), None);
+    }
+
     use super::super::session::EventRec;
     use super::*;
 

@@ -38,7 +38,15 @@ pub fn check(u: &UrlObs) -> Option<Finding> {
         _ => return None,
     };
     let h = &ws.head;
+    let cut = ws.stream.as_ref().and_then(|s| s.cut.as_ref());
     let (status, observed) = match (h.status, ws.accept_ok) {
+        (101, true) if cut.is_some() => (
+            Status::Fail,
+            format!(
+                "101 Switching Protocols, then the probe cut the connection: {}",
+                cut.map_or("", |c| c.as_str())
+            ),
+        ),
         (101, true) => (
             Status::Pass,
             "101 Switching Protocols, Sec-WebSocket-Accept valid".to_string(),

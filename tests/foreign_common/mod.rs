@@ -132,6 +132,23 @@ pub fn py_socketio(env: &[(&str, &str)]) -> Foreign {
     Foreign::start(cmd, "socketio", env)
 }
 
+/// hostile_hub.py (`python3-websockets`): a chat hub that misbehaves as MODE says
+/// (rewrite, phantom, close, binary; honest is the control): issue 41.
+pub fn hostile_hub(mode: &str) -> Foreign {
+    python_module("websockets", "python3-websockets");
+    let mut cmd = Command::new(python());
+    cmd.arg(fixture("hostile_hub.py"));
+    Foreign::start(cmd, "hostile-hub", &[("MODE", mode)])
+}
+
+/// ping_flood.py (python3 alone): 101, one payload, then pings without end, never
+/// reading (issue 41 items 6 and 7).
+pub fn ping_flood() -> Foreign {
+    let mut cmd = Command::new(python());
+    cmd.arg(fixture("ping_flood.py"));
+    Foreign::start(cmd, "ping-flood", &[])
+}
+
 /// starlette_app.py (`python3-starlette` + `python3-uvicorn`): /sse, /api/*, /healthz.
 pub fn starlette(env: &[(&str, &str)]) -> Foreign {
     python_module("starlette", "python3-starlette");

@@ -51,6 +51,10 @@ pub struct Parser {
 pub enum ParseError {
     #[error("SSE line longer than {0} bytes")]
     LineTooLong(usize),
+    /// `data:` lines without the blank line that ends an event: the event is bounded like
+    /// a line (a server sending `data:` for ever must not grow a client's memory).
+    #[error("SSE event longer than {0} bytes (data: lines without a blank line)")]
+    EventTooLong(usize),
     #[error("SSE stream is not UTF-8")]
     NotUtf8,
 }
@@ -80,6 +84,12 @@ impl Parser {
     /// The last event id received (what a reconnecting client sends as Last-Event-ID).
     pub fn last_id(&self) -> Option<&str> {
         self.last_id.as_deref()
+    }
+
+    /// Bytes held between feeds: a partial line and an event's data so far (each at
+    /// most `max_line`).
+    pub fn held_bytes(&self) -> usize {
+        self.buf.len() + self.data.len()
     }
 
     /// The last `retry:` the server sent (its reconnection time, ms).
@@ -138,6 +148,9 @@ impl Parser {
                 Err(_) => return Err(ParseError::NotUtf8),
             };
             self.line(&line, emit);
+            if self.data.len() > self.max_line {
+                return Err(ParseError::EventTooLong(self.max_line));
+            }
         }
         self.buf.extend_from_slice(bytes);
         if self.buf.len() > self.max_line {

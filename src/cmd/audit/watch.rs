@@ -111,25 +111,74 @@ fn sleep_unless_stopped(d: Duration) -> bool {
     rtcheck_base::os::signal::interrupted()
 }
 
-/// Answer scrapes one at a time (a scraper every few seconds; a slow peer is cut off
-/// after REQUEST_TIMEOUT), for as long as the process lives.
+/// Connections `/metrics` holds at once. Past it the oldest one still open is closed to
+/// make room: a scraper sends its request at once and is gone within a second, so the
+/// oldest is an idle or slowloris peer, and a scrape always gets a slot.
+const MAX_CONNS: usize = 64;
+/// Stack of a connection's thread: it parses one request head and writes one answer.
+const CONN_STACK: usize = 64 * 1024;
+
+/// The open connections, oldest first (a clone of each socket, to close it from here).
+#[derive(Default)]
+struct Open {
+    next: u64,
+    conns: std::collections::VecDeque<(u64, TcpStream)>,
+}
+
+/// Answer scrapes concurrently (issue 41 item 15: one idle connection held a serial
+/// listener's scrape for 5 s): a thread per connection, the head within REQUEST_TIMEOUT
+/// in all (not per read: a byte every few seconds does not hold it), at most MAX_CONNS
+/// open; for as long as the process lives.
 fn serve(l: TcpListener, metrics: Arc<Mutex<String>>) {
+    let open = Arc::new(Mutex::new(Open::default()));
     for conn in l.incoming() {
         let Ok(mut s) = conn else { continue };
-        let body = metrics.lock().unwrap_or_else(|p| p.into_inner()).clone();
-        let _ = answer(&mut s, &body);
+        let Some(id) = admit(&open, &s) else { continue };
+        let (metrics, open2) = (Arc::clone(&metrics), Arc::clone(&open));
+        let spawned = std::thread::Builder::new()
+            .stack_size(CONN_STACK)
+            .spawn(move || {
+                let _ = answer(&mut s, &metrics);
+                let mut o = open2.lock().unwrap_or_else(|p| p.into_inner());
+                o.conns.retain(|(i, _)| *i != id);
+            });
+        if spawned.is_err() {
+            let mut o = open.lock().unwrap_or_else(|p| p.into_inner());
+            o.conns.retain(|(i, _)| *i != id);
+        }
     }
 }
 
-/// Read one request head (bounded) and answer it: GET /metrics is the gauges, anything
-/// else 404 or 405; before the first audit, 503.
-fn answer(s: &mut TcpStream, body: &str) -> std::io::Result<()> {
-    s.set_read_timeout(Some(REQUEST_TIMEOUT))?;
+/// Register a connection, closing the oldest open one when MAX_CONNS are; None when its
+/// socket cannot be cloned (out of descriptors: it is dropped, the listener goes on).
+fn admit(open: &Mutex<Open>, s: &TcpStream) -> Option<u64> {
+    let clone = s.try_clone().ok()?;
+    let mut o = open.lock().unwrap_or_else(|p| p.into_inner());
+    while o.conns.len() >= MAX_CONNS {
+        if let Some((_, oldest)) = o.conns.pop_front() {
+            let _ = oldest.shutdown(std::net::Shutdown::Both);
+        }
+    }
+    let id = o.next;
+    o.next += 1;
+    o.conns.push_back((id, clone));
+    Some(id)
+}
+
+/// Read one request head (bounded in size and in total time) and answer it: GET /metrics
+/// is the gauges as they are now, anything else 404 or 405; before the first audit, 503.
+fn answer(s: &mut TcpStream, metrics: &Mutex<String>) -> std::io::Result<()> {
     s.set_write_timeout(Some(REQUEST_TIMEOUT))?;
+    let deadline = Instant::now() + REQUEST_TIMEOUT;
     let mut buf = Vec::with_capacity(1024);
     let mut chunk = [0u8; 1024];
     // The one request-head parser (the server's: RFC 9112 rules, its own size bounds).
     let req = loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Ok(());
+        }
+        s.set_read_timeout(Some(left))?;
         let n = s.read(&mut chunk)?;
         if n == 0 {
             return Ok(());
@@ -141,12 +190,13 @@ fn answer(s: &mut TcpStream, body: &str) -> std::io::Result<()> {
             _ => return reply(s, 400, "text/plain", "bad request\n"),
         }
     };
+    let body = metrics.lock().unwrap_or_else(|p| p.into_inner()).clone();
     let (method, path) = (req.method, req.path);
     match (method.as_str(), path.as_str()) {
         ("GET" | "HEAD", "/metrics") if body.is_empty() => {
             reply(s, 503, "text/plain", "no audit yet\n")
         }
-        ("GET", "/metrics") => reply(s, 200, rtcheck_wire::prom::CONTENT_TYPE, body),
+        ("GET", "/metrics") => reply(s, 200, rtcheck_wire::prom::CONTENT_TYPE, &body),
         ("HEAD", "/metrics") => reply(s, 200, rtcheck_wire::prom::CONTENT_TYPE, ""),
         (_, "/metrics") => reply(s, 405, "text/plain", "GET only\n"),
         _ => reply(s, 404, "text/plain", "only /metrics\n"),

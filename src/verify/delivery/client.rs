@@ -344,9 +344,14 @@ impl WsConn {
             ) => format!("ws://{addr}/ws?since={seq}&epoch={e}"),
             _ => format!("ws://{addr}/ws"),
         };
-        let (ws, _) = tungstenite::client(url.as_str(), stream)
+        // Acks are its only messages: a few dozen bytes (bounded queue: issue 41 item 7).
+        let cfg = crate::bench::ws_client::config(64);
+        let (ws, _) = tungstenite::client::client_with_config(url.as_str(), stream, Some(cfg))
             .map_err(|e| anyhow!("{addr}: WebSocket handshake: {e}"))?;
         ws.get_ref().set_read_timeout(Some(TICK))?;
+        // A server that never reads must not hold a read (which flushes pongs owed) past a
+        // tick: a write that would block leaves the pong queued, bounded by the config.
+        ws.get_ref().set_write_timeout(Some(TICK))?;
         Ok(WsConn {
             ws,
             peer: addr,
@@ -406,9 +411,14 @@ impl WsConn {
             self.last = Some(seq);
             on_msg(seq);
             if let Some(a) = self.session.as_mut().and_then(|s| s.due(seq)) {
-                self.ws
-                    .send(Message::text(format!("{{\"ack\":{a}}}")))
-                    .map_err(|e| anyhow!("{}: WebSocket ack: {e}", self.peer))?;
+                match self.ws.send(Message::text(format!("{{\"ack\":{a}}}"))) {
+                    // Queued: it goes with the next read's flush.
+                    Err(Error::Io(e)) if is_timeout(&e) => {}
+                    Err(Error::WriteBufferFull(_)) => {
+                        bail!("{}: the server stopped reading (acks unsent)", self.peer)
+                    }
+                    r => r.map_err(|e| anyhow!("{}: WebSocket ack: {e}", self.peer))?,
+                }
             }
         }
         Ok(())

@@ -10,7 +10,7 @@
 use super::client::{self, Disconnect};
 use super::run::{ClientResult, Phases, RunSpec, FOREIGN_CONTROL, FOREIGN_RUN};
 use crate::bench::publisher::{Endpoint, PublishVia};
-use crate::bench::seq_account::Trace;
+use crate::bench::seq_account::{self, Trace};
 use crate::bench::template::{Decoder, Template};
 use crate::sys::tls::SyncStream;
 use anyhow::{anyhow, bail, Context};
@@ -187,8 +187,13 @@ impl Link {
             // The URL's own host in the handshake (Host:), wherever the socket went.
             let scheme = if tls.is_some() { "wss" } else { "ws" };
             let url = format!("{scheme}://{authority}{path}");
-            let (mut ws, _) = tungstenite::client(url.as_str(), stream)
-                .map_err(|e| anyhow!("{}: WebSocket handshake: {e}", t.url))?;
+            // Its own messages: the subscribe and resume templates (bounded queue: issue
+            // 41 item 7).
+            let largest = [t.subscribe.as_ref().map_or(0, String::len), 4096];
+            let cfg = crate::bench::ws_client::config(largest.iter().sum());
+            let (mut ws, _) =
+                tungstenite::client::client_with_config(url.as_str(), stream, Some(cfg))
+                    .map_err(|e| anyhow!("{}: WebSocket handshake: {e}", t.url))?;
             ws.get_ref().tcp().set_read_timeout(Some(TICK))?;
             let mut say = |m: String| {
                 ws.send(tungstenite::Message::text(m))
@@ -200,6 +205,9 @@ impl Link {
             if let (Resume::Message(m), Some(s)) = (&t.resume_as, seq) {
                 say(Template::parse(m).render(s, 0, 0))?;
             }
+            // From here it only reads: a pong that would block waits for the next read
+            // (queued, bounded), so a server that never reads cannot hold a read past a tick.
+            ws.get_ref().tcp().set_write_timeout(Some(TICK))?;
             return Ok(Link::Ws(Box::new(ws)));
         }
         stream.tcp().set_read_timeout(Some(TICK))?;
@@ -472,10 +480,14 @@ pub fn measure(
         (Err(e), Some(why)) => bail!("{}; so {e}", why.trim_start_matches("invalid: ")),
         (r, _) => r?,
     };
-    if let Some(why) = publisher_invalid(&stat) {
-        for r in &mut runs {
+    for r in &mut runs {
+        // The publisher's failure first (it explains the rest), then a seq stream that
+        // is not what it published.
+        let why = publisher_invalid(&stat)
+            .or_else(|| seq_account::stream_invalid(&r.counts, stat.timer_rounds));
+        if let Some(why) = why {
             r.status = crate::findings::Status::Fail;
-            r.verdict = why.clone();
+            r.verdict = why;
         }
     }
     Ok((runs, stat))

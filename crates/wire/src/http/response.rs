@@ -485,6 +485,12 @@ impl Reader {
         self.body.bytes
     }
 
+    /// Bytes held between feeds: a partial chunk-size line, CRLF or trailer (bounded by
+    /// the chunk-line and trailer limits).
+    pub fn held_bytes(&self) -> usize {
+        self.carry.len()
+    }
+
     /// The server closed: fine for a close-delimited body, else it was cut short.
     pub fn eof(&mut self) -> Result<(), Error> {
         self.body.eof()
