@@ -22,6 +22,7 @@ pub mod load;
 pub mod nginx;
 pub mod path;
 pub mod rules;
+pub mod time;
 pub mod traefik;
 
 use crate::findings::Finding;
