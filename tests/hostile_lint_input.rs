@@ -100,3 +100,150 @@ fn timeouts_the_proxy_refuses_are_a_fail_saying_so() {
         assert_eq!(fail, refused, "{value}: {v} {err}");
     }
 }
+
+const SECRET: &str = "root:$y$j9T$s3cr3tHASHvalue:19000:0:99999:7:::";
+
+/// Stdout and stderr of a run hold no piece of the secret.
+fn no_secret(out: &std::process::Output, ctx: &str) {
+    for text in [&out.stdout, &out.stderr] {
+        let t = String::from_utf8_lossy(text);
+        assert!(!t.contains("s3cr3tHASH"), "{ctx}: {t}");
+        assert!(!t.contains("A1_SECRET_TOKEN_VALUE"), "{ctx}: {t}");
+    }
+}
+
+const WS_NGINX: &str = "http {\n server {\n  location /ws {\n   proxy_pass http://b;\n  }\n }\n}\n";
+
+#[test]
+fn a_symlink_out_of_a_linted_directory_is_skipped_never_printed() {
+    let outside = tempfile::tempdir().unwrap();
+    let secret = outside.path().join("shadow");
+    std::fs::write(&secret, format!("{SECRET}\n")).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("nginx.conf"), WS_NGINX).unwrap();
+    std::os::unix::fs::symlink(&secret, dir.path().join("haproxy.cfg")).unwrap();
+    std::os::unix::fs::symlink("/proc/self/environ", dir.path().join("env.conf")).unwrap();
+    let out = rtcheck()
+        .arg("lint")
+        .arg(dir.path())
+        .args(["--format", "json"])
+        .env("A1_SECRET", "A1_SECRET_TOKEN_VALUE")
+        .output()
+        .unwrap();
+    no_secret(&out, "dir");
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let skipped = finding(&v, "lint-input");
+    assert_eq!(skipped.len(), 2, "{v}");
+    assert!(skipped.iter().all(|f| f["status"] == "skip"));
+    let reasons: Vec<&str> = skipped.iter().map(|f| f["reason"].as_str().unwrap()).collect();
+    assert!(reasons.iter().any(|r| r.contains("under /proc")), "{reasons:?}");
+    assert!(reasons.iter().any(|r| r.contains("symlink leaving")), "{reasons:?}");
+    // The nginx file was linted all the same.
+    assert!(!finding(&v, "nginx-ws-http-version").is_empty(), "{v}");
+}
+
+#[test]
+fn includes_of_secret_or_kernel_files_are_never_quoted() {
+    let outside = tempfile::tempdir().unwrap();
+    let secret = outside.path().join("shadow");
+    std::fs::write(&secret, format!("{SECRET}\n")).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("nginx.conf");
+    // /proc is never read, even with --follow-includes: a Skip naming why.
+    std::fs::write(&conf, WS_NGINX.replace("http {\n", "http {\n include /proc/self/environ;\n")).unwrap();
+    let out = rtcheck()
+        .arg("lint")
+        .arg(&conf)
+        .args(["--follow-includes", "--format", "json"])
+        .env("A1_SECRET", "A1_SECRET_TOKEN_VALUE")
+        .output()
+        .unwrap();
+    no_secret(&out, "environ");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let inc = finding(&v, "lint-include");
+    assert!(inc[0]["reason"].as_str().unwrap().contains("under /proc"), "{v}");
+    // A followed include that is no config: exit 2, said without quoting it.
+    std::fs::write(&conf, WS_NGINX.replace("http {\n", &format!("http {{\n include {};\n", secret.display()))).unwrap();
+    let out = rtcheck()
+        .arg("lint")
+        .arg(&conf)
+        .arg("--follow-includes")
+        .output()
+        .unwrap();
+    no_secret(&out, "include");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("does not look like an nginx config"), "{err}");
+    // Named on the command line with a kind: the same.
+    let out = rtcheck()
+        .arg("lint")
+        .arg(&secret)
+        .args(["--kind", "haproxy"])
+        .output()
+        .unwrap();
+    no_secret(&out, "--kind haproxy");
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn yaml_file_flags_never_print_a_file_that_is_not_yaml() {
+    let tmp = tempfile::tempdir().unwrap();
+    let secret = tmp.path().join("shadow");
+    std::fs::write(&secret, format!("{SECRET}\nbin:*:19000:0:99999:7:::\n")).unwrap();
+    let env = tmp.path().join("app.env");
+    std::fs::write(&env, "API_KEY=A1_SECRET_TOKEN_VALUE\n").unwrap();
+    for file in [&secret, &env] {
+        for args in [
+            vec!["audit", "--profile"],
+            vec!["choose", "--no-input", "--answers"],
+            vec!["review", "--answers"],
+            vec!["budget", "--hops"],
+            vec!["lint", "-", "--kind", "nginx", "--baseline"],
+        ] {
+            let out = rtcheck().args(&args).arg(file).write_stdin(WS_NGINX).output().unwrap();
+            let ctx = format!("{args:?} {}", file.display());
+            no_secret(&out, &ctx);
+            assert_eq!(out.status.code(), Some(2), "{ctx}");
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(err.contains("content not shown"), "{ctx}: {err}");
+        }
+    }
+    // /proc/self/environ through a flag: refused before reading.
+    let out = rtcheck()
+        .args(["audit", "--profile", "/proc/self/environ"])
+        .env("A1_SECRET", "A1_SECRET_TOKEN_VALUE")
+        .output()
+        .unwrap();
+    no_secret(&out, "environ");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("under /proc"));
+}
+
+#[test]
+fn an_unterminated_8_mib_token_is_not_echoed_whole() {
+    let tmp = tempfile::tempdir().unwrap();
+    let conf = tmp.path().join("nginx.conf");
+    let token = "A".repeat(8 << 20);
+    std::fs::write(&conf, format!("http {{\n server {{\n  location /ws {{\n   proxy_pass {token}\n")).unwrap();
+    let out = rtcheck().arg("lint").arg(&conf).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{}", err.len());
+    assert!(err.len() < 400, "{} bytes of error", err.len());
+}
+
+#[test]
+fn a_directory_over_the_total_input_budget_is_one_clear_error() {
+    let tmp = tempfile::tempdir().unwrap();
+    // Ten files of 7 MB: each under the per-file bound, 70 MB together.
+    let body = format!("events {{}}\n#{}\n", "x".repeat(7_000_000));
+    for i in 0..10 {
+        std::fs::write(tmp.path().join(format!("n{i}.conf")), &body).unwrap();
+    }
+    let out = rtcheck().arg("lint").arg(tmp.path()).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("input budget"), "{err}");
+}
