@@ -247,3 +247,42 @@ fn a_directory_over_the_total_input_budget_is_one_clear_error() {
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.contains("input budget"), "{err}");
 }
+
+#[test]
+fn an_output_that_is_an_input_or_kernel_state_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let conf = tmp.path().join("x.conf");
+    std::fs::write(&conf, WS_NGINX).unwrap();
+    let base = tmp.path().join("baseline.yaml");
+    std::fs::write(&base, "accepted: []\n").unwrap();
+    let prof = tmp.path().join("profile.yaml");
+    std::fs::write(&prof, "connections: 100\n").unwrap();
+    let c = conf.to_str().unwrap();
+    let b = base.to_str().unwrap();
+    let p = prof.to_str().unwrap();
+    let json_b = format!("json={b}");
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["lint", c, "-o", c], "is also an input (lint)"),
+        (vec!["lint", c, "--baseline", b, "--report", &json_b], "is also an input (--baseline)"),
+        (vec!["audit", "--profile", p, "--write-baseline", p], "is also an input (--profile)"),
+        (vec!["lint", c, "--report", "json=-", "--report", "yaml=-"], "reports to stdout"),
+        (vec!["lint", c, "-o", "/proc/self/comm"], "not a file for a report"),
+    ];
+    for (args, why) in cases {
+        let out = rtcheck().args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(why), "{args:?}: {err}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
+    // Every input is as it was.
+    assert_eq!(std::fs::read_to_string(&conf).unwrap(), WS_NGINX);
+    assert_eq!(std::fs::read_to_string(&base).unwrap(), "accepted: []\n");
+    assert_eq!(std::fs::read_to_string(&prof).unwrap(), "connections: 100\n");
+    // /dev/stdout is still an output.
+    let out = rtcheck().args(["lint", c, "--format", "json", "-o", "/dev/stdout"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["kind"], "lint");
+}

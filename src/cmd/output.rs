@@ -271,6 +271,14 @@ impl<F: FormatSet> OutputArgs<F> {
     pub fn validate(&self) -> anyhow::Result<()> {
         let mut paths: Vec<&Path> = self.output.iter().map(|p| p.as_path()).collect();
         paths.extend(self.reports.iter().map(|r| r.path.as_path()));
+        let dash = Path::new("-");
+        let to_stdout = usize::from(self.output.as_deref().is_none_or(|p| p == dash))
+            + self.reports.iter().filter(|r| r.path == dash).count();
+        if to_stdout > 1 {
+            anyhow::bail!(
+                "--report/-o: {to_stdout} reports to stdout would run together; give all but one a file"
+            );
+        }
         check_distinct(&paths)
     }
 
@@ -385,8 +393,16 @@ mod tests {
         let twice = W::try_parse_from(["x", "-o", "a", "--report", "json=a"]).unwrap();
         let e = twice.o.validate().unwrap_err().to_string();
         assert!(e.contains("a is given twice"), "{e}");
-        let stdout_ok = W::try_parse_from(["x", "-o", "-", "--report", "json=-"]).unwrap();
-        assert!(stdout_ok.o.validate().is_ok());
+        for two in [
+            vec!["x", "-o", "-", "--report", "json=-"],
+            vec!["x", "--report", "json=-"],
+            vec!["x", "-o", "f", "--report", "json=-", "--report", "html=-"],
+        ] {
+            let e = W::try_parse_from(&two).unwrap().o.validate().unwrap_err();
+            assert!(e.to_string().contains("reports to stdout"), "{two:?}: {e}");
+        }
+        let one = W::try_parse_from(["x", "-o", "f", "--report", "json=-"]).unwrap();
+        assert!(one.o.validate().is_ok());
     }
 
     #[test]

@@ -17,6 +17,7 @@ const MAX_INCLUDE_DEPTH: usize = 16;
 pub fn read_file(path: &Path) -> anyhow::Result<String> {
     let buf = rtcheck_base::input::read_user(path, MAX_FILE)
         .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    rtcheck_base::input::note_input("lint", path);
     Ok(String::from_utf8_lossy(&buf).into_owned())
 }
 

@@ -19,6 +19,7 @@ pub const MAX_DEPTH: usize = 64;
 pub fn read(flag: &str, path: &Path) -> anyhow::Result<String> {
     let what = || format!("{flag} {}", path.display());
     let bytes = read_bytes(path).map_err(|e| anyhow::anyhow!("{}: {e}", what()))?;
+    note_input(flag, path);
     utf8(bytes).map_err(|e| anyhow::anyhow!("{}: {e}", what()))
 }
 
@@ -35,6 +36,10 @@ pub fn report(flag: &str, path: &Path) -> anyhow::Result<String> {
 fn yaml_up_to(flag: &str, path: &Path, limit: u64) -> anyhow::Result<String> {
     let what = || format!("{flag} {}", path.display());
     let bytes = read_user(path, limit).map_err(|e| anyhow::anyhow!("{}: {e}", what()))?;
+    // `--save` is read back to be rewritten: the one input an output may replace.
+    if flag != "--save" {
+        note_input(flag, path);
+    }
     // Not UTF-8 or not a mapping: say so without quoting (it may be /etc/shadow).
     let text = utf8(bytes).map_err(|e| anyhow::anyhow!("{}: {e}", what()))?;
     if !looks_like_mapping(&text) {
@@ -54,6 +59,37 @@ fn utf8(bytes: Vec<u8>) -> Result<String, String> {
             e.utf8_error().valid_up_to()
         )
     })
+}
+
+/// The files this process read as input: an output that is one of them is refused
+/// (`lint x.conf -o x.conf` would replace the config with its report).
+static INPUTS: std::sync::Mutex<Vec<(String, FileId)>> = std::sync::Mutex::new(Vec::new());
+
+/// A regular file's identity: device, inode and change time (an inode freed and reused
+/// by a new file is not the same file).
+type FileId = (u64, u64, i64, i64);
+
+fn file_id(path: &Path) -> Option<FileId> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(path).ok().filter(|m| m.is_file())?;
+    Some((m.dev(), m.ino(), m.ctime(), m.ctime_nsec()))
+}
+
+/// Remember `path` as an input read for `flag`.
+pub fn note_input(flag: &str, path: &Path) {
+    if let Some(id) = file_id(path) {
+        let mut v = INPUTS.lock().unwrap_or_else(|e| e.into_inner());
+        if !v.iter().any(|(_, i)| *i == id) {
+            v.push((flag.to_string(), id));
+        }
+    }
+}
+
+/// The flag an existing file at `path` (symlinks followed) was read for, if it was.
+pub fn input_flag(path: &Path) -> Option<String> {
+    let id = file_id(path)?;
+    let v = INPUTS.lock().unwrap_or_else(|e| e.into_inner());
+    v.iter().find(|(_, i)| *i == id).map(|(f, _)| f.clone())
 }
 
 /// Why a file was not read.
