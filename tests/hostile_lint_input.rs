@@ -286,3 +286,45 @@ fn an_output_that_is_an_input_or_kernel_state_is_refused() {
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["kind"], "lint");
 }
+
+#[test]
+fn deep_flow_yaml_is_refused_before_parsing_and_many_routers_stay_linear() {
+    let tmp = tempfile::tempdir().unwrap();
+    let deep = tmp.path().join("dynamic.yml");
+    let n = 1_500_000;
+    std::fs::write(&deep, format!("http:\n  routers: {}{}\n", "[".repeat(n), "]".repeat(n))).unwrap();
+    let (code, _, err) = lint_json(&deep, &["--kind", "traefik"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("nested deeper than 64"), "{err}");
+    assert!(err.contains("dynamic.yml:2:"), "{err}");
+    // 40,000 routers (a scan of the text per key was quadratic: 48 s): within the run bound.
+    let mut t = String::from("http:\n  routers:\n");
+    for i in 0..40_000 {
+        t.push_str(&format!("    r{i}:\n      rule: PathPrefix(`/api{i}`)\n      service: app\n"));
+    }
+    t.push_str("    events:\n      rule: PathPrefix(`/events`)\n      service: app\n      middlewares: [gz]\n  middlewares:\n    gz:\n      compress: {}\n  services:\n    app:\n      loadBalancer:\n        servers:\n          - url: http://127.0.0.1:9\n");
+    let many = tmp.path().join("many.yml");
+    std::fs::write(&many, t).unwrap();
+    let (code, v, err) = lint_json(&many, &[]);
+    assert_eq!(code, Some(1), "{err}");
+    // The last router is found, at its middlewares line (the lookup is by key path, not a scan).
+    let f = finding(&v, "traefik-compress-stream");
+    assert_eq!(f[0]["status"], "fail", "{v}");
+    assert_eq!(f[0]["location"]["line"], 3 + 3 * 40_000 + 3, "{v}");
+}
+
+#[test]
+fn an_ingress_document_on_the_marker_line_is_linted() {
+    let tmp = tempfile::tempdir().unwrap();
+    let good = "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata:\n  name: api\nspec:\n  rules:\n  - http:\n      paths:\n      - path: /api\n        pathType: Prefix\n";
+    let bad = "{apiVersion: networking.k8s.io/v1, kind: Ingress, metadata: {name: ws, annotations: {nginx.ingress.kubernetes.io/proxy-read-timeout: \"5\", nginx.ingress.kubernetes.io/proxy-send-timeout: \"5\"}}, spec: {rules: [{http: {paths: [{path: /ws, pathType: Prefix}]}}]}}\n";
+    let mut fails = vec![];
+    for sep in ["--- ", "---\n"] {
+        let f = tmp.path().join("ing.yaml");
+        std::fs::write(&f, format!("{good}{sep}{bad}")).unwrap();
+        let (code, v, err) = lint_json(&f, &[]);
+        assert_eq!(code, Some(1), "{sep:?}: {err}");
+        fails.push(v["summary"]["fail"].as_u64().unwrap());
+    }
+    assert_eq!(fails, [2, 2]);
+}

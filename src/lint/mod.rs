@@ -117,6 +117,20 @@ pub fn perr(file: &str, line: usize, msg: impl Into<String>) -> ParseError {
     }
 }
 
+/// YAML nested past `rtcheck_base::input::MAX_DEPTH`, refused before the parser runs
+/// (its time grows with the square of the nesting: 3 MB of `[[[` ran for minutes).
+pub fn yaml_depth(file: &str, text: &str) -> Result<(), ParseError> {
+    rtcheck_base::input::check_depth(text).map_err(|e| {
+        let line = e
+            .strip_prefix("line ")
+            .and_then(|r| r.split(':').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(1);
+        let msg = e.split_once(": ").map_or(e.as_str(), |(_, m)| m);
+        perr(file, line, msg)
+    })
+}
+
 /// Does `text` look like a `kind` config at all? A parse error on a file that does not
 /// (a secret file named `haproxy.cfg`, an include of /etc/shadow) is reported without
 /// quoting any of it.
