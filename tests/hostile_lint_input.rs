@@ -328,3 +328,101 @@ fn an_ingress_document_on_the_marker_line_is_linted() {
     }
     assert_eq!(fails, [2, 2]);
 }
+
+/// No control character but newline (and tab) in a CI format's output.
+fn inert(text: &str, ctx: &str) {
+    let bad: Vec<char> = text
+        .chars()
+        .filter(|c| c.is_control() && *c != '\n' && *c != '\t')
+        .collect();
+    assert!(bad.is_empty(), "{ctx}: {bad:?} in {text}");
+}
+
+#[test]
+fn control_characters_from_a_config_are_escaped_in_every_format_and_on_stderr() {
+    let tmp = tempfile::tempdir().unwrap();
+    let conf = tmp.path().join("a,b:c.conf");
+    std::fs::write(
+        &conf,
+        "http {\n server {\n  location /ws\x1b]0,pwned\x07\x1b[2J\x00 {\n   proxy_pass http://b;\n  }\n }\n}\n",
+    )
+    .unwrap();
+    for format in ["text", "markdown", "github", "junit"] {
+        let out = rtcheck()
+            .arg("lint")
+            .arg(&conf)
+            .args(["--ping", "25s", "--color", "always", "--format", format])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{format}: {}", String::from_utf8_lossy(&out.stderr));
+        let text = String::from_utf8(out.stdout).unwrap();
+        if format == "text" {
+            // The palette's colours stay; nothing else from the config reaches the terminal.
+            let no_sgr = regex_lite_strip_sgr(&text);
+            inert(&no_sgr, format);
+            assert!(text.contains("\\x1b]0,pwned\\x07"), "{text}");
+        } else {
+            inert(&text, format);
+        }
+        if format == "github" {
+            // Every line is one of our commands; the file property escapes `,` and `:`.
+            for l in text.lines() {
+                assert!(l.starts_with("::error ") || l.starts_with("::warning ") || l.starts_with("::notice "), "{l}");
+            }
+            assert!(text.contains("a%2Cb%3Ac.conf"), "{text}");
+        }
+    }
+    // stderr: a file name with ESC and a newline stays one inert line.
+    let odd = tmp.path().join("x\x1b[2J\ny.conf");
+    std::fs::write(&odd, "http {\n").unwrap();
+    let out = rtcheck().arg("lint").arg(&odd).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(err.lines().count(), 1, "{err}");
+    inert(&err, "stderr");
+    assert!(err.contains("x\\x1b[2J\\ny.conf"), "{err}");
+}
+
+/// The text without the palette's colour sequences (ESC [ digits ; m).
+fn regex_lite_strip_sgr(s: &str) -> String {
+    let mut out = String::new();
+    let mut rest = s;
+    while let Some(i) = rest.find("\x1b[") {
+        out.push_str(&rest[..i]);
+        let tail = &rest[i + 2..];
+        let n = tail.bytes().take_while(|b| b.is_ascii_digit() || *b == b';').count();
+        if tail.as_bytes().get(n) == Some(&b'm') {
+            rest = &tail[n + 1..];
+        } else {
+            out.push('\x1b');
+            rest = &rest[i + 1..];
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+#[test]
+fn budget_hop_names_are_escaped_in_text_and_ci_formats() {
+    let tmp = tempfile::tempdir().unwrap();
+    let hops = tmp.path().join("hops.yaml");
+    std::fs::write(
+        &hops,
+        "hops:\n  - {name: \"auth\\e[2J\\a\\0\", rtt: 24ms, server_time: 18ms, reuse: true}\n  - {name: db, rtt: 24ms, server_time: 18ms, p99: 120ms}\n",
+    )
+    .unwrap();
+    for format in ["text", "markdown", "github"] {
+        let out = rtcheck()
+            .args(["budget", "--hops"])
+            .arg(&hops)
+            .args(["--format", format])
+            .output()
+            .unwrap();
+        let text = String::from_utf8(out.stdout).unwrap();
+        assert!(matches!(out.status.code(), Some(0 | 1)), "{format}: {}", String::from_utf8_lossy(&out.stderr));
+        inert(&text, format);
+        if format == "text" {
+            assert!(text.contains("auth\\x1b[2J\\x07\\x00"), "{text}");
+        }
+    }
+}

@@ -232,6 +232,21 @@ fn check_distinct(paths: &[&Path]) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The one escaping rule at the edge of every human and CI format: whatever text from
+/// outside a renderer let through (an nginx name, a baseline id, a server's event id),
+/// no control character but layout (and the palette's colours in text) is written.
+/// JSON, YAML and SARIF escape in their serializer; HTML in its own escaping.
+fn inert(f: Format, s: String) -> String {
+    use rtcheck_base::escape::inert_lines;
+    match f {
+        Format::Text => inert_lines(&s, true).into_owned(),
+        Format::Markdown | Format::Github | Format::Junit | Format::Prometheus => {
+            inert_lines(&s, false).into_owned()
+        }
+        Format::Json | Format::Yaml | Format::Html | Format::Sarif => s,
+    }
+}
+
 /// `--format`, `-o` and `--report`, flattened into every command with a report.
 #[derive(Debug, Clone, clap::Args)]
 pub struct OutputArgs<F: FormatSet> {
@@ -303,6 +318,7 @@ impl<F: FormatSet> OutputArgs<F> {
         render: impl Fn(Format, Palette) -> anyhow::Result<String>,
     ) -> anyhow::Result<()> {
         self.validate()?;
+        let render = |f: Format, p: Palette| render(f, p).map(|s| inert(f, s));
         let main = render(self.format, self.palette(color))?;
         let file_palette = Palette::new(color_enabled(color, Sink::File, no_color_env()))
             .with_width(width_for(Sink::File));

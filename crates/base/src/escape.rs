@@ -26,6 +26,48 @@ pub fn plain(s: &str) -> Cow<'_, str> {
     Cow::Owned(o)
 }
 
+/// A whole rendered report made inert: [`plain`] for every control character but the
+/// newlines and tabs that lay it out; with `keep_sgr`, also the colour sequences
+/// (`ESC [ digits ; m`) a palette wrote. Anything else from outside (`ESC [2J`, an OSC
+/// title, BEL, NUL) shows as an escape, whatever renderer let it through.
+pub fn inert_lines(s: &str, keep_sgr: bool) -> Cow<'_, str> {
+    if !s.chars().any(|c| c.is_control() && c != '\n' && c != '\t') {
+        return Cow::Borrowed(s);
+    }
+    let mut o = String::with_capacity(s.len() + 16);
+    let mut rest = s;
+    while let Some(c) = rest.chars().next() {
+        if c == '\x1b' && keep_sgr {
+            if let Some(n) = sgr_len(rest) {
+                o.push_str(&rest[..n]);
+                rest = &rest[n..];
+                continue;
+            }
+        }
+        if c == '\n' || c == '\t' {
+            o.push(c);
+        } else {
+            o.push_str(&plain(&rest[..c.len_utf8()]));
+        }
+        rest = &rest[c.len_utf8()..];
+    }
+    Cow::Owned(o)
+}
+
+/// Length of a colour sequence `ESC [ (digits | ;)* m` at the start of `s`.
+fn sgr_len(s: &str) -> Option<usize> {
+    let b = s.as_bytes();
+    if b.get(1) != Some(&b'[') {
+        return None;
+    }
+    let params = b[2..]
+        .iter()
+        .take(32)
+        .take_while(|c| c.is_ascii_digit() || **c == b';')
+        .count();
+    (b.get(2 + params) == Some(&b'm')).then_some(3 + params)
+}
+
 /// Longest excerpt of a user's file an error quotes, in characters.
 pub const EXCERPT_CHARS: usize = 60;
 
@@ -73,6 +115,17 @@ mod tests {
             plain("a\n::error title=x::y\x1b[2J\u{9b}\x7f\x07\0"),
             "a\\n::error title=x::y\\x1b[2J\\x9b\\x7f\\x07\\x00"
         );
+    }
+
+    #[test]
+    fn a_report_keeps_its_layout_and_colours_only() {
+        let r = "\x1b[1mfail\x1b[0m nginx\x1b]0;pwned\x07 x\x1b[2J\0\n\tnext\r\n";
+        assert_eq!(
+            inert_lines(r, true),
+            "\x1b[1mfail\x1b[0m nginx\\x1b]0;pwned\\x07 x\\x1b[2J\\x00\n\tnext\\r\n"
+        );
+        assert!(!inert_lines(r, false).contains('\x1b'));
+        assert_eq!(inert_lines("a\nb", false), "a\nb");
     }
 
     #[test]
