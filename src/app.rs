@@ -99,7 +99,11 @@ pub fn reflow(text: &str) -> String {
 fn scrubbed(msg: &str) -> String {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let secrets = rtcheck_base::redact::secrets_in_args(&args);
-    rtcheck_base::redact::scrub(msg, &secrets.iter().map(String::as_str).collect::<Vec<_>>())
+    let msg =
+        rtcheck_base::redact::scrub(msg, &secrets.iter().map(String::as_str).collect::<Vec<_>>());
+    // The one escaping rule on stderr too: a file name or a config's word holding ESC or a
+    // newline cannot move the cursor or start a second line.
+    rtcheck_base::escape::plain(&msg).into_owned()
 }
 
 /// clap errors as one line (the standard for bad input); help and version as clap prints them.

@@ -268,6 +268,11 @@ impl Profile {
 /// expected u64" becomes "expected a whole number, got `abc`"; an unclosed `[` is named
 /// instead of serde_yaml's "expected a YAML tag". `line` is the YAML line it points at.
 pub fn plain_yaml_error(msg: &str, line: &str) -> String {
+    // What serde quotes from the file is escaped and cut short.
+    rtcheck_base::escape::bound_quotes(&yaml_words(msg, line))
+}
+
+fn yaml_words(msg: &str, line: &str) -> String {
     if msg.contains("did not find expected") || msg.contains("while parsing a flow") {
         return "unclosed `[` or `{` (the YAML ends inside it)".to_string();
     }

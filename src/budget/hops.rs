@@ -101,7 +101,7 @@ fn item_line(text: &str, i: usize) -> Option<usize> {
 pub fn from_yaml(text: &str, origin: &str) -> Result<Vec<Hop>, String> {
     let f: File = serde_yaml::from_str(text).map_err(|e| {
         let msg = e.to_string();
-        let msg = msg.split(" at line ").next().unwrap_or(&msg).to_string();
+        let msg = rtcheck_base::escape::bound_quotes(msg.split(" at line ").next().unwrap_or(&msg));
         let loc = e
             .location()
             .map(|l| format!(":{}:{}", l.line(), l.column()))

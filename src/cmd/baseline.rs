@@ -72,7 +72,8 @@ pub fn host_subject(hostname: Option<String>) -> impl Fn(&Finding) -> Subject {
 /// The host name under a procfs root (`sys/kernel/hostname`), when it can be read.
 pub fn hostname(procfs: &std::path::Path) -> Option<String> {
     let p = procfs.join("sys/kernel/hostname");
-    let text = String::from_utf8(rtcheck_base::input::read_bytes(&p).ok()?).ok()?;
+    // Kernel state under a procfs root: the raw bounded reader (user-file rules refuse /proc).
+    let text = String::from_utf8(rtcheck_base::input::read_bounded(&p).ok()?).ok()?;
     let h = text.trim();
     (!h.is_empty()).then(|| h.to_string())
 }

@@ -147,7 +147,7 @@ fn declared_path(a: &LintArgs, p: &Profile) -> anyhow::Result<Option<lint::path:
 
 fn validate_skip(skip: &[String]) -> anyhow::Result<()> {
     for s in skip {
-        if !RULES.iter().any(|r| r.id == s) && s != "lint-include" {
+        if !RULES.iter().any(|r| r.id == s) && s != "lint-include" && s != "lint-input" {
             anyhow::bail!("--skip {s}: unknown rule (see `rtcheck lint --help` and docs/lint.md)");
         }
     }

@@ -232,6 +232,21 @@ fn check_distinct(paths: &[&Path]) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The one escaping rule at the edge of every human and CI format: whatever text from
+/// outside a renderer let through (an nginx name, a baseline id, a server's event id),
+/// no control character but layout (and the palette's colours in text) is written.
+/// JSON, YAML and SARIF escape in their serializer; HTML in its own escaping.
+fn inert(f: Format, s: String) -> String {
+    use rtcheck_base::escape::inert_lines;
+    match f {
+        Format::Text => inert_lines(&s, true).into_owned(),
+        Format::Markdown | Format::Github | Format::Junit | Format::Prometheus => {
+            inert_lines(&s, false).into_owned()
+        }
+        Format::Json | Format::Yaml | Format::Html | Format::Sarif => s,
+    }
+}
+
 /// `--format`, `-o` and `--report`, flattened into every command with a report.
 #[derive(Debug, Clone, clap::Args)]
 pub struct OutputArgs<F: FormatSet> {
@@ -271,6 +286,14 @@ impl<F: FormatSet> OutputArgs<F> {
     pub fn validate(&self) -> anyhow::Result<()> {
         let mut paths: Vec<&Path> = self.output.iter().map(|p| p.as_path()).collect();
         paths.extend(self.reports.iter().map(|r| r.path.as_path()));
+        let dash = Path::new("-");
+        let to_stdout = usize::from(self.output.as_deref().is_none_or(|p| p == dash))
+            + self.reports.iter().filter(|r| r.path == dash).count();
+        if to_stdout > 1 {
+            anyhow::bail!(
+                "--report/-o: {to_stdout} reports to stdout would run together; give all but one a file"
+            );
+        }
         check_distinct(&paths)
     }
 
@@ -295,6 +318,7 @@ impl<F: FormatSet> OutputArgs<F> {
         render: impl Fn(Format, Palette) -> anyhow::Result<String>,
     ) -> anyhow::Result<()> {
         self.validate()?;
+        let render = |f: Format, p: Palette| render(f, p).map(|s| inert(f, s));
         let main = render(self.format, self.palette(color))?;
         let file_palette = Palette::new(color_enabled(color, Sink::File, no_color_env()))
             .with_width(width_for(Sink::File));
@@ -385,8 +409,16 @@ mod tests {
         let twice = W::try_parse_from(["x", "-o", "a", "--report", "json=a"]).unwrap();
         let e = twice.o.validate().unwrap_err().to_string();
         assert!(e.contains("a is given twice"), "{e}");
-        let stdout_ok = W::try_parse_from(["x", "-o", "-", "--report", "json=-"]).unwrap();
-        assert!(stdout_ok.o.validate().is_ok());
+        for two in [
+            vec!["x", "-o", "-", "--report", "json=-"],
+            vec!["x", "--report", "json=-"],
+            vec!["x", "-o", "f", "--report", "json=-", "--report", "html=-"],
+        ] {
+            let e = W::try_parse_from(&two).unwrap().o.validate().unwrap_err();
+            assert!(e.to_string().contains("reports to stdout"), "{two:?}: {e}");
+        }
+        let one = W::try_parse_from(["x", "-o", "f", "--report", "json=-"]).unwrap();
+        assert!(one.o.validate().is_ok());
     }
 
     #[test]

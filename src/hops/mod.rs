@@ -29,7 +29,14 @@ impl TryFrom<String> for Value {
         match s.trim() {
             "none" => Ok(Value::None),
             "unknown" => Ok(Value::Unknown),
-            t => rtcheck_base::units::parse_duration(t).map(Value::Secs),
+            // Documented ranges reach 2^31-1 s (68 years): a wider bound than flags have,
+            // still far from any overflow.
+            t => rtcheck_base::units::parse_duration_within(
+                t,
+                Duration::from_secs(100 * 365 * 86_400),
+                "100 years",
+            )
+            .map(Value::Secs),
         }
     }
 }

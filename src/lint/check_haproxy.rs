@@ -124,6 +124,26 @@ pub fn check(c: &Config, w: &Workload, out: &mut Vec<Finding>, applied: &mut App
     maxconn(c, &px, w, out, applied);
 }
 
+/// A `timeout` HAProxy would not load (over 2^31-1 ms, or not its syntax) is a Fail:
+/// `haproxy -c` rejects the file, so the reload keeps the old config (or nothing starts).
+fn refused(d: &Node, id: &'static str, block: &str, out: &mut Vec<Finding>) -> bool {
+    let v = d.arg(1).unwrap_or("");
+    let Err(e) = super::time::haproxy(v) else {
+        return false;
+    };
+    out.push(finding(Hit {
+        id,
+        status: Status::Fail,
+        at: d,
+        block: block.into(),
+        observed: format!("timeout {} `{v}`: {}", d.arg(0).unwrap_or(""), e.why("haproxy")),
+        expected: "a time haproxy -c accepts (one number and unit, at most 24d)".into(),
+        fix: "write the timeout as one HAProxy time",
+        lines: vec![format!("timeout {} 3600s", d.arg(0).unwrap_or(""))],
+    }));
+    true
+}
+
 fn tunnel(
     sec: &Node,
     defs: Option<&Node>,
@@ -165,6 +185,9 @@ fn tunnel(
             }));
         }
         Some(d) => {
+            if refused(d, "haproxy-timeout-tunnel", block, out) {
+                return;
+            }
             let t = d.arg(1).and_then(haproxy_time);
             let need = t.and_then(|t| super::path::timeout(t, w, "haproxy", Stream::Websocket));
             if let Some(n) = need.filter(|n| n.status != Status::Pass) {
@@ -342,6 +365,9 @@ fn server_timeout(
     let Some(d) = setting(sec, defs, &["timeout", "server"]) else {
         return;
     };
+    if refused(d, "haproxy-timeout-server", block, out) {
+        return;
+    }
     let Some(t) = d.arg(1).and_then(haproxy_time) else {
         return;
     };

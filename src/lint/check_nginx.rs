@@ -1,7 +1,7 @@
 //! nginx rules. A directive's effective value is its nearest one going out from the
 //! location (location, server, http), nginx's inheritance; `proxy_set_header` is
 //! inherited only by a block that sets none itself.
-use super::rules::{above, finding, nginx_time, secs, Applied, Hit};
+use super::rules::{above, finding, secs, Applied, Hit};
 use super::{classify, declared, Config, Node, Stream, Workload};
 use crate::findings::{Finding, Status};
 use std::time::Duration;
@@ -218,16 +218,16 @@ fn timeout_rule(
     let value = d.and_then(|d| d.arg(0));
     let t = match value {
         None => Duration::from_secs(60),
-        Some(v) => match nginx_time(v) {
-            Some(t) => t,
-            None => {
+        Some(v) => match super::time::nginx(v) {
+            Ok(t) => t,
+            Err(e) => {
                 out.push(finding(Hit {
                     id,
                     status: Status::Fail,
                     at: d.unwrap_or(loc),
                     block: block.into(),
-                    observed: format!("{name} `{v}` is not an nginx time"),
-                    expected: "a time such as 3600s".into(),
+                    observed: format!("{name} `{v}`: {}", e.why("nginx")),
+                    expected: "a time nginx -t accepts, such as 3600s".into(),
                     fix: "write the timeout as an nginx time",
                     lines: vec![format!("{name} 3600s;")],
                 }));

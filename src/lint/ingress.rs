@@ -4,30 +4,81 @@
 //! and one `path PATH` per rule path. Lines: the document's start plus the key's line in it.
 use super::{perr, Node, ParseError};
 use serde_yaml::Value;
+use std::collections::HashMap;
 use std::sync::Arc;
 
 pub const PREFIX: &str = "nginx.ingress.kubernetes.io/";
 
-/// The documents of a YAML stream with the line each starts on.
+/// The documents of a YAML stream with the line each starts on. A `---` marker may carry
+/// the document's first content on its own line (`--- {kind: Ingress, ...}` is valid
+/// YAML): that text starts the new document, on the marker's line.
 fn documents(text: &str) -> Vec<(usize, String)> {
     let mut out = vec![(1, String::new())];
     for (i, l) in text.lines().enumerate() {
-        if l.starts_with("---") {
-            out.push((i + 2, String::new()));
-        } else {
-            let doc = &mut out.last_mut().expect("never empty").1;
-            doc.push_str(l);
-            doc.push('\n');
+        let marker = l
+            .strip_prefix("---")
+            .filter(|r| r.is_empty() || r.starts_with([' ', '\t']));
+        match marker {
+            Some(rest) if rest.trim().is_empty() || rest.trim_start().starts_with('#') => {
+                out.push((i + 2, String::new()));
+            }
+            Some(rest) => out.push((i + 1, format!("{}\n", rest.trim_start()))),
+            None => {
+                let doc = &mut out.last_mut().expect("never empty").1;
+                doc.push_str(l);
+                doc.push('\n');
+            }
         }
     }
     out
 }
 
-/// Line (1-based, in the document) of the first line holding `needle`.
-fn line_of(doc: &str, needle: &str) -> usize {
-    doc.lines()
-        .position(|l| l.contains(needle))
-        .map_or(1, |i| i + 1)
+/// Where things are written in one document, built in one pass so each lookup is a hash
+/// (a scan per annotation was quadratic): the first line of each key (`name:`,
+/// `"a/b": v`, `- path: /ws` gives `path`) and of each whole `key: value` line.
+struct Lines {
+    keys: HashMap<String, usize>,
+    whole: HashMap<String, usize>,
+    doc: Vec<String>,
+    /// Lookups left that may scan the text (a flow-style map has no line per key).
+    scans: std::cell::Cell<usize>,
+}
+
+impl Lines {
+    fn new(doc: &str) -> Lines {
+        let (mut keys, mut whole) = (HashMap::new(), HashMap::new());
+        for (i, l) in doc.lines().enumerate() {
+            let t = l.trim().trim_start_matches("- ").trim();
+            whole.entry(t.to_string()).or_insert(i + 1);
+            if let Some((k, _)) = t.split_once(':') {
+                let k = k.trim().trim_matches(|c| c == '"' || c == '\'');
+                keys.entry(k.to_string()).or_insert(i + 1);
+            }
+        }
+        Lines {
+            keys,
+            whole,
+            doc: doc.lines().map(String::from).collect(),
+            scans: std::cell::Cell::new(100),
+        }
+    }
+
+    /// Line (1-based, in the document) of `needle`: a key (`kind:` or `a/b`), or a whole
+    /// `key: value` line; else the first line holding it (a bounded number of times).
+    fn of(&self, needle: &str) -> usize {
+        let key = needle.strip_suffix(':').unwrap_or(needle);
+        if let Some(l) = self.keys.get(key).or_else(|| self.whole.get(needle)) {
+            return *l;
+        }
+        if self.scans.get() == 0 {
+            return 1;
+        }
+        self.scans.set(self.scans.get() - 1);
+        self.doc
+            .iter()
+            .position(|l| l.contains(needle))
+            .map_or(1, |i| i + 1)
+    }
 }
 
 pub fn parse(file: &str, text: &str) -> Result<Vec<Node>, ParseError> {
@@ -37,6 +88,7 @@ pub fn parse(file: &str, text: &str) -> Result<Vec<Node>, ParseError> {
         if doc.trim().is_empty() {
             continue;
         }
+        super::yaml_depth(file, &doc).map_err(|e| perr(file, start + e.line - 1, e.msg))?;
         let v: Value = serde_yaml::from_str(&doc).map_err(|e| {
             let l = e.location().map_or(1, |l| l.line());
             perr(
@@ -63,7 +115,8 @@ pub fn parse(file: &str, text: &str) -> Result<Vec<Node>, ParseError> {
             s(&["metadata", "namespace"]).unwrap_or_else(|| "default".into()),
             s(&["metadata", "name"]).unwrap_or_default()
         );
-        let at = |needle: &str| start + line_of(&doc, needle) - 1;
+        let lines = Lines::new(&doc);
+        let at = |needle: &str| start + lines.of(needle) - 1;
         let mut kids = Vec::new();
         if let Some(a) = v
             .get("metadata")
@@ -145,6 +198,22 @@ mod tests {
             ("proxy-read-timeout", "3600", 10)
         );
         assert_eq!((k[1].args[0].as_str(), k[1].line), ("/ws", 15));
+    }
+
+    #[test]
+    fn a_document_may_start_on_its_marker_line() {
+        let good = "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {name: a}\n";
+        let same = format!("{good}--- {{kind: Ingress, metadata: {{name: ws, annotations: {{nginx.ingress.kubernetes.io/proxy-read-timeout: \"5\"}}}}}}\n");
+        let own = same.replace("--- {", "---\n{");
+        for t in [&same, &own] {
+            let n = parse("i.yaml", t).unwrap();
+            assert_eq!(n.len(), 2, "{t}");
+            assert_eq!(n[1].label(), "ingress default/ws");
+            assert_eq!(n[1].children()[0].args, ["5"]);
+        }
+        assert_eq!(parse("i.yaml", &same).unwrap()[1].line, 4);
+        // `---x` is no marker; `--- # note` is.
+        assert_eq!(documents("a: 1\n--- # c\nb: 2\n").len(), 2);
     }
 
     #[test]

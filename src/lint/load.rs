@@ -2,7 +2,7 @@
 //! nginx `include` spliced in place. Nothing outside the given paths is read unless
 //! `follow_includes`; an include not followed is a Skip finding (`lint-include`), never
 //! silently dropped. `nginx -T` output on stdin is split back into its files.
-use super::{parse, Config, Kind, Node, ParseError};
+use super::{parse_checked as parse, Config, Kind, Node, ParseError};
 use crate::findings::{Finding, Fix, Status};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -15,8 +15,9 @@ const MAX_INCLUDE_DEPTH: usize = 16;
 /// Read a config file through the one bounded reader (`rtcheck_base::input`): a regular file of
 /// at most MAX_FILE, so a FIFO or a device in a config tree is refused, never hangs.
 pub fn read_file(path: &Path) -> anyhow::Result<String> {
-    let buf = rtcheck_base::input::read_up_to(path, MAX_FILE)
+    let buf = rtcheck_base::input::read_user(path, MAX_FILE)
         .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    rtcheck_base::input::note_input("lint", path);
     Ok(String::from_utf8_lossy(&buf).into_owned())
 }
 
@@ -85,14 +86,60 @@ struct Ctx<'a> {
     prefix: Option<PathBuf>,
     seen: Vec<String>,
     skipped: Vec<Finding>,
+    /// Shared with the command line's files; an include past it is a parse error at the
+    /// include's line.
+    budget: Budget,
+    over_budget: Option<String>,
+}
+
+/// Every byte lint reads, over all files, directories, globs and includes: far above any
+/// real config tree (nginx's own is some 100 KB), far below memory trouble.
+pub const MAX_TOTAL: u64 = 64 << 20;
+
+/// What lint has read so far, against [`MAX_TOTAL`].
+#[derive(Default)]
+pub struct Budget {
+    used: u64,
+}
+
+impl Budget {
+    /// Read `path` if the total stays within [`MAX_TOTAL`]; past it, one clear error.
+    pub fn read(&mut self, path: &Path) -> anyhow::Result<String> {
+        let size = std::fs::metadata(path).map_or(0, |m| m.len());
+        self.charge(path, size)?;
+        let text = read_file(path)?;
+        // A file that grew (or says 0 bytes) is charged what was read.
+        self.charge(path, (text.len() as u64).saturating_sub(size))?;
+        Ok(text)
+    }
+
+    fn charge(&mut self, path: &Path, n: u64) -> anyhow::Result<()> {
+        self.used = self.used.saturating_add(n);
+        if self.used > MAX_TOTAL {
+            anyhow::bail!(
+                "{}: over lint's input budget ({} MiB in total over every file and include); lint fewer files at once",
+                rtcheck_base::escape::plain(&path.display().to_string()),
+                MAX_TOTAL >> 20
+            );
+        }
+        Ok(())
+    }
 }
 
 pub fn load_paths(paths: &[PathBuf], kind: Option<Kind>, follow: bool) -> anyhow::Result<Loaded> {
-    let mut files = Vec::new();
+    let roots: Vec<PathBuf> = paths.iter().filter_map(|p| p.canonicalize().ok()).collect();
+    let mut walk = Walk {
+        roots: &roots,
+        follow,
+        any: kind.is_some(),
+        budget: Budget::default(),
+        files: vec![],
+        skipped: vec![],
+    };
     for p in paths {
-        collect(p, kind.is_some(), &mut files, 0)?;
+        walk.collect(p, 0)?;
     }
-    if files.is_empty() {
+    if walk.files.is_empty() && walk.skipped.is_empty() {
         anyhow::bail!(
             "no config file found in {}",
             paths
@@ -102,10 +149,8 @@ pub fn load_paths(paths: &[PathBuf], kind: Option<Kind>, follow: bool) -> anyhow
                 .join(", ")
         );
     }
-    let roots: Vec<PathBuf> = paths.iter().filter_map(|p| p.canonicalize().ok()).collect();
     let mut texts = Vec::new();
-    for f in &files {
-        let text = read_file(f)?;
+    for (f, text) in std::mem::take(&mut walk.files) {
         let name = f.display().to_string();
         let k = match kind.or_else(|| detect(&name, &text)) {
             Some(k) => k,
@@ -126,7 +171,9 @@ pub fn load_paths(paths: &[PathBuf], kind: Option<Kind>, follow: bool) -> anyhow
         base: PathBuf::new(),
         prefix: None,
         seen: vec![],
-        skipped: vec![],
+        skipped: std::mem::take(&mut walk.skipped),
+        budget: walk.budget,
+        over_budget: None,
     };
     let mut configs = Vec::new();
     for (name, k, text, dir) in &texts {
@@ -165,6 +212,8 @@ pub fn load_under(file: &Path, kind: Kind, dir: &Path, root: &Path) -> anyhow::R
         prefix: Some(root.to_path_buf()),
         seen: vec![],
         skipped: vec![],
+        budget: Budget::default(),
+        over_budget: None,
     };
     let mut nodes = parse(kind, &name, &text)?;
     if kind == Kind::Nginx {
@@ -187,36 +236,96 @@ fn same_file(a: &str, b: &str) -> bool {
     }
 }
 
-/// Files under `p` (a file itself; a directory: the files whose kind is recognised).
-fn collect(p: &Path, any: bool, out: &mut Vec<PathBuf>, depth: usize) -> anyhow::Result<()> {
-    let meta = std::fs::metadata(p).map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))?;
-    if !meta.is_dir() {
-        out.push(p.to_path_buf());
-        return Ok(());
-    }
-    if depth > 8 {
-        return Ok(());
-    }
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(p)
-        .map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .collect();
-    entries.sort();
-    for e in entries {
-        if out.len() >= MAX_FILES {
-            anyhow::bail!("{}: more than {MAX_FILES} files", p.display());
+/// The files named on the command line and found in its directories, read within one
+/// budget. In a directory only regular files are taken: a symlink (to a file or a
+/// directory) leaving the given paths is a Skip finding unless --follow-includes, and
+/// nothing under /proc, /sys or /dev is ever read.
+struct Walk<'a> {
+    roots: &'a [PathBuf],
+    follow: bool,
+    /// --kind given: every file is that kind (no detection).
+    any: bool,
+    budget: Budget,
+    files: Vec<(PathBuf, String)>,
+    skipped: Vec<Finding>,
+}
+
+impl Walk<'_> {
+    fn collect(&mut self, p: &Path, depth: usize) -> anyhow::Result<()> {
+        let shown = || rtcheck_base::escape::plain(&p.display().to_string()).into_owned();
+        let meta = std::fs::metadata(p).map_err(|e| anyhow::anyhow!("{}: {e}", shown()))?;
+        if !meta.is_dir() {
+            let text = self.budget.read(p)?;
+            self.files.push((p.to_path_buf(), text));
+            return Ok(());
         }
-        if e.is_dir() {
-            collect(&e, any, out, depth + 1)?;
-        } else if any
-            || read_file(&e)
-                .ok()
-                .is_some_and(|t| detect(&e.display().to_string(), &t).is_some())
-        {
-            out.push(e);
+        if depth > 8 {
+            return Ok(());
         }
+        let mut entries: Vec<PathBuf> = std::fs::read_dir(p)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", shown()))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .collect();
+        entries.sort();
+        for e in entries {
+            if self.files.len() >= MAX_FILES {
+                anyhow::bail!("{}: more than {MAX_FILES} files", shown());
+            }
+            if let Some(why) = self.refused(&e) {
+                self.skipped.push(not_read(&e, &why));
+                continue;
+            }
+            if e.is_dir() {
+                self.collect(&e, depth + 1)?;
+                continue;
+            }
+            if !e.is_file() {
+                continue; // a FIFO, socket or device in a config tree: not a config
+            }
+            let text = self.budget.read(&e)?;
+            if self.any || detect(&e.display().to_string(), &text).is_some() {
+                self.files.push((e, text));
+            }
+        }
+        Ok(())
     }
-    Ok(())
+
+    /// Why a directory entry is not read: a symlink leaving the given paths, a file under
+    /// /proc, /sys or /dev.
+    fn refused(&self, e: &Path) -> Option<String> {
+        if let Some(root) = rtcheck_base::input::system_root(e) {
+            return Some(format!("resolves under {root}: never read"));
+        }
+        let link = std::fs::symlink_metadata(e).is_ok_and(|m| m.file_type().is_symlink());
+        let inside = || {
+            e.canonicalize()
+                .is_ok_and(|c| self.roots.iter().any(|r| c.starts_with(r)))
+        };
+        (link && !self.follow && !inside()).then(|| {
+            "a symlink leaving the given paths (--follow-includes reads it, or name its target)"
+                .to_string()
+        })
+    }
+}
+
+/// A Skip finding for a file in a linted directory that was not read, and why.
+fn not_read(path: &Path, why: &str) -> Finding {
+    let file = path.display().to_string();
+    Finding {
+        id: "lint-input".into(),
+        title: "input file read".into(),
+        status: Status::Skip,
+        observed: format!("{file}: not read"),
+        expected: "every config file in the given paths checked".into(),
+        rule: "lint reads regular files inside the given paths only, never /proc, /sys or /dev".into(),
+        reason: Some(format!("{file}: {why}")),
+        evidence: vec![],
+        fix: Fix::default(),
+        verify: None,
+        verification: None,
+        numbers: Default::default(),
+        location: None,
+    }
 }
 
 /// Parse stdin: an `nginx -T` dump is split into its files, the first the main one.
@@ -260,6 +369,8 @@ pub fn load_stdin(text: &str, kind: Kind) -> Result<Loaded, ParseError> {
         prefix: None,
         seen: vec![main.clone()],
         skipped: vec![],
+        budget: Budget::default(),
+        over_budget: None,
     };
     let nodes = expand(parse(kind, &main, &dump[&main])?, &mut ctx, 0)?;
     Ok(Loaded {
@@ -285,7 +396,11 @@ fn expand(nodes: Vec<Node>, ctx: &mut Ctx, depth: usize) -> Result<Vec<Node>, Pa
                     format!("includes nested deeper than {MAX_INCLUDE_DEPTH}"),
                 ));
             }
-            for (name, text) in resolve(&pattern, &n, ctx) {
+            let found = resolve(&pattern, &n, ctx);
+            if let Some(e) = ctx.over_budget.take() {
+                return Err(super::perr(&n.file, n.line, e));
+            }
+            for (name, text) in found {
                 ctx.seen.push(name.clone());
                 let inner = parse(Kind::Nginx, &name, &text)?;
                 out.extend(expand(inner, ctx, depth + 1)?);
@@ -377,6 +492,18 @@ fn resolve(pattern: &str, at: &Node, ctx: &mut Ctx) -> Vec<(String, String)> {
                 if !inside && !follow {
                     why = Some("outside the given paths (--follow-includes reads it)".into());
                     continue;
+                }
+                if ctx.over_budget.is_some() {
+                    break;
+                }
+                if let Some(root) = rtcheck_base::input::system_root(&c) {
+                    why = Some(format!("resolves under {root}: never read"));
+                    continue;
+                }
+                let size = std::fs::metadata(&c).map_or(0, |m| m.len());
+                if let Err(e) = ctx.budget.charge(&c, size) {
+                    ctx.over_budget = Some(format!("{e:#}"));
+                    break;
                 }
                 match read_file(&c) {
                     Ok(t) => out.push((c.display().to_string(), t)),

@@ -22,6 +22,7 @@ pub mod load;
 pub mod nginx;
 pub mod path;
 pub mod rules;
+pub mod time;
 pub mod traefik;
 
 use crate::findings::Finding;
@@ -99,18 +100,71 @@ pub struct ParseError {
 
 impl std::fmt::Display for ParseError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}:{}: {}", self.file, self.line, self.msg)
+        let file = rtcheck_base::escape::plain(&self.file);
+        write!(f, "{file}:{}: {}", self.line, self.msg)
     }
 }
 
 impl std::error::Error for ParseError {}
 
+/// A parse error; what the message quotes from the file is escaped and cut short (an
+/// unterminated 8 MiB token is never echoed whole).
 pub fn perr(file: &str, line: usize, msg: impl Into<String>) -> ParseError {
     ParseError {
         file: file.to_string(),
         line,
-        msg: msg.into(),
+        msg: rtcheck_base::escape::bound_quotes(&msg.into()),
     }
+}
+
+/// YAML nested past `rtcheck_base::input::MAX_DEPTH`, refused before the parser runs
+/// (its time grows with the square of the nesting: 3 MB of `[[[` ran for minutes).
+pub fn yaml_depth(file: &str, text: &str) -> Result<(), ParseError> {
+    rtcheck_base::input::check_depth(text).map_err(|e| {
+        let line = e
+            .strip_prefix("line ")
+            .and_then(|r| r.split(':').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(1);
+        let msg = e.split_once(": ").map_or(e.as_str(), |(_, m)| m);
+        perr(file, line, msg)
+    })
+}
+
+/// Does `text` look like a `kind` config at all? A parse error on a file that does not
+/// (a secret file named `haproxy.cfg`, an include of /etc/shadow) is reported without
+/// quoting any of it.
+pub fn looks_like(kind: Kind, text: &str) -> bool {
+    let lines = || text.lines().map(str::trim).filter(|l| !l.starts_with('#'));
+    match kind {
+        Kind::Nginx => lines().any(|l| l.ends_with([';', '{', '}'])),
+        Kind::Haproxy => lines().any(|l| {
+            let w = l.split_whitespace().next().unwrap_or("");
+            ["global", "defaults", "frontend", "backend", "listen", "resolvers", "peers", "userlist", "cache", "program", "http-errors", "ring", "mailers"]
+                .contains(&w)
+        }),
+        Kind::Caddy => lines().any(|l| l.ends_with('{') || l.starts_with("reverse_proxy")),
+        Kind::CaddyJson => text.trim_start().starts_with('{'),
+        Kind::Ingress | Kind::Traefik => rtcheck_base::input::looks_like_mapping(text),
+    }
+}
+
+/// [`parse`], but a failure on text that does not look like `kind` quotes none of it.
+pub fn parse_checked(kind: Kind, file: &str, text: &str) -> Result<Vec<Node>, ParseError> {
+    parse(kind, file, text).map_err(|e| {
+        if looks_like(kind, text) {
+            return e;
+        }
+        perr(
+            file,
+            1,
+            format!(
+                "does not look like {} {} config (content not shown); pass the right file or --kind",
+                if matches!(kind, Kind::Nginx | Kind::Ingress) { "an" } else { "a" },
+                kind.as_str()
+            ),
+        )
+    })
 }
 
 /// A parsed config: its kind, the file it came from and its top-level nodes.

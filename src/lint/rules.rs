@@ -178,59 +178,20 @@ pub fn finish(mut out: Vec<Finding>, applied: Applied, skip: &[String]) -> Vec<F
     out
 }
 
-/// An nginx time ("60", "60s", "1m30s", "500ms", "1h"): None when unreadable.
+/// An nginx time ("60", "60s", "1m30s", "500ms", "1h"): None when nginx would not take it
+/// (`super::time::nginx` says why).
 pub fn nginx_time(s: &str) -> Option<Duration> {
-    time_units(s, 1000)
+    super::time::nginx(s).ok()
 }
 
 /// A HAProxy time: a bare number is milliseconds.
 pub fn haproxy_time(s: &str) -> Option<Duration> {
-    time_units(s, 1)
+    super::time::haproxy(s).ok()
 }
 
 /// Caddy durations (Go's syntax plus `d`); a bare number is nanoseconds, -1 is "at once".
 pub fn caddy_time(s: &str) -> Option<Duration> {
-    if s.trim() == "-1" {
-        return Some(Duration::ZERO);
-    }
-    time_units(s, 0)
-}
-
-/// Sum of NUMBER UNIT pairs; a bare number is `bare_ms` milliseconds each (0: nanoseconds).
-fn time_units(s: &str, bare_ms: u64) -> Option<Duration> {
-    let s = s.trim();
-    if s.is_empty() || s.len() > 40 {
-        return None;
-    }
-    let mut total = Duration::ZERO;
-    let mut rest = s;
-    while !rest.is_empty() {
-        let n_end = rest
-            .find(|c: char| !c.is_ascii_digit() && c != '.')
-            .unwrap_or(rest.len());
-        let n: f64 = rest[..n_end].parse().ok()?;
-        rest = &rest[n_end..];
-        let u_end = rest
-            .find(|c: char| c.is_ascii_digit())
-            .unwrap_or(rest.len());
-        let unit = &rest[..u_end];
-        rest = &rest[u_end..];
-        let ms = match unit {
-            "" if bare_ms == 0 => n / 1e6,
-            "" => n * bare_ms as f64,
-            "ns" => n / 1e6,
-            "us" | "µs" => n / 1e3,
-            "ms" => n,
-            "s" => n * 1e3,
-            "m" => n * 60e3,
-            "h" => n * 3600e3,
-            "d" => n * 86400e3,
-            "w" => n * 7.0 * 86400e3,
-            _ => return None,
-        };
-        total += Duration::from_secs_f64(ms / 1000.0);
-    }
-    Some(total)
+    super::time::caddy(s).ok()
 }
 
 /// Seconds as a config value: "3600s".

@@ -9,6 +9,7 @@
 //! - `service NAME` with one `server URL` per load-balanced server and `sticky` when set.
 use super::{perr, Node, ParseError};
 use serde_yaml::Value;
+use std::collections::HashMap;
 use std::sync::Arc;
 
 /// Deepest chain of `chain` middlewares followed (a loop stops here).
@@ -33,10 +34,12 @@ fn key_of(t: &str) -> Option<String> {
     (!k.is_empty() && !k.contains(' ')).then(|| k.to_string())
 }
 
-/// 1-based line of the key path in block-style YAML (indentation tracked); None when the
-/// path is not written that way (then the nearest written parent is used by the caller).
-pub fn line_of(text: &str, path: &[&str]) -> Option<usize> {
+/// The 1-based line of every key path written in block-style YAML (indentation tracked),
+/// the first occurrence of each: built in one pass, so looking up 40,000 routers stays
+/// linear (a scan per key was quadratic).
+pub fn key_lines(text: &str) -> HashMap<Vec<String>, usize> {
     let mut stack: Vec<(usize, String)> = Vec::new();
+    let mut out = HashMap::new();
     for (i, raw) in text.lines().enumerate() {
         let t = raw.trim_start();
         if t.is_empty() || t.starts_with('#') || t.starts_with("---") {
@@ -48,33 +51,39 @@ pub fn line_of(text: &str, path: &[&str]) -> Option<usize> {
             stack.pop();
         }
         stack.push((indent, key));
-        if stack.len() == path.len() && stack.iter().zip(path).all(|((_, k), p)| k == p) {
-            return Some(i + 1);
-        }
+        let path: Vec<String> = stack.iter().map(|(_, k)| k.clone()).collect();
+        out.entry(path).or_insert(i + 1);
     }
-    None
+    out
 }
 
 /// The line of `path`, else of its longest written prefix, else 1.
-fn at(text: &str, path: &[&str]) -> usize {
+fn at(c: &Ctx, path: &[&str]) -> usize {
     (1..=path.len())
         .rev()
-        .find_map(|n| line_of(text, &path[..n]))
+        .find_map(|n| {
+            let key: Vec<String> = path[..n].iter().map(|s| s.to_string()).collect();
+            c.index.get(&key).copied()
+        })
         .unwrap_or(1)
 }
 
-/// The line of list item `item` under the key at `key_line` (a `- item` line below it, or
-/// the key's own line for a flow list).
-fn item_line(text: &str, key_line: usize, item: &str) -> usize {
-    text.lines()
+/// The line of each list item under the key at `key_line` (a `- item` line below it, or
+/// the key's own line for a flow list): one pass over the list's lines.
+fn item_lines(c: &Ctx, key_line: usize) -> HashMap<String, usize> {
+    let mut out = HashMap::new();
+    for (i, l) in c
+        .lines
+        .iter()
         .enumerate()
         .skip(key_line)
         .take_while(|(_, l)| l.trim_start().starts_with('-') || l.trim().is_empty())
-        .find(|(_, l)| {
-            let v = l.trim_start().trim_start_matches('-').trim();
-            v.trim_matches(|c| c == '"' || c == '\'') == item
-        })
-        .map_or(key_line, |(i, _)| i + 1)
+    {
+        let v = l.trim_start().trim_start_matches('-').trim();
+        let v = v.trim_matches(|c| c == '"' || c == '\'');
+        out.entry(v.to_string()).or_insert(i + 1);
+    }
+    out
 }
 
 fn scalar(v: &Value) -> Option<String> {
@@ -110,7 +119,8 @@ fn local(name: &str) -> &str {
 }
 
 struct Ctx<'a> {
-    text: &'a str,
+    lines: Vec<&'a str>,
+    index: HashMap<Vec<String>, usize>,
     file: Arc<str>,
 }
 
@@ -151,18 +161,19 @@ fn routers(c: &Ctx, http: &Value, out: &mut Vec<Node>) {
     let mws = http.get("middlewares").cloned().unwrap_or(Value::Null);
     for (name, r) in entries(http.get("routers").unwrap_or(&Value::Null)) {
         let path = ["http", "routers", name.as_str()];
-        let line = at(c.text, &path);
+        let line = at(c, &path);
         let mut kids = Vec::new();
         for key in ["rule", "service"] {
             if let Some(v) = r.get(key).and_then(scalar) {
-                let l = at(c.text, &[&path[..], &[key]].concat());
+                let l = at(c, &[&path[..], &[key]].concat());
                 kids.push(c.node(key, vec![v], l, None));
             }
         }
         if let Some(list) = r.get("middlewares") {
-            let key_line = at(c.text, &[&path[..], &["middlewares"]].concat());
+            let key_line = at(c, &[&path[..], &["middlewares"]].concat());
+            let items = item_lines(c, key_line);
             for n in args(list) {
-                let l = item_line(c.text, key_line, &n);
+                let l = items.get(&n).copied().unwrap_or(key_line);
                 middlewares(c, &mws, std::slice::from_ref(&n), l, 0, &mut kids);
             }
         }
@@ -179,16 +190,16 @@ fn middleware_defs(c: &Ctx, http: &Value, out: &mut Vec<Node>) {
             let options = entries(opts)
                 .into_iter()
                 .map(|(k, v)| {
-                    let l = at(c.text, &[&kpath[..], &[k.as_str()]].concat());
+                    let l = at(c, &[&kpath[..], &[k.as_str()]].concat());
                     c.node(&k, args(v), l, None)
                 })
                 .collect();
-            kinds.push(c.node(&kind, vec![], at(c.text, &kpath), Some(options)));
+            kinds.push(c.node(&kind, vec![], at(c, &kpath), Some(options)));
         }
         out.push(c.node(
             "middleware",
             vec![name.clone()],
-            at(c.text, &path),
+            at(c, &path),
             Some(kinds),
         ));
     }
@@ -207,20 +218,21 @@ fn services(c: &Ctx, http: &Value, out: &mut Vec<Node>) {
                 .flatten()
             {
                 if let Some(u) = srv.get("url").and_then(scalar) {
-                    let l = at(c.text, &[&lbp[..], &["servers"]].concat());
+                    let l = at(c, &[&lbp[..], &["servers"]].concat());
                     kids.push(c.node("server", vec![u], l, None));
                 }
             }
             if lb.get("sticky").is_some() {
-                let l = at(c.text, &[&lbp[..], &["sticky"]].concat());
+                let l = at(c, &[&lbp[..], &["sticky"]].concat());
                 kids.push(c.node("sticky", vec![], l, None));
             }
         }
-        out.push(c.node("service", vec![name.clone()], at(c.text, &path), Some(kids)));
+        out.push(c.node("service", vec![name.clone()], at(c, &path), Some(kids)));
     }
 }
 
 pub fn parse(file: &str, text: &str) -> Result<Vec<Node>, ParseError> {
+    super::yaml_depth(file, text)?;
     let v: Value = serde_yaml::from_str(text).map_err(|e| {
         let l = e.location().map_or(1, |l| l.line());
         let msg = crate::profile::plain_yaml_error(&e.to_string(), "");
@@ -229,13 +241,14 @@ pub fn parse(file: &str, text: &str) -> Result<Vec<Node>, ParseError> {
     let Some(http) = v.get("http") else {
         return Ok(Vec::new());
     };
-    if !http.is_mapping() {
-        return Err(perr(file, at(text, &["http"]), "`http` is not a mapping"));
-    }
     let c = Ctx {
-        text,
+        lines: text.lines().collect(),
+        index: key_lines(text),
         file: Arc::from(file),
     };
+    if !http.is_mapping() {
+        return Err(perr(file, at(&c, &["http"]), "`http` is not a mapping"));
+    }
     let mut out = Vec::new();
     routers(&c, http, &mut out);
     middleware_defs(&c, http, &mut out);

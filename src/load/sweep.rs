@@ -202,7 +202,10 @@ async fn open_loop(
     let workers: Vec<_> = (0..c)
         .map(|_| tokio::spawn(open_worker(p.clone(), start, rx.clone())))
         .collect();
-    let period = Duration::from_secs_f64(1.0 / rate);
+    // A tiny --rate is a period past any bound: capped, never a from_secs_f64 panic.
+    let period = Duration::try_from_secs_f64(1.0 / rate)
+        .unwrap_or(rtcheck_base::units::MAX_DURATION)
+        .min(rtcheck_base::units::MAX_DURATION);
     let mut at = start;
     while at < deadline {
         tokio::time::sleep_until(at).await;

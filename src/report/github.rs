@@ -3,11 +3,15 @@
 use crate::findings::Status;
 use crate::report::FindingsReport;
 
-/// Data escaping of workflow commands.
+/// Data escaping of workflow commands, as GitHub's toolkit does it (`%`, CR, LF), and the
+/// one rule for every other control character (`\x1b`): an annotation stays one line and
+/// writes nothing a terminal or log viewer acts on.
 fn data(s: &str) -> String {
-    s.replace('%', "%25")
+    let s = s
+        .replace('%', "%25")
         .replace('\r', "%0D")
-        .replace('\n', "%0A")
+        .replace('\n', "%0A");
+    rtcheck_base::escape::plain(&s).into_owned()
 }
 
 /// Property escaping (title=...): also ':' and ','.

@@ -105,38 +105,6 @@ mod tests {
     }
 }
 
-/// Text from outside (an answers file's reason, a peer's header) made inert for a human
-/// format: every control character (newline, ESC, C1, DEL) becomes a visible escape such
-/// as `\n` or `\x1b`, so it cannot start a line (`::error` in a CI log), move the cursor
-/// or retitle a terminal. The one function every human renderer passes such text through.
-pub fn plain(s: &str) -> std::borrow::Cow<'_, str> {
-    if !s.chars().any(char::is_control) {
-        return std::borrow::Cow::Borrowed(s);
-    }
-    let mut o = String::with_capacity(s.len() + 8);
-    for c in s.chars() {
-        match c {
-            '\n' => o.push_str("\\n"),
-            '\r' => o.push_str("\\r"),
-            '\t' => o.push_str("\\t"),
-            c if c.is_control() && (c as u32) < 0x100 => {
-                o.push_str(&format!("\\x{:02x}", c as u32));
-            }
-            c if c.is_control() => o.push_str(&format!("\\u{{{:x}}}", c as u32)),
-            c => o.push(c),
-        }
-    }
-    std::borrow::Cow::Owned(o)
-}
-
-#[cfg(test)]
-mod plain_tests {
-    #[test]
-    fn control_characters_become_visible_escapes() {
-        assert_eq!(super::plain("ok text"), "ok text");
-        assert_eq!(
-            super::plain("a\n::error title=x::y\x1b[2J\u{9b}\x7f"),
-            "a\\n::error title=x::y\\x1b[2J\\x9b\\x7f"
-        );
-    }
-}
+/// Text from outside made inert for a human format: the one rule,
+/// `rtcheck_base::escape::plain` (control characters as `\x1b`-style escapes).
+pub use rtcheck_base::escape::plain;

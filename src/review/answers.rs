@@ -239,7 +239,7 @@ fn entry_line(text: &str, index: usize) -> Option<usize> {
 pub fn parse(text: &str, origin: &str, known: &[&str]) -> anyhow::Result<Answers> {
     let mut a: Answers = serde_yaml::from_str(text).map_err(|e| {
         let msg = e.to_string();
-        let msg = msg.split(" at line ").next().unwrap_or(&msg).to_string();
+        let msg = rtcheck_base::escape::bound_quotes(msg.split(" at line ").next().unwrap_or(&msg));
         let loc = e
             .location()
             .map(|l| format!(":{}:{}", l.line(), l.column()))

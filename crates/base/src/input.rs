@@ -19,6 +19,7 @@ pub const MAX_DEPTH: usize = 64;
 pub fn read(flag: &str, path: &Path) -> anyhow::Result<String> {
     let what = || format!("{flag} {}", path.display());
     let bytes = read_bytes(path).map_err(|e| anyhow::anyhow!("{}: {e}", what()))?;
+    note_input(flag, path);
     utf8(bytes).map_err(|e| anyhow::anyhow!("{}: {e}", what()))
 }
 
@@ -34,8 +35,19 @@ pub fn report(flag: &str, path: &Path) -> anyhow::Result<String> {
 
 fn yaml_up_to(flag: &str, path: &Path, limit: u64) -> anyhow::Result<String> {
     let what = || format!("{flag} {}", path.display());
-    let bytes = read_up_to(path, limit).map_err(|e| anyhow::anyhow!("{}: {e}", what()))?;
+    let bytes = read_user(path, limit).map_err(|e| anyhow::anyhow!("{}: {e}", what()))?;
+    // `--save` is read back to be rewritten: the one input an output may replace.
+    if flag != "--save" {
+        note_input(flag, path);
+    }
+    // Not UTF-8 or not a mapping: say so without quoting (it may be /etc/shadow).
     let text = utf8(bytes).map_err(|e| anyhow::anyhow!("{}: {e}", what()))?;
+    if !looks_like_mapping(&text) {
+        anyhow::bail!(
+            "{}: does not look like YAML `key: value` lines (content not shown)",
+            what()
+        );
+    }
     check_depth(&text).map_err(|e| anyhow::anyhow!("{}: {e}", what()))?;
     Ok(text)
 }
@@ -43,10 +55,41 @@ fn yaml_up_to(flag: &str, path: &Path, limit: u64) -> anyhow::Result<String> {
 fn utf8(bytes: Vec<u8>) -> Result<String, String> {
     String::from_utf8(bytes).map_err(|e| {
         format!(
-            "not UTF-8 text (invalid byte at offset {})",
+            "not UTF-8 text (invalid byte at offset {}; content not shown)",
             e.utf8_error().valid_up_to()
         )
     })
+}
+
+/// The files this process read as input: an output that is one of them is refused
+/// (`lint x.conf -o x.conf` would replace the config with its report).
+static INPUTS: std::sync::Mutex<Vec<(String, FileId)>> = std::sync::Mutex::new(Vec::new());
+
+/// A regular file's identity: device, inode and change time (an inode freed and reused
+/// by a new file is not the same file).
+type FileId = (u64, u64, i64, i64);
+
+fn file_id(path: &Path) -> Option<FileId> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(path).ok().filter(|m| m.is_file())?;
+    Some((m.dev(), m.ino(), m.ctime(), m.ctime_nsec()))
+}
+
+/// Remember `path` as an input read for `flag`.
+pub fn note_input(flag: &str, path: &Path) {
+    if let Some(id) = file_id(path) {
+        let mut v = INPUTS.lock().unwrap_or_else(|e| e.into_inner());
+        if !v.iter().any(|(_, i)| *i == id) {
+            v.push((flag.to_string(), id));
+        }
+    }
+}
+
+/// The flag an existing file at `path` (symlinks followed) was read for, if it was.
+pub fn input_flag(path: &Path) -> Option<String> {
+    let id = file_id(path)?;
+    let v = INPUTS.lock().unwrap_or_else(|e| e.into_inner());
+    v.iter().find(|(_, i)| *i == id).map(|(f, _)| f.clone())
 }
 
 /// Why a file was not read.
@@ -57,6 +100,8 @@ pub enum Refused {
     NotRegular(&'static str),
     /// At least this many bytes, over this limit.
     TooBig(u64, u64),
+    /// Under /proc, /sys or /dev (the prefix): kernel state, never a user's input file.
+    System(&'static str),
 }
 
 impl std::fmt::Display for Refused {
@@ -64,6 +109,10 @@ impl std::fmt::Display for Refused {
         match self {
             Refused::Io(e) => write!(f, "cannot read: {e}"),
             Refused::NotRegular(kind) => write!(f, "{kind}, not a regular file; give a file"),
+            Refused::System(root) => write!(
+                f,
+                "a file under {root}, not an input file (kernel and device state is never read as input)"
+            ),
             Refused::TooBig(n, limit) => write!(
                 f,
                 "{n} bytes or more: over the {} MiB limit for input files",
@@ -73,9 +122,55 @@ impl std::fmt::Display for Refused {
     }
 }
 
-/// The bytes of a regular file of at most MAX_BYTES, the error in words.
+/// The bytes of a user's regular file of at most MAX_BYTES ([`read_user`]), the error in
+/// words.
 pub fn read_bytes(path: &Path) -> Result<Vec<u8>, String> {
-    read_bounded(path).map_err(|e| e.to_string())
+    read_user(path, MAX_BYTES).map_err(|e| e.to_string())
+}
+
+/// Where kernel and device state lives: a user's input file is never read there
+/// (`/proc/self/environ` is every secret of the process's environment).
+const SYSTEM_ROOTS: [&str; 3] = ["/proc", "/sys", "/dev"];
+
+/// The system root `path` resolves under (symlinks followed), if any.
+pub fn system_root(path: &Path) -> Option<&'static str> {
+    let real = path.canonicalize().ok()?;
+    SYSTEM_ROOTS.into_iter().find(|r| real.starts_with(r))
+}
+
+/// [`read_up_to`] for a file a user named (a flag, a config, an include): also refused
+/// when it resolves under /proc, /sys or /dev. A device or FIFO there is named as such.
+pub fn read_user(path: &Path, limit: u64) -> Result<Vec<u8>, Refused> {
+    let regular = std::fs::metadata(path).is_ok_and(|m| m.is_file());
+    if let Some(root) = system_root(path).filter(|_| regular) {
+        return Err(Refused::System(root));
+    }
+    read_up_to(path, limit)
+}
+
+/// Does the text start like YAML (or JSON) `key: value` lines? The first line that is not
+/// blank, a comment or a document marker must be `key:` or open a flow mapping `{`; a
+/// shadow line (`root:*:19000::`), an env file (`K=v`) or an INI section are not.
+pub fn looks_like_mapping(text: &str) -> bool {
+    let Some(first) = text
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty() && !l.starts_with('#') && !l.starts_with("---") && !l.starts_with('%'))
+    else {
+        return true; // empty: the caller's defaults, nothing to quote
+    };
+    if first.starts_with('{') {
+        return true;
+    }
+    let key_end = if let Some(q @ ('"' | '\'')) = first.chars().next() {
+        first[1..].find(q).map(|i| i + 2)
+    } else {
+        first.find(':')
+    };
+    key_end.is_some_and(|k| {
+        let rest = first[k..].strip_prefix(':').unwrap_or("x");
+        rest.is_empty() || rest.starts_with([' ', '\t'])
+    })
 }
 
 /// The bytes of a regular file of at most MAX_BYTES. Opened non-blocking, so a FIFO with no
@@ -207,6 +302,33 @@ mod tests {
         // Siblings at one level do not add up.
         let wide: String = (0..500).map(|i| format!("k{i}: [1]\n")).collect();
         assert!(check_depth(&wide).is_ok());
+    }
+
+    #[test]
+    fn only_key_value_text_is_taken_as_yaml() {
+        for ok in ["a: 1\n", "# c\n---\nprofile:\n  x: 1\n", "{\"a\": 1}", "", "\"k\": v\n"] {
+            assert!(looks_like_mapping(ok), "{ok:?}");
+        }
+        for bad in ["root:*:19000:0:99999:7:::\n", "API_KEY=s3cret\n", "[core]\nx=1\n", "- a\n"] {
+            assert!(!looks_like_mapping(bad), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn never_reads_proc_sys_or_dev_files() {
+        let e = read("--profile", Path::new("/proc/self/environ"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("a file under /proc"), "{e}");
+        let d = tempfile::tempdir().unwrap();
+        let link = d.path().join("profile.yaml");
+        std::os::unix::fs::symlink("/proc/self/environ", &link).unwrap();
+        let e = yaml("--profile", &link).unwrap_err().to_string();
+        assert!(e.contains("a file under /proc"), "{e}");
+        let shadow = d.path().join("shadow");
+        std::fs::write(&shadow, "root:$y$j9T$secrethash:19000:0:99999:7:::\n").unwrap();
+        let e = yaml("--baseline", &shadow).unwrap_err().to_string();
+        assert!(!e.contains("secrethash") && e.contains("content not shown"), "{e}");
     }
 
     #[test]

@@ -31,10 +31,28 @@ pub fn classify(path: &Path) -> anyhow::Result<Target> {
     if path.as_os_str() == "-" {
         return Ok(Target::Stdout);
     }
+    if let Some(flag) = crate::input::input_flag(path) {
+        anyhow::bail!(
+            "{}: is also an input ({flag}); write the report to another file",
+            crate::escape::plain(&path.display().to_string())
+        );
+    }
     let mut p = path.to_path_buf();
     for _ in 0..MAX_HOPS {
         if p.starts_with("/proc") || p.starts_with("/dev/fd") {
+            if !fd_link(&p) {
+                anyhow::bail!(
+                    "{}: under /proc, not a file for a report (kernel state; only /dev/stdout-style fd links are written)",
+                    crate::escape::plain(&path.display().to_string())
+                );
+            }
             return Ok(Target::InPlace(path.to_path_buf()));
+        }
+        if p.starts_with("/sys") {
+            anyhow::bail!(
+                "{}: under /sys, not a file for a report (kernel state)",
+                crate::escape::plain(&path.display().to_string())
+            );
         }
         let meta = match std::fs::symlink_metadata(&p) {
             Ok(m) => m,
@@ -69,6 +87,18 @@ pub fn classify(path: &Path) -> anyhow::Result<Target> {
         "{}: cannot write: too many levels of symbolic links",
         path.display()
     )
+}
+
+/// `/proc/self/fd/1`, `/proc/123/fd/4`, `/dev/fd/1`: an open file of a process (what
+/// `/dev/stdout` and `>(cmd)` are), the only paths under /proc a report is written to.
+fn fd_link(p: &Path) -> bool {
+    let parts: Vec<_> = p.components().map(|c| c.as_os_str().to_string_lossy()).collect();
+    let num = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    match parts.iter().map(|s| s.as_ref()).collect::<Vec<&str>>().as_slice() {
+        ["/", "dev", "fd", n] => num(n),
+        ["/", "proc", pid, "fd", n] => (*pid == "self" || *pid == "thread-self" || num(pid)) && num(n),
+        _ => false,
+    }
 }
 
 /// Write `content` to stdout (`path` None or `-`) or to the file at `path`.
@@ -365,6 +395,29 @@ mod tests {
             classify(Path::new("/dev/stdout")).unwrap(),
             Target::InPlace("/dev/stdout".into())
         );
+        for ok in ["/proc/self/fd/1", "/dev/fd/2", "/proc/42/fd/3"] {
+            assert!(fd_link(Path::new(ok)), "{ok}");
+        }
+        // Kernel state is no place for a report: the write would "succeed" and be lost.
+        for bad in ["/proc/self/comm", "/proc/sys/kernel/hostname", "/sys/kernel/mm/x"] {
+            let e = classify(Path::new(bad)).unwrap_err().to_string();
+            assert!(e.contains("not a file for a report"), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn an_output_that_is_an_input_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let conf = dir.path().join("x.conf");
+        std::fs::write(&conf, "a: 1\n").unwrap();
+        crate::input::yaml("--profile", &conf).unwrap();
+        let link = dir.path().join("link.conf");
+        std::os::unix::fs::symlink(&conf, &link).unwrap();
+        for out in [&conf, &link] {
+            let e = write_atomic(out, b"report").unwrap_err().to_string();
+            assert!(e.contains("is also an input (--profile)"), "{e}");
+        }
+        assert_eq!(std::fs::read_to_string(&conf).unwrap(), "a: 1\n");
     }
 
     #[test]

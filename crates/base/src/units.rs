@@ -1,8 +1,30 @@
 //! Parsing and printing of durations and sizes, shared by flags and YAML.
 use std::time::Duration;
 
-/// Parse a human duration such as `200ms`, `5s`, `2m`, `1h30m`.
+/// Longest duration any flag, profile or config value is taken as: ten years. Every
+/// deadline is `Instant::now()` plus at most this, so no arithmetic on a parsed duration
+/// can overflow (`Instant + 2^63 s` panics).
+pub const MAX_DURATION: Duration = Duration::from_secs(10 * 365 * 86_400);
+
+/// Parse a human duration such as `200ms`, `5s`, `2m`, `1h30m`, at most [`MAX_DURATION`].
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    parse_duration_within(s, MAX_DURATION, "10 years, 3650d")
+}
+
+/// [`parse_duration`] with another bound (`max_text` says it in words): a product's
+/// documented range in data/hops.yaml reaches 68 years (2^31-1 s).
+pub fn parse_duration_within(s: &str, max: Duration, max_text: &str) -> Result<Duration, String> {
+    let d = parse_unbounded(s)?;
+    if d > max {
+        return Err(format!(
+            "invalid duration `{}`: too large (at most {max_text})",
+            s.trim()
+        ));
+    }
+    Ok(d)
+}
+
+fn parse_unbounded(s: &str) -> Result<Duration, String> {
     let t = s.trim();
     if t.is_empty() {
         return Err("empty duration (expected e.g. 200ms, 5s, 2m)".into());
@@ -219,6 +241,17 @@ mod tests {
             assert!(e.contains(why) && !e.contains(" at "), "{e}");
         }
         assert!(parse_duration("").is_err());
+    }
+
+    #[test]
+    fn durations_stop_at_ten_years() {
+        assert_eq!(parse_duration("3650d").unwrap(), MAX_DURATION);
+        for huge in ["3651d", "9223372036854775807s", "18446744073709551616s", "11y"] {
+            let e = parse_duration(huge).unwrap_err();
+            assert!(e.contains("too large"), "{huge}: {e}");
+        }
+        // The bound keeps every deadline computable.
+        assert!(std::time::Instant::now().checked_add(MAX_DURATION).is_some());
     }
 
     #[test]
