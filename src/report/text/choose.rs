@@ -39,7 +39,7 @@ pub fn brief(r: &Recommendation, p: &Palette) -> String {
     );
     for q in &r.reasons {
         let line = format!("{}: {}", q.answer, q.decision);
-        let label = format!("  {:<4}", q.id.to_uppercase());
+        let label = format!("  {:<5} ", q.id.to_uppercase());
         s.push_str(&super::wrap(&line, p.width, &label, "        "));
     }
     s

@@ -223,6 +223,15 @@ mod tests {
     }
 
     #[test]
+    fn the_recap_keeps_a_space_after_every_label() {
+        let r = rec(Loss::PerUser, 3, 200);
+        let s = crate::report::text::choose::brief(&r, &Palette::new(false));
+        assert!(s.contains("  PATH  nginx"), "{s}");
+        assert!(s.contains("  Q1    "), "{s}");
+        assert!(s.lines().all(|l| l.chars().count() <= 80), "{s}");
+    }
+
+    #[test]
     fn polling_says_which_must_haves_do_not_apply_and_sizes_no_ring() {
         let r = rec(Loss::Replaceable, 1, 10 * 60_000);
         let s = summary(&r, &Palette::new(false));
