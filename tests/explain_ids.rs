@@ -151,3 +151,35 @@ fn every_id_printed_is_known_to_explain() {
         .collect();
     assert!(unknown.is_empty(), "explain does not know: {unknown:?}");
 }
+
+/// A rule found at two places in one run: two JUnit testcases, each named by its place.
+#[test]
+fn junit_testcases_never_share_a_name() {
+    let tmp = tempfile::tempdir().unwrap();
+    let conf = tmp.path().join("nginx.conf");
+    std::fs::write(
+        &conf,
+        "events {}\nhttp {\n  server {\n    location /ws {\n      proxy_pass http://127.0.0.1:9;\n    }\n    location /chat/ws {\n      proxy_pass http://127.0.0.1:9;\n    }\n  }\n}\n",
+    )
+    .unwrap();
+    let out = rtcheck()
+        .args(["lint", "--format", "junit"])
+        .arg(&conf)
+        .output()
+        .unwrap();
+    let xml = String::from_utf8(out.stdout).unwrap();
+    let names: Vec<&str> = xml
+        .split("<testcase name=\"")
+        .skip(1)
+        .map(|s| s.split('"').next().unwrap())
+        .collect();
+    let upgrade = names
+        .iter()
+        .filter(|n| n.starts_with("nginx-ws-upgrade"))
+        .count();
+    assert_eq!(upgrade, 2, "{xml}");
+    let mut unique = names.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(unique.len(), names.len(), "{names:?}");
+}
