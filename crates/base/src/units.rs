@@ -190,15 +190,24 @@ pub mod serde_count {
     #[serde(untagged)]
     enum Raw {
         Number(u64),
+        Negative(i64),
+        Fraction(f64),
         Text(String),
     }
 
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+        let got = |t: &dyn std::fmt::Display| {
+            serde::de::Error::custom(format!(
+                "expected a whole number (20000, 20k, 1.5M), got `{t}`"
+            ))
+        };
         match Raw::deserialize(d) {
             Ok(Raw::Number(n)) => Ok(n),
-            Ok(Raw::Text(t)) => super::parse_count(&t).map_err(serde::de::Error::custom),
+            Ok(Raw::Negative(n)) => Err(got(&n)),
+            Ok(Raw::Fraction(f)) => Err(got(&f)),
+            Ok(Raw::Text(t)) => super::parse_count(&t).map_err(|_| got(&t)),
             Err(_) => Err(serde::de::Error::custom(
-                "expected a count: a whole number (20000, 20k, 1.5M)",
+                "expected a whole number (20000, 20k, 1.5M)",
             )),
         }
     }
