@@ -120,7 +120,8 @@ fn usage_error(e: clap::Error) -> ExitCode {
         }
         _ => {
             let msg = secret_free(&e).unwrap_or_else(|| one_line(&e.to_string()));
-            eprintln!("rtcheck: error: {} (see --help)", scrubbed(&msg));
+            let tip = suggestion(&e).unwrap_or_else(|| "see --help".into());
+            eprintln!("rtcheck: error: {} ({tip})", scrubbed(&msg));
             cmd::exit::usage()
         }
     }
@@ -148,6 +149,21 @@ fn secret_free(e: &clap::Error) -> Option<String> {
     }
     let why = std::error::Error::source(e).map_or(String::new(), |s| format!(": {s}"));
     Some(format!("invalid value for '{arg}'{why}"))
+}
+
+/// clap's "did you mean" for a misspelled flag or subcommand (its `suggestions`
+/// feature), kept when the message is cut to one line.
+fn suggestion(e: &clap::Error) -> Option<String> {
+    use clap::error::{ContextKind, ContextValue};
+    [ContextKind::SuggestedArg, ContextKind::SuggestedSubcommand]
+        .into_iter()
+        .find_map(|k| match e.get(k)? {
+            ContextValue::String(s) => Some(s.clone()),
+            // clap lists the most similar last.
+            ContextValue::Strings(v) => v.last().cloned(),
+            _ => None,
+        })
+        .map(|s| format!("did you mean `{s}`?"))
 }
 
 /// First meaningful line of a clap message, without its `error: ` prefix, plus the

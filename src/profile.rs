@@ -80,11 +80,17 @@ pub struct Profile {
     /// Q3: what losing one message means.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub loss: Option<Loss>,
-    /// Q4: concurrent connections in total.
-    #[serde(default = "default_connections")]
+    /// Q4: concurrent connections in total (YAML: a number or `20k`).
+    #[serde(
+        default = "default_connections",
+        deserialize_with = "rtcheck_base::units::serde_count::deserialize"
+    )]
     pub connections: u64,
     /// Q4: machines serving them.
-    #[serde(default = "default_machines")]
+    #[serde(
+        default = "default_machines",
+        deserialize_with = "rtcheck_base::units::serde_count::deserialize"
+    )]
     pub machines: u64,
     /// Messages per second sent to each client.
     #[serde(default = "default_rate")]

@@ -148,9 +148,53 @@ fn audit_reads_the_proxys_config_under_the_root_and_its_fd_limit() {
     assert_eq!(rt["status"], "pass", "{rt:#}");
 
     // A mounted procfs and no --root: this machine's /etc is not read.
-    let v = audit(tmp.path(), &[]);
+    let v = audit(tmp.path(), &["--role", "proxy"]);
     assert!(find(&v, "nginx-ws-upgrade").is_none());
     let skip = find(&v, "proxy-config-read").unwrap();
     assert_eq!(skip["status"], "skip");
     assert!(skip["reason"].as_str().unwrap().contains("no --root"));
+
+    // The proxy's checks belong to the proxy role: a server audit only names it.
+    let v = audit(tmp.path(), &["--role", "server"]);
+    for id in ["proxy-fd-limit", "proxy-config-read"] {
+        assert!(find(&v, id).is_none(), "{id} on a server audit");
+    }
+    let target = v["target"].as_str().unwrap();
+    assert!(target.contains("nginx running here, not audited"), "{target}");
+}
+
+#[test]
+fn two_proxies_on_one_host_make_one_finding_per_id() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/stock-distro/proc");
+    let proc = tmp.path().join("proc");
+    copy_dir(&fixtures, &proc);
+    process(&proc, 400, 1, 65536);
+    process(&proc, 401, 400, 1024);
+    process(&proc, 500, 1, 100_000);
+    std::fs::write(proc.join("500/comm"), "haproxy\n").unwrap();
+    std::fs::write(proc.join("500/stat"), "500 (haproxy) S 1 500 500 0 -1\n").unwrap();
+    let v = audit(tmp.path(), &["--role", "proxy"]);
+    let ids: Vec<&str> = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["location"].is_null())
+        .map(|f| f["id"].as_str().unwrap())
+        .collect();
+    let mut unique = ids.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(ids.len(), unique.len(), "an id twice in one run: {ids:?}");
+    let fd = find(&v, "proxy-fd-limit").unwrap();
+    assert_eq!(fd["status"], "fail", "the worst of the two: {fd:#}");
+    let observed = fd["observed"].as_str().unwrap();
+    assert!(
+        observed.contains("pid 401: soft open-files limit 1024")
+            && observed.contains("pid 500: soft open-files limit 100000"),
+        "{fd:#}"
+    );
+    let read = find(&v, "proxy-config-read").unwrap();
+    let observed = read["observed"].as_str().unwrap();
+    assert!(observed.contains("nginx") && observed.contains("haproxy"), "{read:#}");
 }

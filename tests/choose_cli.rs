@@ -411,7 +411,7 @@ fn a_saturated_worst_case_says_so() {
     assert_eq!(z["sessions_worst_case_bytes"].as_u64(), Some(u64::MAX));
     assert_eq!(
         z["saturated"],
-        serde_json::json!(["sessions_worst_case_bytes"])
+        serde_json::json!(["sessions_worst_case_bytes", "sessions_per_machine_bytes"])
     );
     let out = rtcheck_isolated()
         .arg("choose")

@@ -74,7 +74,7 @@ fn wrong_type_names_file_line_and_field() {
     let err = fails_with_answers(d.path(), &format!("{GOOD}connections: lots\n"));
     assert!(
         err.starts_with(
-            "rtcheck: error: answers.yaml:4:14: connections: expected a whole number, got `lots`"
+            "rtcheck: error: answers.yaml:4: connections: expected a whole number (20000, 20k, 1.5M), got `lots`"
         ),
         "{err}"
     );
@@ -139,7 +139,7 @@ fn zero_or_negative_connections_are_refused() {
     let err = fails_with_answers(d.path(), &format!("{GOOD}connections: -5\n"));
     assert!(
         err.starts_with(
-            "rtcheck: error: answers.yaml:4:14: connections: expected a whole number, got `-5`"
+            "rtcheck: error: answers.yaml:4: connections: expected a whole number (20000, 20k, 1.5M), got `-5`"
         ),
         "{err}"
     );

@@ -22,6 +22,59 @@ fn bad_flags_are_one_line_and_exit_2() {
 }
 
 #[test]
+fn a_misspelled_flag_or_subcommand_gets_did_you_mean() {
+    for (args, want) in [
+        (vec!["audit", "--conections", "5"], "did you mean `--connections`?"),
+        (vec!["audti"], "did you mean `audit`?"),
+        (vec!["bench", "fanot"], "did you mean `fanout`?"),
+    ] {
+        let out = rtcheck().args(&args).env("NO_COLOR", "1").output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn counts_are_taken_as_people_write_them() {
+    let connections = |n: &str| {
+        let out = rtcheck()
+            .args(["choose", "--format", "json", "--connections", n])
+            .args(["--visible-within", "1s", "--upstream", "none"])
+            .args(["--loss", "replaceable"])
+            .output()
+            .unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|_| panic!("{n}: {}", String::from_utf8_lossy(&out.stderr)));
+        v["profile"]["connections"].as_u64().unwrap()
+    };
+    assert_eq!(connections("20k"), 20_000);
+    assert_eq!(connections("1.5M"), 1_500_000);
+    assert_eq!(connections("20_000"), 20_000);
+    for bad in ["1.2345k", "0", "-3", "lots"] {
+        let out = rtcheck()
+            .args(["choose", "--connections", bad])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{bad}");
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert!(err.contains("--connections"), "{bad}: {err}");
+    }
+    // And in a profile's YAML.
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("p.yaml");
+    std::fs::write(&p, "connections: 20k\nmachines: 2\nvisible_within: 1s\nupstream: none\nloss: replaceable\n").unwrap();
+    let out = rtcheck()
+        .args(["choose", "--format", "json", "--answers"])
+        .arg(&p)
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["profile"]["connections"], 20_000);
+}
+
+#[test]
 fn help_has_examples_and_exit_codes_and_version_matches_the_crate() {
     let out = rtcheck().arg("--help").output().unwrap();
     assert_eq!(out.status.code(), Some(0));

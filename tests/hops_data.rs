@@ -211,3 +211,45 @@ fn the_chain_json_has_the_contract_keys() {
     assert_eq!(v["heartbeat_max_s"], 30);
     assert_eq!(v["path"][1], "aws-alb");
 }
+
+/// Issue 35 item 3: every cloud command in the data is complete as printed: the resource it
+/// changes is named (`--load-balancer-arn <ARN>`, `--resource-group <RG>`, ...), and every
+/// `<PLACEHOLDER>` it holds comes with the command that finds it (`<ARN>: aws elbv2 ...`).
+#[test]
+fn every_cloud_command_names_its_resource_and_how_to_find_each_placeholder() {
+    let text = include_str!("../data/hops.yaml");
+    let required: &[(&str, &[&str])] = &[
+        ("aws elbv2 modify-load-balancer-attributes", &["--load-balancer-arn"]),
+        ("aws elbv2 modify-listener-attributes", &["--listener-arn"]),
+        ("aws elb modify-load-balancer-attributes", &["--load-balancer-name"]),
+        ("gcloud compute backend-services update", &["--global"]),
+        ("gcloud run services update", &["--region"]),
+        ("az network lb rule update", &["--resource-group", "--lb-name", "--name"]),
+        ("az network application-gateway update", &["--resource-group", "--name"]),
+        ("heroku features:enable", &["--app"]),
+    ];
+    let mut checked = 0;
+    for line in text.lines().filter(|l| l.contains("setting")) {
+        let parts: Vec<&str> = line.split("; ").collect();
+        for (cmd, flags) in required {
+            let Some(part) = parts.iter().find(|p| p.contains(cmd)) else {
+                continue;
+            };
+            checked += 1;
+            for f in *flags {
+                assert!(part.contains(f), "{cmd} without {f}: {line}");
+            }
+            // Each placeholder of the command: a later part says how to find it.
+            for ph in part.split('<').skip(1).filter_map(|p| p.split_once('>')) {
+                let name = format!("<{}>:", ph.0);
+                assert!(
+                    parts.iter().any(|p| p.trim_start().starts_with(&name))
+                        || ["<NAME>", "<RG>", "<LB>", "<REGION>"]
+                            .contains(&format!("<{}>", ph.0).as_str()),
+                    "{cmd}: {name} not found in {line}"
+                );
+            }
+        }
+    }
+    assert!(checked >= 9, "the commands are in the data: {checked}");
+}

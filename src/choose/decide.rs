@@ -18,7 +18,7 @@ pub const Q4: &str = "How many connections, on how many machines?";
 
 /// Said wherever pub/sub meets a replay design (seq-ring, session-ack): the series
 /// measured replay on one node only (REFERENCE "not measured": Redis Streams).
-pub const CROSS_NODE_REPLAY_NOTE: &str = "Replay across nodes (a client reconnecting to another node with its last sequence number) was not measured by the series; plan it (e.g. Redis Streams) and measure it with rtcheck's cluster bench once it lands.";
+pub const CROSS_NODE_REPLAY_NOTE: &str = "Replay across nodes (a client reconnecting to another node with its last sequence number) was not measured by the series; plan it (e.g. Redis Streams) and measure it on your nodes: `rtcheck bench cluster --scenario node-kill` kills a node and counts what its clients lose, get as a gap or twice after resuming on another.";
 
 /// Below this, only push meets the freshness target.
 pub const PUSH_ONLY_BELOW: Duration = Duration::from_secs(1);
@@ -183,6 +183,14 @@ pub fn decide(p: &Profile) -> Result<Recommendation, String> {
         d.chain
     });
 
+    let sizing = sizing::size(p);
+    if delivery == Delivery::SessionAck && sizing.durable_inbox {
+        let inbox = inbox_note(p, &sizing);
+        if let Some(q3) = reasons.iter_mut().find(|q| q.id == "q3") {
+            q3.detail.push(' ');
+            q3.detail.push_str(&inbox);
+        }
+    }
     let mut profile = p.clone();
     profile.transport = Some(transport);
     Ok(Recommendation {
@@ -192,7 +200,7 @@ pub fn decide(p: &Profile) -> Result<Recommendation, String> {
         poll_interval_ms: (transport == Transport::Polling).then_some(visible.as_millis() as u64),
         reasons,
         alternatives,
-        sizing: sizing::size(p),
+        sizing,
         must_haves: must_haves(transport),
         notes,
         defaulted: Vec::new(),
@@ -200,6 +208,20 @@ pub fn decide(p: &Profile) -> Result<Recommendation, String> {
         findings: Vec::new(),
         chain,
     })
+}
+
+/// Per-user data past the memory budget: the arithmetic, and where it goes instead.
+fn inbox_note(p: &Profile, z: &Sizing) -> String {
+    let fig = |key: &str, b: u64| sizing::fmt_figure(b, z.is_saturated(key));
+    format!(
+        "Held in memory, {} sessions per machine x {} each ({} messages of {} B) = {}, past the {} budget per machine (rtcheck serve's default for sessions): keep each user's messages in a durable inbox instead, a database table (user, seq, payload) or a stream per user, written before the push and fetched on reconnect from the last acked seq; memory holds only what is in flight.",
+        fmt_num(z.connections_per_machine as f64),
+        fig("session_bytes_per_client", z.session_bytes_per_client),
+        fmt_num(z.messages_to_replay as f64),
+        fmt_num(p.size as f64),
+        fig("sessions_per_machine_bytes", z.sessions_per_machine_bytes),
+        sizing::fmt_budget(z.session_budget_bytes)
+    )
 }
 
 /// Q1: how soon the user must see a change decides push or polling.
@@ -575,6 +597,26 @@ mod tests {
             .evidence
             .iter()
             .any(|e| e.id == "session-expiry"));
+        assert!(!r.reasons[2].detail.contains("durable inbox"), "3 s fits");
+        // An hour away for 20,000 users: past the memory budget, a durable inbox named
+        // with the arithmetic behind it.
+        let mut p = answers(300, Upstream::Dense, Loss::PerUser);
+        p.connections = 20_000;
+        p.machines = 2;
+        p.rate = 1.0;
+        p.size = 200;
+        p.max_disconnect = Duration::from_secs(3600);
+        let r = decide(&p).unwrap();
+        let d = &r.reasons[2].detail;
+        for want in [
+            "10,000 sessions per machine x 720.0 KB each (3,600 messages of 200 B) = 7.2 GB",
+            "past the 1 GiB budget",
+            "durable inbox",
+            "a database table",
+            "fetched on reconnect",
+        ] {
+            assert!(d.contains(want), "{want}: {d}");
+        }
     }
 
     #[test]

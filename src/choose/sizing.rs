@@ -18,8 +18,17 @@ pub struct Sizing {
     pub connections_per_machine: u64,
     /// The per-connection figure used (reference, not measured on this host).
     pub per_connection_bytes: u64,
-    /// Messages a disconnected client must get back: max_disconnect x rate.
+    /// Messages a disconnected client must get back: max_disconnect x rate, whole.
     pub messages_to_replay: u64,
+    /// Every session of one machine at once: connections per machine x a session.
+    #[serde(default)]
+    pub sessions_per_machine_bytes: u64,
+    /// The memory sessions may take on one machine ([`SESSION_BUDGET`]).
+    #[serde(default)]
+    pub session_budget_bytes: u64,
+    /// Sessions past the budget: per-user data belongs in a durable inbox, not in memory.
+    #[serde(default)]
+    pub durable_inbox: bool,
     /// Keys of the figures that overflowed u64 and hold u64::MAX: a floor, not a figure.
     #[serde(default)]
     pub saturated: Vec<String>,
@@ -41,9 +50,29 @@ pub fn fmt_figure(bytes: u64, saturated: bool) -> String {
     }
 }
 
-/// max_disconnect x rate x size, rounded up; None when it does not fit in u64.
+/// The memory per machine sessions may hold before per-user data goes to a durable
+/// inbox: `rtcheck serve`'s own default for sessions when it cannot read MemAvailable
+/// (a quarter of a 4 GiB machine; `--session-memory`).
+pub const SESSION_BUDGET: u64 = 1 << 30;
+
+/// The budget as set: `1 GiB` (binary, as `--session-memory` takes it), else bytes.
+pub fn fmt_budget(b: u64) -> String {
+    if b > 0 && b.is_multiple_of(1 << 30) {
+        format!("{} GiB", b >> 30)
+    } else {
+        rtcheck_base::units::fmt_bytes(b)
+    }
+}
+
+/// Whole messages a client misses in max_disconnect (a buffer holds whole messages).
+fn messages(p: &Profile) -> f64 {
+    // The epsilon keeps 0.1 s x 30 msg/s at 3 messages, not 4.
+    (p.max_disconnect.as_secs_f64() * p.rate - 1e-9).ceil().max(0.0)
+}
+
+/// messages x size; None when it does not fit in u64.
 fn replay_bytes(p: &Profile) -> Option<u64> {
-    let bytes = (p.max_disconnect.as_secs_f64() * p.rate * p.size as f64).ceil();
+    let bytes = messages(p) * p.size as f64;
     (bytes < u64::MAX as f64).then(|| to_u64(bytes))
 }
 
@@ -62,11 +91,13 @@ pub fn size(p: &Profile) -> Sizing {
     let cpm = p.connections_per_machine();
     let per_client = replay_bytes(p);
     let worst = per_client.and_then(|b| p.connections.checked_mul(b));
+    let per_machine = per_client.and_then(|b| cpm.checked_mul(b));
     let ram = cpm.checked_mul(per_conn);
     let saturated = [
         ("ring_bytes", per_client),
         ("session_bytes_per_client", per_client),
         ("sessions_worst_case_bytes", worst),
+        ("sessions_per_machine_bytes", per_machine),
         ("ram_bytes_per_machine", ram),
     ]
     .iter()
@@ -81,7 +112,10 @@ pub fn size(p: &Profile) -> Sizing {
         ram_bytes_per_machine: max(ram),
         connections_per_machine: cpm,
         per_connection_bytes: per_conn,
-        messages_to_replay: to_u64((p.max_disconnect.as_secs_f64() * p.rate).ceil()),
+        messages_to_replay: to_u64(messages(p)),
+        sessions_per_machine_bytes: max(per_machine),
+        session_budget_bytes: SESSION_BUDGET,
+        durable_inbox: per_machine.is_none_or(|b| b > SESSION_BUDGET),
         saturated,
         evidence: vec![
             evidence::reference("ring-sizing"),
@@ -127,8 +161,12 @@ mod tests {
         let s = size(&profile(10, 1, 10.0, 1024, 3.0));
         assert_eq!(s.ring_bytes, 30_720);
         assert_eq!(s.messages_to_replay, 30);
-        // Fractions round up: 0.5 s x 3 msg/s x 1 B = 1.5 B -> 2 B.
+        // Whole messages: 0.5 s x 3 msg/s = 1.5 -> 2 messages of 1 B.
         assert_eq!(size(&profile(1, 1, 3.0, 1, 0.5)).ring_bytes, 2);
+        // The ring is the messages it replays times their size, never a fraction of one.
+        let s = size(&profile(1, 1, 1.0, 2000, 0.3));
+        assert_eq!((s.messages_to_replay, s.ring_bytes), (1, 2000));
+        assert_eq!(size(&profile(1, 1, 30.0, 1, 0.1)).messages_to_replay, 3);
     }
 
     #[test]
@@ -144,6 +182,19 @@ mod tests {
     }
 
     #[test]
+    fn sessions_past_the_budget_go_to_a_durable_inbox() {
+        // 20,000 users on two machines, 1 h x 1 msg/s x 200 B = 720 KB a session:
+        // 7.2 GB a machine, past the 1 GiB budget; 3 s of it is 6 MB, within.
+        let s = size(&profile(20_000, 2, 1.0, 200, 3600.0));
+        assert_eq!(s.sessions_per_machine_bytes, 10_000 * 720_000);
+        assert!(s.durable_inbox, "7.2 GB per machine is past 1 GiB");
+        let s = size(&profile(20_000, 2, 1.0, 200, 3.0));
+        assert_eq!(s.sessions_per_machine_bytes, 10_000 * 600);
+        assert!(!s.durable_inbox);
+        assert_eq!(s.session_budget_bytes, SESSION_BUDGET);
+    }
+
+    #[test]
     fn huge_inputs_saturate_instead_of_panicking() {
         let s = size(&profile(u64::MAX, 1, 1e300, u64::MAX, 1e6));
         assert_eq!(s.ring_bytes, u64::MAX);
@@ -155,6 +206,7 @@ mod tests {
                 "ring_bytes",
                 "session_bytes_per_client",
                 "sessions_worst_case_bytes",
+                "sessions_per_machine_bytes",
                 "ram_bytes_per_machine"
             ]
         );
@@ -163,9 +215,14 @@ mod tests {
 
     #[test]
     fn the_largest_valid_profile_saturates_only_the_worst_case() {
-        // 1 day x 1e6 msg/s x 64 MiB fits in u64; x 100 million connections does not.
+        // 1 day x 1e6 msg/s x 64 MiB fits in u64; x 100 million connections does not
+        // (on one machine, nor the machine's share).
         let s = size(&profile(100_000_000, 1, 1e6, 64 << 20, 86_400.0));
-        assert_eq!(s.saturated, ["sessions_worst_case_bytes"]);
+        assert_eq!(
+            s.saturated,
+            ["sessions_worst_case_bytes", "sessions_per_machine_bytes"]
+        );
+        assert!(s.durable_inbox);
         assert!(s.is_saturated("sessions_worst_case_bytes"));
         assert!(!s.is_saturated("ring_bytes"));
         assert_eq!(s.sessions_worst_case_bytes, u64::MAX);

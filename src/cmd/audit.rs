@@ -56,8 +56,9 @@ pub struct AuditArgs {
     /// Audit this process's own limits, fds, affinity and cgroup (default: rtcheck itself).
     #[arg(long, value_name = "PID")]
     pub pid: Option<u32>,
-    /// The audited host's root: proxy configs are read under it (etc/nginx/nginx.conf,
-    /// etc/haproxy/haproxy.cfg, etc/caddy/Caddyfile) [default: / when --procfs is /proc].
+    /// The audited host's root: the running proxies' configs are read under it
+    /// (etc/nginx/nginx.conf, etc/haproxy/haproxy.cfg, etc/caddy/Caddyfile) and their
+    /// open-files limits judged. Without it, only with --role proxy (root / for /proc).
     #[arg(long, value_name = "DIR")]
     pub root: Option<PathBuf>,
     /// Do not look for nginx, HAProxy or Caddy (their config and open-files limit).
@@ -237,9 +238,25 @@ fn once(a: &AuditArgs, base: &super::baseline::Loaded) -> anyhow::Result<Once> {
         pid: a.pid,
     };
     let mut r = build_report(profile, &roots, &a.skip)?;
-    if !a.no_proxy_config {
+    // A proxy's checks belong to the proxy role: run when it applies or when asked
+    // (--root names where the configs are); else a running proxy is only named.
+    let asked = r.profile.role == Role::Proxy || a.root.is_some();
+    if !a.no_proxy_config && asked {
         r.findings.extend(proxy_findings(a, &r.profile)?);
         r.summary = crate::findings::Summary::of(&r.findings);
+    } else if !a.no_proxy_config {
+        let running = crate::lint::host::running(&a.procfs);
+        if !running.is_empty() {
+            let note = format!(
+                "{} running here, not audited (role {}; --role proxy or --root DIR audits it)",
+                running.join(" and "),
+                r.profile.role.as_str()
+            );
+            r.target = Some(match r.target.take() {
+                Some(t) => format!("{t}; {note}"),
+                None => note,
+            });
+        }
     }
     if a.verify {
         // `audit --verify` is composed here: the audit never calls verify.

@@ -135,13 +135,28 @@ pub fn feature_off(what: &str, feature: &str) -> anyhow::Error {
 }
 
 /// The one parser for `--connections` and other counts: a whole number of at least 1
-/// (negative and zero are named, not "unexpected argument"; `10_000` is accepted).
+/// (negative and zero are named, not "unexpected argument"), written as people write
+/// counts (`20k`, `1.5M`, `20_000`, `20,000`).
 pub fn parse_count(s: &str) -> Result<u64, String> {
-    let t = s.trim().replace('_', "");
-    match t.parse::<i128>() {
-        Ok(v) if v < 1 => Err(format!("must be at least 1, got {v}")),
-        Ok(v) => u64::try_from(v).map_err(|_| format!("`{s}` is too large")),
-        Err(_) => Err(format!("`{s}` is not a whole number")),
+    count_at_least(s, 1)
+}
+
+/// A count that may be 0 (`--slow 0`, `--rounds 0` for "until stopped").
+pub fn parse_count0(s: &str) -> Result<u64, String> {
+    count_at_least(s, 0)
+}
+
+/// A count held as `usize` (queue lengths, sessions); its consumer names its own bounds.
+pub fn parse_count_usize(s: &str) -> Result<usize, String> {
+    usize::try_from(parse_count0(s)?).map_err(|_| format!("`{}` is too large", s.trim()))
+}
+
+fn count_at_least(s: &str, min: u64) -> Result<u64, String> {
+    let t = s.trim();
+    match rtcheck_base::units::parse_count(t.strip_prefix('-').unwrap_or(t)) {
+        Ok(v) if t.starts_with('-') && v > 0 => Err(format!("must be at least {min}, got {t}")),
+        Ok(v) if v < min => Err(format!("must be at least {min}, got {v}")),
+        r => r,
     }
 }
 

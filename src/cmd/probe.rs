@@ -83,8 +83,9 @@ pub struct ProbeArgs {
     /// The proxy on the path, for its fixes, when Server/Via do not name it (HAProxy adds neither).
     #[arg(long, value_enum, value_name = "KIND")]
     pub proxy: Option<probe::proxy::Proxy>,
-    /// Workload profile (from `rtcheck choose --save`): its transport is the default, its
-    /// `path:` the declared path.
+    /// Workload profile (from `rtcheck choose --save`): its `path:` is the declared path;
+    /// its transport fills only what a URL leaves open (an http(s) URL: SSE or polling;
+    /// a ws(s) URL stays WebSocket).
     #[arg(long, value_name = "FILE")]
     pub profile: Option<PathBuf>,
     #[command(flatten)]
@@ -140,12 +141,16 @@ fn options(a: &ProbeArgs, profile: &Profile) -> anyhow::Result<Options> {
     {
         anyhow::bail!("--timeout and --head-timeout are at most 1h and --idle-for at most 24h");
     }
-    let transport = a.transport.unwrap_or(match profile.transport {
-        Some(Transport::Websocket) if a.profile.is_some() => TransportChoice::Websocket,
-        Some(Transport::Sse) if a.profile.is_some() => TransportChoice::Sse,
-        Some(Transport::Polling) if a.profile.is_some() => TransportChoice::Poll,
-        _ => TransportChoice::Auto,
-    });
+    let transport = probe::Choice {
+        flag: a.transport.unwrap_or(TransportChoice::Auto),
+        profile: match profile.transport {
+            _ if a.profile.is_none() => None,
+            Some(Transport::Websocket) => Some(TransportChoice::Websocket),
+            Some(Transport::Sse) => Some(TransportChoice::Sse),
+            Some(Transport::Polling) => Some(TransportChoice::Poll),
+            Some(Transport::Raw) | None => None,
+        },
+    };
     let directs = pair_directs(&a.urls, &a.direct)?
         .into_iter()
         .map(|d| {

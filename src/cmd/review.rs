@@ -110,6 +110,12 @@ fn save_path(a: &ReviewArgs) -> Option<PathBuf> {
     if a.save.is_some() || a.answers.is_some() || !crate::cmd::prompts::can_prompt() {
         return a.save.clone();
     }
+    state_file()
+}
+
+/// The one review state, `$XDG_STATE_HOME/rtcheck/review-answers.yaml`: a plain
+/// `rtcheck review` and the guided run's walk resume the same answers.
+pub fn state_file() -> Option<PathBuf> {
     let dir = match std::env::var_os("XDG_STATE_HOME").filter(|d| !d.is_empty()) {
         Some(d) => PathBuf::from(d),
         None => PathBuf::from(std::env::var_os("HOME")?).join(".local/state"),

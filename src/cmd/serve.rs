@@ -56,7 +56,7 @@ pub struct ServeFlags {
     #[arg(long, default_value = "1024", value_parser = parse_size)]
     pub size: u64,
     /// Stop publishing after N messages (0 = until stopped).
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, value_parser = crate::cmd::parse_count0)]
     pub rounds: u64,
     /// Do not publish until POST /control/start.
     #[arg(long)]
@@ -65,7 +65,7 @@ pub struct ServeFlags {
     #[arg(long)]
     pub text: bool,
     /// Per-client queue length; when full the message is dropped and counted.
-    #[arg(long, default_value_t = 64)]
+    #[arg(long, default_value_t = 64, value_parser = crate::cmd::parse_count_usize)]
     pub queue: usize,
     /// Remove a client whose write takes longer than this (0 = never).
     #[arg(long, default_value = "1s", value_parser = parse_duration)]
@@ -98,12 +98,12 @@ pub struct ServeFlags {
     pub session_ttl: Duration,
     /// session-ack: unacked messages a session holds (default: the ring's messages); beyond
     /// it the oldest go and the client gets a gap marker for them on reconnect.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = crate::cmd::parse_count_usize)]
     pub session_queue: Option<usize>,
     /// session-ack: sessions held at most (connected or away); beyond it a new session is
     /// refused (503 + Retry-After; WebSocket close 1013), a returning one never is.
     /// Measured: 10000 sessions held 953 MB after 3s away at 30 msg/s x 1KiB (docs/delivery.md).
-    #[arg(long, value_name = "N", default_value_t = 10_000)]
+    #[arg(long, value_name = "N", default_value_t = 10_000, value_parser = crate::cmd::parse_count_usize)]
     pub max_sessions: usize,
     /// session-ack: memory the sessions may hold at their worst (each away with a full
     /// queue); a new session beyond it is refused like one beyond --max-sessions (default:

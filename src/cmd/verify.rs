@@ -48,13 +48,13 @@ pub struct VerifyArgs {
     /// Experiments to run (default: all). Comma or space separated.
     pub names: Vec<String>,
     /// fd-limit: soft open-files limit of the child (default: the current soft limit).
-    #[arg(long)]
+    #[arg(long, value_name = "N", value_parser = super::parse_count, allow_negative_numbers = true)]
     pub limit: Option<u64>,
     /// ephemeral-ports: connections to open and close first (they stay in TIME_WAIT).
-    #[arg(long, default_value_t = 2000)]
+    #[arg(long, value_name = "N", default_value_t = 2000, value_parser = super::parse_count0, allow_negative_numbers = true)]
     pub closed: u64,
     /// ephemeral-ports: connections then opened and held at once.
-    #[arg(long, default_value_t = 2000)]
+    #[arg(long, value_name = "N", default_value_t = 2000, value_parser = super::parse_count, allow_negative_numbers = true)]
     pub opened: u64,
     /// ephemeral-ports: the reference scale, 10,000 closed + 20,000 opened.
     #[arg(long)]

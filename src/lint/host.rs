@@ -16,6 +16,31 @@ const PROXIES: &[(&str, Kind, &str)] = &[
     ("caddy", Kind::Caddy, "etc/caddy/Caddyfile"),
 ];
 
+/// The ids of the findings about the running proxies themselves (`explain` knows them).
+pub const FD_LIMIT: &str = "proxy-fd-limit";
+pub const CONFIG_READ: &str = "proxy-config-read";
+
+/// What `explain` says about [`FD_LIMIT`] and [`CONFIG_READ`]: (id, title, rule).
+pub const EXPLAINED: &[(&str, &str, &str)] = &[
+    (
+        FD_LIMIT,
+        "a running proxy's open-files limit holds 2 fds per connection",
+        "audit on a proxy host (--role proxy, or --root DIR): a proxy holds a client and an \
+         upstream socket per proxied connection, so each worker process needs 2 fds per \
+         connection it serves (the connections shared among the workers; the lowest \
+         worker's soft limit from PROC/PID/limits is judged). Raise it in the service unit \
+         (LimitNOFILE=) or the proxy's own setting (nginx: worker_rlimit_nofile).",
+    ),
+    (
+        CONFIG_READ,
+        "a running proxy's config was linted",
+        "audit on a proxy host (--role proxy, or --root DIR): a proxy that runs but whose \
+         config is not at its usual path under the root (etc/nginx/nginx.conf, \
+         etc/haproxy/haproxy.cfg, etc/caddy/Caddyfile) is a skip naming the path looked at; \
+         lint the config where it is with `rtcheck lint PATH`.",
+    ),
+];
+
 /// Processes of one proxy: pid -> (parent pid, soft open-files limit or why unread).
 type Proc = (u32, Result<u64, String>);
 type Procs = BTreeMap<u32, Proc>;
@@ -70,7 +95,7 @@ fn fd_finding(
     reason: Option<String>,
 ) -> Finding {
     Finding {
-        id: "proxy-fd-limit".into(),
+        id: FD_LIMIT.into(),
         title: format!("{name}'s open-files limit holds 2 fds per connection"),
         status,
         observed,
@@ -140,6 +165,35 @@ fn fd_limit(name: &str, procs: &Procs, connections: u64) -> Option<Finding> {
     })
 }
 
+/// The proxies running under `procfs` (by `comm`): named when an audit does not judge them.
+pub fn running(procfs: &Path) -> Vec<&'static str> {
+    PROXIES
+        .iter()
+        .filter(|(name, ..)| !processes(procfs, name).is_empty())
+        .map(|(name, ..)| *name)
+        .collect()
+}
+
+/// Findings of `id` (one per proxy) as one finding that lists each: an id is printed
+/// once per run, so JUnit testcases and SARIF results do not repeat.
+fn one_finding(findings: Vec<Finding>, id: &str, title: &str) -> Option<Finding> {
+    let mut it = findings.into_iter().filter(|f| f.id == id);
+    let mut one = it.next()?;
+    for f in it {
+        one.title = title.to_string();
+        one.status = one.status.max(f.status);
+        one.observed = format!("{}; {}", one.observed, f.observed);
+        one.expected = format!("{}; {}", one.expected, f.expected);
+        one.reason = match (one.reason.take(), f.reason) {
+            (Some(a), Some(b)) => Some(format!("{a}; {b}")),
+            (a, b) => a.or(b),
+        };
+        one.fix.summary = format!("{}; {}", one.fix.summary, f.fix.summary);
+        one.fix.persistent.extend(f.fix.persistent);
+    }
+    Some(one)
+}
+
 /// The proxy findings of an audit: lint findings of each proxy's config under `root`
 /// (None: only configs of running proxies, and those only if a root is known) and the
 /// running proxies' fd limits.
@@ -164,7 +218,7 @@ pub fn findings(procfs: &Path, root: Option<&Path>, w: &Workload) -> anyhow::Res
                     "its config linted".into(),
                     Some(where_),
                 );
-                f.id = "proxy-config-read".into();
+                f.id = CONFIG_READ.into();
                 f.title = format!("{name}'s config linted");
                 out.push(f);
             }
@@ -174,6 +228,16 @@ pub fn findings(procfs: &Path, root: Option<&Path>, w: &Workload) -> anyhow::Res
         let loaded = load_under(&file, *kind, &dir, root.unwrap_or(Path::new("/")))?;
         out.extend(lint(&loaded.configs, w, &[]));
         out.extend(loaded.skipped);
+    }
+    let per_proxy = [
+        (FD_LIMIT, "the proxies' open-files limits hold 2 fds per connection"),
+        (CONFIG_READ, "the proxies' configs linted"),
+    ];
+    let (mine, mut out): (Vec<_>, Vec<_>) = out
+        .into_iter()
+        .partition(|f| per_proxy.iter().any(|(id, _)| f.id == *id));
+    for (id, title) in per_proxy {
+        out.extend(one_finding(mine.clone(), id, title));
     }
     Ok(out)
 }

@@ -98,6 +98,27 @@ pub enum TransportChoice {
     Poll,
 }
 
+/// The transport to probe a URL as: `--transport`, else the profile's, which fills only
+/// what the URL's scheme leaves open (an explicit ws:// is never probed as SSE).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Choice {
+    pub flag: TransportChoice,
+    pub profile: Option<TransportChoice>,
+}
+
+impl Choice {
+    pub fn for_url(&self, t: &Target) -> TransportChoice {
+        if self.flag != TransportChoice::Auto {
+            return self.flag;
+        }
+        match self.profile {
+            // ws(s):// says WebSocket; http(s):// says HTTP, leaving SSE or polling open.
+            Some(c @ (TransportChoice::Sse | TransportChoice::Poll)) if !t.scheme.websocket() => c,
+            _ => TransportChoice::Auto,
+        }
+    }
+}
+
 /// What a URL was probed as.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -109,7 +130,7 @@ pub enum Kind {
 #[derive(Debug, Clone)]
 pub struct Options {
     pub client: ClientOpts,
-    pub transport: TransportChoice,
+    pub transport: Choice,
     pub origin: Option<String>,
     pub idle_for: Duration,
     pub quick: bool,
@@ -340,8 +361,8 @@ pub async fn probe_url(
     skip: &[String],
     progress: &dyn Progress,
 ) -> UrlObs {
-    let (t, kind) = kind_for(t, o.transport);
-    let direct = direct.map(|d| kind_for(d, o.transport).0);
+    let (t, kind) = kind_for(t, o.transport.for_url(t));
+    let direct = direct.map(|d| kind_for(d, o.transport.for_url(d)).0);
     let quick = o.quick
         || (skip.iter().any(|s| s == idle_timeout::ID) && skip.iter().any(|s| s == heartbeat::ID));
     let watch = if quick {
@@ -471,7 +492,7 @@ async fn probe_sse(
         }
     }
     let sse = sse?;
-    let fallback = o.transport == TransportChoice::Auto
+    let fallback = o.transport.for_url(t) == TransportChoice::Auto
         && !sse.is_event_stream()
         && response::is_poll_body(&sse.head);
     if u.kind == Kind::Sse && fallback {
@@ -672,6 +693,23 @@ mod tests {
         let w = Target::parse("ws://127.0.0.1:8080/ws").unwrap();
         assert_eq!(kind_for(&w, TransportChoice::Auto).1, Kind::WebSocket);
         assert_eq!(kind_for(&w, TransportChoice::Poll).0.scheme, Scheme::Http);
+        // The profile never rewrites an explicit scheme; it fills what http(s) leaves open.
+        let sse = Choice {
+            flag: TransportChoice::Auto,
+            profile: Some(TransportChoice::Sse),
+        };
+        assert_eq!(kind_for(&w, sse.for_url(&w)), (w.clone(), Kind::WebSocket));
+        assert_eq!(kind_for(&t, sse.for_url(&t)).1, Kind::Sse);
+        let ws = Choice {
+            profile: Some(TransportChoice::Websocket),
+            ..sse
+        };
+        assert_eq!(ws.for_url(&t), TransportChoice::Auto);
+        let flag = Choice {
+            flag: TransportChoice::Sse,
+            ..ws
+        };
+        assert_eq!(kind_for(&w, flag.for_url(&w)).1, Kind::Sse);
         assert_eq!(own_origin(&w), "http://127.0.0.1:8080");
         assert_eq!(own_origin(&t), "https://app.example.com");
         assert_eq!(fmt_s(260.0), "0.3 s");

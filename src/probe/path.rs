@@ -285,13 +285,19 @@ pub fn compare(seen: &[Seen], d: &Declared, t: Transport) -> (Status, String, Fi
     (status, parts.join("; "), fix)
 }
 
-fn path_hops(u: &UrlObs, d: &Declared) -> Finding {
+/// The hops the URL's response heads named, each once.
+fn seen_on(u: &UrlObs) -> Vec<Seen> {
     let mut seen: Vec<Seen> = Vec::new();
     for s in heads(u).into_iter().flat_map(fingerprints) {
         if !seen.iter().any(|x| x.name == s.name) {
             seen.push(s);
         }
     }
+    seen
+}
+
+fn path_hops(u: &UrlObs, d: &Declared) -> Finding {
+    let seen = seen_on(u);
     let (status, observed, fix) = compare(&seen, d, transport(u.kind));
     finding(
         &HOPS,
@@ -328,10 +334,20 @@ pub fn judge_idle(
     s: &StreamObs,
     t: Transport,
     d: &Declared,
+    seen: &[Seen],
 ) -> (Status, String, Fix, Vec<(&'static str, f64)>) {
     match idle_timeout::silence_before_close(s) {
-        Some(silence) => judge_cut(s, silence, t, d),
+        Some(silence) => judge_cut(s, silence, t, d, seen),
         None => judge_open(s, t, d),
+    }
+}
+
+/// How a matching hop is known to be there: the header that named it, or only the
+/// declared path.
+fn attribution(hop: &str, seen: &[Seen]) -> String {
+    match seen.iter().find(|s| s.hops.contains(&hop)) {
+        Some(s) => format!("{hop} seen on the path ({})", s.by),
+        None => format!("{hop} assumed from the declared path (not seen in the headers)"),
     }
 }
 
@@ -340,6 +356,7 @@ fn judge_cut(
     silence: f64,
     t: Transport,
     d: &Declared,
+    seen: &[Seen],
 ) -> (Status, String, Fix, Vec<(&'static str, f64)>) {
     let tc = d.chain.transport(t);
     let numbers = vec![
@@ -351,7 +368,10 @@ fn judge_cut(
         fmt_s(s.ended_ms),
         fmt_s(silence)
     );
-    let m = cut_matches(d, silence, s.ended_ms, t);
+    let mut m = cut_matches(d, silence, s.ended_ms, t);
+    // A hop the headers showed is blamed before one only declared (stable: the closest
+    // match first within each).
+    m.sort_by_key(|c| !seen.iter().any(|s| s.hops.contains(&c.hop.as_str())));
     let Some(first) = m.first() else {
         let others: Vec<String> = cut_matches_anywhere(silence, t, d);
         let tightest = tc
@@ -379,14 +399,15 @@ fn judge_cut(
         };
         return (Status::Fail, observed, fix, numbers);
     };
-    let also: Vec<&str> = m[1..].iter().map(|c| c.hop.as_str()).collect();
+    let also: Vec<String> = m[1..].iter().map(|c| attribution(&c.hop, seen)).collect();
     let observed = format!(
-        "{cut}: {}{}",
-        first.describe(),
+        "{cut}: {}; {}{}",
+        first.describe().trim_end_matches(';'),
+        attribution(&first.hop, seen),
         if also.is_empty() {
             String::new()
         } else {
-            format!(" (also matches: {})", also.join(", "))
+            format!("; also matches: {}", also.join(", "))
         }
     );
     let mut lines: Vec<String> = m
@@ -550,7 +571,7 @@ fn path_idle(u: &UrlObs, d: &Declared) -> Option<Finding> {
             Some("no connection was established to hold"),
         ),
         (Some(s), false) => {
-            let (st, o, f, n) = judge_idle(s, t, d);
+            let (st, o, f, n) = judge_idle(s, t, d, &seen_on(u));
             let why =
                 (st == Status::Skip).then_some("the idle test did not reach a documented limit");
             (st, o, f, n, why)
@@ -722,20 +743,47 @@ mod tests {
     }
 
     #[test]
+    fn a_cut_is_blamed_on_the_hop_the_headers_showed_before_one_only_declared() {
+        // Declared aws-alb,nginx; the headers name nginx and no ALB: the 60 s cut is
+        // nginx's, seen, and the ALB is only assumed.
+        let d = declared("aws-alb,nginx", &[]);
+        let ws = Transport::Websocket;
+        let nginx = seen(&[("server", "nginx/1.22.1")]);
+        let cut = obs(&[], &[5.0], 60_405.0, Ending::Eof);
+        let (st, o, fix, _) = judge_idle(&cut, ws, &d, &nginx);
+        assert_eq!(st, Status::Fail);
+        assert!(o.contains("NGINX (reverse proxy) idle limit (default 60 s)"), "{o}");
+        assert!(o.contains("nginx seen on the path (Server / Via: nginx)"), "{o}");
+        assert!(
+            o.contains("also matches: aws-alb assumed from the declared path"),
+            "{o}"
+        );
+        assert!(fix.persistent[0].starts_with("nginx: "), "{fix:?}");
+        assert!(fix.summary.starts_with("raise nginx's idle limit"), "{fix:?}");
+    }
+
+    #[test]
     fn a_cut_names_the_hop_whose_limit_it_matches_and_its_setting() {
         let d = declared("cloudflare,aws-alb,nginx", &[]);
         let ws = Transport::Websocket;
         // Silent for 60.4 s, then EOF: the ALB (outermost of the two 60 s hops).
         let cut = obs(&[], &[5.0], 60_405.0, Ending::Eof);
-        let (st, o, fix, n) = judge_idle(&cut, ws, &d);
+        let (st, o, fix, n) = judge_idle(&cut, ws, &d, &[]);
         assert_eq!(st, Status::Fail);
         assert!(
             o.contains("AWS Application Load Balancer idle limit (default 60 s)"),
             "{o}"
         );
-        assert!(o.contains("also matches: nginx"), "{o}");
+        assert!(o.contains("aws-alb assumed from the declared path"), "{o}");
+        assert!(o.contains("also matches: nginx assumed"), "{o}");
         assert!(
             fix.persistent[0].starts_with("aws-alb: aws elbv2"),
+            "{fix:?}"
+        );
+        // The ALB's command is complete: its ARN named, and how to find it.
+        assert!(
+            fix.persistent[0].contains("--load-balancer-arn <ARN>")
+                && fix.persistent[0].contains("<ARN>: aws elbv2 describe-load-balancers"),
             "{fix:?}"
         );
         assert!(
@@ -753,13 +801,13 @@ mod tests {
             .any(|(k, v)| *k == "silence_s" && (*v - 60.4).abs() < 0.01));
         // A declared, scaled-down value is what a 4 s cut matches.
         let d = declared("nginx", &["nginx.idle=4s"]);
-        let (st, o, fix, _) = judge_idle(&obs(&[], &[5.0], 4_020.0, Ending::Eof), ws, &d);
+        let (st, o, fix, _) = judge_idle(&obs(&[], &[5.0], 4_020.0, Ending::Eof), ws, &d, &[]);
         assert_eq!(st, Status::Fail);
         assert!(o.contains("declared 4 s; default 60 s"), "{o}");
         assert!(fix.persistent[0].contains("proxy_read_timeout"), "{fix:?}");
         // A cut no declared hop explains: an undeclared hop's default is suggested.
         let d = declared("cloudflare", &[]);
-        let (st, o, _, _) = judge_idle(&obs(&[], &[5.0], 55_100.0, Ending::Eof), ws, &d);
+        let (st, o, _, _) = judge_idle(&obs(&[], &[5.0], 55_100.0, Ending::Eof), ws, &d, &[]);
         assert_eq!(st, Status::Fail);
         assert!(o.contains("no hop of the declared path cloudflare"), "{o}");
         assert!(o.contains("heroku (55 s)"), "{o}");
@@ -771,7 +819,7 @@ mod tests {
         // Heartbeats every 5 s, closed at 30 s: the silence is 5 s, the age 30 s.
         let hb = [5000.0, 10000.0, 15000.0, 20000.0, 25000.0];
         let s = obs(&hb, &hb, 30_050.0, Ending::Eof);
-        let (st, o, fix, _) = judge_idle(&s, Transport::Websocket, &d);
+        let (st, o, fix, _) = judge_idle(&s, Transport::Websocket, &d, &[]);
         assert_eq!(st, Status::Fail);
         assert!(o.contains("lifetime limit"), "{o}");
         assert!(fix.summary.contains("reconnect and resume"), "{fix:?}");
@@ -783,11 +831,11 @@ mod tests {
         let d = declared("nginx", &["nginx.idle=4s"]);
         let every = |step: f64| -> Vec<f64> { (1..=6).map(|i| i as f64 * step).collect() };
         let fast = every(1000.0);
-        let (st, o, _, _) = judge_idle(&obs(&fast, &fast, 12_000.0, Ending::Open), ws, &d);
+        let (st, o, _, _) = judge_idle(&obs(&fast, &fast, 12_000.0, Ending::Open), ws, &d, &[]);
         assert_eq!(st, Status::Pass, "{o}");
         // Slower than half the 4 s limit (but it did not cut yet): warned, hop named.
         let slow = [3000.0, 6000.0, 9000.0];
-        let (st, o, fix, _) = judge_idle(&obs(&slow, &slow, 10_000.0, Ending::Open), ws, &d);
+        let (st, o, fix, _) = judge_idle(&obs(&slow, &slow, 10_000.0, Ending::Open), ws, &d, &[]);
         assert_eq!(st, Status::Warn, "{o}");
         assert!(
             o.contains("at most 2 s") && o.contains("nginx's declared idle limit of 4 s"),
@@ -796,19 +844,19 @@ mod tests {
         assert!(fix.persistent[1].contains("proxy_read_timeout"), "{fix:?}");
         // Silent past the documented 60 s: the hop is configured otherwise.
         let d = declared("aws-alb", &[]);
-        let (st, o, fix, _) = judge_idle(&obs(&[], &[5.0], 75_000.0, Ending::Open), ws, &d);
+        let (st, o, fix, _) = judge_idle(&obs(&[], &[5.0], 75_000.0, Ending::Open), ws, &d, &[]);
         assert_eq!(st, Status::Warn, "{o}");
         assert!(
             fix.persistent[0].starts_with("--override aws-alb.idle="),
             "{fix:?}"
         );
         // Silent, but shorter than the limit: not reached.
-        let (st, o, _, _) = judge_idle(&obs(&[], &[5.0], 30_000.0, Ending::Open), ws, &d);
+        let (st, o, _, _) = judge_idle(&obs(&[], &[5.0], 30_000.0, Ending::Open), ws, &d, &[]);
         assert_eq!(st, Status::Skip, "{o}");
         assert!(o.contains("--idle-for 75s"), "{o}");
         // HAProxy documents no idle default: declare it.
         let d = declared("haproxy", &[]);
-        let (st, o, _, _) = judge_idle(&obs(&[], &[5.0], 30_000.0, Ending::Open), ws, &d);
+        let (st, o, _, _) = judge_idle(&obs(&[], &[5.0], 30_000.0, Ending::Open), ws, &d, &[]);
         assert_eq!(st, Status::Skip, "{o}");
         assert!(o.contains("--override"), "{o}");
     }

@@ -49,7 +49,13 @@ fn details(f: &Finding) -> String {
 }
 
 pub fn render(r: &FindingsReport, fail_on: FailOn) -> anyhow::Result<String> {
-    render_named(r, fail_on, &|f: &Finding| f.id.clone())
+    // An id found at several places (a lint rule in two files) names each testcase by its
+    // place too, so no two testcases share a name.
+    let repeated = |id: &str| r.findings.iter().filter(|f| f.id == id).count() > 1;
+    render_named(r, fail_on, &|f: &Finding| match &f.location {
+        Some(l) if repeated(&f.id) => format!("{} ({}:{})", f.id, l.file, l.line),
+        _ => f.id.clone(),
+    })
 }
 
 /// [`render`] with each testcase named by `case_name` (a report with one finding per id

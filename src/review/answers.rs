@@ -173,9 +173,7 @@ pub fn parse_text(kind: Kind, text: &str) -> Result<Val, String> {
                 .map(Val::Duration)
                 .map_err(|_| format!("expected {}, got `{t}`", kind.example()))
         }
-        Kind::Count => t
-            .replace(['_', ','], "")
-            .parse::<u64>()
+        Kind::Count => rtcheck_base::units::parse_count(t)
             .map(Val::Count)
             .map_err(|_| format!("expected {}, got `{t}`", kind.example())),
         Kind::Bytes => parse_bytes(t).map(Val::Bytes),

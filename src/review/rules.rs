@@ -155,7 +155,15 @@ pub fn ping_on_path(base: Outcome, ping: Duration, c: &crate::hops::chain::Chain
 /// `write-deadline-1s`: 1 s x 5 slow clients = 5 s for a shard's 1,000 clients).
 pub fn write_deadline(deadline: Duration, slow_per_writer: u64) -> Outcome {
     let stall = deadline.as_secs_f64() * slow_per_writer.max(1) as f64;
-    let expected = "a deadline on every write, and one writer per client (stall = deadline x slow clients per writer)".to_string();
+    // The evidence's bounds: the series measured 1 s (and 100 ms); above the ping's
+    // production range a peer that stopped reading is already known dead by its pong.
+    let measured = evidence::num("write-deadline-1s", "deadline");
+    let hi = evidence::num("ping-timing", "production_max");
+    let expected = format!(
+        "a deadline on every write, in seconds from the network's p99 (measured: {} s; at most the {} s ping), and one writer per client (stall = deadline x slow clients per writer)",
+        fmt_num(measured),
+        fmt_num(hi)
+    );
     if deadline.is_zero() {
         return Outcome::new(
             Status::Fail,
@@ -165,6 +173,25 @@ pub fn write_deadline(deadline: Duration, slow_per_writer: u64) -> Outcome {
             ),
             expected,
         );
+    }
+    if deadline.as_secs_f64() > hi {
+        return Outcome::new(
+            Status::Fail,
+            format!(
+                "a {} write deadline is no network's p99: a client that stopped reading holds its writer {}{} (the series measured {} s; a dead peer's pong is missed within {} s)",
+                dur(deadline),
+                dur(deadline),
+                if slow_per_writer > 1 {
+                    format!(", {slow_per_writer} slow clients sharing it {}", secs(stall))
+                } else {
+                    String::new()
+                },
+                fmt_num(measured),
+                fmt_num(hi)
+            ),
+            expected,
+        )
+        .num("stall_s", stall);
     }
     let o = if slow_per_writer > 1 {
         Outcome::new(
@@ -485,6 +512,16 @@ mod tests {
         assert!(o.consequence.contains("= 5 s"), "{}", o.consequence);
         assert_eq!(write_deadline(d, 1).status, Status::Pass);
         assert_eq!(write_deadline(Duration::ZERO, 1).status, Status::Fail);
+        // Seconds, not minutes: above the ping's production range it is no deadline.
+        let hi = num("ping-timing", "production_max");
+        assert_eq!(write_deadline(s(hi), 1).status, Status::Pass);
+        let ten_min = write_deadline(s(600.0), 1);
+        assert_eq!(ten_min.status, Status::Fail, "{ten_min:?}");
+        assert!(
+            ten_min.consequence.starts_with("a 600 s write deadline is no network's p99"),
+            "{}",
+            ten_min.consequence
+        );
     }
 
     #[test]

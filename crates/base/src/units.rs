@@ -170,6 +170,71 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
         .ok_or_else(|| format!("size `{t}` is too large"))
 }
 
+/// Parse a count as people write one: `20000`, `20_000`, `20,000`, `20k`, `1.5M`, `2G`
+/// (k, M, G are powers of 1000: counts are not bytes). The result must be whole.
+pub fn parse_count(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let bad = || format!("`{t}` is not a count (expected e.g. 20000, 20k, 1.5M)");
+    let digits: String = t.chars().filter(|c| !matches!(c, '_' | ',')).collect();
+    let (num, mult) = match digits.chars().last().map(|c| c.to_ascii_lowercase()) {
+        Some('k') => (&digits[..digits.len() - 1], 1_000u64),
+        Some('m') => (&digits[..digits.len() - 1], 1_000_000),
+        Some('g') => (&digits[..digits.len() - 1], 1_000_000_000),
+        _ => (digits.as_str(), 1),
+    };
+    let (whole, frac) = num.split_once('.').unwrap_or((num, ""));
+    let all_digits = |p: &str| p.chars().all(|c| c.is_ascii_digit());
+    if whole.is_empty() || !all_digits(whole) || !all_digits(frac) {
+        return Err(bad());
+    }
+    let too_large = || format!("`{t}` is too large");
+    let w: u64 = whole.parse().map_err(|_| too_large())?;
+    let mut v = w.checked_mul(mult).ok_or_else(too_large)?;
+    // The fraction in exact integer steps: 1.5M is 1,500,000, 1.2345k is not a count.
+    let mut scale = mult;
+    for d in frac.bytes() {
+        if scale % 10 != 0 {
+            return Err(format!("`{t}` is not a whole number"));
+        }
+        scale /= 10;
+        v = v
+            .checked_add(u64::from(d - b'0') * scale)
+            .ok_or_else(too_large)?;
+    }
+    Ok(v)
+}
+
+/// A count in YAML: a number, or text as [`parse_count`] reads it (`20k`).
+pub mod serde_count {
+    use serde::{Deserialize, Deserializer};
+
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Raw {
+        Number(u64),
+        Negative(i64),
+        Fraction(f64),
+        Text(String),
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+        let got = |t: &dyn std::fmt::Display| {
+            serde::de::Error::custom(format!(
+                "expected a whole number (20000, 20k, 1.5M), got `{t}`"
+            ))
+        };
+        match Raw::deserialize(d) {
+            Ok(Raw::Number(n)) => Ok(n),
+            Ok(Raw::Negative(n)) => Err(got(&n)),
+            Ok(Raw::Fraction(f)) => Err(got(&f)),
+            Ok(Raw::Text(t)) => super::parse_count(&t).map_err(|_| got(&t)),
+            Err(_) => Err(serde::de::Error::custom(
+                "expected a whole number (20000, 20k, 1.5M)",
+            )),
+        }
+    }
+}
+
 /// Human bytes with binary prefixes: `830.0 MB`-style output uses decimal units like the
 /// articles do (1 KB = 1000 B), so printed figures compare directly with the evidence.
 /// An integer with thousands separators (`10,000`), exact for every u64 (an f64 is not
@@ -219,6 +284,25 @@ mod bound_tests {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn counts_as_people_write_them() {
+        for (s, v) in [
+            ("20000", 20_000),
+            ("20_000", 20_000),
+            ("20,000", 20_000),
+            ("20k", 20_000),
+            (" 20K ", 20_000),
+            ("1.5M", 1_500_000),
+            ("2g", 2_000_000_000),
+            ("0", 0),
+        ] {
+            assert_eq!(parse_count(s), Ok(v), "{s}");
+        }
+        for s in ["", "k", "1.2345k", "1.5", "-3", "20x", "1e3", "99999999999999999999", "20000000000G"] {
+            assert!(parse_count(s).is_err(), "{s}");
+        }
+    }
 
     #[test]
     fn durations_round_trip() {

@@ -31,7 +31,7 @@ Exit codes: 0 every result valid (and every --threshold held), 1 a result failed
 validity check or a --threshold was crossed, 2 error.")]
 pub struct ClusterArgs {
     /// Nodes (rtcheck serve processes), 2 to 4; `single` always runs one.
-    #[arg(long, value_name = "N", default_value_t = 3)]
+    #[arg(long, value_name = "N", default_value_t = 3, value_parser = parse_count, allow_negative_numbers = true)]
     pub nodes: u64,
     /// Clients, spread over the nodes (client i on node i mod N).
     #[arg(long, value_name = "N", default_value_t = 60, value_parser = parse_count, allow_negative_numbers = true)]
@@ -43,7 +43,7 @@ pub struct ClusterArgs {
     #[arg(long, default_value = "256", value_parser = rtcheck_base::units::parse_size)]
     pub size: u64,
     /// Messages per client (one per round).
-    #[arg(long, default_value_t = 60)]
+    #[arg(long, default_value_t = 60, value_parser = parse_count, allow_negative_numbers = true)]
     pub rounds: u64,
     /// Use this Redis (redis://HOST:PORT on loopback) instead of starting redis-server.
     /// redis-restart and redis-publisher-restart need the one rtcheck starts.

@@ -153,7 +153,7 @@ pub struct FanoutArgs {
     #[arg(long, value_name = "N", default_value_t = DEFAULT_CONNECTIONS, value_parser = parse_count, allow_negative_numbers = true)]
     pub connections: u64,
     /// Messages per client (one per round).
-    #[arg(long, default_value_t = 100)]
+    #[arg(long, default_value_t = 100, value_parser = parse_count, allow_negative_numbers = true)]
     pub rounds: u64,
     /// Payload bytes per message, units allowed (1024, 4KiB) (at least 16).
     #[arg(long, default_value = "1024", value_parser = rtcheck_base::units::parse_size)]
@@ -163,7 +163,7 @@ pub struct FanoutArgs {
     pub rate: f64,
     /// Slow clients in C1, C2, C3 (never read; SO_RCVBUF 2 KB; server SO_SNDBUF 4 KB).
     /// Default 50; with --server, none unless given.
-    #[arg(long)]
+    #[arg(long, value_parser = super::parse_count0, allow_negative_numbers = true)]
     pub slow: Option<u64>,
     /// Comma-separated: F (raw-TCP floor), A, C1, C2, C3, G1, G3, P1. F runs first even when
     /// not listed, so every row is also shown as a ratio to what this host can do at best.

@@ -73,9 +73,14 @@ pub(super) fn probe(profile: &Profile, ctx: Ctx, kept: &mut Kept) -> anyhow::Res
 pub fn review(profile: &Profile, ctx: Ctx) -> anyhow::Result<bool> {
     say("review walks the application items no host audit can read (write deadline, queues, ring, sequence numbers, ...); the answers go to a YAML file, so a later run asks only what is still open. An answers file that exists is read first.");
     // An existing answers file is the point (the walk resumes it), so no overwrite question.
+    // The same state file as a plain `rtcheck review`, so either one resumes the other.
+    let default = review::state_file()
+        .unwrap_or_else(|| "rtcheck-review.yaml".into())
+        .display()
+        .to_string();
     let path: String = Input::new()
         .with_prompt("Answers file")
-        .default("rtcheck-review.yaml".to_string())
+        .default(default)
         .interact_text()
         .map_err(prompt_error)?;
     let path = std::path::PathBuf::from(path.trim());

@@ -6,7 +6,7 @@ use super::{checks, tls};
 use crate::findings::Finding;
 use crate::probe::client::ClientOpts;
 use crate::probe::target::{Scheme, Target};
-use crate::probe::{kind_for, own_origin, Kind, TransportChoice};
+use crate::probe::{kind_for, own_origin, Choice, Kind};
 use rtcheck_base::os::signal::check_interrupted;
 use std::time::{Duration, Instant};
 
@@ -19,7 +19,7 @@ const POLL: Duration = Duration::from_millis(100);
 #[derive(Debug, Clone)]
 pub struct Options {
     pub client: ClientOpts,
-    pub transport: TransportChoice,
+    pub transport: Choice,
     /// How long the reconnect and WebSocket experiments wait for the server to close.
     pub window: Duration,
 }
@@ -93,7 +93,7 @@ pub fn run(
         Err(e) => {
             // Chromium did not start (or TLS pinning failed): no URL was measured by it.
             for t in targets {
-                let (t, kind) = kind_for(t, o.transport);
+                let (t, kind) = kind_for(t, o.transport.for_url(t));
                 findings.extend(not_measured(&t, kind, skip, &format!("{e:#}")));
             }
             Ok((findings, None))
@@ -114,7 +114,7 @@ fn run_in(
     let devtools = chromium.devtools_url(o.client.timeout.max(Duration::from_secs(30)))?;
     let bar = crate::probe::progress::Bar::new(true);
     for t in targets {
-        let (t, kind) = kind_for(t, o.transport);
+        let (t, kind) = kind_for(t, o.transport.for_url(t));
         match rt.block_on(probe_one(&devtools, &t, kind, o, skip, &bar)) {
             Ok(found) => findings.extend(found),
             Err(e) if rtcheck_base::os::signal::interrupted() => return Err(e),

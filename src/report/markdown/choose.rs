@@ -47,6 +47,7 @@ pub fn render(r: &Recommendation) -> String {
          | ring buffer (seq-ring) | {} | max disconnect x rate x size |\n\
          | session per disconnected client (session-ack) | {} | same product, per client |\n\
          | all {} sessions at once | {} | reference: {} clients = {} |\n\
+         | sessions per machine | {} | {} |\n\
          | RAM per machine ({} connections) | {} | {} per idle connection: reference host, not this host |\n",
         crate::choose::sizing::fmt_figure(z.ring_bytes, z.is_saturated("ring_bytes")),
         crate::choose::sizing::fmt_figure(z.session_bytes_per_client, z.is_saturated("session_bytes_per_client")),
@@ -57,6 +58,21 @@ pub fn render(r: &Recommendation) -> String {
         ),
         fmt_num(crate::evidence::num("session-expiry", "clients")),
         fmt_bytes(crate::evidence::num("session-expiry", "bytes") as u64),
+        crate::choose::sizing::fmt_figure(
+            z.sessions_per_machine_bytes,
+            z.is_saturated("sessions_per_machine_bytes")
+        ),
+        if z.durable_inbox {
+            format!(
+                "past the {} budget: a durable inbox",
+                crate::choose::sizing::fmt_budget(z.session_budget_bytes)
+            )
+        } else {
+            format!(
+                "within the {} budget",
+                crate::choose::sizing::fmt_budget(z.session_budget_bytes)
+            )
+        },
         fmt_num(z.connections_per_machine as f64),
         crate::choose::sizing::fmt_figure(z.ram_bytes_per_machine, z.is_saturated("ram_bytes_per_machine")),
         fmt_bytes(z.per_connection_bytes)

@@ -39,7 +39,7 @@ pub fn brief(r: &Recommendation, p: &Palette) -> String {
     );
     for q in &r.reasons {
         let line = format!("{}: {}", q.answer, q.decision);
-        let label = format!("  {:<4}", q.id.to_uppercase());
+        let label = format!("  {:<5} ", q.id.to_uppercase());
         s.push_str(&super::wrap(&line, p.width, &label, "        "));
     }
     s
@@ -109,10 +109,10 @@ pub fn render(r: &Recommendation, p: &Palette) -> String {
             .to_string()
     } else {
         format!(
-            "max disconnect {} x {} msg/s = {} messages to replay, {} B each",
+            "max disconnect {} x {} msg/s = {} to replay, {} B each",
             rtcheck_base::units::fmt_duration(pr.max_disconnect),
             fmt_num(pr.rate),
-            fmt_num(z.messages_to_replay as f64),
+            messages(z.messages_to_replay),
             fmt_num(pr.size as f64)
         )
     };
@@ -145,6 +145,30 @@ pub fn render(r: &Recommendation, p: &Palette) -> String {
                 fmt_num(crate::evidence::num("session-expiry", "clients")),
                 fmt_bytes(crate::evidence::num("session-expiry", "bytes") as u64)
             ),
+        ),
+        (
+            format!(
+                "sessions per machine ({})",
+                fmt_num(z.connections_per_machine as f64)
+            ),
+            "sessions_per_machine_bytes",
+            z.sessions_per_machine_bytes,
+            if z.durable_inbox && r.delivery == Delivery::SessionAck {
+                format!(
+                    "past the {} budget: a durable inbox (Q3)",
+                    crate::choose::sizing::fmt_budget(z.session_budget_bytes)
+                )
+            } else if z.durable_inbox {
+                format!(
+                    "past the {} budget per machine",
+                    crate::choose::sizing::fmt_budget(z.session_budget_bytes)
+                )
+            } else {
+                format!(
+                    "within the {} budget",
+                    crate::choose::sizing::fmt_budget(z.session_budget_bytes)
+                )
+            },
         ),
         (
             format!(
@@ -240,4 +264,13 @@ pub fn render(r: &Recommendation, p: &Palette) -> String {
     s.push('\n');
     s.push_str(&dim_wrap("Numbers: Go 1.23 + gorilla/websocket in Docker on one host, no TLS (`rtcheck evidence ID`). Yours will differ; mechanisms and orders of magnitude do not.", p, "", ""));
     s
+}
+
+/// "1 message", "30 messages".
+pub fn messages(n: u64) -> String {
+    format!(
+        "{} message{}",
+        fmt_num(n as f64),
+        if n == 1 { "" } else { "s" }
+    )
 }

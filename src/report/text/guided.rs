@@ -137,10 +137,10 @@ fn sizing(r: &Recommendation) -> String {
     let (z, pr) = (&r.sizing, &r.profile);
     let fig = |key: &str, b: u64| crate::choose::sizing::fmt_figure(b, z.is_saturated(key));
     let replay = format!(
-        "{} x {} msg/s = {} messages",
+        "{} x {} msg/s = {}",
         fmt_duration(pr.max_disconnect),
         fmt_num(pr.rate),
-        fmt_num(z.messages_to_replay as f64)
+        super::choose::messages(z.messages_to_replay)
     );
     let delivery = match r.delivery {
         Delivery::Snapshot => "a snapshot on each (re)connect, no replay buffer".to_string(),
@@ -148,6 +148,12 @@ fn sizing(r: &Recommendation) -> String {
             "ring buffer {} ({replay} of {} B)",
             fig("ring_bytes", z.ring_bytes),
             fmt_num(pr.size as f64)
+        ),
+        Delivery::SessionAck if z.durable_inbox => format!(
+            "{} per disconnected session ({replay}), {} a machine: past the {} budget, so a durable inbox (a table or a stream, fetched on reconnect)",
+            fig("session_bytes_per_client", z.session_bytes_per_client),
+            fig("sessions_per_machine_bytes", z.sessions_per_machine_bytes),
+            crate::choose::sizing::fmt_budget(z.session_budget_bytes)
         ),
         Delivery::SessionAck => format!(
             "{} per disconnected session ({replay}), {} if all {} disconnect at once",
@@ -220,6 +226,15 @@ mod tests {
         ] {
             assert!(flat.contains(want), "{want}: {s}");
         }
+    }
+
+    #[test]
+    fn the_recap_keeps_a_space_after_every_label() {
+        let r = rec(Loss::PerUser, 3, 200);
+        let s = crate::report::text::choose::brief(&r, &Palette::new(false));
+        assert!(s.contains("  PATH  nginx"), "{s}");
+        assert!(s.contains("  Q1    "), "{s}");
+        assert!(s.lines().all(|l| l.chars().count() <= 80), "{s}");
     }
 
     #[test]
