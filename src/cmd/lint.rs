@@ -42,10 +42,13 @@ impl KindArg {
 
 #[derive(Debug, clap::Args)]
 #[command(after_help = "\
-Which blocks carry a stream: a path or name with ws, websocket, socket (WebSocket), sse,
-events, stream (SSE), poll (polling); an nginx location that passes Upgrade; a HAProxy
-backend a frontend routes to on an Upgrade ACL; --ws-location/--sse-location patterns; and,
-when nothing is named, every proxied block is the declared --transport.
+Which routes carry a stream, by evidence: one that forwards Upgrade (or a HAProxy
+backend routed on an Upgrade ACL) carries WebSocket; one that turns buffering off or
+holds responses far past 60 s carries a stream; a well-known realtime path
+(/socket.io/, /cable, /api/v1/streaming, ...: docs/lint.md) carries its stack's;
+--ws-location/--sse-location name more. Path words (ws, events, poll) count only
+when nothing else does. --transport websocket,sse (or the profile) goes to the
+catch-all route, for what no route carries. The header says why, per route.
 
 Examples:
   rtcheck lint deploy/nginx.conf --profile profile.yaml --format github
@@ -60,7 +63,7 @@ usage or runtime error (or nothing could be checked).")]
     edit_arg("connections", |a| a.help(
         "Concurrent connections in total [default: 10000] (per proxy: divided by machines)"
     )),
-    edit_arg("transport", |a| a.help("Transport in use: blocks no name classifies carry it"))
+    edit_arg("transport", |a| a.help("Transports the app speaks, comma-separated (websocket,sse): the catch-all route carries those no route carries by evidence"))
 )]
 pub struct LintArgs {
     /// Config files or directories; `-` reads stdin (then --kind is required).
@@ -115,7 +118,12 @@ fn workload(a: &LintArgs) -> anyhow::Result<(Profile, Workload)> {
     let w = Workload {
         connections: p.connections_per_machine(),
         ping: p.ping,
-        transport: p.transport,
+        transports: p.declared_transports(),
+        declared_by: Some(if a.workload.transport.is_empty() {
+            format!("profile {origin}")
+        } else {
+            "--transport".into()
+        }),
         ws_patterns: a.ws_location.clone(),
         sse_patterns: a.sse_location.clone(),
         x_accel_buffering: a.x_accel_buffering,
@@ -176,15 +184,15 @@ pub fn build_report(
     } else {
         lint::load::load_paths(&a.paths, a.kind.kind(), a.follow_includes)?
     };
-    let mut findings = lint::lint(&loaded.configs, w, &a.skip);
-    let checked = findings.iter().any(|f| {
-        !matches!(
-            f.id.as_str(),
-            "nginx-worker-connections" | "nginx-rlimit-nofile" | "haproxy-maxconn"
-        )
-    });
-    if !checked {
-        findings.push(no_streams(&loaded.configs));
+    let linted = lint::lint_routes(&loaded.configs, w, &a.skip);
+    let mut findings = linted.findings;
+    if !linted.routes.iter().any(|r| !r.carries.is_empty()) {
+        if linted.routes.is_empty() && findings.iter().all(|f| f.status == Status::Pass) {
+            anyhow::bail!("{}", proxies_nothing(&loaded.configs));
+        }
+        if !linted.routes.is_empty() {
+            findings.push(unclassified(&linted.routes));
+        }
     }
     findings.extend(loaded.skipped);
     let files: Vec<String> = loaded
@@ -193,32 +201,91 @@ pub fn build_report(
         .map(|c| format!("{} ({})", c.file, c.kind.as_str()))
         .collect();
     let ms = start.elapsed().as_secs_f64() * 1000.0;
-    Ok(FindingsReport::new(
-        "lint",
-        profile,
-        Some(files.join(", ")),
-        findings,
-        ms,
-    ))
+    let mut r = FindingsReport::new("lint", profile, Some(files.join(", ")), findings, ms);
+    r.routes = linted.routes;
+    Ok(r)
 }
 
-/// Nothing in the configs could be told to carry a stream: a skip, never a pass.
-fn no_streams(configs: &[lint::Config]) -> Finding {
+/// Proxied routes, none of which the config, the known paths or a declaration says carry
+/// a stream: each listed with the flags that would declare it. A warn, never a pass.
+fn unclassified(routes: &[lint::classify::RouteReport]) -> Finding {
+    let listed: Vec<String> = routes
+        .iter()
+        .take(8)
+        .map(|r| format!("{} ({}:{})", r.route, r.file, r.line))
+        .collect();
+    let more = routes.len().saturating_sub(listed.len());
+    let pattern = routes
+        .iter()
+        .find_map(|r| r.route.split_whitespace().nth(1).map(String::from))
+        .unwrap_or_else(|| "/".into());
     Finding {
         id: "lint-streams".into(),
-        title: "a WebSocket, SSE or polling block found".into(),
-        status: Status::Skip,
-        observed: format!("{} config(s) read, no block carries a stream by its name or path", configs.len()),
-        expected: "at least one block to check".into(),
-        rule: "blocks are classified by name/path words, --ws-location/--sse-location, or --transport".into(),
-        reason: Some("no WebSocket, SSE or polling block found: name them with --ws-location/--sse-location or declare --transport".into()),
+        title: "every proxied route classified".into(),
+        status: Status::Warn,
+        observed: format!(
+            "{} proxied route(s), none says what it carries: {}{}",
+            routes.len(),
+            listed.join(", "),
+            if more > 0 { format!(" and {more} more") } else { String::new() }
+        ),
+        expected: "the routes that carry WebSocket, SSE or polling known, so their rules run".into(),
+        rule: "a route carries WebSocket when it forwards Upgrade, a stream when it turns buffering off or holds responses far past 60 s, or what a well-known realtime path or a declaration says".into(),
+        reason: None,
         evidence: vec![],
-        fix: Fix::default(),
+        fix: Fix {
+            summary: format!(
+                "declare what the app speaks: --transport websocket,sse (the catch-all route carries it), or name a route: --ws-location {pattern}, --sse-location {pattern}"
+            ),
+            runtime: vec![],
+            persistent: vec![],
+        },
         verify: None,
         verification: None,
         numbers: Default::default(),
-        location: None,
+        location: routes.first().map(|r| crate::findings::SourceLocation {
+            file: r.file.clone(),
+            line: r.line,
+            block: Some(r.route.clone()),
+        }),
     }
+}
+
+/// The error when no config proxies anything: what they serve instead.
+fn proxies_nothing(configs: &[lint::Config]) -> String {
+    const SERVES: &[&str] = &[
+        "return",
+        "root",
+        "alias",
+        "fastcgi_pass",
+        "uwsgi_pass",
+        "grpc_pass",
+        "scgi_pass",
+        "file_server",
+        "respond",
+        "redir",
+        "php_fastcgi",
+        "http-request",
+        "redirect",
+    ];
+    let mut seen = Vec::new();
+    let mut stack: Vec<&lint::Node> = configs.iter().flat_map(|c| c.nodes.iter()).collect();
+    while let Some(n) = stack.pop() {
+        if SERVES.contains(&n.name.as_str()) && seen.len() < 4 {
+            seen.push(format!("{} at {}:{}", n.label(), n.file, n.line));
+        }
+        stack.extend(n.children().iter().rev());
+    }
+    let files: Vec<&str> = configs.iter().map(|c| c.file.as_str()).collect();
+    let what = if seen.is_empty() {
+        "no route at all".to_string()
+    } else {
+        seen.join(", ")
+    };
+    format!(
+        "nothing to check: {} proxies nothing (no proxy_pass, backend, reverse_proxy, router or Ingress path); it serves {what}",
+        if files.is_empty() { "the input".to_string() } else { files.join(", ") }
+    )
 }
 
 /// Stdin, bounded like a file.

@@ -1,8 +1,9 @@
 //! nginx rules. A directive's effective value is its nearest one going out from the
 //! location (location, server, http), nginx's inheritance; `proxy_set_header` is
 //! inherited only by a block that sets none itself.
-use super::rules::{above, finding, nginx_time, secs, Applied, Hit};
-use super::{classify, declared, Config, Node, Stream, Workload};
+use super::classify::{at, block, classify, report, Route};
+use super::rules::{above, finding, nginx_time, no_heartbeat, resets, secs, Applied, Hit};
+use super::{Config, Node, Sink, Stream, Workload};
 use crate::findings::{Finding, Status};
 use std::time::Duration;
 
@@ -39,18 +40,50 @@ fn locations<'a>(nodes: &'a [Node], chain: &mut Vec<&'a Node>, out: &mut Vec<Vec
     }
 }
 
-/// What a proxied location carries: by its own Upgrade header, its path, or the profile.
-fn stream_of(loc: &Node, w: &Workload, any_named: bool) -> Option<Stream> {
-    let sets_upgrade = loc.children().iter().any(|d| {
-        d.name == "proxy_set_header" && d.arg(0).is_some_and(|h| h.eq_ignore_ascii_case("upgrade"))
-    });
-    if sets_upgrade {
-        return Some(Stream::Websocket);
+/// A proxied location as a route: its Upgrade and streaming evidence, inherited values
+/// included (what nginx applies to it).
+fn route<'a>(ch: &[&'a Node], loc: &'a Node) -> Route<'a> {
+    let named = |d: &&Node, h: &str| d.arg(0).is_some_and(|n| n.eq_ignore_ascii_case(h));
+    let upgrade = effective_all(ch, "proxy_set_header")
+        .into_iter()
+        .find(|d| named(d, "upgrade"))
+        .map(|d| format!("forwards Upgrade at {}", at(d)));
+    let buffering = effective(ch, "proxy_buffering")
+        .filter(|d| d.arg(0) == Some("off"))
+        .map(|d| format!("proxy_buffering off at {}", at(d)));
+    let accel = ["add_header", "proxy_set_header", "more_set_headers"]
+        .iter()
+        .flat_map(|n| effective_all(ch, n))
+        .find(|d| {
+            d.args
+                .iter()
+                .any(|a| a.to_ascii_lowercase().contains("x-accel-buffering"))
+        })
+        .map(|d| format!("sets X-Accel-Buffering at {}", at(d)));
+    // A read timeout far above the default holds long responses (an upgrade aside).
+    let long_read = effective(ch, "proxy_read_timeout")
+        .filter(|_| upgrade.is_none())
+        .filter(|d| {
+            d.arg(0)
+                .and_then(nginx_time)
+                .is_some_and(|t| t >= LONG_READ)
+        })
+        .map(|d| format!("proxy_read_timeout {} at {}", d.args.join(" "), at(d)));
+    let catch_all = loc.args == ["/"] || loc.arg(0).is_some_and(|a| a.starts_with('@'));
+    Route {
+        at: loc,
+        label: loc.label(),
+        path: loc.args.join(" "),
+        upgrade,
+        stream: buffering.or(accel).or(long_read),
+        catch_all,
     }
-    classify(&loc.args.join(" "), w).or(if any_named { None } else { declared(w) })
 }
 
-pub fn check(c: &Config, w: &Workload, out: &mut Vec<Finding>, applied: &mut Applied) {
+/// "Well above" nginx's 60 s default read timeout: a stream's, not a slow page's.
+const LONG_READ: Duration = Duration::from_secs(300);
+
+pub fn check(c: &Config, w: &Workload, s: &mut Sink) {
     let root = Node {
         name: "main".into(),
         args: vec![],
@@ -67,52 +100,69 @@ pub fn check(c: &Config, w: &Workload, out: &mut Vec<Finding>, applied: &mut App
                 .is_some_and(|l| l.children().iter().any(|d| d.name == "proxy_pass"))
         })
         .collect();
-    let any_named = proxied.iter().any(|ch| {
-        ch.last()
-            .is_some_and(|l| classify(&l.args.join(" "), w).is_some())
-    });
+    let routes: Vec<Route> = proxied
+        .iter()
+        .map(|ch| route(ch, ch.last().expect("a chain ends at its location")))
+        .collect();
+    let classes = classify(&routes, w);
     let maps = upgrade_maps(&root);
-    for ch in &proxied {
-        let loc = ch.last().expect("a chain ends at its location");
-        let Some(kind) = stream_of(loc, w, any_named) else {
-            continue;
-        };
-        let block = format!("{} ({})", loc.label(), kind.as_str());
-        if kind == Stream::Websocket {
-            ws_rules(ch, loc, &block, &maps, out, applied);
-        }
-        if kind != Stream::Polling {
-            for (id, d) in [
-                ("nginx-read-timeout", "proxy_read_timeout"),
-                ("nginx-send-timeout", "proxy_send_timeout"),
-            ] {
-                timeout_rule(id, d, (ch, loc, kind), &block, w, out, applied);
+    for ((ch, r), carried) in proxied.iter().zip(&routes).zip(&classes) {
+        s.routes.push(report(r, carried));
+        let loc = r.at;
+        for c in carried {
+            let block = block(r, c);
+            match c.transport {
+                Stream::Websocket => ws_rules(ch, loc, &block, &maps, &mut s.out, &mut s.applied),
+                Stream::Sse => sse_rules(ch, loc, &block, w, &mut s.out, &mut s.applied),
+                // Socket.IO's and SockJS's polls on an upgraded route are the handshake
+                // before the upgrade, not the traffic: keepalive is not theirs to judge.
+                Stream::Polling if r.upgrade.is_some() => {}
+                Stream::Polling => {
+                    keepalive_rule(&root, ch, loc, &block, &mut s.out, &mut s.applied)
+                }
             }
         }
-        if kind == Stream::Sse {
-            sse_rules(ch, loc, &block, w, out, applied);
+        // The timeouts once per route: an event stream's (server-only heartbeat) when it
+        // carries one, else the WebSocket's.
+        let timed = carried
+            .iter()
+            .find(|c| c.transport == Stream::Sse)
+            .or_else(|| carried.iter().find(|c| c.transport == Stream::Websocket));
+        if let Some(c) = timed {
+            let block = block(r, c);
+            timeout_rule(
+                (ch, loc, c.transport),
+                &block,
+                w,
+                &mut s.out,
+                &mut s.applied,
+            );
+            send_timeout_rule(ch, loc, &block, &mut s.out, &mut s.applied);
         }
-        if kind == Stream::Polling {
-            keepalive_rule(&root, ch, loc, &block, out, applied);
-        }
-        applied.mark("nginx-next-upstream");
-        if let Some(d) = effective(ch, "proxy_next_upstream")
-            .filter(|d| d.args.iter().any(|a| a == "non_idempotent"))
-        {
-            out.push(finding(Hit {
-                id: "nginx-next-upstream",
-                status: Status::Fail,
-                at: d,
-                block: block.clone(),
-                observed: format!("proxy_next_upstream {}", d.args.join(" ")),
-                expected: "a stream or poll is never resent to another server".into(),
-                fix: "drop non_idempotent (or turn retries off for the stream)",
-                lines: vec!["proxy_next_upstream off;".into()],
-            }));
+        if let Some(c) = carried.first() {
+            next_upstream(ch, &block(r, c), &mut s.out, &mut s.applied);
         }
     }
     if !proxied.is_empty() {
-        worker_rules(&root, w, out, applied);
+        worker_rules(&root, w, &mut s.out, &mut s.applied);
+    }
+}
+
+fn next_upstream(ch: &[&Node], block: &str, out: &mut Vec<Finding>, applied: &mut Applied) {
+    applied.mark("nginx-next-upstream");
+    if let Some(d) = effective(ch, "proxy_next_upstream")
+        .filter(|d| d.args.iter().any(|a| a == "non_idempotent"))
+    {
+        out.push(finding(Hit {
+            id: "nginx-next-upstream",
+            status: Status::Fail,
+            at: d,
+            block: block.into(),
+            observed: format!("proxy_next_upstream {}", d.args.join(" ")),
+            expected: "a stream or poll is never resent to another server".into(),
+            fix: "drop non_idempotent (or turn retries off for the stream)",
+            lines: vec!["proxy_next_upstream off;".into()],
+        }));
     }
 }
 
@@ -204,63 +254,99 @@ fn ws_rules(
     }
 }
 
+/// `proxy_read_timeout` on a stream: nginx closes the connection after that long with
+/// nothing read. On an upgraded WebSocket frames either way reset it; on an event stream
+/// only the server's events do (measured, docs/lint.md).
 fn timeout_rule(
-    id: &'static str,
-    name: &str,
     (ch, loc, kind): (&[&Node], &Node, Stream),
     block: &str,
     w: &Workload,
     out: &mut Vec<Finding>,
     applied: &mut Applied,
 ) {
-    applied.mark(id);
-    let d = effective(ch, name);
+    const ID: &str = "nginx-read-timeout";
+    const NAME: &str = "proxy_read_timeout";
+    applied.mark(ID);
+    let d = effective(ch, NAME);
     let value = d.and_then(|d| d.arg(0));
-    let t = match value {
+    let t = match value.map(|v| (v, nginx_time(v))) {
         None => Duration::from_secs(60),
-        Some(v) => match nginx_time(v) {
-            Some(t) => t,
-            None => {
-                out.push(finding(Hit {
-                    id,
-                    status: Status::Fail,
-                    at: d.unwrap_or(loc),
-                    block: block.into(),
-                    observed: format!("{name} `{v}` is not an nginx time"),
-                    expected: "a time such as 3600s".into(),
-                    fix: "write the timeout as an nginx time",
-                    lines: vec![format!("{name} 3600s;")],
-                }));
-                return;
-            }
-        },
+        Some((_, Some(t))) => t,
+        Some((v, None)) => {
+            out.push(unreadable(ID, NAME, v, d.unwrap_or(loc), block));
+            return;
+        }
     };
-    let shown = value.map_or(format!("{name} not set (default 60s)"), |v| {
-        format!("{name} {v}")
+    let shown = value.map_or(format!("{NAME} not set (default 60s)"), |v| {
+        format!("{NAME} {v}")
     });
     let on_path = super::path::timeout(t, w, "nginx", kind);
     let (status, expected, want) = match (on_path, w.ping) {
         (Some(n), _) if n.status == Status::Pass => return,
         (Some(n), _) => (n.status, n.expected, n.want),
-        (None, Some(p)) if t <= p => (Status::Fail, format!("above the heartbeat ({}): a quiet stream is cut before its ping", secs(p)), above(p)),
-        (None, Some(_)) => return,
-        (None, None) if value.is_none() => (
-            Status::Warn,
-            "a heartbeat below the timeout (no --ping or profile ping declared): a stream quiet for 60 s is cut".into(),
-            Duration::from_secs(3600),
+        (None, Some(p)) if t <= p => (
+            Status::Fail,
+            format!(
+                "above the heartbeat ({}): a quiet stream is cut before its ping ({})",
+                secs(p),
+                resets(kind)
+            ),
+            above(p),
         ),
-        (None, None) => return,
+        (None, Some(_)) => return,
+        (None, None) => (
+            Status::Warn,
+            no_heartbeat(t, kind),
+            t.max(Duration::from_secs(3600)),
+        ),
     };
     out.push(finding(Hit {
-        id,
+        id: ID,
         status,
         at: d.unwrap_or(loc),
         block: block.into(),
         observed: shown,
         expected,
         fix: "raise the timeout above the heartbeat (and keep the heartbeat)",
-        lines: vec![format!("{name} {};", secs(want))],
+        lines: vec![format!("{NAME} {};", secs(want))],
     }));
+}
+
+fn unreadable(id: &'static str, name: &str, v: &str, at: &Node, block: &str) -> Finding {
+    finding(Hit {
+        id,
+        status: Status::Fail,
+        at,
+        block: block.into(),
+        observed: format!("{name} `{v}` is not an nginx time"),
+        expected: "a time such as 3600s".into(),
+        fix: "write the timeout as an nginx time",
+        lines: vec![format!("{name} 3600s;")],
+    })
+}
+
+/// `proxy_send_timeout` bounds one write to the upstream that does not complete (the
+/// server not reading), not silence: a quiet stream is not cut by it (measured, nginx
+/// 1.22: 2 s, a WebSocket and an event stream quiet for 7 s stayed open). Only a value
+/// nginx cannot read is reported.
+fn send_timeout_rule(
+    ch: &[&Node],
+    loc: &Node,
+    block: &str,
+    out: &mut Vec<Finding>,
+    applied: &mut Applied,
+) {
+    applied.mark("nginx-send-timeout");
+    let d = effective(ch, "proxy_send_timeout");
+    if let Some(v) = d.and_then(|d| d.arg(0)).filter(|v| nginx_time(v).is_none()) {
+        out.push(unreadable(
+            "nginx-send-timeout",
+            "proxy_send_timeout",
+            v,
+            d.unwrap_or(loc),
+            block,
+        ));
+    }
 }
 
 fn sse_rules(
