@@ -116,6 +116,9 @@ fn cases() -> Vec<Case> {
         Case { id: "haproxy-timeouts-unset", file: "haproxy.cfg", line: 5, args: &["--transport", "websocket"], fixed_loads: true,
             trip: HA_BARE.replace("@T@", ""),
             fixed: HA_BARE.replace("@T@", "  timeout client 60s\n  timeout server 60s\n  timeout tunnel 1h\n  timeout client-fin 30s\n") },
+        Case { id: "haproxy-tcp-mode-http", file: "haproxy.cfg", line: 11, args: &["--connections", "10000", "--ping", "30s"], fixed_loads: true,
+            trip: tunnel_fin("timeout client-fin 30s").replace("  mode http\n", "  mode tcp\n"),
+            fixed: tunnel_fin("timeout client-fin 30s") },
         Case { id: "haproxy-client-fin", file: "haproxy.cfg", line: 9, args: &["--connections", "10000"], fixed_loads: true,
             trip: tunnel_fin(""), fixed: tunnel_fin("timeout client-fin 30s") },
         Case { id: "haproxy-http-close", file: "haproxy.cfg", line: 8, args: &["--connections", "10000"], fixed_loads: true,
@@ -155,6 +158,9 @@ fn cases() -> Vec<Case> {
         Case { id: "traefik-unrouted-service", file: "dynamic.yaml", line: 4, args: &[], fixed_loads: true,
             trip: "http:\n  services:\n    app:\n      rule: PathPrefix(`/events`)\n      loadBalancer:\n        servers:\n          - url: http://127.0.0.1:19000\n".into(),
             fixed: "http:\n  routers:\n    app:\n      rule: PathPrefix(`/events`)\n      service: app\n  services:\n    app:\n      loadBalancer:\n        servers:\n          - url: http://127.0.0.1:19000\n".into() },
+        Case { id: "ingress-snippet", file: "ingress.yaml", line: 6, args: &["--ping", "30s"], fixed_loads: true,
+            trip: ing("nginx.ingress.kubernetes.io/configuration-snippet: \"proxy_read_timeout 3600s;\"", "/ws"),
+            fixed: ing("nginx.ingress.kubernetes.io/proxy-read-timeout: \"3600\"", "/ws") },
         Case { id: "ingress-affinity", file: "ingress.yaml", line: 2, args: &[], fixed_loads: true,
             trip: ing("nginx.ingress.kubernetes.io/ssl-redirect: \"false\"", "/poll"),
             fixed: ing("nginx.ingress.kubernetes.io/affinity: \"cookie\"", "/poll") },
@@ -267,7 +273,7 @@ fn every_rule_trips_on_its_config_and_not_on_the_fixed_twin() {
     }
     // nginx-send-timeout has no trip a real nginx loads (only an unreadable value trips
     // it): its claim, that a quiet stream is not cut, is shown live in lint_live.rs.
-    assert_eq!(covered.len(), 27, "{covered:?}");
+    assert_eq!(covered.len(), 29, "{covered:?}");
 }
 
 #[test]

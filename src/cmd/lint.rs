@@ -88,6 +88,10 @@ pub struct LintArgs {
     /// The application sends `X-Accel-Buffering: no` on its event streams.
     #[arg(long)]
     pub x_accel_buffering: bool,
+    /// The proxy's version the defaults follow: VERSION (every config's proxy) or
+    /// PRODUCT=VERSION (nginx=1.30.0); else read from its binary on PATH.
+    #[arg(long, value_name = "[PRODUCT=]VERSION")]
+    pub proxy_version: Vec<String>,
     /// Also read nginx includes outside the given paths.
     #[arg(long)]
     pub follow_includes: bool,
@@ -128,6 +132,7 @@ fn workload(a: &LintArgs) -> anyhow::Result<(Profile, Workload)> {
         sse_patterns: a.sse_location.clone(),
         x_accel_buffering: a.x_accel_buffering,
         path: declared_path(a, &p)?,
+        versions: vec![],
     };
     if let Some(d) = &w.path {
         // The report's profile shows the path the rules used (--path and --override too).
@@ -184,6 +189,9 @@ pub fn build_report(
     } else {
         lint::load::load_paths(&a.paths, a.kind.kind(), a.follow_includes)?
     };
+    let mut w = w.clone();
+    w.versions = versions(&a.proxy_version, &loaded.configs)?;
+    let w = &w;
     let linted = lint::lint_routes(&loaded.configs, w, &a.skip);
     let mut findings = linted.findings;
     if !linted.routes.iter().any(|r| !r.carries.is_empty()) {
@@ -198,12 +206,103 @@ pub fn build_report(
     let files: Vec<String> = loaded
         .configs
         .iter()
-        .map(|c| format!("{} ({})", c.file, c.kind.as_str()))
+        .map(|c| {
+            let product = lint::version::product(c.kind);
+            match lint::version::of(w, product) {
+                Some(v) => format!(
+                    "{} ({}, {product} {} from {})",
+                    c.file,
+                    c.kind.as_str(),
+                    v.text,
+                    v.from
+                ),
+                None => format!("{} ({})", c.file, c.kind.as_str()),
+            }
+        })
         .collect();
     let ms = start.elapsed().as_secs_f64() * 1000.0;
     let mut r = FindingsReport::new("lint", profile, Some(files.join(", ")), findings, ms);
     r.routes = linted.routes;
     Ok(r)
+}
+
+/// The proxies' versions: `--proxy-version [PRODUCT=]VERSION`, else each linted kind's
+/// binary on PATH asked (`nginx -v`, `haproxy -v`, `caddy version`), bounded in time.
+fn versions(
+    flags: &[String],
+    configs: &[lint::Config],
+) -> anyhow::Result<Vec<lint::version::ProxyVersion>> {
+    use lint::version::{parse, product, ProxyVersion};
+    let mut products: Vec<&str> = configs.iter().map(|c| product(c.kind)).collect();
+    products.dedup();
+    let mut out: Vec<ProxyVersion> = Vec::new();
+    for f in flags {
+        let (who, v) = match f.split_once('=') {
+            Some((p, v)) => (vec![p.trim()], v.trim()),
+            None => (products.clone(), f.trim()),
+        };
+        let parts = parse(v).ok_or_else(|| {
+            anyhow::anyhow!("--proxy-version {f}: not a version (1.30.0, or nginx=1.30.0)")
+        })?;
+        for p in who {
+            out.retain(|x| x.product != p);
+            out.push(ProxyVersion {
+                product: p.to_string(),
+                parts: parts.clone(),
+                text: v.trim_start_matches(['v', 'V']).to_string(),
+                from: "--proxy-version".into(),
+            });
+        }
+    }
+    for p in products {
+        if out.iter().any(|x| x.product == p) {
+            continue;
+        }
+        if let Some(v) = binary_version(p) {
+            out.push(v);
+        }
+    }
+    Ok(out)
+}
+
+/// Ask the product's binary on PATH for its version (two seconds at most).
+fn binary_version(product: &str) -> Option<lint::version::ProxyVersion> {
+    let (bin, arg) = match product {
+        "nginx" => ("nginx", "-v"),
+        "haproxy" => ("haproxy", "-v"),
+        "caddy" => ("caddy", "version"),
+        "traefik" => ("traefik", "version"),
+        _ => return None,
+    };
+    let mut child = std::process::Command::new(bin)
+        .arg(arg)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .ok()?;
+    let until = Instant::now() + Duration::from_secs(2);
+    while child.try_wait().ok()?.is_none() {
+        if Instant::now() > until {
+            let _ = child.kill();
+            let _ = child.wait();
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let out = child.wait_with_output().ok()?;
+    let text = format!(
+        "{} {}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (parts, text) = lint::version::from_output(&text.chars().take(4096).collect::<String>())?;
+    Some(lint::version::ProxyVersion {
+        product: product.into(),
+        parts,
+        text,
+        from: format!("`{bin} {arg}` on PATH"),
+    })
 }
 
 /// Proxied routes, none of which the config, the known paths or a declaration says carry

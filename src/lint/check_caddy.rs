@@ -91,6 +91,18 @@ fn route<'a>(chain: &[&'a Node], rp: &'a Node) -> Route<'a> {
     }
 }
 
+/// What the version says of `stream_close_delay` (it appeared in Caddy 2.7).
+fn caddy_note(w: &Workload) -> String {
+    match super::version::of(w, "caddy") {
+        Some(v) if !super::version::at_least(&v.parts, &[2, 7]) => format!(
+            "; Caddy {} ({}) lacks the directive: it needs 2.7, so upgrade first",
+            v.text, v.from
+        ),
+        Some(v) => format!(" (Caddy {}, {})", v.text, v.from),
+        None => String::new(),
+    }
+}
+
 /// An `encode` that wraps this proxy: in an enclosing block, or (JSON) in a route without
 /// a matcher among an enclosing block's routes.
 fn encode_in_scope<'a>(chain: &[&'a Node]) -> Option<&'a Node> {
@@ -165,9 +177,10 @@ pub fn check(c: &Config, w: &Workload, s: &mut Sink) {
                         status: Status::Warn,
                         at: rp,
                         block: block.clone(),
-                        observed:
-                            "no stream_close_delay: a config reload closes every WebSocket at once"
-                                .into(),
+                        observed: format!(
+                            "no stream_close_delay: a config reload closes every WebSocket at once{}",
+                            caddy_note(w)
+                        ),
                         expected:
                             "stream_close_delay long enough to spread the reconnects (Caddy >= 2.7)"
                                 .into(),

@@ -160,6 +160,7 @@ pub fn check(c: &Config, w: &Workload, s: &mut Sink) {
     if has_ws {
         client_fin(&px, out, applied);
     }
+    tcp_mode(&px, out, applied);
     if !routes.is_empty() {
         unset_timeouts(&px, out, applied);
     }
@@ -188,6 +189,79 @@ fn http_close(
                 lines: vec![format!("no option {opt}")],
             }));
         }
+    }
+}
+
+/// Fetches that read the HTTP request: in TCP mode they see only what the first packet
+/// carried.
+const HTTP_FETCHES: &[&str] = &[
+    "hdr(",
+    "hdr_beg(",
+    "hdr_end(",
+    "hdr_sub(",
+    "hdr_dom(",
+    "hdr_reg(",
+    "hdr_cnt(",
+    "req.hdr(",
+    "req.fhdr(",
+    "path",
+    "path_beg",
+    "path_end",
+    "path_sub",
+    "path_reg",
+    "path_dir",
+    "url",
+    "url_beg",
+    "url_sub",
+    "url_param(",
+    "method",
+    "base",
+    "base_beg",
+];
+
+/// A frontend in TCP mode (HAProxy's default without `mode http`) that routes on HTTP:
+/// its `http-request` rules are ignored (HAProxy warns), and its HTTP fetches read only
+/// the first bytes (no `tcp-request inspect-delay`): a request head split across packets
+/// misses them (seen on HAProxy 2.6: the Upgrade header in a second packet went to the
+/// default backend).
+fn tcp_mode(px: &[(&Node, Option<&Node>)], out: &mut Vec<Finding>, applied: &mut Applied) {
+    for (f, defs) in px
+        .iter()
+        .filter(|(s, _)| s.name == "frontend" || s.name == "listen")
+    {
+        applied.mark("haproxy-tcp-mode-http");
+        let mode = setting(f, *defs, &["mode"])
+            .and_then(|d| d.arg(0))
+            .unwrap_or("tcp");
+        if mode == "http" {
+            continue;
+        }
+        let http = |a: &String| {
+            HTTP_FETCHES.iter().any(|h| {
+                a.starts_with(h)
+                    && (h.ends_with('(') || a.len() == h.len() || a.as_bytes()[h.len()] == b'(')
+            })
+        };
+        let hit = f.children().iter().find(|d| {
+            d.name.starts_with("http-request")
+                || d.name.starts_with("http-response")
+                || (matches!(d.name.as_str(), "acl" | "use_backend") && d.args.iter().any(http))
+        });
+        let Some(d) = hit else { continue };
+        out.push(finding(Hit {
+            id: "haproxy-tcp-mode-http",
+            status: Status::Fail,
+            at: d,
+            block: f.label(),
+            observed: format!(
+                "mode {mode}{} with `{}`: http-request rules are ignored and HTTP fetches read only the first packet",
+                if setting(f, *defs, &["mode"]).is_none() { " (the default: no `mode http`)" } else { "" },
+                d.label()
+            ),
+            expected: "mode http where the frontend routes on headers or paths".into(),
+            fix: "proxy HTTP in HTTP mode",
+            lines: vec!["mode http".into()],
+        }));
     }
 }
 

@@ -51,6 +51,7 @@ pub fn check(c: &Config, w: &Workload, s: &mut Sink) {
         if let Some(c) = timed {
             timeouts(ing, c.transport, &block(r, c), w, out, applied);
         }
+        snippet(ing, w, out, applied);
         for c in carried {
             let kind = c.transport;
             let block = block(r, c);
@@ -157,5 +158,37 @@ fn timeouts(
             "{PREFIX}{k}: \"{}\"",
             want.as_secs_f64().ceil() as u64
         )],
+    }));
+}
+
+/// A snippet annotation: the controller refuses the Ingress unless snippets are allowed
+/// (`allow-snippet-annotations: true`, false by default since controller v1.9.0), so the
+/// Upgrade lines or timeouts it carries never reach nginx.
+fn snippet(ing: &Node, w: &Workload, out: &mut Vec<Finding>, applied: &mut Applied) {
+    applied.mark("ingress-snippet");
+    let v = super::version::of(w, "ingress-nginx");
+    if v.is_some_and(|v| !super::version::at_least(&v.parts, &[1, 9])) {
+        return;
+    }
+    let Some(d) = ing
+        .children()
+        .iter()
+        .find(|d| d.name == "configuration-snippet" || d.name == "server-snippet")
+    else {
+        return;
+    };
+    out.push(finding(Hit {
+        id: "ingress-snippet",
+        status: Status::Warn,
+        at: d,
+        block: ing.label(),
+        observed: format!(
+            "{} annotation: refused by ingress-nginx >= 1.9.0 unless the controller allows snippets ({})",
+            d.name,
+            super::version::assumed(v, "ingress-nginx", "none: assumed 1.9.0 or later").replace("assumed before none: ", "")
+        ),
+        expected: "the setting as its own annotation (proxy-read-timeout, ...), or snippets allowed on purpose".into(),
+        fix: "replace the snippet by annotations, or set allow-snippet-annotations: \"true\" in the controller's ConfigMap",
+        lines: vec![format!("{PREFIX}proxy-read-timeout: \"3600\"")],
     }));
 }

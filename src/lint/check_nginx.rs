@@ -3,6 +3,7 @@
 //! inherited only by a block that sets none itself.
 use super::classify::{at, block, classify, report, Route};
 use super::rules::{above, finding, nginx_time, no_heartbeat, resets, secs, Applied, Hit};
+use super::version::at_least;
 use super::{Config, Node, Sink, Stream, Workload};
 use crate::findings::{Finding, Status};
 use std::time::Duration;
@@ -112,13 +113,15 @@ pub fn check(c: &Config, w: &Workload, s: &mut Sink) {
         for c in carried {
             let block = block(r, c);
             match c.transport {
-                Stream::Websocket => ws_rules(ch, loc, &block, &maps, &mut s.out, &mut s.applied),
+                Stream::Websocket => {
+                    ws_rules(ch, loc, &block, w, &maps, &mut s.out, &mut s.applied)
+                }
                 Stream::Sse => sse_rules(ch, loc, &block, w, &mut s.out, &mut s.applied),
                 // Socket.IO's and SockJS's polls on an upgraded route are the handshake
                 // before the upgrade, not the traffic: keepalive is not theirs to judge.
                 Stream::Polling if r.upgrade.is_some() => {}
                 Stream::Polling => {
-                    keepalive_rule(&root, ch, loc, &block, &mut s.out, &mut s.applied)
+                    keepalive_rule(&root, ch, loc, &block, w, &mut s.out, &mut s.applied)
                 }
             }
         }
@@ -183,24 +186,36 @@ fn upgrade_maps(root: &Node) -> Vec<String> {
     out
 }
 
+/// nginx proxies with HTTP/1.1 and keeps upstream connections alive by default from
+/// mainline 1.29.7 and stable 1.30.0 (nginx.org/en/CHANGES).
+const HTTP11_DEFAULT: &[u32] = &[1, 29, 7];
+
 fn ws_rules(
     ch: &[&Node],
     loc: &Node,
     block: &str,
+    w: &Workload,
     maps: &[String],
     out: &mut Vec<Finding>,
     applied: &mut Applied,
 ) {
     applied.mark("nginx-ws-http-version");
     let v = effective(ch, "proxy_http_version");
-    if v.and_then(|d| d.arg(0)) != Some("1.1") {
+    let version = super::version::of(w, "nginx");
+    let default_11 = version.is_some_and(|v| at_least(&v.parts, HTTP11_DEFAULT));
+    let assumed = super::version::assumed(version, "nginx", "1.29.7");
+    let ok = match v.and_then(|d| d.arg(0)) {
+        Some(x) => x == "1.1",
+        None => default_11,
+    };
+    if !ok {
         out.push(finding(Hit {
             id: "nginx-ws-http-version",
             status: Status::Fail,
             at: v.unwrap_or(loc),
             block: block.into(),
             observed: v.map_or(
-                "proxy_http_version not set (HTTP/1.0 to the upstream)".into(),
+                format!("proxy_http_version not set: HTTP/1.0 to the upstream before nginx 1.29.7 / 1.30.0 ({assumed})"),
                 |d| format!("proxy_http_version {}", d.args.join(" ")),
             ),
             expected: "proxy_http_version 1.1".into(),
@@ -496,6 +511,7 @@ fn keepalive_rule(
     ch: &[&Node],
     loc: &Node,
     block: &str,
+    w: &Workload,
     out: &mut Vec<Finding>,
     applied: &mut Applied,
 ) {
@@ -521,16 +537,26 @@ fn keepalive_rule(
             stack.push(c);
         }
     }
+    let version = super::version::of(w, "nginx");
+    // From 1.29.7 / 1.30.0 an upstream block keeps connections alive by default, over
+    // HTTP/1.1 without `Connection: close`, unless the config says otherwise.
+    let new_defaults = version.is_some_and(|v| at_least(&v.parts, HTTP11_DEFAULT));
     let keepalive = upstream.and_then(|u| u.children().iter().find(|d| d.name == "keepalive"));
-    let http11 = effective(ch, "proxy_http_version").and_then(|d| d.arg(0)) == Some("1.1");
-    let cleared = effective_all(ch, "proxy_set_header").iter().any(|d| {
+    let version_set = effective(ch, "proxy_http_version").and_then(|d| d.arg(0));
+    let http11 = version_set.map_or(new_defaults, |v| v == "1.1");
+    let conn = effective_all(ch, "proxy_set_header").into_iter().find(|d| {
         d.arg(0)
             .is_some_and(|h| h.eq_ignore_ascii_case("connection"))
-            && d.arg(1) == Some("")
     });
+    let cleared = conn.map_or(new_defaults, |d| d.arg(1) == Some(""));
+    let assumed = super::version::assumed(version, "nginx", "1.29.7");
     let observed = match (upstream, keepalive) {
         (None, _) => format!("proxy_pass {target}: no upstream block, so no keepalive to it"),
-        (Some(u), None) => format!("upstream {} has no keepalive", u.arg(0).unwrap_or("")),
+        (Some(_), None) if new_defaults && http11 && cleared => return,
+        (Some(u), None) => format!(
+            "upstream {} has no keepalive (the default only from nginx 1.29.7 / 1.30.0; {assumed})",
+            u.arg(0).unwrap_or("")
+        ),
         (Some(_), Some(_)) if !(http11 && cleared) => {
             "keepalive set, but the location proxies with HTTP/1.0 or Connection: close".into()
         }
@@ -586,6 +612,54 @@ mod tests {
         assert!(fs
             .iter()
             .all(|f| f.id != "nginx-ws-upgrade" || f.status == crate::findings::Status::Pass));
+    }
+
+    #[test]
+    fn the_http_version_default_follows_the_nginx_version() {
+        use crate::lint::version::ProxyVersion;
+        let t = "server { location /ws { proxy_pass http://a; proxy_set_header Upgrade $http_upgrade; proxy_set_header Connection upgrade; } }";
+        let at = |v: Option<&str>| {
+            let w = Workload {
+                versions: v
+                    .map(|v| ProxyVersion {
+                        product: "nginx".into(),
+                        parts: crate::lint::version::parse(v).unwrap(),
+                        text: v.into(),
+                        from: "--proxy-version".into(),
+                    })
+                    .into_iter()
+                    .collect(),
+                ..Workload::default()
+            };
+            let nodes = nginx::parse("n.conf", t).unwrap();
+            let c = Config {
+                kind: Kind::Nginx,
+                file: "n.conf".into(),
+                nodes,
+            };
+            lint(&[c], &w, &[])
+                .into_iter()
+                .find(|f| f.id == "nginx-ws-http-version")
+                .unwrap()
+        };
+        // Before 1.29.7 the default is HTTP/1.0: the upgrade fails, and the version is said.
+        let old = at(Some("1.22.1"));
+        assert_eq!(old.status, crate::findings::Status::Fail);
+        assert!(
+            old.observed.contains("nginx 1.22.1 (--proxy-version)"),
+            "{}",
+            old.observed
+        );
+        let unknown = at(None);
+        assert!(
+            unknown.observed.contains("assumed before 1.29.7"),
+            "{}",
+            unknown.observed
+        );
+        // 1.29.7 (mainline) and 1.30.0 (stable) proxy with HTTP/1.1 by default.
+        for v in ["1.29.7", "1.30.0"] {
+            assert_eq!(at(Some(v)).status, crate::findings::Status::Pass, "{v}");
+        }
     }
 
     #[test]

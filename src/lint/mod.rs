@@ -25,6 +25,7 @@ pub mod nginx;
 pub mod path;
 pub mod rules;
 pub mod traefik;
+pub mod version;
 
 use crate::findings::Finding;
 use rtcheck_wire::transport::Transport;
@@ -174,6 +175,9 @@ pub struct Workload {
     /// The declared hops (`--path`, the profile's `path:`): the timeouts carry the
     /// heartbeat their chain needs (`path`).
     pub path: Option<path::DeclaredPath>,
+    /// The proxies' versions (`--proxy-version`, or read from the binary on PATH): the
+    /// defaults that changed between releases follow them.
+    pub versions: Vec<version::ProxyVersion>,
 }
 
 impl Default for Workload {
@@ -187,6 +191,7 @@ impl Default for Workload {
             sse_patterns: vec![],
             x_accel_buffering: false,
             path: None,
+            versions: vec![],
         }
     }
 }

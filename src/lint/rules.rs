@@ -49,6 +49,8 @@ rules! {
         "without timeout tunnel, the timeout client/server that are set apply to an upgraded connection and cut it when quiet that long; traffic either way restarts the timer (HAProxy manual, timeout tunnel)";
     "haproxy-timeouts-unset", "haproxy", "client and server timeouts bound dead peers", [],
         "with no timeout client/server an idle connection has no bound: a peer that vanished without closing (lost coverage, a crashed host) holds it and its maxconn slot forever; HAProxy warns at start (HAProxy manual, timeout client)";
+    "haproxy-tcp-mode-http", "haproxy", "a frontend that routes on HTTP runs in HTTP mode", [],
+        "without mode http a proxy runs in TCP mode: http-request rules are ignored (HAProxy warns at start) and HTTP fetches (hdr(Upgrade), path_beg) read only the first packet, so a request head split across packets misses the WebSocket route (seen on HAProxy 2.6)";
     "haproxy-timeout-server", "haproxy", "event-stream backend's timeout server above the heartbeat", ["ping-pong"],
         "an event stream is one response that never ends: timeout server bounds the silence between its events";
     "haproxy-client-fin", "haproxy", "timeout client-fin with long-lived tunnels", [],
@@ -79,6 +81,8 @@ rules! {
         "Traefik sends requests to a service only from a router in http.routers (rule, service); a rule written under a service is ignored (doc.traefik.io, routing/routers)";
     "traefik-sticky-polling", "traefik", "polling sticks to one server", [],
         "a loadBalancer service spreads requests over its servers; long-polling sessions (socket.io, SockJS) keep state on one of them unless loadBalancer.sticky.cookie is set";
+    "ingress-snippet", "ingress", "no snippet annotation the controller rejects", [],
+        "ingress-nginx rejects configuration-snippet and server-snippet annotations unless the controller sets allow-snippet-annotations: true, the default false since controller v1.9.0 (kubernetes.github.io/ingress-nginx, ConfigMap allow-snippet-annotations)";
     "ingress-affinity", "ingress", "polling sticks to one pod", [],
         "long-polling sessions (socket.io, SockJS) keep state on one pod: without affinity: cookie a poll lands elsewhere and the session is unknown";
 }
