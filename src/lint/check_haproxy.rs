@@ -52,12 +52,14 @@ fn routing<'a>(c: &'a Config) -> BTreeMap<&'a str, Routing> {
         .iter()
         .filter(|s| s.name == "frontend" || s.name == "listen")
     {
-        let acls: BTreeMap<&str, String> = f
-            .children()
-            .iter()
-            .filter(|d| d.name == "acl")
-            .filter_map(|d| Some((d.arg(0)?, d.args[1..].join(" "))))
-            .collect();
+        // An ACL named on several lines is their OR: every definition counts.
+        let mut acls: BTreeMap<&str, String> = BTreeMap::new();
+        for d in f.children().iter().filter(|d| d.name == "acl") {
+            let Some(name) = d.arg(0) else { continue };
+            let e = acls.entry(name).or_default();
+            e.push(' ');
+            e.push_str(&d.args[1..].join(" "));
+        }
         for d in f.children() {
             let Some(be) = d.arg(0) else { continue };
             let r = out.entry(be).or_default();
