@@ -107,6 +107,10 @@ pub struct Profile {
     /// Transport in use (audit); filled by `choose --save` from the recommendation.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub transport: Option<Transport>,
+    /// More transports the same routes carry (lint: `[websocket, sse]` behind one `/`);
+    /// added to `transport`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub transports: Vec<Transport>,
     /// What the audited host does.
     #[serde(default)]
     pub role: Role,
@@ -154,6 +158,7 @@ impl Default for Profile {
             size: DEFAULT_SIZE,
             max_disconnect: DEFAULT_MAX_DISCONNECT,
             transport: None,
+            transports: vec![],
             role: Role::Server,
             ping: None,
             path: None,
@@ -162,6 +167,17 @@ impl Default for Profile {
 }
 
 impl Profile {
+    /// Every declared transport: `transport`, then `transports`, each once.
+    pub fn declared_transports(&self) -> Vec<Transport> {
+        let mut out: Vec<Transport> = self.transport.into_iter().collect();
+        for t in &self.transports {
+            if !out.contains(t) {
+                out.push(*t);
+            }
+        }
+        out
+    }
+
     /// Connections one machine carries (rounded up).
     pub fn connections_per_machine(&self) -> u64 {
         self.connections.div_ceil(self.machines.max(1))
@@ -365,6 +381,7 @@ mod tests {
             size: 512,
             max_disconnect: Duration::from_secs(10),
             transport: Some(Transport::Websocket),
+            transports: vec![Transport::Sse],
             role: Role::Proxy,
             ping: Some(Duration::from_secs(25)),
             path: None,

@@ -558,11 +558,11 @@ fn lint_entries_match_by_file_and_review_entries_by_id() {
         let v: Value = serde_json::from_slice(&out.stdout).unwrap();
         (
             out.status.code(),
-            finding(&v, "nginx-send-timeout")["status"].clone(),
+            finding(&v, "nginx-read-timeout")["status"].clone(),
         )
     };
     let entry = |file: &str| {
-        format!("accepted:\n  - check: nginx-send-timeout\n    file: {file}\n    reason: long polls\n    expiry: 2099-01-01\n")
+        format!("accepted:\n  - check: nginx-read-timeout\n    file: {file}\n    reason: long polls\n    expiry: 2099-01-01\n")
     };
     assert_eq!(lint(&entry("nginx.conf")), (Some(0), "suppressed".into()));
     assert_eq!(lint(&entry("./nginx.conf")), (Some(0), "suppressed".into()));

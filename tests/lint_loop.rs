@@ -74,7 +74,10 @@ fn lints_fix_applied_turns_a_failing_probe_into_a_passing_one() {
             .iter()
             .find(|f| f["id"] == *id && f["status"] == "fail");
         let f = f.unwrap_or_else(|| panic!("{id} not reported: {v:#}"));
-        assert_eq!(f["location"]["block"], "location /live/ (WebSocket)");
+        assert_eq!(
+            f["location"]["block"],
+            "location /live/ (WebSocket: --ws-location /live/)"
+        );
         at = f["location"]["line"].as_u64().unwrap() as usize;
         for l in f["fix"]["persistent"].as_array().unwrap() {
             let l = l.as_str().unwrap().to_string();

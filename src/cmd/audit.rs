@@ -182,11 +182,11 @@ fn proxy_findings(a: &AuditArgs, p: &Profile) -> anyhow::Result<Vec<crate::findi
         connections: p.connections_per_machine(),
         ping: p.ping,
         // The declared transport only (audit's default websocket is not a declaration).
-        transport: a.workload.transport.or(if a.workload.profile.is_some() {
-            p.transport
+        transports: if !a.workload.transport.is_empty() || a.workload.profile.is_some() {
+            p.declared_transports()
         } else {
-            None
-        }),
+            vec![]
+        },
         // The profile's `path:` (issue 24): the proxy's timeouts carry the chain's heartbeat.
         path: p
             .hop_path()

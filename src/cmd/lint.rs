@@ -42,10 +42,13 @@ impl KindArg {
 
 #[derive(Debug, clap::Args)]
 #[command(after_help = "\
-Which blocks carry a stream: a path or name with ws, websocket, socket (WebSocket), sse,
-events, stream (SSE), poll (polling); an nginx location that passes Upgrade; a HAProxy
-backend a frontend routes to on an Upgrade ACL; --ws-location/--sse-location patterns; and,
-when nothing is named, every proxied block is the declared --transport.
+Which routes carry a stream, by evidence: one that forwards Upgrade (or a HAProxy
+backend routed on an Upgrade ACL) carries WebSocket; one that turns buffering off or
+holds responses far past 60 s carries a stream; a well-known realtime path
+(/socket.io/, /cable, /api/v1/streaming, ...: docs/lint.md) carries its stack's;
+--ws-location/--sse-location name more. Path words (ws, events, poll) count only
+when nothing else does. --transport websocket,sse (or the profile) goes to the
+catch-all route, for what no route carries. The header says why, per route.
 
 Examples:
   rtcheck lint deploy/nginx.conf --profile profile.yaml --format github
@@ -60,7 +63,7 @@ usage or runtime error (or nothing could be checked).")]
     edit_arg("connections", |a| a.help(
         "Concurrent connections in total [default: 10000] (per proxy: divided by machines)"
     )),
-    edit_arg("transport", |a| a.help("Transport in use: blocks no name classifies carry it"))
+    edit_arg("transport", |a| a.help("Transports the app speaks, comma-separated (websocket,sse): the catch-all route carries those no route carries by evidence"))
 )]
 pub struct LintArgs {
     /// Config files or directories; `-` reads stdin (then --kind is required).
@@ -85,6 +88,10 @@ pub struct LintArgs {
     /// The application sends `X-Accel-Buffering: no` on its event streams.
     #[arg(long)]
     pub x_accel_buffering: bool,
+    /// The proxy's version the defaults follow: VERSION (every config's proxy) or
+    /// PRODUCT=VERSION (nginx=1.30.0); else read from its binary on PATH.
+    #[arg(long, value_name = "[PRODUCT=]VERSION")]
+    pub proxy_version: Vec<String>,
     /// Also read nginx includes outside the given paths.
     #[arg(long)]
     pub follow_includes: bool,
@@ -115,11 +122,17 @@ fn workload(a: &LintArgs) -> anyhow::Result<(Profile, Workload)> {
     let w = Workload {
         connections: p.connections_per_machine(),
         ping: p.ping,
-        transport: p.transport,
+        transports: p.declared_transports(),
+        declared_by: Some(if a.workload.transport.is_empty() {
+            format!("profile {origin}")
+        } else {
+            "--transport".into()
+        }),
         ws_patterns: a.ws_location.clone(),
         sse_patterns: a.sse_location.clone(),
         x_accel_buffering: a.x_accel_buffering,
         path: declared_path(a, &p)?,
+        versions: vec![],
     };
     if let Some(d) = &w.path {
         // The report's profile shows the path the rules used (--path and --override too).
@@ -176,49 +189,202 @@ pub fn build_report(
     } else {
         lint::load::load_paths(&a.paths, a.kind.kind(), a.follow_includes)?
     };
-    let mut findings = lint::lint(&loaded.configs, w, &a.skip);
-    let checked = findings.iter().any(|f| {
-        !matches!(
-            f.id.as_str(),
-            "nginx-worker-connections" | "nginx-rlimit-nofile" | "haproxy-maxconn"
-        )
-    });
-    if !checked {
-        findings.push(no_streams(&loaded.configs));
+    let mut w = w.clone();
+    w.versions = versions(&a.proxy_version, &loaded.configs)?;
+    let w = &w;
+    let linted = lint::lint_routes(&loaded.configs, w, &a.skip);
+    let mut findings = linted.findings;
+    if !linted.routes.iter().any(|r| !r.carries.is_empty()) {
+        if linted.routes.is_empty() && findings.iter().all(|f| f.status == Status::Pass) {
+            anyhow::bail!("{}", proxies_nothing(&loaded.configs));
+        }
+        if !linted.routes.is_empty() {
+            findings.push(unclassified(&linted.routes));
+        }
     }
     findings.extend(loaded.skipped);
     let files: Vec<String> = loaded
         .configs
         .iter()
-        .map(|c| format!("{} ({})", c.file, c.kind.as_str()))
+        .map(|c| {
+            let product = lint::version::product(c.kind);
+            match lint::version::of(w, product) {
+                Some(v) => format!(
+                    "{} ({}, {product} {} from {})",
+                    c.file,
+                    c.kind.as_str(),
+                    v.text,
+                    v.from
+                ),
+                None => format!("{} ({})", c.file, c.kind.as_str()),
+            }
+        })
         .collect();
     let ms = start.elapsed().as_secs_f64() * 1000.0;
-    Ok(FindingsReport::new(
-        "lint",
-        profile,
-        Some(files.join(", ")),
-        findings,
-        ms,
-    ))
+    let mut r = FindingsReport::new("lint", profile, Some(files.join(", ")), findings, ms);
+    r.routes = linted.routes;
+    Ok(r)
 }
 
-/// Nothing in the configs could be told to carry a stream: a skip, never a pass.
-fn no_streams(configs: &[lint::Config]) -> Finding {
+/// The proxies' versions: `--proxy-version [PRODUCT=]VERSION`, else each linted kind's
+/// binary on PATH asked (`nginx -v`, `haproxy -v`, `caddy version`), bounded in time.
+fn versions(
+    flags: &[String],
+    configs: &[lint::Config],
+) -> anyhow::Result<Vec<lint::version::ProxyVersion>> {
+    use lint::version::{parse, product, ProxyVersion};
+    let mut products: Vec<&str> = configs.iter().map(|c| product(c.kind)).collect();
+    products.dedup();
+    let mut out: Vec<ProxyVersion> = Vec::new();
+    for f in flags {
+        let (who, v) = match f.split_once('=') {
+            Some((p, v)) => (vec![p.trim()], v.trim()),
+            None => (products.clone(), f.trim()),
+        };
+        let parts = parse(v).ok_or_else(|| {
+            anyhow::anyhow!("--proxy-version {f}: not a version (1.30.0, or nginx=1.30.0)")
+        })?;
+        for p in who {
+            out.retain(|x| x.product != p);
+            out.push(ProxyVersion {
+                product: p.to_string(),
+                parts: parts.clone(),
+                text: v.trim_start_matches(['v', 'V']).to_string(),
+                from: "--proxy-version".into(),
+            });
+        }
+    }
+    for p in products {
+        if out.iter().any(|x| x.product == p) {
+            continue;
+        }
+        if let Some(v) = binary_version(p) {
+            out.push(v);
+        }
+    }
+    Ok(out)
+}
+
+/// Ask the product's binary on PATH for its version (two seconds at most).
+fn binary_version(product: &str) -> Option<lint::version::ProxyVersion> {
+    let (bin, arg) = match product {
+        "nginx" => ("nginx", "-v"),
+        "haproxy" => ("haproxy", "-v"),
+        "caddy" => ("caddy", "version"),
+        "traefik" => ("traefik", "version"),
+        _ => return None,
+    };
+    let mut child = std::process::Command::new(bin)
+        .arg(arg)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .ok()?;
+    let until = Instant::now() + Duration::from_secs(2);
+    while child.try_wait().ok()?.is_none() {
+        if Instant::now() > until {
+            let _ = child.kill();
+            let _ = child.wait();
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let out = child.wait_with_output().ok()?;
+    let text = format!(
+        "{} {}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (parts, text) = lint::version::from_output(&text.chars().take(4096).collect::<String>())?;
+    Some(lint::version::ProxyVersion {
+        product: product.into(),
+        parts,
+        text,
+        from: format!("`{bin} {arg}` on PATH"),
+    })
+}
+
+/// Proxied routes, none of which the config, the known paths or a declaration says carry
+/// a stream: each listed with the flags that would declare it. A warn, never a pass.
+fn unclassified(routes: &[lint::classify::RouteReport]) -> Finding {
+    let listed: Vec<String> = routes
+        .iter()
+        .take(8)
+        .map(|r| format!("{} ({}:{})", r.route, r.file, r.line))
+        .collect();
+    let more = routes.len().saturating_sub(listed.len());
+    let pattern = routes
+        .iter()
+        .find_map(|r| r.route.split_whitespace().nth(1).map(String::from))
+        .unwrap_or_else(|| "/".into());
     Finding {
         id: "lint-streams".into(),
-        title: "a WebSocket, SSE or polling block found".into(),
-        status: Status::Skip,
-        observed: format!("{} config(s) read, no block carries a stream by its name or path", configs.len()),
-        expected: "at least one block to check".into(),
-        rule: "blocks are classified by name/path words, --ws-location/--sse-location, or --transport".into(),
-        reason: Some("no WebSocket, SSE or polling block found: name them with --ws-location/--sse-location or declare --transport".into()),
+        title: "every proxied route classified".into(),
+        status: Status::Warn,
+        observed: format!(
+            "{} proxied route(s), none says what it carries: {}{}",
+            routes.len(),
+            listed.join(", "),
+            if more > 0 { format!(" and {more} more") } else { String::new() }
+        ),
+        expected: "the routes that carry WebSocket, SSE or polling known, so their rules run".into(),
+        rule: "a route carries WebSocket when it forwards Upgrade, a stream when it turns buffering off or holds responses far past 60 s, or what a well-known realtime path or a declaration says".into(),
+        reason: None,
         evidence: vec![],
-        fix: Fix::default(),
+        fix: Fix {
+            summary: format!(
+                "declare what the app speaks: --transport websocket,sse (the catch-all route carries it), or name a route: --ws-location {pattern}, --sse-location {pattern}"
+            ),
+            runtime: vec![],
+            persistent: vec![],
+        },
         verify: None,
         verification: None,
         numbers: Default::default(),
-        location: None,
+        location: routes.first().map(|r| crate::findings::SourceLocation {
+            file: r.file.clone(),
+            line: r.line,
+            block: Some(r.route.clone()),
+        }),
     }
+}
+
+/// The error when no config proxies anything: what they serve instead.
+fn proxies_nothing(configs: &[lint::Config]) -> String {
+    const SERVES: &[&str] = &[
+        "return",
+        "root",
+        "alias",
+        "fastcgi_pass",
+        "uwsgi_pass",
+        "grpc_pass",
+        "scgi_pass",
+        "file_server",
+        "respond",
+        "redir",
+        "php_fastcgi",
+        "http-request",
+        "redirect",
+    ];
+    let mut seen = Vec::new();
+    let mut stack: Vec<&lint::Node> = configs.iter().flat_map(|c| c.nodes.iter()).collect();
+    while let Some(n) = stack.pop() {
+        if SERVES.contains(&n.name.as_str()) && seen.len() < 4 {
+            seen.push(format!("{} at {}:{}", n.label(), n.file, n.line));
+        }
+        stack.extend(n.children().iter().rev());
+    }
+    let files: Vec<&str> = configs.iter().map(|c| c.file.as_str()).collect();
+    let what = if seen.is_empty() {
+        "no route at all".to_string()
+    } else {
+        seen.join(", ")
+    };
+    format!(
+        "nothing to check: {} proxies nothing (no proxy_pass, backend, reverse_proxy, router or Ingress path); it serves {what}",
+        if files.is_empty() { "the input".to_string() } else { files.join(", ") }
+    )
 }
 
 /// Stdin, bounded like a file.

@@ -18,8 +18,8 @@ pub struct WorkloadFlags {
     #[arg(long, value_name = "N", value_parser = parse_count, allow_negative_numbers = true)]
     pub connections: Option<u64>,
     /// Transport in use [default: websocket].
-    #[arg(long, value_parser = super::named::<Transport>())]
-    pub transport: Option<Transport>,
+    #[arg(long, value_parser = super::named::<Transport>(), value_delimiter = ',')]
+    pub transport: Vec<Transport>,
 }
 
 impl WorkloadFlags {
@@ -33,8 +33,11 @@ impl WorkloadFlags {
         if let Some(c) = self.connections {
             p.connections = c;
         }
-        if let Some(t) = self.transport {
-            p.transport = Some(t);
+        // Several (lint: `--transport websocket,sse`): the first is the transport, the
+        // rest are what the same routes carry too.
+        if let Some((first, rest)) = self.transport.split_first() {
+            p.transport = Some(*first);
+            p.transports = rest.to_vec();
         }
         Ok(p)
     }

@@ -1,10 +1,12 @@
-//! Caddy rules, on the Caddyfile's tree and the JSON config's alike. A `reverse_proxy`
-//! carries a stream when its matcher (a path, or a named `@matcher` whose definition
-//! names the path or the Upgrade header), an enclosing `handle`/`route` or JSON route, says
-//! so; or, no route saying anything, when the profile declares the transport.
-use super::rules::{caddy_time, finding, Applied, Hit};
-use super::{classify, declared, Config, Kind, Node, Stream, Workload};
-use crate::findings::{Finding, Status};
+//! Caddy rules, on the Caddyfile's tree and the JSON config's alike. Each `reverse_proxy`
+//! is a route classified by `classify`: its matcher (a path, or a named `@matcher` whose
+//! definition names the path or the Upgrade header) and enclosing `handle`/`route` blocks,
+//! `flush_interval -1`; a matcher-less one is the catch-all.
+use super::classify::{at, block, classify, report, Route};
+use super::rules::{caddy_time, finding, Hit};
+use super::Workload;
+use super::{Config, Kind, Node, Sink, Stream};
+use crate::findings::Status;
 use std::collections::BTreeMap;
 
 /// Every `reverse_proxy` with its chain of enclosing blocks (outermost first).
@@ -41,9 +43,10 @@ fn matchers(site: &Node) -> BTreeMap<String, String> {
         .collect()
 }
 
-fn stream_of(chain: &[&Node], rp: &Node, w: &Workload) -> Option<Stream> {
-    let site = chain.first()?;
-    let defs = matchers(site);
+/// A `reverse_proxy` as a route: its path text (named matchers expanded), a matcher on
+/// the Upgrade header, `flush_interval -1`, and whether it takes every request.
+fn route<'a>(chain: &[&'a Node], rp: &'a Node) -> Route<'a> {
+    let defs = chain.first().map(|s| matchers(s)).unwrap_or_default();
     let mut text = String::new();
     for b in chain
         .iter()
@@ -57,10 +60,47 @@ fn stream_of(chain: &[&Node], rp: &Node, w: &Workload) -> Option<Stream> {
         }
     }
     let lower = text.to_ascii_lowercase();
-    if lower.contains("upgrade") || lower.contains("websocket") {
-        return Some(Stream::Websocket);
+    let upgrade = (lower.contains("upgrade") || lower.contains("websocket"))
+        .then(|| format!("matched on the Upgrade header at {}", at(rp)));
+    let stream = rp
+        .children()
+        .iter()
+        .find(|d| d.name == "flush_interval")
+        .filter(|f| f.arg(0).and_then(caddy_time).is_some_and(|t| t.is_zero()))
+        .map(|f| format!("flush_interval -1 at {}", at(f)));
+    let matcher = |a: &str| a.starts_with('/') || a.starts_with('@');
+    let catch_all = !rp.arg(0).is_some_and(matcher)
+        && chain
+            .iter()
+            .skip(1)
+            .all(|b| b.args.is_empty() || b.args.iter().all(|a| a == "*"));
+    let label = chain
+        .iter()
+        .skip(1)
+        .map(|b| b.label())
+        .chain([rp.label()])
+        .collect::<Vec<_>>()
+        .join(" > ");
+    Route {
+        at: rp,
+        label,
+        path: text,
+        upgrade,
+        stream,
+        catch_all,
     }
-    classify(&text, w)
+}
+
+/// What the version says of `stream_close_delay` (it appeared in Caddy 2.7).
+fn caddy_note(w: &Workload) -> String {
+    match super::version::of(w, "caddy") {
+        Some(v) if !super::version::at_least(&v.parts, &[2, 7]) => format!(
+            "; Caddy {} ({}) lacks the directive: it needs 2.7, so upgrade first",
+            v.text, v.from
+        ),
+        Some(v) => format!(" (Caddy {}, {})", v.text, v.from),
+        None => String::new(),
+    }
 }
 
 /// An `encode` that wraps this proxy: in an enclosing block, or (JSON) in a route without
@@ -83,7 +123,7 @@ fn encode_in_scope<'a>(chain: &[&'a Node]) -> Option<&'a Node> {
     found.filter(|e| !excluded(e))
 }
 
-pub fn check(c: &Config, w: &Workload, out: &mut Vec<Finding>, applied: &mut Applied) {
+pub fn check(c: &Config, w: &Workload, s: &mut Sink) {
     let mut all = vec![];
     for site in c
         .nodes
@@ -93,25 +133,20 @@ pub fn check(c: &Config, w: &Workload, out: &mut Vec<Finding>, applied: &mut App
         let mut chain = vec![site];
         proxies(site.children(), &mut chain, &mut all);
     }
-    let any_named = all.iter().any(|(ch, rp)| stream_of(ch, rp, w).is_some());
     let json = c.kind == Kind::CaddyJson;
-    for (ch, rp) in &all {
-        let Some(kind) = stream_of(ch, rp, w).or(if any_named { None } else { declared(w) }) else {
-            continue;
-        };
-        let route = ch
-            .iter()
-            .skip(1)
-            .map(|b| b.label())
-            .chain([rp.label()])
-            .collect::<Vec<_>>()
-            .join(" > ");
-        let block = format!("{} ({})", route, kind.as_str());
-        let opt = |name: &str| rp.children().iter().find(|d| d.name == name);
-        if kind == Stream::Sse {
-            applied.mark("caddy-encode-stream");
-            if let Some(e) = encode_in_scope(ch) {
-                out.push(finding(Hit {
+    let routes: Vec<Route> = all.iter().map(|(ch, rp)| route(ch, rp)).collect();
+    let classes = classify(&routes, w);
+    let (out, applied) = (&mut s.out, &mut s.applied);
+    for (((ch, rp), r), carried) in all.iter().zip(&routes).zip(&classes) {
+        s.routes.push(report(r, carried));
+        for c in carried {
+            let kind = c.transport;
+            let block = block(r, c);
+            let opt = |name: &str| rp.children().iter().find(|d| d.name == name);
+            if kind == Stream::Sse {
+                applied.mark("caddy-encode-stream");
+                if let Some(e) = encode_in_scope(ch) {
+                    out.push(finding(Hit {
                     id: "caddy-encode-stream", status: Status::Warn, at: e, block: block.clone(),
                     observed: format!("encode {} wraps the event-stream route", e.args.join(" ")),
                     expected: "the event stream is sent uncompressed".into(),
@@ -120,41 +155,43 @@ pub fn check(c: &Config, w: &Workload, out: &mut Vec<Finding>, applied: &mut App
                         vec!["@compressible not path /events*".into(), "encode @compressible gzip".into()]
                     },
                 }));
-            }
-            applied.mark("caddy-flush-interval");
-            if let Some(f) = opt("flush_interval")
-                .filter(|f| f.arg(0).and_then(caddy_time).is_none_or(|t| !t.is_zero()))
-            {
-                out.push(finding(Hit {
+                }
+                applied.mark("caddy-flush-interval");
+                if let Some(f) = opt("flush_interval")
+                    .filter(|f| f.arg(0).and_then(caddy_time).is_none_or(|t| !t.is_zero()))
+                {
+                    out.push(finding(Hit {
                     id: "caddy-flush-interval", status: Status::Warn, at: f, block: block.clone(),
                     observed: format!("flush_interval {}: writes are held that long unless the response is text/event-stream", f.args.join(" ")),
                     expected: "flush_interval -1 (flush every write)".into(),
                     fix: "flush the stream at once",
                     lines: vec![if json { "\"flush_interval\": -1".into() } else { "flush_interval -1".into() }],
                 }));
+                }
             }
-        }
-        if kind == Stream::Websocket {
-            applied.mark("caddy-stream-close-delay");
-            if opt("stream_close_delay").is_none() {
-                out.push(finding(Hit {
-                    id: "caddy-stream-close-delay",
-                    status: Status::Warn,
-                    at: rp,
-                    block: block.clone(),
-                    observed:
-                        "no stream_close_delay: a config reload closes every WebSocket at once"
-                            .into(),
-                    expected:
-                        "stream_close_delay long enough to spread the reconnects (Caddy >= 2.7)"
-                            .into(),
-                    fix: "keep WebSockets open across a reload",
-                    lines: vec![if json {
-                        "\"stream_close_delay\": \"5m\"".into()
-                    } else {
-                        "stream_close_delay 5m".into()
-                    }],
-                }));
+            if kind == Stream::Websocket {
+                applied.mark("caddy-stream-close-delay");
+                if opt("stream_close_delay").is_none() {
+                    out.push(finding(Hit {
+                        id: "caddy-stream-close-delay",
+                        status: Status::Warn,
+                        at: rp,
+                        block: block.clone(),
+                        observed: format!(
+                            "no stream_close_delay: a config reload closes every WebSocket at once{}",
+                            caddy_note(w)
+                        ),
+                        expected:
+                            "stream_close_delay long enough to spread the reconnects (Caddy >= 2.7)"
+                                .into(),
+                        fix: "keep WebSockets open across a reload",
+                        lines: vec![if json {
+                            "\"stream_close_delay\": \"5m\"".into()
+                        } else {
+                            "stream_close_delay 5m".into()
+                        }],
+                    }));
+                }
             }
         }
     }

@@ -1,9 +1,10 @@
 //! HAProxy rules. A proxy section (backend, listen, frontend) takes a setting from itself,
-//! else from the last `defaults` section above it. A backend carries a stream when its name
-//! says so, when a frontend routes to it on an ACL about Upgrade/websocket or a stream path,
-//! or (no name saying anything) when the profile declares the transport.
-use super::rules::{above, finding, haproxy_time, secs, Applied, Hit};
-use super::{classify, declared, Config, Node, Stream, Workload};
+//! else from the last `defaults` section above it. Each backend and listen section is a
+//! route classified by `classify`: routed on an Upgrade ACL, a path ACL naming a well-known
+//! realtime path, a long `timeout server`; the default backend is the catch-all.
+use super::classify::{at, block, classify, report, Route};
+use super::rules::{above, finding, haproxy_time, no_heartbeat, secs, Applied, Hit};
+use super::{Config, Node, Sink, Stream, Workload};
 use crate::findings::{Finding, Status};
 use std::collections::BTreeMap;
 
@@ -35,91 +36,135 @@ fn proxies(c: &Config) -> Vec<(&Node, Option<&Node>)> {
     out
 }
 
-/// Backends a frontend routes to on an ACL that names the upgrade or a stream path.
-fn routed(c: &Config, w: &Workload) -> BTreeMap<String, Stream> {
-    let mut out = BTreeMap::new();
+/// What the frontends say of each backend: the conditions they route to it on (ACLs
+/// expanded), the first routing on Upgrade, and whether it is a default backend.
+#[derive(Default)]
+struct Routing {
+    conds: String,
+    upgrade: Option<String>,
+    default: bool,
+}
+
+fn routing<'a>(c: &'a Config) -> BTreeMap<&'a str, Routing> {
+    let mut out: BTreeMap<&str, Routing> = BTreeMap::new();
     for f in c
         .nodes
         .iter()
         .filter(|s| s.name == "frontend" || s.name == "listen")
     {
-        let acls: BTreeMap<&str, String> = f
-            .children()
-            .iter()
-            .filter(|d| d.name == "acl")
-            .filter_map(|d| Some((d.arg(0)?, d.args[1..].join(" "))))
-            .collect();
-        for u in f.children().iter().filter(|d| d.name == "use_backend") {
-            let (Some(be), rest) = (u.arg(0), u.args.iter().skip(1)) else {
+        // An ACL named on several lines is their OR: every definition counts.
+        let mut acls: BTreeMap<&str, String> = BTreeMap::new();
+        for d in f.children().iter().filter(|d| d.name == "acl") {
+            let Some(name) = d.arg(0) else { continue };
+            let e = acls.entry(name).or_default();
+            e.push(' ');
+            e.push_str(&d.args[1..].join(" "));
+        }
+        for d in f.children() {
+            let Some(be) = d.arg(0) else { continue };
+            let r = out.entry(be).or_default();
+            if d.name == "default_backend" {
+                r.default = true;
                 continue;
-            };
-            let cond: String = rest
+            }
+            if d.name != "use_backend" {
+                continue;
+            }
+            let cond: Vec<String> = d.args[1..]
+                .iter()
                 .map(|a| {
                     acls.get(a.trim_start_matches('!'))
                         .cloned()
                         .unwrap_or_else(|| a.clone())
                 })
-                .collect::<Vec<_>>()
-                .join(" ");
+                .collect();
+            let cond = cond.join(" ");
+            // `use_backend be` with no condition routes everything there.
+            r.default |= d.args.len() == 1;
             let lower = cond.to_ascii_lowercase();
-            let kind = if lower.contains("upgrade") || lower.contains("websocket") {
-                Some(Stream::Websocket)
-            } else {
-                classify(&cond, w)
-            };
-            if let Some(k) = kind {
-                out.insert(be.to_string(), k);
+            if r.upgrade.is_none() && (lower.contains("upgrade") || lower.contains("websocket")) {
+                r.upgrade = Some(format!("routed on an Upgrade ACL at {}", at(d)));
             }
+            r.conds.push(' ');
+            r.conds.push_str(&cond);
         }
     }
     out
 }
 
-pub fn check(c: &Config, w: &Workload, out: &mut Vec<Finding>, applied: &mut Applied) {
-    let routes = routed(c, w);
+/// Each backend and listen section as a route.
+fn routes<'a>(
+    px: &[(&'a Node, Option<&'a Node>)],
+    routing: &BTreeMap<&str, Routing>,
+) -> Vec<Route<'a>> {
+    px.iter()
+        .filter(|(s, _)| s.name != "frontend")
+        .map(|(sec, _)| {
+            let r = routing.get(sec.arg(0).unwrap_or(""));
+            let upgrade = r.and_then(|r| r.upgrade.clone());
+            // A backend of its own holding responses far past 60 s carries a stream.
+            let stream = sec
+                .children()
+                .iter()
+                .rev()
+                .find(|d| d.name == "timeout" && d.arg(0) == Some("server"))
+                .filter(|_| upgrade.is_none())
+                .filter(|d| d.arg(1).and_then(haproxy_time).is_some_and(|t| t >= LONG))
+                .map(|d| format!("timeout server {} at {}", d.arg(1).unwrap_or(""), at(d)));
+            Route {
+                at: sec,
+                label: sec.label(),
+                path: format!(
+                    "{} {}",
+                    sec.args.join(" "),
+                    r.map_or("", |r| r.conds.as_str())
+                ),
+                upgrade,
+                stream,
+                catch_all: sec.name == "listen" || r.is_some_and(|r| r.default),
+            }
+        })
+        .collect()
+}
+
+/// "Well above" a minute: a stream's timeout, not a slow page's.
+const LONG: std::time::Duration = std::time::Duration::from_secs(300);
+
+pub fn check(c: &Config, w: &Workload, s: &mut Sink) {
     let px = proxies(c);
-    let named = |s: &Node| {
-        routes
-            .get(s.arg(0).unwrap_or(""))
-            .copied()
-            .or_else(|| classify(&s.args.join(" "), w))
-    };
-    let any_named = px
-        .iter()
-        .any(|(s, _)| s.name != "frontend" && named(s).is_some());
+    let routing = routing(c);
+    let routes = routes(&px, &routing);
+    let classes = classify(&routes, w);
+    let defaults: BTreeMap<*const Node, Option<&Node>> =
+        px.iter().map(|(s, d)| (*s as *const Node, *d)).collect();
     let mut has_ws = false;
-    for (sec, defs) in px.iter().filter(|(s, _)| s.name != "frontend") {
-        let Some(kind) = named(sec).or(if any_named { None } else { declared(w) }) else {
-            continue;
-        };
-        let block = format!("{} ({})", sec.label(), kind.as_str());
-        if kind == Stream::Websocket {
-            has_ws = true;
-            tunnel(sec, *defs, &block, w, out, applied);
-        }
-        applied.mark("haproxy-http-close");
-        for opt in ["httpclose", "http-server-close"] {
-            if let Some(d) = setting(sec, *defs, &["option", opt]) {
-                out.push(finding(Hit {
-                    id: "haproxy-http-close",
-                    status: Status::Warn,
-                    at: d,
-                    block: block.clone(),
-                    observed: format!("option {opt}: the connection closes after each response"),
-                    expected: "keep-alive (the default): a poll or reconnect reuses its connection"
-                        .into(),
-                    fix: "remove the option (or override it in this section)",
-                    lines: vec![format!("no option {opt}")],
-                }));
+    let (out, applied) = (&mut s.out, &mut s.applied);
+    for (r, carried) in routes.iter().zip(&classes) {
+        s.routes.push(report(r, carried));
+        let sec = r.at;
+        let defs = defaults.get(&(sec as *const Node)).copied().flatten();
+        for c in carried {
+            let block = block(r, c);
+            let kind = c.transport;
+            if kind == Stream::Websocket {
+                has_ws = true;
+                tunnel(sec, defs, &block, w, out, applied);
+            }
+            if kind == Stream::Sse {
+                compression(sec, defs, &block, out, applied);
+                server_timeout(sec, defs, &block, w, out, applied);
             }
         }
-        if kind == Stream::Sse {
-            compression(sec, *defs, &block, out, applied);
-            server_timeout(sec, *defs, &block, w, out, applied);
+        if let Some(c) = carried.first() {
+            http_close(sec, defs, &block(r, c), out, applied);
         }
     }
     if has_ws {
         client_fin(&px, out, applied);
+    }
+    tcp_mode(&px, out, applied);
+    if !routes.is_empty() {
+        unset_timeouts(&px, out, applied);
     }
     maxconn(c, &px, w, out, applied);
 }
@@ -144,6 +189,144 @@ fn refused(d: &Node, id: &'static str, block: &str, out: &mut Vec<Finding>) -> b
     true
 }
 
+fn http_close(
+    sec: &Node,
+    defs: Option<&Node>,
+    block: &str,
+    out: &mut Vec<Finding>,
+    applied: &mut Applied,
+) {
+    applied.mark("haproxy-http-close");
+    for opt in ["httpclose", "http-server-close"] {
+        if let Some(d) = setting(sec, defs, &["option", opt]) {
+            out.push(finding(Hit {
+                id: "haproxy-http-close",
+                status: Status::Warn,
+                at: d,
+                block: block.into(),
+                observed: format!("option {opt}: the connection closes after each response"),
+                expected: "keep-alive (the default): a poll or reconnect reuses its connection"
+                    .into(),
+                fix: "remove the option (or override it in this section)",
+                lines: vec![format!("no option {opt}")],
+            }));
+        }
+    }
+}
+
+/// Fetches that read the HTTP request: in TCP mode they see only what the first packet
+/// carried.
+const HTTP_FETCHES: &[&str] = &[
+    "hdr(",
+    "hdr_beg(",
+    "hdr_end(",
+    "hdr_sub(",
+    "hdr_dom(",
+    "hdr_reg(",
+    "hdr_cnt(",
+    "req.hdr(",
+    "req.fhdr(",
+    "path",
+    "path_beg",
+    "path_end",
+    "path_sub",
+    "path_reg",
+    "path_dir",
+    "url",
+    "url_beg",
+    "url_sub",
+    "url_param(",
+    "method",
+    "base",
+    "base_beg",
+];
+
+/// A frontend in TCP mode (HAProxy's default without `mode http`) that routes on HTTP:
+/// its `http-request` rules are ignored (HAProxy warns), and its HTTP fetches read only
+/// the first bytes (no `tcp-request inspect-delay`): a request head split across packets
+/// misses them (seen on HAProxy 2.6: the Upgrade header in a second packet went to the
+/// default backend).
+fn tcp_mode(px: &[(&Node, Option<&Node>)], out: &mut Vec<Finding>, applied: &mut Applied) {
+    for (f, defs) in px
+        .iter()
+        .filter(|(s, _)| s.name == "frontend" || s.name == "listen")
+    {
+        applied.mark("haproxy-tcp-mode-http");
+        let mode = setting(f, *defs, &["mode"])
+            .and_then(|d| d.arg(0))
+            .unwrap_or("tcp");
+        if mode == "http" {
+            continue;
+        }
+        let http = |a: &String| {
+            HTTP_FETCHES.iter().any(|h| {
+                a.starts_with(h)
+                    && (h.ends_with('(') || a.len() == h.len() || a.as_bytes()[h.len()] == b'(')
+            })
+        };
+        let hit = f.children().iter().find(|d| {
+            d.name.starts_with("http-request")
+                || d.name.starts_with("http-response")
+                || (matches!(d.name.as_str(), "acl" | "use_backend") && d.args.iter().any(http))
+        });
+        let Some(d) = hit else { continue };
+        out.push(finding(Hit {
+            id: "haproxy-tcp-mode-http",
+            status: Status::Fail,
+            at: d,
+            block: f.label(),
+            observed: format!(
+                "mode {mode}{} with `{}`: http-request rules are ignored and HTTP fetches read only the first packet",
+                if setting(f, *defs, &["mode"]).is_none() { " (the default: no `mode http`)" } else { "" },
+                d.label()
+            ),
+            expected: "mode http where the frontend routes on headers or paths".into(),
+            fix: "proxy HTTP in HTTP mode",
+            lines: vec!["mode http".into()],
+        }));
+    }
+}
+
+/// No `timeout client` or `timeout server` at all: not a cut but no bound. A peer that
+/// vanished without a FIN (a phone leaving coverage, a crashed host) holds its connection
+/// and its slot of maxconn forever; HAProxy warns about it at start.
+fn unset_timeouts(px: &[(&Node, Option<&Node>)], out: &mut Vec<Finding>, applied: &mut Applied) {
+    applied.mark("haproxy-timeouts-unset");
+    for (sec, defs) in px {
+        let sides: &[&str] = match sec.name.as_str() {
+            "frontend" => &["client"],
+            "backend" => &["server"],
+            _ => &["client", "server"],
+        };
+        let unset: Vec<&str> = sides
+            .iter()
+            .copied()
+            .filter(|k| setting(sec, *defs, &["timeout", k]).is_none())
+            .collect();
+        if unset.is_empty() {
+            continue;
+        }
+        let names: Vec<String> = unset.iter().map(|k| format!("timeout {k}")).collect();
+        out.push(finding(Hit {
+            id: "haproxy-timeouts-unset",
+            status: Status::Warn,
+            at: sec,
+            block: sec.label(),
+            observed: format!(
+                "{} not set (here or in defaults): no bound, so a peer that vanished without closing is never reaped",
+                names.join(", ")
+            ),
+            expected: "client and server timeouts set (HAProxy warns at start without them); timeout tunnel for upgraded connections".into(),
+            fix: "set the timeouts in defaults",
+            lines: unset.iter().map(|k| format!("timeout {k} 60s")).collect(),
+        }));
+    }
+}
+
+/// Without `timeout tunnel` the client and server timeouts that are set apply to the
+/// upgraded connection and cut it when quiet that long; with none set nothing bounds it
+/// (`haproxy-timeouts-unset` says what that costs). The tunnel's timer restarts on
+/// traffic either way, so client pings keep it open too.
 fn tunnel(
     sec: &Node,
     defs: Option<&Node>,
@@ -152,78 +335,89 @@ fn tunnel(
     out: &mut Vec<Finding>,
     applied: &mut Applied,
 ) {
-    applied.mark("haproxy-timeout-tunnel");
+    const ID: &str = "haproxy-timeout-tunnel";
+    applied.mark(ID);
     let beat = super::path::heartbeat(w, "haproxy", Stream::Websocket);
     let want = match &beat {
         Some((b, _)) => above(*b),
         None => w.ping.map_or(std::time::Duration::from_secs(3600), above),
     };
     let line = vec![format!("timeout tunnel {}", secs(want))];
-    match setting(sec, defs, &["timeout", "tunnel"]) {
-        None => {
-            let cut = ["client", "server"]
-                .iter()
-                .filter_map(|k| {
-                    setting(sec, defs, &["timeout", k])
-                        .map(|d| format!("timeout {k} {}", d.arg(1).unwrap_or("")))
-                })
-                .collect::<Vec<_>>();
-            let cut = if cut.is_empty() {
-                "timeout client/server (unset: no bound, HAProxy warns)".to_string()
-            } else {
-                cut.join(", ")
-            };
-            out.push(finding(Hit {
-                id: "haproxy-timeout-tunnel",
-                status: Status::Fail,
-                at: sec,
-                block: block.into(),
-                observed: format!("no timeout tunnel: {cut} cut the upgraded connection"),
-                expected: "timeout tunnel above the heartbeat".into(),
-                fix: "set timeout tunnel for upgraded connections",
-                lines: line,
-            }));
+    let hit = |status, at, observed: String, expected: String, fix| Hit {
+        id: ID,
+        status,
+        at,
+        block: block.into(),
+        observed,
+        expected,
+        fix,
+        lines: line.clone(),
+    };
+    let Some(d) = setting(sec, defs, &["timeout", "tunnel"]) else {
+        let cut: Vec<String> = ["client", "server"]
+            .iter()
+            .filter_map(|k| {
+                setting(sec, defs, &["timeout", k])
+                    .map(|d| format!("timeout {k} {}", d.arg(1).unwrap_or("")))
+            })
+            .collect();
+        if !cut.is_empty() {
+            out.push(finding(hit(
+                Status::Fail,
+                sec,
+                format!(
+                    "no timeout tunnel: {} cut the upgraded connection when quiet that long",
+                    cut.join(", ")
+                ),
+                "timeout tunnel above the heartbeat".into(),
+                "set timeout tunnel for upgraded connections",
+            )));
         }
-        Some(d) => {
-            if refused(d, "haproxy-timeout-tunnel", block, out) {
-                return;
-            }
-            let t = d.arg(1).and_then(haproxy_time);
-            let need = t.and_then(|t| super::path::timeout(t, w, "haproxy", Stream::Websocket));
-            if let Some(n) = need.filter(|n| n.status != Status::Pass) {
-                out.push(finding(Hit {
-                    id: "haproxy-timeout-tunnel",
-                    status: n.status,
-                    at: d,
-                    block: block.into(),
-                    observed: format!(
-                        "timeout tunnel {} (a bare number is milliseconds)",
-                        d.arg(1).unwrap_or("")
-                    ),
-                    expected: n.expected,
-                    fix: "raise timeout tunnel to carry the path's heartbeat",
-                    lines: line,
-                }));
-                return;
-            }
-            if let (Some(t), Some(p), None) = (t, w.ping, &beat) {
-                if t <= p {
-                    out.push(finding(Hit {
-                        id: "haproxy-timeout-tunnel",
-                        status: Status::Fail,
-                        at: d,
-                        block: block.into(),
-                        observed: format!(
-                            "timeout tunnel {} (a bare number is milliseconds)",
-                            d.arg(1).unwrap_or("")
-                        ),
-                        expected: format!("above the heartbeat ({})", secs(p)),
-                        fix: "raise timeout tunnel above the heartbeat",
-                        lines: line,
-                    }));
-                }
-            }
+        return;
+    };
+    let raw = d.arg(1).unwrap_or("");
+    let observed = format!("timeout tunnel {raw} (a bare number is milliseconds)");
+    let Some(t) = haproxy_time(raw) else {
+        out.push(finding(hit(
+            Status::Fail,
+            d,
+            format!(
+                "timeout tunnel `{raw}`: {}",
+                super::time::haproxy(raw).err().map_or_else(String::new, |e| e.why("haproxy"))
+            ),
+            "a time haproxy -c accepts (one number and unit, at most 24d)".into(),
+            "write the timeout as a HAProxy time",
+        )));
+        return;
+    };
+    if let Some(n) = super::path::timeout(t, w, "haproxy", Stream::Websocket) {
+        if n.status != Status::Pass {
+            out.push(finding(hit(
+                n.status,
+                d,
+                observed,
+                n.expected,
+                "raise timeout tunnel to carry the path's heartbeat",
+            )));
         }
+        return;
+    }
+    match w.ping {
+        Some(p) if t <= p => out.push(finding(hit(
+            Status::Fail,
+            d,
+            observed,
+            format!("above the heartbeat ({})", secs(p)),
+            "raise timeout tunnel above the heartbeat",
+        ))),
+        Some(_) => {}
+        None => out.push(finding(hit(
+            Status::Warn,
+            d,
+            observed,
+            no_heartbeat(t, Stream::Websocket),
+            "declare the heartbeat (--ping) or keep the tunnel timeout above it",
+        ))),
     }
 }
 
@@ -358,9 +552,6 @@ fn server_timeout(
     applied: &mut Applied,
 ) {
     let beat = super::path::heartbeat(w, "haproxy", Stream::Sse);
-    if w.ping.is_none() && beat.is_none() {
-        return;
-    }
     applied.mark("haproxy-timeout-server");
     let Some(d) = setting(sec, defs, &["timeout", "server"]) else {
         return;
@@ -371,6 +562,25 @@ fn server_timeout(
     let Some(t) = d.arg(1).and_then(haproxy_time) else {
         return;
     };
+    if w.ping.is_none() && beat.is_none() {
+        out.push(finding(Hit {
+            id: "haproxy-timeout-server",
+            status: Status::Warn,
+            at: d,
+            block: block.into(),
+            observed: format!(
+                "timeout server {} (a bare number is milliseconds)",
+                d.arg(1).unwrap_or("")
+            ),
+            expected: no_heartbeat(t, Stream::Sse),
+            fix: "declare the heartbeat (--ping) or keep timeout server above it",
+            lines: vec![format!(
+                "timeout server {}",
+                secs(t.max(std::time::Duration::from_secs(3600)))
+            )],
+        }));
+        return;
+    }
     if let Some(n) = super::path::timeout(t, w, "haproxy", Stream::Sse) {
         if n.status != Status::Pass {
             out.push(finding(Hit {

@@ -1,8 +1,10 @@
 //! nginx rules. A directive's effective value is its nearest one going out from the
 //! location (location, server, http), nginx's inheritance; `proxy_set_header` is
 //! inherited only by a block that sets none itself.
-use super::rules::{above, finding, secs, Applied, Hit};
-use super::{classify, declared, Config, Node, Stream, Workload};
+use super::classify::{at, block, classify, report, Route};
+use super::rules::{above, finding, nginx_time, no_heartbeat, resets, secs, Applied, Hit};
+use super::version::at_least;
+use super::{Config, Node, Sink, Stream, Workload};
 use crate::findings::{Finding, Status};
 use std::time::Duration;
 
@@ -39,18 +41,50 @@ fn locations<'a>(nodes: &'a [Node], chain: &mut Vec<&'a Node>, out: &mut Vec<Vec
     }
 }
 
-/// What a proxied location carries: by its own Upgrade header, its path, or the profile.
-fn stream_of(loc: &Node, w: &Workload, any_named: bool) -> Option<Stream> {
-    let sets_upgrade = loc.children().iter().any(|d| {
-        d.name == "proxy_set_header" && d.arg(0).is_some_and(|h| h.eq_ignore_ascii_case("upgrade"))
-    });
-    if sets_upgrade {
-        return Some(Stream::Websocket);
+/// A proxied location as a route: its Upgrade and streaming evidence, inherited values
+/// included (what nginx applies to it).
+fn route<'a>(ch: &[&'a Node], loc: &'a Node) -> Route<'a> {
+    let named = |d: &&Node, h: &str| d.arg(0).is_some_and(|n| n.eq_ignore_ascii_case(h));
+    let upgrade = effective_all(ch, "proxy_set_header")
+        .into_iter()
+        .find(|d| named(d, "upgrade"))
+        .map(|d| format!("forwards Upgrade at {}", at(d)));
+    let buffering = effective(ch, "proxy_buffering")
+        .filter(|d| d.arg(0) == Some("off"))
+        .map(|d| format!("proxy_buffering off at {}", at(d)));
+    let accel = ["add_header", "proxy_set_header", "more_set_headers"]
+        .iter()
+        .flat_map(|n| effective_all(ch, n))
+        .find(|d| {
+            d.args
+                .iter()
+                .any(|a| a.to_ascii_lowercase().contains("x-accel-buffering"))
+        })
+        .map(|d| format!("sets X-Accel-Buffering at {}", at(d)));
+    // A read timeout far above the default holds long responses (an upgrade aside).
+    let long_read = effective(ch, "proxy_read_timeout")
+        .filter(|_| upgrade.is_none())
+        .filter(|d| {
+            d.arg(0)
+                .and_then(nginx_time)
+                .is_some_and(|t| t >= LONG_READ)
+        })
+        .map(|d| format!("proxy_read_timeout {} at {}", d.args.join(" "), at(d)));
+    let catch_all = loc.args == ["/"] || loc.arg(0).is_some_and(|a| a.starts_with('@'));
+    Route {
+        at: loc,
+        label: loc.label(),
+        path: loc.args.join(" "),
+        upgrade,
+        stream: buffering.or(accel).or(long_read),
+        catch_all,
     }
-    classify(&loc.args.join(" "), w).or(if any_named { None } else { declared(w) })
 }
 
-pub fn check(c: &Config, w: &Workload, out: &mut Vec<Finding>, applied: &mut Applied) {
+/// "Well above" nginx's 60 s default read timeout: a stream's, not a slow page's.
+const LONG_READ: Duration = Duration::from_secs(300);
+
+pub fn check(c: &Config, w: &Workload, s: &mut Sink) {
     let root = Node {
         name: "main".into(),
         args: vec![],
@@ -67,52 +101,71 @@ pub fn check(c: &Config, w: &Workload, out: &mut Vec<Finding>, applied: &mut App
                 .is_some_and(|l| l.children().iter().any(|d| d.name == "proxy_pass"))
         })
         .collect();
-    let any_named = proxied.iter().any(|ch| {
-        ch.last()
-            .is_some_and(|l| classify(&l.args.join(" "), w).is_some())
-    });
+    let routes: Vec<Route> = proxied
+        .iter()
+        .map(|ch| route(ch, ch.last().expect("a chain ends at its location")))
+        .collect();
+    let classes = classify(&routes, w);
     let maps = upgrade_maps(&root);
-    for ch in &proxied {
-        let loc = ch.last().expect("a chain ends at its location");
-        let Some(kind) = stream_of(loc, w, any_named) else {
-            continue;
-        };
-        let block = format!("{} ({})", loc.label(), kind.as_str());
-        if kind == Stream::Websocket {
-            ws_rules(ch, loc, &block, &maps, out, applied);
-        }
-        if kind != Stream::Polling {
-            for (id, d) in [
-                ("nginx-read-timeout", "proxy_read_timeout"),
-                ("nginx-send-timeout", "proxy_send_timeout"),
-            ] {
-                timeout_rule(id, d, (ch, loc, kind), &block, w, out, applied);
+    for ((ch, r), carried) in proxied.iter().zip(&routes).zip(&classes) {
+        s.routes.push(report(r, carried));
+        let loc = r.at;
+        for c in carried {
+            let block = block(r, c);
+            match c.transport {
+                Stream::Websocket => {
+                    ws_rules(ch, loc, &block, w, &maps, &mut s.out, &mut s.applied)
+                }
+                Stream::Sse => sse_rules(ch, loc, &block, w, &mut s.out, &mut s.applied),
+                // Socket.IO's and SockJS's polls on an upgraded route are the handshake
+                // before the upgrade, not the traffic: keepalive is not theirs to judge.
+                Stream::Polling if r.upgrade.is_some() => {}
+                Stream::Polling => {
+                    keepalive_rule(&root, ch, loc, &block, w, &mut s.out, &mut s.applied)
+                }
             }
         }
-        if kind == Stream::Sse {
-            sse_rules(ch, loc, &block, w, out, applied);
+        // The timeouts once per route: an event stream's (server-only heartbeat) when it
+        // carries one, else the WebSocket's.
+        let timed = carried
+            .iter()
+            .find(|c| c.transport == Stream::Sse)
+            .or_else(|| carried.iter().find(|c| c.transport == Stream::Websocket));
+        if let Some(c) = timed {
+            let block = block(r, c);
+            timeout_rule(
+                (ch, loc, c.transport),
+                &block,
+                w,
+                &mut s.out,
+                &mut s.applied,
+            );
+            send_timeout_rule(ch, loc, &block, &mut s.out, &mut s.applied);
         }
-        if kind == Stream::Polling {
-            keepalive_rule(&root, ch, loc, &block, out, applied);
-        }
-        applied.mark("nginx-next-upstream");
-        if let Some(d) = effective(ch, "proxy_next_upstream")
-            .filter(|d| d.args.iter().any(|a| a == "non_idempotent"))
-        {
-            out.push(finding(Hit {
-                id: "nginx-next-upstream",
-                status: Status::Fail,
-                at: d,
-                block: block.clone(),
-                observed: format!("proxy_next_upstream {}", d.args.join(" ")),
-                expected: "a stream or poll is never resent to another server".into(),
-                fix: "drop non_idempotent (or turn retries off for the stream)",
-                lines: vec!["proxy_next_upstream off;".into()],
-            }));
+        if let Some(c) = carried.first() {
+            next_upstream(ch, &block(r, c), &mut s.out, &mut s.applied);
         }
     }
     if !proxied.is_empty() {
-        worker_rules(&root, w, out, applied);
+        worker_rules(&root, w, &mut s.out, &mut s.applied);
+    }
+}
+
+fn next_upstream(ch: &[&Node], block: &str, out: &mut Vec<Finding>, applied: &mut Applied) {
+    applied.mark("nginx-next-upstream");
+    if let Some(d) = effective(ch, "proxy_next_upstream")
+        .filter(|d| d.args.iter().any(|a| a == "non_idempotent"))
+    {
+        out.push(finding(Hit {
+            id: "nginx-next-upstream",
+            status: Status::Fail,
+            at: d,
+            block: block.into(),
+            observed: format!("proxy_next_upstream {}", d.args.join(" ")),
+            expected: "a stream or poll is never resent to another server".into(),
+            fix: "drop non_idempotent (or turn retries off for the stream)",
+            lines: vec!["proxy_next_upstream off;".into()],
+        }));
     }
 }
 
@@ -133,24 +186,36 @@ fn upgrade_maps(root: &Node) -> Vec<String> {
     out
 }
 
+/// nginx proxies with HTTP/1.1 and keeps upstream connections alive by default from
+/// mainline 1.29.7 and stable 1.30.0 (nginx.org/en/CHANGES).
+const HTTP11_DEFAULT: &[u32] = &[1, 29, 7];
+
 fn ws_rules(
     ch: &[&Node],
     loc: &Node,
     block: &str,
+    w: &Workload,
     maps: &[String],
     out: &mut Vec<Finding>,
     applied: &mut Applied,
 ) {
     applied.mark("nginx-ws-http-version");
     let v = effective(ch, "proxy_http_version");
-    if v.and_then(|d| d.arg(0)) != Some("1.1") {
+    let version = super::version::of(w, "nginx");
+    let default_11 = version.is_some_and(|v| at_least(&v.parts, HTTP11_DEFAULT));
+    let assumed = super::version::assumed(version, "nginx", "1.29.7");
+    let ok = match v.and_then(|d| d.arg(0)) {
+        Some(x) => x == "1.1",
+        None => default_11,
+    };
+    if !ok {
         out.push(finding(Hit {
             id: "nginx-ws-http-version",
             status: Status::Fail,
             at: v.unwrap_or(loc),
             block: block.into(),
             observed: v.map_or(
-                "proxy_http_version not set (HTTP/1.0 to the upstream)".into(),
+                format!("proxy_http_version not set: HTTP/1.0 to the upstream before nginx 1.29.7 / 1.30.0 ({assumed})"),
                 |d| format!("proxy_http_version {}", d.args.join(" ")),
             ),
             expected: "proxy_http_version 1.1".into(),
@@ -204,63 +269,104 @@ fn ws_rules(
     }
 }
 
+/// `proxy_read_timeout` on a stream: nginx closes the connection after that long with
+/// nothing read. On an upgraded WebSocket frames either way reset it; on an event stream
+/// only the server's events do (measured, docs/lint.md).
 fn timeout_rule(
-    id: &'static str,
-    name: &str,
     (ch, loc, kind): (&[&Node], &Node, Stream),
     block: &str,
     w: &Workload,
     out: &mut Vec<Finding>,
     applied: &mut Applied,
 ) {
-    applied.mark(id);
-    let d = effective(ch, name);
+    const ID: &str = "nginx-read-timeout";
+    const NAME: &str = "proxy_read_timeout";
+    applied.mark(ID);
+    let d = effective(ch, NAME);
     let value = d.and_then(|d| d.arg(0));
-    let t = match value {
+    let t = match value.map(|v| (v, nginx_time(v))) {
         None => Duration::from_secs(60),
-        Some(v) => match super::time::nginx(v) {
-            Ok(t) => t,
-            Err(e) => {
-                out.push(finding(Hit {
-                    id,
-                    status: Status::Fail,
-                    at: d.unwrap_or(loc),
-                    block: block.into(),
-                    observed: format!("{name} `{v}`: {}", e.why("nginx")),
-                    expected: "a time nginx -t accepts, such as 3600s".into(),
-                    fix: "write the timeout as an nginx time",
-                    lines: vec![format!("{name} 3600s;")],
-                }));
-                return;
-            }
-        },
+        Some((_, Some(t))) => t,
+        Some((v, None)) => {
+            out.push(unreadable(ID, NAME, v, d.unwrap_or(loc), block));
+            return;
+        }
     };
-    let shown = value.map_or(format!("{name} not set (default 60s)"), |v| {
-        format!("{name} {v}")
+    let shown = value.map_or(format!("{NAME} not set (default 60s)"), |v| {
+        format!("{NAME} {v}")
     });
     let on_path = super::path::timeout(t, w, "nginx", kind);
     let (status, expected, want) = match (on_path, w.ping) {
         (Some(n), _) if n.status == Status::Pass => return,
         (Some(n), _) => (n.status, n.expected, n.want),
-        (None, Some(p)) if t <= p => (Status::Fail, format!("above the heartbeat ({}): a quiet stream is cut before its ping", secs(p)), above(p)),
-        (None, Some(_)) => return,
-        (None, None) if value.is_none() => (
-            Status::Warn,
-            "a heartbeat below the timeout (no --ping or profile ping declared): a stream quiet for 60 s is cut".into(),
-            Duration::from_secs(3600),
+        (None, Some(p)) if t <= p => (
+            Status::Fail,
+            format!(
+                "above the heartbeat ({}): a quiet stream is cut before its ping ({})",
+                secs(p),
+                resets(kind)
+            ),
+            above(p),
         ),
-        (None, None) => return,
+        (None, Some(_)) => return,
+        (None, None) => (
+            Status::Warn,
+            no_heartbeat(t, kind),
+            t.max(Duration::from_secs(3600)),
+        ),
     };
     out.push(finding(Hit {
-        id,
+        id: ID,
         status,
         at: d.unwrap_or(loc),
         block: block.into(),
         observed: shown,
         expected,
         fix: "raise the timeout above the heartbeat (and keep the heartbeat)",
-        lines: vec![format!("{name} {};", secs(want))],
+        lines: vec![format!("{NAME} {};", secs(want))],
     }));
+}
+
+fn unreadable(id: &'static str, name: &str, v: &str, at: &Node, block: &str) -> Finding {
+    finding(Hit {
+        id,
+        status: Status::Fail,
+        at,
+        block: block.into(),
+        observed: format!(
+            "{name} `{v}`: {}",
+            super::time::nginx(v)
+                .err()
+                .map_or_else(|| "not an nginx time".into(), |e| e.why("nginx"))
+        ),
+        expected: "a time nginx -t accepts, such as 3600s".into(),
+        fix: "write the timeout as an nginx time",
+        lines: vec![format!("{name} 3600s;")],
+    })
+}
+
+/// `proxy_send_timeout` bounds one write to the upstream that does not complete (the
+/// server not reading), not silence: a quiet stream is not cut by it (measured, nginx
+/// 1.22: 2 s, a WebSocket and an event stream quiet for 7 s stayed open). Only a value
+/// nginx cannot read is reported.
+fn send_timeout_rule(
+    ch: &[&Node],
+    loc: &Node,
+    block: &str,
+    out: &mut Vec<Finding>,
+    applied: &mut Applied,
+) {
+    applied.mark("nginx-send-timeout");
+    let d = effective(ch, "proxy_send_timeout");
+    if let Some(v) = d.and_then(|d| d.arg(0)).filter(|v| nginx_time(v).is_none()) {
+        out.push(unreadable(
+            "nginx-send-timeout",
+            "proxy_send_timeout",
+            v,
+            d.unwrap_or(loc),
+            block,
+        ));
+    }
 }
 
 fn sse_rules(
@@ -410,6 +516,7 @@ fn keepalive_rule(
     ch: &[&Node],
     loc: &Node,
     block: &str,
+    w: &Workload,
     out: &mut Vec<Finding>,
     applied: &mut Applied,
 ) {
@@ -435,16 +542,26 @@ fn keepalive_rule(
             stack.push(c);
         }
     }
+    let version = super::version::of(w, "nginx");
+    // From 1.29.7 / 1.30.0 an upstream block keeps connections alive by default, over
+    // HTTP/1.1 without `Connection: close`, unless the config says otherwise.
+    let new_defaults = version.is_some_and(|v| at_least(&v.parts, HTTP11_DEFAULT));
     let keepalive = upstream.and_then(|u| u.children().iter().find(|d| d.name == "keepalive"));
-    let http11 = effective(ch, "proxy_http_version").and_then(|d| d.arg(0)) == Some("1.1");
-    let cleared = effective_all(ch, "proxy_set_header").iter().any(|d| {
+    let version_set = effective(ch, "proxy_http_version").and_then(|d| d.arg(0));
+    let http11 = version_set.map_or(new_defaults, |v| v == "1.1");
+    let conn = effective_all(ch, "proxy_set_header").into_iter().find(|d| {
         d.arg(0)
             .is_some_and(|h| h.eq_ignore_ascii_case("connection"))
-            && d.arg(1) == Some("")
     });
+    let cleared = conn.map_or(new_defaults, |d| d.arg(1) == Some(""));
+    let assumed = super::version::assumed(version, "nginx", "1.29.7");
     let observed = match (upstream, keepalive) {
         (None, _) => format!("proxy_pass {target}: no upstream block, so no keepalive to it"),
-        (Some(u), None) => format!("upstream {} has no keepalive", u.arg(0).unwrap_or("")),
+        (Some(_), None) if new_defaults && http11 && cleared => return,
+        (Some(u), None) => format!(
+            "upstream {} has no keepalive (the default only from nginx 1.29.7 / 1.30.0; {assumed})",
+            u.arg(0).unwrap_or("")
+        ),
         (Some(_), Some(_)) if !(http11 && cleared) => {
             "keepalive set, but the location proxies with HTTP/1.0 or Connection: close".into()
         }
@@ -500,6 +617,54 @@ mod tests {
         assert!(fs
             .iter()
             .all(|f| f.id != "nginx-ws-upgrade" || f.status == crate::findings::Status::Pass));
+    }
+
+    #[test]
+    fn the_http_version_default_follows_the_nginx_version() {
+        use crate::lint::version::ProxyVersion;
+        let t = "server { location /ws { proxy_pass http://a; proxy_set_header Upgrade $http_upgrade; proxy_set_header Connection upgrade; } }";
+        let at = |v: Option<&str>| {
+            let w = Workload {
+                versions: v
+                    .map(|v| ProxyVersion {
+                        product: "nginx".into(),
+                        parts: crate::lint::version::parse(v).unwrap(),
+                        text: v.into(),
+                        from: "--proxy-version".into(),
+                    })
+                    .into_iter()
+                    .collect(),
+                ..Workload::default()
+            };
+            let nodes = nginx::parse("n.conf", t).unwrap();
+            let c = Config {
+                kind: Kind::Nginx,
+                file: "n.conf".into(),
+                nodes,
+            };
+            lint(&[c], &w, &[])
+                .into_iter()
+                .find(|f| f.id == "nginx-ws-http-version")
+                .unwrap()
+        };
+        // Before 1.29.7 the default is HTTP/1.0: the upgrade fails, and the version is said.
+        let old = at(Some("1.22.1"));
+        assert_eq!(old.status, crate::findings::Status::Fail);
+        assert!(
+            old.observed.contains("nginx 1.22.1 (--proxy-version)"),
+            "{}",
+            old.observed
+        );
+        let unknown = at(None);
+        assert!(
+            unknown.observed.contains("assumed before 1.29.7"),
+            "{}",
+            unknown.observed
+        );
+        // 1.29.7 (mainline) and 1.30.0 (stable) proxy with HTTP/1.1 by default.
+        for v in ["1.29.7", "1.30.0"] {
+            assert_eq!(at(Some(v)).status, crate::findings::Status::Pass, "{v}");
+        }
     }
 
     #[test]

@@ -1,21 +1,32 @@
-//! Traefik rules on the file provider's dynamic configuration. A router carries a stream
-//! when its name or rule says so (`PathPrefix(`/events`)`), or (none saying anything) when
-//! the profile declares the transport. Its middlewares are resolved by name in the same
+//! Traefik rules on the file provider's dynamic configuration. Each router is a route
+//! classified by `classify` from its name and rule (`PathPrefix(`/events`)`); one whose
+//! rule names no path is the catch-all. Its middlewares are resolved by name in the same
 //! file, chains expanded by the parser.
+use super::classify::{block, classify, report, Route};
 use super::rules::{finding, Applied, Hit};
-use super::{classify, declared, Config, Node, Stream, Workload};
+use super::{Config, Node, Sink, Stream, Workload};
 use crate::findings::{Finding, Status};
 
 const SSE_TYPE: &str = "text/event-stream";
 
-fn stream_of(r: &Node, w: &Workload) -> Option<Stream> {
+/// A router as a route: its name and rule; it takes every request when its rule names no
+/// path (a `Host` only) or the root prefix.
+fn route(r: &Node) -> Route<'_> {
     let rule = r
         .children()
         .iter()
         .find(|c| c.name == "rule")
         .map(|c| c.args.join(" "))
         .unwrap_or_default();
-    classify(&format!("{} {rule}", r.args.join(" ")), w)
+    let catch_all = !rule.contains("Path") || rule.contains("PathPrefix(`/`)");
+    Route {
+        at: r,
+        label: r.label(),
+        path: format!("{} {rule}", r.args.join(" ")),
+        upgrade: None,
+        stream: None,
+        catch_all,
+    }
 }
 
 /// The definition `kind` (`compress`, `buffering`) of middleware `name`, if this file has it.
@@ -71,25 +82,78 @@ fn buffers_response(def: &Node) -> Option<&Node> {
     .find(|o| o.arg(0).is_some_and(|v| !v.is_empty() && v != "0"))
 }
 
-pub fn check(c: &Config, w: &Workload, out: &mut Vec<Finding>, applied: &mut Applied) {
+pub fn check(c: &Config, w: &Workload, s: &mut Sink) {
     let routers: Vec<&Node> = c.nodes.iter().filter(|n| n.name == "router").collect();
-    let any_named = routers.iter().any(|r| stream_of(r, w).is_some());
-    for r in routers {
-        let Some(kind) = stream_of(r, w).or(if any_named { None } else { declared(w) }) else {
+    let routes: Vec<Route> = routers.iter().map(|r| route(r)).collect();
+    let classes = classify(&routes, w);
+    for (r, carried) in routes.iter().zip(&classes) {
+        s.routes.push(report(r, carried));
+        let used: Vec<&Node> =
+            r.at.children()
+                .iter()
+                .filter(|m| m.name == "middleware")
+                .collect();
+        for k in carried {
+            let block = block(r, k);
+            match k.transport {
+                Stream::Sse => sse_rules(c, r.at, &used, &block, &mut s.out, &mut s.applied),
+                Stream::Polling => sticky(c, r.at, &block, &mut s.out, &mut s.applied),
+                Stream::Websocket => {}
+            }
+        }
+    }
+    unrouted(c, &routers, &mut s.out, &mut s.applied);
+}
+
+/// Services no router sends requests to: with no router at all the file routes nothing
+/// (a `rule` written under `services` is the usual slip); Traefik only routes through
+/// `http.routers`.
+fn unrouted(c: &Config, routers: &[&Node], out: &mut Vec<Finding>, applied: &mut Applied) {
+    let services: Vec<&Node> = c.nodes.iter().filter(|n| n.name == "service").collect();
+    if services.is_empty() {
+        return;
+    }
+    applied.mark("traefik-unrouted-service");
+    let targets: Vec<&str> = routers
+        .iter()
+        .flat_map(|r| r.children().iter().filter(|k| k.name == "service"))
+        .filter_map(|k| k.arg(0))
+        .map(|n| n.split('@').next().unwrap_or(n))
+        .collect();
+    for svc in services {
+        let name = svc.arg(0).unwrap_or("");
+        if targets.contains(&name) {
             continue;
+        }
+        let rule = svc.children().iter().find(|k| k.name == "rule");
+        let why = match rule {
+            Some(r) => format!(
+                "its rule `{}` (line {}) is under services, where Traefik ignores it",
+                r.args.join(" "),
+                r.line
+            ),
+            None => "no router names it".into(),
         };
-        let block = format!("{} ({})", r.label(), kind.as_str());
-        let used: Vec<&Node> = r
-            .children()
-            .iter()
-            .filter(|m| m.name == "middleware")
-            .collect();
-        if kind == Stream::Sse {
-            sse_rules(c, r, &used, &block, out, applied);
-        }
-        if kind == Stream::Polling {
-            sticky(c, r, &block, out, applied);
-        }
+        out.push(finding(Hit {
+            id: "traefik-unrouted-service",
+            status: if routers.is_empty() {
+                Status::Fail
+            } else {
+                Status::Warn
+            },
+            at: rule.unwrap_or(svc),
+            block: format!("service {name}"),
+            observed: format!("service {name} receives no request: {why}"),
+            expected: "a router (http.routers) with the rule and `service: NAME`".into(),
+            fix: "route to the service from a router",
+            lines: vec![
+                format!(
+                    "http.routers.{name}.rule: {}",
+                    rule.map_or("PathPrefix(`/`)".to_string(), |r| r.args.join(" "))
+                ),
+                format!("http.routers.{name}.service: {name}"),
+            ],
+        }));
     }
 }
 

@@ -15,15 +15,18 @@ pub mod check_haproxy;
 pub mod check_ingress;
 pub mod check_nginx;
 pub mod check_traefik;
+pub mod classify;
 pub mod haproxy;
 pub mod host;
 pub mod ingress;
+pub mod known;
 pub mod load;
 pub mod nginx;
 pub mod path;
 pub mod rules;
 pub mod time;
 pub mod traefik;
+pub mod version;
 
 use crate::findings::Finding;
 use rtcheck_wire::transport::Transport;
@@ -188,7 +191,8 @@ pub fn parse(kind: Kind, file: &str, text: &str) -> Result<Vec<Node>, ParseError
 }
 
 /// What a block carries, as far as the realtime rules care.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Stream {
     Websocket,
     Sse,
@@ -212,8 +216,11 @@ pub struct Workload {
     pub connections: u64,
     /// The server's heartbeat (WebSocket ping or SSE comment); None when not declared.
     pub ping: Option<Duration>,
-    /// The transport when declared (profile or --transport); None: by names only.
-    pub transport: Option<Transport>,
+    /// The transports declared (profile or --transport, several allowed): the catch-all
+    /// route carries those no route carries by evidence (`classify`).
+    pub transports: Vec<Transport>,
+    /// Where they were declared ("--transport", "profile p.yaml"); None: --transport.
+    pub declared_by: Option<String>,
     /// `--ws-location` / `--sse-location` patterns (substrings of a block's name or path).
     pub ws_patterns: Vec<String>,
     pub sse_patterns: Vec<String>,
@@ -222,6 +229,9 @@ pub struct Workload {
     /// The declared hops (`--path`, the profile's `path:`): the timeouts carry the
     /// heartbeat their chain needs (`path`).
     pub path: Option<path::DeclaredPath>,
+    /// The proxies' versions (`--proxy-version`, or read from the binary on PATH): the
+    /// defaults that changed between releases follow them.
+    pub versions: Vec<version::ProxyVersion>,
 }
 
 impl Default for Workload {
@@ -229,77 +239,51 @@ impl Default for Workload {
         Workload {
             connections: crate::profile::DEFAULT_CONNECTIONS,
             ping: None,
-            transport: None,
+            transports: vec![],
+            declared_by: None,
             ws_patterns: vec![],
             sse_patterns: vec![],
             x_accel_buffering: false,
             path: None,
+            versions: vec![],
         }
     }
-}
-
-/// Words in a path or name that say what it carries (documented in docs/lint.md).
-const WS_WORDS: &[&str] = &[
-    "ws",
-    "wss",
-    "websocket",
-    "websockets",
-    "socket",
-    "sockets",
-    "cable",
-];
-const SSE_WORDS: &[&str] = &["sse", "events", "event", "eventsource", "stream", "streams"];
-const POLL_WORDS: &[&str] = &["poll", "polling", "longpoll"];
-
-/// Classify a block by its name or path: explicit patterns first, then the words.
-pub fn classify(text: &str, w: &Workload) -> Option<Stream> {
-    if w.ws_patterns.iter().any(|p| text.contains(p.as_str())) {
-        return Some(Stream::Websocket);
-    }
-    if w.sse_patterns.iter().any(|p| text.contains(p.as_str())) {
-        return Some(Stream::Sse);
-    }
-    let lower = text.to_ascii_lowercase();
-    let words: Vec<&str> = lower
-        .split(|c: char| !c.is_ascii_alphanumeric())
-        .filter(|s| !s.is_empty())
-        .collect();
-    let has = |set: &[&str]| words.iter().any(|w| set.contains(w));
-    if has(WS_WORDS) {
-        Some(Stream::Websocket)
-    } else if has(SSE_WORDS) {
-        Some(Stream::Sse)
-    } else if has(POLL_WORDS) {
-        Some(Stream::Polling)
-    } else {
-        None
-    }
-}
-
-/// The declared transport as a stream kind (the fallback when no name says it).
-pub fn declared(w: &Workload) -> Option<Stream> {
-    w.transport.and_then(|t| match t {
-        Transport::Websocket => Some(Stream::Websocket),
-        Transport::Sse => Some(Stream::Sse),
-        Transport::Polling => Some(Stream::Polling),
-        // No proxy block carries the raw-TCP floor (a profile never declares it).
-        Transport::Raw => None,
-    })
 }
 
 /// Every rule over every config: the findings, one Pass per rule that applied and found
 /// nothing, and a Skip when no block could be told to carry a stream.
 pub fn lint(configs: &[Config], w: &Workload, skip: &[String]) -> Vec<Finding> {
-    let mut out = Vec::new();
-    let mut applied = rules::Applied::default();
+    lint_routes(configs, w, skip).findings
+}
+
+/// What lint found: the findings and every proxied route with what it carries and why.
+#[derive(Debug, Default)]
+pub struct Linted {
+    pub findings: Vec<Finding>,
+    pub routes: Vec<classify::RouteReport>,
+}
+
+/// What each config kind's check writes into: findings, the rules that applied, routes.
+#[derive(Debug, Default)]
+pub struct Sink {
+    pub out: Vec<Finding>,
+    pub applied: rules::Applied,
+    pub routes: Vec<classify::RouteReport>,
+}
+
+pub fn lint_routes(configs: &[Config], w: &Workload, skip: &[String]) -> Linted {
+    let mut s = Sink::default();
     for c in configs {
         match c.kind {
-            Kind::Nginx => check_nginx::check(c, w, &mut out, &mut applied),
-            Kind::Haproxy => check_haproxy::check(c, w, &mut out, &mut applied),
-            Kind::Caddy | Kind::CaddyJson => check_caddy::check(c, w, &mut out, &mut applied),
-            Kind::Ingress => check_ingress::check(c, w, &mut out, &mut applied),
-            Kind::Traefik => check_traefik::check(c, w, &mut out, &mut applied),
+            Kind::Nginx => check_nginx::check(c, w, &mut s),
+            Kind::Haproxy => check_haproxy::check(c, w, &mut s),
+            Kind::Caddy | Kind::CaddyJson => check_caddy::check(c, w, &mut s),
+            Kind::Ingress => check_ingress::check(c, w, &mut s),
+            Kind::Traefik => check_traefik::check(c, w, &mut s),
         }
     }
-    rules::finish(out, applied, skip)
+    Linted {
+        findings: rules::finish(s.out, s.applied, skip),
+        routes: s.routes,
+    }
 }

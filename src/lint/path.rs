@@ -79,6 +79,16 @@ pub fn timeout(timeout: Duration, w: &Workload, hop: &str, s: Stream) -> Option<
         Status::Fail
     } else if timeout < beat * 2 {
         Status::Warn
+    } else if w.ping.is_none() {
+        // The path says what heartbeat is needed, not that the app sends one.
+        return Some(Need {
+            status: Status::Warn,
+            expected: format!(
+                "{}; the path needs one at most {hb} ({from})",
+                super::rules::no_heartbeat(timeout, s)
+            ),
+            want: want.max(timeout),
+        });
     } else {
         Status::Pass
     };
@@ -124,8 +134,19 @@ mod tests {
         let (beat, from) = heartbeat(&p, "nginx", ws).unwrap();
         assert_eq!(beat, s(30));
         assert!(from.contains("60 s idle limit at aws-alb"), "{from}");
+        // Long enough for the heartbeat the path needs, but none is declared: a warn
+        // that says which heartbeat it needs, never a pass.
+        let n = timeout(s(60), &p, "nginx", ws).unwrap();
+        assert_eq!(n.status, Status::Warn);
+        assert!(
+            n.expected
+                .starts_with("holds only with a heartbeat under 60s"),
+            "{}",
+            n.expected
+        );
+        let declared = w("cloudflare,aws-alb,nginx", Some(25));
         assert_eq!(
-            timeout(s(60), &p, "nginx", ws).unwrap().status,
+            timeout(s(60), &declared, "nginx", ws).unwrap().status,
             Status::Pass
         );
         let n = timeout(s(45), &p, "nginx", ws).unwrap();

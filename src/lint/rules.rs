@@ -30,9 +30,9 @@ rules! {
     "nginx-ws-upgrade", "nginx", "WebSocket location passes Upgrade and Connection", ["proxy-config"],
         "Upgrade and Connection are hop-by-hop: nginx drops them unless proxy_set_header passes them; a location with any proxy_set_header inherits none from above";
     "nginx-read-timeout", "nginx", "proxy_read_timeout above the heartbeat", ["ping-pong"],
-        "proxy_read_timeout (default 60s) closes a proxied connection that sent nothing for that long";
-    "nginx-send-timeout", "nginx", "proxy_send_timeout above the heartbeat", ["ping-pong"],
-        "proxy_send_timeout (default 60s) closes a proxied connection the client sent nothing on for that long";
+        "proxy_read_timeout (default 60s) closes a proxied stream quiet for that long; on an upgraded WebSocket frames either way reset it (client pings keep it open), on an event stream only the server's events do (measured, docs/lint.md)";
+    "nginx-send-timeout", "nginx", "proxy_send_timeout is a readable time", [],
+        "proxy_send_timeout (default 60s) bounds one write to the upstream that does not complete (the server not reading), not silence: a quiet WebSocket or event stream is not cut by it (measured, docs/lint.md); only a value nginx cannot read is reported";
     "nginx-sse-buffering", "nginx", "event stream not buffered by nginx", ["proxy-config"],
         "proxy_buffering is on by default; only an X-Accel-Buffering: no response header (unless proxy_ignore_headers drops it) turns it off per response";
     "nginx-sse-gzip", "nginx", "event stream not gzipped", ["proxy-config"],
@@ -46,7 +46,11 @@ rules! {
     "nginx-upstream-keepalive", "nginx", "polls reuse upstream connections", ["connection-reuse"],
         "nginx keeps upstream connections only in an upstream block with keepalive, proxying with HTTP/1.1 and Connection \"\"";
     "haproxy-timeout-tunnel", "haproxy", "WebSocket backend sets timeout tunnel", ["ping-pong"],
-        "without timeout tunnel, timeout client/server apply to an upgraded connection (HAProxy manual, timeout tunnel)";
+        "without timeout tunnel, the timeout client/server that are set apply to an upgraded connection and cut it when quiet that long; traffic either way restarts the timer (HAProxy manual, timeout tunnel)";
+    "haproxy-timeouts-unset", "haproxy", "client and server timeouts bound dead peers", [],
+        "with no timeout client/server an idle connection has no bound: a peer that vanished without closing (lost coverage, a crashed host) holds it and its maxconn slot forever; HAProxy warns at start (HAProxy manual, timeout client)";
+    "haproxy-tcp-mode-http", "haproxy", "a frontend that routes on HTTP runs in HTTP mode", [],
+        "without mode http a proxy runs in TCP mode: http-request rules are ignored (HAProxy warns at start) and HTTP fetches (hdr(Upgrade), path_beg) read only the first packet, so a request head split across packets misses the WebSocket route (seen on HAProxy 2.6)";
     "haproxy-timeout-server", "haproxy", "event-stream backend's timeout server above the heartbeat", ["ping-pong"],
         "an event stream is one response that never ends: timeout server bounds the silence between its events";
     "haproxy-client-fin", "haproxy", "timeout client-fin with long-lived tunnels", [],
@@ -64,17 +68,21 @@ rules! {
     "caddy-stream-close-delay", "caddy", "a reload does not close every WebSocket", [],
         "stream_close_delay defaults to 0: a config reload closes every proxied WebSocket at once and all clients reconnect together (Caddy >= 2.7)";
     "ingress-read-timeout", "ingress", "proxy-read-timeout above the heartbeat", ["ping-pong"],
-        "ingress-nginx proxy-read-timeout defaults to 60 (seconds)";
-    "ingress-send-timeout", "ingress", "proxy-send-timeout above the heartbeat", ["ping-pong"],
-        "ingress-nginx proxy-send-timeout defaults to 60 (seconds)";
+        "ingress-nginx proxy-read-timeout (default 60 seconds) is nginx's proxy_read_timeout: a stream quiet that long is cut; WebSocket frames either way reset it, an event stream only by the server's events";
+    "ingress-send-timeout", "ingress", "proxy-send-timeout is a number of seconds", [],
+        "ingress-nginx proxy-send-timeout (default 60) sets nginx's proxy_send_timeout: it bounds a write the upstream does not take, not silence, so a quiet stream is not cut by it (measured on nginx, docs/lint.md)";
     "ingress-proxy-buffering", "ingress", "event stream not buffered", ["proxy-config"],
         "proxy-buffering: on buffers responses (ingress-nginx default off)";
     "traefik-compress-stream", "traefik", "event stream not compressed by Traefik", ["proxy-config"],
         "the compress middleware compresses every type but gRPC unless excludedContentTypes lists text/event-stream, and waits for its minimum body size (1024 bytes) before it sends (doc.traefik.io, middlewares/http/compress)";
     "traefik-buffering-stream", "traefik", "event stream not held by the buffering middleware", ["proxy-config"],
         "with maxResponseBodyBytes (or a retryExpression) the buffering middleware holds the response to measure it; an event stream never ends, so it is held, then refused past the limit (doc.traefik.io, middlewares/http/buffering)";
+    "traefik-unrouted-service", "traefik", "every service is routed", [],
+        "Traefik sends requests to a service only from a router in http.routers (rule, service); a rule written under a service is ignored (doc.traefik.io, routing/routers)";
     "traefik-sticky-polling", "traefik", "polling sticks to one server", [],
         "a loadBalancer service spreads requests over its servers; long-polling sessions (socket.io, SockJS) keep state on one of them unless loadBalancer.sticky.cookie is set";
+    "ingress-snippet", "ingress", "no snippet annotation the controller rejects", [],
+        "ingress-nginx rejects configuration-snippet and server-snippet annotations unless the controller sets allow-snippet-annotations: true, the default false since controller v1.9.0 (kubernetes.github.io/ingress-nginx, ConfigMap allow-snippet-annotations)";
     "ingress-affinity", "ingress", "polling sticks to one pod", [],
         "long-polling sessions (socket.io, SockJS) keep state on one pod: without affinity: cookie a poll lands elsewhere and the session is unknown";
 }
@@ -197,6 +205,29 @@ pub fn caddy_time(s: &str) -> Option<Duration> {
 /// Seconds as a config value: "3600s".
 pub fn secs(d: Duration) -> String {
     format!("{}s", d.as_secs_f64().ceil() as u64)
+}
+
+/// Who resets an idle timeout on a stream of this kind (nginx and HAProxy alike: a tunnel's
+/// timer restarts on traffic in either direction; measured for nginx, docs/lint.md).
+pub fn resets(kind: super::Stream) -> &'static str {
+    match kind {
+        super::Stream::Websocket => {
+            "frames either way reset it: the server's pings, or the client's"
+        }
+        _ => "only the server's events reset it: an event stream has no client direction",
+    }
+}
+
+/// The expectation when no heartbeat is declared: the heartbeat this timeout needs.
+pub fn no_heartbeat(t: Duration, kind: super::Stream) -> String {
+    let from = match kind {
+        super::Stream::Websocket => "from the server (or pings from the client)",
+        _ => "from the server",
+    };
+    format!(
+        "holds only with a heartbeat under {} {from}; none declared (--ping, the profile's ping:)",
+        secs(t)
+    )
 }
 
 /// The timeout to recommend above a heartbeat: twice it, and at least ten seconds more.

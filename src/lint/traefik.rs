@@ -209,6 +209,11 @@ fn services(c: &Ctx, http: &Value, out: &mut Vec<Node>) {
     for (name, s) in entries(http.get("services").unwrap_or(&Value::Null)) {
         let path = ["http", "services", name.as_str()];
         let mut kids = Vec::new();
+        // A `rule` belongs to a router: kept so lint can say this service is never routed.
+        if let Some(r) = s.get("rule").and_then(scalar) {
+            let l = at(c, &[&path[..], &["rule"]].concat());
+            kids.push(c.node("rule", vec![r], l, None));
+        }
         if let Some(lb) = s.get("loadBalancer") {
             let lbp = [&path[..], &["loadBalancer"]].concat();
             for srv in lb

@@ -656,7 +656,8 @@ async fn watch_ws(
                 let beat = app.as_mut().and_then(|c| c.due(start.elapsed().as_secs_f64()));
                 if let Some(b) = beat {
                     // Bounded like the pongs: a peer that never reads cannot hold it.
-                    let sent = tokio::time::timeout_at(deadline, conn.io.write_all(&out_frame(&b)));
+                    let frame = out_frame(&b);
+                    let sent = tokio::time::timeout_at(deadline, conn.io.write_all(&frame));
                     if !matches!(sent.await, Ok(Ok(()))) {
                         s.ending = Some(Ending::Reset);
                         break;

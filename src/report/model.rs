@@ -18,6 +18,9 @@ pub struct FindingsReport {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target: Option<String>,
     pub findings: Vec<Finding>,
+    /// lint: every proxied route, what it carries and why (the evidence).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub routes: Vec<crate::lint::classify::RouteReport>,
     pub summary: Summary,
     /// Wall time of the work (snapshot + checks), in milliseconds.
     pub duration_ms: f64,
@@ -37,6 +40,7 @@ impl FindingsReport {
             target,
             summary: Summary::of(&findings),
             findings,
+            routes: vec![],
             // Microsecond resolution is plenty and keeps the JSON readable.
             duration_ms: (duration_ms * 1000.0).round() / 1000.0,
         }

@@ -13,7 +13,14 @@ fn header(r: &FindingsReport, pal: Palette) -> String {
         format!(
             "rtcheck lint: {} connections, transport {}, heartbeat {}{}",
             crate::evidence::fmt_num(p.connections_per_machine() as f64),
-            p.transport.map_or("by block names", |t| t.name()),
+            {
+                let ts = p.declared_transports();
+                if ts.is_empty() {
+                    "not declared (routes by evidence)".to_string()
+                } else {
+                    ts.iter().map(|t| t.name()).collect::<Vec<_>>().join(",")
+                }
+            },
             p.ping
                 .map_or("not declared".into(), rtcheck_base::units::fmt_duration),
             p.hop_path()
@@ -40,6 +47,36 @@ fn header(r: &FindingsReport, pal: Palette) -> String {
     out.push('\n');
     if let Some(t) = &r.target {
         out.push_str(&pal.dim(wrap(t, pal.width, "", "  ").trim_end()));
+        out.push('\n');
+    }
+    out.push_str(&routes(r, pal));
+    out
+}
+
+/// lint: each proxied route, what it carries and why, so a user can correct it.
+fn routes(r: &FindingsReport, pal: Palette) -> String {
+    const SHOWN: usize = 20;
+    let mut out = String::new();
+    for rt in r.routes.iter().take(SHOWN) {
+        let what = if rt.carries.is_empty() {
+            "nothing says it carries a stream".to_string()
+        } else {
+            rt.carries
+                .iter()
+                .map(|c| format!("{} ({})", c.transport.as_str(), c.why))
+                .collect::<Vec<_>>()
+                .join("; ")
+        };
+        let line = format!("route {} at {}:{}: {what}", rt.route, rt.file, rt.line);
+        out.push_str(&pal.dim(wrap(&line, pal.width, "", "    ").trim_end()));
+        out.push('\n');
+    }
+    if r.routes.len() > SHOWN {
+        let more = format!(
+            "and {} more routes (--format json lists all)",
+            r.routes.len() - SHOWN
+        );
+        out.push_str(&pal.dim(&more));
         out.push('\n');
     }
     out
