@@ -695,6 +695,8 @@ fn result(
         },
         shape: None,
         publisher: lg.publisher.clone(),
+        server_process: None,
+        server_unmeasured: None,
     }
 }
 

@@ -29,7 +29,8 @@ pub fn parse_stat(text: &str) -> Result<Stat, String> {
     // Field n of proc(5) is f[n - 3].
     let num = |n: usize| -> Result<u64, String> {
         let v = f.get(n - 3).ok_or(format!("field {n} missing"))?;
-        v.parse().map_err(|_| format!("field {n} `{v}` is not a number"))
+        v.parse()
+            .map_err(|_| format!("field {n} `{v}` is not a number"))
     };
     Ok(Stat {
         comm: text[open + 1..close].to_string(),
@@ -65,8 +66,8 @@ pub struct Figures {
 pub fn figures(procfs: &Path, pid: u32) -> Result<Figures, String> {
     let p = procfs.join(pid.to_string());
     let stat_path = p.join("stat");
-    let text = std::fs::read_to_string(&stat_path)
-        .map_err(|e| format!("{}: {e}", stat_path.display()))?;
+    let text =
+        std::fs::read_to_string(&stat_path).map_err(|e| format!("{}: {e}", stat_path.display()))?;
     let s = parse_stat(&text).map_err(|e| format!("{}: {e}", stat_path.display()))?;
     let fd_dir = p.join("fd");
     let fds = std::fs::read_dir(&fd_dir)
@@ -154,7 +155,10 @@ pub fn listeners(procfs: &Path) -> Result<Vec<Listener>, String> {
 
 /// `socket:[12345]` -> 12345.
 pub fn socket_inode(link: &str) -> Option<u64> {
-    link.strip_prefix("socket:[")?.strip_suffix(']')?.parse().ok()
+    link.strip_prefix("socket:[")?
+        .strip_suffix(']')?
+        .parse()
+        .ok()
 }
 
 /// The socket inodes `pid` holds open; None when its fd directory is not readable
