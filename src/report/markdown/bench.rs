@@ -169,12 +169,12 @@ mod tests {
         };
         let a = row("A");
         assert_eq!(
-            (a[1].as_str(), a[3].as_str(), a[17].as_str()),
+            (a[1].as_str(), a[3].as_str(), a[18].as_str()),
             ("1.5", "4.5", "yes")
         );
         let c3 = row("C3");
         assert_eq!((c3[1].as_str(), c3[3].as_str()), ("-", "-"));
-        assert_eq!(c3[17], "**INVALID**");
+        assert_eq!(c3[18], "**INVALID**");
         assert!(md.contains("3 samples unexplained"), "{md}");
         let text =
             crate::report::text::bench::render(&report(), &crate::report::Palette::plain(), false);
