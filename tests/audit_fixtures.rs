@@ -17,6 +17,7 @@ fn roots(name: &str, pid: Option<u32>) -> Roots {
         procfs: tree(name).join("proc"),
         sysfs: tree(name).join("sys"),
         pid,
+        group: None,
     }
 }
 

@@ -354,9 +354,10 @@ fn ctrl_c_stops_nodes_and_redis_and_removes_the_temp_dirs() {
     assert!(out.stdout.is_empty(), "no report after Ctrl-C");
     assert!(err.contains("interrupted"), "{err}");
     for k in kids {
-        let alive = std::fs::read_to_string(format!("/proc/{k}/stat"))
-            .is_ok_and(|s| !s.split(") ").nth(1).unwrap_or("").starts_with('Z'));
-        assert!(!alive, "child {k} left running");
+        assert!(
+            common::procs::gone_within(k as u32, Duration::from_secs(10)),
+            "child {k} left running"
+        );
     }
     let left: Vec<_> = std::fs::read_dir(std::env::temp_dir())
         .unwrap()

@@ -5,7 +5,7 @@
 //! - gorilla_shards.go without a write deadline (the seed's C1 hub): stops (C1 shape);
 //! - the same with a 300 ms deadline: gaps, then recovery (C2 shape);
 //! - gorilla's chat example (write pump, per-client channel): healthy clients stay
-//!   within a bound, the slow ones invisible (C3 shape);
+//!   within a bound; too little sent to show the queue's bound: not called C3;
 //! - node `ws` broadcast with POST /publish and a secret header: every frame counted,
 //!   the header's value never printed.
 mod common;
@@ -129,16 +129,23 @@ fn a_deadline_bounds_the_stall_c2_shape() {
     assert!(fixture_stats(&hub)["dropped"].as_u64().unwrap() >= 10);
 }
 
+/// The chat example bounds each client's queue (256 messages, then removal), but 40
+/// rounds of 400 B sit in the socket buffers: nothing shows the bound yet, so the run
+/// says it cannot tell C3 from unbounded buffering (never C3 on latency alone), measured
+/// on the hub's own process (found by its port).
 #[test]
-fn the_chat_write_pump_keeps_healthy_clients_within_a_bound_c3_shape() {
+fn the_chat_write_pump_keeps_healthy_clients_within_a_bound_not_c3_on_latency() {
     // The example's read limit is 512 bytes: the message fits it.
     let hub = gorilla_hub(&[]);
     let (_, c) = a_then_c(&hub, true, "400", &[]);
-    assert_eq!(c["shape"]["shape"], "C3", "{c:#}");
-    assert!(c["shape"]["verdict"]
+    assert_eq!(c["shape"]["shape"], "undetermined", "{c:#}");
+    let v = c["shape"]["verdict"].as_str().unwrap();
+    assert!(v.contains("socket buffers can hold"), "{v}");
+    assert!(v.contains("Send them more"), "{v}");
+    assert!(c["server_process"]["found_by"]
         .as_str()
         .unwrap()
-        .starts_with("slow clients invisible (C3 shape)"));
+        .contains("the listener on 127.0.0.1:"));
     assert_eq!(
         received(&c),
         50 * 40,

@@ -344,6 +344,8 @@ fn scenario(name: &str, p999: f64) -> rtcheck::bench::model::ScenarioResult {
         percentiles: vec![],
         shape: None,
         publisher: None,
+        server_process: None,
+        server_unmeasured: None,
         client_cpu_s: 1.0,
         p99_vs_floor: None,
         p999_vs_floor: None,

@@ -403,9 +403,14 @@ fn bench_passes_the_control_token_by_environment_only() {
         .spawn()
         .unwrap();
     let kids = common::procs::wait_children(&mut child, 2, Duration::from_secs(60));
-    for k in &kids {
-        let cmdline = std::fs::read(format!("/proc/{k}/cmdline")).unwrap_or_default();
-        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+    for &k in &kids {
+        // Waits for the exec: a read before it sees the parent's command line, or none.
+        let cmdline = common::procs::exec_cmdline(k, child.id(), Duration::from_secs(60))
+            .unwrap_or_else(|| panic!("child {k}: no command line after its exec"));
+        assert!(
+            cmdline.contains(" serve ") || cmdline.contains(" loadgen "),
+            "{cmdline}"
+        );
         assert!(!cmdline.contains(TOKEN), "token on argv: {cmdline}");
     }
     let out = common::procs::sigint(child, false, Duration::from_secs(30));
@@ -429,14 +434,18 @@ fn run_watching_children(mut child: std::process::Child, limit: Duration) -> (Ou
     };
     let out_t = pipe(child.stdout.take().map(|r| Box::new(r) as _));
     let err_t = pipe(child.stderr.take().map(|r| Box::new(r) as _));
-    let mut seen = std::collections::BTreeMap::new();
+    let mut seen = std::collections::BTreeSet::new();
+    let parent = common::procs::cmdline(child.id());
     let t0 = Instant::now();
     let status = loop {
         for k in common::procs::children_of(child.id()) {
-            if let Ok(c) = std::fs::read(format!("/proc/{k}/cmdline")) {
-                if !c.is_empty() {
-                    seen.insert(k, String::from_utf8_lossy(&c).replace('\0', " "));
+            // Before its exec is done a child shows the parent's command line (or none):
+            // only what it shows after counts, and every distinct one is kept.
+            match common::procs::cmdline(k) {
+                Some(c) if Some(&c) != parent.as_ref() => {
+                    seen.insert((k, c));
                 }
+                _ => {}
             }
         }
         if let Some(st) = child.try_wait().unwrap() {
@@ -455,7 +464,7 @@ fn run_watching_children(mut child: std::process::Child, limit: Duration) -> (Ou
         stdout,
         stderr,
     };
-    (out, seen.into_values().collect())
+    (out, seen.into_iter().map(|(_, c)| c).collect())
 }
 
 /// bench cluster on a Redis with a password: its serve nodes get the URL through

@@ -15,6 +15,8 @@ pub struct Roots {
     pub sysfs: PathBuf,
     /// Audit this process instead of the auditing process itself (`self`).
     pub pid: Option<u32>,
+    /// `pid` is a worker of this master/worker server.
+    pub group: Option<super::process::Group>,
 }
 
 impl Default for Roots {
@@ -23,8 +25,18 @@ impl Default for Roots {
             procfs: PathBuf::from("/proc"),
             sysfs: PathBuf::from("/sys"),
             pid: None,
+            group: None,
         }
     }
+}
+
+/// A listening socket of the audited server and its accept queue.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Backlog {
+    pub local: String,
+    /// The effective backlog: min(listen()'s argument, somaxconn when it listened).
+    pub backlog: u64,
+    pub queued: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -134,6 +146,49 @@ pub struct Host {
     pub conntrack: Read<Option<Conntrack>>,
     /// The nf_conntrack_max file looked for (named when it is absent).
     pub conntrack_file: String,
+    /// The audited process is a worker of this server (its master and workers).
+    pub group: Option<super::process::Group>,
+    /// The listening sockets of the audited server (its master and workers too), read
+    /// live through sock_diag; Err: not read, and why.
+    pub backlogs: Read<Vec<Backlog>>,
+}
+
+/// The listeners held by `pids` with their backlog: their socket inodes matched with
+/// sock_diag's listeners. Live only (/proc): a mounted tree has no sockets to ask about.
+fn read_backlogs(roots: &Roots) -> Read<Vec<Backlog>> {
+    use rtcheck_base::os::{process, sockdiag};
+    let Some(pid) = roots.pid else {
+        return Err("rtcheck itself listens on nothing: --pid or --process names the server whose listen backlog to read".into());
+    };
+    if roots.procfs != Path::new("/proc") {
+        return Err(format!(
+            "listen backlogs are read live through sock_diag, not under --procfs {}",
+            roots.procfs.display()
+        ));
+    }
+    let mut pids = vec![pid];
+    if let Some(g) = &roots.group {
+        pids.push(g.master);
+        pids.extend(&g.workers);
+    }
+    let mut inodes = Vec::new();
+    for p in pids {
+        inodes.extend(process::socket_inodes(&roots.procfs, p).ok_or_else(|| {
+            format!("/proc/{p}/fd: not readable (another user's process: run as that user or root)")
+        })?);
+    }
+    let mut v: Vec<Backlog> = sockdiag::listeners()?
+        .into_iter()
+        .filter(|l| inodes.contains(&l.inode))
+        .map(|l| Backlog {
+            local: l.local.to_string(),
+            backlog: u64::from(l.backlog),
+            queued: u64::from(l.queued),
+        })
+        .collect();
+    v.sort_by(|a, b| a.local.cmp(&b.local));
+    v.dedup();
+    Ok(v)
 }
 
 /// Read a whole small file; errors name the path. Read-only (the audit never writes) and
@@ -334,6 +389,8 @@ impl Host {
             cgroup_cpu: cgroup_cpu(&cg_root, cgroups.as_deref()),
             conntrack: read_conntrack(&sys_root),
             conntrack_file: ct_path.display().to_string(),
+            group: roots.group.clone(),
+            backlogs: read_backlogs(roots),
         })
     }
 }

@@ -3,6 +3,7 @@
 //! rendering live in `crate::cmd::audit`.
 pub mod checks;
 pub mod host;
+pub mod process;
 
 use crate::findings::Finding;
 use crate::profile::Profile;
@@ -40,10 +41,23 @@ pub fn validate_skip(skip: &[String]) -> anyhow::Result<()> {
 
 /// What was examined, for the report.
 pub fn describe_target(roots: &Roots, host: &Host) -> String {
+    let process = match &host.group {
+        Some(g) => format!(
+            "{} (a worker of {} master {}; workers {})",
+            host.process,
+            g.name,
+            g.master,
+            g.workers
+                .iter()
+                .map(u32::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        None => host.process.clone(),
+    };
     format!(
-        "procfs {}, sysfs {}, process {}",
+        "procfs {}, sysfs {}, process {process}",
         roots.procfs.display(),
         roots.sysfs.display(),
-        host.process
     )
 }

@@ -3,12 +3,14 @@
 use super::model::{BenchReport, Check, ScenarioResult};
 use super::publisher::PublishVia;
 use super::scenario::{self, ForeignRun, Scenario};
+use super::shape::{HubMemory, Memory};
 use super::target::{self, Proto};
 use super::validity::{self, Inputs};
 use super::wire::{Event, LoadgenResult, CMD_CLOSE_SLOW, CMD_CUTOFF, CMD_PUBLISH, CMD_STOP};
 use super::{check_interrupted, INTERRUPTED};
 use crate::findings::Status;
 use crate::sys::control;
+use crate::sys::procwatch::{Sampler, ServerProcess};
 use indicatif::{ProgressBar, ProgressStyle};
 use rtcheck_base::os::child::ChildGuard;
 use rtcheck_base::os::{clock, limits, signal};
@@ -39,6 +41,8 @@ pub struct FanoutOptions {
     /// Another server to measure (ws(s)://HOST:PORT/PATH on loopback, or through
     /// `connect_to`) instead of scenarios.
     pub server: Option<String>,
+    /// `--pid`: the server's processes to sample (empty: found by the listening port).
+    pub pids: Vec<u32>,
     /// Longest wait for all clients to connect.
     pub connect_timeout: Duration,
     /// How long to wait past the last scheduled round for stragglers.
@@ -168,6 +172,16 @@ pub fn validate(a: &FanoutOptions) -> anyhow::Result<()> {
                 a.connections
             );
         }
+    }
+    if a.server.is_none() && !a.pids.is_empty() {
+        anyhow::bail!("--pid goes with --server (the server rtcheck did not start)");
+    }
+    if let Some(p) = a
+        .pids
+        .iter()
+        .find(|p| !std::path::Path::new(&format!("/proc/{p}")).is_dir())
+    {
+        anyhow::bail!("--pid {p}: no such process");
     }
     let server_tls = match &a.server {
         Some(url) => validate_server(url, a)?,
@@ -516,6 +530,12 @@ fn run_one(run: Run, a: &FanoutOptions) -> anyhow::Result<ScenarioResult> {
     }
     let mut lg = start_loadgen_env(&url, &loadgen_args(a, slow, &sched), &scratch, &env)?;
     let (connected, _failed) = lg.wait_connected(a.connections, a.connect_timeout, &name)?;
+    // A server rtcheck did not start: its own process, watched from outside.
+    let watch = sc.is_none().then(|| {
+        crate::sys::procwatch::find(ctrl, &a.pids)
+            .map(|t| crate::sys::procwatch::Sampler::start(t, Duration::from_millis(250)))
+    });
+    let t_pub = mark(&watch);
     let (stats_before, control) = if a.publish != PublishVia::Server && sc.is_none() {
         // rtcheck publishes: no control plane to ask; the publisher starts now.
         lg.send(CMD_PUBLISH);
@@ -525,6 +545,7 @@ fn run_one(run: Run, a: &FanoutOptions) -> anyhow::Result<ScenarioResult> {
     };
     let healthy = connected.saturating_sub(slow);
     let mut w = watch_rounds(a, &mut lg, ctrl, healthy, &sched, &name, &stats_before)?;
+    let t_bound = mark(&watch);
     let (at_bound, cutoff) = stop_at_bound(a, &mut lg, ctrl, slow, &sched, &w.last)?;
     let mut final_stats = control::stats(ctrl).ok().or(w.last.take());
     if let Some(s) = final_stats.as_mut() {
@@ -568,8 +589,13 @@ fn run_one(run: Run, a: &FanoutOptions) -> anyhow::Result<ScenarioResult> {
     });
     r.checks.push(cleanup_check(lg_clean, srv_clean));
     r.rounds_published_at_bound = at_bound.as_ref().map(|s| s.rounds_sent);
+    let (from, to) = (t_pub.unwrap_or(0.0), t_bound.unwrap_or(f64::MAX));
+    let seen = watch.map(|w| w.map(|s| s.finish(from, to, from + sched.schedule_s)));
+    let mem = add_server_process(&mut r, seen, result.removed_healthy);
     if foreign == Some(ForeignRun::C) {
-        add_shape(&mut r, &result.rounds, a.rate);
+        let why = r.server_unmeasured.clone().unwrap_or_default();
+        let mem = mem.map_or(Memory::Unseen(&why), Memory::Seen);
+        add_shape(&mut r, &result.rounds, a, mem);
     }
     if let Some(s) = sc {
         r.reference = s.evidence().map(crate::evidence::reference);
@@ -669,13 +695,67 @@ fn loadgen_args(a: &FanoutOptions, slow: u64, sched: &Schedule) -> Vec<String> {
     v
 }
 
+/// The sampler's clock now (a mark in the run), None without a sampler or a reading.
+fn mark(watch: &Option<Result<Sampler, String>>) -> Option<f64> {
+    match watch {
+        Some(Ok(s)) => s.now().map(|x| x.t_s),
+        _ => None,
+    }
+}
+
+/// The server's own figures go in the report (or why there are none): peak RSS and CPU
+/// where its control plane gave none, the readings as a note. Returns what the shape
+/// needs: memory over the publishing window and the slow clients it removed (open fds
+/// at the start minus at the time bound, less the healthy clients it closed).
+fn add_server_process(
+    r: &mut ScenarioResult,
+    seen: Option<Result<ServerProcess, String>>,
+    removed_healthy: u64,
+) -> Option<HubMemory> {
+    match seen? {
+        Err(why) => {
+            r.notes.push(format!("server process not measured: {why}"));
+            r.server_unmeasured = Some(why);
+            None
+        }
+        Ok(p) => {
+            r.notes.push(p.line());
+            r.server_rss_mb = r.server_rss_mb.or(Some(p.rss_peak_mb));
+            r.server_cpu_s = r.server_cpu_s.or(Some(p.cpu_s));
+            let m = p.measured().then(|| HubMemory {
+                window_s: p.growth_window_s,
+                rss_start_mb: p.rss_start_mb,
+                rss_end_mb: p.rss_start_mb + p.rss_growth_mb_per_s * p.growth_window_s,
+                growth_mb_per_s: p.rss_growth_mb_per_s,
+                slow_removed: p
+                    .fds_start
+                    .saturating_sub(p.fds_end)
+                    .saturating_sub(removed_healthy),
+            });
+            if m.is_none() {
+                r.server_unmeasured = Some(format!(
+                    "{} readings over {:.1} s of the server's process: too few",
+                    p.samples, p.window_s
+                ));
+            }
+            r.server_process = Some(p);
+            m
+        }
+    }
+}
+
 /// A C run on `--server` gets its shape verdict, first among its notes, with the seed's
 /// row for that shape as its reference. An invalid run gets none: no figure.
-fn add_shape(r: &mut ScenarioResult, rounds: &[super::wire::RoundStat], rate: f64) {
+fn add_shape(
+    r: &mut ScenarioResult,
+    rounds: &[super::wire::RoundStat],
+    a: &FanoutOptions,
+    mem: Memory,
+) {
     if !r.valid {
         return;
     }
-    if let Some(v) = super::shape::classify(rounds, rate, r.slow_clients) {
+    if let Some(v) = super::shape::classify(rounds, a.rate, r.slow_clients, a.size, mem) {
         r.notes
             .insert(0, format!("{} [evidence: {}]", v.verdict, v.evidence));
         r.reference = Some(crate::evidence::reference(&v.evidence));
@@ -911,6 +991,7 @@ mod tests {
             scenario: scenario::ScenarioList(vec![Scenario::A]),
             no_floor: false,
             server: None,
+            pids: vec![],
             connect_timeout: Duration::from_secs(60),
             drain: Duration::from_secs(5),
             foreign: vec![],

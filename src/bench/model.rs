@@ -94,6 +94,12 @@ pub struct ScenarioResult {
     /// A C run on `--server`: the seed's shape the hub showed (C1, C2, C3).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shape: Option<super::shape::ShapeVerdict>,
+    /// A server rtcheck did not start, read from outside through the run (sys::procwatch).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_process: Option<crate::sys::procwatch::ServerProcess>,
+    /// Why the server's process was not measured (remote, not found, unreadable).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_unmeasured: Option<String>,
     /// rtcheck's publisher against its schedule (`--publish ws` / `POST`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub publisher: Option<super::wire::PublisherStat>,

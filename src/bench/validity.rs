@@ -765,6 +765,8 @@ fn result(
         },
         shape: None,
         publisher: lg.publisher.clone(),
+        server_process: None,
+        server_unmeasured: None,
     }
 }
 

@@ -26,8 +26,9 @@ Examples:
     rtcheck audit --connections 50000 --role proxy --fail-on warn
   judged at your traffic (cpu, memory), not the default 10 msg/s of 1 KiB:
     rtcheck audit --connections 50000 --rate 2 --size 512
-  the limits of a running service:
-    rtcheck audit --pid $(pidof myserver)
+  the limits of a running service (a master/worker one: its workers):
+    rtcheck audit --pid \"$(pidof myserver)\"
+    rtcheck audit --process nginx
   the host, from a container with its /proc and /sys mounted:
     docker run -v /proc:/host/proc:ro -v /sys:/host/sys:ro ... \\
       rtcheck audit --procfs /host/proc --sysfs /host/sys
@@ -53,9 +54,15 @@ pub struct AuditArgs {
     /// sysfs root (cgroup limits are read under DIR/fs/cgroup).
     #[arg(long, value_name = "DIR", default_value = "/sys")]
     pub sysfs: PathBuf,
-    /// Audit this process's own limits, fds, affinity and cgroup (default: rtcheck itself).
-    #[arg(long, value_name = "PID")]
-    pub pid: Option<u32>,
+    /// Audit this process's own limits, fds, affinity, cgroup and listen backlog
+    /// (default: rtcheck itself). A list as `pidof` prints it (`"$(pidof nginx)"`) or
+    /// 1,2,3: a master/worker server's workers are judged.
+    #[arg(long, value_name = "PIDS", value_parser = super::parse_pids)]
+    pub pid: Option<super::PidList>,
+    /// Audit the running process(es) called NAME (as --pid "$(pidof NAME)"; also a
+    /// process title such as `gunicorn: master`).
+    #[arg(long, value_name = "NAME", conflicts_with = "pid")]
+    pub process: Option<String>,
     /// The audited host's root: the running proxies' configs are read under it
     /// (etc/nginx/nginx.conf, etc/haproxy/haproxy.cfg, etc/caddy/Caddyfile) and their
     /// open-files limits judged. Without it, only with --role proxy (root / for /proc).
@@ -225,6 +232,72 @@ pub fn run(a: AuditArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
     Ok(super::exit::of_outcome(&outcome, invalid_measurement))
 }
 
+/// The roots with the judged process: --pid's list or --process's name resolved, a
+/// master/worker server's first worker (its workers carry the connections).
+pub fn audited(a: &AuditArgs) -> anyhow::Result<Roots> {
+    let mut roots = Roots {
+        procfs: a.procfs.clone(),
+        sysfs: a.sysfs.clone(),
+        ..Roots::default()
+    };
+    let given = match (&a.pid, &a.process) {
+        (Some(p), _) => p.0.clone(),
+        (None, Some(name)) => {
+            let found = audit::process::named(&table(&a.procfs), name);
+            if found.is_empty() {
+                anyhow::bail!(
+                    "--process {name}: no running process by that name (under {})",
+                    a.procfs.display()
+                );
+            }
+            found
+        }
+        (None, None) => return Ok(roots),
+    };
+    if let Some(p) = given
+        .iter()
+        .find(|p| !a.procfs.join(p.to_string()).is_dir())
+    {
+        anyhow::bail!(
+            "--pid {p}: no such process ({} missing)",
+            a.procfs.join(p.to_string()).display()
+        );
+    }
+    let j = audit::process::resolve(&table(&a.procfs), &given)
+        .ok_or_else(|| anyhow::anyhow!("--pid: no process id"))?;
+    roots.pid = Some(j.pid);
+    roots.group = j.group;
+    Ok(roots)
+}
+
+/// The process table under `procfs`, with the names processes show.
+fn table(procfs: &std::path::Path) -> Vec<audit::process::Proc> {
+    rtcheck_base::os::process::stats(procfs)
+        .into_iter()
+        .map(|(pid, st)| {
+            let cmdline =
+                std::fs::read(procfs.join(pid.to_string()).join("cmdline")).unwrap_or_default();
+            audit::process::Proc {
+                pid,
+                ppid: st.ppid,
+                name: audit::process::shown_name(&st.comm, &cmdline),
+                comm: st.comm,
+            }
+        })
+        .collect()
+}
+
+/// `--verify` with --pid runs its experiments on rtcheck's own server: each result is a
+/// reference beside the user's process, never a figure of it.
+fn label_reference(findings: &mut [crate::findings::Finding], pid: u32) {
+    for v in findings.iter_mut().filter_map(|f| f.verification.as_mut()) {
+        v.verdict = format!(
+            "reference, measured on rtcheck's own server (not process {pid}): {}",
+            v.verdict
+        );
+    }
+}
+
 /// One audit: the report (proxy findings, --verify, the baseline applied), its outcome,
 /// and the --write-baseline file to write with it.
 type Once = (FindingsReport, Outcome, Option<(PathBuf, String)>);
@@ -232,11 +305,7 @@ type Once = (FindingsReport, Outcome, Option<(PathBuf, String)>);
 fn once(a: &AuditArgs, base: &super::baseline::Loaded) -> anyhow::Result<Once> {
     let started = Instant::now();
     let profile = resolve_profile(a)?;
-    let roots = Roots {
-        procfs: a.procfs.clone(),
-        sysfs: a.sysfs.clone(),
-        pid: a.pid,
-    };
+    let roots = audited(a)?;
     let mut r = build_report(profile, &roots, &a.skip)?;
     // A proxy's checks belong to the proxy role: run when it applies or when asked
     // (--root names where the configs are); else a running proxy is only named.
@@ -267,6 +336,9 @@ fn once(a: &AuditArgs, base: &super::baseline::Loaded) -> anyhow::Result<Once> {
             ..super::verify::default_options()
         };
         crate::verify::attach(&mut r.findings, &opts)?;
+        if let Some(pid) = roots.pid {
+            label_reference(&mut r.findings, pid);
+        }
         // With a profile, the delivery it implies is measured too (issue 12).
         if a.workload.profile.is_some() {
             let d = super::delivery::for_profile(&r.profile, a.verify_timeout)?;

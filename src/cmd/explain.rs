@@ -54,6 +54,7 @@ pub fn run(a: ExplainArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
             procfs: a.procfs.clone(),
             sysfs: a.sysfs.clone(),
             pid: None,
+            group: None,
         };
         let r = super::audit::build_report(profile, &roots, &[])?;
         let f = r

@@ -64,6 +64,7 @@ pub fn run(ctx: Ctx) -> anyhow::Result<ExitCode> {
         procfs: PathBuf::from("/proc"),
         sysfs: PathBuf::from("/sys"),
         pid,
+        group: None,
     };
     let report = audit::build_report(profile.clone(), &roots, &[])?;
     println!(

@@ -160,6 +160,40 @@ fn count_at_least(s: &str, min: u64) -> Result<u64, String> {
     }
 }
 
+/// `--pid`: one pid or several, as `pidof` prints them (spaces) or comma-separated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PidList(pub Vec<u32>);
+
+/// `--pid "$(pidof nginx)"`: `1 2 3`, `1,2,3`; each a process id above 0, at most 4096
+/// of them (a list that long is not one server); duplicates kept once, order kept.
+pub fn parse_pids(s: &str) -> Result<PidList, String> {
+    let mut v: Vec<u32> = Vec::new();
+    for w in s
+        .split(|c: char| c == ',' || c.is_whitespace())
+        .filter(|w| !w.is_empty())
+    {
+        match w.parse::<u32>() {
+            Ok(p) if p > 0 => {
+                if !v.contains(&p) {
+                    v.push(p);
+                }
+            }
+            _ => {
+                return Err(format!(
+                    "`{w}` is not a process id (a list: `pidof NAME` output, or 1234,5678)"
+                ))
+            }
+        }
+        if v.len() > 4096 {
+            return Err("more than 4096 process ids".into());
+        }
+    }
+    if v.is_empty() {
+        return Err("no process id (is the server running? `pidof NAME` printed nothing)".into());
+    }
+    Ok(PidList(v))
+}
+
 /// `--rate`: messages per second, a finite number above 0.
 pub fn parse_rate(s: &str) -> Result<f64, String> {
     match s.trim().parse::<f64>() {

@@ -21,11 +21,49 @@ pub fn children_of(pid: u32) -> Vec<u32> {
     out
 }
 
+/// A process's command line, NUL-separated arguments joined by spaces; None when it
+/// cannot be read or is empty (a kernel thread, a zombie, a process gone).
+pub fn cmdline(pid: u32) -> Option<String> {
+    let c = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+    let s = String::from_utf8_lossy(&c).replace('\0', " ");
+    let s = s.trim_end().to_string();
+    (!s.is_empty()).then_some(s)
+}
+
+/// `pid`'s command line once its exec is done: a forked child shows its parent's command
+/// line until execve returns, so one read can see the parent's (with whatever the parent
+/// had on argv) or nothing. Polls until the command line is there and differs from the
+/// parent's; None if the process ends first or after `limit`.
+pub fn exec_cmdline(pid: u32, parent: u32, limit: Duration) -> Option<String> {
+    let before = cmdline(parent);
+    let until = Instant::now() + limit;
+    loop {
+        match cmdline(pid) {
+            Some(c) if Some(&c) != before.as_ref() => return Some(c),
+            _ if !alive(pid) || Instant::now() >= until => return None,
+            _ => std::thread::sleep(Duration::from_millis(10)),
+        }
+    }
+}
+
 /// Running (a zombie counts as gone: it has exited, only its entry is left to reap).
 pub fn alive(pid: u32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
         .map(|s| !s[s.rfind(')').unwrap() + 2..].starts_with('Z'))
         .unwrap_or(false)
+}
+
+/// Whether `pid` ended within `limit` (polled: a child killed by its parent's guard may
+/// still be on its way out when the parent's own exit is seen).
+pub fn gone_within(pid: u32, limit: Duration) -> bool {
+    let until = Instant::now() + limit;
+    while alive(pid) {
+        if Instant::now() >= until {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    true
 }
 
 /// Wait until `child` has at least `n` children; panics with its stderr if it exits first,

@@ -119,6 +119,29 @@ fn fd_limit(w: &Workload, h: &Host) -> Finding {
     } else {
         h.process.clone()
     };
+    let (summary, runtime, persistent) = match &h.group {
+        Some(g) => {
+            observed.push_str(&format!(
+                "; a worker of {} master {} (workers {})",
+                g.name,
+                g.master,
+                list(&g.workers)
+            ));
+            worker_fix(g, status, &t)
+        }
+        None => (
+            summary,
+            vec![
+                format!("ulimit -n {t}   # in the shell that starts the server"),
+                format!("sudo prlimit --pid {pid} --nofile={t}:{}", plain(target.max(l.hard))),
+            ],
+            vec![
+                format!("/etc/security/limits.conf: `<user> soft nofile {t}` and `<user> hard nofile {t}`"),
+                format!("systemd unit, [Service]: LimitNOFILE={t}  then systemctl daemon-reload and restart"),
+                format!("docker run --ulimit nofile={t}:{t}"),
+            ],
+        ),
+    };
     let mut d = Draft::new(&FD_LIMIT)
         .status(status)
         .observed(observed)
@@ -130,18 +153,7 @@ fn fd_limit(w: &Workload, h: &Host) -> Finding {
             need_rule(w),
             n(num("ulimit-n", "connections_reached") as u64)
         ))
-        .fix(
-            summary,
-            vec![
-                format!("ulimit -n {t}   # in the shell that starts the server"),
-                format!("sudo prlimit --pid {pid} --nofile={t}:{}", plain(target.max(l.hard))),
-            ],
-            vec![
-                format!("/etc/security/limits.conf: `<user> soft nofile {t}` and `<user> hard nofile {t}`"),
-                format!("systemd unit, [Service]: LimitNOFILE={t}  then systemctl daemon-reload and restart"),
-                format!("docker run --ulimit nofile={t}:{t}"),
-            ],
-        )
+        .fix(summary, runtime, persistent)
         .num("soft", l.soft as f64)
         .num("hard", l.hard as f64)
         .num("needed", needed as f64)
@@ -220,6 +232,46 @@ fn fd_system(w: &Workload, h: &Host) -> Finding {
         .num("needed", needed as f64)
         .num("recommended", recommended as f64)
         .build()
+}
+
+fn list(pids: &[u32]) -> String {
+    pids.iter()
+        .map(u32::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// A master/worker server: the workers carry the connections, and each got its limit
+/// from the master when forked (or from the server's own directive); prlimit on the
+/// master reaches none of the running workers. The server's directive, or its unit.
+fn worker_fix(
+    g: &crate::audit::process::Group,
+    status: Status,
+    t: &str,
+) -> (String, Vec<String>, Vec<String>) {
+    let unit = format!(
+        "systemd unit of {}, [Service]: LimitNOFILE={t}  then systemctl daemon-reload and restart (workers inherit it from the master)",
+        g.name
+    );
+    let directive = match g.name.as_str() {
+        "nginx" => Some(format!("nginx.conf, main context: `worker_rlimit_nofile {t};` then `sudo nginx -s reload` (new workers start with it); worker_connections stays below it")),
+        "haproxy" => Some(format!("haproxy.cfg, global: `maxconn N` (HAProxy sizes its own open-files limit from it; `fd-hard-limit {t}` caps it), then reload")),
+        n if n.starts_with("php-fpm") => Some(format!("php-fpm.conf (global or the pool): `rlimit_files = {t}` then reload php-fpm")),
+        _ => None,
+    };
+    let summary = if status == Status::Pass {
+        format!("Nothing to do: the {} workers have enough.", g.name)
+    } else {
+        format!(
+            "The {} workers ({}) carry the connections: raise their limit {}; `prlimit` on the master ({}) does not reach running workers.",
+            g.name,
+            list(&g.workers),
+            if directive.is_some() { "with the server's directive, or the service unit" } else { "in the service unit and restart" },
+            g.master
+        )
+    };
+    let runtime = directive.into_iter().collect();
+    (summary, runtime, vec![unit])
 }
 
 /// Numbers for commands: no thousands separators.

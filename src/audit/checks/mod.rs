@@ -381,6 +381,8 @@ mod tests {
             }),
             conntrack: Ok(None),
             conntrack_file: "nf_conntrack_max".into(),
+            group: None,
+            backlogs: Err("not read".into()),
         }
     }
 

@@ -237,7 +237,14 @@ fn somaxconn(w: &Workload, h: &Host) -> Finding {
         (Ok(a), Ok(b)) => (*a, *b),
         (Err(e), _) | (_, Err(e)) => return skipped(&SOMAXCONN, e.clone(), expected),
     };
-    let status = if smc < burst || syn < burst {
+    // The server's own listeners: their effective backlog is min(listen arg, somaxconn
+    // at listen time); raising somaxconn later does not reach a socket already listening.
+    let short: Vec<&crate::audit::host::Backlog> = h
+        .backlogs
+        .as_ref()
+        .map(|v| v.iter().filter(|b| b.backlog < burst).collect())
+        .unwrap_or_default();
+    let status = if smc < burst || syn < burst || !short.is_empty() {
         Status::Warn
     } else {
         Status::Pass
@@ -252,13 +259,44 @@ fn somaxconn(w: &Workload, h: &Host) -> Finding {
     persistent.push(
         "the listen() backlog is capped by somaxconn: pass a large backlog (nginx `listen ... backlog=N`; Go uses somaxconn)".into(),
     );
-    Draft::new(&SOMAXCONN)
+    let mut observed = format!(
+        "net.core.somaxconn {}, net.ipv4.tcp_max_syn_backlog {}",
+        n(smc),
+        n(syn)
+    );
+    match &h.backlogs {
+        Ok(v) if v.is_empty() => observed.push_str("; the process listens on no TCP socket"),
+        Ok(v) => {
+            let each: Vec<String> = v
+                .iter()
+                .map(|b| {
+                    format!(
+                        "{} backlog {} ({} queued)",
+                        b.local,
+                        n(b.backlog),
+                        n(b.queued)
+                    )
+                })
+                .collect();
+            observed.push_str(&format!("; listening: {}", each.join(", ")));
+        }
+        Err(_) => {}
+    }
+    if !short.is_empty() {
+        persistent.insert(
+            0,
+            format!(
+                "the server's listen backlog is below {}: raise it in the server (nginx `listen ... backlog={}`; Python websockets.serve(..., backlog={}); Node server.listen({{backlog: {}}})) and restart it, after somaxconn",
+                n(burst),
+                burst,
+                burst,
+                burst
+            ),
+        );
+    }
+    let mut d = Draft::new(&SOMAXCONN)
         .status(status)
-        .observed(format!(
-            "net.core.somaxconn {}, net.ipv4.tcp_max_syn_backlog {}",
-            n(smc),
-            n(syn)
-        ))
+        .observed(observed)
         .expected(expected)
         .rule(format!(
             "after a restart or network blip every client reconnects at once ({} connections, capped at 65,535); handshakes beyond the SYN and accept queues are dropped and retried seconds later (SYN retransmits start at 1 s and double); warn when either queue is smaller than the burst. In the evidence {}.",
@@ -268,6 +306,11 @@ fn somaxconn(w: &Workload, h: &Host) -> Finding {
         .fix(
             if status == Status::Pass {
                 "Nothing to do.".to_string()
+            } else if !short.is_empty() {
+                format!(
+                    "The server listens with a backlog below the burst ({}): raise its listen backlog, and both queues, to the burst size.",
+                    n(short[0].backlog)
+                )
             } else {
                 "Raise both queues to the burst size.".to_string()
             },
@@ -276,8 +319,16 @@ fn somaxconn(w: &Workload, h: &Host) -> Finding {
         )
         .num("somaxconn", smc as f64)
         .num("tcp_max_syn_backlog", syn as f64)
-        .num("burst", burst as f64)
-        .build()
+        .num("burst", burst as f64);
+    if let Some(low) = h
+        .backlogs
+        .as_ref()
+        .ok()
+        .and_then(|v| v.iter().map(|b| b.backlog).min())
+    {
+        d = d.num("listen_backlog", low as f64);
+    }
+    d.build()
 }
 
 fn conntrack(w: &Workload, h: &Host) -> Finding {

@@ -178,6 +178,11 @@ pub struct FanoutArgs {
     /// clients if given.
     #[arg(long)]
     pub server: Option<String>,
+    /// With --server: the server's process(es), to sample its RSS, fds, threads and CPU
+    /// through the run (`"$(pidof NAME)"` or 1,2,3). Default: the process listening on
+    /// --server's port, when it runs on this host and this user can read its fds.
+    #[arg(long, value_name = "PIDS", value_parser = crate::cmd::parse_pids)]
+    pub pid: Option<crate::cmd::PidList>,
     /// With --server, who publishes: `server` (it publishes rtcheck's payload by itself,
     /// started by /control/start), `ws` (rtcheck sends each message on a connection of
     /// its own and the server broadcasts it, chat-style), or 'POST URL' (the app's
@@ -260,6 +265,7 @@ impl FanoutArgs {
             scenario,
             no_floor: self.no_floor,
             server: self.server.clone(),
+            pids: self.pid.clone().map(|p| p.0).unwrap_or_default(),
             connect_timeout: self.connect_timeout,
             drain: self.drain,
             foreign,

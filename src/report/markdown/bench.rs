@@ -1,6 +1,6 @@
 //! markdown rendering of bench results (for BENCHMARKS.md and PR comments).
 use crate::bench::model::{BenchReport, IdleReport};
-use crate::report::text::bench::{count, floor_ratio, ms};
+use crate::report::text::bench::{count, floor_ratio, ms, rss_growth};
 
 pub fn render(rep: &BenchReport) -> String {
     let mut out = format!(
@@ -12,11 +12,11 @@ pub fn render(rep: &BenchReport) -> String {
         rep.server,
         rep.host_cores
     );
-    out.push_str("| scenario | p50 | p99 | p99.9 | max (ms) | > 100 ms | > 1 s | rounds | last client med / max | hub med / max | drops | removed | server RSS MB | server CPU s | client CPU s | p99 / F | p99.9 / F | valid |\n");
-    out.push_str("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
+    out.push_str("| scenario | p50 | p99 | p99.9 | max (ms) | > 100 ms | > 1 s | rounds | last client med / max | hub med / max | drops | removed | server RSS MB | RSS growth MB/s | server CPU s | client CPU s | p99 / F | p99.9 / F | valid |\n");
+    out.push_str("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
     for r in &rep.scenarios {
         out.push_str(&format!(
-            "| {} | {} | {} | {} | {} | {} | {} | {}/{} | {} / {} | {} / {} | {} | {} | {} | {} | {:.1} | {} | {} | {} |\n",
+            "| {} | {} | {} | {} | {} | {} | {} | {}/{} | {} / {} | {} / {} | {} | {} | {} | {} | {} | {:.1} | {} | {} | {} |\n",
             r.name,
             ms(r.p50_ms),
             ms(r.p99_ms),
@@ -33,6 +33,7 @@ pub fn render(rep: &BenchReport) -> String {
             count(r.drops),
             count(r.removed),
             r.server_rss_mb.map(|x| format!("{x:.0}")).unwrap_or_else(|| "-".into()),
+            rss_growth(r),
             r.server_cpu_s.map(|x| format!("{x:.1}")).unwrap_or_else(|| "-".into()),
             r.client_cpu_s,
             floor_ratio(r.p99_vs_floor),
@@ -168,12 +169,12 @@ mod tests {
         };
         let a = row("A");
         assert_eq!(
-            (a[1].as_str(), a[3].as_str(), a[17].as_str()),
+            (a[1].as_str(), a[3].as_str(), a[18].as_str()),
             ("1.5", "4.5", "yes")
         );
         let c3 = row("C3");
         assert_eq!((c3[1].as_str(), c3[3].as_str()), ("-", "-"));
-        assert_eq!(c3[17], "**INVALID**");
+        assert_eq!(c3[18], "**INVALID**");
         assert!(md.contains("3 samples unexplained"), "{md}");
         let text =
             crate::report::text::bench::render(&report(), &crate::report::Palette::plain(), false);

@@ -121,12 +121,21 @@ fn server_row(r: &ScenarioResult) -> Vec<String> {
         r.server_rss_mb
             .map(|x| format!("{x:.0}"))
             .unwrap_or_else(|| "-".into()),
+        rss_growth(r),
         r.server_cpu_s
             .map(|x| format!("{x:.1}"))
             .unwrap_or_else(|| "-".into()),
         format!("{:.1}", r.client_cpu_s),
         ms(r.round_start_drift_max_ms),
     ]
+}
+
+/// The server's RSS growth while the run sent (MB/s), measured on its process.
+pub fn rss_growth(r: &ScenarioResult) -> String {
+    r.server_process
+        .as_ref()
+        .map(|p| format!("{:+.2}", p.rss_growth_mb_per_s))
+        .unwrap_or_else(|| "-".into())
 }
 
 /// A floor that measured a higher p99 than a scenario it bounds: said once, in words.
@@ -271,6 +280,7 @@ pub fn render(rep: &BenchReport, p: &Palette, explain: bool) -> String {
             "drops",
             "removed",
             "server peak RSS MB",
+            "RSS growth MB/s",
             "server CPU s",
             "client CPU s",
             "start drift max ms",

@@ -1,5 +1,6 @@
 //! OS primitives: child processes that never outlive the run, Ctrl-C and SIGTERM, a run's
-//! deadline, rlimits, /proc readings, poll(2), the loopback check.
+//! deadline, rlimits, /proc readings (this process, another one, listeners and their
+//! backlog through sock_diag), poll(2), the loopback check.
 pub mod addr;
 pub mod child;
 pub mod clock;
@@ -7,4 +8,6 @@ pub mod deadline;
 pub mod fd;
 pub mod limits;
 pub mod proc;
+pub mod process;
 pub mod signal;
+pub mod sockdiag;
