@@ -727,3 +727,45 @@ fn socketio_hub_heartbeat_is_recognised_and_answered() {
         summary(&raw)
     );
 }
+
+/// The same hub behind nginx without the Upgrade lines (its docs' minimal proxy_pass):
+/// the WebSocket handshake reaches the hub as plain HTTP (the truth: not 101), so Socket.IO
+/// clients fall back to long-polling, which works through this nginx: upgrade fails, and
+/// says the polling transport answered (the Engine.IO open packet, the independent
+/// client's GET too). With the Upgrade lines and the Host forwarded (python-socketio
+/// accepts only an Origin matching the Host, port included, by default: `$http_host`,
+/// not `$host`): 101, no fallback note.
+#[test]
+fn socketio_behind_nginx_without_upgrade_falls_back_to_polling() {
+    let hub = py_socketio(&[("PING_INTERVAL", "2"), ("PING_TIMEOUT", "2")]);
+    let p = nginx_proxy(&format!(
+        "    location /bad/ {{\n      proxy_pass http://{a}/;\n    }}\n    location /good/ {{\n      proxy_pass http://{a}/;\n      proxy_set_header Host $http_host;\n{NGINX_WS}    }}\n",
+        a = hub.addr()
+    ));
+    let q = "socket.io/?EIO=4&transport=websocket";
+    let (bad, good) = (
+        p.url("ws", &format!("/bad/{q}")),
+        p.url("ws", &format!("/good/{q}")),
+    );
+    let truth = observe_ws(&bad, 1.0, None);
+    assert_ne!(truth["head"]["status"], 101, "fixture truth: {truth}");
+    let poll = observe_http(&p.url("http", "/bad/socket.io/?EIO=4&transport=polling"));
+    assert_eq!(
+        poll["head"]["status"], 200,
+        "fixture truth: polling opens: {poll}"
+    );
+    let (r, code, err) = probe_json(&["--quick", "--timeout", "3s", "--public", &bad, &good]);
+    let ctx = format!("exit {code} stderr {err}\n{}", summary(&r));
+    assert_eq!(status_of(&r, "upgrade", "/bad/"), "fail", "{ctx}");
+    let seen = observed_of(&r, "upgrade", "/bad/");
+    assert!(
+        seen.contains("long-polling transport answered through the path"),
+        "{ctx}"
+    );
+    assert!(seen.contains("pingInterval 2 s"), "{ctx}");
+    assert_eq!(status_of(&r, "upgrade", "/good/"), "pass", "{ctx}");
+    assert!(
+        !observed_of(&r, "upgrade", "/good/").contains("long-polling"),
+        "{ctx}"
+    );
+}

@@ -5,6 +5,7 @@
 pub mod browser;
 pub mod client;
 pub mod compression;
+pub mod fallback;
 pub mod heartbeat;
 pub mod http2;
 pub mod idle_timeout;
@@ -200,6 +201,8 @@ pub struct UrlObs {
     pub proxy: Proxy,
     /// The declared path, when one was (`path::checks`).
     pub path: Option<std::sync::Arc<path::Declared>>,
+    /// A Socket.IO URL whose upgrade failed: its long-polling transport, asked once.
+    pub fallback: Option<Result<fallback::PollingOpen, String>>,
 }
 
 impl UrlObs {
@@ -398,6 +401,7 @@ pub async fn probe_url(
         idle_for_ms: o.idle_for.as_secs_f64() * 1000.0,
         proxy: Proxy::Unknown,
         path: o.path.clone(),
+        fallback: None,
     };
     let d = direct.as_ref();
     let probed = match kind {
@@ -456,6 +460,12 @@ async fn probe_ws(
     let nop = &session::NoProgress;
     let foreign = session::websocket(t, &o.client, FOREIGN_ORIGIN, None, None, nop);
     u.origin_status = Some(foreign.await.map_or(0, |f| f.head.status));
+    let socketio = app
+        .as_ref()
+        .is_some_and(|a| a.protocol == rtcheck_wire::appproto::AppProtocol::SocketIo);
+    if socketio && ws.head.status != 101 {
+        u.fallback = Some(fallback::engineio_polling(t, &o.client).await);
+    }
     u.ws = Some(ws);
     if let Some(d) = direct {
         // The page's Origin, to the endpoint itself: what the path changes shows.

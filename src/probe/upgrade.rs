@@ -90,6 +90,10 @@ pub fn check(u: &UrlObs) -> Option<Finding> {
         fix,
     );
     f.numbers.insert("status".into(), h.status as f64);
+    if let Some(fb) = &u.fallback {
+        f.observed
+            .push_str(&format!("; {}", super::fallback::note(fb)));
+    }
     if let Some(s) = &ws.stream {
         // Whatever the payload: the messages that came through, and how often.
         f.observed.push_str(&format!(
