@@ -420,6 +420,13 @@ fn probe_and_load_against_a_local_serve_fit() {
         assert!(text.starts_with("rtcheck probe PASS"), "{text}");
         assert_whole(&text, "sse-buffering");
     }
+    // A declared hop that always names itself and was not seen: a warning, its header,
+    // the finding's lines and its fix within the width too.
+    let args = ["probe", "--quick", "--path", "cloudflare,nginx", &sse, &ws];
+    for text in check_widths(&args) {
+        assert!(text.contains("warn path-hops ("), "{text}");
+        assert_whole(&text, "path-hops");
+    }
     let work = format!("http://{}/work?ms=2", srv.addr);
     check_text(&["load", &work, "--concurrency", "1,2", "--step", "500ms"]);
 }
