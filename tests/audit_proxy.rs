@@ -160,7 +160,10 @@ fn audit_reads_the_proxys_config_under_the_root_and_its_fd_limit() {
         assert!(find(&v, id).is_none(), "{id} on a server audit");
     }
     let target = v["target"].as_str().unwrap();
-    assert!(target.contains("nginx running here, not audited"), "{target}");
+    assert!(
+        target.contains("nginx running here, not audited"),
+        "{target}"
+    );
 }
 
 #[test]
@@ -196,5 +199,8 @@ fn two_proxies_on_one_host_make_one_finding_per_id() {
     );
     let read = find(&v, "proxy-config-read").unwrap();
     let observed = read["observed"].as_str().unwrap();
-    assert!(observed.contains("nginx") && observed.contains("haproxy"), "{read:#}");
+    assert!(
+        observed.contains("nginx") && observed.contains("haproxy"),
+        "{read:#}"
+    );
 }

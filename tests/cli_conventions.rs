@@ -24,7 +24,10 @@ fn bad_flags_are_one_line_and_exit_2() {
 #[test]
 fn a_misspelled_flag_or_subcommand_gets_did_you_mean() {
     for (args, want) in [
-        (vec!["audit", "--conections", "5"], "did you mean `--connections`?"),
+        (
+            vec!["audit", "--conections", "5"],
+            "did you mean `--connections`?",
+        ),
         (vec!["audti"], "did you mean `audit`?"),
         (vec!["bench", "fanot"], "did you mean `fanout`?"),
     ] {
@@ -64,7 +67,11 @@ fn counts_are_taken_as_people_write_them() {
     // And in a profile's YAML.
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("p.yaml");
-    std::fs::write(&p, "connections: 20k\nmachines: 2\nvisible_within: 1s\nupstream: none\nloss: replaceable\n").unwrap();
+    std::fs::write(
+        &p,
+        "connections: 20k\nmachines: 2\nvisible_within: 1s\nupstream: none\nloss: replaceable\n",
+    )
+    .unwrap();
     let out = rtcheck()
         .args(["choose", "--format", "json", "--answers"])
         .arg(&p)

@@ -76,7 +76,9 @@ fn every_id_printed_is_known_to_explain() {
     let proc = fixture("stock-distro/proc");
     let sys = fixture("stock-distro/sys");
     let (proc, sys) = (proc.to_str().unwrap(), sys.to_str().unwrap());
-    let audit = ["audit", "--format", "json", "--procfs", proc, "--sysfs", sys];
+    let audit = [
+        "audit", "--format", "json", "--procfs", proc, "--sysfs", sys,
+    ];
     ids(&json(&audit), &mut all);
     // A proxy host: an nginx master and worker in a copy of the procfs, its config at the
     // usual path under the root.
@@ -93,9 +95,16 @@ fn every_id_printed_is_known_to_explain() {
     on_proxy[4] = hostproc.to_str().unwrap();
     on_proxy.extend(["--role", "proxy", "--root", root.to_str().unwrap()]);
     ids(&json(&on_proxy), &mut all);
-    for f in ["docs/lint/nginx.conf", "docs/lint/haproxy.cfg", "lint/guides"] {
+    for f in [
+        "docs/lint/nginx.conf",
+        "docs/lint/haproxy.cfg",
+        "lint/guides",
+    ] {
         let p = fixture(f);
-        ids(&json(&["lint", "--format", "json", p.to_str().unwrap()]), &mut all);
+        ids(
+            &json(&["lint", "--format", "json", p.to_str().unwrap()]),
+            &mut all,
+        );
     }
     let answers = fixture("docs/review.yaml");
     let profile = fixture("docs/review-profile.yaml");
@@ -136,7 +145,12 @@ fn every_id_printed_is_known_to_explain() {
     // Ids that name a run's own expression are not catalogue ids.
     all.retain(|id| !id.starts_with("threshold:") && !id.starts_with("validity:"));
     assert!(all.len() > 40, "the runs printed ids: {all:?}");
-    for must in ["proxy-fd-limit", "idle-timeout", "nginx-ws-upgrade", "aws-alb"] {
+    for must in [
+        "proxy-fd-limit",
+        "idle-timeout",
+        "nginx-ws-upgrade",
+        "aws-alb",
+    ] {
         assert!(all.contains(must), "{must} printed: {all:?}");
     }
     let unknown: Vec<&String> = all

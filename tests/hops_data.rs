@@ -219,13 +219,25 @@ fn the_chain_json_has_the_contract_keys() {
 fn every_cloud_command_names_its_resource_and_how_to_find_each_placeholder() {
     let text = include_str!("../data/hops.yaml");
     let required: &[(&str, &[&str])] = &[
-        ("aws elbv2 modify-load-balancer-attributes", &["--load-balancer-arn"]),
+        (
+            "aws elbv2 modify-load-balancer-attributes",
+            &["--load-balancer-arn"],
+        ),
         ("aws elbv2 modify-listener-attributes", &["--listener-arn"]),
-        ("aws elb modify-load-balancer-attributes", &["--load-balancer-name"]),
+        (
+            "aws elb modify-load-balancer-attributes",
+            &["--load-balancer-name"],
+        ),
         ("gcloud compute backend-services update", &["--global"]),
         ("gcloud run services update", &["--region"]),
-        ("az network lb rule update", &["--resource-group", "--lb-name", "--name"]),
-        ("az network application-gateway update", &["--resource-group", "--name"]),
+        (
+            "az network lb rule update",
+            &["--resource-group", "--lb-name", "--name"],
+        ),
+        (
+            "az network application-gateway update",
+            &["--resource-group", "--name"],
+        ),
         ("heroku features:enable", &["--app"]),
     ];
     let mut checked = 0;

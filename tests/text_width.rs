@@ -537,8 +537,14 @@ fn every_checklist_item_and_every_explain_fits() {
 #[test]
 fn commands_sources_and_errors_fit_80() {
     for host in ["stock-distro", "tuned-server", "small-container"] {
-        let (proc, sys) = (fixture(&format!("{host}/proc")), fixture(&format!("{host}/sys")));
-        let text = text_at(&["audit", "--explain", "--procfs", &proc, "--sysfs", &sys], 80);
+        let (proc, sys) = (
+            fixture(&format!("{host}/proc")),
+            fixture(&format!("{host}/sys")),
+        );
+        let text = text_at(
+            &["audit", "--explain", "--procfs", &proc, "--sysfs", &sys],
+            80,
+        );
         assert!(text.contains("printf '%s\\n'"), "{host}: {text}");
         // A broken command ends each of its lines but the last with ` \`.
         for w in text.lines().collect::<Vec<_>>().windows(2) {
@@ -550,7 +556,12 @@ fn commands_sources_and_errors_fit_80() {
     for id in rtcheck::hops::ids() {
         text_at(&["hops", id], 80);
     }
-    for id in ["proxy-fd-limit", "idle-timeout", "nginx-ws-upgrade", "write-deadline-value"] {
+    for id in [
+        "proxy-fd-limit",
+        "idle-timeout",
+        "nginx-ws-upgrade",
+        "write-deadline-value",
+    ] {
         let text = text_at(&["explain", id], 80);
         assert_whole(&text, id);
     }

@@ -67,7 +67,9 @@ pub fn fmt_budget(b: u64) -> String {
 /// Whole messages a client misses in max_disconnect (a buffer holds whole messages).
 fn messages(p: &Profile) -> f64 {
     // The epsilon keeps 0.1 s x 30 msg/s at 3 messages, not 4.
-    (p.max_disconnect.as_secs_f64() * p.rate - 1e-9).ceil().max(0.0)
+    (p.max_disconnect.as_secs_f64() * p.rate - 1e-9)
+        .ceil()
+        .max(0.0)
 }
 
 /// messages x size; None when it does not fit in u64.

@@ -114,8 +114,7 @@ fn lint_rule(r: &crate::lint::rules::Rule, pal: &crate::report::Palette) -> Stri
         title: r.title.to_string(),
         rule: r.basis.to_string(),
         evidence: r.evidence.iter().map(|e| e.to_string()).collect(),
-        see: "a tripping config and its fixed twin: docs/lint.md; run it: rtcheck lint PATH"
-            .into(),
+        see: "a tripping config and its fixed twin: docs/lint.md; run it: rtcheck lint PATH".into(),
     }
     .render(pal)
 }
@@ -281,7 +280,10 @@ fn other(id: &str) -> Option<Entry> {
         id: p.name.into(),
         kind: "verify measurement".into(),
         title: p.title.into(),
-        rule: format!("demonstrates the audit check `{}` live, on loopback", p.finding),
+        rule: format!(
+            "demonstrates the audit check `{}` live, on loopback",
+            p.finding
+        ),
         evidence: vec![p.evidence.into()],
         see: format!("docs/verify.md; run it: rtcheck verify {}", p.name),
     })

@@ -230,7 +230,10 @@ pub fn findings(procfs: &Path, root: Option<&Path>, w: &Workload) -> anyhow::Res
         out.extend(loaded.skipped);
     }
     let per_proxy = [
-        (FD_LIMIT, "the proxies' open-files limits hold 2 fds per connection"),
+        (
+            FD_LIMIT,
+            "the proxies' open-files limits hold 2 fds per connection",
+        ),
         (CONFIG_READ, "the proxies' configs linted"),
     ];
     let (mine, mut out): (Vec<_>, Vec<_>) = out

@@ -752,14 +752,23 @@ mod tests {
         let cut = obs(&[], &[5.0], 60_405.0, Ending::Eof);
         let (st, o, fix, _) = judge_idle(&cut, ws, &d, &nginx);
         assert_eq!(st, Status::Fail);
-        assert!(o.contains("NGINX (reverse proxy) idle limit (default 60 s)"), "{o}");
-        assert!(o.contains("nginx seen on the path (Server / Via: nginx)"), "{o}");
+        assert!(
+            o.contains("NGINX (reverse proxy) idle limit (default 60 s)"),
+            "{o}"
+        );
+        assert!(
+            o.contains("nginx seen on the path (Server / Via: nginx)"),
+            "{o}"
+        );
         assert!(
             o.contains("also matches: aws-alb assumed from the declared path"),
             "{o}"
         );
         assert!(fix.persistent[0].starts_with("nginx: "), "{fix:?}");
-        assert!(fix.summary.starts_with("raise nginx's idle limit"), "{fix:?}");
+        assert!(
+            fix.summary.starts_with("raise nginx's idle limit"),
+            "{fix:?}"
+        );
     }
 
     #[test]

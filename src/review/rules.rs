@@ -518,7 +518,9 @@ mod tests {
         let ten_min = write_deadline(s(600.0), 1);
         assert_eq!(ten_min.status, Status::Fail, "{ten_min:?}");
         assert!(
-            ten_min.consequence.starts_with("a 600 s write deadline is no network's p99"),
+            ten_min
+                .consequence
+                .starts_with("a 600 s write deadline is no network's p99"),
             "{}",
             ten_min.consequence
         );

@@ -184,7 +184,11 @@ pub fn one(h: &Hop, p: &Palette) -> String {
     }
     s.push_str(&format!("\n{}\n", p.bold("Sources")));
     for src in &h.sources {
-        s.push_str(&format!("  read {}:\n{}", src.read, url_lines(&src.url, p.width)));
+        s.push_str(&format!(
+            "  read {}:\n{}",
+            src.read,
+            url_lines(&src.url, p.width)
+        ));
     }
     s
 }
@@ -316,11 +320,14 @@ pub fn chain(c: &Chain, p: &Palette) -> String {
         .iter()
         .filter_map(|id| crate::hops::get(id))
         .flat_map(|h| {
-            h.sources
-                .iter()
-                .map(move |src| {
-                    format!("  {} (read {}):\n{}", h.id, src.read, url_lines(&src.url, width))
-                })
+            h.sources.iter().map(move |src| {
+                format!(
+                    "  {} (read {}):\n{}",
+                    h.id,
+                    src.read,
+                    url_lines(&src.url, width)
+                )
+            })
         })
         .collect();
     section("Sources", sources);

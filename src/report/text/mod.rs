@@ -298,18 +298,34 @@ mod tests {
         let lines: Vec<&str> = out.lines().collect();
         assert!(lines.len() > 1, "{out}");
         assert!(lines.iter().all(|l| l.chars().count() <= 80), "{out}");
-        assert!(lines[..lines.len() - 1].iter().all(|l| l.ends_with(" \\")), "{out}");
-        assert!(out.contains("--load-balancer-arn <ARN>"), "a flag keeps its value: {out}");
+        assert!(
+            lines[..lines.len() - 1].iter().all(|l| l.ends_with(" \\")),
+            "{out}"
+        );
+        assert!(
+            out.contains("--load-balancer-arn <ARN>"),
+            "a flag keeps its value: {out}"
+        );
         // Pasted back together, the same words.
-        let joined = out.replace(" \\\n", " ").split_whitespace().collect::<Vec<_>>().join(" ");
+        let joined = out
+            .replace(" \\\n", " ")
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
         assert_eq!(joined, cmd);
         // Quotes are never broken inside.
         let q = "printf 'net.core.somaxconn = 4096 and a long tail of words here\\n' | sudo tee /etc/sysctl.d/99-rtcheck-somaxconn.conf";
         let out = wrap_command(q, 60, "  keep: ", "        ");
-        assert!(out.contains("'net.core.somaxconn = 4096 and a long tail of words here\\n'"), "{out}");
+        assert!(
+            out.contains("'net.core.somaxconn = 4096 and a long tail of words here\\n'"),
+            "{out}"
+        );
         assert!(out.lines().all(|l| l.chars().count() <= 80), "{out}");
         // A short one stays as it is.
-        assert_eq!(wrap_command("ulimit -n 65536", 80, "$ ", "  "), "$ ulimit -n 65536\n");
+        assert_eq!(
+            wrap_command("ulimit -n 65536", 80, "$ ", "  "),
+            "$ ulimit -n 65536\n"
+        );
     }
 
     #[test]
