@@ -179,6 +179,24 @@ pub fn wrap_parts(text: &str, width: usize, first: &str, rest: &str) -> String {
     out
 }
 
+/// Prose that ends in a command (`...; to raise it: aws elbv2 ...`): the prose wrapped
+/// between words, the command part under it through [`wrap_parts`], so it still runs when
+/// pasted. Prose without one is [`wrap`].
+pub fn wrap_note(text: &str, width: usize, first: &str, rest: &str) -> String {
+    let at = text
+        .match_indices(": ")
+        .map(|(i, _)| i)
+        .find(|&i| super::is_shell_command(&text[i + 2..]));
+    match at {
+        Some(i) => {
+            let mut out = wrap(&text[..=i], width, first, rest);
+            out.push_str(&wrap_parts(&text[i + 2..], width, rest, rest));
+            out
+        }
+        None => wrap(text, width, first, rest),
+    }
+}
+
 /// Whether a `; `-separated line holds a shell command (then [`wrap_parts`] lays it out).
 pub fn has_command(text: &str) -> bool {
     text.split("; ").any(|p| {
@@ -318,6 +336,18 @@ mod tests {
         let out = wrap_command(q, 60, "  keep: ", "        ");
         assert!(
             out.contains("'net.core.somaxconn = 4096 and a long tail of words here\\n'"),
+            "{out}"
+        );
+        assert!(out.lines().all(|l| l.chars().count() <= 80), "{out}");
+        // Prose ending in a command: the command on lines of its own, runnable.
+        let note = format!("aws-alb binds; to raise it: {cmd}; <ARN>: aws elbv2 describe-load-balancers --names <NAME> --output text");
+        let out = wrap_note(&note, 80, "  - ", "    ");
+        assert!(
+            out.contains("\n    aws elbv2 modify-load-balancer-attributes"),
+            "{out}"
+        );
+        assert!(
+            out.contains("\n    <ARN>: aws elbv2 describe-load-balancers"),
             "{out}"
         );
         assert!(out.lines().all(|l| l.chars().count() <= 80), "{out}");
