@@ -337,8 +337,9 @@ fn profile_transport_and_direct_comparison() {
     let dir = tempfile::tempdir().unwrap();
     let profile = dir.path().join("p.yaml");
     std::fs::write(&profile, "transport: sse\n").unwrap();
-    // The profile says SSE: a ws:// URL is probed as its http twin's event stream.
-    let ws = format!("ws://{}/sse", s.addr);
+    // The profile says SSE: it fills what an http:// URL leaves open (an event stream, no
+    // polling fallback).
+    let sse = format!("http://{}/sse", s.addr);
     let direct = format!("http://{}/sse", s.addr);
     let (r, code, _) = probe_json(&[
         "--quick",
@@ -346,7 +347,7 @@ fn profile_transport_and_direct_comparison() {
         profile.to_str().unwrap(),
         "--direct",
         &direct,
-        &ws,
+        &sse,
     ]);
     let ctx = summary(&r);
     assert_eq!(code, 0, "{ctx}");
@@ -360,6 +361,17 @@ fn profile_transport_and_direct_comparison() {
         "{f}"
     );
     assert_eq!(r["profile"]["transport"], "sse");
+
+    // An explicit ws:// is never rewritten by the profile: probed as WebSocket, at ws://.
+    let ws = format!("ws://{}/ws", s.addr);
+    let (r, code, _) = probe_json(&["--quick", "--profile", profile.to_str().unwrap(), &ws]);
+    let ctx = summary(&r);
+    assert_eq!(code, 0, "{ctx}");
+    assert_eq!(status(&r, "upgrade", "ws://"), "pass", "{ctx}");
+    assert!(
+        !ctx.contains("http://"),
+        "the ws:// URL was probed as http: {ctx}"
+    );
 }
 
 /// An event stream whose head comes only after 2 s together with a buffer of 5 events

@@ -126,6 +126,11 @@ http {
         observed.contains("NGINX (reverse proxy) idle limit"),
         "{observed}"
     );
+    // The cut is blamed on a hop the headers showed, and says so.
+    assert!(
+        observed.contains("nginx seen on the path (Server / Via: nginx)"),
+        "{observed}"
+    );
     let lines = fix_lines(cut);
     assert!(lines.contains("nginx: proxy_read_timeout"), "{lines}");
     assert!(lines.contains("every 2 s or less"), "{lines}");

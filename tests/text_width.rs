@@ -15,18 +15,10 @@ fn run(args: &[&str], columns: Option<&str>) -> Output {
     cmd.output().expect("run rtcheck")
 }
 
-/// A shell command kept on one line so it can be copied (`$ CMD`, `now: CMD`, `keep: CMD`,
-/// a hop's `setting: CMD`):
-/// the one thing allowed past the width.
-/// So is one unbreakable token on its own line (a URL).
+/// One unbreakable token on its own line: the only thing allowed past the width. A shell
+/// command is not: it breaks between words with ` \` continuations (issue 35 item 7).
 fn is_command_line(l: &str) -> bool {
-    let t = l.trim();
-    let cmd = ["$ ", "now:", "keep:", "setting:"]
-        .iter()
-        .find_map(|p| t.strip_prefix(p))
-        .map(str::trim_start)
-        .unwrap_or(t);
-    rtcheck::report::is_shell_command(cmd) || !t.contains(' ')
+    !l.trim().contains(' ')
 }
 
 /// Lines of `text` wider than `width`, with their widths, for the failure message.
@@ -428,6 +420,13 @@ fn probe_and_load_against_a_local_serve_fit() {
         assert!(text.starts_with("rtcheck probe PASS"), "{text}");
         assert_whole(&text, "sse-buffering");
     }
+    // A declared hop that always names itself and was not seen: a warning, its header,
+    // the finding's lines and its fix within the width too.
+    let args = ["probe", "--quick", "--path", "cloudflare,nginx", &sse, &ws];
+    for text in check_widths(&args) {
+        assert!(text.contains("warn path-hops ("), "{text}");
+        assert_whole(&text, "path-hops");
+    }
     let work = format!("http://{}/work?ms=2", srv.addr);
     check_text(&["load", &work, "--concurrency", "1,2", "--step", "500ms"]);
 }
@@ -530,4 +529,47 @@ fn every_checklist_item_and_every_explain_fits() {
     }
     check_widths(&["explain", "fd-limit"]);
     check_widths(&["explain", "aws-alb"]);
+}
+
+/// Issue 35 item 7: the lines that were wider: `keep: printf ... | sudo tee` of every
+/// sysctl check (audit --explain on three hosts), every hop's cloud command and sources,
+/// the other ids explain knows, and the unknown-id error (one line of stderr).
+#[test]
+fn commands_sources_and_errors_fit_80() {
+    for host in ["stock-distro", "tuned-server", "small-container"] {
+        let (proc, sys) = (
+            fixture(&format!("{host}/proc")),
+            fixture(&format!("{host}/sys")),
+        );
+        let text = text_at(
+            &["audit", "--explain", "--procfs", &proc, "--sysfs", &sys],
+            80,
+        );
+        assert!(text.contains("printf '%s\\n'"), "{host}: {text}");
+        // A broken command ends each of its lines but the last with ` \`.
+        for w in text.lines().collect::<Vec<_>>().windows(2) {
+            if w[0].trim_start().starts_with("keep:   printf") && w[0].ends_with(" \\") {
+                assert!(w[1].starts_with("              "), "{}\n{}", w[0], w[1]);
+            }
+        }
+    }
+    for id in rtcheck::hops::ids() {
+        text_at(&["hops", id], 80);
+    }
+    for id in [
+        "proxy-fd-limit",
+        "idle-timeout",
+        "nginx-ws-upgrade",
+        "write-deadline-value",
+    ] {
+        let text = text_at(&["explain", id], 80);
+        assert_whole(&text, id);
+    }
+    for bad in ["somaxcon", "nosuchthing-at-all-really", "x"] {
+        let out = run(&["explain", bad], None);
+        assert_eq!(out.status.code(), Some(2));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.trim_end().chars().count() <= 80, "{err}");
+    }
 }

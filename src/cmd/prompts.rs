@@ -353,16 +353,28 @@ fn ask_path(
     let declared: Vec<String> = current.iter().flatten().map(|e| e.id.clone()).collect();
     let mut defaults = vec![declared.iter().any(|d| d == "direct" || d == "none")];
     defaults.extend(hops.iter().map(|h| declared.contains(&h.id)));
+    // dialoguer's own echo joins the whole rows (ids and names) on one line: the ids
+    // alone, wrapped to the terminal, instead.
     let picked = MultiSelect::with_theme(theme)
         .with_prompt("Hops between users and server")
         .items(&items)
         .defaults(&defaults)
+        .report(false)
         .interact()?;
     let mut ids: Vec<String> = picked
         .iter()
         .filter(|i| **i > 0)
         .map(|i| hops[i - 1].id.clone())
         .collect();
+    let echo = match (ids.is_empty(), picked.contains(&0)) {
+        (false, _) => ids.join(", "),
+        (true, true) => "none / direct".into(),
+        (true, false) => "undeclared".into(),
+    };
+    eprint!(
+        "{}",
+        wrapped(&format!("Hops between users and server: {echo}"), "", "  ")
+    );
     if ids.is_empty() {
         let direct = picked.contains(&0).then(|| vec![PathEntry::new("direct")]);
         return Ok(direct);

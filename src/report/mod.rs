@@ -77,6 +77,7 @@ pub fn is_shell_command(line: &str) -> bool {
         "aws",
         "gcloud",
         "az",
+        "heroku",
     ];
     let word = line.split_whitespace().next().unwrap_or("");
     COMMANDS.contains(&word)

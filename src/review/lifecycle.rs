@@ -3,7 +3,7 @@
 //! against the declared path's chain (issue 24): a lifetime cap on the path makes reconnect
 //! and resume mandatory, and a ping above the chain's heartbeat maximum leaves the path, not
 //! the read deadline, to end quiet connections.
-use super::rules::{secs, Outcome};
+use super::rules::{idle_hop, secs, Outcome};
 use crate::evidence::{self, fmt_num};
 use crate::findings::Status;
 use crate::hops::chain::{show_secs, Chain};
@@ -105,25 +105,16 @@ pub fn read_deadline_on_path(base: Outcome, ping: Option<Duration>, c: &Chain) -
     let mut o = out(
         status,
         format!(
-            "ping every {} against the path {}: its tightest idle limit is {idle} s at {}, so a heartbeat must come every {max} s or less; slower, the path and not the read deadline ends quiet connections",
+            "ping every {} against the path {}: its tightest idle limit is {idle} s at {}, so a heartbeat must come every {max} s or less; slower, the path and not the read deadline ends quiet connections{}",
             dur(p),
             c.path.join(" -> "),
-            idle_hop(c, idle)
+            idle_hop(c, idle).0,
+            idle_hop(c, idle).1
         ),
         READ_EXPECTED,
     );
     o.numbers = base.numbers;
     o
-}
-
-/// "aws-alb (change: ...)": the hop and setting of the tightest idle limit.
-fn idle_hop(c: &Chain, idle: u64) -> String {
-    c.transports
-        .iter()
-        .filter_map(|t| t.idle.as_ref())
-        .find(|b| b.secs == idle)
-        .map(|b| format!("{} (change: {})", b.hop, b.setting))
-        .unwrap_or_default()
 }
 
 const RECONNECT_EXPECTED: &str =

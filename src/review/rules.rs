@@ -122,13 +122,7 @@ pub fn ping_on_path(base: Outcome, ping: Duration, c: &crate::hops::chain::Chain
     let (Some(max), Some(idle)) = (c.heartbeat_max_s, c.tightest_idle_s) else {
         return base;
     };
-    let hop = c
-        .transports
-        .iter()
-        .filter_map(|t| t.idle.as_ref())
-        .find(|b| b.secs == idle)
-        .map(|b| format!("{} (change: {})", b.hop, b.setting))
-        .unwrap_or_default();
+    let (hop, change) = idle_hop(c, idle);
     let p = ping.as_secs();
     let status = if p >= idle {
         Status::Fail
@@ -140,7 +134,7 @@ pub fn ping_on_path(base: Outcome, ping: Duration, c: &crate::hops::chain::Chain
     Outcome::new(
         status,
         format!(
-            "ping every {} against the path {}: its tightest idle limit is {idle} s at {hop}, so the heartbeat must be at most {max} s",
+            "ping every {} against the path {}: its tightest idle limit is {idle} s at {hop}, so the heartbeat must be at most {max} s{change}",
             dur(ping),
             c.path.join(" -> ")
         ),
@@ -149,6 +143,17 @@ pub fn ping_on_path(base: Outcome, ping: Duration, c: &crate::hops::chain::Chain
     .num("ping_s", ping.as_secs_f64())
     .num("path_idle_s", idle as f64)
     .num("path_heartbeat_max_s", max as f64)
+}
+
+/// The hop of the tightest idle limit, and "; to raise it: SETTING" (last in a sentence,
+/// so a command there prints on lines of its own).
+pub fn idle_hop(c: &crate::hops::chain::Chain, idle: u64) -> (String, String) {
+    c.transports
+        .iter()
+        .filter_map(|t| t.idle.as_ref())
+        .find(|b| b.secs == idle)
+        .map(|b| (b.hop.clone(), format!("; to raise it: {}", b.setting)))
+        .unwrap_or_default()
 }
 
 /// Write deadline: a shared writer stalls deadline x slow clients (evidence

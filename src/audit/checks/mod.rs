@@ -276,11 +276,16 @@ pub(crate) fn sysctl_fix(file: &str, settings: &[(&str, String)]) -> (Vec<String
             }
         })
         .collect();
-    let lines: Vec<String> = settings.iter().map(|(k, v)| format!("{k} = {v}")).collect();
+    // One quoted word per line of the file (printf repeats its format): a long fix then
+    // breaks between lines, never inside one.
+    let lines: Vec<String> = settings
+        .iter()
+        .map(|(k, v)| format!("'{k} = {v}'"))
+        .collect();
     let persistent = vec![
         format!(
-            "printf '{}\\n' | sudo tee /etc/sysctl.d/90-rtcheck-{file}.conf",
-            lines.join("\\n")
+            "printf '%s\\n' {} | sudo tee /etc/sysctl.d/90-rtcheck-{file}.conf",
+            lines.join(" ")
         ),
         "sudo sysctl --system".to_string(),
     ];

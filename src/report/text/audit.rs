@@ -183,8 +183,8 @@ fn details(f: &Finding, pal: Palette) -> String {
         out.push_str(&wrap(&f.fix.summary, w, "  fix:      ", "            "));
     }
     for c in &f.fix.runtime {
-        // Commands stay on one line so they can be copied.
-        out.push_str(&format!("    $ {c}\n"));
+        // Broken only between words, with ` \` continuations: still runs when pasted.
+        out.push_str(&super::wrap_command(c, w, "    $ ", "      "));
     }
     // A finding in a config file (lint): the lines to write there, whole (copyable).
     if f.location.is_some() {
@@ -216,7 +216,7 @@ fn measured_line(v: &crate::findings::Verification, w: usize) -> String {
 fn fix_line(label: &str, line: &str, w: usize) -> String {
     let first = format!("    {:<8}", format!("{label}:"));
     if crate::report::is_shell_command(line) {
-        format!("{first}{line}\n")
+        super::wrap_command(line, w, &first, "            ")
     } else {
         wrap(line, w, &first, "            ")
     }

@@ -258,7 +258,7 @@ pub fn render(r: &Recommendation, p: &Palette) -> String {
     if !r.notes.is_empty() {
         s.push_str(&format!("\n{}\n", p.bold("Notes")));
         for n in &r.notes {
-            s.push_str(&super::wrap(n, p.width, "  - ", "    "));
+            s.push_str(&super::wrap_note(n, p.width, "  - ", "    "));
         }
     }
     s.push('\n');

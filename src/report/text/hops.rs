@@ -72,6 +72,9 @@ fn limit_line(l: &Limit, p: &Palette) -> String {
 /// it is a shell command (then it stays whole, on a line of its own). Prose (it starts with a capital: "Compression Rules / ...") wraps between words.
 fn setting(label: &str, text: &str, width: usize) -> String {
     let rest = " ".repeat(label.chars().count());
+    if super::has_command(text) {
+        return super::wrap_parts(text, width, label, &rest);
+    }
     if text.starts_with(|c: char| c.is_uppercase()) {
         return super::wrap(text, width, label, &rest);
     }
@@ -124,6 +127,15 @@ fn setting(label: &str, text: &str, width: usize) -> String {
     out
 }
 
+/// A source URL under its heading: indented when it fits, else from the first column and,
+/// longer than a line, broken after a `/` (never inside a name).
+fn url_lines(url: &str, width: usize) -> String {
+    if 4 + url.chars().count() <= width {
+        return format!("    {url}\n");
+    }
+    super::wrap(url, width, "", "")
+}
+
 /// One hop in full, with its sources.
 pub fn one(h: &Hop, p: &Palette) -> String {
     let mut s = format!("{}  {}\n", p.bold(&h.id), h.name);
@@ -172,7 +184,11 @@ pub fn one(h: &Hop, p: &Palette) -> String {
     }
     s.push_str(&format!("\n{}\n", p.bold("Sources")));
     for src in &h.sources {
-        s.push_str(&format!("  read {}:\n    {}\n", src.read, src.url));
+        s.push_str(&format!(
+            "  read {}:\n{}",
+            src.read,
+            url_lines(&src.url, p.width)
+        ));
     }
     s
 }
@@ -298,14 +314,20 @@ pub fn chain(c: &Chain, p: &Palette) -> String {
         "    ",
     ));
     section("Notes", notes);
+    let width = p.width;
     let sources: Vec<String> = c
         .path
         .iter()
         .filter_map(|id| crate::hops::get(id))
         .flat_map(|h| {
-            h.sources
-                .iter()
-                .map(move |src| format!("  {} (read {}):\n    {}\n", h.id, src.read, src.url))
+            h.sources.iter().map(move |src| {
+                format!(
+                    "  {} (read {}):\n{}",
+                    h.id,
+                    src.read,
+                    url_lines(&src.url, width)
+                )
+            })
         })
         .collect();
     section("Sources", sources);

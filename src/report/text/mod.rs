@@ -106,6 +106,150 @@ pub fn wrap(text: &str, width: usize, first: &str, rest: &str) -> String {
     out.replace(GLUE, " ")
 }
 
+/// A shell command fitted to `width`: on one line when it fits; else broken between its
+/// words (never inside quotes, a flag kept with its value) with ` \` ending each line, so
+/// the lines still run when pasted; continuation lines go under `rest` plus two spaces. A
+/// single word wider than a line stays whole: cutting it would change the command.
+pub fn wrap_command(cmd: &str, width: usize, first: &str, rest: &str) -> String {
+    let cmd = cmd.trim();
+    if first.chars().count() + cmd.chars().count() <= width {
+        return format!("{first}{cmd}\n");
+    }
+    let cont = format!("{rest}  ");
+    let mut out = String::new();
+    let mut line = first.to_string();
+    let mut empty = true;
+    let room = width.saturating_sub(cont.chars().count() + 2);
+    // A flag and its value too wide together for a line go as two pieces.
+    let units = command_units(cmd).into_iter().flat_map(|u| {
+        // Only a flag joined with its value: a quoted word is never split.
+        let flag_first = u
+            .split_once(' ')
+            .is_some_and(|(f, _)| f.starts_with('-') && !f.contains(['\'', '"']));
+        if u.chars().count() > room && flag_first {
+            u.splitn(2, ' ').map(String::from).collect()
+        } else {
+            vec![u]
+        }
+    });
+    for unit in units {
+        // Room for the unit and the ` \` that ends a broken line.
+        if !empty && line.chars().count() + 1 + unit.chars().count() + 2 > width {
+            out.push_str(&line);
+            out.push_str(" \\\n");
+            line.clone_from(&cont);
+            empty = true;
+        }
+        if !empty {
+            line.push(' ');
+        }
+        line.push_str(&unit);
+        empty = false;
+    }
+    out.push_str(&line);
+    out.push('\n');
+    out
+}
+
+/// A fix or setting line of `; `-separated parts: each shell command (alone, or after a
+/// `LABEL: ` such as `aws-alb: ` or `<ARN>: `) fitted by [`wrap_command`], the other
+/// parts wrapped between words. Parts keep their `;`.
+pub fn wrap_parts(text: &str, width: usize, first: &str, rest: &str) -> String {
+    let parts: Vec<&str> = text.split("; ").collect();
+    let mut out = String::new();
+    for (i, part) in parts.iter().enumerate() {
+        let lead = if i == 0 { first } else { rest };
+        let part = if i + 1 < parts.len() {
+            format!("{part};")
+        } else {
+            part.to_string()
+        };
+        let (label, body) = match part.split_once(": ") {
+            Some((l, b)) if !l.contains(' ') && super::is_shell_command(b) => {
+                (format!("{l}: "), b.to_string())
+            }
+            _ => (String::new(), part.clone()),
+        };
+        if super::is_shell_command(&body) {
+            out.push_str(&wrap_command(&body, width, &format!("{lead}{label}"), rest));
+        } else {
+            out.push_str(&wrap(&part, width, lead, rest));
+        }
+    }
+    out
+}
+
+/// Prose that ends in a command (`...; to raise it: aws elbv2 ...`): the prose wrapped
+/// between words, the command part under it through [`wrap_parts`], so it still runs when
+/// pasted. Prose without one is [`wrap`].
+pub fn wrap_note(text: &str, width: usize, first: &str, rest: &str) -> String {
+    let at = text
+        .match_indices(": ")
+        .map(|(i, _)| i)
+        .find(|&i| super::is_shell_command(&text[i + 2..]));
+    match at {
+        Some(i) => {
+            let mut out = wrap(&text[..=i], width, first, rest);
+            out.push_str(&wrap_parts(&text[i + 2..], width, rest, rest));
+            out
+        }
+        None => wrap(text, width, first, rest),
+    }
+}
+
+/// Whether a `; `-separated line holds a shell command (then [`wrap_parts`] lays it out).
+pub fn has_command(text: &str) -> bool {
+    text.split("; ").any(|p| {
+        super::is_shell_command(p)
+            || p.split_once(": ")
+                .is_some_and(|(l, b)| !l.contains(' ') && super::is_shell_command(b))
+    })
+}
+
+/// The shell words of `cmd` (quotes kept as written), a `--flag` joined with the value
+/// after it: the pieces a command may be broken between.
+fn command_units(cmd: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut quote: Option<char> = None;
+    let mut escaped = false;
+    for c in cmd.chars() {
+        match (quote, c) {
+            _ if escaped => escaped = false,
+            (_, '\\') => escaped = true,
+            (None, '\'' | '"') => quote = Some(c),
+            (Some(q), _) if c == q => quote = None,
+            (None, c) if c.is_whitespace() => {
+                if !word.is_empty() {
+                    words.push(std::mem::take(&mut word));
+                }
+                continue;
+            }
+            _ => {}
+        }
+        word.push(c);
+    }
+    if !word.is_empty() {
+        words.push(word);
+    }
+    let mut units: Vec<String> = Vec::new();
+    for w in words {
+        let joins = units.last().is_some_and(|u: &String| {
+            let last = u.rsplit(' ').next().unwrap_or("");
+            last.starts_with('-') && !last.contains('=') && !u.contains(' ')
+        }) && !w.starts_with('-')
+            && !matches!(w.as_str(), "|" | "&&" | ";" | "||");
+        match units.last_mut() {
+            Some(u) if joins => {
+                u.push(' ');
+                u.push_str(&w);
+            }
+            _ => units.push(w),
+        }
+    }
+    units
+}
+
 /// A table of `rows` under `header` that fits `width` columns without cutting a word, or,
 /// when it cannot, the same rows laid out vertically (the first cell as a heading, then
 /// `header  value` lines, wrapped). Columns in `keep` (ids, commands) are never wrapped at
@@ -164,6 +308,55 @@ pub fn first_sentence(text: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_long_command_breaks_between_words_with_continuations() {
+        let cmd = "aws elbv2 modify-load-balancer-attributes --load-balancer-arn <ARN> --attributes Key=idle_timeout.timeout_seconds,Value=300";
+        let out = wrap_command(cmd, 80, "    ", "    ");
+        let lines: Vec<&str> = out.lines().collect();
+        assert!(lines.len() > 1, "{out}");
+        assert!(lines.iter().all(|l| l.chars().count() <= 80), "{out}");
+        assert!(
+            lines[..lines.len() - 1].iter().all(|l| l.ends_with(" \\")),
+            "{out}"
+        );
+        assert!(
+            out.contains("--load-balancer-arn <ARN>"),
+            "a flag keeps its value: {out}"
+        );
+        // Pasted back together, the same words.
+        let joined = out
+            .replace(" \\\n", " ")
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        assert_eq!(joined, cmd);
+        // Quotes are never broken inside.
+        let q = "printf 'net.core.somaxconn = 4096 and a long tail of words here\\n' | sudo tee /etc/sysctl.d/99-rtcheck-somaxconn.conf";
+        let out = wrap_command(q, 60, "  keep: ", "        ");
+        assert!(
+            out.contains("'net.core.somaxconn = 4096 and a long tail of words here\\n'"),
+            "{out}"
+        );
+        assert!(out.lines().all(|l| l.chars().count() <= 80), "{out}");
+        // Prose ending in a command: the command on lines of its own, runnable.
+        let note = format!("aws-alb binds; to raise it: {cmd}; <ARN>: aws elbv2 describe-load-balancers --names <NAME> --output text");
+        let out = wrap_note(&note, 80, "  - ", "    ");
+        assert!(
+            out.contains("\n    aws elbv2 modify-load-balancer-attributes"),
+            "{out}"
+        );
+        assert!(
+            out.contains("\n    <ARN>: aws elbv2 describe-load-balancers"),
+            "{out}"
+        );
+        assert!(out.lines().all(|l| l.chars().count() <= 80), "{out}");
+        // A short one stays as it is.
+        assert_eq!(
+            wrap_command("ulimit -n 65536", 80, "$ ", "  "),
+            "$ ulimit -n 65536\n"
+        );
+    }
 
     #[test]
     fn wrap_keeps_every_line_within_the_width_and_every_word() {

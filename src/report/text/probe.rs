@@ -133,12 +133,18 @@ pub fn render(r: &FindingsReport, pal: Palette) -> String {
     {
         let (title, url) = split_title(f);
         out.push('\n');
-        out.push_str(&format!(
-            "{} {} ({url}): {title}\n",
-            pal.status(f.status),
-            pal.bold(&f.id)
-        ));
         let w = pal.width;
+        let head = super::wrap(
+            &format!("{} {} ({url}): {title}", f.status.as_str(), f.id),
+            w,
+            "",
+            "  ",
+        );
+        out.push_str(
+            &head
+                .replacen(f.status.as_str(), &pal.status(f.status), 1)
+                .replacen(&f.id, &pal.bold(&f.id), 1),
+        );
         out.push_str(&wrapped("  expected: ", &f.expected, w));
         out.push_str(&wrapped("  rule:     ", &f.rule, w));
         for e in &f.evidence {
@@ -149,8 +155,13 @@ pub fn render(r: &FindingsReport, pal: Palette) -> String {
             out.push_str(&wrapped("  fix:      ", &f.fix.summary, w));
         }
         for c in &f.fix.persistent {
-            // Config lines stay whole: they are copied, not read.
-            out.push_str(&format!("    {c}\n"));
+            // Config lines stay whole (copied, not read); a command breaks only between
+            // words, with ` \` continuations.
+            if super::has_command(c) {
+                out.push_str(&super::wrap_parts(c, w, "    ", "    "));
+            } else {
+                out.push_str(&format!("    {c}\n"));
+            }
         }
     }
     if let Some(t) = &r.target {

@@ -40,7 +40,13 @@ pub fn render(r: &ReviewReport, pal: Palette) -> String {
         // Wrapped, never clipped: the title and the ids in it are read whole.
         let head = format!("{} {}: ", pal.status(f.status), pal.bold(&f.id));
         out.push_str(&super::wrap(&f.title, pal.width, &head, "    "));
-        out.push_str(&wrap(&f.observed, "  ", &pal));
+        // A consequence ending in a command prints it on lines of its own.
+        out.push_str(&super::wrap_note(
+            &f.observed,
+            pal.width.saturating_sub(2),
+            "  ",
+            "  ",
+        ));
         if f.expected != "done" {
             out.push_str(&wrap(&format!("rule: {}", f.expected), "  ", &pal));
         }
