@@ -131,14 +131,28 @@ fn a_symlink_out_of_a_linted_directory_is_skipped_never_printed() {
         .output()
         .unwrap();
     no_secret(&out, "dir");
-    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     let skipped = finding(&v, "lint-input");
     assert_eq!(skipped.len(), 2, "{v}");
     assert!(skipped.iter().all(|f| f["status"] == "skip"));
-    let reasons: Vec<&str> = skipped.iter().map(|f| f["reason"].as_str().unwrap()).collect();
-    assert!(reasons.iter().any(|r| r.contains("under /proc")), "{reasons:?}");
-    assert!(reasons.iter().any(|r| r.contains("symlink leaving")), "{reasons:?}");
+    let reasons: Vec<&str> = skipped
+        .iter()
+        .map(|f| f["reason"].as_str().unwrap())
+        .collect();
+    assert!(
+        reasons.iter().any(|r| r.contains("under /proc")),
+        "{reasons:?}"
+    );
+    assert!(
+        reasons.iter().any(|r| r.contains("symlink leaving")),
+        "{reasons:?}"
+    );
     // The nginx file was linted all the same.
     assert!(!finding(&v, "nginx-ws-http-version").is_empty(), "{v}");
 }
@@ -151,7 +165,11 @@ fn includes_of_secret_or_kernel_files_are_never_quoted() {
     let dir = tempfile::tempdir().unwrap();
     let conf = dir.path().join("nginx.conf");
     // /proc is never read, even with --follow-includes: a Skip naming why.
-    std::fs::write(&conf, WS_NGINX.replace("http {\n", "http {\n include /proc/self/environ;\n")).unwrap();
+    std::fs::write(
+        &conf,
+        WS_NGINX.replace("http {\n", "http {\n include /proc/self/environ;\n"),
+    )
+    .unwrap();
     let out = rtcheck()
         .arg("lint")
         .arg(&conf)
@@ -162,9 +180,19 @@ fn includes_of_secret_or_kernel_files_are_never_quoted() {
     no_secret(&out, "environ");
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     let inc = finding(&v, "lint-include");
-    assert!(inc[0]["reason"].as_str().unwrap().contains("under /proc"), "{v}");
+    assert!(
+        inc[0]["reason"].as_str().unwrap().contains("under /proc"),
+        "{v}"
+    );
     // A followed include that is no config: exit 2, said without quoting it.
-    std::fs::write(&conf, WS_NGINX.replace("http {\n", &format!("http {{\n include {};\n", secret.display()))).unwrap();
+    std::fs::write(
+        &conf,
+        WS_NGINX.replace(
+            "http {\n",
+            &format!("http {{\n include {};\n", secret.display()),
+        ),
+    )
+    .unwrap();
     let out = rtcheck()
         .arg("lint")
         .arg(&conf)
@@ -201,7 +229,12 @@ fn yaml_file_flags_never_print_a_file_that_is_not_yaml() {
             vec!["budget", "--hops"],
             vec!["lint", "-", "--kind", "nginx", "--baseline"],
         ] {
-            let out = rtcheck().args(&args).arg(file).write_stdin(WS_NGINX).output().unwrap();
+            let out = rtcheck()
+                .args(&args)
+                .arg(file)
+                .write_stdin(WS_NGINX)
+                .output()
+                .unwrap();
             let ctx = format!("{args:?} {}", file.display());
             no_secret(&out, &ctx);
             assert_eq!(out.status.code(), Some(2), "{ctx}");
@@ -225,7 +258,11 @@ fn an_unterminated_8_mib_token_is_not_echoed_whole() {
     let tmp = tempfile::tempdir().unwrap();
     let conf = tmp.path().join("nginx.conf");
     let token = "A".repeat(8 << 20);
-    std::fs::write(&conf, format!("http {{\n server {{\n  location /ws {{\n   proxy_pass {token}\n")).unwrap();
+    std::fs::write(
+        &conf,
+        format!("http {{\n server {{\n  location /ws {{\n   proxy_pass {token}\n"),
+    )
+    .unwrap();
     let out = rtcheck().arg("lint").arg(&conf).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
@@ -263,10 +300,22 @@ fn an_output_that_is_an_input_or_kernel_state_is_refused() {
     let json_b = format!("json={b}");
     let cases: Vec<(Vec<&str>, &str)> = vec![
         (vec!["lint", c, "-o", c], "is also an input (lint)"),
-        (vec!["lint", c, "--baseline", b, "--report", &json_b], "is also an input (--baseline)"),
-        (vec!["audit", "--profile", p, "--write-baseline", p], "is also an input (--profile)"),
-        (vec!["lint", c, "--report", "json=-", "--report", "yaml=-"], "reports to stdout"),
-        (vec!["lint", c, "-o", "/proc/self/comm"], "not a file for a report"),
+        (
+            vec!["lint", c, "--baseline", b, "--report", &json_b],
+            "is also an input (--baseline)",
+        ),
+        (
+            vec!["audit", "--profile", p, "--write-baseline", p],
+            "is also an input (--profile)",
+        ),
+        (
+            vec!["lint", c, "--report", "json=-", "--report", "yaml=-"],
+            "reports to stdout",
+        ),
+        (
+            vec!["lint", c, "-o", "/proc/self/comm"],
+            "not a file for a report",
+        ),
     ];
     for (args, why) in cases {
         let out = rtcheck().args(&args).output().unwrap();
@@ -279,9 +328,15 @@ fn an_output_that_is_an_input_or_kernel_state_is_refused() {
     // Every input is as it was.
     assert_eq!(std::fs::read_to_string(&conf).unwrap(), WS_NGINX);
     assert_eq!(std::fs::read_to_string(&base).unwrap(), "accepted: []\n");
-    assert_eq!(std::fs::read_to_string(&prof).unwrap(), "connections: 100\n");
+    assert_eq!(
+        std::fs::read_to_string(&prof).unwrap(),
+        "connections: 100\n"
+    );
     // /dev/stdout is still an output.
-    let out = rtcheck().args(["lint", c, "--format", "json", "-o", "/dev/stdout"]).output().unwrap();
+    let out = rtcheck()
+        .args(["lint", c, "--format", "json", "-o", "/dev/stdout"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(1));
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["kind"], "lint");
@@ -292,7 +347,11 @@ fn deep_flow_yaml_is_refused_before_parsing_and_many_routers_stay_linear() {
     let tmp = tempfile::tempdir().unwrap();
     let deep = tmp.path().join("dynamic.yml");
     let n = 1_500_000;
-    std::fs::write(&deep, format!("http:\n  routers: {}{}\n", "[".repeat(n), "]".repeat(n))).unwrap();
+    std::fs::write(
+        &deep,
+        format!("http:\n  routers: {}{}\n", "[".repeat(n), "]".repeat(n)),
+    )
+    .unwrap();
     let (code, _, err) = lint_json(&deep, &["--kind", "traefik"]);
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("nested deeper than 64"), "{err}");
@@ -300,7 +359,9 @@ fn deep_flow_yaml_is_refused_before_parsing_and_many_routers_stay_linear() {
     // 40,000 routers (a scan of the text per key was quadratic: 48 s): within the run bound.
     let mut t = String::from("http:\n  routers:\n");
     for i in 0..40_000 {
-        t.push_str(&format!("    r{i}:\n      rule: PathPrefix(`/api{i}`)\n      service: app\n"));
+        t.push_str(&format!(
+            "    r{i}:\n      rule: PathPrefix(`/api{i}`)\n      service: app\n"
+        ));
     }
     t.push_str("    events:\n      rule: PathPrefix(`/events`)\n      service: app\n      middlewares: [gz]\n  middlewares:\n    gz:\n      compress: {}\n  services:\n    app:\n      loadBalancer:\n        servers:\n          - url: http://127.0.0.1:9\n");
     let many = tmp.path().join("many.yml");
@@ -354,7 +415,12 @@ fn control_characters_from_a_config_are_escaped_in_every_format_and_on_stderr() 
             .args(["--ping", "25s", "--color", "always", "--format", format])
             .output()
             .unwrap();
-        assert_eq!(out.status.code(), Some(1), "{format}: {}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "{format}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         let text = String::from_utf8(out.stdout).unwrap();
         if format == "text" {
             // The palette's colours stay; nothing else from the config reaches the terminal.
@@ -367,7 +433,12 @@ fn control_characters_from_a_config_are_escaped_in_every_format_and_on_stderr() 
         if format == "github" {
             // Every line is one of our commands; the file property escapes `,` and `:`.
             for l in text.lines() {
-                assert!(l.starts_with("::error ") || l.starts_with("::warning ") || l.starts_with("::notice "), "{l}");
+                assert!(
+                    l.starts_with("::error ")
+                        || l.starts_with("::warning ")
+                        || l.starts_with("::notice "),
+                    "{l}"
+                );
             }
             assert!(text.contains("a%2Cb%3Ac.conf"), "{text}");
         }
@@ -390,7 +461,10 @@ fn regex_lite_strip_sgr(s: &str) -> String {
     while let Some(i) = rest.find("\x1b[") {
         out.push_str(&rest[..i]);
         let tail = &rest[i + 2..];
-        let n = tail.bytes().take_while(|b| b.is_ascii_digit() || *b == b';').count();
+        let n = tail
+            .bytes()
+            .take_while(|b| b.is_ascii_digit() || *b == b';')
+            .count();
         if tail.as_bytes().get(n) == Some(&b'm') {
             rest = &tail[n + 1..];
         } else {
@@ -419,7 +493,11 @@ fn budget_hop_names_are_escaped_in_text_and_ci_formats() {
             .output()
             .unwrap();
         let text = String::from_utf8(out.stdout).unwrap();
-        assert!(matches!(out.status.code(), Some(0 | 1)), "{format}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            matches!(out.status.code(), Some(0 | 1)),
+            "{format}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         inert(&text, format);
         if format == "text" {
             assert!(text.contains("auth\\x1b[2J\\x07\\x00"), "{text}");

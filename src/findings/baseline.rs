@@ -206,8 +206,12 @@ pub fn parse(what: &str, text: &str, known: &[&str]) -> Result<Baseline, String>
     let b: Baseline = if text.trim().is_empty() {
         Baseline::default()
     } else {
-        serde_yaml::from_str(text)
-            .map_err(|e| format!("{what}: {}", rtcheck_base::escape::bound_quotes(&e.to_string())))?
+        serde_yaml::from_str(text).map_err(|e| {
+            format!(
+                "{what}: {}",
+                rtcheck_base::escape::bound_quotes(&e.to_string())
+            )
+        })?
     };
     for (i, e) in b.accepted.iter().enumerate() {
         if !known.is_empty() && !known.contains(&e.check.as_str()) && e.check != ID {

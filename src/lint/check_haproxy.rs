@@ -136,7 +136,11 @@ fn refused(d: &Node, id: &'static str, block: &str, out: &mut Vec<Finding>) -> b
         status: Status::Fail,
         at: d,
         block: block.into(),
-        observed: format!("timeout {} `{v}`: {}", d.arg(0).unwrap_or(""), e.why("haproxy")),
+        observed: format!(
+            "timeout {} `{v}`: {}",
+            d.arg(0).unwrap_or(""),
+            e.why("haproxy")
+        ),
         expected: "a time haproxy -c accepts (one number and unit, at most 24d)".into(),
         fix: "write the timeout as one HAProxy time",
         lines: vec![format!("timeout {} 3600s", d.arg(0).unwrap_or(""))],

@@ -317,7 +317,8 @@ fn not_read(path: &Path, why: &str) -> Finding {
         status: Status::Skip,
         observed: format!("{file}: not read"),
         expected: "every config file in the given paths checked".into(),
-        rule: "lint reads regular files inside the given paths only, never /proc, /sys or /dev".into(),
+        rule: "lint reads regular files inside the given paths only, never /proc, /sys or /dev"
+            .into(),
         reason: Some(format!("{file}: {why}")),
         evidence: vec![],
         fix: Fix::default(),

@@ -140,8 +140,22 @@ pub fn looks_like(kind: Kind, text: &str) -> bool {
         Kind::Nginx => lines().any(|l| l.ends_with([';', '{', '}'])),
         Kind::Haproxy => lines().any(|l| {
             let w = l.split_whitespace().next().unwrap_or("");
-            ["global", "defaults", "frontend", "backend", "listen", "resolvers", "peers", "userlist", "cache", "program", "http-errors", "ring", "mailers"]
-                .contains(&w)
+            [
+                "global",
+                "defaults",
+                "frontend",
+                "backend",
+                "listen",
+                "resolvers",
+                "peers",
+                "userlist",
+                "cache",
+                "program",
+                "http-errors",
+                "ring",
+                "mailers",
+            ]
+            .contains(&w)
         }),
         Kind::Caddy => lines().any(|l| l.ends_with('{') || l.starts_with("reverse_proxy")),
         Kind::CaddyJson => text.trim_start().starts_with('{'),

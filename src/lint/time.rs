@@ -68,7 +68,9 @@ fn terms(s: &str) -> Option<Vec<Term<'_>>> {
     let mut out = Vec::new();
     let mut rest = s;
     while !rest.is_empty() {
-        let n_end = rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len());
+        let n_end = rest
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(rest.len());
         let int_text = &rest[..n_end];
         rest = &rest[n_end..];
         let mut frac = "";
@@ -114,7 +116,9 @@ fn clamp(ns: u128) -> Duration {
 /// An nginx time ("60", "60s", "1h30m", "500ms").
 pub fn nginx(s: &str) -> Result<Duration, TimeError> {
     const LIMIT: u128 = i64::MAX as u128 * MS;
-    let ts = terms(s.trim()).filter(|t| !t.is_empty()).ok_or(TimeError::Syntax)?;
+    let ts = terms(s.trim())
+        .filter(|t| !t.is_empty())
+        .ok_or(TimeError::Syntax)?;
     let mut total: u128 = 0;
     let mut last = u128::MAX;
     for (i, t) in ts.iter().enumerate() {
@@ -166,7 +170,9 @@ pub fn caddy(s: &str) -> Result<Duration, TimeError> {
     if s == "-1" {
         return Ok(Duration::ZERO);
     }
-    let ts = terms(s).filter(|t| !t.is_empty()).ok_or(TimeError::Syntax)?;
+    let ts = terms(s)
+        .filter(|t| !t.is_empty())
+        .ok_or(TimeError::Syntax)?;
     let mut total: u128 = 0;
     for t in &ts {
         let scale = match t.unit {
@@ -199,8 +205,15 @@ mod tests {
         assert_eq!(nginx("1w"), secs(7 * 86_400));
         // Accepted by nginx -t, beyond ten years: no bound for any rule.
         assert_eq!(nginx("9223372036854775s"), Ok(MAX_DURATION));
-        for over in ["9223372036854776s", "9223372036854775807", "99999999999999999999999999999999999999999s"] {
-            assert!(matches!(nginx(over), Err(TimeError::OverLimit(_))), "{over}");
+        for over in [
+            "9223372036854776s",
+            "9223372036854775807",
+            "99999999999999999999999999999999999999999s",
+        ] {
+            assert!(
+                matches!(nginx(over), Err(TimeError::OverLimit(_))),
+                "{over}"
+            );
         }
         for bad in ["1.5s", "1y", "1M", "30s1h", "1d1d", "x", "", "s"] {
             assert_eq!(nginx(bad), Err(TimeError::Syntax), "{bad}");
@@ -212,9 +225,22 @@ mod tests {
         assert_eq!(haproxy("5000"), secs(5));
         assert_eq!(haproxy("30s"), secs(30));
         assert_eq!(haproxy("24d"), secs(24 * 86_400));
-        assert_eq!(haproxy("2147483647"), Ok(Duration::from_millis(2_147_483_647)));
-        for over in ["25d", "30d", "2147483648", "2147484s", "597h", "99999999999999999999999999999999999999999d"] {
-            assert!(matches!(haproxy(over), Err(TimeError::OverLimit(_))), "{over}");
+        assert_eq!(
+            haproxy("2147483647"),
+            Ok(Duration::from_millis(2_147_483_647))
+        );
+        for over in [
+            "25d",
+            "30d",
+            "2147483648",
+            "2147484s",
+            "597h",
+            "99999999999999999999999999999999999999999d",
+        ] {
+            assert!(
+                matches!(haproxy(over), Err(TimeError::OverLimit(_))),
+                "{over}"
+            );
         }
         for bad in ["1e9s", "1.5s", "10s5ms", "1w", "", "x"] {
             assert_eq!(haproxy(bad), Err(TimeError::Syntax), "{bad}");

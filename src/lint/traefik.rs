@@ -196,12 +196,7 @@ fn middleware_defs(c: &Ctx, http: &Value, out: &mut Vec<Node>) {
                 .collect();
             kinds.push(c.node(&kind, vec![], at(c, &kpath), Some(options)));
         }
-        out.push(c.node(
-            "middleware",
-            vec![name.clone()],
-            at(c, &path),
-            Some(kinds),
-        ));
+        out.push(c.node("middleware", vec![name.clone()], at(c, &path), Some(kinds)));
     }
 }
 

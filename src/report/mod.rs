@@ -82,6 +82,10 @@ pub fn is_shell_command(line: &str) -> bool {
     COMMANDS.contains(&word)
 }
 
+/// Text from outside made inert for a human format: the one rule,
+/// `rtcheck_base::escape::plain` (control characters as `\x1b`-style escapes).
+pub use rtcheck_base::escape::plain;
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -104,7 +108,3 @@ mod tests {
         ));
     }
 }
-
-/// Text from outside made inert for a human format: the one rule,
-/// `rtcheck_base::escape::plain` (control characters as `\x1b`-style escapes).
-pub use rtcheck_base::escape::plain;

@@ -77,11 +77,7 @@ pub fn excerpt(s: &str, max: usize) -> String {
     let mut chars = s.char_indices();
     match chars.nth(max) {
         None => plain(s).into_owned(),
-        Some((cut, _)) => format!(
-            "{}... ({} more bytes)",
-            plain(&s[..cut]),
-            s.len() - cut
-        ),
+        Some((cut, _)) => format!("{}... ({} more bytes)", plain(&s[..cut]), s.len() - cut),
     }
 }
 

@@ -152,11 +152,9 @@ pub fn read_user(path: &Path, limit: u64) -> Result<Vec<u8>, Refused> {
 /// blank, a comment or a document marker must be `key:` or open a flow mapping `{`; a
 /// shadow line (`root:*:19000::`), an env file (`K=v`) or an INI section are not.
 pub fn looks_like_mapping(text: &str) -> bool {
-    let Some(first) = text
-        .lines()
-        .map(str::trim)
-        .find(|l| !l.is_empty() && !l.starts_with('#') && !l.starts_with("---") && !l.starts_with('%'))
-    else {
+    let Some(first) = text.lines().map(str::trim).find(|l| {
+        !l.is_empty() && !l.starts_with('#') && !l.starts_with("---") && !l.starts_with('%')
+    }) else {
         return true; // empty: the caller's defaults, nothing to quote
     };
     if first.starts_with('{') {
@@ -306,10 +304,21 @@ mod tests {
 
     #[test]
     fn only_key_value_text_is_taken_as_yaml() {
-        for ok in ["a: 1\n", "# c\n---\nprofile:\n  x: 1\n", "{\"a\": 1}", "", "\"k\": v\n"] {
+        for ok in [
+            "a: 1\n",
+            "# c\n---\nprofile:\n  x: 1\n",
+            "{\"a\": 1}",
+            "",
+            "\"k\": v\n",
+        ] {
             assert!(looks_like_mapping(ok), "{ok:?}");
         }
-        for bad in ["root:*:19000:0:99999:7:::\n", "API_KEY=s3cret\n", "[core]\nx=1\n", "- a\n"] {
+        for bad in [
+            "root:*:19000:0:99999:7:::\n",
+            "API_KEY=s3cret\n",
+            "[core]\nx=1\n",
+            "- a\n",
+        ] {
             assert!(!looks_like_mapping(bad), "{bad:?}");
         }
     }
@@ -328,7 +337,10 @@ mod tests {
         let shadow = d.path().join("shadow");
         std::fs::write(&shadow, "root:$y$j9T$secrethash:19000:0:99999:7:::\n").unwrap();
         let e = yaml("--baseline", &shadow).unwrap_err().to_string();
-        assert!(!e.contains("secrethash") && e.contains("content not shown"), "{e}");
+        assert!(
+            !e.contains("secrethash") && e.contains("content not shown"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -92,11 +92,21 @@ pub fn classify(path: &Path) -> anyhow::Result<Target> {
 /// `/proc/self/fd/1`, `/proc/123/fd/4`, `/dev/fd/1`: an open file of a process (what
 /// `/dev/stdout` and `>(cmd)` are), the only paths under /proc a report is written to.
 fn fd_link(p: &Path) -> bool {
-    let parts: Vec<_> = p.components().map(|c| c.as_os_str().to_string_lossy()).collect();
+    let parts: Vec<_> = p
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy())
+        .collect();
     let num = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
-    match parts.iter().map(|s| s.as_ref()).collect::<Vec<&str>>().as_slice() {
+    match parts
+        .iter()
+        .map(|s| s.as_ref())
+        .collect::<Vec<&str>>()
+        .as_slice()
+    {
         ["/", "dev", "fd", n] => num(n),
-        ["/", "proc", pid, "fd", n] => (*pid == "self" || *pid == "thread-self" || num(pid)) && num(n),
+        ["/", "proc", pid, "fd", n] => {
+            (*pid == "self" || *pid == "thread-self" || num(pid)) && num(n)
+        }
         _ => false,
     }
 }
@@ -399,7 +409,11 @@ mod tests {
             assert!(fd_link(Path::new(ok)), "{ok}");
         }
         // Kernel state is no place for a report: the write would "succeed" and be lost.
-        for bad in ["/proc/self/comm", "/proc/sys/kernel/hostname", "/sys/kernel/mm/x"] {
+        for bad in [
+            "/proc/self/comm",
+            "/proc/sys/kernel/hostname",
+            "/sys/kernel/mm/x",
+        ] {
             let e = classify(Path::new(bad)).unwrap_err().to_string();
             assert!(e.contains("not a file for a report"), "{bad}: {e}");
         }

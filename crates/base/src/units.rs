@@ -246,12 +246,19 @@ mod tests {
     #[test]
     fn durations_stop_at_ten_years() {
         assert_eq!(parse_duration("3650d").unwrap(), MAX_DURATION);
-        for huge in ["3651d", "9223372036854775807s", "18446744073709551616s", "11y"] {
+        for huge in [
+            "3651d",
+            "9223372036854775807s",
+            "18446744073709551616s",
+            "11y",
+        ] {
             let e = parse_duration(huge).unwrap_err();
             assert!(e.contains("too large"), "{huge}: {e}");
         }
         // The bound keeps every deadline computable.
-        assert!(std::time::Instant::now().checked_add(MAX_DURATION).is_some());
+        assert!(std::time::Instant::now()
+            .checked_add(MAX_DURATION)
+            .is_some());
     }
 
     #[test]
