@@ -116,15 +116,20 @@ fn clamp(ns: u128) -> Duration {
 /// An nginx time ("60", "60s", "1h30m", "500ms").
 pub fn nginx(s: &str) -> Result<Duration, TimeError> {
     const LIMIT: u128 = i64::MAX as u128 * MS;
-    let ts = terms(s.trim())
+    // Not trimmed: nginx -t refuses " 60s"; a space may only follow a unit ("1h 30m").
+    let ts = terms(s)
         .filter(|t| !t.is_empty())
         .ok_or(TimeError::Syntax)?;
     let mut total: u128 = 0;
     let mut last = u128::MAX;
     for (i, t) in ts.iter().enumerate() {
-        let scale = match t.unit {
+        let unit = t.unit.trim_end_matches(' ');
+        if unit.is_empty() && !t.unit.is_empty() {
+            return Err(TimeError::Syntax);
+        }
+        let scale = match unit {
             "" if i + 1 == ts.len() => S,
-            "ms" | "s" | "m" | "h" | "d" | "w" => unit_ns(t.unit).ok_or(TimeError::Syntax)?,
+            "ms" | "s" | "m" | "h" | "d" | "w" => unit_ns(unit).ok_or(TimeError::Syntax)?,
             _ => return Err(TimeError::Syntax),
         };
         if !t.frac.is_empty() || scale >= last {
@@ -144,7 +149,8 @@ pub fn nginx(s: &str) -> Result<Duration, TimeError> {
 /// A HAProxy time: one number, a bare number is milliseconds.
 pub fn haproxy(s: &str) -> Result<Duration, TimeError> {
     const LIMIT: u128 = i32::MAX as u128 * MS;
-    let ts = terms(s.trim()).ok_or(TimeError::Syntax)?;
+    // Not trimmed: haproxy -c refuses " 5s" (unexpected character ' ').
+    let ts = terms(s).ok_or(TimeError::Syntax)?;
     let [t] = ts.as_slice() else {
         return Err(TimeError::Syntax);
     };
@@ -203,6 +209,8 @@ mod tests {
         assert_eq!(nginx("1h30m"), secs(5400));
         assert_eq!(nginx("500ms"), Ok(Duration::from_millis(500)));
         assert_eq!(nginx("1w"), secs(7 * 86_400));
+        assert_eq!(nginx("1h 30m"), secs(5400));
+        assert_eq!(nginx("1h  30"), secs(3630));
         // Accepted by nginx -t, beyond ten years: no bound for any rule.
         assert_eq!(nginx("9223372036854775s"), Ok(MAX_DURATION));
         for over in [
@@ -215,7 +223,9 @@ mod tests {
                 "{over}"
             );
         }
-        for bad in ["1.5s", "1y", "1M", "30s1h", "1d1d", "x", "", "s"] {
+        for bad in [
+            "1.5s", "1y", "1M", "30s1h", "1d1d", "x", "", "s", " 60s", "1H", "60S", "6 0s",
+        ] {
             assert_eq!(nginx(bad), Err(TimeError::Syntax), "{bad}");
         }
     }
@@ -242,7 +252,7 @@ mod tests {
                 "{over}"
             );
         }
-        for bad in ["1e9s", "1.5s", "10s5ms", "1w", "", "x"] {
+        for bad in ["1e9s", "1.5s", "10s5ms", "1w", "", "x", "1S", "10M", " 5s"] {
             assert_eq!(haproxy(bad), Err(TimeError::Syntax), "{bad}");
         }
     }
