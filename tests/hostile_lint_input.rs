@@ -504,3 +504,90 @@ fn budget_hop_names_are_escaped_in_text_and_ci_formats() {
         }
     }
 }
+
+/// lint's time syntaxes agree with the real binaries: every value is loaded by `nginx -t`
+/// / `haproxy -c` exactly when lint takes it (nothing is started, no port is bound).
+#[test]
+fn time_limits_match_nginx_t_and_haproxy_c() {
+    use rtcheck::lint::time;
+    let tmp = tempfile::tempdir().unwrap();
+    let nginx = common::require_binary("nginx", "nginx-light");
+    for v in [
+        "60",
+        "1h30m",
+        "\"1h 30m\"",
+        "1w",
+        "500ms",
+        "9223372036854775s",
+        "9223372036854776s",
+        "9223372036854775807",
+        "1.5s",
+        "1y",
+        "1M",
+        "30s1h",
+        "\" 60s\"",
+        "1H",
+    ] {
+        let conf = tmp.path().join("nginx.conf");
+        std::fs::write(
+            &conf,
+            format!("pid nginx.pid;\nevents {{}}\nhttp {{ access_log off; server {{ location /ws {{ proxy_pass http://127.0.0.1:9; proxy_read_timeout {v}; }} }} }}\n"),
+        )
+        .unwrap();
+        let out = std::process::Command::new(&nginx)
+            .arg("-t")
+            .arg("-p")
+            .arg(tmp.path())
+            .args(["-e", "stderr", "-c"])
+            .arg(&conf)
+            .output()
+            .unwrap();
+        let loads = out.status.success();
+        let ours = time::nginx(v.trim_matches('"')).is_ok();
+        assert_eq!(
+            ours,
+            loads,
+            "nginx {v}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let haproxy = common::require_binary("haproxy", "haproxy");
+    for v in [
+        "5000",
+        "30s",
+        "24d",
+        "2147483647",
+        "25d",
+        "30d",
+        "1e9s",
+        "1.5s",
+        "10s5ms",
+        "5s5",
+        "1S",
+        "2147484s",
+        "100us",
+    ] {
+        let cfg = tmp.path().join("haproxy.cfg");
+        std::fs::write(
+            &cfg,
+            format!("defaults\n  mode http\n  timeout connect 5s\n  timeout client 30s\n  timeout server 30s\nbackend b\n  timeout tunnel {v}\n  server s1 127.0.0.1:9\n"),
+        )
+        .unwrap();
+        let out = std::process::Command::new(&haproxy)
+            .arg("-c")
+            .arg("-f")
+            .arg(&cfg)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).to_string()
+            + &String::from_utf8_lossy(&out.stderr);
+        // "no listener" is haproxy -c's verdict on a config without a frontend: it parsed.
+        let loads = out.status.success() || text.contains("has no error");
+        let warned = text.contains("will be reported as an error");
+        match time::haproxy(v) {
+            Ok(_) => assert!(loads && !warned, "haproxy {v}: {text}"),
+            Err(time::TimeError::Trailing) => assert!(loads && warned, "haproxy {v}: {text}"),
+            Err(_) => assert!(!loads, "haproxy {v}: {text}"),
+        }
+    }
+}
