@@ -309,6 +309,23 @@ fn an_output_that_is_an_input_or_kernel_state_is_refused() {
             "is also an input (--profile)",
         ),
         (
+            vec![
+                "choose",
+                "--no-input",
+                "--visible-within",
+                "5s",
+                "--upstream",
+                "none",
+                "--loss",
+                "shared",
+                "--answers",
+                p,
+                "--save",
+                p,
+            ],
+            "is also an input (--answers)",
+        ),
+        (
             vec!["lint", c, "--report", "json=-", "--report", "yaml=-"],
             "reports to stdout",
         ),
