@@ -1,7 +1,9 @@
 //! From paths (files, directories) or stdin to parsed configs: the kind of each file, and
 //! nginx `include` spliced in place. Nothing outside the given paths is read unless
 //! `follow_includes`; an include not followed is a Skip finding (`lint-include`), never
-//! silently dropped. `nginx -T` output on stdin is split back into its files.
+//! silently dropped, nor is a symlink in a directory that leaves it (`lint-input`).
+//! Nothing under /proc, /sys or /dev is read, and one [`Budget`] bounds every byte read.
+//! `nginx -T` output on stdin is split back into its files.
 use super::{parse_checked as parse, Config, Kind, Node, ParseError};
 use crate::findings::{Finding, Fix, Status};
 use std::collections::BTreeMap;
