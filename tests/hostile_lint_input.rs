@@ -155,6 +155,16 @@ fn a_symlink_out_of_a_linted_directory_is_skipped_never_printed() {
     );
     // The nginx file was linted all the same.
     assert!(!finding(&v, "nginx-ws-http-version").is_empty(), "{v}");
+    // Only the symlinks left: nothing read is exit 2 saying why, never a pass.
+    std::fs::remove_file(dir.path().join("nginx.conf")).unwrap();
+    let out = rtcheck().arg("lint").arg(dir.path()).output().unwrap();
+    no_secret(&out, "only links");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("no config file found") && err.contains("not read"),
+        "{err}"
+    );
 }
 
 #[test]

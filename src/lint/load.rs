@@ -141,14 +141,17 @@ pub fn load_paths(paths: &[PathBuf], kind: Option<Kind>, follow: bool) -> anyhow
     for p in paths {
         walk.collect(p, 0)?;
     }
-    if walk.files.is_empty() && walk.skipped.is_empty() {
+    if walk.files.is_empty() {
+        // Nothing read is never a pass: say what was left out, if anything.
+        let not_read = walk.skipped.first().and_then(|f| f.reason.as_deref());
         anyhow::bail!(
-            "no config file found in {}",
+            "no config file found in {}{}",
             paths
                 .iter()
                 .map(|p| p.display().to_string())
                 .collect::<Vec<_>>()
-                .join(", ")
+                .join(", "),
+            not_read.map_or(String::new(), |r| format!(" (not read: {r})"))
         );
     }
     let mut texts = Vec::new();
