@@ -85,7 +85,7 @@ pub struct LintArgs {
     /// The application sends `X-Accel-Buffering: no` on its event streams.
     #[arg(long)]
     pub x_accel_buffering: bool,
-    /// Also read nginx includes outside the given paths.
+    /// Also read nginx includes (and symlinks in a directory) outside the given paths.
     #[arg(long)]
     pub follow_includes: bool,
     #[command(flatten)]
