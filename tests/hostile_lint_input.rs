@@ -155,6 +155,16 @@ fn a_symlink_out_of_a_linted_directory_is_skipped_never_printed() {
     );
     // The nginx file was linted all the same.
     assert!(!finding(&v, "nginx-ws-http-version").is_empty(), "{v}");
+    // Only the symlinks left: nothing read is exit 2 saying why, never a pass.
+    std::fs::remove_file(dir.path().join("nginx.conf")).unwrap();
+    let out = rtcheck().arg("lint").arg(dir.path()).output().unwrap();
+    no_secret(&out, "only links");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("no config file found") && err.contains("not read"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -307,6 +317,23 @@ fn an_output_that_is_an_input_or_kernel_state_is_refused() {
         (
             vec!["audit", "--profile", p, "--write-baseline", p],
             "is also an input (--profile)",
+        ),
+        (
+            vec![
+                "choose",
+                "--no-input",
+                "--visible-within",
+                "5s",
+                "--upstream",
+                "none",
+                "--loss",
+                "shared",
+                "--answers",
+                p,
+                "--save",
+                p,
+            ],
+            "is also an input (--answers)",
         ),
         (
             vec!["lint", c, "--report", "json=-", "--report", "yaml=-"],
@@ -501,6 +528,93 @@ fn budget_hop_names_are_escaped_in_text_and_ci_formats() {
         inert(&text, format);
         if format == "text" {
             assert!(text.contains("auth\\x1b[2J\\x07\\x00"), "{text}");
+        }
+    }
+}
+
+/// lint's time syntaxes agree with the real binaries: every value is loaded by `nginx -t`
+/// / `haproxy -c` exactly when lint takes it (nothing is started, no port is bound).
+#[test]
+fn time_limits_match_nginx_t_and_haproxy_c() {
+    use rtcheck::lint::time;
+    let tmp = tempfile::tempdir().unwrap();
+    let nginx = common::require_binary("nginx", "nginx-light");
+    for v in [
+        "60",
+        "1h30m",
+        "\"1h 30m\"",
+        "1w",
+        "500ms",
+        "9223372036854775s",
+        "9223372036854776s",
+        "9223372036854775807",
+        "1.5s",
+        "1y",
+        "1M",
+        "30s1h",
+        "\" 60s\"",
+        "1H",
+    ] {
+        let conf = tmp.path().join("nginx.conf");
+        std::fs::write(
+            &conf,
+            format!("pid nginx.pid;\nevents {{}}\nhttp {{ access_log off; server {{ location /ws {{ proxy_pass http://127.0.0.1:9; proxy_read_timeout {v}; }} }} }}\n"),
+        )
+        .unwrap();
+        let out = std::process::Command::new(&nginx)
+            .arg("-t")
+            .arg("-p")
+            .arg(tmp.path())
+            .args(["-e", "stderr", "-c"])
+            .arg(&conf)
+            .output()
+            .unwrap();
+        let loads = out.status.success();
+        let ours = time::nginx(v.trim_matches('"')).is_ok();
+        assert_eq!(
+            ours,
+            loads,
+            "nginx {v}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let haproxy = common::require_binary("haproxy", "haproxy");
+    for v in [
+        "5000",
+        "30s",
+        "24d",
+        "2147483647",
+        "25d",
+        "30d",
+        "1e9s",
+        "1.5s",
+        "10s5ms",
+        "5s5",
+        "1S",
+        "2147484s",
+        "100us",
+    ] {
+        let cfg = tmp.path().join("haproxy.cfg");
+        std::fs::write(
+            &cfg,
+            format!("defaults\n  mode http\n  timeout connect 5s\n  timeout client 30s\n  timeout server 30s\nbackend b\n  timeout tunnel {v}\n  server s1 127.0.0.1:9\n"),
+        )
+        .unwrap();
+        let out = std::process::Command::new(&haproxy)
+            .arg("-c")
+            .arg("-f")
+            .arg(&cfg)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).to_string()
+            + &String::from_utf8_lossy(&out.stderr);
+        // "no listener" is haproxy -c's verdict on a config without a frontend: it parsed.
+        let loads = out.status.success() || text.contains("has no error");
+        let warned = text.contains("will be reported as an error");
+        match time::haproxy(v) {
+            Ok(_) => assert!(loads && !warned, "haproxy {v}: {text}"),
+            Err(time::TimeError::Trailing) => assert!(loads && warned, "haproxy {v}: {text}"),
+            Err(_) => assert!(!loads, "haproxy {v}: {text}"),
         }
     }
 }

@@ -92,7 +92,7 @@ pub struct LintArgs {
     /// PRODUCT=VERSION (nginx=1.30.0); else read from its binary on PATH.
     #[arg(long, value_name = "[PRODUCT=]VERSION")]
     pub proxy_version: Vec<String>,
-    /// Also read nginx includes outside the given paths.
+    /// Also read nginx includes (and symlinks in a directory) outside the given paths.
     #[arg(long)]
     pub follow_includes: bool,
     #[command(flatten)]

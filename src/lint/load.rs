@@ -1,7 +1,9 @@
 //! From paths (files, directories) or stdin to parsed configs: the kind of each file, and
 //! nginx `include` spliced in place. Nothing outside the given paths is read unless
 //! `follow_includes`; an include not followed is a Skip finding (`lint-include`), never
-//! silently dropped. `nginx -T` output on stdin is split back into its files.
+//! silently dropped, nor is a symlink in a directory that leaves it (`lint-input`).
+//! Nothing under /proc, /sys or /dev is read, and one [`Budget`] bounds every byte read.
+//! `nginx -T` output on stdin is split back into its files.
 use super::{parse_checked as parse, Config, Kind, Node, ParseError};
 use crate::findings::{Finding, Fix, Status};
 use std::collections::BTreeMap;
@@ -139,14 +141,17 @@ pub fn load_paths(paths: &[PathBuf], kind: Option<Kind>, follow: bool) -> anyhow
     for p in paths {
         walk.collect(p, 0)?;
     }
-    if walk.files.is_empty() && walk.skipped.is_empty() {
+    if walk.files.is_empty() {
+        // Nothing read is never a pass: say what was left out, if anything.
+        let not_read = walk.skipped.first().and_then(|f| f.reason.as_deref());
         anyhow::bail!(
-            "no config file found in {}",
+            "no config file found in {}{}",
             paths
                 .iter()
                 .map(|p| p.display().to_string())
                 .collect::<Vec<_>>()
-                .join(", ")
+                .join(", "),
+            not_read.map_or(String::new(), |r| format!(" (not read: {r})"))
         );
     }
     let mut texts = Vec::new();

@@ -6,8 +6,8 @@
 //!   and fractions are invalid); the total is at most 2^63-1 ms (`9223372036854775s` loads,
 //!   `9223372036854776s` is "invalid value").
 //! - HAProxy (`timeout ...`): one integer with an optional unit `us ms s m h d` (bare:
-//!   milliseconds); at most 2^31-1 ms (`24d` loads, `25d`, `30d`, `1e9s`, `1.5s` and
-//!   `10s5ms` do not).
+//!   milliseconds); at most 2^31-1 ms (`24d` loads, `25d`, `30d`, `1e9s` and `1.5s` do
+//!   not; `10s5ms` loads as `10s` with a warning that newer versions refuse it).
 //! - Caddy (Go's `time.ParseDuration` plus `d`): fractions allowed, at most 2^63-1 ns.
 //!
 //! Arithmetic is on u128 nanoseconds with checked operations; an accepted value beyond
@@ -22,6 +22,9 @@ pub enum TimeError {
     Syntax,
     /// Over the product's limit: the text says the limit.
     OverLimit(&'static str),
+    /// A valid time followed by more (`10s5ms`): HAProxy 2.6 reads the first part and
+    /// warns "will be reported as an error in next versions".
+    Trailing,
 }
 
 impl TimeError {
@@ -34,6 +37,9 @@ impl TimeError {
             TimeError::OverLimit(limit) => {
                 format!("over {product}'s limit ({limit}): {product} refuses to load it")
             }
+            TimeError::Trailing => format!(
+                "one time with text after it: {product} 2.6 reads the first part and warns, newer versions refuse to load it"
+            ),
         }
     }
 }
@@ -116,15 +122,20 @@ fn clamp(ns: u128) -> Duration {
 /// An nginx time ("60", "60s", "1h30m", "500ms").
 pub fn nginx(s: &str) -> Result<Duration, TimeError> {
     const LIMIT: u128 = i64::MAX as u128 * MS;
-    let ts = terms(s.trim())
+    // Not trimmed: nginx -t refuses " 60s"; a space may only follow a unit ("1h 30m").
+    let ts = terms(s)
         .filter(|t| !t.is_empty())
         .ok_or(TimeError::Syntax)?;
     let mut total: u128 = 0;
     let mut last = u128::MAX;
     for (i, t) in ts.iter().enumerate() {
-        let scale = match t.unit {
+        let unit = t.unit.trim_end_matches(' ');
+        if unit.is_empty() && !t.unit.is_empty() {
+            return Err(TimeError::Syntax);
+        }
+        let scale = match unit {
             "" if i + 1 == ts.len() => S,
-            "ms" | "s" | "m" | "h" | "d" | "w" => unit_ns(t.unit).ok_or(TimeError::Syntax)?,
+            "ms" | "s" | "m" | "h" | "d" | "w" => unit_ns(unit).ok_or(TimeError::Syntax)?,
             _ => return Err(TimeError::Syntax),
         };
         if !t.frac.is_empty() || scale >= last {
@@ -144,8 +155,9 @@ pub fn nginx(s: &str) -> Result<Duration, TimeError> {
 /// A HAProxy time: one number, a bare number is milliseconds.
 pub fn haproxy(s: &str) -> Result<Duration, TimeError> {
     const LIMIT: u128 = i32::MAX as u128 * MS;
-    let ts = terms(s.trim()).ok_or(TimeError::Syntax)?;
-    let [t] = ts.as_slice() else {
+    // Not trimmed: haproxy -c refuses " 5s" (unexpected character ' ').
+    let ts = terms(s).ok_or(TimeError::Syntax)?;
+    let Some(t) = ts.first() else {
         return Err(TimeError::Syntax);
     };
     let scale = match t.unit {
@@ -157,7 +169,9 @@ pub fn haproxy(s: &str) -> Result<Duration, TimeError> {
         return Err(TimeError::Syntax);
     }
     match term_ns(t, scale) {
-        Some(ns) if ns <= LIMIT => Ok(clamp(ns)),
+        Some(ns) if ns <= LIMIT && ts.len() > 1 && !t.unit.is_empty() => Err(TimeError::Trailing),
+        Some(ns) if ns <= LIMIT && ts.len() == 1 => Ok(clamp(ns)),
+        Some(ns) if ns <= LIMIT => Err(TimeError::Syntax),
         _ => Err(TimeError::OverLimit("2^31-1 ms, about 24.8 days")),
     }
 }
@@ -203,6 +217,8 @@ mod tests {
         assert_eq!(nginx("1h30m"), secs(5400));
         assert_eq!(nginx("500ms"), Ok(Duration::from_millis(500)));
         assert_eq!(nginx("1w"), secs(7 * 86_400));
+        assert_eq!(nginx("1h 30m"), secs(5400));
+        assert_eq!(nginx("1h  30"), secs(3630));
         // Accepted by nginx -t, beyond ten years: no bound for any rule.
         assert_eq!(nginx("9223372036854775s"), Ok(MAX_DURATION));
         for over in [
@@ -215,7 +231,9 @@ mod tests {
                 "{over}"
             );
         }
-        for bad in ["1.5s", "1y", "1M", "30s1h", "1d1d", "x", "", "s"] {
+        for bad in [
+            "1.5s", "1y", "1M", "30s1h", "1d1d", "x", "", "s", " 60s", "1H", "60S", "6 0s",
+        ] {
             assert_eq!(nginx(bad), Err(TimeError::Syntax), "{bad}");
         }
     }
@@ -242,7 +260,8 @@ mod tests {
                 "{over}"
             );
         }
-        for bad in ["1e9s", "1.5s", "10s5ms", "1w", "", "x"] {
+        assert_eq!(haproxy("10s5ms"), Err(TimeError::Trailing));
+        for bad in ["1e9s", "1.5s", "1w", "", "x", "1S", "10M", " 5s"] {
             assert_eq!(haproxy(bad), Err(TimeError::Syntax), "{bad}");
         }
     }

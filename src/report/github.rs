@@ -144,6 +144,13 @@ mod tests {
     fn escapes_workflow_command_syntax() {
         assert_eq!(data("50%\nnext"), "50%25%0Anext");
         assert_eq!(prop("a: b, c"), "a%3A b%2C c");
+        // Every other control character shows as an escape; `%` of the escape is not
+        // re-encoded, and a CR cannot end the command early.
+        assert_eq!(
+            data("x\x1b[2J\x07\0\r::error::y"),
+            "x\\x1b[2J\\x07\\x00%0D::error::y"
+        );
+        assert_eq!(prop("f,\x1b:1"), "f%2C\\x1b%3A1");
     }
 
     /// Issue 27: `review --format github` gave 48 warnings and GitHub showed 10. At most

@@ -83,6 +83,10 @@ pub fn is_shell_command(line: &str) -> bool {
     COMMANDS.contains(&word)
 }
 
+/// Text from outside made inert for a human format: the one rule,
+/// `rtcheck_base::escape::plain` (control characters as `\x1b`-style escapes).
+pub use rtcheck_base::escape::plain;
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -105,7 +109,3 @@ mod tests {
         ));
     }
 }
-
-/// Text from outside made inert for a human format: the one rule,
-/// `rtcheck_base::escape::plain` (control characters as `\x1b`-style escapes).
-pub use rtcheck_base::escape::plain;

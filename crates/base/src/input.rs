@@ -149,7 +149,8 @@ pub fn read_user(path: &Path, limit: u64) -> Result<Vec<u8>, Refused> {
 }
 
 /// Does the text start like YAML (or JSON) `key: value` lines? The first line that is not
-/// blank, a comment or a document marker must be `key:` or open a flow mapping `{`; a
+/// blank, a comment or a document marker must be `key:`, open a flow mapping `{` or be a
+/// block list entry `- `; a
 /// shadow line (`root:*:19000::`), an env file (`K=v`) or an INI section are not.
 pub fn looks_like_mapping(text: &str) -> bool {
     let Some(first) = text.lines().map(str::trim).find(|l| {
@@ -157,7 +158,8 @@ pub fn looks_like_mapping(text: &str) -> bool {
     }) else {
         return true; // empty: the caller's defaults, nothing to quote
     };
-    if first.starts_with('{') {
+    // A mapping, or a block list (the caller's error says "got a list", quoting nothing).
+    if first.starts_with('{') || first == "-" || first.starts_with("- ") {
         return true;
     }
     let key_end = if let Some(q @ ('"' | '\'')) = first.chars().next() {
@@ -310,6 +312,7 @@ mod tests {
             "{\"a\": 1}",
             "",
             "\"k\": v\n",
+            "- a\n",
         ] {
             assert!(looks_like_mapping(ok), "{ok:?}");
         }
@@ -317,7 +320,6 @@ mod tests {
             "root:*:19000:0:99999:7:::\n",
             "API_KEY=s3cret\n",
             "[core]\nx=1\n",
-            "- a\n",
         ] {
             assert!(!looks_like_mapping(bad), "{bad:?}");
         }

@@ -33,7 +33,7 @@ pub fn classify(path: &Path) -> anyhow::Result<Target> {
     }
     if let Some(flag) = crate::input::input_flag(path) {
         anyhow::bail!(
-            "{}: is also an input ({flag}); write the report to another file",
+            "{}: is also an input ({flag}); write this output to another file",
             crate::escape::plain(&path.display().to_string())
         );
     }
