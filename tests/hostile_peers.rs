@@ -81,6 +81,9 @@ fn a_ping_flood_that_never_reads_ends_the_probe_on_time() {
     }
 }
 
+/// A stub's script: the connection, the request head, whether the stub was stopped.
+type Script = fn(&mut TcpStream, &str, &dyn Fn() -> bool);
+
 fn garbage(s: &mut TcpStream, _: &str, stopped: &dyn Fn() -> bool) {
     if !sse_head(s) {
         return;
@@ -121,7 +124,7 @@ fn no_data(s: &mut TcpStream, _: &str, stopped: &dyn Fn() -> bool) {
 /// `data:` is not a pass: sse-buffering fails saying what arrived, exit 1.
 #[test]
 fn an_event_stream_without_events_is_not_a_pass() {
-    let cases: [(fn(&mut TcpStream, &str, &dyn Fn() -> bool), &str); 3] = [
+    let cases: [(Script, &str); 3] = [
         (garbage, "none of it an SSE event"),
         (empty, "empty body"),
         (no_data, "none of it an SSE event"),
