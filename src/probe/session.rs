@@ -256,6 +256,10 @@ pub fn push_time(v: &mut Vec<f64>, at: f64) {
     }
 }
 
+/// Pings in one watch past which the server is flooding: a heartbeat every second for a
+/// 300 s idle watch is 300.
+pub const MAX_PINGS: usize = 10_000;
+
 /// When to stop watching a stream.
 #[derive(Debug, Clone, Copy)]
 pub struct Watch {
@@ -525,6 +529,14 @@ async fn watch_ws(
             let mut pongs = Vec::new();
             if let Some(end) = record_frames(&mut dec, &mut buf, ms(start), &mut s, &mut pongs) {
                 s.ending = Some(end);
+                break;
+            }
+            if s.heartbeats_ms.len() >= MAX_PINGS {
+                s.cut = Some(format!(
+                    "the server sent {} pings in {} (a flood of control frames, not a heartbeat)",
+                    s.heartbeats_ms.len(),
+                    super::fmt_s(ms(start))
+                ));
                 break;
             }
             // A peer that floods pings without reading would hold this write forever:
