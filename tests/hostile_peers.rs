@@ -259,3 +259,40 @@ fn metrics_listener_answers_scrapes_while_idle_clients_hold_sockets() {
         other => panic!("a silent client was not cut: {other:?}"),
     }
 }
+
+/// 101 with the right accept key, then bytes that are not WebSocket frames (a reserved
+/// opcode, a masked server frame).
+fn not_websocket(s: &mut TcpStream, req: &str, stopped: &dyn Fn() -> bool) {
+    use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
+    let key = req
+        .lines()
+        .find_map(|l| l.strip_prefix("Sec-WebSocket-Key: "))
+        .unwrap_or("")
+        .trim();
+    let head = format!(
+        "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: {}\r\n\r\n",
+        derive_accept_key(key.as_bytes())
+    );
+    let mut junk = head.into_bytes();
+    junk.extend_from_slice(&[0x83, 0x03, b'a', b'b', b'c', 0x81, 0x85, 1, 2, 3, 4, 5]);
+    if s.write_all(&junk).is_ok() {
+        pause(Duration::from_secs(30), stopped);
+    }
+}
+
+/// Issue 41 item 9 for WebSocket: a 101 followed by bytes that are not WebSocket frames
+/// is not a pass under --quick (nothing else judges the stream there).
+#[test]
+fn a_101_followed_by_garbage_is_not_a_pass() {
+    let stub = Stub::start(not_websocket);
+    let url = format!("ws://127.0.0.1:{}/ws", stub.port);
+    let (r, code, err) = probe_json(&["--quick", "--timeout", "2s", &url]);
+    let ctx = format!("exit {code}, stderr {err}\n{}", summary(&r));
+    assert_eq!(code, 1, "{ctx}");
+    let up = finding(&r, "upgrade");
+    assert_eq!(up["status"], "fail", "{ctx}");
+    assert!(
+        up["observed"].as_str().unwrap().contains("WebSocket"),
+        "{ctx}"
+    );
+}
