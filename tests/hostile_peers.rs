@@ -1,9 +1,10 @@
 //! Hostile peers on loopback (issue 41, the runtime half): servers that flood pings without
 //! reading, send an event stream of garbage, flood events, or answer a poll with a body
 //! that never ends. rtcheck ends in bounded time, never passes what it did not measure,
-//! and says what the peer did. Each peer is a scripted stub (`probe_common::stub`),
-//! stopped on drop.
+//! and says what the peer did. Each peer is a scripted stub (`probe_common::stub`) or
+//! tests/fixtures/foreign/ping_flood.py, stopped on drop.
 mod common;
+mod foreign_common;
 #[allow(unused_imports)]
 mod probe_common;
 use probe_common::stub::{pause, Stub};
@@ -29,41 +30,13 @@ fn sse_head(s: &mut TcpStream) -> bool {
     .is_ok()
 }
 
-/// 101 with the right accept key, then pings as fast as the socket takes them; never
-/// reads again (its receive buffer shrunk so the probe's pongs back up at once).
-fn ping_flood(s: &mut TcpStream, req: &str, stopped: &dyn Fn() -> bool) {
-    use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
-    let key = req
-        .lines()
-        .find_map(|l| l.strip_prefix("Sec-WebSocket-Key: "))
-        .unwrap_or("")
-        .trim();
-    let _ = socket2::SockRef::from(&*s).set_recv_buffer_size(1024);
-    let head = format!(
-        "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: {}\r\n\r\n",
-        derive_accept_key(key.as_bytes())
-    );
-    if s.write_all(head.as_bytes()).is_err() {
-        return;
-    }
-    let _ = s.set_write_timeout(Some(Duration::from_millis(200)));
-    let ping = rtcheck_wire::ws::frame(rtcheck_wire::ws::OP_PING, &[b'x'; 125]);
-    let burst: Vec<u8> = ping.iter().copied().cycle().take(ping.len() * 64).collect();
-    while !stopped() {
-        match s.write(&burst) {
-            Ok(_) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
-            Err(_) => return,
-        }
-    }
-}
-
 /// Issue 41 item 6: `probe --quick` against a server that floods pings and never reads
-/// ends within its window (not past 90 s); what it measured is a JSON report.
+/// ends within its window (not past 90 s), the stream cut and the upgrade failed saying
+/// why; what it measured is a JSON report.
 #[test]
 fn a_ping_flood_that_never_reads_ends_the_probe_on_time() {
-    let stub = Stub::start(ping_flood);
-    let url = format!("ws://127.0.0.1:{}/ws", stub.port);
+    let flood = foreign_common::ping_flood();
+    let url = flood.url("ws", "/ws");
     let started = std::time::Instant::now();
     let (r, code, err) = probe_json(&["--quick", "--timeout", "3s", &url]);
     let ctx = format!("exit {code}, stderr {err}\n{}", summary(&r));
@@ -71,15 +44,17 @@ fn a_ping_flood_that_never_reads_ends_the_probe_on_time() {
     assert!(started.elapsed() < Duration::from_secs(60), "{ctx}");
     let up = finding(&r, "upgrade");
     let observed = up["observed"].as_str().unwrap();
-    // Either the pongs backed up and the probe cut the stream (a fail saying so), or the
-    // socket took them all; never a hang, never a silent pass over a cut.
-    if up["status"] == "fail" {
-        assert!(observed.contains("stopped reading"), "{ctx}");
-        assert_eq!(code, 1, "{ctx}");
-    } else {
-        assert_eq!(up["status"], "pass", "{ctx}");
-    }
+    // Cut and reported: a flood of pings (or pongs backed up unsent), a fail saying so.
+    assert_eq!(up["status"], "fail", "{ctx}");
+    assert!(
+        observed.contains("a flood of control frames") || observed.contains("stopped reading"),
+        "{ctx}"
+    );
+    assert_eq!(code, 1, "{ctx}");
 }
+
+/// A stub's script: the connection, the request head, whether the stub was stopped.
+type Script = fn(&mut TcpStream, &str, &dyn Fn() -> bool);
 
 fn garbage(s: &mut TcpStream, _: &str, stopped: &dyn Fn() -> bool) {
     if !sse_head(s) {
@@ -121,7 +96,7 @@ fn no_data(s: &mut TcpStream, _: &str, stopped: &dyn Fn() -> bool) {
 /// `data:` is not a pass: sse-buffering fails saying what arrived, exit 1.
 #[test]
 fn an_event_stream_without_events_is_not_a_pass() {
-    let cases: [(fn(&mut TcpStream, &str, &dyn Fn() -> bool), &str); 3] = [
+    let cases: [(Script, &str); 3] = [
         (garbage, "none of it an SSE event"),
         (empty, "empty body"),
         (no_data, "none of it an SSE event"),
@@ -283,4 +258,41 @@ fn metrics_listener_answers_scrapes_while_idle_clients_hold_sockets() {
         Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => {}
         other => panic!("a silent client was not cut: {other:?}"),
     }
+}
+
+/// 101 with the right accept key, then bytes that are not WebSocket frames (a reserved
+/// opcode, a masked server frame).
+fn not_websocket(s: &mut TcpStream, req: &str, stopped: &dyn Fn() -> bool) {
+    use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
+    let key = req
+        .lines()
+        .find_map(|l| l.strip_prefix("Sec-WebSocket-Key: "))
+        .unwrap_or("")
+        .trim();
+    let head = format!(
+        "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: {}\r\n\r\n",
+        derive_accept_key(key.as_bytes())
+    );
+    let mut junk = head.into_bytes();
+    junk.extend_from_slice(&[0x83, 0x03, b'a', b'b', b'c', 0x81, 0x85, 1, 2, 3, 4, 5]);
+    if s.write_all(&junk).is_ok() {
+        pause(Duration::from_secs(30), stopped);
+    }
+}
+
+/// Issue 41 item 9 for WebSocket: a 101 followed by bytes that are not WebSocket frames
+/// is not a pass under --quick (nothing else judges the stream there).
+#[test]
+fn a_101_followed_by_garbage_is_not_a_pass() {
+    let stub = Stub::start(not_websocket);
+    let url = format!("ws://127.0.0.1:{}/ws", stub.port);
+    let (r, code, err) = probe_json(&["--quick", "--timeout", "2s", &url]);
+    let ctx = format!("exit {code}, stderr {err}\n{}", summary(&r));
+    assert_eq!(code, 1, "{ctx}");
+    let up = finding(&r, "upgrade");
+    assert_eq!(up["status"], "fail", "{ctx}");
+    assert!(
+        up["observed"].as_str().unwrap().contains("WebSocket"),
+        "{ctx}"
+    );
 }

@@ -96,6 +96,9 @@ struct ClientOut {
     /// The first frame that was not the payload, as `wire::shape` shows it.
     first_undecodable: Option<String>,
     beyond: u64,
+    /// Frames past [`max_samples`]: with at most --rounds distinct seqs, repeats (a server
+    /// replaying a seq for ever must not grow the load generator's memory).
+    excess: u64,
     /// What the server actually sends: payload size range and the (seq, scheduled time)
     /// of the first and last frame, from which its real rate follows.
     sched: ScheduleSeen,
@@ -440,8 +443,9 @@ fn summarize(
         }
         r.beyond_rounds += o.beyond;
         r.schedule.merge(&o.sched);
-        r.order_violations += stats::order_violations(&o.samples);
-        r.duplicates += stats::duplicates(&o.samples);
+        // Frames past the per-client bound can only be repeats: counted as such.
+        r.order_violations += stats::order_violations(&o.samples) + o.excess;
+        r.duplicates += stats::duplicates(&o.samples) + o.excess;
         if o.removed {
             r.removed_healthy += 1;
         }
@@ -581,10 +585,19 @@ fn record(
         out.beyond += 1;
         return;
     }
+    if out.samples.len() as u64 >= max_samples(rounds) {
+        out.excess += 1;
+        return;
+    }
     out.samples.push((seq as u32, lat_us));
     if seq == rounds {
         counters.complete.fetch_add(1, Relaxed);
     }
+}
+
+/// Samples one client keeps: every round twice over (duplicates stay visible), no more.
+fn max_samples(rounds: u64) -> u64 {
+    rounds.saturating_mul(2).saturating_add(16)
 }
 
 async fn wait_level(stop: &mut watch::Receiver<u8>, level: u8) {
@@ -855,6 +868,26 @@ mod tests {
             connect_to: None,
             ca: None,
         }
+    }
+
+    /// A server replaying one seq for ever: the client keeps at most twice --rounds
+    /// samples, the rest counted as repeats (issue 41: bounded memory).
+    #[test]
+    fn a_replayed_seq_flood_keeps_a_bounded_sample_list() {
+        let counters = Counters {
+            connected: AtomicU64::new(0),
+            failed: AtomicU64::new(0),
+            received: AtomicU64::new(0),
+            complete: AtomicU64::new(0),
+            removed: AtomicU64::new(0),
+        };
+        let mut out = ClientOut::default();
+        let now = clock::now_ns();
+        for _ in 0..100_000 {
+            record(&mut out, &counters, 10, b"x", Some((1, now)));
+        }
+        assert_eq!(out.samples.len() as u64, max_samples(10));
+        assert_eq!(out.excess, 100_000 - max_samples(10));
     }
 
     #[test]

@@ -94,20 +94,34 @@ pub fn count(t: &Trace) -> Counts {
     if hi < lo {
         return c;
     }
-    let covered = |s: u64| t.gaps.iter().any(|&(a, b)| a <= s && s <= b);
-    for s in lo..=hi {
-        let g = covered(s);
-        if g {
-            c.gaps += 1;
-        }
-        if !seen.contains(&s) {
-            c.lost += 1;
-            if !g {
-                c.lost_silently += 1;
-            }
+    // Counted from the ranges, never seq by seq: a server's seq near u64::MAX makes the
+    // span astronomically long, and a loop over it would never end (issue 41).
+    let gaps = merged(&t.gaps, lo, hi);
+    let covered = |s: u64| gaps.iter().any(|&(a, b)| a <= s && s <= b);
+    let got: Vec<u64> = seen.range(lo..=hi).copied().collect();
+    let got_covered = got.iter().filter(|&&s| covered(s)).count() as u64;
+    c.gaps = gaps.iter().map(|&(a, b)| b - a + 1).sum();
+    c.lost = (hi - lo).saturating_add(1) - got.len() as u64;
+    c.lost_silently = c.lost - (c.gaps - got_covered);
+    c
+}
+
+/// Gap ranges clipped to `lo..=hi`, sorted and merged (no seq counted twice).
+fn merged(gaps: &[(u64, u64)], lo: u64, hi: u64) -> Vec<(u64, u64)> {
+    let mut v: Vec<(u64, u64)> = gaps
+        .iter()
+        .map(|&(a, b)| (a.max(lo), b.min(hi)))
+        .filter(|&(a, b)| a <= b)
+        .collect();
+    v.sort_unstable();
+    let mut out: Vec<(u64, u64)> = Vec::with_capacity(v.len());
+    for (a, b) in v {
+        match out.last_mut() {
+            Some(last) if a <= last.1.saturating_add(1) => last.1 = last.1.max(b),
+            _ => out.push((a, b)),
         }
     }
-    c
+    out
 }
 
 /// A client across a server restart: `before` in the old epoch, whose span ends at `a_end`
@@ -236,6 +250,19 @@ mod tests {
         let trimmed = trace(&[4, 5], &[(1, 3)], 0);
         let c = count_restart(&before, &trimmed, 5, true);
         assert_eq!((c.lost, c.lost_silently, c.gaps), (3, 0, 3));
+    }
+
+    /// A seq near u64::MAX (a hostile server) is counted at once, not seq by seq; and
+    /// overlapping gap markers count each seq once.
+    #[test]
+    fn an_astronomical_span_is_counted_without_walking_it() {
+        let c = count(&trace(&[1, 2, u64::MAX], &[(5, u64::MAX - 1)], u64::MAX));
+        assert_eq!(c.received, 3);
+        assert_eq!(c.lost, u64::MAX - 3);
+        assert_eq!(c.gaps, u64::MAX - 5);
+        assert_eq!(c.lost_silently, 2); // 3 and 4
+        let c = count(&trace(&[1, 6], &[(2, 4), (3, 5), (5, 5)], 6));
+        assert_eq!((c.lost, c.lost_silently, c.gaps), (4, 0, 4));
     }
 
     #[test]

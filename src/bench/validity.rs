@@ -730,12 +730,12 @@ fn result(
         hub_median_ms: hub_med,
         hub_max_ms: hub_max,
         drops: inp.server.map(|s| s.drops),
-        // Without server stats, what the healthy clients saw (slow ones never read: not
-        // known).
+        // Without server stats, the closes the healthy clients saw, when they saw any
+        // (none seen is not "none": slow clients never read, so theirs are not known).
         removed: inp
             .server
             .map(|s| s.removed)
-            .or_else(|| (lg.slow == 0).then_some(lg.removed_healthy)),
+            .or((lg.removed_healthy > 0).then_some(lg.removed_healthy)),
         server_rss_mb: inp.server_peak_rss.map(|b| b as f64 / 1e6),
         server_cpu_s: match (inp.server, inp.server_cpu_start) {
             (Some(s), Some(c0)) => Some((s.cpu_seconds - c0).max(0.0)),

@@ -174,6 +174,9 @@ pub fn check(u: &UrlObs) -> Option<Finding> {
     let (status, observed, reason) = if u.quick {
         let r = "--quick: measured during the idle test only".to_string();
         (Status::Skip, "not run".to_string(), Some(r))
+    } else if let Some(cut) = &s.cut {
+        // A flood is not a fast heartbeat: the probe cut it (issue 41 item 6).
+        (Status::Fail, format!("cut by the probe: {cut}"), None)
     } else {
         judge(s, false)
     };

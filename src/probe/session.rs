@@ -319,6 +319,10 @@ pub fn push_time(v: &mut Vec<f64>, at: f64) {
     }
 }
 
+/// Pings in one watch past which the server is flooding: a heartbeat every second for a
+/// 300 s idle watch is 300.
+pub const MAX_PINGS: usize = 10_000;
+
 /// When to stop watching a stream.
 #[derive(Debug, Clone, Copy)]
 pub struct Watch {
@@ -618,6 +622,14 @@ async fn watch_ws(
                 record_frames(&mut dec, &mut buf, at, &mut s, &mut pongs, app.as_mut())
             {
                 s.ending = Some(end);
+                break;
+            }
+            if s.heartbeats_ms.len() >= MAX_PINGS {
+                s.cut = Some(format!(
+                    "the server sent {} pings in {} (a flood of control frames, not a heartbeat)",
+                    s.heartbeats_ms.len(),
+                    super::fmt_s(ms(start))
+                ));
                 break;
             }
             // A peer that floods pings without reading would hold this write forever:

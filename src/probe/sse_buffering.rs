@@ -183,7 +183,9 @@ pub fn broken(s: &StreamObs) -> Option<String> {
         return None;
     }
     let ended = !matches!(s.ending, Some(Ending::Open) | None);
-    if s.body_bytes == 0 && ended {
+    // Compressed bytes that never decoded are the compressor's holding (`compression`).
+    let held_compressed = s.encoding.is_some() && s.wire_bytes > 0;
+    if s.body_bytes == 0 && ended && !held_compressed {
         return Some(format!(
             "the event stream ended after {} with an empty body ({}): no event, and EventSource reconnects in a loop",
             fmt_s(s.ended_ms),
@@ -358,6 +360,13 @@ mod tests {
             ..base.clone()
         };
         assert_eq!(broken(&comments), None);
+        // Compressed bytes not decoded yet when it ended: compression's finding, not this.
+        let held = StreamObs {
+            encoding: Some("gzip".into()),
+            wire_bytes: 300,
+            ..empty.clone()
+        };
+        assert_eq!(broken(&held), None);
     }
 
     use super::super::session::EventRec;

@@ -1,5 +1,6 @@
 //! `upgrade`: the WebSocket handshake through the path answers 101 with a valid
 //! `Sec-WebSocket-Accept` (evidence proxy-config: without the Upgrade headers, 400 at once).
+use super::session::Ending;
 use super::{finding, fmt_s, proxy, Kind, Meta, UrlObs};
 use crate::findings::{Finding, Status};
 
@@ -38,12 +39,23 @@ pub fn check(u: &UrlObs) -> Option<Finding> {
         _ => return None,
     };
     let h = &ws.head;
-    let cut = ws.stream.as_ref().and_then(|s| s.cut.as_ref());
+    // Cut by the probe (a flood, a peer that stopped reading), or frames that are not
+    // WebSocket: a 101 that carries no usable stream is not a pass.
+    let broken = ws.stream.as_ref().and_then(|s| match &s.ending {
+        Some(Ending::Error(e)) if e.starts_with("WebSocket ") => Some(e),
+        _ => None,
+    });
+    let cut = ws.stream.as_ref().and_then(|s| s.cut.as_ref()).or(broken);
     let (status, observed) = match (h.status, ws.accept_ok) {
         (101, true) if cut.is_some() => (
             Status::Fail,
             format!(
-                "101 Switching Protocols, then the probe cut the connection: {}",
+                "101 Switching Protocols, then {}: {}",
+                if broken.is_some() {
+                    "the stream broke"
+                } else {
+                    "the probe cut the connection"
+                },
                 cut.map_or("", |c| c.as_str())
             ),
         ),

@@ -115,6 +115,8 @@ impl SseConn {
             .with_context(|| format!("{addr}: connect"))?;
         stream.set_nodelay(true)?;
         stream.set_read_timeout(Some(TICK))?;
+        // Every write bounded too: a server that never reads cannot hold a client.
+        stream.set_write_timeout(Some(Duration::from_secs(5)))?;
         let path = match session {
             Some(id) if !id.is_empty() => format!("/sse?session={id}"),
             _ => "/sse".into(),
@@ -332,6 +334,7 @@ impl WsConn {
             .with_context(|| format!("{addr}: connect"))?;
         stream.set_nodelay(true)?;
         stream.set_read_timeout(Some(Duration::from_secs(5)))?;
+        stream.set_write_timeout(Some(Duration::from_secs(5)))?;
         let url = match (since.map(Position::parse), session) {
             (_, Some(id)) if !id.is_empty() => format!("ws://{addr}/ws?session={id}"),
             (Some(Position { seq, epoch: None }), _) => format!("ws://{addr}/ws?since={seq}"),
@@ -464,6 +467,7 @@ pub fn request(addr: SocketAddr, method: &str, path: &str) -> anyhow::Result<(u1
     let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(2))
         .with_context(|| format!("{addr}: connect"))?;
     s.set_read_timeout(Some(TICK))?;
+    s.set_write_timeout(Some(Duration::from_secs(5)))?;
     write!(
         s,
         "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"

@@ -261,6 +261,7 @@ impl Link {
                         .feed(&bytes, &mut evs)
                         .map_err(|e| anyhow!("{}: {e}", t.url))?;
                     pos.sse_id = events.last_id().map(String::from).or(pos.sse_id.take());
+                    flooded(t, tr)?;
                     for ev in evs {
                         if ev.event.as_deref() == Some("gap") {
                             if let Some(g) = rtcheck_wire::epoch::parse_gap(&ev.data) {
@@ -289,6 +290,7 @@ impl Link {
             Link::Ws(ws) => {
                 use tungstenite::{Error, Message};
                 while Instant::now() < until && !interrupted() {
+                    flooded(t, tr)?;
                     let v = match ws.read() {
                         Ok(Message::Text(txt)) => match t.decoder.decode(txt.as_bytes(), None) {
                             Some(v) => Some(v),
@@ -339,6 +341,21 @@ impl Link {
         };
         client::leave_socket(tcp, kind).then_some(self)
     }
+}
+
+/// Seqs and gap markers one client keeps at most: far above any run's rate x duration. A
+/// server sending more is flooding the client; the run stops saying so, not growing.
+const MAX_KEPT: usize = 2_000_000;
+
+fn flooded(t: &ForeignTarget, tr: &Trace) -> anyhow::Result<()> {
+    if tr.seqs.len() + tr.gaps.len() > MAX_KEPT {
+        bail!(
+            "{}: more than {} messages and gap markers to one client: a flood, not what was published",
+            t.url,
+            rtcheck_base::units::fmt_thousands(MAX_KEPT as u64)
+        );
+    }
+    Ok(())
 }
 
 /// One client's life against the foreign server. The storm barrier is met on every
