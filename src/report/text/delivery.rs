@@ -128,6 +128,15 @@ fn evidence_line() -> String {
     )
 }
 
+/// A foreign server's own figures through the runs, or why there are none.
+pub fn server_line(r: &DeliveryReport) -> Option<String> {
+    match (&r.server_process, &r.server_unmeasured) {
+        (Some(sp), _) => Some(sp.line()),
+        (None, Some(why)) => Some(format!("server process not measured: {why}")),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod evidence_tests {
     #[test]
@@ -138,14 +147,5 @@ mod evidence_tests {
             l,
             "evidence: seq-numbers (615 silent), ring-buffer (0 lost, 100 KB, 3 s), session-ack (83 KB per client per 3 s), session-expiry (830 MB at 10,000), loss-dup-order"
         );
-    }
-}
-
-/// A foreign server's own figures through the runs, or why there are none.
-pub fn server_line(r: &DeliveryReport) -> Option<String> {
-    match (&r.server_process, &r.server_unmeasured) {
-        (Some(sp), _) => Some(sp.line()),
-        (None, Some(why)) => Some(format!("server process not measured: {why}")),
-        _ => None,
     }
 }
