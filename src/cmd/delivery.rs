@@ -249,7 +249,7 @@ fn foreign_via(f: &DeliveryFlags) -> anyhow::Result<Option<crate::bench::publish
                 || f.reach.ca.is_some()
                 || f.pid.is_some();
             if foreign_only {
-                anyhow::bail!("--message, --subscribe, --seq-path, --ts-path, -H, --resume, --connect-to, --ca and --pid go with --publish ws or --publish 'POST URL' (a foreign --server)");
+                anyhow::bail!("--message, --subscribe, --seq-path, --ts-path, -H, --resume, --pid, --connect-to and --ca go with --publish ws or --publish 'POST URL' (a foreign --server)");
             }
             Ok(None)
         }
