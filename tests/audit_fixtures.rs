@@ -18,6 +18,7 @@ fn roots(name: &str, pid: Option<u32>) -> Roots {
         sysfs: tree(name).join("sys"),
         pid,
         group: None,
+        others: vec![],
     }
 }
 

@@ -180,6 +180,15 @@ fn a_websockets_server_with_backlog_100_has_it_read() {
         fix.contains("websockets.serve(..., backlog=10000)"),
         "{fix}"
     );
+    // Two unrelated processes given: the first audited, the other named, not dropped.
+    let me = std::process::id();
+    let (_, v, err) = audit(&["--pid", &format!("{pid},{me}")]);
+    let target = v["target"].as_str().unwrap_or_else(|| panic!("{err}"));
+    assert!(target.contains(&format!("process {pid}")), "{target}");
+    assert!(
+        target.contains(&format!("also given, not audited: {me}")),
+        "{target}"
+    );
 }
 
 /// --verify on the user's process: what rtcheck measured on its own server is labelled

@@ -122,16 +122,16 @@ fn measures_a_server_without_control_endpoints() {
     assert_eq!(s["accounting"]["received"], CLIENTS as u64 * ROUNDS);
     assert_eq!(s["rounds_completed"], ROUNDS);
     assert_eq!(s["slow_clients"], 0);
-    // No /control/stats: server columns are empty, and NODELAY is only half known.
-    for k in [
-        "hub_max_ms",
-        "drops",
-        "removed",
-        "server_rss_mb",
-        "server_cpu_s",
-    ] {
+    // No /control/stats: the hub's own columns are empty, and NODELAY is only half known.
+    for k in ["hub_max_ms", "drops", "removed"] {
         assert!(s[k].is_null(), "{k}: {}", s[k]);
     }
+    // Its process is read from outside: this test process holds the listener.
+    let p = &s["server_process"];
+    assert_eq!(p["pids"], serde_json::json!([std::process::id()]), "{p:#}");
+    assert_eq!(s["server_rss_mb"], p["rss_peak_mb"], "{s:#}");
+    assert!(s["server_rss_mb"].as_f64().unwrap() > 1.0, "{s:#}");
+    assert_eq!(s["server_cpu_s"], p["cpu_s"], "{s:#}");
     let nd = s["checks"]
         .as_array()
         .unwrap()

@@ -95,6 +95,20 @@ fn express_sse_that_honours_last_event_id_loses_nothing() {
     assert!(n(&s, "replayed") > 0, "{s}");
     assert_eq!(n(&s, "published"), n(&r["publisher"], "sent"), "{s}");
     assert_eq!(r["publisher"]["failed"], 0);
+    // The server's own process, found by its port and sampled through the runs.
+    let sp = &r["server_process"];
+    assert!(
+        sp["found_by"]
+            .as_str()
+            .unwrap()
+            .starts_with("node, the listener on 127.0.0.1:"),
+        "{sp:#}"
+    );
+    assert!(
+        n(sp, "samples") >= 3 && sp["rss_peak_mb"].as_f64().unwrap() > 1.0,
+        "{sp:#}"
+    );
+    assert!(r["server_unmeasured"].is_null(), "{r:#}");
 }
 
 #[test]

@@ -17,6 +17,9 @@ pub struct Roots {
     pub pid: Option<u32>,
     /// `pid` is a worker of this master/worker server.
     pub group: Option<super::process::Group>,
+    /// Other processes given (`--pid` list, `--process`) that are not `pid`'s server:
+    /// named in the report, not audited.
+    pub others: Vec<u32>,
 }
 
 impl Default for Roots {
@@ -26,6 +29,7 @@ impl Default for Roots {
             sysfs: PathBuf::from("/sys"),
             pid: None,
             group: None,
+            others: vec![],
         }
     }
 }

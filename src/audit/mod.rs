@@ -55,9 +55,17 @@ pub fn describe_target(roots: &Roots, host: &Host) -> String {
         ),
         None => host.process.clone(),
     };
-    format!(
+    let mut t = format!(
         "procfs {}, sysfs {}, process {process}",
         roots.procfs.display(),
         roots.sysfs.display(),
-    )
+    );
+    if !roots.others.is_empty() {
+        let list: Vec<String> = roots.others.iter().map(u32::to_string).collect();
+        t.push_str(&format!(
+            "; also given, not audited: {} (another server: audit it with its own --pid)",
+            list.join(", ")
+        ));
+    }
+    t
 }

@@ -41,9 +41,10 @@ pub enum Memory<'a> {
 
 /// Growth smaller than this over the window is a runtime's own movement (heap, GC).
 const NOISE_MB: f64 = 4.0;
-/// What the kernel may hold between a hub and a client that never reads (the hub's send
-/// buffer and the client's small window), counted generously.
-const KERNEL_PER_CLIENT_MB: f64 = 0.25;
+/// What the kernel may hold between a hub and a client that never reads: the hub's send
+/// buffer autotunes up to tcp_wmem's max (4 MB by default; on loopback's 64 KB MSS it
+/// gets there fast), outside the hub's RSS.
+const KERNEL_PER_CLIENT_MB: f64 = 4.0;
 /// Growing: at least this share of one copy of every message (the seed's unbounded
 /// queue held a copy per slow client: +1 MB/s each at 1 MB/s sent).
 const HELD_SHARE: f64 = 0.5;
@@ -270,8 +271,8 @@ mod tests {
             "{}",
             v.verdict
         );
-        // Kept nothing of 33 MB, removed nobody: drops.
-        let v = classify(&ok, 50.0, 10, 16384, at(0.1, 0, 4.0)).unwrap();
+        // Kept nothing of 66 MB (beyond 10 x 4 MB of send buffers), removed nobody: drops.
+        let v = classify(&ok, 50.0, 10, 16384, at(0.1, 0, 8.0)).unwrap();
         assert_eq!(v.shape, "C3");
         assert!(
             v.verdict.contains("drops what they cannot take"),
@@ -282,10 +283,13 @@ mod tests {
         let v = classify(&ok[..40], 20.0, 10, 400, at(0.0, 0, 2.0)).unwrap();
         assert_eq!(v.shape, "undetermined", "{}", v.verdict);
         assert!(
-            v.verdict.contains("Send them more (at least 10 MB"),
+            v.verdict.contains("Send them more (at least 48 MB"),
             "{}",
             v.verdict
         );
+        // 33 MB could all sit in 10 send buffers: not enough to call it dropping.
+        let v = classify(&ok, 50.0, 10, 16384, at(0.1, 0, 4.0)).unwrap();
+        assert_eq!(v.shape, "undetermined", "{}", v.verdict);
         // Never C3 on latency alone.
         let v = classify(&ok, 50.0, 10, 16384, Memory::Unseen("no --pid")).unwrap();
         assert_eq!(v.shape, "undetermined");

@@ -267,6 +267,7 @@ pub fn audited(a: &AuditArgs) -> anyhow::Result<Roots> {
         .ok_or_else(|| anyhow::anyhow!("--pid: no process id"))?;
     roots.pid = Some(j.pid);
     roots.group = j.group;
+    roots.others = j.others;
     Ok(roots)
 }
 

@@ -54,6 +54,11 @@ pub struct DeliveryFlags {
     /// --connect-to).
     #[arg(long, value_name = "URL")]
     pub server: Option<String>,
+    /// delivery, a foreign --server: its process(es), sampled through the runs (RSS,
+    /// fds, threads, CPU): `"$(pidof NAME)"` or 1,2,3. Default: the process listening
+    /// on --server's port, when it runs here and its fds are readable.
+    #[arg(long, value_name = "PIDS", value_parser = super::parse_pids)]
+    pub pid: Option<super::PidList>,
     /// delivery, a foreign --server: who publishes: `ws` (rtcheck sends each message on
     /// a WebSocket of its own; the server broadcasts it), 'POST URL' (the app's publish
     /// API), or `server` (rtcheck's protocol, the default).
@@ -224,6 +229,7 @@ fn foreign_target(
         ws,
         server,
         post,
+        pids: f.pid.clone().map(|p| p.0).unwrap_or_default(),
     }))
 }
 
@@ -240,9 +246,10 @@ fn foreign_via(f: &DeliveryFlags) -> anyhow::Result<Option<crate::bench::publish
                 || !f.headers.is_empty()
                 || f.resume.is_some()
                 || f.reach.connect_to.is_some()
-                || f.reach.ca.is_some();
+                || f.reach.ca.is_some()
+                || f.pid.is_some();
             if foreign_only {
-                anyhow::bail!("--message, --subscribe, --seq-path, --ts-path, -H, --resume, --connect-to and --ca go with --publish ws or --publish 'POST URL' (a foreign --server)");
+                anyhow::bail!("--message, --subscribe, --seq-path, --ts-path, -H, --resume, --pid, --connect-to and --ca go with --publish ws or --publish 'POST URL' (a foreign --server)");
             }
             Ok(None)
         }

@@ -55,6 +55,7 @@ pub fn run(a: ExplainArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
             sysfs: a.sysfs.clone(),
             pid: None,
             group: None,
+            others: vec![],
         };
         let r = super::audit::build_report(profile, &roots, &[])?;
         let f = r

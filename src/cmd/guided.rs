@@ -65,6 +65,7 @@ pub fn run(ctx: Ctx) -> anyhow::Result<ExitCode> {
         sysfs: PathBuf::from("/sys"),
         pid,
         group: None,
+        others: vec![],
     };
     let report = audit::build_report(profile.clone(), &roots, &[])?;
     println!(

@@ -20,6 +20,24 @@ pub struct Target {
     pub found_by: String,
 }
 
+/// Command names of tunnels and proxies that forward a port to the real server.
+const FORWARDERS: &[&str] = &[
+    "ssh",
+    "sshd",
+    "socat",
+    "kubectl",
+    "nginx",
+    "haproxy",
+    "caddy",
+    "envoy",
+    "traefik",
+    "stunnel",
+    "stunnel4",
+    "docker-proxy",
+    "rootlessport",
+    "slirp4netns",
+];
+
 /// The processes behind `addr`, or the ones given; Err says in words why the server's
 /// figures cannot be read (the caller reports it instead of them).
 pub fn find(addr: SocketAddr, pids: &[u32]) -> Result<Target, String> {
@@ -66,6 +84,13 @@ pub fn find(addr: SocketAddr, pids: &[u32]) -> Result<Target, String> {
         .collect::<std::collections::BTreeSet<_>>()
         .into_iter()
         .collect();
+    // A tunnel or proxy in front of the hub holds the port: its memory is not the hub's.
+    if let Some(n) = names.iter().find(|n| FORWARDERS.contains(&n.as_str())) {
+        return Err(format!(
+            "the listener on {addr} is {n} (pid {}), a tunnel or proxy in front of the server, not the server: give the server's --pid",
+            pids.iter().map(u32::to_string).collect::<Vec<_>>().join(",")
+        ));
+    }
     Ok(Target {
         pids,
         found_by: format!("{}, the listener on {addr}", names.join(",")),

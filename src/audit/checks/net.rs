@@ -237,6 +237,13 @@ fn somaxconn(w: &Workload, h: &Host) -> Finding {
         (Ok(a), Ok(b)) => (*a, *b),
         (Err(e), _) | (_, Err(e)) => return skipped(&SOMAXCONN, e.clone(), expected),
     };
+    let expected = match &h.backlogs {
+        Ok(v) if !v.is_empty() => format!(
+            "somaxconn, tcp_max_syn_backlog and the server's listen backlog >= {}",
+            n(burst)
+        ),
+        _ => expected,
+    };
     // The server's own listeners: their effective backlog is min(listen arg, somaxconn
     // at listen time); raising somaxconn later does not reach a socket already listening.
     let short: Vec<&crate::audit::host::Backlog> = h

@@ -36,6 +36,9 @@ pub fn render(r: &DeliveryReport) -> String {
         z.connections,
         r.runs.iter().map(|r| r.ring_bytes).max().unwrap_or(0)
     ));
+    if let Some(line) = crate::report::text::delivery::server_line(r) {
+        s.push_str(&format!("\n{line}\n"));
+    }
     for f in r.findings.iter().filter(|f| f.reason.is_some()) {
         s.push_str(&format!(
             "\n- {} {}: {}\n",

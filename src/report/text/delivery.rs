@@ -47,6 +47,9 @@ pub fn render(r: &DeliveryReport, p: &Palette) -> String {
         );
         out.push_str(&crate::report::text::wrap(&line, p.width, "  ", "  "));
     }
+    if let Some(line) = server_line(r) {
+        out.push_str(&crate::report::text::wrap(&line, p.width, "  ", "  "));
+    }
     out.push('\n');
     for run in &r.runs {
         let c = &run.counts;
@@ -94,6 +97,9 @@ pub fn render(r: &DeliveryReport, p: &Palette) -> String {
         );
         out.push_str(&crate::report::text::wrap(&line, p.width, "  ", "  "));
     }
+    if let Some(line) = server_line(r) {
+        out.push_str(&crate::report::text::wrap(&line, p.width, "  ", "  "));
+    }
     out.push('\n');
     out.push_str(&crate::report::text::wrap(
         &evidence_line(),
@@ -120,6 +126,15 @@ fn evidence_line() -> String {
         fmt_num(num("session-expiry", "bytes") / 1e6),
         fmt_num(num("session-expiry", "clients")),
     )
+}
+
+/// A foreign server's own figures through the runs, or why there are none.
+pub fn server_line(r: &DeliveryReport) -> Option<String> {
+    match (&r.server_process, &r.server_unmeasured) {
+        (Some(sp), _) => Some(sp.line()),
+        (None, Some(why)) => Some(format!("server process not measured: {why}")),
+        _ => None,
+    }
 }
 
 #[cfg(test)]

@@ -115,6 +115,9 @@ pub struct ForeignTarget {
     /// `--publish 'POST URL'`: the POST's, resolved the same way.
     #[serde(skip)]
     pub post: Option<Endpoint>,
+    /// `--pid`: the server's processes (empty: found by the listening port).
+    #[serde(skip)]
+    pub pids: Vec<u32>,
 }
 
 /// The foreign runs: every disconnect kind with the resume mechanism, plus the control.

@@ -318,6 +318,12 @@ pub struct DeliveryReport {
     /// A foreign server: what rtcheck's publisher achieved against its schedule.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub publisher: Option<crate::bench::wire::PublisherStat>,
+    /// A foreign server's own process through the runs (sys::procwatch).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_process: Option<crate::sys::procwatch::ServerProcess>,
+    /// Why it was not measured (remote, not found, unreadable).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_unmeasured: Option<String>,
 }
 
 /// The `rtcheck serve` flags for one delivery mode.
@@ -443,7 +449,14 @@ pub fn measure(o: &DeliveryOptions) -> anyhow::Result<DeliveryReport> {
             rate: o.rate,
             size: o.size as usize,
         };
+        // The server's own process, watched from outside for as long as the runs last.
+        let watch = crate::sys::procwatch::find(t.server.target.addr, &t.pids)
+            .map(|w| crate::sys::procwatch::Sampler::start(w, Duration::from_millis(500)));
         let (runs, stat) = foreign::measure(t, load)?;
+        let (server_process, server_unmeasured) = match watch {
+            Ok(s) => (Some(s.finish(0.0, f64::MAX, f64::MAX)), None),
+            Err(why) => (None, Some(why)),
+        };
         let findings = findings(o, &runs);
         return Ok(DeliveryReport {
             kind: "verify-delivery",
@@ -455,6 +468,8 @@ pub fn measure(o: &DeliveryOptions) -> anyhow::Result<DeliveryReport> {
             findings,
             duration_ms: started.elapsed().as_millis() as u64,
             publisher: Some(stat),
+            server_process,
+            server_unmeasured,
         });
     }
     let budget = Deadline::new(o.timeout);
@@ -498,6 +513,8 @@ pub fn measure(o: &DeliveryOptions) -> anyhow::Result<DeliveryReport> {
         findings,
         duration_ms: started.elapsed().as_millis() as u64,
         publisher: None,
+        server_process: None,
+        server_unmeasured: None,
     })
 }
 
