@@ -45,7 +45,7 @@ struct Routing {
     default: bool,
 }
 
-fn routing<'a>(c: &'a Config) -> BTreeMap<&'a str, Routing> {
+fn routing(c: &Config) -> BTreeMap<&str, Routing> {
     let mut out: BTreeMap<&str, Routing> = BTreeMap::new();
     for f in c
         .nodes
