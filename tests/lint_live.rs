@@ -10,6 +10,13 @@
 //!   either way reset the timer, as the rule says).
 //! - `nginx-send-timeout`: `proxy_send_timeout 2s` cuts neither a WebSocket nor an event
 //!   stream quiet for 7 s, so lint no longer reports it against the heartbeat.
+//! - `nginx-sse-buffering`: with buffering on, events written every 500 ms reach no
+//!   client in 4 s; with `proxy_buffering off` the first arrives within 1.5 s.
+//! - `haproxy-timeout-tunnel`: HAProxy 2.6 with `timeout client/server 3s` and no tunnel
+//!   timeout cuts a quiet WebSocket at 3 s; lint's `timeout tunnel 14s` with the 4 s
+//!   heartbeat keeps it open.
+//! - `haproxy-tcp-mode-http`: without `mode http`, a WebSocket request whose head comes
+//!   in two packets is answered by the default backend; with `mode http`, upgraded.
 mod common;
 #[allow(unused_imports)]
 mod probe_common;
@@ -56,11 +63,16 @@ http {
 /// The heartbeat the backend sends on `*-beat` paths (and lint is told: `--ping 4s`).
 const BEAT: Duration = Duration::from_secs(4);
 
+/// How often the backend writes an event on `*-drip` paths.
+const DRIP: Duration = Duration::from_millis(500);
+
 /// The backend: WebSocket (the RFC 6455 sample key's answer) or an event stream; quiet
 /// after the handshake or the first event, or a heartbeat every `BEAT` on `*-beat`. It
 /// reads and drops what the client sends.
 fn backend(s: &mut TcpStream, req: &str, stopped: &dyn Fn() -> bool) {
-    let beat = req.lines().next().unwrap_or("").contains("-beat");
+    let first = req.lines().next().unwrap_or("");
+    let beat = first.contains("-beat");
+    let drip = first.contains("-drip");
     let ws = req.to_ascii_lowercase().contains("upgrade: websocket");
     let head = if ws {
         "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\n"
@@ -76,13 +88,15 @@ fn backend(s: &mut TcpStream, req: &str, stopped: &dyn Fn() -> bool) {
         while matches!(r.read(&mut buf), Ok(n) if n > 0) {}
     });
     let tick: &[u8] = if ws { &[0x89, 0x00] } else { b": beat\n\n" };
-    let mut next = Instant::now() + BEAT;
-    while !stopped() && pause(Duration::from_millis(100), stopped) {
-        if beat && Instant::now() >= next {
-            if s.write_all(tick).is_err() {
+    let every = if drip { DRIP } else { BEAT };
+    let mut next = Instant::now() + every;
+    while !stopped() && pause(Duration::from_millis(50), stopped) {
+        if (beat || drip) && Instant::now() >= next {
+            let out: &[u8] = if drip { b"data: tick\n\n" } else { tick };
+            if s.write_all(out).is_err() {
                 return;
             }
-            next += BEAT;
+            next += every;
         }
     }
 }
@@ -262,4 +276,206 @@ fn the_read_timeout_cuts_where_lint_says_and_the_send_timeout_does_not() {
         }
     }
     drop(proxy);
+}
+
+/// The app behind a default backend: a plain 200 that says who answered.
+fn app(s: &mut TcpStream, _req: &str, _stopped: &dyn Fn() -> bool) {
+    let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\nConnection: close\r\n\r\napp");
+}
+
+/// Time from the request to the first `data: tick` event through the proxy (None: not
+/// within `limit`).
+fn first_event(proxy: SocketAddr, path: &str, limit: Duration) -> Option<Duration> {
+    let mut s = TcpStream::connect(proxy).unwrap();
+    s.write_all(
+        format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n\r\n")
+            .as_bytes(),
+    )
+    .unwrap();
+    s.set_read_timeout(Some(Duration::from_millis(100)))
+        .unwrap();
+    let t0 = Instant::now();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    while t0.elapsed() < limit {
+        match s.read(&mut buf) {
+            Ok(0) => return None,
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) => {}
+            Err(_) => return None,
+        }
+        if String::from_utf8_lossy(&got).contains("data: tick") {
+            return Some(t0.elapsed());
+        }
+    }
+    None
+}
+
+#[test]
+fn nginx_buffering_holds_events_where_lint_says() {
+    let stub = Stub::start(backend);
+    let cfg = CONFIG
+        .replace("{BACKEND}", &format!("127.0.0.1:{}", stub.port))
+        .replace(
+            "    location /send/ {",
+            "    location /buffered/ {\n      proxy_pass http://{BACKEND};\n      proxy_buffering on;\n    }\n    location /send/ {",
+        )
+        .replace("{BACKEND}", &format!("127.0.0.1:{}", stub.port));
+    let proxy = Proxy::start(Kind::Nginx, &cfg);
+    let addr = SocketAddr::from(([127, 0, 0, 1], proxy.port));
+    let out = common::rtcheck()
+        .arg("lint")
+        .arg(proxy.dir().join("nginx.conf"))
+        .args([
+            "--ping",
+            "4s",
+            "--sse-location",
+            "/buffered/",
+            "--sse-location",
+            "/fixed/",
+        ])
+        .args(["--format", "json"])
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let held = at_line(&v, "nginx-sse-buffering", "location /buffered/");
+    assert!(!held.is_empty() && held[0]["status"] == "fail", "{v:#}");
+    assert_eq!(held[0]["fix"]["persistent"][0], "proxy_buffering off;");
+    assert!(
+        at_line(&v, "nginx-sse-buffering", "location /fixed/").is_empty(),
+        "{v:#}"
+    );
+    let h = std::thread::spawn(move || {
+        first_event(addr, "/buffered/events-drip", Duration::from_secs(4))
+    });
+    let fixed = first_event(addr, "/fixed/events-drip", Duration::from_secs(4));
+    let buffered = h.join().unwrap();
+    eprintln!("buffered: {buffered:?}; proxy_buffering off: {fixed:?}");
+    assert_eq!(buffered, None, "events came through the buffering location");
+    let fixed = fixed.expect("no event through proxy_buffering off");
+    assert!(
+        fixed < Duration::from_millis(1500),
+        "first event after {fixed:?}"
+    );
+}
+
+const HAPROXY: &str = "global
+  maxconn 1000
+defaults
+@MODE@  timeout connect 5s
+  timeout client 3s
+  timeout server 3s
+  timeout client-fin 3s
+frontend fe
+  bind 127.0.0.1:{PORT}
+  acl is_ws hdr(Upgrade) -i websocket
+  acl fixed path_beg /fixed/
+  use_backend tunnel if is_ws fixed
+  use_backend ws if is_ws
+  default_backend app
+backend ws
+  server s1 {BACKEND}
+backend tunnel
+  timeout tunnel 14s
+  server s1 {BACKEND}
+backend app
+  server s1 {APP}
+";
+
+fn haproxy(mode: &str, ws: u16, app_port: u16) -> Proxy {
+    let cfg = HAPROXY
+        .replace("@MODE@", mode)
+        .replace("{BACKEND}", &format!("127.0.0.1:{ws}"))
+        .replace("{APP}", &format!("127.0.0.1:{app_port}"));
+    Proxy::start(Kind::Haproxy, &cfg)
+}
+
+fn lint_haproxy(p: &Proxy) -> Value {
+    let out = common::rtcheck()
+        .arg("lint")
+        .arg(p.dir().join("haproxy.cfg"))
+        .args(["--ping", "4s", "--connections", "500", "--format", "json"])
+        .output()
+        .unwrap();
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn haproxy_cuts_an_upgraded_connection_without_timeout_tunnel() {
+    let stub = Stub::start(backend);
+    let other = Stub::start(app);
+    let proxy = haproxy("  mode http\n", stub.port, other.port);
+    let addr = SocketAddr::from(([127, 0, 0, 1], proxy.port));
+    let v = lint_haproxy(&proxy);
+    let trip = at_line(&v, "haproxy-timeout-tunnel", "backend ws");
+    assert!(!trip.is_empty() && trip[0]["status"] == "fail", "{v:#}");
+    assert_eq!(trip[0]["fix"]["persistent"][0], "timeout tunnel 14s");
+    assert!(
+        at_line(&v, "haproxy-timeout-tunnel", "backend tunnel").is_empty(),
+        "{v:#}"
+    );
+    assert!(
+        at_line(&v, "haproxy-tcp-mode-http", "frontend fe").is_empty(),
+        "{v:#}"
+    );
+    let h =
+        std::thread::spawn(move || watch(addr, "/trip/ws", true, false, Duration::from_secs(8)));
+    let fixed = watch(addr, "/fixed/ws-beat", true, false, Duration::from_secs(9));
+    let cut = h.join().unwrap();
+    eprintln!("no tunnel: {cut:?}; timeout tunnel 14s: {fixed:?}");
+    let t = cut.closed_after.expect("not cut in 8 s");
+    let timeout = Duration::from_secs(3);
+    assert!(
+        t >= timeout.mul_f64(0.9) && t <= timeout.mul_f64(1.1),
+        "cut after {t:?}"
+    );
+    assert_eq!(fixed.closed_after, None, "{fixed:?}");
+    assert!(fixed.beats >= 2, "{fixed:?}");
+}
+
+/// A WebSocket request sent in two packets (the Upgrade header in the second): who
+/// answers, by the status line.
+fn split_upgrade(proxy: SocketAddr) -> String {
+    let mut s = TcpStream::connect(proxy).unwrap();
+    s.set_nodelay(true).unwrap();
+    s.write_all(b"GET /ws HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    s.write_all(b"Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n").unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 1024];
+    while !got.windows(2).any(|w| w == b"\r\n") {
+        match s.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+        }
+    }
+    String::from_utf8_lossy(&got)
+        .lines()
+        .next()
+        .unwrap_or("")
+        .to_string()
+}
+
+#[test]
+fn haproxy_in_tcp_mode_misses_a_split_upgrade() {
+    let stub = Stub::start(backend);
+    let other = Stub::start(app);
+    let tcp = haproxy("", stub.port, other.port);
+    let http = haproxy("  mode http\n", stub.port, other.port);
+    let v = lint_haproxy(&tcp);
+    let trip = at_line(&v, "haproxy-tcp-mode-http", "frontend fe");
+    assert!(!trip.is_empty() && trip[0]["status"] == "fail", "{v:#}");
+    assert_eq!(trip[0]["fix"]["persistent"][0], "mode http");
+    assert!(at_line(&lint_haproxy(&http), "haproxy-tcp-mode-http", "frontend fe").is_empty());
+    let in_tcp = split_upgrade(SocketAddr::from(([127, 0, 0, 1], tcp.port)));
+    let in_http = split_upgrade(SocketAddr::from(([127, 0, 0, 1], http.port)));
+    eprintln!("mode tcp: {in_tcp}; mode http: {in_http}");
+    assert!(in_tcp.starts_with("HTTP/1.1 200"), "mode tcp: {in_tcp}");
+    assert!(in_http.starts_with("HTTP/1.1 101"), "mode http: {in_http}");
 }
