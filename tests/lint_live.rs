@@ -15,6 +15,8 @@
 //! - `haproxy-timeout-tunnel`: HAProxy 2.6 with `timeout client/server 3s` and no tunnel
 //!   timeout cuts a quiet WebSocket at 3 s; lint's `timeout tunnel 14s` with the 4 s
 //!   heartbeat keeps it open.
+//! - `haproxy-nbproc`: HAProxy 2.6 refuses a config with `nbproc` (`haproxy -c`), and
+//!   loads it without; lint fails the one and not the other.
 //! - `haproxy-tcp-mode-http`: without `mode http`, a WebSocket request whose head comes
 //!   in two packets is answered by the default backend; with `mode http`, upgraded.
 mod common;
@@ -478,4 +480,57 @@ fn haproxy_in_tcp_mode_misses_a_split_upgrade() {
     eprintln!("mode tcp: {in_tcp}; mode http: {in_http}");
     assert!(in_tcp.starts_with("HTTP/1.1 200"), "mode tcp: {in_tcp}");
     assert!(in_http.starts_with("HTTP/1.1 101"), "mode http: {in_http}");
+}
+
+#[test]
+fn haproxy_refuses_nbproc_where_lint_says() {
+    let bin = common::require_binary("haproxy", "haproxy");
+    let dir = tempfile::tempdir().unwrap();
+    let text = |g: &str| {
+        format!("global\n{g}  maxconn 100\ndefaults\n  mode http\n  timeout connect 5s\n  timeout client 5s\n  timeout server 5s\nfrontend fe\n  bind 127.0.0.1:{}\n  default_backend b\nbackend b\n  server s 127.0.0.1:9\n", probe_common::free_port())
+    };
+    for (trip, g) in [(true, "  nbproc 2\n"), (false, "")] {
+        let f = dir.path().join(if trip { "trip.cfg" } else { "fixed.cfg" });
+        std::fs::write(&f, text(g)).unwrap();
+        let check = std::process::Command::new(&bin)
+            .arg("-c")
+            .arg("-f")
+            .arg(&f)
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&check.stderr).to_string();
+        assert_eq!(check.status.success(), !trip, "{said}");
+        if trip {
+            assert!(said.contains("nbproc"), "{said}");
+        }
+        let out = common::rtcheck()
+            .arg("lint")
+            .arg(&f)
+            .args([
+                "--kind",
+                "haproxy",
+                "--format",
+                "json",
+                "--connections",
+                "50",
+            ])
+            .output()
+            .unwrap();
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let hits: Vec<&Value> = v["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|x| x["id"] == "haproxy-nbproc" && x["status"] != "pass")
+            .collect();
+        assert_eq!(hits.len(), usize::from(trip), "{v:#}");
+        if trip {
+            // The version comes from `haproxy -v` on PATH (2.6 here): a fail, said so.
+            assert_eq!(hits[0]["status"], "fail", "{v:#}");
+            assert!(
+                hits[0]["observed"].as_str().unwrap().contains("haproxy 2."),
+                "{v:#}"
+            );
+        }
+    }
 }

@@ -163,6 +163,7 @@ pub fn check(c: &Config, w: &Workload, s: &mut Sink) {
         client_fin(&px, out, applied);
     }
     tcp_mode(&px, out, applied);
+    nbproc(c, w, out, applied);
     if !routes.is_empty() {
         unset_timeouts(&px, out, applied);
     }
@@ -265,6 +266,38 @@ fn tcp_mode(px: &[(&Node, Option<&Node>)], out: &mut Vec<Finding>, applied: &mut
             lines: vec!["mode http".into()],
         }));
     }
+}
+
+/// `nbproc` in global: HAProxy 2.5 and later refuse to start with it (seen: 2.6.12's
+/// `haproxy -c` is a fatal error); threads replace it.
+fn nbproc(c: &Config, w: &Workload, out: &mut Vec<Finding>, applied: &mut Applied) {
+    let Some(global) = c.nodes.iter().find(|s| s.name == "global") else {
+        return;
+    };
+    applied.mark("haproxy-nbproc");
+    let Some(d) = global.children().iter().find(|d| d.name == "nbproc") else {
+        return;
+    };
+    let v = super::version::of(w, "haproxy");
+    let status = match v {
+        Some(v) if !super::version::at_least(&v.parts, &[2, 5]) => return,
+        Some(_) => Status::Fail,
+        None => Status::Warn,
+    };
+    out.push(finding(Hit {
+        id: "haproxy-nbproc",
+        status,
+        at: d,
+        block: "global".into(),
+        observed: format!(
+            "nbproc {}: HAProxy 2.5 and later refuse to start ({})",
+            d.args.join(" "),
+            super::version::assumed(v, "haproxy", "2.5")
+        ),
+        expected: "no nbproc (threads: nbthread, automatic on multi-core machines)".into(),
+        fix: "remove nbproc",
+        lines: vec!["# nbproc removed; threads are used automatically".into()],
+    }));
 }
 
 /// No `timeout client` or `timeout server` at all: not a cut but no bound. A peer that

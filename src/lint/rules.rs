@@ -51,6 +51,8 @@ rules! {
         "with no timeout client/server an idle connection has no bound: a peer that vanished without closing (lost coverage, a crashed host) holds it and its maxconn slot forever; HAProxy warns at start (HAProxy manual, timeout client)";
     "haproxy-tcp-mode-http", "haproxy", "a frontend that routes on HTTP runs in HTTP mode", [],
         "without mode http a proxy runs in TCP mode: http-request rules are ignored (HAProxy warns at start) and HTTP fetches (hdr(Upgrade), path_beg) read only the first packet, so a request head split across packets misses the WebSocket route (seen on HAProxy 2.6)";
+    "haproxy-nbproc", "haproxy", "no nbproc (removed in HAProxy 2.5)", [],
+        "HAProxy 2.5 removed nbproc: a config with it does not start (haproxy -c: fatal error, seen on 2.6.12); threads replace it";
     "haproxy-timeout-server", "haproxy", "event-stream backend's timeout server above the heartbeat", ["ping-pong"],
         "an event stream is one response that never ends: timeout server bounds the silence between its events";
     "haproxy-client-fin", "haproxy", "timeout client-fin with long-lived tunnels", [],
