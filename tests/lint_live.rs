@@ -15,11 +15,17 @@
 //! - `haproxy-timeout-tunnel`: HAProxy 2.6 with `timeout client/server 3s` and no tunnel
 //!   timeout cuts a quiet WebSocket at 3 s; lint's `timeout tunnel 14s` with the 4 s
 //!   heartbeat keeps it open.
+//! - `nginx-ws-http-version`, `nginx-ws-upgrade`, with two real WebSocket servers
+//!   (Node `ws`, python3-websockets, from Debian): a location that proxies with HTTP/1.0
+//!   gets 400 from python3-websockets (Node ws accepts it: the rule says "a server that
+//!   checks"); one that does not pass Upgrade gets 426 from both; the fixed location 101.
 //! - `haproxy-nbproc`: HAProxy 2.6 refuses a config with `nbproc` (`haproxy -c`), and
 //!   loads it without; lint fails the one and not the other.
 //! - `haproxy-tcp-mode-http`: without `mode http`, a WebSocket request whose head comes
 //!   in two packets is answered by the default backend; with `mode http`, upgraded.
 mod common;
+#[allow(dead_code)]
+mod foreign_common;
 #[allow(unused_imports)]
 mod probe_common;
 use probe_common::stub::{pause, Stub};
@@ -532,5 +538,88 @@ fn haproxy_refuses_nbproc_where_lint_says() {
                 "{v:#}"
             );
         }
+    }
+}
+
+/// The status line a WebSocket handshake through `path` gets.
+fn handshake(proxy: SocketAddr, path: &str) -> String {
+    let mut s = TcpStream::connect(proxy).unwrap();
+    s.write_all(format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n").as_bytes())
+        .unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 1024];
+    while !got.windows(2).any(|w| w == b"\r\n") {
+        match s.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+        }
+    }
+    String::from_utf8_lossy(&got)
+        .lines()
+        .next()
+        .unwrap_or("")
+        .to_string()
+}
+
+#[test]
+fn nginx_upgrade_needs_http11_and_the_headers_with_real_servers() {
+    let node = foreign_common::node_ws(&[]);
+    let py = foreign_common::py_websockets(&[]);
+    let loc = |name: &str, port: u16, body: &str| {
+        format!("    location /{name}/ {{\n      proxy_pass http://127.0.0.1:{port}/;\n      {body}\n    }}\n")
+    };
+    let v10 = "proxy_set_header Upgrade $http_upgrade; proxy_set_header Connection \"upgrade\";";
+    let noh = "proxy_http_version 1.1; proxy_set_header Host $host;";
+    let ok = "proxy_http_version 1.1; proxy_set_header Upgrade $http_upgrade; proxy_set_header Connection \"upgrade\";";
+    let mut locs = String::new();
+    for (server, port) in [("node", node.port), ("py", py.port)] {
+        locs.push_str(&loc(&format!("{server}-v10"), port, v10));
+        locs.push_str(&loc(&format!("{server}-noheaders"), port, noh));
+        locs.push_str(&loc(&format!("{server}-ok"), port, ok));
+    }
+    let cfg = format!("daemon off;\nmaster_process off;\nworker_processes 1;\npid {{DIR}}/nginx.pid;\nevents {{ worker_connections 64; }}\nhttp {{\n  access_log off;\n  client_body_temp_path {{DIR}}/body; proxy_temp_path {{DIR}}/proxy;\n  fastcgi_temp_path {{DIR}}/fcgi; uwsgi_temp_path {{DIR}}/uwsgi; scgi_temp_path {{DIR}}/scgi;\n  server {{\n    listen 127.0.0.1:{{PORT}};\n{locs}  }}\n}}\n");
+    let proxy = Proxy::start(Kind::Nginx, &cfg);
+    let addr = SocketAddr::from(([127, 0, 0, 1], proxy.port));
+    let out = common::rtcheck()
+        .arg("lint")
+        .arg(proxy.dir().join("nginx.conf"))
+        .args(["--ping", "20s", "--proxy-version", "nginx=1.22.1"])
+        .args(["--ws-location=-noheaders/", "--format", "json"])
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    for server in ["node", "py"] {
+        let v10 = at_line(
+            &v,
+            "nginx-ws-http-version",
+            &format!("location /{server}-v10/"),
+        );
+        assert!(!v10.is_empty() && v10[0]["status"] == "fail", "{v:#}");
+        let noh = at_line(
+            &v,
+            "nginx-ws-upgrade",
+            &format!("location /{server}-noheaders/"),
+        );
+        assert!(!noh.is_empty() && noh[0]["status"] == "fail", "{v:#}");
+        for id in ["nginx-ws-http-version", "nginx-ws-upgrade"] {
+            assert!(
+                at_line(&v, id, &format!("location /{server}-ok/")).is_empty(),
+                "{v:#}"
+            );
+        }
+    }
+    let seen = |p: &str| {
+        let line = handshake(addr, p);
+        eprintln!("{p}: {line}");
+        line
+    };
+    // HTTP/1.0 to the upstream: the server that checks the version refuses it.
+    assert!(seen("/py-v10/").starts_with("HTTP/1.1 400"));
+    // Node ws does not check it: the rule claims the refusal only for servers that do.
+    assert!(seen("/node-v10/").starts_with("HTTP/1.1 101"));
+    for server in ["node", "py"] {
+        assert!(seen(&format!("/{server}-noheaders/")).starts_with("HTTP/1.1 426"));
+        assert!(seen(&format!("/{server}-ok/")).starts_with("HTTP/1.1 101"));
     }
 }

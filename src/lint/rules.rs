@@ -26,9 +26,9 @@ macro_rules! rules {
 
 rules! {
     "nginx-ws-http-version", "nginx", "WebSocket location proxies with HTTP/1.1", ["proxy-config"],
-        "nginx proxies with HTTP/1.0 unless proxy_http_version 1.1; an upgrade needs 1.1 (nginx.org/en/docs/http/websocket.html)";
+        "nginx proxies with HTTP/1.0 unless proxy_http_version 1.1 (the default from 1.29.7 / 1.30.0); RFC 6455 needs 1.1, and a server that checks it refuses the upgrade (seen through nginx 1.22: python3-websockets 400, while Node ws accepted)";
     "nginx-ws-upgrade", "nginx", "WebSocket location passes Upgrade and Connection", ["proxy-config"],
-        "Upgrade and Connection are hop-by-hop: nginx drops them unless proxy_set_header passes them; a location with any proxy_set_header inherits none from above";
+        "Upgrade and Connection are hop-by-hop: nginx drops them unless proxy_set_header passes them, and the server refuses the upgrade (seen: 426 from Node ws and python3-websockets); a location with any proxy_set_header inherits none from above";
     "nginx-read-timeout", "nginx", "proxy_read_timeout above the heartbeat", ["ping-pong"],
         "proxy_read_timeout (default 60s) closes a proxied stream quiet for that long; on an upgraded WebSocket frames either way reset it (client pings keep it open), on an event stream only the server's events do (measured, docs/lint.md)";
     "nginx-send-timeout", "nginx", "proxy_send_timeout is a readable time", [],
