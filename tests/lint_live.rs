@@ -19,6 +19,10 @@
 //!   (Node `ws`, python3-websockets, from Debian): a location that proxies with HTTP/1.0
 //!   gets 400 from python3-websockets (Node ws accepts it: the rule says "a server that
 //!   checks"); one that does not pass Upgrade gets 426 from both; the fixed location 101.
+//! - `caddy-encode-stream` on Caddy 2.6 and the retired `caddy-flush-interval`: with
+//!   `encode gzip` or `flush_interval 2s`, events written every 500 ms arrive every
+//!   500 ms, uncompressed (Caddy flushes event streams at once): lint, reading the
+//!   version from `caddy version`, reports neither.
 //! - `haproxy-nbproc`: HAProxy 2.6 refuses a config with `nbproc` (`haproxy -c`), and
 //!   loads it without; lint fails the one and not the other.
 //! - `haproxy-tcp-mode-http`: without `mode http`, a WebSocket request whose head comes
@@ -621,5 +625,91 @@ fn nginx_upgrade_needs_http11_and_the_headers_with_real_servers() {
     for server in ["node", "py"] {
         assert!(seen(&format!("/{server}-noheaders/")).starts_with("HTTP/1.1 426"));
         assert!(seen(&format!("/{server}-ok/")).starts_with("HTTP/1.1 101"));
+    }
+}
+
+/// Event-stream chunks received through `path` (with `Accept-Encoding: gzip`, as a
+/// browser asks) and when each arrived.
+fn chunks(proxy: SocketAddr, path: &str, watch: Duration) -> Vec<Duration> {
+    let mut s = TcpStream::connect(proxy).unwrap();
+    s.write_all(format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept-Encoding: gzip\r\nAccept: text/event-stream\r\n\r\n").as_bytes())
+        .unwrap();
+    s.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
+    let t0 = Instant::now();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    let mut at = Vec::new();
+    while t0.elapsed() < watch {
+        match s.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => {
+                got.extend_from_slice(&buf[..n]);
+                at.push(t0.elapsed());
+            }
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) => {}
+            Err(_) => break,
+        }
+    }
+    let text = String::from_utf8_lossy(&got);
+    assert!(text.starts_with("HTTP/1.1 200"), "{path}: {text}");
+    assert!(
+        !text.to_ascii_lowercase().contains("content-encoding"),
+        "{path}: compressed: {text}"
+    );
+    at
+}
+
+#[test]
+fn caddy_26_passes_an_event_stream_at_once_whatever_encode_and_flush_interval_say() {
+    let stub = Stub::start(backend);
+    let cfg = format!(
+        "{{\n  admin off\n  auto_https off\n}}\nhttp://127.0.0.1:{{PORT}} {{\n  handle /gz/* {{\n    encode gzip\n    reverse_proxy 127.0.0.1:{p}\n  }}\n  handle /slow/* {{\n    reverse_proxy 127.0.0.1:{p} {{\n      flush_interval 2s\n    }}\n  }}\n}}\n",
+        p = stub.port
+    );
+    let proxy = Proxy::start(Kind::Caddy, &cfg);
+    let addr = SocketAddr::from(([127, 0, 0, 1], proxy.port));
+    // lint reads Caddy's version from `caddy version` (2.6 here): no encode finding, and
+    // the retired flush-interval rule is still accepted by --skip.
+    let out = common::rtcheck()
+        .arg("lint")
+        .arg(proxy.dir().join("Caddyfile"))
+        .args([
+            "--sse-location",
+            "/gz/",
+            "--sse-location",
+            "/slow/",
+            "--ping",
+            "4s",
+        ])
+        .args(["--skip", "caddy-flush-interval", "--format", "json"])
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    assert!(v["target"].as_str().unwrap().contains("caddy 2.6"), "{v:#}");
+    let encode: Vec<&Value> = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["id"] == "caddy-encode-stream" && f["status"] != "pass")
+        .collect();
+    assert!(encode.is_empty(), "{v:#}");
+    let h = std::thread::spawn(move || chunks(addr, "/gz/events-drip", Duration::from_secs(4)));
+    let slow = chunks(addr, "/slow/events-drip", Duration::from_secs(4));
+    let gz = h.join().unwrap();
+    for (what, at) in [("encode gzip", &gz), ("flush_interval 2s", &slow)] {
+        eprintln!("{what}: {} chunks, {at:?}", at.len());
+        // An event every 500 ms: held for 2 s (or until a compressor fills) would give
+        // a handful at most; passed at once gives one per event.
+        assert!(at.len() >= 6, "{what}: {at:?}");
+        let gaps = at.windows(2).map(|w| w[1] - w[0]).max().unwrap();
+        assert!(
+            gaps < Duration::from_millis(1500),
+            "{what}: a gap of {gaps:?}"
+        );
     }
 }

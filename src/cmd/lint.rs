@@ -160,7 +160,10 @@ fn declared_path(a: &LintArgs, p: &Profile) -> anyhow::Result<Option<lint::path:
 
 fn validate_skip(skip: &[String]) -> anyhow::Result<()> {
     for s in skip {
-        if !RULES.iter().any(|r| r.id == s) && s != "lint-include" {
+        if !RULES.iter().any(|r| r.id == s)
+            && s != "lint-include"
+            && !lint::rules::RETIRED.contains(&s.as_str())
+        {
             anyhow::bail!("--skip {s}: unknown rule (see `rtcheck lint --help` and docs/lint.md)");
         }
     }
