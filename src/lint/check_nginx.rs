@@ -404,26 +404,6 @@ fn sse_rules(
             }));
         }
     }
-    applied.mark("nginx-sse-gzip");
-    let gzip = effective(ch, "gzip").filter(|d| d.arg(0) == Some("on"));
-    let types = effective(ch, "gzip_types");
-    let compresses =
-        types.is_some_and(|t| t.args.iter().any(|a| a == "text/event-stream" || a == "*"));
-    if let (Some(g), true) = (gzip, compresses) {
-        out.push(finding(Hit {
-            id: "nginx-sse-gzip",
-            status: Status::Fail,
-            at: g,
-            block: block.into(),
-            observed: format!(
-                "gzip on with gzip_types {}",
-                types.map(|t| t.args.join(" ")).unwrap_or_default()
-            ),
-            expected: "no compression on text/event-stream".into(),
-            fix: "turn gzip off in the event-stream location",
-            lines: vec!["gzip off;".into()],
-        }));
-    }
 }
 
 fn worker_rules(root: &Node, w: &Workload, out: &mut Vec<Finding>, applied: &mut Applied) {
