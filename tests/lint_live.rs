@@ -25,6 +25,8 @@
 //!   version from `caddy version`, reports neither.
 //! - the retired `nginx-sse-gzip`: `gzip on` with `text/event-stream` and buffering off
 //!   sends each event at once, compressed (events every 500 ms arrive every 500 ms).
+//! - the retired `haproxy-compression`: HAProxy 2.6 gzips an express event stream and
+//!   every event is decodable when it arrives (none held in the compressor).
 //! - `haproxy-nbproc`: HAProxy 2.6 refuses a config with `nbproc` (`haproxy -c`), and
 //!   loads it without; lint fails the one and not the other.
 //! - `haproxy-tcp-mode-http`: without `mode http`, a WebSocket request whose head comes
@@ -758,4 +760,104 @@ fn nginx_gzip_sends_each_event_at_once_with_buffering_off() {
     assert!(at.len() >= 6, "{at:?}");
     let gap = at.windows(2).map(|w| w[1] - w[0]).max().unwrap();
     assert!(gap < Duration::from_millis(1500), "a gap of {gap:?}");
+}
+
+/// Events decodable from a gzip'ed, chunked response as it arrives: (when, how many).
+fn gunzipped_events(
+    proxy: SocketAddr,
+    path: &str,
+    watch: Duration,
+) -> (String, Vec<(Duration, usize)>) {
+    let mut s = TcpStream::connect(proxy).unwrap();
+    s.write_all(
+        format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept-Encoding: gzip\r\n\r\n")
+            .as_bytes(),
+    )
+    .unwrap();
+    s.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
+    let t0 = Instant::now();
+    let mut raw = Vec::new();
+    let mut buf = [0u8; 4096];
+    let mut seen = Vec::new();
+    while t0.elapsed() < watch {
+        let n = match s.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(_) => continue,
+        };
+        raw.extend_from_slice(&buf[..n]);
+        let Some(i) = raw.windows(4).position(|w| w == b"\r\n\r\n") else {
+            continue;
+        };
+        // De-chunk what arrived, then gunzip as far as it goes.
+        let mut body = Vec::new();
+        let mut rest = &raw[i + 4..];
+        while let Some(j) = rest.windows(2).position(|w| w == b"\r\n") {
+            let size = std::str::from_utf8(&rest[..j])
+                .unwrap_or("0")
+                .trim()
+                .to_string();
+            let len = usize::from_str_radix(&size, 16).unwrap_or(0);
+            if len == 0 || rest.len() < j + 4 + len {
+                break;
+            }
+            body.extend_from_slice(&rest[j + 2..j + 2 + len]);
+            rest = &rest[j + 4 + len..];
+        }
+        let mut out = Vec::new();
+        let _ = flate2::read::GzDecoder::new(&body[..]).read_to_end(&mut out);
+        seen.push((
+            t0.elapsed(),
+            String::from_utf8_lossy(&out).matches("data:").count(),
+        ));
+    }
+    let head = String::from_utf8_lossy(&raw)
+        .split("\r\n\r\n")
+        .next()
+        .unwrap_or("")
+        .to_string();
+    (head, seen)
+}
+
+#[test]
+fn haproxy_compression_delivers_each_event_at_once() {
+    let sse = foreign_common::express_sse(&[("EVENT_MS", "500")]);
+    let cfg = format!("global\n  maxconn 100\ndefaults\n  mode http\n  timeout connect 5s\n  timeout client 30s\n  timeout server 30s\nfrontend fe\n  bind 127.0.0.1:{{PORT}}\n  default_backend be_events\nbackend be_events\n  compression algo gzip\n  server s1 127.0.0.1:{}\n", sse.port);
+    let proxy = Proxy::start(Kind::Haproxy, &cfg);
+    let out = common::rtcheck()
+        .arg("lint")
+        .arg(proxy.dir().join("haproxy.cfg"))
+        .args([
+            "--ping",
+            "4s",
+            "--connections",
+            "50",
+            "--skip",
+            "haproxy-compression",
+        ])
+        .args(["--format", "json"])
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|f| f["id"] != "haproxy-compression"));
+    let addr = SocketAddr::from(([127, 0, 0, 1], proxy.port));
+    let (head, seen) = gunzipped_events(addr, "/events-noid", Duration::from_secs(4));
+    eprintln!("{head}\n{seen:?}");
+    assert!(
+        head.to_ascii_lowercase().contains("content-encoding: gzip"),
+        "{head}"
+    );
+    // Each arrival carries one more decodable event: none is held in the compressor.
+    let counts: Vec<usize> = seen.iter().map(|(_, n)| *n).collect();
+    assert!(counts.last().copied().unwrap_or(0) >= 6, "{seen:?}");
+    for w in seen.windows(2) {
+        assert!(
+            w[1].1 <= w[0].1 + 1,
+            "events held then released together: {seen:?}"
+        );
+    }
 }

@@ -151,7 +151,6 @@ pub fn check(c: &Config, w: &Workload, s: &mut Sink) {
                 tunnel(sec, defs, &block, w, out, applied);
             }
             if kind == Stream::Sse {
-                compression(sec, defs, &block, out, applied);
                 server_timeout(sec, defs, &block, w, out, applied);
             }
         }
@@ -445,39 +444,6 @@ fn client_fin(px: &[(&Node, Option<&Node>)], out: &mut Vec<Finding>, applied: &m
                 fix: "bound half-closed client connections", lines: vec!["timeout client-fin 30s".into()],
             }));
         }
-    }
-}
-
-fn compression(
-    sec: &Node,
-    defs: Option<&Node>,
-    block: &str,
-    out: &mut Vec<Finding>,
-    applied: &mut Applied,
-) {
-    applied.mark("haproxy-compression");
-    let Some(algo) = setting(sec, defs, &["compression", "algo"]) else {
-        return;
-    };
-    let types = setting(sec, defs, &["compression", "type"]);
-    let hits = types.is_none_or(|t| t.args.iter().any(|a| a == "text/event-stream"));
-    if hits {
-        out.push(finding(Hit {
-            id: "haproxy-compression",
-            status: Status::Fail,
-            at: types.unwrap_or(algo),
-            block: block.into(),
-            observed: types.map_or(
-                format!(
-                    "compression {} with no compression type (every type)",
-                    algo.args.join(" ")
-                ),
-                |t| format!("compression {}", t.args.join(" ")),
-            ),
-            expected: "text/event-stream not compressed".into(),
-            fix: "list only the types to compress, without text/event-stream",
-            lines: vec!["compression type text/html text/plain application/json".into()],
-        }));
     }
 }
 
