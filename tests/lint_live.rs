@@ -27,6 +27,8 @@
 //!   sends each event at once, compressed (events every 500 ms arrive every 500 ms).
 //! - the retired `haproxy-compression`: HAProxy 2.6 gzips an express event stream and
 //!   every event is decodable when it arrives (none held in the compressor).
+//! - `haproxy-timeout-server`: `timeout server 3s` cuts a quiet event stream at 3 s; lint's
+//!   `timeout server 14s` with the 4 s heartbeat keeps it open.
 //! - `haproxy-nbproc`: HAProxy 2.6 refuses a config with `nbproc` (`haproxy -c`), and
 //!   loads it without; lint fails the one and not the other.
 //! - `haproxy-tcp-mode-http`: without `mode http`, a WebSocket request whose head comes
@@ -860,4 +862,48 @@ fn haproxy_compression_delivers_each_event_at_once() {
             "events held then released together: {seen:?}"
         );
     }
+}
+
+#[test]
+fn haproxy_timeout_server_cuts_a_quiet_event_stream() {
+    let stub = Stub::start(backend);
+    let cfg = format!(
+        "global\n  maxconn 100\ndefaults\n  mode http\n  timeout connect 5s\n  timeout client 30s\n  timeout server 3s\nfrontend fe\n  bind 127.0.0.1:{{PORT}}\n  acl fixed path_beg /fixed/\n  use_backend be_events_fixed if fixed\n  default_backend be_events\nbackend be_events\n  server s1 127.0.0.1:{p}\nbackend be_events_fixed\n  timeout server 14s\n  server s1 127.0.0.1:{p}\n",
+        p = stub.port
+    );
+    let proxy = Proxy::start(Kind::Haproxy, &cfg);
+    let out = common::rtcheck()
+        .arg("lint")
+        .arg(proxy.dir().join("haproxy.cfg"))
+        .args(["--ping", "4s", "--connections", "50", "--format", "json"])
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let trip = at_line(&v, "haproxy-timeout-server", "backend be_events (");
+    assert!(!trip.is_empty() && trip[0]["status"] == "fail", "{v:#}");
+    assert_eq!(trip[0]["fix"]["persistent"][0], "timeout server 14s");
+    assert!(
+        at_line(&v, "haproxy-timeout-server", "backend be_events_fixed").is_empty(),
+        "{v:#}"
+    );
+    let addr = SocketAddr::from(([127, 0, 0, 1], proxy.port));
+    let h =
+        std::thread::spawn(move || watch(addr, "/events", false, false, Duration::from_secs(8)));
+    let fixed = watch(
+        addr,
+        "/fixed/events-beat",
+        false,
+        false,
+        Duration::from_secs(9),
+    );
+    let cut = h.join().unwrap();
+    eprintln!("timeout server 3s: {cut:?}; 14s with a 4 s heartbeat: {fixed:?}");
+    let t = cut.closed_after.expect("not cut in 8 s");
+    let timeout = Duration::from_secs(3);
+    assert!(
+        t >= timeout.mul_f64(0.9) && t <= timeout.mul_f64(1.1),
+        "cut after {t:?}"
+    );
+    assert_eq!(fixed.closed_after, None, "{fixed:?}");
+    assert!(fixed.beats >= 2, "{fixed:?}");
 }
