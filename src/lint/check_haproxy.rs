@@ -137,7 +137,6 @@ pub fn check(c: &Config, w: &Workload, s: &mut Sink) {
     let classes = classify(&routes, w);
     let defaults: BTreeMap<*const Node, Option<&Node>> =
         px.iter().map(|(s, d)| (*s as *const Node, *d)).collect();
-    let mut has_ws = false;
     let (out, applied) = (&mut s.out, &mut s.applied);
     for (r, carried) in routes.iter().zip(&classes) {
         s.routes.push(report(r, carried));
@@ -147,7 +146,6 @@ pub fn check(c: &Config, w: &Workload, s: &mut Sink) {
             let block = block(r, c);
             let kind = c.transport;
             if kind == Stream::Websocket {
-                has_ws = true;
                 tunnel(sec, defs, &block, w, out, applied);
             }
             if kind == Stream::Sse {
@@ -157,9 +155,6 @@ pub fn check(c: &Config, w: &Workload, s: &mut Sink) {
         if let Some(c) = carried.first() {
             http_close(sec, defs, &block(r, c), out, applied);
         }
-    }
-    if has_ws {
-        client_fin(&px, out, applied);
     }
     tcp_mode(&px, out, applied);
     nbproc(c, w, out, applied);
@@ -427,23 +422,6 @@ fn tunnel(
             no_heartbeat(t, Stream::Websocket),
             "declare the heartbeat (--ping) or keep the tunnel timeout above it",
         ))),
-    }
-}
-
-fn client_fin(px: &[(&Node, Option<&Node>)], out: &mut Vec<Finding>, applied: &mut Applied) {
-    applied.mark("haproxy-client-fin");
-    for (f, defs) in px
-        .iter()
-        .filter(|(s, _)| s.name == "frontend" || s.name == "listen")
-    {
-        if setting(f, *defs, &["timeout", "client-fin"]).is_none() {
-            out.push(finding(Hit {
-                id: "haproxy-client-fin", status: Status::Warn, at: f, block: f.label(),
-                observed: "no timeout client-fin: a vanished client's half-closed tunnel lives for the whole timeout tunnel".into(),
-                expected: "timeout client-fin (the manual's companion of timeout tunnel)".into(),
-                fix: "bound half-closed client connections", lines: vec!["timeout client-fin 30s".into()],
-            }));
-        }
     }
 }
 

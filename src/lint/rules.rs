@@ -53,8 +53,6 @@ rules! {
         "HAProxy 2.5 removed nbproc: a config with it does not start (haproxy -c: fatal error, seen on 2.6.12); threads replace it";
     "haproxy-timeout-server", "haproxy", "event-stream backend's timeout server above the heartbeat", ["ping-pong"],
         "an event stream is one response that never ends: timeout server bounds the silence between its events";
-    "haproxy-client-fin", "haproxy", "timeout client-fin with long-lived tunnels", [],
-        "the HAProxy manual advises timeout client-fin with timeout tunnel: a vanished client otherwise holds its half-closed connection for the whole tunnel timeout";
     "haproxy-http-close", "haproxy", "no forced close on stream backends", ["connection-reuse"],
         "option httpclose / http-server-close close a connection after each response: every poll and reconnect pays a new connection";
     "haproxy-maxconn", "haproxy", "maxconn holds the connections", ["ulimit-n"],
