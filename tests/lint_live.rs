@@ -34,7 +34,6 @@
 //! - `haproxy-tcp-mode-http`: without `mode http`, a WebSocket request whose head comes
 //!   in two packets is answered by the default backend; with `mode http`, upgraded.
 mod common;
-#[allow(dead_code)]
 mod foreign_common;
 #[allow(unused_imports)]
 mod probe_common;

@@ -146,7 +146,7 @@ pub fn check(c: &Config, w: &Workload, s: &mut Sink) {
             if kind == Stream::Sse {
                 applied.mark("caddy-encode-stream");
                 let v = super::version::of(w, "caddy");
-                let holds = !v.is_some_and(|v| !super::version::at_least(&v.parts, &[2, 7]));
+                let holds = v.is_none_or(|v| super::version::at_least(&v.parts, &[2, 7]));
                 if let Some(e) = encode_in_scope(ch).filter(|_| holds) {
                     out.push(finding(Hit {
                     id: "caddy-encode-stream", status: Status::Warn, at: e, block: block.clone(),
