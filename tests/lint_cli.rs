@@ -451,7 +451,7 @@ fn a_directory_is_linted_file_by_file_by_kind() {
     .unwrap();
     std::fs::write(
         d.join("Caddyfile"),
-        ":8080\nreverse_proxy /events* 127.0.0.1:9 {\n  flush_interval 2s\n}\n",
+        ":8080\nencode gzip\nreverse_proxy /events* 127.0.0.1:9\n",
     )
     .unwrap();
     std::fs::write(
@@ -462,7 +462,7 @@ fn a_directory_is_linted_file_by_file_by_kind() {
     let out = rtcheck()
         .arg("lint")
         .arg(d)
-        .args(["--format", "json"])
+        .args(["--format", "json", "--proxy-version", "caddy=2.7.6"])
         .output()
         .unwrap();
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -482,7 +482,7 @@ fn a_directory_is_linted_file_by_file_by_kind() {
             .unwrap()
     };
     assert_eq!(line("nginx-ws-upgrade"), 1);
-    assert_eq!(line("caddy-flush-interval"), 3);
+    assert_eq!(line("caddy-encode-stream"), 2);
     assert_eq!(line("ingress-proxy-buffering"), 8);
 }
 
@@ -641,4 +641,72 @@ http:
         );
     }
     assert_eq!(out.status.code(), Some(0));
+}
+
+/// Proxied routes that nothing classifies: a warn listing each with the flags that name
+/// it (never a pass, never exit 2); declaring the transport puts it on the catch-all.
+#[test]
+fn unclassified_routes_are_listed_with_the_flags_that_declare_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    let f = tmp.path().join("site.conf");
+    std::fs::write(
+        &f,
+        "server {\n  location / { proxy_pass http://a; }\n  location /api { proxy_pass http://b; }\n}\n",
+    )
+    .unwrap();
+    let run = |extra: &[&str]| {
+        let out = rtcheck()
+            .arg("lint")
+            .arg(&f)
+            .args(["--format", "json", "--proxy-version", "nginx=1.22.1"])
+            .args(extra)
+            .output()
+            .unwrap();
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        (v, out.status.code())
+    };
+    let (v, code) = run(&[]);
+    assert_eq!(code, Some(0), "{v:#}");
+    let f0 = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["id"] == "lint-streams")
+        .unwrap_or_else(|| panic!("{v:#}"));
+    assert_eq!(f0["status"], "warn");
+    let flags: Vec<&str> = f0["fix"]["persistent"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l.as_str().unwrap())
+        .collect();
+    assert_eq!(
+        flags,
+        [
+            "location /: --ws-location / or --sse-location /",
+            "location /api: --ws-location /api or --sse-location /api"
+        ]
+    );
+    assert!(v["routes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|r| r["carries"].as_array().unwrap().is_empty()));
+    assert_eq!(run(&["--fail-on", "warn"]).1, Some(1));
+    // Declared: the catch-all carries it, said so; /api stays plain.
+    let (v, _) = run(&["--transport", "sse", "--ping", "20s"]);
+    let routes = v["routes"].as_array().unwrap();
+    assert_eq!(routes[0]["route"], "location /");
+    assert_eq!(routes[0]["carries"][0]["transport"], "sse");
+    let why = routes[0]["carries"][0]["why"].as_str().unwrap();
+    assert!(
+        why.starts_with("declared by --transport, on the catch-all route"),
+        "{why}"
+    );
+    assert!(routes[1]["carries"].as_array().unwrap().is_empty(), "{v:#}");
+    assert!(v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|x| x["id"] != "lint-streams"));
 }

@@ -206,6 +206,10 @@ fn proxy_findings(a: &AuditArgs, p: &Profile) -> anyhow::Result<Vec<crate::findi
 
 pub fn run(a: AuditArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
     audit::validate_skip(&a.skip)?;
+    // Several transports on one route are lint's (`--transport websocket,sse`).
+    if a.workload.transport.len() > 1 {
+        anyhow::bail!("--transport: audit judges a host for one transport; give one");
+    }
     a.out.validate()?;
     let base = a.baseline.load(&[])?;
     if a.watch.is_some() || a.listen.is_some() {

@@ -160,7 +160,11 @@ fn declared_path(a: &LintArgs, p: &Profile) -> anyhow::Result<Option<lint::path:
 
 fn validate_skip(skip: &[String]) -> anyhow::Result<()> {
     for s in skip {
-        if !RULES.iter().any(|r| r.id == s) && s != "lint-include" && s != "lint-input" {
+        if !RULES.iter().any(|r| r.id == s)
+            && s != "lint-include"
+            && s != "lint-input"
+            && !lint::rules::RETIRED.contains(&s.as_str())
+        {
             anyhow::bail!("--skip {s}: unknown rule (see `rtcheck lint --help` and docs/lint.md)");
         }
     }
@@ -308,16 +312,31 @@ fn binary_version(product: &str) -> Option<lint::version::ProxyVersion> {
 /// Proxied routes, none of which the config, the known paths or a declaration says carry
 /// a stream: each listed with the flags that would declare it. A warn, never a pass.
 fn unclassified(routes: &[lint::classify::RouteReport]) -> Finding {
+    const SHOWN: usize = 12;
+    // The pattern that names one route: its path (`/api`), else its name.
+    let pattern = |r: &lint::classify::RouteReport| {
+        r.route
+            .split_whitespace()
+            .rev()
+            .find(|w| w.starts_with('/'))
+            .or_else(|| r.route.split_whitespace().nth(1))
+            .unwrap_or("/")
+            .to_string()
+    };
     let listed: Vec<String> = routes
         .iter()
-        .take(8)
+        .take(SHOWN)
         .map(|r| format!("{} ({}:{})", r.route, r.file, r.line))
         .collect();
-    let more = routes.len().saturating_sub(listed.len());
-    let pattern = routes
+    let flags: Vec<String> = routes
         .iter()
-        .find_map(|r| r.route.split_whitespace().nth(1).map(String::from))
-        .unwrap_or_else(|| "/".into());
+        .take(SHOWN)
+        .map(|r| {
+            let p = pattern(r);
+            format!("{}: --ws-location {p} or --sse-location {p}", r.route)
+        })
+        .collect();
+    let more = routes.len().saturating_sub(SHOWN);
     Finding {
         id: "lint-streams".into(),
         title: "every proxied route classified".into(),
@@ -333,11 +352,9 @@ fn unclassified(routes: &[lint::classify::RouteReport]) -> Finding {
         reason: None,
         evidence: vec![],
         fix: Fix {
-            summary: format!(
-                "declare what the app speaks: --transport websocket,sse (the catch-all route carries it), or name a route: --ws-location {pattern}, --sse-location {pattern}"
-            ),
+            summary: "declare what the app speaks: --transport websocket,sse (the catch-all route carries it), or name each route".into(),
             runtime: vec![],
-            persistent: vec![],
+            persistent: flags,
         },
         verify: None,
         verification: None,

@@ -145,27 +145,21 @@ pub fn check(c: &Config, w: &Workload, s: &mut Sink) {
             let opt = |name: &str| rp.children().iter().find(|d| d.name == name);
             if kind == Stream::Sse {
                 applied.mark("caddy-encode-stream");
-                if let Some(e) = encode_in_scope(ch) {
+                let v = super::version::of(w, "caddy");
+                let holds = v.is_none_or(|v| super::version::at_least(&v.parts, &[2, 7]));
+                if let Some(e) = encode_in_scope(ch).filter(|_| holds) {
                     out.push(finding(Hit {
                     id: "caddy-encode-stream", status: Status::Warn, at: e, block: block.clone(),
-                    observed: format!("encode {} wraps the event-stream route", e.args.join(" ")),
+                    observed: format!(
+                        "encode {} wraps the event-stream route ({})",
+                        e.args.join(" "),
+                        super::version::assumed(v, "caddy", "2.7").replace("assumed before 2.7", "assumed 2.7 or later")
+                    ),
                     expected: "the event stream is sent uncompressed".into(),
                     fix: "keep encode off the stream: give it a matcher that leaves the stream path out",
                     lines: if json { vec!["move the \"encode\" handler out of the event-stream route's chain".into()] } else {
                         vec!["@compressible not path /events*".into(), "encode @compressible gzip".into()]
                     },
-                }));
-                }
-                applied.mark("caddy-flush-interval");
-                if let Some(f) = opt("flush_interval")
-                    .filter(|f| f.arg(0).and_then(caddy_time).is_none_or(|t| !t.is_zero()))
-                {
-                    out.push(finding(Hit {
-                    id: "caddy-flush-interval", status: Status::Warn, at: f, block: block.clone(),
-                    observed: format!("flush_interval {}: writes are held that long unless the response is text/event-stream", f.args.join(" ")),
-                    expected: "flush_interval -1 (flush every write)".into(),
-                    fix: "flush the stream at once",
-                    lines: vec![if json { "\"flush_interval\": -1".into() } else { "flush_interval -1".into() }],
                 }));
                 }
             }

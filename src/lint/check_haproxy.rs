@@ -45,7 +45,7 @@ struct Routing {
     default: bool,
 }
 
-fn routing<'a>(c: &'a Config) -> BTreeMap<&'a str, Routing> {
+fn routing(c: &Config) -> BTreeMap<&str, Routing> {
     let mut out: BTreeMap<&str, Routing> = BTreeMap::new();
     for f in c
         .nodes
@@ -137,7 +137,6 @@ pub fn check(c: &Config, w: &Workload, s: &mut Sink) {
     let classes = classify(&routes, w);
     let defaults: BTreeMap<*const Node, Option<&Node>> =
         px.iter().map(|(s, d)| (*s as *const Node, *d)).collect();
-    let mut has_ws = false;
     let (out, applied) = (&mut s.out, &mut s.applied);
     for (r, carried) in routes.iter().zip(&classes) {
         s.routes.push(report(r, carried));
@@ -147,11 +146,9 @@ pub fn check(c: &Config, w: &Workload, s: &mut Sink) {
             let block = block(r, c);
             let kind = c.transport;
             if kind == Stream::Websocket {
-                has_ws = true;
                 tunnel(sec, defs, &block, w, out, applied);
             }
             if kind == Stream::Sse {
-                compression(sec, defs, &block, out, applied);
                 server_timeout(sec, defs, &block, w, out, applied);
             }
         }
@@ -159,10 +156,8 @@ pub fn check(c: &Config, w: &Workload, s: &mut Sink) {
             http_close(sec, defs, &block(r, c), out, applied);
         }
     }
-    if has_ws {
-        client_fin(&px, out, applied);
-    }
     tcp_mode(&px, out, applied);
+    nbproc(c, w, out, applied);
     if !routes.is_empty() {
         unset_timeouts(&px, out, applied);
     }
@@ -289,6 +284,38 @@ fn tcp_mode(px: &[(&Node, Option<&Node>)], out: &mut Vec<Finding>, applied: &mut
             lines: vec!["mode http".into()],
         }));
     }
+}
+
+/// `nbproc` in global: HAProxy 2.5 and later refuse to start with it (seen: 2.6.12's
+/// `haproxy -c` is a fatal error); threads replace it.
+fn nbproc(c: &Config, w: &Workload, out: &mut Vec<Finding>, applied: &mut Applied) {
+    let Some(global) = c.nodes.iter().find(|s| s.name == "global") else {
+        return;
+    };
+    applied.mark("haproxy-nbproc");
+    let Some(d) = global.children().iter().find(|d| d.name == "nbproc") else {
+        return;
+    };
+    let v = super::version::of(w, "haproxy");
+    let status = match v {
+        Some(v) if !super::version::at_least(&v.parts, &[2, 5]) => return,
+        Some(_) => Status::Fail,
+        None => Status::Warn,
+    };
+    out.push(finding(Hit {
+        id: "haproxy-nbproc",
+        status,
+        at: d,
+        block: "global".into(),
+        observed: format!(
+            "nbproc {}: HAProxy 2.5 and later refuse to start ({})",
+            d.args.join(" "),
+            super::version::assumed(v, "haproxy", "2.5")
+        ),
+        expected: "no nbproc (threads: nbthread, automatic on multi-core machines)".into(),
+        fix: "remove nbproc",
+        lines: vec!["# nbproc removed; threads are used automatically".into()],
+    }));
 }
 
 /// No `timeout client` or `timeout server` at all: not a cut but no bound. A peer that
@@ -424,56 +451,6 @@ fn tunnel(
             no_heartbeat(t, Stream::Websocket),
             "declare the heartbeat (--ping) or keep the tunnel timeout above it",
         ))),
-    }
-}
-
-fn client_fin(px: &[(&Node, Option<&Node>)], out: &mut Vec<Finding>, applied: &mut Applied) {
-    applied.mark("haproxy-client-fin");
-    for (f, defs) in px
-        .iter()
-        .filter(|(s, _)| s.name == "frontend" || s.name == "listen")
-    {
-        if setting(f, *defs, &["timeout", "client-fin"]).is_none() {
-            out.push(finding(Hit {
-                id: "haproxy-client-fin", status: Status::Warn, at: f, block: f.label(),
-                observed: "no timeout client-fin: a vanished client's half-closed tunnel lives for the whole timeout tunnel".into(),
-                expected: "timeout client-fin (the manual's companion of timeout tunnel)".into(),
-                fix: "bound half-closed client connections", lines: vec!["timeout client-fin 30s".into()],
-            }));
-        }
-    }
-}
-
-fn compression(
-    sec: &Node,
-    defs: Option<&Node>,
-    block: &str,
-    out: &mut Vec<Finding>,
-    applied: &mut Applied,
-) {
-    applied.mark("haproxy-compression");
-    let Some(algo) = setting(sec, defs, &["compression", "algo"]) else {
-        return;
-    };
-    let types = setting(sec, defs, &["compression", "type"]);
-    let hits = types.is_none_or(|t| t.args.iter().any(|a| a == "text/event-stream"));
-    if hits {
-        out.push(finding(Hit {
-            id: "haproxy-compression",
-            status: Status::Fail,
-            at: types.unwrap_or(algo),
-            block: block.into(),
-            observed: types.map_or(
-                format!(
-                    "compression {} with no compression type (every type)",
-                    algo.args.join(" ")
-                ),
-                |t| format!("compression {}", t.args.join(" ")),
-            ),
-            expected: "text/event-stream not compressed".into(),
-            fix: "list only the types to compress, without text/event-stream",
-            lines: vec!["compression type text/html text/plain application/json".into()],
-        }));
     }
 }
 

@@ -215,7 +215,7 @@ fn ws_rules(
             at: v.unwrap_or(loc),
             block: block.into(),
             observed: v.map_or(
-                format!("proxy_http_version not set: HTTP/1.0 to the upstream before nginx 1.29.7 / 1.30.0 ({assumed})"),
+                format!("proxy_http_version not set: HTTP/1.0 to the upstream before nginx 1.29.7 / 1.30.0 ({assumed}); a server that checks the version refuses the upgrade"),
                 |d| format!("proxy_http_version {}", d.args.join(" ")),
             ),
             expected: "proxy_http_version 1.1".into(),
@@ -253,7 +253,7 @@ fn ws_rules(
         let observed = match conn {
             Some(v) if upgrade_ok => format!("Connection is `{v}`, neither \"upgrade\" nor a map of $http_upgrade"),
             _ if own && above => format!("{missing} not passed: this location's own proxy_set_header lines replace the inherited ones"),
-            _ => format!("{missing} not passed (nginx drops hop-by-hop headers: the server answers 400)"),
+            _ => format!("{missing} not passed (nginx drops hop-by-hop headers: the server refuses the upgrade, 426)"),
         };
         let mut lines = vec!["proxy_set_header Upgrade $http_upgrade;".to_string()];
         lines.push(match maps.first() {
@@ -408,26 +408,6 @@ fn sse_rules(
                 lines: vec!["proxy_buffering off;".into(), "proxy_cache off;".into()],
             }));
         }
-    }
-    applied.mark("nginx-sse-gzip");
-    let gzip = effective(ch, "gzip").filter(|d| d.arg(0) == Some("on"));
-    let types = effective(ch, "gzip_types");
-    let compresses =
-        types.is_some_and(|t| t.args.iter().any(|a| a == "text/event-stream" || a == "*"));
-    if let (Some(g), true) = (gzip, compresses) {
-        out.push(finding(Hit {
-            id: "nginx-sse-gzip",
-            status: Status::Fail,
-            at: g,
-            block: block.into(),
-            observed: format!(
-                "gzip on with gzip_types {}",
-                types.map(|t| t.args.join(" ")).unwrap_or_default()
-            ),
-            expected: "no compression on text/event-stream".into(),
-            fix: "turn gzip off in the event-stream location",
-            lines: vec!["gzip off;".into()],
-        }));
     }
 }
 

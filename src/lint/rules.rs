@@ -26,17 +26,15 @@ macro_rules! rules {
 
 rules! {
     "nginx-ws-http-version", "nginx", "WebSocket location proxies with HTTP/1.1", ["proxy-config"],
-        "nginx proxies with HTTP/1.0 unless proxy_http_version 1.1; an upgrade needs 1.1 (nginx.org/en/docs/http/websocket.html)";
+        "nginx proxies with HTTP/1.0 unless proxy_http_version 1.1 (the default from 1.29.7 / 1.30.0); RFC 6455 needs 1.1, and a server that checks it refuses the upgrade (seen through nginx 1.22: python3-websockets 400, while Node ws accepted)";
     "nginx-ws-upgrade", "nginx", "WebSocket location passes Upgrade and Connection", ["proxy-config"],
-        "Upgrade and Connection are hop-by-hop: nginx drops them unless proxy_set_header passes them; a location with any proxy_set_header inherits none from above";
+        "Upgrade and Connection are hop-by-hop: nginx drops them unless proxy_set_header passes them, and the server refuses the upgrade (seen: 426 from Node ws and python3-websockets); a location with any proxy_set_header inherits none from above";
     "nginx-read-timeout", "nginx", "proxy_read_timeout above the heartbeat", ["ping-pong"],
         "proxy_read_timeout (default 60s) closes a proxied stream quiet for that long; on an upgraded WebSocket frames either way reset it (client pings keep it open), on an event stream only the server's events do (measured, docs/lint.md)";
     "nginx-send-timeout", "nginx", "proxy_send_timeout is a readable time", [],
         "proxy_send_timeout (default 60s) bounds one write to the upstream that does not complete (the server not reading), not silence: a quiet WebSocket or event stream is not cut by it (measured, docs/lint.md); only a value nginx cannot read is reported";
     "nginx-sse-buffering", "nginx", "event stream not buffered by nginx", ["proxy-config"],
         "proxy_buffering is on by default; only an X-Accel-Buffering: no response header (unless proxy_ignore_headers drops it) turns it off per response";
-    "nginx-sse-gzip", "nginx", "event stream not gzipped", ["proxy-config"],
-        "gzip on with text/event-stream in gzip_types holds events in the compressor until a buffer fills";
     "nginx-worker-connections", "nginx", "worker_connections x workers hold the connections", ["ulimit-n"],
         "worker_connections (default 512) counts client and upstream connections: 2 per proxied connection; worker_processes defaults to 1";
     "nginx-rlimit-nofile", "nginx", "worker_rlimit_nofile holds 2 fds per connection", ["ulimit-n"],
@@ -51,20 +49,16 @@ rules! {
         "with no timeout client/server an idle connection has no bound: a peer that vanished without closing (lost coverage, a crashed host) holds it and its maxconn slot forever; HAProxy warns at start (HAProxy manual, timeout client)";
     "haproxy-tcp-mode-http", "haproxy", "a frontend that routes on HTTP runs in HTTP mode", [],
         "without mode http a proxy runs in TCP mode: http-request rules are ignored (HAProxy warns at start) and HTTP fetches (hdr(Upgrade), path_beg) read only the first packet, so a request head split across packets misses the WebSocket route (seen on HAProxy 2.6)";
+    "haproxy-nbproc", "haproxy", "no nbproc (removed in HAProxy 2.5)", [],
+        "HAProxy 2.5 removed nbproc: a config with it does not start (haproxy -c: fatal error, seen on 2.6.12); threads replace it";
     "haproxy-timeout-server", "haproxy", "event-stream backend's timeout server above the heartbeat", ["ping-pong"],
         "an event stream is one response that never ends: timeout server bounds the silence between its events";
-    "haproxy-client-fin", "haproxy", "timeout client-fin with long-lived tunnels", [],
-        "the HAProxy manual advises timeout client-fin with timeout tunnel: a vanished client otherwise holds its half-closed connection for the whole tunnel timeout";
     "haproxy-http-close", "haproxy", "no forced close on stream backends", ["connection-reuse"],
         "option httpclose / http-server-close close a connection after each response: every poll and reconnect pays a new connection";
-    "haproxy-compression", "haproxy", "event stream not compressed", ["proxy-config"],
-        "compression algo compresses the listed compression types (every type when none is listed)";
     "haproxy-maxconn", "haproxy", "maxconn holds the connections", ["ulimit-n"],
         "global maxconn (derived from ulimit -n when unset) caps connections; HAProxy sizes its fd limit at 2 per connection";
     "caddy-encode-stream", "caddy", "event stream route not encoded", ["proxy-config"],
-        "encode compresses text/* responses, event streams included, holding events in the compressor";
-    "caddy-flush-interval", "caddy", "stream route flushes at once", ["proxy-config"],
-        "a positive flush_interval delays writes to the client; -1 flushes every write (Caddy flushes text/event-stream at once by itself)";
+        "from Caddy 2.7 encode holds an event stream's head until its first event and, once it compresses, events in the compressor (caddy issue 6293, reported on 2.7.6 and 2.8.0-beta.1); Caddy 2.6 passed a flushed stream through uncompressed and unheld (seen on 2.6.2): no finding there";
     "caddy-stream-close-delay", "caddy", "a reload does not close every WebSocket", [],
         "stream_close_delay defaults to 0: a config reload closes every proxied WebSocket at once and all clients reconnect together (Caddy >= 2.7)";
     "ingress-read-timeout", "ingress", "proxy-read-timeout above the heartbeat", ["ping-pong"],
@@ -86,6 +80,21 @@ rules! {
     "ingress-affinity", "ingress", "polling sticks to one pod", [],
         "long-polling sessions (socket.io, SockJS) keep state on one pod: without affinity: cookie a poll lands elsewhere and the session is unknown";
 }
+
+/// Retired rule ids: `--skip` still accepts them (scripts keep working), nothing reports
+/// them. `caddy-flush-interval`: Caddy flushes text/event-stream and bodies of unknown
+/// length at once whatever `flush_interval` says (seen on 2.6.2), so a positive value
+/// never held a stream. `nginx-sse-gzip`: with buffering off nginx gzips each event with
+/// a sync flush and sends it at once (seen on 1.22.1: events every 500 ms arrived every
+/// 500 ms, compressed); with buffering on, `nginx-sse-buffering` already says what holds
+/// them (docs/lint.md).
+/// `haproxy-compression`: HAProxy 2.6 compresses an event stream and still delivers each
+/// event at once (seen: every event decodable on arrival).
+pub const RETIRED: &[&str] = &[
+    "caddy-flush-interval",
+    "nginx-sse-gzip",
+    "haproxy-compression",
+];
 
 /// A rule id that is not in the table is a programming error caught by the tests.
 pub fn rule(id: &str) -> &'static Rule {
