@@ -908,7 +908,16 @@ mod tests {
             max_events: None,
         };
         let start = Instant::now();
-        let s = watch_ws(&mut conn, false, Vec::new(), start, watch, None, &NoProgress).await;
+        let s = watch_ws(
+            &mut conn,
+            false,
+            Vec::new(),
+            start,
+            watch,
+            None,
+            &NoProgress,
+        )
+        .await;
         flood.abort();
         // Bounded: the watch's window, not forever (a generous bound for a loaded host).
         assert!(start.elapsed() < Duration::from_secs(30));
