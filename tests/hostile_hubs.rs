@@ -173,11 +173,14 @@ impl Drop for Kill {
 fn verify_delivery_memory_stays_bounded_under_a_ping_flood() {
     let flood = ping_flood();
     let url = flood.url("ws", "/ws");
+    let report = tempfile::NamedTempFile::new().unwrap();
     let child = std::process::Command::new(common::binary())
         .args(["verify", "delivery", "--server", &url, "--publish", "ws"])
         .args(["--format", "json", "--rate", "2", "--connections", "4"])
         .args(["--max-disconnect", "1500ms"])
-        .stdout(std::process::Stdio::piped())
+        // A file, not a pipe: a report larger than the pipe's buffer would block the
+        // child while the test waits for it to end.
+        .stdout(report.reopen().unwrap())
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
@@ -188,15 +191,7 @@ fn verify_delivery_memory_stays_bounded_under_a_ping_flood() {
     // Unbounded, the pongs owed grew this run past 350 MB in 30 s.
     assert!(peak < 150.0, "peak RSS {peak:.0} MB under a ping flood");
     // What it measured is a report; a server that never reads took no publish: not a pass.
-    let mut out = String::new();
-    use std::io::Read;
-    guard
-        .0
-        .stdout
-        .take()
-        .unwrap()
-        .read_to_string(&mut out)
-        .unwrap();
+    let out = std::fs::read_to_string(report.path()).unwrap();
     let v: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("not JSON ({e}): {out}"));
     let runs = v["runs"].as_array().unwrap_or_else(|| panic!("{v:#}"));
     assert!(runs.iter().all(|r| r["status"] == "fail"), "{v:#}");

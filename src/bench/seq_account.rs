@@ -42,12 +42,13 @@ pub struct Counts {
 
 impl Counts {
     pub fn add(&mut self, o: &Counts) {
-        self.received += o.received;
-        self.lost += o.lost;
-        self.lost_silently += o.lost_silently;
-        self.duplicated += o.duplicated;
-        self.out_of_order += o.out_of_order;
-        self.gaps += o.gaps;
+        // Saturating: a server's seq near u64::MAX makes a client's lost astronomical.
+        self.received = self.received.saturating_add(o.received);
+        self.lost = self.lost.saturating_add(o.lost);
+        self.lost_silently = self.lost_silently.saturating_add(o.lost_silently);
+        self.duplicated = self.duplicated.saturating_add(o.duplicated);
+        self.out_of_order = self.out_of_order.saturating_add(o.out_of_order);
+        self.gaps = self.gaps.saturating_add(o.gaps);
         self.highest = self.highest.max(o.highest);
     }
 }

@@ -42,9 +42,9 @@ impl KindArg {
 
 #[derive(Debug, clap::Args)]
 #[command(after_help = "\
-Which routes carry a stream, by evidence: one that forwards Upgrade (or a HAProxy
-backend routed on an Upgrade ACL) carries WebSocket; one that turns buffering off or
-holds responses far past 60 s carries a stream; a well-known realtime path
+Which routes carry a stream, by evidence: one that forwards Upgrade (or a
+HAProxy backend routed on an Upgrade ACL) carries WebSocket; one that turns
+buffering off or holds responses far past 60 s carries a stream; a well-known realtime path
 (/socket.io/, /cable, /api/v1/streaming, ...: docs/lint.md) carries its stack's;
 --ws-location/--sse-location name more. Path words (ws, events, poll) count only
 when nothing else does. --transport websocket,sse (or the profile) goes to the
@@ -57,8 +57,8 @@ Examples:
   rtcheck lint nginx.conf --path cloudflare,aws-alb,nginx
   rtcheck lint k8s/ --format sarif -o lint.sarif
 
-Exit codes: 0 nothing at or above --fail-on, 1 something is, 2 a config that does not parse,
-usage or runtime error (or nothing could be checked).")]
+Exit codes: 0 nothing at or above --fail-on, 1 something is, 2 a config that does
+not parse, usage or runtime error (or nothing could be checked).")]
 #[command(
     edit_arg("connections", |a| a.help(
         "Concurrent connections in total [default: 10000] (per proxy: divided by machines)"

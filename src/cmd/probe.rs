@@ -34,7 +34,8 @@ Examples:
     rtcheck probe --path cloudflare,aws-alb,nginx --idle-for 90s \\
       wss://app.example.com/ws
 
-Header values and URL query values are secrets: they never appear in any output.
+Header values and secret-looking URL query values (token, key, sig, session..., or a
+long opaque value) never appear in any output; `EIO=4` and the like are shown.
 Exit codes: 0 nothing at or above --fail-on, 1 something is (a run that measured
 nothing is no verdict: 1), 2 usage error or no URL could be reached.")]
 #[command(

@@ -94,6 +94,7 @@ pub const RETIRED: &[&str] = &[
     "caddy-flush-interval",
     "nginx-sse-gzip",
     "haproxy-compression",
+    "haproxy-client-fin",
 ];
 
 /// A rule id that is not in the table is a programming error caught by the tests.

@@ -27,7 +27,12 @@ pub fn polling_target(t: &Target) -> Target {
     } else {
         super::target::Scheme::Http
     });
-    let pq = &t.path_and_query;
+    let mut pq = t.path_and_query.clone();
+    // `--app-protocol socketio` on a URL without EIO: the v4 handshake, as clients send.
+    if !pq.split(['?', '&']).any(|q| q.starts_with("EIO=")) {
+        pq.push(if pq.contains('?') { '&' } else { '?' });
+        pq.push_str("EIO=4");
+    }
     p.path_and_query = if pq.contains("transport=websocket") {
         pq.replace("transport=websocket", "transport=polling")
     } else if pq.contains('?') {
@@ -82,7 +87,9 @@ pub async fn engineio_polling(t: &Target, o: &ClientOpts) -> Result<PollingOpen,
             reader
                 .feed_into(&chunk, &mut body)
                 .map_err(|e| anyhow::anyhow!("{e}"))?;
-            if reader.done() || body.len() >= BODY_CAP || body.windows(2).any(|w| w == b"0{") {
+            // Until the open packet parses whole (it may span reads), the body ends, or
+            // the cap: a partial packet is never judged.
+            if reader.done() || body.len() >= BODY_CAP || parse_open(head.status, &body).open {
                 break;
             }
             let mut buf = [0u8; 8192];
@@ -92,7 +99,6 @@ pub async fn engineio_polling(t: &Target, o: &ClientOpts) -> Result<PollingOpen,
             }
             chunk = buf[..n].to_vec();
         }
-        // The open packet may end later in the same read: give it what arrived.
         Ok::<_, anyhow::Error>(parse_open(head.status, &body))
     };
     match tokio::time::timeout(o.timeout + Duration::from_millis(100), run).await {
@@ -128,6 +134,11 @@ mod tests {
         let p = polling_target(&t);
         assert_eq!(p.path_and_query, "/socket.io/?EIO=4&transport=polling");
         assert!(p.scheme.tls() && !p.scheme.websocket());
+        let bare = Target::parse("ws://h/socket.io/").unwrap();
+        assert_eq!(
+            polling_target(&bare).path_and_query,
+            "/socket.io/?EIO=4&transport=polling"
+        );
         let v4 = parse_open(
             200,
             br#"0{"sid":"a","upgrades":["websocket"],"pingInterval":25000,"pingTimeout":20000}"#,

@@ -59,10 +59,20 @@ pub fn app_close(s: &StreamObs) -> Option<String> {
             a.protocol.name()
         ));
     }
+    // The silence before the close matches the library's drop: the whole drop time after
+    // the client's last word (a client-driven heartbeat), or the server's wait for an
+    // answer after its last ping (Engine.IO's pingTimeout). Never the close time alone:
+    // a proxy's 60 s cut may fall on a library's default too.
     let drop = a.drop_after()? * 1000.0;
+    let answer_wait = a.protocol.defaults().timeout_s.map(|t| t * 1000.0);
+    let wait = match (a.drop_after_s, a.interval_s) {
+        (Some(d), Some(i)) => Some((d - i) * 1000.0),
+        _ => answer_wait,
+    };
     let silence = silence_before_close(s)?;
-    let near = |t: f64| (t - drop).abs() <= (drop * 0.1).max(2000.0);
-    (near(silence) || near(s.ended_ms)).then(|| {
+    let near = |t: f64, want: f64| (t - want).abs() <= (want * 0.1).max(2000.0);
+    let server_wait = a.heartbeats > 0 && wait.is_some_and(|w| near(silence, w));
+    (near(silence, drop) || server_wait).then(|| {
         format!(
             "the close matches {}'s own heartbeat timeout ({}): the application layer dropped the client, not a proxy",
             a.protocol.name(),

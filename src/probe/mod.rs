@@ -457,8 +457,9 @@ async fn probe_ws(
     let app = app_spec(t, o);
     let ws = session::websocket(t, &o.client, &origin, Some(watch), app.as_ref(), progress).await?;
     // A server may refuse a foreign Origin by closing without an answer (0).
+    // The same request as the watched one (subprotocol, extensions) but its Origin.
     let nop = &session::NoProgress;
-    let foreign = session::websocket(t, &o.client, FOREIGN_ORIGIN, None, None, nop);
+    let foreign = session::websocket(t, &o.client, FOREIGN_ORIGIN, None, app.as_ref(), nop);
     u.origin_status = Some(foreign.await.map_or(0, |f| f.head.status));
     let socketio = app
         .as_ref()
@@ -469,7 +470,7 @@ async fn probe_ws(
     u.ws = Some(ws);
     if let Some(d) = direct {
         // The page's Origin, to the endpoint itself: what the path changes shows.
-        match session::websocket(d, &o.client, &origin, None, None, nop).await {
+        match session::websocket(d, &o.client, &origin, None, app.as_ref(), nop).await {
             Ok(obs) => u.direct_ws = Some(obs),
             Err(e) => u.direct_error = Some(format!("{e:#}")),
         }

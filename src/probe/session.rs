@@ -66,6 +66,8 @@ pub struct StreamObs {
     /// Body bytes after the transfer framing and any Content-Encoding came off: what the
     /// SSE parser was given.
     pub body_bytes: usize,
+    /// Lines of the body that were `data`, `id` or `retry` fields.
+    pub sse_fields: u64,
     /// Events and heartbeats seen past [`MAX_EVENTS`] (counted, not kept).
     pub unrecorded: usize,
     /// Why the probe cut the stream itself (a peer that floods or never reads).
@@ -468,6 +470,7 @@ async fn watch_sse(
             _ = tick.tick() => progress.update(start.elapsed(), watch.window, &s),
         }
     }
+    s.sse_fields = parser.fields();
     s.ended_ms = ms(start);
     s.ending.get_or_insert(Ending::Open);
     s
@@ -626,7 +629,7 @@ async fn watch_ws(
             }
             if s.heartbeats_ms.len() >= MAX_PINGS {
                 s.cut = Some(format!(
-                    "the server sent {} pings in {} (a flood of control frames, not a heartbeat)",
+                    "the server sent {} heartbeats (WebSocket pings or the library's) in {}: a flood, not a heartbeat",
                     s.heartbeats_ms.len(),
                     super::fmt_s(ms(start))
                 ));

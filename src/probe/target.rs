@@ -138,7 +138,7 @@ fn split_host_port(hp: &str) -> Result<(&str, Option<&str>), String> {
     })
 }
 
-/// Printed form: path parameters and query values replaced by `***`, no user info, no
+/// Printed form: path parameters and secret-looking query values replaced by `***`, no user info, no
 /// fragment (`rtcheck_base::redact`).
 impl fmt::Display for Target {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

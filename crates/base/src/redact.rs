@@ -72,8 +72,8 @@ pub fn path_and_query(pq: &str) -> String {
 /// ids, one-time codes). Matched as a part of the lower-cased name (`access_token`,
 /// `X-Amz-Signature`, `apiKey`).
 const SECRET_NAMES: [&str; 18] = [
-    "token", "key", "secret", "auth", "sig", "session", "sess", "sid", "pass", "pwd", "jwt",
-    "code", "cred", "ticket", "nonce", "otp", "hmac", "state",
+    "token", "key", "secret", "auth", "sig", "session", "sess", "sid", "pass", "pw", "jwt", "code",
+    "cred", "ticket", "nonce", "otp", "hmac", "state",
 ];
 
 /// Whether a query parameter's value is hidden: its name looks secret, or its value looks

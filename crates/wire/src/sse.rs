@@ -42,6 +42,8 @@ pub struct Parser {
     data: String,
     has_data: bool,
     retry: Option<u64>,
+    /// Lines that were SSE fields that count (data, id, a valid retry).
+    fields: u64,
     max_line: usize,
     skip_lf: bool,
     lossy: bool,
@@ -68,6 +70,7 @@ impl Parser {
             data: String::new(),
             has_data: false,
             retry: None,
+            fields: 0,
             max_line,
             skip_lf: false,
             lossy: false,
@@ -90,6 +93,13 @@ impl Parser {
     /// most `max_line`).
     pub fn held_bytes(&self) -> usize {
         self.buf.len() + self.data.len()
+    }
+
+    /// How many lines were `data`, `id` or a valid `retry` field: a body with none is not
+    /// an event stream (garbage, or event names alone), one with some but no event yet is
+    /// a quiet one (`retry: 3000` at connect, then nothing).
+    pub fn fields(&self) -> u64 {
+        self.fields
     }
 
     /// The last `retry:` the server sent (its reconnection time, ms).
@@ -193,12 +203,17 @@ impl Parser {
                 self.has_data = true;
             }
             "id" if !value.contains('\0') => self.last_id = Some(value.to_string()),
-            "event" => self.event = Some(value.to_string()),
+            "event" => {
+                // Not counted: an event name without data dispatches nothing.
+                self.event = Some(value.to_string());
+                return;
+            }
             "retry" if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) => {
                 self.retry = value.parse().ok().or(self.retry);
             }
-            _ => {}
+            _ => return,
         }
+        self.fields = self.fields.saturating_add(1);
     }
 }
 

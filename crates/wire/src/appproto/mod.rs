@@ -156,16 +156,18 @@ pub struct Detected {
     pub why: String,
 }
 
+/// The value of query parameter `name` (exactly that name), if present.
+fn query_param<'a>(path_and_query: &'a str, name: &str) -> Option<&'a str> {
+    let query = path_and_query.split_once('?')?.1;
+    query
+        .split('&')
+        .find_map(|p| p.strip_prefix(name)?.strip_prefix('='))
+}
+
 /// The protocol a WebSocket URL's path and query name unambiguously, if any.
 pub fn detect(path_and_query: &str) -> Option<Detected> {
-    let (path, query) = path_and_query
-        .split_once('?')
-        .unwrap_or((path_and_query, ""));
-    let q = |name: &str| {
-        query
-            .split('&')
-            .find_map(|p| p.strip_prefix(name)?.strip_prefix('='))
-    };
+    let path = path_and_query.split('?').next().unwrap_or("");
+    let q = |name: &str| query_param(path_and_query, name);
     let hit = |p, why: String| Some(Detected { protocol: p, why });
     let segs: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
     if let Some(v) = q("EIO") {
@@ -266,7 +268,7 @@ pub struct Client {
 impl Client {
     /// A session for `protocol`; `path_and_query` tells versions (`EIO=3`, `vsn=1.0.0`).
     pub fn new(protocol: AppProtocol, path_and_query: &str, sub: Subscribe) -> Client {
-        let eio = if path_and_query.contains("EIO=3") {
+        let eio = if query_param(path_and_query, "EIO") == Some("3") {
             3
         } else {
             4
@@ -282,7 +284,7 @@ impl Client {
             protocol,
             sub,
             eio,
-            v2: path_and_query.contains("vsn=2"),
+            v2: query_param(path_and_query, "vsn").is_some_and(|v| v.starts_with("2.")),
             client_every_s,
             last_client_beat_s: 0.0,
             next_ref: 1,
@@ -348,7 +350,8 @@ impl Client {
                 client_s: Some(c), ..
             } = e
             {
-                self.client_every_s = Some(*c);
+                // Never faster than once a second, whatever the server announced.
+                self.client_every_s = Some(c.max(1.0));
             }
         }
         ev

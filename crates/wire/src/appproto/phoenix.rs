@@ -59,18 +59,19 @@ pub fn on_text(t: &str, sub: &Subscribe) -> Vec<Event> {
         _ => return vec![Event::Unknown],
     };
     let (topic, event) = (topic.as_str().unwrap_or(""), event.as_str().unwrap_or(""));
+    let shown = super::reason(topic);
     let status = payload.get("status").and_then(|s| s.as_str());
     vec![match (topic, event) {
         ("phoenix", "phx_reply") => Event::Heartbeat,
         (_, "phx_reply") if status == Some("ok") => Event::Control("joined"),
         (_, "phx_reply") => Event::Closed(format!(
-            "Phoenix join of {topic} refused: {}",
+            "Phoenix join of {shown} refused: {}",
             payload
                 .get("response")
                 .map_or(String::new(), |r| super::reason(&r.to_string()))
         )),
-        (_, "phx_error") => Event::Closed(format!("Phoenix channel {topic} crashed (phx_error)")),
-        (_, "phx_close") => Event::Closed(format!("Phoenix channel {topic} closed (phx_close)")),
+        (_, "phx_error") => Event::Closed(format!("Phoenix channel {shown} crashed (phx_error)")),
+        (_, "phx_close") => Event::Closed(format!("Phoenix channel {shown} closed (phx_close)")),
         (_, e) if sub.event.as_deref().is_some_and(|w| w != e) => Event::Control("other event"),
         _ => Event::Payload(payload_of(payload)),
     }]

@@ -17,7 +17,7 @@ pub const DEFAULTS: Defaults = Defaults {
 
 pub fn on_text(t: &str, eio: u8, sub: &Subscribe) -> Vec<Event> {
     let (kind, data) = match t.chars().next() {
-        Some(c) => (c, &t[1..]),
+        Some(c) => (c, &t[c.len_utf8()..]),
         None => return vec![Event::Unknown],
     };
     match kind {
@@ -40,7 +40,13 @@ pub fn on_text(t: &str, eio: u8, sub: &Subscribe) -> Vec<Event> {
 
 fn open(data: &str, eio: u8) -> Vec<Event> {
     let v: serde_json::Value = serde_json::from_str(data).unwrap_or_default();
-    let ms = |k: &str| v.get(k).and_then(|x| x.as_f64()).map(|x| x / 1000.0);
+    // A server's numbers, so bounded: positive and finite, at least 100 ms.
+    let ms = |k: &str| {
+        v.get(k)
+            .and_then(|x| x.as_f64())
+            .filter(|x| x.is_finite() && *x >= 100.0)
+            .map(|x| x / 1000.0)
+    };
     let (interval, timeout) = (ms("pingInterval"), ms("pingTimeout"));
     let mut out = vec![
         Event::Control("open"),
@@ -59,7 +65,7 @@ fn open(data: &str, eio: u8) -> Vec<Event> {
 
 fn message(data: &str, sub: &Subscribe) -> Vec<Event> {
     let (kind, rest) = match data.chars().next() {
-        Some(c) => (c, &data[1..]),
+        Some(c) => (c, &data[c.len_utf8()..]),
         None => return vec![Event::Unknown],
     };
     // `/chat,` namespace prefix, then an ack id (digits), then the JSON.

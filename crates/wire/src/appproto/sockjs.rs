@@ -18,7 +18,7 @@ pub fn send(payload: &str) -> Out {
 
 pub fn on_text(t: &str) -> Vec<Event> {
     let (kind, rest) = match t.chars().next() {
-        Some(c) => (c, &t[1..]),
+        Some(c) => (c, &t[c.len_utf8()..]),
         None => return vec![Event::Unknown],
     };
     match kind {

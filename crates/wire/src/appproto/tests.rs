@@ -361,3 +361,21 @@ fn raw_passes_everything_and_garbage_never_panics() {
         }
     }
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
+    /// Whatever a server sends, every protocol's client answers without panicking, and a
+    /// client heartbeat is never due more than once a second.
+    #[test]
+    fn any_server_message_is_handled(text in ".{0,64}", bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..64)) {
+        for p in AppProtocol::ALL {
+            let mut c = Client::new(p, "/x?EIO=3&vsn=2.0.0", sub(Some("t"), Some("e")));
+            let _ = c.start();
+            let _ = c.on_message(Msg::Text(&text));
+            let _ = c.on_message(Msg::Binary(&bytes));
+            let first = c.due(1000.0).is_some();
+            let again = c.due(1000.5).is_some();
+            proptest::prop_assert!(!(first && again), "{p:?}");
+        }
+    }
+}
