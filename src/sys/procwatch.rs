@@ -143,7 +143,15 @@ fn read(pids: &[u32], t_s: f64) -> Result<Sample, String> {
 /// Reads once and keeps it; a failed read ends the sampling but keeps what was read.
 fn take(pids: &[u32], t0: Instant, shared: &Mutex<Shared>) -> Option<Sample> {
     let mut sh = shared.lock().unwrap_or_else(|e| e.into_inner());
-    if sh.error.is_some() || sh.samples.len() >= MAX_SAMPLES {
+    if sh.error.is_some() {
+        return None;
+    }
+    if sh.samples.len() >= MAX_SAMPLES {
+        // Said, not silent: the figures then cover only the start of the run.
+        sh.error = Some(format!(
+            "after {MAX_SAMPLES} samples: the figures cover the run's first {:.0} s",
+            sh.samples.last().map_or(0.0, |l| l.t_s)
+        ));
         return None;
     }
     match read(pids, t0.elapsed().as_secs_f64()) {
