@@ -92,6 +92,26 @@ fn no_data(s: &mut TcpStream, _: &str, stopped: &dyn Fn() -> bool) {
     pause(Duration::from_secs(30), stopped);
 }
 
+/// `retry: 3000` at connect, then a quiet stream: a common server, not garbage.
+fn retry_then_quiet(s: &mut TcpStream, _: &str, stopped: &dyn Fn() -> bool) {
+    if !sse_head(s) || s.write_all(b"retry: 3000\n\n").is_err() {
+        return;
+    }
+    pause(Duration::from_secs(30), stopped);
+}
+
+/// A quiet stream that announced only its retry is not called broken (nothing to time:
+/// never a pass either).
+#[test]
+fn a_quiet_stream_with_only_its_retry_is_not_garbage() {
+    let stub = Stub::start(retry_then_quiet);
+    let (r, _, err) = probe_json(&["--quick", "--timeout", "2s", &stub.url("/events")]);
+    let f = finding(&r, "sse-buffering");
+    let ctx = format!("stderr {err}\n{}", summary(&r));
+    assert_ne!(f["status"], "fail", "{ctx}");
+    assert_ne!(f["status"], "pass", "{ctx}");
+}
+
 /// Issue 41 item 9: an event stream of garbage, an empty body, or fields without
 /// `data:` is not a pass: sse-buffering fails saying what arrived, exit 1.
 #[test]

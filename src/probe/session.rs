@@ -66,7 +66,7 @@ pub struct StreamObs {
     /// Body bytes after the transfer framing and any Content-Encoding came off: what the
     /// SSE parser was given.
     pub body_bytes: usize,
-    /// Lines of the body that were `data`, `id` or `retry` fields.
+    /// Lines of the body that were `data` or `retry` fields.
     pub sse_fields: u64,
     /// Events and heartbeats seen past [`MAX_EVENTS`] (counted, not kept).
     pub unrecorded: usize,

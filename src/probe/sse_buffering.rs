@@ -192,7 +192,7 @@ pub fn broken(s: &StreamObs) -> Option<String> {
             super::idle_timeout::ending_text(s.ending.as_ref().unwrap_or(&Ending::Eof))
         ));
     }
-    // A `retry:` or `id:` line and no event yet is a quiet stream, not garbage.
+    // A `retry:` line and no event yet is a quiet stream, not garbage.
     if s.body_bytes > 0 && s.heartbeats_ms.is_empty() && s.events.is_empty() && s.sse_fields == 0 {
         return Some(format!(
             "{} B of body in {}, none of it an SSE event or comment (no `data:` line ended by a blank line): EventSource delivers nothing",

@@ -42,7 +42,7 @@ pub struct Parser {
     data: String,
     has_data: bool,
     retry: Option<u64>,
-    /// Lines that were SSE fields that count (data, id, a valid retry).
+    /// Lines that were `data` or a valid `retry` field, counted.
     fields: u64,
     max_line: usize,
     skip_lf: bool,
@@ -95,9 +95,9 @@ impl Parser {
         self.buf.len() + self.data.len()
     }
 
-    /// How many lines were `data`, `id` or a valid `retry` field: a body with none is not
-    /// an event stream (garbage, or event names alone), one with some but no event yet is
-    /// a quiet one (`retry: 3000` at connect, then nothing).
+    /// How many lines were `data` or a valid `retry` field: a body with none is not an
+    /// event stream (garbage, or ids and event names alone), one with some but no event
+    /// yet is a quiet one (`retry: 3000` at connect, then nothing).
     pub fn fields(&self) -> u64 {
         self.fields
     }
@@ -202,7 +202,11 @@ impl Parser {
                 self.data.push_str(value);
                 self.has_data = true;
             }
-            "id" if !value.contains('\0') => self.last_id = Some(value.to_string()),
+            "id" if !value.contains('\0') => {
+                // Not counted either: ids alone dispatch nothing.
+                self.last_id = Some(value.to_string());
+                return;
+            }
             "event" => {
                 // Not counted: an event name without data dispatches nothing.
                 self.event = Some(value.to_string());
