@@ -710,3 +710,49 @@ fn unclassified_routes_are_listed_with_the_flags_that_declare_them() {
         .iter()
         .all(|x| x["id"] != "lint-streams"));
 }
+
+/// `nginx.conf` alone whose routes are in `include conf.d/*.conf`: nothing proxied in what
+/// was read, so exit 2, and the line names the include not read and the two ways to read
+/// it; the directory given instead is linted (its routes found).
+#[test]
+fn a_main_file_whose_routes_are_in_unread_includes_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("conf.d")).unwrap();
+    std::fs::write(
+        dir.path().join("nginx.conf"),
+        "events {}\nhttp {\n  include conf.d/*.conf;\n}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("conf.d/app.conf"),
+        "server {\n  listen 80;\n  location /ws/ {\n    proxy_pass http://127.0.0.1:9000;\n    proxy_http_version 1.1;\n    proxy_set_header Upgrade $http_upgrade;\n    proxy_set_header Connection upgrade;\n  }\n}\n",
+    )
+    .unwrap();
+    let main = dir.path().join("nginx.conf");
+    let out = rtcheck().arg("lint").arg(&main).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(
+        err.contains("not read:") && err.contains("include conf.d/*.conf"),
+        "{err}"
+    );
+    assert!(err.contains("--follow-includes"), "{err}");
+    let out = rtcheck()
+        .args(["lint", "--format", "json", "--fail-on", "never"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let routes = v["routes"].as_array().unwrap();
+    assert!(
+        routes.iter().any(|r| r.to_string().contains("/ws/")),
+        "{v:#}"
+    );
+}

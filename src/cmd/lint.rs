@@ -200,7 +200,7 @@ pub fn build_report(
     let mut findings = linted.findings;
     if !linted.routes.iter().any(|r| !r.carries.is_empty()) {
         if linted.routes.is_empty() && findings.iter().all(|f| f.status == Status::Pass) {
-            anyhow::bail!("{}", proxies_nothing(&loaded.configs));
+            anyhow::bail!("{}", proxies_nothing(&loaded.configs, &loaded.skipped));
         }
         if !linted.routes.is_empty() {
             findings.push(unclassified(&linted.routes));
@@ -368,7 +368,7 @@ fn unclassified(routes: &[lint::classify::RouteReport]) -> Finding {
 }
 
 /// The error when no config proxies anything: what they serve instead.
-fn proxies_nothing(configs: &[lint::Config]) -> String {
+fn proxies_nothing(configs: &[lint::Config], skipped: &[crate::findings::Finding]) -> String {
     const SERVES: &[&str] = &[
         "return",
         "root",
@@ -398,8 +398,23 @@ fn proxies_nothing(configs: &[lint::Config]) -> String {
     } else {
         seen.join(", ")
     };
+    // `nginx.conf` alone with `include conf.d/*.conf`: the routes are in what was not read.
+    let unread: Vec<&str> = skipped
+        .iter()
+        .filter(|f| f.id == "lint-include")
+        .map(|f| f.observed.as_str())
+        .take(3)
+        .collect();
+    let includes = if unread.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "; not read: {} (lint reads only the given paths: give the directory, or --follow-includes)",
+            unread.join(", ")
+        )
+    };
     format!(
-        "nothing to check: {} proxies nothing (no proxy_pass, backend, reverse_proxy, router or Ingress path); it serves {what}",
+        "nothing to check: {} proxies nothing (no proxy_pass, backend, reverse_proxy, router or Ingress path); it serves {what}{includes}",
         if files.is_empty() { "the input".to_string() } else { files.join(", ") }
     )
 }
