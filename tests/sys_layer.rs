@@ -3,11 +3,16 @@
 //! through the one control client, and its guard stops and reaps it.
 use rtcheck::sys::{control, serve};
 use rtcheck_base::os::deadline::Deadline;
+use std::sync::Mutex;
 use std::time::Duration;
+
+/// `RTCHECK_BIN` is process-wide: this binary's tests set it, so they take turns (and no
+/// other test shares the process: this file is a binary of its own).
+static ENV: Mutex<()> = Mutex::new(());
 
 #[test]
 fn serve_child_from_a_library_caller_honours_rtcheck_bin() {
-    // One test in this binary: the environment is set before any other thread reads it.
+    let _env = ENV.lock().unwrap_or_else(|e| e.into_inner());
     std::env::set_var("RTCHECK_BIN", "/nonexistent/rtcheck");
     let dir = serve::Scratch::new("systest").unwrap();
     let wait = Deadline::new(Duration::from_secs(60));
@@ -29,4 +34,55 @@ fn serve_child_from_a_library_caller_honours_rtcheck_bin() {
     // Gone: the control port refuses, and the error names the peer.
     let e = control::stats(addr).unwrap_err().to_string();
     assert!(e.contains(&addr.to_string()), "{e}");
+}
+
+#[test]
+fn attach_as_a_library_call_uses_the_audited_soft_limit() {
+    use rtcheck::findings::{Finding, Fix, Status};
+    let _env = ENV.lock().unwrap_or_else(|e| e.into_inner());
+    std::env::set_var("RTCHECK_BIN", assert_cmd::cargo::cargo_bin("rtcheck"));
+    let finding = |id: &str, status: Status, verify: Option<&str>| Finding {
+        location: None,
+        id: id.into(),
+        title: id.into(),
+        status,
+        observed: String::new(),
+        expected: String::new(),
+        rule: String::new(),
+        reason: None,
+        evidence: vec![],
+        fix: Fix::default(),
+        verify: verify.map(str::to_string),
+        verification: None,
+        numbers: Default::default(),
+    };
+    let mut fd = finding("fd-limit", Status::Fail, Some("fd-limit"));
+    fd.numbers.insert("soft".into(), 128.0);
+    let mut findings = vec![
+        fd,
+        finding("tcp-wmem", Status::Warn, Some("tcp-wmem")),
+        finding("somaxconn", Status::Pass, None),
+        finding("memory", Status::Skip, Some("memory")),
+    ];
+    let opts = rtcheck::verify::VerifyOptions {
+        progress: false,
+        timeout: Duration::from_secs(60),
+        ..rtcheck::cmd::verify::default_options()
+    };
+    rtcheck::verify::attach(&mut findings, &opts).unwrap();
+    let fd = findings[0].verification.as_ref().unwrap();
+    assert!(fd.valid, "{fd:?}");
+    let n = fd.measured.unwrap();
+    assert!(
+        (112.0..=128.0).contains(&n),
+        "fd-limit at the audited 128: {n}"
+    );
+    let w = findings[1].verification.as_ref().unwrap();
+    assert_eq!(w.name, "tcp-wmem");
+    assert!(w.valid);
+    assert!(findings[2].verification.is_none());
+    assert!(
+        findings[3].verification.is_none(),
+        "skipped findings are not run"
+    );
 }

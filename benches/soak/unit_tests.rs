@@ -1,4 +1,4 @@
-//! Unit tests of the soak's pure parts, compiled into tests/soak_smoke.rs (a bench target
+//! Unit tests of the soak's pure parts, compiled into tests/live/soak_smoke.rs (a bench target
 //! without a harness never runs them).
 
 mod wire {

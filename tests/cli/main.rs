@@ -1,0 +1,25 @@
+//! Commands on fixtures, no service started: `cargo test --test cli` is the fast subset.
+//! One binary per cost class (see docs/ARCHITECTURE.md, Tests): each file below
+//! is a module; helpers are shared once from tests/common.
+#[path = "../common/mod.rs"]
+mod common;
+
+mod audit_fixtures;
+mod audit_overflow;
+mod audit_text;
+mod budget_cli;
+mod catalog_crossref;
+mod choose_cli;
+mod choose_errors;
+mod fuzz_parsers;
+mod hops_cli;
+mod hops_data;
+mod hostile_input_cli;
+mod hostile_lint_input;
+mod layering;
+mod lint_cli;
+mod lint_real;
+mod lint_rules;
+mod net_props;
+mod review_cli;
+mod verify_compose;

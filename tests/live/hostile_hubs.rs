@@ -1,0 +1,198 @@
+//! Hostile hubs (issue 41, items 7, 13, 14, 16): `bench fanout` and `verify delivery`
+//! against a chat hub that rewrites seqs, invents them, closes clients, or sends frames
+//! of its own format (tests/fixtures/foreign/hostile_hub.py, python3-websockets), and
+//! against a peer that floods pings and never reads. Every verdict is read back from the
+//! JSON; the honest mode of the same hub is the control that shows each check can pass.
+use crate::common;
+use crate::foreign_common;
+use foreign_common::*;
+use serde_json::Value;
+use std::time::{Duration, Instant};
+
+/// `bench fanout` scenario A with rtcheck's publisher on `url`: (exit, scenario A).
+fn bench_a(url: &str) -> (Option<i32>, Value, String) {
+    let out = common::rtcheck()
+        .args(["bench", "fanout", "--server", url, "--format", "json"])
+        .args(["--drain", "2s", "--connections", "20", "--rate", "20"])
+        .args(["--rounds", "20", "--scenario", "A", "--publish", "ws"])
+        .timeout(Duration::from_secs(120))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let v: Value =
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}\n{err}"));
+    let a = v["scenarios"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no scenarios: {v:#}"))
+        .iter()
+        .find(|s| s["name"] == "A")
+        .cloned()
+        .unwrap_or_else(|| panic!("no scenario A: {v:#}"));
+    (out.status.code(), a, err)
+}
+
+fn check<'a>(scenario: &'a Value, name: &str) -> Option<&'a Value> {
+    scenario["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == name)
+}
+
+/// Items 13 and 14 in bench: a hub that rewrites seqs or closes healthy clients makes
+/// scenario A invalid, naming the cause; the honest hub passes both checks.
+#[test]
+fn bench_fanout_invalidates_a_hub_that_rewrites_seqs_or_closes_clients() {
+    let honest = hostile_hub("honest");
+    let (code, a, err) = bench_a(&honest.url("ws", "/"));
+    let ctx = format!("exit {code:?}\n{a:#}\n{err}\n{}", honest.log());
+    assert_eq!(check(&a, "seq range").unwrap()["status"], "pass", "{ctx}");
+    assert_eq!(
+        check(&a, "server-closed clients").unwrap()["status"],
+        "pass",
+        "{ctx}"
+    );
+
+    let rewrite = hostile_hub("rewrite");
+    let (code, a, err) = bench_a(&rewrite.url("ws", "/"));
+    let ctx = format!("exit {code:?}\n{a:#}\n{err}");
+    assert_eq!(a["valid"], false, "{ctx}");
+    assert_eq!(code, Some(1), "{ctx}");
+    let notes = a["notes"].to_string();
+    assert!(notes.contains("rewrote or invented"), "{ctx}");
+    assert!(
+        a["p50_ms"].is_null(),
+        "no figures from an invalid run: {ctx}"
+    );
+
+    let close = hostile_hub("close");
+    let (code, a, err) = bench_a(&close.url("ws", "/"));
+    let ctx = format!("exit {code:?}\n{a:#}\n{err}");
+    assert_eq!(a["valid"], false, "{ctx}");
+    assert_eq!(code, Some(1), "{ctx}");
+    let c = check(&a, "server-closed clients").unwrap_or_else(|| panic!("{ctx}"));
+    assert_eq!(c["status"], "fail", "{ctx}");
+    let removed = a["removed"].as_u64().unwrap_or_else(|| panic!("{ctx}"));
+    assert!(
+        removed > 0,
+        "the table's removed is what the clients saw: {ctx}"
+    );
+}
+
+/// Item 16: binary frames of the hub's own format are "not rtcheck's payload", not
+/// "seq above --rounds".
+#[test]
+fn bench_fanout_names_binary_frames_that_are_not_the_payload() {
+    let hub = hostile_hub("binary");
+    let (code, a, err) = bench_a(&hub.url("ws", "/"));
+    let ctx = format!("exit {code:?}\n{a:#}\n{err}");
+    assert_eq!(a["valid"], false, "{ctx}");
+    let notes = a["notes"].to_string();
+    assert!(notes.contains("none was rtcheck's payload"), "{ctx}");
+    assert!(!notes.contains("above --rounds"), "{ctx}");
+}
+
+/// `verify delivery --server URL --publish ws`, small: (exit, runs, stderr).
+fn delivery(url: &str) -> (Option<i32>, Vec<Value>, String) {
+    let out = common::rtcheck()
+        .args(["verify", "delivery", "--server", url, "--publish", "ws"])
+        .args(["--format", "json", "--rate", "20", "--size", "256"])
+        .args(["--max-disconnect", "1500ms", "--connections", "4"])
+        .timeout(Duration::from_secs(120))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let v: Value =
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}\n{err}"));
+    let runs = v["runs"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no runs: {v:#}"))
+        .clone();
+    (out.status.code(), runs, err)
+}
+
+/// Item 13 in verify delivery: `seq = 1000000 - seq` and phantom seqs make every run
+/// invalid with the reason (they passed with "lost 0"); the honest hub has no such verdict.
+#[test]
+fn verify_delivery_invalidates_rewritten_and_phantom_seqs() {
+    let honest = hostile_hub("honest");
+    let (_, runs, err) = delivery(&honest.url("ws", "/"));
+    for r in &runs {
+        let v = r["verdict"].as_str().unwrap();
+        assert!(!v.contains("rewrote"), "{v}\n{runs:#?}\n{err}");
+    }
+    for (mode, says) in [("rewrite", "seq 99999"), ("phantom", "were published")] {
+        let hub = hostile_hub(mode);
+        let (code, runs, err) = delivery(&hub.url("ws", "/"));
+        let ctx = format!("{mode}: exit {code:?}\n{runs:#?}\n{err}");
+        assert_eq!(code, Some(1), "{ctx}");
+        assert!(!runs.is_empty(), "{ctx}");
+        for r in &runs {
+            assert_eq!(r["status"], "fail", "{ctx}");
+            let v = r["verdict"].as_str().unwrap();
+            assert!(v.starts_with("invalid") && v.contains(says), "{ctx}");
+        }
+    }
+}
+
+/// The peak resident memory of a process, sampled until it exits (bounded wait).
+fn peak_rss_mb(child: &mut std::process::Child, limit: Duration) -> (f64, bool) {
+    let status = format!("/proc/{}/status", child.id());
+    let until = Instant::now() + limit;
+    let mut peak = 0.0f64;
+    while Instant::now() < until {
+        if let Ok(Some(_)) = child.try_wait() {
+            return (peak, true);
+        }
+        let text = std::fs::read_to_string(&status).unwrap_or_default();
+        let kb = text
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok());
+        peak = peak.max(kb.unwrap_or(0.0) / 1024.0);
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    (peak, false)
+}
+
+/// Kills the child on drop (a failed assert leaves no process behind).
+struct Kill(std::process::Child);
+
+impl Drop for Kill {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Item 7: `verify delivery` against a server that floods pings and never reads: its
+/// clients and publisher hold a bounded queue (it grew to 683 MB), and the run ends.
+#[test]
+fn verify_delivery_memory_stays_bounded_under_a_ping_flood() {
+    let flood = ping_flood();
+    let url = flood.url("ws", "/ws");
+    let report = tempfile::NamedTempFile::new().unwrap();
+    let child = std::process::Command::new(common::binary())
+        .args(["verify", "delivery", "--server", &url, "--publish", "ws"])
+        .args(["--format", "json", "--rate", "2", "--connections", "4"])
+        .args(["--max-disconnect", "1500ms"])
+        // A file, not a pipe: a report larger than the pipe's buffer would block the
+        // child while the test waits for it to end.
+        .stdout(report.reopen().unwrap())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut guard = Kill(child);
+    let (peak, ended) = peak_rss_mb(&mut guard.0, Duration::from_secs(120));
+    assert!(ended, "still running after 120 s (peak {peak:.0} MB)");
+    assert!(peak > 0.0, "RSS was read");
+    // Unbounded, the pongs owed grew this run past 350 MB in 30 s.
+    assert!(peak < 150.0, "peak RSS {peak:.0} MB under a ping flood");
+    // What it measured is a report; a server that never reads took no publish: not a pass.
+    let out = std::fs::read_to_string(report.path()).unwrap();
+    let v: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("not JSON ({e}): {out}"));
+    let runs = v["runs"].as_array().unwrap_or_else(|| panic!("{v:#}"));
+    assert!(runs.iter().all(|r| r["status"] == "fail"), "{v:#}");
+}
