@@ -137,11 +137,11 @@ pub fn run(a: BudgetArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
 
 fn render(r: &BudgetReport, format: Format, fail_on: FailOn, p: Palette) -> anyhow::Result<String> {
     Ok(match FindingsFormat::of(format)? {
-        FindingsFormat::Text => report::text::budget::render(r, &p),
+        FindingsFormat::Text => report::doc::text::render(&report::budget::doc(r)?, &p),
         FindingsFormat::Json => report::json::render(r)?,
         FindingsFormat::Yaml => report::yaml::render(r)?,
-        FindingsFormat::Markdown => report::markdown::budget::render(r),
-        FindingsFormat::Html => report::html::budget::render(r)?,
+        FindingsFormat::Markdown => report::doc::markdown::render(&report::budget::doc(r)?),
+        FindingsFormat::Html => report::doc::html::render(&report::budget::doc(r)?),
         FindingsFormat::Junit => {
             report::junit::render(&FindingsReport::of_findings("budget", &r.findings), fail_on)?
         }

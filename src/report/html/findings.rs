@@ -46,7 +46,7 @@ pub fn render_audit(r: &FindingsReport) -> anyhow::Result<String> {
 
 /// One finding as a card (its path in the JSON is `findings.{i}`), element id
 /// `finding-ID`: shared by every page with findings.
-pub(super) fn finding(i: usize, f: &Finding) -> String {
+pub(crate) fn finding(i: usize, f: &Finding) -> String {
     card(i, f, &f.id)
 }
 

@@ -1,7 +1,6 @@
 //! text renderers, one file per result kind.
 pub mod audit;
 pub mod bench;
-pub mod budget;
 pub mod choose;
 pub mod cluster;
 pub mod delivery;

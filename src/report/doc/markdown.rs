@@ -1,0 +1,66 @@
+//! The markdown backend of a [`Doc`]: a title, the verdict in bold, sections as `##`,
+//! tables with numbers right-aligned and units in the header, findings as a list.
+use super::{plain, Block, Doc, Span, Table};
+use crate::findings::Finding;
+
+pub fn render(doc: &Doc) -> String {
+    let mut s = format!("# {}\n\n**{}**\n", doc.title, plain(&doc.verdict.text));
+    for b in &doc.blocks {
+        match b {
+            Block::Section(name) => s.push_str(&format!("\n## {name}\n")),
+            Block::Para { spans, .. } => s.push_str(&format!("\n{}\n", inline(spans))),
+            Block::Note(text) => s.push_str(&format!("\n_{}_\n", text.replace('_', "\\_"))),
+            Block::Table(t) => s.push_str(&table(t)),
+            Block::Invalid { why, .. } => s.push_str(&format!("\n**Invalid**: {why}\n")),
+            Block::Findings(fs) if !fs.is_empty() => {
+                s.push('\n');
+                fs.iter().for_each(|f| s.push_str(&finding(f)));
+            }
+            Block::Findings(_) | Block::Plot(_) => {}
+        }
+    }
+    s
+}
+
+fn inline(spans: &[Span]) -> String {
+    spans
+        .iter()
+        .map(|s| match s {
+            Span::Strong(x) => format!("**{x}**"),
+            other => plain(std::slice::from_ref(other)),
+        })
+        .collect()
+}
+
+/// A cell never breaks the table: pipes escaped, lines joined.
+fn cell(s: &str) -> String {
+    s.replace('|', "\\|").replace('\n', " ")
+}
+
+fn table(t: &Table) -> String {
+    let head: Vec<String> = t.columns.iter().map(|c| cell(&c.header())).collect();
+    let align: Vec<&str> = t
+        .columns
+        .iter()
+        .map(|c| if c.unit.is_some() { "---:" } else { "---" })
+        .collect();
+    let mut s = format!("\n| {} |\n|{}|\n", head.join(" | "), align.join("|"));
+    for r in &t.rows {
+        let cells: Vec<String> = r
+            .cells
+            .iter()
+            .map(|c| cell(&inline(std::slice::from_ref(c))))
+            .collect();
+        s.push_str(&format!("| {} |\n", cells.join(" | ")));
+    }
+    s
+}
+
+fn finding(f: &Finding) -> String {
+    format!(
+        "- **{}** `{}`: {}\n",
+        f.status.as_str(),
+        f.id,
+        cell(&f.observed)
+    )
+}

@@ -1,0 +1,247 @@
+//! One document model for the human formats. A report kind builds a [`Doc`] once (its
+//! verdict, paragraphs, typed tables, findings, plots); `text`, `markdown` and `html` are
+//! three backends of any `Doc`, so a sentence is written once and reads the same in all
+//! three, and a new human format is one more backend. Machine formats (json, yaml, junit,
+//! github, sarif, prometheus) keep their own models.
+//!
+//! Kinds built this way: `budget` ([`crate::report::budget`]). The others still have a
+//! renderer per format (text/, markdown/, html/) and move here one at a time.
+pub mod html;
+pub mod markdown;
+pub mod text;
+
+use crate::findings::{Finding, Status};
+
+/// The whole report: a title, the verdict first, then the blocks in reading order.
+#[derive(Debug, Clone)]
+pub struct Doc {
+    pub title: String,
+    pub verdict: Verdict,
+    pub blocks: Vec<Block>,
+    /// The report's JSON, carried inert by the html page (numbers and data travel together).
+    pub json: String,
+}
+
+/// The verdict line and how it reads: good, needs care, bad, or plain information.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tone {
+    Good,
+    Warn,
+    Bad,
+    Plain,
+}
+
+impl Tone {
+    /// The tone of the worst status among findings (none: plain).
+    pub fn worst(statuses: impl IntoIterator<Item = Status>) -> Tone {
+        match statuses.into_iter().max() {
+            Some(Status::Fail) => Tone::Bad,
+            Some(Status::Warn) => Tone::Warn,
+            _ => Tone::Plain,
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Verdict {
+    pub text: Vec<Span>,
+    pub tone: Tone,
+}
+
+/// A piece of inline text. Numbers carry their path in the report's JSON (`a.0.b`) so the
+/// html page tags them and a reader finds the machine value they came from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Span {
+    Text(String),
+    /// Emphasised (a hop's name in the verdict): bold in text and markdown.
+    Strong(String),
+    Num {
+        shown: String,
+        path: String,
+    },
+}
+
+/// Shorthands for building spans.
+pub fn t(s: impl Into<String>) -> Span {
+    Span::Text(s.into())
+}
+pub fn strong(s: impl Into<String>) -> Span {
+    Span::Strong(s.into())
+}
+pub fn num(path: impl Into<String>, shown: impl Into<String>) -> Span {
+    Span::Num {
+        shown: shown.into(),
+        path: path.into(),
+    }
+}
+
+/// The spans as plain text (what text and markdown print, less emphasis).
+pub fn plain(spans: &[Span]) -> String {
+    spans
+        .iter()
+        .map(|s| match s {
+            Span::Text(x) | Span::Strong(x) => x.as_str(),
+            Span::Num { shown, .. } => shown.as_str(),
+        })
+        .collect()
+}
+
+#[derive(Debug, Clone)]
+pub enum Block {
+    /// A section heading (h2).
+    Section(String),
+    /// A paragraph; `id` names it on the html page.
+    Para {
+        id: Option<String>,
+        spans: Vec<Span>,
+    },
+    /// Secondary text (the model a figure comes from): dim in text.
+    Note(String),
+    Table(Table),
+    /// A part that was not measured validly: its reason, never numbers.
+    Invalid {
+        id: String,
+        why: String,
+    },
+    /// Findings, as the report's `findings` array holds them.
+    Findings(Vec<Finding>),
+    /// A plot: drawn on the html page; text and markdown have the table beside it.
+    Plot(Plot),
+}
+
+/// A table with typed columns: numbers are right-aligned and carry a unit in the header.
+#[derive(Debug, Clone)]
+pub struct Table {
+    /// The html element id.
+    pub id: String,
+    pub columns: Vec<Column>,
+    pub rows: Vec<Row>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Column {
+    pub name: String,
+    /// "ms", "%", ...: numbers in this column are in this unit.
+    pub unit: Option<&'static str>,
+}
+
+impl Column {
+    pub fn text(name: &str) -> Column {
+        Column {
+            name: name.into(),
+            unit: None,
+        }
+    }
+    pub fn num(name: &str, unit: &'static str) -> Column {
+        Column {
+            name: name.into(),
+            unit: Some(unit),
+        }
+    }
+    /// The header as printed: the name, then the unit in parentheses.
+    pub fn header(&self) -> String {
+        match self.unit {
+            Some(u) => format!("{} ({u})", self.name),
+            None => self.name.clone(),
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Row {
+    /// A key for the html row (`data-row`), when a reader needs to find it.
+    pub key: Option<String>,
+    pub cells: Vec<Span>,
+}
+
+/// A bar plot: categories on x, one bar per series in each.
+#[derive(Debug, Clone)]
+pub struct Plot {
+    pub id: String,
+    pub caption: String,
+    pub axes: (String, String),
+    pub categories: Vec<String>,
+    pub series: Vec<PlotSeries>,
+}
+
+#[derive(Debug, Clone)]
+pub struct PlotSeries {
+    pub name: String,
+    pub colour: Colour,
+    pub values: Vec<f64>,
+}
+
+/// The palette plots share across reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Colour {
+    Blue,
+    Green,
+    Grey,
+    Red,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn units_go_in_the_header_and_spans_flatten() {
+        assert_eq!(Column::num("RTT", "ms").header(), "RTT (ms)");
+        assert_eq!(Column::text("hop").header(), "hop");
+        assert_eq!(plain(&[t("a "), strong("b"), num("x", "1.0")]), "a b1.0");
+        assert_eq!(
+            Tone::worst([Status::Pass, Status::Warn]),
+            Tone::Warn,
+            "worst of pass and warn"
+        );
+        assert_eq!(Tone::worst([]), Tone::Plain);
+    }
+
+    fn sample() -> Doc {
+        Doc {
+            title: "rtcheck sample".into(),
+            verdict: Verdict {
+                text: vec![t("2 hops: "), num("total_ms", "232.0"), t(" ms")],
+                tone: Tone::Warn,
+            },
+            blocks: vec![
+                Block::Section("Hops".into()),
+                Block::Table(Table {
+                    id: "hops".into(),
+                    columns: vec![Column::text("hop"), Column::num("RTT", "ms")],
+                    rows: vec![Row {
+                        key: Some("a".into()),
+                        cells: vec![t("a|b"), num("hops.0.rtt_ms", "24.0")],
+                    }],
+                }),
+                Block::Invalid {
+                    id: "live-invalid".into(),
+                    why: "hop 2: refused".into(),
+                },
+            ],
+            json: "{}".into(),
+        }
+    }
+
+    /// The same sentence and figures in all three backends.
+    #[test]
+    fn one_doc_reads_the_same_in_text_markdown_and_html() {
+        let d = sample();
+        let text = text::render(&d, &crate::report::Palette::plain());
+        assert!(text.starts_with("2 hops: 232.0 ms\n"), "{text}");
+        assert!(text.contains("RTT (ms)") && text.contains("24.0"), "{text}");
+        assert!(text.contains("INVALID: hop 2: refused"), "{text}");
+        assert!(text.lines().all(|l| l.chars().count() <= 80), "{text}");
+        let md = markdown::render(&d);
+        assert!(md.contains("**2 hops: 232.0 ms**"), "{md}");
+        assert!(
+            md.contains("| hop | RTT (ms) |\n|---|---:|\n| a\\|b | 24.0 |"),
+            "{md}"
+        );
+        let page = html::render(&d);
+        assert!(page.contains("data-path=\"hops.0.rtt_ms\""), "{page}");
+        assert!(page.contains("<tr data-row=\"a\"><td>a|b</td><td class=\"n\">"));
+        assert!(page.contains("class=\"verdict warn\""), "{page}");
+        assert!(page.contains("id=\"live-invalid\""), "{page}");
+    }
+}

@@ -1,0 +1,117 @@
+//! The text backend of a [`Doc`]: the verdict first, then each block fitted to the
+//! palette's width (tables through `table::fit`, never a cut id or number; plots are left
+//! to the html page, their numbers are in the tables).
+use super::{plain, Block, Doc, Span, Table, Tone};
+use crate::findings::{Finding, Status};
+use crate::report::text::table::{fit, Frame, Layout};
+use crate::report::text::wrap;
+use crate::report::Palette;
+
+pub fn render(doc: &Doc, p: &Palette) -> String {
+    let mut s = verdict(doc, p);
+    for b in &doc.blocks {
+        match b {
+            Block::Section(name) => s.push_str(&format!("\n{}\n", p.bold(&format!("{name}:")))),
+            Block::Para { spans, .. } => s.push_str(&wrap(&line(spans, p), p.width, "  ", "  ")),
+            Block::Note(text) => {
+                s.push('\n');
+                for l in wrap(text, p.width, "", "  ").lines() {
+                    s.push_str(&format!("{}\n", p.dim(l)));
+                }
+            }
+            Block::Table(t) => s.push_str(&table(t, p)),
+            Block::Invalid { why, .. } => s.push_str(
+                &wrap(&format!("INVALID: {why}"), p.width, "  ", "    ").replacen(
+                    "INVALID:",
+                    &p.bad("INVALID:"),
+                    1,
+                ),
+            ),
+            Block::Findings(fs) => fs.iter().for_each(|f| s.push_str(&finding(f, p))),
+            Block::Plot(_) => {}
+        }
+    }
+    s
+}
+
+/// The verdict, wrapped with a hanging indent and painted by its tone (after wrapping, so
+/// escapes take no columns).
+fn verdict(doc: &Doc, p: &Palette) -> String {
+    let text = wrap(
+        &line(&doc.verdict.text, &Palette::plain()),
+        p.width,
+        "",
+        "  ",
+    );
+    let paint = |l: &str| match doc.verdict.tone {
+        Tone::Good => p.good(l),
+        Tone::Warn => p.warn(l),
+        Tone::Bad => p.bad(l),
+        Tone::Plain => l.to_string(),
+    };
+    text.lines().map(|l| paint(l) + "\n").collect()
+}
+
+/// Spans as one line; emphasis is bold only on a terminal (the width is counted plain).
+fn line(spans: &[Span], p: &Palette) -> String {
+    match p.enabled {
+        false => plain(spans),
+        true => spans
+            .iter()
+            .map(|s| match s {
+                Span::Strong(x) => p.bold(x),
+                other => plain(std::slice::from_ref(other)),
+            })
+            .collect(),
+    }
+}
+
+fn table(t: &Table, p: &Palette) -> String {
+    let header: Vec<String> = t.columns.iter().map(|c| c.header()).collect();
+    let header: Vec<&str> = header.iter().map(String::as_str).collect();
+    let rows: Vec<Vec<String>> = t
+        .rows
+        .iter()
+        .map(|r| {
+            r.cells
+                .iter()
+                .map(|c| plain(std::slice::from_ref(c)))
+                .collect()
+        })
+        .collect();
+    let right: Vec<usize> = (0..t.columns.len())
+        .filter(|&i| t.columns[i].unit.is_some())
+        .collect();
+    let layout = Layout {
+        keep: &[0],
+        right: &right,
+        frame: Frame::Rule,
+        colour: p.enabled,
+        ..Default::default()
+    };
+    let body = fit(&header, &rows, p.width.saturating_sub(2), &layout);
+    let lines: String = body
+        .lines()
+        .map(|l| format!("  {}\n", l.trim_end()))
+        .collect();
+    format!("\n{lines}\n")
+}
+
+fn finding(f: &Finding, p: &Palette) -> String {
+    let mut s = format!("\n{} {}:\n", p.status(f.status), f.id);
+    s.push_str(&wrap(
+        &format!("{}; expected {}", f.observed, f.expected),
+        p.width,
+        "  ",
+        "  ",
+    ));
+    if f.status != Status::Pass && !f.fix.summary.is_empty() {
+        s.push_str(&wrap(
+            &format!("fix: {}", f.fix.summary),
+            p.width,
+            "  ",
+            "    ",
+        ));
+    }
+    s
+}
