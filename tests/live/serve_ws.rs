@@ -403,6 +403,9 @@ async fn pongs_never_land_inside_a_partly_written_message() {
             }
             // The hello, first on every connection.
             Message::Text(t) if t.as_str().starts_with("{\"epoch\"") && data == 0 => {}
+            // A gap marker: on a loaded host this small-buffered reader falls behind and the
+            // server says what it dropped (never silently); framing is what is tested here.
+            Message::Text(t) if t.as_str().starts_with("{\"from\"") => {}
             other => panic!("unexpected {other:?}"),
         }
     }
