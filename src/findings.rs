@@ -33,6 +33,41 @@ impl Status {
     }
 }
 
+/// One id any command prints, as `explain` shows it: the same view whichever table
+/// emits it (audit's checks, lint's rules, probe's checks, the checklists, ...); the
+/// registry of all of them is `report::checks`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckInfo {
+    pub id: String,
+    /// What prints it ("nginx lint rule", "probe check", ...).
+    pub kind: String,
+    pub title: String,
+    /// Why it matters: the rule or documented behaviour it rests on.
+    pub why: String,
+    /// What to change, where the table says it once for every finding ("" otherwise: the
+    /// fix is computed per finding).
+    pub fix: String,
+    /// Ids in data/evidence.yaml.
+    pub evidence: Vec<String>,
+    /// Where to read more and how to run it.
+    pub see: String,
+}
+
+impl CheckInfo {
+    /// The rule line `explain` prints: why, then the fix when the table has one.
+    pub fn rule(&self) -> String {
+        match self.fix.is_empty() {
+            true => self.why.clone(),
+            false => format!("{} Fix: {}", self.why, self.fix),
+        }
+    }
+}
+
+/// Evidence ids as owned strings (for a [`CheckInfo`]).
+pub fn evidence_ids(ids: &[&str]) -> Vec<String> {
+    ids.iter().map(|e| e.to_string()).collect()
+}
+
 /// How to fix a finding: now (runtime) and across reboots (persistent).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Fix {

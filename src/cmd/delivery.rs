@@ -363,7 +363,7 @@ pub fn options(
     };
     Ok(DeliveryOptions {
         delivery,
-        transport,
+        transport: transport_named(&transport)?,
         connections: connections.unwrap_or(DEFAULT_CLIENTS),
         rate,
         size,
@@ -384,6 +384,12 @@ pub fn options(
     })
 }
 
+/// The transport `--transport` (clap checked it), the profile or the foreign URL named.
+fn transport_named(t: &str) -> anyhow::Result<rtcheck_wire::transport::Transport> {
+    delivery::parse_transport_flag(t)
+        .ok_or_else(|| anyhow::anyhow!("--transport {t}: sse, websocket or poll"))
+}
+
 /// `verify delivery` as `choose --verify` and `audit --verify` run it for a profile: the
 /// delivery the profile's loss answer implies (every mode when it has none), its
 /// transport, rate, size and max disconnect, [`DEFAULT_CLIENTS`] clients; the findings.
@@ -400,7 +406,7 @@ pub fn for_profile(
     let span = Duration::from_secs_f64(ring_messages as f64 / p.rate.max(1e-3));
     let o = DeliveryOptions {
         delivery,
-        transport: transport.into(),
+        transport: transport_named(transport)?,
         connections: DEFAULT_CLIENTS,
         rate: p.rate,
         size: p.size,

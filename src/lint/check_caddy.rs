@@ -3,7 +3,7 @@
 //! definition names the path or the Upgrade header) and enclosing `handle`/`route` blocks,
 //! `flush_interval -1`; a matcher-less one is the catch-all.
 use super::classify::{at, block, classify, report, Route};
-use super::rules::{caddy_time, finding, Hit};
+use super::rules::{caddy_time, finding, Hit, RuleId};
 use super::Workload;
 use super::{Config, Kind, Node, Sink, Stream};
 use crate::findings::Status;
@@ -144,12 +144,12 @@ pub fn check(c: &Config, w: &Workload, s: &mut Sink) {
             let block = block(r, c);
             let opt = |name: &str| rp.children().iter().find(|d| d.name == name);
             if kind == Stream::Sse {
-                applied.mark("caddy-encode-stream");
+                applied.mark(RuleId::CaddyEncodeStream);
                 let v = super::version::of(w, "caddy");
                 let holds = v.is_none_or(|v| super::version::at_least(&v.parts, &[2, 7]));
                 if let Some(e) = encode_in_scope(ch).filter(|_| holds) {
                     out.push(finding(Hit {
-                    id: "caddy-encode-stream", status: Status::Warn, at: e, block: block.clone(),
+                    id: RuleId::CaddyEncodeStream, status: Status::Warn, at: e, block: block.clone(),
                     observed: format!(
                         "encode {} wraps the event-stream route ({})",
                         e.args.join(" "),
@@ -164,10 +164,10 @@ pub fn check(c: &Config, w: &Workload, s: &mut Sink) {
                 }
             }
             if kind == Stream::Websocket {
-                applied.mark("caddy-stream-close-delay");
+                applied.mark(RuleId::CaddyStreamCloseDelay);
                 if opt("stream_close_delay").is_none() {
                     out.push(finding(Hit {
-                        id: "caddy-stream-close-delay",
+                        id: RuleId::CaddyStreamCloseDelay,
                         status: Status::Warn,
                         at: rp,
                         block: block.clone(),

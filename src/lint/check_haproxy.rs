@@ -3,7 +3,7 @@
 //! route classified by `classify`: routed on an Upgrade ACL, a path ACL naming a well-known
 //! realtime path, a long `timeout server`; the default backend is the catch-all.
 use super::classify::{at, block, classify, report, Route};
-use super::rules::{above, finding, haproxy_time, no_heartbeat, secs, Applied, Hit};
+use super::rules::{above, finding, haproxy_time, no_heartbeat, secs, Applied, Hit, RuleId};
 use super::{Config, Node, Sink, Stream, Workload};
 use crate::findings::{Finding, Status};
 use std::collections::BTreeMap;
@@ -166,7 +166,7 @@ pub fn check(c: &Config, w: &Workload, s: &mut Sink) {
 
 /// A `timeout` HAProxy would not load (over 2^31-1 ms, or not its syntax) is a Fail:
 /// `haproxy -c` rejects the file, so the reload keeps the old config (or nothing starts).
-fn refused(d: &Node, id: &'static str, block: &str, out: &mut Vec<Finding>) -> bool {
+fn refused(d: &Node, id: RuleId, block: &str, out: &mut Vec<Finding>) -> bool {
     let v = d.arg(1).unwrap_or("");
     let Err(e) = super::time::haproxy(v) else {
         return false;
@@ -195,11 +195,11 @@ fn http_close(
     out: &mut Vec<Finding>,
     applied: &mut Applied,
 ) {
-    applied.mark("haproxy-http-close");
+    applied.mark(RuleId::HaproxyHttpClose);
     for opt in ["httpclose", "http-server-close"] {
         if let Some(d) = setting(sec, defs, &["option", opt]) {
             out.push(finding(Hit {
-                id: "haproxy-http-close",
+                id: RuleId::HaproxyHttpClose,
                 status: Status::Warn,
                 at: d,
                 block: block.into(),
@@ -250,7 +250,7 @@ fn tcp_mode(px: &[(&Node, Option<&Node>)], out: &mut Vec<Finding>, applied: &mut
         .iter()
         .filter(|(s, _)| s.name == "frontend" || s.name == "listen")
     {
-        applied.mark("haproxy-tcp-mode-http");
+        applied.mark(RuleId::HaproxyTcpModeHttp);
         let mode = setting(f, *defs, &["mode"])
             .and_then(|d| d.arg(0))
             .unwrap_or("tcp");
@@ -270,7 +270,7 @@ fn tcp_mode(px: &[(&Node, Option<&Node>)], out: &mut Vec<Finding>, applied: &mut
         });
         let Some(d) = hit else { continue };
         out.push(finding(Hit {
-            id: "haproxy-tcp-mode-http",
+            id: RuleId::HaproxyTcpModeHttp,
             status: Status::Fail,
             at: d,
             block: f.label(),
@@ -292,7 +292,7 @@ fn nbproc(c: &Config, w: &Workload, out: &mut Vec<Finding>, applied: &mut Applie
     let Some(global) = c.nodes.iter().find(|s| s.name == "global") else {
         return;
     };
-    applied.mark("haproxy-nbproc");
+    applied.mark(RuleId::HaproxyNbproc);
     let Some(d) = global.children().iter().find(|d| d.name == "nbproc") else {
         return;
     };
@@ -303,7 +303,7 @@ fn nbproc(c: &Config, w: &Workload, out: &mut Vec<Finding>, applied: &mut Applie
         None => Status::Warn,
     };
     out.push(finding(Hit {
-        id: "haproxy-nbproc",
+        id: RuleId::HaproxyNbproc,
         status,
         at: d,
         block: "global".into(),
@@ -322,7 +322,7 @@ fn nbproc(c: &Config, w: &Workload, out: &mut Vec<Finding>, applied: &mut Applie
 /// vanished without a FIN (a phone leaving coverage, a crashed host) holds its connection
 /// and its slot of maxconn forever; HAProxy warns about it at start.
 fn unset_timeouts(px: &[(&Node, Option<&Node>)], out: &mut Vec<Finding>, applied: &mut Applied) {
-    applied.mark("haproxy-timeouts-unset");
+    applied.mark(RuleId::HaproxyTimeoutsUnset);
     for (sec, defs) in px {
         let sides: &[&str] = match sec.name.as_str() {
             "frontend" => &["client"],
@@ -339,7 +339,7 @@ fn unset_timeouts(px: &[(&Node, Option<&Node>)], out: &mut Vec<Finding>, applied
         }
         let names: Vec<String> = unset.iter().map(|k| format!("timeout {k}")).collect();
         out.push(finding(Hit {
-            id: "haproxy-timeouts-unset",
+            id: RuleId::HaproxyTimeoutsUnset,
             status: Status::Warn,
             at: sec,
             block: sec.label(),
@@ -366,7 +366,7 @@ fn tunnel(
     out: &mut Vec<Finding>,
     applied: &mut Applied,
 ) {
-    const ID: &str = "haproxy-timeout-tunnel";
+    const ID: RuleId = RuleId::HaproxyTimeoutTunnel;
     applied.mark(ID);
     let beat = super::path::heartbeat(w, "haproxy", Stream::Websocket);
     let want = match &beat {
@@ -471,13 +471,13 @@ fn maxconn(
     {
         return;
     }
-    applied.mark("haproxy-maxconn");
+    applied.mark(RuleId::HaproxyMaxconn);
     let need = w.connections;
     let fix = vec![format!("maxconn {}", need + need / 10)];
     let g = global.children().iter().find(|d| d.name == "maxconn");
     match g.and_then(|d| d.arg(0)).and_then(|v| v.parse::<u64>().ok()) {
         None => out.push(finding(Hit {
-            id: "haproxy-maxconn",
+            id: RuleId::HaproxyMaxconn,
             status: Status::Warn,
             at: global,
             block: "global".into(),
@@ -487,7 +487,7 @@ fn maxconn(
             lines: fix.clone(),
         })),
         Some(m) if m < need => out.push(finding(Hit {
-            id: "haproxy-maxconn",
+            id: RuleId::HaproxyMaxconn,
             status: Status::Fail,
             at: g.unwrap_or(global),
             block: "global".into(),
@@ -511,7 +511,7 @@ fn maxconn(
             .filter(|m| *m < need)
         {
             out.push(finding(Hit {
-                id: "haproxy-maxconn",
+                id: RuleId::HaproxyMaxconn,
                 status: Status::Fail,
                 at: d,
                 block: f.label(),
@@ -535,11 +535,11 @@ fn server_timeout(
     applied: &mut Applied,
 ) {
     let beat = super::path::heartbeat(w, "haproxy", Stream::Sse);
-    applied.mark("haproxy-timeout-server");
+    applied.mark(RuleId::HaproxyTimeoutServer);
     let Some(d) = setting(sec, defs, &["timeout", "server"]) else {
         return;
     };
-    if refused(d, "haproxy-timeout-server", block, out) {
+    if refused(d, RuleId::HaproxyTimeoutServer, block, out) {
         return;
     }
     let Some(t) = d.arg(1).and_then(haproxy_time) else {
@@ -547,7 +547,7 @@ fn server_timeout(
     };
     if w.ping.is_none() && beat.is_none() {
         out.push(finding(Hit {
-            id: "haproxy-timeout-server",
+            id: RuleId::HaproxyTimeoutServer,
             status: Status::Warn,
             at: d,
             block: block.into(),
@@ -567,7 +567,7 @@ fn server_timeout(
     if let Some(n) = super::path::timeout(t, w, "haproxy", Stream::Sse) {
         if n.status != Status::Pass {
             out.push(finding(Hit {
-                id: "haproxy-timeout-server",
+                id: RuleId::HaproxyTimeoutServer,
                 status: n.status,
                 at: d,
                 block: block.into(),
@@ -585,7 +585,7 @@ fn server_timeout(
     let Some(p) = w.ping else { return };
     if t <= p {
         out.push(finding(Hit {
-            id: "haproxy-timeout-server",
+            id: RuleId::HaproxyTimeoutServer,
             status: Status::Fail,
             at: d,
             block: block.into(),

@@ -3,7 +3,7 @@
 //! turned off, a well-known path, then words; the declared transports go to the one on `/`.
 use super::classify::{at, block, classify, report, Route};
 use super::ingress::PREFIX;
-use super::rules::{above, finding, no_heartbeat, resets, Applied, Hit};
+use super::rules::{above, finding, no_heartbeat, resets, Applied, Hit, RuleId};
 use super::{Config, Node, Sink, Stream, Workload};
 use crate::findings::{Finding, Status};
 use std::time::Duration;
@@ -57,10 +57,10 @@ pub fn check(c: &Config, w: &Workload, s: &mut Sink) {
             let block = block(r, c);
             let ann = |k: &str| ing.children().iter().find(|d| d.name == k);
             if kind == Stream::Sse {
-                applied.mark("ingress-proxy-buffering");
+                applied.mark(RuleId::IngressProxyBuffering);
                 if let Some(d) = ann("proxy-buffering").filter(|d| d.arg(0) == Some("on")) {
                     out.push(finding(Hit {
-                        id: "ingress-proxy-buffering",
+                        id: RuleId::IngressProxyBuffering,
                         status: Status::Fail,
                         at: d,
                         block: block.clone(),
@@ -72,10 +72,10 @@ pub fn check(c: &Config, w: &Workload, s: &mut Sink) {
                 }
             }
             if kind == Stream::Polling {
-                applied.mark("ingress-affinity");
+                applied.mark(RuleId::IngressAffinity);
                 if ann("affinity").and_then(|d| d.arg(0)) != Some("cookie") {
                     out.push(finding(Hit {
-                        id: "ingress-affinity",
+                        id: RuleId::IngressAffinity,
                         status: Status::Warn,
                         at: ann("affinity").unwrap_or(ing),
                         block: block.clone(),
@@ -105,12 +105,12 @@ fn timeouts(
     applied: &mut Applied,
 ) {
     let ann = |k: &str| ing.children().iter().find(|d| d.name == k);
-    applied.mark("ingress-send-timeout");
+    applied.mark(RuleId::IngressSendTimeout);
     if let Some(d) = ann("proxy-send-timeout")
         .filter(|d| d.arg(0).is_some_and(|v| v.trim().parse::<u64>().is_err()))
     {
         out.push(finding(Hit {
-            id: "ingress-send-timeout",
+            id: RuleId::IngressSendTimeout,
             status: Status::Fail,
             at: d,
             block: block.into(),
@@ -123,7 +123,7 @@ fn timeouts(
             lines: vec![format!("{PREFIX}proxy-send-timeout: \"60\"")],
         }));
     }
-    let (id, k) = ("ingress-read-timeout", "proxy-read-timeout");
+    let (id, k) = (RuleId::IngressReadTimeout, "proxy-read-timeout");
     applied.mark(id);
     let d = ann(k);
     let secs: Option<u64> = d.and_then(|d| d.arg(0)).and_then(|v| v.trim().parse().ok());
@@ -165,7 +165,7 @@ fn timeouts(
 /// (`allow-snippet-annotations: true`, false by default since controller v1.9.0), so the
 /// Upgrade lines or timeouts it carries never reach nginx.
 fn snippet(ing: &Node, w: &Workload, out: &mut Vec<Finding>, applied: &mut Applied) {
-    applied.mark("ingress-snippet");
+    applied.mark(RuleId::IngressSnippet);
     let v = super::version::of(w, "ingress-nginx");
     if v.is_some_and(|v| !super::version::at_least(&v.parts, &[1, 9])) {
         return;
@@ -178,7 +178,7 @@ fn snippet(ing: &Node, w: &Workload, out: &mut Vec<Finding>, applied: &mut Appli
         return;
     };
     out.push(finding(Hit {
-        id: "ingress-snippet",
+        id: RuleId::IngressSnippet,
         status: Status::Warn,
         at: d,
         block: ing.label(),

@@ -2,7 +2,7 @@
 //! location (location, server, http), nginx's inheritance; `proxy_set_header` is
 //! inherited only by a block that sets none itself.
 use super::classify::{at, block, classify, report, Route};
-use super::rules::{above, finding, nginx_time, no_heartbeat, resets, secs, Applied, Hit};
+use super::rules::{above, finding, nginx_time, no_heartbeat, resets, secs, Applied, Hit, RuleId};
 use super::version::at_least;
 use super::{Config, Node, Sink, Stream, Workload};
 use crate::findings::{Finding, Status};
@@ -152,12 +152,12 @@ pub fn check(c: &Config, w: &Workload, s: &mut Sink) {
 }
 
 fn next_upstream(ch: &[&Node], block: &str, out: &mut Vec<Finding>, applied: &mut Applied) {
-    applied.mark("nginx-next-upstream");
+    applied.mark(RuleId::NginxNextUpstream);
     if let Some(d) = effective(ch, "proxy_next_upstream")
         .filter(|d| d.args.iter().any(|a| a == "non_idempotent"))
     {
         out.push(finding(Hit {
-            id: "nginx-next-upstream",
+            id: RuleId::NginxNextUpstream,
             status: Status::Fail,
             at: d,
             block: block.into(),
@@ -199,7 +199,7 @@ fn ws_rules(
     out: &mut Vec<Finding>,
     applied: &mut Applied,
 ) {
-    applied.mark("nginx-ws-http-version");
+    applied.mark(RuleId::NginxWsHttpVersion);
     let v = effective(ch, "proxy_http_version");
     let version = super::version::of(w, "nginx");
     let default_11 = version.is_some_and(|v| at_least(&v.parts, HTTP11_DEFAULT));
@@ -210,7 +210,7 @@ fn ws_rules(
     };
     if !ok {
         out.push(finding(Hit {
-            id: "nginx-ws-http-version",
+            id: RuleId::NginxWsHttpVersion,
             status: Status::Fail,
             at: v.unwrap_or(loc),
             block: block.into(),
@@ -223,7 +223,7 @@ fn ws_rules(
             lines: vec!["proxy_http_version 1.1;".into()],
         }));
     }
-    applied.mark("nginx-ws-upgrade");
+    applied.mark(RuleId::NginxWsUpgrade);
     let headers = effective_all(ch, "proxy_set_header");
     let value = |h: &str| {
         headers
@@ -261,7 +261,7 @@ fn ws_rules(
             None => "proxy_set_header Connection \"upgrade\";".into(),
         });
         out.push(finding(Hit {
-            id: "nginx-ws-upgrade", status: Status::Fail, at: loc, block: block.into(), observed,
+            id: RuleId::NginxWsUpgrade, status: Status::Fail, at: loc, block: block.into(), observed,
             expected: "proxy_set_header Upgrade $http_upgrade and Connection \"upgrade\" (or a map of $http_upgrade)".into(),
             fix: "pass the upgrade headers in this location",
             lines,
@@ -279,7 +279,7 @@ fn timeout_rule(
     out: &mut Vec<Finding>,
     applied: &mut Applied,
 ) {
-    const ID: &str = "nginx-read-timeout";
+    const ID: RuleId = RuleId::NginxReadTimeout;
     const NAME: &str = "proxy_read_timeout";
     applied.mark(ID);
     let d = effective(ch, NAME);
@@ -327,7 +327,7 @@ fn timeout_rule(
     }));
 }
 
-fn unreadable(id: &'static str, name: &str, v: &str, at: &Node, block: &str) -> Finding {
+fn unreadable(id: RuleId, name: &str, v: &str, at: &Node, block: &str) -> Finding {
     finding(Hit {
         id,
         status: Status::Fail,
@@ -356,11 +356,11 @@ fn send_timeout_rule(
     out: &mut Vec<Finding>,
     applied: &mut Applied,
 ) {
-    applied.mark("nginx-send-timeout");
+    applied.mark(RuleId::NginxSendTimeout);
     let d = effective(ch, "proxy_send_timeout");
     if let Some(v) = d.and_then(|d| d.arg(0)).filter(|v| nginx_time(v).is_none()) {
         out.push(unreadable(
-            "nginx-send-timeout",
+            RuleId::NginxSendTimeout,
             "proxy_send_timeout",
             v,
             d.unwrap_or(loc),
@@ -377,7 +377,7 @@ fn sse_rules(
     out: &mut Vec<Finding>,
     applied: &mut Applied,
 ) {
-    applied.mark("nginx-sse-buffering");
+    applied.mark(RuleId::NginxSseBuffering);
     let buf = effective(ch, "proxy_buffering");
     if buf.and_then(|d| d.arg(0)) != Some("off") {
         let ignored = effective_all(ch, "proxy_ignore_headers").iter().any(|d| {
@@ -392,7 +392,7 @@ fn sse_rules(
                 "and the app is not declared to send X-Accel-Buffering: no (--x-accel-buffering)"
             };
             out.push(finding(Hit {
-                id: "nginx-sse-buffering",
+                id: RuleId::NginxSseBuffering,
                 status: Status::Fail,
                 at: buf.unwrap_or(loc),
                 block: block.into(),
@@ -434,7 +434,7 @@ fn worker_rules(root: &Node, w: &Workload, out: &mut Vec<Finding>, applied: &mut
         .and_then(|d| d.arg(0))
         .and_then(|v| v.parse().ok())
         .unwrap_or(512);
-    applied.mark("nginx-worker-connections");
+    applied.mark(RuleId::NginxWorkerConnections);
     let at = wc_node.unwrap_or(events);
     let block = "events".to_string();
     let holds = wc.saturating_mul(workers.unwrap_or(1));
@@ -448,7 +448,7 @@ fn worker_rules(root: &Node, w: &Workload, out: &mut Vec<Finding>, applied: &mut
             None => (Status::Warn, format!("holds {need} only on a host with at least {} cores", need.div_ceil(wc.max(1)))),
         };
         out.push(finding(Hit {
-            id: "nginx-worker-connections",
+            id: RuleId::NginxWorkerConnections,
             status,
             at,
             block: block.clone(),
@@ -461,7 +461,7 @@ fn worker_rules(root: &Node, w: &Workload, out: &mut Vec<Finding>, applied: &mut
             lines: vec![format!("worker_connections {wanted};")],
         }));
     }
-    applied.mark("nginx-rlimit-nofile");
+    applied.mark(RuleId::NginxRlimitNofile);
     let rl = root
         .children()
         .iter()
@@ -475,13 +475,13 @@ fn worker_rules(root: &Node, w: &Workload, out: &mut Vec<Finding>, applied: &mut
     match limit {
         Some(l) if l >= per_worker => {}
         Some(l) => out.push(finding(Hit {
-            id: "nginx-rlimit-nofile", status: Status::Fail, at: rl.unwrap_or(root), block: "main".into(),
+            id: RuleId::NginxRlimitNofile, status: Status::Fail, at: rl.unwrap_or(root), block: "main".into(),
             observed: format!("worker_rlimit_nofile {l}"),
             expected: format!(">= {per_worker} per worker (2 fds per connection, {} connections)", w.connections),
             fix: "raise the workers' open-files limit", lines,
         })),
         None => out.push(finding(Hit {
-            id: "nginx-rlimit-nofile", status: Status::Warn, at: wp.unwrap_or(events), block: "main".into(),
+            id: RuleId::NginxRlimitNofile, status: Status::Warn, at: wp.unwrap_or(events), block: "main".into(),
             observed: "worker_rlimit_nofile not set: workers keep the service's limit (soft 1024 unless raised)".into(),
             expected: format!(">= {per_worker} per worker (2 fds per connection, {} connections)", w.connections),
             fix: "set the workers' open-files limit in nginx.conf", lines,
@@ -500,7 +500,7 @@ fn keepalive_rule(
     out: &mut Vec<Finding>,
     applied: &mut Applied,
 ) {
-    applied.mark("nginx-upstream-keepalive");
+    applied.mark(RuleId::NginxUpstreamKeepalive);
     let Some(pass) = loc.children().iter().find(|d| d.name == "proxy_pass") else {
         return;
     };
@@ -549,7 +549,7 @@ fn keepalive_rule(
     };
     let name = upstream.and_then(|u| u.arg(0)).unwrap_or("app").to_string();
     out.push(finding(Hit {
-        id: "nginx-upstream-keepalive",
+        id: RuleId::NginxUpstreamKeepalive,
         status: Status::Warn,
         at: pass,
         block: block.into(),

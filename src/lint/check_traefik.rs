@@ -3,7 +3,7 @@
 //! rule names no path is the catch-all. Its middlewares are resolved by name in the same
 //! file, chains expanded by the parser.
 use super::classify::{block, classify, report, Route};
-use super::rules::{finding, Applied, Hit};
+use super::rules::{finding, Applied, Hit, RuleId};
 use super::{Config, Node, Sink, Stream, Workload};
 use crate::findings::{Finding, Status};
 
@@ -113,7 +113,7 @@ fn unrouted(c: &Config, routers: &[&Node], out: &mut Vec<Finding>, applied: &mut
     if services.is_empty() {
         return;
     }
-    applied.mark("traefik-unrouted-service");
+    applied.mark(RuleId::TraefikUnroutedService);
     let targets: Vec<&str> = routers
         .iter()
         .flat_map(|r| r.children().iter().filter(|k| k.name == "service"))
@@ -135,7 +135,7 @@ fn unrouted(c: &Config, routers: &[&Node], out: &mut Vec<Finding>, applied: &mut
             None => "no router names it".into(),
         };
         out.push(finding(Hit {
-            id: "traefik-unrouted-service",
+            id: RuleId::TraefikUnroutedService,
             status: if routers.is_empty() {
                 Status::Fail
             } else {
@@ -165,14 +165,14 @@ fn sse_rules(
     out: &mut Vec<Finding>,
     applied: &mut Applied,
 ) {
-    applied.mark("traefik-compress-stream");
-    applied.mark("traefik-buffering-stream");
+    applied.mark(RuleId::TraefikCompressStream);
+    applied.mark(RuleId::TraefikBufferingStream);
     let router = r.arg(0).unwrap_or("");
     for m in used {
         let name = m.arg(0).unwrap_or("");
         if let Some(def) = definition(c, name, "compress").filter(|d| compresses_sse(d)) {
             out.push(finding(Hit {
-                id: "traefik-compress-stream",
+                id: RuleId::TraefikCompressStream,
                 status: Status::Fail,
                 at: m,
                 block: block.into(),
@@ -190,7 +190,7 @@ fn sse_rules(
         }
         if let Some(o) = definition(c, name, "buffering").and_then(buffers_response) {
             out.push(finding(Hit {
-                id: "traefik-buffering-stream",
+                id: RuleId::TraefikBufferingStream,
                 status: Status::Fail,
                 at: m,
                 block: block.into(),
@@ -233,12 +233,12 @@ fn sticky(c: &Config, r: &Node, block: &str, out: &mut Vec<Finding>, applied: &m
     if servers < 2 {
         return;
     }
-    applied.mark("traefik-sticky-polling");
+    applied.mark(RuleId::TraefikStickyPolling);
     if svc.children().iter().any(|k| k.name == "sticky") {
         return;
     }
     out.push(finding(Hit {
-        id: "traefik-sticky-polling",
+        id: RuleId::TraefikStickyPolling,
         status: Status::Warn,
         at: svc,
         block: block.into(),

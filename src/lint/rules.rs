@@ -19,65 +19,89 @@ pub struct Rule {
 }
 
 macro_rules! rules {
-    ($($id:literal, $product:literal, $title:literal, [$($ev:literal),*], $basis:literal;)*) => {
+    ($($var:ident = $id:literal, $product:literal, $title:literal, [$($ev:literal),*], $basis:literal;)*) => {
+        /// Every rule's id, a variant per row of [`RULES`] in its order: a checker names
+        /// its rule by variant, so a typo does not compile and the lookup is an index.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum RuleId { $($var),* }
+        impl RuleId {
+            pub const ALL: &[RuleId] = &[$(RuleId::$var),*];
+            /// The id findings carry and `--skip` and `explain` take.
+            pub const fn as_str(self) -> &'static str {
+                match self { $(RuleId::$var => $id),* }
+            }
+        }
         pub const RULES: &[Rule] = &[$(Rule { id: $id, product: $product, title: $title, evidence: &[$($ev),*], basis: $basis }),*];
     };
 }
 
+/// Ordered by the id's text, as findings are reported.
+impl Ord for RuleId {
+    fn cmp(&self, o: &RuleId) -> std::cmp::Ordering {
+        self.as_str().cmp(o.as_str())
+    }
+}
+
+impl PartialOrd for RuleId {
+    fn partial_cmp(&self, o: &RuleId) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
+
 rules! {
-    "nginx-ws-http-version", "nginx", "WebSocket location proxies with HTTP/1.1", ["proxy-config"],
+    NginxWsHttpVersion = "nginx-ws-http-version", "nginx", "WebSocket location proxies with HTTP/1.1", ["proxy-config"],
         "nginx proxies with HTTP/1.0 unless proxy_http_version 1.1 (the default from 1.29.7 / 1.30.0); RFC 6455 needs 1.1, and a server that checks it refuses the upgrade (seen through nginx 1.22: python3-websockets 400, while Node ws accepted)";
-    "nginx-ws-upgrade", "nginx", "WebSocket location passes Upgrade and Connection", ["proxy-config"],
+    NginxWsUpgrade = "nginx-ws-upgrade", "nginx", "WebSocket location passes Upgrade and Connection", ["proxy-config"],
         "Upgrade and Connection are hop-by-hop: nginx drops them unless proxy_set_header passes them, and the server refuses the upgrade (seen: 426 from Node ws and python3-websockets); a location with any proxy_set_header inherits none from above";
-    "nginx-read-timeout", "nginx", "proxy_read_timeout above the heartbeat", ["ping-pong"],
+    NginxReadTimeout = "nginx-read-timeout", "nginx", "proxy_read_timeout above the heartbeat", ["ping-pong"],
         "proxy_read_timeout (default 60s) closes a proxied stream quiet for that long; on an upgraded WebSocket frames either way reset it (client pings keep it open), on an event stream only the server's events do (measured, docs/lint.md)";
-    "nginx-send-timeout", "nginx", "proxy_send_timeout is a readable time", [],
+    NginxSendTimeout = "nginx-send-timeout", "nginx", "proxy_send_timeout is a readable time", [],
         "proxy_send_timeout (default 60s) bounds one write to the upstream that does not complete (the server not reading), not silence: a quiet WebSocket or event stream is not cut by it (measured, docs/lint.md); only a value nginx cannot read is reported";
-    "nginx-sse-buffering", "nginx", "event stream not buffered by nginx", ["proxy-config"],
+    NginxSseBuffering = "nginx-sse-buffering", "nginx", "event stream not buffered by nginx", ["proxy-config"],
         "proxy_buffering is on by default; only an X-Accel-Buffering: no response header (unless proxy_ignore_headers drops it) turns it off per response";
-    "nginx-worker-connections", "nginx", "worker_connections x workers hold the connections", ["ulimit-n"],
+    NginxWorkerConnections = "nginx-worker-connections", "nginx", "worker_connections x workers hold the connections", ["ulimit-n"],
         "worker_connections (default 512) counts client and upstream connections: 2 per proxied connection; worker_processes defaults to 1";
-    "nginx-rlimit-nofile", "nginx", "worker_rlimit_nofile holds 2 fds per connection", ["ulimit-n"],
+    NginxRlimitNofile = "nginx-rlimit-nofile", "nginx", "worker_rlimit_nofile holds 2 fds per connection", ["ulimit-n"],
         "without worker_rlimit_nofile the workers keep the service's open-files limit (soft 1024 by default)";
-    "nginx-next-upstream", "nginx", "a stream is not retried on another upstream", ["retry-amplification"],
+    NginxNextUpstream = "nginx-next-upstream", "nginx", "a stream is not retried on another upstream", ["retry-amplification"],
         "proxy_next_upstream non_idempotent lets nginx resend a POST (a poll, a publish) to the next server";
-    "nginx-upstream-keepalive", "nginx", "polls reuse upstream connections", ["connection-reuse"],
+    NginxUpstreamKeepalive = "nginx-upstream-keepalive", "nginx", "polls reuse upstream connections", ["connection-reuse"],
         "nginx keeps upstream connections only in an upstream block with keepalive, proxying with HTTP/1.1 and Connection \"\"";
-    "haproxy-timeout-tunnel", "haproxy", "WebSocket backend sets timeout tunnel", ["ping-pong"],
+    HaproxyTimeoutTunnel = "haproxy-timeout-tunnel", "haproxy", "WebSocket backend sets timeout tunnel", ["ping-pong"],
         "without timeout tunnel, the timeout client/server that are set apply to an upgraded connection and cut it when quiet that long; traffic either way restarts the timer (HAProxy manual, timeout tunnel)";
-    "haproxy-timeouts-unset", "haproxy", "client and server timeouts bound dead peers", [],
+    HaproxyTimeoutsUnset = "haproxy-timeouts-unset", "haproxy", "client and server timeouts bound dead peers", [],
         "with no timeout client/server an idle connection has no bound: a peer that vanished without closing (lost coverage, a crashed host) holds it and its maxconn slot forever; HAProxy warns at start (HAProxy manual, timeout client)";
-    "haproxy-tcp-mode-http", "haproxy", "a frontend that routes on HTTP runs in HTTP mode", [],
+    HaproxyTcpModeHttp = "haproxy-tcp-mode-http", "haproxy", "a frontend that routes on HTTP runs in HTTP mode", [],
         "without mode http a proxy runs in TCP mode: http-request rules are ignored (HAProxy warns at start) and HTTP fetches (hdr(Upgrade), path_beg) read only the first packet, so a request head split across packets misses the WebSocket route (seen on HAProxy 2.6)";
-    "haproxy-nbproc", "haproxy", "no nbproc (removed in HAProxy 2.5)", [],
+    HaproxyNbproc = "haproxy-nbproc", "haproxy", "no nbproc (removed in HAProxy 2.5)", [],
         "HAProxy 2.5 removed nbproc: a config with it does not start (haproxy -c: fatal error, seen on 2.6.12); threads replace it";
-    "haproxy-timeout-server", "haproxy", "event-stream backend's timeout server above the heartbeat", ["ping-pong"],
+    HaproxyTimeoutServer = "haproxy-timeout-server", "haproxy", "event-stream backend's timeout server above the heartbeat", ["ping-pong"],
         "an event stream is one response that never ends: timeout server bounds the silence between its events";
-    "haproxy-http-close", "haproxy", "no forced close on stream backends", ["connection-reuse"],
+    HaproxyHttpClose = "haproxy-http-close", "haproxy", "no forced close on stream backends", ["connection-reuse"],
         "option httpclose / http-server-close close a connection after each response: every poll and reconnect pays a new connection";
-    "haproxy-maxconn", "haproxy", "maxconn holds the connections", ["ulimit-n"],
+    HaproxyMaxconn = "haproxy-maxconn", "haproxy", "maxconn holds the connections", ["ulimit-n"],
         "global maxconn (derived from ulimit -n when unset) caps connections; HAProxy sizes its fd limit at 2 per connection";
-    "caddy-encode-stream", "caddy", "event stream route not encoded", ["proxy-config"],
+    CaddyEncodeStream = "caddy-encode-stream", "caddy", "event stream route not encoded", ["proxy-config"],
         "from Caddy 2.7 encode holds an event stream's head until its first event and, once it compresses, events in the compressor (caddy issue 6293, reported on 2.7.6 and 2.8.0-beta.1); Caddy 2.6 passed a flushed stream through uncompressed and unheld (seen on 2.6.2): no finding there";
-    "caddy-stream-close-delay", "caddy", "a reload does not close every WebSocket", [],
+    CaddyStreamCloseDelay = "caddy-stream-close-delay", "caddy", "a reload does not close every WebSocket", [],
         "stream_close_delay defaults to 0: a config reload closes every proxied WebSocket at once and all clients reconnect together (Caddy >= 2.7)";
-    "ingress-read-timeout", "ingress", "proxy-read-timeout above the heartbeat", ["ping-pong"],
+    IngressReadTimeout = "ingress-read-timeout", "ingress", "proxy-read-timeout above the heartbeat", ["ping-pong"],
         "ingress-nginx proxy-read-timeout (default 60 seconds) is nginx's proxy_read_timeout: a stream quiet that long is cut; WebSocket frames either way reset it, an event stream only by the server's events";
-    "ingress-send-timeout", "ingress", "proxy-send-timeout is a number of seconds", [],
+    IngressSendTimeout = "ingress-send-timeout", "ingress", "proxy-send-timeout is a number of seconds", [],
         "ingress-nginx proxy-send-timeout (default 60) sets nginx's proxy_send_timeout: it bounds a write the upstream does not take, not silence, so a quiet stream is not cut by it (measured on nginx, docs/lint.md)";
-    "ingress-proxy-buffering", "ingress", "event stream not buffered", ["proxy-config"],
+    IngressProxyBuffering = "ingress-proxy-buffering", "ingress", "event stream not buffered", ["proxy-config"],
         "proxy-buffering: on buffers responses (ingress-nginx default off)";
-    "traefik-compress-stream", "traefik", "event stream not compressed by Traefik", ["proxy-config"],
+    TraefikCompressStream = "traefik-compress-stream", "traefik", "event stream not compressed by Traefik", ["proxy-config"],
         "the compress middleware compresses every type but gRPC unless excludedContentTypes lists text/event-stream, and waits for its minimum body size (1024 bytes) before it sends (doc.traefik.io, middlewares/http/compress)";
-    "traefik-buffering-stream", "traefik", "event stream not held by the buffering middleware", ["proxy-config"],
+    TraefikBufferingStream = "traefik-buffering-stream", "traefik", "event stream not held by the buffering middleware", ["proxy-config"],
         "with maxResponseBodyBytes (or a retryExpression) the buffering middleware holds the response to measure it; an event stream never ends, so it is held, then refused past the limit (doc.traefik.io, middlewares/http/buffering)";
-    "traefik-unrouted-service", "traefik", "every service is routed", [],
+    TraefikUnroutedService = "traefik-unrouted-service", "traefik", "every service is routed", [],
         "Traefik sends requests to a service only from a router in http.routers (rule, service); a rule written under a service is ignored (doc.traefik.io, routing/routers)";
-    "traefik-sticky-polling", "traefik", "polling sticks to one server", [],
+    TraefikStickyPolling = "traefik-sticky-polling", "traefik", "polling sticks to one server", [],
         "a loadBalancer service spreads requests over its servers; long-polling sessions (socket.io, SockJS) keep state on one of them unless loadBalancer.sticky.cookie is set";
-    "ingress-snippet", "ingress", "no snippet annotation the controller rejects", [],
+    IngressSnippet = "ingress-snippet", "ingress", "no snippet annotation the controller rejects", [],
         "ingress-nginx rejects configuration-snippet and server-snippet annotations unless the controller sets allow-snippet-annotations: true, the default false since controller v1.9.0 (kubernetes.github.io/ingress-nginx, ConfigMap allow-snippet-annotations)";
-    "ingress-affinity", "ingress", "polling sticks to one pod", [],
+    IngressAffinity = "ingress-affinity", "ingress", "polling sticks to one pod", [],
         "long-polling sessions (socket.io, SockJS) keep state on one pod: without affinity: cookie a poll lands elsewhere and the session is unknown";
 }
 
@@ -97,26 +121,40 @@ pub const RETIRED: &[&str] = &[
     "haproxy-client-fin",
 ];
 
-/// A rule id that is not in the table is a programming error caught by the tests.
-pub fn rule(id: &str) -> &'static Rule {
-    let r = RULES.iter().find(|r| r.id == id);
-    debug_assert!(r.is_some(), "lint rule {id} is not in RULES");
-    r.unwrap_or(&RULES[0])
+impl Rule {
+    /// What `explain` shows of it (a tripping config and its fixed twin: docs/lint.md).
+    pub fn info(&self) -> crate::findings::CheckInfo {
+        crate::findings::CheckInfo {
+            id: self.id.into(),
+            kind: format!("{} lint rule", self.product),
+            title: self.title.into(),
+            why: self.basis.into(),
+            fix: String::new(),
+            evidence: crate::findings::evidence_ids(self.evidence),
+            see: "a tripping config and its fixed twin: docs/lint.md; run it: rtcheck lint PATH"
+                .into(),
+        }
+    }
+}
+
+/// The row of a rule (its variant is its index).
+pub fn rule(id: RuleId) -> &'static Rule {
+    &RULES[id as usize]
 }
 
 /// Which rules applied to at least one block, and how many blocks.
 #[derive(Debug, Default)]
-pub struct Applied(pub BTreeMap<&'static str, usize>);
+pub struct Applied(pub BTreeMap<RuleId, usize>);
 
 impl Applied {
-    pub fn mark(&mut self, id: &'static str) {
+    pub fn mark(&mut self, id: RuleId) {
         *self.0.entry(id).or_insert(0) += 1;
     }
 }
 
 /// What one rule found at one place.
 pub struct Hit<'a> {
-    pub id: &'static str,
+    pub id: RuleId,
     pub status: Status,
     pub at: &'a Node,
     pub block: String,
@@ -130,7 +168,7 @@ pub struct Hit<'a> {
 pub fn finding(h: Hit) -> Finding {
     let r = rule(h.id);
     Finding {
-        id: h.id.to_string(),
+        id: h.id.as_str().to_string(),
         title: r.title.to_string(),
         status: h.status,
         observed: format!("{}:{} ({}): {}", h.at.file, h.at.line, h.block, h.observed),
@@ -162,12 +200,12 @@ pub fn finding(h: Hit) -> Finding {
 pub fn finish(mut out: Vec<Finding>, applied: Applied, skip: &[String]) -> Vec<Finding> {
     let hit: BTreeSet<String> = out.iter().map(|f| f.id.clone()).collect();
     for (id, n) in applied.0 {
-        if hit.contains(id) {
+        if hit.contains(id.as_str()) {
             continue;
         }
         let r = rule(id);
         out.push(Finding {
-            id: id.to_string(),
+            id: id.as_str().to_string(),
             title: r.title.to_string(),
             status: Status::Pass,
             observed: format!(
@@ -264,6 +302,20 @@ mod tests {
             }
             assert!(!r.basis.is_empty());
         }
+    }
+
+    #[test]
+    fn a_rule_id_is_its_rows_index_and_sorts_by_its_text() {
+        assert_eq!(RuleId::ALL.len(), RULES.len());
+        for (i, id) in RuleId::ALL.iter().enumerate() {
+            assert_eq!((*id as usize, rule(*id).id), (i, id.as_str()));
+        }
+        let mut a = Applied::default();
+        a.mark(RuleId::NginxWsUpgrade);
+        a.mark(RuleId::CaddyEncodeStream);
+        a.mark(RuleId::NginxWsUpgrade);
+        let got: Vec<(&str, usize)> = a.0.iter().map(|(k, n)| (k.as_str(), *n)).collect();
+        assert_eq!(got, [("caddy-encode-stream", 1), ("nginx-ws-upgrade", 2)]);
     }
 
     #[test]

@@ -1,11 +1,12 @@
-//! HTTP/1.1 on the wire for the sweep's hot loop (pure): the request encoded once; the
+//! HTTP/1.1 on the wire for the sweep's hot loop (pure): the request encoded once (by
+//! `rtcheck_wire::http::client::write_head`); the
 //! answers are read by `rtcheck_wire::http::response` (httparse, RFC 9112 framing, no
 //! allocation). Why not hyper's client here: its dispatcher (a channel, a oneshot and a
 //! body channel per request) cost 4.5-5.5 us of user CPU per request against wrk's 1.1
 //! on this host, so the load generator, not the target, set the ceiling (docs/load.md).
 //! `--engine hyper` keeps it.
 use super::client::Target;
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::Bytes;
 
 /// Methods that carry no body unless one is given.
 fn bodyless(m: &http::Method) -> bool {
@@ -18,35 +19,25 @@ fn bodyless(m: &http::Method) -> bool {
 pub fn encode(t: &Target) -> Bytes {
     use http::header::{CONTENT_LENGTH, HOST, TRANSFER_ENCODING};
     let has = |n: &http::header::HeaderName| t.headers.iter().any(|(k, _)| k == n);
-    let mut b = BytesMut::with_capacity(128 + t.body.len());
-    b.put_slice(t.method.as_str().as_bytes());
-    b.put_u8(b' ');
-    b.put_slice(
-        t.path_uri
-            .path_and_query()
-            .map_or("/", |p| p.as_str())
-            .as_bytes(),
-    );
-    b.put_slice(b" HTTP/1.1\r\n");
-    let mut header = |k: &[u8], v: &[u8]| {
-        b.put_slice(k);
-        b.put_slice(b": ");
-        b.put_slice(v);
-        b.put_slice(b"\r\n");
-    };
+    let target = t.path_uri.path_and_query().map_or("/", |p| p.as_str());
+    let mut headers: Vec<(&[u8], &[u8])> = Vec::with_capacity(t.headers.len() + 2);
     if !has(&HOST) {
-        header(b"host", t.host_value.as_bytes());
+        headers.push((b"host", t.host_value.as_bytes()));
     }
-    for (k, v) in &t.headers {
-        header(k.as_str().as_bytes(), v.as_bytes());
-    }
+    headers.extend(
+        t.headers
+            .iter()
+            .map(|(k, v)| (k.as_str().as_bytes(), v.as_bytes())),
+    );
+    let len = t.body.len().to_string();
     let framed = has(&CONTENT_LENGTH) || has(&TRANSFER_ENCODING);
     if !framed && (!t.body.is_empty() || !bodyless(&t.method)) {
-        header(b"content-length", t.body.len().to_string().as_bytes());
+        headers.push((b"content-length", len.as_bytes()));
     }
-    b.put_slice(b"\r\n");
-    b.put_slice(&t.body);
-    b.freeze()
+    let mut b = Vec::with_capacity(128 + t.body.len());
+    rtcheck_wire::http::client::write_head(&mut b, t.method.as_str(), target, headers);
+    b.extend_from_slice(&t.body);
+    Bytes::from(b)
 }
 
 #[cfg(test)]

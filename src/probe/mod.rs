@@ -40,6 +40,21 @@ pub struct Meta {
     pub run: fn(&UrlObs) -> Option<Finding>,
 }
 
+impl Meta {
+    /// What `explain` shows of it.
+    pub fn info(&self) -> crate::findings::CheckInfo {
+        crate::findings::CheckInfo {
+            id: self.id.into(),
+            kind: "probe check".into(),
+            title: self.title.into(),
+            why: String::new(),
+            fix: String::new(),
+            evidence: crate::findings::evidence_ids(self.evidence),
+            see: "docs/probe.md; run it: rtcheck probe URL".into(),
+        }
+    }
+}
+
 /// Every check, in report order: the id list (`IDS`, `--skip`) and the judging order
 /// (`judge`) both come from here. Polling checks judge only a URL probed as polling, path
 /// checks only with a declared path.

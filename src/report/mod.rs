@@ -5,6 +5,7 @@
 //! - `text`, `markdown`, `html` (self-contained page with plots): human renderers; `junit`, `github`, `sarif`: CI renderers for findings.
 //! - `output`: the palette (colour is decided in `cmd::output`, files written by `outfile`).
 pub mod budget;
+pub mod checks;
 pub mod doc;
 pub mod gates;
 pub mod github;

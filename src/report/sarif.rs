@@ -38,6 +38,7 @@ fn level_kind(s: Status) -> (&'static str, &'static str) {
 pub fn render(r: &FindingsReport) -> anyhow::Result<String> {
     let mut ids: Vec<&str> = Vec::new();
     let mut rules: Vec<Value> = Vec::new();
+    let all = super::checks::all();
     for f in &r.findings {
         if ids.contains(&f.id.as_str()) {
             continue;
@@ -47,13 +48,18 @@ pub fn render(r: &FindingsReport) -> anyhow::Result<String> {
         for e in &f.evidence {
             help.push_str(&format!("\nevidence {}: {}", e.id, e.claim));
         }
-        rules.push(json!({
+        let mut rule = json!({
             "id": f.id,
             "name": f.id,
             "shortDescription": {"text": f.title},
             "fullDescription": {"text": f.rule},
             "help": {"text": help},
-        }));
+        });
+        // What the id is and where it is explained (`rtcheck explain ID`).
+        if let Some(c) = all.iter().find(|c| c.id == f.id) {
+            rule["properties"] = json!({"kind": c.kind, "see": c.see});
+        }
+        rules.push(rule);
     }
     let results: Vec<Value> = r
         .findings
@@ -123,6 +129,30 @@ pub fn render(r: &FindingsReport) -> anyhow::Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_rule_names_what_its_id_is_from_the_one_check_view() {
+        let f = |id: &str| crate::findings::Finding {
+            id: id.into(),
+            title: "t".into(),
+            status: crate::findings::Status::Fail,
+            observed: String::new(),
+            expected: String::new(),
+            rule: String::new(),
+            reason: None,
+            evidence: vec![],
+            fix: Default::default(),
+            verify: None,
+            verification: None,
+            numbers: Default::default(),
+            location: None,
+        };
+        let r = FindingsReport::of_findings("lint", &[f("nginx-ws-upgrade"), f("made-up")]);
+        let v: Value = serde_json::from_str(&render(&r).unwrap()).unwrap();
+        let rules = &v["runs"][0]["tool"]["driver"]["rules"];
+        assert_eq!(rules[0]["properties"]["kind"], "nginx lint rule");
+        assert!(rules[1].get("properties").is_none(), "{}", rules[1]);
+    }
 
     #[test]
     fn uris() {

@@ -48,7 +48,7 @@ pub fn request_within(
     let token = std::env::var("RTCHECK_CONTROL_TOKEN").ok();
     // One write: a formatted write! on a raw socket can go out in pieces.
     let req = request_head(method, path, addr, token.as_deref());
-    s.write_all(req.as_bytes())
+    s.write_all(&req)
         .map_err(|e| anyhow::anyhow!("{peer}: write: {e}"))?;
     let mut answer = response::Answer::new(LIMITS, false);
     let mut buf = [0u8; 8192];
@@ -136,13 +136,13 @@ pub fn start(addr: SocketAddr, rounds: u64) -> anyhow::Result<()> {
 }
 
 /// The request, with `Authorization: Bearer` when a control token is configured.
-fn request_head(method: &str, path: &str, addr: SocketAddr, token: Option<&str>) -> String {
-    let auth = token
-        .map(|t| format!("Authorization: Bearer {}\r\n", t.trim()))
-        .unwrap_or_default();
-    format!(
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\n{auth}Connection: close\r\nContent-Length: 0\r\n\r\n"
-    )
+fn request_head(method: &str, path: &str, addr: SocketAddr, token: Option<&str>) -> Vec<u8> {
+    let host = addr.to_string();
+    let bearer = token.map(|t| format!("Bearer {}", t.trim()));
+    let mut headers = vec![("Host", host.as_str())];
+    headers.extend(bearer.as_deref().map(|b| ("Authorization", b)));
+    headers.extend([("Connection", "close"), ("Content-Length", "0")]);
+    rtcheck_wire::http::client::head(method, path, &headers)
 }
 
 #[cfg(test)]
@@ -152,9 +152,15 @@ mod tests {
     #[test]
     fn the_token_is_sent_only_when_configured() {
         let a: SocketAddr = "127.0.0.1:9".parse().unwrap();
-        let plain = request_head("GET", "/control/stats", a, None);
+        let text = |v: Vec<u8>| String::from_utf8(v).unwrap();
+        let plain = text(request_head("GET", "/control/stats", a, None));
         assert!(!plain.contains("Authorization"), "{plain}");
-        let t = request_head("GET", "/control/stats", a, Some("0123456789abcdef\n"));
+        let t = text(request_head(
+            "GET",
+            "/control/stats",
+            a,
+            Some("0123456789abcdef\n"),
+        ));
         assert!(
             t.contains("\r\nAuthorization: Bearer 0123456789abcdef\r\n"),
             "{t}"

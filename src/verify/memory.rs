@@ -9,10 +9,11 @@ use crate::findings::Verification;
 use anyhow::{anyhow, bail, Context};
 use rtcheck_base::os::{deadline, limits, proc, signal};
 use rtcheck_base::units::fmt_bytes;
-use rtcheck_wire::http::response::{self, Limits};
+use rtcheck_wire::http::client::{self, HeadError};
+use rtcheck_wire::http::response::Limits;
 use rtcheck_wire::stats::ServerStats;
 use rtcheck_wire::transport::Transport;
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 use tokio_tungstenite::tungstenite;
@@ -59,35 +60,23 @@ pub fn open_sse(addr: std::net::SocketAddr) -> anyhow::Result<Idle> {
     let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(2))?;
     s.set_nodelay(true)?;
     s.set_read_timeout(Some(Duration::from_secs(5)))?;
-    write!(
-        s,
-        "GET /sse HTTP/1.1\r\nHost: {addr}\r\nAccept: text/event-stream\r\n\r\n"
-    )?;
+    let host = addr.to_string();
+    let accept = ("Accept", "text/event-stream");
+    s.write_all(&client::head("GET", "/sse", &[("Host", &host), accept]))?;
     // Read the response head only, a byte at a time (nothing of the body is taken off
     // the socket); the stream then stays idle and unread.
-    let (mut raw, mut b) = (Vec::new(), [0u8; 1]);
-    let head = loop {
-        if s.read(&mut b).context("SSE response")? == 0 {
-            bail!("{addr}/sse closed before its response head");
-        }
-        raw.push(b[0]);
-        if b[0] != b'\n' && raw.len() < 8192 {
-            continue; // a head ends only at a line end
-        }
-        match response::parse_head(&raw, Limits::head(8192)) {
-            Ok(Some((head, _))) => break head,
-            Ok(None) => {}
-            Err(response::Error::HeadTooLarge(_)) => {
-                bail!("{addr}/sse: response head over 8 KB")
-            }
-            Err(e) => bail!("{addr}/sse: {e}"),
-        }
-    };
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let (head, _) =
+        client::read_head(&mut s, Limits::head(8192), 1, deadline).map_err(|e| match e {
+            HeadError::Closed => anyhow!("{addr}/sse closed before its response head"),
+            HeadError::TooLarge(_) => anyhow!("{addr}/sse: response head over 8 KB"),
+            e => anyhow!("{addr}/sse: {e}"),
+        })?;
     if head.status != 200 {
-        let line = String::from_utf8_lossy(&raw);
         bail!(
-            "{addr}/sse answered `{}`",
-            line.lines().next().unwrap_or("").trim()
+            "{addr}/sse answered `{} {}`",
+            head.status,
+            head.reason.trim()
         );
     }
     Ok(Idle::Sse(s))

@@ -81,10 +81,10 @@ pub static EXPERIMENTS: &[Experiment] = &[
         run: ports::run,
         parts: &[
             Part {
-                name: "time-wait",
+                name: ports::TIME_WAIT,
                 aliases: &["tw-sockstat"],
                 title: "TIME_WAIT sockets left on the client side by closed connections",
-                finding: "time-wait",
+                finding: ports::TIME_WAIT,
                 evidence: "tw-sockstat",
                 unit: "sockets",
                 reference: || {

@@ -20,6 +20,9 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr, SocketAddrV4, TcpStream};
 use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
+/// The measurement of the audit check of the same id (`time-wait`).
+pub const TIME_WAIT: &str = crate::audit::checks::net::TIME_WAIT.id;
+
 /// What an open-hold child reports once its connections are all open (one JSON line).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct HoldReport {
@@ -99,7 +102,7 @@ pub fn run(run: &Run) -> anyhow::Result<Vec<Verification>> {
     let budget = run.budget.within(Duration::from_secs(120));
     let closed = close_connections(run, &host, &acceptor, k, &budget)?;
     let mut out = Vec::new();
-    if run.wants("time-wait") {
+    if run.wants(TIME_WAIT) {
         out.push(time_wait_verification(&host, &closed, k, started));
     }
     if m == 0 {
@@ -229,7 +232,7 @@ fn close_connections(
         if tw >= k || Instant::now() >= settle {
             break tw;
         }
-        budget.check("time-wait")?;
+        budget.check(TIME_WAIT)?;
         std::thread::sleep(Duration::from_millis(50));
     };
     let ss1 = proc::read_sockstat()?;
@@ -276,10 +279,10 @@ fn time_wait_verification(host: &PortsHost, c: &Closed, k: u64, started: Instant
         )
     };
     verification(
-        "time-wait",
+        TIME_WAIT,
         Some(tw as f64),
         "sockets",
-        super::reference_for("time-wait"),
+        super::reference_for(TIME_WAIT),
         verdict,
         details,
         valid,

@@ -7,7 +7,7 @@
 //! `/dev/null` as root once turned it into a regular file for the whole machine. `-` is
 //! stdout. This module sits below every layer (net writes its address file with it).
 use std::io::Write;
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 /// Where bytes for an output path go.
@@ -185,6 +185,23 @@ pub fn write_all_atomic(files: &[(&Path, &[u8])]) -> anyhow::Result<()> {
     }
 }
 
+/// A file only its owner can read (a token): a temp file created 0600 beside it, then
+/// renamed into place. Whatever is at `path` that is not a regular file (a symlink, a
+/// device, a FIFO) is never replaced.
+pub fn write_private(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    if let Ok(m) = std::fs::symlink_metadata(path) {
+        if !m.file_type().is_file() {
+            let shown = path.display();
+            anyhow::bail!("{shown}: exists and is not a regular file; not replaced");
+        }
+    }
+    let tmp = write_temp(path, path, Some(0o600), bytes)?;
+    std::fs::rename(&tmp, path).map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        anyhow::anyhow!("{}: cannot write: {e}", path.display())
+    })
+}
+
 /// How long a FIFO given as output may go without a reader before the run fails.
 pub const FIFO_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 
@@ -262,9 +279,11 @@ fn write_temp(
     ));
     let res = (|| -> std::io::Result<()> {
         // create_new: never follow or reuse something planted at the temp name.
+        // Created with its mode: a private file is never readable, even empty.
         let mut f = std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)
+            .mode(mode.unwrap_or(0o666))
             .open(&tmp)?;
         if let Some(m) = mode {
             f.set_permissions(std::fs::Permissions::from_mode(m))?;
@@ -457,5 +476,21 @@ mod tests {
         let b = dir.path().join("b.txt");
         write_all_atomic(&[(&a, b"a"), (&b, b"b")]).unwrap();
         assert_eq!(entries(dir.path()), ["a.yaml", "b.txt"]);
+    }
+
+    #[test]
+    fn a_private_file_is_0600_and_never_replaces_a_symlink() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("t.token");
+        write_private(&p, b"secret\n").unwrap();
+        let m = std::fs::metadata(&p).unwrap();
+        assert_eq!(m.permissions().mode() & 0o777, 0o600);
+        assert_eq!(std::fs::read(&p).unwrap(), b"secret\n");
+        let link = d.path().join("l.token");
+        std::os::unix::fs::symlink(&p, &link).unwrap();
+        let e = write_private(&link, b"other").unwrap_err().to_string();
+        assert!(e.contains("not a regular file") && !e.contains('\n'), "{e}");
+        assert_eq!(std::fs::read(&p).unwrap(), b"secret\n");
+        assert_eq!(entries(d.path()).len(), 2, "no temp file left");
     }
 }

@@ -2,7 +2,6 @@
 //! On loopback they answer anyone who can reach the port (the load generator); elsewhere
 //! a bearer token is required (given, or generated and written beside --addr-file), or
 //! they are refused.
-use std::io::Write;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
@@ -89,7 +88,9 @@ pub fn resolve(plan: Plan) -> anyhow::Result<(Access, Option<PathBuf>)> {
         Plan::Refuse => (Access::Refused, None),
         Plan::Generate(path) => {
             let t = random_token()?;
-            write_private(&path, format!("{t}\n").as_bytes())?;
+            let bytes = format!("{t}\n");
+            let written = rtcheck_base::outfile::write_private(&path, bytes.as_bytes());
+            written.map_err(|e| anyhow::anyhow!("{e:#} (the control token)"))?;
             (Access::Token(t), Some(path))
         }
     })
@@ -144,39 +145,7 @@ fn eq_const_time(a: &[u8], b: &[u8]) -> bool {
 }
 
 fn random_token() -> anyhow::Result<String> {
-    use std::io::Read;
-    let mut b = [0u8; 16];
-    std::fs::File::open("/dev/urandom")
-        .and_then(|mut f| f.read_exact(&mut b))
-        .map_err(|e| anyhow::anyhow!("/dev/urandom: {e}"))?;
-    Ok(b.iter().map(|x| format!("{x:02x}")).collect())
-}
-
-/// Write a file only its owner can read: temp file (0600) beside it, then rename. An
-/// existing symlink, device or FIFO at `path` is never replaced.
-fn write_private(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let shown = path.display();
-    if let Ok(m) = std::fs::symlink_metadata(path) {
-        if !m.file_type().is_file() {
-            anyhow::bail!("{shown}: exists and is not a regular file; not replaced");
-        }
-    }
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(format!(".{}.tmp", std::process::id()));
-    let tmp = PathBuf::from(tmp);
-    let res = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(&tmp)
-        .and_then(|mut f| f.write_all(bytes).and_then(|()| f.sync_all()))
-        .and_then(|()| std::fs::rename(&tmp, path));
-    if let Err(e) = res {
-        let _ = std::fs::remove_file(&tmp);
-        anyhow::bail!("{shown}: cannot write the control token: {e}");
-    }
-    Ok(())
+    rtcheck_base::os::random::secret_hex(16).map_err(|e| anyhow::anyhow!("getrandom: {e}"))
 }
 
 /// Validate a --cors value: `*` or an origin `scheme://host[:port]` (no path, no spaces).

@@ -289,27 +289,13 @@ impl Config {
         available: Option<u64>,
     ) -> Result<Config, String> {
         check_rates_and_sizes(a)?;
-        let ring = a.ring.messages(a.size);
-        if ring == 0 || ring > 1 << 20 {
-            return Err(oob("--ring", ring, 1, 1 << 20, "messages"));
-        }
-        let session_queue = a.session_queue.unwrap_or(ring as usize);
-        if session_queue == 0 || session_queue > 1 << 20 {
-            let n = session_queue;
-            return Err(oob("--session-queue", n, 1, 1 << 20, "messages"));
-        }
+        let Counts {
+            ring,
+            session_queue,
+            workers,
+        } = counts(a, cpus)?;
         let (session_memory, replay_budget) = budgets(a, available, session_queue)?;
-        let workers = a.workers.unwrap_or(cpus.max(1));
-        if workers == 0 || workers > 256 {
-            return Err(oob("--threads", workers, 1, 256, ""));
-        }
-        let cluster = ClusterConfig::from_options(&a.cluster)?;
-        if cluster.is_some() && a.protocol == Protocol::Raw {
-            return Err("--redis works with the HTTP front, not --protocol raw".into());
-        }
-        if a.protocol == Protocol::Raw && a.control_listen == a.listen && a.listen.port() != 0 {
-            return Err("--control-listen must differ from --listen with --protocol raw".into());
-        }
+        let cluster = cluster(a)?;
         Ok(Config {
             listen: a.listen,
             control_listen: (a.protocol == Protocol::Raw).then_some(a.control_listen),
@@ -325,7 +311,7 @@ impl Config {
             pong_wait: nonzero(a.pong_wait),
             message_timeout: nonzero(a.message_timeout),
             max_message: a.max_message as usize,
-            ring: ring as usize,
+            ring,
             delivery: a.delivery,
             session_ttl: a.session_ttl,
             session_queue,
@@ -355,6 +341,46 @@ impl Config {
 }
 
 use rtcheck_base::units::out_of_bounds as oob;
+
+/// The sizes in messages and the threads, checked.
+struct Counts {
+    ring: usize,
+    session_queue: usize,
+    workers: usize,
+}
+
+fn counts(a: &Options, cpus: usize) -> Result<Counts, String> {
+    let ring = a.ring.messages(a.size);
+    if ring == 0 || ring > 1 << 20 {
+        return Err(oob("--ring", ring, 1, 1 << 20, "messages"));
+    }
+    let session_queue = a.session_queue.unwrap_or(ring as usize);
+    if session_queue == 0 || session_queue > 1 << 20 {
+        let n = session_queue;
+        return Err(oob("--session-queue", n, 1, 1 << 20, "messages"));
+    }
+    let workers = a.workers.unwrap_or(cpus.max(1));
+    if workers == 0 || workers > 256 {
+        return Err(oob("--threads", workers, 1, 256, ""));
+    }
+    Ok(Counts {
+        ring: ring as usize,
+        session_queue,
+        workers,
+    })
+}
+
+/// `--redis`'s settings, and the listeners it cannot work with.
+fn cluster(a: &Options) -> Result<Option<ClusterConfig>, String> {
+    let cluster = ClusterConfig::from_options(&a.cluster)?;
+    if cluster.is_some() && a.protocol == Protocol::Raw {
+        return Err("--redis works with the HTTP front, not --protocol raw".into());
+    }
+    if a.protocol == Protocol::Raw && a.control_listen == a.listen && a.listen.port() != 0 {
+        return Err("--control-listen must differ from --listen with --protocol raw".into());
+    }
+    Ok(cluster)
+}
 
 /// The bounds of the flags that need nothing else to be judged.
 fn check_rates_and_sizes(a: &Options) -> Result<(), String> {

@@ -8,8 +8,9 @@
 //!   poll rules), [`sync`], [`io`], [`request`], [`ratelog`], [`access`], [`session`]
 //!   (session-ack state), [`config`] with `cluster::config`, [`replay`] (a resume written
 //!   in chunks under the replay budget, from a [`replay::Source`]);
-//! - [`hub`]: registry and fan-out (connections, the ring, counters, the publisher). It
-//!   owns the session state and sees a cluster only as a [`hub::Relay`];
+//! - [`hub`]: registry and fan-out (connections, the ring, counters, the publisher), in
+//!   parts each tested in-process. It owns the session state and sees a cluster only as
+//!   a [`hub::Relay`];
 //! - above it: [`resume`] (registering resuming clients, the WebSocket ack and resume
 //!   messages), [`cluster`] (the Redis relay, behind the `redis` feature), [`app`] (hub and
 //!   cluster together), [`metrics`], [`work`], [`routes`] (every endpoint in one table,

@@ -221,74 +221,91 @@ impl Replay {
         &mut self,
         ring: &Mutex<VecDeque<Round>>,
         t: Transport,
-        (size, text): (usize, bool),
+        enc: (usize, bool),
         limit: usize,
     ) -> (Vec<Bytes>, Vec<usize>) {
-        let mut out: Vec<Bytes> = Vec::new();
-        let mut sent = Vec::new();
-        let mut bytes = 0;
+        let mut c = Chunk::default();
         if let Some(g) = self.gap.take() {
-            let m = Bytes::from(gap_marker(t, g));
-            bytes += m.len();
-            out.push(m);
+            c.marker(Bytes::from(gap_marker(t, g)));
         }
-        while bytes < limit {
+        while c.bytes < limit {
             let Some(part) = self.parts.front_mut() else {
                 break;
             };
-            let done = match part {
-                Part::Round(r) => {
-                    let b = r.for_transport(t).clone();
-                    bytes += b.len();
-                    sent.push(b.len());
-                    out.push(b);
-                    true
-                }
-                Part::Built(epoch, entries) => {
-                    while bytes < limit {
-                        let Some((seq, ts)) = entries.pop_front() else {
-                            break;
-                        };
-                        let r = Round::build(size, text, *epoch, seq, ts);
-                        let b = r.for_transport(t).clone();
-                        bytes += b.len();
-                        sent.push(b.len());
-                        out.push(b);
-                    }
-                    entries.is_empty()
-                }
-                Part::Ring { epoch, from, to } => {
-                    let ring = lock(ring);
-                    let mut i = ring.partition_point(|r| r.seq < *from);
-                    // Dropped from the ring since the decision (or the ring is another
-                    // epoch's now): said, never skipped.
-                    let first = ring
-                        .get(i)
-                        .filter(|r| r.epoch == *epoch)
-                        .map_or(u64::MAX, |r| r.seq);
-                    if first > *from {
-                        let upto = (*to).min(first - 1);
-                        let m = Bytes::from(gap_marker(t, (*from, upto)));
-                        bytes += m.len();
-                        out.push(m);
-                        *from = upto + 1;
-                    }
-                    while bytes < limit && *from <= *to && i < ring.len() {
-                        let b = ring[i].for_transport(t).clone();
-                        bytes += b.len();
-                        sent.push(b.len());
-                        out.push(b);
-                        *from = ring[i].seq + 1;
-                        i += 1;
-                    }
-                    *from > *to
-                }
-            };
-            if done {
+            if part.write(&mut c, ring, t, enc, limit) {
                 self.parts.pop_front();
             }
         }
-        (out, sent)
+        (c.out, c.sent)
+    }
+}
+
+/// The pieces of one write: markers and messages (only messages count as sent).
+#[derive(Debug, Default)]
+struct Chunk {
+    out: Vec<Bytes>,
+    sent: Vec<usize>,
+    bytes: usize,
+}
+
+impl Chunk {
+    fn marker(&mut self, b: Bytes) {
+        self.bytes += b.len();
+        self.out.push(b);
+    }
+    fn message(&mut self, b: Bytes) {
+        self.sent.push(b.len());
+        self.marker(b);
+    }
+}
+
+impl Part {
+    /// Add this part's next pieces to `c` up to `limit`; true once it is all written.
+    fn write(
+        &mut self,
+        c: &mut Chunk,
+        ring: &Mutex<VecDeque<Round>>,
+        t: Transport,
+        (size, text): (usize, bool),
+        limit: usize,
+    ) -> bool {
+        match self {
+            Part::Round(r) => {
+                c.message(r.for_transport(t).clone());
+                true
+            }
+            Part::Built(epoch, entries) => {
+                while c.bytes < limit {
+                    let Some((seq, ts)) = entries.pop_front() else {
+                        break;
+                    };
+                    let r = Round::build(size, text, *epoch, seq, ts);
+                    c.message(r.for_transport(t).clone());
+                }
+                entries.is_empty()
+            }
+            Part::Ring { epoch, from, to } => {
+                let ring = lock(ring);
+                let mut i = ring.partition_point(|r| r.seq < *from);
+                // Dropped from the ring since the decision (or the ring is another
+                // epoch's now): said, never skipped.
+                let first = ring
+                    .get(i)
+                    .filter(|r| r.epoch == *epoch)
+                    .map_or(u64::MAX, |r| r.seq);
+                if first > *from {
+                    let upto = (*to).min(first - 1);
+                    c.marker(Bytes::from(gap_marker(t, (*from, upto))));
+                    *from = upto + 1;
+                }
+                while c.bytes < limit && *from <= *to && i < ring.len() {
+                    c.message(ring[i].for_transport(t).clone());
+                    *from = ring[i].seq + 1;
+                    i += 1;
+                }
+                *from > *to
+            }
+        }
     }
 }
 

@@ -10,7 +10,6 @@ use rtcheck_wire::epoch::{Epoch, Position};
 use rtcheck_wire::payload;
 use rtcheck_wire::stats::SessionStats;
 use std::collections::{HashMap, VecDeque};
-use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -576,21 +575,9 @@ impl Sessions {
     }
 }
 
-/// 128 random bits in hex (the kernel's getrandom; a clock-and-counter mix if it fails).
+/// 128 random bits in hex (the kernel's, or a clock-and-counter mix where it fails).
 fn new_id() -> String {
-    let mut b = [0u8; 16];
-    // SAFETY: b is a valid 16-byte buffer.
-    let n = unsafe { libc::getrandom(b.as_mut_ptr().cast(), b.len(), 0) };
-    if n != b.len() as isize {
-        static N: AtomicU64 = AtomicU64::new(0);
-        let t = rtcheck_base::os::clock::now_ns() ^ N.fetch_add(1, Relaxed).rotate_left(40);
-        b[..8].copy_from_slice(&t.to_le_bytes());
-        b[8..].copy_from_slice(&(std::process::id() as u64 ^ t.rotate_left(17)).to_le_bytes());
-    }
-    b.iter().fold(String::with_capacity(32), |mut s, x| {
-        let _ = write!(s, "{x:02x}");
-        s
-    })
+    rtcheck_base::os::random::hex(16)
 }
 
 #[cfg(test)]

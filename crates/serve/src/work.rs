@@ -200,8 +200,8 @@ mod tests {
     use super::*;
 
     fn req(q: &str) -> Request {
-        let raw = format!("GET /work{q} HTTP/1.1\r\nHost: x\r\n\r\n");
-        http::parse_head(raw.as_bytes()).unwrap().unwrap().0
+        let raw = http::client::head("GET", &format!("/work{q}"), &[("Host", "x")]);
+        http::parse_head(&raw).unwrap().unwrap().0
     }
 
     #[test]

@@ -17,23 +17,11 @@ impl Epoch {
     /// What a client sent that is not an epoch: it matches no server's.
     pub const FOREIGN: Epoch = Epoch(0);
 
-    /// A fresh epoch from the kernel's getrandom (the clock, pid and a counter mixed if
-    /// it fails: unique enough to tell two instances apart, which is all an epoch is for).
+    /// A fresh epoch (`rtcheck_base::os::random`: the kernel's, or a clock-pid-counter mix
+    /// where it fails: unique enough to tell two instances apart, which is all an epoch is
+    /// for).
     pub fn random() -> Epoch {
-        let mut b = [0u8; 8];
-        // SAFETY: b is a valid 8-byte buffer.
-        let n = unsafe { libc::getrandom(b.as_mut_ptr().cast(), b.len(), 0) };
-        let mut v = u64::from_le_bytes(b);
-        if n != b.len() as isize {
-            use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-            static N: AtomicU64 = AtomicU64::new(0);
-            v = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_nanos() as u64)
-                ^ (u64::from(std::process::id()) << 40)
-                ^ N.fetch_add(1, Relaxed).rotate_left(20);
-        }
-        Epoch(v.max(1))
+        Epoch(rtcheck_base::os::random::u64().max(1))
     }
 
     /// 1 to 16 hex digits (either case); anything else is [`Epoch::FOREIGN`].

@@ -1,7 +1,9 @@
 //! HTTP/1.1 request heads (httparse under RFC 9112's rules: one Host, one Content-Length,
 //! origin- and absolute-form targets, percent-decoded queries) and the responses the
 //! embedded server writes; [`response`] is the client side (response heads and body
-//! framing). Pure: the reading off a socket is the caller's.
+//! framing), [`client`] the pieces every client shares (request heads, the read-head loop
+//! over any `Read`). Pure: the socket is the caller's.
+pub mod client;
 pub mod response;
 
 /// Largest request head we accept.

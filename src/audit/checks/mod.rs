@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 mod fds;
-mod net;
+pub mod net;
 mod resources;
 pub(crate) mod tcp;
 
@@ -107,6 +107,24 @@ pub struct Meta {
     /// whose absence is a fine answer (conntrack: the module is not loaded).
     pub required: bool,
     pub run: fn(&Workload, &Host) -> Finding,
+}
+
+impl Meta {
+    /// Its static facts; `explain ID` adds the rule and fixes computed for a host.
+    pub fn info(&self) -> crate::findings::CheckInfo {
+        crate::findings::CheckInfo {
+            id: self.id.into(),
+            kind: "audit check".into(),
+            title: self.title.into(),
+            why: String::new(),
+            fix: String::new(),
+            evidence: crate::findings::evidence_ids(self.evidence),
+            see: format!(
+                "docs/audit.md; computed for a host: rtcheck explain {}",
+                self.id
+            ),
+        }
+    }
 }
 
 /// Every check, in report order.

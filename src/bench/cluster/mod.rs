@@ -128,14 +128,7 @@ pub const MAX_SCHEDULE_S: f64 = 600.0;
 
 /// A key prefix no other run uses: `rtcheck-bench-PID-RANDOM:`.
 pub fn unique_prefix() -> String {
-    let mut b = [0u8; 6];
-    // SAFETY: b is a valid buffer of its length.
-    let n = unsafe { libc::getrandom(b.as_mut_ptr().cast(), b.len(), 0) };
-    let r = if n == b.len() as isize {
-        b.iter().map(|x| format!("{x:02x}")).collect::<String>()
-    } else {
-        format!("{:x}", rtcheck_base::os::clock::now_ns())
-    };
+    let r = rtcheck_base::os::random::hex(6);
     format!("rtcheck-bench-{}-{r}:", std::process::id())
 }
 

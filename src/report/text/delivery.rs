@@ -20,7 +20,7 @@ pub fn render(r: &DeliveryReport, p: &Palette) -> String {
         Some(t) => format!(
             "{} clients per run over {}, {} msg/s x {} B published by rtcheck ({}), clients resume with {}",
             r.options.connections,
-            r.options.transport,
+            crate::verify::delivery::transport_flag(r.options.transport),
             r.options.rate,
             r.options.size,
             t.publish,
@@ -29,7 +29,7 @@ pub fn render(r: &DeliveryReport, p: &Palette) -> String {
         None => format!(
             "{} clients per run over {}, {} msg/s x {} B, ring {} messages ({} B)",
             r.options.connections,
-            r.options.transport,
+            crate::verify::delivery::transport_flag(r.options.transport),
             r.options.rate,
             r.options.size,
             r.options.ring_messages,

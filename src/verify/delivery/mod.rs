@@ -11,6 +11,7 @@ use anyhow::bail;
 use client::Disconnect;
 use rtcheck_base::os::deadline::Deadline;
 use rtcheck_wire::delivery::Delivery;
+use rtcheck_wire::transport::Transport;
 use run::{Phases, Run, RunSpec};
 use serde::Serialize;
 use std::net::SocketAddr;
@@ -57,11 +58,33 @@ pub fn finding_ids() -> Vec<String> {
     v
 }
 
+/// `--transport`'s spelling of a transport, also the JSON's (`poll` for polling).
+pub fn transport_flag(t: Transport) -> &'static str {
+    match t {
+        Transport::Polling => "poll",
+        Transport::Sse => "sse",
+        Transport::Websocket => "websocket",
+        Transport::Raw => "raw",
+    }
+}
+
+/// The transport `--transport` names (sse, websocket or poll).
+pub fn parse_transport_flag(s: &str) -> Option<Transport> {
+    let clients = [Transport::Sse, Transport::Websocket, Transport::Polling];
+    clients.into_iter().find(|t| transport_flag(*t) == s)
+}
+
+fn serialize_transport<S: serde::Serializer>(t: &Transport, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(transport_flag(*t))
+}
+
 /// The experiment's inputs (flags or profile defaults, resolved by the command layer).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct DeliveryOptions {
     pub delivery: Vec<Delivery>,
-    pub transport: String,
+    /// The clients' transport; `raw` is refused by [`DeliveryOptions::validate`].
+    #[serde(serialize_with = "serialize_transport")]
+    pub transport: Transport,
     pub connections: u64,
     pub rate: f64,
     pub size: u64,
@@ -116,8 +139,11 @@ impl DeliveryOptions {
         if self.session_ttl.is_zero() || self.session_ttl > Duration::from_secs(86_400) {
             bail!("--session-ttl: must be more than 0 and at most 1day");
         }
-        if !["sse", "websocket", "poll"].contains(&self.transport.as_str()) {
-            bail!("--transport {}: sse, websocket or poll", self.transport);
+        if self.transport == Transport::Raw {
+            bail!(
+                "--transport {}: sse, websocket or poll",
+                transport_flag(self.transport)
+            );
         }
         Ok(())
     }
@@ -161,8 +187,8 @@ const MAX_TTL_CASE: Duration = Duration::from_secs(60);
 
 fn kinds(o: &DeliveryOptions) -> &'static [Disconnect] {
     // A polling client has no connection to close: it only stops polling.
-    match o.transport.as_str() {
-        "poll" => &[Disconnect::Clean, Disconnect::Storm],
+    match o.transport {
+        Transport::Polling => &[Disconnect::Clean, Disconnect::Storm],
         _ => &Disconnect::ALL,
     }
 }
@@ -371,8 +397,8 @@ fn measure_mode(
         }
     };
     let phases = Phases {
-        poll: o.transport == "poll",
-        ws: o.transport == "websocket",
+        poll: o.transport == Transport::Polling,
+        ws: o.transport == Transport::Websocket,
         ..Phases::for_rate(o.rate)
     };
     let (restarts, specs): (Vec<RunSpec>, Vec<RunSpec>) =

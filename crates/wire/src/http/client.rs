@@ -1,0 +1,184 @@
+//! The client side's pieces written once: a request head encoded ([`write_head`],
+//! [`head`]), a response head read off a blocking socket ([`read_head`]: the one
+//! read-until-end-of-head loop, over [`super::response::parse_head`]) and what counts as
+//! a read timeout ([`is_timeout`]). Generic over `std::io::Read`: no tokio, no sockets.
+use super::response::{self, Head, Limits};
+use std::io::Read;
+use std::time::Instant;
+
+/// Append a request head: `METHOD TARGET HTTP/1.1`, the headers in order, the blank line.
+/// Header values are the caller's, checked where they were parsed (none holds CR or LF).
+pub fn write_head<K: AsRef<[u8]>, V: AsRef<[u8]>>(
+    out: &mut Vec<u8>,
+    method: &str,
+    target: &str,
+    headers: impl IntoIterator<Item = (K, V)>,
+) {
+    out.extend_from_slice(method.as_bytes());
+    out.push(b' ');
+    out.extend_from_slice(target.as_bytes());
+    out.extend_from_slice(b" HTTP/1.1\r\n");
+    for (k, v) in headers {
+        let v = v.as_ref();
+        debug_assert!(!v.iter().any(|b| matches!(b, b'\r' | b'\n')), "CR or LF");
+        out.extend_from_slice(k.as_ref());
+        out.extend_from_slice(b": ");
+        out.extend_from_slice(v);
+        out.extend_from_slice(b"\r\n");
+    }
+    out.extend_from_slice(b"\r\n");
+}
+
+/// A request head on its own ([`write_head`]).
+pub fn head(method: &str, target: &str, headers: &[(&str, &str)]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(64 + 32 * headers.len());
+    write_head(&mut out, method, target, headers.iter().copied());
+    out
+}
+
+/// A read that timed out on a socket with a read timeout (SO_RCVTIMEO gives EAGAIN,
+/// which std reports as WouldBlock) or was interrupted: try again.
+pub fn is_timeout(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::WouldBlock
+            | std::io::ErrorKind::TimedOut
+            | std::io::ErrorKind::Interrupted
+    )
+}
+
+/// Why no response head was read.
+#[derive(Debug, thiserror::Error)]
+pub enum HeadError {
+    #[error("closed before the response head")]
+    Closed,
+    #[error("no complete response head in time")]
+    Timeout,
+    #[error("response head larger than {0} bytes")]
+    TooLarge(usize),
+    #[error("{0}")]
+    Bad(response::Error),
+    #[error("read: {0}")]
+    Io(std::io::Error),
+}
+
+/// Read a response head off a blocking reader, `chunk` bytes per read at most (1 takes
+/// nothing of the body off the socket), read timeouts retried until `deadline`. Returns
+/// the head and the bytes read after it.
+pub fn read_head(
+    r: &mut impl Read,
+    limits: Limits,
+    chunk: usize,
+    deadline: Instant,
+) -> Result<(Head, Vec<u8>), HeadError> {
+    let mut got = Vec::new();
+    let mut buf = vec![0u8; chunk.clamp(1, 64 * 1024)];
+    loop {
+        let n = match r.read(&mut buf) {
+            Ok(0) => return Err(HeadError::Closed),
+            Ok(n) => n,
+            Err(e) if is_timeout(&e) => 0,
+            Err(e) => return Err(HeadError::Io(e)),
+        };
+        got.extend_from_slice(&buf[..n]);
+        // A head ends only at a line end: parse when one arrived (or the bound is near).
+        if buf[..n].contains(&b'\n') || got.len() >= limits.max_head {
+            match response::parse_head(&got, limits) {
+                Ok(Some((head, used))) => return Ok((head, got.split_off(used))),
+                Ok(None) => {}
+                Err(response::Error::HeadTooLarge(m)) => return Err(HeadError::TooLarge(m)),
+                Err(e) => return Err(HeadError::Bad(e)),
+            }
+        }
+        if Instant::now() >= deadline {
+            return Err(HeadError::Timeout);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Cursor;
+    use std::time::Duration;
+
+    fn soon() -> Instant {
+        Instant::now() + Duration::from_secs(5)
+    }
+
+    #[test]
+    fn a_head_is_the_request_line_the_headers_in_order_and_a_blank_line() {
+        let h = head(
+            "GET",
+            "/sse?x=1",
+            &[("Host", "127.0.0.1:9"), ("Accept", "a/b")],
+        );
+        assert_eq!(
+            h,
+            b"GET /sse?x=1 HTTP/1.1\r\nHost: 127.0.0.1:9\r\nAccept: a/b\r\n\r\n"
+        );
+        let mut v = b"x".to_vec();
+        write_head(
+            &mut v,
+            "POST",
+            "/",
+            [(b"x-a".as_slice(), b"\xff".as_slice())],
+        );
+        assert_eq!(v, b"xPOST / HTTP/1.1\r\nx-a: \xff\r\n\r\n");
+    }
+
+    #[test]
+    fn the_head_is_read_and_what_follows_it_kept() {
+        let raw = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\ndata: 1\n\n";
+        for chunk in [1, 7, 4096] {
+            let mut r = Cursor::new(&raw[..]);
+            let (h, rest) = read_head(&mut r, Limits::head(8192), chunk, soon()).unwrap();
+            assert_eq!((h.status, h.headers.len()), (200, 1));
+            // What was read past the head is kept; the rest is still unread.
+            let mut body = rest.clone();
+            r.read_to_end(&mut body).unwrap();
+            assert_eq!(body, b"data: 1\n\n", "chunk {chunk}");
+            if chunk == 1 {
+                assert!(rest.is_empty(), "nothing of the body taken");
+            }
+        }
+    }
+
+    #[test]
+    fn a_peer_that_closes_sends_garbage_or_too_much_is_an_error() {
+        let read = |raw: &[u8], max| {
+            read_head(
+                &mut Cursor::new(raw.to_vec()),
+                Limits::head(max),
+                64,
+                soon(),
+            )
+            .unwrap_err()
+        };
+        assert!(matches!(
+            read(b"HTTP/1.1 200 OK\r\nX: 1", 8192),
+            HeadError::Closed
+        ));
+        assert!(matches!(
+            read(b"SSH-2.0-x\r\n\r\n", 8192),
+            HeadError::Bad(_)
+        ));
+        let big = [b"HTTP/1.1 200 OK\r\nX: ".as_slice(), &[b'a'; 300]].concat();
+        assert!(matches!(read(&big, 128), HeadError::TooLarge(128)));
+    }
+
+    #[test]
+    fn read_timeouts_are_retried_until_the_deadline() {
+        struct Silent;
+        impl Read for Silent {
+            fn read(&mut self, _: &mut [u8]) -> std::io::Result<usize> {
+                Err(std::io::ErrorKind::WouldBlock.into())
+            }
+        }
+        let past = Instant::now();
+        let e = read_head(&mut Silent, Limits::head(64), 16, past).unwrap_err();
+        assert!(matches!(e, HeadError::Timeout), "{e}");
+        assert!(is_timeout(&std::io::ErrorKind::TimedOut.into()));
+        assert!(!is_timeout(&std::io::ErrorKind::ConnectionReset.into()));
+    }
+}
