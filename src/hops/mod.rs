@@ -263,7 +263,7 @@ pub fn parse(text: &str) -> Result<Vec<Hop>, String> {
 /// The embedded catalogue, parsed once.
 pub fn catalog() -> &'static [Hop] {
     static C: OnceLock<Vec<Hop>> = OnceLock::new();
-    C.get_or_init(|| parse(HOPS_YAML).expect("data/hops.yaml parses (tests/hops_data.rs)"))
+    C.get_or_init(|| parse(HOPS_YAML).expect("data/hops.yaml parses (tests/cli/hops_data.rs)"))
 }
 
 pub fn get(id: &str) -> Option<&'static Hop> {
