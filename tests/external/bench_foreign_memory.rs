@@ -131,8 +131,16 @@ fn a_bounded_send_buffer_with_terminate_is_c3() {
     let v = c["shape"]["verdict"].as_str().unwrap();
     assert!(v.contains("removed 10 of 10 slow clients"), "{v}");
     // Text says the same, within 80 columns.
-    let text = c_cmd(&hub.url("ws", "/ws"), "150", &[], &[]);
-    let t = String::from_utf8_lossy(&text.stdout);
+    // A second run for the text: on a loaded host the load generator can fall behind its
+    // schedule and the run is rightly INVALID (no shape shown); up to three tries.
+    let mut t = String::new();
+    for _ in 0..3 {
+        let text = c_cmd(&hub.url("ws", "/ws"), "150", &[], &[]);
+        t = String::from_utf8_lossy(&text.stdout).into_owned();
+        if !t.contains("INVALID") {
+            break;
+        }
+    }
     assert!(t.contains("server process "), "{t}");
     assert!(t.contains("C3 shape"), "{t}");
     assert!(t.lines().all(|l| l.chars().count() <= 80), "{t}");
