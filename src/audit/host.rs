@@ -238,7 +238,7 @@ fn read_nums(path: &Path, n: usize) -> Read<Vec<u64>> {
     parse_nums(path, &t, n)
 }
 
-fn read_u64(path: &Path) -> Read<u64> {
+pub(crate) fn read_u64(path: &Path) -> Read<u64> {
     Ok(read_nums(path, 1)?[0])
 }
 
@@ -421,7 +421,7 @@ fn check_roots(roots: &Roots) -> anyhow::Result<String> {
 }
 
 /// ip_local_port_range and the reserved ports inside it, under <procfs>/sys.
-fn read_ports(sys: &Path) -> (Read<PortRange>, Read<u64>) {
+pub(crate) fn read_ports(sys: &Path) -> (Read<PortRange>, Read<u64>) {
     let range_path = sys.join("net/ipv4/ip_local_port_range");
     let port_range = read_nums(&range_path, 2).and_then(|v| {
         let ok = v[0] <= v[1] && v[1] <= 65535;
@@ -447,7 +447,7 @@ fn read_ports(sys: &Path) -> (Read<PortRange>, Read<u64>) {
 }
 
 /// The three tcp_keepalive sysctls; the first unreadable one names itself.
-fn read_keepalive(sys: &Path) -> Read<Keepalive> {
+pub(crate) fn read_keepalive(sys: &Path) -> Read<Keepalive> {
     let ka = (
         read_u64(&sys.join("net/ipv4/tcp_keepalive_time")),
         read_u64(&sys.join("net/ipv4/tcp_keepalive_intvl")),

@@ -3,6 +3,7 @@
 //! rendering live in `crate::cmd::audit`.
 pub mod checks;
 pub mod host;
+pub mod netns;
 pub mod process;
 
 use crate::findings::Finding;

@@ -29,6 +29,8 @@ Examples:
   the limits of a running service (a master/worker one: its workers):
     rtcheck audit --pid \"$(pidof myserver)\"
     rtcheck audit --process nginx
+  a pod's keepalive and port sysctls (its network namespace; as root):
+    rtcheck audit --netns \"$(pidof -s myserver)\"
   the host, from a container with its /proc and /sys mounted:
     docker run -v /proc:/host/proc:ro -v /sys:/host/sys:ro ... \\
       rtcheck audit --procfs /host/proc --sysfs /host/sys
@@ -63,6 +65,11 @@ pub struct AuditArgs {
     /// process title such as `gunicorn: master`).
     #[arg(long, value_name = "NAME", conflicts_with = "pid")]
     pub process: Option<String>,
+    /// Read the network sysctls (keepalive, local port range, somaxconn) in the network
+    /// namespace of process PID, e.g. a pod's, and judge those: they are per namespace
+    /// and a pod does not inherit the host's. Needs root (joins the namespace to read).
+    #[arg(long, value_name = "PID")]
+    pub netns: Option<u32>,
     /// The audited host's root: the running proxies' configs are read under it
     /// (etc/nginx/nginx.conf, etc/haproxy/haproxy.cfg, etc/caddy/Caddyfile) and their
     /// open-files limits judged. Without it, only with --role proxy (root / for /proc).
@@ -142,18 +149,57 @@ pub fn build_report(
     roots: &Roots,
     skip: &[String],
 ) -> anyhow::Result<FindingsReport> {
+    build_report_in(profile, roots, skip, None)
+}
+
+/// [`build_report`] with the network sysctls of `netns`'s namespace in place of the host's.
+pub fn build_report_in(
+    profile: Profile,
+    roots: &Roots,
+    skip: &[String],
+    netns: Option<u32>,
+) -> anyhow::Result<FindingsReport> {
+    use audit::netns;
     let start = Instant::now();
-    let host = Host::read(roots)?;
+    let mut host = Host::read(roots)?;
+    let ns = match netns {
+        Some(_) if roots.procfs != std::path::Path::new("/proc") => anyhow::bail!(
+            "--netns joins a live process's namespace: it cannot be used with --procfs {}",
+            roots.procfs.display()
+        ),
+        Some(pid) => {
+            let (id, values) = netns::read(&roots.procfs, pid).map_err(|e| anyhow::anyhow!(e))?;
+            Some(netns::apply(
+                pid,
+                id,
+                netns::own(&roots.procfs),
+                values,
+                &mut host,
+            ))
+        }
+        None => None,
+    };
     let findings = audit::audit(&profile, &host, skip);
     let ms = start.elapsed().as_secs_f64() * 1000.0;
-    let target = audit::describe_target(roots, &host);
-    Ok(FindingsReport::new(
-        "audit",
-        profile,
-        Some(target),
-        findings,
-        ms,
-    ))
+    let mut target = audit::describe_target(roots, &host);
+    match &ns {
+        Some(n) => target.push_str(&format!(
+            "; network sysctls from the namespace of process {} ({})",
+            n.pid, n.namespace
+        )),
+        None => {
+            let env = std::env::var("KUBERNETES_SERVICE_HOST").ok();
+            let sa = std::path::Path::new("/var/run/secrets/kubernetes.io/serviceaccount").is_dir();
+            if let Some(why) = netns::in_pod(env.as_deref(), sa) {
+                target.push_str(&format!(
+                    "; running inside a Kubernetes pod ({why}): the network sysctls are this pod's, not the node's"
+                ));
+            }
+        }
+    }
+    let mut r = FindingsReport::new("audit", profile, Some(target), findings, ms);
+    r.netns = ns;
+    Ok(r)
 }
 
 /// Render an audit report in any format (also used by the guided run).
@@ -311,7 +357,7 @@ fn once(a: &AuditArgs, base: &super::baseline::Loaded) -> anyhow::Result<Once> {
     let started = Instant::now();
     let profile = resolve_profile(a)?;
     let roots = audited(a)?;
-    let mut r = build_report(profile, &roots, &a.skip)?;
+    let mut r = build_report_in(profile, &roots, &a.skip, a.netns)?;
     // A proxy's checks belong to the proxy role: run when it applies or when asked
     // (--root names where the configs are); else a running proxy is only named.
     let asked = r.profile.role == Role::Proxy || a.root.is_some();

@@ -24,6 +24,8 @@ pub enum KindArg {
     Ingress,
     /// Traefik dynamic configuration (file provider YAML).
     Traefik,
+    /// Istio DestinationRule / EnvoyFilter YAML.
+    Istio,
 }
 
 impl KindArg {
@@ -36,6 +38,7 @@ impl KindArg {
             KindArg::CaddyJson => Some(Kind::CaddyJson),
             KindArg::Ingress => Some(Kind::Ingress),
             KindArg::Traefik => Some(Kind::Traefik),
+            KindArg::Istio => Some(Kind::Istio),
         }
     }
 }
@@ -185,7 +188,7 @@ pub fn build_report(
         }
         let Some(kind) = a.kind.kind() else {
             anyhow::bail!(
-                "lint -: stdin needs --kind (nginx, haproxy, caddy, caddy-json, ingress, traefik)"
+                "lint -: stdin needs --kind (nginx, haproxy, caddy, caddy-json, ingress, traefik, istio)"
             );
         };
         let text = crate::cmd::lint::read_stdin()?;
@@ -198,7 +201,12 @@ pub fn build_report(
     let w = &w;
     let linted = lint::lint_routes(&loaded.configs, w, &a.skip);
     let mut findings = linted.findings;
-    if !linted.routes.iter().any(|r| !r.carries.is_empty()) {
+    // Istio objects have no routes: their idle timeouts are what is judged.
+    let istio_values = loaded.configs.iter().any(|c| {
+        let judged = |n: &lint::Node| n.children().iter().any(|k| k.name != "http.idleTimeout");
+        c.kind == lint::Kind::Istio && c.nodes.iter().any(judged)
+    });
+    if !linted.routes.iter().any(|r| !r.carries.is_empty()) && !istio_values {
         if linted.routes.is_empty() && findings.iter().all(|f| f.status == Status::Pass) {
             anyhow::bail!("{}", proxies_nothing(&loaded.configs, &loaded.skipped));
         }

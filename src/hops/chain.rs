@@ -130,6 +130,7 @@ pub fn parse_override(s: &str, over: &mut Overrides) -> Result<(), String> {
     };
     let (key, value) = s.split_once('=').ok_or_else(bad)?;
     let (hop, field) = key.trim().split_once('.').ok_or_else(bad)?;
+    let hop = server_side(hop)?.map_or(hop, |(_, id)| id);
     super::check_id(hop)?;
     let d = rtcheck_base::units::parse_duration(value)?;
     let o = over.entry(hop.to_string()).or_default();
@@ -214,6 +215,10 @@ pub struct Chain {
     pub reloads: Vec<HopSetting>,
     pub warnings: Vec<String>,
     pub transports: Vec<TransportChain>,
+    /// The hops on the server's own links to Redis or a backend (`redis:ID`, `backend:ID`
+    /// in the path); not part of the users' chain above.
+    #[serde(default)]
+    pub backend_links: Vec<BackendLink>,
 }
 
 /// The seed's production ping range (`ping-timing`), in seconds.
@@ -227,16 +232,157 @@ fn production_ping() -> (u64, u64) {
 /// The chain of `path` (outermost first, ids of the catalogue) under `overrides`. Errors
 /// name the hop and the field (an unknown id, an override outside the documented range).
 pub fn compute(path: &[String], overrides: &Overrides) -> Result<Chain, String> {
-    let hops: Vec<&Hop> = path
+    let (users, server) = split_sides(path)?;
+    let overrides = &bare_overrides(overrides);
+    let hops: Vec<&Hop> = users
         .iter()
         .map(|id| super::check_id(id))
         .collect::<Result<_, _>>()?;
-    check_overrides(&hops, overrides)?;
+    let all: Vec<&Hop> = hops
+        .iter()
+        .copied()
+        .chain(server.iter().map(|(_, h)| *h))
+        .collect();
+    check_overrides(&all, overrides)?;
     let transports: Vec<TransportChain> = TRANSPORTS
         .iter()
         .map(|t| for_transport(&hops, overrides, *t))
         .collect();
-    Ok(summarise(path, &hops, transports))
+    let mut c = summarise(&users, &hops, transports);
+    c.backend_links = backend_links(&server, overrides);
+    for l in &c.backend_links {
+        if let Some(w) = l.warning() {
+            c.warnings.push(w);
+        }
+    }
+    Ok(c)
+}
+
+/// The server's own links (to Redis, to a database or another backend) a path entry can
+/// name with a prefix: `redis:aws-nat-gateway`, `backend:gcp-cloud-nat`.
+pub const SIDES: [&str; 2] = ["redis", "backend"];
+
+/// `Some((side, id))` for an entry on the server's side of a link to Redis or a backend;
+/// an unknown prefix is an error naming the known ones.
+pub fn server_side(entry: &str) -> Result<Option<(&str, &str)>, String> {
+    let Some((side, id)) = entry.split_once(':') else {
+        return Ok(None);
+    };
+    if !SIDES.contains(&side.trim()) {
+        return Err(format!(
+            "`{entry}`: unknown link `{side}:` (server-side hops are redis:ID or backend:ID)"
+        ));
+    }
+    Ok(Some((side.trim(), id.trim())))
+}
+
+/// The users' hops (ids) and the server-side ones (link, hop), checked against the catalogue.
+#[allow(clippy::type_complexity)]
+fn split_sides(path: &[String]) -> Result<(Vec<String>, Vec<(String, &'static Hop)>), String> {
+    let mut users = Vec::new();
+    let mut server = Vec::new();
+    for e in path {
+        match server_side(e)? {
+            Some((side, id)) => server.push((side.to_string(), super::check_id(id)?)),
+            None => users.push(e.clone()),
+        }
+    }
+    Ok((users, server))
+}
+
+/// Overrides keyed by the bare hop id (a profile may write `redis:aws-nat-gateway: {...}`).
+fn bare_overrides(over: &Overrides) -> Overrides {
+    over.iter()
+        .map(|(k, v)| {
+            let id = match server_side(k) {
+                Ok(Some((_, id))) => id.to_string(),
+                _ => k.clone(),
+            };
+            (id, v.clone())
+        })
+        .collect()
+}
+
+/// One link of the server to Redis or another backend, with the hops on it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BackendLink {
+    /// `redis` or `backend`.
+    pub side: String,
+    pub hops: Vec<String>,
+    pub tightest_idle_s: Option<u64>,
+    pub idle: Option<Bound>,
+    pub reset_by: Vec<String>,
+    /// The slowest keepalive (TCP keepalive or the client's PING) that keeps the link open:
+    /// half the tightest idle limit, when TCP keepalive resets it.
+    pub keepalive_max_s: Option<u64>,
+    /// Limits the documentation leaves unknown on this link.
+    pub unknown: Vec<String>,
+}
+
+impl BackendLink {
+    /// What the link needs, in one sentence (None when no hop documents an idle limit).
+    pub fn warning(&self) -> Option<String> {
+        let b = self.idle.as_ref()?;
+        let keep = match self.keepalive_max_s {
+            Some(k) => format!("TCP keepalive (or a client PING) at most every {k} s on it"),
+            None => "traffic from the application (a PING) on it: TCP keepalive does not reset it"
+                .to_string(),
+        };
+        Some(format!(
+            "the server's {} link passes {}, which forgets a flow idle for {}: \
+             a {} subscriber or pooled connection is cut silently; {keep}",
+            self.side,
+            b.hop,
+            show_secs(b.secs),
+            self.side
+        ))
+    }
+}
+
+/// The server-side links in path order, one per side named.
+fn backend_links(server: &[(String, &'static Hop)], overrides: &Overrides) -> Vec<BackendLink> {
+    let mut sides: Vec<&str> = Vec::new();
+    for (s, _) in server {
+        if !sides.contains(&s.as_str()) {
+            sides.push(s);
+        }
+    }
+    sides
+        .into_iter()
+        .map(|side| {
+            let hops: Vec<&Hop> = server
+                .iter()
+                .filter(|(s, _)| s == side)
+                .map(|(_, h)| *h)
+                .collect();
+            let mut unknown = Vec::new();
+            // A Redis or database link is one long-lived TCP connection in both directions:
+            // the limits hops document for WebSockets are the ones that apply.
+            let idle = tightest(
+                &hops,
+                overrides,
+                LimitKind::Idle,
+                Transport::Websocket,
+                &mut unknown,
+            );
+            let keepalive_max_s = idle
+                .as_ref()
+                .filter(|(_, r)| r.contains(&Reset::TcpKeepalive))
+                .map(|(b, _)| b.secs / 2);
+            BackendLink {
+                side: side.to_string(),
+                hops: hops.iter().map(|h| h.id.clone()).collect(),
+                tightest_idle_s: idle.as_ref().map(|(b, _)| b.secs),
+                reset_by: idle
+                    .as_ref()
+                    .map(|(_, r)| r.iter().map(|r| r.as_str().to_string()).collect())
+                    .unwrap_or_default(),
+                idle: idle.map(|(b, _)| b),
+                keepalive_max_s,
+                unknown,
+            }
+        })
+        .collect()
 }
 
 fn check_overrides(hops: &[&Hop], overrides: &Overrides) -> Result<(), String> {
@@ -468,6 +614,7 @@ fn summarise(path: &[String], hops: &[&Hop], transports: Vec<TransportChain>) ->
             .collect(),
         warnings,
         transports,
+        backend_links: Vec::new(),
     }
 }
 
@@ -523,6 +670,23 @@ impl Chain {
         for e in &c.exclusions {
             v.push_str(&format!(" No {}: {}.", e.transport, e.why));
         }
+        for l in &c.backend_links {
+            if let (Some(b), Some(k)) = (&l.idle, l.keepalive_max_s) {
+                v.push_str(&format!(
+                    " Server to {}: {} cuts an idle flow at {}, keepalive every {k} s or less.",
+                    l.side,
+                    b.hop,
+                    show_secs(b.secs)
+                ));
+            } else if let Some(b) = &l.idle {
+                v.push_str(&format!(
+                    " Server to {}: {} cuts an idle flow at {}, keepalive does not reset it.",
+                    l.side,
+                    b.hop,
+                    show_secs(b.secs)
+                ));
+            }
+        }
         v
     }
 
@@ -562,7 +726,10 @@ pub fn parse_path(s: &str) -> Result<Vec<String>, String> {
         return Ok(Vec::new());
     }
     for id in &ids {
-        super::check_id(id)?;
+        match server_side(id)? {
+            Some((_, bare)) => super::check_id(bare)?,
+            None => super::check_id(id)?,
+        };
     }
     Ok(ids)
 }
@@ -793,5 +960,89 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.contains("not on the path"), "{e}");
+    }
+
+    #[test]
+    fn server_side_hops_form_their_own_link_and_leave_the_users_chain_alone() {
+        let c = chain("cloudflare,aws-alb,kube-proxy-ipvs,redis:aws-nat-gateway");
+        assert_eq!(c.path, ["cloudflare", "aws-alb", "kube-proxy-ipvs"]);
+        assert_eq!(
+            c.tightest_idle_s,
+            Some(60),
+            "the NAT is not on the users' side"
+        );
+        assert_eq!(c.backend_links.len(), 1);
+        let l = &c.backend_links[0];
+        assert_eq!(
+            (l.side.as_str(), l.hops.clone()),
+            ("redis", vec!["aws-nat-gateway".to_string()])
+        );
+        assert_eq!(l.tightest_idle_s, Some(350));
+        assert_eq!(l.keepalive_max_s, Some(175));
+        assert!(l.reset_by.contains(&"tcp-keepalive".to_string()));
+        assert!(c
+            .warnings
+            .iter()
+            .any(|w| w.contains("redis link") && w.contains("350 s")));
+        assert!(
+            c.verdict().contains("Server to redis: aws-nat-gateway"),
+            "{}",
+            c.verdict()
+        );
+        // Declared values reach the server side too, under either spelling.
+        let mut o = Overrides::new();
+        parse_override("redis:gcp-cloud-nat.idle=600s", &mut o).unwrap();
+        let c = compute(
+            &path("nginx,backend:gcp-cloud-nat,redis:azure-nat-gateway"),
+            &o,
+        )
+        .unwrap();
+        let sides: Vec<(&str, Option<u64>)> = c
+            .backend_links
+            .iter()
+            .map(|l| (l.side.as_str(), l.tightest_idle_s))
+            .collect();
+        assert_eq!(sides, [("backend", Some(600)), ("redis", Some(240))]);
+        let o: Overrides = [(
+            "gcp-cloud-nat".to_string(),
+            HopOverride {
+                idle: Some(Duration::from_secs(600)),
+                ..Default::default()
+            },
+        )]
+        .into();
+        let c = compute(&path("redis:gcp-cloud-nat"), &o).unwrap();
+        assert_eq!(c.backend_links[0].tightest_idle_s, Some(600));
+        assert!(c.path.is_empty());
+        // Bad sides and bad ids are named.
+        let e = parse_path("nginx,db:aws-nat-gateway").unwrap_err();
+        assert!(e.contains("unknown link `db:`"), "{e}");
+        let e = parse_path("redis:aws-nat").unwrap_err();
+        assert!(e.contains("unknown hop `aws-nat`"), "{e}");
+    }
+
+    #[test]
+    fn cluster_and_nat_hops_cut_where_their_vendors_say() {
+        let c = chain("cloudflare-tunnel");
+        let ws = c.transport(Transport::Websocket);
+        assert_eq!(ws.tightest_idle_s, Some(270));
+        assert!(
+            !ws.reset_by.contains(&"tcp-keepalive".to_string()),
+            "keepalive does not help"
+        );
+        assert_eq!(chain("kube-proxy-ipvs").tightest_idle_s, Some(900));
+        assert_eq!(chain("kube-proxy-iptables").tightest_idle_s, Some(86_400));
+        assert_eq!(chain("azure-nat-gateway").tightest_idle_s, Some(240));
+        // Unknowns are listed, not guessed.
+        let c = chain("istio-sidecar,linkerd,dapr-sidecar,cgnat");
+        assert_eq!(c.tightest_idle_s, None);
+        let sse = c.transport(Transport::Sse);
+        for id in ["istio-sidecar", "linkerd", "dapr-sidecar", "cgnat"] {
+            assert!(
+                sse.unknown.iter().any(|u| u.starts_with(id)),
+                "{id}: {:?}",
+                sse.unknown
+            );
+        }
     }
 }

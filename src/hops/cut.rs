@@ -153,4 +153,28 @@ mod tests {
             .contains("declared 4 s; no documented default"));
         assert!(m[0].setting.contains("timeout tunnel"), "{m:?}");
     }
+
+    #[test]
+    fn a_nat_or_tunnel_cut_is_attributed_by_its_time() {
+        let ws = Transport::Websocket;
+        let path: Vec<String> = [
+            "cloudflare-tunnel",
+            "kube-proxy-ipvs",
+            "redis:aws-nat-gateway",
+        ]
+        .map(String::from)
+        .to_vec();
+        assert_eq!(
+            matching_cut(&path, Duration::from_secs(271), ws)[0].hop,
+            "cloudflare-tunnel"
+        );
+        assert_eq!(
+            matching_cut(&path, Duration::from_secs(905), ws)[0].hop,
+            "kube-proxy-ipvs"
+        );
+        // The Redis link's NAT does not cut the users' connections.
+        assert!(matching_cut(&path, Duration::from_secs(350), ws).is_empty());
+        let m = matching_cut(&["azure-nat-gateway".into()], Duration::from_secs(241), ws);
+        assert_eq!(m[0].hop, "azure-nat-gateway");
+    }
 }

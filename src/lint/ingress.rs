@@ -12,7 +12,7 @@ pub const PREFIX: &str = "nginx.ingress.kubernetes.io/";
 /// The documents of a YAML stream with the line each starts on. A `---` marker may carry
 /// the document's first content on its own line (`--- {kind: Ingress, ...}` is valid
 /// YAML): that text starts the new document, on the marker's line.
-fn documents(text: &str) -> Vec<(usize, String)> {
+pub(super) fn documents(text: &str) -> Vec<(usize, String)> {
     let mut out = vec![(1, String::new())];
     for (i, l) in text.lines().enumerate() {
         let marker = l

@@ -44,6 +44,9 @@ pub fn detect(path: &str, text: &str) -> Option<Kind> {
         if super::traefik::looks_like(text) {
             return Some(Kind::Traefik);
         }
+        if super::istio::looks_like(text) {
+            return Some(Kind::Istio);
+        }
         return text.contains("kind: Ingress").then_some(Kind::Ingress);
     }
     let haproxy = starts(&["frontend", "backend", "listen", "defaults"]);

@@ -13,12 +13,14 @@ pub mod caddyfile;
 pub mod check_caddy;
 pub mod check_haproxy;
 pub mod check_ingress;
+pub mod check_istio;
 pub mod check_nginx;
 pub mod check_traefik;
 pub mod classify;
 pub mod haproxy;
 pub mod host;
 pub mod ingress;
+pub mod istio;
 pub mod known;
 pub mod load;
 pub mod nginx;
@@ -47,6 +49,8 @@ pub enum Kind {
     Ingress,
     /// Traefik's dynamic configuration (file provider, YAML).
     Traefik,
+    /// Istio DestinationRule / EnvoyFilter YAML (the sidecar's idle timeouts).
+    Istio,
 }
 
 impl Kind {
@@ -58,6 +62,7 @@ impl Kind {
             Kind::CaddyJson => "caddy-json",
             Kind::Ingress => "ingress",
             Kind::Traefik => "traefik",
+            Kind::Istio => "istio",
         }
     }
 }
@@ -162,7 +167,9 @@ pub fn looks_like(kind: Kind, text: &str) -> bool {
         }),
         Kind::Caddy => lines().any(|l| l.ends_with('{') || l.starts_with("reverse_proxy")),
         Kind::CaddyJson => text.trim_start().starts_with('{'),
-        Kind::Ingress | Kind::Traefik => rtcheck_base::input::looks_like_mapping(text),
+        Kind::Ingress | Kind::Traefik | Kind::Istio => {
+            rtcheck_base::input::looks_like_mapping(text)
+        }
     }
 }
 
@@ -201,6 +208,7 @@ pub fn parse(kind: Kind, file: &str, text: &str) -> Result<Vec<Node>, ParseError
         Kind::CaddyJson => caddy_json::parse(file, text),
         Kind::Ingress => ingress::parse(file, text),
         Kind::Traefik => traefik::parse(file, text),
+        Kind::Istio => istio::parse(file, text),
     }
 }
 
@@ -294,6 +302,7 @@ pub fn lint_routes(configs: &[Config], w: &Workload, skip: &[String]) -> Linted 
             Kind::Caddy | Kind::CaddyJson => check_caddy::check(c, w, &mut s),
             Kind::Ingress => check_ingress::check(c, w, &mut s),
             Kind::Traefik => check_traefik::check(c, w, &mut s),
+            Kind::Istio => check_istio::check(c, w, &mut s),
         }
     }
     Linted {

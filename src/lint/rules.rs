@@ -97,6 +97,10 @@ rules! {
         "with maxResponseBodyBytes (or a retryExpression) the buffering middleware holds the response to measure it; an event stream never ends, so it is held, then refused past the limit (doc.traefik.io, middlewares/http/buffering)";
     TraefikUnroutedService = "traefik-unrouted-service", "traefik", "every service is routed", [],
         "Traefik sends requests to a service only from a router in http.routers (rule, service); a rule written under a service is ignored (doc.traefik.io, routing/routers)";
+    IstioTcpIdleTimeout = "istio-tcp-idle-timeout", "istio", "DestinationRule tcp.idleTimeout above the heartbeat", ["ping-pong"],
+        "connectionPool.tcp.idleTimeout (1h unless set; 0s disables it) closes a TCP connection with no bytes either way for that long (Istio DestinationRule reference): a quiet WebSocket through the sidecar is cut unless a heartbeat comes sooner";
+    IstioStreamIdleTimeout = "istio-stream-idle-timeout", "istio", "EnvoyFilter stream_idle_timeout above the heartbeat", ["ping-pong"],
+        "Envoy's stream_idle_timeout (5 min in Envoy; 0s disables it) closes a stream with no activity, upgraded WebSockets included (Envoy timeouts FAQ): an EnvoyFilter that sets it on a sidecar's connection manager cuts a quiet stream before a slower heartbeat";
     TraefikStickyPolling = "traefik-sticky-polling", "traefik", "polling sticks to one server", [],
         "a loadBalancer service spreads requests over its servers; long-polling sessions (socket.io, SockJS) keep state on one of them unless loadBalancer.sticky.cookie is set";
     IngressSnippet = "ingress-snippet", "ingress", "no snippet annotation the controller rejects", [],

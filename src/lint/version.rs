@@ -67,6 +67,7 @@ pub fn product(kind: super::Kind) -> &'static str {
         super::Kind::Caddy | super::Kind::CaddyJson => "caddy",
         super::Kind::Ingress => "ingress-nginx",
         super::Kind::Traefik => "traefik",
+        super::Kind::Istio => "istio",
     }
 }
 

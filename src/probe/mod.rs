@@ -21,6 +21,7 @@ pub mod session;
 pub mod sse_buffering;
 pub mod target;
 pub mod upgrade;
+pub mod ws_h2;
 
 use crate::findings::{Finding, Fix, Status};
 use client::ClientOpts;
@@ -69,6 +70,7 @@ pub const CHECKS: &[Meta] = &[
     compression::META,
     http2::META,
     origin::META,
+    ws_h2::META,
     MEASURED,
     polling::STATUS,
     polling::CACHE,
@@ -218,6 +220,8 @@ pub struct UrlObs {
     pub path: Option<std::sync::Arc<path::Declared>>,
     /// A Socket.IO URL whose upgrade failed: its long-polling transport, asked once.
     pub fallback: Option<Result<fallback::PollingOpen, String>>,
+    /// wss:// over h2: extended CONNECT advertised and tried (RFC 8441), or why not read.
+    pub ws_h2: Option<Result<ws_h2::H2Obs, String>>,
 }
 
 impl UrlObs {
@@ -417,6 +421,7 @@ pub async fn probe_url(
         proxy: Proxy::Unknown,
         path: o.path.clone(),
         fallback: None,
+        ws_h2: None,
     };
     let d = direct.as_ref();
     let probed = match kind {
@@ -483,6 +488,9 @@ async fn probe_ws(
         u.fallback = Some(fallback::engineio_polling(t, &o.client).await);
     }
     u.ws = Some(ws);
+    if t.scheme.tls() {
+        u.ws_h2 = Some(ws_h2::observe(t, &o.client, &origin).await);
+    }
     if let Some(d) = direct {
         // The page's Origin, to the endpoint itself: what the path changes shows.
         match session::websocket(d, &o.client, &origin, None, app.as_ref(), nop).await {
@@ -757,6 +765,7 @@ mod tests {
             "compression",
             "http2",
             "origin",
+            "ws-over-h2",
             "measured",
         ];
         assert_eq!(IDS[..single.len()], single);

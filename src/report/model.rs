@@ -21,6 +21,9 @@ pub struct FindingsReport {
     /// lint: every proxied route, what it carries and why (the evidence).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub routes: Vec<crate::lint::classify::RouteReport>,
+    /// audit --netns: the network namespace read and where it differs from the host.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub netns: Option<crate::audit::netns::NetnsReport>,
     pub summary: Summary,
     /// Wall time of the work (snapshot + checks), in milliseconds.
     pub duration_ms: f64,
@@ -41,6 +44,7 @@ impl FindingsReport {
             summary: Summary::of(&findings),
             findings,
             routes: vec![],
+            netns: None,
             // Microsecond resolution is plenty and keeps the JSON readable.
             duration_ms: (duration_ms * 1000.0).round() / 1000.0,
         }

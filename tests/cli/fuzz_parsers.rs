@@ -153,6 +153,38 @@ const CADDY_JSON: &[&str] = &[
     " ",
     "\n",
 ];
+const ISTIO: &[&str] = &[
+    "---",
+    " ",
+    "\n",
+    "  ",
+    "- ",
+    "apiVersion: networking.istio.io/v1",
+    "kind: DestinationRule",
+    "kind: EnvoyFilter",
+    "metadata:",
+    "name: ws",
+    "spec:",
+    "trafficPolicy:",
+    "subsets:",
+    "connectionPool:",
+    "tcp:",
+    "http:",
+    "idleTimeout: ",
+    "stream_idle_timeout: ",
+    "30s",
+    "1e400h",
+    "99999999999999999999999",
+    "{",
+    "}",
+    "[",
+    "]",
+    ":",
+    "&a",
+    "*a",
+    "'",
+];
+
 const INGRESS: &[&str] = &[
     "---",
     " ",
@@ -276,6 +308,9 @@ proptest! {
 
     #[test]
     fn traefik_parser(t in text_from(TRAEFIK)) { survives(Kind::Traefik, &t)?; }
+
+    #[test]
+    fn istio_parser(t in text_from(ISTIO)) { survives(Kind::Istio, &t)?; }
 
     /// The loader's checks and a profile, answers file and hops file read from any text:
     /// an error or a value, never a panic.

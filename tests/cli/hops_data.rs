@@ -29,6 +29,17 @@ const CONTRACT_IDS: &[&str] = &[
     "cloud-run",
     "fastly",
     "akamai",
+    // Inside the cluster and at the NAT (issue 40).
+    "kube-proxy-ipvs",
+    "kube-proxy-iptables",
+    "istio-sidecar",
+    "linkerd",
+    "dapr-sidecar",
+    "cloudflare-tunnel",
+    "aws-nat-gateway",
+    "gcp-cloud-nat",
+    "azure-nat-gateway",
+    "cgnat",
 ];
 
 fn is_date(s: &str) -> bool {

@@ -108,5 +108,21 @@ pub fn chain(c: &Chain) -> String {
             ));
         }
     }
+    for l in &c.backend_links {
+        let idle = l
+            .idle
+            .as_ref()
+            .map(|b| format!("idle {} s (`{}`)", b.secs, b.hop))
+            .unwrap_or_else(|| "no documented idle limit".into());
+        let keep = l
+            .keepalive_max_s
+            .map(|k| format!(", keepalive every {k} s or less"))
+            .unwrap_or_default();
+        s.push_str(&format!(
+            "- server side, {} link: {}: {idle}{keep}\n",
+            l.side,
+            l.hops.join(" -> ")
+        ));
+    }
     s
 }

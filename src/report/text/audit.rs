@@ -49,7 +49,37 @@ fn header(r: &FindingsReport, pal: Palette) -> String {
         out.push_str(&pal.dim(wrap(t, pal.width, "", "  ").trim_end()));
         out.push('\n');
     }
+    if let Some(n) = &r.netns {
+        out.push_str(&netns(n, pal.width));
+    }
     out.push_str(&routes(r, pal));
+    out
+}
+
+/// audit --netns: what the process's sockets get, beside the host's values.
+fn netns(n: &crate::audit::netns::NetnsReport, width: usize) -> String {
+    let head = if n.same_as_host {
+        format!(
+            "Process {} shares rtcheck's network namespace ({}): the values are the host's.",
+            n.pid, n.namespace
+        )
+    } else if n.differences.is_empty() {
+        format!(
+            "Network namespace of process {} ({}): the same values as the host.",
+            n.pid, n.namespace
+        )
+    } else {
+        format!("Network namespace of process {} ({}) differs from the host; the checks judge its values:", n.pid, n.namespace)
+    };
+    let mut out = wrap(&head, width, "", "  ");
+    for d in &n.differences {
+        out.push_str(&wrap(
+            &format!("{} = {} (host: {})", d.sysctl, d.namespace, d.host),
+            width,
+            "  ",
+            "    ",
+        ));
+    }
     out
 }
 

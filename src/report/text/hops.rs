@@ -288,6 +288,10 @@ pub fn chain(c: &Chain, p: &Palette) -> String {
         "Not documented (declare with --override HOP.FIELD=DUR, or measure with probe)",
         unknown,
     );
+    section(
+        "Server side (its links to Redis or a backend)",
+        server_side(c, p),
+    );
     let mut notes = vec![super::wrap(
         &format!("SSE and HTTP/2: {}.", c.sse_http2),
         p.width,
@@ -315,9 +319,11 @@ pub fn chain(c: &Chain, p: &Palette) -> String {
     ));
     section("Notes", notes);
     let width = p.width;
+    let server_hops = c.backend_links.iter().flat_map(|l| l.hops.iter());
     let sources: Vec<String> = c
         .path
         .iter()
+        .chain(server_hops)
         .filter_map(|id| crate::hops::get(id))
         .flat_map(|h| {
             h.sources.iter().map(move |src| {
@@ -332,6 +338,38 @@ pub fn chain(c: &Chain, p: &Palette) -> String {
         .collect();
     section("Sources", sources);
     s
+}
+
+/// One entry per server-side link: its hops, the tightest idle limit and the keepalive
+/// that survives it.
+fn server_side(c: &Chain, p: &Palette) -> Vec<String> {
+    let mut out = Vec::new();
+    for l in &c.backend_links {
+        let head = format!("{} link: {}", l.side, l.hops.join(" -> "));
+        out.push(super::wrap(&head, p.width, "  ", "    "));
+        let line = match (&l.idle, l.keepalive_max_s) {
+            (Some(b), Some(k)) => format!(
+                "idle limit {} ({}), reset by {}: TCP keepalive or a PING every {k} s or less",
+                crate::hops::chain::show_secs(b.secs),
+                b.hop,
+                l.reset_by.join(", ")
+            ),
+            (Some(b), None) => format!(
+                "idle limit {} ({}), reset by {}: only traffic keeps it open",
+                crate::hops::chain::show_secs(b.secs),
+                b.hop,
+                l.reset_by.join(", ")
+            ),
+            (None, _) => "no documented idle limit".to_string(),
+        };
+        out.push(super::wrap(&line, p.width, "    ", "      "));
+        out.extend(
+            l.unknown
+                .iter()
+                .map(|u| super::wrap(&format!("not documented: {u}"), p.width, "    ", "      ")),
+        );
+    }
+    out
 }
 
 /// What to configure, one entry per hop and setting with the transports it concerns
