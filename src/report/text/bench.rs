@@ -248,6 +248,10 @@ pub fn render(rep: &BenchReport, p: &Palette, explain: bool) -> String {
         "",
         "  ",
     ));
+    if let Some(sp) = &rep.app_protocol {
+        let line = format!("protocol spoken: {} ({})", sp.protocol, sp.why);
+        out.push_str(&wrap(&line, w, "", "  "));
+    }
     out.push_str("\nlatency in ms (receive - scheduled send, healthy clients)\n");
     let rows: Vec<Vec<String>> = rep.scenarios.iter().map(compact_row).collect();
     out.push_str(&fit_table(&COMPACT, &rows, w, &[0]));

@@ -1,0 +1,303 @@
+//! bench fanout and verify delivery through a library protocol (issue 42): python-socketio's
+//! hub as its docs write one (aiohttp, `emit` to all: RELAY=1), Engine.IO v4 with a ping
+//! every second and a client that does not answer within a second dropped. rtcheck
+//! detects Socket.IO from the URL, its clients and publisher speak it (connect packet,
+//! `42["message",...]`, pongs), and the counts are checked against an independent
+//! python-socketio client and the hub's own connect/disconnect log.
+mod common;
+mod foreign_common;
+use foreign_common::*;
+use serde_json::Value;
+use std::io::BufRead;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const PATH: &str = "/socket.io/?EIO=4&transport=websocket";
+
+fn hub(log: &std::path::Path) -> Foreign {
+    py_socketio(&[
+        ("RELAY", "1"),
+        ("PING_INTERVAL", "1"),
+        ("PING_TIMEOUT", "1"),
+        ("EVENTS_LOG", log.to_str().unwrap()),
+    ])
+}
+
+/// The independent client (socketio_client.py), connected; it counts until its stdin
+/// closes. Killed on drop if the test fails before.
+struct Observer(Child);
+
+impl Observer {
+    fn start(hub: &Foreign) -> Observer {
+        let mut c = Command::new(python())
+            .arg(fixture("socketio_client.py"))
+            .args([&hub.url("http", ""), "0"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Wait (bounded) for its "connected" line: it must see the first round.
+        let err = c.stderr.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for l in std::io::BufReader::new(err).lines() {
+                let Ok(l) = l else { return };
+                let _ = tx.send(l);
+            }
+        });
+        let until = Instant::now() + Duration::from_secs(60);
+        let mut said = Vec::new();
+        while Instant::now() < until {
+            match rx.recv_timeout(Duration::from_millis(200)) {
+                Ok(l) if l == "connected" => return Observer(c),
+                Ok(l) => said.push(l),
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+                Err(_) => break,
+            }
+        }
+        let _ = c.kill();
+        panic!("socketio_client.py did not connect: {said:?}");
+    }
+
+    /// Close its stdin; its count.
+    fn finish(mut self) -> Value {
+        drop(self.0.stdin.take());
+        let mut out = String::new();
+        use std::io::Read;
+        self.0
+            .stdout
+            .take()
+            .unwrap()
+            .read_to_string(&mut out)
+            .unwrap();
+        let _ = self.0.wait();
+        serde_json::from_str(&out).unwrap_or_else(|e| panic!("observer: not JSON ({e}): {out}"))
+    }
+}
+
+impl Drop for Observer {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// (connect time, disconnect time) of every session the hub logged.
+fn sessions(log: &std::path::Path) -> Vec<(f64, Option<f64>)> {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let mut out: Vec<(String, f64, Option<f64>)> = Vec::new();
+    for line in text.lines() {
+        let w: Vec<&str> = line.split_whitespace().collect();
+        let [t, sid, what] = w[..] else { continue };
+        let t: f64 = t.parse().unwrap();
+        if what == "connect" {
+            out.push((sid.to_string(), t, None));
+        } else if let Some(s) = out.iter_mut().find(|s| s.0 == sid) {
+            s.2 = Some(t);
+        }
+    }
+    out.into_iter().map(|(_, c, d)| (c, d)).collect()
+}
+
+fn json_of(args: &[&str]) -> (Option<i32>, Value, String) {
+    let out = common::rtcheck()
+        .args(args)
+        .timeout(Duration::from_secs(180))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let v = serde_json::from_str(&text).unwrap_or(Value::Null);
+    (out.status.code(), v, format!("{text}\nstderr: {err}"))
+}
+
+fn seqs(v: &Value) -> Vec<u64> {
+    v["seqs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_u64().unwrap())
+        .collect()
+}
+
+/// 20 clients, 2 of them slow (never read), rtcheck publishing 40 rounds through the hub
+/// (`--publish ws`, the hub emits each to all). Every healthy client gets every round,
+/// unwrapped to rtcheck's payload; the independent client saw the same 40; and no
+/// client was dropped by the library's 2 s heartbeat timeout, the slow ones included
+/// (slow at the socket, never at the heartbeat): the hub's first disconnect comes after
+/// the 8 s of publishing.
+#[test]
+fn bench_fanout_speaks_socketio_to_a_python_socketio_hub() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("events.log");
+    let hub = hub(&log);
+    let observer = Observer::start(&hub);
+    let url = hub.url("ws", PATH);
+    let (code, r, out) = json_of(&[
+        "bench",
+        "fanout",
+        "--server",
+        &url,
+        "--format",
+        "json",
+        "--publish",
+        "ws",
+        "--connections",
+        "20",
+        "--slow",
+        "2",
+        "--rounds",
+        "40",
+        "--rate",
+        "5",
+        "--size",
+        "256",
+        "--drain",
+        "2s",
+    ]);
+    let seen = observer.finish();
+    let ctx = format!(
+        "{out}\nobserver: {seen}\nhub log:\n{}",
+        std::fs::read_to_string(&log).unwrap_or_default()
+    );
+    assert_eq!(code, Some(0), "{ctx}");
+    assert_eq!(r["app_protocol"]["protocol"], "socketio", "{ctx}");
+    assert!(
+        r["app_protocol"]["why"].as_str().unwrap().contains("EIO=4"),
+        "{ctx}"
+    );
+    let run = &r["scenarios"][0];
+    assert_eq!(run["valid"], true, "{ctx}");
+    assert_eq!(
+        run["accounting"]["received"].as_u64(),
+        Some(18 * 40),
+        "{ctx}"
+    );
+    // The independent client: every round rtcheck published went through the hub.
+    assert_eq!(seen["connected"], true, "{ctx}");
+    assert_eq!(seqs(&seen), (1..=40).collect::<Vec<u64>>(), "{ctx}");
+    // The hub's own log: 20 clients, the publisher and the observer; none dropped by
+    // the heartbeat (1 s ping + 1 s timeout) while the rounds went out.
+    let s = sessions(&log);
+    assert_eq!(s.len(), 22, "{ctx}");
+    let last_connect = s.iter().map(|x| x.0).fold(0.0, f64::max);
+    let first_drop = s.iter().filter_map(|x| x.1).fold(f64::MAX, f64::min);
+    assert!(
+        first_drop - last_connect >= 6.0,
+        "a session ended {:.1} s after the last connect\n{ctx}",
+        first_drop - last_connect
+    );
+    // The library's userland queue is named where the slow clients' backlog goes.
+    let notes = run["notes"].to_string();
+    assert!(notes.contains("engine.io's per-socket queue"), "{ctx}");
+}
+
+/// verify delivery through the same hub: the clients join, leave the four ways and come
+/// back as Socket.IO clients do (no resume: python-socketio has no connection state
+/// recovery), rtcheck publishing. What a client missed while away is lost silently (the
+/// verdict a careful SRE gives a hub that neither replays nor says so); what it received
+/// is real: never more than the independent client, which saw every published seq.
+#[test]
+fn verify_delivery_speaks_socketio_and_counts_the_silent_loss() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("events.log");
+    let hub = hub(&log);
+    let observer = Observer::start(&hub);
+    let url = hub.url("ws", PATH);
+    let (code, r, out) = json_of(&[
+        "verify",
+        "delivery",
+        "--server",
+        &url,
+        "--format",
+        "json",
+        "--publish",
+        "ws",
+        "--rate",
+        "20",
+        "--size",
+        "256",
+        "--max-disconnect",
+        "1500ms",
+        "--connections",
+        "3",
+    ]);
+    let seen = observer.finish();
+    let ctx = format!("{out}\nobserver: {seen}");
+    assert_eq!(code, Some(1), "{ctx}");
+    let foreign = &r["options"]["foreign"];
+    assert_eq!(foreign["app_protocol"]["protocol"], "socketio", "{ctx}");
+    let sent = r["publisher"]["sent"].as_u64().unwrap();
+    assert!(sent > 20, "{ctx}");
+    assert_eq!(r["publisher"]["failed"], 0, "{ctx}");
+    // Every seq the publisher sent reached the independent client through the hub.
+    let got = seqs(&seen);
+    assert_eq!(got.len() as u64, sent, "{ctx}");
+    for k in ["clean", "reset", "silent", "storm"] {
+        let x = r["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|x| x["delivery"] == "foreign" && x["disconnect"] == k)
+            .unwrap_or_else(|| panic!("no run {k}\n{ctx}"));
+        let received = x["received"].as_u64().unwrap();
+        assert!(received > 0 && received <= sent * 3, "{x:#}\n{ctx}");
+        assert!(x["lost_silently"].as_u64().unwrap() > 0, "{x:#}\n{ctx}");
+        assert_eq!(x["status"], "fail", "{x:#}");
+    }
+}
+
+/// SockJS (node's sockjs, Debian `node-sockjs`): a chat hub whose `h` heartbeat comes
+/// every second. bench detects SockJS from the session path, publishes `["..."]` and
+/// unwraps each `a["..."]`: every client gets every round, and the hub's own count of
+/// what it wrote (GET /stats) is the clients' plus the publisher's copy of each round.
+#[test]
+fn bench_fanout_speaks_sockjs_to_a_node_sockjs_hub() {
+    let hub = sockjs_hub(&[("HEARTBEAT_MS", "1000")]);
+    let url = hub.url("ws", "/hub/000/rtcheck1/websocket");
+    let (code, r, out) = json_of(&[
+        "bench",
+        "fanout",
+        "--server",
+        &url,
+        "--format",
+        "json",
+        "--publish",
+        "ws",
+        "--connections",
+        "20",
+        "--rounds",
+        "30",
+        "--rate",
+        "10",
+        "--size",
+        "256",
+        "--drain",
+        "2s",
+    ]);
+    let stats = fixture_stats(&hub);
+    let ctx = format!("{out}\nhub: {stats}");
+    assert_eq!(code, Some(0), "{ctx}");
+    assert_eq!(r["app_protocol"]["protocol"], "sockjs", "{ctx}");
+    assert!(
+        r["app_protocol"]["why"]
+            .as_str()
+            .unwrap()
+            .contains("SockJS"),
+        "{ctx}"
+    );
+    let run = &r["scenarios"][0];
+    assert_eq!(run["valid"], true, "{ctx}");
+    assert_eq!(
+        run["accounting"]["received"].as_u64(),
+        Some(20 * 30),
+        "{ctx}"
+    );
+    // The hub received each round once, from rtcheck's publisher, and wrote it to the
+    // 20 clients and back to the publisher (its last copy may meet that connection
+    // closing).
+    assert_eq!(stats["received"].as_u64(), Some(30), "{ctx}");
+    let sent = stats["sent"].as_u64().unwrap();
+    assert!((20 * 30 + 29..=21 * 30).contains(&sent), "{ctx}");
+}
