@@ -301,3 +301,72 @@ fn bench_fanout_speaks_sockjs_to_a_node_sockjs_hub() {
     let sent = stats["sent"].as_u64().unwrap();
     assert!((20 * 30 + 29..=21 * 30).contains(&sent), "{ctx}");
 }
+
+/// `hops --app-protocol`: Socket.IO's documented 25 s server ping against nginx's idle
+/// limit: the default 60 s holds it, 40 s is under it but above half of it, 20 s cuts
+/// every quiet client first (and says what to set). The library's source is carried.
+#[test]
+fn hops_judges_a_librarys_heartbeat_against_the_idle_chain() {
+    let fit = |over: Option<&str>| {
+        let mut args = vec!["hops", "--path", "nginx", "--app-protocol", "socketio"];
+        args.extend(["--format", "json"]);
+        if let Some(o) = over {
+            args.extend(["--override", o]);
+        }
+        let (code, v, out) = json_of(&args);
+        assert_eq!(code, Some(0), "{out}");
+        v["library"].clone()
+    };
+    let l = fit(None);
+    assert_eq!(
+        (l["fit"].as_str(), l["interval_s"].as_f64()),
+        (Some("holds"), Some(25.0)),
+        "{l}"
+    );
+    assert!(l["source"].as_str().unwrap().contains("socket.io"), "{l}");
+    assert_eq!(fit(Some("nginx.idle=40s"))["fit"], "late");
+    let cut = fit(Some("nginx.idle=20s"));
+    assert_eq!(cut["fit"], "cut", "{cut}");
+    assert!(
+        cut["sentence"].as_str().unwrap().contains("10 s or less"),
+        "{cut}"
+    );
+    // Without a path there is nothing to hold: a usage error, one line.
+    let out = common::rtcheck()
+        .args(["hops", "--app-protocol", "socketio"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--app-protocol needs --path"), "{err}");
+}
+
+/// `choose --app-protocol socketio` with a path whose idle limit is 20 s: the
+/// recommendation's notes say Engine.IO's 25 s ping is cut first.
+#[test]
+fn choose_checks_the_librarys_heartbeat_on_the_declared_path() {
+    let (code, v, out) = json_of(&[
+        "choose",
+        "--visible-within",
+        "1s",
+        "--upstream",
+        "none",
+        "--loss",
+        "replaceable",
+        "--path",
+        "nginx",
+        "--override",
+        "nginx.idle=20s",
+        "--app-protocol",
+        "socketio",
+        "--no-input",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(code, Some(0), "{out}");
+    let notes = v["notes"].to_string();
+    assert!(
+        notes.contains("Library: socketio's heartbeat (the server pings every 25 s by default) comes after the 20 s idle limit at nginx"),
+        "{notes}"
+    );
+}

@@ -214,6 +214,9 @@ pub struct Chain {
     pub reloads: Vec<HopSetting>,
     pub warnings: Vec<String>,
     pub transports: Vec<TransportChain>,
+    /// `--app-protocol`: the library's documented heartbeat on this path (issue 42).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub library: Option<super::library::LibraryFit>,
 }
 
 /// The seed's production ping range (`ping-timing`), in seconds.
@@ -468,6 +471,7 @@ fn summarise(path: &[String], hops: &[&Hop], transports: Vec<TransportChain>) ->
             .collect(),
         warnings,
         transports,
+        library: None,
     }
 }
 
