@@ -29,9 +29,15 @@ struct Observer(Child);
 
 impl Observer {
     fn start(hub: &Foreign) -> Observer {
-        let mut c = Command::new(python())
-            .arg(fixture("socketio_client.py"))
-            .args([&hub.url("http", ""), "0"])
+        let mut cmd = Command::new(python());
+        cmd.arg(fixture("socketio_client.py"))
+            .args([&hub.url("http", ""), "0"]);
+        Observer::spawn(cmd)
+    }
+
+    /// `cmd` started; returns once it said "connected" on stderr (bounded).
+    fn spawn(mut cmd: Command) -> Observer {
+        let mut c = cmd
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -57,7 +63,8 @@ impl Observer {
             }
         }
         let _ = c.kill();
-        panic!("socketio_client.py did not connect: {said:?}");
+        let _ = c.wait();
+        panic!("the independent client did not connect: {said:?}");
     }
 
     /// Close its stdin; its count.
@@ -369,4 +376,190 @@ fn choose_checks_the_librarys_heartbeat_on_the_declared_path() {
         notes.contains("Library: socketio's heartbeat (the server pings every 25 s by default) comes after the 20 s idle limit at nginx"),
         "{notes}"
     );
+}
+
+/// RabbitMQ (Debian `rabbitmq-server`) with its Web-STOMP plugin, every listener on
+/// 127.0.0.1 and a free port, its own epmd; killed with its process group on drop, its
+/// epmd too.
+struct Rabbit {
+    child: std::process::Child,
+    ws: u16,
+    stomp: u16,
+    epmd: u16,
+    dir: tempfile::TempDir,
+}
+
+impl Rabbit {
+    fn start() -> Rabbit {
+        use std::os::unix::process::CommandExt;
+        let server = "/usr/lib/rabbitmq/bin/rabbitmq-server";
+        assert!(
+            std::path::Path::new(server).exists(),
+            "{server} missing: install the Debian package rabbitmq-server"
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let [ws, stomp, amqp, dist, epmd] = [(); 5].map(|_| common::free_port());
+        std::fs::write(d.join("enabled_plugins"), "[rabbitmq_web_stomp].\n").unwrap();
+        let conf = format!(
+            "web_stomp.tcp.port = {ws}\nweb_stomp.tcp.ip = 127.0.0.1\n\
+             stomp.listeners.tcp.1 = 127.0.0.1:{stomp}\nlisteners.tcp.default = 127.0.0.1:{amqp}\n"
+        );
+        std::fs::write(d.join("rabbitmq.conf"), conf).unwrap();
+        let log = std::fs::File::create(d.join("rabbit.log")).unwrap();
+        let child = Command::new(server)
+            .current_dir(d)
+            .env("HOME", d)
+            .env("RABBITMQ_NODENAME", format!("rtcheck{ws}@localhost"))
+            .env("RABBITMQ_DIST_PORT", dist.to_string())
+            .env("ERL_EPMD_PORT", epmd.to_string())
+            .env("ERL_EPMD_ADDRESS", "127.0.0.1")
+            .env(
+                "RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS",
+                "-kernel inet_dist_use_interface {127,0,0,1}",
+            )
+            .env("RABBITMQ_MNESIA_BASE", d.join("mnesia"))
+            .env("RABBITMQ_LOG_BASE", d.join("log"))
+            .env("RABBITMQ_LOGS", "-")
+            .env("RABBITMQ_ENABLED_PLUGINS_FILE", d.join("enabled_plugins"))
+            .env("RABBITMQ_CONFIG_FILE", d.join("rabbitmq"))
+            .env("RABBITMQ_PID_FILE", d.join("pid"))
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let mut r = Rabbit {
+            child,
+            ws,
+            stomp,
+            epmd,
+            dir,
+        };
+        // The Erlang VM and the plugins take a while on a loaded machine.
+        let until = Instant::now() + Duration::from_secs(120);
+        let up = |p: u16| {
+            std::net::TcpStream::connect_timeout(
+                &std::net::SocketAddr::from(([127, 0, 0, 1], p)),
+                Duration::from_millis(200),
+            )
+            .is_ok()
+        };
+        while !(up(r.ws) && up(r.stomp)) {
+            let exited = r.child.try_wait().unwrap();
+            assert!(
+                exited.is_none() && Instant::now() < until,
+                "rabbitmq-server not listening ({exited:?}): {}",
+                r.log()
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        r
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("rabbit.log")).unwrap_or_default()
+    }
+}
+
+impl Drop for Rabbit {
+    fn drop(&mut self) {
+        // The script and the VM share the group the spawn made; epmd daemonized itself.
+        let pgid = format!("-{}", self.child.id());
+        let _ = Command::new("kill").args(["-KILL", "--", &pgid]).status();
+        // Bounded: a group that did not die must not hang the test run.
+        let until = Instant::now() + Duration::from_secs(10);
+        while self.child.try_wait().ok().flatten().is_none() && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = Command::new("epmd")
+            .args(["-port", &self.epmd.to_string(), "-kill"])
+            .env("ERL_EPMD_ADDRESS", "127.0.0.1")
+            .output();
+    }
+}
+
+/// STOMP over WebSocket, live: RabbitMQ's Web-STOMP. probe speaks STOMP (CONNECT with
+/// heart-beat, SUBSCRIBE) and counts the broker's negotiated heartbeat; bench fanout
+/// subscribes 20 clients (2 slow, which keep sending their STOMP heart-beat blind) to
+/// /topic/rtcheck and publishes 30 rounds as STOMP SENDs: every healthy client gets every
+/// round, and an independent subscriber over plain STOMP (stdlib Python) saw the same 30.
+#[test]
+fn stomp_over_websocket_through_rabbitmq() {
+    let rabbit = Rabbit::start();
+    let url = format!("ws://127.0.0.1:{}/ws", rabbit.ws);
+    let dest = "/topic/rtcheck";
+    let (_, p, out) = json_of(&[
+        "probe",
+        "--idle-for",
+        "12s",
+        "--public",
+        "--app-protocol",
+        "stomp",
+        "--channel",
+        dest,
+        "--format",
+        "json",
+        &url,
+    ]);
+    let ctx = format!("{out}\nbroker log:\n{}", rabbit.log());
+    let hb = p["findings"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no findings: {ctx}"))
+        .iter()
+        .find(|f| f["id"] == "heartbeat")
+        .unwrap_or_else(|| panic!("no heartbeat finding: {ctx}"));
+    assert_eq!(hb["status"], "pass", "{ctx}");
+    assert!(
+        hb["observed"].as_str().unwrap().contains("spoken: stomp"),
+        "{ctx}"
+    );
+    assert!(
+        hb["numbers"]["heartbeats"].as_f64().unwrap() >= 1.0,
+        "{ctx}"
+    );
+
+    let mut cmd = Command::new(python());
+    cmd.arg(fixture("stomp_observer.py"))
+        .args(["127.0.0.1", &rabbit.stomp.to_string(), dest]);
+    let observer = Observer::spawn(cmd);
+    let (code, r, out) = json_of(&[
+        "bench",
+        "fanout",
+        "--server",
+        &url,
+        "--format",
+        "json",
+        "--publish",
+        "ws",
+        "--app-protocol",
+        "stomp",
+        "--channel",
+        dest,
+        "--connections",
+        "20",
+        "--slow",
+        "2",
+        "--rounds",
+        "30",
+        "--rate",
+        "10",
+        "--size",
+        "256",
+        "--drain",
+        "2s",
+    ]);
+    let seen = observer.finish();
+    let ctx = format!("{out}\nobserver: {seen}\nbroker log:\n{}", rabbit.log());
+    assert_eq!(code, Some(0), "{ctx}");
+    assert_eq!(r["app_protocol"]["protocol"], "stomp", "{ctx}");
+    let run = &r["scenarios"][0];
+    assert_eq!(run["valid"], true, "{ctx}");
+    assert_eq!(
+        run["accounting"]["received"].as_u64(),
+        Some(18 * 30),
+        "{ctx}"
+    );
+    assert_eq!(seqs(&seen), (1..=30).collect::<Vec<u64>>(), "{ctx}");
 }
