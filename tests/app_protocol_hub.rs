@@ -473,10 +473,23 @@ impl Drop for Rabbit {
         while self.child.try_wait().ok().flatten().is_none() && Instant::now() < until {
             std::thread::sleep(Duration::from_millis(50));
         }
-        let _ = Command::new("epmd")
-            .args(["-port", &self.epmd.to_string(), "-kill"])
-            .env("ERL_EPMD_ADDRESS", "127.0.0.1")
-            .output();
+        // epmd refuses while it still lists the node it just lost: asked again, bounded.
+        let until = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < until {
+            let out = Command::new("epmd")
+                .args(["-port", &self.epmd.to_string(), "-kill"])
+                .env("ERL_EPMD_ADDRESS", "127.0.0.1")
+                .output();
+            let said =
+                out.map(|o| String::from_utf8_lossy(&[o.stdout, o.stderr].concat()).into_owned());
+            // Gone already (or no epmd binary to ask): nothing left to stop.
+            if said.as_deref().map_or(true, |s| {
+                s.contains("Killed") || s.contains("Cannot connect")
+            }) {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
     }
 }
 
