@@ -576,3 +576,76 @@ fn stomp_over_websocket_through_rabbitmq() {
     );
     assert_eq!(seqs(&seen), (1..=30).collect::<Vec<u64>>(), "{ctx}");
 }
+
+/// Bad library-protocol flags are one line on stderr and exit 2, before anything runs.
+#[test]
+fn bad_app_protocol_flags_are_one_line_exit_2() {
+    let cases: [(&[&str], &str); 5] = [
+        (
+            &[
+                "bench",
+                "fanout",
+                "--server",
+                "ws://127.0.0.1:1/ws",
+                "--app-protocol",
+                "socket-ioo",
+            ],
+            "unknown protocol (one of: raw, socketio",
+        ),
+        (
+            &[
+                "bench",
+                "fanout",
+                "--app-protocol",
+                "socketio",
+                "--connections",
+                "100",
+            ],
+            "go with --server",
+        ),
+        (
+            &[
+                "bench",
+                "fanout",
+                "--server",
+                "http://127.0.0.1:1/sse",
+                "--transport",
+                "sse",
+                "--publish",
+                "POST http://127.0.0.1:1/p",
+                "--app-protocol",
+                "socketio",
+            ],
+            "--app-protocol, --channel and --event are for WebSocket clients",
+        ),
+        (
+            &[
+                "verify",
+                "delivery",
+                "--server",
+                "http://127.0.0.1:1/live",
+                "--publish",
+                "POST http://127.0.0.1:1/p",
+                "--app-protocol",
+                "socketio",
+            ],
+            "a library protocol rides on a ws:// URL",
+        ),
+        (
+            &["verify", "delivery", "--event", "tick"],
+            "go with --publish ws or --publish 'POST URL'",
+        ),
+    ];
+    for (args, want) in cases {
+        let out = common::rtcheck()
+            .args(args)
+            .timeout(Duration::from_secs(30))
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
+}

@@ -451,6 +451,28 @@ mod tests {
         }
     }
 
+    /// A run that spoke a library protocol says which and why, under the setup line,
+    /// within the width.
+    #[test]
+    fn the_protocol_spoken_is_said() {
+        let mut rep = small();
+        assert!(!render(&rep, &plain(80), false).contains("protocol spoken"));
+        rep.app_protocol = Some(crate::bench::appws::Spoken {
+            protocol: "socketio".into(),
+            why: "the query names Engine.IO (EIO=4)".into(),
+        });
+        let text = render(&rep, &plain(80), false);
+        let line = text
+            .lines()
+            .find(|l| l.starts_with("protocol spoken: "))
+            .unwrap_or_else(|| panic!("{text}"));
+        assert_eq!(
+            line,
+            "protocol spoken: socketio (the query names Engine.IO (EIO=4))"
+        );
+        assert!(text.lines().all(|l| l.chars().count() <= 80), "{text}");
+    }
+
     #[test]
     fn failed_checks_are_shown_and_invalid_rows_withhold_numbers() {
         let mut rep = small();
