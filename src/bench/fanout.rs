@@ -63,6 +63,9 @@ pub struct FanoutOptions {
     pub connect_to: Option<SocketAddr>,
     /// `--ca`: what wss:// and https:// clients trust beyond webpki's roots.
     pub ca: Option<std::path::PathBuf>,
+    /// `--app-protocol` (None: detected from --server's URL) and `--channel`/`--event`.
+    pub app_protocol: Option<rtcheck_wire::appproto::AppProtocol>,
+    pub app_sub: rtcheck_wire::appproto::Subscribe,
 }
 
 /// One run: a scenario on the embedded server, or a run on `--server`.
@@ -237,9 +240,11 @@ fn validate_publish(a: &FanoutOptions) -> anyhow::Result<()> {
         || a.message.is_some()
         || a.subscribe.is_some()
         || a.seq_path.is_some()
+        || a.app_protocol.is_some()
+        || a.app_sub != Default::default()
         || !a.headers.is_empty();
     if a.server.is_none() && (foreign_flags || !a.foreign.is_empty()) {
-        anyhow::bail!("--publish, --message, --subscribe, --seq-path, --ts-path and -H go with --server (a foreign server)");
+        anyhow::bail!("--publish, --message, --subscribe, --seq-path, --ts-path, -H, --app-protocol, --channel and --event go with --server (a foreign server)");
     }
     if a.publish == PublishVia::Server && (a.message.is_some() || !a.headers.is_empty()) {
         anyhow::bail!("--message and -H are what rtcheck publishes: they need --publish ws or --publish 'POST URL'");
@@ -250,6 +255,11 @@ fn validate_publish(a: &FanoutOptions) -> anyhow::Result<()> {
     if a.sse && a.publish == PublishVia::Ws {
         anyhow::bail!(
             "--transport sse: SSE clients cannot publish; use --publish 'POST URL' or server"
+        );
+    }
+    if a.sse && (a.app_protocol.is_some() || a.app_sub != Default::default()) {
+        anyhow::bail!(
+            "--transport sse: --app-protocol, --channel and --event are for WebSocket clients"
         );
     }
     if a.sse && a.subscribe.is_some() {
@@ -341,6 +351,7 @@ pub fn run(a: &FanoutOptions) -> anyhow::Result<BenchReport> {
         host_cores: clock::cores(),
         valid: results.iter().all(|r| r.valid),
         scenarios: results,
+        app_protocol: spoken(a).map(|(_, s)| s),
     };
     Ok(report)
 }
@@ -592,6 +603,10 @@ fn run_one(run: Run, a: &FanoutOptions) -> anyhow::Result<ScenarioResult> {
     let (from, to) = (t_pub.unwrap_or(0.0), t_bound.unwrap_or(f64::MAX));
     let seen = watch.map(|w| w.map(|s| s.finish(from, to, from + sched.schedule_s)));
     let mem = add_server_process(&mut r, seen, result.removed_healthy);
+    let queue = spoken(a).and_then(|(p, _)| super::appws::userland_queue(p));
+    if let Some(q) = queue.filter(|_| slow > 0) {
+        r.notes.push(q.to_string());
+    }
     if foreign == Some(ForeignRun::C) {
         let why = r.server_unmeasured.clone().unwrap_or_default();
         let mem = mem.map_or(Memory::Unseen(&why), Memory::Seen);
@@ -658,6 +673,16 @@ impl Schedule {
     }
 }
 
+/// The library protocol the clients speak on --server (WebSocket only), and why.
+fn spoken(
+    a: &FanoutOptions,
+) -> Option<(rtcheck_wire::appproto::AppProtocol, super::appws::Spoken)> {
+    match &a.server {
+        Some(url) if !a.sse => super::appws::resolve(a.app_protocol, url),
+        _ => None,
+    }
+}
+
 /// The load generator's flags; the URL goes in [`LOADGEN_URL_ENV`].
 fn loadgen_args(a: &FanoutOptions, slow: u64, sched: &Schedule) -> Vec<String> {
     let mut v = vec![
@@ -686,6 +711,17 @@ fn loadgen_args(a: &FanoutOptions, slow: u64, sched: &Schedule) -> Vec<String> {
         "--max-seconds".into(),
         ((sched.bound_s + a.connect_timeout.as_secs_f64() + 30.0) as u64).to_string(),
     ]);
+    if let Some((p, _)) = spoken(a) {
+        v.extend(["--app-protocol".to_string(), p.name().to_string()]);
+        for (flag, val) in [
+            ("--channel", &a.app_sub.channel),
+            ("--event", &a.app_sub.event),
+        ] {
+            if let Some(x) = val {
+                v.extend([flag.to_string(), x.clone()]);
+            }
+        }
+    }
     if let Some(to) = a.connect_to {
         v.extend(["--connect-to".to_string(), to.to_string()]);
     }
@@ -1004,6 +1040,8 @@ mod tests {
             sse: false,
             connect_to: None,
             ca: None,
+            app_protocol: None,
+            app_sub: Default::default(),
         };
         let s = Schedule::new(&a, 3);
         assert!((s.schedule_s - 20.0).abs() < 1e-9);

@@ -51,6 +51,10 @@ pub struct LoadgenOptions {
     pub connect_to: Option<SocketAddr>,
     /// `--ca`: what wss:// and https:// clients trust beyond webpki's roots.
     pub ca: Option<std::path::PathBuf>,
+    /// The library protocol every WebSocket client and the publisher speak (resolved by
+    /// the orchestrator: None is raw frames), with `--channel`/`--event`.
+    pub app: Option<rtcheck_wire::appproto::AppProtocol>,
+    pub app_sub: rtcheck_wire::appproto::Subscribe,
 }
 
 #[derive(Default)]
@@ -82,6 +86,8 @@ struct Cfg {
     read_buffer: usize,
     decoder: super::template::Decoder,
     subscribe: Option<String>,
+    app: Option<rtcheck_wire::appproto::AppProtocol>,
+    app_sub: rtcheck_wire::appproto::Subscribe,
 }
 
 #[derive(Default)]
@@ -169,6 +175,10 @@ fn config(a: &LoadgenOptions) -> anyhow::Result<Cfg> {
         read_buffer: a.read_buffer.max(1024),
         decoder,
         subscribe: a.subscribe.clone(),
+        app: a
+            .app
+            .filter(|p| *p != rtcheck_wire::appproto::AppProtocol::Raw),
+        app_sub: a.app_sub.clone(),
     })
 }
 
@@ -255,6 +265,7 @@ fn spawn_publisher(
                 .unwrap_or(super::template::DEFAULT_MESSAGE),
         ),
         subscribe: a.subscribe.clone(),
+        app: cfg.app.map(|p| (p, cfg.app_sub.clone())),
         headers,
         rounds: a.rounds,
         rate: a.rate,
@@ -639,10 +650,20 @@ async fn ws_session<S: AsyncRead + AsyncWrite + Unpin>(
     .await
     .map_err(|_| format!("{}: WebSocket handshake timed out after 10s", cfg.shown))?
     .map_err(|e| format!("{}: WebSocket handshake: {e}", cfg.shown))?;
+    let mut app = match cfg.app {
+        Some(p) => {
+            let mut s = super::appws::Session::new(p, &cfg.url, cfg.app_sub.clone());
+            super::appws::handshake(&mut ws, &mut s, Duration::from_secs(10))
+                .await
+                .map_err(|e| format!("{}: {e}", cfg.shown))?;
+            Some(s)
+        }
+        None => None,
+    };
     drop(permit);
+    use futures_util::SinkExt;
     if let Some(sub) = &cfg.subscribe {
         // Join the room or channel, as the app's own clients do (slow ones too).
-        use futures_util::SinkExt;
         ws.send(Message::text(sub.clone()))
             .await
             .map_err(|e| format!("{}: subscribe: {e}", cfg.shown))?;
@@ -650,8 +671,18 @@ async fn ws_session<S: AsyncRead + AsyncWrite + Unpin>(
     counters.connected.fetch_add(1, Relaxed);
     if slow {
         // Never read: the server's writes pile up in our 2 KB window and its send buffer.
-        wait_level(&mut stop, CLOSE_SLOW).await;
-        return Ok(());
+        // A library's heartbeat is still kept (written blind): slow at the socket, not
+        // dropped by the library's own timeout.
+        return match app {
+            Some(s) => slow_app_session(ws, s, &mut stop).await,
+            None => {
+                wait_level(&mut stop, CLOSE_SLOW).await;
+                Ok(())
+            }
+        };
+    }
+    if let Some(s) = app.as_mut() {
+        return app_session(ws, s, cfg, counters, stop, out).await;
     }
     loop {
         tokio::select! {
@@ -680,6 +711,82 @@ async fn ws_session<S: AsyncRead + AsyncWrite + Unpin>(
                 if r.is_err() || *stop.borrow() >= STOP {
                     return Ok(());
                 }
+            }
+        }
+    }
+}
+
+/// A slow client of a library protocol: never reads, sends the library's heartbeat.
+async fn slow_app_session<S: AsyncRead + AsyncWrite + Unpin>(
+    mut ws: tokio_tungstenite::WebSocketStream<S>,
+    mut s: super::appws::Session,
+    stop: &mut watch::Receiver<u8>,
+) -> Result<(), String> {
+    use futures_util::SinkExt;
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    loop {
+        tokio::select! {
+            _ = wait_level(stop, CLOSE_SLOW) => return Ok(()),
+            _ = tick.tick() => {
+                if let Some(b) = s.blind_due() {
+                    // The server reads (only its writes to us are stuck): bounded anyway.
+                    let sent = tokio::time::timeout(Duration::from_secs(5), ws.send(b)).await;
+                    if !matches!(sent, Ok(Ok(()))) {
+                        wait_level(stop, CLOSE_SLOW).await;
+                        return Ok(());
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A healthy client of a library protocol: payloads unwrapped and recorded, the
+/// library's heartbeat answered (and sent, where the client pings).
+async fn app_session<S: AsyncRead + AsyncWrite + Unpin>(
+    mut ws: tokio_tungstenite::WebSocketStream<S>,
+    s: &mut super::appws::Session,
+    cfg: &Cfg,
+    counters: &Counters,
+    mut stop: watch::Receiver<u8>,
+    out: &mut ClientOut,
+) -> Result<(), String> {
+    use futures_util::SinkExt;
+    use tokio_tungstenite::tungstenite::Message;
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    loop {
+        let mut owed = Vec::new();
+        tokio::select! {
+            biased;
+            m = ws.next() => match m {
+                Some(Ok(m @ (Message::Text(_) | Message::Binary(_)))) => {
+                    let h = s.on_message(&m);
+                    for p in &h.payloads {
+                        record(out, counters, cfg.rounds, p, cfg.decoder.decode(p, None));
+                    }
+                    owed = h.replies;
+                    if h.closed.is_some() {
+                        mark_removed(out, counters, &stop);
+                        return Ok(());
+                    }
+                }
+                Some(Ok(Message::Close(_))) | None | Some(Err(_)) => {
+                    mark_removed(out, counters, &stop);
+                    return Ok(());
+                }
+                Some(Ok(_)) => {}
+            },
+            _ = tick.tick() => owed.extend(s.due()),
+            r = stop.changed() => {
+                if r.is_err() || *stop.borrow() >= STOP {
+                    return Ok(());
+                }
+            }
+        }
+        for m in owed {
+            if ws.send(m).await.is_err() {
+                mark_removed(out, counters, &stop);
+                return Ok(());
             }
         }
     }
@@ -867,6 +974,8 @@ mod tests {
             rate: 5.0,
             connect_to: None,
             ca: None,
+            app: None,
+            app_sub: Default::default(),
         }
     }
 

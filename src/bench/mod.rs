@@ -4,6 +4,7 @@
 //! - `fanout`: orchestration of scenarios ([`fanout`]), judged by [`validity`].
 //! - `idle`: RSS per idle connection ([`idle`]).
 //! - `loadgen` (hidden): the load generator process ([`loadgen`]), speaking [`wire`].
+pub mod appws;
 pub mod fanout;
 pub mod idle;
 pub mod loadgen;

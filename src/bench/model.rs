@@ -117,6 +117,9 @@ pub struct BenchReport {
     pub host_cores: u64,
     pub scenarios: Vec<ScenarioResult>,
     pub valid: bool,
+    /// The library protocol spoken on --server (Socket.IO...), and why; absent: raw.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub app_protocol: Option<super::appws::Spoken>,
 }
 
 /// `bench idle`: RSS per idle connection, measured by the server's own rss_bytes.

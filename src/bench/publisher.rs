@@ -168,6 +168,11 @@ pub struct Plan {
     pub post: Option<Endpoint>,
     pub message: Template,
     pub subscribe: Option<String>,
+    /// The library protocol the WebSocket publisher speaks (None: raw frames).
+    pub app: Option<(
+        rtcheck_wire::appproto::AppProtocol,
+        rtcheck_wire::appproto::Subscribe,
+    )>,
     pub headers: Vec<(String, String)>,
     pub rounds: u64,
     pub rate: f64,
@@ -176,7 +181,10 @@ pub struct Plan {
 
 /// A connected publisher, ready to start on the orchestrator's command.
 pub enum Ready {
-    Ws(Box<tokio_tungstenite::WebSocketStream<Stream>>),
+    Ws(
+        Box<tokio_tungstenite::WebSocketStream<Stream>>,
+        Option<Box<super::appws::Session>>,
+    ),
     Post,
 }
 
@@ -205,12 +213,22 @@ pub async fn connect(plan: &Plan) -> Result<Ready, String> {
     .await
     .map_err(|_| format!("publisher: {url}: handshake timed out after 10s"))?
     .map_err(|e| format!("publisher: {url}: handshake: {e}"))?;
+    let app = match &plan.app {
+        Some((p, sub)) => {
+            let mut s = super::appws::Session::new(*p, &plan.ws_url, sub.clone());
+            super::appws::handshake(&mut ws, &mut s, Duration::from_secs(10))
+                .await
+                .map_err(|e| format!("publisher: {url}: {e}"))?;
+            Some(Box::new(s))
+        }
+        None => None,
+    };
     if let Some(sub) = &plan.subscribe {
         ws.send(tokio_tungstenite::tungstenite::Message::text(sub.clone()))
             .await
             .map_err(|e| format!("publisher: subscribe: {e}"))?;
     }
-    Ok(Ready::Ws(Box::new(ws)))
+    Ok(Ready::Ws(Box::new(ws), app))
 }
 
 /// The publisher's largest own message: a payload (padded to --size, its template around
@@ -393,7 +411,7 @@ async fn send_all(
     state: Shared,
 ) {
     match (ready, target) {
-        (Ready::Ws(ws), _) => {
+        (Ready::Ws(ws, None), _) => {
             let (mut sink, mut stream) = (*ws).split();
             // Read and discard: a chat hub echoes to its sender, which must not become
             // a slow client itself.
@@ -408,6 +426,7 @@ async fn send_all(
             }
             reader.abort();
         }
+        (Ready::Ws(ws, Some(app)), _) => send_all_app(*ws, *app, rx, state).await,
         (_, Target::Post { addr, tls, request }) => {
             let mut conn = None;
             while let Some((_, due, msg)) = rx.recv().await {
@@ -424,6 +443,67 @@ async fn send_all(
             Instant::now(),
         ),
     }
+}
+
+/// The WebSocket publisher of a library protocol: each message published as its clients
+/// publish (`42["message",...]`...), the library's heartbeat answered from a reader that
+/// never stops reading (a hub that echoes to the publisher must not make it slow).
+async fn send_all_app(
+    ws: tokio_tungstenite::WebSocketStream<Stream>,
+    app: super::appws::Session,
+    mut rx: tokio::sync::mpsc::UnboundedReceiver<(u64, Instant, String)>,
+    state: Shared,
+) {
+    use tokio_tungstenite::tungstenite::Message;
+    let app = std::sync::Arc::new(std::sync::Mutex::new(app));
+    let (mut sink, mut stream) = ws.split();
+    // Replies are one per server heartbeat: a few, however long the run.
+    let (owed_tx, mut owed) = tokio::sync::mpsc::unbounded_channel::<Message>();
+    let reader_app = app.clone();
+    let reader = tokio::spawn(async move {
+        while let Some(Ok(m)) = stream.next().await {
+            let Some(replies) = with(&reader_app, |s| s.on_message(&m).replies) else {
+                return;
+            };
+            for r in replies {
+                let _ = owed_tx.send(r);
+            }
+        }
+    });
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    loop {
+        let (m, due) = tokio::select! {
+            next = rx.recv() => match next {
+                Some((_, due, msg)) => match with(&app, |s| s.publish(&msg)) {
+                    Some(m) => (m, Some(due)),
+                    None => break,
+                },
+                None => break,
+            },
+            Some(r) = owed.recv() => (r, None),
+            _ = tick.tick() => match with(&app, |s| s.due()).flatten() {
+                Some(b) => (b, None),
+                None => continue,
+            },
+        };
+        let r = sink
+            .send(m)
+            .await
+            .map_err(|e| format!("publisher: WebSocket send: {e}"));
+        if let Some(due) = due {
+            record(&state, r, due);
+        }
+    }
+    reader.abort();
+}
+
+/// `f` on the session, the lock released before any await (None: poisoned).
+fn with<R>(
+    app: &std::sync::Mutex<super::appws::Session>,
+    f: impl FnOnce(&mut super::appws::Session) -> R,
+) -> Option<R> {
+    let mut g = app.lock().ok()?;
+    Some(f(&mut g))
 }
 
 /// The q-quantile of sorted values (0 for none).

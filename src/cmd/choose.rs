@@ -89,6 +89,11 @@ pub struct ChooseArgs {
     pub max_disconnect: Option<Duration>,
     #[command(flatten)]
     pub hops: PathFlags,
+    /// The realtime library the app runs (socketio, signalr, phoenix, actioncable,
+    /// graphql-ws, stomp, sockjs, mqtt): its documented heartbeat is checked against the
+    /// path's idle chain (with --path or the answers' `path:`).
+    #[arg(long, value_name = "NAME", value_parser = super::probe::parse_app_protocol)]
+    pub app_protocol: Option<rtcheck_wire::appproto::AppProtocol>,
     /// Read answers from a YAML file (keys as in the flags, snake_case).
     #[arg(long, value_name = "FILE")]
     pub answers: Option<PathBuf>,
@@ -113,6 +118,26 @@ fn parse_positive_duration(s: &str) -> Result<Duration, String> {
     match parse_duration(s)? {
         d if d.is_zero() => Err("must be greater than 0".into()),
         d => Ok(d),
+    }
+}
+
+/// The library's documented heartbeat against the declared path (or why it cannot be
+/// checked): a Socket.IO app's server pings every 25 s; does the idle chain hold it?
+fn library_note(
+    rec: &crate::choose::Recommendation,
+    app: rtcheck_wire::appproto::AppProtocol,
+) -> String {
+    let fit = rec
+        .chain
+        .as_ref()
+        .and_then(|c| crate::hops::library::fit(c, app));
+    match (fit, &rec.chain) {
+        (Some(f), _) => format!("Library: {} ({}, read {}).", f.sentence, f.source, f.read),
+        (None, Some(_)) => format!("Library: {} has no heartbeat of its own.", app.name()),
+        (None, None) => format!(
+            "Library: {}'s heartbeat is checked against a path: declare it (--path, `path:`).",
+            app.name()
+        ),
     }
 }
 
@@ -267,6 +292,9 @@ pub fn run(a: ChooseArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
         p.validate().map_err(|e| anyhow::anyhow!("answers: {e}"))?;
     }
     let mut rec = decide(&p).map_err(|e| anyhow::anyhow!(e))?;
+    if let Some(app) = a.app_protocol {
+        rec.notes.push(library_note(&rec, app));
+    }
     for (name, flag) in DEFAULTABLE {
         if !given.iter().any(|g| g == name) {
             rec.defaulted.push(name.to_string());

@@ -87,6 +87,19 @@ pub struct DeliveryFlags {
     /// seq it received.
     #[arg(long, value_name = "HOW", value_parser = crate::verify::delivery::foreign::Resume::parse)]
     pub resume: Option<crate::verify::delivery::foreign::Resume>,
+    /// delivery, with --publish and a ws:// --server: the library protocol its clients
+    /// speak (socketio, signalr, phoenix, actioncable, graphql-ws, stomp, sockjs, mqtt
+    /// or raw). Default: detected from the URL where it is unambiguous (`?EIO=4`...).
+    #[arg(long, value_name = "NAME", value_parser = super::probe::parse_app_protocol)]
+    pub app_protocol: Option<rtcheck_wire::appproto::AppProtocol>,
+    /// delivery, with --app-protocol: what to subscribe to (Phoenix topic, ActionCable
+    /// channel, STOMP destination, MQTT topic).
+    #[arg(long, value_name = "NAME")]
+    pub channel: Option<String>,
+    /// delivery, with --app-protocol: the Socket.IO event or SignalR method carrying the
+    /// payload, and the one a ws publisher sends (default `message`).
+    #[arg(long, value_name = "NAME")]
+    pub event: Option<String>,
     /// delivery: lowest finding status that exits 1.
     #[arg(long, value_enum, default_value_t = FailOn::Fail)]
     pub fail_on: FailOn,
@@ -210,7 +223,16 @@ fn foreign_target(
         );
     }
     let resume = foreign_resume(f, ws)?;
+    let app = ws
+        .then(|| crate::bench::appws::resolve(f.app_protocol, url))
+        .flatten();
+    let app_sub = rtcheck_wire::appproto::Subscribe {
+        channel: f.channel.clone(),
+        event: f.event.clone(),
+    };
     Ok(Some(ForeignTarget {
+        app_protocol: app.as_ref().map(|(_, s)| s.clone()),
+        app: app.map(|(p, _)| (p, app_sub)),
         url: rtcheck_base::redact::url(url),
         publish: via.name(),
         resume: resume.name().into(),
@@ -245,11 +267,14 @@ fn foreign_via(f: &DeliveryFlags) -> anyhow::Result<Option<crate::bench::publish
                 || f.ts_path.is_some()
                 || !f.headers.is_empty()
                 || f.resume.is_some()
+                || f.app_protocol.is_some()
+                || f.channel.is_some()
+                || f.event.is_some()
                 || f.reach.connect_to.is_some()
                 || f.reach.ca.is_some()
                 || f.pid.is_some();
             if foreign_only {
-                anyhow::bail!("--message, --subscribe, --seq-path, --ts-path, -H, --resume, --pid, --connect-to and --ca go with --publish ws or --publish 'POST URL' (a foreign --server)");
+                anyhow::bail!("--message, --subscribe, --seq-path, --ts-path, -H, --resume, --app-protocol, --channel, --event, --pid, --connect-to and --ca go with --publish ws or --publish 'POST URL' (a foreign --server)");
             }
             Ok(None)
         }
@@ -309,6 +334,9 @@ fn check_foreign_flags(
     }
     if !f.headers.is_empty() && !matches!(via, PublishVia::Post { .. }) {
         anyhow::bail!("-H goes with --publish 'POST URL'");
+    }
+    if !ws && (f.app_protocol.is_some() || f.channel.is_some() || f.event.is_some()) {
+        anyhow::bail!("--app-protocol, --channel and --event: the --server URL {shown} is SSE; a library protocol rides on a ws:// URL");
     }
     if !ws && f.subscribe.is_some() {
         anyhow::bail!("--subscribe: an SSE client sends nothing after connecting; put the channel in the --server URL");

@@ -38,6 +38,11 @@ pub struct HopsArgs {
     /// Read the path (and its declared values) from a profile or answers file (`path:`).
     #[arg(long, value_name = "FILE")]
     pub profile: Option<PathBuf>,
+    /// With a path: the realtime library the app runs (socketio, signalr, phoenix,
+    /// actioncable, graphql-ws, stomp, sockjs, mqtt): does its documented heartbeat
+    /// hold the path's idle chain?
+    #[arg(long, value_name = "NAME", value_parser = super::probe::parse_app_protocol)]
+    pub app_protocol: Option<rtcheck_wire::appproto::AppProtocol>,
     #[command(flatten)]
     pub out: OutputArgs<HumanFormats>,
 }
@@ -55,6 +60,11 @@ fn chain_input(a: &HopsArgs) -> anyhow::Result<Option<(Vec<String>, chain::Overr
                 )
             })?
         }
+        (None, None) if a.hops.overrides.is_empty() && a.app_protocol.is_some() => {
+            anyhow::bail!(
+                "--app-protocol needs --path or --profile (the hops its heartbeat must hold)"
+            )
+        }
         (None, None) if a.hops.overrides.is_empty() => return Ok(None),
         (None, None) => anyhow::bail!("--override needs --path or --profile"),
     };
@@ -68,7 +78,8 @@ pub fn run(a: HopsArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
     let render = |f: Format, p: crate::report::Palette| -> anyhow::Result<String> {
         let f = HumanFormat::of(f)?;
         Ok(if let Some((ids, over)) = chain_input(&a)? {
-            let c = chain::compute(&ids, &over).map_err(|e| anyhow::anyhow!(e))?;
+            let mut c = chain::compute(&ids, &over).map_err(|e| anyhow::anyhow!(e))?;
+            c.library = a.app_protocol.and_then(|p| hops::library::fit(&c, p));
             match f {
                 HumanFormat::Text => crate::report::text::hops::chain(&c, &p),
                 HumanFormat::Json => crate::report::json::render(&c)?,

@@ -219,6 +219,9 @@ pub struct Chain {
     /// in the path); not part of the users' chain above.
     #[serde(default)]
     pub backend_links: Vec<BackendLink>,
+    /// `--app-protocol`: the library's documented heartbeat on this path (issue 42).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub library: Option<super::library::LibraryFit>,
 }
 
 /// The seed's production ping range (`ping-timing`), in seconds.
@@ -615,6 +618,7 @@ fn summarise(path: &[String], hops: &[&Hop], transports: Vec<TransportChain>) ->
         warnings,
         transports,
         backend_links: Vec::new(),
+        library: None,
     }
 }
 

@@ -5,6 +5,7 @@
 //! `budget::hops` (the backend calls of a latency budget).
 pub mod chain;
 pub mod cut;
+pub mod library;
 
 use rtcheck_wire::transport::Transport;
 use serde::{Deserialize, Serialize};

@@ -135,6 +135,7 @@ pub fn check(c: &Config, w: &Workload, s: &mut Sink) {
             let block = block(r, c);
             timeout_rule(
                 (ch, loc, c.transport),
+                &r.path,
                 &block,
                 w,
                 &mut s.out,
@@ -274,6 +275,7 @@ fn ws_rules(
 /// only the server's events do (measured, docs/lint.md).
 fn timeout_rule(
     (ch, loc, kind): (&[&Node], &Node, Stream),
+    path: &str,
     block: &str,
     w: &Workload,
     out: &mut Vec<Finding>,
@@ -309,11 +311,15 @@ fn timeout_rule(
             above(p),
         ),
         (None, Some(_)) => return,
-        (None, None) => (
-            Status::Warn,
-            no_heartbeat(t, kind),
-            t.max(Duration::from_secs(3600)),
-        ),
+        (None, None) => match library_need(t, path) {
+            Some(None) => return,
+            Some(Some(need)) => need,
+            None => (
+                Status::Warn,
+                no_heartbeat(t, kind),
+                t.max(Duration::from_secs(3600)),
+            ),
+        },
     };
     out.push(finding(Hit {
         id: ID,
@@ -325,6 +331,28 @@ fn timeout_rule(
         fix: "raise the timeout above the heartbeat (and keep the heartbeat)",
         lines: vec![format!("{NAME} {};", secs(want))],
     }));
+}
+
+/// A known library's route with no declared ping: its documented heartbeat is the one
+/// the timeout must hold (Socket.IO's 25 s ping: a 20 s proxy_read_timeout cuts every
+/// quiet client before it). None: no library named; Some(None): the timeout holds it
+/// twice over.
+fn library_need(t: Duration, path: &str) -> Option<Option<(Status, String, Duration)>> {
+    let (beat, why) = super::known::library_heartbeat(path)?;
+    let status = if t <= beat {
+        Status::Fail
+    } else if t < beat * 2 {
+        Status::Warn
+    } else {
+        return Some(None);
+    };
+    let expected = match status {
+        Status::Fail => format!(
+            "above {why}: the proxy cuts a quiet connection before the library's heartbeat, and every client reconnects"
+        ),
+        _ => format!("at least twice {why}, so one late heartbeat is not cut"),
+    };
+    Some(Some((status, expected, above(beat))))
 }
 
 fn unreadable(id: RuleId, name: &str, v: &str, at: &Node, block: &str) -> Finding {
@@ -580,6 +608,37 @@ mod tests {
             &Workload::default(),
             &[],
         )
+    }
+
+    /// A Socket.IO route with no declared ping: the library's documented 25 s heartbeat is
+    /// what proxy_read_timeout must hold (20 s fails, 40 s is under twice it, the
+    /// default 60 s holds it).
+    #[test]
+    fn a_socketio_route_is_judged_against_the_librarys_heartbeat() {
+        use crate::findings::Status;
+        let conf = |t: &str| {
+            format!("server {{\n location /socket.io/ {{\n  proxy_pass http://a;\n  proxy_http_version 1.1;\n  proxy_set_header Upgrade $http_upgrade;\n  proxy_set_header Connection upgrade;\n{t} }}\n}}\n")
+        };
+        let read = |t: &str| {
+            run(&conf(t))
+                .into_iter()
+                .find(|f| f.id == "nginx-read-timeout")
+        };
+        let f = read("  proxy_read_timeout 20s;\n").expect("a finding");
+        assert_eq!(f.status, Status::Fail, "{}", f.expected);
+        assert!(
+            f.expected.contains("Socket.IO's heartbeat"),
+            "{}",
+            f.expected
+        );
+        assert!(f.expected.contains("socket.io/docs"), "{}", f.expected);
+        let f = read("  proxy_read_timeout 40s;\n").expect("a finding");
+        assert_eq!(f.status, Status::Warn, "{}", f.expected);
+        assert!(read("").is_none_or(|f| f.status == Status::Pass));
+        // A route no library names keeps the rule's own bound.
+        let plain = run("server {\n location /ws {\n  proxy_pass http://a;\n  proxy_http_version 1.1;\n  proxy_set_header Upgrade $http_upgrade;\n  proxy_set_header Connection upgrade;\n  proxy_read_timeout 20s;\n }\n}\n");
+        let f = plain.iter().find(|f| f.id == "nginx-read-timeout").unwrap();
+        assert!(f.expected.contains("none declared"), "{}", f.expected);
     }
 
     #[test]

@@ -45,6 +45,38 @@ known! {
     "Matrix sync", ["/_matrix/client/v3/sync", "/_matrix/client/r0/sync"], [P], "https://spec.matrix.org/latest/client-server-api/#get_matrixclientv3sync";
 }
 
+/// The library protocol a known stack speaks, whose documented heartbeat
+/// (`AppProtocol::defaults`) a route of that stack carries without any declared ping.
+pub fn library(k: &Known) -> Option<rtcheck_wire::appproto::AppProtocol> {
+    use rtcheck_wire::appproto::AppProtocol as A;
+    match k.stack {
+        "Socket.IO" => Some(A::SocketIo),
+        "SockJS" => Some(A::SockJs),
+        "Rails Action Cable" => Some(A::ActionCable),
+        "ASP.NET SignalR" => Some(A::SignalR),
+        "Phoenix channels" => Some(A::Phoenix),
+        _ => None,
+    }
+}
+
+/// The documented heartbeat of the library a route's path names, if one does: its
+/// interval, and the sentence naming it with its source.
+pub fn library_heartbeat(path: &str) -> Option<(std::time::Duration, String)> {
+    matching(path).into_iter().find_map(|k| {
+        let d = library(k)?.defaults();
+        let every = d.interval_s.filter(|s| *s > 0.0)?;
+        let who = match d.pinger {
+            rtcheck_wire::appproto::Pinger::Client => "its clients ping",
+            _ => "the server pings",
+        };
+        let why = format!(
+            "{}'s heartbeat, {} every {} s by default ({}, read {})",
+            k.stack, who, every, d.source, d.read
+        );
+        Some((std::time::Duration::from_secs_f64(every), why))
+    })
+}
+
 /// Does `frag` occur in `text` ending at a segment boundary (end, `/`, or any character
 /// that is not a letter, digit, `-` or `_`)?
 fn occurs(text: &str, frag: &str) -> bool {

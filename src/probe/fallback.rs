@@ -1,12 +1,67 @@
-//! Socket.IO's long-polling transport through the path (issue 42): when the WebSocket
-//! upgrade of a Socket.IO URL fails, browsers' Socket.IO clients fall back to Engine.IO's
-//! HTTP long-polling (`transport=polling`). One GET of that transport tells whether the
-//! fallback works through this path (the Engine.IO open packet came back) or not.
+//! A library's HTTP fallback through the path (issue 42): when the WebSocket upgrade
+//! fails, the library's clients fall back to HTTP. Socket.IO's to Engine.IO long-polling
+//! (`transport=polling`, one GET: the open packet), SignalR's to Server-Sent Events or
+//! long polling after its negotiation (`POST <hub>/negotiate?negotiateVersion=1`: the
+//! transports offered), Phoenix's to its LongPoll transport (`GET <socket>/longpoll`: a
+//! new session's token). One request tells whether the fallback works through this path.
 use super::client::{self, ClientOpts};
 use super::target::Target;
+use rtcheck_wire::appproto::AppProtocol;
 use rtcheck_wire::http::response::{Framing, Reader};
 use std::time::Duration;
 use tokio::io::AsyncReadExt;
+
+/// Which library's fallback handshake.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Via {
+    EngineIo,
+    SignalR,
+    Phoenix,
+}
+
+impl Via {
+    /// The library whose clients fall back to HTTP, if `p` is one.
+    pub fn of(p: AppProtocol) -> Option<Via> {
+        match p {
+            AppProtocol::SocketIo => Some(Via::EngineIo),
+            AppProtocol::SignalR => Some(Via::SignalR),
+            AppProtocol::Phoenix => Some(Via::Phoenix),
+            _ => None,
+        }
+    }
+
+    fn library(self) -> &'static str {
+        match self {
+            Via::EngineIo => "Socket.IO's long-polling transport",
+            Via::SignalR => "SignalR's negotiation",
+            Via::Phoenix => "Phoenix's long-poll transport",
+        }
+    }
+
+    /// The request's target and whether it is a POST.
+    fn target(self, t: &Target) -> (Target, bool) {
+        match self {
+            Via::EngineIo => (polling_target(t), false),
+            Via::SignalR => (negotiate_target(t), true),
+            Via::Phoenix => (longpoll_target(t), false),
+        }
+    }
+
+    fn parse(self, status: u16, body: &[u8]) -> PollingOpen {
+        match self {
+            Via::EngineIo => parse_open(status, body),
+            Via::SignalR => parse_negotiate(status, body),
+            Via::Phoenix => parse_longpoll(status, body),
+        }
+    }
+}
+
+/// The fallback asked, and what it answered (or why it could not be asked).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Fallback {
+    pub via: Via,
+    pub result: Result<PollingOpen, String>,
+}
 
 /// What the polling handshake answered.
 #[derive(Debug, Clone, PartialEq)]
@@ -18,6 +73,84 @@ pub struct PollingOpen {
     pub upgrades: Vec<String>,
     /// Its `pingInterval` (s).
     pub ping_interval_s: Option<f64>,
+}
+
+/// `t` over plain HTTP(S) with `path` in place of its path, its query kept and `extra`
+/// added to it.
+fn http_target(t: &Target, path: &str, extra: Option<&str>) -> Target {
+    let mut p = t.with_scheme(if t.scheme.tls() {
+        super::target::Scheme::Https
+    } else {
+        super::target::Scheme::Http
+    });
+    let query = t.path_and_query.split_once('?').map(|(_, q)| q);
+    let query: Vec<&str> = query
+        .into_iter()
+        .chain(extra)
+        .filter(|q| !q.is_empty())
+        .collect();
+    p.path_and_query = if query.is_empty() {
+        path.to_string()
+    } else {
+        format!("{path}?{}", query.join("&"))
+    };
+    p
+}
+
+/// SignalR's negotiation: `<hub path>/negotiate?negotiateVersion=1`, the hub's query kept
+/// (an `access_token` goes along, as the clients send it).
+pub fn negotiate_target(t: &Target) -> Target {
+    let path = t.path_and_query.split('?').next().unwrap_or("/");
+    let path = format!("{}/negotiate", path.trim_end_matches('/'));
+    http_target(t, &path, Some("negotiateVersion=1"))
+}
+
+/// Phoenix's long-poll transport: the socket's `/websocket` replaced by `/longpoll`.
+pub fn longpoll_target(t: &Target) -> Target {
+    let path = t.path_and_query.split('?').next().unwrap_or("/");
+    let base = path.trim_end_matches('/');
+    let base = base.strip_suffix("/websocket").unwrap_or(base);
+    http_target(t, &format!("{base}/longpoll"), None)
+}
+
+/// SignalR's negotiate answer: a connection id (or token) and the transports offered;
+/// Azure SignalR's redirect (`url` + `accessToken`) counts as answered.
+pub fn parse_negotiate(status: u16, body: &[u8]) -> PollingOpen {
+    let v: Option<serde_json::Value> = serde_json::from_slice(body).ok();
+    let has = |k: &str| {
+        v.as_ref()
+            .is_some_and(|v| v.get(k).is_some_and(|x| x.is_string()))
+    };
+    let transports = v
+        .as_ref()
+        .and_then(|v| v.get("availableTransports")?.as_array().cloned())
+        .unwrap_or_default();
+    PollingOpen {
+        status,
+        open: status == 200 && (has("connectionId") || has("connectionToken") || has("url")),
+        upgrades: transports
+            .iter()
+            .filter_map(|t| t.get("transport")?.as_str().map(String::from))
+            .take(8)
+            .collect(),
+        ping_interval_s: None,
+    }
+}
+
+/// Phoenix's long-poll answer to a GET without a token: HTTP 200 whose JSON `status` is
+/// 410 with a new session's `token` (403: the socket refused the connection).
+pub fn parse_longpoll(status: u16, body: &[u8]) -> PollingOpen {
+    let v: Option<serde_json::Value> = serde_json::from_slice(body).ok();
+    let inner = v.as_ref().and_then(|v| v.get("status")?.as_u64());
+    let token = v
+        .as_ref()
+        .is_some_and(|v| v.get("token").is_some_and(|t| t.is_string()));
+    PollingOpen {
+        status,
+        open: status == 200 && inner == Some(410) && token,
+        upgrades: Vec::new(),
+        ping_interval_s: None,
+    }
 }
 
 /// The same URL with `transport=polling` (added when absent).
@@ -72,12 +205,27 @@ pub fn parse_open(status: u16, body: &[u8]) -> PollingOpen {
 /// Bytes of a polling answer probe reads at most: an open packet is ~100 B.
 const BODY_CAP: usize = 64 * 1024;
 
-/// One polling handshake through the path, bounded by `o.timeout` in all.
-pub async fn engineio_polling(t: &Target, o: &ClientOpts) -> Result<PollingOpen, String> {
-    let p = polling_target(t);
+/// One fallback handshake through the path, bounded by `o.timeout` in all.
+pub async fn polling(t: &Target, o: &ClientOpts, via: Via) -> Fallback {
+    Fallback {
+        via,
+        result: ask(t, o, via).await,
+    }
+}
+
+async fn ask(t: &Target, o: &ClientOpts, via: Via) -> Result<PollingOpen, String> {
+    let (p, post) = via.target(t);
     let run = async {
         let mut conn = client::connect(&p, o, &["http/1.1"]).await?;
-        let req = client::request(&p, o, &[("Accept", "*/*".to_string())]);
+        let mut extra = vec![("Accept", "*/*".to_string())];
+        if post {
+            extra.push(("Content-Length", "0".to_string()));
+        }
+        let mut req = client::request(&p, o, &extra);
+        if post {
+            // The one request builder writes GET; the negotiation is a POST.
+            req.splice(..3, b"POST".iter().copied());
+        }
         let (head, rest) = client::exchange(&mut conn, &p, o, &req, o.timeout).await?;
         let framing = head.framing(false).unwrap_or(Framing::Close);
         let mut reader = Reader::new(framing);
@@ -89,7 +237,7 @@ pub async fn engineio_polling(t: &Target, o: &ClientOpts) -> Result<PollingOpen,
                 .map_err(|e| anyhow::anyhow!("{e}"))?;
             // Until the open packet parses whole (it may span reads), the body ends, or
             // the cap: a partial packet is never judged.
-            if reader.done() || body.len() >= BODY_CAP || parse_open(head.status, &body).open {
+            if reader.done() || body.len() >= BODY_CAP || via.parse(head.status, &body).open {
                 break;
             }
             let mut buf = [0u8; 8192];
@@ -99,7 +247,7 @@ pub async fn engineio_polling(t: &Target, o: &ClientOpts) -> Result<PollingOpen,
             }
             chunk = buf[..n].to_vec();
         }
-        Ok::<_, anyhow::Error>(parse_open(head.status, &body))
+        Ok::<_, anyhow::Error>(via.parse(head.status, &body))
     };
     match tokio::time::timeout(o.timeout + Duration::from_millis(100), run).await {
         Ok(Ok(open)) => Ok(open),
@@ -109,18 +257,28 @@ pub async fn engineio_polling(t: &Target, o: &ClientOpts) -> Result<PollingOpen,
 }
 
 /// The sentence the upgrade finding adds.
-pub fn note(r: &Result<PollingOpen, String>) -> String {
-    match r {
-        Ok(p) if p.open => format!(
+pub fn note(f: &Fallback) -> String {
+    let lib = f.via.library();
+    match (&f.result, f.via) {
+        (Ok(p), Via::SignalR) if p.open => format!(
+            "{lib} answered through the path (transports: {}): its clients fall back to {} here",
+            if p.upgrades.is_empty() { "not listed".to_string() } else { p.upgrades.join(", ") },
+            if p.upgrades.iter().any(|t| t == "ServerSentEvents") { "Server-Sent Events or long polling" } else { "long polling" }
+        ),
+        (Ok(p), Via::Phoenix) if p.open => format!(
+            "{lib} answered through the path (a new session's token): its clients fall back to long polling here, a request per message (HTTP {})",
+            p.status
+        ),
+        (Ok(p), Via::EngineIo) if p.open => format!(
             "Socket.IO's long-polling transport answered through the path (Engine.IO open{}{}): its clients fall back to polling here, a request per message",
             if p.upgrades.is_empty() { String::new() } else { format!(", upgrades: {}", p.upgrades.join(",")) },
             p.ping_interval_s.map_or(String::new(), |i| format!(", pingInterval {i} s"))
         ),
-        Ok(p) => format!(
-            "Socket.IO's long-polling transport did not open either (HTTP {}): its clients cannot connect through this path",
+        (Ok(p), _) => format!(
+            "{lib} did not answer either (HTTP {}): its clients cannot connect through this path",
             p.status
         ),
-        Err(e) => format!("Socket.IO's long-polling transport failed too: {e}"),
+        (Err(e), _) => format!("{lib} failed too: {e}"),
     }
 }
 
@@ -153,6 +311,65 @@ mod tests {
         assert!(v3.open && v3.upgrades.is_empty());
         assert!(!parse_open(404, b"not found").open);
         assert!(!parse_open(200, b"<html>").open);
-        assert!(note(&Ok(v4)).contains("fall back to polling"));
+        let fb = Fallback {
+            via: Via::EngineIo,
+            result: Ok(v4),
+        };
+        assert!(note(&fb).contains("fall back to polling"));
+    }
+
+    /// Answers written from SignalR's transport spec (negotiate v1) and Phoenix's
+    /// LongPoll transport (a GET without a token opens a session).
+    #[test]
+    fn signalr_negotiate_and_phoenix_longpoll() {
+        let t = Target::parse("wss://h/hubs/chat?access_token=abc").unwrap();
+        let n = negotiate_target(&t);
+        assert_eq!(
+            n.path_and_query,
+            "/hubs/chat/negotiate?access_token=abc&negotiateVersion=1"
+        );
+        assert!(n.scheme.tls() && !n.scheme.websocket());
+        let ok = br#"{"negotiateVersion":1,"connectionId":"c1","connectionToken":"t1",
+            "availableTransports":[{"transport":"WebSockets","transferFormats":["Text","Binary"]},
+            {"transport":"ServerSentEvents","transferFormats":["Text"]},
+            {"transport":"LongPolling","transferFormats":["Text","Binary"]}]}"#;
+        let p = parse_negotiate(200, ok);
+        assert!(p.open);
+        assert_eq!(
+            p.upgrades,
+            ["WebSockets", "ServerSentEvents", "LongPolling"]
+        );
+        let fb = Fallback {
+            via: Via::SignalR,
+            result: Ok(p),
+        };
+        assert!(
+            note(&fb).contains("fall back to Server-Sent Events"),
+            "{}",
+            note(&fb)
+        );
+        assert!(!parse_negotiate(404, b"").open);
+        assert!(!parse_negotiate(200, br#"{"error":"Negotiate failed"}"#).open);
+        let azure =
+            br#"{"url":"https://x.service.signalr.net/client/?hub=chat","accessToken":"e"}"#;
+        assert!(parse_negotiate(200, azure).open);
+
+        let t = Target::parse("ws://h/socket/websocket?vsn=2.0.0&token=x").unwrap();
+        assert_eq!(
+            longpoll_target(&t).path_and_query,
+            "/socket/longpoll?vsn=2.0.0&token=x"
+        );
+        let new = parse_longpoll(
+            200,
+            br#"{"status":410,"token":"SFMyNTY.g2g","messages":[]}"#,
+        );
+        assert!(new.open);
+        assert!(!parse_longpoll(200, br#"{"status":403}"#).open);
+        assert!(!parse_longpoll(404, b"Not Found").open);
+        let refused = Fallback {
+            via: Via::Phoenix,
+            result: Ok(parse_longpoll(404, b"")),
+        };
+        assert!(note(&refused).contains("did not answer either (HTTP 404)"));
     }
 }

@@ -218,8 +218,9 @@ pub struct UrlObs {
     pub proxy: Proxy,
     /// The declared path, when one was (`path::checks`).
     pub path: Option<std::sync::Arc<path::Declared>>,
-    /// A Socket.IO URL whose upgrade failed: its long-polling transport, asked once.
-    pub fallback: Option<Result<fallback::PollingOpen, String>>,
+    /// A Socket.IO, SignalR or Phoenix URL whose upgrade failed: the library's HTTP
+    /// fallback (Engine.IO polling, SignalR's negotiation, Phoenix's long poll), asked once.
+    pub fallback: Option<fallback::Fallback>,
     /// wss:// over h2: extended CONNECT advertised and tried (RFC 8441), or why not read.
     pub ws_h2: Option<Result<ws_h2::H2Obs, String>>,
 }
@@ -481,11 +482,9 @@ async fn probe_ws(
     let nop = &session::NoProgress;
     let foreign = session::websocket(t, &o.client, FOREIGN_ORIGIN, None, app.as_ref(), nop);
     u.origin_status = Some(foreign.await.map_or(0, |f| f.head.status));
-    let socketio = app
-        .as_ref()
-        .is_some_and(|a| a.protocol == rtcheck_wire::appproto::AppProtocol::SocketIo);
-    if socketio && ws.head.status != 101 {
-        u.fallback = Some(fallback::engineio_polling(t, &o.client).await);
+    let via = app.as_ref().and_then(|a| fallback::Via::of(a.protocol));
+    if let Some(v) = via.filter(|_| ws.head.status != 101) {
+        u.fallback = Some(fallback::polling(t, &o.client, v).await);
     }
     u.ws = Some(ws);
     if t.scheme.tls() {

@@ -114,6 +114,11 @@ pub fn node_http(env: &[(&str, &str)]) -> Foreign {
     Foreign::start(cmd, "node-http", env)
 }
 
+/// sockjs_hub.js (`node-sockjs`): a SockJS chat hub at /hub; HEARTBEAT_MS; GET /stats.
+pub fn sockjs_hub(env: &[(&str, &str)]) -> Foreign {
+    node_script("sockjs_hub.js", "sockjs", "node-sockjs", env)
+}
+
 /// websockets_server.py (`python3-websockets`, the library's default ping): SEND_MS.
 pub fn py_websockets(env: &[(&str, &str)]) -> Foreign {
     python_module("websockets", "python3-websockets");

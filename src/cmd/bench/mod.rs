@@ -89,6 +89,12 @@ pub struct LoadgenArgs {
     pub size: u64,
     #[arg(long, default_value_t = 5.0)]
     pub rate: f64,
+    #[arg(long, value_parser = crate::cmd::probe::parse_app_protocol)]
+    pub app_protocol: Option<rtcheck_wire::appproto::AppProtocol>,
+    #[arg(long)]
+    pub channel: Option<String>,
+    #[arg(long)]
+    pub event: Option<String>,
     #[command(flatten)]
     pub reach: crate::cmd::reach::ReachArgs,
 }
@@ -113,6 +119,11 @@ impl LoadgenArgs {
             rate: self.rate,
             connect_to: self.reach.connect_to,
             ca: self.reach.ca.clone(),
+            app: self.app_protocol,
+            app_sub: rtcheck_wire::appproto::Subscribe {
+                channel: self.channel.clone(),
+                event: self.event.clone(),
+            },
         }
     }
 }
@@ -211,6 +222,19 @@ pub struct FanoutArgs {
     /// an http:// URL; the event's `id:` is the seq when the payload carries none).
     #[arg(long, value_enum, default_value = "ws")]
     pub transport: FanoutTransport,
+    /// With --server: the library protocol its clients speak (socketio, signalr,
+    /// phoenix, actioncable, graphql-ws, stomp, sockjs, mqtt or raw). Default: detected
+    /// from the URL where it is unambiguous (`?EIO=4`, `/websocket?vsn=`, `/cable`...).
+    #[arg(long, value_name = "NAME", value_parser = crate::cmd::probe::parse_app_protocol)]
+    pub app_protocol: Option<rtcheck_wire::appproto::AppProtocol>,
+    /// With --app-protocol: what to subscribe to (Phoenix topic, ActionCable channel,
+    /// STOMP destination, MQTT topic).
+    #[arg(long, value_name = "NAME")]
+    pub channel: Option<String>,
+    /// With --app-protocol: the Socket.IO event or SignalR method that carries the
+    /// payload, and the one rtcheck publishes with --publish ws (default `message`).
+    #[arg(long, value_name = "NAME")]
+    pub event: Option<String>,
     #[command(flatten)]
     pub reach: crate::cmd::reach::ReachArgs,
     #[command(flatten)]
@@ -278,6 +302,11 @@ impl FanoutArgs {
             sse: self.transport == FanoutTransport::Sse,
             connect_to: self.reach.connect_to,
             ca: self.reach.ca.clone(),
+            app_protocol: self.app_protocol,
+            app_sub: rtcheck_wire::appproto::Subscribe {
+                channel: self.channel.clone(),
+                event: self.event.clone(),
+            },
         })
     }
 }

@@ -151,6 +151,7 @@ mod tests {
             host_cores: 2,
             valid: false,
             scenarios,
+            app_protocol: None,
         }
     }
 

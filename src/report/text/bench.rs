@@ -248,6 +248,10 @@ pub fn render(rep: &BenchReport, p: &Palette, explain: bool) -> String {
         "",
         "  ",
     ));
+    if let Some(sp) = &rep.app_protocol {
+        let line = format!("protocol spoken: {} ({})", sp.protocol, sp.why);
+        out.push_str(&wrap(&line, w, "", "  "));
+    }
     out.push_str("\nlatency in ms (receive - scheduled send, healthy clients)\n");
     let rows: Vec<Vec<String>> = rep.scenarios.iter().map(compact_row).collect();
     out.push_str(&fit_table(&COMPACT, &rows, w, &[0]));
@@ -445,6 +449,28 @@ mod tests {
             assert!(text.contains("F noisy"), "{text}");
             assert!(!text.contains("x0."), "{text}");
         }
+    }
+
+    /// A run that spoke a library protocol says which and why, under the setup line,
+    /// within the width.
+    #[test]
+    fn the_protocol_spoken_is_said() {
+        let mut rep = small();
+        assert!(!render(&rep, &plain(80), false).contains("protocol spoken"));
+        rep.app_protocol = Some(crate::bench::appws::Spoken {
+            protocol: "socketio".into(),
+            why: "the query names Engine.IO (EIO=4)".into(),
+        });
+        let text = render(&rep, &plain(80), false);
+        let line = text
+            .lines()
+            .find(|l| l.starts_with("protocol spoken: "))
+            .unwrap_or_else(|| panic!("{text}"));
+        assert_eq!(
+            line,
+            "protocol spoken: socketio (the query names Engine.IO (EIO=4))"
+        );
+        assert!(text.lines().all(|l| l.chars().count() <= 80), "{text}");
     }
 
     #[test]

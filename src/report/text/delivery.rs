@@ -37,6 +37,15 @@ pub fn render(r: &DeliveryReport, p: &Palette) -> String {
         ),
     };
     out.push_str(&crate::report::text::wrap(&setup, p.width, "  ", "  "));
+    if let Some(sp) = r
+        .options
+        .foreign
+        .as_ref()
+        .and_then(|t| t.app_protocol.as_ref())
+    {
+        let line = format!("protocol spoken: {} ({})", sp.protocol, sp.why);
+        out.push_str(&crate::report::text::wrap(&line, p.width, "  ", "  "));
+    }
     if let Some(scope) = &r.options.scope {
         out.push_str(&crate::report::text::wrap(scope, p.width, "  ", "  "));
     }

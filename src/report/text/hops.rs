@@ -225,6 +225,10 @@ fn secs(n: u64) -> String {
 
 pub fn chain(c: &Chain, p: &Palette) -> String {
     let mut s = super::wrap(&c.verdict(), p.width, "", "");
+    if let Some(l) = &c.library {
+        let line = format!("{} ({}, read {})", l.sentence, l.source, l.read);
+        s.push_str(&super::wrap(&line, p.width, "Library: ", "  "));
+    }
     s.push('\n');
     if !c.path.is_empty() {
         let numbered: Vec<String> = c

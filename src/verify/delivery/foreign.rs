@@ -118,6 +118,14 @@ pub struct ForeignTarget {
     /// `--pid`: the server's processes (empty: found by the listening port).
     #[serde(skip)]
     pub pids: Vec<u32>,
+    /// The library protocol the clients and a ws publisher speak, and why (absent: raw).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub app_protocol: Option<crate::bench::appws::Spoken>,
+    #[serde(skip)]
+    pub app: Option<(
+        rtcheck_wire::appproto::AppProtocol,
+        rtcheck_wire::appproto::Subscribe,
+    )>,
 }
 
 /// The foreign runs: every disconnect kind with the resume mechanism, plus the control.
@@ -156,7 +164,11 @@ enum Link {
         events: Box<sse::Stream>,
         pending: Vec<u8>,
     },
-    Ws(Box<tungstenite::WebSocket<SyncStream>>),
+    /// With the library protocol's session when one is spoken.
+    Ws(
+        Box<tungstenite::WebSocket<SyncStream>>,
+        Option<Box<crate::bench::appws::Session>>,
+    ),
 }
 
 /// Where a client resumes from: the last seq it decoded, the last SSE `id:` it saw.
@@ -198,6 +210,14 @@ impl Link {
                 tungstenite::client::client_with_config(url.as_str(), stream, Some(cfg))
                     .map_err(|e| anyhow!("{}: WebSocket handshake: {e}", t.url))?;
             ws.get_ref().tcp().set_read_timeout(Some(TICK))?;
+            let app = match &t.app {
+                Some((p, sub)) => {
+                    let mut s = crate::bench::appws::Session::new(*p, &t.raw_url, sub.clone());
+                    app_setup(&mut ws, &mut s).map_err(|e| anyhow!("{}: {e}", t.url))?;
+                    Some(Box::new(s))
+                }
+                None => None,
+            };
             let mut say = |m: String| {
                 ws.send(tungstenite::Message::text(m))
                     .map_err(|e| anyhow!("{}: WebSocket send: {e}", t.url))
@@ -211,7 +231,7 @@ impl Link {
             // From here it only reads: a pong that would block waits for the next read
             // (queued, bounded), so a server that never reads cannot hold a read past a tick.
             ws.get_ref().tcp().set_write_timeout(Some(TICK))?;
-            return Ok(Link::Ws(Box::new(ws)));
+            return Ok(Link::Ws(Box::new(ws), app));
         }
         stream.tcp().set_read_timeout(Some(TICK))?;
         let mut req =
@@ -290,7 +310,21 @@ impl Link {
                     };
                 }
             }
-            Link::Ws(ws) => {
+            Link::Ws(ws, Some(app)) => {
+                while Instant::now() < until && !interrupted() {
+                    flooded(t, tr)?;
+                    let Some(payloads) = app_read(ws, app, t)? else {
+                        return Ok(());
+                    };
+                    for p in payloads {
+                        if let Some((s, ts)) = t.decoder.decode(&p, None) {
+                            got(s, ts, tr, pos);
+                        }
+                    }
+                }
+                Ok(())
+            }
+            Link::Ws(ws, None) => {
                 use tungstenite::{Error, Message};
                 while Instant::now() < until && !interrupted() {
                     flooded(t, tr)?;
@@ -331,7 +365,7 @@ impl Link {
         if matches!(kind, Disconnect::Clean | Disconnect::Storm) {
             match &mut self {
                 Link::Sse { stream, .. } => stream.close_notify(),
-                Link::Ws(ws) => {
+                Link::Ws(ws, _) => {
                     let _ = ws.close(None);
                     let _ = ws.flush();
                     ws.get_mut().close_notify();
@@ -340,10 +374,86 @@ impl Link {
         }
         let tcp = match &self {
             Link::Sse { stream, .. } => stream.tcp(),
-            Link::Ws(ws) => ws.get_ref().tcp(),
+            Link::Ws(ws, _) => ws.get_ref().tcp(),
         };
         client::leave_socket(tcp, kind).then_some(self)
     }
+}
+
+/// The library protocol's session set up on a fresh WebSocket (its first messages, the
+/// server's answers read and replied to until connected and subscribed), within 10 s.
+fn app_setup(
+    ws: &mut tungstenite::WebSocket<SyncStream>,
+    s: &mut crate::bench::appws::Session,
+) -> anyhow::Result<()> {
+    use tungstenite::{Error, Message};
+    let name = s.protocol().name();
+    let (first, ready) = s.start();
+    for m in first {
+        ws.send(m)
+            .map_err(|e| anyhow!("{name} session setup: send: {e}"))?;
+    }
+    let until = Instant::now() + Duration::from_secs(10);
+    let mut ready = ready;
+    while !ready {
+        if Instant::now() >= until || interrupted() {
+            bail!("{name} session setup: not connected within 10 s");
+        }
+        let m = match ws.read() {
+            Ok(Message::Close(c)) => {
+                let code = c.map_or(1005, |c| u16::from(c.code));
+                bail!("{name} session setup: closed with code {code}")
+            }
+            Ok(m) => m,
+            Err(Error::Io(e)) if client::is_timeout(&e) => continue,
+            Err(e) => bail!("{name} session setup: {e}"),
+        };
+        let h = s.on_message(&m);
+        for r in h.replies {
+            ws.send(r)
+                .map_err(|e| anyhow!("{name} session setup: send: {e}"))?;
+        }
+        if let Some(why) = h.closed {
+            bail!("{name} session setup: {why}");
+        }
+        ready = h.ready;
+    }
+    Ok(())
+}
+
+/// One read of a library protocol's WebSocket (a tick at most): the payloads it
+/// unwrapped, its heartbeat answered and the client's own sent when due; None when the
+/// server closed (at the WebSocket or the protocol level).
+fn app_read(
+    ws: &mut tungstenite::WebSocket<SyncStream>,
+    s: &mut crate::bench::appws::Session,
+    t: &ForeignTarget,
+) -> anyhow::Result<Option<Vec<Vec<u8>>>> {
+    use tungstenite::{Error, Message};
+    let h = match ws.read() {
+        Ok(Message::Close(_)) => return Ok(None),
+        Ok(m) => s.on_message(&m),
+        Err(Error::Io(e)) if client::is_timeout(&e) => Default::default(),
+        Err(Error::ConnectionClosed | Error::AlreadyClosed) => return Ok(None),
+        Err(Error::Io(e)) if e.kind() == std::io::ErrorKind::ConnectionReset => return Ok(None),
+        Err(e) => bail!("{}: WebSocket read: {e}", t.url),
+    };
+    // A reply that would block stays queued (bounded) and goes with the next write.
+    for r in h.replies.into_iter().chain(s.due()) {
+        match ws.send(r) {
+            Ok(()) => {}
+            Err(Error::Io(e)) if client::is_timeout(&e) => {}
+            Err(Error::ConnectionClosed | Error::AlreadyClosed) => return Ok(None),
+            Err(Error::Io(e)) if e.kind() == std::io::ErrorKind::ConnectionReset => {
+                return Ok(None)
+            }
+            Err(e) => bail!("{}: WebSocket send: {e}", t.url),
+        }
+    }
+    if h.closed.is_some() {
+        return Ok(None);
+    }
+    Ok(Some(h.payloads))
 }
 
 /// Seqs and gap markers one client keeps at most: far above any run's rate x duration. A
@@ -476,6 +586,7 @@ pub fn measure(
         post: t.post.clone(),
         message: Template::parse(&t.message),
         subscribe: t.subscribe.clone(),
+        app: t.app.clone(),
         headers: t.headers.clone(),
         rounds: (life.as_secs_f64() * o.rate).ceil() as u64,
         rate: o.rate,

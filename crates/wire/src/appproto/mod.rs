@@ -261,6 +261,8 @@ pub struct Client {
     v2: bool,
     /// Client heartbeat interval in force (s), when the client must send one.
     client_every_s: Option<f64>,
+    /// The server's heartbeat interval it announced (Engine.IO's open packet).
+    server_every_s: Option<f64>,
     last_client_beat_s: f64,
     next_ref: u64,
 }
@@ -286,6 +288,7 @@ impl Client {
             eio,
             v2: query_param(path_and_query, "vsn").is_some_and(|v| v.starts_with("2.")),
             client_every_s,
+            server_every_s: None,
             last_client_beat_s: 0.0,
             next_ref: 1,
         }
@@ -347,11 +350,16 @@ impl Client {
         };
         for e in &mut ev {
             if let Event::Negotiated {
-                client_s: Some(c), ..
+                client_s,
+                interval_s,
+                ..
             } = e
             {
-                // Never faster than once a second, whatever the server announced.
-                self.client_every_s = Some(c.max(1.0));
+                if let Some(c) = client_s {
+                    // Never faster than once a second, whatever the server announced.
+                    self.client_every_s = Some(c.max(1.0));
+                }
+                self.server_every_s = interval_s.or(self.server_every_s);
             }
         }
         ev
@@ -375,6 +383,63 @@ impl Client {
             AppProtocol::Stomp => Out::Text("\n".into()),
             _ => return None,
         })
+    }
+
+    /// Whether the session is set up before any server message (nothing to wait for).
+    pub fn ready_at_start(&self) -> bool {
+        match self.protocol {
+            AppProtocol::Raw => true,
+            AppProtocol::Phoenix => self.sub.channel.is_none(),
+            _ => false,
+        }
+    }
+
+    /// Whether `e` completes the session's setup: connected, and subscribed where a
+    /// channel was given (bench and verify count a client only from then on).
+    pub fn ready_on(&self, e: &Event) -> bool {
+        let has_channel = self.sub.channel.is_some();
+        let Event::Control(name) = e else {
+            return false;
+        };
+        let want = match self.protocol {
+            AppProtocol::Raw => return true,
+            AppProtocol::SocketIo => "connected",
+            AppProtocol::SignalR => "handshake",
+            AppProtocol::Phoenix => "joined",
+            AppProtocol::ActionCable if has_channel => "subscribed",
+            AppProtocol::ActionCable => "welcome",
+            AppProtocol::GraphqlWs => "connection_ack",
+            AppProtocol::Stomp => "connected",
+            AppProtocol::SockJs => "open",
+            AppProtocol::Mqtt if has_channel => "subscribed",
+            AppProtocol::Mqtt => "connack",
+        };
+        *name == want
+    }
+
+    /// The heartbeat owed at `now_s` by a client that never reads (bench's slow clients:
+    /// slow at the socket, never at the library's heartbeat). Where the client pings, its
+    /// own ping; where the server pings and drops a silent client (Engine.IO v4,
+    /// graphql-ws), an unsolicited pong every half interval, which both reset the
+    /// server's timer without a ping having been read.
+    pub fn blind_due(&mut self, now_s: f64) -> Option<Out> {
+        if self.client_every_s.is_some() {
+            return self.due(now_s);
+        }
+        let interval = self
+            .server_every_s
+            .or(self.protocol.defaults().interval_s)?;
+        // Never more often than twice a second, whatever the server announced.
+        let every = (interval / 2.0).max(0.5);
+        if now_s - self.last_client_beat_s < every {
+            return None;
+        }
+        self.last_client_beat_s = now_s;
+        match self.protocol {
+            AppProtocol::SocketIo => Some(Out::Text("3".into())),
+            AppProtocol::GraphqlWs => Some(Out::Text(r#"{"type":"pong"}"#.into())),
+            _ => None,
+        }
     }
 
     /// A message carrying `payload` the way this library's clients publish it.

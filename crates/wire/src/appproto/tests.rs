@@ -379,3 +379,74 @@ proptest::proptest! {
         }
     }
 }
+
+#[test]
+fn a_socketio_session_is_ready_once_the_namespace_connected() {
+    let mut c = Client::new(
+        AppProtocol::SocketIo,
+        "/socket.io/?EIO=4",
+        Subscribe::default(),
+    );
+    assert!(!c.ready_at_start());
+    let open = c.on_message(Msg::Text(
+        r#"0{"sid":"a","pingInterval":25000,"pingTimeout":20000}"#,
+    ));
+    assert!(!open.iter().any(|e| c.ready_on(e)));
+    let connected = c.on_message(Msg::Text(r#"40{"sid":"b"}"#));
+    assert!(connected.iter().any(|e| c.ready_on(e)));
+}
+
+#[test]
+fn a_phoenix_session_without_a_topic_is_ready_at_once_and_with_one_on_its_join_reply() {
+    let bare = Client::new(
+        AppProtocol::Phoenix,
+        "/socket/websocket?vsn=2.0.0",
+        Subscribe::default(),
+    );
+    assert!(bare.ready_at_start());
+    let sub = Subscribe {
+        channel: Some("room:1".into()),
+        event: None,
+    };
+    let c = Client::new(AppProtocol::Phoenix, "/socket/websocket?vsn=2.0.0", sub);
+    assert!(!c.ready_at_start());
+    assert!(c.ready_on(&Event::Control("joined")));
+    assert!(!c.ready_on(&Event::Heartbeat));
+}
+
+#[test]
+fn a_client_that_never_reads_still_keeps_the_library_heartbeat() {
+    // Engine.IO v4: the server pings; a blind client sends unsolicited pongs, every half
+    // interval, never faster.
+    let mut io = Client::new(
+        AppProtocol::SocketIo,
+        "/socket.io/?EIO=4",
+        Subscribe::default(),
+    );
+    assert_eq!(io.blind_due(13.0), Some(Out::Text("3".into())));
+    assert_eq!(io.blind_due(20.0), None);
+    assert_eq!(io.blind_due(25.6), Some(Out::Text("3".into())));
+    // SignalR: the client pings anyway (type 6 every 15 s).
+    let mut sr = Client::new(AppProtocol::SignalR, "/hub", Subscribe::default());
+    let ping = sr.blind_due(15.0).expect("a SignalR ping");
+    assert!(matches!(ping, Out::Text(t) if t.starts_with(r#"{"type":6}"#)));
+    // SockJS: the server's `h` frames ask nothing of the client.
+    let mut sj = Client::new(
+        AppProtocol::SockJs,
+        "/echo/0/a/websocket",
+        Subscribe::default(),
+    );
+    assert_eq!(sj.blind_due(100.0), None);
+    // The interval the server announced rules: a 2 s ping, a pong every second.
+    let mut fast = Client::new(
+        AppProtocol::SocketIo,
+        "/socket.io/?EIO=4",
+        Subscribe::default(),
+    );
+    fast.on_message(Msg::Text(
+        r#"0{"sid":"a","pingInterval":2000,"pingTimeout":2000}"#,
+    ));
+    assert!(fast.blind_due(1.0).is_some());
+    assert!(fast.blind_due(1.5).is_none());
+    assert!(fast.blind_due(2.0).is_some());
+}
