@@ -4,7 +4,9 @@
 //! - `fanout`: orchestration of scenarios ([`fanout`]), judged by [`validity`].
 //! - `idle`: RSS per idle connection ([`idle`]).
 //! - `loadgen` (hidden): the load generator process ([`loadgen`]), speaking [`wire`].
+pub mod conncost;
 pub mod fanout;
+pub mod holder;
 pub mod idle;
 pub mod loadgen;
 pub mod model;

@@ -4,6 +4,7 @@ pub mod bench;
 pub mod budget;
 pub mod choose;
 pub mod cluster;
+pub mod conncost;
 pub mod delivery;
 pub mod evidence;
 pub mod guided;
