@@ -2,7 +2,7 @@
 //! own server. Connections are opened in steps (two measured points, then the target N);
 //! at each step, once the server's RSS is steady, the server's process RSS and fds and
 //! the kernel's memory for the sockets it holds (sock_diag skmem, by inode) are read,
-//! with the host's /proc/net/sockstat TCP `mem` beside them. Per variant (plain, TLS,
+//! with the host's /proc/net/sockstat TCP `mem` beside them (base's parser). Per variant (plain, TLS,
 //! permessage-deflate offered): bytes per connection from the two points, connections
 //! per GB, and the prediction for N checked by the run at N.
 use super::holder::{self, Holder, Rx};
@@ -170,14 +170,22 @@ pub struct ConnCostReport {
     pub results: Vec<VariantResult>,
     pub valid: bool,
     pub host: String,
+    /// What to compare with: public reports (cited as such) and the seed's Go figure.
+    pub references: Vec<crate::evidence::EvidenceRef>,
 }
 
-/// Pure: the TCP `mem` pages of /proc/net/sockstat.
-pub fn sockstat_tcp_pages(text: &str) -> Option<u64> {
-    let line = text.lines().find(|l| l.starts_with("TCP:"))?;
-    let w: Vec<&str> = line.split_whitespace().collect();
-    let i = w.iter().position(|x| *x == "mem")?;
-    w.get(i + 1)?.parse().ok()
+/// Public reports of deflate's and TLS's cost, the seed's Go figure, and rtcheck's own
+/// measurement of known servers (BENCHMARKS.md).
+pub fn references() -> Vec<crate::evidence::EvidenceRef> {
+    use crate::evidence::reference;
+    vec![
+        reference("report-engineio-deflate"),
+        reference("report-uvicorn-deflate"),
+        reference("report-cowboy-tls"),
+        reference("report-nbio-tls"),
+        reference("conn-cost-rtcheck"),
+        reference("conn-ram"),
+    ]
 }
 
 /// Pure: per-connection figures from the baseline and the two points.
@@ -259,11 +267,8 @@ fn read(pids: &[u32], connections: u64, rx: Rx) -> Result<Reading, String> {
         r.socket_bytes += m.charged();
         r.sockets += 1;
     }
-    let page = rtcheck_base::os::proc::page_size();
-    r.host_tcp_mem_bytes = std::fs::read_to_string("/proc/net/sockstat")
-        .ok()
-        .and_then(|t| sockstat_tcp_pages(&t))
-        .map_or(0, |p| p * page);
+    // Host-wide and beside the figures, not in them: a missing sockstat reads 0.
+    r.host_tcp_mem_bytes = rtcheck_base::os::proc::read_sockstat().map_or(0, |s| s.mem_bytes());
     Ok(r)
 }
 
@@ -432,6 +437,7 @@ pub fn run(o: &ServerOptions) -> anyhow::Result<ConnCostReport> {
         valid: results.iter().all(|r| r.valid),
         results,
         host: host_name(),
+        references: references(),
     })
 }
 
@@ -467,10 +473,13 @@ fn measure(
                 }
             }
             Err(e) => {
+                // Ctrl-C is an interruption (exit 130), not a failed step.
+                super::check_interrupted()?;
                 notes.push(format!("INVALID: {} of {n} connected: {e}", h.len()));
                 break;
             }
         }
+        super::check_interrupted()?;
         match steady(&pids, n, &h, o.settle) {
             Ok(r) => readings.push(r),
             Err(e) => {
@@ -676,15 +685,6 @@ mod tests {
             fds: 10 + n,
             ..Reading::default()
         }
-    }
-
-    #[test]
-    fn sockstat_mem_is_read() {
-        let t =
-            "sockets: used 300\nTCP: inuse 12 orphan 0 tw 3 alloc 20 mem 7\nUDP: inuse 2 mem 1\n";
-        assert_eq!(sockstat_tcp_pages(t), Some(7));
-        assert_eq!(sockstat_tcp_pages("UDP: inuse 2 mem 1\n"), None);
-        assert_eq!(sockstat_tcp_pages("TCP: inuse 1 mem x\n"), None);
     }
 
     #[test]

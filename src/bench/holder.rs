@@ -309,9 +309,19 @@ impl Holder {
                     {
                         return;
                     }
-                    if Instant::now() > until || super::check_interrupted().is_err() {
+                    if super::check_interrupted().is_err() {
                         let mut e = err.lock().unwrap_or_else(|e| e.into_inner());
-                        e.get_or_insert_with(|| "not all connected in time".into());
+                        e.get_or_insert_with(|| "interrupted".into());
+                        return;
+                    }
+                    if Instant::now() > until {
+                        let mut e = err.lock().unwrap_or_else(|e| e.into_inner());
+                        e.get_or_insert_with(|| {
+                            format!(
+                                "not all connected within {} (--connect-timeout)",
+                                rtcheck_base::units::fmt_duration(limit)
+                            )
+                        });
                         return;
                     }
                     match open_one() {

@@ -98,6 +98,16 @@ pub fn render(rep: &ConnCostReport, p: &Palette) -> String {
     for r in &rep.results {
         out.push_str(&details(r, p.width));
     }
+    let ids: Vec<&str> = rep.references.iter().map(|e| e.id.as_str()).collect();
+    out.push_str(&wrap(
+        &format!(
+            "compare (rtcheck explain ID): {} (public reports, rtcheck's runs on known servers, the seed's Go figure)",
+            ids.join(", ")
+        ),
+        p.width,
+        "",
+        "  ",
+    ));
     out
 }
 
