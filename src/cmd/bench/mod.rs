@@ -325,15 +325,18 @@ Examples:
 
     rtcheck bench idle --connections 2000 --format json
 
-  What one connection costs on your server (fit from 200 and 1,000, checked at 2,000):
-    rtcheck bench idle --server ws://127.0.0.1:8080/ws --connections 200,1000,2000
+  What one connection costs on your server (200 and 1,000, checked at 2,000):
+    rtcheck bench idle --server ws://127.0.0.1:8080/ws \\
+      --connections 200,1000,2000
 
   Plain, TLS (your proxy's wss:// endpoint) and permessage-deflate:
     rtcheck bench idle --server ws://127.0.0.1:8080/ws \\
-      --tls-url wss://127.0.0.1:8443/ws --ca ca.pem --variants plain,tls,deflate
+      --tls-url wss://127.0.0.1:8443/ws --ca ca.pem \\
+      --variants plain,tls,deflate
 
-  Active: a 200-byte message to every client 10 times a second, saved in the profile:
-    rtcheck bench idle --server ws://127.0.0.1:8080/ws --activity 10/s --size 200 \\
+  Active (200 B to every client 10 times a second), saved in the profile:
+    rtcheck bench idle --server ws://127.0.0.1:8080/ws \\
+      --activity 10/s --size 200 \\
       --publish 'POST http://127.0.0.1:8080/publish' --save profile.yaml")]
 pub struct IdleArgs {
     /// Idle clients per protocol. With --server: A,B,N (fit from A and B, checked at
