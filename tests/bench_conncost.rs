@@ -227,6 +227,22 @@ fn rtcheck_serve_cost_is_measured_saved_and_sized_by_choose() {
 }
 
 #[test]
+fn an_sse_server_is_measured_per_event_stream() {
+    let app = express_sse(&[]);
+    let (code, rep, err) = cost(
+        &app.url("http", "/events"),
+        &["--connections", "50,150,300"],
+    );
+    assert_eq!(code, 0, "{err} {rep:#}");
+    let p = variant(&rep, "plain");
+    assert!(p["url"].as_str().unwrap().starts_with("http://"), "{p:#}");
+    sockets_counted(p);
+    assert!(total(p) > 0.0, "{p:#}");
+    let fds = p["per_connection"]["fds"].as_f64().unwrap();
+    assert!((0.9..1.5).contains(&fds), "{fds}");
+}
+
+#[test]
 fn bad_flags_are_one_line_and_exit_2_before_any_connection() {
     let bad = |args: &[&str], want: &str| {
         let out = common::rtcheck()

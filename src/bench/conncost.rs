@@ -21,6 +21,8 @@ pub const GOAL_PCT: f64 = 10.0;
 pub const GB: f64 = 1e9;
 /// Handshakes in flight at once.
 const WORKERS: usize = 4;
+/// Longest one connection's TCP connect, TLS handshake and upgrade may take.
+const HANDSHAKE: Duration = Duration::from_secs(10);
 
 /// What is measured: the connection's configuration.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize, Deserialize)]
@@ -459,8 +461,7 @@ fn measure(
     let deflate = v == Variant::Deflate;
     let h = Holder::new();
     let limit = o.connect_timeout;
-    let open = |()| holder::open(t, tls, deflate, Duration::from_secs(10));
-    let open_one = || open(());
+    let open_one = || holder::open(t, tls, deflate, HANDSHAKE);
     let _publisher = Publisher::start(o);
     let mut notes = Vec::new();
     let mut readings = vec![steady(&pids, 0, &h, o.settle).map_err(anyhow::Error::msg)?];
