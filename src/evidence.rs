@@ -100,11 +100,24 @@ pub const SOURCES: &[SourceDoc] = &[
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Source {
-    /// The seed file, e.g. "002_62b3c7fd33ca2a37.txt" (a key into [`SOURCES`]).
+    /// The seed file, e.g. "002_62b3c7fd33ca2a37.txt" (a key into [`SOURCES`]); empty
+    /// for a public report or rtcheck's own measurement.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub seed: String,
     /// Part of the article series, e.g. 6 or "5 and 8", or the section of an article that
     /// has no part numbers (seed 001), e.g. "section Why".
+    #[serde(default, skip_serializing_if = "serde_yaml::Value::is_null")]
     pub part: serde_yaml::Value,
+    /// A public report (an issue thread), cited as such, never as a seed's:
+    /// "socketio/engine.io #559".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub report: Option<String>,
+    /// The report's address.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// rtcheck's own measurement: the command and the host (its values are derived).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measured_by: Option<String>,
 }
 
 impl Source {
@@ -136,6 +149,17 @@ impl Source {
     /// The citation, as a paper's references read: "\"Tail latency at 10,000
     /// connections\", part 11" (the seed file is a key, never shown).
     pub fn describe(&self) -> String {
+        if let Some(r) = &self.report {
+            let url = self
+                .url
+                .as_deref()
+                .map(|u| format!(" ({u})"))
+                .unwrap_or_default();
+            return format!("public report {r}{url}");
+        }
+        if let Some(m) = &self.measured_by {
+            return format!("measured by rtcheck: {m}");
+        }
         match self.doc() {
             Some(d) => format!("\"{}\", {}", d.title, self.part_label()),
             None => format!("unknown article, {}", self.part_label()),
@@ -357,11 +381,13 @@ mod tests {
         let ids: Vec<&str> = all.iter().map(|s| s.id.as_str()).collect();
         assert_eq!(ids, ["000", "001", "002", "003", "004"]);
         let cited: usize = all.iter().map(|s| s.entries.len()).sum();
-        assert_eq!(
-            cited,
-            store().entries.len(),
-            "every entry cites one of the five"
-        );
+        // Every entry cites one of the five, but public reports and rtcheck's own runs
+        // (issue 39), which name themselves.
+        let own = |e: &&Evidence| e.source.report.is_some() || e.source.measured_by.is_some();
+        let seeds = store().entries.iter().filter(|e| !own(e)).count();
+        assert_eq!(cited, seeds, "every entry cites one of the five");
+        let public = store().entries.iter().filter(own).count();
+        assert!(public >= 5, "report-* and conn-cost-rtcheck: {public}");
         for s in &all {
             assert!(!s.parts_cited.is_empty(), "{}", s.id);
         }

@@ -127,6 +127,59 @@ pub struct Profile {
     /// (`- aws-alb: {idle: 300s}`). Absent when not declared.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path: Option<Vec<crate::hops::chain::PathEntry>>,
+    /// What one connection costs on this server, measured by `rtcheck bench idle
+    /// --server --save` (issue 39); choose's sizing and audit's memory check use it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_per_connection: Option<MemoryPerConnection>,
+}
+
+/// Bytes per connection (server RSS + kernel socket memory) per variant, as measured.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MemoryPerConnection {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plain: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deflate: Option<u64>,
+    /// idle, or the rate every client received (`10/s`).
+    #[serde(default = "idle_word")]
+    pub activity: String,
+    /// The command and host that measured it (the reference choose and audit cite).
+    #[serde(default)]
+    pub how: String,
+}
+
+fn idle_word() -> String {
+    "idle".into()
+}
+
+impl MemoryPerConnection {
+    /// The figure to size with: the largest measured variant (a server that offers TLS
+    /// or compression pays for it on the connections that take it), with its name.
+    pub fn sizing(&self) -> Option<(u64, &'static str)> {
+        [
+            (self.plain, "plain"),
+            (self.tls, "tls"),
+            (self.deflate, "deflate"),
+        ]
+        .into_iter()
+        .filter_map(|(v, n)| v.filter(|&b| b > 0).map(|b| (b, n)))
+        .max_by_key(|(b, _)| *b)
+    }
+
+    /// `measured 14.2 KB per connection (deflate, idle) by rtcheck bench idle --server
+    /// ... on HOST`: the reference a report cites.
+    pub fn reference(&self) -> Option<String> {
+        let (b, v) = self.sizing()?;
+        Some(format!(
+            "measured {} per connection ({v}, {}) by {}",
+            rtcheck_base::units::fmt_bytes(b),
+            self.activity,
+            self.how
+        ))
+    }
 }
 
 fn default_connections() -> u64 {
@@ -162,6 +215,7 @@ impl Default for Profile {
             role: Role::Server,
             ping: None,
             path: None,
+            memory_per_connection: None,
         }
     }
 }
@@ -385,9 +439,23 @@ mod tests {
             role: Role::Proxy,
             ping: Some(Duration::from_secs(25)),
             path: None,
+            memory_per_connection: Some(MemoryPerConnection {
+                plain: Some(17_500),
+                tls: None,
+                deflate: Some(33_300),
+                activity: "idle".into(),
+                how: "rtcheck bench idle --server ws://127.0.0.1:8080/ws on h".into(),
+            }),
         };
         let back = Profile::from_yaml(&p.to_yaml(), "x.yaml").unwrap();
         assert_eq!(back, p);
+        // The largest measured variant sizes, named in the reference.
+        let m = p.memory_per_connection.unwrap();
+        assert_eq!(m.sizing(), Some((33_300, "deflate")));
+        assert!(m
+            .reference()
+            .unwrap()
+            .contains("(deflate, idle) by rtcheck bench idle"));
     }
 
     #[test]

@@ -5,7 +5,9 @@
 //! - `idle`: RSS per idle connection ([`idle`]).
 //! - `loadgen` (hidden): the load generator process ([`loadgen`]), speaking [`wire`].
 pub mod appws;
+pub mod conncost;
 pub mod fanout;
+pub mod holder;
 pub mod idle;
 pub mod loadgen;
 pub mod model;

@@ -16,8 +16,12 @@ pub struct Sizing {
     /// Connections per machine x the reference RSS per idle connection.
     pub ram_bytes_per_machine: u64,
     pub connections_per_machine: u64,
-    /// The per-connection figure used (reference, not measured on this host).
+    /// The per-connection figure used: the profile's measured `memory_per_connection`
+    /// when it has one, else the seed's reference (not measured on this host).
     pub per_connection_bytes: u64,
+    /// Where `per_connection_bytes` comes from, in words (which reference was used).
+    #[serde(default)]
+    pub per_connection_source: String,
     /// Messages a disconnected client must get back: max_disconnect x rate, whole.
     pub messages_to_replay: u64,
     /// Every session of one machine at once: connections per machine x a session.
@@ -88,8 +92,29 @@ fn to_u64(v: f64) -> u64 {
     }
 }
 
+/// The seed's figure, cited as such: what sizing uses when nothing was measured.
+pub fn seed_source() -> String {
+    "the seed's reference host (Go + gorilla/websocket, idle, default buffers; TLS and permessage-deflate not measured), not this server: measure yours with `rtcheck bench idle --server URL --save PROFILE`".into()
+}
+
+/// Bytes per connection and where they come from: measured on the user's server (the
+/// profile's `memory_per_connection`), else the seed's Go figure.
+pub fn per_connection(p: &Profile) -> (u64, String) {
+    match p
+        .memory_per_connection
+        .as_ref()
+        .and_then(|m| Some((m.sizing()?.0, m.reference()?)))
+    {
+        Some((b, r)) => (b, r),
+        None => (
+            evidence::num("conn-ram", "rss_per_conn") as u64,
+            seed_source(),
+        ),
+    }
+}
+
 pub fn size(p: &Profile) -> Sizing {
-    let per_conn = evidence::num("conn-ram", "rss_per_conn") as u64;
+    let (per_conn, source) = per_connection(p);
     let cpm = p.connections_per_machine();
     let per_client = replay_bytes(p);
     let worst = per_client.and_then(|b| p.connections.checked_mul(b));
@@ -114,6 +139,7 @@ pub fn size(p: &Profile) -> Sizing {
         ram_bytes_per_machine: max(ram),
         connections_per_machine: cpm,
         per_connection_bytes: per_conn,
+        per_connection_source: source,
         messages_to_replay: to_u64(messages(p)),
         sessions_per_machine_bytes: max(per_machine),
         session_budget_bytes: SESSION_BUDGET,
@@ -181,6 +207,30 @@ mod tests {
         let s = size(&profile(10_000, 3, 1.0, 1, 1.0));
         assert_eq!(s.connections_per_machine, 3_334);
         assert_eq!(s.ram_bytes_per_machine, 3_334 * 27_000);
+        assert!(s
+            .per_connection_source
+            .starts_with("the seed's reference host"));
+    }
+
+    #[test]
+    fn ram_per_machine_uses_the_measured_figure_when_the_profile_has_one() {
+        let mut p = profile(10_000, 1, 1.0, 1, 1.0);
+        p.memory_per_connection = Some(crate::profile::MemoryPerConnection {
+            plain: Some(8_000),
+            tls: Some(30_000),
+            deflate: None,
+            activity: "10/s".into(),
+            how: "rtcheck bench idle --server ws://127.0.0.1:1/ws on h".into(),
+        });
+        let s = size(&p);
+        assert_eq!(s.per_connection_bytes, 30_000);
+        assert_eq!(s.ram_bytes_per_machine, 300_000_000);
+        assert!(
+            s.per_connection_source
+                .contains("(tls, 10/s) by rtcheck bench idle --server"),
+            "{}",
+            s.per_connection_source
+        );
     }
 
     #[test]

@@ -127,6 +127,15 @@ pub fn py_websockets(env: &[(&str, &str)]) -> Foreign {
     Foreign::start(cmd, "websockets", env)
 }
 
+/// websockets_cost.py (`python3-websockets`, bench idle --server): COMPRESSION
+/// `deflate` (the library's default) or `none`.
+pub fn py_websockets_cost(compression: &str) -> Foreign {
+    python_module("websockets", "python3-websockets");
+    let mut cmd = Command::new(python());
+    cmd.arg(fixture("websockets_cost.py"));
+    Foreign::start(cmd, "websockets-cost", &[("COMPRESSION", compression)])
+}
+
 /// socketio_server.py (`python3-socketio` on aiohttp): PING_INTERVAL, PING_TIMEOUT,
 /// TICK_MS, EVENTS_LOG.
 pub fn py_socketio(env: &[(&str, &str)]) -> Foreign {

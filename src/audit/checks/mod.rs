@@ -28,6 +28,9 @@ pub struct Workload {
     pub loss: Option<Loss>,
     /// The server's own heartbeat interval, when the profile says.
     pub ping: Option<Duration>,
+    /// Bytes per connection measured on this server (`bench idle --server --save`) and
+    /// the variant it is; None: the seed's figure is used, and said.
+    pub measured_per_conn: Option<(u64, &'static str)>,
 }
 
 /// Transport audited when the profile names none.
@@ -46,6 +49,7 @@ impl Workload {
             max_disconnect: p.max_disconnect,
             loss: p.loss,
             ping: p.ping,
+            measured_per_conn: p.memory_per_connection.as_ref().and_then(|m| m.sizing()),
         }
     }
 
@@ -632,6 +636,32 @@ mod tests {
         // 1,000,000 msg/s fan-out: fail.
         assert_eq!(status(&p(Transport::Websocket), &h, "memory"), Status::Fail);
         assert_eq!(status(&p(Transport::Websocket), &h, "cpu"), Status::Fail);
+        // Without a measured figure the seed's Go figure is used, and named as such.
+        let seed = finding(&p(Transport::Websocket), &h, "memory");
+        assert!(
+            seed.rule.contains("the seed's Go + gorilla reference"),
+            "{}",
+            seed.rule
+        );
+        // Measured on the user's server (bench idle --server --save): that figure, said.
+        let mut measured = p(Transport::Websocket);
+        measured.memory_per_connection = Some(crate::profile::MemoryPerConnection {
+            plain: Some(2_000),
+            tls: None,
+            deflate: None,
+            activity: "idle".into(),
+            how: "rtcheck bench idle --server ws://127.0.0.1:1/ws on h".into(),
+        });
+        let m = finding(&measured, &h, "memory");
+        assert_eq!(m.numbers["per_connection_bytes"], 2_000.0, "{}", m.rule);
+        assert!(
+            m.rule
+                .contains("measured on your server, its plain variant"),
+            "{}",
+            m.rule
+        );
+        // 200 MB of a 300 MB limit: warn, where the seed's 2.7 GB failed.
+        assert_eq!(m.status, Status::Warn, "{}", m.rule);
         let m = finding(&p(Transport::Polling), &h, "memory");
         assert_eq!(m.status, Status::Pass, "{}", m.rule);
         assert_eq!(m.numbers["connection_bytes"], 0.0);

@@ -68,19 +68,27 @@ impl MemNeed {
     fn of(w: &Workload) -> MemNeed {
         // Polling holds no connection between requests: the idle-WebSocket figure is not its.
         let polling = w.transport == Transport::Polling;
-        let per_conn = if polling {
-            0
-        } else {
-            num("conn-ram", "rss_per_conn") as u64
+        let per_conn = match (&w.measured_per_conn, polling) {
+            (_, true) => 0,
+            (Some((b, _)), _) => *b,
+            (None, _) => num("conn-ram", "rss_per_conn") as u64,
         };
         let conn_bytes = per_conn.saturating_mul(w.connections);
         let (delivery, delivery_txt, evidence) = delivery_state(w);
         let total = conn_bytes.saturating_add(delivery);
         let conn_txt = if polling {
             "0 for connections (transport polling: the measured per-connection RSS is an idle WebSocket's, goroutines and buffers included; a polling client holds at most an HTTP keep-alive connection between requests, which no measurement here sizes)".to_string()
+        } else if let Some((_, variant)) = &w.measured_per_conn {
+            format!(
+                "{} {} connections x {} (measured on your server, its {variant} variant: the profile's memory_per_connection, from rtcheck bench idle --server) = {}",
+                n(w.connections),
+                w.transport.name(),
+                bytes(per_conn),
+                bytes(conn_bytes)
+            )
         } else {
             format!(
-                "{} {} connections x {} (idle connection RSS with default buffers; {} for 10,000) = {}",
+                "{} {} connections x {} (the seed's Go + gorilla reference: idle connection RSS with default buffers, {} for 10,000; TLS and permessage-deflate not measured; measure yours: rtcheck bench idle --server URL --save PROFILE) = {}",
                 n(w.connections),
                 w.transport.name(),
                 bytes(per_conn),

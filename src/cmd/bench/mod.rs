@@ -352,11 +352,26 @@ Examples:
   RSS per idle WebSocket and SSE connection:
     rtcheck bench idle --connections 10000
 
-    rtcheck bench idle --connections 2000 --format json")]
+    rtcheck bench idle --connections 2000 --format json
+
+  What one connection costs on your server (200 and 1,000, checked at 2,000):
+    rtcheck bench idle --server ws://127.0.0.1:8080/ws \\
+      --connections 200,1000,2000
+
+  Plain, TLS (your proxy's wss:// endpoint) and permessage-deflate:
+    rtcheck bench idle --server ws://127.0.0.1:8080/ws \\
+      --tls-url wss://127.0.0.1:8443/ws --ca ca.pem \\
+      --variants plain,tls,deflate
+
+  Active (200 B to every client 10 times a second), saved in the profile:
+    rtcheck bench idle --server ws://127.0.0.1:8080/ws \\
+      --activity 10/s --size 200 \\
+      --publish 'POST http://127.0.0.1:8080/publish' --save profile.yaml")]
 pub struct IdleArgs {
-    /// Idle clients per protocol.
-    #[arg(long, value_name = "N", default_value_t = DEFAULT_CONNECTIONS, value_parser = parse_count, allow_negative_numbers = true)]
-    pub connections: u64,
+    /// Idle clients per protocol. With --server: A,B,N (fit from A and B, checked at
+    /// N), or N alone (A = N/10, B = N/2); default 200,1000,2000.
+    #[arg(long, value_name = "N", value_delimiter = ',', value_parser = parse_count, allow_negative_numbers = true)]
+    pub connections: Option<Vec<u64>>,
     /// Protocols to measure, comma-separated.
     #[arg(long, value_enum, value_delimiter = ',', default_value = "ws,sse")]
     pub protocol: Vec<IdleProto>,
@@ -366,14 +381,69 @@ pub struct IdleArgs {
     /// Longest wait for all clients to connect.
     #[arg(long, default_value = "120s", value_parser = rtcheck_base::units::parse_duration)]
     pub connect_timeout: Duration,
+    /// Measure your own server instead: ws://HOST:PORT/PATH (or http:// for SSE). Its
+    /// process is found by the port (or --pid); RSS, kernel socket memory and fds are
+    /// read per connection.
+    #[arg(long, value_name = "URL")]
+    pub server: Option<String>,
+    /// With --server: the TLS endpoint for --variants tls (wss:// or https://, e.g. your
+    /// nginx in front); its process's memory is counted with the server's.
+    #[arg(long, value_name = "URL")]
+    pub tls_url: Option<String>,
+    /// With --server: the server's process(es) (`"$(pidof NAME)"` or 1,2,3).
+    #[arg(long, value_name = "PIDS", value_parser = crate::cmd::parse_pids)]
+    pub pid: Option<crate::cmd::PidList>,
+    /// With --server: plain, tls, deflate (permessage-deflate offered), comma-separated.
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "plain")]
+    pub variants: Vec<crate::bench::conncost::Variant>,
+    /// With --server: idle, or a message to every client N times a second (1/s, 10/s)
+    /// through --publish or the server's own traffic.
+    #[arg(long, default_value = "idle", value_parser = crate::bench::conncost::Activity::parse)]
+    pub activity: crate::bench::conncost::Activity,
+    /// With --activity: the message size in bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = 100)]
+    pub size: usize,
+    /// With --activity: 'POST http://HOST:PORT/PATH', your app's publish API (its body
+    /// goes to every client).
+    #[arg(long, value_name = "'POST URL'", value_parser = crate::bench::publisher::PublishVia::parse)]
+    pub publish: Option<crate::bench::publisher::PublishVia>,
+    /// With --server: allow a host that is not loopback (the first line says what will
+    /// be sent). Its memory is read only when the server runs on this host.
+    #[arg(long)]
+    pub allow_remote: bool,
+    /// With --server: write the measured cost per variant into this profile
+    /// (memory_per_connection:), read by choose and audit.
+    #[arg(long, value_name = "PROFILE")]
+    pub save: Option<PathBuf>,
+    #[command(flatten)]
+    pub reach: super::reach::ReachArgs,
     #[command(flatten)]
     pub out: OutputArgs<BenchFormats>,
 }
 
 fn run_idle(a: IdleArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
     a.out.validate()?;
+    if a.server.is_some() {
+        return run_conncost(a, ctx);
+    }
+    for (set, flag) in [
+        (a.tls_url.is_some(), "--tls-url"),
+        (a.pid.is_some(), "--pid"),
+        (a.publish.is_some(), "--publish"),
+        (a.save.is_some(), "--save"),
+        (a.allow_remote, "--allow-remote"),
+    ] {
+        if set {
+            anyhow::bail!("{flag} needs --server URL");
+        }
+    }
+    let connections = match a.connections.as_deref() {
+        None => DEFAULT_CONNECTIONS,
+        Some([n]) => *n,
+        Some(_) => anyhow::bail!("--connections A,B,N needs --server URL; give one number"),
+    };
     let report = idle::run(&IdleOptions {
-        connections: a.connections,
+        connections,
         protocol: a.protocol.clone(),
         settle: a.settle,
         connect_timeout: a.connect_timeout,
@@ -394,6 +464,128 @@ fn run_idle(a: IdleArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
             BenchFormat::Junit => crate::report::junit::render(&findings, FailOn::Fail)?,
             BenchFormat::Github => crate::report::github::render(&findings),
             BenchFormat::Html => crate::report::html::idle::render(&report)?,
+        })
+    })?;
+    Ok(super::exit::verdict(false, !report.valid))
+}
+
+/// The profile at `path` (or a new one) with the measured cost per variant in it.
+fn saved_profile(
+    path: &std::path::Path,
+    r: &crate::bench::conncost::ConnCostReport,
+) -> anyhow::Result<String> {
+    use crate::bench::conncost::Variant;
+    let mut p = if path.exists() {
+        crate::profile::Profile::load("--save", path)?
+    } else {
+        crate::profile::Profile::default()
+    };
+    let of = |v: Variant| {
+        r.results
+            .iter()
+            .find(|x| x.variant == v && x.valid)
+            .and_then(|x| x.per_connection)
+            .map(|c| c.total_bytes.round() as u64)
+    };
+    let m = crate::profile::MemoryPerConnection {
+        plain: of(Variant::Plain),
+        tls: of(Variant::Tls),
+        deflate: of(Variant::Deflate),
+        activity: r.activity.clone(),
+        how: format!("rtcheck bench idle --server {} on {}", r.server, r.host),
+    };
+    if m.sizing().is_none() {
+        anyhow::bail!(
+            "--save {}: no variant was measured; the profile is left as it was",
+            path.display()
+        );
+    }
+    p.memory_per_connection = Some(m);
+    Ok(p.to_yaml())
+}
+
+/// `--connections` with --server: the two measured points and the target N.
+pub fn server_points(c: Option<&[u64]>) -> anyhow::Result<([u64; 2], u64)> {
+    match c {
+        None => Ok(([200, 1000], 2000)),
+        Some([n]) if *n >= 20 => Ok(([n / 10, n / 2], *n)),
+        Some([a, b, n]) => Ok(([*a, *b], *n)),
+        Some(_) => anyhow::bail!(
+            "--connections with --server: A,B,N (e.g. 200,1000,2000) or N of at least 20"
+        ),
+    }
+}
+
+fn run_conncost(a: IdleArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
+    use crate::bench::conncost::{self, Activity, ServerOptions};
+    let (points, target) = server_points(a.connections.as_deref())?;
+    let trust = a.reach.trust()?;
+    let publish = match &a.publish {
+        Some(p @ crate::bench::publisher::PublishVia::Post { .. }) => p.post(None, &trust)?,
+        Some(_) => anyhow::bail!("--publish with --server: 'POST URL' (your app's publish API)"),
+        None => None,
+    };
+    if publish.is_some() && a.activity == Activity::Idle {
+        anyhow::bail!("--publish needs --activity N/s (e.g. 1/s)");
+    }
+    let url = a.server.clone().unwrap_or_default();
+    if a.allow_remote {
+        eprintln!(
+            "bench idle --server: up to {target} connections per variant ({}) to {}",
+            a.variants
+                .iter()
+                .map(|v| v.name())
+                .collect::<Vec<_>>()
+                .join(", "),
+            rtcheck_base::redact::url(&url)
+        );
+    }
+    let o = ServerOptions {
+        url,
+        tls_url: a.tls_url.clone(),
+        pids: a.pid.clone().map(|p| p.0).unwrap_or_default(),
+        points,
+        target,
+        variants: a.variants.clone(),
+        activity: a.activity,
+        size: a.size,
+        publish,
+        connect_to: a.reach.connect_to,
+        trust,
+        allow_remote: a.allow_remote,
+        settle: a.settle,
+        connect_timeout: a.connect_timeout,
+    };
+    let report = conncost::run(&o)?;
+    let findings = findings_report(
+        &report.command,
+        report
+            .results
+            .iter()
+            .map(|r| (r.variant.name(), r.valid, r.notes.as_slice())),
+        &[],
+    );
+    let saved = match &a.save {
+        Some(path) => Some((path.clone(), saved_profile(path, &report)?)),
+        None => None,
+    };
+    let extra: Vec<(&std::path::Path, &[u8])> = saved
+        .iter()
+        .map(|(p, b)| (p.as_path(), b.as_bytes()))
+        .collect();
+    a.out.write_with(ctx.color, &extra, |f, p| {
+        Ok(match BenchFormat::of(f)? {
+            BenchFormat::Text => crate::report::text::conncost::render(&report, &p),
+            BenchFormat::Json => crate::report::json::render(&report)?,
+            BenchFormat::Markdown => format!(
+                "```\n{}```\n",
+                crate::report::text::conncost::render(&report, &p)
+            ),
+            BenchFormat::Junit => crate::report::junit::render(&findings, FailOn::Fail)?,
+            BenchFormat::Github => crate::report::github::render(&findings),
+            BenchFormat::Html => anyhow::bail!(
+                "--format html is not available with bench idle --server: use text, json or markdown"
+            ),
         })
     })?;
     Ok(super::exit::verdict(false, !report.valid))

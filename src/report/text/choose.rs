@@ -178,8 +178,13 @@ pub fn render(r: &Recommendation, p: &Palette) -> String {
             "ram_bytes_per_machine",
             z.ram_bytes_per_machine,
             format!(
-                "at {} per idle connection: the reference host (Go + gorilla/websocket), not this host",
-                fmt_bytes(z.per_connection_bytes)
+                "at {} per connection: {}",
+                fmt_bytes(z.per_connection_bytes),
+                if z.per_connection_source.is_empty() {
+                    crate::choose::sizing::seed_source()
+                } else {
+                    z.per_connection_source.clone()
+                }
             ),
         ),
     ];

@@ -83,15 +83,35 @@ pub(crate) async fn send(s: &TcpStream, bytes: &[u8]) -> bool {
 /// One HTTP connection: plain requests in a keep-alive loop, or one handed to an endpoint
 /// that takes the connection over (the route table says which).
 async fn handle_http(app: Arc<App>, stream: TcpStream) {
+    // A long-lived WebSocket or SSE connection gets a task of its own, sized to its own
+    // future: inside this one it held the keep-alive loop's state and every argument
+    // twice (an async fn keeps its parameters beside the future it awaits). Issue 39:
+    // 2,120 B instead of 2,776 per idle WebSocket's future in a debug build.
+    let Some((stream, req, buf, t)) = keep_alive(&app, stream).await else {
+        return;
+    };
+    match t {
+        Takeover::Ws => drop(tokio::spawn(ws::upgrade_ws(app, stream, req, buf))),
+        Takeover::Sse => drop(tokio::spawn(sse::serve_sse(app, stream, req))),
+        t => take_over(app, stream, req, buf, t).await,
+    }
+}
+
+/// The keep-alive loop; the request and what was read past it when an endpoint takes
+/// the connection over.
+async fn keep_alive(
+    app: &Arc<App>,
+    stream: TcpStream,
+) -> Option<(TcpStream, Request, Vec<u8>, Takeover)> {
     let mut buf = Vec::new();
     let Ok(local) = stream.local_addr() else {
-        return;
+        return None;
     };
     // Its own handle: a poll's budget lease borrows it while `app` may be handed on.
     let hub = app.hub.clone();
     loop {
         let Some(req) = next_request(&hub, &stream, &mut buf, local).await else {
-            return;
+            return None;
         };
         let keep = req.keep_alive();
         let cors = access::cors_headers(hub.cfg.cors.as_deref(), &req.path);
@@ -113,19 +133,19 @@ async fn handle_http(app: Arc<App>, stream: TcpStream) {
                 ..Reply::new(r.status, r.content_type, r.body)
             },
             Some(Ok(Handler::Answer(a))) => {
-                let (status, ctype, body) = routes::answer(&app, &req, a).await;
+                let (status, ctype, body) = routes::answer(app, &req, a).await;
                 Reply::new(status, ctype, body)
             }
             Some(Ok(Handler::Takeover(Takeover::Work))) => {
                 match work::serve(&stream, &req, keep).await {
                     true => continue,
-                    false => return,
+                    false => return None,
                 }
             }
-            Some(Ok(Handler::Takeover(t))) => return take_over(app, stream, req, buf, t).await,
+            Some(Ok(Handler::Takeover(t))) => return Some((stream, req, buf, t)),
         };
         if !respond(&stream, &req, keep, &cors, reply).await {
-            return;
+            return None;
         }
     }
 }
