@@ -5,6 +5,7 @@
 mod common;
 
 mod audit_fixtures;
+mod audit_k8s_manifest;
 mod audit_overflow;
 mod audit_text;
 mod budget_cli;
@@ -13,11 +14,13 @@ mod choose_cli;
 mod choose_errors;
 mod fuzz_parsers;
 mod hops_cli;
+mod hops_cluster;
 mod hops_data;
 mod hostile_input_cli;
 mod hostile_lint_input;
 mod layering;
 mod lint_cli;
+mod lint_istio;
 mod lint_real;
 mod lint_rules;
 mod net_props;

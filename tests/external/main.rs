@@ -8,10 +8,12 @@ mod foreign_common;
 #[path = "../probe_common/mod.rs"]
 mod probe_common;
 
+mod app_protocol_hub;
 mod audit_process;
 mod audit_proxy;
 #[cfg(feature = "redis")]
 mod bench_cluster;
+mod bench_conncost;
 mod bench_foreign_memory;
 mod bench_foreign_publish;
 mod bench_foreign_server;
@@ -32,6 +34,7 @@ mod probe_cli;
 mod probe_foreign;
 mod probe_path_live;
 mod probe_proxies;
+mod probe_ws_h2;
 mod secrets_cli;
 #[cfg(feature = "redis")]
 mod serve_cluster;

@@ -9,6 +9,7 @@ mod foreign_common;
 mod probe_common;
 
 mod audit_cli;
+mod audit_netns;
 mod bench_external_server;
 mod bench_fanout;
 mod bench_idle_and_cleanup;
@@ -40,7 +41,6 @@ mod serve_slow_client;
 mod serve_sse_liveness;
 mod serve_work;
 mod serve_ws;
-
 mod text_width;
 mod verify_cli;
 mod verify_delivery;

@@ -4,8 +4,8 @@
 //! or 400 (tests/fixtures/foreign/h2_connect.js). Each verdict comes from what was
 //! measured, read back from the JSON report: the SETTINGS flag, the CONNECT's answer, and
 //! Alt-Svc h3 reported as not measured.
-mod common;
-mod probe_common;
+use crate::common;
+use crate::probe_common;
 
 use common::{free_port, require_binary, Service};
 use probe_common::*;

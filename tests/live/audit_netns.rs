@@ -2,7 +2,7 @@
 //! (`ip netns add`), sets a keepalive time there that differs from the host's, starts a
 //! process inside it, and audit reads the namespace's value, not the host's. Needs root
 //! (like `ip netns`); the namespace and the process go on drop, also when a check fails.
-mod common;
+use crate::common;
 
 use serde_json::Value;
 use std::process::{Child, Command, Stdio};

@@ -4,8 +4,8 @@
 //! detects Socket.IO from the URL, its clients and publisher speak it (connect packet,
 //! `42["message",...]`, pongs), and the counts are checked against an independent
 //! python-socketio client and the hub's own connect/disconnect log.
-mod common;
-mod foreign_common;
+use crate::common;
+use crate::foreign_common;
 use foreign_common::*;
 use serde_json::Value;
 use std::io::BufRead;

@@ -2,10 +2,10 @@
 //! not write. Real parts: python3-websockets (permessage-deflate on by default, and off),
 //! node `ws` with perMessageDeflate on, nginx terminating TLS in front (a throwaway CA,
 //! the openssl CLI), and rtcheck serve. Every figure is read back from the JSON.
-mod common;
-mod foreign_common;
+use crate::common;
+use crate::foreign_common;
 #[allow(unused_imports)]
-mod probe_common;
+use crate::probe_common;
 use foreign_common::*;
 use probe_common::{make_certs_for, Kind, Proxy};
 use serde_json::Value;
