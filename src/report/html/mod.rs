@@ -14,6 +14,7 @@ pub mod idle;
 pub mod load;
 mod plot;
 pub mod probe;
+pub mod rehearse;
 
 use crate::evidence::EvidenceRef;
 use crate::findings::Status;
