@@ -434,3 +434,68 @@ fn bad_input_is_one_line_and_exit_2() {
         assert!(out.stdout.is_empty(), "{args:?}");
     }
 }
+
+/// Stops an nginx started with a master process (its workers with it) before the
+/// Proxy guard kills the master alone.
+struct NginxStop(PathBuf);
+
+impl Drop for NginxStop {
+    fn drop(&mut self) {
+        if let Some(pid) = std::fs::read_to_string(self.0.join("nginx.pid"))
+            .ok()
+            .and_then(|s| s.trim().parse::<i32>().ok())
+        {
+            // SAFETY: kill(2) on the nginx master this test started.
+            unsafe { libc::kill(pid, libc::SIGTERM) };
+        }
+    }
+}
+
+#[test]
+fn nginx_reload_closes_old_connections_at_worker_shutdown_timeout_without_a_close_frame() {
+    let (_serve, port) = serve_direct();
+    let head = NGINX_HEAD
+        .replace(
+            "master_process off;",
+            "master_process on;\nworker_shutdown_timeout 2s;",
+        )
+        .replace("worker_connections 256", "worker_connections 1024");
+    let cfg = format!(
+        "{head}  log_format st '$status $request_uri';\n  server {{\n    listen 127.0.0.1:{{PORT}};\n    \
+         access_log {{DIR}}/access.log st;\n    location / {{\n      proxy_pass http://127.0.0.1:{port};\n{NGINX_WS}      \
+         proxy_read_timeout 1h;\n    }}\n  }}\n}}\n"
+    );
+    let nginx = Proxy::start(Kind::Nginx, &cfg);
+    let _stop = NginxStop(nginx.dir().to_path_buf());
+    let d = nginx.dir().display();
+    let reload = format!("nginx -p {d} -c {d}/nginx.conf -e {d}/error.log -s reload");
+    let n = 50;
+    let (_, r, err) = rehearse(&[
+        &nginx.url("ws", "/ws"),
+        "--connections",
+        &n.to_string(),
+        "--restart",
+        &reload,
+        "--reconnect",
+        "exp:200ms..2s+jitter",
+        "--grace",
+        "5s",
+        "--timeout",
+        "40s",
+    ]);
+    let run = &r["runs"][0];
+    assert_eq!(run["hook"]["ok"], true, "{run:#}\n{err}");
+    // The old worker kept every connection until worker_shutdown_timeout, then closed
+    // them with no close frame; the new worker took them back, the server never moved.
+    assert_eq!(run["wave"]["dropped"], n, "{run:#}");
+    assert!(run["first_drop_ms"].as_f64().unwrap() >= 1500.0, "{run:#}");
+    assert_eq!(run["drain"]["abrupt"], n, "{run:#}");
+    assert_eq!(finding(&r, "drain:")["status"], "fail");
+    assert_eq!(run["wave"]["back"], n, "{run:#}");
+    assert_eq!(run["delivery"]["epochs"], 1, "{run:#}");
+    assert_eq!(run["delivery"]["lost_silently"], 0, "{run:#}");
+    let upgrades = lines_when(&nginx.dir().join("access.log"), 2 * n as usize, |l| {
+        l.starts_with("101 ")
+    });
+    assert_eq!(upgrades as u64, 2 * n);
+}

@@ -241,6 +241,9 @@ pub async fn run(
     }
 }
 
+/// Bytes a WebSocket client reads at once.
+const READ_BUFFER: usize = 8 * 1024;
+
 /// Attempts at the first connect: a server with a short backlog refuses part of a
 /// connect burst, which is not what is rehearsed (that is the restart's wave).
 const FIRST_ATTEMPTS: u32 = 5;
@@ -310,7 +313,9 @@ async fn ws_open(sh: &Shared, stream: Stream, res: &Resume) -> Result<Conn, (Cau
     }
     let url = format!("{scheme}://{}{path}", t.authority);
     let largest = sh.subscribe.as_ref().map_or(0, String::len);
-    let cfg = crate::bench::ws_client::config(largest);
+    // tungstenite reads into 128 KiB per connection by default: 256 MB for 2,000 clients
+    // of rtcheck's own, measured in BENCHMARKS.md; the messages here are small.
+    let cfg = crate::bench::ws_client::config(largest).read_buffer_size(READ_BUFFER);
     let (mut ws, _) = tokio_tungstenite::client_async_with_config(url.as_str(), stream, Some(cfg))
         .await
         .map_err(|e| match e {

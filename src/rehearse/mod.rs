@@ -292,7 +292,10 @@ impl Sampler {
     fn start(addr: std::net::SocketAddr, pids: Vec<u32>, t0: Instant) -> Sampler {
         let stop = Arc::new(AtomicBool::new(false));
         let s2 = stop.clone();
-        let thread = std::thread::spawn(move || sample_loop(addr, &pids, t0, &s2));
+        let (ready, first) = std::sync::mpsc::channel();
+        let thread = std::thread::spawn(move || sample_loop(addr, &pids, t0, &s2, ready));
+        // The first reading is the "before": taken before the restart command runs.
+        let _ = first.recv_timeout(Duration::from_secs(5));
         Sampler {
             stop,
             thread: Some(thread),
@@ -335,6 +338,7 @@ fn sample_loop(
     pids: &[u32],
     t0: Instant,
     stop: &AtomicBool,
+    ready: std::sync::mpsc::Sender<()>,
 ) -> ServerSeries {
     use crate::sys::procwatch;
     let mut out = empty_series(None);
@@ -366,6 +370,7 @@ fn sample_loop(
                 }
             }
         }
+        let _ = ready.send(());
         std::thread::sleep(Duration::from_millis(200));
     }
     out.samples = out.series.len() as u64;
