@@ -13,11 +13,17 @@ use std::time::Duration;
 const AFTER: &str = "\
 Examples:
   Rehearse a restart of the server behind nginx with 500 WebSocket clients:
-    rtcheck rehearse ws://127.0.0.1:8080/ws --connections 500 --restart 'systemctl restart app'
+    rtcheck rehearse ws://127.0.0.1:8080/ws --connections 500 \\
+      --restart 'systemctl restart app'
   SSE clients that back off with jitter, gated in CI:
-    rtcheck rehearse http://127.0.0.1:8080/events --connections 2000 --restart 'kubectl rollout restart deploy/app' --reconnect exp:1s..30s+jitter --threshold 'back_95 < 10s' --threshold 'lost_silently == 0'
+    rtcheck rehearse http://127.0.0.1:8080/events --connections 2000 \\
+      --restart 'kubectl rollout restart deploy/app' \\
+      --reconnect exp:1s..30s+jitter --threshold 'back_95 < 10s' \\
+      --threshold 'lost_silently == 0' --format junit -o rehearse.xml
   Both waves side by side:
-    rtcheck rehearse ws://127.0.0.1:8080/ws --connections 2000 --restart './deploy.sh' --compare-reconnect fixed:1s,exp:500ms..30s+jitter --format html -o wave.html
+    rtcheck rehearse ws://127.0.0.1:8080/ws --connections 2000 \\
+      --restart ./deploy.sh --compare-reconnect fixed:1s,exp:500ms..30s+jitter \\
+      --format html -o wave.html
 
 Traffic goes to loopback only unless --allow-remote is given. The restart command runs \
 with sh -c; its output is captured and shown when it fails or overruns.";

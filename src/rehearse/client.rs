@@ -24,7 +24,7 @@ pub struct Shared {
     pub subscribe: Option<String>,
     pub policy: Reconnect,
     pub t0: Instant,
-    /// Highest seq seen by any client, per epoch (`summary::key`): what was published
+    /// Highest seq seen by any client, per epoch ([`epoch_key`]): what was published
     /// before a client came back, so what it gets at or below it is replay.
     pub highest: Mutex<HashMap<String, u64>>,
     /// Per connect attempt.
@@ -49,6 +49,15 @@ impl Shared {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clone()
+    }
+}
+
+/// An epoch's key: its name, or for a server without epochs the segment's place (the
+/// i-th run of the server, as each client saw it).
+pub fn epoch_key(epoch: &str, i: usize) -> String {
+    match epoch {
+        "" => format!("#{i}"),
+        e => e.to_string(),
     }
 }
 
@@ -407,7 +416,7 @@ fn record(
         });
     }
     *fresh = false;
-    let key = super::summary::key(&epoch, out.segments.len().saturating_sub(1));
+    let key = epoch_key(&epoch, out.segments.len().saturating_sub(1));
     if seq <= snapshot.get(&key).copied().unwrap_or(0) {
         out.replay_messages += 1;
         out.replay_bytes += bytes as u64;

@@ -1,6 +1,6 @@
 //! From what each client saw to the run's figures, pure: drain signals and their lead,
 //! the outages of the wave, failed connects by cause, delivery by seq across epochs.
-use super::client::{Cause, ClientOut, End};
+use super::client::{epoch_key as key, Cause, ClientOut, End};
 use super::model::{Delivery, Drain};
 use super::wave::Outage;
 use crate::bench::seq_account::{self, Counts, Trace};
@@ -59,15 +59,6 @@ pub fn failed(clients: &[ClientOut]) -> BTreeMap<String, u64> {
         }
     }
     m
-}
-
-/// An epoch's key: its name, or for a server without epochs the segment's place (the
-/// i-th run of the server, as each client saw it).
-pub fn key(epoch: &str, i: usize) -> String {
-    match epoch {
-        "" => format!("#{i}"),
-        e => e.to_string(),
-    }
 }
 
 /// Delivery by seq. Each epoch's span ends at the highest seq any client saw in it; a
