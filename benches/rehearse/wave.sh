@@ -1,7 +1,7 @@
 #!/bin/sh
 # The reconnect wave of BENCHMARKS.md (issue 38): N clients through nginx to rtcheck
 # serve, the server restarted by SIGTERM and started again, once per reconnect policy.
-# Usage: benches/rehearse/wave.sh [N] [RTCHECK]   (N default 2000; writes wave-N.json
+# Usage: [RATE=10] benches/rehearse/wave.sh [N] [RTCHECK]   (N default 2000; writes wave-N.json
 # wave-N.html, wave-N.md and wave-N.time in the current directory). Loopback only; stops what it started.
 set -eu
 N=${1:-2000}
@@ -17,7 +17,7 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 cat > "$D/start.sh" <<S
-setsid $RT serve --listen 127.0.0.1:$SP --rate 10 >>$D/serve.log 2>&1 </dev/null &
+setsid $RT serve --listen 127.0.0.1:$SP --rate ${RATE:-10} >>$D/serve.log 2>&1 </dev/null &
 echo \$! > $D/pid
 S
 sh "$D/start.sh"

@@ -132,6 +132,7 @@ async fn one(o: &Options, p: Reconnect, tls: Option<crate::sys::tls::Tls>) -> an
     let sampler = Sampler::start(o.watch, o.pids.clone(), sh.t0);
     let netstat_before = crate::sys::netstat::read(std::path::Path::new("/proc"));
     let hook_ms = sh.t0.elapsed().as_secs_f64() * 1000.0;
+    let away_at_restart = sh_away(&sh);
     say(
         o,
         &format!(
@@ -180,17 +181,24 @@ async fn one(o: &Options, p: Reconnect, tls: Option<crate::sys::tls::Tls>) -> an
         Err(e) => anyhow::bail!("the restart command's thread: {e}"),
     };
     let server = sampler.finish(hook_ms);
-    Ok(summarize(
+    let mut run = summarize(
         o,
         p,
         clients,
         hook,
-        hook_ms,
-        measured_ms,
-        timed_out,
+        (hook_ms, measured_ms, timed_out),
         server,
         (netstat_before, netstat_after),
-    ))
+    );
+    run.away_at_restart = away_at_restart;
+    if away_at_restart * 100 > run.connected.max(1) {
+        run.valid = false;
+        run.notes.push(format!(
+            "{away_at_restart} client(s) were away when the restart began (dropped while settling: a server removing slow clients, or the host saturated): this is not a rehearsal of {} clients; fewer clients or a quieter host",
+            o.connections
+        ));
+    }
+    Ok(run)
 }
 
 /// Clients away now: dropped and not yet back (counted from the shared counters).
@@ -204,9 +212,7 @@ fn summarize(
     p: Reconnect,
     clients: Vec<client::ClientOut>,
     hook: hook::HookRun,
-    hook_ms: f64,
-    measured_ms: f64,
-    timed_out: bool,
+    (hook_ms, measured_ms, timed_out): (f64, f64, bool),
     server: ServerSeries,
     (nb, na): (
         Result<crate::sys::netstat::ListenCounters, String>,
@@ -252,10 +258,16 @@ fn summarize(
         ));
     }
     let gave_up = clients.iter().filter(|c| c.gave_up).count() as u64;
+    let dropped_before_restart = clients
+        .iter()
+        .filter(|c| c.drops.iter().any(|d| d.0 < hook_ms))
+        .count() as u64;
     Run {
         name: p.name(),
         reconnect: p,
         connected,
+        dropped_before_restart,
+        away_at_restart: 0,
         connect_errors,
         first_drop_ms: outages
             .iter()

@@ -96,6 +96,11 @@ pub struct Run {
     pub reconnect: super::policy::Reconnect,
     /// Clients connected before the hook ran.
     pub connected: u64,
+    /// Clients that dropped before the restart began (the server or the path removed
+    /// them while they settled), and those still away when it began: the wave counts
+    /// only the clients connected then.
+    pub dropped_before_restart: u64,
+    pub away_at_restart: u64,
     pub connect_errors: Vec<String>,
     pub hook: HookRun,
     /// ms from the hook's start to the first drop (null: nothing dropped).

@@ -61,9 +61,9 @@ pub fn failed(clients: &[ClientOut]) -> BTreeMap<String, u64> {
     m
 }
 
-/// Delivery by seq. Each epoch's span ends at the highest seq any client saw in it; a
-/// client still connected at the end owes nothing past its own highest in its last
-/// epoch (the rest was in flight). Later epochs start at 1: a new history owes its
+/// Delivery by seq. Each epoch's span ends at the highest seq any client saw in it; in
+/// a client's last epoch it ends at the client's own highest (connected: the rest was in
+/// flight; still away at the end: `all-back` fails for it, its loss is not delivery's). Later epochs start at 1: a new history owes its
 /// client every seq; a reset marker announces the old epoch's tail as lost.
 pub fn delivery(clients: &[ClientOut]) -> Delivery {
     let mut end: HashMap<String, u64> = HashMap::new();
@@ -96,7 +96,7 @@ pub fn delivery(clients: &[ClientOut]) -> Delivery {
         for (i, &(at, s)) in segs.iter().enumerate() {
             let last = i + 1 == segs.len();
             let got = s.seqs.iter().copied().max().unwrap_or(0);
-            let hi = match last && c.connected_at_end {
+            let hi = match last {
                 true => got,
                 false => end.get(&key(&s.epoch, at)).copied().unwrap_or(got),
             };

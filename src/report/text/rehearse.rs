@@ -18,6 +18,7 @@ pub fn figures(runs: &[Run]) -> Vec<(&'static str, Vec<String>)> {
     let col = |f: &dyn Fn(&Run) -> String| runs.iter().map(f).collect::<Vec<_>>();
     vec![
         ("connected", col(&|r| count(r.connected))),
+        ("away at restart", col(&|r| count(r.away_at_restart))),
         (
             "restart command",
             col(&|r| match r.hook.ok {
