@@ -499,3 +499,46 @@ fn nginx_reload_closes_old_connections_at_worker_shutdown_timeout_without_a_clos
     });
     assert_eq!(upgrades as u64, 2 * n);
 }
+
+#[test]
+fn eventsource_clients_behind_nginx_give_up_on_its_502_while_the_server_is_down() {
+    let (serve, port) = serve_direct();
+    let cfg = format!(
+        "{}  log_format st '$status $request_uri';\n  server {{\n    listen 127.0.0.1:{{PORT}};\n    \
+         access_log {{DIR}}/access.log st;\n    location / {{\n      proxy_pass http://127.0.0.1:{port};\n      \
+         proxy_http_version 1.1;\n      proxy_buffering off;\n      proxy_read_timeout 1h;\n    }}\n  }}\n}}\n",
+        NGINX_HEAD
+    );
+    let nginx = Proxy::start(Kind::Nginx, &cfg);
+    // Down for 5 s: longer than EventSource's 3 s, so every next attempt meets a 502.
+    let hook = serve.hook("TERM").replace("; sh ", "; sleep 5; sh ");
+    let n = 30;
+    let (code, r, err) = rehearse(&[
+        &nginx.url("http", "/sse"),
+        "--connections",
+        &n.to_string(),
+        "--restart",
+        &hook,
+        "--reconnect",
+        "eventsource",
+        "--timeout",
+        "15s",
+    ]);
+    let run = &r["runs"][0];
+    assert_eq!(code, Some(1), "{r:#}\n{err}");
+    assert_eq!(run["wave"]["dropped"], n, "{run:#}");
+    // The browser's rule: a 502 fails the EventSource for good.
+    assert_eq!(run["gave_up"], n, "{run:#}");
+    assert_eq!(run["wave"]["never_back"], n, "{run:#}");
+    assert_eq!(run["failed_connects"]["http_502"], n, "{run:#}");
+    let all_back = finding(&r, "all-back:");
+    assert_eq!(all_back["status"], "fail");
+    assert!(all_back["fix"]["summary"]
+        .as_str()
+        .unwrap()
+        .contains("EventSource"));
+    let bad_gateway = lines_when(&nginx.dir().join("access.log"), n as usize, |l| {
+        l.starts_with("502 ")
+    });
+    assert_eq!(bad_gateway as u64, n, "{run:#}");
+}

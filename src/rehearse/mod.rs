@@ -371,6 +371,8 @@ fn sample_loop(
         let ms = t0.elapsed().as_secs_f64() * 1000.0;
         if let Some(t) = &target {
             match procwatch::read(&t.pids, ms / 1000.0) {
+                // A process on its way out reads as 0 B and 0 fds: gone, not a figure.
+                Ok(s) if s.rss_bytes == 0 => target = None,
                 Ok(s) => {
                     let mb = s.rss_bytes as f64 / 1e6;
                     out.series.push((ms, mb, s.fds));
