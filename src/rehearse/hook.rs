@@ -33,8 +33,62 @@ fn tail(buf: &Mutex<Vec<u8>>) -> String {
     rtcheck_base::escape::plain(&String::from_utf8_lossy(&b[from..])).into_owned()
 }
 
-/// Run `command` to its end or `limit`.
+/// The secrets in a restart command, never shown (in it or in its output): URL
+/// passwords and secret query values, `NAME=VALUE` words whose name or value looks
+/// secret (`TOKEN=...`, `--password=...`), and the word after a flag whose name does
+/// (`--token X`). Words are split on blanks: a quoted secret with spaces in it is not
+/// found (write it in a variable the command reads).
+pub fn secrets(command: &str) -> Vec<String> {
+    let words: Vec<String> = command
+        .split_whitespace()
+        .map(|w| {
+            w.trim_matches(['\'', '"', ';', '&', '|', '(', ')'])
+                .to_string()
+        })
+        .collect();
+    let mut out = rtcheck_base::redact::secrets_in_args(&words);
+    let secret_name = |n: &str| {
+        let n = n.trim_start_matches('-').to_ascii_lowercase();
+        ["token", "secret", "pass", "auth", "key", "cred"]
+            .iter()
+            .any(|s| n.contains(s))
+    };
+    for (i, w) in words.iter().enumerate() {
+        match w.split_once('=').map(|(_, v)| v) {
+            Some(v)
+                if !v.is_empty() && !w.contains("://") && rtcheck_base::redact::secret_param(w) =>
+            {
+                out.push(v.to_string())
+            }
+            Some(_) => {}
+            None if w.starts_with('-') && secret_name(w) && i + 1 < words.len() => {
+                out.push(words[i + 1].clone())
+            }
+            None => {}
+        }
+    }
+    out.retain(|s| s.len() >= 4);
+    out
+}
+
+/// `text` with every secret of the command masked.
+fn scrub(text: &str, secrets: &[String]) -> String {
+    let refs: Vec<&str> = secrets.iter().map(String::as_str).collect();
+    rtcheck_base::redact::scrub(text, &refs)
+}
+
+/// Run `command` to its end or `limit`; the report's copy of the command and its output
+/// have the command's secrets masked.
 pub fn run(command: &str, limit: Duration) -> HookRun {
+    let hidden = secrets(command);
+    let mut r = run_raw(command, limit);
+    r.command = scrub(&r.command, &hidden);
+    r.output = scrub(&r.output, &hidden);
+    r.error = r.error.map(|e| scrub(&e, &hidden));
+    r
+}
+
+fn run_raw(command: &str, limit: Duration) -> HookRun {
     let t0 = Instant::now();
     let buf = Arc::new(Mutex::new(Vec::new()));
     let mut cmd = Command::new("sh");
@@ -137,6 +191,25 @@ mod tests {
             r.output.contains("restarting") && r.output.contains("boom"),
             "{r:?}"
         );
+    }
+
+    #[test]
+    fn secrets_in_the_command_are_masked_in_it_and_in_its_output() {
+        let cmd = "echo deploying with s3cr3tTok; API_TOKEN=s3cr3tTok ./deploy --password hunter22 https://u:pw1234@h/x";
+        let s = secrets(cmd);
+        assert!(s.contains(&"s3cr3tTok".to_string()), "{s:?}");
+        assert!(s.contains(&"hunter22".to_string()), "{s:?}");
+        assert!(s.contains(&"pw1234".to_string()), "{s:?}");
+        let r = run(
+            "echo token=s3cr3tTok; exit 1 # API_TOKEN=s3cr3tTok",
+            Duration::from_secs(20),
+        );
+        assert!(
+            !r.command.contains("s3cr3tTok") && !r.output.contains("s3cr3tTok"),
+            "{r:?}"
+        );
+        assert!(r.output.contains("token="), "{r:?}");
+        assert!(secrets("systemctl restart app").is_empty());
     }
 
     #[test]

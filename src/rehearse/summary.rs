@@ -195,14 +195,18 @@ mod tests {
 
     #[test]
     fn drains_and_outages_take_the_first_drop_after_the_hook() {
-        let mut c = ClientOut::default();
-        c.drops = vec![
-            (50.0, End::Reset, None),
-            (1000.0, End::Close(1001), Some(990.0)),
-        ];
-        c.backs = vec![60.0, 2500.0];
-        let mut e = ClientOut::default();
-        e.drops = vec![(1100.0, End::Eof, None)];
+        let c = ClientOut {
+            drops: vec![
+                (50.0, End::Reset, None),
+                (1000.0, End::Close(1001), Some(990.0)),
+            ],
+            backs: vec![60.0, 2500.0],
+            ..ClientOut::default()
+        };
+        let e = ClientOut {
+            drops: vec![(1100.0, End::Eof, None)],
+            ..ClientOut::default()
+        };
         let d = drain(&[c.clone(), e.clone()], 500.0);
         assert_eq!((d.ws_1001, d.abrupt, d.signalled()), (1, 1, 1));
         assert_eq!(d.lead_max_ms, Some(10.0));
