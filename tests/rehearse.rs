@@ -542,3 +542,51 @@ fn eventsource_clients_behind_nginx_give_up_on_its_502_while_the_server_is_down(
     });
     assert_eq!(bad_gateway as u64, n, "{run:#}");
 }
+
+#[test]
+fn haproxy_reload_closes_old_connections_at_hard_stop_after() {
+    let (_serve, port) = serve_direct();
+    let bin = common::require_binary("haproxy", "haproxy");
+    let dir = tempfile::tempdir().unwrap();
+    let hp = common::free_port();
+    let cfg = format!(
+        "global\n  hard-stop-after 2s\ndefaults\n  mode http\n  timeout connect 5s\n  \
+         timeout client 1h\n  timeout server 1h\n  timeout tunnel 1h\nfrontend fe\n  \
+         bind 127.0.0.1:{hp}\n  default_backend be\nbackend be\n  server s1 127.0.0.1:{port}\n"
+    );
+    let file = dir.path().join("haproxy.cfg");
+    std::fs::write(&file, cfg).unwrap();
+    let mut cmd = std::process::Command::new(bin);
+    cmd.args(["-W", "-db", "-f"]).arg(&file);
+    // Master-worker: SIGUSR2 to the master reloads (a new worker; the old one keeps its
+    // connections until hard-stop-after).
+    let mut haproxy = common::Service::start(cmd, "haproxy", dir);
+    haproxy.wait_listening(
+        std::net::SocketAddr::from(([127, 0, 0, 1], hp)),
+        Duration::from_secs(30),
+    );
+    let reload = format!("kill -USR2 {}", haproxy.child.id());
+    let n = 40;
+    let (_, r, err) = rehearse(&[
+        &format!("ws://127.0.0.1:{hp}/ws"),
+        "--connections",
+        &n.to_string(),
+        "--restart",
+        &reload,
+        "--reconnect",
+        "exp:200ms..2s+jitter",
+        "--grace",
+        "5s",
+        "--timeout",
+        "40s",
+    ]);
+    let run = &r["runs"][0];
+    assert_eq!(run["hook"]["ok"], true, "{run:#}\n{err}");
+    assert_eq!(run["wave"]["dropped"], n, "{run:#}\n{}", haproxy.log());
+    assert!(run["first_drop_ms"].as_f64().unwrap() >= 1500.0, "{run:#}");
+    assert_eq!(run["drain"]["ws_1001"], 0, "{run:#}");
+    assert_eq!(finding(&r, "drain:")["status"], "fail");
+    assert_eq!(run["wave"]["back"], n, "{run:#}");
+    assert_eq!(run["delivery"]["epochs"], 1, "{run:#}");
+    assert_eq!(run["delivery"]["lost_silently"], 0, "{run:#}");
+}

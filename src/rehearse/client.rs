@@ -392,19 +392,12 @@ async fn sse_open(sh: &Shared, mut stream: Stream, res: &Resume) -> Result<Conn,
 }
 
 /// One received payload: its seq and epoch, counted and kept.
-fn record(
-    sh: &Shared,
-    out: &mut ClientOut,
-    res: &mut Resume,
-    snapshot: &HashMap<String, u64>,
-    fresh: &mut bool,
-    (seq, epoch): (u64, String),
-    bytes: usize,
-) {
+fn record(sh: &Shared, seen: &mut Seen<'_>, (seq, epoch): (u64, String), bytes: usize) {
+    let out = &mut *seen.out;
     let new_epoch = out.segments.last().is_none_or(|s| s.epoch != epoch);
     // Without an epoch, seqs that go back on a new connection mean a restarted publisher.
     let went_back = epoch.is_empty()
-        && *fresh
+        && seen.fresh
         && out
             .segments
             .last()
@@ -415,16 +408,16 @@ fn record(
             ..Segment::default()
         });
     }
-    *fresh = false;
+    seen.fresh = false;
     let key = epoch_key(&epoch, out.segments.len().saturating_sub(1));
-    if seq <= snapshot.get(&key).copied().unwrap_or(0) {
+    if seq <= seen.snapshot.get(&key).copied().unwrap_or(0) {
         out.replay_messages += 1;
         out.replay_bytes += bytes as u64;
     }
     if let Some(s) = out.segments.last_mut() {
         s.seqs.push(seq);
     }
-    res.last_seq = seq;
+    seen.res.last_seq = seq;
     sh.see(&key, seq);
 }
 
@@ -438,118 +431,143 @@ async fn read(
     snapshot: &HashMap<String, u64>,
     stop: &mut watch::Receiver<u8>,
 ) -> (End, Option<f64>) {
-    let mut fresh = true;
+    let mut seen = Seen {
+        out,
+        res,
+        snapshot,
+        fresh: true,
+    };
     match conn {
-        Conn::Ws(ws) => loop {
-            let m = tokio::select! {
-                m = ws.next() => m,
-                _ = wait_stop(stop) => return (End::Stopped, None),
-            };
-            match m {
-                Some(Ok(Message::Close(c))) => {
-                    let code = c.map_or(1005, |f| u16::from(f.code));
-                    let at = sh.ms();
-                    // The server closes the socket after its close frame: wait for it (bounded).
-                    let _ = tokio::time::timeout(Duration::from_secs(5), async {
-                        while let Some(Ok(_)) = ws.next().await {}
-                    })
-                    .await;
-                    return (End::Close(code), Some(at));
-                }
-                None => return (End::Eof, None),
-                Some(Err(tungstenite::Error::ConnectionClosed)) => return (End::Eof, None),
-                Some(Err(_)) => return (End::Reset, None),
-                Some(Ok(Message::Text(t))) => {
-                    let s = t.as_str();
-                    if s.starts_with("{\"from\"") {
-                        if let Some(g) = epoch::parse_gap(s) {
-                            if let Some(seg) = out.segments.last_mut() {
-                                seg.gaps.push(g);
-                            }
-                            continue;
-                        }
-                    }
-                    match epoch::parse_marker(s) {
-                        Some(Marker::Hello { epoch, .. }) => {
-                            res.ws_epoch = Some(epoch.to_string());
-                            continue;
-                        }
-                        Some(Marker::Reset { epoch, .. }) => {
-                            let e = epoch.to_string();
-                            res.ws_epoch = Some(e.clone());
-                            out.segments.push(Segment {
-                                epoch: e,
-                                told: true,
-                                ..Segment::default()
-                            });
-                            continue;
-                        }
-                        None => {}
-                    }
-                    if let Some((seq, _)) = sh.decoder.decode(s.as_bytes(), None) {
-                        let e = res.ws_epoch.clone().unwrap_or_default();
-                        record(sh, out, res, snapshot, &mut fresh, (seq, e), s.len());
-                    }
-                }
-                Some(Ok(Message::Binary(b))) => {
-                    if let Some((seq, _)) = sh.decoder.decode_binary(&b) {
-                        let e = res.ws_epoch.clone().unwrap_or_default();
-                        record(sh, out, res, snapshot, &mut fresh, (seq, e), b.len());
-                    }
-                }
-                Some(Ok(_)) => {}
-            }
-        },
+        Conn::Ws(ws) => read_ws(sh, ws, &mut seen, stop).await,
         Conn::Sse {
             stream,
             body,
             pending,
-        } => {
-            let mut events = Vec::new();
-            let mut buf = vec![0u8; 16 * 1024];
-            let mut bytes = std::mem::take(pending);
-            loop {
-                if body.feed(&bytes, &mut events).is_err() {
-                    return (End::Reset, None);
+        } => read_sse(sh, stream, body, pending, &mut seen, stop).await,
+    }
+}
+
+/// What a connection's reader updates.
+struct Seen<'a> {
+    out: &'a mut ClientOut,
+    res: &'a mut Resume,
+    snapshot: &'a HashMap<String, u64>,
+    /// Nothing received on this connection yet.
+    fresh: bool,
+}
+
+async fn read_ws(
+    sh: &Shared,
+    ws: &mut tokio_tungstenite::WebSocketStream<Stream>,
+    seen: &mut Seen<'_>,
+    stop: &mut watch::Receiver<u8>,
+) -> (End, Option<f64>) {
+    loop {
+        let m = tokio::select! {
+            m = ws.next() => m,
+            _ = wait_stop(stop) => return (End::Stopped, None),
+        };
+        match m {
+            Some(Ok(Message::Close(c))) => {
+                let code = c.map_or(1005, |f| u16::from(f.code));
+                let at = sh.ms();
+                // The server closes the socket after its close frame: wait for it (bounded).
+                let _ = tokio::time::timeout(Duration::from_secs(5), async {
+                    while let Some(Ok(_)) = ws.next().await {}
+                })
+                .await;
+                return (End::Close(code), Some(at));
+            }
+            None => return (End::Eof, None),
+            Some(Err(tungstenite::Error::ConnectionClosed)) => return (End::Eof, None),
+            Some(Err(_)) => return (End::Reset, None),
+            Some(Ok(Message::Text(t))) => {
+                let s = t.as_str();
+                if s.starts_with("{\"from\"") {
+                    if let Some(g) = epoch::parse_gap(s) {
+                        if let Some(seg) = seen.out.segments.last_mut() {
+                            seg.gaps.push(g);
+                        }
+                        continue;
+                    }
                 }
-                if let Some(r) = body.retry_ms() {
-                    res.retry_ms = Some(r);
+                match epoch::parse_marker(s) {
+                    Some(Marker::Hello { epoch, .. }) => {
+                        seen.res.ws_epoch = Some(epoch.to_string());
+                        continue;
+                    }
+                    Some(Marker::Reset { epoch, .. }) => {
+                        let e = epoch.to_string();
+                        seen.res.ws_epoch = Some(e.clone());
+                        seen.out.segments.push(Segment {
+                            epoch: e,
+                            told: true,
+                            ..Segment::default()
+                        });
+                        continue;
+                    }
+                    None => {}
                 }
-                for ev in events.drain(..) {
-                    sse_event(sh, out, res, snapshot, &mut fresh, ev);
-                }
-                if let Some(id) = body.last_id() {
-                    res.sse_last_id = Some(id.to_string());
-                }
-                if body.ended() {
-                    return (End::SseEnd, Some(sh.ms()));
-                }
-                let n = tokio::select! {
-                    r = stream.read(&mut buf) => r,
-                    _ = wait_stop(stop) => return (End::Stopped, None),
-                };
-                match n {
-                    Ok(0) => return (End::SseEnd, Some(sh.ms())),
-                    Ok(n) => bytes = buf[..n].to_vec(),
-                    Err(_) => return (End::Reset, None),
+                if let Some((seq, _)) = sh.decoder.decode(s.as_bytes(), None) {
+                    let e = seen.res.ws_epoch.clone().unwrap_or_default();
+                    record(sh, seen, (seq, e), s.len());
                 }
             }
+            Some(Ok(Message::Binary(b))) => {
+                if let Some((seq, _)) = sh.decoder.decode_binary(&b) {
+                    let e = seen.res.ws_epoch.clone().unwrap_or_default();
+                    record(sh, seen, (seq, e), b.len());
+                }
+            }
+            Some(Ok(_)) => {}
         }
     }
 }
 
-fn sse_event(
+async fn read_sse(
     sh: &Shared,
-    out: &mut ClientOut,
-    res: &mut Resume,
-    snapshot: &HashMap<String, u64>,
-    fresh: &mut bool,
-    ev: rtcheck_wire::sse::Event,
-) {
+    stream: &mut Stream,
+    body: &mut rtcheck_wire::sse::Stream,
+    pending: &mut Vec<u8>,
+    seen: &mut Seen<'_>,
+    stop: &mut watch::Receiver<u8>,
+) -> (End, Option<f64>) {
+    let mut events = Vec::new();
+    let mut buf = vec![0u8; 16 * 1024];
+    let mut bytes = std::mem::take(pending);
+    loop {
+        if body.feed(&bytes, &mut events).is_err() {
+            return (End::Reset, None);
+        }
+        if let Some(r) = body.retry_ms() {
+            seen.res.retry_ms = Some(r);
+        }
+        for ev in events.drain(..) {
+            sse_event(sh, seen, ev);
+        }
+        if let Some(id) = body.last_id() {
+            seen.res.sse_last_id = Some(id.to_string());
+        }
+        if body.ended() {
+            return (End::SseEnd, Some(sh.ms()));
+        }
+        let n = tokio::select! {
+            r = stream.read(&mut buf) => r,
+            _ = wait_stop(stop) => return (End::Stopped, None),
+        };
+        match n {
+            Ok(0) => return (End::SseEnd, Some(sh.ms())),
+            Ok(n) => bytes = buf[..n].to_vec(),
+            Err(_) => return (End::Reset, None),
+        }
+    }
+}
+
+fn sse_event(sh: &Shared, seen: &mut Seen<'_>, ev: rtcheck_wire::sse::Event) {
     match ev.event.as_deref() {
         Some("reset") => {
             if let Some(Marker::Reset { epoch, .. }) = epoch::parse_marker(&ev.data) {
-                out.segments.push(Segment {
+                seen.out.segments.push(Segment {
                     epoch: epoch.to_string(),
                     told: true,
                     ..Segment::default()
@@ -557,7 +575,8 @@ fn sse_event(
             }
         }
         Some("gap") => {
-            if let (Some(g), Some(seg)) = (epoch::parse_gap(&ev.data), out.segments.last_mut()) {
+            if let (Some(g), Some(seg)) = (epoch::parse_gap(&ev.data), seen.out.segments.last_mut())
+            {
                 seg.gaps.push(g);
             }
         }
@@ -566,7 +585,7 @@ fn sse_event(
             let id = ev.id.as_deref().and_then(rtcheck_wire::sse::seq_id);
             let epoch = id.and_then(|(_, e)| e).unwrap_or("").to_string();
             if let Some((seq, _)) = sh.decoder.decode(ev.data.as_bytes(), ev.id.as_deref()) {
-                record(sh, out, res, snapshot, fresh, (seq, epoch), ev.data.len());
+                record(sh, seen, (seq, epoch), ev.data.len());
             }
         }
     }

@@ -142,33 +142,7 @@ async fn one(o: &Options, p: Reconnect, tls: Option<crate::sys::tls::Tls>) -> an
     );
     let (cmd, limit) = (o.restart.clone(), o.restart_timeout);
     let hook_task = tokio::task::spawn_blocking(move || hook::run(&cmd, limit));
-    let hook_end = Instant::now() + o.restart_timeout + Duration::from_secs(2);
-    let deadline = Instant::now() + o.timeout;
-    // Until every client that dropped is back and nothing dropped for the grace, or the timeout.
-    let mut hook = None;
-    let mut quiet_since = Instant::now();
-    let mut timed_out = false;
-    loop {
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        if hook.is_none() && hook_task.is_finished() {
-            hook = Some(());
-            quiet_since = Instant::now();
-        }
-        let away = sh_away(&sh);
-        if away > 0 {
-            quiet_since = Instant::now();
-        }
-        if hook.is_some() && away == 0 && quiet_since.elapsed() >= o.grace {
-            break;
-        }
-        if Instant::now() >= deadline && Instant::now() >= hook_end.min(deadline) {
-            timed_out = true;
-            break;
-        }
-        if hook.is_none() && Instant::now() >= hook_end {
-            break;
-        }
-    }
+    let timed_out = wait_wave(&sh, &hook_task, o).await;
     let measured_ms = sh.t0.elapsed().as_secs_f64() * 1000.0 - hook_ms;
     let netstat_after = crate::sys::netstat::read(std::path::Path::new("/proc"));
     let _ = stop_tx.send(2);
@@ -199,6 +173,34 @@ async fn one(o: &Options, p: Reconnect, tls: Option<crate::sys::tls::Tls>) -> an
         ));
     }
     Ok(run)
+}
+
+/// Wait until the command returned, every dropped client is back and nothing dropped
+/// for `--grace`, or `--timeout` from the restart (true: the timeout ended it).
+async fn wait_wave(
+    sh: &client::Shared,
+    hook: &tokio::task::JoinHandle<hook::HookRun>,
+    o: &Options,
+) -> bool {
+    let deadline = Instant::now() + o.timeout;
+    let mut quiet_since = Instant::now();
+    let mut hook_done = false;
+    loop {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        if !hook_done && hook.is_finished() {
+            hook_done = true;
+            quiet_since = Instant::now();
+        }
+        if sh_away(sh) > 0 {
+            quiet_since = Instant::now();
+        }
+        if hook_done && quiet_since.elapsed() >= o.grace {
+            return false;
+        }
+        if Instant::now() >= deadline {
+            return true;
+        }
+    }
 }
 
 /// Clients away now: dropped and not yet back (counted from the shared counters).
