@@ -635,3 +635,45 @@ fn caddy_reload_closes_proxied_websockets_at_once_with_a_1001() {
     assert_eq!(run["delivery"]["epochs"], 1, "{run:#}");
     assert_eq!(run["delivery"]["lost_silently"], 0, "{run:#}");
 }
+
+#[test]
+fn an_express_sse_app_killed_and_restarted_cuts_its_streams_and_loses_silently() {
+    let port = common::free_port();
+    let app = Restartable::start(
+        &format!(
+            "NODE_PATH={} PORT={port} EVENT_MS=100 setsid /usr/bin/node {} >>{{DIR}}/app.log 2>&1 </dev/null &",
+            foreign_common::NODE_PATH,
+            fixture("express_sse.js").display()
+        ),
+        port,
+    );
+    let n = 30;
+    let (code, r, err) = rehearse(&[
+        &format!("http://127.0.0.1:{port}/events-resume"),
+        "--connections",
+        &n.to_string(),
+        "--restart",
+        &app.hook("KILL"),
+        "--reconnect",
+        "fixed:500ms",
+        // Its events carry `time` in the data and the seq in `id:`.
+        "--ts-path",
+        "time",
+        "--timeout",
+        "40s",
+    ]);
+    let run = &r["runs"][0];
+    assert_eq!(code, Some(1), "{r:#}\n{err}");
+    assert_eq!(run["wave"]["dropped"], n, "{run:#}");
+    // A chunked stream cut without its last chunk is no end of stream.
+    assert_eq!(run["drain"]["abrupt"], n, "{run:#}");
+    assert_eq!(run["drain"]["sse_end"], 0, "{run:#}");
+    assert_eq!(run["wave"]["back"], n, "{run:#}");
+    // Its history lived in the process: Last-Event-ID replays nothing of the new one,
+    // which started again at 1.
+    assert!(
+        run["delivery"]["lost_silently"].as_u64().unwrap() > 0,
+        "{run:#}"
+    );
+    assert_eq!(run["delivery"]["epochs"], 2, "{run:#}");
+}

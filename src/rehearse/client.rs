@@ -177,6 +177,9 @@ enum Conn {
         stream: Box<Stream>,
         body: Box<rtcheck_wire::sse::Stream>,
         pending: Vec<u8>,
+        /// The body runs until the server closes (no length, not chunked): its EOF is
+        /// the stream's end. A chunked body that stops without its last chunk did not end.
+        until_close: bool,
     },
 }
 
@@ -387,6 +390,7 @@ async fn sse_open(sh: &Shared, mut stream: Stream, res: &Resume) -> Result<Conn,
             stream: Box::new(stream),
             body: Box::new(body),
             pending: head.split_off(used),
+            until_close: framing == response::Framing::Close,
         });
     }
 }
@@ -443,7 +447,15 @@ async fn read(
             stream,
             body,
             pending,
-        } => read_sse(sh, stream, body, pending, &mut seen, stop).await,
+            until_close,
+        } => {
+            let (end, at) = read_sse(sh, stream, body, pending, &mut seen, stop).await;
+            // EOF in the middle of a chunked or sized body: cut, not ended.
+            match end == End::SseEnd && !*until_close && !body.ended() {
+                true => (End::Eof, None),
+                false => (end, at),
+            }
+        }
     }
 }
 
