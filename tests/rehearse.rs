@@ -149,7 +149,12 @@ fn rtcheck_serve_behind_nginx_restarted_by_a_hook_drains_and_loses_nothing_silen
     let nginx = Proxy::start(Kind::Nginx, &cfg);
     let url = nginx.url("ws", "/ws");
     let n = 100;
+    let out = tempfile::tempdir().unwrap();
+    let junit = out.path().join("rehearse.xml");
+    let junit_arg = format!("junit={}", junit.display());
     let (code, r, err) = rehearse(&[
+        "--report",
+        &junit_arg,
         &url,
         "--connections",
         &n.to_string(),
@@ -201,6 +206,17 @@ fn rtcheck_serve_behind_nginx_restarted_by_a_hook_drains_and_loses_nothing_silen
     );
     assert_eq!(finding(&r, "drain:")["status"], "pass");
     assert_eq!(r["thresholds"][0]["status"], "pass", "{r:#}");
+    // The same run for CI: one testcase per finding and threshold, none failed here
+    // but the host-wide backlog one.
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    for case in [
+        "drain:fixed:500ms",
+        "all-back:fixed:500ms",
+        "threshold:lost_silently==0",
+    ] {
+        assert!(xml.contains(&format!("name=\"{case}\"")), "{case}: {xml}");
+    }
+    assert_eq!(xml.matches("<failure").count(), failing.len(), "{xml}");
     // nginx's own count: every upgrade (101) and every 502 while the server was down.
     let log = nginx.dir().join("access.log");
     let upgrades = lines_when(&log, 2 * n as usize, |l| l.starts_with("101 "));
@@ -353,8 +369,17 @@ fn a_failing_restart_command_is_its_own_finding_with_its_output() {
         "500ms",
         "--timeout",
         "10s",
+        "--threshold",
+        "back_95 < 10s",
     ]);
     assert_eq!(code, Some(1), "{r:#}");
+    // Nothing came back because nothing dropped: a threshold on it fails, never passes.
+    let t = &r["thresholds"][0];
+    assert_eq!(t["status"], "fail", "{r:#}");
+    assert!(
+        t["observed"].as_str().unwrap().contains("not measured"),
+        "{t:#}"
+    );
     let run = &r["runs"][0];
     assert_eq!(run["hook"]["exit_code"], 3, "{run:#}");
     assert!(run["hook"]["output"]
