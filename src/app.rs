@@ -223,6 +223,7 @@ pub fn run(command: Option<Command>, ctx: Ctx) -> anyhow::Result<ExitCode> {
         Some(Command::Review(a)) => cmd::review::run(a, ctx),
         Some(Command::Budget(a)) => cmd::budget::run(a, ctx),
         Some(Command::Load(a)) => cmd::load::run(a, ctx),
+        Some(Command::Rehearse(a)) => cmd::rehearse::run(a, ctx),
         Some(Command::Completions { shell }) => {
             // Leaked once: the names borrowed into the copy must be 'static, and the
             // process prints the script and exits.

@@ -14,6 +14,7 @@ pub mod lint;
 pub mod load;
 pub mod probe;
 pub mod profile;
+pub mod rehearse;
 pub mod report;
 pub mod review;
 pub mod sys;

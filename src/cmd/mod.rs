@@ -21,6 +21,7 @@ pub mod output;
 pub mod probe;
 pub mod prompts;
 pub mod reach;
+pub mod rehearse;
 pub mod review;
 pub mod serve;
 pub mod thresholds;
@@ -98,6 +99,8 @@ pub enum Command {
     Lint(lint::LintArgs),
     /// Check a deployed realtime path (proxy + server) from outside: upgrade, buffering, idle timeout, heartbeat, resume.
     Probe(probe::ProbeArgs),
+    /// Rehearse a deploy: N clients, the user's restart command, the reconnect wave measured.
+    Rehearse(rehearse::RehearseArgs),
     /// Print a shell completion script.
     Completions {
         /// The shell to complete for.

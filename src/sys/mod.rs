@@ -4,6 +4,7 @@
 //! watcher of a server rtcheck did not start ([`procwatch`]: found by its port, sampled
 //! through a run). The OS primitives under them are [`rtcheck_base::os`].
 pub mod control;
+pub mod netstat;
 pub mod procwatch;
 #[cfg(feature = "redis")]
 pub mod redis;

@@ -124,7 +124,7 @@ pub struct Sampler {
 /// A run's readings at most: one an hour's run at 4 a second.
 const MAX_SAMPLES: usize = 16_000;
 
-fn read(pids: &[u32], t_s: f64) -> Result<Sample, String> {
+pub fn read(pids: &[u32], t_s: f64) -> Result<Sample, String> {
     let mut s = Sample {
         t_s,
         ..Sample::default()

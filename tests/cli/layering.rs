@@ -25,6 +25,7 @@ const ORDER: &[(&str, u8)] = &[
     ("budget", 2),
     ("bench", 2),
     ("verify", 2),
+    ("rehearse", 2),
     ("review", 2),
     ("probe", 2),
     ("report", 3),

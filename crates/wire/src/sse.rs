@@ -272,6 +272,11 @@ impl Stream {
     pub fn last_id(&self) -> Option<&str> {
         self.parser.last_id()
     }
+
+    /// The last `retry:` the server sent (ms): EventSource's reconnection time.
+    pub fn retry_ms(&self) -> Option<u64> {
+        self.parser.retry_ms()
+    }
 }
 
 /// An event id read as a position: leading decimal digits are the seq, an optional

@@ -13,6 +13,7 @@ pub mod idle;
 pub mod load;
 pub(crate) mod plot;
 pub mod probe;
+pub mod rehearse;
 
 use crate::evidence::EvidenceRef;
 use crate::findings::Status;

@@ -10,6 +10,7 @@ pub mod guided;
 pub mod hops;
 pub mod load;
 pub mod probe;
+pub mod rehearse;
 pub mod review;
 pub mod table;
 pub mod verify;

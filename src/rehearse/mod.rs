@@ -1,0 +1,402 @@
+//! `rtcheck rehearse` (issue 38): the deploy before it happens. N clients connect through
+//! the user's path, settle, the user's restart hook runs, and the clients come back the
+//! way the user's clients do while rtcheck measures the wave, the drain, the failed
+//! connects, the host's accept queue, the server's process and every seq.
+//!
+//! - [`client`]: one client (tokio), [`policy`]: `--reconnect`, [`hook`]: the command;
+//! - pure: [`wave`] (connects per 100 ms and the times to 50/95/100 %), [`summary`]
+//!   (clients to figures), [`verdict`] (findings); [`model`]: the report.
+pub mod client;
+pub mod hook;
+pub mod model;
+pub mod policy;
+pub mod summary;
+pub mod verdict;
+pub mod wave;
+
+use crate::bench::target::Target;
+use model::{Listen, RehearseReport, Run, ServerSeries};
+use policy::Reconnect;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// What a rehearsal needs (the command layer resolves the flags into it).
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub url_shown: String,
+    pub target: Target,
+    /// Where the server's process listens (the URL's address, or `--server-addr`).
+    pub watch: std::net::SocketAddr,
+    pub connections: u64,
+    pub restart: String,
+    pub restart_timeout: Duration,
+    pub timeout: Duration,
+    pub settle: Duration,
+    pub grace: Duration,
+    pub policies: Vec<Reconnect>,
+    pub pids: Vec<u32>,
+    pub decoder: crate::bench::template::Decoder,
+    pub subscribe: Option<String>,
+    pub ca: Option<std::path::PathBuf>,
+    pub connect_timeout: Duration,
+    /// Prints progress lines on stderr.
+    pub progress: bool,
+}
+
+/// Clients connecting at once before the restart (the restart's wave is never throttled).
+const FIRST_CONNECTS: usize = 64;
+/// The bound on the first connects (a server that never answers ends it).
+const CONNECT_PHASE: Duration = Duration::from_secs(120);
+
+/// Every policy's rehearsal, in turn.
+pub fn run(o: &Options) -> anyhow::Result<RehearseReport> {
+    let (_, hard) = rtcheck_base::os::limits::raise_nofile_to_hard()?;
+    rtcheck_base::os::limits::check_fd_budget(o.connections, hard)?;
+    let tls = o
+        .target
+        .tls(&crate::sys::tls::Trust::with_ca(o.ca.clone()))?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    let mut runs = Vec::new();
+    for (i, p) in o.policies.iter().enumerate() {
+        if i > 0 {
+            // The next rehearsal starts from a settled server.
+            std::thread::sleep(o.settle);
+        }
+        runs.push(rt.block_on(one(o, *p, tls.clone()))?);
+    }
+    rt.shutdown_timeout(Duration::from_millis(500));
+    let mut findings = Vec::new();
+    for r in &runs {
+        findings.extend(verdict::judge(r));
+    }
+    let notes: Vec<String> = runs
+        .iter()
+        .flat_map(|r| r.notes.iter().map(move |n| format!("{}: {n}", r.name)))
+        .collect();
+    Ok(RehearseReport {
+        command: "rehearse".into(),
+        url: o.url_shown.clone(),
+        transport: match o.target.proto {
+            crate::bench::target::Proto::Ws => "websocket".into(),
+            _ => "sse".into(),
+        },
+        connections: o.connections,
+        valid: runs.iter().all(|r| r.valid),
+        notes,
+        runs,
+        findings,
+    })
+}
+
+fn say(o: &Options, s: &str) {
+    if o.progress {
+        eprintln!("rtcheck rehearse: {s}");
+    }
+}
+
+/// One rehearsal under policy `p`.
+async fn one(o: &Options, p: Reconnect, tls: Option<crate::sys::tls::Tls>) -> anyhow::Result<Run> {
+    let sh = Arc::new(client::Shared {
+        target: o.target.clone(),
+        tls,
+        decoder: o.decoder.clone(),
+        subscribe: o.subscribe.clone(),
+        policy: p,
+        t0: Instant::now(),
+        highest: Mutex::new(Default::default()),
+        connect_timeout: o.connect_timeout,
+        away: Default::default(),
+        started: Default::default(),
+    });
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(0u8);
+    let sem = Arc::new(tokio::sync::Semaphore::new(FIRST_CONNECTS));
+    let tasks: Vec<_> = (0..o.connections)
+        .map(|_| tokio::spawn(client::run(sh.clone(), sem.clone(), stop_rx.clone())))
+        .collect();
+    say(
+        o,
+        &format!("{}: connecting {} client(s)", p.name(), o.connections),
+    );
+    // Connected: every client either connected or failed its first attempt.
+    let connected = || tasks.iter().filter(|t| !t.is_finished()).count();
+    let settle_until = Instant::now() + CONNECT_PHASE;
+    while sh.started.load(Ordering::Relaxed) < o.connections && Instant::now() < settle_until {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tokio::time::sleep(o.settle).await;
+    let before = connected() as u64;
+    let sampler = Sampler::start(o.watch, o.pids.clone(), sh.t0);
+    let netstat_before = crate::sys::netstat::read(std::path::Path::new("/proc"));
+    let hook_ms = sh.t0.elapsed().as_secs_f64() * 1000.0;
+    let away_at_restart = sh_away(&sh);
+    say(
+        o,
+        &format!(
+            "{}: {before} connected; running the restart command",
+            p.name()
+        ),
+    );
+    let (cmd, limit) = (o.restart.clone(), o.restart_timeout);
+    let hook_task = tokio::task::spawn_blocking(move || hook::run(&cmd, limit));
+    let timed_out = wait_wave(&sh, &hook_task, o).await;
+    let measured_ms = sh.t0.elapsed().as_secs_f64() * 1000.0 - hook_ms;
+    let netstat_after = crate::sys::netstat::read(std::path::Path::new("/proc"));
+    let _ = stop_tx.send(2);
+    let mut clients = Vec::with_capacity(tasks.len());
+    for t in tasks {
+        clients.push(t.await.unwrap_or_default());
+    }
+    let hook = match hook_task.await {
+        Ok(h) => h,
+        Err(e) => anyhow::bail!("the restart command's thread: {e}"),
+    };
+    let server = sampler.finish(hook_ms);
+    let mut run = summarize(
+        o,
+        p,
+        clients,
+        hook,
+        (hook_ms, measured_ms, timed_out),
+        server,
+        (netstat_before, netstat_after),
+    );
+    run.away_at_restart = away_at_restart;
+    if away_at_restart * 100 > run.connected.max(1) {
+        run.valid = false;
+        run.notes.push(format!(
+            "{away_at_restart} client(s) were away when the restart began (dropped while settling: a server removing slow clients, or the host saturated): this is not a rehearsal of {} clients; fewer clients or a quieter host",
+            o.connections
+        ));
+    }
+    Ok(run)
+}
+
+/// Wait until the command returned, every dropped client is back and nothing dropped
+/// for `--grace`, or `--timeout` from the restart (true: the timeout ended it).
+async fn wait_wave(
+    sh: &client::Shared,
+    hook: &tokio::task::JoinHandle<hook::HookRun>,
+    o: &Options,
+) -> bool {
+    let deadline = Instant::now() + o.timeout;
+    let mut quiet_since = Instant::now();
+    let mut hook_done = false;
+    loop {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        if !hook_done && hook.is_finished() {
+            hook_done = true;
+            quiet_since = Instant::now();
+        }
+        if sh_away(sh) > 0 {
+            quiet_since = Instant::now();
+        }
+        if hook_done && quiet_since.elapsed() >= o.grace {
+            return false;
+        }
+        if Instant::now() >= deadline {
+            return true;
+        }
+    }
+}
+
+/// Clients away now: dropped and not yet back (counted from the shared counters).
+fn sh_away(sh: &client::Shared) -> u64 {
+    sh.away.load(Ordering::Relaxed)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn summarize(
+    o: &Options,
+    p: Reconnect,
+    clients: Vec<client::ClientOut>,
+    hook: hook::HookRun,
+    (hook_ms, measured_ms, timed_out): (f64, f64, bool),
+    server: ServerSeries,
+    (nb, na): (
+        Result<crate::sys::netstat::ListenCounters, String>,
+        Result<crate::sys::netstat::ListenCounters, String>,
+    ),
+) -> Run {
+    let outages = summary::outages(&clients, hook_ms);
+    let w = wave::measure(&outages);
+    let connected = clients.iter().filter(|c| c.connected_ms.is_some()).count() as u64;
+    let mut connect_errors: Vec<String> = Vec::new();
+    for e in clients.iter().filter_map(|c| c.connect_error.clone()) {
+        if connect_errors.len() < 3 && !connect_errors.contains(&e) {
+            connect_errors.push(e);
+        }
+    }
+    let listen = match (nb, na) {
+        (Ok(b), Ok(a)) => Listen {
+            listen_overflows: Some(a.overflows.saturating_sub(b.overflows)),
+            listen_drops: Some(a.drops.saturating_sub(b.drops)),
+            error: None,
+        },
+        (Err(e), _) | (_, Err(e)) => Listen {
+            listen_overflows: None,
+            listen_drops: None,
+            error: Some(e),
+        },
+    };
+    let delivery = summary::delivery(&clients);
+    let mut notes = Vec::new();
+    if connected == 0 {
+        notes.push(format!(
+            "no client connected before the restart ({}): nothing was rehearsed",
+            connect_errors.join("; ")
+        ));
+    } else if w.dropped == 0 {
+        notes.push("no client dropped after the restart began: the restart did not touch these connections within the window (a reload that keeps them, or a hook that restarted something else)".into());
+    }
+    if timed_out && w.never_back > 0 {
+        notes.push(format!(
+            "ended at --timeout {} with {} client(s) still away; what was measured is kept",
+            rtcheck_base::units::fmt_duration(o.timeout),
+            w.never_back
+        ));
+    }
+    let gave_up = clients.iter().filter(|c| c.gave_up).count() as u64;
+    let dropped_before_restart = clients
+        .iter()
+        .filter(|c| c.drops.iter().any(|d| d.0 < hook_ms))
+        .count() as u64;
+    Run {
+        name: p.name(),
+        reconnect: p,
+        connected,
+        dropped_before_restart,
+        away_at_restart: 0,
+        connect_errors,
+        first_drop_ms: outages
+            .iter()
+            .map(|x| x.dropped_ms - hook_ms)
+            .reduce(f64::min),
+        measured_ms,
+        timed_out,
+        drain: summary::drain(&clients, hook_ms),
+        back_50_ms: w.back_50_ms,
+        back_95_ms: w.back_95_ms,
+        back_100_ms: w.back_100_ms,
+        peak_connects_per_s: w.peak_connects_per_s,
+        lost_silently: delivery.lost_silently,
+        gave_up,
+        wave: w,
+        failed_connects: summary::failed(&clients),
+        listen,
+        server,
+        delivery,
+        valid: connected > 0,
+        notes,
+        hook,
+    }
+}
+
+/// The server's process sampled every 200 ms on a thread: by `--pid`, else the listener
+/// on the target's port, found again after a restart (a new process).
+struct Sampler {
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<ServerSeries>>,
+}
+
+impl Sampler {
+    fn start(addr: std::net::SocketAddr, pids: Vec<u32>, t0: Instant) -> Sampler {
+        let stop = Arc::new(AtomicBool::new(false));
+        let s2 = stop.clone();
+        let (ready, first) = std::sync::mpsc::channel();
+        let thread = std::thread::spawn(move || sample_loop(addr, &pids, t0, &s2, ready));
+        // The first reading is the "before": taken before the restart command runs.
+        let _ = first.recv_timeout(Duration::from_secs(5));
+        Sampler {
+            stop,
+            thread: Some(thread),
+        }
+    }
+
+    fn finish(mut self, hook_ms: f64) -> ServerSeries {
+        self.stop.store(true, Ordering::Relaxed);
+        let mut s = self
+            .thread
+            .take()
+            .and_then(|t| t.join().ok())
+            .unwrap_or_else(|| empty_series(Some("the sampler stopped".into())));
+        for p in &mut s.series {
+            p.0 -= hook_ms;
+        }
+        s
+    }
+}
+
+fn empty_series(error: Option<String>) -> ServerSeries {
+    ServerSeries {
+        found_by: Vec::new(),
+        samples: 0,
+        rss_before_mb: None,
+        rss_peak_mb: None,
+        rss_end_mb: None,
+        fds_before: None,
+        fds_peak: None,
+        series: Vec::new(),
+        error,
+    }
+}
+
+/// Readings at most (10 minutes at 5 a second).
+const MAX_SAMPLES: usize = 3000;
+
+fn sample_loop(
+    addr: std::net::SocketAddr,
+    pids: &[u32],
+    t0: Instant,
+    stop: &AtomicBool,
+    ready: std::sync::mpsc::Sender<()>,
+) -> ServerSeries {
+    use crate::sys::procwatch;
+    let mut out = empty_series(None);
+    let mut target: Option<procwatch::Target> = None;
+    let mut last_error = None;
+    while !stop.load(Ordering::Relaxed) && out.series.len() < MAX_SAMPLES {
+        if target.is_none() {
+            match procwatch::find(addr, pids) {
+                Ok(t) => {
+                    if !out.found_by.contains(&t.found_by) {
+                        out.found_by.push(t.found_by.clone());
+                    }
+                    target = Some(t);
+                }
+                Err(e) => last_error = Some(e),
+            }
+        }
+        let ms = t0.elapsed().as_secs_f64() * 1000.0;
+        if let Some(t) = &target {
+            match procwatch::read(&t.pids, ms / 1000.0) {
+                // A process on its way out reads as 0 B and 0 fds: gone, not a figure.
+                Ok(s) if s.rss_bytes == 0 => target = None,
+                Ok(s) => {
+                    let mb = s.rss_bytes as f64 / 1e6;
+                    out.series.push((ms, mb, s.fds));
+                }
+                // Gone (restarted): found again on the next turn.
+                Err(e) => {
+                    last_error = Some(e);
+                    target = None;
+                }
+            }
+        }
+        let _ = ready.send(());
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    out.samples = out.series.len() as u64;
+    out.rss_before_mb = out.series.first().map(|p| p.1);
+    out.fds_before = out.series.first().map(|p| p.2);
+    out.rss_end_mb = out.series.last().map(|p| p.1);
+    out.rss_peak_mb = out.series.iter().map(|p| p.1).reduce(f64::max);
+    out.fds_peak = out.series.iter().map(|p| p.2).max();
+    if out.series.is_empty() {
+        out.error = last_error;
+    }
+    out
+}

@@ -1,0 +1,218 @@
+//! From what each client saw to the run's figures, pure: drain signals and their lead,
+//! the outages of the wave, failed connects by cause, delivery by seq across epochs.
+use super::client::{epoch_key as key, Cause, ClientOut, End};
+use super::model::{Delivery, Drain};
+use super::wave::Outage;
+use crate::bench::seq_account::{self, Counts, Trace};
+use std::collections::{BTreeMap, HashMap};
+
+/// The nearest-rank p50 and the max.
+fn p50_max(mut v: Vec<f64>) -> (Option<f64>, Option<f64>) {
+    v.sort_by(f64::total_cmp);
+    let p50 = (!v.is_empty()).then(|| v[(v.len() - 1) / 2]);
+    (p50, v.last().copied())
+}
+
+/// The first drop of each client at or after `hook_ms`, and its first return after it.
+pub fn outages(clients: &[ClientOut], hook_ms: f64) -> Vec<Outage> {
+    clients
+        .iter()
+        .filter_map(|c| {
+            let (at, _, _) = c.drops.iter().find(|d| d.0 >= hook_ms)?;
+            Some(Outage {
+                dropped_ms: *at,
+                back_ms: c.backs.iter().copied().find(|b| b >= at),
+            })
+        })
+        .collect()
+}
+
+/// How the first drop after the hook ended, over the clients.
+pub fn drain(clients: &[ClientOut], hook_ms: f64) -> Drain {
+    let mut d = Drain::default();
+    let mut leads = Vec::new();
+    for c in clients {
+        let Some(&(at, end, signal)) = c.drops.iter().find(|d| d.0 >= hook_ms) else {
+            continue;
+        };
+        match end {
+            End::Close(1001) => d.ws_1001 += 1,
+            End::Close(1012) => d.ws_1012 += 1,
+            End::Close(_) => d.ws_other_close += 1,
+            End::SseEnd => d.sse_end += 1,
+            End::Eof | End::Reset | End::Stopped => d.abrupt += 1,
+        }
+        if let (true, Some(s)) = (end.is_drain(), signal) {
+            leads.push((at - s).max(0.0));
+        }
+    }
+    (d.lead_p50_ms, d.lead_max_ms) = p50_max(leads);
+    d
+}
+
+/// Failed connects by cause: every key present, 0 when none.
+pub fn failed(clients: &[ClientOut]) -> BTreeMap<String, u64> {
+    let mut m: BTreeMap<String, u64> = Cause::ALL.iter().map(|c| (c.key().into(), 0)).collect();
+    for c in clients {
+        for (cause, n) in &c.failed {
+            *m.entry(cause.key().into()).or_default() += n;
+        }
+    }
+    m
+}
+
+/// Delivery by seq. Each epoch's span ends at the highest seq any client saw in it; in
+/// a client's last epoch it ends at the client's own highest (connected: the rest was in
+/// flight; still away at the end: `all-back` fails for it, its loss is not delivery's). Later epochs start at 1: a new history owes its
+/// client every seq; a reset marker announces the old epoch's tail as lost.
+pub fn delivery(clients: &[ClientOut]) -> Delivery {
+    let mut end: HashMap<String, u64> = HashMap::new();
+    for c in clients {
+        for (i, s) in c.segments.iter().enumerate() {
+            let m = s.seqs.iter().copied().max().unwrap_or(0);
+            let e = end.entry(key(&s.epoch, i)).or_insert(0);
+            *e = (*e).max(m);
+        }
+    }
+    let mut d = Delivery {
+        epochs: end.len() as u64,
+        ..Delivery::default()
+    };
+    for c in clients {
+        d.replay_messages += c.replay_messages;
+        d.replay_bytes += c.replay_bytes;
+        d.replay_bytes_per_client_max = d.replay_bytes_per_client_max.max(c.replay_bytes);
+        let segs: Vec<_> = c
+            .segments
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| !s.seqs.is_empty() || s.told)
+            .collect();
+        if segs.iter().all(|(_, s)| s.seqs.is_empty()) {
+            d.clients_without_seq += 1;
+            continue;
+        }
+        let mut sum = Counts::default();
+        for (i, &(at, s)) in segs.iter().enumerate() {
+            let last = i + 1 == segs.len();
+            let got = s.seqs.iter().copied().max().unwrap_or(0);
+            let hi = match last {
+                true => got,
+                false => end.get(&key(&s.epoch, at)).copied().unwrap_or(got),
+            };
+            let mut gaps = s.gaps.clone();
+            // The next segment opened with a reset marker: this epoch's tail was told.
+            if segs.get(i + 1).is_some_and(|(_, n)| n.told) && got < hi {
+                gaps.push((got + 1, hi));
+            }
+            let first = match i {
+                0 => s.seqs.first().copied().unwrap_or(1),
+                _ => 1,
+            };
+            sum.add(&seq_account::count(&Trace {
+                seqs: s.seqs.clone(),
+                gaps,
+                first_expected: first,
+                last_published: hi,
+                resets: 0,
+            }));
+        }
+        d.received += sum.received;
+        d.lost += sum.lost;
+        d.lost_silently += sum.lost_silently;
+        d.duplicated += sum.duplicated;
+        d.out_of_order += sum.out_of_order;
+        d.clients_lost_silently += u64::from(sum.lost_silently > 0);
+    }
+    d
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::client::Segment;
+    use super::*;
+
+    fn seg(epoch: &str, seqs: &[u64], told: bool) -> Segment {
+        Segment {
+            epoch: epoch.into(),
+            seqs: seqs.to_vec(),
+            gaps: vec![],
+            told,
+        }
+    }
+
+    fn client(segments: Vec<Segment>, at_end: bool) -> ClientOut {
+        ClientOut {
+            segments,
+            connected_at_end: at_end,
+            ..ClientOut::default()
+        }
+    }
+
+    #[test]
+    fn a_restart_with_a_reset_marker_and_a_full_replay_loses_nothing_silently() {
+        // Old epoch: a saw 5..=10, b saw 5..=9 (10 was in flight when the server went).
+        // New epoch: both told by a reset, replayed 1..=4 and live after.
+        let a = client(
+            vec![
+                seg("a", &[5, 6, 7, 8, 9, 10], false),
+                seg("b", &[1, 2, 3, 4], true),
+            ],
+            true,
+        );
+        let b = client(
+            vec![
+                seg("a", &[5, 6, 7, 8, 9], false),
+                seg("b", &[1, 2, 3, 4], true),
+            ],
+            true,
+        );
+        let d = delivery(&[a, b]);
+        assert_eq!(d.epochs, 2);
+        assert_eq!((d.lost, d.lost_silently), (1, 0), "{d:?}");
+        assert_eq!(d.received, 19);
+    }
+
+    #[test]
+    fn a_new_epoch_without_a_marker_and_without_replay_loses_silently() {
+        // The server restarted at 1; the client came back at 4 and was told nothing.
+        let a = client(
+            vec![seg("", &[1, 2, 3], false), seg("", &[4, 5], false)],
+            true,
+        );
+        let other = client(
+            vec![seg("", &[1, 2, 3], false), seg("", &[1, 2, 3, 4, 5], false)],
+            true,
+        );
+        let d = delivery(&[a, other]);
+        assert_eq!(d.lost_silently, 3, "{d:?}");
+        assert_eq!(d.clients_lost_silently, 1);
+        // A duplicate within an epoch is counted, an out-of-order seq too.
+        let dup = client(vec![seg("", &[1, 2, 2, 4, 3], false)], true);
+        let d = delivery(&[dup]);
+        assert_eq!((d.duplicated, d.out_of_order, d.lost), (1, 1, 0));
+    }
+
+    #[test]
+    fn drains_and_outages_take_the_first_drop_after_the_hook() {
+        let c = ClientOut {
+            drops: vec![
+                (50.0, End::Reset, None),
+                (1000.0, End::Close(1001), Some(990.0)),
+            ],
+            backs: vec![60.0, 2500.0],
+            ..ClientOut::default()
+        };
+        let e = ClientOut {
+            drops: vec![(1100.0, End::Eof, None)],
+            ..ClientOut::default()
+        };
+        let d = drain(&[c.clone(), e.clone()], 500.0);
+        assert_eq!((d.ws_1001, d.abrupt, d.signalled()), (1, 1, 1));
+        assert_eq!(d.lead_max_ms, Some(10.0));
+        let o = outages(&[c, e], 500.0);
+        assert_eq!(o.len(), 2);
+        assert_eq!((o[0].dropped_ms, o[0].back_ms), (1000.0, Some(2500.0)));
+        assert_eq!(o[1].back_ms, None);
+    }
+}

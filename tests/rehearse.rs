@@ -1,0 +1,704 @@
+//! `rtcheck rehearse` against real parts (issue 38): rtcheck serve behind nginx restarted
+//! by a hook (SIGTERM, then start), a python3-websockets broadcast hub killed and
+//! restarted, and the same hub with a listen backlog of 16 warming up under a burst.
+//! rtcheck's counts are checked against independent ones: nginx's access log and the
+//! hub's accept log.
+mod common;
+mod foreign_common;
+#[allow(unused_imports)]
+mod probe_common;
+use foreign_common::{fixture, python, NGINX_HEAD, NGINX_WS};
+use probe_common::{Kind, Proxy};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// A server the restart hook starts again: its pid lives in `pid` (rewritten by the hook);
+/// whatever runs there is killed on drop, also when the test fails.
+struct Restartable {
+    dir: tempfile::TempDir,
+}
+
+impl Restartable {
+    fn pid_file(&self) -> PathBuf {
+        self.dir.path().join("pid")
+    }
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+    /// Write the start script and run it once; wait until `port` accepts.
+    fn start(script: &str, port: u16) -> Restartable {
+        let dir = tempfile::tempdir().unwrap();
+        let start = dir.path().join("start.sh");
+        let script = script.replace("{DIR}", dir.path().to_str().unwrap());
+        std::fs::write(
+            &start,
+            format!(
+                "#!/bin/sh\n{script}\necho $! > {}/pid\n",
+                dir.path().display()
+            ),
+        )
+        .unwrap();
+        let ok = std::process::Command::new("sh")
+            .arg(&start)
+            .status()
+            .unwrap();
+        assert!(ok.success());
+        let r = Restartable { dir };
+        r.wait_listening(port);
+        r
+    }
+    fn wait_listening(&self, port: u16) {
+        let t0 = Instant::now();
+        let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+        while std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_err() {
+            assert!(
+                t0.elapsed() < Duration::from_secs(30),
+                "nothing listens on {addr}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+    /// The hook: `signal` to the running server, wait until it is gone, start it again.
+    fn hook(&self, signal: &str) -> String {
+        let d = self.dir.path().display();
+        format!(
+            "p=$(cat {d}/pid); kill -{signal} $p; while kill -0 $p 2>/dev/null; do sleep 0.05; done; sh {d}/start.sh"
+        )
+    }
+}
+
+impl Drop for Restartable {
+    fn drop(&mut self) {
+        if let Some(pid) = std::fs::read_to_string(self.pid_file())
+            .ok()
+            .and_then(|s| s.trim().parse::<i32>().ok())
+        {
+            // SAFETY: kill(2) on the process this test's hook started.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+    }
+}
+
+/// One rehearsal at a time in this binary: the host's accept-queue counters are shared.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// `rtcheck rehearse ARGS --format json`: (exit code, report, stderr).
+fn rehearse(args: &[&str]) -> (Option<i32>, Value, String) {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let out = common::rtcheck()
+        .arg("rehearse")
+        .args(args)
+        .args(["--format", "json"])
+        .timeout(Duration::from_secs(180))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "not JSON ({e}): {}\n{err}",
+            String::from_utf8_lossy(&out.stdout)
+        )
+    });
+    (out.status.code(), r, err)
+}
+
+fn finding<'a>(r: &'a Value, id: &str) -> &'a Value {
+    r["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"].as_str().is_some_and(|x| x.starts_with(id)))
+        .unwrap_or_else(|| panic!("no finding {id}: {r:#}"))
+}
+
+/// Lines of `path` that satisfy `want`, once there are `n` (or after 30 s): nginx writes
+/// a request's line when its connection ends, asynchronously.
+fn lines_when(path: &Path, n: usize, want: impl Fn(&str) -> bool) -> usize {
+    let count = || {
+        std::fs::read_to_string(path)
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| want(l))
+            .count()
+    };
+    let t0 = Instant::now();
+    while count() < n && t0.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    count()
+}
+
+#[test]
+fn rtcheck_serve_behind_nginx_restarted_by_a_hook_drains_and_loses_nothing_silently() {
+    let port = common::free_port();
+    let bin = common::binary();
+    let serve = Restartable::start(
+        &format!(
+            "setsid {} serve --listen 127.0.0.1:{port} --rate 20 >>{{DIR}}/serve.log 2>&1 </dev/null &",
+            bin.display()
+        ),
+        port,
+    );
+    let cfg = format!(
+        "{}  log_format st '$status $request_uri';\n  server {{\n    listen 127.0.0.1:{{PORT}};\n    \
+         access_log {{DIR}}/access.log st;\n    location / {{\n      proxy_pass http://127.0.0.1:{port};\n{NGINX_WS}      \
+         proxy_buffering off;\n      proxy_read_timeout 1h;\n    }}\n  }}\n}}\n",
+        NGINX_HEAD.replace("worker_connections 256", "worker_connections 1024")
+    );
+    let nginx = Proxy::start(Kind::Nginx, &cfg);
+    let url = nginx.url("ws", "/ws");
+    let n = 100;
+    let out = tempfile::tempdir().unwrap();
+    let junit = out.path().join("rehearse.xml");
+    let junit_arg = format!("junit={}", junit.display());
+    let (code, r, err) = rehearse(&[
+        "--report",
+        &junit_arg,
+        &url,
+        "--connections",
+        &n.to_string(),
+        "--restart",
+        &serve.hook("TERM"),
+        "--reconnect",
+        "fixed:500ms",
+        "--timeout",
+        "40s",
+        "--threshold",
+        "lost_silently == 0",
+    ]);
+    let run = &r["runs"][0];
+    // ListenOverflows is the whole network namespace's: another test's burst may land in
+    // this wave. Every other finding must pass.
+    let failing: Vec<&str> = r["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["status"] == "fail")
+        .map(|f| f["id"].as_str().unwrap())
+        .collect();
+    assert!(
+        failing.iter().all(|id| id.starts_with("backlog:")),
+        "{r:#}\n{err}"
+    );
+    assert_eq!(code, Some(i32::from(!failing.is_empty())), "{r:#}\n{err}");
+    assert_eq!(run["connected"], n, "{run:#}");
+    assert_eq!(run["hook"]["ok"], true, "{run:#}");
+    // rtcheck serve closes with 1001 on SIGTERM and nginx passes the frame through.
+    assert_eq!(run["wave"]["dropped"], n, "{run:#}");
+    assert_eq!(run["drain"]["ws_1001"], n, "{run:#}");
+    assert_eq!(run["wave"]["back"], n, "{run:#}");
+    assert_eq!(run["delivery"]["lost_silently"], 0, "{run:#}");
+    assert!(run["delivery"]["received"].as_u64().unwrap() > n, "{run:#}");
+    // A new epoch: the reset marker told every client, the ring replayed the new history.
+    assert_eq!(run["delivery"]["epochs"], 2, "{run:#}");
+    let wave: u64 = run["wave"]["connects_per_100ms"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_u64().unwrap())
+        .sum();
+    assert_eq!(wave, n, "{run:#}");
+    assert!(run["back_95_ms"].as_f64().unwrap() > 0.0, "{run:#}");
+    assert!(
+        run["peak_connects_per_s"].as_f64().unwrap() >= 10.0,
+        "{run:#}"
+    );
+    assert_eq!(finding(&r, "drain:")["status"], "pass");
+    assert_eq!(r["thresholds"][0]["status"], "pass", "{r:#}");
+    // The same run for CI: one testcase per finding and threshold, none failed here
+    // but the host-wide backlog one.
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    for case in [
+        "drain:fixed:500ms",
+        "all-back:fixed:500ms",
+        "threshold:lost_silently==0",
+    ] {
+        assert!(xml.contains(&format!("name=\"{case}\"")), "{case}: {xml}");
+    }
+    assert_eq!(xml.matches("<failure").count(), failing.len(), "{xml}");
+    // nginx's own count: every upgrade (101) and every 502 while the server was down.
+    let log = nginx.dir().join("access.log");
+    let upgrades = lines_when(&log, 2 * n as usize, |l| l.starts_with("101 "));
+    assert_eq!(upgrades as u64, 2 * n, "nginx saw {upgrades} upgrades");
+    let bad_gateway = lines_when(&log, 0, |l| l.starts_with("502 "));
+    assert_eq!(
+        run["failed_connects"]["http_502"].as_u64().unwrap(),
+        bad_gateway as u64,
+        "{run:#}"
+    );
+}
+
+fn hub(port: u16, env: &str) -> Restartable {
+    Restartable::start(
+        &format!(
+            "PORT={port} ACCEPT_LOG={{DIR}}/accept.log {env} setsid {} {} >>{{DIR}}/hub.log 2>&1 </dev/null &",
+            python().display(),
+            fixture("rehearse_hub.py").display()
+        ),
+        port,
+    )
+}
+
+#[test]
+fn a_python_hub_killed_and_restarted_gives_no_drain_and_loses_silently() {
+    let port = common::free_port();
+    let hub = hub(port, "TICK_MS=50");
+    let url = format!("ws://127.0.0.1:{port}/");
+    let n = 60;
+    let (code, r, err) = rehearse(&[
+        &url,
+        "--connections",
+        &n.to_string(),
+        "--restart",
+        &hub.hook("KILL"),
+        "--reconnect",
+        "exp:200ms..2s+jitter",
+        "--seq-path",
+        "seq",
+        "--ts-path",
+        "ts",
+        "--timeout",
+        "40s",
+    ]);
+    let run = &r["runs"][0];
+    // Killed: no close frame, and a restarted seq that tells nobody.
+    assert_eq!(code, Some(1), "{r:#}\n{err}");
+    assert_eq!(run["wave"]["dropped"], n, "{run:#}");
+    assert_eq!(run["drain"]["abrupt"], n, "{run:#}");
+    assert_eq!(finding(&r, "drain:")["status"], "fail");
+    assert_eq!(run["wave"]["back"], n, "{run:#}");
+    assert!(
+        run["delivery"]["lost_silently"].as_u64().unwrap() > 0,
+        "{run:#}"
+    );
+    assert_eq!(run["delivery"]["lost"], run["delivery"]["lost_silently"]);
+    assert_eq!(finding(&r, "delivery:")["status"], "fail");
+    // The hub's own count: every first connect and every return.
+    let accepted = lines_when(&hub.path("accept.log"), 2 * n as usize, |_| true);
+    assert_eq!(accepted as u64, 2 * n, "{run:#}");
+}
+
+#[test]
+fn a_backlog_of_16_warming_up_under_a_burst_overflows_the_accept_queue() {
+    let port = common::free_port();
+    let hub = hub(port, "BACKLOG=16 WARMUP_MS=1500 TICK_MS=200");
+    let url = format!("ws://127.0.0.1:{port}/");
+    let n = 400;
+    let (_, r, err) = rehearse(&[
+        &url,
+        "--connections",
+        &n.to_string(),
+        "--restart",
+        &hub.hook("KILL"),
+        "--reconnect",
+        "fixed:100ms",
+        "--seq-path",
+        "seq",
+        "--ts-path",
+        "ts",
+        "--timeout",
+        "60s",
+    ]);
+    let run = &r["runs"][0];
+    assert_eq!(run["connected"], n, "{run:#}\n{err}");
+    assert_eq!(run["wave"]["back"], n, "{run:#}");
+    let overflows = run["listen"]["listen_overflows"].as_u64().unwrap();
+    assert!(overflows > 0, "{run:#}");
+    assert_eq!(finding(&r, "backlog:")["status"], "fail");
+    // Every client the hub accepted is one rtcheck counted: connected plus returns.
+    let accepted = lines_when(&hub.path("accept.log"), 2 * n as usize, |_| true);
+    assert_eq!(accepted as u64, 2 * n, "{run:#}");
+}
+
+fn serve_direct() -> (Restartable, u16) {
+    let port = common::free_port();
+    let bin = common::binary();
+    let s = Restartable::start(
+        &format!(
+            "setsid {} serve --listen 127.0.0.1:{port} --rate 20 >>{{DIR}}/serve.log 2>&1 </dev/null &",
+            bin.display()
+        ),
+        port,
+    );
+    (s, port)
+}
+
+#[test]
+fn sse_clients_with_eventsource_come_back_after_the_stream_ends_and_resume() {
+    let (serve, port) = serve_direct();
+    let url = format!("http://127.0.0.1:{port}/sse");
+    let n = 40;
+    let (code, r, err) = rehearse(&[
+        &url,
+        "--connections",
+        &n.to_string(),
+        "--restart",
+        &serve.hook("TERM"),
+        "--reconnect",
+        "eventsource",
+        "--timeout",
+        "40s",
+    ]);
+    let run = &r["runs"][0];
+    assert_eq!(r["transport"], "sse");
+    assert_eq!(run["wave"]["dropped"], n, "{run:#}\n{err}");
+    assert_eq!(run["drain"]["sse_end"], n, "{run:#}");
+    assert_eq!(run["wave"]["back"], n, "{run:#}");
+    assert_eq!(run["gave_up"], 0, "{run:#}");
+    // Refused while down is a network error: EventSource keeps trying (no 502 here).
+    assert_eq!(run["failed_connects"]["http_502"], 0, "{run:#}");
+    assert_eq!(run["delivery"]["lost_silently"], 0, "{run:#}");
+    assert_eq!(run["delivery"]["epochs"], 2, "{run:#}");
+    assert!(code == Some(0) || code == Some(1), "{err}");
+}
+
+#[test]
+fn a_failing_restart_command_is_its_own_finding_with_its_output() {
+    let (_serve, port) = serve_direct();
+    let url = format!("ws://127.0.0.1:{port}/ws");
+    let (code, r, _) = rehearse(&[
+        &url,
+        "--connections",
+        "5",
+        "--restart",
+        "echo deploying; echo 'rollout failed: image not found' >&2; exit 3",
+        "--settle",
+        "500ms",
+        "--grace",
+        "500ms",
+        "--timeout",
+        "10s",
+        "--threshold",
+        "back_95 < 10s",
+    ]);
+    assert_eq!(code, Some(1), "{r:#}");
+    // Nothing came back because nothing dropped: a threshold on it fails, never passes.
+    let t = &r["thresholds"][0];
+    assert_eq!(t["status"], "fail", "{r:#}");
+    assert!(
+        t["observed"].as_str().unwrap().contains("not measured"),
+        "{t:#}"
+    );
+    let run = &r["runs"][0];
+    assert_eq!(run["hook"]["exit_code"], 3, "{run:#}");
+    assert!(run["hook"]["output"]
+        .as_str()
+        .unwrap()
+        .contains("image not found"));
+    assert_eq!(finding(&r, "restart-hook:")["status"], "fail");
+    // Nothing dropped: no wave, and nothing judged on nothing.
+    assert_eq!(run["wave"]["dropped"], 0, "{run:#}");
+    assert!(run["back_95_ms"].is_null(), "{run:#}");
+    // The text names the command's output.
+    let out = common::rtcheck()
+        .args(["rehearse", &url, "--connections", "2", "--settle", "200ms"])
+        .args(["--grace", "200ms", "--restart", "echo nope >&2; exit 4"])
+        .timeout(Duration::from_secs(60))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.starts_with("rtcheck rehearse: "), "{text}");
+    assert!(text.contains("| nope"), "{text}");
+    assert!(text.lines().all(|l| l.chars().count() <= 80), "{text}");
+}
+
+#[test]
+fn bad_input_is_one_line_and_exit_2() {
+    for (args, says) in [
+        (
+            vec![
+                "ws://127.0.0.1:9/ws",
+                "--restart",
+                "true",
+                "--reconnect",
+                "eventsource",
+            ],
+            "EventSource",
+        ),
+        (
+            vec!["ws://10.1.2.3:9/ws", "--restart", "true"],
+            "not a loopback",
+        ),
+        (
+            vec![
+                "ws://127.0.0.1:9/ws",
+                "--restart",
+                "true",
+                "--reconnect",
+                "linear:1s",
+            ],
+            "linear:1s",
+        ),
+        (
+            vec![
+                "ws://127.0.0.1:9/ws",
+                "--restart",
+                "true",
+                "--compare-reconnect",
+                "fixed:1s",
+            ],
+            "two policies",
+        ),
+        (
+            vec!["ws://u:secret@127.0.0.1:9/ws", "--restart", "true"],
+            "user:password",
+        ),
+    ] {
+        let out = common::rtcheck()
+            .arg("rehearse")
+            .args(&args)
+            .timeout(Duration::from_secs(30))
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+        assert!(!err.contains("secret"), "{err}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
+}
+
+/// Stops an nginx started with a master process (its workers with it) before the
+/// Proxy guard kills the master alone.
+struct NginxStop(PathBuf);
+
+impl Drop for NginxStop {
+    fn drop(&mut self) {
+        if let Some(pid) = std::fs::read_to_string(self.0.join("nginx.pid"))
+            .ok()
+            .and_then(|s| s.trim().parse::<i32>().ok())
+        {
+            // SAFETY: kill(2) on the nginx master this test started.
+            unsafe { libc::kill(pid, libc::SIGTERM) };
+        }
+    }
+}
+
+#[test]
+fn nginx_reload_closes_old_connections_at_worker_shutdown_timeout_without_a_close_frame() {
+    let (_serve, port) = serve_direct();
+    let head = NGINX_HEAD
+        .replace(
+            "master_process off;",
+            "master_process on;\nworker_shutdown_timeout 2s;",
+        )
+        .replace("worker_connections 256", "worker_connections 1024");
+    let cfg = format!(
+        "{head}  log_format st '$status $request_uri';\n  server {{\n    listen 127.0.0.1:{{PORT}};\n    \
+         access_log {{DIR}}/access.log st;\n    location / {{\n      proxy_pass http://127.0.0.1:{port};\n{NGINX_WS}      \
+         proxy_read_timeout 1h;\n    }}\n  }}\n}}\n"
+    );
+    let nginx = Proxy::start(Kind::Nginx, &cfg);
+    let _stop = NginxStop(nginx.dir().to_path_buf());
+    let d = nginx.dir().display();
+    let reload = format!("nginx -p {d} -c {d}/nginx.conf -e {d}/error.log -s reload");
+    let n = 50;
+    let (_, r, err) = rehearse(&[
+        &nginx.url("ws", "/ws"),
+        "--connections",
+        &n.to_string(),
+        "--restart",
+        &reload,
+        "--reconnect",
+        "exp:200ms..2s+jitter",
+        "--grace",
+        "5s",
+        "--timeout",
+        "40s",
+    ]);
+    let run = &r["runs"][0];
+    assert_eq!(run["hook"]["ok"], true, "{run:#}\n{err}");
+    // The old worker kept every connection until worker_shutdown_timeout, then closed
+    // them with no close frame; the new worker took them back, the server never moved.
+    assert_eq!(run["wave"]["dropped"], n, "{run:#}");
+    assert!(run["first_drop_ms"].as_f64().unwrap() >= 1500.0, "{run:#}");
+    assert_eq!(run["drain"]["abrupt"], n, "{run:#}");
+    assert_eq!(finding(&r, "drain:")["status"], "fail");
+    assert_eq!(run["wave"]["back"], n, "{run:#}");
+    assert_eq!(run["delivery"]["epochs"], 1, "{run:#}");
+    assert_eq!(run["delivery"]["lost_silently"], 0, "{run:#}");
+    let upgrades = lines_when(&nginx.dir().join("access.log"), 2 * n as usize, |l| {
+        l.starts_with("101 ")
+    });
+    assert_eq!(upgrades as u64, 2 * n);
+}
+
+#[test]
+fn eventsource_clients_behind_nginx_give_up_on_its_502_while_the_server_is_down() {
+    let (serve, port) = serve_direct();
+    let cfg = format!(
+        "{}  log_format st '$status $request_uri';\n  server {{\n    listen 127.0.0.1:{{PORT}};\n    \
+         access_log {{DIR}}/access.log st;\n    location / {{\n      proxy_pass http://127.0.0.1:{port};\n      \
+         proxy_http_version 1.1;\n      proxy_buffering off;\n      proxy_read_timeout 1h;\n    }}\n  }}\n}}\n",
+        NGINX_HEAD
+    );
+    let nginx = Proxy::start(Kind::Nginx, &cfg);
+    // Down for 5 s: longer than EventSource's 3 s, so every next attempt meets a 502.
+    let hook = serve.hook("TERM").replace("; sh ", "; sleep 5; sh ");
+    let n = 30;
+    let (code, r, err) = rehearse(&[
+        &nginx.url("http", "/sse"),
+        "--connections",
+        &n.to_string(),
+        "--restart",
+        &hook,
+        "--reconnect",
+        "eventsource",
+        "--timeout",
+        "15s",
+    ]);
+    let run = &r["runs"][0];
+    assert_eq!(code, Some(1), "{r:#}\n{err}");
+    assert_eq!(run["wave"]["dropped"], n, "{run:#}");
+    // The browser's rule: a 502 fails the EventSource for good.
+    assert_eq!(run["gave_up"], n, "{run:#}");
+    assert_eq!(run["wave"]["never_back"], n, "{run:#}");
+    assert_eq!(run["failed_connects"]["http_502"], n, "{run:#}");
+    let all_back = finding(&r, "all-back:");
+    assert_eq!(all_back["status"], "fail");
+    assert!(all_back["fix"]["summary"]
+        .as_str()
+        .unwrap()
+        .contains("EventSource"));
+    let bad_gateway = lines_when(&nginx.dir().join("access.log"), n as usize, |l| {
+        l.starts_with("502 ")
+    });
+    assert_eq!(bad_gateway as u64, n, "{run:#}");
+}
+
+#[test]
+fn haproxy_reload_closes_old_connections_at_hard_stop_after() {
+    let (_serve, port) = serve_direct();
+    let bin = common::require_binary("haproxy", "haproxy");
+    let dir = tempfile::tempdir().unwrap();
+    let hp = common::free_port();
+    let cfg = format!(
+        "global\n  hard-stop-after 2s\ndefaults\n  mode http\n  timeout connect 5s\n  \
+         timeout client 1h\n  timeout server 1h\n  timeout tunnel 1h\nfrontend fe\n  \
+         bind 127.0.0.1:{hp}\n  default_backend be\nbackend be\n  server s1 127.0.0.1:{port}\n"
+    );
+    let file = dir.path().join("haproxy.cfg");
+    std::fs::write(&file, cfg).unwrap();
+    let mut cmd = std::process::Command::new(bin);
+    cmd.args(["-W", "-db", "-f"]).arg(&file);
+    // Master-worker: SIGUSR2 to the master reloads (a new worker; the old one keeps its
+    // connections until hard-stop-after).
+    let mut haproxy = common::Service::start(cmd, "haproxy", dir);
+    haproxy.wait_listening(
+        std::net::SocketAddr::from(([127, 0, 0, 1], hp)),
+        Duration::from_secs(30),
+    );
+    let reload = format!("kill -USR2 {}", haproxy.child.id());
+    let n = 40;
+    let (_, r, err) = rehearse(&[
+        &format!("ws://127.0.0.1:{hp}/ws"),
+        "--connections",
+        &n.to_string(),
+        "--restart",
+        &reload,
+        "--reconnect",
+        "exp:200ms..2s+jitter",
+        "--grace",
+        "5s",
+        "--timeout",
+        "40s",
+    ]);
+    let run = &r["runs"][0];
+    assert_eq!(run["hook"]["ok"], true, "{run:#}\n{err}");
+    assert_eq!(run["wave"]["dropped"], n, "{run:#}\n{}", haproxy.log());
+    assert!(run["first_drop_ms"].as_f64().unwrap() >= 1500.0, "{run:#}");
+    assert_eq!(run["drain"]["ws_1001"], 0, "{run:#}");
+    assert_eq!(finding(&r, "drain:")["status"], "fail");
+    assert_eq!(run["wave"]["back"], n, "{run:#}");
+    assert_eq!(run["delivery"]["epochs"], 1, "{run:#}");
+    assert_eq!(run["delivery"]["lost_silently"], 0, "{run:#}");
+}
+
+#[test]
+fn caddy_reload_closes_proxied_websockets_at_once_with_a_1001() {
+    let (_serve, port) = serve_direct();
+    let admin = common::free_port();
+    let cfg = format!(
+        "{{\n  admin 127.0.0.1:{admin}\n  auto_https off\n  storage file_system {{DIR}}/caddy\n}}\n\
+         http://127.0.0.1:{{PORT}} {{\n  bind 127.0.0.1\n  reverse_proxy 127.0.0.1:{port}\n}}\n"
+    );
+    let caddy = Proxy::start(Kind::Caddy, &cfg);
+    let d = caddy.dir().display();
+    let reload = format!(
+        "HOME={d} XDG_DATA_HOME={d} XDG_CONFIG_HOME={d} caddy reload --config {d}/Caddyfile --adapter caddyfile --address 127.0.0.1:{admin} --force"
+    );
+    let n = 40;
+    let (_, r, err) = rehearse(&[
+        &caddy.url("ws", "/ws"),
+        "--connections",
+        &n.to_string(),
+        "--restart",
+        &reload,
+        "--reconnect",
+        "exp:200ms..2s+jitter",
+        "--timeout",
+        "40s",
+    ]);
+    let run = &r["runs"][0];
+    assert_eq!(run["hook"]["ok"], true, "{run:#}\n{err}");
+    // Caddy 2.6 closes every proxied WebSocket at once on a reload, with a close 1001 of
+    // its own (2.7's stream_close_delay would hold them); a client whose socket was reset
+    // right after reads no frame (seen once in a few runs). The same server takes the
+    // clients back.
+    assert_eq!(run["wave"]["dropped"], n, "{run:#}");
+    let (w1001, abrupt) = (&run["drain"]["ws_1001"], &run["drain"]["abrupt"]);
+    assert!(w1001.as_u64().unwrap() > 0, "{run:#}");
+    assert_eq!(
+        w1001.as_u64().unwrap() + abrupt.as_u64().unwrap(),
+        n,
+        "{run:#}"
+    );
+    assert!(run["first_drop_ms"].as_f64().unwrap() < 5000.0, "{run:#}");
+    assert_eq!(run["wave"]["back"], n, "{run:#}");
+    assert_eq!(run["delivery"]["epochs"], 1, "{run:#}");
+    assert_eq!(run["delivery"]["lost_silently"], 0, "{run:#}");
+}
+
+#[test]
+fn an_express_sse_app_killed_and_restarted_cuts_its_streams_and_loses_silently() {
+    let port = common::free_port();
+    let app = Restartable::start(
+        &format!(
+            "NODE_PATH={} PORT={port} EVENT_MS=100 setsid /usr/bin/node {} >>{{DIR}}/app.log 2>&1 </dev/null &",
+            foreign_common::NODE_PATH,
+            fixture("express_sse.js").display()
+        ),
+        port,
+    );
+    let n = 30;
+    let (code, r, err) = rehearse(&[
+        &format!("http://127.0.0.1:{port}/events-resume"),
+        "--connections",
+        &n.to_string(),
+        "--restart",
+        &app.hook("KILL"),
+        "--reconnect",
+        "fixed:500ms",
+        // Its events carry `time` in the data and the seq in `id:`.
+        "--ts-path",
+        "time",
+        "--timeout",
+        "40s",
+    ]);
+    let run = &r["runs"][0];
+    assert_eq!(code, Some(1), "{r:#}\n{err}");
+    assert_eq!(run["wave"]["dropped"], n, "{run:#}");
+    // A chunked stream cut without its last chunk is no end of stream.
+    assert_eq!(run["drain"]["abrupt"], n, "{run:#}");
+    assert_eq!(run["drain"]["sse_end"], 0, "{run:#}");
+    assert_eq!(run["wave"]["back"], n, "{run:#}");
+    // Its history lived in the process: Last-Event-ID replays nothing of the new one,
+    // which started again at 1.
+    assert!(
+        run["delivery"]["lost_silently"].as_u64().unwrap() > 0,
+        "{run:#}"
+    );
+    assert_eq!(run["delivery"]["epochs"], 2, "{run:#}");
+}
