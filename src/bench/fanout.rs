@@ -63,6 +63,8 @@ pub struct FanoutOptions {
     pub connect_to: Option<SocketAddr>,
     /// `--ca`: what wss:// and https:// clients trust beyond webpki's roots.
     pub ca: Option<std::path::PathBuf>,
+    /// `connect_to` is `--server`'s own remote address, by `--allow-remote` (issue 37).
+    pub remote: bool,
 }
 
 /// One run: a scenario on the embedded server, or a run on `--server`.
@@ -221,10 +223,20 @@ fn validate_server(url: &str, a: &FanoutOptions) -> anyhow::Result<bool> {
     if t.proto != want {
         anyhow::bail!("--server {}: {form}", rtcheck_base::redact::url(url));
     }
+    if let (true, PublishVia::Post { url: post }) = (a.remote, &a.publish) {
+        let (s, p) = (target::parse_url(url)?, target::parse_url(post)?);
+        if !target::same_host_port(&s, &p) {
+            anyhow::bail!(
+                "--publish POST {}: with --allow-remote it goes to --server's host and port ({})",
+                p.shown,
+                s.authority
+            );
+        }
+    }
     if t.tls && a.publish == PublishVia::Server {
         anyhow::bail!("--server {}: --publish server drives rtcheck's /control plane in plain HTTP; through TLS, publish with --publish ws or 'POST URL'", rtcheck_base::redact::url(url));
     }
-    if a.connect_to.is_some() && a.publish == PublishVia::Server {
+    if a.connect_to.is_some() && !a.remote && a.publish == PublishVia::Server {
         anyhow::bail!("--connect-to: --publish server drives rtcheck's own /control plane, which is loopback-only and plain; publish with --publish ws or 'POST URL'");
     }
     Ok(t.tls)
@@ -303,6 +315,38 @@ fn probe(url: &str, a: &FanoutOptions) -> anyhow::Result<()> {
     std::net::TcpStream::connect_timeout(&addr, limit)
         .map(drop)
         .map_err(|e| anyhow::anyhow!("--server {shown}: cannot connect to {addr}: {e}"))
+}
+
+/// With `--allow-remote`, what will be sent, said before anything is (issue 37): the
+/// target (redacted) and its address, connections, rate, the runs' length and bound, and
+/// the bytes planned. None on loopback.
+pub fn remote_plan(a: &FanoutOptions) -> Option<String> {
+    use rtcheck_base::units::{fmt_bytes, fmt_thousands};
+    let (url, addr) = (a.server.as_deref()?, a.connect_to?);
+    if !a.remote {
+        return None;
+    }
+    let runs = a.runs().len() as u64;
+    let schedule_s = a.rounds as f64 / a.rate;
+    let bound_s = runs as f64 * (Schedule::new(a, a.slow.unwrap_or(0)).bound_s);
+    let received = a.connections * a.rounds * a.size * runs;
+    let published = match a.publish {
+        PublishVia::Server => 0,
+        _ => a.rounds * a.size * runs,
+    };
+    Some(format!(
+        "remote target {} ({addr}): {} connections, {} msg/s, {schedule_s:.0} s x {runs} run(s) \
+         (bound {bound_s:.0} s); planned {} ({} x {} x {} B received, {} published); \
+         Ctrl-C stops every connection",
+        rtcheck_base::redact::url(url),
+        fmt_thousands(a.connections),
+        a.rate,
+        fmt_bytes(received + published),
+        fmt_thousands(a.connections),
+        fmt_thousands(a.rounds),
+        fmt_thousands(a.size),
+        fmt_bytes(published),
+    ))
 }
 
 /// Run every scenario (or the one --server run) and judge each: the report every format
@@ -686,8 +730,10 @@ fn loadgen_args(a: &FanoutOptions, slow: u64, sched: &Schedule) -> Vec<String> {
         "--max-seconds".into(),
         ((sched.bound_s + a.connect_timeout.as_secs_f64() + 30.0) as u64).to_string(),
     ]);
-    if let Some(to) = a.connect_to {
-        v.extend(["--connect-to".to_string(), to.to_string()]);
+    match (a.connect_to, a.remote) {
+        (Some(to), true) => v.extend(["--remote-addr".to_string(), to.to_string()]),
+        (Some(to), false) => v.extend(["--connect-to".to_string(), to.to_string()]),
+        (None, _) => {}
     }
     if let Some(ca) = &a.ca {
         v.extend(["--ca".to_string(), ca.display().to_string()]);
@@ -1004,6 +1050,7 @@ mod tests {
             sse: false,
             connect_to: None,
             ca: None,
+            remote: false,
         };
         let s = Schedule::new(&a, 3);
         assert!((s.schedule_s - 20.0).abs() < 1e-9);

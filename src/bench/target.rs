@@ -204,6 +204,61 @@ fn loopback_host(host: &str, port: u16) -> Result<SocketAddr, String> {
     Ok(SocketAddr::new(ip, port))
 }
 
+/// `--allow-remote` (issue 37): where the sockets of `url` go. `--connect-to` wins; a
+/// loopback host needs nothing (None: [`Url::resolve`] takes it); any other host is
+/// refused without consent, else resolved once (the URL keeps its name for TLS and Host).
+/// Some(addr) then goes everywhere `--connect-to` would.
+pub fn remote_addr(
+    url: &str,
+    connect_to: Option<SocketAddr>,
+    allow_remote: bool,
+) -> anyhow::Result<Option<SocketAddr>> {
+    if connect_to.is_some() {
+        return Ok(connect_to);
+    }
+    let u = parse_url(url)?;
+    let ip = rtcheck_base::os::addr::parse_host(&u.host);
+    if ip.is_some_and(rtcheck_base::os::addr::is_loopback) {
+        return Ok(None);
+    }
+    let port = match (u.port, u.default_port) {
+        (Some(p), _) => p,
+        (None, 0) => anyhow::bail!("{}: tcp:// needs a port", u.shown),
+        (None, p) => p,
+    };
+    if !allow_remote {
+        let refused = match ip {
+            Some(_) => crate::load::client::not_loopback(&u.shown, &u.host),
+            None => format!(
+                "{}: {} is not a loopback IP or localhost; pass --allow-remote to send this traffic to another host",
+                u.shown, u.host
+            ),
+        };
+        anyhow::bail!(
+            "{refused}, or forward a port (ssh -L 8443:{}:{port} HOST) and add --connect-to 127.0.0.1:8443",
+            u.host
+        );
+    }
+    if let Some(ip) = ip {
+        return Ok(Some(SocketAddr::new(ip, port)));
+    }
+    use std::net::ToSocketAddrs;
+    let mut all = (u.host.as_str(), port)
+        .to_socket_addrs()
+        .map_err(|e| anyhow::anyhow!("{}: cannot resolve {}: {e}", u.shown, u.host))?;
+    let addr = all
+        .next()
+        .ok_or_else(|| anyhow::anyhow!("{}: {} has no address", u.shown, u.host))?;
+    Ok(Some(addr))
+}
+
+/// Whether two URLs name the same host and port (the scheme's port when none is given):
+/// with `--allow-remote` a POST target must share the server's resolved address.
+pub fn same_host_port(a: &Url, b: &Url) -> bool {
+    a.host.eq_ignore_ascii_case(&b.host)
+        && a.port.unwrap_or(a.default_port) == b.port.unwrap_or(b.default_port)
+}
+
 /// `--connect-to ADDR:PORT`: a loopback IP (or localhost) and a port.
 pub fn parse_connect_to(s: &str) -> Result<SocketAddr, String> {
     let a = rtcheck_base::os::addr::parse_host_port(s.trim()).ok_or_else(|| {
@@ -298,6 +353,36 @@ mod tests {
         let t = parse("wss://[2001:db8::1]:8443/ws", Some(to)).unwrap();
         assert_eq!(t.authority, "[2001:db8::1]:8443");
         assert!(parse("tcps://127.0.0.1:1/", None).is_err());
+    }
+
+    #[test]
+    fn a_remote_host_needs_consent_and_keeps_its_name() {
+        // Loopback: nothing to resolve; --connect-to wins over the URL.
+        assert_eq!(
+            remote_addr("ws://127.0.0.1:80/ws", None, false).unwrap(),
+            None
+        );
+        let to: SocketAddr = "127.0.0.1:9443".parse().unwrap();
+        assert_eq!(
+            remote_addr("wss://10.0.0.1/ws", Some(to), false).unwrap(),
+            Some(to)
+        );
+        let e = remote_addr("ws://10.0.0.1:80/ws?token=s3cret", None, false)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("--allow-remote") && !e.contains("s3cret"), "{e}");
+        let a = remote_addr("wss://10.0.0.1/ws", None, true)
+            .unwrap()
+            .unwrap();
+        assert_eq!(a, "10.0.0.1:443".parse().unwrap());
+        let a = remote_addr("http://[2001:db8::1]:8080/sse", None, true)
+            .unwrap()
+            .unwrap();
+        assert_eq!(a.port(), 8080);
+        // The resolved address goes where --connect-to would: the URL keeps its name.
+        let t = parse("wss://10.0.0.1/ws", Some(a)).unwrap();
+        assert_eq!(t.host, "10.0.0.1");
+        assert!(remote_addr("tcp://10.0.0.1/", None, true).is_err());
     }
 
     #[test]

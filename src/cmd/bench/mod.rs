@@ -91,6 +91,10 @@ pub struct LoadgenArgs {
     pub rate: f64,
     #[command(flatten)]
     pub reach: crate::cmd::reach::ReachArgs,
+    /// `bench fanout --allow-remote`: the remote address resolved by the orchestrator
+    /// (any IP: consent was given there), used as --connect-to would be.
+    #[arg(long, value_name = "ADDR:PORT", hide = true)]
+    pub remote_addr: Option<std::net::SocketAddr>,
 }
 
 impl LoadgenArgs {
@@ -111,7 +115,7 @@ impl LoadgenArgs {
             ts_path: self.ts_path.clone(),
             size: self.size,
             rate: self.rate,
-            connect_to: self.reach.connect_to,
+            connect_to: self.remote_addr.or(self.reach.connect_to),
             ca: self.reach.ca.clone(),
         }
     }
@@ -256,6 +260,13 @@ impl FanoutArgs {
                 vec![],
             ),
         };
+        // --allow-remote: --server's own address, resolved once, goes where --connect-to
+        // would (the URL keeps its name for TLS and Host).
+        let to = match &self.server {
+            Some(url) => self.reach.connect_to_for(url)?,
+            None => self.reach.connect_to,
+        };
+        let remote = to.is_some() && self.reach.connect_to.is_none();
         Ok(FanoutOptions {
             connections: self.connections,
             rounds: self.rounds,
@@ -276,15 +287,31 @@ impl FanoutArgs {
             ts_path: self.ts_path.clone(),
             headers: self.headers.clone(),
             sse: self.transport == FanoutTransport::Sse,
-            connect_to: self.reach.connect_to,
+            connect_to: to,
             ca: self.reach.ca.clone(),
+            remote,
         })
     }
 }
 
 fn run_fanout(a: FanoutArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
     a.out.validate()?;
-    let report = fanout::run(&a.options()?)?;
+    let opts = a.options()?;
+    if a.reach.allow_remote && a.server.is_none() {
+        anyhow::bail!("--allow-remote goes with --server (the embedded server runs here)");
+    }
+    if let Some(plan) = fanout::remote_plan(&opts) {
+        // Refusals first (one line, nothing sent), then what will be sent.
+        fanout::validate(&opts)?;
+        if let Some(to) = opts.connect_to {
+            crate::sys::control::consent_remote(to);
+        }
+        eprintln!(
+            "{}",
+            crate::report::text::wrap(&plan, 80, "", "  ").trim_end()
+        );
+    }
+    let report = fanout::run(&opts)?;
     let results = || {
         report
             .scenarios
