@@ -65,6 +65,12 @@ pub struct FanoutOptions {
     pub ca: Option<std::path::PathBuf>,
     /// `connect_to` is `--server`'s own remote address, by `--allow-remote` (issue 37).
     pub remote: bool,
+    /// `--shard I/N`: `connections` and `slow` are already this shard's share.
+    pub shard: Option<super::shard::Shard>,
+    /// `--start-at`: publishing (and watching) starts then, ns since the epoch.
+    pub start_at_ns: Option<u64>,
+    /// `--publisher-shard`: the one shard that publishes (default 1).
+    pub publisher_shard: u32,
 }
 
 /// One run: a scenario on the embedded server, or a run on `--server`.
@@ -172,6 +178,32 @@ pub fn validate(a: &FanoutOptions) -> anyhow::Result<()> {
             anyhow::bail!(
                 "--slow {slow} must be below --connections {}",
                 a.connections
+            );
+        }
+    }
+    if let Some(s) = a.shard {
+        if a.server.is_none() {
+            anyhow::bail!("--shard goes with --server (each shard loads the same server)");
+        }
+        if s.count > 1 && a.start_at_ns.is_none() {
+            anyhow::bail!("--shard {s}: the shards start together only at --start-at TIME (unix seconds or RFC 3339), the same on every shard");
+        }
+        if a.publisher_shard == 0 || a.publisher_shard > s.count {
+            anyhow::bail!(
+                "--publisher-shard {}: must be 1..={} (one of the --shard {s} shards)",
+                a.publisher_shard,
+                s.count
+            );
+        }
+    } else if a.start_at_ns.is_some() {
+        anyhow::bail!("--start-at goes with --shard I/N");
+    }
+    if let Some(at) = a.start_at_ns {
+        let now = clock::now_ns();
+        if at + 1_000_000_000 < now || at > now + 3_600_000_000_000 {
+            anyhow::bail!(
+                "--start-at: must be within the next hour (it is {:.0} s from now)",
+                (at as f64 - now as f64) / 1e9
             );
         }
     }
@@ -352,20 +384,27 @@ pub fn remote_plan(a: &FanoutOptions) -> Option<String> {
 /// Run every scenario (or the one --server run) and judge each: the report every format
 /// renders. Usage errors come before anything starts.
 pub fn run(a: &FanoutOptions) -> anyhow::Result<BenchReport> {
+    run_full(a).map(|(r, _)| r)
+}
+
+/// [`run`], with each run's latency histogram (V2 base64) for a shard's result.
+pub fn run_full(a: &FanoutOptions) -> anyhow::Result<(BenchReport, Vec<Option<String>>)> {
     validate(a)?;
     signal::install_interrupt_handler();
     let mut results = Vec::new();
+    let mut hists = Vec::new();
     if let Some(url) = &a.server {
         probe(url, a)?;
     }
     for run in a.runs() {
         // Ctrl-C also reaches the children, whose exit then looks like a failure: the
         // interrupt is the cause to report.
-        let r = match run_one(run, a) {
+        let (r, h) = match run_one(run, a) {
             Err(_) if signal::interrupted() => return Err(signal::Interrupted(INTERRUPTED).into()),
             r => r?,
         };
         results.push(r);
+        hists.push(h);
         check_interrupted()?;
     }
     validity::apply_floor(&mut results, Scenario::F.name());
@@ -386,7 +425,34 @@ pub fn run(a: &FanoutOptions) -> anyhow::Result<BenchReport> {
         valid: results.iter().all(|r| r.valid),
         scenarios: results,
     };
-    Ok(report)
+    Ok((report, hists))
+}
+
+/// Whether this process publishes: always unsharded; else only the publisher shard.
+fn publishes(a: &FanoutOptions) -> bool {
+    a.shard.is_none_or(|s| s.index == a.publisher_shard)
+}
+
+/// `--start-at`: wait (Ctrl-C still stops it) until the shards' common start. A start
+/// already past by more than a second is an error: this shard would miss rounds.
+fn wait_start(a: &FanoutOptions) -> anyhow::Result<()> {
+    let Some(at) = a.start_at_ns else {
+        return Ok(());
+    };
+    loop {
+        let now = clock::now_ns();
+        if now >= at {
+            if now - at > 1_000_000_000 {
+                anyhow::bail!(
+                    "--start-at passed {:.1} s before this shard's clients were connected (start later, or raise --connect-timeout's share)",
+                    (now - at) as f64 / 1e9
+                );
+            }
+            return Ok(());
+        }
+        check_interrupted()?;
+        std::thread::sleep(Duration::from_nanos((at - now).min(100_000_000)));
+    }
 }
 
 use crate::sys::serve::{tail, Scratch};
@@ -552,7 +618,7 @@ impl Loadgen {
     }
 }
 
-fn run_one(run: Run, a: &FanoutOptions) -> anyhow::Result<ScenarioResult> {
+fn run_one(run: Run, a: &FanoutOptions) -> anyhow::Result<(ScenarioResult, Option<String>)> {
     let sc = run.scenario();
     let foreign = match run {
         Run::External(f) => f,
@@ -568,7 +634,14 @@ fn run_one(run: Run, a: &FanoutOptions) -> anyhow::Result<ScenarioResult> {
     let (mut server, url, ctrl) = target(sc, a, &scratch)?;
     let sched = Schedule::new(a, slow);
     // What may hold secrets (a POST URL's query, header values) goes in the environment.
-    let mut env = vec![(super::publisher::PUBLISH_ENV, a.publish.arg())];
+    // A shard that does not publish only receives (the server or the publisher shard
+    // sends every round).
+    let via = if publishes(a) {
+        &a.publish
+    } else {
+        &PublishVia::Server
+    };
+    let mut env = vec![(super::publisher::PUBLISH_ENV, via.arg())];
     if !a.headers.is_empty() {
         env.push((super::publisher::HEADERS_ENV, a.headers.join("\n")));
     }
@@ -579,8 +652,11 @@ fn run_one(run: Run, a: &FanoutOptions) -> anyhow::Result<ScenarioResult> {
         crate::sys::procwatch::find(ctrl, &a.pids)
             .map(|t| crate::sys::procwatch::Sampler::start(t, Duration::from_millis(250)))
     });
+    wait_start(a)?;
     let t_pub = mark(&watch);
-    let (stats_before, control) = if a.publish != PublishVia::Server && sc.is_none() {
+    let (stats_before, control) = if !publishes(a) {
+        (control::stats(ctrl).ok(), None)
+    } else if a.publish != PublishVia::Server && sc.is_none() {
         // rtcheck publishes: no control plane to ask; the publisher starts now.
         lg.send(CMD_PUBLISH);
         (None, None)
@@ -645,7 +721,7 @@ fn run_one(run: Run, a: &FanoutOptions) -> anyhow::Result<ScenarioResult> {
         r.reference = s.evidence().map(crate::evidence::reference);
         add_shape_notes(s, &mut r, a, at_bound.as_ref().map(|s| s.rounds_sent));
     }
-    Ok(r)
+    Ok((r, result.histogram))
 }
 
 /// Where the load goes: the scenario's own embedded server (started here), or `--server`.
@@ -1051,6 +1127,9 @@ mod tests {
             connect_to: None,
             ca: None,
             remote: false,
+            shard: None,
+            start_at_ns: None,
+            publisher_shard: 1,
         };
         let s = Schedule::new(&a, 3);
         assert!((s.schedule_s - 20.0).abs() < 1e-9);

@@ -473,7 +473,25 @@ fn summarize(
     r.over_1s = q.over_1s;
     r.percentiles = stats::percentiles(&hist);
     r.rounds = stats::per_round(&healthy, a.rounds as usize);
+    r.histogram = Some(super::shard::encode(&hist));
+    raw_samples(&healthy);
     r
+}
+
+/// Test-only: with RTCHECK_TEST_RAW_SAMPLES=PATH every healthy latency (us) is written
+/// there, one a line, so a test compares merged percentiles with the union of the raw
+/// samples. Not a user feature: nothing documents it.
+fn raw_samples(healthy: &[ClientSamples]) {
+    let Some(path) = std::env::var_os("RTCHECK_TEST_RAW_SAMPLES") else {
+        return;
+    };
+    let mut text = String::new();
+    for c in healthy {
+        for &(_, lat) in &c.samples {
+            text.push_str(&format!("{}\n", u64::from(lat).max(1)));
+        }
+    }
+    let _ = rtcheck_base::outfile::write_atomic(std::path::Path::new(&path), text.as_bytes());
 }
 
 /// Slow clients are spread so every shard of a sharded hub gets its share, whether the

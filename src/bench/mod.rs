@@ -28,3 +28,4 @@ pub fn check_interrupted() -> anyhow::Result<()> {
 }
 pub mod cluster;
 pub mod seq_account;
+pub mod shard;

@@ -331,14 +331,26 @@ fn connections(lg: &LoadgenResult) -> Check {
             "connections",
             Status::Fail,
             format!(
-                "{} of {} connected; {} failed: {}",
+                "{} of {} connected; {} failed: {}{}",
                 lg.connected,
                 lg.connections,
                 lg.connect_failed,
-                lg.connect_errors.join("; ")
+                lg.connect_errors.join("; "),
+                if out_of_ports(lg) { PORTS } else { "" }
             ),
         )
     }
+}
+
+/// Why connects failed with EADDRNOTAVAIL, said so the fix is plain (issue 37).
+const PORTS: &str = " (ports: this host ran out of ephemeral ports to this server, \
+    net.ipv4.ip_local_port_range; spread the load with --shard I/N over more hosts)";
+
+/// connect() found no free local port (EADDRNOTAVAIL, os error 99).
+fn out_of_ports(lg: &LoadgenResult) -> bool {
+    lg.connect_errors
+        .iter()
+        .any(|e| e.contains("os error 99") || e.contains("Cannot assign requested address"))
 }
 
 /// The load generator was not saturated (else it measured itself).

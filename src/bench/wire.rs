@@ -127,6 +127,10 @@ pub struct LoadgenResult {
     pub cpu_connect_s: f64,
     pub cpu_run_s: f64,
     pub wall_run_s: f64,
+    /// The healthy clients' latency histogram, V2 base64 (`bench fanout --shard`'s
+    /// result carries it for `bench merge`).
+    #[serde(default)]
+    pub histogram: Option<String>,
 }
 
 /// A frame that is not the payload, shown without its content (a foreign server's frame

@@ -1,5 +1,6 @@
 //! `rtcheck bench fanout|idle`: flags to options, run the orchestrator, render, write.
 pub mod cluster;
+pub mod merge;
 
 use super::output::{BenchFormat, BenchFormats, OutputArgs};
 use super::thresholds::{findings_report, gate_exit, gates, invalid_scenarios, with_thresholds};
@@ -32,6 +33,9 @@ pub enum BenchCommand {
     /// Several nodes over Redis: latency added, duplicates, order, a killed node, a Redis
     /// restart, presence ghosts (the realtime series, part 9).
     Cluster(ClusterArgs),
+    /// One report from the shards of a run (`fanout --shard I/N`): histograms added,
+    /// validity and --threshold judged after the merge.
+    Merge(merge::MergeArgs),
     /// The load generator process (started by `fanout` and `idle`).
     #[command(hide = true)]
     Loadgen(LoadgenArgs),
@@ -42,6 +46,7 @@ pub fn run(a: BenchArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
         BenchCommand::Fanout(f) => run_fanout(f, ctx),
         BenchCommand::Idle(i) => run_idle(i, ctx),
         BenchCommand::Cluster(c) => super::bench::cluster::run(c, ctx),
+        BenchCommand::Merge(m) => merge::run(m, ctx),
         BenchCommand::Loadgen(l) => loadgen::run(l.options()),
     }
 }
@@ -237,7 +242,22 @@ pub struct FanoutArgs {
     /// How long to wait past the last scheduled round for stragglers.
     #[arg(long, default_value = "5s", value_parser = rtcheck_base::units::parse_duration, hide = true)]
     pub drain: Duration,
+    /// Shard I of N (with --server): hold this share of --connections and --slow; the
+    /// JSON result carries the full histogram for `rtcheck bench merge`.
+    #[arg(long, value_name = "I/N", value_parser = crate::bench::shard::Shard::parse, help_heading = SHARDS)]
+    pub shard: Option<crate::bench::shard::Shard>,
+    /// When every shard starts publishing and measuring: unix seconds or RFC 3339
+    /// (2026-12-06T20:00:00Z), the same on every shard.
+    #[arg(long, value_name = "TIME", value_parser = crate::bench::shard::parse_start_at, help_heading = SHARDS)]
+    pub start_at: Option<u64>,
+    /// The one shard that publishes (--publish ws, 'POST URL', or starts rtcheck's
+    /// server); the others only receive.
+    #[arg(long, value_name = "I", default_value_t = 1, help_heading = SHARDS)]
+    pub publisher_shard: u32,
 }
+
+/// Their own heading in --help.
+const SHARDS: &str = "Shards (one run over several machines; then rtcheck bench merge)";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum FanoutTransport {
@@ -267,12 +287,13 @@ impl FanoutArgs {
             None => self.reach.connect_to,
         };
         let remote = to.is_some() && self.reach.connect_to.is_none();
+        let share = |n: u64| self.shard.map_or(n, |s| s.share(n));
         Ok(FanoutOptions {
-            connections: self.connections,
+            connections: share(self.connections),
             rounds: self.rounds,
             size: self.size,
             rate: self.rate,
-            slow: self.slow,
+            slow: self.slow.map(share),
             scenario,
             no_floor: self.no_floor,
             server: self.server.clone(),
@@ -290,6 +311,9 @@ impl FanoutArgs {
             connect_to: to,
             ca: self.reach.ca.clone(),
             remote,
+            shard: self.shard,
+            start_at_ns: self.start_at,
+            publisher_shard: self.publisher_shard,
         })
     }
 }
@@ -311,7 +335,73 @@ fn run_fanout(a: FanoutArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
             crate::report::text::wrap(&plan, 80, "", "  ").trim_end()
         );
     }
-    let report = fanout::run(&opts)?;
+    if a.shard.is_some() && !a.thresholds.is_empty() {
+        anyhow::bail!("--threshold is judged once, by rtcheck bench merge over every shard");
+    }
+    let (report, hists) = fanout::run_full(&opts)?;
+    if let Some(shard) = a.shard {
+        let r = crate::bench::shard::ShardResult {
+            report,
+            shard,
+            histogram: hists.into_iter().next().flatten(),
+            start_at_ns: a.start_at,
+            clock: None,
+        };
+        return emit_shard(&r, &a, ctx);
+    }
+    emit_bench(
+        &report,
+        &a.out,
+        &a.thresholds,
+        a.save_json.as_deref(),
+        a.explain,
+        ctx,
+    )
+}
+
+/// A shard's result: JSON (here and --save-json) is the whole [`ShardResult`] that
+/// `bench merge` reads; the other formats show the shard's own run.
+fn emit_shard(
+    r: &crate::bench::shard::ShardResult,
+    a: &FanoutArgs,
+    ctx: Ctx,
+) -> anyhow::Result<ExitCode> {
+    let json = crate::report::json::render(r)?;
+    if let Some(p) = &a.save_json {
+        rtcheck_base::outfile::write_atomic(p, json.as_bytes())?;
+    }
+    let report = &r.report;
+    a.out.emit_with(ctx.color, |f, p| {
+        Ok(match BenchFormat::of(f)? {
+            BenchFormat::Json => json.clone(),
+            BenchFormat::Text => crate::report::text::bench::render(report, &p, a.explain),
+            BenchFormat::Markdown => crate::report::markdown::bench::render(report),
+            BenchFormat::Html => crate::report::html::bench::render(report)?,
+            BenchFormat::Junit | BenchFormat::Github => {
+                let results = report
+                    .scenarios
+                    .iter()
+                    .map(|s| (s.name.as_str(), s.valid, s.notes.as_slice()));
+                let findings = findings_report(&report.command, results, &[]);
+                match BenchFormat::of(f)? {
+                    BenchFormat::Junit => crate::report::junit::render(&findings, FailOn::Fail)?,
+                    _ => crate::report::github::render(&findings),
+                }
+            }
+        })
+    })?;
+    Ok(super::exit::verdict(false, !report.valid))
+}
+
+/// A bench report in every format, its thresholds judged (fanout, merge).
+pub fn emit_bench(
+    report: &crate::bench::model::BenchReport,
+    out: &OutputArgs<BenchFormats>,
+    thresholds: &[crate::findings::threshold::Threshold],
+    save_json: Option<&std::path::Path>,
+    explain: bool,
+    ctx: Ctx,
+) -> anyhow::Result<ExitCode> {
     let results = || {
         report
             .scenarios
@@ -319,28 +409,28 @@ fn run_fanout(a: FanoutArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
             .map(|s| (s.name.as_str(), s.valid, s.notes.as_slice()))
     };
     let invalid = invalid_scenarios(results());
-    let gated = gates(&a.thresholds, &report, invalid.as_deref());
+    let gated = gates(thresholds, report, invalid.as_deref());
     let found = gated.as_ref().map_or(&[][..], Vec::as_slice);
     let findings = findings_report(&report.command, results(), found);
     let render = |f: Format, p: crate::report::Palette| -> anyhow::Result<String> {
         Ok(match BenchFormat::of(f)? {
             BenchFormat::Text => {
-                crate::report::text::bench::render(&report, &p, a.explain) + &gates::text(found, p)
+                crate::report::text::bench::render(report, &p, explain) + &gates::text(found, p)
             }
-            BenchFormat::Json => crate::report::json::render(&with_thresholds(&report, found)?)?,
+            BenchFormat::Json => crate::report::json::render(&with_thresholds(report, found)?)?,
             BenchFormat::Markdown => {
-                crate::report::markdown::bench::render(&report) + &gates::markdown(found)
+                crate::report::markdown::bench::render(report) + &gates::markdown(found)
             }
             BenchFormat::Junit => crate::report::junit::render(&findings, FailOn::Fail)?,
             BenchFormat::Github => crate::report::github::render(&findings),
-            BenchFormat::Html => gates::html(crate::report::html::bench::render(&report)?, found),
+            BenchFormat::Html => gates::html(crate::report::html::bench::render(report)?, found),
         })
     };
-    if let Some(p) = &a.save_json {
-        let json = crate::report::json::render(&with_thresholds(&report, found)?)?;
+    if let Some(p) = save_json {
+        let json = crate::report::json::render(&with_thresholds(report, found)?)?;
         rtcheck_base::outfile::write_atomic(p, json.as_bytes())?;
     }
-    a.out.emit_with(ctx.color, render)?;
+    out.emit_with(ctx.color, render)?;
     gate_exit(report.valid, gated)
 }
 
