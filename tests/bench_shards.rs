@@ -5,7 +5,9 @@
 //! connections and says why (ports); two shards hold them and merge to one valid run whose
 //! count is the sum and whose percentiles equal those of the union of the raw samples
 //! (the load generator's test-only RTCHECK_TEST_RAW_SAMPLES output); a shard killed with
-//! SIGKILL leaves the merge invalid.
+//! SIGKILL leaves the merge invalid. The two shards meet on Debian's redis-server
+//! (`--coordinate`); the killed run uses `--start-at`. `--source-ip` with two addresses
+//! lets the one namespace hold all 1,200.
 mod common;
 use serde_json::Value;
 use std::process::Command;
@@ -39,16 +41,29 @@ serve one
 ip netns exec l1 timeout 120 $B bench fanout --server ws://$A/ws $COMMON >$D/one.json 2>$D/one.err
 echo "one_rc=$?"
 echo "one=$(tr -d '\n' <$D/one.json)"
-# Two shards.
+# One namespace with two source addresses: each its own 700 ports.
+ip -n l1 addr add 10.9.0.21/24 dev vl1
+serve sources
+ip netns exec l1 timeout 120 $B bench fanout --server ws://$A/ws $COMMON \
+  --source-ip 10.9.0.11,10.9.0.21 >$D/src.json 2>$D/src.err
+echo "src_rc=$?"
+echo "src=$(tr -d '\n' <$D/src.json)"
+# Two shards, coordinated through Redis (Debian's redis-server) on the bridge.
+redis-server --bind 10.9.0.1 --port 6390 --save '' --appendonly no --protected-mode no \
+  --dir $D >$D/redis.log 2>&1 &
+for i in $(seq 1 300); do (exec 3<>/dev/tcp/10.9.0.1/6390) 2>/dev/null && break; sleep 0.1; done
 serve two
-AT=$(( $(date +%s) + 20 ))
+PIDS=
 for i in 1 2; do
   RTCHECK_TEST_RAW_SAMPLES=$D/raw$i ip netns exec l$i timeout 120 $B bench fanout --server ws://$A/ws $COMMON \
-    --shard $i/2 --start-at $AT --save-json $D/s$i.json >/dev/null 2>$D/s$i.err &
+    --shard $i/2 --coordinate redis://10.9.0.1:6390 --run-id shards-test \
+    --save-json $D/s$i.json >/dev/null 2>$D/s$i.err &
+  PIDS="$PIDS $!"
 done
-wait %3 %4 2>/dev/null; wait
+wait $PIDS
 echo "s1_err=$(tr '\n' ' ' <$D/s1.err)"
 echo "s2_err=$(tr '\n' ' ' <$D/s2.err)"
+echo "s2=$(tr -d '\n' <$D/s2.json)"
 $B bench merge $D/s1.json $D/s2.json --format json >$D/merged.json 2>$D/merge.err
 echo "merge_rc=$?"
 echo "merge_err=$(tr '\n' ' ' <$D/merge.err)"
@@ -121,6 +136,11 @@ fn two_shards_hold_what_one_namespace_cannot_and_merge_exactly() {
         conn["detail"].as_str().unwrap().contains("ports"),
         "{conn:#}"
     );
+    // The same namespace with two source addresses holds them all.
+    assert_eq!(field(&text, "src_rc"), "0", "{text}");
+    let src = json(&text, "src");
+    assert_eq!(src["valid"], true, "{src:#}");
+    assert_eq!(src["scenarios"][0]["accounting"]["received"], 1200 * 20);
     // Two shards: one valid run, the counts summed.
     assert_eq!(field(&text, "merge_rc"), "0", "{text}");
     let m = json(&text, "merged");
@@ -129,6 +149,18 @@ fn two_shards_hold_what_one_namespace_cannot_and_merge_exactly() {
     assert_eq!(r["connections"], 1200, "{r:#}");
     assert_eq!(r["accounting"]["received"], 1200 * 20, "{r:#}");
     assert_eq!(r["samples"], 1200 * 20, "{r:#}");
+    // Coordinated: the shard states its clock against Redis's, with its bound.
+    let s2 = json(&text, "s2");
+    assert_eq!(s2["shard"]["index"], 2, "{text}");
+    let clock = &s2["clock"];
+    assert_eq!(clock["within_tolerance"], true, "{clock:#}");
+    assert!(clock["uncertainty_ms"].as_f64().unwrap() > 0.0, "{clock:#}");
+    // One host's clock: the offset is within its bound (plus TIME's 1 us step).
+    let (o, u) = (
+        clock["offset_ms"].as_f64().unwrap(),
+        clock["uncertainty_ms"].as_f64().unwrap(),
+    );
+    assert!(o.abs() <= u + 0.01, "{clock:#}");
     // The merged percentiles are the union's, at the histogram's precision.
     let mut union = rtcheck::bench::stats::new_hist();
     let raw: Vec<u64> = field(&text, "raw")

@@ -71,6 +71,11 @@ pub struct FanoutOptions {
     pub start_at_ns: Option<u64>,
     /// `--publisher-shard`: the one shard that publishes (default 1).
     pub publisher_shard: u32,
+    /// `--coordinate redis://...` and its `--run-id`: barrier, start time, clock offsets.
+    pub coordinate: Option<String>,
+    pub run_id: String,
+    /// `--source-ip`: local addresses the clients bind, round-robin.
+    pub sources: super::target::Sources,
 }
 
 /// One run: a scenario on the embedded server, or a run on `--server`.
@@ -185,7 +190,12 @@ pub fn validate(a: &FanoutOptions) -> anyhow::Result<()> {
         if a.server.is_none() {
             anyhow::bail!("--shard goes with --server (each shard loads the same server)");
         }
-        if s.count > 1 && a.start_at_ns.is_none() {
+        if a.coordinate.is_some() && a.start_at_ns.is_some() {
+            anyhow::bail!(
+                "--coordinate sets the start time itself: give it or --start-at, not both"
+            );
+        }
+        if s.count > 1 && a.start_at_ns.is_none() && a.coordinate.is_none() {
             anyhow::bail!("--shard {s}: the shards start together only at --start-at TIME (unix seconds or RFC 3339), the same on every shard");
         }
         if a.publisher_shard == 0 || a.publisher_shard > s.count {
@@ -195,8 +205,8 @@ pub fn validate(a: &FanoutOptions) -> anyhow::Result<()> {
                 s.count
             );
         }
-    } else if a.start_at_ns.is_some() {
-        anyhow::bail!("--start-at goes with --shard I/N");
+    } else if a.start_at_ns.is_some() || a.coordinate.is_some() {
+        anyhow::bail!("--start-at and --coordinate go with --shard I/N");
     }
     if let Some(at) = a.start_at_ns {
         let now = clock::now_ns();
@@ -205,6 +215,19 @@ pub fn validate(a: &FanoutOptions) -> anyhow::Result<()> {
                 "--start-at: must be within the next hour (it is {:.0} s from now)",
                 (at as f64 - now as f64) / 1e9
             );
+        }
+    }
+    if !a.sources.0.is_empty() {
+        let Some(to) = a.connect_to.or_else(|| {
+            a.server
+                .as_deref()
+                .and_then(|u| target::parse(u, None).ok())
+                .map(|t| t.addr)
+        }) else {
+            anyhow::bail!("--source-ip goes with --server (the embedded server is on loopback)");
+        };
+        if let Some(ip) = a.sources.0.iter().find(|ip| ip.is_ipv4() != to.is_ipv4()) {
+            anyhow::bail!("--source-ip {ip}: not the address family of the target {to}");
         }
     }
     if a.server.is_none() && !a.pids.is_empty() {
@@ -387,8 +410,12 @@ pub fn run(a: &FanoutOptions) -> anyhow::Result<BenchReport> {
     run_full(a).map(|(r, _)| r)
 }
 
-/// [`run`], with each run's latency histogram (V2 base64) for a shard's result.
-pub fn run_full(a: &FanoutOptions) -> anyhow::Result<(BenchReport, Vec<Option<String>>)> {
+/// What a shard's result adds to a run: its histogram (V2 base64) and, coordinated, its
+/// clock's offset.
+pub type ShardExtra = (Option<String>, Option<super::shard::ClockOffset>);
+
+/// [`run`], with each run's [`ShardExtra`].
+pub fn run_full(a: &FanoutOptions) -> anyhow::Result<(BenchReport, Vec<ShardExtra>)> {
     validate(a)?;
     signal::install_interrupt_handler();
     let mut results = Vec::new();
@@ -428,15 +455,77 @@ pub fn run_full(a: &FanoutOptions) -> anyhow::Result<(BenchReport, Vec<Option<St
     Ok((report, hists))
 }
 
+/// `--coordinate`: connected, this host's clock against Redis's, and the correction
+/// (us) its receivers add (its offset minus the publishing shard's).
+#[cfg(feature = "redis")]
+type Coord = (
+    super::coordinate::Coordinator,
+    super::shard::ClockOffset,
+    i64,
+);
+#[cfg(not(feature = "redis"))]
+type Coord = (NoRedis, super::shard::ClockOffset, i64);
+
+/// Without the redis feature `--coordinate` is refused by the command layer.
+#[cfg(not(feature = "redis"))]
+pub struct NoRedis;
+#[cfg(not(feature = "redis"))]
+impl NoRedis {
+    fn clear(&mut self) {}
+}
+
+#[cfg(feature = "redis")]
+fn coordinate(a: &FanoutOptions) -> anyhow::Result<Option<Coord>> {
+    let Some(url) = &a.coordinate else {
+        return Ok(None);
+    };
+    let mut c = super::coordinate::Coordinator::connect(url, &a.run_id)?;
+    let own = c.clock()?;
+    let publisher = c.publisher_offset(&own, publishes(a), a.connect_timeout)?;
+    Ok(Some((
+        c,
+        own,
+        super::coordinate::correction_us(&own, publisher),
+    )))
+}
+
+#[cfg(not(feature = "redis"))]
+fn coordinate(a: &FanoutOptions) -> anyhow::Result<Option<Coord>> {
+    match a.coordinate {
+        Some(_) => anyhow::bail!("--coordinate needs the redis feature"),
+        None => Ok(None),
+    }
+}
+
+#[cfg(feature = "redis")]
+fn barrier(
+    c: &mut super::coordinate::Coordinator,
+    own: &super::shard::ClockOffset,
+    a: &FanoutOptions,
+) -> anyhow::Result<u64> {
+    let n = a.shard.map_or(1, |s| s.count);
+    c.barrier(own, n, publishes(a), a.connect_timeout)
+}
+
+#[cfg(not(feature = "redis"))]
+fn barrier(
+    _: &mut NoRedis,
+    _: &super::shard::ClockOffset,
+    _: &FanoutOptions,
+) -> anyhow::Result<u64> {
+    anyhow::bail!("--coordinate needs the redis feature")
+}
+
 /// Whether this process publishes: always unsharded; else only the publisher shard.
 fn publishes(a: &FanoutOptions) -> bool {
     a.shard.is_none_or(|s| s.index == a.publisher_shard)
 }
 
-/// `--start-at`: wait (Ctrl-C still stops it) until the shards' common start. A start
-/// already past by more than a second is an error: this shard would miss rounds.
-fn wait_start(a: &FanoutOptions) -> anyhow::Result<()> {
-    let Some(at) = a.start_at_ns else {
+/// `--start-at` (or the coordinated start): wait (Ctrl-C still stops it) until the
+/// shards' common start. A start already past by more than a second is an error: this
+/// shard would miss rounds.
+fn wait_start(at: Option<u64>) -> anyhow::Result<()> {
+    let Some(at) = at else {
         return Ok(());
     };
     loop {
@@ -618,7 +707,7 @@ impl Loadgen {
     }
 }
 
-fn run_one(run: Run, a: &FanoutOptions) -> anyhow::Result<(ScenarioResult, Option<String>)> {
+fn run_one(run: Run, a: &FanoutOptions) -> anyhow::Result<(ScenarioResult, ShardExtra)> {
     let sc = run.scenario();
     let foreign = match run {
         Run::External(f) => f,
@@ -645,14 +734,26 @@ fn run_one(run: Run, a: &FanoutOptions) -> anyhow::Result<(ScenarioResult, Optio
     if !a.headers.is_empty() {
         env.push((super::publisher::HEADERS_ENV, a.headers.join("\n")));
     }
-    let mut lg = start_loadgen_env(&url, &loadgen_args(a, slow, &sched), &scratch, &env)?;
+    let mut coord = coordinate(a)?;
+    let mut args = loadgen_args(a, slow, &sched);
+    if let Some((_, own, correction)) = &coord {
+        args.extend(["--clock-correction-us".to_string(), correction.to_string()]);
+        if !own.within_tolerance {
+            eprintln!("shard clock: offset to the coordinator {:.1} ms +/- {:.1} ms: beyond the tolerance, this shard's result will make the merge invalid", own.offset_ms, own.uncertainty_ms);
+        }
+    }
+    let mut lg = start_loadgen_env(&url, &args, &scratch, &env)?;
     let (connected, _failed) = lg.wait_connected(a.connections, a.connect_timeout, &name)?;
+    let start_at = match coord.as_mut() {
+        Some((c, own, _)) => Some(barrier(c, own, a)?),
+        None => a.start_at_ns,
+    };
     // A server rtcheck did not start: its own process, watched from outside.
     let watch = sc.is_none().then(|| {
         crate::sys::procwatch::find(ctrl, &a.pids)
             .map(|t| crate::sys::procwatch::Sampler::start(t, Duration::from_millis(250)))
     });
-    wait_start(a)?;
+    wait_start(start_at)?;
     let t_pub = mark(&watch);
     let (stats_before, control) = if !publishes(a) {
         (control::stats(ctrl).ok(), None)
@@ -721,7 +822,10 @@ fn run_one(run: Run, a: &FanoutOptions) -> anyhow::Result<(ScenarioResult, Optio
         r.reference = s.evidence().map(crate::evidence::reference);
         add_shape_notes(s, &mut r, a, at_bound.as_ref().map(|s| s.rounds_sent));
     }
-    Ok((r, result.histogram))
+    if let (Some((c, _, _)), true) = (coord.as_mut(), publishes(a)) {
+        c.clear();
+    }
+    Ok((r, (result.histogram, coord.map(|(_, own, _)| own))))
 }
 
 /// Where the load goes: the scenario's own embedded server (started here), or `--server`.
@@ -813,6 +917,9 @@ fn loadgen_args(a: &FanoutOptions, slow: u64, sched: &Schedule) -> Vec<String> {
     }
     if let Some(ca) = &a.ca {
         v.extend(["--ca".to_string(), ca.display().to_string()]);
+    }
+    if !a.sources.0.is_empty() {
+        v.extend(["--source-ip".to_string(), a.sources.arg()]);
     }
     v
 }
@@ -1130,6 +1237,9 @@ mod tests {
             shard: None,
             start_at_ns: None,
             publisher_shard: 1,
+            coordinate: None,
+            run_id: String::new(),
+            sources: Default::default(),
         };
         let s = Schedule::new(&a, 3);
         assert!((s.schedule_s - 20.0).abs() < 1e-9);

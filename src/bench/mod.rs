@@ -27,5 +27,6 @@ pub fn check_interrupted() -> anyhow::Result<()> {
     rtcheck_base::os::signal::check_interrupted(INTERRUPTED)
 }
 pub mod cluster;
+pub mod coordinate;
 pub mod seq_account;
 pub mod shard;

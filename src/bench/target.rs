@@ -252,6 +252,61 @@ pub fn remote_addr(
     Ok(Some(addr))
 }
 
+/// Most local addresses `--source-ip` may list (a range included).
+pub const MAX_SOURCES: usize = 1024;
+
+/// Local source addresses as users write them: `--source-ip A[,B...]`, each an IP or an
+/// IPv4 range `10.0.0.1-10.0.0.20` (issue 37). Each connection binds one, round-robin,
+/// so each address brings its own ephemeral port range.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Sources(pub Vec<std::net::IpAddr>);
+
+impl Sources {
+    pub fn parse(s: &str) -> Result<Sources, String> {
+        use std::net::{IpAddr, Ipv4Addr};
+        let mut v: Vec<IpAddr> = Vec::new();
+        for item in s.split(',').map(str::trim) {
+            let one = |x: &str| -> Result<IpAddr, String> {
+                x.trim()
+                    .parse()
+                    .map_err(|_| format!("{x}: not an IP address (--source-ip A[,B...] or A-B)"))
+            };
+            match item.split_once('-') {
+                Some((a, b)) => {
+                    let (IpAddr::V4(a), IpAddr::V4(b)) = (one(a)?, one(b)?) else {
+                        return Err(format!(
+                            "{item}: a range is IPv4 (A-B); list IPv6 addresses"
+                        ));
+                    };
+                    let (a, b) = (u32::from(a), u32::from(b));
+                    if b < a || (b - a) as usize >= MAX_SOURCES {
+                        return Err(format!(
+                            "{item}: a range runs low to high, at most {MAX_SOURCES} addresses"
+                        ));
+                    }
+                    v.extend((a..=b).map(|x| IpAddr::V4(Ipv4Addr::from(x))));
+                }
+                None => v.push(one(item)?),
+            }
+            if v.len() > MAX_SOURCES {
+                return Err(format!("{s}: more than {MAX_SOURCES} source addresses"));
+            }
+        }
+        if v.iter().any(|ip| ip.is_unspecified() || ip.is_multicast()) {
+            return Err(format!(
+                "{s}: a source address is one of this host's own addresses"
+            ));
+        }
+        Ok(Sources(v))
+    }
+
+    /// As the load generator's flag takes it back.
+    pub fn arg(&self) -> String {
+        let v: Vec<String> = self.0.iter().map(ToString::to_string).collect();
+        v.join(",")
+    }
+}
+
 /// Whether two URLs name the same host and port (the scheme's port when none is given):
 /// with `--allow-remote` a POST target must share the server's resolved address.
 pub fn same_host_port(a: &Url, b: &Url) -> bool {
@@ -383,6 +438,22 @@ mod tests {
         let t = parse("wss://10.0.0.1/ws", Some(a)).unwrap();
         assert_eq!(t.host, "10.0.0.1");
         assert!(remote_addr("tcp://10.0.0.1/", None, true).is_err());
+    }
+
+    #[test]
+    fn source_addresses_are_lists_and_ranges() {
+        let s = Sources::parse("10.0.0.1, 10.0.0.5-10.0.0.7,::1").unwrap();
+        assert_eq!(s.0.len(), 5);
+        assert_eq!(s.arg(), "10.0.0.1,10.0.0.5,10.0.0.6,10.0.0.7,::1");
+        for bad in [
+            "10.0.0.9-10.0.0.1",
+            "x",
+            "0.0.0.0",
+            "10.0.0.0-10.0.255.255",
+            "::1-::2",
+        ] {
+            assert!(Sources::parse(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

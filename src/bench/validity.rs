@@ -344,7 +344,8 @@ fn connections(lg: &LoadgenResult) -> Check {
 
 /// Why connects failed with EADDRNOTAVAIL, said so the fix is plain (issue 37).
 const PORTS: &str = " (ports: this host ran out of ephemeral ports to this server, \
-    net.ipv4.ip_local_port_range; spread the load with --shard I/N over more hosts)";
+    net.ipv4.ip_local_port_range; add local addresses with --source-ip, or spread the \
+    load with --shard I/N over more hosts)";
 
 /// connect() found no free local port (EADDRNOTAVAIL, os error 99).
 fn out_of_ports(lg: &LoadgenResult) -> bool {
@@ -361,12 +362,13 @@ fn loadgen_cpu(lg: &LoadgenResult) -> Check {
         0.0
     };
     let detail = format!(
-        "{:.1} CPU s over {:.1} s on {} cores = {:.0}% (limit {:.0}%)",
+        "{:.1} CPU s over {:.1} s on {} cores = {:.0}% (limit {:.0}%){}",
         lg.cpu_run_s,
         lg.wall_run_s,
         lg.cores,
         share * 100.0,
-        LOADGEN_CPU_LIMIT * 100.0
+        LOADGEN_CPU_LIMIT * 100.0,
+        loadgen_cost(lg)
     );
     if share < LOADGEN_CPU_LIMIT {
         check("load generator CPU", Status::Pass, detail)
@@ -376,6 +378,30 @@ fn loadgen_cpu(lg: &LoadgenResult) -> Check {
             Status::Fail,
             format!("{detail}: it measured itself"),
         )
+    }
+}
+
+/// The load generator's own cost, to size how many machines a target needs (issue 37):
+/// CPU per received message and RSS per held connection, from what it measured; empty
+/// when it has nothing to divide by.
+pub fn loadgen_cost(lg: &LoadgenResult) -> String {
+    let mut v = Vec::new();
+    if lg.samples > 0 {
+        v.push(format!(
+            "{:.1} us CPU per received message",
+            lg.cpu_run_s * 1e6 / lg.samples as f64
+        ));
+    }
+    if let (Some(a), Some(b), true) = (lg.rss_start_bytes, lg.rss_connected_bytes, lg.connected > 0)
+    {
+        v.push(format!(
+            "{:.0} B RSS per held connection",
+            b.saturating_sub(a) as f64 / lg.connected as f64
+        ));
+    }
+    match v.is_empty() {
+        true => String::new(),
+        false => format!("; its own cost: {}", v.join(", ")),
     }
 }
 
@@ -837,6 +863,20 @@ mod tests {
             max_ms: 4.0,
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn the_load_generators_own_cost_is_stated_from_what_it_measured() {
+        let mut l = lg(vec![], 100, 0);
+        (l.samples, l.cpu_run_s) = (10_000, 0.5);
+        (l.rss_start_bytes, l.rss_connected_bytes) = (Some(1_000_000), Some(1_200_000));
+        let c = loadgen_cost(&l);
+        assert!(c.contains("50.0 us CPU per received message"), "{c}");
+        assert!(c.contains("2000 B RSS per held connection"), "{c}");
+        // Nothing to divide by: nothing said.
+        l.samples = 0;
+        l.connected = 0;
+        assert_eq!(loadgen_cost(&l), "");
     }
 
     fn round(received: u64, live: u64, removed: u64) -> RoundStat {

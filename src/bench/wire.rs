@@ -131,6 +131,12 @@ pub struct LoadgenResult {
     /// result carries it for `bench merge`).
     #[serde(default)]
     pub histogram: Option<String>,
+    /// The load generator's own RSS before its clients and once they were connected
+    /// (its cost per held connection, issue 37).
+    #[serde(default)]
+    pub rss_start_bytes: Option<u64>,
+    #[serde(default)]
+    pub rss_connected_bytes: Option<u64>,
 }
 
 /// A frame that is not the payload, shown without its content (a foreign server's frame

@@ -100,6 +100,11 @@ pub struct LoadgenArgs {
     /// (any IP: consent was given there), used as --connect-to would be.
     #[arg(long, value_name = "ADDR:PORT", hide = true)]
     pub remote_addr: Option<std::net::SocketAddr>,
+    /// A coordinated shard's clock correction (us), added to every latency.
+    #[arg(long, default_value_t = 0, allow_negative_numbers = true, hide = true)]
+    pub clock_correction_us: i64,
+    #[arg(long, value_name = "A[,B...]", value_parser = crate::bench::target::Sources::parse, hide = true)]
+    pub source_ip: Option<crate::bench::target::Sources>,
 }
 
 impl LoadgenArgs {
@@ -122,6 +127,8 @@ impl LoadgenArgs {
             rate: self.rate,
             connect_to: self.remote_addr.or(self.reach.connect_to),
             ca: self.reach.ca.clone(),
+            clock_correction_us: self.clock_correction_us,
+            sources: self.source_ip.clone().map(|s| s.0).unwrap_or_default(),
         }
     }
 }
@@ -254,6 +261,18 @@ pub struct FanoutArgs {
     /// server); the others only receive.
     #[arg(long, value_name = "I", default_value_t = 1, help_heading = SHARDS)]
     pub publisher_shard: u32,
+    /// Start the shards together through Redis (redis://HOST:PORT): a barrier, one start
+    /// time, each shard's clock offset estimated and subtracted.
+    #[arg(long, value_name = "URL", help_heading = SHARDS)]
+    pub coordinate: Option<String>,
+    /// The run's name on the --coordinate Redis (the same on every shard; one run at a
+    /// time per name).
+    #[arg(long, value_name = "NAME", default_value = "default", help_heading = SHARDS)]
+    pub run_id: String,
+    /// Bind the clients to these local addresses, round-robin: A[,B...] or an IPv4
+    /// range A-B. Each brings its own ephemeral port range (about 28,000 by default).
+    #[arg(long, value_name = "A[,B...]", value_parser = crate::bench::target::Sources::parse, help_heading = SHARDS)]
+    pub source_ip: Option<crate::bench::target::Sources>,
 }
 
 /// Their own heading in --help.
@@ -314,6 +333,9 @@ impl FanoutArgs {
             shard: self.shard,
             start_at_ns: self.start_at,
             publisher_shard: self.publisher_shard,
+            coordinate: self.coordinate.clone(),
+            run_id: self.run_id.clone(),
+            sources: self.source_ip.clone().unwrap_or_default(),
         })
     }
 }
@@ -321,6 +343,9 @@ impl FanoutArgs {
 fn run_fanout(a: FanoutArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
     a.out.validate()?;
     let opts = a.options()?;
+    if a.coordinate.is_some() && !cfg!(feature = "redis") {
+        return Err(super::feature_off("bench fanout --coordinate", "redis"));
+    }
     if a.reach.allow_remote && a.server.is_none() {
         anyhow::bail!("--allow-remote goes with --server (the embedded server runs here)");
     }
@@ -340,12 +365,13 @@ fn run_fanout(a: FanoutArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
     }
     let (report, hists) = fanout::run_full(&opts)?;
     if let Some(shard) = a.shard {
+        let (histogram, clock) = hists.into_iter().next().unwrap_or_default();
         let r = crate::bench::shard::ShardResult {
             report,
             shard,
-            histogram: hists.into_iter().next().flatten(),
+            histogram,
             start_at_ns: a.start_at,
-            clock: None,
+            clock,
         };
         return emit_shard(&r, &a, ctx);
     }
