@@ -68,6 +68,10 @@ $B bench merge $D/s1.json $D/s2.json --format json >$D/merged.json 2>$D/merge.er
 echo "merge_rc=$?"
 echo "merge_err=$(tr '\n' ' ' <$D/merge.err)"
 echo "merged=$(tr -d '\n' <$D/merged.json)"
+$B bench merge $D/s1.json $D/s2.json --threshold 'external.p999 < 0ms' >/dev/null 2>&1
+echo "tight_rc=$?"
+$B bench merge $D/s1.json $D/s2.json --threshold 'external.p999 < 60s' --format junit >/dev/null 2>&1
+echo "loose_rc=$?"
 echo "raw=$(cat $D/raw1 $D/raw2 2>/dev/null | tr '\n' ' ')"
 # Shard 2 killed with SIGKILL once connected: no result; the merge must not pass.
 serve killed
@@ -149,6 +153,9 @@ fn two_shards_hold_what_one_namespace_cannot_and_merge_exactly() {
     assert_eq!(r["connections"], 1200, "{r:#}");
     assert_eq!(r["accounting"]["received"], 1200 * 20, "{r:#}");
     assert_eq!(r["samples"], 1200 * 20, "{r:#}");
+    // --threshold is judged on the merged run.
+    assert_eq!(field(&text, "tight_rc"), "1", "{text}");
+    assert_eq!(field(&text, "loose_rc"), "0", "{text}");
     // Coordinated: the shard states its clock against Redis's, with its bound.
     let s2 = json(&text, "s2");
     assert_eq!(s2["shard"]["index"], 2, "{text}");

@@ -28,5 +28,6 @@ pub fn check_interrupted() -> anyhow::Result<()> {
 }
 pub mod cluster;
 pub mod coordinate;
+pub mod plan;
 pub mod seq_account;
 pub mod shard;

@@ -321,7 +321,27 @@ fn merged_run(runs: &[&ScenarioResult], hist: &Histogram<u64>) -> ScenarioResult
         server_process: None,
         server_unmeasured: None,
         publisher: None,
+        loadgen_cost: merged_cost(runs),
     }
+}
+
+/// The shards' load generator cost together: CPU per message weighted by samples, RSS
+/// per connection by connections.
+fn merged_cost(runs: &[&ScenarioResult]) -> Option<super::model::LoadgenCost> {
+    type Get = fn(&super::model::LoadgenCost) -> Option<f64>;
+    let weighted = |f: Get, w: fn(&ScenarioResult) -> u64| {
+        let (mut num, mut den) = (0.0, 0u64);
+        for s in runs {
+            let v = s.loadgen_cost.as_ref().and_then(f)?;
+            num += v * w(s) as f64;
+            den += w(s);
+        }
+        (den > 0).then(|| num / den as f64)
+    };
+    Some(super::model::LoadgenCost {
+        cpu_us_per_message: weighted(|c| c.cpu_us_per_message, |s| s.samples),
+        rss_bytes_per_connection: weighted(|c| c.rss_bytes_per_connection, |s| s.connections),
+    })
 }
 
 /// Per round, the slowest last client of any shard (the round ends when its last client

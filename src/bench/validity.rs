@@ -381,23 +381,31 @@ fn loadgen_cpu(lg: &LoadgenResult) -> Check {
     }
 }
 
-/// The load generator's own cost, to size how many machines a target needs (issue 37):
-/// CPU per received message and RSS per held connection, from what it measured; empty
-/// when it has nothing to divide by.
-pub fn loadgen_cost(lg: &LoadgenResult) -> String {
-    let mut v = Vec::new();
-    if lg.samples > 0 {
-        v.push(format!(
-            "{:.1} us CPU per received message",
-            lg.cpu_run_s * 1e6 / lg.samples as f64
-        ));
+/// The load generator's own cost (issue 37): CPU per received message and RSS per held
+/// connection, from what it measured.
+pub fn cost(lg: &LoadgenResult) -> super::model::LoadgenCost {
+    let rss = match (lg.rss_start_bytes, lg.rss_connected_bytes) {
+        (Some(a), Some(b)) if lg.connected > 0 => {
+            Some(b.saturating_sub(a) as f64 / lg.connected as f64)
+        }
+        _ => None,
+    };
+    super::model::LoadgenCost {
+        cpu_us_per_message: (lg.samples > 0).then(|| lg.cpu_run_s * 1e6 / lg.samples as f64),
+        rss_bytes_per_connection: rss,
     }
-    if let (Some(a), Some(b), true) = (lg.rss_start_bytes, lg.rss_connected_bytes, lg.connected > 0)
-    {
-        v.push(format!(
-            "{:.0} B RSS per held connection",
-            b.saturating_sub(a) as f64 / lg.connected as f64
-        ));
+}
+
+/// [`cost`] as the load generator check says it, to size how many machines a target
+/// needs; empty when it has nothing to divide by.
+pub fn loadgen_cost(lg: &LoadgenResult) -> String {
+    let c = cost(lg);
+    let mut v = Vec::new();
+    if let Some(us) = c.cpu_us_per_message {
+        v.push(format!("{us:.1} us CPU per received message"));
+    }
+    if let Some(b) = c.rss_bytes_per_connection {
+        v.push(format!("{b:.0} B RSS per held connection"));
     }
     match v.is_empty() {
         true => String::new(),
@@ -803,6 +811,7 @@ fn result(
         },
         shape: None,
         publisher: lg.publisher.clone(),
+        loadgen_cost: Some(cost(lg)),
         server_process: None,
         server_unmeasured: None,
     }

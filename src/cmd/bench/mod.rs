@@ -1,6 +1,7 @@
 //! `rtcheck bench fanout|idle`: flags to options, run the orchestrator, render, write.
 pub mod cluster;
 pub mod merge;
+pub mod plan;
 
 use super::output::{BenchFormat, BenchFormats, OutputArgs};
 use super::thresholds::{findings_report, gate_exit, gates, invalid_scenarios, with_thresholds};
@@ -27,7 +28,7 @@ pub struct BenchArgs {
 #[derive(Debug, clap::Subcommand)]
 pub enum BenchCommand {
     /// Fan-out tail latency: scenarios F, A, C1, C2, C3, G1, G3, P1 ("Tail latency at 10,000 connections").
-    Fanout(FanoutArgs),
+    Fanout(Box<FanoutArgs>),
     /// Server RSS per idle WebSocket / SSE connection.
     Idle(IdleArgs),
     /// Several nodes over Redis: latency added, duplicates, order, a killed node, a Redis
@@ -36,6 +37,9 @@ pub enum BenchCommand {
     /// One report from the shards of a run (`fanout --shard I/N`): histograms added,
     /// validity and --threshold judged after the merge.
     Merge(merge::MergeArgs),
+    /// Load machines a target needs (connections, rate), from the load generator's
+    /// measured cost in a bench report.
+    Plan(plan::PlanArgs),
     /// The load generator process (started by `fanout` and `idle`).
     #[command(hide = true)]
     Loadgen(LoadgenArgs),
@@ -43,7 +47,8 @@ pub enum BenchCommand {
 
 pub fn run(a: BenchArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
     match a.command {
-        BenchCommand::Fanout(f) => run_fanout(f, ctx),
+        BenchCommand::Fanout(f) => run_fanout(*f, ctx),
+        BenchCommand::Plan(p) => plan::run(p, ctx),
         BenchCommand::Idle(i) => run_idle(i, ctx),
         BenchCommand::Cluster(c) => super::bench::cluster::run(c, ctx),
         BenchCommand::Merge(m) => merge::run(m, ctx),
