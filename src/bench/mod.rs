@@ -28,6 +28,7 @@ pub fn check_interrupted() -> anyhow::Result<()> {
 }
 pub mod cluster;
 pub mod coordinate;
+pub mod k8s;
 pub mod plan;
 pub mod seq_account;
 pub mod shard;

@@ -278,6 +278,16 @@ pub struct FanoutArgs {
     /// range A-B. Each brings its own ephemeral port range (about 28,000 by default).
     #[arg(long, value_name = "A[,B...]", value_parser = crate::bench::target::Sources::parse, help_heading = SHARDS)]
     pub source_ip: Option<crate::bench::target::Sources>,
+    /// Print this run as N shards for another system instead of running it: `k8s-job N`
+    /// (a Kubernetes Indexed Job and the merge step; nothing is applied).
+    #[arg(long, num_args = 2, value_names = ["KIND", "N"], help_heading = SHARDS)]
+    pub emit: Vec<String>,
+    /// With --emit k8s-job: the container image with rtcheck on its PATH.
+    #[arg(long, default_value = "rtcheck:latest", help_heading = SHARDS)]
+    pub image: String,
+    /// With --emit k8s-job: the Job's name (and its pods' label).
+    #[arg(long, default_value = "rtcheck-bench", help_heading = SHARDS)]
+    pub job_name: String,
 }
 
 /// Their own heading in --help.
@@ -347,6 +357,9 @@ impl FanoutArgs {
 
 fn run_fanout(a: FanoutArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
     a.out.validate()?;
+    if !a.emit.is_empty() {
+        return emit_k8s(&a);
+    }
     let opts = a.options()?;
     if a.coordinate.is_some() && !cfg!(feature = "redis") {
         return Err(super::feature_off("bench fanout --coordinate", "redis"));
@@ -516,6 +529,89 @@ fn run_idle(a: IdleArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
         })
     })?;
     Ok(super::exit::verdict(false, !report.valid))
+}
+
+/// `--emit k8s-job N`: the Indexed Job and the steps around it, printed (or written to
+/// -o), nothing applied. The pods get this command's own flags, minus where its output
+/// went and what the Job sets itself; values that may be secrets never go in.
+fn emit_k8s(a: &FanoutArgs) -> anyhow::Result<ExitCode> {
+    use crate::bench::k8s;
+    let (kind, n) = match a.emit.as_slice() {
+        [k, n] => (k.as_str(), n.as_str()),
+        _ => anyhow::bail!("--emit KIND N: e.g. --emit k8s-job 4"),
+    };
+    if kind != "k8s-job" {
+        anyhow::bail!("--emit {kind}: the one kind is k8s-job (a Kubernetes Indexed Job)");
+    }
+    let shards: u32 = n
+        .parse()
+        .ok()
+        .filter(|n| (1..=crate::bench::shard::MAX_SHARDS).contains(n))
+        .ok_or_else(|| {
+            anyhow::anyhow!(
+                "--emit k8s-job {n}: N is the shard count, 1..={}",
+                crate::bench::shard::MAX_SHARDS
+            )
+        })?;
+    let Some(url) = &a.server else {
+        anyhow::bail!("--emit k8s-job goes with --server (the pods load that server)");
+    };
+    crate::bench::target::parse_url(url)?;
+    if !a.headers.is_empty() || a.subscribe.is_some() {
+        anyhow::bail!("--emit k8s-job: -H and --subscribe may carry secrets and would be in the manifest; leave them out (put a token in the --server URL, which goes in a Secret)");
+    }
+    if a.shard.is_some() || a.start_at.is_some() || a.coordinate.is_none() {
+        anyhow::bail!("--emit k8s-job: give --coordinate redis://... (the pods meet there and start together; the Job sets --shard)");
+    }
+    let spec = k8s::JobSpec {
+        name: a.job_name.clone(),
+        image: a.image.clone(),
+        shards,
+        connections_per_shard: a.connections.div_ceil(u64::from(shards)),
+        args: pod_args(std::env::args().collect()),
+    };
+    let yaml = serde_yaml::to_string(&k8s::job(&spec))?;
+    let text = format!("{}---\n{yaml}", k8s::steps(&spec));
+    match &a.out.output {
+        Some(p) => rtcheck_base::outfile::write_atomic(p, text.as_bytes())?,
+        None => print!("{text}"),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// This command's flags after `fanout`, without those the Job sets or that say where
+/// this process's output goes, shell-quoted.
+fn pod_args(argv: Vec<String>) -> Vec<String> {
+    const DROP_VALUE: [&str; 11] = [
+        "--server",
+        "--image",
+        "--job-name",
+        "--format",
+        "-o",
+        "--output",
+        "--save-json",
+        "--report",
+        "--shard",
+        "--start-at",
+        "--color",
+    ];
+    const DROP: [&str; 1] = ["--allow-remote"];
+    let mut out = Vec::new();
+    let mut it = argv.into_iter().skip_while(|a| a != "fanout").skip(1);
+    while let Some(arg) = it.next() {
+        let name = arg.split('=').next().unwrap_or_default();
+        if arg == "--emit" {
+            it.next();
+            it.next();
+        } else if DROP_VALUE.contains(&name) {
+            if !arg.contains('=') {
+                it.next();
+            }
+        } else if !DROP.contains(&name) {
+            out.push(crate::bench::k8s::shell_quote(&arg));
+        }
+    }
+    out
 }
 
 #[cfg(test)]
