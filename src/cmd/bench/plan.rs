@@ -11,7 +11,7 @@ use std::process::ExitCode;
 Examples:
   from a run's own figures (bench fanout --format json > run.json first):
     rtcheck bench plan --connections 1000000 --rate 5 --from run.json
-  from figures you measured elsewhere, for 16-core machines with 4 addresses each:
+  figures measured elsewhere, 16-core machines with 4 addresses each:
     rtcheck bench plan --connections 1000000 --rate 5 --cpu-us-per-message 3 \\
       --rss-per-connection 2KiB --cores 16 --memory 32GiB --source-addresses 4
 
