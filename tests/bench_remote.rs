@@ -2,7 +2,9 @@
 //! non-loopback address (10.9.0.1 on a veth inside a private network namespace the test
 //! made) gets nothing without the flag, which the one-line error names; the kernel's own
 //! count of accepted TCP connections (PassiveOpens in the namespace's /proc/net/snmp) is
-//! the counter. With the flag the first line says what will be sent and the run measures.
+//! the counter. With the flag the first line says what will be sent and the run measures
+//! (bench fanout on `rtcheck serve`; verify delivery on a python3-websockets chat hub,
+//! tests/fixtures/foreign/hostile_hub.py in its honest mode).
 mod common;
 use serde_json::Value;
 
@@ -86,4 +88,50 @@ fn a_remote_target_gets_nothing_without_consent_and_is_measured_with_it() {
     let s = &v["scenarios"][0];
     assert_eq!(s["valid"], true, "{s:#}");
     assert_eq!(s["accounting"]["received"], 400, "{s:#}");
+}
+
+const DELIVERY: &str = r#"set -u
+B=$1
+HUB=$2
+ip link set lo up
+ip link add v0 type veth peer name v1
+ip addr add 10.9.0.1/24 dev v0
+ip link set v0 up && ip link set v1 up
+D=$(mktemp -d)
+PORT=38123 HOST=10.9.0.1 MODE=honest timeout 120 /usr/bin/python3 $HUB >$D/hub.log 2>&1 &
+HP=$!
+trap 'kill $HP 2>/dev/null; wait $HP 2>/dev/null; rm -rf $D' EXIT
+for i in $(seq 1 300); do (exec 3<>/dev/tcp/10.9.0.1/38123) 2>/dev/null && break; sleep 0.1; done
+timeout 120 $B verify delivery --server ws://10.9.0.1:38123/ --publish ws --allow-remote \
+  --format json --rate 20 --size 256 --max-disconnect 1500ms --connections 4 >$D/out 2>$D/err
+echo "rc=$?"
+echo "first=$(head -1 $D/err)"
+echo "err=$(tr '\n' ' ' <$D/err)"
+echo "json=$(tr -d '\n' <$D/out)"
+"#;
+
+#[test]
+fn verify_delivery_measures_a_remote_hub_with_consent() {
+    let hub = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/foreign/hostile_hub.py");
+    let out = common::in_netns(DELIVERY, &[hub.to_str().unwrap()]);
+    // A hub without resume loses what a client missed while away: findings, exit 1 (a
+    // measurement, not an error).
+    assert_eq!(field(&out, "rc"), "1", "{out}");
+    let first = field(&out, "first");
+    assert!(
+        first.starts_with("remote target ws://10.9.0.1:38123/ (10.9.0.1:38123):"),
+        "{out}"
+    );
+    assert!(
+        field(&out, "err").contains("Ctrl-C stops every connection"),
+        "{out}"
+    );
+    let v: Value = serde_json::from_str(field(&out, "json")).unwrap();
+    let runs = v["runs"].as_array().unwrap();
+    assert!(!runs.is_empty(), "{v:#}");
+    for r in runs {
+        assert!(r["received"].as_u64().unwrap() > 0, "{r:#}");
+    }
+    assert!(v["publisher"]["sent"].as_u64().unwrap() > 0, "{v:#}");
 }

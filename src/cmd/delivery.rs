@@ -396,6 +396,7 @@ pub fn options(
             None => f.server.as_deref().map(server_addr).transpose()?,
         },
         timeout,
+        allow_remote: f.reach.allow_remote && foreign.is_some(),
         foreign,
         scope,
     })
@@ -429,6 +430,7 @@ pub fn for_profile(
         timeout,
         foreign: None,
         scope: None,
+        allow_remote: false,
     };
     o.validate()
         .map_err(|e| anyhow!("verify delivery for the profile: {e}"))?;
