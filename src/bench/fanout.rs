@@ -66,6 +66,19 @@ pub struct FanoutOptions {
     /// `--app-protocol` (None: detected from --server's URL) and `--channel`/`--event`.
     pub app_protocol: Option<rtcheck_wire::appproto::AppProtocol>,
     pub app_sub: rtcheck_wire::appproto::Subscribe,
+    /// `connect_to` is `--server`'s own remote address, by `--allow-remote` (issue 37).
+    pub remote: bool,
+    /// `--shard I/N`: `connections` and `slow` are already this shard's share.
+    pub shard: Option<super::shard::Shard>,
+    /// `--start-at`: publishing (and watching) starts then, ns since the epoch.
+    pub start_at_ns: Option<u64>,
+    /// `--publisher-shard`: the one shard that publishes (default 1).
+    pub publisher_shard: u32,
+    /// `--coordinate redis://...` and its `--run-id`: barrier, start time, clock offsets.
+    pub coordinate: Option<String>,
+    pub run_id: String,
+    /// `--source-ip`: local addresses the clients bind, round-robin.
+    pub sources: super::target::Sources,
 }
 
 /// One run: a scenario on the embedded server, or a run on `--server`.
@@ -176,6 +189,50 @@ pub fn validate(a: &FanoutOptions) -> anyhow::Result<()> {
             );
         }
     }
+    if let Some(s) = a.shard {
+        if a.server.is_none() {
+            anyhow::bail!("--shard goes with --server (each shard loads the same server)");
+        }
+        if a.coordinate.is_some() && a.start_at_ns.is_some() {
+            anyhow::bail!(
+                "--coordinate sets the start time itself: give it or --start-at, not both"
+            );
+        }
+        if s.count > 1 && a.start_at_ns.is_none() && a.coordinate.is_none() {
+            anyhow::bail!("--shard {s}: the shards start together only at --start-at TIME (unix seconds or RFC 3339), the same on every shard");
+        }
+        if a.publisher_shard == 0 || a.publisher_shard > s.count {
+            anyhow::bail!(
+                "--publisher-shard {}: must be 1..={} (one of the --shard {s} shards)",
+                a.publisher_shard,
+                s.count
+            );
+        }
+    } else if a.start_at_ns.is_some() || a.coordinate.is_some() {
+        anyhow::bail!("--start-at and --coordinate go with --shard I/N");
+    }
+    if let Some(at) = a.start_at_ns {
+        let now = clock::now_ns();
+        if at + 1_000_000_000 < now || at > now + 3_600_000_000_000 {
+            anyhow::bail!(
+                "--start-at: must be within the next hour (it is {:.0} s from now)",
+                (at as f64 - now as f64) / 1e9
+            );
+        }
+    }
+    if !a.sources.0.is_empty() {
+        let Some(to) = a.connect_to.or_else(|| {
+            a.server
+                .as_deref()
+                .and_then(|u| target::parse(u, None).ok())
+                .map(|t| t.addr)
+        }) else {
+            anyhow::bail!("--source-ip goes with --server (the embedded server is on loopback)");
+        };
+        if let Some(ip) = a.sources.0.iter().find(|ip| ip.is_ipv4() != to.is_ipv4()) {
+            anyhow::bail!("--source-ip {ip}: not the address family of the target {to}");
+        }
+    }
     if a.server.is_none() && !a.pids.is_empty() {
         anyhow::bail!("--pid goes with --server (the server rtcheck did not start)");
     }
@@ -224,10 +281,20 @@ fn validate_server(url: &str, a: &FanoutOptions) -> anyhow::Result<bool> {
     if t.proto != want {
         anyhow::bail!("--server {}: {form}", rtcheck_base::redact::url(url));
     }
+    if let (true, PublishVia::Post { url: post }) = (a.remote, &a.publish) {
+        let (s, p) = (target::parse_url(url)?, target::parse_url(post)?);
+        if !target::same_host_port(&s, &p) {
+            anyhow::bail!(
+                "--publish POST {}: with --allow-remote it goes to --server's host and port ({})",
+                p.shown,
+                s.authority
+            );
+        }
+    }
     if t.tls && a.publish == PublishVia::Server {
         anyhow::bail!("--server {}: --publish server drives rtcheck's /control plane in plain HTTP; through TLS, publish with --publish ws or 'POST URL'", rtcheck_base::redact::url(url));
     }
-    if a.connect_to.is_some() && a.publish == PublishVia::Server {
+    if a.connect_to.is_some() && !a.remote && a.publish == PublishVia::Server {
         anyhow::bail!("--connect-to: --publish server drives rtcheck's own /control plane, which is loopback-only and plain; publish with --publish ws or 'POST URL'");
     }
     Ok(t.tls)
@@ -315,23 +382,66 @@ fn probe(url: &str, a: &FanoutOptions) -> anyhow::Result<()> {
         .map_err(|e| anyhow::anyhow!("--server {shown}: cannot connect to {addr}: {e}"))
 }
 
+/// With `--allow-remote`, what will be sent, said before anything is (issue 37): the
+/// target (redacted) and its address, connections, rate, the runs' length and bound, and
+/// the bytes planned. None on loopback.
+pub fn remote_plan(a: &FanoutOptions) -> Option<String> {
+    use rtcheck_base::units::{fmt_bytes, fmt_thousands};
+    let (url, addr) = (a.server.as_deref()?, a.connect_to?);
+    if !a.remote {
+        return None;
+    }
+    let runs = a.runs().len() as u64;
+    let schedule_s = a.rounds as f64 / a.rate;
+    let bound_s = runs as f64 * (Schedule::new(a, a.slow.unwrap_or(0)).bound_s);
+    let received = a.connections * a.rounds * a.size * runs;
+    let published = match a.publish {
+        PublishVia::Server => 0,
+        _ => a.rounds * a.size * runs,
+    };
+    Some(format!(
+        "remote target {} ({addr}): {} connections, {} msg/s, {schedule_s:.0} s x {runs} run(s) \
+         (bound {bound_s:.0} s); planned {} ({} x {} x {} B received, {} published); \
+         Ctrl-C stops every connection",
+        rtcheck_base::redact::url(url),
+        fmt_thousands(a.connections),
+        a.rate,
+        fmt_bytes(received + published),
+        fmt_thousands(a.connections),
+        fmt_thousands(a.rounds),
+        fmt_thousands(a.size),
+        fmt_bytes(published),
+    ))
+}
+
 /// Run every scenario (or the one --server run) and judge each: the report every format
 /// renders. Usage errors come before anything starts.
 pub fn run(a: &FanoutOptions) -> anyhow::Result<BenchReport> {
+    run_full(a).map(|(r, _)| r)
+}
+
+/// What a shard's result adds to a run: its histogram (V2 base64) and, coordinated, its
+/// clock's offset.
+pub type ShardExtra = (Option<String>, Option<super::shard::ClockOffset>);
+
+/// [`run`], with each run's [`ShardExtra`].
+pub fn run_full(a: &FanoutOptions) -> anyhow::Result<(BenchReport, Vec<ShardExtra>)> {
     validate(a)?;
     signal::install_interrupt_handler();
     let mut results = Vec::new();
+    let mut hists = Vec::new();
     if let Some(url) = &a.server {
         probe(url, a)?;
     }
     for run in a.runs() {
         // Ctrl-C also reaches the children, whose exit then looks like a failure: the
         // interrupt is the cause to report.
-        let r = match run_one(run, a) {
+        let (r, h) = match run_one(run, a) {
             Err(_) if signal::interrupted() => return Err(signal::Interrupted(INTERRUPTED).into()),
             r => r?,
         };
         results.push(r);
+        hists.push(h);
         check_interrupted()?;
     }
     validity::apply_floor(&mut results, Scenario::F.name());
@@ -353,7 +463,96 @@ pub fn run(a: &FanoutOptions) -> anyhow::Result<BenchReport> {
         scenarios: results,
         app_protocol: spoken(a).map(|(_, s)| s),
     };
-    Ok(report)
+    Ok((report, hists))
+}
+
+/// `--coordinate`: connected, this host's clock against Redis's, and the correction
+/// (us) its receivers add (its offset minus the publishing shard's).
+#[cfg(feature = "redis")]
+type Coord = (
+    super::coordinate::Coordinator,
+    super::shard::ClockOffset,
+    i64,
+);
+#[cfg(not(feature = "redis"))]
+type Coord = (NoRedis, super::shard::ClockOffset, i64);
+
+/// Without the redis feature `--coordinate` is refused by the command layer.
+#[cfg(not(feature = "redis"))]
+pub struct NoRedis;
+#[cfg(not(feature = "redis"))]
+impl NoRedis {
+    fn clear(&mut self) {}
+}
+
+#[cfg(feature = "redis")]
+fn coordinate(a: &FanoutOptions) -> anyhow::Result<Option<Coord>> {
+    let Some(url) = &a.coordinate else {
+        return Ok(None);
+    };
+    let mut c = super::coordinate::Coordinator::connect(url, &a.run_id)?;
+    let own = c.clock()?;
+    let publisher = c.publisher_offset(&own, publishes(a), a.connect_timeout)?;
+    Ok(Some((
+        c,
+        own,
+        super::coordinate::correction_us(&own, publisher),
+    )))
+}
+
+#[cfg(not(feature = "redis"))]
+fn coordinate(a: &FanoutOptions) -> anyhow::Result<Option<Coord>> {
+    match a.coordinate {
+        Some(_) => anyhow::bail!("--coordinate needs the redis feature"),
+        None => Ok(None),
+    }
+}
+
+#[cfg(feature = "redis")]
+fn barrier(
+    c: &mut super::coordinate::Coordinator,
+    own: &super::shard::ClockOffset,
+    a: &FanoutOptions,
+) -> anyhow::Result<u64> {
+    let n = a.shard.map_or(1, |s| s.count);
+    c.barrier(own, n, publishes(a), a.connect_timeout)
+}
+
+#[cfg(not(feature = "redis"))]
+fn barrier(
+    _: &mut NoRedis,
+    _: &super::shard::ClockOffset,
+    _: &FanoutOptions,
+) -> anyhow::Result<u64> {
+    anyhow::bail!("--coordinate needs the redis feature")
+}
+
+/// Whether this process publishes: always unsharded; else only the publisher shard.
+fn publishes(a: &FanoutOptions) -> bool {
+    a.shard.is_none_or(|s| s.index == a.publisher_shard)
+}
+
+/// `--start-at` (or the coordinated start): wait (Ctrl-C still stops it) until the
+/// shards' common start. A start already past by more than a second is an error: this
+/// shard would miss rounds.
+fn wait_start(at: Option<u64>) -> anyhow::Result<()> {
+    let Some(at) = at else {
+        return Ok(());
+    };
+    loop {
+        let now = clock::now_ns();
+        if now >= at {
+            if now - at > 1_000_000_000 {
+                anyhow::bail!(
+                    "--start-at passed {:.1} s before this shard's clients were connected (start later, or raise --connect-timeout's share)",
+                    (now - at) as f64 / 1e9
+                );
+            }
+            return Ok(());
+        }
+        check_interrupted()?;
+        std::thread::sleep(Duration::from_nanos((at - now).min(100_000_000)));
+    }
 }
 
 use crate::sys::serve::{tail, Scratch};
@@ -519,7 +718,7 @@ impl Loadgen {
     }
 }
 
-fn run_one(run: Run, a: &FanoutOptions) -> anyhow::Result<ScenarioResult> {
+fn run_one(run: Run, a: &FanoutOptions) -> anyhow::Result<(ScenarioResult, ShardExtra)> {
     let sc = run.scenario();
     let foreign = match run {
         Run::External(f) => f,
@@ -535,19 +734,41 @@ fn run_one(run: Run, a: &FanoutOptions) -> anyhow::Result<ScenarioResult> {
     let (mut server, url, ctrl) = target(sc, a, &scratch)?;
     let sched = Schedule::new(a, slow);
     // What may hold secrets (a POST URL's query, header values) goes in the environment.
-    let mut env = vec![(super::publisher::PUBLISH_ENV, a.publish.arg())];
+    // A shard that does not publish only receives (the server or the publisher shard
+    // sends every round).
+    let via = if publishes(a) {
+        &a.publish
+    } else {
+        &PublishVia::Server
+    };
+    let mut env = vec![(super::publisher::PUBLISH_ENV, via.arg())];
     if !a.headers.is_empty() {
         env.push((super::publisher::HEADERS_ENV, a.headers.join("\n")));
     }
-    let mut lg = start_loadgen_env(&url, &loadgen_args(a, slow, &sched), &scratch, &env)?;
+    let mut coord = coordinate(a)?;
+    let mut args = loadgen_args(a, slow, &sched);
+    if let Some((_, own, correction)) = &coord {
+        args.extend(["--clock-correction-us".to_string(), correction.to_string()]);
+        if !own.within_tolerance {
+            eprintln!("shard clock: offset to the coordinator {:.1} ms +/- {:.1} ms: beyond the tolerance, this shard's result will make the merge invalid", own.offset_ms, own.uncertainty_ms);
+        }
+    }
+    let mut lg = start_loadgen_env(&url, &args, &scratch, &env)?;
     let (connected, _failed) = lg.wait_connected(a.connections, a.connect_timeout, &name)?;
+    let start_at = match coord.as_mut() {
+        Some((c, own, _)) => Some(barrier(c, own, a)?),
+        None => a.start_at_ns,
+    };
     // A server rtcheck did not start: its own process, watched from outside.
     let watch = sc.is_none().then(|| {
         crate::sys::procwatch::find(ctrl, &a.pids)
             .map(|t| crate::sys::procwatch::Sampler::start(t, Duration::from_millis(250)))
     });
+    wait_start(start_at)?;
     let t_pub = mark(&watch);
-    let (stats_before, control) = if a.publish != PublishVia::Server && sc.is_none() {
+    let (stats_before, control) = if !publishes(a) {
+        (control::stats(ctrl).ok(), None)
+    } else if a.publish != PublishVia::Server && sc.is_none() {
         // rtcheck publishes: no control plane to ask; the publisher starts now.
         lg.send(CMD_PUBLISH);
         (None, None)
@@ -616,7 +837,10 @@ fn run_one(run: Run, a: &FanoutOptions) -> anyhow::Result<ScenarioResult> {
         r.reference = s.evidence().map(crate::evidence::reference);
         add_shape_notes(s, &mut r, a, at_bound.as_ref().map(|s| s.rounds_sent));
     }
-    Ok(r)
+    if let (Some((c, _, _)), true) = (coord.as_mut(), publishes(a)) {
+        c.clear();
+    }
+    Ok((r, (result.histogram, coord.map(|(_, own, _)| own))))
 }
 
 /// Where the load goes: the scenario's own embedded server (started here), or `--server`.
@@ -722,11 +946,16 @@ fn loadgen_args(a: &FanoutOptions, slow: u64, sched: &Schedule) -> Vec<String> {
             }
         }
     }
-    if let Some(to) = a.connect_to {
-        v.extend(["--connect-to".to_string(), to.to_string()]);
+    match (a.connect_to, a.remote) {
+        (Some(to), true) => v.extend(["--remote-addr".to_string(), to.to_string()]),
+        (Some(to), false) => v.extend(["--connect-to".to_string(), to.to_string()]),
+        (None, _) => {}
     }
     if let Some(ca) = &a.ca {
         v.extend(["--ca".to_string(), ca.display().to_string()]);
+    }
+    if !a.sources.0.is_empty() {
+        v.extend(["--source-ip".to_string(), a.sources.arg()]);
     }
     v
 }
@@ -1042,6 +1271,13 @@ mod tests {
             ca: None,
             app_protocol: None,
             app_sub: Default::default(),
+            remote: false,
+            shard: None,
+            start_at_ns: None,
+            publisher_shard: 1,
+            coordinate: None,
+            run_id: String::new(),
+            sources: Default::default(),
         };
         let s = Schedule::new(&a, 3);
         assert!((s.schedule_s - 20.0).abs() < 1e-9);

@@ -55,6 +55,12 @@ pub struct LoadgenOptions {
     /// the orchestrator: None is raw frames), with `--channel`/`--event`.
     pub app: Option<rtcheck_wire::appproto::AppProtocol>,
     pub app_sub: rtcheck_wire::appproto::Subscribe,
+    /// A coordinated shard: added to every latency (us), its clock's offset to the
+    /// publisher's (`bench::coordinate::correction_us`).
+    pub clock_correction_us: i64,
+    /// `--source-ip`: local addresses the clients bind, round-robin (empty: the kernel's
+    /// choice).
+    pub sources: Vec<std::net::IpAddr>,
 }
 
 #[derive(Default)]
@@ -88,6 +94,9 @@ struct Cfg {
     subscribe: Option<String>,
     app: Option<rtcheck_wire::appproto::AppProtocol>,
     app_sub: rtcheck_wire::appproto::Subscribe,
+    /// `--source-ip`, and the next one to bind (round-robin over connects).
+    sources: Vec<std::net::IpAddr>,
+    next_source: std::sync::atomic::AtomicUsize,
 }
 
 #[derive(Default)]
@@ -179,6 +188,8 @@ fn config(a: &LoadgenOptions) -> anyhow::Result<Cfg> {
             .app
             .filter(|p| *p != rtcheck_wire::appproto::AppProtocol::Raw),
         app_sub: a.app_sub.clone(),
+        sources: a.sources.clone(),
+        next_source: Default::default(),
     })
 }
 
@@ -197,6 +208,7 @@ async fn drive(a: LoadgenOptions, cfg: Arc<Cfg>, cores: u64) -> anyhow::Result<L
     let (stop_tx, stop_rx) = watch::channel(RUN);
     let sem = Arc::new(Semaphore::new(a.connect_concurrency.max(1)));
     let cpu0 = clock::cpu_seconds();
+    let rss0 = rtcheck_base::os::proc::self_rss_bytes();
     let mut cmd_rx = read_commands();
     let (go_tx, publisher) = spawn_publisher(&a, &cfg, stop_rx.clone())?;
     let tasks: Vec<_> = (0..a.connections)
@@ -212,6 +224,7 @@ async fn drive(a: LoadgenOptions, cfg: Arc<Cfg>, cores: u64) -> anyhow::Result<L
         .collect();
     connect_phase(a.connections, &counters, &mut cmd_rx, hard_stop).await;
     let cpu1 = clock::cpu_seconds();
+    let rss1 = rtcheck_base::os::proc::self_rss_bytes();
     let t_run = Instant::now();
     emit(&Event::Connected {
         connected: counters.connected.load(Relaxed),
@@ -231,6 +244,7 @@ async fn drive(a: LoadgenOptions, cfg: Arc<Cfg>, cores: u64) -> anyhow::Result<L
     let outs = collect(tasks).await;
     let mut r = summarize(&a, outs, cutoff, cores, cpu1 - cpu0, cpu2 - cpu1, wall);
     r.publisher = publisher;
+    (r.rss_start_bytes, r.rss_connected_bytes) = (Some(rss0), Some(rss1));
     Ok(r)
 }
 
@@ -461,6 +475,12 @@ fn summarize(
             r.removed_healthy += 1;
         }
         let mut samples = o.samples;
+        if a.clock_correction_us != 0 {
+            let d = a.clock_correction_us;
+            for s in &mut samples {
+                s.1 = (i64::from(s.1) + d).clamp(1, i64::from(u32::MAX)) as u32;
+            }
+        }
         if let Some(c) = cutoff {
             let before = samples.len();
             samples.retain(|&(seq, _)| u64::from(seq) <= c);
@@ -484,7 +504,25 @@ fn summarize(
     r.over_1s = q.over_1s;
     r.percentiles = stats::percentiles(&hist);
     r.rounds = stats::per_round(&healthy, a.rounds as usize);
+    r.histogram = Some(super::shard::encode(&hist));
+    raw_samples(&healthy);
     r
+}
+
+/// Test-only: with RTCHECK_TEST_RAW_SAMPLES=PATH every healthy latency (us) is written
+/// there, one a line, so a test compares merged percentiles with the union of the raw
+/// samples. Not a user feature: nothing documents it.
+fn raw_samples(healthy: &[ClientSamples]) {
+    let Some(path) = std::env::var_os("RTCHECK_TEST_RAW_SAMPLES") else {
+        return;
+    };
+    let mut text = String::new();
+    for c in healthy {
+        for &(_, lat) in &c.samples {
+            text.push_str(&format!("{}\n", u64::from(lat).max(1)));
+        }
+    }
+    let _ = rtcheck_base::outfile::write_atomic(std::path::Path::new(&path), text.as_bytes());
 }
 
 /// Slow clients are spread so every shard of a sharded hub gets its share, whether the
@@ -538,6 +576,24 @@ async fn client(
     out
 }
 
+/// Linux's IP_BIND_ADDRESS_NO_PORT on `sock` (best effort: without it a bind to port
+/// 0 takes a port from the range at bind time, about half of it per address).
+fn bind_address_no_port(sock: &tokio::net::TcpSocket) {
+    use std::os::fd::AsRawFd;
+    let one: libc::c_int = 1;
+    // SAFETY: a socket this function borrows (open for the call) and an int option value
+    // with its exact size.
+    let _ = unsafe {
+        libc::setsockopt(
+            sock.as_raw_fd(),
+            libc::IPPROTO_IP,
+            libc::IP_BIND_ADDRESS_NO_PORT,
+            (&one as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+}
+
 /// TCP (and TLS on wss/https) to the target: a slow client's small window is set on the
 /// TCP socket before connect, under TLS as without.
 async fn connect_tcp(cfg: &Cfg, slow: bool, out: &mut ClientOut) -> Result<Stream, String> {
@@ -555,6 +611,15 @@ async fn connect_tcp(cfg: &Cfg, slow: bool, out: &mut ClientOut) -> Result<Strea
     }
     sock.set_nodelay(true)
         .map_err(|e| format!("TCP_NODELAY: {e}"))?;
+    if !cfg.sources.is_empty() {
+        // Port 0 chosen at connect, not at bind (IP_BIND_ADDRESS_NO_PORT): the kernel
+        // then picks per (source, destination), so each address has its whole range.
+        let i = cfg.next_source.fetch_add(1, Relaxed) % cfg.sources.len();
+        let from = SocketAddr::new(cfg.sources[i], 0);
+        bind_address_no_port(&sock);
+        sock.bind(from)
+            .map_err(|e| format!("bind {from} (--source-ip): {e}"))?;
+    }
     let s = tokio::time::timeout(Duration::from_secs(10), sock.connect(cfg.addr))
         .await
         .map_err(|_| format!("{}: connect timed out after 10s", cfg.addr))?
@@ -973,6 +1038,8 @@ mod tests {
             size: 64,
             rate: 5.0,
             connect_to: None,
+            clock_correction_us: 0,
+            sources: Vec::new(),
             ca: None,
             app: None,
             app_sub: Default::default(),

@@ -30,4 +30,8 @@ pub fn check_interrupted() -> anyhow::Result<()> {
     rtcheck_base::os::signal::check_interrupted(INTERRUPTED)
 }
 pub mod cluster;
+pub mod coordinate;
+pub mod k8s;
+pub mod plan;
 pub mod seq_account;
+pub mod shard;

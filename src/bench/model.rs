@@ -103,6 +103,17 @@ pub struct ScenarioResult {
     /// rtcheck's publisher against its schedule (`--publish ws` / `POST`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub publisher: Option<super::wire::PublisherStat>,
+    /// The load generator's own cost in this run (what `bench plan` sizes machines from).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loadgen_cost: Option<LoadgenCost>,
+}
+
+/// What the load generator itself spent (issue 37): None where it had nothing to divide
+/// by (no sample received, no connection held).
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct LoadgenCost {
+    pub cpu_us_per_message: Option<f64>,
+    pub rss_bytes_per_connection: Option<f64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -204,6 +204,116 @@ fn loopback_host(host: &str, port: u16) -> Result<SocketAddr, String> {
     Ok(SocketAddr::new(ip, port))
 }
 
+/// `--allow-remote` (issue 37): where the sockets of `url` go. `--connect-to` wins; a
+/// loopback host needs nothing (None: [`Url::resolve`] takes it); any other host is
+/// refused without consent, else resolved once (the URL keeps its name for TLS and Host).
+/// Some(addr) then goes everywhere `--connect-to` would.
+pub fn remote_addr(
+    url: &str,
+    connect_to: Option<SocketAddr>,
+    allow_remote: bool,
+) -> anyhow::Result<Option<SocketAddr>> {
+    if connect_to.is_some() {
+        return Ok(connect_to);
+    }
+    let u = parse_url(url)?;
+    let ip = rtcheck_base::os::addr::parse_host(&u.host);
+    if ip.is_some_and(rtcheck_base::os::addr::is_loopback) {
+        return Ok(None);
+    }
+    let port = match (u.port, u.default_port) {
+        (Some(p), _) => p,
+        (None, 0) => anyhow::bail!("{}: tcp:// needs a port", u.shown),
+        (None, p) => p,
+    };
+    if !allow_remote {
+        let refused = match ip {
+            Some(_) => crate::load::client::not_loopback(&u.shown, &u.host),
+            None => format!(
+                "{}: {} is not a loopback IP or localhost; pass --allow-remote to send this traffic to another host",
+                u.shown, u.host
+            ),
+        };
+        anyhow::bail!(
+            "{refused}, or forward a port (ssh -L 8443:{}:{port} HOST) and add --connect-to 127.0.0.1:8443",
+            u.host
+        );
+    }
+    if let Some(ip) = ip {
+        return Ok(Some(SocketAddr::new(ip, port)));
+    }
+    use std::net::ToSocketAddrs;
+    let mut all = (u.host.as_str(), port)
+        .to_socket_addrs()
+        .map_err(|e| anyhow::anyhow!("{}: cannot resolve {}: {e}", u.shown, u.host))?;
+    let addr = all
+        .next()
+        .ok_or_else(|| anyhow::anyhow!("{}: {} has no address", u.shown, u.host))?;
+    Ok(Some(addr))
+}
+
+/// Most local addresses `--source-ip` may list (a range included).
+pub const MAX_SOURCES: usize = 1024;
+
+/// Local source addresses as users write them: `--source-ip A[,B...]`, each an IP or an
+/// IPv4 range `10.0.0.1-10.0.0.20` (issue 37). Each connection binds one, round-robin,
+/// so each address brings its own ephemeral port range.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Sources(pub Vec<std::net::IpAddr>);
+
+impl Sources {
+    pub fn parse(s: &str) -> Result<Sources, String> {
+        use std::net::{IpAddr, Ipv4Addr};
+        let mut v: Vec<IpAddr> = Vec::new();
+        for item in s.split(',').map(str::trim) {
+            let one = |x: &str| -> Result<IpAddr, String> {
+                x.trim()
+                    .parse()
+                    .map_err(|_| format!("{x}: not an IP address (--source-ip A[,B...] or A-B)"))
+            };
+            match item.split_once('-') {
+                Some((a, b)) => {
+                    let (IpAddr::V4(a), IpAddr::V4(b)) = (one(a)?, one(b)?) else {
+                        return Err(format!(
+                            "{item}: a range is IPv4 (A-B); list IPv6 addresses"
+                        ));
+                    };
+                    let (a, b) = (u32::from(a), u32::from(b));
+                    if b < a || (b - a) as usize >= MAX_SOURCES {
+                        return Err(format!(
+                            "{item}: a range runs low to high, at most {MAX_SOURCES} addresses"
+                        ));
+                    }
+                    v.extend((a..=b).map(|x| IpAddr::V4(Ipv4Addr::from(x))));
+                }
+                None => v.push(one(item)?),
+            }
+            if v.len() > MAX_SOURCES {
+                return Err(format!("{s}: more than {MAX_SOURCES} source addresses"));
+            }
+        }
+        if v.iter().any(|ip| ip.is_unspecified() || ip.is_multicast()) {
+            return Err(format!(
+                "{s}: a source address is one of this host's own addresses"
+            ));
+        }
+        Ok(Sources(v))
+    }
+
+    /// As the load generator's flag takes it back.
+    pub fn arg(&self) -> String {
+        let v: Vec<String> = self.0.iter().map(ToString::to_string).collect();
+        v.join(",")
+    }
+}
+
+/// Whether two URLs name the same host and port (the scheme's port when none is given):
+/// with `--allow-remote` a POST target must share the server's resolved address.
+pub fn same_host_port(a: &Url, b: &Url) -> bool {
+    a.host.eq_ignore_ascii_case(&b.host)
+        && a.port.unwrap_or(a.default_port) == b.port.unwrap_or(b.default_port)
+}
+
 /// `--connect-to ADDR:PORT`: a loopback IP (or localhost) and a port.
 pub fn parse_connect_to(s: &str) -> Result<SocketAddr, String> {
     let a = rtcheck_base::os::addr::parse_host_port(s.trim()).ok_or_else(|| {
@@ -298,6 +408,52 @@ mod tests {
         let t = parse("wss://[2001:db8::1]:8443/ws", Some(to)).unwrap();
         assert_eq!(t.authority, "[2001:db8::1]:8443");
         assert!(parse("tcps://127.0.0.1:1/", None).is_err());
+    }
+
+    #[test]
+    fn a_remote_host_needs_consent_and_keeps_its_name() {
+        // Loopback: nothing to resolve; --connect-to wins over the URL.
+        assert_eq!(
+            remote_addr("ws://127.0.0.1:80/ws", None, false).unwrap(),
+            None
+        );
+        let to: SocketAddr = "127.0.0.1:9443".parse().unwrap();
+        assert_eq!(
+            remote_addr("wss://10.0.0.1/ws", Some(to), false).unwrap(),
+            Some(to)
+        );
+        let e = remote_addr("ws://10.0.0.1:80/ws?token=s3cret", None, false)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("--allow-remote") && !e.contains("s3cret"), "{e}");
+        let a = remote_addr("wss://10.0.0.1/ws", None, true)
+            .unwrap()
+            .unwrap();
+        assert_eq!(a, "10.0.0.1:443".parse().unwrap());
+        let a = remote_addr("http://[2001:db8::1]:8080/sse", None, true)
+            .unwrap()
+            .unwrap();
+        assert_eq!(a.port(), 8080);
+        // The resolved address goes where --connect-to would: the URL keeps its name.
+        let t = parse("wss://10.0.0.1/ws", Some(a)).unwrap();
+        assert_eq!(t.host, "10.0.0.1");
+        assert!(remote_addr("tcp://10.0.0.1/", None, true).is_err());
+    }
+
+    #[test]
+    fn source_addresses_are_lists_and_ranges() {
+        let s = Sources::parse("10.0.0.1, 10.0.0.5-10.0.0.7,::1").unwrap();
+        assert_eq!(s.0.len(), 5);
+        assert_eq!(s.arg(), "10.0.0.1,10.0.0.5,10.0.0.6,10.0.0.7,::1");
+        for bad in [
+            "10.0.0.9-10.0.0.1",
+            "x",
+            "0.0.0.0",
+            "10.0.0.0-10.0.255.255",
+            "::1-::2",
+        ] {
+            assert!(Sources::parse(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

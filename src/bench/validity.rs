@@ -331,14 +331,27 @@ fn connections(lg: &LoadgenResult) -> Check {
             "connections",
             Status::Fail,
             format!(
-                "{} of {} connected; {} failed: {}",
+                "{} of {} connected; {} failed: {}{}",
                 lg.connected,
                 lg.connections,
                 lg.connect_failed,
-                lg.connect_errors.join("; ")
+                lg.connect_errors.join("; "),
+                if out_of_ports(lg) { PORTS } else { "" }
             ),
         )
     }
+}
+
+/// Why connects failed with EADDRNOTAVAIL, said so the fix is plain (issue 37).
+const PORTS: &str = " (ports: this host ran out of ephemeral ports to this server, \
+    net.ipv4.ip_local_port_range; add local addresses with --source-ip, or spread the \
+    load with --shard I/N over more hosts)";
+
+/// connect() found no free local port (EADDRNOTAVAIL, os error 99).
+fn out_of_ports(lg: &LoadgenResult) -> bool {
+    lg.connect_errors
+        .iter()
+        .any(|e| e.contains("os error 99") || e.contains("Cannot assign requested address"))
 }
 
 /// The load generator was not saturated (else it measured itself).
@@ -349,12 +362,13 @@ fn loadgen_cpu(lg: &LoadgenResult) -> Check {
         0.0
     };
     let detail = format!(
-        "{:.1} CPU s over {:.1} s on {} cores = {:.0}% (limit {:.0}%)",
+        "{:.1} CPU s over {:.1} s on {} cores = {:.0}% (limit {:.0}%){}",
         lg.cpu_run_s,
         lg.wall_run_s,
         lg.cores,
         share * 100.0,
-        LOADGEN_CPU_LIMIT * 100.0
+        LOADGEN_CPU_LIMIT * 100.0,
+        loadgen_cost(lg)
     );
     if share < LOADGEN_CPU_LIMIT {
         check("load generator CPU", Status::Pass, detail)
@@ -364,6 +378,38 @@ fn loadgen_cpu(lg: &LoadgenResult) -> Check {
             Status::Fail,
             format!("{detail}: it measured itself"),
         )
+    }
+}
+
+/// The load generator's own cost (issue 37): CPU per received message and RSS per held
+/// connection, from what it measured.
+pub fn cost(lg: &LoadgenResult) -> super::model::LoadgenCost {
+    let rss = match (lg.rss_start_bytes, lg.rss_connected_bytes) {
+        (Some(a), Some(b)) if lg.connected > 0 => {
+            Some(b.saturating_sub(a) as f64 / lg.connected as f64)
+        }
+        _ => None,
+    };
+    super::model::LoadgenCost {
+        cpu_us_per_message: (lg.samples > 0).then(|| lg.cpu_run_s * 1e6 / lg.samples as f64),
+        rss_bytes_per_connection: rss,
+    }
+}
+
+/// [`cost`] as the load generator check says it, to size how many machines a target
+/// needs; empty when it has nothing to divide by.
+pub fn loadgen_cost(lg: &LoadgenResult) -> String {
+    let c = cost(lg);
+    let mut v = Vec::new();
+    if let Some(us) = c.cpu_us_per_message {
+        v.push(format!("{us:.1} us CPU per received message"));
+    }
+    if let Some(b) = c.rss_bytes_per_connection {
+        v.push(format!("{b:.0} B RSS per held connection"));
+    }
+    match v.is_empty() {
+        true => String::new(),
+        false => format!("; its own cost: {}", v.join(", ")),
     }
 }
 
@@ -765,6 +811,7 @@ fn result(
         },
         shape: None,
         publisher: lg.publisher.clone(),
+        loadgen_cost: Some(cost(lg)),
         server_process: None,
         server_unmeasured: None,
     }
@@ -825,6 +872,20 @@ mod tests {
             max_ms: 4.0,
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn the_load_generators_own_cost_is_stated_from_what_it_measured() {
+        let mut l = lg(vec![], 100, 0);
+        (l.samples, l.cpu_run_s) = (10_000, 0.5);
+        (l.rss_start_bytes, l.rss_connected_bytes) = (Some(1_000_000), Some(1_200_000));
+        let c = loadgen_cost(&l);
+        assert!(c.contains("50.0 us CPU per received message"), "{c}");
+        assert!(c.contains("2000 B RSS per held connection"), "{c}");
+        // Nothing to divide by: nothing said.
+        l.samples = 0;
+        l.connected = 0;
+        assert_eq!(loadgen_cost(&l), "");
     }
 
     fn round(received: u64, live: u64, removed: u64) -> RoundStat {

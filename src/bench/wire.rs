@@ -127,6 +127,16 @@ pub struct LoadgenResult {
     pub cpu_connect_s: f64,
     pub cpu_run_s: f64,
     pub wall_run_s: f64,
+    /// The healthy clients' latency histogram, V2 base64 (`bench fanout --shard`'s
+    /// result carries it for `bench merge`).
+    #[serde(default)]
+    pub histogram: Option<String>,
+    /// The load generator's own RSS before its clients and once they were connected
+    /// (its cost per held connection, issue 37).
+    #[serde(default)]
+    pub rss_start_bytes: Option<u64>,
+    #[serde(default)]
+    pub rss_connected_bytes: Option<u64>,
 }
 
 /// A frame that is not the payload, shown without its content (a foreign server's frame

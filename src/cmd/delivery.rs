@@ -272,9 +272,10 @@ fn foreign_via(f: &DeliveryFlags) -> anyhow::Result<Option<crate::bench::publish
                 || f.event.is_some()
                 || f.reach.connect_to.is_some()
                 || f.reach.ca.is_some()
+                || f.reach.allow_remote
                 || f.pid.is_some();
             if foreign_only {
-                anyhow::bail!("--message, --subscribe, --seq-path, --ts-path, -H, --resume, --app-protocol, --channel, --event, --pid, --connect-to and --ca go with --publish ws or --publish 'POST URL' (a foreign --server)");
+                anyhow::bail!("--message, --subscribe, --seq-path, --ts-path, -H, --resume, --app-protocol, --channel, --event, --pid, --connect-to and --ca go with --publish ws or --publish 'POST URL' (a foreign --server), as does --allow-remote");
             }
             Ok(None)
         }
@@ -300,7 +301,23 @@ fn foreign_endpoints(
     if f.reach.ca.is_some() && !server_tls && !via.is_tls() {
         anyhow::bail!("--ca applies to wss:// and https://");
     }
-    let connect_to = f.reach.connect_to;
+    // --allow-remote: the server's own address, resolved once, goes where --connect-to
+    // would (the URL keeps its name for TLS and Host).
+    let connect_to = f.reach.connect_to_for(url)?;
+    let remote = connect_to.is_some() && f.reach.connect_to.is_none();
+    if let (true, crate::bench::publisher::PublishVia::Post { url: post }) = (remote, via) {
+        let (s, p) = (
+            crate::bench::target::parse_url(url)?,
+            crate::bench::target::parse_url(post)?,
+        );
+        if !crate::bench::target::same_host_port(&s, &p) {
+            anyhow::bail!(
+                "--publish POST {}: with --allow-remote it goes to --server's host and port ({})",
+                p.shown,
+                s.authority
+            );
+        }
+    }
     let trust = f.reach.trust()?;
     let server = crate::bench::publisher::Endpoint::new(url, connect_to, &trust)
         .map_err(|e| anyhow!("--server {e}"))?;
@@ -407,6 +424,7 @@ pub fn options(
             None => f.server.as_deref().map(server_addr).transpose()?,
         },
         timeout,
+        allow_remote: f.reach.allow_remote && foreign.is_some(),
         foreign,
         scope,
     })
@@ -446,6 +464,7 @@ pub fn for_profile(
         timeout,
         foreign: None,
         scope: None,
+        allow_remote: false,
     };
     o.validate()
         .map_err(|e| anyhow!("verify delivery for the profile: {e}"))?;
@@ -542,6 +561,25 @@ pub fn run(
     let base = f.baseline.load(&[])?;
     let o = options(f, connections, timeout)?;
     o.validate()?;
+    if let Some(t) = o.foreign.as_ref().filter(|_| f.reach.connect_to.is_none()) {
+        let u = f.server.as_deref().unwrap_or_default();
+        if !crate::bench::target::parse_url(u).is_ok_and(|u| {
+            rtcheck_base::os::addr::parse_host(&u.host)
+                .is_some_and(rtcheck_base::os::addr::is_loopback)
+        }) {
+            let load = delivery::foreign::Load {
+                clients: o.connections as usize,
+                away: o.max_disconnect,
+                rate: o.rate,
+                size: o.size as usize,
+            };
+            let plan = delivery::foreign::remote_plan(t, load);
+            eprintln!(
+                "{}",
+                crate::report::text::wrap(&plan, 80, "", "  ").trim_end()
+            );
+        }
+    }
     rtcheck_base::os::signal::install_interrupt_handler();
     let mut r = measure(&o, !quiet)?;
     let json = serde_json::to_value(&r)?;

@@ -18,9 +18,19 @@ pub struct ReachArgs {
     /// staging CA).
     #[arg(long, value_name = "FILE", help_heading = HEADING)]
     pub ca: Option<PathBuf>,
+    /// Send to a host that is not loopback (your staging, by your consent): its name is
+    /// resolved once, TLS end to end; the first line says what will be sent.
+    #[arg(long, help_heading = HEADING)]
+    pub allow_remote: bool,
 }
 
 impl ReachArgs {
+    /// Where the sockets of `url` go: `--connect-to`, the remote address `--allow-remote`
+    /// consents to (resolved once), or None (loopback, the URL's own host).
+    pub fn connect_to_for(&self, url: &str) -> anyhow::Result<Option<SocketAddr>> {
+        crate::bench::target::remote_addr(url, self.connect_to, self.allow_remote)
+    }
+
     /// What the TLS clients trust; a bad --ca is exit 2 here, before any connection.
     pub fn trust(&self) -> anyhow::Result<crate::sys::tls::Trust> {
         let t = crate::sys::tls::Trust::with_ca(self.ca.clone());

@@ -145,12 +145,16 @@ pub fn check_loopback(t: &Target, allow_remote: bool) -> Result<(), String> {
     if allow_remote || rtcheck_base::os::addr::is_loopback(t.addr.ip()) {
         Ok(())
     } else {
-        Err(format!(
-            "{}: {} is not a loopback address (127.0.0.0/8, ::1); pass --allow-remote to send this traffic to another host",
-            t.url,
-            t.addr.ip()
-        ))
+        Err(not_loopback(&t.url, &t.addr.ip().to_string()))
     }
+}
+
+/// The one refusal of a non-loopback target without `--allow-remote` (load, budget
+/// --live, bench fanout, verify delivery): `shown` is the redacted URL.
+pub fn not_loopback(shown: &str, host: &str) -> String {
+    format!(
+        "{shown}: {host} is not a loopback address (127.0.0.0/8, ::1); pass --allow-remote to send this traffic to another host"
+    )
 }
 
 /// A runtime for a command's network work (the caller's thread blocks on it).

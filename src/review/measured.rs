@@ -236,6 +236,7 @@ mod tests {
             percentiles: vec![],
             shape: None,
             publisher: None,
+            loadgen_cost: None,
             server_process: None,
             server_unmeasured: None,
             client_cpu_s: 1.0,

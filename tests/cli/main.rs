@@ -8,6 +8,8 @@ mod audit_fixtures;
 mod audit_k8s_manifest;
 mod audit_overflow;
 mod audit_text;
+mod bench_emit_k8s;
+mod bench_plan_merge;
 mod budget_cli;
 mod catalog_crossref;
 mod choose_cli;

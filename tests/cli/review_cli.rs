@@ -344,6 +344,7 @@ fn scenario(name: &str, p999: f64) -> rtcheck::bench::model::ScenarioResult {
         percentiles: vec![],
         shape: None,
         publisher: None,
+        loadgen_cost: None,
         server_process: None,
         server_unmeasured: None,
         client_cpu_s: 1.0,

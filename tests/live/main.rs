@@ -14,6 +14,9 @@ mod bench_external_server;
 mod bench_fanout;
 mod bench_idle_and_cleanup;
 mod bench_interrupt;
+mod bench_remote;
+#[cfg(feature = "redis")]
+mod bench_shards;
 mod budget_live;
 mod catalog_cli;
 mod cli_conventions;

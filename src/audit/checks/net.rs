@@ -121,6 +121,15 @@ fn ephemeral_ports(w: &Workload, h: &Host) -> Finding {
     // A wider range (keeping below 10240 for listeners) helps up to its size; beyond that
     // only more destination addresses or source IPs do.
     let wide = 65535 - 10240 + 1;
+    // Issue 37: how many source addresses (`bench fanout --source-ip`, or the client's
+    // own bind) carry this count with the storm's headroom at the current range.
+    let sources = source_addresses_needed(outbound, usable);
+    let spread = format!(
+        " At this range {} outbound connections with a storm's headroom need {} source address(es) per destination (each brings its own {} ports; rtcheck bench fanout --source-ip A,B...).",
+        n(outbound),
+        n(sources),
+        n(usable)
+    );
     let summary = if status == Status::Pass {
         format!("Nothing to do. {TW_REUSE_NOTE}.")
     } else if 2 * outbound <= wide {
@@ -147,9 +156,20 @@ fn ephemeral_ports(w: &Workload, h: &Host) -> Finding {
             n(usable),
             storm_text()
         ))
-        .fix(summary, runtime, persistent)
+        .fix(
+            if status == Status::Pass { summary } else { summary + &spread },
+            runtime,
+            persistent,
+        )
         .num("outbound", outbound as f64)
+        .num("source_addresses_needed", sources as f64)
         .build()
+}
+
+/// Source addresses for `outbound` connections to one destination with a storm's
+/// headroom (2x) when each address has `usable` ports; at least one.
+pub fn source_addresses_needed(outbound: u64, usable: u64) -> u64 {
+    (2 * outbound).div_ceil(usable.max(1)).max(1)
 }
 
 fn time_wait(w: &Workload, h: &Host) -> Finding {
@@ -406,4 +426,16 @@ fn conntrack(w: &Workload, h: &Host) -> Finding {
         d = d.num("count", c as f64);
     }
     d.build()
+}
+
+#[cfg(test)]
+mod source_tests {
+    #[test]
+    fn source_addresses_cover_twice_the_count() {
+        // 28,232 ports (the default range): 10,000 fit one; 100,000 need 8.
+        assert_eq!(super::source_addresses_needed(10_000, 28_232), 1);
+        assert_eq!(super::source_addresses_needed(100_000, 28_232), 8);
+        assert_eq!(super::source_addresses_needed(1_200, 700), 4);
+        assert_eq!(super::source_addresses_needed(5, 0), 10);
+    }
 }

@@ -1,5 +1,7 @@
 //! `rtcheck bench fanout|idle`: flags to options, run the orchestrator, render, write.
 pub mod cluster;
+pub mod merge;
+pub mod plan;
 
 use super::output::{BenchFormat, BenchFormats, OutputArgs};
 use super::thresholds::{findings_report, gate_exit, gates, invalid_scenarios, with_thresholds};
@@ -26,12 +28,18 @@ pub struct BenchArgs {
 #[derive(Debug, clap::Subcommand)]
 pub enum BenchCommand {
     /// Fan-out tail latency: scenarios F, A, C1, C2, C3, G1, G3, P1 ("Tail latency at 10,000 connections").
-    Fanout(FanoutArgs),
+    Fanout(Box<FanoutArgs>),
     /// Server RSS per idle WebSocket / SSE connection.
     Idle(IdleArgs),
     /// Several nodes over Redis: latency added, duplicates, order, a killed node, a Redis
     /// restart, presence ghosts (the realtime series, part 9).
     Cluster(ClusterArgs),
+    /// One report from the shards of a run (`fanout --shard I/N`): histograms added,
+    /// validity and --threshold judged after the merge.
+    Merge(merge::MergeArgs),
+    /// Load machines a target needs (connections, rate), from the load generator's
+    /// measured cost in a bench report.
+    Plan(plan::PlanArgs),
     /// The load generator process (started by `fanout` and `idle`).
     #[command(hide = true)]
     Loadgen(LoadgenArgs),
@@ -39,9 +47,11 @@ pub enum BenchCommand {
 
 pub fn run(a: BenchArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
     match a.command {
-        BenchCommand::Fanout(f) => run_fanout(f, ctx),
+        BenchCommand::Fanout(f) => run_fanout(*f, ctx),
+        BenchCommand::Plan(p) => plan::run(p, ctx),
         BenchCommand::Idle(i) => run_idle(i, ctx),
         BenchCommand::Cluster(c) => super::bench::cluster::run(c, ctx),
+        BenchCommand::Merge(m) => merge::run(m, ctx),
         BenchCommand::Loadgen(l) => loadgen::run(l.options()),
     }
 }
@@ -97,6 +107,15 @@ pub struct LoadgenArgs {
     pub event: Option<String>,
     #[command(flatten)]
     pub reach: crate::cmd::reach::ReachArgs,
+    /// `bench fanout --allow-remote`: the remote address resolved by the orchestrator
+    /// (any IP: consent was given there), used as --connect-to would be.
+    #[arg(long, value_name = "ADDR:PORT", hide = true)]
+    pub remote_addr: Option<std::net::SocketAddr>,
+    /// A coordinated shard's clock correction (us), added to every latency.
+    #[arg(long, default_value_t = 0, allow_negative_numbers = true, hide = true)]
+    pub clock_correction_us: i64,
+    #[arg(long, value_name = "A[,B...]", value_parser = crate::bench::target::Sources::parse, hide = true)]
+    pub source_ip: Option<crate::bench::target::Sources>,
 }
 
 impl LoadgenArgs {
@@ -117,13 +136,15 @@ impl LoadgenArgs {
             ts_path: self.ts_path.clone(),
             size: self.size,
             rate: self.rate,
-            connect_to: self.reach.connect_to,
+            connect_to: self.remote_addr.or(self.reach.connect_to),
             ca: self.reach.ca.clone(),
             app: self.app_protocol,
             app_sub: rtcheck_wire::appproto::Subscribe {
                 channel: self.channel.clone(),
                 event: self.event.clone(),
             },
+            clock_correction_us: self.clock_correction_us,
+            sources: self.source_ip.clone().map(|s| s.0).unwrap_or_default(),
         }
     }
 }
@@ -257,7 +278,44 @@ pub struct FanoutArgs {
     /// How long to wait past the last scheduled round for stragglers.
     #[arg(long, default_value = "5s", value_parser = rtcheck_base::units::parse_duration, hide = true)]
     pub drain: Duration,
+    /// Shard I of N (with --server): hold this share of --connections and --slow; the
+    /// JSON result carries the full histogram for `rtcheck bench merge`.
+    #[arg(long, value_name = "I/N", value_parser = crate::bench::shard::Shard::parse, help_heading = SHARDS)]
+    pub shard: Option<crate::bench::shard::Shard>,
+    /// When every shard starts publishing and measuring: unix seconds or RFC 3339
+    /// (2026-12-06T20:00:00Z), the same on every shard.
+    #[arg(long, value_name = "TIME", value_parser = crate::bench::shard::parse_start_at, help_heading = SHARDS)]
+    pub start_at: Option<u64>,
+    /// The one shard that publishes (--publish ws, 'POST URL', or starts rtcheck's
+    /// server); the others only receive.
+    #[arg(long, value_name = "I", default_value_t = 1, help_heading = SHARDS)]
+    pub publisher_shard: u32,
+    /// Start the shards together through Redis (redis://HOST:PORT): a barrier, one start
+    /// time, each shard's clock offset estimated and subtracted.
+    #[arg(long, value_name = "URL", help_heading = SHARDS)]
+    pub coordinate: Option<String>,
+    /// The run's name on the --coordinate Redis (the same on every shard; one run at a
+    /// time per name).
+    #[arg(long, value_name = "NAME", default_value = "default", help_heading = SHARDS)]
+    pub run_id: String,
+    /// Bind the clients to these local addresses, round-robin: A[,B...] or an IPv4
+    /// range A-B. Each brings its own ephemeral port range (about 28,000 by default).
+    #[arg(long, value_name = "A[,B...]", value_parser = crate::bench::target::Sources::parse, help_heading = SHARDS)]
+    pub source_ip: Option<crate::bench::target::Sources>,
+    /// Print this run as N shards for another system instead of running it: `k8s-job N`
+    /// (a Kubernetes Indexed Job and the merge step; nothing is applied).
+    #[arg(long, num_args = 2, value_names = ["KIND", "N"], help_heading = SHARDS)]
+    pub emit: Vec<String>,
+    /// With --emit k8s-job: the container image with rtcheck on its PATH.
+    #[arg(long, default_value = "rtcheck:latest", help_heading = SHARDS)]
+    pub image: String,
+    /// With --emit k8s-job: the Job's name (and its pods' label).
+    #[arg(long, default_value = "rtcheck-bench", help_heading = SHARDS)]
+    pub job_name: String,
 }
+
+/// Their own heading in --help.
+const SHARDS: &str = "Shards (one run over several machines; then rtcheck bench merge)";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum FanoutTransport {
@@ -280,12 +338,20 @@ impl FanoutArgs {
                 vec![],
             ),
         };
+        // --allow-remote: --server's own address, resolved once, goes where --connect-to
+        // would (the URL keeps its name for TLS and Host).
+        let to = match &self.server {
+            Some(url) => self.reach.connect_to_for(url)?,
+            None => self.reach.connect_to,
+        };
+        let remote = to.is_some() && self.reach.connect_to.is_none();
+        let share = |n: u64| self.shard.map_or(n, |s| s.share(n));
         Ok(FanoutOptions {
-            connections: self.connections,
+            connections: share(self.connections),
             rounds: self.rounds,
             size: self.size,
             rate: self.rate,
-            slow: self.slow,
+            slow: self.slow.map(share),
             scenario,
             no_floor: self.no_floor,
             server: self.server.clone(),
@@ -300,20 +366,115 @@ impl FanoutArgs {
             ts_path: self.ts_path.clone(),
             headers: self.headers.clone(),
             sse: self.transport == FanoutTransport::Sse,
-            connect_to: self.reach.connect_to,
+            connect_to: to,
             ca: self.reach.ca.clone(),
             app_protocol: self.app_protocol,
             app_sub: rtcheck_wire::appproto::Subscribe {
                 channel: self.channel.clone(),
                 event: self.event.clone(),
             },
+            remote,
+            shard: self.shard,
+            start_at_ns: self.start_at,
+            publisher_shard: self.publisher_shard,
+            coordinate: self.coordinate.clone(),
+            run_id: self.run_id.clone(),
+            sources: self.source_ip.clone().unwrap_or_default(),
         })
     }
 }
 
 fn run_fanout(a: FanoutArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
     a.out.validate()?;
-    let report = fanout::run(&a.options()?)?;
+    if !a.emit.is_empty() {
+        return emit_k8s(&a);
+    }
+    let opts = a.options()?;
+    if a.coordinate.is_some() && !cfg!(feature = "redis") {
+        return Err(super::feature_off("bench fanout --coordinate", "redis"));
+    }
+    if a.reach.allow_remote && a.server.is_none() {
+        anyhow::bail!("--allow-remote goes with --server (the embedded server runs here)");
+    }
+    if let Some(plan) = fanout::remote_plan(&opts) {
+        // Refusals first (one line, nothing sent), then what will be sent.
+        fanout::validate(&opts)?;
+        if let Some(to) = opts.connect_to {
+            crate::sys::control::consent_remote(to);
+        }
+        eprintln!(
+            "{}",
+            crate::report::text::wrap(&plan, 80, "", "  ").trim_end()
+        );
+    }
+    if a.shard.is_some() && !a.thresholds.is_empty() {
+        anyhow::bail!("--threshold is judged once, by rtcheck bench merge over every shard");
+    }
+    let (report, hists) = fanout::run_full(&opts)?;
+    if let Some(shard) = a.shard {
+        let (histogram, clock) = hists.into_iter().next().unwrap_or_default();
+        let r = crate::bench::shard::ShardResult {
+            report,
+            shard,
+            histogram,
+            start_at_ns: a.start_at,
+            clock,
+        };
+        return emit_shard(&r, &a, ctx);
+    }
+    emit_bench(
+        &report,
+        &a.out,
+        &a.thresholds,
+        a.save_json.as_deref(),
+        a.explain,
+        ctx,
+    )
+}
+
+/// A shard's result: JSON (here and --save-json) is the whole [`ShardResult`] that
+/// `bench merge` reads; the other formats show the shard's own run.
+fn emit_shard(
+    r: &crate::bench::shard::ShardResult,
+    a: &FanoutArgs,
+    ctx: Ctx,
+) -> anyhow::Result<ExitCode> {
+    let json = crate::report::json::render(r)?;
+    if let Some(p) = &a.save_json {
+        rtcheck_base::outfile::write_atomic(p, json.as_bytes())?;
+    }
+    let report = &r.report;
+    a.out.emit_with(ctx.color, |f, p| {
+        Ok(match BenchFormat::of(f)? {
+            BenchFormat::Json => json.clone(),
+            BenchFormat::Text => crate::report::text::bench::render(report, &p, a.explain),
+            BenchFormat::Markdown => crate::report::markdown::bench::render(report),
+            BenchFormat::Html => crate::report::html::bench::render(report)?,
+            BenchFormat::Junit | BenchFormat::Github => {
+                let results = report
+                    .scenarios
+                    .iter()
+                    .map(|s| (s.name.as_str(), s.valid, s.notes.as_slice()));
+                let findings = findings_report(&report.command, results, &[]);
+                match BenchFormat::of(f)? {
+                    BenchFormat::Junit => crate::report::junit::render(&findings, FailOn::Fail)?,
+                    _ => crate::report::github::render(&findings),
+                }
+            }
+        })
+    })?;
+    Ok(super::exit::verdict(false, !report.valid))
+}
+
+/// A bench report in every format, its thresholds judged (fanout, merge).
+pub fn emit_bench(
+    report: &crate::bench::model::BenchReport,
+    out: &OutputArgs<BenchFormats>,
+    thresholds: &[crate::findings::threshold::Threshold],
+    save_json: Option<&std::path::Path>,
+    explain: bool,
+    ctx: Ctx,
+) -> anyhow::Result<ExitCode> {
     let results = || {
         report
             .scenarios
@@ -321,28 +482,28 @@ fn run_fanout(a: FanoutArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
             .map(|s| (s.name.as_str(), s.valid, s.notes.as_slice()))
     };
     let invalid = invalid_scenarios(results());
-    let gated = gates(&a.thresholds, &report, invalid.as_deref());
+    let gated = gates(thresholds, report, invalid.as_deref());
     let found = gated.as_ref().map_or(&[][..], Vec::as_slice);
     let findings = findings_report(&report.command, results(), found);
     let render = |f: Format, p: crate::report::Palette| -> anyhow::Result<String> {
         Ok(match BenchFormat::of(f)? {
             BenchFormat::Text => {
-                crate::report::text::bench::render(&report, &p, a.explain) + &gates::text(found, p)
+                crate::report::text::bench::render(report, &p, explain) + &gates::text(found, p)
             }
-            BenchFormat::Json => crate::report::json::render(&with_thresholds(&report, found)?)?,
+            BenchFormat::Json => crate::report::json::render(&with_thresholds(report, found)?)?,
             BenchFormat::Markdown => {
-                crate::report::markdown::bench::render(&report) + &gates::markdown(found)
+                crate::report::markdown::bench::render(report) + &gates::markdown(found)
             }
             BenchFormat::Junit => crate::report::junit::render(&findings, FailOn::Fail)?,
             BenchFormat::Github => crate::report::github::render(&findings),
-            BenchFormat::Html => gates::html(crate::report::html::bench::render(&report)?, found),
+            BenchFormat::Html => gates::html(crate::report::html::bench::render(report)?, found),
         })
     };
-    if let Some(p) = &a.save_json {
-        let json = crate::report::json::render(&with_thresholds(&report, found)?)?;
+    if let Some(p) = save_json {
+        let json = crate::report::json::render(&with_thresholds(report, found)?)?;
         rtcheck_base::outfile::write_atomic(p, json.as_bytes())?;
     }
-    a.out.emit_with(ctx.color, render)?;
+    out.emit_with(ctx.color, render)?;
     gate_exit(report.valid, gated)
 }
 
@@ -589,6 +750,89 @@ fn run_conncost(a: IdleArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
         })
     })?;
     Ok(super::exit::verdict(false, !report.valid))
+}
+
+/// `--emit k8s-job N`: the Indexed Job and the steps around it, printed (or written to
+/// -o), nothing applied. The pods get this command's own flags, minus where its output
+/// went and what the Job sets itself; values that may be secrets never go in.
+fn emit_k8s(a: &FanoutArgs) -> anyhow::Result<ExitCode> {
+    use crate::bench::k8s;
+    let (kind, n) = match a.emit.as_slice() {
+        [k, n] => (k.as_str(), n.as_str()),
+        _ => anyhow::bail!("--emit KIND N: e.g. --emit k8s-job 4"),
+    };
+    if kind != "k8s-job" {
+        anyhow::bail!("--emit {kind}: the one kind is k8s-job (a Kubernetes Indexed Job)");
+    }
+    let shards: u32 = n
+        .parse()
+        .ok()
+        .filter(|n| (1..=crate::bench::shard::MAX_SHARDS).contains(n))
+        .ok_or_else(|| {
+            anyhow::anyhow!(
+                "--emit k8s-job {n}: N is the shard count, 1..={}",
+                crate::bench::shard::MAX_SHARDS
+            )
+        })?;
+    let Some(url) = &a.server else {
+        anyhow::bail!("--emit k8s-job goes with --server (the pods load that server)");
+    };
+    crate::bench::target::parse_url(url)?;
+    if !a.headers.is_empty() || a.subscribe.is_some() {
+        anyhow::bail!("--emit k8s-job: -H and --subscribe may carry secrets and would be in the manifest; leave them out (put a token in the --server URL, which goes in a Secret)");
+    }
+    if a.shard.is_some() || a.start_at.is_some() || a.coordinate.is_none() {
+        anyhow::bail!("--emit k8s-job: give --coordinate redis://... (the pods meet there and start together; the Job sets --shard)");
+    }
+    let spec = k8s::JobSpec {
+        name: a.job_name.clone(),
+        image: a.image.clone(),
+        shards,
+        connections_per_shard: a.connections.div_ceil(u64::from(shards)),
+        args: pod_args(std::env::args().collect()),
+    };
+    let yaml = serde_yaml::to_string(&k8s::job(&spec))?;
+    let text = format!("{}---\n{yaml}", k8s::steps(&spec));
+    match &a.out.output {
+        Some(p) => rtcheck_base::outfile::write_atomic(p, text.as_bytes())?,
+        None => print!("{text}"),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// This command's flags after `fanout`, without those the Job sets or that say where
+/// this process's output goes, shell-quoted.
+fn pod_args(argv: Vec<String>) -> Vec<String> {
+    const DROP_VALUE: [&str; 11] = [
+        "--server",
+        "--image",
+        "--job-name",
+        "--format",
+        "-o",
+        "--output",
+        "--save-json",
+        "--report",
+        "--shard",
+        "--start-at",
+        "--color",
+    ];
+    const DROP: [&str; 1] = ["--allow-remote"];
+    let mut out = Vec::new();
+    let mut it = argv.into_iter().skip_while(|a| a != "fanout").skip(1);
+    while let Some(arg) = it.next() {
+        let name = arg.split('=').next().unwrap_or_default();
+        if arg == "--emit" {
+            it.next();
+            it.next();
+        } else if DROP_VALUE.contains(&name) {
+            if !arg.contains('=') {
+                it.next();
+            }
+        } else if !DROP.contains(&name) {
+            out.push(crate::bench::k8s::shell_quote(&arg));
+        }
+    }
+    out
 }
 
 #[cfg(test)]

@@ -554,6 +554,34 @@ pub struct Load {
     pub size: usize,
 }
 
+/// With `--allow-remote`, what the foreign runs will send, said before anything is
+/// (issue 37): the target (redacted) and its address, connections, rate, the bound on
+/// their length and the bytes planned (the publisher's schedule, each client receiving it).
+pub fn remote_plan(t: &ForeignTarget, o: Load) -> String {
+    use rtcheck_base::units::{fmt_bytes, fmt_thousands};
+    let ph = Phases::for_rate(o.rate);
+    let runs = specs(t, o.clients, o.away).len() as u64;
+    let life = ph.before + o.away + ph.after + Duration::from_secs(60);
+    let rounds = (life.as_secs_f64() * o.rate).ceil() as u64;
+    let clients = runs * o.clients as u64;
+    let published = rounds * o.size as u64;
+    format!(
+        "remote target {} ({}): {} connections ({runs} runs x {}), {} msg/s, at most {} s; \
+         planned {} ({} x {rounds} x {} B received, {} published); Ctrl-C stops every \
+         connection",
+        t.url,
+        t.server.target.addr,
+        fmt_thousands(clients),
+        o.clients,
+        o.rate,
+        life.as_secs(),
+        fmt_bytes(published * (clients + 1)),
+        fmt_thousands(clients),
+        fmt_thousands(o.size as u64),
+        fmt_bytes(published),
+    )
+}
+
 /// Every foreign run at once, with rtcheck's publisher (bench's, on a tokio runtime of
 /// its own) publishing on schedule for as long as they last. A publish that failed
 /// makes every run invalid: its seq would count as the server's loss.

@@ -108,6 +108,9 @@ pub struct DeliveryOptions {
     /// What `--profile` narrowed the run to, said in the output (None: no narrowing).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub scope: Option<String>,
+    /// `--allow-remote` (issue 37): a foreign `server` off loopback is consented to.
+    #[serde(skip)]
+    pub allow_remote: bool,
 }
 
 /// Most clients one run opens (each is a thread and two sockets over its life).
@@ -464,7 +467,10 @@ fn restart_runs(
 /// judge.
 pub fn measure(o: &DeliveryOptions) -> anyhow::Result<DeliveryReport> {
     o.validate()?;
-    if let Some(a) = o.server {
+    if let Some(a) = o
+        .server
+        .filter(|_| !(o.allow_remote && o.foreign.is_some()))
+    {
         rtcheck_base::os::addr::ensure_loopback(&a)?;
     }
     let started = Instant::now();

@@ -1,0 +1,421 @@
+//! Shards of one `bench fanout` run (issue 37): `--shard I/N` holds its share of the
+//! connections and slow clients, writes its result with its full latency histogram
+//! (HdrHistogram V2, base64), and `bench merge` adds them back into one report whose
+//! validity and thresholds are judged after the merge. Pure: the command layer reads the
+//! files.
+use super::model::{Accounting, BenchReport, Check, RoundPoint, ScenarioResult};
+use crate::findings::Status;
+use base64::Engine as _;
+use hdrhistogram::serialization::{Deserializer, Serializer, V2Serializer};
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+
+/// `--shard I/N`: this process is shard `index` (1-based) of `count`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Shard {
+    pub index: u32,
+    pub count: u32,
+}
+
+/// Most shards one run may have.
+pub const MAX_SHARDS: u32 = 1024;
+
+impl Shard {
+    /// `I/N` with 1 <= I <= N <= [`MAX_SHARDS`].
+    pub fn parse(s: &str) -> Result<Shard, String> {
+        let bad = || format!("{s}: expected I/N, e.g. 1/4 (shard I of N, 1-based)");
+        let (i, n) = s.split_once('/').ok_or_else(bad)?;
+        let (index, count): (u32, u32) = (
+            i.trim().parse().map_err(|_| bad())?,
+            n.trim().parse().map_err(|_| bad())?,
+        );
+        if count == 0 || count > MAX_SHARDS || index == 0 || index > count {
+            return Err(format!(
+                "{s}: I must be 1..=N and N 1..={MAX_SHARDS} (shard I of N)"
+            ));
+        }
+        Ok(Shard { index, count })
+    }
+
+    /// This shard's share of `total`: the first `total % N` shards hold one more, so the
+    /// shares add up to `total` exactly.
+    pub fn share(self, total: u64) -> u64 {
+        let n = u64::from(self.count);
+        total / n + u64::from(u64::from(self.index) <= total % n)
+    }
+}
+
+impl std::fmt::Display for Shard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.index, self.count)
+    }
+}
+
+/// `--start-at TIME`: unix seconds (fractions allowed) or RFC 3339, as ns since the epoch.
+pub fn parse_start_at(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    if let Ok(secs) = t.parse::<f64>() {
+        if secs.is_finite() && secs > 0.0 && secs < 1e11 {
+            return Ok((secs * 1e9) as u64);
+        }
+        return Err(format!("{s}: not a unix time in seconds"));
+    }
+    let at = humantime::parse_rfc3339(t).map_err(|e| {
+        format!("{s}: expected unix seconds or RFC 3339 in UTC (2026-12-06T20:00:00Z): {e}")
+    })?;
+    at.duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .map_err(|_| format!("{s}: before 1970"))
+}
+
+/// A histogram as base64 of its V2 serialization (what a shard's JSON carries).
+pub fn encode(h: &Histogram<u64>) -> String {
+    let mut buf = Vec::new();
+    // V2 into a Vec cannot fail but for a histogram too large to count: none here.
+    if V2Serializer::new().serialize(h, &mut buf).is_err() {
+        return String::new();
+    }
+    base64::engine::general_purpose::STANDARD.encode(buf)
+}
+
+/// The histogram a shard's JSON carries; errors name what is wrong, not the blob.
+pub fn decode(s: &str) -> Result<Histogram<u64>, String> {
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(s.trim())
+        .map_err(|e| format!("histogram: not base64 ({e})"))?;
+    let h: Histogram<u64> = Deserializer::new()
+        .deserialize(&mut bytes.as_slice())
+        .map_err(|e| format!("histogram: not an HdrHistogram V2 ({e:?})"))?;
+    Ok(h)
+}
+
+/// What `bench fanout --shard I/N` writes (JSON, `--save-json`): its report (one run),
+/// which shard it is, its full histogram and, when coordinated, its clock offset.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ShardResult {
+    #[serde(flatten)]
+    pub report: BenchReport,
+    pub shard: Shard,
+    /// The run's latency histogram (us), HdrHistogram V2, base64; None when it had none.
+    pub histogram: Option<String>,
+    /// When the shards started: ns since the epoch (`--start-at`), if given.
+    #[serde(default)]
+    pub start_at_ns: Option<u64>,
+    #[serde(default)]
+    pub clock: Option<ClockOffset>,
+}
+
+/// One shard's file as `bench merge` read it.
+pub struct ShardFile {
+    pub path: String,
+    pub result: ShardResult,
+}
+
+/// Why the merged run cannot be trusted, shard by shard (empty: every shard is there,
+/// valid, with its histogram, and all ran the same load).
+pub fn problems(files: &[ShardFile]) -> Vec<String> {
+    let mut out = Vec::new();
+    let Some(first) = files.first() else {
+        return vec!["no shard files".into()];
+    };
+    let count = first.result.shard.count;
+    let mut seen = vec![false; count as usize];
+    for f in files {
+        let (r, s) = (&f.result.report, f.result.shard);
+        if s.count != count {
+            out.push(format!(
+                "{}: shard {s}, but the first file says N = {count}",
+                f.path
+            ));
+            continue;
+        }
+        if std::mem::replace(&mut seen[s.index as usize - 1], true) {
+            out.push(format!("{}: shard {s} given twice", f.path));
+        }
+        let f0 = &first.result.report;
+        // Connections differ by the shares (1,201 over 2: 601 and 600).
+        let same = r.server == f0.server
+            && r.rounds == f0.rounds
+            && r.size == f0.size
+            && r.rate == f0.rate;
+        if !same {
+            out.push(format!(
+                "{}: shard {s} ran another load (server, rounds, size or rate differ)",
+                f.path
+            ));
+        }
+        match r.scenarios.as_slice() {
+            [one] if !one.valid => out.push(format!(
+                "shard {s} invalid: {}",
+                one.notes.first().map_or("see its report", String::as_str)
+            )),
+            [_] if f.result.histogram.is_none() => {
+                out.push(format!("shard {s}: no histogram in {}", f.path))
+            }
+            [_] => {}
+            _ => out.push(format!("{}: shard {s} has not exactly one run", f.path)),
+        }
+        if let Some(o) = f.result.clock.as_ref().filter(|o| !o.within_tolerance) {
+            out.push(format!(
+                "shard {s}: clock offset {:.1} ms +/- {:.1} ms beyond the tolerance",
+                o.offset_ms, o.uncertainty_ms
+            ));
+        }
+    }
+    for (i, _) in seen.iter().enumerate().filter(|(_, s)| !**s) {
+        out.push(format!(
+            "shard {}/{count} missing (not given, killed, or it wrote no result)",
+            i + 1
+        ));
+    }
+    out
+}
+
+/// A shard's clock against the coordinator's, NTP-style: offset and its bound (half the
+/// round trip), and whether that is within the run's tolerance.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ClockOffset {
+    pub offset_ms: f64,
+    pub uncertainty_ms: f64,
+    pub within_tolerance: bool,
+}
+
+/// The merged report: histograms added (exact at their precision), counters summed,
+/// per round the maximum of the shards' last clients; invalid with every reason when
+/// [`problems`] found any. `None` in the figures rather than a number from nothing.
+pub fn merge(files: &[ShardFile]) -> BenchReport {
+    let why = problems(files);
+    let runs: Vec<&ScenarioResult> = files
+        .iter()
+        .filter_map(|f| f.result.report.scenarios.first())
+        .collect();
+    let mut hist = super::stats::new_hist();
+    let mut hist_err = Vec::new();
+    for f in files {
+        match f.result.histogram.as_deref().map(decode) {
+            Some(Ok(h)) => {
+                if let Err(e) = hist.add(&h) {
+                    hist_err.push(format!("histogram: cannot add ({e:?})"));
+                }
+            }
+            Some(Err(e)) => hist_err.push(e),
+            None => {}
+        }
+    }
+    let mut notes: Vec<String> = why.into_iter().chain(hist_err).collect();
+    let first = files.first().map(|f| &f.result.report);
+    let count = files.first().map_or(0, |f| f.result.shard.count);
+    let mut r = merged_run(&runs, &hist);
+    r.valid = notes.is_empty() && !runs.is_empty() && r.samples > 0;
+    if notes.is_empty() && r.samples == 0 {
+        notes.push("no samples in any shard".into());
+    }
+    r.checks.push(Check {
+        name: "shards".into(),
+        status: if notes.is_empty() {
+            Status::Pass
+        } else {
+            Status::Fail
+        },
+        detail: format!(
+            "{} of {} shard(s) merged{}",
+            runs.len(),
+            count,
+            if notes.is_empty() {
+                String::new()
+            } else {
+                format!(": {}", notes.join("; "))
+            }
+        ),
+    });
+    if !r.valid {
+        // An invalid run has no figures to judge (as bench's own invalid runs).
+        (r.p50_ms, r.p99_ms, r.p999_ms, r.max_ms) = (None, None, None, None);
+    }
+    r.notes = notes;
+    BenchReport {
+        command: "bench merge".into(),
+        server: first.map_or_else(String::new, |f| f.server.clone()),
+        connections: runs.iter().map(|s| s.connections).sum(),
+        rounds: first.map_or(0, |f| f.rounds),
+        size: first.map_or(0, |f| f.size),
+        rate: first.map_or(0.0, |f| f.rate),
+        slow: runs.iter().map(|s| s.slow_clients).sum(),
+        host_cores: first.map_or(0, |f| f.host_cores),
+        valid: r.valid,
+        // The shards spoke the same protocol (the same flags); the first one says which.
+        app_protocol: first.and_then(|f| f.app_protocol.clone()),
+        scenarios: vec![r],
+    }
+}
+
+/// The figures of the shards' runs, added.
+fn merged_run(runs: &[&ScenarioResult], hist: &Histogram<u64>) -> ScenarioResult {
+    let q = super::stats::quantiles(hist);
+    let some = |v: f64| (!hist.is_empty()).then_some(v);
+    let sum = |f: fn(&ScenarioResult) -> u64| runs.iter().map(|s| f(s)).sum::<u64>();
+    let mut acc = Accounting::default();
+    for s in runs {
+        let a = &s.accounting;
+        acc.expected += a.expected;
+        acc.received += a.received;
+        acc.dropped += a.dropped;
+        acc.after_removal += a.after_removal;
+        acc.unpublished += a.unpublished;
+        acc.stalled += a.stalled;
+        acc.never_connected += a.never_connected;
+        acc.unexplained += a.unexplained;
+    }
+    let per_round = max_per_round(runs);
+    let last: Vec<f64> = per_round.iter().filter_map(|p| p.last_client_ms).collect();
+    let fmax = |v: &[f64]| {
+        v.iter()
+            .copied()
+            .fold(None, |m: Option<f64>, x| Some(m.map_or(x, |m| m.max(x))))
+    };
+    let mut sorted = last.clone();
+    sorted.sort_by(f64::total_cmp);
+    ScenarioResult {
+        name: runs
+            .first()
+            .map_or_else(|| "merged".into(), |s| s.name.clone()),
+        description: format!("{} shard(s) merged", runs.len()),
+        connections: sum(|s| s.connections),
+        slow_clients: sum(|s| s.slow_clients),
+        p50_ms: some(q.p50_ms),
+        p99_ms: some(q.p99_ms),
+        p999_ms: some(q.p999_ms),
+        max_ms: some(q.max_ms),
+        over_100ms: Some(q.over_100ms),
+        over_1s: Some(q.over_1s),
+        samples: q.count,
+        rounds_completed: runs.iter().map(|s| s.rounds_completed).min().unwrap_or(0),
+        rounds_total: runs.first().map_or(0, |s| s.rounds_total),
+        rounds_published_at_bound: None,
+        last_client_median_ms: sorted.get(sorted.len() / 2).copied(),
+        last_client_max_ms: fmax(&last),
+        hub_median_ms: None,
+        hub_max_ms: fmax(&runs.iter().filter_map(|s| s.hub_max_ms).collect::<Vec<_>>()),
+        drops: runs.iter().map(|s| s.drops).sum(),
+        removed: runs.iter().map(|s| s.removed).sum(),
+        server_rss_mb: None,
+        server_cpu_s: None,
+        client_cpu_s: runs.iter().map(|s| s.client_cpu_s).sum(),
+        p99_vs_floor: None,
+        p999_vs_floor: None,
+        round_start_drift_median_ms: None,
+        round_start_drift_max_ms: fmax(
+            &runs
+                .iter()
+                .filter_map(|s| s.round_start_drift_max_ms)
+                .collect::<Vec<_>>(),
+        ),
+        duration_s: fmax(&runs.iter().map(|s| s.duration_s).collect::<Vec<_>>()).unwrap_or(0.0),
+        time_bound_s: fmax(&runs.iter().map(|s| s.time_bound_s).collect::<Vec<_>>()).unwrap_or(0.0),
+        valid: true,
+        notes: Vec::new(),
+        checks: Vec::new(),
+        accounting: acc,
+        reference: None,
+        percentiles: super::stats::percentiles(hist),
+        per_round,
+        shape: None,
+        server_process: None,
+        server_unmeasured: None,
+        publisher: None,
+        loadgen_cost: merged_cost(runs),
+    }
+}
+
+/// The shards' load generator cost together: CPU per message weighted by samples, RSS
+/// per connection by connections.
+fn merged_cost(runs: &[&ScenarioResult]) -> Option<super::model::LoadgenCost> {
+    type Get = fn(&super::model::LoadgenCost) -> Option<f64>;
+    let weighted = |f: Get, w: fn(&ScenarioResult) -> u64| {
+        let (mut num, mut den) = (0.0, 0u64);
+        for s in runs {
+            let v = s.loadgen_cost.as_ref().and_then(f)?;
+            num += v * w(s) as f64;
+            den += w(s);
+        }
+        (den > 0).then(|| num / den as f64)
+    };
+    Some(super::model::LoadgenCost {
+        cpu_us_per_message: weighted(|c| c.cpu_us_per_message, |s| s.samples),
+        rss_bytes_per_connection: weighted(|c| c.rss_bytes_per_connection, |s| s.connections),
+    })
+}
+
+/// Per round, the slowest last client of any shard (the round ends when its last client
+/// anywhere has it).
+pub fn max_per_round(runs: &[&ScenarioResult]) -> Vec<RoundPoint> {
+    let n = runs.iter().map(|s| s.per_round.len()).max().unwrap_or(0);
+    (0..n)
+        .map(|i| {
+            let at = |f: fn(&RoundPoint) -> Option<f64>| {
+                runs.iter()
+                    .filter_map(|s| s.per_round.get(i).and_then(f))
+                    .reduce(f64::max)
+            };
+            RoundPoint {
+                round: i as u64 + 1,
+                last_client_ms: at(|p| p.last_client_ms),
+                hub_ms: at(|p| p.hub_ms),
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shares_add_up_and_bad_shards_are_refused() {
+        for (total, n) in [(1200u64, 2u32), (1201, 2), (7, 3), (2, 4)] {
+            let sum: u64 = (1..=n)
+                .map(|i| Shard { index: i, count: n }.share(total))
+                .sum();
+            assert_eq!(sum, total, "{total}/{n}");
+        }
+        assert_eq!(Shard::parse("2/4").unwrap(), Shard { index: 2, count: 4 });
+        for bad in ["0/2", "3/2", "1/0", "x", "1/", "1/2000"] {
+            assert!(Shard::parse(bad).is_err(), "{bad}");
+        }
+        assert_eq!(
+            parse_start_at("1700000000").unwrap(),
+            1_700_000_000_000_000_000
+        );
+        assert_eq!(
+            parse_start_at("2023-11-14T22:13:20Z").unwrap(),
+            1_700_000_000_000_000_000
+        );
+        assert!(parse_start_at("tomorrow").is_err());
+    }
+
+    #[test]
+    fn histograms_round_trip_and_add_exactly() {
+        let (mut a, mut b, mut all) = (
+            super::super::stats::new_hist(),
+            super::super::stats::new_hist(),
+            super::super::stats::new_hist(),
+        );
+        for v in 1..5000u64 {
+            let x = v * 37 % 90_001 + 1;
+            if v % 3 == 0 {
+                a.record(x).unwrap()
+            } else {
+                b.record(x).unwrap()
+            }
+            all.record(x).unwrap();
+        }
+        let mut m = decode(&encode(&a)).unwrap();
+        m.add(decode(&encode(&b)).unwrap()).unwrap();
+        for q in [0.5, 0.99, 0.999, 1.0] {
+            assert_eq!(m.value_at_quantile(q), all.value_at_quantile(q), "{q}");
+        }
+        assert_eq!(m.len(), all.len());
+        assert!(decode("not base64!").is_err());
+        assert!(decode("aGVsbG8=").is_err());
+    }
+}
