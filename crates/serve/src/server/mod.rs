@@ -110,9 +110,7 @@ async fn keep_alive(
     // Its own handle: a poll's budget lease borrows it while `app` may be handed on.
     let hub = app.hub.clone();
     loop {
-        let Some(req) = next_request(&hub, &stream, &mut buf, local).await else {
-            return None;
-        };
+        let req = next_request(&hub, &stream, &mut buf, local).await?;
         let keep = req.keep_alive();
         let cors = access::cors_headers(hub.cfg.cors.as_deref(), &req.path);
         // A CORS preflight is answered for every browser-readable path, before the table.
