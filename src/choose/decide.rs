@@ -402,6 +402,23 @@ fn q3(loss: Loss) -> (Delivery, Reason) {
 }
 
 /// Q4: machines decide one process or a meeting point.
+/// One process's memory: the profile's measured figure when `bench idle --server --save`
+/// wrote one, else the seed's reference host, said as such.
+fn single_process_detail(p: &Profile) -> String {
+    match p.memory_per_connection.as_ref().and_then(|m| m.sizing()) {
+        Some((b, variant)) => format!(
+            "One process on one machine is enough and cheap: {} per connection ({variant}, measured on your server by rtcheck bench idle --server), {} for 10,000.",
+            rtcheck_base::units::fmt_bytes(b),
+            rtcheck_base::units::fmt_bytes(b.saturating_mul(10_000))
+        ),
+        None => format!(
+            "One process on one machine is enough and cheap: {} of RSS per idle connection, {} for 10,000 (the seed's reference host, not your server).",
+            rtcheck_base::units::fmt_bytes(evidence::num("conn-ram", "rss_per_conn") as u64),
+            rtcheck_base::units::fmt_bytes(evidence::num("conn-ram", "rss_10k") as u64)
+        ),
+    }
+}
+
 fn q4(p: &Profile) -> (Topology, Reason) {
     let cpm = p.connections_per_machine();
     let q4_answer = format!(
@@ -419,11 +436,7 @@ fn q4(p: &Profile) -> (Topology, Reason) {
                 question: Q4.into(),
                 answer: q4_answer,
                 decision: "single-process".into(),
-                detail: format!(
-                    "One process on one machine is enough and cheap: {} of RSS per idle connection, {} for 10,000 (reference host).",
-                    rtcheck_base::units::fmt_bytes(evidence::num("conn-ram", "rss_per_conn") as u64),
-                    rtcheck_base::units::fmt_bytes(evidence::num("conn-ram", "rss_10k") as u64)
-                ),
+                detail: single_process_detail(p),
                 evidence: vec![
                     evidence::reference("conn-ram"),
                     evidence::reference("fds-goroutines"),
@@ -546,6 +559,24 @@ fn compare(p: &Profile, visible: Duration, push: Transport, push_wins: bool) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// One machine: the memory sentence uses the figure measured on the user's server when
+    /// the profile has one, and names the seed's reference host when not.
+    #[test]
+    fn a_single_process_cites_the_measured_figure_or_the_reference_host() {
+        let mut p = Profile::default();
+        assert!(single_process_detail(&p).contains("the seed's reference host"));
+        p.memory_per_connection = Some(crate::profile::MemoryPerConnection {
+            plain: Some(8_000),
+            tls: None,
+            deflate: None,
+            activity: "idle".into(),
+            how: "rtcheck bench idle --server ws://127.0.0.1:1/ws on h".into(),
+        });
+        let d = single_process_detail(&p);
+        assert!(d.contains("(plain, measured on your server"), "{d}");
+        assert!(!d.contains("reference host"), "{d}");
+    }
 
     fn answers(visible_ms: u64, upstream: Upstream, loss: Loss) -> Profile {
         Profile {

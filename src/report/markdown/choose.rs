@@ -48,7 +48,7 @@ pub fn render(r: &Recommendation) -> String {
          | session per disconnected client (session-ack) | {} | same product, per client |\n\
          | all {} sessions at once | {} | reference: {} clients = {} |\n\
          | sessions per machine | {} | {} |\n\
-         | RAM per machine ({} connections) | {} | {} per idle connection: reference host, not this host |\n",
+         | RAM per machine ({} connections) | {} | {} per connection: {} |\n",
         crate::choose::sizing::fmt_figure(z.ring_bytes, z.is_saturated("ring_bytes")),
         crate::choose::sizing::fmt_figure(z.session_bytes_per_client, z.is_saturated("session_bytes_per_client")),
         fmt_num(r.profile.connections as f64),
@@ -75,7 +75,12 @@ pub fn render(r: &Recommendation) -> String {
         },
         fmt_num(z.connections_per_machine as f64),
         crate::choose::sizing::fmt_figure(z.ram_bytes_per_machine, z.is_saturated("ram_bytes_per_machine")),
-        fmt_bytes(z.per_connection_bytes)
+        fmt_bytes(z.per_connection_bytes),
+        if z.per_connection_source.is_empty() {
+            crate::choose::sizing::seed_source()
+        } else {
+            z.per_connection_source.clone()
+        }
     ));
     s.push_str(
         "\n### Six must-haves\n\n| must-have | applies | why | evidence |\n|---|---|---|---|\n",

@@ -165,8 +165,13 @@ fn sizing(r: &Recommendation) -> String {
     if r.transport == Transport::Polling {
         return delivery;
     }
+    // Measured on the user's server (profile memory_per_connection) or the seed's figure.
+    let whose = match z.per_connection_source.starts_with("measured") {
+        true => "measured on your server",
+        false => "reference host",
+    };
     format!(
-        "{delivery}; RAM {} per machine ({} idle connections at {} each, reference host)",
+        "{delivery}; RAM {} per machine ({} connections at {} each, {whose})",
         fig("ram_bytes_per_machine", z.ram_bytes_per_machine),
         fmt_num(z.connections_per_machine as f64),
         fmt_bytes(z.per_connection_bytes)
