@@ -92,7 +92,7 @@ pub struct ChooseArgs {
     /// The realtime library the app runs (socketio, signalr, phoenix, actioncable,
     /// graphql-ws, stomp, sockjs, mqtt): its documented heartbeat is checked against the
     /// path's idle chain (with --path or the answers' `path:`).
-    #[arg(long, value_name = "NAME", value_parser = super::probe::parse_app_protocol)]
+    #[arg(long, value_name = "NAME", value_parser = super::reach::parse_app_protocol)]
     pub app_protocol: Option<rtcheck_wire::appproto::AppProtocol>,
     /// Read answers from a YAML file (keys as in the flags, snake_case).
     #[arg(long, value_name = "FILE")]

@@ -90,7 +90,7 @@ pub struct DeliveryFlags {
     /// delivery, with --publish and a ws:// --server: the library protocol its clients
     /// speak (socketio, signalr, phoenix, actioncable, graphql-ws, stomp, sockjs, mqtt
     /// or raw). Default: detected from the URL where it is unambiguous (`?EIO=4`...).
-    #[arg(long, value_name = "NAME", value_parser = super::probe::parse_app_protocol)]
+    #[arg(long, value_name = "NAME", value_parser = super::reach::parse_app_protocol)]
     pub app_protocol: Option<rtcheck_wire::appproto::AppProtocol>,
     /// delivery, with --app-protocol: what to subscribe to (Phoenix topic, ActionCable
     /// channel, STOMP destination, MQTT topic).

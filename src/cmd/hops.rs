@@ -41,7 +41,7 @@ pub struct HopsArgs {
     /// With a path: the realtime library the app runs (socketio, signalr, phoenix,
     /// actioncable, graphql-ws, stomp, sockjs, mqtt): does its documented heartbeat
     /// hold the path's idle chain?
-    #[arg(long, value_name = "NAME", value_parser = super::probe::parse_app_protocol)]
+    #[arg(long, value_name = "NAME", value_parser = super::reach::parse_app_protocol)]
     pub app_protocol: Option<rtcheck_wire::appproto::AppProtocol>,
     #[command(flatten)]
     pub out: OutputArgs<HumanFormats>,

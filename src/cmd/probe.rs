@@ -117,7 +117,7 @@ pub struct ProbeArgs {
     /// The library protocol on the WebSocket: socketio, signalr, phoenix, actioncable,
     /// graphql-ws, stomp, sockjs, mqtt or raw. Default: detected from the URL where it is
     /// unambiguous (`?EIO=4`, `/websocket?vsn=`, `/<n>/<id>/websocket`, `/cable`), else raw.
-    #[arg(long, value_name = "NAME", value_parser = parse_app_protocol)]
+    #[arg(long, value_name = "NAME", value_parser = super::reach::parse_app_protocol)]
     pub app_protocol: Option<rtcheck_wire::appproto::AppProtocol>,
     /// What to subscribe to where the protocol has one: Phoenix topic, ActionCable
     /// channel, STOMP destination, MQTT topic, graphql-ws subscription query.
@@ -185,15 +185,6 @@ fn options(a: &ProbeArgs, profile: &Profile) -> anyhow::Result<Options> {
             channel: a.channel.clone(),
             event: a.event.clone(),
         },
-    })
-}
-
-/// `--app-protocol NAME`, the error listing the names.
-pub fn parse_app_protocol(s: &str) -> Result<rtcheck_wire::appproto::AppProtocol, String> {
-    use rtcheck_wire::appproto::AppProtocol;
-    AppProtocol::parse(s).ok_or_else(|| {
-        let names: Vec<&str> = AppProtocol::ALL.iter().map(|p| p.name()).collect();
-        format!("unknown protocol (one of: {})", names.join(", "))
     })
 }
 

@@ -40,3 +40,12 @@ impl ReachArgs {
         Ok(t)
     }
 }
+
+/// `--app-protocol NAME`, the error listing the names.
+pub fn parse_app_protocol(s: &str) -> Result<rtcheck_wire::appproto::AppProtocol, String> {
+    use rtcheck_wire::appproto::AppProtocol;
+    AppProtocol::parse(s).ok_or_else(|| {
+        let names: Vec<&str> = AppProtocol::ALL.iter().map(|p| p.name()).collect();
+        format!("unknown protocol (one of: {})", names.join(", "))
+    })
+}

@@ -221,7 +221,7 @@ pub struct Chain {
     pub backend_links: Vec<BackendLink>,
     /// `--app-protocol`: the library's documented heartbeat on this path (issue 42).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub library: Option<super::library::LibraryFit>,
+    pub library: Option<LibraryFit>,
 }
 
 /// The seed's production ping range (`ping-timing`), in seconds.
@@ -736,6 +736,32 @@ pub fn parse_path(s: &str) -> Result<Vec<String>, String> {
         };
     }
     Ok(ids)
+}
+
+/// What `hops::library` (`--app-protocol`) found: kept here, beside the chain that carries
+/// it, so the chain needs nothing from the module that reads it.
+/// How the library's heartbeat fares on the path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Fit {
+    /// At most half the tightest idle limit (or no hop documents one): it holds.
+    Holds,
+    /// Under the tightest idle limit but above half of it: one late heartbeat is cut.
+    Late,
+    /// At or above the tightest idle limit (or a direction that limit ignores): every
+    /// quiet connection is cut before the library's heartbeat.
+    Cut,
+}
+
+/// The library's heartbeat on the path: the verdict and the sentence saying it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LibraryFit {
+    pub protocol: String,
+    pub interval_s: f64,
+    pub fit: Fit,
+    pub sentence: String,
+    pub source: String,
+    pub read: String,
 }
 
 #[cfg(test)]

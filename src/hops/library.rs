@@ -3,33 +3,9 @@
 //! that? The library's defaults are `rtcheck_wire::appproto`'s (each with its source and
 //! the date read); the chain's numbers are `chain`'s. Pure.
 use super::chain::Chain;
+pub use super::chain::{Fit, LibraryFit};
 use rtcheck_wire::appproto::{AppProtocol, Pinger};
 use rtcheck_wire::transport::Transport;
-use serde::{Deserialize, Serialize};
-
-/// How the library's heartbeat fares on the path.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Fit {
-    /// At most half the tightest idle limit (or no hop documents one): it holds.
-    Holds,
-    /// Under the tightest idle limit but above half of it: one late heartbeat is cut.
-    Late,
-    /// At or above the tightest idle limit (or a direction that limit ignores): every
-    /// quiet connection is cut before the library's heartbeat.
-    Cut,
-}
-
-/// The library's heartbeat on the path: the verdict and the sentence saying it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct LibraryFit {
-    pub protocol: String,
-    pub interval_s: f64,
-    pub fit: Fit,
-    pub sentence: String,
-    pub source: String,
-    pub read: String,
-}
 
 /// Who sends the heartbeat, in the chain's reset vocabulary.
 fn direction(p: Pinger) -> (&'static str, &'static str) {
