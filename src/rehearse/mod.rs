@@ -203,6 +203,13 @@ async fn wait_wave(
     }
 }
 
+/// `ip` is this host's: loopback, unspecified, or an address a socket can bind to here.
+fn on_this_host(ip: std::net::IpAddr) -> bool {
+    rtcheck_base::os::addr::is_loopback(ip)
+        || ip.is_unspecified()
+        || std::net::UdpSocket::bind((ip, 0)).is_ok()
+}
+
 /// Clients away now: dropped and not yet back (counted from the shared counters).
 fn sh_away(sh: &client::Shared) -> u64 {
     sh.away.load(Ordering::Relaxed)
@@ -231,6 +238,15 @@ fn summarize(
         }
     }
     let listen = match (nb, na) {
+        // This host's counters say nothing of a server elsewhere (--allow-remote).
+        _ if !on_this_host(o.watch.ip()) => Listen {
+            listen_overflows: None,
+            listen_drops: None,
+            error: Some(format!(
+                "the server {} is not on this host: this host's accept-queue counters are not its own (run rehearse on the server's host, or --server-addr)",
+                o.watch
+            )),
+        },
         (Ok(b), Ok(a)) => Listen {
             listen_overflows: Some(a.overflows.saturating_sub(b.overflows)),
             listen_drops: Some(a.drops.saturating_sub(b.drops)),
@@ -399,4 +415,17 @@ fn sample_loop(
         out.error = last_error;
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_this_hosts_addresses_are_on_this_host() {
+        assert!(on_this_host("127.0.0.1".parse().unwrap()));
+        assert!(on_this_host("::1".parse().unwrap()));
+        // TEST-NET-3: never a local address.
+        assert!(!on_this_host("203.0.113.7".parse().unwrap()));
+    }
 }
