@@ -141,18 +141,51 @@ fn scrub(text: &str, secrets: &[String]) -> String {
     t
 }
 
+/// The running hook's process group, killed when any holder drops while the hook
+/// still runs (an error, Ctrl-C, a panic): the group never outlives rtcheck's run.
+/// Once the hook exited the slot is 0 and nothing is killed (a daemon it started, the
+/// restarted server, stays).
+#[derive(Debug, Clone, Default)]
+pub struct Group(Arc<std::sync::atomic::AtomicI32>);
+
+impl Group {
+    fn set(&self, pgid: i32) {
+        self.0.store(pgid, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// SIGKILL to the group if the hook still runs; then nothing more to kill.
+    pub fn kill(&self) {
+        let pgid = self.0.swap(0, std::sync::atomic::Ordering::SeqCst);
+        if pgid > 0 {
+            // SAFETY: kill(2) on the hook's own process group.
+            unsafe { libc::kill(-pgid, libc::SIGKILL) };
+        }
+    }
+}
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
 /// Run `command` to its end or `limit`; the report's copy of the command and its output
 /// have the command's secrets masked.
 pub fn run(command: &str, limit: Duration) -> HookRun {
+    run_in(command, limit, &Group::default())
+}
+
+/// [`run`] with the group's id in `group` while it runs (Ctrl-C kills it too).
+pub fn run_in(command: &str, limit: Duration, group: &Group) -> HookRun {
     let hidden = secrets(command);
-    let mut r = run_raw(command, limit);
+    let mut r = run_raw(command, limit, group);
     r.command = scrub(&r.command, &hidden);
     r.output = scrub(&r.output, &hidden);
     r.error = r.error.map(|e| scrub(&e, &hidden));
     r
 }
 
-fn run_raw(command: &str, limit: Duration) -> HookRun {
+fn run_raw(command: &str, limit: Duration, group: &Group) -> HookRun {
     let t0 = Instant::now();
     let buf = Arc::new(Mutex::new(Vec::new()));
     let mut cmd = Command::new("sh");
@@ -207,17 +240,22 @@ fn run_raw(command: &str, limit: Duration) -> HookRun {
         })
     })
     .collect();
-    let pgid = child.id() as i32;
+    group.set(child.id() as i32);
     let (status, timed_out) = loop {
         match child.try_wait() {
-            Ok(Some(s)) => break (Some(s), false),
-            Ok(None) if t0.elapsed() >= limit => {
-                // SAFETY: kill(2) on the hook's own process group.
-                unsafe { libc::kill(-pgid, libc::SIGKILL) };
-                break (child.wait().ok(), true);
+            Ok(Some(s)) => {
+                group.set(0);
+                break (Some(s), false);
+            }
+            Ok(None) if t0.elapsed() >= limit || rtcheck_base::os::signal::interrupted() => {
+                group.kill();
+                break (child.wait().ok(), t0.elapsed() >= limit);
             }
             Ok(None) => std::thread::sleep(Duration::from_millis(20)),
-            Err(_) => break (None, false),
+            Err(_) => {
+                group.kill();
+                break (None, false);
+            }
         }
     };
     // A daemon the hook started may hold the pipes open: read what came, never wait on it.
@@ -295,6 +333,26 @@ mod tests {
         // A short secret is masked as a word only: the rest of the output stays readable.
         assert_eq!(scrub("table ab: tab", &["ab".into()]), "table ***: tab");
         assert!(secrets("sudo -u deploy systemctl --user restart app && find . -print").is_empty());
+    }
+
+    #[test]
+    fn a_dropped_group_kills_a_hook_still_running_and_spares_one_that_exited() {
+        let g = Group::default();
+        let g2 = g.clone();
+        let t = std::thread::spawn(move || run_in("sleep 30", Duration::from_secs(60), &g2));
+        // Wait (bounded) until the hook's group is registered.
+        let until = Instant::now() + Duration::from_secs(20);
+        while g.0.load(std::sync::atomic::Ordering::SeqCst) == 0 && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert!(g.0.load(std::sync::atomic::Ordering::SeqCst) > 0);
+        drop(g);
+        let r = t.join().unwrap();
+        // Killed by the guard, long before its sleep or the bound.
+        assert!(!r.ok && !r.timed_out && r.exit_code.is_none(), "{r:?}");
+        let g = Group::default();
+        assert!(run_in("true", Duration::from_secs(20), &g).ok);
+        assert_eq!(g.0.load(std::sync::atomic::Ordering::SeqCst), 0);
     }
 
     #[test]

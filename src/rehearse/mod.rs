@@ -49,8 +49,15 @@ const FIRST_CONNECTS: usize = 64;
 /// The bound on the first connects (a server that never answers ends it).
 const CONNECT_PHASE: Duration = Duration::from_secs(120);
 
+use rtcheck_base::os::signal::check_interrupted;
+
+/// What Ctrl-C (or SIGTERM) says: the run is given up, nothing keeps running.
+const STOPPED: &str = "rehearse interrupted; the clients and the restart command were stopped";
+
 /// Every policy's rehearsal, in turn.
 pub fn run(o: &Options) -> anyhow::Result<RehearseReport> {
+    // Ctrl-C and SIGTERM end the run through its loops: the hook's group is killed.
+    rtcheck_base::os::signal::install_interrupt_handler();
     let (_, hard) = rtcheck_base::os::limits::raise_nofile_to_hard()?;
     rtcheck_base::os::limits::check_fd_budget(o.connections, hard)?;
     let tls = o
@@ -66,6 +73,7 @@ pub fn run(o: &Options) -> anyhow::Result<RehearseReport> {
             // The next rehearsal starts from a settled server.
             std::thread::sleep(o.settle);
         }
+        check_interrupted(STOPPED)?;
         runs.push(rt.block_on(one(o, *p, tls.clone()))?);
     }
     rt.shutdown_timeout(Duration::from_millis(500));
@@ -125,9 +133,14 @@ async fn one(o: &Options, p: Reconnect, tls: Option<crate::sys::tls::Tls>) -> an
     let connected = || tasks.iter().filter(|t| !t.is_finished()).count();
     let settle_until = Instant::now() + CONNECT_PHASE;
     while sh.started.load(Ordering::Relaxed) < o.connections && Instant::now() < settle_until {
+        check_interrupted(STOPPED)?;
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    tokio::time::sleep(o.settle).await;
+    let settled = Instant::now() + o.settle;
+    while Instant::now() < settled {
+        check_interrupted(STOPPED)?;
+        tokio::time::sleep(Duration::from_millis(50).min(o.settle)).await;
+    }
     let before = connected() as u64;
     let sampler = Sampler::start(o.watch, o.pids.clone(), sh.t0);
     let netstat_before = crate::sys::netstat::read(std::path::Path::new("/proc"));
@@ -141,8 +154,16 @@ async fn one(o: &Options, p: Reconnect, tls: Option<crate::sys::tls::Tls>) -> an
         ),
     );
     let (cmd, limit) = (o.restart.clone(), o.restart_timeout);
-    let hook_task = tokio::task::spawn_blocking(move || hook::run(&cmd, limit));
+    // Dropped on every way out of here (an error, Ctrl-C): a hook still running is killed.
+    let group = hook::Group::default();
+    let g = group.clone();
+    let hook_task = tokio::task::spawn_blocking(move || hook::run_in(&cmd, limit, &g));
     let timed_out = wait_wave(&sh, &hook_task, o).await;
+    if rtcheck_base::os::signal::interrupted() {
+        group.kill();
+        let _ = stop_tx.send(2);
+        check_interrupted(STOPPED)?;
+    }
     let measured_ms = sh.t0.elapsed().as_secs_f64() * 1000.0 - hook_ms;
     let netstat_after = crate::sys::netstat::read(std::path::Path::new("/proc"));
     let _ = stop_tx.send(2);
@@ -199,6 +220,9 @@ async fn wait_wave(
         }
         if Instant::now() >= deadline {
             return true;
+        }
+        if rtcheck_base::os::signal::interrupted() {
+            return false;
         }
     }
 }
