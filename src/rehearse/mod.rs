@@ -363,11 +363,21 @@ impl Sampler {
             .take()
             .and_then(|t| t.join().ok())
             .unwrap_or_else(|| empty_series(Some("the sampler stopped".into())));
+        (s.rss_before_mb, s.fds_before) = before(&s.series, hook_ms);
         for p in &mut s.series {
             p.0 -= hook_ms;
         }
         s
     }
+}
+
+/// The "before": the last reading taken before the restart command started (ms since
+/// t0 < `hook_ms`), none when the process was first read after it.
+fn before(series: &[(f64, f64, u64)], hook_ms: f64) -> (Option<f64>, Option<u64>) {
+    series
+        .iter()
+        .rfind(|p| p.0 < hook_ms)
+        .map_or((None, None), |p| (Some(p.1), Some(p.2)))
 }
 
 fn empty_series(error: Option<String>) -> ServerSeries {
@@ -430,8 +440,6 @@ fn sample_loop(
         std::thread::sleep(Duration::from_millis(200));
     }
     out.samples = out.series.len() as u64;
-    out.rss_before_mb = out.series.first().map(|p| p.1);
-    out.fds_before = out.series.first().map(|p| p.2);
     out.rss_end_mb = out.series.last().map(|p| p.1);
     out.rss_peak_mb = out.series.iter().map(|p| p.1).reduce(f64::max);
     out.fds_peak = out.series.iter().map(|p| p.2).max();
@@ -451,5 +459,13 @@ mod tests {
         assert!(on_this_host("::1".parse().unwrap()));
         // TEST-NET-3: never a local address.
         assert!(!on_this_host("203.0.113.7".parse().unwrap()));
+    }
+
+    #[test]
+    fn the_before_reading_precedes_the_restart_or_is_none() {
+        let s = [(100.0, 10.0, 5), (300.0, 11.0, 6), (600.0, 50.0, 9)];
+        assert_eq!(before(&s, 400.0), (Some(11.0), Some(6)));
+        assert_eq!(before(&s, 50.0), (None, None));
+        assert_eq!(before(&[], 50.0), (None, None));
     }
 }

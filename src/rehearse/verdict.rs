@@ -317,6 +317,10 @@ fn memory(run: &Run) -> Finding {
                 s.fds_peak.map_or("-".into(), |v| v.to_string())
             ),
         ),
+        (None, Some(_)) => (
+            Status::Skip,
+            "the server's memory before the restart was not measured (first read after the restart command started)".into(),
+        ),
         _ => (Status::Skip, "the server's process was not read".into()),
     };
     let no_drop = nothing_dropped(run).is_some();
@@ -333,6 +337,11 @@ fn memory(run: &Run) -> Finding {
     f.evidence = vec![reference("session-expiry"), reference("session-ack")];
     if no_drop {
         f.reason = Some(NO_DROP.into());
+    } else if s.rss_before_mb.is_none() && s.rss_peak_mb.is_some() {
+        f.reason = Some(
+            "not measured: no reading of the server's process before the restart command started"
+                .into(),
+        );
     } else if status == Status::Skip {
         f.reason = s.error.clone().or(Some("no process found".into()));
     }
@@ -437,6 +446,15 @@ mod tests {
         for id in ["backlog:", "ports:", "session-memory:"] {
             assert_eq!(status(&fs, id).0, Status::Pass, "{id}");
         }
+    }
+
+    #[test]
+    fn memory_without_a_reading_before_the_restart_is_not_measured() {
+        let mut r = run(true);
+        r.server.rss_before_mb = None;
+        let (s, why) = status(&judge(&r), "session-memory:");
+        assert_eq!(s, Status::Skip);
+        assert!(why.unwrap().contains("not measured"));
     }
 
     #[test]
