@@ -568,10 +568,6 @@ pub struct IdleArgs {
     /// goes to every client).
     #[arg(long, value_name = "'POST URL'", value_parser = crate::bench::publisher::PublishVia::parse)]
     pub publish: Option<crate::bench::publisher::PublishVia>,
-    /// With --server: allow a host that is not loopback (the first line says what will
-    /// be sent). Its memory is read only when the server runs on this host.
-    #[arg(long)]
-    pub allow_remote: bool,
     /// With --server: write the measured cost per variant into this profile
     /// (memory_per_connection:), read by choose and audit.
     #[arg(long, value_name = "PROFILE")]
@@ -592,7 +588,7 @@ fn run_idle(a: IdleArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
         (a.pid.is_some(), "--pid"),
         (a.publish.is_some(), "--publish"),
         (a.save.is_some(), "--save"),
-        (a.allow_remote, "--allow-remote"),
+        (a.reach.allow_remote, "--allow-remote"),
     ] {
         if set {
             anyhow::bail!("{flag} needs --server URL");
@@ -690,7 +686,7 @@ fn run_conncost(a: IdleArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
         anyhow::bail!("--publish needs --activity N/s (e.g. 1/s)");
     }
     let url = a.server.clone().unwrap_or_default();
-    if a.allow_remote {
+    if a.reach.allow_remote {
         eprintln!(
             "bench idle --server: up to {target} connections per variant ({}) to {}",
             a.variants
@@ -713,7 +709,7 @@ fn run_conncost(a: IdleArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
         publish,
         connect_to: a.reach.connect_to,
         trust,
-        allow_remote: a.allow_remote,
+        allow_remote: a.reach.allow_remote,
         settle: a.settle,
         connect_timeout: a.connect_timeout,
     };
