@@ -189,13 +189,10 @@ impl Conn {
 
     fn consume(&mut self, rx: &mut Rx) {
         let Some(dec) = self.dec.as_mut() else {
-            // SSE: count events (a blank line ends one), keep the unfinished tail.
-            let text = std::mem::take(&mut self.pending);
-            let ends = text.windows(2).filter(|w| w == b"\n\n").count();
-            rx.messages += ends as u64;
-            if let Some(i) = text.iter().rposition(|&b| b == b'\n') {
-                self.pending = text[i..].to_vec();
-            }
+            // SSE: count events (a blank line ends one), keep what may start the next end.
+            let (ends, keep) = sse_event_ends(&self.pending);
+            rx.messages += ends;
+            self.pending.drain(..keep);
             return;
         };
         let mut out = Vec::new();
@@ -370,6 +367,35 @@ impl Drop for Holder {
     }
 }
 
+/// Events ended in `text` (a blank line: LF LF, CRLF CRLF or CR CR, as SSE allows all
+/// three line ends), counted left to right without overlap so that the chunked
+/// encoding's CRLF after an event is not one more; and where the unfinished tail
+/// starts: the line ends after the last event's (at most 3 bytes, a blank line's start).
+fn sse_event_ends(text: &[u8]) -> (u64, usize) {
+    let (mut n, mut i, mut after) = (0, 0, 0);
+    while i < text.len() {
+        let rest = &text[i..];
+        let len = if rest.starts_with(b"\r\n\r\n") {
+            4
+        } else if rest.starts_with(b"\n\n") || rest.starts_with(b"\r\r") {
+            2
+        } else {
+            i += 1;
+            continue;
+        };
+        n += 1;
+        i += len;
+        after = i;
+    }
+    let eols = text[after..]
+        .iter()
+        .rev()
+        .take(3)
+        .take_while(|&&b| b == b'\r' || b == b'\n')
+        .count();
+    (n, text.len() - eols)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -383,6 +409,29 @@ mod tests {
             addr: "127.0.0.1:8080".parse().unwrap(),
             path: "/ws".into(),
         }
+    }
+
+    #[test]
+    fn sse_events_end_at_lf_crlf_and_cr_blank_lines_across_reads() {
+        assert_eq!(sse_event_ends(b"data: a\n\ndata: b\n\n").0, 2);
+        assert_eq!(sse_event_ends(b"data: a\r\n\r\ndata: b\r\n\r\n").0, 2);
+        assert_eq!(sse_event_ends(b"data: a\r\rdata: b\r\r").0, 2);
+        // Chunked: the CRLF closing a chunk after an event's end is not an event.
+        assert_eq!(
+            sse_event_ends(b"data: a\r\n\r\n\r\n9\r\ndata: b\n\n\r\n").0,
+            2
+        );
+        // An end split over two reads is counted once, in the second.
+        let mut pending = Vec::new();
+        let mut total = 0;
+        for read in [&b"data: a\r\n"[..], b"\r", b"\ndata: b\r\n\r", b"\n"] {
+            pending.extend_from_slice(read);
+            let (n, keep) = sse_event_ends(&pending);
+            total += n;
+            pending.drain(..keep);
+            assert!(pending.len() <= 3, "{pending:?}");
+        }
+        assert_eq!(total, 2);
     }
 
     #[test]

@@ -40,24 +40,36 @@ pub fn parse(file: &str, text: &str) -> Result<Vec<Node>, ParseError> {
             meta("name").unwrap_or_default()
         );
         let mut found = Vec::new();
+        let mut pools = Vec::new();
         match kind {
-            "DestinationRule" => destination_rule(&v, &mut found),
+            "DestinationRule" => destination_rule(&v, &mut found, &mut pools),
             "EnvoyFilter" => envoy_keys(&v["spec"], &mut found),
             _ => continue,
         }
         let lines: Vec<&str> = doc.lines().collect();
+        let pool_lines: Vec<usize> = (0..lines.len())
+            .filter(|&i| lines[i].trim_start().starts_with("connectionPool:"))
+            .collect();
         let mut from = 0;
         let kids = found
             .into_iter()
-            .map(|(key, value)| {
-                // The key's line, in order of appearance (the same key may recur).
+            .enumerate()
+            .map(|(k, (key, value))| {
+                // A pool's key inside its own block (`http:` may come before `tcp:`).
+                let in_pool = pools.get(k).and_then(|&(n, pool)| {
+                    let at = child(&lines, *pool_lines.get(n)?, pool)?;
+                    child(&lines, at, "idleTimeout")
+                });
+                // Else the key's line, in order of appearance (the same key may recur).
                 let short = key.rsplit('.').next().unwrap_or(&key).to_string();
-                let at = lines[from.min(lines.len())..]
-                    .iter()
-                    .position(|l| l.trim_start().starts_with(&format!("{short}:")))
-                    .map(|i| from + i);
+                let at = in_pool.or_else(|| {
+                    lines[from.min(lines.len())..]
+                        .iter()
+                        .position(|l| l.trim_start().starts_with(&format!("{short}:")))
+                        .map(|i| from + i)
+                });
                 if let Some(i) = at {
-                    from = i + 1;
+                    from = from.max(i + 1);
                 }
                 Node {
                     name: key,
@@ -79,6 +91,30 @@ pub fn parse(file: &str, text: &str) -> Result<Vec<Node>, ParseError> {
     Ok(out)
 }
 
+fn indent(l: &str) -> usize {
+    l.len() - l.trim_start().len()
+}
+
+/// The line of `key:` in the block under line `at` (indented deeper, before the block
+/// ends at a line indented no deeper than `at`).
+fn child(lines: &[&str], at: usize, key: &str) -> Option<usize> {
+    let base = indent(lines.get(at)?);
+    let want = format!("{key}:");
+    for (i, l) in lines.iter().enumerate().skip(at + 1) {
+        let t = l.trim_start();
+        if t.is_empty() || t.starts_with('#') {
+            continue;
+        }
+        if indent(l) <= base {
+            return None;
+        }
+        if t.starts_with(&want) {
+            return Some(i);
+        }
+    }
+    None
+}
+
 fn scalar(v: &Value) -> Option<String> {
     match v {
         Value::String(s) => Some(s.clone()),
@@ -87,19 +123,30 @@ fn scalar(v: &Value) -> Option<String> {
     }
 }
 
-/// The connection pool idle timeouts of the top-level traffic policy and each subset's.
-fn destination_rule(v: &Value, out: &mut Vec<(String, String)>) {
+/// The connection pool idle timeouts of the top-level traffic policy and each subset's;
+/// `pools` gets, for each, which `connectionPool` (in order) and which pool it is in.
+fn destination_rule(
+    v: &Value,
+    out: &mut Vec<(String, String)>,
+    pools: &mut Vec<(usize, &'static str)>,
+) {
     let spec = &v["spec"];
     let mut policies = vec![&spec["trafficPolicy"]];
     if let Some(subsets) = spec["subsets"].as_sequence() {
         policies.extend(subsets.iter().map(|s| &s["trafficPolicy"]));
     }
+    let mut n = 0;
     for p in policies {
+        if p["connectionPool"].is_null() {
+            continue;
+        }
         for pool in ["tcp", "http"] {
             if let Some(t) = scalar(&p["connectionPool"][pool]["idleTimeout"]) {
                 out.push((format!("{pool}.idleTimeout"), t));
+                pools.push((n, pool));
             }
         }
+        n += 1;
     }
 }
 
@@ -143,6 +190,25 @@ mod tests {
             [
                 ("tcp.idleTimeout".into(), "30s".into(), 11),
                 ("http.idleTimeout".into(), "2h".into(), 13)
+            ]
+        );
+        // http before tcp in the file: each value at its own pool's line.
+        let swapped = text.replace(
+            "      tcp:\n        idleTimeout: 30s\n      http:\n        idleTimeout: 2h\n",
+            "      http:\n        idleTimeout: 2h\n      tcp:\n        idleTimeout: 30s\n",
+        );
+        assert_ne!(swapped, text);
+        let m = parse("dr.yaml", &swapped).unwrap();
+        let kids: Vec<(String, usize)> = m[0]
+            .children()
+            .iter()
+            .map(|c| (c.name.clone(), c.line))
+            .collect();
+        assert_eq!(
+            kids,
+            [
+                ("tcp.idleTimeout".into(), 13),
+                ("http.idleTimeout".into(), 11)
             ]
         );
         assert_eq!(n[1].label(), "envoyfilter default/idle");

@@ -49,8 +49,15 @@ const FIRST_CONNECTS: usize = 64;
 /// The bound on the first connects (a server that never answers ends it).
 const CONNECT_PHASE: Duration = Duration::from_secs(120);
 
+use rtcheck_base::os::signal::check_interrupted;
+
+/// What Ctrl-C (or SIGTERM) says: the run is given up, nothing keeps running.
+const STOPPED: &str = "rehearse interrupted; the clients and the restart command were stopped";
+
 /// Every policy's rehearsal, in turn.
 pub fn run(o: &Options) -> anyhow::Result<RehearseReport> {
+    // Ctrl-C and SIGTERM end the run through its loops: the hook's group is killed.
+    rtcheck_base::os::signal::install_interrupt_handler();
     let (_, hard) = rtcheck_base::os::limits::raise_nofile_to_hard()?;
     rtcheck_base::os::limits::check_fd_budget(o.connections, hard)?;
     let tls = o
@@ -66,6 +73,7 @@ pub fn run(o: &Options) -> anyhow::Result<RehearseReport> {
             // The next rehearsal starts from a settled server.
             std::thread::sleep(o.settle);
         }
+        check_interrupted(STOPPED)?;
         runs.push(rt.block_on(one(o, *p, tls.clone()))?);
     }
     rt.shutdown_timeout(Duration::from_millis(500));
@@ -125,9 +133,14 @@ async fn one(o: &Options, p: Reconnect, tls: Option<crate::sys::tls::Tls>) -> an
     let connected = || tasks.iter().filter(|t| !t.is_finished()).count();
     let settle_until = Instant::now() + CONNECT_PHASE;
     while sh.started.load(Ordering::Relaxed) < o.connections && Instant::now() < settle_until {
+        check_interrupted(STOPPED)?;
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    tokio::time::sleep(o.settle).await;
+    let settled = Instant::now() + o.settle;
+    while Instant::now() < settled {
+        check_interrupted(STOPPED)?;
+        tokio::time::sleep(Duration::from_millis(50).min(o.settle)).await;
+    }
     let before = connected() as u64;
     let sampler = Sampler::start(o.watch, o.pids.clone(), sh.t0);
     let netstat_before = crate::sys::netstat::read(std::path::Path::new("/proc"));
@@ -141,8 +154,16 @@ async fn one(o: &Options, p: Reconnect, tls: Option<crate::sys::tls::Tls>) -> an
         ),
     );
     let (cmd, limit) = (o.restart.clone(), o.restart_timeout);
-    let hook_task = tokio::task::spawn_blocking(move || hook::run(&cmd, limit));
+    // Dropped on every way out of here (an error, Ctrl-C): a hook still running is killed.
+    let group = hook::Group::default();
+    let g = group.clone();
+    let hook_task = tokio::task::spawn_blocking(move || hook::run_in(&cmd, limit, &g));
     let timed_out = wait_wave(&sh, &hook_task, o).await;
+    if rtcheck_base::os::signal::interrupted() {
+        group.kill();
+        let _ = stop_tx.send(2);
+        check_interrupted(STOPPED)?;
+    }
     let measured_ms = sh.t0.elapsed().as_secs_f64() * 1000.0 - hook_ms;
     let netstat_after = crate::sys::netstat::read(std::path::Path::new("/proc"));
     let _ = stop_tx.send(2);
@@ -200,7 +221,17 @@ async fn wait_wave(
         if Instant::now() >= deadline {
             return true;
         }
+        if rtcheck_base::os::signal::interrupted() {
+            return false;
+        }
     }
+}
+
+/// `ip` is this host's: loopback, unspecified, or an address a socket can bind to here.
+fn on_this_host(ip: std::net::IpAddr) -> bool {
+    rtcheck_base::os::addr::is_loopback(ip)
+        || ip.is_unspecified()
+        || std::net::UdpSocket::bind((ip, 0)).is_ok()
 }
 
 /// Clients away now: dropped and not yet back (counted from the shared counters).
@@ -231,6 +262,15 @@ fn summarize(
         }
     }
     let listen = match (nb, na) {
+        // This host's counters say nothing of a server elsewhere (--allow-remote).
+        _ if !on_this_host(o.watch.ip()) => Listen {
+            listen_overflows: None,
+            listen_drops: None,
+            error: Some(format!(
+                "the server {} is not on this host: this host's accept-queue counters are not its own (run rehearse on the server's host, or --server-addr)",
+                o.watch
+            )),
+        },
         (Ok(b), Ok(a)) => Listen {
             listen_overflows: Some(a.overflows.saturating_sub(b.overflows)),
             listen_drops: Some(a.drops.saturating_sub(b.drops)),
@@ -323,11 +363,21 @@ impl Sampler {
             .take()
             .and_then(|t| t.join().ok())
             .unwrap_or_else(|| empty_series(Some("the sampler stopped".into())));
+        (s.rss_before_mb, s.fds_before) = before(&s.series, hook_ms);
         for p in &mut s.series {
             p.0 -= hook_ms;
         }
         s
     }
+}
+
+/// The "before": the last reading taken before the restart command started (ms since
+/// t0 < `hook_ms`), none when the process was first read after it.
+fn before(series: &[(f64, f64, u64)], hook_ms: f64) -> (Option<f64>, Option<u64>) {
+    series
+        .iter()
+        .rfind(|p| p.0 < hook_ms)
+        .map_or((None, None), |p| (Some(p.1), Some(p.2)))
 }
 
 fn empty_series(error: Option<String>) -> ServerSeries {
@@ -390,8 +440,6 @@ fn sample_loop(
         std::thread::sleep(Duration::from_millis(200));
     }
     out.samples = out.series.len() as u64;
-    out.rss_before_mb = out.series.first().map(|p| p.1);
-    out.fds_before = out.series.first().map(|p| p.2);
     out.rss_end_mb = out.series.last().map(|p| p.1);
     out.rss_peak_mb = out.series.iter().map(|p| p.1).reduce(f64::max);
     out.fds_peak = out.series.iter().map(|p| p.2).max();
@@ -399,4 +447,25 @@ fn sample_loop(
         out.error = last_error;
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_this_hosts_addresses_are_on_this_host() {
+        assert!(on_this_host("127.0.0.1".parse().unwrap()));
+        assert!(on_this_host("::1".parse().unwrap()));
+        // TEST-NET-3: never a local address.
+        assert!(!on_this_host("203.0.113.7".parse().unwrap()));
+    }
+
+    #[test]
+    fn the_before_reading_precedes_the_restart_or_is_none() {
+        let s = [(100.0, 10.0, 5), (300.0, 11.0, 6), (600.0, 50.0, 9)];
+        assert_eq!(before(&s, 400.0), (Some(11.0), Some(6)));
+        assert_eq!(before(&s, 50.0), (None, None));
+        assert_eq!(before(&[], 50.0), (None, None));
+    }
 }

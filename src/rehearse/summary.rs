@@ -61,9 +61,14 @@ pub fn failed(clients: &[ClientOut]) -> BTreeMap<String, u64> {
     m
 }
 
+/// Seqs a client still connected at the end may trail the others by (in flight when the
+/// clients were stopped); more is a client that silently stopped receiving.
+pub const IN_FLIGHT: u64 = 5;
+
 /// Delivery by seq. Each epoch's span ends at the highest seq any client saw in it; in
-/// a client's last epoch it ends at the client's own highest (connected: the rest was in
-/// flight; still away at the end: `all-back` fails for it, its loss is not delivery's). Later epochs start at 1: a new history owes its
+/// a client's last epoch, connected at the end, it ends there less [`IN_FLIGHT`] (the
+/// rest was in flight); still away at the end, at its own highest (`all-back` fails for
+/// it, its loss is not delivery's). Later epochs start at 1: a new history owes its
 /// client every seq; a reset marker announces the old epoch's tail as lost.
 pub fn delivery(clients: &[ClientOut]) -> Delivery {
     let mut end: HashMap<String, u64> = HashMap::new();
@@ -96,9 +101,12 @@ pub fn delivery(clients: &[ClientOut]) -> Delivery {
         for (i, &(at, s)) in segs.iter().enumerate() {
             let last = i + 1 == segs.len();
             let got = s.seqs.iter().copied().max().unwrap_or(0);
-            let hi = match last {
-                true => got,
-                false => end.get(&key(&s.epoch, at)).copied().unwrap_or(got),
+            let epoch_end = end.get(&key(&s.epoch, at)).copied().unwrap_or(got);
+            let hi = match (last, c.connected_at_end) {
+                // Connected at the end: owed what the others saw, but the last few.
+                (true, true) => got.max(epoch_end.saturating_sub(IN_FLIGHT)),
+                (true, false) => got,
+                (false, _) => epoch_end,
             };
             let mut gaps = s.gaps.clone();
             // The next segment opened with a reset marker: this epoch's tail was told.
@@ -191,6 +199,23 @@ mod tests {
         let dup = client(vec![seg("", &[1, 2, 2, 4, 3], false)], true);
         let d = delivery(&[dup]);
         assert_eq!((d.duplicated, d.out_of_order, d.lost), (1, 1, 0));
+    }
+
+    #[test]
+    fn a_connected_client_that_silently_stopped_receiving_counts_its_loss() {
+        let all: Vec<u64> = (1..=100).collect();
+        let full = client(vec![seg("", &all, false)], true);
+        // Stopped receiving at 40 while still connected: 41..=95 lost silently.
+        let stuck = client(vec![seg("", &all[..40], false)], true);
+        let d = delivery(&[full.clone(), stuck]);
+        assert_eq!(d.lost_silently, 100 - IN_FLIGHT - 40, "{d:?}");
+        assert_eq!(d.clients_lost_silently, 1);
+        // A few behind at the end: in flight, not lost.
+        let behind = client(vec![seg("", &all[..97], false)], true);
+        assert_eq!(delivery(&[full.clone(), behind]).lost, 0);
+        // Still away at the end: all-back's, not delivery's.
+        let away = client(vec![seg("", &all[..40], false)], false);
+        assert_eq!(delivery(&[full, away]).lost, 0);
     }
 
     #[test]

@@ -24,6 +24,14 @@ fn finding(run: &Run, id: &str, title: &str, status: Status, observed: String) -
     }
 }
 
+/// Why backlog, ports and session memory are not judged when nothing dropped.
+const NO_DROP: &str = "no client dropped after the restart began: there was no wave to measure";
+
+/// `Some(Skip)` when no client dropped: the wave's checks measured nothing.
+fn nothing_dropped(run: &Run) -> Option<Status> {
+    (run.wave.dropped == 0).then_some(Status::Skip)
+}
+
 fn fix(f: &mut Finding, summary: &str, runtime: &[&str]) {
     f.fix = Fix {
         summary: summary.into(),
@@ -169,6 +177,7 @@ fn backlog(run: &Run) -> Finding {
         ),
         _ => (Status::Skip, "the host's counters were not read".into()),
     };
+    let status = nothing_dropped(run).unwrap_or(status);
     let mut f = finding(
         run,
         "backlog",
@@ -179,7 +188,11 @@ fn backlog(run: &Run) -> Finding {
     f.expected = "no accept-queue overflow while the clients come back".into();
     f.rule = "a listen backlog shorter than the reconnect burst drops SYNs: clients wait for their SYN retransmit (1 s, 3 s...) and the wave stretches".into();
     if status == Status::Skip {
-        f.reason = l.error.clone();
+        f.reason = if run.wave.dropped == 0 {
+            Some(NO_DROP.into())
+        } else {
+            l.error.clone()
+        };
     }
     if status == Status::Fail {
         fix(
@@ -198,7 +211,11 @@ fn ports(run: &Run) -> Finding {
         .get("eaddrnotavail")
         .copied()
         .unwrap_or(0);
-    let status = if n > 0 { Status::Fail } else { Status::Pass };
+    let status = match nothing_dropped(run) {
+        Some(s) if n == 0 => s,
+        _ if n > 0 => Status::Fail,
+        _ => Status::Pass,
+    };
     let mut f = finding(
         run,
         "ports",
@@ -209,6 +226,9 @@ fn ports(run: &Run) -> Finding {
     f.expected = "no connect fails for want of a local port".into();
     f.rule = "every closed connection holds its port in TIME_WAIT for 60 s; reopening many at once to one address runs out".into();
     f.evidence = vec![reference("ephemeral-ports"), reference("tw-sockstat")];
+    if status == Status::Skip {
+        f.reason = Some(NO_DROP.into());
+    }
     if n > 0 {
         fix(
             &mut f,
@@ -297,8 +317,14 @@ fn memory(run: &Run) -> Finding {
                 s.fds_peak.map_or("-".into(), |v| v.to_string())
             ),
         ),
+        (None, Some(_)) => (
+            Status::Skip,
+            "the server's memory before the restart was not measured (first read after the restart command started)".into(),
+        ),
         _ => (Status::Skip, "the server's process was not read".into()),
     };
+    let no_drop = nothing_dropped(run).is_some();
+    let status = if no_drop { Status::Skip } else { status };
     let mut f = finding(
         run,
         "session-memory",
@@ -309,7 +335,14 @@ fn memory(run: &Run) -> Finding {
     f.expected = "memory held for disconnected clients bounded (sessions expire)".into();
     f.rule = "sessions kept for disconnected clients add up: 10,000 of them held 830 MB".into();
     f.evidence = vec![reference("session-expiry"), reference("session-ack")];
-    if status == Status::Skip {
+    if no_drop {
+        f.reason = Some(NO_DROP.into());
+    } else if s.rss_before_mb.is_none() && s.rss_peak_mb.is_some() {
+        f.reason = Some(
+            "not measured: no reading of the server's process before the restart command started"
+                .into(),
+        );
+    } else if status == Status::Skip {
         f.reason = s.error.clone().or(Some("no process found".into()));
     }
     if let (Some(a), Some(p)) = (s.rss_before_mb, s.rss_peak_mb) {
@@ -328,4 +361,112 @@ fn memory(run: &Run) -> Finding {
         }
     }
     f
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::model::{Delivery, Drain, Listen, ServerSeries};
+    use super::super::{hook::HookRun, policy::Reconnect, wave};
+    use super::*;
+
+    fn run(dropped: bool) -> Run {
+        let outages = if dropped {
+            vec![wave::Outage {
+                dropped_ms: 10.0,
+                back_ms: Some(20.0),
+            }]
+        } else {
+            vec![]
+        };
+        let w = wave::measure(&outages);
+        Run {
+            name: "fixed".into(),
+            reconnect: Reconnect::Fixed { delay_ms: 1000 },
+            connected: 1,
+            dropped_before_restart: 0,
+            away_at_restart: 0,
+            connect_errors: vec![],
+            hook: HookRun {
+                command: "true".into(),
+                exit_code: Some(0),
+                timed_out: false,
+                took_ms: 1.0,
+                output: String::new(),
+                ok: true,
+                error: None,
+            },
+            first_drop_ms: None,
+            measured_ms: 100.0,
+            timed_out: false,
+            drain: Drain::default(),
+            back_50_ms: w.back_50_ms,
+            back_95_ms: w.back_95_ms,
+            back_100_ms: w.back_100_ms,
+            peak_connects_per_s: w.peak_connects_per_s,
+            wave: w,
+            lost_silently: 0,
+            gave_up: 0,
+            failed_connects: Default::default(),
+            listen: Listen {
+                listen_overflows: Some(0),
+                listen_drops: Some(0),
+                error: None,
+            },
+            server: ServerSeries {
+                found_by: vec![],
+                samples: 2,
+                rss_before_mb: Some(10.0),
+                rss_peak_mb: Some(10.0),
+                rss_end_mb: Some(10.0),
+                fds_before: Some(5),
+                fds_peak: Some(5),
+                series: vec![],
+                error: None,
+            },
+            delivery: Delivery::default(),
+            valid: true,
+            notes: vec![],
+        }
+    }
+
+    fn status(fs: &[Finding], id: &str) -> (Status, Option<String>) {
+        let f = fs.iter().find(|f| f.id.starts_with(id)).unwrap();
+        (f.status, f.reason.clone())
+    }
+
+    #[test]
+    fn nothing_dropped_skips_backlog_ports_and_memory_with_the_reason() {
+        let fs = judge(&run(false));
+        for id in ["backlog:", "ports:", "session-memory:"] {
+            let (s, why) = status(&fs, id);
+            assert_eq!(s, Status::Skip, "{id}");
+            assert!(why.unwrap().contains("no client dropped"), "{id}");
+        }
+        let fs = judge(&run(true));
+        for id in ["backlog:", "ports:", "session-memory:"] {
+            assert_eq!(status(&fs, id).0, Status::Pass, "{id}");
+        }
+    }
+
+    #[test]
+    fn memory_without_a_reading_before_the_restart_is_not_measured() {
+        let mut r = run(true);
+        r.server.rss_before_mb = None;
+        let (s, why) = status(&judge(&r), "session-memory:");
+        assert_eq!(s, Status::Skip);
+        assert!(why.unwrap().contains("not measured"));
+    }
+
+    #[test]
+    fn counters_not_this_hosts_skip_the_backlog() {
+        let mut r = run(true);
+        r.listen = Listen {
+            listen_overflows: None,
+            listen_drops: None,
+            error: Some("the server 203.0.113.7:80 is not on this host".into()),
+        };
+        let (s, why) = status(&judge(&r), "backlog:");
+        assert_eq!(s, Status::Skip);
+        assert!(why.unwrap().contains("not on this host"));
+    }
 }
