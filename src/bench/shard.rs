@@ -37,6 +37,19 @@ impl Shard {
         Ok(Shard { index, count })
     }
 
+    /// The same bounds as [`Shard::parse`], for a shard read back from a file (serde
+    /// builds it without them).
+    pub fn check(self) -> Result<Shard, String> {
+        if self.count == 0 || self.count > MAX_SHARDS || self.index == 0 || self.index > self.count
+        {
+            return Err(format!(
+                "shard {}/{}: I must be 1..=N and N 1..={MAX_SHARDS}",
+                self.index, self.count
+            ));
+        }
+        Ok(self)
+    }
+
     /// This shard's share of `total`: the first `total % N` shards hold one more, so the
     /// shares add up to `total` exactly.
     pub fn share(self, total: u64) -> u64 {
@@ -83,10 +96,37 @@ pub fn decode(s: &str) -> Result<Histogram<u64>, String> {
     let bytes = base64::engine::general_purpose::STANDARD
         .decode(s.trim())
         .map_err(|e| format!("histogram: not base64 ({e})"))?;
+    check_v2_header(&bytes)?;
     let h: Histogram<u64> = Deserializer::new()
         .deserialize(&mut bytes.as_slice())
         .map_err(|e| format!("histogram: not an HdrHistogram V2 ({e:?})"))?;
     Ok(h)
+}
+
+/// The V2 header's own claims against the bytes present, before hdrhistogram trusts them
+/// (it sizes its buffer by the header's payload length: up to 4 GiB from a few bytes).
+/// Only the plain V2 encoding [`encode`] writes is accepted.
+fn check_v2_header(bytes: &[u8]) -> Result<(), String> {
+    const V2_COOKIE: u32 = 0x1c84_9303 | 0x10;
+    const HEADER: usize = 40;
+    let be32 = |at: usize| {
+        bytes
+            .get(at..at + 4)
+            .map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+    };
+    let (Some(cookie), Some(payload_len)) = (be32(0), be32(4)) else {
+        return Err("histogram: not an HdrHistogram V2 (too short)".into());
+    };
+    if cookie != V2_COOKIE {
+        return Err("histogram: not an HdrHistogram V2 (unknown cookie)".into());
+    }
+    let present = bytes.len().saturating_sub(HEADER);
+    if bytes.len() < HEADER || payload_len as usize > present {
+        return Err(format!(
+            "histogram: truncated HdrHistogram V2 (header says {payload_len} payload bytes, {present} present)"
+        ));
+    }
+    Ok(())
 }
 
 /// What `bench fanout --shard I/N` writes (JSON, `--save-json`): its report (one run),
@@ -119,6 +159,9 @@ pub fn problems(files: &[ShardFile]) -> Vec<String> {
         return vec!["no shard files".into()];
     };
     let count = first.result.shard.count;
+    if let Err(e) = first.result.shard.check() {
+        return vec![format!("{}: {e}", first.path)];
+    }
     let mut seen = vec![false; count as usize];
     for f in files {
         let (r, s) = (&f.result.report, f.result.shard);
@@ -129,7 +172,15 @@ pub fn problems(files: &[ShardFile]) -> Vec<String> {
             ));
             continue;
         }
-        if std::mem::replace(&mut seen[s.index as usize - 1], true) {
+        // The reader checked 1 <= I <= N; a result built otherwise is refused, not indexed.
+        let slot = (s.index as usize)
+            .checked_sub(1)
+            .and_then(|i| seen.get_mut(i));
+        let Some(slot) = slot else {
+            out.push(format!("{}: shard {s}: I must be 1..=N", f.path));
+            continue;
+        };
+        if std::mem::replace(slot, true) {
             out.push(format!("{}: shard {s} given twice", f.path));
         }
         let f0 = &first.result.report;
@@ -417,5 +468,28 @@ mod tests {
         assert_eq!(m.len(), all.len());
         assert!(decode("not base64!").is_err());
         assert!(decode("aGVsbG8=").is_err());
+    }
+
+    #[test]
+    fn a_header_claiming_more_payload_than_present_is_refused() {
+        let mut bytes = base64::engine::general_purpose::STANDARD
+            .decode(encode(&super::super::stats::new_hist()))
+            .unwrap();
+        // payload_len = u32::MAX: hdrhistogram would allocate 4 GiB before reading.
+        bytes[4..8].copy_from_slice(&u32::MAX.to_be_bytes());
+        let e = decode(&base64::engine::general_purpose::STANDARD.encode(&bytes)).unwrap_err();
+        assert!(e.contains("truncated"), "{e}");
+        // Compressed V2 (another cookie) is not what shards write: refused.
+        bytes[0..4].copy_from_slice(&(0x1c84_9304u32 | 0x10).to_be_bytes());
+        let e = decode(&base64::engine::general_purpose::STANDARD.encode(&bytes)).unwrap_err();
+        assert!(e.contains("cookie"), "{e}");
+    }
+
+    #[test]
+    fn shards_read_back_out_of_bounds_are_refused_without_panic() {
+        for (index, count) in [(0, 2), (3, 2), (1, 0), (1, u32::MAX)] {
+            assert!(Shard { index, count }.check().is_err(), "{index}/{count}");
+        }
+        assert!(Shard { index: 2, count: 2 }.check().is_ok());
     }
 }

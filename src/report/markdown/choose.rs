@@ -50,7 +50,10 @@ pub fn render(r: &Recommendation) -> String {
          | sessions per machine | {} | {} |\n\
          | RAM per machine ({} connections) | {} | {} per connection: {} |\n",
         crate::choose::sizing::fmt_figure(z.ring_bytes, z.is_saturated("ring_bytes")),
-        crate::choose::sizing::fmt_figure(z.session_bytes_per_client, z.is_saturated("session_bytes_per_client")),
+        crate::choose::sizing::fmt_figure(
+            z.session_bytes_per_client,
+            z.is_saturated("session_bytes_per_client")
+        ),
         fmt_num(r.profile.connections as f64),
         crate::choose::sizing::fmt_figure(
             z.sessions_worst_case_bytes,
@@ -74,7 +77,10 @@ pub fn render(r: &Recommendation) -> String {
             )
         },
         fmt_num(z.connections_per_machine as f64),
-        crate::choose::sizing::fmt_figure(z.ram_bytes_per_machine, z.is_saturated("ram_bytes_per_machine")),
+        crate::choose::sizing::fmt_figure(
+            z.ram_bytes_per_machine,
+            z.is_saturated("ram_bytes_per_machine")
+        ),
         fmt_bytes(z.per_connection_bytes),
         if z.per_connection_source.is_empty() {
             crate::choose::sizing::seed_source()
