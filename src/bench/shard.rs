@@ -64,11 +64,14 @@ impl std::fmt::Display for Shard {
     }
 }
 
+/// Latest `--start-at` in unix seconds (year 2286): its ns and a margin fit a u64.
+const MAX_START_AT_S: f64 = 1e10;
+
 /// `--start-at TIME`: unix seconds (fractions allowed) or RFC 3339, as ns since the epoch.
 pub fn parse_start_at(s: &str) -> Result<u64, String> {
     let t = s.trim();
     if let Ok(secs) = t.parse::<f64>() {
-        if secs.is_finite() && secs > 0.0 && secs < 1e11 {
+        if secs.is_finite() && secs > 0.0 && secs < MAX_START_AT_S {
             return Ok((secs * 1e9) as u64);
         }
         return Err(format!("{s}: not a unix time in seconds"));
@@ -76,9 +79,13 @@ pub fn parse_start_at(s: &str) -> Result<u64, String> {
     let at = humantime::parse_rfc3339(t).map_err(|e| {
         format!("{s}: expected unix seconds or RFC 3339 in UTC (2026-12-06T20:00:00Z): {e}")
     })?;
-    at.duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .map_err(|_| format!("{s}: before 1970"))
+    let d = at
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_err(|_| format!("{s}: before 1970"))?;
+    if d.as_secs_f64() >= MAX_START_AT_S {
+        return Err(format!("{s}: too far in the future"));
+    }
+    Ok(d.as_nanos() as u64)
 }
 
 /// A histogram as base64 of its V2 serialization (what a shard's JSON carries).
@@ -442,6 +449,11 @@ mod tests {
             1_700_000_000_000_000_000
         );
         assert!(parse_start_at("tomorrow").is_err());
+        // ns of these would not fit a u64 (or leave no room to add a second).
+        for far in ["99999999999", "1e11", "9999-12-31T23:59:59Z"] {
+            assert!(parse_start_at(far).is_err(), "{far}");
+        }
+        assert!(parse_start_at("9999999999").unwrap() < u64::MAX - 4_000_000_000_000);
     }
 
     #[test]

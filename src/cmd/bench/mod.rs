@@ -396,9 +396,11 @@ fn run_fanout(a: FanoutArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
     if a.reach.allow_remote && a.server.is_none() {
         anyhow::bail!("--allow-remote goes with --server (the embedded server runs here)");
     }
-    if let Some(plan) = fanout::remote_plan(&opts) {
+    if opts.remote {
         // Refusals first (one line, nothing sent), then what will be sent.
         fanout::validate(&opts)?;
+    }
+    if let Some(plan) = fanout::remote_plan(&opts) {
         if let Some(to) = opts.connect_to {
             crate::sys::control::consent_remote(to);
         }
