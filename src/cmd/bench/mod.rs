@@ -786,12 +786,26 @@ fn emit_k8s(a: &FanoutArgs) -> anyhow::Result<ExitCode> {
     if a.shard.is_some() || a.start_at.is_some() || a.coordinate.is_none() {
         anyhow::bail!("--emit k8s-job: give --coordinate redis://... (the pods meet there and start together; the Job sets --shard)");
     }
+    // Flags every pod would fail on: refused here rather than in N pods.
+    if !a.thresholds.is_empty() {
+        anyhow::bail!("--emit k8s-job: --threshold is judged once over every shard: give it to rtcheck bench merge");
+    }
+    if a.pid.is_some() {
+        anyhow::bail!(
+            "--emit k8s-job: --pid names a process on this host, not in the pods; leave it out"
+        );
+    }
+    if a.reach.connect_to.is_some() {
+        anyhow::bail!("--emit k8s-job: --connect-to is an address seen from this host; leave it out (the pods resolve --server)");
+    }
+    let publish_secret = matches!(a.publish, crate::bench::publisher::PublishVia::Post { .. });
     let spec = k8s::JobSpec {
         name: a.job_name.clone(),
         image: a.image.clone(),
         shards,
         connections_per_shard: a.connections.div_ceil(u64::from(shards)),
-        args: pod_args(std::env::args().collect()),
+        args: pod_args(std::env::args().collect(), publish_secret),
+        publish_secret,
     };
     let yaml = serde_yaml::to_string(&k8s::job(&spec))?;
     let text = format!("{}---\n{yaml}", k8s::steps(&spec));
@@ -802,11 +816,13 @@ fn emit_k8s(a: &FanoutArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// This command's flags after `fanout`, without those the Job sets or that say where
-/// this process's output goes, shell-quoted.
-fn pod_args(argv: Vec<String>) -> Vec<String> {
-    const DROP_VALUE: [&str; 11] = [
+/// This command's flags after `fanout`, without those the Job sets, those that come from
+/// the Secret (--server, --coordinate, a POST --publish: `publish_secret`) or that say
+/// where this process's output goes, shell-quoted.
+fn pod_args(argv: Vec<String>, publish_secret: bool) -> Vec<String> {
+    const DROP_VALUE: [&str; 12] = [
         "--server",
+        "--coordinate",
         "--image",
         "--job-name",
         "--format",
@@ -826,7 +842,7 @@ fn pod_args(argv: Vec<String>) -> Vec<String> {
         if arg == "--emit" {
             it.next();
             it.next();
-        } else if DROP_VALUE.contains(&name) {
+        } else if DROP_VALUE.contains(&name) || (publish_secret && name == "--publish") {
             if !arg.contains('=') {
                 it.next();
             }
