@@ -150,6 +150,9 @@ pub struct ShardResult {
     pub start_at_ns: Option<u64>,
     #[serde(default)]
     pub clock: Option<ClockOffset>,
+    /// `--run-id` of a coordinated run (`--coordinate`): shards of one run share it.
+    #[serde(default)]
+    pub run_id: Option<String>,
 }
 
 /// One shard's file as `bench merge` read it.
@@ -220,11 +223,75 @@ pub fn problems(files: &[ShardFile]) -> Vec<String> {
             ));
         }
     }
+    out.extend(other_runs(files));
     for (i, _) in seen.iter().enumerate().filter(|(_, s)| !**s) {
         out.push(format!(
             "shard {}/{count} missing (not given, killed, or it wrote no result)",
             i + 1
         ));
+    }
+    out
+}
+
+/// Shards that cannot be of one run: another start time or run id than the first's, or
+/// connection / slow-client counts that are not the shares of one total (the first
+/// `total % N` shards hold one more: by index, never rising, at most 1 apart).
+fn other_runs(files: &[ShardFile]) -> Vec<String> {
+    let mut out = Vec::new();
+    let Some(first) = files.first() else {
+        return out;
+    };
+    let f0 = &first.result;
+    for f in &files[1..] {
+        let (r, s) = (&f.result, f.result.shard);
+        if r.start_at_ns != f0.start_at_ns {
+            out.push(format!(
+                "{}: shard {s} started at another time than {} (another run)",
+                f.path, first.path
+            ));
+        }
+        if r.run_id != f0.run_id {
+            out.push(format!(
+                "{}: shard {s} has another run id than {} (another run)",
+                f.path, first.path
+            ));
+        }
+    }
+    let mut by_index: Vec<(u32, &ScenarioResult, &str)> = files
+        .iter()
+        .filter_map(|f| {
+            let one = f.result.report.scenarios.first()?;
+            Some((f.result.shard.index, one, f.path.as_str()))
+        })
+        .collect();
+    by_index.sort_by_key(|(i, _, _)| *i);
+    type Count = fn(&ScenarioResult) -> u64;
+    let counts: [(&str, Count); 2] = [
+        ("connections", |s| s.connections),
+        ("slow clients", |s| s.slow_clients),
+    ];
+    for (what, get) in counts {
+        let (Some(hi), Some(lo)) = (by_index.first(), by_index.last()) else {
+            continue;
+        };
+        let rising = by_index.windows(2).find(|w| get(w[1].1) > get(w[0].1));
+        if let Some(w) = rising {
+            out.push(format!(
+                "{}: {} {what}, more than shard {} ({}): not the shares of one total",
+                w[1].2,
+                get(w[1].1),
+                w[0].0,
+                get(w[0].1)
+            ));
+        } else if get(hi.1) - get(lo.1) > 1 {
+            out.push(format!(
+                "{}: {} {what} against {} in {}: not the shares of one total",
+                lo.2,
+                get(lo.1),
+                get(hi.1),
+                hi.2
+            ));
+        }
     }
     out
 }
@@ -495,6 +562,69 @@ mod tests {
         bytes[0..4].copy_from_slice(&(0x1c84_9304u32 | 0x10).to_be_bytes());
         let e = decode(&base64::engine::general_purpose::STANDARD.encode(&bytes)).unwrap_err();
         assert!(e.contains("cookie"), "{e}");
+    }
+
+    fn file(index: u32, count: u32, connections: u64, slow: u64) -> ShardFile {
+        let mut one = merged_run(&[], &super::super::stats::new_hist());
+        (one.connections, one.slow_clients) = (connections, slow);
+        ShardFile {
+            path: format!("s{index}.json"),
+            result: ShardResult {
+                report: BenchReport {
+                    command: "bench fanout".into(),
+                    server: "ws://10.0.0.1/ws".into(),
+                    connections,
+                    rounds: 20,
+                    size: 64,
+                    rate: 10.0,
+                    slow,
+                    host_cores: 2,
+                    scenarios: vec![one],
+                    valid: true,
+                    app_protocol: None,
+                },
+                shard: Shard { index, count },
+                histogram: Some(encode(&super::super::stats::new_hist())),
+                start_at_ns: Some(1),
+                clock: None,
+                run_id: Some("r1".into()),
+            },
+        }
+    }
+
+    #[test]
+    fn shards_of_other_runs_or_inconsistent_shares_are_named() {
+        // 1,201 over 3: 401, 400, 400; 5 slow: 2, 2, 1.
+        let ok = || vec![file(1, 3, 401, 2), file(2, 3, 400, 2), file(3, 3, 400, 1)];
+        assert!(other_runs(&ok()).is_empty(), "{:?}", other_runs(&ok()));
+        // A missing shard leaves the others consistent.
+        assert!(other_runs(&ok()[1..]).is_empty());
+        let mut v = ok();
+        v[2].result.start_at_ns = Some(2);
+        v[1].result.run_id = Some("r0".into());
+        let why = other_runs(&v).join("; ");
+        assert!(
+            why.contains("s3.json: shard 3/3 started at another time"),
+            "{why}"
+        );
+        assert!(
+            why.contains("s2.json: shard 2/3 has another run id"),
+            "{why}"
+        );
+        let mut v = ok();
+        v[2].result.report.scenarios[0].connections = 401;
+        let why = other_runs(&v).join("; ");
+        assert!(
+            why.contains("s3.json: 401 connections, more than shard 2"),
+            "{why}"
+        );
+        let mut v = ok();
+        v[0].result.report.scenarios[0].connections = 600;
+        let why = other_runs(&v).join("; ");
+        assert!(why.contains("not the shares of one total"), "{why}");
+        // And the merge is invalid with the reason.
+        let r = merge(&v);
+        assert!(!r.valid && r.scenarios[0].notes.iter().any(|n| n.contains("shares")));
     }
 
     #[test]

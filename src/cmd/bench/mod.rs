@@ -421,6 +421,7 @@ fn run_fanout(a: FanoutArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
             histogram,
             start_at_ns: a.start_at,
             clock,
+            run_id: a.coordinate.is_some().then(|| a.run_id.clone()),
         };
         return emit_shard(&r, &a, ctx);
     }
