@@ -758,7 +758,17 @@ fn run_one(run: Run, a: &FanoutOptions) -> anyhow::Result<(ScenarioResult, Shard
     let mut coord = coordinate(a)?;
     let mut args = loadgen_args(a, slow, &sched);
     if let Some((_, own, correction)) = &coord {
-        args.extend(["--clock-correction-us".to_string(), correction.to_string()]);
+        // The correction is own offset minus the publisher's: its uncertainty is this
+        // shard's bound plus the publisher's, which is not shared but must be within the
+        // tolerance (else the merge is invalid anyway).
+        let uncertainty_us =
+            ((own.uncertainty_ms + super::coordinate::TOLERANCE_MS) * 1000.0).ceil() as u64;
+        args.extend([
+            "--clock-correction-us".to_string(),
+            correction.to_string(),
+            "--clock-uncertainty-us".to_string(),
+            uncertainty_us.to_string(),
+        ]);
         if !own.within_tolerance {
             eprintln!("shard clock: offset to the coordinator {:.1} ms +/- {:.1} ms: beyond the tolerance, this shard's result will make the merge invalid", own.offset_ms, own.uncertainty_ms);
         }

@@ -114,6 +114,9 @@ pub struct LoadgenArgs {
     /// A coordinated shard's clock correction (us), added to every latency.
     #[arg(long, default_value_t = 0, allow_negative_numbers = true, hide = true)]
     pub clock_correction_us: i64,
+    /// Its uncertainty (us): corrected latencies below 0 by more make the run invalid.
+    #[arg(long, hide = true)]
+    pub clock_uncertainty_us: Option<u64>,
     #[arg(long, value_name = "A[,B...]", value_parser = crate::bench::target::Sources::parse, hide = true)]
     pub source_ip: Option<crate::bench::target::Sources>,
 }
@@ -144,6 +147,7 @@ impl LoadgenArgs {
                 event: self.event.clone(),
             },
             clock_correction_us: self.clock_correction_us,
+            clock_uncertainty_us: self.clock_uncertainty_us,
             sources: self.source_ip.clone().map(|s| s.0).unwrap_or_default(),
         }
     }
