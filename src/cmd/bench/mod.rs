@@ -299,7 +299,8 @@ pub struct FanoutArgs {
     #[arg(long, value_name = "URL", help_heading = SHARDS)]
     pub coordinate: Option<String>,
     /// The run's name on the --coordinate Redis (the same on every shard; one run at a
-    /// time per name).
+    /// time per name: a name still held by a run in progress, or by one killed within
+    /// the hour, is refused).
     #[arg(long, value_name = "NAME", default_value = "default", help_heading = SHARDS)]
     pub run_id: String,
     /// Bind the clients to these local addresses, round-robin: A[,B...] or an IPv4
