@@ -3,8 +3,11 @@
 //! style: the round trip with the least delay, the offset bound by half of it), the
 //! publishing shard shares its own, and once every shard's clients are connected (a
 //! barrier: a counter) the publisher sets one start time on Redis's clock that every
-//! shard converts to its own. Keys live under `rtcheck:shards:RUN:` for an hour; the
-//! publishing shard deletes them when its run ends.
+//! shard converts to its own. Keys live under `rtcheck:shards:RUN:` for an hour. The
+//! publishing shard first takes the run id (`SET NX` of its `publisher` key): a run id
+//! still held, by a run in progress or one killed within the hour whose keys a shard
+//! could read as this run's, is refused in one line rather than mixed. It deletes the
+//! keys when it is done with them, on every way out (a Drop guard).
 use super::shard::ClockOffset;
 use std::time::Duration;
 
@@ -66,6 +69,14 @@ mod live {
         con: redis::Connection,
         run: String,
         shown: String,
+        /// This process holds the run id (the publishing shard): it clears the keys.
+        owner: bool,
+    }
+
+    impl Drop for Coordinator {
+        fn drop(&mut self) {
+            self.clear();
+        }
     }
 
     impl Coordinator {
@@ -82,6 +93,7 @@ mod live {
                 con,
                 run: run.to_string(),
                 shown,
+                owner: false,
             })
         }
 
@@ -117,6 +129,23 @@ mod live {
         ) -> anyhow::Result<f64> {
             let k = key(&self.run, "publisher_offset_ms");
             if publisher {
+                // Outlives the other keys (set after it with an hour): while any of them
+                // may be read, the run id stays taken.
+                let taken: Option<String> = redis::cmd("SET")
+                    .arg(key(&self.run, "publisher"))
+                    .arg(clock::now_ns())
+                    .arg("NX")
+                    .arg("EX")
+                    .arg(3700)
+                    .query(&mut self.con)?;
+                if taken.is_none() {
+                    anyhow::bail!(
+                        "--coordinate {}: --run-id {} is in use (a run in progress, or one stopped within the hour left its keys): give another --run-id",
+                        self.shown,
+                        self.run
+                    );
+                }
+                self.owner = true;
                 let ks = [k.clone(), key(&self.run, "ready"), key(&self.run, "start")];
                 redis::cmd("DEL").arg(&ks).query::<u64>(&mut self.con)?;
                 redis::cmd("SET")
@@ -206,9 +235,14 @@ mod live {
             Ok((at as f64 - own.offset_ms * 1e6).max(0.0) as u64)
         }
 
-        /// The publishing shard, once its run ended: the run's keys go.
+        /// The publishing shard, once its run ended (or failed): the run's keys go,
+        /// the run id last. Nothing for the other shards.
         pub fn clear(&mut self) {
-            let ks = ["publisher_offset_ms", "ready", "start"].map(|w| key(&self.run, w));
+            if !std::mem::replace(&mut self.owner, false) {
+                return;
+            }
+            let ks =
+                ["publisher_offset_ms", "ready", "start", "publisher"].map(|w| key(&self.run, w));
             let _ = redis::cmd("DEL").arg(&ks).query::<u64>(&mut self.con);
         }
     }

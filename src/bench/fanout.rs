@@ -213,7 +213,7 @@ pub fn validate(a: &FanoutOptions) -> anyhow::Result<()> {
     }
     if let Some(at) = a.start_at_ns {
         let now = clock::now_ns();
-        if at + 1_000_000_000 < now || at > now + 3_600_000_000_000 {
+        if at.saturating_add(1_000_000_000) < now || at > now.saturating_add(3_600_000_000_000) {
             anyhow::bail!(
                 "--start-at: must be within the next hour (it is {:.0} s from now)",
                 (at as f64 - now as f64) / 1e9
@@ -394,11 +394,21 @@ pub fn remote_plan(a: &FanoutOptions) -> Option<String> {
     let runs = a.runs().len() as u64;
     let schedule_s = a.rounds as f64 / a.rate;
     let bound_s = runs as f64 * (Schedule::new(a, a.slow.unwrap_or(0)).bound_s);
-    let received = a.connections * a.rounds * a.size * runs;
+    // In u128, saturating: connections x rounds x size x runs overflows a u64; a plan
+    // beyond what can be counted is shown saturated, never wrapped.
+    let wide = |v: u128| u64::try_from(v).unwrap_or(u64::MAX);
+    let (c, n, sz, r) = (
+        u128::from(a.connections),
+        u128::from(a.rounds),
+        u128::from(a.size),
+        u128::from(runs),
+    );
     let published = match a.publish {
         PublishVia::Server => 0,
-        _ => a.rounds * a.size * runs,
+        _ => n.saturating_mul(sz).saturating_mul(r),
     };
+    let received = c.saturating_mul(n).saturating_mul(sz).saturating_mul(r);
+    let (planned, published) = (wide(received.saturating_add(published)), wide(published));
     Some(format!(
         "remote target {} ({addr}): {} connections, {} msg/s, {schedule_s:.0} s x {runs} run(s) \
          (bound {bound_s:.0} s); planned {} ({} x {} x {} B received, {} published); \
@@ -406,7 +416,7 @@ pub fn remote_plan(a: &FanoutOptions) -> Option<String> {
         rtcheck_base::redact::url(url),
         fmt_thousands(a.connections),
         a.rate,
-        fmt_bytes(received + published),
+        fmt_bytes(planned),
         fmt_thousands(a.connections),
         fmt_thousands(a.rounds),
         fmt_thousands(a.size),
@@ -748,7 +758,17 @@ fn run_one(run: Run, a: &FanoutOptions) -> anyhow::Result<(ScenarioResult, Shard
     let mut coord = coordinate(a)?;
     let mut args = loadgen_args(a, slow, &sched);
     if let Some((_, own, correction)) = &coord {
-        args.extend(["--clock-correction-us".to_string(), correction.to_string()]);
+        // The correction is own offset minus the publisher's: its uncertainty is this
+        // shard's bound plus the publisher's, which is not shared but must be within the
+        // tolerance (else the merge is invalid anyway).
+        let uncertainty_us =
+            ((own.uncertainty_ms + super::coordinate::TOLERANCE_MS) * 1000.0).ceil() as u64;
+        args.extend([
+            "--clock-correction-us".to_string(),
+            correction.to_string(),
+            "--clock-uncertainty-us".to_string(),
+            uncertainty_us.to_string(),
+        ]);
         if !own.within_tolerance {
             eprintln!("shard clock: offset to the coordinator {:.1} ms +/- {:.1} ms: beyond the tolerance, this shard's result will make the merge invalid", own.offset_ms, own.uncertainty_ms);
         }
@@ -1299,5 +1319,16 @@ mod tests {
         let c = cleanup_check(true, Some(false));
         assert_eq!(c.status, Status::Warn);
         assert!(c.detail.contains("SIGKILL"), "{}", c.detail);
+        // The planned bytes of a huge remote run saturate, never overflow (debug panic).
+        let huge = FanoutOptions {
+            connections: u64::MAX / 2,
+            rounds: u64::MAX / 2,
+            size: u64::MAX / 2,
+            server: Some("wss://example.com/ws".into()),
+            connect_to: Some("192.0.2.1:443".parse().unwrap()),
+            remote: true,
+            ..a
+        };
+        assert!(remote_plan(&huge).is_some());
     }
 }

@@ -58,6 +58,9 @@ pub struct LoadgenOptions {
     /// A coordinated shard: added to every latency (us), its clock's offset to the
     /// publisher's (`bench::coordinate::correction_us`).
     pub clock_correction_us: i64,
+    /// The correction's uncertainty (us): a corrected latency below 0 by more than this
+    /// means the correction is wrong, and the run is invalid. None: not coordinated.
+    pub clock_uncertainty_us: Option<u64>,
     /// `--source-ip`: local addresses the clients bind, round-robin (empty: the kernel's
     /// choice).
     pub sources: Vec<std::net::IpAddr>,
@@ -97,6 +100,15 @@ struct Cfg {
     /// `--source-ip`, and the next one to bind (round-robin over connects).
     sources: Vec<std::net::IpAddr>,
     next_source: std::sync::atomic::AtomicUsize,
+    clock: ClockCorrection,
+}
+
+/// What [`record`] adds to each latency (us) and how far below 0 a corrected latency may
+/// fall within the correction's uncertainty.
+#[derive(Debug, Clone, Copy, Default)]
+struct ClockCorrection {
+    add_us: i64,
+    uncertainty_us: Option<u64>,
 }
 
 #[derive(Default)]
@@ -117,6 +129,11 @@ struct ClientOut {
     /// What the server actually sends: payload size range and the (seq, scheduled time)
     /// of the first and last frame, from which its real rate follows.
     sched: ScheduleSeen,
+    clock: ClockCorrection,
+    /// Corrected latencies below 0 (recorded as 1 us), and of them those below by more
+    /// than the correction's uncertainty.
+    below_zero: u64,
+    below_uncertainty: u64,
 }
 
 /// The loadgen never outlives this, whatever --max-seconds says: 7 days.
@@ -190,6 +207,10 @@ fn config(a: &LoadgenOptions) -> anyhow::Result<Cfg> {
         app_sub: a.app_sub.clone(),
         sources: a.sources.clone(),
         next_source: Default::default(),
+        clock: ClockCorrection {
+            add_us: a.clock_correction_us,
+            uncertainty_us: a.clock_uncertainty_us,
+        },
     })
 }
 
@@ -432,6 +453,7 @@ fn summarize(
     let mut hist = stats::new_hist();
     let mut healthy = Vec::new();
     let mut r = LoadgenResult {
+        clock_uncertainty_us: a.clock_uncertainty_us,
         connections: a.connections,
         slow: a.slow,
         cores,
@@ -474,13 +496,9 @@ fn summarize(
         if o.removed {
             r.removed_healthy += 1;
         }
+        r.below_zero += o.below_zero;
+        r.below_uncertainty += o.below_uncertainty;
         let mut samples = o.samples;
-        if a.clock_correction_us != 0 {
-            let d = a.clock_correction_us;
-            for s in &mut samples {
-                s.1 = (i64::from(s.1) + d).clamp(1, i64::from(u32::MAX)) as u32;
-            }
-        }
         if let Some(c) = cutoff {
             let before = samples.len();
             samples.retain(|&(seq, _)| u64::from(seq) <= c);
@@ -549,6 +567,7 @@ async fn client(
     let mut out = ClientOut {
         slow,
         samples: Vec::with_capacity(if slow { 0 } else { cfg.rounds as usize }),
+        clock: cfg.clock,
         ..Default::default()
     };
     let permit = sem.acquire().await;
@@ -655,7 +674,22 @@ fn record(
         return;
     };
     out.sched.see(len as u64, seq, sched);
-    let lat_us = (clock::now_ns().saturating_sub(sched) / 1000).min(u32::MAX as u64) as u32;
+    // Signed, the clock correction added before anything is clamped: a receiver whose
+    // clock is behind the publisher's reads a negative raw latency that the correction
+    // brings back (issue: clamping first lost it).
+    let raw_us = (i128::from(clock::now_ns()) - i128::from(sched)) / 1000;
+    let lat = raw_us + i128::from(out.clock.add_us);
+    if lat < 0 {
+        out.below_zero += 1;
+        if out
+            .clock
+            .uncertainty_us
+            .is_some_and(|u| -lat > i128::from(u))
+        {
+            out.below_uncertainty += 1;
+        }
+    }
+    let lat_us = lat.clamp(1, i128::from(u32::MAX)) as u32;
     counters.received.fetch_add(1, Relaxed);
     if seq == 0 || seq > rounds {
         out.beyond += 1;
@@ -1039,6 +1073,7 @@ mod tests {
             rate: 5.0,
             connect_to: None,
             clock_correction_us: 0,
+            clock_uncertainty_us: None,
             sources: Vec::new(),
             ca: None,
             app: None,
@@ -1064,6 +1099,25 @@ mod tests {
         }
         assert_eq!(out.samples.len() as u64, max_samples(10));
         assert_eq!(out.excess, 100_000 - max_samples(10));
+        // A receiver 50 ms behind the publisher reads the payload "from the future": the
+        // +50 ms correction is added signed, before clamping, giving back ~latency.
+        let ahead = clock::now_ns() + 50_000_000;
+        let mut out = ClientOut {
+            clock: ClockCorrection {
+                add_us: 60_000,
+                uncertainty_us: Some(2_000),
+            },
+            ..Default::default()
+        };
+        record(&mut out, &counters, 10, b"x", Some((1, ahead)));
+        let lat = out.samples[0].1;
+        assert!((9_000..=10_000 + 60_000).contains(&lat), "{lat}");
+        assert_eq!(out.below_zero, 0);
+        // Still below 0 after the correction: counted; beyond the uncertainty, flagged.
+        out.clock.add_us = 0;
+        record(&mut out, &counters, 10, b"x", Some((2, ahead)));
+        assert_eq!((out.below_zero, out.below_uncertainty), (1, 1));
+        assert_eq!(out.samples[1].1, 1);
     }
 
     #[test]

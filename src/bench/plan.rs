@@ -45,6 +45,43 @@ pub struct Plan {
     pub notes: Vec<String>,
 }
 
+impl PlanInputs {
+    /// One machine with nothing (0 cores, memory or ports) or a port count that cannot be
+    /// counted would plan u64::MAX machines: refused, naming the flag.
+    pub fn check(&self) -> Result<(), String> {
+        let zero = [
+            ("--cores", self.cores),
+            ("--memory", self.memory_bytes),
+            ("--ports", self.ports_per_address),
+            ("--source-addresses", self.source_addresses),
+        ];
+        if let Some((flag, _)) = zero.iter().find(|(_, v)| *v == 0) {
+            return Err(format!("{flag}: must be more than 0 (one load machine's)"));
+        }
+        if self
+            .ports_per_address
+            .checked_mul(self.source_addresses)
+            .is_none()
+        {
+            return Err(format!(
+                "--ports {} x --source-addresses {}: too many to count",
+                self.ports_per_address, self.source_addresses
+            ));
+        }
+        let figures = [
+            ("CPU per message", self.cpu_us_per_message),
+            ("RSS per connection", self.rss_bytes_per_connection),
+        ];
+        if let Some((what, v)) = figures.iter().find(|(_, v)| !(v.is_finite() && *v > 0.0)) {
+            return Err(format!(
+                "{what} {v} (from {}): not a positive measurement",
+                self.figures_from
+            ));
+        }
+        Ok(())
+    }
+}
+
 fn ceil_div(need: f64, per: f64) -> u64 {
     if per <= 0.0 {
         return u64::MAX;
@@ -61,7 +98,7 @@ pub fn plan(i: PlanInputs) -> Plan {
     // Ports bound per destination address: a machine holds ports x source addresses.
     let machines_for_ports = ceil_div(
         i.connections as f64,
-        (i.ports_per_address * i.source_addresses) as f64,
+        i.ports_per_address as f64 * i.source_addresses as f64,
     );
     let all = [
         ("cpu", machines_for_cpu),
@@ -128,5 +165,37 @@ mod tests {
             ..inputs()
         });
         assert_eq!((p.machines, p.bound_by.as_str()), (5, "cpu"));
+    }
+
+    #[test]
+    fn a_machine_of_nothing_or_uncountable_ports_is_refused() {
+        assert!(inputs().check().is_ok());
+        let e = PlanInputs {
+            memory_bytes: 0,
+            ..inputs()
+        }
+        .check()
+        .unwrap_err();
+        assert!(e.starts_with("--memory"), "{e}");
+        assert!(PlanInputs {
+            cores: 0,
+            ..inputs()
+        }
+        .check()
+        .is_err());
+        let e = PlanInputs {
+            ports_per_address: u64::MAX,
+            source_addresses: 2,
+            ..inputs()
+        }
+        .check()
+        .unwrap_err();
+        assert!(e.contains("too many"), "{e}");
+        assert!(PlanInputs {
+            rss_bytes_per_connection: f64::NAN,
+            ..inputs()
+        }
+        .check()
+        .is_err());
     }
 }

@@ -37,6 +37,19 @@ impl Shard {
         Ok(Shard { index, count })
     }
 
+    /// The same bounds as [`Shard::parse`], for a shard read back from a file (serde
+    /// builds it without them).
+    pub fn check(self) -> Result<Shard, String> {
+        if self.count == 0 || self.count > MAX_SHARDS || self.index == 0 || self.index > self.count
+        {
+            return Err(format!(
+                "shard {}/{}: I must be 1..=N and N 1..={MAX_SHARDS}",
+                self.index, self.count
+            ));
+        }
+        Ok(self)
+    }
+
     /// This shard's share of `total`: the first `total % N` shards hold one more, so the
     /// shares add up to `total` exactly.
     pub fn share(self, total: u64) -> u64 {
@@ -51,11 +64,14 @@ impl std::fmt::Display for Shard {
     }
 }
 
+/// Latest `--start-at` in unix seconds (year 2286): its ns and a margin fit a u64.
+const MAX_START_AT_S: f64 = 1e10;
+
 /// `--start-at TIME`: unix seconds (fractions allowed) or RFC 3339, as ns since the epoch.
 pub fn parse_start_at(s: &str) -> Result<u64, String> {
     let t = s.trim();
     if let Ok(secs) = t.parse::<f64>() {
-        if secs.is_finite() && secs > 0.0 && secs < 1e11 {
+        if secs.is_finite() && secs > 0.0 && secs < MAX_START_AT_S {
             return Ok((secs * 1e9) as u64);
         }
         return Err(format!("{s}: not a unix time in seconds"));
@@ -63,9 +79,13 @@ pub fn parse_start_at(s: &str) -> Result<u64, String> {
     let at = humantime::parse_rfc3339(t).map_err(|e| {
         format!("{s}: expected unix seconds or RFC 3339 in UTC (2026-12-06T20:00:00Z): {e}")
     })?;
-    at.duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .map_err(|_| format!("{s}: before 1970"))
+    let d = at
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_err(|_| format!("{s}: before 1970"))?;
+    if d.as_secs_f64() >= MAX_START_AT_S {
+        return Err(format!("{s}: too far in the future"));
+    }
+    Ok(d.as_nanos() as u64)
 }
 
 /// A histogram as base64 of its V2 serialization (what a shard's JSON carries).
@@ -83,10 +103,37 @@ pub fn decode(s: &str) -> Result<Histogram<u64>, String> {
     let bytes = base64::engine::general_purpose::STANDARD
         .decode(s.trim())
         .map_err(|e| format!("histogram: not base64 ({e})"))?;
+    check_v2_header(&bytes)?;
     let h: Histogram<u64> = Deserializer::new()
         .deserialize(&mut bytes.as_slice())
         .map_err(|e| format!("histogram: not an HdrHistogram V2 ({e:?})"))?;
     Ok(h)
+}
+
+/// The V2 header's own claims against the bytes present, before hdrhistogram trusts them
+/// (it sizes its buffer by the header's payload length: up to 4 GiB from a few bytes).
+/// Only the plain V2 encoding [`encode`] writes is accepted.
+fn check_v2_header(bytes: &[u8]) -> Result<(), String> {
+    const V2_COOKIE: u32 = 0x1c84_9303 | 0x10;
+    const HEADER: usize = 40;
+    let be32 = |at: usize| {
+        bytes
+            .get(at..at + 4)
+            .map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+    };
+    let (Some(cookie), Some(payload_len)) = (be32(0), be32(4)) else {
+        return Err("histogram: not an HdrHistogram V2 (too short)".into());
+    };
+    if cookie != V2_COOKIE {
+        return Err("histogram: not an HdrHistogram V2 (unknown cookie)".into());
+    }
+    let present = bytes.len().saturating_sub(HEADER);
+    if bytes.len() < HEADER || payload_len as usize > present {
+        return Err(format!(
+            "histogram: truncated HdrHistogram V2 (header says {payload_len} payload bytes, {present} present)"
+        ));
+    }
+    Ok(())
 }
 
 /// What `bench fanout --shard I/N` writes (JSON, `--save-json`): its report (one run),
@@ -103,6 +150,9 @@ pub struct ShardResult {
     pub start_at_ns: Option<u64>,
     #[serde(default)]
     pub clock: Option<ClockOffset>,
+    /// `--run-id` of a coordinated run (`--coordinate`): shards of one run share it.
+    #[serde(default)]
+    pub run_id: Option<String>,
 }
 
 /// One shard's file as `bench merge` read it.
@@ -119,6 +169,9 @@ pub fn problems(files: &[ShardFile]) -> Vec<String> {
         return vec!["no shard files".into()];
     };
     let count = first.result.shard.count;
+    if let Err(e) = first.result.shard.check() {
+        return vec![format!("{}: {e}", first.path)];
+    }
     let mut seen = vec![false; count as usize];
     for f in files {
         let (r, s) = (&f.result.report, f.result.shard);
@@ -129,7 +182,15 @@ pub fn problems(files: &[ShardFile]) -> Vec<String> {
             ));
             continue;
         }
-        if std::mem::replace(&mut seen[s.index as usize - 1], true) {
+        // The reader checked 1 <= I <= N; a result built otherwise is refused, not indexed.
+        let slot = (s.index as usize)
+            .checked_sub(1)
+            .and_then(|i| seen.get_mut(i));
+        let Some(slot) = slot else {
+            out.push(format!("{}: shard {s}: I must be 1..=N", f.path));
+            continue;
+        };
+        if std::mem::replace(slot, true) {
             out.push(format!("{}: shard {s} given twice", f.path));
         }
         let f0 = &first.result.report;
@@ -162,11 +223,75 @@ pub fn problems(files: &[ShardFile]) -> Vec<String> {
             ));
         }
     }
+    out.extend(other_runs(files));
     for (i, _) in seen.iter().enumerate().filter(|(_, s)| !**s) {
         out.push(format!(
             "shard {}/{count} missing (not given, killed, or it wrote no result)",
             i + 1
         ));
+    }
+    out
+}
+
+/// Shards that cannot be of one run: another start time or run id than the first's, or
+/// connection / slow-client counts that are not the shares of one total (the first
+/// `total % N` shards hold one more: by index, never rising, at most 1 apart).
+fn other_runs(files: &[ShardFile]) -> Vec<String> {
+    let mut out = Vec::new();
+    let Some(first) = files.first() else {
+        return out;
+    };
+    let f0 = &first.result;
+    for f in &files[1..] {
+        let (r, s) = (&f.result, f.result.shard);
+        if r.start_at_ns != f0.start_at_ns {
+            out.push(format!(
+                "{}: shard {s} started at another time than {} (another run)",
+                f.path, first.path
+            ));
+        }
+        if r.run_id != f0.run_id {
+            out.push(format!(
+                "{}: shard {s} has another run id than {} (another run)",
+                f.path, first.path
+            ));
+        }
+    }
+    let mut by_index: Vec<(u32, &ScenarioResult, &str)> = files
+        .iter()
+        .filter_map(|f| {
+            let one = f.result.report.scenarios.first()?;
+            Some((f.result.shard.index, one, f.path.as_str()))
+        })
+        .collect();
+    by_index.sort_by_key(|(i, _, _)| *i);
+    type Count = fn(&ScenarioResult) -> u64;
+    let counts: [(&str, Count); 2] = [
+        ("connections", |s| s.connections),
+        ("slow clients", |s| s.slow_clients),
+    ];
+    for (what, get) in counts {
+        let (Some(hi), Some(lo)) = (by_index.first(), by_index.last()) else {
+            continue;
+        };
+        let rising = by_index.windows(2).find(|w| get(w[1].1) > get(w[0].1));
+        if let Some(w) = rising {
+            out.push(format!(
+                "{}: {} {what}, more than shard {} ({}): not the shares of one total",
+                w[1].2,
+                get(w[1].1),
+                w[0].0,
+                get(w[0].1)
+            ));
+        } else if get(hi.1) - get(lo.1) > 1 {
+            out.push(format!(
+                "{}: {} {what} against {} in {}: not the shares of one total",
+                lo.2,
+                get(lo.1),
+                get(hi.1),
+                hi.2
+            ));
+        }
     }
     out
 }
@@ -391,6 +516,11 @@ mod tests {
             1_700_000_000_000_000_000
         );
         assert!(parse_start_at("tomorrow").is_err());
+        // ns of these would not fit a u64 (or leave no room to add a second).
+        for far in ["99999999999", "1e11", "9999-12-31T23:59:59Z"] {
+            assert!(parse_start_at(far).is_err(), "{far}");
+        }
+        assert!(parse_start_at("9999999999").unwrap() < u64::MAX - 4_000_000_000_000);
     }
 
     #[test]
@@ -417,5 +547,91 @@ mod tests {
         assert_eq!(m.len(), all.len());
         assert!(decode("not base64!").is_err());
         assert!(decode("aGVsbG8=").is_err());
+    }
+
+    #[test]
+    fn a_header_claiming_more_payload_than_present_is_refused() {
+        let mut bytes = base64::engine::general_purpose::STANDARD
+            .decode(encode(&super::super::stats::new_hist()))
+            .unwrap();
+        // payload_len = u32::MAX: hdrhistogram would allocate 4 GiB before reading.
+        bytes[4..8].copy_from_slice(&u32::MAX.to_be_bytes());
+        let e = decode(&base64::engine::general_purpose::STANDARD.encode(&bytes)).unwrap_err();
+        assert!(e.contains("truncated"), "{e}");
+        // Compressed V2 (another cookie) is not what shards write: refused.
+        bytes[0..4].copy_from_slice(&(0x1c84_9304u32 | 0x10).to_be_bytes());
+        let e = decode(&base64::engine::general_purpose::STANDARD.encode(&bytes)).unwrap_err();
+        assert!(e.contains("cookie"), "{e}");
+    }
+
+    fn file(index: u32, count: u32, connections: u64, slow: u64) -> ShardFile {
+        let mut one = merged_run(&[], &super::super::stats::new_hist());
+        (one.connections, one.slow_clients) = (connections, slow);
+        ShardFile {
+            path: format!("s{index}.json"),
+            result: ShardResult {
+                report: BenchReport {
+                    command: "bench fanout".into(),
+                    server: "ws://10.0.0.1/ws".into(),
+                    connections,
+                    rounds: 20,
+                    size: 64,
+                    rate: 10.0,
+                    slow,
+                    host_cores: 2,
+                    scenarios: vec![one],
+                    valid: true,
+                    app_protocol: None,
+                },
+                shard: Shard { index, count },
+                histogram: Some(encode(&super::super::stats::new_hist())),
+                start_at_ns: Some(1),
+                clock: None,
+                run_id: Some("r1".into()),
+            },
+        }
+    }
+
+    #[test]
+    fn shards_of_other_runs_or_inconsistent_shares_are_named() {
+        // 1,201 over 3: 401, 400, 400; 5 slow: 2, 2, 1.
+        let ok = || vec![file(1, 3, 401, 2), file(2, 3, 400, 2), file(3, 3, 400, 1)];
+        assert!(other_runs(&ok()).is_empty(), "{:?}", other_runs(&ok()));
+        // A missing shard leaves the others consistent.
+        assert!(other_runs(&ok()[1..]).is_empty());
+        let mut v = ok();
+        v[2].result.start_at_ns = Some(2);
+        v[1].result.run_id = Some("r0".into());
+        let why = other_runs(&v).join("; ");
+        assert!(
+            why.contains("s3.json: shard 3/3 started at another time"),
+            "{why}"
+        );
+        assert!(
+            why.contains("s2.json: shard 2/3 has another run id"),
+            "{why}"
+        );
+        let mut v = ok();
+        v[2].result.report.scenarios[0].connections = 401;
+        let why = other_runs(&v).join("; ");
+        assert!(
+            why.contains("s3.json: 401 connections, more than shard 2"),
+            "{why}"
+        );
+        let mut v = ok();
+        v[0].result.report.scenarios[0].connections = 600;
+        let why = other_runs(&v).join("; ");
+        assert!(why.contains("not the shares of one total"), "{why}");
+        // And the merge is invalid with the reason.
+        let r = merge(&v);
+        assert!(!r.valid && r.scenarios[0].notes.iter().any(|n| n.contains("shares")));
+    }
+
+    #[test]
+    fn shards_read_back_out_of_bounds_are_refused_without_panic() {
+        for (index, count) in [(0, 2), (3, 2), (1, 0), (1, u32::MAX)] {
+            assert!(Shard { index, count }.check().is_err(), "{index}/{count}");
+        }
+        assert!(Shard { index: 2, count: 2 }.check().is_ok());
     }
 }

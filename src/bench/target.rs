@@ -292,9 +292,14 @@ impl Sources {
                 return Err(format!("{s}: more than {MAX_SOURCES} source addresses"));
             }
         }
-        if v.iter().any(|ip| ip.is_unspecified() || ip.is_multicast()) {
+        let unusable = |ip: &IpAddr| {
+            ip.is_unspecified()
+                || ip.is_multicast()
+                || matches!(ip, IpAddr::V4(v4) if v4.is_broadcast())
+        };
+        if let Some(ip) = v.iter().find(|ip| unusable(ip)) {
             return Err(format!(
-                "{s}: a source address is one of this host's own addresses"
+                "{s}: {ip} is not a usable source address (unspecified, multicast or broadcast; give addresses of this host)"
             ));
         }
         Ok(Sources(v))
@@ -453,6 +458,10 @@ mod tests {
             "::1-::2",
         ] {
             assert!(Sources::parse(bad).is_err(), "{bad}");
+        }
+        for bad in ["0.0.0.0", "10.0.0.1,224.0.0.1", "255.255.255.255", "::"] {
+            let e = Sources::parse(bad).unwrap_err();
+            assert!(e.contains("not a usable source address"), "{e}");
         }
     }
 

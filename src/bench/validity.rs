@@ -162,6 +162,7 @@ fn checks(inp: &Inputs, acc: &Accounting) -> Vec<Check> {
         control_plane(inp),
         Some(nodelay(inp)),
         Some(seq_order(lg)),
+        clock_correction(lg),
         seq_range(inp),
         server_closed(inp),
         time_bound(inp),
@@ -614,6 +615,38 @@ fn seq_order(lg: &LoadgenResult) -> Check {
             ),
         )
     }
+}
+
+/// A coordinated shard's corrected latencies: below 0 within the correction's
+/// uncertainty is the clocks' measurement error (counted as 1 us); below by more, the
+/// correction is wrong and no latency of this run can be trusted. Absent when nothing
+/// fell below 0.
+fn clock_correction(lg: &LoadgenResult) -> Option<Check> {
+    if lg.below_zero == 0 {
+        return None;
+    }
+    let bound = lg
+        .clock_uncertainty_us
+        .map_or_else(|| "?".into(), |u| format!("{:.1}", u as f64 / 1000.0));
+    Some(if lg.below_uncertainty > 0 {
+        check(
+            "clock correction",
+            Status::Fail,
+            format!(
+                "{} of {} corrected latencies below 0 by more than the clocks' uncertainty ({bound} ms): the correction is wrong",
+                lg.below_uncertainty, lg.below_zero
+            ),
+        )
+    } else {
+        check(
+            "clock correction",
+            Status::Pass,
+            format!(
+                "{} corrected latencies below 0, within the clocks' uncertainty ({bound} ms): counted as 1 us",
+                lg.below_zero
+            ),
+        )
+    })
 }
 
 /// With rtcheck's own publisher the seqs a client may see are exactly 1..=--rounds: one
@@ -1410,5 +1443,18 @@ mod tests {
         assert!(!run(refused.clone(), false).valid);
         let r = run(refused, true);
         assert_eq!(detail(&r, "publisher schedule").0, &Status::Warn);
+    }
+
+    #[test]
+    fn corrected_latencies_below_zero_beyond_the_uncertainty_invalidate() {
+        let mut lg = LoadgenResult::default();
+        assert!(clock_correction(&lg).is_none());
+        lg.clock_uncertainty_us = Some(5_500);
+        lg.below_zero = 3;
+        assert_eq!(clock_correction(&lg).unwrap().status, Status::Pass);
+        lg.below_uncertainty = 1;
+        let c = clock_correction(&lg).unwrap();
+        assert_eq!(c.status, Status::Fail);
+        assert!(c.detail.contains("5.5 ms"), "{}", c.detail);
     }
 }

@@ -76,6 +76,14 @@ pub struct RoundStat {
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct LoadgenResult {
+    /// A coordinated shard's corrected latencies below 0 (counted as 1 us), and of them
+    /// those below by more than the clock correction's uncertainty (`clock_uncertainty_us`).
+    #[serde(default)]
+    pub below_zero: u64,
+    #[serde(default)]
+    pub below_uncertainty: u64,
+    #[serde(default)]
+    pub clock_uncertainty_us: Option<u64>,
     pub connections: u64,
     pub slow: u64,
     pub connected: u64,

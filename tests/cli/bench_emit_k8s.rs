@@ -1,7 +1,8 @@
 //! `bench fanout --emit k8s-job N` (issue 37): an Indexed Job printed, nothing applied.
 //! Parsed back: the completion index is the shard, the pods avoid each other's nodes,
 //! widen their port range and raise their fd limit; the --server URL (a token in its
-//! query) is not in the manifest; the comments fit 80 columns; the Job is a valid API
+//! query), the --coordinate URL (a Redis password) and a POST --publish URL (a token)
+//! are not in the manifest but in its Secret; the comments fit 80 columns; the Job is a valid API
 //! object by the strict batch/v1 schema vendored in tests/fixtures/k8s/ (issue 40's).
 use crate::common;
 use serde_json::Value;
@@ -17,7 +18,7 @@ fn an_indexed_job_runs_the_shards_and_holds_no_secret() {
         ])
         .args([
             "--publish",
-            "ws",
+            "POST https://staging.example.com/publish?token=pubs3cret",
             "--connections",
             "100000",
             "--rounds",
@@ -25,7 +26,7 @@ fn an_indexed_job_runs_the_shards_and_holds_no_secret() {
         ])
         .args([
             "--coordinate",
-            "redis://redis.internal:6379",
+            "redis://:redisPa55@redis.internal:6379",
             "--run-id",
             "r1",
         ])
@@ -45,10 +46,14 @@ fn an_indexed_job_runs_the_shards_and_holds_no_secret() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(
-        !text.contains("s3cret") && !text.contains("staging.example.com"),
-        "{text}"
-    );
+    for secret in [
+        "s3cret",
+        "staging.example.com",
+        "redisPa55",
+        "redis.internal",
+    ] {
+        assert!(!text.contains(secret), "{secret}: {text}");
+    }
     let (steps, manifest) = text.split_once("---\n").expect("steps, then the manifest");
     assert!(
         steps
@@ -102,7 +107,8 @@ fn an_indexed_job_runs_the_shards_and_holds_no_secret() {
         "ulimit -n 29096",
         "--shard $((JOB_COMPLETION_INDEX + 1))/4",
         "--server \"$RTCHECK_SERVER\"",
-        "--coordinate redis://redis.internal:6379",
+        "--coordinate \"$RTCHECK_COORDINATE\"",
+        "--publish \"$RTCHECK_PUBLISH\"",
         "--format json",
         "--allow-remote",
     ] {
@@ -113,9 +119,17 @@ fn an_indexed_job_runs_the_shards_and_holds_no_secret() {
         !script.contains("save-json") && !script.contains("--emit"),
         "{script}"
     );
-    assert_eq!(
-        c["env"][0]["valueFrom"]["secretKeyRef"]["key"],
-        "server-url"
+    let keys: Vec<&str> = c["env"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["valueFrom"]["secretKeyRef"]["key"].as_str().unwrap())
+        .collect();
+    assert_eq!(keys, ["server-url", "coordinate-url", "publish"]);
+    assert!(
+        steps.contains("--from-literal=coordinate-url=")
+            && steps.contains("--from-literal=publish="),
+        "{steps}"
     );
 }
 
@@ -131,6 +145,42 @@ fn what_the_manifest_cannot_hold_is_refused_in_one_line() {
             "--coordinate",
         ),
         (&["--emit", "k8s-job", "0"], "1..="),
+        (
+            &[
+                "--emit",
+                "k8s-job",
+                "2",
+                "--coordinate",
+                "redis://r:6379",
+                "--threshold",
+                "p99 < 1s",
+            ],
+            "bench merge",
+        ),
+        (
+            &[
+                "--emit",
+                "k8s-job",
+                "2",
+                "--coordinate",
+                "redis://r:6379",
+                "--pid",
+                "1",
+            ],
+            "--pid",
+        ),
+        (
+            &[
+                "--emit",
+                "k8s-job",
+                "2",
+                "--coordinate",
+                "redis://r:6379",
+                "--connect-to",
+                "10.0.0.1:80",
+            ],
+            "--connect-to",
+        ),
         (&["--emit", "helm", "2"], "k8s-job"),
     ] {
         let out = common::rtcheck()

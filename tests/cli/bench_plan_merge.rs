@@ -80,11 +80,21 @@ fn no_figures_no_plan_and_unreadable_shards_are_one_line() {
     let empty = dir.path().join("empty.json");
     std::fs::write(&empty, "{}").unwrap();
     let missing = dir.path().join("missing.json");
-    let (g, e, m) = (
+    // An invalid run's load generator cost is no measurement to plan from.
+    let invalid = dir.path().join("invalid.json");
+    std::fs::write(
+        &invalid,
+        r#"{"scenarios": [{"valid": false, "loadgen_cost":
+            {"cpu_us_per_message": 4.0, "rss_bytes_per_connection": 2048.0}}]}"#,
+    )
+    .unwrap();
+    let (g, e, m, i) = (
         garbage.to_str().unwrap(),
         empty.to_str().unwrap(),
         missing.to_str().unwrap(),
+        invalid.to_str().unwrap(),
     );
+    let flags = ["--cpu-us-per-message", "4", "--rss-per-connection", "2048"];
     for (args, want) in [
         (
             vec!["bench", "plan", "--connections", "10"],
@@ -93,6 +103,34 @@ fn no_figures_no_plan_and_unreadable_shards_are_one_line() {
         (
             vec!["bench", "plan", "--connections", "10", "--from", e],
             "loadgen_cost",
+        ),
+        (
+            vec!["bench", "plan", "--connections", "10", "--from", i],
+            "no valid run",
+        ),
+        (
+            [
+                &["bench", "plan", "--connections", "10", "--memory", "0"],
+                &flags[..],
+            ]
+            .concat(),
+            "--memory",
+        ),
+        (
+            [
+                &[
+                    "bench",
+                    "plan",
+                    "--connections",
+                    "10",
+                    "--ports",
+                    "18446744073709551615",
+                ],
+                &["--source-addresses", "2"][..],
+                &flags[..],
+            ]
+            .concat(),
+            "too many",
         ),
         (vec!["bench", "merge", g], g),
         (vec!["bench", "merge", e], "not a shard's result"),

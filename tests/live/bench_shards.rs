@@ -75,14 +75,22 @@ echo "loose_rc=$?"
 echo "raw=$(cat $D/raw1 $D/raw2 2>/dev/null | tr '\n' ' ')"
 # Shard 2 killed with SIGKILL once connected: no result; the merge must not pass.
 serve killed
-AT=$(( $(date +%s) + 20 ))
+AT=$(( $(date +%s) + 45 ))
 ip netns exec l1 timeout 120 $B bench fanout --server ws://$A/ws $COMMON --shard 1/2 \
   --start-at $AT --save-json $D/k1.json >/dev/null 2>$D/k1.err &
 K1=$!
 ip netns exec l2 $B bench fanout --server ws://$A/ws $COMMON --shard 2/2 --start-at $AT \
   --save-json $D/k2.json >/dev/null 2>$D/k2.err &
 K2=$!
-sleep 10
+# Killed once its 600 clients are connected (seen by ss in its namespace), before the
+# start: polled with a generous bound, not a fixed sleep that a loaded box outruns.
+HELD=0
+for i in $(seq 1 400); do
+  HELD=$(ip netns exec l2 ss -tnH state established "( dst $A )" | wc -l)
+  [ "$HELD" -ge 600 ] && break
+  sleep 0.1
+done
+echo "killed_held=$HELD"
 kill -9 $K2
 wait $K1
 $B bench merge $D/k1.json --format json >$D/kmerged.json 2>$D/kmerge.err
@@ -184,6 +192,11 @@ fn two_shards_hold_what_one_namespace_cannot_and_merge_exactly() {
     }
     assert_eq!(r["max_ms"].as_f64().unwrap(), union.max() as f64 / 1000.0);
     // A shard killed with SIGKILL: no result, and the merge is invalid, never a pass.
+    let held: u64 = field(&text, "killed_held").parse().unwrap();
+    assert!(
+        held >= 600,
+        "shard 2 was killed before it connected: {text}"
+    );
     assert_eq!(field(&text, "killed_file"), "no", "{text}");
     assert_eq!(field(&text, "killed_rc"), "1", "{text}");
     let k = json(&text, "killed");

@@ -50,6 +50,10 @@ fn read(path: &std::path::Path) -> anyhow::Result<ShardFile> {
             e.to_string().split(" at line").next().unwrap_or_default()
         )
     })?;
+    result
+        .shard
+        .check()
+        .map_err(|e| anyhow::anyhow!("{shown}: {e}"))?;
     Ok(ShardFile {
         path: shown,
         result,

@@ -114,6 +114,9 @@ pub struct LoadgenArgs {
     /// A coordinated shard's clock correction (us), added to every latency.
     #[arg(long, default_value_t = 0, allow_negative_numbers = true, hide = true)]
     pub clock_correction_us: i64,
+    /// Its uncertainty (us): corrected latencies below 0 by more make the run invalid.
+    #[arg(long, hide = true)]
+    pub clock_uncertainty_us: Option<u64>,
     #[arg(long, value_name = "A[,B...]", value_parser = crate::bench::target::Sources::parse, hide = true)]
     pub source_ip: Option<crate::bench::target::Sources>,
 }
@@ -144,6 +147,7 @@ impl LoadgenArgs {
                 event: self.event.clone(),
             },
             clock_correction_us: self.clock_correction_us,
+            clock_uncertainty_us: self.clock_uncertainty_us,
             sources: self.source_ip.clone().map(|s| s.0).unwrap_or_default(),
         }
     }
@@ -295,7 +299,8 @@ pub struct FanoutArgs {
     #[arg(long, value_name = "URL", help_heading = SHARDS)]
     pub coordinate: Option<String>,
     /// The run's name on the --coordinate Redis (the same on every shard; one run at a
-    /// time per name).
+    /// time per name: a name still held by a run in progress, or by one killed within
+    /// the hour, is refused).
     #[arg(long, value_name = "NAME", default_value = "default", help_heading = SHARDS)]
     pub run_id: String,
     /// Bind the clients to these local addresses, round-robin: A[,B...] or an IPv4
@@ -396,9 +401,11 @@ fn run_fanout(a: FanoutArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
     if a.reach.allow_remote && a.server.is_none() {
         anyhow::bail!("--allow-remote goes with --server (the embedded server runs here)");
     }
-    if let Some(plan) = fanout::remote_plan(&opts) {
+    if opts.remote {
         // Refusals first (one line, nothing sent), then what will be sent.
         fanout::validate(&opts)?;
+    }
+    if let Some(plan) = fanout::remote_plan(&opts) {
         if let Some(to) = opts.connect_to {
             crate::sys::control::consent_remote(to);
         }
@@ -419,6 +426,7 @@ fn run_fanout(a: FanoutArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
             histogram,
             start_at_ns: a.start_at,
             clock,
+            run_id: a.coordinate.is_some().then(|| a.run_id.clone()),
         };
         return emit_shard(&r, &a, ctx);
     }
@@ -780,12 +788,26 @@ fn emit_k8s(a: &FanoutArgs) -> anyhow::Result<ExitCode> {
     if a.shard.is_some() || a.start_at.is_some() || a.coordinate.is_none() {
         anyhow::bail!("--emit k8s-job: give --coordinate redis://... (the pods meet there and start together; the Job sets --shard)");
     }
+    // Flags every pod would fail on: refused here rather than in N pods.
+    if !a.thresholds.is_empty() {
+        anyhow::bail!("--emit k8s-job: --threshold is judged once over every shard: give it to rtcheck bench merge");
+    }
+    if a.pid.is_some() {
+        anyhow::bail!(
+            "--emit k8s-job: --pid names a process on this host, not in the pods; leave it out"
+        );
+    }
+    if a.reach.connect_to.is_some() {
+        anyhow::bail!("--emit k8s-job: --connect-to is an address seen from this host; leave it out (the pods resolve --server)");
+    }
+    let publish_secret = matches!(a.publish, crate::bench::publisher::PublishVia::Post { .. });
     let spec = k8s::JobSpec {
         name: a.job_name.clone(),
         image: a.image.clone(),
         shards,
         connections_per_shard: a.connections.div_ceil(u64::from(shards)),
-        args: pod_args(std::env::args().collect()),
+        args: pod_args(std::env::args().collect(), publish_secret),
+        publish_secret,
     };
     let yaml = serde_yaml::to_string(&k8s::job(&spec))?;
     let text = format!("{}---\n{yaml}", k8s::steps(&spec));
@@ -796,11 +818,13 @@ fn emit_k8s(a: &FanoutArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// This command's flags after `fanout`, without those the Job sets or that say where
-/// this process's output goes, shell-quoted.
-fn pod_args(argv: Vec<String>) -> Vec<String> {
-    const DROP_VALUE: [&str; 11] = [
+/// This command's flags after `fanout`, without those the Job sets, those that come from
+/// the Secret (--server, --coordinate, a POST --publish: `publish_secret`) or that say
+/// where this process's output goes, shell-quoted.
+fn pod_args(argv: Vec<String>, publish_secret: bool) -> Vec<String> {
+    const DROP_VALUE: [&str; 12] = [
         "--server",
+        "--coordinate",
         "--image",
         "--job-name",
         "--format",
@@ -820,7 +844,7 @@ fn pod_args(argv: Vec<String>) -> Vec<String> {
         if arg == "--emit" {
             it.next();
             it.next();
-        } else if DROP_VALUE.contains(&name) {
+        } else if DROP_VALUE.contains(&name) || (publish_secret && name == "--publish") {
             if !arg.contains('=') {
                 it.next();
             }

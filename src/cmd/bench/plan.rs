@@ -62,10 +62,13 @@ fn figures(a: &PlanArgs) -> anyhow::Result<(f64, f64, String)> {
         let text = rtcheck_base::input::report("--from", p)?;
         let v: serde_json::Value = serde_json::from_str(&text)
             .map_err(|e| anyhow::anyhow!("--from {shown}: not JSON: {e}"))?;
+        // Only a valid run's cost: an invalid run's load generator did not do the work
+        // its figures would be divided by.
         let found = v["scenarios"]
             .as_array()
             .into_iter()
             .flatten()
+            .filter(|s| s["valid"].as_bool() == Some(true))
             .find_map(|s| {
                 let c = &s["loadgen_cost"];
                 Some((
@@ -74,7 +77,7 @@ fn figures(a: &PlanArgs) -> anyhow::Result<(f64, f64, String)> {
                 ))
             });
         let (cpu, rss) = found.ok_or_else(|| {
-            anyhow::anyhow!("--from {shown}: no run with the load generator's cost (loadgen_cost: a bench fanout JSON report with samples)")
+            anyhow::anyhow!("--from {shown}: no valid run with the load generator's cost (loadgen_cost: a bench fanout JSON report with samples)")
         })?;
         return Ok((cpu, rss, shown));
     }
@@ -112,7 +115,7 @@ pub fn run(a: PlanArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
             .map(|(total, _)| total)
             .ok_or_else(|| anyhow::anyhow!("/proc/meminfo: no MemTotal; give --memory"))?,
     };
-    let p = plan::plan(PlanInputs {
+    let inputs = PlanInputs {
         connections: a.connections,
         rate: a.rate,
         size: a.size,
@@ -121,12 +124,13 @@ pub fn run(a: PlanArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
         figures_from: from,
         cores: a
             .cores
-            .unwrap_or_else(rtcheck_base::os::clock::cores)
-            .max(1),
+            .unwrap_or_else(|| rtcheck_base::os::clock::cores().max(1)),
         memory_bytes: memory,
-        ports_per_address: ports.max(1),
+        ports_per_address: ports,
         source_addresses: a.source_addresses,
-    });
+    };
+    inputs.check().map_err(anyhow::Error::msg)?;
+    let p = plan::plan(inputs);
     a.out.emit_with(ctx.color, |f, pal| {
         Ok(match HumanFormat::of(f)? {
             HumanFormat::Text => crate::report::text::bench::render_plan(&p, &pal),
