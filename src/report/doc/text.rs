@@ -31,6 +31,10 @@ pub fn render(doc: &Doc, p: &Palette) -> String {
             Block::Plot(_) => {}
         }
     }
+    // One blank line between blocks, however they end and begin.
+    while s.contains("\n\n\n") {
+        s = s.replace("\n\n\n", "\n\n");
+    }
     s
 }
 
