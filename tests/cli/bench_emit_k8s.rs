@@ -181,6 +181,30 @@ fn what_the_manifest_cannot_hold_is_refused_in_one_line() {
             ],
             "--connect-to",
         ),
+        (
+            &[
+                "--emit",
+                "k8s-job",
+                "2",
+                "--coordinate",
+                "redis://r:6379",
+                "--ca",
+                "ca.pem",
+            ],
+            "--ca is a file on this host",
+        ),
+        (
+            &[
+                "--emit",
+                "k8s-job",
+                "2",
+                "--coordinate",
+                "redis://r:6379",
+                "--source-ip",
+                "10.0.0.2",
+            ],
+            "--source-ip lists this host",
+        ),
         (&["--emit", "helm", "2"], "k8s-job"),
     ] {
         let out = common::rtcheck()

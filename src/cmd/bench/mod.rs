@@ -800,6 +800,12 @@ fn emit_k8s(a: &FanoutArgs) -> anyhow::Result<ExitCode> {
     if a.reach.connect_to.is_some() {
         anyhow::bail!("--emit k8s-job: --connect-to is an address seen from this host; leave it out (the pods resolve --server)");
     }
+    if a.reach.ca.is_some() {
+        anyhow::bail!("--emit k8s-job: --ca is a file on this host, not in the pods; leave it out (mount the CA in the image and pass it there)");
+    }
+    if a.source_ip.is_some() {
+        anyhow::bail!("--emit k8s-job: --source-ip lists this host's addresses, not the pods'; leave it out");
+    }
     let publish_secret = matches!(a.publish, crate::bench::publisher::PublishVia::Post { .. });
     let spec = k8s::JobSpec {
         name: a.job_name.clone(),
