@@ -62,8 +62,6 @@ impl Sessions {
         }
     }
 
-    /// Room for a new session? At the cap (the lower of `--max-sessions` and what
-
     /// `/poll?session=ID&since=SEQ` under session-ack: `since` acks, the answer holds the
     /// session's unacked messages after it and the usual keys, plus `session` and `reset`.
     pub fn poll(

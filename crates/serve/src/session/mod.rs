@@ -128,6 +128,7 @@ impl Sessions {
         self.max.min(self.by_memory())
     }
 
+    /// Room for a new session? At the cap (the lower of `--max-sessions` and what
     /// `--session-memory` holds at worst), sessions already past their TTL go first (the
     /// expiry loop may not have reached them); if none, the new session is refused and
     /// counted. Existing sessions are never evicted for a new one: under a connect flood,
