@@ -41,8 +41,7 @@ pub struct ExplainArgs {
 
 pub fn run(a: ExplainArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
     let pal = ctx.palette_for(None);
-    let checks = crate::audit::check_ids();
-    let out = if checks.contains(&a.id.as_str()) {
+    let out = if crate::audit::checks::CheckId::parse(&a.id).is_some() {
         let mut profile = match &a.profile {
             Some(path) => Profile::load("--profile", path)?,
             None => Profile::default(),
@@ -93,7 +92,6 @@ pub fn run(a: ExplainArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
                 .iter()
                 .map(|e| e.id.as_str()),
         );
-        ids.extend(crate::hops::ids());
         // Short enough for one line of 80: the lists are where `explain --help` says.
         let near = crate::catalog::closest(&a.id, &ids, 2);
         let hint = if near.is_empty() {

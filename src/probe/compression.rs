@@ -7,10 +7,10 @@ use super::session::{timing, SseObs, StreamObs, DELAY_FAIL_MS};
 use super::{finding, fmt_s, proxy, Kind, Meta, UrlObs};
 use crate::findings::{Finding, Status};
 
-pub const ID: &str = "compression";
+pub const ID: &str = super::CheckId::Compression.as_str();
 
 pub const META: Meta = Meta {
-    id: ID,
+    id: super::CheckId::Compression,
     title: "Compression on the realtime stream",
     evidence: &["proxy-config"],
     run: check,

@@ -5,10 +5,10 @@ use super::session::{Ending, StreamObs};
 use super::{finding, fmt_s, idle_timeout, proxy, Meta, UrlObs};
 use crate::findings::{Finding, Status};
 
-pub const ID: &str = "heartbeat";
+pub const ID: &str = super::CheckId::Heartbeat.as_str();
 
 pub const META: Meta = Meta {
-    id: ID,
+    id: super::CheckId::Heartbeat,
     title: "Server heartbeat (ping / SSE comment)",
     evidence: &["ping-timing", "ping-pong"],
     run: check,

@@ -3,10 +3,10 @@
 use super::{finding, proxy, Kind, Meta, UrlObs};
 use crate::findings::{Finding, Status};
 
-pub const ID: &str = "http2";
+pub const ID: &str = super::CheckId::Http2.as_str();
 
 pub const META: Meta = Meta {
-    id: ID,
+    id: super::CheckId::Http2,
     title: "HTTP/2 at the TLS edge",
     evidence: &["sse-conditions"],
     run: check,

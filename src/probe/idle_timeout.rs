@@ -6,10 +6,10 @@ use super::session::{Ending, StreamObs};
 use super::{finding, fmt_s, proxy, Kind, Meta, UrlObs};
 use crate::findings::{Finding, Status};
 
-pub const ID: &str = "idle-timeout";
+pub const ID: &str = super::CheckId::IdleTimeout.as_str();
 
 pub const META: Meta = Meta {
-    id: ID,
+    id: super::CheckId::IdleTimeout,
     title: "Idle connection held by the path",
     evidence: &["proxy-config", "ping-timing"],
     run: check,

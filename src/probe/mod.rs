@@ -9,6 +9,7 @@ pub mod fallback;
 pub mod heartbeat;
 pub mod http2;
 pub mod idle_timeout;
+mod ids;
 pub mod origin;
 pub mod path;
 pub mod polling;
@@ -25,6 +26,7 @@ pub mod ws_h2;
 
 use crate::findings::{Finding, Fix, Status};
 use client::ClientOpts;
+pub use ids::CheckId;
 use proxy::Proxy;
 use session::{Progress, SseObs, Watch, WsObs};
 use std::collections::BTreeMap;
@@ -35,7 +37,7 @@ use target::{Scheme, Target};
 /// URL follows), the evidence they cite, and its judge of one URL (None: the check does
 /// not apply to that URL).
 pub struct Meta {
-    pub id: &'static str,
+    pub id: CheckId,
     pub title: &'static str,
     pub evidence: &'static [&'static str],
     pub run: fn(&UrlObs) -> Option<Finding>,
@@ -45,7 +47,7 @@ impl Meta {
     /// What `explain` shows of it.
     pub fn info(&self) -> crate::findings::CheckInfo {
         crate::findings::CheckInfo {
-            id: self.id.into(),
+            id: self.id.as_str().into(),
             kind: "probe check".into(),
             title: self.title.into(),
             why: String::new(),
@@ -86,18 +88,18 @@ pub const IDS: [&str; CHECKS.len()] = {
     let mut ids = [""; CHECKS.len()];
     let mut i = 0;
     while i < CHECKS.len() {
-        ids[i] = CHECKS[i].id;
+        ids[i] = CHECKS[i].id.as_str();
         i += 1;
     }
     ids
 };
 
 /// The report-level finding of a run in which no check measured anything (no verdict).
-pub const NOTHING_MEASURED: &str = MEASURED.id;
+pub const NOTHING_MEASURED: &str = MEASURED.id.as_str();
 
 /// Judged over the whole run (`nothing_measured`), never per URL.
 const MEASURED: Meta = Meta {
-    id: "measured",
+    id: CheckId::Measured,
     title: "No verdict, nothing was measured",
     evidence: &[],
     run: |_| None,
@@ -258,7 +260,7 @@ fn finding(
     }
     Finding {
         location: None,
-        id: m.id.to_string(),
+        id: m.id.as_str().to_string(),
         title: format!("{}: {}", m.title, u.target),
         status,
         observed,
@@ -323,7 +325,7 @@ pub fn judge(u: &UrlObs, skip: &[String]) -> Vec<Finding> {
 /// A check of the event stream whose head the path held past --head-timeout: nothing to
 /// judge, said as a skip pointing at `sse-buffering` (a check left out reads as never tried).
 fn held_skip(c: &Meta, u: &UrlObs) -> Option<Finding> {
-    let needs_stream = [heartbeat::ID, resume::ID, compression::ID].contains(&c.id);
+    let needs_stream = [heartbeat::ID, resume::ID, compression::ID].contains(&c.id.as_str());
     if !needs_stream || u.kind != Kind::Sse || u.sse.is_some() || u.head_held_ms.is_none() {
         return None;
     }
@@ -660,7 +662,7 @@ pub fn nothing_measured(findings: &[Finding], target: &str) -> Option<Finding> {
         }
     }
     Some(Finding {
-        id: MEASURED.id.to_string(),
+        id: NOTHING_MEASURED.to_string(),
         title: format!("{}: {target}", MEASURED.title),
         status: Status::Fail,
         observed: if why.is_empty() {
@@ -751,7 +753,7 @@ mod tests {
 
     #[test]
     fn ids_come_from_the_table_in_report_order() {
-        let ids: Vec<&str> = CHECKS.iter().map(|c| c.id).collect();
+        let ids: Vec<&str> = CHECKS.iter().map(|c| c.id.as_str()).collect();
         assert_eq!(IDS.to_vec(), ids);
         let single = [
             "reachable",

@@ -4,10 +4,10 @@
 use super::{finding, proxy, Kind, Meta, UrlObs, FOREIGN_ORIGIN};
 use crate::findings::{Finding, Status};
 
-pub const ID: &str = "origin";
+pub const ID: &str = super::CheckId::Origin.as_str();
 
 pub const META: Meta = Meta {
-    id: ID,
+    id: super::CheckId::Origin,
     title: "WebSocket handshake from a foreign Origin",
     evidence: &[],
     run: check,

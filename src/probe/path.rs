@@ -21,13 +21,13 @@ use rtcheck_wire::transport::Transport;
 
 /// The checks of this file (judged only with a declared path).
 pub const HOPS: Meta = Meta {
-    id: "path-hops",
+    id: super::CheckId::PathHops,
     title: "Hops seen against the declared path",
     evidence: &["proxy-config"],
     run: |u| Some(path_hops(u, declared(u)?)),
 };
 pub const IDLE: Meta = Meta {
-    id: "path-idle",
+    id: super::CheckId::PathIdle,
     title: "Idle cut against the declared path",
     evidence: &["proxy-config", "ping-timing"],
     run: |u| path_idle(u, declared(u)?),

@@ -15,31 +15,31 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 pub const STATUS: Meta = Meta {
-    id: "poll-status",
+    id: super::CheckId::PollStatus,
     title: "Poll answer status and type",
     evidence: &["poll-1s"],
     run: status,
 };
 pub const CACHE: Meta = Meta {
-    id: "poll-cache",
+    id: super::CheckId::PollCache,
     title: "Caching of poll answers",
     evidence: &["poll-1s"],
     run: cache,
 };
 pub const CONDITIONAL: Meta = Meta {
-    id: "poll-conditional",
+    id: super::CheckId::PollConditional,
     title: "Conditional polls",
     evidence: &["poll-1s"],
     run: conditional,
 };
 pub const LATENCY: Meta = Meta {
-    id: "poll-latency",
+    id: super::CheckId::PollLatency,
     title: "Poll answer latency",
     evidence: &["poll-1s", "poll-5s"],
     run: poll_latency,
 };
 pub const OVERHEAD: Meta = Meta {
-    id: "poll-overhead",
+    id: super::CheckId::PollOverhead,
     title: "Idle polling overhead",
     evidence: &["poll-1s", "push-latency"],
     run: overhead,

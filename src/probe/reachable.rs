@@ -5,10 +5,10 @@ use super::client::Step;
 use super::{finding, Meta, UrlObs};
 use crate::findings::{Finding, Fix, Status};
 
-pub const ID: &str = "reachable";
+pub const ID: &str = super::CheckId::Reachable.as_str();
 
 pub const META: Meta = Meta {
-    id: ID,
+    id: super::CheckId::Reachable,
     title: "URL reachable",
     evidence: &[],
     run: check,

@@ -6,10 +6,10 @@ use super::{finding, proxy, Kind, Meta, UrlObs};
 use crate::findings::{Finding, Status};
 use rtcheck_wire::http::response::Head;
 
-pub const ID: &str = "response";
+pub const ID: &str = super::CheckId::Response.as_str();
 
 pub const META: Meta = Meta {
-    id: ID,
+    id: super::CheckId::Response,
     title: "The URL's answer",
     evidence: &[],
     run: check,

@@ -6,10 +6,10 @@ use super::{finding, fmt_s, proxy, Kind, Meta, UrlObs};
 use crate::findings::{Finding, Status};
 use rtcheck_wire::sse::seq_id;
 
-pub const ID: &str = "resume";
+pub const ID: &str = super::CheckId::Resume.as_str();
 
 pub const META: Meta = Meta {
-    id: ID,
+    id: super::CheckId::Resume,
     title: "SSE resume with Last-Event-ID",
     evidence: &["seq-numbers", "ring-buffer"],
     run: check,

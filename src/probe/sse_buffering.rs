@@ -7,10 +7,10 @@ use super::session::{timing, Ending, StreamObs, Timing, BURST_SILENCE_MS, DELAY_
 use super::{finding, fmt_s, proxy, Kind, Meta, UrlObs};
 use crate::findings::{Finding, Status};
 
-pub const ID: &str = "sse-buffering";
+pub const ID: &str = super::CheckId::SseBuffering.as_str();
 
 pub const META: Meta = Meta {
-    id: ID,
+    id: super::CheckId::SseBuffering,
     title: "SSE delivery through the path (buffering)",
     evidence: &["proxy-config"],
     run: check,

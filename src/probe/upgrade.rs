@@ -4,10 +4,10 @@ use super::session::Ending;
 use super::{finding, fmt_s, proxy, Kind, Meta, UrlObs};
 use crate::findings::{Finding, Status};
 
-pub const ID: &str = "upgrade";
+pub const ID: &str = super::CheckId::Upgrade.as_str();
 
 pub const META: Meta = Meta {
-    id: ID,
+    id: super::CheckId::Upgrade,
     title: "WebSocket upgrade through the path",
     evidence: &["proxy-config"],
     run: check,

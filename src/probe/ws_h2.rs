@@ -12,10 +12,10 @@ use crate::findings::{Finding, Fix, Status};
 use serde::Serialize;
 use std::time::Duration;
 
-pub const ID: &str = "ws-over-h2";
+pub const ID: &str = super::CheckId::WsOverH2.as_str();
 
 pub const META: Meta = Meta {
-    id: ID,
+    id: super::CheckId::WsOverH2,
     title: "WebSocket over HTTP/2 (RFC 8441)",
     evidence: &[],
     run: check,

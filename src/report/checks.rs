@@ -1,7 +1,9 @@
 //! Every id a command prints, as one [`CheckInfo`]: each table emits its own (audit's
 //! checks, lint's rules, probe's checks, the proxy host's findings, the checklists'
-//! items, verify's measurements, choose's questions, budget's findings), and `explain`
-//! reads them here, so an id in any output is explainable by construction.
+//! items, verify's measurements, choose's questions, budget's findings, the hops), and
+//! `explain` reads them here, so an id in any output is explainable by construction.
+//! Audit's and probe's ids are enums (`audit::checks::CheckId`, `probe::CheckId`), lint's
+//! `RuleId`: the tests below hold every variant to exactly one row of its table.
 use crate::findings::{evidence_ids, CheckInfo};
 
 /// Every entry, the tables in this order (the first of an id wins in [`info`]).
@@ -20,7 +22,23 @@ pub fn all() -> Vec<CheckInfo> {
     v.extend(OTHERS.iter().map(other));
     v.extend(checklist_items());
     v.extend(crate::verify::names().into_iter().filter_map(verify_part));
+    v.extend(crate::hops::catalog().iter().map(hop));
     v
+}
+
+/// A hop of `data/hops.yaml` (`explain` shows it in full through `report::text::hops`).
+fn hop(h: &crate::hops::Hop) -> CheckInfo {
+    CheckInfo {
+        id: h.id.clone(),
+        kind: "hop".into(),
+        title: h.name.clone(),
+        why: "its idle, lifetime and first-byte limits cut realtime connections that \
+              outlive them"
+            .into(),
+        fix: String::new(),
+        evidence: vec![],
+        see: format!("docs/hops.md; run it: rtcheck hops {}", h.id),
+    }
 }
 
 /// The entry of `id`, if any table has it.
@@ -171,6 +189,7 @@ mod tests {
             crate::lint::host::EXPLAINED.iter().map(|e| e.0).collect(),
             crate::review::known_ids(),
             crate::verify::names(),
+            crate::hops::ids(),
         ];
         for id in tables.iter().flatten() {
             assert!(has(id), "{id} is not explained");
@@ -185,6 +204,29 @@ mod tests {
                 assert!(crate::evidence::store().get(e).is_some(), "{}: {e}", c.id);
             }
         }
+    }
+
+    #[test]
+    fn every_id_variant_is_one_row_of_its_table() {
+        use crate::audit::checks::{CheckId as Audit, CHECKS as AUDIT};
+        use crate::probe::{CheckId as Probe, CHECKS as PROBE};
+        let audit: Vec<Audit> = AUDIT.iter().map(|m| m.id).collect();
+        for id in Audit::ALL {
+            let rows = audit.iter().filter(|i| *i == id).count();
+            assert_eq!(rows, 1, "audit {id}: {rows} rows");
+            assert_eq!(Audit::parse(id.as_str()), Some(*id));
+        }
+        assert_eq!(audit.len(), Audit::ALL.len());
+        let probe: Vec<Probe> = PROBE.iter().map(|m| m.id).collect();
+        for id in Probe::ALL {
+            let rows = probe.iter().filter(|i| *i == id).count();
+            assert_eq!(rows, 1, "probe {id}: {rows} rows");
+            assert_eq!(Probe::parse(id.as_str()), Some(*id));
+        }
+        assert_eq!(probe.len(), Probe::ALL.len());
+        assert_eq!(Audit::parse("time_wait"), None, "the text is exact");
+        // A hop is explained by its own view first; its entry here names the command.
+        assert_eq!(info("aws-alb").unwrap().kind, "hop");
     }
 
     #[test]

@@ -73,8 +73,40 @@ pub fn render_with(
         }
     }
     suppressed(&mut p, r, &|f| labels(f, &url(f), ("reason", reason(f))));
+    info(&mut p, r);
     totals(&mut p, r, now);
     p.finish()
+}
+
+/// `rtcheck_check_info{check, kind, title} 1` per check of the run, from the one
+/// `report::checks` view `explain` reads (the info-metric convention: join on `check`
+/// for a title). A finding id no table explains gets no sample (the tests hold every
+/// table's ids to an entry, so none should).
+fn info(p: &mut Exposition, r: &FindingsReport) {
+    let all = crate::report::checks::all();
+    let mut seen = std::collections::BTreeSet::new();
+    let known: Vec<&crate::findings::CheckInfo> = r
+        .findings
+        .iter()
+        .filter(|f| seen.insert(f.id.as_str()))
+        .filter_map(|f| all.iter().find(|c| c.id == f.id))
+        .collect();
+    if known.is_empty() {
+        return;
+    }
+    p.family(
+        "rtcheck_check_info",
+        Kind::Gauge,
+        "What each check of the last run is (always 1): its kind and title, as explain says.",
+    );
+    for c in known {
+        let l = [
+            ("check", c.id.as_str()),
+            ("kind", c.kind.as_str()),
+            ("title", c.title.as_str()),
+        ];
+        p.sample("rtcheck_check_info", &l, 1u8);
+    }
 }
 
 /// A sample with owned label values.
@@ -213,6 +245,13 @@ mod tests {
             1_700_000_000.0
         );
         assert_eq!(gauge("rtcheck_run_duration_seconds", &[]), 0.0025);
+        // The check's kind and title come from the one CheckInfo view; an id no table
+        // explains has none.
+        let info = [("check", "fd-limit"), ("kind", "audit check")];
+        assert_eq!(gauge("rtcheck_check_info", &info), 1.0);
+        let title = crate::report::checks::info("fd-limit").unwrap().title;
+        assert!(text.contains(&format!("title=\"{title}\"")), "{text}");
+        assert_eq!(text.matches("rtcheck_check_info{").count(), 1, "{text}");
         // Gauges only: nothing that grows between runs.
         assert!(!text.contains("counter"));
         assert!(text.lines().filter(|l| l.starts_with(st)).count() == 10);

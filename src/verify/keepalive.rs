@@ -34,7 +34,7 @@ pub fn predicted_detection(
 
 /// A read that returned without data: timeout, or EINTR (Ctrl-C; the loop then sees the flag).
 fn is_timeout(e: &tungstenite::Error) -> bool {
-    matches!(e, tungstenite::Error::Io(io) if matches!(io.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut | std::io::ErrorKind::Interrupted))
+    matches!(e, tungstenite::Error::Io(io) if rtcheck_wire::http::client::is_timeout(io))
 }
 
 fn connect(server: &Server) -> anyhow::Result<tungstenite::WebSocket<TcpStream>> {

@@ -16,6 +16,7 @@ pub mod progress;
 pub mod server;
 pub mod tcp_wmem;
 
+use crate::audit::checks::CheckId;
 use crate::evidence::{fmt_num, num};
 use crate::findings::{Finding, Status, Verification};
 use anyhow::bail;
@@ -33,7 +34,7 @@ pub struct Part {
     pub aliases: &'static [&'static str],
     pub title: &'static str,
     /// The `rtcheck audit` check it demonstrates.
-    pub finding: &'static str,
+    pub finding: CheckId,
     /// The evidence entry it is compared with.
     pub evidence: &'static str,
     pub unit: &'static str,
@@ -63,7 +64,7 @@ pub static EXPERIMENTS: &[Experiment] = &[
             name: "fd-limit",
             aliases: &[],
             title: "Connections a process opens before EMFILE at its open-files limit",
-            finding: "fd-limit",
+            finding: CheckId::FdLimit,
             evidence: "ulimit-n",
             unit: "connections",
             reference: || {
@@ -84,7 +85,7 @@ pub static EXPERIMENTS: &[Experiment] = &[
                 name: ports::TIME_WAIT,
                 aliases: &["tw-sockstat"],
                 title: "TIME_WAIT sockets left on the client side by closed connections",
-                finding: ports::TIME_WAIT,
+                finding: CheckId::TimeWait,
                 evidence: "tw-sockstat",
                 unit: "sockets",
                 reference: || {
@@ -98,7 +99,7 @@ pub static EXPERIMENTS: &[Experiment] = &[
                 name: "ephemeral-ports",
                 aliases: &[],
                 title: "Connects that fail with EADDRNOTAVAIL toward one destination",
-                finding: "ephemeral-ports",
+                finding: CheckId::EphemeralPorts,
                 evidence: "ephemeral-ports",
                 unit: "connections",
                 reference: || {
@@ -121,7 +122,7 @@ pub static EXPERIMENTS: &[Experiment] = &[
             name: "tcp-wmem",
             aliases: &[],
             title: "Bytes the kernel accepts for a client that never reads",
-            finding: "tcp-wmem",
+            finding: CheckId::TcpWmem,
             evidence: "kernel-sndbuf",
             unit: "B",
             reference: || {
@@ -142,7 +143,7 @@ pub static EXPERIMENTS: &[Experiment] = &[
                 name: "memory",
                 aliases: &["memory-ws"],
                 title: "Server RSS per idle WebSocket connection",
-                finding: "memory",
+                finding: CheckId::Memory,
                 evidence: "conn-ram",
                 unit: "B",
                 reference: conn_ram_reference,
@@ -151,7 +152,7 @@ pub static EXPERIMENTS: &[Experiment] = &[
                 name: "memory-sse",
                 aliases: &[],
                 title: "Server RSS per idle SSE connection",
-                finding: "memory",
+                finding: CheckId::Memory,
                 evidence: "conn-ram",
                 unit: "B",
                 reference: conn_ram_reference,
@@ -167,7 +168,7 @@ pub static EXPERIMENTS: &[Experiment] = &[
                 name: "tcp-keepalive",
                 aliases: &[],
                 title: "Time until the server notices a silent peer (ping/pong)",
-                finding: "tcp-keepalive",
+                finding: CheckId::TcpKeepalive,
                 evidence: "ping-timing",
                 unit: "s",
                 reference: || {
@@ -183,7 +184,7 @@ pub static EXPERIMENTS: &[Experiment] = &[
                 name: "read-deadline",
                 aliases: &["read-deadline-alone"],
                 title: "A read deadline alone closes a healthy quiet client",
-                finding: "tcp-keepalive",
+                finding: CheckId::TcpKeepalive,
                 evidence: "read-deadline-alone",
                 unit: "s",
                 reference: || {
@@ -423,7 +424,7 @@ pub fn reference_for(name: &str) -> String {
 
 /// The `rtcheck audit` check a measurement demonstrates.
 pub fn finding_for(name: &str) -> Option<&'static str> {
-    part(name).map(|p| p.finding)
+    part(name).map(|p| p.finding.as_str())
 }
 
 /// The evidence entry a measurement is compared with.

@@ -21,7 +21,7 @@ use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
 /// The measurement of the audit check of the same id (`time-wait`).
-pub const TIME_WAIT: &str = crate::audit::checks::net::TIME_WAIT.id;
+pub const TIME_WAIT: &str = crate::audit::checks::CheckId::TimeWait.as_str();
 
 /// What an open-hold child reports once its connections are all open (one JSON line).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

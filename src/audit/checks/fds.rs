@@ -1,11 +1,12 @@
 //! File descriptors: the process limit (fd-limit) and the system-wide limits (fd-system).
+use super::CheckId;
 use super::{lim, n, skipped, sysctl_fix, Draft, Meta, Workload};
 use crate::audit::host::Host;
 use crate::evidence::num;
 use crate::findings::{Finding, Status};
 
 pub const FD_LIMIT: Meta = Meta {
-    id: "fd-limit",
+    id: CheckId::FdLimit,
     title: "Open-files limit (RLIMIT_NOFILE) of the audited process",
     evidence: &["ulimit-n", "fds-goroutines"],
     verify: Some("fd-limit"),
@@ -14,7 +15,7 @@ pub const FD_LIMIT: Meta = Meta {
 };
 
 pub const FD_SYSTEM: Meta = Meta {
-    id: "fd-system",
+    id: CheckId::FdSystem,
     title: "System-wide file handles (fs.file-max, fs.nr_open, fs/file-nr)",
     evidence: &["ulimit-n", "fds-goroutines"],
     verify: None,

@@ -9,9 +9,12 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 mod fds;
+mod ids;
 pub mod net;
 mod resources;
 pub(crate) mod tcp;
+
+pub use ids::CheckId;
 
 /// The workload as the checks see it: defaults resolved, per-machine share computed.
 #[derive(Debug, Clone, Copy)]
@@ -102,7 +105,7 @@ impl Workload {
 
 /// Static facts of a check: its stable id, title, evidence and live verification.
 pub struct Meta {
-    pub id: &'static str,
+    pub id: CheckId,
     pub title: &'static str,
     pub evidence: &'static [&'static str],
     pub verify: Option<&'static str>,
@@ -117,7 +120,7 @@ impl Meta {
     /// Its static facts; `explain ID` adds the rule and fixes computed for a host.
     pub fn info(&self) -> crate::findings::CheckInfo {
         crate::findings::CheckInfo {
-            id: self.id.into(),
+            id: self.id.as_str().into(),
             kind: "audit check".into(),
             title: self.title.into(),
             why: String::new(),
@@ -146,12 +149,16 @@ pub const CHECKS: &[Meta] = &[
 ];
 
 pub fn ids() -> Vec<&'static str> {
-    CHECKS.iter().map(|c| c.id).collect()
+    CHECKS.iter().map(|c| c.id.as_str()).collect()
 }
 
 /// The checks every Linux host can answer (`Meta::required`).
 pub fn required_ids() -> Vec<&'static str> {
-    CHECKS.iter().filter(|c| c.required).map(|c| c.id).collect()
+    CHECKS
+        .iter()
+        .filter(|c| c.required)
+        .map(|c| c.id.as_str())
+        .collect()
 }
 
 /// Run every check; ids in `skip` are shown as skipped by request, never hidden.
@@ -162,7 +169,7 @@ pub fn run_all(profile: &Profile, host: &Host, skip: &[String]) -> Vec<Finding> 
         .iter()
         .map(|c| {
             let mut f = (c.run)(&w, host);
-            if skip.iter().any(|s| s == c.id) {
+            if skip.iter().any(|s| s == c.id.as_str()) {
                 // Keep what was observed: the user sees what they chose to ignore.
                 let was = f.status;
                 f.status = Status::Skip;
@@ -252,7 +259,7 @@ impl<'a> Draft<'a> {
     pub fn build(self) -> Finding {
         Finding {
             location: None,
-            id: self.meta.id.to_string(),
+            id: self.meta.id.as_str().to_string(),
             title: self.meta.title.to_string(),
             status: self.status,
             observed: self.observed,

@@ -1,4 +1,5 @@
 //! Connection setup: ephemeral ports, TIME_WAIT, accept backlog, conntrack.
+use super::CheckId;
 use super::{n, pct, skipped, sysctl_fix, Draft, Meta, Workload};
 use crate::audit::host::Host;
 use crate::evidence::num;
@@ -6,7 +7,7 @@ use crate::findings::{Finding, Status};
 use crate::profile::Role;
 
 pub const EPHEMERAL_PORTS: Meta = Meta {
-    id: "ephemeral-ports",
+    id: CheckId::EphemeralPorts,
     title: "Ephemeral ports per destination address (ip_local_port_range)",
     evidence: &["ephemeral-ports"],
     verify: Some("ephemeral-ports"),
@@ -15,7 +16,7 @@ pub const EPHEMERAL_PORTS: Meta = Meta {
 };
 
 pub const TIME_WAIT: Meta = Meta {
-    id: "time-wait",
+    id: CheckId::TimeWait,
     title: "TIME_WAIT sockets now vs the ephemeral port range",
     evidence: &["tw-sockstat", "ephemeral-ports"],
     verify: Some("time-wait"),
@@ -24,7 +25,7 @@ pub const TIME_WAIT: Meta = Meta {
 };
 
 pub const SOMAXCONN: Meta = Meta {
-    id: "somaxconn",
+    id: CheckId::Somaxconn,
     title: "Accept backlog (net.core.somaxconn, tcp_max_syn_backlog) vs a reconnect burst",
     evidence: &["ephemeral-ports"],
     verify: None,
@@ -33,7 +34,7 @@ pub const SOMAXCONN: Meta = Meta {
 };
 
 pub const CONNTRACK: Meta = Meta {
-    id: "conntrack",
+    id: CheckId::Conntrack,
     title: "Connection tracking table (nf_conntrack_max)",
     evidence: &["ephemeral-ports"],
     verify: None,

@@ -1,4 +1,5 @@
 //! Memory and CPU for the load.
+use super::CheckId;
 use super::{bytes, n, pct, skipped, Draft, Meta, Workload};
 use crate::audit::host::Host;
 use crate::evidence::{fmt_num, num};
@@ -7,7 +8,7 @@ use crate::profile::Loss;
 use rtcheck_wire::transport::Transport;
 
 pub const MEMORY: Meta = Meta {
-    id: "memory",
+    id: CheckId::Memory,
     title: "Memory for connections and delivery state",
     evidence: &["conn-ram", "ring-sizing"],
     verify: Some("memory"),
@@ -16,7 +17,7 @@ pub const MEMORY: Meta = Meta {
 };
 
 pub const CPU: Meta = Meta {
-    id: "cpu",
+    id: CheckId::Cpu,
     title: "CPUs usable for the fan-out load (affinity, cgroup quota)",
     evidence: &["cpu-baseline", "scenario-p1"],
     verify: None,

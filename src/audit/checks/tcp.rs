@@ -1,4 +1,5 @@
 //! TCP buffers and liveness: tcp-wmem, tcp-keepalive.
+use super::CheckId;
 use super::{bytes, n, pct, skipped, sysctl_fix, Draft, Meta, Workload};
 use crate::audit::host::Host;
 use crate::evidence::{fmt_num, num};
@@ -7,7 +8,7 @@ use rtcheck_wire::transport::Transport;
 use std::time::Duration;
 
 pub const TCP_WMEM: Meta = Meta {
-    id: "tcp-wmem",
+    id: CheckId::TcpWmem,
     title: "Kernel send buffers: tcp_wmem max x connections vs memory and tcp_mem",
     evidence: &["kernel-sndbuf"],
     verify: Some("tcp-wmem"),
@@ -16,7 +17,7 @@ pub const TCP_WMEM: Meta = Meta {
 };
 
 pub const TCP_KEEPALIVE: Meta = Meta {
-    id: "tcp-keepalive",
+    id: CheckId::TcpKeepalive,
     title: "How long TCP alone takes to notice a dead peer (keepalive)",
     evidence: &["ping-pong", "ping-timing"],
     verify: Some("tcp-keepalive"),

@@ -7,12 +7,15 @@
 //! - [`client`]: one client thread (WebSocket, resume on another node).
 //! - [`nodes`]: the node processes and the Redis the run uses (its URL is checked here by
 //!   [`parse_redis_url`], pure, in every build).
-//! - [`run`]: one scenario end to end; [`validity`]: its checks (pure).
+//! - [`run`]: one scenario end to end (its fault and the presence watch after a kill in
+//!   `fault`); [`validity`]: its checks (pure).
 //!
 //! `nodes` and `run` need the `redis` feature; the rest (flags, model, pure parts) is in
 //! every build, so the reports and `bench cluster`'s flags are too.
 pub mod account;
 pub mod client;
+#[cfg(feature = "redis")]
+mod fault;
 pub mod model;
 #[cfg(feature = "redis")]
 pub mod nodes;

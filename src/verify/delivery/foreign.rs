@@ -234,16 +234,18 @@ impl Link {
             return Ok(Link::Ws(Box::new(ws), app));
         }
         stream.tcp().set_read_timeout(Some(TICK))?;
-        let mut req =
-            format!("GET {path} HTTP/1.1\r\nHost: {authority}\r\nAccept: text/event-stream\r\n");
+        let mut headers = vec![
+            ("Host", authority.as_str()),
+            ("Accept", "text/event-stream"),
+        ];
         if let (Resume::LastEventId, Some(id)) =
             (&t.resume_as, from.and_then(|p| p.sse_id.as_ref()))
         {
-            req.push_str(&format!("Last-Event-ID: {id}\r\n"));
+            headers.push(("Last-Event-ID", id.as_str()));
         }
-        req.push_str("\r\n");
+        let req = rtcheck_wire::http::client::head("GET", &path, &headers);
         // rustls' write only tries to send (its errors wait for the next call): flush.
-        stream.write_all(req.as_bytes())?;
+        stream.write_all(&req)?;
         stream.flush()?;
         let shown = format!("GET {}", rtcheck_base::redact::path_and_query(&path));
         let (framing, pending) = client::read_head(&mut stream, peer, &shown)?;

@@ -15,6 +15,7 @@ mod link;
 pub mod node;
 #[cfg(not(feature = "redis"))]
 mod off;
+pub mod order;
 #[cfg(feature = "redis")]
 pub mod presence;
 #[cfg(feature = "redis")]

@@ -4,12 +4,13 @@
 //! told of every round ([`Sessions::publish`]), every client that leaves
 //! ([`Sessions::detach`]) and every epoch reset ([`Sessions::reset_all`]); registering a
 //! session client, its acks and its HTTP routes live above the hub (`resume`, `routes`).
-use super::ring::{Round, POLL_MAX};
+use super::ring::Round;
 use super::sync::lock;
+use queue::{Session, ENTRY_OVERHEAD, SESSION_OVERHEAD};
 use rtcheck_wire::epoch::{Epoch, Position};
 use rtcheck_wire::payload;
 use rtcheck_wire::stats::SessionStats;
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -52,88 +53,11 @@ pub fn sessions_in_memory(memory: u64, queue: usize, size: usize) -> u64 {
     memory / worst_session_bytes(queue, size).max(1)
 }
 
+pub use answer::{Hello, Refused};
+
 /// A client's session found or made: its hello, the (seq, ts) of its unacked messages and
 /// the gap marker it is owed.
 type Attached = (Hello, Vec<(u64, u64)>, Option<(u64, u64)>);
-
-/// Per-entry bookkeeping beyond the payload (seq, ts, the payload's pointer and length).
-const ENTRY_OVERHEAD: usize = std::mem::size_of::<Entry>();
-/// A session's fixed part: the struct, its id twice (map key and the conn index) and the
-/// map slots.
-const SESSION_OVERHEAD: usize = std::mem::size_of::<Session>() + 2 * (32 + 48);
-
-/// One unacked message. The session holds its own copy of the payload, as a server with
-/// per-user data would; a replay re-encodes from it.
-#[derive(Debug)]
-struct Entry {
-    seq: u64,
-    ts: u64,
-    payload: Box<[u8]>,
-}
-
-#[derive(Debug, Default)]
-struct Session {
-    queue: VecDeque<Entry>,
-    /// Seqs dropped by overflow and not yet acked past: the next gap marker.
-    lost: Option<(u64, u64)>,
-    acked: u64,
-    /// The last seq queued for this session (acks above it were never sent).
-    last_queued: u64,
-    conn: Option<u64>,
-    /// When the client left (None while connected).
-    away_since: Option<Instant>,
-    bytes: usize,
-}
-
-impl Session {
-    /// Queue a message, dropping the oldest when full; returns how many were dropped.
-    fn push(&mut self, seq: u64, ts: u64, payload: &[u8], cap: usize) -> u64 {
-        let mut freed = 0;
-        let mut dropped = 0;
-        while self.queue.len() >= cap {
-            let Some(e) = self.queue.pop_front() else {
-                break;
-            };
-            freed += e.payload.len() + ENTRY_OVERHEAD;
-            dropped += 1;
-            self.lost = Some((self.lost.map_or(e.seq, |l| l.0), e.seq));
-        }
-        self.queue.push_back(Entry {
-            seq,
-            ts,
-            payload: payload.into(),
-        });
-        self.last_queued = seq;
-        let added = payload.len() + ENTRY_OVERHEAD;
-        self.bytes = self.bytes + added - freed;
-        dropped
-    }
-
-    /// Drop everything up to `seq`; returns the bytes freed.
-    fn ack(&mut self, seq: u64) -> usize {
-        let mut freed = 0;
-        while self.queue.front().is_some_and(|e| e.seq <= seq) {
-            if let Some(e) = self.queue.pop_front() {
-                freed += e.payload.len() + ENTRY_OVERHEAD;
-            }
-        }
-        if self.queue.is_empty() {
-            self.queue = VecDeque::new(); // an idle session holds no buffer
-        }
-        self.acked = self.acked.max(seq);
-        if self.lost.is_some_and(|(_, b)| b <= self.acked) {
-            self.lost = None;
-        }
-        self.bytes -= freed;
-        freed
-    }
-
-    /// The gap marker still owed (beyond what the client acked).
-    fn gap(&self) -> Option<(u64, u64)> {
-        let (a, b) = self.lost?;
-        (b > self.acked).then(|| (a.max(self.acked + 1), b))
-    }
-}
 
 #[derive(Debug, Default)]
 struct Inner {
@@ -165,46 +89,6 @@ pub struct Sessions {
     acks: AtomicU64,
     acks_ignored: AtomicU64,
     refused: AtomicU64,
-}
-
-/// A new session refused at `--max-sessions`: the seconds after which one may free up
-/// (the soonest expiry of an away session; the TTL when every session is connected).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Refused(pub u64);
-
-impl Refused {
-    pub fn message(self, max: usize) -> String {
-        format!(
-            "too many sessions: {max} held (serve --max-sessions); retry after {} s",
-            self.0
-        )
-    }
-}
-
-/// What a client is told at connect: its session and whether the one it presented was
-/// gone (then everything it had not acked is lost, and it is told so).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Hello {
-    pub session: String,
-    pub reset: bool,
-    /// The server's epoch (set by `resume::register`; sessions live in one instance's memory,
-    /// so a restarted server knows none of the old ones: they get reset: true).
-    pub epoch: Option<Epoch>,
-}
-
-impl Hello {
-    pub fn json(&self) -> String {
-        let epoch = self
-            .epoch
-            .map_or(String::new(), |e| format!(",\"epoch\":\"{e}\""));
-        format!(
-            "{{\"session\":\"{}\",\"reset\":{}{epoch}}}",
-            self.session, self.reset
-        )
-    }
-    pub fn sse(&self) -> String {
-        format!("event: session\ndata: {}\n\n", self.json())
-    }
 }
 
 impl Sessions {
@@ -242,21 +126,6 @@ impl Sessions {
     /// Sessions held at most: the lower of `--max-sessions` and what the memory holds.
     pub fn cap(&self) -> usize {
         self.max.min(self.by_memory())
-    }
-
-    /// The 503's message: which cap was reached and when to retry.
-    pub fn refusal_message(&self, r: Refused) -> String {
-        let cap = self.cap();
-        if cap < self.max {
-            format!(
-                "session memory full: {cap} sessions of up to {} each fill serve --session-memory {}; retry after {} s",
-                rtcheck_base::units::fmt_bytes(self.worst),
-                rtcheck_base::units::fmt_bytes(self.memory),
-                r.0
-            )
-        } else {
-            r.message(self.max)
-        }
     }
 
     /// Room for a new session? At the cap (the lower of `--max-sessions` and what
@@ -493,57 +362,6 @@ impl Sessions {
         }
     }
 
-    /// `/poll?session=ID&since=SEQ` under session-ack: `since` acks, the answer holds the
-    /// session's unacked messages after it and the usual keys, plus `session` and `reset`.
-    pub fn poll(
-        &self,
-        presented: Option<&str>,
-        pos: Option<Position>,
-        epoch: Epoch,
-    ) -> Result<String, Refused> {
-        let ack = ack_from(epoch, pos);
-        let (hello, replay, gap) = self.attach_as(presented, ack, true)?;
-        // A new session, or a position from another epoch: what it holds is all owed.
-        let since = ack.filter(|_| !hello.reset).unwrap_or(0);
-        // Bounded like a plain poll: the client polls again from `latest` (which acks).
-        let owed: Vec<(u64, u64)> = replay.into_iter().filter(|r| r.0 > since).collect();
-        // A JSON message is padded to --size bytes (at least its seq and ts), plus a comma.
-        let per = self.size.max(64) + 1;
-        let n = (POLL_MAX / per).clamp(1, owed.len().max(1));
-        let more = owed.len() > n;
-        let replay = self.encode(epoch, &owed[..n.min(owed.len())]);
-        let mut out = format!(
-            "{{\"session\":\"{}\",\"reset\":{},\"epoch\":\"{epoch}\",\"latest\":{},\"gap\":{},\"oldest\":{},\"more\":{more},\"messages\":[",
-            hello.session,
-            hello.reset || pos.is_some_and(|p| p.epoch.is_some_and(|e| e != epoch)),
-            replay.last().map_or(since, |r| r.seq),
-            gap.is_some(),
-            gap.map(|g| g.1 + 1)
-                .or(replay.first().map(|r| r.seq))
-                .map_or("null".into(), |o| o.to_string()),
-        );
-        let items: Vec<&str> = replay
-            .iter()
-            .filter(|r| r.seq > since)
-            .map(|r| std::str::from_utf8(&r.json).unwrap_or("{}"))
-            .collect();
-        out.push_str(&items.join(","));
-        out.push_str("]}");
-        Ok(out)
-    }
-
-    /// The body of a refused `/poll?session=`.
-    pub fn refused_json(&self, r: Refused) -> String {
-        let error = match self.cap() < self.max {
-            true => "session memory full",
-            false => "too many sessions",
-        };
-        format!(
-            "{{\"error\":\"{error}\",\"max_sessions\":{},\"session_memory\":{},\"retry_after\":{}}}",
-            self.max, self.memory, r.0
-        )
-    }
-
     /// Expire sessions in the background until `shutdown` resolves (a few times per TTL,
     /// at most every second), and give the freed memory back to the OS.
     pub async fn expire_until(&self, shutdown: impl std::future::Future<Output = ()>) {
@@ -559,20 +377,6 @@ impl Sessions {
             }
         }
     }
-
-    /// `GET /session?id=ID`: one session's state, for clients and `verify delivery`.
-    pub fn describe(&self, id: &str) -> Option<String> {
-        let g = lock(&self.inner);
-        let s = g.by_id.get(id)?;
-        Some(format!(
-            "{{\"session\":\"{id}\",\"connected\":{},\"messages\":{},\"bytes\":{},\"acked\":{},\"gap\":{}}}",
-            s.conn.is_some(),
-            s.queue.len(),
-            s.bytes + SESSION_OVERHEAD,
-            s.acked,
-            s.gap().map_or("null".into(), |(a, b)| format!("{{\"from\":{a},\"to\":{b}}}"))
-        ))
-    }
 }
 
 /// 128 random bits in hex (the kernel's, or a clock-and-counter mix where it fails).
@@ -580,165 +384,7 @@ fn new_id() -> String {
     rtcheck_base::os::random::hex(16)
 }
 
+mod answer;
+mod queue;
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn sessions(cap: usize) -> Sessions {
-        let o = crate::config::Options {
-            delivery: rtcheck_wire::delivery::Delivery::SessionAck,
-            session_queue: Some(cap),
-            size: 64,
-            ..Default::default()
-        };
-        let cfg = crate::config::Config::from_options_with(&o, 1, None).unwrap();
-        Sessions::new(&cfg.session_limits())
-    }
-
-    fn round(seq: u64) -> Round {
-        Round::build(64, false, Epoch(1), seq, seq * 10)
-    }
-
-    #[test]
-    fn unacked_messages_replay_and_acks_free_them() {
-        let s = sessions(100);
-        let (h, replay, gap) = s.attach(None, None).unwrap();
-        assert!(!h.reset && replay.is_empty() && gap.is_none());
-        assert_eq!(h.session.len(), 32);
-        for q in 1..=5 {
-            s.publish(&round(q));
-        }
-        let st = s.stats();
-        assert_eq!((st.count, st.messages), (1, 5));
-        assert_eq!(
-            st.bytes as usize,
-            SESSION_OVERHEAD + 5 * (64 + ENTRY_OVERHEAD)
-        );
-        s.ack(&h.session, 3);
-        assert_eq!(s.stats().messages, 2);
-        let (h2, replay, gap) = s.attach(Some(&h.session), None).unwrap();
-        assert_eq!(
-            h2,
-            Hello {
-                session: h.session.clone(),
-                reset: false,
-                epoch: None,
-            }
-        );
-        assert_eq!(replay, [(4, 40), (5, 50)]);
-        assert_eq!(s.encode(Epoch(1), &replay)[1].seq, 5);
-        assert!(gap.is_none());
-        // A seq never sent, or an unknown session: ignored and counted.
-        s.ack(&h.session, 99);
-        s.ack("nope", 1);
-        let st = s.stats();
-        assert_eq!((st.acks, st.acks_ignored, st.messages), (1, 2, 2));
-    }
-
-    #[test]
-    fn overflow_is_a_gap_marker_until_acked_past() {
-        let s = sessions(3);
-        let (h, ..) = s.attach(None, None).unwrap();
-        for q in 1..=7 {
-            s.publish(&round(q));
-        }
-        assert_eq!(s.stats().overflow_messages, 4);
-        let (_, replay, gap) = s.attach(Some(&h.session), Some(2)).unwrap();
-        assert_eq!(gap, Some((3, 4)), "acked 2 through Last-Event-ID");
-        assert_eq!(replay.iter().map(|r| r.0).collect::<Vec<_>>(), [5, 6, 7]);
-        s.ack(&h.session, 5);
-        let (_, _, gap) = s.attach(Some(&h.session), None).unwrap();
-        assert_eq!(gap, None);
-    }
-
-    #[test]
-    fn unknown_sessions_reset_and_away_sessions_expire() {
-        let s = sessions(10);
-        let (h, ..) = s.attach(Some("gone"), None).unwrap();
-        assert!(h.reset);
-        assert_eq!(s.stats().resets, 1);
-        s.bind(7, &h.session);
-        s.publish(&round(1));
-        let t0 = Instant::now();
-        assert_eq!(s.expire(t0 + Duration::from_secs(3600)), 0, "connected");
-        s.detach(7);
-        assert_eq!(s.expire(Instant::now()), 0, "within the TTL");
-        assert_eq!(s.expire(Instant::now() + s.ttl), 1);
-        let st = s.stats();
-        assert_eq!((st.count, st.bytes, st.expired), (0, 0, 1));
-        let (h2, ..) = s.attach(Some(&h.session), None).unwrap();
-        assert!(h2.reset && h2.session != h.session);
-    }
-
-    #[test]
-    fn at_the_cap_expired_sessions_go_first_then_new_ones_are_refused() {
-        let mut s = sessions(10);
-        s.max = 1;
-        let (h, ..) = s.attach(None, None).unwrap();
-        s.bind(7, &h.session);
-        // Connected: nothing frees up before a TTL, so that is the Retry-After.
-        let ttl = s.ttl.as_secs();
-        assert_eq!(s.attach(None, None).unwrap_err(), Refused(ttl));
-        assert_eq!(s.check(Some("unknown")), Err(Refused(ttl)));
-        assert!(s.check(Some(&h.session)).is_ok(), "a known session");
-        s.detach(7);
-        let later = Instant::now() + s.ttl / 2;
-        let r = s.admit(&mut lock(&s.inner), later).unwrap_err();
-        assert!((1..=ttl / 2 + 1).contains(&r.0), "{r:?}");
-        // Past its TTL (the expiry loop has not run): it makes room, counted as expired.
-        assert!(s.admit(&mut lock(&s.inner), Instant::now() + s.ttl).is_ok());
-        let st = s.stats();
-        assert_eq!((st.count, st.expired, st.refused, st.max), (0, 1, 3, 1));
-    }
-
-    #[test]
-    fn the_memory_budget_caps_new_sessions_like_max_sessions() {
-        let mut s = sessions(10);
-        assert_eq!(s.worst, worst_session_bytes(10, 64));
-        s.memory = 3 * s.worst + 1;
-        let ids: Vec<String> = (0..3)
-            .map(|_| s.attach(None, None).unwrap().0.session)
-            .collect();
-        let r = s.attach(None, None).unwrap_err();
-        let m = s.refusal_message(r);
-        assert!(m.contains("session memory full: 3 sessions"), "{m}");
-        assert!(s
-            .refused_json(r)
-            .contains("\"error\":\"session memory full\""));
-        assert!(
-            s.check(Some(&ids[0])).is_ok(),
-            "a known session is never refused"
-        );
-        let st = s.stats();
-        assert_eq!(
-            (st.count, st.refused, st.refused_memory, st.max_by_memory),
-            (3, 1, 1, 3)
-        );
-        // Full queues stay within the budget: the worst is an upper bound of the gauge.
-        for q in 1..=20 {
-            s.publish(&round(q));
-        }
-        assert!(s.stats().bytes <= s.memory, "{:?}", s.stats());
-        // The count cap still applies when it is the lower one.
-        s.max = 2;
-        assert!(s.refusal_message(r).contains("--max-sessions"));
-    }
-
-    #[test]
-    fn resume_ids_ack_only_in_this_epoch() {
-        // A resume from another epoch acks nothing; a bare number or the same epoch does.
-        let at = |seq, epoch| Some(Position { seq, epoch });
-        assert_eq!(ack_from(Epoch(1), at(5, Some(Epoch(2)))), None);
-        assert_eq!(ack_from(Epoch(1), at(5, Some(Epoch(1)))), Some(5));
-        assert_eq!(ack_from(Epoch(1), at(5, None)), Some(5));
-        let hello = Hello {
-            session: "s".into(),
-            reset: true,
-            epoch: Some(Epoch(3)),
-        };
-        assert_eq!(
-            hello.json(),
-            "{\"session\":\"s\",\"reset\":true,\"epoch\":\"0000000000000003\"}"
-        );
-    }
-}
+mod tests;
