@@ -455,16 +455,17 @@ fn cluster_page_has_each_scenarios_numbers_bars_and_ghosts_over_time() {
         .notes
         .insert(0, "INVALID: 7 samples unexplained".into());
     rep.valid = false;
+    let doc = rtcheck::report::cluster::cluster_doc(&rep).unwrap();
     let page = load_rendered(
         dir.path(),
         "invalid.html",
-        rtcheck::report::html::cluster::render(&rep).unwrap(),
+        rtcheck::report::doc::html::render(&doc),
     );
     numbers_match(&page);
     assert!(!page.dom.contains(&format!("data-path=\"scenarios.{n}.")));
     let row = between(
         &page.dom,
-        "<tr class=\"invalid\" data-scenario=\"naive\">",
+        "<tr class=\"invalid\" data-row=\"naive\">",
         "</tr>",
     )
     .expect("naive drawn as invalid");

@@ -2,7 +2,6 @@
 pub mod audit;
 pub mod bench;
 pub mod choose;
-pub mod cluster;
 pub mod conncost;
 pub mod delivery;
 pub mod evidence;
