@@ -13,6 +13,7 @@ pub mod github;
 pub mod html;
 pub mod json;
 pub mod junit;
+pub mod load;
 pub mod markdown;
 pub mod model;
 pub mod output;

@@ -718,19 +718,15 @@ fn load_page_plots_throughput_and_p99_against_concurrency_with_the_knee() {
     bad.levels[1].valid = false;
     bad.levels[1].invalid = vec!["loadgen saturated: CPU 99% of its threads".into()];
     bad.knee = None;
+    let doc = rtcheck::report::load::load_doc(&bad).unwrap();
     let page = load_rendered(
         dir.path(),
         "invalid.html",
-        rtcheck::report::html::load::render(&bad).unwrap(),
+        rtcheck::report::doc::html::render(&doc),
     );
     numbers_match(&page);
     assert!(!page.dom.contains("data-path=\"levels.1."));
-    let row = between(
-        &page.dom,
-        "<tr class=\"invalid\" data-level=\"2\">",
-        "</tr>",
-    )
-    .unwrap();
+    let row = between(&page.dom, "<tr class=\"invalid\" data-row=\"2\">", "</tr>").unwrap();
     assert!(row.contains("loadgen saturated"), "{row}");
     let verdict = between(&page.dom, "id=\"verdict\">", "<").unwrap();
     assert!(

@@ -1,7 +1,7 @@
 //! HTML: one self-contained page per report (inline CSS, inline SVG plots drawn with
 //! plotters, no script, no request to any network), one module per report kind:
-//! `bench` (fan-out), `idle`, `findings` (audit and verify), `choose`, `load`,
-//! `delivery` (verify delivery), `probe` (`budget` and `bench cluster` are
+//! `bench` (fan-out), `idle`, `findings` (audit and verify), `choose`,
+//! `delivery` (verify delivery), `probe` (`budget`, `bench cluster` and `load` are
 //! `report::doc::Doc`s, drawn by `report::doc::html`). The page also
 //! carries the report's JSON (the `json` renderer's output) in an inert data block, so the
 //! numbers on the page and the machine data travel together.
@@ -10,7 +10,6 @@ pub mod choose;
 pub mod delivery;
 pub mod findings;
 pub mod idle;
-pub mod load;
 pub(crate) mod plot;
 pub mod probe;
 pub mod rehearse;

@@ -5,7 +5,6 @@ pub mod choose;
 pub mod delivery;
 pub mod evidence;
 pub mod hops;
-pub mod load;
 pub mod probe;
 pub mod rehearse;
 pub mod review;

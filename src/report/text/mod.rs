@@ -7,7 +7,6 @@ pub mod delivery;
 pub mod evidence;
 pub mod guided;
 pub mod hops;
-pub mod load;
 pub mod probe;
 pub mod rehearse;
 pub mod review;
