@@ -20,6 +20,7 @@ pub mod output;
 pub mod prometheus;
 pub mod sarif;
 pub mod text;
+pub mod verify;
 pub mod yaml;
 
 pub use model::*;

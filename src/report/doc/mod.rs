@@ -5,8 +5,9 @@
 //! github, sarif, prometheus) keep their own models.
 //!
 //! Kinds built this way: `budget` ([`crate::report::budget`]), `bench cluster`
-//! ([`crate::report::cluster`]), `load` ([`crate::report::load`]). The others still have a
-//! renderer per format (text/, markdown/, html/) and move here one at a time.
+//! ([`crate::report::cluster`]), `load` ([`crate::report::load`]), `verify`
+//! ([`crate::report::verify`]). The others still have a renderer per format (text/,
+//! markdown/, html/) and move here one at a time.
 pub mod html;
 pub mod markdown;
 pub mod text;
