@@ -7,6 +7,7 @@
 pub mod budget;
 pub mod checks;
 pub mod cluster;
+pub mod delivery;
 pub mod doc;
 pub mod gates;
 pub mod github;

@@ -3,7 +3,7 @@
 //! findings as the cards every page uses, plots drawn with plotters.
 use super::{Block, Colour, Doc, Figure, Plot, Scale, Shape, Span, Table, Tone};
 use crate::report::html::plot;
-use crate::report::html::{checks, esc, findings::finding, notes, num, page};
+use crate::report::html::{checks, esc, findings::finding, notes, num, page, status};
 
 pub fn render(doc: &Doc) -> String {
     let mut b = String::new();
@@ -21,12 +21,13 @@ pub fn render(doc: &Doc) -> String {
             }
             Block::Note(text) => b.push_str(&format!("<p class=\"dim\">{}</p>\n", esc(text))),
             Block::Table(t) => b.push_str(&table(t)),
+            Block::Wide(t) => b.push_str(&format!("<div class=\"wide\">{}</div>\n", table(t))),
             Block::Invalid { id, why } => b.push_str(&format!(
                 "<div class=\"invalid\" id=\"{}\"><b>invalid</b>: {}</div>\n",
                 esc(id),
                 esc(why)
             )),
-            Block::Findings(fs) => {
+            Block::Findings(fs) | Block::Cards(fs) => {
                 if !fs.is_empty() {
                     b.push_str("<h2>Findings</h2>\n");
                 }
@@ -62,6 +63,7 @@ fn inline(spans: &[Span]) -> String {
             Span::Strong(x) => format!("<b>{}</b>", esc(x)),
             Span::Num { shown, path } => num(path, shown),
             Span::Withheld(why) => format!("INVALID: {}", esc(why)),
+            Span::Status(st) => status(*st),
         })
         .collect()
 }

@@ -10,7 +10,7 @@ pub fn render(doc: &Doc) -> String {
             Block::Section(name) => s.push_str(&format!("\n## {name}\n")),
             Block::Para { spans, .. } => s.push_str(&format!("\n{}\n", inline(spans))),
             Block::Note(text) => s.push_str(&format!("\n_{}_\n", text.replace('_', "\\_"))),
-            Block::Table(t) => s.push_str(&table(t)),
+            Block::Table(t) | Block::Wide(t) => s.push_str(&table(t)),
             Block::Invalid { why, .. } => s.push_str(&format!("\n**Invalid**: {why}\n")),
             Block::Findings(fs) if !fs.is_empty() => {
                 s.push('\n');
@@ -32,7 +32,7 @@ pub fn render(doc: &Doc) -> String {
                     s.push_str(&format!("\n{}", failed.concat()));
                 }
             }
-            Block::Findings(_) | Block::Plot(_) | Block::Figure(_) => {}
+            Block::Findings(_) | Block::Plot(_) | Block::Figure(_) | Block::Cards(_) => {}
         }
     }
     s

@@ -6,7 +6,7 @@
 //!
 //! Kinds built this way: `budget` ([`crate::report::budget`]), `bench cluster`
 //! ([`crate::report::cluster`]), `load` ([`crate::report::load`]), `verify`
-//! ([`crate::report::verify`]). The others still have a renderer per format (text/,
+//! ([`crate::report::verify`]), `verify delivery` ([`crate::report::delivery`]). The others still have a renderer per format (text/,
 //! markdown/, html/) and move here one at a time.
 pub mod html;
 pub mod markdown;
@@ -66,6 +66,8 @@ pub enum Span {
     /// the reason, never numbers. Html spans it over the remaining columns; text, narrow,
     /// shows only "INVALID" (the kind says why in a [`Block::Invalid`] of its own).
     Withheld(String),
+    /// A check's status (pass, warn, fail, ...): coloured in text and html.
+    Status(Status),
 }
 
 /// Shorthands for building spans.
@@ -90,6 +92,7 @@ pub fn plain(spans: &[Span]) -> String {
             Span::Text(x) | Span::Strong(x) => x.clone(),
             Span::Num { shown, .. } => shown.clone(),
             Span::Withheld(why) => format!("INVALID: {why}"),
+            Span::Status(st) => st.as_str().to_string(),
         })
         .collect()
 }
@@ -118,6 +121,12 @@ pub enum Block {
     /// A figure of any scale and shape (log ms, counts, lines over x): html only, like
     /// [`Block::Plot`].
     Figure(Figure),
+    /// A table too wide for 80 columns (every key of a run): html and markdown draw it;
+    /// text leaves it out, as it does plots, for the narrower table the kind puts beside it.
+    Wide(Table),
+    /// Findings the kind's own blocks already say in words (delivery: one per run, restating
+    /// the run's line): html draws them as cards; text and markdown leave them out.
+    Cards(Vec<Finding>),
     /// A bulleted list (notes, a seed's figures).
     List(Vec<Vec<Span>>),
     /// A run's validity checks: text and markdown list those that did not pass, html
@@ -388,5 +397,60 @@ mod tests {
         ));
         assert!(page.contains("data-plot=\"latency\""), "{page}");
         assert!(page.contains("cleanup") && page.contains("node c killed"));
+    }
+
+    /// Cards and wide tables: html draws both, markdown the table, text neither (and no
+    /// heading over a section it shows nothing of); a status is coloured in text.
+    #[test]
+    fn cards_and_wide_tables_stay_out_of_text_with_their_headings() {
+        let card = Finding {
+            location: None,
+            id: "delivery-run-1".into(),
+            title: String::new(),
+            status: Status::Pass,
+            observed: "restated".into(),
+            expected: String::new(),
+            rule: String::new(),
+            reason: None,
+            evidence: vec![],
+            fix: Default::default(),
+            verify: None,
+            verification: None,
+            numbers: Default::default(),
+        };
+        let wide = Table {
+            id: "options".into(),
+            columns: vec![Column::text("key"), Column::text("value")],
+            rows: vec![Row {
+                key: None,
+                cells: vec![t("rate"), num("options.rate", "50")],
+            }],
+        };
+        let mut d = sample();
+        d.blocks = vec![
+            Block::List(vec![vec![Span::Status(Status::Fail), t(" run 1")]]),
+            Block::Cards(vec![card]),
+            Block::Section("Options".into()),
+            Block::Wide(wide),
+        ];
+        let text = text::render(&d, &crate::report::Palette::plain());
+        assert!(text.contains("  - fail run 1\n"), "{text}");
+        assert!(
+            !text.contains("Options") && !text.contains("restated"),
+            "{text}"
+        );
+        assert!(!text.contains("rate"), "{text}");
+        let md = markdown::render(&d);
+        assert!(
+            md.contains("## Options") && md.contains("| rate | 50 |"),
+            "{md}"
+        );
+        assert!(!md.contains("restated"), "{md}");
+        let page = html::render(&d);
+        assert!(page.contains("restated") && page.contains("data-path=\"options.rate\""));
+        assert!(
+            page.contains("<div class=\"wide\"><table id=\"options\">"),
+            "{page}"
+        );
     }
 }

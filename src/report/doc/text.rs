@@ -9,8 +9,9 @@ use crate::report::Palette;
 
 pub fn render(doc: &Doc, p: &Palette) -> String {
     let mut s = verdict(doc, p);
-    for b in &doc.blocks {
+    for (i, b) in doc.blocks.iter().enumerate() {
         match b {
+            Block::Section(_) if !shows(&doc.blocks[i + 1..]) => {}
             Block::Section(name) => {
                 s.push('\n');
                 for l in wrap(&format!("{name}:"), p.width, "", "  ").lines() {
@@ -47,7 +48,7 @@ pub fn render(doc: &Doc, p: &Palette) -> String {
                     s.push_str(&wrap(&text, p.width, &head, "       "));
                 }
             }
-            Block::Plot(_) | Block::Figure(_) => {}
+            Block::Plot(_) | Block::Figure(_) | Block::Wide(_) | Block::Cards(_) => {}
         }
     }
     // One blank line between blocks, however they end and begin.
@@ -55,6 +56,19 @@ pub fn render(doc: &Doc, p: &Palette) -> String {
         s = s.replace("\n\n\n", "\n\n");
     }
     s
+}
+
+/// Whether text shows anything of a section (the blocks up to the next one): a heading
+/// over only plots, wide tables and cards is left out with them.
+fn shows(rest: &[Block]) -> bool {
+    let section = rest.iter().take_while(|b| !matches!(b, Block::Section(_)));
+    let hidden = |b: &Block| {
+        matches!(
+            b,
+            Block::Plot(_) | Block::Figure(_) | Block::Wide(_) | Block::Cards(_)
+        )
+    };
+    section.into_iter().any(|b| !hidden(b))
 }
 
 /// The verdict, wrapped with a hanging indent and painted by its tone (after wrapping, so
@@ -108,6 +122,10 @@ fn table(t: &Table, p: &Palette) -> String {
                     Span::Withheld(_) => {
                         tones.push((n, i, crate::report::text::table::Tone::Bad));
                         "INVALID".into()
+                    }
+                    Span::Status(st) => {
+                        tones.push((n, i, crate::report::text::table::Tone::of(*st)));
+                        st.as_str().into()
                     }
                     c => plain(std::slice::from_ref(c)),
                 })

@@ -3,7 +3,6 @@ pub mod audit;
 pub mod bench;
 pub mod choose;
 pub mod conncost;
-pub mod delivery;
 pub mod evidence;
 pub mod guided;
 pub mod hops;
