@@ -603,36 +603,35 @@ pub fn run(
 }
 
 pub fn render(r: &DeliveryReport, format: Format, p: &Palette) -> anyhow::Result<String> {
+    use crate::report::{delivery::delivery_doc, doc};
     Ok(match AllFormat::of(format)? {
         AllFormat::Text => {
-            crate::report::text::delivery::render(r, p)
-                + &crate::report::gates::text(&gate_findings(r, true), *p)
+            doc::text::render(&delivery_doc(r)?, p)
+                + &crate::report::gates::text(&gate_findings(r), *p)
         }
         AllFormat::Markdown => {
-            crate::report::markdown::delivery::render(r)
-                + &crate::report::gates::markdown(&gate_findings(r, false))
+            doc::markdown::render(&delivery_doc(r)?)
+                + &crate::report::gates::markdown(&gate_findings(r))
         }
         AllFormat::Json => crate::report::json::render(r)?,
         AllFormat::Yaml => crate::report::yaml::render(r)?,
         AllFormat::Junit => crate::report::junit::render(&as_findings(r), FailOn::Fail)?,
         AllFormat::Github => crate::report::github::render(&as_findings(r)),
-        AllFormat::Html => crate::report::html::delivery::render(r)?,
+        AllFormat::Html => {
+            crate::report::gates::html(doc::html::render(&delivery_doc(r)?), &gate_findings(r))
+        }
         AllFormat::Sarif => crate::report::sarif::render(&as_findings(r))?,
     })
 }
 
-/// The findings delivery's own text has no line for: thresholds, baseline problems and
-/// (`suppressed`: markdown lists them already, with their reason) accepted findings.
-fn gate_findings(r: &DeliveryReport, suppressed: bool) -> Vec<crate::findings::Finding> {
-    r.findings
+/// The findings the report lists after its own (`report::delivery::is_gate`): thresholds,
+/// baseline problems and accepted findings.
+fn gate_findings(r: &DeliveryReport) -> Vec<crate::findings::Finding> {
+    let gates = r
+        .findings
         .iter()
-        .filter(|f| {
-            f.id.starts_with("threshold:")
-                || f.id == crate::findings::baseline::ID
-                || (suppressed && f.status == crate::findings::Status::Suppressed)
-        })
-        .cloned()
-        .collect()
+        .filter(|f| crate::report::delivery::is_gate(f));
+    gates.cloned().collect()
 }
 
 fn as_findings(r: &DeliveryReport) -> FindingsReport {

@@ -179,12 +179,13 @@ fn add_thresholds(r: &mut LoadReport, ts: &[threshold::Threshold]) -> anyhow::Re
 
 /// The load report in `format` (one of [`FindingsFormats`]).
 fn render(r: &LoadReport, format: Format, fail_on: FailOn, p: &Palette) -> anyhow::Result<String> {
+    let doc = || report::load::load_doc(r);
     Ok(match FindingsFormat::of(format)? {
-        FindingsFormat::Text => report::text::load::render(r, p),
+        FindingsFormat::Text => report::doc::text::render(&doc()?, p),
         FindingsFormat::Json => report::json::render(r)?,
         FindingsFormat::Yaml => report::yaml::render(r)?,
-        FindingsFormat::Markdown => report::markdown::load::render(r),
-        FindingsFormat::Html => report::html::load::render(r)?,
+        FindingsFormat::Markdown => report::doc::markdown::render(&doc()?),
+        FindingsFormat::Html => report::doc::html::render(&doc()?),
         FindingsFormat::Junit => report::junit::render(&as_findings(r), fail_on)?,
         FindingsFormat::Github => report::github::render(&as_findings(r)),
     })

@@ -193,8 +193,13 @@ pub fn render(
     explain: bool,
 ) -> anyhow::Result<String> {
     Ok(match AllFormat::of(format)? {
-        AllFormat::Text => crate::report::text::verify::render(r, p, explain),
-        AllFormat::Markdown => crate::report::markdown::verify::render(r),
+        AllFormat::Text => {
+            crate::report::doc::text::render(&crate::report::verify::verify_doc(r, explain)?, p)
+        }
+        // Markdown is read later, in full: every experiment explained.
+        AllFormat::Markdown => {
+            crate::report::doc::markdown::render(&crate::report::verify::verify_doc(r, true)?)
+        }
         AllFormat::Json => crate::report::json::render(r)?,
         AllFormat::Yaml => crate::report::yaml::render(r)?,
         AllFormat::Junit => crate::report::junit::render(&as_findings(r), FailOn::Fail)?,

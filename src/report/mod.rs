@@ -6,18 +6,22 @@
 //! - `output`: the palette (colour is decided in `cmd::output`, files written by `outfile`).
 pub mod budget;
 pub mod checks;
+pub mod cluster;
+pub mod delivery;
 pub mod doc;
 pub mod gates;
 pub mod github;
 pub mod html;
 pub mod json;
 pub mod junit;
+pub mod load;
 pub mod markdown;
 pub mod model;
 pub mod output;
 pub mod prometheus;
 pub mod sarif;
 pub mod text;
+pub mod verify;
 pub mod yaml;
 
 pub use model::*;

@@ -269,10 +269,7 @@ fn bad_input_is_one_line_and_exit_2() {
 #[test]
 fn single_renders_in_every_format() {
     for (fmt, needle) in [
-        (
-            "text",
-            "rtcheck bench cluster: every result valid (1 scenarios)",
-        ),
+        ("text", "every result valid (1 scenarios)"),
         ("markdown", "| single | 1 |"),
         ("yaml", "name: single"),
     ] {
@@ -290,6 +287,7 @@ fn single_renders_in_every_format() {
         );
         assert!(text.contains(needle), "{fmt}:\n{text}");
         if fmt == "text" {
+            assert!(text.starts_with(needle), "verdict first:\n{text}");
             assert!(text.lines().all(|l| l.chars().count() <= 80), "{text}");
         }
     }

@@ -455,16 +455,17 @@ fn cluster_page_has_each_scenarios_numbers_bars_and_ghosts_over_time() {
         .notes
         .insert(0, "INVALID: 7 samples unexplained".into());
     rep.valid = false;
+    let doc = rtcheck::report::cluster::cluster_doc(&rep).unwrap();
     let page = load_rendered(
         dir.path(),
         "invalid.html",
-        rtcheck::report::html::cluster::render(&rep).unwrap(),
+        rtcheck::report::doc::html::render(&doc),
     );
     numbers_match(&page);
     assert!(!page.dom.contains(&format!("data-path=\"scenarios.{n}.")));
     let row = between(
         &page.dom,
-        "<tr class=\"invalid\" data-scenario=\"naive\">",
+        "<tr class=\"invalid\" data-row=\"naive\">",
         "</tr>",
     )
     .expect("naive drawn as invalid");
@@ -717,19 +718,15 @@ fn load_page_plots_throughput_and_p99_against_concurrency_with_the_knee() {
     bad.levels[1].valid = false;
     bad.levels[1].invalid = vec!["loadgen saturated: CPU 99% of its threads".into()];
     bad.knee = None;
+    let doc = rtcheck::report::load::load_doc(&bad).unwrap();
     let page = load_rendered(
         dir.path(),
         "invalid.html",
-        rtcheck::report::html::load::render(&bad).unwrap(),
+        rtcheck::report::doc::html::render(&doc),
     );
     numbers_match(&page);
     assert!(!page.dom.contains("data-path=\"levels.1."));
-    let row = between(
-        &page.dom,
-        "<tr class=\"invalid\" data-level=\"2\">",
-        "</tr>",
-    )
-    .unwrap();
+    let row = between(&page.dom, "<tr class=\"invalid\" data-row=\"2\">", "</tr>").unwrap();
     assert!(row.contains("loadgen saturated"), "{row}");
     let verdict = between(&page.dom, "id=\"verdict\">", "<").unwrap();
     assert!(
@@ -890,9 +887,8 @@ fn delivery_page_has_every_run_and_finding_with_the_runs_numbers() {
             r["case"].as_str().unwrap()
         );
         let st = r["status"].as_str().unwrap();
-        let row = between(&page.dom, &format!("data-run=\"{name}\""), "</tr>")
+        let row = between(&page.dom, &format!("data-row=\"{name}\""), "</tr>")
             .unwrap_or_else(|| panic!("no row {name}"));
-        assert!(row.contains(&format!("data-status=\"{st}\"")), "{name}");
         assert!(row.contains(&format!("s-{st}\">{st}<")), "{name}");
         // Every numeric key of the run, flattened, is on its row.
         for (k, v) in r.as_object().unwrap() {

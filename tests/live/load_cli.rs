@@ -175,7 +175,7 @@ fn formats_and_output_file() {
     // Each level's validity first (as bench's scenarios), then the findings.
     assert_eq!(ids, ["validity:C=2", "littles-law", "knee", "nagle"]);
     let md = String::from_utf8(run("markdown").stdout).unwrap();
-    assert!(md.contains("| C | req/s |"), "{md}");
+    assert!(md.contains("| C | throughput (req/s) |"), "{md}");
     let y: serde_yaml::Value = serde_yaml::from_slice(&run("yaml").stdout).unwrap();
     assert_eq!(y["levels"][0]["concurrency"].as_u64(), Some(2));
     let text = String::from_utf8(run("text").stdout).unwrap();

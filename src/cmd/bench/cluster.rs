@@ -117,25 +117,21 @@ pub fn run(a: ClusterArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
     let gated = thresholds::gates(&a.thresholds, &report, invalid.as_deref());
     let found = gated.as_ref().map_or(&[][..], Vec::as_slice);
     let findings = thresholds::findings_report(&report.command, results(), found);
+    let doc = crate::report::cluster::cluster_doc(&report)?;
     let render = |f: Format, p: crate::report::Palette| -> anyhow::Result<String> {
+        use crate::report::doc;
         Ok(match ClusterFormat::of(f)? {
-            ClusterFormat::Text => {
-                crate::report::text::cluster::render(&report, &p) + &gates::text(found, p)
-            }
+            ClusterFormat::Text => doc::text::render(&doc, &p) + &gates::text(found, p),
             ClusterFormat::Json => {
                 crate::report::json::render(&thresholds::with_thresholds(&report, found)?)?
             }
             ClusterFormat::Yaml => {
                 crate::report::yaml::render(&thresholds::with_thresholds(&report, found)?)?
             }
-            ClusterFormat::Markdown => {
-                crate::report::markdown::cluster::render(&report) + &gates::markdown(found)
-            }
+            ClusterFormat::Markdown => doc::markdown::render(&doc) + &gates::markdown(found),
             ClusterFormat::Junit => crate::report::junit::render(&findings, FailOn::Fail)?,
             ClusterFormat::Github => crate::report::github::render(&findings),
-            ClusterFormat::Html => {
-                gates::html(crate::report::html::cluster::render(&report)?, found)
-            }
+            ClusterFormat::Html => gates::html(doc::html::render(&doc), found),
         })
     };
     if let Some(p) = &a.save_json {

@@ -1,9 +1,9 @@
 //! The html backend of a [`Doc`]: the page shell of `report::html` (verdict first, inline
 //! CSS and SVG, the report's JSON carried inert), numbers tagged with their JSON path,
 //! findings as the cards every page uses, plots drawn with plotters.
-use super::{Block, Colour, Doc, Plot, Span, Table, Tone};
-use crate::report::html::plot::{self, Series};
-use crate::report::html::{esc, findings::finding, num, page};
+use super::{Block, Colour, Doc, Figure, Plot, Scale, Shape, Span, Table, Tone};
+use crate::report::html::plot;
+use crate::report::html::{checks, esc, findings::finding, notes, num, page, status};
 
 pub fn render(doc: &Doc) -> String {
     let mut b = String::new();
@@ -21,12 +21,13 @@ pub fn render(doc: &Doc) -> String {
             }
             Block::Note(text) => b.push_str(&format!("<p class=\"dim\">{}</p>\n", esc(text))),
             Block::Table(t) => b.push_str(&table(t)),
+            Block::Wide(t) => b.push_str(&format!("<div class=\"wide\">{}</div>\n", table(t))),
             Block::Invalid { id, why } => b.push_str(&format!(
                 "<div class=\"invalid\" id=\"{}\"><b>invalid</b>: {}</div>\n",
                 esc(id),
                 esc(why)
             )),
-            Block::Findings(fs) => {
+            Block::Findings(fs) | Block::Cards(fs) => {
                 if !fs.is_empty() {
                     b.push_str("<h2>Findings</h2>\n");
                 }
@@ -35,7 +36,14 @@ pub fn render(doc: &Doc) -> String {
                     cards += 1;
                 }
             }
-            Block::Plot(p) => b.push_str(&format!("<div class=\"plots\">{}</div>\n", bars(p))),
+            Block::Plot(p) => b.push_str(&figure(&bars(p))),
+            Block::Figure(f) => b.push_str(&figure(f)),
+            Block::List(items) => {
+                let items: Vec<String> = items.iter().map(|i| super::plain(i)).collect();
+                b.push_str(&notes(&items));
+                b.push('\n');
+            }
+            Block::Checks(cs) => b.push_str(&checks(cs)),
         }
     }
     let class = match doc.verdict.tone {
@@ -54,6 +62,8 @@ fn inline(spans: &[Span]) -> String {
             Span::Text(x) => esc(x),
             Span::Strong(x) => format!("<b>{}</b>", esc(x)),
             Span::Num { shown, path } => num(path, shown),
+            Span::Withheld(why) => format!("INVALID: {}", esc(why)),
+            Span::Status(st) => status(*st),
         })
         .collect()
 }
@@ -65,16 +75,27 @@ fn table(t: &Table) -> String {
     }
     s.push_str("</tr>\n");
     for r in &t.rows {
-        match &r.key {
-            Some(k) => s.push_str(&format!("<tr data-row=\"{}\">", esc(k))),
-            None => s.push_str("<tr>"),
+        // A withheld part spans the rest of its row, and the row reads as invalid.
+        let invalid = r.cells.iter().any(|c| matches!(c, Span::Withheld(_)));
+        s.push_str(if invalid {
+            "<tr class=\"invalid\""
+        } else {
+            "<tr"
+        });
+        if let Some(k) = &r.key {
+            s.push_str(&format!(" data-row=\"{}\"", esc(k)));
         }
-        for (c, v) in t.columns.iter().zip(&r.cells) {
+        s.push('>');
+        for (i, (c, v)) in t.columns.iter().zip(&r.cells).enumerate() {
             let class = if c.unit.is_some() { " class=\"n\"" } else { "" };
-            s.push_str(&format!(
-                "<td{class}>{}</td>",
-                inline(std::slice::from_ref(v))
-            ));
+            let cell = inline(std::slice::from_ref(v));
+            match v {
+                Span::Withheld(_) => s.push_str(&format!(
+                    "<td colspan=\"{}\">{cell}</td>",
+                    t.columns.len() - i
+                )),
+                _ => s.push_str(&format!("<td{class}>{cell}</td>")),
+            }
         }
         s.push_str("</tr>\n");
     }
@@ -82,34 +103,58 @@ fn table(t: &Table) -> String {
     s
 }
 
-fn bars(p: &Plot) -> String {
+/// A bar plot in ms is a figure like any other.
+fn bars(p: &Plot) -> Figure {
+    Figure {
+        id: p.id.clone(),
+        caption: p.caption.clone(),
+        axes: p.axes.clone(),
+        y: Scale::Ms,
+        shape: Shape::Bars {
+            categories: p.categories.clone(),
+        },
+        series: p
+            .series
+            .iter()
+            .map(|s| super::Series {
+                name: s.name.clone(),
+                colour: s.colour,
+                points: (s.values.iter().enumerate())
+                    .map(|(i, &y)| Some((i as f64, y)))
+                    .collect(),
+            })
+            .collect(),
+    }
+}
+
+fn figure(f: &Figure) -> String {
     let colour = |c: Colour| match c {
         Colour::Blue => plot::BLUE_,
         Colour::Green => plot::GREEN_,
         Colour::Grey => plot::GREY_,
         Colour::Red => plot::RED_,
     };
-    let series: Vec<Series> = p
-        .series
-        .iter()
-        .map(|s| Series {
+    let series: Vec<plot::Series> = (f.series.iter())
+        .map(|s| plot::Series {
             name: &s.name,
             color: colour(s.colour),
-            points: s
-                .values
-                .iter()
-                .enumerate()
-                .map(|(i, &y)| Some((i as f64, y)))
-                .collect(),
+            points: s.points.clone(),
         })
         .collect();
-    let categories: Vec<&str> = p.categories.iter().map(String::as_str).collect();
-    plot::bars(
-        &p.id,
-        &p.caption,
-        (&p.axes.0, &p.axes.1),
-        plot::Y::Ms,
-        &categories,
-        &series,
-    )
+    let y = match f.y {
+        Scale::Ms => plot::Y::Ms,
+        Scale::LogMs => plot::Y::LogMs,
+        Scale::Count => plot::Y::Count,
+    };
+    let axes = (f.axes.0.as_str(), f.axes.1.as_str());
+    let svg = match &f.shape {
+        Shape::Bars { categories } => {
+            let categories: Vec<&str> = categories.iter().map(String::as_str).collect();
+            plot::bars(&f.id, &f.caption, axes, y, &categories, &series)
+        }
+        Shape::Lines => plot::xy(&f.id, &f.caption, axes, y, &series, true),
+        // Its y axis is linear, labelled as ms are.
+        Shape::LinesLog2 => plot::xy_log2(&f.id, &f.caption, axes, &series),
+    };
+    format!("<div class=\"plots\">{svg}</div>\n")
 }

@@ -10,13 +10,29 @@ pub fn render(doc: &Doc) -> String {
             Block::Section(name) => s.push_str(&format!("\n## {name}\n")),
             Block::Para { spans, .. } => s.push_str(&format!("\n{}\n", inline(spans))),
             Block::Note(text) => s.push_str(&format!("\n_{}_\n", text.replace('_', "\\_"))),
-            Block::Table(t) => s.push_str(&table(t)),
+            Block::Table(t) | Block::Wide(t) => s.push_str(&table(t)),
             Block::Invalid { why, .. } => s.push_str(&format!("\n**Invalid**: {why}\n")),
             Block::Findings(fs) if !fs.is_empty() => {
                 s.push('\n');
                 fs.iter().for_each(|f| s.push_str(&finding(f)));
             }
-            Block::Findings(_) | Block::Plot(_) => {}
+            Block::List(items) => {
+                s.push('\n');
+                items
+                    .iter()
+                    .for_each(|i| s.push_str(&format!("- {}\n", inline(i))));
+            }
+            Block::Checks(cs) => {
+                let failed: Vec<String> = cs
+                    .iter()
+                    .filter(|c| c.status != crate::findings::Status::Pass)
+                    .map(|c| format!("- **{}** {}: {}\n", c.status.as_str(), c.name, c.detail))
+                    .collect();
+                if !failed.is_empty() {
+                    s.push_str(&format!("\n{}", failed.concat()));
+                }
+            }
+            Block::Findings(_) | Block::Plot(_) | Block::Figure(_) | Block::Cards(_) => {}
         }
     }
     s
@@ -27,6 +43,7 @@ fn inline(spans: &[Span]) -> String {
         .iter()
         .map(|s| match s {
             Span::Strong(x) => format!("**{x}**"),
+            Span::Withheld(why) => format!("**INVALID**: {why}"),
             other => plain(std::slice::from_ref(other)),
         })
         .collect()
@@ -46,11 +63,12 @@ fn table(t: &Table) -> String {
         .collect();
     let mut s = format!("\n| {} |\n|{}|\n", head.join(" | "), align.join("|"));
     for r in &t.rows {
-        let cells: Vec<String> = r
+        let mut cells: Vec<String> = r
             .cells
             .iter()
             .map(|c| cell(&inline(std::slice::from_ref(c))))
             .collect();
+        cells.resize(t.columns.len(), String::new());
         s.push_str(&format!("| {} |\n", cells.join(" | ")));
     }
     s

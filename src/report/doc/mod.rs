@@ -4,12 +4,15 @@
 //! three, and a new human format is one more backend. Machine formats (json, yaml, junit,
 //! github, sarif, prometheus) keep their own models.
 //!
-//! Kinds built this way: `budget` ([`crate::report::budget`]). The others still have a
-//! renderer per format (text/, markdown/, html/) and move here one at a time.
+//! Kinds built this way: `budget` ([`crate::report::budget`]), `bench cluster`
+//! ([`crate::report::cluster`]), `load` ([`crate::report::load`]), `verify`
+//! ([`crate::report::verify`]), `verify delivery` ([`crate::report::delivery`]). The others still have a renderer per format (text/,
+//! markdown/, html/) and move here one at a time.
 pub mod html;
 pub mod markdown;
 pub mod text;
 
+pub use crate::bench::model::Check;
 use crate::findings::{Finding, Status};
 
 /// The whole report: a title, the verdict first, then the blocks in reading order.
@@ -59,6 +62,12 @@ pub enum Span {
         shown: String,
         path: String,
     },
+    /// A table cell standing for the rest of its row when a part was not measured validly:
+    /// the reason, never numbers. Html spans it over the remaining columns; text, narrow,
+    /// shows only "INVALID" (the kind says why in a [`Block::Invalid`] of its own).
+    Withheld(String),
+    /// A check's status (pass, warn, fail, ...): coloured in text and html.
+    Status(Status),
 }
 
 /// Shorthands for building spans.
@@ -80,8 +89,10 @@ pub fn plain(spans: &[Span]) -> String {
     spans
         .iter()
         .map(|s| match s {
-            Span::Text(x) | Span::Strong(x) => x.as_str(),
-            Span::Num { shown, .. } => shown.as_str(),
+            Span::Text(x) | Span::Strong(x) => x.clone(),
+            Span::Num { shown, .. } => shown.clone(),
+            Span::Withheld(why) => format!("INVALID: {why}"),
+            Span::Status(st) => st.as_str().to_string(),
         })
         .collect()
 }
@@ -107,6 +118,20 @@ pub enum Block {
     Findings(Vec<Finding>),
     /// A plot: drawn on the html page; text and markdown have the table beside it.
     Plot(Plot),
+    /// A figure of any scale and shape (log ms, counts, lines over x): html only, like
+    /// [`Block::Plot`].
+    Figure(Figure),
+    /// A table too wide for 80 columns (every key of a run): html and markdown draw it;
+    /// text leaves it out, as it does plots, for the narrower table the kind puts beside it.
+    Wide(Table),
+    /// Findings the kind's own blocks already say in words (delivery: one per run, restating
+    /// the run's line): html draws them as cards; text and markdown leave them out.
+    Cards(Vec<Finding>),
+    /// A bulleted list (notes, a seed's figures).
+    List(Vec<Vec<Span>>),
+    /// A run's validity checks: text and markdown list those that did not pass, html
+    /// folds all of them under the verdict.
+    Checks(Vec<Check>),
 }
 
 /// A table with typed columns: numbers are right-aligned and carry a unit in the header.
@@ -138,11 +163,18 @@ impl Column {
             unit: Some(unit),
         }
     }
+    /// A count: right-aligned like a number, no unit in the header.
+    pub fn count(name: &str) -> Column {
+        Column {
+            name: name.into(),
+            unit: Some(""),
+        }
+    }
     /// The header as printed: the name, then the unit in parentheses.
     pub fn header(&self) -> String {
         match self.unit {
-            Some(u) => format!("{} ({u})", self.name),
-            None => self.name.clone(),
+            Some(u) if !u.is_empty() => format!("{} ({u})", self.name),
+            _ => self.name.clone(),
         }
     }
 }
@@ -169,6 +201,44 @@ pub struct PlotSeries {
     pub name: String,
     pub colour: Colour,
     pub values: Vec<f64>,
+}
+
+/// A figure: bars per category or lines over x, on the y scale its numbers need.
+#[derive(Debug, Clone)]
+pub struct Figure {
+    pub id: String,
+    pub caption: String,
+    pub axes: (String, String),
+    pub y: Scale,
+    pub shape: Shape,
+    pub series: Vec<Series>,
+}
+
+/// What the y axis holds: milliseconds (linear or log10, for a seconds-long tail beside a
+/// sub-millisecond baseline) or whole counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scale {
+    Ms,
+    LogMs,
+    Count,
+}
+
+#[derive(Debug, Clone)]
+pub enum Shape {
+    /// One group of bars per category; a point's x is its category's index.
+    Bars { categories: Vec<String> },
+    /// Lines over a linear x, with markers at the points.
+    Lines,
+    /// Lines over x on a log2 axis (concurrency 1, 2, 4 ... 64), markers at the points.
+    LinesLog2,
+}
+
+/// One named series of a [`Figure`]: (x, y) points, None leaving a gap (or no bar).
+#[derive(Debug, Clone)]
+pub struct Series {
+    pub name: String,
+    pub colour: Colour,
+    pub points: Vec<Option<(f64, f64)>>,
 }
 
 /// The palette plots share across reports.
@@ -243,5 +313,144 @@ mod tests {
         assert!(page.contains("<tr data-row=\"a\"><td>a|b</td><td class=\"n\">"));
         assert!(page.contains("class=\"verdict warn\""), "{page}");
         assert!(page.contains("id=\"live-invalid\""), "{page}");
+    }
+
+    /// The blocks bench cluster added: a withheld row, a list, checks, a figure on a log
+    /// scale; each backend draws them its way and no format shows a withheld number.
+    #[test]
+    fn withheld_rows_lists_checks_and_figures_in_every_backend() {
+        let fail = Check {
+            name: "samples accounted".into(),
+            status: Status::Fail,
+            detail: "3 unexplained".into(),
+        };
+        let pass = Check {
+            status: Status::Pass,
+            name: "cleanup".into(),
+            ..fail.clone()
+        };
+        let mut d = sample();
+        d.blocks = vec![
+            Block::Table(Table {
+                id: "s".into(),
+                columns: vec![
+                    Column::text("scenario"),
+                    Column::count("lost"),
+                    Column::num("p50", "ms"),
+                ],
+                rows: vec![
+                    Row {
+                        key: Some("a".into()),
+                        cells: vec![t("a"), num("s.0.lost", "3"), num("s.0.p50", "1.5")],
+                    },
+                    Row {
+                        key: Some("b".into()),
+                        cells: vec![t("b"), Span::Withheld("clients never connected".into())],
+                    },
+                ],
+            }),
+            Block::List(vec![vec![t("node c killed")]]),
+            Block::Checks(vec![fail, pass]),
+            Block::Figure(Figure {
+                id: "latency".into(),
+                caption: "latency".into(),
+                axes: ("scenario".into(), "ms (log scale)".into()),
+                y: Scale::LogMs,
+                shape: Shape::Bars {
+                    categories: vec!["a".into()],
+                },
+                series: vec![Series {
+                    name: "p50".into(),
+                    colour: Colour::Green,
+                    points: vec![Some((0.0, 1.5))],
+                }],
+            }),
+        ];
+        let text = text::render(&d, &crate::report::Palette::plain());
+        assert!(text.contains("lost") && !text.contains("lost ("), "{text}");
+        let b = text
+            .lines()
+            .find(|l| l.trim_start().starts_with("b "))
+            .unwrap();
+        assert!(b.contains("INVALID") && !b.contains("never"), "{text}");
+        assert!(text.contains("  - node c killed\n"), "{text}");
+        assert!(
+            text.contains("fail samples accounted: 3 unexplained"),
+            "{text}"
+        );
+        assert!(
+            !text.contains("cleanup"),
+            "passing checks stay out of text: {text}"
+        );
+        let md = markdown::render(&d);
+        assert!(
+            md.contains("| b | **INVALID**: clients never connected |  |\n"),
+            "{md}"
+        );
+        assert!(
+            md.contains("- node c killed\n") && !md.contains("cleanup"),
+            "{md}"
+        );
+        let page = html::render(&d);
+        assert!(page.contains(
+            "<tr class=\"invalid\" data-row=\"b\"><td>b</td><td colspan=\"2\">INVALID: clients never connected</td></tr>"
+        ));
+        assert!(page.contains("data-plot=\"latency\""), "{page}");
+        assert!(page.contains("cleanup") && page.contains("node c killed"));
+    }
+
+    /// Cards and wide tables: html draws both, markdown the table, text neither (and no
+    /// heading over a section it shows nothing of); a status is coloured in text.
+    #[test]
+    fn cards_and_wide_tables_stay_out_of_text_with_their_headings() {
+        let card = Finding {
+            location: None,
+            id: "delivery-run-1".into(),
+            title: String::new(),
+            status: Status::Pass,
+            observed: "restated".into(),
+            expected: String::new(),
+            rule: String::new(),
+            reason: None,
+            evidence: vec![],
+            fix: Default::default(),
+            verify: None,
+            verification: None,
+            numbers: Default::default(),
+        };
+        let wide = Table {
+            id: "options".into(),
+            columns: vec![Column::text("key"), Column::text("value")],
+            rows: vec![Row {
+                key: None,
+                cells: vec![t("rate"), num("options.rate", "50")],
+            }],
+        };
+        let mut d = sample();
+        d.blocks = vec![
+            Block::List(vec![vec![Span::Status(Status::Fail), t(" run 1")]]),
+            Block::Cards(vec![card]),
+            Block::Section("Options".into()),
+            Block::Wide(wide),
+        ];
+        let text = text::render(&d, &crate::report::Palette::plain());
+        assert!(text.contains("  - fail run 1\n"), "{text}");
+        assert!(
+            !text.contains("Options") && !text.contains("restated"),
+            "{text}"
+        );
+        assert!(!text.contains("rate"), "{text}");
+        let md = markdown::render(&d);
+        assert!(
+            md.contains("## Options") && md.contains("| rate | 50 |"),
+            "{md}"
+        );
+        assert!(!md.contains("restated"), "{md}");
+        let page = html::render(&d);
+        assert!(page.contains("restated") && page.contains("data-path=\"options.rate\""));
+        assert!(
+            page.contains("<div class=\"wide\"><table id=\"options\">"),
+            "{page}"
+        );
     }
 }

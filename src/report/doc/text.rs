@@ -4,14 +4,20 @@
 use super::{plain, Block, Doc, Span, Table, Tone};
 use crate::findings::{Finding, Status};
 use crate::report::text::table::{fit, Frame, Layout};
-use crate::report::text::wrap;
+use crate::report::text::{wrap, wrap_command};
 use crate::report::Palette;
 
 pub fn render(doc: &Doc, p: &Palette) -> String {
     let mut s = verdict(doc, p);
-    for b in &doc.blocks {
+    for (i, b) in doc.blocks.iter().enumerate() {
         match b {
-            Block::Section(name) => s.push_str(&format!("\n{}\n", p.bold(&format!("{name}:")))),
+            Block::Section(_) if !shows(&doc.blocks[i + 1..]) => {}
+            Block::Section(name) => {
+                s.push('\n');
+                for l in wrap(&format!("{name}:"), p.width, "", "  ").lines() {
+                    s.push_str(&format!("{}\n", p.bold(l)));
+                }
+            }
             Block::Para { spans, .. } => s.push_str(&wrap(&line(spans, p), p.width, "  ", "  ")),
             Block::Note(text) => {
                 s.push('\n');
@@ -28,7 +34,21 @@ pub fn render(doc: &Doc, p: &Palette) -> String {
                 ),
             ),
             Block::Findings(fs) => fs.iter().for_each(|f| s.push_str(&finding(f, p))),
-            Block::Plot(_) => {}
+            Block::List(items) => {
+                s.push('\n');
+                for i in items {
+                    s.push_str(&wrap(&line(i, p), p.width, "  - ", "    "));
+                }
+            }
+            Block::Checks(cs) => {
+                s.push('\n');
+                for c in cs.iter().filter(|c| c.status != Status::Pass) {
+                    let head = format!("  {} ", p.status(c.status));
+                    let text = format!("{}: {}", c.name, c.detail);
+                    s.push_str(&wrap(&text, p.width, &head, "       "));
+                }
+            }
+            Block::Plot(_) | Block::Figure(_) | Block::Wide(_) | Block::Cards(_) => {}
         }
     }
     // One blank line between blocks, however they end and begin.
@@ -36,6 +56,19 @@ pub fn render(doc: &Doc, p: &Palette) -> String {
         s = s.replace("\n\n\n", "\n\n");
     }
     s
+}
+
+/// Whether text shows anything of a section (the blocks up to the next one): a heading
+/// over only plots, wide tables and cards is left out with them.
+fn shows(rest: &[Block]) -> bool {
+    let section = rest.iter().take_while(|b| !matches!(b, Block::Section(_)));
+    let hidden = |b: &Block| {
+        matches!(
+            b,
+            Block::Plot(_) | Block::Figure(_) | Block::Wide(_) | Block::Cards(_)
+        )
+    };
+    section.into_iter().any(|b| !hidden(b))
 }
 
 /// The verdict, wrapped with a hanging indent and painted by its tone (after wrapping, so
@@ -73,14 +106,32 @@ fn line(spans: &[Span], p: &Palette) -> String {
 fn table(t: &Table, p: &Palette) -> String {
     let header: Vec<String> = t.columns.iter().map(|c| c.header()).collect();
     let header: Vec<&str> = header.iter().map(String::as_str).collect();
+    // A withheld part reads "INVALID" (its reason is too long for a cell; the kind says
+    // it in a block of its own) and the row is padded to the header.
+    let mut tones = Vec::new();
     let rows: Vec<Vec<String>> = t
         .rows
         .iter()
-        .map(|r| {
-            r.cells
+        .enumerate()
+        .map(|(n, r)| {
+            let mut cells: Vec<String> = r
+                .cells
                 .iter()
-                .map(|c| plain(std::slice::from_ref(c)))
-                .collect()
+                .enumerate()
+                .map(|(i, c)| match c {
+                    Span::Withheld(_) => {
+                        tones.push((n, i, crate::report::text::table::Tone::Bad));
+                        "INVALID".into()
+                    }
+                    Span::Status(st) => {
+                        tones.push((n, i, crate::report::text::table::Tone::of(*st)));
+                        st.as_str().into()
+                    }
+                    c => plain(std::slice::from_ref(c)),
+                })
+                .collect();
+            cells.resize(t.columns.len(), String::new());
+            cells
         })
         .collect();
     let right: Vec<usize> = (0..t.columns.len())
@@ -90,15 +141,50 @@ fn table(t: &Table, p: &Palette) -> String {
         keep: &[0],
         right: &right,
         frame: Frame::Rule,
+        tones: &tones,
         colour: p.enabled,
         ..Default::default()
     };
-    let body = fit(&header, &rows, p.width.saturating_sub(2), &layout);
+    let width = p.width.saturating_sub(2);
+    let mut body = fit(&header, &rows, width, &layout);
+    // fit keeps a header on its lines; when the table went vertical (no rule under a
+    // header), try again with each header wrapped to its column's values.
+    if !body.contains('─') {
+        let narrow: Vec<String> = (header.iter().enumerate())
+            .map(|(i, h)| wrap_header(h, rows.iter().filter_map(|r| r.get(i))))
+            .collect();
+        let narrow: Vec<&str> = narrow.iter().map(String::as_str).collect();
+        let second = fit(&narrow, &rows, width, &layout);
+        if second.contains('─') {
+            body = second;
+        }
+    }
     let lines: String = body
         .lines()
         .map(|l| format!("  {}\n", l.trim_end()))
         .collect();
     format!("\n{lines}\n")
+}
+
+/// A header greedily on lines as wide as its column's widest value (or its longest word).
+fn wrap_header<'a>(h: &str, cells: impl Iterator<Item = &'a String>) -> String {
+    let widest = cells.flat_map(|c| c.lines()).map(|l| l.chars().count());
+    let words = || h.split(' ');
+    let room = widest
+        .chain(words().map(|w| w.chars().count()))
+        .max()
+        .unwrap_or(0);
+    let mut lines: Vec<String> = Vec::new();
+    for w in words() {
+        match lines.last_mut() {
+            Some(l) if l.chars().count() + 1 + w.chars().count() <= room => {
+                l.push(' ');
+                l.push_str(w);
+            }
+            _ => lines.push(w.to_string()),
+        }
+    }
+    lines.join("\n")
 }
 
 fn finding(f: &Finding, p: &Palette) -> String {
@@ -116,6 +202,13 @@ fn finding(f: &Finding, p: &Palette) -> String {
             "  ",
             "    ",
         ));
+    }
+    // A command stays whole to be copied (wrapped between words only past the width).
+    for c in f.fix.runtime.iter().filter(|_| f.status != Status::Pass) {
+        match crate::report::is_shell_command(c) {
+            true => s.push_str(&wrap_command(c, p.width, "  - ", "    ")),
+            false => s.push_str(&wrap(&format!("- {c}"), p.width, "  ", "    ")),
+        }
     }
     s
 }

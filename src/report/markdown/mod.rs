@@ -2,12 +2,8 @@
 pub mod audit;
 pub mod bench;
 pub mod choose;
-pub mod cluster;
-pub mod delivery;
 pub mod evidence;
 pub mod hops;
-pub mod load;
 pub mod probe;
 pub mod rehearse;
 pub mod review;
-pub mod verify;

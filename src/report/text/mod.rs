@@ -2,13 +2,10 @@
 pub mod audit;
 pub mod bench;
 pub mod choose;
-pub mod cluster;
 pub mod conncost;
-pub mod delivery;
 pub mod evidence;
 pub mod guided;
 pub mod hops;
-pub mod load;
 pub mod probe;
 pub mod rehearse;
 pub mod review;
