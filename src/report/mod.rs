@@ -6,6 +6,7 @@
 //! - `output`: the palette (colour is decided in `cmd::output`, files written by `outfile`).
 pub mod budget;
 pub mod checks;
+pub mod choose;
 pub mod doc;
 pub mod gates;
 pub mod github;

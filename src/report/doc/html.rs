@@ -1,9 +1,9 @@
 //! The html backend of a [`Doc`]: the page shell of `report::html` (verdict first, inline
 //! CSS and SVG, the report's JSON carried inert), numbers tagged with their JSON path,
 //! findings as the cards every page uses, plots drawn with plotters.
-use super::{Block, Colour, Doc, Plot, Span, Table, Tone};
+use super::{Block, Colour, Doc, Item, Plot, Span, Table, Tone};
 use crate::report::html::plot::{self, Series};
-use crate::report::html::{esc, findings::finding, num, page};
+use crate::report::html::{esc, findings::finding, num, page, status};
 
 pub fn render(doc: &Doc) -> String {
     let mut b = String::new();
@@ -36,6 +36,17 @@ pub fn render(doc: &Doc) -> String {
                 }
             }
             Block::Plot(p) => b.push_str(&format!("<div class=\"plots\">{}</div>\n", bars(p))),
+            Block::Item(i) => b.push_str(&item(i)),
+            Block::Setting { label, text } => {
+                let label = match label.is_empty() {
+                    true => String::new(),
+                    false => format!("{}: ", esc(label)),
+                };
+                b.push_str(&format!(
+                    "<p class=\"setting\">{label}<code>{}</code></p>\n",
+                    esc(text)
+                ))
+            }
         }
     }
     let class = match doc.verdict.tone {
@@ -47,6 +58,31 @@ pub fn render(doc: &Doc) -> String {
     page(&doc.title, &verdict, class, &b, &doc.json)
 }
 
+/// An item as a card: the head as its heading, each line a paragraph.
+fn item(i: &Item) -> String {
+    let id = i.id.as_ref().map(|i| format!(" id=\"{}\"", esc(i)));
+    let lines: String = i
+        .lines
+        .iter()
+        .map(|l| format!("<p>{}</p>", inline(l)))
+        .collect();
+    format!(
+        "<div class=\"card {}\"{}><h3>{}</h3>{lines}</div>\n",
+        tone_class(i.tone),
+        id.unwrap_or_default(),
+        inline(&i.head)
+    )
+}
+
+fn tone_class(t: Tone) -> &'static str {
+    match t {
+        Tone::Bad => "fail",
+        Tone::Warn => "warn",
+        Tone::Good => "pass",
+        Tone::Plain => "plain",
+    }
+}
+
 fn inline(spans: &[Span]) -> String {
     spans
         .iter()
@@ -54,6 +90,7 @@ fn inline(spans: &[Span]) -> String {
             Span::Text(x) => esc(x),
             Span::Strong(x) => format!("<b>{}</b>", esc(x)),
             Span::Num { shown, path } => num(path, shown),
+            Span::Status(st) => status(*st),
         })
         .collect()
 }

@@ -1,11 +1,11 @@
 //! HTML: one self-contained page per report (inline CSS, inline SVG plots drawn with
 //! plotters, no script, no request to any network), one module per report kind:
-//! `bench` (fan-out), `idle`, `findings` (audit and verify), `choose`, `load`, (`budget` is a `report::doc::Doc`),
+//! `bench` (fan-out), `idle`, `findings` (audit and verify), `load` (`budget` and
+//! `choose` are `report::doc::Doc`s),
 //! `delivery` (verify delivery), `probe`, `cluster` (bench cluster). The page also
 //! carries the report's JSON (the `json` renderer's output) in an inert data block, so the
 //! numbers on the page and the machine data travel together.
 pub mod bench;
-pub mod choose;
 pub mod cluster;
 pub mod delivery;
 pub mod findings;

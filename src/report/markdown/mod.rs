@@ -1,7 +1,6 @@
 //! markdown renderers, one file per result kind.
 pub mod audit;
 pub mod bench;
-pub mod choose;
 pub mod cluster;
 pub mod delivery;
 pub mod evidence;
