@@ -17,6 +17,7 @@ pub mod markdown;
 pub mod model;
 pub mod output;
 pub mod prometheus;
+pub mod review;
 pub mod sarif;
 pub mod text;
 pub mod yaml;

@@ -8,5 +8,4 @@ pub mod hops;
 pub mod load;
 pub mod probe;
 pub mod rehearse;
-pub mod review;
 pub mod verify;

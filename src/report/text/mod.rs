@@ -10,7 +10,6 @@ pub mod hops;
 pub mod load;
 pub mod probe;
 pub mod rehearse;
-pub mod review;
 pub mod table;
 pub mod verify;
 
