@@ -81,7 +81,7 @@ pub fn run(a: ExplainArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
         let v = crate::catalog::EvidenceView::of(e);
         crate::report::text::evidence::evidence_one(&v, &pal)
     } else if let Some(h) = crate::hops::get(&a.id) {
-        crate::report::text::hops::one(h, &pal)
+        crate::report::doc::text::render(&crate::report::hops::one_doc(h)?, &pal)
     } else if let Some(c) = crate::report::checks::info(&a.id) {
         render(&c, &pal)
     } else {

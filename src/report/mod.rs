@@ -10,6 +10,7 @@ pub mod choose;
 pub mod doc;
 pub mod gates;
 pub mod github;
+pub mod hops;
 pub mod html;
 pub mod json;
 pub mod junit;

@@ -5,8 +5,9 @@
 //! github, sarif, prometheus) keep their own models.
 //!
 //! Kinds built this way: `budget` ([`crate::report::budget`]), `choose`
-//! ([`crate::report::choose`]). The others still have a
-//! renderer per format (text/, markdown/, html/) and move here one at a time.
+//! ([`crate::report::choose`]), `review` ([`crate::report::review`]), `hops`
+//! ([`crate::report::hops`]). The others still have a renderer per format (text/,
+//! markdown/, html/) and move here one at a time.
 pub mod html;
 pub mod markdown;
 pub mod text;

@@ -4,7 +4,6 @@ pub mod bench;
 pub mod cluster;
 pub mod delivery;
 pub mod evidence;
-pub mod hops;
 pub mod load;
 pub mod probe;
 pub mod rehearse;

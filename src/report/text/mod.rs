@@ -6,7 +6,6 @@ pub mod conncost;
 pub mod delivery;
 pub mod evidence;
 pub mod guided;
-pub mod hops;
 pub mod load;
 pub mod probe;
 pub mod rehearse;
@@ -251,7 +250,8 @@ fn command_units(cmd: &str) -> Vec<String> {
 
 /// A setting to type into a config or a shell: wrapped only between its `; `-separated
 /// directives, each whole (copied as is); one wider than a line wraps between words, unless
-/// it is a shell command (then it stays whole, on a line of its own). Prose (it starts with a capital: "Compression Rules / ...") wraps between words.
+/// it is a shell command (then it stays whole, on a line of its own). Prose (it starts
+/// with a capital: "Compression Rules / ...") wraps between words.
 pub fn wrap_setting(label: &str, text: &str, width: usize) -> String {
     let rest = " ".repeat(label.chars().count());
     if has_command(text) {
