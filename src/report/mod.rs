@@ -8,6 +8,7 @@ pub mod budget;
 pub mod checks;
 pub mod choose;
 pub mod doc;
+pub mod evidence;
 pub mod gates;
 pub mod github;
 pub mod hops;

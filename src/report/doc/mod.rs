@@ -6,7 +6,8 @@
 //!
 //! Kinds built this way: `budget` ([`crate::report::budget`]), `choose`
 //! ([`crate::report::choose`]), `review` ([`crate::report::review`]), `hops`
-//! ([`crate::report::hops`]). The others still have a renderer per format (text/,
+//! ([`crate::report::hops`]), `evidence` and `checklist` ([`crate::report::evidence`]).
+//! The others still have a renderer per format (text/,
 //! markdown/, html/) and move here one at a time.
 pub mod html;
 pub mod markdown;

@@ -55,12 +55,15 @@ pub fn render(doc: &Doc, p: &Palette) -> String {
 /// The verdict, wrapped with a hanging indent and painted by its tone (after wrapping, so
 /// escapes take no columns).
 fn verdict(doc: &Doc, p: &Palette) -> String {
+    if doc.verdict.tone == Tone::Plain {
+        // A plain verdict (a catalogue entry's id and title) keeps its emphasis.
+        return painted(&doc.verdict.text, p, "", "  ");
+    }
     let text = wrap(&plain(&doc.verdict.text), p.width, "", "  ");
     let paint = |l: &str| match doc.verdict.tone {
         Tone::Good => p.good(l),
         Tone::Warn => p.warn(l),
-        Tone::Bad => p.bad(l),
-        Tone::Plain => l.to_string(),
+        Tone::Bad | Tone::Plain => p.bad(l),
     };
     text.lines().map(|l| paint(l) + "\n").collect()
 }

@@ -3,7 +3,6 @@ pub mod audit;
 pub mod bench;
 pub mod cluster;
 pub mod delivery;
-pub mod evidence;
 pub mod load;
 pub mod probe;
 pub mod rehearse;

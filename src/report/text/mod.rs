@@ -4,7 +4,6 @@ pub mod bench;
 pub mod cluster;
 pub mod conncost;
 pub mod delivery;
-pub mod evidence;
 pub mod guided;
 pub mod load;
 pub mod probe;
