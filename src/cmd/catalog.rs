@@ -4,7 +4,8 @@ use super::Ctx;
 use crate::catalog::{EvidenceView, ItemView};
 use crate::checklist;
 use crate::evidence;
-use crate::report::Format;
+use crate::report::evidence as ev;
+use crate::report::{doc, Format};
 use std::process::ExitCode;
 
 #[derive(Debug, clap::Args)]
@@ -51,10 +52,10 @@ pub fn run_evidence(a: EvidenceArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
             None if a.sources => {
                 let all = evidence::sources();
                 match f {
-                    HumanFormat::Text => crate::report::text::evidence::sources(&all, &p),
+                    HumanFormat::Text => doc::text::render(&ev::sources_doc(&all)?, &p),
                     HumanFormat::Json => crate::report::json::render(&all)?,
                     HumanFormat::Yaml => crate::report::yaml::render(&all)?,
-                    HumanFormat::Markdown => crate::report::markdown::evidence::sources(&all),
+                    HumanFormat::Markdown => doc::markdown::render(&ev::sources_doc(&all)?),
                 }
             }
             None => {
@@ -64,10 +65,10 @@ pub fn run_evidence(a: EvidenceArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
                     .map(EvidenceView::of)
                     .collect();
                 match f {
-                    HumanFormat::Text => crate::report::text::evidence::evidence_list(&all, &p),
+                    HumanFormat::Text => doc::text::render(&ev::list_doc(&all)?, &p),
                     HumanFormat::Json => crate::report::json::render(&all)?,
                     HumanFormat::Yaml => crate::report::yaml::render(&all)?,
-                    HumanFormat::Markdown => crate::report::markdown::evidence::evidence_list(&all),
+                    HumanFormat::Markdown => doc::markdown::render(&ev::list_doc(&all)?),
                 }
             }
             Some(id) => {
@@ -81,10 +82,10 @@ pub fn run_evidence(a: EvidenceArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
                 })?;
                 let v = EvidenceView::of(e);
                 match f {
-                    HumanFormat::Text => crate::report::text::evidence::evidence_one(&v, &p),
+                    HumanFormat::Text => doc::text::render(&ev::one_doc(&v)?, &p),
                     HumanFormat::Json => crate::report::json::render(&v)?,
                     HumanFormat::Yaml => crate::report::yaml::render(&v)?,
-                    HumanFormat::Markdown => crate::report::markdown::evidence::evidence_one(&v),
+                    HumanFormat::Markdown => doc::markdown::render(&ev::one_doc(&v)?),
                 }
             }
         })
@@ -100,31 +101,31 @@ pub fn run_checklist(a: ChecklistArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
             None => {
                 let all = checklist::all();
                 match f {
-                    HumanFormat::Text => crate::report::text::evidence::checklists(all, &p),
+                    HumanFormat::Text => doc::text::render(&ev::checklists_doc(all)?, &p),
                     HumanFormat::Json => crate::report::json::render(&all)?,
                     HumanFormat::Yaml => crate::report::yaml::render(&all)?,
                     HumanFormat::Markdown => all
                         .iter()
-                        .map(crate::report::markdown::evidence::checklist)
-                        .collect::<Vec<_>>()
+                        .map(|c| Ok(doc::markdown::render(&ev::checklist_doc(c)?)))
+                        .collect::<anyhow::Result<Vec<_>>>()?
                         .join("\n"),
                 }
             }
             Some(name) => {
                 if let Some(c) = checklist::by_name(name) {
                     match f {
-                        HumanFormat::Text => crate::report::text::evidence::checklist(c, &p),
+                        HumanFormat::Text => doc::text::render(&ev::checklist_doc(c)?, &p),
                         HumanFormat::Json => crate::report::json::render(c)?,
                         HumanFormat::Yaml => crate::report::yaml::render(c)?,
-                        HumanFormat::Markdown => crate::report::markdown::evidence::checklist(c),
+                        HumanFormat::Markdown => doc::markdown::render(&ev::checklist_doc(c)?),
                     }
                 } else if let Some((c, i)) = checklist::find_item(name) {
                     let v = ItemView::of(c, i);
                     match f {
-                        HumanFormat::Text => crate::report::text::evidence::item(&v, &p),
+                        HumanFormat::Text => doc::text::render(&ev::item_doc(&v)?, &p),
                         HumanFormat::Json => crate::report::json::render(&v)?,
                         HumanFormat::Yaml => crate::report::yaml::render(&v)?,
-                        HumanFormat::Markdown => crate::report::markdown::evidence::item(&v),
+                        HumanFormat::Markdown => doc::markdown::render(&ev::item_doc(&v)?),
                     }
                 } else {
                     let mut ids: Vec<&str> =

@@ -371,11 +371,12 @@ pub fn saved_profile(rec: &Recommendation, path: &std::path::Path) -> String {
 
 /// The renderer for `format` (one of [`ChooseFormats`]).
 pub fn render(rec: &Recommendation, format: Format, p: &Palette) -> anyhow::Result<String> {
+    use crate::report::doc;
     Ok(match ChooseFormat::of(format)? {
-        ChooseFormat::Text => crate::report::text::choose::render(rec, p),
+        ChooseFormat::Text => doc::text::render(&crate::report::choose::doc(rec)?, p),
         ChooseFormat::Json => crate::report::json::render(rec)?,
         ChooseFormat::Yaml => crate::report::yaml::render(rec)?,
-        ChooseFormat::Markdown => crate::report::markdown::choose::render(rec),
-        ChooseFormat::Html => crate::report::html::choose::render(rec)?,
+        ChooseFormat::Markdown => doc::markdown::render(&crate::report::choose::doc(rec)?),
+        ChooseFormat::Html => doc::html::render(&crate::report::choose::doc(rec)?),
     })
 }

@@ -78,9 +78,9 @@ pub fn run(a: ExplainArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
         render(&r.info(), &pal)
     } else if let Some(e) = crate::evidence::store().get(&a.id) {
         let v = crate::catalog::EvidenceView::of(e);
-        crate::report::text::evidence::evidence_one(&v, &pal)
+        crate::report::doc::text::render(&crate::report::evidence::one_doc(&v)?, &pal)
     } else if let Some(h) = crate::hops::get(&a.id) {
-        crate::report::text::hops::one(h, &pal)
+        crate::report::doc::text::render(&crate::report::hops::one_doc(h)?, &pal)
     } else if let Some(c) = crate::report::checks::info(&a.id) {
         render(&c, &pal)
     } else {

@@ -40,7 +40,7 @@ pub fn run(ctx: Ctx) -> anyhow::Result<ExitCode> {
     // still on screen when the next question comes.
     let screen = ctx.palette_for(None);
     println!("\n{}", screen.bold("Recommendation"));
-    print!("{}", crate::report::text::choose::brief(&rec, &screen));
+    print!("{}", crate::report::text::guided::brief(&rec, &screen));
     println!();
 
     let roles = [Role::Server, Role::Proxy, Role::Loadgen];

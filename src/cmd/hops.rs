@@ -75,32 +75,33 @@ fn chain_input(a: &HopsArgs) -> anyhow::Result<Option<(Vec<String>, chain::Overr
 }
 
 pub fn run(a: HopsArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
+    use crate::report::{self, doc};
     let render = |f: Format, p: crate::report::Palette| -> anyhow::Result<String> {
         let f = HumanFormat::of(f)?;
         Ok(if let Some((ids, over)) = chain_input(&a)? {
             let mut c = chain::compute(&ids, &over).map_err(|e| anyhow::anyhow!(e))?;
             c.library = a.app_protocol.and_then(|p| hops::library::fit(&c, p));
             match f {
-                HumanFormat::Text => crate::report::text::hops::chain(&c, &p),
+                HumanFormat::Text => doc::text::render(&report::hops::chain_doc(&c)?, &p),
                 HumanFormat::Json => crate::report::json::render(&c)?,
                 HumanFormat::Yaml => crate::report::yaml::render(&c)?,
-                HumanFormat::Markdown => crate::report::markdown::hops::chain(&c),
+                HumanFormat::Markdown => doc::markdown::render(&report::hops::chain_doc(&c)?),
             }
         } else if let Some(id) = &a.id {
             let h = hops::check_id(id).map_err(|e| anyhow::anyhow!(e))?;
             match f {
-                HumanFormat::Text => crate::report::text::hops::one(h, &p),
+                HumanFormat::Text => doc::text::render(&report::hops::one_doc(h)?, &p),
                 HumanFormat::Json => crate::report::json::render(h)?,
                 HumanFormat::Yaml => crate::report::yaml::render(h)?,
-                HumanFormat::Markdown => crate::report::markdown::hops::one(h),
+                HumanFormat::Markdown => doc::markdown::render(&report::hops::one_doc(h)?),
             }
         } else {
             let all = hops::catalog();
             match f {
-                HumanFormat::Text => crate::report::text::hops::list(all, &p),
+                HumanFormat::Text => doc::text::render(&report::hops::list_doc(all)?, &p),
                 HumanFormat::Json => crate::report::json::render(&all)?,
                 HumanFormat::Yaml => crate::report::yaml::render(&all)?,
-                HumanFormat::Markdown => crate::report::markdown::hops::list(all),
+                HumanFormat::Markdown => doc::markdown::render(&report::hops::list_doc(all)?),
             }
         })
     };

@@ -89,10 +89,10 @@ pub fn render(
     pal: Palette,
 ) -> anyhow::Result<String> {
     Ok(match GaugeFormat::of(format)? {
-        GaugeFormat::Text => report::text::review::render(r, pal),
+        GaugeFormat::Text => report::doc::text::render(&report::review::doc(r)?, &pal),
         GaugeFormat::Json => report::json::render(r)?,
         GaugeFormat::Yaml => report::yaml::render(r)?,
-        GaugeFormat::Markdown => report::markdown::review::render(r),
+        GaugeFormat::Markdown => report::doc::markdown::render(&report::review::doc(r)?),
         GaugeFormat::Junit => report::junit::render(&r.report, fail_on)?,
         GaugeFormat::Github => report::github::render(&r.report),
         GaugeFormat::Html => report::html::findings::render_audit(&r.report)?,

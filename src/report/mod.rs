@@ -6,11 +6,14 @@
 //! - `output`: the palette (colour is decided in `cmd::output`, files written by `outfile`).
 pub mod budget;
 pub mod checks;
+pub mod choose;
 pub mod cluster;
 pub mod delivery;
 pub mod doc;
+pub mod evidence;
 pub mod gates;
 pub mod github;
+pub mod hops;
 pub mod html;
 pub mod json;
 pub mod junit;
@@ -19,6 +22,7 @@ pub mod markdown;
 pub mod model;
 pub mod output;
 pub mod prometheus;
+pub mod review;
 pub mod sarif;
 pub mod text;
 pub mod verify;

@@ -136,8 +136,11 @@ fn defaulted_connections_and_machines_are_said() {
         .output()
         .unwrap();
     let text = String::from_utf8(out.stdout).unwrap();
+    // The recommendation first: transport, delivery, topology.
+    let first = text.lines().next().unwrap();
+    assert!(first.starts_with("polling every 2m"), "{text}");
     assert!(
-        text.starts_with("transport polling  delivery snapshot  topology single-process\n"),
+        first.contains("delivery snapshot") && first.contains("topology single-process"),
         "{text}"
     );
     assert!(
@@ -315,14 +318,39 @@ fn yaml_and_markdown_formats() {
         .output()
         .unwrap();
     let md = String::from_utf8(out.stdout).unwrap();
-    assert_eq!(
-        md.lines().next(),
-        Some("## rtcheck choose: sse + session-ack + pubsub")
+    assert!(
+        md.starts_with("# rtcheck choose\n\n**sse, delivery session-ack, topology pubsub**\n"),
+        "{md}"
     );
-    let question_rows = md.lines().filter(|l| l.starts_with("| **Q")).count();
-    assert_eq!(question_rows, 4, "{md}");
-    let must_rows = md.lines().filter(|l| l.starts_with("| `")).count();
-    assert_eq!(must_rows, 6, "{md}");
+    // Each question with its decision, each must-have by its id, from the JSON.
+    let v: serde_json::Value = serde_json::from_slice(
+        &rtcheck_isolated()
+            .args(args)
+            .args(["--format", "json"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    let reasons = v["reasons"].as_array().unwrap();
+    assert_eq!(reasons.len(), 4);
+    for q in reasons {
+        let id = q["id"].as_str().unwrap().to_uppercase();
+        let decision = q["decision"].as_str().unwrap();
+        let at = md
+            .find(&format!("\n- **{id}** "))
+            .unwrap_or_else(|| panic!("{id}: {md}"));
+        assert!(
+            md[at..].contains(&format!("decision: **{decision}**")),
+            "{id}: {md}"
+        );
+    }
+    let musts = v["must_haves"].as_array().unwrap();
+    assert_eq!(musts.len(), 6);
+    for m in musts {
+        let id = m["id"].as_str().unwrap();
+        assert!(md.contains(&format!("] **{id}**: ")), "{id}: {md}");
+    }
 }
 
 #[test]

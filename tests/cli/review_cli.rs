@@ -524,8 +524,14 @@ fn every_format_renders_and_parses_back() {
     let gh = run("github");
     assert_eq!(gh.lines().filter(|l| l.starts_with("::error")).count(), 2);
     let md = run("markdown");
-    assert!(md.starts_with("## rtcheck review\n"));
-    assert!(md.contains("| ❌ | `one-retry-layer`"), "{md}");
+    // The verdict first, then each failing item with its status and id.
+    assert!(
+        md.starts_with("# rtcheck review\n\n**rtcheck review: 2 fail,"),
+        "{md}"
+    );
+    for id in ["one-retry-layer", "write-deadline"] {
+        assert!(md.contains(&format!("- **fail** **{id}**: ")), "{id}: {md}");
+    }
     let text = run("text");
     assert!(text.starts_with("rtcheck review: 2 fail,"), "{text}");
     assert!(text.lines().all(|l| l.chars().count() <= 80), "{text}");

@@ -71,7 +71,7 @@ fn evidence_shows_one_entry_in_every_format() {
         .unwrap();
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(
-        text.starts_with("ulimit-n  The default `ulimit -n` of 1024"),
+        text.starts_with("ulimit-n: The default `ulimit -n` of 1024"),
         "{text}"
     );
     let row = text
@@ -91,23 +91,19 @@ fn one_entry_says_claim_values_context_conditions_and_source() {
         .output()
         .unwrap();
     let text = String::from_utf8(out.stdout).unwrap();
+    // Each field is `  label: value`, its wrapped lines under it, up to the next field.
+    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
     let field = |label: &str| -> String {
-        let at = text
-            .lines()
-            .position(|l| l.starts_with(label))
-            .unwrap_or_else(|| panic!("no `{label}` line: {text}"));
-        // The value with its wrapped continuation lines (indented under it).
-        let mut v = text.lines().nth(at).unwrap()[label.len()..]
-            .trim()
-            .to_string();
-        for l in text.lines().skip(at + 1) {
-            if !l.starts_with("            ") {
-                break;
-            }
-            v.push(' ');
-            v.push_str(l.trim());
-        }
-        v
+        let at = flat
+            .find(&format!(" {label}: "))
+            .unwrap_or_else(|| panic!("no `{label}` field: {text}"));
+        let v = &flat[at + label.len() + 3..];
+        let end = ["context: ", "conditions: ", "source: ", "cited by: "]
+            .iter()
+            .filter_map(|l| v.find(&format!(" {l}")))
+            .min()
+            .unwrap_or(v.len());
+        v[..end].trim().to_string()
     };
     assert_eq!(
         field("context"),
@@ -223,7 +219,8 @@ fn checklist_markdown_has_one_row_per_item() {
         .unwrap();
     assert!(out.status.success());
     let md = String::from_utf8(out.stdout).unwrap();
-    let rows = md.lines().filter(|l| l.starts_with("| `")).count();
+    // One list item per checklist item, its id in bold.
+    let rows = md.lines().filter(|l| l.starts_with("- **")).count();
     let n = rtcheck::checklist::by_name("async-service")
         .unwrap()
         .items

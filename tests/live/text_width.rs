@@ -469,7 +469,7 @@ fn checklist_takes_every_id_explain_cites() {
     let text = text_at(&["explain", "proxy-config"], 80);
     let cited: Vec<&str> = text
         .lines()
-        .filter_map(|l| l.strip_prefix("cited by"))
+        .filter_map(|l| l.trim_start().strip_prefix("cited by"))
         .flat_map(|l| l.split([',', ' ']).filter(|w| w.contains('/')))
         .collect();
     assert!(cited.contains(&"realtime-ops/proxy-config"), "{text}");

@@ -131,7 +131,7 @@ fn a_bad_answer_is_asked_again_not_fatal() {
     answer(&mut s, "Bytes per message", &format!("4KiB{ENTER}"));
     answer(&mut s, "Max disconnect", ENTER);
     answer(&mut s, "Hops between users and server", ENTER); // none selected: undeclared
-    s.expect("transport").unwrap();
+    s.expect("topology").unwrap(); // the recommendation is printed
     wait_success(s);
     let p = Profile::load("--answers", &save).unwrap();
     assert_eq!(p.visible_within, Some(Duration::from_secs(120)));
@@ -162,7 +162,7 @@ fn only_the_missing_answers_are_asked_when_some_flags_are_given() {
         "If one message is lost",
         &format!("{DOWN}{DOWN}{ENTER}"),
     ); // per-user
-    s.expect("transport").unwrap();
+    s.expect("topology").unwrap();
     let rest = s.expect(Eof).unwrap();
     let shown = String::from_utf8_lossy(rest.before());
     assert!(!shown.contains("Visible within"), "{shown}");

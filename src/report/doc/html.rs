@@ -1,7 +1,7 @@
 //! The html backend of a [`Doc`]: the page shell of `report::html` (verdict first, inline
 //! CSS and SVG, the report's JSON carried inert), numbers tagged with their JSON path,
 //! findings as the cards every page uses, plots drawn with plotters.
-use super::{Block, Colour, Doc, Figure, Plot, Scale, Shape, Span, Table, Tone};
+use super::{Block, Colour, Doc, Figure, Item, Plot, Scale, Shape, Span, Table, Tone};
 use crate::report::html::plot;
 use crate::report::html::{checks, esc, findings::finding, notes, num, page, status};
 
@@ -44,6 +44,17 @@ pub fn render(doc: &Doc) -> String {
                 b.push('\n');
             }
             Block::Checks(cs) => b.push_str(&checks(cs)),
+            Block::Item(i) => b.push_str(&item(i)),
+            Block::Setting { label, text } => {
+                let label = match label.is_empty() {
+                    true => String::new(),
+                    false => format!("{}: ", esc(label)),
+                };
+                b.push_str(&format!(
+                    "<p class=\"setting\">{label}<code>{}</code></p>\n",
+                    esc(text)
+                ))
+            }
         }
     }
     let class = match doc.verdict.tone {
@@ -53,6 +64,31 @@ pub fn render(doc: &Doc) -> String {
     };
     let verdict = super::plain(&doc.verdict.text);
     page(&doc.title, &verdict, class, &b, &doc.json)
+}
+
+/// An item as a card: the head as its heading, each line a paragraph.
+fn item(i: &Item) -> String {
+    let id = i.id.as_ref().map(|i| format!(" id=\"{}\"", esc(i)));
+    let lines: String = i
+        .lines
+        .iter()
+        .map(|l| format!("<p>{}</p>", inline(l)))
+        .collect();
+    format!(
+        "<div class=\"card {}\"{}><h3>{}</h3>{lines}</div>\n",
+        tone_class(i.tone),
+        id.unwrap_or_default(),
+        inline(&i.head)
+    )
+}
+
+fn tone_class(t: Tone) -> &'static str {
+    match t {
+        Tone::Bad => "fail",
+        Tone::Warn => "warn",
+        Tone::Good => "pass",
+        Tone::Plain => "plain",
+    }
 }
 
 fn inline(spans: &[Span]) -> String {

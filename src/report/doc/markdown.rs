@@ -4,14 +4,18 @@ use super::{plain, Block, Doc, Span, Table};
 use crate::findings::Finding;
 
 pub fn render(doc: &Doc) -> String {
-    let mut s = format!("# {}\n\n**{}**\n", doc.title, plain(&doc.verdict.text));
+    let mut s = format!(
+        "# {}\n\n**{}**\n",
+        doc.title,
+        inert(&plain(&doc.verdict.text))
+    );
     for b in &doc.blocks {
         match b {
-            Block::Section(name) => s.push_str(&format!("\n## {name}\n")),
+            Block::Section(name) => s.push_str(&format!("\n## {}\n", inert(name))),
             Block::Para { spans, .. } => s.push_str(&format!("\n{}\n", inline(spans))),
-            Block::Note(text) => s.push_str(&format!("\n_{}_\n", text.replace('_', "\\_"))),
+            Block::Note(text) => s.push_str(&format!("\n_{}_\n", inert(text).replace('_', "\\_"))),
             Block::Table(t) | Block::Wide(t) => s.push_str(&table(t)),
-            Block::Invalid { why, .. } => s.push_str(&format!("\n**Invalid**: {why}\n")),
+            Block::Invalid { why, .. } => s.push_str(&format!("\n**Invalid**: {}\n", inert(why))),
             Block::Findings(fs) if !fs.is_empty() => {
                 s.push('\n');
                 fs.iter().for_each(|f| s.push_str(&finding(f)));
@@ -33,25 +37,53 @@ pub fn render(doc: &Doc) -> String {
                 }
             }
             Block::Findings(_) | Block::Plot(_) | Block::Figure(_) | Block::Cards(_) => {}
+            Block::Setting { label, text } => {
+                let label = match label.is_empty() {
+                    true => String::new(),
+                    false => format!("{label}: "),
+                };
+                s.push_str(&format!("\n{}{}\n", inert(&label), code(&inert(text))));
+            }
+            Block::Item(i) => {
+                s.push_str(&format!("\n- {}\n", inline(&i.head)));
+                i.lines
+                    .iter()
+                    .for_each(|l| s.push_str(&format!("  - {}\n", inline(l))));
+            }
         }
     }
     s
 }
 
+/// Spans as one markdown line; text from outside made inert (a newline or escape in a
+/// reason cannot start a line of its own).
 fn inline(spans: &[Span]) -> String {
     spans
         .iter()
         .map(|s| match s {
-            Span::Strong(x) => format!("**{x}**"),
-            Span::Withheld(why) => format!("**INVALID**: {why}"),
-            other => plain(std::slice::from_ref(other)),
+            Span::Strong(x) => format!("**{}**", inert(x)),
+            Span::Withheld(why) => format!("**INVALID**: {}", inert(why)),
+            Span::Status(st) => format!("**{}**", st.as_str()),
+            other => inert(&plain(std::slice::from_ref(other))),
         })
         .collect()
 }
 
+fn inert(s: &str) -> String {
+    crate::report::plain(s).into_owned()
+}
+
+/// Inline code that holds any backquote: a longer fence around it.
+fn code(s: &str) -> String {
+    match s.contains('`') {
+        true => format!("`` {s} ``"),
+        false => format!("`{s}`"),
+    }
+}
+
 /// A cell never breaks the table: pipes escaped, lines joined.
 fn cell(s: &str) -> String {
-    s.replace('|', "\\|").replace('\n', " ")
+    inert(&s.replace('\n', " ")).replace('|', "\\|")
 }
 
 fn table(t: &Table) -> String {

@@ -6,7 +6,10 @@
 //!
 //! Kinds built this way: `budget` ([`crate::report::budget`]), `bench cluster`
 //! ([`crate::report::cluster`]), `load` ([`crate::report::load`]), `verify`
-//! ([`crate::report::verify`]), `verify delivery` ([`crate::report::delivery`]). The others still have a renderer per format (text/,
+//! ([`crate::report::verify`]), `verify delivery` ([`crate::report::delivery`]), `choose`
+//! ([`crate::report::choose`]), `review` ([`crate::report::review`]), `hops`
+//! ([`crate::report::hops`]), `evidence` and `checklist` ([`crate::report::evidence`]).
+//! The others still have a renderer per format (text/,
 //! markdown/, html/) and move here one at a time.
 pub mod html;
 pub mod markdown;
@@ -77,6 +80,9 @@ pub fn t(s: impl Into<String>) -> Span {
 pub fn strong(s: impl Into<String>) -> Span {
     Span::Strong(s.into())
 }
+pub fn status(st: Status) -> Span {
+    Span::Status(st)
+}
 pub fn num(path: impl Into<String>, shown: impl Into<String>) -> Span {
     Span::Num {
         shown: shown.into(),
@@ -132,6 +138,25 @@ pub enum Block {
     /// A run's validity checks: text and markdown list those that did not pass, html
     /// folds all of them under the verdict.
     Checks(Vec<Check>),
+    /// One item of a list that reads as a unit (a check to act on): its head line, then
+    /// lines under it. Text sets it off by a blank line and indents the lines; markdown
+    /// makes it a list item; html a card (`id` names it, `tone` colours its edge).
+    Item(Item),
+    /// A setting or command to copy into a config or a shell, under its label (`setting`;
+    /// empty: none): text wraps it only between whole directives, markdown and html set it
+    /// as code.
+    Setting {
+        label: String,
+        text: String,
+    },
+}
+
+#[derive(Debug, Clone)]
+pub struct Item {
+    pub id: Option<String>,
+    pub tone: Tone,
+    pub head: Vec<Span>,
+    pub lines: Vec<Vec<Span>>,
 }
 
 /// A table with typed columns: numbers are right-aligned and carry a unit in the header.
@@ -258,6 +283,8 @@ mod tests {
     fn units_go_in_the_header_and_spans_flatten() {
         assert_eq!(Column::num("RTT", "ms").header(), "RTT (ms)");
         assert_eq!(Column::text("hop").header(), "hop");
+        assert_eq!(Column::count("req/s").header(), "req/s");
+        assert!(Column::count("req/s").unit.is_some(), "right-aligned");
         assert_eq!(plain(&[t("a "), strong("b"), num("x", "1.0")]), "a b1.0");
         assert_eq!(
             Tone::worst([Status::Pass, Status::Warn]),
@@ -265,6 +292,108 @@ mod tests {
             "worst of pass and warn"
         );
         assert_eq!(Tone::worst([]), Tone::Plain);
+    }
+
+    /// On a terminal, emphasis and status words are painted after wrapping: real escapes,
+    /// never the inert `\x1b` text, and the words where they were.
+    #[test]
+    fn a_paragraph_is_painted_after_it_is_wrapped() {
+        let d = Doc {
+            title: "t".into(),
+            verdict: Verdict {
+                text: vec![t("v")],
+                tone: Tone::Plain,
+            },
+            blocks: vec![Block::Para {
+                id: None,
+                spans: vec![
+                    status(Status::Fail),
+                    t(" "),
+                    strong("queue-depth"),
+                    t(": x"),
+                ],
+            }],
+            json: "{}".into(),
+        };
+        let p = crate::report::Palette::new(true);
+        let text = text::render(&d, &p);
+        assert!(text.contains(&p.bold("queue-depth")), "{text:?}");
+        assert!(text.contains(&p.status(Status::Fail)), "{text:?}");
+        assert!(!text.contains("\\x1b"), "{text:?}");
+        let plain = text::render(&d, &crate::report::Palette::plain());
+        assert!(plain.contains("  fail queue-depth: x\n"), "{plain}");
+        assert!(markdown::render(&d).contains("**fail** **queue-depth**: x"));
+        assert!(html::render(&d).contains("class=\"status s-fail\""));
+    }
+
+    #[test]
+    fn an_item_is_a_head_with_its_lines_in_every_backend() {
+        let d = Doc {
+            title: "t".into(),
+            verdict: Verdict {
+                text: vec![t("v")],
+                tone: Tone::Plain,
+            },
+            blocks: vec![Block::Item(Item {
+                id: Some("finding-q".into()),
+                tone: Tone::Bad,
+                head: vec![status(Status::Fail), t(" "), strong("q"), t(": queue")],
+                lines: vec![
+                    vec![t("64 x 1 KB tolerates 64 ms")],
+                    vec![t("fix: raise it: sudo sysctl -w net.core.somaxconn=4096")],
+                ],
+            })],
+            json: "{}".into(),
+        };
+        let text = text::render(&d, &crate::report::Palette::plain());
+        assert!(
+            text.contains("\n\nfail q: queue\n  64 x 1 KB tolerates 64 ms\n  fix: "),
+            "{text}"
+        );
+        assert!(
+            text.contains("sudo sysctl -w net.core.somaxconn=4096"),
+            "{text}"
+        );
+        let md = markdown::render(&d);
+        assert!(
+            md.contains("- **fail** **q**: queue\n  - 64 x 1 KB tolerates 64 ms\n"),
+            "{md}"
+        );
+        let page = html::render(&d);
+        assert!(
+            page.contains("<div class=\"card fail\" id=\"finding-q\">"),
+            "{page}"
+        );
+    }
+
+    #[test]
+    fn a_setting_is_copied_whole_in_every_backend() {
+        let d = Doc {
+            title: "t".into(),
+            verdict: Verdict {
+                text: vec![t("v")],
+                tone: Tone::Plain,
+            },
+            blocks: vec![Block::Setting {
+                label: "setting".into(),
+                text: "proxy_buffering off; proxy_read_timeout 3600s".into(),
+            }],
+            json: "{}".into(),
+        };
+        let p = crate::report::Palette::plain().with_width(40);
+        let text = text::render(&d, &p);
+        assert!(
+            text.contains(
+                "    setting: proxy_buffering off;\n             proxy_read_timeout 3600s\n"
+            ),
+            "{text}"
+        );
+        let md = markdown::render(&d);
+        assert!(
+            md.contains("setting: `proxy_buffering off; proxy_read_timeout 3600s`"),
+            "{md}"
+        );
+        assert!(html::render(&d).contains("<code>proxy_buffering off;"));
     }
 
     fn sample() -> Doc {

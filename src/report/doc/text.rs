@@ -4,7 +4,7 @@
 use super::{plain, Block, Doc, Span, Table, Tone};
 use crate::findings::{Finding, Status};
 use crate::report::text::table::{fit, Frame, Layout};
-use crate::report::text::{wrap, wrap_command};
+use crate::report::text::{wrap, wrap_command, wrap_note, wrap_setting};
 use crate::report::Palette;
 
 pub fn render(doc: &Doc, p: &Palette) -> String {
@@ -18,7 +18,7 @@ pub fn render(doc: &Doc, p: &Palette) -> String {
                     s.push_str(&format!("{}\n", p.bold(l)));
                 }
             }
-            Block::Para { spans, .. } => s.push_str(&wrap(&line(spans, p), p.width, "  ", "  ")),
+            Block::Para { spans, .. } => s.push_str(&para(spans, p)),
             Block::Note(text) => {
                 s.push('\n');
                 for l in wrap(text, p.width, "", "  ").lines() {
@@ -37,7 +37,7 @@ pub fn render(doc: &Doc, p: &Palette) -> String {
             Block::List(items) => {
                 s.push('\n');
                 for i in items {
-                    s.push_str(&wrap(&line(i, p), p.width, "  - ", "    "));
+                    s.push_str(&painted(i, p, "  - ", "    "));
                 }
             }
             Block::Checks(cs) => {
@@ -49,6 +49,20 @@ pub fn render(doc: &Doc, p: &Palette) -> String {
                 }
             }
             Block::Plot(_) | Block::Figure(_) | Block::Wide(_) | Block::Cards(_) => {}
+            Block::Setting { label, text } => {
+                let label = match label.is_empty() {
+                    true => "    ".to_string(),
+                    false => format!("    {label}: "),
+                };
+                s.push_str(&wrap_setting(&label, text, p.width));
+            }
+            Block::Item(i) => {
+                s.push('\n');
+                s.push_str(&painted(&i.head, p, "", "    "));
+                i.lines
+                    .iter()
+                    .for_each(|l| s.push_str(&painted(l, p, "  ", "  ")));
+            }
         }
     }
     // One blank line between blocks, however they end and begin.
@@ -74,33 +88,51 @@ fn shows(rest: &[Block]) -> bool {
 /// The verdict, wrapped with a hanging indent and painted by its tone (after wrapping, so
 /// escapes take no columns).
 fn verdict(doc: &Doc, p: &Palette) -> String {
-    let text = wrap(
-        &line(&doc.verdict.text, &Palette::plain()),
-        p.width,
-        "",
-        "  ",
-    );
+    if doc.verdict.tone == Tone::Plain {
+        // A plain verdict (a catalogue entry's id and title) keeps its emphasis.
+        return painted(&doc.verdict.text, p, "", "  ");
+    }
+    let text = wrap(&plain(&doc.verdict.text), p.width, "", "  ");
     let paint = |l: &str| match doc.verdict.tone {
         Tone::Good => p.good(l),
         Tone::Warn => p.warn(l),
-        Tone::Bad => p.bad(l),
-        Tone::Plain => l.to_string(),
+        Tone::Bad | Tone::Plain => p.bad(l),
     };
     text.lines().map(|l| paint(l) + "\n").collect()
 }
 
-/// Spans as one line; emphasis is bold only on a terminal (the width is counted plain).
-fn line(spans: &[Span], p: &Palette) -> String {
-    match p.enabled {
-        false => plain(spans),
-        true => spans
-            .iter()
-            .map(|s| match s {
-                Span::Strong(x) => p.bold(x),
-                other => plain(std::slice::from_ref(other)),
-            })
-            .collect(),
+/// A paragraph wrapped plain (so escapes take no columns and are never made inert), then
+/// its emphasis and status words painted where they landed.
+fn para(spans: &[Span], p: &Palette) -> String {
+    painted(spans, p, "  ", "  ")
+}
+
+/// Spans wrapped under `first`/`rest` (a command at the end on lines of its own, whole),
+/// then painted.
+fn painted(spans: &[Span], p: &Palette, first: &str, rest: &str) -> String {
+    let mut s = wrap_note(&plain(spans), p.width, first, rest);
+    if !p.enabled {
+        return s;
     }
+    let mut at = 0;
+    for span in spans {
+        let (x, painted) = match span {
+            Span::Strong(x) => (x.as_str(), p.bold(x)),
+            Span::Status(st) => (st.as_str(), p.status(*st)),
+            Span::Text(x) | Span::Num { shown: x, .. } => {
+                // Plain text moves the cursor past itself when it is there whole.
+                at = s[at..].find(x.as_str()).map_or(at, |i| at + i + x.len());
+                continue;
+            }
+            // Invalid parts are said plain (their reason is the words that matter).
+            Span::Withheld(_) => continue,
+        };
+        if let Some(i) = s[at..].find(x).map(|i| at + i) {
+            s.replace_range(i..i + x.len(), &painted);
+            at = i + painted.len();
+        }
+    }
+    s
 }
 
 fn table(t: &Table, p: &Palette) -> String {

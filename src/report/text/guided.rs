@@ -1,6 +1,6 @@
 //! The guided run's summary (issue 27, item 6): on one screen, each decision with its
 //! one-line why, the sizing for the delivery chosen and the must-haves that apply. The
-//! full reasoning stays `rtcheck choose --answers PROFILE` (report::text::choose).
+//! full reasoning stays `rtcheck choose --answers PROFILE` (report::choose).
 use super::wrap;
 use crate::choose::{Recommendation, Topology};
 use crate::evidence::{fmt_num, num};
@@ -140,7 +140,7 @@ fn sizing(r: &Recommendation) -> String {
         "{} x {} msg/s = {}",
         fmt_duration(pr.max_disconnect),
         fmt_num(pr.rate),
-        super::choose::messages(z.messages_to_replay)
+        messages(z.messages_to_replay)
     );
     let delivery = match r.delivery {
         Delivery::Snapshot => "a snapshot on each (re)connect, no replay buffer".to_string(),
@@ -186,6 +186,35 @@ fn first_sentence(text: &str) -> String {
 
 fn ms(v: f64) -> String {
     crate::choose::decide::fmt_ms(v)
+}
+
+/// The recommendation in a few lines (the guided run): the verdict, then one line per
+/// question with its decision. `rtcheck choose` prints the reasoning in full.
+pub fn brief(r: &Recommendation, p: &Palette) -> String {
+    let mut s = format!(
+        "{} {}  {} {}  {} {}\n",
+        p.dim("transport"),
+        p.bold(r.transport.name()),
+        p.dim("delivery"),
+        p.bold(r.delivery.name()),
+        p.dim("topology"),
+        p.bold(r.topology.as_str())
+    );
+    for q in &r.reasons {
+        let line = format!("{}: {}", q.answer, q.decision);
+        let label = format!("  {:<5} ", q.id.to_uppercase());
+        s.push_str(&super::wrap(&line, p.width, &label, "        "));
+    }
+    s
+}
+
+/// "1 message", "30 messages".
+pub fn messages(n: u64) -> String {
+    format!(
+        "{} message{}",
+        fmt_num(n as f64),
+        if n == 1 { "" } else { "s" }
+    )
 }
 
 #[cfg(test)]
@@ -236,7 +265,7 @@ mod tests {
     #[test]
     fn the_recap_keeps_a_space_after_every_label() {
         let r = rec(Loss::PerUser, 3, 200);
-        let s = crate::report::text::choose::brief(&r, &Palette::new(false));
+        let s = brief(&r, &Palette::new(false));
         assert!(s.contains("  PATH  nginx"), "{s}");
         assert!(s.contains("  Q1    "), "{s}");
         assert!(s.lines().all(|l| l.chars().count() <= 80), "{s}");

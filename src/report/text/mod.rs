@@ -1,14 +1,10 @@
 //! text renderers, one file per result kind.
 pub mod audit;
 pub mod bench;
-pub mod choose;
 pub mod conncost;
-pub mod evidence;
 pub mod guided;
-pub mod hops;
 pub mod probe;
 pub mod rehearse;
-pub mod review;
 pub mod table;
 pub mod verify;
 
@@ -246,6 +242,67 @@ fn command_units(cmd: &str) -> Vec<String> {
         }
     }
     units
+}
+
+/// A setting to type into a config or a shell: wrapped only between its `; `-separated
+/// directives, each whole (copied as is); one wider than a line wraps between words, unless
+/// it is a shell command (then it stays whole, on a line of its own). Prose (it starts
+/// with a capital: "Compression Rules / ...") wraps between words.
+pub fn wrap_setting(label: &str, text: &str, width: usize) -> String {
+    let rest = " ".repeat(label.chars().count());
+    if has_command(text) {
+        return wrap_parts(text, width, label, &rest);
+    }
+    if text.starts_with(|c: char| c.is_uppercase()) {
+        return wrap(text, width, label, &rest);
+    }
+    let mut out = String::new();
+    let mut line = label.to_string();
+    let mut empty = true;
+    let parts: Vec<&str> = text.split("; ").collect();
+    for (i, d) in parts.iter().enumerate() {
+        let d = if i + 1 < parts.len() {
+            format!("{d};")
+        } else {
+            d.to_string()
+        };
+        if !empty && line.chars().count() + 1 + d.chars().count() > width {
+            out.push_str(&line);
+            out.push('\n');
+            line.clone_from(&rest);
+            empty = true;
+        }
+        // Wider than a line by itself: a shell command stays whole (copied), anything
+        // else (a directive and its explanation) wraps between words.
+        let room = width.saturating_sub(line.chars().count() + 1);
+        if d.chars().count() > room && !crate::report::is_shell_command(&d) {
+            let first = if empty {
+                line.clone()
+            } else {
+                format!("{line} ")
+            };
+            let wrapped = wrap(&d, width, &first, &rest);
+            let (done, last) = wrapped
+                .trim_end()
+                .rsplit_once('\n')
+                .unwrap_or(("", &wrapped));
+            if !done.is_empty() {
+                out.push_str(done);
+                out.push('\n');
+            }
+            line = last.trim_end().to_string();
+            empty = false;
+            continue;
+        }
+        if !empty {
+            line.push(' ');
+        }
+        line.push_str(&crate::report::plain(&d));
+        empty = false;
+    }
+    out.push_str(&line);
+    out.push('\n');
+    out
 }
 
 /// A table of `rows` under `header` that fits `width` columns without cutting a word, or,
