@@ -17,6 +17,7 @@ mod bench_conncost;
 mod bench_foreign_memory;
 mod bench_foreign_publish;
 mod bench_foreign_server;
+mod bench_idle_app_protocol;
 mod bench_tls_proxy;
 mod delivery_foreign;
 mod explain_ids;
