@@ -25,6 +25,7 @@ mod fleet_watch;
 mod hops_live;
 mod hostile_peers;
 mod html_browser;
+mod lint_library_live;
 mod lint_live;
 mod lint_loop;
 mod load_foreign;
