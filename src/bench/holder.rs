@@ -240,20 +240,28 @@ impl Conn {
             return;
         }
         let mut buf = [0u8; 16 << 10];
+        let mut gone = None;
         for _ in 0..16 {
             match self.io.read(&mut buf) {
-                Ok(0) => return self.end(rx, "the server closed the connection".into()),
+                Ok(0) => {
+                    gone = Some("the server closed the connection".to_string());
+                    break;
+                }
                 Ok(n) => {
                     rx.bytes += n as u64;
                     self.pending.extend_from_slice(&buf[..n]);
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => return self.end(rx, format!("reading: {e}")),
+                Err(e) => {
+                    gone = Some(format!("reading: {e}"));
+                    break;
+                }
             }
         }
+        // What came before the end is counted (a server's last message, its close).
         let seen = self.consume(rx);
-        if let Some(why) = seen.ended {
+        if let Some(why) = seen.ended.or(gone) {
             return self.end(rx, why);
         }
         let due = self.app.as_mut().and_then(|a| {
@@ -621,6 +629,91 @@ mod tests {
             addr: "127.0.0.1:8080".parse().unwrap(),
             path: "/ws".into(),
         }
+    }
+
+    /// The next whole message a client sent (masked frames, as a server reads them).
+    fn client_text(s: &mut std::net::TcpStream, pending: &mut Vec<u8>) -> String {
+        let mut dec = ws::Decoder::default();
+        let mut out = Vec::new();
+        let mut buf = [0u8; 1024];
+        loop {
+            let used = dec.decode(pending, 1 << 16, &mut out).unwrap();
+            pending.drain(..used);
+            if let Some(ws::Inbound::Text(t)) = out.pop() {
+                return String::from_utf8(t).unwrap();
+            }
+            let n = s.read(&mut buf).unwrap();
+            assert!(n > 0, "the client closed");
+            pending.extend_from_slice(&buf[..n]);
+        }
+    }
+
+    /// An Engine.IO v4 server written from the protocol's spec, on loopback: the held
+    /// connection answers the open packet with the connect packet, counts only once the
+    /// server confirms, answers the ping with a pong, and counts the event as a message.
+    #[test]
+    fn a_socketio_session_is_set_up_and_its_heartbeat_kept() {
+        use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        let server = std::thread::spawn(move || {
+            let (mut s, _) = l.accept().unwrap();
+            s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+            let (mut head, mut b) = (Vec::new(), [0u8; 1]);
+            while !head.ends_with(b"\r\n\r\n") {
+                s.read_exact(&mut b).unwrap();
+                head.push(b[0]);
+            }
+            let head = String::from_utf8(head).unwrap();
+            let key = head
+                .lines()
+                .find_map(|l| l.strip_prefix("Sec-WebSocket-Key: "))
+                .unwrap();
+            let accept = derive_accept_key(key.trim().as_bytes());
+            let send = |s: &mut std::net::TcpStream, t: &str| {
+                s.write_all(&ws::frame(ws::OP_TEXT, t.as_bytes())).unwrap()
+            };
+            s.write_all(format!("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: {accept}\r\n\r\n").as_bytes()).unwrap();
+            send(
+                &mut s,
+                r#"0{"sid":"a","pingInterval":1000,"pingTimeout":1000}"#,
+            );
+            let mut pending = Vec::new();
+            let connect = client_text(&mut s, &mut pending);
+            send(&mut s, r#"40{"sid":"b"}"#);
+            send(&mut s, "2");
+            let pong = client_text(&mut s, &mut pending);
+            send(&mut s, r#"42["message",{"seq":1}]"#);
+            // Held until the client leaves.
+            let mut b = [0u8; 256];
+            while s.read(&mut b).is_ok_and(|n| n > 0) {}
+            (connect, pong)
+        });
+        let t = Target {
+            path: "/socket.io/?EIO=4&transport=websocket".into(),
+            addr,
+            ..target(Proto::Ws)
+        };
+        let app = App {
+            protocol: AppProtocol::SocketIo,
+            sub: Subscribe::default(),
+        };
+        let o = open(&t, None, false, Duration::from_secs(20), Some(&app)).unwrap();
+        let h = Holder::new();
+        h.conns.lock().unwrap().push(o.conn);
+        let until = Instant::now() + Duration::from_secs(30);
+        while (h.rx().heartbeats, h.rx().messages) != (1, 1) && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let rx = h.rx();
+        assert_eq!(
+            (rx.heartbeats, rx.messages, rx.beats_sent),
+            (1, 1, 1),
+            "{rx:?}"
+        );
+        assert_eq!(rx.closed, 0, "{rx:?}");
+        drop(h);
+        assert_eq!(server.join().unwrap(), ("40".into(), "3".into()));
     }
 
     #[test]
