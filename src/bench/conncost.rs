@@ -5,6 +5,10 @@
 //! with the host's /proc/net/sockstat TCP `mem` beside them (base's parser). Per variant (plain, TLS,
 //! permessage-deflate offered): bytes per connection from the two points, connections
 //! per GB, and the prediction for N checked by the run at N.
+//! Through a library protocol (issue 42, `--app-protocol` or a URL that names one) each
+//! connection holds the library's session (handshake done, heartbeat kept): the cost is
+//! the library server's with its protocol session, not a bare socket's.
+use super::appws::{self, Spoken};
 use super::holder::{self, Holder, Rx};
 use super::target::{self, Proto, Target};
 use crate::sys::procwatch;
@@ -96,6 +100,10 @@ pub struct ServerOptions {
     pub allow_remote: bool,
     pub settle: Duration,
     pub connect_timeout: Duration,
+    /// `--app-protocol` (raw: none; unset: what the URL names).
+    pub app: Option<rtcheck_wire::appproto::AppProtocol>,
+    /// `--channel` / `--event`.
+    pub app_sub: rtcheck_wire::appproto::Subscribe,
 }
 
 /// One reading of the server at a number of held connections.
@@ -157,8 +165,23 @@ pub struct VariantResult {
     pub prediction: Option<Prediction>,
     /// Messages each client received per second while measured (activity).
     pub received_per_client_per_s: f64,
+    /// With a library protocol: its heartbeat as the held connections kept it.
+    #[serde(default)]
+    pub heartbeats: Option<Heartbeats>,
     pub valid: bool,
     pub notes: Vec<String>,
+}
+
+/// A library's heartbeat over a variant's run (all held connections together).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Heartbeats {
+    /// The library's heartbeats the server sent (Engine.IO pings, SockJS `h`...).
+    pub received: u64,
+    /// Answers the protocol owes and the clients' own heartbeats, sent.
+    pub sent: u64,
+    /// How long the first connections were held, s (from the first step's last
+    /// handshake to the end of the variant).
+    pub held_s: f64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -171,6 +194,9 @@ pub struct ConnCostReport {
     pub target: u64,
     pub results: Vec<VariantResult>,
     pub valid: bool,
+    /// The library protocol the connections spoke (Socket.IO...), and why; absent: raw.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub app_protocol: Option<Spoken>,
     pub host: String,
     /// What to compare with: public reports (cited as such) and the seed's Go figure.
     pub references: Vec<crate::evidence::EvidenceRef>,
@@ -400,6 +426,7 @@ pub fn run(o: &ServerOptions) -> anyhow::Result<ConnCostReport> {
             o.points[0], o.points[1], o.target
         );
     }
+    let app = app_of(o)?;
     let (_, hard) = limits::raise_nofile_to_hard()?;
     limits::check_fd_budget(o.target, hard)?;
     // Every variant's URL and processes first: a wrong flag is exit 2 before any packet.
@@ -416,7 +443,7 @@ pub fn run(o: &ServerOptions) -> anyhow::Result<ConnCostReport> {
     signal::install_interrupt_handler();
     let mut results: Vec<VariantResult> = Vec::new();
     for (v, t, tls, pids, by) in plan {
-        let mut r = measure(o, v, &t, tls.as_ref(), pids, by)?;
+        let mut r = measure(o, v, &t, tls.as_ref(), pids, by, app.as_ref())?;
         if let Some(prev) = results
             .iter()
             .find(|p| p.pids.iter().any(|x| r.pids.contains(x)))
@@ -438,9 +465,36 @@ pub fn run(o: &ServerOptions) -> anyhow::Result<ConnCostReport> {
         target: o.target,
         valid: results.iter().all(|r| r.valid),
         results,
+        app_protocol: app.map(|(_, s)| s),
         host: host_name(),
         references: references(),
     })
+}
+
+/// The library protocol to speak, and why: `--app-protocol`, else what the --server
+/// URL names (a WebSocket URL only: SSE clients speak none).
+fn app_of(o: &ServerOptions) -> anyhow::Result<Option<(holder::App, Spoken)>> {
+    let sse = target::parse_url(&o.url)?.proto == Proto::Sse;
+    let given = o
+        .app
+        .is_some_and(|p| p != rtcheck_wire::appproto::AppProtocol::Raw);
+    if sse && (given || o.app_sub != Default::default()) {
+        anyhow::bail!(
+            "--app-protocol, --channel and --event are for WebSocket URLs (ws://, wss://), not SSE"
+        );
+    }
+    let found = if sse {
+        None
+    } else {
+        appws::resolve(o.app, &o.url)
+    };
+    if found.is_none() && o.app_sub != Default::default() {
+        anyhow::bail!("--channel and --event go with --app-protocol (or a URL that names the library, e.g. /socket.io/?EIO=4)");
+    }
+    Ok(found.map(|(protocol, spoken)| {
+        let sub = o.app_sub.clone();
+        (holder::App { protocol, sub }, spoken)
+    }))
 }
 
 fn host_name() -> String {
@@ -457,11 +511,14 @@ fn measure(
     tls: Option<&Tls>,
     pids: Vec<u32>,
     found_by: String,
+    app: Option<&(holder::App, Spoken)>,
 ) -> anyhow::Result<VariantResult> {
     let deflate = v == Variant::Deflate;
     let h = Holder::new();
     let limit = o.connect_timeout;
-    let open_one = || holder::open(t, tls, deflate, HANDSHAKE);
+    let app = app.map(|(a, _)| a);
+    let open_one = || holder::open(t, tls, deflate, HANDSHAKE, app);
+    let mut first_held: Option<Instant> = None;
     let _publisher = Publisher::start(o);
     let mut notes = Vec::new();
     let mut readings = vec![steady(&pids, 0, &h, o.settle).map_err(anyhow::Error::msg)?];
@@ -471,6 +528,7 @@ fn measure(
             Ok(ext) => {
                 if i == 0 {
                     negotiated = ext;
+                    first_held = Some(Instant::now());
                 }
             }
             Err(e) => {
@@ -496,11 +554,52 @@ fn measure(
     }
     let secs = t0.elapsed().as_secs_f64().max(1e-3);
     let rx = h.rx();
+    let first_end = h.first_end();
     drop(h);
     let held = h_len_or(&readings);
     let rate = (rx.messages - m0) as f64 / held as f64 / secs;
-    judge(
+    let beats = app.map(|_| Heartbeats {
+        received: rx.heartbeats,
+        sent: rx.beats_sent,
+        held_s: first_held.map_or(0.0, |t| t.elapsed().as_secs_f64()),
+    });
+    let mut r = judge(
         o, v, t, found_by, pids, negotiated, readings, rate, rx, notes,
+    )?;
+    if let Some(why) = first_end {
+        r.notes
+            .push(format!("the first connection that ended: {why}"));
+    }
+    if let (Some(a), Some(b)) = (app, beats) {
+        r.notes.push(heartbeat_note(a.protocol, &b, rx.closed));
+        r.heartbeats = Some(b);
+    }
+    Ok(r)
+}
+
+/// Pure: what the held connections did with the library's heartbeat, against its
+/// documented drop timer.
+pub fn heartbeat_note(
+    p: rtcheck_wire::appproto::AppProtocol,
+    b: &Heartbeats,
+    closed: u64,
+) -> String {
+    let d = p.defaults();
+    let timer = match d.drop_after_s {
+        Some(s) => format!("the library drops a silent client after {s:.0} s by default"),
+        None => "the library documents no drop timer".into(),
+    };
+    let kept = if closed == 0 {
+        "none dropped"
+    } else {
+        "some dropped (see above)"
+    };
+    format!(
+        "every connection held a {} session: {} heartbeats received, {} answers and own heartbeats sent, the first connections held {:.0} s, {kept}; {timer} (a server may announce less)",
+        p.name(),
+        b.received,
+        b.sent,
+        b.held_s
     )
 }
 
@@ -584,6 +683,7 @@ fn judge(
         },
         prediction,
         received_per_client_per_s: rate,
+        heartbeats: None,
         valid,
         notes,
     })

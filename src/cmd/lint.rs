@@ -98,6 +98,12 @@ pub struct LintArgs {
     /// Also read nginx includes (and symlinks in a directory) outside the given paths.
     #[arg(long)]
     pub follow_includes: bool,
+    /// The library protocol the stream routes speak (socketio, signalr, phoenix,
+    /// actioncable, sockjs...): its documented heartbeat is what the idle timeouts must
+    /// hold when no --ping is given. Default: the one a route's path names
+    /// (/socket.io/...); raw: none.
+    #[arg(long, value_name = "NAME", value_parser = crate::cmd::reach::parse_app_protocol)]
+    pub app_protocol: Option<rtcheck_wire::appproto::AppProtocol>,
     #[command(flatten)]
     pub out: OutputArgs<AllFormats>,
     #[command(flatten)]
@@ -136,6 +142,7 @@ fn workload(a: &LintArgs) -> anyhow::Result<(Profile, Workload)> {
         x_accel_buffering: a.x_accel_buffering,
         path: declared_path(a, &p)?,
         versions: vec![],
+        app: a.app_protocol,
     };
     if let Some(d) = &w.path {
         // The report's profile shows the path the rules used (--path and --override too).

@@ -91,6 +91,56 @@ fn route<'a>(chain: &[&'a Node], rp: &'a Node) -> Route<'a> {
     }
 }
 
+/// `stream_timeout` on a WebSocket route: a lifetime, not an idle limit (Caddy closes the
+/// stream that long after it opened, traffic or not), so no heartbeat keeps a connection
+/// past it. At or under the heartbeat (`--ping`, or the library's: its path or
+/// `--app-protocol`) every connection is closed before its first heartbeat: Fail; under
+/// an hour every client reconnects that often: Warn; longer is a deliberate cap.
+fn stream_timeout(
+    d: &Node,
+    (block, path): (&str, &str),
+    w: &Workload,
+    json: bool,
+    out: &mut Vec<crate::findings::Finding>,
+) {
+    let Some(t) = d.arg(0).and_then(caddy_time).filter(|t| !t.is_zero()) else {
+        return;
+    };
+    let hour = std::time::Duration::from_secs(3600);
+    let beat = w
+        .ping
+        .map(|p| (p, format!("the heartbeat ({})", super::rules::secs(p))))
+        .or_else(|| super::known::library_heartbeat(path, w.app));
+    let (status, expected) = match &beat {
+        Some((b, why)) if t <= *b => (
+            Status::Fail,
+            format!("hours, or unset (no limit): at or under {why}, every connection is closed before its first heartbeat and every client reconnects that often"),
+        ),
+        _ if t < hour => (
+            Status::Warn,
+            "hours, or unset (no limit): a heartbeat does not reset it, so every client reconnects at that age".into(),
+        ),
+        _ => return,
+    };
+    out.push(finding(Hit {
+        id: RuleId::CaddyStreamTimeout,
+        status,
+        at: d,
+        block: block.into(),
+        observed: format!(
+            "stream_timeout {}: every WebSocket is closed that long after it opened, traffic or not",
+            d.args.join(" ")
+        ),
+        expected,
+        fix: "remove stream_timeout, or set it to hours with stream_close_delay to spread the reconnects",
+        lines: vec![if json {
+            "\"stream_timeout\": \"24h\"".into()
+        } else {
+            "stream_timeout 24h".into()
+        }],
+    }));
+}
+
 /// What the version says of `stream_close_delay` (it appeared in Caddy 2.7).
 fn caddy_note(w: &Workload) -> String {
     match super::version::of(w, "caddy") {
@@ -164,6 +214,10 @@ pub fn check(c: &Config, w: &Workload, s: &mut Sink) {
                 }
             }
             if kind == Stream::Websocket {
+                if let Some(d) = opt("stream_timeout") {
+                    stream_timeout(d, (&block, &r.path), w, json, out);
+                }
+                applied.mark(RuleId::CaddyStreamTimeout);
                 applied.mark(RuleId::CaddyStreamCloseDelay);
                 if opt("stream_close_delay").is_none() {
                     out.push(finding(Hit {

@@ -146,7 +146,7 @@ pub fn check(c: &Config, w: &Workload, s: &mut Sink) {
             let block = block(r, c);
             let kind = c.transport;
             if kind == Stream::Websocket {
-                tunnel(sec, defs, &block, w, out, applied);
+                tunnel(sec, defs, (&block, &r.path), w, out, applied);
             }
             if kind == Stream::Sse {
                 server_timeout(sec, defs, &block, w, out, applied);
@@ -357,11 +357,13 @@ fn unset_timeouts(px: &[(&Node, Option<&Node>)], out: &mut Vec<Finding>, applied
 /// Without `timeout tunnel` the client and server timeouts that are set apply to the
 /// upgraded connection and cut it when quiet that long; with none set nothing bounds it
 /// (`haproxy-timeouts-unset` says what that costs). The tunnel's timer restarts on
-/// traffic either way, so client pings keep it open too.
+/// traffic either way, so client pings keep it open too. A library's route (its path
+/// names one, or `--app-protocol`) with no declared ping carries the library's own
+/// heartbeat: the timeout in force is judged against it.
 fn tunnel(
     sec: &Node,
     defs: Option<&Node>,
-    block: &str,
+    (block, path): (&str, &str),
     w: &Workload,
     out: &mut Vec<Finding>,
     applied: &mut Applied,
@@ -392,6 +394,37 @@ fn tunnel(
                     .map(|d| format!("timeout {k} {}", d.arg(1).unwrap_or("")))
             })
             .collect();
+        // The shorter of the two cuts first; a library's heartbeat crosses both ways.
+        let shortest = ["client", "server"]
+            .iter()
+            .filter_map(|k| {
+                setting(sec, defs, &["timeout", k])?
+                    .arg(1)
+                    .and_then(haproxy_time)
+            })
+            .min();
+        let lib = shortest
+            .filter(|_| w.ping.is_none() && beat.is_none())
+            .and_then(|t| super::rules::library_need(t, path, w.app));
+        if let Some(need) = lib {
+            let Some((status, expected, want)) = need else {
+                return;
+            };
+            out.push(finding(Hit {
+                lines: vec![format!("timeout tunnel {}", secs(want))],
+                ..hit(
+                    status,
+                    sec,
+                    format!(
+                        "no timeout tunnel: {} apply to the upgraded connection",
+                        cut.join(", ")
+                    ),
+                    expected,
+                    "set timeout tunnel above the library's heartbeat",
+                )
+            }));
+            return;
+        }
         if !cut.is_empty() {
             out.push(finding(hit(
                 Status::Fail,
@@ -444,13 +477,26 @@ fn tunnel(
             "raise timeout tunnel above the heartbeat",
         ))),
         Some(_) => {}
-        None => out.push(finding(hit(
-            Status::Warn,
-            d,
-            observed,
-            no_heartbeat(t, Stream::Websocket),
-            "declare the heartbeat (--ping) or keep the tunnel timeout above it",
-        ))),
+        None => match super::rules::library_need(t, path, w.app) {
+            Some(None) => {}
+            Some(Some((status, expected, want))) => out.push(finding(Hit {
+                lines: vec![format!("timeout tunnel {}", secs(want))],
+                ..hit(
+                    status,
+                    d,
+                    observed,
+                    expected,
+                    "raise timeout tunnel above the library's heartbeat",
+                )
+            })),
+            None => out.push(finding(hit(
+                Status::Warn,
+                d,
+                observed,
+                no_heartbeat(t, Stream::Websocket),
+                "declare the heartbeat (--ping) or keep the tunnel timeout above it",
+            ))),
+        },
     }
 }
 

@@ -49,7 +49,7 @@ pub fn check(c: &Config, w: &Workload, s: &mut Sink) {
             .find(|c| c.transport == Stream::Sse)
             .or_else(|| carried.iter().find(|c| c.transport == Stream::Websocket));
         if let Some(c) = timed {
-            timeouts(ing, c.transport, &block(r, c), w, out, applied);
+            timeouts(ing, (c.transport, &r.path), &block(r, c), w, out, applied);
         }
         snippet(ing, w, out, applied);
         for c in carried {
@@ -98,7 +98,7 @@ pub fn check(c: &Config, w: &Workload, s: &mut Sink) {
 /// bounds a write the upstream does not take, not silence: `check_nginx`).
 fn timeouts(
     ing: &Node,
-    kind: Stream,
+    (kind, path): (Stream, &str),
     block: &str,
     w: &Workload,
     out: &mut Vec<Finding>,
@@ -138,11 +138,16 @@ fn timeouts(
             above(p),
         ),
         (None, Some(_)) => return,
-        (None, None) => (
-            Status::Warn,
-            no_heartbeat(t, kind),
-            t.max(Duration::from_secs(3600)),
-        ),
+        // A library's route (Socket.IO's path, or --app-protocol): its own heartbeat.
+        (None, None) => match super::rules::library_need(t, path, w.app) {
+            Some(None) => return,
+            Some(Some(need)) => need,
+            None => (
+                Status::Warn,
+                no_heartbeat(t, kind),
+                t.max(Duration::from_secs(3600)),
+            ),
+        },
     };
     out.push(finding(Hit {
         id,

@@ -311,7 +311,7 @@ fn timeout_rule(
             above(p),
         ),
         (None, Some(_)) => return,
-        (None, None) => match library_need(t, path) {
+        (None, None) => match super::rules::library_need(t, path, w.app) {
             Some(None) => return,
             Some(Some(need)) => need,
             None => (
@@ -331,28 +331,6 @@ fn timeout_rule(
         fix: "raise the timeout above the heartbeat (and keep the heartbeat)",
         lines: vec![format!("{NAME} {};", secs(want))],
     }));
-}
-
-/// A known library's route with no declared ping: its documented heartbeat is the one
-/// the timeout must hold (Socket.IO's 25 s ping: a 20 s proxy_read_timeout cuts every
-/// quiet client before it). None: no library named; Some(None): the timeout holds it
-/// twice over.
-fn library_need(t: Duration, path: &str) -> Option<Option<(Status, String, Duration)>> {
-    let (beat, why) = super::known::library_heartbeat(path)?;
-    let status = if t <= beat {
-        Status::Fail
-    } else if t < beat * 2 {
-        Status::Warn
-    } else {
-        return Some(None);
-    };
-    let expected = match status {
-        Status::Fail => format!(
-            "above {why}: the proxy cuts a quiet connection before the library's heartbeat, and every client reconnects"
-        ),
-        _ => format!("at least twice {why}, so one late heartbeat is not cut"),
-    };
-    Some(Some((status, expected, above(beat))))
 }
 
 fn unreadable(id: RuleId, name: &str, v: &str, at: &Node, block: &str) -> Finding {

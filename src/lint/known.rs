@@ -59,22 +59,38 @@ pub fn library(k: &Known) -> Option<rtcheck_wire::appproto::AppProtocol> {
     }
 }
 
-/// The documented heartbeat of the library a route's path names, if one does: its
-/// interval, and the sentence naming it with its source.
-pub fn library_heartbeat(path: &str) -> Option<(std::time::Duration, String)> {
-    matching(path).into_iter().find_map(|k| {
-        let d = library(k)?.defaults();
-        let every = d.interval_s.filter(|s| *s > 0.0)?;
-        let who = match d.pinger {
-            rtcheck_wire::appproto::Pinger::Client => "its clients ping",
-            _ => "the server pings",
-        };
-        let why = format!(
-            "{}'s heartbeat, {} every {} s by default ({}, read {})",
-            k.stack, who, every, d.source, d.read
-        );
-        Some((std::time::Duration::from_secs_f64(every), why))
-    })
+/// The documented heartbeat of the library `--app-protocol` names, else of the one a
+/// route's path names, if any: its interval, and the sentence naming it with its source.
+pub fn library_heartbeat(
+    path: &str,
+    given: Option<rtcheck_wire::appproto::AppProtocol>,
+) -> Option<(std::time::Duration, String)> {
+    use rtcheck_wire::appproto::AppProtocol;
+    match given {
+        Some(AppProtocol::Raw) => return None,
+        Some(p) => return heartbeat_of(p, &format!("{} (--app-protocol)", p.name())),
+        None => {}
+    }
+    matching(path)
+        .into_iter()
+        .find_map(|k| heartbeat_of(library(k)?, k.stack))
+}
+
+fn heartbeat_of(
+    p: rtcheck_wire::appproto::AppProtocol,
+    name: &str,
+) -> Option<(std::time::Duration, String)> {
+    let d = p.defaults();
+    let every = d.interval_s.filter(|s| *s > 0.0)?;
+    let who = match d.pinger {
+        rtcheck_wire::appproto::Pinger::Client => "its clients ping",
+        _ => "the server pings",
+    };
+    let why = format!(
+        "{name}'s heartbeat, {who} every {every} s by default ({}, read {})",
+        d.source, d.read
+    );
+    Some((std::time::Duration::from_secs_f64(every), why))
 }
 
 /// Does `frag` occur in `text` ending at a segment boundary (end, `/`, or any character

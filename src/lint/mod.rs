@@ -254,6 +254,9 @@ pub struct Workload {
     /// The proxies' versions (`--proxy-version`, or read from the binary on PATH): the
     /// defaults that changed between releases follow them.
     pub versions: Vec<version::ProxyVersion>,
+    /// `--app-protocol`: the library every stream route speaks (its documented
+    /// heartbeat is what the timeouts must hold); None: the one a route's path names.
+    pub app: Option<rtcheck_wire::appproto::AppProtocol>,
 }
 
 impl Default for Workload {
@@ -268,6 +271,7 @@ impl Default for Workload {
             x_accel_buffering: false,
             path: None,
             versions: vec![],
+            app: None,
         }
     }
 }

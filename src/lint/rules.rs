@@ -85,6 +85,8 @@ rules! {
         "from Caddy 2.7 encode holds an event stream's head until its first event and, once it compresses, events in the compressor (caddy issue 6293, reported on 2.7.6 and 2.8.0-beta.1); Caddy 2.6 passed a flushed stream through uncompressed and unheld (seen on 2.6.2): no finding there";
     CaddyStreamCloseDelay = "caddy-stream-close-delay", "caddy", "a reload does not close every WebSocket", [],
         "stream_close_delay defaults to 0: a config reload closes every proxied WebSocket at once and all clients reconnect together (Caddy >= 2.7)";
+    CaddyStreamTimeout = "caddy-stream-timeout", "caddy", "stream_timeout does not close WebSockets early", [],
+        "reverse_proxy's stream_timeout (Caddy >= 2.7; unset: no limit) closes an upgraded or streaming connection that long after it opened, whatever its traffic: a heartbeat does not reset it, so every client reconnects at that age";
     IngressReadTimeout = "ingress-read-timeout", "ingress", "proxy-read-timeout above the heartbeat", ["ping-pong"],
         "ingress-nginx proxy-read-timeout (default 60 seconds) is nginx's proxy_read_timeout: a stream quiet that long is cut; WebSocket frames either way reset it, an event stream only by the server's events";
     IngressSendTimeout = "ingress-send-timeout", "ingress", "proxy-send-timeout is a number of seconds", [],
@@ -280,6 +282,33 @@ pub fn no_heartbeat(t: Duration, kind: super::Stream) -> String {
         "holds only with a heartbeat under {} {from}; none declared (--ping, the profile's ping:)",
         secs(t)
     )
+}
+
+/// A library's route (its path names one, or `--app-protocol`) with no declared ping:
+/// its documented heartbeat is the one an idle timeout must hold (Socket.IO's 25 s
+/// ping: a 20 s timeout cuts every quiet client before it). None: no library;
+/// Some(None): the timeout holds it twice over; else the status, the expectation and
+/// the timeout to set.
+pub fn library_need(
+    t: Duration,
+    path: &str,
+    given: Option<rtcheck_wire::appproto::AppProtocol>,
+) -> Option<Option<(Status, String, Duration)>> {
+    let (beat, why) = super::known::library_heartbeat(path, given)?;
+    let status = if t <= beat {
+        Status::Fail
+    } else if t < beat * 2 {
+        Status::Warn
+    } else {
+        return Some(None);
+    };
+    let expected = match status {
+        Status::Fail => format!(
+            "above {why}: the proxy cuts a quiet connection before the library's heartbeat, and every client reconnects"
+        ),
+        _ => format!("at least twice {why}, so one late heartbeat is not cut"),
+    };
+    Some(Some((status, expected, above(beat))))
 }
 
 /// The timeout to recommend above a heartbeat: twice it, and at least ten seconds more.

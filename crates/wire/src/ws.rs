@@ -429,6 +429,52 @@ pub fn client_frame(opcode: u8, fin: bool, payload: &[u8], mask: [u8; 4]) -> Vec
     v
 }
 
+/// A client's permessage-deflate inflater (RFC 7692): one raw-deflate stream for the
+/// connection, so a server that keeps its context between messages is read too (one that
+/// resets it each message is a stream as well). A library's messages (Engine.IO pings,
+/// SockJS `h`) must be read to be answered, compressed or not.
+pub struct Inflater(flate2::Decompress);
+
+impl Default for Inflater {
+    fn default() -> Self {
+        Inflater(flate2::Decompress::new(false))
+    }
+}
+
+impl Inflater {
+    /// One compressed message's payload, inflated; `max` bounds the result (a server's
+    /// deflate bomb is refused, not held).
+    pub fn inflate(&mut self, payload: &[u8], max: usize) -> Result<Vec<u8>, FrameError> {
+        let mut input = payload.to_vec();
+        // The sync-flush tail the sender strips (RFC 7692 7.2.2).
+        input.extend_from_slice(&[0, 0, 0xff, 0xff]);
+        let mut out = Vec::with_capacity((payload.len() * 4).clamp(64, max.max(64)));
+        let mut used = 0;
+        loop {
+            if out.len() == out.capacity() {
+                out.reserve(out.capacity().max(1024));
+            }
+            let (before, made) = (self.0.total_in(), out.len());
+            let status = self
+                .0
+                .decompress_vec(&input[used..], &mut out, flate2::FlushDecompress::Sync)
+                .map_err(|_| FrameError::Protocol("compressed message is not deflate data"))?;
+            used += (self.0.total_in() - before) as usize;
+            if out.len() > max {
+                return Err(FrameError::TooBig(max));
+            }
+            let room = out.len() < out.capacity();
+            if status == flate2::Status::StreamEnd || (used >= input.len() && room) {
+                return Ok(out);
+            }
+            // zlib hands out at most a window per call: stop only when nothing moved.
+            if self.0.total_in() == before && out.len() == made {
+                return Err(FrameError::Protocol("compressed message ends mid-stream"));
+            }
+        }
+    }
+}
+
 /// The close code to answer a client's close with (RFC 6455 7.4): its own code when that may
 /// be sent on the wire, 1000 for an empty close, 1002 for a code that must never be sent
 /// (1005, 1006, 1015, below 1000, unassigned).
@@ -544,6 +590,36 @@ mod tests {
         let b = client_frame(OP_BINARY, true, &[0xff, 0xff, 0], M);
         assert_eq!(Decoder::default().decode(&b[..8], 1024, &mut out), Ok(0));
         assert!(out.is_empty());
+    }
+
+    /// What a server's permessage-deflate sends: raw deflate, sync-flushed, the tail cut.
+    fn deflated(z: &mut flate2::Compress, text: &[u8]) -> Vec<u8> {
+        let mut out = Vec::with_capacity(text.len() + 64);
+        z.compress_vec(text, &mut out, flate2::FlushCompress::Sync)
+            .unwrap();
+        assert!(out.ends_with(&[0, 0, 0xff, 0xff]));
+        out.truncate(out.len() - 4);
+        out
+    }
+
+    #[test]
+    fn compressed_messages_inflate_across_a_kept_context_and_within_a_bound() {
+        let mut z = flate2::Compress::new(flate2::Compression::default(), false);
+        let mut inf = Inflater::default();
+        let ping = br#"2probe"#;
+        // The second copy refers back to the first message's window: the context is kept.
+        for _ in 0..3 {
+            let m = deflated(&mut z, ping);
+            assert_eq!(inf.inflate(&m, 1024).unwrap(), ping.to_vec());
+        }
+        let big = vec![b'a'; 100_000];
+        let m = deflated(&mut z, &big);
+        assert!(m.len() < 1000, "{}", m.len());
+        assert_eq!(inf.inflate(&m, 1 << 20).unwrap(), big);
+        let m = deflated(&mut z, &big);
+        assert_eq!(inf.inflate(&m, 4096), Err(FrameError::TooBig(4096)));
+        let e = Inflater::default().inflate(&[0xff, 0xff, 0xff], 1024);
+        assert!(matches!(e, Err(FrameError::Protocol(_))), "{e:?}");
     }
 
     #[test]

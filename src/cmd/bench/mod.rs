@@ -535,7 +535,11 @@ Examples:
   Active (200 B to every client 10 times a second), saved in the profile:
     rtcheck bench idle --server ws://127.0.0.1:8080/ws \\
       --activity 10/s --size 200 \\
-      --publish 'POST http://127.0.0.1:8080/publish' --save profile.yaml")]
+      --publish 'POST http://127.0.0.1:8080/publish' --save profile.yaml
+
+  A Socket.IO server's cost per client with its session (detected from the URL):
+    rtcheck bench idle \\
+      --server 'ws://127.0.0.1:3000/socket.io/?EIO=4&transport=websocket'")]
 pub struct IdleArgs {
     /// Idle clients per protocol. With --server: A,B,N (fit from A and B, checked at
     /// N), or N alone (A = N/10, B = N/2); default 200,1000,2000.
@@ -580,6 +584,19 @@ pub struct IdleArgs {
     /// (memory_per_connection:), read by choose and audit.
     #[arg(long, value_name = "PROFILE")]
     pub save: Option<PathBuf>,
+    /// With --server: the library protocol each held connection speaks (socketio,
+    /// signalr, phoenix, actioncable, graphql-ws, stomp, sockjs, mqtt, raw): its
+    /// handshake done and its heartbeat kept, so the cost is the library's session.
+    /// Default: the one the URL names (/socket.io/?EIO=4...), else raw.
+    #[arg(long, value_name = "NAME", value_parser = crate::cmd::reach::parse_app_protocol)]
+    pub app_protocol: Option<rtcheck_wire::appproto::AppProtocol>,
+    /// With --app-protocol: what to subscribe to (Phoenix topic, ActionCable channel,
+    /// STOMP destination, MQTT topic).
+    #[arg(long, value_name = "NAME")]
+    pub channel: Option<String>,
+    /// With --app-protocol: the Socket.IO event or SignalR method that carries data.
+    #[arg(long, value_name = "NAME")]
+    pub event: Option<String>,
     #[command(flatten)]
     pub reach: super::reach::ReachArgs,
     #[command(flatten)]
@@ -597,6 +614,9 @@ fn run_idle(a: IdleArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
         (a.publish.is_some(), "--publish"),
         (a.save.is_some(), "--save"),
         (a.reach.allow_remote, "--allow-remote"),
+        (a.app_protocol.is_some(), "--app-protocol"),
+        (a.channel.is_some(), "--channel"),
+        (a.event.is_some(), "--event"),
     ] {
         if set {
             anyhow::bail!("{flag} needs --server URL");
@@ -720,6 +740,11 @@ fn run_conncost(a: IdleArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
         allow_remote: a.reach.allow_remote,
         settle: a.settle,
         connect_timeout: a.connect_timeout,
+        app: a.app_protocol,
+        app_sub: rtcheck_wire::appproto::Subscribe {
+            channel: a.channel.clone(),
+            event: a.event.clone(),
+        },
     };
     let report = conncost::run(&o)?;
     let findings = findings_report(

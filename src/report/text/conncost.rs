@@ -76,6 +76,10 @@ pub fn render(rep: &ConnCostReport, p: &Palette) -> String {
         "",
         "  ",
     ));
+    if let Some(sp) = &rep.app_protocol {
+        let line = format!("protocol spoken: {} ({})", sp.protocol, sp.why);
+        out.push_str(&wrap(&line, p.width, "", "  "));
+    }
     out.push('\n');
     let rows: Vec<Vec<String>> = rep.results.iter().map(row).collect();
     let tones: Vec<(usize, usize, Tone)> = rep

@@ -4,16 +4,7 @@
 //! client subscribes with a command whose identifier is a JSON string naming the channel;
 //! data arrives as `{"identifier":...,"message":...}`; the server may say
 //! `{"type":"disconnect","reason":...,"reconnect":...}`.
-use super::{payload_of, reason, Defaults, Event, Out, Pinger};
-
-pub const DEFAULTS: Defaults = Defaults {
-    pinger: Pinger::Server,
-    interval_s: Some(3.0),
-    timeout_s: Some(6.0),
-    drop_after_s: Some(6.0),
-    source: "https://guides.rubyonrails.org/action_cable_overview.html; actioncable Heartbeat BEAT_INTERVAL = 3, ConnectionMonitor staleThreshold 6",
-    read: "2026-12-06",
-};
+use super::{payload_of, reason, Event, Out};
 
 /// The identifier for `channel`: given whole when it is JSON (`{"channel":"Chat","room":1}`).
 fn identifier(channel: &str) -> String {

@@ -3,16 +3,7 @@
 //! messages, `error`, `complete`; `ping`/`pong` from either end. The reference server
 //! keeps the socket alive with WebSocket pings every 12 s (`useServer`'s keepAlive).
 //! The older `subscriptions-transport-ws` messages (`ka`, `data`) are read too.
-use super::{reason, Defaults, Event, Out, Pinger};
-
-pub const DEFAULTS: Defaults = Defaults {
-    pinger: Pinger::Server,
-    interval_s: Some(12.0),
-    timeout_s: None,
-    drop_after_s: None,
-    source: "https://github.com/enisdenjo/graphql-ws/blob/master/PROTOCOL.md; use/ws keepAlive 12_000 ms",
-    read: "2026-12-06",
-};
+use super::{reason, Event, Out};
 
 pub fn init() -> Out {
     Out::Text(r#"{"type":"connection_init","payload":{}}"#.into())

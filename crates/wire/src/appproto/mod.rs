@@ -7,8 +7,9 @@
 //! replies the protocol owes, and the heartbeats the client must send itself. No I/O:
 //! probe, bench and verify feed it the messages their WebSocket decoder produced.
 //!
-//! The documented defaults (who pings, how often, how long the other side waits) are in
-//! [`AppProtocol::defaults`], each with its source and the date it was read.
+//! The documented defaults (who pings, how often, how long the other side waits) are data:
+//! `data/protocols.yaml`, embedded and read by [`AppProtocol::defaults`], each value with
+//! its source and the date it was read.
 mod actioncable;
 mod graphql_ws;
 mod mqtt;
@@ -18,7 +19,9 @@ mod socketio;
 mod sockjs;
 mod stomp;
 
-use serde::Serialize;
+mod data;
+
+use serde::{Deserialize, Serialize};
 
 /// The protocols `--app-protocol` names (stable names: flags, JSON keys).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -97,24 +100,18 @@ impl AppProtocol {
         }
     }
 
-    /// The library's documented heartbeat and timeouts.
+    /// The library's documented heartbeat and timeouts (data/protocols.yaml; raw, or a
+    /// protocol the data lacks, which its test forbids: none).
     pub fn defaults(self) -> Defaults {
-        match self {
-            AppProtocol::Raw => Defaults::NONE,
-            AppProtocol::SocketIo => socketio::DEFAULTS,
-            AppProtocol::SignalR => signalr::DEFAULTS,
-            AppProtocol::Phoenix => phoenix::DEFAULTS,
-            AppProtocol::ActionCable => actioncable::DEFAULTS,
-            AppProtocol::GraphqlWs => graphql_ws::DEFAULTS,
-            AppProtocol::Stomp => stomp::DEFAULTS,
-            AppProtocol::SockJs => sockjs::DEFAULTS,
-            AppProtocol::Mqtt => mqtt::DEFAULTS,
-        }
+        data::table()
+            .iter()
+            .find(|(p, _)| *p == self)
+            .map_or(Defaults::NONE, |(_, d)| *d)
     }
 }
 
 /// Which end sends the library's heartbeat.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Pinger {
     Server,

@@ -2,16 +2,7 @@
 //! client's keep-alive; the client must send a control packet (PINGREQ when idle) within
 //! it, and the broker drops a client silent for 1.5 times the keep-alive (spec 3.1.2.10).
 //! mqtt.js's default keep-alive is 60 s.
-use super::{Defaults, Event, Out, Pinger};
-
-pub const DEFAULTS: Defaults = Defaults {
-    pinger: Pinger::Client,
-    interval_s: Some(60.0),
-    timeout_s: Some(30.0),
-    drop_after_s: Some(90.0),
-    source: "https://docs.oasis-open.org/mqtt/mqtt/v3.1.1/os/mqtt-v3.1.1-os.html 3.1.2.10 (1.5 x keep-alive); mqtt.js keepalive 60",
-    read: "2026-12-06",
-};
+use super::{Event, Out};
 
 pub const KEEPALIVE_S: u16 = 60;
 

@@ -3,16 +3,7 @@
 //! fields. The client joins a topic (`phx_join`) and sends `heartbeat` on topic `phoenix`
 //! every 30 s (phoenix.js); the server answers with `phx_reply` and drops a socket that
 //! sent nothing for 60 s (the WebSocket transport's timeout). The server never pings.
-use super::{payload_of, Defaults, Event, Out, Pinger, Subscribe};
-
-pub const DEFAULTS: Defaults = Defaults {
-    pinger: Pinger::Client,
-    interval_s: Some(30.0),
-    timeout_s: Some(60.0),
-    drop_after_s: Some(60.0),
-    source: "https://hexdocs.pm/phoenix/Phoenix.Socket.html (websocket timeout 60_000 ms); phoenix.js heartbeatIntervalMs 30000",
-    read: "2026-12-06",
-};
+use super::{payload_of, Event, Out, Subscribe};
 
 fn msg(
     v2: bool,

@@ -3,18 +3,9 @@
 //! Types: 1 invocation, 2 stream item, 3 completion, 6 ping, 7 close. Both ends send
 //! pings: the server every KeepAliveInterval (15 s), the client likewise; each drops a
 //! peer silent for 30 s (ClientTimeoutInterval, ServerTimeout).
-use super::{payload_of, reason, Defaults, Event, Out, Pinger, Subscribe};
+use super::{payload_of, reason, Event, Out, Subscribe};
 
 const RS: char = '\u{1e}';
-
-pub const DEFAULTS: Defaults = Defaults {
-    pinger: Pinger::Both,
-    interval_s: Some(15.0),
-    timeout_s: Some(30.0),
-    drop_after_s: Some(30.0),
-    source: "https://learn.microsoft.com/aspnet/core/signalr/configuration (KeepAliveInterval 15 s, ClientTimeoutInterval 30 s)",
-    read: "2026-12-06",
-};
 
 pub fn handshake() -> Out {
     Out::Text(format!("{{\"protocol\":\"json\",\"version\":1}}{RS}"))

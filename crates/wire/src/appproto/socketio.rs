@@ -4,16 +4,7 @@
 //! the client answers; in v3 the client pings. A Socket.IO packet rides in a message:
 //! 0 connect, 1 disconnect, 2 event (`42["name",arg]`, an optional `/ns,` and ack id
 //! before the array), 3 ack, 4 connect error, 5/6 binary event/ack.
-use super::{payload_of, reason, Defaults, Event, Out, Pinger, Subscribe};
-
-pub const DEFAULTS: Defaults = Defaults {
-    pinger: Pinger::Server,
-    interval_s: Some(25.0),
-    timeout_s: Some(20.0),
-    drop_after_s: Some(45.0),
-    source: "https://socket.io/docs/v4/engine-io-protocol/ (pingInterval 25000, pingTimeout 20000)",
-    read: "2026-12-06",
-};
+use super::{payload_of, reason, Event, Out, Subscribe};
 
 pub fn on_text(t: &str, eio: u8, sub: &Subscribe) -> Vec<Event> {
     let (kind, data) = match t.chars().next() {

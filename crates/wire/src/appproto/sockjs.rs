@@ -1,16 +1,7 @@
 //! SockJS's WebSocket transport (`/prefix/<server>/<session>/websocket`): `o` open, `h`
 //! heartbeat (sockjs-node: every 25 s), `a["m1","m2"]` messages as JSON strings, `c[code,
 //! "reason"]` close. The client sends `["message"]`.
-use super::{reason, Defaults, Event, Out, Pinger};
-
-pub const DEFAULTS: Defaults = Defaults {
-    pinger: Pinger::Server,
-    interval_s: Some(25.0),
-    timeout_s: None,
-    drop_after_s: None,
-    source: "https://github.com/sockjs/sockjs-protocol; sockjs-node heartbeat_delay 25000",
-    read: "2026-12-06",
-};
+use super::{reason, Event, Out};
 
 pub fn send(payload: &str) -> Out {
     Out::Text(serde_json::json!([payload]).to_string())

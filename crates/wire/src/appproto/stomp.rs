@@ -3,16 +3,7 @@
 //! Heartbeats are negotiated in CONNECT/CONNECTED `heart-beat: cx,cy` / `sx,sy`: the
 //! server sends every max(sx, cy) ms when both are non-zero, the client every max(cx, sy);
 //! stomp.js offers 10000,10000.
-use super::{reason, Defaults, Event, Out, Pinger};
-
-pub const DEFAULTS: Defaults = Defaults {
-    pinger: Pinger::Both,
-    interval_s: Some(10.0),
-    timeout_s: None,
-    drop_after_s: None,
-    source: "https://stomp.github.io/stomp-specification-1.2.html#Heart-beating; stomp.js heartbeatIncoming/Outgoing 10000",
-    read: "2026-12-06",
-};
+use super::{reason, Event, Out};
 
 /// What rtcheck offers: heart-beats both ways every 10 s, as stomp.js does.
 const OFFER_MS: u64 = 10_000;
