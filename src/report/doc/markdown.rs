@@ -98,7 +98,11 @@ fn table(t: &Table) -> String {
         let mut cells: Vec<String> = r
             .cells
             .iter()
-            .map(|c| cell(&inline(std::slice::from_ref(c))))
+            .map(|c| match c {
+                // A status column is read down, not picked out: plain, as every other cell.
+                Span::Status(st) => st.as_str().to_string(),
+                c => cell(&inline(std::slice::from_ref(c))),
+            })
             .collect();
         cells.resize(t.columns.len(), String::new());
         s.push_str(&format!("| {} |\n", cells.join(" | ")));
