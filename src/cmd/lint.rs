@@ -213,6 +213,11 @@ pub fn build_report(
         let judged = |n: &lint::Node| n.children().iter().any(|k| k.name != "http.idleTimeout");
         c.kind == lint::Kind::Istio && c.nodes.iter().any(judged)
     });
+    // Nor has ingress-nginx's controller ConfigMap: its values are the defaults judged.
+    let istio_values = istio_values
+        || loaded.configs.iter().any(|c| {
+            c.kind == lint::Kind::Ingress && c.nodes.iter().any(|n| n.name == "configmap")
+        });
     if !linted.routes.iter().any(|r| !r.carries.is_empty()) && !istio_values {
         if linted.routes.is_empty() && findings.iter().all(|f| f.status == Status::Pass) {
             anyhow::bail!("{}", proxies_nothing(&loaded.configs, &loaded.skipped));

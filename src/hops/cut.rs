@@ -93,6 +93,54 @@ pub fn matching_cut_with(
     out.into_iter().map(|(_, c)| c).collect()
 }
 
+/// Hops that forget an idle flow without telling either end: layer-4 NATs, conntrack
+/// and IPVS tables, layer-4 balancers (a proxy closes with FIN or a close frame).
+pub fn forgets_silently(h: &super::Hop) -> bool {
+    h.layer == "l4" && matches!(h.kind.as_str(), "nat" | "service-proxy" | "l4-lb")
+}
+
+/// The hops of `path` that may have forgotten a connection found dead after `within` of
+/// silence: a silent cutter whose idle limit (declared, else documented) is at most that
+/// (within 10 % or 2 s), shortest first: the first to forget. A silent cutter whose
+/// limit is undocumented and undeclared comes last (`default_s` 0, no `declared_s`).
+pub fn silent_cutters(
+    path: &[String],
+    overrides: &Overrides,
+    within: Duration,
+    t: Transport,
+) -> Vec<CutMatch> {
+    let m = within.as_secs_f64();
+    let tolerance = (m * 0.1).max(2.0);
+    let mut out: Vec<(f64, CutMatch)> = path
+        .iter()
+        .filter_map(|id| catalog().iter().find(|h| h.id == *id))
+        .filter(|h| forgets_silently(h))
+        .flat_map(|h| h.limits(LimitKind::Idle, t).map(move |l| (h, l)))
+        .filter_map(|(h, l)| {
+            let declared = overrides
+                .get(&h.id)
+                .and_then(|o| o.get(LimitKind::Idle))
+                .map(|d| d.as_secs());
+            let value = declared.or(l.default.secs());
+            // Unknown sorts after every known limit.
+            let key = value.map_or(f64::MAX, |v| v as f64);
+            (key == f64::MAX || key <= m + tolerance).then(|| {
+                let cm = CutMatch {
+                    hop: h.id.clone(),
+                    name: h.name.clone(),
+                    kind: LimitKind::Idle,
+                    default_s: l.default.secs().unwrap_or(0),
+                    declared_s: declared,
+                    setting: l.setting.clone(),
+                };
+                (key, cm)
+            })
+        })
+        .collect();
+    out.sort_by(|a, b| a.0.total_cmp(&b.0));
+    out.into_iter().map(|(_, c)| c).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -176,5 +224,26 @@ mod tests {
         assert!(matching_cut(&path, Duration::from_secs(350), ws).is_empty());
         let m = matching_cut(&["azure-nat-gateway".into()], Duration::from_secs(241), ws);
         assert_eq!(m[0].hop, "azure-nat-gateway");
+    }
+
+    #[test]
+    fn a_silent_cut_names_the_path_s_silent_cutters_within_the_silence() {
+        let ws = Transport::Websocket;
+        let path: Vec<String> = ["nginx", "kube-proxy-iptables", "aws-nat-gateway", "cgnat"]
+            .map(String::from)
+            .to_vec();
+        let none = Overrides::new();
+        // 400 s: the NAT gateway's 350 s; kube-proxy's 24 h not yet; cgnat unknown, last;
+        // nginx closes with FIN, never silently.
+        let m = silent_cutters(&path, &none, Duration::from_secs(400), ws);
+        let hops: Vec<&str> = m.iter().map(|c| c.hop.as_str()).collect();
+        assert_eq!(hops, ["aws-nat-gateway", "cgnat"]);
+        // A declared 5 s conntrack timeout is the first to forget an 8 s silence.
+        let mut o = Overrides::new();
+        chain::parse_override("kube-proxy-iptables.idle=5s", &mut o).unwrap();
+        let m = silent_cutters(&path, &o, Duration::from_secs(8), ws);
+        assert_eq!(m[0].hop, "kube-proxy-iptables");
+        assert_eq!(m[0].declared_s, Some(5));
+        assert!(silent_cutters(&["nginx".into()], &none, Duration::from_secs(8), ws).is_empty());
     }
 }

@@ -36,8 +36,40 @@ fn route(ing: &Node) -> Route<'_> {
     }
 }
 
-pub fn check(c: &Config, w: &Workload, s: &mut Sink) {
-    let routes: Vec<Route> = c.nodes.iter().map(route).collect();
+/// The controller's ConfigMap among every linted file (its keys are the default of each
+/// Ingress without its own annotation), and whether any Ingress is linted.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Controller<'a> {
+    pub configmap: Option<&'a Node>,
+    pub ingresses: bool,
+}
+
+impl<'a> Controller<'a> {
+    pub fn of(configs: &'a [Config]) -> Controller<'a> {
+        let mut nodes = configs
+            .iter()
+            .filter(|c| c.kind == super::Kind::Ingress)
+            .flat_map(|c| &c.nodes);
+        Controller {
+            configmap: nodes.clone().find(|n| n.name == "configmap"),
+            ingresses: nodes.any(|n| n.name == "ingress"),
+        }
+    }
+
+    /// The ConfigMap's `key` when it is whole seconds (the controller ignores any other
+    /// value, with a warning, and keeps its default).
+    fn secs(&self, key: &str) -> Option<(u64, &'a Node)> {
+        let d = self.configmap?.children().iter().find(|d| d.name == key)?;
+        Some((d.arg(0)?.trim().parse().ok()?, d))
+    }
+}
+
+pub fn check(c: &Config, w: &Workload, ctl: Controller, s: &mut Sink) {
+    for cm in c.nodes.iter().filter(|n| n.name == "configmap") {
+        configmap(cm, w, ctl, s);
+    }
+    let ingresses = c.nodes.iter().filter(|n| n.name == "ingress");
+    let routes: Vec<Route> = ingresses.map(route).collect();
     let classes = classify(&routes, w);
     for (r, carried) in routes.iter().zip(&classes) {
         s.routes.push(report(r, carried));
@@ -49,7 +81,7 @@ pub fn check(c: &Config, w: &Workload, s: &mut Sink) {
             .find(|c| c.transport == Stream::Sse)
             .or_else(|| carried.iter().find(|c| c.transport == Stream::Websocket));
         if let Some(c) = timed {
-            timeouts(ing, (c.transport, &r.path), &block(r, c), w, out, applied);
+            timeouts(ing, (c.transport, &r.path), &block(r, c), w, ctl, out, applied);
         }
         snippet(ing, w, out, applied);
         for c in carried {
@@ -101,6 +133,7 @@ fn timeouts(
     (kind, path): (Stream, &str),
     block: &str,
     w: &Workload,
+    ctl: Controller,
     out: &mut Vec<Finding>,
     applied: &mut Applied,
 ) {
@@ -127,42 +160,137 @@ fn timeouts(
     applied.mark(id);
     let d = ann(k);
     let secs: Option<u64> = d.and_then(|d| d.arg(0)).and_then(|v| v.trim().parse().ok());
-    let t = Duration::from_secs(secs.unwrap_or(60));
-    let on_path = super::path::timeout(t, w, "ingress-nginx", kind);
-    let (status, expected, want) = match (on_path, w.ping) {
-        (Some(n), _) if n.status == Status::Pass => return,
-        (Some(n), _) => (n.status, n.expected, n.want),
-        (None, Some(p)) if t <= p => (
-            Status::Fail,
-            format!("above the heartbeat ({} s; {})", p.as_secs(), resets(kind)),
-            above(p),
-        ),
-        (None, Some(_)) => return,
-        // A library's route (Socket.IO's path, or --app-protocol): its own heartbeat.
-        (None, None) => match super::rules::library_need(t, path, w.app) {
-            Some(None) => return,
-            Some(Some(need)) => need,
-            None => (
-                Status::Warn,
-                no_heartbeat(t, kind),
-                t.max(Duration::from_secs(3600)),
-            ),
-        },
+    // Without an annotation the controller's ConfigMap decides, else 60.
+    let inherited = d.is_none().then(|| ctl.secs(k)).flatten();
+    let t = Duration::from_secs(secs.or(inherited.map(|i| i.0)).unwrap_or(60));
+    let Some((status, expected, want)) = read_verdict(t, w, (kind, path)) else {
+        return;
     };
+    let observed = match (d, inherited) {
+        (Some(d), _) => format!("{k}: {}", d.args.join("")),
+        (None, Some((v, cm))) => format!(
+            "{k} not set on the Ingress: the controller's {} sets {v} ({}:{})",
+            ctl.configmap.map_or(String::new(), |c| c.label()),
+            cm.file,
+            cm.line
+        ),
+        (None, None) => format!("{k} not set (default 60)"),
+    };
+    let n = want.as_secs_f64().ceil() as u64;
+    let mut lines = vec![format!("{PREFIX}{k}: \"{n}\"")];
+    if let (None, Some(c)) = (d, ctl.configmap.filter(|_| inherited.is_some())) {
+        lines.push(format!(
+            "or for every Ingress, in {}: {k}: \"{n}\"",
+            c.label()
+        ));
+    }
     out.push(finding(Hit {
         id,
         status,
         at: d.unwrap_or(ing),
         block: block.into(),
-        observed: d.map_or(format!("{k} not set (default 60)"), |d| {
-            format!("{k}: {}", d.args.join(""))
-        }),
+        observed,
         expected,
         fix: "raise the timeout above the heartbeat",
-        lines: vec![format!(
-            "{PREFIX}{k}: \"{}\"",
-            want.as_secs_f64().ceil() as u64
-        )],
+        lines,
+    }));
+}
+
+/// proxy-read-timeout `t` against the heartbeat (declared, or the one the declared path
+/// needs) for a stream of `kind`; None when it holds.
+fn read_verdict(
+    t: Duration,
+    w: &Workload,
+    (kind, path): (Stream, &str),
+) -> Option<(Status, String, Duration)> {
+    let on_path = super::path::timeout(t, w, "ingress-nginx", kind);
+    match (on_path, w.ping) {
+        (Some(n), _) if n.status == Status::Pass => None,
+        (Some(n), _) => Some((n.status, n.expected, n.want)),
+        (None, Some(p)) if t <= p => Some((
+            Status::Fail,
+            format!("above the heartbeat ({} s; {})", p.as_secs(), resets(kind)),
+            above(p),
+        )),
+        (None, Some(_)) => None,
+        // A library's route (Socket.IO's path, or --app-protocol): its own heartbeat.
+        (None, None) => match super::rules::library_need(t, path, w.app) {
+            Some(need) => need,
+            None => Some((
+                Status::Warn,
+                no_heartbeat(t, kind),
+                t.max(Duration::from_secs(3600)),
+            )),
+        },
+    }
+}
+
+/// The ConfigMap keys the controller reads as whole seconds: another value (`3600s`, the
+/// F5 controller's syntax) is ignored with a warning in the controller's log and the
+/// default stays (60).
+const SECONDS_KEYS: &[&str] = &[
+    "proxy-read-timeout",
+    "proxy-send-timeout",
+    "upstream-keepalive-timeout",
+];
+
+/// The controller's ConfigMap: its timeouts written as whole seconds, and (when no
+/// Ingress is linted with it, else each Ingress is judged with its value) its
+/// proxy-read-timeout against the heartbeat of the declared streams.
+fn configmap(cm: &Node, w: &Workload, ctl: Controller, s: &mut Sink) {
+    s.applied.mark(RuleId::IngressConfigmapSeconds);
+    for d in cm.children() {
+        let bad = SECONDS_KEYS.contains(&d.name.as_str())
+            && d.arg(0).is_some_and(|v| v.trim().parse::<u64>().is_err());
+        if bad {
+            s.out.push(finding(Hit {
+                id: RuleId::IngressConfigmapSeconds,
+                status: Status::Fail,
+                at: d,
+                block: cm.label(),
+                observed: format!(
+                    "{}: {:?} is not whole seconds: ingress-nginx logs a warning and keeps its default (60)",
+                    d.name,
+                    d.args.join("")
+                ),
+                expected: "a number of seconds, such as \"3600\"".into(),
+                fix: "write the value in seconds, without a unit",
+                lines: vec![format!("{}: \"3600\"", d.name)],
+            }));
+        }
+    }
+    if ctl.ingresses {
+        return;
+    }
+    s.applied.mark(RuleId::IngressConfigmapReadTimeout);
+    let k = "proxy-read-timeout";
+    let d = cm.children().iter().find(|d| d.name == k);
+    let t = Duration::from_secs(ctl.secs(k).map_or(60, |v| v.0));
+    // An event stream's timer is reset only by the server's events: the stricter case.
+    let kind = if w
+        .transports
+        .contains(&rtcheck_wire::transport::Transport::Sse)
+    {
+        Stream::Sse
+    } else {
+        Stream::Websocket
+    };
+    let Some((status, expected, want)) = read_verdict(t, w, (kind, "")) else {
+        return;
+    };
+    s.out.push(finding(Hit {
+        id: RuleId::IngressConfigmapReadTimeout,
+        status,
+        at: d.unwrap_or(cm),
+        block: cm.label(),
+        observed: format!(
+            "{k}: {} for every Ingress without its own annotation ({})",
+            t.as_secs(),
+            kind.as_str()
+        ),
+        expected,
+        fix: "raise the controller-wide timeout above the heartbeat, or annotate the streaming Ingresses",
+        lines: vec![format!("{k}: \"{}\"", want.as_secs_f64().ceil() as u64)],
     }));
 }
 

@@ -81,6 +81,55 @@ impl Lines {
     }
 }
 
+/// The controller's own ConfigMap, by the names ingress-nginx's manifests and Helm chart
+/// give it (`ingress-nginx-controller`, `RELEASE-ingress-nginx-controller`, the older
+/// `nginx-configuration`) or its namespace. F5's NGINX Ingress Controller (`nginx.org/`
+/// annotations, `nginx-config`) writes times as `60s` and is not this controller.
+fn is_controller(name: &str, namespace: Option<&str>) -> bool {
+    name.contains("ingress-nginx")
+        || name == "nginx-configuration"
+        || namespace == Some("ingress-nginx")
+}
+
+/// Whether a YAML file holds the controller's ConfigMap (for kind detection).
+pub fn looks_like_configmap(text: &str) -> bool {
+    text.contains("kind: ConfigMap")
+        && (text.contains("ingress-nginx") || text.contains("nginx-configuration"))
+}
+
+/// `configmap NAMESPACE/NAME` with one child per `data` key (its value the argument).
+fn configmap(v: &Value, id: String, file: &Arc<str>, at: &dyn Fn(&str) -> usize) -> Node {
+    let mut kids = Vec::new();
+    for (k, val) in v
+        .get("data")
+        .and_then(Value::as_mapping)
+        .into_iter()
+        .flatten()
+    {
+        let Some(k) = k.as_str() else { continue };
+        let val = match val {
+            Value::String(s) => s.clone(),
+            Value::Number(n) => n.to_string(),
+            Value::Bool(b) => b.to_string(),
+            _ => String::new(),
+        };
+        kids.push(Node {
+            name: k.into(),
+            args: vec![val],
+            file: file.clone(),
+            line: at(k),
+            block: None,
+        });
+    }
+    Node {
+        name: "configmap".into(),
+        args: vec![id],
+        file: file.clone(),
+        line: at("kind:"),
+        block: Some(kids),
+    }
+}
+
 pub fn parse(file: &str, text: &str) -> Result<Vec<Node>, ParseError> {
     let name: Arc<str> = Arc::from(file);
     let mut out = Vec::new();
@@ -100,9 +149,6 @@ pub fn parse(file: &str, text: &str) -> Result<Vec<Node>, ParseError> {
                 ),
             )
         })?;
-        if v.get("kind").and_then(Value::as_str) != Some("Ingress") {
-            continue;
-        }
         let s = |p: &[&str]| {
             let mut cur = &v;
             for k in p {
@@ -110,13 +156,20 @@ pub fn parse(file: &str, text: &str) -> Result<Vec<Node>, ParseError> {
             }
             cur.as_str().map(String::from)
         };
-        let id = format!(
-            "{}/{}",
-            s(&["metadata", "namespace"]).unwrap_or_else(|| "default".into()),
-            s(&["metadata", "name"]).unwrap_or_default()
-        );
+        let ns = s(&["metadata", "namespace"]);
+        let meta_name = s(&["metadata", "name"]).unwrap_or_default();
+        let kind = v.get("kind").and_then(Value::as_str);
+        let controller = kind == Some("ConfigMap") && is_controller(&meta_name, ns.as_deref());
+        if kind != Some("Ingress") && !controller {
+            continue;
+        }
+        let id = format!("{}/{meta_name}", ns.unwrap_or_else(|| "default".into()));
         let lines = Lines::new(&doc);
         let at = |needle: &str| start + lines.of(needle) - 1;
+        if controller {
+            out.push(configmap(&v, id, &name, &at));
+            continue;
+        }
         let mut kids = Vec::new();
         if let Some(a) = v
             .get("metadata")
@@ -221,5 +274,22 @@ mod tests {
         let e = parse("f", "kind: Service\n---\nkind: Ingress\nmetadata: [\n").unwrap_err();
         assert_eq!(e.file, "f");
         assert!(e.line >= 4, "{e}");
+    }
+
+    #[test]
+    fn the_controller_configmap_is_read_others_are_not() {
+        let t = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ingress-nginx-controller\n  namespace: ingress-nginx\ndata:\n  proxy-read-timeout: \"30\"\n  upstream-keepalive-timeout: \"60\"\n---\nkind: ConfigMap\nmetadata: {name: app-settings}\ndata: {proxy-read-timeout: \"5\"}\n";
+        assert!(looks_like_configmap(t));
+        let n = parse("cm.yaml", t).unwrap();
+        assert_eq!(n.len(), 1, "only the controller's");
+        assert_eq!(
+            n[0].label(),
+            "configmap ingress-nginx/ingress-nginx-controller"
+        );
+        let k = n[0].children();
+        assert_eq!(
+            (k[0].name.as_str(), k[0].args[0].as_str(), k[0].line),
+            ("proxy-read-timeout", "30", 7)
+        );
     }
 }

@@ -47,7 +47,8 @@ pub fn detect(path: &str, text: &str) -> Option<Kind> {
         if super::istio::looks_like(text) {
             return Some(Kind::Istio);
         }
-        return text.contains("kind: Ingress").then_some(Kind::Ingress);
+        return (text.contains("kind: Ingress") || super::ingress::looks_like_configmap(text))
+            .then_some(Kind::Ingress);
     }
     let haproxy = starts(&["frontend", "backend", "listen", "defaults"]);
     if name.contains("haproxy") || (name.ends_with(".cfg") && haproxy) {

@@ -299,12 +299,13 @@ pub struct Sink {
 
 pub fn lint_routes(configs: &[Config], w: &Workload, skip: &[String]) -> Linted {
     let mut s = Sink::default();
+    let ingress = check_ingress::Controller::of(configs);
     for c in configs {
         match c.kind {
             Kind::Nginx => check_nginx::check(c, w, &mut s),
             Kind::Haproxy => check_haproxy::check(c, w, &mut s),
             Kind::Caddy | Kind::CaddyJson => check_caddy::check(c, w, &mut s),
-            Kind::Ingress => check_ingress::check(c, w, &mut s),
+            Kind::Ingress => check_ingress::check(c, w, ingress, &mut s),
             Kind::Traefik => check_traefik::check(c, w, &mut s),
             Kind::Istio => check_istio::check(c, w, &mut s),
         }

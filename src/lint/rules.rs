@@ -107,6 +107,10 @@ rules! {
         "a loadBalancer service spreads requests over its servers; long-polling sessions (socket.io, SockJS) keep state on one of them unless loadBalancer.sticky.cookie is set";
     IngressSnippet = "ingress-snippet", "ingress", "no snippet annotation the controller rejects", [],
         "ingress-nginx rejects configuration-snippet and server-snippet annotations unless the controller sets allow-snippet-annotations: true, the default false since controller v1.9.0 (kubernetes.github.io/ingress-nginx, ConfigMap allow-snippet-annotations)";
+    IngressConfigmapSeconds = "ingress-configmap-seconds", "ingress", "controller timeouts in whole seconds", [],
+        "ingress-nginx reads proxy-read-timeout, proxy-send-timeout and upstream-keepalive-timeout from its ConfigMap as integers; a value with a unit (3600s, the F5 NGINX Ingress Controller's syntax) fails to decode, the controller logs a warning and keeps the default 60 s (ingress-nginx ReadConfig, kubernetes.github.io/ingress-nginx ConfigMap reference)";
+    IngressConfigmapReadTimeout = "ingress-configmap-read-timeout", "ingress", "controller-wide proxy-read-timeout above the heartbeat", ["ping-pong"],
+        "the controller ConfigMap's proxy-read-timeout (default 60) is nginx's proxy_read_timeout for every Ingress without its own annotation: a stream quiet that long is cut";
     IngressAffinity = "ingress-affinity", "ingress", "polling sticks to one pod", [],
         "long-polling sessions (socket.io, SockJS) keep state on one pod: without affinity: cookie a poll lands elsewhere and the session is unknown";
 }

@@ -92,6 +92,8 @@ pub struct Conn {
     pub io: Box<dyn Io>,
     /// ALPN protocol the TLS server chose.
     pub alpn: Option<String>,
+    /// The TCP socket under any TLS, for TCP_INFO (owned by `io`).
+    pub fd: Option<std::os::fd::RawFd>,
 }
 
 /// Bound one step; the error names it.
@@ -151,10 +153,12 @@ pub async fn connect(t: &Target, o: &ClientOpts, alpn: &[&str]) -> anyhow::Resul
         .ok_or_else(|| last.unwrap_or_else(|| anyhow!("{peer}: no address")))
         .map_err(|e| at(Step::Connect, e))?;
     let _ = tcp.set_nodelay(true);
+    let fd = Some(std::os::fd::AsRawFd::as_raw_fd(&tcp));
     if !t.scheme.tls() {
         return Ok(Conn {
             io: Box::new(tcp),
             alpn: None,
+            fd,
         });
     }
     let cfg = tls_config(o, alpn)?;
@@ -175,6 +179,7 @@ pub async fn connect(t: &Target, o: &ClientOpts, alpn: &[&str]) -> anyhow::Resul
     Ok(Conn {
         io: Box::new(tls),
         alpn,
+        fd,
     })
 }
 

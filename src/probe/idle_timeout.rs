@@ -2,7 +2,7 @@
 //! record when and how the path closed it. A proxy cuts a connection silent longer than its
 //! idle timeout (nginx proxy_read_timeout 60 s by default): evidence proxy-config,
 //! ping-timing.
-use super::session::{Ending, StreamObs};
+use super::session::{Afterward, Ending, StreamObs};
 use super::{finding, fmt_s, proxy, Kind, Meta, UrlObs};
 use crate::findings::{Finding, Status};
 
@@ -44,6 +44,48 @@ pub fn stream(u: &UrlObs) -> Option<&StreamObs> {
         Kind::WebSocket => u.ws.as_ref()?.stream.as_ref(),
         Kind::Sse => u.sse.as_ref()?.stream.as_ref(),
         Kind::Poll => None,
+    }
+}
+
+/// A WebSocket that looked open the whole window but was gone when written to: what the
+/// ping sent after the silence found (None: answered, not sent, or not known to be lost).
+/// Lost means measured: a RST or EOF on writing, or TCP still waiting for the ping's
+/// acknowledgement (a reply that never came back is the path's, not the server's).
+pub fn silent_cut(s: &StreamObs) -> Option<String> {
+    let a = s.after_idle.as_ref()?;
+    match &a.outcome {
+        Afterward::Ended(e) => Some(format!(
+            "a ping sent after the silence met {}",
+            ending_text(e)
+        )),
+        Afterward::Silent {
+            tcp: Some(t),
+            retrans,
+        } if t.unacked > 0 => Some(format!(
+            "a ping sent after the silence got no answer in {}, no FIN, no RST, and TCP never saw it acknowledged ({} segment(s) unacknowledged, {} retransmission(s))",
+            fmt_s(a.waited_ms),
+            t.unacked,
+            retrans.unwrap_or(0)
+        )),
+        _ => None,
+    }
+}
+
+/// What the ping after the silence showed when it does not show a cut.
+fn after_idle_note(s: &StreamObs) -> String {
+    match s.after_idle.as_ref().map(|a| (a, &a.outcome)) {
+        Some((_, Afterward::Answered(ms))) => {
+            format!("; a ping after the silence was answered in {}", fmt_s(*ms))
+        }
+        Some((a, Afterward::Silent { tcp: Some(_), .. })) => format!(
+            "; a ping after the silence was acknowledged by TCP but not answered in {} (the server ignores pings; the path carried it)",
+            fmt_s(a.waited_ms)
+        ),
+        Some((a, _)) => format!(
+            "; a ping after the silence was not answered in {} and TCP's state could not be read: whether the path still carries the connection is not known",
+            fmt_s(a.waited_ms)
+        ),
+        None => String::new(),
     }
 }
 
@@ -95,6 +137,7 @@ fn app_fix(s: &StreamObs) -> crate::findings::Fix {
 pub fn check(u: &UrlObs) -> Option<Finding> {
     let mut reason = None;
     let mut app_fixed = None;
+    let mut silent_fix = false;
     let mut numbers = Vec::new();
     let (status, observed) = match (stream(u), u.quick, u.kind) {
         (_, _, Kind::Poll) => {
@@ -125,17 +168,47 @@ pub fn check(u: &UrlObs) -> Option<Finding> {
                     ));
                     (Status::Skip, "not measured".to_string())
                 }
+                Some(Ending::Open) | None if silent_cut(s).is_some() => {
+                    numbers.push(("silent_cut_within_s", silence / 1000.0));
+                    silent_fix = true;
+                    (
+                        Status::Fail,
+                        format!(
+                            "silent cut: no FIN or RST in {} held, but {}: a NAT, conntrack table or layer-4 balancer forgot the connection within {} of silence{}",
+                            fmt_s(s.ended_ms),
+                            silent_cut(s).unwrap_or_default(),
+                            fmt_s(silence),
+                            silent_candidates(u, silence)
+                        ),
+                    )
+                }
+                // Unanswered and TCP unreadable: lost or ignored, not known.
+                Some(Ending::Open) | None
+                    if s.after_idle.as_ref().is_some_and(|a| {
+                        matches!(a.outcome, Afterward::Silent { tcp: None, .. })
+                    }) =>
+                {
+                    (
+                        Status::Warn,
+                        format!(
+                            "held open {} with no FIN or RST{}",
+                            fmt_s(s.ended_ms),
+                            after_idle_note(s)
+                        ),
+                    )
+                }
                 Some(Ending::Open) | None => (
                     Status::Pass,
                     format!(
-                        "held open {} with nothing sent by the client; longest silence from the server {}{}",
+                        "held open {} with nothing sent by the client; longest silence from the server {}{}{}",
                         fmt_s(s.ended_ms),
                         fmt_s(silence),
                         if s.events.is_empty() {
                             String::new()
                         } else {
                             format!("; {}", s.messages_text())
-                        }
+                        },
+                        after_idle_note(s)
                     ),
                 ),
                 Some(e) if app_close(s).is_some() => {
@@ -183,6 +256,9 @@ pub fn check(u: &UrlObs) -> Option<Finding> {
     if let (Some(fix), true) = (app_fixed, f.status != Status::Pass) {
         f.fix = fix;
     }
+    if silent_fix {
+        f.fix = silent_cut_fix();
+    }
     if let Some(a) = stream(u).and_then(|s| s.app.as_ref()) {
         f.observed = format!("{}; spoken: {}", f.observed, a.label());
     }
@@ -190,6 +266,46 @@ pub fn check(u: &UrlObs) -> Option<Finding> {
         f.numbers.insert(k.into(), (v * 1000.0).round() / 1000.0);
     }
     Some(f)
+}
+
+/// Without a declared path: the catalogue's silent cutters whose documented limit fits
+/// the silence, else an unnamed one (the path's own check names a declared hop).
+fn silent_candidates(u: &UrlObs, silence: f64) -> String {
+    if u.path.is_some() {
+        return String::new();
+    }
+    let ids: Vec<String> = crate::hops::catalog()
+        .iter()
+        .filter(|h| crate::hops::cut::forgets_silently(h))
+        .map(|h| h.id.clone())
+        .collect();
+    let within = std::time::Duration::from_secs_f64(silence.max(0.0) / 1000.0);
+    let t = u.kind.transport();
+    let known: Vec<String> =
+        crate::hops::cut::silent_cutters(&ids, &crate::hops::chain::Overrides::new(), within, t)
+            .into_iter()
+            .filter(|c| c.default_s > 0)
+            .map(|c| format!("{} ({} s)", c.hop, c.default_s))
+            .collect();
+    if known.is_empty() {
+        format!(
+            "; an unnamed silent cutter at {} or less: no hop rtcheck knows documents a limit that short (declare it: --path HOP --override HOP.idle=...)",
+            fmt_s(silence)
+        )
+    } else {
+        format!(
+            "; documented limits that fit: {} (declare the path with --path to name it)",
+            known.join(", ")
+        )
+    }
+}
+
+/// The fix for a flow forgotten in silence: traffic more often than the cutter's limit.
+fn silent_cut_fix() -> crate::findings::Fix {
+    crate::findings::Fix {
+        summary: "keep the connection busy more often than the forgetting hop's idle limit: a server heartbeat (WebSocket ping), or TCP keepalive set in the server's own network namespace (a pod's: audit --netns); rerun with a shorter --idle-for to bracket the limit".into(),
+        ..Default::default()
+    }
 }
 
 #[cfg(test)]
@@ -215,5 +331,52 @@ mod tests {
         assert_eq!(silence_before_close(&open), None);
         assert_eq!(open.longest_silence_ms(), 5600.0);
         assert!(ending_text(&Ending::CloseFrame(Some(1001))).contains("1001"));
+    }
+
+    #[test]
+    fn a_ping_lost_after_the_silence_is_a_silent_cut_an_ignored_one_is_not() {
+        use crate::probe::session::{AfterIdle, Afterward};
+        use rtcheck_base::os::tcpinfo::SendState;
+        let after = |outcome| StreamObs {
+            head_ms: 5.0,
+            reads_ms: vec![5.0],
+            ended_ms: 8000.0,
+            window_ms: 8000.0,
+            ending: Some(Ending::Open),
+            after_idle: Some(AfterIdle {
+                sent_ms: 8000.0,
+                waited_ms: 10_000.0,
+                outcome,
+            }),
+            ..Default::default()
+        };
+        let lost = after(Afterward::Silent {
+            tcp: Some(SendState {
+                unacked: 1,
+                total_retrans: 6,
+            }),
+            retrans: Some(6),
+        });
+        let why = silent_cut(&lost).expect("unacknowledged: the path dropped it");
+        assert!(why.contains("1 segment(s) unacknowledged"), "{why}");
+        assert!(silent_cut(&after(Afterward::Ended(Ending::Reset))).is_some());
+        // Acknowledged, unanswered: the server ignores pings; the path carried it.
+        let ignored = after(Afterward::Silent {
+            tcp: Some(SendState {
+                unacked: 0,
+                total_retrans: 0,
+            }),
+            retrans: Some(0),
+        });
+        assert_eq!(silent_cut(&ignored), None);
+        assert!(after_idle_note(&ignored).contains("acknowledged by TCP"));
+        // TCP unreadable: no verdict either way.
+        let unknown = after(Afterward::Silent {
+            tcp: None,
+            retrans: None,
+        });
+        assert_eq!(silent_cut(&unknown), None);
+        assert!(after_idle_note(&unknown).contains("not known"));
+        assert_eq!(silent_cut(&after(Afterward::Answered(3.0))), None);
     }
 }

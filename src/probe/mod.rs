@@ -147,6 +147,18 @@ pub enum Kind {
     Poll,
 }
 
+impl Kind {
+    /// The transport a URL probed as this kind carries (the hops' and lint's word).
+    pub fn transport(self) -> rtcheck_wire::transport::Transport {
+        use rtcheck_wire::transport::Transport;
+        match self {
+            Kind::WebSocket => Transport::Websocket,
+            Kind::Sse => Transport::Sse,
+            Kind::Poll => Transport::Polling,
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct Options {
     pub client: ClientOpts,

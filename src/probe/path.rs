@@ -10,7 +10,7 @@
 //!
 //! Pure: the observations of one URL and the declared chain in, findings out.
 use super::proxy::Proxy;
-use super::session::StreamObs;
+use super::session::{Afterward, StreamObs};
 use super::{finding, fmt_s, heartbeat, idle_timeout, Kind, Meta, UrlObs};
 use crate::findings::{Finding, Fix, Status};
 use crate::hops::chain::{Chain, Overrides};
@@ -192,11 +192,7 @@ fn heads(u: &UrlObs) -> Vec<&Head> {
 }
 
 pub fn transport(k: Kind) -> Transport {
-    match k {
-        Kind::WebSocket => Transport::Websocket,
-        Kind::Sse => Transport::Sse,
-        Kind::Poll => Transport::Polling,
-    }
+    k.transport()
 }
 
 /// The declared path against the heads seen: what differs, and the verdict.
@@ -338,8 +334,84 @@ pub fn judge_idle(
 ) -> (Status, String, Fix, Vec<(&'static str, f64)>) {
     match idle_timeout::silence_before_close(s) {
         Some(silence) => judge_cut(s, silence, t, d, seen),
+        None if idle_timeout::silent_cut(s).is_some() => judge_silent(s, t, d, seen),
         None => judge_open(s, t, d),
     }
+}
+
+/// A connection forgotten in silence (seen only when written to): the declared hops that
+/// forget flows silently within the silence measured, the first to forget blamed.
+fn judge_silent(
+    s: &StreamObs,
+    t: Transport,
+    d: &Declared,
+    seen: &[Seen],
+) -> (Status, String, Fix, Vec<(&'static str, f64)>) {
+    let silence = s.longest_silence_ms();
+    let numbers = vec![("silent_cut_within_s", silence / 1000.0)];
+    let how = match s.after_idle.as_ref().map(|a| &a.outcome) {
+        Some(Afterward::Ended(e)) => {
+            format!("a ping after it met {}", idle_timeout::ending_text(e))
+        }
+        _ => "no FIN or RST; a ping after it was never acknowledged by TCP".to_string(),
+    };
+    let within = std::time::Duration::from_secs_f64(silence.max(0.0) / 1000.0);
+    let m = cut::silent_cutters(&d.ids, &d.overrides, within, t);
+    let Some(first) = m.first() else {
+        let observed = format!(
+            "silent cut within {} of silence ({how}); no hop of the declared path {} forgets a flow that soon: a NAT, conntrack or layer-4 hop is missing from the path",
+            fmt_s(silence),
+            d.shown()
+        );
+        let fix = Fix {
+            summary: format!(
+                "find what forgets flows within {}: declare it on the path with its value (--override HOP.idle=...), and send a heartbeat more often",
+                fmt_s(silence)
+            ),
+            ..Fix::default()
+        };
+        return (Status::Fail, observed, fix, numbers);
+    };
+    let also: Vec<String> = m[1..].iter().map(|c| attribution(&c.hop, seen)).collect();
+    let observed = format!(
+        "silent cut within {} of silence ({how}): {}; {}{}",
+        fmt_s(silence),
+        first.describe(),
+        attribution(&first.hop, seen),
+        if also.is_empty() {
+            String::new()
+        } else {
+            format!("; may also have: {}", also.join(", "))
+        }
+    );
+    let limit = first.declared_s.unwrap_or(first.default_s);
+    let mut lines: Vec<String> = m
+        .iter()
+        .map(|c| format!("{}: {}", c.hop, c.setting))
+        .collect();
+    let summary = if limit > 0 {
+        let hb = (limit / 2).max(1);
+        lines.push(format!(
+            "server: heartbeat (WebSocket ping / SSE comment) or TCP keepalive every {hb} s or less"
+        ));
+        format!(
+            "{} forgets an idle flow after {limit} s and tells neither end: send a heartbeat every {hb} s or less (half its limit), or raise the limit",
+            first.hop
+        )
+    } else {
+        format!(
+            "{}'s limit is not documented: send a heartbeat more often than {}, and declare the value you measure (--override {}.idle=...)",
+            first.hop,
+            fmt_s(silence),
+            first.hop
+        )
+    };
+    let fix = Fix {
+        summary,
+        runtime: Vec::new(),
+        persistent: lines,
+    };
+    (Status::Fail, observed, fix, numbers)
 }
 
 /// How a matching hop is known to be there: the header that named it, or only the

@@ -74,6 +74,37 @@ pub struct StreamObs {
     pub cut: Option<String>,
     /// The library protocol spoken on a WebSocket, and what it said (issue 42).
     pub app: Option<AppObs>,
+    /// A WebSocket held open the whole window: what one ping sent after it found.
+    pub after_idle: Option<AfterIdle>,
+}
+
+/// One WebSocket ping sent after the idle watch: a NAT or conntrack table that forgot
+/// the flow tells neither end, so a connection it cut still looks open until someone
+/// writes (issue 40).
+#[derive(Debug, Clone, PartialEq)]
+pub struct AfterIdle {
+    /// When the ping went out (ms since the request, like every time here).
+    pub sent_ms: f64,
+    /// How long an answer was waited for (ms).
+    pub waited_ms: f64,
+    pub outcome: Afterward,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Afterward {
+    /// Bytes came back (ms after the ping): the path still carries the connection.
+    Answered(f64),
+    /// Nothing came back, no FIN, no RST, within the wait. `tcp`: what TCP counted
+    /// then (None: TCP_INFO unreadable); segments still unacknowledged mean the path
+    /// dropped the ping.
+    Silent {
+        tcp: Option<rtcheck_base::os::tcpinfo::SendState>,
+        /// Retransmissions of the ping (TCP's count since it was sent).
+        retrans: Option<u32>,
+    },
+    /// The write or the read ended the connection (a NAT answers a forgotten flow
+    /// with RST).
+    Ended(Ending),
 }
 
 /// The library protocol to speak on a watched WebSocket, and why (`--app-protocol`, or
@@ -575,7 +606,13 @@ pub async fn websocket(
                 let c = appproto::Client::new(a.protocol, &t.path_and_query, a.sub.clone());
                 (c, AppObs::new(a))
             });
-            obs.stream = Some(watch_ws(&mut conn, deflate, rest, start, w, app, progress).await);
+            let mut s = watch_ws(&mut conn, deflate, rest, start, w, app, progress).await;
+            // Only after a full, quiet-ended window: the question is whether it survived.
+            let whole = s.ended_ms + 50.0 >= s.window_ms && w.max_events.is_none();
+            if whole && matches!(s.ending, Some(Ending::Open)) && s.cut.is_none() {
+                s.after_idle = Some(ping_after_idle(&mut conn, start, o.timeout).await);
+            }
+            obs.stream = Some(s);
         }
         let close = ws::client_frame(ws::OP_CLOSE, true, &1000u16.to_be_bytes(), [1, 2, 3, 4]);
         let _ = tokio::time::timeout(Duration::from_millis(500), conn.io.write_all(&close)).await;
@@ -687,6 +724,40 @@ async fn watch_ws(
     s.ended_ms = ms(start);
     s.ending.get_or_insert(Ending::Open);
     s
+}
+
+/// Send one ping on a connection held idle and wait up to `wait` for any bytes back;
+/// then ask TCP whether the ping was acknowledged.
+async fn ping_after_idle(conn: &mut Conn, start: Instant, wait: Duration) -> AfterIdle {
+    let tcp_before = conn.fd.and_then(rtcheck_base::os::tcpinfo::send_state);
+    let sent_ms = ms(start);
+    let sent = Instant::now();
+    let ping = ws::client_frame(ws::OP_PING, true, b"rtcheck-after-idle", [5, 6, 7, 8]);
+    let deadline = tokio::time::Instant::now() + wait;
+    let outcome = match tokio::time::timeout_at(deadline, conn.io.write_all(&ping)).await {
+        Ok(Err(e)) => Afterward::Ended(ending_of(&e)),
+        // The kernel took it (or its buffer is full): the answer tells the rest.
+        Ok(Ok(())) | Err(_) => {
+            let mut b = [0u8; 4096];
+            match tokio::time::timeout_at(deadline, conn.io.read(&mut b)).await {
+                Ok(Ok(0)) => Afterward::Ended(Ending::Eof),
+                Ok(Ok(_)) => Afterward::Answered(sent.elapsed().as_secs_f64() * 1000.0),
+                Ok(Err(e)) => Afterward::Ended(ending_of(&e)),
+                Err(_) => {
+                    let tcp = conn.fd.and_then(rtcheck_base::os::tcpinfo::send_state);
+                    let retrans = tcp
+                        .zip(tcp_before)
+                        .map(|(a, b)| a.total_retrans.saturating_sub(b.total_retrans));
+                    Afterward::Silent { tcp, retrans }
+                }
+            }
+        }
+    };
+    AfterIdle {
+        sent_ms,
+        waited_ms: sent.elapsed().as_secs_f64() * 1000.0,
+        outcome,
+    }
 }
 
 /// A library message as a masked client frame.
@@ -905,6 +976,7 @@ mod tests {
         let mut conn = Conn {
             io: Box::new(ours),
             alpn: None,
+            fd: None,
         };
         let watch = Watch {
             window: Duration::from_millis(300),

@@ -53,6 +53,13 @@ fn ing(ann: &str, path: &str) -> String {
     )
 }
 
+fn cm(data: &str) -> String {
+    // Lines: 1 apiVersion, 2 kind, 3 metadata, 4 name, 5 namespace, 6 data, 7 first key.
+    format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ingress-nginx-controller\n  namespace: ingress-nginx\ndata:\n  {data}\n"
+    )
+}
+
 /// Traefik dynamic configuration: a router on `path` with `middlewares`, the middleware
 /// definitions `mws` (indented under `middlewares:`), and the service's extra lines.
 fn tf(path: &str, middlewares: &str, mws: &str, servers: &str, lb: &str) -> String {
@@ -155,6 +162,12 @@ fn cases() -> Vec<Case> {
         Case { id: "ingress-snippet", file: "ingress.yaml", line: 6, args: &["--ping", "30s"], fixed_loads: true,
             trip: ing("nginx.ingress.kubernetes.io/configuration-snippet: \"proxy_read_timeout 3600s;\"", "/ws"),
             fixed: ing("nginx.ingress.kubernetes.io/proxy-read-timeout: \"3600\"", "/ws") },
+        Case { id: "ingress-configmap-seconds", file: "ingress.yaml", line: 7, args: &["--ping", "30s"], fixed_loads: true,
+            trip: cm("proxy-read-timeout: \"3600s\""),
+            fixed: cm("proxy-read-timeout: \"3600\"") },
+        Case { id: "ingress-configmap-read-timeout", file: "ingress.yaml", line: 7, args: &["--ping", "30s"], fixed_loads: true,
+            trip: cm("proxy-read-timeout: \"30\""),
+            fixed: cm("proxy-read-timeout: \"75\"") },
         Case { id: "ingress-affinity", file: "ingress.yaml", line: 2, args: &[], fixed_loads: true,
             trip: ing("nginx.ingress.kubernetes.io/ssl-redirect: \"false\"", "/poll"),
             fixed: ing("nginx.ingress.kubernetes.io/affinity: \"cookie\"", "/poll") },
@@ -269,7 +282,7 @@ fn every_rule_trips_on_its_config_and_not_on_the_fixed_twin() {
     }
     // nginx-send-timeout has no trip a real nginx loads (only an unreadable value trips
     // it): its claim, that a quiet stream is not cut, is shown live in lint_live.rs.
-    assert_eq!(covered.len(), 26, "{covered:?}");
+    assert_eq!(covered.len(), 28, "{covered:?}");
 }
 
 #[test]

@@ -3,7 +3,9 @@
 //! (nghttp2) that advertises extended CONNECT and then answers it with 200, a stream reset
 //! or 400 (tests/fixtures/foreign/h2_connect.js). Each verdict comes from what was
 //! measured, read back from the JSON report: the SETTINGS flag, the CONNECT's answer, and
-//! Alt-Svc h3 reported as not measured.
+//! Alt-Svc h3 reported as not measured. With `--browser`, Chromium's own WebSocket: over
+//! HTTP/2 to the Node server (which logs the way each WebSocket came), over HTTP/1.1
+//! through Debian's nginx, which does not advertise extended CONNECT.
 use crate::common;
 use crate::probe_common;
 
@@ -116,4 +118,47 @@ fn advertised_and_working_passes_advertised_and_reset_or_refused_fails() {
             assert!(f["reason"].as_str().unwrap().contains("1006"), "{f}");
         }
     }
+}
+
+/// `probe --browser` on a wss URL: the browser-websocket finding.
+#[cfg(feature = "browser")]
+fn browser_ws(url: &str, ca: &str) -> Value {
+    let (r, _, err) = probe_json(&["--quick", "--public", "--browser", "--ca", ca, url]);
+    let f = r["findings"]
+        .as_array()
+        .and_then(|a| a.iter().find(|f| f["id"] == "browser-websocket"))
+        .cloned();
+    f.unwrap_or_else(|| panic!("no browser-websocket: {}\nstderr: {err}", summary(&r)))
+}
+
+#[cfg(feature = "browser")]
+#[test]
+fn chromium_uses_h2_where_extended_connect_is_advertised_and_http1_where_not() {
+    require_binary("chromium", "chromium");
+    let certs = tempfile::tempdir().unwrap();
+    make_certs(certs.path());
+    let ca = certs.path().join("ca.pem").display().to_string();
+    let (node, port) = node_h2("ok", certs.path());
+    let f = browser_ws(&format!("wss://127.0.0.1:{port}/ws"), &ca);
+    let observed = f["observed"].as_str().unwrap();
+    assert!(observed.contains("over HTTP/2 (RFC 8441"), "{f:#}");
+    assert_eq!(f["numbers"]["handshake_status"], 200.0, "{f:#}");
+    // The server's own word: the browser's WebSocket came as an extended CONNECT (probe's
+    // own client comes both ways, under its own User-Agent).
+    let log = node.log();
+    let chrome = |how: &str| {
+        log.lines()
+            .any(|l| l.contains(how) && l.contains("HeadlessChrome"))
+    };
+    assert!(chrome("over h2 extended connect"), "{log}");
+    assert!(!chrome("over http/1.1 upgrade"), "{log}");
+
+    // nginx does not advertise it: Chromium upgrades over HTTP/1.1 (fine, and said).
+    let s = Serve::start(&["--rate", "5", "--size", "64"]);
+    let nginx = Proxy::start(Kind::Nginx, &nginx_tls_h2(certs.path(), s.addr));
+    let f = browser_ws(&nginx.url("wss", "/ws"), &ca);
+    let observed = f["observed"].as_str().unwrap();
+    assert!(observed.contains("over HTTP/1.1 (Upgrade, 101)"), "{f:#}");
+    assert_eq!(f["numbers"]["handshake_status"], 101.0, "{f:#}");
+    assert_eq!(f["status"], "pass", "{f:#}");
 }

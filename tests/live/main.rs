@@ -28,6 +28,7 @@ mod hostile_hubs;
 mod load_cli;
 #[cfg(feature = "hyper")]
 mod load_engines;
+mod nat_silent_cut;
 mod output_paths;
 mod report_files;
 mod serve_access;

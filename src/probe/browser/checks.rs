@@ -306,6 +306,66 @@ pub fn websocket(url: &str, o: &WsObs) -> Finding {
             )
         }
     };
-    let observed = format!("handshake in {}; {frames}; {close}", ms(open));
+    if let Some(h) = o.handshake_status {
+        numbers.push(("handshake_status", h as f64));
+    }
+    let observed = format!(
+        "handshake in {}{}; {frames}; {close}",
+        ms(open),
+        carried_by(o)
+    );
     d.finish(status, observed, &numbers)
+}
+
+/// Which HTTP carried the page's WebSocket, as DevTools shows it: the handshake's status
+/// is 200 for RFC 8441's extended CONNECT on an HTTP/2 stream, 101 for an HTTP/1.1
+/// Upgrade (a browser falls back to it when the edge does not advertise extended
+/// CONNECT: fine). Not a verdict: the version is reported, the check judges the socket.
+fn carried_by(o: &WsObs) -> String {
+    let after = match o.warmed_h2 {
+        Some(true) => " (an HTTP/2 connection to the origin was open first)",
+        Some(false) => " (the request made first to the origin did not use HTTP/2)",
+        None => "",
+    };
+    match o.handshake_status {
+        Some(200) => {
+            format!(" over HTTP/2 (RFC 8441 extended CONNECT, DevTools status 200){after}")
+        }
+        Some(101) => format!(" over HTTP/1.1 (Upgrade, 101){after}"),
+        Some(other) => format!(" (DevTools handshake status {other}){after}"),
+        None => " (which HTTP version carried it: DevTools showed no handshake)".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::probe::browser::obs::WsState;
+
+    #[test]
+    fn the_handshake_status_says_which_http_carried_the_websocket() {
+        let obs = |status, warmed| WsObs {
+            state: WsState {
+                open: Some(3.0),
+                ..Default::default()
+            },
+            window_ms: 1000.0,
+            handshake_status: status,
+            warmed_h2: warmed,
+        };
+        let f = websocket("wss://h/ws", &obs(Some(200), Some(true)));
+        assert!(
+            f.observed.contains("over HTTP/2 (RFC 8441"),
+            "{}",
+            f.observed
+        );
+        assert_eq!(f.numbers["handshake_status"], 200.0);
+        assert_eq!(f.status, Status::Pass);
+        let f = websocket("wss://h/ws", &obs(Some(101), Some(false)));
+        assert!(f.observed.contains("over HTTP/1.1"), "{}", f.observed);
+        assert!(f.observed.contains("did not use HTTP/2"), "{}", f.observed);
+        let f = websocket("ws://h/ws", &obs(None, None));
+        assert!(f.observed.contains("DevTools showed no handshake"));
+        assert!(!f.numbers.contains_key("handshake_status"));
+    }
 }

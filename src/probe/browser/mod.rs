@@ -6,7 +6,8 @@
 //!   long the 7th waits (HTTP/1.1: 6 per host; HTTP/2: all on one connection);
 //! - `browser-sse-reconnect`: after the server closes the stream, the browser's delay,
 //!   its Last-Event-ID and what was lost;
-//! - `browser-websocket`: handshake, frames decoded, the close code the page saw.
+//! - `browser-websocket`: handshake (and which HTTP carried it: HTTP/2 by RFC 8441, or
+//!   HTTP/1.1), frames decoded, the close code the page saw.
 pub mod checks;
 #[cfg(feature = "browser")]
 pub mod chrome;

@@ -101,6 +101,16 @@ pub fn record(net: &NetLog, text: &str) {
                 entry(&mut log, id).last_event_id = Some(last);
             }
         }
+        Some("Network.webSocketCreated") => {
+            let r = entry(&mut log, id);
+            r.url = p["url"].as_str().unwrap_or_default().to_string();
+            r.websocket = true;
+        }
+        Some("Network.webSocketHandshakeResponseReceived") => {
+            let r = entry(&mut log, id);
+            r.websocket = true;
+            r.status = p["response"]["status"].as_i64();
+        }
         Some("Network.responseReceived") => {
             let resp = &p["response"];
             let r = entry(&mut log, id);
@@ -144,5 +154,22 @@ mod tests {
         assert_eq!(log[0].protocol.as_deref(), Some("h2"));
         assert_eq!((log[0].connection_id, log[0].status), (Some(7), Some(200)));
         assert_eq!(log[1].last_event_id, None);
+    }
+
+    #[test]
+    fn a_websocket_handshake_keeps_its_status() {
+        let net = NetLog::default();
+        record(
+            &net,
+            r#"{"method":"Network.webSocketCreated","params":{"requestId":"9","url":"wss://h/ws"}}"#,
+        );
+        record(
+            &net,
+            r#"{"method":"Network.webSocketHandshakeResponseReceived","params":{"requestId":"9","response":{"status":200,"headers":{}}}}"#,
+        );
+        let log = net.lock().unwrap();
+        assert_eq!(log[0].url, "wss://h/ws");
+        assert!(log[0].websocket);
+        assert_eq!(log[0].status, Some(200));
     }
 }

@@ -11,6 +11,9 @@ pub struct NetRec {
     pub protocol: Option<String>,
     pub connection_id: Option<u64>,
     pub status: Option<i64>,
+    /// A WebSocket (`Network.webSocket*` events): `status` is its handshake's, 101 for an
+    /// HTTP/1.1 Upgrade, 200 for RFC 8441's extended CONNECT on an HTTP/2 stream.
+    pub websocket: bool,
 }
 
 /// `rtConns`: when each of the EventSources opened (ms), and the one the page freed.
@@ -212,6 +215,11 @@ pub struct WsState {
 pub struct WsObs {
     pub state: WsState,
     pub window_ms: f64,
+    /// The handshake's status as DevTools showed it (None: no handshake event came).
+    pub handshake_status: Option<i64>,
+    /// Whether an HTTP/2 connection to the origin was made first (wss only): Chromium
+    /// carries a WebSocket over HTTP/2 only on one that already exists.
+    pub warmed_h2: Option<bool>,
 }
 
 impl WsState {

@@ -265,11 +265,37 @@ async fn resume(page: &ProbePage, url: &str, o: &Options) -> anyhow::Result<Resu
 
 /// One WebSocket held until the server closes it (or the window ends).
 async fn websocket(page: &ProbePage, url: &str, o: &Options) -> anyhow::Result<WsObs> {
+    let mut warmed_h2 = None;
+    if let Some(rest) = url.strip_prefix("wss://") {
+        page.take_net();
+        page.run(&format!("rtWarm({})", js_str(&format!("https://{rest}"))))
+            .await?;
+        let limit = o.client.timeout;
+        let w: WarmState = wait_for(page, "warm", limit, |w: &WarmState| w.done).await?;
+        let h2 = page
+            .take_net()
+            .iter()
+            .any(|r| r.protocol.as_deref() == Some("h2"));
+        warmed_h2 = Some(w.done && h2);
+    }
     page.run(&format!("rtWs({})", js_str(url))).await?;
     let state = wait_for(page, "ws", o.window, |s: &WsState| s.close.is_some()).await?;
     page.run("rtWsEnd()").await?;
+    let handshake_status = page
+        .take_net()
+        .iter()
+        .filter(|r| r.websocket && r.url == url)
+        .find_map(|r| r.status);
     Ok(WsObs {
         state,
         window_ms: o.window.as_secs_f64() * 1000.0,
+        handshake_status,
+        warmed_h2,
     })
+}
+
+/// `rtWarm`: whether the request to the origin ended.
+#[derive(Debug, Clone, Default, serde::Deserialize)]
+struct WarmState {
+    done: bool,
 }

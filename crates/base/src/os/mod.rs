@@ -12,3 +12,4 @@ pub mod process;
 pub mod random;
 pub mod signal;
 pub mod sockdiag;
+pub mod tcpinfo;
