@@ -617,7 +617,10 @@ async fn refusal_body(conn: &mut Conn, head: &Head, mut got: Vec<u8>) -> Option<
     got.truncate(promised.unwrap_or(got.len()).min(512));
     if head.has_token("transfer-encoding", "chunked") {
         // The first line is the chunk's size, not the server's words.
-        let at = got.windows(2).position(|w| w == b"\r\n").map_or(0, |i| i + 2);
+        let at = got
+            .windows(2)
+            .position(|w| w == b"\r\n")
+            .map_or(0, |i| i + 2);
         got.drain(..at);
     }
     body_excerpt(&got)

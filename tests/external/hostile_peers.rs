@@ -359,7 +359,15 @@ fn a_peers_escape_sequences_never_reach_the_terminal_raw() {
         let stub = Stub::start(script);
         let url = format!("ws://127.0.0.1:{}/ws", stub.port);
         let out = common::rtcheck()
-            .args(["probe", "--quick", "--timeout", "2s", "--format", "text", &url])
+            .args([
+                "probe",
+                "--quick",
+                "--timeout",
+                "2s",
+                "--format",
+                "text",
+                &url,
+            ])
             .timeout(Duration::from_secs(60))
             .output()
             .unwrap();
@@ -367,11 +375,23 @@ fn a_peers_escape_sequences_never_reach_the_terminal_raw() {
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr),
         );
-        let ctx = format!("{name}: exit {:?}\nstdout {o}\nstderr {e}", out.status.code());
+        let ctx = format!(
+            "{name}: exit {:?}\nstdout {o}\nstderr {e}",
+            out.status.code()
+        );
         // Something was said about this peer: a report, or an error line naming it.
-        assert!(o.contains(&url) || e.contains(&format!("{}", stub.port)), "{ctx}");
-        assert!(!o.contains('\x1b') && !e.contains('\x1b'), "raw ESC: {ctx:?}");
-        assert!(!o.contains('\x07') && !e.contains('\x07'), "raw BEL: {ctx:?}");
+        assert!(
+            o.contains(&url) || e.contains(&format!("{}", stub.port)),
+            "{ctx}"
+        );
+        assert!(
+            !o.contains('\x1b') && !e.contains('\x1b'),
+            "raw ESC: {ctx:?}"
+        );
+        assert!(
+            !o.contains('\x07') && !e.contains('\x07'),
+            "raw BEL: {ctx:?}"
+        );
     }
 }
 

@@ -756,7 +756,13 @@ fn socketio_behind_nginx_without_upgrade_falls_back_to_polling() {
         "fixture truth: polling opens: {poll}"
     );
     let (r, code, err) = probe_json(&[
-        "--quick", "--timeout", "3s", "--public", &bad, &good, &nohost,
+        "--quick",
+        "--timeout",
+        "3s",
+        "--public",
+        &bad,
+        &good,
+        &nohost,
     ]);
     let ctx = format!("exit {code} stderr {err}\n{}", summary(&r));
     assert_eq!(status_of(&r, "upgrade", "/bad/"), "fail", "{ctx}");

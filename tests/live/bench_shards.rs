@@ -176,7 +176,10 @@ fn two_shards_hold_what_one_namespace_cannot_and_merge_exactly() {
     let mixed = json(&text, "mixed");
     assert_eq!(mixed["valid"], false, "{mixed:#}");
     let notes = mixed["scenarios"][0]["notes"].to_string();
-    assert!(notes.contains("ran `C`, the first file `external`"), "{notes}");
+    assert!(
+        notes.contains("ran `C`, the first file `external`"),
+        "{notes}"
+    );
     // --threshold is judged on the merged run.
     assert_eq!(field(&text, "tight_rc"), "1", "{text}");
     assert_eq!(field(&text, "loose_rc"), "0", "{text}");

@@ -74,7 +74,9 @@ fn sigterm_or_sigint_exits_cleanly(sig: i32) {
         "clean close, not a reset"
     );
     let frames = parse_server_frames(&rest);
-    let close = frames.iter().find(|(op, _)| *op == rtcheck_wire::ws::OP_CLOSE);
+    let close = frames
+        .iter()
+        .find(|(op, _)| *op == rtcheck_wire::ws::OP_CLOSE);
     let code = close.and_then(|(_, p)| Some(u16::from_be_bytes([*p.first()?, *p.get(1)?])));
     assert_eq!(code, Some(1001), "{} frame(s), no 1001", frames.len());
     assert!(TcpStream::connect(srv.addr).is_err(), "listener closed");
