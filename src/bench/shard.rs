@@ -205,6 +205,18 @@ pub fn problems(files: &[ShardFile]) -> Vec<String> {
                 f.path
             ));
         }
+        // The merged run keeps the shards' own name (`external`, or a --scenario letter):
+        // a shard of another run would be judged under a name it never ran.
+        let name0 = f0.scenarios.first().map(|x| x.name.as_str());
+        if let Some(n) = r.scenarios.first().map(|x| x.name.as_str()) {
+            if Some(n) != name0 {
+                out.push(format!(
+                    "{}: shard {s} ran `{n}`, the first file `{}` (another run)",
+                    f.path,
+                    name0.unwrap_or("-")
+                ));
+            }
+        }
         match r.scenarios.as_slice() {
             [one] if !one.valid => out.push(format!(
                 "shard {s} invalid: {}",

@@ -277,7 +277,7 @@ pub fn run(a: AuditArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
         render(&r, f, a.fail_on, p, a.explain)
     })?;
     if let Outcome::Unmeasured(why) = &outcome {
-        eprintln!("rtcheck: audit: {why}");
+        eprintln!("rtcheck: audit: {}", rtcheck_base::escape::plain(why));
     }
     Ok(super::exit::of_outcome(&outcome, invalid_measurement))
 }

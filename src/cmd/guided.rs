@@ -92,7 +92,10 @@ pub fn run(ctx: Ctx) -> anyhow::Result<ExitCode> {
             Ok(f) => failed |= f,
             Err(e) if e.downcast_ref::<Interrupted>().is_some() => return Err(kept.stop(e)),
             Err(e) => {
-                eprintln!("rtcheck: probe: {e:#}");
+                eprintln!(
+                    "rtcheck: probe: {}",
+                    rtcheck_base::escape::plain(&format!("{e:#}"))
+                );
                 failed = true;
             }
         }

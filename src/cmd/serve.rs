@@ -135,6 +135,10 @@ pub struct ServeFlags {
     /// Last-Event-ID (what `probe --browser` measures).
     #[arg(long, default_value = "0s", value_parser = parse_duration)]
     pub sse_max_age: Duration,
+    /// On SIGTERM/SIGINT, how long clients get to take their close frames (WebSocket
+    /// 1001) before serve exits anyway; it exits as soon as every client is closed.
+    #[arg(long, value_name = "DUR", default_value = "5s", value_parser = parse_duration)]
+    pub drain: Duration,
     /// Require `Authorization: Bearer TOKEN` on /control/*. Off loopback without it, a
     /// token is generated and written to <addr-file>.token, or /control/* is refused.
     /// Deprecated on the command line (any local user reads it in /proc/PID/cmdline): use
@@ -250,6 +254,7 @@ impl ServeArgs {
             cors: f.cors.clone(),
             public_hosts: f.public_hosts.clone(),
             sse_max_age: f.sse_max_age,
+            drain: f.drain,
             control_token: f.control_token.clone(),
             control_token_file: f.control_token_file.clone(),
             exit_with_parent: f.exit_with_parent,
@@ -335,6 +340,11 @@ mod tests {
         assert!(c.control_listen.is_none());
         assert!(c.direct);
         assert!(!cfg(&["--queue-only"]).unwrap().direct);
+        assert_eq!(c.drain, rtcheck_serve::config::DEFAULT_DRAIN);
+        assert_eq!(c.drain, Duration::from_secs(5));
+        let d = cfg(&["--drain", "30s"]).unwrap().drain;
+        assert_eq!(d, Duration::from_secs(30));
+        assert!(parse(&["--drain", "soon"]).is_err());
     }
 
     #[test]

@@ -266,6 +266,10 @@ pub struct WsObs {
     /// `Sec-WebSocket-Accept` matches our key.
     pub accept_ok: bool,
     pub stream: Option<StreamObs>,
+    /// A refused upgrade's body, its start (escaped, bounded), unless an HTML page:
+    /// libraries say why there (python-engineio: `"ORIGIN is not an accepted origin."`),
+    /// which the status alone does not.
+    pub body: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -589,12 +593,22 @@ pub async fn websocket(
     }
     let req = client::request(t, o, &extra);
     let start = Instant::now();
-    let (head, rest) = client::exchange(&mut conn, t, o, &req, o.timeout).await?;
+    let (head, mut rest) = client::exchange(&mut conn, t, o, &req, o.timeout).await?;
     let accept_ok = head.header("sec-websocket-accept") == Some(&derive_accept_key(key.as_bytes()));
+    // An HTML page is a proxy's or framework's generic one: its first line is `<html>`.
+    let html = head
+        .header("content-type")
+        .is_some_and(|c| c.to_ascii_lowercase().starts_with("text/html"));
+    let body = if head.status == 101 || html {
+        None
+    } else {
+        refusal_body(&mut conn, &head, std::mem::take(&mut rest)).await
+    };
     let mut obs = WsObs {
         head,
         accept_ok,
         stream: None,
+        body,
     };
     if obs.head.status == 101 {
         if let Some(w) = watch {
@@ -619,6 +633,41 @@ pub async fn websocket(
     }
     let _ = tokio::time::timeout(Duration::from_millis(500), conn.io.shutdown()).await;
     Ok(obs)
+}
+
+/// Longest part of a refused upgrade's body kept: a library's reason is one short line.
+const BODY_EXCERPT: usize = 120;
+
+/// The start of a refusal's body: what came with the head, or one read of at most 500 ms
+/// when a Content-Length promised more (a server may write head and body apart).
+async fn refusal_body(conn: &mut Conn, head: &Head, mut got: Vec<u8>) -> Option<String> {
+    let promised = head
+        .header("content-length")
+        .and_then(|v| v.parse::<usize>().ok());
+    if got.is_empty() && promised.is_some_and(|n| n > 0) {
+        let mut buf = [0u8; 512];
+        let r = tokio::time::timeout(Duration::from_millis(500), conn.io.read(&mut buf)).await;
+        if let Ok(Ok(n)) = r {
+            got.extend_from_slice(&buf[..n]);
+        }
+    }
+    got.truncate(promised.unwrap_or(got.len()).min(512));
+    if head.has_token("transfer-encoding", "chunked") {
+        // The first line is the chunk's size, not the server's words.
+        let at = got
+            .windows(2)
+            .position(|w| w == b"\r\n")
+            .map_or(0, |i| i + 2);
+        got.drain(..at);
+    }
+    body_excerpt(&got)
+}
+
+/// Pure: a body's first line, trimmed, escaped and bounded; None when there is none.
+fn body_excerpt(bytes: &[u8]) -> Option<String> {
+    let text = String::from_utf8_lossy(bytes);
+    let line = text.trim().lines().next()?.trim();
+    (!line.is_empty()).then(|| rtcheck_base::escape::excerpt(line, BODY_EXCERPT))
 }
 
 /// `deflate`: permessage-deflate was negotiated (compressed messages are counted, not
@@ -923,6 +972,20 @@ pub async fn alpn(t: &Target, o: &ClientOpts) -> anyhow::Result<Option<String>> 
 mod tests {
     use super::*;
     use rtcheck_wire::{payload, ws};
+
+    #[test]
+    fn a_refusals_body_is_its_first_line_escaped_and_bounded() {
+        // python-engineio's 400 body is a JSON string.
+        let b = body_excerpt(b"\"Not an accepted origin.\"").unwrap();
+        assert_eq!(b, "\"Not an accepted origin.\"");
+        assert_eq!(body_excerpt(b"  \r\n"), None);
+        assert_eq!(body_excerpt(b""), None);
+        let b = body_excerpt(b"<html>\x1b[2J\r\n<body>400</body>").unwrap();
+        assert_eq!(b, "<html>\\x1b[2J");
+        let long = body_excerpt(&[b'x'; 400]).unwrap();
+        assert!(long.starts_with(&"x".repeat(BODY_EXCERPT)), "{long}");
+        assert!(long.contains("more bytes"), "{long}");
+    }
 
     /// Feed `enc` one byte at a time: what comes out is the text, whatever the split.
     fn decoded(encoding: &str, enc: &[u8]) -> String {

@@ -25,6 +25,15 @@ fn what_status_says(code: u16) -> &'static str {
     }
 }
 
+/// What a refusal says: the server's own words when its body had any (a library names
+/// its reason there), else what the status class points to.
+fn refused_says(code: u16, body: Option<&str>) -> String {
+    match body {
+        Some(b) if matches!(code, 400 | 426) => format!("the server answered {b}"),
+        _ => what_status_says(code).to_string(),
+    }
+}
+
 /// What the --direct endpoint answered, when it was asked.
 fn direct_note(u: &UrlObs) -> String {
     match u.direct_status() {
@@ -83,15 +92,25 @@ pub fn check(u: &UrlObs) -> Option<Finding> {
             format!(
                 "HTTP {s} {} instead of 101: {}{}",
                 h.reason,
-                what_status_says(s),
+                refused_says(s, ws.body.as_deref()),
                 direct_note(u)
             ),
         ),
     };
-    let fix = match (h.status, ws.accept_ok) {
+    let mut fix = match (h.status, ws.accept_ok) {
         (101, _) => proxy::upgrade(u.proxy),
         (code, _) => proxy::status(u.proxy, code, Kind::WebSocket, u.direct_status()),
     };
+    if let (400 | 426, Some(b)) = (h.status, ws.body.as_deref()) {
+        // The server said why: its words, not a guess that the Upgrade headers were lost.
+        fix.summary = format!(
+            "HTTP {}: the server refused the upgrade and said why: {b}; when that names \
+             the Origin or Host, the proxy rewrote Host (forward the client's, with its \
+             port: nginx proxy_set_header Host $http_host); when it names the upgrade, \
+             the lines below",
+            h.status
+        );
+    }
     let mut f = finding(
         &META,
         u,
@@ -120,4 +139,20 @@ pub fn check(u: &UrlObs) -> Option<Finding> {
         }
     }
     Some(f)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refusal_with_a_body_is_quoted_not_guessed() {
+        let said = refused_says(400, Some("\"Not an accepted origin.\""));
+        assert_eq!(said, "the server answered \"Not an accepted origin.\"");
+        assert!(!said.contains("Upgrade"));
+        // No body: the status class is all there is.
+        assert!(refused_says(400, None).contains("Upgrade headers"));
+        // A body on another status keeps that status's pointer.
+        assert_eq!(refused_says(404, Some("nope")), what_status_says(404));
+    }
 }

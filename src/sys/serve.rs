@@ -167,7 +167,10 @@ pub fn start_at_env(
     let log = dir.join("server.log");
     let logf = std::fs::File::create(&log).with_context(|| log.display().to_string())?;
     let mut cmd = Command::new(exe()?);
+    // --drain 1s: the children's close frames are not what a run measures, and their
+    // stop must end inside every caller's SIGTERM grace (2 s at the least) unkilled.
     cmd.args(["serve", "--listen", listen, "--exit-with-parent"])
+        .args(["--drain", "1s"])
         .arg("--addr-file")
         .arg(&addr_file)
         .args(flags)

@@ -316,3 +316,114 @@ fn a_101_followed_by_garbage_is_not_a_pass() {
         "{ctx}"
     );
 }
+
+/// ESC, OSC and BEL: what would clear a terminal, retitle it and ring it if printed raw.
+const HOSTILE: &str = "\x1b[2J\x1b]0;pwned\x07";
+
+/// A 400 whose status line carries [`HOSTILE`] in its reason phrase.
+fn hostile_status(s: &mut TcpStream, _: &str, _: &dyn Fn() -> bool) {
+    let head = format!("HTTP/1.1 400 Bad{HOSTILE}\r\nContent-Length: 0\r\n\r\n");
+    let _ = s.write_all(head.as_bytes());
+}
+
+/// A 101, then a close 1008 whose reason carries [`HOSTILE`].
+fn hostile_close(s: &mut TcpStream, req: &str, stopped: &dyn Fn() -> bool) {
+    use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
+    let key = req
+        .lines()
+        .find_map(|l| l.strip_prefix("Sec-WebSocket-Key: "))
+        .unwrap_or("")
+        .trim();
+    let mut out = format!(
+        "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: {}\r\n\r\n",
+        derive_accept_key(key.as_bytes())
+    )
+    .into_bytes();
+    let mut payload = 1008u16.to_be_bytes().to_vec();
+    payload.extend_from_slice(format!("bye{HOSTILE}").as_bytes());
+    out.extend_from_slice(&[0x88, payload.len() as u8]);
+    out.extend_from_slice(&payload);
+    if s.write_all(&out).is_ok() {
+        pause(Duration::from_secs(5), stopped);
+    }
+}
+
+/// Peer-controlled text on a terminal (issue 36h item 2): a peer's status line or close
+/// reason holding ESC sequences never reaches stdout or stderr raw, in text output.
+#[test]
+fn a_peers_escape_sequences_never_reach_the_terminal_raw() {
+    for (name, script) in [
+        ("status line", hostile_status as Script),
+        ("close reason", hostile_close as Script),
+    ] {
+        let stub = Stub::start(script);
+        let url = format!("ws://127.0.0.1:{}/ws", stub.port);
+        let out = common::rtcheck()
+            .args([
+                "probe",
+                "--quick",
+                "--timeout",
+                "2s",
+                "--format",
+                "text",
+                &url,
+            ])
+            .timeout(Duration::from_secs(60))
+            .output()
+            .unwrap();
+        let (o, e) = (
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+        );
+        let ctx = format!(
+            "{name}: exit {:?}\nstdout {o}\nstderr {e}",
+            out.status.code()
+        );
+        // Something was said about this peer: a report, or an error line naming it.
+        assert!(
+            o.contains(&url) || e.contains(&format!("{}", stub.port)),
+            "{ctx}"
+        );
+        assert!(
+            !o.contains('\x1b') && !e.contains('\x1b'),
+            "raw ESC: {ctx:?}"
+        );
+        assert!(
+            !o.contains('\x07') && !e.contains('\x07'),
+            "raw BEL: {ctx:?}"
+        );
+    }
+}
+
+/// A file path holding ESC sequences (a `--procfs` root here; a file's words the same)
+/// in `audit --watch`'s per-run error line: shown escaped, never raw.
+#[test]
+fn audit_watch_run_errors_show_escape_sequences_escaped() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join(format!("p{HOSTILE}"));
+    std::fs::create_dir(&root).unwrap();
+    let err = tmp.path().join("stderr");
+    let child = std::process::Command::new(common::binary())
+        .args(["audit", "--no-proxy-config", "--watch", "1s", "--procfs"])
+        .arg(&root)
+        .arg("--sysfs")
+        .arg(&root)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&err).unwrap())
+        .spawn()
+        .unwrap();
+    let _g = Guard(child);
+    // Polled: the first run's line, on a loaded host within a generous bound.
+    let t0 = std::time::Instant::now();
+    let text = loop {
+        let t = std::fs::read_to_string(&err).unwrap_or_default();
+        if t.contains("run 1:") && t.ends_with('\n') {
+            break t;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(60), "no run line: {t:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(!text.contains('\x1b') && !text.contains('\x07'), "{text:?}");
+    assert!(text.contains("p\\x1b[2J\\x1b]0;pwned\\x07"), "{text:?}");
+}

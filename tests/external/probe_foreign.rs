@@ -739,10 +739,11 @@ fn socketio_hub_heartbeat_is_recognised_and_answered() {
 fn socketio_behind_nginx_without_upgrade_falls_back_to_polling() {
     let hub = py_socketio(&[("PING_INTERVAL", "2"), ("PING_TIMEOUT", "2")]);
     let p = nginx_proxy(&format!(
-        "    location /bad/ {{\n      proxy_pass http://{a}/;\n    }}\n    location /good/ {{\n      proxy_pass http://{a}/;\n      proxy_set_header Host $http_host;\n{NGINX_WS}    }}\n",
+        "    location /bad/ {{\n      proxy_pass http://{a}/;\n    }}\n    location /good/ {{\n      proxy_pass http://{a}/;\n      proxy_set_header Host $http_host;\n{NGINX_WS}    }}\n    location /nohost/ {{\n      proxy_pass http://{a}/;\n{NGINX_WS}    }}\n",
         a = hub.addr()
     ));
     let q = "socket.io/?EIO=4&transport=websocket";
+    let nohost = p.url("ws", &format!("/nohost/{q}"));
     let (bad, good) = (
         p.url("ws", &format!("/bad/{q}")),
         p.url("ws", &format!("/good/{q}")),
@@ -754,7 +755,15 @@ fn socketio_behind_nginx_without_upgrade_falls_back_to_polling() {
         poll["head"]["status"], 200,
         "fixture truth: polling opens: {poll}"
     );
-    let (r, code, err) = probe_json(&["--quick", "--timeout", "3s", "--public", &bad, &good]);
+    let (r, code, err) = probe_json(&[
+        "--quick",
+        "--timeout",
+        "3s",
+        "--public",
+        &bad,
+        &good,
+        &nohost,
+    ]);
     let ctx = format!("exit {code} stderr {err}\n{}", summary(&r));
     assert_eq!(status_of(&r, "upgrade", "/bad/"), "fail", "{ctx}");
     let seen = observed_of(&r, "upgrade", "/bad/");
@@ -768,4 +777,15 @@ fn socketio_behind_nginx_without_upgrade_falls_back_to_polling() {
         !observed_of(&r, "upgrade", "/good/").contains("long-polling"),
         "{ctx}"
     );
+    // Upgrade forwarded, Host not (nginx's default $proxy_host): python-engineio refuses
+    // the Origin with a 400 whose body says so. Probe quotes it rather than blaming the
+    // Upgrade headers, and its fix names the Host.
+    assert_eq!(status_of(&r, "upgrade", "/nohost/"), "fail", "{ctx}");
+    let seen = observed_of(&r, "upgrade", "/nohost/");
+    assert!(seen.contains("HTTP 400"), "{ctx}");
+    // python-engineio's asyncio server: `"ORIGIN is not an accepted origin."` (4.3).
+    assert!(seen.contains("is not an accepted origin"), "{ctx}");
+    assert!(!seen.contains("Upgrade headers did not reach"), "{ctx}");
+    let fix = fix_text(finding(&r, "upgrade", "/nohost/"));
+    assert!(fix.contains("$http_host"), "{ctx}");
 }

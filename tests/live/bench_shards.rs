@@ -68,6 +68,11 @@ $B bench merge $D/s1.json $D/s2.json --format json >$D/merged.json 2>$D/merge.er
 echo "merge_rc=$?"
 echo "merge_err=$(tr '\n' ' ' <$D/merge.err)"
 echo "merged=$(tr -d '\n' <$D/merged.json)"
+# A shard of another run (its run named C): the merge is invalid, never judged as one.
+sed 's/"name": *"external"/"name": "C"/' $D/s2.json >$D/s2c.json
+$B bench merge $D/s1.json $D/s2c.json --format json >$D/mixed.json 2>/dev/null
+echo "mixed_rc=$?"
+echo "mixed=$(tr -d '\n' <$D/mixed.json)"
 $B bench merge $D/s1.json $D/s2.json --threshold 'external.p999 < 0ms' >/dev/null 2>&1
 echo "tight_rc=$?"
 $B bench merge $D/s1.json $D/s2.json --threshold 'external.p999 < 60s' --format junit >/dev/null 2>&1
@@ -161,11 +166,24 @@ fn two_shards_hold_what_one_namespace_cannot_and_merge_exactly() {
     assert_eq!(r["connections"], 1200, "{r:#}");
     assert_eq!(r["accounting"]["received"], 1200 * 20, "{r:#}");
     assert_eq!(r["samples"], 1200 * 20, "{r:#}");
+    // The merged run keeps the shards' own name: what `bench fanout --server` calls its
+    // run, so a threshold reads the same on a shard's report and on the merge.
+    let s2 = json(&text, "s2");
+    assert_eq!(s2["scenarios"][0]["name"], "external", "{s2:#}");
+    assert_eq!(r["name"], s2["scenarios"][0]["name"], "{r:#}");
+    // Shards of runs of another name: invalid, the shard and both names said.
+    assert_eq!(field(&text, "mixed_rc"), "1", "{text}");
+    let mixed = json(&text, "mixed");
+    assert_eq!(mixed["valid"], false, "{mixed:#}");
+    let notes = mixed["scenarios"][0]["notes"].to_string();
+    assert!(
+        notes.contains("ran `C`, the first file `external`"),
+        "{notes}"
+    );
     // --threshold is judged on the merged run.
     assert_eq!(field(&text, "tight_rc"), "1", "{text}");
     assert_eq!(field(&text, "loose_rc"), "0", "{text}");
     // Coordinated: the shard states its clock against Redis's, with its bound.
-    let s2 = json(&text, "s2");
     assert_eq!(s2["shard"]["index"], 2, "{text}");
     let clock = &s2["clock"];
     assert_eq!(clock["within_tolerance"], true, "{clock:#}");

@@ -316,6 +316,41 @@ fn shard_hub_stalls_on_a_slow_client_without_deadline_and_still_exits_on_sigterm
 }
 
 #[test]
+fn drain_bounds_the_shutdown_wait_for_a_client_stuck_in_a_write() {
+    // No write deadline: a client that never reads holds its task in a write, so it is
+    // still registered when SIGTERM comes. --drain bounds the wait, and the line names it.
+    let mut srv = Server::start(&[
+        "--write-deadline",
+        "0",
+        "--pong-wait",
+        "0",
+        "--sndbuf",
+        "4096",
+        "--rate",
+        "100",
+        "--size",
+        "16KiB",
+        "--drain",
+        "300ms",
+    ]);
+    let _slow = raw_ws(srv.addr, Some(2048));
+    // Stuck: its socket full and its queue overflowing.
+    srv.wait_stats(Duration::from_secs(30), |s| {
+        s["clients"]["ws"] == 1 && s["drops"].as_u64() >= Some(1)
+    });
+    srv.signal(libc::SIGTERM);
+    let st = srv
+        .wait_exit(Duration::from_secs(20))
+        .expect("exit within 20 s");
+    assert_eq!(st.code(), Some(143), "SIGTERM: 128 + 15 ({st:?})");
+    let err = srv.stderr();
+    assert!(
+        err.contains("1 client(s) still blocked after --drain 300ms"),
+        "{err}"
+    );
+}
+
+#[test]
 fn shard_hub_with_deadline_removes_the_slow_client_and_recovers() {
     // C2 in miniature.
     let srv = Server::start(&[

@@ -48,9 +48,6 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// How long shutdown waits for clients to take their close frames.
-const DRAIN: Duration = Duration::from_secs(1);
-
 /// Run the server until SIGINT or SIGTERM: 128 + the signal, after closing every client.
 pub fn run(a: Options) -> anyhow::Result<ExitCode> {
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -158,7 +155,7 @@ async fn serve(
         _ = term.recv() => ("SIGTERM", 128 + libc::SIGTERM as u8),
         _ = int.recv() => ("SIGINT", 128 + libc::SIGINT as u8),
     };
-    stop(&app, publisher, sig).await;
+    stop(&app, publisher, sig, cfg.drain).await;
     Ok(code)
 }
 
@@ -184,9 +181,9 @@ fn more_lines(cfg: &Config, access_line: &str, hub: &Hub) -> String {
     lines.join("\n")
 }
 
-/// After a signal: close every client (they get [`DRAIN`] to take their close frames),
-/// say goodbye to the cluster, and say what was sent.
-async fn stop(app: &App, publisher: tokio::task::JoinHandle<()>, sig: &str) {
+/// After a signal: close every client (they get `drain` to take their close frames; the
+/// wait ends as soon as none is left), say goodbye to the cluster, and say what was sent.
+async fn stop(app: &App, publisher: tokio::task::JoinHandle<()>, sig: &str, drain: Duration) {
     let hub = &app.hub;
     eprintln!(
         "rtcheck serve: {sig}: closing {} client(s)",
@@ -194,7 +191,7 @@ async fn stop(app: &App, publisher: tokio::task::JoinHandle<()>, sig: &str) {
     );
     hub.shutdown();
     publisher.abort();
-    let deadline = tokio::time::Instant::now() + DRAIN;
+    let deadline = tokio::time::Instant::now() + drain;
     while hub.client_count() > 0 && tokio::time::Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
@@ -203,7 +200,8 @@ async fn stop(app: &App, publisher: tokio::task::JoinHandle<()>, sig: &str) {
     }
     let left = hub.client_count();
     if left > 0 {
-        eprintln!("rtcheck serve: {left} client(s) still blocked after {DRAIN:?}; closing them");
+        let d = rtcheck_base::units::fmt_duration(drain);
+        eprintln!("rtcheck serve: {left} client(s) still blocked after --drain {d}; closing them");
     }
     let s = hub.snapshot().stats;
     eprintln!(

@@ -72,7 +72,8 @@ pub fn run(a: &AuditArgs, base: &Loaded, ctx: Ctx) -> anyhow::Result<ExitCode> {
     loop {
         runs += 1;
         if let Err(e) = one_round(a, base, ctx, &metrics) {
-            eprintln!("rtcheck: audit --watch: run {runs}: {e:#}");
+            let e = rtcheck_base::escape::plain(&format!("{e:#}")).into_owned();
+            eprintln!("rtcheck: audit --watch: run {runs}: {e}");
         }
         if sleep_unless_stopped(every) {
             break;

@@ -23,7 +23,7 @@ impl Kept {
     pub(super) fn stop(&self, e: anyhow::Error) -> anyhow::Error {
         let line = interrupted_line(&self.0);
         if e.to_string() != line {
-            eprintln!("rtcheck: {e}");
+            eprintln!("rtcheck: {}", rtcheck_base::escape::plain(&e.to_string()));
         }
         // Interrupted holds a &'static str; this runs once, as the run ends.
         Interrupted(Box::leak(line.into_boxed_str())).into()

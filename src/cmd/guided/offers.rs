@@ -39,7 +39,10 @@ pub(super) fn probe(profile: &Profile, ctx: Ctx, kept: &mut Kept) -> anyhow::Res
         .map_err(prompt_error)?;
     let url = url.trim().to_string();
     let shown = Target::parse(&url).map_err(|e| anyhow::anyhow!(e))?;
-    eprintln!("probing {shown}");
+    eprintln!(
+        "probing {}",
+        rtcheck_base::escape::plain(&shown.to_string())
+    );
     let idle = confirm("Also hold a connection idle for 75 s (idle-timeout, heartbeat)?")?;
     let mut argv = vec!["probe"];
     if !idle {

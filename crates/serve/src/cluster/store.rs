@@ -375,9 +375,11 @@ pub async fn relay(hub: Arc<Hub>, c: Arc<Cluster>, ready: Arc<tokio::sync::Notif
         }
         if let Err(e) = r {
             if let Some(n) = log.hit(std::time::Instant::now()) {
+                // Redis's own error text: a peer's words, shown escaped.
                 eprintln!(
-                    "rtcheck serve: node {}: redis link lost ({e}){}; clients stay, reconnecting",
+                    "rtcheck serve: node {}: redis link lost ({}){}; clients stay, reconnecting",
                     c.cfg.node,
+                    rtcheck_base::escape::plain(&e.to_string()),
                     log.suffix(n)
                 );
             }
