@@ -1,8 +1,10 @@
 //! `rtcheck rehearse` against real parts (issue 38): rtcheck serve behind nginx restarted
 //! by a hook (SIGTERM, then start), a python3-websockets broadcast hub killed and
-//! restarted, and the same hub with a listen backlog of 16 warming up under a burst.
-//! rtcheck's counts are checked against independent ones: nginx's access log and the
-//! hub's accept log.
+//! restarted, and the same hub with a listen backlog of 16 warming up under a burst;
+//! foreign hubs fed by rtcheck's publisher (`--publish`: express's publish API, a node
+//! `ws` chat hub) killed and restarted. rtcheck's counts are checked against
+//! independent ones: nginx's access log, the hub's accept log, the hubs' own log of
+//! what they took and wrote.
 mod common;
 mod foreign_common;
 #[allow(unused_imports)]
@@ -445,6 +447,48 @@ fn bad_input_is_one_line_and_exit_2() {
             vec!["ws://u:secret@127.0.0.1:9/ws", "--restart", "true"],
             "user:password",
         ),
+        (
+            vec![
+                "ws://127.0.0.1:9/ws",
+                "--restart",
+                "true",
+                "--message",
+                "{marker}",
+            ],
+            "--message goes with --publish",
+        ),
+        (
+            vec![
+                "http://127.0.0.1:9/events",
+                "--restart",
+                "true",
+                "--publish",
+                "ws",
+            ],
+            "--publish ws",
+        ),
+        (
+            vec![
+                "ws://127.0.0.1:9/ws",
+                "--restart",
+                "true",
+                "--publish",
+                "ws",
+                "--rate",
+                "0",
+            ],
+            "--rate 0",
+        ),
+        (
+            vec![
+                "ws://127.0.0.1:9/ws",
+                "--restart",
+                "true",
+                "--publish",
+                "POST http://10.1.2.3:9/p?token=secret",
+            ],
+            "not a loopback",
+        ),
     ] {
         let out = common::rtcheck()
             .arg("rehearse")
@@ -709,4 +753,120 @@ fn an_express_sse_app_killed_and_restarted_cuts_its_streams_and_loses_silently()
         "{run:#}"
     );
     assert_eq!(run["delivery"]["epochs"], 2, "{run:#}");
+}
+
+#[test]
+fn an_express_hub_fed_by_rtchecks_publisher_loses_what_it_took_while_clients_were_away() {
+    let port = common::free_port();
+    let app = Restartable::start(
+        &format!(
+            "NODE_PATH={} PORT={port} EVENT_MS=60000 PUBLISH_LOG={{DIR}}/publish.log setsid /usr/bin/node {} >>{{DIR}}/app.log 2>&1 </dev/null &",
+            foreign_common::NODE_PATH,
+            fixture("express_sse.js").display()
+        ),
+        port,
+    );
+    let n = 20;
+    let publish = format!("POST http://127.0.0.1:{port}/publish");
+    let (code, r, err) = rehearse(&[
+        &format!("http://127.0.0.1:{port}/live"),
+        "--connections",
+        &n.to_string(),
+        "--restart",
+        &app.hook("KILL"),
+        // Back 3 s after the drop: the new process takes publishes before that.
+        "--reconnect",
+        "fixed:3s",
+        "--publish",
+        &publish,
+        "--message",
+        r#"{"user":"rehearse","text":"{marker}"}"#,
+        "--rate",
+        "20",
+        "--timeout",
+        "40s",
+    ]);
+    let run = &r["runs"][0];
+    assert_eq!(code, Some(1), "{r:#}\n{err}");
+    assert_eq!(run["wave"]["dropped"], n, "{run:#}");
+    assert_eq!(run["wave"]["back"], n, "{run:#}");
+    // One history (rtcheck's seqs) across both processes.
+    assert_eq!(run["delivery"]["epochs"], 1, "{run:#}");
+    let p = &run["publisher"];
+    let (sent, failed) = (p["sent"].as_u64().unwrap(), p["failed"].as_u64().unwrap());
+    assert!(sent > 0 && failed > 0, "{run:#}");
+    // The hub's own log, one line per publish it took: what it wrote to its clients.
+    let log = app.path("publish.log");
+    let taken = sent + failed - run["unowed"].as_u64().unwrap();
+    assert_eq!(
+        lines_when(&log, taken as usize, |_| true) as u64,
+        taken,
+        "{run:#}"
+    );
+    let written: u64 = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(|l| l.trim().parse::<u64>().unwrap())
+        .sum();
+    let d = &run["delivery"];
+    assert_eq!(d["received"].as_u64().unwrap(), written, "{run:#}");
+    // Every client was owed every publish the hub took; it got those it was written.
+    assert_eq!(d["lost"].as_u64().unwrap(), n * taken - written, "{run:#}");
+    assert!(d["lost"].as_u64().unwrap() > 0, "{run:#}");
+    assert_eq!(d["lost_silently"], d["lost"], "{run:#}");
+    assert_eq!(d["duplicated"], 0, "{run:#}");
+    assert_eq!(finding(&r, "delivery:")["status"], "fail");
+}
+
+#[test]
+fn a_node_ws_chat_hub_fed_over_rtchecks_own_websocket_counts_what_it_broadcast() {
+    let port = common::free_port();
+    let hub = Restartable::start(
+        &format!(
+            "NODE_PATH={} PORT={port} BROADCAST_MS=0 PUBLISH_LOG={{DIR}}/publish.log setsid /usr/bin/node {} >>{{DIR}}/hub.log 2>&1 </dev/null &",
+            foreign_common::NODE_PATH,
+            fixture("ws_broadcast.js").display()
+        ),
+        port,
+    );
+    let n = 20;
+    let (code, r, err) = rehearse(&[
+        &format!("ws://127.0.0.1:{port}/"),
+        "--connections",
+        &n.to_string(),
+        "--restart",
+        &hub.hook("KILL"),
+        "--reconnect",
+        "fixed:3s",
+        // rtcheck's publisher is one more client of the chat; the hub sends what it
+        // says to every other one. It dials again after the restart.
+        "--publish",
+        "ws",
+        "--rate",
+        "20",
+        "--timeout",
+        "40s",
+    ]);
+    let run = &r["runs"][0];
+    assert_eq!(code, Some(1), "{r:#}\n{err}");
+    assert_eq!(run["wave"]["back"], n, "{run:#}");
+    let p = &run["publisher"];
+    assert!(p["failed"].as_u64().unwrap() > 0, "{run:#}");
+    let taken = p["sent"].as_u64().unwrap() + p["failed"].as_u64().unwrap()
+        - run["unowed"].as_u64().unwrap();
+    let log = hub.path("publish.log");
+    assert_eq!(
+        lines_when(&log, taken as usize, |_| true) as u64,
+        taken,
+        "{run:#}"
+    );
+    let written: u64 = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(|l| l.trim().parse::<u64>().unwrap())
+        .sum();
+    let d = &run["delivery"];
+    assert_eq!(d["received"].as_u64().unwrap(), written, "{run:#}");
+    assert_eq!(d["lost"].as_u64().unwrap(), n * taken - written, "{run:#}");
+    assert!(d["lost_silently"].as_u64().unwrap() > 0, "{run:#}");
 }

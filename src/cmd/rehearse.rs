@@ -77,6 +77,22 @@ pub struct RehearseArgs {
     /// Sent by every client after connecting, WebSocket (join a room).
     #[arg(long, value_name = "TEXT")]
     pub subscribe: Option<String>,
+    /// Who publishes: `server` (the hub publishes by itself), `ws` (rtcheck sends each
+    /// message on a WebSocket of its own, dialled again across the restart, and the hub
+    /// broadcasts it), or 'POST URL' (the app's publish API). A publish that failed
+    /// while the hub was down is owed to no client.
+    #[arg(long, value_name = "MODE", default_value = "server", value_parser = crate::bench::publisher::PublishVia::parse)]
+    pub publish: crate::bench::publisher::PublishVia,
+    /// What rtcheck publishes with --publish: a template with {seq}, {ts}, {marker}
+    /// (default: rtcheck's JSON payload).
+    #[arg(long, value_name = "TEMPLATE")]
+    pub message: Option<String>,
+    /// Messages per second with --publish, from the settle to the end.
+    #[arg(long, value_name = "N", default_value_t = 10.0)]
+    pub rate: f64,
+    /// A header for --publish 'POST URL' ('Name: value'; never printed). Repeatable.
+    #[arg(short = 'H', long = "header", value_name = "HEADER")]
+    pub headers: Vec<String>,
     /// Send this traffic to a host that is not loopback.
     #[arg(long)]
     pub allow_remote: bool,
@@ -119,6 +135,57 @@ fn target(a: &RehearseArgs) -> anyhow::Result<crate::bench::target::Target> {
     url.resolve(Some(addr))
 }
 
+/// `--publish`/`--message`/`--rate`/`-H` into bench's publisher plan (None: the hub
+/// publishes by itself). Its schedule outlasts the rehearsal; the run's end stops it.
+fn publisher(
+    a: &RehearseArgs,
+    t: &crate::bench::target::Target,
+    message: crate::bench::template::Template,
+) -> anyhow::Result<Option<crate::bench::publisher::Plan>> {
+    use crate::bench::publisher::{Endpoint, PublishVia};
+    let flag_without = |f: &str| anyhow::anyhow!("{f} goes with --publish ws or 'POST URL'");
+    match &a.publish {
+        PublishVia::Server if a.message.is_some() => return Err(flag_without("--message")),
+        PublishVia::Server if !a.headers.is_empty() => return Err(flag_without("-H")),
+        PublishVia::Server => return Ok(None),
+        PublishVia::Ws if t.proto != crate::bench::target::Proto::Ws => {
+            anyhow::bail!("--publish ws sends on a WebSocket of the clients' URL; give a ws:// URL or 'POST URL'")
+        }
+        _ => {}
+    }
+    if !(a.rate.is_finite() && a.rate > 0.0 && a.rate <= 10_000.0) {
+        anyhow::bail!(
+            "--rate {}: expected a number of messages per second, above 0 and at most 10000",
+            a.rate
+        );
+    }
+    let trust = crate::sys::tls::Trust::with_ca(a.ca.clone());
+    let headers = a
+        .headers
+        .iter()
+        .map(|h| crate::bench::publisher::parse_header(h))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(anyhow::Error::msg)?;
+    let life = a.settle + a.restart_timeout + a.timeout + a.grace + Duration::from_secs(60);
+    Ok(Some(crate::bench::publisher::Plan {
+        via: a.publish.clone(),
+        ws_url: a.url.clone(),
+        ws: Endpoint {
+            target: t.clone(),
+            tls: t.tls(&trust)?,
+        },
+        post: a.publish.post(None, &trust)?,
+        message,
+        subscribe: a.subscribe.clone(),
+        app: None,
+        headers,
+        rounds: (life.as_secs_f64() * a.rate).ceil() as u64,
+        rate: a.rate,
+        size: 0,
+        redial: true,
+    }))
+}
+
 pub fn run(a: RehearseArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
     a.out.validate()?;
     let t = target(&a)?;
@@ -130,13 +197,14 @@ pub fn run(a: RehearseArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
     if !sse && policies.contains(&Reconnect::Eventsource) {
         anyhow::bail!("--reconnect eventsource: the browser's EventSource is SSE; give an http:// or https:// URL");
     }
-    let (_, decoder) = crate::bench::template::message_and_decoder(
-        None,
+    let (message, decoder) = crate::bench::template::message_and_decoder(
+        a.message.as_deref(),
         a.seq_path.as_deref(),
         a.ts_path.as_deref(),
         sse,
     )
     .map_err(anyhow::Error::msg)?;
+    let publish = publisher(&a, &t, message)?;
     let o = rehearse::Options {
         url_shown: rtcheck_base::redact::url(&a.url),
         watch: a.server_addr.unwrap_or(t.addr),
@@ -150,6 +218,7 @@ pub fn run(a: RehearseArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
         policies,
         pids: a.pid.clone().map(|p| p.0).unwrap_or_default(),
         decoder,
+        publish,
         subscribe: a.subscribe.clone(),
         ca: a.ca.clone(),
         connect_timeout: Duration::from_secs(10),

@@ -33,6 +33,11 @@ pub struct Shared {
     pub away: AtomicU64,
     /// Clients whose first connect is over (connected or failed).
     pub started: AtomicU64,
+    /// Messages with a seq received, over every client (the end waits until it stops).
+    pub received: AtomicU64,
+    /// The seqs are rtcheck's publisher's, one history across the restart: a seq that
+    /// goes back on a new connection is a replay, never a new epoch.
+    pub one_history: bool,
 }
 
 impl Shared {
@@ -401,6 +406,7 @@ fn record(sh: &Shared, seen: &mut Seen<'_>, (seq, epoch): (u64, String), bytes: 
     let new_epoch = out.segments.last().is_none_or(|s| s.epoch != epoch);
     // Without an epoch, seqs that go back on a new connection mean a restarted publisher.
     let went_back = epoch.is_empty()
+        && !sh.one_history
         && seen.fresh
         && out
             .segments
@@ -423,6 +429,7 @@ fn record(sh: &Shared, seen: &mut Seen<'_>, (seq, epoch): (u64, String), bytes: 
     }
     seen.res.last_seq = seq;
     sh.see(&key, seq);
+    sh.received.fetch_add(1, Relaxed);
 }
 
 /// Read until the connection ends or the run stops: how it ended, and when a drain

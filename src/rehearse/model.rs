@@ -124,4 +124,9 @@ pub struct Run {
     pub delivery: Delivery,
     pub valid: bool,
     pub notes: Vec<String>,
+    /// `--publish ws|'POST URL'`: what rtcheck's publisher sent, and failed to send.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub publisher: Option<crate::bench::wire::PublisherStat>,
+    /// Publishes that failed and that no client received: not counted as lost.
+    pub unowed: u64,
 }

@@ -135,6 +135,38 @@ pub fn delivery(clients: &[ClientOut]) -> Delivery {
     d
 }
 
+/// The seqs rtcheck's publisher failed to send that no client received: the hub never
+/// took them, so no client is owed them (one a client got was taken after all). Sorted.
+pub fn unowed(clients: &[ClientOut], failed: &[(u64, u64)]) -> Vec<u64> {
+    let got: std::collections::HashSet<u64> = clients
+        .iter()
+        .flat_map(|c| c.segments.iter().flat_map(|s| s.seqs.iter().copied()))
+        .collect();
+    failed
+        .iter()
+        .flat_map(|&(a, b)| a..=b)
+        .filter(|s| !got.contains(s))
+        .collect()
+}
+
+/// Every seq less the unowed seqs below it: the publisher's numbering becomes that of
+/// what the hub took, so an unowed seq leaves no hole to count as lost.
+pub fn without_unowed(mut clients: Vec<ClientOut>, unowed: &[u64]) -> Vec<ClientOut> {
+    if unowed.is_empty() {
+        return clients;
+    }
+    let shift = |s: u64| s - unowed.partition_point(|&u| u < s) as u64;
+    for seg in clients.iter_mut().flat_map(|c| c.segments.iter_mut()) {
+        for s in &mut seg.seqs {
+            *s = shift(*s);
+        }
+        for g in &mut seg.gaps {
+            *g = (shift(g.0), shift(g.1));
+        }
+    }
+    clients
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::client::Segment;
@@ -155,6 +187,25 @@ mod tests {
             connected_at_end: at_end,
             ..ClientOut::default()
         }
+    }
+
+    #[test]
+    fn publishes_that_failed_while_the_hub_was_down_are_owed_to_no_client() {
+        // Published 1..=10; 4..=6 failed (the hub down), yet a got 6 (taken after all).
+        // a was back for 7; b came back late and missed 7 and 8 without a word.
+        let a = client(vec![seg("", &[1, 2, 3, 6, 7, 8, 9, 10], false)], true);
+        let b = client(vec![seg("", &[1, 2, 3, 9, 10], false)], true);
+        let un = unowed(&[a.clone(), b.clone()], &[(4, 6)]);
+        assert_eq!(un, vec![4, 5]);
+        let cs = without_unowed(vec![a, b], &un);
+        assert_eq!(cs[0].segments[0].seqs, vec![1, 2, 3, 4, 5, 6, 7, 8]);
+        let d = delivery(&cs);
+        // b: 4 (the 6 taken), 5 and 6 (7 and 8 published) lost; nothing of 4..=5.
+        assert_eq!((d.lost, d.lost_silently), (3, 3), "{d:?}");
+        assert_eq!(d.clients_lost_silently, 1);
+        // Nothing failed: nothing changes.
+        let c = client(vec![seg("", &[1, 3], false)], true);
+        assert_eq!(without_unowed(vec![c], &[])[0].segments[0].seqs, vec![1, 3]);
     }
 
     #[test]

@@ -426,6 +426,8 @@ mod tests {
             delivery: Delivery::default(),
             valid: true,
             notes: vec![],
+            publisher: None,
+            unowed: 0,
         }
     }
 
