@@ -870,3 +870,61 @@ fn a_node_ws_chat_hub_fed_over_rtchecks_own_websocket_counts_what_it_broadcast()
     assert_eq!(d["lost"].as_u64().unwrap(), n * taken - written, "{run:#}");
     assert!(d["lost_silently"].as_u64().unwrap() > 0, "{run:#}");
 }
+
+#[test]
+fn a_python_socketio_hub_killed_and_restarted_is_rehearsed_through_the_protocol() {
+    let port = common::free_port();
+    // Pings every second, a client silent for a second more is dropped: the clients
+    // must answer the protocol's heartbeat through the settle.
+    let hub = Restartable::start(
+        &format!(
+            "PORT={port} TICK_MS=50 PING_INTERVAL=1 PING_TIMEOUT=1 EVENTS_LOG={{DIR}}/events.log setsid {} {} >>{{DIR}}/hub.log 2>&1 </dev/null &",
+            python().display(),
+            fixture("socketio_server.py").display()
+        ),
+        port,
+    );
+    let n = 20;
+    let (code, r, err) = rehearse(&[
+        // The URL names the protocol (EIO=4): detected, as bench does.
+        &format!("ws://127.0.0.1:{port}/socket.io/?EIO=4&transport=websocket"),
+        "--connections",
+        &n.to_string(),
+        "--restart",
+        &hub.hook("KILL"),
+        "--reconnect",
+        "exp:200ms..2s+jitter",
+        "--settle",
+        "3s",
+        // Its `tick` event carries {"seq","ts"}.
+        "--event",
+        "tick",
+        "--seq-path",
+        "seq",
+        "--ts-path",
+        "ts",
+        "--timeout",
+        "40s",
+    ]);
+    assert_eq!(r["app_protocol"]["protocol"], "socketio", "{r:#}\n{err}");
+    let run = &r["runs"][0];
+    assert_eq!(code, Some(1), "{r:#}\n{err}");
+    assert_eq!(run["dropped_before_restart"], 0, "{run:#}");
+    assert_eq!(run["wave"]["dropped"], n, "{run:#}");
+    // Killed: no close of either kind.
+    assert_eq!(run["drain"]["abrupt"], n, "{run:#}");
+    assert_eq!(run["drain"]["app_close"], 0, "{run:#}");
+    assert_eq!(run["wave"]["back"], n, "{run:#}");
+    // The payloads were unwrapped from the protocol's events: seqs in both processes,
+    // the new one's from 1, told nobody.
+    let d = &run["delivery"];
+    assert!(d["received"].as_u64().unwrap() > n, "{run:#}");
+    assert_eq!(d["clients_without_seq"], 0, "{run:#}");
+    assert_eq!(d["epochs"], 2, "{run:#}");
+    assert!(d["lost_silently"].as_u64().unwrap() > 0, "{run:#}");
+    // The hub's own count: every first session and every return, through the protocol.
+    let connects = lines_when(&hub.path("events.log"), 2 * n as usize, |l| {
+        l.ends_with(" connect")
+    });
+    assert_eq!(connects as u64, 2 * n, "{run:#}");
+}

@@ -90,6 +90,19 @@ pub struct RehearseArgs {
     /// Messages per second with --publish, from the settle to the end.
     #[arg(long, value_name = "N", default_value_t = 10.0)]
     pub rate: f64,
+    /// The library protocol the clients speak on a ws:// URL: socketio, signalr,
+    /// phoenix, actioncable, graphql-ws, stomp, sockjs, mqtt or raw. Default: detected
+    /// from the URL where it is unambiguous (`?EIO=4`, `/websocket?vsn=`, `/cable`...).
+    #[arg(long, value_name = "NAME", value_parser = super::reach::parse_app_protocol)]
+    pub app_protocol: Option<rtcheck_wire::appproto::AppProtocol>,
+    /// With a library protocol: what to subscribe to (Phoenix topic, ActionCable
+    /// channel, STOMP destination, MQTT topic).
+    #[arg(long, value_name = "NAME")]
+    pub channel: Option<String>,
+    /// With a library protocol: the Socket.IO event or SignalR method that carries the
+    /// payload (default `message`).
+    #[arg(long, value_name = "NAME")]
+    pub event: Option<String>,
     /// A header for --publish 'POST URL' ('Name: value'; never printed). Repeatable.
     #[arg(short = 'H', long = "header", value_name = "HEADER")]
     pub headers: Vec<String>,
@@ -137,10 +150,41 @@ fn target(a: &RehearseArgs) -> anyhow::Result<crate::bench::target::Target> {
 
 /// `--publish`/`--message`/`--rate`/`-H` into bench's publisher plan (None: the hub
 /// publishes by itself). Its schedule outlasts the rehearsal; the run's end stops it.
+type App = (
+    rtcheck_wire::appproto::AppProtocol,
+    rtcheck_wire::appproto::Subscribe,
+    crate::bench::appws::Spoken,
+);
+
+/// The library protocol of a ws:// URL: `--app-protocol`, or the one its path names.
+fn app_protocol(a: &RehearseArgs, t: &crate::bench::target::Target) -> anyhow::Result<Option<App>> {
+    let ws = t.proto == crate::bench::target::Proto::Ws;
+    let given = a
+        .app_protocol
+        .is_some_and(|p| p != rtcheck_wire::appproto::AppProtocol::Raw);
+    if !ws && given {
+        anyhow::bail!(
+            "--app-protocol: the library protocols run over WebSocket; give a ws:// or wss:// URL"
+        );
+    }
+    let app = ws
+        .then(|| crate::bench::appws::resolve(a.app_protocol, &a.url))
+        .flatten();
+    if app.is_none() && (a.channel.is_some() || a.event.is_some()) {
+        anyhow::bail!("--channel and --event go with a library protocol (--app-protocol NAME, or a URL that names one)");
+    }
+    let sub = rtcheck_wire::appproto::Subscribe {
+        channel: a.channel.clone(),
+        event: a.event.clone(),
+    };
+    Ok(app.map(|(p, why)| (p, sub, why)))
+}
+
 fn publisher(
     a: &RehearseArgs,
     t: &crate::bench::target::Target,
     message: crate::bench::template::Template,
+    app: Option<&App>,
 ) -> anyhow::Result<Option<crate::bench::publisher::Plan>> {
     use crate::bench::publisher::{Endpoint, PublishVia};
     let flag_without = |f: &str| anyhow::anyhow!("{f} goes with --publish ws or 'POST URL'");
@@ -150,6 +194,11 @@ fn publisher(
         PublishVia::Server => return Ok(None),
         PublishVia::Ws if t.proto != crate::bench::target::Proto::Ws => {
             anyhow::bail!("--publish ws sends on a WebSocket of the clients' URL; give a ws:// URL or 'POST URL'")
+        }
+        // Bench's publisher speaks the protocol but keeps one session: it would not
+        // come back through the restart.
+        PublishVia::Ws if app.is_some() => {
+            anyhow::bail!("--publish ws with a library protocol: rtcheck's publisher does not dial its session again after the restart; use --publish 'POST URL' or the hub's own messages")
         }
         _ => {}
     }
@@ -204,7 +253,8 @@ pub fn run(a: RehearseArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
         sse,
     )
     .map_err(anyhow::Error::msg)?;
-    let publish = publisher(&a, &t, message)?;
+    let app = app_protocol(&a, &t)?;
+    let publish = publisher(&a, &t, message, app.as_ref())?;
     let o = rehearse::Options {
         url_shown: rtcheck_base::redact::url(&a.url),
         watch: a.server_addr.unwrap_or(t.addr),
@@ -219,6 +269,7 @@ pub fn run(a: RehearseArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
         pids: a.pid.clone().map(|p| p.0).unwrap_or_default(),
         decoder,
         publish,
+        app,
         subscribe: a.subscribe.clone(),
         ca: a.ca.clone(),
         connect_timeout: Duration::from_secs(10),

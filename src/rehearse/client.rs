@@ -3,9 +3,11 @@
 //! resume (SSE `Last-Event-ID`, rtcheck's `?since=SEQ&epoch=E` after its hello), and
 //! record every seq in arrival order per server epoch.
 use super::policy::Reconnect;
+use crate::bench::appws::Session;
 use crate::bench::target::{Proto, Target};
 use crate::sys::tls::{Stream, Tls};
 use futures_util::{SinkExt, StreamExt};
+use rtcheck_wire::appproto::{AppProtocol, Subscribe};
 use rtcheck_wire::epoch::{self, Marker};
 use rtcheck_wire::http::response::{self, Limits};
 use std::collections::HashMap;
@@ -38,6 +40,8 @@ pub struct Shared {
     /// The seqs are rtcheck's publisher's, one history across the restart: a seq that
     /// goes back on a new connection is a replay, never a new epoch.
     pub one_history: bool,
+    /// The library protocol spoken on each WebSocket (`--app-protocol`, or the URL's).
+    pub app: Option<(AppProtocol, Subscribe)>,
 }
 
 impl Shared {
@@ -130,6 +134,9 @@ impl Cause {
 pub enum End {
     /// A WebSocket close frame with this code (1001 going away, 1012 service restart).
     Close(u16),
+    /// The library protocol's own close (Socket.IO's disconnect packet, STOMP's ERROR,
+    /// MQTT's DISCONNECT...): the server said it was ending the session.
+    AppClose,
     /// The SSE body ended cleanly (chunked terminator, or EOF on a body until close).
     SseEnd,
     /// EOF without a close frame or a clean end.
@@ -143,7 +150,10 @@ pub enum End {
 impl End {
     /// A signal a client can act on before the socket goes.
     pub fn is_drain(self) -> bool {
-        matches!(self, End::Close(1001) | End::Close(1012) | End::SseEnd)
+        matches!(
+            self,
+            End::Close(1001) | End::Close(1012) | End::SseEnd | End::AppClose
+        )
     }
 }
 
@@ -173,11 +183,16 @@ pub struct ClientOut {
     pub replay_messages: u64,
     pub replay_bytes: u64,
     pub connected_at_end: bool,
+    /// The protocol's reason for a drop, by the drop's index (an `AppClose`'s words).
+    pub reasons: HashMap<usize, String>,
 }
 
 /// One open connection.
 enum Conn {
-    Ws(Box<tokio_tungstenite::WebSocketStream<Stream>>),
+    Ws(
+        Box<tokio_tungstenite::WebSocketStream<Stream>>,
+        Option<Box<Session>>,
+    ),
     Sse {
         stream: Box<Stream>,
         body: Box<rtcheck_wire::sse::Stream>,
@@ -217,10 +232,13 @@ pub async fn run(
     out.connected_ms = Some(sh.ms());
     let mut snapshot = HashMap::new();
     loop {
-        let end = read(&sh, &mut conn, &mut out, &mut res, &snapshot, &mut stop).await;
+        let (end, why) = read(&sh, &mut conn, &mut out, &mut res, &snapshot, &mut stop).await;
         if end.0 == End::Stopped {
             out.connected_at_end = true;
             return out;
+        }
+        if let Some(why) = why {
+            out.reasons.insert(out.drops.len(), why);
         }
         out.drops.push((sh.ms(), end.0, end.1));
         sh.away.fetch_add(1, Relaxed);
@@ -333,7 +351,8 @@ async fn ws_open(sh: &Shared, stream: Stream, res: &Resume) -> Result<Conn, (Cau
     // tungstenite reads into 128 KiB per connection by default: 256 MB for 2,000 clients
     // of rtcheck's own, measured in BENCHMARKS.md; the messages here are small.
     let cfg = crate::bench::ws_client::config(largest).read_buffer_size(READ_BUFFER);
-    let (mut ws, _) = tokio_tungstenite::client_async_with_config(url.as_str(), stream, Some(cfg))
+    let req = ws_request(&url, sh.app.as_ref().map(|a| a.0))?;
+    let (mut ws, _) = tokio_tungstenite::client_async_with_config(req, stream, Some(cfg))
         .await
         .map_err(|e| match e {
             tungstenite::Error::Http(r) => (
@@ -346,12 +365,42 @@ async fn ws_open(sh: &Shared, stream: Stream, res: &Resume) -> Result<Conn, (Cau
             }
             e => (Cause::Other, format!("WebSocket handshake: {e}")),
         })?;
+    // The library's session (connect, subscribe) before the client counts as back.
+    let app = match &sh.app {
+        Some((p, sub)) => {
+            let mut s = Session::new(*p, &url, sub.clone());
+            crate::bench::appws::handshake(&mut ws, &mut s, sh.connect_timeout)
+                .await
+                .map_err(|e| (Cause::Other, e))?;
+            Some(Box::new(s))
+        }
+        None => None,
+    };
     if let Some(s) = &sh.subscribe {
         ws.send(Message::text(s.clone()))
             .await
             .map_err(|e| (Cause::Reset, format!("subscribe: {e}")))?;
     }
-    Ok(Conn::Ws(Box::new(ws)))
+    Ok(Conn::Ws(Box::new(ws), app))
+}
+
+/// The upgrade request, asking for the protocol's WebSocket subprotocol if it has one
+/// (MQTT's `mqtt`, STOMP's `v12.stomp`...: its servers refuse an upgrade without it).
+fn ws_request(
+    url: &str,
+    p: Option<AppProtocol>,
+) -> Result<tungstenite::handshake::client::Request, (Cause, String)> {
+    use tungstenite::client::IntoClientRequest;
+    let mut r = url
+        .into_client_request()
+        .map_err(|e| (Cause::Other, format!("WebSocket request: {e}")))?;
+    if let Some(sp) = p.and_then(AppProtocol::subprotocol) {
+        r.headers_mut().insert(
+            "Sec-WebSocket-Protocol",
+            tungstenite::http::HeaderValue::from_static(sp),
+        );
+    }
+    Ok(r)
 }
 
 async fn sse_open(sh: &Shared, mut stream: Stream, res: &Resume) -> Result<Conn, (Cause, String)> {
@@ -432,8 +481,8 @@ fn record(sh: &Shared, seen: &mut Seen<'_>, (seq, epoch): (u64, String), bytes: 
     sh.received.fetch_add(1, Relaxed);
 }
 
-/// Read until the connection ends or the run stops: how it ended, and when a drain
-/// signal came (ms).
+/// Read until the connection ends or the run stops: how it ended, when a drain signal
+/// came (ms), and the protocol's reason when it closed the session itself.
 async fn read(
     sh: &Shared,
     conn: &mut Conn,
@@ -441,7 +490,7 @@ async fn read(
     res: &mut Resume,
     snapshot: &HashMap<String, u64>,
     stop: &mut watch::Receiver<u8>,
-) -> (End, Option<f64>) {
+) -> ((End, Option<f64>), Option<String>) {
     let mut seen = Seen {
         out,
         res,
@@ -449,7 +498,8 @@ async fn read(
         fresh: true,
     };
     match conn {
-        Conn::Ws(ws) => read_ws(sh, ws, &mut seen, stop).await,
+        Conn::Ws(ws, None) => (read_ws(sh, ws, &mut seen, stop).await, None),
+        Conn::Ws(ws, Some(app)) => read_app(sh, ws, app, &mut seen, stop).await,
         Conn::Sse {
             stream,
             body,
@@ -458,10 +508,11 @@ async fn read(
         } => {
             let (end, at) = read_sse(sh, stream, body, pending, &mut seen, stop).await;
             // EOF in the middle of a chunked or sized body: cut, not ended.
-            match end == End::SseEnd && !*until_close && !body.ended() {
+            let end = match end == End::SseEnd && !*until_close && !body.ended() {
                 true => (End::Eof, None),
                 false => (end, at),
-            }
+            };
+            (end, None)
         }
     }
 }
@@ -541,6 +592,71 @@ async fn read_ws(
             Some(Ok(_)) => {}
         }
     }
+}
+
+/// A WebSocket of a library protocol: its messages unwrapped to the payload (seq
+/// accounting as on a raw socket), its heartbeat answered and sent, its own close named.
+async fn read_app(
+    sh: &Shared,
+    ws: &mut tokio_tungstenite::WebSocketStream<Stream>,
+    app: &mut Session,
+    seen: &mut Seen<'_>,
+    stop: &mut watch::Receiver<u8>,
+) -> ((End, Option<f64>), Option<String>) {
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    loop {
+        let m = tokio::select! {
+            m = ws.next() => m,
+            _ = tick.tick() => {
+                if let Some(b) = app.due() {
+                    if ws.send(b).await.is_err() {
+                        return ((End::Reset, None), None);
+                    }
+                }
+                continue;
+            }
+            _ = wait_stop(stop) => return ((End::Stopped, None), None),
+        };
+        let m = match m {
+            Some(Ok(m @ (Message::Text(_) | Message::Binary(_)))) => m,
+            Some(Ok(Message::Close(c))) => {
+                let code = c.map_or(1005, |f| u16::from(f.code));
+                let at = sh.ms();
+                drain_socket(ws).await;
+                return ((End::Close(code), Some(at)), None);
+            }
+            Some(Ok(_)) => continue,
+            None | Some(Err(tungstenite::Error::ConnectionClosed)) => {
+                return ((End::Eof, None), None)
+            }
+            Some(Err(_)) => return ((End::Reset, None), None),
+        };
+        let h = app.on_message(&m);
+        for r in h.replies {
+            if ws.send(r).await.is_err() {
+                return ((End::Reset, None), None);
+            }
+        }
+        for p in &h.payloads {
+            if let Some((seq, _)) = sh.decoder.decode(p, None) {
+                let e = seen.res.ws_epoch.clone().unwrap_or_default();
+                record(sh, seen, (seq, e), p.len());
+            }
+        }
+        if let Some(why) = h.closed {
+            let at = sh.ms();
+            drain_socket(ws).await;
+            return ((End::AppClose, Some(at)), Some(why));
+        }
+    }
+}
+
+/// After a close, read until the server closes the socket (bounded: 5 s).
+async fn drain_socket(ws: &mut tokio_tungstenite::WebSocketStream<Stream>) {
+    let _ = tokio::time::timeout(Duration::from_secs(5), async {
+        while let Some(Ok(_)) = ws.next().await {}
+    })
+    .await;
 }
 
 async fn read_sse(

@@ -39,6 +39,12 @@ pub struct Options {
     pub decoder: crate::bench::template::Decoder,
     /// `--publish ws|'POST URL'`: rtcheck publishes the seqs (None: the hub does).
     pub publish: Option<crate::bench::publisher::Plan>,
+    /// The library protocol on each WebSocket, what it subscribes to, and why.
+    pub app: Option<(
+        rtcheck_wire::appproto::AppProtocol,
+        rtcheck_wire::appproto::Subscribe,
+        crate::bench::appws::Spoken,
+    )>,
     pub subscribe: Option<String>,
     pub ca: Option<std::path::PathBuf>,
     pub connect_timeout: Duration,
@@ -94,6 +100,7 @@ pub fn run(o: &Options) -> anyhow::Result<RehearseReport> {
             crate::bench::target::Proto::Ws => "websocket".into(),
             _ => "sse".into(),
         },
+        app_protocol: o.app.as_ref().map(|a| a.2.clone()),
         connections: o.connections,
         valid: runs.iter().all(|r| r.valid),
         notes,
@@ -123,6 +130,7 @@ async fn one(o: &Options, p: Reconnect, tls: Option<crate::sys::tls::Tls>) -> an
         started: Default::default(),
         received: Default::default(),
         one_history: o.publish.is_some(),
+        app: o.app.as_ref().map(|(p, sub, _)| (*p, sub.clone())),
     });
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(0u8);
     let sem = Arc::new(tokio::sync::Semaphore::new(FIRST_CONNECTS));
@@ -378,7 +386,7 @@ fn summarize(
             .reduce(f64::min),
         measured_ms,
         timed_out,
-        drain: summary::drain(&clients, hook_ms),
+        drain: summary::drain(&clients, hook_ms, o.app.as_ref().map(|a| a.0)),
         back_50_ms: w.back_50_ms,
         back_95_ms: w.back_95_ms,
         back_100_ms: w.back_100_ms,

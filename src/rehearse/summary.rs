@@ -27,18 +27,32 @@ pub fn outages(clients: &[ClientOut], hook_ms: f64) -> Vec<Outage> {
         .collect()
 }
 
-/// How the first drop after the hook ended, over the clients.
-pub fn drain(clients: &[ClientOut], hook_ms: f64) -> Drain {
+/// How the first drop after the hook ended, over the clients; with a library protocol,
+/// its close codes and its own closes named by the protocol's words.
+pub fn drain(
+    clients: &[ClientOut],
+    hook_ms: f64,
+    app: Option<rtcheck_wire::appproto::AppProtocol>,
+) -> Drain {
     let mut d = Drain::default();
     let mut leads = Vec::new();
     for c in clients {
-        let Some(&(at, end, signal)) = c.drops.iter().find(|d| d.0 >= hook_ms) else {
+        let Some((i, &(at, end, signal))) =
+            c.drops.iter().enumerate().find(|(_, d)| d.0 >= hook_ms)
+        else {
             continue;
         };
+        if let Some(why) = named(end, c.reasons.get(&i), app) {
+            *d.reasons.entry(why).or_default() += 1;
+        }
         match end {
             End::Close(1001) => d.ws_1001 += 1,
             End::Close(1012) => d.ws_1012 += 1,
-            End::Close(_) => d.ws_other_close += 1,
+            End::Close(code) => {
+                d.ws_other_close += 1;
+                *d.other_codes.entry(code.to_string()).or_default() += 1;
+            }
+            End::AppClose => d.app_close += 1,
             End::SseEnd => d.sse_end += 1,
             End::Eof | End::Reset | End::Stopped => d.abrupt += 1,
         }
@@ -48,6 +62,26 @@ pub fn drain(clients: &[ClientOut], hook_ms: f64) -> Drain {
     }
     (d.lead_p50_ms, d.lead_max_ms) = p50_max(leads);
     d
+}
+
+/// A drop's reason in the protocol's words: its own close (`socketio: server
+/// disconnect`), or a close code it defines (`forbidden (graphql-ws 4403)`).
+fn named(
+    end: End,
+    reason: Option<&String>,
+    app: Option<rtcheck_wire::appproto::AppProtocol>,
+) -> Option<String> {
+    let p = app?;
+    match end {
+        End::AppClose => Some(format!(
+            "{}: {}",
+            p.name(),
+            reason.map_or("closed", String::as_str)
+        )),
+        // The protocol's words name the code already.
+        End::Close(code) => p.close_reason(code).map(str::to_string),
+        _ => None,
+    }
 }
 
 /// Failed connects by cause: every key present, 0 when none.
@@ -283,12 +317,43 @@ mod tests {
             drops: vec![(1100.0, End::Eof, None)],
             ..ClientOut::default()
         };
-        let d = drain(&[c.clone(), e.clone()], 500.0);
+        let d = drain(&[c.clone(), e.clone()], 500.0, None);
         assert_eq!((d.ws_1001, d.abrupt, d.signalled()), (1, 1, 1));
         assert_eq!(d.lead_max_ms, Some(10.0));
         let o = outages(&[c, e], 500.0);
         assert_eq!(o.len(), 2);
         assert_eq!((o[0].dropped_ms, o[0].back_ms), (1000.0, Some(2500.0)));
         assert_eq!(o[1].back_ms, None);
+    }
+
+    #[test]
+    fn a_library_protocol_names_its_closes_and_its_close_codes() {
+        use rtcheck_wire::appproto::AppProtocol;
+        let app = ClientOut {
+            drops: vec![(1000.0, End::AppClose, Some(990.0))],
+            reasons: [(0, "server disconnect".to_string())].into(),
+            ..ClientOut::default()
+        };
+        let d = drain(
+            std::slice::from_ref(&app),
+            500.0,
+            Some(AppProtocol::SocketIo),
+        );
+        assert_eq!((d.app_close, d.signalled()), (1, 1));
+        assert_eq!(d.reasons["socketio: server disconnect"], 1);
+        let code = ClientOut {
+            drops: vec![(1000.0, End::Close(4403), Some(990.0))],
+            ..ClientOut::default()
+        };
+        let d = drain(
+            std::slice::from_ref(&code),
+            500.0,
+            Some(AppProtocol::GraphqlWs),
+        );
+        assert_eq!(d.ws_other_close, 1);
+        assert_eq!(d.other_codes["4403"], 1);
+        assert_eq!(d.reasons["forbidden (graphql-ws 4403)"], 1, "{d:?}");
+        // Without a protocol nothing is named.
+        assert!(drain(&[code], 500.0, None).reasons.is_empty());
     }
 }
