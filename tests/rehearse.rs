@@ -3,8 +3,8 @@
 //! restarted, and the same hub with a listen backlog of 16 warming up under a burst;
 //! foreign hubs fed by rtcheck's publisher (`--publish`: express's publish API, a node
 //! `ws` chat hub) killed and restarted. rtcheck's counts are checked against
-//! independent ones: nginx's access log, the hub's accept log, the hubs' own log of
-//! what they took and wrote.
+//! independent ones: nginx's access log, HAProxy's log, Caddy's access log, the hub's
+//! accept log, the hubs' own log of what they took and wrote.
 mod common;
 mod foreign_common;
 #[allow(unused_imports)]
@@ -618,8 +618,10 @@ fn haproxy_reload_closes_old_connections_at_hard_stop_after() {
     let bin = common::require_binary("haproxy", "haproxy");
     let dir = tempfile::tempdir().unwrap();
     let hp = common::free_port();
+    // Its log on stdout (the Service's log file), a line per connection as it ends.
     let cfg = format!(
-        "global\n  hard-stop-after 2s\ndefaults\n  mode http\n  timeout connect 5s\n  \
+        "global\n  hard-stop-after 2s\n  log stdout format raw local0\ndefaults\n  mode http\n  \
+         log global\n  option httplog\n  option dontlognull\n  timeout connect 5s\n  \
          timeout client 1h\n  timeout server 1h\n  timeout tunnel 1h\nfrontend fe\n  \
          bind 127.0.0.1:{hp}\n  default_backend be\nbackend be\n  server s1 127.0.0.1:{port}\n"
     );
@@ -658,6 +660,13 @@ fn haproxy_reload_closes_old_connections_at_hard_stop_after() {
     assert_eq!(run["wave"]["back"], n, "{run:#}");
     assert_eq!(run["delivery"]["epochs"], 1, "{run:#}");
     assert_eq!(run["delivery"]["lost_silently"], 0, "{run:#}");
+    // HAProxy's own count: every upgraded connection, the old worker's (ended at
+    // hard-stop-after) and the new one's (ended when rtcheck stopped), logged as it ended.
+    let log = haproxy.dir.path().join("haproxy.log");
+    let upgraded = lines_when(&log, 2 * n as usize, |l| {
+        l.contains(" 101 ") && l.contains("\"GET /ws")
+    });
+    assert_eq!(upgraded as u64, 2 * n, "{run:#}\n{}", haproxy.log());
 }
 
 #[test]
@@ -666,7 +675,8 @@ fn caddy_reload_closes_proxied_websockets_at_once_with_a_1001() {
     let admin = common::free_port();
     let cfg = format!(
         "{{\n  admin 127.0.0.1:{admin}\n  auto_https off\n  storage file_system {{DIR}}/caddy\n}}\n\
-         http://127.0.0.1:{{PORT}} {{\n  bind 127.0.0.1\n  reverse_proxy 127.0.0.1:{port}\n}}\n"
+         http://127.0.0.1:{{PORT}} {{\n  bind 127.0.0.1\n  reverse_proxy 127.0.0.1:{port}\n  \
+         log {{\n    output file {{DIR}}/access.log\n    format json\n  }}\n}}\n"
     );
     let caddy = Proxy::start(Kind::Caddy, &cfg);
     let d = caddy.dir().display();
@@ -708,6 +718,14 @@ fn caddy_reload_closes_proxied_websockets_at_once_with_a_1001() {
     assert_eq!(run["wave"]["back"], n, "{run:#}");
     assert_eq!(run["delivery"]["epochs"], 1, "{run:#}");
     assert_eq!(run["delivery"]["lost_silently"], 0, "{run:#}");
+    // Caddy's own access log: a line per proxied WebSocket as it ended, the ones the
+    // reload closed and the ones rtcheck closed at the end (2.6 logs a hijacked
+    // connection with status 0; its upgrade is in the response headers; the returns
+    // resume with `?since=`).
+    let upgraded = lines_when(&caddy.dir().join("access.log"), 2 * n as usize, |l| {
+        l.contains("\"uri\":\"/ws") && l.contains("\"Sec-Websocket-Accept\"")
+    });
+    assert_eq!(upgraded as u64, 2 * n, "{run:#}");
 }
 
 #[test]
