@@ -2,7 +2,8 @@
 //! by a hook (SIGTERM, then start), a python3-websockets broadcast hub killed and
 //! restarted, and the same hub with a listen backlog of 16 warming up under a burst;
 //! foreign hubs fed by rtcheck's publisher (`--publish`: express's publish API, a node
-//! `ws` chat hub) killed and restarted. rtcheck's counts are checked against
+//! `ws` chat hub) killed and restarted; a python-socketio hub through its protocol; SSE
+//! over HTTP/2 from a server that drains with a GOAWAY. rtcheck's counts are checked against
 //! independent ones: nginx's access log, HAProxy's log, Caddy's access log, the hub's
 //! accept log, the hubs' own log of what they took and wrote.
 mod common;
@@ -810,6 +811,8 @@ fn an_express_hub_fed_by_rtchecks_publisher_loses_what_it_took_while_clients_wer
     assert_eq!(run["wave"]["back"], n, "{run:#}");
     // One history (rtcheck's seqs) across both processes.
     assert_eq!(run["delivery"]["epochs"], 1, "{run:#}");
+    // Over HTTP/1.1 nothing is claimed about GOAWAY: null, not 0.
+    assert!(run["drain"]["goaway"].is_null(), "{run:#}");
     let p = &run["publisher"];
     let (sent, failed) = (p["sent"].as_u64().unwrap(), p["failed"].as_u64().unwrap());
     assert!(sent > 0 && failed > 0, "{run:#}");
@@ -945,4 +948,51 @@ fn a_python_socketio_hub_killed_and_restarted_is_rehearsed_through_the_protocol(
         l.ends_with(" connect")
     });
     assert_eq!(connects as u64, 2 * n, "{run:#}");
+}
+
+#[test]
+fn sse_over_http2_sees_the_goaway_a_draining_server_sends_before_it_ends_the_streams() {
+    let port = common::free_port();
+    let certs = tempfile::tempdir().unwrap();
+    probe_common::make_certs(certs.path());
+    let c = certs.path().display();
+    // On SIGTERM: a GOAWAY to every session, the streams ended 1 s later, exit.
+    let server = Restartable::start(
+        &format!(
+            "PORT={port} CERT={c}/leaf.pem KEY={c}/leaf.key DRAIN_MS=1000 LOG={{DIR}}/goaway.log setsid /usr/bin/node {} >>{{DIR}}/server.log 2>&1 </dev/null &",
+            fixture("h2_sse.js").display()
+        ),
+        port,
+    );
+    let n = 20;
+    let ca = format!("{c}/ca.pem");
+    let (_, r, err) = rehearse(&[
+        &format!("https://127.0.0.1:{port}/events"),
+        "--http2",
+        "--ca",
+        &ca,
+        "--connections",
+        &n.to_string(),
+        "--restart",
+        &server.hook("TERM"),
+        "--reconnect",
+        "fixed:500ms",
+        "--ts-path",
+        "ts",
+        "--timeout",
+        "40s",
+    ]);
+    assert_eq!(r["transport"], "sse over http/2", "{r:#}\n{err}");
+    let run = &r["runs"][0];
+    assert_eq!(run["wave"]["dropped"], n, "{run:#}\n{err}");
+    assert_eq!(run["wave"]["back"], n, "{run:#}");
+    // Every stream ended cleanly, and every connection had its GOAWAY first.
+    assert_eq!(run["drain"]["sse_end"], n, "{run:#}");
+    assert_eq!(run["drain"]["goaway"], n, "{run:#}");
+    // The server waits 1 s between the two: the lead measured is most of it.
+    let lead = run["drain"]["goaway_lead_p50_ms"].as_f64().unwrap();
+    assert!(lead >= 500.0, "{run:#}");
+    // The server's own count: one GOAWAY per session (one per client).
+    let sent = lines_when(&server.path("goaway.log"), n as usize, |_| true);
+    assert_eq!(sent as u64, n, "{run:#}");
 }

@@ -106,6 +106,10 @@ pub struct RehearseArgs {
     /// A header for --publish 'POST URL' ('Name: value'; never printed). Repeatable.
     #[arg(short = 'H', long = "header", value_name = "HEADER")]
     pub headers: Vec<String>,
+    /// SSE over HTTP/2 (https:// only; TLS offers h2 alone): each client's stream on a
+    /// connection of its own, and the GOAWAY before the stream's end measured.
+    #[arg(long)]
+    pub http2: bool,
     /// Send this traffic to a host that is not loopback.
     #[arg(long)]
     pub allow_remote: bool,
@@ -239,6 +243,9 @@ pub fn run(a: RehearseArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
     a.out.validate()?;
     let t = target(&a)?;
     let sse = t.proto != crate::bench::target::Proto::Ws;
+    if a.http2 && !(sse && t.tls) {
+        anyhow::bail!("--http2: SSE over HTTP/2 needs an https:// URL (h2 is negotiated in TLS)");
+    }
     let policies = a
         .compare_reconnect
         .clone()
@@ -273,6 +280,7 @@ pub fn run(a: RehearseArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
         subscribe: a.subscribe.clone(),
         ca: a.ca.clone(),
         connect_timeout: Duration::from_secs(10),
+        http2: a.http2,
         progress: std::io::IsTerminal::is_terminal(&std::io::stderr()),
     };
     let report = rehearse::run(&o)?;

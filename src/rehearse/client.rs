@@ -42,6 +42,8 @@ pub struct Shared {
     pub one_history: bool,
     /// The library protocol spoken on each WebSocket (`--app-protocol`, or the URL's).
     pub app: Option<(AppProtocol, Subscribe)>,
+    /// SSE over HTTP/2 (`--http2`; `tls` then offers h2 alone).
+    pub h2: bool,
 }
 
 impl Shared {
@@ -120,7 +122,7 @@ impl Cause {
             _ => Cause::Other,
         }
     }
-    fn of_status(s: u16) -> Cause {
+    pub(super) fn of_status(s: u16) -> Cause {
         match s {
             503 => Cause::Http503,
             502 => Cause::Http502,
@@ -185,6 +187,8 @@ pub struct ClientOut {
     pub connected_at_end: bool,
     /// The protocol's reason for a drop, by the drop's index (an `AppClose`'s words).
     pub reasons: HashMap<usize, String>,
+    /// Over HTTP/2: when the connection's GOAWAY came, by the index of its drop.
+    pub goaways: HashMap<usize, f64>,
 }
 
 /// One open connection.
@@ -201,6 +205,7 @@ enum Conn {
         /// the stream's end. A chunked body that stops without its last chunk did not end.
         until_close: bool,
     },
+    H2(Box<super::h2sse::H2Sse>),
 }
 
 /// Resume state across connections.
@@ -239,6 +244,11 @@ pub async fn run(
         }
         if let Some(why) = why {
             out.reasons.insert(out.drops.len(), why);
+        }
+        if let Conn::H2(h) = &conn {
+            if let Some(g) = h.goaway {
+                out.goaways.insert(out.drops.len(), g);
+            }
         }
         out.drops.push((sh.ms(), end.0, end.1));
         sh.away.fetch_add(1, Relaxed);
@@ -325,6 +335,11 @@ async fn connect(sh: &Shared, res: &Resume) -> Result<Conn, (Cause, String)> {
             .map_err(|e| (Cause::of_io(&e), format!("{}: TLS: {e}", t.addr)))?;
         match t.proto {
             Proto::Ws => ws_open(sh, stream, res).await,
+            _ if sh.h2 => {
+                super::h2sse::open(stream, &t.authority, &t.path, res.sse_last_id.as_deref())
+                    .await
+                    .map(|h| Conn::H2(Box::new(h)))
+            }
             _ => sse_open(sh, stream, res).await,
         }
     };
@@ -514,6 +529,7 @@ async fn read(
             };
             (end, None)
         }
+        Conn::H2(h) => (read_h2(sh, h, &mut seen, stop).await, None),
     }
 }
 
@@ -657,6 +673,47 @@ async fn drain_socket(ws: &mut tokio_tungstenite::WebSocketStream<Stream>) {
         while let Some(Ok(_)) = ws.next().await {}
     })
     .await;
+}
+
+/// An SSE stream over HTTP/2: its DATA parsed as events, the connection's GOAWAY looked
+/// for every 20 ms and on every frame; END_STREAM is the stream's clean end.
+async fn read_h2(
+    sh: &Shared,
+    h: &mut super::h2sse::H2Sse,
+    seen: &mut Seen<'_>,
+    stop: &mut watch::Receiver<u8>,
+) -> (End, Option<f64>) {
+    let mut events = Vec::new();
+    let mut tick = tokio::time::interval(Duration::from_millis(20));
+    loop {
+        let chunk = tokio::select! {
+            c = h.body.data() => c,
+            _ = tick.tick() => {
+                h.note_goaway(sh.ms());
+                continue;
+            }
+            _ = wait_stop(stop) => return (End::Stopped, None),
+        };
+        h.note_goaway(sh.ms());
+        let bytes = match chunk {
+            Some(Ok(b)) => b,
+            None => return (End::SseEnd, Some(sh.ms())),
+            Some(Err(_)) => return (End::Reset, None),
+        };
+        let _ = h.body.flow_control().release_capacity(bytes.len());
+        if h.parser.feed(&bytes, &mut events).is_err() {
+            return (End::Reset, None);
+        }
+        if let Some(r) = h.parser.retry_ms() {
+            seen.res.retry_ms = Some(r);
+        }
+        for ev in events.drain(..) {
+            sse_event(sh, seen, ev);
+        }
+        if let Some(id) = h.parser.last_id() {
+            seen.res.sse_last_id = Some(id.to_string());
+        }
+    }
 }
 
 async fn read_sse(

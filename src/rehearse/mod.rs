@@ -3,10 +3,12 @@
 //! way the user's clients do while rtcheck measures the wave, the drain, the failed
 //! connects, the host's accept queue, the server's process and every seq.
 //!
-//! - [`client`]: one client (tokio), [`policy`]: `--reconnect`, [`hook`]: the command;
+//! - [`client`]: one client (tokio), [`h2sse`]: its SSE over HTTP/2 (`--http2`),
+//!   [`policy`]: `--reconnect`, [`hook`]: the command; `--publish` is bench's publisher;
 //! - pure: [`wave`] (connects per 100 ms and the times to 50/95/100 %), [`summary`]
 //!   (clients to figures), [`verdict`] (findings); [`model`]: the report.
 pub mod client;
+pub mod h2sse;
 pub mod hook;
 pub mod model;
 pub mod policy;
@@ -48,6 +50,8 @@ pub struct Options {
     pub subscribe: Option<String>,
     pub ca: Option<std::path::PathBuf>,
     pub connect_timeout: Duration,
+    /// SSE over HTTP/2 (`--http2`, https:// only).
+    pub http2: bool,
     /// Prints progress lines on stderr.
     pub progress: bool,
 }
@@ -68,9 +72,12 @@ pub fn run(o: &Options) -> anyhow::Result<RehearseReport> {
     rtcheck_base::os::signal::install_interrupt_handler();
     let (_, hard) = rtcheck_base::os::limits::raise_nofile_to_hard()?;
     rtcheck_base::os::limits::check_fd_budget(o.connections, hard)?;
-    let tls = o
-        .target
-        .tls(&crate::sys::tls::Trust::with_ca(o.ca.clone()))?;
+    let trust = crate::sys::tls::Trust::with_ca(o.ca.clone());
+    let tls = match o.http2 {
+        // h2 alone: a server that would only speak HTTP/1.1 is refused, not measured.
+        true => Some(crate::sys::tls::Tls::new(&trust, &o.target.host, &["h2"])?),
+        false => o.target.tls(&trust)?,
+    };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -98,6 +105,7 @@ pub fn run(o: &Options) -> anyhow::Result<RehearseReport> {
         url: o.url_shown.clone(),
         transport: match o.target.proto {
             crate::bench::target::Proto::Ws => "websocket".into(),
+            _ if o.http2 => "sse over http/2".into(),
             _ => "sse".into(),
         },
         app_protocol: o.app.as_ref().map(|a| a.2.clone()),
@@ -131,6 +139,7 @@ async fn one(o: &Options, p: Reconnect, tls: Option<crate::sys::tls::Tls>) -> an
         received: Default::default(),
         one_history: o.publish.is_some(),
         app: o.app.as_ref().map(|(p, sub, _)| (*p, sub.clone())),
+        h2: o.http2,
     });
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(0u8);
     let sem = Arc::new(tokio::sync::Semaphore::new(FIRST_CONNECTS));
@@ -386,7 +395,7 @@ fn summarize(
             .reduce(f64::min),
         measured_ms,
         timed_out,
-        drain: summary::drain(&clients, hook_ms, o.app.as_ref().map(|a| a.0)),
+        drain: summary::drain(&clients, hook_ms, o.app.as_ref().map(|a| a.0), o.http2),
         back_50_ms: w.back_50_ms,
         back_95_ms: w.back_95_ms,
         back_100_ms: w.back_100_ms,

@@ -43,6 +43,11 @@ pub struct Drain {
     /// From the drain signal to the socket's end, per client.
     pub lead_p50_ms: Option<f64>,
     pub lead_max_ms: Option<f64>,
+    /// Over HTTP/2 (`--http2`): dropped clients whose connection got a GOAWAY before
+    /// their stream ended, and from the GOAWAY to the end. Null: not measured (HTTP/1.1).
+    pub goaway: Option<u64>,
+    pub goaway_lead_p50_ms: Option<f64>,
+    pub goaway_lead_max_ms: Option<f64>,
 }
 
 impl Drain {

@@ -28,20 +28,30 @@ pub fn outages(clients: &[ClientOut], hook_ms: f64) -> Vec<Outage> {
 }
 
 /// How the first drop after the hook ended, over the clients; with a library protocol,
-/// its close codes and its own closes named by the protocol's words.
+/// its close codes and its own closes named by the protocol's words; over HTTP/2 (`h2`),
+/// the GOAWAYs that came before the end and how long before.
 pub fn drain(
     clients: &[ClientOut],
     hook_ms: f64,
     app: Option<rtcheck_wire::appproto::AppProtocol>,
+    h2: bool,
 ) -> Drain {
-    let mut d = Drain::default();
+    let mut d = Drain {
+        goaway: h2.then_some(0),
+        ..Drain::default()
+    };
     let mut leads = Vec::new();
+    let mut goaway_leads = Vec::new();
     for c in clients {
         let Some((i, &(at, end, signal))) =
             c.drops.iter().enumerate().find(|(_, d)| d.0 >= hook_ms)
         else {
             continue;
         };
+        if let (Some(n), Some(&g)) = (d.goaway.as_mut(), c.goaways.get(&i)) {
+            *n += 1;
+            goaway_leads.push((at - g).max(0.0));
+        }
         if let Some(why) = named(end, c.reasons.get(&i), app) {
             *d.reasons.entry(why).or_default() += 1;
         }
@@ -61,6 +71,7 @@ pub fn drain(
         }
     }
     (d.lead_p50_ms, d.lead_max_ms) = p50_max(leads);
+    (d.goaway_lead_p50_ms, d.goaway_lead_max_ms) = p50_max(goaway_leads);
     d
 }
 
@@ -317,7 +328,7 @@ mod tests {
             drops: vec![(1100.0, End::Eof, None)],
             ..ClientOut::default()
         };
-        let d = drain(&[c.clone(), e.clone()], 500.0, None);
+        let d = drain(&[c.clone(), e.clone()], 500.0, None, false);
         assert_eq!((d.ws_1001, d.abrupt, d.signalled()), (1, 1, 1));
         assert_eq!(d.lead_max_ms, Some(10.0));
         let o = outages(&[c, e], 500.0);
@@ -338,6 +349,7 @@ mod tests {
             std::slice::from_ref(&app),
             500.0,
             Some(AppProtocol::SocketIo),
+            false,
         );
         assert_eq!((d.app_close, d.signalled()), (1, 1));
         assert_eq!(d.reasons["socketio: server disconnect"], 1);
@@ -349,11 +361,30 @@ mod tests {
             std::slice::from_ref(&code),
             500.0,
             Some(AppProtocol::GraphqlWs),
+            false,
         );
         assert_eq!(d.ws_other_close, 1);
         assert_eq!(d.other_codes["4403"], 1);
         assert_eq!(d.reasons["forbidden (graphql-ws 4403)"], 1, "{d:?}");
         // Without a protocol nothing is named.
-        assert!(drain(&[code], 500.0, None).reasons.is_empty());
+        assert!(drain(&[code], 500.0, None, false).reasons.is_empty());
+    }
+
+    #[test]
+    fn over_http2_a_goaway_before_the_end_is_counted_with_its_lead() {
+        let c = ClientOut {
+            drops: vec![(2000.0, End::SseEnd, Some(2000.0))],
+            goaways: [(0, 1000.0)].into(),
+            ..ClientOut::default()
+        };
+        let e = ClientOut {
+            drops: vec![(1500.0, End::Reset, None)],
+            ..ClientOut::default()
+        };
+        let d = drain(&[c.clone(), e], 500.0, None, true);
+        assert_eq!(d.goaway, Some(1));
+        assert_eq!(d.goaway_lead_max_ms, Some(1000.0));
+        // Over HTTP/1.1 GOAWAY is not measured: null, not 0.
+        assert_eq!(drain(&[c], 500.0, None, false).goaway, None);
     }
 }

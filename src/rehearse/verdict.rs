@@ -118,6 +118,13 @@ fn drain(run: &Run) -> Finding {
         "); {} closed with another code{codes}, {} ended with no signal (reset or EOF)",
         d.ws_other_close, d.abrupt
     ));
+    if let Some(g) = d.goaway {
+        let lead = d
+            .goaway_lead_p50_ms
+            .map(|l| format!(", {l:.0} ms before the end (p50)"))
+            .unwrap_or_default();
+        observed.push_str(&format!("; HTTP/2 GOAWAY first: {g} of {n}{lead}"));
+    }
     let named: Vec<String> = d.reasons.iter().map(|(r, k)| format!("{r}: {k}")).collect();
     if !named.is_empty() {
         observed.push_str(&format!("; named: {}", named.join(", ")));

@@ -104,6 +104,20 @@ pub fn figures(runs: &[Run]) -> Vec<(&'static str, Vec<String>)> {
         ("duplicated", col(&|r| count(r.delivery.duplicated))),
         ("out of order", col(&|r| count(r.delivery.out_of_order))),
     ];
+    // --http2: the GOAWAY before the stream's end (not measured over HTTP/1.1).
+    if runs.iter().any(|r| r.drain.goaway.is_some()) {
+        rows.push((
+            "GOAWAY first",
+            col(&|r| match r.drain.goaway {
+                Some(g) => format!(
+                    "{g} of {}, {}",
+                    r.wave.dropped,
+                    ms(r.drain.goaway_lead_p50_ms)
+                ),
+                None => "-".into(),
+            }),
+        ));
+    }
     // --publish: what rtcheck sent the hub, and what failed (owed to no client).
     if runs.iter().any(|r| r.publisher.is_some()) {
         rows.push((
