@@ -700,13 +700,15 @@ fn caddy_reload_closes_proxied_websockets_at_once_with_a_1001() {
     assert_eq!(run["hook"]["ok"], true, "{run:#}\n{err}");
     // Caddy 2.6 closes every proxied WebSocket at once on a reload, with a close 1001 of
     // its own (2.7's stream_close_delay would hold them); a client whose socket was reset
-    // right after reads no frame (seen once in a few runs). The same server takes the
-    // clients back.
+    // right after reads no frame (seen once in a few runs), and one got a close 1002
+    // (seen once: Caddy's close racing a frame it was copying). The same server takes
+    // the clients back.
     assert_eq!(run["wave"]["dropped"], n, "{run:#}");
-    let (w1001, abrupt) = (&run["drain"]["ws_1001"], &run["drain"]["abrupt"]);
-    assert!(w1001.as_u64().unwrap() > 0, "{run:#}");
+    let d = &run["drain"];
+    let count = |k: &str| d[k].as_u64().unwrap();
+    assert!(count("ws_1001") > 0, "{run:#}");
     assert_eq!(
-        w1001.as_u64().unwrap() + abrupt.as_u64().unwrap(),
+        count("ws_1001") + count("ws_other_close") + count("abrupt"),
         n,
         "{run:#}"
     );
