@@ -481,6 +481,20 @@ fn bad_input_is_one_line_and_exit_2() {
             "--rate 0",
         ),
         (
+            vec!["http://127.0.0.1:9/events", "--restart", "true", "--http2"],
+            "--http2",
+        ),
+        (
+            vec![
+                "http://127.0.0.1:9/events",
+                "--restart",
+                "true",
+                "--app-protocol",
+                "socketio",
+            ],
+            "--app-protocol",
+        ),
+        (
             vec![
                 "ws://127.0.0.1:9/ws",
                 "--restart",

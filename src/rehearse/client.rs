@@ -122,7 +122,7 @@ impl Cause {
             _ => Cause::Other,
         }
     }
-    pub(super) fn of_status(s: u16) -> Cause {
+    fn of_status(s: u16) -> Cause {
         match s {
             503 => Cause::Http503,
             502 => Cause::Http502,
@@ -336,9 +336,15 @@ async fn connect(sh: &Shared, res: &Resume) -> Result<Conn, (Cause, String)> {
         match t.proto {
             Proto::Ws => ws_open(sh, stream, res).await,
             _ if sh.h2 => {
+                use super::h2sse::Failed;
                 super::h2sse::open(stream, &t.authority, &t.path, res.sse_last_id.as_deref())
                     .await
                     .map(|h| Conn::H2(Box::new(h)))
+                    .map_err(|e| match e {
+                        Failed::Status(s) => (Cause::of_status(s), format!("SSE answered {s}")),
+                        Failed::Broken(m) => (Cause::Reset, m),
+                        Failed::Other(m) => (Cause::Other, m),
+                    })
             }
             _ => sse_open(sh, stream, res).await,
         }

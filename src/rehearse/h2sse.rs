@@ -2,7 +2,6 @@
 //! h2, its DATA read as the HTTP/1.1 client reads its body, and the connection's GOAWAY
 //! noticed. The h2 crate keeps a received GOAWAY as the connection's error, which
 //! `poll_ready` reports without opening a stream: nothing is sent to look.
-use super::client::Cause;
 use crate::sys::tls::Stream;
 use bytes::Bytes;
 use std::task::{Context, Poll};
@@ -42,6 +41,17 @@ impl H2Sse {
     }
 }
 
+/// Why a stream could not be opened (the client names the cause).
+#[derive(Debug)]
+pub enum Failed {
+    /// The answer was not 200.
+    Status(u16),
+    /// The connection or the stream broke.
+    Broken(String),
+    /// No HTTP/2, or a request that cannot be sent.
+    Other(String),
+}
+
 /// ALPN settled on h2.
 fn agreed_h2(s: &Stream) -> bool {
     match s {
@@ -57,16 +67,15 @@ pub async fn open(
     authority: &str,
     path: &str,
     last_id: Option<&str>,
-) -> Result<H2Sse, (Cause, String)> {
+) -> Result<H2Sse, Failed> {
     if !agreed_h2(&stream) {
-        return Err((
-            Cause::Other,
+        return Err(Failed::Other(
             "the server did not agree to HTTP/2 (ALPN h2)".into(),
         ));
     }
     let (send, conn) = h2::client::handshake(stream)
         .await
-        .map_err(|e| (Cause::Reset, format!("HTTP/2 handshake: {e}")))?;
+        .map_err(|e| Failed::Broken(format!("HTTP/2 handshake: {e}")))?;
     let task = Task(tokio::spawn(async move {
         let _ = conn.await;
     }));
@@ -80,20 +89,20 @@ pub async fn open(
     }
     let req = req
         .body(())
-        .map_err(|e| (Cause::Other, format!("HTTP/2 request: {e}")))?;
+        .map_err(|e| Failed::Other(format!("HTTP/2 request: {e}")))?;
     let mut send = send
         .ready()
         .await
-        .map_err(|e| (Cause::Reset, format!("HTTP/2: {e}")))?;
+        .map_err(|e| Failed::Broken(format!("HTTP/2: {e}")))?;
     let (resp, _) = send
         .send_request(req, true)
-        .map_err(|e| (Cause::Reset, format!("HTTP/2 request: {e}")))?;
+        .map_err(|e| Failed::Broken(format!("HTTP/2 request: {e}")))?;
     let resp = resp
         .await
-        .map_err(|e| (Cause::Reset, format!("HTTP/2 response: {e}")))?;
+        .map_err(|e| Failed::Broken(format!("HTTP/2 response: {e}")))?;
     let status = resp.status().as_u16();
     if status != 200 {
-        return Err((Cause::of_status(status), format!("SSE answered {status}")));
+        return Err(Failed::Status(status));
     }
     Ok(H2Sse {
         send,
