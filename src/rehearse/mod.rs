@@ -323,7 +323,7 @@ fn summarize(
     // What rtcheck failed to publish (the hub down) is owed to no client.
     let unowed = published
         .as_ref()
-        .map(|p| summary::unowed(&clients, &p.failed_seqs))
+        .map(|p| summary::unowed(&clients, &p.failed_seqs, ws_publisher(o)))
         .unwrap_or_default();
     let clients = summary::without_unowed(clients, &unowed);
     let outages = summary::outages(&clients, hook_ms);
@@ -413,6 +413,14 @@ fn summarize(
         publisher: published,
         unowed: unowed.len() as u64,
     }
+}
+
+/// rtcheck publishes over a WebSocket of its own (no acknowledgement of what it sent).
+fn ws_publisher(o: &Options) -> bool {
+    matches!(
+        o.publish.as_ref().map(|p| &p.via),
+        Some(crate::bench::publisher::PublishVia::Ws)
+    )
 }
 
 /// What the publisher did, said: nothing delivered (the counts mean nothing), or the
