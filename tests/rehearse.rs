@@ -1,8 +1,11 @@
 //! `rtcheck rehearse` against real parts (issue 38): rtcheck serve behind nginx restarted
 //! by a hook (SIGTERM, then start), a python3-websockets broadcast hub killed and
-//! restarted, and the same hub with a listen backlog of 16 warming up under a burst.
-//! rtcheck's counts are checked against independent ones: nginx's access log and the
-//! hub's accept log.
+//! restarted, and the same hub with a listen backlog of 16 warming up under a burst;
+//! foreign hubs fed by rtcheck's publisher (`--publish`: express's publish API, a node
+//! `ws` chat hub) killed and restarted; a python-socketio hub through its protocol; SSE
+//! over HTTP/2 from a server that drains with a GOAWAY. rtcheck's counts are checked against
+//! independent ones: nginx's access log, HAProxy's log, Caddy's access log, the hub's
+//! accept log, the hubs' own log of what they took and wrote.
 mod common;
 mod foreign_common;
 #[allow(unused_imports)]
@@ -445,6 +448,62 @@ fn bad_input_is_one_line_and_exit_2() {
             vec!["ws://u:secret@127.0.0.1:9/ws", "--restart", "true"],
             "user:password",
         ),
+        (
+            vec![
+                "ws://127.0.0.1:9/ws",
+                "--restart",
+                "true",
+                "--message",
+                "{marker}",
+            ],
+            "--message goes with --publish",
+        ),
+        (
+            vec![
+                "http://127.0.0.1:9/events",
+                "--restart",
+                "true",
+                "--publish",
+                "ws",
+            ],
+            "--publish ws",
+        ),
+        (
+            vec![
+                "ws://127.0.0.1:9/ws",
+                "--restart",
+                "true",
+                "--publish",
+                "ws",
+                "--rate",
+                "0",
+            ],
+            "--rate 0",
+        ),
+        (
+            vec!["http://127.0.0.1:9/events", "--restart", "true", "--http2"],
+            "--http2",
+        ),
+        (
+            vec![
+                "http://127.0.0.1:9/events",
+                "--restart",
+                "true",
+                "--app-protocol",
+                "socketio",
+            ],
+            "--app-protocol",
+        ),
+        (
+            vec![
+                "ws://127.0.0.1:9/ws",
+                "--restart",
+                "true",
+                "--publish",
+                "POST http://10.1.2.3:9/p?token=secret",
+            ],
+            "not a loopback",
+        ),
     ] {
         let out = common::rtcheck()
             .arg("rehearse")
@@ -574,8 +633,10 @@ fn haproxy_reload_closes_old_connections_at_hard_stop_after() {
     let bin = common::require_binary("haproxy", "haproxy");
     let dir = tempfile::tempdir().unwrap();
     let hp = common::free_port();
+    // Its log on stdout (the Service's log file), a line per connection as it ends.
     let cfg = format!(
-        "global\n  hard-stop-after 2s\ndefaults\n  mode http\n  timeout connect 5s\n  \
+        "global\n  hard-stop-after 2s\n  log stdout format raw local0\ndefaults\n  mode http\n  \
+         log global\n  option httplog\n  option dontlognull\n  timeout connect 5s\n  \
          timeout client 1h\n  timeout server 1h\n  timeout tunnel 1h\nfrontend fe\n  \
          bind 127.0.0.1:{hp}\n  default_backend be\nbackend be\n  server s1 127.0.0.1:{port}\n"
     );
@@ -614,6 +675,13 @@ fn haproxy_reload_closes_old_connections_at_hard_stop_after() {
     assert_eq!(run["wave"]["back"], n, "{run:#}");
     assert_eq!(run["delivery"]["epochs"], 1, "{run:#}");
     assert_eq!(run["delivery"]["lost_silently"], 0, "{run:#}");
+    // HAProxy's own count: every upgraded connection, the old worker's (ended at
+    // hard-stop-after) and the new one's (ended when rtcheck stopped), logged as it ended.
+    let log = haproxy.dir.path().join("haproxy.log");
+    let upgraded = lines_when(&log, 2 * n as usize, |l| {
+        l.contains(" 101 ") && l.contains("\"GET /ws")
+    });
+    assert_eq!(upgraded as u64, 2 * n, "{run:#}\n{}", haproxy.log());
 }
 
 #[test]
@@ -622,7 +690,8 @@ fn caddy_reload_closes_proxied_websockets_at_once_with_a_1001() {
     let admin = common::free_port();
     let cfg = format!(
         "{{\n  admin 127.0.0.1:{admin}\n  auto_https off\n  storage file_system {{DIR}}/caddy\n}}\n\
-         http://127.0.0.1:{{PORT}} {{\n  bind 127.0.0.1\n  reverse_proxy 127.0.0.1:{port}\n}}\n"
+         http://127.0.0.1:{{PORT}} {{\n  bind 127.0.0.1\n  reverse_proxy 127.0.0.1:{port}\n  \
+         log {{\n    output file {{DIR}}/access.log\n    format json\n  }}\n}}\n"
     );
     let caddy = Proxy::start(Kind::Caddy, &cfg);
     let d = caddy.dir().display();
@@ -645,13 +714,15 @@ fn caddy_reload_closes_proxied_websockets_at_once_with_a_1001() {
     assert_eq!(run["hook"]["ok"], true, "{run:#}\n{err}");
     // Caddy 2.6 closes every proxied WebSocket at once on a reload, with a close 1001 of
     // its own (2.7's stream_close_delay would hold them); a client whose socket was reset
-    // right after reads no frame (seen once in a few runs). The same server takes the
-    // clients back.
+    // right after reads no frame (seen once in a few runs), and one got a close 1002
+    // (seen once: Caddy's close racing a frame it was copying). The same server takes
+    // the clients back.
     assert_eq!(run["wave"]["dropped"], n, "{run:#}");
-    let (w1001, abrupt) = (&run["drain"]["ws_1001"], &run["drain"]["abrupt"]);
-    assert!(w1001.as_u64().unwrap() > 0, "{run:#}");
+    let d = &run["drain"];
+    let count = |k: &str| d[k].as_u64().unwrap();
+    assert!(count("ws_1001") > 0, "{run:#}");
     assert_eq!(
-        w1001.as_u64().unwrap() + abrupt.as_u64().unwrap(),
+        count("ws_1001") + count("ws_other_close") + count("abrupt"),
         n,
         "{run:#}"
     );
@@ -664,6 +735,14 @@ fn caddy_reload_closes_proxied_websockets_at_once_with_a_1001() {
     assert_eq!(run["wave"]["back"], n, "{run:#}");
     assert_eq!(run["delivery"]["epochs"], 1, "{run:#}");
     assert_eq!(run["delivery"]["lost_silently"], 0, "{run:#}");
+    // Caddy's own access log: a line per proxied WebSocket as it ended, the ones the
+    // reload closed and the ones rtcheck closed at the end (2.6 logs a hijacked
+    // connection with status 0; its upgrade is in the response headers; the returns
+    // resume with `?since=`).
+    let upgraded = lines_when(&caddy.dir().join("access.log"), 2 * n as usize, |l| {
+        l.contains("\"uri\":\"/ws") && l.contains("\"Sec-Websocket-Accept\"")
+    });
+    assert_eq!(upgraded as u64, 2 * n, "{run:#}");
 }
 
 #[test]
@@ -709,4 +788,227 @@ fn an_express_sse_app_killed_and_restarted_cuts_its_streams_and_loses_silently()
         "{run:#}"
     );
     assert_eq!(run["delivery"]["epochs"], 2, "{run:#}");
+}
+
+#[test]
+fn an_express_hub_fed_by_rtchecks_publisher_loses_what_it_took_while_clients_were_away() {
+    let port = common::free_port();
+    let app = Restartable::start(
+        &format!(
+            "NODE_PATH={} PORT={port} EVENT_MS=60000 PUBLISH_LOG={{DIR}}/publish.log setsid /usr/bin/node {} >>{{DIR}}/app.log 2>&1 </dev/null &",
+            foreign_common::NODE_PATH,
+            fixture("express_sse.js").display()
+        ),
+        port,
+    );
+    let n = 20;
+    let publish = format!("POST http://127.0.0.1:{port}/publish");
+    let (code, r, err) = rehearse(&[
+        &format!("http://127.0.0.1:{port}/live"),
+        "--connections",
+        &n.to_string(),
+        "--restart",
+        &app.hook("KILL"),
+        // Back 3 s after the drop: the new process takes publishes before that.
+        "--reconnect",
+        "fixed:3s",
+        "--publish",
+        &publish,
+        "--message",
+        r#"{"user":"rehearse","text":"{marker}"}"#,
+        "--rate",
+        "20",
+        "--timeout",
+        "40s",
+    ]);
+    let run = &r["runs"][0];
+    assert_eq!(code, Some(1), "{r:#}\n{err}");
+    assert_eq!(run["wave"]["dropped"], n, "{run:#}");
+    assert_eq!(run["wave"]["back"], n, "{run:#}");
+    // One history (rtcheck's seqs) across both processes.
+    assert_eq!(run["delivery"]["epochs"], 1, "{run:#}");
+    // Over HTTP/1.1 nothing is claimed about GOAWAY: null, not 0.
+    assert!(run["drain"]["goaway"].is_null(), "{run:#}");
+    let p = &run["publisher"];
+    let (sent, failed) = (p["sent"].as_u64().unwrap(), p["failed"].as_u64().unwrap());
+    assert!(sent > 0 && failed > 0, "{run:#}");
+    // The hub's own log, one line per publish it took: what it wrote to its clients.
+    let log = app.path("publish.log");
+    let taken = sent + failed - run["unowed"].as_u64().unwrap();
+    assert_eq!(
+        lines_when(&log, taken as usize, |_| true) as u64,
+        taken,
+        "{run:#}"
+    );
+    let written: u64 = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(|l| l.trim().parse::<u64>().unwrap())
+        .sum();
+    let d = &run["delivery"];
+    assert_eq!(d["received"].as_u64().unwrap(), written, "{run:#}");
+    // Every client was owed every publish the hub took; it got those it was written.
+    assert_eq!(d["lost"].as_u64().unwrap(), n * taken - written, "{run:#}");
+    assert!(d["lost"].as_u64().unwrap() > 0, "{run:#}");
+    assert_eq!(d["lost_silently"], d["lost"], "{run:#}");
+    assert_eq!(d["duplicated"], 0, "{run:#}");
+    assert_eq!(finding(&r, "delivery:")["status"], "fail");
+}
+
+#[test]
+fn a_node_ws_chat_hub_fed_over_rtchecks_own_websocket_counts_what_it_broadcast() {
+    let port = common::free_port();
+    let hub = Restartable::start(
+        &format!(
+            "NODE_PATH={} PORT={port} BROADCAST_MS=0 PUBLISH_LOG={{DIR}}/publish.log setsid /usr/bin/node {} >>{{DIR}}/hub.log 2>&1 </dev/null &",
+            foreign_common::NODE_PATH,
+            fixture("ws_broadcast.js").display()
+        ),
+        port,
+    );
+    let n = 20;
+    let (code, r, err) = rehearse(&[
+        &format!("ws://127.0.0.1:{port}/"),
+        "--connections",
+        &n.to_string(),
+        "--restart",
+        &hub.hook("KILL"),
+        "--reconnect",
+        "fixed:3s",
+        // rtcheck's publisher is one more client of the chat; the hub sends what it
+        // says to every other one. It dials again after the restart.
+        "--publish",
+        "ws",
+        "--rate",
+        "20",
+        "--timeout",
+        "40s",
+    ]);
+    let run = &r["runs"][0];
+    assert_eq!(code, Some(1), "{r:#}\n{err}");
+    assert_eq!(run["wave"]["back"], n, "{run:#}");
+    let p = &run["publisher"];
+    assert!(p["failed"].as_u64().unwrap() > 0, "{run:#}");
+    let taken = p["sent"].as_u64().unwrap() + p["failed"].as_u64().unwrap()
+        - run["unowed"].as_u64().unwrap();
+    let log = hub.path("publish.log");
+    assert_eq!(
+        lines_when(&log, taken as usize, |_| true) as u64,
+        taken,
+        "{run:#}"
+    );
+    let written: u64 = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(|l| l.trim().parse::<u64>().unwrap())
+        .sum();
+    let d = &run["delivery"];
+    assert_eq!(d["received"].as_u64().unwrap(), written, "{run:#}");
+    assert_eq!(d["lost"].as_u64().unwrap(), n * taken - written, "{run:#}");
+    assert!(d["lost_silently"].as_u64().unwrap() > 0, "{run:#}");
+}
+
+#[test]
+fn a_python_socketio_hub_killed_and_restarted_is_rehearsed_through_the_protocol() {
+    let port = common::free_port();
+    // Pings every second, a client silent for a second more is dropped: the clients
+    // must answer the protocol's heartbeat through the settle.
+    let hub = Restartable::start(
+        &format!(
+            "PORT={port} TICK_MS=50 PING_INTERVAL=1 PING_TIMEOUT=1 EVENTS_LOG={{DIR}}/events.log setsid {} {} >>{{DIR}}/hub.log 2>&1 </dev/null &",
+            python().display(),
+            fixture("socketio_server.py").display()
+        ),
+        port,
+    );
+    let n = 20;
+    let (code, r, err) = rehearse(&[
+        // The URL names the protocol (EIO=4): detected, as bench does.
+        &format!("ws://127.0.0.1:{port}/socket.io/?EIO=4&transport=websocket"),
+        "--connections",
+        &n.to_string(),
+        "--restart",
+        &hub.hook("KILL"),
+        "--reconnect",
+        "exp:200ms..2s+jitter",
+        "--settle",
+        "3s",
+        // Its `tick` event carries {"seq","ts"}.
+        "--event",
+        "tick",
+        "--seq-path",
+        "seq",
+        "--ts-path",
+        "ts",
+        "--timeout",
+        "40s",
+    ]);
+    assert_eq!(r["app_protocol"]["protocol"], "socketio", "{r:#}\n{err}");
+    let run = &r["runs"][0];
+    assert_eq!(code, Some(1), "{r:#}\n{err}");
+    assert_eq!(run["dropped_before_restart"], 0, "{run:#}");
+    assert_eq!(run["wave"]["dropped"], n, "{run:#}");
+    // Killed: no close of either kind.
+    assert_eq!(run["drain"]["abrupt"], n, "{run:#}");
+    assert_eq!(run["drain"]["app_close"], 0, "{run:#}");
+    assert_eq!(run["wave"]["back"], n, "{run:#}");
+    // The payloads were unwrapped from the protocol's events: seqs in both processes,
+    // the new one's from 1, told nobody.
+    let d = &run["delivery"];
+    assert!(d["received"].as_u64().unwrap() > n, "{run:#}");
+    assert_eq!(d["clients_without_seq"], 0, "{run:#}");
+    assert_eq!(d["epochs"], 2, "{run:#}");
+    assert!(d["lost_silently"].as_u64().unwrap() > 0, "{run:#}");
+    // The hub's own count: every first session and every return, through the protocol.
+    let connects = lines_when(&hub.path("events.log"), 2 * n as usize, |l| {
+        l.ends_with(" connect")
+    });
+    assert_eq!(connects as u64, 2 * n, "{run:#}");
+}
+
+#[test]
+fn sse_over_http2_sees_the_goaway_a_draining_server_sends_before_it_ends_the_streams() {
+    let port = common::free_port();
+    let certs = tempfile::tempdir().unwrap();
+    probe_common::make_certs(certs.path());
+    let c = certs.path().display();
+    // On SIGTERM: a GOAWAY to every session, the streams ended 1 s later, exit.
+    let server = Restartable::start(
+        &format!(
+            "PORT={port} CERT={c}/leaf.pem KEY={c}/leaf.key DRAIN_MS=1000 LOG={{DIR}}/goaway.log setsid /usr/bin/node {} >>{{DIR}}/server.log 2>&1 </dev/null &",
+            fixture("h2_sse.js").display()
+        ),
+        port,
+    );
+    let n = 20;
+    let ca = format!("{c}/ca.pem");
+    let (_, r, err) = rehearse(&[
+        &format!("https://127.0.0.1:{port}/events"),
+        "--http2",
+        "--ca",
+        &ca,
+        "--connections",
+        &n.to_string(),
+        "--restart",
+        &server.hook("TERM"),
+        "--reconnect",
+        "fixed:500ms",
+        "--ts-path",
+        "ts",
+        "--timeout",
+        "40s",
+    ]);
+    assert_eq!(r["transport"], "sse over http/2", "{r:#}\n{err}");
+    let run = &r["runs"][0];
+    assert_eq!(run["wave"]["dropped"], n, "{run:#}\n{err}");
+    assert_eq!(run["wave"]["back"], n, "{run:#}");
+    // Every stream ended cleanly, and every connection had its GOAWAY first.
+    assert_eq!(run["drain"]["sse_end"], n, "{run:#}");
+    assert_eq!(run["drain"]["goaway"], n, "{run:#}");
+    // The server waits 1 s between the two: the lead measured is most of it.
+    let lead = run["drain"]["goaway_lead_p50_ms"].as_f64().unwrap();
+    assert!(lead >= 500.0, "{run:#}");
+    // The server's own count: one GOAWAY per session (one per client).
+    let sent = lines_when(&server.path("goaway.log"), n as usize, |_| true);
+    assert_eq!(sent as u64, n, "{run:#}");
 }

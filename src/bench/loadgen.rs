@@ -305,6 +305,7 @@ fn spawn_publisher(
         rounds: a.rounds,
         rate: a.rate,
         size: a.size as usize,
+        redial: false,
     };
     let (go_tx, go_rx) = tokio::sync::oneshot::channel::<()>();
     let task = tokio::spawn(async move {

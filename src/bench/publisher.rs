@@ -158,6 +158,7 @@ pub fn parse_header(h: &str) -> Result<(String, String), String> {
     Ok((n.to_string(), v.trim().to_string()))
 }
 
+#[derive(Clone)]
 pub struct Plan {
     pub via: PublishVia,
     /// Where the WebSocket publisher connects (the clients' URL, for its handshake).
@@ -177,6 +178,19 @@ pub struct Plan {
     pub rounds: u64,
     pub rate: f64,
     pub size: usize,
+    /// `--publish ws`: dial again when a send fails (rehearse: the hub restarts under
+    /// it); bench and verify keep one connection and count the failures.
+    pub redial: bool,
+}
+
+/// Names the way and the rate only: a header or a POST URL's query may hold a token.
+impl std::fmt::Debug for Plan {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Plan")
+            .field("via", &self.via.name())
+            .field("rate", &self.rate)
+            .finish_non_exhaustive()
+    }
 }
 
 /// A connected publisher, ready to start on the orchestrator's command.
@@ -263,7 +277,9 @@ pub async fn run(
     let t0_ns = clock::now_ns() + period.as_nanos() as u64;
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<(u64, Instant, String)>();
     let state = std::sync::Arc::new(std::sync::Mutex::new(SendState::default()));
-    let sender = tokio::spawn(send_all(ready, plan_target(&plan), rx, state.clone()));
+    let target = plan_target(&plan);
+    let redial = plan.redial.then(|| std::sync::Arc::new(plan.clone()));
+    let sender = tokio::spawn(send_all(ready, target, redial, rx, state.clone()));
     let mut st = PublisherStat {
         via: plan.via.name(),
         scheduled: plan.rounds,
@@ -306,6 +322,7 @@ pub async fn run(
     st.sent = s.sent;
     st.failed = s.failed;
     st.first_error = s.first_error;
+    st.failed_seqs = s.failed_seqs;
     st.backlog_max_ms = s.backlog_max_ms;
     if !finished {
         st.unsent = st.timer_rounds.saturating_sub(s.sent + s.failed);
@@ -377,18 +394,21 @@ struct SendState {
     sent: u64,
     failed: u64,
     first_error: Option<String>,
+    /// The seqs whose send failed, as inclusive ranges.
+    failed_seqs: Vec<(u64, u64)>,
     /// Largest delay behind the schedule at a send's completion (ms): how long the
     /// server held the sender.
     backlog_max_ms: f64,
 }
 
 impl SendState {
-    fn done(&mut self, r: Result<(), String>, due: Instant) {
+    fn done(&mut self, seq: u64, r: Result<(), String>, due: Instant) {
         match r {
             Ok(()) => self.sent += 1,
             Err(e) => {
                 self.failed += 1;
                 self.first_error.get_or_insert(e);
+                add_range(&mut self.failed_seqs, seq);
             }
         }
         self.backlog_max_ms = self.backlog_max_ms.max(due.elapsed().as_secs_f64() * 1e3);
@@ -397,9 +417,17 @@ impl SendState {
 
 type Shared = std::sync::Arc<std::sync::Mutex<SendState>>;
 
-fn record(state: &Shared, r: Result<(), String>, due: Instant) {
+fn record(state: &Shared, seq: u64, r: Result<(), String>, due: Instant) {
     if let Ok(mut s) = state.lock() {
-        s.done(r, due);
+        s.done(seq, r, due);
+    }
+}
+
+/// `seq` into ranges kept in order (seqs come in order: extend the last, or open one).
+fn add_range(v: &mut Vec<(u64, u64)>, seq: u64) {
+    match v.last_mut() {
+        Some(last) if last.1.saturating_add(1) == seq => last.1 = seq,
+        _ => v.push((seq, seq)),
     }
 }
 
@@ -407,42 +435,91 @@ fn record(state: &Shared, r: Result<(), String>, due: Instant) {
 async fn send_all(
     ready: Ready,
     target: Target,
+    redial: Option<std::sync::Arc<Plan>>,
     mut rx: tokio::sync::mpsc::UnboundedReceiver<(u64, Instant, String)>,
     state: Shared,
 ) {
     match (ready, target) {
-        (Ready::Ws(ws, None), _) => {
-            let (mut sink, mut stream) = (*ws).split();
-            // Read and discard: a chat hub echoes to its sender, which must not become
-            // a slow client itself.
-            let reader =
-                tokio::spawn(async move { while let Some(Ok(_)) = stream.next().await {} });
-            while let Some((_, due, msg)) = rx.recv().await {
-                let r = sink
-                    .send(tokio_tungstenite::tungstenite::Message::text(msg))
-                    .await
-                    .map_err(|e| format!("publisher: WebSocket send: {e}"));
-                record(&state, r, due);
-            }
-            reader.abort();
-        }
+        (Ready::Ws(ws, None), _) => send_all_ws(*ws, redial, rx, state).await,
         (Ready::Ws(ws, Some(app)), _) => send_all_app(*ws, *app, rx, state).await,
         (_, Target::Post { addr, tls, request }) => {
             let mut conn = None;
-            while let Some((_, due, msg)) = rx.recv().await {
+            while let Some((seq, due, msg)) = rx.recv().await {
                 let r = match &request {
                     Ok(t) => post(&mut conn, addr, tls.as_ref(), t, msg).await,
                     Err(e) => Err(e.clone()),
                 };
-                record(&state, r, due);
+                record(&state, seq, r, due);
             }
         }
         (Ready::Post, Target::Ws) => record(
             &state,
+            0,
             Err("publisher: no WebSocket".into()),
             Instant::now(),
         ),
     }
+}
+
+type WsSink = futures_util::stream::SplitSink<
+    tokio_tungstenite::WebSocketStream<Stream>,
+    tokio_tungstenite::tungstenite::Message,
+>;
+
+/// A raw WebSocket publisher: each message one text frame, in order. With `redial` a
+/// failed send drops the connection and the next message dials again first (one try
+/// per message: a hub that is down fails the messages of its downtime, each counted).
+async fn send_all_ws(
+    ws: tokio_tungstenite::WebSocketStream<Stream>,
+    redial: Option<std::sync::Arc<Plan>>,
+    mut rx: tokio::sync::mpsc::UnboundedReceiver<(u64, Instant, String)>,
+    state: Shared,
+) {
+    let (mut conn, mut reader) = split_ws(ws);
+    while let Some((seq, due, msg)) = rx.recv().await {
+        // The hub closed (killed: its FIN came): a write would still succeed once, into
+        // a socket nobody reads, and count a message the hub never took as sent.
+        if redial.is_some() && reader.is_finished() {
+            conn = None;
+        }
+        if conn.is_none() {
+            if let Some(plan) = &redial {
+                match connect(plan).await {
+                    Ok(Ready::Ws(ws, _)) => {
+                        reader.abort();
+                        (conn, reader) = split_ws(*ws);
+                    }
+                    Ok(Ready::Post) => {}
+                    Err(e) => {
+                        record(&state, seq, Err(e), due);
+                        continue;
+                    }
+                }
+            }
+        }
+        let r = match conn.as_mut() {
+            Some(sink) => sink
+                .send(tokio_tungstenite::tungstenite::Message::text(msg))
+                .await
+                .map_err(|e| format!("publisher: WebSocket send: {e}")),
+            None => Err("publisher: the WebSocket is closed".into()),
+        };
+        if r.is_err() && redial.is_some() {
+            conn = None;
+        }
+        record(&state, seq, r, due);
+    }
+    reader.abort();
+}
+
+/// The sink, and a task that reads and discards: a chat hub echoes to its sender,
+/// which must not become a slow client itself.
+fn split_ws(
+    ws: tokio_tungstenite::WebSocketStream<Stream>,
+) -> (Option<WsSink>, tokio::task::JoinHandle<()>) {
+    let (sink, mut stream) = ws.split();
+    let reader = tokio::spawn(async move { while let Some(Ok(_)) = stream.next().await {} });
+    (Some(sink), reader)
 }
 
 /// The WebSocket publisher of a library protocol: each message published as its clients
@@ -474,8 +551,8 @@ async fn send_all_app(
     loop {
         let (m, due) = tokio::select! {
             next = rx.recv() => match next {
-                Some((_, due, msg)) => match with(&app, |s| s.publish(&msg)) {
-                    Some(m) => (m, Some(due)),
+                Some((seq, due, msg)) => match with(&app, |s| s.publish(&msg)) {
+                    Some(m) => (m, Some((seq, due))),
                     None => break,
                 },
                 None => break,
@@ -490,8 +567,8 @@ async fn send_all_app(
             .send(m)
             .await
             .map_err(|e| format!("publisher: WebSocket send: {e}"));
-        if let Some(due) = due {
-            record(&state, r, due);
+        if let Some((seq, due)) = due {
+            record(&state, seq, r, due);
         }
     }
     reader.abort();
@@ -623,6 +700,15 @@ mod tests {
         let t = target::parse("https://api.example.com/publish", Some(to)).unwrap();
         let p = post_target(&t, &[]).unwrap();
         assert_eq!((p.addr, p.authority.as_str()), (to, "api.example.com"));
+    }
+
+    #[test]
+    fn failed_seqs_are_kept_as_ranges() {
+        let mut v = Vec::new();
+        for s in [3, 4, 5, 9, 11, 12] {
+            add_range(&mut v, s);
+        }
+        assert_eq!(v, vec![(3, 5), (9, 9), (11, 12)]);
     }
 
     #[test]

@@ -30,6 +30,9 @@ pub struct PublisherStat {
     pub sent: u64,
     pub failed: u64,
     pub first_error: Option<String>,
+    /// The seqs of the failed sends, inclusive ranges (rehearse: not owed to a client).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failed_seqs: Vec<(u64, u64)>,
     pub unsent: u64,
     /// The timer's lateness behind the schedule (the load generator's own delay).
     pub timer_late_p99_ms: f64,

@@ -77,6 +77,39 @@ pub struct RehearseArgs {
     /// Sent by every client after connecting, WebSocket (join a room).
     #[arg(long, value_name = "TEXT")]
     pub subscribe: Option<String>,
+    /// Who publishes: `server` (the hub publishes by itself), `ws` (rtcheck sends each
+    /// message on a WebSocket of its own, dialled again across the restart, and the hub
+    /// broadcasts it), or 'POST URL' (the app's publish API). A publish that failed
+    /// while the hub was down is owed to no client.
+    #[arg(long, value_name = "MODE", default_value = "server", value_parser = crate::bench::publisher::PublishVia::parse)]
+    pub publish: crate::bench::publisher::PublishVia,
+    /// What rtcheck publishes with --publish: a template with {seq}, {ts}, {marker}
+    /// (default: rtcheck's JSON payload).
+    #[arg(long, value_name = "TEMPLATE")]
+    pub message: Option<String>,
+    /// Messages per second with --publish, from the settle to the end.
+    #[arg(long, value_name = "N", default_value_t = 10.0)]
+    pub rate: f64,
+    /// The library protocol the clients speak on a ws:// URL: socketio, signalr,
+    /// phoenix, actioncable, graphql-ws, stomp, sockjs, mqtt or raw. Default: detected
+    /// from the URL where it is unambiguous (`?EIO=4`, `/websocket?vsn=`, `/cable`...).
+    #[arg(long, value_name = "NAME", value_parser = super::reach::parse_app_protocol)]
+    pub app_protocol: Option<rtcheck_wire::appproto::AppProtocol>,
+    /// With a library protocol: what to subscribe to (Phoenix topic, ActionCable
+    /// channel, STOMP destination, MQTT topic).
+    #[arg(long, value_name = "NAME")]
+    pub channel: Option<String>,
+    /// With a library protocol: the Socket.IO event or SignalR method that carries the
+    /// payload (default `message`).
+    #[arg(long, value_name = "NAME")]
+    pub event: Option<String>,
+    /// A header for --publish 'POST URL' ('Name: value'; never printed). Repeatable.
+    #[arg(short = 'H', long = "header", value_name = "HEADER")]
+    pub headers: Vec<String>,
+    /// SSE over HTTP/2 (https:// only; TLS offers h2 alone): each client's stream on a
+    /// connection of its own, and the GOAWAY before the stream's end measured.
+    #[arg(long)]
+    pub http2: bool,
     /// Send this traffic to a host that is not loopback.
     #[arg(long)]
     pub allow_remote: bool,
@@ -119,10 +152,100 @@ fn target(a: &RehearseArgs) -> anyhow::Result<crate::bench::target::Target> {
     url.resolve(Some(addr))
 }
 
+/// `--publish`/`--message`/`--rate`/`-H` into bench's publisher plan (None: the hub
+/// publishes by itself). Its schedule outlasts the rehearsal; the run's end stops it.
+type App = (
+    rtcheck_wire::appproto::AppProtocol,
+    rtcheck_wire::appproto::Subscribe,
+    crate::bench::appws::Spoken,
+);
+
+/// The library protocol of a ws:// URL: `--app-protocol`, or the one its path names.
+fn app_protocol(a: &RehearseArgs, t: &crate::bench::target::Target) -> anyhow::Result<Option<App>> {
+    let ws = t.proto == crate::bench::target::Proto::Ws;
+    let given = a
+        .app_protocol
+        .is_some_and(|p| p != rtcheck_wire::appproto::AppProtocol::Raw);
+    if !ws && given {
+        anyhow::bail!(
+            "--app-protocol: the library protocols run over WebSocket; give a ws:// or wss:// URL"
+        );
+    }
+    let app = ws
+        .then(|| crate::bench::appws::resolve(a.app_protocol, &a.url))
+        .flatten();
+    if app.is_none() && (a.channel.is_some() || a.event.is_some()) {
+        anyhow::bail!("--channel and --event go with a library protocol (--app-protocol NAME, or a URL that names one)");
+    }
+    let sub = rtcheck_wire::appproto::Subscribe {
+        channel: a.channel.clone(),
+        event: a.event.clone(),
+    };
+    Ok(app.map(|(p, why)| (p, sub, why)))
+}
+
+fn publisher(
+    a: &RehearseArgs,
+    t: &crate::bench::target::Target,
+    message: crate::bench::template::Template,
+    app: Option<&App>,
+) -> anyhow::Result<Option<crate::bench::publisher::Plan>> {
+    use crate::bench::publisher::{Endpoint, PublishVia};
+    let flag_without = |f: &str| anyhow::anyhow!("{f} goes with --publish ws or 'POST URL'");
+    match &a.publish {
+        PublishVia::Server if a.message.is_some() => return Err(flag_without("--message")),
+        PublishVia::Server if !a.headers.is_empty() => return Err(flag_without("-H")),
+        PublishVia::Server => return Ok(None),
+        PublishVia::Ws if t.proto != crate::bench::target::Proto::Ws => {
+            anyhow::bail!("--publish ws sends on a WebSocket of the clients' URL; give a ws:// URL or 'POST URL'")
+        }
+        // Bench's publisher speaks the protocol but keeps one session: it would not
+        // come back through the restart.
+        PublishVia::Ws if app.is_some() => {
+            anyhow::bail!("--publish ws with a library protocol: rtcheck's publisher does not dial its session again after the restart; use --publish 'POST URL' or the hub's own messages")
+        }
+        _ => {}
+    }
+    if !(a.rate.is_finite() && a.rate > 0.0 && a.rate <= 10_000.0) {
+        anyhow::bail!(
+            "--rate {}: expected a number of messages per second, above 0 and at most 10000",
+            a.rate
+        );
+    }
+    let trust = crate::sys::tls::Trust::with_ca(a.ca.clone());
+    let headers = a
+        .headers
+        .iter()
+        .map(|h| crate::bench::publisher::parse_header(h))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(anyhow::Error::msg)?;
+    let life = a.settle + a.restart_timeout + a.timeout + a.grace + Duration::from_secs(60);
+    Ok(Some(crate::bench::publisher::Plan {
+        via: a.publish.clone(),
+        ws_url: a.url.clone(),
+        ws: Endpoint {
+            target: t.clone(),
+            tls: t.tls(&trust)?,
+        },
+        post: a.publish.post(None, &trust)?,
+        message,
+        subscribe: a.subscribe.clone(),
+        app: None,
+        headers,
+        rounds: (life.as_secs_f64() * a.rate).ceil() as u64,
+        rate: a.rate,
+        size: 0,
+        redial: true,
+    }))
+}
+
 pub fn run(a: RehearseArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
     a.out.validate()?;
     let t = target(&a)?;
     let sse = t.proto != crate::bench::target::Proto::Ws;
+    if a.http2 && !(sse && t.tls) {
+        anyhow::bail!("--http2: SSE over HTTP/2 needs an https:// URL (h2 is negotiated in TLS)");
+    }
     let policies = a
         .compare_reconnect
         .clone()
@@ -130,13 +253,15 @@ pub fn run(a: RehearseArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
     if !sse && policies.contains(&Reconnect::Eventsource) {
         anyhow::bail!("--reconnect eventsource: the browser's EventSource is SSE; give an http:// or https:// URL");
     }
-    let (_, decoder) = crate::bench::template::message_and_decoder(
-        None,
+    let (message, decoder) = crate::bench::template::message_and_decoder(
+        a.message.as_deref(),
         a.seq_path.as_deref(),
         a.ts_path.as_deref(),
         sse,
     )
     .map_err(anyhow::Error::msg)?;
+    let app = app_protocol(&a, &t)?;
+    let publish = publisher(&a, &t, message, app.as_ref())?;
     let o = rehearse::Options {
         url_shown: rtcheck_base::redact::url(&a.url),
         watch: a.server_addr.unwrap_or(t.addr),
@@ -150,9 +275,12 @@ pub fn run(a: RehearseArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
         policies,
         pids: a.pid.clone().map(|p| p.0).unwrap_or_default(),
         decoder,
+        publish,
+        app,
         subscribe: a.subscribe.clone(),
         ca: a.ca.clone(),
         connect_timeout: Duration::from_secs(10),
+        http2: a.http2,
         progress: std::io::IsTerminal::is_terminal(&std::io::stderr()),
     };
     let report = rehearse::run(&o)?;

@@ -3,9 +3,11 @@
 //! resume (SSE `Last-Event-ID`, rtcheck's `?since=SEQ&epoch=E` after its hello), and
 //! record every seq in arrival order per server epoch.
 use super::policy::Reconnect;
+use crate::bench::appws::Session;
 use crate::bench::target::{Proto, Target};
 use crate::sys::tls::{Stream, Tls};
 use futures_util::{SinkExt, StreamExt};
+use rtcheck_wire::appproto::{AppProtocol, Subscribe};
 use rtcheck_wire::epoch::{self, Marker};
 use rtcheck_wire::http::response::{self, Limits};
 use std::collections::HashMap;
@@ -33,6 +35,15 @@ pub struct Shared {
     pub away: AtomicU64,
     /// Clients whose first connect is over (connected or failed).
     pub started: AtomicU64,
+    /// Messages with a seq received, over every client (the end waits until it stops).
+    pub received: AtomicU64,
+    /// The seqs are rtcheck's publisher's, one history across the restart: a seq that
+    /// goes back on a new connection is a replay, never a new epoch.
+    pub one_history: bool,
+    /// The library protocol spoken on each WebSocket (`--app-protocol`, or the URL's).
+    pub app: Option<(AppProtocol, Subscribe)>,
+    /// SSE over HTTP/2 (`--http2`; `tls` then offers h2 alone).
+    pub h2: bool,
 }
 
 impl Shared {
@@ -125,6 +136,9 @@ impl Cause {
 pub enum End {
     /// A WebSocket close frame with this code (1001 going away, 1012 service restart).
     Close(u16),
+    /// The library protocol's own close (Socket.IO's disconnect packet, STOMP's ERROR,
+    /// MQTT's DISCONNECT...): the server said it was ending the session.
+    AppClose,
     /// The SSE body ended cleanly (chunked terminator, or EOF on a body until close).
     SseEnd,
     /// EOF without a close frame or a clean end.
@@ -138,7 +152,10 @@ pub enum End {
 impl End {
     /// A signal a client can act on before the socket goes.
     pub fn is_drain(self) -> bool {
-        matches!(self, End::Close(1001) | End::Close(1012) | End::SseEnd)
+        matches!(
+            self,
+            End::Close(1001) | End::Close(1012) | End::SseEnd | End::AppClose
+        )
     }
 }
 
@@ -168,11 +185,18 @@ pub struct ClientOut {
     pub replay_messages: u64,
     pub replay_bytes: u64,
     pub connected_at_end: bool,
+    /// The protocol's reason for a drop, by the drop's index (an `AppClose`'s words).
+    pub reasons: HashMap<usize, String>,
+    /// Over HTTP/2: when the connection's GOAWAY came, by the index of its drop.
+    pub goaways: HashMap<usize, f64>,
 }
 
 /// One open connection.
 enum Conn {
-    Ws(Box<tokio_tungstenite::WebSocketStream<Stream>>),
+    Ws(
+        Box<tokio_tungstenite::WebSocketStream<Stream>>,
+        Option<Box<Session>>,
+    ),
     Sse {
         stream: Box<Stream>,
         body: Box<rtcheck_wire::sse::Stream>,
@@ -181,6 +205,7 @@ enum Conn {
         /// the stream's end. A chunked body that stops without its last chunk did not end.
         until_close: bool,
     },
+    H2(Box<super::h2sse::H2Sse>),
 }
 
 /// Resume state across connections.
@@ -212,10 +237,18 @@ pub async fn run(
     out.connected_ms = Some(sh.ms());
     let mut snapshot = HashMap::new();
     loop {
-        let end = read(&sh, &mut conn, &mut out, &mut res, &snapshot, &mut stop).await;
+        let (end, why) = read(&sh, &mut conn, &mut out, &mut res, &snapshot, &mut stop).await;
         if end.0 == End::Stopped {
             out.connected_at_end = true;
             return out;
+        }
+        if let Some(why) = why {
+            out.reasons.insert(out.drops.len(), why);
+        }
+        if let Conn::H2(h) = &conn {
+            if let Some(g) = h.goaway {
+                out.goaways.insert(out.drops.len(), g);
+            }
         }
         out.drops.push((sh.ms(), end.0, end.1));
         sh.away.fetch_add(1, Relaxed);
@@ -302,6 +335,17 @@ async fn connect(sh: &Shared, res: &Resume) -> Result<Conn, (Cause, String)> {
             .map_err(|e| (Cause::of_io(&e), format!("{}: TLS: {e}", t.addr)))?;
         match t.proto {
             Proto::Ws => ws_open(sh, stream, res).await,
+            _ if sh.h2 => {
+                use super::h2sse::Failed;
+                super::h2sse::open(stream, &t.authority, &t.path, res.sse_last_id.as_deref())
+                    .await
+                    .map(|h| Conn::H2(Box::new(h)))
+                    .map_err(|e| match e {
+                        Failed::Status(s) => (Cause::of_status(s), format!("SSE answered {s}")),
+                        Failed::Broken(m) => (Cause::Reset, m),
+                        Failed::Other(m) => (Cause::Other, m),
+                    })
+            }
             _ => sse_open(sh, stream, res).await,
         }
     };
@@ -328,7 +372,8 @@ async fn ws_open(sh: &Shared, stream: Stream, res: &Resume) -> Result<Conn, (Cau
     // tungstenite reads into 128 KiB per connection by default: 256 MB for 2,000 clients
     // of rtcheck's own, measured in BENCHMARKS.md; the messages here are small.
     let cfg = crate::bench::ws_client::config(largest).read_buffer_size(READ_BUFFER);
-    let (mut ws, _) = tokio_tungstenite::client_async_with_config(url.as_str(), stream, Some(cfg))
+    let req = ws_request(&url, sh.app.as_ref().map(|a| a.0))?;
+    let (mut ws, _) = tokio_tungstenite::client_async_with_config(req, stream, Some(cfg))
         .await
         .map_err(|e| match e {
             tungstenite::Error::Http(r) => (
@@ -341,12 +386,42 @@ async fn ws_open(sh: &Shared, stream: Stream, res: &Resume) -> Result<Conn, (Cau
             }
             e => (Cause::Other, format!("WebSocket handshake: {e}")),
         })?;
+    // The library's session (connect, subscribe) before the client counts as back.
+    let app = match &sh.app {
+        Some((p, sub)) => {
+            let mut s = Session::new(*p, &url, sub.clone());
+            crate::bench::appws::handshake(&mut ws, &mut s, sh.connect_timeout)
+                .await
+                .map_err(|e| (Cause::Other, e))?;
+            Some(Box::new(s))
+        }
+        None => None,
+    };
     if let Some(s) = &sh.subscribe {
         ws.send(Message::text(s.clone()))
             .await
             .map_err(|e| (Cause::Reset, format!("subscribe: {e}")))?;
     }
-    Ok(Conn::Ws(Box::new(ws)))
+    Ok(Conn::Ws(Box::new(ws), app))
+}
+
+/// The upgrade request, asking for the protocol's WebSocket subprotocol if it has one
+/// (MQTT's `mqtt`, STOMP's `v12.stomp`...: its servers refuse an upgrade without it).
+fn ws_request(
+    url: &str,
+    p: Option<AppProtocol>,
+) -> Result<tungstenite::handshake::client::Request, (Cause, String)> {
+    use tungstenite::client::IntoClientRequest;
+    let mut r = url
+        .into_client_request()
+        .map_err(|e| (Cause::Other, format!("WebSocket request: {e}")))?;
+    if let Some(sp) = p.and_then(AppProtocol::subprotocol) {
+        r.headers_mut().insert(
+            "Sec-WebSocket-Protocol",
+            tungstenite::http::HeaderValue::from_static(sp),
+        );
+    }
+    Ok(r)
 }
 
 async fn sse_open(sh: &Shared, mut stream: Stream, res: &Resume) -> Result<Conn, (Cause, String)> {
@@ -401,6 +476,7 @@ fn record(sh: &Shared, seen: &mut Seen<'_>, (seq, epoch): (u64, String), bytes: 
     let new_epoch = out.segments.last().is_none_or(|s| s.epoch != epoch);
     // Without an epoch, seqs that go back on a new connection mean a restarted publisher.
     let went_back = epoch.is_empty()
+        && !sh.one_history
         && seen.fresh
         && out
             .segments
@@ -423,10 +499,11 @@ fn record(sh: &Shared, seen: &mut Seen<'_>, (seq, epoch): (u64, String), bytes: 
     }
     seen.res.last_seq = seq;
     sh.see(&key, seq);
+    sh.received.fetch_add(1, Relaxed);
 }
 
-/// Read until the connection ends or the run stops: how it ended, and when a drain
-/// signal came (ms).
+/// Read until the connection ends or the run stops: how it ended, when a drain signal
+/// came (ms), and the protocol's reason when it closed the session itself.
 async fn read(
     sh: &Shared,
     conn: &mut Conn,
@@ -434,7 +511,7 @@ async fn read(
     res: &mut Resume,
     snapshot: &HashMap<String, u64>,
     stop: &mut watch::Receiver<u8>,
-) -> (End, Option<f64>) {
+) -> ((End, Option<f64>), Option<String>) {
     let mut seen = Seen {
         out,
         res,
@@ -442,7 +519,8 @@ async fn read(
         fresh: true,
     };
     match conn {
-        Conn::Ws(ws) => read_ws(sh, ws, &mut seen, stop).await,
+        Conn::Ws(ws, None) => (read_ws(sh, ws, &mut seen, stop).await, None),
+        Conn::Ws(ws, Some(app)) => read_app(sh, ws, app, &mut seen, stop).await,
         Conn::Sse {
             stream,
             body,
@@ -451,11 +529,13 @@ async fn read(
         } => {
             let (end, at) = read_sse(sh, stream, body, pending, &mut seen, stop).await;
             // EOF in the middle of a chunked or sized body: cut, not ended.
-            match end == End::SseEnd && !*until_close && !body.ended() {
+            let end = match end == End::SseEnd && !*until_close && !body.ended() {
                 true => (End::Eof, None),
                 false => (end, at),
-            }
+            };
+            (end, None)
         }
+        Conn::H2(h) => (read_h2(sh, h, &mut seen, stop).await, None),
     }
 }
 
@@ -532,6 +612,112 @@ async fn read_ws(
                 }
             }
             Some(Ok(_)) => {}
+        }
+    }
+}
+
+/// A WebSocket of a library protocol: its messages unwrapped to the payload (seq
+/// accounting as on a raw socket), its heartbeat answered and sent, its own close named.
+async fn read_app(
+    sh: &Shared,
+    ws: &mut tokio_tungstenite::WebSocketStream<Stream>,
+    app: &mut Session,
+    seen: &mut Seen<'_>,
+    stop: &mut watch::Receiver<u8>,
+) -> ((End, Option<f64>), Option<String>) {
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    loop {
+        let m = tokio::select! {
+            m = ws.next() => m,
+            _ = tick.tick() => {
+                if let Some(b) = app.due() {
+                    if ws.send(b).await.is_err() {
+                        return ((End::Reset, None), None);
+                    }
+                }
+                continue;
+            }
+            _ = wait_stop(stop) => return ((End::Stopped, None), None),
+        };
+        let m = match m {
+            Some(Ok(m @ (Message::Text(_) | Message::Binary(_)))) => m,
+            Some(Ok(Message::Close(c))) => {
+                let code = c.map_or(1005, |f| u16::from(f.code));
+                let at = sh.ms();
+                drain_socket(ws).await;
+                return ((End::Close(code), Some(at)), None);
+            }
+            Some(Ok(_)) => continue,
+            None | Some(Err(tungstenite::Error::ConnectionClosed)) => {
+                return ((End::Eof, None), None)
+            }
+            Some(Err(_)) => return ((End::Reset, None), None),
+        };
+        let h = app.on_message(&m);
+        for r in h.replies {
+            if ws.send(r).await.is_err() {
+                return ((End::Reset, None), None);
+            }
+        }
+        for p in &h.payloads {
+            if let Some((seq, _)) = sh.decoder.decode(p, None) {
+                let e = seen.res.ws_epoch.clone().unwrap_or_default();
+                record(sh, seen, (seq, e), p.len());
+            }
+        }
+        if let Some(why) = h.closed {
+            let at = sh.ms();
+            drain_socket(ws).await;
+            return ((End::AppClose, Some(at)), Some(why));
+        }
+    }
+}
+
+/// After a close, read until the server closes the socket (bounded: 5 s).
+async fn drain_socket(ws: &mut tokio_tungstenite::WebSocketStream<Stream>) {
+    let _ = tokio::time::timeout(Duration::from_secs(5), async {
+        while let Some(Ok(_)) = ws.next().await {}
+    })
+    .await;
+}
+
+/// An SSE stream over HTTP/2: its DATA parsed as events, the connection's GOAWAY looked
+/// for every 20 ms and on every frame; END_STREAM is the stream's clean end.
+async fn read_h2(
+    sh: &Shared,
+    h: &mut super::h2sse::H2Sse,
+    seen: &mut Seen<'_>,
+    stop: &mut watch::Receiver<u8>,
+) -> (End, Option<f64>) {
+    let mut events = Vec::new();
+    let mut tick = tokio::time::interval(Duration::from_millis(20));
+    loop {
+        let chunk = tokio::select! {
+            c = h.body.data() => c,
+            _ = tick.tick() => {
+                h.note_goaway(sh.ms());
+                continue;
+            }
+            _ = wait_stop(stop) => return (End::Stopped, None),
+        };
+        h.note_goaway(sh.ms());
+        let bytes = match chunk {
+            Some(Ok(b)) => b,
+            None => return (End::SseEnd, Some(sh.ms())),
+            Some(Err(_)) => return (End::Reset, None),
+        };
+        let _ = h.body.flow_control().release_capacity(bytes.len());
+        if h.parser.feed(&bytes, &mut events).is_err() {
+            return (End::Reset, None);
+        }
+        if let Some(r) = h.parser.retry_ms() {
+            seen.res.retry_ms = Some(r);
+        }
+        for ev in events.drain(..) {
+            sse_event(sh, seen, ev);
+        }
+        if let Some(id) = h.parser.last_id() {
+            seen.res.sse_last_id = Some(id.to_string());
         }
     }
 }

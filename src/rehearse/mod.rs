@@ -3,10 +3,12 @@
 //! way the user's clients do while rtcheck measures the wave, the drain, the failed
 //! connects, the host's accept queue, the server's process and every seq.
 //!
-//! - [`client`]: one client (tokio), [`policy`]: `--reconnect`, [`hook`]: the command;
+//! - [`client`]: one client (tokio), [`h2sse`]: its SSE over HTTP/2 (`--http2`),
+//!   [`policy`]: `--reconnect`, [`hook`]: the command; `--publish` is bench's publisher;
 //! - pure: [`wave`] (connects per 100 ms and the times to 50/95/100 %), [`summary`]
 //!   (clients to figures), [`verdict`] (findings); [`model`]: the report.
 pub mod client;
+pub mod h2sse;
 pub mod hook;
 pub mod model;
 pub mod policy;
@@ -37,9 +39,19 @@ pub struct Options {
     pub policies: Vec<Reconnect>,
     pub pids: Vec<u32>,
     pub decoder: crate::bench::template::Decoder,
+    /// `--publish ws|'POST URL'`: rtcheck publishes the seqs (None: the hub does).
+    pub publish: Option<crate::bench::publisher::Plan>,
+    /// The library protocol on each WebSocket, what it subscribes to, and why.
+    pub app: Option<(
+        rtcheck_wire::appproto::AppProtocol,
+        rtcheck_wire::appproto::Subscribe,
+        crate::bench::appws::Spoken,
+    )>,
     pub subscribe: Option<String>,
     pub ca: Option<std::path::PathBuf>,
     pub connect_timeout: Duration,
+    /// SSE over HTTP/2 (`--http2`, https:// only).
+    pub http2: bool,
     /// Prints progress lines on stderr.
     pub progress: bool,
 }
@@ -60,9 +72,12 @@ pub fn run(o: &Options) -> anyhow::Result<RehearseReport> {
     rtcheck_base::os::signal::install_interrupt_handler();
     let (_, hard) = rtcheck_base::os::limits::raise_nofile_to_hard()?;
     rtcheck_base::os::limits::check_fd_budget(o.connections, hard)?;
-    let tls = o
-        .target
-        .tls(&crate::sys::tls::Trust::with_ca(o.ca.clone()))?;
+    let trust = crate::sys::tls::Trust::with_ca(o.ca.clone());
+    let tls = match o.http2 {
+        // h2 alone: a server that would only speak HTTP/1.1 is refused, not measured.
+        true => Some(crate::sys::tls::Tls::new(&trust, &o.target.host, &["h2"])?),
+        false => o.target.tls(&trust)?,
+    };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -90,8 +105,10 @@ pub fn run(o: &Options) -> anyhow::Result<RehearseReport> {
         url: o.url_shown.clone(),
         transport: match o.target.proto {
             crate::bench::target::Proto::Ws => "websocket".into(),
+            _ if o.http2 => "sse over http/2".into(),
             _ => "sse".into(),
         },
+        app_protocol: o.app.as_ref().map(|a| a.2.clone()),
         connections: o.connections,
         valid: runs.iter().all(|r| r.valid),
         notes,
@@ -119,6 +136,10 @@ async fn one(o: &Options, p: Reconnect, tls: Option<crate::sys::tls::Tls>) -> an
         connect_timeout: o.connect_timeout,
         away: Default::default(),
         started: Default::default(),
+        received: Default::default(),
+        one_history: o.publish.is_some(),
+        app: o.app.as_ref().map(|(p, sub, _)| (*p, sub.clone())),
+        h2: o.http2,
     });
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(0u8);
     let sem = Arc::new(tokio::sync::Semaphore::new(FIRST_CONNECTS));
@@ -136,6 +157,8 @@ async fn one(o: &Options, p: Reconnect, tls: Option<crate::sys::tls::Tls>) -> an
         check_interrupted(STOPPED)?;
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+    // Publishing from the settle on: the clients hold seqs before the restart.
+    let publishing = start_publisher(o).await?;
     let settled = Instant::now() + o.settle;
     while Instant::now() < settled {
         check_interrupted(STOPPED)?;
@@ -166,6 +189,7 @@ async fn one(o: &Options, p: Reconnect, tls: Option<crate::sys::tls::Tls>) -> an
     }
     let measured_ms = sh.t0.elapsed().as_secs_f64() * 1000.0 - hook_ms;
     let netstat_after = crate::sys::netstat::read(std::path::Path::new("/proc"));
+    let published = stop_publisher(&sh, publishing).await;
     let _ = stop_tx.send(2);
     let mut clients = Vec::with_capacity(tasks.len());
     for t in tasks {
@@ -184,6 +208,7 @@ async fn one(o: &Options, p: Reconnect, tls: Option<crate::sys::tls::Tls>) -> an
         (hook_ms, measured_ms, timed_out),
         server,
         (netstat_before, netstat_after),
+        published,
     );
     run.away_at_restart = away_at_restart;
     if away_at_restart * 100 > run.connected.max(1) {
@@ -194,6 +219,48 @@ async fn one(o: &Options, p: Reconnect, tls: Option<crate::sys::tls::Tls>) -> an
         ));
     }
     Ok(run)
+}
+
+type Publishing = Option<(
+    tokio::sync::watch::Sender<u8>,
+    tokio::task::JoinHandle<crate::bench::wire::PublisherStat>,
+)>;
+
+/// Connect rtcheck's publisher (`--publish`) and start its schedule.
+async fn start_publisher(o: &Options) -> anyhow::Result<Publishing> {
+    use crate::bench::publisher;
+    let Some(plan) = &o.publish else {
+        return Ok(None);
+    };
+    let ready = publisher::connect(plan)
+        .await
+        .map_err(|e| anyhow::anyhow!("--publish {}: {e}", plan.via.name()))?;
+    let (tx, rx) = tokio::sync::watch::channel(0u8);
+    Ok(Some((
+        tx,
+        tokio::spawn(publisher::run(plan.clone(), ready, rx, 1)),
+    )))
+}
+
+/// Stop the publisher, then let what it published reach the clients: until nothing
+/// arrived for 500 ms (at most 5 s), so the last seqs are not counted as lost.
+async fn stop_publisher(
+    sh: &client::Shared,
+    p: Publishing,
+) -> Option<crate::bench::wire::PublisherStat> {
+    let (tx, task) = p?;
+    let _ = tx.send(1);
+    let stat = task.await.ok();
+    let end = Instant::now() + Duration::from_secs(5);
+    let (mut last, mut quiet) = (sh.received.load(Ordering::Relaxed), Instant::now());
+    while Instant::now() < end && quiet.elapsed() < Duration::from_millis(500) {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let n = sh.received.load(Ordering::Relaxed);
+        if n != last {
+            (last, quiet) = (n, Instant::now());
+        }
+    }
+    stat
 }
 
 /// Wait until the command returned, every dropped client is back and nothing dropped
@@ -251,7 +318,14 @@ fn summarize(
         Result<crate::sys::netstat::ListenCounters, String>,
         Result<crate::sys::netstat::ListenCounters, String>,
     ),
+    published: Option<crate::bench::wire::PublisherStat>,
 ) -> Run {
+    // What rtcheck failed to publish (the hub down) is owed to no client.
+    let unowed = published
+        .as_ref()
+        .map(|p| summary::unowed(&clients, &p.failed_seqs, ws_publisher(o)))
+        .unwrap_or_default();
+    let clients = summary::without_unowed(clients, &unowed);
     let outages = summary::outages(&clients, hook_ms);
     let w = wave::measure(&outages);
     let connected = clients.iter().filter(|c| c.connected_ms.is_some()).count() as u64;
@@ -299,6 +373,10 @@ fn summarize(
             w.never_back
         ));
     }
+    if let Some(p) = &published {
+        notes.extend(publisher_notes(p, unowed.len()));
+    }
+    let publisher_ok = published.as_ref().is_none_or(|p| p.sent > 0);
     let gave_up = clients.iter().filter(|c| c.gave_up).count() as u64;
     let dropped_before_restart = clients
         .iter()
@@ -317,7 +395,7 @@ fn summarize(
             .reduce(f64::min),
         measured_ms,
         timed_out,
-        drain: summary::drain(&clients, hook_ms),
+        drain: summary::drain(&clients, hook_ms, o.app.as_ref().map(|a| a.0), o.http2),
         back_50_ms: w.back_50_ms,
         back_95_ms: w.back_95_ms,
         back_100_ms: w.back_100_ms,
@@ -329,10 +407,44 @@ fn summarize(
         listen,
         server,
         delivery,
-        valid: connected > 0,
+        valid: connected > 0 && publisher_ok,
         notes,
         hook,
+        publisher: published,
+        unowed: unowed.len() as u64,
     }
+}
+
+/// rtcheck publishes over a WebSocket of its own (no acknowledgement of what it sent).
+fn ws_publisher(o: &Options) -> bool {
+    matches!(
+        o.publish.as_ref().map(|p| &p.via),
+        Some(crate::bench::publisher::PublishVia::Ws)
+    )
+}
+
+/// What the publisher did, said: nothing delivered (the counts mean nothing), or the
+/// publishes that failed (the hub down) and so are owed to no client.
+fn publisher_notes(p: &crate::bench::wire::PublisherStat, unowed: usize) -> Vec<String> {
+    let first = p
+        .first_error
+        .as_deref()
+        .map(|e| format!(" (first: {})", e.trim_start_matches("publisher: ")))
+        .unwrap_or_default();
+    if p.sent == 0 {
+        return vec![format!(
+            "the publisher ({}) delivered nothing to the hub{first}: no delivery was measured",
+            p.via
+        )];
+    }
+    if p.failed == 0 {
+        return Vec::new();
+    }
+    vec![format!(
+        "{} of {} publish(es) failed while the hub was down{first}; {unowed} that no client received are owed to none",
+        p.failed,
+        p.failed + p.sent
+    )]
 }
 
 /// The server's process sampled every 200 ms on a thread: by `--pid`, else the listener

@@ -13,6 +13,9 @@ pub struct RehearseReport {
     pub url: String,
     /// websocket or sse.
     pub transport: String,
+    /// The library protocol spoken, and why (`--app-protocol`, or what the URL names).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub app_protocol: Option<crate::bench::appws::Spoken>,
     pub connections: u64,
     /// Every run measured a wave (or said why not).
     pub valid: bool,
@@ -28,17 +31,28 @@ pub struct Drain {
     pub ws_1012: u64,
     /// Another close code (1000, 1006 ...).
     pub ws_other_close: u64,
+    /// Those other close codes, each with its count.
+    pub other_codes: BTreeMap<String, u64>,
     pub sse_end: u64,
+    /// The library protocol closed the session itself (`--app-protocol`).
+    pub app_close: u64,
     /// EOF or reset with no signal first.
     pub abrupt: u64,
+    /// The protocol's words for the drops it named (its closes, its close codes).
+    pub reasons: BTreeMap<String, u64>,
     /// From the drain signal to the socket's end, per client.
     pub lead_p50_ms: Option<f64>,
     pub lead_max_ms: Option<f64>,
+    /// Over HTTP/2 (`--http2`): dropped clients whose connection got a GOAWAY before
+    /// their stream ended, and from the GOAWAY to the end. Null: not measured (HTTP/1.1).
+    pub goaway: Option<u64>,
+    pub goaway_lead_p50_ms: Option<f64>,
+    pub goaway_lead_max_ms: Option<f64>,
 }
 
 impl Drain {
     pub fn signalled(&self) -> u64 {
-        self.ws_1001 + self.ws_1012 + self.sse_end
+        self.ws_1001 + self.ws_1012 + self.sse_end + self.app_close
     }
 }
 
@@ -124,4 +138,9 @@ pub struct Run {
     pub delivery: Delivery,
     pub valid: bool,
     pub notes: Vec<String>,
+    /// `--publish ws|'POST URL'`: what rtcheck's publisher sent, and failed to send.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub publisher: Option<crate::bench::wire::PublisherStat>,
+    /// Publishes that failed and that no client received: not counted as lost.
+    pub unowed: u64,
 }

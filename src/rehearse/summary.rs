@@ -27,18 +27,42 @@ pub fn outages(clients: &[ClientOut], hook_ms: f64) -> Vec<Outage> {
         .collect()
 }
 
-/// How the first drop after the hook ended, over the clients.
-pub fn drain(clients: &[ClientOut], hook_ms: f64) -> Drain {
-    let mut d = Drain::default();
+/// How the first drop after the hook ended, over the clients; with a library protocol,
+/// its close codes and its own closes named by the protocol's words; over HTTP/2 (`h2`),
+/// the GOAWAYs that came before the end and how long before.
+pub fn drain(
+    clients: &[ClientOut],
+    hook_ms: f64,
+    app: Option<rtcheck_wire::appproto::AppProtocol>,
+    h2: bool,
+) -> Drain {
+    let mut d = Drain {
+        goaway: h2.then_some(0),
+        ..Drain::default()
+    };
     let mut leads = Vec::new();
+    let mut goaway_leads = Vec::new();
     for c in clients {
-        let Some(&(at, end, signal)) = c.drops.iter().find(|d| d.0 >= hook_ms) else {
+        let Some((i, &(at, end, signal))) =
+            c.drops.iter().enumerate().find(|(_, d)| d.0 >= hook_ms)
+        else {
             continue;
         };
+        if let (Some(n), Some(&g)) = (d.goaway.as_mut(), c.goaways.get(&i)) {
+            *n += 1;
+            goaway_leads.push((at - g).max(0.0));
+        }
+        if let Some(why) = named(end, c.reasons.get(&i), app) {
+            *d.reasons.entry(why).or_default() += 1;
+        }
         match end {
             End::Close(1001) => d.ws_1001 += 1,
             End::Close(1012) => d.ws_1012 += 1,
-            End::Close(_) => d.ws_other_close += 1,
+            End::Close(code) => {
+                d.ws_other_close += 1;
+                *d.other_codes.entry(code.to_string()).or_default() += 1;
+            }
+            End::AppClose => d.app_close += 1,
             End::SseEnd => d.sse_end += 1,
             End::Eof | End::Reset | End::Stopped => d.abrupt += 1,
         }
@@ -47,7 +71,28 @@ pub fn drain(clients: &[ClientOut], hook_ms: f64) -> Drain {
         }
     }
     (d.lead_p50_ms, d.lead_max_ms) = p50_max(leads);
+    (d.goaway_lead_p50_ms, d.goaway_lead_max_ms) = p50_max(goaway_leads);
     d
+}
+
+/// A drop's reason in the protocol's words: its own close (`socketio: server
+/// disconnect`), or a close code it defines (`forbidden (graphql-ws 4403)`).
+fn named(
+    end: End,
+    reason: Option<&String>,
+    app: Option<rtcheck_wire::appproto::AppProtocol>,
+) -> Option<String> {
+    let p = app?;
+    match end {
+        End::AppClose => Some(format!(
+            "{}: {}",
+            p.name(),
+            reason.map_or("closed", String::as_str)
+        )),
+        // The protocol's words name the code already.
+        End::Close(code) => p.close_reason(code).map(str::to_string),
+        _ => None,
+    }
 }
 
 /// Failed connects by cause: every key present, 0 when none.
@@ -135,6 +180,48 @@ pub fn delivery(clients: &[ClientOut]) -> Delivery {
     d
 }
 
+/// The seqs rtcheck's publisher failed to send that no client received: the hub never
+/// took them, so no client is owed them (one a client got was taken after all). Over a
+/// WebSocket (`unacked`) a write succeeds before the hub is known gone, so the sends
+/// just before a failure that no client received are not known taken either: they are
+/// left out too (at most [`UNACKED`] per failure). Sorted.
+pub fn unowed(clients: &[ClientOut], failed: &[(u64, u64)], unacked: bool) -> Vec<u64> {
+    let got: std::collections::HashSet<u64> = clients
+        .iter()
+        .flat_map(|c| c.segments.iter().flat_map(|s| s.seqs.iter().copied()))
+        .collect();
+    let mut out = std::collections::BTreeSet::new();
+    for &(a, b) in failed {
+        out.extend((a..=b).filter(|s| !got.contains(s)));
+        if unacked {
+            let before = (a.saturating_sub(UNACKED).max(1)..a).rev();
+            out.extend(before.take_while(|s| !got.contains(s)));
+        }
+    }
+    out.into_iter().collect()
+}
+
+/// Sends over a WebSocket before a failure that may have gone into a dead socket.
+pub const UNACKED: u64 = 5;
+
+/// Every seq less the unowed seqs below it: the publisher's numbering becomes that of
+/// what the hub took, so an unowed seq leaves no hole to count as lost.
+pub fn without_unowed(mut clients: Vec<ClientOut>, unowed: &[u64]) -> Vec<ClientOut> {
+    if unowed.is_empty() {
+        return clients;
+    }
+    let shift = |s: u64| s - unowed.partition_point(|&u| u < s) as u64;
+    for seg in clients.iter_mut().flat_map(|c| c.segments.iter_mut()) {
+        for s in &mut seg.seqs {
+            *s = shift(*s);
+        }
+        for g in &mut seg.gaps {
+            *g = (shift(g.0), shift(g.1));
+        }
+    }
+    clients
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::client::Segment;
@@ -155,6 +242,30 @@ mod tests {
             connected_at_end: at_end,
             ..ClientOut::default()
         }
+    }
+
+    #[test]
+    fn publishes_that_failed_while_the_hub_was_down_are_owed_to_no_client() {
+        // Published 1..=10; 4..=6 failed (the hub down), yet a got 6 (taken after all).
+        // a was back for 7; b came back late and missed 7 and 8 without a word.
+        let a = client(vec![seg("", &[1, 2, 3, 6, 7, 8, 9, 10], false)], true);
+        let b = client(vec![seg("", &[1, 2, 3, 9, 10], false)], true);
+        let un = unowed(&[a.clone(), b.clone()], &[(4, 6)], false);
+        assert_eq!(un, vec![4, 5]);
+        // Over a WebSocket, 3 was sent before 4 failed: a client got it, it was taken.
+        assert_eq!(unowed(&[a.clone(), b.clone()], &[(4, 6)], true), vec![4, 5]);
+        // Had nobody got 2 and 3, the socket was likely dead already: not owed either.
+        let c = client(vec![seg("", &[1, 7, 8], false)], true);
+        assert_eq!(unowed(&[c], &[(4, 6)], true), vec![2, 3, 4, 5, 6]);
+        let cs = without_unowed(vec![a, b], &un);
+        assert_eq!(cs[0].segments[0].seqs, vec![1, 2, 3, 4, 5, 6, 7, 8]);
+        let d = delivery(&cs);
+        // b: 4 (the 6 taken), 5 and 6 (7 and 8 published) lost; nothing of 4..=5.
+        assert_eq!((d.lost, d.lost_silently), (3, 3), "{d:?}");
+        assert_eq!(d.clients_lost_silently, 1);
+        // Nothing failed: nothing changes.
+        let c = client(vec![seg("", &[1, 3], false)], true);
+        assert_eq!(without_unowed(vec![c], &[])[0].segments[0].seqs, vec![1, 3]);
     }
 
     #[test]
@@ -232,12 +343,63 @@ mod tests {
             drops: vec![(1100.0, End::Eof, None)],
             ..ClientOut::default()
         };
-        let d = drain(&[c.clone(), e.clone()], 500.0);
+        let d = drain(&[c.clone(), e.clone()], 500.0, None, false);
         assert_eq!((d.ws_1001, d.abrupt, d.signalled()), (1, 1, 1));
         assert_eq!(d.lead_max_ms, Some(10.0));
         let o = outages(&[c, e], 500.0);
         assert_eq!(o.len(), 2);
         assert_eq!((o[0].dropped_ms, o[0].back_ms), (1000.0, Some(2500.0)));
         assert_eq!(o[1].back_ms, None);
+    }
+
+    #[test]
+    fn a_library_protocol_names_its_closes_and_its_close_codes() {
+        use rtcheck_wire::appproto::AppProtocol;
+        let app = ClientOut {
+            drops: vec![(1000.0, End::AppClose, Some(990.0))],
+            reasons: [(0, "server disconnect".to_string())].into(),
+            ..ClientOut::default()
+        };
+        let d = drain(
+            std::slice::from_ref(&app),
+            500.0,
+            Some(AppProtocol::SocketIo),
+            false,
+        );
+        assert_eq!((d.app_close, d.signalled()), (1, 1));
+        assert_eq!(d.reasons["socketio: server disconnect"], 1);
+        let code = ClientOut {
+            drops: vec![(1000.0, End::Close(4403), Some(990.0))],
+            ..ClientOut::default()
+        };
+        let d = drain(
+            std::slice::from_ref(&code),
+            500.0,
+            Some(AppProtocol::GraphqlWs),
+            false,
+        );
+        assert_eq!(d.ws_other_close, 1);
+        assert_eq!(d.other_codes["4403"], 1);
+        assert_eq!(d.reasons["forbidden (graphql-ws 4403)"], 1, "{d:?}");
+        // Without a protocol nothing is named.
+        assert!(drain(&[code], 500.0, None, false).reasons.is_empty());
+    }
+
+    #[test]
+    fn over_http2_a_goaway_before_the_end_is_counted_with_its_lead() {
+        let c = ClientOut {
+            drops: vec![(2000.0, End::SseEnd, Some(2000.0))],
+            goaways: [(0, 1000.0)].into(),
+            ..ClientOut::default()
+        };
+        let e = ClientOut {
+            drops: vec![(1500.0, End::Reset, None)],
+            ..ClientOut::default()
+        };
+        let d = drain(&[c.clone(), e], 500.0, None, true);
+        assert_eq!(d.goaway, Some(1));
+        assert_eq!(d.goaway_lead_max_ms, Some(1000.0));
+        // Over HTTP/1.1 GOAWAY is not measured: null, not 0.
+        assert_eq!(drain(&[c], 500.0, None, false).goaway, None);
     }
 }

@@ -95,10 +95,40 @@ fn hook(run: &Run) -> Finding {
 fn drain(run: &Run) -> Finding {
     let d = &run.drain;
     let n = run.wave.dropped;
-    let observed = format!(
-        "{} of {n} dropped client(s) got a drain signal first (1001: {}, 1012: {}, SSE end: {}); {} closed with another code, {} ended with no signal (reset or EOF)",
-        d.signalled(), d.ws_1001, d.ws_1012, d.sse_end, d.ws_other_close, d.abrupt
+    let mut observed = format!(
+        "{} of {n} dropped client(s) got a drain signal first (1001: {}, 1012: {}, SSE end: {}",
+        d.signalled(),
+        d.ws_1001,
+        d.ws_1012,
+        d.sse_end
     );
+    if d.app_close > 0 {
+        observed.push_str(&format!(", the protocol's own close: {}", d.app_close));
+    }
+    let codes: Vec<String> = d
+        .other_codes
+        .iter()
+        .map(|(c, k)| format!("{c}: {k}"))
+        .collect();
+    let codes = match codes.is_empty() {
+        true => String::new(),
+        false => format!(" ({})", codes.join(", ")),
+    };
+    observed.push_str(&format!(
+        "); {} closed with another code{codes}, {} ended with no signal (reset or EOF)",
+        d.ws_other_close, d.abrupt
+    ));
+    if let Some(g) = d.goaway {
+        let lead = d
+            .goaway_lead_p50_ms
+            .map(|l| format!(", {l:.0} ms before the end (p50)"))
+            .unwrap_or_default();
+        observed.push_str(&format!("; HTTP/2 GOAWAY first: {g} of {n}{lead}"));
+    }
+    let named: Vec<String> = d.reasons.iter().map(|(r, k)| format!("{r}: {k}")).collect();
+    if !named.is_empty() {
+        observed.push_str(&format!("; named: {}", named.join(", ")));
+    }
     let status = match (n, d.abrupt + d.ws_other_close) {
         (0, _) => Status::Skip,
         (_, 0) => Status::Pass,
@@ -426,6 +456,8 @@ mod tests {
             delivery: Delivery::default(),
             valid: true,
             notes: vec![],
+            publisher: None,
+            unowed: 0,
         }
     }
 

@@ -16,7 +16,7 @@ fn count(v: u64) -> String {
 /// The figures of every run: (label, one value per run). Shared by markdown and HTML.
 pub fn figures(runs: &[Run]) -> Vec<(&'static str, Vec<String>)> {
     let col = |f: &dyn Fn(&Run) -> String| runs.iter().map(f).collect::<Vec<_>>();
-    vec![
+    let mut rows = vec![
         ("connected", col(&|r| count(r.connected))),
         ("away at restart", col(&|r| count(r.away_at_restart))),
         (
@@ -103,7 +103,32 @@ pub fn figures(runs: &[Run]) -> Vec<(&'static str, Vec<String>)> {
         ("lost silently", col(&|r| count(r.delivery.lost_silently))),
         ("duplicated", col(&|r| count(r.delivery.duplicated))),
         ("out of order", col(&|r| count(r.delivery.out_of_order))),
-    ]
+    ];
+    // --http2: the GOAWAY before the stream's end (not measured over HTTP/1.1).
+    if runs.iter().any(|r| r.drain.goaway.is_some()) {
+        rows.push((
+            "GOAWAY first",
+            col(&|r| match r.drain.goaway {
+                Some(g) => format!(
+                    "{g} of {}, {}",
+                    r.wave.dropped,
+                    ms(r.drain.goaway_lead_p50_ms)
+                ),
+                None => "-".into(),
+            }),
+        ));
+    }
+    // --publish: what rtcheck sent the hub, and what failed (owed to no client).
+    if runs.iter().any(|r| r.publisher.is_some()) {
+        rows.push((
+            "published",
+            col(&|r| match &r.publisher {
+                Some(p) => format!("{} sent, {} failed", count(p.sent), count(p.failed)),
+                None => "-".into(),
+            }),
+        ));
+    }
+    rows
 }
 
 /// The one-line verdict.

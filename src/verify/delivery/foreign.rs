@@ -621,6 +621,7 @@ pub fn measure(
         rounds: (life.as_secs_f64() * o.rate).ceil() as u64,
         rate: o.rate,
         size: o.size,
+        redial: false,
     };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
