@@ -29,15 +29,23 @@ const SIZE: f64 = 65536.0;
 /// make each other's publisher late (an invalid run), not measure the hub.
 static HEAVY: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-/// A C run on the hub through `--publish ws`: (exit code, the run, stdout + stderr).
+/// A C run on the hub through `--publish ws`: (exit code, the run, stdout + stderr). On a
+/// loaded host the load generator can fall behind its schedule and the run is rightly
+/// INVALID (seen 2026-12-06 beside other work): up to three runs, the last returned.
 fn c_run(url: &str, extra: &[&str]) -> (Option<i32>, Value, String) {
-    let out = c_cmd(url, "150", &["--format", "json"], extra);
-    let err = String::from_utf8_lossy(&out.stderr).into_owned();
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    let v: Value =
-        serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON ({e}); stderr: {err}"));
-    let run = v["scenarios"][0].clone();
-    (out.status.code(), run, text + &err)
+    let mut runs = 0;
+    loop {
+        runs += 1;
+        let out = c_cmd(url, "150", &["--format", "json"], extra);
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let v: Value =
+            serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON ({e}); stderr: {err}"));
+        let run = v["scenarios"][0].clone();
+        if run["valid"] == true || runs == 3 {
+            return (out.status.code(), run, text + &err);
+        }
+    }
 }
 
 /// The C run's command: `rounds` at RATE of SIZE, SLOW of 20 clients never reading.
