@@ -29,15 +29,23 @@ const SIZE: f64 = 65536.0;
 /// make each other's publisher late (an invalid run), not measure the hub.
 static HEAVY: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-/// A C run on the hub through `--publish ws`: (exit code, the run, stdout + stderr).
+/// A C run on the hub through `--publish ws`: (exit code, the run, stdout + stderr). On a
+/// loaded host the load generator can fall behind its schedule and the run is rightly
+/// INVALID (seen 2026-12-06 beside other work): up to three runs, the last returned.
 fn c_run(url: &str, extra: &[&str]) -> (Option<i32>, Value, String) {
-    let out = c_cmd(url, "150", &["--format", "json"], extra);
-    let err = String::from_utf8_lossy(&out.stderr).into_owned();
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    let v: Value =
-        serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON ({e}); stderr: {err}"));
-    let run = v["scenarios"][0].clone();
-    (out.status.code(), run, text + &err)
+    let mut runs = 0;
+    loop {
+        runs += 1;
+        let out = c_cmd(url, "150", &["--format", "json"], extra);
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let v: Value =
+            serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON ({e}); stderr: {err}"));
+        let run = v["scenarios"][0].clone();
+        if run["valid"] == true || runs == 3 {
+            return (out.status.code(), run, text + &err);
+        }
+    }
 }
 
 /// The C run's command: `rounds` at RATE of SIZE, SLOW of 20 clients never reading.
@@ -117,11 +125,32 @@ fn the_readme_broadcast_grows_with_its_slow_clients_and_is_not_c3() {
 #[test]
 fn a_bounded_send_buffer_with_terminate_is_c3() {
     let hub = node_ws(&[("MAX_BUFFERED", "65536")]);
-    let (code, c, out) = c_run(&hub.url("ws", "/ws"), &[]);
-    assert_eq!(c["valid"], true, "{}", why(&c));
-    assert_eq!(code, Some(0), "{}", out.lines().last().unwrap_or(""));
-    let terminated = fixture_stats(&hub)["terminated"].as_u64().unwrap();
-    assert_eq!(terminated, SLOW, "the fixture's own count");
+    // One run read twice: the text on stdout, the same run's JSON through --save-json (a
+    // second heavy run for the text doubled the test's time). On a loaded host the load
+    // generator can fall behind its schedule and the run is rightly INVALID: up to three.
+    let dir = tempfile::tempdir().unwrap();
+    let saved = dir.path().join("run.json");
+    let save = ["--save-json", saved.to_str().unwrap()];
+    let terminated = || fixture_stats(&hub)["terminated"].as_u64().unwrap();
+    let mut runs = 0;
+    let (out, v, before) = loop {
+        runs += 1;
+        let _ = std::fs::remove_file(&saved);
+        let before = terminated();
+        let out = c_cmd(&hub.url("ws", "/ws"), "150", &[], &save);
+        let err = String::from_utf8_lossy(&out.stderr);
+        let json = std::fs::read_to_string(&saved).unwrap_or_else(|e| panic!("{e}: {err}"));
+        let v: Value = serde_json::from_str(&json).unwrap_or_else(|e| panic!("{e}: {json}"));
+        if v["scenarios"][0]["valid"] == true || runs == 3 {
+            break (out, v, before);
+        }
+    };
+    let t = String::from_utf8_lossy(&out.stdout).into_owned();
+    let c = &v["scenarios"][0];
+    assert_eq!(c["valid"], true, "{}", why(c));
+    assert_eq!(out.status.code(), Some(0), "{t}");
+    // The fixture's own count, for the run judged.
+    assert_eq!(terminated() - before, SLOW, "{runs} runs");
     let p = &c["server_process"];
     assert!(
         p["fds_start"].as_u64().unwrap() >= p["fds_end"].as_u64().unwrap() + SLOW,
@@ -131,16 +160,6 @@ fn a_bounded_send_buffer_with_terminate_is_c3() {
     let v = c["shape"]["verdict"].as_str().unwrap();
     assert!(v.contains("removed 10 of 10 slow clients"), "{v}");
     // Text says the same, within 80 columns.
-    // A second run for the text: on a loaded host the load generator can fall behind its
-    // schedule and the run is rightly INVALID (no shape shown); up to three tries.
-    let mut t = String::new();
-    for _ in 0..3 {
-        let text = c_cmd(&hub.url("ws", "/ws"), "150", &[], &[]);
-        t = String::from_utf8_lossy(&text.stdout).into_owned();
-        if !t.contains("INVALID") {
-            break;
-        }
-    }
     assert!(t.contains("server process "), "{t}");
     assert!(t.contains("C3 shape"), "{t}");
     assert!(t.lines().all(|l| l.chars().count() <= 80), "{t}");

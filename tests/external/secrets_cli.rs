@@ -35,16 +35,29 @@ fn probe_prints_no_secret_in_any_format() {
     let srv = Server::start(&[]);
     let sse = url_with_secrets("http", srv.addr, "/sse");
     let ws = format!("ws://user:{PASSWORD}@{}/ws?token={QUERY}", srv.addr);
-    for format in [
-        "text", "json", "yaml", "markdown", "junit", "github", "html",
-    ] {
-        let out = rtcheck()
+    let (sse, ws) = (&sse, &ws);
+    let probe = |format: &str| {
+        rtcheck()
             .args(["probe", "--quick", "--format", format])
             .args(["-H", &format!("Authorization: Bearer {HEADER}")])
             .args(["-H", &format!("X-Api-Key: {HEADER}")])
-            .args([&sse, &ws])
+            .args([sse, ws])
             .output()
-            .unwrap();
+            .unwrap()
+    };
+    let probe = &probe;
+    // The seven runs at once: each probes the same server and mostly waits on its own
+    // sockets (one after another they took ~14 s).
+    let formats = [
+        "text", "json", "yaml", "markdown", "junit", "github", "html",
+    ];
+    let outs: Vec<Output> = std::thread::scope(|s| {
+        let runs: Vec<_> = formats.iter().map(|&f| s.spawn(move || probe(f))).collect();
+        runs.into_iter()
+            .map(|r| r.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+            .collect()
+    });
+    for (format, out) in formats.into_iter().zip(outs) {
         let stdout = clean(&format!("probe --format {format}"), &out);
         assert!(
             out.status.code().is_some_and(|c| c < 2),

@@ -53,6 +53,7 @@ redis-server --bind 10.9.0.1 --port 6390 --save '' --appendonly no --protected-m
   --dir $D >$D/redis.log 2>&1 &
 for i in $(seq 1 300); do (exec 3<>/dev/tcp/10.9.0.1/6390) 2>/dev/null && break; sleep 0.1; done
 serve two
+T0=$(date +%s)
 PIDS=
 for i in 1 2; do
   RTCHECK_TEST_RAW_SAMPLES=$D/raw$i ip netns exec l$i timeout 120 $B bench fanout --server ws://$A/ws $COMMON \
@@ -61,6 +62,7 @@ for i in 1 2; do
   PIDS="$PIDS $!"
 done
 wait $PIDS
+T2=$(( $(date +%s) - T0 ))
 echo "s1_err=$(tr '\n' ' ' <$D/s1.err)"
 echo "s2_err=$(tr '\n' ' ' <$D/s2.err)"
 echo "s2=$(tr -d '\n' <$D/s2.json)"
@@ -80,7 +82,13 @@ echo "loose_rc=$?"
 echo "raw=$(cat $D/raw1 $D/raw2 2>/dev/null | tr '\n' ' ')"
 # Shard 2 killed with SIGKILL once connected: no result; the merge must not pass.
 serve killed
-AT=$(( $(date +%s) + 45 ))
+# The start leaves both shards time to connect their 600 clients: the two-shard run above
+# (connect, barrier, 2 s of rounds) took T2 s on this host under its present load, so the
+# margin follows the load: 10 s plus twice T2, at most 60 s (inside the shards' 120 s
+# bound). A fixed 45 s was ~40 s of idle waiting on a quiet host.
+M=$(( 10 + 2 * T2 )); [ "$M" -gt 60 ] && M=60
+echo "killed_margin=$M"
+AT=$(( $(date +%s) + M ))
 ip netns exec l1 timeout 120 $B bench fanout --server ws://$A/ws $COMMON --shard 1/2 \
   --start-at $AT --save-json $D/k1.json >/dev/null 2>$D/k1.err &
 K1=$!
