@@ -11,6 +11,7 @@ pub mod cluster;
 pub mod delivery;
 pub mod doc;
 pub mod evidence;
+pub mod fanout;
 pub mod gates;
 pub mod github;
 pub mod hops;

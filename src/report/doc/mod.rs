@@ -8,7 +8,8 @@
 //! ([`crate::report::cluster`]), `load` ([`crate::report::load`]), `verify`
 //! ([`crate::report::verify`]), `verify delivery` ([`crate::report::delivery`]), `choose`
 //! ([`crate::report::choose`]), `review` ([`crate::report::review`]), `hops`
-//! ([`crate::report::hops`]), `evidence` and `checklist` ([`crate::report::evidence`]).
+//! ([`crate::report::hops`]), `evidence` and `checklist` ([`crate::report::evidence`]),
+//! `bench fanout` ([`crate::report::fanout`]).
 //! The others still have a renderer per format (text/,
 //! markdown/, html/) and move here one at a time.
 pub mod html;
@@ -256,6 +257,9 @@ pub enum Shape {
     Lines,
     /// Lines over x on a log2 axis (concurrency 1, 2, 4 ... 64), markers at the points.
     LinesLog2,
+    /// Latency by percentile: x is the percentile (50 .. 99.99, drawn on a log "nines"
+    /// axis), y in ms on a log axis whatever `y` says.
+    Percentiles,
 }
 
 /// One named series of a [`Figure`]: (x, y) points, None leaving a gap (or no bar).
