@@ -4,6 +4,7 @@
 //! - `json` / `yaml`: serde of the model (canonical machine output).
 //! - `text`, `markdown`, `html` (self-contained page with plots): human renderers; `junit`, `github`, `sarif`: CI renderers for findings.
 //! - `output`: the palette (colour is decided in `cmd::output`, files written by `outfile`).
+pub mod audit;
 pub mod budget;
 pub mod checks;
 pub mod choose;

@@ -100,6 +100,7 @@ fn inline(spans: &[Span]) -> String {
             Span::Num { shown, path } => num(path, shown),
             Span::Withheld(why) => format!("INVALID: {}", esc(why)),
             Span::Status(st) => status(*st),
+            Span::Code(x) => format!("<code>{}</code>", esc(x)),
         })
         .collect()
 }
