@@ -181,7 +181,6 @@ fn table(t: &Table, p: &Palette) -> String {
         frame: Frame::Rule,
         tones: &tones,
         colour: p.enabled,
-        ..Default::default()
     };
     let width = p.width.saturating_sub(2);
     let mut body = fit(&header, &rows, width, &layout);
