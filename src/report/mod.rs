@@ -4,6 +4,7 @@
 //! - `json` / `yaml`: serde of the model (canonical machine output).
 //! - `text`, `markdown`, `html` (self-contained page with plots): human renderers; `junit`, `github`, `sarif`: CI renderers for findings.
 //! - `output`: the palette (colour is decided in `cmd::output`, files written by `outfile`).
+pub mod audit;
 pub mod budget;
 pub mod checks;
 pub mod choose;
@@ -11,6 +12,7 @@ pub mod cluster;
 pub mod delivery;
 pub mod doc;
 pub mod evidence;
+pub mod fanout;
 pub mod gates;
 pub mod github;
 pub mod hops;

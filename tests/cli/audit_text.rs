@@ -118,7 +118,7 @@ fn explain_shows_every_check_with_its_rule_and_evidence() {
         if f["status"] == "skip" {
             continue;
         }
-        assert!(block.contains("\n  rule:     "), "{block}");
+        assert!(block.contains("\n  rule: "), "{block}");
         for e in f["evidence"].as_array().unwrap() {
             assert!(
                 block.contains(&format!("[{}]", e["id"].as_str().unwrap())),

@@ -342,7 +342,8 @@ fn fanout_page_plots_each_scenario_against_the_floor_with_the_runs_numbers() {
     );
     rep.valid = false;
     let bad = dir.path().join("invalid.html");
-    std::fs::write(&bad, rtcheck::report::html::bench::render(&rep).unwrap()).unwrap();
+    let doc = rtcheck::report::fanout::bench_doc(&rep, true).unwrap();
+    std::fs::write(&bad, rtcheck::report::doc::html::render(&doc)).unwrap();
     let page = load(&bad);
     numbers_match(&page);
     let ids: Vec<&str> = plots(&page.dom).iter().map(|p| p.id).collect();
@@ -351,12 +352,7 @@ fn fanout_page_plots_each_scenario_against_the_floor_with_the_runs_numbers() {
         !page.dom.contains("data-path=\"scenarios.1."),
         "a number for the invalid row"
     );
-    let row = between(
-        &page.dom,
-        "<tr class=\"invalid\" data-scenario=\"A\">",
-        "</tr>",
-    )
-    .unwrap();
+    let row = between(&page.dom, "<tr class=\"invalid\" data-row=\"A\">", "</tr>").unwrap();
     assert!(row.contains("3 samples unexplained"), "{row}");
     assert!(page.dom.contains("INVALID: A"));
 }

@@ -312,7 +312,7 @@ fn markdown_and_github_formats() {
     assert!(rows
         .iter()
         .any(|r| r.contains("`memory`") && r.contains("fail")));
-    assert!(md.contains("### ❌ fail `memory`"));
+    assert!(md.contains("- **fail** `memory`: "), "{md}");
     let gh = audit("small-container")
         .args(["--format", "github"])
         .assert()

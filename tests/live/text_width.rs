@@ -405,13 +405,13 @@ fn bench_fanout_and_idle_tiny_runs_fit() {
             "{text}"
         );
         assert!(
-            !text.contains("  pass  "),
+            !text.contains("  pass "),
             "passing checks belong to --explain: {text}"
         );
     }
     let explain: Vec<&str> = args.iter().copied().chain(["--explain"]).collect();
     let text = text_at(&explain, 80);
-    assert!(text.contains("  pass  samples received: "), "{text}");
+    assert!(text.contains("  pass samples received: "), "{text}");
     for text in check_widths(&["bench", "idle", "--connections", "40", "--settle", "200ms"]) {
         assert!(text.starts_with("rtcheck bench idle: "), "{text}");
     }

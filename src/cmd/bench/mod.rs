@@ -12,8 +12,9 @@ use crate::bench::loadgen::{self, LoadgenOptions};
 use crate::bench::scenario;
 use crate::findings::FailOn;
 use crate::profile::DEFAULT_CONNECTIONS;
-use crate::report::gates;
+use crate::report::fanout::bench_doc;
 use crate::report::Format;
+use crate::report::{doc, gates};
 use cluster::ClusterArgs;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -455,9 +456,10 @@ fn emit_shard(
     a.out.emit_with(ctx.color, |f, p| {
         Ok(match BenchFormat::of(f)? {
             BenchFormat::Json => json.clone(),
-            BenchFormat::Text => crate::report::text::bench::render(report, &p, a.explain),
-            BenchFormat::Markdown => crate::report::markdown::bench::render(report),
-            BenchFormat::Html => crate::report::html::bench::render(report)?,
+            BenchFormat::Text => doc::text::render(&bench_doc(report, a.explain)?, &p),
+            BenchFormat::Markdown => doc::markdown::render(&bench_doc(report, false)?),
+            // The page holds every check and the full tables (html folds nothing away).
+            BenchFormat::Html => doc::html::render(&bench_doc(report, true)?),
             BenchFormat::Junit | BenchFormat::Github => {
                 let results = report
                     .scenarios
@@ -496,15 +498,15 @@ pub fn emit_bench(
     let render = |f: Format, p: crate::report::Palette| -> anyhow::Result<String> {
         Ok(match BenchFormat::of(f)? {
             BenchFormat::Text => {
-                crate::report::text::bench::render(report, &p, explain) + &gates::text(found, p)
+                doc::text::render(&bench_doc(report, explain)?, &p) + &gates::text(found, p)
             }
             BenchFormat::Json => crate::report::json::render(&with_thresholds(report, found)?)?,
             BenchFormat::Markdown => {
-                crate::report::markdown::bench::render(report) + &gates::markdown(found)
+                doc::markdown::render(&bench_doc(report, false)?) + &gates::markdown(found)
             }
             BenchFormat::Junit => crate::report::junit::render(&findings, FailOn::Fail)?,
             BenchFormat::Github => crate::report::github::render(&findings),
-            BenchFormat::Html => gates::html(crate::report::html::bench::render(report)?, found),
+            BenchFormat::Html => gates::html(doc::html::render(&bench_doc(report, true)?), found),
         })
     };
     if let Some(p) = save_json {
@@ -829,7 +831,9 @@ fn emit_k8s(a: &FanoutArgs) -> anyhow::Result<ExitCode> {
         anyhow::bail!("--emit k8s-job: --ca is a file on this host, not in the pods; leave it out (mount the CA in the image and pass it there)");
     }
     if a.source_ip.is_some() {
-        anyhow::bail!("--emit k8s-job: --source-ip lists this host's addresses, not the pods'; leave it out");
+        anyhow::bail!(
+            "--emit k8s-job: --source-ip lists this host's addresses, not the pods'; leave it out"
+        );
     }
     let publish_secret = matches!(a.publish, crate::bench::publisher::PublishVia::Post { .. });
     let spec = k8s::JobSpec {

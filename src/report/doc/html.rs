@@ -100,6 +100,7 @@ fn inline(spans: &[Span]) -> String {
             Span::Num { shown, path } => num(path, shown),
             Span::Withheld(why) => format!("INVALID: {}", esc(why)),
             Span::Status(st) => status(*st),
+            Span::Code(x) => format!("<code>{}</code>", esc(x)),
         })
         .collect()
 }
@@ -170,11 +171,16 @@ fn figure(f: &Figure) -> String {
         Colour::Grey => plot::GREY_,
         Colour::Red => plot::RED_,
     };
+    // A percentile is drawn on the "nines" axis (50, 90, 99 ... evenly apart).
+    let x = |p: Option<(f64, f64)>| match f.shape {
+        Shape::Percentiles => p.map(|(x, y)| (plot::pct_axis(x), y)),
+        _ => p,
+    };
     let series: Vec<plot::Series> = (f.series.iter())
         .map(|s| plot::Series {
             name: &s.name,
             color: colour(s.colour),
-            points: s.points.clone(),
+            points: s.points.iter().map(|&p| x(p)).collect(),
         })
         .collect();
     let y = match f.y {
@@ -188,7 +194,12 @@ fn figure(f: &Figure) -> String {
             let categories: Vec<&str> = categories.iter().map(String::as_str).collect();
             plot::bars(&f.id, &f.caption, axes, y, &categories, &series)
         }
-        Shape::Lines => plot::xy(&f.id, &f.caption, axes, y, &series, true),
+        // Markers only where they stay apart (a long run is a line).
+        Shape::Lines => {
+            let few = f.series.iter().all(|s| s.points.len() <= 100);
+            plot::xy(&f.id, &f.caption, axes, y, &series, few)
+        }
+        Shape::Percentiles => plot::distribution(&f.id, &f.caption, &series),
         // Its y axis is linear, labelled as ms are.
         Shape::LinesLog2 => plot::xy_log2(&f.id, &f.caption, axes, &series),
     };

@@ -64,6 +64,7 @@ fn inline(spans: &[Span]) -> String {
             Span::Strong(x) => format!("**{}**", inert(x)),
             Span::Withheld(why) => format!("**INVALID**: {}", inert(why)),
             Span::Status(st) => format!("**{}**", st.as_str()),
+            Span::Code(x) => code(&inert(x)),
             other => inert(&plain(std::slice::from_ref(other))),
         })
         .collect()

@@ -8,7 +8,9 @@
 //! ([`crate::report::cluster`]), `load` ([`crate::report::load`]), `verify`
 //! ([`crate::report::verify`]), `verify delivery` ([`crate::report::delivery`]), `choose`
 //! ([`crate::report::choose`]), `review` ([`crate::report::review`]), `hops`
-//! ([`crate::report::hops`]), `evidence` and `checklist` ([`crate::report::evidence`]).
+//! ([`crate::report::hops`]), `evidence` and `checklist` ([`crate::report::evidence`]),
+//! `bench fanout` ([`crate::report::fanout`]), `audit` in text and markdown
+//! ([`crate::report::audit`]).
 //! The others still have a renderer per format (text/,
 //! markdown/, html/) and move here one at a time.
 pub mod html;
@@ -71,6 +73,9 @@ pub enum Span {
     Withheld(String),
     /// A check's status (pass, warn, fail, ...): coloured in text and html.
     Status(Status),
+    /// A command or config line to copy: text keeps it whole (broken only between words
+    /// past the width), markdown and html set it as code.
+    Code(String),
 }
 
 /// Shorthands for building spans.
@@ -82,6 +87,9 @@ pub fn strong(s: impl Into<String>) -> Span {
 }
 pub fn status(st: Status) -> Span {
     Span::Status(st)
+}
+pub fn code(s: impl Into<String>) -> Span {
+    Span::Code(s.into())
 }
 pub fn num(path: impl Into<String>, shown: impl Into<String>) -> Span {
     Span::Num {
@@ -95,7 +103,7 @@ pub fn plain(spans: &[Span]) -> String {
     spans
         .iter()
         .map(|s| match s {
-            Span::Text(x) | Span::Strong(x) => x.clone(),
+            Span::Text(x) | Span::Strong(x) | Span::Code(x) => x.clone(),
             Span::Num { shown, .. } => shown.clone(),
             Span::Withheld(why) => format!("INVALID: {why}"),
             Span::Status(st) => st.as_str().to_string(),
@@ -173,6 +181,17 @@ pub struct Column {
     pub name: String,
     /// "ms", "%", ...: numbers in this column are in this unit.
     pub unit: Option<&'static str>,
+    /// How text lays the column out when the table is too wide.
+    pub wrap: Wrap,
+}
+
+/// How a text column gives way to the width: between words, never (an id), or as prose
+/// whose long paths break after a separator rather than send the table vertical.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wrap {
+    Words,
+    Never,
+    Prose,
 }
 
 impl Column {
@@ -180,12 +199,28 @@ impl Column {
         Column {
             name: name.into(),
             unit: None,
+            wrap: Wrap::Words,
+        }
+    }
+    /// An id or a command: never wrapped, never cut.
+    pub fn id(name: &str) -> Column {
+        Column {
+            wrap: Wrap::Never,
+            ..Column::text(name)
+        }
+    }
+    /// Free text (an observed value): the column that gives way first.
+    pub fn prose(name: &str) -> Column {
+        Column {
+            wrap: Wrap::Prose,
+            ..Column::text(name)
         }
     }
     pub fn num(name: &str, unit: &'static str) -> Column {
         Column {
             name: name.into(),
             unit: Some(unit),
+            wrap: Wrap::Words,
         }
     }
     /// A count: right-aligned like a number, no unit in the header.
@@ -193,6 +228,7 @@ impl Column {
         Column {
             name: name.into(),
             unit: Some(""),
+            wrap: Wrap::Words,
         }
     }
     /// The header as printed: the name, then the unit in parentheses.
@@ -256,6 +292,9 @@ pub enum Shape {
     Lines,
     /// Lines over x on a log2 axis (concurrency 1, 2, 4 ... 64), markers at the points.
     LinesLog2,
+    /// Latency by percentile: x is the percentile (50 .. 99.99, drawn on a log "nines"
+    /// axis), y in ms on a log axis whatever `y` says.
+    Percentiles,
 }
 
 /// One named series of a [`Figure`]: (x, y) points, None leaving a gap (or no bar).
@@ -394,6 +433,64 @@ mod tests {
             "{md}"
         );
         assert!(html::render(&d).contains("<code>proxy_buffering off;"));
+    }
+
+    /// A findings table keeps its ids whole and gives way in its prose; a command is
+    /// code in markdown and html; a percentile figure is drawn.
+    #[test]
+    fn ids_stay_whole_commands_are_code_and_percentiles_are_drawn() {
+        let long = "a value with many words that must wrap somewhere inside its own column /a/long/path/to/somewhere";
+        let mut d = sample();
+        d.blocks = vec![
+            Block::Table(Table {
+                id: "findings".into(),
+                columns: vec![
+                    Column::text("status"),
+                    Column::id("check"),
+                    Column::prose("observed"),
+                ],
+                rows: vec![Row {
+                    key: None,
+                    cells: vec![
+                        status(Status::Warn),
+                        t("delivery-snapshot-clean-reconnect"),
+                        t(long),
+                    ],
+                }],
+            }),
+            Block::Para {
+                id: None,
+                spans: vec![t("now: "), code("sudo sysctl -w net.core.somaxconn=4096")],
+            },
+            Block::Figure(Figure {
+                id: "distribution-A".into(),
+                caption: "A".into(),
+                axes: ("percentile".into(), "ms".into()),
+                y: Scale::LogMs,
+                shape: Shape::Percentiles,
+                series: vec![Series {
+                    name: "A".into(),
+                    colour: Colour::Blue,
+                    points: vec![Some((50.0, 1.0)), Some((99.0, 4.0)), Some((99.9, 9.0))],
+                }],
+            }),
+        ];
+        let text = text::render(&d, &crate::report::Palette::plain().with_width(60));
+        assert!(text.contains("delivery-snapshot-clean-reconnect"), "{text}");
+        assert!(text.lines().all(|l| l.chars().count() <= 60), "{text}");
+        assert!(
+            text.contains("sudo sysctl -w net.core.somaxconn=4096"),
+            "{text}"
+        );
+        let md = markdown::render(&d);
+        assert!(
+            md.contains("now: `sudo sysctl -w net.core.somaxconn=4096`"),
+            "{md}"
+        );
+        let page = html::render(&d);
+        assert!(page.contains("<code>sudo sysctl"), "{page}");
+        assert!(page.contains("data-plot=\"distribution-A\""), "{page}");
+        assert!(page.contains("99.99"), "a nines tick: {page}");
     }
 
     fn sample() -> Doc {

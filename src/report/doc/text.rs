@@ -1,7 +1,7 @@
 //! The text backend of a [`Doc`]: the verdict first, then each block fitted to the
 //! palette's width (tables through `table::fit`, never a cut id or number; plots are left
 //! to the html page, their numbers are in the tables).
-use super::{plain, Block, Doc, Span, Table, Tone};
+use super::{plain, Block, Doc, Span, Table, Tone, Wrap};
 use crate::findings::{Finding, Status};
 use crate::report::text::table::{fit, Frame, Layout};
 use crate::report::text::{wrap, wrap_command, wrap_note, wrap_setting};
@@ -119,7 +119,7 @@ fn painted(spans: &[Span], p: &Palette, first: &str, rest: &str) -> String {
         let (x, painted) = match span {
             Span::Strong(x) => (x.as_str(), p.bold(x)),
             Span::Status(st) => (st.as_str(), p.status(*st)),
-            Span::Text(x) | Span::Num { shown: x, .. } => {
+            Span::Text(x) | Span::Code(x) | Span::Num { shown: x, .. } => {
                 // Plain text moves the cursor past itself when it is there whole.
                 at = s[at..].find(x.as_str()).map_or(at, |i| at + i + x.len());
                 continue;
@@ -169,13 +169,18 @@ fn table(t: &Table, p: &Palette) -> String {
     let right: Vec<usize> = (0..t.columns.len())
         .filter(|&i| t.columns[i].unit.is_some())
         .collect();
+    // The first column (a row's name) and every id column stay whole.
+    let keep: Vec<usize> = (0..t.columns.len())
+        .filter(|&i| i == 0 || t.columns[i].wrap == Wrap::Never)
+        .collect();
+    let prose = (0..t.columns.len()).find(|&i| t.columns[i].wrap == Wrap::Prose);
     let layout = Layout {
-        keep: &[0],
+        keep: &keep,
+        prose,
         right: &right,
         frame: Frame::Rule,
         tones: &tones,
         colour: p.enabled,
-        ..Default::default()
     };
     let width = p.width.saturating_sub(2);
     let mut body = fit(&header, &rows, width, &layout);

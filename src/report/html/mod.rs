@@ -1,11 +1,10 @@
 //! HTML: one self-contained page per report (inline CSS, inline SVG plots drawn with
 //! plotters, no script, no request to any network), one module per report kind:
-//! `bench` (fan-out), `idle`, `findings` (audit and verify), `probe`, `rehearse`
-//! (`budget`, `choose`, `bench cluster`, `load` and `verify delivery` are
+//! `idle`, `findings` (audit and verify), `probe`, `rehearse` (`budget`, `choose`,
+//! `bench fanout`, `bench cluster`, `load` and `verify delivery` are
 //! `report::doc::Doc`s, drawn by `report::doc::html`). The page also
 //! carries the report's JSON (the `json` renderer's output) in an inert data block, so the
 //! numbers on the page and the machine data travel together.
-pub mod bench;
 pub mod findings;
 pub mod idle;
 pub(crate) mod plot;
@@ -91,12 +90,6 @@ pub fn fmt_ms(v: f64) -> String {
     }
 }
 
-/// A tagged millisecond value, or a dash for none.
-pub fn ms(path: &str, v: Option<f64>) -> String {
-    v.map(|x| num(path, &fmt_ms(x)))
-        .unwrap_or_else(|| "-".into())
-}
-
 pub fn status(st: Status) -> String {
     format!("<span class=\"status s-{s}\">{s}</span>", s = st.as_str())
 }
@@ -136,30 +129,6 @@ pub fn checks(checks: &[crate::bench::model::Check]) -> String {
         })
         .collect();
     format!("<details><summary>checks</summary><table class=\"checks\">{rows}</table></details>\n")
-}
-
-/// A bench scenario's section opening, and for an invalid run the box that says why
-/// (`withheld`: what is not shown, e.g. "no latency").
-pub fn scenario_open(
-    name: &str,
-    description: &str,
-    valid: bool,
-    v: &[String],
-    withheld: &str,
-) -> String {
-    let mut b = format!(
-        "<section class=\"scenario\" id=\"scenario-{n}\"><h2>{n}: {d}</h2>\n",
-        n = esc(name),
-        d = esc(description)
-    );
-    if !valid {
-        b.push_str(&format!(
-            "<div class=\"invalid\" data-invalid=\"{}\"><b>INVALID</b>: {withheld} is shown for this run.{}</div>\n",
-            esc(name),
-            notes(v)
-        ));
-    }
-    b
 }
 
 pub fn notes(v: &[String]) -> String {

@@ -1,0 +1,405 @@
+//! `rtcheck audit` as one [`Doc`] for text and markdown: the verdict (fail, warn, pass,
+//! skip), what was judged, one row per check, then what needs action (fail and warn: what
+//! was seen, what is needed, the fix and the commands to run now), the reasons of skips
+//! and of the baseline's suppressions, and the live measurements of passing checks.
+//! `explain`: every check in full (rule, evidence, every fix line). lint and probe still
+//! render through `report::text::audit`; the html page is `report::html::findings`.
+use crate::findings::{Finding, Status, Verification};
+use crate::report::doc::{
+    code, status, strong, t, Block, Column, Doc, Item, Row, Span, Table, Tone, Verdict,
+};
+use crate::report::FindingsReport;
+
+pub fn audit_doc(r: &FindingsReport, explain: bool) -> anyhow::Result<Doc> {
+    let mut blocks = vec![Block::Para {
+        id: Some("profile".into()),
+        spans: vec![strong(title(r))],
+    }];
+    if let Some(target) = &r.target {
+        blocks.push(Block::Note(target.clone()));
+    }
+    blocks.extend(netns(r));
+    blocks.push(Block::Table(table(r)));
+    let acts = |f: &&Finding| explain || matches!(f.status, Status::Fail | Status::Warn);
+    for f in r.findings.iter().filter(acts) {
+        blocks.extend(item(f, explain));
+    }
+    if !explain {
+        blocks.extend(reasons(r));
+        blocks.extend(measured_passes(r));
+        // What text leaves to --explain, for markdown and html: every check's need,
+        // rule and evidence.
+        blocks.push(Block::Section("Rules and evidence".into()));
+        blocks.push(Block::Wide(rules(r)));
+    }
+    blocks.push(Block::Note(format!(
+        "Rule, evidence and every fix: `rtcheck {} --explain`, or `rtcheck explain ID`.",
+        r.kind
+    )));
+    Ok(Doc {
+        title: format!("rtcheck {}", r.kind),
+        verdict: verdict(r),
+        blocks,
+        json: crate::report::json::render(r)?,
+    })
+}
+
+/// What was judged: the connections, transport and role (and machines when several).
+pub fn title(r: &FindingsReport) -> String {
+    let p = &r.profile;
+    let machines = match p.machines {
+        1 | 0 => String::new(),
+        n => format!(" over {n} machines"),
+    };
+    format!(
+        "rtcheck {}: {} {} connections{machines}, role {}",
+        r.kind,
+        crate::evidence::fmt_num(p.connections as f64),
+        p.transport.map_or("websocket", |t| t.name()),
+        p.role.as_str()
+    )
+}
+
+/// The counts in the order every format uses: fail, warn, pass, skip; an invalid live
+/// measurement (exit 1 too) and the time taken.
+fn verdict(r: &FindingsReport) -> Verdict {
+    let s = &r.summary;
+    let invalid = (r.findings.iter())
+        .filter(|f| f.verification.as_ref().is_some_and(|v| !v.valid))
+        .count();
+    let invalid = match invalid {
+        0 => String::new(),
+        n => format!(", {n} measurement(s) invalid"),
+    };
+    // A run with live experiments takes seconds: said in seconds.
+    let took = match r.duration_ms >= 1000.0 {
+        true => format!("{:.1} s", r.duration_ms / 1000.0),
+        false => format!("{} ms", r.duration_ms),
+    };
+    let tone = match Tone::worst(r.findings.iter().map(|f| f.status)) {
+        Tone::Plain if invalid.is_empty() => Tone::Good,
+        Tone::Plain => Tone::Bad,
+        tone => tone,
+    };
+    Verdict {
+        text: vec![t(format!(
+            "{} fail, {} warn, {} pass, {} skip{}{invalid} in {took}",
+            s.fail,
+            s.warn,
+            s.pass,
+            s.skip,
+            crate::report::text::audit::suppressed_count(s),
+        ))],
+        tone,
+    }
+}
+
+/// audit --netns: what the process's sockets get, beside the host's values.
+fn netns(r: &FindingsReport) -> Vec<Block> {
+    let Some(n) = &r.netns else {
+        return Vec::new();
+    };
+    let head = if n.same_as_host {
+        format!(
+            "Process {} shares rtcheck's network namespace ({}): the values are the host's.",
+            n.pid, n.namespace
+        )
+    } else if n.differences.is_empty() {
+        format!(
+            "Network namespace of process {} ({}): the same values as the host.",
+            n.pid, n.namespace
+        )
+    } else {
+        format!(
+            "Network namespace of process {} ({}) differs from the host; the checks judge its values:",
+            n.pid, n.namespace
+        )
+    };
+    let mut v = vec![Block::Para {
+        id: Some("netns".into()),
+        spans: vec![t(head)],
+    }];
+    if !n.differences.is_empty() {
+        let items = (n.differences.iter()).map(|d| {
+            vec![t(format!(
+                "{} = {} (host: {})",
+                d.sysctl, d.namespace, d.host
+            ))]
+        });
+        v.push(Block::List(items.collect()));
+    }
+    v
+}
+
+/// What a check's row shows as observed: the reason for a check that read nothing.
+fn observed(f: &Finding) -> &str {
+    match (&f.status, &f.reason) {
+        (Status::Skip | Status::Suppressed, Some(reason)) => reason,
+        _ => &f.observed,
+    }
+}
+
+/// One row per check: status, id (whole), observed (the fix is in its item below).
+fn table(r: &FindingsReport) -> Table {
+    let rows = r.findings.iter().map(|f| Row {
+        key: Some(f.id.clone()),
+        cells: vec![status(f.status), code(&f.id), t(observed(f))],
+    });
+    Table {
+        id: "findings".into(),
+        columns: vec![
+            Column::text("status"),
+            Column::id("check"),
+            Column::prose("observed"),
+        ],
+        rows: rows.collect(),
+    }
+}
+
+fn line(label: &str, text: &str) -> Vec<Span> {
+    vec![t(format!("{label}: {text}"))]
+}
+
+/// A command stays whole (to be copied); prose wraps.
+fn fix_line(label: &str, c: &str) -> Vec<Span> {
+    match crate::report::is_shell_command(c) {
+        true => vec![t(format!("{label}: ")), code(c)],
+        false => line(label, c),
+    }
+}
+
+fn measured(v: &Verification) -> Vec<Span> {
+    let m = crate::report::text::verify::measured(v);
+    line(
+        "measured",
+        &format!("{m} live on loopback ({}): {}", v.name, v.verdict),
+    )
+}
+
+/// A check to act on (or, under `explain`, any check): its head, then what was seen, what
+/// is needed, the fix and its commands; `explain` adds the reason, rule, evidence, the
+/// lines to keep and the experiment that demonstrates it.
+fn item(f: &Finding, explain: bool) -> Vec<Block> {
+    let mut lines = Vec::new();
+    if let (true, Some(reason)) = (explain, &f.reason) {
+        lines.push(line("reason", reason));
+    }
+    lines.push(line("observed", &f.observed));
+    lines.push(line("expected", &f.expected));
+    if explain {
+        lines.push(line("rule", &f.rule));
+        for e in &f.evidence {
+            lines.push(line(
+                "evidence",
+                &format!("[{}] {} ({})", e.id, e.value, e.source),
+            ));
+        }
+    }
+    if !f.fix.summary.is_empty() {
+        lines.push(line("fix", &f.fix.summary));
+    }
+    lines.extend(f.fix.runtime.iter().map(|c| fix_line("now", c)));
+    if explain {
+        lines.extend(f.fix.persistent.iter().map(|c| fix_line("keep", c)));
+    }
+    if let Some(v) = &f.verify {
+        lines.push(vec![t("verify: "), code(format!("rtcheck verify {v}"))]);
+    }
+    if let Some(v) = &f.verification {
+        lines.push(measured(v));
+    }
+    let tone = match f.status {
+        Status::Fail => Tone::Bad,
+        Status::Warn => Tone::Warn,
+        Status::Pass => Tone::Good,
+        _ => Tone::Plain,
+    };
+    let mut v = vec![Block::Item(Item {
+        id: Some(format!("finding-{}", f.id)),
+        tone,
+        head: vec![
+            status(f.status),
+            t(" "),
+            code(&f.id),
+            t(format!(": {}", f.title)),
+        ],
+        lines,
+    })];
+    // A finding in a config file (a proxy's, linted on this host): the lines to write
+    // there, whole.
+    if f.location.is_some() && !explain {
+        v.extend(f.fix.persistent.iter().map(|c| Block::Setting {
+            label: String::new(),
+            text: c.clone(),
+        }));
+    }
+    v
+}
+
+/// Every check's need, rule and evidence ids (html and markdown; text: --explain).
+fn rules(r: &FindingsReport) -> Table {
+    let rows = r.findings.iter().map(|f| {
+        let evidence: Vec<String> = (f.evidence.iter())
+            .map(|e| format!("[{}] {} ({})", e.id, e.value, e.source))
+            .collect();
+        Row {
+            key: Some(f.id.clone()),
+            cells: vec![
+                code(&f.id),
+                t(&f.expected),
+                t(&f.rule),
+                t(evidence.join("; ")),
+            ],
+        }
+    });
+    Table {
+        id: "rules".into(),
+        columns: vec![
+            Column::id("check"),
+            Column::text("expected"),
+            Column::text("rule"),
+            Column::text("evidence"),
+        ],
+        rows: rows.collect(),
+    }
+}
+
+/// Why a check was skipped or suppressed, one line each.
+fn reasons(r: &FindingsReport) -> Vec<Block> {
+    let items: Vec<Vec<Span>> = (r.findings.iter())
+        .filter(|f| matches!(f.status, Status::Skip | Status::Suppressed))
+        .map(|f| {
+            let why = match f.status {
+                Status::Skip => f.reason.as_deref().unwrap_or("not measured"),
+                _ => f.reason.as_deref().unwrap_or("accepted by the baseline"),
+            };
+            vec![status(f.status), t(format!(" {}: {why}", f.id))]
+        })
+        .collect();
+    match items.is_empty() {
+        true => Vec::new(),
+        false => vec![Block::List(items)],
+    }
+}
+
+/// `audit --verify`: passing checks have no item, so their live measurements are listed.
+fn measured_passes(r: &FindingsReport) -> Vec<Block> {
+    let items: Vec<Vec<Span>> = (r.findings.iter())
+        .filter(|f| f.status == Status::Pass)
+        .filter_map(|f| f.verification.as_ref().map(|v| (f, v)))
+        .map(|(f, v)| {
+            let m = crate::report::text::verify::measured(v);
+            vec![t(format!("{}: {m} ({}): {}", f.id, v.name, v.verdict))]
+        })
+        .collect();
+    match items.is_empty() {
+        true => Vec::new(),
+        false => vec![
+            Block::Section("measured live on loopback (passing checks)".into()),
+            Block::List(items),
+        ],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::doc::{html, markdown, text};
+    use crate::report::Palette;
+
+    fn finding(id: &str, st: &str, observed: &str) -> Finding {
+        serde_json::from_value(serde_json::json!({
+            "id": id, "title": "the title", "status": st, "observed": observed,
+            "expected": "e", "rule": "the rule", "evidence": [],
+            "fix": {"summary": "Raise it.", "runtime": ["sudo sysctl -w net.core.somaxconn=4096"]}
+        }))
+        .unwrap()
+    }
+
+    fn report() -> FindingsReport {
+        let long = "ip_local_port_range 32768-60999 = 28,232 ports, 0 reserved in range (ip_local_reserved_ports): 28,232 usable; tcp_tw_reuse 2";
+        let profile = crate::profile::Profile {
+            connections: 30_000,
+            machines: 3,
+            ..Default::default()
+        };
+        FindingsReport::new(
+            "audit",
+            profile,
+            Some("procfs /proc, sysfs /sys".into()),
+            vec![
+                finding("ephemeral-ports", "warn", long),
+                finding(
+                    "delivery-snapshot-clean-reconnect",
+                    "pass",
+                    "lost 0 of 1,000",
+                ),
+                finding("somaxconn", "fail", "4096"),
+            ],
+            12.0,
+        )
+    }
+
+    /// The verdict first, the heading with its machines, one row per check with the
+    /// status the report has, an item for each fail and warn, the command whole.
+    #[test]
+    fn audit_text_has_the_verdict_rows_and_items() {
+        let r = report();
+        for width in [80, 120] {
+            let d = audit_doc(&r, false).unwrap();
+            let text = text::render(&d, &Palette::plain().with_width(width));
+            assert!(
+                text.starts_with("1 fail, 1 warn, 1 pass, 0 skip in 12 ms\n"),
+                "{text}"
+            );
+            assert!(text.contains(
+                "rtcheck audit: 30,000 websocket connections over 3 machines, role server"
+            ));
+            assert!(text.lines().all(|l| l.chars().count() <= width), "{text}");
+            assert!(!text.contains('…'), "{text}");
+            let rows: Vec<(&str, &str)> = (text.lines())
+                .filter(|l| l.starts_with(' '))
+                .filter_map(|l| {
+                    let mut w = l.split_whitespace();
+                    Some((w.next()?, w.next()?))
+                })
+                .filter(|(st, _)| ["pass", "warn", "fail"].contains(st))
+                .collect();
+            assert_eq!(
+                rows,
+                [
+                    ("warn", "ephemeral-ports"),
+                    ("pass", "delivery-snapshot-clean-reconnect"),
+                    ("fail", "somaxconn")
+                ],
+                "{text}"
+            );
+            let heads: Vec<&str> = (text.lines())
+                .filter(|l| l.starts_with("warn ") || l.starts_with("fail "))
+                .collect();
+            assert_eq!(heads.len(), 2, "{text}");
+            assert!(text.contains("sudo sysctl -w net.core.somaxconn=4096"));
+            assert!(!text.contains("rule:"), "rules belong to --explain");
+        }
+        let text = text::render(&audit_doc(&r, true).unwrap(), &Palette::plain());
+        assert_eq!(text.matches("\n  rule: the rule").count(), 3, "{text}");
+    }
+
+    #[test]
+    fn audit_markdown_and_html_carry_the_same_facts() {
+        let d = audit_doc(&report(), false).unwrap();
+        let md = markdown::render(&d);
+        assert!(
+            md.contains("**1 fail, 1 warn, 1 pass, 0 skip in 12 ms**"),
+            "{md}"
+        );
+        assert!(md.contains("30,000 websocket connections over 3 machines"));
+        assert!(md.contains("| **fail** | `somaxconn` | 4096 |"), "{md}");
+        assert!(
+            md.contains("`sudo sysctl -w net.core.somaxconn=4096`"),
+            "{md}"
+        );
+        let page = html::render(&d);
+        assert!(page.contains("id=\"finding-somaxconn\""), "{page}");
+    }
+}
