@@ -748,7 +748,8 @@ impl Drop for Publisher {
 
 /// One POST, answered or not within 5 s.
 fn post(ep: &super::publisher::Endpoint, body: &[u8]) -> Result<u16, String> {
-    use std::io::{Read, Write};
+    use rtcheck_wire::http::{client, response::Limits};
+    use std::io::Write;
     let limit = Duration::from_secs(5);
     let t = &ep.target;
     let tcp = std::net::TcpStream::connect_timeout(&t.addr, limit).map_err(|e| e.to_string())?;
@@ -756,22 +757,24 @@ fn post(ep: &super::publisher::Endpoint, body: &[u8]) -> Result<u16, String> {
         .map_err(|e| e.to_string())?;
     let mut io = crate::sys::tls::SyncStream::over(tcp, ep.tls.as_ref(), limit)
         .map_err(|e| e.to_string())?;
-    let head = format!(
-        "POST {} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-        t.path,
-        t.authority,
-        body.len()
+    let len = body.len().to_string();
+    let head = client::head(
+        "POST",
+        &t.path,
+        &[
+            ("Host", t.authority.as_str()),
+            ("Content-Type", "application/json"),
+            ("Content-Length", len.as_str()),
+            ("Connection", "close"),
+        ],
     );
-    io.write_all(head.as_bytes())
+    io.write_all(&head)
         .and_then(|_| io.write_all(body))
         .map_err(|e| e.to_string())?;
-    let mut buf = [0u8; 64];
-    let n = io.read(&mut buf).map_err(|e| e.to_string())?;
-    let line = String::from_utf8_lossy(&buf[..n]);
-    line.split_whitespace()
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .ok_or_else(|| "no HTTP status".into())
+    let deadline = std::time::Instant::now() + limit;
+    let (answer, _) = client::read_head(&mut io, Limits::head(16 << 10), 64, deadline)
+        .map_err(|e| format!("no HTTP status: {e}"))?;
+    Ok(answer.status)
 }
 
 #[cfg(test)]

@@ -10,6 +10,8 @@
 use super::target::{Proto, Target};
 use crate::sys::tls::{SyncStream, Tls};
 use rtcheck_wire::appproto::{AppProtocol, Client, Event, Msg, Out, Subscribe};
+use rtcheck_wire::http::client;
+use rtcheck_wire::http::response::{Head, Limits};
 use rtcheck_wire::ws;
 use std::io::{Read, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -86,41 +88,35 @@ impl Rx {
 /// The request head: the WebSocket upgrade (with the deflate offer or none, and the
 /// library's subprotocol when it has one), or an SSE GET.
 pub fn request(t: &Target, key: &str, deflate: bool, subprotocol: Option<&str>) -> String {
-    let mut r = format!("GET {} HTTP/1.1\r\nHost: {}\r\n", t.path, t.authority);
+    let mut h = vec![("Host", t.authority.as_str())];
     match t.proto {
-        Proto::Sse => r.push_str("Accept: text/event-stream\r\nCache-Control: no-cache\r\n"),
+        Proto::Sse => h.extend([
+            ("Accept", "text/event-stream"),
+            ("Cache-Control", "no-cache"),
+        ]),
         _ => {
-            r.push_str("Upgrade: websocket\r\nConnection: Upgrade\r\n");
-            r.push_str(&format!(
-                "Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: {key}\r\n"
-            ));
+            h.extend([
+                ("Upgrade", "websocket"),
+                ("Connection", "Upgrade"),
+                ("Sec-WebSocket-Version", "13"),
+                ("Sec-WebSocket-Key", key),
+            ]);
             if deflate {
-                r.push_str(&format!("Sec-WebSocket-Extensions: {DEFLATE_OFFER}\r\n"));
+                h.push(("Sec-WebSocket-Extensions", DEFLATE_OFFER));
             }
             if let Some(p) = subprotocol {
-                r.push_str(&format!("Sec-WebSocket-Protocol: {p}\r\n"));
+                h.push(("Sec-WebSocket-Protocol", p));
             }
         }
     }
-    r.push_str("\r\n");
-    r
+    // All parts are `&str`: the head is UTF-8.
+    String::from_utf8_lossy(&client::head("GET", &t.path, &h)).into_owned()
 }
 
 /// Pure: the answer's head checked. Ok(extensions accepted) or why it is not a stream.
-pub fn check_head(proto: Proto, head: &[u8], accept: &str) -> Result<Option<String>, String> {
-    let mut hs = [httparse::EMPTY_HEADER; 64];
-    let mut r = httparse::Response::new(&mut hs);
-    match r.parse(head) {
-        Ok(httparse::Status::Complete(_)) => {}
-        _ => return Err("the answer is not an HTTP response head".into()),
-    }
-    let code = r.code.unwrap_or(0);
-    let header = |name: &str| {
-        r.headers
-            .iter()
-            .find(|h| h.name.eq_ignore_ascii_case(name))
-            .map(|h| String::from_utf8_lossy(h.value).trim().to_string())
-    };
+pub fn check_head(proto: Proto, head: &Head, accept: &str) -> Result<Option<String>, String> {
+    let code = head.status;
+    let header = |name: &str| head.header(name).map(str::to_string);
     match proto {
         Proto::Sse => {
             let ct = header("content-type").unwrap_or_default();
@@ -143,24 +139,16 @@ pub fn check_head(proto: Proto, head: &[u8], accept: &str) -> Result<Option<Stri
     }
 }
 
-/// Read up to the end of the head (bounded in size; the socket's timeout bounds time).
-fn read_head(io: &mut SyncStream) -> Result<(Vec<u8>, Vec<u8>), String> {
-    let mut buf = Vec::with_capacity(1024);
-    let mut chunk = [0u8; 2048];
-    loop {
-        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            let rest = buf.split_off(i + 4);
-            return Ok((buf, rest));
-        }
-        if buf.len() > MAX_HEAD {
-            return Err(format!("response head over {MAX_HEAD} bytes"));
-        }
-        match io.read(&mut chunk) {
-            Ok(0) => return Err("the server closed before answering".into()),
-            Ok(n) => buf.extend_from_slice(&chunk[..n]),
-            Err(e) => return Err(format!("reading the answer: {e}")),
-        }
-    }
+/// Read the head (bounded in size, and in time by `limit`) with the wire client's loop.
+fn read_head(io: &mut SyncStream, limit: Duration) -> Result<(Head, Vec<u8>), String> {
+    let deadline = Instant::now() + limit;
+    client::read_head(io, Limits::head(MAX_HEAD), 2048, deadline).map_err(|e| match e {
+        client::HeadError::Closed => "the server closed before answering".into(),
+        client::HeadError::TooLarge(_) => format!("response head over {MAX_HEAD} bytes"),
+        client::HeadError::Bad(e) => format!("the answer is not an HTTP response head ({e})"),
+        client::HeadError::Timeout => "no answer within the time limit".into(),
+        client::HeadError::Io(e) => format!("reading the answer: {e}"),
+    })
 }
 
 /// One connection: TCP, TLS when `tls`, the handshake, then the library's session when
@@ -189,7 +177,7 @@ pub fn open(
     io.write_all(request(t, &key, deflate, sub).as_bytes())
         .and_then(|_| io.flush())
         .map_err(|e| format!("sending the request: {e}"))?;
-    let (head, rest) = read_head(&mut io)?;
+    let (head, rest) = read_head(&mut io, limit)?;
     let extensions = check_head(t.proto, &head, &derive_accept_key(key.as_bytes()))?;
     let dec = (t.proto != Proto::Sse).then(|| ws::Decoder::client(extensions.is_some()));
     let mut conn = Conn {
@@ -755,19 +743,25 @@ mod tests {
 
     #[test]
     fn heads_are_judged() {
+        let check = |proto, raw: &[u8], accept| {
+            let (h, _) = rtcheck_wire::http::response::parse_head(raw, Limits::head(MAX_HEAD))
+                .unwrap()
+                .unwrap();
+            check_head(proto, &h, accept)
+        };
         let ok = b"HTTP/1.1 101 Switching Protocols\r\nSec-WebSocket-Accept: A\r\nSec-WebSocket-Extensions: permessage-deflate; server_max_window_bits=12\r\n\r\n";
         assert_eq!(
-            check_head(Proto::Ws, ok, "A").unwrap().as_deref(),
+            check(Proto::Ws, ok, "A").unwrap().as_deref(),
             Some("permessage-deflate; server_max_window_bits=12")
         );
-        assert!(check_head(Proto::Ws, ok, "B").is_err());
+        assert!(check(Proto::Ws, ok, "B").is_err());
         let plain = b"HTTP/1.1 101 OK\r\nSec-WebSocket-Accept: A\r\n\r\n";
-        assert_eq!(check_head(Proto::Ws, plain, "A").unwrap(), None);
-        let e = check_head(Proto::Ws, b"HTTP/1.1 404 Not Found\r\n\r\n", "A").unwrap_err();
+        assert_eq!(check(Proto::Ws, plain, "A").unwrap(), None);
+        let e = check(Proto::Ws, b"HTTP/1.1 404 Not Found\r\n\r\n", "A").unwrap_err();
         assert!(e.contains("404"), "{e}");
         let sse = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream; charset=utf-8\r\n\r\n";
-        assert_eq!(check_head(Proto::Sse, sse, "").unwrap(), None);
+        assert_eq!(check(Proto::Sse, sse, "").unwrap(), None);
         let html = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\r\n";
-        assert!(check_head(Proto::Sse, html, "").is_err());
+        assert!(check(Proto::Sse, html, "").is_err());
     }
 }

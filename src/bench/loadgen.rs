@@ -11,6 +11,7 @@ use super::wire::{Event, LoadgenResult, CMD_CLOSE_SLOW, CMD_CUTOFF, CMD_PUBLISH,
 use crate::sys::tls::{Stream, Tls, Trust};
 use futures_util::StreamExt;
 use rtcheck_base::os::{clock, limits};
+use rtcheck_wire::http::client as wire_client;
 use rtcheck_wire::http::response::{self, Framing, Limits};
 use std::io::Write;
 use std::net::SocketAddr;
@@ -959,8 +960,7 @@ async fn sse_head<S: AsyncRead + Unpin>(
         if n == 0 {
             return Err(format!("{}: closed before the response head", cfg.shown));
         }
-        head.extend_from_slice(&buf[..n]);
-        let (h, used) = match response::parse_head(&head, Limits::head(16 * 1024)) {
+        let (h, rest) = match wire_client::feed(&mut head, &buf[..n], Limits::head(16 * 1024)) {
             Ok(Some(h)) => h,
             Ok(None) => continue,
             Err(response::Error::HeadTooLarge(_)) => {
@@ -976,7 +976,7 @@ async fn sse_head<S: AsyncRead + Unpin>(
         let framing = h
             .framing(false)
             .map_err(|e| format!("{}: {e}", cfg.shown))?;
-        return Ok((framing, head.split_off(used)));
+        return Ok((framing, rest));
     }
 }
 
@@ -989,12 +989,17 @@ async fn sse_session<S: AsyncRead + AsyncWrite + Unpin>(
     mut stop: watch::Receiver<u8>,
     out: &mut ClientOut,
 ) -> Result<(), String> {
-    let req = format!(
-        "GET {} HTTP/1.1\r\nHost: {}\r\nAccept: text/event-stream\r\nCache-Control: no-cache\r\n\r\n",
-        cfg.path, cfg.authority
+    let req = wire_client::head(
+        "GET",
+        &cfg.path,
+        &[
+            ("Host", cfg.authority.as_str()),
+            ("Accept", "text/event-stream"),
+            ("Cache-Control", "no-cache"),
+        ],
     );
     stream
-        .write_all(req.as_bytes())
+        .write_all(&req)
         .await
         .map_err(|e| format!("{}: write request: {e}", cfg.shown))?;
     // Over TLS the request may still sit in rustls' buffer: reads never flush it.

@@ -2,7 +2,8 @@
 //! bounded by `--timeout`. Errors name the step and the peer, never a secret.
 use super::target::Target;
 use anyhow::{anyhow, Context};
-use rtcheck_wire::http::response::{self, Head, Limits};
+use rtcheck_wire::http::client;
+use rtcheck_wire::http::response::{Head, Limits};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -194,20 +195,19 @@ pub fn tls_config(o: &ClientOpts, alpn: &[&str]) -> anyhow::Result<rustls::Clien
 
 /// A request head: the caller's headers, then `--header` flags (which win by coming last).
 pub fn request(t: &Target, o: &ClientOpts, extra: &[(&str, String)]) -> Vec<u8> {
-    let mut r = format!(
-        "GET {} HTTP/1.1\r\nHost: {}\r\nUser-Agent: rtcheck-probe/{}\r\n",
-        t.path_and_query,
-        t.host_header(),
-        env!("CARGO_PKG_VERSION")
+    let host = t.host_header();
+    let agent = concat!("rtcheck-probe/", env!("CARGO_PKG_VERSION"));
+    let fixed = [("Host", host.as_str()), ("User-Agent", agent)];
+    let extra = extra.iter().map(|(n, v)| (*n, v.as_str()));
+    let flags = o.headers.iter().map(|(n, v)| (n.as_str(), v.as_str()));
+    let mut r = Vec::with_capacity(256);
+    client::write_head(
+        &mut r,
+        "GET",
+        &t.path_and_query,
+        fixed.into_iter().chain(extra).chain(flags),
     );
-    for (n, v) in extra {
-        r.push_str(&format!("{n}: {v}\r\n"));
-    }
-    for (n, v) in &o.headers {
-        r.push_str(&format!("{n}: {v}\r\n"));
-    }
-    r.push_str("\r\n");
-    r.into_bytes()
+    r
 }
 
 /// Send a request, read the response head (waiting up to `head_bound`). Returns the head
@@ -247,11 +247,9 @@ pub async fn exchange(
                 if n == 0 {
                     anyhow::bail!("{peer}: closed the connection without an HTTP response");
                 }
-                buf.extend_from_slice(&chunk[..n]);
-                if let Some((head, used)) =
-                    response::parse_head(&buf, LIMITS).map_err(|e| anyhow!("{peer}: {e}"))?
-                {
-                    return Ok((head, buf.split_off(used)));
+                let fed = client::feed(&mut buf, &chunk[..n], LIMITS);
+                if let Some(done) = fed.map_err(|e| anyhow!("{peer}: {e}"))? {
+                    return Ok(done);
                 }
             }
         },

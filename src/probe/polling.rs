@@ -10,7 +10,8 @@ use super::target::Target;
 use super::{finding, fmt_s, Kind, Meta, UrlObs};
 use crate::findings::{Finding, Fix, Status};
 use anyhow::{anyhow, Context};
-use rtcheck_wire::http::response::{self, Head, Reader};
+use rtcheck_wire::http::client as wire_client;
+use rtcheck_wire::http::response::{Head, Reader};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -161,7 +162,7 @@ async fn read_answer(
 ) -> anyhow::Result<(Head, usize, usize)> {
     let mut buf = Vec::with_capacity(4096);
     let mut chunk = [0u8; 16384];
-    let (head, used) = loop {
+    let (head, used, mut rest) = loop {
         let n = io
             .read(&mut chunk)
             .await
@@ -169,15 +170,15 @@ async fn read_answer(
         if n == 0 {
             anyhow::bail!("{peer}: closed the connection without an HTTP response");
         }
-        buf.extend_from_slice(&chunk[..n]);
-        let parsed = response::parse_head(&buf, client::LIMITS);
-        if let Some(h) = parsed.map_err(|e| anyhow!("{peer}: {e}"))? {
-            break h;
+        let fed = wire_client::feed(&mut buf, &chunk[..n], client::LIMITS);
+        if let Some((head, rest)) = fed.map_err(|e| anyhow!("{peer}: {e}"))? {
+            // `buf` now holds the head alone.
+            break (head, buf.len(), rest);
         }
     };
     let framing = head.framing(false).map_err(|e| anyhow!("{peer}: {e}"))?;
     let mut body = Reader::new(framing);
-    let (mut rest, mut scratch) = (buf.split_off(used), Vec::new());
+    let mut scratch = Vec::new();
     // A poll answer cut short by the server still counts what came (its size is then a
     // lower bound).
     loop {

@@ -80,20 +80,32 @@ pub fn read_head(
             Err(e) if is_timeout(&e) => 0,
             Err(e) => return Err(HeadError::Io(e)),
         };
-        got.extend_from_slice(&buf[..n]);
-        // A head ends only at a line end: parse when one arrived (or the bound is near).
-        if buf[..n].contains(&b'\n') || got.len() >= limits.max_head {
-            match response::parse_head(&got, limits) {
-                Ok(Some((head, used))) => return Ok((head, got.split_off(used))),
-                Ok(None) => {}
-                Err(response::Error::HeadTooLarge(m)) => return Err(HeadError::TooLarge(m)),
-                Err(e) => return Err(HeadError::Bad(e)),
-            }
+        match feed(&mut got, &buf[..n], limits) {
+            Ok(Some(done)) => return Ok(done),
+            Ok(None) => {}
+            Err(response::Error::HeadTooLarge(m)) => return Err(HeadError::TooLarge(m)),
+            Err(e) => return Err(HeadError::Bad(e)),
         }
         if Instant::now() >= deadline {
             return Err(HeadError::Timeout);
         }
     }
+}
+
+/// One step of the read-until-end-of-head loop, for callers that do their own reads
+/// (async ones): `new` appended to `got`; once the head is complete, it and the bytes
+/// read after it. Parses only when a line end arrived (a head ends at one) or the bound
+/// is reached, so a head sent a byte at a time costs no quadratic reparsing.
+pub fn feed(
+    got: &mut Vec<u8>,
+    new: &[u8],
+    limits: Limits,
+) -> Result<Option<(Head, Vec<u8>)>, response::Error> {
+    got.extend_from_slice(new);
+    if !new.contains(&b'\n') && got.len() < limits.max_head {
+        return Ok(None);
+    }
+    Ok(response::parse_head(got, limits)?.map(|(head, used)| (head, got.split_off(used))))
 }
 
 #[cfg(test)]
@@ -165,6 +177,35 @@ mod tests {
         ));
         let big = [b"HTTP/1.1 200 OK\r\nX: ".as_slice(), &[b'a'; 300]].concat();
         assert!(matches!(read(&big, 128), HeadError::TooLarge(128)));
+    }
+
+    #[test]
+    fn a_head_fed_in_pieces_is_returned_once_complete_with_what_follows() {
+        let raw = b"HTTP/1.1 200 OK\r\nX: 1\r\n\r\nbody";
+        for cut in 1..raw.len() {
+            let mut got = Vec::new();
+            let (a, b) = raw.split_at(cut);
+            let first = feed(&mut got, a, Limits::head(8192)).unwrap();
+            let (h, rest) = match first {
+                Some(done) => done,
+                None => feed(&mut got, b, Limits::head(8192)).unwrap().unwrap(),
+            };
+            assert_eq!((h.status, h.headers.len()), (200, 1), "cut {cut}");
+            // What was fed past the head comes back, no more.
+            let head_len = raw.len() - 4;
+            let want = if cut >= head_len {
+                &raw[head_len..cut]
+            } else {
+                &raw[head_len..]
+            };
+            assert_eq!(rest, want, "cut {cut}");
+        }
+        let mut got = Vec::new();
+        let big = [b"HTTP/1.1 200 OK\r\nX: ".as_slice(), &[b'a'; 300]].concat();
+        let e = feed(&mut got, &big, Limits::head(128)).unwrap_err();
+        assert!(matches!(e, response::Error::HeadTooLarge(128)), "{e}");
+        let e = feed(&mut Vec::new(), b"SSH-2.0-x\r\n\r\n", Limits::head(64));
+        assert!(e.is_err());
     }
 
     #[test]
