@@ -49,7 +49,6 @@ fn completions_offer_no_hidden_flag_or_subcommand() {
             "__loadgen",
             "loadgen'",
             "--child",
-            "--drain",
             "--addr-file-hidden",
         ] {
             assert!(
