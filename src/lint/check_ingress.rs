@@ -81,7 +81,15 @@ pub fn check(c: &Config, w: &Workload, ctl: Controller, s: &mut Sink) {
             .find(|c| c.transport == Stream::Sse)
             .or_else(|| carried.iter().find(|c| c.transport == Stream::Websocket));
         if let Some(c) = timed {
-            timeouts(ing, (c.transport, &r.path), &block(r, c), w, ctl, out, applied);
+            timeouts(
+                ing,
+                (c.transport, &r.path),
+                &block(r, c),
+                w,
+                ctl,
+                out,
+                applied,
+            );
         }
         snippet(ing, w, out, applied);
         for c in carried {

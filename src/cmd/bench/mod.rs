@@ -829,7 +829,9 @@ fn emit_k8s(a: &FanoutArgs) -> anyhow::Result<ExitCode> {
         anyhow::bail!("--emit k8s-job: --ca is a file on this host, not in the pods; leave it out (mount the CA in the image and pass it there)");
     }
     if a.source_ip.is_some() {
-        anyhow::bail!("--emit k8s-job: --source-ip lists this host's addresses, not the pods'; leave it out");
+        anyhow::bail!(
+            "--emit k8s-job: --source-ip lists this host's addresses, not the pods'; leave it out"
+        );
     }
     let publish_secret = matches!(a.publish, crate::bench::publisher::PublishVia::Post { .. });
     let spec = k8s::JobSpec {
