@@ -46,7 +46,9 @@ pub const AT_ONCE_MS: f64 = 1000.0;
 /// close at once, or any close in a short (`--quick`) watch. Later closes of a quiet
 /// stream in the idle watch are the idle timeout's to judge.
 pub fn refused(s: &StreamObs, quick: bool) -> Option<ClosedEmpty> {
-    closed_empty(s).filter(|c| quick || is_refusal(c.code) || c.after_ms < AT_ONCE_MS)
+    // From the request, not the head: a path that held the head back and then cut the
+    // stream timed out on a silence that began with the request.
+    closed_empty(s).filter(|c| quick || is_refusal(c.code) || s.ended_ms < AT_ONCE_MS)
 }
 
 /// Pure: why the idle checks measured nothing on a refused stream.
@@ -198,6 +200,10 @@ mod tests {
         assert!(refused(&s, true).is_some());
         s.ending = Some(Ending::CloseFrame(Some(4408)));
         assert!(refused(&s, false).is_some());
+        // A head held 3 s by a buffering proxy, then its idle cut: not at once.
+        let mut held = obs(Ending::Eof, 0, None);
+        (held.head_ms, held.ended_ms) = (3000.0, 3010.0);
+        assert!(refused(&held, false).is_none());
     }
 
     #[test]

@@ -106,6 +106,9 @@ fn a_101_then_a_policy_close_is_not_a_working_stream() {
         fix.contains("auth token") && fix.contains("--origin"),
         "{ctx}"
     );
+    // The foreign Origin's 101 is no proof a foreign site gets a session here.
+    let origin = finding(&r, "origin")["observed"].as_str().unwrap();
+    assert!(origin.contains("is not known"), "{ctx}");
 }
 
 /// Without --quick: a refusal after a wait fails `upgrade` too, and the idle checks do
