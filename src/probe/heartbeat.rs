@@ -55,6 +55,12 @@ pub fn interval_ms(s: &StreamObs) -> Option<f64> {
 
 /// The heartbeat's verdict from a watched stream (`quick`: the watch was short).
 pub fn judge(s: &StreamObs, quick: bool) -> (Status, String, Option<String>) {
+    // Closed before anything came: no interval to judge, and the close is not the path's.
+    let refused = super::closed::refused(s, quick).filter(|_| s.heartbeats_ms.is_empty());
+    if let Some(c) = refused {
+        let why = super::closed::skip_reason(&c);
+        return (Status::Skip, "not measured".into(), Some(why));
+    }
     let closed = !matches!(s.ending, Some(Ending::Open) | None);
     let timeout = idle_timeout::silence_before_close(s);
     let slowest = slowest_ms();

@@ -159,6 +159,13 @@ pub fn check(u: &UrlObs) -> Option<Finding> {
             // When this URL's probe began in the run: URLs are probed at once.
             numbers.push(("started_s", u.started_ms / 1000.0));
             match &s.ending {
+                // Refused or closed at once: nothing was held (upgrade or sse-buffering
+                // says so and fails).
+                Some(_) if super::closed::refused(s, false).is_some() => {
+                    reason = super::closed::refused(s, false)
+                        .map(|c| super::closed::skip_reason(&c));
+                    (Status::Skip, "not measured".to_string())
+                }
                 // Open, but the watch stopped before --idle-for: no idle period measured.
                 Some(Ending::Open) | None if s.ended_ms + WINDOW_SLACK_MS < s.window_ms => {
                     reason = Some(format!(

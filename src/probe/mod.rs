@@ -4,6 +4,7 @@
 //! writes its fix. The flags and the glue to the report are `cmd::probe`.
 pub mod browser;
 pub mod client;
+pub mod closed;
 pub mod compression;
 pub mod fallback;
 pub mod heartbeat;

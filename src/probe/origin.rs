@@ -13,6 +13,12 @@ pub const META: Meta = Meta {
     run: check,
 };
 
+/// The upgrade's own session was refused after its 101 (`closed::refused`).
+fn refused_after_101(u: &UrlObs) -> bool {
+    let s = u.ws.as_ref().and_then(|w| w.stream.as_ref());
+    s.and_then(|s| super::closed::refused(s, u.quick)).is_some()
+}
+
 pub fn check(u: &UrlObs) -> Option<Finding> {
     if u.kind != Kind::WebSocket {
         return None;
@@ -27,6 +33,16 @@ pub fn check(u: &UrlObs) -> Option<Finding> {
         (101, true) => (
             Status::Pass,
             format!("Origin {FOREIGN_ORIGIN} accepted (101); declared public with --public"),
+        ),
+        // The page's own Origin was refused right after its 101: a 101 to the foreign
+        // one shows the handshake only, not that a foreign site gets a session.
+        (101, false) if refused_after_101(u) => (
+            Status::Warn,
+            format!(
+                "Origin {FOREIGN_ORIGIN} accepted (101), but the session with the page's own \
+                 Origin was closed before any message (see upgrade): whether the server \
+                 checks Origin after the handshake is not known"
+            ),
         ),
         (101, false) => (
             Status::Warn,

@@ -76,6 +76,9 @@ pub struct StreamObs {
     pub app: Option<AppObs>,
     /// A WebSocket held open the whole window: what one ping sent after it found.
     pub after_idle: Option<AfterIdle>,
+    /// The reason text of the server's close frame, escaped and bounded (the peer's
+    /// words: auth and origin refusals say why here).
+    pub close_reason: Option<String>,
 }
 
 /// One WebSocket ping sent after the idle watch: a NAT or conntrack table that forgot
@@ -635,6 +638,9 @@ pub async fn websocket(
     Ok(obs)
 }
 
+/// Longest close reason shown: RFC 6455 allows 123 bytes; a library's is a few words.
+const CLOSE_REASON_MAX: usize = 123;
+
 /// Longest part of a refused upgrade's body kept: a library's reason is one short line.
 const BODY_EXCERPT: usize = 120;
 
@@ -887,7 +893,12 @@ pub fn record_frames(
                 pong = Some(ws::client_frame(ws::OP_PONG, true, &p, [7; 4]));
                 continue;
             }
-            Inbound::Close(code) => return Some(Ending::CloseFrame(code)),
+            Inbound::Close(code) => {
+                s.close_reason = dec
+                    .close_reason()
+                    .map(|r| rtcheck_base::escape::excerpt(r, CLOSE_REASON_MAX));
+                return Some(Ending::CloseFrame(code));
+            }
             Inbound::Pong => continue,
             _ if m.compressed => None,
             Inbound::Text(t) if app.is_some() => {

@@ -1,7 +1,7 @@
 //! `upgrade`: the WebSocket handshake through the path answers 101 with a valid
 //! `Sec-WebSocket-Accept` (evidence proxy-config: without the Upgrade headers, 400 at once).
 use super::session::Ending;
-use super::{finding, fmt_s, proxy, Kind, Meta, UrlObs};
+use super::{closed, finding, fmt_s, proxy, Kind, Meta, UrlObs};
 use crate::findings::{Finding, Status};
 
 pub const ID: &str = super::CheckId::Upgrade.as_str();
@@ -55,6 +55,9 @@ pub fn check(u: &UrlObs) -> Option<Finding> {
         _ => None,
     });
     let cut = ws.stream.as_ref().and_then(|s| s.cut.as_ref()).or(broken);
+    // Closed by the far side before any message: the handshake worked, the stream did not.
+    let closed = ws.stream.as_ref().and_then(|s| closed::refused(s, u.quick));
+    let sent = format!("Origin: {}", u.origin_sent.as_deref().unwrap_or("-"));
     let (status, observed) = match (h.status, ws.accept_ok) {
         (101, true) if cut.is_some() => (
             Status::Fail,
@@ -66,6 +69,14 @@ pub fn check(u: &UrlObs) -> Option<Finding> {
                     "the probe cut the connection"
                 },
                 cut.map_or("", |c| c.as_str())
+            ),
+        ),
+        (101, true) if closed.is_some() => (
+            Status::Fail,
+            format!(
+                "101 Switching Protocols, Sec-WebSocket-Accept valid: the upgrade worked; \
+                 then {}",
+                closed.as_ref().map(closed::describe).unwrap_or_default()
             ),
         ),
         (101, true) => (
@@ -97,9 +108,10 @@ pub fn check(u: &UrlObs) -> Option<Finding> {
             ),
         ),
     };
-    let mut fix = match (h.status, ws.accept_ok) {
-        (101, _) => proxy::upgrade(u.proxy),
-        (code, _) => proxy::status(u.proxy, code, Kind::WebSocket, u.direct_status()),
+    let mut fix = match (h.status, ws.accept_ok, &closed) {
+        (101, true, Some(c)) if cut.is_none() => closed::fix(c, &sent),
+        (101, _, _) => proxy::upgrade(u.proxy),
+        (code, _, _) => proxy::status(u.proxy, code, Kind::WebSocket, u.direct_status()),
     };
     if let (400 | 426, Some(b)) = (h.status, ws.body.as_deref()) {
         // The server said why: its words, not a guess that the Upgrade headers were lost.
@@ -133,6 +145,24 @@ pub fn check(u: &UrlObs) -> Option<Finding> {
             s.messages_text()
         ));
         f.numbers.insert("messages".into(), s.events.len() as f64);
+        if let Some(Ending::CloseFrame(code)) = &s.ending {
+            if let Some(c) = code {
+                f.numbers.insert("close_code".into(), *c as f64);
+            }
+            if closed.is_none() && !s.events.is_empty() {
+                // After messages a close is not a failure here, but it is named.
+                f.observed.push_str(&format!(
+                    "; then the server sent close {}{}",
+                    code.map_or("without a code".into(), |c| format!(
+                        "{c} ({})",
+                        closed::meaning(c)
+                    )),
+                    s.close_reason
+                        .as_ref()
+                        .map_or(String::new(), |r| format!(", reason \"{r}\""))
+                ));
+            }
+        }
         if let Some(c) = s.cadence_ms() {
             f.numbers
                 .insert("message_interval_s".into(), (c / 10.0).round() / 100.0);

@@ -33,6 +33,7 @@ mod peer_go;
 #[cfg(feature = "browser")]
 mod probe_browser;
 mod probe_cli;
+mod probe_closed_at_once;
 mod probe_foreign;
 mod probe_path_live;
 mod probe_proxies;

@@ -139,6 +139,8 @@ pub struct Decoder {
     checked: usize,
     /// A Close was decoded: nothing after it is parsed (RFC 6455 5.5.1).
     closed: bool,
+    /// The Close's reason text (UTF-8, at most 123 bytes), when it had one.
+    close_reason: Option<String>,
 }
 
 /// One frame's header: its length with the mask key, the payload's length, the key.
@@ -213,6 +215,12 @@ impl Decoder {
         self.closed
     }
 
+    /// The reason text of the Close decoded, if it carried one (peer's words: escape
+    /// before showing).
+    pub fn close_reason(&self) -> Option<&str> {
+        self.close_reason.as_deref()
+    }
+
     /// Bytes of a fragmented message held until its last fragment.
     pub fn held_bytes(&self) -> usize {
         self.frag.len()
@@ -247,7 +255,12 @@ impl Decoder {
                     OP_PONG => Inbound::Pong,
                     _ => {
                         self.closed = true;
-                        Inbound::Close(close_code(&payload)?)
+                        let code = close_code(&payload)?;
+                        self.close_reason = payload
+                            .get(2..)
+                            .filter(|r| !r.is_empty())
+                            .map(|r| String::from_utf8_lossy(r).into_owned());
+                        Inbound::Close(code)
                     }
                 };
                 emit(Message {
@@ -646,8 +659,18 @@ mod tests {
         let mut p = 1000u16.to_be_bytes().to_vec();
         p.extend_from_slice("bye κόσμε".as_bytes());
         let good = client_frame(OP_CLOSE, true, &p, M);
-        Decoder::default().decode(&good, 1024, &mut out).unwrap();
+        let mut d = Decoder::default();
+        d.decode(&good, 1024, &mut out).unwrap();
         assert_eq!(out, vec![Inbound::Close(Some(1000))]);
+        // The reason is kept for the report; a bare code has none.
+        assert_eq!(d.close_reason(), Some("bye κόσμε"));
+        let mut d = Decoder::default();
+        d.decode(&close_frame_masked(1008), 1024, &mut out).unwrap();
+        assert_eq!(d.close_reason(), None);
+    }
+
+    fn close_frame_masked(code: u16) -> Vec<u8> {
+        client_frame(OP_CLOSE, true, &code.to_be_bytes(), M)
     }
 
     #[test]
