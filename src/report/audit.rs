@@ -394,7 +394,7 @@ mod tests {
             "{md}"
         );
         assert!(md.contains("30,000 websocket connections over 3 machines"));
-        assert!(md.contains("| **fail** | `somaxconn` | 4096 |"), "{md}");
+        assert!(md.contains("| fail | `somaxconn` | 4096 |"), "{md}");
         assert!(
             md.contains("`sudo sysctl -w net.core.somaxconn=4096`"),
             "{md}"
