@@ -258,15 +258,19 @@ fn configmap(cm: &Node, w: &Workload, ctl: Controller, s: &mut Sink) {
         let bad = SECONDS_KEYS.contains(&d.name.as_str())
             && d.arg(0).is_some_and(|v| v.trim().parse::<u64>().is_err());
         if bad {
+            // The keepalive pool's timeout cuts no stream (docs/lint.md): the value is still
+            // ignored, but what is lost is the pool's size, not a stream's life.
+            let keepalive = d.name == "upstream-keepalive-timeout";
             s.out.push(finding(Hit {
                 id: RuleId::IngressConfigmapSeconds,
-                status: Status::Fail,
+                status: if keepalive { Status::Warn } else { Status::Fail },
                 at: d,
                 block: cm.label(),
                 observed: format!(
-                    "{}: {:?} is not whole seconds: ingress-nginx logs a warning and keeps its default (60)",
+                    "{}: {:?} is not whole seconds: ingress-nginx logs a warning and keeps its default (60){}",
                     d.name,
-                    d.args.join("")
+                    d.args.join(""),
+                    if keepalive { "; idle pooled connections only, no stream is cut" } else { "" }
                 ),
                 expected: "a number of seconds, such as \"3600\"".into(),
                 fix: "write the value in seconds, without a unit",
