@@ -148,6 +148,7 @@ fn read_head(io: &mut SyncStream, limit: Duration) -> Result<(Head, Vec<u8>), St
         client::HeadError::Bad(e) => format!("the answer is not an HTTP response head ({e})"),
         client::HeadError::Timeout => "no answer within the time limit".into(),
         client::HeadError::Io(e) => format!("reading the answer: {e}"),
+        client::HeadError::Stopped => "stopped".into(),
     })
 }
 
