@@ -148,6 +148,7 @@ fn read_head(io: &mut SyncStream, limit: Duration) -> Result<(Head, Vec<u8>), St
         client::HeadError::Bad(e) => format!("the answer is not an HTTP response head ({e})"),
         client::HeadError::Timeout => "no answer within the time limit".into(),
         client::HeadError::Io(e) => format!("reading the answer: {e}"),
+        client::HeadError::Stopped => "stopped".into(),
     })
 }
 
@@ -405,20 +406,40 @@ impl Conn {
             if seen.ready {
                 return Ok(());
             }
-            if Instant::now() > until {
+            // Each read waits only what is left of `limit`: the socket's own timeout is the
+            // whole limit, which a read begun late would add to the time already spent.
+            let Some(left) = left(until, Instant::now()) else {
                 return Err(format!(
                     "not set up within {}",
                     rtcheck_base::units::fmt_duration(limit)
                 ));
-            }
+            };
+            self.io
+                .tcp()
+                .set_read_timeout(Some(left))
+                .map_err(|e| e.to_string())?;
             match self.io.read(&mut buf) {
                 Ok(0) => return Err("the server closed the connection".into()),
                 Ok(n) => self.pending.extend_from_slice(&buf[..n]),
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                // The time is up (checked above on the next round) or a signal came.
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::Interrupted
+                            | std::io::ErrorKind::WouldBlock
+                            | std::io::ErrorKind::TimedOut
+                    ) => {}
                 Err(e) => return Err(format!("reading: {e}")),
             }
         }
     }
+}
+
+/// What is left until `until`, as a socket timeout (never zero, which means "none"); None
+/// once it has passed.
+fn left(until: Instant, now: Instant) -> Option<Duration> {
+    let d = until.checked_duration_since(now)?;
+    (!d.is_zero()).then_some(d)
 }
 
 /// Connections held open, pumped by one thread until dropped.
@@ -617,6 +638,20 @@ mod tests {
             addr: "127.0.0.1:8080".parse().unwrap(),
             path: "/ws".into(),
         }
+    }
+
+    #[test]
+    fn setup_reads_wait_only_what_is_left_of_the_limit() {
+        let now = Instant::now();
+        let until = now + Duration::from_secs(5);
+        assert_eq!(left(until, now), Some(Duration::from_secs(5)));
+        assert_eq!(
+            left(until, now + Duration::from_secs(4)),
+            Some(Duration::from_secs(1))
+        );
+        // Zero would be no timeout at all: the time is up instead.
+        assert_eq!(left(until, until), None);
+        assert_eq!(left(until, until + Duration::from_millis(1)), None);
     }
 
     /// The next whole message a client sent (masked frames, as a server reads them).

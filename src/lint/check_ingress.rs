@@ -50,8 +50,15 @@ impl<'a> Controller<'a> {
             .iter()
             .filter(|c| c.kind == super::Kind::Ingress)
             .flat_map(|c| &c.nodes);
+        let maps = nodes.clone().filter(|n| n.name == "configmap");
+        // Several maps: the one named as the controller's (`…-controller`) first.
+        let named = maps.clone().find(|n| {
+            n.arg(0).is_some_and(|id| {
+                id.ends_with("-controller") || id.ends_with("/nginx-configuration")
+            })
+        });
         Controller {
-            configmap: nodes.clone().find(|n| n.name == "configmap"),
+            configmap: named.or_else(|| maps.clone().next()),
             ingresses: nodes.any(|n| n.name == "ingress"),
         }
     }
@@ -251,15 +258,19 @@ fn configmap(cm: &Node, w: &Workload, ctl: Controller, s: &mut Sink) {
         let bad = SECONDS_KEYS.contains(&d.name.as_str())
             && d.arg(0).is_some_and(|v| v.trim().parse::<u64>().is_err());
         if bad {
+            // The keepalive pool's timeout cuts no stream (docs/lint.md): the value is still
+            // ignored, but what is lost is the pool's size, not a stream's life.
+            let keepalive = d.name == "upstream-keepalive-timeout";
             s.out.push(finding(Hit {
                 id: RuleId::IngressConfigmapSeconds,
-                status: Status::Fail,
+                status: if keepalive { Status::Warn } else { Status::Fail },
                 at: d,
                 block: cm.label(),
                 observed: format!(
-                    "{}: {:?} is not whole seconds: ingress-nginx logs a warning and keeps its default (60)",
+                    "{}: {:?} is not whole seconds: ingress-nginx logs a warning and keeps its default (60){}",
                     d.name,
-                    d.args.join("")
+                    d.args.join(""),
+                    if keepalive { "; idle pooled connections only, no stream is cut" } else { "" }
                 ),
                 expected: "a number of seconds, such as \"3600\"".into(),
                 fix: "write the value in seconds, without a unit",
@@ -273,7 +284,9 @@ fn configmap(cm: &Node, w: &Workload, ctl: Controller, s: &mut Sink) {
     s.applied.mark(RuleId::IngressConfigmapReadTimeout);
     let k = "proxy-read-timeout";
     let d = cm.children().iter().find(|d| d.name == k);
-    let t = Duration::from_secs(ctl.secs(k).map_or(60, |v| v.0));
+    // This map's own value (the controller's default, 60, when it has none or not in seconds).
+    let own = d.and_then(|d| d.arg(0)?.trim().parse::<u64>().ok());
+    let t = Duration::from_secs(own.unwrap_or(60));
     // An event stream's timer is reset only by the server's events: the stricter case.
     let kind = if w
         .transports

@@ -85,10 +85,19 @@ impl Lines {
 /// give it (`ingress-nginx-controller`, `RELEASE-ingress-nginx-controller`, the older
 /// `nginx-configuration`) or its namespace. F5's NGINX Ingress Controller (`nginx.org/`
 /// annotations, `nginx-config`) writes times as `60s` and is not this controller.
-fn is_controller(name: &str, namespace: Option<&str>) -> bool {
-    name.contains("ingress-nginx")
-        || name == "nginx-configuration"
-        || namespace == Some("ingress-nginx")
+///
+/// The chart's and manifests' TCP/UDP service maps (`RELEASE-ingress-nginx-tcp`,
+/// `tcp-services`, `udp-services`) share the name and namespace but hold ports, not
+/// settings: a map named so, or whose keys are all port numbers, is not the controller's.
+fn is_controller(name: &str, namespace: Option<&str>, keys: &[&str]) -> bool {
+    if name == "nginx-configuration" {
+        return true;
+    }
+    let service_map = ["-tcp", "-udp", "tcp-services", "udp-services"]
+        .iter()
+        .any(|s| name.ends_with(s))
+        || (!keys.is_empty() && keys.iter().all(|k| k.parse::<u16>().is_ok()));
+    !service_map && (name.contains("ingress-nginx") || namespace == Some("ingress-nginx"))
 }
 
 /// Whether a YAML file holds the controller's ConfigMap (for kind detection).
@@ -159,7 +168,15 @@ pub fn parse(file: &str, text: &str) -> Result<Vec<Node>, ParseError> {
         let ns = s(&["metadata", "namespace"]);
         let meta_name = s(&["metadata", "name"]).unwrap_or_default();
         let kind = v.get("kind").and_then(Value::as_str);
-        let controller = kind == Some("ConfigMap") && is_controller(&meta_name, ns.as_deref());
+        let keys: Vec<&str> = v
+            .get("data")
+            .and_then(Value::as_mapping)
+            .into_iter()
+            .flatten()
+            .map(|(k, _)| k.as_str().unwrap_or("0"))
+            .collect();
+        let controller =
+            kind == Some("ConfigMap") && is_controller(&meta_name, ns.as_deref(), &keys);
         if kind != Some("Ingress") && !controller {
             continue;
         }
@@ -274,6 +291,40 @@ mod tests {
         let e = parse("f", "kind: Service\n---\nkind: Ingress\nmetadata: [\n").unwrap_err();
         assert_eq!(e.file, "f");
         assert!(e.line >= 4, "{e}");
+    }
+
+    #[test]
+    fn the_charts_tcp_and_udp_maps_are_not_the_controllers() {
+        let map = |name: &str, data: &str| {
+            format!("kind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: ingress-nginx\ndata:\n  {data}\n")
+        };
+        let t = [
+            map("rel-ingress-nginx-tcp", "\"9000\": default/app:9000"),
+            map("rel-ingress-nginx-udp", "\"53\": kube-system/dns:53"),
+            map("tcp-services", "\"9001\": default/app:9001"),
+            map("ports", "\"9002\": default/app:9002"),
+            map("rel-ingress-nginx-controller", "proxy-read-timeout: \"30\""),
+        ]
+        .join("---\n");
+        let n = parse("helm.yaml", &t).unwrap();
+        assert_eq!(n.len(), 1, "{n:?}");
+        assert_eq!(
+            n[0].label(),
+            "configmap ingress-nginx/rel-ingress-nginx-controller"
+        );
+        // The chart's name in another namespace, and an empty map in the controller's.
+        assert!(is_controller(
+            "rel-ingress-nginx-controller",
+            Some("infra"),
+            &[]
+        ));
+        assert!(!is_controller(
+            "cert-manager-controller",
+            Some("infra"),
+            &[]
+        ));
+        assert!(is_controller("settings", Some("ingress-nginx"), &[]));
+        assert!(!is_controller("ingress-nginx-tcp", None, &[]));
     }
 
     #[test]

@@ -62,6 +62,22 @@ fn cm(data: &str) -> String {
 
 /// Traefik dynamic configuration: a router on `path` with `middlewares`, the middleware
 /// definitions `mws` (indented under `middlewares:`), and the service's extra lines.
+fn helm(read: &str) -> String {
+    // Lines: 1-7 the tcp map, 9-15 the udp map, 17-23 the controller's, 23 its timeout.
+    let map = |name: &str, data: &str| {
+        format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: ingress-nginx\ndata:\n  {data}\n")
+    };
+    [
+        map("rel-ingress-nginx-tcp", "\"9000\": \"default/app:9000\""),
+        map("rel-ingress-nginx-udp", "\"5353\": \"default/dns:5353\""),
+        map(
+            "rel-ingress-nginx-controller",
+            &format!("proxy-read-timeout: \"{read}\""),
+        ),
+    ]
+    .join("---\n")
+}
+
 fn tf(path: &str, middlewares: &str, mws: &str, servers: &str, lb: &str) -> String {
     // Lines: 1 http, 2 routers, 3 app, 4 rule, 5 service, 6 middlewares (+ items), then
     // the middlewares section and the services.
@@ -168,6 +184,11 @@ fn cases() -> Vec<Case> {
         Case { id: "ingress-configmap-read-timeout", file: "ingress.yaml", line: 7, args: &["--ping", "30s"], fixed_loads: true,
             trip: cm("proxy-read-timeout: \"30\""),
             fixed: cm("proxy-read-timeout: \"75\"") },
+        // Helm's shape: the chart's TCP and UDP service maps (ports, not settings) before the
+        // controller's map; the timeout is the controller map's, judged on it alone.
+        Case { id: "ingress-configmap-read-timeout", file: "ingress.yaml", line: 23, args: &["--ping", "30s"], fixed_loads: true,
+            trip: helm("30"),
+            fixed: helm("75") },
         Case { id: "ingress-affinity", file: "ingress.yaml", line: 2, args: &[], fixed_loads: true,
             trip: ing("nginx.ingress.kubernetes.io/ssl-redirect: \"false\"", "/poll"),
             fixed: ing("nginx.ingress.kubernetes.io/affinity: \"cookie\"", "/poll") },

@@ -480,8 +480,13 @@ impl Inflater {
             if status == flate2::Status::StreamEnd || (used >= input.len() && room) {
                 return Ok(out);
             }
-            // zlib hands out at most a window per call: stop only when nothing moved.
+            // zlib hands out at most a window per call: stop only when nothing moved. All input
+            // used and nothing more to hand out is a whole message (it may have filled the
+            // buffer exactly); input left that zlib will not take is a cut stream.
             if self.0.total_in() == before && out.len() == made {
+                if used >= input.len() {
+                    return Ok(out);
+                }
                 return Err(FrameError::Protocol("compressed message ends mid-stream"));
             }
         }
@@ -633,6 +638,45 @@ mod tests {
         assert_eq!(inf.inflate(&m, 4096), Err(FrameError::TooBig(4096)));
         let e = Inflater::default().inflate(&[0xff, 0xff, 0xff], 1024);
         assert!(matches!(e, Err(FrameError::Protocol(_))), "{e:?}");
+    }
+
+    #[test]
+    fn messages_that_fill_the_buffer_exactly_inflate() {
+        // 64 B is the first buffer; every doubling after it is a boundary too.
+        let mut sizes = vec![1, 63, 64, 65, 127, 128, 129];
+        for shift in 8..=17 {
+            let n = 1usize << shift;
+            sizes.extend([n - 1, n, n + 1]);
+        }
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut noise = |n: usize| -> Vec<u8> {
+            (0..n)
+                .map(|_| {
+                    seed ^= seed << 13;
+                    seed ^= seed >> 7;
+                    seed ^= seed << 17;
+                    b'a' + (seed % 26) as u8
+                })
+                .collect()
+        };
+        for &n in &sizes {
+            for body in [vec![b'x'; n], noise(n)] {
+                // A fresh context per message and a kept one across messages.
+                let mut z = flate2::Compress::new(flate2::Compression::default(), false);
+                let m = deflated(&mut z, &body);
+                assert_eq!(
+                    Inflater::default().inflate(&m, 1 << 20).unwrap(),
+                    body,
+                    "{n} B"
+                );
+                let mut inf = Inflater::default();
+                let mut z = flate2::Compress::new(flate2::Compression::default(), false);
+                for _ in 0..3 {
+                    let m = deflated(&mut z, &body);
+                    assert_eq!(inf.inflate(&m, 1 << 20).unwrap(), body, "{n} B kept");
+                }
+            }
+        }
     }
 
     #[test]

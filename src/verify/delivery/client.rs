@@ -263,7 +263,8 @@ pub(super) use rtcheck_wire::http::client::is_timeout;
 const HEAD_LIMITS: Limits = Limits::head(16 * 1024);
 
 /// Read the HTTP response head of `req` (`GET /sse`: how errors name it) with wire's
-/// one read-head loop (5 s); return how its body is framed and the bytes after the head.
+/// one read-head loop (5 s; Ctrl-C asked after each read, every TICK on the callers'
+/// sockets); return how its body is framed and the bytes after the head.
 /// Non-200 names the status.
 pub(super) fn read_head(
     stream: &mut impl Read,
@@ -272,14 +273,16 @@ pub(super) fn read_head(
 ) -> anyhow::Result<(Framing, Vec<u8>)> {
     let deadline = Instant::now() + Duration::from_secs(5);
     let (head, rest) =
-        http_client::read_head(stream, HEAD_LIMITS, 4096, deadline).map_err(|e| match e {
-            HeadError::Closed => anyhow!("{peer}: closed before answering {req}"),
-            HeadError::Timeout | HeadError::TooLarge(_) => {
-                anyhow!("{peer}: no complete HTTP response head within 5 s")
-            }
-            HeadError::Bad(e) => anyhow!("{peer}: {req}: {e}"),
-            HeadError::Io(e) => anyhow!("{peer}: read: {e}"),
-        })?;
+        http_client::read_head_or_stop(stream, HEAD_LIMITS, 4096, deadline, &mut interrupted)
+            .map_err(|e| match e {
+                HeadError::Closed => anyhow!("{peer}: closed before answering {req}"),
+                HeadError::Timeout | HeadError::TooLarge(_) => {
+                    anyhow!("{peer}: no complete HTTP response head within 5 s")
+                }
+                HeadError::Bad(e) => anyhow!("{peer}: {req}: {e}"),
+                HeadError::Io(e) => anyhow!("{peer}: read: {e}"),
+                HeadError::Stopped => anyhow!("{peer}: interrupted before {req} was answered"),
+            })?;
     if head.status != 200 {
         let line = format!("HTTP {} {}", head.status, head.reason);
         bail!("{peer}: {req} answered `{}`", line.trim_end());

@@ -60,6 +60,9 @@ pub enum HeadError {
     Bad(response::Error),
     #[error("read: {0}")]
     Io(std::io::Error),
+    /// The caller's stop check said so (Ctrl-C): checked once per read.
+    #[error("stopped")]
+    Stopped,
 }
 
 /// Read a response head off a blocking reader, `chunk` bytes per read at most (1 takes
@@ -70,6 +73,19 @@ pub fn read_head(
     limits: Limits,
     chunk: usize,
     deadline: Instant,
+) -> Result<(Head, Vec<u8>), HeadError> {
+    read_head_or_stop(r, limits, chunk, deadline, &mut || false)
+}
+
+/// [`read_head`] that also ends, with [`HeadError::Stopped`], once `stop` says so: it is
+/// asked after every read, so a socket with a short read timeout answers it promptly
+/// (how a caller honours Ctrl-C without wire knowing its signal handling).
+pub fn read_head_or_stop(
+    r: &mut impl Read,
+    limits: Limits,
+    chunk: usize,
+    deadline: Instant,
+    stop: &mut dyn FnMut() -> bool,
 ) -> Result<(Head, Vec<u8>), HeadError> {
     let mut got = Vec::new();
     let mut buf = vec![0u8; chunk.clamp(1, 64 * 1024)];
@@ -85,6 +101,9 @@ pub fn read_head(
             Ok(None) => {}
             Err(response::Error::HeadTooLarge(m)) => return Err(HeadError::TooLarge(m)),
             Err(e) => return Err(HeadError::Bad(e)),
+        }
+        if stop() {
+            return Err(HeadError::Stopped);
         }
         if Instant::now() >= deadline {
             return Err(HeadError::Timeout);
@@ -219,6 +238,16 @@ mod tests {
         let past = Instant::now();
         let e = read_head(&mut Silent, Limits::head(64), 16, past).unwrap_err();
         assert!(matches!(e, HeadError::Timeout), "{e}");
+        // A stop check ends the wait before the deadline, after the read it follows.
+        let far = Instant::now() + std::time::Duration::from_secs(3600);
+        let mut asked = 0;
+        let e = read_head_or_stop(&mut Silent, Limits::head(64), 16, far, &mut || {
+            asked += 1;
+            asked == 3
+        })
+        .unwrap_err();
+        assert!(matches!(e, HeadError::Stopped), "{e}");
+        assert_eq!(asked, 3);
         assert!(is_timeout(&std::io::ErrorKind::TimedOut.into()));
         assert!(!is_timeout(&std::io::ErrorKind::ConnectionReset.into()));
     }
