@@ -104,6 +104,10 @@ pub enum Afterward {
         tcp: Option<rtcheck_base::os::tcpinfo::SendState>,
         /// Retransmissions of the ping (TCP's count since it was sent).
         retrans: Option<u32>,
+        /// TCP measured the ping acknowledged: the peer's acknowledged bytes grew by the
+        /// ping's length and nothing was left unsent. Behind a layer-7 proxy the
+        /// acknowledgement is the proxy's, never the server's.
+        acked: bool,
     },
     /// The write or the read ended the connection (a NAT answers a forgotten flow
     /// with RST).
@@ -803,7 +807,14 @@ async fn ping_after_idle(conn: &mut Conn, start: Instant, wait: Duration) -> Aft
                     let retrans = tcp
                         .zip(tcp_before)
                         .map(|(a, b)| a.total_retrans.saturating_sub(b.total_retrans));
-                    Afterward::Silent { tcp, retrans }
+                    let acked = tcp
+                        .zip(tcp_before)
+                        .is_some_and(|(a, b)| a.acknowledged_since(&b, ping.len() as u64));
+                    Afterward::Silent {
+                        tcp,
+                        retrans,
+                        acked,
+                    }
                 }
             }
         }
