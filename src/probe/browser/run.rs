@@ -288,7 +288,7 @@ async fn websocket(page: &ProbePage, url: &str, o: &Options) -> anyhow::Result<W
         .iter()
         .filter(|r| same_url(&r.url, url))
         .find_map(|r| r.status)
-        .or_else(|| match sockets.as_slice() {
+        .or(match sockets.as_slice() {
             [only] => only.status,
             _ => None,
         });
