@@ -61,6 +61,7 @@ pub fn silent_cut(s: &StreamObs) -> Option<String> {
         Afterward::Silent {
             tcp: Some(t),
             retrans,
+            ..
         } if t.unacked > 0 => Some(format!(
             "a ping sent after the silence got no answer in {}, no FIN, no RST, and TCP never saw it acknowledged ({} segment(s) unacknowledged, {} retransmission(s))",
             fmt_s(a.waited_ms),
@@ -71,15 +72,53 @@ pub fn silent_cut(s: &StreamObs) -> Option<String> {
     }
 }
 
+/// The silence that preceded the ping after the idle watch (ms): from the last bytes read
+/// to the ping. A flow forgotten in silence was forgotten within it (nothing came back
+/// after a cut), so it is an upper bound on the forgetting hop's limit.
+pub fn silence_before_ping(s: &StreamObs) -> Option<f64> {
+    let a = s.after_idle.as_ref()?;
+    let last = s
+        .reads_ms
+        .iter()
+        .copied()
+        .filter(|&t| t <= a.sent_ms)
+        .fold(0.0, f64::max);
+    Some((a.sent_ms - last).max(0.0))
+}
+
+/// Whether the ping after the silence went unanswered with no FIN or RST (a RFC 6455
+/// peer owes a pong: unanswered is never a pass).
+fn unanswered(s: &StreamObs) -> bool {
+    s.after_idle
+        .as_ref()
+        .is_some_and(|a| matches!(a.outcome, Afterward::Silent { .. }))
+}
+
 /// What the ping after the silence showed when it does not show a cut.
 fn after_idle_note(s: &StreamObs) -> String {
     match s.after_idle.as_ref().map(|a| (a, &a.outcome)) {
         Some((_, Afterward::Answered(ms))) => {
             format!("; a ping after the silence was answered in {}", fmt_s(*ms))
         }
-        Some((a, Afterward::Silent { tcp: Some(_), .. })) => format!(
-            "; a ping after the silence was acknowledged by TCP but not answered in {} (the server ignores pings; the path carried it)",
+        Some((
+            a,
+            Afterward::Silent {
+                tcp: Some(_),
+                acked: true,
+                ..
+            },
+        )) => format!(
+            "; a ping after the silence was acknowledged by TCP but not answered in {}: RFC 6455 requires a pong, so whether the server still holds the connection is not known (the acknowledgement may be a layer-7 proxy's; a NAT or conntrack table behind it may have forgotten the flow)",
             fmt_s(a.waited_ms)
+        ),
+        Some((a, Afterward::Silent { tcp: Some(t), .. })) => format!(
+            "; a ping after the silence was not answered in {} and TCP did not show it acknowledged ({}): whether the path still carries the connection is not known",
+            fmt_s(a.waited_ms),
+            match t.notsent {
+                Some(n) if n > 0 => format!("{n} B still unsent: the peer's window held it back"),
+                Some(_) if t.bytes_acked.is_some() => "the acknowledged byte count did not grow by the ping's length".to_string(),
+                _ => "this kernel's TCP_INFO does not count acknowledged or unsent bytes".to_string(),
+            }
         ),
         Some((a, _)) => format!(
             "; a ping after the silence was not answered in {} and TCP's state could not be read: whether the path still carries the connection is not known",
@@ -176,25 +215,23 @@ pub fn check(u: &UrlObs) -> Option<Finding> {
                     (Status::Skip, "not measured".to_string())
                 }
                 Some(Ending::Open) | None if silent_cut(s).is_some() => {
-                    numbers.push(("silent_cut_within_s", silence / 1000.0));
+                    let before = silence_before_ping(s).unwrap_or(silence);
+                    numbers.push(("silent_cut_within_s", before / 1000.0));
                     silent_fix = true;
                     (
                         Status::Fail,
                         format!(
-                            "silent cut: no FIN or RST in {} held, but {}: a NAT, conntrack table or layer-4 balancer forgot the connection within {} of silence{}",
+                            "silent cut: no FIN or RST in {} held, but {}: a NAT, conntrack table or layer-4 balancer forgot the connection within the {} of silence before the ping (an upper bound on its limit){}",
                             fmt_s(s.ended_ms),
                             silent_cut(s).unwrap_or_default(),
-                            fmt_s(silence),
-                            silent_candidates(u, silence)
+                            fmt_s(before),
+                            silent_candidates(u, before)
                         ),
                     )
                 }
-                // Unanswered and TCP unreadable: lost or ignored, not known.
-                Some(Ending::Open) | None
-                    if s.after_idle.as_ref().is_some_and(|a| {
-                        matches!(a.outcome, Afterward::Silent { tcp: None, .. })
-                    }) =>
-                {
+                // Unanswered, not shown lost: lost past a proxy, ignored, or never sent;
+                // not known, never a pass (an acknowledgement is not an answer).
+                Some(Ending::Open) | None if unanswered(s) => {
                     (
                         Status::Warn,
                         format!(
@@ -310,7 +347,7 @@ fn silent_candidates(u: &UrlObs, silence: f64) -> String {
 /// The fix for a flow forgotten in silence: traffic more often than the cutter's limit.
 fn silent_cut_fix() -> crate::findings::Fix {
     crate::findings::Fix {
-        summary: "keep the connection busy more often than the forgetting hop's idle limit: a server heartbeat (WebSocket ping), or TCP keepalive set in the server's own network namespace (a pod's: audit --netns); rerun with a shorter --idle-for to bracket the limit".into(),
+        summary: "keep the connection busy more often than the forgetting hop's idle limit: a server heartbeat (WebSocket ping), or TCP keepalive set in the server's own network namespace (a pod's: audit --netns); its limit is at most the silence before the ping (silent_cut_within_s, an upper bound); rerun with a shorter --idle-for to bracket it".into(),
         ..Default::default()
     }
 }
@@ -357,33 +394,77 @@ mod tests {
             }),
             ..Default::default()
         };
+        let st = |unacked, notsent| SendState {
+            unacked,
+            total_retrans: 6,
+            bytes_acked: Some(100),
+            notsent: Some(notsent),
+        };
         let lost = after(Afterward::Silent {
-            tcp: Some(SendState {
-                unacked: 1,
-                total_retrans: 6,
-            }),
+            tcp: Some(st(1, 0)),
             retrans: Some(6),
+            acked: false,
         });
         let why = silent_cut(&lost).expect("unacknowledged: the path dropped it");
         assert!(why.contains("1 segment(s) unacknowledged"), "{why}");
         assert!(silent_cut(&after(Afterward::Ended(Ending::Reset))).is_some());
-        // Acknowledged, unanswered: the server ignores pings; the path carried it.
+        // Acknowledged, unanswered: not a cut, not known either (the ack may be a proxy's).
         let ignored = after(Afterward::Silent {
-            tcp: Some(SendState {
-                unacked: 0,
-                total_retrans: 0,
-            }),
+            tcp: Some(st(0, 0)),
             retrans: Some(0),
+            acked: true,
         });
         assert_eq!(silent_cut(&ignored), None);
-        assert!(after_idle_note(&ignored).contains("acknowledged by TCP"));
+        let note = after_idle_note(&ignored);
+        assert!(note.contains("acknowledged by TCP"), "{note}");
+        assert!(
+            note.contains("not known") && !note.contains("carried"),
+            "{note}"
+        );
+        // Nothing unacknowledged because nothing was sent (zero window): not "acknowledged".
+        let unsent = after(Afterward::Silent {
+            tcp: Some(st(0, 24)),
+            retrans: Some(0),
+            acked: false,
+        });
+        assert_eq!(silent_cut(&unsent), None);
+        let note = after_idle_note(&unsent);
+        assert!(note.contains("24 B still unsent"), "{note}");
+        assert!(!note.contains("acknowledged by TCP"), "{note}");
         // TCP unreadable: no verdict either way.
         let unknown = after(Afterward::Silent {
             tcp: None,
             retrans: None,
+            acked: false,
         });
         assert_eq!(silent_cut(&unknown), None);
         assert!(after_idle_note(&unknown).contains("not known"));
         assert_eq!(silent_cut(&after(Afterward::Answered(3.0))), None);
+        // Every unanswered ping is "unanswered" (a warn at best), whatever TCP said.
+        assert!(unanswered(&ignored) && unanswered(&unsent) && unanswered(&unknown));
+        assert!(!unanswered(&after(Afterward::Answered(3.0))));
+    }
+
+    #[test]
+    fn the_cut_bound_is_the_silence_before_the_ping_not_the_longest() {
+        use crate::probe::session::{AfterIdle, Afterward};
+        // A 6 s silence early, then reads until 7 s, the ping at 10 s: the flow was
+        // forgotten within the last 3 s (nothing came back after a cut), not within 6 s.
+        let s = StreamObs {
+            head_ms: 5.0,
+            reads_ms: vec![5.0, 6005.0, 7000.0],
+            ended_ms: 10_000.0,
+            window_ms: 10_000.0,
+            ending: Some(Ending::Open),
+            after_idle: Some(AfterIdle {
+                sent_ms: 10_000.0,
+                waited_ms: 5000.0,
+                outcome: Afterward::Ended(Ending::Reset),
+            }),
+            ..Default::default()
+        };
+        assert_eq!(s.longest_silence_ms(), 6000.0);
+        assert_eq!(silence_before_ping(&s), Some(3000.0));
+        assert_eq!(silence_before_ping(&StreamObs::default()), None);
     }
 }

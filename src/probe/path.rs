@@ -347,7 +347,8 @@ fn judge_silent(
     d: &Declared,
     seen: &[Seen],
 ) -> (Status, String, Fix, Vec<(&'static str, f64)>) {
-    let silence = s.longest_silence_ms();
+    // The flow was forgotten after the last bytes came in: the silence before the ping.
+    let silence = idle_timeout::silence_before_ping(s).unwrap_or_else(|| s.longest_silence_ms());
     let numbers = vec![("silent_cut_within_s", silence / 1000.0)];
     let how = match s.after_idle.as_ref().map(|a| &a.outcome) {
         Some(Afterward::Ended(e)) => {

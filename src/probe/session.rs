@@ -104,6 +104,10 @@ pub enum Afterward {
         tcp: Option<rtcheck_base::os::tcpinfo::SendState>,
         /// Retransmissions of the ping (TCP's count since it was sent).
         retrans: Option<u32>,
+        /// TCP measured the ping acknowledged: the peer's acknowledged bytes grew by the
+        /// ping's length and nothing was left unsent. Behind a layer-7 proxy the
+        /// acknowledgement is the proxy's, never the server's.
+        acked: bool,
     },
     /// The write or the read ended the connection (a NAT answers a forgotten flow
     /// with RST).
@@ -602,10 +606,13 @@ pub async fn websocket(
     let html = head
         .header("content-type")
         .is_some_and(|c| c.to_ascii_lowercase().starts_with("text/html"));
+    // What the server may echo back of what was sent: never printed.
+    let secrets = echo_secrets(t, o);
     let body = if head.status == 101 || html {
         None
     } else {
-        refusal_body(&mut conn, &head, std::mem::take(&mut rest)).await
+        let got = std::mem::take(&mut rest);
+        refusal_body(&mut conn, &head, got, o.timeout, &secrets).await
     };
     let mut obs = WsObs {
         head,
@@ -624,6 +631,8 @@ pub async fn websocket(
                 (c, AppObs::new(a))
             });
             let mut s = watch_ws(&mut conn, deflate, rest, start, w, app, progress).await;
+            // The peer's close reason may echo the rejected token or query.
+            s.close_reason = s.close_reason.map(|r| redact_echo(&r, &secrets));
             // Only after a full, quiet-ended window: the question is whether it survived.
             let whole = s.ended_ms + 50.0 >= s.window_ms && w.max_events.is_none();
             if whole && matches!(s.ending, Some(Ending::Open)) && s.cut.is_none() {
@@ -644,20 +653,99 @@ const CLOSE_REASON_MAX: usize = 123;
 /// Longest part of a refused upgrade's body kept: a library's reason is one short line.
 const BODY_EXCERPT: usize = 120;
 
-/// The start of a refusal's body: what came with the head, or one read of at most 500 ms
-/// when a Content-Length promised more (a server may write head and body apart).
-async fn refusal_body(conn: &mut Conn, head: &Head, mut got: Vec<u8>) -> Option<String> {
+/// Most of a refusal's body read: its first line is all that is shown.
+const BODY_READ_MAX: usize = 512;
+
+/// The values sent that a server may echo in a refusal's body or a close reason: the
+/// URL's secret query values and path parameters ([`rtcheck_base::redact::secret_param`],
+/// as sent and percent-decoded) and every `--header` value (and its last word: `Bearer
+/// TOKEN`). The URL's user info is not among them: it is never sent.
+fn echo_secrets(t: &Target, o: &ClientOpts) -> Vec<String> {
+    let mut out = Vec::new();
+    let (path, query) = t
+        .path_and_query
+        .split_once('?')
+        .unwrap_or((&t.path_and_query, ""));
+    let params = path.split('/').flat_map(|seg| seg.split(';').skip(1));
+    let query = query
+        .split('&')
+        .filter(|p| rtcheck_base::redact::secret_param(p));
+    for p in params.chain(query) {
+        let v = p.split_once('=').map_or(p, |(_, v)| v);
+        out.push(v.to_string());
+        out.push(percent_decoded(v));
+    }
+    for (_, v) in &o.headers {
+        let v = v.trim();
+        if let Some((_, last)) = v.rsplit_once(' ') {
+            out.push(last.to_string());
+        }
+        out.push(v.to_string());
+    }
+    // Longest first: a value is masked whole before a part of it is.
+    out.sort_by_key(|v| std::cmp::Reverse(v.len()));
+    out.dedup();
+    out
+}
+
+/// `%XX` decoded (`+` kept); invalid escapes kept as written.
+fn percent_decoded(v: &str) -> String {
+    let b = v.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let hex = |c: u8| (c as char).to_digit(16);
+        match (
+            b[i],
+            b.get(i + 1).copied().and_then(hex),
+            b.get(i + 2).copied().and_then(hex),
+        ) {
+            (b'%', Some(h), Some(l)) => {
+                out.push((h * 16 + l) as u8);
+                i += 3;
+            }
+            (c, _, _) => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The peer's words with every value in `secrets` masked (`***`).
+fn redact_echo(text: &str, secrets: &[String]) -> String {
+    let refs: Vec<&str> = secrets.iter().map(String::as_str).collect();
+    rtcheck_base::redact::scrub(text, &refs)
+}
+
+/// The start of a refusal's body: read until its Content-Length, [`BODY_READ_MAX`] bytes,
+/// the end of a chunked body, EOF or `wait` (the probe's --timeout), whichever comes
+/// first (a server may write head and body apart, a loaded host late); its first line,
+/// with what the server echoed of `secrets` masked.
+async fn refusal_body(
+    conn: &mut Conn,
+    head: &Head,
+    mut got: Vec<u8>,
+    wait: Duration,
+    secrets: &[String],
+) -> Option<String> {
     let promised = head
         .header("content-length")
         .and_then(|v| v.parse::<usize>().ok());
-    if got.is_empty() && promised.is_some_and(|n| n > 0) {
-        let mut buf = [0u8; 512];
-        let r = tokio::time::timeout(Duration::from_millis(500), conn.io.read(&mut buf)).await;
-        if let Ok(Ok(n)) = r {
-            got.extend_from_slice(&buf[..n]);
+    let chunked = head.has_token("transfer-encoding", "chunked");
+    let want = promised.unwrap_or(BODY_READ_MAX).min(BODY_READ_MAX);
+    let ended = |g: &[u8]| chunked && (g.starts_with(b"0\r\n") || g.ends_with(b"\r\n0\r\n\r\n"));
+    let deadline = tokio::time::Instant::now() + wait;
+    while got.len() < want && !ended(&got) {
+        let mut buf = [0u8; BODY_READ_MAX];
+        let room = want - got.len();
+        match tokio::time::timeout_at(deadline, conn.io.read(&mut buf[..room])).await {
+            Ok(Ok(n)) if n > 0 => got.extend_from_slice(&buf[..n]),
+            _ => break,
         }
     }
-    got.truncate(promised.unwrap_or(got.len()).min(512));
+    got.truncate(want);
     if head.has_token("transfer-encoding", "chunked") {
         // The first line is the chunk's size, not the server's words.
         let at = got
@@ -666,14 +754,16 @@ async fn refusal_body(conn: &mut Conn, head: &Head, mut got: Vec<u8>) -> Option<
             .map_or(0, |i| i + 2);
         got.drain(..at);
     }
-    body_excerpt(&got)
+    body_excerpt(&got, secrets)
 }
 
-/// Pure: a body's first line, trimmed, escaped and bounded; None when there is none.
-fn body_excerpt(bytes: &[u8]) -> Option<String> {
+/// Pure: a body's first line, trimmed, its echoed secrets masked, escaped and bounded;
+/// None when there is none.
+fn body_excerpt(bytes: &[u8], secrets: &[String]) -> Option<String> {
     let text = String::from_utf8_lossy(bytes);
     let line = text.trim().lines().next()?.trim();
-    (!line.is_empty()).then(|| rtcheck_base::escape::excerpt(line, BODY_EXCERPT))
+    let line = redact_echo(line, secrets);
+    (!line.is_empty()).then(|| rtcheck_base::escape::excerpt(&line, BODY_EXCERPT))
 }
 
 /// `deflate`: permessage-deflate was negotiated (compressed messages are counted, not
@@ -803,7 +893,14 @@ async fn ping_after_idle(conn: &mut Conn, start: Instant, wait: Duration) -> Aft
                     let retrans = tcp
                         .zip(tcp_before)
                         .map(|(a, b)| a.total_retrans.saturating_sub(b.total_retrans));
-                    Afterward::Silent { tcp, retrans }
+                    let acked = tcp
+                        .zip(tcp_before)
+                        .is_some_and(|(a, b)| a.acknowledged_since(&b, ping.len() as u64));
+                    Afterward::Silent {
+                        tcp,
+                        retrans,
+                        acked,
+                    }
                 }
             }
         }
@@ -987,15 +1084,112 @@ mod tests {
     #[test]
     fn a_refusals_body_is_its_first_line_escaped_and_bounded() {
         // python-engineio's 400 body is a JSON string.
-        let b = body_excerpt(b"\"Not an accepted origin.\"").unwrap();
+        let b = body_excerpt(b"\"Not an accepted origin.\"", &[]).unwrap();
         assert_eq!(b, "\"Not an accepted origin.\"");
-        assert_eq!(body_excerpt(b"  \r\n"), None);
-        assert_eq!(body_excerpt(b""), None);
-        let b = body_excerpt(b"<html>\x1b[2J\r\n<body>400</body>").unwrap();
+        assert_eq!(body_excerpt(b"  \r\n", &[]), None);
+        assert_eq!(body_excerpt(b"", &[]), None);
+        let b = body_excerpt(b"<html>\x1b[2J\r\n<body>400</body>", &[]).unwrap();
         assert_eq!(b, "<html>\\x1b[2J");
-        let long = body_excerpt(&[b'x'; 400]).unwrap();
+        let long = body_excerpt(&[b'x'; 400], &[]).unwrap();
         assert!(long.starts_with(&"x".repeat(BODY_EXCERPT)), "{long}");
         assert!(long.contains("more bytes"), "{long}");
+    }
+
+    fn opts(headers: &[(&str, &str)]) -> ClientOpts {
+        ClientOpts {
+            timeout: Duration::from_secs(30),
+            head_timeout: Duration::from_secs(30),
+            ca: None,
+            insecure: false,
+            headers: headers
+                .iter()
+                .map(|(n, v)| (n.to_string(), v.to_string()))
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn what_a_refusal_or_close_echoes_of_the_secrets_sent_is_masked() {
+        let t = Target::parse("wss://h/ws;jsessionid=SESS1234?token=abc%2Bdef&EIO=4").unwrap();
+        let o = opts(&[("Authorization", "Bearer s3cr3t-tok")]);
+        let sec = echo_secrets(&t, &o);
+        // The token as sent and decoded, the path parameter, the header and its token.
+        for v in [
+            "abc%2Bdef",
+            "abc+def",
+            "SESS1234",
+            "Bearer s3cr3t-tok",
+            "s3cr3t-tok",
+        ] {
+            assert!(sec.iter().any(|s| s == v), "{v}: {sec:?}");
+        }
+        // Not a secret: a protocol's version stays readable.
+        assert!(!sec.iter().any(|s| s == "4"), "{sec:?}");
+        let b = body_excerpt(
+            b"invalid token abc+def for /ws?token=abc%2Bdef\r\nmore",
+            &sec,
+        )
+        .unwrap();
+        assert_eq!(b, "invalid token *** for /ws?token=***");
+        let b = body_excerpt(b"bad credentials: Bearer s3cr3t-tok", &sec).unwrap();
+        assert_eq!(b, "bad credentials: ***");
+        assert!(!redact_echo("session SESS1234 expired", &sec).contains("SESS1234"));
+        // A secret past the excerpt's cut is masked before the cut, never half shown.
+        let mut long = vec![b'x'; BODY_EXCERPT - 4];
+        long.extend_from_slice(b"s3cr3t-tok");
+        let b = body_excerpt(&long, &sec).unwrap();
+        assert!(!b.contains("s3cr"), "{b}");
+    }
+
+    fn head(headers: &[(&str, &str)]) -> Head {
+        Head {
+            status: 401,
+            reason: "Unauthorized".into(),
+            headers: headers
+                .iter()
+                .map(|(n, v)| (n.to_string(), v.to_string()))
+                .collect(),
+        }
+    }
+
+    /// A body that comes in many small reads is read to its Content-Length, not one read.
+    #[tokio::test]
+    async fn a_refusals_body_is_read_to_its_length_over_many_reads() {
+        use tokio::io::AsyncWriteExt;
+        // 8 B of room: every read gets 8 B at most.
+        let (ours, mut theirs) = tokio::io::duplex(8);
+        let body = b"missing the subprotocol header\r\n";
+        let writer = tokio::spawn(async move { theirs.write_all(body).await });
+        let mut conn = Conn {
+            io: Box::new(ours),
+            alpn: None,
+            fd: None,
+        };
+        let len = body.len().to_string();
+        let h = head(&[("content-length", &len)]);
+        let got = refusal_body(&mut conn, &h, Vec::new(), Duration::from_secs(30), &[]).await;
+        assert_eq!(got.as_deref(), Some("missing the subprotocol header"));
+        writer.await.unwrap().unwrap();
+        // Chunked: read to the last chunk, the size line dropped.
+        let (ours, mut theirs) = tokio::io::duplex(8);
+        let writer = tokio::spawn(async move {
+            theirs.write_all(b"c\r\nno such room\r\n0\r\n\r\n").await?;
+            // Held open after the body: the read stops at the last chunk, not at EOF.
+            std::future::pending::<std::io::Result<()>>().await
+        });
+        let mut conn = Conn {
+            io: Box::new(ours),
+            alpn: None,
+            fd: None,
+        };
+        let h = head(&[("transfer-encoding", "chunked")]);
+        // A wait far past the bound below: a read that missed the last chunk never ends.
+        let read = refusal_body(&mut conn, &h, Vec::new(), Duration::from_secs(3600), &[]);
+        let got = tokio::time::timeout(Duration::from_secs(120), read)
+            .await
+            .expect("the read stops at the last chunk");
+        assert_eq!(got.as_deref(), Some("no such room"));
+        writer.abort();
     }
 
     /// Feed `enc` one byte at a time: what comes out is the text, whatever the split.

@@ -281,11 +281,17 @@ async fn websocket(page: &ProbePage, url: &str, o: &Options) -> anyhow::Result<W
     page.run(&format!("rtWs({})", js_str(url))).await?;
     let state = wait_for(page, "ws", o.window, |s: &WsState| s.close.is_some()).await?;
     page.run("rtWsEnd()").await?;
-    let handshake_status = page
-        .take_net()
+    let net = page.take_net();
+    let sockets: Vec<_> = net.iter().filter(|r| r.websocket).collect();
+    // DevTools' URL is Chromium's normalised one: compare parsed; else the page's only one.
+    let handshake_status = sockets
         .iter()
-        .filter(|r| r.websocket && r.url == url)
-        .find_map(|r| r.status);
+        .filter(|r| same_url(&r.url, url))
+        .find_map(|r| r.status)
+        .or(match sockets.as_slice() {
+            [only] => only.status,
+            _ => None,
+        });
     Ok(WsObs {
         state,
         window_ms: o.window.as_secs_f64() * 1000.0,
@@ -294,8 +300,45 @@ async fn websocket(page: &ProbePage, url: &str, o: &Options) -> anyhow::Result<W
     })
 }
 
+/// Whether two URLs name the same resource as Chromium normalises them: scheme and host
+/// case-insensitive, the default port dropped, an empty path `/`, no fragment. Text
+/// that does not parse is compared as written.
+fn same_url(a: &str, b: &str) -> bool {
+    let key = |u: &str| {
+        Target::parse(u).ok().map(|t| {
+            (
+                t.scheme,
+                t.host.to_ascii_lowercase(),
+                t.port,
+                t.path_and_query,
+            )
+        })
+    };
+    match (key(a), key(b)) {
+        (Some(x), Some(y)) => x == y,
+        _ => a == b,
+    }
+}
+
 /// `rtWarm`: whether the request to the origin ended.
 #[derive(Debug, Clone, Default, serde::Deserialize)]
 struct WarmState {
     done: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn devtools_urls_match_as_chromium_normalises_them() {
+        assert!(same_url("wss://Example.COM:443", "wss://example.com/"));
+        assert!(same_url("WS://h:80/ws?x=1", "ws://h/ws?x=1"));
+        assert!(same_url("ws://[::1]:9000/a", "ws://[::1]:9000/a"));
+        assert!(same_url("ws://h/a#frag", "ws://h/a"));
+        assert!(!same_url("ws://h:8080/", "ws://h/"));
+        assert!(!same_url("ws://h/a", "ws://h/b"));
+        assert!(!same_url("ws://h/a?x=1", "ws://h/a?x=2"));
+        assert!(!same_url("wss://h/", "ws://h/"));
+    }
 }
