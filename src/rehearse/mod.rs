@@ -594,7 +594,10 @@ mod tests {
         let n = publisher_notes(&p, 8, 3);
         assert_eq!(n.len(), 2, "{n:?}");
         assert!(n[0].contains("10 of 100 publish(es) failed"), "{n:?}");
-        assert!(n[1].starts_with("3 message(s) written without error"), "{n:?}");
+        assert!(
+            n[1].starts_with("3 message(s) written without error"),
+            "{n:?}"
+        );
         assert!(n[1].contains("unconfirmed") && n[1].contains("counted in lost"));
         assert!(!n[1].contains("of the"), "{n:?}");
         assert_eq!(publisher_notes(&p, 8, 0).len(), 1);

@@ -274,9 +274,12 @@ mod tests {
         // Had nobody got 2 and 3, whether the hub took them is not known: they stay
         // owed (not unowed), counted apart; never a failed seq.
         let c = client(vec![seg("", &[1, 7, 8], false)], true);
-        assert_eq!(unowed(&[c.clone()], &[(4, 6)]), vec![4, 5, 6]);
-        assert_eq!(unconfirmed(&[c.clone()], &[(4, 6)]), vec![2, 3]);
-        assert_eq!(unconfirmed(&[c.clone()], &[(2, 2), (4, 6)]), vec![3]);
+        assert_eq!(unowed(std::slice::from_ref(&c), &[(4, 6)]), vec![4, 5, 6]);
+        assert_eq!(unconfirmed(std::slice::from_ref(&c), &[(4, 6)]), vec![2, 3]);
+        assert_eq!(
+            unconfirmed(std::slice::from_ref(&c), &[(2, 2), (4, 6)]),
+            vec![3]
+        );
         // Owed and missed by c: counted lost, not renumbered away.
         let cs = without_unowed(vec![c], &[4, 5, 6]);
         assert_eq!(cs[0].segments[0].seqs, vec![1, 4, 5]);

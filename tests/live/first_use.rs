@@ -45,12 +45,7 @@ fn completions_offer_no_hidden_flag_or_subcommand() {
             script.contains("fanout") && script.contains("connections"),
             "{shell}"
         );
-        for hidden in [
-            "__loadgen",
-            "loadgen'",
-            "--child",
-            "--addr-file-hidden",
-        ] {
+        for hidden in ["__loadgen", "loadgen'", "--child", "--addr-file-hidden"] {
             assert!(
                 !script.contains(hidden),
                 "{shell} completion offers `{hidden}`"

@@ -218,7 +218,8 @@ impl Drop for Reaped {
 
 fn raw_client(lab: &NatLab, addr: &str, idle_s: u64) -> Reaped {
     let (host, port) = addr.rsplit_once(':').unwrap();
-    let c = lab.in_client(&["python3", "-c", RAW_CLIENT, host, port, &idle_s.to_string()])
+    let c = lab
+        .in_client(&["python3", "-c", RAW_CLIENT, host, port, &idle_s.to_string()])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
