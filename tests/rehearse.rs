@@ -889,13 +889,19 @@ fn a_node_ws_chat_hub_fed_over_rtchecks_own_websocket_counts_what_it_broadcast()
     assert_eq!(run["wave"]["back"], n, "{run:#}");
     let p = &run["publisher"];
     assert!(p["failed"].as_u64().unwrap() > 0, "{run:#}");
-    let taken = p["sent"].as_u64().unwrap() + p["failed"].as_u64().unwrap()
+    // Owed: all but the failed sends no client received. The few written just before a
+    // failure that reached no client (unconfirmed) stay owed: the hub may have taken them.
+    let owed = p["sent"].as_u64().unwrap() + p["failed"].as_u64().unwrap()
         - run["unowed"].as_u64().unwrap();
+    let unconfirmed = run["unconfirmed"].as_u64().unwrap();
+    assert!(unconfirmed <= 5 * p["failed"].as_u64().unwrap(), "{run:#}");
+    // The hub's own log, one line per publish it took: all the owed but the unconfirmed
+    // it may never have taken.
     let log = hub.path("publish.log");
-    assert_eq!(
-        lines_when(&log, taken as usize, |_| true) as u64,
-        taken,
-        "{run:#}"
+    let took = lines_when(&log, (owed - unconfirmed) as usize, |_| true) as u64;
+    assert!(
+        (owed - unconfirmed..=owed).contains(&took),
+        "hub took {took}, owed {owed}, unconfirmed {unconfirmed}\n{run:#}"
     );
     let written: u64 = std::fs::read_to_string(&log)
         .unwrap()
@@ -904,7 +910,11 @@ fn a_node_ws_chat_hub_fed_over_rtchecks_own_websocket_counts_what_it_broadcast()
         .sum();
     let d = &run["delivery"];
     assert_eq!(d["received"].as_u64().unwrap(), written, "{run:#}");
-    assert_eq!(d["lost"].as_u64().unwrap(), n * taken - written, "{run:#}");
+    // What the hub took and did not write is lost, and so is an unconfirmed message
+    // it never took: every client is owed every owed message.
+    let lost = d["lost"].as_u64().unwrap();
+    assert!(lost >= n * took - written, "{run:#}");
+    assert_eq!(lost, n * owed - written, "{run:#}");
     assert!(d["lost_silently"].as_u64().unwrap() > 0, "{run:#}");
 }
 

@@ -681,8 +681,9 @@ async fn drain_socket(ws: &mut tokio_tungstenite::WebSocketStream<Stream>) {
     .await;
 }
 
-/// An SSE stream over HTTP/2: its DATA parsed as events, the connection's GOAWAY looked
-/// for every 20 ms and on every frame; END_STREAM is the stream's clean end.
+/// An SSE stream over HTTP/2: its DATA parsed as events, the connection's GOAWAY noted
+/// when its task says it came (no timer) and looked for on every frame; END_STREAM is
+/// the stream's clean end.
 async fn read_h2(
     sh: &Shared,
     h: &mut super::h2sse::H2Sse,
@@ -690,12 +691,11 @@ async fn read_h2(
     stop: &mut watch::Receiver<u8>,
 ) -> (End, Option<f64>) {
     let mut events = Vec::new();
-    let mut tick = tokio::time::interval(Duration::from_millis(20));
     loop {
         let chunk = tokio::select! {
             c = h.body.data() => c,
-            _ = tick.tick() => {
-                h.note_goaway(sh.ms());
+            _ = super::h2sse::goaway(&mut h.goaway_seen) => {
+                h.goaway.get_or_insert(sh.ms());
                 continue;
             }
             _ = wait_stop(stop) => return (End::Stopped, None),

@@ -1,9 +1,12 @@
 //! SSE over HTTP/2 (`--http2`): one request stream on a TLS connection that agreed to
 //! h2, its DATA read as the HTTP/1.1 client reads its body, and the connection's GOAWAY
 //! noticed. The h2 crate keeps a received GOAWAY as the connection's error, which
-//! `poll_ready` reports without opening a stream: nothing is sent to look.
+//! `poll_ready` reports without opening a stream: nothing is sent to look. The
+//! connection's task looks each time it has polled the connection (it is woken by what
+//! arrives) and says so once on a channel: no timer runs per client.
 use crate::sys::tls::Stream;
 use bytes::Bytes;
+use std::future::Future;
 use std::task::{Context, Poll};
 
 /// Aborts the connection's task when the stream is dropped (an error, a reconnect).
@@ -21,6 +24,9 @@ pub struct H2Sse {
     pub body: h2::RecvStream,
     pub parser: rtcheck_wire::sse::Parser,
     _task: Task,
+    /// Fires once when the connection's task saw the server's GOAWAY (dropped unfired
+    /// when the connection ended without one).
+    pub goaway_seen: Option<tokio::sync::oneshot::Receiver<()>>,
     /// When a GOAWAY was first seen on this connection (ms since the run's start).
     pub goaway: Option<f64>,
 }
@@ -31,13 +37,31 @@ impl H2Sse {
         if self.goaway.is_some() {
             return;
         }
-        let waker = futures_util::task::noop_waker();
-        let mut cx = Context::from_waker(&waker);
-        if let Poll::Ready(Err(e)) = self.send.poll_ready(&mut cx) {
-            if e.is_go_away() && e.is_remote() {
-                self.goaway = Some(now_ms);
+        if remote_goaway(&mut self.send) {
+            self.goaway = Some(now_ms);
+        }
+    }
+}
+
+/// The server's GOAWAY, as `poll_ready` reports it (polled without a waker of its own).
+fn remote_goaway(send: &mut h2::client::SendRequest<Bytes>) -> bool {
+    let waker = futures_util::task::noop_waker();
+    let mut cx = Context::from_waker(&waker);
+    matches!(send.poll_ready(&mut cx), Poll::Ready(Err(e)) if e.is_go_away() && e.is_remote())
+}
+
+/// Resolves when the connection's task saw a GOAWAY; never when there is none (or its
+/// task ended without one). Cancel safe: a `select!` branch.
+pub async fn goaway(seen: &mut Option<tokio::sync::oneshot::Receiver<()>>) {
+    match seen.as_mut() {
+        Some(rx) => {
+            let fired = rx.await.is_ok();
+            *seen = None;
+            if !fired {
+                std::future::pending::<()>().await;
             }
         }
+        None => std::future::pending::<()>().await,
     }
 }
 
@@ -76,8 +100,23 @@ pub async fn open(
     let (send, conn) = h2::client::handshake(stream)
         .await
         .map_err(|e| Failed::Broken(format!("HTTP/2 handshake: {e}")))?;
+    // The connection's task: after each poll of the connection (woken by each frame),
+    // a look for the GOAWAY, said once.
+    let (tx, goaway_seen) = tokio::sync::oneshot::channel();
+    let mut look = send.clone();
     let task = Task(tokio::spawn(async move {
-        let _ = conn.await;
+        let mut tx = Some(tx);
+        let mut conn = std::pin::pin!(conn);
+        std::future::poll_fn(|cx| {
+            let r = conn.as_mut().poll(cx);
+            if tx.is_some() && remote_goaway(&mut look) {
+                if let Some(tx) = tx.take() {
+                    let _ = tx.send(());
+                }
+            }
+            r.map(|_| ())
+        })
+        .await;
     }));
     let mut req = http::Request::builder()
         .method("GET")
@@ -109,6 +148,7 @@ pub async fn open(
         body: resp.into_body(),
         parser: rtcheck_wire::sse::Parser::new(1 << 20),
         _task: task,
+        goaway_seen: Some(goaway_seen),
         goaway: None,
     })
 }

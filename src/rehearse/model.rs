@@ -143,4 +143,8 @@ pub struct Run {
     pub publisher: Option<crate::bench::wire::PublisherStat>,
     /// Publishes that failed and that no client received: not counted as lost.
     pub unowed: u64,
+    /// `--publish ws`: messages written without error just before a failed send that no
+    /// client received: sent into a socket whose hub died, not known whether the hub
+    /// took them. Still owed (counted in `lost`), reported apart.
+    pub unconfirmed: u64,
 }

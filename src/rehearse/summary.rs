@@ -181,24 +181,41 @@ pub fn delivery(clients: &[ClientOut]) -> Delivery {
 }
 
 /// The seqs rtcheck's publisher failed to send that no client received: the hub never
-/// took them, so no client is owed them (one a client got was taken after all). Over a
-/// WebSocket (`unacked`) a write succeeds before the hub is known gone, so the sends
-/// just before a failure that no client received are not known taken either: they are
-/// left out too (at most [`UNACKED`] per failure). Sorted.
-pub fn unowed(clients: &[ClientOut], failed: &[(u64, u64)], unacked: bool) -> Vec<u64> {
-    let got: std::collections::HashSet<u64> = clients
-        .iter()
-        .flat_map(|c| c.segments.iter().flat_map(|s| s.seqs.iter().copied()))
-        .collect();
+/// took them, so no client is owed them (one a client got was taken after all). Sorted.
+pub fn unowed(clients: &[ClientOut], failed: &[(u64, u64)]) -> Vec<u64> {
+    let got = received(clients);
     let mut out = std::collections::BTreeSet::new();
     for &(a, b) in failed {
         out.extend((a..=b).filter(|s| !got.contains(s)));
-        if unacked {
-            let before = (a.saturating_sub(UNACKED).max(1)..a).rev();
-            out.extend(before.take_while(|s| !got.contains(s)));
-        }
     }
     out.into_iter().collect()
+}
+
+/// Over a WebSocket (nothing acknowledges a message) a write succeeds before the hub is
+/// known gone: the sends just before each failed range (at most [`UNACKED`]) that no
+/// client received went into a socket whose hub died, and whether the hub took them is
+/// not known. They stay owed (a hub that took them and died lost them), and are
+/// reported as their own count. Sorted; none of them is a failed seq.
+pub fn unconfirmed(clients: &[ClientOut], failed: &[(u64, u64)]) -> Vec<u64> {
+    let got = received(clients);
+    let failed_seq = |s: u64| failed.iter().any(|&(a, b)| (a..=b).contains(&s));
+    let mut out = std::collections::BTreeSet::new();
+    for &(a, _) in failed {
+        let before = (a.saturating_sub(UNACKED).max(1)..a).rev();
+        out.extend(
+            before
+                .take_while(|s| !got.contains(s))
+                .filter(|&s| !failed_seq(s)),
+        );
+    }
+    out.into_iter().collect()
+}
+
+fn received(clients: &[ClientOut]) -> std::collections::HashSet<u64> {
+    clients
+        .iter()
+        .flat_map(|c| c.segments.iter().flat_map(|s| s.seqs.iter().copied()))
+        .collect()
 }
 
 /// Sends over a WebSocket before a failure that may have gone into a dead socket.
@@ -250,13 +267,22 @@ mod tests {
         // a was back for 7; b came back late and missed 7 and 8 without a word.
         let a = client(vec![seg("", &[1, 2, 3, 6, 7, 8, 9, 10], false)], true);
         let b = client(vec![seg("", &[1, 2, 3, 9, 10], false)], true);
-        let un = unowed(&[a.clone(), b.clone()], &[(4, 6)], false);
+        let un = unowed(&[a.clone(), b.clone()], &[(4, 6)]);
         assert_eq!(un, vec![4, 5]);
         // Over a WebSocket, 3 was sent before 4 failed: a client got it, it was taken.
-        assert_eq!(unowed(&[a.clone(), b.clone()], &[(4, 6)], true), vec![4, 5]);
-        // Had nobody got 2 and 3, the socket was likely dead already: not owed either.
+        assert!(unconfirmed(&[a.clone(), b.clone()], &[(4, 6)]).is_empty());
+        // Had nobody got 2 and 3, whether the hub took them is not known: they stay
+        // owed (not unowed), counted apart; never a failed seq.
         let c = client(vec![seg("", &[1, 7, 8], false)], true);
-        assert_eq!(unowed(&[c], &[(4, 6)], true), vec![2, 3, 4, 5, 6]);
+        assert_eq!(unowed(std::slice::from_ref(&c), &[(4, 6)]), vec![4, 5, 6]);
+        assert_eq!(unconfirmed(std::slice::from_ref(&c), &[(4, 6)]), vec![2, 3]);
+        assert_eq!(
+            unconfirmed(std::slice::from_ref(&c), &[(2, 2), (4, 6)]),
+            vec![3]
+        );
+        // Owed and missed by c: counted lost, not renumbered away.
+        let cs = without_unowed(vec![c], &[4, 5, 6]);
+        assert_eq!(cs[0].segments[0].seqs, vec![1, 4, 5]);
         let cs = without_unowed(vec![a, b], &un);
         assert_eq!(cs[0].segments[0].seqs, vec![1, 2, 3, 4, 5, 6, 7, 8]);
         let d = delivery(&cs);

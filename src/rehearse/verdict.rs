@@ -458,6 +458,7 @@ mod tests {
             notes: vec![],
             publisher: None,
             unowed: 0,
+            unconfirmed: 0,
         }
     }
 

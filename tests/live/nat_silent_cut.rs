@@ -189,13 +189,42 @@ except ConnectionResetError:
 print(json.dumps({"status": status, "after": after, "waited_s": round(time.time() - t, 2)}))
 "#;
 
-fn raw_client(lab: &NatLab, addr: &str, idle_s: u64) -> Child {
+/// A client or probe of the test, run under `timeout` in the client namespace. On drop
+/// (a panic before its output was read, the lab's namespaces about to go) its `timeout`
+/// gets SIGTERM, which it passes to the command it runs, and is reaped: SIGKILL if it
+/// is still there after 5 s.
+struct Reaped(Option<Child>);
+
+impl Reaped {
+    fn output(mut self) -> Output {
+        self.0.take().unwrap().wait_with_output().unwrap()
+    }
+}
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let Some(mut c) = self.0.take() else { return };
+        if let Ok(pid) = i32::try_from(c.id()) {
+            unsafe { libc::kill(pid, libc::SIGTERM) };
+        }
+        let t0 = Instant::now();
+        while matches!(c.try_wait(), Ok(None)) && t0.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = c.kill();
+        let _ = c.wait();
+    }
+}
+
+fn raw_client(lab: &NatLab, addr: &str, idle_s: u64) -> Reaped {
     let (host, port) = addr.rsplit_once(':').unwrap();
-    lab.in_client(&["python3", "-c", RAW_CLIENT, host, port, &idle_s.to_string()])
+    let c = lab
+        .in_client(&["python3", "-c", RAW_CLIENT, host, port, &idle_s.to_string()])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .unwrap()
+        .unwrap();
+    Reaped(Some(c))
 }
 
 fn json_of(o: Output, what: &str) -> Value {
@@ -208,19 +237,21 @@ fn json_of(o: Output, what: &str) -> Value {
     })
 }
 
-fn probe(lab: &NatLab, url: &str, extra: &[&str]) -> Child {
+fn probe(lab: &NatLab, url: &str, extra: &[&str]) -> Reaped {
     let idle = format!("{IDLE_S}s");
     let bin = common::binary();
     let mut args = vec![bin.to_str().unwrap(), "probe", "--format", "json"];
     args.extend(["--idle-for", &idle, "--timeout", "5s"]);
     args.extend(extra);
     args.push(url);
-    lab.in_client(&args)
+    let c = lab
+        .in_client(&args)
         .env_remove("RTCHECK_CONTROL_TOKEN")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .unwrap()
+        .unwrap();
+    Reaped(Some(c))
 }
 
 fn finding<'a>(r: &'a Value, id: &str) -> &'a Value {
@@ -257,13 +288,13 @@ fn a_nat_that_forgets_a_flow_is_a_silent_cut_and_a_heartbeat_keeps_it() {
     );
 
     // The independent client: silence after the router forgot, an answer before.
-    let late = json_of(raw_late.wait_with_output().unwrap(), "raw client, late");
-    let soon = json_of(raw_soon.wait_with_output().unwrap(), "raw client, soon");
+    let late = json_of(raw_late.output(), "raw client, late");
+    let soon = json_of(raw_soon.output(), "raw client, soon");
     assert_eq!(late["status"], "101", "{late}");
     assert_eq!(late["after"], "silent", "no FIN, no RST: {late}");
     assert_eq!(soon["after"], "answered", "the path works before: {soon}");
 
-    let r = json_of(named.wait_with_output().unwrap(), "probe --path");
+    let r = json_of(named.output(), "probe --path");
     let idle = finding(&r, "idle-timeout");
     assert_eq!(idle["status"], "fail", "{idle:#}");
     let observed = idle["observed"].as_str().unwrap();
@@ -281,14 +312,14 @@ fn a_nat_that_forgets_a_flow_is_a_silent_cut_and_a_heartbeat_keeps_it() {
     let fix = path["fix"]["summary"].as_str().unwrap();
     assert!(fix.contains("every 2 s or less"), "{fix}");
 
-    let r = json_of(unnamed.wait_with_output().unwrap(), "probe");
+    let r = json_of(unnamed.output(), "probe");
     let idle = finding(&r, "idle-timeout");
     assert_eq!(idle["status"], "fail", "{idle:#}");
     let observed = idle["observed"].as_str().unwrap();
     assert!(observed.contains("unnamed silent cutter"), "{observed}");
 
     // The fix shown to work: a 1 s heartbeat keeps the router's entry alive.
-    let r = json_of(kept.wait_with_output().unwrap(), "probe, heartbeat");
+    let r = json_of(kept.output(), "probe, heartbeat");
     let idle = finding(&r, "idle-timeout");
     assert_eq!(idle["status"], "pass", "{idle:#}");
     let observed = idle["observed"].as_str().unwrap();

@@ -127,6 +127,10 @@ pub fn figures(runs: &[Run]) -> Vec<(&'static str, Vec<String>)> {
                 None => "-".into(),
             }),
         ));
+        // --publish ws: written just before a failure, received by none; still owed.
+        if runs.iter().any(|r| r.unconfirmed > 0) {
+            rows.push(("unconfirmed", col(&|r| count(r.unconfirmed))));
+        }
     }
     rows
 }
