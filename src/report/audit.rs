@@ -27,15 +27,17 @@ pub fn audit_doc(r: &FindingsReport, explain: bool) -> anyhow::Result<Doc> {
     if !explain {
         blocks.extend(reasons(r));
         blocks.extend(measured_passes(r));
-        // What text leaves to --explain, for markdown and html: every check's need,
-        // rule and evidence.
-        blocks.push(Block::Section("Rules and evidence".into()));
-        blocks.push(Block::Wide(rules(r)));
     }
     blocks.push(Block::Note(format!(
         "Rule, evidence and every fix: `rtcheck {} --explain`, or `rtcheck explain ID`.",
         r.kind
     )));
+    if !explain {
+        // What text leaves to --explain, for markdown and html: every check's need, rule
+        // and evidence; after the note, so text shows no heading over a table it omits.
+        blocks.push(Block::Section("Rules and evidence".into()));
+        blocks.push(Block::Wide(rules(r)));
+    }
     Ok(Doc {
         title: format!("rtcheck {}", r.kind),
         verdict: verdict(r),

@@ -177,6 +177,10 @@ pub fn wrap_parts(text: &str, width: usize, first: &str, rest: &str) -> String {
 /// between words, the command part under it through [`wrap_parts`], so it still runs when
 /// pasted. Prose without one is [`wrap`].
 pub fn wrap_note(text: &str, width: usize, first: &str, rest: &str) -> String {
+    // On one line it is whole already: no break to place.
+    if first.chars().count() + text.chars().count() <= width && !text.contains('\n') {
+        return wrap(text, width, first, rest);
+    }
     let at = text
         .match_indices(": ")
         .map(|(i, _)| i)
