@@ -517,3 +517,22 @@ pub fn in_netns(script: &str, args: &[&str]) -> String {
     );
     stdout
 }
+
+/// An invalid run whose failed checks are all the load side's schedule (publisher timer,
+/// round start, load generator CPU): the host was busy, the hub was not measured wrong.
+pub fn late_only(run: &Value) -> bool {
+    const LATE: [&str; 4] = [
+        "publisher schedule",
+        "round start drift",
+        "load generator CPU",
+        "server schedule",
+    ];
+    let failed: Vec<&str> = run["checks"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|k| k["status"] == "fail" || k["status"] == "invalid")
+        .filter_map(|k| k["name"].as_str())
+        .collect();
+    run["valid"] == false && !failed.is_empty() && failed.iter().all(|n| LATE.contains(n))
+}

@@ -706,7 +706,7 @@ fn socketio_slow_clients_show_the_unbounded_userland_queue() {
     let (code, r, out, (_dir, log, _hub)) = loop {
         runs += 1;
         let a = attempt();
-        if runs == 3 || !late_only(&a.1["scenarios"][0]) {
+        if runs == 3 || !common::late_only(&a.1["scenarios"][0]) {
             break a;
         }
     };
@@ -735,23 +735,4 @@ fn socketio_slow_clients_show_the_unbounded_userland_queue() {
     let last_connect = s.iter().map(|x| x.0).fold(0.0, f64::max);
     let first_drop = s.iter().filter_map(|x| x.1).fold(f64::MAX, f64::min);
     assert!(first_drop - last_connect >= 8.0, "{s:?}\n{out}");
-}
-
-/// An invalid run whose failed checks are all the load side's schedule (publisher timer,
-/// round start, load generator CPU): the host was busy, the hub was not measured wrong.
-fn late_only(run: &Value) -> bool {
-    const LATE: [&str; 4] = [
-        "publisher schedule",
-        "round start drift",
-        "load generator CPU",
-        "server schedule",
-    ];
-    let failed: Vec<&str> = run["checks"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|k| k["status"] == "fail" || k["status"] == "invalid")
-        .filter_map(|k| k["name"].as_str())
-        .collect();
-    run["valid"] == false && !failed.is_empty() && failed.iter().all(|n| LATE.contains(n))
 }

@@ -32,7 +32,7 @@ static HEAVY: std::sync::Mutex<()> = std::sync::Mutex::new(());
 /// A C run on the hub through `--publish ws`: (exit code, the run, stdout + stderr). On a
 /// loaded host the load generator can fall behind its schedule and the run is rightly
 /// INVALID (seen 2026-12-06 beside other work): up to three runs, a new one only when
-/// every failed check is the load side's schedule ([`late_only`]), the last returned.
+/// every failed check is the load side's schedule ([`common::late_only`]), the last returned.
 fn c_run(url: &str, extra: &[&str]) -> (Option<i32>, Value, String) {
     let mut runs = 0;
     loop {
@@ -43,7 +43,7 @@ fn c_run(url: &str, extra: &[&str]) -> (Option<i32>, Value, String) {
         let v: Value =
             serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON ({e}); stderr: {err}"));
         let run = v["scenarios"][0].clone();
-        if !late_only(&run) || runs == 3 {
+        if !common::late_only(&run) || runs == 3 {
             return (out.status.code(), run, text + &err);
         }
     }
@@ -65,26 +65,6 @@ fn c_cmd(url: &str, rounds: &str, format: &[&str], extra: &[&str]) -> std::proce
         .timeout(Duration::from_secs(150))
         .output()
         .unwrap()
-}
-
-/// An invalid run whose failed checks are all the load side's schedule (publisher timer,
-/// round start, load generator CPU, server schedule): the host was busy, the hub was not
-/// measured wrong. Any other invalid run is judged as it is, not run again.
-fn late_only(run: &Value) -> bool {
-    const LATE: [&str; 4] = [
-        "publisher schedule",
-        "round start drift",
-        "load generator CPU",
-        "server schedule",
-    ];
-    let failed: Vec<&str> = run["checks"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|k| k["status"] == "fail" || k["status"] == "invalid")
-        .filter_map(|k| k["name"].as_str())
-        .collect();
-    run["valid"] == false && !failed.is_empty() && failed.iter().all(|n| LATE.contains(n))
 }
 
 /// What made a run invalid, for an assertion's message.
@@ -163,7 +143,7 @@ fn a_bounded_send_buffer_with_terminate_is_c3() {
         let err = String::from_utf8_lossy(&out.stderr);
         let json = std::fs::read_to_string(&saved).unwrap_or_else(|e| panic!("{e}: {err}"));
         let v: Value = serde_json::from_str(&json).unwrap_or_else(|e| panic!("{e}: {json}"));
-        if !late_only(&v["scenarios"][0]) || runs == 3 {
+        if !common::late_only(&v["scenarios"][0]) || runs == 3 {
             break (out, v, before);
         }
     };
