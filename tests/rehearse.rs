@@ -531,6 +531,13 @@ impl Drop for NginxStop {
         {
             // SAFETY: kill(2) on the nginx master this test started.
             unsafe { libc::kill(pid, libc::SIGTERM) };
+            // The master stops its workers (an old one still draining after a reload too)
+            // and then removes its pid file: wait for that, or a SIGKILL of the master by
+            // the Proxy guard would leave the workers running with no master.
+            let deadline = Instant::now() + Duration::from_secs(15);
+            while self.0.join("nginx.pid").exists() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(50));
+            }
         }
     }
 }
