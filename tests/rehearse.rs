@@ -51,6 +51,14 @@ impl Restartable {
         r.wait_listening(port);
         r
     }
+    /// `ENV setsid PROGRAM` in the background on a free port (`{PORT}` in either), its
+    /// output in {DIR}/`log`: the start script the restart hook runs again.
+    fn detached(env: &str, program: &str, log: &str) -> (Restartable, u16) {
+        let port = common::free_port();
+        let script = format!("{env} setsid {program} >>{{DIR}}/{log} 2>&1 </dev/null &")
+            .replace("{PORT}", &port.to_string());
+        (Restartable::start(script.trim_start(), port), port)
+    }
     fn wait_listening(&self, port: u16) {
         let t0 = Instant::now();
         let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
@@ -134,22 +142,12 @@ fn lines_when(path: &Path, n: usize, want: impl Fn(&str) -> bool) -> usize {
 
 #[test]
 fn rtcheck_serve_behind_nginx_restarted_by_a_hook_drains_and_loses_nothing_silently() {
-    let port = common::free_port();
-    let bin = common::binary();
-    let serve = Restartable::start(
-        &format!(
-            "setsid {} serve --listen 127.0.0.1:{port} --rate 20 >>{{DIR}}/serve.log 2>&1 </dev/null &",
-            bin.display()
-        ),
+    let (serve, port) = serve_direct();
+    let nginx = nginx_front(
+        &NGINX_HEAD.replace("worker_connections 256", "worker_connections 1024"),
         port,
+        &format!("{NGINX_WS}      proxy_buffering off;\n      proxy_read_timeout 1h;\n"),
     );
-    let cfg = format!(
-        "{}  log_format st '$status $request_uri';\n  server {{\n    listen 127.0.0.1:{{PORT}};\n    \
-         access_log {{DIR}}/access.log st;\n    location / {{\n      proxy_pass http://127.0.0.1:{port};\n{NGINX_WS}      \
-         proxy_buffering off;\n      proxy_read_timeout 1h;\n    }}\n  }}\n}}\n",
-        NGINX_HEAD.replace("worker_connections 256", "worker_connections 1024")
-    );
-    let nginx = Proxy::start(Kind::Nginx, &cfg);
     let url = nginx.url("ws", "/ws");
     let n = 100;
     let out = tempfile::tempdir().unwrap();
@@ -232,21 +230,22 @@ fn rtcheck_serve_behind_nginx_restarted_by_a_hook_drains_and_loses_nothing_silen
     );
 }
 
-fn hub(port: u16, env: &str) -> Restartable {
-    Restartable::start(
+/// rehearse_hub.py (python3-websockets) with `env`, logging each accept.
+fn hub(env: &str) -> (Restartable, u16) {
+    Restartable::detached(
+        &format!("PORT={{PORT}} ACCEPT_LOG={{DIR}}/accept.log {env}"),
         &format!(
-            "PORT={port} ACCEPT_LOG={{DIR}}/accept.log {env} setsid {} {} >>{{DIR}}/hub.log 2>&1 </dev/null &",
+            "{} {}",
             python().display(),
             fixture("rehearse_hub.py").display()
         ),
-        port,
+        "hub.log",
     )
 }
 
 #[test]
 fn a_python_hub_killed_and_restarted_gives_no_drain_and_loses_silently() {
-    let port = common::free_port();
-    let hub = hub(port, "TICK_MS=50");
+    let (hub, port) = hub("TICK_MS=50");
     let url = format!("ws://127.0.0.1:{port}/");
     let n = 60;
     let (code, r, err) = rehearse(&[
@@ -284,8 +283,7 @@ fn a_python_hub_killed_and_restarted_gives_no_drain_and_loses_silently() {
 
 #[test]
 fn a_backlog_of_16_warming_up_under_a_burst_overflows_the_accept_queue() {
-    let port = common::free_port();
-    let hub = hub(port, "BACKLOG=16 WARMUP_MS=1500 TICK_MS=200");
+    let (hub, port) = hub("BACKLOG=16 WARMUP_MS=1500 TICK_MS=200");
     let url = format!("ws://127.0.0.1:{port}/");
     let n = 400;
     let (_, r, err) = rehearse(&[
@@ -314,17 +312,24 @@ fn a_backlog_of_16_warming_up_under_a_burst_overflows_the_accept_queue() {
     assert_eq!(accepted as u64, 2 * n, "{run:#}");
 }
 
+/// rtcheck serve on loopback, restartable.
 fn serve_direct() -> (Restartable, u16) {
-    let port = common::free_port();
     let bin = common::binary();
-    let s = Restartable::start(
-        &format!(
-            "setsid {} serve --listen 127.0.0.1:{port} --rate 20 >>{{DIR}}/serve.log 2>&1 </dev/null &",
-            bin.display()
-        ),
-        port,
+    let serve = format!(
+        "{} serve --listen 127.0.0.1:{{PORT}} --rate 20",
+        bin.display()
     );
-    (s, port)
+    Restartable::detached("", &serve, "serve.log")
+}
+
+/// nginx (`head`: NGINX_HEAD, edited) in front of 127.0.0.1:`port`, `location` after its
+/// proxy_pass, logging `$status $request_uri` per request to {DIR}/access.log.
+fn nginx_front(head: &str, port: u16, location: &str) -> Proxy {
+    let cfg = format!(
+        "{head}  log_format st '$status $request_uri';\n  server {{\n    listen 127.0.0.1:{{PORT}};\n    \
+         access_log {{DIR}}/access.log st;\n    location / {{\n      proxy_pass http://127.0.0.1:{port};\n{location}    }}\n  }}\n}}\n"
+    );
+    Proxy::start(Kind::Nginx, &cfg)
 }
 
 #[test]
@@ -551,12 +556,8 @@ fn nginx_reload_closes_old_connections_at_worker_shutdown_timeout_without_a_clos
             "master_process on;\nworker_shutdown_timeout 2s;",
         )
         .replace("worker_connections 256", "worker_connections 1024");
-    let cfg = format!(
-        "{head}  log_format st '$status $request_uri';\n  server {{\n    listen 127.0.0.1:{{PORT}};\n    \
-         access_log {{DIR}}/access.log st;\n    location / {{\n      proxy_pass http://127.0.0.1:{port};\n{NGINX_WS}      \
-         proxy_read_timeout 1h;\n    }}\n  }}\n}}\n"
-    );
-    let nginx = Proxy::start(Kind::Nginx, &cfg);
+    let location = format!("{NGINX_WS}      proxy_read_timeout 1h;\n");
+    let nginx = nginx_front(&head, port, &location);
     let _stop = NginxStop(nginx.dir().to_path_buf());
     let d = nginx.dir().display();
     let reload = format!("nginx -p {d} -c {d}/nginx.conf -e {d}/error.log -s reload");
@@ -594,13 +595,9 @@ fn nginx_reload_closes_old_connections_at_worker_shutdown_timeout_without_a_clos
 #[test]
 fn eventsource_clients_behind_nginx_give_up_on_its_502_while_the_server_is_down() {
     let (serve, port) = serve_direct();
-    let cfg = format!(
-        "{}  log_format st '$status $request_uri';\n  server {{\n    listen 127.0.0.1:{{PORT}};\n    \
-         access_log {{DIR}}/access.log st;\n    location / {{\n      proxy_pass http://127.0.0.1:{port};\n      \
-         proxy_http_version 1.1;\n      proxy_buffering off;\n      proxy_read_timeout 1h;\n    }}\n  }}\n}}\n",
-        NGINX_HEAD
-    );
-    let nginx = Proxy::start(Kind::Nginx, &cfg);
+    let location = "      proxy_http_version 1.1;\n      proxy_buffering off;\n      \
+                    proxy_read_timeout 1h;\n";
+    let nginx = nginx_front(NGINX_HEAD, port, location);
     // Down for 5 s: longer than EventSource's 3 s, so every next attempt meets a 502.
     let hook = serve.hook("TERM").replace("; sh ", "; sleep 5; sh ");
     let n = 30;
@@ -754,14 +751,13 @@ fn caddy_reload_closes_proxied_websockets_at_once_with_a_1001() {
 
 #[test]
 fn an_express_sse_app_killed_and_restarted_cuts_its_streams_and_loses_silently() {
-    let port = common::free_port();
-    let app = Restartable::start(
+    let (app, port) = Restartable::detached(
         &format!(
-            "NODE_PATH={} PORT={port} EVENT_MS=100 setsid /usr/bin/node {} >>{{DIR}}/app.log 2>&1 </dev/null &",
-            foreign_common::NODE_PATH,
-            fixture("express_sse.js").display()
+            "NODE_PATH={} PORT={{PORT}} EVENT_MS=100",
+            foreign_common::NODE_PATH
         ),
-        port,
+        &format!("/usr/bin/node {}", fixture("express_sse.js").display()),
+        "app.log",
     );
     let n = 30;
     let (code, r, err) = rehearse(&[
@@ -799,14 +795,13 @@ fn an_express_sse_app_killed_and_restarted_cuts_its_streams_and_loses_silently()
 
 #[test]
 fn an_express_hub_fed_by_rtchecks_publisher_loses_what_it_took_while_clients_were_away() {
-    let port = common::free_port();
-    let app = Restartable::start(
+    let (app, port) = Restartable::detached(
         &format!(
-            "NODE_PATH={} PORT={port} EVENT_MS=60000 PUBLISH_LOG={{DIR}}/publish.log setsid /usr/bin/node {} >>{{DIR}}/app.log 2>&1 </dev/null &",
-            foreign_common::NODE_PATH,
-            fixture("express_sse.js").display()
+            "NODE_PATH={} PORT={{PORT}} EVENT_MS=60000 PUBLISH_LOG={{DIR}}/publish.log",
+            foreign_common::NODE_PATH
         ),
-        port,
+        &format!("/usr/bin/node {}", fixture("express_sse.js").display()),
+        "app.log",
     );
     let n = 20;
     let publish = format!("POST http://127.0.0.1:{port}/publish");
@@ -864,14 +859,13 @@ fn an_express_hub_fed_by_rtchecks_publisher_loses_what_it_took_while_clients_wer
 
 #[test]
 fn a_node_ws_chat_hub_fed_over_rtchecks_own_websocket_counts_what_it_broadcast() {
-    let port = common::free_port();
-    let hub = Restartable::start(
+    let (hub, port) = Restartable::detached(
         &format!(
-            "NODE_PATH={} PORT={port} BROADCAST_MS=0 PUBLISH_LOG={{DIR}}/publish.log setsid /usr/bin/node {} >>{{DIR}}/hub.log 2>&1 </dev/null &",
-            foreign_common::NODE_PATH,
-            fixture("ws_broadcast.js").display()
+            "NODE_PATH={} PORT={{PORT}} BROADCAST_MS=0 PUBLISH_LOG={{DIR}}/publish.log",
+            foreign_common::NODE_PATH
         ),
-        port,
+        &format!("/usr/bin/node {}", fixture("ws_broadcast.js").display()),
+        "hub.log",
     );
     let n = 20;
     let (code, r, err) = rehearse(&[
@@ -927,16 +921,16 @@ fn a_node_ws_chat_hub_fed_over_rtchecks_own_websocket_counts_what_it_broadcast()
 
 #[test]
 fn a_python_socketio_hub_killed_and_restarted_is_rehearsed_through_the_protocol() {
-    let port = common::free_port();
     // Pings every second, a client silent for a second more is dropped: the clients
     // must answer the protocol's heartbeat through the settle.
-    let hub = Restartable::start(
+    let (hub, port) = Restartable::detached(
+        "PORT={PORT} TICK_MS=50 PING_INTERVAL=1 PING_TIMEOUT=1 EVENTS_LOG={DIR}/events.log",
         &format!(
-            "PORT={port} TICK_MS=50 PING_INTERVAL=1 PING_TIMEOUT=1 EVENTS_LOG={{DIR}}/events.log setsid {} {} >>{{DIR}}/hub.log 2>&1 </dev/null &",
+            "{} {}",
             python().display(),
             fixture("socketio_server.py").display()
         ),
-        port,
+        "hub.log",
     );
     let n = 20;
     let (code, r, err) = rehearse(&[
@@ -985,17 +979,16 @@ fn a_python_socketio_hub_killed_and_restarted_is_rehearsed_through_the_protocol(
 
 #[test]
 fn sse_over_http2_sees_the_goaway_a_draining_server_sends_before_it_ends_the_streams() {
-    let port = common::free_port();
     let certs = tempfile::tempdir().unwrap();
     probe_common::make_certs(certs.path());
     let c = certs.path().display();
     // On SIGTERM: a GOAWAY to every session, the streams ended 1 s later, exit.
-    let server = Restartable::start(
+    let (server, port) = Restartable::detached(
         &format!(
-            "PORT={port} CERT={c}/leaf.pem KEY={c}/leaf.key DRAIN_MS=1000 LOG={{DIR}}/goaway.log setsid /usr/bin/node {} >>{{DIR}}/server.log 2>&1 </dev/null &",
-            fixture("h2_sse.js").display()
+            "PORT={{PORT}} CERT={c}/leaf.pem KEY={c}/leaf.key DRAIN_MS=1000 LOG={{DIR}}/goaway.log"
         ),
-        port,
+        &format!("/usr/bin/node {}", fixture("h2_sse.js").display()),
+        "server.log",
     );
     let n = 20;
     let ca = format!("{c}/ca.pem");

@@ -1,6 +1,7 @@
 //! `rtcheck verify delivery`: the delivery flags (flattened into `verify`), resolved
 //! against the profile, the experiment, and its renderers.
 use super::output::AllFormat;
+use super::workload::EditArg;
 use super::Ctx;
 use crate::findings::FailOn;
 use crate::profile::Profile;
@@ -19,6 +20,23 @@ use std::time::Duration;
 pub const DEFAULT_CLIENTS: u64 = 10;
 
 #[derive(Debug, Clone, clap::Args)]
+#[command(
+    edit_arg("app_protocol", |a| a.help(
+        "delivery, with --publish and a ws:// --server: the library protocol its \
+         clients speak (socketio, signalr, phoenix, actioncable, graphql-ws, \
+         stomp, sockjs, mqtt or raw). Default: detected from the URL where it is \
+         unambiguous (`?EIO=4`...)"
+    )),
+    edit_arg("channel", |a| a.help(
+        "delivery, with --app-protocol: what to subscribe to (Phoenix topic, \
+         ActionCable channel, STOMP destination, MQTT topic)"
+    )),
+    edit_arg("event", |a| a.help(
+        "delivery, with --app-protocol: the Socket.IO event or SignalR method \
+         carrying the payload, and the one a ws publisher sends (default \
+         `message`)"
+    ))
+)]
 pub struct DeliveryFlags {
     /// delivery: snapshot, seq-ring, session-ack or all (default: the profile's design,
     /// else all).
@@ -87,19 +105,8 @@ pub struct DeliveryFlags {
     /// seq it received.
     #[arg(long, value_name = "HOW", value_parser = crate::verify::delivery::foreign::Resume::parse)]
     pub resume: Option<crate::verify::delivery::foreign::Resume>,
-    /// delivery, with --publish and a ws:// --server: the library protocol its clients
-    /// speak (socketio, signalr, phoenix, actioncable, graphql-ws, stomp, sockjs, mqtt
-    /// or raw). Default: detected from the URL where it is unambiguous (`?EIO=4`...).
-    #[arg(long, value_name = "NAME", value_parser = super::reach::parse_app_protocol)]
-    pub app_protocol: Option<rtcheck_wire::appproto::AppProtocol>,
-    /// delivery, with --app-protocol: what to subscribe to (Phoenix topic, ActionCable
-    /// channel, STOMP destination, MQTT topic).
-    #[arg(long, value_name = "NAME")]
-    pub channel: Option<String>,
-    /// delivery, with --app-protocol: the Socket.IO event or SignalR method carrying the
-    /// payload, and the one a ws publisher sends (default `message`).
-    #[arg(long, value_name = "NAME")]
-    pub event: Option<String>,
+    #[command(flatten)]
+    pub app: super::reach::AppProtocolArgs,
     /// delivery: lowest finding status that exits 1.
     #[arg(long, value_enum, default_value_t = FailOn::Fail)]
     pub fail_on: FailOn,
@@ -224,12 +231,9 @@ fn foreign_target(
     }
     let resume = foreign_resume(f, ws)?;
     let app = ws
-        .then(|| crate::bench::appws::resolve(f.app_protocol, url))
+        .then(|| crate::bench::appws::resolve(f.app.app_protocol, url))
         .flatten();
-    let app_sub = rtcheck_wire::appproto::Subscribe {
-        channel: f.channel.clone(),
-        event: f.event.clone(),
-    };
+    let app_sub = f.app.subscribe();
     Ok(Some(ForeignTarget {
         app_protocol: app.as_ref().map(|(_, s)| s.clone()),
         app: app.map(|(p, _)| (p, app_sub)),
@@ -267,9 +271,7 @@ fn foreign_via(f: &DeliveryFlags) -> anyhow::Result<Option<crate::bench::publish
                 || f.ts_path.is_some()
                 || !f.headers.is_empty()
                 || f.resume.is_some()
-                || f.app_protocol.is_some()
-                || f.channel.is_some()
-                || f.event.is_some()
+                || f.app.any()
                 || f.reach.connect_to.is_some()
                 || f.reach.ca.is_some()
                 || f.reach.allow_remote
@@ -352,7 +354,7 @@ fn check_foreign_flags(
     if !f.headers.is_empty() && !matches!(via, PublishVia::Post { .. }) {
         anyhow::bail!("-H goes with --publish 'POST URL'");
     }
-    if !ws && (f.app_protocol.is_some() || f.channel.is_some() || f.event.is_some()) {
+    if !ws && f.app.any() {
         anyhow::bail!("--app-protocol, --channel and --event: the --server URL {shown} is SSE; a library protocol rides on a ws:// URL");
     }
     if !ws && f.subscribe.is_some() {

@@ -47,6 +47,20 @@ nothing is no verdict: 1), 2 usage error or no URL could be reached.")]
     edit_arg("overrides", |a| a.help(
         "A value a hop of the path is configured with instead of its documented default: \
          HOP.FIELD=DURATION (aws-alb.idle=300s; fields idle, lifetime, first_byte)"
+    )),
+    edit_arg("app_protocol", |a| a.help(
+        "The library protocol on the WebSocket: socketio, signalr, phoenix, \
+         actioncable, graphql-ws, stomp, sockjs, mqtt or raw. Default: detected \
+         from the URL where it is unambiguous (`?EIO=4`, `/websocket?vsn=`, \
+         `/<n>/<id>/websocket`, `/cable`), else raw"
+    )),
+    edit_arg("channel", |a| a.help(
+        "What to subscribe to where the protocol has one: Phoenix topic, \
+         ActionCable channel, STOMP destination, MQTT topic, graphql-ws \
+         subscription query"
+    )),
+    edit_arg("event", |a| a.help(
+        "The Socket.IO event or SignalR method whose messages carry the payload"
     ))
 )]
 pub struct ProbeArgs {
@@ -114,18 +128,8 @@ pub struct ProbeArgs {
     /// to one host, EventSource reconnect, WebSocket from a page (the browser-* checks).
     #[arg(long)]
     pub browser: bool,
-    /// The library protocol on the WebSocket: socketio, signalr, phoenix, actioncable,
-    /// graphql-ws, stomp, sockjs, mqtt or raw. Default: detected from the URL where it is
-    /// unambiguous (`?EIO=4`, `/websocket?vsn=`, `/<n>/<id>/websocket`, `/cable`), else raw.
-    #[arg(long, value_name = "NAME", value_parser = super::reach::parse_app_protocol)]
-    pub app_protocol: Option<rtcheck_wire::appproto::AppProtocol>,
-    /// What to subscribe to where the protocol has one: Phoenix topic, ActionCable
-    /// channel, STOMP destination, MQTT topic, graphql-ws subscription query.
-    #[arg(long, value_name = "NAME")]
-    pub channel: Option<String>,
-    /// The Socket.IO event or SignalR method whose messages carry the payload.
-    #[arg(long, value_name = "NAME")]
-    pub event: Option<String>,
+    #[command(flatten)]
+    pub app: super::reach::AppProtocolArgs,
     /// Show these checks as skipped (by request); they still appear in the report.
     /// (One value per flag, so it never swallows the URLs that follow.)
     #[arg(long, value_name = "ID", value_delimiter = ',')]
@@ -180,11 +184,8 @@ fn options(a: &ProbeArgs, profile: &Profile) -> anyhow::Result<Options> {
         directs,
         proxy: a.proxy,
         path: declared_path(a, profile)?.map(std::sync::Arc::new),
-        app: a.app_protocol,
-        app_sub: rtcheck_wire::appproto::Subscribe {
-            channel: a.channel.clone(),
-            event: a.event.clone(),
-        },
+        app: a.app.app_protocol,
+        app_sub: a.app.subscribe(),
     })
 }
 

@@ -41,6 +41,46 @@ impl ReachArgs {
     }
 }
 
+/// `--app-protocol`, `--channel`, `--event`: the library protocol WebSocket clients speak
+/// and what they subscribe to, flattened into probe, rehearse, verify delivery and the
+/// bench commands. A command whose flags mean more there says so with `edit_arg`.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct AppProtocolArgs {
+    /// The library protocol the clients speak on a ws:// URL: socketio, signalr,
+    /// phoenix, actioncable, graphql-ws, stomp, sockjs, mqtt or raw. Default: detected
+    /// from the URL where it is unambiguous (`?EIO=4`, `/websocket?vsn=`, `/cable`...).
+    #[arg(long, value_name = "NAME", value_parser = parse_app_protocol)]
+    pub app_protocol: Option<rtcheck_wire::appproto::AppProtocol>,
+    /// With a library protocol: what to subscribe to (Phoenix topic, ActionCable
+    /// channel, STOMP destination, MQTT topic).
+    #[arg(long, value_name = "NAME")]
+    pub channel: Option<String>,
+    /// With a library protocol: the Socket.IO event or SignalR method that carries the
+    /// payload (default `message`).
+    #[arg(long, value_name = "NAME")]
+    pub event: Option<String>,
+}
+
+impl AppProtocolArgs {
+    /// --channel and --event as the clients send them.
+    pub fn subscribe(&self) -> rtcheck_wire::appproto::Subscribe {
+        rtcheck_wire::appproto::Subscribe {
+            channel: self.channel.clone(),
+            event: self.event.clone(),
+        }
+    }
+
+    /// Whether --channel or --event was given.
+    pub fn names_subscription(&self) -> bool {
+        self.channel.is_some() || self.event.is_some()
+    }
+
+    /// Whether any of the three flags was given.
+    pub fn any(&self) -> bool {
+        self.app_protocol.is_some() || self.names_subscription()
+    }
+}
+
 /// `--app-protocol NAME`, the error listing the names.
 pub fn parse_app_protocol(s: &str) -> Result<rtcheck_wire::appproto::AppProtocol, String> {
     use rtcheck_wire::appproto::AppProtocol;

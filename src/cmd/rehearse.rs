@@ -90,19 +90,8 @@ pub struct RehearseArgs {
     /// Messages per second with --publish, from the settle to the end.
     #[arg(long, value_name = "N", default_value_t = 10.0)]
     pub rate: f64,
-    /// The library protocol the clients speak on a ws:// URL: socketio, signalr,
-    /// phoenix, actioncable, graphql-ws, stomp, sockjs, mqtt or raw. Default: detected
-    /// from the URL where it is unambiguous (`?EIO=4`, `/websocket?vsn=`, `/cable`...).
-    #[arg(long, value_name = "NAME", value_parser = super::reach::parse_app_protocol)]
-    pub app_protocol: Option<rtcheck_wire::appproto::AppProtocol>,
-    /// With a library protocol: what to subscribe to (Phoenix topic, ActionCable
-    /// channel, STOMP destination, MQTT topic).
-    #[arg(long, value_name = "NAME")]
-    pub channel: Option<String>,
-    /// With a library protocol: the Socket.IO event or SignalR method that carries the
-    /// payload (default `message`).
-    #[arg(long, value_name = "NAME")]
-    pub event: Option<String>,
+    #[command(flatten)]
+    pub app: super::reach::AppProtocolArgs,
     /// A header for --publish 'POST URL' ('Name: value'; never printed). Repeatable.
     #[arg(short = 'H', long = "header", value_name = "HEADER")]
     pub headers: Vec<String>,
@@ -164,6 +153,7 @@ type App = (
 fn app_protocol(a: &RehearseArgs, t: &crate::bench::target::Target) -> anyhow::Result<Option<App>> {
     let ws = t.proto == crate::bench::target::Proto::Ws;
     let given = a
+        .app
         .app_protocol
         .is_some_and(|p| p != rtcheck_wire::appproto::AppProtocol::Raw);
     if !ws && given {
@@ -172,15 +162,12 @@ fn app_protocol(a: &RehearseArgs, t: &crate::bench::target::Target) -> anyhow::R
         );
     }
     let app = ws
-        .then(|| crate::bench::appws::resolve(a.app_protocol, &a.url))
+        .then(|| crate::bench::appws::resolve(a.app.app_protocol, &a.url))
         .flatten();
-    if app.is_none() && (a.channel.is_some() || a.event.is_some()) {
+    if app.is_none() && a.app.names_subscription() {
         anyhow::bail!("--channel and --event go with a library protocol (--app-protocol NAME, or a URL that names one)");
     }
-    let sub = rtcheck_wire::appproto::Subscribe {
-        channel: a.channel.clone(),
-        event: a.event.clone(),
-    };
+    let sub = a.app.subscribe();
     Ok(app.map(|(p, why)| (p, sub, why)))
 }
 

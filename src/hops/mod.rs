@@ -14,6 +14,30 @@ use std::time::Duration;
 
 pub const HOPS_YAML: &str = include_str!("../../data/hops.yaml");
 
+rtcheck_base::check_ids! {
+    /// The hop ids code names (probe's header fingerprints, the proxies it writes fixes
+    /// for): each a hop of data/hops.yaml, which the tests hold, so `explain` and
+    /// `rtcheck hops` know every one. The catalogue itself stays data: add a hop there.
+    pub enum HopId {
+        Nginx = "nginx",
+        IngressNginx = "ingress-nginx",
+        Haproxy = "haproxy",
+        Caddy = "caddy",
+        Envoy = "envoy",
+        AwsAlb = "aws-alb",
+        AwsClb = "aws-clb",
+        AzureAppgw = "azure-appgw",
+        GcpAlb = "gcp-alb",
+        AzureFrontDoor = "azure-front-door",
+        Cloudflare = "cloudflare",
+        Fastly = "fastly",
+        Akamai = "akamai",
+        CloudRun = "cloud-run",
+        Heroku = "heroku",
+        Fly = "fly",
+    }
+}
+
 /// A documented value: a duration, `none` (the product documents no such limit) or
 /// `unknown` (not documented, or the sources disagree: the entry's note says which).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -315,6 +339,15 @@ mod tests {
             Ok(Value::Secs(Duration::from_secs(240)))
         );
         assert!(Value::try_from("soon".to_string()).is_err());
+    }
+
+    #[test]
+    fn every_hop_id_code_names_is_in_the_catalogue() {
+        for id in HopId::ALL {
+            assert!(get(id.as_str()).is_some(), "{id} is not in data/hops.yaml");
+            assert_eq!(HopId::parse(id.as_str()), Some(*id));
+        }
+        assert_eq!(HopId::parse("aws_alb"), None, "the text is exact");
     }
 
     #[test]

@@ -15,7 +15,7 @@ use super::{finding, fmt_s, heartbeat, idle_timeout, Kind, Meta, UrlObs};
 use crate::findings::{Finding, Fix, Status};
 use crate::hops::chain::{Chain, Overrides};
 use crate::hops::cut::{self, CutMatch};
-use crate::hops::{self, LimitKind};
+use crate::hops::{self, HopId, LimitKind};
 use rtcheck_wire::http::response::Head;
 use rtcheck_wire::transport::Transport;
 
@@ -67,20 +67,27 @@ impl Declared {
 pub struct Seen {
     pub name: &'static str,
     /// The catalogue ids it may be (empty: a hop data/hops.yaml does not know).
-    pub hops: &'static [&'static str],
+    pub hops: &'static [HopId],
     /// The header that shows it, as read ("cf-ray header", "Server: nginx/1.22.1").
     pub by: String,
 }
 
 /// Hops that add a header of their own to every response they pass, which no hop in
 /// front of them removes: declared and not seen is a contradiction, not a hidden hop.
-const ALWAYS_VISIBLE: &[(&str, &str)] = &[
-    ("cloudflare", "a cf-ray header"),
-    ("gcp-alb", "Via: 1.1 google"),
-    ("azure-front-door", "an X-Azure-Ref header"),
-    ("heroku", "Via: 1.1 vegur (or 2.0 heroku-router)"),
-    ("fly", "a Fly-Request-Id header"),
+const ALWAYS_VISIBLE: &[(HopId, &str)] = &[
+    (HopId::Cloudflare, "a cf-ray header"),
+    (HopId::GcpAlb, "Via: 1.1 google"),
+    (HopId::AzureFrontDoor, "an X-Azure-Ref header"),
+    (HopId::Heroku, "Via: 1.1 vegur (or 2.0 heroku-router)"),
+    (HopId::Fly, "a Fly-Request-Id header"),
 ];
+
+impl Seen {
+    /// Whether `id` is one of the hops it may be.
+    fn names(&self, id: &str) -> bool {
+        self.hops.iter().any(|h| h.as_str() == id)
+    }
+}
 
 /// Every hop fingerprint in one response head (edges first, then Server and Via).
 pub fn fingerprints(h: &Head) -> Vec<Seen> {
@@ -91,9 +98,13 @@ pub fn fingerprints(h: &Head) -> Vec<Seen> {
     let mut out = Vec::new();
     let mut add = |name, hops, by: String| out.push(Seen { name, hops, by });
     if h.header("cf-ray").is_some() {
-        add("Cloudflare", &["cloudflare"], "cf-ray header".into());
+        add("Cloudflare", &[HopId::Cloudflare], "cf-ray header".into());
     } else if server == "cloudflare" {
-        add("Cloudflare", &["cloudflare"], "Server: cloudflare".into());
+        add(
+            "Cloudflare",
+            &[HopId::Cloudflare],
+            "Server: cloudflare".into(),
+        );
     }
     if h.header("x-amz-cf-id").is_some() || via.contains("cloudfront") {
         add("Amazon CloudFront", &[], "x-amz-cf-id / Via".into());
@@ -101,14 +112,14 @@ pub fn fingerprints(h: &Head) -> Vec<Seen> {
     if low("x-served-by").contains("cache-") || h.header("x-fastly-request-id").is_some() {
         add(
             "Fastly",
-            &["fastly"],
+            &[HopId::Fastly],
             "x-served-by / x-fastly-request-id".into(),
         );
     }
     if server.starts_with("akamaighost") || h.header("akamai-grn").is_some() {
         add(
             "Akamai",
-            &["akamai"],
+            &[HopId::Akamai],
             "Server: AkamaiGHost / Akamai-GRN".into(),
         );
     }
@@ -117,21 +128,21 @@ pub fn fingerprints(h: &Head) -> Vec<Seen> {
         // whose mark is `Via: 1.1 google`.
         add(
             "Google Frontend",
-            &["cloud-run"],
+            &[HopId::CloudRun],
             format!("Server: {}", raw("server")),
         );
     }
     if vias.iter().any(|v| v.ends_with(" google")) {
         add(
             "Google Cloud load balancer",
-            &["gcp-alb"],
+            &[HopId::GcpAlb],
             "Via: 1.1 google".into(),
         );
     }
     if h.header("x-azure-ref").is_some() {
         add(
             "Azure Front Door",
-            &["azure-front-door"],
+            &[HopId::AzureFrontDoor],
             "X-Azure-Ref header".into(),
         );
     }
@@ -139,41 +150,49 @@ pub fn fingerprints(h: &Head) -> Vec<Seen> {
         .iter()
         .any(|v| v.contains("vegur") || v.contains("heroku-router"))
     {
-        add("Heroku router", &["heroku"], format!("Via: {}", raw("via")));
+        add(
+            "Heroku router",
+            &[HopId::Heroku],
+            format!("Via: {}", raw("via")),
+        );
     }
     if h.header("fly-request-id").is_some() || server.starts_with("fly/") {
-        add("Fly.io proxy", &["fly"], "Fly-Request-Id / Server".into());
+        add(
+            "Fly.io proxy",
+            &[HopId::Fly],
+            "Fly-Request-Id / Server".into(),
+        );
     }
     if server.starts_with("awselb") {
         add(
             "AWS load balancer",
-            &["aws-alb", "aws-clb"],
+            &[HopId::AwsAlb, HopId::AwsClb],
             format!("Server: {}", raw("server")),
         );
     }
     if server.starts_with("microsoft-azure-application-gateway") {
         add(
             "Azure Application Gateway",
-            &["azure-appgw"],
+            &[HopId::AzureAppgw],
             format!("Server: {}", raw("server")),
         );
     }
     if server.starts_with("envoy") || h.header("x-envoy-upstream-service-time").is_some() {
-        add("Envoy", &["envoy"], "Server: envoy / x-envoy-*".into());
+        add("Envoy", &[HopId::Envoy], "Server: envoy / x-envoy-*".into());
     }
     let by_name = |w: &str| server.contains(w) || vias.iter().any(|v| v.contains(w));
     if by_name("nginx") {
         add(
             "nginx",
-            &["nginx", "ingress-nginx"],
+            &[HopId::Nginx, HopId::IngressNginx],
             "Server / Via: nginx".into(),
         );
     }
     if by_name("caddy") {
-        add("Caddy", &["caddy"], "Server / Via: Caddy".into());
+        add("Caddy", &[HopId::Caddy], "Server / Via: Caddy".into());
     }
     if by_name("haproxy") {
-        add("HAProxy", &["haproxy"], "Server / Via: haproxy".into());
+        add("HAProxy", &[HopId::Haproxy], "Server / Via: haproxy".into());
     }
     out
 }
@@ -197,12 +216,12 @@ pub fn transport(k: Kind) -> Transport {
 
 /// The declared path against the heads seen: what differs, and the verdict.
 pub fn compare(seen: &[Seen], d: &Declared, t: Transport) -> (Status, String, Fix) {
-    let covers = |s: &Seen| s.hops.iter().any(|h| d.ids.iter().any(|i| i == h));
+    let covers = |s: &Seen| d.ids.iter().any(|i| s.names(i));
     let undeclared: Vec<&Seen> = seen.iter().filter(|s| !covers(s)).collect();
-    let seen_ids = |id: &str| seen.iter().any(|s| s.hops.contains(&id));
+    let seen_ids = |id: &str| seen.iter().any(|s| s.names(id));
     let missing: Vec<(&str, &str)> = ALWAYS_VISIBLE
         .iter()
-        .copied()
+        .map(|(id, by)| (id.as_str(), *by))
         .filter(|(id, _)| d.ids.iter().any(|i| i == id) && !seen_ids(id))
         .collect();
     let hidden: Vec<&str> = d
@@ -225,7 +244,8 @@ pub fn compare(seen: &[Seen], d: &Declared, t: Transport) -> (Status, String, Fi
         let ids = if s.hops.is_empty() {
             "not in the hop catalogue: its limits are unknown".to_string()
         } else {
-            format!("hop id {}", s.hops.join(" or "))
+            let ids: Vec<&str> = s.hops.iter().map(|h| h.as_str()).collect();
+            format!("hop id {}", ids.join(" or "))
         };
         parts.push(format!("seen, not declared: {} ({ids})", s.name));
     }
@@ -418,7 +438,7 @@ fn judge_silent(
 /// How a matching hop is known to be there: the header that named it, or only the
 /// declared path.
 fn attribution(hop: &str, seen: &[Seen]) -> String {
-    match seen.iter().find(|s| s.hops.contains(&hop)) {
+    match seen.iter().find(|s| s.names(hop)) {
         Some(s) => format!("{hop} seen on the path ({})", s.by),
         None => format!("{hop} assumed from the declared path (not seen in the headers)"),
     }
@@ -444,7 +464,7 @@ fn judge_cut(
     let mut m = cut_matches(d, silence, s.ended_ms, t);
     // A hop the headers showed is blamed before one only declared (stable: the closest
     // match first within each).
-    m.sort_by_key(|c| !seen.iter().any(|s| s.hops.contains(&c.hop.as_str())));
+    m.sort_by_key(|c| !seen.iter().any(|s| s.names(&c.hop)));
     let Some(first) = m.first() else {
         let others: Vec<String> = cut_matches_anywhere(silence, t, d);
         let tightest = tc
@@ -670,10 +690,10 @@ fn path_idle(u: &UrlObs, d: &Declared) -> Option<Finding> {
 /// hop probe writes fixes for (HAProxy adds no header of its own). A declaration, like
 /// `--proxy`, which wins over it.
 pub fn declared_proxy(d: &Declared) -> Option<Proxy> {
-    d.ids.iter().rev().find_map(|id| match id.as_str() {
-        "nginx" | "ingress-nginx" => Some(Proxy::Nginx),
-        "haproxy" => Some(Proxy::Haproxy),
-        "caddy" => Some(Proxy::Caddy),
+    d.ids.iter().rev().find_map(|id| match HopId::parse(id)? {
+        HopId::Nginx | HopId::IngressNginx => Some(Proxy::Nginx),
+        HopId::Haproxy => Some(Proxy::Haproxy),
+        HopId::Caddy => Some(Proxy::Caddy),
         _ => None,
     })
 }
@@ -767,7 +787,7 @@ mod tests {
         let ids = |pairs: &[(&str, &str)]| -> Vec<&str> {
             seen(pairs)
                 .iter()
-                .flat_map(|s| s.hops.iter().copied())
+                .flat_map(|s| s.hops.iter().map(|h| h.as_str()))
                 .collect()
         };
         assert_eq!(ids(&[("x-served-by", "cache-ams21-AMS")]), ["fastly"]);

@@ -425,49 +425,49 @@ fn ws_request(
 }
 
 async fn sse_open(sh: &Shared, mut stream: Stream, res: &Resume) -> Result<Conn, (Cause, String)> {
+    use rtcheck_wire::http::client;
     let t = &sh.target;
-    let resume = res
-        .sse_last_id
-        .as_ref()
-        .map(|id| format!("Last-Event-ID: {id}\r\n"))
-        .unwrap_or_default();
-    let req = format!(
-        "GET {} HTTP/1.1\r\nHost: {}\r\nAccept: text/event-stream\r\nCache-Control: no-cache\r\n{resume}\r\n",
-        t.path, t.authority
-    );
+    let mut headers = vec![
+        ("Host", t.authority.as_str()),
+        ("Accept", "text/event-stream"),
+        ("Cache-Control", "no-cache"),
+    ];
+    if let Some(id) = &res.sse_last_id {
+        headers.push(("Last-Event-ID", id.as_str()));
+    }
+    let req = client::head("GET", &t.path, &headers);
     let io = |e: std::io::Error| (Cause::of_io(&e), format!("{}: {e}", t.addr));
-    stream.write_all(req.as_bytes()).await.map_err(io)?;
+    stream.write_all(&req).await.map_err(io)?;
     stream.flush().await.map_err(io)?;
-    let mut head = Vec::with_capacity(512);
+    let mut got = Vec::with_capacity(512);
     let mut buf = vec![0u8; 8192];
-    loop {
+    let (h, pending) = loop {
         let n = stream.read(&mut buf).await.map_err(io)?;
         if n == 0 {
             return Err((Cause::Reset, "closed before the response head".into()));
         }
-        head.extend_from_slice(&buf[..n]);
-        let (h, used) = match response::parse_head(&head, Limits::head(16 * 1024)) {
-            Ok(Some(h)) => h,
-            Ok(None) => continue,
+        match client::feed(&mut got, &buf[..n], Limits::head(16 * 1024)) {
+            Ok(Some(done)) => break done,
+            Ok(None) => {}
             Err(e) => return Err((Cause::Other, format!("response head: {e}"))),
-        };
-        if h.status != 200 {
-            return Err((
-                Cause::of_status(h.status),
-                format!("SSE answered {}", h.status),
-            ));
         }
-        let framing = h
-            .framing(false)
-            .map_err(|e| (Cause::Other, format!("response head: {e}")))?;
-        let body = rtcheck_wire::sse::Stream::new(framing, rtcheck_wire::sse::Parser::new(1 << 20));
-        return Ok(Conn::Sse {
-            stream: Box::new(stream),
-            body: Box::new(body),
-            pending: head.split_off(used),
-            until_close: framing == response::Framing::Close,
-        });
+    };
+    if h.status != 200 {
+        return Err((
+            Cause::of_status(h.status),
+            format!("SSE answered {}", h.status),
+        ));
     }
+    let framing = h
+        .framing(false)
+        .map_err(|e| (Cause::Other, format!("response head: {e}")))?;
+    let body = rtcheck_wire::sse::Stream::new(framing, rtcheck_wire::sse::Parser::new(1 << 20));
+    Ok(Conn::Sse {
+        stream: Box::new(stream),
+        body: Box::new(body),
+        pending,
+        until_close: framing == response::Framing::Close,
+    })
 }
 
 /// One received payload: its seq and epoch, counted and kept.

@@ -188,6 +188,10 @@ mod tests {
             crate::probe::browser::checks::IDS.to_vec(),
             crate::lint::host::EXPLAINED.iter().map(|e| e.0).collect(),
             crate::review::known_ids(),
+            crate::review::items::ItemId::ALL
+                .iter()
+                .map(|i| i.as_str())
+                .collect(),
             crate::verify::names(),
             crate::hops::ids(),
         ];

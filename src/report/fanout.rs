@@ -24,7 +24,7 @@ pub fn bench_doc(rep: &BenchReport, explain: bool) -> anyhow::Result<Doc> {
     blocks.push(Block::Section(
         "Latency (receive - scheduled send, healthy clients)".into(),
     ));
-    blocks.push(Block::Table(compact(rep)));
+    blocks.push(Block::Table(latency_table(rep, false)));
     if let Some(n) = noisy_floor(rep) {
         blocks.push(Block::Para {
             id: Some("floor-noisy".into()),
@@ -39,7 +39,7 @@ pub fn bench_doc(rep: &BenchReport, explain: bool) -> anyhow::Result<Doc> {
         };
         [Block::Section(name.into()), table]
     };
-    blocks.extend(full("Latency in full", latency_table(rep)));
+    blocks.extend(full("Latency in full", latency_table(rep, true)));
     blocks.extend(full("Server and hosts", server_table(rep)));
     blocks.push(Block::Section("Scenarios".into()));
     let floor = rep.scenarios.iter().find(|s| s.name == "F" && s.valid);
@@ -165,35 +165,85 @@ fn rounds(i: usize, s: &ScenarioResult) -> Span {
     ])
 }
 
-fn compact(rep: &BenchReport) -> Table {
-    let rows = rep.scenarios.iter().enumerate().map(|(i, s)| {
-        let p = |k: &str| format!("scenarios.{i}.{k}");
-        row(s, || {
-            vec![
-                ms(p("p50_ms"), s.p50_ms),
-                ms(p("p99_ms"), s.p99_ms),
-                ms(p("p999_ms"), s.p999_ms),
-                ms(p("max_ms"), s.max_ms),
-                count(p("over_1s"), s.over_1s),
-                rounds(i, s),
-                count(p("drops"), s.drops),
-                joined(ratio(p("p99_vs_floor"), s.p99_vs_floor)),
-            ]
-        })
-    });
+/// Which latency table a column is in: the compact one text shows, the full one
+/// (markdown, html, text under --explain), or both.
+#[derive(Clone, Copy, PartialEq)]
+enum In {
+    Both,
+    Compact,
+    Full,
+}
+
+type Cell = fn(usize, &ScenarioResult) -> Span;
+
+/// The JSON path of scenario `i`'s `k`, which tags its number.
+fn key(i: usize, k: &str) -> String {
+    format!("scenarios.{i}.{k}")
+}
+
+/// Both latency tables' columns in order, one list: the compact table cannot drift
+/// from the full one.
+fn latency_columns() -> [(In, Column, Cell); 11] {
+    [
+        (In::Both, Column::num("p50", "ms"), |i, s| {
+            ms(key(i, "p50_ms"), s.p50_ms)
+        }),
+        (In::Both, Column::num("p99", "ms"), |i, s| {
+            ms(key(i, "p99_ms"), s.p99_ms)
+        }),
+        (In::Both, Column::num("p99.9", "ms"), |i, s| {
+            ms(key(i, "p999_ms"), s.p999_ms)
+        }),
+        (In::Both, Column::num("max", "ms"), |i, s| {
+            ms(key(i, "max_ms"), s.max_ms)
+        }),
+        (In::Full, Column::count(">100ms"), |i, s| {
+            count(key(i, "over_100ms"), s.over_100ms)
+        }),
+        (In::Both, Column::count(">1s"), |i, s| {
+            count(key(i, "over_1s"), s.over_1s)
+        }),
+        (In::Both, Column::count("rounds"), rounds),
+        (In::Compact, Column::count("drops"), |i, s| {
+            count(key(i, "drops"), s.drops)
+        }),
+        (
+            In::Full,
+            Column::num("last client med/max", "ms"),
+            |i, s| {
+                pair(
+                    ms(key(i, "last_client_median_ms"), s.last_client_median_ms),
+                    ms(key(i, "last_client_max_ms"), s.last_client_max_ms),
+                )
+            },
+        ),
+        (In::Both, Column::count("p99/F"), |i, s| {
+            joined(ratio(key(i, "p99_vs_floor"), s.p99_vs_floor))
+        }),
+        (In::Full, Column::count("p99.9/F"), |i, s| {
+            joined(ratio(key(i, "p999_vs_floor"), s.p999_vs_floor))
+        }),
+    ]
+}
+
+/// The compact latency table (`latency`) or the full one (`latency-full`).
+fn latency_table(rep: &BenchReport, full: bool) -> Table {
+    let wanted = |w: In| w == In::Both || (w == In::Full) == full;
+    let (columns, cells): (Vec<Column>, Vec<Cell>) = latency_columns()
+        .into_iter()
+        .filter(|(w, ..)| wanted(*w))
+        .map(|(_, c, cell)| (c, cell))
+        .unzip();
+    let rows = rep
+        .scenarios
+        .iter()
+        .enumerate()
+        .map(|(i, s)| row(s, || cells.iter().map(|cell| cell(i, s)).collect()));
     Table {
-        id: "latency".into(),
-        columns: vec![
-            Column::text("scenario"),
-            Column::num("p50", "ms"),
-            Column::num("p99", "ms"),
-            Column::num("p99.9", "ms"),
-            Column::num("max", "ms"),
-            Column::count(">1s"),
-            Column::count("rounds"),
-            Column::count("drops"),
-            Column::count("p99/F"),
-        ],
+        id: if full { "latency-full" } else { "latency" }.into(),
+        columns: std::iter::once(Column::text("scenario"))
+            .chain(columns)
+            .collect(),
         rows: rows.collect(),
     }
 }
@@ -201,46 +251,6 @@ fn compact(rep: &BenchReport) -> Table {
 /// Two values in one cell: `median / max`.
 fn pair(a: Span, b: Span) -> Span {
     joined(vec![a, t(" / "), b])
-}
-
-fn latency_table(rep: &BenchReport) -> Table {
-    let rows = rep.scenarios.iter().enumerate().map(|(i, s)| {
-        let p = |k: &str| format!("scenarios.{i}.{k}");
-        row(s, || {
-            vec![
-                ms(p("p50_ms"), s.p50_ms),
-                ms(p("p99_ms"), s.p99_ms),
-                ms(p("p999_ms"), s.p999_ms),
-                ms(p("max_ms"), s.max_ms),
-                count(p("over_100ms"), s.over_100ms),
-                count(p("over_1s"), s.over_1s),
-                rounds(i, s),
-                pair(
-                    ms(p("last_client_median_ms"), s.last_client_median_ms),
-                    ms(p("last_client_max_ms"), s.last_client_max_ms),
-                ),
-                joined(ratio(p("p99_vs_floor"), s.p99_vs_floor)),
-                joined(ratio(p("p999_vs_floor"), s.p999_vs_floor)),
-            ]
-        })
-    });
-    Table {
-        id: "latency-full".into(),
-        columns: vec![
-            Column::text("scenario"),
-            Column::num("p50", "ms"),
-            Column::num("p99", "ms"),
-            Column::num("p99.9", "ms"),
-            Column::num("max", "ms"),
-            Column::count(">100ms"),
-            Column::count(">1s"),
-            Column::count("rounds"),
-            Column::num("last client med/max", "ms"),
-            Column::count("p99/F"),
-            Column::count("p99.9/F"),
-        ],
-        rows: rows.collect(),
-    }
 }
 
 /// The server's own numbers (an invalid scenario's withheld like the rest).
@@ -458,6 +468,42 @@ mod tests {
     fn text_at(rep: &BenchReport, width: usize, explain: bool) -> String {
         let doc = bench_doc(rep, explain).unwrap();
         text::render(&doc, &Palette::plain().with_width(width))
+    }
+
+    #[test]
+    fn both_latency_tables_come_from_one_column_list() {
+        let rep = small();
+        let names = |t: &Table| t.columns.iter().map(|c| c.name.clone()).collect::<Vec<_>>();
+        let (c, f) = (latency_table(&rep, false), latency_table(&rep, true));
+        assert_eq!((c.id.as_str(), f.id.as_str()), ("latency", "latency-full"));
+        let compact = [
+            "p50", "p99", "p99.9", "max", ">1s", "rounds", "drops", "p99/F",
+        ];
+        assert_eq!(names(&c)[1..], compact);
+        let full = [
+            "p50",
+            "p99",
+            "p99.9",
+            "max",
+            ">100ms",
+            ">1s",
+            "rounds",
+            "last client med/max",
+            "p99/F",
+            "p99.9/F",
+        ];
+        assert_eq!(names(&f)[1..], full);
+        // A valid scenario's row has a cell per column, in the column's order.
+        for t in [&c, &f] {
+            for (r, s) in t.rows.iter().zip(&rep.scenarios) {
+                if s.valid {
+                    assert_eq!(r.cells.len(), t.columns.len(), "{}", t.id);
+                }
+            }
+        }
+        let a = rep.scenarios.iter().position(|s| s.valid).unwrap();
+        let p99 = crate::report::doc::plain(&c.rows[a].cells[2..3]);
+        assert_eq!(p99, crate::report::doc::plain(&f.rows[a].cells[2..3]));
     }
 
     #[test]

@@ -5,6 +5,44 @@ use crate::profile::{Loss, Profile};
 use rtcheck_wire::delivery::Delivery;
 use rtcheck_wire::transport::Transport;
 
+crate::findings::check_ids! {
+    /// The checklist items review's own tables name (values, measurements, what the
+    /// audit measures, what a profile leaves out): one list, each one an item of a
+    /// checklist (the tests hold it), so a misspelt id cannot compile.
+    pub enum ItemId {
+        PingInterval = "ping-interval",
+        ReadDeadlineWithPing = "read-deadline-with-ping",
+        ReconnectJitter = "reconnect-jitter",
+        WriteDeadlineValue = "write-deadline-value",
+        BoundedQueue = "bounded-queue",
+        ReplayWindow = "replay-window",
+        SessionTtl = "session-ttl",
+        PresenceTtl = "presence-ttl",
+        OneRetryLayer = "one-retry-layer",
+        PoolPerDependency = "pool-per-dependency",
+        OpenFiles = "open-files",
+        EphemeralPorts = "ephemeral-ports",
+        SendBuffer = "send-buffer",
+        MemoryPerConnection = "memory-per-connection",
+        FdsPerConnection = "fds-per-connection",
+        TimeWaitSockstat = "time-wait-sockstat",
+        PingPong = "ping-pong",
+        WriteDeadline = "write-deadline",
+        WriterIsolation = "writer-isolation",
+        TailAndLastClient = "tail-and-last-client",
+        HubRoundTime = "hub-round-time",
+        HotPathAlloc = "hot-path-alloc",
+        ProxyConfig = "proxy-config",
+        SeqNumbers = "seq-numbers",
+        LossDupOrder = "loss-dup-order",
+        HubTimeWithLatency = "hub-time-with-latency",
+        CpuFallAlert = "cpu-fall-alert",
+        IsolationMemory = "isolation-memory",
+        SseHttp2 = "sse-http2",
+        SinglePath = "single-path",
+    }
+}
+
 /// The type of a declared value, as the answers file and the prompts accept it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -65,14 +103,14 @@ pub enum Rule {
 /// Review metadata of one item with values.
 #[derive(Debug, Clone, Copy)]
 pub struct Spec {
-    pub item: &'static str,
+    pub item: ItemId,
     pub rule: Rule,
     pub values: &'static [ValueSpec],
 }
 
 pub const SPECS: &[Spec] = &[
     Spec {
-        item: "ping-interval",
+        item: ItemId::PingInterval,
         rule: Rule::Ping,
         values: &[
             v("ping", Kind::Duration, "Ping interval", true),
@@ -86,7 +124,7 @@ pub const SPECS: &[Spec] = &[
         ],
     },
     Spec {
-        item: "read-deadline-with-ping",
+        item: ItemId::ReadDeadlineWithPing,
         rule: Rule::ReadDeadline,
         values: &[
             v(
@@ -104,7 +142,7 @@ pub const SPECS: &[Spec] = &[
         ],
     },
     Spec {
-        item: "reconnect-jitter",
+        item: ItemId::ReconnectJitter,
         rule: Rule::Reconnect,
         values: &[
             v(
@@ -128,7 +166,7 @@ pub const SPECS: &[Spec] = &[
         ],
     },
     Spec {
-        item: "write-deadline-value",
+        item: ItemId::WriteDeadlineValue,
         rule: Rule::WriteDeadline,
         values: &[
             v(
@@ -146,7 +184,7 @@ pub const SPECS: &[Spec] = &[
         ],
     },
     Spec {
-        item: "bounded-queue",
+        item: ItemId::BoundedQueue,
         rule: Rule::Queue,
         values: &[
             v(
@@ -164,12 +202,12 @@ pub const SPECS: &[Spec] = &[
         ],
     },
     Spec {
-        item: "replay-window",
+        item: ItemId::ReplayWindow,
         rule: Rule::Ring,
         values: &[v("ring", Kind::Bytes, "Replay ring size", true)],
     },
     Spec {
-        item: "session-ttl",
+        item: ItemId::SessionTtl,
         rule: Rule::Session,
         values: &[
             v(
@@ -182,7 +220,7 @@ pub const SPECS: &[Spec] = &[
         ],
     },
     Spec {
-        item: "presence-ttl",
+        item: ItemId::PresenceTtl,
         rule: Rule::Presence,
         values: &[
             v("ttl", Kind::Duration, "Presence key TTL", true),
@@ -195,7 +233,7 @@ pub const SPECS: &[Spec] = &[
         ],
     },
     Spec {
-        item: "one-retry-layer",
+        item: ItemId::OneRetryLayer,
         rule: Rule::Retries,
         values: &[
             v(
@@ -208,7 +246,7 @@ pub const SPECS: &[Spec] = &[
         ],
     },
     Spec {
-        item: "pool-per-dependency",
+        item: ItemId::PoolPerDependency,
         rule: Rule::Pool,
         values: &[
             v(
@@ -234,49 +272,57 @@ pub const SPECS: &[Spec] = &[
 ];
 
 pub fn spec(item: &str) -> Option<&'static Spec> {
-    SPECS.iter().find(|s| s.item == item)
+    SPECS.iter().find(|s| s.item.as_str() == item)
 }
 
 /// Items the host audit measures (`rtcheck audit`): the review leaves them to it.
-pub const LEFT_TO_AUDIT: &[&str] = &[
-    "open-files",
-    "ephemeral-ports",
-    "send-buffer",
-    "memory-per-connection",
-    "fds-per-connection",
-    "time-wait-sockstat",
+pub const LEFT_TO_AUDIT: &[ItemId] = &[
+    ItemId::OpenFiles,
+    ItemId::EphemeralPorts,
+    ItemId::SendBuffer,
+    ItemId::MemoryPerConnection,
+    ItemId::FdsPerConnection,
+    ItemId::TimeWaitSockstat,
 ];
 
 /// Commands that can measure an item, and the finding, verification or scenario ids in
 /// their JSON that mark it measured (`--evidence FILE`). Every id is one a command emits
 /// (`emitted_ids` in the tests keeps them from drifting).
-pub const MEASURED_BY: &[(&str, &[&str], &[&str])] = &[
+pub const MEASURED_BY: &[(ItemId, &[&str], &[&str])] = &[
     (
-        "ping-pong",
+        ItemId::PingPong,
         &["verify tcp-keepalive", "probe"],
         &["tcp-keepalive", "read-deadline", "heartbeat"],
     ),
-    ("ping-interval", &["probe"], &["heartbeat", "idle-timeout"]),
     (
-        "write-deadline",
+        ItemId::PingInterval,
+        &["probe"],
+        &["heartbeat", "idle-timeout"],
+    ),
+    (
+        ItemId::WriteDeadline,
         &["bench fanout --scenario C1,C2"],
         &["C1", "C2"],
     ),
-    ("writer-isolation", &["bench fanout --scenario C3"], &["C3"]),
-    ("tail-and-last-client", &["bench fanout"], &["A"]),
-    ("hub-round-time", &["bench fanout"], &["A"]),
     (
-        "hot-path-alloc",
+        ItemId::WriterIsolation,
+        &["bench fanout --scenario C3"],
+        &["C3"],
+    ),
+    (ItemId::TailAndLastClient, &["bench fanout"], &["A"]),
+    (ItemId::HubRoundTime, &["bench fanout"], &["A"]),
+    (
+        ItemId::HotPathAlloc,
         &["bench fanout --scenario G1,G3"],
         &["G1", "G3"],
     ),
     (
-        "proxy-config",
+        ItemId::ProxyConfig,
         &["probe"],
         &["upgrade", "sse-buffering", "idle-timeout"],
     ),
     (
-        "seq-numbers",
+        ItemId::SeqNumbers,
         &["verify delivery"],
         &[
             "delivery-no-seq-clean-within-ring",
@@ -287,7 +333,7 @@ pub const MEASURED_BY: &[(&str, &[&str], &[&str])] = &[
         ],
     ),
     (
-        "loss-dup-order",
+        ItemId::LossDupOrder,
         &["verify delivery"],
         &[
             "delivery-seq-ring-clean-within-ring",
@@ -297,7 +343,7 @@ pub const MEASURED_BY: &[(&str, &[&str], &[&str])] = &[
         ],
     ),
     (
-        "replay-window",
+        ItemId::ReplayWindow,
         &["verify delivery"],
         &[
             "delivery-seq-ring-clean-within-ring",
@@ -310,7 +356,7 @@ pub const MEASURED_BY: &[(&str, &[&str], &[&str])] = &[
 pub fn measured_by(item: &str) -> Option<(&'static [&'static str], &'static [&'static str])> {
     MEASURED_BY
         .iter()
-        .find(|(i, _, _)| *i == item)
+        .find(|(i, _, _)| i.as_str() == item)
         .map(|(_, c, ids)| (*c, *ids))
 }
 
@@ -341,38 +387,41 @@ pub fn design(p: &Profile) -> (Option<Delivery>, Topology) {
 
 /// Why a profile leaves an item out of the review (None: it is asked).
 pub fn left_out(item: &str, p: &Profile) -> Option<String> {
+    use ItemId as I;
+    // The rest of the checklists' items are asked whatever the profile.
+    let item = ItemId::parse(item)?;
     if LEFT_TO_AUDIT.contains(&item) {
         return Some("measured on the host by `rtcheck audit`".into());
     }
     let transport = p.transport.unwrap_or(Transport::Websocket);
     let (delivery, topo) = design(p);
     let long_lived = [
-        "ping-interval",
-        "ping-pong",
-        "read-deadline-with-ping",
-        "write-deadline",
-        "write-deadline-value",
-        "writer-isolation",
-        "proxy-config",
-        "hub-round-time",
-        "hub-time-with-latency",
-        "cpu-fall-alert",
-        "isolation-memory",
+        I::PingInterval,
+        I::PingPong,
+        I::ReadDeadlineWithPing,
+        I::WriteDeadline,
+        I::WriteDeadlineValue,
+        I::WriterIsolation,
+        I::ProxyConfig,
+        I::HubRoundTime,
+        I::HubTimeWithLatency,
+        I::CpuFallAlert,
+        I::IsolationMemory,
     ];
     if transport == Transport::Polling && long_lived.contains(&item) {
         return Some("polling holds no long-lived connection (no ping/pong, no hub writer)".into());
     }
-    if item == "sse-http2" && transport != Transport::Sse {
+    if item == I::SseHttp2 && transport != Transport::Sse {
         return Some(format!("transport is {}", transport.name()));
     }
     match item {
-        "replay-window" if delivery != Some(Delivery::SeqRing) => {
+        I::ReplayWindow if delivery != Some(Delivery::SeqRing) => {
             Some("only the seq-ring design (loss: shared) keeps a replay ring".into())
         }
-        "session-ttl" if delivery != Some(Delivery::SessionAck) => {
+        I::SessionTtl if delivery != Some(Delivery::SessionAck) => {
             Some("only the session-ack design (loss: per-user) keeps sessions".into())
         }
-        "presence-ttl" | "single-path" if topo != Topology::Pubsub => {
+        I::PresenceTtl | I::SinglePath if topo != Topology::Pubsub => {
             Some("one machine: no pub/sub between nodes".into())
         }
         _ => None,

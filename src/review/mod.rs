@@ -108,16 +108,19 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_spec_names_a_checklist_item() {
-        for s in items::SPECS {
-            assert!(checklist::find_item(s.item).is_some(), "{}", s.item);
+    fn every_item_id_is_a_checklist_item() {
+        // SPECS, MEASURED_BY, LEFT_TO_AUDIT and left_out name items through ItemId.
+        for id in items::ItemId::ALL {
+            assert!(checklist::find_item(id.as_str()).is_some(), "{id}");
+            assert_eq!(items::ItemId::parse(id.as_str()), Some(*id));
         }
-        for (id, _, _) in items::MEASURED_BY {
-            assert!(checklist::find_item(id).is_some(), "{id}");
-        }
-        for id in items::LEFT_TO_AUDIT {
-            assert!(checklist::find_item(id).is_some(), "{id}");
-        }
+        let specs: std::collections::HashSet<_> = items::SPECS.iter().map(|s| s.item).collect();
+        assert_eq!(specs.len(), items::SPECS.len(), "one spec per item");
+        assert_eq!(
+            items::ItemId::parse("ping_interval"),
+            None,
+            "the text is exact"
+        );
     }
 
     #[test]

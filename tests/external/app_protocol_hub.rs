@@ -14,12 +14,12 @@ use std::time::{Duration, Instant};
 
 const PATH: &str = "/socket.io/?EIO=4&transport=websocket";
 
-fn hub(log: &std::path::Path) -> Foreign {
-    py_socketio(&[
+/// The docs' chat hub: relays to all, pings every second, drops a client silent for one more.
+fn hub() -> SocketioHub {
+    SocketioHub::start(&[
         ("RELAY", "1"),
         ("PING_INTERVAL", "1"),
         ("PING_TIMEOUT", "1"),
-        ("EVENTS_LOG", log.to_str().unwrap()),
     ])
 }
 
@@ -90,23 +90,6 @@ impl Drop for Observer {
     }
 }
 
-/// (connect time, disconnect time) of every session the hub logged.
-fn sessions(log: &std::path::Path) -> Vec<(f64, Option<f64>)> {
-    let text = std::fs::read_to_string(log).unwrap_or_default();
-    let mut out: Vec<(String, f64, Option<f64>)> = Vec::new();
-    for line in text.lines() {
-        let w: Vec<&str> = line.split_whitespace().collect();
-        let [t, sid, what] = w[..] else { continue };
-        let t: f64 = t.parse().unwrap();
-        if what == "connect" {
-            out.push((sid.to_string(), t, None));
-        } else if let Some(s) = out.iter_mut().find(|s| s.0 == sid) {
-            s.2 = Some(t);
-        }
-    }
-    out.into_iter().map(|(_, c, d)| (c, d)).collect()
-}
-
 fn json_of(args: &[&str]) -> (Option<i32>, Value, String) {
     let out = common::rtcheck()
         .args(args)
@@ -136,9 +119,7 @@ fn seqs(v: &Value) -> Vec<u64> {
 /// the 8 s of publishing.
 #[test]
 fn bench_fanout_speaks_socketio_to_a_python_socketio_hub() {
-    let dir = tempfile::tempdir().unwrap();
-    let log = dir.path().join("events.log");
-    let hub = hub(&log);
+    let hub = hub();
     let observer = Observer::start(&hub);
     let url = hub.url("ws", PATH);
     let (code, r, out) = json_of(&[
@@ -164,10 +145,7 @@ fn bench_fanout_speaks_socketio_to_a_python_socketio_hub() {
         "2s",
     ]);
     let seen = observer.finish();
-    let ctx = format!(
-        "{out}\nobserver: {seen}\nhub log:\n{}",
-        std::fs::read_to_string(&log).unwrap_or_default()
-    );
+    let ctx = format!("{out}\nobserver: {seen}\nhub log:\n{}", hub.log_text());
     assert_eq!(code, Some(0), "{ctx}");
     assert_eq!(r["app_protocol"]["protocol"], "socketio", "{ctx}");
     assert!(
@@ -186,7 +164,7 @@ fn bench_fanout_speaks_socketio_to_a_python_socketio_hub() {
     assert_eq!(seqs(&seen), (1..=40).collect::<Vec<u64>>(), "{ctx}");
     // The hub's own log: 20 clients, the publisher and the observer; none dropped by
     // the heartbeat (1 s ping + 1 s timeout) while the rounds went out.
-    let s = sessions(&log);
+    let s = hub.sessions();
     assert_eq!(s.len(), 22, "{ctx}");
     let last_connect = s.iter().map(|x| x.0).fold(0.0, f64::max);
     let first_drop = s.iter().filter_map(|x| x.1).fold(f64::MAX, f64::min);
@@ -207,9 +185,7 @@ fn bench_fanout_speaks_socketio_to_a_python_socketio_hub() {
 /// is real: never more than the independent client, which saw every published seq.
 #[test]
 fn verify_delivery_speaks_socketio_and_counts_the_silent_loss() {
-    let dir = tempfile::tempdir().unwrap();
-    let log = dir.path().join("events.log");
-    let hub = hub(&log);
+    let hub = hub();
     let observer = Observer::start(&hub);
     let url = hub.url("ws", PATH);
     let (code, r, out) = json_of(&[
@@ -659,16 +635,13 @@ fn bad_app_protocol_flags_are_one_line_exit_2() {
 fn socketio_slow_clients_show_the_unbounded_userland_queue() {
     // One run on a fresh hub and a fresh log: the shape and the log are that run's alone.
     let attempt = || {
-        let dir = tempfile::tempdir().unwrap();
-        let log = dir.path().join("events.log");
         // Pings every second as elsewhere, but 5 s to answer: this test is about the hub's
         // queue, and on a busy host a client's pong can be late past 1 s. A client that
         // never answered would still be dropped at 6 s, before the 8 s checked below.
-        let hub = py_socketio(&[
+        let hub = SocketioHub::start(&[
             ("RELAY", "1"),
             ("PING_INTERVAL", "1"),
             ("PING_TIMEOUT", "5"),
-            ("EVENTS_LOG", log.to_str().unwrap()),
         ]);
         let url = hub.url("ws", PATH);
         let args = [
@@ -696,14 +669,14 @@ fn socketio_slow_clients_show_the_unbounded_userland_queue() {
             "2s",
         ];
         let (code, r, out) = json_of(&args);
-        (code, r, out, (dir, log, hub))
+        (code, r, out, hub)
     };
     // On a loaded 2-core host the publisher or the load generator can fall behind the
     // schedule and the run is rightly INVALID (seen in hogged runs): up to three runs,
     // each on a new hub, a new one only when every failed check is one of those; the
     // last is judged.
     let mut runs = 0;
-    let (code, r, out, (_dir, log, _hub)) = loop {
+    let (code, r, out, hub) = loop {
         runs += 1;
         let a = attempt();
         if runs == 3 || !common::late_only(&a.1["scenarios"][0]) {
@@ -730,7 +703,7 @@ fn socketio_slow_clients_show_the_unbounded_userland_queue() {
     );
     // The hub's log: all 30 clients and the publisher stayed connected through the
     // rounds (the slow ones too: slow at the socket, never at the heartbeat).
-    let s = sessions(&log);
+    let s = hub.sessions();
     assert_eq!(s.len(), 31, "{s:?}");
     let last_connect = s.iter().map(|x| x.0).fold(0.0, f64::max);
     let first_drop = s.iter().filter_map(|x| x.1).fold(f64::MAX, f64::min);

@@ -27,59 +27,13 @@ fn idle(url: &str, args: &[&str]) -> (Option<i32>, Value, String) {
     (out.status.code(), v, format!("{text}\nstderr: {err}"))
 }
 
-/// (connect time, disconnect time) per session in the hub's log.
-fn sessions(log: &std::path::Path) -> Vec<(f64, Option<f64>)> {
-    let text = std::fs::read_to_string(log).unwrap_or_default();
-    let mut out: Vec<(String, f64, Option<f64>)> = Vec::new();
-    for line in text.lines() {
-        let [t, sid, what] = line.split_whitespace().collect::<Vec<_>>()[..] else {
-            continue;
-        };
-        let t: f64 = t.parse().unwrap();
-        if what == "connect" {
-            out.push((sid.to_string(), t, None));
-        } else if let Some(s) = out.iter_mut().find(|s| s.0 == sid) {
-            s.2 = Some(t);
-        }
-    }
-    out.into_iter().map(|(_, c, d)| (c, d)).collect()
-}
-
-/// The most sessions the hub held at once, from its log.
-fn most_at_once(s: &[(f64, Option<f64>)]) -> usize {
-    let mut ev: Vec<(f64, i64)> = Vec::new();
-    for (c, d) in s {
-        ev.push((*c, 1));
-        ev.push((d.unwrap_or(f64::MAX), -1));
-    }
-    // A disconnect at the same instant as a connect counts first.
-    ev.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    let (mut now, mut most) = (0i64, 0i64);
-    for (_, k) in ev {
-        now += k;
-        most = most.max(now);
-    }
-    most as usize
-}
-
 #[test]
 fn bench_idle_holds_socketio_sessions_past_the_librarys_heartbeat_timeout() {
-    let dir = tempfile::tempdir().unwrap();
-    let log = dir.path().join("events.log");
-    let hub = py_socketio(&[
-        ("PING_INTERVAL", "1"),
-        ("PING_TIMEOUT", "1"),
-        ("EVENTS_LOG", log.to_str().unwrap()),
-    ]);
+    let hub = SocketioHub::start(&[("PING_INTERVAL", "1"), ("PING_TIMEOUT", "1")]);
     let args = ["--connections", "20,60,120", "--variants", "plain,deflate"];
     let (code, r, out) = idle(&hub.url("ws", PATH), &args);
     // The hub logs a disconnect when it notices the close: wait (bounded) for all.
-    let until = std::time::Instant::now() + Duration::from_secs(60);
-    let mut s = sessions(&log);
-    while s.iter().any(|x| x.1.is_none()) && std::time::Instant::now() < until {
-        std::thread::sleep(Duration::from_millis(200));
-        s = sessions(&log);
-    }
+    let s = hub.sessions_when(Duration::from_secs(60), |s| s.iter().all(|x| x.1.is_some()));
     let ctx = format!("{out}\nhub log: {s:?}");
     assert_eq!(code, Some(0), "{ctx}");
     assert_eq!(r["app_protocol"]["protocol"], "socketio", "{ctx}");

@@ -52,25 +52,10 @@ fn lint_ids(p: &Proxy) -> Vec<(String, String)> {
         .collect()
 }
 
-/// Seconds each logged session lasted (None: not ended).
-fn lifetimes(log: &std::path::Path) -> Vec<Option<f64>> {
-    let text = std::fs::read_to_string(log).unwrap_or_default();
-    let mut s: Vec<(String, f64, Option<f64>)> = Vec::new();
-    for line in text.lines() {
-        let [t, sid, what] = line.split_whitespace().collect::<Vec<_>>()[..] else {
-            continue;
-        };
-        let t: f64 = t.parse().unwrap();
-        match what {
-            "connect" => s.push((sid.into(), t, None)),
-            _ => {
-                if let Some(x) = s.iter_mut().find(|x| x.0 == sid) {
-                    x.2 = Some(t - x.1);
-                }
-            }
-        }
-    }
-    s.into_iter().map(|x| x.2).collect()
+/// Seconds each session the hub logged lasted (None: not ended).
+fn lifetimes(hub: &SocketioHub) -> Vec<Option<f64>> {
+    let s = hub.sessions();
+    s.into_iter().map(|(c, d)| d.map(|d| d - c)).collect()
 }
 
 /// The independent client, quiet for `secs` s; killed on drop.
@@ -97,10 +82,7 @@ fn client(url: &str, secs: u32) -> Client {
 
 #[test]
 fn a_tunnel_under_socketios_ping_cuts_between_heartbeats_and_the_fix_holds() {
-    let dir = tempfile::tempdir().unwrap();
-    let (cut_log, ok_log) = (dir.path().join("cut.log"), dir.path().join("ok.log"));
-    let hub = |log: &std::path::Path| py_socketio(&[("EVENTS_LOG", log.to_str().unwrap())]);
-    let (cut_hub, ok_hub) = (hub(&cut_log), hub(&ok_log));
+    let (cut_hub, ok_hub) = (SocketioHub::start(&[]), SocketioHub::start(&[]));
     let proxy = |tunnel: &str, hub: &Foreign| {
         let cfg = CFG
             .replace("@TUNNEL@", tunnel)
@@ -125,15 +107,15 @@ fn a_tunnel_under_socketios_ping_cuts_between_heartbeats_and_the_fix_holds() {
     let a = client(&short.url("http", ""), 35);
     let b = client(&long.url("http", ""), 35);
     let until = Instant::now() + Duration::from_secs(90);
-    let done = |log: &std::path::Path| {
-        let l = lifetimes(log);
+    let done = |hub: &SocketioHub| {
+        let l = lifetimes(hub);
         !l.is_empty() && l.iter().all(Option::is_some)
     };
-    while !(done(&cut_log) && done(&ok_log)) && Instant::now() < until {
+    while !(done(&cut_hub) && done(&ok_hub)) && Instant::now() < until {
         std::thread::sleep(Duration::from_millis(500));
     }
     drop((a, b));
-    let (cut, ok) = (lifetimes(&cut_log), lifetimes(&ok_log));
+    let (cut, ok) = (lifetimes(&cut_hub), lifetimes(&ok_hub));
     let ctx = format!("through 20s: {cut:?}; through 60s: {ok:?}");
     assert_eq!(cut.len(), 1, "{ctx}");
     let t = cut[0].expect("the session through the 20 s tunnel never ended");

@@ -616,28 +616,6 @@ fn rtcheck_serve_poll_gets_polling_checks() {
 
 // ---- a library protocol: Socket.IO (issue 42) ----
 
-/// Connect and disconnect times the Socket.IO hub logged (its own count), in seconds.
-fn socketio_sessions(log: &std::path::Path) -> Vec<(f64, Option<f64>)> {
-    let text = std::fs::read_to_string(log).unwrap_or_default();
-    let mut out: Vec<(String, f64, Option<f64>)> = Vec::new();
-    for line in text.lines() {
-        let w: Vec<&str> = line.split_whitespace().collect();
-        let (Some(t), Some(sid), Some(what)) = (w.first(), w.get(1), w.get(2)) else {
-            continue;
-        };
-        let t: f64 = t.parse().unwrap();
-        match *what {
-            "connect" => out.push((sid.to_string(), t, None)),
-            _ => {
-                if let Some(s) = out.iter_mut().find(|s| s.0 == *sid) {
-                    s.2 = Some(t);
-                }
-            }
-        }
-    }
-    out.into_iter().map(|(_, c, d)| (c, d)).collect()
-}
-
 /// python-socketio's hub (aiohttp, Engine.IO v4, a ping every 2 s, a client that does not
 /// answer within 2 s dropped), no proxy. probe detects Socket.IO from the URL, answers
 /// the library's pings and connects to the namespace: the connection holds for the whole
@@ -648,13 +626,10 @@ fn socketio_sessions(log: &std::path::Path) -> Vec<(f64, Option<f64>)> {
 /// interval + timeout, as its log also shows: the close the protocol explains.
 #[test]
 fn socketio_hub_heartbeat_is_recognised_and_answered() {
-    let dir = tempfile::tempdir().unwrap();
-    let log = dir.path().join("events.log");
-    let hub = py_socketio(&[
+    let hub = SocketioHub::start(&[
         ("PING_INTERVAL", "2"),
         ("PING_TIMEOUT", "2"),
         ("TICK_MS", "500"),
-        ("EVENTS_LOG", log.to_str().unwrap()),
     ]);
     let url = hub.url("ws", "/socket.io/?EIO=4&transport=websocket");
     let (spoken, raw) = both(
@@ -674,7 +649,7 @@ fn socketio_hub_heartbeat_is_recognised_and_answered() {
     let ctx = format!(
         "stderr {err}\n{}\nhub log:\n{}",
         summary(&r),
-        std::fs::read_to_string(&log).unwrap_or_default()
+        hub.log_text()
     );
     let part = "EIO=4&transport=websocket";
     assert_eq!(status_of(&r, "idle-timeout", part), "pass", "{ctx}");
@@ -705,7 +680,7 @@ fn socketio_hub_heartbeat_is_recognised_and_answered() {
     );
     // The hub's truth: one Socket.IO session (the raw run never connects to the
     // namespace), held for the whole window.
-    let sessions = socketio_sessions(&log);
+    let sessions = hub.sessions();
     assert_eq!(sessions.len(), 1, "{ctx}");
     let (c, d) = sessions[0];
     assert!(

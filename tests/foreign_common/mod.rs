@@ -146,6 +146,94 @@ pub fn py_socketio(env: &[(&str, &str)]) -> Foreign {
     Foreign::start(cmd, "socketio", env)
 }
 
+/// python-socketio's hub with its own connect/disconnect log (EVENTS_LOG, in a temp dir
+/// of its own): the tests' independent count of the sessions it held. Derefs to the
+/// hub; the hub is killed before the dir goes.
+pub struct SocketioHub {
+    hub: Foreign,
+    log: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl SocketioHub {
+    /// [`py_socketio`] with `env` and EVENTS_LOG set.
+    pub fn start(env: &[(&str, &str)]) -> SocketioHub {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("events.log");
+        let mut env = env.to_vec();
+        env.push(("EVENTS_LOG", log.to_str().unwrap()));
+        let hub = py_socketio(&env);
+        SocketioHub {
+            hub,
+            log,
+            _dir: dir,
+        }
+    }
+
+    /// The log as written so far (for a failure's context).
+    pub fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// (connect, disconnect) times in seconds of every session logged, in connect order;
+    /// None: not ended (yet).
+    pub fn sessions(&self) -> Vec<(f64, Option<f64>)> {
+        let mut out: Vec<(String, f64, Option<f64>)> = Vec::new();
+        for line in self.log_text().lines() {
+            let [t, sid, what] = line.split_whitespace().collect::<Vec<_>>()[..] else {
+                continue;
+            };
+            let t: f64 = t.parse().unwrap();
+            if what == "connect" {
+                out.push((sid.to_string(), t, None));
+            } else if let Some(s) = out.iter_mut().find(|s| s.0 == sid) {
+                s.2 = Some(t);
+            }
+        }
+        out.into_iter().map(|(_, c, d)| (c, d)).collect()
+    }
+
+    /// [`Self::sessions`] once `done` holds for them, or as they are at `bound` (the hub
+    /// logs a disconnect when it notices the close, a moment after the client left).
+    pub fn sessions_when(
+        &self,
+        bound: Duration,
+        done: impl Fn(&[(f64, Option<f64>)]) -> bool,
+    ) -> Vec<(f64, Option<f64>)> {
+        let until = std::time::Instant::now() + bound;
+        let mut s = self.sessions();
+        while !done(&s) && std::time::Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(200));
+            s = self.sessions();
+        }
+        s
+    }
+}
+
+impl std::ops::Deref for SocketioHub {
+    type Target = Foreign;
+    fn deref(&self) -> &Foreign {
+        &self.hub
+    }
+}
+
+/// The most sessions held at once, from [`SocketioHub::sessions`].
+pub fn most_at_once(s: &[(f64, Option<f64>)]) -> usize {
+    let mut ev: Vec<(f64, i64)> = Vec::new();
+    for (c, d) in s {
+        ev.push((*c, 1));
+        ev.push((d.unwrap_or(f64::MAX), -1));
+    }
+    // A disconnect at the same instant as a connect counts first.
+    ev.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    let (mut now, mut most) = (0i64, 0i64);
+    for (_, k) in ev {
+        now += k;
+        most = most.max(now);
+    }
+    most as usize
+}
+
 /// hostile_hub.py (`python3-websockets`): a chat hub that misbehaves as MODE says
 /// (rewrite, phantom, close, binary; honest is the control): issue 41.
 pub fn hostile_hub(mode: &str) -> Foreign {

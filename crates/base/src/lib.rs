@@ -3,6 +3,7 @@
 //! (child processes, signals, rlimits, /proc readings, loopback addresses). It holds no
 //! policy: callers decide what a reading means.
 pub mod escape;
+pub mod ids;
 pub mod input;
 pub mod names;
 pub mod os;

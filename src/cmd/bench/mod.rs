@@ -5,6 +5,7 @@ pub mod plan;
 
 use super::output::{BenchFormat, BenchFormats, OutputArgs};
 use super::thresholds::{findings_report, gate_exit, gates, invalid_scenarios, with_thresholds};
+use super::workload::EditArg;
 use super::{parse_count, Ctx};
 use crate::bench::fanout::{self, FanoutOptions};
 use crate::bench::idle::{self, IdleOptions, IdleProto};
@@ -100,12 +101,8 @@ pub struct LoadgenArgs {
     pub size: u64,
     #[arg(long, default_value_t = 5.0)]
     pub rate: f64,
-    #[arg(long, value_parser = crate::cmd::reach::parse_app_protocol)]
-    pub app_protocol: Option<rtcheck_wire::appproto::AppProtocol>,
-    #[arg(long)]
-    pub channel: Option<String>,
-    #[arg(long)]
-    pub event: Option<String>,
+    #[command(flatten)]
+    pub app: crate::cmd::reach::AppProtocolArgs,
     #[command(flatten)]
     pub reach: crate::cmd::reach::ReachArgs,
     /// `bench fanout --allow-remote`: the remote address resolved by the orchestrator
@@ -142,11 +139,8 @@ impl LoadgenArgs {
             rate: self.rate,
             connect_to: self.remote_addr.or(self.reach.connect_to),
             ca: self.reach.ca.clone(),
-            app: self.app_protocol,
-            app_sub: rtcheck_wire::appproto::Subscribe {
-                channel: self.channel.clone(),
-                event: self.event.clone(),
-            },
+            app: self.app.app_protocol,
+            app_sub: self.app.subscribe(),
             clock_correction_us: self.clock_correction_us,
             clock_uncertainty_us: self.clock_uncertainty_us,
             sources: self.source_ip.clone().map(|s| s.0).unwrap_or_default(),
@@ -185,6 +179,23 @@ Templates: {seq}, {ts} (scheduled publish time, ns since the epoch), {pad} (fill
 --size), {marker} (seq and ts in one string any receiver finds, whatever wraps it).
 Exit codes: 0 every result valid (and every --threshold held), 1 a result failed its
 validity check or a --threshold was crossed, 2 error.")]
+#[command(
+    edit_arg("app_protocol", |a| a.help(
+        "With --server: the library protocol its clients speak (socketio, \
+         signalr, phoenix, actioncable, graphql-ws, stomp, sockjs, mqtt or raw). \
+         Default: detected from the URL where it is unambiguous (`?EIO=4`, \
+         `/websocket?vsn=`, `/cable`...)"
+    )),
+    edit_arg("channel", |a| a.help(
+        "With --app-protocol: what to subscribe to (Phoenix topic, ActionCable \
+         channel, STOMP destination, MQTT topic)"
+    )),
+    edit_arg("event", |a| a.help(
+        "With --app-protocol: the Socket.IO event or SignalR method that carries \
+         the payload, and the one rtcheck publishes with --publish ws (default \
+         `message`)"
+    ))
+)]
 pub struct FanoutArgs {
     /// Clients (the seed: 10,000; on 2 cores 2,000 is the seed's load per core).
     #[arg(long, value_name = "N", default_value_t = DEFAULT_CONNECTIONS, value_parser = parse_count, allow_negative_numbers = true)]
@@ -248,19 +259,8 @@ pub struct FanoutArgs {
     /// an http:// URL; the event's `id:` is the seq when the payload carries none).
     #[arg(long, value_enum, default_value = "ws")]
     pub transport: FanoutTransport,
-    /// With --server: the library protocol its clients speak (socketio, signalr,
-    /// phoenix, actioncable, graphql-ws, stomp, sockjs, mqtt or raw). Default: detected
-    /// from the URL where it is unambiguous (`?EIO=4`, `/websocket?vsn=`, `/cable`...).
-    #[arg(long, value_name = "NAME", value_parser = crate::cmd::reach::parse_app_protocol)]
-    pub app_protocol: Option<rtcheck_wire::appproto::AppProtocol>,
-    /// With --app-protocol: what to subscribe to (Phoenix topic, ActionCable channel,
-    /// STOMP destination, MQTT topic).
-    #[arg(long, value_name = "NAME")]
-    pub channel: Option<String>,
-    /// With --app-protocol: the Socket.IO event or SignalR method that carries the
-    /// payload, and the one rtcheck publishes with --publish ws (default `message`).
-    #[arg(long, value_name = "NAME")]
-    pub event: Option<String>,
+    #[command(flatten)]
+    pub app: crate::cmd::reach::AppProtocolArgs,
     #[command(flatten)]
     pub reach: crate::cmd::reach::ReachArgs,
     #[command(flatten)]
@@ -374,11 +374,8 @@ impl FanoutArgs {
             sse: self.transport == FanoutTransport::Sse,
             connect_to: to,
             ca: self.reach.ca.clone(),
-            app_protocol: self.app_protocol,
-            app_sub: rtcheck_wire::appproto::Subscribe {
-                channel: self.channel.clone(),
-                event: self.event.clone(),
-            },
+            app_protocol: self.app.app_protocol,
+            app_sub: self.app.subscribe(),
             remote,
             shard: self.shard,
             start_at_ns: self.start_at,
@@ -542,6 +539,23 @@ Examples:
   A Socket.IO server's cost per client with its session (detected from the URL):
     rtcheck bench idle \\
       --server 'ws://127.0.0.1:3000/socket.io/?EIO=4&transport=websocket'")]
+#[command(
+    edit_arg("app_protocol", |a| a.help(
+        "With --server: the library protocol each held connection speaks \
+         (socketio, signalr, phoenix, actioncable, graphql-ws, stomp, sockjs, \
+         mqtt, raw): its handshake done and its heartbeat kept, so the cost is \
+         the library's session. Default: the one the URL names \
+         (/socket.io/?EIO=4...), else raw"
+    )),
+    edit_arg("channel", |a| a.help(
+        "With --app-protocol: what to subscribe to (Phoenix topic, ActionCable \
+         channel, STOMP destination, MQTT topic)"
+    )),
+    edit_arg("event", |a| a.help(
+        "With --app-protocol: the Socket.IO event or SignalR method that carries \
+         data"
+    ))
+)]
 pub struct IdleArgs {
     /// Idle clients per protocol. With --server: A,B,N (fit from A and B, checked at
     /// N), or N alone (A = N/10, B = N/2); default 200,1000,2000.
@@ -586,19 +600,8 @@ pub struct IdleArgs {
     /// (memory_per_connection:), read by choose and audit.
     #[arg(long, value_name = "PROFILE")]
     pub save: Option<PathBuf>,
-    /// With --server: the library protocol each held connection speaks (socketio,
-    /// signalr, phoenix, actioncable, graphql-ws, stomp, sockjs, mqtt, raw): its
-    /// handshake done and its heartbeat kept, so the cost is the library's session.
-    /// Default: the one the URL names (/socket.io/?EIO=4...), else raw.
-    #[arg(long, value_name = "NAME", value_parser = crate::cmd::reach::parse_app_protocol)]
-    pub app_protocol: Option<rtcheck_wire::appproto::AppProtocol>,
-    /// With --app-protocol: what to subscribe to (Phoenix topic, ActionCable channel,
-    /// STOMP destination, MQTT topic).
-    #[arg(long, value_name = "NAME")]
-    pub channel: Option<String>,
-    /// With --app-protocol: the Socket.IO event or SignalR method that carries data.
-    #[arg(long, value_name = "NAME")]
-    pub event: Option<String>,
+    #[command(flatten)]
+    pub app: crate::cmd::reach::AppProtocolArgs,
     #[command(flatten)]
     pub reach: super::reach::ReachArgs,
     #[command(flatten)]
@@ -616,9 +619,9 @@ fn run_idle(a: IdleArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
         (a.publish.is_some(), "--publish"),
         (a.save.is_some(), "--save"),
         (a.reach.allow_remote, "--allow-remote"),
-        (a.app_protocol.is_some(), "--app-protocol"),
-        (a.channel.is_some(), "--channel"),
-        (a.event.is_some(), "--event"),
+        (a.app.app_protocol.is_some(), "--app-protocol"),
+        (a.app.channel.is_some(), "--channel"),
+        (a.app.event.is_some(), "--event"),
     ] {
         if set {
             anyhow::bail!("{flag} needs --server URL");
@@ -742,11 +745,8 @@ fn run_conncost(a: IdleArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
         allow_remote: a.reach.allow_remote,
         settle: a.settle,
         connect_timeout: a.connect_timeout,
-        app: a.app_protocol,
-        app_sub: rtcheck_wire::appproto::Subscribe {
-            channel: a.channel.clone(),
-            event: a.event.clone(),
-        },
+        app: a.app.app_protocol,
+        app_sub: a.app.subscribe(),
     };
     let report = conncost::run(&o)?;
     let findings = findings_report(
