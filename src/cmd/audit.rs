@@ -223,7 +223,7 @@ pub fn render(
         GaugeFormat::Markdown => report::markdown::audit::render(r),
         GaugeFormat::Junit => report::junit::render(r, fail_on)?,
         GaugeFormat::Github => report::github::render(r),
-        GaugeFormat::Html => report::html::findings::render_audit(r)?,
+        GaugeFormat::Html => report::doc::html::render(&report::audit::audit_page(r)?),
         GaugeFormat::Sarif => report::sarif::render(r)?,
         GaugeFormat::Prometheus => report::prometheus::render(r, report::prometheus::unix_now()),
     })

@@ -2,11 +2,12 @@
 //! skip), what was judged, one row per check, then what needs action (fail and warn: what
 //! was seen, what is needed, the fix and the commands to run now), the reasons of skips
 //! and of the baseline's suppressions, and the live measurements of passing checks.
-//! `explain`: every check in full (rule, evidence, every fix line). lint and probe still
-//! render through `report::text::audit`; the html page is `report::html::findings`.
+//! `explain`: every check in full (rule, evidence, every fix line). The html page
+//! ([`audit_page`], also review's and lint's) draws every check as a card instead of the
+//! items. lint and probe's text and markdown still render through `report::text::audit`.
 use crate::findings::{Finding, Status, Verification};
 use crate::report::doc::{
-    code, status, strong, t, Block, Column, Doc, Item, Row, Span, Table, Tone, Verdict,
+    code, num, status, strong, t, Block, Column, Doc, Item, Row, Span, Table, Tone, Verdict,
 };
 use crate::report::FindingsReport;
 
@@ -38,6 +39,46 @@ pub fn audit_doc(r: &FindingsReport, explain: bool) -> anyhow::Result<Doc> {
         blocks.push(Block::Section("Rules and evidence".into()));
         blocks.push(Block::Wide(rules(r)));
     }
+    Ok(Doc {
+        title: format!("rtcheck {}", r.kind),
+        verdict: verdict(r),
+        blocks,
+        json: crate::report::json::render(r)?,
+    })
+}
+
+/// The html page: what was judged, the counts tagged with their JSON paths, one row per
+/// check, then every check as a card in the report's order (its status, what was read,
+/// what is needed, its numbers, the fix, a live measurement, the evidence).
+pub fn audit_page(r: &FindingsReport) -> anyhow::Result<Doc> {
+    let mut blocks = vec![Block::Para {
+        id: Some("profile".into()),
+        spans: vec![strong(title(r))],
+    }];
+    if let Some(target) = &r.target {
+        blocks.push(Block::Note(target.clone()));
+    }
+    blocks.extend(netns(r));
+    let s = &r.summary;
+    let n = |k: &str, v: usize| num(format!("summary.{k}"), v.to_string());
+    blocks.push(Block::Para {
+        id: Some("summary".into()),
+        spans: vec![
+            n("fail", s.fail),
+            t(" fail, "),
+            n("warn", s.warn),
+            t(" warn, "),
+            n("pass", s.pass),
+            t(" pass, "),
+            n("skip", s.skip),
+            t(format!(
+                " skip{}",
+                crate::report::text::audit::suppressed_count(s)
+            )),
+        ],
+    });
+    blocks.push(Block::Table(table(r)));
+    blocks.push(Block::Findings(r.findings.clone()));
     Ok(Doc {
         title: format!("rtcheck {}", r.kind),
         verdict: verdict(r),
@@ -171,7 +212,7 @@ fn fix_line(label: &str, c: &str) -> Vec<Span> {
 }
 
 fn measured(v: &Verification) -> Vec<Span> {
-    let m = crate::report::text::verify::measured(v);
+    let m = crate::report::verify::measured(v);
     line(
         "measured",
         &format!("{m} live on loopback ({}): {}", v.name, v.verdict),
@@ -290,7 +331,7 @@ fn measured_passes(r: &FindingsReport) -> Vec<Block> {
         .filter(|f| f.status == Status::Pass)
         .filter_map(|f| f.verification.as_ref().map(|v| (f, v)))
         .map(|(f, v)| {
-            let m = crate::report::text::verify::measured(v);
+            let m = crate::report::verify::measured(v);
             vec![t(format!("{}: {m} ({}): {}", f.id, v.name, v.verdict))]
         })
         .collect();
@@ -403,5 +444,26 @@ mod tests {
         );
         let page = html::render(&d);
         assert!(page.contains("id=\"finding-somaxconn\""), "{page}");
+    }
+
+    /// The page: every check a card with its status (one each, the ids unique), the
+    /// counts tagged with their JSON paths, the fix of a fail, the verdict first.
+    #[test]
+    fn audit_page_has_a_card_per_check_and_tagged_counts() {
+        let page = html::render(&audit_page(&report()).unwrap());
+        for (id, st) in [
+            ("ephemeral-ports", "warn"),
+            ("delivery-snapshot-clean-reconnect", "pass"),
+            ("somaxconn", "fail"),
+        ] {
+            let at = format!("id=\"finding-{id}\"");
+            assert_eq!(page.matches(&at).count(), 1, "{page}");
+            let card = &page[page.find(&at).unwrap()..];
+            let card = &card[..card.find("</div>").unwrap()];
+            assert!(card.contains(&format!("data-status=\"{st}\"")), "{card}");
+        }
+        assert!(page.contains("data-path=\"summary.fail\">1<"), "{page}");
+        assert!(page.contains("<b>Fix</b>: Raise it."), "{page}");
+        assert!(page.contains("1 fail, 1 warn, 1 pass, 0 skip in 12 ms"));
     }
 }

@@ -576,7 +576,9 @@ fn verify_page_shows_measurements_beside_their_references() {
     assert!(v.len() >= 2);
     for (i, m) in v.iter().enumerate() {
         let name = m["name"].as_str().unwrap();
-        let t = between(&page.dom, &format!("data-name=\"{name}\""), "</table>").unwrap();
+        // Its row in the table of measurements beside their references.
+        let refs = between(&page.dom, "id=\"references\"", "</table>").unwrap();
+        let t = between(refs, &format!("data-row=\"{name}\""), "</tr>").unwrap();
         let reference = m["reference"].as_str().unwrap().replace('&', "&amp;");
         assert!(t.contains(&reference), "{name}: no reference beside it");
         if m["valid"] == true {

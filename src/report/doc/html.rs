@@ -3,7 +3,7 @@
 //! findings as the cards every page uses, plots drawn with plotters.
 use super::{Block, Colour, Doc, Figure, Item, Plot, Scale, Shape, Span, Table, Tone};
 use crate::report::html::plot;
-use crate::report::html::{checks, esc, findings::finding, notes, num, page, status};
+use crate::report::html::{checks, esc, card::finding, notes, num, page, status};
 
 pub fn render(doc: &Doc) -> String {
     let mut b = String::new();

@@ -2,7 +2,7 @@
 //! check, what was measured) and a card per finding (observed, expected, rule, numbers,
 //! fix, evidence), most severe first. Built from the common findings model only, so any
 //! finding added to a probe report (browser checks included) renders as it is.
-use super::{esc, findings::card, num, page, status};
+use super::{esc, card::card, num, page, status};
 use crate::findings::{Finding, Status};
 use crate::report::FindingsReport;
 

@@ -232,7 +232,7 @@ fn measured_line(v: &crate::findings::Verification, w: usize) -> String {
     wrap(
         &format!(
             "{} live on loopback ({}): {}",
-            crate::report::text::verify::measured(v),
+            crate::report::verify::measured(v),
             v.name,
             v.verdict
         ),
@@ -347,7 +347,7 @@ pub fn render(r: &FindingsReport, pal: Palette, explain_all: bool) -> String {
                 &format!(
                     "{}: {} ({}): {}",
                     f.id,
-                    crate::report::text::verify::measured(v),
+                    crate::report::verify::measured(v),
                     v.name,
                     v.verdict
                 ),
