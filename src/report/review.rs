@@ -52,7 +52,7 @@ fn verdict(r: &ReviewReport) -> Verdict {
             n("skip", s.skip),
             t(format!(
                 " n/a{}",
-                crate::report::text::audit::suppressed_count(s)
+                crate::report::audit::suppressed_count(s)
             )),
         ],
         tone: Tone::worst(r.needs_action().iter().map(|f| f.status)),

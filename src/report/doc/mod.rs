@@ -9,7 +9,7 @@
 //! ([`crate::report::verify`]), `verify delivery` ([`crate::report::delivery`]), `choose`
 //! ([`crate::report::choose`]), `review` ([`crate::report::review`]), `hops`
 //! ([`crate::report::hops`]), `evidence` and `checklist` ([`crate::report::evidence`]),
-//! `bench fanout` ([`crate::report::fanout`]), `audit` in text and markdown
+//! `bench fanout` ([`crate::report::fanout`]), `audit` and `lint`
 //! ([`crate::report::audit`]).
 //! The others still have a renderer per format (text/,
 //! markdown/, html/) and move here one at a time.

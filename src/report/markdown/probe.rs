@@ -30,7 +30,7 @@ pub fn render(r: &FindingsReport) -> String {
         s.warn,
         s.pass,
         s.skip,
-        crate::report::text::audit::suppressed_count(s),
+        crate::report::audit::suppressed_count(s),
         r.duration_ms / 1000.0
     );
     if r.findings

@@ -1,5 +1,4 @@
 //! text renderers, one file per result kind.
-pub mod audit;
 pub mod bench;
 pub mod conncost;
 pub mod guided;

@@ -105,7 +105,7 @@ pub fn render(r: &FindingsReport, pal: Palette) -> String {
         s.warn,
         s.pass,
         s.skip,
-        super::audit::suppressed_count(s)
+        crate::report::audit::suppressed_count(s)
     );
     let mut urls: Vec<&str> = Vec::new();
     for f in &r.findings {
