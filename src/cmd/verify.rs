@@ -204,7 +204,9 @@ pub fn render(
         AllFormat::Yaml => crate::report::yaml::render(r)?,
         AllFormat::Junit => crate::report::junit::render(&as_findings(r), FailOn::Fail)?,
         AllFormat::Github => crate::report::github::render(&as_findings(r)),
-        AllFormat::Html => crate::report::doc::html::render(&crate::report::verify::verify_page(r)?),
+        AllFormat::Html => {
+            crate::report::doc::html::render(&crate::report::verify::verify_page(r)?)
+        }
         AllFormat::Sarif => crate::report::sarif::render(&as_findings(r))?,
     })
 }

@@ -70,10 +70,7 @@ pub fn audit_page(r: &FindingsReport) -> anyhow::Result<Doc> {
             n("pass", s.pass),
             t(" pass, "),
             n("skip", s.skip),
-            t(format!(
-                " skip{}",
-                suppressed_count(s)
-            )),
+            t(format!(" skip{}", suppressed_count(s))),
         ],
     });
     blocks.push(Block::Table(table(r)));
@@ -113,10 +110,12 @@ fn lint_title(p: &crate::profile::Profile) -> String {
         true => "not declared (routes by evidence)".to_string(),
         false => ts.iter().map(|t| t.name()).collect::<Vec<_>>().join(","),
     };
-    let path = p.hop_path().map_or(String::new(), |(ids, _)| match ids.len() {
-        0 => ", path direct".into(),
-        _ => format!(", path {}", ids.join(" -> ")),
-    });
+    let path = p
+        .hop_path()
+        .map_or(String::new(), |(ids, _)| match ids.len() {
+            0 => ", path direct".into(),
+            _ => format!(", path {}", ids.join(" -> ")),
+        });
     format!(
         "rtcheck lint: {} connections, transport {transports}, heartbeat {}{path}",
         crate::evidence::fmt_num(p.connections_per_machine() as f64),

@@ -233,7 +233,10 @@ mod tests {
             at[..at.find("</tr>").unwrap()].to_string()
         };
         let fd = row("fd-limit");
-        assert!(fd.contains("data-path=\"verifications.0.measured\">253<"), "{fd}");
+        assert!(
+            fd.contains("data-path=\"verifications.0.measured\">253<"),
+            "{fd}"
+        );
         assert!(fd.contains(">ref<"), "{fd}");
         let wmem = row("tcp-wmem");
         assert!(!wmem.contains("data-path"), "{wmem}");

@@ -12,7 +12,7 @@ pub(crate) fn finding(i: usize, f: &Finding) -> String {
 
 /// A finding's card with element id `finding-{anchor}` (pages where a check id repeats,
 /// one per URL, make it unique).
-pub(super) fn card(i: usize, f: &Finding, anchor: &str) -> String {
+pub(crate) fn card(i: usize, f: &Finding, anchor: &str) -> String {
     let mut b = format!(
         "<div class=\"card finding {st}\" id=\"finding-{}\" data-id=\"{id}\" data-status=\"{st}\"><h3>{} {} <span class=\"dim\">{id}</span></h3>\n",
         esc(anchor),

@@ -1,4 +1,3 @@
 //! markdown renderers, one file per result kind.
 pub mod bench;
-pub mod probe;
 pub mod rehearse;

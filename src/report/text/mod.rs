@@ -2,7 +2,6 @@
 pub mod bench;
 pub mod conncost;
 pub mod guided;
-pub mod probe;
 pub mod rehearse;
 pub mod table;
 
