@@ -5,7 +5,7 @@
 use rtcheck::audit::Roots;
 use rtcheck::cmd::audit::build_report;
 use rtcheck::profile::Profile;
-use rtcheck::report::{json, text, Palette};
+use rtcheck::report::{audit::audit_doc, doc, json, Palette};
 use std::time::{Duration, Instant};
 
 fn stats(name: &str, mut d: Vec<Duration>) {
@@ -40,7 +40,8 @@ fn main() {
         let t = Instant::now();
         let r = build_report(profile.clone(), &roots, &[]).expect("audit runs");
         audit.push(t.elapsed());
-        let out = json::render(&r).unwrap() + &text::audit::render(&r, Palette::plain(), false);
+        let text = doc::text::render(&audit_doc(&r, false).unwrap(), &Palette::plain());
+        let out = json::render(&r).unwrap() + &text;
         full.push(t.elapsed());
         std::hint::black_box(out);
     }

@@ -210,20 +210,15 @@ pub fn render(
     p: Palette,
     explain: bool,
 ) -> anyhow::Result<String> {
-    // audit's text and markdown are one Doc; lint and probe, which render here too, keep
-    // their findings renderers until they move.
     let doc = || report::audit::audit_doc(r, explain);
-    let audit = r.kind == "audit";
     Ok(match GaugeFormat::of(format)? {
-        GaugeFormat::Text if audit => report::doc::text::render(&doc()?, &p),
-        GaugeFormat::Markdown if audit => report::doc::markdown::render(&doc()?),
-        GaugeFormat::Text => report::text::audit::render(r, p, explain),
+        GaugeFormat::Text => report::doc::text::render(&doc()?, &p),
         GaugeFormat::Json => report::json::render(r)?,
         GaugeFormat::Yaml => report::yaml::render(r)?,
-        GaugeFormat::Markdown => report::markdown::audit::render(r),
+        GaugeFormat::Markdown => report::doc::markdown::render(&doc()?),
         GaugeFormat::Junit => report::junit::render(r, fail_on)?,
         GaugeFormat::Github => report::github::render(r),
-        GaugeFormat::Html => report::html::findings::render_audit(r)?,
+        GaugeFormat::Html => report::doc::html::render(&report::audit::audit_page(r)?),
         GaugeFormat::Sarif => report::sarif::render(r)?,
         GaugeFormat::Prometheus => report::prometheus::render(r, report::prometheus::unix_now()),
     })

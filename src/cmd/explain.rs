@@ -62,7 +62,7 @@ pub fn run(a: ExplainArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
             .iter()
             .find(|f| f.id == a.id)
             .ok_or_else(|| anyhow::anyhow!("check `{}` produced no finding", a.id))?;
-        let mut s = crate::report::text::audit::explain(f, pal);
+        let mut s = crate::report::doc::text::render(&crate::report::audit::explain_doc(f), &pal);
         let note = format!(
             "Computed for this host ({}) and {} {} connections, role {}; \
              `--profile FILE` for your workload.",

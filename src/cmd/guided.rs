@@ -79,7 +79,7 @@ pub fn run(ctx: Ctx) -> anyhow::Result<ExitCode> {
     println!(
         "{} {}",
         screen.bold("Audit:"),
-        crate::report::text::audit::summary_line(&report, screen).trim()
+        crate::report::audit::verdict_text(&report, &screen).trim()
     );
     say("Full reasoning and every number: `rtcheck choose --answers PROFILE` (save the profile now).");
 

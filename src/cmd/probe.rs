@@ -376,7 +376,8 @@ fn browser_options(o: &Options) -> probe::browser::Options {
     }
 }
 
-/// Render a probe report: its own text and markdown, the shared findings formats otherwise.
+/// Render a probe report: its own Doc for the human formats, the shared findings formats
+/// otherwise.
 pub fn render(
     r: &FindingsReport,
     format: Format,
@@ -384,10 +385,10 @@ pub fn render(
     p: Palette,
 ) -> anyhow::Result<String> {
     Ok(match GaugeFormat::of(format)? {
-        GaugeFormat::Text => report::text::probe::render(r, p),
-        GaugeFormat::Markdown => report::markdown::probe::render(r),
+        GaugeFormat::Text => report::doc::text::render(&report::probe::probe_doc(r)?, &p),
+        GaugeFormat::Markdown => report::doc::markdown::render(&report::probe::probe_doc(r)?),
         GaugeFormat::Junit => report::junit::render_named(r, fail_on, &probe::case_name)?,
-        GaugeFormat::Html => report::html::probe::render(r)?,
+        GaugeFormat::Html => report::doc::html::render(&report::probe::probe_page(r)?),
         GaugeFormat::Prometheus => {
             report::prometheus::render_with(r, report::prometheus::unix_now(), &|f| {
                 probe::url_of(f).map(String::from)

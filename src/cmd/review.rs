@@ -95,7 +95,7 @@ pub fn render(
         GaugeFormat::Markdown => report::doc::markdown::render(&report::review::doc(r)?),
         GaugeFormat::Junit => report::junit::render(&r.report, fail_on)?,
         GaugeFormat::Github => report::github::render(&r.report),
-        GaugeFormat::Html => report::html::findings::render_audit(&r.report)?,
+        GaugeFormat::Html => report::doc::html::render(&report::audit::audit_page(&r.report)?),
         GaugeFormat::Sarif => report::sarif::render(&r.report)?,
         GaugeFormat::Prometheus => {
             report::prometheus::render(&r.report, report::prometheus::unix_now())

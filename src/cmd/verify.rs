@@ -204,7 +204,9 @@ pub fn render(
         AllFormat::Yaml => crate::report::yaml::render(r)?,
         AllFormat::Junit => crate::report::junit::render(&as_findings(r), FailOn::Fail)?,
         AllFormat::Github => crate::report::github::render(&as_findings(r)),
-        AllFormat::Html => crate::report::html::findings::render_verify(r)?,
+        AllFormat::Html => {
+            crate::report::doc::html::render(&crate::report::verify::verify_page(r)?)
+        }
         AllFormat::Sarif => crate::report::sarif::render(&as_findings(r))?,
     })
 }
@@ -222,7 +224,7 @@ pub fn as_findings(r: &VerifyReport) -> FindingsReport {
                 id: v.name.clone(),
                 title: part.map_or(v.name.as_str(), |p| p.title).to_string(),
                 status: if v.valid { Status::Pass } else { Status::Fail },
-                observed: crate::report::text::verify::measured(v),
+                observed: crate::report::verify::measured(v),
                 expected: v.reference.clone(),
                 rule: v.verdict.clone(),
                 reason: None,

@@ -1,12 +1,14 @@
-//! `rtcheck audit` as one [`Doc`] for text and markdown: the verdict (fail, warn, pass,
-//! skip), what was judged, one row per check, then what needs action (fail and warn: what
-//! was seen, what is needed, the fix and the commands to run now), the reasons of skips
-//! and of the baseline's suppressions, and the live measurements of passing checks.
-//! `explain`: every check in full (rule, evidence, every fix line). lint and probe still
-//! render through `report::text::audit`; the html page is `report::html::findings`.
+//! A findings report (`rtcheck audit` and `rtcheck lint`) as one [`Doc`] for text and
+//! markdown: the verdict (fail, warn, pass, skip), what was judged (lint: each proxied
+//! route and why), one row per check, then what needs action (fail and warn: what was
+//! seen, what is needed, the fix and the commands to run now), the reasons of skips and
+//! of the baseline's suppressions, and the live measurements of passing checks.
+//! `explain`: every check in full (rule, evidence, every fix line); [`explain_doc`] is one
+//! check in full (`rtcheck explain ID`). The html page ([`audit_page`], also review's)
+//! draws every check as a card instead of the items.
 use crate::findings::{Finding, Status, Verification};
 use crate::report::doc::{
-    code, status, strong, t, Block, Column, Doc, Item, Row, Span, Table, Tone, Verdict,
+    code, num, status, strong, t, Block, Column, Doc, Item, Row, Span, Table, Tone, Verdict,
 };
 use crate::report::FindingsReport;
 
@@ -19,6 +21,7 @@ pub fn audit_doc(r: &FindingsReport, explain: bool) -> anyhow::Result<Doc> {
         blocks.push(Block::Note(target.clone()));
     }
     blocks.extend(netns(r));
+    blocks.extend(routes(r));
     blocks.push(Block::Table(table(r)));
     let acts = |f: &&Finding| explain || matches!(f.status, Status::Fail | Status::Warn);
     for f in r.findings.iter().filter(acts) {
@@ -28,10 +31,7 @@ pub fn audit_doc(r: &FindingsReport, explain: bool) -> anyhow::Result<Doc> {
         blocks.extend(reasons(r));
         blocks.extend(measured_passes(r));
     }
-    blocks.push(Block::Note(format!(
-        "Rule, evidence and every fix: `rtcheck {} --explain`, or `rtcheck explain ID`.",
-        r.kind
-    )));
+    blocks.push(Block::Note(where_explained(r)));
     if !explain {
         // What text leaves to --explain, for markdown and html: every check's need, rule
         // and evidence; after the note, so text shows no heading over a table it omits.
@@ -46,8 +46,48 @@ pub fn audit_doc(r: &FindingsReport, explain: bool) -> anyhow::Result<Doc> {
     })
 }
 
+/// The html page: what was judged, the counts tagged with their JSON paths, one row per
+/// check, then every check as a card in the report's order (its status, what was read,
+/// what is needed, its numbers, the fix, a live measurement, the evidence).
+pub fn audit_page(r: &FindingsReport) -> anyhow::Result<Doc> {
+    let mut blocks = vec![Block::Para {
+        id: Some("profile".into()),
+        spans: vec![strong(title(r))],
+    }];
+    if let Some(target) = &r.target {
+        blocks.push(Block::Note(target.clone()));
+    }
+    blocks.extend(netns(r));
+    let s = &r.summary;
+    let n = |k: &str, v: usize| num(format!("summary.{k}"), v.to_string());
+    blocks.push(Block::Para {
+        id: Some("summary".into()),
+        spans: vec![
+            n("fail", s.fail),
+            t(" fail, "),
+            n("warn", s.warn),
+            t(" warn, "),
+            n("pass", s.pass),
+            t(" pass, "),
+            n("skip", s.skip),
+            t(format!(" skip{}", suppressed_count(s))),
+        ],
+    });
+    blocks.push(Block::Table(table(r)));
+    blocks.push(Block::Findings(r.findings.clone()));
+    Ok(Doc {
+        title: format!("rtcheck {}", r.kind),
+        verdict: verdict(r),
+        blocks,
+        json: crate::report::json::render(r)?,
+    })
+}
+
 /// What was judged: the connections, transport and role (and machines when several).
 pub fn title(r: &FindingsReport) -> String {
+    if r.kind == "lint" {
+        return lint_title(&r.profile);
+    }
     let p = &r.profile;
     let machines = match p.machines {
         1 | 0 => String::new(),
@@ -60,6 +100,108 @@ pub fn title(r: &FindingsReport) -> String {
         p.transport.map_or("websocket", |t| t.name()),
         p.role.as_str()
     )
+}
+
+/// lint judges configs, not a host: no role, the transport may come from names, and the
+/// heartbeat and the path of hops are what the timeouts are read against.
+fn lint_title(p: &crate::profile::Profile) -> String {
+    let ts = p.declared_transports();
+    let transports = match ts.is_empty() {
+        true => "not declared (routes by evidence)".to_string(),
+        false => ts.iter().map(|t| t.name()).collect::<Vec<_>>().join(","),
+    };
+    let path = p
+        .hop_path()
+        .map_or(String::new(), |(ids, _)| match ids.len() {
+            0 => ", path direct".into(),
+            _ => format!(", path {}", ids.join(" -> ")),
+        });
+    format!(
+        "rtcheck lint: {} connections, transport {transports}, heartbeat {}{path}",
+        crate::evidence::fmt_num(p.connections_per_machine() as f64),
+        p.ping
+            .map_or("not declared".into(), rtcheck_base::units::fmt_duration),
+    )
+}
+
+/// lint: each proxied route, what it carries and why, so a user can correct it (the
+/// first 20; json lists all).
+fn routes(r: &FindingsReport) -> Vec<Block> {
+    const SHOWN: usize = 20;
+    let mut items: Vec<Vec<Span>> = (r.routes.iter().take(SHOWN))
+        .map(|rt| {
+            let what = match rt.carries.is_empty() {
+                true => "nothing says it carries a stream".to_string(),
+                false => (rt.carries.iter())
+                    .map(|c| format!("{} ({})", c.transport.as_str(), c.why))
+                    .collect::<Vec<_>>()
+                    .join("; "),
+            };
+            vec![t(format!(
+                "route {} at {}:{}: {what}",
+                rt.route, rt.file, rt.line
+            ))]
+        })
+        .collect();
+    if r.routes.len() > SHOWN {
+        items.push(vec![t(format!(
+            "and {} more routes (--format json lists all)",
+            r.routes.len() - SHOWN
+        ))]);
+    }
+    match items.is_empty() {
+        true => Vec::new(),
+        false => vec![Block::List(items)],
+    }
+}
+
+/// Where the rest is: lint's rules are explained with examples in docs/lint.md.
+fn where_explained(r: &FindingsReport) -> String {
+    match r.kind.as_str() {
+        "lint" => "Rule and evidence: `rtcheck lint --explain`, or `rtcheck explain ID`; examples: docs/lint.md.".into(),
+        kind => format!(
+            "Rule, evidence and every fix: `rtcheck {kind} --explain`, or `rtcheck explain ID`."
+        ),
+    }
+}
+
+/// The verdict line alone, painted (guided's summary ends with it).
+pub fn verdict_text(r: &FindingsReport, pal: &crate::report::Palette) -> String {
+    let d = Doc {
+        title: String::new(),
+        verdict: verdict(r),
+        blocks: Vec::new(),
+        json: String::new(),
+    };
+    crate::report::doc::text::render(&d, pal)
+}
+
+/// `, N suppressed` when the baseline accepted any (nothing otherwise: most runs have none).
+pub fn suppressed_count(s: &crate::findings::Summary) -> String {
+    match s.suppressed {
+        0 => String::new(),
+        n => format!(", {n} suppressed"),
+    }
+}
+
+/// One check in full (`rtcheck explain ID`): its head first, then the reason, what was
+/// seen and is needed, the rule, the evidence, every fix line and the experiment.
+pub fn explain_doc(f: &Finding) -> Doc {
+    let Some(Block::Item(i)) = item(f, true).into_iter().next() else {
+        unreachable!("item() starts with the check's item")
+    };
+    let blocks = (i.lines.into_iter())
+        .map(|spans| Block::Para { id: None, spans })
+        .collect();
+    Doc {
+        title: f.id.clone(),
+        verdict: Verdict {
+            text: i.head,
+            tone: Tone::Plain,
+        },
+        blocks,
+        json: String::new(),
+    }
 }
 
 /// The counts in the order every format uses: fail, warn, pass, skip; an invalid live
@@ -90,7 +232,7 @@ fn verdict(r: &FindingsReport) -> Verdict {
             s.warn,
             s.pass,
             s.skip,
-            crate::report::text::audit::suppressed_count(s),
+            suppressed_count(s),
         ))],
         tone,
     }
@@ -171,7 +313,7 @@ fn fix_line(label: &str, c: &str) -> Vec<Span> {
 }
 
 fn measured(v: &Verification) -> Vec<Span> {
-    let m = crate::report::text::verify::measured(v);
+    let m = crate::report::verify::measured(v);
     line(
         "measured",
         &format!("{m} live on loopback ({}): {}", v.name, v.verdict),
@@ -290,7 +432,7 @@ fn measured_passes(r: &FindingsReport) -> Vec<Block> {
         .filter(|f| f.status == Status::Pass)
         .filter_map(|f| f.verification.as_ref().map(|v| (f, v)))
         .map(|(f, v)| {
-            let m = crate::report::text::verify::measured(v);
+            let m = crate::report::verify::measured(v);
             vec![t(format!("{}: {m} ({}): {}", f.id, v.name, v.verdict))]
         })
         .collect();
@@ -387,6 +529,59 @@ mod tests {
         assert_eq!(text.matches("\n  rule: the rule").count(), 3, "{text}");
     }
 
+    /// An invalid live measurement makes the exit code 1: the verdict line says so.
+    #[test]
+    fn verdict_line_counts_invalid_measurements() {
+        let mut r = report();
+        let plain = |r: &FindingsReport| verdict_text(r, &Palette::plain());
+        assert_eq!(plain(&r), "1 fail, 1 warn, 1 pass, 0 skip in 12 ms\n");
+        r.findings[1].verification = Some(Verification {
+            name: "memory-ws".into(),
+            measured: None,
+            unit: "B".into(),
+            reference: "ref".into(),
+            verdict: "invalid: why".into(),
+            details: vec![],
+            valid: false,
+            duration_ms: 1,
+        });
+        assert!(
+            plain(&r).starts_with("1 fail, 1 warn, 1 pass, 0 skip, 1 measurement(s) invalid in "),
+            "{}",
+            plain(&r)
+        );
+    }
+
+    /// lint: its own heading (no role), each route and why, its rules in docs/lint.md.
+    #[test]
+    fn lint_says_what_it_judged_and_each_route() {
+        let mut r = report();
+        r.kind = "lint".into();
+        r.routes = serde_json::from_value(serde_json::json!([{
+            "route": "location /ws", "file": "nginx.conf", "line": 7,
+            "carries": [{"transport": "websocket", "why": "Upgrade headers"}]
+        }]))
+        .unwrap();
+        let text = text::render(&audit_doc(&r, false).unwrap(), &Palette::plain());
+        assert!(text.contains("rtcheck lint: 10,000 connections, transport not declared"));
+        assert!(
+            text.contains("route location /ws at nginx.conf:7: WebSocket (Upgrade"),
+            "{text}"
+        );
+        assert!(text.contains("docs/lint.md."), "{text}");
+        assert!(!text.contains("role"), "{text}");
+    }
+
+    /// `rtcheck explain ID`: the head first, then the rule, the evidence, every fix line.
+    #[test]
+    fn explain_doc_is_one_check_in_full() {
+        let f = &report().findings[2];
+        let text = text::render(&explain_doc(f), &Palette::plain());
+        assert!(text.starts_with("fail somaxconn: the title\n"), "{text}");
+        assert!(text.contains("\n  rule: the rule\n"), "{text}");
+        assert!(text.contains("\n  now: sudo sysctl -w net.core.somaxconn=4096\n"));
+    }
+
     #[test]
     fn audit_markdown_and_html_carry_the_same_facts() {
         let d = audit_doc(&report(), false).unwrap();
@@ -403,5 +598,26 @@ mod tests {
         );
         let page = html::render(&d);
         assert!(page.contains("id=\"finding-somaxconn\""), "{page}");
+    }
+
+    /// The page: every check a card with its status (one each, the ids unique), the
+    /// counts tagged with their JSON paths, the fix of a fail, the verdict first.
+    #[test]
+    fn audit_page_has_a_card_per_check_and_tagged_counts() {
+        let page = html::render(&audit_page(&report()).unwrap());
+        for (id, st) in [
+            ("ephemeral-ports", "warn"),
+            ("delivery-snapshot-clean-reconnect", "pass"),
+            ("somaxconn", "fail"),
+        ] {
+            let at = format!("id=\"finding-{id}\"");
+            assert_eq!(page.matches(&at).count(), 1, "{page}");
+            let card = &page[page.find(&at).unwrap()..];
+            let card = &card[..card.find("</div>").unwrap()];
+            assert!(card.contains(&format!("data-status=\"{st}\"")), "{card}");
+        }
+        assert!(page.contains("data-path=\"summary.fail\">1<"), "{page}");
+        assert!(page.contains("<b>Fix</b>: Raise it."), "{page}");
+        assert!(page.contains("1 fail, 1 warn, 1 pass, 0 skip in 12 ms"));
     }
 }

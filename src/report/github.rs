@@ -48,7 +48,7 @@ fn message(f: &crate::findings::Finding) -> String {
     if let Some(v) = &f.verification {
         msg.push_str(&format!(
             "\nmeasured live: {} ({})",
-            crate::report::text::verify::measured(v),
+            crate::report::verify::measured(v),
             v.verdict
         ));
     }

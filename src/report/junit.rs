@@ -39,7 +39,7 @@ fn details(f: &Finding) -> String {
     if let Some(v) = &f.verification {
         s.push_str(&format!(
             "measured live: {} ({}); reference: {}\nverdict: {}\n",
-            crate::report::text::verify::measured(v),
+            crate::report::verify::measured(v),
             if v.valid { "valid" } else { "INVALID" },
             v.reference,
             v.verdict

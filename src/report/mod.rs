@@ -23,6 +23,7 @@ pub mod load;
 pub mod markdown;
 pub mod model;
 pub mod output;
+pub mod probe;
 pub mod prometheus;
 pub mod review;
 pub mod sarif;

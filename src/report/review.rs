@@ -50,10 +50,7 @@ fn verdict(r: &ReviewReport) -> Verdict {
             n("pass", s.pass),
             t(" pass, "),
             n("skip", s.skip),
-            t(format!(
-                " n/a{}",
-                crate::report::text::audit::suppressed_count(s)
-            )),
+            t(format!(" n/a{}", crate::report::audit::suppressed_count(s))),
         ],
         tone: Tone::worst(r.needs_action().iter().map(|f| f.status)),
     }

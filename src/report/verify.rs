@@ -1,12 +1,24 @@
 //! `rtcheck verify` (the loopback experiments) as one [`Doc`]: the verdict (how many
 //! measurements were valid), one row per experiment (what it measured, valid or not, the
 //! audit check it backs), then per experiment its verdict and, with `explain` or when
-//! invalid, its reference, finding and the run's details. Written once for text and
-//! markdown.
+//! invalid, its reference, finding and the run's details. Written once for text,
+//! markdown and html ([`verify_page`] adds the numbers beside their references).
+//! [`measured`] is how every report shows a measurement.
 use crate::findings::Verification;
-use crate::report::doc::{t, Block, Column, Doc, Row, Table, Tone, Verdict};
-use crate::report::text::verify::measured;
+use crate::report::doc::{code, num, t, Block, Column, Doc, Row, Table, Tone, Verdict};
 use crate::report::VerifyReport;
+
+/// "253 connections", "2.6 MB", "4.93 s"; "no number" for an invalid run.
+pub fn measured(v: &Verification) -> String {
+    match v.measured {
+        None => "no number".into(),
+        Some(x) => match v.unit.as_str() {
+            "B" => rtcheck_base::units::fmt_bytes(x.max(0.0) as u64),
+            "s" => format!("{x:.2} s"),
+            u => format!("{} {u}", crate::evidence::fmt_num(x.round())),
+        },
+    }
+}
 
 /// `explain`: every experiment's reference, finding and details, not only an invalid one's.
 pub fn verify_doc(r: &VerifyReport, explain: bool) -> anyhow::Result<Doc> {
@@ -24,6 +36,64 @@ pub fn verify_doc(r: &VerifyReport, explain: bool) -> anyhow::Result<Doc> {
         verdict: verdict(r),
         blocks,
         json: crate::report::json::render(r)?,
+    })
+}
+
+/// The html page: the counts and each measurement beside its reference, tagged with their
+/// JSON paths, then the report as text and markdown have it, every part explained.
+pub fn verify_page(r: &VerifyReport) -> anyhow::Result<Doc> {
+    let mut doc = verify_doc(r, true)?;
+    doc.blocks.splice(0..0, [counts(r), references(r)]);
+    Ok(doc)
+}
+
+fn counts(r: &VerifyReport) -> Block {
+    let s = &r.summary;
+    Block::Table(Table {
+        id: "summary".into(),
+        columns: vec![
+            Column::count("measurements"),
+            Column::count("valid"),
+            Column::count("invalid"),
+            Column::num("took", "ms"),
+        ],
+        rows: vec![Row {
+            key: None,
+            cells: vec![
+                num("summary.total", s.total.to_string()),
+                num("summary.valid", s.valid.to_string()),
+                num("summary.invalid", s.invalid.to_string()),
+                num("duration_ms", r.duration_ms.to_string()),
+            ],
+        }],
+    })
+}
+
+/// Each measurement beside the reference it is read against; an invalid one has none.
+fn references(r: &VerifyReport) -> Block {
+    let rows = r.verifications.iter().enumerate().map(|(i, v)| {
+        let shown = match (v.valid, v.measured) {
+            (true, Some(m)) => num(
+                format!("verifications.{i}.measured"),
+                crate::evidence::fmt_num(m),
+            ),
+            (true, None) => t("no number"),
+            (false, _) => t("invalid: no number"),
+        };
+        Row {
+            key: Some(v.name.clone()),
+            cells: vec![code(&v.name), shown, t(&v.unit), t(&v.reference)],
+        }
+    });
+    Block::Table(Table {
+        id: "references".into(),
+        columns: vec![
+            Column::id("experiment"),
+            Column::text("measured"),
+            Column::text("unit"),
+            Column::prose("reference"),
+        ],
+        rows: rows.collect(),
     })
 }
 
@@ -141,6 +211,38 @@ mod tests {
 
     /// The verdict first; a row per experiment; an invalid one says why and shows its
     /// reference and details even without --explain; a valid one's only with it.
+    #[test]
+    fn numbers_print_with_their_units() {
+        assert_eq!(
+            measured(&v("a", Some(1019.0), "connections", true)),
+            "1,019 connections"
+        );
+        assert_eq!(measured(&v("a", Some(2_177_024.0), "B", true)), "2.2 MB");
+        assert_eq!(measured(&v("a", Some(4.987), "s", true)), "4.99 s");
+        assert_eq!(measured(&v("a", None, "s", false)), "no number");
+    }
+
+    /// The page: each measurement beside its reference with its JSON path, an invalid
+    /// one without a number, the counts tagged.
+    #[test]
+    fn page_shows_measurements_beside_their_references() {
+        let page = crate::report::doc::html::render(&verify_page(&report()).unwrap());
+        let refs = &page[page.find("id=\"references\"").unwrap()..];
+        let row = |name: &str| {
+            let at = &refs[refs.find(&format!("data-row=\"{name}\"")).unwrap()..];
+            at[..at.find("</tr>").unwrap()].to_string()
+        };
+        let fd = row("fd-limit");
+        assert!(
+            fd.contains("data-path=\"verifications.0.measured\">253<"),
+            "{fd}"
+        );
+        assert!(fd.contains(">ref<"), "{fd}");
+        let wmem = row("tcp-wmem");
+        assert!(!wmem.contains("data-path"), "{wmem}");
+        assert!(page.contains("data-path=\"summary.invalid\">1<"), "{page}");
+    }
+
     #[test]
     fn report_lists_each_experiment_and_the_summary_first() {
         let r = report();

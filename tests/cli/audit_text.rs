@@ -154,7 +154,7 @@ fn explain_command_takes_check_and_evidence_ids() {
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.starts_with("fail fd-limit: "), "{text}");
     assert!(
-        text.contains("  rule:     ") && text.contains("[ulimit-n]"),
+        text.contains("\n  rule: ") && text.contains("[ulimit-n]"),
         "{text}"
     );
     let out = run(&["ulimit-n"]);

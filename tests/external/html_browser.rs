@@ -576,7 +576,9 @@ fn verify_page_shows_measurements_beside_their_references() {
     assert!(v.len() >= 2);
     for (i, m) in v.iter().enumerate() {
         let name = m["name"].as_str().unwrap();
-        let t = between(&page.dom, &format!("data-name=\"{name}\""), "</table>").unwrap();
+        // Its row in the table of measurements beside their references.
+        let refs = between(&page.dom, "id=\"references\"", "</table>").unwrap();
+        let t = between(refs, &format!("data-row=\"{name}\""), "</tr>").unwrap();
         let reference = m["reference"].as_str().unwrap().replace('&', "&amp;");
         assert!(t.contains(&reference), "{name}: no reference beside it");
         if m["valid"] == true {
@@ -943,7 +945,7 @@ fn probe_page_groups_checks_per_url_and_renders_any_finding() {
     assert!(numbers_match(&page) >= 4);
     let findings = page.json["findings"].as_array().unwrap();
     for (n, u) in [&ws, &sse].iter().enumerate() {
-        let section = between(&page.dom, &format!("data-url=\"{u}\""), "</section>")
+        let section = between(&page.dom, &format!("data-part=\"{u}\""), "</section>")
             .unwrap_or_else(|| panic!("no section for {u}"));
         let mine = findings
             .iter()
@@ -952,7 +954,7 @@ fn probe_page_groups_checks_per_url_and_renders_any_finding() {
         for f in mine {
             let (id, st) = (f["id"].as_str().unwrap(), f["status"].as_str().unwrap());
             assert!(
-                section.contains(&format!("<tr data-id=\"{id}\" data-status=\"{st}\">")),
+                section.contains(&format!("<tr data-row=\"{id}\" data-status=\"{st}\">")),
                 "{u}: {id}"
             );
             assert!(
@@ -983,11 +985,11 @@ fn probe_page_groups_checks_per_url_and_renders_any_finding() {
     let page = load_rendered(
         dir.path(),
         "extra.html",
-        rtcheck::report::html::probe::render(&rep).unwrap(),
+        rtcheck::report::doc::html::render(&rtcheck::report::probe::probe_page(&rep).unwrap()),
     );
     numbers_match(&page);
-    let section = between(&page.dom, &format!("data-url=\"{sse}\""), "</section>").unwrap();
-    assert!(section.contains("<tr data-id=\"browser-sse-limit\" data-status=\"warn\">"));
+    let section = between(&page.dom, &format!("data-part=\"{sse}\""), "</section>").unwrap();
+    assert!(section.contains("<tr data-row=\"browser-sse-limit\" data-status=\"warn\">"));
     let i = rep.findings.len() - 1;
     assert!(section.contains(&format!(
         "data-path=\"findings.{i}.numbers.seventh_wait_ms\">1,234<"

@@ -228,7 +228,7 @@ fn secrets_never_appear_in_any_output() {
             String::from_utf8_lossy(&out.stderr)
         );
         if fmt == "markdown" {
-            assert!(written.starts_with("## rtcheck probe\n"), "{written}");
+            assert!(written.starts_with("# rtcheck probe\n"), "{written}");
             assert!(written.contains("| `upgrade` |"), "{written}");
         }
         if !matches!(fmt, "junit" | "github") {

@@ -3,14 +3,32 @@
 //! findings as the cards every page uses, plots drawn with plotters.
 use super::{Block, Colour, Doc, Figure, Item, Plot, Scale, Shape, Span, Table, Tone};
 use crate::report::html::plot;
-use crate::report::html::{checks, esc, findings::finding, notes, num, page, status};
+use crate::report::html::{card::card, card::finding, checks, esc, notes, num, page, status};
 
 pub fn render(doc: &Doc) -> String {
     let mut b = String::new();
     let mut cards = 0;
+    // A part is open until the next one or the end of the page.
+    let mut part = false;
     for block in &doc.blocks {
         match block {
             Block::Section(name) => b.push_str(&format!("<h2>{}</h2>\n", esc(name))),
+            Block::Part { key, title } => {
+                if part {
+                    b.push_str("</section>\n");
+                }
+                part = true;
+                b.push_str(&format!(
+                    "<section class=\"part\" data-part=\"{}\"><h2>{}</h2>\n",
+                    esc(key),
+                    esc(title)
+                ));
+            }
+            Block::Anchored(cs) => {
+                for c in cs {
+                    b.push_str(&card(c.index, &c.finding, &c.anchor));
+                }
+            }
             Block::Para { id, spans } => {
                 let id = id.as_ref().map(|i| format!(" id=\"{}\"", esc(i)));
                 b.push_str(&format!(
@@ -56,6 +74,9 @@ pub fn render(doc: &Doc) -> String {
                 ))
             }
         }
+    }
+    if part {
+        b.push_str("</section>\n");
     }
     let class = match doc.verdict.tone {
         Tone::Bad => "bad",
@@ -121,6 +142,10 @@ fn table(t: &Table) -> String {
         });
         if let Some(k) = &r.key {
             s.push_str(&format!(" data-row=\"{}\"", esc(k)));
+        }
+        // A row led by a check's status carries it, as a card does.
+        if let Some(Span::Status(st)) = r.cells.first() {
+            s.push_str(&format!(" data-status=\"{}\"", st.as_str()));
         }
         s.push('>');
         for (i, (c, v)) in t.columns.iter().zip(&r.cells).enumerate() {

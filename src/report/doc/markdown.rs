@@ -11,7 +11,9 @@ pub fn render(doc: &Doc) -> String {
     );
     for b in &doc.blocks {
         match b {
-            Block::Section(name) => s.push_str(&format!("\n## {}\n", inert(name))),
+            Block::Section(name) | Block::Part { title: name, .. } => {
+                s.push_str(&format!("\n## {}\n", inert(name)))
+            }
             Block::Para { spans, .. } => s.push_str(&format!("\n{}\n", inline(spans))),
             Block::Note(text) => s.push_str(&format!("\n_{}_\n", inert(text).replace('_', "\\_"))),
             Block::Table(t) | Block::Wide(t) => s.push_str(&table(t)),
@@ -36,7 +38,11 @@ pub fn render(doc: &Doc) -> String {
                     s.push_str(&format!("\n{}", failed.concat()));
                 }
             }
-            Block::Findings(_) | Block::Plot(_) | Block::Figure(_) | Block::Cards(_) => {}
+            Block::Findings(_)
+            | Block::Plot(_)
+            | Block::Figure(_)
+            | Block::Cards(_)
+            | Block::Anchored(_) => {}
             Block::Setting { label, text } => {
                 let label = match label.is_empty() {
                     true => String::new(),

@@ -9,7 +9,7 @@
 //! ([`crate::report::verify`]), `verify delivery` ([`crate::report::delivery`]), `choose`
 //! ([`crate::report::choose`]), `review` ([`crate::report::review`]), `hops`
 //! ([`crate::report::hops`]), `evidence` and `checklist` ([`crate::report::evidence`]),
-//! `bench fanout` ([`crate::report::fanout`]), `audit` in text and markdown
+//! `bench fanout` ([`crate::report::fanout`]), `audit` and `lint`
 //! ([`crate::report::audit`]).
 //! The others still have a renderer per format (text/,
 //! markdown/, html/) and move here one at a time.
@@ -141,6 +141,15 @@ pub enum Block {
     /// Findings the kind's own blocks already say in words (delivery: one per run, restating
     /// the run's line): html draws them as cards; text and markdown leave them out.
     Cards(Vec<Finding>),
+    /// Cards, as [`Block::Cards`], each with its index in the report's `findings` and an
+    /// element id of its own (a check id that repeats, one per URL, stays unique).
+    Anchored(Vec<Card>),
+    /// A section heading that also opens a part of the page (html: a `section` keyed by
+    /// `key`, up to the next part): a probed URL and its checks.
+    Part {
+        key: String,
+        title: String,
+    },
     /// A bulleted list (notes, a seed's figures).
     List(Vec<Vec<Span>>),
     /// A run's validity checks: text and markdown list those that did not pass, html
@@ -157,6 +166,15 @@ pub enum Block {
         label: String,
         text: String,
     },
+}
+
+#[derive(Debug, Clone)]
+pub struct Card {
+    /// Its index in the report's `findings` (the JSON path of its numbers).
+    pub index: usize,
+    /// The card's element id is `finding-{anchor}`.
+    pub anchor: String,
+    pub finding: Finding,
 }
 
 #[derive(Debug, Clone)]

@@ -11,8 +11,8 @@ pub fn render(doc: &Doc, p: &Palette) -> String {
     let mut s = verdict(doc, p);
     for (i, b) in doc.blocks.iter().enumerate() {
         match b {
-            Block::Section(_) if !shows(&doc.blocks[i + 1..]) => {}
-            Block::Section(name) => {
+            Block::Section(_) | Block::Part { .. } if !shows(&doc.blocks[i + 1..]) => {}
+            Block::Section(name) | Block::Part { title: name, .. } => {
                 s.push('\n');
                 for l in wrap(&format!("{name}:"), p.width, "", "  ").lines() {
                     s.push_str(&format!("{}\n", p.bold(l)));
@@ -48,7 +48,11 @@ pub fn render(doc: &Doc, p: &Palette) -> String {
                     s.push_str(&wrap(&text, p.width, &head, "       "));
                 }
             }
-            Block::Plot(_) | Block::Figure(_) | Block::Wide(_) | Block::Cards(_) => {}
+            Block::Plot(_)
+            | Block::Figure(_)
+            | Block::Wide(_)
+            | Block::Cards(_)
+            | Block::Anchored(_) => {}
             Block::Setting { label, text } => {
                 let label = match label.is_empty() {
                     true => "    ".to_string(),
@@ -75,11 +79,16 @@ pub fn render(doc: &Doc, p: &Palette) -> String {
 /// Whether text shows anything of a section (the blocks up to the next one): a heading
 /// over only plots, wide tables and cards is left out with them.
 fn shows(rest: &[Block]) -> bool {
-    let section = rest.iter().take_while(|b| !matches!(b, Block::Section(_)));
+    let heading = |b: &&Block| matches!(b, Block::Section(_) | Block::Part { .. });
+    let section = rest.iter().take_while(|b| !heading(b));
     let hidden = |b: &Block| {
         matches!(
             b,
-            Block::Plot(_) | Block::Figure(_) | Block::Wide(_) | Block::Cards(_)
+            Block::Plot(_)
+                | Block::Figure(_)
+                | Block::Wide(_)
+                | Block::Cards(_)
+                | Block::Anchored(_)
         )
     };
     section.into_iter().any(|b| !hidden(b))

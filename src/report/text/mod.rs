@@ -1,12 +1,9 @@
 //! text renderers, one file per result kind.
-pub mod audit;
 pub mod bench;
 pub mod conncost;
 pub mod guided;
-pub mod probe;
 pub mod rehearse;
 pub mod table;
-pub mod verify;
 
 /// A private-use character: no whitespace or control for `wrap`, one column, never in a
 /// value; it stands for a space that must not break.
