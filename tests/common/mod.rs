@@ -275,6 +275,11 @@ pub fn free_port() -> u16 {
         let start = std::process::id().wrapping_mul(7_919) % span;
         for _ in 0..span {
             let port = BASE + (start + NEXT.fetch_add(1, Ordering::SeqCst)) % span;
+            // Chromium refuses to connect to 10080 (its restricted-port list: "unsafe
+            // port", the page's WebSocket closes 1006); the browser tests use these ports.
+            if port == 10_080 {
+                continue;
+            }
             if std::net::TcpListener::bind(("127.0.0.1", port as u16)).is_ok() {
                 return port as u16;
             }

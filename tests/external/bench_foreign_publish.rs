@@ -68,9 +68,18 @@ fn a_then_c(hub: &Foreign, echo: bool, size: &str, extra: &[&str]) -> (Value, Va
     args.extend(["--seq-path", "text", "--ts-path", "text", "--size", size]);
     args.extend(["--rounds", "40"]);
     args.extend(extra);
-    let before = sent(hub);
-    let (code, a, out) = bench(&url, &[&args[..], &["--scenario", "A"]].concat());
-    let a = run(&a, "A").clone();
+    // A run the busy host made late on the load side only ([`common::late_only`]) is
+    // run again (up to three times); the hub is healthy in A, so it can take another.
+    let mut tries = 0;
+    let (code, a, out, before) = loop {
+        tries += 1;
+        let before = sent(hub);
+        let (code, a, out) = bench(&url, &[&args[..], &["--scenario", "A"]].concat());
+        let a = run(&a, "A").clone();
+        if tries == 3 || !common::late_only(&a) {
+            break (code, a, out, before);
+        }
+    };
     assert_eq!(code, Some(0), "{:#?}\n{out}", failed(&a));
     assert_eq!(a["valid"], true, "{a:#}");
     assert_eq!(received(&a), 60 * 40, "{a:#}");
