@@ -265,6 +265,17 @@ fn scalar(val: &Value) -> String {
 mod tests {
     use super::*;
 
+    /// Only an Ingress or the controller's ConfigMap is kept, named namespace/name.
+    #[test]
+    fn kept_documents_and_their_ids() {
+        let v = |t: &str| serde_yaml::from_str::<Value>(t).unwrap();
+        let ing = v("kind: Ingress\nmetadata: {name: ws, namespace: prod}\n");
+        assert_eq!(kept(&ing), Some(("prod/ws".into(), false)));
+        let no_ns = v("kind: Ingress\nmetadata: {name: ws}\n");
+        assert_eq!(kept(&no_ns), Some(("default/ws".into(), false)));
+        assert_eq!(kept(&v("kind: Service\nmetadata: {name: s}\n")), None);
+    }
+
     #[test]
     fn several_documents_with_lines() {
         let t = "apiVersion: v1\nkind: Service\nmetadata: {name: s}\n---\napiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata:\n  name: ws\n  annotations:\n    nginx.ingress.kubernetes.io/proxy-read-timeout: \"3600\"\nspec:\n  rules:\n  - http:\n      paths:\n      - path: /ws\n        pathType: Prefix\n";

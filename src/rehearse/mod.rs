@@ -623,6 +623,17 @@ fn sample_loop(
 mod tests {
     use super::*;
 
+    /// Connect errors: the first three distinct ones, in order.
+    #[test]
+    fn first_errors_are_distinct_and_at_most_three() {
+        let c = |e: &str| client::ClientOut {
+            connect_error: Some(e.into()),
+            ..Default::default()
+        };
+        let clients = ["a", "a", "b", "c", "d"].map(c);
+        assert_eq!(first_errors(&clients), ["a", "b", "c"]);
+    }
+
     #[test]
     fn unconfirmed_sends_are_their_own_note_not_a_part_of_the_failed() {
         let p = crate::bench::wire::PublisherStat {

@@ -306,3 +306,29 @@ fn plain(v: u64) -> String {
 fn n_plain(v: u64) -> String {
     plain(v)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The fix lines carry plain numbers and keep the command as written (its comment
+    /// after three spaces); the audited process's pid, or PID for rtcheck's own.
+    #[test]
+    fn limit_fix_lines_are_pasteable() {
+        let (now, keep) = limit_fix_lines("self", "20000", 65536);
+        assert_eq!(
+            now[0],
+            "ulimit -n 20000   # in the shell that starts the server"
+        );
+        assert_eq!(now[1], "sudo prlimit --pid PID --nofile=20000:65536");
+        assert!(keep[1].contains("LimitNOFILE=20000"));
+        let (now, _) = limit_fix_lines("4242", "20000", 65536);
+        assert!(now[1].contains("--pid 4242 "), "{}", now[1]);
+        let l = NofileLimit {
+            soft: 1024,
+            hard: 4096,
+        };
+        let s = limit_summary(Status::Fail, false, l, 20000);
+        assert!(s.contains("only root can raise it"), "{s}");
+    }
+}

@@ -477,6 +477,28 @@ fn conntrack(w: &Workload, h: &Host) -> Finding {
 
 #[cfg(test)]
 mod source_tests {
+    use crate::findings::Status;
+
+    /// Fail past the usable ports, warn past half of them (a storm's twice).
+    #[test]
+    fn ports_status_and_fix_follow_the_storm_headroom() {
+        use super::{backlog_fix_summary, ports_fix_summary, ports_status};
+        assert_eq!(ports_status(28_233, 28_232), Status::Fail);
+        assert_eq!(ports_status(14_117, 28_232), Status::Warn);
+        assert_eq!(ports_status(14_116, 28_232), Status::Pass);
+        let s = ports_fix_summary(Status::Warn, 20_000, 28_232, 2);
+        assert!(s.starts_with("Widen the range"), "{s}");
+        assert!(s.contains("need 2 source address(es)"), "{s}");
+        let s = ports_fix_summary(Status::Fail, 60_000, 28_232, 5);
+        assert!(s.contains("exceed even a 10240-65535 range"), "{s}");
+        assert!(ports_fix_summary(Status::Pass, 10, 28_232, 1).starts_with("Nothing to do."));
+        assert!(backlog_fix_summary(Status::Warn, Some(511)).contains("(511)"));
+        assert_eq!(
+            backlog_fix_summary(Status::Warn, None),
+            "Raise both queues to the burst size."
+        );
+    }
+
     #[test]
     fn source_addresses_cover_twice_the_count() {
         // 28,232 ports (the default range): 10,000 fit one; 100,000 need 8.

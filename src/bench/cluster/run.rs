@@ -490,6 +490,15 @@ fn events_ghosts(
 mod tests {
     use super::*;
 
+    /// A restart needs the Redis rtcheck started; other scenarios run on any.
+    #[test]
+    fn restarts_need_rtchecks_own_redis() {
+        let why = cannot_run(Kind::RedisRestart, None).unwrap();
+        assert!(why.contains("run without --redis"), "{why}");
+        assert!(cannot_run(Kind::DeployRestart, None).is_some());
+        assert_eq!(cannot_run(Kind::OnePath, None), None);
+    }
+
     #[test]
     fn metrics_counters_are_read_by_exact_name() {
         let body = "# HELP x\nrtcheck_redis_publish_failures_total 2\nrtcheck_redis_publish_failures_total_x 9\n";
