@@ -95,6 +95,13 @@ impl Run {
             Run::External(_) => None,
         }
     }
+
+    fn foreign(self) -> Option<ForeignRun> {
+        match self {
+            Run::External(f) => f,
+            Run::Embedded(_) => None,
+        }
+    }
 }
 
 pub const DEFAULT_SLOW: u64 = 50;
@@ -729,101 +736,38 @@ impl Loadgen {
 }
 
 fn run_one(run: Run, a: &FanoutOptions) -> anyhow::Result<(ScenarioResult, ShardExtra)> {
-    let sc = run.scenario();
-    let foreign = match run {
-        Run::External(f) => f,
-        Run::Embedded(_) => None,
-    };
-    let name = match run {
-        Run::Embedded(s) => s.name().to_string(),
-        Run::External(Some(f)) => f.name().to_string(),
-        Run::External(None) => "external".into(),
-    };
+    let (sc, foreign) = (run.scenario(), run.foreign());
+    let name = run_name(run);
     let scratch = Scratch::new(&format!("bench-{name}"))?;
     let slow = a.slow_in(run);
     let (mut server, url, ctrl) = target(sc, a, &scratch)?;
     let sched = Schedule::new(a, slow);
-    // What may hold secrets (a POST URL's query, header values) goes in the environment.
-    // A shard that does not publish only receives (the server or the publisher shard
-    // sends every round).
-    let via = if publishes(a) {
-        &a.publish
-    } else {
-        &PublishVia::Server
-    };
-    let mut env = vec![(super::publisher::PUBLISH_ENV, via.arg())];
-    if !a.headers.is_empty() {
-        env.push((super::publisher::HEADERS_ENV, a.headers.join("\n")));
-    }
     let mut coord = coordinate(a)?;
-    let mut args = loadgen_args(a, slow, &sched);
-    if let Some((_, own, correction)) = &coord {
-        // The correction is own offset minus the publisher's: its uncertainty is this
-        // shard's bound plus the publisher's, which is not shared but must be within the
-        // tolerance (else the merge is invalid anyway).
-        let uncertainty_us =
-            ((own.uncertainty_ms + super::coordinate::TOLERANCE_MS) * 1000.0).ceil() as u64;
-        args.extend([
-            "--clock-correction-us".to_string(),
-            correction.to_string(),
-            "--clock-uncertainty-us".to_string(),
-            uncertainty_us.to_string(),
-        ]);
-        if !own.within_tolerance {
-            eprintln!("shard clock: offset to the coordinator {:.1} ms +/- {:.1} ms: beyond the tolerance, this shard's result will make the merge invalid", own.offset_ms, own.uncertainty_ms);
-        }
-    }
-    let mut lg = start_loadgen_env(&url, &args, &scratch, &env)?;
+    let args = shard_args(a, slow, &sched, coord.as_ref());
+    let mut lg = start_loadgen_env(&url, &args, &scratch, &loadgen_env(a))?;
     let (connected, _failed) = lg.wait_connected(a.connections, a.connect_timeout, &name)?;
     let start_at = match coord.as_mut() {
         Some((c, own, _)) => Some(barrier(c, own, a)?),
         None => a.start_at_ns,
     };
     // A server rtcheck did not start: its own process, watched from outside.
-    let watch = sc.is_none().then(|| {
-        crate::sys::procwatch::find(ctrl, &a.pids)
-            .map(|t| crate::sys::procwatch::Sampler::start(t, Duration::from_millis(250)))
-    });
+    let watch = sc.is_none().then(|| process_watch(ctrl, a));
     wait_start(start_at)?;
     let t_pub = mark(&watch);
-    let (stats_before, control) = if !publishes(a) {
-        (control::stats(ctrl).ok(), None)
-    } else if a.publish != PublishVia::Server && sc.is_none() {
-        // rtcheck publishes: no control plane to ask; the publisher starts now.
-        lg.send(CMD_PUBLISH);
-        (None, None)
-    } else {
-        begin(sc.is_some(), &name, ctrl, a.rounds)?
-    };
+    let (stats_before, control) = start_publishing(a, sc, &name, ctrl, &mut lg)?;
     let healthy = connected.saturating_sub(slow);
     let mut w = watch_rounds(a, &mut lg, ctrl, healthy, &sched, &name, &stats_before)?;
     let t_bound = mark(&watch);
     let (at_bound, cutoff) = stop_at_bound(a, &mut lg, ctrl, slow, &sched, &w.last)?;
-    let mut final_stats = control::stats(ctrl).ok().or(w.last.take());
-    if let Some(s) = final_stats.as_mut() {
-        s.rounds_sent = s.rounds_sent.min(cutoff);
-        w.peak_rss = Some(w.peak_rss.unwrap_or(0).max(s.rss_bytes));
-    }
+    let final_stats = final_stats(ctrl, &mut w, cutoff);
     let duration_s = w.t0.elapsed().as_secs_f64();
     // Frames already in flight when the snapshot was taken still arrive.
     std::thread::sleep(Duration::from_millis(300));
     let result = lg.finish(Duration::from_secs(30))?;
-    let lg_clean = lg.guard.wait_or_terminate(Duration::from_secs(5));
-    let srv_clean = server
-        .as_mut()
-        .map(|s| s.guard.terminate(Duration::from_secs(5)).1);
+    let cleanup = stop_processes(&mut lg, server.as_mut());
     let mut r = validity::analyze(&Inputs {
         name: name.clone(),
-        description: match (sc, foreign) {
-            (Some(s), _) => s.describe().to_string(),
-            (None, Some(f)) => format!(
-                "{} (server {}, published via {})",
-                f.describe(),
-                rtcheck_base::redact::url(&url),
-                a.publish.name()
-            ),
-            (None, None) => format!("external server {}", rtcheck_base::redact::url(&url)),
-        },
+        description: description(sc, foreign, &url, a),
         // A foreign hub that waits on slow clients is C's result, not a failure.
         stall_expected: sc
             .map(|s| s.stall_expected())
@@ -839,11 +783,150 @@ fn run_one(run: Run, a: &FanoutOptions) -> anyhow::Result<(ScenarioResult, Shard
         time_bound_s: sched.bound_s,
         control,
     });
-    r.checks.push(cleanup_check(lg_clean, srv_clean));
+    r.checks.push(cleanup);
     r.rounds_published_at_bound = at_bound.as_ref().map(|s| s.rounds_sent);
     let (from, to) = (t_pub.unwrap_or(0.0), t_bound.unwrap_or(f64::MAX));
     let seen = watch.map(|w| w.map(|s| s.finish(from, to, from + sched.schedule_s)));
     let mem = add_server_process(&mut r, seen, result.removed_healthy);
+    let at_bound = at_bound.as_ref().map(|s| s.rounds_sent);
+    add_run_notes(&mut r, (sc, foreign), a, (slow, at_bound), &result, mem);
+    if let (Some((c, _, _)), true) = (coord.as_mut(), publishes(a)) {
+        c.clear();
+    }
+    Ok((r, (result.histogram, coord.map(|(_, own, _)| own))))
+}
+
+/// The load generator's arguments; a coordinated shard's clock correction added (and
+/// said when beyond the tolerance).
+fn shard_args(
+    a: &FanoutOptions,
+    slow: u64,
+    sched: &Schedule,
+    coord: Option<&Coord>,
+) -> Vec<String> {
+    let mut args = loadgen_args(a, slow, sched);
+    if let Some((_, own, correction)) = coord {
+        args.extend(clock_args(own, *correction));
+        if !own.within_tolerance {
+            eprintln!("shard clock: offset to the coordinator {:.1} ms +/- {:.1} ms: beyond the tolerance, this shard's result will make the merge invalid", own.offset_ms, own.uncertainty_ms);
+        }
+    }
+    args
+}
+
+/// The server's process found by its control address (or --pid), sampled from outside.
+fn process_watch(ctrl: SocketAddr, a: &FanoutOptions) -> Result<Sampler, String> {
+    crate::sys::procwatch::find(ctrl, &a.pids)
+        .map(|t| crate::sys::procwatch::Sampler::start(t, Duration::from_millis(250)))
+}
+
+/// The load generator and the embedded server stopped; whether each ended cleanly.
+fn stop_processes(lg: &mut Loadgen, server: Option<&mut Server>) -> Check {
+    let lg_clean = lg.guard.wait_or_terminate(Duration::from_secs(5));
+    let srv_clean = server.map(|s| s.guard.terminate(Duration::from_secs(5)).1);
+    cleanup_check(lg_clean, srv_clean)
+}
+
+/// Start the rounds: a shard that does not publish only reads the stats before; rtcheck
+/// publishing to a foreign server has no control plane to ask (its publisher starts now);
+/// else the server's control plane starts them. The stats before, and what it said.
+fn start_publishing(
+    a: &FanoutOptions,
+    sc: Option<Scenario>,
+    name: &str,
+    ctrl: SocketAddr,
+    lg: &mut Loadgen,
+) -> anyhow::Result<(Option<ServerStats>, Option<validity::ControlSeen>)> {
+    if !publishes(a) {
+        Ok((control::stats(ctrl).ok(), None))
+    } else if a.publish != PublishVia::Server && sc.is_none() {
+        lg.send(CMD_PUBLISH);
+        Ok((None, None))
+    } else {
+        begin(sc.is_some(), name, ctrl, a.rounds)
+    }
+}
+
+/// The server's stats after the run (else the last seen), its rounds clamped to the
+/// cutoff; its RSS counted in the peak.
+fn final_stats(ctrl: SocketAddr, w: &mut Watch, cutoff: u64) -> Option<ServerStats> {
+    let mut stats = control::stats(ctrl).ok().or(w.last.take());
+    if let Some(s) = stats.as_mut() {
+        s.rounds_sent = s.rounds_sent.min(cutoff);
+        w.peak_rss = Some(w.peak_rss.unwrap_or(0).max(s.rss_bytes));
+    }
+    stats
+}
+
+/// Pure: the run's name in the report: the scenario's, else the foreign run's.
+fn run_name(run: Run) -> String {
+    match run {
+        Run::Embedded(s) => s.name().to_string(),
+        Run::External(Some(f)) => f.name().to_string(),
+        Run::External(None) => "external".into(),
+    }
+}
+
+/// Pure: the load generator's environment. What may hold secrets (a POST URL's query,
+/// header values) goes there, not in its arguments. A shard that does not publish only
+/// receives (the server or the publisher shard sends every round).
+fn loadgen_env(a: &FanoutOptions) -> Vec<(&'static str, String)> {
+    let via = if publishes(a) {
+        &a.publish
+    } else {
+        &PublishVia::Server
+    };
+    let mut env = vec![(super::publisher::PUBLISH_ENV, via.arg())];
+    if !a.headers.is_empty() {
+        env.push((super::publisher::HEADERS_ENV, a.headers.join("\n")));
+    }
+    env
+}
+
+/// Pure: a coordinated shard's clock arguments. The correction is its own offset minus
+/// the publisher's: its uncertainty is this shard's bound plus the publisher's, which is
+/// not shared but must be within the tolerance (else the merge is invalid anyway).
+fn clock_args(own: &super::shard::ClockOffset, correction: i64) -> [String; 4] {
+    let uncertainty_us =
+        ((own.uncertainty_ms + super::coordinate::TOLERANCE_MS) * 1000.0).ceil() as u64;
+    [
+        "--clock-correction-us".to_string(),
+        correction.to_string(),
+        "--clock-uncertainty-us".to_string(),
+        uncertainty_us.to_string(),
+    ]
+}
+
+/// Pure: what the run is, as the report describes it (the URL redacted).
+fn description(
+    sc: Option<Scenario>,
+    foreign: Option<ForeignRun>,
+    url: &str,
+    a: &FanoutOptions,
+) -> String {
+    match (sc, foreign) {
+        (Some(s), _) => s.describe().to_string(),
+        (None, Some(f)) => format!(
+            "{} (server {}, published via {})",
+            f.describe(),
+            rtcheck_base::redact::url(url),
+            a.publish.name()
+        ),
+        (None, None) => format!("external server {}", rtcheck_base::redact::url(url)),
+    }
+}
+
+/// The notes a result gets from what ran: the library's own queue when clients were
+/// slow, C's shape on a foreign hub (with the memory seen, or why not), the scenario's
+/// reference and shape notes (`at_bound`: rounds published at the time bound).
+fn add_run_notes(
+    r: &mut ScenarioResult,
+    (sc, foreign): (Option<Scenario>, Option<ForeignRun>),
+    a: &FanoutOptions,
+    (slow, at_bound): (u64, Option<u64>),
+    result: &super::wire::LoadgenResult,
+    mem: Option<HubMemory>,
+) {
     let queue = spoken(a).and_then(|(p, _)| super::appws::userland_queue(p));
     if let Some(q) = queue.filter(|_| slow > 0) {
         r.notes.push(q.to_string());
@@ -851,16 +934,12 @@ fn run_one(run: Run, a: &FanoutOptions) -> anyhow::Result<(ScenarioResult, Shard
     if foreign == Some(ForeignRun::C) {
         let why = r.server_unmeasured.clone().unwrap_or_default();
         let mem = mem.map_or(Memory::Unseen(&why), Memory::Seen);
-        add_shape(&mut r, &result.rounds, a, mem);
+        add_shape(r, &result.rounds, a, mem);
     }
     if let Some(s) = sc {
         r.reference = s.evidence().map(crate::evidence::reference);
-        add_shape_notes(s, &mut r, a, at_bound.as_ref().map(|s| s.rounds_sent));
+        add_shape_notes(s, r, a, at_bound);
     }
-    if let (Some((c, _, _)), true) = (coord.as_mut(), publishes(a)) {
-        c.clear();
-    }
-    Ok((r, (result.histogram, coord.map(|(_, own, _)| own))))
 }
 
 /// Where the load goes: the scenario's own embedded server (started here), or `--server`.

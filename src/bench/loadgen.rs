@@ -123,6 +123,9 @@ struct ClientOut {
     undecodable: u64,
     /// The first frame that was not the payload, as `wire::shape` shows it.
     first_undecodable: Option<String>,
+    /// The close frame the server ended this client with, as `ws_client::close_phrase`
+    /// says it.
+    close: Option<String>,
     beyond: u64,
     /// Frames past [`max_samples`]: with at most --rounds distinct seqs, repeats (a server
     /// replaying a seq for ever must not grow the load generator's memory).
@@ -497,6 +500,9 @@ fn summarize(
         r.duplicates += stats::duplicates(&o.samples) + o.excess;
         if o.removed {
             r.removed_healthy += 1;
+            if r.first_close.is_none() {
+                r.first_close = o.close.take();
+            }
         }
         r.below_zero += o.below_zero;
         r.below_uncertainty += o.below_uncertainty;
@@ -802,7 +808,12 @@ async fn ws_session<S: AsyncRead + AsyncWrite + Unpin>(
                 Some(Ok(Message::Text(t))) => {
                     record(out, counters, cfg.rounds, t.as_bytes(), cfg.decoder.decode(t.as_bytes(), None))
                 }
-                Some(Ok(Message::Close(_))) | None | Some(Err(_)) => {
+                Some(Ok(Message::Close(c))) => {
+                    out.close = Some(super::ws_client::close_phrase(c.as_ref()));
+                    mark_removed(out, counters, &stop);
+                    return Ok(());
+                }
+                None | Some(Err(_)) => {
                     mark_removed(out, counters, &stop);
                     return Ok(());
                 }
@@ -871,7 +882,12 @@ async fn app_session<S: AsyncRead + AsyncWrite + Unpin>(
                         return Ok(());
                     }
                 }
-                Some(Ok(Message::Close(_))) | None | Some(Err(_)) => {
+                Some(Ok(Message::Close(c))) => {
+                    out.close = Some(super::ws_client::close_phrase(c.as_ref()));
+                    mark_removed(out, counters, &stop);
+                    return Ok(());
+                }
+                None | Some(Err(_)) => {
                     mark_removed(out, counters, &stop);
                     return Ok(());
                 }

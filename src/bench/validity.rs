@@ -200,6 +200,12 @@ fn samples_received(inp: &Inputs, acc: &Accounting) -> Check {
 fn nothing_measured(inp: &Inputs, head: String) -> String {
     let lg = inp.lg;
     let mut why = Vec::new();
+    if let Some(close) = &lg.first_close {
+        why.push(format!(
+            "the server closed {} client(s) after the handshake, the first with {close}",
+            lg.removed_healthy
+        ));
+    }
     if lg.undecodable > 0 {
         why.push(format!(
             "{} frames arrived but none was rtcheck's payload (JSON with seq and ts, or its binary form); the first: {}",
@@ -371,7 +377,10 @@ fn loadgen_cpu(lg: &LoadgenResult) -> Check {
         LOADGEN_CPU_LIMIT * 100.0,
         loadgen_cost(lg)
     );
-    if share < LOADGEN_CPU_LIMIT {
+    if lg.wall_run_s <= 0.0 || lg.cores == 0 {
+        // No run time (or no cores read): no share was measured.
+        check("load generator CPU", Status::Skip, detail)
+    } else if share < LOADGEN_CPU_LIMIT {
         check("load generator CPU", Status::Pass, detail)
     } else {
         check(
@@ -597,9 +606,17 @@ fn nodelay(inp: &Inputs) -> Check {
     check("TCP_NODELAY", st, d)
 }
 
-/// Per-client seq strictly increasing, every frame decodable.
+/// Per-client seq strictly increasing, every frame decodable. No frame at all orders
+/// nothing: skipped, never a pass on nothing.
 fn seq_order(lg: &LoadgenResult) -> Check {
-    if lg.order_violations == 0 && lg.undecodable == 0 {
+    let frames = lg.samples + lg.order_violations + lg.undecodable + lg.beyond_rounds;
+    if frames == 0 {
+        check(
+            "seq order",
+            Status::Skip,
+            "no frame received: no seq to order".into(),
+        )
+    } else if lg.order_violations == 0 && lg.undecodable == 0 {
         check(
             "seq order",
             Status::Pass,
@@ -656,7 +673,14 @@ fn clock_correction(lg: &LoadgenResult) -> Option<Check> {
 fn seq_range(inp: &Inputs) -> Option<Check> {
     let lg = inp.lg;
     lg.publisher.as_ref()?;
-    Some(if lg.beyond_rounds == 0 {
+    Some(if lg.beyond_rounds == 0 && lg.samples == 0 {
+        // No seq seen: nothing was within or beyond the range.
+        check(
+            "seq range",
+            Status::Skip,
+            "no seq received: nothing to hold to the range".into(),
+        )
+    } else if lg.beyond_rounds == 0 {
         check(
             "seq range",
             Status::Pass,
@@ -701,8 +725,9 @@ fn server_closed(inp: &Inputs) -> Option<Check> {
         "server-closed clients",
         status,
         format!(
-            "the server closed {} of {healthy} healthy client(s) during the run: their rounds after the close are missing, not measured",
-            lg.removed_healthy
+            "the server closed {} of {healthy} healthy client(s) during the run{}: their rounds after the close are missing, not measured",
+            lg.removed_healthy,
+            lg.first_close.as_ref().map_or(String::new(), |c| format!(" (the first with {c})"))
         ),
     ))
 }
@@ -1106,6 +1131,46 @@ mod tests {
         assert_eq!(v[1].p99_vs_floor, Some(2.0));
         assert_eq!(v[1].p999_vs_floor, Some(1.0));
         assert_eq!(v[0].p99_vs_floor, None);
+    }
+
+    /// Nothing passes on nothing: a run that received no frame has no seq to order or to
+    /// hold to the range, and a run with no run time no CPU share.
+    #[test]
+    fn checks_that_measured_nothing_are_skipped_not_passed() {
+        let mut l = lg(vec![round(0, 10, 0); 3], 10, 0);
+        l.publisher = Some(Default::default());
+        l.wall_run_s = 0.0;
+        let r = analyze(&inputs(&l, &stats(3, 0), false));
+        assert!(!r.valid);
+        for name in ["seq order", "seq range", "load generator CPU"] {
+            let c = check_of(&r, name).unwrap_or_else(|| panic!("{name}: {:?}", r.checks));
+            assert_eq!(c.status, Status::Skip, "{name}: {}", c.detail);
+        }
+        // Frames that arrived but were not the payload are a measured failure.
+        l.undecodable = 4;
+        let r = analyze(&inputs(&l, &stats(3, 0), false));
+        assert_eq!(check_of(&r, "seq order").unwrap().status, Status::Fail);
+    }
+
+    /// A server that accepts the upgrade and then refuses every client (1008 after an
+    /// auth check): the close, code and reason, is the cause said, not "sent nothing".
+    #[test]
+    fn clients_refused_after_the_handshake_are_named_with_the_close() {
+        let mut l = lg(vec![round(0, 0, 10); 3], 10, 0);
+        l.removed_healthy = 10;
+        l.first_close = Some("close 1008 (policy violation), reason \"no token\"".into());
+        let r = analyze(&inputs(&l, &stats(3, 0), false));
+        assert!(!r.valid);
+        let c = check_of(&r, "samples received").unwrap();
+        assert_eq!(c.status, Status::Fail);
+        assert!(
+            c.detail.contains("closed 10 client(s) after the handshake, the first with close 1008 (policy violation), reason \"no token\""),
+            "{}",
+            c.detail
+        );
+        assert!(!c.detail.contains("sent nothing"), "{}", c.detail);
+        let c = check_of(&r, "server-closed clients").unwrap();
+        assert!(c.detail.contains("1008"), "{}", c.detail);
     }
 
     fn failed(r: &ScenarioResult, name: &str) -> bool {

@@ -126,6 +126,10 @@ pub struct LoadgenResult {
     pub first_undecodable: Option<String>,
     /// Healthy clients closed by the server before the stop command.
     pub removed_healthy: u64,
+    /// The close frame of the first of them (`close 1008 (policy violation), reason
+    /// "..."`): the cause, when the server refused the clients after the handshake.
+    #[serde(default)]
+    pub first_close: Option<String>,
     /// Client sockets whose TCP_NODELAY was read back with getsockopt, and how many were off.
     pub nodelay_checked: u64,
     pub nodelay_off: u64,

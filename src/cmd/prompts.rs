@@ -192,80 +192,105 @@ fn prompt(mut p: Profile, only_missing: bool, color: ColorChoice) -> anyhow::Res
     let colorful = ColorfulTheme::default();
     let simple = SimpleTheme;
     let theme: &dyn Theme = if color { &colorful } else { &simple };
-    let err = prompt_error;
-
-    if !only_missing || p.visible_within.is_none() {
-        explain(
-            color,
-            &format!(
-                "Q1 freshness: how soon must a change be visible to the user? Below {} needs push; from {} up, polling does (e.g. 200ms, 5s, 2m).",
-                fmt_duration(crate::choose::decide::POLLING_FROM),
-                fmt_duration(crate::choose::decide::POLLING_FROM)
-            ),
-        );
-        let def = fmt_duration(p.visible_within.unwrap_or(SUGGESTED_VISIBLE));
-        let v = ask(
-            theme,
-            "Visible within",
-            def,
-            &p,
-            "visible_within",
-            parse_visible,
-            |p, v| p.visible_within = Some(v),
-        )
-        .map_err(err)?;
-        p.visible_within = Some(v);
+    let ask_all = !only_missing;
+    if ask_all || p.visible_within.is_none() {
+        ask_freshness(theme, color, &mut p).map_err(prompt_error)?;
     }
-
-    if !only_missing || (p.upstream.is_none() && !p.binary) {
-        explain(color, "Q2 upstream: how much does the client send to the server? none (display only), sparse (clicks, forms), dense (chat, game input).");
-        let items = ["none", "sparse", "dense"];
-        let def = match p.upstream {
-            Some(Upstream::None) => 0,
-            Some(Upstream::Dense) => 2,
-            _ => 1,
-        };
-        let i = Select::with_theme(theme)
-            .with_prompt("Upstream")
-            .items(&items)
-            .default(def)
-            .interact()
-            .map_err(err)?;
-        p.upstream = Some([Upstream::None, Upstream::Sparse, Upstream::Dense][i]);
-        explain(color, "Q2 binary: are the payloads binary (audio, protobuf frames)? Binary or dense upstream means WebSocket.");
-        p.binary = Confirm::with_theme(theme)
-            .with_prompt("Binary payloads?")
-            .default(p.binary)
-            .interact()
-            .map_err(err)?;
+    if ask_all || (p.upstream.is_none() && !p.binary) {
+        ask_upstream(theme, color, &mut p).map_err(prompt_error)?;
     }
-
-    if !only_missing || p.loss.is_none() {
-        explain(color, "Q3 loss: what happens if one message is lost? Replaceable: a newer one replaces it (prices, positions, online counts). Shared: it must not be lost, and everyone sees the same stream. Per-user: it must not be lost, and the data is per user.");
-        // Short: the menu's answer line is "PROMPT: ITEM" and must fit too.
-        let items = [
-            "replaceable: newer replaces older",
-            "shared: must not lose, one stream for all",
-            "per-user: must not lose, data per user",
-        ];
-        let def = match p.loss {
-            Some(Loss::Shared) => 1,
-            Some(Loss::PerUser) => 2,
-            _ => 0,
-        };
-        let i = Select::with_theme(theme)
-            .with_prompt("If one message is lost")
-            .items(&items)
-            .default(def)
-            .interact()
-            .map_err(err)?;
-        p.loss = Some([Loss::Replaceable, Loss::Shared, Loss::PerUser][i]);
+    if ask_all || p.loss.is_none() {
+        ask_loss(theme, color, &mut p).map_err(prompt_error)?;
     }
-
     if only_missing {
         return Ok(p);
     }
+    ask_scale(theme, color, &mut p).map_err(prompt_error)?;
+    ask_sizing(theme, color, &mut p).map_err(prompt_error)?;
+    let current = p.path.take();
+    p.path = ask_path(theme, color, current).map_err(prompt_error)?;
+    Ok(p)
+}
 
+/// Q1: how soon a change must be visible.
+fn ask_freshness(theme: &dyn Theme, color: bool, p: &mut Profile) -> Result<(), dialoguer::Error> {
+    explain(
+        color,
+        &format!(
+            "Q1 freshness: how soon must a change be visible to the user? Below {} needs push; from {} up, polling does (e.g. 200ms, 5s, 2m).",
+            fmt_duration(crate::choose::decide::POLLING_FROM),
+            fmt_duration(crate::choose::decide::POLLING_FROM)
+        ),
+    );
+    let def = fmt_duration(p.visible_within.unwrap_or(SUGGESTED_VISIBLE));
+    let v = ask(
+        theme,
+        "Visible within",
+        def,
+        p,
+        "visible_within",
+        parse_visible,
+        |p, v| p.visible_within = Some(v),
+    )?;
+    p.visible_within = Some(v);
+    Ok(())
+}
+
+/// The upstream choices, in menu order.
+const UPSTREAMS: [Upstream; 3] = [Upstream::None, Upstream::Sparse, Upstream::Dense];
+
+/// Pure: the upstream menu's default: the profile's answer, else sparse.
+fn upstream_default(p: &Profile) -> usize {
+    let given = p.upstream.unwrap_or(Upstream::Sparse);
+    UPSTREAMS.iter().position(|u| *u == given).unwrap_or(1)
+}
+
+/// Q2: how much the client sends, and whether payloads are binary.
+fn ask_upstream(theme: &dyn Theme, color: bool, p: &mut Profile) -> Result<(), dialoguer::Error> {
+    explain(color, "Q2 upstream: how much does the client send to the server? none (display only), sparse (clicks, forms), dense (chat, game input).");
+    let i = Select::with_theme(theme)
+        .with_prompt("Upstream")
+        .items(&["none", "sparse", "dense"])
+        .default(upstream_default(p))
+        .interact()?;
+    p.upstream = Some(UPSTREAMS[i]);
+    explain(color, "Q2 binary: are the payloads binary (audio, protobuf frames)? Binary or dense upstream means WebSocket.");
+    p.binary = Confirm::with_theme(theme)
+        .with_prompt("Binary payloads?")
+        .default(p.binary)
+        .interact()?;
+    Ok(())
+}
+
+/// The loss choices, in menu order.
+const LOSSES: [Loss; 3] = [Loss::Replaceable, Loss::Shared, Loss::PerUser];
+
+/// Pure: the loss menu's default: the profile's answer, else replaceable.
+fn loss_default(p: &Profile) -> usize {
+    let given = p.loss.unwrap_or(Loss::Replaceable);
+    LOSSES.iter().position(|l| *l == given).unwrap_or(0)
+}
+
+/// Q3: what losing one message costs.
+fn ask_loss(theme: &dyn Theme, color: bool, p: &mut Profile) -> Result<(), dialoguer::Error> {
+    explain(color, "Q3 loss: what happens if one message is lost? Replaceable: a newer one replaces it (prices, positions, online counts). Shared: it must not be lost, and everyone sees the same stream. Per-user: it must not be lost, and the data is per user.");
+    // Short: the menu's answer line is "PROMPT: ITEM" and must fit too.
+    let items = [
+        "replaceable: newer replaces older",
+        "shared: must not lose, one stream for all",
+        "per-user: must not lose, data per user",
+    ];
+    let i = Select::with_theme(theme)
+        .with_prompt("If one message is lost")
+        .items(&items)
+        .default(loss_default(p))
+        .interact()?;
+    p.loss = Some(LOSSES[i]);
+    Ok(())
+}
+
+/// Q4: connections in total and the machines serving them.
+fn ask_scale(theme: &dyn Theme, color: bool, p: &mut Profile) -> Result<(), dialoguer::Error> {
     explain(
         color,
         "Q4 scale: concurrent connections in total, and machines serving them.",
@@ -275,61 +300,48 @@ fn prompt(mut p: Profile, only_missing: bool, color: ColorChoice) -> anyhow::Res
         theme,
         "Connections",
         def,
-        &p,
+        p,
         "connections",
         parse_count,
         |p, v| p.connections = v,
-    )
-    .map_err(err)?;
+    )?;
     let def = p.machines.to_string();
     p.machines = ask(
         theme,
         "Machines",
         def,
-        &p,
+        p,
         "machines",
         parse_count,
         |p, v| p.machines = v,
-    )
-    .map_err(err)?;
+    )?;
+    Ok(())
+}
 
+/// Sizing: rate, message size, longest disconnect.
+fn ask_sizing(theme: &dyn Theme, color: bool, p: &mut Profile) -> Result<(), dialoguer::Error> {
     explain(color, "Sizing: messages per second to each client, bytes per message (units allowed: 512, 4KiB), longest disconnect that must not lose data.");
     let def = crate::evidence::fmt_num(p.rate).replace(',', "");
-    p.rate = ask(
-        theme,
-        "Messages per second per client",
-        def,
-        &p,
-        "rate",
-        super::parse_rate,
-        |p, v| p.rate = v,
-    )
-    .map_err(err)?;
+    let q = "Messages per second per client";
+    p.rate = ask(theme, q, def, p, "rate", super::parse_rate, |p, v| {
+        p.rate = v
+    })?;
     let def = p.size.to_string();
-    p.size = ask(
-        theme,
-        "Bytes per message",
-        def,
-        &p,
-        "size",
-        super::parse_message_size,
-        |p, v| p.size = v,
-    )
-    .map_err(err)?;
+    let parse = super::parse_message_size;
+    p.size = ask(theme, "Bytes per message", def, p, "size", parse, |p, v| {
+        p.size = v
+    })?;
     let def = fmt_duration(p.max_disconnect);
     p.max_disconnect = ask(
         theme,
         "Max disconnect",
         def,
-        &p,
+        p,
         "max_disconnect",
         parse_duration,
         |p, v| p.max_disconnect = v,
-    )
-    .map_err(err)?;
-    let current = p.path.take();
-    p.path = ask_path(theme, color, current).map_err(err)?;
-    Ok(p)
+    )?;
+    Ok(())
 }
 
 /// The hops between the users and the server: a multi-select of the catalogue ("none /
@@ -459,6 +471,24 @@ fn ask<T>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A menu opens on the profile's answer, or on the suggested one when there is none.
+    #[test]
+    fn menus_open_on_the_profiles_answer() {
+        let mut p = Profile::default();
+        (p.upstream, p.loss) = (None, None);
+        assert_eq!((upstream_default(&p), loss_default(&p)), (1, 0));
+        for (i, u) in UPSTREAMS.iter().enumerate() {
+            p.upstream = Some(*u);
+            assert_eq!(upstream_default(&p), i);
+        }
+        for (i, l) in LOSSES.iter().enumerate() {
+            p.loss = Some(*l);
+            assert_eq!(loss_default(&p), i);
+        }
+        assert_eq!(UPSTREAMS[1], Upstream::Sparse);
+        assert_eq!(LOSSES[2], Loss::PerUser);
+    }
 
     #[test]
     fn report_format_follows_the_extension_and_says_how() {

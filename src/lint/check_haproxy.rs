@@ -375,128 +375,144 @@ fn tunnel(
         Some((b, _)) => above(*b),
         None => w.ping.map_or(std::time::Duration::from_secs(3600), above),
     };
-    let line = vec![format!("timeout tunnel {}", secs(want))];
-    let hit = |status, at, observed: String, expected: String, fix| Hit {
-        id: ID,
-        status,
-        at,
-        block: block.into(),
-        observed,
-        expected,
-        fix,
-        lines: line.clone(),
+    let found = match setting(sec, defs, &["timeout", "tunnel"]) {
+        None => tunnel_missing(sec, defs, path, w, beat.is_some()),
+        Some(d) => tunnel_set(d, path, w),
     };
-    let Some(d) = setting(sec, defs, &["timeout", "tunnel"]) else {
-        let cut: Vec<String> = ["client", "server"]
-            .iter()
-            .filter_map(|k| {
-                setting(sec, defs, &["timeout", k])
-                    .map(|d| format!("timeout {k} {}", d.arg(1).unwrap_or("")))
-            })
-            .collect();
-        // The shorter of the two cuts first; a library's heartbeat crosses both ways.
-        let shortest = ["client", "server"]
-            .iter()
-            .filter_map(|k| {
-                setting(sec, defs, &["timeout", k])?
-                    .arg(1)
-                    .and_then(haproxy_time)
-            })
-            .min();
-        let lib = shortest
-            .filter(|_| w.ping.is_none() && beat.is_none())
-            .and_then(|t| super::rules::library_need(t, path, w.app));
-        if let Some(need) = lib {
-            let Some((status, expected, want)) = need else {
-                return;
-            };
-            out.push(finding(Hit {
-                lines: vec![format!("timeout tunnel {}", secs(want))],
-                ..hit(
-                    status,
-                    sec,
-                    format!(
-                        "no timeout tunnel: {} apply to the upgraded connection",
-                        cut.join(", ")
-                    ),
-                    expected,
-                    "set timeout tunnel above the library's heartbeat",
-                )
-            }));
-            return;
-        }
-        if !cut.is_empty() {
-            out.push(finding(hit(
-                Status::Fail,
-                sec,
-                format!(
-                    "no timeout tunnel: {} cut the upgraded connection when quiet that long",
-                    cut.join(", ")
-                ),
-                "timeout tunnel above the heartbeat".into(),
-                "set timeout tunnel for upgraded connections",
-            )));
-        }
-        return;
-    };
-    let raw = d.arg(1).unwrap_or("");
-    let observed = format!("timeout tunnel {raw} (a bare number is milliseconds)");
-    let Some(t) = haproxy_time(raw) else {
-        out.push(finding(hit(
-            Status::Fail,
-            d,
-            format!(
-                "timeout tunnel `{raw}`: {}",
-                super::time::haproxy(raw)
-                    .err()
-                    .map_or_else(String::new, |e| e.why("haproxy"))
+    if let Some(t) = found {
+        out.push(finding(Hit {
+            id: ID,
+            status: t.status,
+            at: t.at,
+            block: block.into(),
+            observed: t.observed,
+            expected: t.expected,
+            fix: t.fix,
+            lines: vec![format!("timeout tunnel {}", secs(t.want.unwrap_or(want)))],
+        }));
+    }
+}
+
+/// What the `timeout tunnel` rule found at one line, before it is a finding.
+struct TunnelHit<'a> {
+    status: Status,
+    at: &'a Node,
+    observed: String,
+    expected: String,
+    fix: &'static str,
+    /// The timeout to set when a library's heartbeat, not the workload's, asks for it.
+    want: Option<std::time::Duration>,
+}
+
+/// No `timeout tunnel`: `timeout client`/`server` then cut the upgraded connection, which
+/// a library's documented heartbeat may still cross (`beat`: the path declares one).
+fn tunnel_missing<'a>(
+    sec: &'a Node,
+    defs: Option<&Node>,
+    path: &str,
+    w: &Workload,
+    beat: bool,
+) -> Option<TunnelHit<'a>> {
+    let cuts: Vec<(&str, &Node)> = ["client", "server"]
+        .iter()
+        .filter_map(|k| Some((*k, setting(sec, defs, &["timeout", k])?)))
+        .collect();
+    let cut: Vec<String> = cuts
+        .iter()
+        .map(|(k, d)| format!("timeout {k} {}", d.arg(1).unwrap_or("")))
+        .collect();
+    // The shorter of the two cuts first; a library's heartbeat crosses both ways.
+    let shortest = cuts
+        .iter()
+        .filter_map(|(_, d)| d.arg(1).and_then(haproxy_time))
+        .min();
+    let lib = shortest
+        .filter(|_| w.ping.is_none() && !beat)
+        .and_then(|t| super::rules::library_need(t, path, w.app));
+    if let Some(need) = lib {
+        let (status, expected, want) = need?;
+        return Some(TunnelHit {
+            status,
+            at: sec,
+            observed: format!(
+                "no timeout tunnel: {} apply to the upgraded connection",
+                cut.join(", ")
             ),
+            expected,
+            fix: "set timeout tunnel above the library's heartbeat",
+            want: Some(want),
+        });
+    }
+    (!cut.is_empty()).then(|| TunnelHit {
+        status: Status::Fail,
+        at: sec,
+        observed: format!(
+            "no timeout tunnel: {} cut the upgraded connection when quiet that long",
+            cut.join(", ")
+        ),
+        expected: "timeout tunnel above the heartbeat".into(),
+        fix: "set timeout tunnel for upgraded connections",
+        want: None,
+    })
+}
+
+/// `timeout tunnel` set at `d`: a HAProxy time, above the path's, the declared or the
+/// library's heartbeat.
+fn tunnel_set<'a>(d: &'a Node, path: &str, w: &Workload) -> Option<TunnelHit<'a>> {
+    let raw = d.arg(1).unwrap_or("");
+    let hit = |status, observed, expected, fix, want| {
+        Some(TunnelHit {
+            status,
+            at: d,
+            observed,
+            expected,
+            fix,
+            want,
+        })
+    };
+    let Some(t) = haproxy_time(raw) else {
+        let why = super::time::haproxy(raw)
+            .err()
+            .map_or_else(String::new, |e| e.why("haproxy"));
+        return hit(
+            Status::Fail,
+            format!("timeout tunnel `{raw}`: {why}"),
             "a time haproxy -c accepts (one number and unit, at most 24d)".into(),
             "write the timeout as a HAProxy time",
-        )));
-        return;
+            None,
+        );
     };
+    let observed = format!("timeout tunnel {raw} (a bare number is milliseconds)");
     if let Some(n) = super::path::timeout(t, w, "haproxy", Stream::Websocket) {
-        if n.status != Status::Pass {
-            out.push(finding(hit(
-                n.status,
-                d,
-                observed,
-                n.expected,
-                "raise timeout tunnel to carry the path's heartbeat",
-            )));
-        }
-        return;
+        let fix = "raise timeout tunnel to carry the path's heartbeat";
+        return match n.status {
+            Status::Pass => None,
+            st => hit(st, observed, n.expected, fix, None),
+        };
     }
-    match w.ping {
-        Some(p) if t <= p => out.push(finding(hit(
+    match (w.ping, super::rules::library_need(t, path, w.app)) {
+        (Some(p), _) if t <= p => hit(
             Status::Fail,
-            d,
             observed,
             format!("above the heartbeat ({})", secs(p)),
             "raise timeout tunnel above the heartbeat",
-        ))),
-        Some(_) => {}
-        None => match super::rules::library_need(t, path, w.app) {
-            Some(None) => {}
-            Some(Some((status, expected, want))) => out.push(finding(Hit {
-                lines: vec![format!("timeout tunnel {}", secs(want))],
-                ..hit(
-                    status,
-                    d,
-                    observed,
-                    expected,
-                    "raise timeout tunnel above the library's heartbeat",
-                )
-            })),
-            None => out.push(finding(hit(
-                Status::Warn,
-                d,
-                observed,
-                no_heartbeat(t, Stream::Websocket),
-                "declare the heartbeat (--ping) or keep the tunnel timeout above it",
-            ))),
-        },
+            None,
+        ),
+        (Some(_), _) | (None, Some(None)) => None,
+        (None, Some(Some((status, expected, want)))) => hit(
+            status,
+            observed,
+            expected,
+            "raise timeout tunnel above the library's heartbeat",
+            Some(want),
+        ),
+        (None, None) => hit(
+            Status::Warn,
+            observed,
+            no_heartbeat(t, Stream::Websocket),
+            "declare the heartbeat (--ping) or keep the tunnel timeout above it",
+            None,
+        ),
     }
 }
 

@@ -146,114 +146,135 @@ pub fn parse(file: &str, text: &str) -> Result<Vec<Node>, ParseError> {
         if doc.trim().is_empty() {
             continue;
         }
-        super::yaml_depth(file, &doc).map_err(|e| perr(file, start + e.line - 1, e.msg))?;
-        let v: Value = serde_yaml::from_str(&doc).map_err(|e| {
-            let l = e.location().map_or(1, |l| l.line());
-            perr(
-                file,
-                start + l - 1,
-                format!(
-                    "YAML: {}",
-                    crate::profile::plain_yaml_error(&e.to_string(), "")
-                ),
-            )
-        })?;
-        let s = |p: &[&str]| {
-            let mut cur = &v;
-            for k in p {
-                cur = cur.get(*k)?;
-            }
-            cur.as_str().map(String::from)
-        };
-        let ns = s(&["metadata", "namespace"]);
-        let meta_name = s(&["metadata", "name"]).unwrap_or_default();
-        let kind = v.get("kind").and_then(Value::as_str);
-        let keys: Vec<&str> = v
-            .get("data")
-            .and_then(Value::as_mapping)
-            .into_iter()
-            .flatten()
-            .map(|(k, _)| k.as_str().unwrap_or("0"))
-            .collect();
-        let controller =
-            kind == Some("ConfigMap") && is_controller(&meta_name, ns.as_deref(), &keys);
-        if kind != Some("Ingress") && !controller {
+        let v = document(file, start, &doc)?;
+        let Some((id, controller)) = kept(&v) else {
             continue;
-        }
-        let id = format!("{}/{meta_name}", ns.unwrap_or_else(|| "default".into()));
+        };
         let lines = Lines::new(&doc);
         let at = |needle: &str| start + lines.of(needle) - 1;
-        if controller {
-            out.push(configmap(&v, id, &name, &at));
-            continue;
-        }
-        let mut kids = Vec::new();
-        if let Some(a) = v
-            .get("metadata")
-            .and_then(|m| m.get("annotations"))
-            .and_then(Value::as_mapping)
-        {
-            for (k, val) in a {
-                let (Some(k), val) = (k.as_str(), val) else {
-                    continue;
-                };
-                let Some(key) = k.strip_prefix(PREFIX) else {
-                    continue;
-                };
-                let val = match val {
-                    Value::String(s) => s.clone(),
-                    Value::Number(n) => n.to_string(),
-                    Value::Bool(b) => b.to_string(),
-                    _ => String::new(),
-                };
-                kids.push(Node {
-                    name: key.into(),
-                    args: vec![val],
-                    file: name.clone(),
-                    line: at(k),
-                    block: None,
-                });
-            }
-        }
-        let rules = v
-            .get("spec")
-            .and_then(|s| s.get("rules"))
-            .and_then(Value::as_sequence);
-        for r in rules.into_iter().flatten() {
-            let paths = r
-                .get("http")
-                .and_then(|h| h.get("paths"))
-                .and_then(Value::as_sequence);
-            for p in paths.into_iter().flatten() {
-                let path = p
-                    .get("path")
-                    .and_then(Value::as_str)
-                    .unwrap_or("/")
-                    .to_string();
-                let line = at(&format!("path: {path}"));
-                kids.push(Node {
-                    name: "path".into(),
-                    args: vec![path],
-                    file: name.clone(),
-                    line,
-                    block: None,
-                });
-            }
-        }
-        out.push(Node {
-            name: "ingress".into(),
-            args: vec![id],
-            file: name.clone(),
-            line: at("kind:"),
-            block: Some(kids),
+        out.push(match controller {
+            true => configmap(&v, id, &name, &at),
+            false => ingress(&v, id, &name, &at),
         });
     }
     Ok(out)
 }
 
+/// One YAML document (starting at line `start` of `file`), bounded in depth; an error
+/// names its line.
+fn document(file: &str, start: usize, doc: &str) -> Result<Value, ParseError> {
+    super::yaml_depth(file, doc).map_err(|e| perr(file, start + e.line - 1, e.msg))?;
+    serde_yaml::from_str(doc).map_err(|e| {
+        let l = e.location().map_or(1, |l| l.line());
+        perr(
+            file,
+            start + l - 1,
+            format!(
+                "YAML: {}",
+                crate::profile::plain_yaml_error(&e.to_string(), "")
+            ),
+        )
+    })
+}
+
+/// Pure: a document this linter reads: an Ingress, or the ingress-nginx controller's
+/// ConfigMap (true); with its `namespace/name` id. Anything else is left out.
+fn kept(v: &Value) -> Option<(String, bool)> {
+    let s = |p: &[&str]| {
+        let mut cur = v;
+        for k in p {
+            cur = cur.get(*k)?;
+        }
+        cur.as_str().map(String::from)
+    };
+    let ns = s(&["metadata", "namespace"]);
+    let meta_name = s(&["metadata", "name"]).unwrap_or_default();
+    let kind = v.get("kind").and_then(Value::as_str);
+    let keys: Vec<&str> = v
+        .get("data")
+        .and_then(Value::as_mapping)
+        .into_iter()
+        .flatten()
+        .map(|(k, _)| k.as_str().unwrap_or("0"))
+        .collect();
+    let controller = kind == Some("ConfigMap") && is_controller(&meta_name, ns.as_deref(), &keys);
+    if kind != Some("Ingress") && !controller {
+        return None;
+    }
+    let id = format!("{}/{meta_name}", ns.unwrap_or_else(|| "default".into()));
+    Some((id, controller))
+}
+
+/// An Ingress: its `nginx.ingress.kubernetes.io/` annotations and its rules' paths, each
+/// at its line.
+fn ingress(v: &Value, id: String, name: &Arc<str>, at: &dyn Fn(&str) -> usize) -> Node {
+    let node = |key: &str, val: String, line| Node {
+        name: key.into(),
+        args: vec![val],
+        file: name.clone(),
+        line,
+        block: None,
+    };
+    let annotations = v
+        .get("metadata")
+        .and_then(|m| m.get("annotations"))
+        .and_then(Value::as_mapping);
+    let mut kids: Vec<Node> = annotations
+        .into_iter()
+        .flatten()
+        .filter_map(|(k, val)| {
+            let k = k.as_str()?;
+            let key = k.strip_prefix(PREFIX)?;
+            Some(node(key, scalar(val), at(k)))
+        })
+        .collect();
+    let rules = v
+        .get("spec")
+        .and_then(|s| s.get("rules"))
+        .and_then(Value::as_sequence);
+    for r in rules.into_iter().flatten() {
+        let paths = r
+            .get("http")
+            .and_then(|h| h.get("paths"))
+            .and_then(Value::as_sequence);
+        for p in paths.into_iter().flatten() {
+            let path = p.get("path").and_then(Value::as_str).unwrap_or("/");
+            kids.push(node("path", path.to_string(), at(&format!("path: {path}"))));
+        }
+    }
+    Node {
+        name: "ingress".into(),
+        args: vec![id],
+        file: name.clone(),
+        line: at("kind:"),
+        block: Some(kids),
+    }
+}
+
+/// Pure: an annotation's value as text (a number or a boolean as written by YAML).
+fn scalar(val: &Value) -> String {
+    match val {
+        Value::String(s) => s.clone(),
+        Value::Number(n) => n.to_string(),
+        Value::Bool(b) => b.to_string(),
+        _ => String::new(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Only an Ingress or the controller's ConfigMap is kept, named namespace/name.
+    #[test]
+    fn kept_documents_and_their_ids() {
+        let v = |t: &str| serde_yaml::from_str::<Value>(t).unwrap();
+        let ing = v("kind: Ingress\nmetadata: {name: ws, namespace: prod}\n");
+        assert_eq!(kept(&ing), Some(("prod/ws".into(), false)));
+        let no_ns = v("kind: Ingress\nmetadata: {name: ws}\n");
+        assert_eq!(kept(&no_ns), Some(("default/ws".into(), false)));
+        assert_eq!(kept(&v("kind: Service\nmetadata: {name: s}\n")), None);
+    }
 
     #[test]
     fn several_documents_with_lines() {

@@ -56,31 +56,8 @@ pub fn skip_reason(c: &ClosedEmpty) -> String {
     format!("not measured: {}", describe(c))
 }
 
-/// Pure: what a close code means (RFC 6455 7.4.1, the IANA registry; 4000-4999 are the
-/// application's, and libraries often write 4 + the HTTP status there).
-pub fn meaning(code: u16) -> String {
-    let s = match code {
-        1000 => "normal closure",
-        1001 => "going away",
-        1002 => "protocol error",
-        1003 => "unsupported data",
-        1007 => "invalid payload data",
-        1008 => "policy violation",
-        1009 => "message too big",
-        1010 => "mandatory extension",
-        1011 => "internal error",
-        1012 => "service restart",
-        1013 => "try again later",
-        1014 => "bad gateway",
-        3000 => "unauthorized",
-        3003 => "forbidden",
-        3008 => "timeout",
-        4400..=4599 => return format!("the application's code (as HTTP {})", code - 4000),
-        4000..=4999 => "the application's code",
-        _ => "unregistered",
-    };
-    s.to_string()
-}
+/// Pure: what a close code means (one table, bench's: its clients name closes too).
+pub use crate::bench::ws_client::close_meaning as meaning;
 
 /// Pure: the close as one phrase: who ended it, with what, when.
 pub fn describe(c: &ClosedEmpty) -> String {

@@ -173,143 +173,181 @@ fn app_fix(s: &StreamObs) -> crate::findings::Fix {
     }
 }
 
+/// The check's verdict before it is a finding: what was measured, and the fix when the
+/// cause is not a proxy's idle timeout.
+struct Judged {
+    status: Status,
+    observed: String,
+    reason: Option<String>,
+    numbers: Vec<(&'static str, f64)>,
+    fix: Option<crate::findings::Fix>,
+}
+
+impl Judged {
+    fn skip(observed: &str, reason: String) -> Judged {
+        Judged {
+            status: Status::Skip,
+            observed: observed.into(),
+            reason: Some(reason),
+            numbers: Vec::new(),
+            fix: None,
+        }
+    }
+
+    fn of(status: Status, observed: String) -> Judged {
+        Judged {
+            status,
+            observed,
+            reason: None,
+            numbers: Vec::new(),
+            fix: None,
+        }
+    }
+}
+
 pub fn check(u: &UrlObs) -> Option<Finding> {
-    let mut reason = None;
-    let mut app_fixed = None;
-    let mut silent_fix = false;
-    let mut numbers = Vec::new();
-    let (status, observed) = match (stream(u), u.quick, u.kind) {
-        (_, _, Kind::Poll) => {
-            reason = Some("polling holds no connection open".to_string());
-            (Status::Skip, "polling".to_string())
-        }
-        (_, true, _) => {
-            reason = Some("--quick: idle test not run".to_string());
-            (Status::Skip, "not run".to_string())
-        }
-        (None, _, _) => {
-            reason = Some("no connection was established to hold".to_string());
-            (Status::Skip, "no stream".to_string())
-        }
-        (Some(s), false, _) => {
-            let silence = s.longest_silence_ms();
-            numbers.push(("longest_silence_s", silence / 1000.0));
-            numbers.push(("held_s", s.ended_ms / 1000.0));
-            // When this URL's probe began in the run: URLs are probed at once.
-            numbers.push(("started_s", u.started_ms / 1000.0));
-            match &s.ending {
-                // Refused or closed at once: nothing was held (upgrade or sse-buffering
-                // says so and fails).
-                Some(_) if super::closed::refused(s, false).is_some() => {
-                    reason = super::closed::refused(s, false)
-                        .map(|c| super::closed::skip_reason(&c));
-                    (Status::Skip, "not measured".to_string())
-                }
-                // Open, but the watch stopped before --idle-for: no idle period measured.
-                Some(Ending::Open) | None if s.ended_ms + WINDOW_SLACK_MS < s.window_ms => {
-                    reason = Some(format!(
-                        "the watch stopped after {} of --idle-for {}: no idle period was measured",
-                        fmt_s(s.ended_ms),
-                        fmt_s(s.window_ms)
-                    ));
-                    (Status::Skip, "not measured".to_string())
-                }
-                Some(Ending::Open) | None if silent_cut(s).is_some() => {
-                    let before = silence_before_ping(s).unwrap_or(silence);
-                    numbers.push(("silent_cut_within_s", before / 1000.0));
-                    silent_fix = true;
-                    (
-                        Status::Fail,
-                        format!(
-                            "silent cut: no FIN or RST in {} held, but {}: a NAT, conntrack table or layer-4 balancer forgot the connection within the {} of silence before the ping (an upper bound on its limit){}",
-                            fmt_s(s.ended_ms),
-                            silent_cut(s).unwrap_or_default(),
-                            fmt_s(before),
-                            silent_candidates(u, before)
-                        ),
-                    )
-                }
-                // Unanswered, not shown lost: lost past a proxy, ignored, or never sent;
-                // not known, never a pass (an acknowledgement is not an answer).
-                Some(Ending::Open) | None if unanswered(s) => {
-                    (
-                        Status::Warn,
-                        format!(
-                            "held open {} with no FIN or RST{}",
-                            fmt_s(s.ended_ms),
-                            after_idle_note(s)
-                        ),
-                    )
-                }
-                Some(Ending::Open) | None => (
-                    Status::Pass,
-                    format!(
-                        "held open {} with nothing sent by the client; longest silence from the server {}{}{}",
-                        fmt_s(s.ended_ms),
-                        fmt_s(silence),
-                        if s.events.is_empty() {
-                            String::new()
-                        } else {
-                            format!("; {}", s.messages_text())
-                        },
-                        after_idle_note(s)
-                    ),
-                ),
-                Some(e) if app_close(s).is_some() => {
-                    numbers.push(("closed_after_s", s.ended_ms / 1000.0));
-                    app_fixed = Some(app_fix(s));
-                    (
-                        Status::Warn,
-                        format!(
-                            "closed after {} by {}: {}",
-                            fmt_s(s.ended_ms),
-                            ending_text(e),
-                            app_close(s).unwrap_or_default()
-                        ),
-                    )
-                }
-                Some(e) => {
-                    let before = silence_before_close(s).unwrap_or(silence);
-                    numbers.push(("closed_after_s", s.ended_ms / 1000.0));
-                    numbers.push(("idle_timeout_s", before / 1000.0));
-                    (
-                        Status::Fail,
-                        format!(
-                            "closed after {} by {} following {} of silence; {} heartbeat(s) seen",
-                            fmt_s(s.ended_ms),
-                            ending_text(e),
-                            fmt_s(before),
-                            s.heartbeats_ms.len()
-                        ),
-                    )
-                }
-            }
-        }
+    let j = match (stream(u), u.quick, u.kind) {
+        (_, _, Kind::Poll) => Judged::skip("polling", "polling holds no connection open".into()),
+        (_, true, _) => Judged::skip("not run", "--quick: idle test not run".into()),
+        (None, _, _) => Judged::skip("no stream", "no connection was established to hold".into()),
+        (Some(s), false, _) => judge_held(u, s),
     };
     let expected = format!("open for --idle-for {}", fmt_s(u.idle_for_ms));
     let mut f = finding(
         &META,
         u,
-        status,
-        observed,
+        j.status,
+        j.observed,
         &expected,
         "every proxy cuts a connection silent longer than its idle timeout (nginx: proxy_read_timeout 60 s); the heartbeat must come sooner",
         proxy::idle(u.proxy),
     );
-    f.reason = reason;
-    if let (Some(fix), true) = (app_fixed, f.status != Status::Pass) {
+    f.reason = j.reason;
+    if let Some(fix) = j.fix {
         f.fix = fix;
-    }
-    if silent_fix {
-        f.fix = silent_cut_fix();
     }
     if let Some(a) = stream(u).and_then(|s| s.app.as_ref()) {
         f.observed = format!("{}; spoken: {}", f.observed, a.label());
     }
-    for (k, v) in numbers {
+    for (k, v) in j.numbers {
         f.numbers.insert(k.into(), (v * 1000.0).round() / 1000.0);
     }
     Some(f)
+}
+
+/// A stream held for the idle watch: how long, and how it ended.
+fn judge_held(u: &UrlObs, s: &StreamObs) -> Judged {
+    let silence = s.longest_silence_ms();
+    let held = vec![
+        ("longest_silence_s", silence / 1000.0),
+        ("held_s", s.ended_ms / 1000.0),
+        // When this URL's probe began in the run: URLs are probed at once.
+        ("started_s", u.started_ms / 1000.0),
+    ];
+    let mut j = match &s.ending {
+        // Refused or closed at once: nothing was held (upgrade or sse-buffering says so
+        // and fails).
+        Some(_) if super::closed::refused(s, false).is_some() => Judged::skip(
+            "not measured",
+            super::closed::refused(s, false)
+                .map(|c| super::closed::skip_reason(&c))
+                .unwrap_or_default(),
+        ),
+        Some(Ending::Open) | None => judge_open(u, s, silence),
+        Some(e) => judge_closed(s, e, silence),
+    };
+    j.numbers.extend(held);
+    j
+}
+
+/// A stream still open at the end of the watch: a silent cut shown by the ping after it,
+/// an unanswered ping, or held.
+fn judge_open(u: &UrlObs, s: &StreamObs, silence: f64) -> Judged {
+    // The watch stopped before --idle-for: no idle period measured.
+    if s.ended_ms + WINDOW_SLACK_MS < s.window_ms {
+        return Judged::skip(
+            "not measured",
+            format!(
+                "the watch stopped after {} of --idle-for {}: no idle period was measured",
+                fmt_s(s.ended_ms),
+                fmt_s(s.window_ms)
+            ),
+        );
+    }
+    if let Some(cut) = silent_cut(s) {
+        let before = silence_before_ping(s).unwrap_or(silence);
+        let mut j = Judged::of(
+            Status::Fail,
+            format!(
+                "silent cut: no FIN or RST in {} held, but {cut}: a NAT, conntrack table or layer-4 balancer forgot the connection within the {} of silence before the ping (an upper bound on its limit){}",
+                fmt_s(s.ended_ms),
+                fmt_s(before),
+                silent_candidates(u, before)
+            ),
+        );
+        j.numbers.push(("silent_cut_within_s", before / 1000.0));
+        j.fix = Some(silent_cut_fix());
+        return j;
+    }
+    // Unanswered, not shown lost: lost past a proxy, ignored, or never sent; not known,
+    // never a pass (an acknowledgement is not an answer).
+    if unanswered(s) {
+        return Judged::of(
+            Status::Warn,
+            format!(
+                "held open {} with no FIN or RST{}",
+                fmt_s(s.ended_ms),
+                after_idle_note(s)
+            ),
+        );
+    }
+    Judged::of(
+        Status::Pass,
+        format!(
+            "held open {} with nothing sent by the client; longest silence from the server {}{}{}",
+            fmt_s(s.ended_ms),
+            fmt_s(silence),
+            if s.events.is_empty() {
+                String::new()
+            } else {
+                format!("; {}", s.messages_text())
+            },
+            after_idle_note(s)
+        ),
+    )
+}
+
+/// A stream the far side ended during the watch: the library's own doing, or the path's
+/// idle timeout after the silence before it.
+fn judge_closed(s: &StreamObs, e: &Ending, silence: f64) -> Judged {
+    let closed_after = ("closed_after_s", s.ended_ms / 1000.0);
+    if let Some(why) = app_close(s) {
+        let mut j = Judged::of(
+            Status::Warn,
+            format!(
+                "closed after {} by {}: {why}",
+                fmt_s(s.ended_ms),
+                ending_text(e)
+            ),
+        );
+        j.numbers.push(closed_after);
+        j.fix = Some(app_fix(s));
+        return j;
+    }
+    let before = silence_before_close(s).unwrap_or(silence);
+    let mut j = Judged::of(
+        Status::Fail,
+        format!(
+            "closed after {} by {} following {} of silence; {} heartbeat(s) seen",
+            fmt_s(s.ended_ms),
+            ending_text(e),
+            fmt_s(before),
+            s.heartbeats_ms.len()
+        ),
+    );
+    j.numbers.push(closed_after);
+    j.numbers.push(("idle_timeout_s", before / 1000.0));
+    j
 }
 
 /// Without a declared path: the catalogue's silent cutters whose documented limit fits

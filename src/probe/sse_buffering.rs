@@ -3,7 +3,7 @@
 //! hosts (clock offset cancels); otherwise several events in one read after a silence
 //! mean a buffer released them (evidence proxy-config: 6.6 s of silence behind a buffering
 //! proxy).
-use super::session::{timing, Ending, StreamObs, Timing, BURST_SILENCE_MS, DELAY_FAIL_MS};
+use super::session::{timing, Ending, SseObs, StreamObs, Timing, BURST_SILENCE_MS, DELAY_FAIL_MS};
 use super::{finding, fmt_s, proxy, Kind, Meta, UrlObs};
 use crate::findings::{Finding, Status};
 
@@ -82,7 +82,31 @@ pub fn check(u: &UrlObs) -> Option<Finding> {
             )),
             vec![],
         ),
-        Some(s) if s.head_ms >= HEAD_HELD_MS && !direct_head_late(u, s) && held_by_path(u, s) => (
+        Some(s) => judge_stream(u, sse, s),
+    };
+    let mut f = finding(
+        &META,
+        u,
+        status,
+        observed,
+        expected,
+        "a buffering proxy completes the SSE handshake, then holds events (6.6 s of silence measured)",
+        proxy::buffering(u.proxy),
+    );
+    f.reason = reason;
+    for (k, v) in numbers {
+        f.numbers.insert(k.into(), (v * 10.0).round() / 10.0);
+    }
+    Some(f)
+}
+
+/// What one verdict is made of: status, observed, the reason for a skip, numbers.
+type Verdict = (Status, String, Option<String>, Vec<(&'static str, f64)>);
+
+/// The stream that came: a head held, unreadable or broken, no event, or events timed.
+fn judge_stream(u: &UrlObs, sse: &SseObs, s: &StreamObs) -> Verdict {
+    match s {
+        s if s.head_ms >= HEAD_HELD_MS && !direct_head_late(u, s) && held_by_path(u, s) => (
             Status::Fail,
             format!(
                 "head held {} by the path{}{}",
@@ -93,7 +117,7 @@ pub fn check(u: &UrlObs) -> Option<Finding> {
             None,
             vec![("head_ms", s.head_ms), ("events", s.events.len() as f64)],
         ),
-        Some(s) if s.head_ms >= HEAD_HELD_MS && !direct_head_late(u, s) => (
+        s if s.head_ms >= HEAD_HELD_MS && !direct_head_late(u, s) => (
             Status::Warn,
             format!(
                 "the head came only with the server's first write, after {}: the server holds its head until it writes (EventSource opens late; Node: res.flushHeaders()){}",
@@ -103,19 +127,19 @@ pub fn check(u: &UrlObs) -> Option<Finding> {
             None,
             vec![("head_ms", s.head_ms), ("events", s.events.len() as f64)],
         ),
-        Some(s) if s.unreadable.is_some() => (
+        s if s.unreadable.is_some() => (
             Status::Fail,
             s.unreadable.clone().unwrap_or_default(),
             None,
             vec![],
         ),
-        Some(s) if broken(s).is_some() => (
+        s if broken(s).is_some() => (
             Status::Fail,
             broken(s).unwrap_or_default(),
             None,
             vec![("body_bytes", s.body_bytes as f64)],
         ),
-        Some(s) if s.events.is_empty() => (
+        s if s.events.is_empty() => (
             Status::Skip,
             format!("no event in {}", fmt_s(s.ended_ms)),
             Some(format!(
@@ -133,46 +157,35 @@ pub fn check(u: &UrlObs) -> Option<Finding> {
             )),
             vec![("head_ms", s.head_ms)],
         ),
-        Some(s) => {
-            let t = timing(s);
-            let direct = u
-                .direct
-                .as_ref()
-                .and_then(|d| d.stream.as_ref())
-                .and_then(|d| d.events.first())
-                .map(|e| e.at_ms);
-            let (mut st, mut obs) = judge(&t, u.target.is_loopback(), direct);
-            if let Some(e) = &u.direct_error {
-                obs.push_str(&format!("; direct not measured: {e}"));
-            }
-            let (hst, notes) = header_notes(&sse.head);
-            st = st.max(hst);
-            obs.push_str(&notes);
-            obs.push_str(&held_head(s));
-            let mut nums = vec![("events", t.events as f64), ("bursts", t.bursts as f64)];
-            if let Some(d) = t.max_delay_ms {
-                nums.push(("max_delay_ms", d));
-            }
-            if let Some(f) = t.first_event_ms {
-                nums.push(("first_event_ms", f));
-            }
-            (st, obs, None, nums)
-        }
-    };
-    let mut f = finding(
-        &META,
-        u,
-        status,
-        observed,
-        expected,
-        "a buffering proxy completes the SSE handshake, then holds events (6.6 s of silence measured)",
-        proxy::buffering(u.proxy),
-    );
-    f.reason = reason;
-    for (k, v) in numbers {
-        f.numbers.insert(k.into(), (v * 10.0).round() / 10.0);
+        s => timed(u, sse, s),
     }
-    Some(f)
+}
+
+/// Events arrived: their timing judged, with the headers' notes and the head's wait.
+fn timed(u: &UrlObs, sse: &SseObs, s: &StreamObs) -> Verdict {
+    let t = timing(s);
+    let direct = u
+        .direct
+        .as_ref()
+        .and_then(|d| d.stream.as_ref())
+        .and_then(|d| d.events.first())
+        .map(|e| e.at_ms);
+    let (mut st, mut obs) = judge(&t, u.target.is_loopback(), direct);
+    if let Some(e) = &u.direct_error {
+        obs.push_str(&format!("; direct not measured: {e}"));
+    }
+    let (hst, notes) = header_notes(&sse.head);
+    st = st.max(hst);
+    obs.push_str(&notes);
+    obs.push_str(&held_head(s));
+    let mut nums = vec![("events", t.events as f64), ("bursts", t.bursts as f64)];
+    if let Some(d) = t.max_delay_ms {
+        nums.push(("max_delay_ms", d));
+    }
+    if let Some(f) = t.first_event_ms {
+        nums.push(("first_event_ms", f));
+    }
+    (st, obs, None, nums)
 }
 
 /// An event stream that cannot be one: it ended without a byte of body, or its body held

@@ -320,74 +320,19 @@ fn summarize(
     ),
     published: Option<crate::bench::wire::PublisherStat>,
 ) -> Run {
-    // What rtcheck failed to publish (the hub down) is owed to no client.
-    let unowed = published
-        .as_ref()
-        .map(|p| summary::unowed(&clients, &p.failed_seqs))
-        .unwrap_or_default();
-    // Over --publish ws the sends just before a failure are not known taken: still owed
-    // (lost when missed), counted apart.
-    let unconfirmed = match &published {
-        Some(p) if ws_publisher(o) => summary::unconfirmed(&clients, &p.failed_seqs).len(),
-        _ => 0,
-    };
-    let clients = summary::without_unowed(clients, &unowed);
+    let (clients, unowed, unconfirmed) = owed(o, clients, published.as_ref());
     let outages = summary::outages(&clients, hook_ms);
     let w = wave::measure(&outages);
     let connected = clients.iter().filter(|c| c.connected_ms.is_some()).count() as u64;
-    let mut connect_errors: Vec<String> = Vec::new();
-    for e in clients.iter().filter_map(|c| c.connect_error.clone()) {
-        if connect_errors.len() < 3 && !connect_errors.contains(&e) {
-            connect_errors.push(e);
-        }
-    }
-    let listen = match (nb, na) {
-        // This host's counters say nothing of a server elsewhere (--allow-remote).
-        _ if !on_this_host(o.watch.ip()) => Listen {
-            listen_overflows: None,
-            listen_drops: None,
-            error: Some(format!(
-                "the server {} is not on this host: this host's accept-queue counters are not its own (run rehearse on the server's host, or --server-addr)",
-                o.watch
-            )),
-        },
-        (Ok(b), Ok(a)) => Listen {
-            listen_overflows: Some(a.overflows.saturating_sub(b.overflows)),
-            listen_drops: Some(a.drops.saturating_sub(b.drops)),
-            error: None,
-        },
-        (Err(e), _) | (_, Err(e)) => Listen {
-            listen_overflows: None,
-            listen_drops: None,
-            error: Some(e),
-        },
-    };
+    let connect_errors = first_errors(&clients);
+    let listen = listen_delta(o, nb, na);
     let delivery = summary::delivery(&clients);
-    let mut notes = Vec::new();
-    if connected == 0 {
-        notes.push(format!(
-            "no client connected before the restart ({}): nothing was rehearsed",
-            connect_errors.join("; ")
-        ));
-    } else if w.dropped == 0 {
-        notes.push("no client dropped after the restart began: the restart did not touch these connections within the window (a reload that keeps them, or a hook that restarted something else)".into());
-    }
-    if timed_out && w.never_back > 0 {
-        notes.push(format!(
-            "ended at --timeout {} with {} client(s) still away; what was measured is kept",
-            rtcheck_base::units::fmt_duration(o.timeout),
-            w.never_back
-        ));
-    }
+    let mut notes = wave_notes(o, connected, &connect_errors, &w, timed_out);
     if let Some(p) = &published {
-        notes.extend(publisher_notes(p, unowed.len(), unconfirmed));
+        notes.extend(publisher_notes(p, unowed, unconfirmed));
     }
     let publisher_ok = published.as_ref().is_none_or(|p| p.sent > 0);
-    let gave_up = clients.iter().filter(|c| c.gave_up).count() as u64;
-    let dropped_before_restart = clients
-        .iter()
-        .filter(|c| c.drops.iter().any(|d| d.0 < hook_ms))
-        .count() as u64;
+    let (gave_up, dropped_before_restart) = dropouts(&clients, hook_ms);
     Run {
         name: p.name(),
         reconnect: p,
@@ -417,9 +362,104 @@ fn summarize(
         notes,
         hook,
         publisher: published,
-        unowed: unowed.len() as u64,
+        unowed: unowed as u64,
         unconfirmed: unconfirmed as u64,
     }
+}
+
+/// Pure: the clients with what rtcheck failed to publish (the hub down) taken out, owed
+/// to no client; how many seqs that was, and how many sends over --publish ws just
+/// before a failure are not known taken (still owed, lost when missed, counted apart).
+fn owed(
+    o: &Options,
+    clients: Vec<client::ClientOut>,
+    published: Option<&crate::bench::wire::PublisherStat>,
+) -> (Vec<client::ClientOut>, usize, usize) {
+    let unowed = published
+        .map(|p| summary::unowed(&clients, &p.failed_seqs))
+        .unwrap_or_default();
+    let unconfirmed = match published {
+        Some(p) if ws_publisher(o) => summary::unconfirmed(&clients, &p.failed_seqs).len(),
+        _ => 0,
+    };
+    let n = unowed.len();
+    (summary::without_unowed(clients, &unowed), n, unconfirmed)
+}
+
+/// Pure: clients that gave up reconnecting, and clients dropped before the restart.
+fn dropouts(clients: &[client::ClientOut], hook_ms: f64) -> (u64, u64) {
+    let gave_up = clients.iter().filter(|c| c.gave_up).count() as u64;
+    let before = clients
+        .iter()
+        .filter(|c| c.drops.iter().any(|d| d.0 < hook_ms))
+        .count() as u64;
+    (gave_up, before)
+}
+
+/// Pure: the first three distinct connect errors.
+fn first_errors(clients: &[client::ClientOut]) -> Vec<String> {
+    let mut errors: Vec<String> = Vec::new();
+    for e in clients.iter().filter_map(|c| c.connect_error.clone()) {
+        if errors.len() < 3 && !errors.contains(&e) {
+            errors.push(e);
+        }
+    }
+    errors
+}
+
+/// Pure: the accept queue's overflows and drops during the run, from this host's
+/// counters before and after; none when the server is elsewhere or a read failed.
+fn listen_delta(
+    o: &Options,
+    nb: Result<crate::sys::netstat::ListenCounters, String>,
+    na: Result<crate::sys::netstat::ListenCounters, String>,
+) -> Listen {
+    let unread = |error: String| Listen {
+        listen_overflows: None,
+        listen_drops: None,
+        error: Some(error),
+    };
+    match (nb, na) {
+        // This host's counters say nothing of a server elsewhere (--allow-remote).
+        _ if !on_this_host(o.watch.ip()) => unread(format!(
+            "the server {} is not on this host: this host's accept-queue counters are not its own (run rehearse on the server's host, or --server-addr)",
+            o.watch
+        )),
+        (Ok(b), Ok(a)) => Listen {
+            listen_overflows: Some(a.overflows.saturating_sub(b.overflows)),
+            listen_drops: Some(a.drops.saturating_sub(b.drops)),
+            error: None,
+        },
+        (Err(e), _) | (_, Err(e)) => unread(e),
+    }
+}
+
+/// Pure: what the wave says of the run itself: nothing rehearsed (no client connected),
+/// nothing dropped, or clients still away at --timeout.
+fn wave_notes(
+    o: &Options,
+    connected: u64,
+    connect_errors: &[String],
+    w: &wave::Wave,
+    timed_out: bool,
+) -> Vec<String> {
+    let mut notes = Vec::new();
+    if connected == 0 {
+        notes.push(format!(
+            "no client connected before the restart ({}): nothing was rehearsed",
+            connect_errors.join("; ")
+        ));
+    } else if w.dropped == 0 {
+        notes.push("no client dropped after the restart began: the restart did not touch these connections within the window (a reload that keeps them, or a hook that restarted something else)".into());
+    }
+    if timed_out && w.never_back > 0 {
+        notes.push(format!(
+            "ended at --timeout {} with {} client(s) still away; what was measured is kept",
+            rtcheck_base::units::fmt_duration(o.timeout),
+            w.never_back
+        ));
+    }
+    notes
 }
 
 /// rtcheck publishes over a WebSocket of its own (no acknowledgement of what it sent).
@@ -582,6 +622,17 @@ fn sample_loop(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Connect errors: the first three distinct ones, in order.
+    #[test]
+    fn first_errors_are_distinct_and_at_most_three() {
+        let c = |e: &str| client::ClientOut {
+            connect_error: Some(e.into()),
+            ..Default::default()
+        };
+        let clients = ["a", "a", "b", "c", "d"].map(c);
+        assert_eq!(first_errors(&clients), ["a", "b", "c"]);
+    }
 
     #[test]
     fn unconfirmed_sends_are_their_own_note_not_a_part_of_the_failed() {

@@ -170,3 +170,38 @@ fn an_event_stream_that_ends_at_once_is_not_an_idle_timeout() {
         assert!(f["reason"].as_str().unwrap().contains("EOF"), "{id}: {ctx}");
     }
 }
+
+/// 101, then nothing: no message, no ping, no answer to the probe's ping, no close.
+fn silent_hold(s: &mut TcpStream, req: &str, stopped: &dyn Fn() -> bool) {
+    if s.write_all(&head_101(req)).is_ok() {
+        pause(Duration::from_secs(30), stopped);
+    }
+}
+
+/// A peer that completes the 101 and then holds the connection silently: the upgrade
+/// worked (a pass, saying no message came), but nothing that needs an answer passes on
+/// its silence: the ping after the idle watch went unanswered.
+#[test]
+fn a_silent_peer_after_the_101_passes_nothing_that_needs_an_answer() {
+    let stub = Stub::start(silent_hold);
+    let url = ws_url(&stub);
+    let (r, code, err) = probe_json(&["--idle-for", "4s", "--timeout", "3s", &url]);
+    let ctx = format!("exit {code}, stderr {err}\n{}", summary(&r));
+    let up = finding(&r, "upgrade");
+    assert_eq!(up["status"], "pass", "{ctx}");
+    assert_eq!(up["numbers"]["messages"], 0.0, "{ctx}");
+    let observed = up["observed"].as_str().unwrap();
+    assert!(
+        observed.contains("nothing came from the server after the 101"),
+        "{ctx}"
+    );
+    assert!(observed.contains("ping after it went unanswered"), "{ctx}");
+    assert!(observed.contains("a working stream is not"), "{ctx}");
+    // The checks that need an answer or a beat from the server do not pass on silence.
+    for id in ["idle-timeout", "heartbeat"] {
+        let f = finding(&r, id);
+        assert_ne!(f["status"], "pass", "{id}: {ctx}");
+    }
+    let idle = finding(&r, "idle-timeout")["observed"].as_str().unwrap();
+    assert!(idle.contains("not answered"), "{ctx}");
+}

@@ -93,6 +93,47 @@ fn bench_fanout_names_binary_frames_that_are_not_the_payload() {
     assert!(!notes.contains("above --rounds"), "{ctx}");
 }
 
+/// A hub that accepts the upgrade and then refuses the client with 1008 (an auth check
+/// after the 101): bench names that close, code and reason, as why nothing was measured.
+#[test]
+fn bench_fanout_names_the_close_of_a_hub_that_refuses_after_the_upgrade() {
+    let hub = hostile_hub("auth");
+    let (code, a, err) = bench_a(&hub.url("ws", "/"));
+    let ctx = format!("exit {code:?}\n{a:#}\n{err}\n{}", hub.log());
+    assert_eq!(a["valid"], false, "{ctx}");
+    assert_eq!(code, Some(1), "{ctx}");
+    let c = check(&a, "samples received").unwrap_or_else(|| panic!("{ctx}"));
+    assert_eq!(c["status"], "fail", "{ctx}");
+    let detail = c["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("close 1008 (policy violation), reason \"authentication failed\""),
+        "{ctx}"
+    );
+    assert!(!detail.contains("sent nothing"), "{ctx}");
+}
+
+/// The same hub under `verify delivery`: the error names the close (code, meaning,
+/// reason), not "no message with a seq".
+#[test]
+fn verify_delivery_names_the_close_of_a_hub_that_refuses_after_the_upgrade() {
+    let hub = hostile_hub("auth");
+    let out = common::rtcheck()
+        .args(["verify", "delivery", "--server", &hub.url("ws", "/")])
+        .args(["--publish", "ws", "--format", "json", "--rate", "20"])
+        .args(["--max-disconnect", "1500ms", "--connections", "2"])
+        .timeout(Duration::from_secs(120))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    let ctx = format!("exit {:?}\n{err}\n{}", out.status.code(), hub.log());
+    assert!(!out.status.success(), "{ctx}");
+    assert!(
+        err.contains("close 1008 (policy violation), reason \"authentication failed\""),
+        "{ctx}"
+    );
+    assert!(!err.contains("no message with a seq"), "{ctx}");
+}
+
 /// `verify delivery --server URL --publish ws`, small: (exit, runs, stderr).
 fn delivery(url: &str) -> (Option<i32>, Vec<Value>, String) {
     let out = common::rtcheck()

@@ -2,7 +2,7 @@
 //! through the one exposition writer ([`rtcheck_wire::prom`]).
 use super::hub::Snapshot;
 use rtcheck_wire::prom::{Exposition, Kind};
-use rtcheck_wire::stats::ClientCounts;
+use rtcheck_wire::stats::{ClientCounts, SessionStats};
 
 pub fn render(s: &Snapshot) -> String {
     let mut p = Exposition::new();
@@ -168,8 +168,20 @@ pub const METRIC_FAMILIES: usize = 16;
 
 /// Ring and session families.
 fn delivery_state(p: &mut Exposition, snap: &Snapshot) {
-    let s = &snap.stats.sessions;
-    let rows: [(&str, Kind, &str, u64); METRIC_FAMILIES] = [
+    let rows = ring_rows(snap)
+        .into_iter()
+        .chain(session_rows(&snap.stats.sessions));
+    for (name, kind, help, v) in rows {
+        p.single(name, kind, help, v);
+    }
+}
+
+/// One single-value family: name, kind, help, value.
+type Row = (&'static str, Kind, &'static str, u64);
+
+/// The resume ring's families.
+fn ring_rows(snap: &Snapshot) -> [Row; 2] {
+    [
         (
             "rtcheck_ring_messages",
             Kind::Gauge,
@@ -182,6 +194,18 @@ fn delivery_state(p: &mut Exposition, snap: &Snapshot) {
             "Bytes of the resume ring in every encoding it keeps (WebSocket, SSE, raw, JSON).",
             snap.stats.ring_bytes,
         ),
+    ]
+}
+
+/// The sessions' families (session-ack): what they hold and use, then how many were
+/// issued and refused at their caps.
+fn session_rows(s: &SessionStats) -> impl Iterator<Item = Row> {
+    session_use_rows(s).into_iter().chain(session_cap_rows(s))
+}
+
+/// Sessions held, their state, and what happened to their messages and acks.
+fn session_use_rows(s: &SessionStats) -> [Row; 8] {
+    [
         (
             "rtcheck_sessions",
             Kind::Gauge,
@@ -230,6 +254,12 @@ fn delivery_state(p: &mut Exposition, snap: &Snapshot) {
             "Acks ignored: a seq never sent, or no such session.",
             s.acks_ignored,
         ),
+    ]
+}
+
+/// Sessions issued, the caps (--max-sessions, --session-memory) and the refusals.
+fn session_cap_rows(s: &SessionStats) -> [Row; 6] {
+    [
         (
             "rtcheck_sessions_created_total",
             Kind::Counter,
@@ -266,10 +296,7 @@ fn delivery_state(p: &mut Exposition, snap: &Snapshot) {
             "New sessions refused with --session-memory as the binding cap (also in rtcheck_sessions_refused_total).",
             s.refused_memory,
         ),
-    ];
-    for (name, kind, help, v) in rows {
-        p.single(name, kind, help, v);
-    }
+    ]
 }
 
 #[cfg(test)]

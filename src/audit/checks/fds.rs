@@ -1,7 +1,7 @@
 //! File descriptors: the process limit (fd-limit) and the system-wide limits (fd-system).
 use super::CheckId;
 use super::{lim, n, skipped, sysctl_fix, Draft, Meta, Workload};
-use crate::audit::host::Host;
+use crate::audit::host::{Host, NofileLimit};
 use crate::evidence::num;
 use crate::findings::{Finding, Status};
 
@@ -75,39 +75,8 @@ fn fd_limit(w: &Workload, h: &Host) -> Finding {
     } else {
         Status::Pass
     };
-    let mut observed = format!(
-        "soft {}, hard {} (process {})",
-        lim(l.soft),
-        lim(l.hard),
-        h.process
-    );
-    if let Ok(open) = h.open_fds {
-        observed.push_str(&format!(", {} fds open now", n(open)));
-    }
     let can_raise = l.hard >= recommended;
-    if status != Status::Pass {
-        observed.push_str(if can_raise {
-            "; hard allows it: the process can raise soft to hard by itself"
-        } else {
-            "; hard is too low as well: needs root"
-        });
-    }
-    let summary = match (status, can_raise) {
-        (Status::Pass, _) => format!(
-            "Nothing to do: soft {} covers {} with headroom.",
-            lim(l.soft),
-            n(recommended)
-        ),
-        (_, true) => format!(
-            "The process can raise its soft limit to the hard limit ({}) by itself with setrlimit(RLIMIT_NOFILE), no root needed; or raise the soft limit before it starts.",
-            lim(l.hard)
-        ),
-        (_, false) => format!(
-            "The hard limit ({}) is below {} too: only root can raise it (limits.conf, systemd LimitNOFILE=, docker --ulimit).",
-            lim(l.hard),
-            n(recommended)
-        ),
-    };
+    let mut observed = limit_observed(l, h, status, can_raise);
     // Commands carry plain numbers (no separators) so they can be pasted.
     let target = if status == Status::Pass {
         l.soft
@@ -115,11 +84,6 @@ fn fd_limit(w: &Workload, h: &Host) -> Finding {
         recommended
     };
     let t = plain(target);
-    let pid = if h.process == "self" {
-        "PID".to_string()
-    } else {
-        h.process.clone()
-    };
     let (summary, runtime, persistent) = match &h.group {
         Some(g) => {
             observed.push_str(&format!(
@@ -130,18 +94,14 @@ fn fd_limit(w: &Workload, h: &Host) -> Finding {
             ));
             worker_fix(g, status, &t)
         }
-        None => (
-            summary,
-            vec![
-                format!("ulimit -n {t}   # in the shell that starts the server"),
-                format!("sudo prlimit --pid {pid} --nofile={t}:{}", plain(target.max(l.hard))),
-            ],
-            vec![
-                format!("/etc/security/limits.conf: `<user> soft nofile {t}` and `<user> hard nofile {t}`"),
-                format!("systemd unit, [Service]: LimitNOFILE={t}  then systemctl daemon-reload and restart"),
-                format!("docker run --ulimit nofile={t}:{t}"),
-            ],
-        ),
+        None => {
+            let (runtime, persistent) = limit_fix_lines(&h.process, &t, target.max(l.hard));
+            (
+                limit_summary(status, can_raise, l, recommended),
+                runtime,
+                persistent,
+            )
+        }
     };
     let mut d = Draft::new(&FD_LIMIT)
         .status(status)
@@ -163,6 +123,65 @@ fn fd_limit(w: &Workload, h: &Host) -> Finding {
         d = d.num("open_fds", open as f64);
     }
     d.build()
+}
+
+/// Pure: the limits, the fds open now, and whether the process can raise them itself.
+fn limit_observed(l: NofileLimit, h: &Host, status: Status, can_raise: bool) -> String {
+    let mut observed = format!(
+        "soft {}, hard {} (process {})",
+        lim(l.soft),
+        lim(l.hard),
+        h.process
+    );
+    if let Ok(open) = h.open_fds {
+        observed.push_str(&format!(", {} fds open now", n(open)));
+    }
+    if status != Status::Pass {
+        observed.push_str(if can_raise {
+            "; hard allows it: the process can raise soft to hard by itself"
+        } else {
+            "; hard is too low as well: needs root"
+        });
+    }
+    observed
+}
+
+/// Pure: the fix's summary for a single process.
+fn limit_summary(status: Status, can_raise: bool, l: NofileLimit, recommended: u64) -> String {
+    match (status, can_raise) {
+        (Status::Pass, _) => format!(
+            "Nothing to do: soft {} covers {} with headroom.",
+            lim(l.soft),
+            n(recommended)
+        ),
+        (_, true) => format!(
+            "The process can raise its soft limit to the hard limit ({}) by itself with setrlimit(RLIMIT_NOFILE), no root needed; or raise the soft limit before it starts.",
+            lim(l.hard)
+        ),
+        (_, false) => format!(
+            "The hard limit ({}) is below {} too: only root can raise it (limits.conf, systemd LimitNOFILE=, docker --ulimit).",
+            lim(l.hard),
+            n(recommended)
+        ),
+    }
+}
+
+/// Pure: the runtime and persistent lines setting the limit to `t` (the hard one to
+/// `hard`) for `process` (`self`: a PID to fill in).
+fn limit_fix_lines(process: &str, t: &str, hard: u64) -> (Vec<String>, Vec<String>) {
+    let pid = if process == "self" { "PID" } else { process };
+    let runtime = vec![
+        format!("ulimit -n {t}   # in the shell that starts the server"),
+        format!("sudo prlimit --pid {pid} --nofile={t}:{}", plain(hard)),
+    ];
+    let persistent = vec![
+        format!("/etc/security/limits.conf: `<user> soft nofile {t}` and `<user> hard nofile {t}`"),
+        format!(
+            "systemd unit, [Service]: LimitNOFILE={t}  then systemctl daemon-reload and restart"
+        ),
+        format!("docker run --ulimit nofile={t}:{t}"),
+    ];
+    (runtime, persistent)
 }
 
 fn fd_system(w: &Workload, h: &Host) -> Finding {
@@ -286,4 +305,30 @@ fn plain(v: u64) -> String {
 
 fn n_plain(v: u64) -> String {
     plain(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The fix lines carry plain numbers and keep the command as written (its comment
+    /// after three spaces); the audited process's pid, or PID for rtcheck's own.
+    #[test]
+    fn limit_fix_lines_are_pasteable() {
+        let (now, keep) = limit_fix_lines("self", "20000", 65536);
+        assert_eq!(
+            now[0],
+            "ulimit -n 20000   # in the shell that starts the server"
+        );
+        assert_eq!(now[1], "sudo prlimit --pid PID --nofile=20000:65536");
+        assert!(keep[1].contains("LimitNOFILE=20000"));
+        let (now, _) = limit_fix_lines("4242", "20000", 65536);
+        assert!(now[1].contains("--pid 4242 "), "{}", now[1]);
+        let l = NofileLimit {
+            soft: 1024,
+            hard: 4096,
+        };
+        let s = limit_summary(Status::Fail, false, l, 20000);
+        assert!(s.contains("only root can raise it"), "{s}");
+    }
 }

@@ -1,7 +1,7 @@
 //! Connection setup: ephemeral ports, TIME_WAIT, accept backlog, conntrack.
 use super::CheckId;
 use super::{n, pct, skipped, sysctl_fix, Draft, Meta, Workload};
-use crate::audit::host::Host;
+use crate::audit::host::{Backlog, Host, PortRange};
 use crate::evidence::num;
 use crate::findings::{Finding, Status};
 use crate::profile::Role;
@@ -66,6 +66,40 @@ fn ephemeral_ports(w: &Workload, h: &Host) -> Finding {
         Ok(r) => *r,
         Err(e) => return skipped(&EPHEMERAL_PORTS, e.clone(), expected_outbound),
     };
+    let (base, usable) = ports_seen(range, h);
+    if w.role == Role::Server {
+        return ports_server(base);
+    }
+    let status = ports_status(outbound, usable);
+    // Issue 37: how many source addresses (`bench fanout --source-ip`, or the client's
+    // own bind) carry this count with the storm's headroom at the current range.
+    let sources = source_addresses_needed(outbound, usable);
+    let (runtime, persistent) = sysctl_fix(
+        "ports",
+        &[("net.ipv4.ip_local_port_range", "10240 65535".to_string())],
+    );
+    base.status(status)
+        .expected(expected_outbound)
+        .rule(format!(
+            "role {}: one ephemeral port per outbound connection to one destination address; fail when {} connections > {} usable ports; warn when 2 x connections > usable, because {}.",
+            w.role.as_str(),
+            n(outbound),
+            n(usable),
+            storm_text()
+        ))
+        .fix(
+            ports_fix_summary(status, outbound, usable, sources),
+            runtime,
+            persistent,
+        )
+        .num("outbound", outbound as f64)
+        .num("source_addresses_needed", sources as f64)
+        .build()
+}
+
+/// The range, the reserved ports in it and tcp_tw_reuse, as observed and as numbers;
+/// and the usable ports.
+fn ports_seen(range: PortRange, h: &Host) -> (Draft<'static>, u64) {
     let (reserved, reserved_txt) = match &h.reserved_in_range {
         Ok(r) => (
             *r,
@@ -95,45 +129,47 @@ fn ephemeral_ports(w: &Workload, h: &Host) -> Finding {
     if let Ok(v) = h.tcp_tw_reuse {
         base = base.num("tcp_tw_reuse", v as f64);
     }
-    if w.role == Role::Server {
-        return base
-            .status(Status::Pass)
-            .expected("no ephemeral ports needed (role server)")
-            .rule(format!(
-                "role server: inbound connections all arrive on the listening port and take no ephemeral port. The ports run out on the proxy or load generator in front of it ({} per destination address by default; {}): audit that host with --role proxy or --role loadgen.",
-                n(num("ephemeral-ports", "port_range") as u64),
-                storm_text()
-            ))
-            .fix(
-                format!("Nothing to do on a server. On its proxies and load generators: {TW_REUSE_NOTE}."),
-                vec![],
-                vec![],
-            )
-            .num("outbound", 0.0)
-            .build();
-    }
-    let status = if outbound > usable {
+    (base, usable)
+}
+
+/// A server takes no ephemeral port for inbound connections: its proxies do.
+fn ports_server(base: Draft<'static>) -> Finding {
+    base.status(Status::Pass)
+        .expected("no ephemeral ports needed (role server)")
+        .rule(format!(
+            "role server: inbound connections all arrive on the listening port and take no ephemeral port. The ports run out on the proxy or load generator in front of it ({} per destination address by default; {}): audit that host with --role proxy or --role loadgen.",
+            n(num("ephemeral-ports", "port_range") as u64),
+            storm_text()
+        ))
+        .fix(
+            format!("Nothing to do on a server. On its proxies and load generators: {TW_REUSE_NOTE}."),
+            vec![],
+            vec![],
+        )
+        .num("outbound", 0.0)
+        .build()
+}
+
+/// Pure: fail when the connections exceed the usable ports, warn when a storm's twice
+/// would.
+fn ports_status(outbound: u64, usable: u64) -> Status {
+    if outbound > usable {
         Status::Fail
     } else if 2 * outbound > usable {
         Status::Warn
     } else {
         Status::Pass
-    };
-    // A wider range (keeping below 10240 for listeners) helps up to its size; beyond that
-    // only more destination addresses or source IPs do.
+    }
+}
+
+/// Pure: what to do. A wider range (keeping below 10240 for listeners) helps up to its
+/// size; beyond that only more destination addresses or source IPs do.
+fn ports_fix_summary(status: Status, outbound: u64, usable: u64, sources: u64) -> String {
     let wide = 65535 - 10240 + 1;
-    // Issue 37: how many source addresses (`bench fanout --source-ip`, or the client's
-    // own bind) carry this count with the storm's headroom at the current range.
-    let sources = source_addresses_needed(outbound, usable);
-    let spread = format!(
-        " At this range {} outbound connections with a storm's headroom need {} source address(es) per destination (each brings its own {} ports; rtcheck bench fanout --source-ip A,B...).",
-        n(outbound),
-        n(sources),
-        n(usable)
-    );
-    let summary = if status == Status::Pass {
-        format!("Nothing to do. {TW_REUSE_NOTE}.")
-    } else if 2 * outbound <= wide {
+    if status == Status::Pass {
+        return format!("Nothing to do. {TW_REUSE_NOTE}.");
+    }
+    let summary = if 2 * outbound <= wide {
         format!(
             "Widen the range (reserve your listening ports with ip_local_reserved_ports first), or spread connections over more destination addresses or source IPs: each (source IP, destination IP, destination port) has its own range. {TW_REUSE_NOTE}."
         )
@@ -144,27 +180,13 @@ fn ephemeral_ports(w: &Workload, h: &Host) -> Finding {
             n(wide)
         )
     };
-    let (runtime, persistent) = sysctl_fix(
-        "ports",
-        &[("net.ipv4.ip_local_port_range", "10240 65535".to_string())],
+    let spread = format!(
+        " At this range {} outbound connections with a storm's headroom need {} source address(es) per destination (each brings its own {} ports; rtcheck bench fanout --source-ip A,B...).",
+        n(outbound),
+        n(sources),
+        n(usable)
     );
-    base.status(status)
-        .expected(expected_outbound)
-        .rule(format!(
-            "role {}: one ephemeral port per outbound connection to one destination address; fail when {} connections > {} usable ports; warn when 2 x connections > usable, because {}.",
-            w.role.as_str(),
-            n(outbound),
-            n(usable),
-            storm_text()
-        ))
-        .fix(
-            if status == Status::Pass { summary } else { summary + &spread },
-            runtime,
-            persistent,
-        )
-        .num("outbound", outbound as f64)
-        .num("source_addresses_needed", sources as f64)
-        .build()
+    summary + &spread
 }
 
 /// Source addresses for `outbound` connections to one destination with a storm's
@@ -243,16 +265,7 @@ fn somaxconn(w: &Workload, h: &Host) -> Finding {
     let burst = w.connections.min(65535);
     let expected = format!("somaxconn and tcp_max_syn_backlog >= {}", n(burst));
     if w.role == Role::Loadgen {
-        return Draft::new(&SOMAXCONN)
-            .status(Status::Pass)
-            .observed(match (&h.somaxconn, &h.tcp_max_syn_backlog) {
-                (Ok(a), Ok(b)) => format!("somaxconn {}, tcp_max_syn_backlog {}", n(*a), n(*b)),
-                _ => "not needed".into(),
-            })
-            .expected("no accept queue needed (role loadgen)")
-            .rule("role loadgen: a load generator does not accept connections; the accept backlog matters on the server it targets.")
-            .fix("Nothing to do on a load generator.", vec![], vec![])
-            .build();
+        return somaxconn_loadgen(h);
     }
     let (smc, syn) = match (&h.somaxconn, &h.tcp_max_syn_backlog) {
         (Ok(a), Ok(b)) => (*a, *b),
@@ -267,7 +280,7 @@ fn somaxconn(w: &Workload, h: &Host) -> Finding {
     };
     // The server's own listeners: their effective backlog is min(listen arg, somaxconn
     // at listen time); raising somaxconn later does not reach a socket already listening.
-    let short: Vec<&crate::audit::host::Backlog> = h
+    let short: Vec<&Backlog> = h
         .backlogs
         .as_ref()
         .map(|v| v.iter().filter(|b| b.backlog < burst).collect())
@@ -277,22 +290,57 @@ fn somaxconn(w: &Workload, h: &Host) -> Finding {
     } else {
         Status::Pass
     };
-    let (runtime, mut persistent) = sysctl_fix(
-        "backlog",
-        &[
-            ("net.core.somaxconn", burst.max(smc).to_string()),
-            ("net.ipv4.tcp_max_syn_backlog", burst.max(syn).to_string()),
-        ],
-    );
-    persistent.push(
-        "the listen() backlog is capped by somaxconn: pass a large backlog (nginx `listen ... backlog=N`; Go uses somaxconn)".into(),
-    );
+    let (runtime, persistent) = backlog_fix_lines(burst, (smc, syn), !short.is_empty());
+    let mut d = Draft::new(&SOMAXCONN)
+        .status(status)
+        .observed(backlog_observed(smc, syn, &h.backlogs))
+        .expected(expected)
+        .rule(format!(
+            "after a restart or network blip every client reconnects at once ({} connections, capped at 65,535); handshakes beyond the SYN and accept queues are dropped and retried seconds later (SYN retransmits start at 1 s and double); warn when either queue is smaller than the burst. In the evidence {}.",
+            n(w.connections),
+            storm_text()
+        ))
+        .fix(
+            backlog_fix_summary(status, short.first().map(|b| b.backlog)),
+            runtime,
+            persistent,
+        )
+        .num("somaxconn", smc as f64)
+        .num("tcp_max_syn_backlog", syn as f64)
+        .num("burst", burst as f64);
+    if let Some(low) = h
+        .backlogs
+        .as_ref()
+        .ok()
+        .and_then(|v| v.iter().map(|b| b.backlog).min())
+    {
+        d = d.num("listen_backlog", low as f64);
+    }
+    d.build()
+}
+
+/// A load generator accepts no connections: the backlog is the server's matter.
+fn somaxconn_loadgen(h: &Host) -> Finding {
+    Draft::new(&SOMAXCONN)
+        .status(Status::Pass)
+        .observed(match (&h.somaxconn, &h.tcp_max_syn_backlog) {
+            (Ok(a), Ok(b)) => format!("somaxconn {}, tcp_max_syn_backlog {}", n(*a), n(*b)),
+            _ => "not needed".into(),
+        })
+        .expected("no accept queue needed (role loadgen)")
+        .rule("role loadgen: a load generator does not accept connections; the accept backlog matters on the server it targets.")
+        .fix("Nothing to do on a load generator.", vec![], vec![])
+        .build()
+}
+
+/// Pure: the two queues and, when read, the server's listening sockets.
+fn backlog_observed(smc: u64, syn: u64, backlogs: &Result<Vec<Backlog>, String>) -> String {
     let mut observed = format!(
         "net.core.somaxconn {}, net.ipv4.tcp_max_syn_backlog {}",
         n(smc),
         n(syn)
     );
-    match &h.backlogs {
+    match backlogs {
         Ok(v) if v.is_empty() => observed.push_str("; the process listens on no TCP socket"),
         Ok(v) => {
             let each: Vec<String> = v
@@ -310,7 +358,27 @@ fn somaxconn(w: &Workload, h: &Host) -> Finding {
         }
         Err(_) => {}
     }
-    if !short.is_empty() {
+    observed
+}
+
+/// Pure: the runtime and persistent lines raising both queues to the burst (never
+/// lowering them), and the server's listen backlog first when it is `short`.
+fn backlog_fix_lines(
+    burst: u64,
+    (smc, syn): (u64, u64),
+    short: bool,
+) -> (Vec<String>, Vec<String>) {
+    let (runtime, mut persistent) = sysctl_fix(
+        "backlog",
+        &[
+            ("net.core.somaxconn", burst.max(smc).to_string()),
+            ("net.ipv4.tcp_max_syn_backlog", burst.max(syn).to_string()),
+        ],
+    );
+    persistent.push(
+        "the listen() backlog is capped by somaxconn: pass a large backlog (nginx `listen ... backlog=N`; Go uses somaxconn)".into(),
+    );
+    if short {
         persistent.insert(
             0,
             format!(
@@ -322,41 +390,19 @@ fn somaxconn(w: &Workload, h: &Host) -> Finding {
             ),
         );
     }
-    let mut d = Draft::new(&SOMAXCONN)
-        .status(status)
-        .observed(observed)
-        .expected(expected)
-        .rule(format!(
-            "after a restart or network blip every client reconnects at once ({} connections, capped at 65,535); handshakes beyond the SYN and accept queues are dropped and retried seconds later (SYN retransmits start at 1 s and double); warn when either queue is smaller than the burst. In the evidence {}.",
-            n(w.connections),
-            storm_text()
-        ))
-        .fix(
-            if status == Status::Pass {
-                "Nothing to do.".to_string()
-            } else if !short.is_empty() {
-                format!(
-                    "The server listens with a backlog below the burst ({}): raise its listen backlog, and both queues, to the burst size.",
-                    n(short[0].backlog)
-                )
-            } else {
-                "Raise both queues to the burst size.".to_string()
-            },
-            runtime,
-            persistent,
-        )
-        .num("somaxconn", smc as f64)
-        .num("tcp_max_syn_backlog", syn as f64)
-        .num("burst", burst as f64);
-    if let Some(low) = h
-        .backlogs
-        .as_ref()
-        .ok()
-        .and_then(|v| v.iter().map(|b| b.backlog).min())
-    {
-        d = d.num("listen_backlog", low as f64);
+    (runtime, persistent)
+}
+
+/// Pure: the fix's summary (`short`: the first listener's backlog below the burst).
+fn backlog_fix_summary(status: Status, short: Option<u64>) -> String {
+    match (status, short) {
+        (Status::Pass, _) => "Nothing to do.".to_string(),
+        (_, Some(b)) => format!(
+            "The server listens with a backlog below the burst ({}): raise its listen backlog, and both queues, to the burst size.",
+            n(b)
+        ),
+        _ => "Raise both queues to the burst size.".to_string(),
     }
-    d.build()
 }
 
 fn conntrack(w: &Workload, h: &Host) -> Finding {
@@ -431,6 +477,28 @@ fn conntrack(w: &Workload, h: &Host) -> Finding {
 
 #[cfg(test)]
 mod source_tests {
+    use crate::findings::Status;
+
+    /// Fail past the usable ports, warn past half of them (a storm's twice).
+    #[test]
+    fn ports_status_and_fix_follow_the_storm_headroom() {
+        use super::{backlog_fix_summary, ports_fix_summary, ports_status};
+        assert_eq!(ports_status(28_233, 28_232), Status::Fail);
+        assert_eq!(ports_status(14_117, 28_232), Status::Warn);
+        assert_eq!(ports_status(14_116, 28_232), Status::Pass);
+        let s = ports_fix_summary(Status::Warn, 20_000, 28_232, 2);
+        assert!(s.starts_with("Widen the range"), "{s}");
+        assert!(s.contains("need 2 source address(es)"), "{s}");
+        let s = ports_fix_summary(Status::Fail, 60_000, 28_232, 5);
+        assert!(s.contains("exceed even a 10240-65535 range"), "{s}");
+        assert!(ports_fix_summary(Status::Pass, 10, 28_232, 1).starts_with("Nothing to do."));
+        assert!(backlog_fix_summary(Status::Warn, Some(511)).contains("(511)"));
+        assert_eq!(
+            backlog_fix_summary(Status::Warn, None),
+            "Raise both queues to the burst size."
+        );
+    }
+
     #[test]
     fn source_addresses_cover_twice_the_count() {
         // 28,232 ports (the default range): 10,000 fit one; 100,000 need 8.

@@ -231,31 +231,16 @@ fn run_one(
     a: &ClusterOptions,
     mut redis: Option<&mut Redis>,
 ) -> anyhow::Result<ClusterScenario> {
-    let restarts = matches!(k, Kind::RedisRestart | Kind::DeployRestart);
-    if restarts && !matches!(redis.as_deref(), Some(Redis::Ours(_))) {
-        return Ok(could_not_run(k, a, &anyhow::anyhow!(
-            "{} stops and starts Redis: it needs the redis-server rtcheck starts (run without --redis)",
-            k.name()
-        )));
+    if let Some(why) = cannot_run(k, redis.as_deref()) {
+        return Ok(could_not_run(k, a, &anyhow::anyhow!(why)));
     }
     let scratch = Scratch::new(&format!("cluster-{}", k.name()))?;
-    let n = if k == Kind::Single {
-        1
-    } else {
-        a.nodes as usize
-    };
+    let n = if k == Kind::Single { 1 } else { a.nodes };
     let spec = spec_for(k, a, redis.as_deref());
-    let mut nodes = nodes::start(&spec, n, &scratch)?;
+    let mut nodes = nodes::start(&spec, n as usize, &scratch)?;
     let addrs: Vec<SocketAddr> = nodes.iter().map(|n| n.addr).collect();
     let schedule = Duration::from_secs_f64(a.rounds as f64 / a.rate);
-    let bound = Instant::now()
-        + a.connect_timeout
-        + schedule
-        + restart_extra(k, schedule)
-        + a.drain
-        + ghost_bound(a.presence_ttl)
-        + Duration::from_secs(30);
-    let clients = Clients::spawn(a.connections, &addrs, bound)?;
+    let clients = Clients::spawn(a.connections, &addrs, Instant::now() + life(k, a, schedule))?;
     let connected = clients.wait_connected(a.connect_timeout, k.name())?;
     let mut events = Vec::new();
     if k == Kind::NodeKill {
@@ -275,55 +260,21 @@ fn run_one(
         &mut events,
         t0,
     )?;
-    let wall_s = t0.elapsed().as_secs_f64();
-    let cpu_s = cpu_seconds() - cpu0;
+    let (wall_s, cpu_s) = (t0.elapsed().as_secs_f64(), cpu_seconds() - cpu0);
     let logs = clients.finish();
-    let publish_failures = match k.uses_redis() {
-        true => metric(addrs[0], "rtcheck_redis_publish_failures_total").unwrap_or(0),
-        false => 0,
-    };
+    let publish_failures = redis_publish_failures(k, addrs[0]);
     let published = published_in_run(k, a.rounds, last_stats.as_ref(), publish_failures);
-    let mut ghosts = Vec::new();
-    if let Fault::Kill { watch, .. } = fault {
-        let series = watch.series(1.0);
-        let window = series
-            .cleared_after_s
-            .map(|c| c + 2.0)
-            .unwrap_or(0.0)
-            .max(a.presence_ttl.as_secs_f64() + 2.0);
-        ghosts.push(series);
-        ghosts.push(events_ghosts(
-            a,
-            redis.as_deref(),
-            Duration::from_secs_f64(window),
-            &scratch,
-        )?);
-    }
+    let ghosts = match fault {
+        Fault::Kill { watch, .. } => kill_ghosts(watch, a, redis.as_deref(), &scratch)?,
+        _ => Vec::new(),
+    };
     let nodes_clean = nodes::stop_all(&mut nodes);
     let leftover = nodes::still_listening(&addrs);
-    let names: Vec<String> = nodes.iter().map(|n| n.name.clone()).collect();
-    let (logs, span) = match k {
-        // Two epochs, one history: the new one's seqs after the old one's highest.
-        Kind::DeployRestart => {
-            let (joined, shift) = account::join_epochs(&logs);
-            let lo = account::span(&joined, 0).0;
-            (joined, (lo, shift + published))
-        }
-        _ => {
-            let span = account::span(&logs, published);
-            (logs, span)
-        }
-    };
-    let tally = account::tally(&logs, span, &names);
-    let errors: Vec<String> = logs
-        .iter()
-        .filter_map(|l| l.error.clone())
-        .take(3)
-        .collect();
+    let (tally, connect_errors) = account_logs(k, logs, published, &nodes);
     let inp = Inputs {
         tally,
         connected,
-        connect_errors: errors,
+        connect_errors,
         published,
         publish_failures,
         cpu_s,
@@ -334,12 +285,91 @@ fn run_one(
         events,
         ..empty_inputs(k, a)
     };
-    Ok(validity::analyze(
-        k.name(),
-        k.describe(),
-        inp,
-        t0.elapsed().as_secs_f64(),
-    ))
+    let elapsed = t0.elapsed().as_secs_f64();
+    Ok(validity::analyze(k.name(), k.describe(), inp, elapsed))
+}
+
+/// The clients' logs as one history accounted per node against what was published,
+/// and their first three errors.
+fn account_logs(
+    k: Kind,
+    logs: Vec<ClientLog>,
+    published: u64,
+    nodes: &[Node],
+) -> (account::Tally, Vec<String>) {
+    let names: Vec<String> = nodes.iter().map(|n| n.name.clone()).collect();
+    let (logs, span) = history(k, logs, published);
+    let errors = logs
+        .iter()
+        .filter_map(|l| l.error.clone())
+        .take(3)
+        .collect();
+    (account::tally(&logs, span, &names), errors)
+}
+
+/// Pure: why a scenario cannot run here: a restart stops and starts Redis, which only
+/// the redis-server rtcheck started may be.
+fn cannot_run(k: Kind, redis: Option<&Redis>) -> Option<String> {
+    let restarts = matches!(k, Kind::RedisRestart | Kind::DeployRestart);
+    (restarts && !matches!(redis, Some(Redis::Ours(_)))).then(|| {
+        format!(
+            "{} stops and starts Redis: it needs the redis-server rtcheck starts (run without --redis)",
+            k.name()
+        )
+    })
+}
+
+/// Publishes to Redis that failed, as the first node counted them (none without Redis).
+fn redis_publish_failures(k: Kind, addr: SocketAddr) -> u64 {
+    match k.uses_redis() {
+        true => metric(addr, "rtcheck_redis_publish_failures_total").unwrap_or(0),
+        false => 0,
+    }
+}
+
+/// Pure: how long the clients may live: connecting, the schedule, a restart's extra, the
+/// drain, the ghosts' watch, and 30 s to spare.
+fn life(k: Kind, a: &ClusterOptions, schedule: Duration) -> Duration {
+    a.connect_timeout
+        + schedule
+        + restart_extra(k, schedule)
+        + a.drain
+        + ghost_bound(a.presence_ttl)
+        + Duration::from_secs(30)
+}
+
+/// After a kill: the presence series seen, and the same kill with `--presence events`
+/// watched as long (until it cleared, at least the presence TTL, 2 s more).
+fn kill_ghosts(
+    watch: GhostWatch,
+    a: &ClusterOptions,
+    redis: Option<&Redis>,
+    scratch: &Scratch,
+) -> anyhow::Result<Vec<GhostSeries>> {
+    let series = watch.series(1.0);
+    let window = series
+        .cleared_after_s
+        .map(|c| c + 2.0)
+        .unwrap_or(0.0)
+        .max(a.presence_ttl.as_secs_f64() + 2.0);
+    let events = events_ghosts(a, redis, Duration::from_secs_f64(window), scratch)?;
+    Ok(vec![series, events])
+}
+
+/// Pure: the clients' logs as one history and the seq span to account: a deploy
+/// restart's two epochs joined (the new one's seqs after the old one's highest).
+fn history(k: Kind, logs: Vec<ClientLog>, published: u64) -> (Vec<ClientLog>, (u64, u64)) {
+    match k {
+        Kind::DeployRestart => {
+            let (joined, shift) = account::join_epochs(&logs);
+            let lo = account::span(&joined, 0).0;
+            (joined, (lo, shift + published))
+        }
+        _ => {
+            let span = account::span(&logs, published);
+            (logs, span)
+        }
+    }
 }
 
 /// Before a kill: wait (up to 5 s) until presence counts every client, so ghosts measure
@@ -459,6 +489,15 @@ fn events_ghosts(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A restart needs the Redis rtcheck started; other scenarios run on any.
+    #[test]
+    fn restarts_need_rtchecks_own_redis() {
+        let why = cannot_run(Kind::RedisRestart, None).unwrap();
+        assert!(why.contains("run without --redis"), "{why}");
+        assert!(cannot_run(Kind::DeployRestart, None).is_some());
+        assert_eq!(cannot_run(Kind::OnePath, None), None);
+    }
 
     #[test]
     fn metrics_counters_are_read_by_exact_name() {

@@ -48,9 +48,27 @@ fn check(name: &str, ok: bool, detail: String) -> Check {
     }
 }
 
+/// A check that measured nothing: skipped, never a pass on nothing.
+fn skipped(name: &str, detail: &str) -> Check {
+    Check {
+        name: name.into(),
+        status: Status::Skip,
+        detail: detail.into(),
+    }
+}
+
+/// Nothing arrived at any client: there is no seq to check and no latency.
+const NOTHING: &str = "no message arrived at any client: nothing to check";
+
 pub fn checks(inp: &Inputs) -> Vec<Check> {
     let t = &inp.tally;
+    let received = t.counts.received > 0;
     let mut v = vec![
+        check(
+            "samples received",
+            received,
+            format!("{} message(s) received", t.counts.received),
+        ),
         check(
             "clients connected",
             inp.connected == t.clients,
@@ -95,6 +113,7 @@ pub fn checks(inp: &Inputs) -> Vec<Check> {
     } else {
         0.0
     };
+    let measured = inp.wall_s > 0.0 && inp.cores > 0;
     v.push(check(
         "load generator CPU",
         share < LOADGEN_CPU_LIMIT,
@@ -107,14 +126,21 @@ pub fn checks(inp: &Inputs) -> Vec<Check> {
             LOADGEN_CPU_LIMIT * 100.0
         ),
     ));
-    v.push(check(
-        "one round per seq",
-        t.seq_conflicts == 0,
-        match t.seq_conflicts {
-            0 => "no client got two different rounds under one seq".into(),
-            n => format!("{n} arrival(s) under a seq their client already had from another round: seqs reused"),
-        },
-    ));
+    if !measured {
+        let last = v.len() - 1;
+        v[last].status = Status::Skip;
+    }
+    v.push(match received {
+        false => skipped("one round per seq", NOTHING),
+        true => check(
+            "one round per seq",
+            t.seq_conflicts == 0,
+            match t.seq_conflicts {
+                0 => "no client got two different rounds under one seq".into(),
+                n => format!("{n} arrival(s) under a seq their client already had from another round: seqs reused"),
+            },
+        ),
+    });
     if inp.kind == Kind::DeployRestart {
         v.extend(restart_checks(inp));
     }
@@ -130,6 +156,11 @@ pub fn checks(inp: &Inputs) -> Vec<Check> {
 /// delivered dropped ~200 rounds per client without a word).
 fn restart_checks(inp: &Inputs) -> Vec<Check> {
     let t = &inp.tally;
+    if t.counts.received == 0 {
+        return ["every client told of the reset", "nothing lost silently"]
+            .map(|n| skipped(n, NOTHING))
+            .to_vec();
+    }
     vec![
         check(
             "every client told of the reset",
@@ -401,6 +432,38 @@ mod tests {
             r.notes
         );
         assert_eq!(r.p50_ms, Some(1.0));
+    }
+
+    /// Nothing passes on nothing: clients that received no message make the run
+    /// invalid, and the seq checks and the CPU share that measured nothing are skipped.
+    #[test]
+    fn a_run_where_nothing_arrived_is_invalid_and_passes_nothing_on_it() {
+        let c = [client(0, &[]), client(1, &[])];
+        let mut i = inputs(Kind::DeployRestart, &c);
+        i.wall_s = 0.0;
+        let r = analyze("deploy-restart", "d", i, 1.0);
+        assert!(!r.valid, "{:?}", r.checks);
+        let status = |n: &str| r.checks.iter().find(|c| c.name == n).unwrap().status;
+        assert_eq!(status("samples received"), Status::Fail);
+        for n in [
+            "one round per seq",
+            "load generator CPU",
+            "every client told of the reset",
+            "nothing lost silently",
+        ] {
+            assert_eq!(status(n), Status::Skip, "{n}: {:?}", r.checks);
+        }
+        // Arrivals: the same checks are measured again.
+        let c = [client(0, &[1, 2, 3]), client(1, &[1, 2, 3])];
+        let r = analyze("one-path", "d", inputs(Kind::OnePath, &c), 1.0);
+        assert_eq!(
+            r.checks
+                .iter()
+                .find(|c| c.name == "one round per seq")
+                .unwrap()
+                .status,
+            Status::Pass
+        );
     }
 
     #[test]

@@ -45,6 +45,28 @@ fn head_len(word: &[char], room: usize) -> usize {
     sep.map_or(room, |i| i + 2)
 }
 
+/// The words of `text`, each with the gap before it as written when that gap is spaces
+/// only (two spaces inside a command are copied as given), else one space (a newline or
+/// tab is a break like any other). The gap before the first word is not kept.
+fn words_with_gaps(text: &str) -> impl Iterator<Item = (&str, &str)> {
+    let mut rest = text.trim_start();
+    std::iter::from_fn(move || {
+        let trimmed = rest.trim_start();
+        let gap = &rest[..rest.len() - trimmed.len()];
+        if trimmed.is_empty() {
+            return None;
+        }
+        let end = trimmed.find(char::is_whitespace).unwrap_or(trimmed.len());
+        let (word, after) = trimmed.split_at(end);
+        rest = after;
+        let gap = match gap.is_empty() || !gap.chars().all(|c| c == ' ') {
+            true => " ",
+            false => gap,
+        };
+        Some((gap, word))
+    })
+}
+
 /// `word` in pieces of at most `room` columns, each but the last ending at a separator
 /// where the word has one within reach (see [`wrap`]'s policy).
 pub fn break_word(word: &str, room: usize) -> Vec<String> {
@@ -67,16 +89,16 @@ pub fn wrap(text: &str, width: usize, first: &str, rest: &str) -> String {
     let mut out = String::new();
     let mut line = first.to_string();
     let mut empty = true;
-    for word in text.split_whitespace() {
+    for (gap, word) in words_with_gaps(&text) {
         let len = line.chars().count();
-        if !empty && len + 1 + word.chars().count() > width {
+        if !empty && len + gap.chars().count() + word.chars().count() > width {
             out.push_str(line.trim_end());
             out.push('\n');
             line = rest.to_string();
             empty = true;
         }
         if !empty {
-            line.push(' ');
+            line.push_str(gap);
         }
         let mut word: Vec<char> = word.chars().collect();
         // Too long even for a fresh line: fill this line up to a separator, continue on
@@ -412,6 +434,21 @@ mod tests {
             wrap_command("ulimit -n 65536", 80, "$ ", "  "),
             "$ ulimit -n 65536\n"
         );
+    }
+
+    /// A command printed is copied as given: two spaces inside it stay two, on a line
+    /// that fits and on each line of one that wraps; only a break drops its gap.
+    #[test]
+    fn wrap_keeps_runs_of_spaces_inside_a_command() {
+        let line = "now: printf 'a  b' | sudo tee  /etc/x.conf";
+        assert_eq!(wrap(line, 80, "  ", "  "), format!("  {line}\n"));
+        let note = "now: sudo sysctl -w  net.core.somaxconn=4096";
+        assert_eq!(wrap_note(note, 80, "  ", "  "), format!("  {note}\n"));
+        // Broken: the gap at the break goes, the gaps within a line stay.
+        let w = wrap("aaaa  bbbb  cccc  dddd", 12, "", "");
+        assert_eq!(w, "aaaa  bbbb\ncccc  dddd\n");
+        // The edges are trimmed; only the gaps between words are kept.
+        assert_eq!(wrap("  a  b  ", 80, "", ""), "a  b\n");
     }
 
     #[test]

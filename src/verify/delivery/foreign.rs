@@ -341,7 +341,7 @@ impl Link {
                             }
                         },
                         Ok(Message::Binary(b)) => t.decoder.decode_binary(&b),
-                        Ok(Message::Close(_)) => return Ok(()),
+                        Ok(Message::Close(c)) => return refused(t, c.as_ref()),
                         Ok(_) => None,
                         Err(Error::Io(e)) if client::is_timeout(&e) => None,
                         Err(Error::ConnectionClosed | Error::AlreadyClosed) => return Ok(()),
@@ -433,7 +433,7 @@ fn app_read(
 ) -> anyhow::Result<Option<Vec<Vec<u8>>>> {
     use tungstenite::{Error, Message};
     let h = match ws.read() {
-        Ok(Message::Close(_)) => return Ok(None),
+        Ok(Message::Close(c)) => return refused(t, c.as_ref()).map(|_| None),
         Ok(m) => s.on_message(&m),
         Err(Error::Io(e)) if client::is_timeout(&e) => Default::default(),
         Err(Error::ConnectionClosed | Error::AlreadyClosed) => return Ok(None),
@@ -456,6 +456,24 @@ fn app_read(
         return Ok(None);
     }
     Ok(Some(h.payloads))
+}
+
+/// A close the server sent: the end of the stream when it was planned (1000, 1001,
+/// 1012: the client reconnects), else the cause of what the client did not get, named
+/// (code, meaning, the server's reason), not a later "no message".
+fn refused(
+    t: &ForeignTarget,
+    frame: Option<&tungstenite::protocol::CloseFrame>,
+) -> anyhow::Result<()> {
+    use crate::bench::ws_client::{close_phrase, is_error_close};
+    match is_error_close(frame) {
+        true => bail!(
+            "{}: the server closed the WebSocket: {}",
+            t.url,
+            close_phrase(frame)
+        ),
+        false => Ok(()),
+    }
 }
 
 /// Seqs and gap markers one client keeps at most: far above any run's rate x duration. A

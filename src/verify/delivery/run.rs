@@ -466,6 +466,10 @@ pub fn verdict(
     clients: usize,
 ) -> (crate::findings::Status, String) {
     use crate::findings::Status::*;
+    // No client: nothing was measured, and nothing passes on nothing.
+    if clients == 0 {
+        return (Fail, "invalid: no client ran, nothing was measured".into());
+    }
     if resumed < clients {
         return (
             Fail,
@@ -475,48 +479,62 @@ pub fn verdict(
             ),
         );
     }
-    match (spec.delivery, spec.case) {
-        ("no-seq", _) if c.lost_silently > 0 => (
-            Pass,
-            format!(
-                "control: {} message(s) vanished silently without seq numbers",
-                c.lost_silently
-            ),
-        ),
-        ("no-seq", _) => (
+    match spec.delivery {
+        "no-seq" | FOREIGN_CONTROL => control_verdict(spec, c),
+        FOREIGN_RUN => foreign_verdict(spec, c),
+        _ => own_verdict(spec, c),
+    }
+}
+
+/// The controls (no seq numbers, or a foreign server without --resume): they pass by
+/// showing silent loss; losing nothing means the disconnect was too short to show it.
+fn control_verdict(spec: &RunSpec, c: &Counts) -> (crate::findings::Status, String) {
+    use crate::findings::Status::*;
+    match (spec.delivery, c.lost_silently) {
+        ("no-seq", 0) => (
             Warn,
             "control lost nothing: the disconnect was too short to show silent loss".into(),
         ),
-        (FOREIGN_CONTROL, _) if c.lost_silently > 0 => (
+        ("no-seq", n) => (
             Pass,
-            format!(
-                "control: {} message(s) vanished silently when reconnecting without --resume",
-                c.lost_silently
-            ),
+            format!("control: {n} message(s) vanished silently without seq numbers"),
         ),
-        (FOREIGN_CONTROL, _) => (
+        (_, 0) => (
             Warn,
             "control lost nothing without --resume: the disconnect was too short to show what the resume keeps, or the server resumes by itself".into(),
         ),
-        (FOREIGN_RUN, "none") if c.lost_silently > 0 => (
+        (_, n) => (
+            Pass,
+            format!(
+                "control: {n} message(s) vanished silently when reconnecting without --resume"
+            ),
+        ),
+    }
+}
+
+/// A foreign server resumed with --resume: silent loss fails, announced loss passes.
+fn foreign_verdict(spec: &RunSpec, c: &Counts) -> (crate::findings::Status, String) {
+    use crate::findings::Status::*;
+    match spec.case {
+        "none" if c.lost_silently > 0 => (
             Fail,
             format!(
                 "{} message(s) lost silently: the server was given no way to resume (--resume) and said nothing of what the client missed",
                 c.lost_silently
             ),
         ),
-        (FOREIGN_RUN, _) if c.lost_silently > 0 => (
+        _ if c.lost_silently > 0 => (
             Fail,
             format!(
                 "{} message(s) lost silently: the server did not resume from the client's position ({}) and said nothing of what it missed",
                 c.lost_silently, spec.case
             ),
         ),
-        (FOREIGN_RUN, _) if c.lost > 0 => (
+        _ if c.lost > 0 => (
             Pass,
             format!("all {} lost message(s) announced in gap markers", c.lost),
         ),
-        (FOREIGN_RUN, _) => (
+        _ => (
             Pass,
             format!(
                 "0 lost after a {} disconnect ({}); {} duplicate(s), {} out of order",
@@ -526,6 +544,14 @@ pub fn verdict(
                 c.out_of_order
             ),
         ),
+    }
+}
+
+/// rtcheck's own server (seq-ring, session-ack, snapshot): 0 lost silently, 0 lost within
+/// the ring or queue, and beyond it every loss announced (with a gap to show it).
+fn own_verdict(spec: &RunSpec, c: &Counts) -> (crate::findings::Status, String) {
+    use crate::findings::Status::*;
+    match (spec.delivery, spec.case) {
         (_, _) if c.lost_silently > 0 => (
             Fail,
             format!(
@@ -566,6 +592,15 @@ pub fn verdict(
             ),
         ),
         (_, "within-ring") => (Pass, "0 lost within the ring".into()),
+        _ => beyond_verdict(spec, c),
+    }
+}
+
+/// Pure: away longer than the ring or the queue holds: every loss must be announced (and
+/// there must be a gap, or the run did not test the overflow).
+fn beyond_verdict(spec: &RunSpec, c: &Counts) -> (crate::findings::Status, String) {
+    use crate::findings::Status::*;
+    match (spec.delivery, spec.case) {
         (_, _) if c.gaps == 0 => (
             Warn,
             format!(
@@ -584,7 +619,11 @@ pub fn verdict(
             Pass,
             format!(
                 "beyond the {}: all {} lost message(s) announced in gap markers",
-                if spec.case == "beyond-ring" { "ring" } else { "queue" },
+                if spec.case == "beyond-ring" {
+                    "ring"
+                } else {
+                    "queue"
+                },
                 c.lost
             ),
         ),
@@ -683,6 +722,10 @@ mod tests {
         assert_eq!(verdict(&s, &counts(7, 7, 0), 2, 2).0, Status::Pass);
         assert_eq!(verdict(&s, &counts(0, 0, 0), 2, 2).0, Status::Warn);
         let (st, why) = verdict(&spec("seq-ring", "within-ring"), &counts(0, 0, 0), 1, 2);
+        assert_eq!(st, Status::Fail);
+        assert!(why.starts_with("invalid"), "{why}");
+        // No client at all: invalid, not "0 lost within the ring".
+        let (st, why) = verdict(&spec("seq-ring", "within-ring"), &counts(0, 0, 0), 0, 0);
         assert_eq!(st, Status::Fail);
         assert!(why.starts_with("invalid"), "{why}");
     }
