@@ -24,6 +24,7 @@ pub mod markdown;
 pub mod model;
 pub mod output;
 pub mod prometheus;
+pub mod rehearse;
 pub mod review;
 pub mod sarif;
 pub mod text;

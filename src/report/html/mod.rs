@@ -1,6 +1,6 @@
 //! HTML: one self-contained page per report (inline CSS, inline SVG plots drawn with
 //! plotters, no script, no request to any network), one module per report kind:
-//! `idle`, `findings` (audit and verify), `probe`, `rehearse` (`budget`, `choose`,
+//! `idle`, `findings` (audit and verify), `probe` (`budget`, `choose`, `rehearse`,
 //! `bench fanout`, `bench cluster`, `load` and `verify delivery` are
 //! `report::doc::Doc`s, drawn by `report::doc::html`). The page also
 //! carries the report's JSON (the `json` renderer's output) in an inert data block, so the
@@ -9,7 +9,6 @@ pub mod findings;
 pub mod idle;
 pub(crate) mod plot;
 pub mod probe;
-pub mod rehearse;
 
 use crate::evidence::EvidenceRef;
 use crate::findings::Status;

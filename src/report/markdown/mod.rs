@@ -2,4 +2,3 @@
 pub mod audit;
 pub mod bench;
 pub mod probe;
-pub mod rehearse;

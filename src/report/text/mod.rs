@@ -4,7 +4,6 @@ pub mod bench;
 pub mod conncost;
 pub mod guided;
 pub mod probe;
-pub mod rehearse;
 pub mod table;
 pub mod verify;
 
