@@ -147,23 +147,20 @@ fn count(path: &str, key: &str, v: u64) -> Span {
     num(format!("{path}.{key}"), fmt_thousands(v))
 }
 
+/// A tagged number is the JSON's own, bare (its unit is in the row's label).
 fn ms(path: &str, key: &str, v: Option<f64>) -> Span {
-    v.map_or(t("-"), |v| {
-        num(format!("{path}.{key}"), format!("{v:.0} ms"))
-    })
+    v.map_or(t("-"), |v| num(format!("{path}.{key}"), format!("{v:.0}")))
 }
 
-fn of(path: &str, key: &str, n: u64, of: u64) -> Span {
-    num(format!("{path}.{key}"), format!("{n} of {of}"))
+/// Two numbers in one cell: said, not tagged.
+fn of(n: u64, of: u64) -> Span {
+    t(format!("{n} of {of}"))
 }
 
 /// Who was there, who dropped, who came back and how soon.
 fn reach(runs: &[Run]) -> Vec<Fig> {
-    let hook = |p: &str, r: &Run| match r.hook.ok {
-        true => num(
-            format!("{p}.hook.took_ms"),
-            format!("ok, {:.0} ms", r.hook.took_ms),
-        ),
+    let hook = |_: &str, r: &Run| match r.hook.ok {
+        true => t(format!("ok, {:.0} ms", r.hook.took_ms)),
         false => t("FAILED"),
     };
     vec![
@@ -182,28 +179,23 @@ fn reach(runs: &[Run]) -> Vec<Fig> {
         ),
         (
             "drain signal",
-            col(runs, |p, r| {
-                of(p, "drain", r.drain.signalled(), r.wave.dropped)
-            }),
+            col(runs, |_, r| of(r.drain.signalled(), r.wave.dropped)),
         ),
         (
-            "drain lead p50",
+            "drain lead p50 (ms)",
             col(runs, |p, r| ms(p, "drain.lead_p50_ms", r.drain.lead_p50_ms)),
         ),
+        ("back", col(runs, |_, r| of(r.wave.back, r.wave.dropped))),
         (
-            "back",
-            col(runs, |p, r| of(p, "wave.back", r.wave.back, r.wave.dropped)),
-        ),
-        (
-            "back 50 %",
+            "back 50 % (ms)",
             col(runs, |p, r| ms(p, "back_50_ms", r.back_50_ms)),
         ),
         (
-            "back 95 %",
+            "back 95 % (ms)",
             col(runs, |p, r| ms(p, "back_95_ms", r.back_95_ms)),
         ),
         (
-            "back 100 %",
+            "back 100 % (ms)",
             col(runs, |p, r| ms(p, "back_100_ms", r.back_100_ms)),
         ),
     ]
@@ -211,49 +203,43 @@ fn reach(runs: &[Run]) -> Vec<Fig> {
 
 /// How the wave came: its peak, its spread, each client's downtime, refused connects.
 fn wave(runs: &[Run]) -> Vec<Fig> {
-    let f0 =
-        |p: &str, k: &str, v: f64, unit: &str| num(format!("{p}.{k}"), format!("{v:.0}{unit}"));
-    let failed = |p: &str, r: &Run| {
+    let f0 = |p: &str, k: &str, v: f64| num(format!("{p}.{k}"), format!("{v:.0}"));
+    let failed = |_: &str, r: &Run| {
         let v: Vec<String> = (r.failed_connects.iter().filter(|(_, n)| **n > 0))
             .map(|(k, n)| format!("{k} {n}"))
             .collect();
         match v.is_empty() {
-            true => num(format!("{p}.failed_connects"), "0"),
-            false => num(format!("{p}.failed_connects"), v.join(", ")),
+            true => t("0"),
+            false => t(v.join(", ")),
         }
     };
     vec![
         (
             "peak connects/s",
             col(runs, |p, r| {
-                f0(p, "peak_connects_per_s", r.peak_connects_per_s, "")
+                f0(p, "peak_connects_per_s", r.peak_connects_per_s)
             }),
         ),
         (
             "mean connects/s",
             col(runs, |p, r| {
-                f0(
-                    p,
-                    "wave.mean_connects_per_s",
-                    r.wave.mean_connects_per_s,
-                    "",
-                )
+                f0(p, "wave.mean_connects_per_s", r.wave.mean_connects_per_s)
             }),
         ),
         (
-            "in busiest 100 ms",
+            "in busiest 100 ms (%)",
             col(runs, |p, r| {
-                f0(p, "wave.in_peak_100ms_pct", r.wave.in_peak_100ms_pct, " %")
+                f0(p, "wave.in_peak_100ms_pct", r.wave.in_peak_100ms_pct)
             }),
         ),
         (
-            "downtime p50",
+            "downtime p50 (ms)",
             col(runs, |p, r| {
                 ms(p, "wave.downtime_p50_ms", r.wave.downtime_p50_ms)
             }),
         ),
         (
-            "downtime max",
+            "downtime max (ms)",
             col(runs, |p, r| {
                 ms(p, "wave.downtime_max_ms", r.wave.downtime_max_ms)
             }),
@@ -267,7 +253,7 @@ fn server(runs: &[Run]) -> Vec<Fig> {
     let opt = |p: &str, k: &str, v: Option<u64>| v.map_or(t("-"), |v| count(p, k, v));
     let rss = |p: &str, r: &Run| {
         (r.server.rss_peak_mb).map_or(t("-"), |v| {
-            num(format!("{p}.server.rss_peak_mb"), format!("{v:.1} MB"))
+            num(format!("{p}.server.rss_peak_mb"), format!("{v:.1}"))
         })
     };
     vec![
@@ -283,7 +269,7 @@ fn server(runs: &[Run]) -> Vec<Fig> {
                 opt(p, "listen.listen_drops", r.listen.listen_drops)
             }),
         ),
-        ("server RSS peak", col(runs, rss)),
+        ("server RSS peak (MB)", col(runs, rss)),
         (
             "server fds peak",
             col(runs, |p, r| opt(p, "server.fds_peak", r.server.fds_peak)),
@@ -296,10 +282,9 @@ fn delivery(runs: &[Run]) -> Vec<Fig> {
     let d = |k: &'static str, v: fn(&Run) -> u64| {
         move |p: &str, r: &Run| count(p, &format!("delivery.{k}"), v(r))
     };
-    let replayed = |p: &str, r: &Run| {
+    let replayed = |_: &str, r: &Run| {
         let (m, b) = (r.delivery.replay_messages, r.delivery.replay_bytes);
-        let shown = format!("{} msgs, {}", fmt_thousands(m), fmt_bytes(b));
-        num(format!("{p}.delivery.replay_messages"), shown)
+        t(format!("{} msgs, {}", fmt_thousands(m), fmt_bytes(b)))
     };
     vec![
         ("replayed", col(runs, replayed)),
@@ -324,31 +309,25 @@ fn delivery(runs: &[Run]) -> Vec<Fig> {
 fn optional(runs: &[Run]) -> Vec<Fig> {
     let mut rows = Vec::new();
     if runs.iter().any(|r| r.drain.goaway.is_some()) {
-        let goaway = |p: &str, r: &Run| match r.drain.goaway {
+        let goaway = |_: &str, r: &Run| match r.drain.goaway {
             Some(g) => {
                 let lead = r
                     .drain
                     .goaway_lead_p50_ms
                     .map_or("-".into(), |v| format!("{v:.0} ms"));
-                num(
-                    format!("{p}.drain.goaway"),
-                    format!("{g} of {}, {lead}", r.wave.dropped),
-                )
+                t(format!("{g} of {}, {lead}", r.wave.dropped))
             }
             None => t("-"),
         };
         rows.push(("GOAWAY first", col(runs, goaway)));
     }
     if runs.iter().any(|r| r.publisher.is_some()) {
-        let published = |p: &str, r: &Run| match &r.publisher {
-            Some(s) => num(
-                format!("{p}.publisher.sent"),
-                format!(
-                    "{} sent, {} failed",
-                    fmt_thousands(s.sent),
-                    fmt_thousands(s.failed)
-                ),
-            ),
+        let published = |_: &str, r: &Run| match &r.publisher {
+            Some(s) => t(format!(
+                "{} sent, {} failed",
+                fmt_thousands(s.sent),
+                fmt_thousands(s.failed)
+            )),
             None => t("-"),
         };
         rows.push(("published", col(runs, published)));
@@ -434,8 +413,8 @@ mod tests {
         assert!(txt.contains("  | image not found\n"), "{txt}");
         assert!(txt.contains(fix), "{txt}");
         assert!(txt.lines().all(|l| l.chars().count() <= 80), "{txt}");
-        let back = txt.lines().find(|l| l.contains("back 50 %")).unwrap();
-        assert!(back.contains("10 ms") && back.ends_with('-'), "{txt}");
+        let back = txt.lines().find(|l| l.contains("back 50 % (ms)")).unwrap();
+        assert!(back.contains(" 10 ") && back.ends_with('-'), "{txt}");
         let md = markdown::render(&d);
         assert!(
             md.contains("| figure | fixed | jitter |\n|---|---:|---:|"),
