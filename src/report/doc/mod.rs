@@ -10,7 +10,9 @@
 //! ([`crate::report::choose`]), `review` ([`crate::report::review`]), `hops`
 //! ([`crate::report::hops`]), `evidence` and `checklist` ([`crate::report::evidence`]),
 //! `bench fanout` ([`crate::report::fanout`]), `audit` in text and markdown
-//! ([`crate::report::audit`]), `rehearse` ([`crate::report::rehearse`]).
+//! ([`crate::report::audit`]), `rehearse` ([`crate::report::rehearse`]),
+//! `bench idle` ([`crate::report::idle`]) and `bench idle --server`
+//! ([`crate::report::conncost`]).
 //! The others still have a renderer per format (text/,
 //! markdown/, html/) and move here one at a time.
 pub mod html;

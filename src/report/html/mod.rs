@@ -1,12 +1,11 @@
 //! HTML: one self-contained page per report (inline CSS, inline SVG plots drawn with
 //! plotters, no script, no request to any network), one module per report kind:
-//! `idle`, `findings` (audit and verify), `probe` (`budget`, `choose`, `rehearse`,
+//! `findings` (audit and verify), `probe` (`budget`, `choose`, `rehearse`, `bench idle`,
 //! `bench fanout`, `bench cluster`, `load` and `verify delivery` are
 //! `report::doc::Doc`s, drawn by `report::doc::html`). The page also
 //! carries the report's JSON (the `json` renderer's output) in an inert data block, so the
 //! numbers on the page and the machine data travel together.
 pub mod findings;
-pub mod idle;
 pub(crate) mod plot;
 pub mod probe;
 

@@ -1,6 +1,5 @@
-//! markdown rendering of `bench plan` and `bench idle` (`bench fanout` is a
-//! [`crate::report::doc::Doc`]: [`crate::report::fanout`]).
-use crate::bench::model::IdleReport;
+//! markdown rendering of `bench plan` (`bench fanout` and `bench idle` are
+//! [`crate::report::doc::Doc`]s: [`crate::report::fanout`], [`crate::report::idle`]).
 
 /// `bench plan` as a table.
 pub fn render_plan(p: &crate::bench::plan::Plan) -> String {
@@ -24,31 +23,5 @@ pub fn render_plan(p: &crate::bench::plan::Plan) -> String {
     for n in &p.notes {
         out.push_str(&format!("- {n}\n"));
     }
-    out
-}
-
-pub fn render_idle(rep: &IdleReport) -> String {
-    let mut out = format!(
-        "### rtcheck bench idle\n\n{} idle connections; target at most {} B RSS per WebSocket connection.\n\n| protocol | connected | RSS before | RSS after | per connection | valid |\n|---|---:|---:|---:|---:|---|\n",
-        crate::evidence::fmt_num(rep.connections as f64),
-        crate::evidence::fmt_num(rep.target_bytes_per_connection as f64)
-    );
-    for r in &rep.results {
-        out.push_str(&format!(
-            "| {} | {} | {} | {} | {} | {} |\n",
-            r.protocol,
-            crate::evidence::fmt_num(r.connected as f64),
-            rtcheck_base::units::fmt_bytes(r.rss_before_bytes),
-            rtcheck_base::units::fmt_bytes(r.rss_after_bytes),
-            r.bytes_per_connection
-                .map(|b| format!("{b:.0} B"))
-                .unwrap_or_else(|| "-".into()),
-            if r.valid { "yes" } else { "**INVALID**" }
-        ));
-    }
-    out.push_str(&format!(
-        "\nSeed: {} ({})\n",
-        rep.reference.claim, rep.reference.source
-    ));
     out
 }

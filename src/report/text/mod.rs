@@ -1,7 +1,6 @@
 //! text renderers, one file per result kind.
 pub mod audit;
 pub mod bench;
-pub mod conncost;
 pub mod guided;
 pub mod probe;
 pub mod table;
