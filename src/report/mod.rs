@@ -25,6 +25,7 @@ pub mod load;
 pub mod markdown;
 pub mod model;
 pub mod output;
+pub mod plan;
 pub mod prometheus;
 pub mod rehearse;
 pub mod review;

@@ -11,8 +11,8 @@
 //! ([`crate::report::hops`]), `evidence` and `checklist` ([`crate::report::evidence`]),
 //! `bench fanout` ([`crate::report::fanout`]), `audit` in text and markdown
 //! ([`crate::report::audit`]), `rehearse` ([`crate::report::rehearse`]),
-//! `bench idle` ([`crate::report::idle`]) and `bench idle --server`
-//! ([`crate::report::conncost`]).
+//! `bench idle` ([`crate::report::idle`]), `bench idle --server`
+//! ([`crate::report::conncost`]) and `bench plan` ([`crate::report::plan`]).
 //! The others still have a renderer per format (text/,
 //! markdown/, html/) and move here one at a time.
 pub mod html;

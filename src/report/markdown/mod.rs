@@ -1,4 +1,3 @@
 //! markdown renderers, one file per result kind.
 pub mod audit;
-pub mod bench;
 pub mod probe;
