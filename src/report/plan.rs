@@ -7,13 +7,9 @@ use rtcheck_base::units::{fmt_bytes, fmt_thousands};
 
 pub fn plan_doc(p: &Plan) -> anyhow::Result<Doc> {
     let mut lines = resources(p);
-    lines.push(vec![
-        t("bandwidth received: "),
-        num(
-            "bytes_per_s",
-            format!("{}/s", fmt_bytes(p.bytes_per_s as u64)),
-        ),
-    ]);
+    // Said in decimal units, not the JSON's bytes: not tagged with its path.
+    let bandwidth = fmt_bytes(p.bytes_per_s as u64);
+    lines.push(vec![t(format!("bandwidth received: {bandwidth}/s"))]);
     lines.extend(p.notes.iter().map(|n| vec![t(n)]));
     Ok(Doc {
         title: "rtcheck bench plan".into(),
