@@ -69,9 +69,12 @@ fn setup(r: &RehearseReport) -> Block {
     }
 }
 
+/// A series' points, a gap where None.
+type Points = Vec<Option<(f64, f64)>>;
+
 /// The reconnect wave per 100 ms from the first drop, and the server's RSS when sampled.
 fn plots(r: &RehearseReport) -> Vec<Block> {
-    let series = |points: &dyn Fn(&Run) -> Vec<Option<(f64, f64)>>| -> Vec<Series> {
+    let series = |points: &dyn Fn(&Run) -> Points| -> Vec<Series> {
         (r.runs.iter().enumerate())
             .map(|(i, run)| Series {
                 name: run.name.clone(),
