@@ -276,14 +276,15 @@ pub fn run(a: RehearseArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
     let found = gated.clone().unwrap_or_default();
     let findings = as_findings(&report, &found);
     let json = super::thresholds::with_thresholds(&report, &found)?;
+    let doc = || crate::report::rehearse::rehearse_doc(&report, &found);
     a.out.emit_with(ctx.color, |f, p| {
         Ok(match BenchFormat::of(f)? {
-            BenchFormat::Text => crate::report::text::rehearse::render(&report, &found, &p),
+            BenchFormat::Text => crate::report::doc::text::render(&doc()?, &p),
             BenchFormat::Json => serde_json::to_string_pretty(&json)? + "\n",
-            BenchFormat::Markdown => crate::report::markdown::rehearse::render(&report, &found),
+            BenchFormat::Markdown => crate::report::doc::markdown::render(&doc()?),
             BenchFormat::Junit => crate::report::junit::render(&findings, a.fail_on)?,
             BenchFormat::Github => crate::report::github::render(&findings),
-            BenchFormat::Html => crate::report::html::rehearse::render(&report, &found)?,
+            BenchFormat::Html => crate::report::doc::html::render(&doc()?),
         })
     })?;
     let crossed = a.fail_on.trips(&findings.summary);

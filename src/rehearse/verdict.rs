@@ -394,12 +394,12 @@ fn memory(run: &Run) -> Finding {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::super::model::{Delivery, Drain, Listen, ServerSeries};
     use super::super::{hook::HookRun, policy::Reconnect, wave};
     use super::*;
 
-    fn run(dropped: bool) -> Run {
+    pub(crate) fn run(dropped: bool) -> Run {
         let outages = if dropped {
             vec![wave::Outage {
                 dropped_ms: 10.0,

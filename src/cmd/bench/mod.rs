@@ -646,14 +646,15 @@ fn run_idle(a: IdleArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
             .map(|r| (r.protocol.as_str(), r.valid, r.notes.as_slice())),
         &[],
     );
+    let doc = || crate::report::idle::idle_doc(&report);
     a.out.emit_with(ctx.color, |f, p| {
         Ok(match BenchFormat::of(f)? {
-            BenchFormat::Text => crate::report::text::bench::render_idle(&report, &p),
+            BenchFormat::Text => crate::report::doc::text::render(&doc()?, &p),
             BenchFormat::Json => crate::report::json::render(&report)?,
-            BenchFormat::Markdown => crate::report::markdown::bench::render_idle(&report),
+            BenchFormat::Markdown => crate::report::doc::markdown::render(&doc()?),
             BenchFormat::Junit => crate::report::junit::render(&findings, FailOn::Fail)?,
             BenchFormat::Github => crate::report::github::render(&findings),
-            BenchFormat::Html => crate::report::html::idle::render(&report)?,
+            BenchFormat::Html => crate::report::doc::html::render(&doc()?),
         })
     })?;
     Ok(super::exit::verdict(false, !report.valid))
@@ -765,19 +766,15 @@ fn run_conncost(a: IdleArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
         .iter()
         .map(|(p, b)| (p.as_path(), b.as_bytes()))
         .collect();
+    let doc = || crate::report::conncost::conncost_doc(&report);
     a.out.write_with(ctx.color, &extra, |f, p| {
         Ok(match BenchFormat::of(f)? {
-            BenchFormat::Text => crate::report::text::conncost::render(&report, &p),
+            BenchFormat::Text => crate::report::doc::text::render(&doc()?, &p),
             BenchFormat::Json => crate::report::json::render(&report)?,
-            BenchFormat::Markdown => format!(
-                "```\n{}```\n",
-                crate::report::text::conncost::render(&report, &p)
-            ),
+            BenchFormat::Markdown => crate::report::doc::markdown::render(&doc()?),
             BenchFormat::Junit => crate::report::junit::render(&findings, FailOn::Fail)?,
             BenchFormat::Github => crate::report::github::render(&findings),
-            BenchFormat::Html => anyhow::bail!(
-                "--format html is not available with bench idle --server: use text, json or markdown"
-            ),
+            BenchFormat::Html => crate::report::doc::html::render(&doc()?),
         })
     })?;
     Ok(super::exit::verdict(false, !report.valid))

@@ -131,10 +131,11 @@ pub fn run(a: PlanArgs, ctx: Ctx) -> anyhow::Result<ExitCode> {
     };
     inputs.check().map_err(anyhow::Error::msg)?;
     let p = plan::plan(inputs);
+    let doc = || crate::report::plan::plan_doc(&p);
     a.out.emit_with(ctx.color, |f, pal| {
         Ok(match HumanFormat::of(f)? {
-            HumanFormat::Text => crate::report::text::bench::render_plan(&p, &pal),
-            HumanFormat::Markdown => crate::report::markdown::bench::render_plan(&p),
+            HumanFormat::Text => crate::report::doc::text::render(&doc()?, &pal),
+            HumanFormat::Markdown => crate::report::doc::markdown::render(&doc()?),
             HumanFormat::Json => crate::report::json::render(&p)?,
             HumanFormat::Yaml => crate::report::yaml::render(&p)?,
         })

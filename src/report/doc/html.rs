@@ -63,6 +63,11 @@ pub fn render(doc: &Doc) -> String {
             }
             Block::Checks(cs) => b.push_str(&checks(cs)),
             Block::Item(i) => b.push_str(&item(i)),
+            Block::Pre(text) => {
+                // Line by line: `esc` makes a newline inert as it does any control.
+                let lines: Vec<String> = text.lines().map(esc).collect();
+                b.push_str(&format!("<pre>{}</pre>\n", lines.join("\n")))
+            }
             Block::Setting { label, text } => {
                 let label = match label.is_empty() {
                     true => String::new(),
@@ -212,6 +217,7 @@ fn figure(f: &Figure) -> String {
         Scale::Ms => plot::Y::Ms,
         Scale::LogMs => plot::Y::LogMs,
         Scale::Count => plot::Y::Count,
+        Scale::Value => plot::Y::Value,
     };
     let axes = (f.axes.0.as_str(), f.axes.1.as_str());
     let svg = match &f.shape {

@@ -50,6 +50,12 @@ pub fn render(doc: &Doc) -> String {
                 };
                 s.push_str(&format!("\n{}{}\n", inert(&label), code(&inert(text))));
             }
+            // A fence of its own: the output's backquotes cannot close it.
+            Block::Pre(text) => {
+                let lines: Vec<String> = text.lines().map(inert).collect();
+                let body = lines.join("\n").replace("```", "'''");
+                s.push_str(&format!("\n```\n{body}\n```\n"));
+            }
             Block::Item(i) => {
                 s.push_str(&format!("\n- {}\n", inline(&i.head)));
                 i.lines

@@ -9,8 +9,10 @@
 //! ([`crate::report::verify`]), `verify delivery` ([`crate::report::delivery`]), `choose`
 //! ([`crate::report::choose`]), `review` ([`crate::report::review`]), `hops`
 //! ([`crate::report::hops`]), `evidence` and `checklist` ([`crate::report::evidence`]),
-//! `bench fanout` ([`crate::report::fanout`]), `audit` and `lint`
-//! ([`crate::report::audit`]).
+//! `bench fanout` ([`crate::report::fanout`]), `audit`, `lint` and `review`
+//! ([`crate::report::audit`]), `probe` ([`crate::report::probe`]), `rehearse`
+//! ([`crate::report::rehearse`]), `bench idle` ([`crate::report::idle`]), `bench idle
+//! --server` ([`crate::report::conncost`]) and `bench plan` ([`crate::report::plan`]).
 //! The others still have a renderer per format (text/,
 //! markdown/, html/) and move here one at a time.
 pub mod html;
@@ -166,6 +168,9 @@ pub enum Block {
         label: String,
         text: String,
     },
+    /// What a command printed, line for line (a failed hook's output): text sets each line
+    /// after `  | `, markdown in a fence, html in `<pre>`.
+    Pre(String),
 }
 
 #[derive(Debug, Clone)]
@@ -300,6 +305,8 @@ pub enum Scale {
     Ms,
     LogMs,
     Count,
+    /// Any other quantity (MB ...), linear from 0.
+    Value,
 }
 
 #[derive(Debug, Clone)]
@@ -451,6 +458,26 @@ mod tests {
             "{md}"
         );
         assert!(html::render(&d).contains("<code>proxy_buffering off;"));
+    }
+
+    /// A command's output keeps its lines (marked in text), fenced in markdown whatever
+    /// it holds, escaped in html.
+    #[test]
+    fn output_keeps_its_lines_in_every_backend() {
+        let mut d = sample();
+        d.blocks = vec![Block::Pre("pull: ```x```\n<image> not found".into())];
+        let text = text::render(&d, &crate::report::Palette::plain());
+        assert!(
+            text.contains("  | pull: ```x```\n  | <image> not found\n"),
+            "{text}"
+        );
+        let md = markdown::render(&d);
+        assert!(
+            md.contains("\n```\npull: '''x'''\n<image> not found\n```\n"),
+            "{md}"
+        );
+        let page = html::render(&d);
+        assert!(page.contains("<pre>pull: ```x```\n&lt;image&gt; not found</pre>"));
     }
 
     /// A findings table keeps its ids whole and gives way in its prose; a command is

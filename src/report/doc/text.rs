@@ -60,6 +60,12 @@ pub fn render(doc: &Doc, p: &Palette) -> String {
                 };
                 s.push_str(&wrap_setting(&label, text, p.width));
             }
+            Block::Pre(text) => {
+                s.push('\n');
+                for l in text.lines() {
+                    s.push_str(&wrap(l, p.width, "  | ", "  | "));
+                }
+            }
             Block::Item(i) => {
                 s.push('\n');
                 s.push_str(&painted(&i.head, p, "", "    "));

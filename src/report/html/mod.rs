@@ -1,14 +1,12 @@
 //! HTML: one self-contained page per report (inline CSS, inline SVG plots drawn with
 //! plotters, no script, no request to any network), one module per report kind:
-//! `idle`, `rehearse`, and `card` (a finding's card, shared); the other kinds
-//! (audit, lint, review, verify, probe, `budget`, `choose`, `bench fanout`, `bench cluster`,
-//! `load`, `verify delivery`) are `report::doc::Doc`s, drawn by `report::doc::html`. The page also
+//! `card` (a finding's card, shared); every kind (audit, lint, review, verify, probe,
+//! `budget`, `choose`, `rehearse`, `bench idle`, `bench fanout`, `bench cluster`, `load`,
+//! `verify delivery`) is a `report::doc::Doc`, drawn by `report::doc::html`. The page also
 //! carries the report's JSON (the `json` renderer's output) in an inert data block, so the
 //! numbers on the page and the machine data travel together.
 pub mod card;
-pub mod idle;
 pub(crate) mod plot;
-pub mod rehearse;
 
 use crate::evidence::EvidenceRef;
 use crate::findings::Status;

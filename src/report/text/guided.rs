@@ -1,6 +1,14 @@
 //! The guided run's summary (issue 27, item 6): on one screen, each decision with its
 //! one-line why, the sizing for the delivery chosen and the must-haves that apply. The
 //! full reasoning stays `rtcheck choose --answers PROFILE` (report::choose).
+//!
+//! Not a `report::doc::Doc`, on purpose: this is an interactive screen, text only (no
+//! markdown or html of it exists), printed between prompts, and the caller appends the
+//! audit's verdict to it, so it has no verdict of its own to put first. Its layout is a
+//! label, a decision and its why aligned in columns with no header or rule, each why
+//! hanging under its own column so the whole recommendation fits one 24-line screen; a
+//! Doc table is a headed, ruled table (and goes vertical when narrow), which would cost
+//! the screen lines it needs. The recommendation's Doc is `report::choose`.
 use super::wrap;
 use crate::choose::{Recommendation, Topology};
 use crate::evidence::{fmt_num, num};

@@ -1,8 +1,6 @@
 //! text renderers, one file per result kind.
 pub mod bench;
-pub mod conncost;
 pub mod guided;
-pub mod rehearse;
 pub mod table;
 
 /// A private-use character: no whitespace or control for `wrap`, one column, never in a
