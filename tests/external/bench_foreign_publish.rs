@@ -59,18 +59,33 @@ fn sent(f: &Foreign) -> u64 {
     fixture_stats(f)["sent"].as_u64().unwrap()
 }
 
+/// One scenario NAME of [`bench`] on `hub`: (exit code, the scenario, output, the hub's
+/// count of frames sent just before that run). On a loaded host the publisher can fall
+/// behind its schedule and the run is rightly INVALID (seen 2026-12-07 beside other
+/// work): up to three runs, a new one only when every failed check is the load side's
+/// schedule ([`common::late_only`]); the last is returned.
+fn scenario(hub: &Foreign, args: &[&str], name: &str) -> (Option<i32>, Value, String, u64) {
+    let mut runs = 0;
+    loop {
+        runs += 1;
+        let before = sent(hub);
+        let (code, r, out) = bench(&hub.url("ws", "/ws"), args);
+        let s = run(&r, name).clone();
+        if runs == 3 || !common::late_only(&s) {
+            return (code, s, out, before);
+        }
+    }
+}
+
 /// A (all healthy) then C (slow clients) on one hub through `--publish ws`: A must be
 /// valid with every frame the hub wrote counted (`echo`: the hub also writes to the
 /// publisher, one frame a round), then the C run's shape.
 fn a_then_c(hub: &Foreign, echo: bool, size: &str, extra: &[&str]) -> (Value, Value) {
-    let url = hub.url("ws", "/ws");
     let mut args = vec!["--publish", "ws", "--message", CHAT];
     args.extend(["--seq-path", "text", "--ts-path", "text", "--size", size]);
     args.extend(["--rounds", "40"]);
     args.extend(extra);
-    let before = sent(hub);
-    let (code, a, out) = bench(&url, &[&args[..], &["--scenario", "A"]].concat());
-    let a = run(&a, "A").clone();
+    let (code, a, out, before) = scenario(hub, &[&args[..], &["--scenario", "A"]].concat(), "A");
     assert_eq!(code, Some(0), "{:#?}\n{out}", failed(&a));
     assert_eq!(a["valid"], true, "{a:#}");
     assert_eq!(received(&a), 60 * 40, "{a:#}");
@@ -84,11 +99,11 @@ fn a_then_c(hub: &Foreign, echo: bool, size: &str, extra: &[&str]) -> (Value, Va
         "the hub's own count of frames written: {hub_sent}, rtcheck received {}",
         received(&a)
     );
-    let (_, c, out) = bench(
-        &url,
+    let (_, c, out, _) = scenario(
+        hub,
         &[&args[..], &["--scenario", "C", "--slow", "10"]].concat(),
+        "C",
     );
-    let c = run(&c, "C").clone();
     assert_eq!(c["valid"], true, "{:#?}\n{out}", failed(&c));
     assert_eq!(c["slow_clients"], 10);
     (a, c)
