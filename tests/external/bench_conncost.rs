@@ -16,7 +16,22 @@ fn py_cost(compression: &str) -> Foreign {
 }
 
 /// `rtcheck bench idle --server URL ARGS --format json`: (exit code, report, stderr).
+/// A garbage-collected server (node, python) can free more between two points than the
+/// connections added there cost, and the run is rightly invalid ("memory did not
+/// grow"): how often depends on the host's speed. Up to three runs, a new one only when
+/// that is every reason a variant is invalid ([`gc_only`]); the last is returned.
 fn cost(url: &str, args: &[&str]) -> (i32, Value, String) {
+    let mut runs = 0;
+    loop {
+        runs += 1;
+        let run = cost_once(url, args);
+        if runs == 3 || !gc_only(&run.1) {
+            return run;
+        }
+    }
+}
+
+fn cost_once(url: &str, args: &[&str]) -> (i32, Value, String) {
     let out = common::rtcheck()
         .args(["bench", "idle", "--server", url, "--format", "json"])
         .args(["--settle", "1s"])
@@ -28,6 +43,21 @@ fn cost(url: &str, args: &[&str]) -> (i32, Value, String) {
     let json = serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|e| panic!("{e}: {stderr} {}", String::from_utf8_lossy(&out.stdout)));
     (out.status.code().unwrap_or(-1), json, stderr)
+}
+
+/// An invalid report whose only INVALID notes are memory that did not grow.
+fn gc_only(rep: &Value) -> bool {
+    let invalid: Vec<&str> = rep["results"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|r| r["notes"].as_array().into_iter().flatten())
+        .filter_map(Value::as_str)
+        .filter(|n| n.starts_with("INVALID"))
+        .collect();
+    rep["valid"] == false
+        && !invalid.is_empty()
+        && invalid.iter().all(|n| n.contains("memory did not grow"))
 }
 
 fn variant<'a>(rep: &'a Value, name: &str) -> &'a Value {
@@ -121,8 +151,11 @@ fn node_ws_deflate_under_activity_costs_more_than_plain() {
         assert_eq!(code, 0, "{err} {rep:#}");
         variant(&rep, v).clone()
     };
-    let plain = run("plain");
-    let deflate = run("deflate");
+    // Two processes on two ports, each measured by its own pid: at once.
+    let (plain, deflate) = std::thread::scope(|sc| {
+        let d = sc.spawn(|| run("deflate"));
+        (run("plain"), d.join().unwrap())
+    });
     for v in [&plain, &deflate] {
         assert!(
             v["received_per_client_per_s"].as_f64().unwrap() > 1.0,

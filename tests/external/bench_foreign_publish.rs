@@ -59,27 +59,40 @@ fn sent(f: &Foreign) -> u64 {
     fixture_stats(f)["sent"].as_u64().unwrap()
 }
 
+/// One scenario NAME of [`bench`] on `hub` at `url`: (exit code, the scenario, output, the hub's
+/// count of frames sent just before that run). On a loaded host the publisher can fall
+/// behind its schedule and the run is rightly INVALID (seen 2026-12-07 beside other
+/// work): up to three runs, a new one only when every failed check is the load side's
+/// schedule ([`common::late_only`]); the last is returned.
+fn scenario(
+    hub: &Foreign,
+    url: &str,
+    args: &[&str],
+    name: &str,
+) -> (Option<i32>, Value, String, u64) {
+    let mut runs = 0;
+    loop {
+        runs += 1;
+        let before = sent(hub);
+        let (code, r, out) = bench(url, args);
+        let s = run(&r, name).clone();
+        if runs == 3 || !common::late_only(&s) {
+            return (code, s, out, before);
+        }
+    }
+}
+
 /// A (all healthy) then C (slow clients) on one hub through `--publish ws`: A must be
 /// valid with every frame the hub wrote counted (`echo`: the hub also writes to the
 /// publisher, one frame a round), then the C run's shape.
 fn a_then_c(hub: &Foreign, echo: bool, size: &str, extra: &[&str]) -> (Value, Value) {
-    let url = hub.url("ws", "/ws");
     let mut args = vec!["--publish", "ws", "--message", CHAT];
     args.extend(["--seq-path", "text", "--ts-path", "text", "--size", size]);
     args.extend(["--rounds", "40"]);
     args.extend(extra);
-    // A run the busy host made late on the load side only ([`common::late_only`]) is
-    // run again (up to three times); the hub is healthy in A, so it can take another.
-    let mut tries = 0;
-    let (code, a, out, before) = loop {
-        tries += 1;
-        let before = sent(hub);
-        let (code, a, out) = bench(&url, &[&args[..], &["--scenario", "A"]].concat());
-        let a = run(&a, "A").clone();
-        if tries == 3 || !common::late_only(&a) {
-            break (code, a, out, before);
-        }
-    };
+    let url = hub.url("ws", "/ws");
+    let (code, a, out, before) =
+        scenario(hub, &url, &[&args[..], &["--scenario", "A"]].concat(), "A");
     assert_eq!(code, Some(0), "{:#?}\n{out}", failed(&a));
     assert_eq!(a["valid"], true, "{a:#}");
     assert_eq!(received(&a), 60 * 40, "{a:#}");
@@ -93,11 +106,12 @@ fn a_then_c(hub: &Foreign, echo: bool, size: &str, extra: &[&str]) -> (Value, Va
         "the hub's own count of frames written: {hub_sent}, rtcheck received {}",
         received(&a)
     );
-    let (_, c, out) = bench(
+    let (_, c, out, _) = scenario(
+        hub,
         &url,
         &[&args[..], &["--scenario", "C", "--slow", "10"]].concat(),
+        "C",
     );
-    let c = run(&c, "C").clone();
     assert_eq!(c["valid"], true, "{:#?}\n{out}", failed(&c));
     assert_eq!(c["slow_clients"], 10);
     (a, c)
@@ -170,7 +184,8 @@ fn node_ws_with_a_post_publish_api_counts_every_frame_and_hides_the_header() {
     let publish = format!("POST {}", app.url("http", "/publish?key=querys3cr3t"));
     let secret = "Bearer s3cr3t-t0ken-value";
     let auth = format!("Authorization: {secret}");
-    let (code, r, out) = bench(
+    let (code, a, out, before) = scenario(
+        &app,
         &app.url("ws", "/ws"),
         &[
             "--publish",
@@ -186,11 +201,16 @@ fn node_ws_with_a_post_publish_api_counts_every_frame_and_hides_the_header() {
             "--scenario",
             "A",
         ],
+        "A",
     );
-    let a = run(&r, "A");
+    let a = &a;
     assert_eq!(code, Some(0), "{:#?}", failed(a));
     assert_eq!(received(a), 60 * 40);
-    assert_eq!(sent(&app), received(a), "node's own count of frames sent");
+    assert_eq!(
+        sent(&app) - before,
+        received(a),
+        "node's own count of frames sent"
+    );
     let p = &a["publisher"];
     assert_eq!(
         (p["sent"].as_u64(), p["failed"].as_u64()),
@@ -263,7 +283,8 @@ fn bad_publishing_flags_are_one_line_and_exit_2() {
 fn sse_subscribers_take_the_seq_from_the_event_id() {
     let app = express_sse(&[]);
     let publish = format!("POST {}", app.url("http", "/publish"));
-    let (code, r, out) = bench(
+    let (code, a, out, before) = scenario(
+        &app,
         &app.url("http", "/live"),
         &[
             "--transport",
@@ -281,9 +302,10 @@ fn sse_subscribers_take_the_seq_from_the_event_id() {
             "--scenario",
             "A",
         ],
+        "A",
     );
-    let a = run(&r, "A");
+    let a = &a;
     assert_eq!(code, Some(0), "{:#?}\n{out}", failed(a));
     assert_eq!(received(a), 60 * 40);
-    assert_eq!(fixture_stats(&app)["sent"].as_u64(), Some(received(a)));
+    assert_eq!(sent(&app) - before, received(a), "express's own count");
 }

@@ -210,18 +210,27 @@ fn secrets_never_appear_in_any_output() {
     let ws = format!("ws://{}/ws?token={}", s.addr, secrets[2]);
     let sse = format!("http://{}/sse?access_token={}&x=1", s.addr, secrets[2]);
     let dir = tempfile::tempdir().unwrap();
-    for fmt in ["text", "json", "yaml", "junit", "markdown", "github"] {
-        let file = dir.path().join(format!("out.{fmt}"));
-        let out = rtcheck()
-            .args(["probe", "--quick", "--format", fmt])
-            .args(["--header", &format!("Authorization: Bearer {}", secrets[0])])
-            .args(["-H", &format!("Cookie: sid={}", secrets[1])])
-            .arg("-o")
-            .arg(&file)
-            .args([&ws, &sse])
-            .output()
-            .unwrap();
-        let written = std::fs::read_to_string(&file).unwrap();
+    let formats = ["text", "json", "yaml", "junit", "markdown", "github"];
+    // One probe per format of the same server, each mostly waiting: all at once.
+    let outs = std::thread::scope(|sc| {
+        let runs = formats.map(|fmt| {
+            let (file, ws, sse) = (dir.path().join(format!("out.{fmt}")), &ws, &sse);
+            sc.spawn(move || {
+                let out = rtcheck()
+                    .args(["probe", "--quick", "--format", fmt])
+                    .args(["--header", &format!("Authorization: Bearer {}", secrets[0])])
+                    .args(["-H", &format!("Cookie: sid={}", secrets[1])])
+                    .arg("-o")
+                    .arg(&file)
+                    .args([ws, sse])
+                    .output()
+                    .unwrap();
+                (out, std::fs::read_to_string(&file).unwrap())
+            })
+        });
+        runs.map(|r| r.join().unwrap())
+    });
+    for (fmt, (out, written)) in formats.into_iter().zip(outs) {
         let all = format!(
             "{written}{}{}",
             String::from_utf8_lossy(&out.stdout),

@@ -123,29 +123,39 @@ http://127.0.0.1:{PORT} {
 }
 ";
 
-/// Delivery checks (quick) on /busy/, then the idle test on /quiet/.
+/// Delivery checks (quick) on /busy/ and the idle test on /quiet/.
 struct Run {
     busy: serde_json::Value,
     quiet: serde_json::Value,
 }
 
+/// Both probes of one proxy at once: different URLs and backends, and each mostly
+/// waits (the idle test for its whole 6 s).
 fn probe_both(p: &Proxy) -> Run {
-    let (busy, _, err) = probe_json(&[
-        "--quick",
-        "--public",
-        &p.url("ws", "/busy/ws"),
-        &p.url("http", "/busy/sse"),
-    ]);
-    assert!(!err.contains("error"), "{err}");
-    let (quiet, _, err) = probe_json(&[
-        "--idle-for",
-        "6s",
-        "--public",
-        &p.url("ws", "/quiet/ws"),
-        &p.url("http", "/quiet/sse"),
-    ]);
-    assert!(!err.contains("error"), "{err}");
-    Run { busy, quiet }
+    let probe = |args: &[&str]| {
+        let (r, _, err) = probe_json(args);
+        assert!(!err.contains("error"), "{err}");
+        r
+    };
+    let (busy_ws, busy_sse) = (p.url("ws", "/busy/ws"), p.url("http", "/busy/sse"));
+    let (quiet_ws, quiet_sse) = (p.url("ws", "/quiet/ws"), p.url("http", "/quiet/sse"));
+    std::thread::scope(|sc| {
+        let quiet = sc.spawn(|| probe(&["--idle-for", "6s", "--public", &quiet_ws, &quiet_sse]));
+        let busy = probe(&["--quick", "--public", &busy_ws, &busy_sse]);
+        Run {
+            busy,
+            quiet: quiet.join().unwrap(),
+        }
+    })
+}
+
+/// The mistaken and the correct proxy probed at once (independent processes).
+fn probe_pair(bad: &Proxy, good: &Proxy) -> (Run, Run) {
+    std::thread::scope(|sc| {
+        let b = sc.spawn(|| probe_both(bad));
+        let g = probe_both(good);
+        (b.join().unwrap(), g)
+    })
 }
 
 fn all_pass_or_skip(r: &serde_json::Value) -> bool {
@@ -165,7 +175,7 @@ fn nginx_mistaken_and_correct_differ_check_by_check() {
     );
     let ports = [bad.port, good.port];
     let (bad, good) = {
-        let r = (probe_both(&bad), probe_both(&good));
+        let r = probe_pair(&bad, &good);
         drop((bad, good));
         r
     };
@@ -242,7 +252,7 @@ fn haproxy_mistaken_and_correct_differ_check_by_check() {
             &b,
         ),
     );
-    let (bad, good) = (probe_both(&bad), probe_both(&good));
+    let (bad, good) = probe_pair(&bad, &good);
     let ctx = format!(
         "mistaken quiet:\n{}\ncorrect busy:\n{}\ncorrect quiet:\n{}",
         summary(&bad.quiet),

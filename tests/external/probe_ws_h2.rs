@@ -96,16 +96,29 @@ fn advertised_and_working_passes_advertised_and_reset_or_refused_fails() {
     let certs = tempfile::tempdir().unwrap();
     make_certs(certs.path());
     let ca = certs.path().join("ca.pem").display().to_string();
-    for (mode, status, needle) in [
+    let modes = [
         ("ok", "pass", "answered 200"),
         ("reset", "fail", "PROTOCOL_ERROR"),
         ("refuse", "fail", "answered 400"),
-    ] {
-        let (_node, port) = node_h2(mode, certs.path());
-        let r = probe_ws_h2(&format!("wss://127.0.0.1:{port}/ws"), &ca);
-        let f = finding(&r, "ws-over-h2");
+    ];
+    // Three independent servers, one probe each: at once (each probe mostly waits).
+    let reports: Vec<Value> = std::thread::scope(|sc| {
+        let runs: Vec<_> = modes
+            .iter()
+            .map(|&(mode, _, _)| {
+                let (certs, ca) = (certs.path(), &ca);
+                sc.spawn(move || {
+                    let (_node, port) = node_h2(mode, certs);
+                    probe_ws_h2(&format!("wss://127.0.0.1:{port}/ws"), ca)
+                })
+            })
+            .collect();
+        runs.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    for ((mode, status, needle), r) in modes.into_iter().zip(&reports) {
+        let f = finding(r, "ws-over-h2");
         let observed = f["observed"].as_str().unwrap();
-        assert_eq!(f["status"], status, "{mode}: {}", summary(&r));
+        assert_eq!(f["status"], status, "{mode}: {}", summary(r));
         assert!(observed.contains(needle), "{mode}: {observed}");
         assert_eq!(
             f["numbers"]["h2_extended_connect_advertised"], 1.0,

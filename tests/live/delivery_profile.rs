@@ -55,7 +55,23 @@ fn a_profile_narrows_the_run_and_flags_widen_it() {
         &SMALL,
     ]
     .concat();
-    let (code, r, err) = delivery(&args);
+    let wide = [
+        &[
+            "--profile",
+            p.as_str(),
+            "--delivery",
+            "all",
+            "--transport",
+            "sse",
+        ][..],
+        &SMALL,
+    ]
+    .concat();
+    // Two independent runs (each its own servers on loopback): at once.
+    let ((code, r, err), wide) = std::thread::scope(|sc| {
+        let w = sc.spawn(|| delivery(&wide));
+        (delivery(&args), w.join().unwrap())
+    });
     assert_eq!(code, Some(0), "{err}");
     // Said in the output, second line after the verdict and the set-up.
     let shown = std::fs::read_to_string(&text).unwrap();
@@ -71,19 +87,7 @@ fn a_profile_narrows_the_run_and_flags_widen_it() {
     let scope = r["options"]["scope"].as_str().unwrap();
     assert!(scope.contains("seq-ring over websocket"), "{scope}");
 
-    let wide = [
-        &[
-            "--profile",
-            p.as_str(),
-            "--delivery",
-            "all",
-            "--transport",
-            "sse",
-        ][..],
-        &SMALL,
-    ]
-    .concat();
-    let (code, r, err) = delivery(&wide);
+    let (code, r, err) = wide;
     assert_eq!(code, Some(0), "{err}");
     assert_eq!(modes(&r), ["no-seq", "seq-ring", "session-ack", "snapshot"]);
     assert_eq!(r["options"]["transport"], "sse");

@@ -158,15 +158,21 @@ fn delivery(url: &str) -> (Option<i32>, Vec<Value>, String) {
 /// invalid with the reason (they passed with "lost 0"); the honest hub has no such verdict.
 #[test]
 fn verify_delivery_invalidates_rewritten_and_phantom_seqs() {
-    let honest = hostile_hub("honest");
-    let (_, runs, err) = delivery(&honest.url("ws", "/"));
-    for r in &runs {
+    // Three hubs, three independent runs: at once (each mostly waits on its schedule).
+    let [(_, honest, err), rewrite, phantom] = std::thread::scope(|sc| {
+        ["honest", "rewrite", "phantom"]
+            .map(|mode| sc.spawn(move || delivery(&hostile_hub(mode).url("ws", "/"))))
+            .map(|h| h.join().unwrap())
+    });
+    for r in &honest {
         let v = r["verdict"].as_str().unwrap();
-        assert!(!v.contains("rewrote"), "{v}\n{runs:#?}\n{err}");
+        assert!(!v.contains("rewrote"), "{v}\n{honest:#?}\n{err}");
     }
-    for (mode, says) in [("rewrite", "seq 99999"), ("phantom", "were published")] {
-        let hub = hostile_hub(mode);
-        let (code, runs, err) = delivery(&hub.url("ws", "/"));
+    for ((mode, says), (code, runs, err)) in
+        [("rewrite", "seq 99999"), ("phantom", "were published")]
+            .into_iter()
+            .zip([rewrite, phantom])
+    {
         let ctx = format!("{mode}: exit {code:?}\n{runs:#?}\n{err}");
         assert_eq!(code, Some(1), "{ctx}");
         assert!(!runs.is_empty(), "{ctx}");

@@ -318,15 +318,22 @@ fn verify_every_quick_experiment_fits() {
         "verify", &list, "--closed", "50", "--opened", "50", "--connections", "50",
         "--ping", "1s", "--pong-wait", "2s", "--read-deadline", "1s", "--quiet",
     ];
-    for text in check_widths(&args) {
+    let explain: Vec<&str> = args.iter().copied().chain(["--explain"]).collect();
+    // The `--explain` run beside the two of check_widths: independent, each mostly waits.
+    let ([piped, wide], explained) = std::thread::scope(|sc| {
+        let explained = sc.spawn(|| text_at(&explain, 80));
+        let two = check_widths(&args);
+        (
+            two,
+            explained
+                .join()
+                .unwrap_or_else(|e| std::panic::resume_unwind(e)),
+        )
+    });
+    for text in [piped, wide, explained] {
         for n in names {
             assert_whole(&text, n);
         }
-    }
-    let explain: Vec<&str> = args.iter().copied().chain(["--explain"]).collect();
-    let text = text_at(&explain, 80);
-    for n in names {
-        assert_whole(&text, n);
     }
 }
 
@@ -517,22 +524,34 @@ fn choose_for_a_snapshot_design_sizes_no_ring() {
 /// fit 80 columns piped with their ids whole; one of each kind at 120 on a terminal too.
 #[test]
 fn every_checklist_item_and_every_explain_fits() {
+    // (command, the id it must print whole): one process each at 80 columns piped.
+    let mut piped: Vec<([String; 2], String)> = Vec::new();
     for list in rtcheck::checklist::all() {
         check_widths(&["checklist", &list.name]);
         for item in &list.items {
             let id = format!("{}/{}", list.name, item.id);
-            let text = text_at(&["checklist", &id], 80);
-            assert_whole(&text, &item.id);
+            piped.push((["checklist".into(), id], item.id.to_string()));
         }
     }
     check_widths(&["checklist"]);
     for id in rtcheck::audit::check_ids() {
-        let text = text_at(&["explain", id], 80);
-        assert_whole(&text, id);
+        piped.push((["explain".into(), id.to_string()], id.to_string()));
     }
     for id in rtcheck::hops::ids() {
-        let text = text_at(&["explain", id], 80);
-        assert_whole(&text, id);
+        piped.push((["explain".into(), id.to_string()], id.to_string()));
+    }
+    // Each run is mostly a process start-up: four at a time.
+    for four in piped.chunks(4) {
+        std::thread::scope(|sc| {
+            let runs: Vec<_> = four
+                .iter()
+                .map(|([cmd, arg], id)| sc.spawn(move || (text_at(&[cmd, arg], 80), id)))
+                .collect();
+            for r in runs {
+                let (text, id) = r.join().unwrap_or_else(|e| std::panic::resume_unwind(e));
+                assert_whole(&text, id);
+            }
+        });
     }
     check_widths(&["explain", "fd-limit"]);
     check_widths(&["explain", "aws-alb"]);
