@@ -262,12 +262,20 @@ pub async fn run(
                 _ = tokio::time::sleep(wait) => {}
                 _ = wait_stop(&mut stop) => return out,
             }
+            // What anyone had seen before this attempt began: a message no later than
+            // that was sent before this connection existed, so it can only be a
+            // replay. Taken once connected instead, a live broadcast another client
+            // read first (a busy hub or a busy rtcheck, at scale) counted as one.
+            let seen_before = sh.snapshot();
             let tried = tokio::select! {
                 r = connect(&sh, &res) => r,
                 _ = wait_stop(&mut stop) => return out,
             };
             match tried {
-                Ok(c) => break c,
+                Ok(c) => {
+                    snapshot = seen_before;
+                    break c;
+                }
                 Err((cause, _)) => {
                     *out.failed.entry(cause).or_insert(0) += 1;
                     let status =
@@ -282,7 +290,6 @@ pub async fn run(
         };
         out.backs.push(sh.ms());
         sh.away.fetch_sub(1, Relaxed);
-        snapshot = sh.snapshot();
     }
 }
 
