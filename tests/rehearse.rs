@@ -1022,3 +1022,166 @@ fn sse_over_http2_sees_the_goaway_a_draining_server_sends_before_it_ends_the_str
     let sent = lines_when(&server.path("goaway.log"), n as usize, |_| true);
     assert_eq!(sent as u64, n, "{run:#}");
 }
+
+/// An SSE response of the test's own: the next connection on `listener`, its request
+/// head read.
+fn sse_accept(listener: &std::net::TcpListener) -> std::net::TcpStream {
+    use std::io::Read;
+    let (mut s, _) = listener.accept().unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    let mut head = Vec::new();
+    let mut b = [0u8; 1024];
+    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+        let n = s.read(&mut b).unwrap();
+        assert!(n > 0, "the client closed before its request ended");
+        head.extend_from_slice(&b[..n]);
+    }
+    s
+}
+
+const SSE_HEAD: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n";
+
+/// `{"seq","ts"}` events, each stamped now.
+fn sse_send(s: &mut std::net::TcpStream, seqs: std::ops::RangeInclusive<u64>) {
+    use std::io::Write;
+    let mut out = String::new();
+    for seq in seqs {
+        let ts = std::time::UNIX_EPOCH.elapsed().unwrap().as_nanos();
+        out += &format!("data: {{\"seq\":{seq},\"ts\":{ts}}}\n\n");
+    }
+    // The peer may be gone when the run ended: nothing to count then.
+    let _ = s.write_all(out.as_bytes());
+}
+
+/// Until `go` exists (the restart hook made it), at most 60 s.
+fn wait_for(go: &Path) {
+    let t0 = Instant::now();
+    while !go.exists() && t0.elapsed() < Duration::from_secs(60) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Until rtcheck ends the run and closes `s`.
+fn held(mut s: std::net::TcpStream) {
+    use std::io::Read;
+    let _ = s.read(&mut [0u8; 64]);
+}
+
+/// Two clients get seqs 1-3; once `go` exists both are dropped; the two that come back
+/// are both accepted before seq 1 of the new history is published, and the second's
+/// response is held 1.5 s after the first read it (a busy hub or a busy client at
+/// scale). Returns the accepts.
+fn held_broadcast_hub(listener: std::net::TcpListener, go: PathBuf) -> usize {
+    use std::io::Write;
+    let mut first = [sse_accept(&listener), sse_accept(&listener)];
+    for s in &mut first {
+        s.write_all(SSE_HEAD).unwrap();
+        sse_send(s, 1..=3);
+    }
+    wait_for(&go);
+    drop(first);
+    let (mut x, mut y) = (sse_accept(&listener), sse_accept(&listener));
+    x.write_all(SSE_HEAD).unwrap();
+    sse_send(&mut x, 1..=2);
+    std::thread::sleep(Duration::from_millis(1500));
+    let _ = y.write_all(SSE_HEAD);
+    sse_send(&mut y, 1..=2);
+    held(x);
+    held(y);
+    4
+}
+
+#[test]
+fn a_live_broadcast_another_client_read_first_is_not_counted_as_replayed() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let dir = tempfile::tempdir().unwrap();
+    let go = dir.path().join("go");
+    let hub = std::thread::spawn({
+        let go = go.clone();
+        move || held_broadcast_hub(listener, go)
+    });
+    let (_, r, err) = rehearse(&[
+        &format!("http://127.0.0.1:{port}/events"),
+        "--connections",
+        "2",
+        "--restart",
+        &format!("touch {}", go.display()),
+        "--reconnect",
+        "fixed:200ms",
+        "--settle",
+        "1s",
+        "--seq-path",
+        "seq",
+        "--ts-path",
+        "ts",
+        "--timeout",
+        "40s",
+    ]);
+    let run = &r["runs"][0];
+    assert_eq!(run["wave"]["back"], 2, "{r:#}\n{err}");
+    let d = &run["delivery"];
+    // Every seq, 3 + 2 to each client, and all of them measured.
+    assert_eq!(d["received"], 10, "{run:#}");
+    assert_eq!(d["clients_without_seq"], 0, "{run:#}");
+    // Both were connected to the hub before it published the new history: live for
+    // both, though the second read it 1.5 s after the first.
+    assert_eq!(d["replay_messages"], 0, "{run:#}");
+    assert_eq!(hub.join().unwrap(), 4);
+}
+
+/// One client gets seqs 1-3; once `go` exists it is dropped; when it comes back the new
+/// history (no epoch) has reached 3 again: it gets 3 and 4, stamped now.
+fn caught_up_hub(listener: std::net::TcpListener, go: PathBuf) -> usize {
+    use std::io::Write;
+    let mut first = sse_accept(&listener);
+    first.write_all(SSE_HEAD).unwrap();
+    sse_send(&mut first, 1..=3);
+    wait_for(&go);
+    drop(first);
+    let mut again = sse_accept(&listener);
+    again.write_all(SSE_HEAD).unwrap();
+    sse_send(&mut again, 3..=4);
+    held(again);
+    2
+}
+
+#[test]
+fn a_new_history_that_reached_the_last_seq_again_is_a_new_epoch_not_a_duplicate() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let dir = tempfile::tempdir().unwrap();
+    let go = dir.path().join("go");
+    let hub = std::thread::spawn({
+        let go = go.clone();
+        move || caught_up_hub(listener, go)
+    });
+    let (_, r, err) = rehearse(&[
+        &format!("http://127.0.0.1:{port}/events"),
+        "--connections",
+        "1",
+        "--restart",
+        &format!("touch {}", go.display()),
+        "--reconnect",
+        "fixed:200ms",
+        "--settle",
+        "1s",
+        "--seq-path",
+        "seq",
+        "--ts-path",
+        "ts",
+        "--timeout",
+        "40s",
+    ]);
+    let run = &r["runs"][0];
+    assert_eq!(run["wave"]["back"], 1, "{r:#}\n{err}");
+    let d = &run["delivery"];
+    assert_eq!(d["received"], 5, "{run:#}");
+    // seq 3 again with another publish time: another message, of a new history.
+    assert_eq!(d["epochs"], 2, "{run:#}");
+    assert_eq!(d["duplicated"], 0, "{run:#}");
+    assert_eq!(d["replay_messages"], 0, "{run:#}");
+    // The new history's 1 and 2 never reached it, and nothing said so.
+    assert_eq!(d["lost_silently"], 2, "{run:#}");
+    assert_eq!(hub.join().unwrap(), 2);
+}

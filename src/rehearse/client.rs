@@ -215,6 +215,8 @@ struct Resume {
     retry_ms: Option<u64>,
     ws_epoch: Option<String>,
     last_seq: u64,
+    /// The publish time of `last_seq`'s message.
+    last_ts: u64,
 }
 
 /// Run one client until `stop` says 2. `stop`: 0 connecting, 1 measuring, 2 stop.
@@ -262,12 +264,20 @@ pub async fn run(
                 _ = tokio::time::sleep(wait) => {}
                 _ = wait_stop(&mut stop) => return out,
             }
+            // What anyone had seen before this attempt began: a message no later than
+            // that was sent before this connection existed, so it can only be a
+            // replay. Taken once connected instead, a live broadcast another client
+            // read first (a busy hub or a busy rtcheck, at scale) counted as one.
+            let seen_before = sh.snapshot();
             let tried = tokio::select! {
                 r = connect(&sh, &res) => r,
                 _ = wait_stop(&mut stop) => return out,
             };
             match tried {
-                Ok(c) => break c,
+                Ok(c) => {
+                    snapshot = seen_before;
+                    break c;
+                }
                 Err((cause, _)) => {
                     *out.failed.entry(cause).or_insert(0) += 1;
                     let status =
@@ -282,7 +292,6 @@ pub async fn run(
         };
         out.backs.push(sh.ms());
         sh.away.fetch_sub(1, Relaxed);
-        snapshot = sh.snapshot();
     }
 }
 
@@ -471,17 +480,20 @@ async fn sse_open(sh: &Shared, mut stream: Stream, res: &Resume) -> Result<Conn,
 }
 
 /// One received payload: its seq and epoch, counted and kept.
-fn record(sh: &Shared, seen: &mut Seen<'_>, (seq, epoch): (u64, String), bytes: usize) {
+fn record(sh: &Shared, seen: &mut Seen<'_>, (seq, ts, epoch): (u64, u64, String), bytes: usize) {
     let out = &mut *seen.out;
     let new_epoch = out.segments.last().is_none_or(|s| s.epoch != epoch);
-    // Without an epoch, seqs that go back on a new connection mean a restarted publisher.
+    // Without an epoch, seqs that go back on a new connection mean a restarted publisher;
+    // so does the last seq again with another publish time (the new history had just
+    // reached it: a different message, at scale, where the wave is long).
+    let again = seq == seen.res.last_seq && ts != seen.res.last_ts;
     let went_back = epoch.is_empty()
         && !sh.one_history
         && seen.fresh
         && out
             .segments
             .last()
-            .is_some_and(|s| s.seqs.iter().max().is_some_and(|&m| seq < m));
+            .is_some_and(|s| s.seqs.iter().max().is_some_and(|&m| seq < m || again));
     if new_epoch || went_back {
         out.segments.push(Segment {
             epoch: epoch.clone(),
@@ -498,6 +510,7 @@ fn record(sh: &Shared, seen: &mut Seen<'_>, (seq, epoch): (u64, String), bytes: 
         s.seqs.push(seq);
     }
     seen.res.last_seq = seq;
+    seen.res.last_ts = ts;
     sh.see(&key, seq);
     sh.received.fetch_add(1, Relaxed);
 }
@@ -600,15 +613,15 @@ async fn read_ws(
                     }
                     None => {}
                 }
-                if let Some((seq, _)) = sh.decoder.decode(s.as_bytes(), None) {
+                if let Some((seq, ts)) = sh.decoder.decode(s.as_bytes(), None) {
                     let e = seen.res.ws_epoch.clone().unwrap_or_default();
-                    record(sh, seen, (seq, e), s.len());
+                    record(sh, seen, (seq, ts, e), s.len());
                 }
             }
             Some(Ok(Message::Binary(b))) => {
-                if let Some((seq, _)) = sh.decoder.decode_binary(&b) {
+                if let Some((seq, ts)) = sh.decoder.decode_binary(&b) {
                     let e = seen.res.ws_epoch.clone().unwrap_or_default();
-                    record(sh, seen, (seq, e), b.len());
+                    record(sh, seen, (seq, ts, e), b.len());
                 }
             }
             Some(Ok(_)) => {}
@@ -660,9 +673,9 @@ async fn read_app(
             }
         }
         for p in &h.payloads {
-            if let Some((seq, _)) = sh.decoder.decode(p, None) {
+            if let Some((seq, ts)) = sh.decoder.decode(p, None) {
                 let e = seen.res.ws_epoch.clone().unwrap_or_default();
-                record(sh, seen, (seq, e), p.len());
+                record(sh, seen, (seq, ts, e), p.len());
             }
         }
         if let Some(why) = h.closed {
@@ -782,8 +795,8 @@ fn sse_event(sh: &Shared, seen: &mut Seen<'_>, ev: rtcheck_wire::sse::Event) {
         None => {
             let id = ev.id.as_deref().and_then(rtcheck_wire::sse::seq_id);
             let epoch = id.and_then(|(_, e)| e).unwrap_or("").to_string();
-            if let Some((seq, _)) = sh.decoder.decode(ev.data.as_bytes(), ev.id.as_deref()) {
-                record(sh, seen, (seq, epoch), ev.data.len());
+            if let Some((seq, ts)) = sh.decoder.decode(ev.data.as_bytes(), ev.id.as_deref()) {
+                record(sh, seen, (seq, ts, epoch), ev.data.len());
             }
         }
     }

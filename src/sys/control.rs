@@ -71,15 +71,9 @@ pub fn request_within(
         let n = match s.read(&mut buf) {
             Ok(0) => break,
             Ok(n) => n,
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                ) =>
-            {
-                return Err(too_slow());
-            }
+            // EINTR first: the wire's is_timeout counts it as a timeout too.
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) if rtcheck_wire::http::client::is_timeout(&e) => return Err(too_slow()),
             Err(e) => anyhow::bail!("{peer}: read: {e}"),
         };
         match answer.feed(&buf[..n]) {
