@@ -57,6 +57,14 @@ pub fn errno_name(e: &std::io::Error) -> String {
 /// The validity check, pure: the count must fill the limit exactly and lie within
 /// limit - 16 ..= limit, and the loop must have stopped on EMFILE.
 pub fn check(r: &ChildReport) -> Result<(), String> {
+    // A limit already used up by inherited descriptors: EMFILE at once, no connection
+    // measured (the 16-descriptor slack below would let that through).
+    if r.connections == 0 {
+        return Err(format!(
+            "no connection was opened: {} descriptors were open at the limit {}",
+            r.fds_before, r.limit
+        ));
+    }
     if r.error != "EMFILE" {
         return Err(format!(
             "the loop stopped on {} ({}), not EMFILE",
@@ -424,6 +432,9 @@ mod tests {
         assert!(check(&rep(256, 3, 250, "EMFILE")).is_err());
         // Adds up, but too many descriptors were open before: outside limit - 16.
         assert!(check(&rep(256, 40, 216, "EMFILE")).is_err());
+        // EMFILE before any connection: adds up and within the slack, but measured nothing.
+        let e = check(&rep(12, 12, 0, "EMFILE")).unwrap_err();
+        assert!(e.contains("no connection was opened"), "{e}");
     }
 
     #[test]

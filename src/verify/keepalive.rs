@@ -212,8 +212,10 @@ fn dead_peer_verdict(
             started,
         );
     };
-    let valid = matches!(removed, Ok(r) if *r >= 1);
-    let verdict = if !valid {
+    let valid = h.pings > 0 && matches!(removed, Ok(r) if *r >= 1);
+    let verdict = if h.pings == 0 {
+        "invalid: no ping was answered, so the peer was never shown healthy".to_string()
+    } else if !valid {
         "invalid: the connection closed but the server did not count a removal".to_string()
     } else if within_window(measured, low, high) {
         format!(
@@ -526,6 +528,17 @@ mod tests {
         assert!(!v.valid && v.measured.is_none());
         let e = dead_peer_verdict((ping, wait), &h, Some(6.0), &Err(anyhow!("gone")), t0);
         assert!(!e.valid && e.details.iter().any(|d| d.contains("unreadable: gone")));
+        // No ping answered: a close inside the window confirms nothing about a healthy
+        // peer going silent.
+        let never = Healthy {
+            pings: 0,
+            since_pong: Duration::ZERO,
+        };
+        let v = dead_peer_verdict((ping, wait), &never, Some(6.0), &Ok(1), t0);
+        assert!(
+            !v.valid && v.verdict.contains("no ping was answered"),
+            "{v:?}"
+        );
     }
 
     #[test]

@@ -253,6 +253,9 @@ fn problems(
     stats: &ServerStats,
 ) -> Vec<String> {
     let mut problems = Vec::new();
+    if n == 0 {
+        problems.push("no connection was opened: nothing to average".into());
+    }
     if counted(t, stats) != n {
         problems.push(format!(
             "the server counts {} {} clients, {} were opened",
@@ -384,6 +387,9 @@ mod tests {
         assert!(p[0].contains("descriptors grew by 4"), "{p:?}");
         assert!(p[1].contains("removed 2 clients"), "{p:?}");
         assert_eq!(p[2], "RSS did not grow");
+        // Zero connections: the server counts 0 of 0 and RSS grew, yet nothing was measured.
+        let p = problems(MEASURED[0], 0, &r(1000, 5), &r(9000, 5), &stats(0, 0));
+        assert_eq!(p, ["no connection was opened: nothing to average"]);
         let d = details(
             MEASURED[0],
             10,

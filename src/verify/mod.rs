@@ -291,6 +291,14 @@ pub fn select(words: &[String]) -> anyhow::Result<Vec<&'static str>> {
             }
         }
     }
+    // Only separators (`verify ,`): running nothing would report "0 invalid" and exit 0.
+    if want.is_empty() {
+        bail!(
+            "no experiment named in `{}` (known: {})",
+            words.join(" "),
+            known().join(", ")
+        );
+    }
     Ok(names().into_iter().filter(|n| want.contains(n)).collect())
 }
 
@@ -572,6 +580,8 @@ mod tests {
     #[test]
     fn selection_expands_groups_and_aliases_in_run_order() {
         assert_eq!(select(&[]).unwrap(), names());
+        let e = select(&[", ,".into()]).unwrap_err().to_string();
+        assert!(e.starts_with("no experiment named in `, ,`"), "{e}");
         assert_eq!(
             select(&["tcp-wmem,fd-limit".into()]).unwrap(),
             vec!["fd-limit", "tcp-wmem"]

@@ -244,10 +244,17 @@ fn close_connections(
     })
 }
 
+/// Whether `tw` TIME_WAIT sockets show `k` closes (1% or 2 missing at most, for a read
+/// racing the kernel). Zero closes or zero TIME_WAIT sockets measured nothing: the
+/// tolerance must not turn 0 of 1 into a pass.
+fn time_wait_valid(tw: u64, k: u64) -> bool {
+    let tol = (k / 100).max(2);
+    k > 0 && tw > 0 && tw + tol >= k
+}
+
 fn time_wait_verification(host: &PortsHost, c: &Closed, k: u64, started: Instant) -> Verification {
     let (dest, tw) = (host.dest, c.tw);
-    let tol = (k / 100).max(2);
-    let valid = tw + tol >= k;
+    let valid = time_wait_valid(tw, k);
     let details = vec![
         format!("target: rtcheck's own loopback listener on {dest} (fresh address)"),
         format!(
@@ -646,6 +653,15 @@ mod tests {
         ];
         let ports = ports_in_state(&rows, dest, proc::TIME_WAIT);
         assert_eq!(ports, HashSet::from([50000, 50001]));
+    }
+
+    #[test]
+    fn time_wait_needs_sockets_in_time_wait() {
+        assert!(time_wait_valid(100, 100) && time_wait_valid(98, 100));
+        assert!(!time_wait_valid(97, 100));
+        assert!(!time_wait_valid(0, 1) && !time_wait_valid(0, 2));
+        assert!(!time_wait_valid(0, 0));
+        assert!(time_wait_valid(1, 1));
     }
 
     #[test]

@@ -190,6 +190,22 @@ fn details(run: &Run, addr: SocketAddr, size: usize, w: &Written, q: &Queues) ->
 }
 
 /// Valid when every written byte is in one of the two queues (one message of slack).
+/// Whether the writes measured the kernel's buffers at all: some bytes accepted, then a
+/// write that blocked. Zero bytes, or a writer stopped by the cap before any write
+/// blocked, measured nothing of the buffers (and nothing passes on nothing).
+fn filled(w: &Written) -> Result<(), String> {
+    if w.bytes == 0 {
+        return Err("the kernel accepted no byte from the writer".into());
+    }
+    if w.first_block.is_none() {
+        return Err(format!(
+            "no write blocked after {} bytes: the buffers never filled",
+            w.bytes
+        ));
+    }
+    Ok(())
+}
+
 fn judge(
     size: usize,
     w: &Written,
@@ -198,7 +214,7 @@ fn judge(
     started: Instant,
 ) -> Verification {
     let ref_bytes = crate::evidence::num("kernel-sndbuf", "bytes_accepted");
-    match accounted(w.bytes, q.outq, q.inq, size as u64) {
+    match filled(w).and_then(|()| accounted(w.bytes, q.outq, q.inq, size as u64)) {
         Err(why) => verification(
             "tcp-wmem",
             None,
@@ -265,6 +281,21 @@ mod tests {
         );
         let v = judge(1024, &w, &q(10_000, 40_000), vec![], t0);
         assert!(!v.valid && v.measured.is_none() && v.verdict.starts_with("invalid:"));
+        // Nothing written (both queues empty add up): no verdict on nothing.
+        let none = Written {
+            bytes: 0,
+            messages: 0,
+            first_block: None,
+        };
+        let v = judge(1024, &none, &q(0, 0), vec![], t0);
+        assert!(!v.valid && v.verdict.contains("accepted no byte"), "{v:?}");
+        // Never blocked (stopped at the cap): the buffers were not measured.
+        let unblocked = Written {
+            first_block: None,
+            ..w
+        };
+        let v = judge(1024, &unblocked, &q(60_000, 40_000), vec![], t0);
+        assert!(!v.valid && v.verdict.contains("no write blocked"), "{v:?}");
     }
 
     #[test]

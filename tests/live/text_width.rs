@@ -572,12 +572,26 @@ fn commands_sources_and_errors_fit_80() {
             80,
         );
         assert!(text.contains("printf '%s\\n'"), "{host}: {text}");
-        // A broken command ends each of its lines but the last with ` \`.
-        for w in text.lines().collect::<Vec<_>>().windows(2) {
-            if w[0].trim_start().starts_with("keep:   printf") && w[0].ends_with(" \\") {
-                assert!(w[1].starts_with("              "), "{}\n{}", w[0], w[1]);
+        // A broken command ends each of its lines but the last with ` \`, and its next
+        // line is indented deeper than the command's first. The command follows its label
+        // (`keep: printf`) or, too long for that line, starts the next one under `keep:`.
+        let lines: Vec<&str> = text.lines().collect();
+        let mut broken = 0;
+        for (i, w) in lines.windows(2).enumerate() {
+            let first = w[0].trim_start();
+            let after_label = i > 0 && lines[i - 1].trim() == "keep:";
+            let starts =
+                first.starts_with("keep: printf") || (after_label && first.starts_with("printf"));
+            if starts && w[0].ends_with(" \\") {
+                let indent = w[0].len() - first.len() + 2;
+                assert!(w[1].starts_with(&" ".repeat(indent)), "{}\n{}", w[0], w[1]);
+                broken += 1;
             }
         }
+        assert!(
+            broken > 0,
+            "{host}: no broken `keep: printf` command: {text}"
+        );
     }
     for id in rtcheck::hops::ids() {
         text_at(&["hops", id], 80);

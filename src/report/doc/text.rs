@@ -7,6 +7,16 @@ use crate::report::text::table::{fit, Frame, Layout};
 use crate::report::text::{wrap, wrap_command, wrap_note, wrap_setting};
 use crate::report::Palette;
 
+/// A section's heading: `name:`, but a name that ends in a URL gets no colon (copying the
+/// URL from the terminal would copy the colon with it).
+fn heading(name: &str) -> String {
+    let last = name.split_whitespace().last().unwrap_or_default();
+    match last.contains("://") {
+        true => name.to_string(),
+        false => format!("{name}:"),
+    }
+}
+
 pub fn render(doc: &Doc, p: &Palette) -> String {
     let mut s = verdict(doc, p);
     for (i, b) in doc.blocks.iter().enumerate() {
@@ -14,7 +24,7 @@ pub fn render(doc: &Doc, p: &Palette) -> String {
             Block::Section(_) | Block::Part { .. } if !shows(&doc.blocks[i + 1..]) => {}
             Block::Section(name) | Block::Part { title: name, .. } => {
                 s.push('\n');
-                for l in wrap(&format!("{name}:"), p.width, "", "  ").lines() {
+                for l in wrap(&heading(name), p.width, "", "  ").lines() {
                     s.push_str(&format!("{}\n", p.bold(l)));
                 }
             }
@@ -263,4 +273,19 @@ fn finding(f: &Finding, p: &Palette) -> String {
         }
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A heading ending in a URL is printed without a colon glued to the URL; any other
+    /// heading keeps its colon.
+    #[test]
+    fn a_heading_ending_in_a_url_gets_no_colon() {
+        assert_eq!(heading("ws://127.0.0.1:8080/ws"), "ws://127.0.0.1:8080/ws");
+        assert_eq!(heading("probe https://h/events"), "probe https://h/events");
+        assert_eq!(heading("findings"), "findings:");
+        assert_eq!(heading("hops of the path"), "hops of the path:");
+    }
 }

@@ -2,7 +2,7 @@
 //! cutting a word, or the same rows are laid out vertically. Ids and commands (`keep`) are
 //! never wrapped; every other cell keeps its longest word whole, so no number is split; only
 //! a `prose` column may break a path too long for it, after a separator as [`wrap`] does.
-use super::{break_word, wrap};
+use super::{break_word, wrap, GLUE};
 use crate::findings::Status;
 use crate::report::Palette;
 use comfy_table::{Attribute, Cell, CellAlignment, Color, ColumnConstraint, Table, Width};
@@ -120,6 +120,47 @@ const MIN_PROSE: usize = 16;
 
 /// `rows` under `header` fitted to `width` by `layout`'s rules (see the module's policy).
 pub fn fit(header: &[&str], rows: &[Vec<String>], width: usize, layout: &Layout) -> String {
+    let rows: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| r.iter().map(|c| glue_units(c)).collect())
+        .collect();
+    fit_glued(header, &rows, width, layout).replace(GLUE, " ")
+}
+
+/// Units a number is printed with; the space between them never breaks a line.
+const UNITS: [&str; 24] = [
+    "s", "ms", "µs", "us", "ns", "min", "h", "d", "B", "kB", "KB", "KiB", "MB", "MiB", "GB", "GiB",
+    "%", "x", "fds", "conns", "bytes", "ports", "msgs", "pages",
+];
+
+/// `cell` with the space between a number and its unit ("0.2 s", "1,024 fds", "30 MB/s")
+/// glued, so no layout puts them on two lines.
+fn glue_units(cell: &str) -> String {
+    let number = |w: &str| {
+        let w = w.trim_start_matches(['~', '<', '>', '≤', '≥', '+', '-', '(']);
+        w.starts_with(|c: char| c.is_ascii_digit())
+            && w.chars().all(|c| c.is_ascii_digit() || ".,".contains(c))
+    };
+    let unit = |w: &str| {
+        let w = w.trim_end_matches([',', ';', ')', '.', ':']);
+        UNITS.contains(&w) || (w.ends_with("/s") && w.len() <= 8)
+    };
+    let lines = cell.lines().map(|l| {
+        let words: Vec<&str> = l.split(' ').collect();
+        let mut out = String::with_capacity(l.len());
+        for (i, w) in words.iter().enumerate() {
+            if i > 0 {
+                let join = number(words[i - 1]) && unit(w);
+                out.push(if join { GLUE } else { ' ' });
+            }
+            out.push_str(w);
+        }
+        out
+    });
+    lines.collect::<Vec<_>>().join("\n")
+}
+
+fn fit_glued(header: &[&str], rows: &[Vec<String>], width: usize, layout: &Layout) -> String {
     let mins = min_widths(header, rows, layout);
     let mut text = render(header, rows, width, layout, &mins);
     if let Some(p) = layout.prose.filter(|_| !fits(&text, width)) {
@@ -320,6 +361,26 @@ fn painted(text: &str, skip: usize, tone: Option<Tone>, pal: &Palette) -> String
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A number and its unit stay on one line however narrow the column: "0.2 s" was
+    /// broken into "0.2" and "s" on the next line.
+    #[test]
+    fn a_number_keeps_its_unit() {
+        let rows = vec![vec![
+            "idle".to_string(),
+            "closed after 0.2 s of silence, 1,024 fds, 30 MB/s".into(),
+        ]];
+        for width in [24, 28, 32, 40, 80] {
+            let t = fit(&["case", "observed"], &rows, width, &Layout::default());
+            assert!(!t.contains(GLUE), "{t}");
+            for (n, u) in [("0.2", "s"), ("1,024", "fds"), ("30", "MB/s")] {
+                let pair = format!("{n} {u}");
+                assert!(t.contains(&pair), "{width}: {pair} split:\n{t}");
+            }
+        }
+        assert_eq!(glue_units("a 3 of 4"), "a 3 of 4");
+        assert_eq!(glue_units("(5 s)"), format!("(5{GLUE}s)"));
+    }
 
     /// Colour escapes take no columns: a coloured table that fits stays a table (it went
     /// vertical when they were counted), and the status cell is painted.

@@ -385,7 +385,7 @@ impl WsConn {
                         continue;
                     }
                 },
-                Ok(Message::Close(_)) => return Ok(()),
+                Ok(Message::Close(c)) => return ws_closed(self.peer, c.as_ref()),
                 Ok(_) => continue,
                 Err(Error::Io(e)) if is_timeout(&e) => continue,
                 Err(Error::ConnectionClosed | Error::AlreadyClosed) => return Ok(()),
@@ -629,6 +629,23 @@ fn position(seq: u64, epoch: Option<Epoch>) -> String {
     }
 }
 
+/// A close rtcheck's server sent: the end of the stream when planned (1000, 1001, 1012: a
+/// restart, the client reconnects); any other code cuts the measurement, so the run stops
+/// naming it (code, meaning, the server's reason) instead of counting it a normal end.
+fn ws_closed(
+    peer: SocketAddr,
+    frame: Option<&tungstenite::protocol::CloseFrame>,
+) -> anyhow::Result<()> {
+    use crate::bench::ws_client::{close_phrase, is_error_close};
+    match is_error_close(frame) {
+        true => bail!(
+            "{peer}: the server closed the WebSocket: {}",
+            close_phrase(frame)
+        ),
+        false => Ok(()),
+    }
+}
+
 /// The range a poll answer says is gone: `since + 1 ..= oldest - 1` when `gap`.
 pub fn poll_gap(since: u64, p: &Poll) -> Option<(u64, u64)> {
     let oldest = p.oldest.filter(|_| p.gap)?;
@@ -638,6 +655,29 @@ pub fn poll_gap(since: u64, p: &Poll) -> Option<(u64, u64)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_error_close_is_named_and_a_planned_one_ends_the_stream() {
+        use tungstenite::protocol::{frame::coding::CloseCode, CloseFrame};
+        let peer: SocketAddr = "127.0.0.1:4000".parse().unwrap();
+        let f = |code: u16, reason: &str| CloseFrame {
+            code: CloseCode::from(code),
+            reason: reason.into(),
+        };
+        for code in [1000, 1001, 1012] {
+            assert!(ws_closed(peer, Some(&f(code, ""))).is_ok(), "{code}");
+        }
+        assert!(ws_closed(peer, None).is_ok());
+        let e = ws_closed(peer, Some(&f(1011, "ring broke"))).unwrap_err();
+        let e = e.to_string();
+        assert!(e.starts_with("127.0.0.1:4000: the server closed"), "{e}");
+        assert!(
+            e.contains("close 1011 (internal error), reason \"ring broke\""),
+            "{e}"
+        );
+        let e = ws_closed(peer, Some(&f(1008, ""))).unwrap_err().to_string();
+        assert!(e.contains("close 1008 (policy violation)"), "{e}");
+    }
 
     #[test]
     fn gap_markers_parse_or_are_refused() {
