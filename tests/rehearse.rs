@@ -412,6 +412,40 @@ fn a_failing_restart_command_is_its_own_finding_with_its_output() {
     assert!(text.lines().all(|l| l.chars().count() <= 80), "{text}");
 }
 
+/// `--restart true` touches nothing: no client dropped, so nothing was rehearsed. Never
+/// a pass: invalid, exit 1, the delivery not judged, the verdict naming the likely causes.
+#[test]
+fn a_restart_hook_that_drops_no_client_rehearsed_nothing() {
+    let (_serve, port) = serve_direct();
+    let url = format!("ws://127.0.0.1:{port}/ws");
+    let (code, r, err) = rehearse(&[
+        &url,
+        "--connections",
+        "3",
+        "--restart",
+        "true",
+        "--settle",
+        "300ms",
+        "--grace",
+        "300ms",
+        "--timeout",
+        "10s",
+    ]);
+    assert_eq!(code, Some(1), "{r:#}\n{err}");
+    assert_eq!(r["valid"], false, "{r:#}");
+    let run = &r["runs"][0];
+    assert_eq!(run["wave"]["dropped"], 0, "{run:#}");
+    assert_eq!(finding(&r, "delivery:")["status"], "skip", "{r:#}");
+    assert!(r["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|f| f["status"] != "pass" || f["id"].as_str().unwrap().starts_with("restart-hook:")));
+    let notes = r["notes"].to_string();
+    assert!(notes.contains("nothing rehearsed"), "{notes}");
+    assert!(notes.contains("a proxy"), "{notes}");
+}
+
 #[test]
 fn bad_input_is_one_line_and_exit_2() {
     for (args, says) in [

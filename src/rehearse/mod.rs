@@ -333,6 +333,8 @@ fn summarize(
     }
     let publisher_ok = published.as_ref().is_none_or(|p| p.sent > 0);
     let (gave_up, dropped_before_restart) = dropouts(&clients, hook_ms);
+    // No client dropped: nothing rehearsed (a failed command is its own failure).
+    let rehearsed = w.dropped > 0 || !hook.ok;
     Run {
         name: p.name(),
         reconnect: p,
@@ -358,7 +360,7 @@ fn summarize(
         listen,
         server,
         delivery,
-        valid: connected > 0 && publisher_ok,
+        valid: connected > 0 && publisher_ok && rehearsed,
         notes,
         hook,
         publisher: published,
@@ -450,7 +452,10 @@ fn wave_notes(
             connect_errors.join("; ")
         ));
     } else if w.dropped == 0 {
-        notes.push("no client dropped after the restart began: the restart did not touch these connections within the window (a reload that keeps them, or a hook that restarted something else)".into());
+        notes.push(format!(
+            "{}; no client dropped after the restart began, within the window",
+            model::NOTHING_REHEARSED
+        ));
     }
     if timed_out && w.never_back > 0 {
         notes.push(format!(

@@ -148,3 +148,15 @@ pub struct Run {
     /// took them. Still owed (counted in `lost`), reported apart.
     pub unconfirmed: u64,
 }
+
+/// Why a run that dropped no client rehearsed nothing.
+pub const NOTHING_REHEARSED: &str = "nothing rehearsed: the restart hook did not drop any connection (likely it restarted something else than the server these clients reach, or a proxy in front kept their connections open)";
+
+impl Run {
+    /// Pure: the restart command succeeded and no client dropped after it began, so
+    /// there was no restart of these connections to judge (a failed command is its own
+    /// failure instead).
+    pub fn nothing_rehearsed(&self) -> bool {
+        self.hook.ok && self.wave.dropped == 0
+    }
+}

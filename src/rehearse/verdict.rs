@@ -277,6 +277,7 @@ fn delivery(run: &Run) -> Finding {
         d.replay_messages, d.replay_bytes
     );
     let status = match (d.received, d.lost_silently, d.lost) {
+        _ if run.wave.dropped == 0 => Status::Skip,
         (0, _, _) => Status::Skip,
         (_, s, _) if s > 0 => Status::Fail,
         (_, _, l) if l > 0 => Status::Warn,
@@ -297,6 +298,7 @@ fn delivery(run: &Run) -> Finding {
         reference("loss-dup-order"),
     ];
     match status {
+        Status::Skip if run.wave.dropped == 0 => f.reason = Some(NO_DROP.into()),
         Status::Skip => f.reason = Some("no message with a seq was received (--seq-path for a foreign payload)".into()),
         Status::Fail => fix(&mut f, "keep the publisher's seq and history across restarts (a shared ring or log), resume clients from their last seq, and send a reset marker when the history changed", &[]),
         Status::Warn => fix(&mut f, "size the replay ring as the longest downtime times the message rate; every loss was announced", &[]),
@@ -468,9 +470,12 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn nothing_dropped_skips_backlog_ports_and_memory_with_the_reason() {
-        let fs = judge(&run(false));
-        for id in ["backlog:", "ports:", "session-memory:"] {
+    fn nothing_dropped_skips_backlog_ports_memory_and_delivery_with_the_reason() {
+        let mut idle = run(false);
+        // Messages came through, but no restart cut them: nothing judged on that.
+        idle.delivery.received = 5;
+        let fs = judge(&idle);
+        for id in ["backlog:", "ports:", "session-memory:", "delivery:"] {
             let (s, why) = status(&fs, id);
             assert_eq!(s, Status::Skip, "{id}");
             assert!(why.unwrap().contains("no client dropped"), "{id}");

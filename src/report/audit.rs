@@ -8,7 +8,7 @@
 //! draws every check as a card instead of the items.
 use crate::findings::{Finding, Status, Verification};
 use crate::report::doc::{
-    code, num, status, strong, t, Block, Column, Doc, Item, Row, Span, Table, Tone, Verdict,
+    code, num, status, strong, t, Block, Card, Column, Doc, Item, Row, Span, Table, Tone, Verdict,
 };
 use crate::report::FindingsReport;
 
@@ -47,7 +47,7 @@ pub fn audit_doc(r: &FindingsReport, explain: bool) -> anyhow::Result<Doc> {
 }
 
 /// The html page: what was judged, the counts tagged with their JSON paths, one row per
-/// check, then every check as a card in the report's order (its status, what was read,
+/// check, then every check as a card, most severe first (its status, what was read,
 /// what is needed, its numbers, the fix, a live measurement, the evidence).
 pub fn audit_page(r: &FindingsReport) -> anyhow::Result<Doc> {
     let mut blocks = vec![Block::Para {
@@ -74,13 +74,41 @@ pub fn audit_page(r: &FindingsReport) -> anyhow::Result<Doc> {
         ],
     });
     blocks.push(Block::Table(table(r)));
-    blocks.push(Block::Findings(r.findings.clone()));
+    blocks.extend(cards(r));
     Ok(Doc {
         title: format!("rtcheck {}", r.kind),
         verdict: verdict(r),
         blocks,
         json: crate::report::json::render(r)?,
     })
+}
+
+/// Every check as a card, most severe first as in the text report (fail, warn, pass,
+/// skip, then suppressed; the report's order within a status), each with its index in
+/// the JSON and an anchor of its own: lint repeats a rule id per location
+/// (`finding-{i}-{id}`).
+fn cards(r: &FindingsReport) -> Vec<Block> {
+    if r.findings.is_empty() {
+        return Vec::new();
+    }
+    let rank = |s: Status| match s {
+        Status::Fail => 0,
+        Status::Warn => 1,
+        Status::Pass => 2,
+        Status::Skip => 3,
+        Status::Suppressed => 4,
+    };
+    let mut all: Vec<(usize, &Finding)> = r.findings.iter().enumerate().collect();
+    all.sort_by_key(|(_, f)| rank(f.status));
+    let cards = all.into_iter().map(|(index, f)| Card {
+        index,
+        anchor: format!("{index}-{}", f.id),
+        finding: f.clone(),
+    });
+    vec![
+        Block::Section("Findings".into()),
+        Block::Anchored(cards.collect()),
+    ]
 }
 
 /// What was judged: the connections, transport and role (and machines when several).
@@ -605,12 +633,17 @@ mod tests {
     #[test]
     fn audit_page_has_a_card_per_check_and_tagged_counts() {
         let page = html::render(&audit_page(&report()).unwrap());
+        let mut at_before = 0;
         for (id, st) in [
+            ("somaxconn", "fail"),
             ("ephemeral-ports", "warn"),
             ("delivery-snapshot-clean-reconnect", "pass"),
-            ("somaxconn", "fail"),
         ] {
-            let at = format!("id=\"finding-{id}\"");
+            let i = (report().findings.iter()).position(|f| f.id == id).unwrap();
+            let at = format!("id=\"finding-{i}-{id}\"");
+            // Most severe first, whatever the report's order.
+            assert!(page.find(&at).unwrap() > at_before, "{id}: {page}");
+            at_before = page.find(&at).unwrap();
             assert_eq!(page.matches(&at).count(), 1, "{page}");
             let card = &page[page.find(&at).unwrap()..];
             let card = &card[..card.find("</div>").unwrap()];
@@ -619,5 +652,21 @@ mod tests {
         assert!(page.contains("data-path=\"summary.fail\">1<"), "{page}");
         assert!(page.contains("<b>Fix</b>: Raise it."), "{page}");
         assert!(page.contains("1 fail, 1 warn, 1 pass, 0 skip in 12 ms"));
+    }
+
+    /// lint repeats a rule id per location: every card keeps an element id of its own.
+    #[test]
+    fn a_rule_id_repeated_per_location_gives_unique_card_ids() {
+        let mut r = report();
+        let again = r.findings[0].clone();
+        r.findings.push(again.clone());
+        r.findings.push(again);
+        let page = html::render(&audit_page(&r).unwrap());
+        let ids: Vec<&str> = (page.split("id=\"finding-").skip(1))
+            .map(|s| &s[..s.find('"').unwrap()])
+            .collect();
+        assert_eq!(ids.len(), r.findings.len(), "{page}");
+        let unique: std::collections::BTreeSet<&&str> = ids.iter().collect();
+        assert_eq!(unique.len(), ids.len(), "{ids:?}");
     }
 }

@@ -45,6 +45,16 @@ fn over(rep: &IdleReport, r: &IdleResult) -> bool {
         && (r.bytes_per_connection).is_some_and(|b| b > rep.target_bytes_per_connection as f64)
 }
 
+/// The row's status: the target is for WebSocket alone, another protocol is not judged
+/// ("-", the setup line says there is no target for it).
+fn judged(rep: &IdleReport, r: &IdleResult) -> Span {
+    match (r.protocol == "ws", over(rep, r)) {
+        (false, _) => t("-"),
+        (true, true) => status(Status::Fail),
+        (true, false) => status(Status::Pass),
+    }
+}
+
 fn verdict(rep: &IdleReport) -> Verdict {
     let invalid: Vec<&str> = (rep.results.iter().filter(|r| !r.valid))
         .map(|r| r.protocol.as_str())
@@ -85,8 +95,20 @@ fn setup(rep: &IdleReport) -> Block {
                 "target_bytes_per_connection",
                 fmt_num(rep.target_bytes_per_connection as f64),
             ),
-            t(" B per WebSocket)"),
+            t(format!(" B per WebSocket{})", unjudged(rep))),
         ],
+    }
+}
+
+/// "; no target for sse" when a protocol other than WebSocket was measured.
+fn unjudged(rep: &IdleReport) -> String {
+    let others: Vec<&str> = (rep.results.iter())
+        .filter(|r| r.protocol != "ws")
+        .map(|r| r.protocol.as_str())
+        .collect();
+    match others.is_empty() {
+        true => String::new(),
+        false => format!("; no target for {}", others.join(", ")),
     }
 }
 
@@ -101,11 +123,7 @@ fn table(rep: &IdleReport) -> Block {
                 num(p("rss_before_bytes"), fmt_num(r.rss_before_bytes as f64)),
                 num(p("rss_after_bytes"), fmt_num(r.rss_after_bytes as f64)),
                 num(p("bytes_per_connection"), fmt_num(b.round())),
-                status(if over(rep, r) {
-                    Status::Fail
-                } else {
-                    Status::Pass
-                }),
+                judged(rep, r),
             ]),
             _ => cells.push(Span::Withheld(match r.notes.is_empty() {
                 true => "nothing measured".into(),
@@ -202,6 +220,31 @@ mod tests {
             results,
             reference: crate::evidence::reference("conn-ram"),
         }
+    }
+
+    /// The target is for WebSocket: an SSE row is not judged, never a pass.
+    #[test]
+    fn only_websocket_is_judged_against_the_target() {
+        let d = idle_doc(&report(vec![
+            result("ws", Some(700.0)),
+            result("sse", Some(900.0)),
+        ]))
+        .unwrap();
+        let txt = text::render(&d, &crate::report::Palette::plain());
+        let row = |p: &str| {
+            (txt.lines())
+                .find(|l| l.trim_start().starts_with(p))
+                .unwrap_or_else(|| panic!("{txt}"))
+                .to_string()
+        };
+        assert!(row("ws ").ends_with("pass"), "{txt}");
+        assert!(row("sse ").ends_with(" -"), "{txt}");
+        assert!(txt.contains("no target for sse"), "{txt}");
+        let narrow = text::render(&d, &crate::report::Palette::plain().with_width(60));
+        assert!(narrow.lines().all(|l| l.chars().count() <= 60), "{narrow}");
+        let page = html::render(&d);
+        assert_eq!(page.matches("class=\"status s-pass\"").count(), 1, "{page}");
+        assert!(page.contains("no target for sse"), "{page}");
     }
 
     /// WebSocket over the target fails; an invalid protocol shows why, never numbers.

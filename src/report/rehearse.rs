@@ -41,12 +41,25 @@ pub fn rehearse_doc(r: &RehearseReport, thresholds: &[Finding]) -> anyhow::Resul
     })
 }
 
-/// Invalid first (nothing is judged on it), then failures, then warnings.
+/// Nothing rehearsed (no client dropped) or invalid first (nothing is judged on it),
+/// then failures, then warnings.
 fn verdict(r: &RehearseReport, thresholds: &[Finding]) -> Verdict {
     let all = r.findings.iter().chain(thresholds);
     let fails = all.clone().filter(|f| f.status == Status::Fail).count();
     let warns = all.filter(|f| f.status == Status::Warn).count();
+    let idle: Vec<&str> = (r.runs.iter())
+        .filter(|x| x.connected > 0 && x.nothing_rehearsed())
+        .map(|x| x.name.as_str())
+        .collect();
     let (text, tone) = match (r.valid, fails, warns) {
+        _ if !idle.is_empty() => (
+            format!(
+                "{} ({})",
+                crate::rehearse::model::NOTHING_REHEARSED,
+                idle.join(", ")
+            ),
+            Tone::Bad,
+        ),
         (false, ..) => (format!("invalid: {}", r.notes.join("; ")), Tone::Bad),
         (true, 0, 0) => ("the clients survived the restart".into(), Tone::Good),
         (true, 0, w) => (format!("survived, {w} warning(s)"), Tone::Warn),
@@ -368,6 +381,42 @@ fn item(f: &Finding) -> Block {
 mod tests {
     use super::*;
     use crate::report::doc::{html, markdown, text};
+
+    /// A run whose restart hook dropped no client rehearsed nothing: never the good
+    /// tone, whatever its findings, and the verdict names the likely causes.
+    #[test]
+    fn a_run_where_no_client_dropped_is_nothing_rehearsed_not_survived() {
+        let mut idle = crate::rehearse::verdict::tests::run(false);
+        idle.delivery.received = 5;
+        let findings = crate::rehearse::verdict::judge(&idle);
+        assert!(
+            findings.iter().all(|f| f.status != Status::Fail),
+            "{findings:?}"
+        );
+        let r = RehearseReport {
+            command: "rehearse".into(),
+            url: "ws://127.0.0.1:9/ws".into(),
+            transport: "websocket".into(),
+            app_protocol: None,
+            connections: 1,
+            valid: true,
+            notes: vec![],
+            runs: vec![idle],
+            findings,
+        };
+        let v = verdict(&r, &[]);
+        assert_eq!(v.tone, Tone::Bad);
+        let txt = text::render(
+            &rehearse_doc(&r, &[]).unwrap(),
+            &crate::report::Palette::plain(),
+        );
+        assert!(
+            txt.starts_with("rtcheck rehearse: nothing rehearsed"),
+            "{txt}"
+        );
+        assert!(txt.contains("a proxy"), "{txt}");
+        assert!(!txt.contains("survived"), "{txt}");
+    }
 
     /// Two runs side by side, one whose restart command failed: the verdict first, the
     /// figures with their JSON paths, the command's output, a fix's command whole.

@@ -209,8 +209,8 @@ mod tests {
         )
     }
 
-    /// The verdict first; a row per experiment; an invalid one says why and shows its
-    /// reference and details even without --explain; a valid one's only with it.
+    /// A measurement in its unit: counts grouped, bytes scaled, seconds to two
+    /// decimals; an invalid one has no number.
     #[test]
     fn numbers_print_with_their_units() {
         assert_eq!(
@@ -243,6 +243,8 @@ mod tests {
         assert!(page.contains("data-path=\"summary.invalid\">1<"), "{page}");
     }
 
+    /// The verdict first; a row per experiment; an invalid one says why and shows its
+    /// reference and details even without --explain; a valid one's only with it.
     #[test]
     fn report_lists_each_experiment_and_the_summary_first() {
         let r = report();

@@ -529,10 +529,20 @@ fn audit_page_shows_every_finding_with_its_status_fix_and_evidence() {
         findings.iter().any(|f| f["status"] == "fail"),
         "fixture has a fail"
     );
-    for f in findings {
+    // Most severe first: fail, warn, pass, skip (the report's order within a status).
+    let rank = |s: &str| {
+        ["fail", "warn", "pass", "skip", "suppressed"]
+            .iter()
+            .position(|x| *x == s)
+    };
+    let mut at: Vec<(Option<usize>, usize)> = Vec::new();
+    for (i, f) in findings.iter().enumerate() {
         let id = f["id"].as_str().unwrap();
         let st = f["status"].as_str().unwrap();
-        let card = between(&page.dom, &format!("id=\"finding-{id}\""), "</div>").unwrap();
+        let anchor = format!("id=\"finding-{i}-{id}\"");
+        assert_eq!(page.dom.matches(&anchor).count(), 1, "{anchor}");
+        at.push((rank(st), page.dom.find(&anchor).unwrap()));
+        let card = between(&page.dom, &anchor, "</div>").unwrap();
         assert!(card.contains(&format!("data-status=\"{st}\"")), "{id}");
         assert!(
             card.contains(&format!("class=\"status s-{st}\">{st}</span>")),
@@ -548,6 +558,10 @@ fn audit_page_shows_every_finding_with_its_status_fix_and_evidence() {
             assert!(card.contains("<b>Fix</b>"), "{id}: no fix");
         }
     }
+    let mut by_place = at.clone();
+    by_place.sort_by_key(|(_, place)| *place);
+    let ranks: Vec<_> = by_place.iter().map(|(r, _)| *r).collect();
+    assert!(ranks.windows(2).all(|w| w[0] <= w[1]), "{ranks:?}");
     assert!(
         page.dom.contains(".s-fail{background:#c62828}"),
         "status colours"

@@ -60,13 +60,30 @@ fn skipped(name: &str, detail: &str) -> Check {
 /// Nothing arrived at any client: there is no seq to check and no latency.
 const NOTHING: &str = "no message arrived at any client: nothing to check";
 
+/// Every check of one scenario, by family: what arrived, the load generator, the seqs,
+/// the restart (deploy-restart), the cleanup, and whether the scenario ran as designed.
 pub fn checks(inp: &Inputs) -> Vec<Check> {
+    let mut v = arrivals(inp);
+    v.push(loadgen_cpu(inp));
+    v.push(seqs(inp));
+    if inp.kind == Kind::DeployRestart {
+        v.extend(restart_checks(inp));
+    }
+    v.push(cleanup(inp));
+    if let Some(why) = &inp.refused {
+        v.push(check("scenario ran", false, why.clone()));
+    }
+    v
+}
+
+/// Samples received, every client connected, every round published, every sample
+/// accounted for.
+fn arrivals(inp: &Inputs) -> Vec<Check> {
     let t = &inp.tally;
-    let received = t.counts.received > 0;
-    let mut v = vec![
+    vec![
         check(
             "samples received",
-            received,
+            t.counts.received > 0,
             format!("{} message(s) received", t.counts.received),
         ),
         check(
@@ -107,17 +124,25 @@ pub fn checks(inp: &Inputs) -> Vec<Check> {
             ),
             Some(g) => check("samples accounted", false, format!("does not add up: {g}")),
         },
-    ];
-    let share = if inp.wall_s > 0.0 && inp.cores > 0 {
-        inp.cpu_s / (inp.wall_s * inp.cores as f64)
-    } else {
-        0.0
-    };
+    ]
+}
+
+/// The clients' CPU share of the cores under the limit; skipped when there was no wall
+/// time or no core count to measure it against.
+fn loadgen_cpu(inp: &Inputs) -> Check {
     let measured = inp.wall_s > 0.0 && inp.cores > 0;
-    v.push(check(
-        "load generator CPU",
-        share < LOADGEN_CPU_LIMIT,
-        format!(
+    let share = match measured {
+        true => inp.cpu_s / (inp.wall_s * inp.cores as f64),
+        false => 0.0,
+    };
+    Check {
+        name: "load generator CPU".into(),
+        status: match (measured, share < LOADGEN_CPU_LIMIT) {
+            (false, _) => Status::Skip,
+            (true, true) => Status::Pass,
+            (true, false) => Status::Fail,
+        },
+        detail: format!(
             "{:.1} CPU s over {:.1} s on {} cores = {:.0}% (limit {:.0}%)",
             inp.cpu_s,
             inp.wall_s,
@@ -125,12 +150,13 @@ pub fn checks(inp: &Inputs) -> Vec<Check> {
             share * 100.0,
             LOADGEN_CPU_LIMIT * 100.0
         ),
-    ));
-    if !measured {
-        let last = v.len() - 1;
-        v[last].status = Status::Skip;
     }
-    v.push(match received {
+}
+
+/// No client got two different rounds under one seq (skipped when nothing arrived).
+fn seqs(inp: &Inputs) -> Check {
+    let t = &inp.tally;
+    match t.counts.received > 0 {
         false => skipped("one round per seq", NOTHING),
         true => check(
             "one round per seq",
@@ -140,15 +166,7 @@ pub fn checks(inp: &Inputs) -> Vec<Check> {
                 n => format!("{n} arrival(s) under a seq their client already had from another round: seqs reused"),
             },
         ),
-    });
-    if inp.kind == Kind::DeployRestart {
-        v.extend(restart_checks(inp));
     }
-    v.push(cleanup(inp));
-    if let Some(why) = &inp.refused {
-        v.push(check("scenario ran", false, why.clone()));
-    }
-    v
 }
 
 /// Redis and the publisher restarted together: a new epoch; every client must be told by
@@ -432,6 +450,37 @@ mod tests {
             r.notes
         );
         assert_eq!(r.p50_ms, Some(1.0));
+    }
+
+    /// The load generator's CPU check: under the limit passes, over it fails, no wall
+    /// time skips; the checks keep their order whatever the family.
+    #[test]
+    fn the_cpu_check_is_decided_where_it_is_built() {
+        let c = [client(0, &[1, 2, 3]), client(1, &[1, 2, 3])];
+        let mut i = inputs(Kind::OnePath, &c);
+        assert_eq!(loadgen_cpu(&i).status, Status::Pass);
+        i.cpu_s = 2.0 * 2.0 * LOADGEN_CPU_LIMIT;
+        assert_eq!(loadgen_cpu(&i).status, Status::Fail);
+        i.cores = 0;
+        assert_eq!(loadgen_cpu(&i).status, Status::Skip);
+        let names: Vec<String> = checks(&inputs(Kind::DeployRestart, &c))
+            .into_iter()
+            .map(|c| c.name)
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "samples received",
+                "clients connected",
+                "rounds published",
+                "samples accounted",
+                "load generator CPU",
+                "one round per seq",
+                "every client told of the reset",
+                "nothing lost silently",
+                "cleanup",
+            ]
+        );
     }
 
     /// Nothing passes on nothing: clients that received no message make the run

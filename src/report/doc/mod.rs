@@ -13,8 +13,8 @@
 //! ([`crate::report::audit`]), `probe` ([`crate::report::probe`]), `rehearse`
 //! ([`crate::report::rehearse`]), `bench idle` ([`crate::report::idle`]), `bench idle
 //! --server` ([`crate::report::conncost`]) and `bench plan` ([`crate::report::plan`]).
-//! The others still have a renderer per format (text/,
-//! markdown/, html/) and move here one at a time.
+//! Every human report is a `Doc` but the guided run's one-screen summary
+//! ([`crate::report::text::guided`]), interactive and text only.
 pub mod html;
 pub mod markdown;
 pub mod text;

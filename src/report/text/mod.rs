@@ -1,4 +1,5 @@
-//! text renderers, one file per result kind.
+//! What text keeps apart from [`crate::report::doc`]: the guided run's screen, the
+//! bench reports' millisecond format and the table layout.
 pub mod bench;
 pub mod guided;
 pub mod table;
