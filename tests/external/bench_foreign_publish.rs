@@ -281,29 +281,39 @@ fn bad_publishing_flags_are_one_line_and_exit_2() {
 
 #[test]
 fn sse_subscribers_take_the_seq_from_the_event_id() {
-    let app = express_sse(&[]);
-    let publish = format!("POST {}", app.url("http", "/publish"));
-    let (code, a, out, before) = scenario(
-        &app,
-        &app.url("http", "/live"),
-        &[
-            "--transport",
-            "sse",
-            "--publish",
-            &publish,
-            "--message",
-            r#"{"ts":"{ts}","pad":"{pad}"}"#,
-            "--ts-path",
-            "ts",
-            "--size",
-            "512",
-            "--rounds",
-            "40",
-            "--scenario",
-            "A",
-        ],
-        "A",
-    );
+    // The seq is express's event id, which goes on counting across runs: a run made
+    // late by the busy host ([`common::late_only`]) is run again on a fresh app (up to
+    // three), never on the same one.
+    let mut runs = 0;
+    let (app, code, a, out, before) = loop {
+        runs += 1;
+        let app = express_sse(&[]);
+        let publish = format!("POST {}", app.url("http", "/publish"));
+        let before = sent(&app);
+        let (code, r, out) = bench(
+            &app.url("http", "/live"),
+            &[
+                "--transport",
+                "sse",
+                "--publish",
+                &publish,
+                "--message",
+                r#"{"ts":"{ts}","pad":"{pad}"}"#,
+                "--ts-path",
+                "ts",
+                "--size",
+                "512",
+                "--rounds",
+                "40",
+                "--scenario",
+                "A",
+            ],
+        );
+        let a = run(&r, "A").clone();
+        if runs == 3 || !common::late_only(&a) {
+            break (app, code, a, out, before);
+        }
+    };
     let a = &a;
     assert_eq!(code, Some(0), "{:#?}\n{out}", failed(a));
     assert_eq!(received(a), 60 * 40);
