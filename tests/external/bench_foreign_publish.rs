@@ -82,6 +82,31 @@ fn scenario(
     }
 }
 
+/// `late_only` reruns a run failed only by the load side's schedule, not one whose hub
+/// sent the wrong sizes or period ("server schedule"), alone or beside a late publisher.
+#[test]
+fn late_only_is_the_load_sides_schedule_not_the_hubs() {
+    let run = |failed: &[&str]| {
+        let checks: Vec<Value> = failed
+            .iter()
+            .map(|n| serde_json::json!({"name": n, "status": "fail"}))
+            .chain([serde_json::json!({"name": "samples received", "status": "pass"})])
+            .collect();
+        serde_json::json!({"valid": false, "checks": checks})
+    };
+    assert!(common::late_only(&run(&["publisher schedule"])));
+    assert!(common::late_only(&run(&[
+        "round start drift",
+        "load generator CPU"
+    ])));
+    assert!(!common::late_only(&run(&["server schedule"])));
+    assert!(!common::late_only(&run(&[
+        "publisher schedule",
+        "server schedule"
+    ])));
+    assert!(!common::late_only(&run(&[])), "invalid for no failed check");
+}
+
 /// A (all healthy) then C (slow clients) on one hub through `--publish ws`: A must be
 /// valid with every frame the hub wrote counted (`echo`: the hub also writes to the
 /// publisher, one frame a round), then the C run's shape.

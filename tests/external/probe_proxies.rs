@@ -129,19 +129,30 @@ struct Run {
     quiet: serde_json::Value,
 }
 
-/// Both probes of one proxy at once: different URLs and backends, and each mostly
-/// waits (the idle test for its whole 6 s).
+fn probe(args: &[&str]) -> serde_json::Value {
+    let (r, _, err) = probe_json(args);
+    assert!(!err.contains("error"), "{err}");
+    r
+}
+
+/// The idle test on /quiet/ (6 s, mostly waiting).
+fn probe_quiet(p: &Proxy) -> serde_json::Value {
+    let (ws, sse) = (p.url("ws", "/quiet/ws"), p.url("http", "/quiet/sse"));
+    probe(&["--idle-for", "6s", "--public", &ws, &sse])
+}
+
+/// The delivery checks (quick) on /busy/, sse-buffering among them: its verdict is
+/// judged on timing (how soon each event arrives), so no two of these run at once.
+fn probe_busy(p: &Proxy) -> serde_json::Value {
+    let (ws, sse) = (p.url("ws", "/busy/ws"), p.url("http", "/busy/sse"));
+    probe(&["--quick", "--public", &ws, &sse])
+}
+
+/// Both probes of one proxy: the idle test (it only waits) beside the busy checks.
 fn probe_both(p: &Proxy) -> Run {
-    let probe = |args: &[&str]| {
-        let (r, _, err) = probe_json(args);
-        assert!(!err.contains("error"), "{err}");
-        r
-    };
-    let (busy_ws, busy_sse) = (p.url("ws", "/busy/ws"), p.url("http", "/busy/sse"));
-    let (quiet_ws, quiet_sse) = (p.url("ws", "/quiet/ws"), p.url("http", "/quiet/sse"));
     std::thread::scope(|sc| {
-        let quiet = sc.spawn(|| probe(&["--idle-for", "6s", "--public", &quiet_ws, &quiet_sse]));
-        let busy = probe(&["--quick", "--public", &busy_ws, &busy_sse]);
+        let quiet = sc.spawn(|| probe_quiet(p));
+        let busy = probe_busy(p);
         Run {
             busy,
             quiet: quiet.join().unwrap(),
@@ -149,12 +160,25 @@ fn probe_both(p: &Proxy) -> Run {
     })
 }
 
-/// The mistaken and the correct proxy probed at once (independent processes).
+/// The mistaken and the correct proxy. The two idle tests wait beside the rest; the two
+/// busy probes (sse-buffering is timed, and the correct proxy must pass it) go one after
+/// the other, never at once, so a loaded host does not turn their timing into a verdict.
 fn probe_pair(bad: &Proxy, good: &Proxy) -> (Run, Run) {
     std::thread::scope(|sc| {
-        let b = sc.spawn(|| probe_both(bad));
-        let g = probe_both(good);
-        (b.join().unwrap(), g)
+        let bq = sc.spawn(|| probe_quiet(bad));
+        let gq = sc.spawn(|| probe_quiet(good));
+        let busy_bad = probe_busy(bad);
+        let busy_good = probe_busy(good);
+        (
+            Run {
+                busy: busy_bad,
+                quiet: bq.join().unwrap(),
+            },
+            Run {
+                busy: busy_good,
+                quiet: gq.join().unwrap(),
+            },
+        )
     })
 }
 

@@ -67,11 +67,10 @@ fn a_profile_narrows_the_run_and_flags_widen_it() {
         &SMALL,
     ]
     .concat();
-    // Two independent runs (each its own servers on loopback): at once.
-    let ((code, r, err), wide) = std::thread::scope(|sc| {
-        let w = sc.spawn(|| delivery(&wide));
-        (delivery(&args), w.join().unwrap())
-    });
+    // One after the other, never at once: both must exit 0, and a verify delivery
+    // verdict is judged on the timing of its schedule (disconnect, resume), which two
+    // runs side by side on a loaded host would take from each other.
+    let (code, r, err) = delivery(&args);
     assert_eq!(code, Some(0), "{err}");
     // Said in the output, second line after the verdict and the set-up.
     let shown = std::fs::read_to_string(&text).unwrap();
@@ -87,7 +86,7 @@ fn a_profile_narrows_the_run_and_flags_widen_it() {
     let scope = r["options"]["scope"].as_str().unwrap();
     assert!(scope.contains("seq-ring over websocket"), "{scope}");
 
-    let (code, r, err) = wide;
+    let (code, r, err) = delivery(&wide);
     assert_eq!(code, Some(0), "{err}");
     assert_eq!(modes(&r), ["no-seq", "seq-ring", "session-ack", "snapshot"]);
     assert_eq!(r["options"]["transport"], "sse");
