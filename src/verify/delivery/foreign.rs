@@ -470,9 +470,23 @@ fn refused(
         true => bail!(
             "{}: the server closed the WebSocket: {}",
             t.url,
-            close_phrase(frame)
+            close_phrase(frame, &t.secrets())
         ),
         false => Ok(()),
+    }
+}
+
+impl ForeignTarget {
+    /// The run's secrets (the clients' URL's password, path parameters and secret query
+    /// values, every header value): masked wherever the server's words are shown (a
+    /// close reason that echoes a rejected token).
+    pub fn secrets(&self) -> Vec<String> {
+        let mut args = vec![self.raw_url.clone()];
+        for (n, v) in &self.headers {
+            args.push("--header".into());
+            args.push(format!("{n}: {v}"));
+        }
+        rtcheck_base::redact::secrets_in_args(&args)
     }
 }
 
