@@ -519,6 +519,7 @@ fn summarize(
         r.duplicates += stats::duplicates(&o.samples) + o.excess;
         if o.removed {
             r.removed_healthy += 1;
+            r.closed_by_frame += u64::from(o.close.is_some());
             if r.first_close.is_none() {
                 r.first_close = o.close.take();
             }
