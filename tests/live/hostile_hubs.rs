@@ -226,6 +226,25 @@ fn verify_delivery_invalidates_rewritten_and_phantom_seqs() {
     }
 }
 
+/// A hub that closes each client with 1011 after 10 messages (the reconnected one too):
+/// not a refusal that discards every run, but each client's named cause, its counts kept.
+#[test]
+fn verify_delivery_counts_loss_past_an_error_close_and_names_it() {
+    let hub = hostile_hub("error");
+    let (code, runs, err) = delivery(&hub.url("ws", "/"));
+    let ctx = format!("exit {code:?}\n{runs:#?}\n{err}\n{}", hub.log());
+    assert_ne!(code, Some(2), "not an error: {ctx}");
+    assert!(!runs.is_empty(), "{ctx}");
+    for r in &runs {
+        let v = r["verdict"].as_str().unwrap();
+        assert!(
+            v.contains("close 1011 (internal error), reason \"boom\""),
+            "{ctx}"
+        );
+        assert_ne!(r["status"], "pass", "{ctx}");
+    }
+}
+
 /// The peak resident memory of a process, sampled until it exits (bounded wait).
 fn peak_rss_mb(child: &mut std::process::Child, limit: Duration) -> (f64, bool) {
     let status = format!("/proc/{}/status", child.id());
