@@ -102,6 +102,9 @@ struct Cfg {
     sources: Vec<std::net::IpAddr>,
     next_source: std::sync::atomic::AtomicUsize,
     clock: ClockCorrection,
+    /// The run's secrets (the URL's and the POST URL's secret values, the publisher's
+    /// header values): masked in what a server says back (a close reason).
+    secrets: Vec<String>,
 }
 
 /// What [`record`] adds to each latency (us) and how far below 0 a corrected latency may
@@ -215,7 +218,23 @@ fn config(a: &LoadgenOptions) -> anyhow::Result<Cfg> {
             add_us: a.clock_correction_us,
             uncertainty_us: a.clock_uncertainty_us,
         },
+        secrets: run_secrets(a),
     })
+}
+
+/// The run's secrets: the clients' URL's, the publisher's (`--publish 'POST URL'`), and
+/// its headers' values (from [`super::publisher::HEADERS_ENV`]).
+fn run_secrets(a: &LoadgenOptions) -> Vec<String> {
+    let mut args = vec![a.url.clone()];
+    if let super::publisher::PublishVia::Post { url } = &a.publish {
+        args.push(url.clone());
+    }
+    let headers = std::env::var(super::publisher::HEADERS_ENV).unwrap_or_default();
+    for h in headers.lines().filter(|l| !l.trim().is_empty()) {
+        args.push("--header".into());
+        args.push(h.to_string());
+    }
+    rtcheck_base::redact::secrets_in_args(&args)
 }
 
 fn emit(ev: &Event) {
@@ -500,6 +519,7 @@ fn summarize(
         r.duplicates += stats::duplicates(&o.samples) + o.excess;
         if o.removed {
             r.removed_healthy += 1;
+            r.closed_by_frame += u64::from(o.close.is_some());
             if r.first_close.is_none() {
                 r.first_close = o.close.take();
             }
@@ -809,7 +829,7 @@ async fn ws_session<S: AsyncRead + AsyncWrite + Unpin>(
                     record(out, counters, cfg.rounds, t.as_bytes(), cfg.decoder.decode(t.as_bytes(), None))
                 }
                 Some(Ok(Message::Close(c))) => {
-                    out.close = Some(super::ws_client::close_phrase(c.as_ref()));
+                    out.close = Some(super::ws_client::close_phrase(c.as_ref(), &cfg.secrets));
                     mark_removed(out, counters, &stop);
                     return Ok(());
                 }
@@ -883,7 +903,7 @@ async fn app_session<S: AsyncRead + AsyncWrite + Unpin>(
                     }
                 }
                 Some(Ok(Message::Close(c))) => {
-                    out.close = Some(super::ws_client::close_phrase(c.as_ref()));
+                    out.close = Some(super::ws_client::close_phrase(c.as_ref(), &cfg.secrets));
                     mark_removed(out, counters, &stop);
                     return Ok(());
                 }

@@ -200,10 +200,11 @@ fn samples_received(inp: &Inputs, acc: &Accounting) -> Check {
 fn nothing_measured(inp: &Inputs, head: String) -> String {
     let lg = inp.lg;
     let mut why = Vec::new();
-    if let Some(close) = &lg.first_close {
+    if lg.removed_healthy > 0 && lg.first_close.is_some() {
         why.push(format!(
-            "the server closed {} client(s) after the handshake, the first with {close}",
-            lg.removed_healthy
+            "the server ended {} client(s) after the handshake{}",
+            lg.removed_healthy,
+            closes_said(lg)
         ));
     }
     if lg.undecodable > 0 {
@@ -727,9 +728,25 @@ fn server_closed(inp: &Inputs) -> Option<Check> {
         format!(
             "the server closed {} of {healthy} healthy client(s) during the run{}: their rounds after the close are missing, not measured",
             lg.removed_healthy,
-            lg.first_close.as_ref().map_or(String::new(), |c| format!(" (the first with {c})"))
+            closes_said(lg)
         ),
     ))
+}
+
+/// Pure: how the clients the server ended were ended, counted apart: those with a close
+/// frame (one of them named: the one kept, not the earliest) and those by a reset or EOF.
+fn closes_said(lg: &LoadgenResult) -> String {
+    let Some(close) = &lg.first_close else {
+        return String::new();
+    };
+    // A close was kept, so at least one client was ended by a frame.
+    let framed = lg.closed_by_frame.max(1);
+    match lg.removed_healthy.saturating_sub(framed) {
+        0 => format!(" (all by a close frame, one of them {close})"),
+        rest => {
+            format!(" ({framed} by a close frame, one of them {close}; {rest} by a reset or EOF)")
+        }
+    }
 }
 
 /// Ended on time (5 s of slack for start-up and teardown).
@@ -1158,19 +1175,30 @@ mod tests {
     fn clients_refused_after_the_handshake_are_named_with_the_close() {
         let mut l = lg(vec![round(0, 0, 10); 3], 10, 0);
         l.removed_healthy = 10;
+        l.closed_by_frame = 7;
         l.first_close = Some("close 1008 (policy violation), reason \"no token\"".into());
         let r = analyze(&inputs(&l, &stats(3, 0), false));
         assert!(!r.valid);
         let c = check_of(&r, "samples received").unwrap();
         assert_eq!(c.status, Status::Fail);
         assert!(
-            c.detail.contains("closed 10 client(s) after the handshake, the first with close 1008 (policy violation), reason \"no token\""),
+            c.detail.contains("ended 10 client(s) after the handshake (7 by a close frame, one of them close 1008 (policy violation), reason \"no token\"; 3 by a reset or EOF)"),
             "{}",
             c.detail
         );
         assert!(!c.detail.contains("sent nothing"), "{}", c.detail);
         let c = check_of(&r, "server-closed clients").unwrap();
         assert!(c.detail.contains("1008"), "{}", c.detail);
+        assert!(!c.detail.contains("the first with"), "{}", c.detail);
+        // Every one ended by a close frame: said so, still "one of them".
+        l.closed_by_frame = 10;
+        let r = analyze(&inputs(&l, &stats(3, 0), false));
+        let c = check_of(&r, "samples received").unwrap();
+        assert!(
+            c.detail.contains("ended 10 client(s) after the handshake (all by a close frame, one of them close 1008"),
+            "{}",
+            c.detail
+        );
     }
 
     fn failed(r: &ScenarioResult, name: &str) -> bool {

@@ -126,8 +126,12 @@ pub struct LoadgenResult {
     pub first_undecodable: Option<String>,
     /// Healthy clients closed by the server before the stop command.
     pub removed_healthy: u64,
-    /// The close frame of the first of them (`close 1008 (policy violation), reason
-    /// "..."`): the cause, when the server refused the clients after the handshake.
+    /// Of them, those ended by a close frame (the rest by a reset or EOF).
+    #[serde(default)]
+    pub closed_by_frame: u64,
+    /// The close frame of one of them (the one the lowest client index kept, not the
+    /// earliest in time: `close 1008 (policy violation), reason "..."`): the cause, when
+    /// the server refused the clients after the handshake.
     #[serde(default)]
     pub first_close: Option<String>,
     /// Client sockets whose TCP_NODELAY was read back with getsockopt, and how many were off.

@@ -22,87 +22,26 @@ pub fn config(largest_send: usize) -> WebSocketConfig {
         .max_frame_size(Some(MAX_MESSAGE))
 }
 
-/// Pure: what a close code means (RFC 6455 7.4.1, the IANA registry; 4000-4999 are the
-/// application's, and libraries often write 4 + the HTTP status there).
-pub fn close_meaning(code: u16) -> String {
-    let s = match code {
-        1000 => "normal closure",
-        1001 => "going away",
-        1002 => "protocol error",
-        1003 => "unsupported data",
-        1007 => "invalid payload data",
-        1008 => "policy violation",
-        1009 => "message too big",
-        1010 => "mandatory extension",
-        1011 => "internal error",
-        1012 => "service restart",
-        1013 => "try again later",
-        1014 => "bad gateway",
-        3000 => "unauthorized",
-        3003 => "forbidden",
-        3008 => "timeout",
-        4400..=4599 => return format!("the application's code (as HTTP {})", code - 4000),
-        4000..=4999 => "the application's code",
-        _ => "unregistered",
-    };
-    s.to_string()
+/// A close frame as tungstenite gives it, for `rtcheck_wire::ws::close` (the table).
+fn code_reason(frame: Option<&CloseFrame>) -> Option<(u16, &str)> {
+    frame.map(|f| (u16::from(f.code), f.reason.as_ref()))
 }
 
-/// Pure: a close frame the server sent, as one phrase: `close 1008 (policy violation),
-/// reason "no token"`. The reason is the peer's text: escaped and bounded.
-pub fn close_phrase(frame: Option<&CloseFrame>) -> String {
-    let Some(f) = frame else {
-        return "a close frame without a code".into();
-    };
-    let code = u16::from(f.code);
-    let head: String = f.reason.chars().take(120).collect();
-    let reason = rtcheck_base::escape::plain(&head);
-    match reason.is_empty() {
-        true => format!("close {code} ({})", close_meaning(code)),
-        false => format!(
-            "close {code} ({}), reason \"{reason}\"",
-            close_meaning(code)
-        ),
-    }
+/// [`rtcheck_wire::ws::close::phrase`] of a tungstenite close frame, the run's
+/// `secrets` (URL query values, header values) masked in the server's reason.
+pub fn close_phrase(frame: Option<&CloseFrame>, secrets: &[String]) -> String {
+    rtcheck_wire::ws::close::phrase(code_reason(frame), secrets)
 }
 
-/// Pure: whether a close is a stream ending as planned (1000 normal, 1001 going away,
-/// 1012 service restart: a client reconnects); any other is a refusal or an error, and
-/// its code and reason are the cause of what the client did not get.
+/// [`rtcheck_wire::ws::close::is_error`] of a tungstenite close frame.
 pub fn is_error_close(frame: Option<&CloseFrame>) -> bool {
-    frame.is_some_and(|f| !matches!(u16::from(f.code), 1000 | 1001 | 1012))
+    rtcheck_wire::ws::close::is_error(code_reason(frame).map(|(c, _)| c))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn a_close_is_named_with_its_code_meaning_and_reason() {
-        use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
-        let f = |code: u16, reason: &str| CloseFrame {
-            code: CloseCode::from(code),
-            reason: reason.into(),
-        };
-        let auth = f(1008, "authentication\x1b[31m required");
-        let s = close_phrase(Some(&auth));
-        assert!(
-            s.starts_with("close 1008 (policy violation), reason \"authentication"),
-            "{s}"
-        );
-        assert!(!s.contains('\x1b'), "the peer's text is made inert: {s}");
-        assert_eq!(
-            close_phrase(Some(&f(4401, ""))),
-            "close 4401 (the application's code (as HTTP 401))"
-        );
-        assert_eq!(close_phrase(None), "a close frame without a code");
-        assert!(is_error_close(Some(&auth)));
-        assert!(is_error_close(Some(&f(1011, "boom"))));
-        for planned in [1000, 1001, 1012] {
-            assert!(!is_error_close(Some(&f(planned, "bye"))), "{planned}");
-        }
-        assert!(!is_error_close(None));
-    }
     use std::io::{Cursor, ErrorKind, Read, Write};
     use tokio_tungstenite::tungstenite::protocol::{Role, WebSocket};
 

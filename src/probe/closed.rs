@@ -56,8 +56,9 @@ pub fn skip_reason(c: &ClosedEmpty) -> String {
     format!("not measured: {}", describe(c))
 }
 
-/// Pure: what a close code means (one table, bench's: its clients name closes too).
-pub use crate::bench::ws_client::close_meaning as meaning;
+/// Pure: what a close code means (one table, the wire crate's: bench and verify name
+/// closes too).
+pub use rtcheck_wire::ws::close::meaning;
 
 /// Pure: the close as one phrase: who ended it, with what, when.
 pub fn describe(c: &ClosedEmpty) -> String {

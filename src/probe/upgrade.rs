@@ -137,6 +137,12 @@ fn verdict(
                 closed.map(closed::describe).unwrap_or_default()
             ),
         ),
+        (101, true) if ws.stream.as_ref().is_some_and(ping_unanswered) => (
+            Status::Warn,
+            "101 Switching Protocols, Sec-WebSocket-Accept valid: the upgrade completed, \
+             but a working stream is not shown"
+                .to_string(),
+        ),
         (101, true) => (
             Status::Pass,
             "101 Switching Protocols, Sec-WebSocket-Accept valid".to_string(),
@@ -202,12 +208,25 @@ fn add_stream(f: &mut Finding, s: &StreamObs, refused: bool) {
     }
 }
 
+/// Pure: the stream stayed open with nothing from the server, and the probe's ping after
+/// the idle watch went unanswered: nothing shows the stream works.
+fn ping_unanswered(s: &StreamObs) -> bool {
+    silent_open(s)
+        && s.after_idle
+            .as_ref()
+            .is_some_and(|a| matches!(a.outcome, Afterward::Silent { .. }))
+}
+
+/// Pure: open to the end with nothing read from the server, and not cut.
+fn silent_open(s: &StreamObs) -> bool {
+    matches!(s.ending, Some(Ending::Open) | None) && s.reads_ms.is_empty() && s.cut.is_none()
+}
+
 /// Pure: what a stream that stayed open with nothing from the server did not show. The
 /// upgrade worked; a working stream is not shown by silence, and the ping after it says
 /// whether the server still answers (RFC 6455 owes a pong).
 fn silence_note(s: &StreamObs) -> String {
-    let open = matches!(s.ending, Some(Ending::Open) | None);
-    if !open || !s.reads_ms.is_empty() || s.cut.is_some() {
+    if !silent_open(s) {
         return String::new();
     }
     let ping = match s.after_idle.as_ref() {
@@ -261,8 +280,19 @@ mod tests {
         let n = silence_note(&s);
         assert!(n.contains("ping after it went unanswered in 3"), "{n}");
         assert!(n.contains("a working stream is not"), "{n}");
+        // The upgrade's verdict: a warn, not a pass, on an unanswered ping.
+        assert!(ping_unanswered(&s));
+        let answered = StreamObs {
+            after_idle: Some(AfterIdle {
+                outcome: Afterward::Answered(2.0),
+                ..s.after_idle.clone().unwrap()
+            }),
+            ..s.clone()
+        };
+        assert!(!ping_unanswered(&answered));
         s.reads_ms.push(100.0);
         assert_eq!(silence_note(&s), "");
+        assert!(!ping_unanswered(&s));
     }
 
     #[test]

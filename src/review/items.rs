@@ -353,6 +353,18 @@ pub const MEASURED_BY: &[(ItemId, &[&str], &[&str])] = &[
 ];
 
 /// The commands (without `rtcheck`) and the JSON ids that measure an item.
+/// Ids whose pass does not measure the item: `upgrade` passing shows the handshake went
+/// through the proxy, not the proxy's buffering or timeouts (its warn or fail still
+/// does: a refused or dead upgrade is the proxy's configuration).
+pub const PASS_MEASURES_NOTHING: &[(ItemId, &[&str])] = &[(ItemId::ProxyConfig, &["upgrade"])];
+
+/// Pure: whether a passing `id` leaves `item` unmeasured ([`PASS_MEASURES_NOTHING`]).
+pub fn pass_measures_nothing(item: &str, id: &str) -> bool {
+    PASS_MEASURES_NOTHING
+        .iter()
+        .any(|(i, ids)| i.as_str() == item && ids.contains(&id))
+}
+
 pub fn measured_by(item: &str) -> Option<(&'static [&'static str], &'static [&'static str])> {
     MEASURED_BY
         .iter()

@@ -171,13 +171,15 @@ pub fn load(path: &std::path::Path) -> anyhow::Result<Vec<Measurement>> {
 }
 
 /// The measurement that marks `item`: an id listed for it in `items::MEASURED_BY`, or
-/// a finding carrying the item's own id. The worst status wins when several match.
+/// a finding carrying the item's own id, except a pass that measures nothing of it
+/// (`items::PASS_MEASURES_NOTHING`). The worst status wins when several match.
 pub fn for_item<'a>(item: &str, ms: &'a [Measurement]) -> Option<&'a Measurement> {
     let ids = super::items::measured_by(item)
         .map(|(_, ids)| ids)
         .unwrap_or(&[]);
     ms.iter()
         .filter(|m| m.id == item || ids.contains(&m.id.as_str()))
+        .filter(|m| !(m.status == Status::Pass && super::items::pass_measures_nothing(item, &m.id)))
         .max_by_key(|m| m.status)
 }
 
@@ -201,6 +203,28 @@ mod tests {
         let loss = for_item("seq-numbers", &ms).unwrap();
         assert_eq!((loss.status, loss.value), (Status::Warn, None));
         assert!(for_item("presence-ttl", &ms).is_none());
+    }
+
+    /// A passing `upgrade` alone shows the handshake, not the proxy's configuration:
+    /// proxy-config stays unmeasured; a warn (no working stream shown) marks it.
+    #[test]
+    fn a_pass_only_upgrade_does_not_measure_proxy_config() {
+        let j = |status: &str| {
+            format!(
+                r#"{{"kind":"probe","findings":[{{"id":"upgrade","status":"{status}","observed":"101"}}]}}"#
+            )
+        };
+        let ms = parse(&j("pass"), "p.json").unwrap();
+        assert!(for_item("proxy-config", &ms).is_none(), "{ms:?}");
+        let ms = parse(&j("warn"), "p.json").unwrap();
+        assert_eq!(for_item("proxy-config", &ms).unwrap().status, Status::Warn);
+        let both = parse(
+            r#"{"kind":"probe","findings":[{"id":"upgrade","status":"pass","observed":"101"},
+                {"id":"idle-timeout","status":"pass","observed":"held 120 s"}]}"#,
+            "p.json",
+        )
+        .unwrap();
+        assert_eq!(for_item("proxy-config", &both).unwrap().id, "idle-timeout");
     }
 
     /// A bench scenario as `bench fanout` serializes it.

@@ -134,6 +134,48 @@ fn verify_delivery_names_the_close_of_a_hub_that_refuses_after_the_upgrade() {
     assert!(!err.contains("no message with a seq"), "{ctx}");
 }
 
+/// A hub that echoes the rejected token in its close reason: neither `bench fanout` nor
+/// `verify delivery` shows it, in any format (the reason is still named, masked).
+#[test]
+fn a_close_reason_that_echoes_the_token_is_masked_in_bench_and_verify() {
+    let hub = hostile_hub("auth");
+    let token = "wrong-tok-8f3a91";
+    let url = format!("{}?token={token}", hub.url("ws", "/"));
+    for format in ["json", "text"] {
+        let bench = common::rtcheck()
+            .args(["bench", "fanout", "--server", &url, "--format", format])
+            .args(["--drain", "2s", "--connections", "5", "--rate", "20"])
+            .args(["--rounds", "10", "--scenario", "A", "--publish", "ws"])
+            .timeout(Duration::from_secs(120))
+            .output()
+            .unwrap();
+        let verify = common::rtcheck()
+            .args(["verify", "delivery", "--server", &url, "--publish", "ws"])
+            .args(["--format", format, "--rate", "20"])
+            .args(["--max-disconnect", "1500ms", "--connections", "2"])
+            .timeout(Duration::from_secs(120))
+            .output()
+            .unwrap();
+        for (what, out) in [("bench", bench), ("verify", verify)] {
+            let all = format!(
+                "{}\n{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let ctx = format!(
+                "{what} {format}: exit {:?}\n{all}\n{}",
+                out.status.code(),
+                hub.log()
+            );
+            assert!(
+                all.contains("bad token ***"),
+                "the reason is named, masked: {ctx}"
+            );
+            assert!(!all.contains(token), "{ctx}");
+        }
+    }
+}
+
 /// `verify delivery --server URL --publish ws`, small: (exit, runs, stderr).
 fn delivery(url: &str) -> (Option<i32>, Vec<Value>, String) {
     let out = common::rtcheck()
@@ -193,6 +235,25 @@ fn verify_delivery_invalidates_rewritten_and_phantom_seqs() {
             let v = r["verdict"].as_str().unwrap();
             assert!(v.starts_with("invalid") && v.contains(says), "{ctx}");
         }
+    }
+}
+
+/// A hub that closes each client with 1011 after 10 messages (the reconnected one too):
+/// not a refusal that discards every run, but each client's named cause, its counts kept.
+#[test]
+fn verify_delivery_counts_loss_past_an_error_close_and_names_it() {
+    let hub = hostile_hub("error");
+    let (code, runs, err) = delivery(&hub.url("ws", "/"));
+    let ctx = format!("exit {code:?}\n{runs:#?}\n{err}\n{}", hub.log());
+    assert_ne!(code, Some(2), "not an error: {ctx}");
+    assert!(!runs.is_empty(), "{ctx}");
+    for r in &runs {
+        let v = r["verdict"].as_str().unwrap();
+        assert!(
+            v.contains("close 1011 (internal error), reason \"boom\""),
+            "{ctx}"
+        );
+        assert_ne!(r["status"], "pass", "{ctx}");
     }
 }
 

@@ -4,6 +4,8 @@
 //! all, and a published message is framed once and shared by every client; the probe
 //! reads server frames with the same decoder, timing each read.
 
+pub mod close;
+
 /// Opcodes we use.
 pub const OP_CONT: u8 = 0x0;
 pub const OP_TEXT: u8 = 0x1;

@@ -176,6 +176,9 @@ enum Link {
 struct Position {
     seq: Option<u64>,
     sse_id: Option<String>,
+    /// The error close that ended a stream after messages had arrived (the client's
+    /// cause, named in the run's report), as one phrase.
+    closed: Option<String>,
 }
 
 impl Link {
@@ -315,7 +318,7 @@ impl Link {
             Link::Ws(ws, Some(app)) => {
                 while Instant::now() < until && !interrupted() {
                     flooded(t, tr)?;
-                    let Some(payloads) = app_read(ws, app, t)? else {
+                    let Some(payloads) = app_read(ws, app, t, tr, pos)? else {
                         return Ok(());
                     };
                     for p in payloads {
@@ -341,7 +344,7 @@ impl Link {
                             }
                         },
                         Ok(Message::Binary(b)) => t.decoder.decode_binary(&b),
-                        Ok(Message::Close(c)) => return refused(t, c.as_ref()),
+                        Ok(Message::Close(c)) => return refused(t, c.as_ref(), tr, pos),
                         Ok(_) => None,
                         Err(Error::Io(e)) if client::is_timeout(&e) => None,
                         Err(Error::ConnectionClosed | Error::AlreadyClosed) => return Ok(()),
@@ -430,10 +433,12 @@ fn app_read(
     ws: &mut tungstenite::WebSocket<SyncStream>,
     s: &mut crate::bench::appws::Session,
     t: &ForeignTarget,
+    tr: &Trace,
+    pos: &mut Position,
 ) -> anyhow::Result<Option<Vec<Vec<u8>>>> {
     use tungstenite::{Error, Message};
     let h = match ws.read() {
-        Ok(Message::Close(c)) => return refused(t, c.as_ref()).map(|_| None),
+        Ok(Message::Close(c)) => return refused(t, c.as_ref(), tr, pos).map(|_| None),
         Ok(m) => s.on_message(&m),
         Err(Error::Io(e)) if client::is_timeout(&e) => Default::default(),
         Err(Error::ConnectionClosed | Error::AlreadyClosed) => return Ok(None),
@@ -459,20 +464,56 @@ fn app_read(
 }
 
 /// A close the server sent: the end of the stream when it was planned (1000, 1001,
-/// 1012: the client reconnects), else the cause of what the client did not get, named
-/// (code, meaning, the server's reason), not a later "no message".
+/// 1012: the client reconnects). Any other close is a refusal when the client has
+/// received nothing yet: an error naming it (code, meaning, the server's reason), not a
+/// later "no message". After messages arrived it ends the stream too, recorded in `pos`
+/// as the client's cause; what the client then misses is counted as loss.
 fn refused(
     t: &ForeignTarget,
     frame: Option<&tungstenite::protocol::CloseFrame>,
+    tr: &Trace,
+    pos: &mut Position,
 ) -> anyhow::Result<()> {
     use crate::bench::ws_client::{close_phrase, is_error_close};
-    match is_error_close(frame) {
-        true => bail!(
-            "{}: the server closed the WebSocket: {}",
-            t.url,
-            close_phrase(frame)
-        ),
-        false => Ok(()),
+    if !is_error_close(frame) {
+        return Ok(());
+    }
+    let phrase = close_phrase(frame, &t.secrets());
+    match close_outcome(tr) {
+        CloseOutcome::Refusal => bail!("{}: the server closed the WebSocket: {phrase}", t.url),
+        CloseOutcome::Cause => {
+            pos.closed.get_or_insert(phrase);
+            Ok(())
+        }
+    }
+}
+
+#[derive(Debug, PartialEq)]
+enum CloseOutcome {
+    Refusal,
+    Cause,
+}
+
+/// Pure: an error close before any message (seq or gap marker) is a refusal; after, it
+/// is the cause of the loss that follows.
+fn close_outcome(tr: &Trace) -> CloseOutcome {
+    match tr.seqs.is_empty() && tr.gaps.is_empty() {
+        true => CloseOutcome::Refusal,
+        false => CloseOutcome::Cause,
+    }
+}
+
+impl ForeignTarget {
+    /// The run's secrets (the clients' URL's password, path parameters and secret query
+    /// values, every header value): masked wherever the server's words are shown (a
+    /// close reason that echoes a rejected token).
+    pub fn secrets(&self) -> Vec<String> {
+        let mut args = vec![self.raw_url.clone()];
+        for (n, v) in &self.headers {
+            args.push("--header".into());
+            args.push(format!("{n}: {v}"));
+        }
+        rtcheck_base::redact::secrets_in_args(&args)
     }
 }
 
@@ -559,6 +600,7 @@ pub fn client(
     Ok(ClientResult {
         trace: tr,
         resume_ms,
+        closed: pos.closed,
         ..ClientResult::default()
     })
 }
@@ -699,6 +741,19 @@ pub fn publisher_invalid(s: &crate::bench::wire::PublisherStat) -> Option<String
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_error_close_is_a_refusal_only_before_any_message() {
+        let mut tr = Trace::default();
+        assert_eq!(close_outcome(&tr), CloseOutcome::Refusal);
+        tr.seqs.push(7);
+        assert_eq!(close_outcome(&tr), CloseOutcome::Cause);
+        let gaps = Trace {
+            gaps: vec![(1, 3)],
+            ..Trace::default()
+        };
+        assert_eq!(close_outcome(&gaps), CloseOutcome::Cause);
+    }
 
     #[test]
     fn resume_values() {

@@ -77,6 +77,10 @@ pub struct ClientResult {
     pub reset: bool,
     /// `server-restart`: what it received from the old instance (`trace` is the new one's).
     pub before: Option<Trace>,
+    /// A foreign server ended this client's stream with an error close (not 1000, 1001
+    /// or 1012) after it had received messages: the close, as one phrase (the cause of
+    /// what it then missed, which the seq accounting counts).
+    pub closed: Option<String>,
 }
 
 /// A client's current connection.
@@ -237,6 +241,7 @@ pub fn client(
         stale_first: spec.delivery == "snapshot" && latest.is_some_and(|l| first_after < l),
         reset,
         before: None,
+        closed: None,
     })
 }
 
@@ -423,6 +428,13 @@ pub fn summarize(spec: &RunSpec, results: &[ClientResult], ring_bytes: u64) -> R
         RESTART => results.len() as u64 - resets,
         _ => 0,
     };
+    let (status, verdict) = match closed_note(results) {
+        None => (status, verdict),
+        Some(note) => (
+            status.max(crate::findings::Status::Warn),
+            format!("{verdict}; {note}"),
+        ),
+    };
     let (status, verdict) = match (stale, untold) {
         (0, 0) => (status, verdict),
         (0, n) => (
@@ -454,6 +466,19 @@ pub fn summarize(spec: &RunSpec, results: &[ClientResult], ring_bytes: u64) -> R
         verdict,
         status,
     }
+}
+
+/// Pure: the clients a foreign server ended with an error close after they had received
+/// messages, named (how many, and one of their closes): the cause of what they missed.
+fn closed_note(results: &[ClientResult]) -> Option<String> {
+    let closed: Vec<&String> = results.iter().filter_map(|r| r.closed.as_ref()).collect();
+    let first = closed.first()?;
+    Some(match closed.len() {
+        1 => format!("the server ended 1 client's stream with {first}"),
+        n => format!(
+            "the server ended {n} clients' streams with an error close, one of them with {first}"
+        ),
+    })
 }
 
 /// The rules of issue 12: seq-ring passes only with 0 lost silently; within the ring it
@@ -753,5 +778,52 @@ mod tests {
         let run = summarize(&spec("no-seq", "within-ring"), &results, 100);
         assert_eq!((run.counts.lost_silently, run.counts.gaps), (2, 0));
         assert_eq!(run.resume_ms, ResumeMs { p50: 2.0, max: 2.0 });
+    }
+
+    /// A client a foreign server closed with 1011 after messages arrived: its loss is
+    /// counted (not discarded with the other clients'), and the close is named.
+    #[test]
+    fn a_client_closed_with_an_error_keeps_its_counts_and_names_the_close() {
+        let ok = ClientResult {
+            trace: Trace {
+                seqs: vec![1, 2, 3, 4, 5, 6],
+                first_expected: 1,
+                last_published: 6,
+                ..Trace::default()
+            },
+            resume_ms: Some(2.0),
+            ..ClientResult::default()
+        };
+        let closed = ClientResult {
+            trace: Trace {
+                seqs: vec![1, 2, 6],
+                first_expected: 1,
+                last_published: 6,
+                ..Trace::default()
+            },
+            resume_ms: Some(2.0),
+            closed: Some("close 1011 (internal error)".into()),
+            ..ClientResult::default()
+        };
+        let run = summarize(&spec("seq-ring", "within-ring"), &[ok.clone(), closed], 100);
+        assert_eq!(run.counts.lost, 3, "{run:?}");
+        assert_eq!(run.status, Status::Fail, "{run:?}");
+        assert!(
+            run.verdict.contains("close 1011 (internal error)"),
+            "{}",
+            run.verdict
+        );
+        // No loss, but a client's stream ended by an error close: not a plain pass.
+        let closed = ClientResult {
+            closed: Some("close 4500 (the application's code (as HTTP 500))".into()),
+            ..ok.clone()
+        };
+        let run = summarize(&spec("seq-ring", "within-ring"), &[ok, closed], 100);
+        assert_eq!(run.status, Status::Warn, "{run:?}");
+        assert!(
+            run.verdict.contains("1 client's stream with close 4500"),
+            "{}",
+            run.verdict
+        );
     }
 }
