@@ -318,7 +318,7 @@ fn spawn_publisher(
             Err(e) => {
                 return super::wire::PublisherStat {
                     via: plan.via.name(),
-                    scheduled: plan.rounds,
+                    planned: plan.rounds,
                     first_error: Some(e),
                     ..Default::default()
                 }
@@ -327,7 +327,7 @@ fn spawn_publisher(
         if go_rx.await.is_err() {
             return super::wire::PublisherStat {
                 via: plan.via.name(),
-                scheduled: plan.rounds,
+                planned: plan.rounds,
                 ..Default::default()
             };
         }

@@ -513,7 +513,7 @@ fn publisher(inp: &Inputs) -> Option<Check> {
         format!(
             "{} of {} publishes failed, the first: {e}",
             p.failed.max(1),
-            p.scheduled
+            p.planned
         )
     });
     // With slow clients a stalled hub also stalls its publish API (a POST that times
@@ -522,10 +522,10 @@ fn publisher(inp: &Inputs) -> Option<Check> {
     if let Some(r) = refused.as_ref().filter(|_| !refused_is_result) {
         fails.push(r.clone());
     }
-    if p.timer_rounds < p.scheduled && !inp.stall_expected {
+    if p.timer_rounds < p.planned && !inp.stall_expected {
         fails.push(format!(
             "the publisher reached round {} of {}",
-            p.timer_rounds, p.scheduled
+            p.timer_rounds, p.planned
         ));
     }
     // Later than one period, the schedule itself slipped (rounds bunch up): invalid.
@@ -1461,6 +1461,7 @@ mod tests {
         let ok = PublisherStat {
             via: "ws".into(),
             scheduled: 4,
+            planned: 4,
             timer_rounds: 4,
             sent: 4,
             timer_late_p99_ms: 2.0,
