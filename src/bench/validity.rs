@@ -1482,6 +1482,21 @@ mod tests {
         assert_eq!(st_, &Status::Warn, "{d}");
         assert!(d.contains("load generator's own delay"), "{d}");
         assert!(r.valid);
+        // Stopped at round 2 of the 4 planned: invalid, held to the plan, not to the
+        // 2 that were due by the stop.
+        let r = run(
+            PublisherStat {
+                scheduled: 2,
+                timer_rounds: 2,
+                sent: 2,
+                ..ok.clone()
+            },
+            false,
+        );
+        let (st_, d) = detail(&r, "publisher schedule");
+        assert_eq!(st_, &Status::Fail, "{d}");
+        assert!(d.contains("reached round 2 of 4"), "{d}");
+        assert!(d.contains("2 of 2 sent on schedule"), "{d}");
         // Over one period, or off the rate: invalid, no figure.
         let r = run(
             PublisherStat {
