@@ -308,7 +308,11 @@ pub async fn run(
         }
         st.timer_rounds = seq;
     }
-    st.scheduled = due_by(Instant::now().checked_duration_since(t0), period, plan.rounds);
+    st.scheduled = due_by(
+        Instant::now().checked_duration_since(t0),
+        period,
+        plan.rounds,
+    );
     drop(tx);
     // A hub that blocks the sender (C1) would hold it forever: once stopped, 1 s more.
     let mut sender = sender;
