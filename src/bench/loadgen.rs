@@ -337,7 +337,7 @@ fn spawn_publisher(
             Err(e) => {
                 return super::wire::PublisherStat {
                     via: plan.via.name(),
-                    scheduled: plan.rounds,
+                    planned: plan.rounds,
                     first_error: Some(e),
                     ..Default::default()
                 }
@@ -346,7 +346,7 @@ fn spawn_publisher(
         if go_rx.await.is_err() {
             return super::wire::PublisherStat {
                 via: plan.via.name(),
-                scheduled: plan.rounds,
+                planned: plan.rounds,
                 ..Default::default()
             };
         }

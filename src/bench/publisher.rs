@@ -282,7 +282,7 @@ pub async fn run(
     let sender = tokio::spawn(send_all(ready, target, redial, rx, state.clone()));
     let mut st = PublisherStat {
         via: plan.via.name(),
-        scheduled: plan.rounds,
+        planned: plan.rounds,
         ..Default::default()
     };
     let mut late = Vec::with_capacity(plan.rounds as usize);
@@ -308,6 +308,11 @@ pub async fn run(
         }
         st.timer_rounds = seq;
     }
+    st.scheduled = due_by(
+        Instant::now().checked_duration_since(t0),
+        period,
+        plan.rounds,
+    );
     drop(tx);
     // A hub that blocks the sender (C1) would hold it forever: once stopped, 1 s more.
     let mut sender = sender;
@@ -331,6 +336,17 @@ pub async fn run(
     st.timer_late_p99_ms = quantile_sorted(&late, 0.99);
     st.timer_late_max_ms = late.last().copied().unwrap_or(0.0);
     st
+}
+
+/// Rounds due on a schedule whose round 1 is at t0 and then one each `period`, once
+/// `since_t0` has passed (None: t0 not reached yet), at most the plan's `rounds`.
+fn due_by(since_t0: Option<Duration>, period: Duration, rounds: u64) -> u64 {
+    let Some(d) = since_t0 else { return 0 };
+    if period.is_zero() {
+        return rounds;
+    }
+    let after_first = (d.as_nanos() / period.as_nanos()).min(u64::MAX as u128 - 1) as u64;
+    (after_first + 1).min(rounds)
 }
 
 /// Resolves once the stop level is reached (the watch guard is not held across awaits).
@@ -639,6 +655,62 @@ async fn post(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn due_by_counts_rounds_due_at_the_end_not_the_plan() {
+        let ms = Duration::from_millis;
+        // Stopped before round 1's time: nothing was due.
+        assert_eq!(due_by(None, ms(100), 1535), 0);
+        // Round 1 is due at t0, then one a period: 2.5 periods in, 3 were due.
+        assert_eq!(due_by(Some(ms(0)), ms(100), 1535), 1);
+        assert_eq!(due_by(Some(ms(250)), ms(100), 1535), 3);
+        assert_eq!(due_by(Some(ms(300)), ms(100), 1535), 4);
+        // Past the last round: the plan, never more.
+        assert_eq!(due_by(Some(ms(1_000_000)), ms(100), 1535), 1535);
+        assert_eq!(due_by(Some(Duration::MAX), ms(1), 7), 7);
+        assert_eq!(due_by(Some(ms(5)), Duration::ZERO, 7), 7);
+    }
+
+    #[test]
+    fn run_stopped_early_says_what_was_due() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let (stop_tx, stop) = tokio::sync::watch::channel(0u8);
+        // Port 9 on loopback: nothing listens, each POST fails at once; the schedule is
+        // what is checked.
+        let ep = Endpoint::new("http://127.0.0.1:9/p", None, &Trust::default()).unwrap();
+        let plan = Plan {
+            via: PublishVia::Post {
+                url: "http://127.0.0.1:9/p".into(),
+            },
+            ws_url: "ws://127.0.0.1:9/p".into(),
+            ws: ep.clone(),
+            post: Some(ep),
+            message: Template::parse(super::super::template::DEFAULT_MESSAGE),
+            subscribe: None,
+            app: None,
+            headers: vec![],
+            rounds: 1535,
+            rate: 20.0,
+            size: 16,
+            redial: false,
+        };
+        // Stopped long before the plan's 77 s: what was due is far below the plan.
+        let st = rt.block_on(async {
+            let t = tokio::spawn(run(plan, Ready::Post, stop, 1));
+            tokio::task::yield_now().await;
+            stop_tx.send(1).unwrap();
+            tokio::time::timeout(Duration::from_secs(60), t)
+                .await
+                .unwrap()
+                .unwrap()
+        });
+        assert_eq!(st.planned, 1535);
+        assert!(st.scheduled < 1535, "{st:?}");
+        assert!(st.scheduled >= st.timer_rounds, "{st:?}");
+    }
 
     #[test]
     fn publish_values() {

@@ -514,7 +514,7 @@ fn publisher(inp: &Inputs) -> Option<Check> {
         format!(
             "{} of {} publishes failed, the first: {e}",
             p.failed.max(1),
-            p.scheduled
+            p.planned
         )
     });
     // With slow clients a stalled hub also stalls its publish API (a POST that times
@@ -523,10 +523,10 @@ fn publisher(inp: &Inputs) -> Option<Check> {
     if let Some(r) = refused.as_ref().filter(|_| !refused_is_result) {
         fails.push(r.clone());
     }
-    if p.timer_rounds < p.scheduled && !inp.stall_expected {
+    if p.timer_rounds < p.planned && !inp.stall_expected {
         fails.push(format!(
             "the publisher reached round {} of {}",
-            p.timer_rounds, p.scheduled
+            p.timer_rounds, p.planned
         ));
     }
     // Later than one period, the schedule itself slipped (rounds bunch up): invalid.
@@ -1489,6 +1489,7 @@ mod tests {
         let ok = PublisherStat {
             via: "ws".into(),
             scheduled: 4,
+            planned: 4,
             timer_rounds: 4,
             sent: 4,
             timer_late_p99_ms: 2.0,
@@ -1509,6 +1510,21 @@ mod tests {
         assert_eq!(st_, &Status::Warn, "{d}");
         assert!(d.contains("load generator's own delay"), "{d}");
         assert!(r.valid);
+        // Stopped at round 2 of the 4 planned: invalid, held to the plan, not to the
+        // 2 that were due by the stop.
+        let r = run(
+            PublisherStat {
+                scheduled: 2,
+                timer_rounds: 2,
+                sent: 2,
+                ..ok.clone()
+            },
+            false,
+        );
+        let (st_, d) = detail(&r, "publisher schedule");
+        assert_eq!(st_, &Status::Fail, "{d}");
+        assert!(d.contains("reached round 2 of 4"), "{d}");
+        assert!(d.contains("2 of 2 sent on schedule"), "{d}");
         // Over one period, or off the rate: invalid, no figure.
         let r = run(
             PublisherStat {

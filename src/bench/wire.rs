@@ -23,8 +23,11 @@ pub struct Percentile {
 pub struct PublisherStat {
     /// `ws` or `POST URL` (redacted).
     pub via: String,
-    /// Rounds in the schedule, and rounds the timer reached before the stop.
+    /// Rounds due on the schedule by the end of the run (the stop, or the last round),
+    /// the rounds the whole plan has, and the rounds the timer reached before the stop.
     pub scheduled: u64,
+    #[serde(default)]
+    pub planned: u64,
     pub timer_rounds: u64,
     /// Sends completed, failed (the first error named), and still blocked at the stop.
     pub sent: u64,
