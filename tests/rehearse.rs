@@ -827,6 +827,18 @@ fn an_express_sse_app_killed_and_restarted_cuts_its_streams_and_loses_silently()
     assert_eq!(run["delivery"]["epochs"], 2, "{run:#}");
 }
 
+/// What the clients received against what the hub logged as written: equal, except that
+/// the one broadcast the hub was writing when it was killed (`kill -9`) may have been
+/// logged and not reached its clients (CI saw 1,580 received of 1,600 logged with 20
+/// clients: one broadcast). rtcheck's own loss count is then checked against what the
+/// clients received.
+fn in_flight_at_kill(received: u64, written: u64, clients: u64, run: &Value) {
+    assert!(
+        received <= written && written - received <= clients,
+        "received {received}, the hub wrote {written}: {run:#}"
+    );
+}
+
 #[test]
 fn an_express_hub_fed_by_rtchecks_publisher_loses_what_it_took_while_clients_were_away() {
     let (app, port) = Restartable::detached(
@@ -882,9 +894,10 @@ fn an_express_hub_fed_by_rtchecks_publisher_loses_what_it_took_while_clients_wer
         .map(|l| l.trim().parse::<u64>().unwrap())
         .sum();
     let d = &run["delivery"];
-    assert_eq!(d["received"].as_u64().unwrap(), written, "{run:#}");
-    // Every client was owed every publish the hub took; it got those it was written.
-    assert_eq!(d["lost"].as_u64().unwrap(), n * taken - written, "{run:#}");
+    let received = d["received"].as_u64().unwrap();
+    in_flight_at_kill(received, written, n, run);
+    // Every client was owed every publish the hub took; it got those it received.
+    assert_eq!(d["lost"].as_u64().unwrap(), n * taken - received, "{run:#}");
     assert!(d["lost"].as_u64().unwrap() > 0, "{run:#}");
     assert_eq!(d["lost_silently"], d["lost"], "{run:#}");
     assert_eq!(d["duplicated"], 0, "{run:#}");
@@ -944,12 +957,13 @@ fn a_node_ws_chat_hub_fed_over_rtchecks_own_websocket_counts_what_it_broadcast()
         .map(|l| l.trim().parse::<u64>().unwrap())
         .sum();
     let d = &run["delivery"];
-    assert_eq!(d["received"].as_u64().unwrap(), written, "{run:#}");
+    let received = d["received"].as_u64().unwrap();
+    in_flight_at_kill(received, written, n, run);
     // What the hub took and did not write is lost, and so is an unconfirmed message
     // it never took: every client is owed every owed message.
     let lost = d["lost"].as_u64().unwrap();
     assert!(lost >= n * took - written, "{run:#}");
-    assert_eq!(lost, n * owed - written, "{run:#}");
+    assert_eq!(lost, n * owed - received, "{run:#}");
     assert!(d["lost_silently"].as_u64().unwrap() > 0, "{run:#}");
 }
 
