@@ -3,6 +3,12 @@
 //! is a module; helpers are shared once from tests/common.
 #[path = "../common/mod.rs"]
 mod common;
+/// Three tests at once per core: most of a test here is starting rtcheck processes and
+/// waiting on them (common::default_test_threads).
+#[ctor::ctor(unsafe)]
+fn three_tests_per_core() {
+    common::default_test_threads(3);
+}
 
 mod audit_fixtures;
 mod audit_k8s_manifest;

@@ -11,6 +11,21 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// Sets this test binary's default concurrency, from its `main.rs` before libtest
+/// starts (a constructor: libtest reads `RUST_TEST_THREADS` once, at start): `per_core`
+/// tests at once per core. `live` and `external` spend most of their time waiting on
+/// what the facts need (a proxy's idle timeout, a library's default heartbeat, a
+/// reconnect wave, a service starting), `cli` on the rtcheck processes it starts, not
+/// on the CPU, so they run more tests than cores; `rehearse` keeps libtest's one per
+/// core (its runs are CPU-bound: no faster at three per core; BENCHMARKS.md, "Third
+/// pass"). `--test-threads N` or `RUST_TEST_THREADS` given by the caller still decide.
+pub fn default_test_threads(per_core: usize) {
+    if std::env::var_os("RUST_TEST_THREADS").is_none() {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        std::env::set_var("RUST_TEST_THREADS", (per_core * cores).to_string());
+    }
+}
+
 /// How long any one rtcheck run may take before the test fails (a hang is a failure).
 pub const RUN_LIMIT: Duration = Duration::from_secs(120);
 

@@ -3,6 +3,11 @@
 //! is a module; helpers are shared once from tests/common.
 #[path = "../common/mod.rs"]
 mod common;
+/// Three tests at once per core: this binary mostly waits (common::default_test_threads).
+#[ctor::ctor(unsafe)]
+fn three_tests_per_core() {
+    common::default_test_threads(3);
+}
 #[path = "../foreign_common/mod.rs"]
 mod foreign_common;
 #[path = "../probe_common/mod.rs"]

@@ -33,3 +33,14 @@ fn a_service_listens_and_is_killed_on_drop() {
     assert!(nix::sys::wait::waitpid(pid, None).is_err());
     assert!(!dir.exists());
 }
+
+#[test]
+fn this_binary_sets_its_test_concurrency_before_libtest_starts() {
+    // main.rs' constructor sets it when the caller did not; either way it is a number of
+    // threads, and unset would mean the constructor never ran (libtest's default instead).
+    let threads: usize = std::env::var("RUST_TEST_THREADS")
+        .expect("RUST_TEST_THREADS is set before libtest starts")
+        .parse()
+        .expect("a number of threads");
+    assert!(threads >= 1);
+}

@@ -281,6 +281,10 @@ async fn fill(hub: &Arc<Hub>, c: &Cluster, from: u64, to: u64) -> anyhow::Result
                     "rtcheck serve: node {}: rounds {a}..={b} are not in the Redis ring (trimmed, lost in a restart, or never published): gap marker sent",
                     c.cfg.node
                 );
+                // Marked before the fan-out: a client registering in between gets this gap
+                // in its replay (Hub::tail_gap) and skips the live one; one registered
+                // before gets it live. Marked after, a resume in that window got neither.
+                c.last_seq.fetch_max(b, Relaxed);
                 c.deliver(hub, gap_round(a, b), false).await;
             }
         }
