@@ -711,13 +711,8 @@ pub fn publisher_invalid(s: &crate::bench::wire::PublisherStat) -> Option<String
             first.map(|e| format!(": {e}")).unwrap_or_default()
         ));
     }
-    (s.failed > 0).then(|| {
-        format!(
-            "invalid: {} of {} publishes failed ({}), and their seqs would count as the server's loss",
-            s.failed,
-            s.failed + s.sent,
-            first.unwrap_or("no error given")
-        )
+    crate::bench::validity::publishes_failed(s).map(|failed| {
+        format!("invalid: {failed}; their seqs would count as the server's loss")
     })
 }
 
