@@ -503,9 +503,10 @@ pub fn publishes_failed(p: &super::wire::PublisherStat) -> Option<String> {
         return None;
     }
     let failed = p.failed.max(1);
-    let first = p.first_error.as_deref().map_or("no error given", |e| {
-        e.trim_start_matches("publisher: ")
-    });
+    let first = p
+        .first_error
+        .as_deref()
+        .map_or("no error given", |e| e.trim_start_matches("publisher: "));
     Some(format!(
         "{failed} of {} publishes failed, the first: {first}",
         failed + p.sent

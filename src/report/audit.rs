@@ -7,10 +7,10 @@
 //! check in full (`rtcheck explain ID`). The html page ([`audit_page`], also review's)
 //! draws every check as a card instead of the items.
 use crate::findings::{Finding, Status, Verification};
+use crate::report::counts::{findings_head, findings_line, suppressed_count};
 use crate::report::doc::{
     code, status, strong, t, Block, Card, Column, Doc, Item, Row, Span, Table, Tone, Verdict,
 };
-use crate::report::counts::{findings_head, findings_line, suppressed_count};
 use crate::report::FindingsReport;
 
 pub fn audit_doc(r: &FindingsReport, explain: bool) -> anyhow::Result<Doc> {

@@ -60,7 +60,10 @@ mod tests {
         assert_eq!(head[1], t(" fail, "));
         assert!(!matches!(head[6], Span::Text(_)));
         let s = Summary { suppressed: 5, ..s };
-        assert_eq!(findings_line(&s), "1 fail, 2 warn, 3 pass, 4 skip, 5 suppressed");
+        assert_eq!(
+            findings_line(&s),
+            "1 fail, 2 warn, 3 pass, 4 skip, 5 suppressed"
+        );
         assert_eq!(suppressed_count(&s), ", 5 suppressed");
     }
 }

@@ -713,8 +713,14 @@ mod tests {
             ..Trace::default()
         };
         for code in [1000, 1001, 1012] {
-            assert_eq!(close_outcome(Some(&f(code, "")), &[], &got), CloseOutcome::End);
-            assert_eq!(close_outcome(Some(&f(code, "")), &[], &none), CloseOutcome::End);
+            assert_eq!(
+                close_outcome(Some(&f(code, "")), &[], &got),
+                CloseOutcome::End
+            );
+            assert_eq!(
+                close_outcome(Some(&f(code, "")), &[], &none),
+                CloseOutcome::End
+            );
         }
         assert_eq!(close_outcome(None, &[], &none), CloseOutcome::End);
         let phrase = "close 1011 (internal error), reason \"ring broke\"";
@@ -782,7 +788,10 @@ mod tests {
         let mut c = WsConn::open(addr, None, None).unwrap();
         let e = c.recv_until(until, &mut none, &mut |_| {}).unwrap_err();
         let e = e.to_string();
-        assert!(e.contains("the server closed the WebSocket: close 1011"), "{e}");
+        assert!(
+            e.contains("the server closed the WebSocket: close 1011"),
+            "{e}"
+        );
         drop(c);
         server.join().unwrap();
     }

@@ -711,9 +711,8 @@ pub fn publisher_invalid(s: &crate::bench::wire::PublisherStat) -> Option<String
             first.map(|e| format!(": {e}")).unwrap_or_default()
         ));
     }
-    crate::bench::validity::publishes_failed(s).map(|failed| {
-        format!("invalid: {failed}; their seqs would count as the server's loss")
-    })
+    crate::bench::validity::publishes_failed(s)
+        .map(|failed| format!("invalid: {failed}; their seqs would count as the server's loss"))
 }
 
 #[cfg(test)]
