@@ -1115,6 +1115,43 @@ fn held(mut s: std::net::TcpStream) {
     let _ = s.read(&mut [0u8; 64]);
 }
 
+/// `rehearse` against a hub the test scripts on loopback: `hub` gets its listener and
+/// the file the restart hook touches (`go`); `connections` clients, a fixed 200 ms
+/// reconnect, seq and ts read from the JSON. Returns the hub's thread (joined after the
+/// test's asserts, so a run that failed reports before a hub left waiting), the report
+/// and rehearse's stderr.
+fn against_scripted_hub(
+    connections: usize,
+    hub: fn(std::net::TcpListener, PathBuf) -> usize,
+) -> (std::thread::JoinHandle<usize>, Value, String) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let dir = tempfile::tempdir().unwrap();
+    let go = dir.path().join("go");
+    let hub = std::thread::spawn({
+        let go = go.clone();
+        move || hub(listener, go)
+    });
+    let (_, r, err) = rehearse(&[
+        &format!("http://127.0.0.1:{port}/events"),
+        "--connections",
+        &connections.to_string(),
+        "--restart",
+        &format!("touch {}", go.display()),
+        "--reconnect",
+        "fixed:200ms",
+        "--settle",
+        "1s",
+        "--seq-path",
+        "seq",
+        "--ts-path",
+        "ts",
+        "--timeout",
+        "40s",
+    ]);
+    (hub, r, err)
+}
+
 /// Two clients get seqs 1-3; once `go` exists both are dropped; the two that come back
 /// are both accepted before seq 1 of the new history is published, and the second's
 /// response is held 1.5 s after the first read it (a busy hub or a busy client at
@@ -1141,31 +1178,7 @@ fn held_broadcast_hub(listener: std::net::TcpListener, go: PathBuf) -> usize {
 
 #[test]
 fn a_live_broadcast_another_client_read_first_is_not_counted_as_replayed() {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let dir = tempfile::tempdir().unwrap();
-    let go = dir.path().join("go");
-    let hub = std::thread::spawn({
-        let go = go.clone();
-        move || held_broadcast_hub(listener, go)
-    });
-    let (_, r, err) = rehearse(&[
-        &format!("http://127.0.0.1:{port}/events"),
-        "--connections",
-        "2",
-        "--restart",
-        &format!("touch {}", go.display()),
-        "--reconnect",
-        "fixed:200ms",
-        "--settle",
-        "1s",
-        "--seq-path",
-        "seq",
-        "--ts-path",
-        "ts",
-        "--timeout",
-        "40s",
-    ]);
+    let (hub, r, err) = against_scripted_hub(2, held_broadcast_hub);
     let run = &r["runs"][0];
     assert_eq!(run["wave"]["back"], 2, "{r:#}\n{err}");
     let d = &run["delivery"];
@@ -1196,31 +1209,7 @@ fn caught_up_hub(listener: std::net::TcpListener, go: PathBuf) -> usize {
 
 #[test]
 fn a_new_history_that_reached_the_last_seq_again_is_a_new_epoch_not_a_duplicate() {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let dir = tempfile::tempdir().unwrap();
-    let go = dir.path().join("go");
-    let hub = std::thread::spawn({
-        let go = go.clone();
-        move || caught_up_hub(listener, go)
-    });
-    let (_, r, err) = rehearse(&[
-        &format!("http://127.0.0.1:{port}/events"),
-        "--connections",
-        "1",
-        "--restart",
-        &format!("touch {}", go.display()),
-        "--reconnect",
-        "fixed:200ms",
-        "--settle",
-        "1s",
-        "--seq-path",
-        "seq",
-        "--ts-path",
-        "ts",
-        "--timeout",
-        "40s",
-    ]);
+    let (hub, r, err) = against_scripted_hub(1, caught_up_hub);
     let run = &r["runs"][0];
     assert_eq!(run["wave"]["back"], 1, "{r:#}\n{err}");
     let d = &run["delivery"];

@@ -495,6 +495,24 @@ fn server_schedule(inp: &Inputs) -> Option<Check> {
     })
 }
 
+/// Pure: "N of M publishes failed, the first: E" when any failed (M: the sends that
+/// finished, sent or failed). Written once: bench's validity and `verify delivery`'s
+/// foreign runs both say it.
+pub fn publishes_failed(p: &super::wire::PublisherStat) -> Option<String> {
+    if p.failed == 0 && p.first_error.is_none() {
+        return None;
+    }
+    let failed = p.failed.max(1);
+    let first = p
+        .first_error
+        .as_deref()
+        .map_or("no error given", |e| e.trim_start_matches("publisher: "));
+    Some(format!(
+        "{failed} of {} publishes failed, the first: {first}",
+        failed + p.sent
+    ))
+}
+
 /// rtcheck's publisher kept its schedule: every round sent, the timer on time (its
 /// lateness is the load generator's, and would count as the server's latency), the
 /// achieved period within 5 % of the asked one. The sender held up by the server (its
@@ -510,13 +528,7 @@ fn publisher(inp: &Inputs) -> Option<Check> {
         )
     });
     let mut fails = Vec::new();
-    let refused = p.first_error.as_ref().map(|e| {
-        format!(
-            "{} of {} publishes failed, the first: {e}",
-            p.failed.max(1),
-            p.planned
-        )
-    });
+    let refused = publishes_failed(p);
     // With slow clients a stalled hub also stalls its publish API (a POST that times
     // out, a broadcast channel that blocks): that is the C result, said, not a failure.
     let refused_is_result = inp.stall_expected && p.sent > 0;
@@ -1550,8 +1562,34 @@ mod tests {
             ..ok
         };
         assert!(!run(refused.clone(), false).valid);
+        let r = run(refused.clone(), false);
+        let (_, d) = detail(&r, "publisher schedule");
+        assert!(
+            d.contains("1 of 4 publishes failed, the first: POST /p: no answer"),
+            "{d}"
+        );
         let r = run(refused, true);
         assert_eq!(detail(&r, "publisher schedule").0, &Status::Warn);
+    }
+
+    #[test]
+    fn publishes_failed_is_said_once_for_every_caller() {
+        use crate::bench::wire::PublisherStat;
+        let mut p = PublisherStat {
+            sent: 9,
+            ..Default::default()
+        };
+        assert_eq!(publishes_failed(&p), None);
+        p.failed = 3;
+        assert_eq!(
+            publishes_failed(&p).as_deref(),
+            Some("3 of 12 publishes failed, the first: no error given")
+        );
+        p.first_error = Some("publisher: HTTP 503".into());
+        assert_eq!(
+            publishes_failed(&p).as_deref(),
+            Some("3 of 12 publishes failed, the first: HTTP 503")
+        );
     }
 
     #[test]

@@ -598,10 +598,21 @@ pub fn run(
         .map(|(p, t)| (p.as_path(), t.as_bytes()))
         .collect();
     out.write_with(ctx.color, &extra, |f, p| render(&r, f, &p))?;
-    Ok(super::exit::verdict(
-        f.fail_on.trips(&r.summary) || crossed,
-        false,
-    ))
+    let (code, nothing) = exit_of(&r, f.fail_on.trips(&r.summary) || crossed);
+    if let Some(why) = nothing {
+        eprintln!(
+            "rtcheck: verify delivery: {}",
+            rtcheck_base::escape::plain(&why)
+        );
+    }
+    Ok(code)
+}
+
+/// The exit of a written report: 1 when a finding or threshold tripped, else 1 with the
+/// reason when it measured nothing (only skips: nothing passes on nothing), else 0.
+fn exit_of(r: &DeliveryReport, tripped: bool) -> (ExitCode, Option<String>) {
+    let nothing = delivery::measured_nothing(r);
+    (super::exit::verdict(tripped, nothing.is_some()), nothing)
 }
 
 pub fn render(r: &DeliveryReport, format: Format, p: &Palette) -> anyhow::Result<String> {
@@ -656,6 +667,78 @@ mod tests {
         assert_eq!(ring_messages("100KiB", 1024).unwrap(), 100);
         assert_eq!(ring_messages("100KB", 1024).unwrap(), 98);
         assert!(ring_messages("lots", 1024).is_err());
+    }
+
+    /// Every asked mode unmeasured: only skip findings, no run. The JSON says so and the
+    /// exit is 1 (an invalid run), never 0; one run measured is a plain exit 0.
+    #[test]
+    fn a_report_of_only_skips_does_not_exit_0() {
+        use crate::findings::{Finding, Status, Summary};
+        let p = Profile::default();
+        let o = DeliveryOptions {
+            delivery: vec![Delivery::SessionAck],
+            transport: rtcheck_wire::transport::Transport::Sse,
+            connections: 2,
+            rate: 10.0,
+            size: 64,
+            max_disconnect: Duration::from_secs(1),
+            ring_messages: 16,
+            session_ttl: Duration::from_secs(3),
+            profile_connections: p.connections,
+            server: None,
+            timeout: Duration::from_secs(5),
+            foreign: None,
+            scope: None,
+            allow_remote: false,
+        };
+        let skip = Finding {
+            location: None,
+            id: "delivery-session-ack".into(),
+            title: "Delivery session-ack: not measured".into(),
+            status: Status::Skip,
+            observed: "not measured".into(),
+            expected: String::new(),
+            rule: String::new(),
+            reason: Some("--delivery session-ack needs server support".into()),
+            evidence: vec![],
+            fix: Default::default(),
+            verify: Some("delivery".into()),
+            verification: None,
+            numbers: Default::default(),
+        };
+        let mut r = DeliveryReport {
+            kind: "verify-delivery",
+            target: "rtcheck serve".into(),
+            sizing: delivery::Sized::of(&o),
+            options: o,
+            runs: vec![],
+            summary: Summary::of(std::slice::from_ref(&skip)),
+            findings: vec![skip],
+            duration_ms: 1,
+            publisher: None,
+            server_process: None,
+            server_unmeasured: None,
+        };
+        let json = render(&r, Format::Json, &Palette::plain()).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(v["runs"].as_array().map(Vec::len), Some(0), "{v}");
+        assert_eq!(v["summary"]["skip"], 1, "{v}");
+        assert_eq!(v["summary"]["pass"], 0, "{v}");
+        let (code, why) = exit_of(&r, false);
+        assert_eq!(code, super::super::exit::invalid());
+        let why = why.expect("a reason");
+        assert!(why.contains("delivery-session-ack"), "{why}");
+        // One run measured (what it found is the findings' business): not "nothing".
+        let spec = delivery::run::RunSpec {
+            delivery: "seq-ring",
+            disconnect: delivery::client::Disconnect::Clean,
+            case: "within-ring",
+            clients: 1,
+            away: Duration::from_secs(1),
+        };
+        r.runs.push(delivery::run::summarize(&spec, &[], 0));
+        assert_eq!(exit_of(&r, false), (ExitCode::SUCCESS, None));
+        assert_eq!(exit_of(&r, true).0, super::super::exit::findings());
     }
 
     #[test]

@@ -7,8 +7,9 @@
 //! check in full (`rtcheck explain ID`). The html page ([`audit_page`], also review's)
 //! draws every check as a card instead of the items.
 use crate::findings::{Finding, Status, Verification};
+use crate::report::counts::{findings_head, findings_line, suppressed_count};
 use crate::report::doc::{
-    code, num, status, strong, t, Block, Card, Column, Doc, Item, Row, Span, Table, Tone, Verdict,
+    code, status, strong, t, Block, Card, Column, Doc, Item, Row, Span, Table, Tone, Verdict,
 };
 use crate::report::FindingsReport;
 
@@ -58,20 +59,11 @@ pub fn audit_page(r: &FindingsReport) -> anyhow::Result<Doc> {
         blocks.push(Block::Note(target.clone()));
     }
     blocks.extend(netns(r));
-    let s = &r.summary;
-    let n = |k: &str, v: usize| num(format!("summary.{k}"), v.to_string());
+    let mut spans = findings_head(&r.summary);
+    spans.push(t(format!(" skip{}", suppressed_count(&r.summary))));
     blocks.push(Block::Para {
         id: Some("summary".into()),
-        spans: vec![
-            n("fail", s.fail),
-            t(" fail, "),
-            n("warn", s.warn),
-            t(" warn, "),
-            n("pass", s.pass),
-            t(" pass, "),
-            n("skip", s.skip),
-            t(format!(" skip{}", suppressed_count(s))),
-        ],
+        spans,
     });
     blocks.push(Block::Table(table(r)));
     blocks.extend(cards(r));
@@ -204,14 +196,6 @@ pub fn verdict_text(r: &FindingsReport, pal: &crate::report::Palette) -> String 
     crate::report::doc::text::render(&d, pal)
 }
 
-/// `, N suppressed` when the baseline accepted any (nothing otherwise: most runs have none).
-pub fn suppressed_count(s: &crate::findings::Summary) -> String {
-    match s.suppressed {
-        0 => String::new(),
-        n => format!(", {n} suppressed"),
-    }
-}
-
 /// One check in full (`rtcheck explain ID`): its head first, then the reason, what was
 /// seen and is needed, the rule, the evidence, every fix line and the experiment.
 pub fn explain_doc(f: &Finding) -> Doc {
@@ -254,14 +238,7 @@ fn verdict(r: &FindingsReport) -> Verdict {
         tone => tone,
     };
     Verdict {
-        text: vec![t(format!(
-            "{} fail, {} warn, {} pass, {} skip{}{invalid} in {took}",
-            s.fail,
-            s.warn,
-            s.pass,
-            s.skip,
-            suppressed_count(s),
-        ))],
+        text: vec![t(format!("{}{invalid} in {took}", findings_line(s)))],
         tone,
     }
 }

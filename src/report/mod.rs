@@ -10,6 +10,7 @@ pub mod checks;
 pub mod choose;
 pub mod cluster;
 pub mod conncost;
+pub mod counts;
 pub mod delivery;
 pub mod doc;
 pub mod evidence;

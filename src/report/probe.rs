@@ -46,22 +46,15 @@ pub fn probe_doc(r: &FindingsReport) -> anyhow::Result<Doc> {
 /// certificates were not verified, then per URL a part with its checks at a glance and a
 /// card per check, most severe first (an id repeats per URL: `finding-{n}-{id}`).
 pub fn probe_page(r: &FindingsReport) -> anyhow::Result<Doc> {
-    let s = &r.summary;
-    let n = |k: &str, v: usize| num(format!("summary.{k}"), v.to_string());
+    let mut spans = crate::report::counts::findings_head(&r.summary);
+    spans.extend([
+        t(" skip; probed in "),
+        num("duration_ms", format!("{:.0}", r.duration_ms)),
+        t(" ms"),
+    ]);
     let mut blocks = vec![Block::Para {
         id: Some("summary".into()),
-        spans: vec![
-            n("fail", s.fail),
-            t(" fail, "),
-            n("warn", s.warn),
-            t(" warn, "),
-            n("pass", s.pass),
-            t(" pass, "),
-            n("skip", s.skip),
-            t(" skip; probed in "),
-            num("duration_ms", format!("{:.0}", r.duration_ms)),
-            t(" ms"),
-        ],
+        spans,
     }];
     if let Some(target) = r.target.as_deref().filter(|t| t.contains("NOT VERIFIED")) {
         blocks.push(Block::Invalid {
@@ -142,12 +135,8 @@ fn verdict(r: &FindingsReport) -> Verdict {
     };
     Verdict {
         text: vec![t(format!(
-            "rtcheck probe {word}: {} fail, {} warn, {} pass, {} skip{}",
-            s.fail,
-            s.warn,
-            s.pass,
-            s.skip,
-            crate::report::audit::suppressed_count(s)
+            "rtcheck probe {word}: {}",
+            crate::report::counts::findings_line(s)
         ))],
         tone,
     }

@@ -3,7 +3,7 @@
 //! line per settled item, the notes and what was left out. Written once for text and
 //! markdown (html keeps the findings page every findings report shares).
 use crate::findings::{Finding, Status};
-use crate::report::doc::{num, status, strong, t, Block, Doc, Item, Span, Tone, Verdict};
+use crate::report::doc::{status, strong, t, Block, Doc, Item, Span, Tone, Verdict};
 use crate::report::ReviewReport;
 use crate::review::Source;
 
@@ -38,20 +38,13 @@ pub fn doc(r: &ReviewReport) -> anyhow::Result<Doc> {
 }
 
 fn verdict(r: &ReviewReport) -> Verdict {
+    use crate::report::counts::{findings_head, suppressed_count};
     let s = &r.report.summary;
-    let n = |k: &str, v: usize| num(format!("summary.{k}"), v.to_string());
+    let mut text = vec![t("rtcheck review: ")];
+    text.extend(findings_head(s));
+    text.push(t(format!(" n/a{}", suppressed_count(s))));
     Verdict {
-        text: vec![
-            t("rtcheck review: "),
-            n("fail", s.fail),
-            t(" fail, "),
-            n("warn", s.warn),
-            t(" warn, "),
-            n("pass", s.pass),
-            t(" pass, "),
-            n("skip", s.skip),
-            t(format!(" n/a{}", crate::report::audit::suppressed_count(s))),
-        ],
+        text,
         tone: Tone::worst(r.needs_action().iter().map(|f| f.status)),
     }
 }

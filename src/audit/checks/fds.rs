@@ -68,15 +68,48 @@ fn fd_limit(w: &Workload, h: &Host) -> Finding {
         Ok(l) => *l,
         Err(e) => return skipped(&FD_LIMIT, e.clone(), expected),
     };
-    let status = if l.soft < needed {
+    let status = limit_status(l.soft, needed, recommended);
+    let can_raise = l.hard >= recommended;
+    let mut observed = limit_observed(l, h, status, can_raise);
+    let (summary, runtime, persistent) =
+        limit_fix(h, l, status, can_raise, recommended, &mut observed);
+    let mut d = Draft::new(&FD_LIMIT)
+        .status(status)
+        .observed(observed)
+        .expected(expected)
+        .rule(limit_rule(w, needed, recommended))
+        .fix(summary, runtime, persistent)
+        .num("soft", l.soft as f64)
+        .num("hard", l.hard as f64)
+        .num("needed", needed as f64)
+        .num("recommended", recommended as f64);
+    if let Ok(open) = h.open_fds {
+        d = d.num("open_fds", open as f64);
+    }
+    d.build()
+}
+
+/// Pure: fail below what the workload needs, warn below the recommended headroom.
+fn limit_status(soft: u64, needed: u64, recommended: u64) -> Status {
+    if soft < needed {
         Status::Fail
-    } else if l.soft < recommended {
+    } else if soft < recommended {
         Status::Warn
     } else {
         Status::Pass
-    };
-    let can_raise = l.hard >= recommended;
-    let mut observed = limit_observed(l, h, status, can_raise);
+    }
+}
+
+/// The fix (summary, commands now, lines that persist): a worker of a master/worker
+/// server is raised through its master (named in `observed`), else the process itself.
+fn limit_fix(
+    h: &Host,
+    l: NofileLimit,
+    status: Status,
+    can_raise: bool,
+    recommended: u64,
+    observed: &mut String,
+) -> (String, Vec<String>, Vec<String>) {
     // Commands carry plain numbers (no separators) so they can be pasted.
     let target = if status == Status::Pass {
         l.soft
@@ -84,7 +117,7 @@ fn fd_limit(w: &Workload, h: &Host) -> Finding {
         recommended
     };
     let t = plain(target);
-    let (summary, runtime, persistent) = match &h.group {
+    match &h.group {
         Some(g) => {
             observed.push_str(&format!(
                 "; a worker of {} master {} (workers {})",
@@ -102,27 +135,17 @@ fn fd_limit(w: &Workload, h: &Host) -> Finding {
                 persistent,
             )
         }
-    };
-    let mut d = Draft::new(&FD_LIMIT)
-        .status(status)
-        .observed(observed)
-        .expected(expected)
-        .rule(format!(
-            "fail when soft < {}; warn when soft < {}. {}. The 1024 default stopped a server at {} connections.",
-            n(needed),
-            n(recommended),
-            need_rule(w),
-            n(num("ulimit-n", "connections_reached") as u64)
-        ))
-        .fix(summary, runtime, persistent)
-        .num("soft", l.soft as f64)
-        .num("hard", l.hard as f64)
-        .num("needed", needed as f64)
-        .num("recommended", recommended as f64);
-    if let Ok(open) = h.open_fds {
-        d = d.num("open_fds", open as f64);
     }
-    d.build()
+}
+
+fn limit_rule(w: &Workload, needed: u64, recommended: u64) -> String {
+    format!(
+        "fail when soft < {}; warn when soft < {}. {}. The 1024 default stopped a server at {} connections.",
+        n(needed),
+        n(recommended),
+        need_rule(w),
+        n(num("ulimit-n", "connections_reached") as u64)
+    )
 }
 
 /// Pure: the limits, the fds open now, and whether the process can raise them itself.

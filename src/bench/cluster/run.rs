@@ -226,6 +226,8 @@ fn spec_for(k: Kind, a: &ClusterOptions, redis: Option<&Redis>) -> NodeSpec {
     }
 }
 
+/// One scenario: its nodes up, the clients connected, the fault played while the
+/// publisher runs, then everything stopped and accounted ([`settle`]).
 fn run_one(
     k: Kind,
     a: &ClusterOptions,
@@ -261,31 +263,69 @@ fn run_one(
         t0,
     )?;
     let (wall_s, cpu_s) = (t0.elapsed().as_secs_f64(), cpu_seconds() - cpu0);
-    let logs = clients.finish();
-    let publish_failures = redis_publish_failures(k, addrs[0]);
-    let published = published_in_run(k, a.rounds, last_stats.as_ref(), publish_failures);
-    let ghosts = match fault {
-        Fault::Kill { watch, .. } => kill_ghosts(watch, a, redis.as_deref(), &scratch)?,
+    let ran = Ran {
+        clients,
+        fault,
+        addrs,
+        connected,
+        events,
+        last_stats,
+        wall_s,
+        cpu_s,
+        t0,
+    };
+    settle(k, a, ran, &mut nodes, redis.as_deref(), &scratch)
+}
+
+/// What one scenario's run leaves to account.
+struct Ran {
+    clients: Clients,
+    fault: Fault,
+    /// The nodes' addresses as started (the publisher is the first).
+    addrs: Vec<SocketAddr>,
+    connected: u64,
+    events: Vec<String>,
+    last_stats: Option<ServerStats>,
+    wall_s: f64,
+    cpu_s: f64,
+    t0: Instant,
+}
+
+/// After the run: the clients' logs, what was published, the ghosts a killed node left,
+/// every node stopped and its port checked; then the scenario judged.
+fn settle(
+    k: Kind,
+    a: &ClusterOptions,
+    r: Ran,
+    nodes: &mut [Node],
+    redis: Option<&Redis>,
+    scratch: &Scratch,
+) -> anyhow::Result<ClusterScenario> {
+    let logs = r.clients.finish();
+    let publish_failures = redis_publish_failures(k, r.addrs[0]);
+    let published = published_in_run(k, a.rounds, r.last_stats.as_ref(), publish_failures);
+    let ghosts = match r.fault {
+        Fault::Kill { watch, .. } => kill_ghosts(watch, a, redis, scratch)?,
         _ => Vec::new(),
     };
-    let nodes_clean = nodes::stop_all(&mut nodes);
-    let leftover = nodes::still_listening(&addrs);
-    let (tally, connect_errors) = account_logs(k, logs, published, &nodes);
+    let nodes_clean = nodes::stop_all(nodes);
+    let leftover = nodes::still_listening(&r.addrs);
+    let (tally, connect_errors) = account_logs(k, logs, published, nodes);
     let inp = Inputs {
         tally,
-        connected,
+        connected: r.connected,
         connect_errors,
         published,
         publish_failures,
-        cpu_s,
-        wall_s,
+        cpu_s: r.cpu_s,
+        wall_s: r.wall_s,
         nodes_clean,
         leftover,
         ghosts,
-        events,
+        events: r.events,
         ..empty_inputs(k, a)
     };
-    let elapsed = t0.elapsed().as_secs_f64();
+    let elapsed = r.t0.elapsed().as_secs_f64();
     Ok(validity::analyze(k.name(), k.describe(), inp, elapsed))
 }
 

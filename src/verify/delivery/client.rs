@@ -305,6 +305,9 @@ pub struct WsConn {
     epoch: Option<Epoch>,
     /// session-ack: the session (acked with `{"ack":SEQ}` text frames).
     pub session: Option<SessionState>,
+    /// The error close that ended the stream after messages (its phrase): the cause of
+    /// what the client then missed.
+    pub closed: Option<String>,
 }
 
 use tokio_tungstenite::tungstenite;
@@ -346,6 +349,7 @@ impl WsConn {
             last: None,
             epoch: None,
             session: session.map(|_| SessionState::default()),
+            closed: None,
         })
     }
 
@@ -385,7 +389,7 @@ impl WsConn {
                         continue;
                     }
                 },
-                Ok(Message::Close(c)) => return ws_closed(self.peer, c.as_ref()),
+                Ok(Message::Close(c)) => return self.on_close(c.as_ref(), t),
                 Ok(_) => continue,
                 Err(Error::Io(e)) if is_timeout(&e) => continue,
                 Err(Error::ConnectionClosed | Error::AlreadyClosed) => return Ok(()),
@@ -407,6 +411,25 @@ impl WsConn {
                     }
                     r => r.map_err(|e| anyhow!("{}: WebSocket ack: {e}", self.peer))?,
                 }
+            }
+        }
+        Ok(())
+    }
+
+    /// A close from rtcheck's server, by [`close_outcome`] (it was sent no secret to
+    /// echo): the stream ends; an error close after messages is kept as the cause.
+    fn on_close(
+        &mut self,
+        frame: Option<&tungstenite::protocol::CloseFrame>,
+        t: &Trace,
+    ) -> anyhow::Result<()> {
+        match close_outcome(frame, &[], t) {
+            CloseOutcome::End => {}
+            CloseOutcome::Refusal(p) => {
+                bail!("{}: the server closed the WebSocket: {p}", self.peer)
+            }
+            CloseOutcome::Cause(p) => {
+                self.closed.get_or_insert(p);
             }
         }
         Ok(())
@@ -629,21 +652,37 @@ fn position(seq: u64, epoch: Option<Epoch>) -> String {
     }
 }
 
-/// A close rtcheck's server sent: the end of the stream when planned (1000, 1001, 1012: a
-/// restart, the client reconnects); any other code cuts the measurement, so the run stops
-/// naming it (code, meaning, the server's reason) instead of counting it a normal end.
-fn ws_closed(
-    peer: SocketAddr,
+/// What a WebSocket close means for a delivery client: one rule for rtcheck's server and
+/// a foreign one.
+#[derive(Debug, PartialEq)]
+pub(super) enum CloseOutcome {
+    /// Planned (1000, 1001, 1012: a restart) or without a code: the stream ends, the
+    /// client reconnects.
+    End,
+    /// An error close before any message (seq or gap marker): the server refused the
+    /// client. The run stops naming it, not with a later "no message".
+    Refusal(String),
+    /// An error close after messages: the stream ends and the close is the client's
+    /// cause; what it then misses is counted as loss by seq.
+    Cause(String),
+}
+
+/// Pure: the [`CloseOutcome`] of `frame` for a client that has `received` so far; the
+/// phrase names code, meaning and the server's reason with `secrets` masked (a reason
+/// that echoes a rejected token).
+pub(super) fn close_outcome(
     frame: Option<&tungstenite::protocol::CloseFrame>,
-) -> anyhow::Result<()> {
+    secrets: &[String],
+    received: &Trace,
+) -> CloseOutcome {
     use crate::bench::ws_client::{close_phrase, is_error_close};
-    match is_error_close(frame) {
-        true => bail!(
-            "{peer}: the server closed the WebSocket: {}",
-            // rtcheck's own server: the client sent it no secret to echo.
-            close_phrase(frame, &[])
-        ),
-        false => Ok(()),
+    if !is_error_close(frame) {
+        return CloseOutcome::End;
+    }
+    let phrase = close_phrase(frame, secrets);
+    match received.seqs.is_empty() && received.gaps.is_empty() {
+        true => CloseOutcome::Refusal(phrase),
+        false => CloseOutcome::Cause(phrase),
     }
 }
 
@@ -658,26 +697,103 @@ mod tests {
     use super::*;
 
     #[test]
-    fn an_error_close_is_named_and_a_planned_one_ends_the_stream() {
+    fn one_close_rule_end_refusal_or_cause() {
         use tungstenite::protocol::{frame::coding::CloseCode, CloseFrame};
-        let peer: SocketAddr = "127.0.0.1:4000".parse().unwrap();
         let f = |code: u16, reason: &str| CloseFrame {
             code: CloseCode::from(code),
             reason: reason.into(),
         };
+        let none = Trace::default();
+        let got = Trace {
+            seqs: vec![7],
+            ..Trace::default()
+        };
+        let gap = Trace {
+            gaps: vec![(1, 3)],
+            ..Trace::default()
+        };
         for code in [1000, 1001, 1012] {
-            assert!(ws_closed(peer, Some(&f(code, ""))).is_ok(), "{code}");
+            assert_eq!(
+                close_outcome(Some(&f(code, "")), &[], &got),
+                CloseOutcome::End
+            );
+            assert_eq!(
+                close_outcome(Some(&f(code, "")), &[], &none),
+                CloseOutcome::End
+            );
         }
-        assert!(ws_closed(peer, None).is_ok());
-        let e = ws_closed(peer, Some(&f(1011, "ring broke"))).unwrap_err();
+        assert_eq!(close_outcome(None, &[], &none), CloseOutcome::End);
+        let phrase = "close 1011 (internal error), reason \"ring broke\"";
+        let broke = f(1011, "ring broke");
+        assert_eq!(
+            close_outcome(Some(&broke), &[], &none),
+            CloseOutcome::Refusal(phrase.into())
+        );
+        assert_eq!(
+            close_outcome(Some(&broke), &[], &got),
+            CloseOutcome::Cause(phrase.into())
+        );
+        // A gap marker is a message too: the server spoke before it closed.
+        assert_eq!(
+            close_outcome(Some(&broke), &[], &gap),
+            CloseOutcome::Cause(phrase.into())
+        );
+        let CloseOutcome::Refusal(p) = close_outcome(Some(&f(1008, "")), &[], &none) else {
+            panic!("1008 before any message is a refusal")
+        };
+        assert!(p.contains("close 1008 (policy violation)"), "{p}");
+        // A reason echoing a secret is masked.
+        let leak = f(4401, "bad token s3cr3t-tok");
+        let CloseOutcome::Cause(p) = close_outcome(Some(&leak), &["s3cr3t-tok".into()], &got)
+        else {
+            panic!("an error close after messages is the cause")
+        };
+        assert!(!p.contains("s3cr3t-tok") && p.contains("4401"), "{p}");
+    }
+
+    /// rtcheck's server: an error close after messages ends the stream and is kept as
+    /// the cause; before any message it stops the run naming the close.
+    #[test]
+    fn own_server_close_is_kept_or_refused() {
+        use std::net::TcpListener;
+        use tungstenite::protocol::{frame::coding::CloseCode, CloseFrame};
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        let server = std::thread::spawn(move || {
+            for _ in 0..2 {
+                let (s, _) = l.accept().unwrap();
+                let mut ws = tungstenite::accept(s).unwrap();
+                let close = CloseFrame {
+                    code: CloseCode::from(1011),
+                    reason: "ring broke".into(),
+                };
+                let _ = ws.close(Some(close));
+                let _ = ws.flush();
+                let _ = ws.read();
+            }
+        });
+        let until = Instant::now() + Duration::from_secs(30);
+        let mut got = Trace {
+            seqs: vec![1],
+            ..Trace::default()
+        };
+        let mut c = WsConn::open(addr, None, None).unwrap();
+        c.recv_until(until, &mut got, &mut |_| {}).unwrap();
+        assert_eq!(got.seqs, [1]);
+        let closed = c.closed.clone().expect("the close kept as the cause");
+        assert!(closed.contains("close 1011 (internal error)"), "{closed}");
+        // The server waits for this client to go before it takes the next one.
+        drop(c);
+        let mut none = Trace::default();
+        let mut c = WsConn::open(addr, None, None).unwrap();
+        let e = c.recv_until(until, &mut none, &mut |_| {}).unwrap_err();
         let e = e.to_string();
-        assert!(e.starts_with("127.0.0.1:4000: the server closed"), "{e}");
         assert!(
-            e.contains("close 1011 (internal error), reason \"ring broke\""),
+            e.contains("the server closed the WebSocket: close 1011"),
             "{e}"
         );
-        let e = ws_closed(peer, Some(&f(1008, ""))).unwrap_err().to_string();
-        assert!(e.contains("close 1008 (policy violation)"), "{e}");
+        drop(c);
+        server.join().unwrap();
     }
 
     #[test]

@@ -463,43 +463,26 @@ fn app_read(
     Ok(Some(h.payloads))
 }
 
-/// A close the server sent: the end of the stream when it was planned (1000, 1001,
-/// 1012: the client reconnects). Any other close is a refusal when the client has
-/// received nothing yet: an error naming it (code, meaning, the server's reason), not a
-/// later "no message". After messages arrived it ends the stream too, recorded in `pos`
-/// as the client's cause; what the client then misses is counted as loss.
+/// A close the server sent, by the one rule both clients follow
+/// ([`client::close_outcome`]): a planned close ends the stream (the client reconnects);
+/// an error close before any message is a refusal naming it; after messages it ends the
+/// stream too, recorded in `pos` as the client's cause, and what the client then misses
+/// is counted as loss. A reset ends the stream without a close to name.
 fn refused(
     t: &ForeignTarget,
     frame: Option<&tungstenite::protocol::CloseFrame>,
     tr: &Trace,
     pos: &mut Position,
 ) -> anyhow::Result<()> {
-    use crate::bench::ws_client::{close_phrase, is_error_close};
-    if !is_error_close(frame) {
-        return Ok(());
-    }
-    let phrase = close_phrase(frame, &t.secrets());
-    match close_outcome(tr) {
-        CloseOutcome::Refusal => bail!("{}: the server closed the WebSocket: {phrase}", t.url),
-        CloseOutcome::Cause => {
-            pos.closed.get_or_insert(phrase);
+    match client::close_outcome(frame, &t.secrets(), tr) {
+        client::CloseOutcome::End => Ok(()),
+        client::CloseOutcome::Refusal(p) => {
+            bail!("{}: the server closed the WebSocket: {p}", t.url)
+        }
+        client::CloseOutcome::Cause(p) => {
+            pos.closed.get_or_insert(p);
             Ok(())
         }
-    }
-}
-
-#[derive(Debug, PartialEq)]
-enum CloseOutcome {
-    Refusal,
-    Cause,
-}
-
-/// Pure: an error close before any message (seq or gap marker) is a refusal; after, it
-/// is the cause of the loss that follows.
-fn close_outcome(tr: &Trace) -> CloseOutcome {
-    match tr.seqs.is_empty() && tr.gaps.is_empty() {
-        true => CloseOutcome::Refusal,
-        false => CloseOutcome::Cause,
     }
 }
 
@@ -728,32 +711,13 @@ pub fn publisher_invalid(s: &crate::bench::wire::PublisherStat) -> Option<String
             first.map(|e| format!(": {e}")).unwrap_or_default()
         ));
     }
-    (s.failed > 0).then(|| {
-        format!(
-            "invalid: {} of {} publishes failed ({}), and their seqs would count as the server's loss",
-            s.failed,
-            s.failed + s.sent,
-            first.unwrap_or("no error given")
-        )
-    })
+    crate::bench::validity::publishes_failed(s)
+        .map(|failed| format!("invalid: {failed}; their seqs would count as the server's loss"))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn an_error_close_is_a_refusal_only_before_any_message() {
-        let mut tr = Trace::default();
-        assert_eq!(close_outcome(&tr), CloseOutcome::Refusal);
-        tr.seqs.push(7);
-        assert_eq!(close_outcome(&tr), CloseOutcome::Cause);
-        let gaps = Trace {
-            gaps: vec![(1, 3)],
-            ..Trace::default()
-        };
-        assert_eq!(close_outcome(&gaps), CloseOutcome::Cause);
-    }
 
     #[test]
     fn resume_values() {

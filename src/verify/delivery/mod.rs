@@ -550,6 +550,24 @@ pub fn measure(o: &DeliveryOptions) -> anyhow::Result<DeliveryReport> {
     })
 }
 
+/// Pure: why a report measured nothing (no run: every asked mode unmeasured, its
+/// findings only skips), None when a run measured something. Nothing passes on nothing:
+/// the command writes the report and exits 1, as for an invalid measurement.
+pub fn measured_nothing(r: &DeliveryReport) -> Option<String> {
+    if !r.runs.is_empty() {
+        return None;
+    }
+    let first = r.findings.iter().find(|f| f.status == Status::Skip);
+    Some(match first {
+        Some(f) => format!(
+            "nothing measured: every asked mode was skipped (first: {}: {})",
+            f.id,
+            f.reason.as_deref().unwrap_or("not measured")
+        ),
+        None => "nothing measured: no run".into(),
+    })
+}
+
 /// One finding per run, plus a skip for each asked mode this build does not measure.
 pub fn findings(o: &DeliveryOptions, runs: &[Run]) -> Vec<Finding> {
     let mut v: Vec<Finding> = runs.iter().map(finding).collect();

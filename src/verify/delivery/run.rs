@@ -77,9 +77,9 @@ pub struct ClientResult {
     pub reset: bool,
     /// `server-restart`: what it received from the old instance (`trace` is the new one's).
     pub before: Option<Trace>,
-    /// A foreign server ended this client's stream with an error close (not 1000, 1001
-    /// or 1012) after it had received messages: the close, as one phrase (the cause of
-    /// what it then missed, which the seq accounting counts).
+    /// The server (rtcheck's or a foreign one) ended this client's stream with an error
+    /// close (not 1000, 1001 or 1012) after it had received messages: the close, as one
+    /// phrase (the cause of what it then missed, which the seq accounting counts).
     pub closed: Option<String>,
 }
 
@@ -161,6 +161,14 @@ impl Conn {
         }
     }
 
+    /// The error close that ended its stream after messages (WebSocket only).
+    fn closed(&self) -> Option<String> {
+        match self {
+            Conn::Ws(c) => c.closed.clone(),
+            _ => None,
+        }
+    }
+
     /// Leave; a silent SSE client keeps its socket until it comes back.
     fn leave(self, kind: Disconnect) -> Option<std::net::TcpStream> {
         match self {
@@ -201,9 +209,12 @@ pub fn client(
     if storming {
         storm.wait();
     }
-    let (first, held) = match first {
-        Ok((c, id, last)) => (Ok((id, last)), c.leave(spec.disconnect)),
-        Err(e) => (Err(e), None),
+    let (first, held, mut closed) = match first {
+        Ok((c, id, last)) => {
+            let closed = c.closed();
+            (Ok((id, last)), c.leave(spec.disconnect), closed)
+        }
+        Err(e) => (Err(e), None, None),
     };
     let slept = sleep_checked(spec.away);
     drop(held);
@@ -228,6 +239,7 @@ pub fn client(
     })?;
     t.last_published = t.seqs.iter().copied().max().unwrap_or(0);
     let reset = c.session().is_some_and(|s| s.reset);
+    closed = closed.or(c.closed());
     let first_after = first_after.unwrap_or(0);
     // What the server announced instead of a gap marker: a reset session (everything
     // after the client's last seq is gone), or a snapshot replacing what came between.
@@ -241,7 +253,7 @@ pub fn client(
         stale_first: spec.delivery == "snapshot" && latest.is_some_and(|l| first_after < l),
         reset,
         before: None,
-        closed: None,
+        closed,
     })
 }
 
@@ -288,10 +300,10 @@ pub fn restart_client(
         if !ph.poll {
             c.recv_until(Instant::now() + RESTART_EOF, &mut before, &mut |_| {})?;
         }
-        Ok(c.resume_point())
+        Ok((c.resume_point(), c.closed()))
     });
     gate.back.wait();
-    let resume_id = held?;
+    let (resume_id, closed) = held?;
     if gate.failed.load(std::sync::atomic::Ordering::SeqCst) {
         bail!("{addr}: the server did not come back after its restart");
     }
@@ -322,6 +334,7 @@ pub fn restart_client(
         resume_ms,
         reset,
         before: Some(before),
+        closed: closed.or(c.closed()),
         ..ClientResult::default()
     })
 }
