@@ -33,4 +33,5 @@ mod lint_real;
 mod lint_rules;
 mod net_props;
 mod review_cli;
+mod test_classes;
 mod verify_compose;

@@ -26,6 +26,38 @@ pub fn default_test_threads(per_core: usize) {
     }
 }
 
+/// A slot for a test whose verdict rests on the host keeping a schedule (a publisher's
+/// rounds, a load generator's rate, a library's 1 s heartbeat): at most one such test per
+/// core at once in this binary, as libtest's default ran them, however many waiting-bound
+/// tests run beside them ([`default_test_threads`]). Seen without it, at three tests per
+/// core under two CPU hogs: a python-socketio hub dropping the publisher at its 1 s ping
+/// timeout, a single-threaded node server timing out under `load`. Taken first in every
+/// test of the modules `tests/cli/test_classes.rs` lists; released on drop (also when the
+/// test panics).
+pub fn timed() -> TimedSlot {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut held = TIMED.0.lock().unwrap_or_else(|e| e.into_inner());
+    while *held >= cores {
+        held = TIMED.1.wait(held).unwrap_or_else(|e| e.into_inner());
+    }
+    *held += 1;
+    TimedSlot(())
+}
+
+static TIMED: (std::sync::Mutex<usize>, std::sync::Condvar) =
+    (std::sync::Mutex::new(0), std::sync::Condvar::new());
+
+/// Held while a timed test runs ([`timed`]).
+pub struct TimedSlot(());
+
+impl Drop for TimedSlot {
+    fn drop(&mut self) {
+        let mut held = TIMED.0.lock().unwrap_or_else(|e| e.into_inner());
+        *held -= 1;
+        TIMED.1.notify_one();
+    }
+}
+
 /// How long any one rtcheck run may take before the test fails (a hang is a failure).
 pub const RUN_LIMIT: Duration = Duration::from_secs(120);
 

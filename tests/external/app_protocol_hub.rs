@@ -119,6 +119,7 @@ fn seqs(v: &Value) -> Vec<u64> {
 /// the 8 s of publishing.
 #[test]
 fn bench_fanout_speaks_socketio_to_a_python_socketio_hub() {
+    let _timed = common::timed();
     let hub = hub();
     let observer = Observer::start(&hub);
     let url = hub.url("ws", PATH);
@@ -185,6 +186,7 @@ fn bench_fanout_speaks_socketio_to_a_python_socketio_hub() {
 /// is real: never more than the independent client, which saw every published seq.
 #[test]
 fn verify_delivery_speaks_socketio_and_counts_the_silent_loss() {
+    let _timed = common::timed();
     let hub = hub();
     let observer = Observer::start(&hub);
     let url = hub.url("ws", PATH);
@@ -237,6 +239,7 @@ fn verify_delivery_speaks_socketio_and_counts_the_silent_loss() {
 /// what it wrote (GET /stats) is the clients' plus the publisher's copy of each round.
 #[test]
 fn bench_fanout_speaks_sockjs_to_a_node_sockjs_hub() {
+    let _timed = common::timed();
     let hub = sockjs_hub(&[("HEARTBEAT_MS", "1000")]);
     let url = hub.url("ws", "/hub/000/rtcheck1/websocket");
     let (code, r, out) = json_of(&[
@@ -290,6 +293,7 @@ fn bench_fanout_speaks_sockjs_to_a_node_sockjs_hub() {
 /// every quiet client first (and says what to set). The library's source is carried.
 #[test]
 fn hops_judges_a_librarys_heartbeat_against_the_idle_chain() {
+    let _timed = common::timed();
     let fit = |over: Option<&str>| {
         let mut args = vec!["hops", "--path", "nginx", "--app-protocol", "socketio"];
         args.extend(["--format", "json"]);
@@ -328,6 +332,7 @@ fn hops_judges_a_librarys_heartbeat_against_the_idle_chain() {
 /// recommendation's notes say Engine.IO's 25 s ping is cut first.
 #[test]
 fn choose_checks_the_librarys_heartbeat_on_the_declared_path() {
+    let _timed = common::timed();
     let (code, v, out) = json_of(&[
         "choose",
         "--visible-within",
@@ -476,6 +481,7 @@ impl Drop for Rabbit {
 /// round, and an independent subscriber over plain STOMP (stdlib Python) saw the same 30.
 #[test]
 fn stomp_over_websocket_through_rabbitmq() {
+    let _timed = common::timed();
     let rabbit = Rabbit::start();
     let url = format!("ws://127.0.0.1:{}/ws", rabbit.ws);
     let dest = "/topic/rtcheck";
@@ -556,6 +562,7 @@ fn stomp_over_websocket_through_rabbitmq() {
 /// Bad library-protocol flags are one line on stderr and exit 2, before anything runs.
 #[test]
 fn bad_app_protocol_flags_are_one_line_exit_2() {
+    let _timed = common::timed();
     let cases: [(&[&str], &str); 5] = [
         (
             &[
@@ -633,6 +640,7 @@ fn bad_app_protocol_flags_are_one_line_exit_2() {
 /// it removes none of them, and bench calls the shape unbounded, naming the queue.
 #[test]
 fn socketio_slow_clients_show_the_unbounded_userland_queue() {
+    let _timed = common::timed();
     // One run on a fresh hub and a fresh log: the shape and the log are that run's alone.
     let attempt = || {
         // Pings every second as elsewhere, but 5 s to answer: this test is about the hub's

@@ -84,6 +84,7 @@ fn assert_valid_row(s: &Value) {
 
 #[test]
 fn one_path_has_no_duplicates_and_naive_doubles_only_the_publishing_node() {
+    let _timed = common::timed();
     let (code, v, err) = cluster(&["--scenario", "single,one-path,naive"]);
     assert_eq!(code, 0, "{err}\n{v:#}");
     let single = scenario(&v, "single");
@@ -116,6 +117,7 @@ fn one_path_has_no_duplicates_and_naive_doubles_only_the_publishing_node() {
 
 #[test]
 fn a_killed_node_ttl_ghosts_clear_while_event_ghosts_stay() {
+    let _timed = common::timed();
     let (code, v, err) = cluster(&["--scenario", "node-kill", "--presence-ttl", "2s"]);
     assert_eq!(code, 0, "{err}\n{v:#}");
     let s = scenario(&v, "node-kill");
@@ -162,6 +164,7 @@ fn a_killed_node_ttl_ghosts_clear_while_event_ghosts_stay() {
 
 #[test]
 fn a_redis_restart_is_survived_and_counted() {
+    let _timed = common::timed();
     let (code, v, err) = cluster(&["--scenario", "redis-restart"]);
     let s = scenario(&v, "redis-restart");
     assert_eq!(code, 0, "{err}\n{v:#}");
@@ -191,6 +194,7 @@ fn a_redis_restart_is_survived_and_counted() {
 /// take the new seqs as already delivered and drop them without a word).
 #[test]
 fn redis_and_the_publisher_restarted_together_reset_every_client() {
+    let _timed = common::timed();
     let (code, v, err) = cluster(&["--scenario", "redis-publisher-restart"]);
     let s = scenario(&v, "redis-publisher-restart");
     assert_eq!(code, 0, "{err}\n{v:#}");
@@ -226,6 +230,7 @@ fn redis_and_the_publisher_restarted_together_reset_every_client() {
 
 #[test]
 fn single_json_carries_the_issue_keys_and_counts_every_message() {
+    let _timed = common::timed();
     let (code, v, err) = cluster(&["--scenario", "single"]);
     assert_eq!(code, 0, "{err}\n{v:#}");
     let s = scenario(&v, "single");
@@ -255,6 +260,7 @@ fn usage_error(args: &[&str]) -> String {
 
 #[test]
 fn bad_input_is_one_line_and_exit_2() {
+    let _timed = common::timed();
     assert!(usage_error(&["--nodes", "1"]).contains("--nodes"));
     assert!(usage_error(&["--nodes", "9"]).contains("between 2 and 4"));
     assert!(usage_error(&["--scenario", "split-brain"]).contains("unknown scenario"));
@@ -268,6 +274,7 @@ fn bad_input_is_one_line_and_exit_2() {
 
 #[test]
 fn single_renders_in_every_format() {
+    let _timed = common::timed();
     for (fmt, needle) in [
         ("text", "every result valid (1 scenarios)"),
         ("markdown", "| single | 1 |"),
@@ -314,6 +321,7 @@ fn children(pid: u32) -> Vec<i32> {
 
 #[test]
 fn ctrl_c_stops_nodes_and_redis_and_removes_the_temp_dirs() {
+    let _timed = common::timed();
     common::require_binary("redis-server", "redis-server");
     let mut child = std::process::Command::new(common::binary())
         .args([

@@ -86,6 +86,7 @@ fn num(v: &Value, k: &str) -> f64 {
 
 #[test]
 fn the_readme_broadcast_grows_with_its_slow_clients_and_is_not_c3() {
+    let _timed = common::timed();
     let hub = node_ws(&[]);
     let (code, c, out) = c_run(&hub.url("ws", "/ws"), &[]);
     assert_eq!(c["valid"], true, "{}", why(&c));
@@ -125,6 +126,7 @@ fn the_readme_broadcast_grows_with_its_slow_clients_and_is_not_c3() {
 
 #[test]
 fn a_bounded_send_buffer_with_terminate_is_c3() {
+    let _timed = common::timed();
     let hub = node_ws(&[("MAX_BUFFERED", "65536")]);
     // One run read twice: the text on stdout, the same run's JSON through --save-json (a
     // second heavy run for the text doubled the test's time). On a loaded host the load
@@ -171,6 +173,7 @@ fn a_bounded_send_buffer_with_terminate_is_c3() {
 /// says so and names the fix (--pid), and its shape is undetermined, never C3.
 #[test]
 fn behind_a_proxy_the_hubs_memory_is_not_read_and_the_shape_is_not_c3() {
+    let _timed = common::timed();
     let hub = node_ws(&[("MAX_BUFFERED", "65536")]);
     let conf = nginx(&format!(
         "    location /ws {{\n      proxy_pass http://{};\n{NGINX_WS}    }}\n",
@@ -197,6 +200,7 @@ fn behind_a_proxy_the_hubs_memory_is_not_read_and_the_shape_is_not_c3() {
 /// that exists, and only with --server. One line, exit 2.
 #[test]
 fn a_bad_pid_is_one_line_and_exit_2() {
+    let _timed = common::timed();
     for (args, want) in [
         (
             vec!["--server", "ws://127.0.0.1:9/ws", "--pid", "999999999"],

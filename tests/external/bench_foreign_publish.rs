@@ -86,6 +86,7 @@ fn scenario(
 /// sent the wrong sizes or period ("server schedule"), alone or beside a late publisher.
 #[test]
 fn late_only_is_the_load_sides_schedule_not_the_hubs() {
+    let _timed = common::timed();
     let run = |failed: &[&str]| {
         let checks: Vec<Value> = failed
             .iter()
@@ -144,6 +145,7 @@ fn a_then_c(hub: &Foreign, echo: bool, size: &str, extra: &[&str]) -> (Value, Va
 
 #[test]
 fn a_hub_without_write_deadline_stops_c1_shape() {
+    let _timed = common::timed();
     let hub = gorilla_shards(&[("SNDBUF", "4096")]);
     let (_, c) = a_then_c(&hub, true, "4096", &[]);
     assert_eq!(c["shape"]["shape"], "C1", "{c:#}");
@@ -165,6 +167,7 @@ fn a_hub_without_write_deadline_stops_c1_shape() {
 
 #[test]
 fn a_deadline_bounds_the_stall_c2_shape() {
+    let _timed = common::timed();
     let hub = gorilla_shards(&[("SNDBUF", "4096"), ("WRITE_DEADLINE_MS", "300")]);
     let (_, c) = a_then_c(&hub, true, "4096", &[]);
     assert_eq!(c["shape"]["shape"], "C2", "{c:#}");
@@ -183,6 +186,7 @@ fn a_deadline_bounds_the_stall_c2_shape() {
 /// on the hub's own process (found by its port).
 #[test]
 fn the_chat_write_pump_keeps_healthy_clients_within_a_bound_not_c3_on_latency() {
+    let _timed = common::timed();
     // The example's read limit is 512 bytes: the message fits it.
     let hub = gorilla_hub(&[]);
     let (_, c) = a_then_c(&hub, true, "400", &[]);
@@ -204,6 +208,7 @@ fn the_chat_write_pump_keeps_healthy_clients_within_a_bound_not_c3_on_latency() 
 
 #[test]
 fn node_ws_with_a_post_publish_api_counts_every_frame_and_hides_the_header() {
+    let _timed = common::timed();
     let app = node_ws(&[]);
     // An API key in the query, as some publish APIs take it.
     let publish = format!("POST {}", app.url("http", "/publish?key=querys3cr3t"));
@@ -253,6 +258,7 @@ fn node_ws_with_a_post_publish_api_counts_every_frame_and_hides_the_header() {
 
 #[test]
 fn a_refused_publish_is_invalid_and_named() {
+    let _timed = common::timed();
     let app = node_ws(&[]);
     let publish = format!("POST {}", app.url("http", "/nope"));
     let (code, r, _) = bench(
@@ -275,6 +281,7 @@ fn a_refused_publish_is_invalid_and_named() {
 
 #[test]
 fn bad_publishing_flags_are_one_line_and_exit_2() {
+    let _timed = common::timed();
     for (args, want) in [
         (
             vec!["--publish", "ws", "--message", "no numbers {pad}"],
@@ -306,6 +313,7 @@ fn bad_publishing_flags_are_one_line_and_exit_2() {
 
 #[test]
 fn sse_subscribers_take_the_seq_from_the_event_id() {
+    let _timed = common::timed();
     // The seq is express's event id, which goes on counting across runs: a run made
     // late by the busy host ([`common::late_only`]) is run again on a fresh app (up to
     // three), never on the same one.

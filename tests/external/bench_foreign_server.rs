@@ -38,6 +38,7 @@ fn check<'a>(s: &'a Value, name: &str) -> &'a Value {
 /// arrived undecodable, the first one's keys, and the 404; never "sent nothing".
 #[test]
 fn a_foreign_hub_is_refused_for_what_it_sent_not_for_silence() {
+    let _timed = common::timed();
     let hub = gorilla_hub(&[("TICK_MS", "50")]);
     let url = hub.url("ws", "/ws");
     let truth = observe_ws(&url, 1.0, None);
@@ -86,6 +87,7 @@ fn a_foreign_hub_is_refused_for_what_it_sent_not_for_silence() {
 /// a warning, not a refusal.
 #[test]
 fn natural_json_size_variation_is_within_the_tolerance() {
+    let _timed = common::timed();
     let app = node_ws(&[
         ("SEQ_ROUNDS", "20"),
         ("SEQ_AFTER", "5"),
@@ -121,6 +123,7 @@ fn natural_json_size_variation_is_within_the_tolerance() {
 /// run sees is far past 1, and the report says it was already publishing.
 #[test]
 fn a_server_already_publishing_is_named() {
+    let _timed = common::timed();
     let app = node_ws(&[
         ("SEQ_ROUNDS", "100000"),
         ("SEQ_AFTER", "0"),

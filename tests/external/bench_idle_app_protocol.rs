@@ -29,6 +29,7 @@ fn idle(url: &str, args: &[&str]) -> (Option<i32>, Value, String) {
 
 #[test]
 fn bench_idle_holds_socketio_sessions_past_the_librarys_heartbeat_timeout() {
+    let _timed = common::timed();
     let hub = SocketioHub::start(&[("PING_INTERVAL", "1"), ("PING_TIMEOUT", "1")]);
     let args = ["--connections", "20,60,120", "--variants", "plain,deflate"];
     let (code, r, out) = idle(&hub.url("ws", PATH), &args);
@@ -72,6 +73,7 @@ fn bench_idle_holds_socketio_sessions_past_the_librarys_heartbeat_timeout() {
 /// timeout, and the run says so instead of reporting a cost.
 #[test]
 fn bench_idle_without_the_protocol_is_dropped_and_invalid() {
+    let _timed = common::timed();
     let hub = py_socketio(&[("PING_INTERVAL", "1"), ("PING_TIMEOUT", "1")]);
     let args = ["--app-protocol", "raw", "--connections", "20,60,120"];
     let (code, r, out) = idle(&hub.url("ws", PATH), &args);
@@ -90,6 +92,7 @@ fn bench_idle_without_the_protocol_is_dropped_and_invalid() {
 /// heartbeat count is not asserted here: the Socket.IO test above is the heartbeat's.)
 #[test]
 fn bench_idle_holds_sockjs_sessions_counted_by_the_hub() {
+    let _timed = common::timed();
     let hub = sockjs_hub(&[("HEARTBEAT_MS", "1000")]);
     let url = hub.url("ws", "/hub/000/rtcheck1/websocket");
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));

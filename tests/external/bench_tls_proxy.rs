@@ -99,6 +99,7 @@ fn foreign_run<'a>(r: &'a Value, kind: &str) -> &'a Value {
 
 #[test]
 fn bench_fanout_through_a_tls_proxy_counts_every_round() {
+    let _timed = common::timed();
     let hub = node_ws(&[]);
     let certs = certs();
     let proxy = tls_proxy(certs.path(), hub.addr());
@@ -131,6 +132,7 @@ fn bench_fanout_through_a_tls_proxy_counts_every_round() {
 
 #[test]
 fn an_untrusted_certificate_is_one_line_and_exit_2() {
+    let _timed = common::timed();
     let hub = node_ws(&[]);
     let certs = certs();
     let proxy = tls_proxy(certs.path(), hub.addr());
@@ -151,6 +153,7 @@ fn an_untrusted_certificate_is_one_line_and_exit_2() {
 
 #[test]
 fn bad_reach_flags_are_exit_2_naming_what_is_wrong() {
+    let _timed = common::timed();
     let dir = tempfile::tempdir().unwrap();
     let not_pem = dir.path().join("ca.pem");
     std::fs::write(&not_pem, "not a certificate\n").unwrap();
@@ -189,6 +192,7 @@ fn bad_reach_flags_are_exit_2_naming_what_is_wrong() {
 
 #[test]
 fn what_would_be_dropped_or_go_elsewhere_is_refused_in_one_line() {
+    let _timed = common::timed();
     let post_far = "POST http://10.0.0.1:9/p?token=s3cretvalue";
     let ws = "ws://127.0.0.1:9/ws";
     let userinfo = "ws://u:s3cretvalue@127.0.0.1:9/ws";
@@ -255,6 +259,7 @@ fn what_would_be_dropped_or_go_elsewhere_is_refused_in_one_line() {
 
 #[test]
 fn an_untrusted_post_target_stops_the_run_before_it_starts() {
+    let _timed = common::timed();
     let hub = node_ws(&[]);
     let certs = certs();
     let proxy = tls_proxy(certs.path(), hub.addr());
@@ -291,6 +296,7 @@ fn an_untrusted_post_target_stops_the_run_before_it_starts() {
 
 #[test]
 fn verify_delivery_over_https_through_the_proxy_loses_nothing_silently() {
+    let _timed = common::timed();
     let app = express_sse(&[]);
     let certs = certs();
     let proxy = tls_proxy(certs.path(), app.addr());
@@ -331,6 +337,7 @@ fn verify_delivery_over_https_through_the_proxy_loses_nothing_silently() {
 
 #[test]
 fn verify_delivery_refuses_an_untrusted_certificate_in_one_line() {
+    let _timed = common::timed();
     let app = express_sse(&[]);
     let certs = certs();
     let proxy = tls_proxy(certs.path(), app.addr());
@@ -348,6 +355,7 @@ fn verify_delivery_refuses_an_untrusted_certificate_in_one_line() {
 
 #[test]
 fn bench_fanout_sse_over_https_with_slow_clients_and_a_post_publisher() {
+    let _timed = common::timed();
     let app = express_sse(&[]);
     let certs = certs();
     let proxy = tls_proxy(certs.path(), app.addr());
@@ -398,6 +406,7 @@ fn bench_fanout_sse_over_https_with_slow_clients_and_a_post_publisher() {
 
 #[test]
 fn verify_delivery_over_wss_resumes_by_message_through_the_proxy() {
+    let _timed = common::timed();
     let app = node_ws(&[("RESUME", "1")]);
     let certs = certs();
     let proxy = tls_proxy(certs.path(), app.addr());

@@ -72,6 +72,7 @@ fn post(app: &Foreign) -> String {
 
 #[test]
 fn express_sse_that_honours_last_event_id_loses_nothing() {
+    let _timed = common::timed();
     let app = express_sse(&[]);
     let (code, r, out) = delivery(
         &app.url("http", "/live-resume"),
@@ -113,6 +114,7 @@ fn express_sse_that_honours_last_event_id_loses_nothing() {
 
 #[test]
 fn express_sse_that_ignores_last_event_id_is_counted_lost_silently() {
+    let _timed = common::timed();
     let app = express_sse(&[]);
     let (code, r, out) = delivery(&app.url("http", "/live"), &["--publish", &post(&app)]);
     assert_eq!(code, Some(1), "{out}");
@@ -135,6 +137,7 @@ fn express_sse_that_ignores_last_event_id_is_counted_lost_silently() {
 
 #[test]
 fn node_ws_with_post_publish_and_no_resume_loses_silently() {
+    let _timed = common::timed();
     let app = node_ws(&[]);
     let secret = "Bearer s3cr3t-t0ken-value";
     let auth = format!("Authorization: {secret}");
@@ -175,6 +178,7 @@ fn node_ws_with_post_publish_and_no_resume_loses_silently() {
 
 #[test]
 fn node_ws_that_resumes_by_message_loses_nothing() {
+    let _timed = common::timed();
     let app = node_ws(&[("RESUME", "1")]);
     let (code, r, out) = delivery(
         &app.url("ws", "/ws"),
@@ -204,6 +208,7 @@ fn node_ws_that_resumes_by_message_loses_nothing() {
 
 #[test]
 fn node_ws_that_resumes_by_since_query_loses_nothing() {
+    let _timed = common::timed();
     let app = node_ws(&[("RESUME", "1")]);
     let (code, r, out) = delivery(
         &app.url("ws", "/ws"),
@@ -222,6 +227,7 @@ fn node_ws_that_resumes_by_since_query_loses_nothing() {
 
 #[test]
 fn a_refused_publish_makes_every_run_invalid() {
+    let _timed = common::timed();
     let app = express_sse(&[]);
     let publish = format!("POST {}", app.url("http", "/nope"));
     let (code, r, out) = delivery(&app.url("http", "/live"), &["--publish", &publish]);
@@ -243,6 +249,7 @@ fn a_refused_publish_makes_every_run_invalid() {
 
 #[test]
 fn bad_foreign_flags_are_one_line_exit_2() {
+    let _timed = common::timed();
     let cases: [&[&str]; 6] = [
         &[
             "--server",

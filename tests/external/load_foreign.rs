@@ -12,6 +12,7 @@ use serde_json::Value;
 
 #[test]
 fn a_single_threaded_node_server_is_read_from_what_was_measured() {
+    let _timed = common::timed();
     let app = foreign_common::node_http(&[("WORK_MS", "5")]);
     let out = common::rtcheck()
         .args(["load", &app.url("http", "/")])

@@ -1,6 +1,7 @@
 //! The Go + gorilla/websocket peer of benches/peers/go-gorilla: it builds offline from the
 //! Debian packages, and `bench fanout --server` measures it as a valid run with every
 //! sample accounted for, its /control/stats read (so the server columns are filled).
+use crate::common;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -89,6 +90,7 @@ fn start_peer(bin: &Path, dir: &Path) -> (Peer, String) {
 
 #[test]
 fn the_go_peer_is_measured_with_every_sample_accounted_for() {
+    let _timed = common::timed();
     let dir = tempfile::tempdir().unwrap();
     let bin = build_peer(dir.path());
     let (_peer, addr) = start_peer(&bin, dir.path());
@@ -148,6 +150,7 @@ fn the_go_peer_is_measured_with_every_sample_accounted_for() {
 
 #[test]
 fn the_go_peer_refuses_a_second_start_and_a_non_loopback_listen() {
+    let _timed = common::timed();
     let dir = tempfile::tempdir().unwrap();
     let bin = build_peer(dir.path());
     let o = Command::new(&bin)

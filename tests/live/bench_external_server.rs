@@ -1,5 +1,6 @@
 //! `bench fanout --server` against a minimal WebSocket server written here (not rtcheck's):
 //! no /control endpoints, publishes the public payload once every client is connected.
+use crate::common;
 use futures_util::SinkExt;
 use serde_json::Value;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -91,6 +92,7 @@ fn bench_at(rate: &str) -> (Option<i32>, Value, String) {
 
 #[test]
 fn a_server_publishing_at_another_rate_is_invalid_not_a_number() {
+    let _timed = common::timed();
     // The server publishes every 50 ms (20/s); the run says 10/s.
     let (_, v, err) = bench_at("10");
     let s = &v["scenarios"][0];
@@ -114,6 +116,7 @@ fn a_server_publishing_at_another_rate_is_invalid_not_a_number() {
 
 #[test]
 fn measures_a_server_without_control_endpoints() {
+    let _timed = common::timed();
     let (code, v, err) = bench_at("20");
     assert_eq!(code, Some(0), "{err}");
     let s = &v["scenarios"][0];
@@ -163,6 +166,7 @@ async fn serve_silent(listener: tokio::net::TcpListener) {
 
 #[test]
 fn a_silent_server_is_invalid_with_no_latency() {
+    let _timed = common::timed();
     let rt = tokio::runtime::Runtime::new().unwrap();
     let listener = rt
         .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))

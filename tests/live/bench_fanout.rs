@@ -1,6 +1,7 @@
 //! `rtcheck bench fanout` end to end at small scale (a few hundred connections, a few
 //! rounds): JSON parsed back, every scenario's shape checked by value. No timing asserts
 //! beyond the shapes themselves (a 1 s write deadline is a shape, not a benchmark).
+use crate::common;
 use assert_cmd::Command;
 use serde_json::Value;
 
@@ -72,6 +73,7 @@ const KEYS: [&str; 20] = [
 
 #[test]
 fn floor_baseline_and_isolated_slow_clients() {
+    let _timed = common::timed();
     // 4 KB messages so 20 slow clients fill their buffers within a dozen rounds.
     // 80 rounds at 40/s: the 1 s write deadline removes the slow clients, and should a busy
     // host delay that, their queues of 64 overflow (drops) before the run ends.
@@ -141,6 +143,7 @@ fn floor_baseline_and_isolated_slow_clients() {
 
 #[test]
 fn shard_writers_stall_without_deadline_and_are_bounded_with_one() {
+    let _timed = common::timed();
     let (code, v, err) = fanout(&[
         "--connections",
         "200",
@@ -189,6 +192,7 @@ fn shard_writers_stall_without_deadline_and_are_bounded_with_one() {
 
 #[test]
 fn allocation_and_one_worker_scenarios_run_clean() {
+    let _timed = common::timed();
     let (code, v, err) = fanout(&[
         "--connections",
         "100",
@@ -220,6 +224,7 @@ fn allocation_and_one_worker_scenarios_run_clean() {
 
 #[test]
 fn measures_another_server_given_by_url() {
+    let _timed = common::timed();
     let dir = tempfile::tempdir().unwrap();
     let addr_file = dir.path().join("addr");
     let mut srv = std::process::Command::new(assert_cmd::cargo::cargo_bin("rtcheck"))
@@ -287,6 +292,7 @@ fn usage_error(args: &[&str], needle: &str) {
 
 #[test]
 fn bad_input_is_one_clear_line_and_exit_2() {
+    let _timed = common::timed();
     usage_error(
         &["--server", "ws://10.1.2.3:80/ws"],
         "not a loopback address",
@@ -345,6 +351,7 @@ fn junit_case(xml: &str, name: &str) -> Option<String> {
 
 #[test]
 fn a_crossed_threshold_is_a_failing_junit_testcase_and_a_github_error() {
+    let _timed = common::timed();
     // 20 clients x 4 rounds: 80 samples, so `samples < 1` is crossed whatever the host
     // (an invalid run fails it too); `p99 < 1h` holds on any valid run.
     let crossed = "A.samples < 1";
@@ -385,6 +392,7 @@ fn a_crossed_threshold_is_a_failing_junit_testcase_and_a_github_error() {
 
 #[test]
 fn a_threshold_that_holds_is_a_passing_testcase_and_exit_0() {
+    let _timed = common::timed();
     let (code, xml) = gated("junit", &["A.samples >= 1"]);
     if let Some(why) = junit_case(&xml, "validity:A") {
         // A starved host can fail the run's validity (its CPU, its drift): then the

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 #[test]
 fn idle_rss_per_connection_for_ws_and_sse() {
+    let _timed = common::timed();
     let out = Command::cargo_bin("rtcheck")
         .unwrap()
         .args([
@@ -53,6 +54,7 @@ fn idle_rss_per_connection_for_ws_and_sse() {
 
 #[test]
 fn markdown_table_row_parses_back() {
+    let _timed = common::timed();
     let out = Command::cargo_bin("rtcheck")
         .unwrap()
         .args([
@@ -102,6 +104,7 @@ fn markdown_table_row_parses_back() {
 
 #[test]
 fn ctrl_c_stops_server_and_load_generator() {
+    let _timed = common::timed();
     // A 40 s scenario, interrupted once both children run.
     let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("rtcheck"))
         .args([

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 #[test]
 fn a_refused_server_is_one_line_and_exit_2_at_once() {
+    let _timed = common::timed();
     let started = Instant::now();
     let out = Command::new(env!("CARGO_BIN_EXE_rtcheck"))
         .args(["bench", "fanout", "--server", "ws://localhost:1/ws"])
@@ -32,6 +33,7 @@ fn a_refused_server_is_one_line_and_exit_2_at_once() {
 
 #[test]
 fn ctrl_c_during_fanout_says_interrupted_cleans_up_and_exits_130() {
+    let _timed = common::timed();
     let mut child = Command::new(env!("CARGO_BIN_EXE_rtcheck"))
         .args(["bench", "fanout", "--scenario", "A", "--connections", "20"])
         .args(["--rounds", "3000", "--rate", "10"])
@@ -63,6 +65,7 @@ fn ctrl_c_during_fanout_says_interrupted_cleans_up_and_exits_130() {
 /// convention, after the same cleanup as Ctrl-C (it was 130).
 #[test]
 fn sigterm_during_fanout_cleans_up_and_exits_143() {
+    let _timed = common::timed();
     let mut child = Command::new(env!("CARGO_BIN_EXE_rtcheck"))
         .args(["bench", "fanout", "--scenario", "A", "--connections", "20"])
         .args(["--rounds", "3000", "--rate", "10"])
@@ -94,6 +97,7 @@ fn sigterm_during_fanout_cleans_up_and_exits_143() {
 /// stale ones (owner pid gone) and leaves a live process's alone.
 #[test]
 fn the_next_run_removes_scratch_dirs_a_sigkill_left() {
+    let _timed = common::timed();
     let tmp = tempfile::tempdir().unwrap();
     let bench = || {
         let mut c = Command::new(env!("CARGO_BIN_EXE_rtcheck"));

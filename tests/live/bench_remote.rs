@@ -53,6 +53,7 @@ fn field<'a>(out: &'a str, key: &str) -> &'a str {
 
 #[test]
 fn a_remote_target_gets_nothing_without_consent_and_is_measured_with_it() {
+    let _timed = common::timed();
     let out = common::in_netns(SCRIPT, &[]);
     let n = |k: &str| -> u64 { field(&out, k).trim().parse().expect(k) };
     assert_eq!(n("before"), 0, "{out}");
@@ -112,6 +113,7 @@ echo "json=$(tr -d '\n' <$D/out)"
 
 #[test]
 fn verify_delivery_measures_a_remote_hub_with_consent() {
+    let _timed = common::timed();
     let hub = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures/foreign/hostile_hub.py");
     let out = common::in_netns(DELIVERY, &[hub.to_str().unwrap()]);

@@ -124,6 +124,7 @@ fn json(out: &str, key: &str) -> Value {
 
 #[test]
 fn two_shards_hold_what_one_namespace_cannot_and_merge_exactly() {
+    let _timed = common::timed();
     let out = Command::new("unshare")
         .args([
             "-n",

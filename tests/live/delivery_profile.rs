@@ -46,6 +46,7 @@ fn modes(r: &Value) -> Vec<String> {
 
 #[test]
 fn a_profile_narrows_the_run_and_flags_widen_it() {
+    let _timed = common::timed();
     let dir = tempfile::tempdir().unwrap();
     let p = profile(&dir);
     let text = dir.path().join("out.txt");
@@ -95,6 +96,7 @@ fn a_profile_narrows_the_run_and_flags_widen_it() {
 
 #[test]
 fn progress_on_a_terminal_for_a_run_over_a_second() {
+    let _timed = common::timed();
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_rtcheck"));
     cmd.args([
         "verify",

@@ -44,6 +44,7 @@ fn check<'a>(scenario: &'a Value, name: &str) -> Option<&'a Value> {
 /// scenario A invalid, naming the cause; the honest hub passes both checks.
 #[test]
 fn bench_fanout_invalidates_a_hub_that_rewrites_seqs_or_closes_clients() {
+    let _timed = common::timed();
     let honest = hostile_hub("honest");
     let (code, a, err) = bench_a(&honest.url("ws", "/"));
     let ctx = format!("exit {code:?}\n{a:#}\n{err}\n{}", honest.log());
@@ -84,6 +85,7 @@ fn bench_fanout_invalidates_a_hub_that_rewrites_seqs_or_closes_clients() {
 /// "seq above --rounds".
 #[test]
 fn bench_fanout_names_binary_frames_that_are_not_the_payload() {
+    let _timed = common::timed();
     let hub = hostile_hub("binary");
     let (code, a, err) = bench_a(&hub.url("ws", "/"));
     let ctx = format!("exit {code:?}\n{a:#}\n{err}");
@@ -97,6 +99,7 @@ fn bench_fanout_names_binary_frames_that_are_not_the_payload() {
 /// after the 101): bench names that close, code and reason, as why nothing was measured.
 #[test]
 fn bench_fanout_names_the_close_of_a_hub_that_refuses_after_the_upgrade() {
+    let _timed = common::timed();
     let hub = hostile_hub("auth");
     let (code, a, err) = bench_a(&hub.url("ws", "/"));
     let ctx = format!("exit {code:?}\n{a:#}\n{err}\n{}", hub.log());
@@ -116,6 +119,7 @@ fn bench_fanout_names_the_close_of_a_hub_that_refuses_after_the_upgrade() {
 /// reason), not "no message with a seq".
 #[test]
 fn verify_delivery_names_the_close_of_a_hub_that_refuses_after_the_upgrade() {
+    let _timed = common::timed();
     let hub = hostile_hub("auth");
     let out = common::rtcheck()
         .args(["verify", "delivery", "--server", &hub.url("ws", "/")])
@@ -138,6 +142,7 @@ fn verify_delivery_names_the_close_of_a_hub_that_refuses_after_the_upgrade() {
 /// `verify delivery` shows it, in any format (the reason is still named, masked).
 #[test]
 fn a_close_reason_that_echoes_the_token_is_masked_in_bench_and_verify() {
+    let _timed = common::timed();
     let hub = hostile_hub("auth");
     let token = "wrong-tok-8f3a91";
     let url = format!("{}?token={token}", hub.url("ws", "/"));
@@ -200,6 +205,7 @@ fn delivery(url: &str) -> (Option<i32>, Vec<Value>, String) {
 /// invalid with the reason (they passed with "lost 0"); the honest hub has no such verdict.
 #[test]
 fn verify_delivery_invalidates_rewritten_and_phantom_seqs() {
+    let _timed = common::timed();
     // The honest hub is the control: each run valid and measured. Without --resume it
     // loses what was published during the disconnect and says nothing, so each run is a
     // measured fail (exit 1, "lost silently"), never invalid. Whether a run is valid
@@ -242,6 +248,7 @@ fn verify_delivery_invalidates_rewritten_and_phantom_seqs() {
 /// not a refusal that discards every run, but each client's named cause, its counts kept.
 #[test]
 fn verify_delivery_counts_loss_past_an_error_close_and_names_it() {
+    let _timed = common::timed();
     let hub = hostile_hub("error");
     let (code, runs, err) = delivery(&hub.url("ws", "/"));
     let ctx = format!("exit {code:?}\n{runs:#?}\n{err}\n{}", hub.log());
@@ -291,6 +298,7 @@ impl Drop for Kill {
 /// clients and publisher hold a bounded queue (it grew to 683 MB), and the run ends.
 #[test]
 fn verify_delivery_memory_stays_bounded_under_a_ping_flood() {
+    let _timed = common::timed();
     let flood = ping_flood();
     let url = flood.url("ws", "/ws");
     let report = tempfile::NamedTempFile::new().unwrap();

@@ -35,6 +35,7 @@ fn f(v: &serde_json::Value, k: &str) -> f64 {
 
 #[test]
 fn knee_near_capacity_and_littles_law_holds() {
+    let _timed = common::timed();
     // 4 workers x 20 ms: capacity 200 req/s.
     let s = Server::start(&["--workers", "4"]);
     let url = format!("http://{}/work?ms=20", s.addr);
@@ -100,6 +101,7 @@ fn knee_near_capacity_and_littles_law_holds() {
 
 #[test]
 fn nagle_detected_with_split_writes_and_absent_without() {
+    let _timed = common::timed();
     let split = Server::start(&["--workers", "8", "--split-writes"]);
     let url = format!("http://{}/work?ms=20", split.addr);
     let (code, v) = load(&[&url, "--concurrency", "1,2", "--step", "2500ms"]);
@@ -124,6 +126,7 @@ fn nagle_detected_with_split_writes_and_absent_without() {
 
 #[test]
 fn open_loop_latency_from_schedule() {
+    let _timed = common::timed();
     let s = Server::start(&["--workers", "8"]);
     let url = format!("http://{}/work?ms=5", s.addr);
     let (_, v) = load(&[
@@ -147,6 +150,7 @@ fn open_loop_latency_from_schedule() {
 
 #[test]
 fn formats_and_output_file() {
+    let _timed = common::timed();
     let s = Server::start(&["--workers", "8"]);
     let url = format!("http://{}/work?ms=2", s.addr);
     let run = |fmt: &str| {
@@ -232,6 +236,7 @@ fn one_line_exit_2(args: &[&str], needle: &str) {
 
 #[test]
 fn bad_input_is_one_line_and_exit_2() {
+    let _timed = common::timed();
     let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let dead_url = format!("http://{}/", dead.local_addr().unwrap());
     drop(dead);
@@ -274,6 +279,7 @@ fn bad_input_is_one_line_and_exit_2() {
 /// ceiling, and the report names the engine that ran (hyper with its feature only).
 #[test]
 fn both_engines_reach_the_pools_ceiling_and_say_which_ran() {
+    let _timed = common::timed();
     let s = Server::start(&["--workers", "4"]);
     let url = format!("http://{}/work?ms=10", s.addr);
     let engines: &[&str] = if cfg!(feature = "hyper") {
@@ -306,6 +312,7 @@ fn both_engines_reach_the_pools_ceiling_and_say_which_ran() {
 
 #[test]
 fn threshold_gates_on_the_live_figure_and_an_unknown_name_is_exit_2() {
+    let _timed = common::timed();
     // /work?ms=20: every answer takes at least 20 ms, so p99 < 5ms is crossed for certain
     // and p99 < 10s holds on any machine.
     let s = Server::start(&["--workers", "4"]);
@@ -379,6 +386,7 @@ fn threshold_gates_on_the_live_figure_and_an_unknown_name_is_exit_2() {
 
 #[test]
 fn format_github_annotates_a_crossed_threshold_as_an_error() {
+    let _timed = common::timed();
     // /work?ms=20: every answer takes at least 20 ms, so p99 < 5ms is crossed for certain.
     let s = Server::start(&["--workers", "4"]);
     let url = format!("http://{}/work?ms=20", s.addr);

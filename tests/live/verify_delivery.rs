@@ -73,6 +73,7 @@ fn assert_restart(v: &Value, delivery: &str) {
 
 #[test]
 fn seq_ring_loses_nothing_within_the_ring_and_announces_every_loss_beyond_it() {
+    let _timed = common::timed();
     let (code, v) = delivery_json(&["--delivery", "seq-ring"]);
     assert_eq!(code, 0, "{v:#}");
     assert_eq!(v["runs"].as_array().unwrap().len(), 7, "{v:#}");
@@ -109,6 +110,7 @@ fn seq_ring_loses_nothing_within_the_ring_and_announces_every_loss_beyond_it() {
 
 #[test]
 fn the_no_seq_control_shows_silent_loss_and_a_small_ring_fails_loudly() {
+    let _timed = common::timed();
     // A ring of 10 messages (0.2 s) cannot cover 0.6 s away: within-ring fails, loudly.
     let (code, v) = delivery_json(&[
         "--ring",
@@ -148,6 +150,7 @@ fn the_no_seq_control_shows_silent_loss_and_a_small_ring_fails_loudly() {
 
 #[test]
 fn bad_flags_are_one_line_exit_2() {
+    let _timed = common::timed();
     for (args, needle) in [
         (vec!["--ring", "lots"], "--ring"),
         (vec!["--server", "http://10.0.0.1:80"], "not a loopback"),
@@ -194,6 +197,7 @@ fn sse(addr: std::net::SocketAddr, last_id: &str, want: &str) -> String {
 
 #[test]
 fn bad_resume_ids_get_a_defined_answer() {
+    let _timed = common::timed();
     let srv = Server::start(&["--rate", "50", "--size", "128", "--ring", "10"]);
     // Wait until the ring has wrapped.
     let t0 = Instant::now();
@@ -225,6 +229,7 @@ fn bad_resume_ids_get_a_defined_answer() {
 
 #[test]
 fn polling_clients_resume_with_since_and_see_the_same_gaps() {
+    let _timed = common::timed();
     let (code, v) = delivery_json(&["--delivery", "seq-ring", "--transport", "poll"]);
     assert_eq!(code, 0, "{v:#}");
     let kinds: Vec<&str> = v["runs"]
@@ -274,6 +279,7 @@ fn ws_resume(addr: std::net::SocketAddr, since: &str, n: usize) -> (Vec<String>,
 
 #[test]
 fn websocket_resume_replays_the_ring_or_sends_the_same_gap_marker_as_sse() {
+    let _timed = common::timed();
     let srv = Server::start(&["--rate", "50", "--size", "128", "--ring", "10"]);
     let t0 = Instant::now();
     let mut oldest = 0;
@@ -320,6 +326,7 @@ fn websocket_resume_replays_the_ring_or_sends_the_same_gap_marker_as_sse() {
 
 #[test]
 fn websocket_clients_resume_with_since_for_every_way_of_leaving() {
+    let _timed = common::timed();
     let (code, v) = delivery_json(&["--delivery", "seq-ring", "--transport", "websocket"]);
     assert_eq!(code, 0, "{v:#}");
     for d in ["clean", "reset", "silent", "storm"] {
@@ -339,6 +346,7 @@ fn websocket_clients_resume_with_since_for_every_way_of_leaving() {
 
 #[test]
 fn session_ack_loses_nothing_filters_duplicates_and_reports_overflow_and_expiry() {
+    let _timed = common::timed();
     let (code, v) = delivery_json(&["--delivery", "session-ack", "--transport", "websocket"]);
     assert_eq!(code, 0, "{v:#}");
     // Default TTL: 2 x max(0.6 s, ring span 1.6 s) + 1 s.
@@ -380,6 +388,7 @@ fn session_ack_loses_nothing_filters_duplicates_and_reports_overflow_and_expiry(
 
 #[test]
 fn snapshot_clients_get_the_latest_state_first_over_sse_and_poll() {
+    let _timed = common::timed();
     for transport in ["sse", "poll"] {
         let (code, v) = delivery_json(&["--delivery", "snapshot", "--transport", transport]);
         assert_eq!(code, 0, "{v:#}");
@@ -399,6 +408,7 @@ fn snapshot_clients_get_the_latest_state_first_over_sse_and_poll() {
 
 #[test]
 fn a_reconnect_storm_of_300_session_clients_loses_nothing() {
+    let _timed = common::timed();
     let srv = Server::start(&[
         "--delivery",
         "session-ack",
@@ -437,6 +447,7 @@ fn a_reconnect_storm_of_300_session_clients_loses_nothing() {
 
 #[test]
 fn bad_session_flags_are_one_line_exit_2() {
+    let _timed = common::timed();
     for (args, needle) in [
         (vec!["--session-ttl", "0s"], "--session-ttl"),
         (vec!["--session-ttl", "soon"], "--session-ttl"),
@@ -455,6 +466,7 @@ fn bad_session_flags_are_one_line_exit_2() {
 
 #[test]
 fn a_websocket_resume_message_replays_what_the_client_missed_before_joining() {
+    let _timed = common::timed();
     use tokio_tungstenite::tungstenite::{connect, Message};
     let srv = Server::start(&["--rate", "50", "--size", "128", "--ring", "20"]);
     srv.wait_stats(Duration::from_secs(30), |s| {
@@ -508,6 +520,7 @@ fn a_websocket_resume_message_replays_what_the_client_missed_before_joining() {
 
 #[test]
 fn polling_session_clients_ack_with_since_and_lose_nothing() {
+    let _timed = common::timed();
     let (code, v) = delivery_json(&["--delivery", "session-ack", "--transport", "poll"]);
     assert_eq!(code, 0, "{v:#}");
     for d in ["clean", "storm"] {
@@ -528,6 +541,7 @@ fn polling_session_clients_ack_with_since_and_lose_nothing() {
 
 #[test]
 fn text_output_fits_80_columns_verdict_first() {
+    let _timed = common::timed();
     let out = rtcheck()
         .args([
             "verify",
