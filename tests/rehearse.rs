@@ -91,7 +91,6 @@ impl Drop for Restartable {
     }
 }
 
-
 /// `rtcheck rehearse ARGS --format json`: (exit code, report, stderr).
 fn rehearse(args: &[&str]) -> (Option<i32>, Value, String) {
     // One rehearsal per core at a time (each drives a reconnect wave). The accept-queue

@@ -195,11 +195,24 @@ impl std::fmt::Debug for Plan {
 
 /// A connected publisher, ready to start on the orchestrator's command.
 pub enum Ready {
-    Ws(
-        Box<tokio_tungstenite::WebSocketStream<Stream>>,
-        Option<Box<super::appws::Session>>,
-    ),
+    Ws(Box<tokio_tungstenite::WebSocketStream<Stream>>),
+    /// A library protocol's publisher, its loop already running (see [`AppRunning`]).
+    App(Box<AppRunning>),
     Post,
+}
+
+/// One message to publish: its seq, when it was due, its text.
+type Job = (u64, Instant, String);
+
+/// A library-protocol publisher started at its handshake: its reader answers the
+/// library's heartbeat from then on, while the clients connect, not only once rounds
+/// flow (python-socketio drops a session whose pings go unanswered for its ping interval
+/// plus timeout: on a loaded host the publisher was dropped before its first round, and
+/// every round failed). Rounds go through `tx`; dropping it ends the loop.
+pub struct AppRunning {
+    tx: tokio::sync::mpsc::UnboundedSender<Job>,
+    state: Shared,
+    task: tokio::task::JoinHandle<()>,
 }
 
 /// Connect the publisher (and join the room) before measurement starts.
@@ -233,7 +246,7 @@ pub async fn connect(plan: &Plan) -> Result<Ready, String> {
             super::appws::handshake(&mut ws, &mut s, Duration::from_secs(10))
                 .await
                 .map_err(|e| format!("publisher: {url}: {e}"))?;
-            Some(Box::new(s))
+            Some(s)
         }
         None => None,
     };
@@ -242,7 +255,15 @@ pub async fn connect(plan: &Plan) -> Result<Ready, String> {
             .await
             .map_err(|e| format!("publisher: subscribe: {e}"))?;
     }
-    Ok(Ready::Ws(Box::new(ws), app))
+    Ok(match app {
+        Some(app) => {
+            let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<Job>();
+            let state = Shared::default();
+            let task = tokio::spawn(send_all_app(ws, app, rx, state.clone()));
+            Ready::App(Box::new(AppRunning { tx, state, task }))
+        }
+        None => Ready::Ws(Box::new(ws)),
+    })
 }
 
 /// The publisher's largest own message: a payload (padded to --size, its template around
@@ -275,11 +296,17 @@ pub async fn run(
     // One period of lead: the first round is scheduled, not sent at once.
     let t0 = Instant::now() + period;
     let t0_ns = clock::now_ns() + period.as_nanos() as u64;
-    let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<(u64, Instant, String)>();
-    let state = std::sync::Arc::new(std::sync::Mutex::new(SendState::default()));
-    let target = plan_target(&plan);
-    let redial = plan.redial.then(|| std::sync::Arc::new(plan.clone()));
-    let sender = tokio::spawn(send_all(ready, target, redial, rx, state.clone()));
+    let (tx, state, sender) = match ready {
+        Ready::App(a) => (a.tx, a.state, a.task),
+        ready => {
+            let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<Job>();
+            let state = Shared::default();
+            let target = plan_target(&plan);
+            let redial = plan.redial.then(|| std::sync::Arc::new(plan.clone()));
+            let sender = tokio::spawn(send_all(ready, target, redial, rx, state.clone()));
+            (tx, state, sender)
+        }
+    };
     let mut st = PublisherStat {
         via: plan.via.name(),
         planned: plan.rounds,
@@ -452,12 +479,13 @@ async fn send_all(
     ready: Ready,
     target: Target,
     redial: Option<std::sync::Arc<Plan>>,
-    mut rx: tokio::sync::mpsc::UnboundedReceiver<(u64, Instant, String)>,
+    mut rx: tokio::sync::mpsc::UnboundedReceiver<Job>,
     state: Shared,
 ) {
     match (ready, target) {
-        (Ready::Ws(ws, None), _) => send_all_ws(*ws, redial, rx, state).await,
-        (Ready::Ws(ws, Some(app)), _) => send_all_app(*ws, *app, rx, state).await,
+        (Ready::Ws(ws), _) => send_all_ws(*ws, redial, rx, state).await,
+        // Started at connect (AppRunning): never handed here.
+        (Ready::App(_), _) => {}
         (_, Target::Post { addr, tls, request }) => {
             let mut conn = None;
             while let Some((seq, due, msg)) = rx.recv().await {
@@ -488,7 +516,7 @@ type WsSink = futures_util::stream::SplitSink<
 async fn send_all_ws(
     ws: tokio_tungstenite::WebSocketStream<Stream>,
     redial: Option<std::sync::Arc<Plan>>,
-    mut rx: tokio::sync::mpsc::UnboundedReceiver<(u64, Instant, String)>,
+    mut rx: tokio::sync::mpsc::UnboundedReceiver<Job>,
     state: Shared,
 ) {
     let (mut conn, mut reader) = split_ws(ws);
@@ -501,11 +529,11 @@ async fn send_all_ws(
         if conn.is_none() {
             if let Some(plan) = &redial {
                 match connect(plan).await {
-                    Ok(Ready::Ws(ws, _)) => {
+                    Ok(Ready::Ws(ws)) => {
                         reader.abort();
                         (conn, reader) = split_ws(*ws);
                     }
-                    Ok(Ready::Post) => {}
+                    Ok(Ready::Post | Ready::App(_)) => {}
                     Err(e) => {
                         record(&state, seq, Err(e), due);
                         continue;
@@ -544,7 +572,7 @@ fn split_ws(
 async fn send_all_app(
     ws: tokio_tungstenite::WebSocketStream<Stream>,
     app: super::appws::Session,
-    mut rx: tokio::sync::mpsc::UnboundedReceiver<(u64, Instant, String)>,
+    mut rx: tokio::sync::mpsc::UnboundedReceiver<Job>,
     state: Shared,
 ) {
     use tokio_tungstenite::tungstenite::Message;

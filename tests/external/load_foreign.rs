@@ -14,15 +14,23 @@ use serde_json::Value;
 fn a_single_threaded_node_server_is_read_from_what_was_measured() {
     let _timed = common::timed();
     let app = foreign_common::node_http(&[("WORK_MS", "5")]);
-    let out = common::rtcheck()
-        .args(["load", &app.url("http", "/")])
-        .args(["--concurrency", "1,2,4,8,16", "--step", "1s"])
-        .args(["--format", "json"])
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    let r: Value =
-        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {err}"));
+    // The server answers every request by construction: an error (a timeout at C = 16,
+    // seen under two CPU hogs beside other tests) is the host starving its one event
+    // loop, and such a level rightly misses slices. Up to three runs, a new one only then;
+    // the last is judged.
+    let mut runs = 0;
+    let r = loop {
+        runs += 1;
+        let r = load_json(&app.url("http", "/"));
+        let starved = r["levels"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|l| l["errors"].as_u64() != Some(0));
+        if !starved || runs == 3 {
+            break r;
+        }
+    };
     let levels = r["levels"].as_array().unwrap();
     let rows: Vec<String> = levels
         .iter()
@@ -66,4 +74,16 @@ fn a_single_threaded_node_server_is_read_from_what_was_measured() {
         "no worker count the server never reported: {fix}"
     );
     assert!(fix.contains("worker count is not known"), "{fix}");
+}
+
+/// `rtcheck load URL` at C = 1..16, one second each, as JSON.
+fn load_json(url: &str) -> Value {
+    let out = common::rtcheck()
+        .args(["load", url])
+        .args(["--concurrency", "1,2,4,8,16", "--step", "1s"])
+        .args(["--format", "json"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {err}"))
 }
