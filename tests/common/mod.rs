@@ -20,10 +20,30 @@ use std::time::{Duration, Instant};
 /// core (its runs are CPU-bound: no faster at three per core; BENCHMARKS.md, "Third
 /// pass"). `--test-threads N` or `RUST_TEST_THREADS` given by the caller still decide.
 pub fn default_test_threads(per_core: usize) {
-    if std::env::var_os("RUST_TEST_THREADS").is_none() {
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        std::env::set_var("RUST_TEST_THREADS", (per_core * cores).to_string());
-    }
+    let set = match std::env::var_os("RUST_TEST_THREADS") {
+        Some(given) => TestThreads::Caller(given),
+        None => {
+            let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+            std::env::set_var("RUST_TEST_THREADS", (per_core * cores).to_string());
+            TestThreads::Defaulted { per_core, cores }
+        }
+    };
+    let _ = TEST_THREADS.set(set);
+}
+
+/// What [`default_test_threads`] did, for a test to check it (None: it never ran).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TestThreads {
+    /// The caller had set `RUST_TEST_THREADS` (this value): left as it was.
+    Caller(std::ffi::OsString),
+    /// Unset by the caller: set to `per_core` x `cores`.
+    Defaulted { per_core: usize, cores: usize },
+}
+
+static TEST_THREADS: std::sync::OnceLock<TestThreads> = std::sync::OnceLock::new();
+
+pub fn test_threads_set() -> Option<&'static TestThreads> {
+    TEST_THREADS.get()
 }
 
 /// A slot for a test whose verdict rests on the host keeping a schedule (a publisher's

@@ -36,11 +36,18 @@ fn a_service_listens_and_is_killed_on_drop() {
 
 #[test]
 fn this_binary_sets_its_test_concurrency_before_libtest_starts() {
-    // main.rs' constructor sets it when the caller did not; either way it is a number of
-    // threads, and unset would mean the constructor never ran (libtest's default instead).
-    let threads: usize = std::env::var("RUST_TEST_THREADS")
-        .expect("RUST_TEST_THREADS is set before libtest starts")
-        .parse()
-        .expect("a number of threads");
-    assert!(threads >= 1);
+    let threads = std::env::var("RUST_TEST_THREADS").expect("RUST_TEST_THREADS is set");
+    let cores = std::thread::available_parallelism().unwrap().get();
+    // main.rs' constructor ran before libtest read the variable, and recorded what it did.
+    match test_threads_set().expect("main.rs' constructor ran") {
+        TestThreads::Defaulted {
+            per_core,
+            cores: seen,
+        } => {
+            assert_eq!((*per_core, *seen), (3, cores), "three tests per core");
+            assert_eq!(threads.parse::<usize>().unwrap(), 3 * cores);
+        }
+        // The caller's choice is kept as it was given.
+        TestThreads::Caller(given) => assert_eq!(given.to_str(), Some(threads.as_str())),
+    }
 }

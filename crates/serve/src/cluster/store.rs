@@ -283,7 +283,8 @@ async fn fill(hub: &Arc<Hub>, c: &Cluster, from: u64, to: u64) -> anyhow::Result
                 );
                 // Marked before the fan-out: a client registering in between gets this gap
                 // in its replay (Hub::tail_gap) and skips the live one; one registered
-                // before gets it live. Marked after, a resume in that window got neither.
+                // before gets it live. Marked after, a resume in that window got neither
+                // (hub::tests::an_sse_resume_gets_a_cluster_gap_once_wherever_it_registers).
                 c.last_seq.fetch_max(b, Relaxed);
                 c.deliver(hub, gap_round(a, b), false).await;
             }

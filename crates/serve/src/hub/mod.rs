@@ -15,7 +15,7 @@ mod publisher;
 mod registry;
 mod resume;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 pub use conn::{CloseReason, Conn, FullQueue, Item};
 pub use counters::{Counters, HubTimes, Snapshot, HUB_BUCKETS_MS};

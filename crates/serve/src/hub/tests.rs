@@ -10,14 +10,15 @@ use rtcheck_wire::delivery::Delivery;
 use rtcheck_wire::epoch::{Epoch, Position};
 use rtcheck_wire::transport::Transport;
 use std::ops::RangeInclusive;
+use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 use tokio::io::AsyncReadExt;
 use tokio::net::{TcpListener, TcpStream};
 
 /// Bound on anything a test waits for (a loaded 2-core machine).
-const PATIENCE: Duration = Duration::from_secs(30);
+pub(crate) const PATIENCE: Duration = Duration::from_secs(30);
 
-fn opts(queue: usize, ring: u64, delivery: Delivery) -> Options {
+pub(crate) fn opts(queue: usize, ring: u64, delivery: Delivery) -> Options {
     Options {
         queue,
         ring: RingSize::Messages(ring),
@@ -28,12 +29,12 @@ fn opts(queue: usize, ring: u64, delivery: Delivery) -> Options {
     }
 }
 
-fn hub(o: Options) -> Arc<Hub> {
+pub(crate) fn hub(o: Options) -> Arc<Hub> {
     Hub::new(Config::from_options_with(&o, 1, None).unwrap())
 }
 
 /// A connected loopback pair: (the server's end, the client's end, kept open).
-async fn pair() -> (TcpStream, TcpStream) {
+pub(crate) async fn pair() -> (TcpStream, TcpStream) {
     let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let c = TcpStream::connect(l.local_addr().unwrap()).await.unwrap();
     let (s, _) = l.accept().await.unwrap();
@@ -47,7 +48,7 @@ async fn publish(h: &Arc<Hub>, seqs: RangeInclusive<u64>) {
 }
 
 /// What the client's task would write, in order.
-fn drain(c: &Conn) -> Vec<Item> {
+pub(crate) fn drain(c: &Conn) -> Vec<Item> {
     let mut out = Vec::new();
     while let Some(it) = c.pop() {
         c.done_writing();
@@ -306,4 +307,181 @@ async fn direct_mode_writes_to_an_idle_client_and_counts_the_message() {
     assert!(conn.pop().is_none(), "written, not queued");
     assert_eq!(h.snapshot().stats.messages_sent.sse, 1);
     assert_eq!(read_sse_ids(&mut client, 1).await, ["1"]);
+}
+
+/// A cluster relay whose last delivered seq the test sets, as `cluster::store::fill`
+/// marks it.
+#[derive(Default)]
+pub(crate) struct FakeRelay(AtomicU64);
+
+impl FakeRelay {
+    pub(crate) fn mark(&self, seq: u64) {
+        self.0.fetch_max(seq, Relaxed);
+    }
+}
+
+impl Relay for FakeRelay {
+    fn last_seq(&self) -> u64 {
+        self.0.load(Relaxed)
+    }
+    fn publishes(&self) -> bool {
+        false
+    }
+    fn emit(&self, _ts: u64) {}
+    fn node(&self) -> String {
+        "test".into()
+    }
+    fn redis_up(&self) -> bool {
+        true
+    }
+}
+
+/// A cluster node's hub that delivered rounds 1..=3 (ring and relay), then hears that
+/// 4..=6 are gone from the Stream ([`GAP`]): `fill` marks 6, then fans out the marker.
+pub(crate) async fn cluster_hub() -> (Arc<Hub>, Arc<FakeRelay>) {
+    let h = hub(opts(64, 64, Delivery::SeqRing));
+    let relay = Arc::new(FakeRelay::default());
+    assert!(h.relay.set(relay.clone() as Arc<dyn Relay>).is_ok());
+    publish(&h, 1..=3).await;
+    relay.mark(3);
+    (h, relay)
+}
+
+pub(crate) const GAP: (u64, u64) = (4, 6);
+
+/// The gap round's fan-out (`fill`'s `c.deliver(hub, gap_round(a, b), false)`).
+pub(crate) async fn fan_out_gap(h: &Arc<Hub>) {
+    h.clone()
+        .deliver(crate::ring::gap_round(GAP.0, GAP.1), false)
+        .await;
+}
+
+/// The next round from the channel, as `on_round` delivers it: fanned out, then marked.
+pub(crate) async fn next_round(h: &Arc<Hub>, relay: &FakeRelay, seq: u64) {
+    publish(h, seq..=seq).await;
+    relay.mark(seq);
+}
+
+/// A step of `fill`'s gap round and a resume registering around it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Step {
+    Mark,
+    FanOut,
+    Register,
+}
+
+/// What an SSE client resuming from 3 read, registered at its place among `steps`:
+/// the gap markers (from, to) it read, the data seqs, and how many gap markers came live
+/// (the rest came in its replay).
+struct Read {
+    gaps: Vec<(u64, u64)>,
+    data: Vec<u64>,
+    gaps_live: usize,
+}
+
+async fn sse_resume_around_the_gap(steps: [Step; 3]) -> Read {
+    let (h, relay) = cluster_hub().await;
+    let (s, mut client) = pair().await;
+    let pos = Position::parse(&format!("3@{}", h.epoch()));
+    let mut s = Some(s);
+    let mut reg = None;
+    for step in steps {
+        match step {
+            Step::Mark => relay.mark(GAP.1),
+            Step::FanOut => fan_out_gap(&h).await,
+            Step::Register => {
+                let stream = s.take().unwrap();
+                reg = Some(h.register_resume_with(stream, Transport::Sse, Some(pos), &[]));
+            }
+        }
+    }
+    let (conn, first) = reg.unwrap();
+    next_round(&h, &relay, 7).await;
+    // As the client's task writes: the replay, then what was queued live behind it.
+    crate::replay::write(
+        &h.replay_source(),
+        &conn.stream,
+        Transport::Sse,
+        b"",
+        first.replay,
+        |_| {},
+    )
+    .await
+    .unwrap();
+    let live = drain(&conn);
+    let gaps_live = live.iter().filter(|i| i.seq == GAP.1).count();
+    for it in &live {
+        crate::io::write_with_deadline(&conn.stream, &it.wire(Transport::Sse), Some(PATIENCE))
+            .await
+            .unwrap();
+    }
+    let events = read_sse_until(&mut client, 7).await;
+    let mut read = Read {
+        gaps: Vec::new(),
+        data: Vec::new(),
+        gaps_live,
+    };
+    for e in events {
+        match e.event.as_deref() {
+            Some("gap") => {
+                let v: serde_json::Value = serde_json::from_str(&e.data).unwrap();
+                read.gaps
+                    .push((v["from"].as_u64().unwrap(), v["to"].as_u64().unwrap()));
+            }
+            _ => read.data.push(sse_seq(&e)),
+        }
+    }
+    read
+}
+
+fn sse_seq(e: &rtcheck_wire::sse::Event) -> u64 {
+    let id = e.id.as_deref().expect("a data event has an id");
+    id.split('@').next().unwrap().parse().unwrap()
+}
+
+/// The SSE events the client reads up to the data event of seq `last`.
+async fn read_sse_until(client: &mut TcpStream, last: u64) -> Vec<rtcheck_wire::sse::Event> {
+    let mut parser = rtcheck_wire::sse::Parser::new(1 << 20);
+    let mut events = Vec::new();
+    let mut buf = vec![0u8; 64 * 1024];
+    let done = |ev: &[rtcheck_wire::sse::Event]| {
+        ev.last()
+            .is_some_and(|e| e.id.is_some() && sse_seq(e) == last)
+    };
+    while !done(&events) {
+        let read = tokio::time::timeout(PATIENCE, client.read(&mut buf)).await;
+        let k = read.expect("the client's events within the bound").unwrap();
+        assert!(k > 0, "the stream ended early");
+        parser.feed(&buf[..k], &mut events).unwrap();
+    }
+    events
+}
+
+/// Regression for 66b4a74 (`fill` marks a gap's end before its fan-out): an SSE resume
+/// gets the gap round exactly once wherever it registers around the gap's two steps.
+/// Registration reads the relay's mark (`Hub::tail_gap`) under the conns lock, and the
+/// fan-out snapshots the conns under that lock, so each order below is one the server
+/// can take; the test drives them one after another.
+#[tokio::test]
+async fn an_sse_resume_gets_a_cluster_gap_once_wherever_it_registers() {
+    use Step::*;
+    // (order, gap markers that came live)
+    let cases = [
+        // Before the marking: not owed it in the replay, so it comes live.
+        ([Register, Mark, FanOut], 1),
+        // Between: owed it in the replay (skip = its seq), so the fan-out passes it by.
+        ([Mark, Register, FanOut], 0),
+        // After the fan-out: only the replay has it.
+        ([Mark, FanOut, Register], 0),
+    ];
+    for (steps, live) in cases {
+        let read = sse_resume_around_the_gap(steps).await;
+        assert_eq!(read.gaps, [GAP], "{steps:?}: the gap exactly once");
+        assert_eq!(read.gaps_live, live, "{steps:?}: live or replayed");
+        assert_eq!(read.data, [7], "{steps:?}: then the next round");
+    }
+    // Why `fill` marks first: marked after its fan-out, a resume registering in between
+    // is owed nothing yet and is not in the fan-out's snapshot: it never gets the gap.
+    let read = sse_resume_around_the_gap([FanOut, Register, Mark]).await;
+    assert_eq!((read.gaps.len(), read.data), (0, vec![7]));
 }
