@@ -85,7 +85,6 @@ fn sockets_counted(v: &Value) {
 
 #[test]
 fn websockets_deflate_costs_more_than_plain_and_200_1000_predict_2000() {
-    let _timed = common::timed();
     let py = py_cost("deflate");
     let url = py.url("ws", "/");
     let (code, rep, err) = cost(&url, &["--variants", "plain,deflate"]);
@@ -111,7 +110,6 @@ fn websockets_deflate_costs_more_than_plain_and_200_1000_predict_2000() {
 
 #[test]
 fn a_server_that_declines_deflate_is_said_and_not_counted() {
-    let _timed = common::timed();
     let py = py_cost("none");
     let (code, rep, _) = cost(
         &py.url("ws", "/"),
@@ -128,7 +126,6 @@ fn a_server_that_declines_deflate_is_said_and_not_counted() {
 
 #[test]
 fn node_ws_deflate_under_activity_costs_more_than_plain() {
-    let _timed = common::timed();
     // ws compresses messages from 1 KiB: 2 KB messages, 10 a second, through its
     // publish API; plain and deflate each on a fresh process (no reuse between them).
     let args = |v: &'static str, publish: &str| {
@@ -175,7 +172,6 @@ fn node_ws_deflate_under_activity_costs_more_than_plain() {
 
 #[test]
 fn tls_through_nginx_counts_the_proxy_and_costs_more() {
-    let _timed = common::timed();
     let py = py_cost("none");
     let certs = tempfile::tempdir().unwrap();
     make_certs_for(certs.path(), "hub.test", "DNS:hub.test");
@@ -221,7 +217,6 @@ fn tls_through_nginx_counts_the_proxy_and_costs_more() {
 
 #[test]
 fn rtcheck_serve_cost_is_measured_saved_and_sized_by_choose() {
-    let _timed = common::timed();
     let srv = common::Server::start(&[]);
     let url = format!("ws://{}/ws", srv.addr);
     let dir = tempfile::tempdir().unwrap();
@@ -266,7 +261,6 @@ fn rtcheck_serve_cost_is_measured_saved_and_sized_by_choose() {
 
 #[test]
 fn an_sse_server_is_measured_per_event_stream() {
-    let _timed = common::timed();
     let app = express_sse(&[]);
     let (code, rep, err) = cost(
         &app.url("http", "/events"),
@@ -283,7 +277,6 @@ fn an_sse_server_is_measured_per_event_stream() {
 
 #[test]
 fn bad_flags_are_one_line_and_exit_2_before_any_connection() {
-    let _timed = common::timed();
     let bad = |args: &[&str], want: &str| {
         let out = common::rtcheck()
             .args(["bench", "idle"])
