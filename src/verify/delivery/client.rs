@@ -656,8 +656,9 @@ fn position(seq: u64, epoch: Option<Epoch>) -> String {
 /// a foreign one.
 #[derive(Debug, PartialEq)]
 pub(super) enum CloseOutcome {
-    /// Planned (1000, 1001, 1012: a restart) or without a code: the stream ends, the
-    /// client reconnects.
+    /// Planned (1000, 1001, 1012: a restart) or without a code: the stream ends. The
+    /// client does not reconnect within the phase: ended before the phase's end, what
+    /// was published after it counts as its loss (run.rs, `owed_up_to`).
     End,
     /// An error close before any message (seq or gap marker): the server refused the
     /// client. The run stops naming it, not with a later "no message".

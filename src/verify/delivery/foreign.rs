@@ -522,6 +522,7 @@ pub fn client(
     spec: &RunSpec,
     ph: Phases,
     storm: &Barrier,
+    sent: &std::sync::atomic::AtomicU64,
 ) -> anyhow::Result<ClientResult> {
     let storm = (spec.disconnect == Disconnect::Storm).then_some(storm);
     let mut tr = Trace::default();
@@ -566,24 +567,27 @@ pub fn client(
     let t0_ns = rtcheck_base::os::clock::now_ns();
     let mut resume_ms = None;
     let mut c = Link::open(t, from.as_ref())?;
-    c.recv_until(
-        t,
-        Instant::now() + ph.after,
-        &mut tr,
-        &mut pos,
-        &mut |_, ts| {
-            // The first message scheduled after the reconnect: live again.
-            if resume_ms.is_none() && ts >= t0_ns {
-                resume_ms = Some(t0.elapsed().as_secs_f64() * 1e3);
-            }
-        },
-    )?;
+    let until = Instant::now() + ph.after;
+    c.recv_until(t, until, &mut tr, &mut pos, &mut |_, ts| {
+        // The first message scheduled after the reconnect: live again.
+        if resume_ms.is_none() && ts >= t0_ns {
+            resume_ms = Some(t0.elapsed().as_secs_f64() * 1e3);
+        }
+    })?;
     drop(c);
-    tr.last_published = tr.seqs.iter().copied().max().unwrap_or(0);
+    let ended_early = super::run::ended_before(until);
+    // The publisher's rounds sent by the phase's end: what this client was owed.
+    let published = match ended_early {
+        true => super::run::sleep_checked(until.saturating_duration_since(Instant::now()))
+            .map(|_| Some(sent.load(std::sync::atomic::Ordering::SeqCst)))?,
+        false => None,
+    };
+    tr.last_published = super::run::owed_up_to(&tr, published);
     Ok(ClientResult {
         trace: tr,
         resume_ms,
         closed: pos.closed,
+        ended_early,
         ..ClientResult::default()
     })
 }
@@ -674,8 +678,16 @@ pub fn measure(
         .block_on(publisher::connect(&plan))
         .map_err(anyhow::Error::msg)?;
     let (stop, stopped) = tokio::sync::watch::channel(0u8);
-    let publishing = rt.spawn(publisher::run(plan, ready, stopped, 1));
-    let runs = super::run::run_all_with(&specs, 0, &|spec, storm| client(t, spec, ph, storm));
+    let sent = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let publishing = rt.spawn(publisher::run_counted(
+        plan,
+        ready,
+        stopped,
+        1,
+        sent.clone(),
+    ));
+    let runs =
+        super::run::run_all_with(&specs, 0, &|spec, storm| client(t, spec, ph, storm, &sent));
     let _ = stop.send(1);
     let stat = rt
         .block_on(publishing)
