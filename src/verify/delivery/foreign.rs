@@ -179,6 +179,9 @@ struct Position {
     /// The error close that ended a stream after messages had arrived (the client's
     /// cause, named in the run's report), as one phrase.
     closed: Option<String>,
+    /// Seqs and gap markers the client had when its current connection opened: a
+    /// close is a cause only after a message on this connection.
+    at_open: usize,
 }
 
 impl Link {
@@ -464,26 +467,21 @@ fn app_read(
 }
 
 /// A close the server sent, by the one rule both clients follow
-/// ([`client::close_outcome`]): a planned close ends the stream (the client reconnects);
-/// an error close before any message is a refusal naming it; after messages it ends the
-/// stream too, recorded in `pos` as the client's cause, and what the client then misses
-/// is counted as loss. A reset ends the stream without a close to name.
+/// ([`client::close_outcome`]): a planned close ends the stream; an error close before
+/// any message on this connection is a refusal naming it; after one it ends the stream
+/// too, recorded in `pos` as the client's cause, and what the client then misses is
+/// counted as loss. A reset ends the stream without a close to name.
 fn refused(
     t: &ForeignTarget,
     frame: Option<&tungstenite::protocol::CloseFrame>,
     tr: &Trace,
     pos: &mut Position,
 ) -> anyhow::Result<()> {
-    match client::close_outcome(frame, &t.secrets(), tr) {
-        client::CloseOutcome::End => Ok(()),
-        client::CloseOutcome::Refusal(p) => {
-            bail!("{}: the server closed the WebSocket: {p}", t.url)
-        }
-        client::CloseOutcome::Cause(p) => {
-            pos.closed.get_or_insert(p);
-            Ok(())
-        }
+    let received = tr.seqs.len() + tr.gaps.len() > pos.at_open;
+    if let Some(p) = client::close_outcome(frame, &t.secrets(), received).cause(&t.url)? {
+        pos.closed.get_or_insert(p);
     }
+    Ok(())
 }
 
 impl ForeignTarget {
@@ -566,6 +564,7 @@ pub fn client(
     let t0 = Instant::now();
     let t0_ns = rtcheck_base::os::clock::now_ns();
     let mut resume_ms = None;
+    pos.at_open = tr.seqs.len() + tr.gaps.len();
     let mut c = Link::open(t, from.as_ref())?;
     let until = Instant::now() + ph.after;
     c.recv_until(t, until, &mut tr, &mut pos, &mut |_, ts| {
