@@ -257,10 +257,10 @@ fn verify_delivery_counts_loss_past_an_error_close_and_names_it() {
     }
 }
 
-/// A hub that resumes (`?since=`), sends each connection one live message, then closes
-/// it with 1000: the stream after the resume ended early, and what was published until
-/// the phase's end is the client's loss (it passed with "0 lost": loss was counted only
-/// up to the last seq the client itself received).
+/// A hub that resumes (`?since=`), sends each connection half a second of live
+/// messages, then closes it with 1000: the stream after the resume (a 1 s phase at this
+/// rate) ended early, and what was published until the phase's end is the client's loss
+/// (it passed with "0 lost": loss was counted only up to the last seq it received).
 #[test]
 fn verify_delivery_counts_the_rest_of_a_stream_that_ended_early() {
     let hub = hostile_hub("once");
