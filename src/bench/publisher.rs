@@ -289,18 +289,39 @@ async fn open(addr: SocketAddr, tls: Option<&Tls>) -> Result<Stream, String> {
 pub async fn run(
     plan: Plan,
     ready: Ready,
+    stop: tokio::sync::watch::Receiver<u8>,
+    stop_level: u8,
+) -> PublisherStat {
+    run_counted(plan, ready, stop, stop_level, Default::default()).await
+}
+
+/// [`run`], its sends completed so far also in `sent` as they complete (verify delivery:
+/// what a client whose stream ended early was owed).
+pub async fn run_counted(
+    plan: Plan,
+    ready: Ready,
     mut stop: tokio::sync::watch::Receiver<u8>,
     stop_level: u8,
+    sent: std::sync::Arc<std::sync::atomic::AtomicU64>,
 ) -> PublisherStat {
     let period = Duration::from_secs_f64(1.0 / plan.rate);
     // One period of lead: the first round is scheduled, not sent at once.
     let t0 = Instant::now() + period;
     let t0_ns = clock::now_ns() + period.as_nanos() as u64;
     let (tx, state, sender) = match ready {
-        Ready::App(a) => (a.tx, a.state, a.task),
+        Ready::App(a) => {
+            // Started at connect: its count of completed sends is this run's from now.
+            if let Ok(mut s) = a.state.lock() {
+                s.live = sent;
+            }
+            (a.tx, a.state, a.task)
+        }
         ready => {
             let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<Job>();
-            let state = Shared::default();
+            let state = std::sync::Arc::new(std::sync::Mutex::new(SendState {
+                live: sent,
+                ..SendState::default()
+            }));
             let target = plan_target(&plan);
             let redial = plan.redial.then(|| std::sync::Arc::new(plan.clone()));
             let sender = tokio::spawn(send_all(ready, target, redial, rx, state.clone()));
@@ -442,12 +463,18 @@ struct SendState {
     /// Largest delay behind the schedule at a send's completion (ms): how long the
     /// server held the sender.
     backlog_max_ms: f64,
+    /// `sent`, readable while the run goes on.
+    live: std::sync::Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl SendState {
     fn done(&mut self, seq: u64, r: Result<(), String>, due: Instant) {
         match r {
-            Ok(()) => self.sent += 1,
+            Ok(()) => {
+                self.sent += 1;
+                self.live
+                    .store(self.sent, std::sync::atomic::Ordering::SeqCst);
+            }
             Err(e) => {
                 self.failed += 1;
                 self.first_error.get_or_insert(e);

@@ -496,21 +496,27 @@ fn server_schedule(inp: &Inputs) -> Option<Check> {
 }
 
 /// Pure: "N of M publishes failed, the first: E" when any failed (M: the sends that
-/// finished, sent or failed). Written once: bench's validity and `verify delivery`'s
+/// finished, sent or failed); with none counted failed but an error (the publisher never
+/// connected, or its connection went), that error as it is, never a made-up count, and
+/// the rounds still blocked. Written once: bench's validity and `verify delivery`'s
 /// foreign runs both say it.
 pub fn publishes_failed(p: &super::wire::PublisherStat) -> Option<String> {
     if p.failed == 0 && p.first_error.is_none() {
         return None;
     }
-    let failed = p.failed.max(1);
     let first = p
         .first_error
         .as_deref()
         .map_or("no error given", |e| e.trim_start_matches("publisher: "));
-    Some(format!(
-        "{failed} of {} publishes failed, the first: {first}",
-        failed + p.sent
-    ))
+    let blocked = match p.unsent {
+        0 => String::new(),
+        u => format!(" ({u} still blocked)"),
+    };
+    Some(match (p.failed, p.sent) {
+        (0, 0) => format!("the publisher failed before sending: {first}{blocked}"),
+        (0, n) => format!("the publisher failed after {n} send(s): {first}{blocked}"),
+        (f, n) => format!("{f} of {} publishes failed, the first: {first}", f + n),
+    })
 }
 
 /// rtcheck's publisher kept its schedule: every round sent, the timer on time (its
@@ -1589,6 +1595,20 @@ mod tests {
         assert_eq!(
             publishes_failed(&p).as_deref(),
             Some("3 of 12 publishes failed, the first: HTTP 503")
+        );
+        // Never connected: no send finished, none counted failed; no count made up.
+        let mut never = PublisherStat {
+            first_error: Some("publisher: connect 127.0.0.1:9: refused".into()),
+            ..Default::default()
+        };
+        assert_eq!(
+            publishes_failed(&never).as_deref(),
+            Some("the publisher failed before sending: connect 127.0.0.1:9: refused")
+        );
+        never.unsent = 4;
+        assert_eq!(
+            publishes_failed(&never).as_deref(),
+            Some("the publisher failed before sending: connect 127.0.0.1:9: refused (4 still blocked)")
         );
     }
 

@@ -609,9 +609,9 @@ pub fn run(
 }
 
 /// The exit of a written report: 1 when a finding or threshold tripped, else 1 with the
-/// reason when it measured nothing (only skips: nothing passes on nothing), else 0.
+/// reason when it measured nothing (no run was made: nothing passes on nothing), else 0.
 fn exit_of(r: &DeliveryReport, tripped: bool) -> (ExitCode, Option<String>) {
-    let nothing = delivery::measured_nothing(r);
+    let nothing = r.invalid_reason.clone();
     (super::exit::verdict(tripped, nothing.is_some()), nothing)
 }
 
@@ -669,11 +669,12 @@ mod tests {
         assert!(ring_messages("lots", 1024).is_err());
     }
 
-    /// Every asked mode unmeasured: only skip findings, no run. The JSON says so and the
-    /// exit is 1 (an invalid run), never 0; one run measured is a plain exit 0.
+    /// No run was made (no runs, no findings): the report says it is invalid (JSON
+    /// `valid` false with the reason, a bad tone and the reason in the verdict) and the
+    /// exit is 1, never 0; one run measured is a plain exit 0.
     #[test]
-    fn a_report_of_only_skips_does_not_exit_0() {
-        use crate::findings::{Finding, Status, Summary};
+    fn a_report_with_no_run_is_invalid_and_does_not_exit_0() {
+        use crate::findings::Summary;
         let p = Profile::default();
         let o = DeliveryOptions {
             delivery: vec![Delivery::SessionAck],
@@ -691,43 +692,39 @@ mod tests {
             scope: None,
             allow_remote: false,
         };
-        let skip = Finding {
-            location: None,
-            id: "delivery-session-ack".into(),
-            title: "Delivery session-ack: not measured".into(),
-            status: Status::Skip,
-            observed: "not measured".into(),
-            expected: String::new(),
-            rule: String::new(),
-            reason: Some("--delivery session-ack needs server support".into()),
-            evidence: vec![],
-            fix: Default::default(),
-            verify: Some("delivery".into()),
-            verification: None,
-            numbers: Default::default(),
-        };
+        let invalid_reason = delivery::measured_nothing(&[]);
         let mut r = DeliveryReport {
             kind: "verify-delivery",
             target: "rtcheck serve".into(),
             sizing: delivery::Sized::of(&o),
             options: o,
             runs: vec![],
-            summary: Summary::of(std::slice::from_ref(&skip)),
-            findings: vec![skip],
+            summary: Summary::of(&[]),
+            findings: vec![],
             duration_ms: 1,
             publisher: None,
             server_process: None,
             server_unmeasured: None,
+            valid: invalid_reason.is_none(),
+            invalid_reason,
         };
         let json = render(&r, Format::Json, &Palette::plain()).unwrap();
         let v: serde_json::Value = serde_json::from_str(&json).unwrap();
         assert_eq!(v["runs"].as_array().map(Vec::len), Some(0), "{v}");
-        assert_eq!(v["summary"]["skip"], 1, "{v}");
         assert_eq!(v["summary"]["pass"], 0, "{v}");
+        assert_eq!(v["valid"], false, "{v}");
+        let why = v["invalid_reason"].as_str().unwrap_or_default();
+        assert!(why.contains("no run was made"), "{v}");
+        let doc = crate::report::delivery::delivery_doc(&r).unwrap();
+        assert_eq!(doc.verdict.tone, crate::report::doc::Tone::Bad);
+        let text = render(&r, Format::Text, &Palette::plain()).unwrap();
+        // Verdict first (the line may wrap at 80 columns).
+        let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        let head = "verify delivery (rtcheck serve): invalid: nothing measured: no run was made";
+        assert!(flat.starts_with(head), "{text}");
         let (code, why) = exit_of(&r, false);
         assert_eq!(code, super::super::exit::invalid());
-        let why = why.expect("a reason");
-        assert!(why.contains("delivery-session-ack"), "{why}");
+        assert!(why.expect("a reason").contains("no run was made"));
         // One run measured (what it found is the findings' business): not "nothing".
         let spec = delivery::run::RunSpec {
             delivery: "seq-ring",
@@ -737,8 +734,14 @@ mod tests {
             away: Duration::from_secs(1),
         };
         r.runs.push(delivery::run::summarize(&spec, &[], 0));
+        r.invalid_reason = delivery::measured_nothing(&r.runs);
+        r.valid = r.invalid_reason.is_none();
         assert_eq!(exit_of(&r, false), (ExitCode::SUCCESS, None));
         assert_eq!(exit_of(&r, true).0, super::super::exit::findings());
+        let v: serde_json::Value =
+            serde_json::from_str(&render(&r, Format::Json, &Palette::plain()).unwrap()).unwrap();
+        assert_eq!(v["valid"], true, "{v}");
+        assert!(v.get("invalid_reason").is_none(), "{v}");
     }
 
     #[test]

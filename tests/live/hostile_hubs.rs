@@ -264,6 +264,38 @@ fn verify_delivery_counts_loss_past_an_error_close_and_names_it() {
     }
 }
 
+/// A hub that resumes (`?since=`), sends each connection half a second of live
+/// messages, then closes it with 1000: the stream after the resume (a 1 s phase at this
+/// rate) ended early, and what was published until the phase's end is the client's loss
+/// (it passed with "0 lost": loss was counted only up to the last seq it received).
+#[test]
+fn verify_delivery_counts_the_rest_of_a_stream_that_ended_early() {
+    let hub = hostile_hub("once");
+    let out = common::rtcheck()
+        .args(["verify", "delivery", "--server", &hub.url("ws", "/")])
+        .args(["--publish", "ws", "--resume", "query ?since={seq}"])
+        .args(["--format", "json", "--rate", "20", "--size", "256"])
+        .args(["--max-disconnect", "1500ms", "--connections", "1"])
+        .timeout(Duration::from_secs(120))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let ctx = format!("exit {:?}\n{text}\n{err}\n{}", out.status.code(), hub.log());
+    let v: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {ctx}"));
+    assert_eq!(out.status.code(), Some(1), "{ctx}");
+    let runs = v["runs"].as_array().unwrap_or_else(|| panic!("{ctx}"));
+    let resumed: Vec<&Value> = runs.iter().filter(|r| r["delivery"] == "foreign").collect();
+    assert!(!resumed.is_empty(), "{ctx}");
+    for r in resumed {
+        let verdict = r["verdict"].as_str().unwrap();
+        assert!(!verdict.starts_with("invalid"), "measured: {ctx}");
+        assert!(verdict.contains("stream ended early"), "{ctx}");
+        assert_eq!(r["status"], "fail", "{ctx}");
+        assert!(r["lost_silently"].as_u64().unwrap() > 0, "{ctx}");
+    }
+}
+
 /// The peak resident memory of a process, sampled until it exits (bounded wait).
 fn peak_rss_mb(child: &mut std::process::Child, limit: Duration) -> (f64, bool) {
     let status = format!("/proc/{}/status", child.id());

@@ -558,7 +558,7 @@ fn text_output_fits_80_columns_verdict_first() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{text}");
     assert!(
-        text.starts_with("verify delivery (rtcheck serve): 4 pass"),
+        text.starts_with("verify delivery (rtcheck serve): 0 fail, 0 warn, 4 pass"),
         "{text}"
     );
     for l in text.lines() {

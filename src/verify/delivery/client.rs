@@ -308,6 +308,9 @@ pub struct WsConn {
     /// The error close that ended the stream after messages (its phrase): the cause of
     /// what the client then missed.
     pub closed: Option<String>,
+    /// This connection received a message (seq or gap marker): a close is then a cause,
+    /// not a refusal, whatever an earlier connection of the client received.
+    got: bool,
 }
 
 use tokio_tungstenite::tungstenite;
@@ -350,6 +353,7 @@ impl WsConn {
             epoch: None,
             session: session.map(|_| SessionState::default()),
             closed: None,
+            got: false,
         })
     }
 
@@ -386,10 +390,11 @@ impl WsConn {
                             )
                         })?;
                         t.gaps.push(g);
+                        self.got = true;
                         continue;
                     }
                 },
-                Ok(Message::Close(c)) => return self.on_close(c.as_ref(), t),
+                Ok(Message::Close(c)) => return self.on_close(c.as_ref()),
                 Ok(_) => continue,
                 Err(Error::Io(e)) if is_timeout(&e) => continue,
                 Err(Error::ConnectionClosed | Error::AlreadyClosed) => return Ok(()),
@@ -400,6 +405,7 @@ impl WsConn {
             };
             let (seq, _) = seq.ok_or_else(|| anyhow!("{}: a payload without a seq", self.peer))?;
             t.seqs.push(seq);
+            self.got = true;
             self.last = Some(seq);
             on_msg(seq);
             if let Some(a) = self.session.as_mut().and_then(|s| s.due(seq)) {
@@ -421,16 +427,9 @@ impl WsConn {
     fn on_close(
         &mut self,
         frame: Option<&tungstenite::protocol::CloseFrame>,
-        t: &Trace,
     ) -> anyhow::Result<()> {
-        match close_outcome(frame, &[], t) {
-            CloseOutcome::End => {}
-            CloseOutcome::Refusal(p) => {
-                bail!("{}: the server closed the WebSocket: {p}", self.peer)
-            }
-            CloseOutcome::Cause(p) => {
-                self.closed.get_or_insert(p);
-            }
+        if let Some(p) = close_outcome(frame, &[], self.got).cause(&self.peer)? {
+            self.closed.get_or_insert(p);
         }
         Ok(())
     }
@@ -656,8 +655,9 @@ fn position(seq: u64, epoch: Option<Epoch>) -> String {
 /// a foreign one.
 #[derive(Debug, PartialEq)]
 pub(super) enum CloseOutcome {
-    /// Planned (1000, 1001, 1012: a restart) or without a code: the stream ends, the
-    /// client reconnects.
+    /// Planned (1000, 1001, 1012: a restart) or without a code: the stream ends. The
+    /// client does not reconnect within the phase: ended before the phase's end, what
+    /// was published after it counts as its loss (run.rs, `owed_up_to`).
     End,
     /// An error close before any message (seq or gap marker): the server refused the
     /// client. The run stops naming it, not with a later "no message".
@@ -667,22 +667,36 @@ pub(super) enum CloseOutcome {
     Cause(String),
 }
 
-/// Pure: the [`CloseOutcome`] of `frame` for a client that has `received` so far; the
-/// phrase names code, meaning and the server's reason with `secrets` masked (a reason
-/// that echoes a rejected token).
+/// Pure: the [`CloseOutcome`] of `frame` on a connection that `received` a message (seq
+/// or gap marker) or not; the phrase names code, meaning and the server's reason with
+/// `secrets` masked (a reason that echoes a rejected token). Only this connection's
+/// messages count: a resume refused before any message is a refusal, whatever the
+/// client's earlier connection received.
 pub(super) fn close_outcome(
     frame: Option<&tungstenite::protocol::CloseFrame>,
     secrets: &[String],
-    received: &Trace,
+    received: bool,
 ) -> CloseOutcome {
     use crate::bench::ws_client::{close_phrase, is_error_close};
     if !is_error_close(frame) {
         return CloseOutcome::End;
     }
     let phrase = close_phrase(frame, secrets);
-    match received.seqs.is_empty() && received.gaps.is_empty() {
-        true => CloseOutcome::Refusal(phrase),
-        false => CloseOutcome::Cause(phrase),
+    match received {
+        false => CloseOutcome::Refusal(phrase),
+        true => CloseOutcome::Cause(phrase),
+    }
+}
+
+impl CloseOutcome {
+    /// As the client takes it (both clients, one wording): an end is nothing, a cause is
+    /// returned to keep, a refusal stops the run naming `peer` and the close.
+    pub(super) fn cause(self, peer: &dyn std::fmt::Display) -> anyhow::Result<Option<String>> {
+        match self {
+            CloseOutcome::End => Ok(None),
+            CloseOutcome::Refusal(p) => bail!("{peer}: the server closed the WebSocket: {p}"),
+            CloseOutcome::Cause(p) => Ok(Some(p)),
+        }
     }
 }
 
@@ -703,56 +717,51 @@ mod tests {
             code: CloseCode::from(code),
             reason: reason.into(),
         };
-        let none = Trace::default();
-        let got = Trace {
-            seqs: vec![7],
-            ..Trace::default()
-        };
-        let gap = Trace {
-            gaps: vec![(1, 3)],
-            ..Trace::default()
-        };
         for code in [1000, 1001, 1012] {
-            assert_eq!(
-                close_outcome(Some(&f(code, "")), &[], &got),
-                CloseOutcome::End
-            );
-            assert_eq!(
-                close_outcome(Some(&f(code, "")), &[], &none),
-                CloseOutcome::End
-            );
+            for got in [true, false] {
+                assert_eq!(
+                    close_outcome(Some(&f(code, "")), &[], got),
+                    CloseOutcome::End
+                );
+            }
         }
-        assert_eq!(close_outcome(None, &[], &none), CloseOutcome::End);
+        assert_eq!(close_outcome(None, &[], false), CloseOutcome::End);
         let phrase = "close 1011 (internal error), reason \"ring broke\"";
         let broke = f(1011, "ring broke");
         assert_eq!(
-            close_outcome(Some(&broke), &[], &none),
+            close_outcome(Some(&broke), &[], false),
             CloseOutcome::Refusal(phrase.into())
         );
         assert_eq!(
-            close_outcome(Some(&broke), &[], &got),
+            close_outcome(Some(&broke), &[], true),
             CloseOutcome::Cause(phrase.into())
         );
-        // A gap marker is a message too: the server spoke before it closed.
-        assert_eq!(
-            close_outcome(Some(&broke), &[], &gap),
-            CloseOutcome::Cause(phrase.into())
-        );
-        let CloseOutcome::Refusal(p) = close_outcome(Some(&f(1008, "")), &[], &none) else {
+        let CloseOutcome::Refusal(p) = close_outcome(Some(&f(1008, "")), &[], false) else {
             panic!("1008 before any message is a refusal")
         };
         assert!(p.contains("close 1008 (policy violation)"), "{p}");
+        let e = CloseOutcome::Refusal(p).cause(&"127.0.0.1:9").unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("127.0.0.1:9: the server closed the WebSocket: close 1008"),
+            "{e}"
+        );
+        let kept = CloseOutcome::Cause(phrase.into()).cause(&"x").unwrap();
+        assert_eq!(kept.as_deref(), Some(phrase));
+        assert_eq!(CloseOutcome::End.cause(&"x").unwrap(), None);
         // A reason echoing a secret is masked.
         let leak = f(4401, "bad token s3cr3t-tok");
-        let CloseOutcome::Cause(p) = close_outcome(Some(&leak), &["s3cr3t-tok".into()], &got)
+        let CloseOutcome::Cause(p) = close_outcome(Some(&leak), &["s3cr3t-tok".into()], true)
         else {
             panic!("an error close after messages is the cause")
         };
         assert!(!p.contains("s3cr3t-tok") && p.contains("4401"), "{p}");
     }
 
-    /// rtcheck's server: an error close after messages ends the stream and is kept as
-    /// the cause; before any message it stops the run naming the close.
+    /// rtcheck's server: an error close after a message on this connection (a gap marker
+    /// is one) ends the stream and is kept as the cause; before any message on it the run
+    /// stops naming the close, even when the client's earlier connection received
+    /// messages (a resume refused is a refusal, not a cause).
     #[test]
     fn own_server_close_is_kept_or_refused() {
         use std::net::TcpListener;
@@ -760,9 +769,12 @@ mod tests {
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = l.local_addr().unwrap();
         let server = std::thread::spawn(move || {
-            for _ in 0..2 {
+            for i in 0..2 {
                 let (s, _) = l.accept().unwrap();
                 let mut ws = tungstenite::accept(s).unwrap();
+                if i == 0 {
+                    let _ = ws.send(tungstenite::Message::text(r#"{"from":2,"to":3}"#));
+                }
                 let close = CloseFrame {
                     code: CloseCode::from(1011),
                     reason: "ring broke".into(),
@@ -773,20 +785,20 @@ mod tests {
             }
         });
         let until = Instant::now() + Duration::from_secs(30);
-        let mut got = Trace {
+        // Phase one's messages, before either connection.
+        let mut t = Trace {
             seqs: vec![1],
             ..Trace::default()
         };
         let mut c = WsConn::open(addr, None, None).unwrap();
-        c.recv_until(until, &mut got, &mut |_| {}).unwrap();
-        assert_eq!(got.seqs, [1]);
+        c.recv_until(until, &mut t, &mut |_| {}).unwrap();
+        assert_eq!(t.gaps, [(2, 3)]);
         let closed = c.closed.clone().expect("the close kept as the cause");
         assert!(closed.contains("close 1011 (internal error)"), "{closed}");
         // The server waits for this client to go before it takes the next one.
         drop(c);
-        let mut none = Trace::default();
-        let mut c = WsConn::open(addr, None, None).unwrap();
-        let e = c.recv_until(until, &mut none, &mut |_| {}).unwrap_err();
+        let mut c = WsConn::open(addr, Some("3"), None).unwrap();
+        let e = c.recv_until(until, &mut t, &mut |_| {}).unwrap_err();
         let e = e.to_string();
         assert!(
             e.contains("the server closed the WebSocket: close 1011"),

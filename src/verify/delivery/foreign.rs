@@ -179,6 +179,9 @@ struct Position {
     /// The error close that ended a stream after messages had arrived (the client's
     /// cause, named in the run's report), as one phrase.
     closed: Option<String>,
+    /// Seqs and gap markers the client had when its current connection opened: a
+    /// close is a cause only after a message on this connection.
+    at_open: usize,
 }
 
 impl Link {
@@ -464,26 +467,21 @@ fn app_read(
 }
 
 /// A close the server sent, by the one rule both clients follow
-/// ([`client::close_outcome`]): a planned close ends the stream (the client reconnects);
-/// an error close before any message is a refusal naming it; after messages it ends the
-/// stream too, recorded in `pos` as the client's cause, and what the client then misses
-/// is counted as loss. A reset ends the stream without a close to name.
+/// ([`client::close_outcome`]): a planned close ends the stream; an error close before
+/// any message on this connection is a refusal naming it; after one it ends the stream
+/// too, recorded in `pos` as the client's cause, and what the client then misses is
+/// counted as loss. A reset ends the stream without a close to name.
 fn refused(
     t: &ForeignTarget,
     frame: Option<&tungstenite::protocol::CloseFrame>,
     tr: &Trace,
     pos: &mut Position,
 ) -> anyhow::Result<()> {
-    match client::close_outcome(frame, &t.secrets(), tr) {
-        client::CloseOutcome::End => Ok(()),
-        client::CloseOutcome::Refusal(p) => {
-            bail!("{}: the server closed the WebSocket: {p}", t.url)
-        }
-        client::CloseOutcome::Cause(p) => {
-            pos.closed.get_or_insert(p);
-            Ok(())
-        }
+    let received = tr.seqs.len() + tr.gaps.len() > pos.at_open;
+    if let Some(p) = client::close_outcome(frame, &t.secrets(), received).cause(&t.url)? {
+        pos.closed.get_or_insert(p);
     }
+    Ok(())
 }
 
 impl ForeignTarget {
@@ -522,6 +520,7 @@ pub fn client(
     spec: &RunSpec,
     ph: Phases,
     storm: &Barrier,
+    sent: &std::sync::atomic::AtomicU64,
 ) -> anyhow::Result<ClientResult> {
     let storm = (spec.disconnect == Disconnect::Storm).then_some(storm);
     let mut tr = Trace::default();
@@ -565,25 +564,29 @@ pub fn client(
     let t0 = Instant::now();
     let t0_ns = rtcheck_base::os::clock::now_ns();
     let mut resume_ms = None;
+    pos.at_open = tr.seqs.len() + tr.gaps.len();
     let mut c = Link::open(t, from.as_ref())?;
-    c.recv_until(
-        t,
-        Instant::now() + ph.after,
-        &mut tr,
-        &mut pos,
-        &mut |_, ts| {
-            // The first message scheduled after the reconnect: live again.
-            if resume_ms.is_none() && ts >= t0_ns {
-                resume_ms = Some(t0.elapsed().as_secs_f64() * 1e3);
-            }
-        },
-    )?;
+    let until = Instant::now() + ph.after;
+    c.recv_until(t, until, &mut tr, &mut pos, &mut |_, ts| {
+        // The first message scheduled after the reconnect: live again.
+        if resume_ms.is_none() && ts >= t0_ns {
+            resume_ms = Some(t0.elapsed().as_secs_f64() * 1e3);
+        }
+    })?;
     drop(c);
-    tr.last_published = tr.seqs.iter().copied().max().unwrap_or(0);
+    let ended_early = super::run::ended_before(until);
+    // The publisher's rounds sent by the phase's end: what this client was owed.
+    let published = match ended_early {
+        true => super::run::sleep_checked(until.saturating_duration_since(Instant::now()))
+            .map(|_| Some(sent.load(std::sync::atomic::Ordering::SeqCst)))?,
+        false => None,
+    };
+    tr.last_published = super::run::owed_up_to(&tr, published);
     Ok(ClientResult {
         trace: tr,
         resume_ms,
         closed: pos.closed,
+        ended_early,
         ..ClientResult::default()
     })
 }
@@ -674,8 +677,16 @@ pub fn measure(
         .block_on(publisher::connect(&plan))
         .map_err(anyhow::Error::msg)?;
     let (stop, stopped) = tokio::sync::watch::channel(0u8);
-    let publishing = rt.spawn(publisher::run(plan, ready, stopped, 1));
-    let runs = super::run::run_all_with(&specs, 0, &|spec, storm| client(t, spec, ph, storm));
+    let sent = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let publishing = rt.spawn(publisher::run_counted(
+        plan,
+        ready,
+        stopped,
+        1,
+        sent.clone(),
+    ));
+    let runs =
+        super::run::run_all_with(&specs, 0, &|spec, storm| client(t, spec, ph, storm, &sent));
     let _ = stop.send(1);
     let stat = rt
         .block_on(publishing)

@@ -353,6 +353,11 @@ pub struct DeliveryReport {
     /// Why it was not measured (remote, not found, unreadable).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub server_unmeasured: Option<String>,
+    /// False when the report measured nothing ([`measured_nothing`]: no run was made),
+    /// its reason in `invalid_reason`.
+    pub valid: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub invalid_reason: Option<String>,
 }
 
 /// The `rtcheck serve` flags for one delivery mode.
@@ -490,6 +495,7 @@ pub fn measure(o: &DeliveryOptions) -> anyhow::Result<DeliveryReport> {
             Err(why) => (None, Some(why)),
         };
         let findings = findings(o, &runs);
+        let invalid_reason = measured_nothing(&runs);
         return Ok(DeliveryReport {
             kind: "verify-delivery",
             target: t.url.clone(),
@@ -502,6 +508,8 @@ pub fn measure(o: &DeliveryOptions) -> anyhow::Result<DeliveryReport> {
             publisher: Some(stat),
             server_process,
             server_unmeasured,
+            valid: invalid_reason.is_none(),
+            invalid_reason,
         });
     }
     let budget = Deadline::new(o.timeout);
@@ -533,6 +541,7 @@ pub fn measure(o: &DeliveryOptions) -> anyhow::Result<DeliveryReport> {
     })?;
     let runs: Vec<Run> = results.into_iter().flatten().collect();
     let findings = findings(o, &runs);
+    let invalid_reason = measured_nothing(&runs);
     Ok(DeliveryReport {
         kind: "verify-delivery",
         target: o
@@ -547,25 +556,17 @@ pub fn measure(o: &DeliveryOptions) -> anyhow::Result<DeliveryReport> {
         publisher: None,
         server_process: None,
         server_unmeasured: None,
+        valid: invalid_reason.is_none(),
+        invalid_reason,
     })
 }
 
-/// Pure: why a report measured nothing (no run: every asked mode unmeasured, its
-/// findings only skips), None when a run measured something. Nothing passes on nothing:
-/// the command writes the report and exits 1, as for an invalid measurement.
-pub fn measured_nothing(r: &DeliveryReport) -> Option<String> {
-    if !r.runs.is_empty() {
-        return None;
-    }
-    let first = r.findings.iter().find(|f| f.status == Status::Skip);
-    Some(match first {
-        Some(f) => format!(
-            "nothing measured: every asked mode was skipped (first: {}: {})",
-            f.id,
-            f.reason.as_deref().unwrap_or("not measured")
-        ),
-        None => "nothing measured: no run".into(),
-    })
+/// Pure: why runs measured nothing (no run was made), None when one was. Nothing passes
+/// on nothing: the report says it is invalid, and the command writes it and exits 1, as
+/// for an invalid measurement.
+pub fn measured_nothing(runs: &[Run]) -> Option<String> {
+    runs.is_empty()
+        .then(|| "invalid: nothing measured: no run was made".to_string())
 }
 
 /// One finding per run, plus a skip for each asked mode this build does not measure.

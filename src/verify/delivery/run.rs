@@ -81,6 +81,9 @@ pub struct ClientResult {
     /// close (not 1000, 1001 or 1012) after it had received messages: the close, as one
     /// phrase (the cause of what it then missed, which the seq accounting counts).
     pub closed: Option<String>,
+    /// Its stream after the reconnect ended (a close of any code, a reset, an EOF)
+    /// before the phase's end: what was published after that is counted as its loss.
+    pub ended_early: bool,
 }
 
 /// A client's current connection.
@@ -231,13 +234,21 @@ pub fn client(
     let t0 = Instant::now();
     let mut c = Conn::open(addr, ph, spec.delivery, resume_id)?;
     let (mut resume_ms, mut first_after) = (None, None);
-    c.recv_until(Instant::now() + ph.after, &mut t, &mut |seq| {
+    let until = Instant::now() + ph.after;
+    c.recv_until(until, &mut t, &mut |seq| {
         first_after.get_or_insert(seq);
         if resume_ms.is_none() && latest.is_none_or(|l| seq > l) {
             resume_ms = Some(t0.elapsed().as_secs_f64() * 1e3);
         }
     })?;
-    t.last_published = t.seqs.iter().copied().max().unwrap_or(0);
+    let ended_early = ended_before(until);
+    // The server's latest at the phase's end: what this client was owed by then.
+    let published = match ended_early {
+        true => sleep_checked(until.saturating_duration_since(Instant::now()))
+            .map(|_| latest_seq(addr))?,
+        false => None,
+    };
+    t.last_published = owed_up_to(&t, published);
     let reset = c.session().is_some_and(|s| s.reset);
     closed = closed.or(c.closed());
     let first_after = first_after.unwrap_or(0);
@@ -254,7 +265,22 @@ pub fn client(
         reset,
         before: None,
         closed,
+        ended_early,
     })
+}
+
+/// A stream that returned before `until` (not interrupted) ended early: the server
+/// closed or reset it.
+pub(super) fn ended_before(until: Instant) -> bool {
+    Instant::now() < until && !interrupted()
+}
+
+/// Pure: the last seq a client is owed: the highest it received, or, when its stream
+/// ended early, what had been published by the phase's end (`published`), so the rest
+/// of the phase counts as its loss instead of going unmeasured.
+pub fn owed_up_to(t: &Trace, published: Option<u64>) -> u64 {
+    let got = t.seqs.iter().copied().max().unwrap_or(0);
+    published.map_or(got, |p| p.max(got))
 }
 
 /// Where the clients of a `server-restart` run meet the orchestrator: all connected and
@@ -441,11 +467,15 @@ pub fn summarize(spec: &RunSpec, results: &[ClientResult], ring_bytes: u64) -> R
         RESTART => results.len() as u64 - resets,
         _ => 0,
     };
-    let (status, verdict) = match closed_note(results) {
-        None => (status, verdict),
-        Some(note) => (
+    let notes: Vec<String> = [ended_note(results), closed_note(results)]
+        .into_iter()
+        .flatten()
+        .collect();
+    let (status, verdict) = match notes.is_empty() {
+        true => (status, verdict),
+        false => (
             status.max(crate::findings::Status::Warn),
-            format!("{verdict}; {note}"),
+            format!("{verdict}; {}", notes.join("; ")),
         ),
     };
     let (status, verdict) = match (stale, untold) {
@@ -481,8 +511,20 @@ pub fn summarize(spec: &RunSpec, results: &[ClientResult], ring_bytes: u64) -> R
     }
 }
 
-/// Pure: the clients a foreign server ended with an error close after they had received
-/// messages, named (how many, and one of their closes): the cause of what they missed.
+/// Pure: the clients whose stream ended early after the reconnect (any close, a reset),
+/// named: what was published after it is counted as their loss.
+fn ended_note(results: &[ClientResult]) -> Option<String> {
+    match results.iter().filter(|r| r.ended_early).count() {
+        0 => None,
+        n => Some(format!(
+            "{n} client(s)' stream ended early, before the phase's end (what was published after it counted as lost)"
+        )),
+    }
+}
+
+/// Pure: the clients the server (rtcheck's or a foreign one) ended with an error close
+/// after they had received messages, named (how many, and one of their closes): the
+/// cause of what they missed.
 fn closed_note(results: &[ClientResult]) -> Option<String> {
     let closed: Vec<&String> = results.iter().filter_map(|r| r.closed.as_ref()).collect();
     let first = closed.first()?;
@@ -838,5 +880,40 @@ mod tests {
             "{}",
             run.verdict
         );
+    }
+
+    /// A stream closed (1000) right after one message past the resume: the rest of the
+    /// phase, published but never received, is counted as loss, and the verdict says the
+    /// stream ended early.
+    #[test]
+    fn a_stream_that_ended_early_is_owed_what_was_published() {
+        let trace = Trace {
+            seqs: vec![1, 2, 3, 9],
+            first_expected: 1,
+            ..Trace::default()
+        };
+        assert_eq!(owed_up_to(&trace, None), 9);
+        assert_eq!(owed_up_to(&trace, Some(20)), 20);
+        // A latest below what it received (read from another answer) never shrinks it.
+        assert_eq!(owed_up_to(&trace, Some(5)), 9);
+        let mut early = ClientResult {
+            trace,
+            resume_ms: Some(2.0),
+            ended_early: true,
+            ..ClientResult::default()
+        };
+        early.trace.last_published = owed_up_to(&early.trace, Some(20));
+        let run = summarize(&spec(FOREIGN_RUN, "since-query"), &[early.clone()], 0);
+        // 4..=8 in the disconnect, 10..=20 after the close: 16 lost, none announced.
+        assert_eq!((run.counts.lost, run.counts.lost_silently), (16, 16));
+        assert_eq!(run.status, Status::Fail, "{run:?}");
+        assert!(run.verdict.contains("ended early"), "{}", run.verdict);
+        // Nothing published after the close: no loss, but not a plain pass either.
+        early.trace.seqs = (1..=9).collect();
+        early.trace.last_published = owed_up_to(&early.trace, Some(9));
+        let run = summarize(&spec(FOREIGN_RUN, "since-query"), &[early], 0);
+        assert_eq!(run.counts.lost, 0, "{run:?}");
+        assert_eq!(run.status, Status::Warn, "{run:?}");
+        assert!(run.verdict.contains("1 client(s)' stream ended early"));
     }
 }
