@@ -270,6 +270,7 @@ fn verify_delivery_counts_loss_past_an_error_close_and_names_it() {
 /// (it passed with "0 lost": loss was counted only up to the last seq it received).
 #[test]
 fn verify_delivery_counts_the_rest_of_a_stream_that_ended_early() {
+    let _timed = common::timed();
     let hub = hostile_hub("once");
     let out = common::rtcheck()
         .args(["verify", "delivery", "--server", &hub.url("ws", "/")])
