@@ -1,6 +1,6 @@
 //! Which integration tests take a timed slot (`common::timed`): every test of a module
 //! that drives a publisher's schedule, a load generator's rate or a library's short
-//! heartbeat, so at most one per core runs at once while the waiting-bound tests of the
+//! heartbeat, so at most two per core run at once while the waiting-bound tests of the
 //! same binary run three per core beside them (BENCHMARKS.md, "Third pass").
 use std::path::Path;
 
