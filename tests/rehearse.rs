@@ -93,7 +93,8 @@ impl Drop for Restartable {
 
 /// `rtcheck rehearse ARGS --format json`: (exit code, report, stderr).
 fn rehearse(args: &[&str]) -> (Option<i32>, Value, String) {
-    // One rehearsal per core at a time (each drives a reconnect wave). The accept-queue
+    // At most two rehearsals per core at a time (common::timed; each drives a reconnect
+    // wave, CPU-bound: more at once is no faster). The accept-queue
     // counters are the namespace's: a burst of one lands in another's ListenOverflows,
     // so every test but the backlog one allows that finding to fail, and more overflows
     // cannot make the backlog test's "> 0" false.

@@ -68,7 +68,16 @@ pub fn find(addr: SocketAddr, pids: &[u32]) -> Result<Target, String> {
             format!("{addr} is not a listener on this host (a remote server's memory cannot be read from here): run rtcheck on its host, or give --pid")
         });
     }
-    let (pids, unreadable) = process::holders(proc, &inodes);
+    let (first, unreadable) = process::holders(proc, &inodes);
+    // A process forked a moment ago holds its parent's listener until it execs or exits
+    // (a server spawning a helper, a test harness starting a command): seen once, it is
+    // not the server, and its figures would vanish mid-run. Look again.
+    let pids = if first.is_empty() {
+        first
+    } else {
+        std::thread::sleep(Duration::from_millis(100));
+        held_both_times(first, &process::holders(proc, &inodes).0)
+    };
     if pids.is_empty() {
         return Err(format!(
             "the listener on {addr} belongs to a process whose fds this user cannot read ({unreadable} processes unreadable: another user's): run as that user or root, or give --pid"
@@ -95,6 +104,17 @@ pub fn find(addr: SocketAddr, pids: &[u32]) -> Result<Target, String> {
         pids,
         found_by: format!("{}, the listener on {addr}", names.join(",")),
     })
+}
+
+/// The holders seen in both looks; the second look's when none was in both (the server
+/// restarted between them).
+fn held_both_times(first: Vec<u32>, second: &[u32]) -> Vec<u32> {
+    let both: Vec<u32> = first.into_iter().filter(|p| second.contains(p)).collect();
+    if both.is_empty() {
+        second.to_vec()
+    } else {
+        both
+    }
 }
 
 /// One reading, summed over the target's processes; `t_s` from the sampler's start.
@@ -354,6 +374,16 @@ impl ServerProcess {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_holder_seen_once_is_not_the_server() {
+        // 9 forked from 7 and exec'd between the looks (a master 7 with worker 8 stays).
+        assert_eq!(held_both_times(vec![7, 8, 9], &[7, 8]), [7, 8]);
+        assert_eq!(held_both_times(vec![7], &[7, 12]), [7]);
+        // Restarted between the looks: the new process, not nothing.
+        assert_eq!(held_both_times(vec![7], &[20]), [20]);
+        assert!(held_both_times(vec![7], &[]).is_empty());
+    }
 
     fn t() -> Target {
         Target {
