@@ -195,7 +195,8 @@ impl std::fmt::Debug for Plan {
 
 /// A connected publisher, ready to start on the orchestrator's command.
 pub enum Ready {
-    Ws(Box<tokio_tungstenite::WebSocketStream<Stream>>),
+    /// A raw WebSocket publisher, read from its handshake on (see [`WsConn`]).
+    Ws(Box<WsConn>),
     /// A library protocol's publisher, its loop already running (see [`AppRunning`]).
     App(Box<AppRunning>),
     Post,
@@ -262,7 +263,7 @@ pub async fn connect(plan: &Plan) -> Result<Ready, String> {
             let task = tokio::spawn(send_all_app(ws, app, rx, state.clone()));
             Ready::App(Box::new(AppRunning { tx, state, task }))
         }
-        None => Ready::Ws(Box::new(ws)),
+        None => Ready::Ws(Box::new(WsConn::new(ws))),
     })
 }
 
@@ -541,25 +542,22 @@ type WsSink = futures_util::stream::SplitSink<
 /// failed send drops the connection and the next message dials again first (one try
 /// per message: a hub that is down fails the messages of its downtime, each counted).
 async fn send_all_ws(
-    ws: tokio_tungstenite::WebSocketStream<Stream>,
+    mut ws: WsConn,
     redial: Option<std::sync::Arc<Plan>>,
     mut rx: tokio::sync::mpsc::UnboundedReceiver<Job>,
     state: Shared,
 ) {
-    let (mut conn, mut reader) = split_ws(ws);
     while let Some((seq, due, msg)) = rx.recv().await {
         // The hub closed (killed: its FIN came): a write would still succeed once, into
         // a socket nobody reads, and count a message the hub never took as sent.
-        if redial.is_some() && reader.is_finished() {
-            conn = None;
+        if redial.is_some() && ws.reader.is_finished() {
+            ws.sink = None;
         }
-        if conn.is_none() {
+        if ws.sink.is_none() {
             if let Some(plan) = &redial {
                 match connect(plan).await {
-                    Ok(Ready::Ws(ws)) => {
-                        reader.abort();
-                        (conn, reader) = split_ws(*ws);
-                    }
+                    // The old connection's reader is aborted as it is dropped.
+                    Ok(Ready::Ws(new)) => ws = *new,
                     Ok(Ready::Post | Ready::App(_)) => {}
                     Err(e) => {
                         record(&state, seq, Err(e), due);
@@ -568,7 +566,7 @@ async fn send_all_ws(
                 }
             }
         }
-        let r = match conn.as_mut() {
+        let r = match ws.sink.as_mut() {
             Some(sink) => sink
                 .send(tokio_tungstenite::tungstenite::Message::text(msg))
                 .await
@@ -576,21 +574,37 @@ async fn send_all_ws(
             None => Err("publisher: the WebSocket is closed".into()),
         };
         if r.is_err() && redial.is_some() {
-            conn = None;
+            ws.sink = None;
         }
         record(&state, seq, r, due);
     }
-    reader.abort();
 }
 
-/// The sink, and a task that reads and discards: a chat hub echoes to its sender,
-/// which must not become a slow client itself.
-fn split_ws(
-    ws: tokio_tungstenite::WebSocketStream<Stream>,
-) -> (Option<WsSink>, tokio::task::JoinHandle<()>) {
-    let (sink, mut stream) = ws.split();
-    let reader = tokio::spawn(async move { while let Some(Ok(_)) = stream.next().await {} });
-    (Some(sink), reader)
+/// A raw WebSocket publisher's sink (None once it failed), and a task that reads and
+/// discards from the handshake on: a chat hub echoes to its sender, which must not
+/// become a slow client itself, and a hub's ping is answered while the clients connect
+/// (tungstenite replies as it reads; node `ws`'s heartbeat example terminates a
+/// connection that missed one interval's pong). The reader ends when this is dropped.
+pub struct WsConn {
+    sink: Option<WsSink>,
+    reader: tokio::task::JoinHandle<()>,
+}
+
+impl WsConn {
+    fn new(ws: tokio_tungstenite::WebSocketStream<Stream>) -> WsConn {
+        let (sink, mut stream) = ws.split();
+        let reader = tokio::spawn(async move { while let Some(Ok(_)) = stream.next().await {} });
+        WsConn {
+            sink: Some(sink),
+            reader,
+        }
+    }
+}
+
+impl Drop for WsConn {
+    fn drop(&mut self) {
+        self.reader.abort();
+    }
 }
 
 /// The WebSocket publisher of a library protocol: each message published as its clients
@@ -724,6 +738,59 @@ mod tests {
         assert_eq!(due_by(Some(ms(1_000_000)), ms(100), 1535), 1535);
         assert_eq!(due_by(Some(Duration::MAX), ms(1), 7), 7);
         assert_eq!(due_by(Some(ms(5)), Duration::ZERO, 7), 7);
+    }
+
+    fn ws_plan(url: &str) -> Plan {
+        let ep = Endpoint::new(url, None, &Trust::default()).unwrap();
+        Plan {
+            via: PublishVia::Ws,
+            ws_url: url.into(),
+            ws: ep,
+            post: None,
+            message: Template::parse(super::super::template::DEFAULT_MESSAGE),
+            subscribe: None,
+            app: None,
+            headers: vec![],
+            rounds: 1,
+            rate: 20.0,
+            size: 16,
+            redial: false,
+        }
+    }
+
+    #[test]
+    fn a_connected_ws_publisher_answers_the_hubs_ping_before_its_run() {
+        use tokio_tungstenite::tungstenite::Message;
+        let rt = tokio::runtime::Runtime::new().unwrap();
+        rt.block_on(async {
+            let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let url = format!("ws://{}/ws", l.local_addr().unwrap());
+            // The hub pings once the publisher is in, and waits for its pong (node `ws`'s
+            // heartbeat terminates a connection that missed one).
+            let hub = tokio::spawn(async move {
+                let (s, _) = l.accept().await.unwrap();
+                let mut ws = tokio_tungstenite::accept_async(s).await.unwrap();
+                ws.send(Message::Ping(b"hb".to_vec().into())).await.unwrap();
+                let pong = tokio::time::timeout(Duration::from_secs(30), async {
+                    while let Some(Ok(m)) = ws.next().await {
+                        if let Message::Pong(p) = m {
+                            return Some(p.to_vec());
+                        }
+                    }
+                    None
+                });
+                pong.await.ok().flatten()
+            });
+            // Connected, not yet run: the clients would be connecting now.
+            let ready = connect(&ws_plan(&url)).await.unwrap();
+            assert!(matches!(ready, Ready::Ws(_)));
+            let pong = tokio::time::timeout(Duration::from_secs(60), hub)
+                .await
+                .unwrap()
+                .unwrap();
+            assert_eq!(pong.as_deref(), Some(&b"hb"[..]));
+            drop(ready);
+        });
     }
 
     #[test]
