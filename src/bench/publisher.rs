@@ -550,7 +550,7 @@ async fn send_all_ws(
     while let Some((seq, due, msg)) = rx.recv().await {
         // The hub closed (killed: its FIN came): a write would still succeed once, into
         // a socket nobody reads, and count a message the hub never took as sent.
-        if redial.is_some() && ws.reader.is_finished() {
+        if redial.is_some() && ws.reader.0.is_finished() {
             ws.sink = None;
         }
         if ws.sink.is_none() {
@@ -587,7 +587,7 @@ async fn send_all_ws(
 /// connection that missed one interval's pong). The reader ends when this is dropped.
 pub struct WsConn {
     sink: Option<WsSink>,
-    reader: tokio::task::JoinHandle<()>,
+    reader: AbortOnDrop,
 }
 
 impl WsConn {
@@ -596,14 +596,8 @@ impl WsConn {
         let reader = tokio::spawn(async move { while let Some(Ok(_)) = stream.next().await {} });
         WsConn {
             sink: Some(sink),
-            reader,
+            reader: AbortOnDrop(reader),
         }
-    }
-}
-
-impl Drop for WsConn {
-    fn drop(&mut self) {
-        self.reader.abort();
     }
 }
 
@@ -622,7 +616,8 @@ async fn send_all_app(
     // Replies are one per server heartbeat: a few, however long the run.
     let (owed_tx, mut owed) = tokio::sync::mpsc::unbounded_channel::<Message>();
     let reader_app = app.clone();
-    let reader = tokio::spawn(async move {
+    // Aborted with this task too (run aborts a sender still blocked 1 s after its stop).
+    let _reader = AbortOnDrop(tokio::spawn(async move {
         while let Some(Ok(m)) = stream.next().await {
             let Some(replies) = with(&reader_app, |s| s.on_message(&m).replies) else {
                 return;
@@ -631,7 +626,7 @@ async fn send_all_app(
                 let _ = owed_tx.send(r);
             }
         }
-    });
+    }));
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     loop {
         let (m, due) = tokio::select! {
@@ -656,7 +651,15 @@ async fn send_all_app(
             record(&state, seq, r, due);
         }
     }
-    reader.abort();
+}
+
+/// A task aborted when this is dropped (also when the task holding it is aborted).
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 /// `f` on the session, the lock released before any await (None: poisoned).

@@ -139,9 +139,17 @@ pub fn count_restart(before: &Trace, after: &Trace, a_end: u64, told: bool) -> C
     if told && got < b.last_published {
         b.gaps.push((got + 1, b.last_published));
     }
+    // The new epoch from 1 up to what its stream was owed: the highest seq received, or
+    // more when it ended early (the caller's `last_published`).
     let a = Trace {
         first_expected: 1,
-        last_published: after.seqs.iter().copied().max().unwrap_or(0),
+        last_published: after
+            .seqs
+            .iter()
+            .copied()
+            .max()
+            .unwrap_or(0)
+            .max(after.last_published),
         ..after.clone()
     };
     let mut c = count(&b);
@@ -252,6 +260,13 @@ mod tests {
         let trimmed = trace(&[4, 5], &[(1, 3)], 0);
         let c = count_restart(&before, &trimmed, 5, true);
         assert_eq!((c.lost, c.lost_silently, c.gaps), (3, 0, 3));
+        // The new epoch's stream ended early, at 4 of the 6 published: 5 and 6 are lost.
+        let ended = Trace {
+            resets: 1,
+            ..trace(&[1, 2, 3, 4], &[], 6)
+        };
+        let c = count_restart(&before, &ended, 7, true);
+        assert_eq!((c.received, c.lost, c.lost_silently), (9, 4, 2));
     }
 
     /// A seq near u64::MAX (a hostile server) is counted at once, not seq by seq; and

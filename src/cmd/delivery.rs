@@ -692,7 +692,7 @@ mod tests {
             scope: None,
             allow_remote: false,
         };
-        let invalid_reason = delivery::measured_nothing(&[]);
+        let invalid_reason = delivery::invalid_reason(&[]);
         let mut r = DeliveryReport {
             kind: "verify-delivery",
             target: "rtcheck serve".into(),
@@ -725,7 +725,7 @@ mod tests {
         let (code, why) = exit_of(&r, false);
         assert_eq!(code, super::super::exit::invalid());
         assert!(why.expect("a reason").contains("no run was made"));
-        // One run measured (what it found is the findings' business): not "nothing".
+        // A run in which no client ran: made, but it measured nothing, and says so.
         let spec = delivery::run::RunSpec {
             delivery: "seq-ring",
             disconnect: delivery::client::Disconnect::Clean,
@@ -734,7 +734,24 @@ mod tests {
             away: Duration::from_secs(1),
         };
         r.runs.push(delivery::run::summarize(&spec, &[], 0));
-        r.invalid_reason = delivery::measured_nothing(&r.runs);
+        r.invalid_reason = delivery::invalid_reason(&r.runs);
+        r.valid = r.invalid_reason.is_none();
+        let why = r
+            .invalid_reason
+            .clone()
+            .expect("an invalid run makes the report invalid");
+        assert!(
+            why.starts_with("invalid: 1 of 1 run(s)")
+                && why.contains("seq-ring clean within-ring: no client ran"),
+            "{why}"
+        );
+        assert_eq!(exit_of(&r, false).0, super::super::exit::invalid());
+        let v: serde_json::Value =
+            serde_json::from_str(&render(&r, Format::Json, &Palette::plain()).unwrap()).unwrap();
+        assert_eq!(v["valid"], false, "{v}");
+        // A run that measured (what it found is the findings' business): valid.
+        r.runs[0].verdict = "0 lost within the ring".into();
+        r.invalid_reason = delivery::invalid_reason(&r.runs);
         r.valid = r.invalid_reason.is_none();
         assert_eq!(exit_of(&r, false), (ExitCode::SUCCESS, None));
         assert_eq!(exit_of(&r, true).0, super::super::exit::findings());

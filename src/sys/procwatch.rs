@@ -52,15 +52,7 @@ pub fn find(addr: SocketAddr, pids: &[u32]) -> Result<Target, String> {
             found_by: format!("--pid {}", list.join(",")),
         });
     }
-    let all = process::listeners(proc)?;
-    let inodes: Vec<u64> = all
-        .iter()
-        .filter(|l| {
-            l.local.port() == addr.port()
-                && (l.local.ip() == addr.ip() || l.local.ip().is_unspecified())
-        })
-        .map(|l| l.inode)
-        .collect();
+    let inodes = listening(proc, addr)?;
     if inodes.is_empty() {
         return Err(if addr.ip().is_loopback() {
             format!("no process listens on {addr} in this network namespace (a container's own, or another host through a tunnel?): give --pid")
@@ -69,18 +61,21 @@ pub fn find(addr: SocketAddr, pids: &[u32]) -> Result<Target, String> {
         });
     }
     let (first, unreadable) = process::holders(proc, &inodes);
-    // A process forked a moment ago holds its parent's listener until it execs or exits
-    // (a server spawning a helper, a test harness starting a command): seen once, it is
-    // not the server, and its figures would vanish mid-run. Look again.
-    let pids = if first.is_empty() {
-        first
-    } else {
-        std::thread::sleep(Duration::from_millis(100));
-        held_both_times(first, &process::holders(proc, &inodes).0)
-    };
-    if pids.is_empty() {
+    if first.is_empty() {
         return Err(format!(
             "the listener on {addr} belongs to a process whose fds this user cannot read ({unreadable} processes unreadable: another user's): run as that user or root, or give --pid"
+        ));
+    }
+    // A process forked a moment ago holds its parent's listener until it execs or exits
+    // (a server spawning a helper, a test harness starting a command): seen once, it is
+    // not the server, and its figures would vanish mid-run. Look again, the sockets read
+    // again too (a server restarted between the looks has a new one).
+    std::thread::sleep(Duration::from_millis(100));
+    let again = listening(proc, addr).unwrap_or_default();
+    let pids = held_both_times(first, &process::holders(proc, &again).0);
+    if pids.is_empty() {
+        return Err(format!(
+            "the process listening on {addr} was gone 100 ms after it was found (restarting?): run again once it is up, or give --pid"
         ));
     }
     // Named, so a proxy found in front of the hub is seen for what it is.
@@ -104,6 +99,18 @@ pub fn find(addr: SocketAddr, pids: &[u32]) -> Result<Target, String> {
         pids,
         found_by: format!("{}, the listener on {addr}", names.join(",")),
     })
+}
+
+/// The inodes of the listening sockets on `addr`'s port (its address or a wildcard).
+fn listening(proc: &Path, addr: SocketAddr) -> Result<Vec<u64>, String> {
+    Ok(process::listeners(proc)?
+        .iter()
+        .filter(|l| {
+            l.local.port() == addr.port()
+                && (l.local.ip() == addr.ip() || l.local.ip().is_unspecified())
+        })
+        .map(|l| l.inode)
+        .collect())
 }
 
 /// The holders seen in both looks; the second look's when none was in both (the server

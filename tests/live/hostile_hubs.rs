@@ -182,7 +182,8 @@ fn a_close_reason_that_echoes_the_token_is_masked_in_bench_and_verify() {
 }
 
 /// `verify delivery --server URL --publish ws`, small: (exit, runs, stderr).
-fn delivery(url: &str) -> (Option<i32>, Vec<Value>, String) {
+/// `verify delivery` of a hostile hub: (exit code, runs, report-level `valid`, stderr).
+fn delivery(url: &str) -> (Option<i32>, Vec<Value>, Value, String) {
     let out = common::rtcheck()
         .args(["verify", "delivery", "--server", url, "--publish", "ws"])
         .args(["--format", "json", "--rate", "20", "--size", "256"])
@@ -198,7 +199,7 @@ fn delivery(url: &str) -> (Option<i32>, Vec<Value>, String) {
         .as_array()
         .unwrap_or_else(|| panic!("no runs: {v:#}"))
         .clone();
-    (out.status.code(), runs, err)
+    (out.status.code(), runs, v["valid"].clone(), err)
 }
 
 /// Item 13 in verify delivery: `seq = 1000000 - seq` and phantom seqs make every run
@@ -211,9 +212,10 @@ fn verify_delivery_invalidates_rewritten_and_phantom_seqs() {
     // measured fail (exit 1, "lost silently"), never invalid. Whether a run is valid
     // depends on timing (a live message after each reconnect, within the schedule), so
     // this run goes alone, before the others.
-    let (code, honest, err) = delivery(&hostile_hub("honest").url("ws", "/"));
+    let (code, honest, valid, err) = delivery(&hostile_hub("honest").url("ws", "/"));
     let ctx = format!("honest: exit {code:?}\n{honest:#?}\n{err}");
     assert_eq!(code, Some(1), "{ctx}");
+    assert_eq!(valid, true, "a measured fail is a valid report: {ctx}");
     assert!(!honest.is_empty(), "{ctx}");
     for r in &honest {
         let v = r["verdict"].as_str().unwrap();
@@ -228,7 +230,7 @@ fn verify_delivery_invalidates_rewritten_and_phantom_seqs() {
             .map(|mode| sc.spawn(move || delivery(&hostile_hub(mode).url("ws", "/"))))
             .map(|h| h.join().unwrap())
     });
-    for ((mode, says), (code, runs, err)) in
+    for ((mode, says), (code, runs, valid, err)) in
         [("rewrite", "seq 99999"), ("phantom", "were published")]
             .into_iter()
             .zip([rewrite, phantom])
@@ -236,6 +238,11 @@ fn verify_delivery_invalidates_rewritten_and_phantom_seqs() {
         let ctx = format!("{mode}: exit {code:?}\n{runs:#?}\n{err}");
         assert_eq!(code, Some(1), "{ctx}");
         assert!(!runs.is_empty(), "{ctx}");
+        assert_eq!(valid, false, "invalid runs, an invalid report: {ctx}");
+        assert!(
+            err.contains("could not measure what they set out to"),
+            "{ctx}"
+        );
         for r in &runs {
             assert_eq!(r["status"], "fail", "{ctx}");
             let v = r["verdict"].as_str().unwrap();
@@ -250,7 +257,7 @@ fn verify_delivery_invalidates_rewritten_and_phantom_seqs() {
 fn verify_delivery_counts_loss_past_an_error_close_and_names_it() {
     let _timed = common::timed();
     let hub = hostile_hub("error");
-    let (code, runs, err) = delivery(&hub.url("ws", "/"));
+    let (code, runs, _, err) = delivery(&hub.url("ws", "/"));
     let ctx = format!("exit {code:?}\n{runs:#?}\n{err}\n{}", hub.log());
     assert_ne!(code, Some(2), "not an error: {ctx}");
     assert!(!runs.is_empty(), "{ctx}");

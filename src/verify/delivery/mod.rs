@@ -353,8 +353,8 @@ pub struct DeliveryReport {
     /// Why it was not measured (remote, not found, unreadable).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub server_unmeasured: Option<String>,
-    /// False when the report measured nothing ([`measured_nothing`]: no run was made),
-    /// its reason in `invalid_reason`.
+    /// False when the report is not a valid measurement ([`invalid_reason`]: no run was
+    /// made, or a run was invalid), its reason in `invalid_reason`.
     pub valid: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub invalid_reason: Option<String>,
@@ -495,7 +495,7 @@ pub fn measure(o: &DeliveryOptions) -> anyhow::Result<DeliveryReport> {
             Err(why) => (None, Some(why)),
         };
         let findings = findings(o, &runs);
-        let invalid_reason = measured_nothing(&runs);
+        let invalid_reason = invalid_reason(&runs);
         return Ok(DeliveryReport {
             kind: "verify-delivery",
             target: t.url.clone(),
@@ -541,7 +541,7 @@ pub fn measure(o: &DeliveryOptions) -> anyhow::Result<DeliveryReport> {
     })?;
     let runs: Vec<Run> = results.into_iter().flatten().collect();
     let findings = findings(o, &runs);
-    let invalid_reason = measured_nothing(&runs);
+    let invalid_reason = invalid_reason(&runs);
     Ok(DeliveryReport {
         kind: "verify-delivery",
         target: o
@@ -561,12 +561,28 @@ pub fn measure(o: &DeliveryOptions) -> anyhow::Result<DeliveryReport> {
     })
 }
 
-/// Pure: why runs measured nothing (no run was made), None when one was. Nothing passes
-/// on nothing: the report says it is invalid, and the command writes it and exits 1, as
-/// for an invalid measurement.
-pub fn measured_nothing(runs: &[Run]) -> Option<String> {
-    runs.is_empty()
-        .then(|| "invalid: nothing measured: no run was made".to_string())
+/// Pure: why the report is not a valid measurement, None when it is. Nothing passes on
+/// nothing: no run was made, or a run could not measure what it set out to (its verdict
+/// says "invalid: ..."; it is a failing run too). The report says so (`valid: false`, a
+/// JSON reader need not read each run), and the command writes it and exits 1.
+pub fn invalid_reason(runs: &[Run]) -> Option<String> {
+    if runs.is_empty() {
+        return Some("invalid: nothing measured: no run was made".to_string());
+    }
+    let bad: Vec<&Run> = runs
+        .iter()
+        .filter(|r| r.verdict.starts_with("invalid"))
+        .collect();
+    let first = bad.first()?;
+    Some(format!(
+        "invalid: {} of {} run(s) could not measure what they set out to (first, {} {} {}: {})",
+        bad.len(),
+        runs.len(),
+        first.delivery,
+        first.disconnect,
+        first.case,
+        first.verdict.trim_start_matches("invalid: ")
+    ))
 }
 
 /// One finding per run, plus a skip for each asked mode this build does not measure.

@@ -342,12 +342,22 @@ pub fn restart_client(
     let mut t = Trace::default();
     let mut c = Conn::open(addr, ph, spec.delivery, resume_id)?;
     let (mut resume_ms, mut first_after) = (None, None);
-    c.recv_until(Instant::now() + ph.after, &mut t, &mut |seq| {
+    let until = Instant::now() + ph.after;
+    c.recv_until(until, &mut t, &mut |seq| {
         first_after.get_or_insert(seq);
         if resume_ms.is_none() && latest.is_none_or(|l| seq > l) {
             resume_ms = Some(t0.elapsed().as_secs_f64() * 1e3);
         }
     })?;
+    // As in `client`: a stream that ended early on the new instance is owed what it
+    // published by the phase's end (seq_account::count_restart reads it).
+    let ended_early = ended_before(until);
+    let published = match ended_early {
+        true => sleep_checked(until.saturating_duration_since(Instant::now()))
+            .map(|_| latest_seq(addr))?,
+        false => None,
+    };
+    t.last_published = owed_up_to(&t, published);
     let reset = t.resets > 0 || c.session().is_some_and(|s| s.reset);
     // A new session, or a snapshot: what came before the first message is replaced by
     // it, announced only by the reset.
@@ -361,6 +371,7 @@ pub fn restart_client(
         reset,
         before: Some(before),
         closed: closed.or(c.closed()),
+        ended_early,
         ..ClientResult::default()
     })
 }
