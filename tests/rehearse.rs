@@ -93,8 +93,9 @@ impl Drop for Restartable {
 
 /// `rtcheck rehearse ARGS --format json`: (exit code, report, stderr).
 fn rehearse(args: &[&str]) -> (Option<i32>, Value, String) {
-    // At most two rehearsals per core at a time (common::timed; each drives a reconnect
-    // wave, CPU-bound: more at once is no faster). The accept-queue
+    // One rehearsal per core at a time: this binary keeps libtest's default threads (its
+    // runs are CPU-bound: more at once is no faster); the timed slot is taken as in the
+    // other binaries. The accept-queue
     // counters are the namespace's: a burst of one lands in another's ListenOverflows,
     // so every test but the backlog one allows that finding to fail, and more overflows
     // cannot make the backlog test's "> 0" false.

@@ -40,31 +40,28 @@ fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// The names of the `#[test]` functions of a file whose first statement is not
-/// `let _timed = common::timed();`.
+/// The names of the test functions of a file (`#[test]`, `#[tokio::test]`, in a nested
+/// module too) whose first statement is not `let _timed = common::timed();`.
 fn tests_without_slot(text: &str) -> Vec<String> {
-    let lines: Vec<&str> = text.lines().collect();
+    let lines: Vec<&str> = text.lines().map(str::trim).collect();
+    let fn_name = |l: &str| {
+        let l = l.strip_prefix("async ").unwrap_or(l);
+        l.strip_prefix("fn ")
+            .map(|r| r.split('(').next().unwrap_or(r).to_string())
+    };
     let mut missing = Vec::new();
     for (i, l) in lines.iter().enumerate() {
-        if l.trim() != "#[test]" {
+        if *l != "#[test]" && !l.starts_with("#[tokio::test") {
             continue;
         }
-        let Some(f) = lines[i + 1..].iter().position(|l| l.starts_with("fn ")) else {
+        let Some(f) = lines[i + 1..].iter().position(|l| fn_name(l).is_some()) else {
             continue;
         };
         let at = i + 1 + f;
-        let open = lines[at..]
-            .iter()
-            .position(|l| l.trim_end().ends_with('{'))
-            .unwrap();
+        let open = lines[at..].iter().position(|l| l.ends_with('{')).unwrap();
         let first = lines.get(at + open + 1).copied().unwrap_or("");
-        if first.trim() != "let _timed = common::timed();" {
-            let name = lines[at]
-                .trim_start_matches("fn ")
-                .split('(')
-                .next()
-                .unwrap();
-            missing.push(name.to_string());
+        if first != "let _timed = common::timed();" {
+            missing.extend(fn_name(lines[at]));
         }
     }
     missing
@@ -116,4 +113,10 @@ fn every_module_that_drives_a_load_generator_is_listed_as_timed() {
 fn the_slot_check_sees_a_test_without_it() {
     let text = "#[test]\nfn a() {\n    let _timed = common::timed();\n}\n\n#[test]\n#[ignore]\nfn b() {\n    run();\n}\n";
     assert_eq!(tests_without_slot(text), vec!["b".to_string()]);
+    // An async test, and one in a nested module: seen too.
+    let text = "#[tokio::test(flavor = \"multi_thread\")]\nasync fn c() {\n    run().await;\n}\nmod m {\n    #[test]\n    fn d() {\n        run();\n    }\n    #[test]\n    fn e() {\n        let _timed = common::timed();\n    }\n}\n";
+    assert_eq!(
+        tests_without_slot(text),
+        vec!["c".to_string(), "d".to_string()]
+    );
 }
