@@ -241,14 +241,7 @@ pub fn client(
             resume_ms = Some(t0.elapsed().as_secs_f64() * 1e3);
         }
     })?;
-    let ended_early = ended_before(until);
-    // The server's latest at the phase's end: what this client was owed by then.
-    let published = match ended_early {
-        true => sleep_checked(until.saturating_duration_since(Instant::now()))
-            .map(|_| latest_seq(addr))?,
-        false => None,
-    };
-    t.last_published = owed_up_to(&t, published);
+    let ended_early = settle_owed(addr, until, &mut t)?;
     let reset = c.session().is_some_and(|s| s.reset);
     closed = closed.or(c.closed());
     let first_after = first_after.unwrap_or(0);
@@ -267,6 +260,20 @@ pub fn client(
         closed,
         ended_early,
     })
+}
+
+/// After a phase read until `until` from rtcheck's server: whether the stream ended
+/// early, and `t.last_published` set to what the client was owed ([`owed_up_to`]; when
+/// it ended early, the server's latest seq at the phase's end, waited for).
+fn settle_owed(addr: SocketAddr, until: Instant, t: &mut Trace) -> anyhow::Result<bool> {
+    let ended_early = ended_before(until);
+    let published = match ended_early {
+        true => sleep_checked(until.saturating_duration_since(Instant::now()))
+            .map(|_| latest_seq(addr))?,
+        false => None,
+    };
+    t.last_published = owed_up_to(t, published);
+    Ok(ended_early)
 }
 
 /// A stream that returned before `until` (not interrupted) ended early: the server
@@ -349,15 +356,8 @@ pub fn restart_client(
             resume_ms = Some(t0.elapsed().as_secs_f64() * 1e3);
         }
     })?;
-    // As in `client`: a stream that ended early on the new instance is owed what it
-    // published by the phase's end (seq_account::count_restart reads it).
-    let ended_early = ended_before(until);
-    let published = match ended_early {
-        true => sleep_checked(until.saturating_duration_since(Instant::now()))
-            .map(|_| latest_seq(addr))?,
-        false => None,
-    };
-    t.last_published = owed_up_to(&t, published);
+    // On the new instance too (seq_account::count_restart reads it).
+    let ended_early = settle_owed(addr, until, &mut t)?;
     let reset = t.resets > 0 || c.session().is_some_and(|s| s.reset);
     // A new session, or a snapshot: what came before the first message is replaced by
     // it, announced only by the reset.
